@@ -1,0 +1,186 @@
+// `rowbase <command>`: the service and its administration. Bad arguments exit 2 with one line on stderr;
+// failures of the work itself exit 1.
+import { parseArgs } from 'node:util';
+import { ConfigError, configFromEnv } from './config.ts';
+import { KeyError } from './db/keys.ts';
+import { openStore, type Store } from './db/store.ts';
+import { createLogger } from './log.ts';
+import { startServer } from './server.ts';
+
+class UsageError extends Error {}
+
+interface Command {
+  usage: string;
+  summary: string;
+  options: Record<string, { type: 'string' | 'boolean'; description: string }>;
+  positionals?: number;
+  run(values: Record<string, string | boolean | undefined>, positionals: string[]): Promise<void>;
+}
+
+const environment = `Environment:
+  PORT          port to listen on (default 8080)
+  HOST          address to listen on (default 127.0.0.1)
+  DATABASE_URL  sqlite:<path> (default sqlite:./data/rowbase.sqlite)
+  LOG_LEVEL     fatal, error, warn, info, debug or trace (default info)`;
+
+const commands: Record<string, Command> = {
+  serve: {
+    usage: 'rowbase serve',
+    summary: 'Run the service until SIGTERM or SIGINT.',
+    options: {},
+    async run() {
+      const config = configFromEnv();
+      const log = createLogger(config.logLevel);
+      const running = await startServer(config, log);
+      log.info({ url: running.url }, 'rowbase is listening');
+      const stop = async (signal: string) => {
+        log.info({ signal }, 'draining requests and closing');
+        await running.close();
+        process.exit(0);
+      };
+      process.once('SIGTERM', () => void stop('SIGTERM'));
+      process.once('SIGINT', () => void stop('SIGINT'));
+    },
+  },
+  'keys create': {
+    usage: 'rowbase keys create --account <name> [--plan <plan>] [--json]',
+    summary: 'Make an API key for an account (created on first use; plan free by default). The key is shown once.',
+    options: {
+      account: { type: 'string', description: 'the account the key acts for' },
+      plan: { type: 'string', description: "set the account's plan (see rowbase plans list)" },
+      json: { type: 'boolean', description: 'print one JSON object instead of text' },
+    },
+    async run(values) {
+      const account = required(values, 'account');
+      if (!/^[\x21-\x7e]{1,255}$/.test(account))
+        throw new UsageError('--account must be 1 to 255 printable ASCII characters without spaces');
+      const created = await withStore((store) => store.createKey(account, values.plan as string | undefined));
+      if (values.json) {
+        print(JSON.stringify(created));
+        return;
+      }
+      print(`account ${created.account} (plan ${created.plan}), key prefix ${created.prefix}`);
+      print('Keep this key: it is shown only now.');
+      print(created.key);
+    },
+  },
+  'keys list': {
+    usage: 'rowbase keys list [--account <name>] [--json]',
+    summary: 'List keys by prefix; the keys themselves are not stored.',
+    options: {
+      account: { type: 'string', description: "only this account's keys" },
+      json: { type: 'boolean', description: 'print a JSON array' },
+    },
+    async run(values) {
+      const keys = await withStore((store) => store.listKeys(values.account as string | undefined));
+      if (values.json) {
+        print(JSON.stringify(keys));
+        return;
+      }
+      print(
+        table(
+          ['PREFIX', 'ACCOUNT', 'PLAN', 'CREATED', 'REVOKED'],
+          keys.map((k) => [k.prefix, k.account, k.plan, k.created_at, k.revoked_at ?? '-']),
+        ),
+      );
+    },
+  },
+  'keys revoke': {
+    usage: 'rowbase keys revoke <key-or-prefix>',
+    summary: 'Revoke a key, given whole or by its prefix; it stops working within a second.',
+    options: {},
+    positionals: 1,
+    async run(_values, [keyOrPrefix]) {
+      const revoked = await withStore((store) => store.revokeKey(keyOrPrefix));
+      print(`revoked ${revoked.prefix} of account ${revoked.account}`);
+    },
+  },
+};
+
+async function withStore<T>(work: (store: Store) => Promise<T>): Promise<T> {
+  const store = await openStore(configFromEnv().databaseUrl);
+  try {
+    return await work(store);
+  } finally {
+    await store.close();
+  }
+}
+
+const print = (text: string) => process.stdout.write(`${text}\n`);
+
+function required(values: Record<string, unknown>, name: string): string {
+  const value = values[name];
+  if (typeof value !== 'string' || value === '') throw new UsageError(`--${name} is required`);
+  return value;
+}
+
+function table(header: string[], rows: string[][]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  return [header, ...rows]
+    .map((r) =>
+      r
+        .map((cell, i) => cell.padEnd(widths[i]))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
+}
+
+function help(command?: string): string {
+  if (command) {
+    const { usage, summary, options } = commands[command];
+    const lines = Object.entries(options).map(([name, o]) => `  --${name}${o.type === 'string' ? ' <value>' : ''}  ${o.description}`);
+    return [`Usage: ${usage}`, '', summary, ...(lines.length ? ['', 'Options:', ...lines] : []), '', environment].join('\n');
+  }
+  const list = Object.values(commands).map((c) => `  ${c.usage}\n      ${c.summary}`);
+  return [
+    'rowbase: collections of JSON rows over HTTP, with a real-time feed.',
+    '',
+    'Commands:',
+    ...list,
+    '',
+    'rowbase <command> --help describes a command.',
+    '',
+    environment,
+  ].join('\n');
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const words = argv.filter((a) => !a.startsWith('-'));
+  const name = [`${words[0]} ${words[1]}`, words[0]].find((n) => n in commands);
+  if (!name) {
+    if (argv.includes('--help') || argv.includes('-h')) {
+      print(help());
+      return 0;
+    }
+    if (words.length === 0) throw new UsageError('a command is required; see rowbase --help');
+    throw new UsageError(`unknown command ${JSON.stringify(words.slice(0, 2).join(' '))}; see rowbase --help`);
+  }
+  const command = commands[name];
+  const rest = argv.slice(argv.indexOf(name.split(' ').at(-1) as string) + 1);
+  if (rest.includes('--help') || rest.includes('-h')) {
+    print(help(name));
+    return 0;
+  }
+  let parsed: ReturnType<typeof parseArgs>;
+  try {
+    parsed = parseArgs({ args: rest, options: command.options, allowPositionals: true, strict: true });
+  } catch (error) {
+    throw new UsageError((error as Error).message.split('\n')[0]);
+  }
+  if (parsed.positionals.length !== (command.positionals ?? 0)) {
+    throw new UsageError(`usage: ${command.usage}`);
+  }
+  await command.run(parsed.values as Record<string, string | boolean | undefined>, parsed.positionals);
+  return 0;
+}
+
+try {
+  const code = await main(process.argv.slice(2));
+  if (code !== 0) process.exitCode = code;
+} catch (error) {
+  // Arguments that name nothing (an unknown plan, no such key) are bad arguments too.
+  const badArguments = error instanceof UsageError || error instanceof ConfigError || error instanceof KeyError;
+  process.stderr.write(`rowbase: ${(error as Error).message}\n`);
+  process.exitCode = badArguments ? 2 : 1;
+}

@@ -1,0 +1,54 @@
+import type { Knex } from 'knex';
+import type { components } from '../../generated/openapi.ts';
+import { conflict, notFound } from '../errors.ts';
+import { isUniqueViolation } from './errors.ts';
+
+export type Collection = components['schemas']['Collection'];
+
+const columns = ['name', 'created_at', 'row_count'] as const;
+const toCollection = (row: { name: string; created_at: string; row_count: number | string }): Collection => ({
+  name: row.name,
+  created_at: row.created_at,
+  row_count: Number(row.row_count),
+});
+
+export async function listCollections(knex: Knex, accountId: number): Promise<Collection[]> {
+  const rows = await knex('collections').where({ account_id: accountId }).orderBy('name').select(columns);
+  return rows.map(toCollection);
+}
+
+export async function createCollection(knex: Knex, accountId: number, name: string): Promise<Collection> {
+  const collection = { name, created_at: new Date().toISOString(), row_count: 0 };
+  try {
+    await knex('collections').insert({ account_id: accountId, ...collection });
+  } catch (error) {
+    if (isUniqueViolation(error)) throw conflict(`A collection named ${name} already exists.`);
+    throw error;
+  }
+  return collection;
+}
+
+export async function getCollection(knex: Knex, accountId: number, name: string): Promise<Collection> {
+  const row = await knex('collections').where({ account_id: accountId, name }).first(columns);
+  if (!row) throw collectionNotFound(name);
+  return toCollection(row);
+}
+
+/** Deletes the collection with its rows and events. */
+export async function deleteCollection(knex: Knex, accountId: number, name: string): Promise<void> {
+  await knex.transaction(async (trx) => {
+    const id = await collectionId(trx, accountId, name);
+    await trx('rows').where({ collection_id: id }).delete();
+    await trx('events').where({ collection_id: id }).delete();
+    await trx('collections').where({ id }).delete();
+  });
+}
+
+/** The internal id of the account's collection `name`; 404 when the account has none of that name. */
+export async function collectionId(knex: Knex, accountId: number, name: string): Promise<number> {
+  const row = await knex('collections').where({ account_id: accountId, name }).first('id');
+  if (!row) throw collectionNotFound(name);
+  return Number(row.id);
+}
+
+export const collectionNotFound = (name: string) => notFound(`There is no collection named ${name}.`);

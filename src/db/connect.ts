@@ -1,0 +1,60 @@
+import { mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import knexFactory, { type Knex } from 'knex';
+import { migrationSource } from './migrations.ts';
+
+export type Dialect = 'sqlite' | 'postgres';
+
+export interface Database {
+  knex: Knex;
+  dialect: Dialect;
+  /** Waits for queries under way, then closes every connection. */
+  close(): Promise<void>;
+}
+
+/**
+ * Opens the database that `url` names and brings its schema up to date.
+ * `sqlite:<path>` (relative to the working directory; the folder is created) or `postgres://…`.
+ */
+export async function openDatabase(url: string): Promise<Database> {
+  const knex = knexFactory(knexConfig(url));
+  const db: Database = { knex, dialect: url.startsWith('sqlite:') ? 'sqlite' : 'postgres', close: () => knex.destroy() };
+  try {
+    await knex.migrate.latest({ migrationSource });
+  } catch (error) {
+    await knex.destroy();
+    throw error;
+  }
+  return db;
+}
+
+function knexConfig(url: string): Knex.Config {
+  if (url.startsWith('sqlite:')) {
+    const filename = resolve(url.slice('sqlite:'.length));
+    mkdirSync(dirname(filename), { recursive: true });
+    return {
+      client: 'sqlite3',
+      connection: { filename },
+      useNullAsDefault: true,
+      // One connection: SQLite allows one writer at a time anyway, and transactions queue for it.
+      pool: {
+        min: 1,
+        max: 1,
+        // WAL lets readers run beside the writer; synchronous=NORMAL in WAL mode keeps every committed
+        // transaction through a crash of the process (kill -9), though not through a power cut.
+        afterCreate: (
+          connection: { exec(sql: string, done: (error: Error | null) => void): void },
+          done: (error: Error | null, connection: unknown) => void,
+        ) =>
+          connection.exec(
+            'PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON;',
+            (error) => done(error, connection),
+          ),
+      },
+    };
+  }
+  if (/^postgres(ql)?:\/\//.test(url)) {
+    throw new Error('DATABASE_URL: PostgreSQL is not supported yet; use sqlite:<path>');
+  }
+  throw new Error(`DATABASE_URL must start with sqlite: or postgres://, not ${JSON.stringify(url.split(':')[0])}`);
+}

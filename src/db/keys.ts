@@ -1,0 +1,84 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { Knex } from 'knex';
+
+/** The account a request acts for, as the auth step found it. */
+export interface Principal {
+  accountId: number;
+  account: string;
+}
+
+export interface KeyInfo {
+  prefix: string;
+  account: string;
+  plan: string;
+  created_at: string;
+  revoked_at: string | null;
+}
+
+export class KeyError extends Error {}
+
+const PREFIX_LENGTH = 11; // "rb_" and 8 characters of the random part: shown in listings, enough to revoke by.
+
+/** SHA-256 suits keys of 192 random bits: there is nothing to guess that a slow hash would protect. */
+export const hashKey = (key: string) => createHash('sha256').update(key).digest('hex');
+
+/**
+ * Makes a new key for `account`, creating the account on first use. `plan` (default `free` for a new
+ * account) sets the account's plan. The key itself is returned once and never stored.
+ */
+export async function createKey(knex: Knex, account: string, plan?: string): Promise<KeyInfo & { key: string }> {
+  const key = `rb_${randomBytes(24).toString('base64url')}`;
+  const created_at = new Date().toISOString();
+  return knex.transaction(async (trx) => {
+    if (plan !== undefined && !(await trx('plans').where({ name: plan }).first())) {
+      throw new KeyError(`unknown plan ${JSON.stringify(plan)}; see: rowbase plans list`);
+    }
+    let row = await trx('accounts').where({ name: account }).first();
+    if (!row) {
+      await trx('accounts').insert({ name: account, plan: plan ?? 'free', created_at });
+      row = await trx('accounts').where({ name: account }).first();
+    } else if (plan !== undefined && plan !== row.plan) {
+      await trx('accounts').where({ id: row.id }).update({ plan });
+      row.plan = plan;
+    }
+    const prefix = key.slice(0, PREFIX_LENGTH);
+    await trx('api_keys').insert({ account_id: row.id, prefix, hash: hashKey(key), created_at });
+    return { key, prefix, account, plan: row.plan, created_at, revoked_at: null };
+  });
+}
+
+export async function listKeys(knex: Knex, account?: string): Promise<KeyInfo[]> {
+  const query = knex('api_keys')
+    .join('accounts', 'accounts.id', 'api_keys.account_id')
+    .select('api_keys.prefix', 'accounts.name as account', 'accounts.plan', 'api_keys.created_at', 'api_keys.revoked_at')
+    .orderBy([{ column: 'accounts.name' }, { column: 'api_keys.id' }]);
+  if (account !== undefined) query.where('accounts.name', account);
+  return query;
+}
+
+/** Revokes the key given whole or by its prefix; a prefix must name exactly one live key. */
+export async function revokeKey(knex: Knex, keyOrPrefix: string): Promise<KeyInfo> {
+  return knex.transaction(async (trx) => {
+    const matches = await trx('api_keys')
+      .join('accounts', 'accounts.id', 'api_keys.account_id')
+      .select('api_keys.id', 'api_keys.prefix', 'accounts.name as account', 'accounts.plan', 'api_keys.created_at')
+      .whereNull('api_keys.revoked_at')
+      .andWhere((q) => q.where('api_keys.hash', hashKey(keyOrPrefix)).orWhere('api_keys.prefix', keyOrPrefix));
+    if (matches.length === 0) throw new KeyError(`no live key matches ${JSON.stringify(keyOrPrefix)}`);
+    if (matches.length > 1) throw new KeyError(`${matches.length} keys match ${JSON.stringify(keyOrPrefix)}; give the whole key`);
+    const [{ id, ...key }] = matches;
+    const revoked_at = new Date().toISOString();
+    await trx('api_keys').where({ id }).update({ revoked_at });
+    return { ...key, revoked_at };
+  });
+}
+
+/** The account of a live key, or undefined for an unknown or revoked one. */
+export async function findPrincipal(knex: Knex, key: string): Promise<Principal | undefined> {
+  const row = await knex('api_keys')
+    .join('accounts', 'accounts.id', 'api_keys.account_id')
+    .where('api_keys.hash', hashKey(key))
+    .whereNull('api_keys.revoked_at')
+    .first('accounts.id as accountId', 'accounts.name as account');
+  return row ? { accountId: Number(row.accountId), account: row.account } : undefined;
+}

@@ -1,0 +1,73 @@
+import type { Knex } from 'knex';
+
+// Timestamps are ISO 8601 text in UTC: they sort as they compare, on every backend.
+const migrations: Record<string, Knex.Migration> = {
+  '0001_initial': {
+    async up(knex) {
+      await knex.schema.createTable('plans', (t) => {
+        t.string('name', 64).primary();
+        t.bigInteger('quota').notNullable();
+        t.string('period', 8).notNullable();
+        t.integer('rate');
+      });
+      await knex('plans').insert([
+        { name: 'free', quota: 10_000, period: 'month', rate: 10 },
+        { name: 'pro', quota: 1_000_000, period: 'month', rate: 100 },
+      ]);
+      await knex.schema.createTable('accounts', (t) => {
+        t.increments('id');
+        t.string('name', 255).notNullable().unique();
+        t.string('plan', 64).notNullable().references('plans.name');
+        t.string('created_at', 32).notNullable();
+      });
+      await knex.schema.createTable('api_keys', (t) => {
+        t.increments('id');
+        t.integer('account_id').notNullable().references('accounts.id');
+        t.string('prefix', 16).notNullable().index();
+        t.string('hash', 64).notNullable().unique();
+        t.string('created_at', 32).notNullable();
+        t.string('revoked_at', 32);
+      });
+      await knex.schema.createTable('collections', (t) => {
+        t.increments('id');
+        t.integer('account_id').notNullable().references('accounts.id');
+        t.string('name', 63).notNullable();
+        t.string('created_at', 32).notNullable();
+        t.bigInteger('row_count').notNullable().defaultTo(0);
+        // The last row id and event seq handed out: ids and seqs are never reused.
+        t.bigInteger('last_row_id').notNullable().defaultTo(0);
+        t.bigInteger('last_seq').notNullable().defaultTo(0);
+        t.unique(['account_id', 'name']);
+      });
+      await knex.schema.createTable('rows', (t) => {
+        t.integer('collection_id').notNullable();
+        t.bigInteger('id').notNullable();
+        // The row's fields but `id`, as JSON text.
+        t.text('data').notNullable();
+        t.primary(['collection_id', 'id']);
+      });
+      await knex.schema.createTable('events', (t) => {
+        t.integer('collection_id').notNullable();
+        t.bigInteger('seq').notNullable();
+        t.string('type', 16).notNullable();
+        t.bigInteger('row_id').notNullable();
+        // The whole row, with its id: after the change for insert and update, as it was for delete.
+        t.text('row').notNullable();
+        t.string('at', 32).notNullable();
+        t.primary(['collection_id', 'seq']);
+      });
+    },
+    async down(knex) {
+      for (const table of ['events', 'rows', 'collections', 'api_keys', 'accounts', 'plans']) {
+        await knex.schema.dropTable(table);
+      }
+    },
+  },
+};
+
+/** Migrations ship inside the code, so a bare `npm start` needs no migrations folder. */
+export const migrationSource: Knex.MigrationSource<string> = {
+  getMigrations: async () => Object.keys(migrations),
+  getMigrationName: (name) => name,
+  getMigration: async (name) => migrations[name],
+};

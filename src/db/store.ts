@@ -1,0 +1,58 @@
+// The data layer as the rest of the service sees it: plain functions over plain values, bound to one
+// database, with every driver error translated at this edge (see errors.ts).
+import type { Knex } from 'knex';
+import { createCollection, deleteCollection, getCollection, listCollections } from './collections.ts';
+import { type Database, openDatabase } from './connect.ts';
+import { translateDatabaseError } from './errors.ts';
+import { createKey, findPrincipal, listKeys, revokeKey } from './keys.ts';
+import { deleteRow, getRow, insertRows, listRows, updateRow } from './rows.ts';
+
+// biome-ignore lint/suspicious/noExplicitAny: any argument list; the bound types below stay exact.
+type DataFunction = (knex: Knex, ...args: any[]) => Promise<unknown>;
+type Bound<F> = F extends (knex: Knex, ...args: infer A) => infer R ? (...args: A) => R : never;
+
+const operations = {
+  createCollection,
+  deleteCollection,
+  getCollection,
+  listCollections,
+  insertRows,
+  listRows,
+  getRow,
+  updateRow,
+  deleteRow,
+  createKey,
+  listKeys,
+  revokeKey,
+  findPrincipal,
+  /** Answers when the database does. */
+  ping: async (knex: Knex) => {
+    await knex.raw('select 1');
+  },
+} satisfies Record<string, DataFunction>;
+
+export type Store = { [K in keyof typeof operations]: Bound<(typeof operations)[K]> } & {
+  db: Database;
+  close(): Promise<void>;
+};
+
+export function createStore(db: Database): Store {
+  const bound = Object.fromEntries(
+    Object.entries(operations).map(([name, operation]) => [
+      name,
+      // biome-ignore lint/suspicious/noExplicitAny: forwarded as received.
+      async (...args: any[]) => {
+        try {
+          return await (operation as DataFunction)(db.knex, ...args);
+        } catch (error) {
+          throw translateDatabaseError(error);
+        }
+      },
+    ]),
+  );
+  return { ...(bound as Omit<Store, 'db' | 'close'>), db, close: () => db.close() };
+}
+
+export async function openStore(databaseUrl: string): Promise<Store> {
+  return createStore(await openDatabase(databaseUrl));
+}

@@ -1,0 +1,49 @@
+// Every error the API answers with: one class, one code each, and one way to write it as RFC 9457
+// problem details (https://www.rfc-editor.org/rfc/rfc9457).
+import type { components } from '../generated/openapi.ts';
+
+export type Problem = components['schemas']['Problem'];
+export type ProblemCode = components['schemas']['ProblemCode'];
+export type FieldError = components['schemas']['ValidationError'];
+
+const kinds: Record<ProblemCode, { status: number; title: string }> = {
+  validation_failed: { status: 400, title: 'Validation failed' },
+  unauthorized: { status: 401, title: 'Unauthorized' },
+  not_found: { status: 404, title: 'Not found' },
+  method_not_allowed: { status: 405, title: 'Method not allowed' },
+  conflict: { status: 409, title: 'Conflict' },
+  payload_too_large: { status: 413, title: 'Payload too large' },
+  unsupported_media_type: { status: 415, title: 'Unsupported media type' },
+  quota_exceeded: { status: 429, title: 'Quota exceeded' },
+  rate_limited: { status: 429, title: 'Rate limited' },
+  internal: { status: 500, title: 'Internal error' },
+  unavailable: { status: 503, title: 'Service unavailable' },
+};
+
+export class ApiError extends Error {
+  readonly status: number;
+
+  constructor(
+    readonly code: ProblemCode,
+    readonly detail: string,
+    readonly options: { errors?: FieldError[]; headers?: Record<string, string> } = {},
+  ) {
+    super(detail);
+    this.status = kinds[code].status;
+  }
+
+  toProblem(): Problem {
+    const { title } = kinds[this.code];
+    const problem: Problem = { type: `urn:rowbase:problem:${this.code}`, title, status: this.status, detail: this.detail, code: this.code };
+    if (this.options.errors) problem.errors = this.options.errors;
+    return problem;
+  }
+}
+
+export const validationFailed = (detail: string, errors: FieldError[] = []) => new ApiError('validation_failed', detail, { errors });
+export const unauthorized = () =>
+  new ApiError('unauthorized', 'A valid API key is required.', { headers: { 'WWW-Authenticate': 'Bearer realm="rowbase"' } });
+export const notFound = (detail: string) => new ApiError('not_found', detail);
+export const conflict = (detail: string) => new ApiError('conflict', detail);
+export const internal = () => new ApiError('internal', 'Something went wrong on our side.');
+export const unavailable = (detail = 'The database cannot be reached.') => new ApiError('unavailable', detail);

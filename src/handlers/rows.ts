@@ -1,0 +1,25 @@
+import type { Handlers } from './types.ts';
+
+export const rowHandlers: Handlers<'listRows' | 'insertRows' | 'getRow' | 'updateRow' | 'deleteRow'> = {
+  async listRows({ principal, path, query }, { store }) {
+    const page = { limit: query.limit, offset: query.offset, orderBy: query.order_by, order: query.order };
+    return { status: 200, body: await store.listRows(principal.accountId, path.collection_name, page) };
+  },
+
+  async insertRows({ principal, path, body }, { store }) {
+    return { status: 201, body: await store.insertRows(principal.accountId, path.collection_name, body) };
+  },
+
+  async getRow({ principal, path }, { store }) {
+    return { status: 200, body: await store.getRow(principal.accountId, path.collection_name, path.row_id) };
+  },
+
+  async updateRow({ principal, path, body }, { store }) {
+    return { status: 200, body: await store.updateRow(principal.accountId, path.collection_name, path.row_id, body) };
+  },
+
+  async deleteRow({ principal, path }, { store }) {
+    await store.deleteRow(principal.accountId, path.collection_name, path.row_id);
+    return { status: 204 };
+  },
+};

@@ -1,0 +1,37 @@
+import type { operations } from '../../generated/openapi.ts';
+import type { Config } from '../config.ts';
+import type { Principal } from '../db/keys.ts';
+import type { Store } from '../db/store.ts';
+
+export type OperationId = keyof operations;
+
+type JsonBody<K extends OperationId> = operations[K] extends { requestBody: { content: { 'application/json': infer B } } } ? B : undefined;
+
+/** What a handler receives: the request as validated, coerced and defaulted against openapi.yaml. */
+export interface Input<K extends OperationId> {
+  path: operations[K]['parameters']['path'];
+  /** Every query parameter of ours has a default, so after validation every one is present. */
+  query: Required<NonNullable<operations[K]['parameters']['query']>>;
+  body: JsonBody<K>;
+  /** The key's account; absent on the routes that need no key. */
+  principal: Principal;
+}
+
+/** What a handler returns; one responder writes it (see http/respond.ts). */
+export interface Result {
+  status: number;
+  body?: unknown;
+  headers?: Record<string, string>;
+  /** Defaults to application/json when there is a body. */
+  contentType?: string;
+}
+
+export interface Deps {
+  store: Store;
+  config: Config;
+  /** The contract documents, as served. */
+  documents: { openapi: string };
+}
+
+export type Handler<K extends OperationId> = (input: Input<K>, deps: Deps) => Promise<Result> | Result;
+export type Handlers<K extends OperationId> = { [Id in K]: Handler<Id> };

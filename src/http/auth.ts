@@ -1,0 +1,38 @@
+import type { Middleware } from 'koa';
+import type { Principal } from '../db/keys.ts';
+import type { Store } from '../db/store.ts';
+import { unauthorized } from '../errors.ts';
+
+export interface AuthState {
+  principal: Principal;
+}
+
+/**
+ * Every /v1 request needs a live key (interface spec §5), as `Authorization: Bearer <key>` or
+ * `x-api-key: <key>`. Missing, malformed, conflicting, unknown and revoked keys all get the same 401.
+ */
+export function authenticate(store: Store): Middleware<AuthState> {
+  return async (ctx, next) => {
+    if (!isV1(ctx.path)) return next();
+    const key = keyOf(ctx.headers);
+    const principal = key === undefined ? undefined : await store.findPrincipal(key);
+    if (!principal) throw unauthorized();
+    ctx.state.principal = principal;
+    return next();
+  };
+}
+
+export const isV1 = (path: string) => path === '/v1' || path.startsWith('/v1/');
+
+/** The one key the request carries, or undefined when it carries none, a malformed one or two different ones. */
+export function keyOf(headers: Record<string, string | string[] | undefined>): string | undefined {
+  const { authorization, 'x-api-key': headerKey } = headers;
+  if (Array.isArray(headerKey) || Array.isArray(authorization)) return undefined;
+  let bearer: string | undefined;
+  if (authorization !== undefined) {
+    bearer = /^Bearer +([^\s]+) *$/i.exec(authorization)?.[1];
+    if (bearer === undefined) return undefined;
+  }
+  if (bearer !== undefined && headerKey !== undefined && bearer !== headerKey) return undefined;
+  return bearer ?? (headerKey || undefined);
+}

@@ -1,0 +1,51 @@
+import type { Middleware } from 'koa';
+import bodyParser from 'koa-bodyparser';
+import type { Config } from '../config.ts';
+import { ApiError, validationFailed } from '../errors.ts';
+
+const methodsWithBody = new Set(['POST', 'PUT', 'PATCH']);
+
+/**
+ * Reads a JSON body where the method carries one: anything but `application/json` is 415, over
+ * `maxBodyBytes` 413, malformed or nested deeper than `maxJsonDepth` 400. Bodies of other methods are
+ * not read.
+ */
+export function jsonBody(config: Config): Middleware {
+  const parse = bodyParser({ enableTypes: ['json'], jsonLimit: `${config.maxBodyBytes}b`, strict: true });
+  return async (ctx, next) => {
+    if (!methodsWithBody.has(ctx.method) || !hasBody(ctx.req.headers)) return next();
+    if (!ctx.is('application/json')) {
+      throw new ApiError('unsupported_media_type', 'The request body must be application/json.');
+    }
+    try {
+      await parse(ctx, async () => {});
+    } catch (error) {
+      if ((error as { status?: number }).status === 400) {
+        throw validationFailed('The request body is not valid JSON.', [{ in: 'body', name: '', message: 'is not valid JSON' }]);
+      }
+      throw error;
+    }
+    if (nestedDeeperThan(ctx.request.body, config.maxJsonDepth)) {
+      throw validationFailed(`The request body nests deeper than ${config.maxJsonDepth} levels.`, [
+        { in: 'body', name: '', message: `nests deeper than ${config.maxJsonDepth} levels` },
+      ]);
+    }
+    return next();
+  };
+}
+
+function hasBody(headers: Record<string, string | string[] | undefined>): boolean {
+  return headers['transfer-encoding'] !== undefined || Number(headers['content-length'] ?? 0) > 0;
+}
+
+/** Walks without recursion, so no body can exhaust the stack. */
+function nestedDeeperThan(value: unknown, max: number): boolean {
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length > 0) {
+    const [item, depth] = stack.pop() as [unknown, number];
+    if (item === null || typeof item !== 'object') continue;
+    if (depth > max) return true;
+    for (const child of Object.values(item)) stack.push([child, depth + 1]);
+  }
+  return false;
+}

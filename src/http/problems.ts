@@ -1,0 +1,32 @@
+import type { Middleware } from 'koa';
+import { ApiError, internal, validationFailed } from '../errors.ts';
+import type { Logger } from '../log.ts';
+
+/**
+ * The one error mapper: whatever a later stage throws leaves as application/problem+json. Errors we
+ * did not make become a bare 500 `internal`; their details go to the log only.
+ */
+export function problems(log: Logger): Middleware {
+  return async (ctx, next) => {
+    try {
+      await next();
+    } catch (error) {
+      const apiError = toApiError(error);
+      if (apiError.status >= 500) log.error({ err: error, method: ctx.method, path: ctx.path }, 'request failed');
+      ctx.status = apiError.status;
+      ctx.set(apiError.options.headers ?? {});
+      ctx.body = apiError.toProblem();
+      ctx.type = 'application/problem+json';
+    }
+  };
+}
+
+/** Koa and its body parser throw http-errors with a status; everything else is ours or a bug. */
+function toApiError(error: unknown): ApiError {
+  if (error instanceof ApiError) return error;
+  const status = (error as { status?: unknown })?.status;
+  if (status === 413) return new ApiError('payload_too_large', 'The request body is too large.');
+  if (status === 415) return new ApiError('unsupported_media_type', 'The request body must be application/json in UTF-8.');
+  if (typeof status === 'number' && status >= 400 && status < 500) return validationFailed('The request is malformed.');
+  return internal();
+}

@@ -1,0 +1,11 @@
+import type { Context } from 'koa';
+import type { Result } from '../handlers/types.ts';
+
+/** The one responder: writes a handler's result to the response. */
+export function respond(ctx: Context, result: Result): void {
+  ctx.status = result.status;
+  if (result.headers) ctx.set(result.headers);
+  if (result.body === undefined) return;
+  ctx.body = typeof result.body === 'string' ? result.body : JSON.stringify(result.body);
+  ctx.type = result.contentType ?? 'application/json';
+}

@@ -1,0 +1,100 @@
+// openapi-backend routes each request to its handler by operationId, after checking it against the
+// request validators `npm run generate` compiled from openapi.yaml.
+import type { ErrorObject } from 'ajv';
+import type { Context as KoaContext, Middleware } from 'koa';
+import { type Context, type Document, OpenAPIBackend } from 'openapi-backend';
+import document from '../../generated/openapi.json' with { type: 'json' };
+import { requestValidators } from '../../generated/validators.js';
+import { ApiError, type FieldError, notFound, unauthorized, validationFailed } from '../errors.ts';
+import { handlers } from '../handlers/index.ts';
+import type { Deps, Handler, OperationId } from '../handlers/types.ts';
+import { respond } from './respond.ts';
+import { requestAjvOptions } from './validation-options.ts';
+
+const methods = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch'] as const;
+
+export async function createRouter(deps: Deps): Promise<Middleware> {
+  const api = new OpenAPIBackend({
+    // Already validated and dereferenced by `npm run generate`: quick mode skips doing it again.
+    definition: document as unknown as Document,
+    quick: true,
+    strict: true,
+    coerceTypes: true,
+    ajvOpts: requestAjvOptions,
+  });
+  await api.init();
+  // The compiled validators stand in for the ones quick mode would compile on first use.
+  Object.assign(api.validator.requestValidators, requestValidators);
+
+  for (const [operationId, handler] of Object.entries(handlers)) {
+    api.register(operationId, (c: Context, ctx: KoaContext) => {
+      // openapi-backend re-parses the path after validating, undoing the coercion: the validated,
+      // coerced and defaulted values are the ones in `validation.coerced`.
+      const { params, query } = c.validation.coerced ?? {};
+      const input = { path: params, query, body: c.request.requestBody, principal: ctx.state.principal };
+      return (handler as Handler<OperationId>)(input as never, deps);
+    });
+  }
+  // authenticate() has already checked the key; these let openapi-backend enforce each operation's
+  // `security` as declared, so an operation that needs a key can never run without an account.
+  const hasPrincipal = (_c: Context, ctx: KoaContext) => ctx.state.principal !== undefined;
+  api.registerSecurityHandler('bearerKey', hasPrincipal);
+  api.registerSecurityHandler('headerKey', hasPrincipal);
+  api.register({
+    unauthorizedHandler: () => {
+      throw unauthorized();
+    },
+    validationFail: (c: Context) => {
+      throw validationFailed('The request does not match the API description.', fieldErrors(c.validation.errors ?? []));
+    },
+    notFound: (c: Context) => {
+      throw notFound(`There is no route ${c.request.path}.`);
+    },
+    methodNotAllowed: (c: Context) => {
+      const allowed = methods.filter((method) => api.router.matchOperation({ ...c.request, method }));
+      const allow = allowed.map((method) => method.toUpperCase()).join(', ');
+      throw new ApiError('method_not_allowed', `${c.request.path} answers ${allow}.`, { headers: { Allow: allow } });
+    },
+  });
+
+  return async (ctx) => {
+    const request = {
+      method: ctx.method,
+      path: ctx.path,
+      query: ctx.querystring,
+      headers: ctx.headers as Record<string, string>,
+      body: ctx.request.body,
+    };
+    respond(ctx, await api.handleRequest(request, ctx));
+  };
+}
+
+/**
+ * Ajv reports against the object openapi-backend validates: `{ path, query, header, requestBody }`.
+ * Its first path segment says where the problem is; the rest names the parameter or, in a body, is a
+ * JSON Pointer.
+ */
+function fieldErrors(errors: ErrorObject[]): FieldError[] {
+  const seen = new Set<string>();
+  return errors.flatMap((error) => {
+    const [, section = '', ...rest] = error.instancePath.split('/');
+    const place = ({ path: 'path', query: 'query', header: 'header', requestBody: 'body' } as const)[section] ?? 'body';
+    let name = place === 'body' ? rest.map((part) => `/${part}`).join('') : rest.join('/');
+    let message = error.message ?? 'is invalid';
+    if (error.keyword === 'additionalProperties') {
+      const extra = String(error.params.additionalProperty);
+      name = place === 'body' ? `${name}/${extra}` : extra;
+      message = place === 'body' ? 'is not a known field' : 'is not a known parameter';
+    } else if (error.keyword === 'required') {
+      const missing = String(error.params.missingProperty);
+      name = missing === 'requestBody' ? '' : place === 'body' ? `${name}/${missing}` : missing;
+      message = 'is required';
+    } else if (error.keyword === 'not') {
+      message = 'is not allowed: the service assigns ids';
+    }
+    const key = `${place} ${name} ${message}`;
+    if (seen.has(key)) return [];
+    seen.add(key);
+    return [{ in: place, name, message }];
+  });
+}

@@ -1,0 +1,42 @@
+import { once } from 'node:events';
+import { readFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createApp } from './app.ts';
+import type { Config } from './config.ts';
+import { openStore, type Store } from './db/store.ts';
+import { createLogger, type Logger } from './log.ts';
+
+export interface RunningServer {
+  /** Base URL, e.g. http://127.0.0.1:8080 */
+  url: string;
+  port: number;
+  server: Server;
+  store: Store;
+  /** Stops accepting, lets requests under way finish (up to `graceMs`), then closes the database. */
+  close(graceMs?: number): Promise<void>;
+}
+
+export async function startServer(config: Config, log: Logger = createLogger(config.logLevel)): Promise<RunningServer> {
+  const store = await openStore(config.databaseUrl);
+  const openapi = await readFile(new URL('../openapi.yaml', import.meta.url), 'utf8');
+  const app = await createApp({ store, config, documents: { openapi } }, log);
+  const server = createServer(app.callback());
+  server.listen(config.port, config.host);
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+
+  let closing: Promise<void> | undefined;
+  const close = (graceMs = 10_000) => {
+    closing ??= (async () => {
+      const drained = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      const timer = setTimeout(() => server.closeAllConnections(), graceMs);
+      await drained;
+      clearTimeout(timer);
+      await store.close();
+    })();
+    return closing;
+  };
+  return { url: `http://${config.host}:${port}`, port, server, store, close };
+}

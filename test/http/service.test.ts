@@ -1,0 +1,28 @@
+import { expect } from 'chai';
+import { startTestServer, type TestServer } from '../support/server.ts';
+
+describe('service routes', () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startTestServer();
+  });
+  after(() => server.stop());
+
+  describe('GET /health', () => {
+    it('answers ok and the service name without a key', async () => {
+      const response = await server.anonymous().get('/health');
+      expect(response.status).to.equal(200);
+      expect(response.body).to.deep.equal({ ok: true, service: 'rowbase' });
+    });
+  });
+
+  describe('GET /openapi.yaml', () => {
+    it('serves the document the service is built from, without a key', async () => {
+      const response = await server.anonymous().get('/openapi.yaml');
+      expect(response.status).to.equal(200);
+      expect(response.headers.get('content-type')).to.match(/^application\/yaml/);
+      expect(response.text).to.match(/^openapi: 3\.0\.3/);
+      expect(response.text).to.include('operationId: insertRows');
+    });
+  });
+});

@@ -1,0 +1,51 @@
+// A plain HTTP client for tests that checks every response it sees against openapi.yaml.
+import { checkResponse } from './contract.ts';
+
+export interface Response<T = unknown> {
+  status: number;
+  headers: Headers;
+  text: string;
+  /** The parsed JSON body, or undefined when the body is empty or not JSON. */
+  body: T;
+}
+
+export interface RequestOptions {
+  /** Sent as JSON with Content-Type application/json. */
+  json?: unknown;
+  /** Sent as it is; set the content type in `headers`. */
+  raw?: string | Buffer;
+  headers?: Record<string, string>;
+}
+
+export class Client {
+  constructor(
+    readonly url: string,
+    readonly key?: string,
+  ) {}
+
+  async request<T = unknown>(method: string, path: string, options: RequestOptions = {}): Promise<Response<T>> {
+    const headers: Record<string, string> = {};
+    if (this.key) headers.authorization = `Bearer ${this.key}`;
+    let body: string | Buffer | undefined = options.raw;
+    if (options.json !== undefined) {
+      headers['content-type'] = 'application/json';
+      body = JSON.stringify(options.json);
+    }
+    Object.assign(headers, options.headers);
+    const response = await fetch(this.url + path, { method, headers, body: body as BodyInit | undefined });
+    const text = await response.text();
+    checkResponse({ method, path: path.split('?')[0], status: response.status, headers: response.headers, text });
+    let parsed: unknown;
+    try {
+      parsed = text === '' ? undefined : JSON.parse(text);
+    } catch {
+      parsed = undefined;
+    }
+    return { status: response.status, headers: response.headers, text, body: parsed as T };
+  }
+
+  get = <T = unknown>(path: string, options?: RequestOptions) => this.request<T>('GET', path, options);
+  post = <T = unknown>(path: string, json?: unknown, options?: RequestOptions) => this.request<T>('POST', path, { json, ...options });
+  patch = <T = unknown>(path: string, json?: unknown, options?: RequestOptions) => this.request<T>('PATCH', path, { json, ...options });
+  delete = <T = unknown>(path: string, options?: RequestOptions) => this.request<T>('DELETE', path, options);
+}

@@ -1,0 +1,76 @@
+// Checks a response against openapi.yaml, read and dereferenced here independently of the server:
+// the status must be declared for the operation (or fall under `default`), the media type must be one
+// it declares, the body must match that media type's schema, and declared headers must be present.
+// Unknown routes and wrong methods have no operation: their 404 and 405 must still be a Problem.
+import { readFile } from 'node:fs/promises';
+import SwaggerParser from '@apidevtools/swagger-parser';
+import { Ajv, type ValidateFunction } from 'ajv';
+import addFormats from 'ajv-formats';
+import { OpenAPIRouter } from 'openapi-backend';
+import type { OpenAPIV3 } from 'openapi-types';
+import { parse } from 'yaml';
+
+const source = parse(await readFile(new URL('../../openapi.yaml', import.meta.url), 'utf8'));
+export const openapi = (await SwaggerParser.dereference(source)) as OpenAPIV3.Document;
+const router = new OpenAPIRouter<OpenAPIV3.Document>({ definition: openapi });
+const ajv = new Ajv({ strict: false, allErrors: true });
+addFormats.default(ajv);
+const compiled = new WeakMap<object, ValidateFunction>();
+
+export interface SeenResponse {
+  method: string;
+  path: string;
+  status: number;
+  headers: Headers;
+  text: string;
+}
+
+export class ContractError extends Error {}
+
+/** Throws a ContractError naming every way `response` breaks openapi.yaml. */
+export function checkResponse(response: SeenResponse): void {
+  const { method, path, status, headers, text } = response;
+  const where = `${method} ${path} → ${status}`;
+  const operation = router.matchOperation({ method, path, headers: {} });
+  const mediaType = (headers.get('content-type') ?? '').split(';')[0].trim();
+  if (!operation) {
+    if (status !== 404 && status !== 405) throw new ContractError(`${where}: no operation in openapi.yaml answers this`);
+    checkBody(where, openapi.components?.schemas?.Problem as object, mediaType, 'application/problem+json', text, status);
+    return;
+  }
+  const declared = (operation.responses[String(status)] ?? operation.responses.default) as OpenAPIV3.ResponseObject | undefined;
+  if (!declared) throw new ContractError(`${where}: status not declared for ${operation.operationId}`);
+  for (const name of Object.keys(declared.headers ?? {})) {
+    if (!headers.has(name)) throw new ContractError(`${where}: declared header ${name} is missing`);
+  }
+  if (!declared.content) {
+    if (text !== '') throw new ContractError(`${where}: declares no body, got ${JSON.stringify(text.slice(0, 200))}`);
+    return;
+  }
+  const media = declared.content[mediaType];
+  if (!media) throw new ContractError(`${where}: media type ${JSON.stringify(mediaType)} is not declared`);
+  checkBody(where, media.schema as object, mediaType, mediaType, text, status);
+}
+
+function checkBody(where: string, schema: object, mediaType: string, expectedType: string, text: string, status: number) {
+  if (mediaType !== expectedType) throw new ContractError(`${where}: media type ${mediaType}, expected ${expectedType}`);
+  let body: unknown = text;
+  if (mediaType.endsWith('json')) {
+    try {
+      body = JSON.parse(text);
+    } catch {
+      throw new ContractError(`${where}: body is not JSON: ${JSON.stringify(text.slice(0, 200))}`);
+    }
+  }
+  let validate = compiled.get(schema);
+  if (!validate) {
+    validate = ajv.compile(schema);
+    compiled.set(schema, validate);
+  }
+  if (!validate(body)) {
+    throw new ContractError(`${where}: body does not match its schema: ${ajv.errorsText(validate.errors)}\n${text.slice(0, 500)}`);
+  }
+  if (mediaType === 'application/problem+json' && (body as { status?: number }).status !== status) {
+    throw new ContractError(`${where}: problem status ${(body as { status?: number }).status} differs from the HTTP status`);
+  }
+}
