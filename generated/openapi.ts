@@ -27,7 +27,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** This document. */
+        /**
+         * This document.
+         * @description The OpenAPI document the service is built from, as YAML. Needs no key and does not count toward usage.
+         */
         get: operations["getOpenApiDocument"];
         put?: never;
         post?: never;
@@ -44,10 +47,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List the account's collections, sorted by name. */
+        /**
+         * List the account's collections, sorted by name.
+         * @description Every collection of the key's account, sorted by name in code point order. Other accounts' collections are never listed.
+         */
         get: operations["listCollections"];
         put?: never;
-        /** Create a collection. */
+        /**
+         * Create a collection.
+         * @description Creates an empty collection for the key's account. Names are unique within an account and case-sensitive.
+         */
         post: operations["createCollection"];
         delete?: never;
         options?: never;
@@ -68,7 +77,10 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** Read one collection. */
+        /**
+         * Read one collection.
+         * @description The collection with its creation time and how many rows it holds. Another account's collection is a 404.
+         */
         get: operations["getCollection"];
         put?: never;
         post?: never;
@@ -136,7 +148,10 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** Read one row. */
+        /**
+         * Read one row.
+         * @description The row with its `id` and every field. A row id that is not a positive integer is a 400; an absent row a 404.
+         */
         get: operations["getRow"];
         put?: never;
         post?: never;
