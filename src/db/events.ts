@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { insertMany } from './insert.ts';
 import type { Row } from './rows.ts';
 
 export type EventType = 'insert' | 'update' | 'delete';
@@ -25,15 +26,7 @@ export async function appendEvents(
   const at = new Date().toISOString();
   const first = lastSeq - rows.length + 1;
   const events = rows.map((row, index) => ({ collectionId, seq: first + index, type, row, at }));
-  await trx('events').insert(
-    events.map((event) => ({
-      collection_id: collectionId,
-      seq: event.seq,
-      type,
-      row_id: event.row.id,
-      row: JSON.stringify(event.row),
-      at,
-    })),
-  );
+  const values = events.map((event) => [collectionId, event.seq, type, event.row.id, JSON.stringify(event.row), at]);
+  await insertMany(trx, 'events', ['collection_id', 'seq', 'type', 'row_id', 'row', 'at'], values);
   return events;
 }

@@ -1,0 +1,130 @@
+import { expect } from 'chai';
+import type { Client } from '../support/client.ts';
+import { startTestServer, type TestServer } from '../support/server.ts';
+
+interface Collection {
+  name: string;
+  created_at: string;
+  row_count: number;
+}
+
+describe('collections', () => {
+  let server: TestServer;
+  let alice: Client;
+  let bob: Client;
+  before(async () => {
+    server = await startTestServer();
+    alice = await server.client('alice');
+    bob = await server.client('bob');
+  });
+  after(() => server.stop());
+
+  describe('POST /v1/collections', () => {
+    it('creates a collection and answers 201 with it and its Location', async () => {
+      const response = await alice.post<Collection>('/v1/collections', { name: 'notes' });
+      expect(response.status).to.equal(201);
+      expect(response.body).to.include({ name: 'notes', row_count: 0 });
+      expect(Date.parse(response.body.created_at)).to.be.closeTo(Date.now(), 60_000);
+      expect(response.headers.get('location')).to.equal('/v1/collections/notes');
+    });
+
+    it('refuses a name the account already has with 409 conflict', async () => {
+      await alice.post('/v1/collections', { name: 'twice' });
+      const response = await alice.post('/v1/collections', { name: 'twice' });
+      expect(response.status).to.equal(409);
+      expect(response.body).to.include({ code: 'conflict' });
+    });
+
+    it('lets two accounts use the same name', async () => {
+      await alice.post('/v1/collections', { name: 'shared-name' });
+      const response = await bob.post('/v1/collections', { name: 'shared-name' });
+      expect(response.status).to.equal(201);
+    });
+
+    it('treats names as case-sensitive', async () => {
+      await alice.post('/v1/collections', { name: 'Case' });
+      expect((await alice.post('/v1/collections', { name: 'case' })).status).to.equal(201);
+    });
+
+    const names = [
+      { name: 'a', status: 201 },
+      { name: `a${'b'.repeat(62)}`, status: 201 },
+      { name: `a${'b'.repeat(63)}`, status: 400 },
+      { name: 'with_under-score9', status: 201 },
+      { name: '9starts-with-digit', status: 400 },
+      { name: '_underscore-first', status: 400 },
+      { name: '', status: 400 },
+      { name: 'has space', status: 400 },
+      { name: 'ünïcode', status: 400 },
+    ];
+    for (const { name, status } of names) {
+      it(`answers ${status} for the name ${JSON.stringify(name)}`, async () => {
+        const response = await alice.post('/v1/collections', { name });
+        expect(response.status).to.equal(status);
+        if (status === 400) expect(response.body).to.include({ code: 'validation_failed' });
+      });
+    }
+  });
+
+  describe('GET /v1/collections', () => {
+    it("lists only the account's collections, sorted by name", async () => {
+      const carol = await server.client('carol');
+      for (const name of ['zeta', 'Alpha', 'beta', 'alpha']) await carol.post('/v1/collections', { name });
+      const response = await carol.get<Collection[]>('/v1/collections');
+      expect(response.status).to.equal(200);
+      expect(response.body.map((c) => c.name)).to.deep.equal(['Alpha', 'alpha', 'beta', 'zeta']);
+    });
+
+    it('answers an empty array for an account with none', async () => {
+      const response = await (await server.client('dave')).get('/v1/collections');
+      expect(response.body).to.deep.equal([]);
+    });
+
+    it('counts rows as they come and go', async () => {
+      await alice.post('/v1/collections', { name: 'counted' });
+      await alice.post('/v1/collections/counted/rows', [{}, {}, {}]);
+      await alice.delete('/v1/collections/counted/rows/2');
+      const listed = (await alice.get<Collection[]>('/v1/collections')).body.find((c) => c.name === 'counted');
+      expect(listed?.row_count).to.equal(2);
+    });
+  });
+
+  describe('GET /v1/collections/{name}', () => {
+    it('answers the collection with its row count', async () => {
+      await alice.post('/v1/collections', { name: 'one' });
+      await alice.post('/v1/collections/one/rows', [{ a: 1 }, { a: 2 }]);
+      const response = await alice.get<Collection>('/v1/collections/one');
+      expect(response.status).to.equal(200);
+      expect(response.body).to.include({ name: 'one', row_count: 2 });
+    });
+
+    it("answers 404 for an unknown name and for another account's collection", async () => {
+      await bob.post('/v1/collections', { name: 'bobs' });
+      for (const path of ['/v1/collections/nothing-here', '/v1/collections/bobs']) {
+        const response = await alice.get(path);
+        expect(response.status, path).to.equal(404);
+        expect(response.body).to.include({ code: 'not_found' });
+      }
+    });
+  });
+
+  describe('DELETE /v1/collections/{name}', () => {
+    it('deletes the collection and its rows; a new one of the same name starts empty at id 1', async () => {
+      await alice.post('/v1/collections', { name: 'doomed' });
+      await alice.post('/v1/collections/doomed/rows', [{ a: 1 }, { a: 2 }]);
+      expect((await alice.delete('/v1/collections/doomed')).status).to.equal(204);
+      expect((await alice.get('/v1/collections/doomed')).status).to.equal(404);
+      expect((await alice.get('/v1/collections/doomed/rows')).status).to.equal(404);
+      await alice.post('/v1/collections', { name: 'doomed' });
+      const rows = await alice.post<{ id: number }[]>('/v1/collections/doomed/rows', [{ b: 1 }]);
+      expect(rows.body[0].id).to.equal(1);
+      expect((await alice.get('/v1/collections/doomed/rows')).body).to.deep.equal([{ id: 1, b: 1 }]);
+    });
+
+    it("answers 404 for an unknown name and leaves another account's collection alone", async () => {
+      await bob.post('/v1/collections', { name: 'keep' });
+      expect((await alice.delete('/v1/collections/keep')).status).to.equal(404);
+      expect((await bob.get('/v1/collections/keep')).status).to.equal(200);
+    });
+  });
+});

@@ -1,0 +1,249 @@
+import { expect } from 'chai';
+import type { Client } from '../support/client.ts';
+import { startTestServer, type TestServer } from '../support/server.ts';
+
+type Row = { id: number } & Record<string, unknown>;
+
+describe('rows', () => {
+  let server: TestServer;
+  let client: Client;
+  let collections = 0;
+  /** A fresh collection of the client's account, holding `rows`. */
+  async function collectionWith(rows: object[] = []): Promise<string> {
+    const name = `c${++collections}`;
+    expect((await client.post('/v1/collections', { name })).status).to.equal(201);
+    if (rows.length > 0) expect((await client.post(`/v1/collections/${name}/rows`, rows)).status).to.equal(201);
+    return name;
+  }
+  const list = async (name: string, query = '') => (await client.get<Row[]>(`/v1/collections/${name}/rows${query}`)).body;
+
+  before(async () => {
+    server = await startTestServer();
+    client = await server.client();
+  });
+  after(() => server.stop());
+
+  describe('POST …/rows', () => {
+    it('stores a batch and answers 201 with the rows in request order, with increasing ids', async () => {
+      const name = await collectionWith();
+      const response = await client.post<Row[]>(`/v1/collections/${name}/rows`, [{ text: 'a' }, { text: 'b' }, { nested: { x: [1, 2] } }]);
+      expect(response.status).to.equal(201);
+      expect(response.body).to.deep.equal([
+        { id: 1, text: 'a' },
+        { id: 2, text: 'b' },
+        { id: 3, nested: { x: [1, 2] } },
+      ]);
+      const next = await client.post<Row[]>(`/v1/collections/${name}/rows`, [{ text: 'c' }]);
+      expect(next.body[0].id).to.equal(4);
+    });
+
+    it('accepts 1000 rows in one request', async () => {
+      const name = await collectionWith();
+      const rows = Array.from({ length: 1000 }, (_, i) => ({ i }));
+      const response = await client.post<Row[]>(`/v1/collections/${name}/rows`, rows);
+      expect(response.status).to.equal(201);
+      expect(response.body.map((r) => r.id)).to.deep.equal(rows.map((_, i) => i + 1));
+      expect((await client.get<{ row_count: number }>(`/v1/collections/${name}`)).body.row_count).to.equal(1000);
+    });
+
+    it('never reuses the id of a deleted row', async () => {
+      const name = await collectionWith([{}, {}, {}]);
+      await client.delete(`/v1/collections/${name}/rows/3`);
+      const response = await client.post<Row[]>(`/v1/collections/${name}/rows`, [{}]);
+      expect(response.body[0].id).to.equal(4);
+    });
+
+    it('answers 404 for an unknown collection', async () => {
+      const response = await client.post('/v1/collections/missing/rows', [{}]);
+      expect(response.status).to.equal(404);
+      expect(response.body).to.include({ code: 'not_found' });
+    });
+
+    it('keeps concurrent batches whole and their ids unique', async () => {
+      const name = await collectionWith();
+      const batches = Array.from({ length: 20 }, (_, b) => Array.from({ length: 25 }, (_, i) => ({ b, i })));
+      const responses = await Promise.all(batches.map((batch) => client.post<Row[]>(`/v1/collections/${name}/rows`, batch)));
+      for (const response of responses) {
+        const ids = response.body.map((r) => r.id);
+        expect(ids).to.deep.equal(
+          ids.map((_, i) => ids[0] + i),
+          'a batch takes consecutive ids',
+        );
+      }
+      const all = responses.flatMap((r) => r.body.map((row) => row.id));
+      expect(new Set(all).size).to.equal(500);
+      expect((await list(name, '?limit=1000')).length).to.equal(500);
+    });
+  });
+
+  describe('GET …/rows', () => {
+    it('answers rows by id ascending, 100 at most, by default', async () => {
+      const name = await collectionWith(Array.from({ length: 150 }, (_, i) => ({ i })));
+      const rows = await list(name);
+      expect(rows).to.have.length(100);
+      expect(rows[0]).to.deep.equal({ id: 1, i: 0 });
+      expect(rows[99]).to.deep.equal({ id: 100, i: 99 });
+    });
+
+    it('pages with limit and offset', async () => {
+      const name = await collectionWith(Array.from({ length: 10 }, (_, i) => ({ i })));
+      expect((await list(name, '?limit=3&offset=4')).map((r) => r.id)).to.deep.equal([5, 6, 7]);
+      expect((await list(name, '?limit=0')).length).to.equal(0);
+      expect((await list(name, '?offset=10')).length).to.equal(0);
+      expect((await list(name, '?order=desc&limit=2')).map((r) => r.id)).to.deep.equal([10, 9]);
+    });
+
+    it('answers an empty array for an empty collection and 404 for an unknown one', async () => {
+      expect(await list(await collectionWith())).to.deep.equal([]);
+      expect((await client.get('/v1/collections/missing/rows')).status).to.equal(404);
+    });
+
+    describe('ordering by a field', () => {
+      // Every JSON type, a missing field and a null, in the order contract.md defines for asc.
+      const values: [string, unknown][] = [
+        ['-10.5', -10.5],
+        ['-2', -2],
+        ['0', 0],
+        ['2', 2],
+        ['10', 10],
+        ['1e21', 1e21],
+        ['""', ''],
+        ['"B"', 'B'],
+        ['"a"', 'a'],
+        ['"aa"', 'aa'],
+        ['"é"', 'é'],
+        ['"😀"', '😀'],
+        ['false', false],
+        ['true', true],
+      ];
+      let name: string;
+      let ids: Map<string, number>;
+      before(async () => {
+        // Stored shuffled, with an object, an array, a missing field and a null, and ties.
+        const rows = [
+          ...values.map(([label, value]) => ({ label, v: value })),
+          { label: 'object', v: { a: 1 } },
+          { label: 'array', v: [1] },
+          { label: 'missing' },
+          { label: 'null', v: null },
+          { label: 'tie-2', v: 2 },
+        ].sort((a, b) => String(a.label).localeCompare(String(b.label)));
+        name = await collectionWith(rows);
+        ids = new Map((await list(name, '?limit=1000')).map((r) => [r.label as string, r.id]));
+      });
+      const labels = async (query: string) => (await list(name, query)).map((r) => String(r.label));
+
+      it('sorts ascending: numbers, strings by code point, false, true, objects and arrays, then missing and null', async () => {
+        const got = await labels('?order_by=v&order=asc');
+        const scalars = values.map(([label]) => label);
+        scalars.splice(scalars.indexOf('2') + 1, 0, 'tie-2');
+        const [first, second] = ids.get('object')! < ids.get('array')! ? ['object', 'array'] : ['array', 'object'];
+        const [absent1, absent2] = ids.get('missing')! < ids.get('null')! ? ['missing', 'null'] : ['null', 'missing'];
+        // Equal values tie-break by id in the same direction.
+        if (ids.get('tie-2')! < ids.get('2')!) scalars.splice(scalars.indexOf('2'), 2, 'tie-2', '2');
+        expect(got).to.deep.equal([...scalars, first, second, absent1, absent2]);
+      });
+
+      it('sorts descending in reverse, but still with missing and null last', async () => {
+        const asc = await labels('?order_by=v&order=asc');
+        const desc = await labels('?order_by=v&order=desc');
+        expect(desc.slice(0, -2)).to.deep.equal(asc.slice(0, -2).reverse());
+        expect(desc.slice(-2)).to.have.members(['missing', 'null']);
+        const [a, b] = desc.slice(-2);
+        expect(ids.get(a)!).to.be.greaterThan(ids.get(b)!, 'ties break by id descending');
+      });
+
+      it('pages through an ordered result without skipping or repeating', async () => {
+        const whole = await labels('?order_by=v&order=desc');
+        const pages = [];
+        for (let offset = 0; offset < whole.length; offset += 4)
+          pages.push(...(await labels(`?order_by=v&order=desc&limit=4&offset=${offset}`)));
+        expect(pages).to.deep.equal(whole);
+      });
+
+      it('orders by a field no row has as by id', async () => {
+        const got = await list(name, '?order_by=nobody&order=desc&limit=1000');
+        expect(got.map((r) => r.id)).to.deep.equal([...ids.values()].sort((a, b) => b - a));
+      });
+    });
+
+    it('orders by field names that need quoting', async () => {
+      const name = await collectionWith([
+        { 'a.b': 2, 'say "hi"': 'b', '$[0]': 1 },
+        { 'a.b': 1, 'say "hi"': 'a', '$[0]': 2 },
+      ]);
+      expect((await list(name, `?order_by=${encodeURIComponent('a.b')}`)).map((r) => r.id)).to.deep.equal([2, 1]);
+      expect((await list(name, `?order_by=${encodeURIComponent('say "hi"')}`)).map((r) => r.id)).to.deep.equal([2, 1]);
+      expect((await list(name, `?order_by=${encodeURIComponent('$[0]')}`)).map((r) => r.id)).to.deep.equal([1, 2]);
+    });
+  });
+
+  describe('GET …/rows/{id}', () => {
+    it('answers the row with its id and every field', async () => {
+      const name = await collectionWith([{ text: 'hello', deep: { list: [1, { a: null }] } }]);
+      const response = await client.get(`/v1/collections/${name}/rows/1`);
+      expect(response.status).to.equal(200);
+      expect(response.body).to.deep.equal({ id: 1, text: 'hello', deep: { list: [1, { a: null }] } });
+    });
+
+    it('answers 404 for an absent row, a deleted one, and one of another collection', async () => {
+      const name = await collectionWith([{}, {}]);
+      const other = await collectionWith([{}, {}, {}]);
+      await client.delete(`/v1/collections/${name}/rows/2`);
+      for (const path of [
+        `/v1/collections/${name}/rows/2`,
+        `/v1/collections/${name}/rows/3`,
+        `/v1/collections/${name}/rows/9007199254740991`,
+      ]) {
+        expect((await client.get(path)).status, path).to.equal(404);
+      }
+      expect((await client.get(`/v1/collections/${other}/rows/3`)).status).to.equal(200);
+    });
+  });
+
+  describe('PATCH …/rows/{id}', () => {
+    it('merges at the top level: given fields replace, null stores null, nested objects are replaced whole', async () => {
+      const name = await collectionWith([{ keep: 1, change: 'old', nested: { a: 1, b: 2 }, nulled: 'x' }]);
+      const response = await client.patch(`/v1/collections/${name}/rows/1`, { change: 'new', nested: { c: 3 }, nulled: null, added: [1] });
+      expect(response.status).to.equal(200);
+      const expected = { id: 1, keep: 1, change: 'new', nested: { c: 3 }, nulled: null, added: [1] };
+      expect(response.body).to.deep.equal(expected);
+      expect((await client.get(`/v1/collections/${name}/rows/1`)).body).to.deep.equal(expected);
+    });
+
+    it('answers 404 for an absent row and 400 for a body with id', async () => {
+      const name = await collectionWith([{}]);
+      expect((await client.patch(`/v1/collections/${name}/rows/2`, { a: 1 })).status).to.equal(404);
+      const response = await client.patch(`/v1/collections/${name}/rows/1`, { id: 5 });
+      expect(response.status).to.equal(400);
+      expect(response.body).to.include({ code: 'validation_failed' });
+      expect((await client.get(`/v1/collections/${name}/rows/1`)).body).to.deep.equal({ id: 1 });
+    });
+  });
+
+  describe('DELETE …/rows/{id}', () => {
+    it('answers 204, then 404 for the same row', async () => {
+      const name = await collectionWith([{ a: 1 }, { a: 2 }]);
+      expect((await client.delete(`/v1/collections/${name}/rows/1`)).status).to.equal(204);
+      expect((await client.delete(`/v1/collections/${name}/rows/1`)).status).to.equal(404);
+      expect(await list(name)).to.deep.equal([{ id: 2, a: 2 }]);
+    });
+  });
+
+  describe('tenancy', () => {
+    it("never lets one account read, change or delete another's rows", async () => {
+      const name = await collectionWith([{ secret: true }]);
+      const stranger = await server.client();
+      const attempts = [
+        () => stranger.get(`/v1/collections/${name}/rows`),
+        () => stranger.get(`/v1/collections/${name}/rows/1`),
+        () => stranger.post(`/v1/collections/${name}/rows`, [{}]),
+        () => stranger.patch(`/v1/collections/${name}/rows/1`, { secret: false }),
+        () => stranger.delete(`/v1/collections/${name}/rows/1`),
+        () => stranger.delete(`/v1/collections/${name}`),
+      ];
+      for (const attempt of attempts) expect((await attempt()).status).to.equal(404);
+      expect(await list(name)).to.deep.equal([{ id: 1, secret: true }]);
+    });
+  });
+});
