@@ -170,6 +170,28 @@ export interface paths {
         patch: operations["updateRow"];
         trace?: never;
     };
+    "/v1/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * How much of its plan the account has used in the current period.
+         * @description The account's plan and its requests counted in the current period, this one included. Every
+         *     authenticated `/v1` request counts one, whatever its status, except those refused with `429`; so
+         *     does every accepted `/ws` upgrade. Periods are calendar hours, days or months in UTC.
+         */
+        get: operations["getUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -271,6 +293,31 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        Usage: {
+            /** @description The account's name. */
+            account: string;
+            /**
+             * @description The plan's quota period, calendar-aligned in UTC.
+             * @enum {string}
+             */
+            period: "hour" | "day" | "month";
+            /**
+             * Format: date-time
+             * @description When the next period starts and the count starts again from zero.
+             */
+            period_end: string;
+            /** Format: date-time */
+            period_start: string;
+            /** @description The account's plan (`free` and `pro` are built in; operators add more). */
+            plan: string;
+            /** @description Requests the plan allows per period. */
+            quota: number;
+            /** @description Requests the plan allows per second, or null for no limit. */
+            rate: number | null;
+            remaining: number;
+            /** @description Requests counted in this period, this one included. */
+            used: number;
+        };
         ValidationError: {
             /** @enum {string} */
             in: "body" | "query" | "path" | "header";
@@ -287,6 +334,9 @@ export interface components {
         /** @description `validation_failed`: malformed JSON, wrong types, unknown or missing fields, bad query values. */
         BadRequest: {
             headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -312,6 +362,9 @@ export interface components {
         /** @description `conflict`: the account already has a collection of that name. */
         Conflict: {
             headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -348,6 +401,9 @@ export interface components {
         /** @description `not_found`: no such collection or row for this account. */
         NotFound: {
             headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -366,6 +422,9 @@ export interface components {
         /** @description `payload_too_large`: the body is over 1 MiB. */
         PayloadTooLarge: {
             headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -381,6 +440,32 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /**
+         * @description `quota_exceeded`: the account has used its plan's quota for this period (`Retry-After` says when the
+         *     next period starts), or `rate_limited`: more requests per second than the plan allows. Refused requests
+         *     are not counted.
+         */
+        TooManyRequests: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Retry-After": components["headers"]["Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "urn:rowbase:problem:quota_exceeded",
+                 *       "title": "Quota exceeded",
+                 *       "status": 429,
+                 *       "detail": "The plan's quota of 10000 requests a month is used up until 2026-12-01T00:00:00.000Z.",
+                 *       "code": "quota_exceeded"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description `unauthorized`: the key is missing, unknown or revoked. */
         Unauthorized: {
             headers: {
@@ -388,7 +473,7 @@ export interface components {
                  * @description Always `Bearer realm="rowbase"`.
                  * @example Bearer realm="rowbase"
                  */
-                "WWW-Authenticate"?: string;
+                "WWW-Authenticate": string;
                 [name: string]: unknown;
             };
             content: {
@@ -425,6 +510,9 @@ export interface components {
         /** @description `unsupported_media_type`: the body is not `application/json`. */
         UnsupportedMediaType: {
             headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 [name: string]: unknown;
             };
             content: {
@@ -454,7 +542,28 @@ export interface components {
         RowId: components["schemas"]["RowId"];
     };
     requestBodies: never;
-    headers: never;
+    headers: {
+        /**
+         * @description The plan's quota of requests for the current period.
+         * @example 10000
+         */
+        "RateLimit-Limit": number;
+        /**
+         * @description How many requests are left in the current period, counting this one as made.
+         * @example 9999
+         */
+        "RateLimit-Remaining": number;
+        /**
+         * @description Seconds until the current period ends and the count starts again from zero.
+         * @example 86400
+         */
+        "RateLimit-Reset": number;
+        /**
+         * @description Seconds to wait before the request can succeed (RFC 9110, section 10.2.3).
+         * @example 1
+         */
+        "Retry-After": number;
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -520,6 +629,9 @@ export interface operations {
             /** @description Every collection of the account, sorted by name (code point order). */
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -537,6 +649,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Error"];
         };
     };
@@ -565,7 +678,10 @@ export interface operations {
                      * @description The path of the new collection.
                      * @example /v1/collections/notes
                      */
-                    Location?: string;
+                    Location: string;
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -584,6 +700,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Error"];
         };
     };
@@ -605,6 +722,9 @@ export interface operations {
             /** @description The collection. */
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -621,6 +741,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Error"];
         };
     };
@@ -642,6 +763,9 @@ export interface operations {
             /** @description The collection and its rows are gone. */
             204: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -649,6 +773,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Error"];
         };
     };
@@ -691,6 +816,9 @@ export interface operations {
             /** @description One page of rows. */
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -712,6 +840,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Error"];
         };
     };
@@ -750,6 +879,9 @@ export interface operations {
             /** @description Every row was stored; here they are with their ids, in request order. */
             201: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -776,6 +908,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Error"];
         };
     };
@@ -802,6 +935,9 @@ export interface operations {
             /** @description The row. */
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -817,6 +953,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Error"];
         };
     };
@@ -843,6 +980,9 @@ export interface operations {
             /** @description The row is gone. */
             204: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -850,6 +990,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Error"];
         };
     };
@@ -885,6 +1026,9 @@ export interface operations {
             /** @description The whole row after the change. */
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -902,6 +1046,47 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getUsage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The account's usage. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "account": "me",
+                     *       "plan": "free",
+                     *       "period": "month",
+                     *       "period_start": "2026-11-01T00:00:00.000Z",
+                     *       "period_end": "2026-12-01T00:00:00.000Z",
+                     *       "quota": 10000,
+                     *       "rate": 10,
+                     *       "used": 42,
+                     *       "remaining": 9958
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Usage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Error"];
         };
     };

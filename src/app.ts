@@ -4,18 +4,21 @@ import { authenticate } from './http/auth.ts';
 import { jsonBody } from './http/body.ts';
 import { problems } from './http/problems.ts';
 import { createRouter } from './http/routes.ts';
+import { meterUsage } from './http/usage.ts';
 import type { Logger } from './log.ts';
 
 /**
  * The request path, in order: problems (the one error mapper, outermost) → authenticate (/v1 only) →
- * jsonBody → router (openapi-backend: route by operationId, validate, handler, respond).
- * Authentication comes before the body, so a request without a key never makes us read its body.
+ * meterUsage → jsonBody → router (openapi-backend: route by operationId, validate, handler, respond).
+ * Authentication and metering come before the body, so a request without a key never makes us read
+ * its body, and a request refused for its body still counts.
  */
 export async function createApp(deps: Deps, log: Logger): Promise<Koa> {
   const app = new Koa();
   app.silent = true; // every error is handled, and logged, by problems()
   app.use(problems(log));
   app.use(authenticate(deps.store));
+  if (deps.config.metering) app.use(meterUsage(deps.meter));
   app.use(jsonBody(deps.config));
   app.use(await createRouter(deps));
   return app;

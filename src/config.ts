@@ -12,6 +12,8 @@ export interface Config {
   maxBodyBytes: number;
   /** Deepest nesting of a JSON body. `ROWBASE_MAX_JSON_DEPTH`, default 64. */
   maxJsonDepth: number;
+  /** Count and limit requests by plan. `ROWBASE_METERING=off` turns it off (for benchmarks); default on. */
+  metering: boolean;
 }
 
 export const defaults: Config = {
@@ -21,6 +23,7 @@ export const defaults: Config = {
   logLevel: 'info',
   maxBodyBytes: 1024 * 1024,
   maxJsonDepth: 64,
+  metering: true,
 };
 
 export class ConfigError extends Error {}
@@ -33,6 +36,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: env.LOG_LEVEL || defaults.logLevel,
     maxBodyBytes: integer(env, 'ROWBASE_MAX_BODY_BYTES', defaults.maxBodyBytes, 1, 2 ** 31),
     maxJsonDepth: integer(env, 'ROWBASE_MAX_JSON_DEPTH', defaults.maxJsonDepth, 1, 10_000),
+    metering: onOff(env, 'ROWBASE_METERING', defaults.metering),
   };
 }
 
@@ -44,4 +48,12 @@ function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: nu
     throw new ConfigError(`${name} must be an integer from ${min} to ${max}, not ${JSON.stringify(text)}`);
   }
   return value;
+}
+
+function onOff(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
+  const text = env[name];
+  if (text === undefined || text === '') return fallback;
+  if (text === 'on') return true;
+  if (text === 'off') return false;
+  throw new ConfigError(`${name} must be on or off, not ${JSON.stringify(text)}`);
 }

@@ -1,11 +1,12 @@
 import { once } from 'node:events';
 import { readFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApp } from './app.ts';
 import type { Config } from './config.ts';
 import { openStore, type Store } from './db/store.ts';
 import { createLogger, type Logger } from './log.ts';
+import { Meter } from './usage/meter.ts';
 
 export interface RunningServer {
   /** Base URL, e.g. http://127.0.0.1:8080 */
@@ -13,30 +14,51 @@ export interface RunningServer {
   port: number;
   server: Server;
   store: Store;
+  meter: Meter;
   /** Stops accepting, lets requests under way finish (up to `graceMs`), then closes the database. */
   close(graceMs?: number): Promise<void>;
 }
 
-export async function startServer(config: Config, log: Logger = createLogger(config.logLevel)): Promise<RunningServer> {
+export interface ServerOptions {
+  /** Milliseconds since the epoch, for plan periods and rates. Default `Date.now`. */
+  clock?: () => number;
+}
+
+export async function startServer(
+  config: Config,
+  log: Logger = createLogger(config.logLevel),
+  options: ServerOptions = {},
+): Promise<RunningServer> {
   const store = await openStore(config.databaseUrl);
   const openapi = await readFile(new URL('../openapi.yaml', import.meta.url), 'utf8');
-  const app = await createApp({ store, config, documents: { openapi } }, log);
+  const meter = new Meter(store, log, { clock: options.clock });
+  const app = await createApp({ store, config, meter, documents: { openapi } }, log);
   const server = createServer(app.callback());
+  let closing: Promise<void> | undefined;
+  // Once closing, every response says `Connection: close` and ends its connection. Otherwise a keep-alive
+  // client holds the shutdown open for keepAliveTimeout (5 s), or until graceMs if it keeps sending.
+  const unfinished = new Set<ServerResponse>();
+  server.on('request', (_request, response: ServerResponse) => {
+    if (closing) response.shouldKeepAlive = false;
+    unfinished.add(response);
+    response.once('close', () => unfinished.delete(response));
+  });
   server.listen(config.port, config.host);
   await once(server, 'listening');
   const { port } = server.address() as AddressInfo;
 
-  let closing: Promise<void> | undefined;
   const close = (graceMs = 10_000) => {
     closing ??= (async () => {
       const drained = new Promise<void>((resolve) => server.close(() => resolve()));
+      for (const response of unfinished) response.shouldKeepAlive = false;
       server.closeIdleConnections();
       const timer = setTimeout(() => server.closeAllConnections(), graceMs);
       await drained;
       clearTimeout(timer);
+      await meter.close();
       await store.close();
     })();
     return closing;
   };
-  return { url: `http://${config.host}:${port}`, port, server, store, close };
+  return { url: `http://${config.host}:${port}`, port, server, store, meter, close };
 }

@@ -37,7 +37,7 @@ export async function getCollection(knex: Knex, accountId: number, name: string)
 /** Deletes the collection with its rows and events. */
 export async function deleteCollection(knex: Knex, accountId: number, name: string): Promise<void> {
   await knex.transaction(async (trx) => {
-    const id = await collectionId(trx, accountId, name);
+    const { id } = await advance(trx, accountId, name, 0);
     await trx('rows').where({ collection_id: id }).delete();
     await trx('events').where({ collection_id: id }).delete();
     await trx('collections').where({ id }).delete();
@@ -52,3 +52,28 @@ export async function collectionId(knex: Knex, accountId: number, name: string):
 }
 
 export const collectionNotFound = (name: string) => notFound(`There is no collection named ${name}.`);
+
+/**
+ * Moves the counters of the account's collection by one change: `events` events, `rowIds` new ids and
+ * `rowDelta` rows added or removed. Returns the collection's id and the last row id and event seq, now
+ * taken; 404 when the account has no such collection.
+ *
+ * It is the first statement of every write transaction, and a write: the transaction takes the write
+ * lock at once (waiting its turn, where a read first would fail on SQLite when another process wrote
+ * in between), and it holds the collection's row until commit, so writers to one collection take their
+ * seqs in commit order.
+ */
+export async function advance(trx: Knex.Transaction, accountId: number, collection: string, events: number, rowIds = 0, rowDelta = 0) {
+  const [counters] = await trx('collections')
+    .where({ account_id: accountId, name: collection })
+    .update(
+      {
+        last_row_id: trx.raw('last_row_id + ?', [rowIds]),
+        last_seq: trx.raw('last_seq + ?', [events]),
+        row_count: trx.raw('row_count + ?', [rowDelta]),
+      },
+      ['id', 'last_row_id', 'last_seq'],
+    );
+  if (!counters) throw collectionNotFound(collection);
+  return { id: Number(counters.id), lastRowId: Number(counters.last_row_id), lastSeq: Number(counters.last_seq) };
+}

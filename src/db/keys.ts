@@ -30,20 +30,16 @@ export async function createKey(knex: Knex, account: string, plan?: string): Pro
   const key = `rb_${randomBytes(24).toString('base64url')}`;
   const created_at = new Date().toISOString();
   return knex.transaction(async (trx) => {
+    // A write first, so the transaction takes SQLite's write lock at once (see rows.ts, advance).
+    await trx('accounts').insert({ name: account, plan: 'free', created_at }).onConflict('name').ignore();
     if (plan !== undefined && !(await trx('plans').where({ name: plan }).first())) {
       throw new KeyError(`unknown plan ${JSON.stringify(plan)}; see: rowbase plans list`);
     }
-    let row = await trx('accounts').where({ name: account }).first();
-    if (!row) {
-      await trx('accounts').insert({ name: account, plan: plan ?? 'free', created_at });
-      row = await trx('accounts').where({ name: account }).first();
-    } else if (plan !== undefined && plan !== row.plan) {
-      await trx('accounts').where({ id: row.id }).update({ plan });
-      row.plan = plan;
-    }
+    if (plan !== undefined) await trx('accounts').where({ name: account }).update({ plan });
+    const { id, plan: accountPlan } = await trx('accounts').where({ name: account }).first('id', 'plan');
     const prefix = key.slice(0, PREFIX_LENGTH);
-    await trx('api_keys').insert({ account_id: row.id, prefix, hash: hashKey(key), created_at });
-    return { key, prefix, account, plan: row.plan, created_at, revoked_at: null };
+    await trx('api_keys').insert({ account_id: id, prefix, hash: hashKey(key), created_at });
+    return { key, prefix, account, plan: accountPlan, created_at, revoked_at: null };
   });
 }
 
@@ -59,17 +55,17 @@ export async function listKeys(knex: Knex, account?: string): Promise<KeyInfo[]>
 /** Revokes the key given whole or by its prefix; a prefix must name exactly one live key. */
 export async function revokeKey(knex: Knex, keyOrPrefix: string): Promise<KeyInfo> {
   return knex.transaction(async (trx) => {
-    const matches = await trx('api_keys')
-      .join('accounts', 'accounts.id', 'api_keys.account_id')
-      .select('api_keys.id', 'api_keys.prefix', 'accounts.name as account', 'accounts.plan', 'api_keys.created_at')
-      .whereNull('api_keys.revoked_at')
-      .andWhere((q) => q.where('api_keys.hash', hashKey(keyOrPrefix)).orWhere('api_keys.prefix', keyOrPrefix));
-    if (matches.length === 0) throw new KeyError(`no live key matches ${JSON.stringify(keyOrPrefix)}`);
-    if (matches.length > 1) throw new KeyError(`${matches.length} keys match ${JSON.stringify(keyOrPrefix)}; give the whole key`);
-    const [{ id, ...key }] = matches;
     const revoked_at = new Date().toISOString();
-    await trx('api_keys').where({ id }).update({ revoked_at });
-    return { ...key, revoked_at };
+    const revoked = await trx('api_keys')
+      .whereNull('revoked_at')
+      .andWhere((q) => q.where('hash', hashKey(keyOrPrefix)).orWhere('prefix', keyOrPrefix))
+      .update({ revoked_at }, ['account_id', 'prefix', 'created_at']);
+    if (revoked.length === 0) throw new KeyError(`no live key matches ${JSON.stringify(keyOrPrefix)}`);
+    // Rolls the transaction back: nothing is revoked.
+    if (revoked.length > 1) throw new KeyError(`${revoked.length} keys match ${JSON.stringify(keyOrPrefix)}; give the whole key`);
+    const [{ account_id, prefix, created_at }] = revoked;
+    const { name: account, plan } = await trx('accounts').where({ id: account_id }).first('name', 'plan');
+    return { prefix, account, plan, created_at, revoked_at };
   });
 }
 

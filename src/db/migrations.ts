@@ -63,6 +63,20 @@ const migrations: Record<string, Knex.Migration> = {
       }
     },
   },
+  '0002_usage': {
+    async up(knex) {
+      // One row per account and period: the requests counted in it, added to by every instance.
+      await knex.schema.createTable('usage_counts', (t) => {
+        t.integer('account_id').notNullable().references('accounts.id');
+        t.string('period_start', 32).notNullable();
+        t.bigInteger('count').notNullable();
+        t.primary(['account_id', 'period_start']);
+      });
+    },
+    async down(knex) {
+      await knex.schema.dropTable('usage_counts');
+    },
+  },
 };
 
 /** Migrations ship inside the code, so a bare `npm start` needs no migrations folder. */

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { components } from '../../generated/openapi.ts';
 import { notFound } from '../errors.ts';
-import { collectionId } from './collections.ts';
+import { advance, collectionId } from './collections.ts';
 import { appendEvents } from './events.ts';
 import { insertMany } from './insert.ts';
 import { type Direction, orderRows } from './ordering.ts';
@@ -19,30 +19,10 @@ export interface Page {
 const toRow = (id: number | string, data: string): Row => ({ id: Number(id), ...JSON.parse(data) });
 const rowNotFound = (collection: string, id: number) => notFound(`There is no row ${id} in collection ${collection}.`);
 
-/**
- * Moves the collection's counters by one change of `rows` rows (`rowDelta` of them added or removed)
- * and returns the last row id and event seq, now taken. The update also locks the collection's row
- * until commit, so writers to one collection take their seqs in commit order.
- */
-async function advance(trx: Knex.Transaction, id: number, events: number, rowIds: number, rowDelta: number) {
-  const [counters] = await trx('collections')
-    .where({ id })
-    .update(
-      {
-        last_row_id: trx.raw('last_row_id + ?', [rowIds]),
-        last_seq: trx.raw('last_seq + ?', [events]),
-        row_count: trx.raw('row_count + ?', [rowDelta]),
-      },
-      ['last_row_id', 'last_seq'],
-    );
-  return { lastRowId: Number(counters.last_row_id), lastSeq: Number(counters.last_seq) };
-}
-
 /** Stores every row or none, each with the next id of the collection, and one insert event each. */
 export async function insertRows(knex: Knex, accountId: number, collection: string, items: Fields[]): Promise<Row[]> {
   return knex.transaction(async (trx) => {
-    const id = await collectionId(trx, accountId, collection);
-    const { lastRowId, lastSeq } = await advance(trx, id, items.length, items.length, items.length);
+    const { id, lastRowId, lastSeq } = await advance(trx, accountId, collection, items.length, items.length, items.length);
     const firstId = lastRowId - items.length + 1;
     const rows = items.map((fields, index) => ({ id: firstId + index, ...fields }));
     const values = items.map((fields, index) => [id, firstId + index, JSON.stringify(fields)]);
@@ -69,11 +49,10 @@ export async function getRow(knex: Knex, accountId: number, collection: string, 
 /** Top-level merge: each given field replaces the old value whole. Emits one update event. */
 export async function updateRow(knex: Knex, accountId: number, collection: string, rowId: number, patch: Fields): Promise<Row> {
   return knex.transaction(async (trx) => {
-    const id = await collectionId(trx, accountId, collection);
+    const { id, lastSeq } = await advance(trx, accountId, collection, 1);
     const current = await trx('rows').where({ collection_id: id, id: rowId }).first('data');
     if (!current) throw rowNotFound(collection, rowId);
     const fields = { ...JSON.parse(current.data), ...patch };
-    const { lastSeq } = await advance(trx, id, 1, 0, 0);
     await trx('rows')
       .where({ collection_id: id, id: rowId })
       .update({ data: JSON.stringify(fields) });
@@ -86,10 +65,9 @@ export async function updateRow(knex: Knex, accountId: number, collection: strin
 /** Deletes the row and emits one delete event carrying the row as it was. */
 export async function deleteRow(knex: Knex, accountId: number, collection: string, rowId: number): Promise<void> {
   await knex.transaction(async (trx) => {
-    const id = await collectionId(trx, accountId, collection);
+    const { id, lastSeq } = await advance(trx, accountId, collection, 1, 0, -1);
     const current = await trx('rows').where({ collection_id: id, id: rowId }).first('data');
     if (!current) throw rowNotFound(collection, rowId);
-    const { lastSeq } = await advance(trx, id, 1, 0, -1);
     await trx('rows').where({ collection_id: id, id: rowId }).delete();
     await appendEvents(trx, id, lastSeq, 'delete', [toRow(rowId, current.data)]);
   });

@@ -5,7 +5,9 @@ import { createCollection, deleteCollection, getCollection, listCollections } fr
 import { type Database, openDatabase } from './connect.ts';
 import { translateDatabaseError } from './errors.ts';
 import { createKey, findPrincipal, listKeys, revokeKey } from './keys.ts';
+import { accountPlan, listPlans, setPlan } from './plans.ts';
 import { deleteRow, getRow, insertRows, listRows, updateRow } from './rows.ts';
+import { addUsage, readUsage } from './usage.ts';
 
 // biome-ignore lint/suspicious/noExplicitAny: any argument list; the bound types below stay exact.
 type DataFunction = (knex: Knex, ...args: any[]) => Promise<unknown>;
@@ -25,6 +27,11 @@ const operations = {
   listKeys,
   revokeKey,
   findPrincipal,
+  listPlans,
+  setPlan,
+  accountPlan,
+  readUsage,
+  addUsage,
   /** Answers when the database does. */
   ping: async (knex: Knex) => {
     await knex.raw('select 1');

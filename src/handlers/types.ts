@@ -2,6 +2,7 @@ import type { operations } from '../../generated/openapi.ts';
 import type { Config } from '../config.ts';
 import type { Principal } from '../db/keys.ts';
 import type { Store } from '../db/store.ts';
+import type { Meter } from '../usage/meter.ts';
 
 export type OperationId = keyof operations;
 
@@ -29,6 +30,7 @@ export interface Result {
 export interface Deps {
   store: Store;
   config: Config;
+  meter: Meter;
   /** The contract documents, as served. */
   documents: { openapi: string };
 }

@@ -5,14 +5,14 @@ import { expect } from 'chai';
 import createClient, { type Middleware } from 'openapi-fetch';
 import type { paths } from '../../generated/openapi.ts';
 import { checkResponse } from '../support/contract.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
+import { startTestServer, TEST_PLAN, type TestServer } from '../support/server.ts';
 
 describe('a typed client generated from openapi.yaml', () => {
   let server: TestServer;
   let api: ReturnType<typeof createClient<paths>>;
   before(async () => {
     server = await startTestServer();
-    const { key } = await server.store.createKey('sdk-user');
+    const { key } = await server.store.createKey('sdk-user', TEST_PLAN);
     api = createClient<paths>({ baseUrl: server.url, headers: { Authorization: `Bearer ${key}` } });
     // Every response this client sees is checked against openapi.yaml too.
     const contract: Middleware = {

@@ -40,8 +40,14 @@ export function checkResponse(response: SeenResponse): void {
   }
   const declared = (operation.responses[String(status)] ?? operation.responses.default) as OpenAPIV3.ResponseObject | undefined;
   if (!declared) throw new ContractError(`${where}: status not declared for ${operation.operationId}`);
-  for (const name of Object.keys(declared.headers ?? {})) {
-    if (!headers.has(name)) throw new ContractError(`${where}: declared header ${name} is missing`);
+  for (const [name, header] of Object.entries(declared.headers ?? {})) {
+    const { required, schema } = header as OpenAPIV3.HeaderObject;
+    const value = headers.get(name);
+    if (value === null) {
+      if (required) throw new ContractError(`${where}: required header ${name} is missing`);
+      continue;
+    }
+    checkHeader(where, name, schema as OpenAPIV3.SchemaObject | undefined, value);
   }
   if (!declared.content) {
     if (text !== '') throw new ContractError(`${where}: declares no body, got ${JSON.stringify(text.slice(0, 200))}`);
@@ -50,6 +56,18 @@ export function checkResponse(response: SeenResponse): void {
   const media = declared.content[mediaType];
   if (!media) throw new ContractError(`${where}: media type ${JSON.stringify(mediaType)} is not declared`);
   checkBody(where, media.schema as object, mediaType, mediaType, text, status);
+}
+
+function checkHeader(where: string, name: string, schema: OpenAPIV3.SchemaObject | undefined, value: string) {
+  if (!schema) return;
+  const typed = schema.type === 'integer' || schema.type === 'number' ? Number(value) : value;
+  if (schema.type === 'integer' && !/^-?\d+$/.test(value)) throw new ContractError(`${where}: header ${name} is not an integer: ${value}`);
+  let validate = compiled.get(schema);
+  if (!validate) {
+    validate = ajv.compile(schema);
+    compiled.set(schema, validate);
+  }
+  if (!validate(typed)) throw new ContractError(`${where}: header ${name}=${value} does not match: ${ajv.errorsText(validate.errors)}`);
 }
 
 function checkBody(where: string, schema: object, mediaType: string, expectedType: string, text: string, status: number) {

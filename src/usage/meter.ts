@@ -1,0 +1,233 @@
+// Usage metering and enforcement (contract.md, "Plans and usage"). Counting happens in memory, so it
+// costs no write per request; pending counts are added to the database at least every second and on
+// close, so a crash loses at most a second of counts. Deciding and counting are one synchronous step,
+// so on one instance a quota of N admits exactly N requests, whatever the concurrency.
+import type { Plan } from '../db/plans.ts';
+import type { Store } from '../db/store.ts';
+import { ApiError } from '../errors.ts';
+import type { Logger } from '../log.ts';
+import { periodAt } from './periods.ts';
+
+export interface MeterOptions {
+  /** Milliseconds since the epoch. Default `Date.now`; tests move time with their own. */
+  clock?: () => number;
+  /** How often pending counts are written, in ms. Default 1000. */
+  flushIntervalMs?: number;
+  /** How long an account's plan (and the total of other instances) is trusted before it is read again, in ms. Default 1000. */
+  refreshMs?: number;
+}
+
+/** What a request learns about its quota once admitted: the RateLimit-* headers. */
+export interface Admission {
+  limit: number;
+  remaining: number;
+  /** Seconds until the period ends. */
+  reset: number;
+}
+
+export interface Usage {
+  plan: Plan;
+  period_start: string;
+  period_end: string;
+  used: number;
+  remaining: number;
+}
+
+interface AccountMeter {
+  plan: Plan;
+  readAt: number;
+  lastSeen: number;
+  periodStart: string;
+  periodEnd: number;
+  /** The period's total in the database when last read or written; excludes `writing` and `pending`. */
+  base: number;
+  /** Counted here and being written now. */
+  writing: number;
+  /** Counted here and not yet written. */
+  pending: number;
+  /** Token bucket for the plan's rate: up to `rate` tokens, refilled at `rate` a second. */
+  tokens: number;
+  tokensAt: number;
+}
+
+const IDLE_EVICTION_MS = 10 * 60_000;
+/** Accounts seen this recently have their totals read back on every flush. */
+const RECENT_MS = 60_000;
+
+export class Meter {
+  private readonly accounts = new Map<number, AccountMeter>();
+  private readonly refreshing = new Map<number, Promise<AccountMeter>>();
+  /** Counts of periods that ended before they were written. */
+  private retired: { accountId: number; periodStart: string; count: number }[] = [];
+  private readonly clock: () => number;
+  private readonly refreshMs: number;
+  private readonly timer: NodeJS.Timeout;
+  private flushing: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly store: Store,
+    private readonly log: Logger,
+    options: MeterOptions = {},
+  ) {
+    this.clock = options.clock ?? Date.now;
+    this.refreshMs = options.refreshMs ?? 1000;
+    this.timer = setInterval(() => void this.flush(), options.flushIntervalMs ?? 1000);
+    this.timer.unref();
+  }
+
+  /** Counts one request of the account, or throws 429 (and counts nothing) when its plan allows none. */
+  async admit(accountId: number): Promise<Admission> {
+    const meter = await this.current(accountId);
+    const now = this.clock();
+    const used = meter.base + meter.writing + meter.pending;
+    const { quota, rate } = meter.plan;
+    const reset = Math.max(0, Math.ceil((meter.periodEnd - now) / 1000));
+    if (used >= quota) {
+      throw tooMany(
+        'quota_exceeded',
+        `The plan's quota of ${quota} requests a ${meter.plan.period} is used up until ${new Date(meter.periodEnd).toISOString()}.`,
+        {
+          admission: { limit: quota, remaining: 0, reset },
+          retryAfter: Math.max(1, reset),
+        },
+      );
+    }
+    if (rate !== null) {
+      meter.tokens = Math.min(rate, meter.tokens + ((now - meter.tokensAt) / 1000) * rate);
+      meter.tokensAt = now;
+      if (meter.tokens < 1) {
+        throw tooMany('rate_limited', `The plan allows ${rate} requests a second.`, {
+          admission: { limit: quota, remaining: quota - used, reset },
+          retryAfter: Math.max(1, Math.ceil((1 - meter.tokens) / rate)),
+        });
+      }
+      meter.tokens -= 1;
+    }
+    meter.pending += 1;
+    meter.lastSeen = now;
+    return { limit: quota, remaining: quota - used - 1, reset };
+  }
+
+  /** The account's usage in the current period, as counted so far. */
+  async usage(accountId: number): Promise<Usage> {
+    const meter = await this.current(accountId);
+    const used = meter.base + meter.writing + meter.pending;
+    return {
+      plan: meter.plan,
+      period_start: meter.periodStart,
+      period_end: new Date(meter.periodEnd).toISOString(),
+      used,
+      remaining: Math.max(0, meter.plan.quota - used),
+    };
+  }
+
+  /** Writes every pending count. Runs one at a time; a failed write is kept for the next. */
+  flush(): Promise<void> {
+    this.flushing = this.flushing.then(() => this.write());
+    return this.flushing;
+  }
+
+  /** Stops the timer and writes what is pending. */
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    await this.flush();
+  }
+
+  private async write(): Promise<void> {
+    const retired = this.retired;
+    this.retired = [];
+    for (const entry of retired) {
+      try {
+        await this.store.addUsage(entry.accountId, entry.periodStart, entry.count);
+      } catch (error) {
+        this.retired.push(entry);
+        this.log.error({ err: error }, 'could not write usage');
+      }
+    }
+    const now = this.clock();
+    for (const [accountId, meter] of this.accounts) {
+      if (meter.pending === 0) {
+        if (now - meter.lastSeen > IDLE_EVICTION_MS) this.accounts.delete(accountId);
+        // Other instances count too: take their writes in. Only here, between our own writes, so the
+        // total read never misses one of ours nor counts it twice.
+        else if (now - meter.lastSeen < RECENT_MS) meter.base = await this.readTotal(accountId, meter);
+        continue;
+      }
+      const count = meter.pending;
+      meter.pending = 0;
+      meter.writing += count;
+      try {
+        meter.base = await this.store.addUsage(accountId, meter.periodStart, count);
+      } catch (error) {
+        meter.pending += count;
+        this.log.error({ err: error }, 'could not write usage');
+      } finally {
+        meter.writing -= count;
+      }
+    }
+  }
+
+  private async readTotal(accountId: number, meter: AccountMeter): Promise<number> {
+    try {
+      return await this.store.readUsage(accountId, meter.periodStart);
+    } catch (error) {
+      this.log.error({ err: error }, 'could not read usage');
+      return meter.base;
+    }
+  }
+
+  /** The account's meter, read again when its plan is older than `refreshMs` or its period has ended. */
+  private async current(accountId: number): Promise<AccountMeter> {
+    const meter = this.accounts.get(accountId);
+    const now = this.clock();
+    if (meter && now - meter.readAt < this.refreshMs && now < meter.periodEnd) return meter;
+    let refresh = this.refreshing.get(accountId);
+    if (!refresh) {
+      refresh = this.refresh(accountId, now).finally(() => this.refreshing.delete(accountId));
+      this.refreshing.set(accountId, refresh);
+    }
+    return refresh;
+  }
+
+  private async refresh(accountId: number, now: number): Promise<AccountMeter> {
+    const plan = await this.store.accountPlan(accountId);
+    const period = periodAt(plan.period, now);
+    const periodStart = period.start.toISOString();
+    const meter = this.accounts.get(accountId);
+    if (meter && meter.periodStart === periodStart) {
+      if (plan.rate !== meter.plan.rate) meter.tokens = Math.min(meter.tokens, plan.rate ?? 0);
+      meter.plan = plan;
+      meter.readAt = now;
+      return meter;
+    }
+    if (meter && meter.pending > 0) {
+      this.retired.push({ accountId, periodStart: meter.periodStart, count: meter.pending });
+    }
+    const fresh: AccountMeter = {
+      plan,
+      readAt: now,
+      lastSeen: now,
+      periodStart,
+      periodEnd: period.end.getTime(),
+      base: await this.store.readUsage(accountId, periodStart),
+      writing: 0,
+      pending: 0,
+      tokens: plan.rate ?? 0,
+      tokensAt: now,
+    };
+    this.accounts.set(accountId, fresh);
+    return fresh;
+  }
+}
+
+export function rateLimitHeaders({ limit, remaining, reset }: Admission): Record<string, string> {
+  return { 'RateLimit-Limit': String(limit), 'RateLimit-Remaining': String(remaining), 'RateLimit-Reset': String(reset) };
+}
+
+function tooMany(
+  code: 'quota_exceeded' | 'rate_limited',
+  detail: string,
+  { admission, retryAfter }: { admission: Admission; retryAfter: number },
+) {
+  return new ApiError(code, detail, { headers: { ...rateLimitHeaders(admission), 'Retry-After': String(retryAfter) } });
+}

@@ -1,0 +1,15 @@
+import type { Period } from '../db/plans.ts';
+
+/** The calendar period (in UTC) that holds the instant `now`, as [start, end). */
+export function periodAt(period: Period, now: number): { start: Date; end: Date } {
+  const t = new Date(now);
+  const [y, m, d, h] = [t.getUTCFullYear(), t.getUTCMonth(), t.getUTCDate(), t.getUTCHours()];
+  switch (period) {
+    case 'hour':
+      return { start: new Date(Date.UTC(y, m, d, h)), end: new Date(Date.UTC(y, m, d, h + 1)) };
+    case 'day':
+      return { start: new Date(Date.UTC(y, m, d)), end: new Date(Date.UTC(y, m, d + 1)) };
+    case 'month':
+      return { start: new Date(Date.UTC(y, m)), end: new Date(Date.UTC(y, m + 1)) };
+  }
+}
