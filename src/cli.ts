@@ -3,6 +3,7 @@
 import { parseArgs } from 'node:util';
 import { ConfigError, configFromEnv } from './config.ts';
 import { KeyError } from './db/keys.ts';
+import { type Period, periods } from './db/plans.ts';
 import { openStore, type Store } from './db/store.ts';
 import { createLogger } from './log.ts';
 import { startServer } from './server.ts';
@@ -95,7 +96,56 @@ const commands: Record<string, Command> = {
       print(`revoked ${revoked.prefix} of account ${revoked.account}`);
     },
   },
+  'plans list': {
+    usage: 'rowbase plans list [--json]',
+    summary: 'List the plans: quota per period and rate per second.',
+    options: { json: { type: 'boolean', description: 'print a JSON array' } },
+    async run(values) {
+      const plans = await withStore((store) => store.listPlans());
+      if (values.json) {
+        print(JSON.stringify(plans));
+        return;
+      }
+      print(
+        table(
+          ['PLAN', 'QUOTA', 'PERIOD', 'RATE'],
+          plans.map((p) => [p.name, String(p.quota), p.period, p.rate === null ? '-' : `${p.rate}/s`]),
+        ),
+      );
+    },
+  },
+  'plans set': {
+    usage: 'rowbase plans set <name> --quota <n> --period <hour|day|month> [--rate <n> | --no-rate]',
+    summary: 'Add a plan or change one; accounts on it follow within a second. Without --rate an existing plan keeps its rate.',
+    options: {
+      quota: { type: 'string', description: 'requests allowed per period' },
+      period: { type: 'string', description: 'hour, day or month (calendar periods in UTC)' },
+      rate: { type: 'string', description: 'requests allowed per second' },
+      'no-rate': { type: 'boolean', description: 'no limit per second' },
+    },
+    positionals: 1,
+    async run(values, [name]) {
+      if (!/^[A-Za-z0-9_-]{1,64}$/.test(name)) throw new UsageError('a plan name is 1 to 64 letters, digits, _ or -');
+      const quota = wholeNumber(required(values, 'quota'), '--quota', 0);
+      const period = required(values, 'period');
+      if (!(periods as readonly string[]).includes(period)) throw new UsageError(`--period must be one of ${periods.join(', ')}`);
+      if (values.rate !== undefined && values['no-rate']) throw new UsageError('give --rate or --no-rate, not both');
+      const rate = values['no-rate'] ? null : values.rate === undefined ? undefined : wholeNumber(values.rate as string, '--rate', 1);
+      const plan = await withStore((store) => store.setPlan({ name, quota, period: period as Period, rate }));
+      print(
+        `plan ${plan.name}: ${plan.quota} requests a ${plan.period}, ${plan.rate === null ? 'no rate limit' : `${plan.rate} a second`}`,
+      );
+    },
+  },
 };
+
+function wholeNumber(text: string, name: string, min: number): number {
+  const value = Number(text);
+  if (!/^\d+$/.test(text) || !Number.isSafeInteger(value) || value < min) {
+    throw new UsageError(`${name} must be a whole number of at least ${min}, not ${JSON.stringify(text)}`);
+  }
+  return value;
+}
 
 async function withStore<T>(work: (store: Store) => Promise<T>): Promise<T> {
   const store = await openStore(configFromEnv().databaseUrl);
