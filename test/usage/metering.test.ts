@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import type { Client, Response } from '../support/client.ts';
+import type { Response } from '../support/client.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
 interface Usage {
