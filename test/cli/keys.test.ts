@@ -1,0 +1,274 @@
+// `rowbase keys …` as real processes, beside a real `rowbase serve` on the same database
+// (contract: "Names and start-up", "Authentication and tenancy").
+import { join } from 'node:path';
+import { expect } from 'chai';
+import { Client } from '../support/client.ts';
+import { type Finished, pollUntil, type ServeProcess, Workspace } from '../support/process.ts';
+
+interface CreatedKey {
+  key: string;
+  prefix: string;
+  account: string;
+  plan: string;
+}
+
+interface ListedKey {
+  prefix: string;
+  account: string;
+  plan: string;
+  revoked_at: string | null;
+}
+
+describe('rowbase keys', () => {
+  let workspace: Workspace;
+  let server: ServeProcess;
+  before(async () => {
+    workspace = await Workspace.create();
+    server = await workspace.serve();
+  });
+  after(() => workspace.cleanUp());
+
+  const rowbase = (...args: string[]) => workspace.run(args);
+  const collectionsSeenWith = (key: string) => new Client(server.url, key).get('/v1/collections');
+  let accounts = 0;
+  const newAccount = () => `account-${++accounts}`;
+
+  async function createKey(account: string, ...options: string[]): Promise<CreatedKey> {
+    const created = await rowbase('keys', 'create', '--account', account, '--json', ...options);
+    expect(created.code, created.stderr).to.equal(0);
+    return JSON.parse(created.stdout);
+  }
+
+  async function listKeys(...options: string[]): Promise<ListedKey[]> {
+    const listed = await rowbase('keys', 'list', '--json', ...options);
+    expect(listed.code, listed.stderr).to.equal(0);
+    return JSON.parse(listed.stdout);
+  }
+
+  describe('keys create', () => {
+    it('prints the key alone on the last line of stdout: rb_ and at least 128 random bits', async () => {
+      const created = await rowbase('keys', 'create', '--account', 'me');
+
+      expect(created.code).to.equal(0);
+      expect(created.stderr).to.equal('');
+      const key = lastLineOf(created.stdout);
+      expect(created.stdout.endsWith(`${key}\n`)).to.equal(true);
+      expect(key).to.match(/^rb_[A-Za-z0-9_-]+$/);
+      // base64url: 6 bits a character.
+      expect((key.length - 'rb_'.length) * 6).to.be.at.least(128);
+    });
+
+    it('makes a key that the running server accepts', async () => {
+      const created = await rowbase('keys', 'create', '--account', newAccount());
+      const key = lastLineOf(created.stdout);
+
+      const listed = await collectionsSeenWith(key);
+
+      expect(listed.status).to.equal(200);
+      expect(listed.body).to.deep.equal([]);
+    });
+
+    it('makes a different key each time', async () => {
+      const account = newAccount();
+      const [first, second] = await Promise.all([createKey(account), createKey(account)]);
+
+      expect(first.key).to.not.equal(second.key);
+      expect(first.prefix).to.not.equal(second.prefix);
+    });
+
+    it('prints one JSON object with key, prefix, account and plan with --json', async () => {
+      const account = newAccount();
+      const created = await rowbase('keys', 'create', '--account', account, '--json');
+
+      expect(created.code).to.equal(0);
+      expect(created.stdout.trimEnd().split('\n')).to.have.length(1);
+      const printed = JSON.parse(created.stdout);
+      expect(printed).to.be.an('object').that.includes.all.keys('key', 'prefix', 'account', 'plan');
+      expect(printed.key).to.match(/^rb_/);
+      expect(printed.key.startsWith(printed.prefix)).to.equal(true);
+      expect(printed.prefix.length).to.be.below(printed.key.length);
+      expect(printed.account).to.equal(account);
+    });
+
+    it('gives a new account the free plan by default', async () => {
+      const account = newAccount();
+
+      expect((await createKey(account)).plan).to.equal('free');
+      expect((await listKeys('--account', account)).map((key) => key.plan)).to.deep.equal(['free']);
+    });
+
+    it('sets the plan with --plan pro', async () => {
+      const account = newAccount();
+
+      expect((await createKey(account, '--plan', 'pro')).plan).to.equal('pro');
+      expect((await listKeys('--account', account)).map((key) => key.plan)).to.deep.equal(['pro']);
+    });
+
+    it('refuses an unknown plan with exit 2 and one line on stderr, and makes no key', async () => {
+      const account = newAccount();
+
+      const refused = await rowbase('keys', 'create', '--account', account, '--plan', 'platinum');
+
+      expectBadArguments(refused);
+      expect(await listKeys('--account', account)).to.deep.equal([]);
+    });
+  });
+
+  describe('keys list', () => {
+    it('shows every key by its prefix and never a whole key', async () => {
+      const account = newAccount();
+      const keys = await Promise.all([createKey(account), createKey(account)]);
+
+      const [table, json] = await Promise.all([rowbase('keys', 'list'), rowbase('keys', 'list', '--json')]);
+
+      for (const listed of [table, json]) {
+        expect(listed.code).to.equal(0);
+        for (const { key, prefix } of keys) {
+          expect(listed.stdout).to.include(prefix);
+          expect(listed.stdout).to.not.include(key);
+        }
+      }
+    });
+
+    it("shows only one account's keys with --account", async () => {
+      const [alice, bob] = [newAccount(), newAccount()];
+      const [aliceKey, bobKey] = await Promise.all([createKey(alice), createKey(bob)]);
+
+      const [table, json] = await Promise.all([rowbase('keys', 'list', '--account', alice), listKeys('--account', alice)]);
+
+      expect(table.code).to.equal(0);
+      expect(table.stdout).to.include(aliceKey.prefix);
+      expect(table.stdout).to.not.include(bobKey.prefix);
+      expect(json.map((key) => [key.account, key.prefix])).to.deep.equal([[alice, aliceKey.prefix]]);
+    });
+  });
+
+  describe('keys revoke', () => {
+    for (const givenBy of ['prefix', 'whole key'] as const) {
+      it(`revokes a key given by its ${givenBy}: the running server refuses it within a second`, async () => {
+        const account = newAccount();
+        const revoked = await createKey(account);
+        const kept = await createKey(account); // after the revoked one, so it is listed second
+        expect((await collectionsSeenWith(revoked.key)).status).to.equal(200);
+
+        const revoking = await rowbase('keys', 'revoke', givenBy === 'prefix' ? revoked.prefix : revoked.key);
+
+        expect(revoking.code, revoking.stderr).to.equal(0);
+        expect(revoking.stdout).to.include(revoked.prefix);
+        await pollUntil(async () => (await collectionsSeenWith(revoked.key)).status === 401, 1000);
+        const refused = await collectionsSeenWith(revoked.key);
+        expect(refused.status).to.equal(401);
+        expect(refused.headers.get('www-authenticate')).to.equal('Bearer realm="rowbase"');
+        expect((await collectionsSeenWith(kept.key)).status).to.equal(200);
+        const listed = await listKeys('--account', account);
+        expect(listed.map((key) => [key.prefix, key.revoked_at !== null])).to.deep.equal([
+          [revoked.prefix, true],
+          [kept.prefix, false],
+        ]);
+      });
+    }
+
+    it('exits 2 with one line on stderr for a key that matches nothing', async () => {
+      expectBadArguments(await rowbase('keys', 'revoke', 'rb_nothing'));
+    });
+
+    it('exits 2 with one line on stderr for a key already revoked', async () => {
+      const { prefix } = await createKey(newAccount());
+      expect((await rowbase('keys', 'revoke', prefix)).code).to.equal(0);
+
+      expectBadArguments(await rowbase('keys', 'revoke', prefix));
+    });
+  });
+
+  describe('--help', () => {
+    const helps = [
+      {
+        args: ['--help'],
+        describes: ['rowbase serve', 'rowbase keys create --account <name>', 'rowbase keys list', 'rowbase keys revoke <key-or-prefix>'],
+      },
+      { args: ['keys', 'create', '--help'], describes: ['Usage: rowbase keys create', '--account', '--plan', '--json'] },
+      { args: ['keys', 'list', '--help'], describes: ['Usage: rowbase keys list', '--account', '--json'] },
+      { args: ['keys', 'revoke', '--help'], describes: ['Usage: rowbase keys revoke <key-or-prefix>', 'prefix'] },
+      { args: ['serve', '--help'], describes: ['Usage: rowbase serve', 'PORT', 'HOST', 'DATABASE_URL', 'LOG_LEVEL'] },
+    ];
+    for (const { args, describes } of helps) {
+      it(`rowbase ${args.join(' ')} exits 0 and describes the command`, async () => {
+        const help = await rowbase(...args);
+
+        expect(help.code).to.equal(0);
+        expect(help.stderr).to.equal('');
+        for (const text of describes) expect(help.stdout).to.include(text);
+      });
+    }
+  });
+
+  describe('bad arguments', () => {
+    const mistakes = [
+      { mistake: 'no command', args: [] },
+      { mistake: 'an unknown command', args: ['frobnicate'] },
+      { mistake: 'an unknown subcommand', args: ['keys', 'rotate'] },
+      { mistake: 'an unknown option', args: ['keys', 'list', '--colour'] },
+      { mistake: 'a missing --account', args: ['keys', 'create'] },
+      { mistake: 'an --account without a value', args: ['keys', 'create', '--account'] },
+      { mistake: 'an extra positional', args: ['keys', 'list', 'extra'] },
+      { mistake: 'a second key to revoke', args: ['keys', 'revoke', 'rb_one', 'rb_two'] },
+      { mistake: 'no key to revoke', args: ['keys', 'revoke'] },
+    ];
+    for (const { mistake, args } of mistakes) {
+      it(`exits 2 with one line on stderr for ${mistake}`, async () => {
+        expectBadArguments(await rowbase(...args));
+      });
+    }
+  });
+
+  describe('the database', () => {
+    let fresh: Workspace;
+    beforeEach(async () => {
+      fresh = await Workspace.create();
+    });
+    afterEach(() => fresh.cleanUp());
+
+    it('creates the schema of a fresh database, in a folder that does not exist yet', async () => {
+      const environment = { DATABASE_URL: `sqlite:${join(fresh.dir, 'new', 'rowbase.sqlite')}` };
+
+      const created = await fresh.run(['keys', 'create', '--account', 'first', '--json'], environment);
+      const listed = await fresh.run(['keys', 'list', '--json'], environment);
+
+      expect(created.code, created.stderr).to.equal(0);
+      const { key, prefix } = JSON.parse(created.stdout);
+      expect(JSON.parse(listed.stdout).map((listedKey: ListedKey) => listedKey.prefix)).to.deep.equal([prefix]);
+      const later = await fresh.serve(environment);
+      expect((await new Client(later.url, key).get('/v1/collections')).status).to.equal(200);
+    });
+
+    it('works while serve runs on the same database and is busy writing', async () => {
+      const busy = await fresh.serve();
+      const writer = new Client(busy.url, await fresh.createKey('writer'));
+      expect((await writer.post('/v1/collections', { name: 'busy' })).status).to.equal(201);
+      const batch = Array.from({ length: 200 }, (_, n) => ({ n }));
+
+      const [inserts, created] = await Promise.all([
+        Promise.all(Array.from({ length: 6 }, () => writer.post('/v1/collections/busy/rows', batch))),
+        Promise.all(['reader-1', 'reader-2', 'reader-3'].map((account) => fresh.run(['keys', 'create', '--account', account, '--json']))),
+      ]);
+
+      expect(inserts.map((inserted) => inserted.status)).to.deep.equal([201, 201, 201, 201, 201, 201]);
+      for (const run of created) {
+        expect(run.code, run.stderr).to.equal(0);
+        const { key } = JSON.parse(run.stdout);
+        expect((await new Client(busy.url, key).get('/v1/collections')).status).to.equal(200);
+      }
+      const collection = await writer.get<{ row_count: number }>('/v1/collections/busy');
+      expect(collection.body.row_count).to.equal(6 * 200);
+    });
+  });
+});
+
+const lastLineOf = (text: string) => text.trimEnd().split('\n').at(-1) ?? '';
+
+/** Bad arguments exit 2 with a one-line reason on stderr, and print nothing on stdout. */
+function expectBadArguments(finished: Finished) {
+  expect(finished.code, finished.stderr).to.equal(2);
+  expect(finished.stderr).to.match(/^rowbase: [^\n]+\n$/);
+  expect(finished.stdout).to.equal('');
+}

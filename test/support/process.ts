@@ -1,0 +1,197 @@
+// Real `bin/rowbase` processes for tests: the CLI run to its end, and `rowbase serve` on a free port.
+// Each workspace is a temp folder holding the SQLite file; `cleanUp()` kills whatever still runs in it
+// and removes the folder. Nothing here sleeps: every wait ends on an event (a line, an exit).
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { delimiter, dirname, join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+const rowbaseExecutable = fileURLToPath(new URL('../../bin/rowbase', import.meta.url));
+
+/** Variables to add to a process's environment; `undefined` leaves one out. */
+export type Environment = Record<string, string | undefined>;
+
+export interface Exit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+export interface Finished extends Exit {
+  stdout: string;
+  stderr: string;
+}
+
+/** One pino line of `rowbase serve`. */
+export type LogLine = { msg?: string; url?: string; level?: number } & Record<string, unknown>;
+
+export class Workspace {
+  /** `sqlite:<dir>/rowbase.sqlite`: the database every process of this workspace uses unless told otherwise. */
+  readonly databaseUrl: string;
+  private readonly running = new Set<ChildProcess>();
+
+  private constructor(readonly dir: string) {
+    this.databaseUrl = `sqlite:${join(dir, 'rowbase.sqlite')}`;
+  }
+
+  static async create(): Promise<Workspace> {
+    return new Workspace(await mkdtemp(join(tmpdir(), 'rowbase-cli-')));
+  }
+
+  /** Runs `rowbase <args>` to its end and returns its exit status and everything it printed. */
+  async run(args: string[], environment: Environment = {}): Promise<Finished> {
+    const child = this.spawn(args, environment);
+    const stdout = collect(child.stdout);
+    const stderr = collect(child.stderr);
+    const exit = await exitOf(child);
+    return { ...exit, stdout: await stdout, stderr: await stderr };
+  }
+
+  /** Makes a key with `rowbase keys create --account <account> --json` and returns it; throws if that fails. */
+  async createKey(account: string): Promise<string> {
+    const created = await this.run(['keys', 'create', '--account', account, '--json']);
+    if (created.code !== 0) throw new Error(`rowbase keys create exited ${created.code}: ${created.stderr}`);
+    return JSON.parse(created.stdout).key;
+  }
+
+  /**
+   * Starts `rowbase serve` (PORT=0 unless `environment` says otherwise) and resolves once it logs that
+   * it is listening; rejects, with what it printed, if it exits first.
+   */
+  async serve(environment: Environment = {}): Promise<ServeProcess> {
+    const serving = new ServeProcess(this.spawn(['serve'], { PORT: '0', ...environment }));
+    const listening = await serving.logged('rowbase is listening');
+    serving.url = String(listening.url);
+    return serving;
+  }
+
+  /** Kills (SIGKILL) every process of this workspace still running, waits for each to exit, removes the folder. */
+  async cleanUp(): Promise<void> {
+    await Promise.all(
+      [...this.running].map((child) => {
+        const exited = exitOf(child);
+        child.kill('SIGKILL');
+        return exited;
+      }),
+    );
+    await rm(this.dir, { recursive: true, force: true });
+  }
+
+  private spawn(args: string[], environment: Environment): ChildProcess {
+    // A clean environment, so a developer's own DATABASE_URL or PORT never leaks in; `node` is found
+    // through PATH by the executable's #! line. The working folder is the temp folder, so a relative
+    // default path could never write into the repository.
+    const env: NodeJS.ProcessEnv = {
+      PATH: [dirname(process.execPath), process.env.PATH].join(delimiter),
+      HOME: process.env.HOME,
+      DATABASE_URL: this.databaseUrl,
+      LOG_LEVEL: 'info',
+    };
+    for (const [name, value] of Object.entries(environment)) {
+      if (value === undefined) delete env[name];
+      else env[name] = value;
+    }
+    const child = spawn(rowbaseExecutable, args, { cwd: this.dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    this.running.add(child);
+    child.once('exit', () => this.running.delete(child));
+    child.once('error', () => this.running.delete(child)); // it never started, so it will never exit
+    return child;
+  }
+}
+
+/** A running `rowbase serve`: its url, its log lines as they come, and its exit. */
+export class ServeProcess {
+  /** Base URL from the "rowbase is listening" line, e.g. http://127.0.0.1:41234 */
+  url = '';
+  /** Every stdout line so far. */
+  readonly lines: string[] = [];
+  readonly stderr: Promise<string>;
+  /** Resolves once the process has exited; rejects only if it could not start. */
+  readonly exited: Promise<Exit>;
+  private readonly waiting = new Set<() => void>();
+  /** stdout has ended: no more lines will come. */
+  private finished = false;
+
+  constructor(readonly child: ChildProcess) {
+    this.stderr = collect(child.stderr);
+    this.exited = exitOf(child);
+    this.exited.catch(() => {}); // a failure to start is reported by logged(), which every start awaits
+    createInterface({ input: child.stdout! })
+      .on('line', (line) => {
+        this.lines.push(line);
+        this.notify();
+      })
+      .on('close', () => {
+        this.finished = true;
+        this.notify();
+      });
+  }
+
+  /** Resolves with the first log line (already printed or still to come) whose `msg` is `message`. */
+  logged(message: string): Promise<LogLine> {
+    return new Promise((resolve, reject) => {
+      const check = () => {
+        const line = this.lines.map(parseLogLine).find((parsed) => parsed?.msg === message);
+        if (line) {
+          this.waiting.delete(check);
+          resolve(line);
+        } else if (this.finished) {
+          this.waiting.delete(check);
+          void this.stderr.then((stderr) =>
+            reject(new Error(`rowbase serve exited before logging "${message}"\nstdout:\n${this.lines.join('\n')}\nstderr:\n${stderr}`)),
+          );
+        }
+      };
+      this.waiting.add(check);
+      check();
+    });
+  }
+
+  /** Sends `signal` to the process (by its pid). */
+  signal(signal: NodeJS.Signals): void {
+    this.child.kill(signal);
+  }
+
+  private notify() {
+    for (const check of [...this.waiting]) check();
+  }
+}
+
+function parseLogLine(line: string): LogLine | undefined {
+  try {
+    const parsed = JSON.parse(line);
+    return parsed !== null && typeof parsed === 'object' ? parsed : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Resolves when `child` exits; rejects if it could not be started. */
+function exitOf(child: ChildProcess): Promise<Exit> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve({ code: child.exitCode, signal: child.signalCode });
+  return once(child, 'exit').then(([code, signal]) => ({ code, signal }));
+}
+
+async function collect(stream: NodeJS.ReadableStream | null): Promise<string> {
+  let text = '';
+  if (!stream) return text;
+  stream.setEncoding('utf8');
+  for await (const chunk of stream) text += chunk;
+  return text;
+}
+
+/**
+ * Calls `attempt` until it returns true, and returns how long that took in milliseconds, or rejects
+ * once `deadlineMs` has passed without it. For conditions that must become true within a bound.
+ */
+export async function pollUntil(attempt: () => Promise<boolean>, deadlineMs: number): Promise<number> {
+  const started = performance.now();
+  for (;;) {
+    if (await attempt()) return performance.now() - started;
+    const elapsed = performance.now() - started;
+    if (elapsed > deadlineMs) throw new Error(`not true within ${deadlineMs} ms (tried for ${Math.round(elapsed)} ms)`);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
