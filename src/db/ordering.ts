@@ -1,45 +1,64 @@
-// Ordering rows by any top-level field of their JSON (contract.md, "Rows"): within one JSON type numbers
-// numerically, strings by code point and false < true; across types numbers < strings < booleans <
-// objects and arrays (which tie with each other); rows where the field is missing or null come last in
-// both directions; ties break by id in the same direction. The field name only ever travels as a binding.
+// One page of a collection's rows ordered by any top-level field of their JSON (contract.md, "Rows"):
+// within one JSON type numbers numerically, strings by code point and false < true; across types
+// numbers < strings < booleans < objects and arrays (which tie with each other); rows where the field
+// is missing or null come last in both directions; ties break by id in the same direction. Both
+// backends give the same order for the same data. The field name only ever travels as a binding.
 import type { Knex } from 'knex';
 
 export type Direction = 'asc' | 'desc';
 
-/** Adds the ORDER BY for `field` to a query over `rows`. */
-export function orderRows(query: Knex.QueryBuilder, field: string, direction: Direction): Knex.QueryBuilder {
-  const dir = direction === 'desc' ? 'desc' : 'asc';
-  if (field === 'id') return query.orderBy('id', dir);
-  const { type, value } = sqliteField(field);
-  // 1 number, 2 string, 3 boolean, 4 object or array, 5 missing or null.
-  const rank = `case ${type.sql} when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3 when 'object' then 4 when 'array' then 4 else 5 end`;
-  return query
-    .orderByRaw(`(${rank}) = 5`, type.bindings)
-    .orderByRaw(`${rank} ${dir}`, type.bindings)
-    .orderByRaw(`case when ${type.sql} in ('object', 'array') then null else ${value.sql} end ${dir}`, [
-      ...type.bindings,
-      ...value.bindings,
-    ])
-    .orderBy('id', dir);
+export interface Page {
+  limit: number;
+  offset: number;
+  orderBy: string;
+  order: Direction;
 }
 
-interface Fragment {
-  sql: string;
-  bindings: string[];
+export async function orderedRows(knex: Knex, collectionId: number, page: Page): Promise<{ id: number | string; data: string }[]> {
+  const dir = page.order === 'desc' ? 'desc' : 'asc';
+  if (page.orderBy === 'id') {
+    return knex('rows').where({ collection_id: collectionId }).select('id', 'data').orderBy('id', dir).limit(page.limit).offset(page.offset);
+  }
+  const { sql, bindings } = knex.client.dialect === 'postgresql' ? postgres(page.orderBy, dir) : sqlite(page.orderBy, dir);
+  const result = await knex.raw(`${sql} limit ? offset ?`, [...bindings(collectionId), page.limit, page.offset]);
+  return Array.isArray(result) ? result : result.rows;
 }
 
 /**
  * SQLite reads a field with a JSON path, `$."name"`. A path cannot spell a name that holds a double
- * quote, so such names are looked up among the row's keys with json_each instead, which compares the
- * name as a plain string.
+ * quote, so such names are looked up among the row's keys with json_each instead. Strings compare as
+ * UTF-8 bytes (BINARY collation), which is code point order.
  */
-function sqliteField(field: string): { type: Fragment; value: Fragment } {
-  if (!field.includes('"')) {
-    const path = `$."${field}"`;
-    return { type: { sql: 'json_type(data, ?)', bindings: [path] }, value: { sql: 'json_extract(data, ?)', bindings: [path] } };
-  }
+function sqlite(field: string, dir: Direction) {
+  const [type, value] = field.includes('"')
+    ? ['(select type from json_each(rows.data) where key = ?)', '(select value from json_each(rows.data) where key = ?)']
+    : ['json_type(data, ?)', 'json_extract(data, ?)'];
+  const key = field.includes('"') ? field : `$."${field}"`;
   return {
-    type: { sql: '(select type from json_each(rows.data) where key = ?)', bindings: [field] },
-    value: { sql: '(select value from json_each(rows.data) where key = ?)', bindings: [field] },
+    sql: `select id, data from (select id, data, ${type} as t, ${value} as v from rows where collection_id = ?)
+      order by (t is null or t = 'null'),
+        case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3 else 4 end ${dir},
+        case when t in ('object', 'array') then null else v end ${dir},
+        id ${dir}`,
+    bindings: (collectionId: number) => [key, key, collectionId],
+  };
+}
+
+/**
+ * PostgreSQL's JSON types cannot hold U+0000 in a string, which JSON may. The stored text is read as
+ * jsonb with U+0000 taken as U+0001 (for ordering only: rows are returned as stored), and the field
+ * name likewise. Strings compare under the "C" collation, which is code point order in UTF-8.
+ */
+function postgres(field: string, dir: Direction) {
+  const j = 'j';
+  return {
+    sql: `select id, data from (select id, data, replace(data, ?, ?)::jsonb -> ? as ${j} from rows where collection_id = ?) r
+      order by (jsonb_typeof(${j}) is null or jsonb_typeof(${j}) = 'null'),
+        case jsonb_typeof(${j}) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 else 4 end ${dir},
+        case when jsonb_typeof(${j}) = 'number' then (${j})::numeric end ${dir},
+        case when jsonb_typeof(${j}) = 'string' then (${j} #>> '{}') collate "C" end ${dir},
+        case when jsonb_typeof(${j}) = 'boolean' then (${j})::boolean end ${dir},
+        id ${dir}`,
+    bindings: (collectionId: number) => ['\\u0000', '\\u0001', field.replaceAll('\u0000', '\u0001'), collectionId],
   };
 }

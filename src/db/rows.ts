@@ -4,17 +4,10 @@ import { notFound } from '../errors.ts';
 import { advance, collectionId } from './collections.ts';
 import { appendEvents } from './events.ts';
 import { insertMany } from './insert.ts';
-import { type Direction, orderRows } from './ordering.ts';
+import { orderedRows, type Page } from './ordering.ts';
 
 export type Row = components['schemas']['Row'];
 export type Fields = Record<string, unknown>;
-
-export interface Page {
-  limit: number;
-  offset: number;
-  orderBy: string;
-  order: Direction;
-}
 
 const toRow = (id: number | string, data: string): Row => ({ id: Number(id), ...JSON.parse(data) });
 const rowNotFound = (collection: string, id: number) => notFound(`There is no row ${id} in collection ${collection}.`);
@@ -33,10 +26,8 @@ export async function insertRows(knex: Knex, accountId: number, collection: stri
 }
 
 export async function listRows(knex: Knex, accountId: number, collection: string, page: Page): Promise<Row[]> {
-  const id = await collectionId(knex, accountId, collection);
-  const query = knex('rows').where({ collection_id: id }).select('id', 'data').limit(page.limit).offset(page.offset);
-  const rows = await orderRows(query, page.orderBy, page.order);
-  return rows.map((row: { id: number; data: string }) => toRow(row.id, row.data));
+  const rows = await orderedRows(knex, await collectionId(knex, accountId, collection), page);
+  return rows.map((row) => toRow(row.id, row.data));
 }
 
 export async function getRow(knex: Knex, accountId: number, collection: string, rowId: number): Promise<Row> {
