@@ -20,12 +20,28 @@ export async function openDatabase(url: string): Promise<Database> {
   const knex = knexFactory(knexConfig(url));
   const db: Database = { knex, dialect: url.startsWith('sqlite:') ? 'sqlite' : 'postgres', close: () => knex.destroy() };
   try {
-    await knex.migrate.latest({ migrationSource });
+    await migrate(knex);
   } catch (error) {
     await knex.destroy();
     throw error;
   }
   return db;
+}
+
+/**
+ * Brings the schema up to date. Knex takes a lock for it; an instance that finds the lock taken (several
+ * starting at once on one PostgreSQL database) waits for the other to finish and then checks again.
+ */
+async function migrate(knex: Knex, deadline = Date.now() + 60_000): Promise<void> {
+  for (;;) {
+    try {
+      await knex.migrate.latest({ migrationSource });
+      return;
+    } catch (error) {
+      if ((error as Error).name !== 'MigrationLocked' || Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 100 + Math.random() * 200));
+    }
+  }
 }
 
 function knexConfig(url: string): Knex.Config {
@@ -54,7 +70,12 @@ function knexConfig(url: string): Knex.Config {
     };
   }
   if (/^postgres(ql)?:\/\//.test(url)) {
-    throw new Error('DATABASE_URL: PostgreSQL is not supported yet; use sqlite:<path>');
+    return {
+      client: 'pg',
+      connection: url,
+      // pg returns bigint columns as strings; the data layer converts the ones it reads.
+      pool: { min: 0, max: Number(new URL(url).searchParams.get('pool_max') ?? 10) },
+    };
   }
   throw new Error(`DATABASE_URL must start with sqlite: or postgres://, not ${JSON.stringify(url.split(':')[0])}`);
 }

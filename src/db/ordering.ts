@@ -17,23 +17,34 @@ export interface Page {
 export async function orderedRows(knex: Knex, collectionId: number, page: Page): Promise<{ id: number | string; data: string }[]> {
   const dir = page.order === 'desc' ? 'desc' : 'asc';
   if (page.orderBy === 'id') {
-    return knex('rows').where({ collection_id: collectionId }).select('id', 'data').orderBy('id', dir).limit(page.limit).offset(page.offset);
+    return knex('rows')
+      .where({ collection_id: collectionId })
+      .select('id', 'data')
+      .orderBy('id', dir)
+      .limit(page.limit)
+      .offset(page.offset);
   }
   const { sql, bindings } = knex.client.dialect === 'postgresql' ? postgres(page.orderBy, dir) : sqlite(page.orderBy, dir);
   const result = await knex.raw(`${sql} limit ? offset ?`, [...bindings(collectionId), page.limit, page.offset]);
   return Array.isArray(result) ? result : result.rows;
 }
 
+/** Names a SQLite JSON path label `$."…"` can spell: no quote, backslash or control character. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it looks for.
+const pathSafe = /^[^"\\\u0000-\u001f]*$/;
+
 /**
- * SQLite reads a field with a JSON path, `$."name"`. A path cannot spell a name that holds a double
- * quote, so such names are looked up among the row's keys with json_each instead. Strings compare as
- * UTF-8 bytes (BINARY collation), which is code point order.
+ * SQLite reads a field with a JSON path, `$."name"`. A path cannot spell every name (a quote, a
+ * backslash, a control character), so those are looked up among the row's keys with json_each, which
+ * compares the name as a plain string. Strings compare as UTF-8 bytes (BINARY collation), which is
+ * code point order.
  */
 function sqlite(field: string, dir: Direction) {
-  const [type, value] = field.includes('"')
-    ? ['(select type from json_each(rows.data) where key = ?)', '(select value from json_each(rows.data) where key = ?)']
-    : ['json_type(data, ?)', 'json_extract(data, ?)'];
-  const key = field.includes('"') ? field : `$."${field}"`;
+  const byPath = pathSafe.test(field);
+  const [type, value] = byPath
+    ? ['json_type(data, ?)', 'json_extract(data, ?)']
+    : ['(select type from json_each(rows.data) where key = ?)', '(select value from json_each(rows.data) where key = ?)'];
+  const key = byPath ? `$."${field}"` : field;
   return {
     sql: `select id, data from (select id, data, ${type} as t, ${value} as v from rows where collection_id = ?)
       order by (t is null or t = 'null'),

@@ -3,6 +3,7 @@
 import type { ErrorObject } from 'ajv';
 import type { Context as KoaContext, Middleware } from 'koa';
 import { type Context, type Document, OpenAPIBackend } from 'openapi-backend';
+import type { OpenAPIV3 } from 'openapi-types';
 import document from '../../generated/openapi.json' with { type: 'json' };
 import { requestValidators } from '../../generated/validators.js';
 import { ApiError, type FieldError, notFound, unauthorized, validationFailed } from '../errors.ts';
@@ -30,6 +31,8 @@ export async function createRouter(deps: Deps): Promise<Middleware> {
     api.register(operationId, (c: Context, ctx: KoaContext) => {
       // openapi-backend re-parses the path after validating, undoing the coercion: the validated,
       // coerced and defaulted values are the ones in `validation.coerced`.
+      const loose = looseIntegers(c, ctx.query);
+      if (loose.length > 0) throw validationFailed('The request does not match the API description.', loose);
       const { params, query } = c.validation.coerced ?? {};
       const input = { path: params, query, body: c.request.requestBody, principal: ctx.state.principal };
       return (handler as Handler<OperationId>)(input as never, deps);
@@ -67,6 +70,21 @@ export async function createRouter(deps: Deps): Promise<Middleware> {
     };
     respond(ctx, await api.handleRequest(request, ctx));
   };
+}
+
+/**
+ * Ajv's type coercion reads "1e3", " 1", "0x1" or "1.0" as integers. An integer parameter must be
+ * written as one: decimal digits, no leading zero, an optional minus.
+ */
+function looseIntegers(c: Context, query: Record<string, unknown>): FieldError[] {
+  // openapi-backend hands over path parameters as sent but query parameters already coerced.
+  const raw: Record<string, Record<string, unknown>> = { path: c.request.params, query };
+  return (c.operation.parameters ?? []).flatMap((parameter) => {
+    const { in: place, name, schema } = parameter as OpenAPIV3.ParameterObject;
+    const value = raw[place]?.[name];
+    if ((schema as OpenAPIV3.SchemaObject)?.type !== 'integer' || typeof value !== 'string' || /^-?(0|[1-9][0-9]*)$/.test(value)) return [];
+    return [{ in: place as FieldError['in'], name, message: 'must be an integer in decimal digits' }];
+  });
 }
 
 /**

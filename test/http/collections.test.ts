@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { describeEachBackend } from '../support/backends.ts';
 import type { Client } from '../support/client.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
@@ -8,12 +9,12 @@ interface Collection {
   row_count: number;
 }
 
-describe('collections', () => {
+describeEachBackend('collections', (backend) => {
   let server: TestServer;
   let alice: Client;
   let bob: Client;
   before(async () => {
-    server = await startTestServer();
+    server = await startTestServer({}, { backend });
     alice = await server.client('alice');
     bob = await server.client('bob');
   });

@@ -1,10 +1,11 @@
 import { expect } from 'chai';
+import { describeEachBackend } from '../support/backends.ts';
 import type { Client } from '../support/client.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
 type Row = { id: number } & Record<string, unknown>;
 
-describe('rows', () => {
+describeEachBackend('rows', (backend) => {
   let server: TestServer;
   let client: Client;
   let collections = 0;
@@ -18,7 +19,7 @@ describe('rows', () => {
   const list = async (name: string, query = '') => (await client.get<Row[]>(`/v1/collections/${name}/rows${query}`)).body;
 
   before(async () => {
-    server = await startTestServer();
+    server = await startTestServer({}, { backend });
     client = await server.client();
   });
   after(() => server.stop());

@@ -1,10 +1,11 @@
 import { expect } from 'chai';
+import { describeEachBackend } from '../support/backends.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
-describe('service routes', () => {
+describeEachBackend('service routes', (backend) => {
   let server: TestServer;
   before(async () => {
-    server = await startTestServer();
+    server = await startTestServer({}, { backend });
   });
   after(() => server.stop());
 

@@ -4,14 +4,15 @@
 import { expect } from 'chai';
 import createClient, { type Middleware } from 'openapi-fetch';
 import type { paths } from '../../generated/openapi.ts';
+import { describeEachBackend } from '../support/backends.ts';
 import { checkResponse } from '../support/contract.ts';
 import { startTestServer, TEST_PLAN, type TestServer } from '../support/server.ts';
 
-describe('a typed client generated from openapi.yaml', () => {
+describeEachBackend('a typed client generated from openapi.yaml', (backend) => {
   let server: TestServer;
   let api: ReturnType<typeof createClient<paths>>;
   before(async () => {
-    server = await startTestServer();
+    server = await startTestServer({}, { backend });
     const { key } = await server.store.createKey('sdk-user', TEST_PLAN);
     api = createClient<paths>({ baseUrl: server.url, headers: { Authorization: `Bearer ${key}` } });
     // Every response this client sees is checked against openapi.yaml too.

@@ -34,7 +34,9 @@ export function checkResponse(response: SeenResponse): void {
   const operation = router.matchOperation({ method, path, headers: {} });
   const mediaType = (headers.get('content-type') ?? '').split(';')[0].trim();
   if (!operation) {
-    if (status !== 404 && status !== 405) throw new ContractError(`${where}: no operation in openapi.yaml answers this`);
+    // Every /v1 route needs a key first (interface spec §5), known or not.
+    const allowed = path === '/v1' || path.startsWith('/v1/') ? [401, 404, 405] : [404, 405];
+    if (!allowed.includes(status)) throw new ContractError(`${where}: no operation in openapi.yaml answers this`);
     checkBody(where, openapi.components?.schemas?.Problem as object, mediaType, 'application/problem+json', text, status);
     return;
   }

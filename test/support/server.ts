@@ -1,14 +1,13 @@
-// The real server, in this process, on an ephemeral port, over a fresh SQLite file in a temp folder.
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+// The real server, in this process, on an ephemeral port, over a fresh database of its own: a SQLite
+// file in a temp folder, or a new PostgreSQL database (see backends.ts).
 import { type Config, defaults } from '../../src/config.ts';
 import { createLogger } from '../../src/log.ts';
 import { type RunningServer, type ServerOptions, startServer } from '../../src/server.ts';
+import { type BackendName, createDatabase } from './backends.ts';
 import { Client } from './client.ts';
 
 export interface TestServer extends RunningServer {
-  dir: string;
+  backend: BackendName;
   databaseUrl: string;
   /**
    * A client with a new key of `account` (a new account unless one of that name exists), on `plan`:
@@ -24,19 +23,24 @@ export interface TestServer extends RunningServer {
 let accounts = 0;
 export const TEST_PLAN = 'test-unlimited';
 
-export async function startTestServer(overrides: Partial<Config> = {}, options: ServerOptions = {}): Promise<TestServer> {
-  const dir = await mkdtemp(join(tmpdir(), 'rowbase-test-'));
-  const databaseUrl = `sqlite:${join(dir, 'rowbase.sqlite')}`;
+export interface TestServerOptions extends ServerOptions {
+  /** Default sqlite. */
+  backend?: BackendName;
+}
+
+export async function startTestServer(overrides: Partial<Config> = {}, options: TestServerOptions = {}): Promise<TestServer> {
+  const backend = options.backend ?? 'sqlite';
+  const database = await createDatabase(backend);
   const running = await startServer(
-    { ...defaults, port: 0, databaseUrl, logLevel: 'silent', ...overrides },
+    { ...defaults, port: 0, databaseUrl: database.url, logLevel: 'silent', ...overrides },
     createLogger('silent'),
     options,
   );
   await running.store.setPlan({ name: TEST_PLAN, quota: 1_000_000_000, period: 'month', rate: null });
   return {
     ...running,
-    dir,
-    databaseUrl,
+    backend,
+    databaseUrl: database.url,
     async client(account = `account-${++accounts}`, plan = TEST_PLAN) {
       const { key } = await running.store.createKey(account, plan);
       return new Client(running.url, key);
@@ -44,7 +48,7 @@ export async function startTestServer(overrides: Partial<Config> = {}, options: 
     anonymous: () => new Client(running.url),
     async stop() {
       await running.close();
-      await rm(dir, { recursive: true, force: true });
+      await database.drop();
     },
   };
 }

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { describeEachBackend } from '../support/backends.ts';
 import type { Response } from '../support/client.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
@@ -22,7 +23,7 @@ function manualClock(start: string) {
 
 const header = (response: Response, name: string) => Number(response.headers.get(name));
 
-describe('plans and usage', () => {
+describeEachBackend('plans and usage', (backend) => {
   const clock = manualClock('2026-11-22T10:00:00.000Z');
   let server: TestServer;
   let plans = 0;
@@ -34,7 +35,7 @@ describe('plans and usage', () => {
     return { client, plan };
   }
   before(async () => {
-    server = await startTestServer({}, { clock: clock.now });
+    server = await startTestServer({}, { backend, clock: clock.now });
   });
   after(() => server.stop());
 
