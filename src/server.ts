@@ -19,8 +19,10 @@ export interface RunningServer {
 
 export async function startServer(config: Config, log: Logger = createLogger(config.logLevel)): Promise<RunningServer> {
   const store = await openStore(config.databaseUrl);
-  const openapi = await readFile(new URL('../openapi.yaml', import.meta.url), 'utf8');
-  const app = await createApp({ store, config, documents: { openapi } }, log);
+  const [openapi, asyncapi] = await Promise.all(
+    ['openapi.yaml', 'asyncapi.yaml'].map((name) => readFile(new URL(`../${name}`, import.meta.url), 'utf8')),
+  );
+  const app = await createApp({ store, config, documents: { openapi, asyncapi } }, log);
   const server = createServer(app.callback());
   server.listen(config.port, config.host);
   await once(server, 'listening');

@@ -30,7 +30,7 @@ export interface Deps {
   store: Store;
   config: Config;
   /** The contract documents, as served. */
-  documents: { openapi: string };
+  documents: { openapi: string; asyncapi: string };
 }
 
 export type Handler<K extends OperationId> = (input: Input<K>, deps: Deps) => Promise<Result> | Result;
