@@ -1,4 +1,6 @@
 import type { Knex } from 'knex';
+import { announceChange } from './changes.ts';
+import { collectionNotFound } from './collections.ts';
 import type { Row } from './rows.ts';
 
 export type EventType = 'insert' | 'update' | 'delete';
@@ -13,7 +15,7 @@ export interface StoredEvent {
 
 /**
  * Writes the events of one change inside its transaction. `lastSeq` is the collection's seq after the
- * change, so the events take the consecutive numbers that end there.
+ * change, so the events take the consecutive numbers that end there. The feed is woken after commit.
  */
 export async function appendEvents(
   trx: Knex.Transaction,
@@ -35,5 +37,58 @@ export async function appendEvents(
       at,
     })),
   );
+  announceChange(trx, collectionId);
   return events;
+}
+
+/** Where a feed of the account's collection `name` can start. */
+export interface FeedStart {
+  collectionId: number;
+  /** The collection's latest seq; 0 before its first change. */
+  lastSeq: number;
+  /**
+   * The oldest `since` that can be resumed from: every event after it is still retained. Retained
+   * events always end at `lastSeq` and have no gaps (pruning removes the oldest first).
+   */
+  resumableFrom: number;
+}
+
+export async function feedStart(knex: Knex, accountId: number, name: string): Promise<FeedStart> {
+  const collection = await knex('collections').where({ account_id: accountId, name }).first('id', 'last_seq');
+  if (!collection) throw collectionNotFound(name);
+  const collectionId = Number(collection.id);
+  const lastSeq = Number(collection.last_seq);
+  const oldest = await knex('events').where({ collection_id: collectionId }).min({ seq: 'seq' }).first();
+  const resumableFrom = oldest?.seq === null || oldest?.seq === undefined ? lastSeq : Number(oldest.seq) - 1;
+  return { collectionId, lastSeq, resumableFrom };
+}
+
+/** The collection's latest seq, or undefined once it has been deleted. */
+export async function latestSeq(knex: Knex, collectionId: number): Promise<number | undefined> {
+  const collection = await knex('collections').where({ id: collectionId }).first('last_seq');
+  return collection ? Number(collection.last_seq) : undefined;
+}
+
+/** Up to `limit` of the collection's events after seq `after` (and up to `upTo`, if given), in seq order. */
+export async function readEvents(
+  knex: Knex,
+  collectionId: number,
+  after: number,
+  limit: number,
+  upTo = Number.MAX_SAFE_INTEGER,
+): Promise<StoredEvent[]> {
+  const rows = await knex('events')
+    .where({ collection_id: collectionId })
+    .andWhere('seq', '>', after)
+    .andWhere('seq', '<=', upTo)
+    .orderBy('seq')
+    .limit(limit)
+    .select('seq', 'type', 'row', 'at');
+  return rows.map((event: { seq: number | string; type: EventType; row: string; at: string }) => ({
+    collectionId,
+    seq: Number(event.seq),
+    type: event.type,
+    row: JSON.parse(event.row),
+    at: event.at,
+  }));
 }

@@ -4,7 +4,9 @@ import type { Knex } from 'knex';
 import { createCollection, deleteCollection, getCollection, listCollections } from './collections.ts';
 import { type Database, openDatabase } from './connect.ts';
 import { translateDatabaseError } from './errors.ts';
+import { feedStart, latestSeq, readEvents } from './events.ts';
 import { createKey, findPrincipal, listKeys, revokeKey } from './keys.ts';
+import { collectionsAfter, pruneEventBatch } from './retention.ts';
 import { deleteRow, getRow, insertRows, listRows, updateRow } from './rows.ts';
 
 // biome-ignore lint/suspicious/noExplicitAny: any argument list; the bound types below stay exact.
@@ -25,6 +27,11 @@ const operations = {
   listKeys,
   revokeKey,
   findPrincipal,
+  feedStart,
+  latestSeq,
+  readEvents,
+  collectionsAfter,
+  pruneEventBatch,
   /** Answers when the database does. */
   ping: async (knex: Knex) => {
     await knex.raw('select 1');
