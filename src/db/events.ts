@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { announceChange } from './changes.ts';
 import { collectionNotFound } from './collections.ts';
+import { insertAll } from './insert.ts';
 import type { Row } from './rows.ts';
 
 export type EventType = 'insert' | 'update' | 'delete';
@@ -27,7 +28,9 @@ export async function appendEvents(
   const at = new Date().toISOString();
   const first = lastSeq - rows.length + 1;
   const events = rows.map((row, index) => ({ collectionId, seq: first + index, type, row, at }));
-  await trx('events').insert(
+  await insertAll(
+    trx,
+    'events',
     events.map((event) => ({
       collection_id: collectionId,
       seq: event.seq,

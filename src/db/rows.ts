@@ -3,6 +3,7 @@ import type { components } from '../../generated/openapi.ts';
 import { notFound } from '../errors.ts';
 import { collectionId } from './collections.ts';
 import { appendEvents } from './events.ts';
+import { insertAll } from './insert.ts';
 import { type Direction, orderRows } from './ordering.ts';
 
 export type Row = components['schemas']['Row'];
@@ -44,7 +45,11 @@ export async function insertRows(knex: Knex, accountId: number, collection: stri
     const { lastRowId, lastSeq } = await advance(trx, id, items.length, items.length, items.length);
     const firstId = lastRowId - items.length + 1;
     const rows = items.map((fields, index) => ({ id: firstId + index, ...fields }));
-    await trx('rows').insert(items.map((fields, index) => ({ collection_id: id, id: firstId + index, data: JSON.stringify(fields) })));
+    await insertAll(
+      trx,
+      'rows',
+      items.map((fields, index) => ({ collection_id: id, id: firstId + index, data: JSON.stringify(fields) })),
+    );
     await appendEvents(trx, id, lastSeq, 'insert', rows);
     return rows;
   });

@@ -43,6 +43,22 @@ describe('events (data layer)', () => {
     });
   });
 
+  describe('writing', () => {
+    it('stores a batch of 1000 rows (the largest allowed) with one event each, with consecutive seq', async () => {
+      await client.post('/v1/collections', { name: 'large' });
+      const response = await client.post<{ id: number }[]>(
+        '/v1/collections/large/rows',
+        Array.from({ length: 1000 }, (_, n) => ({ n })),
+      );
+      expect(response.status).to.equal(201);
+      const { collectionId, lastSeq } = await server.store.feedStart(accountId, 'large');
+      expect(lastSeq).to.equal(1000);
+      const events = await server.store.readEvents(collectionId, 0, 2000);
+      expect(events.map((event) => event.seq)).to.deep.equal(Array.from({ length: 1000 }, (_, n) => n + 1));
+      expect(events.map((event) => event.row)).to.deep.equal(response.body);
+    });
+  });
+
   describe('retention', () => {
     const retained = async (collectionId: number) => (await server.store.readEvents(collectionId, 0, 1000)).map((event) => event.seq);
 
