@@ -5,7 +5,8 @@
 // - generated/validators.js: the request validators openapi-backend would compile at start-up, compiled
 //   here once into standalone Ajv code, keyed by operationId.
 // - generated/asyncapi.ts:  TypeScript types of the messages of the real-time feed, from asyncapi.yaml.
-// - generated/message-validators.js: a standalone Ajv validator for each of those messages, by `type`.
+// - generated/feed-validators.js: standalone Ajv validators of the feed's query parameters, which the
+//   server uses on each upgrade, and of each of its messages, by `type`, which tests use.
 //
 // Output is deterministic: the same document always gives the same bytes, so CI can check for drift.
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
@@ -39,7 +40,7 @@ export async function generate(outDir: string): Promise<string[]> {
     'openapi.ts': HEADER + astToString(await openapiTS(source as never, { alphabetize: true })),
     ...requestValidatorModules(dereferenced),
     'validators.d.ts': `${HEADER}import type { ValidateFunction } from 'ajv';\n\n/** Request validators of every operation, in openapi-backend's order. */\nexport declare const requestValidators: Record<string, ValidateFunction[]>;\n`,
-    ...(await messageModules(await readFile(join(root, 'asyncapi.yaml'), 'utf8'))),
+    ...(await feedModules(await readFile(join(root, 'asyncapi.yaml'), 'utf8'))),
   };
   await mkdir(outDir, { recursive: true });
   for (const [name, text] of Object.entries(files)) await writeFile(join(outDir, name), text);
@@ -91,9 +92,10 @@ ${table.join('\n')}
 /**
  * The feed's messages, from asyncapi.yaml: their types (openapi-typescript reads the component schemas,
  * which are plain JSON Schema, as those of an OpenAPI 3.1 document) and their validators, keyed by the
- * message name, which is also the value of its `type`. The document must parse without an error first.
+ * message name, which is also the value of its `type`; and the validator of the query parameters of `/ws`,
+ * which fills in their defaults. The document must parse without an error first.
  */
-async function messageModules(text: string): Promise<Record<string, string>> {
+async function feedModules(text: string): Promise<Record<string, string>> {
   const { document, diagnostics } = await new AsyncApiParser().parse(text);
   const errors = diagnostics.filter((diagnostic) => diagnostic.severity === 0);
   if (!document || errors.length > 0) {
@@ -113,12 +115,12 @@ async function messageModules(text: string): Promise<Record<string, string>> {
   const union = messages.map(({ schema }) => schema).join(' | ');
 
   // Each schema is added under its own name, so `#/components/schemas/Row` becomes the reference `Row`.
-  const ajv = new Ajv({ allErrors: true, strict: true, code: { source: true, esm: true, lines: true } });
+  const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: true, code: { source: true, esm: true, lines: true } });
   addFormats.default(ajv);
   for (const [name, schema] of Object.entries(schemas)) {
     ajv.addSchema(JSON.parse(JSON.stringify(schema).replaceAll('"#/components/schemas/', '"')), name);
   }
-  const exported = Object.fromEntries(messages.map(({ schema }) => [schema, schema]));
+  const exported = { validateFeedQuery: 'FeedQuery', ...Object.fromEntries(messages.map(({ schema }) => [schema, schema])) };
   const table = messages.map(({ name, schema }) => `  ${name}: ${schema},`);
 
   return {
@@ -129,14 +131,17 @@ ${aliases.join('\n')}
 /** Every message the server sends on \`/ws\`, told apart by \`type\`. */
 export type FeedMessage = ${union};
 `,
-    'message-validators.js': `${esmModule(standalone.default(ajv, exported), ASYNCAPI_HEADER)}
+    'feed-validators.js': `${esmModule(standalone.default(ajv, exported), ASYNCAPI_HEADER)}
 /** The validator of each message the server sends on \`/ws\`, by its \`type\`. */
 export const messageValidators = {
 ${table.join('\n')}
 };
 `,
-    'message-validators.d.ts': `${ASYNCAPI_HEADER}import type { ValidateFunction } from 'ajv';
-import type { FeedMessage } from './asyncapi.ts';
+    'feed-validators.d.ts': `${ASYNCAPI_HEADER}import type { ValidateFunction } from 'ajv';
+import type { components, FeedMessage } from './asyncapi.ts';
+
+/** Validates the query parameters of \`/ws\` (one string each) and fills in their defaults. */
+export declare const validateFeedQuery: ValidateFunction<components['schemas']['FeedQuery']>;
 
 /** The validator of each message the server sends on \`/ws\`, by its \`type\`. */
 export declare const messageValidators: Record<FeedMessage['type'], ValidateFunction>;

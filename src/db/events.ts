@@ -72,20 +72,43 @@ export async function latestSeq(knex: Knex, collectionId: number): Promise<numbe
   return collection ? Number(collection.last_seq) : undefined;
 }
 
-/** Up to `limit` of the collection's events after seq `after` (and up to `upTo`, if given), in seq order. */
-export async function readEvents(
-  knex: Knex,
-  collectionId: number,
-  after: number,
-  limit: number,
-  upTo = Number.MAX_SAFE_INTEGER,
-): Promise<StoredEvent[]> {
-  const rows = await knex('events')
-    .where({ collection_id: collectionId })
-    .andWhere('seq', '>', after)
-    .andWhere('seq', '<=', upTo)
-    .orderBy('seq')
-    .limit(limit)
+/** Which of a collection's events to read: those with `after` < seq ≤ `upTo`, the first `limit` of them. */
+export interface EventPage {
+  after: number;
+  /** Default: no upper bound. */
+  upTo?: number;
+  limit: number;
+  /**
+   * Stop before the event that would take the rows read past this many characters (but always read one
+   * event): with rows of up to a request body each, a page bounded by count alone could be huge.
+   */
+  maxChars?: number;
+}
+
+/** One page of the collection's events, in seq order. */
+export async function readEvents(knex: Knex, collectionId: number, page: EventPage): Promise<StoredEvent[]> {
+  const inPage = () =>
+    knex('events')
+      .where({ collection_id: collectionId })
+      .andWhere('seq', '>', page.after)
+      .andWhere('seq', '<=', page.upTo ?? Number.MAX_SAFE_INTEGER)
+      .orderBy('seq')
+      .limit(page.limit);
+  let upTo = page.upTo;
+  if (page.maxChars !== undefined) {
+    const sizes: { seq: number | string; size: number | string }[] = await inPage().select(
+      'seq',
+      knex.raw('length(??) as ??', ['row', 'size']),
+    );
+    let total = 0;
+    for (const [index, { seq, size }] of sizes.entries()) {
+      total += Number(size);
+      if (index > 0 && total > page.maxChars) break;
+      upTo = Number(seq);
+    }
+  }
+  const rows = await inPage()
+    .andWhere('seq', '<=', upTo ?? Number.MAX_SAFE_INTEGER)
     .select('seq', 'type', 'row', 'at');
   return rows.map((event: { seq: number | string; type: EventType; row: string; at: string }) => ({
     collectionId,

@@ -5,7 +5,7 @@ import { promisify } from 'node:util';
 import { fromFile, Parser } from '@asyncapi/parser';
 import { expect } from 'chai';
 import { parse } from 'yaml';
-import { messageValidators } from '../../generated/message-validators.js';
+import { messageValidators } from '../../generated/feed-validators.js';
 import { closeCodes } from '../../src/ws/messages.ts';
 
 const run = promisify(execFile);
@@ -63,7 +63,7 @@ describe('the feed contract', () => {
     });
   });
 
-  describe('generated/message-validators.js', () => {
+  describe('generated/feed-validators.js', () => {
     it('accepts every example message of asyncapi.yaml', async () => {
       const document = await readYaml('asyncapi.yaml');
       for (const message of Object.values<{ name: keyof typeof messageValidators; examples: { payload: unknown }[] }>(

@@ -53,14 +53,32 @@ describe('events (data layer)', () => {
       expect(response.status).to.equal(201);
       const { collectionId, lastSeq } = await server.store.feedStart(accountId, 'large');
       expect(lastSeq).to.equal(1000);
-      const events = await server.store.readEvents(collectionId, 0, 2000);
+      const events = await server.store.readEvents(collectionId, { after: 0, limit: 2000 });
       expect(events.map((event) => event.seq)).to.deep.equal(Array.from({ length: 1000 }, (_, n) => n + 1));
       expect(events.map((event) => event.row)).to.deep.equal(response.body);
     });
   });
 
+  describe('reading', () => {
+    it('stops a page before the rows read pass maxChars, but always reads one event', async () => {
+      await client.post('/v1/collections', { name: 'paged' });
+      await client.post(
+        '/v1/collections/paged/rows',
+        Array.from({ length: 10 }, () => ({ text: 'x'.repeat(100) })),
+      );
+      const { collectionId } = await server.store.feedStart(accountId, 'paged');
+      const page = (after: number, maxChars: number) =>
+        server.store.readEvents(collectionId, { after, limit: 100, maxChars }).then((events) => events.map((event) => event.seq));
+      expect(await page(0, 400), 'rows of about 120 characters each').to.deep.equal([1, 2, 3]);
+      expect(await page(3, 10)).to.deep.equal([4]);
+      expect(await page(8, 10_000)).to.deep.equal([9, 10]);
+      expect(await page(10, 10_000)).to.deep.equal([]);
+    });
+  });
+
   describe('retention', () => {
-    const retained = async (collectionId: number) => (await server.store.readEvents(collectionId, 0, 1000)).map((event) => event.seq);
+    const retained = async (collectionId: number) =>
+      (await server.store.readEvents(collectionId, { after: 0, limit: 1000 })).map((event) => event.seq);
 
     it('keeps the newest events by count, pruning in batches', async () => {
       await client.post('/v1/collections', { name: 'counted' });

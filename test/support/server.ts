@@ -3,8 +3,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Config, defaults } from '../../src/config.ts';
-import { createLogger } from '../../src/log.ts';
-import { type RunningServer, startServer } from '../../src/server.ts';
+import { createLogger, type Logger } from '../../src/log.ts';
+import { type RunningServer, type ServerHooks, startServer } from '../../src/server.ts';
 import { Client } from './client.ts';
 
 export interface TestServer extends RunningServer {
@@ -19,10 +19,17 @@ export interface TestServer extends RunningServer {
 
 let accounts = 0;
 
-export async function startTestServer(overrides: Partial<Config> = {}): Promise<TestServer> {
+export interface TestServerOptions {
+  /** Default: silent. */
+  log?: Logger;
+  hooks?: ServerHooks;
+}
+
+export async function startTestServer(overrides: Partial<Config> = {}, options: TestServerOptions = {}): Promise<TestServer> {
   const dir = await mkdtemp(join(tmpdir(), 'rowbase-test-'));
   const databaseUrl = `sqlite:${join(dir, 'rowbase.sqlite')}`;
-  const running = await startServer({ ...defaults, port: 0, databaseUrl, logLevel: 'silent', ...overrides }, createLogger('silent'));
+  const config = { ...defaults, port: 0, databaseUrl, logLevel: 'silent', ...overrides };
+  const running = await startServer(config, options.log ?? createLogger('silent'), options.hooks);
   return {
     ...running,
     dir,
