@@ -42,7 +42,7 @@ export interface Feed {
   readonly connections: number;
   /** Prunes events past retention (also done every `eventsPruneIntervalMs`). */
   readonly pruner: Pruner;
-  /** Refuses new upgrades, closes every socket with 1001 (terminating those still open after `graceMs`), and stops. */
+  /** Refuses new upgrades, closes every socket with 1001 (terminating those still open after `graceMs`, default 10 s), and stops. */
   close(graceMs?: number): Promise<void>;
 }
 
