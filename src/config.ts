@@ -14,6 +14,16 @@ export interface Config {
   maxJsonDepth: number;
   /** Count and limit requests by plan. `ROWBASE_METERING=off` turns it off (for benchmarks); default on. */
   metering: boolean;
+  /** Events each collection keeps for feed clients to resume from. `ROWBASE_EVENTS_RETAIN_COUNT`, default 10000. */
+  eventsRetainCount: number;
+  /** Events older than this are pruned. `ROWBASE_EVENTS_RETAIN_SECONDS` × 1000, default one day. */
+  eventsRetainMs: number;
+  /** How often old events are pruned. `ROWBASE_EVENTS_PRUNE_SECONDS` × 1000, default one minute. */
+  eventsPruneIntervalMs: number;
+  /** How often the feed pings each client; one that missed the last pong is dropped. `ROWBASE_FEED_PING_SECONDS` × 1000, default 30 s. */
+  feedPingIntervalMs: number;
+  /** Bytes a feed client may fall behind by before it is closed with 4008. `ROWBASE_FEED_MAX_BUFFER_BYTES`, default 4 MiB. */
+  feedMaxBufferBytes: number;
 }
 
 export const defaults: Config = {
@@ -24,6 +34,11 @@ export const defaults: Config = {
   maxBodyBytes: 1024 * 1024,
   maxJsonDepth: 64,
   metering: true,
+  eventsRetainCount: 10_000,
+  eventsRetainMs: 24 * 60 * 60 * 1000,
+  eventsPruneIntervalMs: 60 * 1000,
+  feedPingIntervalMs: 30 * 1000,
+  feedMaxBufferBytes: 4 * 1024 * 1024,
 };
 
 export class ConfigError extends Error {}
@@ -37,8 +52,19 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
     maxBodyBytes: integer(env, 'ROWBASE_MAX_BODY_BYTES', defaults.maxBodyBytes, 1, 2 ** 31),
     maxJsonDepth: integer(env, 'ROWBASE_MAX_JSON_DEPTH', defaults.maxJsonDepth, 1, 10_000),
     metering: onOff(env, 'ROWBASE_METERING', defaults.metering),
+    eventsRetainCount: integer(env, 'ROWBASE_EVENTS_RETAIN_COUNT', defaults.eventsRetainCount, 1, 2 ** 31),
+    eventsRetainMs: seconds(env, 'ROWBASE_EVENTS_RETAIN_SECONDS', defaults.eventsRetainMs, 1, 10 * 365 * DAY),
+    eventsPruneIntervalMs: seconds(env, 'ROWBASE_EVENTS_PRUNE_SECONDS', defaults.eventsPruneIntervalMs, 1, DAY),
+    feedPingIntervalMs: seconds(env, 'ROWBASE_FEED_PING_SECONDS', defaults.feedPingIntervalMs, 1, DAY),
+    feedMaxBufferBytes: integer(env, 'ROWBASE_FEED_MAX_BUFFER_BYTES', defaults.feedMaxBufferBytes, 1024, 2 ** 31),
   };
 }
+
+const DAY = 24 * 60 * 60;
+
+/** A whole number of seconds from `min` to `max` in the environment, as milliseconds. */
+const seconds = (env: NodeJS.ProcessEnv, name: string, fallbackMs: number, min: number, max: number) =>
+  integer(env, name, fallbackMs / 1000, min, max) * 1000;
 
 function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
   const text = env[name];

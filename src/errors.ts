@@ -12,6 +12,7 @@ const kinds: Record<ProblemCode, { status: number; title: string }> = {
   not_found: { status: 404, title: 'Not found' },
   method_not_allowed: { status: 405, title: 'Method not allowed' },
   conflict: { status: 409, title: 'Conflict' },
+  gone: { status: 410, title: 'Gone' },
   payload_too_large: { status: 413, title: 'Payload too large' },
   unsupported_media_type: { status: 415, title: 'Unsupported media type' },
   quota_exceeded: { status: 429, title: 'Quota exceeded' },
@@ -45,5 +46,6 @@ export const unauthorized = () =>
   new ApiError('unauthorized', 'A valid API key is required.', { headers: { 'WWW-Authenticate': 'Bearer realm="rowbase"' } });
 export const notFound = (detail: string) => new ApiError('not_found', detail);
 export const conflict = (detail: string) => new ApiError('conflict', detail);
+export const gone = (detail: string) => new ApiError('gone', detail);
 export const internal = () => new ApiError('internal', 'Something went wrong on our side.');
 export const unavailable = (detail = 'The database cannot be reached.') => new ApiError('unavailable', detail);

@@ -1,12 +1,13 @@
-import { pino } from 'pino';
+import { type DestinationStream, pino } from 'pino';
 
-/** One JSON logger for the process; keys never appear in it (see redact). */
-export function createLogger(level: string) {
-  return pino({
+/** One JSON logger for the process, to stdout unless given a `destination`; keys never appear in it (see redact). */
+export function createLogger(level: string, destination?: DestinationStream) {
+  const options = {
     level,
     base: { service: 'rowbase' },
     redact: ['req.headers.authorization', 'req.headers["x-api-key"]', 'apiKey'],
-  });
+  };
+  return destination ? pino(options, destination) : pino(options);
 }
 
 export type Logger = ReturnType<typeof createLogger>;

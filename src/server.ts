@@ -7,6 +7,7 @@ import type { Config } from './config.ts';
 import { openStore, type Store } from './db/store.ts';
 import { createLogger, type Logger } from './log.ts';
 import { Meter } from './usage/meter.ts';
+import { createFeed, type Feed } from './ws/feed.ts';
 
 export interface RunningServer {
   /** Base URL, e.g. http://127.0.0.1:8080 */
@@ -15,7 +16,12 @@ export interface RunningServer {
   server: Server;
   store: Store;
   meter: Meter;
-  /** Stops accepting, lets requests under way finish (up to `graceMs`), then closes the database. */
+  /** The real-time feed on `GET /ws`. */
+  feed: Feed;
+  /**
+   * Stops accepting, closes feed sockets with 1001, lets requests under way finish (each step up to
+   * `graceMs`), writes pending usage counts, then closes the database.
+   */
   close(graceMs?: number): Promise<void>;
 }
 
@@ -30,10 +36,16 @@ export async function startServer(
   options: ServerOptions = {},
 ): Promise<RunningServer> {
   const store = await openStore(config.databaseUrl);
-  const openapi = await readFile(new URL('../openapi.yaml', import.meta.url), 'utf8');
+  const [openapi, asyncapi] = await Promise.all(
+    ['openapi.yaml', 'asyncapi.yaml'].map((name) => readFile(new URL(`../${name}`, import.meta.url), 'utf8')),
+  );
   const meter = new Meter(store, log, { clock: options.clock });
-  const app = await createApp({ store, config, meter, documents: { openapi } }, log);
+  const app = await createApp({ store, config, meter, documents: { openapi, asyncapi } }, log);
   const server = createServer(app.callback());
+  // Every accepted upgrade counts toward the plan like a /v1 request; over quota or rate it is refused 429.
+  const admit = config.metering ? async ({ accountId }: { accountId: number }) => void (await meter.admit(accountId)) : undefined;
+  const feed = createFeed({ store, config, log, admit });
+  server.on('upgrade', feed.handleUpgrade);
   let closing: Promise<void> | undefined;
   // Once closing, every response says `Connection: close` and ends its connection. Otherwise a keep-alive
   // client holds the shutdown open for keepAliveTimeout (5 s), or until graceMs if it keeps sending.
@@ -52,6 +64,8 @@ export async function startServer(
       const drained = new Promise<void>((resolve) => server.close(() => resolve()));
       for (const response of unfinished) response.shouldKeepAlive = false;
       server.closeIdleConnections();
+      // Feed sockets are connections of the server too: drained waits for them.
+      await feed.close(graceMs);
       const timer = setTimeout(() => server.closeAllConnections(), graceMs);
       await drained;
       clearTimeout(timer);
@@ -60,5 +74,5 @@ export async function startServer(
     })();
     return closing;
   };
-  return { url: `http://${config.host}:${port}`, port, server, store, meter, close };
+  return { url: `http://${config.host}:${port}`, port, server, store, meter, feed, close };
 }

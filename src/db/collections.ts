@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { components } from '../../generated/openapi.ts';
 import { conflict, notFound } from '../errors.ts';
+import { announceChange } from './changes.ts';
 import { isUniqueViolation } from './errors.ts';
 
 export type Collection = components['schemas']['Collection'];
@@ -34,13 +35,14 @@ export async function getCollection(knex: Knex, accountId: number, name: string)
   return toCollection(row);
 }
 
-/** Deletes the collection with its rows and events. */
+/** Deletes the collection with its rows and events; its feed subscribers are woken to hear it. */
 export async function deleteCollection(knex: Knex, accountId: number, name: string): Promise<void> {
   await knex.transaction(async (trx) => {
     const { id } = await advance(trx, accountId, name, 0);
     await trx('rows').where({ collection_id: id }).delete();
     await trx('events').where({ collection_id: id }).delete();
     await trx('collections').where({ id }).delete();
+    announceChange(trx, id);
   });
 }
 

@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
+import { Changes, type DatabaseParams } from './changes.ts';
 import { migrationSource } from './migrations.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -8,6 +9,8 @@ export type Dialect = 'sqlite' | 'postgres';
 export interface Database {
   knex: Knex;
   dialect: Dialect;
+  /** Wake-ups after each committed change of a collection's rows (see changes.ts). */
+  changes: Changes;
   /** Waits for queries under way, then closes every connection. */
   close(): Promise<void>;
 }
@@ -17,8 +20,11 @@ export interface Database {
  * `sqlite:<path>` (relative to the working directory; the folder is created) or `postgres://…`.
  */
 export async function openDatabase(url: string): Promise<Database> {
+  const changes = new Changes();
   const knex = knexFactory(knexConfig(url));
-  const db: Database = { knex, dialect: url.startsWith('sqlite:') ? 'sqlite' : 'postgres', close: () => knex.destroy() };
+  // Knex hands its userParams on to every transaction: that is how announceChange() finds `changes`.
+  knex.userParams = { changes } satisfies DatabaseParams;
+  const db: Database = { knex, dialect: url.startsWith('sqlite:') ? 'sqlite' : 'postgres', changes, close: () => knex.destroy() };
   try {
     await migrate(knex);
   } catch (error) {

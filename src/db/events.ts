@@ -1,4 +1,6 @@
 import type { Knex } from 'knex';
+import { announceChange } from './changes.ts';
+import { collectionNotFound } from './collections.ts';
 import { insertMany } from './insert.ts';
 import type { Row } from './rows.ts';
 
@@ -14,7 +16,7 @@ export interface StoredEvent {
 
 /**
  * Writes the events of one change inside its transaction. `lastSeq` is the collection's seq after the
- * change, so the events take the consecutive numbers that end there.
+ * change, so the events take the consecutive numbers that end there. The feed is woken after commit.
  */
 export async function appendEvents(
   trx: Knex.Transaction,
@@ -28,5 +30,81 @@ export async function appendEvents(
   const events = rows.map((row, index) => ({ collectionId, seq: first + index, type, row, at }));
   const values = events.map((event) => [collectionId, event.seq, type, event.row.id, JSON.stringify(event.row), at]);
   await insertMany(trx, 'events', ['collection_id', 'seq', 'type', 'row_id', 'row', 'at'], values);
+  announceChange(trx, collectionId);
   return events;
+}
+
+/** Where a feed of the account's collection `name` can start. */
+export interface FeedStart {
+  collectionId: number;
+  /** The collection's latest seq; 0 before its first change. */
+  lastSeq: number;
+  /**
+   * The oldest `since` that can be resumed from: every event after it is still retained. Retained
+   * events always end at `lastSeq` and have no gaps (pruning removes the oldest first).
+   */
+  resumableFrom: number;
+}
+
+export async function feedStart(knex: Knex, accountId: number, name: string): Promise<FeedStart> {
+  const collection = await knex('collections').where({ account_id: accountId, name }).first('id', 'last_seq');
+  if (!collection) throw collectionNotFound(name);
+  const collectionId = Number(collection.id);
+  const lastSeq = Number(collection.last_seq);
+  const oldest = await knex('events').where({ collection_id: collectionId }).min({ seq: 'seq' }).first();
+  const resumableFrom = oldest?.seq === null || oldest?.seq === undefined ? lastSeq : Number(oldest.seq) - 1;
+  return { collectionId, lastSeq, resumableFrom };
+}
+
+/** The collection's latest seq, or undefined once it has been deleted. */
+export async function latestSeq(knex: Knex, collectionId: number): Promise<number | undefined> {
+  const collection = await knex('collections').where({ id: collectionId }).first('last_seq');
+  return collection ? Number(collection.last_seq) : undefined;
+}
+
+/** Which of a collection's events to read: those with `after` < seq ≤ `upTo`, the first `limit` of them. */
+export interface EventPage {
+  after: number;
+  /** Default: no upper bound. */
+  upTo?: number;
+  limit: number;
+  /**
+   * Stop before the event that would take the rows read past this many characters (but always read one
+   * event): with rows of up to a request body each, a page bounded by count alone could be huge.
+   */
+  maxChars?: number;
+}
+
+/** One page of the collection's events, in seq order. */
+export async function readEvents(knex: Knex, collectionId: number, page: EventPage): Promise<StoredEvent[]> {
+  const inPage = () =>
+    knex('events')
+      .where({ collection_id: collectionId })
+      .andWhere('seq', '>', page.after)
+      .andWhere('seq', '<=', page.upTo ?? Number.MAX_SAFE_INTEGER)
+      .orderBy('seq')
+      .limit(page.limit);
+  let upTo = page.upTo;
+  if (page.maxChars !== undefined) {
+    const sizes: { seq: number | string; size: number | string }[] = await inPage().select(
+      'seq',
+      knex.raw('length(??) as ??', ['row', 'size']),
+    );
+    let total = 0;
+    for (const [index, { seq, size }] of sizes.entries()) {
+      total += Number(size);
+      if (index > 0 && total > page.maxChars) break;
+      upTo = Number(seq);
+    }
+  }
+  const rows = await inPage()
+    .andWhere('seq', '<=', upTo ?? Number.MAX_SAFE_INTEGER)
+    .select('seq', 'type', 'row', 'at');
+  return rows.map((event: { seq: number | string; type: EventType; row: string; at: string }) => ({
+    collectionId,
+    seq: Number(event.seq),
+    type: event.type,
+    row: JSON.parse(event.row),
+    at: event.at,
+  }));
 }

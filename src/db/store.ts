@@ -4,8 +4,10 @@ import type { Knex } from 'knex';
 import { createCollection, deleteCollection, getCollection, listCollections } from './collections.ts';
 import { type Database, openDatabase } from './connect.ts';
 import { translateDatabaseError } from './errors.ts';
+import { feedStart, latestSeq, readEvents } from './events.ts';
 import { createKey, findPrincipal, listKeys, revokeKey } from './keys.ts';
 import { accountPlan, listPlans, setPlan } from './plans.ts';
+import { collectionsAfter, pruneEventBatch } from './retention.ts';
 import { deleteRow, getRow, insertRows, listRows, updateRow } from './rows.ts';
 import { addUsage, readUsage } from './usage.ts';
 
@@ -32,6 +34,11 @@ const operations = {
   accountPlan,
   readUsage,
   addUsage,
+  feedStart,
+  latestSeq,
+  readEvents,
+  collectionsAfter,
+  pruneEventBatch,
   /** Answers when the database does. */
   ping: async (knex: Knex) => {
     await knex.raw('select 1');

@@ -1,7 +1,7 @@
 import { unavailable } from '../errors.ts';
 import type { Handlers } from './types.ts';
 
-export const serviceHandlers: Handlers<'getHealth' | 'getOpenApiDocument'> = {
+export const serviceHandlers: Handlers<'getHealth' | 'getOpenApiDocument' | 'getAsyncApiDocument'> = {
   async getHealth(_input, { store }) {
     try {
       await store.ping();
@@ -13,5 +13,9 @@ export const serviceHandlers: Handlers<'getHealth' | 'getOpenApiDocument'> = {
 
   getOpenApiDocument(_input, { documents }) {
     return { status: 200, body: documents.openapi, contentType: 'application/yaml; charset=utf-8' };
+  },
+
+  getAsyncApiDocument(_input, { documents }) {
+    return { status: 200, body: documents.asyncapi, contentType: 'application/yaml; charset=utf-8' };
   },
 };

@@ -32,7 +32,7 @@ export interface Deps {
   config: Config;
   meter: Meter;
   /** The contract documents, as served. */
-  documents: { openapi: string };
+  documents: { openapi: string; asyncapi: string };
 }
 
 export type Handler<K extends OperationId> = (input: Input<K>, deps: Deps) => Promise<Result> | Result;

@@ -26,4 +26,14 @@ describeEachBackend('service routes', (backend) => {
       expect(response.text).to.include('operationId: insertRows');
     });
   });
+
+  describe('GET /asyncapi.yaml', () => {
+    it('serves the AsyncAPI document of the real-time feed, without a key', async () => {
+      const response = await server.anonymous().get('/asyncapi.yaml');
+      expect(response.status).to.equal(200);
+      expect(response.headers.get('content-type')).to.match(/^application\/yaml/);
+      expect(response.text).to.match(/^asyncapi: 3\.0\.0/);
+      expect(response.text).to.include('address: /ws');
+    });
+  });
 });

@@ -1,7 +1,7 @@
 // The real server, in this process, on an ephemeral port, over a fresh database of its own: a SQLite
 // file in a temp folder, or a new PostgreSQL database (see backends.ts).
 import { type Config, defaults } from '../../src/config.ts';
-import { createLogger } from '../../src/log.ts';
+import { createLogger, type Logger } from '../../src/log.ts';
 import { type RunningServer, type ServerOptions, startServer } from '../../src/server.ts';
 import { type BackendName, createDatabase } from './backends.ts';
 import { Client } from './client.ts';
@@ -26,16 +26,15 @@ export const TEST_PLAN = 'test-unlimited';
 export interface TestServerOptions extends ServerOptions {
   /** Default sqlite. */
   backend?: BackendName;
+  /** Default: silent. */
+  log?: Logger;
 }
 
 export async function startTestServer(overrides: Partial<Config> = {}, options: TestServerOptions = {}): Promise<TestServer> {
   const backend = options.backend ?? 'sqlite';
   const database = await createDatabase(backend);
-  const running = await startServer(
-    { ...defaults, port: 0, databaseUrl: database.url, logLevel: 'silent', ...overrides },
-    createLogger('silent'),
-    options,
-  );
+  const config = { ...defaults, port: 0, databaseUrl: database.url, logLevel: 'silent', ...overrides };
+  const running = await startServer(config, options.log ?? createLogger('silent'), options);
   await running.store.setPlan({ name: TEST_PLAN, quota: 1_000_000_000, period: 'month', rate: null });
   return {
     ...running,

@@ -1,0 +1,147 @@
+// The real-time feed on `GET /ws` (asyncapi.yaml). It shares the HTTP server: each upgrade request is
+// checked and refused with a real HTTP response before anything is upgraded (upgrade.ts); an accepted
+// socket becomes a Subscriber of its collection's Tail, which forwards committed events from the events
+// table when the data layer announces a commit (db/changes.ts).
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { type WebSocket, WebSocketServer } from 'ws';
+import type { Config } from '../config.ts';
+import type { Principal } from '../db/keys.ts';
+import type { Store } from '../db/store.ts';
+import { unavailable } from '../errors.ts';
+import type { Logger } from '../log.ts';
+import { closeCodes } from './messages.ts';
+import { Pruner } from './retention.ts';
+import { Subscriber } from './subscriber.ts';
+import { Tail } from './tail.ts';
+import { checkUpgrade, type FeedRequest, refuse, toApiError } from './upgrade.ts';
+
+/** Clients send nothing; anything larger than this closes their socket with 1009. */
+export const MAX_CLIENT_MESSAGE_BYTES = 1024;
+/** Events read from the database at a time, by a tail or a replay: at most 500, and about 1 MiB of rows. */
+const PAGE = { limit: 500, maxChars: 1024 * 1024 };
+/** Events one pruning statement deletes at most. */
+const PRUNE_BATCH = 500;
+
+export interface FeedOptions {
+  store: Store;
+  config: Config;
+  log: Logger;
+  /**
+   * Runs for each upgrade that passed every other check, just before it is accepted: the seam for usage
+   * and plans (every accepted upgrade counts as one request; over quota or rate it is refused with 429).
+   * Throw an ApiError to refuse the upgrade with it. Default: admit everyone.
+   */
+  admit?: (principal: Principal) => Promise<void> | void;
+}
+
+export interface Feed {
+  /** The HTTP server's `upgrade` listener. */
+  handleUpgrade(request: IncomingMessage, socket: Duplex, head: Buffer): void;
+  /** Feed connections open and not being closed. */
+  readonly connections: number;
+  /** Prunes events past retention (also done every `eventsPruneIntervalMs`). */
+  readonly pruner: Pruner;
+  /** Refuses new upgrades, closes every socket with 1001 (terminating those still open after `graceMs`, default 10 s), and stops. */
+  close(graceMs?: number): Promise<void>;
+}
+
+export function createFeed({ store, config, log, admit }: FeedOptions): Feed {
+  const server = new WebSocketServer({
+    noServer: true,
+    clientTracking: false,
+    perMessageDeflate: false,
+    maxPayload: MAX_CLIENT_MESSAGE_BYTES,
+  });
+  const tails = new Map<number, Tail>();
+  const subscribers = new Set<Subscriber>();
+  const checking = new Set<Promise<void>>();
+  let closing = false;
+
+  const wake = (collectionId: number) => tails.get(collectionId)?.wake();
+  store.db.changes.on('change', wake);
+  const heartbeat = setInterval(() => {
+    for (const subscriber of subscribers) subscriber.heartbeat();
+  }, config.feedPingIntervalMs);
+  heartbeat.unref();
+  const pruner = new Pruner(
+    store,
+    { keepCount: config.eventsRetainCount, keepMs: config.eventsRetainMs, batchSize: PRUNE_BATCH },
+    config.eventsPruneIntervalMs,
+    log,
+  );
+
+  async function upgrade(request: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+    try {
+      if (closing) throw unavailable('The server is shutting down.');
+      const feedRequest = await checkUpgrade(request, store);
+      await admit?.(feedRequest.principal);
+      if (closing) throw unavailable('The server is shutting down.');
+      server.handleUpgrade(request, socket, head, (websocket) => subscribe(websocket, feedRequest));
+    } catch (error) {
+      const problem = toApiError(error);
+      // Never the request's URL: it may carry the key.
+      if (problem.status >= 500) log.error({ err: error, path: '/ws' }, 'feed upgrade failed');
+      else log.debug({ status: problem.status, code: problem.code }, 'feed upgrade refused');
+      refuse(socket, problem);
+    }
+  }
+
+  function subscribe(socket: WebSocket, request: FeedRequest): void {
+    const { collectionId, collection, kinds, since } = request;
+    const subscriber = new Subscriber(socket, {
+      collection,
+      kinds,
+      since,
+      maxBufferBytes: config.feedMaxBufferBytes,
+      readEvents: (after, upTo) => store.readEvents(collectionId, { ...PAGE, after, upTo }),
+      log,
+    });
+    subscribers.add(subscriber);
+    socket.once('close', () => subscribers.delete(subscriber));
+    let tail = tails.get(collectionId);
+    if (!tail) {
+      const created: Tail = new Tail({
+        collectionId,
+        collection,
+        latestSeq: () => store.latestSeq(collectionId),
+        readEvents: (after) => store.readEvents(collectionId, { ...PAGE, after }),
+        onEnd: () => {
+          if (tails.get(collectionId) === created) tails.delete(collectionId);
+        },
+        log,
+      });
+      tail = created;
+      tails.set(collectionId, tail);
+    }
+    tail.join(subscriber);
+    log.info({ account: request.principal.account, collection, events: kinds, since }, 'feed subscribed');
+  }
+
+  return {
+    handleUpgrade(request, socket, head) {
+      // A peer that resets the connection while its upgrade is checked must not take the process down.
+      socket.on('error', () => socket.destroy());
+      const check = upgrade(request, socket, head).finally(() => checking.delete(check));
+      checking.add(check);
+    },
+    get connections() {
+      return [...subscribers].filter((subscriber) => subscriber.open).length;
+    },
+    pruner,
+    async close(graceMs = 10_000) {
+      closing = true;
+      clearInterval(heartbeat);
+      store.db.changes.off('change', wake);
+      await Promise.all([pruner.stop(), ...checking]);
+      const open = [...subscribers];
+      for (const subscriber of open) subscriber.close(closeCodes.shuttingDown);
+      const timer = setTimeout(() => {
+        for (const subscriber of open) subscriber.socket.terminate();
+      }, graceMs);
+      await Promise.all(open.map((subscriber) => subscriber.closed));
+      clearTimeout(timer);
+      await Promise.all([...[...tails.values()].map((tail) => tail.idle), ...open.map((subscriber) => subscriber.replaying)]);
+    },
+  };
+}

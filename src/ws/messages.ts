@@ -1,0 +1,40 @@
+// The one bridge from stored events to the messages of the feed channel in asyncapi.yaml; the message
+// types are generated from that document (`npm run generate`).
+import type { CollectionDeletedMessage, FeedMessage, ReadyMessage } from '../../generated/asyncapi.ts';
+import type { EventType, StoredEvent } from '../db/events.ts';
+
+export type ChangeMessage = Extract<FeedMessage, { type: EventType }>;
+
+/** Every kind of change, in the order `ready.events` lists them. */
+export const eventKinds: readonly EventType[] = ['insert', 'update', 'delete'];
+
+export const readyMessage = (collection: string, events: EventType[], seq: number): ReadyMessage => ({
+  type: 'ready',
+  collection,
+  events,
+  seq,
+});
+
+export const changeMessage = (collection: string, event: StoredEvent): ChangeMessage => ({
+  type: event.type,
+  collection,
+  seq: event.seq,
+  at: event.at,
+  row: event.row,
+});
+
+export const collectionDeletedMessage = (collection: string): CollectionDeletedMessage => ({ type: 'collection_deleted', collection });
+
+/**
+ * The close codes the server sends (asyncapi.yaml, `x-close-codes` of the feed channel). `ws` itself
+ * closes with 1009 when a client message exceeds `maxPayload`.
+ */
+export const closeCodes = {
+  shuttingDown: { code: 1001, reason: 'server shutting down' },
+  internal: { code: 1011, reason: 'internal error' },
+  slowConsumer: { code: 4008, reason: 'slow consumer' },
+  collectionDeleted: { code: 4404, reason: 'collection deleted' },
+  gone: { code: 4410, reason: 'gone' },
+} as const;
+
+export type CloseCode = (typeof closeCodes)[keyof typeof closeCodes];

@@ -1,0 +1,63 @@
+import { EventEmitter } from 'node:events';
+import { setImmediate as yieldToWriters } from 'node:timers/promises';
+import type { RetentionPolicy } from '../db/retention.ts';
+import type { Store } from '../db/store.ts';
+import type { Logger } from '../log.ts';
+
+const COLLECTIONS_PER_PAGE = 100;
+
+/**
+ * Prunes every collection's events past retention (db/retention.ts) every `intervalMs`, one small batch
+ * at a time, so writes never wait long. Each pass emits `pass` with how many events went. Several
+ * processes on one database may each run one: deleting what another already deleted is harmless.
+ */
+export class Pruner extends EventEmitter<{ pass: [deleted: number] }> {
+  private pass: Promise<number> | undefined;
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(
+    private readonly store: Store,
+    private readonly policy: RetentionPolicy,
+    intervalMs: number,
+    private readonly log: Logger,
+  ) {
+    super();
+    this.timer = setInterval(() => this.runOnce().catch((error) => log.error({ err: error }, 'pruning events failed')), intervalMs);
+    this.timer.unref();
+  }
+
+  /** Runs a pass that starts after this call (joining one that has not started yet); resolves with how many events went. */
+  async runOnce(): Promise<number> {
+    await this.pass?.catch(() => {});
+    this.pass ??= this.prune().finally(() => {
+      this.pass = undefined;
+    });
+    return this.pass;
+  }
+
+  /** Stops the timer and waits for a pass under way. */
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    await this.pass?.catch(() => {});
+  }
+
+  private async prune(): Promise<number> {
+    let deleted = 0;
+    for (let after = 0; ; ) {
+      const collections = await this.store.collectionsAfter(after, COLLECTIONS_PER_PAGE);
+      if (collections.length === 0) break;
+      for (const { id, lastSeq } of collections) {
+        for (;;) {
+          const batch = await this.store.pruneEventBatch(id, lastSeq, this.policy);
+          deleted += batch;
+          if (batch < this.policy.batchSize) break;
+          await yieldToWriters();
+        }
+      }
+      after = collections[collections.length - 1].id;
+    }
+    if (deleted > 0) this.log.debug({ deleted }, 'pruned events');
+    this.emit('pass', deleted);
+    return deleted;
+  }
+}

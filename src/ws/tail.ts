@@ -1,0 +1,114 @@
+import type { StoredEvent } from '../db/events.ts';
+import type { Logger } from '../log.ts';
+import { changeMessage, closeCodes } from './messages.ts';
+import type { Subscriber } from './subscriber.ts';
+
+export interface TailOptions {
+  collectionId: number;
+  collection: string;
+  /** The collection's latest seq, or undefined once it is deleted. */
+  latestSeq(): Promise<number | undefined>;
+  /** One page of the collection's events after `after`, in seq order. */
+  readEvents(after: number): Promise<StoredEvent[]>;
+  /** The tail has no one left to serve, or its collection is gone: forget it. */
+  onEnd(): void;
+  log: Logger;
+}
+
+/**
+ * Follows one collection's events for this process's subscribers. Woken after each commit (see
+ * db/changes.ts), it reads the events after the last one it forwarded from the events table, the
+ * source of truth, and hands every subscriber each message, serialized once. One read at a time, so
+ * messages leave in seq order; and subscribers join only between reads, at the seq forwarded last, so
+ * each gets every later event exactly once.
+ */
+export class Tail {
+  /** The last seq forwarded; undefined until the first read. */
+  private cursor: number | undefined;
+  private readonly subscribers = new Set<Subscriber>();
+  private readonly joining = new Set<Subscriber>();
+  private reading = false;
+  private again = false;
+  private ended = false;
+  /** Settles when no read is under way. */
+  idle: Promise<void> = Promise.resolve();
+
+  constructor(private readonly options: TailOptions) {}
+
+  /** Makes `subscriber` live as soon as the tail has caught up with what is committed now. */
+  join(subscriber: Subscriber): void {
+    this.joining.add(subscriber);
+    subscriber.once('end', () => this.leave(subscriber));
+    this.wake();
+  }
+
+  /** Something was committed: read it (after the read under way, if any). */
+  wake(): void {
+    this.again = true;
+    if (!this.reading) this.idle = this.run();
+  }
+
+  private leave(subscriber: Subscriber): void {
+    this.subscribers.delete(subscriber);
+    this.joining.delete(subscriber);
+    if (this.subscribers.size === 0 && this.joining.size === 0) this.end(() => {});
+  }
+
+  private async run(): Promise<void> {
+    this.reading = true;
+    try {
+      while (this.again && !this.ended) {
+        this.again = false;
+        await this.catchUp();
+      }
+    } catch (error) {
+      if (this.ended) return; // nobody left to tell: the feed is closing, or everyone left
+      this.options.log.error({ err: error, collection: this.options.collection }, 'feed could not read events');
+      this.end((subscriber) => subscriber.close(closeCodes.internal));
+    } finally {
+      this.reading = false;
+    }
+  }
+
+  private async catchUp(): Promise<void> {
+    const latest = await this.options.latestSeq();
+    if (latest === undefined) {
+      this.end((subscriber) => subscriber.collectionDeleted());
+      return;
+    }
+    this.cursor ??= latest; // the first read: nobody has been told a seq yet
+    while (this.cursor < latest && !this.ended) {
+      const events = await this.options.readEvents(this.cursor);
+      if (events[0]?.seq !== this.cursor + 1) {
+        // Pruned before they could be forwarded (a retention far too small for the write rate): the
+        // subscribers cannot get them, so they are told to re-read; joiners have been promised nothing.
+        this.options.log.warn({ collection: this.options.collection, after: this.cursor }, 'feed events pruned before delivery');
+        for (const subscriber of this.subscribers) subscriber.close(closeCodes.gone);
+        this.cursor = latest;
+        break;
+      }
+      for (const event of events) {
+        if (event.seq !== this.cursor + 1) break;
+        const text = JSON.stringify(changeMessage(this.options.collection, event));
+        for (const subscriber of this.subscribers) subscriber.deliver(event.type, text);
+        this.cursor = event.seq;
+      }
+    }
+    for (const subscriber of this.joining) {
+      this.subscribers.add(subscriber);
+      subscriber.start(this.cursor);
+    }
+    this.joining.clear();
+  }
+
+  /** Stops following, after doing `farewell` to every subscriber. */
+  private end(farewell: (subscriber: Subscriber) => void): void {
+    if (this.ended) return;
+    this.ended = true;
+    const everyone = [...this.subscribers, ...this.joining];
+    this.subscribers.clear();
+    this.joining.clear();
+    for (const subscriber of everyone) farewell(subscriber);
+    this.options.onEnd();
+  }
+}

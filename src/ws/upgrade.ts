@@ -1,0 +1,146 @@
+// The checks an upgrade to `GET /ws` passes before it becomes a WebSocket, and the HTTP refusal when
+// it does not (asyncapi.yaml, `x-upgrade-refusals`). Guard clauses in order: route, method, handshake
+// headers, key (401), query (400), collection (404), `since` (400, 410).
+import { type IncomingMessage, STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { ErrorObject } from 'ajv';
+import type { components } from '../../generated/asyncapi.ts';
+import { validateFeedQuery } from '../../generated/feed-validators.js';
+import type { EventType } from '../db/events.ts';
+import type { Principal } from '../db/keys.ts';
+import type { Store } from '../db/store.ts';
+import { ApiError, type FieldError, gone, internal, notFound, unauthorized, validationFailed } from '../errors.ts';
+import { keyOf } from '../http/auth.ts';
+import { eventKinds } from './messages.ts';
+
+type FeedQuery = components['schemas']['FeedQuery'];
+
+/** An upgrade that passed every check: who asks, and what to send them. */
+export interface FeedRequest {
+  principal: Principal;
+  collection: string;
+  collectionId: number;
+  /** The kinds asked for, in the order `ready.events` lists them. */
+  kinds: EventType[];
+  /** Replay the events after this seq first; absent: only what is committed from now on. */
+  since?: number;
+}
+
+export const FEED_PATH = '/ws';
+
+/** Throws the ApiError to refuse `request` with, or returns what it asks for. */
+export async function checkUpgrade(request: IncomingMessage, store: Store): Promise<FeedRequest> {
+  const url = new URL(request.url ?? '/', 'http://localhost');
+  if (url.pathname !== FEED_PATH) throw notFound(`There is no WebSocket route ${url.pathname}; the feed is on ${FEED_PATH}.`);
+  if (request.method !== 'GET') {
+    throw new ApiError('method_not_allowed', `${FEED_PATH} answers GET.`, { headers: { Allow: 'GET' } });
+  }
+  checkHandshake(request);
+
+  const key = keyIn(request, url.searchParams);
+  const principal = key === undefined ? undefined : await store.findPrincipal(key);
+  if (!principal) throw unauthorized();
+
+  const query = queryOf(url.searchParams);
+  const { collectionId, lastSeq, resumableFrom } = await store.feedStart(principal.accountId, query.collection);
+  const feed: FeedRequest = { principal, collection: query.collection, collectionId, kinds: kindsOf(query.events) };
+  if (query.since === undefined) return feed;
+
+  const since = Number(query.since);
+  if (since > lastSeq) {
+    throw validationFailed(`since is after the latest seq of ${query.collection}.`, [
+      { in: 'query', name: 'since', message: `must be at most ${lastSeq}, the collection's latest seq` },
+    ]);
+  }
+  if (since < resumableFrom) {
+    throw gone(
+      `Events after seq ${since} of ${query.collection} are no longer retained (the oldest follows seq ${resumableFrom}). ` +
+        'Read the rows again, then subscribe without since.',
+    );
+  }
+  return { ...feed, since };
+}
+
+/**
+ * What `ws` checks in handleUpgrade, checked here first so that a malformed handshake, too, is refused
+ * with a problem body (RFC 6455 §4.2.1).
+ */
+function checkHandshake(request: IncomingMessage): void {
+  const errors: FieldError[] = [];
+  if (request.headers.upgrade?.toLowerCase() !== 'websocket') errors.push({ in: 'header', name: 'upgrade', message: 'must be websocket' });
+  if (!/^[+/0-9A-Za-z]{22}==$/.test(request.headers['sec-websocket-key'] ?? '')) {
+    errors.push({ in: 'header', name: 'sec-websocket-key', message: 'must be 16 bytes in base64' });
+  }
+  const version = request.headers['sec-websocket-version'];
+  if (version !== '13' && version !== '8') errors.push({ in: 'header', name: 'sec-websocket-version', message: 'must be 13' });
+  if (errors.length > 0) throw validationFailed('The request is not a valid WebSocket upgrade.', errors);
+}
+
+/**
+ * The key from the `api_key` query parameter or the headers the HTTP API takes. Keys given in two
+ * places must be equal; a malformed header or a repeated `api_key` counts as a bad key.
+ */
+function keyIn(request: IncomingMessage, params: URLSearchParams): string | undefined {
+  const { authorization, 'x-api-key': headerKey } = request.headers;
+  const fromHeaders = keyOf(request.headers);
+  if ((authorization !== undefined || headerKey !== undefined) && fromHeaders === undefined) return undefined;
+  const fromQuery = params.getAll('api_key');
+  if (fromQuery.length > 1 || fromQuery[0] === '') return undefined;
+  if (fromQuery.length === 1 && fromHeaders !== undefined && fromQuery[0] !== fromHeaders) return undefined;
+  return fromQuery[0] ?? fromHeaders;
+}
+
+/** The query validated against asyncapi.yaml's FeedQuery, with its defaults; each parameter at most once. */
+function queryOf(params: URLSearchParams): Required<Pick<FeedQuery, 'collection' | 'events'>> & FeedQuery {
+  const query: Record<string, string> = {};
+  const errors: FieldError[] = [];
+  for (const [name, value] of params) {
+    if (name in query) errors.push({ in: 'query', name, message: 'is given more than once' });
+    query[name] = value;
+  }
+  if (!validateFeedQuery(query)) errors.push(...(validateFeedQuery.errors ?? []).map(queryError));
+  if (errors.length > 0) throw validationFailed('The request does not match the feed description (asyncapi.yaml).', unique(errors));
+  return query as FeedQuery & { events: string };
+}
+
+function queryError(error: ErrorObject): FieldError {
+  if (error.keyword === 'additionalProperties') {
+    return { in: 'query', name: String(error.params.additionalProperty), message: 'is not a known parameter' };
+  }
+  if (error.keyword === 'required') return { in: 'query', name: String(error.params.missingProperty), message: 'is required' };
+  const name = error.instancePath.slice(1);
+  if (name === 'events') return { in: 'query', name, message: `must be a comma-separated list of ${eventKinds.join(', ')}` };
+  if (name === 'since') return { in: 'query', name, message: "must be an integer from 0 to the collection's latest seq" };
+  return { in: 'query', name, message: error.message ?? 'is invalid' };
+}
+
+function unique(errors: FieldError[]): FieldError[] {
+  const byText = new Map(errors.map((error) => [`${error.in} ${error.name} ${error.message}`, error]));
+  return [...byText.values()];
+}
+
+const kindsOf = (events: string): EventType[] => eventKinds.filter((kind) => events.split(',').includes(kind));
+
+/** Anything but an ApiError is a bug: a bare 500, with the details for the log only. */
+export const toApiError = (error: unknown): ApiError => (error instanceof ApiError ? error : internal());
+
+/**
+ * Answers the upgrade request with a real HTTP response carrying the problem body, then closes the
+ * connection, as `ws` does with its own refusals (abortHandshake).
+ */
+export function refuse(socket: Duplex, error: ApiError): void {
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const body = JSON.stringify(error.toProblem());
+  const headers = {
+    Connection: 'close',
+    'Content-Type': 'application/problem+json',
+    'Content-Length': String(Buffer.byteLength(body)),
+    ...error.options.headers,
+  };
+  const head = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`);
+  socket.once('finish', () => socket.destroy());
+  socket.end(`HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}\r\n${head.join('')}\r\n${body}`);
+}

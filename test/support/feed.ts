@@ -1,0 +1,220 @@
+// A real `ws` client of the feed for tests. It checks every message it receives against the schemas of
+// asyncapi.yaml, read here independently of the server, and every refused upgrade against its Problem
+// schema: a test that meets an invalid message fails in its next wait. Waits end at an event (enough
+// messages, a close) or at a deadline, never after a fixed delay.
+import type { IncomingHttpHeaders } from 'node:http';
+import { fromFile, Parser } from '@asyncapi/parser';
+import { Ajv, type ValidateFunction } from 'ajv';
+import addFormats from 'ajv-formats';
+import WebSocket from 'ws';
+import type { components, FeedMessage } from '../../generated/asyncapi.ts';
+
+export type Problem = components['schemas']['Problem'];
+export type { FeedMessage };
+
+const { document, diagnostics } = await fromFile(new Parser(), new URL('../../asyncapi.yaml', import.meta.url).pathname).parse();
+if (!document) throw new Error(`asyncapi.yaml does not parse: ${diagnostics.map((d) => d.message).join('; ')}`);
+const ajv = new Ajv({ strict: false, allErrors: true });
+addFormats.default(ajv);
+const messageSchemas = new Map<string, ValidateFunction>();
+for (const message of document.channels().get('feed')?.messages() ?? []) {
+  messageSchemas.set(message.name() as string, ajv.compile(message.payload()?.json() as object));
+}
+const problemSchema = ajv.compile<Problem>(document.components().schemas().get('Problem')?.json() as object);
+
+/** Why a message breaks asyncapi.yaml, or undefined when it does not. */
+export function messageProblem(text: string): string | undefined {
+  let message: { type?: unknown };
+  try {
+    message = JSON.parse(text);
+  } catch {
+    return `not JSON: ${text.slice(0, 200)}`;
+  }
+  const validate = messageSchemas.get(String(message?.type));
+  if (!validate) return `no message of asyncapi.yaml has type ${JSON.stringify(message?.type)}`;
+  if (!validate(message)) return `${ajv.errorsText(validate.errors)}: ${text.slice(0, 200)}`;
+  return undefined;
+}
+
+export type Query = Record<string, string | number | undefined>;
+
+export interface OpenOptions {
+  /** Where the key goes: the `api_key` query parameter (default), a Bearer header or an x-api-key header. */
+  via?: 'query' | 'bearer' | 'header';
+  headers?: Record<string, string>;
+}
+
+export interface Closed {
+  code: number;
+  reason: string;
+}
+
+export interface Refusal {
+  status: number;
+  headers: IncomingHttpHeaders;
+  problem: Problem;
+}
+
+const DEADLINE_MS = 10_000;
+
+export function feedUrl(base: string, key: string | undefined, query: Query, via: OpenOptions['via'] = 'query'): string {
+  const params = new URLSearchParams();
+  if (key !== undefined && via === 'query') params.set('api_key', key);
+  for (const [name, value] of Object.entries(query)) if (value !== undefined) params.set(name, String(value));
+  return `${base.replace(/^http/, 'ws')}/ws?${params}`;
+}
+
+function connect(base: string, key: string | undefined, query: Query, options: OpenOptions): WebSocket {
+  const headers = { ...options.headers };
+  if (key !== undefined && options.via === 'bearer') headers.authorization = `Bearer ${key}`;
+  if (key !== undefined && options.via === 'header') headers['x-api-key'] = key;
+  return new WebSocket(feedUrl(base, key, query, options.via), { headers });
+}
+
+export class FeedClient {
+  readonly messages: FeedMessage[] = [];
+  closed: Closed | undefined;
+  private readonly invalid: string[] = [];
+  private readonly listeners = new Set<() => void>();
+
+  private constructor(readonly socket: WebSocket) {
+    socket.on('message', (data) => {
+      const text = data.toString();
+      const problem = messageProblem(text);
+      if (problem) this.invalid.push(problem);
+      else this.messages.push(JSON.parse(text));
+      this.changed();
+    });
+    socket.on('close', (code, reason) => {
+      this.closed = { code, reason: reason.toString() };
+      this.changed();
+    });
+    socket.on('error', () => {});
+  }
+
+  /** Opens a feed and waits for its `ready`. */
+  static async open(base: string, key: string | undefined, query: Query, options: OpenOptions = {}): Promise<FeedClient> {
+    const socket = connect(base, key, query, options);
+    const client = new FeedClient(socket);
+    await new Promise<void>((resolve, reject) => {
+      socket.once('open', () => resolve());
+      socket.once('unexpected-response', (_request, response) => reject(new Error(`upgrade refused with ${response.statusCode}`)));
+      socket.once('error', reject);
+    });
+    await client.until(() => client.messages.length > 0, 'ready');
+    return client;
+  }
+
+  /** The `ready` message, always the first. */
+  get ready(): Extract<FeedMessage, { type: 'ready' }> {
+    const [first] = this.messages;
+    if (first?.type !== 'ready') throw new Error(`the first message is not ready: ${JSON.stringify(first)}`);
+    return first;
+  }
+
+  /** Every message after `ready`. */
+  get changes(): FeedMessage[] {
+    return this.messages.slice(1);
+  }
+
+  /** Waits until `count` messages have come after `ready`; fails if the socket closes first. */
+  async changesCount(count: number, deadlineMs = DEADLINE_MS): Promise<FeedMessage[]> {
+    await this.until(() => this.changes.length >= count, `${count} messages after ready`, deadlineMs);
+    return this.changes;
+  }
+
+  /** Waits until a message with `seq` (or a later one) has come. */
+  async seqReached(seq: number, deadlineMs = DEADLINE_MS): Promise<FeedMessage[]> {
+    await this.until(() => this.changes.some((message) => 'seq' in message && message.seq >= seq), `seq ${seq}`, deadlineMs);
+    return this.changes;
+  }
+
+  /** Waits for the server to close the socket. */
+  async closing(deadlineMs = DEADLINE_MS): Promise<Closed> {
+    await this.until(() => this.closed !== undefined, 'the close', deadlineMs, true);
+    return this.closed as Closed;
+  }
+
+  /** Closes from the client side and fails if any message was invalid. */
+  async close(): Promise<void> {
+    if (!this.closed) {
+      this.socket.close();
+      await this.until(() => this.closed !== undefined, 'the close', DEADLINE_MS, true);
+    }
+    this.checkValid();
+  }
+
+  checkValid(): void {
+    if (this.invalid.length > 0) throw new Error(`the server sent messages asyncapi.yaml does not allow:\n${this.invalid.join('\n')}`);
+  }
+
+  /** Resolves once `done()` holds; rejects on an invalid message, on a close (unless waiting for one) or at the deadline. */
+  until(done: () => boolean, what: string, deadlineMs = DEADLINE_MS, closeIsFine = false): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const check = () => {
+        try {
+          this.checkValid();
+        } catch (error) {
+          finish();
+          reject(error);
+          return;
+        }
+        if (done()) {
+          finish();
+          resolve();
+        } else if (this.closed && !closeIsFine) {
+          finish();
+          reject(
+            new Error(
+              `closed with ${this.closed.code} ${this.closed.reason} while waiting for ${what}; got ${this.messages.length} messages`,
+            ),
+          );
+        }
+      };
+      const timer = setTimeout(() => {
+        finish();
+        reject(new Error(`no ${what} within ${deadlineMs} ms; got ${this.messages.length} messages`));
+      }, deadlineMs);
+      const finish = () => {
+        clearTimeout(timer);
+        this.listeners.delete(check);
+      };
+      this.listeners.add(check);
+      check();
+    });
+  }
+
+  private changed(): void {
+    for (const listener of [...this.listeners]) listener();
+  }
+}
+
+/** Asks for a feed that the server must refuse, and returns the refusal, its problem body checked against asyncapi.yaml. */
+export function refusal(base: string, key: string | undefined, query: Query, options: OpenOptions = {}): Promise<Refusal> {
+  const socket = connect(base, key, query, options);
+  return new Promise((resolve, reject) => {
+    socket.on('open', () => {
+      socket.terminate();
+      reject(new Error('the upgrade was accepted'));
+    });
+    socket.on('error', reject);
+    socket.on('unexpected-response', (request, response) => {
+      let text = '';
+      response.setEncoding('utf8');
+      response.on('data', (chunk) => {
+        text += chunk;
+      });
+      response.on('end', () => {
+        request.destroy();
+        const status = response.statusCode ?? 0;
+        const type = response.headers['content-type'];
+        if (type !== 'application/problem+json') return reject(new Error(`${status} refusal has content type ${type}: ${text}`));
+        const problem = JSON.parse(text);
+        if (!problemSchema(problem))
+          return reject(new Error(`${status} refusal body breaks Problem: ${ajv.errorsText(problemSchema.errors)}`));
+        if (problem.status !== status) return reject(new Error(`problem status ${problem.status} differs from ${status}`));
+        resolve({ status, headers: response.headers, problem });
+      });
+    });
+  });
+}

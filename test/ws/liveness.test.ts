@@ -1,0 +1,164 @@
+import { once } from 'node:events';
+import type { Socket } from 'node:net';
+import { expect } from 'chai';
+import WebSocket from 'ws';
+import { FeedClient, type FeedMessage, feedUrl, refusal } from '../support/feed.ts';
+import { startTestServer } from '../support/server.ts';
+
+const seqs = (messages: FeedMessage[]) => messages.map((message) => ('seq' in message ? message.seq : undefined));
+const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, index) => from + index);
+const tcpOf = (feed: FeedClient) => (feed.socket as unknown as { _socket: Socket })._socket;
+
+describe('feed connections', () => {
+  describe('liveness', () => {
+    it('pings, keeps a peer that answers, and terminates one that does not', async () => {
+      const server = await startTestServer({ feedPingIntervalMs: 50 });
+      try {
+        const client = await server.client();
+        await client.post('/v1/collections', { name: 'notes' });
+        const answering = await FeedClient.open(server.url, client.key, { collection: 'notes' });
+        const silent = new WebSocket(feedUrl(server.url, client.key, { collection: 'notes' }), { autoPong: false });
+        const [code] = await once(silent, 'close');
+        expect(code, 'a terminated peer sees no close frame').to.equal(1006);
+        for (let pings = 0; pings < 3; pings++) await once(answering.socket, 'ping');
+        expect(answering.closed).to.equal(undefined);
+        await client.post('/v1/collections/notes/rows', [{ n: 1 }]);
+        expect(seqs(await answering.changesCount(1))).to.deep.equal([1]);
+        await answering.close();
+      } finally {
+        await server.stop();
+      }
+    });
+  });
+
+  describe('a client that stops reading', () => {
+    it('is closed with 4008 slow consumer, while a fast one on the same collection gets everything', async function () {
+      this.timeout(120_000);
+      const server = await startTestServer({ feedMaxBufferBytes: 64 * 1024 });
+      try {
+        const client = await server.client();
+        await client.post('/v1/collections', { name: 'notes' });
+        const fast = await FeedClient.open(server.url, client.key, { collection: 'notes' });
+        const slow = await FeedClient.open(server.url, client.key, { collection: 'notes' });
+        tcpOf(slow).pause();
+        // Fill the slow client's kernel buffers first (a few MB on loopback), then the server's bound.
+        const text = 'x'.repeat(8 * 1024);
+        let last = 0;
+        for (let batch = 0; server.feed.connections > 1; batch++) {
+          if (batch === 200) throw new Error('the slow client was never closed');
+          const rows = await client.post<{ id: number }[]>(
+            '/v1/collections/notes/rows',
+            range(1, 100).map(() => ({ text })),
+          );
+          last = rows.body.at(-1)?.id as number;
+          await fast.seqReached(last, 30_000);
+        }
+        expect(seqs(fast.changes)).to.deep.equal(range(1, last));
+        tcpOf(slow).resume();
+        expect(await slow.closing(30_000)).to.deep.equal({ code: 4008, reason: 'slow consumer' });
+        const got = seqs(slow.changes);
+        expect(got, 'what the slow client got is a gap-free prefix').to.deep.equal(range(1, got.length));
+        expect(got.length).to.be.below(last);
+        slow.checkValid();
+        await fast.close();
+      } finally {
+        await server.stop();
+      }
+    });
+  });
+
+  describe('when events cannot be delivered', () => {
+    it('closes with 1011 internal error when the events cannot be read', async () => {
+      const server = await startTestServer();
+      try {
+        const client = await server.client();
+        await client.post('/v1/collections', { name: 'notes' });
+        const feed = await FeedClient.open(server.url, client.key, { collection: 'notes' });
+        server.store.latestSeq = () => Promise.reject(new Error('the disk is on fire'));
+        expect((await client.post('/v1/collections/notes/rows', [{ n: 1 }])).status, 'the write itself succeeds').to.equal(201);
+        expect(await feed.closing()).to.deep.equal({ code: 1011, reason: 'internal error' });
+      } finally {
+        await server.stop();
+      }
+    });
+
+    it('closes with 4410 gone when events were pruned before they could be forwarded', async () => {
+      const server = await startTestServer({ eventsRetainCount: 2 });
+      try {
+        const client = await server.client();
+        await client.post('/v1/collections', { name: 'notes' });
+        const feed = await FeedClient.open(server.url, client.key, { collection: 'notes' });
+        // Hold the live reads back while five events are written and all but two pruned.
+        const read = server.store.readEvents;
+        let release = () => {};
+        const gate = new Promise<void>((resolve) => {
+          release = resolve;
+        });
+        server.store.readEvents = async (...args) => {
+          await gate;
+          return read(...args);
+        };
+        await client.post(
+          '/v1/collections/notes/rows',
+          range(1, 5).map((n) => ({ n })),
+        );
+        expect(await server.feed.pruner.runOnce()).to.equal(3);
+        release();
+        expect(await feed.closing()).to.deep.equal({ code: 4410, reason: 'gone' });
+        expect(feed.changes).to.deep.equal([]);
+      } finally {
+        await server.stop();
+      }
+    });
+  });
+
+  describe('shutting down', () => {
+    it('closes every socket with 1001 before the database closes', async () => {
+      const server = await startTestServer();
+      const client = await server.client();
+      await client.post('/v1/collections', { name: 'notes' });
+      const feeds = await Promise.all(range(1, 3).map(() => FeedClient.open(server.url, client.key, { collection: 'notes' })));
+      // When the database closes, every client has had its close frame (a client is CLOSING from then on).
+      let statesAtDatabaseClose: number[] = [];
+      const closeDatabase = server.store.close;
+      server.store.close = () => {
+        statesAtDatabaseClose = feeds.map((feed) => feed.socket.readyState);
+        return closeDatabase();
+      };
+      const closing = server.close();
+      for (const feed of feeds) expect(await feed.closing()).to.deep.equal({ code: 1001, reason: 'server shutting down' });
+      await closing;
+      expect(statesAtDatabaseClose).to.have.length(3);
+      expect(statesAtDatabaseClose.every((state) => state === WebSocket.CLOSING || state === WebSocket.CLOSED)).to.equal(true);
+      await server.stop();
+    });
+
+    it('refuses with 503 an upgrade that was still being checked', async () => {
+      const server = await startTestServer();
+      const client = await server.client();
+      await client.post('/v1/collections', { name: 'notes' });
+      const feedStart = server.store.feedStart;
+      let release = () => {};
+      const gate = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      let checking = () => {};
+      const checked = new Promise<void>((resolve) => {
+        checking = resolve;
+      });
+      server.store.feedStart = async (...args) => {
+        checking();
+        await gate;
+        return feedStart(...args);
+      };
+      const answer = refusal(server.url, client.key, { collection: 'notes' });
+      await checked;
+      const closing = server.close();
+      release();
+      const { status, problem } = await answer;
+      expect([status, problem.code]).to.deep.equal([503, 'unavailable']);
+      await closing;
+      await server.stop();
+    });
+  });
+});

@@ -1,0 +1,215 @@
+import { type IncomingMessage, request } from 'node:http';
+import { Writable } from 'node:stream';
+import { expect } from 'chai';
+import WebSocket from 'ws';
+import { createLogger } from '../../src/log.ts';
+import type { Client } from '../support/client.ts';
+import { FeedClient, feedUrl, type Query, refusal } from '../support/feed.ts';
+import { startTestServer, type TestServer } from '../support/server.ts';
+
+describe('GET /ws', () => {
+  let server: TestServer;
+  let owner: Client;
+  let stranger: Client;
+  before(async () => {
+    server = await startTestServer();
+    owner = await server.client();
+    stranger = await server.client();
+    await owner.post('/v1/collections', { name: 'notes' });
+    await owner.post('/v1/collections/notes/rows', [{ text: 'a' }, { text: 'b' }, { text: 'c' }]);
+    await stranger.post('/v1/collections', { name: 'own' });
+  });
+  after(() => server.stop());
+
+  describe('refuses before upgrading, with the status and problem body of the HTTP API', () => {
+    const scenarios: {
+      name: string;
+      key?: 'owner' | 'stranger' | 'unknown' | 'none';
+      query: Query;
+      headers?: Record<string, string>;
+      status: number;
+      code: string;
+      field?: string;
+    }[] = [
+      { name: 'a missing key', key: 'none', query: { collection: 'notes' }, status: 401, code: 'unauthorized' },
+      { name: 'an unknown key', key: 'unknown', query: { collection: 'notes' }, status: 401, code: 'unauthorized' },
+      {
+        name: 'a query key and a different header key',
+        query: { collection: 'notes' },
+        headers: { 'x-api-key': 'rb_somethingelse' },
+        status: 401,
+        code: 'unauthorized',
+      },
+      {
+        name: 'a malformed Authorization header',
+        query: { collection: 'notes' },
+        headers: { authorization: 'Basic abc' },
+        status: 401,
+        code: 'unauthorized',
+      },
+      { name: 'a missing collection', query: {}, status: 400, code: 'validation_failed', field: 'collection' },
+      { name: 'an invalid collection name', query: { collection: '1notes' }, status: 400, code: 'validation_failed', field: 'collection' },
+      {
+        name: 'an unknown event kind',
+        query: { collection: 'notes', events: 'insert,upsert' },
+        status: 400,
+        code: 'validation_failed',
+        field: 'events',
+      },
+      { name: 'an empty events list', query: { collection: 'notes', events: '' }, status: 400, code: 'validation_failed', field: 'events' },
+      {
+        name: 'an events list with a hole',
+        query: { collection: 'notes', events: 'insert,,delete' },
+        status: 400,
+        code: 'validation_failed',
+        field: 'events',
+      },
+      { name: 'a negative since', query: { collection: 'notes', since: '-1' }, status: 400, code: 'validation_failed', field: 'since' },
+      { name: 'a fractional since', query: { collection: 'notes', since: '1.5' }, status: 400, code: 'validation_failed', field: 'since' },
+      {
+        name: 'a since that is not a number',
+        query: { collection: 'notes', since: 'abc' },
+        status: 400,
+        code: 'validation_failed',
+        field: 'since',
+      },
+      {
+        name: 'a since after the latest seq',
+        query: { collection: 'notes', since: 4 },
+        status: 400,
+        code: 'validation_failed',
+        field: 'since',
+      },
+      {
+        name: 'an unknown query parameter',
+        query: { collection: 'notes', limit: 5 },
+        status: 400,
+        code: 'validation_failed',
+        field: 'limit',
+      },
+      { name: 'a collection that does not exist', query: { collection: 'nothing' }, status: 404, code: 'not_found' },
+      { name: "another account's collection", key: 'stranger', query: { collection: 'notes' }, status: 404, code: 'not_found' },
+    ];
+    for (const scenario of scenarios) {
+      it(`${scenario.status} ${scenario.code} for ${scenario.name}`, async () => {
+        const keys = { owner: owner.key, stranger: stranger.key, unknown: 'rb_unknownunknownunknownunknownunk', none: undefined };
+        const answer = await refusal(server.url, keys[scenario.key ?? 'owner'], scenario.query, { headers: scenario.headers });
+        expect(answer.status).to.equal(scenario.status);
+        expect(answer.problem.code).to.equal(scenario.code);
+        if (scenario.status === 401) expect(answer.headers['www-authenticate']).to.equal('Bearer realm="rowbase"');
+        if (scenario.field) expect(answer.problem.errors?.map((error) => error.name)).to.include(scenario.field);
+      });
+    }
+
+    it('400 for a parameter given twice', async () => {
+      const url = `${feedUrl(server.url, owner.key, { collection: 'notes' })}&collection=notes`;
+      const answer = await refuseRaw(url);
+      expect(answer.status).to.equal(400);
+    });
+
+    it('404 for a WebSocket upgrade to another path', async () => {
+      const answer = await refuseRaw(feedUrl(server.url, owner.key, { collection: 'notes' }).replace('/ws?', '/v1/collections?'));
+      expect(answer.status).to.equal(404);
+    });
+
+    it('400 for an upgrade request that is not a WebSocket handshake', async () => {
+      const { status, body } = await rawUpgrade(server.url, owner.key, 'GET', { upgrade: 'websocket' });
+      expect(status).to.equal(400);
+      expect(body.errors.map((error: { name: string }) => error.name)).to.deep.equal(['sec-websocket-key', 'sec-websocket-version']);
+    });
+
+    it('405 with Allow: GET for an upgrade with another method', async () => {
+      const { status, headers, body } = await rawUpgrade(server.url, owner.key, 'POST', {
+        upgrade: 'websocket',
+        'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
+        'sec-websocket-version': '13',
+      });
+      expect([status, body.code, headers.allow]).to.deep.equal([405, 'method_not_allowed', 'GET']);
+    });
+
+    it('429 quota_exceeded past the plan, counting each accepted upgrade, and nothing is upgraded', async () => {
+      await server.store.setPlan({ name: 'three-a-month', quota: 3, period: 'month', rate: null });
+      const client = await server.client(undefined, 'three-a-month');
+      await client.post('/v1/collections', { name: 'notes' });
+      const accepted = await FeedClient.open(server.url, client.key, { collection: 'notes' });
+      await accepted.close();
+      const usage = await client.get<{ used: number; remaining: number }>('/v1/usage');
+      expect(usage.body).to.include({ used: 3, remaining: 0 }, 'the insert, the upgrade and this request');
+      const connections = server.feed.connections;
+      const answer = await refusal(server.url, client.key, { collection: 'notes' });
+      expect(answer.status).to.equal(429);
+      expect(answer.problem.code).to.equal('quota_exceeded');
+      expect(Number(answer.headers['retry-after'])).to.be.greaterThan(0);
+      expect(server.feed.connections).to.equal(connections);
+    });
+  });
+
+  describe('accepts', () => {
+    for (const via of ['query', 'bearer', 'header'] as const) {
+      it(`the key in ${{ query: 'the api_key query parameter', bearer: 'an Authorization Bearer header', header: 'an x-api-key header' }[via]}`, async () => {
+        const feed = await FeedClient.open(server.url, owner.key, { collection: 'notes' }, { via });
+        expect(feed.ready).to.deep.equal({ type: 'ready', collection: 'notes', events: ['insert', 'update', 'delete'], seq: 3 });
+        await feed.close();
+      });
+    }
+
+    it('the same key in the query and a header', async () => {
+      const feed = await FeedClient.open(server.url, owner.key, { collection: 'notes' }, { headers: { 'x-api-key': owner.key as string } });
+      expect(feed.ready.seq).to.equal(3);
+      await feed.close();
+    });
+  });
+
+  it('never writes the key to the log', async () => {
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk, _encoding, done) {
+        lines.push(chunk.toString());
+        done();
+      },
+    });
+    const logged = await startTestServer({}, { log: createLogger('trace', sink) });
+    const client = await logged.client();
+    try {
+      await client.post('/v1/collections', { name: 'notes' });
+      const feed = await FeedClient.open(logged.url, client.key, { collection: 'notes' });
+      await client.post('/v1/collections/notes/rows', [{ text: 'x' }]);
+      await feed.changesCount(1);
+      await feed.close();
+      await refusal(logged.url, client.key, { collection: 'nothing' });
+      await refusal(logged.url, client.key, { collection: 'notes', since: 99 });
+      await refusal(logged.url, `${client.key}x`, { collection: 'notes' });
+    } finally {
+      await logged.stop();
+    }
+    const log = lines.join('');
+    expect(log, 'the log').to.include('feed subscribed');
+    expect(log, 'the log').not.to.include(client.key);
+    expect(log, 'the log').not.to.include('api_key');
+  });
+});
+
+/** An upgrade request to /ws with hand-made headers, sent with node:http; its answer must be a problem. */
+async function rawUpgrade(base: string, key: string | undefined, method: string, headers: Record<string, string>) {
+  const options = { method, headers: { ...headers, authorization: `Bearer ${key}`, connection: 'Upgrade' } };
+  const response = await new Promise<IncomingMessage>((resolve, reject) =>
+    request(`${base}/ws?collection=notes`, options, resolve).on('error', reject).end(),
+  );
+  let text = '';
+  for await (const chunk of response) text += chunk;
+  expect(response.headers['content-type']).to.equal('application/problem+json');
+  return { status: response.statusCode, headers: response.headers, body: JSON.parse(text) };
+}
+
+/** A refusal for a URL built by hand. */
+function refuseRaw(url: string): Promise<{ status: number }> {
+  return new Promise((resolve, reject) => {
+    const socket = new WebSocket(url);
+    socket.on('open', () => reject(new Error('the upgrade was accepted')));
+    socket.on('error', reject);
+    socket.on('unexpected-response', (request, response) => {
+      request.destroy();
+      resolve({ status: response.statusCode ?? 0 });
+    });
+  });
+}
