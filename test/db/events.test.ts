@@ -1,13 +1,14 @@
 import { expect } from 'chai';
+import { describeEachBackend } from '../support/backends.ts';
 import type { Client } from '../support/client.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
-describe('events (data layer)', () => {
+describeEachBackend('events (data layer)', (backend) => {
   let server: TestServer;
   let client: Client;
   let accountId: number;
   before(async () => {
-    server = await startTestServer();
+    server = await startTestServer({}, { backend });
     client = await server.client('events');
     accountId = (await server.store.findPrincipal(client.key as string))?.accountId as number;
   });

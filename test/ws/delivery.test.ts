@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { describeEachBackend } from '../support/backends.ts';
 import type { Client } from '../support/client.ts';
 import { FeedClient, type FeedMessage } from '../support/feed.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
@@ -6,7 +7,7 @@ import { startTestServer, type TestServer } from '../support/server.ts';
 const seqs = (messages: FeedMessage[]) => messages.map((message) => ('seq' in message ? message.seq : undefined));
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, index) => from + index);
 
-describe('the feed', () => {
+describeEachBackend('the feed', (backend) => {
   let server: TestServer;
   let client: Client;
   let collections = 0;
@@ -25,7 +26,7 @@ describe('the feed', () => {
     FeedClient.open(server.url, client.key, { collection: name, ...query });
 
   before(async () => {
-    server = await startTestServer();
+    server = await startTestServer({}, { backend });
     client = await server.client();
   });
   after(() => server.stop());

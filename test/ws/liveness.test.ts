@@ -2,6 +2,7 @@ import { once } from 'node:events';
 import type { Socket } from 'node:net';
 import { expect } from 'chai';
 import WebSocket from 'ws';
+import { describeEachBackend } from '../support/backends.ts';
 import { FeedClient, type FeedMessage, feedUrl, refusal } from '../support/feed.ts';
 import { startTestServer } from '../support/server.ts';
 
@@ -9,10 +10,10 @@ const seqs = (messages: FeedMessage[]) => messages.map((message) => ('seq' in me
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, index) => from + index);
 const tcpOf = (feed: FeedClient) => (feed.socket as unknown as { _socket: Socket })._socket;
 
-describe('feed connections', () => {
+describeEachBackend('feed connections', (backend) => {
   describe('liveness', () => {
     it('pings, keeps a peer that answers, and terminates one that does not', async () => {
-      const server = await startTestServer({ feedPingIntervalMs: 50 });
+      const server = await startTestServer({ feedPingIntervalMs: 50 }, { backend });
       try {
         const client = await server.client();
         await client.post('/v1/collections', { name: 'notes' });
@@ -34,7 +35,7 @@ describe('feed connections', () => {
   describe('a client that stops reading', () => {
     it('is closed with 4008 slow consumer, while a fast one on the same collection gets everything', async function () {
       this.timeout(120_000);
-      const server = await startTestServer({ feedMaxBufferBytes: 64 * 1024 });
+      const server = await startTestServer({ feedMaxBufferBytes: 64 * 1024 }, { backend });
       try {
         const client = await server.client();
         await client.post('/v1/collections', { name: 'notes' });
@@ -69,7 +70,7 @@ describe('feed connections', () => {
 
   describe('when events cannot be delivered', () => {
     it('closes with 1011 internal error when the events cannot be read', async () => {
-      const server = await startTestServer();
+      const server = await startTestServer({}, { backend });
       try {
         const client = await server.client();
         await client.post('/v1/collections', { name: 'notes' });
@@ -83,7 +84,7 @@ describe('feed connections', () => {
     });
 
     it('closes with 4410 gone when events were pruned before they could be forwarded', async () => {
-      const server = await startTestServer({ eventsRetainCount: 2 });
+      const server = await startTestServer({ eventsRetainCount: 2 }, { backend });
       try {
         const client = await server.client();
         await client.post('/v1/collections', { name: 'notes' });
@@ -114,7 +115,7 @@ describe('feed connections', () => {
 
   describe('shutting down', () => {
     it('closes every socket with 1001 before the database closes', async () => {
-      const server = await startTestServer();
+      const server = await startTestServer({}, { backend });
       const client = await server.client();
       await client.post('/v1/collections', { name: 'notes' });
       const feeds = await Promise.all(range(1, 3).map(() => FeedClient.open(server.url, client.key, { collection: 'notes' })));
@@ -134,7 +135,7 @@ describe('feed connections', () => {
     });
 
     it('refuses with 503 an upgrade that was still being checked', async () => {
-      const server = await startTestServer();
+      const server = await startTestServer({}, { backend });
       const client = await server.client();
       await client.post('/v1/collections', { name: 'notes' });
       const feedStart = server.store.feedStart;

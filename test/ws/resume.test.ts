@@ -1,5 +1,6 @@
 import { once } from 'node:events';
 import { expect } from 'chai';
+import { describeEachBackend } from '../support/backends.ts';
 import type { Client } from '../support/client.ts';
 import { FeedClient, type FeedMessage, refusal } from '../support/feed.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
@@ -7,7 +8,7 @@ import { startTestServer, type TestServer } from '../support/server.ts';
 const seqs = (messages: FeedMessage[]) => messages.map((message) => ('seq' in message ? message.seq : undefined));
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, index) => from + index);
 
-describe('resuming the feed with since', () => {
+describeEachBackend('resuming the feed with since', (backend) => {
   let server: TestServer;
   let client: Client;
   let collections = 0;
@@ -24,7 +25,7 @@ describe('resuming the feed with since', () => {
     FeedClient.open(server.url, client.key, { collection: name, ...query });
 
   before(async () => {
-    server = await startTestServer();
+    server = await startTestServer({}, { backend });
     client = await server.client();
   });
   after(() => server.stop());
@@ -66,7 +67,7 @@ describe('resuming the feed with since', () => {
   });
 
   it('replays at the pace of a reading client, never closing it as slow, however much there is', async () => {
-    const paced = await startTestServer({ feedMaxBufferBytes: 64 * 1024 });
+    const paced = await startTestServer({ feedMaxBufferBytes: 64 * 1024 }, { backend });
     try {
       const owner = await paced.client();
       await owner.post('/v1/collections', { name: 'notes' });
@@ -121,7 +122,7 @@ describe('resuming the feed with since', () => {
     };
 
     it('holds live events back until the replay is done, then sends them in order', async () => {
-      const held = await startTestServer();
+      const held = await startTestServer({}, { backend });
       try {
         const owner = await held.client();
         await owner.post('/v1/collections', { name: 'notes' });
@@ -143,7 +144,7 @@ describe('resuming the feed with since', () => {
     });
 
     it('closes with 4008 a client whose held-back events outgrow the buffer bound', async () => {
-      const held = await startTestServer({ feedMaxBufferBytes: 4096 });
+      const held = await startTestServer({ feedMaxBufferBytes: 4096 }, { backend });
       try {
         const owner = await held.client();
         await owner.post('/v1/collections', { name: 'notes' });
@@ -162,7 +163,7 @@ describe('resuming the feed with since', () => {
     });
 
     it('closes with 4410 gone when the events to replay were pruned after the upgrade was accepted', async () => {
-      const held = await startTestServer({ eventsRetainCount: 2 });
+      const held = await startTestServer({ eventsRetainCount: 2 }, { backend });
       try {
         const owner = await held.client();
         await owner.post('/v1/collections', { name: 'notes' });
@@ -186,7 +187,7 @@ describe('resuming the feed with since', () => {
     let small: TestServer;
     let owner: Client;
     before(async () => {
-      small = await startTestServer({ eventsRetainCount: 5 });
+      small = await startTestServer({ eventsRetainCount: 5 }, { backend });
       owner = await small.client();
       await owner.post('/v1/collections', { name: 'notes' });
       await owner.post(
@@ -212,7 +213,7 @@ describe('resuming the feed with since', () => {
     });
 
     it('prunes every interval', async () => {
-      const timed = await startTestServer({ eventsRetainCount: 2, eventsPruneIntervalMs: 20 });
+      const timed = await startTestServer({ eventsRetainCount: 2, eventsPruneIntervalMs: 20 }, { backend });
       try {
         const writer = await timed.client();
         await writer.post('/v1/collections', { name: 'notes' });

@@ -3,16 +3,17 @@ import { Writable } from 'node:stream';
 import { expect } from 'chai';
 import WebSocket from 'ws';
 import { createLogger } from '../../src/log.ts';
+import { describeEachBackend } from '../support/backends.ts';
 import type { Client } from '../support/client.ts';
 import { FeedClient, feedUrl, type Query, refusal } from '../support/feed.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
-describe('GET /ws', () => {
+describeEachBackend('GET /ws', (backend) => {
   let server: TestServer;
   let owner: Client;
   let stranger: Client;
   before(async () => {
-    server = await startTestServer();
+    server = await startTestServer({}, { backend });
     owner = await server.client();
     stranger = await server.client();
     await owner.post('/v1/collections', { name: 'notes' });
@@ -168,7 +169,7 @@ describe('GET /ws', () => {
         done();
       },
     });
-    const logged = await startTestServer({}, { log: createLogger('trace', sink) });
+    const logged = await startTestServer({}, { backend, log: createLogger('trace', sink) });
     const client = await logged.client();
     try {
       await client.post('/v1/collections', { name: 'notes' });
