@@ -1,0 +1,148 @@
+// Every child process of a run: spawned through here, remembered, and stopped at the end, also when the
+// run fails or is interrupted (Ctrl-C). Servers announce their url in a JSON line on stdout.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+export const repoRoot = fileURLToPath(new URL('..', import.meta.url));
+const running = new Set<ChildProcess>();
+let interrupted = false;
+
+/** True once Ctrl-C or SIGTERM came: the children's failures that follow are ours, not theirs. */
+export const isInterrupted = () => interrupted;
+
+export interface Started {
+  child: ChildProcess;
+  pid: number;
+  url: string;
+  /** What the server logged at warn or above, by message: counted rather than echoed, and reported. */
+  problems: Map<string, number>;
+}
+
+/** `node [nodeFlags] <script> [args]` from the repository root; a bench script runs through tsx. */
+export function spawnNode(script: string, args: string[], env: NodeJS.ProcessEnv = {}, nodeFlags: string[] = []): ChildProcess {
+  const tsx = script.startsWith('bench/') ? ['--import', 'tsx'] : [];
+  const child = spawn(process.execPath, [...nodeFlags, ...tsx, script, ...args], {
+    cwd: repoRoot,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  running.add(child);
+  child.once('exit', () => running.delete(child));
+  return child;
+}
+
+/** Waits for the JSON line whose `msg` is `message` and answers its `url`; rejects if the child exits first. */
+export async function startServer(script: string, args: string[], message: string, env: NodeJS.ProcessEnv = {}, nodeFlags: string[] = []) {
+  const child = spawnNode(script, args, env, nodeFlags);
+  const stderr = tail(child);
+  const problems = new Map<string, number>();
+  const url = await new Promise<string>((resolve, reject) => {
+    const lines = createInterface({ input: child.stdout! });
+    lines.on('line', (line) => {
+      const parsed = parseJson(line);
+      if (parsed?.msg === message) resolve(String(parsed.url));
+      else if (parsed && Number(parsed.level) >= 40) {
+        // pino warn and above, e.g. {"msg":"request failed","err":{"message":"…"}}
+        const error = (parsed.err as { message?: string } | undefined)?.message;
+        const problem = [parsed.msg, error].filter(Boolean).join(': ');
+        problems.set(problem, (problems.get(problem) ?? 0) + 1);
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`${commandOf(child)} exited ${code} before listening: ${stderr()}`)));
+  });
+  return { child, pid: child.pid!, url, problems } satisfies Started;
+}
+
+/** Runs `node <script> <args>` to its end; answers its stdout, or rejects with its stderr when it fails. */
+export const runToEnd = (script: string, args: string[], env: NodeJS.ProcessEnv = {}) => outputOf(spawnNode(script, args, env));
+
+/** Waits for a spawned child to end; answers its stdout, or rejects with its stderr when it fails. */
+export async function outputOf(child: ChildProcess): Promise<string> {
+  const stderr = tail(child);
+  let stdout = '';
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+    stdout += chunk;
+  });
+  const [code, signal] = await once(child, 'close'); // after its output is all read, unlike 'exit'
+  if (code !== 0) throw new Error(`${commandOf(child)} exited ${code ?? signal}: ${stderr()}`);
+  return stdout;
+}
+
+/** SIGTERM, then SIGKILL after `graceMs`; resolves once the child has exited. */
+export async function stop(child: ChildProcess, graceMs: number): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = once(child, 'exit');
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+  await exited;
+  clearTimeout(timer);
+}
+
+export const stopAll = (graceMs: number) => Promise.all([...running].map((child) => stop(child, graceMs)));
+
+/** On Ctrl-C or SIGTERM: `cleanUp` (which should stop every child), then exit 130. */
+export function stopOnSignals(cleanUp: () => Promise<void>): void {
+  const onSignal = () => {
+    interrupted = true;
+    process.stderr.write('\nbench: interrupted; stopping every child process\n');
+    void cleanUp().finally(() => process.exit(130));
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+}
+
+/** Kilobytes from /proc/<pid>/status: VmRSS (resident now) or VmHWM (the peak resident so far). */
+export function memoryKb(pid: number, field: 'VmRSS' | 'VmHWM'): number {
+  try {
+    const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match ? Number(match[1]) : Number.NaN;
+  } catch {
+    return Number.NaN; // not Linux, or the process is gone
+  }
+}
+
+/** Samples VmRSS of `pid` every `intervalMs` until `done()`, which answers the peak in kB. */
+export function sampleRss(pid: number, intervalMs: number): { done(): number } {
+  let peak = 0;
+  const sample = () => {
+    const now = memoryKb(pid, 'VmRSS');
+    if (now > peak) peak = now; // NaN once the process is gone
+  };
+  sample();
+  const timer = setInterval(sample, intervalMs);
+  return {
+    done() {
+      clearInterval(timer);
+      sample();
+      return peak || Number.NaN;
+    },
+  };
+}
+
+/** The last 2 kB a child wrote on stderr, for error messages. */
+function tail(child: ChildProcess): () => string {
+  let text = '';
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
+    text = (text + chunk).slice(-2048);
+  });
+  return () => text.trim();
+}
+
+/** The command line of a child, without a load worker's JSON job (it holds the key). */
+function commandOf(child: ChildProcess): string {
+  return child.spawnargs
+    .slice(1)
+    .map((arg) => (arg.startsWith('{') ? '<job>' : arg))
+    .join(' ');
+}
+
+function parseJson(line: string): Record<string, unknown> | undefined {
+  try {
+    return JSON.parse(line);
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,281 @@
+// The one table of a run, its targets (issue 6), and where it is written: the terminal, a results JSON
+// file, and the generated part of BENCHMARKS.md (between its two markers; the rest is written by hand).
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { type Measured, milliseconds } from './measure.ts';
+import type { ProfileSummary } from './profile.ts';
+import type { Settings } from './settings.ts';
+
+/** One measurement: a workload in one round, with the peak resident memory of the process under load. */
+export interface Measurement {
+  workload: string;
+  round: number;
+  /** The baseline measured just before it, which its ratio is taken to. */
+  ratioTo?: string;
+  measured: Measured;
+  peakRssKb: number;
+}
+
+/** A workload over every round: totals for rates, medians of the rounds for latencies and ratios. */
+export interface Summary {
+  workload: string;
+  requestsPerSecond: number;
+  rowsPerSecond: number;
+  p50Ms: number;
+  p99Ms: number;
+  ratio?: number;
+  /** The ratio of each round, to show how much it moved. */
+  ratios: number[];
+  ratioTo?: string;
+  peakRssKb: number;
+  failures: number;
+}
+
+export interface Results {
+  mode: Settings['mode'];
+  startedAt: string;
+  wallSeconds: number;
+  machine: { cores: number; cpu: string; memoryGb: number; node: string; os: string };
+  settings: Settings;
+  seedSeconds: number;
+  /** VmHWM of each long-running server at the end of the measurements. */
+  serverPeakRssKb: Record<string, number>;
+  /** What each server logged at warn or above during the measurements, by message. */
+  serverProblems: Record<string, Record<string, number>>;
+  summaries: Summary[];
+  targets: { name: string; target: string; value: string; met: boolean }[];
+  meteringCost: number;
+  profiles: Record<string, ProfileSummary>;
+  measurements: Measurement[];
+}
+
+/** The rows of the table, in order. */
+const tableRows: { workload: string; label: string }[] = [
+  { workload: 'baseline-memory', label: 'baseline (a): node:http, row from memory' },
+  { workload: 'baseline-sqlite', label: 'baseline (b): node:http + sqlite3, get by id' },
+  { workload: 'baseline-driver-rows', label: 'baseline (b): sqlite3, 1,000 one-row INSERTs per transaction' },
+  { workload: 'baseline-driver-statement', label: 'baseline (b): sqlite3, one 1,000-row INSERT per transaction' },
+  { workload: 'get-row', label: 'get-row' },
+  { workload: 'get-row-metering-off', label: 'get-row, ROWBASE_METERING=off' },
+  { workload: 'list', label: 'list (50 by score desc)' },
+  { workload: 'list-deep', label: 'list-deep (offset 90,000)' },
+  { workload: 'insert-1', label: 'insert-1' },
+  { workload: 'insert-batch', label: 'insert-batch (1,000 rows per request)' },
+  { workload: 'patch', label: 'patch (one field)' },
+];
+
+/**
+ * PLACEHOLDER for the WebSocket workloads of issue 6, to be added with the feed: listed so that the table
+ * shows the gap. To add one: a load worker for it (like load.ts), a step in run.ts's `schedule`, a row in
+ * `tableRows` above (and a target in judgeTargets if it has one), and take it out of this list.
+ */
+const notYetMeasured = [
+  { workload: 'fanout', label: 'fanout (1,000 subscribers)' },
+  { workload: 'idle-sockets', label: 'idle-sockets (10,000 idle subscribers)' },
+];
+
+const ratioTargets: Record<string, number> = { 'get-row': 0.35, list: 0.15, 'insert-1': 0.2, patch: 0.2 };
+const batchRowsPerSecond = 100_000;
+const batchRatio = 0.5;
+const meteringCostLimit = 0.1;
+const rssLimitMb = 200;
+
+export function summarise(measurements: Measurement[]): Summary[] {
+  const workloads = [...new Set(measurements.map((m) => m.workload))];
+  return workloads.map((workload) => {
+    const mine = measurements.filter((m) => m.workload === workload);
+    const seconds = sum(mine.map((m) => m.measured.seconds));
+    const ratios = mine.filter((m) => m.ratioTo).map((m) => rateOf(m) / rateOf(pairedBaseline(measurements, m)));
+    return {
+      workload,
+      requestsPerSecond: sum(mine.map((m) => m.measured.requests)) / seconds,
+      rowsPerSecond: sum(mine.map((m) => m.measured.rows)) / seconds,
+      p50Ms: median(mine.map((m) => m.measured.p50Ms)),
+      p99Ms: median(mine.map((m) => m.measured.p99Ms)),
+      ratio: ratios.length ? median(ratios) : undefined,
+      ratios,
+      ratioTo: mine[0].ratioTo,
+      peakRssKb: Math.max(...mine.map((m) => m.peakRssKb).filter((kb) => !Number.isNaN(kb))),
+      failures: sum(mine.map((m) => m.measured.failures)),
+    };
+  });
+}
+
+/** insert-batch and the driver baselines are compared in rows/s (their target is in rows), the rest in requests/s. */
+export const ratedByRows = (workload: string) => workload === 'insert-batch' || workload.startsWith('baseline-driver-');
+const rateOf = (m: Measurement) => (ratedByRows(m.workload) ? m.measured.rows : m.measured.requests) / m.measured.seconds;
+
+/** The baseline measurement run just before `m` in the same round. */
+function pairedBaseline(measurements: Measurement[], m: Measurement): Measurement {
+  const index = measurements.indexOf(m);
+  const before = measurements.slice(0, index).reverse();
+  return before.find((other) => other.workload === m.ratioTo && other.round === m.round)!;
+}
+
+/**
+ * The share of get-row throughput that metering costs: 1 − get-row ÷ get-row with metering off, the two
+ * measured one right after the other in each round; the median of the rounds. Not through baseline (a):
+ * a bare server moves with the machine's load far more than rowbase does, and would add its noise.
+ */
+export function meteringCost(measurements: Measurement[]): number {
+  const rounds = [...new Set(measurements.map((m) => m.round))];
+  const costs = rounds.map((round) => {
+    const [on, off] = ['get-row', 'get-row-metering-off'].map((w) => measurements.find((m) => m.workload === w && m.round === round)!);
+    return 1 - rateOf(on) / rateOf(off);
+  });
+  return median(costs);
+}
+
+export function judgeTargets(summaries: Summary[], cost: number, rowbaseHwmKb: number): Results['targets'] {
+  const of = (workload: string) => summaries.find((s) => s.workload === workload)!;
+  const targets: Results['targets'] = Object.entries(ratioTargets).map(([name, min]) => ({
+    name,
+    target: `≥ ${min.toFixed(2)} × (a)`,
+    value: `${ratio(of(name).ratio!)} × (a)`,
+    met: of(name).ratio! >= min,
+  }));
+  const batch = of('insert-batch');
+  targets.push({
+    name: 'insert-batch',
+    target: `≥ ${thousands(batchRowsPerSecond)} rows/s and ≥ ${batchRatio} × (b)`,
+    value: `${thousands(batch.rowsPerSecond)} rows/s, ${ratio(batch.ratio!)} × (b)`,
+    met: batch.rowsPerSecond >= batchRowsPerSecond && batch.ratio! >= batchRatio,
+  });
+  targets.push({
+    name: 'metering (issue 4)',
+    target: `costs < ${meteringCostLimit * 100}% of get-row`,
+    value: `${(cost * 100).toFixed(1)}%`,
+    met: cost < meteringCostLimit,
+  });
+  targets.push({
+    name: 'rowbase peak RSS',
+    target: `< ${rssLimitMb} MB`,
+    value: `${megabytes(rowbaseHwmKb)} MB (VmHWM)`,
+    met: rowbaseHwmKb / 1024 < rssLimitMb,
+  });
+  for (const s of summaries) {
+    if (s.failures > 0) targets.push({ name: s.workload, target: 'no failed requests', value: `${s.failures} failed`, met: false });
+  }
+  return targets;
+}
+
+/** The table, as Markdown with aligned columns: it reads the same in a terminal and in BENCHMARKS.md. */
+export function table(results: Results): string {
+  const header = ['workload', 'req/s', 'rows/s', 'p50 ms', 'p99 ms', 'ratio', 'target', 'peak RSS MB'];
+  const rows = tableRows.map(({ workload, label }) => {
+    const s = results.summaries.find((x) => x.workload === workload);
+    if (!s) return [label, 'not measured', '', '', '', '', '', ''];
+    const target = results.targets.find(
+      (t) => t.name === workload || (workload === 'get-row-metering-off' && t.name.startsWith('metering')),
+    );
+    return [
+      s.failures > 0 ? `${label} (${s.failures} failed!)` : label,
+      workload.startsWith('baseline-driver-') ? `${thousands(s.requestsPerSecond)} tx/s` : thousands(s.requestsPerSecond),
+      thousands(s.rowsPerSecond),
+      milliseconds(s.p50Ms),
+      milliseconds(s.p99Ms),
+      s.ratio === undefined ? '' : `${ratio(s.ratio)} × ${s.ratioTo === 'baseline-memory' ? '(a)' : '(b)'}`,
+      target
+        ? `${target.target}: ${target.met ? 'met' : 'MISSED'}${workload === 'get-row-metering-off' ? ` (${target.value})` : ''}`
+        : 'reported',
+      megabytes(s.peakRssKb),
+    ];
+  });
+  for (const { label } of notYetMeasured) rows.push([label, 'not yet measured', '', '', '', '', '', '']);
+  const rss = results.targets.find((t) => t.name === 'rowbase peak RSS')!;
+  const verdict = `${rss.target}: ${rss.met ? 'met' : 'MISSED'}`;
+  rows.push(['rowbase server, whole run (VmHWM)', '', '', '', '', '', verdict, megabytes(results.serverPeakRssKb.rowbase)]);
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const numeric = (i: number) => i >= 1 && i <= 5;
+  const line = (cells: string[]) => `| ${cells.map((c, i) => (numeric(i) ? c.padStart(widths[i]) : c.padEnd(widths[i]))).join(' | ')} |`;
+  const rule = `|${widths.map((w, i) => (numeric(i) || i === 7 ? `${'-'.repeat(w + 1)}:` : '-'.repeat(w + 2))).join('|')}|`;
+  return [line(header), rule, ...rows.map(line)].join('\n');
+}
+
+const begin = '<!-- bench:generated:begin (npm run bench writes from here to the end marker) -->';
+const end = '<!-- bench:generated:end -->';
+
+/** Replaces the generated part of BENCHMARKS.md, keeping what is written by hand around it. */
+export function writeBenchmarksMd(file: string, results: Results, template: string): void {
+  const generated = `${begin}\n${markdown(results)}\n${end}`;
+  const current = existsSync(file) ? readFileSync(file, 'utf8') : template.replace('{{generated}}', `${begin}\n${end}`);
+  const [before, rest] = current.split(begin);
+  const after = rest?.split(end)[1];
+  if (after === undefined) throw new Error(`${file} has lost its markers; restore them or delete the file`);
+  writeFileSync(file, `${before}${generated}${after}`);
+}
+
+function markdown(results: Results): string {
+  const { machine } = results;
+  const targets = results.targets.map((t) => `- ${t.met ? 'met' : '**missed**'}: ${t.name} ${t.target}; measured ${t.value}`);
+  const profiles = Object.entries(results.profiles).map(([workload, p]) => profileMarkdown(workload, p));
+  const problems = Object.entries(results.serverProblems).flatMap(([server, logged]) =>
+    Object.entries(logged).map(([problem, count]) => `- ${server} logged ${count} × \`${problem}\``),
+  );
+  return [
+    `## Results (${results.mode} run, ${results.startedAt})`,
+    '',
+    `${machine.cores} cores (${machine.cpu}), ${machine.memoryGb} GB, Node ${machine.node}, ${machine.os}. ` +
+      `The whole run took ${Math.round(results.wallSeconds)} s; seeding ${thousands(results.settings.rows)} rows took ${results.seedSeconds.toFixed(1)} s.`,
+    '',
+    table(results),
+    '',
+    noise(results),
+    '',
+    ...targets,
+    '',
+    ...(problems.length ? ['What the servers logged at warn or above during the measurements:', '', ...problems, ''] : []),
+    '### Settings',
+    '',
+    'Every bound of the run (`bench/settings.ts`):',
+    '',
+    '```json',
+    JSON.stringify(results.settings, null, 2),
+    '```',
+    '',
+    '### Profiles',
+    '',
+    profiles.length ? profiles.join('\n\n') : 'Not profiled in this run (`--quick` skips profiling).',
+  ].join('\n');
+}
+
+/** How much baseline (a) moved over the run: the machine's own noise, which every ratio carries. */
+export function noise(results: Results): string {
+  const rates = results.measurements.filter((m) => m.workload === 'baseline-memory').map(rateOf);
+  const spread = (ratios: number[]) => (ratios.length > 1 ? `${ratio(Math.min(...ratios))}–${ratio(Math.max(...ratios))}` : '');
+  const moved = results.summaries
+    .filter((s) => s.ratios.length > 1)
+    .map((s) => `${s.workload} ${spread(s.ratios)}`)
+    .join(', ');
+  return (
+    `Noise: baseline (a) ranged from ${thousands(Math.min(...rates))} to ${thousands(Math.max(...rates))} req/s over its ${rates.length} measurements.` +
+    (moved ? ` The ratios of the rounds ranged: ${moved}.` : '')
+  );
+}
+
+function profileMarkdown(workload: string, p: ProfileSummary): string {
+  const rows = (items: ProfileSummary['areas']) => items.map((i) => `| ${i.name.replaceAll('|', '\\|')} | ${i.ms} | ${i.percent}% |`);
+  return [
+    `#### ${workload}: on CPU ${Math.round(p.busyMs)} ms of ${Math.round(p.windowMs)} ms (${Math.round((100 * p.busyMs) / p.windowMs)}%)`,
+    '',
+    '| area | self ms | of CPU |',
+    '|---|--:|--:|',
+    ...rows(p.areas.slice(0, 12)),
+    '',
+    '| function | self ms | of CPU |',
+    '|---|--:|--:|',
+    ...rows(p.functions),
+  ].join('\n');
+}
+
+const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
+/** The median of the values that are numbers; NaN when none is. */
+function median(values: number[]): number {
+  const sorted = values.filter((v) => !Number.isNaN(v)).sort((a, b) => a - b);
+  if (sorted.length === 0) return Number.NaN;
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
+}
+/** Two decimals, or two significant digits below 0.1, so that a small ratio does not read as zero. */
+const ratio = (value: number) => (value >= 0.1 ? value.toFixed(2) : value.toPrecision(2));
+const thousands = (value: number) => Math.round(value).toLocaleString('en-US');
+const megabytes = (kb: number) => (Number.isNaN(kb) ? '?' : (kb / 1024).toFixed(0));

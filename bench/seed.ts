@@ -1,0 +1,63 @@
+// The data every measurement reads: one account `bench` on a plan without a rate limit, and the
+// collection `bench` of `settings.rows` rows, each `{ score, name, text }`. Rows are a pure function
+// of their id, so the in-memory baseline answers exactly what rowbase stores.
+import type { Settings } from './settings.ts';
+
+export interface BenchRow {
+  /** A whole number from 0 to 999,999, scattered so that ordering by it is not ordering by id. */
+  score: number;
+  name: string;
+  text: string;
+}
+
+/** The collections the workloads use: reads and patches, insert-1, insert-batch. */
+export const collections = { rows: 'bench', inserts: 'inserts', batches: 'batches' } as const;
+
+/** The plan of the bench account: no rate, and a quota no run comes near. */
+export const plan = { name: 'bench', quota: 1_000_000_000_000, period: 'month' } as const;
+
+const words = ['alpha', 'bravo', 'charlie', 'delta', 'echo', 'foxtrot', 'golf', 'hotel', 'india', 'juliet', 'kilo', 'lima'];
+
+/** The fields of row `id` (1-based) as seeded. */
+export function benchRow(id: number): BenchRow {
+  const h = scramble(id);
+  const text = Array.from({ length: 8 }, (_, i) => words[(h >>> (i * 3)) % words.length]).join(' ');
+  return { score: h % 1_000_000, name: `row ${id}`, text };
+}
+
+/** A 32-bit integer hash (Murmur3's finaliser): deterministic, and far from monotonic in `n`. */
+function scramble(n: number): number {
+  let h = n >>> 0;
+  h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
+  h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
+  return (h ^ (h >>> 16)) >>> 0;
+}
+
+/** Rows `first`..`first + count - 1`, as one request body. */
+export const batchOf = (first: number, count: number): BenchRow[] => Array.from({ length: count }, (_, i) => benchRow(first + i));
+
+/**
+ * Creates the three collections over HTTP and fills `bench` with `settings.rows` rows, `batchSize`
+ * per request, one request at a time. Returns the seconds it took.
+ */
+export async function seedCollections(url: string, key: string, settings: Settings): Promise<number> {
+  const started = performance.now();
+  for (const name of Object.values(collections)) await send(url, key, 'POST', '/v1/collections', { name });
+  for (let first = 1; first <= settings.rows; first += settings.batchSize) {
+    const count = Math.min(settings.batchSize, settings.rows - first + 1);
+    const stored = (await send(url, key, 'POST', `/v1/collections/${collections.rows}/rows`, batchOf(first, count))) as { id: number }[];
+    // The workloads pick ids 1..rows: the collection must be fresh.
+    if (stored[0].id !== first) throw new Error(`seeding: expected id ${first}, got ${stored[0].id}`);
+  }
+  return (performance.now() - started) / 1000;
+}
+
+async function send(url: string, key: string, method: string, path: string, body: unknown): Promise<unknown> {
+  const response = await fetch(url + path, {
+    method,
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  if (!response.ok) throw new Error(`seeding: ${method} ${path} answered ${response.status}: ${await response.text()}`);
+  return response.json();
+}

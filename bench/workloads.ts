@@ -1,0 +1,97 @@
+// What each HTTP measurement sends, and to which server. The load worker (load.ts) builds its autocannon
+// requests from here; the orchestrator (run.ts) resolves the server to its url.
+import type { Request } from 'autocannon';
+import { batchOf, benchRow, collections } from './seed.ts';
+import type { Settings } from './settings.ts';
+
+/** The processes a workload can be aimed at (see run.ts). */
+export type ServerName = 'memory' | 'sqlite' | 'rowbase' | 'rowbase-metering-off';
+
+/** What the orchestrator hands one load worker, as JSON in its first argument. */
+export interface LoadJob {
+  workload: string;
+  url: string;
+  key: string;
+  settings: Settings;
+}
+
+export interface HttpWorkload {
+  server: ServerName;
+  /** Rows each request reads or writes: the table reports rows/s from it. */
+  rowsPerRequest(settings: Settings): number;
+  requests(job: LoadJob): Request[];
+}
+
+const json = (key: string) => ({ authorization: `Bearer ${key}`, 'content-type': 'application/json' });
+const randomId = (rows: number) => 1 + Math.floor(Math.random() * rows);
+const rowsPath = (collection: string) => `/v1/collections/${collection}/rows`;
+
+/** GET one row by a random id among the seeded ones. */
+const getRandomRow = (job: LoadJob): Request[] => [
+  {
+    method: 'GET',
+    path: rowsPath(collections.rows),
+    headers: json(job.key),
+    setupRequest: (request) => ({ ...request, path: `${rowsPath(collections.rows)}/${randomId(job.settings.rows)}` }),
+  },
+];
+
+/** GET one page of `pageSize` rows ordered by score, highest first, from `offset`. */
+const listPage =
+  (offset: (settings: Settings) => number) =>
+  (job: LoadJob): Request[] => [
+    {
+      method: 'GET',
+      path: `${rowsPath(collections.rows)}?limit=${job.settings.pageSize}&offset=${offset(job.settings)}&order_by=score&order=desc`,
+      headers: json(job.key),
+    },
+  ];
+
+const one = () => 1;
+
+export const httpWorkloads: Record<string, HttpWorkload> = {
+  /** Baseline (a): node:http answering the same row from memory. */
+  'baseline-memory': { server: 'memory', rowsPerRequest: one, requests: getRandomRow },
+  /** Baseline (b): node:http reading the row through the sqlite3 driver, one prepared statement. */
+  'baseline-sqlite': { server: 'sqlite', rowsPerRequest: one, requests: getRandomRow },
+  'get-row': { server: 'rowbase', rowsPerRequest: one, requests: getRandomRow },
+  'get-row-metering-off': { server: 'rowbase-metering-off', rowsPerRequest: one, requests: getRandomRow },
+  list: { server: 'rowbase', rowsPerRequest: (s) => s.pageSize, requests: listPage(() => 0) },
+  'list-deep': { server: 'rowbase', rowsPerRequest: (s) => s.pageSize, requests: listPage((s) => s.deepOffset) },
+  'insert-1': {
+    server: 'rowbase',
+    rowsPerRequest: one,
+    requests: (job) => [
+      { method: 'POST', path: rowsPath(collections.inserts), headers: json(job.key), body: JSON.stringify([benchRow(1)]) },
+    ],
+  },
+  'insert-batch': {
+    server: 'rowbase',
+    rowsPerRequest: (s) => s.batchSize,
+    requests: (job) => [
+      {
+        method: 'POST',
+        path: rowsPath(collections.batches),
+        headers: json(job.key),
+        body: JSON.stringify(batchOf(1, job.settings.batchSize)),
+      },
+    ],
+  },
+  /** PATCH one field of a random row. */
+  patch: {
+    server: 'rowbase',
+    rowsPerRequest: one,
+    requests: (job) => [
+      {
+        method: 'PATCH',
+        path: rowsPath(collections.rows),
+        headers: json(job.key),
+        setupRequest: (request) => ({
+          ...request,
+          path: `${rowsPath(collections.rows)}/${randomId(job.settings.rows)}`,
+          body: JSON.stringify({ score: Math.floor(Math.random() * 1_000_000) }),
+        }),
+      },
+    ],
+  },
+};
