@@ -4,6 +4,7 @@ import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createApp } from './app.ts';
 import type { Config } from './config.ts';
+import { listenForChanges } from './db/changes.ts';
 import { openStore, type Store } from './db/store.ts';
 import { createLogger, type Logger } from './log.ts';
 import { Meter } from './usage/meter.ts';
@@ -45,6 +46,8 @@ export async function startServer(
   // Every accepted upgrade counts toward the plan like a /v1 request; over quota or rate it is refused 429.
   const admit = config.metering ? async ({ accountId }: { accountId: number }) => void (await meter.admit(accountId)) : undefined;
   const feed = createFeed({ store, config, log, admit });
+  // Other instances on the same PostgreSQL database announce their changes with NOTIFY.
+  const stopListening = store.db.dialect === 'postgres' ? listenForChanges(config.databaseUrl, store.db.changes, log) : async () => {};
   server.on('upgrade', feed.handleUpgrade);
   let closing: Promise<void> | undefined;
   // Once closing, every response says `Connection: close` and ends its connection. Otherwise a keep-alive
@@ -69,6 +72,7 @@ export async function startServer(
       const timer = setTimeout(() => server.closeAllConnections(), graceMs);
       await drained;
       clearTimeout(timer);
+      await stopListening();
       await meter.close();
       await store.close();
     })();

@@ -1,30 +1,87 @@
+import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { Knex } from 'knex';
+import pg from 'pg';
+import type { Logger } from '../log.ts';
 
 /**
- * Wake-ups for the real-time feed: "collection N has committed changes" (new events, or it is gone).
- * A wake-up carries no events: the events table is the source of truth, and whoever is woken reads it
- * from there. That keeps one path for every deployment: on SQLite (one process) the wake-up is
- * in-process, once the transaction has committed; with several processes on one PostgreSQL database,
- * the same announcement can become a `pg_notify` inside the transaction (delivered on commit) that
- * every instance LISTENs for and re-emits here.
+ * Wake-ups for the real-time feed: "collection N has committed changes" (new events, or it is gone),
+ * and "anything may have changed" (`all`: after a lost connection to the database, catch up from the
+ * log). A wake-up carries no events: the events table is the source of truth, and whoever is woken
+ * reads it from there. In one process the wake-up is in-process, once the transaction has committed.
+ * With several processes on one PostgreSQL database, every change is also a `pg_notify` inside its
+ * transaction (PostgreSQL delivers it on commit, never on rollback), which every instance LISTENs for.
  */
-export class Changes extends EventEmitter<{ change: [collectionId: number] }> {}
+export class Changes extends EventEmitter<{ change: [collectionId: number]; all: [] }> {
+  /** Tells this process's NOTIFYs from other instances': it hears its own changes in-process already. */
+  readonly instance = randomUUID();
+}
 
 /** What openDatabase() keeps in `knex.userParams`, which Knex hands on to every transaction. */
 export interface DatabaseParams {
   changes?: Changes;
 }
 
+export const CHANNEL = 'rowbase_changes';
+
 /**
  * Announces from inside a transaction that `collectionId` changed. Listeners hear it after the commit,
  * and never if the transaction rolls back.
  */
-export function announceChange(trx: Knex.Transaction, collectionId: number): void {
+export async function announceChange(trx: Knex.Transaction, collectionId: number): Promise<void> {
   const { changes } = trx.userParams as DatabaseParams;
   if (!changes) return;
+  if (trx.client.dialect === 'postgresql') await trx.raw('select pg_notify(?, ?)', [CHANNEL, `${changes.instance} ${collectionId}`]);
   trx.executionPromise.then(
     () => changes.emit('change', collectionId),
     () => {},
   );
+}
+
+/**
+ * Listens for other instances' changes on a connection of its own (LISTEN does not mix with a pool),
+ * and comes back after losing it: then everything is announced as changed, so readers catch up from the
+ * events table. Returns a function that stops listening.
+ */
+export function listenForChanges(url: string, changes: Changes, log: Logger): () => Promise<void> {
+  let client: pg.Client | undefined;
+  let stopped = false;
+  let retry: NodeJS.Timeout | undefined;
+  let attempt = 0;
+
+  const connect = async () => {
+    const connection = new pg.Client({ connectionString: url });
+    client = connection;
+    connection.on('notification', ({ payload = '' }) => {
+      const [instance, collectionId] = payload.split(' ');
+      if (instance !== changes.instance) changes.emit('change', Number(collectionId));
+    });
+    connection.on('error', (error) => log.warn({ err: error }, 'change listener lost its connection'));
+    connection.on('end', () => {
+      if (client === connection && !stopped) reconnect();
+    });
+    try {
+      await connection.connect();
+      await connection.query(`listen ${CHANNEL}`);
+      attempt = 0;
+      changes.emit('all');
+    } catch (error) {
+      log.warn({ err: error }, 'change listener could not connect');
+      await connection.end().catch(() => {});
+      if (client === connection && !stopped) reconnect();
+    }
+  };
+  const reconnect = () => {
+    client = undefined;
+    clearTimeout(retry);
+    retry = setTimeout(connect, Math.min(5000, 100 * 2 ** attempt++));
+    retry.unref();
+  };
+
+  void connect();
+  return async () => {
+    stopped = true;
+    clearTimeout(retry);
+    await client?.end().catch(() => {});
+  };
 }

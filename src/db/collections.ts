@@ -42,7 +42,7 @@ export async function deleteCollection(knex: Knex, accountId: number, name: stri
     await trx('rows').where({ collection_id: id }).delete();
     await trx('events').where({ collection_id: id }).delete();
     await trx('collections').where({ id }).delete();
-    announceChange(trx, id);
+    await announceChange(trx, id);
   });
 }
 

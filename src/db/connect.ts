@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
+import pg from 'pg';
 import { Changes, type DatabaseParams } from './changes.ts';
 import { migrationSource } from './migrations.ts';
 
@@ -26,7 +27,7 @@ export async function openDatabase(url: string): Promise<Database> {
   knex.userParams = { changes } satisfies DatabaseParams;
   const db: Database = { knex, dialect: url.startsWith('sqlite:') ? 'sqlite' : 'postgres', changes, close: () => knex.destroy() };
   try {
-    await migrate(knex);
+    await migrate(knex, url);
   } catch (error) {
     await knex.destroy();
     throw error;
@@ -35,17 +36,34 @@ export async function openDatabase(url: string): Promise<Database> {
 }
 
 /**
- * Brings the schema up to date. Knex takes a lock for it; an instance that finds the lock taken (several
- * starting at once on one PostgreSQL database) waits for the other to finish and then checks again.
+ * Brings the schema up to date, safely when several processes start at once on one database. On
+ * PostgreSQL they queue on an advisory lock held for the whole migration (Knex's own lock table is
+ * itself created without one). On SQLite the file's write lock serialises them; a process that loses a
+ * race to create Knex's tables, or finds its lock taken, tries again.
  */
-async function migrate(knex: Knex, deadline = Date.now() + 60_000): Promise<void> {
-  for (;;) {
+async function migrate(knex: Knex, url: string): Promise<void> {
+  if (knex.client.dialect !== 'postgresql') return retryRaces(() => knex.migrate.latest({ migrationSource }));
+  const lock = new pg.Client({ connectionString: url });
+  await lock.connect();
+  try {
+    await lock.query('select pg_advisory_lock(hashtext($1))', ['rowbase migrations']);
+    await knex.migrate.latest({ migrationSource });
+  } finally {
+    await lock.end(); // ends the session, and with it the lock
+  }
+}
+
+const racy = /already exists|duplicate key|SQLITE_BUSY|locked/i;
+
+async function retryRaces(work: () => Promise<unknown>, attempts = 20): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
     try {
-      await knex.migrate.latest({ migrationSource });
+      await work();
       return;
     } catch (error) {
-      if ((error as Error).name !== 'MigrationLocked' || Date.now() > deadline) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 100 + Math.random() * 200));
+      const raced = (error as Error).name === 'MigrationLocked' || racy.test((error as Error).message);
+      if (!raced || attempt >= attempts) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 50 + Math.random() * 250));
     }
   }
 }

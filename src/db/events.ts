@@ -30,7 +30,7 @@ export async function appendEvents(
   const events = rows.map((row, index) => ({ collectionId, seq: first + index, type, row, at }));
   const values = events.map((event) => [collectionId, event.seq, type, event.row.id, JSON.stringify(event.row), at]);
   await insertMany(trx, 'events', ['collection_id', 'seq', 'type', 'row_id', 'row', 'at'], values);
-  announceChange(trx, collectionId);
+  await announceChange(trx, collectionId);
   return events;
 }
 

@@ -60,6 +60,10 @@ export function createFeed({ store, config, log, admit }: FeedOptions): Feed {
 
   const wake = (collectionId: number) => tails.get(collectionId)?.wake();
   store.db.changes.on('change', wake);
+  const wakeAll = () => {
+    for (const tail of tails.values()) tail.wake();
+  };
+  store.db.changes.on('all', wakeAll);
   const heartbeat = setInterval(() => {
     for (const subscriber of subscribers) subscriber.heartbeat();
   }, config.feedPingIntervalMs);
@@ -133,6 +137,7 @@ export function createFeed({ store, config, log, admit }: FeedOptions): Feed {
       closing = true;
       clearInterval(heartbeat);
       store.db.changes.off('change', wake);
+      store.db.changes.off('all', wakeAll);
       await Promise.all([pruner.stop(), ...checking]);
       const open = [...subscribers];
       for (const subscriber of open) subscriber.close(closeCodes.shuttingDown);

@@ -38,9 +38,12 @@ describeEachBackend('events (data layer)', (backend) => {
 
     it('announce nothing for a write that fails and rolls back', async () => {
       await client.post('/v1/collections', { name: 'quiet' });
+      const { collectionId } = await server.store.feedStart(accountId, 'quiet');
+      // Only this collection's wake-ups: on PostgreSQL, NOTIFYs of earlier writes may still be arriving.
+      const quiet = async (write: () => Promise<unknown>) => (await changesDuring(write)).filter((id) => id === collectionId);
       // The second item carries an id: the whole batch is refused.
-      expect(await changesDuring(() => client.post('/v1/collections/quiet/rows', [{ n: 1 }, { id: 5 }]))).to.deep.equal([]);
-      expect(await changesDuring(() => client.patch('/v1/collections/quiet/rows/99', { n: 1 }))).to.deep.equal([]);
+      expect(await quiet(() => client.post('/v1/collections/quiet/rows', [{ n: 1 }, { id: 5 }]))).to.deep.equal([]);
+      expect(await quiet(() => client.patch('/v1/collections/quiet/rows/99', { n: 1 }))).to.deep.equal([]);
     });
   });
 
