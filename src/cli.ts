@@ -21,7 +21,7 @@ interface Command {
 const environment = `Environment:
   PORT          port to listen on (default 8080)
   HOST          address to listen on (default 127.0.0.1)
-  DATABASE_URL  sqlite:<path> (default sqlite:./data/rowbase.sqlite)
+  DATABASE_URL  sqlite:<path> or postgres://… (default sqlite:./data/rowbase.sqlite)
   LOG_LEVEL     fatal, error, warn, info, debug or trace (default info)`;
 
 const commands: Record<string, Command> = {

@@ -30,7 +30,7 @@ export function translateDatabaseError(error: unknown): unknown {
   if (error instanceof ApiError) return error;
   const { code, message = '' } = (error ?? {}) as DriverError;
   if (isUniqueViolation(error)) return conflict('That already exists.');
-  if ((code && unavailableCodes.has(code)) || message.includes('Knex: Timeout acquiring a connection')) {
+  if ((code && unavailableCodes.has(code)) || /Knex: Timeout acquiring a connection|Unable to acquire a connection/.test(message)) {
     return unavailable();
   }
   return error;

@@ -24,6 +24,9 @@ export function problems(log: Logger): Middleware {
 /** Koa and its body parser throw http-errors with a status; everything else is ours or a bug. */
 function toApiError(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
+  // The client went away while sending its body: nobody will read the answer, and it is not our fault.
+  const type = (error as { type?: unknown })?.type;
+  if (type === 'request.aborted' || type === 'stream.not.readable') return validationFailed('The request body was not received whole.');
   const status = (error as { status?: unknown })?.status;
   if (status === 413) return new ApiError('payload_too_large', 'The request body is too large.');
   if (status === 415) return new ApiError('unsupported_media_type', 'The request body must be application/json in UTF-8.');

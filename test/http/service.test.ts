@@ -17,6 +17,22 @@ describeEachBackend('service routes', (backend) => {
     });
   });
 
+  describe('when the database cannot be reached', () => {
+    it('answers 503 unavailable on /health and on /v1, and never a 500', async () => {
+      const cut = await startTestServer({}, { backend });
+      const client = await cut.client();
+      try {
+        await cut.store.close();
+        for (const response of [await cut.anonymous().get('/health'), await client.get('/v1/collections')]) {
+          expect(response.status).to.equal(503);
+          expect(response.body).to.include({ code: 'unavailable' });
+        }
+      } finally {
+        await cut.stop();
+      }
+    });
+  });
+
   describe('GET /openapi.yaml', () => {
     it('serves the document the service is built from, without a key', async () => {
       const response = await server.anonymous().get('/openapi.yaml');
