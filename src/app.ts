@@ -9,7 +9,8 @@ import type { Logger } from './log.ts';
 
 /**
  * The request path, in order: problems (the one error mapper, outermost) → authenticate (/v1 only) →
- * meterUsage → jsonBody → router (openapi-backend: route by operationId, validate, handler, respond).
+ * meterUsage → router.route (match the operation, once) → jsonBody (only for a matched operation) →
+ * router.handle (openapi-backend: 404/405, security, validation, handler by operationId, respond).
  * Authentication and metering come before the body, so a request without a key never makes us read
  * its body, and a request refused for its body still counts.
  */
@@ -19,7 +20,9 @@ export async function createApp(deps: Deps, log: Logger): Promise<Koa> {
   app.use(problems(log));
   app.use(authenticate(deps.store));
   if (deps.config.metering) app.use(meterUsage(deps.meter));
+  const router = await createRouter(deps);
+  app.use(router.route);
   app.use(jsonBody(deps.config));
-  app.use(await createRouter(deps));
+  app.use(router.handle);
   return app;
 }

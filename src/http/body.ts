@@ -1,24 +1,22 @@
 import type { Middleware } from 'koa';
 import bodyParser from 'koa-bodyparser';
-import { type Document, OpenAPIRouter } from 'openapi-backend';
-import document from '../../generated/openapi.json' with { type: 'json' };
 import type { Config } from '../config.ts';
 import { ApiError, validationFailed } from '../errors.ts';
+import type { RouteState } from './routes.ts';
 
 const methodsWithBody = new Set(['POST', 'PUT', 'PATCH']);
-const router = new OpenAPIRouter({ definition: document as unknown as Document });
 
 /**
  * Reads a JSON body where the method carries one: anything but `application/json` is 415, over
  * `maxBodyBytes` 413, malformed or nested deeper than `maxJsonDepth` 400. Bodies of other methods are
- * not read, nor bodies sent to a route and method that openapi.yaml does not have: routing answers
- * those with 404 or 405, whatever their body.
+ * not read, nor bodies sent to a route and method that openapi.yaml does not have (as the router's
+ * `route` stage found): routing answers those with 404 or 405, whatever their body.
  */
-export function jsonBody(config: Config): Middleware {
+export function jsonBody(config: Config): Middleware<RouteState> {
   const parse = bodyParser({ enableTypes: ['json'], jsonLimit: `${config.maxBodyBytes}b`, strict: true });
   return async (ctx, next) => {
     if (!methodsWithBody.has(ctx.method) || !hasBody(ctx.req.headers)) return next();
-    if (!router.matchOperation({ method: ctx.method, path: ctx.path, headers: {} })) return next();
+    if (!ctx.state.route.operation) return next();
     if (!ctx.is('application/json')) {
       throw new ApiError('unsupported_media_type', 'The request body must be application/json.');
     }

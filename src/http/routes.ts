@@ -2,7 +2,7 @@
 // request validators `npm run generate` compiled from openapi.yaml.
 import type { ErrorObject } from 'ajv';
 import type { Context as KoaContext, Middleware } from 'koa';
-import { type Context, type Document, OpenAPIBackend } from 'openapi-backend';
+import { type Context, type Document, OpenAPIBackend, type Request } from 'openapi-backend';
 import type { OpenAPIV3 } from 'openapi-types';
 import document from '../../generated/openapi.json' with { type: 'json' };
 import { requestValidators } from '../../generated/validators.js';
@@ -10,11 +10,24 @@ import { ApiError, type FieldError, notFound, unauthorized, validationFailed } f
 import { handlers } from '../handlers/index.ts';
 import type { Deps, Handler, OperationId } from '../handlers/types.ts';
 import { respond } from './respond.ts';
+import { type Match, RouteTable } from './route-table.ts';
 import { requestAjvOptions } from './validation-options.ts';
 
 const methods = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch'] as const;
 
-export async function createRouter(deps: Deps): Promise<Middleware> {
+export interface RouteState {
+  /** The request's operation in openapi.yaml, or why there is none (answered 404 or 405 by `handle`). */
+  route: Match;
+}
+
+export interface Router {
+  /** Matches the request to its operation, once: later stages read `ctx.state.route`. */
+  route: Middleware<RouteState>;
+  /** openapi-backend: security, validation, the handler by operationId, then the one responder. */
+  handle: Middleware<RouteState>;
+}
+
+export async function createRouter(deps: Deps): Promise<Router> {
   const api = new OpenAPIBackend({
     // Already validated and dereferenced by `npm run generate`: quick mode skips doing it again.
     definition: document as unknown as Document,
@@ -26,6 +39,19 @@ export async function createRouter(deps: Deps): Promise<Middleware> {
   await api.init();
   // The compiled validators stand in for the ones quick mode would compile on first use.
   Object.assign(api.validator.requestValidators, requestValidators);
+  // The route table is compiled once; openapi-backend's router would rebuild it on every request. A
+  // request that `route` has matched is not matched again: `handle` hands the match over.
+  const table = new RouteTable(api.router.getOperations());
+  const matched = new WeakMap<Request, Match>();
+  api.router.getOperations = () => [...table.operations];
+  api.router.matchOperation = ((request: Request, strict?: boolean) => {
+    const { operation, miss } = matched.get(request) ?? table.match(request.method, request.path);
+    if (operation || !strict) return operation;
+    // handleRequest tells 404 from 405 by these messages' first three characters.
+    throw new Error(
+      miss === 405 ? '405-methodNotAllowed: this method is not registered for the route' : '404-notFound: no route matches request',
+    );
+  }) as typeof api.router.matchOperation;
 
   for (const [operationId, handler] of Object.entries(handlers)) {
     api.register(operationId, (c: Context, ctx: KoaContext) => {
@@ -60,15 +86,22 @@ export async function createRouter(deps: Deps): Promise<Middleware> {
     },
   });
 
-  return async (ctx) => {
-    const request = {
-      method: ctx.method,
-      path: ctx.path,
-      query: ctx.querystring,
-      headers: ctx.headers as Record<string, string>,
-      body: ctx.request.body,
-    };
-    respond(ctx, await api.handleRequest(request, ctx));
+  return {
+    route: (ctx, next) => {
+      ctx.state.route = table.match(ctx.method, ctx.path);
+      return next();
+    },
+    handle: async (ctx) => {
+      const request: Request = {
+        method: ctx.method,
+        path: ctx.path,
+        query: ctx.querystring,
+        headers: ctx.headers as Record<string, string>,
+        body: ctx.request.body,
+      };
+      matched.set(request, ctx.state.route);
+      respond(ctx, await api.handleRequest(request, ctx));
+    },
   };
 }
 

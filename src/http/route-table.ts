@@ -1,0 +1,74 @@
+// The routes of openapi.yaml, compiled once. openapi-backend's own router rebuilds its list of
+// operations (with lodash) and a regular expression per path template on every match; this table
+// answers the same way from what it built at start. It matches as OpenAPIRouter.matchOperation does
+// with our options (apiRoot `/`, trailing slashes ignored): an exact path with the method first, then
+// every path template that matches, the most specific first (the longest once its parameters are
+// removed, ties in document order); a path that none matches is a 404, a path without the method a 405.
+import type { Operation } from 'openapi-backend';
+
+export type Match = { operation: Operation; miss?: undefined } | { operation?: undefined; miss: 404 | 405 };
+
+interface Route {
+  /** Anchored, with each `{parameter}` standing for one non-empty path segment. */
+  pattern: RegExp;
+  byMethod: Map<string, Operation>;
+}
+
+export class RouteTable {
+  private readonly exact = new Map<string, Route>();
+  private readonly routes: Route[];
+
+  /** `operations` as OpenAPIRouter.getOperations() lists them: in document order. */
+  constructor(readonly operations: readonly Operation[]) {
+    const byPath = new Map<string, Route>();
+    for (const operation of operations) {
+      let route = byPath.get(operation.path);
+      if (!route) {
+        route = { pattern: templatePattern(operation.path), byMethod: new Map() };
+        byPath.set(operation.path, route);
+        this.exact.set(operation.path, route);
+      }
+      // The first operation of a path and method wins, as openapi-backend's find() does.
+      if (!route.byMethod.has(operation.method)) route.byMethod.set(operation.method, operation);
+    }
+    const specificity = (path: string) => path.replace(/\{.*?\}/g, '').length;
+    // Array.prototype.sort is stable: equally specific paths stay in document order.
+    this.routes = [...byPath.entries()].sort(([a], [b]) => specificity(b) - specificity(a)).map(([, route]) => route);
+  }
+
+  /** The operation for `method` (any case) on `path` (a URL path, with or without its query). */
+  match(method: string, path: string): Match {
+    const normalized = normalizePath(path);
+    const verb = method.trim().toLowerCase();
+    const operation = this.exact.get(normalized)?.byMethod.get(verb);
+    if (operation) return { operation };
+    let pathMatched = false;
+    for (const route of this.routes) {
+      if (!route.pattern.test(normalized)) continue;
+      pathMatched = true;
+      const found = route.byMethod.get(verb);
+      if (found) return { operation: found };
+    }
+    return { miss: pathMatched ? 405 : 404 };
+  }
+}
+
+/** As OpenAPIRouter.normalizeRequest and normalizePath: trimmed, a leading slash, no query, no trailing slash. */
+function normalizePath(raw: string): string {
+  let path = raw.trim();
+  if (!path.startsWith('/')) path = `/${path}`;
+  path = path.split('?')[0].trim();
+  while (path.length > 1 && path.endsWith('/')) path = path.slice(0, -1);
+  return path;
+}
+
+function templatePattern(template: string): RegExp {
+  const escapeLiteral = (literal: string) => literal.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  return new RegExp(
+    `^${template
+      .replace(/\{[^}]+\}/g, '\0')
+      .split('\0')
+      .map(escapeLiteral)
+      .join('[^/]+')}$`,
+  );
+}
