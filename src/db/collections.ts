@@ -53,6 +53,14 @@ export async function collectionId(knex: Knex, accountId: number, name: string):
   return Number(row.id);
 }
 
+/**
+ * The id of the account's collection `name` as a subquery, for reads that find the collection in the
+ * same statement as its rows: no id is ever remembered between statements, so a collection deleted
+ * (or deleted and made again) by another instance is never read by a stale id. Ids are never reused.
+ */
+export const collectionIdQuery = (knex: Knex, accountId: number, name: string) =>
+  knex('collections').where({ account_id: accountId, name }).select('id');
+
 export const collectionNotFound = (name: string) => notFound(`There is no collection named ${name}.`);
 
 /**

@@ -69,11 +69,14 @@ export async function revokeKey(knex: Knex, keyOrPrefix: string): Promise<KeyInf
   });
 }
 
-/** The account of a live key, or undefined for an unknown or revoked one. */
-export async function findPrincipal(knex: Knex, key: string): Promise<Principal | undefined> {
+/**
+ * The account of the live key whose hash is `hash`, or undefined for an unknown or revoked one. The
+ * store answers requests through a cache of these (see principals.ts).
+ */
+export async function principalOf(knex: Knex, hash: string): Promise<Principal | undefined> {
   const row = await knex('api_keys')
     .join('accounts', 'accounts.id', 'api_keys.account_id')
-    .where('api_keys.hash', hashKey(key))
+    .where('api_keys.hash', hash)
     .whereNull('api_keys.revoked_at')
     .first('accounts.id as accountId', 'accounts.name as account');
   return row ? { accountId: Number(row.accountId), account: row.account } : undefined;

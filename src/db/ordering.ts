@@ -14,18 +14,14 @@ export interface Page {
   order: Direction;
 }
 
-export async function orderedRows(knex: Knex, collectionId: number, page: Page): Promise<{ id: number | string; data: string }[]> {
+/** `collection` is a query of the collection's id (one row, or none: then the page is empty). */
+export async function orderedRows(knex: Knex, collection: Knex.QueryBuilder, page: Page): Promise<{ id: number | string; data: string }[]> {
   const dir = page.order === 'desc' ? 'desc' : 'asc';
   if (page.orderBy === 'id') {
-    return knex('rows')
-      .where({ collection_id: collectionId })
-      .select('id', 'data')
-      .orderBy('id', dir)
-      .limit(page.limit)
-      .offset(page.offset);
+    return knex('rows').where({ collection_id: collection }).select('id', 'data').orderBy('id', dir).limit(page.limit).offset(page.offset);
   }
   const { sql, bindings } = knex.client.dialect === 'postgresql' ? postgres(page.orderBy, dir) : sqlite(page.orderBy, dir);
-  const result = await knex.raw(`${sql} limit ? offset ?`, [...bindings(collectionId), page.limit, page.offset]);
+  const result = await knex.raw(`${sql} limit ? offset ?`, [...bindings(collection), page.limit, page.offset]);
   return Array.isArray(result) ? result : result.rows;
 }
 
@@ -51,7 +47,7 @@ function sqlite(field: string, dir: Direction) {
         case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3 else 4 end ${dir},
         case when t in ('object', 'array') then null else v end ${dir},
         id ${dir}`,
-    bindings: (collectionId: number) => [key, key, collectionId],
+    bindings: (collection: Knex.QueryBuilder) => [key, key, collection],
   };
 }
 
@@ -70,6 +66,6 @@ function postgres(field: string, dir: Direction) {
         case when jsonb_typeof(${j}) = 'string' then (${j} #>> '{}') collate "C" end ${dir},
         case when jsonb_typeof(${j}) = 'boolean' then (${j})::boolean end ${dir},
         id ${dir}`,
-    bindings: (collectionId: number) => ['\\u0000', '\\u0001', field.replaceAll('\u0000', '\u0001'), collectionId],
+    bindings: (collection: Knex.QueryBuilder) => ['\\u0000', '\\u0001', field.replaceAll('\u0000', '\u0001'), collection],
   };
 }

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { components } from '../../generated/openapi.ts';
 import { notFound } from '../errors.ts';
-import { advance, collectionId } from './collections.ts';
+import { advance, collectionId, collectionIdQuery } from './collections.ts';
 import { appendEvents } from './events.ts';
 import { insertMany } from './insert.ts';
 import { orderedRows, type Page } from './ordering.ts';
@@ -25,16 +25,21 @@ export async function insertRows(knex: Knex, accountId: number, collection: stri
   });
 }
 
+/** One page of rows; an empty page is a 404 when the collection does not exist. */
 export async function listRows(knex: Knex, accountId: number, collection: string, page: Page): Promise<Row[]> {
-  const rows = await orderedRows(knex, await collectionId(knex, accountId, collection), page);
+  const rows = await orderedRows(knex, collectionIdQuery(knex, accountId, collection), page);
+  if (rows.length === 0) await collectionId(knex, accountId, collection);
   return rows.map((row) => toRow(row.id, row.data));
 }
 
+/** The row, found with its collection in one statement; 404 for a missing row or collection. */
 export async function getRow(knex: Knex, accountId: number, collection: string, rowId: number): Promise<Row> {
-  const id = await collectionId(knex, accountId, collection);
-  const row = await knex('rows').where({ collection_id: id, id: rowId }).first('data');
-  if (!row) throw rowNotFound(collection, rowId);
-  return toRow(rowId, row.data);
+  const row = await knex('rows')
+    .where({ collection_id: collectionIdQuery(knex, accountId, collection), id: rowId })
+    .first('data');
+  if (row) return toRow(rowId, row.data);
+  await collectionId(knex, accountId, collection);
+  throw rowNotFound(collection, rowId);
 }
 
 /** Top-level merge: each given field replaces the old value whole. Emits one update event. */

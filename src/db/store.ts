@@ -5,8 +5,9 @@ import { createCollection, deleteCollection, getCollection, listCollections } fr
 import { type Database, openDatabase } from './connect.ts';
 import { translateDatabaseError } from './errors.ts';
 import { feedStart, latestSeq, readEvents } from './events.ts';
-import { createKey, findPrincipal, listKeys, revokeKey } from './keys.ts';
+import { createKey, hashKey, listKeys, type Principal, principalOf, revokeKey } from './keys.ts';
 import { accountPlan, listPlans, setPlan } from './plans.ts';
+import { PrincipalCache } from './principals.ts';
 import { collectionsAfter, pruneEventBatch } from './retention.ts';
 import { deleteRow, getRow, insertRows, listRows, updateRow } from './rows.ts';
 import { addUsage, readUsage } from './usage.ts';
@@ -28,7 +29,7 @@ const operations = {
   createKey,
   listKeys,
   revokeKey,
-  findPrincipal,
+  principalOf,
   listPlans,
   setPlan,
   accountPlan,
@@ -46,6 +47,11 @@ const operations = {
 } satisfies Record<string, DataFunction>;
 
 export type Store = { [K in keyof typeof operations]: Bound<(typeof operations)[K]> } & {
+  /**
+   * The account of a live key, or undefined for an unknown or revoked one; answers are kept for up to
+   * half a second (see principals.ts), and forgotten when this store revokes a key.
+   */
+  findPrincipal(key: string): Promise<Principal | undefined>;
   db: Database;
   close(): Promise<void>;
 };
@@ -64,7 +70,19 @@ export function createStore(db: Database): Store {
       },
     ]),
   );
-  return { ...(bound as Omit<Store, 'db' | 'close'>), db, close: () => db.close() };
+  const operationsOf = bound as Omit<Store, 'findPrincipal' | 'db' | 'close'>;
+  const principals = new PrincipalCache(operationsOf.principalOf);
+  return {
+    ...operationsOf,
+    findPrincipal: (key) => principals.find(hashKey(key)),
+    async revokeKey(keyOrPrefix) {
+      const revoked = await operationsOf.revokeKey(keyOrPrefix);
+      principals.forget(); // in this process, a revoked key stops working at once
+      return revoked;
+    },
+    db,
+    close: () => db.close(),
+  };
 }
 
 export async function openStore(databaseUrl: string): Promise<Store> {

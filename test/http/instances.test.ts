@@ -1,0 +1,83 @@
+// Another instance on the same database (here: a store of its own, as `rowbase serve` or the CLI in
+// another process would have) deletes and re-creates collections; this server must never answer from
+// what it read before (contract.md, "Storage and scale").
+import { expect } from 'chai';
+import { openStore, type Store } from '../../src/db/store.ts';
+import { describeEachBackend } from '../support/backends.ts';
+import type { Client } from '../support/client.ts';
+import { startTestServer, type TestServer } from '../support/server.ts';
+
+describeEachBackend('a collection changed by another instance', (backend) => {
+  let server: TestServer;
+  let other: Store;
+  let client: Client;
+  let accountId: number;
+  before(async () => {
+    server = await startTestServer({}, { backend });
+    other = await openStore(server.databaseUrl);
+    client = await server.client();
+    accountId = (await server.store.findPrincipal(client.key!))!.accountId;
+  });
+  after(async () => {
+    await other.close();
+    await server.stop();
+  });
+
+  /** Reads the row, its page and the collection until this server has surely looked them up. */
+  async function readAll(name: string) {
+    const row = await client.get(`/v1/collections/${name}/rows/1`);
+    const page = await client.get(`/v1/collections/${name}/rows?order_by=n`);
+    const byId = await client.get(`/v1/collections/${name}/rows`);
+    return { row, page, byId };
+  }
+
+  it('is a 404 for reads and writes here once deleted there', async () => {
+    await client.post('/v1/collections', { name: 'gone' });
+    await client.post('/v1/collections/gone/rows', [{ n: 1 }]);
+    expect((await readAll('gone')).row.status).to.equal(200);
+
+    await other.deleteCollection(accountId, 'gone');
+
+    const { row, page, byId } = await readAll('gone');
+    for (const response of [row, page, byId]) {
+      expect(response.status).to.equal(404);
+      expect(response.body).to.include({ code: 'not_found', detail: 'There is no collection named gone.' });
+    }
+    expect((await client.patch('/v1/collections/gone/rows/1', { n: 2 })).status).to.equal(404);
+    expect((await client.post('/v1/collections/gone/rows', [{ n: 2 }])).status).to.equal(404);
+    expect((await client.delete('/v1/collections/gone/rows/1')).status).to.equal(404);
+  });
+
+  it('answers with the new collection once deleted and made again there', async () => {
+    await client.post('/v1/collections', { name: 'reborn' });
+    await client.post('/v1/collections/reborn/rows', [
+      { n: 1, was: 'old' },
+      { n: 2, was: 'old' },
+    ]);
+    expect((await readAll('reborn')).row.body).to.deep.equal({ id: 1, n: 1, was: 'old' });
+
+    await other.deleteCollection(accountId, 'reborn');
+    await other.createCollection(accountId, 'reborn');
+    await other.insertRows(accountId, 'reborn', [{ n: 5, was: 'new' }]);
+
+    const { row, page, byId } = await readAll('reborn');
+    expect(row.body).to.deep.equal({ id: 1, n: 5, was: 'new' });
+    expect(page.body).to.deep.equal([{ id: 1, n: 5, was: 'new' }]);
+    expect(byId.body).to.deep.equal([{ id: 1, n: 5, was: 'new' }]);
+    expect((await client.get('/v1/collections/reborn/rows/2')).body).to.include({
+      code: 'not_found',
+      detail: 'There is no row 2 in collection reborn.',
+    });
+    const patched = await client.patch('/v1/collections/reborn/rows/1', { n: 6 });
+    expect(patched.body).to.deep.equal({ id: 1, n: 6, was: 'new' });
+  });
+
+  it('is an empty page, not a 404, for a collection that exists without rows', async () => {
+    await client.post('/v1/collections', { name: 'empty' });
+    for (const query of ['', '?order_by=n']) {
+      const response = await client.get(`/v1/collections/empty/rows${query}`);
+      expect(response.status).to.equal(200);
+      expect(response.body).to.deep.equal([]);
+    }
+  });
+});
