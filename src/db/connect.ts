@@ -4,6 +4,7 @@ import knexFactory, { type Knex } from 'knex';
 import pg from 'pg';
 import { Changes, type DatabaseParams } from './changes.ts';
 import { migrationSource } from './migrations.ts';
+import { SqliteReads } from './sqlite-reads.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -23,9 +24,20 @@ export interface Database {
 export async function openDatabase(url: string): Promise<Database> {
   const changes = new Changes();
   const knex = knexFactory(knexConfig(url));
-  // Knex hands its userParams on to every transaction: that is how announceChange() finds `changes`.
-  knex.userParams = { changes } satisfies DatabaseParams;
-  const db: Database = { knex, dialect: url.startsWith('sqlite:') ? 'sqlite' : 'postgres', changes, close: () => knex.destroy() };
+  const dialect = url.startsWith('sqlite:') ? 'sqlite' : 'postgres';
+  // SQLite: a second connection, read-only, for the hot reads (opened on the first of them).
+  const reads = dialect === 'sqlite' ? new SqliteReads(sqliteFilename(url)) : undefined;
+  // Knex hands its userParams on to every transaction: that is how announceChange() finds `changes`,
+  // and the hot reads find `reads`.
+  knex.userParams = { changes, reads } satisfies DatabaseParams;
+  const close = async () => {
+    try {
+      await reads?.close();
+    } finally {
+      await knex.destroy();
+    }
+  };
+  const db: Database = { knex, dialect, changes, close };
   try {
     await migrate(knex, url);
   } catch (error) {
@@ -68,15 +80,18 @@ async function retryRaces(work: () => Promise<unknown>, attempts = 20): Promise<
   }
 }
 
+const sqliteFilename = (url: string) => resolve(url.slice('sqlite:'.length));
+
 function knexConfig(url: string): Knex.Config {
   if (url.startsWith('sqlite:')) {
-    const filename = resolve(url.slice('sqlite:'.length));
+    const filename = sqliteFilename(url);
     mkdirSync(dirname(filename), { recursive: true });
     return {
       client: 'sqlite3',
       connection: { filename },
       useNullAsDefault: true,
-      // One connection: SQLite allows one writer at a time anyway, and transactions queue for it.
+      // One connection: SQLite allows one writer at a time anyway, and transactions queue for it. The
+      // hot reads have a read-only connection of their own (sqlite-reads.ts).
       pool: {
         min: 1,
         max: 1,

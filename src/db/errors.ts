@@ -1,6 +1,7 @@
 // The data layer's edge: driver errors become API errors here, per dialect, so no handler ever sees a
 // driver's message (which may carry SQL). What is not recognised stays as it is and becomes a 500.
 import { ApiError, conflict, unavailable } from '../errors.ts';
+import { DatabaseClosedError } from './sqlite-reads.ts';
 
 interface DriverError {
   code?: string;
@@ -28,6 +29,7 @@ const unavailableCodes = new Set([
 
 export function translateDatabaseError(error: unknown): unknown {
   if (error instanceof ApiError) return error;
+  if (error instanceof DatabaseClosedError) return unavailable();
   const { code, message = '' } = (error ?? {}) as DriverError;
   if (isUniqueViolation(error)) return conflict('That already exists.');
   if ((code && unavailableCodes.has(code)) || /Knex: Timeout acquiring a connection|Unable to acquire a connection/.test(message)) {

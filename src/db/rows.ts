@@ -1,7 +1,8 @@
 import type { Knex } from 'knex';
 import type { components } from '../../generated/openapi.ts';
 import { notFound } from '../errors.ts';
-import { advance, collectionId, collectionIdQuery } from './collections.ts';
+import type { DatabaseParams } from './changes.ts';
+import { advance, collectionId, collectionIdQuery, collectionNotFound } from './collections.ts';
 import { appendEvents } from './events.ts';
 import { insertMany } from './insert.ts';
 import { orderedRows, type Page } from './ordering.ts';
@@ -32,8 +33,20 @@ export async function listRows(knex: Knex, accountId: number, collection: string
   return rows.map((row) => toRow(row.id, row.data));
 }
 
+// The hot path's reads on SQLite, each one statement prepared once (see sqlite-reads.ts).
+const rowSql = `select r.data from rows r join collections c on c.id = r.collection_id
+  where c.account_id = ? and c.name = ? and r.id = ?`;
+const collectionSql = 'select 1 as found from collections where account_id = ? and name = ?';
+
 /** The row, found with its collection in one statement; 404 for a missing row or collection. */
 export async function getRow(knex: Knex, accountId: number, collection: string, rowId: number): Promise<Row> {
+  const { reads } = knex.userParams as DatabaseParams;
+  if (reads) {
+    const [row] = await reads.all<{ data: string }>(rowSql, [accountId, collection, rowId]);
+    if (row) return toRow(rowId, row.data);
+    const [found] = await reads.all(collectionSql, [accountId, collection]);
+    throw found ? rowNotFound(collection, rowId) : collectionNotFound(collection);
+  }
   const row = await knex('rows')
     .where({ collection_id: collectionIdQuery(knex, accountId, collection), id: rowId })
     .first('data');

@@ -1,0 +1,66 @@
+// The read-only SQLite connection of the hot reads (src/db/sqlite-reads.ts), beside Knex's writer.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import { openStore, type Store } from '../../src/db/store.ts';
+import { ApiError } from '../../src/errors.ts';
+
+describe('SQLite hot reads', () => {
+  let dir: string;
+  let store: Store;
+  let accountId: number;
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'rowbase-reads-'));
+    store = await openStore(`sqlite:${join(dir, 'rowbase.sqlite')}`);
+    await store.createKey('reader');
+    accountId = (await store.db.knex('accounts').where({ name: 'reader' }).first('id')).id;
+    await store.createCollection(accountId, 'notes');
+  });
+  afterEach(async () => {
+    await store.close().catch(() => {});
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  const reads = () => store.db.knex.userParams.reads;
+
+  it('go through a connection of their own, which cannot write', async () => {
+    await store.insertRows(accountId, 'notes', [{ n: 1 }]);
+    expect(await store.getRow(accountId, 'notes', 1)).to.deep.equal({ id: 1, n: 1 });
+    let failure: { code?: string } | undefined;
+    await reads()
+      .all('delete from rows', [])
+      .catch((error: { code?: string }) => (failure = error));
+    expect(failure?.code).to.equal('SQLITE_READONLY');
+    expect(await store.getRow(accountId, 'notes', 1)).to.deep.equal({ id: 1, n: 1 });
+  });
+
+  it('see every write committed before they begin, however often the statement was used before', async () => {
+    await store.insertRows(accountId, 'notes', [{ n: 1 }, { n: 2 }]);
+    for (let n = 3; n < 10; n++) {
+      expect(await store.getRow(accountId, 'notes', 1)).to.have.property('n', n - 2);
+      await store.updateRow(accountId, 'notes', 1, { n: n - 1 });
+    }
+    await store.deleteRow(accountId, 'notes', 2);
+    let missing: unknown;
+    await store.getRow(accountId, 'notes', 2).catch((error) => (missing = error));
+    expect(missing).to.be.instanceOf(ApiError).and.to.include({ code: 'not_found' });
+  });
+
+  it('tell a missing row from a missing collection', async () => {
+    const details: string[] = [];
+    for (const collection of ['notes', 'other']) {
+      await store.getRow(accountId, collection, 1).catch((error: ApiError) => details.push(error.detail));
+    }
+    expect(details).to.deep.equal(['There is no row 1 in collection notes.', 'There is no collection named other.']);
+  });
+
+  it('answer 503 unavailable once the store is closed', async () => {
+    await store.insertRows(accountId, 'notes', [{ n: 1 }]);
+    await store.getRow(accountId, 'notes', 1);
+    await store.close();
+    let failure: unknown;
+    await store.getRow(accountId, 'notes', 1).catch((error) => (failure = error));
+    expect(failure).to.be.instanceOf(ApiError).and.to.include({ code: 'unavailable', status: 503 });
+  });
+});
