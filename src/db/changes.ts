@@ -3,7 +3,7 @@ import { EventEmitter } from 'node:events';
 import type { Knex } from 'knex';
 import pg from 'pg';
 import type { Logger } from '../log.ts';
-import type { SqliteReads } from './sqlite-reads.ts';
+import type { SqliteStatements } from './sqlite-statements.ts';
 
 /**
  * Wake-ups for the real-time feed: "collection N has committed changes" (new events, or it is gone),
@@ -21,11 +21,8 @@ export class Changes extends EventEmitter<{ change: [collectionId: number]; all:
 /** What openDatabase() keeps in `knex.userParams`, which Knex hands on to every transaction. */
 export interface DatabaseParams {
   changes?: Changes;
-  /**
-   * SQLite only: the read-only connection for hot reads (sqlite-reads.ts). Never for reads inside a
-   * transaction: those must see the transaction's own writes, on its connection.
-   */
-  reads?: SqliteReads;
+  /** SQLite only: the hot statements, prepared once, and the read-only connection (sqlite-statements.ts). */
+  sqlite?: SqliteStatements;
 }
 
 export const CHANNEL = 'rowbase_changes';

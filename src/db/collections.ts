@@ -3,6 +3,7 @@ import type { components } from '../../generated/openapi.ts';
 import { conflict, notFound } from '../errors.ts';
 import { announceChange } from './changes.ts';
 import { isUniqueViolation } from './errors.ts';
+import { query } from './query.ts';
 
 export type Collection = components['schemas']['Collection'];
 
@@ -74,16 +75,12 @@ export const collectionNotFound = (name: string) => notFound(`There is no collec
  * seqs in commit order.
  */
 export async function advance(trx: Knex.Transaction, accountId: number, collection: string, events: number, rowIds = 0, rowDelta = 0) {
-  const [counters] = await trx('collections')
-    .where({ account_id: accountId, name: collection })
-    .update(
-      {
-        last_row_id: trx.raw('last_row_id + ?', [rowIds]),
-        last_seq: trx.raw('last_seq + ?', [events]),
-        row_count: trx.raw('row_count + ?', [rowDelta]),
-      },
-      ['id', 'last_row_id', 'last_seq'],
-    );
+  const [counters] = await query<{ id: number | string; last_row_id: number | string; last_seq: number | string }>(
+    trx,
+    `update collections set last_row_id = last_row_id + ?, last_seq = last_seq + ?, row_count = row_count + ?
+      where account_id = ? and name = ? returning id, last_row_id, last_seq`,
+    [rowIds, events, rowDelta, accountId, collection],
+  );
   if (!counters) throw collectionNotFound(collection);
   return { id: Number(counters.id), lastRowId: Number(counters.last_row_id), lastSeq: Number(counters.last_seq) };
 }

@@ -4,7 +4,7 @@ import knexFactory, { type Knex } from 'knex';
 import pg from 'pg';
 import { Changes, type DatabaseParams } from './changes.ts';
 import { migrationSource } from './migrations.ts';
-import { SqliteReads } from './sqlite-reads.ts';
+import { SqliteStatements } from './sqlite-statements.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -25,14 +25,14 @@ export async function openDatabase(url: string): Promise<Database> {
   const changes = new Changes();
   const knex = knexFactory(knexConfig(url));
   const dialect = url.startsWith('sqlite:') ? 'sqlite' : 'postgres';
-  // SQLite: a second connection, read-only, for the hot reads (opened on the first of them).
-  const reads = dialect === 'sqlite' ? new SqliteReads(sqliteFilename(url)) : undefined;
+  // SQLite: the hot statements prepared once, and a second connection, read-only, for the hot reads.
+  const sqlite = dialect === 'sqlite' ? new SqliteStatements(sqliteFilename(url)) : undefined;
   // Knex hands its userParams on to every transaction: that is how announceChange() finds `changes`,
-  // and the hot reads find `reads`.
-  knex.userParams = { changes, reads } satisfies DatabaseParams;
+  // and the hot reads and writes find `sqlite`.
+  knex.userParams = { changes, sqlite } satisfies DatabaseParams;
   const close = async () => {
     try {
-      await reads?.close();
+      await sqlite?.close();
     } finally {
       await knex.destroy();
     }
@@ -91,7 +91,7 @@ function knexConfig(url: string): Knex.Config {
       connection: { filename },
       useNullAsDefault: true,
       // One connection: SQLite allows one writer at a time anyway, and transactions queue for it. The
-      // hot reads have a read-only connection of their own (sqlite-reads.ts).
+      // hot reads have a read-only connection of their own (sqlite-statements.ts).
       pool: {
         min: 1,
         max: 1,

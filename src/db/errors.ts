@@ -1,7 +1,7 @@
 // The data layer's edge: driver errors become API errors here, per dialect, so no handler ever sees a
 // driver's message (which may carry SQL). What is not recognised stays as it is and becomes a 500.
 import { ApiError, conflict, unavailable } from '../errors.ts';
-import { DatabaseClosedError } from './sqlite-reads.ts';
+import { DatabaseClosedError } from './sqlite-statements.ts';
 
 interface DriverError {
   code?: string;

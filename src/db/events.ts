@@ -14,6 +14,12 @@ export interface StoredEvent {
   at: string;
 }
 
+/** A row as an event carries it: its id, and the whole row (id included) as JSON text. */
+export interface EventRow {
+  id: number;
+  json: string;
+}
+
 /**
  * Writes the events of one change inside its transaction. `lastSeq` is the collection's seq after the
  * change, so the events take the consecutive numbers that end there. The feed is woken after commit.
@@ -23,15 +29,13 @@ export async function appendEvents(
   collectionId: number,
   lastSeq: number,
   type: EventType,
-  rows: Row[],
-): Promise<StoredEvent[]> {
+  rows: EventRow[],
+): Promise<void> {
   const at = new Date().toISOString();
   const first = lastSeq - rows.length + 1;
-  const events = rows.map((row, index) => ({ collectionId, seq: first + index, type, row, at }));
-  const values = events.map((event) => [collectionId, event.seq, type, event.row.id, JSON.stringify(event.row), at]);
+  const values = rows.map((row, index) => [collectionId, first + index, type, row.id, row.json, at]);
   await insertMany(trx, 'events', ['collection_id', 'seq', 'type', 'row_id', 'row', 'at'], values);
   await announceChange(trx, collectionId);
-  return events;
 }
 
 /** Where a feed of the account's collection `name` can start. */

@@ -3,14 +3,17 @@ import type { components } from '../../generated/openapi.ts';
 import { notFound } from '../errors.ts';
 import type { DatabaseParams } from './changes.ts';
 import { advance, collectionId, collectionIdQuery, collectionNotFound } from './collections.ts';
-import { appendEvents } from './events.ts';
+import { appendEvents, type EventRow } from './events.ts';
 import { insertMany } from './insert.ts';
 import { orderedRows, type Page } from './ordering.ts';
+import { query } from './query.ts';
 
 export type Row = components['schemas']['Row'];
 export type Fields = Record<string, unknown>;
 
 const toRow = (id: number | string, data: string): Row => ({ id: Number(id), ...JSON.parse(data) });
+/** A row's event text from its stored text (the fields but id, as JSON.stringify wrote them), without a second stringify. */
+const eventRow = (id: number, data: string): EventRow => ({ id, json: data === '{}' ? `{"id":${id}}` : `{"id":${id},${data.slice(1)}` });
 const rowNotFound = (collection: string, id: number) => notFound(`There is no row ${id} in collection ${collection}.`);
 
 /** Stores every row or none, each with the next id of the collection, and one insert event each. */
@@ -18,11 +21,21 @@ export async function insertRows(knex: Knex, accountId: number, collection: stri
   return knex.transaction(async (trx) => {
     const { id, lastRowId, lastSeq } = await advance(trx, accountId, collection, items.length, items.length, items.length);
     const firstId = lastRowId - items.length + 1;
-    const rows = items.map((fields, index) => ({ id: firstId + index, ...fields }));
-    const values = items.map((fields, index) => [id, firstId + index, JSON.stringify(fields)]);
-    await insertMany(trx, 'rows', ['collection_id', 'id', 'data'], values);
-    await appendEvents(trx, id, lastSeq, 'insert', rows);
-    return rows;
+    const texts = items.map((fields) => JSON.stringify(fields));
+    await insertMany(
+      trx,
+      'rows',
+      ['collection_id', 'id', 'data'],
+      texts.map((data, index) => [id, firstId + index, data]),
+    );
+    await appendEvents(
+      trx,
+      id,
+      lastSeq,
+      'insert',
+      texts.map((data, index) => eventRow(firstId + index, data)),
+    );
+    return items.map((fields, index) => ({ id: firstId + index, ...fields }));
   });
 }
 
@@ -33,18 +46,21 @@ export async function listRows(knex: Knex, accountId: number, collection: string
   return rows.map((row) => toRow(row.id, row.data));
 }
 
-// The hot path's reads on SQLite, each one statement prepared once (see sqlite-reads.ts).
+// The hot statements, the same SQL on both backends (see query.ts and sqlite-statements.ts).
 const rowSql = `select r.data from rows r join collections c on c.id = r.collection_id
   where c.account_id = ? and c.name = ? and r.id = ?`;
 const collectionSql = 'select 1 as found from collections where account_id = ? and name = ?';
+const currentSql = 'select data from rows where collection_id = ? and id = ?';
+const updateSql = 'update rows set data = ? where collection_id = ? and id = ?';
+const deleteSql = 'delete from rows where collection_id = ? and id = ? returning data';
 
 /** The row, found with its collection in one statement; 404 for a missing row or collection. */
 export async function getRow(knex: Knex, accountId: number, collection: string, rowId: number): Promise<Row> {
-  const { reads } = knex.userParams as DatabaseParams;
-  if (reads) {
-    const [row] = await reads.all<{ data: string }>(rowSql, [accountId, collection, rowId]);
+  const { sqlite } = knex.userParams as DatabaseParams;
+  if (sqlite) {
+    const [row] = await sqlite.read<{ data: string }>(rowSql, [accountId, collection, rowId]);
     if (row) return toRow(rowId, row.data);
-    const [found] = await reads.all(collectionSql, [accountId, collection]);
+    const [found] = await sqlite.read(collectionSql, [accountId, collection]);
     throw found ? rowNotFound(collection, rowId) : collectionNotFound(collection);
   }
   const row = await knex('rows')
@@ -59,15 +75,13 @@ export async function getRow(knex: Knex, accountId: number, collection: string, 
 export async function updateRow(knex: Knex, accountId: number, collection: string, rowId: number, patch: Fields): Promise<Row> {
   return knex.transaction(async (trx) => {
     const { id, lastSeq } = await advance(trx, accountId, collection, 1);
-    const current = await trx('rows').where({ collection_id: id, id: rowId }).first('data');
+    const [current] = await query<{ data: string }>(trx, currentSql, [id, rowId]);
     if (!current) throw rowNotFound(collection, rowId);
     const fields = { ...JSON.parse(current.data), ...patch };
-    await trx('rows')
-      .where({ collection_id: id, id: rowId })
-      .update({ data: JSON.stringify(fields) });
-    const row = { id: rowId, ...fields };
-    await appendEvents(trx, id, lastSeq, 'update', [row]);
-    return row;
+    const data = JSON.stringify(fields);
+    await query(trx, updateSql, [data, id, rowId]);
+    await appendEvents(trx, id, lastSeq, 'update', [eventRow(rowId, data)]);
+    return { id: rowId, ...fields };
   });
 }
 
@@ -75,9 +89,8 @@ export async function updateRow(knex: Knex, accountId: number, collection: strin
 export async function deleteRow(knex: Knex, accountId: number, collection: string, rowId: number): Promise<void> {
   await knex.transaction(async (trx) => {
     const { id, lastSeq } = await advance(trx, accountId, collection, 1, 0, -1);
-    const current = await trx('rows').where({ collection_id: id, id: rowId }).first('data');
-    if (!current) throw rowNotFound(collection, rowId);
-    await trx('rows').where({ collection_id: id, id: rowId }).delete();
-    await appendEvents(trx, id, lastSeq, 'delete', [toRow(rowId, current.data)]);
+    const [deleted] = await query<{ data: string }>(trx, deleteSql, [id, rowId]);
+    if (!deleted) throw rowNotFound(collection, rowId);
+    await appendEvents(trx, id, lastSeq, 'delete', [eventRow(rowId, deleted.data)]);
   });
 }

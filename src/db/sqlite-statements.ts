@@ -1,0 +1,134 @@
+// The hot statements on SQLite, outside Knex's query builder, each prepared once per connection and
+// reused: Knex has node-sqlite3 prepare and finalize a new statement for every query, which cost more
+// than running it.
+//
+// Two connections: Knex's one connection stays the writer (hot writes run their prepared statements
+// on it, inside the Knex transaction that holds it), and a second, read-only connection serves the hot
+// reads. In WAL mode it runs beside the writer, so a read never waits behind a write transaction; it
+// sees every transaction committed before the read began, so a client reads its own acknowledged
+// writes. Errors leave as the driver's and are translated at the store's edge (errors.ts).
+import type { Knex } from 'knex';
+import sqlite3 from 'sqlite3';
+
+export type SqlValue = string | number | null;
+
+/** Thrown for a statement asked of a closed database: the store translates it to 503 unavailable. */
+export class DatabaseClosedError extends Error {
+  constructor() {
+    super('the database is closed');
+  }
+}
+
+/** Statements kept per connection at most; the least recently used is finalized first. */
+const MAX_STATEMENTS = 64;
+
+/** One connection's prepared statements, by SQL text. */
+class StatementCache {
+  private readonly statements = new Map<string, Promise<sqlite3.Statement>>();
+
+  constructor(private readonly db: sqlite3.Database) {}
+
+  /**
+   * Every row that `sql` answers for `params` (none for a write without RETURNING). `all` steps the
+   * statement to its end, which finishes it: a statement left on a row would hold a read snapshot,
+   * or keep COMMIT waiting, until its next use.
+   */
+  async all<T>(sql: string, params: SqlValue[]): Promise<T[]> {
+    const statement = await this.prepared(sql);
+    return new Promise((resolve, reject) => {
+      statement.all(params, (error: Error | null, rows: T[]) => (error ? reject(error) : resolve(rows)));
+    });
+  }
+
+  /** Finalizes every statement, after the runs under way: SQLite closes no connection that has some. */
+  async finalize(): Promise<void> {
+    const statements = [...this.statements.values()];
+    this.statements.clear();
+    await Promise.all(statements.map((statement) => statement.then(finalize, () => {})));
+  }
+
+  private prepared(sql: string): Promise<sqlite3.Statement> {
+    let statement = this.statements.get(sql);
+    if (statement) {
+      this.statements.delete(sql); // moved last: the map is in order of use
+    } else {
+      const preparing = new Promise<sqlite3.Statement>((resolve, reject) => {
+        const prepared = this.db.prepare(sql, (error) => (error ? reject(error) : resolve(prepared)));
+      });
+      // A statement that failed to prepare is not kept: the next run tries again.
+      preparing.catch(() => {
+        if (this.statements.get(sql) === preparing) this.statements.delete(sql);
+      });
+      statement = preparing;
+      if (this.statements.size >= MAX_STATEMENTS) {
+        const [oldest, evicted] = this.statements.entries().next().value as [string, Promise<sqlite3.Statement>];
+        this.statements.delete(oldest);
+        // node-sqlite3 queues the finalize behind the runs of the statement under way.
+        evicted.then(finalize, () => {});
+      }
+    }
+    this.statements.set(sql, statement);
+    return statement;
+  }
+}
+
+const finalize = (statement: sqlite3.Statement) => new Promise<void>((resolve) => statement.finalize(() => resolve()));
+
+/** What openDatabase() keeps for SQLite: the read-only connection, and the writer's statements. */
+export class SqliteStatements {
+  private reader: Promise<{ db: sqlite3.Database; cache: StatementCache }> | undefined;
+  private readonly writers = new Map<unknown, StatementCache>();
+  private closed = false;
+
+  /** `filename`: the database Knex has opened and migrated (so it is in WAL mode already). */
+  constructor(private readonly filename: string) {}
+
+  /** Runs `sql` on the read-only connection (opened on the first read). Never for a read inside a transaction. */
+  async read<T>(sql: string, params: SqlValue[]): Promise<T[]> {
+    if (this.closed) throw new DatabaseClosedError();
+    const { cache } = await this.openReader();
+    return cache.all<T>(sql, params);
+  }
+
+  /** Runs `sql` inside `trx`, on the connection the transaction holds, and answers its rows. */
+  async inTransaction<T>(trx: Knex.Transaction, sql: string, params: SqlValue[]): Promise<T[]> {
+    if (this.closed) throw new DatabaseClosedError();
+    // A transaction's client answers the connection it holds (Knex's makeTxClient).
+    const connection = (await trx.client.acquireConnection()) as sqlite3.Database;
+    let cache = this.writers.get(connection);
+    if (!cache) {
+      cache = new StatementCache(connection);
+      this.writers.set(connection, cache);
+    }
+    return cache.all<T>(sql, params);
+  }
+
+  /** Finalizes every statement and closes the reader; Knex closes its own connection after this. */
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.all([...this.writers.values()].map((cache) => cache.finalize()));
+    this.writers.clear();
+    const reader = await this.reader?.catch(() => undefined);
+    if (!reader) return;
+    await reader.cache.finalize();
+    await new Promise<void>((resolve, reject) => reader.db.close((error) => (error ? reject(error) : resolve())));
+  }
+
+  private openReader() {
+    if (this.reader) return this.reader;
+    const opening = new Promise<{ db: sqlite3.Database; cache: StatementCache }>((resolve, reject) => {
+      const db = new sqlite3.Database(this.filename, sqlite3.OPEN_READONLY, (error) => {
+        if (error) return reject(error);
+        // As the writer's: wait up to 5 s for a lock (a read in WAL mode waits only during recovery).
+        db.configure('busyTimeout', 5000);
+        resolve({ db, cache: new StatementCache(db) });
+      });
+    });
+    this.reader = opening;
+    // A connection that failed to open is not kept: the next read tries again.
+    opening.catch(() => {
+      if (this.reader === opening) this.reader = undefined;
+    });
+    return opening;
+  }
+}
