@@ -11,6 +11,33 @@ export interface Measured {
   statusCodes: Record<string, number>;
   /** The measured window, in microseconds of the monotonic clock that every process on the machine shares. */
   windowUs: [number, number];
+  /** The feed workloads (fanout, idle-sockets): what their subscribers saw. */
+  feed?: FeedMeasured;
+}
+
+export interface FeedMeasured {
+  /** Sockets asked for, over how many client processes and collections; those that got their `ready`. */
+  subscribers: number;
+  clientProcesses: number;
+  collections: number;
+  ready: number;
+  /** Why the others did not, and sockets the server closed while they were held: by reason or close code. */
+  socketFailures: Record<string, number>;
+  /** fanout: insert messages due (ready sockets × inserts of the measured window), arrived, and arrived twice. */
+  expected: number;
+  delivered: number;
+  duplicates: number;
+  /** fanout: receipt − the writer's 201, of every (message × subscriber) pair, in 0.1 ms bins. */
+  latencyHistogram?: Histogram;
+  /**
+   * fanout: CPU time per insert (user + system), from the writer's start to its end, warm-up included:
+   * rowbase's process, and the subscriber processes' together. Where the delivery latency's time goes.
+   */
+  serverCpuMsPerInsert?: number;
+  clientCpuMsPerInsert?: number;
+  /** idle-sockets: the server's VmRSS before the first socket, and its highest while all were open. */
+  rssBeforeKb?: number;
+  rssConnectedKb?: number;
 }
 
 /** Microseconds of the monotonic clock: the clock of `node --cpu-prof` timestamps too. */
@@ -29,3 +56,40 @@ export function parseMeasured(line: string): Measured {
 /** Milliseconds to three significant digits or so; `-` when nothing was measured. */
 export const milliseconds = (value: number) =>
   Number.isNaN(value) ? '-' : value >= 100 ? value.toFixed(0) : value >= 10 ? value.toFixed(1) : value.toFixed(2);
+
+/**
+ * Latencies of the feed as a histogram of 0.1 ms bins (bin → count): exact enough for p50 and p99 in
+ * milliseconds, small enough for results.json, and the rounds of a workload add up into one.
+ */
+export type Histogram = Record<string, number>;
+const binUs = 100;
+
+export function histogramOf(valuesUs: number[], into: Histogram = {}): Histogram {
+  for (const us of valuesUs) {
+    const bin = Math.floor(us / binUs);
+    into[bin] = (into[bin] ?? 0) + 1;
+  }
+  return into;
+}
+
+export const mergeHistograms = (histograms: Histogram[]): Histogram =>
+  histograms.reduce<Histogram>((all, h) => {
+    for (const [bin, count] of Object.entries(h)) all[bin] = (all[bin] ?? 0) + count;
+    return all;
+  }, {});
+
+/** The value at fraction `p` (nearest rank), in milliseconds at the middle of its bin; NaN for an empty histogram. */
+export function histogramPercentile(histogram: Histogram, p: number): number {
+  const bins = Object.entries(histogram)
+    .map(([bin, count]) => [Number(bin), count] as const)
+    .sort((a, b) => a[0] - b[0]);
+  const total = bins.reduce((n, [, count]) => n + count, 0);
+  if (total === 0) return Number.NaN;
+  const rank = Math.min(total - 1, Math.floor(p * total));
+  let seen = 0;
+  for (const [bin, count] of bins) {
+    seen += count;
+    if (seen > rank) return ((bin + 0.5) * binUs) / 1000;
+  }
+  return Number.NaN;
+}

@@ -21,13 +21,38 @@ export interface Started {
   problems: Map<string, number>;
 }
 
+export interface SpawnOptions {
+  /** Give the child a stdin to write to (default: none). */
+  stdin?: boolean;
+  /**
+   * Open files (sockets) the child needs: if this process's soft limit is lower, the child is started
+   * through `sh -c 'ulimit -n <n>; exec node …'` (it keeps its pid). Above the hard limit this throws.
+   */
+  openFiles?: number;
+}
+
 /** `node [nodeFlags] <script> [args]` from the repository root; a bench script runs through tsx. */
-export function spawnNode(script: string, args: string[], env: NodeJS.ProcessEnv = {}, nodeFlags: string[] = []): ChildProcess {
+export function spawnNode(
+  script: string,
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+  nodeFlags: string[] = [],
+  options: SpawnOptions = {},
+): ChildProcess {
   const tsx = script.startsWith('bench/') ? ['--import', 'tsx'] : [];
-  const child = spawn(process.execPath, [...nodeFlags, ...tsx, script, ...args], {
+  let command = process.execPath;
+  let argv = [...nodeFlags, ...tsx, script, ...args];
+  if (options.openFiles !== undefined && options.openFiles > openFilesLimit().soft) {
+    const { hard } = openFilesLimit();
+    if (options.openFiles > hard)
+      throw new Error(`${script} needs ${options.openFiles} open files; the hard limit (ulimit -Hn) is ${hard}`);
+    argv = ['-c', `ulimit -n ${options.openFiles} && exec "$0" "$@"`, command, ...argv];
+    command = '/bin/sh';
+  }
+  const child = spawn(command, argv, {
     cwd: repoRoot,
     env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: [options.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
   });
   running.add(child);
   child.once('exit', () => running.delete(child));
@@ -35,8 +60,15 @@ export function spawnNode(script: string, args: string[], env: NodeJS.ProcessEnv
 }
 
 /** Waits for the JSON line whose `msg` is `message` and answers its `url`; rejects if the child exits first. */
-export async function startServer(script: string, args: string[], message: string, env: NodeJS.ProcessEnv = {}, nodeFlags: string[] = []) {
-  const child = spawnNode(script, args, env, nodeFlags);
+export async function startServer(
+  script: string,
+  args: string[],
+  message: string,
+  env: NodeJS.ProcessEnv = {},
+  nodeFlags: string[] = [],
+  options: SpawnOptions = {},
+) {
+  const child = spawnNode(script, args, env, nodeFlags, options);
   const stderr = tail(child);
   const problems = new Map<string, number>();
   const url = await new Promise<string>((resolve, reject) => {
@@ -69,6 +101,62 @@ export async function outputOf(child: ChildProcess): Promise<string> {
   const [code, signal] = await once(child, 'close'); // after its output is all read, unlike 'exit'
   if (code !== 0) throw new Error(`${commandOf(child)} exited ${code ?? signal}: ${stderr()}`);
   return stdout;
+}
+
+/**
+ * The JSON lines a child prints, one at a time: `next()` answers the next line, and rejects (with the
+ * child's stderr) once the child has exited with none left, or after `timeoutMs`.
+ */
+export function jsonLines(child: ChildProcess): { next(what: string, timeoutMs: number): Promise<Record<string, unknown>> } {
+  const stderr = tail(child);
+  const lines: string[] = [];
+  const waiting: (() => void)[] = [];
+  let ended = false;
+  const wakeAll = () => {
+    for (const wake of waiting.splice(0)) wake();
+  };
+  createInterface({ input: child.stdout! })
+    .on('line', (line) => {
+      lines.push(line);
+      wakeAll();
+    })
+    .on('close', () => {
+      ended = true;
+      wakeAll();
+    });
+  return {
+    async next(what, timeoutMs) {
+      const deadline = Date.now() + timeoutMs;
+      while (lines.length === 0) {
+        if (ended) {
+          const [code, signal] =
+            child.exitCode === null && child.signalCode === null ? await once(child, 'exit') : [child.exitCode, child.signalCode];
+          throw new Error(`${commandOf(child)} exited ${code ?? signal} before ${what}: ${stderr()}`);
+        }
+        const left = deadline - Date.now();
+        if (left <= 0) throw new Error(`${commandOf(child)} printed no ${what} within ${timeoutMs} ms: ${stderr()}`);
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, left);
+          waiting.push(() => {
+            clearTimeout(timer);
+            resolve();
+          });
+        });
+      }
+      return JSON.parse(lines.shift()!);
+    },
+  };
+}
+
+/** This process's limit on open files (`ulimit -n`: soft, `ulimit -Hn`: hard), from /proc/self/limits. */
+export function openFilesLimit(): { soft: number; hard: number } {
+  try {
+    const match = /^Max open files\s+(\d+|unlimited)\s+(\d+|unlimited)/m.exec(readFileSync('/proc/self/limits', 'utf8'));
+    const value = (text: string | undefined) => (text === undefined || text === 'unlimited' ? Number.POSITIVE_INFINITY : Number(text));
+    return { soft: value(match?.[1]), hard: value(match?.[2]) };
+  } catch {
+    return { soft: Number.POSITIVE_INFINITY, hard: Number.POSITIVE_INFINITY }; // not Linux: trust it
+  }
 }
 
 /** SIGTERM, then SIGKILL after `graceMs`; resolves once the child has exited. */
@@ -133,10 +221,8 @@ function tail(child: ChildProcess): () => string {
 
 /** The command line of a child, without a load worker's JSON job (it holds the key). */
 function commandOf(child: ChildProcess): string {
-  return child.spawnargs
-    .slice(1)
-    .map((arg) => (arg.startsWith('{') ? '<job>' : arg))
-    .join(' ');
+  const args = child.spawnargs[0] === '/bin/sh' ? child.spawnargs.slice(4) : child.spawnargs.slice(1);
+  return args.map((arg) => (arg.startsWith('{') ? '<job>' : arg)).join(' ');
 }
 
 function parseJson(line: string): Record<string, unknown> | undefined {

@@ -1,7 +1,7 @@
 // The one table of a run, its targets (issue 6), and where it is written: the terminal, a results JSON
 // file, and the generated part of BENCHMARKS.md (between its two markers; the rest is written by hand).
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { type Measured, milliseconds } from './measure.ts';
+import { type FeedMeasured, histogramPercentile, type Measured, mergeHistograms, milliseconds } from './measure.ts';
 import type { ProfileSummary } from './profile.ts';
 import type { Settings } from './settings.ts';
 
@@ -28,6 +28,8 @@ export interface Summary {
   ratioTo?: string;
   peakRssKb: number;
   failures: number;
+  /** The feed workloads: their rounds added up (RSS: the highest). */
+  feed?: Omit<FeedMeasured, 'latencyHistogram'>;
 }
 
 export interface Results {
@@ -41,6 +43,10 @@ export interface Results {
   serverPeakRssKb: Record<string, number>;
   /** What each server logged at warn or above during the measurements, by message. */
   serverProblems: Record<string, Record<string, number>>;
+  /** The harness's open-files limit (`ulimit -n`), which its children inherit or raise up to the hard limit. */
+  openFiles: { soft: number; hard: number };
+  /** insert-batch (postgres): the database it made and dropped, or why it was not measured. */
+  postgres: { database?: string; unavailable?: string };
   summaries: Summary[];
   targets: { name: string; target: string; value: string; met: boolean }[];
   meteringCost: number;
@@ -48,36 +54,45 @@ export interface Results {
   measurements: Measurement[];
 }
 
-/** The rows of the table, in order. */
-const tableRows: { workload: string; label: string }[] = [
+/** The rows of the table, in order; the feed's labels carry the run's subscriber counts. */
+const tableRows = (settings: Settings): { workload: string; label: string }[] => [
   { workload: 'baseline-memory', label: 'baseline (a): node:http, row from memory' },
   { workload: 'baseline-sqlite', label: 'baseline (b): node:http + sqlite3, get by id' },
   { workload: 'baseline-driver-rows', label: 'baseline (b): sqlite3, 1,000 one-row INSERTs per transaction' },
   { workload: 'baseline-driver-statement', label: 'baseline (b): sqlite3, one 1,000-row INSERT per transaction' },
+  { workload: 'baseline-postgres', label: 'baseline (c): pg, one 1,000-row INSERT per transaction' },
   { workload: 'get-row', label: 'get-row' },
   { workload: 'get-row-metering-off', label: 'get-row, ROWBASE_METERING=off' },
   { workload: 'list', label: 'list (50 by score desc)' },
   { workload: 'list-deep', label: 'list-deep (offset 90,000)' },
   { workload: 'insert-1', label: 'insert-1' },
   { workload: 'insert-batch', label: 'insert-batch (1,000 rows per request)' },
+  { workload: 'insert-batch-postgres', label: 'insert-batch (postgres)' },
   { workload: 'patch', label: 'patch (one field)' },
+  {
+    workload: 'fanout',
+    label: `fanout (${thousands(settings.fanoutSubscribers)} subscribers, ${settings.fanoutRate} inserts/s; p50, p99: delivery)`,
+  },
+  { workload: 'idle-sockets', label: `idle-sockets (${thousands(settings.idleSubscribers)} idle subscribers; p50, p99: to ready)` },
 ];
 
-/**
- * PLACEHOLDER for the WebSocket workloads of issue 6, to be added with the feed: listed so that the table
- * shows the gap. To add one: a load worker for it (like load.ts), a step in run.ts's `schedule`, a row in
- * `tableRows` above (and a target in judgeTargets if it has one), and take it out of this list.
- */
-const notYetMeasured = [
-  { workload: 'fanout', label: 'fanout (1,000 subscribers)' },
-  { workload: 'idle-sockets', label: 'idle-sockets (10,000 idle subscribers)' },
-];
+/** The baselines a ratio can be taken to, and how the table names each. */
+const baselineNames: Record<string, string> = {
+  'baseline-memory': '(a)',
+  'baseline-driver-statement': '(b)',
+  'baseline-postgres': '(c)',
+};
 
 const ratioTargets: Record<string, number> = { 'get-row': 0.35, list: 0.15, 'insert-1': 0.2, patch: 0.2 };
 const batchRowsPerSecond = 100_000;
 const batchRatio = 0.5;
 const meteringCostLimit = 0.1;
 const rssLimitMb = 200;
+const batchPostgresRatio = 0.5;
+const fanoutP99LimitMs = 50;
+const idleRssLimitMb = 300;
+/** idle-sockets' RSS target is for this many sockets; a run with fewer (--quick) reports without judging. */
+const idleTargetSockets = 10_000;
 
 export function summarise(measurements: Measurement[]): Summary[] {
   const workloads = [...new Set(measurements.map((m) => m.workload))];
@@ -96,12 +111,49 @@ export function summarise(measurements: Measurement[]): Summary[] {
       ratioTo: mine[0].ratioTo,
       peakRssKb: Math.max(...mine.map((m) => m.peakRssKb).filter((kb) => !Number.isNaN(kb))),
       failures: sum(mine.map((m) => m.measured.failures)),
+      ...feedSummary(mine),
     };
   });
 }
 
+/**
+ * The feed's rounds as one: counts added up, RSS the highest; fanout's p50 and p99 over every
+ * (message × subscriber) pair of every round, not medians of the rounds.
+ */
+function feedSummary(mine: Measurement[]): Partial<Summary> {
+  const feeds = mine.map((m) => m.measured.feed).filter((f): f is FeedMeasured => f !== undefined);
+  if (feeds.length === 0) return {};
+  const socketFailures: Record<string, number> = {};
+  for (const f of feeds)
+    for (const [reason, n] of Object.entries(f.socketFailures)) socketFailures[reason] = (socketFailures[reason] ?? 0) + n;
+  const highest = (values: (number | undefined)[]) => {
+    const numbers = values.filter((v): v is number => v !== undefined && !Number.isNaN(v));
+    return numbers.length ? Math.max(...numbers) : undefined;
+  };
+  const histograms = feeds.flatMap((f) => (f.latencyHistogram ? [f.latencyHistogram] : []));
+  const pooled = histograms.length ? mergeHistograms(histograms) : undefined;
+  return {
+    ...(pooled ? { p50Ms: histogramPercentile(pooled, 0.5), p99Ms: histogramPercentile(pooled, 0.99) } : {}),
+    feed: {
+      subscribers: feeds[0].subscribers,
+      clientProcesses: feeds[0].clientProcesses,
+      collections: feeds[0].collections,
+      ready: sum(feeds.map((f) => f.ready)),
+      socketFailures,
+      expected: sum(feeds.map((f) => f.expected)),
+      delivered: sum(feeds.map((f) => f.delivered)),
+      duplicates: sum(feeds.map((f) => f.duplicates)),
+      rssBeforeKb: highest(feeds.map((f) => f.rssBeforeKb)),
+      rssConnectedKb: highest(feeds.map((f) => f.rssConnectedKb)),
+    },
+  };
+}
+
 /** insert-batch and the driver baselines are compared in rows/s (their target is in rows), the rest in requests/s. */
-export const ratedByRows = (workload: string) => workload === 'insert-batch' || workload.startsWith('baseline-driver-');
+export const ratedByRows = (workload: string) =>
+  ['insert-batch', 'insert-batch-postgres', 'baseline-postgres'].includes(workload) || workload.startsWith('baseline-driver-');
+/** The baselines that count transactions (of `batchSize` rows), not requests. */
+const countsTransactions = (workload: string) => workload === 'baseline-postgres' || workload.startsWith('baseline-driver-');
 const rateOf = (m: Measurement) => (ratedByRows(m.workload) ? m.measured.rows : m.measured.requests) / m.measured.seconds;
 
 /** The baseline measurement run just before `m` in the same round. */
@@ -125,21 +177,50 @@ export function meteringCost(measurements: Measurement[]): number {
   return median(costs);
 }
 
-export function judgeTargets(summaries: Summary[], cost: number, rowbaseHwmKb: number): Results['targets'] {
-  const of = (workload: string) => summaries.find((s) => s.workload === workload)!;
+export function judgeTargets(summaries: Summary[], cost: number, rowbaseHwmKb: number, settings: Settings): Results['targets'] {
+  const of = (workload: string) => summaries.find((s) => s.workload === workload);
   const targets: Results['targets'] = Object.entries(ratioTargets).map(([name, min]) => ({
     name,
     target: `≥ ${min.toFixed(2)} × (a)`,
-    value: `${ratio(of(name).ratio!)} × (a)`,
-    met: of(name).ratio! >= min,
+    value: `${ratio(of(name)!.ratio!)} × (a)`,
+    met: of(name)!.ratio! >= min,
   }));
-  const batch = of('insert-batch');
+  const batch = of('insert-batch')!;
   targets.push({
     name: 'insert-batch',
     target: `≥ ${thousands(batchRowsPerSecond)} rows/s and ≥ ${batchRatio} × (b)`,
     value: `${thousands(batch.rowsPerSecond)} rows/s, ${ratio(batch.ratio!)} × (b)`,
     met: batch.rowsPerSecond >= batchRowsPerSecond && batch.ratio! >= batchRatio,
   });
+  const batchPostgres = of('insert-batch-postgres');
+  if (batchPostgres) {
+    targets.push({
+      name: 'insert-batch-postgres',
+      target: `≥ ${batchPostgresRatio} × (c)`,
+      value: `${thousands(batchPostgres.rowsPerSecond)} rows/s, ${ratio(batchPostgres.ratio!)} × (c)`,
+      met: batchPostgres.ratio! >= batchPostgresRatio,
+    });
+  }
+  const fanout = of('fanout');
+  if (fanout?.feed) {
+    const { expected, delivered, duplicates } = fanout.feed;
+    targets.push({
+      name: 'fanout',
+      target: `p99 < ${fanoutP99LimitMs} ms, every message delivered`,
+      value: `p99 ${milliseconds(fanout.p99Ms)} ms, ${thousands(delivered)} of ${thousands(expected)} delivered${duplicates ? `, ${thousands(duplicates)} twice` : ''}`,
+      met: fanout.p99Ms < fanoutP99LimitMs && expected > 0 && delivered === expected && duplicates === 0,
+    });
+  }
+  const idle = of('idle-sockets');
+  if (idle?.feed && settings.idleSubscribers >= idleTargetSockets) {
+    const { ready, subscribers, rssBeforeKb, rssConnectedKb } = idle.feed;
+    targets.push({
+      name: 'idle-sockets',
+      target: `RSS < ${idleRssLimitMb} MB with ${thousands(idleTargetSockets)} open`,
+      value: `${megabytes(rssConnectedKb ?? Number.NaN)} MB (${megabytes(rssBeforeKb ?? Number.NaN)} MB before), ${thousands(ready)} of ${thousands(subscribers)} ready`,
+      met: (rssConnectedKb ?? Number.POSITIVE_INFINITY) / 1024 < idleRssLimitMb && ready === subscribers,
+    });
+  }
   targets.push({
     name: 'metering (issue 4)',
     target: `costs < ${meteringCostLimit * 100}% of get-row`,
@@ -161,26 +242,35 @@ export function judgeTargets(summaries: Summary[], cost: number, rowbaseHwmKb: n
 /** The table, as Markdown with aligned columns: it reads the same in a terminal and in BENCHMARKS.md. */
 export function table(results: Results): string {
   const header = ['workload', 'req/s', 'rows/s', 'p50 ms', 'p99 ms', 'ratio', 'target', 'peak RSS MB'];
-  const rows = tableRows.map(({ workload, label }) => {
+  const rows = tableRows(results.settings).map(({ workload, label }) => {
     const s = results.summaries.find((x) => x.workload === workload);
-    if (!s) return [label, 'not measured', '', '', '', '', '', ''];
+    if (!s) {
+      const postgresRow = workload === 'insert-batch-postgres' || workload === 'baseline-postgres';
+      const why = postgresRow && results.postgres.unavailable ? 'not measured: no PostgreSQL server answered' : 'not measured';
+      return [label, '', '', '', '', '', why, ''];
+    }
     const target = results.targets.find(
-      (t) => t.name === workload || (workload === 'get-row-metering-off' && t.name.startsWith('metering')),
+      (t) =>
+        (t.name === workload && t.target !== 'no failed requests') ||
+        (workload === 'get-row-metering-off' && t.name.startsWith('metering')),
     );
+    const shown = workload === 'get-row-metering-off' || workload === 'fanout' || workload === 'idle-sockets';
+    const idle = workload === 'idle-sockets';
     return [
       s.failures > 0 ? `${label} (${s.failures} failed!)` : label,
-      workload.startsWith('baseline-driver-') ? `${thousands(s.requestsPerSecond)} tx/s` : thousands(s.requestsPerSecond),
-      thousands(s.rowsPerSecond),
+      idle ? '' : countsTransactions(workload) ? `${thousands(s.requestsPerSecond)} tx/s` : thousands(s.requestsPerSecond),
+      idle ? '' : thousands(s.rowsPerSecond),
       milliseconds(s.p50Ms),
       milliseconds(s.p99Ms),
-      s.ratio === undefined ? '' : `${ratio(s.ratio)} × ${s.ratioTo === 'baseline-memory' ? '(a)' : '(b)'}`,
+      s.ratio === undefined ? '' : `${ratio(s.ratio)} × ${baselineNames[s.ratioTo!] ?? s.ratioTo}`,
       target
-        ? `${target.target}: ${target.met ? 'met' : 'MISSED'}${workload === 'get-row-metering-off' ? ` (${target.value})` : ''}`
-        : 'reported',
+        ? `${target.target}: ${target.met ? 'met' : 'MISSED'}${shown ? ` (${target.value})` : ''}`
+        : idle && s.feed
+          ? `reported: ${megabytes(s.feed.rssConnectedKb ?? Number.NaN)} MB with ${thousands(s.feed.ready)} open (${megabytes(s.feed.rssBeforeKb ?? Number.NaN)} MB before); target at ${thousands(idleTargetSockets)}`
+          : 'reported',
       megabytes(s.peakRssKb),
     ];
   });
-  for (const { label } of notYetMeasured) rows.push([label, 'not yet measured', '', '', '', '', '', '']);
   const rss = results.targets.find((t) => t.name === 'rowbase peak RSS')!;
   const verdict = `${rss.target}: ${rss.met ? 'met' : 'MISSED'}`;
   rows.push(['rowbase server, whole run (VmHWM)', '', '', '', '', '', verdict, megabytes(results.serverPeakRssKb.rowbase)]);
@@ -207,6 +297,19 @@ export function writeBenchmarksMd(file: string, results: Results, template: stri
 function markdown(results: Results): string {
   const { machine } = results;
   const targets = results.targets.map((t) => `- ${t.met ? 'met' : '**missed**'}: ${t.name} ${t.target}; measured ${t.value}`);
+  if (results.postgres.unavailable) targets.push(`- not measured: insert-batch (postgres): ${results.postgres.unavailable}`);
+  const fanout = results.measurements.filter((m) => m.workload === 'fanout' && m.measured.feed);
+  if (fanout.length) {
+    const byRound = (value: (m: Measurement) => number | undefined) => fanout.map((m) => milliseconds(value(m) ?? Number.NaN)).join(', ');
+    targets.push(
+      `- fanout by round: delivery p99 ${byRound((m) => m.measured.p99Ms)} ms; CPU time per insert (warm-up included): ` +
+        `rowbase ${byRound((m) => m.measured.feed?.serverCpuMsPerInsert)} ms, ` +
+        `the subscriber processes together ${byRound((m) => m.measured.feed?.clientCpuMsPerInsert)} ms`,
+    );
+  }
+  const sockets = results.summaries.flatMap((s) =>
+    Object.entries(s.feed?.socketFailures ?? {}).map(([reason, count]) => `- ${s.workload}: ${count} × socket ${reason}`),
+  );
   const profiles = Object.entries(results.profiles).map(([workload, p]) => profileMarkdown(workload, p));
   const problems = Object.entries(results.serverProblems).flatMap(([server, logged]) =>
     Object.entries(logged).map(([problem, count]) => `- ${server} logged ${count} × \`${problem}\``),
@@ -215,6 +318,7 @@ function markdown(results: Results): string {
     `## Results (${results.mode} run, ${results.startedAt})`,
     '',
     `${machine.cores} cores (${machine.cpu}), ${machine.memoryGb} GB, Node ${machine.node}, ${machine.os}. ` +
+      `Open files: ulimit -n ${results.openFiles.soft}, hard ${results.openFiles.hard}. ` +
       `The whole run took ${Math.round(results.wallSeconds)} s; seeding ${thousands(results.settings.rows)} rows took ${results.seedSeconds.toFixed(1)} s.`,
     '',
     table(results),
@@ -224,6 +328,7 @@ function markdown(results: Results): string {
     ...targets,
     '',
     ...(problems.length ? ['What the servers logged at warn or above during the measurements:', '', ...problems, ''] : []),
+    ...(sockets.length ? ['Feed sockets that failed or were closed by the server:', '', ...sockets, ''] : []),
     '### Settings',
     '',
     'Every bound of the run (`bench/settings.ts`):',

@@ -2,25 +2,34 @@
 //
 //   1. a fresh SQLite file in a temp folder; a plan without a rate and a key, made with bin/rowbase;
 //   2. `rowbase serve` seeds it over HTTP, then stops; the file is copied for the other servers;
-//   3. four servers: rowbase, rowbase with metering off, baseline (a) from memory, baseline (b) sqlite3;
+//   3. five servers: rowbase, rowbase with metering off, baseline (a) from memory, baseline (b) sqlite3,
+//      and rowbase for the feed's fanout; and, when a PostgreSQL server answers, rowbase on a database
+//      made for the run (dropped at the end);
 //   4. every round measures each workload right after its baseline, so that machine drift hits both;
-//      each measurement's load comes from a process of its own (load.ts);
+//      each measurement's load comes from a process of its own (load.ts; for the feed, subscribers.ts
+//      and writer.ts, see feed.ts); idle-sockets, once, in the last round, on a rowbase of its own;
 //   5. the table: printed, and written to bench/results.json and BENCHMARKS.md (a full run) or
 //      bench/results-quick.json (--quick, which leaves the record alone);
-//   6. (full run) rowbase again under `node --cpu-prof` for get-row, list and every missed target.
+//   6. (full run) rowbase again under `node --cpu-prof` for get-row, list and every missed target
+//      (fanout and insert-batch (postgres) too; idle-sockets' target is on memory, not CPU).
 //
-// Every child process is stopped at the end, on failure and on Ctrl-C too; the temp folder is removed.
+// Every child process is stopped at the end, on failure and on Ctrl-C too; the temp folder is removed, and
+// the PostgreSQL database dropped.
 import { copyFileSync, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import { join } from 'node:path';
+import pg from 'pg';
+import { fanoutCollection, idleCollections, measureFanout, measureIdle } from './feed.ts';
 import { type Measured, milliseconds, parseMeasured } from './measure.ts';
 import {
   isInterrupted,
   memoryKb,
+  openFilesLimit,
   outputOf,
   repoRoot,
   runToEnd,
+  type SpawnOptions,
   type Started,
   sampleRss,
   spawnNode,
@@ -41,7 +50,7 @@ import {
   table,
   writeBenchmarksMd,
 } from './report.ts';
-import { plan, seedCollections } from './seed.ts';
+import { collections, createCollections, plan, seedCollections } from './seed.ts';
 import { settingsFromArgs } from './settings.ts';
 import { httpWorkloads, type LoadJob, type ServerName } from './workloads.ts';
 
@@ -50,7 +59,7 @@ import { httpWorkloads, type LoadJob, type ServerName } from './workloads.ts';
  * ratio is taken to it, so that drift of the machine hits both alike.
  */
 const afterMemory = (workload: string) => [{ workload: 'baseline-memory' }, { workload, ratioTo: 'baseline-memory' }];
-const schedule: { workload: string; ratioTo?: string }[] = [
+const schedule: { workload: string; ratioTo?: string; lastRoundOnly?: boolean }[] = [
   ...afterMemory('get-row'),
   // Right after get-row: metering's cost is the ratio of these two, both rowbase, side by side.
   { workload: 'get-row-metering-off', ratioTo: 'baseline-memory' },
@@ -62,9 +71,17 @@ const schedule: { workload: string; ratioTo?: string }[] = [
   { workload: 'baseline-driver-rows' },
   { workload: 'baseline-driver-statement' },
   { workload: 'insert-batch', ratioTo: 'baseline-driver-statement' },
-  // PLACEHOLDER: fanout (1,000 subscribers) and idle-sockets (10,000 idle subscribers) go here once the
-  // WebSocket feed lands; until then the table lists them as not yet measured (notYetMeasured in report.ts).
+  // PostgreSQL (skipped when no server answers): rowbase right after a bare pg client.
+  { workload: 'baseline-postgres' },
+  { workload: 'insert-batch-postgres', ratioTo: 'baseline-postgres' },
+  // The feed (feed.ts): no baseline; its targets are absolute.
+  { workload: 'fanout' },
+  // Once: 10,000 sockets take a while to open, and the server's memory with them all barely moves.
+  { workload: 'idle-sockets', lastRoundOnly: true },
 ];
+const postgresWorkloads = new Set(['baseline-postgres', 'insert-batch-postgres']);
+/** The bare pg client's rows go to a collection of their own, in rowbase's `rows` table. */
+const baselineCollection = 'baseline';
 
 const settings = settingsFromArgs(process.argv.slice(2));
 const startedAt = new Date();
@@ -73,13 +90,22 @@ const files = {
   rowbase: join(work, 'rowbase.sqlite'),
   meteringOff: join(work, 'metering-off.sqlite'),
   baseline: join(work, 'baseline.sqlite'),
+  feed: join(work, 'feed.sqlite'),
+  idle: join(work, 'idle.sqlite'),
   profiles: join(work, 'profiles'),
 };
+/** insert-batch (postgres): the database made for the run (dropped at the end), or why there is none. */
+const postgres: Results['postgres'] & { url?: string; key?: string } = {};
 const benchDir = join(repoRoot, 'bench');
 
 const cleanUp = async () => {
   await stopAll(settings.stopGraceMs);
   rmSync(work, { recursive: true, force: true });
+  if (postgres.database) {
+    const database = postgres.database;
+    postgres.database = undefined;
+    await dropDatabase(database).catch((error) => process.stderr.write(`bench: could not drop database ${database}: ${error.message}\n`));
+  }
 };
 stopOnSignals(cleanUp);
 
@@ -94,34 +120,53 @@ try {
 
 async function main(): Promise<void> {
   say(`${settings.mode} run: ${os.availableParallelism()} cores, Node ${process.version}, work folder ${work}`);
-  const key = await createKey();
+  const openFiles = openFilesLimit();
+  say(`open files: ulimit -n ${openFiles.soft} (hard ${openFiles.hard})`);
+  const key = await createKey(`sqlite:${files.rowbase}`);
   const seedSeconds = await seed(key);
-  copyDatabase(files.rowbase, files.meteringOff);
-  copyDatabase(files.rowbase, files.baseline);
+  for (const copy of [files.meteringOff, files.baseline, files.feed, files.idle]) copyDatabase(files.rowbase, copy);
 
-  const [rowbase, meteringOff, memory, sqlite] = await Promise.all([
-    serveRowbase(files.rowbase, 'on'),
-    serveRowbase(files.meteringOff, 'off'),
+  const [rowbase, meteringOff, memory, sqlite, feed, rowbasePostgres] = await Promise.all([
+    serveRowbase(`sqlite:${files.rowbase}`, 'on'),
+    serveRowbase(`sqlite:${files.meteringOff}`, 'off'),
     startServer('bench/baseline-memory.ts', [String(settings.rows)], 'baseline-memory is listening'),
     startServer('bench/baseline-sqlite.ts', ['serve', files.baseline], 'baseline-sqlite is listening'),
+    serveRowbase(`sqlite:${files.feed}`, 'on', [], { openFiles: settings.fanoutSubscribers + 1024 }),
+    startPostgres(),
   ]);
-  const servers: Record<ServerName, Started> = { rowbase, 'rowbase-metering-off': meteringOff, memory, sqlite };
+  await createCollections(feed.url, key, [fanoutCollection]);
+  const servers: Partial<Record<ServerName, Started>> = { rowbase, 'rowbase-metering-off': meteringOff, memory, sqlite };
+  if (rowbasePostgres) servers['rowbase-postgres'] = rowbasePostgres;
+  const keyFor = (server: ServerName) => (server === 'rowbase-postgres' ? postgres.key! : key);
+  /** Every rowbase that served, for what it logged and its peak memory: the idle-sockets one joins when it runs. */
+  const watched: Record<string, Started> = { ...servers, 'rowbase-feed': feed };
+  const serverPeakRssKb: Record<string, number> = {};
 
   const measurements: Measurement[] = [];
   for (let round = 1; round <= settings.rounds; round++) {
-    for (const { workload, ratioTo } of schedule) measurements.push({ ...(await measure(workload, round, servers, key)), ratioTo });
+    for (const { workload, ratioTo, lastRoundOnly } of schedule) {
+      if (lastRoundOnly && round !== settings.rounds) continue;
+      if (postgresWorkloads.has(workload) && !rowbasePostgres) continue;
+      let measurement: Omit<Measurement, 'ratioTo'>;
+      if (workload === 'fanout') measurement = { workload, round, ...(await measureFanout(feed, key, settings)) };
+      else if (workload === 'idle-sockets') measurement = await measureIdleSockets(round, key, watched, serverPeakRssKb);
+      else measurement = await measure(workload, round, servers, keyFor);
+      report(measurement);
+      measurements.push({ ...measurement, ratioTo });
+    }
   }
-  const serverProblems = Object.fromEntries(Object.entries(servers).map(([name, server]) => [name, Object.fromEntries(server.problems)]));
-  const serverPeakRssKb = Object.fromEntries(Object.entries(servers).map(([name, server]) => [name, memoryKb(server.pid, 'VmHWM')]));
-  await Promise.all(Object.values(servers).map((server) => stop(server.child, settings.stopGraceMs)));
+  const serverProblems = Object.fromEntries(Object.entries(watched).map(([name, server]) => [name, Object.fromEntries(server.problems)]));
+  for (const [name, server] of Object.entries(watched)) serverPeakRssKb[name] ??= memoryKb(server.pid, 'VmHWM');
+  await Promise.all(Object.values(watched).map((server) => stop(server.child, settings.stopGraceMs)));
 
   const summaries = summarise(measurements);
   const cost = meteringCost(measurements);
-  const targets = judgeTargets(summaries, cost, serverPeakRssKb.rowbase);
+  const targets = judgeTargets(summaries, cost, serverPeakRssKb.rowbase, settings);
 
   const profiles: Record<string, ProfileSummary> = {};
   if (settings.profile) {
-    const missed = targets.filter((t) => !t.met && httpWorkloads[t.name]?.server === 'rowbase').map((t) => t.name);
+    const profilable = (name: string) => name === 'fanout' || ['rowbase', 'rowbase-postgres'].includes(httpWorkloads[name]?.server);
+    const missed = targets.filter((t) => !t.met && profilable(t.name)).map((t) => t.name);
     for (const workload of new Set([...settings.profileWorkloads, ...missed])) profiles[workload] = await profile(workload, key);
   }
 
@@ -136,10 +181,13 @@ async function main(): Promise<void> {
       node: process.version,
       os: `${os.type()} ${os.release()}`,
     },
-    settings,
+    // A password in ROWBASE_BENCH_POSTGRES_URL stays out of the record.
+    settings: { ...settings, postgresUrl: settings.postgresUrl.replace(/:[^:@/]*@/, ':***@') },
     seedSeconds,
     serverPeakRssKb,
     serverProblems,
+    openFiles,
+    postgres: { database: postgres.database, unavailable: postgres.unavailable },
     summaries,
     targets,
     meteringCost: cost,
@@ -158,15 +206,15 @@ async function main(): Promise<void> {
 }
 
 /** A plan with no rate and a quota no run reaches, and a key on it, through the CLI as an operator would. */
-async function createKey(): Promise<string> {
-  const env = { DATABASE_URL: `sqlite:${files.rowbase}` };
+async function createKey(databaseUrl: string): Promise<string> {
+  const env = { DATABASE_URL: databaseUrl };
   await runToEnd('bin/rowbase', ['plans', 'set', plan.name, '--quota', String(plan.quota), '--period', plan.period, '--no-rate'], env);
   const created = await runToEnd('bin/rowbase', ['keys', 'create', '--account', 'bench', '--plan', plan.name, '--json'], env);
   return JSON.parse(created).key;
 }
 
 async function seed(key: string): Promise<number> {
-  const seeder = await serveRowbase(files.rowbase, 'on');
+  const seeder = await serveRowbase(`sqlite:${files.rowbase}`, 'on');
   const seconds = await seedCollections(seeder.url, key, settings);
   say(`seeded ${settings.rows.toLocaleString('en-US')} rows in ${seconds.toFixed(1)} s`);
   // A clean stop closes the last connection, which checkpoints the WAL into the file that is copied next.
@@ -178,45 +226,152 @@ async function seed(key: string): Promise<number> {
  * `rowbase serve` on a free loopback port. LOG_LEVEL=info only because the line that says where it
  * listens is at info: rowbase logs nothing per request.
  */
-function serveRowbase(file: string, metering: 'on' | 'off', nodeFlags: string[] = []): Promise<Started> {
-  const env = { PORT: '0', HOST: '127.0.0.1', DATABASE_URL: `sqlite:${file}`, LOG_LEVEL: 'info', ROWBASE_METERING: metering };
-  return startServer('bin/rowbase', ['serve'], 'rowbase is listening', env, nodeFlags);
+function serveRowbase(databaseUrl: string, metering: 'on' | 'off', nodeFlags: string[] = [], options: SpawnOptions = {}): Promise<Started> {
+  const env = { PORT: '0', HOST: '127.0.0.1', DATABASE_URL: databaseUrl, LOG_LEVEL: 'info', ROWBASE_METERING: metering };
+  return startServer('bin/rowbase', ['serve'], 'rowbase is listening', env, nodeFlags, options);
 }
 
-/** One workload for one round: a load worker against its server, or the driver baseline in its own process. */
-async function measure(workload: string, round: number, servers: Record<ServerName, Started>, key: string): Promise<Measurement> {
+/**
+ * rowbase on a database of its own on the PostgreSQL server of the settings, with a key, and the
+ * collections insert-batch and the bare pg client write to; undefined (and `postgres.unavailable` says
+ * why) when no server answers there.
+ */
+async function startPostgres(): Promise<Started | undefined> {
+  const where = settings.postgresUrl.replace(/\/\/[^@]*@/, '//');
+  const admin = new pg.Client({ connectionString: settings.postgresUrl, connectionTimeoutMillis: 3000 });
+  try {
+    await admin.connect();
+    await admin.query('select 1');
+  } catch (error) {
+    postgres.unavailable = `no PostgreSQL server answered at ${where} (${(error as Error).message})`;
+    say(`not measured: insert-batch (postgres): ${postgres.unavailable}`);
+    await admin.end().catch(() => {});
+    return undefined;
+  }
+  const database = `rowbase_bench_${process.pid}_${Date.now()}`;
+  try {
+    await admin.query(`create database ${database} encoding 'UTF8' template template0`);
+    postgres.database = database; // dropped by cleanUp, whatever happens next
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(settings.postgresUrl);
+  url.pathname = `/${database}`;
+  postgres.url = url.toString();
+  postgres.key = await createKey(postgres.url);
+  const server = await serveRowbase(postgres.url, 'on');
+  await createCollections(server.url, postgres.key, [collections.batches, baselineCollection]);
+  say(`PostgreSQL: database ${database} at ${where}`);
+  return server;
+}
+
+async function dropDatabase(database: string): Promise<void> {
+  const admin = new pg.Client({ connectionString: settings.postgresUrl, connectionTimeoutMillis: 3000 });
+  await admin.connect();
+  try {
+    await admin.query(`drop database if exists ${database} with (force)`);
+  } finally {
+    await admin.end();
+  }
+}
+
+/** One workload for one round: a load worker against its server, or a driver baseline in its own process. */
+async function measure(
+  workload: string,
+  round: number,
+  servers: Partial<Record<ServerName, Started>>,
+  keyFor: (server: ServerName) => string,
+): Promise<Omit<Measurement, 'ratioTo'>> {
   let child: ReturnType<typeof spawnNode>;
   let watched: number;
   if (workload.startsWith('baseline-driver-')) {
     const mode = workload === 'baseline-driver-rows' ? 'insert-rows' : 'insert-statement';
     child = spawnNode('bench/baseline-sqlite.ts', [mode, files.baseline, JSON.stringify(settings)]);
     watched = child.pid!;
+  } else if (workload === 'baseline-postgres') {
+    child = spawnNode('bench/baseline-postgres.ts', [postgres.url!, baselineCollection, JSON.stringify(settings)]);
+    watched = child.pid!;
   } else {
-    const server = servers[httpWorkloads[workload].server];
-    const job: LoadJob = { workload, url: server.url, key, settings };
+    const name = httpWorkloads[workload].server;
+    const server = servers[name];
+    if (!server) throw new Error(`no server ${name} for ${workload}`);
+    const job: LoadJob = { workload, url: server.url, key: keyFor(name), settings };
     child = spawnNode('bench/load.ts', [JSON.stringify(job)]);
     watched = server.pid;
   }
   const rss = sampleRss(watched, settings.rssSampleMs);
   const measured: Measured = parseMeasured(await outputOf(child));
   const peakRssKb = rss.done();
+  return { workload, round, measured, peakRssKb };
+}
+
+/**
+ * idle-sockets on a rowbase of its own (a copy of the seeded file, one collection per client process),
+ * stopped right after: its RSS is that of a server that has served nothing but these sockets.
+ */
+async function measureIdleSockets(
+  round: number,
+  key: string,
+  watched: Record<string, Started>,
+  serverPeakRssKb: Record<string, number>,
+): Promise<Omit<Measurement, 'ratioTo'>> {
+  const server = await serveRowbase(`sqlite:${files.idle}`, 'on', [], { openFiles: settings.idleSubscribers + 1024 });
+  watched['rowbase-idle'] = server;
+  try {
+    await createCollections(server.url, key, idleCollections(settings));
+    const { measured, peakRssKb, hwmKb } = await measureIdle(server, key, settings);
+    serverPeakRssKb['rowbase-idle'] = hwmKb;
+    return { workload: 'idle-sockets', round, measured, peakRssKb };
+  } finally {
+    await stop(server.child, settings.stopGraceMs);
+  }
+}
+
+/** One line per measurement, as it comes. */
+function report({ workload, round, measured, peakRssKb }: Omit<Measurement, 'ratioTo'>): void {
   const rate = ratedByRows(workload)
     ? `${Math.round(measured.rows / measured.seconds)} rows/s`
     : `${Math.round(measured.requests / measured.seconds)} req/s`;
   const failed = measured.failures > 0 ? `  ${measured.failures} FAILED ${JSON.stringify(measured.statusCodes)}` : '';
+  const { feed } = measured;
+  let what = `${rate.padStart(15)}  p50 ${milliseconds(measured.p50Ms)} ms  p99 ${milliseconds(measured.p99Ms)} ms`;
+  if (workload === 'fanout' && feed) {
+    what =
+      `${rate.padStart(15)}  delivery p50 ${milliseconds(measured.p50Ms)} ms  p99 ${milliseconds(measured.p99Ms)} ms  ` +
+      `${feed.delivered} of ${feed.expected} delivered to ${feed.ready} sockets  ` +
+      `CPU per insert: rowbase ${milliseconds(feed.serverCpuMsPerInsert ?? Number.NaN)} ms, subscribers ${milliseconds(feed.clientCpuMsPerInsert ?? Number.NaN)} ms`;
+  } else if (workload === 'idle-sockets' && feed) {
+    what = `${feed.ready} of ${feed.subscribers} ready in ${measured.seconds.toFixed(1)} s (p50 ${milliseconds(measured.p50Ms)} ms, p99 ${milliseconds(measured.p99Ms)} ms)  RSS ${Math.round((feed.rssBeforeKb ?? Number.NaN) / 1024)} MB before, ${Math.round((feed.rssConnectedKb ?? Number.NaN) / 1024)} MB with all open`;
+  }
+  const socketFailures = feed && Object.keys(feed.socketFailures).length ? `  sockets: ${JSON.stringify(feed.socketFailures)}` : '';
   say(
-    `round ${round}/${settings.rounds}  ${workload.padEnd(22)} ${rate.padStart(15)}  p50 ${milliseconds(measured.p50Ms)} ms  p99 ${milliseconds(measured.p99Ms)} ms  RSS ${Math.round(peakRssKb / 1024)} MB${failed}`,
+    `round ${round}/${settings.rounds}  ${workload.padEnd(22)} ${what}  RSS ${Math.round(peakRssKb / 1024)} MB${failed}${socketFailures}`,
   );
-  return { workload, round, measured, peakRssKb };
 }
 
-/** rowbase under `node --cpu-prof` for one workload; self time within the measured window only. */
+/**
+ * rowbase under `node --cpu-prof` for one workload; self time within the measured window only. fanout
+ * runs on a copy of the feed's file, insert-batch (postgres) on the run's PostgreSQL database.
+ */
 async function profile(workload: string, key: string): Promise<ProfileSummary> {
   const dir = join(files.profiles, workload);
-  const server = await serveRowbase(files.rowbase, 'on', ['--cpu-prof', `--cpu-prof-dir=${dir}`]);
-  const job: LoadJob = { workload, url: server.url, key, settings: { ...settings, durationSeconds: settings.profileSeconds } };
-  const measured: Measured = parseMeasured(await runToEnd('bench/load.ts', [JSON.stringify(job)]));
-  await stop(server.child, settings.stopGraceMs); // the profile is written as the process exits
+  const flags = ['--cpu-prof', `--cpu-prof-dir=${dir}`];
+  const onPostgres = httpWorkloads[workload]?.server === 'rowbase-postgres';
+  const server =
+    workload === 'fanout'
+      ? await serveRowbase(`sqlite:${files.feed}`, 'on', flags, { openFiles: settings.fanoutSubscribers + 1024 })
+      : await serveRowbase(onPostgres ? postgres.url! : `sqlite:${files.rowbase}`, 'on', flags);
+  let measured: Measured;
+  try {
+    if (workload === 'fanout') measured = (await measureFanout(server, key, settings, settings.profileSeconds)).measured;
+    else {
+      const jobKey = onPostgres ? postgres.key! : key;
+      const job: LoadJob = { workload, url: server.url, key: jobKey, settings: { ...settings, durationSeconds: settings.profileSeconds } };
+      measured = parseMeasured(await runToEnd('bench/load.ts', [JSON.stringify(job)]));
+    }
+  } finally {
+    await stop(server.child, settings.stopGraceMs); // the profile is written as the process exits
+  }
   // CPU.<date>.<time>.<pid>.<thread>.<seq>.cpuprofile: thread 0 is the main thread (1 is tsx's loader).
   const [file] = readdirSync(dir).filter((name) => /\.\d+\.0\.\d+\.cpuprofile$/.test(name));
   if (!file) throw new Error(`rowbase wrote no profile for ${workload}`);
@@ -225,7 +380,7 @@ async function profile(workload: string, key: string): Promise<ProfileSummary> {
   copyFileSync(join(dir, file), join(benchDir, 'profiles', `${workload}.cpuprofile`));
   const summary = summariseProfile(join(dir, file), measured.windowUs);
   say(
-    `profiled ${workload}: ${Math.round(measured.requests / measured.seconds)} req/s under the profiler; top: ${summary.areas
+    `profiled ${workload}: ${Math.round(measured.requests / measured.seconds)} req/s under the profiler${workload === 'fanout' ? `, delivery p99 ${milliseconds(measured.p99Ms)} ms` : ''}; top: ${summary.areas
       .slice(0, 4)
       .map((a) => `${a.name} ${a.percent}%`)
       .join(', ')}`,

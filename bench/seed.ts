@@ -52,6 +52,11 @@ export async function seedCollections(url: string, key: string, settings: Settin
   return (performance.now() - started) / 1000;
 }
 
+/** Creates collections over HTTP (for the feed's and PostgreSQL's servers, which are not seeded). */
+export async function createCollections(url: string, key: string, names: string[]): Promise<void> {
+  for (const name of names) await send(url, key, 'POST', '/v1/collections', { name });
+}
+
 async function send(url: string, key: string, method: string, path: string, body: unknown): Promise<unknown> {
   const response = await fetch(url + path, {
     method,

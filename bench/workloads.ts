@@ -5,7 +5,7 @@ import { batchOf, benchRow, collections } from './seed.ts';
 import type { Settings } from './settings.ts';
 
 /** The processes a workload can be aimed at (see run.ts). */
-export type ServerName = 'memory' | 'sqlite' | 'rowbase' | 'rowbase-metering-off';
+export type ServerName = 'memory' | 'sqlite' | 'rowbase' | 'rowbase-metering-off' | 'rowbase-postgres';
 
 /** What the orchestrator hands one load worker, as JSON in its first argument. */
 export interface LoadJob {
@@ -67,6 +67,19 @@ export const httpWorkloads: Record<string, HttpWorkload> = {
   },
   'insert-batch': {
     server: 'rowbase',
+    rowsPerRequest: (s) => s.batchSize,
+    requests: (job) => [
+      {
+        method: 'POST',
+        path: rowsPath(collections.batches),
+        headers: json(job.key),
+        body: JSON.stringify(batchOf(1, job.settings.batchSize)),
+      },
+    ],
+  },
+  /** insert-batch against rowbase on PostgreSQL (its ratio is to baseline (c), a bare pg client). */
+  'insert-batch-postgres': {
+    server: 'rowbase-postgres',
     rowsPerRequest: (s) => s.batchSize,
     requests: (job) => [
       {

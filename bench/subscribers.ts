@@ -1,0 +1,155 @@
+// One process of feed subscribers, for fanout and idle-sockets: `node --import tsx bench/subscribers.ts
+// '<SubscribersJob as JSON>'`. It opens `sockets` WebSockets to /ws with the key in `api_key`, at most
+// `concurrency` handshakes under way at a time, and prints one JSON line once every socket has its
+// `ready` (or failed): {"event":"ready", …}. From then on it notes, for every insert message, its row
+// id and the time it arrived (the monotonic clock every process on the machine shares, as the writer's).
+//
+// Then it waits for one line on stdin:
+//   {"deliveries":{"ids":[…],"sentUs":[…]},"drainMs":n}  (fanout) the rows the writer inserted in the
+//     measured window and when each 201 came; waits up to drainMs for every ready socket to have them
+//     all, then prints {"event":"done", …} with the latency of every (message × socket) pair, and its
+//     CPU time from `ready` until the command came;
+//   {"stop":true}  (idle-sockets) prints {"event":"done", …} with the sockets the server closed meanwhile.
+// It then drops every socket and exits; it exits too when stdin closes (the harness went away).
+import { createInterface } from 'node:readline';
+import WebSocket from 'ws';
+import { monotonicUs } from './measure.ts';
+
+export interface SubscribersJob {
+  url: string;
+  key: string;
+  collection: string;
+  sockets: number;
+  /** Handshakes under way at once (opened, not yet `ready`). */
+  concurrency: number;
+  /** A loopback address of its own to connect from, so that many sockets do not run out of ports. */
+  localAddress: string;
+  /** A socket without its `ready` this long after it was opened counts as failed. */
+  timeoutSeconds: number;
+}
+
+/** What a socket heard: the row ids of the insert messages, and when each arrived. */
+interface Heard {
+  socket: WebSocket;
+  ready: boolean;
+  ids: number[];
+  atUs: number[];
+}
+
+const job: SubscribersJob = JSON.parse(process.argv[2]);
+const feedUrl = `${job.url.replace(/^http/, 'ws')}/ws?${new URLSearchParams({ api_key: job.key, collection: job.collection })}`;
+const heard: Heard[] = [];
+const readyMs: number[] = [];
+const failures: Record<string, number> = {};
+const count = (reason: string) => {
+  failures[reason] = (failures[reason] ?? 0) + 1;
+};
+let stopping = false;
+
+await openAll();
+say({ event: 'ready', ready: heard.filter((h) => h.ready).length, failures: { ...failures }, readyMs });
+const cpuAtReady = process.cpuUsage();
+// Failures from here on are sockets lost while held: reported with `done`.
+for (const reason of Object.keys(failures)) delete failures[reason];
+
+// The one command, or the end of stdin without one.
+for await (const line of createInterface({ input: process.stdin })) {
+  const command = JSON.parse(line);
+  if (command.deliveries) await deliveries(command.deliveries.ids, command.deliveries.sentUs, command.drainMs);
+  else say({ event: 'done', failures });
+  break;
+}
+finish();
+
+/** Opens every socket, `concurrency` at a time; resolves once each has its `ready` or has failed. */
+async function openAll(): Promise<void> {
+  let next = 0;
+  const lane = async () => {
+    while (next < job.sockets) {
+      next++;
+      await open();
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(job.concurrency, job.sockets) }, lane));
+}
+
+function open(): Promise<void> {
+  const openedUs = monotonicUs();
+  const socket = new WebSocket(feedUrl, { localAddress: job.localAddress, perMessageDeflate: false });
+  const mine: Heard = { socket, ready: false, ids: [], atUs: [] };
+  heard.push(mine);
+  return new Promise((resolve) => {
+    let failed = false;
+    const fail = (reason: string) => {
+      if (mine.ready || failed) return;
+      failed = true;
+      clearTimeout(timer);
+      count(reason);
+      socket.terminate();
+      resolve();
+    };
+    const timer = setTimeout(() => fail(`no ready within ${job.timeoutSeconds} s`), job.timeoutSeconds * 1000);
+    socket.on('message', (data: Buffer) => {
+      const atUs = monotonicUs();
+      const message = JSON.parse(data.toString());
+      if (message.type === 'insert') {
+        mine.ids.push(message.row.id);
+        mine.atUs.push(atUs);
+      } else if (message.type === 'ready' && !mine.ready) {
+        mine.ready = true;
+        clearTimeout(timer);
+        readyMs.push((atUs - openedUs) / 1000);
+        resolve();
+      }
+    });
+    socket.on('unexpected-response', (_request, response) => fail(`upgrade refused with ${response.statusCode}`));
+    socket.on('error', (error) => fail(error.message));
+    socket.on('close', (code) => {
+      if (mine.ready && !stopping) count(`closed by the server with ${code}`);
+      else fail(`closed with ${code} before ready`);
+    });
+  });
+}
+
+/** Waits up to `drainMs` for every ready socket to have every id; prints the latency of each pair that came. */
+async function deliveries(ids: number[], sentUs: number[], drainMs: number): Promise<void> {
+  // From `ready` to the writer's end (the harness sends this as soon as the writer is done).
+  const { user, system } = process.cpuUsage(cpuAtReady);
+  const sent = new Map(ids.map((id, i) => [id, sentUs[i]]));
+  const listening = heard.filter((h) => h.ready);
+  const expected = listening.length * ids.length;
+  const arrived = () => listening.reduce((n, h) => n + h.ids.filter((id) => sent.has(id)).length, 0);
+  const deadline = Date.now() + drainMs;
+  while (arrived() < expected && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+
+  const latenciesUs: number[] = [];
+  let delivered = 0;
+  let duplicates = 0;
+  for (const h of listening) {
+    const seen = new Set<number>();
+    h.ids.forEach((id, i) => {
+      const at = sent.get(id);
+      if (at === undefined) return; // the warm-up's, or later than the writer's measured window
+      if (seen.has(id)) {
+        duplicates++;
+        return;
+      }
+      seen.add(id);
+      delivered++;
+      latenciesUs.push(h.atUs[i] - at);
+    });
+  }
+  say({ event: 'done', expected, delivered, duplicates, failures, latenciesUs, cpuMs: (user + system) / 1000 });
+}
+
+function finish(): void {
+  if (stopping) return;
+  stopping = true;
+  for (const h of heard) h.socket.terminate();
+  // stdout is a pipe: let it flush before leaving.
+  process.stdout.write('', () => process.exit(0));
+}
+
+function say(line: Record<string, unknown>): void {
+  process.stdout.write(`${JSON.stringify(line)}\n`);
+}
