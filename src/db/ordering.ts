@@ -3,7 +3,6 @@
 // numbers < strings < booleans < objects and arrays (which tie with each other); rows where the field
 // is missing or null come last in both directions; ties break by id in the same direction. Both
 // backends give the same order for the same data. The field name only ever travels as a binding.
-import type { Knex } from 'knex';
 
 export type Direction = 'asc' | 'desc';
 
@@ -14,15 +13,22 @@ export interface Page {
   order: Direction;
 }
 
-/** `collection` is a query of the collection's id (one row, or none: then the page is empty). */
-export async function orderedRows(knex: Knex, collection: Knex.QueryBuilder, page: Page): Promise<{ id: number | string; data: string }[]> {
+/**
+ * The query of one page of the account's collection `name`, as plain SQL with `?` placeholders and
+ * its values; it answers `{ id, data }` rows. The collection is found by account and name in the same
+ * statement: a page of a collection that does not exist is empty. Its SQL depends only on the backend,
+ * the direction and how the field is read, so a prepared statement serves every field name.
+ */
+export function orderedRowsQuery(dialect: 'sqlite' | 'postgres', accountId: number, name: string, page: Page) {
   const dir = page.order === 'desc' ? 'desc' : 'asc';
-  if (page.orderBy === 'id') {
-    return knex('rows').where({ collection_id: collection }).select('id', 'data').orderBy('id', dir).limit(page.limit).offset(page.offset);
-  }
-  const { sql, bindings } = knex.client.dialect === 'postgresql' ? postgres(page.orderBy, dir) : sqlite(page.orderBy, dir);
-  const result = await knex.raw(`${sql} limit ? offset ?`, [...bindings(collection), page.limit, page.offset]);
-  return Array.isArray(result) ? result : result.rows;
+  const collection = 'collection_id = (select id from collections where account_id = ? and name = ?)';
+  const { sql, bindings } =
+    page.orderBy === 'id'
+      ? { sql: `select id, data from rows where ${collection} order by id ${dir}`, bindings: [] }
+      : dialect === 'postgres'
+        ? postgres(page.orderBy, dir, collection)
+        : sqlite(page.orderBy, dir, collection);
+  return { sql: `${sql} limit ? offset ?`, params: [...bindings, accountId, name, page.limit, page.offset] };
 }
 
 /** Names a SQLite JSON path label `$."…"` can spell: no quote, backslash or control character. */
@@ -35,19 +41,19 @@ const pathSafe = /^[^"\\\u0000-\u001f]*$/;
  * compares the name as a plain string. Strings compare as UTF-8 bytes (BINARY collation), which is
  * code point order.
  */
-function sqlite(field: string, dir: Direction) {
+function sqlite(field: string, dir: Direction, collection: string) {
   const byPath = pathSafe.test(field);
   const [type, value] = byPath
     ? ['json_type(data, ?)', 'json_extract(data, ?)']
     : ['(select type from json_each(rows.data) where key = ?)', '(select value from json_each(rows.data) where key = ?)'];
   const key = byPath ? `$."${field}"` : field;
   return {
-    sql: `select id, data from (select id, data, ${type} as t, ${value} as v from rows where collection_id = ?)
+    sql: `select id, data from (select id, data, ${type} as t, ${value} as v from rows where ${collection})
       order by (t is null or t = 'null'),
         case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3 else 4 end ${dir},
         case when t in ('object', 'array') then null else v end ${dir},
         id ${dir}`,
-    bindings: (collection: Knex.QueryBuilder) => [key, key, collection],
+    bindings: [key, key],
   };
 }
 
@@ -56,16 +62,16 @@ function sqlite(field: string, dir: Direction) {
  * jsonb with U+0000 taken as U+0001 (for ordering only: rows are returned as stored), and the field
  * name likewise. Strings compare under the "C" collation, which is code point order in UTF-8.
  */
-function postgres(field: string, dir: Direction) {
+function postgres(field: string, dir: Direction, collection: string) {
   const j = 'j';
   return {
-    sql: `select id, data from (select id, data, replace(data, ?, ?)::jsonb -> ? as ${j} from rows where collection_id = ?) r
+    sql: `select id, data from (select id, data, replace(data, ?, ?)::jsonb -> ? as ${j} from rows where ${collection}) r
       order by (jsonb_typeof(${j}) is null or jsonb_typeof(${j}) = 'null'),
         case jsonb_typeof(${j}) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 else 4 end ${dir},
         case when jsonb_typeof(${j}) = 'number' then (${j})::numeric end ${dir},
         case when jsonb_typeof(${j}) = 'string' then (${j} #>> '{}') collate "C" end ${dir},
         case when jsonb_typeof(${j}) = 'boolean' then (${j})::boolean end ${dir},
         id ${dir}`,
-    bindings: (collection: Knex.QueryBuilder) => ['\\u0000', '\\u0001', field.replaceAll('\u0000', '\u0001'), collection],
+    bindings: ['\\u0000', '\\u0001', field.replaceAll('\u0000', '\u0001')],
   };
 }

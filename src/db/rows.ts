@@ -5,11 +5,12 @@ import type { DatabaseParams } from './changes.ts';
 import { advance, collectionId, collectionIdQuery, collectionNotFound } from './collections.ts';
 import { appendEvents, type EventRow } from './events.ts';
 import { insertMany } from './insert.ts';
-import { orderedRows, type Page } from './ordering.ts';
+import { orderedRowsQuery, type Page } from './ordering.ts';
 import { query } from './query.ts';
 
 export type Row = components['schemas']['Row'];
 export type Fields = Record<string, unknown>;
+type StoredRow = { id: number | string; data: string };
 
 const toRow = (id: number | string, data: string): Row => ({ id: Number(id), ...JSON.parse(data) });
 /** A row's event text from its stored text (the fields but id, as JSON.stringify wrote them), without a second stringify. */
@@ -41,9 +42,13 @@ export async function insertRows(knex: Knex, accountId: number, collection: stri
 
 /** One page of rows; an empty page is a 404 when the collection does not exist. */
 export async function listRows(knex: Knex, accountId: number, collection: string, page: Page): Promise<Row[]> {
-  const rows = await orderedRows(knex, collectionIdQuery(knex, accountId, collection), page);
+  const { sqlite } = knex.userParams as DatabaseParams;
+  const { sql, params } = orderedRowsQuery(sqlite ? 'sqlite' : 'postgres', accountId, collection, page);
+  // On SQLite a page has a read-only connection of its own: one that reads a whole collection to
+  // order it holds up neither row reads nor writes.
+  const rows = sqlite ? await sqlite.read<StoredRow>(sql, params, 'scan') : (await knex.raw(sql, params)).rows;
   if (rows.length === 0) await collectionId(knex, accountId, collection);
-  return rows.map((row) => toRow(row.id, row.data));
+  return rows.map((row: StoredRow) => toRow(row.id, row.data));
 }
 
 // The hot statements, the same SQL on both backends (see query.ts and sqlite-statements.ts).

@@ -2,11 +2,12 @@
 // reused: Knex has node-sqlite3 prepare and finalize a new statement for every query, which cost more
 // than running it.
 //
-// Two connections: Knex's one connection stays the writer (hot writes run their prepared statements
-// on it, inside the Knex transaction that holds it), and a second, read-only connection serves the hot
-// reads. In WAL mode it runs beside the writer, so a read never waits behind a write transaction; it
-// sees every transaction committed before the read began, so a client reads its own acknowledged
-// writes. Errors leave as the driver's and are translated at the store's edge (errors.ts).
+// Knex's one connection stays the writer (hot writes run their prepared statements on it, inside the
+// Knex transaction that holds it); read-only connections serve the hot reads, one for single rows and
+// one for pages. In WAL mode they run beside the writer, so a read never waits behind a write
+// transaction, nor a write behind a slow page; a read sees every transaction committed before it
+// began, so a client reads its own acknowledged writes. Errors leave as the driver's and are
+// translated at the store's edge (errors.ts).
 import type { Knex } from 'knex';
 import sqlite3 from 'sqlite3';
 
@@ -74,19 +75,33 @@ class StatementCache {
 
 const finalize = (statement: sqlite3.Statement) => new Promise<void>((resolve) => statement.finalize(() => resolve()));
 
-/** What openDatabase() keeps for SQLite: the read-only connection, and the writer's statements. */
+/**
+ * Which read-only connection a read takes: `point` for the reads of one row, `scan` for pages of
+ * rows, which may read a whole collection: a slow page then holds up neither a row read nor a write.
+ */
+export type ReadKind = 'point' | 'scan';
+
+interface Reader {
+  db: sqlite3.Database;
+  cache: StatementCache;
+}
+
+/** What openDatabase() keeps for SQLite: the read-only connections, and the writer's statements. */
 export class SqliteStatements {
-  private reader: Promise<{ db: sqlite3.Database; cache: StatementCache }> | undefined;
+  private readonly readers = new Map<ReadKind, Promise<Reader>>();
   private readonly writers = new Map<unknown, StatementCache>();
   private closed = false;
 
   /** `filename`: the database Knex has opened and migrated (so it is in WAL mode already). */
   constructor(private readonly filename: string) {}
 
-  /** Runs `sql` on the read-only connection (opened on the first read). Never for a read inside a transaction. */
-  async read<T>(sql: string, params: SqlValue[]): Promise<T[]> {
+  /**
+   * Runs `sql` on the read-only connection of its `kind` (opened on its first read). Never for a read
+   * inside a transaction, which must see the transaction's own writes.
+   */
+  async read<T>(sql: string, params: SqlValue[], kind: ReadKind = 'point'): Promise<T[]> {
     if (this.closed) throw new DatabaseClosedError();
-    const { cache } = await this.openReader();
+    const { cache } = await this.reader(kind);
     return cache.all<T>(sql, params);
   }
 
@@ -103,20 +118,25 @@ export class SqliteStatements {
     return cache.all<T>(sql, params);
   }
 
-  /** Finalizes every statement and closes the reader; Knex closes its own connection after this. */
+  /** Finalizes every statement and closes the readers; Knex closes its own connection after this. */
   async close(): Promise<void> {
     this.closed = true;
     await Promise.all([...this.writers.values()].map((cache) => cache.finalize()));
     this.writers.clear();
-    const reader = await this.reader?.catch(() => undefined);
-    if (!reader) return;
-    await reader.cache.finalize();
-    await new Promise<void>((resolve, reject) => reader.db.close((error) => (error ? reject(error) : resolve())));
+    const readers = [...this.readers.values()];
+    this.readers.clear();
+    for (const opening of readers) {
+      const reader = await opening.catch(() => undefined);
+      if (!reader) continue;
+      await reader.cache.finalize();
+      await new Promise<void>((resolve, reject) => reader.db.close((error) => (error ? reject(error) : resolve())));
+    }
   }
 
-  private openReader() {
-    if (this.reader) return this.reader;
-    const opening = new Promise<{ db: sqlite3.Database; cache: StatementCache }>((resolve, reject) => {
+  private reader(kind: ReadKind): Promise<Reader> {
+    const open = this.readers.get(kind);
+    if (open) return open;
+    const opening = new Promise<Reader>((resolve, reject) => {
       const db = new sqlite3.Database(this.filename, sqlite3.OPEN_READONLY, (error) => {
         if (error) return reject(error);
         // As the writer's: wait up to 5 s for a lock (a read in WAL mode waits only during recovery).
@@ -124,10 +144,10 @@ export class SqliteStatements {
         resolve({ db, cache: new StatementCache(db) });
       });
     });
-    this.reader = opening;
+    this.readers.set(kind, opening);
     // A connection that failed to open is not kept: the next read tries again.
     opening.catch(() => {
-      if (this.reader === opening) this.reader = undefined;
+      if (this.readers.get(kind) === opening) this.readers.delete(kind);
     });
     return opening;
   }

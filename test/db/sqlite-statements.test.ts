@@ -49,6 +49,31 @@ describe('SQLite hot statements', () => {
     expect(missing).to.be.instanceOf(ApiError).and.to.include({ code: 'not_found' });
   });
 
+  it('read pages on a connection of their own: a slow one holds up no write and no row read', async () => {
+    await store.insertRows(accountId, 'notes', [{ n: 1 }]);
+    const done: string[] = [];
+    // Stands for a page that orders a large collection: it reads for a good while.
+    const count = 'with recursive n(i) as (select 1 union all select i + 1 from n where i < 3000000) select count(*) as c from n';
+    const page = sqlite()
+      .read(count, [], 'scan')
+      .then(() => done.push('page'));
+    await store.insertRows(accountId, 'notes', [{ n: 2 }]).then(() => done.push('write'));
+    await store.getRow(accountId, 'notes', 2).then(() => done.push('row'));
+    await page;
+    expect(done).to.deep.equal(['write', 'row', 'page']);
+
+    // And listRows reads its pages there, getRow its rows on the other.
+    const kinds: unknown[] = [];
+    const read = sqlite().read.bind(sqlite());
+    sqlite().read = (sql: string, params: unknown[], kind = 'point') => {
+      kinds.push(kind);
+      return read(sql, params, kind);
+    };
+    await store.listRows(accountId, 'notes', { limit: 10, offset: 0, orderBy: 'n', order: 'desc' });
+    await store.getRow(accountId, 'notes', 1);
+    expect(kinds).to.deep.equal(['scan', 'point']);
+  });
+
   it('tell a missing row from a missing collection', async () => {
     const details: string[] = [];
     for (const collection of ['notes', 'other']) {
