@@ -25,7 +25,7 @@ export async function openDatabase(url: string): Promise<Database> {
   const changes = new Changes();
   const knex = knexFactory(knexConfig(url));
   const dialect = url.startsWith('sqlite:') ? 'sqlite' : 'postgres';
-  // SQLite: the hot statements prepared once, and a second connection, read-only, for the hot reads.
+  // SQLite: the hot statements prepared once, and read-only connections for the hot reads.
   const sqlite = dialect === 'sqlite' ? new SqliteStatements(sqliteFilename(url)) : undefined;
   // Knex hands its userParams on to every transaction: that is how announceChange() finds `changes`,
   // and the hot reads and writes find `sqlite`.

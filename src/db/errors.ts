@@ -1,7 +1,13 @@
 // The data layer's edge: driver errors become API errors here, per dialect, so no handler ever sees a
 // driver's message (which may carry SQL). What is not recognised stays as it is and becomes a 500.
 import { ApiError, conflict, unavailable } from '../errors.ts';
-import { DatabaseClosedError } from './sqlite-statements.ts';
+
+/** Thrown for a statement asked of a database this process has closed: 503 unavailable, like a lost one. */
+export class DatabaseClosedError extends Error {
+  constructor() {
+    super('the database is closed');
+  }
+}
 
 interface DriverError {
   code?: string;

@@ -10,15 +10,9 @@
 // translated at the store's edge (errors.ts).
 import type { Knex } from 'knex';
 import sqlite3 from 'sqlite3';
+import { DatabaseClosedError } from './errors.ts';
 
 export type SqlValue = string | number | null;
-
-/** Thrown for a statement asked of a closed database: the store translates it to 503 unavailable. */
-export class DatabaseClosedError extends Error {
-  constructor() {
-    super('the database is closed');
-  }
-}
 
 /** Statements kept per connection at most; the least recently used is finalized first. */
 const MAX_STATEMENTS = 64;
