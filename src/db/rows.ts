@@ -51,7 +51,8 @@ export async function listRows(knex: Knex, accountId: number, collection: string
   return rows.map((row: StoredRow) => toRow(row.id, row.data));
 }
 
-// The hot statements, the same SQL on both backends (see query.ts and sqlite-statements.ts).
+// The hot statements: the first two are SQLite's row reads (the read-only connection), the others run
+// in a write transaction through query(), the same SQL on both backends.
 const rowSql = `select r.data from rows r join collections c on c.id = r.collection_id
   where c.account_id = ? and c.name = ? and r.id = ?`;
 const collectionSql = 'select 1 as found from collections where account_id = ? and name = ?';
