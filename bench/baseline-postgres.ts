@@ -7,7 +7,7 @@
 // insert-batch sends, JSON-stringified per batch as rowbase must. It warms up, measures for the settings'
 // seconds, and prints one JSON line (Measured) with rows/s, as the SQLite baseline (b) does.
 import pg from 'pg';
-import { type Measured, monotonicUs, percentile } from './measure.ts';
+import { timeBatches } from './measure.ts';
 import { batchOf } from './seed.ts';
 import type { Settings } from './settings.ts';
 
@@ -39,30 +39,7 @@ try {
     }
   };
 
-  const warmupEnds = performance.now() + settings.warmupSeconds * 1000;
-  while (performance.now() < warmupEnds) await writeBatch();
-
-  const latencies: number[] = [];
-  const started = performance.now();
-  const startedUs = monotonicUs();
-  const ends = started + settings.durationSeconds * 1000;
-  while (performance.now() < ends) {
-    const before = performance.now();
-    await writeBatch();
-    latencies.push(performance.now() - before);
-  }
-  const seconds = (performance.now() - started) / 1000;
-  latencies.sort((a, b) => a - b);
-  const measured: Measured = {
-    requests: latencies.length,
-    rows: latencies.length * settings.batchSize,
-    seconds,
-    p50Ms: percentile(latencies, 0.5),
-    p99Ms: percentile(latencies, 0.99),
-    failures: 0,
-    statusCodes: {},
-    windowUs: [startedUs, monotonicUs()],
-  };
+  const measured = await timeBatches(writeBatch, settings);
   process.stdout.write(`${JSON.stringify(measured)}\n`);
 } finally {
   await client.end();

@@ -11,7 +11,7 @@
 import { createServer } from 'node:http';
 import sqlite3 from 'sqlite3';
 import { listen } from './listen.ts';
-import { type Measured, monotonicUs, percentile } from './measure.ts';
+import { timeBatches } from './measure.ts';
 import { batchOf, collections } from './seed.ts';
 import type { Settings } from './settings.ts';
 
@@ -68,30 +68,7 @@ async function insertBatches(settings: Settings, variant: 'rows' | 'statement'):
       });
     });
 
-  const warmupEnds = performance.now() + settings.warmupSeconds * 1000;
-  while (performance.now() < warmupEnds) await writeBatch();
-
-  const latencies: number[] = [];
-  const started = performance.now();
-  const startedUs = monotonicUs();
-  const ends = started + settings.durationSeconds * 1000;
-  while (performance.now() < ends) {
-    const before = performance.now();
-    await writeBatch();
-    latencies.push(performance.now() - before);
-  }
-  const seconds = (performance.now() - started) / 1000;
-  latencies.sort((a, b) => a - b);
-  const measured: Measured = {
-    requests: latencies.length,
-    rows: latencies.length * settings.batchSize,
-    seconds,
-    p50Ms: percentile(latencies, 0.5),
-    p99Ms: percentile(latencies, 0.99),
-    failures: 0,
-    statusCodes: {},
-    windowUs: [startedUs, monotonicUs()],
-  };
+  const measured = await timeBatches(writeBatch, settings);
   await new Promise<void>((resolve) => insert.finalize(() => db.close(() => resolve())));
   process.stdout.write(`${JSON.stringify(measured)}\n`);
 }

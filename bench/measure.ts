@@ -93,3 +93,37 @@ export function histogramPercentile(histogram: Histogram, p: number): number {
   }
   return Number.NaN;
 }
+
+/**
+ * Runs `writeBatch` back to back for the warm-up, then for the measured duration, and reports it as a
+ * load worker would: one request per batch of `settings.batchSize` rows.
+ */
+export async function timeBatches(
+  writeBatch: () => Promise<void>,
+  settings: { warmupSeconds: number; durationSeconds: number; batchSize: number },
+): Promise<Measured> {
+  const warmupEnds = performance.now() + settings.warmupSeconds * 1000;
+  while (performance.now() < warmupEnds) await writeBatch();
+
+  const latencies: number[] = [];
+  const started = performance.now();
+  const startedUs = monotonicUs();
+  const ends = started + settings.durationSeconds * 1000;
+  while (performance.now() < ends) {
+    const before = performance.now();
+    await writeBatch();
+    latencies.push(performance.now() - before);
+  }
+  const seconds = (performance.now() - started) / 1000;
+  latencies.sort((a, b) => a - b);
+  return {
+    requests: latencies.length,
+    rows: latencies.length * settings.batchSize,
+    seconds,
+    p50Ms: percentile(latencies, 0.5),
+    p99Ms: percentile(latencies, 0.99),
+    failures: 0,
+    statusCodes: {},
+    windowUs: [startedUs, monotonicUs()],
+  };
+}
