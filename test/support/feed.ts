@@ -36,6 +36,11 @@ export function messageProblem(text: string): string | undefined {
   return undefined;
 }
 
+/** The seq of each message (undefined for those without one). */
+export const seqs = (messages: FeedMessage[]) => messages.map((message) => ('seq' in message ? message.seq : undefined));
+/** The integers from `from` to `to`, both included. */
+export const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, index) => from + index);
+
 export type Query = Record<string, string | number | undefined>;
 
 export interface OpenOptions {

@@ -1,11 +1,8 @@
 import { expect } from 'chai';
 import { describeEachBackend } from '../support/backends.ts';
 import type { Client } from '../support/client.ts';
-import { FeedClient, type FeedMessage } from '../support/feed.ts';
+import { FeedClient, range, seqs } from '../support/feed.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
-
-const seqs = (messages: FeedMessage[]) => messages.map((message) => ('seq' in message ? message.seq : undefined));
-const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, index) => from + index);
 
 describeEachBackend('the feed', (backend) => {
   let server: TestServer;

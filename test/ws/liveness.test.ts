@@ -3,11 +3,9 @@ import type { Socket } from 'node:net';
 import { expect } from 'chai';
 import WebSocket from 'ws';
 import { describeEachBackend } from '../support/backends.ts';
-import { FeedClient, type FeedMessage, feedUrl, refusal } from '../support/feed.ts';
+import { FeedClient, feedUrl, range, refusal, seqs } from '../support/feed.ts';
 import { startTestServer } from '../support/server.ts';
 
-const seqs = (messages: FeedMessage[]) => messages.map((message) => ('seq' in message ? message.seq : undefined));
-const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, index) => from + index);
 const tcpOf = (feed: FeedClient) => (feed.socket as unknown as { _socket: Socket })._socket;
 
 describeEachBackend('feed connections', (backend) => {

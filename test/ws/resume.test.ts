@@ -2,11 +2,8 @@ import { once } from 'node:events';
 import { expect } from 'chai';
 import { describeEachBackend } from '../support/backends.ts';
 import type { Client } from '../support/client.ts';
-import { FeedClient, type FeedMessage, refusal } from '../support/feed.ts';
+import { FeedClient, range, refusal, seqs } from '../support/feed.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
-
-const seqs = (messages: FeedMessage[]) => messages.map((message) => ('seq' in message ? message.seq : undefined));
-const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, index) => from + index);
 
 describeEachBackend('resuming the feed with since', (backend) => {
   let server: TestServer;
