@@ -79,6 +79,16 @@ const schedule: { workload: string; ratioTo?: string; lastRoundOnly?: boolean }[
   // Once: 10,000 sockets take a while to open, and the server's memory with them all barely moves.
   { workload: 'idle-sockets', lastRoundOnly: true },
 ];
+/** With `--only`: the steps of the workloads asked for, each with the baseline step just before it. */
+const selectedSteps = (only: string[]) =>
+  new Set(
+    schedule.flatMap((step, index) => {
+      if (!only.includes(step.workload)) return [];
+      if (!step.ratioTo) return [index];
+      const baseline = schedule.findLastIndex((other, before) => before < index && other.workload === step.ratioTo);
+      return [baseline, index];
+    }),
+  );
 const postgresWorkloads = new Set(['baseline-postgres', 'insert-batch-postgres']);
 /** The bare pg client's rows go to a collection of their own, in rowbase's `rows` table. */
 const baselineCollection = 'baseline';
@@ -144,7 +154,9 @@ async function main(): Promise<void> {
 
   const measurements: Measurement[] = [];
   for (let round = 1; round <= settings.rounds; round++) {
-    for (const { workload, ratioTo, lastRoundOnly } of schedule) {
+    const steps = settings.only && selectedSteps(settings.only);
+    for (const [index, { workload, ratioTo, lastRoundOnly }] of schedule.entries()) {
+      if (steps && !steps.has(index)) continue;
       if (lastRoundOnly && round !== settings.rounds) continue;
       if (postgresWorkloads.has(workload) && !rowbasePostgres) continue;
       let measurement: Omit<Measurement, 'ratioTo'>;
@@ -160,6 +172,16 @@ async function main(): Promise<void> {
   await Promise.all(Object.values(watched).map((server) => stop(server.child, settings.stopGraceMs)));
 
   const summaries = summarise(measurements);
+  if (settings.only) {
+    for (const s of summaries) {
+      const rate = ratedByRows(s.workload) ? `${Math.round(s.rowsPerSecond)} rows/s` : `${Math.round(s.requestsPerSecond)} req/s`;
+      say(
+        `${s.workload.padEnd(26)} ${rate.padStart(14)}  p99 ${s.p99Ms.toFixed(2)} ms${s.ratio === undefined ? '' : `  ratio ${s.ratio.toFixed(3)}`}`,
+      );
+    }
+    say(`peak RSS of rowbase: ${Math.round((serverPeakRssKb.rowbase ?? 0) / 1024)} MB`);
+    return;
+  }
   const cost = meteringCost(measurements);
   const targets = judgeTargets(summaries, cost, serverPeakRssKb.rowbase, settings);
 

@@ -59,6 +59,11 @@ export interface Settings {
    * ROWBASE_BENCH_POSTGRES_URL (its admin database, as postgres://user@host:port/postgres).
    */
   postgresUrl: string;
+  /**
+   * `--only=a,b`: measure just these workloads (with the baselines their ratios are taken to); no
+   * profiles, and results-quick.json only. For working on one workload; not for the record.
+   */
+  only?: string[];
 }
 
 const full: Settings = {
@@ -95,7 +100,11 @@ const full: Settings = {
 const quick: Settings = { ...full, mode: 'quick', durationSeconds: 2, rounds: 1, profile: false, idleSubscribers: 2500 };
 
 export function settingsFromArgs(args: string[]): Settings {
-  const unknown = args.filter((arg) => arg !== '--quick');
-  if (unknown.length > 0) throw new Error(`unknown argument ${unknown[0]}; usage: npm run bench [-- --quick]`);
-  return args.includes('--quick') ? quick : full;
+  const onlyArg = args.find((arg) => arg.startsWith('--only='));
+  const unknown = args.filter((arg) => arg !== '--quick' && arg !== onlyArg);
+  if (unknown.length > 0) throw new Error(`unknown argument ${unknown[0]}; usage: npm run bench [-- --quick] [-- --only=workload,…]`);
+  const settings = args.includes('--quick') ? quick : full;
+  if (!onlyArg) return settings;
+  const only = onlyArg.slice('--only='.length).split(',').filter(Boolean);
+  return { ...quick, durationSeconds: settings.durationSeconds, idleSubscribers: settings.idleSubscribers, only };
 }
