@@ -135,6 +135,8 @@ export interface paths {
          *     types, numbers < strings < booleans < objects and arrays. Rows where the field is missing or
          *     `null` come last in both directions. Ties break by `id`, in the same direction.
          *     Out-of-range values are refused with `400`, never clamped.
+         *     The first page of a large collection ordered by a field makes a sort index of that field, and
+         *     may take a while; later pages read the index (see the README, "Sort indexes").
          */
         get: operations["listRows"];
         put?: never;

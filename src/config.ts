@@ -24,6 +24,14 @@ export interface Config {
   feedPingIntervalMs: number;
   /** Bytes a feed client may fall behind by before it is closed with 4008. `ROWBASE_FEED_MAX_BUFFER_BYTES`, default 4 MiB. */
   feedMaxBufferBytes: number;
+  /**
+   * A collection gets a sort index for a field the first time a page is ordered by it once the
+   * collection holds this many rows; smaller ones are sorted whole. `ROWBASE_SORT_INDEX_MIN_ROWS`,
+   * default 1000; 0 indexes every field ordered by.
+   */
+  sortIndexMinRows: number;
+  /** Sort indexes a collection may have; ordering by any other field sorts it whole. `ROWBASE_SORT_INDEX_MAX`, default 16; 0 makes none. */
+  sortIndexMax: number;
 }
 
 export const defaults: Config = {
@@ -39,6 +47,8 @@ export const defaults: Config = {
   eventsPruneIntervalMs: 60 * 1000,
   feedPingIntervalMs: 30 * 1000,
   feedMaxBufferBytes: 4 * 1024 * 1024,
+  sortIndexMinRows: 1000,
+  sortIndexMax: 16,
 };
 
 export class ConfigError extends Error {}
@@ -57,6 +67,8 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
     eventsPruneIntervalMs: seconds(env, 'ROWBASE_EVENTS_PRUNE_SECONDS', defaults.eventsPruneIntervalMs, 1, DAY),
     feedPingIntervalMs: seconds(env, 'ROWBASE_FEED_PING_SECONDS', defaults.feedPingIntervalMs, 1, DAY),
     feedMaxBufferBytes: integer(env, 'ROWBASE_FEED_MAX_BUFFER_BYTES', defaults.feedMaxBufferBytes, 1024, 2 ** 31),
+    sortIndexMinRows: integer(env, 'ROWBASE_SORT_INDEX_MIN_ROWS', defaults.sortIndexMinRows, 0, 2 ** 31),
+    sortIndexMax: integer(env, 'ROWBASE_SORT_INDEX_MAX', defaults.sortIndexMax, 0, 64),
   };
 }
 

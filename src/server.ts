@@ -36,7 +36,7 @@ export async function startServer(
   log: Logger = createLogger(config.logLevel),
   options: ServerOptions = {},
 ): Promise<RunningServer> {
-  const store = await openStore(config.databaseUrl);
+  const store = await openStore(config.databaseUrl, { minRows: config.sortIndexMinRows, max: config.sortIndexMax });
   const [openapi, asyncapi] = await Promise.all(
     ['openapi.yaml', 'asyncapi.yaml'].map((name) => readFile(new URL(`../${name}`, import.meta.url), 'utf8')),
   );

@@ -23,6 +23,15 @@ export interface DatabaseParams {
   changes?: Changes;
   /** SQLite only: the hot statements, prepared once, and the read-only connection (sqlite-statements.ts). */
   sqlite?: SqliteStatements;
+  /** When a page ordered by a field makes a sort index for it (see sort-keys.ts). */
+  sortIndexes?: SortIndexLimits;
+}
+
+export interface SortIndexLimits {
+  /** Rows a collection holds before ordering by a field indexes it. */
+  minRows: number;
+  /** Sort indexes per collection at most. */
+  max: number;
 }
 
 export const CHANNEL = 'rowbase_changes';

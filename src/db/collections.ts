@@ -42,6 +42,7 @@ export async function deleteCollection(knex: Knex, accountId: number, name: stri
     const { id } = await advance(trx, accountId, name, 0);
     await trx('rows').where({ collection_id: id }).delete();
     await trx('events').where({ collection_id: id }).delete();
+    await trx('sort_keys').where({ collection_id: id }).delete();
     await trx('collections').where({ id }).delete();
     await announceChange(trx, id);
   });
@@ -66,8 +67,9 @@ export const collectionNotFound = (name: string) => notFound(`There is no collec
 
 /**
  * Moves the counters of the account's collection by one change: `events` events, `rowIds` new ids and
- * `rowDelta` rows added or removed. Returns the collection's id and the last row id and event seq, now
- * taken; 404 when the account has no such collection.
+ * `rowDelta` rows added or removed. Returns the collection's id, the last row id and event seq, now
+ * taken, and the fields it has sort indexes for (sort-keys.ts); 404 when the account has no such
+ * collection.
  *
  * It is the first statement of every write transaction, and a write: the transaction takes the write
  * lock at once (waiting its turn, where a read first would fail on SQLite when another process wrote
@@ -75,12 +77,17 @@ export const collectionNotFound = (name: string) => notFound(`There is no collec
  * seqs in commit order.
  */
 export async function advance(trx: Knex.Transaction, accountId: number, collection: string, events: number, rowIds = 0, rowDelta = 0) {
-  const [counters] = await query<{ id: number | string; last_row_id: number | string; last_seq: number | string }>(
+  const [counters] = await query<{ id: number | string; last_row_id: number | string; last_seq: number | string; sorted: string }>(
     trx,
     `update collections set last_row_id = last_row_id + ?, last_seq = last_seq + ?, row_count = row_count + ?
-      where account_id = ? and name = ? returning id, last_row_id, last_seq`,
+      where account_id = ? and name = ? returning id, last_row_id, last_seq, sorted`,
     [rowIds, events, rowDelta, accountId, collection],
   );
   if (!counters) throw collectionNotFound(collection);
-  return { id: Number(counters.id), lastRowId: Number(counters.last_row_id), lastSeq: Number(counters.last_seq) };
+  return {
+    id: Number(counters.id),
+    lastRowId: Number(counters.last_row_id),
+    lastSeq: Number(counters.last_seq),
+    sorted: JSON.parse(counters.sorted) as string[],
+  };
 }

@@ -2,7 +2,8 @@ import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import pg from 'pg';
-import { Changes, type DatabaseParams } from './changes.ts';
+import { defaults } from '../config.ts';
+import { Changes, type DatabaseParams, type SortIndexLimits } from './changes.ts';
 import { migrationSource } from './migrations.ts';
 import { SqliteStatements } from './sqlite-statements.ts';
 
@@ -21,15 +22,18 @@ export interface Database {
  * Opens the database that `url` names and brings its schema up to date.
  * `sqlite:<path>` (relative to the working directory; the folder is created) or `postgres://…`.
  */
-export async function openDatabase(url: string): Promise<Database> {
+export async function openDatabase(
+  url: string,
+  sortIndexes: SortIndexLimits = { minRows: defaults.sortIndexMinRows, max: defaults.sortIndexMax },
+): Promise<Database> {
   const changes = new Changes();
   const knex = knexFactory(knexConfig(url));
   const dialect = url.startsWith('sqlite:') ? 'sqlite' : 'postgres';
   // SQLite: the hot statements prepared once, and read-only connections for the hot reads.
   const sqlite = dialect === 'sqlite' ? new SqliteStatements(sqliteFilename(url)) : undefined;
   // Knex hands its userParams on to every transaction: that is how announceChange() finds `changes`,
-  // and the hot reads and writes find `sqlite`.
-  knex.userParams = { changes, sqlite } satisfies DatabaseParams;
+  // the hot reads and writes find `sqlite`, and listRows() finds `sortIndexes`.
+  knex.userParams = { changes, sqlite, sortIndexes } satisfies DatabaseParams;
   const close = async () => {
     try {
       await sqlite?.close();

@@ -77,6 +77,36 @@ const migrations: Record<string, Knex.Migration> = {
       await knex.schema.dropTable('usage_counts');
     },
   },
+  '0003_sort_keys': {
+    async up(knex) {
+      // The fields the collection has a sort index for, as a JSON array of names: a name's position is
+      // its slot in sort_keys. Read and written under the collection row's lock (advance()).
+      await knex.schema.alterTable('collections', (t) => {
+        t.text('sorted').notNullable().defaultTo('[]');
+      });
+      // For each row and sort index, where the row's value of the field falls in the order of
+      // contract.md: `rank` is the JSON type's place (1 numbers, 2 strings, 3 booleans, 4 objects and
+      // arrays, 5 missing or null), then `num` (numbers; false 0, true 1) or `str` (strings, by code
+      // point), then the row id. See sort-keys.ts.
+      const postgres = knex.client.dialect === 'postgresql';
+      await knex.schema.createTable('sort_keys', (t) => {
+        t.integer('collection_id').notNullable();
+        t.integer('slot').notNullable();
+        t.bigInteger('row_id').notNullable();
+        t.integer('rank').notNullable();
+        t.specificType('num', 'numeric');
+        t.specificType('str', postgres ? 'text collate "C"' : 'text');
+        t.primary(['collection_id', 'row_id', 'slot']);
+        t.index(['collection_id', 'slot', 'rank', 'num', 'str', 'row_id'], 'sort_keys_order');
+      });
+    },
+    async down(knex) {
+      await knex.schema.dropTable('sort_keys');
+      await knex.schema.alterTable('collections', (t) => {
+        t.dropColumn('sorted');
+      });
+    },
+  },
 };
 
 /** Migrations ship inside the code, so a bare `npm start` needs no migrations folder. */

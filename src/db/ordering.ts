@@ -38,15 +38,19 @@ const pathSafe = /^[^"\\\u0000-\u001f]*$/;
 /**
  * SQLite reads a field with a JSON path, `$."name"`. A path cannot spell every name (a quote, a
  * backslash, a control character), so those are looked up among the row's keys with json_each, which
- * compares the name as a plain string. Strings compare as UTF-8 bytes (BINARY collation), which is
- * code point order.
+ * compares the name as a plain string. The expressions read `rows.data`, each with one binding, `key`.
  */
-function sqlite(field: string, dir: Direction, collection: string) {
+export function sqliteField(field: string) {
   const byPath = pathSafe.test(field);
   const [type, value] = byPath
     ? ['json_type(data, ?)', 'json_extract(data, ?)']
     : ['(select type from json_each(rows.data) where key = ?)', '(select value from json_each(rows.data) where key = ?)'];
-  const key = byPath ? `$."${field}"` : field;
+  return { type, value, key: byPath ? `$."${field}"` : field };
+}
+
+/** Strings compare as UTF-8 bytes (BINARY collation), which is code point order. */
+function sqlite(field: string, dir: Direction, collection: string) {
+  const { type, value, key } = sqliteField(field);
   return {
     sql: `select id, data from (select id, data, ${type} as t, ${value} as v from rows where ${collection})
       order by (t is null or t = 'null'),
@@ -60,18 +64,24 @@ function sqlite(field: string, dir: Direction, collection: string) {
 /**
  * PostgreSQL's JSON types cannot hold U+0000 in a string, which JSON may. The stored text is read as
  * jsonb with U+0000 taken as U+0001 (for ordering only: rows are returned as stored), and the field
- * name likewise. Strings compare under the "C" collation, which is code point order in UTF-8.
+ * name likewise. The expression reads `data`, with these bindings.
  */
+export function postgresField(field: string) {
+  return { value: 'replace(data, ?, ?)::jsonb -> ?', bindings: ['\\u0000', '\\u0001', field.replaceAll('\u0000', '\u0001')] };
+}
+
+/** Strings compare under the "C" collation, which is code point order in UTF-8. */
 function postgres(field: string, dir: Direction, collection: string) {
   const j = 'j';
+  const { value, bindings } = postgresField(field);
   return {
-    sql: `select id, data from (select id, data, replace(data, ?, ?)::jsonb -> ? as ${j} from rows where ${collection}) r
+    sql: `select id, data from (select id, data, ${value} as ${j} from rows where ${collection}) r
       order by (jsonb_typeof(${j}) is null or jsonb_typeof(${j}) = 'null'),
         case jsonb_typeof(${j}) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 else 4 end ${dir},
         case when jsonb_typeof(${j}) = 'number' then (${j})::numeric end ${dir},
         case when jsonb_typeof(${j}) = 'string' then (${j} #>> '{}') collate "C" end ${dir},
         case when jsonb_typeof(${j}) = 'boolean' then (${j})::boolean end ${dir},
         id ${dir}`,
-    bindings: ['\\u0000', '\\u0001', field.replaceAll('\u0000', '\u0001')],
+    bindings,
   };
 }

@@ -7,20 +7,30 @@ import { appendEvents, type EventRow } from './events.ts';
 import { insertMany } from './insert.ts';
 import { orderedRowsQuery, type Page } from './ordering.ts';
 import { query } from './query.ts';
+import { deleteSortKeys, makeSortIndex, presentCountQuery, rekeyPatchedRow, sortedPageQuery, writeSortKeys } from './sort-keys.ts';
+import type { ReadKind, SnapshotRead, SqlValue } from './sqlite-statements.ts';
 
 export type Row = components['schemas']['Row'];
 export type Fields = Record<string, unknown>;
 type StoredRow = { id: number | string; data: string };
+type CollectionRow = { id: number | string; row_count: number | string; sorted: string };
 
 const toRow = (id: number | string, data: string): Row => ({ id: Number(id), ...JSON.parse(data) });
-/** A row's event text from its stored text (the fields but id, as JSON.stringify wrote them), without a second stringify. */
-const eventRow = (id: number, data: string): EventRow => ({ id, json: data === '{}' ? `{"id":${id}}` : `{"id":${id},${data.slice(1)}` });
+/**
+ * A row's JSON text from its stored text (the fields but id, as JSON.stringify wrote them), the same
+ * as JSON.stringify of the row, without parsing it.
+ */
+const rowJson = (id: number | string, data: string) => (data === '{}' ? `{"id":${id}}` : `{"id":${id},${data.slice(1)}`);
+const eventRow = (id: number, data: string): EventRow => ({ id, json: rowJson(id, data) });
+/** JSON text of a value of type T. */
+export type Json<T> = string & { readonly json?: T };
+const pageJson = (rows: StoredRow[]): Json<Row[]> => `[${rows.map((row) => rowJson(Number(row.id), row.data)).join(',')}]`;
 const rowNotFound = (collection: string, id: number) => notFound(`There is no row ${id} in collection ${collection}.`);
 
 /** Stores every row or none, each with the next id of the collection, and one insert event each. */
 export async function insertRows(knex: Knex, accountId: number, collection: string, items: Fields[]): Promise<Row[]> {
   return knex.transaction(async (trx) => {
-    const { id, lastRowId, lastSeq } = await advance(trx, accountId, collection, items.length, items.length, items.length);
+    const { id, lastRowId, lastSeq, sorted } = await advance(trx, accountId, collection, items.length, items.length, items.length);
     const firstId = lastRowId - items.length + 1;
     const texts = items.map((fields) => JSON.stringify(fields));
     await insertMany(
@@ -29,6 +39,7 @@ export async function insertRows(knex: Knex, accountId: number, collection: stri
       ['collection_id', 'id', 'data'],
       texts.map((data, index) => [id, firstId + index, data]),
     );
+    await writeSortKeys(trx, id, sorted, firstId, lastRowId);
     await appendEvents(
       trx,
       id,
@@ -40,22 +51,77 @@ export async function insertRows(knex: Knex, accountId: number, collection: stri
   });
 }
 
-/** One page of rows; an empty page is a 404 when the collection does not exist. */
-export async function listRows(knex: Knex, accountId: number, collection: string, page: Page): Promise<Row[]> {
-  const { sqlite } = knex.userParams as DatabaseParams;
-  const { sql, params } = orderedRowsQuery(sqlite ? 'sqlite' : 'postgres', accountId, collection, page);
+/**
+ * One page of rows, as JSON text (read as stored: never parsed); 404 when the collection does not exist. A page ordered by a field reads the
+ * collection's sort index for it (sort-keys.ts), made now if the collection is large enough and has
+ * none; otherwise it sorts the whole collection (ordering.ts).
+ */
+export async function listRows(knex: Knex, accountId: number, collection: string, page: Page): Promise<Json<Row[]>> {
+  const { sqlite, sortIndexes } = knex.userParams as DatabaseParams;
   // On SQLite a page has a read-only connection of its own: one that reads a whole collection to
   // order it holds up neither row reads nor writes.
-  const rows = sqlite ? await sqlite.read<StoredRow>(sql, params, 'scan') : (await knex.raw(sql, params)).rows;
+  const read = async <T = StoredRow>(sql: string, params: SqlValue[], kind: ReadKind = 'scan'): Promise<T[]> =>
+    sqlite ? sqlite.read<T>(sql, params, kind) : (await knex.raw(sql, params)).rows;
+  if (page.orderBy !== 'id' && sortIndexes) {
+    const [found] = await read<CollectionRow>(collectionSql, [accountId, collection], 'point');
+    if (!found) throw collectionNotFound(collection);
+    let slot = (JSON.parse(found.sorted) as string[]).indexOf(page.orderBy);
+    if (slot < 0 && Number(found.row_count) >= sortIndexes.minRows && sortIndexes.max > 0) {
+      slot = await makeSortIndex(knex, accountId, collection, page.orderBy, sortIndexes.max);
+    }
+    if (slot >= 0) return pageJson(await sortedPage(knex, Number(found.id), slot, page));
+  }
+  const { sql, params } = orderedRowsQuery(sqlite ? 'sqlite' : 'postgres', accountId, collection, page);
+  const rows = await read(sql, params);
   if (rows.length === 0) await collectionId(knex, accountId, collection);
-  return rows.map((row: StoredRow) => toRow(row.id, row.data));
+  return pageJson(rows);
+}
+
+/**
+ * A page from the sort index in `slot`. An ascending page, and a descending one that ends before the
+ * rows missing the field, is one statement. One that reaches them reads the rest from the missing
+ * ones, in the same snapshot, so that a change made meanwhile never shows half.
+ */
+async function sortedPage(knex: Knex, collectionId: number, slot: number, page: Page): Promise<StoredRow[]> {
+  const { sqlite } = knex.userParams as DatabaseParams;
+  const first = (read: SnapshotRead) => {
+    const { sql, params } = sortedPageQuery(
+      collectionId,
+      slot,
+      page.order,
+      page.order === 'asc' ? 'all' : 'present',
+      page.limit,
+      page.offset,
+    );
+    return read<StoredRow>(sql, params);
+  };
+  const rows = await first((sql, params) => (sqlite ? sqlite.read(sql, params, 'scan') : knex.raw(sql, params).then((r) => r.rows)));
+  if (page.order === 'asc' || rows.length === page.limit) return rows;
+  const inSnapshot = async (read: SnapshotRead) => {
+    const present = await first(read);
+    if (present.length === page.limit) return present;
+    // Past the present values: the missing ones start at the offset's remainder, 0 on this page's own.
+    let offset = 0;
+    if (present.length === 0) {
+      const count = presentCountQuery(collectionId, slot);
+      const [{ n }] = await read<{ n: number | string }>(count.sql, count.params);
+      offset = page.offset - Number(n);
+    }
+    const { sql, params } = sortedPageQuery(collectionId, slot, 'desc', 'missing', page.limit - present.length, offset);
+    return [...present, ...(await read<StoredRow>(sql, params))];
+  };
+  if (sqlite) return sqlite.snapshot(inSnapshot);
+  return knex.transaction((trx) => inSnapshot(async (sql, params) => (await trx.raw(sql, params)).rows), {
+    isolationLevel: 'repeatable read',
+    readOnly: true,
+  });
 }
 
 // The hot statements: the first two are SQLite's row reads (the read-only connection), the others run
 // in a write transaction through query(), the same SQL on both backends.
 const rowSql = `select r.data from rows r join collections c on c.id = r.collection_id
   where c.account_id = ? and c.name = ? and r.id = ?`;
-const collectionSql = 'select 1 as found from collections where account_id = ? and name = ?';
+const collectionSql = 'select id, row_count, sorted from collections where account_id = ? and name = ?';
 const currentSql = 'select data from rows where collection_id = ? and id = ?';
 const updateSql = 'update rows set data = ? where collection_id = ? and id = ?';
 const deleteSql = 'delete from rows where collection_id = ? and id = ? returning data';
@@ -80,12 +146,13 @@ export async function getRow(knex: Knex, accountId: number, collection: string, 
 /** Top-level merge: each given field replaces the old value whole. Emits one update event. */
 export async function updateRow(knex: Knex, accountId: number, collection: string, rowId: number, patch: Fields): Promise<Row> {
   return knex.transaction(async (trx) => {
-    const { id, lastSeq } = await advance(trx, accountId, collection, 1);
+    const { id, lastSeq, sorted } = await advance(trx, accountId, collection, 1);
     const [current] = await query<{ data: string }>(trx, currentSql, [id, rowId]);
     if (!current) throw rowNotFound(collection, rowId);
     const fields = { ...JSON.parse(current.data), ...patch };
     const data = JSON.stringify(fields);
     await query(trx, updateSql, [data, id, rowId]);
+    await rekeyPatchedRow(trx, id, sorted, rowId, patch);
     await appendEvents(trx, id, lastSeq, 'update', [eventRow(rowId, data)]);
     return { id: rowId, ...fields };
   });
@@ -94,9 +161,10 @@ export async function updateRow(knex: Knex, accountId: number, collection: strin
 /** Deletes the row and emits one delete event carrying the row as it was. */
 export async function deleteRow(knex: Knex, accountId: number, collection: string, rowId: number): Promise<void> {
   await knex.transaction(async (trx) => {
-    const { id, lastSeq } = await advance(trx, accountId, collection, 1, 0, -1);
+    const { id, lastSeq, sorted } = await advance(trx, accountId, collection, 1, 0, -1);
     const [deleted] = await query<{ data: string }>(trx, deleteSql, [id, rowId]);
     if (!deleted) throw rowNotFound(collection, rowId);
+    if (sorted.length > 0) await deleteSortKeys(trx, id, rowId);
     await appendEvents(trx, id, lastSeq, 'delete', [eventRow(rowId, deleted.data)]);
   });
 }

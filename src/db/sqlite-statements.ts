@@ -73,7 +73,10 @@ const finalize = (statement: sqlite3.Statement) => new Promise<void>((resolve) =
  * Which read-only connection a read takes: `point` for the reads of one row, `scan` for pages of
  * rows, which may read a whole collection: a slow page then holds up neither a row read nor a write.
  */
-export type ReadKind = 'point' | 'scan';
+export type ReadKind = 'point' | 'scan' | 'snapshot';
+
+/** Reads that all see one snapshot of the database (see SqliteStatements.snapshot). */
+export type SnapshotRead = <T>(sql: string, params: SqlValue[]) => Promise<T[]>;
 
 interface Reader {
   db: sqlite3.Database;
@@ -84,6 +87,8 @@ interface Reader {
 export class SqliteStatements {
   private readonly readers = new Map<ReadKind, Promise<Reader>>();
   private readonly writers = new Map<unknown, StatementCache>();
+  /** The last snapshot taken or queued: snapshots take the `snapshot` connection one at a time. */
+  private snapshots: Promise<unknown> = Promise.resolve();
   private closed = false;
 
   /** `filename`: the database Knex has opened and migrated (so it is in WAL mode already). */
@@ -97,6 +102,26 @@ export class SqliteStatements {
     if (this.closed) throw new DatabaseClosedError();
     const { cache } = await this.reader(kind);
     return cache.all<T>(sql, params);
+  }
+
+  /**
+   * Runs `work` with reads that all see one snapshot: a read transaction on a read-only connection
+   * of its own, which it has to itself until `work` settles (others queue for it).
+   */
+  snapshot<T>(work: (read: SnapshotRead) => Promise<T>): Promise<T> {
+    const run = async () => {
+      if (this.closed) throw new DatabaseClosedError();
+      const { cache } = await this.reader('snapshot');
+      await cache.all('begin', []);
+      try {
+        return await work((sql, params) => cache.all(sql, params));
+      } finally {
+        await cache.all('commit', []);
+      }
+    };
+    const result = this.snapshots.then(run, run);
+    this.snapshots = result.catch(() => {});
+    return result;
   }
 
   /** Runs `sql` inside `trx`, on the connection the transaction holds, and answers its rows. */

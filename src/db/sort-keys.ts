@@ -1,0 +1,123 @@
+// Sort indexes: pages ordered by a field, read from an index instead of sorting the collection.
+//
+// For each field a collection is indexed by, sort_keys holds one key per row: where the row's value
+// of the field falls in the order of contract.md (ordering.ts sorts by the same rules). `rank` is the
+// JSON type's place: 1 numbers, 2 strings, 3 booleans, 4 objects and arrays, 5 missing or null; then
+// `num` (numbers, and false 0, true 1) or `str` (strings, by code point); then the row id. An
+// ascending page is one range of the index, in its order. Rows whose field is missing or null come
+// last in both directions, so a descending page reads the index backwards over rank < 5, then, when
+// it reaches past them, over rank 5 (by id, descending): both in one snapshot (see rows.ts).
+//
+// A collection's indexed fields are `collections.sorted`, a JSON array of names whose positions are
+// their slots. It is read and written under the collection row's lock (advance()), which every write
+// takes first: every write maintains every index the collection has, whichever instance made it. An
+// index is made the first time a page of a large enough collection is ordered by the field (see
+// config.ts, sortIndexMinRows and sortIndexMax), and kept for the collection's life. The field name
+// only ever travels as a binding, as in ordering.ts.
+import type { Knex } from 'knex';
+import type { DatabaseParams } from './changes.ts';
+import { advance } from './collections.ts';
+import { type Direction, postgresField, sqliteField } from './ordering.ts';
+import { query } from './query.ts';
+
+/** Writes the keys of the rows `fromId`..`toId` for every field in `fields` (by slot; undefined skips one). */
+export async function writeSortKeys(
+  trx: Knex.Transaction,
+  collectionId: number,
+  fields: (string | undefined)[],
+  fromId: number,
+  toId: number,
+): Promise<void> {
+  const postgres = !(trx.userParams as DatabaseParams).sqlite;
+  for (const [slot, field] of fields.entries()) {
+    if (field === undefined) continue;
+    const { sql, bindings } = postgres ? postgresKeys(field) : sqliteKeys(field);
+    await query(trx, sql, [slot, ...bindings, collectionId, fromId, toId]);
+  }
+}
+
+/** Deletes a row's keys: of every slot, or of one. */
+export async function deleteSortKeys(trx: Knex.Transaction, collectionId: number, rowId: number, slot?: number): Promise<void> {
+  if (slot === undefined) await query(trx, 'delete from sort_keys where collection_id = ? and row_id = ?', [collectionId, rowId]);
+  else await query(trx, 'delete from sort_keys where collection_id = ? and row_id = ? and slot = ?', [collectionId, rowId, slot]);
+}
+
+/** Re-keys a patched row: only the indexed fields the patch gave can have moved. */
+export async function rekeyPatchedRow(trx: Knex.Transaction, collectionId: number, sorted: string[], rowId: number, patched: object) {
+  const moved = sorted.map((field) => (Object.hasOwn(patched, field) ? field : undefined));
+  for (const [slot, field] of moved.entries()) if (field !== undefined) await deleteSortKeys(trx, collectionId, rowId, slot);
+  await writeSortKeys(trx, collectionId, moved, rowId, rowId);
+}
+
+/**
+ * The slot of `field`'s sort index in the account's collection `name`, making the index (and every
+ * row's key) now when the collection has none for it; -1 when it already has `max`.
+ */
+export async function makeSortIndex(knex: Knex, accountId: number, name: string, field: string, max: number): Promise<number> {
+  return knex.transaction(async (trx) => {
+    const { id, lastRowId, sorted } = await advance(trx, accountId, name, 0);
+    const slot = sorted.indexOf(field);
+    if (slot >= 0 || sorted.length >= max) return slot;
+    await query(trx, 'update collections set sorted = ? where id = ?', [JSON.stringify([...sorted, field]), id]);
+    const fields: (string | undefined)[] = sorted.map(() => undefined);
+    await writeSortKeys(trx, id, [...fields, field], 1, lastRowId);
+    return sorted.length;
+  });
+}
+
+/**
+ * Which keys of a sort index a page reads: `all` of them (ascending, where missing and null come last
+ * in the index too), or for a descending page first the `present` values, then the `missing` ones.
+ */
+export type KeyRange = 'all' | 'present' | 'missing';
+
+const ranks: Record<KeyRange, string> = { all: '', present: 'and rank < 5', missing: 'and rank = 5' };
+
+/** A page of the collection's rows in the order of the sort index in `slot`, from one range of it, as `{ id, data }`. */
+export function sortedPageQuery(collectionId: number, slot: number, order: Direction, range: KeyRange, limit: number, offset: number) {
+  const dir = order === 'desc' ? 'desc' : 'asc';
+  const by = (k: string) => `${k}rank ${dir}, ${k}num ${dir}, ${k}str ${dir}, ${k}row_id ${dir}`;
+  return {
+    sql: `select r.id, r.data from (select rank, num, str, row_id from sort_keys where collection_id = ? and slot = ? ${ranks[range]}
+        order by ${by('')} limit ? offset ?) k
+      join rows r on r.collection_id = ? and r.id = k.row_id
+      order by ${by('k.')}`,
+    params: [collectionId, slot, limit, offset, collectionId],
+  };
+}
+
+/** How many rows have a value for the field of the sort index in `slot`: where its missing ones start. */
+export const presentCountQuery = (collectionId: number, slot: number) => ({
+  sql: 'select count(*) as n from sort_keys where collection_id = ? and slot = ? and rank < 5',
+  params: [collectionId, slot],
+});
+
+/** SQLite: the keys of a range of rows, from json_type and json_extract. */
+function sqliteKeys(field: string) {
+  const { type, value, key } = sqliteField(field);
+  return {
+    sql: `insert into sort_keys (collection_id, slot, row_id, rank, num, str)
+      select collection_id, ?, id,
+        case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
+          when 'object' then 4 when 'array' then 4 else 5 end,
+        case when t in ('integer', 'real', 'true', 'false') then v end,
+        case when t = 'text' then v end
+      from (select collection_id, id, ${type} as t, ${value} as v from rows where collection_id = ? and id between ? and ?)`,
+    bindings: [key, key],
+  };
+}
+
+/** PostgreSQL: the keys of a range of rows, from jsonb (U+0000 read as U+0001, as ordering.ts does). */
+function postgresKeys(field: string) {
+  const { value, bindings } = postgresField(field);
+  return {
+    sql: `insert into sort_keys (collection_id, slot, row_id, rank, num, str)
+      select collection_id, ?::integer, id,
+        case jsonb_typeof(j) when 'number' then 1 when 'string' then 2 when 'boolean' then 3
+          when 'object' then 4 when 'array' then 4 else 5 end,
+        case jsonb_typeof(j) when 'number' then (j)::numeric when 'boolean' then case when (j)::boolean then 1 else 0 end end,
+        case when jsonb_typeof(j) = 'string' then j #>> '{}' end
+      from (select collection_id, id, ${value} as j from rows where collection_id = ? and id between ? and ?) r`,
+    bindings,
+  };
+}

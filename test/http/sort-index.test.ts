@@ -1,0 +1,199 @@
+// Sort indexes (src/db/sort-keys.ts): pages ordered by a field come from an index once the collection
+// is large enough, and must be exactly the pages that sorting the whole collection gives (contract.md,
+// "Rows"), through every insert, patch and delete, from this instance or another.
+import { expect } from 'chai';
+import fc from 'fast-check';
+import { openStore } from '../../src/db/store.ts';
+import { describeEachBackend } from '../support/backends.ts';
+import type { Client } from '../support/client.ts';
+import { startTestServer, type TestServer } from '../support/server.ts';
+
+type Row = { id: number } & Record<string, unknown>;
+type Order = 'asc' | 'desc';
+
+/** contract.md's order, written out plainly: the model the service's pages are checked against. */
+function modelOrder(rows: Row[], field: string, order: Order): number[] {
+  const rank = (v: unknown) =>
+    v === undefined || v === null ? 5 : typeof v === 'number' ? 1 : typeof v === 'string' ? 2 : typeof v === 'boolean' ? 3 : 4;
+  // UTF-8 bytes compare in code point order.
+  const within = (a: unknown, b: unknown) =>
+    typeof a === 'string' ? Buffer.compare(Buffer.from(a), Buffer.from(b as string)) : Math.sign(Number(a) - Number(b));
+  const dir = order === 'asc' ? 1 : -1;
+  return [...rows]
+    .sort((x, y) => {
+      const [rx, ry] = [rank(x[field]), rank(y[field])];
+      if ((rx === 5) !== (ry === 5)) return rx === 5 ? 1 : -1; // missing and null last, both ways
+      const byValue = rx !== ry ? rx - ry : rx < 4 ? within(x[field], y[field]) : 0;
+      return dir * (byValue || x.id - y.id);
+    })
+    .map((row) => row.id);
+}
+
+// Values of every JSON type, with ties, and missing (undefined: the field is left out).
+const value = fc.oneof(
+  fc.integer({ min: -5, max: 5 }),
+  fc.double({ noNaN: true, noDefaultInfinity: true, min: -1e6, max: 1e6 }),
+  fc.constantFrom(1e21, -0.5, 0.5),
+  fc.constantFrom('', 'a', 'B', 'aa', 'é', 'e\u0301', '😀', 'a\u0000', 'Z'),
+  fc.string({ maxLength: 4 }),
+  fc.boolean(),
+  fc.constantFrom(null, undefined, { a: 1 }, [1], [], {}),
+);
+const fields = ['a', 'b', 'c'];
+const rowFields = fc.record({ a: value, b: value, c: value, other: fc.integer() }, { requiredKeys: [] });
+const withoutUndefined = (row: Record<string, unknown>) => JSON.parse(JSON.stringify(row));
+const operation = fc.oneof(
+  { weight: 3, arbitrary: fc.record({ kind: fc.constant('insert' as const), rows: fc.array(rowFields, { minLength: 1, maxLength: 12 }) }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('patch' as const), pick: fc.nat(), patch: rowFields }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('delete' as const), pick: fc.nat() }) },
+);
+
+describeEachBackend('sort indexes', (backend) => {
+  let server: TestServer;
+  let client: Client;
+  let collections = 0;
+  const path = (name: string) => `/v1/collections/${name}/rows`;
+  async function newCollection(): Promise<string> {
+    const name = `s${++collections}`;
+    expect((await client.post('/v1/collections', { name })).status).to.equal(201);
+    return name;
+  }
+  const ids = async (name: string, query: string) => {
+    const response = await client.get<Row[]>(`${path(name)}${query}`);
+    expect(response.status).to.equal(200);
+    return response.body.map((row) => row.id);
+  };
+  const sortedOf = async (name: string) =>
+    JSON.parse((await server.store.db.knex('collections').where({ name }).first('sorted')).sorted) as string[];
+
+  before(async () => {
+    // Every field ordered by is indexed at once, two per collection: the third sorts whole.
+    server = await startTestServer({ sortIndexMinRows: 0, sortIndexMax: 2 }, { backend });
+    client = await server.client();
+  });
+  after(() => server.stop());
+
+  it('gives the pages of the whole-collection sort through inserts, patches and deletes', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(operation, { minLength: 1, maxLength: 12 }),
+        fc.nat(40),
+        fc.integer({ min: 1, max: 30 }),
+        async (ops, offset, limit) => {
+          const name = await newCollection();
+          const model = new Map<number, Row>();
+          // Index the first two fields before any write, so that every write has to keep them.
+          for (const field of ['a', 'b']) await ids(name, `?order_by=${field}`);
+          for (const op of ops) {
+            const live = [...model.keys()];
+            if (op.kind === 'insert') {
+              const response = await client.post<Row[]>(path(name), op.rows.map(withoutUndefined));
+              expect(response.status).to.equal(201);
+              for (const row of response.body) model.set(row.id, row);
+            } else if (live.length > 0) {
+              const id = live[op.pick % live.length];
+              if (op.kind === 'delete') {
+                expect((await client.delete(`${path(name)}/${id}`)).status).to.equal(204);
+                model.delete(id);
+              } else if (Object.keys(withoutUndefined(op.patch)).length > 0) {
+                const response = await client.patch<Row>(`${path(name)}/${id}`, withoutUndefined(op.patch));
+                expect(response.status).to.equal(200);
+                model.set(id, response.body);
+              }
+            }
+          }
+          for (const field of fields) {
+            for (const order of ['asc', 'desc'] as const) {
+              const whole = modelOrder([...model.values()], field, order);
+              expect(await ids(name, `?order_by=${field}&order=${order}&limit=1000`)).to.deep.equal(whole, `${field} ${order}`);
+              const page = await ids(name, `?order_by=${field}&order=${order}&limit=${limit}&offset=${offset}`);
+              expect(page).to.deep.equal(whole.slice(offset, offset + limit), `${field} ${order} page`);
+            }
+          }
+          expect(await sortedOf(name)).to.deep.equal(['a', 'b']);
+        },
+      ),
+      { numRuns: 12 },
+    );
+  });
+
+  it('pages descending across the rows that have the field into those that miss it', async () => {
+    const name = await newCollection();
+    await client.post(path(name), [{ a: 1 }, {}, { a: null }, { a: 'x' }, {}, { a: true }, {}]);
+    const whole = [6, 4, 1, 7, 5, 3, 2];
+    expect(await ids(name, '?order_by=a&order=desc')).to.deep.equal(whole);
+    for (const [offset, limit] of [
+      [0, 3],
+      [2, 3],
+      [3, 2],
+      [4, 2],
+      [6, 5],
+      [7, 1],
+    ]) {
+      expect(await ids(name, `?order_by=a&order=desc&offset=${offset}&limit=${limit}`)).to.deep.equal(whole.slice(offset, offset + limit));
+    }
+  });
+
+  it('keeps an index whole when it is made while batches are written', async () => {
+    const name = await newCollection();
+    const batches = Array.from({ length: 8 }, (_, b) => Array.from({ length: 40 }, (_, i) => ({ a: (b * 37 + i * 11) % 23 })));
+    const lists = Array.from({ length: 4 }, () => client.get(`${path(name)}?order_by=a&order=desc`));
+    const writes = batches.map((batch) => client.post(path(name), batch));
+    for (const response of await Promise.all([...writes, ...lists])) expect(response.status).to.be.oneOf([200, 201]);
+    const rows = (await client.get<Row[]>(`${path(name)}?limit=1000`)).body;
+    expect(rows).to.have.length(320);
+    expect(await ids(name, '?order_by=a&order=desc&limit=1000')).to.deep.equal(modelOrder(rows, 'a', 'desc'));
+    expect(await sortedOf(name)).to.deep.equal(['a']);
+  });
+
+  it("keeps another instance's writes in the order of an index made here", async () => {
+    const name = await newCollection();
+    await client.post(path(name), [{ a: 3 }, { a: 1 }]);
+    expect(await ids(name, '?order_by=a')).to.deep.equal([2, 1]);
+    const other = await openStore(server.databaseUrl);
+    try {
+      const { accountId } = (await server.store.findPrincipal(client.key!))!;
+      await other.insertRows(accountId, name, [{ a: 2 }, { a: 0 }]);
+      await other.updateRow(accountId, name, 1, { a: -1 });
+      await other.deleteRow(accountId, name, 2);
+    } finally {
+      await other.close();
+    }
+    expect(await ids(name, '?order_by=a')).to.deep.equal([1, 4, 3]);
+    expect(await ids(name, '?order_by=a&order=desc')).to.deep.equal([3, 4, 1]);
+  });
+
+  it('takes the keys of a deleted collection with it', async () => {
+    const name = await newCollection();
+    await client.post(path(name), [{ a: 1 }, { a: 2 }]);
+    await ids(name, '?order_by=a');
+    const { id } = await server.store.db.knex('collections').where({ name }).first('id');
+    const keys = () => server.store.db.knex('sort_keys').where({ collection_id: id }).count({ n: '*' }).first();
+    expect(Number((await keys())?.n)).to.equal(2);
+    expect((await client.delete(`/v1/collections/${name}`)).status).to.equal(204);
+    expect(Number((await keys())?.n)).to.equal(0);
+  });
+
+  describe('in a collection below the threshold', () => {
+    let small: TestServer;
+    let smallClient: Client;
+    before(async () => {
+      small = await startTestServer({ sortIndexMinRows: 5 }, { backend });
+      smallClient = await small.client();
+    });
+    after(() => small.stop());
+
+    it('sorts the whole collection until it holds sortIndexMinRows rows, then indexes the field', async () => {
+      expect((await smallClient.post('/v1/collections', { name: 'few' })).status).to.equal(201);
+      const sorted = async () =>
+        JSON.parse((await small.store.db.knex('collections').where({ name: 'few' }).first('sorted')).sorted) as string[];
+      const order = async () => (await smallClient.get<Row[]>('/v1/collections/few/rows?order_by=a&order=desc')).body.map((r) => r.id);
+      await smallClient.post('/v1/collections/few/rows', [{ a: 1 }, { a: 3 }, { b: 1 }, { a: 2 }]);
+      expect(await order()).to.deep.equal([2, 4, 1, 3]);
+      expect(await sorted()).to.deep.equal([]);
+      await smallClient.post('/v1/collections/few/rows', [{ a: 0 }]);
+      expect(await order()).to.deep.equal([2, 4, 1, 5, 3]);
+      expect(await sorted()).to.deep.equal(['a']);
+    });
+  });
+});
