@@ -4,6 +4,7 @@ import type { Knex } from 'knex';
 import pg from 'pg';
 import type { Logger } from '../log.ts';
 import type { SqliteStatements } from './sqlite-statements.ts';
+import type { GroupedWrites } from './writes.ts';
 
 /**
  * Wake-ups for the real-time feed: "collection N has committed changes" (new events, or it is gone),
@@ -23,6 +24,8 @@ export interface DatabaseParams {
   changes?: Changes;
   /** SQLite only: the hot statements, prepared once, and the read-only connection (sqlite-statements.ts). */
   sqlite?: SqliteStatements;
+  /** SQLite only: row writes, run in groups (writes.ts). */
+  writes?: GroupedWrites;
   /** When a page ordered by a field makes a sort index for it (see sort-keys.ts). */
   sortIndexes?: SortIndexLimits;
 }

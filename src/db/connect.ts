@@ -6,6 +6,7 @@ import { defaults } from '../config.ts';
 import { Changes, type DatabaseParams, type SortIndexLimits } from './changes.ts';
 import { migrationSource } from './migrations.ts';
 import { SqliteStatements } from './sqlite-statements.ts';
+import { GroupedWrites } from './writes.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -32,8 +33,10 @@ export async function openDatabase(
   // SQLite: the hot statements prepared once, and read-only connections for the hot reads.
   const sqlite = dialect === 'sqlite' ? new SqliteStatements(sqliteFilename(url)) : undefined;
   // Knex hands its userParams on to every transaction: that is how announceChange() finds `changes`,
-  // the hot reads and writes find `sqlite`, and listRows() finds `sortIndexes`.
-  knex.userParams = { changes, sqlite, sortIndexes } satisfies DatabaseParams;
+  // the hot reads and writes find `sqlite`, row writes their group (`writes`), and listRows() finds
+  // `sortIndexes`.
+  const writes = sqlite ? new GroupedWrites(knex) : undefined;
+  knex.userParams = { changes, sqlite, writes, sortIndexes } satisfies DatabaseParams;
   const close = async () => {
     try {
       await sqlite?.close();

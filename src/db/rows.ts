@@ -9,6 +9,7 @@ import { orderedRowsQuery, type Page } from './ordering.ts';
 import { query } from './query.ts';
 import { deleteSortKeys, makeSortIndex, presentCountQuery, rekeyPatchedRow, sortedPageQuery, writeSortKeys } from './sort-keys.ts';
 import type { ReadKind, SnapshotRead, SqlValue } from './sqlite-statements.ts';
+import { writeTransaction } from './writes.ts';
 
 export type Row = components['schemas']['Row'];
 export type Fields = Record<string, unknown>;
@@ -29,7 +30,7 @@ const rowNotFound = (collection: string, id: number) => notFound(`There is no ro
 
 /** Stores every row or none, each with the next id of the collection, and one insert event each. */
 export async function insertRows(knex: Knex, accountId: number, collection: string, items: Fields[]): Promise<Row[]> {
-  return knex.transaction(async (trx) => {
+  return writeTransaction(knex, async (trx) => {
     const { id, lastRowId, lastSeq, sorted } = await advance(trx, accountId, collection, items.length, items.length, items.length);
     const firstId = lastRowId - items.length + 1;
     const texts = items.map((fields) => JSON.stringify(fields));
@@ -145,7 +146,7 @@ export async function getRow(knex: Knex, accountId: number, collection: string, 
 
 /** Top-level merge: each given field replaces the old value whole. Emits one update event. */
 export async function updateRow(knex: Knex, accountId: number, collection: string, rowId: number, patch: Fields): Promise<Row> {
-  return knex.transaction(async (trx) => {
+  return writeTransaction(knex, async (trx) => {
     const { id, lastSeq, sorted } = await advance(trx, accountId, collection, 1);
     const [current] = await query<{ data: string }>(trx, currentSql, [id, rowId]);
     if (!current) throw rowNotFound(collection, rowId);
@@ -160,7 +161,7 @@ export async function updateRow(knex: Knex, accountId: number, collection: strin
 
 /** Deletes the row and emits one delete event carrying the row as it was. */
 export async function deleteRow(knex: Knex, accountId: number, collection: string, rowId: number): Promise<void> {
-  await knex.transaction(async (trx) => {
+  await writeTransaction(knex, async (trx) => {
     const { id, lastSeq, sorted } = await advance(trx, accountId, collection, 1, 0, -1);
     const [deleted] = await query<{ data: string }>(trx, deleteSql, [id, rowId]);
     if (!deleted) throw rowNotFound(collection, rowId);

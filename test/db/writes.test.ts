@@ -1,0 +1,65 @@
+// Grouped writes on SQLite (src/db/writes.ts): concurrent row writes share transactions, and each
+// still succeeds or fails alone, with nothing of a failed one stored.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import { openStore, type Store } from '../../src/db/store.ts';
+import type { GroupedWrites } from '../../src/db/writes.ts';
+import type { ApiError } from '../../src/errors.ts';
+
+describe('grouped writes on SQLite', () => {
+  let dir: string;
+  let store: Store;
+  let accountId: number;
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'rowbase-writes-'));
+    store = await openStore(`sqlite:${join(dir, 'rowbase.sqlite')}`);
+    await store.createKey('writer');
+    accountId = (await store.db.knex('accounts').where({ name: 'writer' }).first('id')).id;
+    await store.createCollection(accountId, 'notes');
+  });
+  afterEach(async () => {
+    await store.close().catch(() => {});
+    await rm(dir, { recursive: true, force: true });
+  });
+  const writes = () => store.db.knex.userParams.writes as GroupedWrites;
+  const codeOf = (settled: PromiseSettledResult<unknown>) => (settled.status === 'rejected' ? (settled.reason as ApiError).code : 'ok');
+
+  it('commit concurrent writes together, and a failing one alone fails, leaving no trace', async () => {
+    await store.insertRows(accountId, 'notes', [{ n: 0 }]);
+    const before = { ...writes().stats };
+    const settled = await Promise.allSettled([
+      ...Array.from({ length: 30 }, (_, n) => store.insertRows(accountId, 'notes', [{ n: n + 1 }])),
+      store.updateRow(accountId, 'notes', 999, { n: -1 }), // no such row
+      store.deleteRow(accountId, 'notes', 998), // no such row
+      store.insertRows(accountId, 'other', [{ n: -1 }]), // no such collection
+      store.updateRow(accountId, 'notes', 1, { patched: true }),
+    ]);
+    expect(settled.map(codeOf)).to.deep.equal([...Array(30).fill('ok'), 'not_found', 'not_found', 'not_found', 'ok']);
+    const groups = writes().stats.groups - before.groups;
+    expect(writes().stats.writes - before.writes).to.be.greaterThan(groups, 'some writes shared a transaction');
+
+    // The 31 rows, ids 1..31 with no gap; seqs 1..32 with no gap (31 inserts and the patch), and the
+    // counters as they should be: the failed writes moved nothing.
+    const rows = await store.db.knex('rows').orderBy('id').select('id');
+    expect(rows.map((r) => Number(r.id))).to.deep.equal(Array.from({ length: 31 }, (_, i) => i + 1));
+    const events = await store.db.knex('events').orderBy('seq').select('seq', 'type');
+    expect(events.map((e) => Number(e.seq))).to.deep.equal(Array.from({ length: 32 }, (_, i) => i + 1));
+    expect(events.filter((e) => e.type === 'update')).to.have.length(1);
+    const collection = await store.getCollection(accountId, 'notes');
+    expect(collection.row_count).to.equal(31);
+    expect(await store.getRow(accountId, 'notes', 1)).to.deep.equal({ id: 1, n: 0, patched: true });
+  });
+
+  it('answer a write only once its group has committed', async () => {
+    // Each answer finds its row through the read-only connection, which sees only committed data.
+    const seen = await Promise.all(
+      Array.from({ length: 20 }, async (_, n) => {
+        const [row] = await store.insertRows(accountId, 'notes', [{ n }]);
+        return (await store.getRow(accountId, 'notes', row.id)).n;
+      }),
+    );
+    expect(seen).to.deep.equal(Array.from({ length: 20 }, (_, n) => n));
+  });
+});
