@@ -180,6 +180,11 @@ async function main(): Promise<void> {
       );
     }
     say(`peak RSS of rowbase: ${Math.round((serverPeakRssKb.rowbase ?? 0) / 1024)} MB`);
+    if (!settings.profile) return;
+    for (const workload of settings.only) {
+      const { areas, functions } = await profile(workload, key);
+      for (const { name, percent } of [...areas.slice(0, 10), ...functions.slice(0, 20)]) say(`  ${String(percent).padStart(5)}%  ${name}`);
+    }
     return;
   }
   const cost = meteringCost(measurements);

@@ -60,8 +60,8 @@ export interface Settings {
    */
   postgresUrl: string;
   /**
-   * `--only=a,b`: measure just these workloads (with the baselines their ratios are taken to); no
-   * profiles, and results-quick.json only. For working on one workload; not for the record.
+   * `--only=a,b`: measure just these workloads (with the baselines their ratios are taken to), and
+   * with `--profile` profile them; nothing is written. For working on one workload; not for the record.
    */
   only?: string[];
 }
@@ -101,10 +101,18 @@ const quick: Settings = { ...full, mode: 'quick', durationSeconds: 2, rounds: 1,
 
 export function settingsFromArgs(args: string[]): Settings {
   const onlyArg = args.find((arg) => arg.startsWith('--only='));
-  const unknown = args.filter((arg) => arg !== '--quick' && arg !== onlyArg);
+  const unknown = args.filter((arg) => arg !== '--quick' && arg !== '--profile' && arg !== onlyArg);
   if (unknown.length > 0) throw new Error(`unknown argument ${unknown[0]}; usage: npm run bench [-- --quick] [-- --only=workload,…]`);
   const settings = args.includes('--quick') ? quick : full;
   if (!onlyArg) return settings;
   const only = onlyArg.slice('--only='.length).split(',').filter(Boolean);
-  return { ...quick, durationSeconds: settings.durationSeconds, idleSubscribers: settings.idleSubscribers, only };
+  const profile = args.includes('--profile');
+  return {
+    ...quick,
+    durationSeconds: settings.durationSeconds,
+    idleSubscribers: settings.idleSubscribers,
+    only,
+    profile,
+    profileWorkloads: only,
+  };
 }
