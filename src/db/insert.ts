@@ -18,3 +18,34 @@ export async function insertMany(trx: Knex.Transaction, table: string, columns: 
     await query(trx, `insert into ${table} (${columns.join(', ')}) values ${chunk.map(() => tuple).join(', ')}`, chunk.flat());
   }
 }
+
+/**
+ * SQLite: a batch's rows and their insert events, from the rows' texts bound once as one JSON array
+ * of strings, which json_each reads back exactly: two statements with a handful of bindings, where a
+ * multi-row VALUES binds every value of every row (and costs three times as much). Row `i` (from 0)
+ * takes id `firstId + i` and seq `firstSeq + i`; its event's row is the row's text with its id first,
+ * as rows.ts's rowJson() makes it.
+ */
+export async function insertBatchSqlite(
+  trx: Knex.Transaction,
+  collectionId: number,
+  firstId: number,
+  firstSeq: number,
+  texts: string[],
+  at: string,
+): Promise<void> {
+  const batch = JSON.stringify(texts);
+  await query(trx, 'insert into rows (collection_id, id, data) select ?1, ?2 + key, value from json_each(?3)', [
+    collectionId,
+    firstId,
+    batch,
+  ]);
+  await query(
+    trx,
+    `insert into events (collection_id, seq, type, row_id, row, at)
+      select ?1, ?2 + key, 'insert', ?3 + key,
+        '{"id":' || (?3 + key) || case value when '{}' then '}' else ',' || substr(value, 2) end, ?4
+      from json_each(?5)`,
+    [collectionId, firstSeq, firstId, at, batch],
+  );
+}

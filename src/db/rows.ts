@@ -1,10 +1,10 @@
 import type { Knex } from 'knex';
 import type { components } from '../../generated/openapi.ts';
 import { notFound } from '../errors.ts';
-import type { DatabaseParams } from './changes.ts';
+import { announceChange, type DatabaseParams } from './changes.ts';
 import { advance, collectionId, collectionIdQuery, collectionNotFound } from './collections.ts';
 import { appendEvents, type EventRow } from './events.ts';
-import { insertMany } from './insert.ts';
+import { insertBatchSqlite, insertMany } from './insert.ts';
 import { orderedRowsQuery, type Page } from './ordering.ts';
 import { query } from './query.ts';
 import { deleteSortKeys, makeSortIndex, presentCountQuery, rekeyPatchedRow, sortedPageQuery, writeSortKeys } from './sort-keys.ts';
@@ -28,28 +28,39 @@ export type Json<T> = string & { readonly json?: T };
 const pageJson = (rows: StoredRow[]): Json<Row[]> => `[${rows.map((row) => rowJson(Number(row.id), row.data)).join(',')}]`;
 const rowNotFound = (collection: string, id: number) => notFound(`There is no row ${id} in collection ${collection}.`);
 
-/** Stores every row or none, each with the next id of the collection, and one insert event each. */
-export async function insertRows(knex: Knex, accountId: number, collection: string, items: Fields[]): Promise<Row[]> {
-  return writeTransaction(knex, async (trx) => {
+/**
+ * Stores every row or none, each with the next id of the collection, and one insert event each.
+ * Answers the rows as JSON text, made from the stored texts.
+ */
+export async function insertRows(knex: Knex, accountId: number, collection: string, items: Fields[]): Promise<Json<Row[]>> {
+  // Node's work comes first: the write holds the collection's row from its first statement to commit.
+  const texts = items.map((fields) => JSON.stringify(fields));
+  const { sqlite } = knex.userParams as DatabaseParams;
+  const firstId = await writeTransaction(knex, async (trx) => {
     const { id, lastRowId, lastSeq, sorted } = await advance(trx, accountId, collection, items.length, items.length, items.length);
     const firstId = lastRowId - items.length + 1;
-    const texts = items.map((fields) => JSON.stringify(fields));
-    await insertMany(
-      trx,
-      'rows',
-      ['collection_id', 'id', 'data'],
-      texts.map((data, index) => [id, firstId + index, data]),
-    );
+    if (sqlite) {
+      await insertBatchSqlite(trx, id, firstId, lastSeq - items.length + 1, texts, new Date().toISOString());
+      await announceChange(trx, id);
+    } else {
+      await insertMany(
+        trx,
+        'rows',
+        ['collection_id', 'id', 'data'],
+        texts.map((data, index) => [id, firstId + index, data]),
+      );
+      await appendEvents(
+        trx,
+        id,
+        lastSeq,
+        'insert',
+        texts.map((data, index) => eventRow(firstId + index, data)),
+      );
+    }
     await writeSortKeys(trx, id, sorted, firstId, lastRowId);
-    await appendEvents(
-      trx,
-      id,
-      lastSeq,
-      'insert',
-      texts.map((data, index) => eventRow(firstId + index, data)),
-    );
-    return items.map((fields, index) => ({ id: firstId + index, ...fields }));
+    return firstId;
   });
+  return `[${texts.map((data, index) => rowJson(firstId + index, data)).join(',')}]`;
 }
 
 /**

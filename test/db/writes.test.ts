@@ -56,7 +56,7 @@ describe('grouped writes on SQLite', () => {
     // Each answer finds its row through the read-only connection, which sees only committed data.
     const seen = await Promise.all(
       Array.from({ length: 20 }, async (_, n) => {
-        const [row] = await store.insertRows(accountId, 'notes', [{ n }]);
+        const [row] = JSON.parse(await store.insertRows(accountId, 'notes', [{ n }]));
         return (await store.getRow(accountId, 'notes', row.id)).n;
       }),
     );

@@ -47,6 +47,27 @@ describeEachBackend('rows', (backend) => {
       expect((await client.get<{ row_count: number }>(`/v1/collections/${name}`)).body.row_count).to.equal(1000);
     });
 
+    it('stores every value exactly, however it must be escaped, and answers it the same everywhere', async () => {
+      const name = await collectionWith();
+      const items = [
+        {},
+        { s: 'nul \u0000 and \u0001, "quotes", \\ backslash, \n\t\r, é, e\u0301, 😀, \u2028' },
+        { lone: '\ud800 and \udfff' },
+        { n: [0, -1.5, 1e21, 1e-7, 9007199254740991], deep: { a: [{ b: null }], '': true } },
+        { 'key "quoted"': 1, 'key\u0000nul': 2, '{}': '{}', '[': ']' },
+      ];
+      const response = await client.post<Row[]>(`/v1/collections/${name}/rows`, items);
+      expect(response.status).to.equal(201);
+      const expected = items.map((item, index) => ({ id: index + 1, ...item }));
+      expect(response.body).to.deep.equal(expected);
+      expect(await list(name)).to.deep.equal(expected);
+      for (const row of expected) expect((await client.get(`/v1/collections/${name}/rows/${row.id}`)).body).to.deep.equal(row);
+      // And each insert event carries its row, as the feed sends it.
+      const { id } = await server.store.db.knex('collections').where({ name }).first('id');
+      const events = await server.store.readEvents(Number(id), { after: 0, limit: 100 });
+      expect(events.map((event) => event.row)).to.deep.equal(expected);
+    });
+
     it('never reuses the id of a deleted row', async () => {
       const name = await collectionWith([{}, {}, {}]);
       await client.delete(`/v1/collections/${name}/rows/3`);
