@@ -68,20 +68,36 @@ export const collectionNotFound = (name: string) => notFound(`There is no collec
 /**
  * Moves the counters of the account's collection by one change: `events` events, `rowIds` new ids and
  * `rowDelta` rows added or removed. Returns the collection's id, the last row id and event seq, now
- * taken, and the fields it has sort indexes for (sort-keys.ts); 404 when the account has no such
- * collection.
+ * taken, and the fields it has sort indexes for (sort-keys.ts), and with `readRow` that row's stored
+ * text; 404 when the account has no such collection.
  *
  * It is the first statement of every write transaction, and a write: the transaction takes the write
  * lock at once (waiting its turn, where a read first would fail on SQLite when another process wrote
  * in between), and it holds the collection's row until commit, so writers to one collection take their
  * seqs in commit order.
  */
-export async function advance(trx: Knex.Transaction, accountId: number, collection: string, events: number, rowIds = 0, rowDelta = 0) {
-  const [counters] = await query<{ id: number | string; last_row_id: number | string; last_seq: number | string; sorted: string }>(
+export async function advance(
+  trx: Knex.Transaction,
+  accountId: number,
+  collection: string,
+  events: number,
+  rowIds = 0,
+  rowDelta = 0,
+  readRow?: number,
+) {
+  // `readRow`: the row of that id is read in the same statement, as it is before the change.
+  const current = readRow === undefined ? '' : ', (select data from rows where collection_id = collections.id and id = ?) as current';
+  const [counters] = await query<{
+    id: number | string;
+    last_row_id: number | string;
+    last_seq: number | string;
+    sorted: string;
+    current?: string | null;
+  }>(
     trx,
     `update collections set last_row_id = last_row_id + ?, last_seq = last_seq + ?, row_count = row_count + ?
-      where account_id = ? and name = ? returning id, last_row_id, last_seq, sorted`,
-    [rowIds, events, rowDelta, accountId, collection],
+      where account_id = ? and name = ? returning id, last_row_id, last_seq, sorted${current}`,
+    [rowIds, events, rowDelta, accountId, collection, ...(readRow === undefined ? [] : [readRow])],
   );
   if (!counters) throw collectionNotFound(collection);
   return {
@@ -89,5 +105,7 @@ export async function advance(trx: Knex.Transaction, accountId: number, collecti
     lastRowId: Number(counters.last_row_id),
     lastSeq: Number(counters.last_seq),
     sorted: JSON.parse(counters.sorted) as string[],
+    /** The text of row `readRow`, or null when there is none; undefined without `readRow`. */
+    current: counters.current,
   };
 }

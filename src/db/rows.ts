@@ -134,7 +134,6 @@ async function sortedPage(knex: Knex, collectionId: number, slot: number, page: 
 const rowSql = `select r.data from rows r join collections c on c.id = r.collection_id
   where c.account_id = ? and c.name = ? and r.id = ?`;
 const collectionSql = 'select id, row_count, sorted from collections where account_id = ? and name = ?';
-const currentSql = 'select data from rows where collection_id = ? and id = ?';
 const updateSql = 'update rows set data = ? where collection_id = ? and id = ?';
 const deleteSql = 'delete from rows where collection_id = ? and id = ? returning data';
 
@@ -155,18 +154,16 @@ export async function getRow(knex: Knex, accountId: number, collection: string, 
   throw rowNotFound(collection, rowId);
 }
 
-/** Top-level merge: each given field replaces the old value whole. Emits one update event. */
-export async function updateRow(knex: Knex, accountId: number, collection: string, rowId: number, patch: Fields): Promise<Row> {
+/** Top-level merge: each given field replaces the old value whole. Emits one update event; answers the row as JSON text. */
+export async function updateRow(knex: Knex, accountId: number, collection: string, rowId: number, patch: Fields): Promise<Json<Row>> {
   return writeTransaction(knex, async (trx) => {
-    const { id, lastSeq, sorted } = await advance(trx, accountId, collection, 1);
-    const [current] = await query<{ data: string }>(trx, currentSql, [id, rowId]);
+    const { id, lastSeq, sorted, current } = await advance(trx, accountId, collection, 1, 0, 0, rowId);
     if (!current) throw rowNotFound(collection, rowId);
-    const fields = { ...JSON.parse(current.data), ...patch };
-    const data = JSON.stringify(fields);
+    const data = JSON.stringify({ ...JSON.parse(current), ...patch });
     await query(trx, updateSql, [data, id, rowId]);
     await rekeyPatchedRow(trx, id, sorted, rowId, patch);
     await appendEvents(trx, id, lastSeq, 'update', [eventRow(rowId, data)]);
-    return { id: rowId, ...fields };
+    return rowJson(rowId, data);
   });
 }
 
