@@ -3,6 +3,7 @@ import { EventEmitter } from 'node:events';
 import type { Knex } from 'knex';
 import pg from 'pg';
 import type { Logger } from '../log.ts';
+import { query } from './query.ts';
 import type { SqliteStatements } from './sqlite-statements.ts';
 
 /**
@@ -34,7 +35,7 @@ export const CHANNEL = 'rowbase_changes';
 export async function announceChange(trx: Knex.Transaction, collectionId: number): Promise<void> {
   const { changes } = trx.userParams as DatabaseParams;
   if (!changes) return;
-  if (trx.client.dialect === 'postgresql') await trx.raw('select pg_notify(?, ?)', [CHANNEL, `${changes.instance} ${collectionId}`]);
+  if (trx.client.dialect === 'postgresql') await query(trx, 'select pg_notify(?, ?)', [CHANNEL, `${changes.instance} ${collectionId}`]);
   trx.executionPromise.then(
     () => changes.emit('change', collectionId),
     () => {},
