@@ -43,6 +43,22 @@ export async function announceChange(trx: Knex.Transaction, collectionId: number
 }
 
 /**
+ * For a change written by a single statement that commits on its own: the statement sends
+ * `pg_notify($channel, $instance || ' ' || collection id)` itself, with these two bound (the payload
+ * announceChange() sends and listenForChanges() reads), and announceCommitted() is called once it has
+ * returned.
+ */
+export const notifyParams = (knex: Knex): [channel: string, instance: string] => [
+  CHANNEL,
+  (knex.userParams as DatabaseParams).changes?.instance ?? '',
+];
+
+/** Wakes this process's listeners for a change already committed (see notifyParams). */
+export function announceCommitted(knex: Knex, collectionId: number): void {
+  (knex.userParams as DatabaseParams).changes?.emit('change', collectionId);
+}
+
+/**
  * Listens for other instances' changes on a connection of its own (LISTEN does not mix with a pool),
  * and comes back after losing it: then everything is announced as changed, so readers catch up from the
  * events table. Returns a function that stops listening.

@@ -18,6 +18,19 @@ export async function query<T>(trx: Knex.Transaction, sql: string, params: SqlVa
   return runNamed<T>(await trx.client.acquireConnection(), sql, params);
 }
 
+/**
+ * PostgreSQL only: runs one statement as a transaction of its own (PostgreSQL commits it whole or not
+ * at all) on a connection of Knex's pool, as a named statement like query()'s.
+ */
+export async function queryAlone<T>(knex: Knex, sql: string, params: SqlValue[]): Promise<T[]> {
+  const connection = await knex.client.acquireConnection();
+  try {
+    return await runNamed<T>(connection, sql, params);
+  } finally {
+    await knex.client.releaseConnection(connection);
+  }
+}
+
 async function runNamed<T>(connection: pg.Client, sql: string, params: SqlValue[]): Promise<T[]> {
   const result = await connection.query({ ...postgresStatement(sql), values: params });
   return result.rows as T[];

@@ -1,12 +1,12 @@
 import type { Knex } from 'knex';
 import type { components } from '../../generated/openapi.ts';
 import { notFound } from '../errors.ts';
-import type { DatabaseParams } from './changes.ts';
+import { announceCommitted, type DatabaseParams, notifyParams } from './changes.ts';
 import { advance, collectionId, collectionIdQuery, collectionNotFound } from './collections.ts';
 import { appendEvents, type EventRow } from './events.ts';
 import { insertMany } from './insert.ts';
 import { orderedRowsQuery, type Page } from './ordering.ts';
-import { query } from './query.ts';
+import { query, queryAlone } from './query.ts';
 
 export type Row = components['schemas']['Row'];
 export type Fields = Record<string, unknown>;
@@ -19,10 +19,20 @@ const rowNotFound = (collection: string, id: number) => notFound(`There is no ro
 
 /** Stores every row or none, each with the next id of the collection, and one insert event each. */
 export async function insertRows(knex: Knex, accountId: number, collection: string, items: Fields[]): Promise<Row[]> {
+  // Node's work comes first: the write holds the collection's row from its first statement to its
+  // commit, and every other writer of the collection waits for it.
+  const texts = items.map((fields) => JSON.stringify(fields));
+  const { sqlite } = knex.userParams as DatabaseParams;
+  const insert = sqlite ? insertInTransaction : insertInOneStatement;
+  const firstId = await insert(knex, accountId, collection, texts);
+  return items.map((fields, index) => ({ id: firstId + index, ...fields }));
+}
+
+/** SQLite: advance(), then the rows and their events, each a prepared multi-row INSERT. Answers the first id. */
+async function insertInTransaction(knex: Knex, accountId: number, collection: string, texts: string[]): Promise<number> {
   return knex.transaction(async (trx) => {
-    const { id, lastRowId, lastSeq } = await advance(trx, accountId, collection, items.length, items.length, items.length);
-    const firstId = lastRowId - items.length + 1;
-    const texts = items.map((fields) => JSON.stringify(fields));
+    const { id, lastRowId, lastSeq } = await advance(trx, accountId, collection, texts.length, texts.length, texts.length);
+    const firstId = lastRowId - texts.length + 1;
     await insertMany(
       trx,
       'rows',
@@ -36,9 +46,48 @@ export async function insertRows(knex: Knex, accountId: number, collection: stri
       'insert',
       texts.map((data, index) => eventRow(firstId + index, data)),
     );
-    return items.map((fields, index) => ({ id: firstId + index, ...fields }));
+    return firstId;
   });
 }
+
+/**
+ * PostgreSQL: the whole write in one statement, which commits on its own: the collection's row is
+ * held for PostgreSQL's work alone, with no round trip to Node in between. Answers the first id.
+ */
+async function insertInOneStatement(knex: Knex, accountId: number, collection: string, texts: string[]): Promise<number> {
+  // JSON.stringify's output never holds a line feed (it escapes every control character), so the
+  // lines of one string are the rows: one parameter, where an array would be escaped item by item.
+  const params = [accountId, collection, texts.length, texts.join('\n'), ...notifyParams(knex)];
+  const [written] = await queryAlone<{ id: number; first_id: number | string }>(knex, insertBatchSql, params);
+  if (!written) throw collectionNotFound(collection);
+  announceCommitted(knex, Number(written.id));
+  return Number(written.first_id);
+}
+
+/**
+ * advance(), the rows and appendEvents() as one statement. $1 the account, $2 the collection's name,
+ * $3 the number of rows, $4 their texts, one a line; $5 and $6 the NOTIFY's (notifyParams). No such
+ * collection: no row answered, and nothing written. Each event's row is made from the row's text as
+ * eventRow() makes it. The events' time is PostgreSQL's clock once the collection's row is held (where
+ * appendEvents() takes Node's, after advance()): a batch that waited its turn is not stamped before
+ * the one it waited for.
+ */
+const insertBatchSql = `with counters as (
+    update collections set last_row_id = last_row_id + $3, last_seq = last_seq + $3, row_count = row_count + $3
+      where account_id = $1 and name = $2
+      returning id, last_row_id - $3 as before_id, last_seq - $3 as before_seq,
+        to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at
+  ), batch as (
+    select c.id as collection_id, c.before_id + t.ord as id, c.before_seq + t.ord as seq, t.data, c.at
+      from counters c, unnest(string_to_array($4::text, chr(10))) with ordinality as t(data, ord)
+  ), stored as (
+    insert into rows (collection_id, id, data) select collection_id, id, data from batch
+  ), logged as (
+    insert into events (collection_id, seq, type, row_id, row, at)
+      select collection_id, seq, 'insert', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, at
+        from batch
+  )
+  select id, before_id + 1 as first_id, pg_notify($5, $6 || ' ' || id) from counters`;
 
 /** One page of rows; an empty page is a 404 when the collection does not exist. */
 export async function listRows(knex: Knex, accountId: number, collection: string, page: Page): Promise<Row[]> {
