@@ -3,6 +3,7 @@ import { EventEmitter } from 'node:events';
 import type { Knex } from 'knex';
 import pg from 'pg';
 import type { Logger } from '../log.ts';
+import { query } from './query.ts';
 import type { SqliteStatements } from './sqlite-statements.ts';
 import type { GroupedWrites } from './writes.ts';
 
@@ -46,11 +47,27 @@ export const CHANNEL = 'rowbase_changes';
 export async function announceChange(trx: Knex.Transaction, collectionId: number): Promise<void> {
   const { changes } = trx.userParams as DatabaseParams;
   if (!changes) return;
-  if (trx.client.dialect === 'postgresql') await trx.raw('select pg_notify(?, ?)', [CHANNEL, `${changes.instance} ${collectionId}`]);
+  if (trx.client.dialect === 'postgresql') await query(trx, 'select pg_notify(?, ?)', [CHANNEL, `${changes.instance} ${collectionId}`]);
   trx.executionPromise.then(
     () => changes.emit('change', collectionId),
     () => {},
   );
+}
+
+/**
+ * For a change written by a single statement that commits on its own: the statement sends
+ * `pg_notify($channel, $instance || ' ' || collection id)` itself, with these two bound (the payload
+ * announceChange() sends and listenForChanges() reads), and announceCommitted() is called once it has
+ * returned.
+ */
+export const notifyParams = (knex: Knex): [channel: string, instance: string] => [
+  CHANNEL,
+  (knex.userParams as DatabaseParams).changes?.instance ?? '',
+];
+
+/** Wakes this process's listeners for a change already committed (see notifyParams). */
+export function announceCommitted(knex: Knex, collectionId: number): void {
+  (knex.userParams as DatabaseParams).changes?.emit('change', collectionId);
 }
 
 /**

@@ -1,13 +1,21 @@
 import type { Knex } from 'knex';
 import type { components } from '../../generated/openapi.ts';
 import { notFound } from '../errors.ts';
-import { announceChange, type DatabaseParams } from './changes.ts';
+import { announceChange, announceCommitted, type DatabaseParams, notifyParams } from './changes.ts';
 import { advance, collectionId, collectionIdQuery, collectionNotFound } from './collections.ts';
 import { appendEvents, type EventRow } from './events.ts';
-import { insertBatchSqlite, insertMany } from './insert.ts';
+import { insertBatchSqlite } from './insert.ts';
 import { orderedRowsQuery, type Page } from './ordering.ts';
-import { query } from './query.ts';
-import { deleteSortKeys, makeSortIndex, presentCountQuery, rekeyPatchedRow, sortedPageQuery, writeSortKeys } from './sort-keys.ts';
+import { query, queryAlone } from './query.ts';
+import {
+  deleteSortKeys,
+  makeSortIndex,
+  postgresKeyColumns,
+  presentCountQuery,
+  rekeyPatchedRow,
+  sortedPageQuery,
+  writeSortKeys,
+} from './sort-keys.ts';
 import type { ReadKind, SnapshotRead, SqlValue } from './sqlite-statements.ts';
 import { writeTransaction } from './writes.ts';
 
@@ -33,35 +41,72 @@ const rowNotFound = (collection: string, id: number) => notFound(`There is no ro
  * Answers the rows as JSON text, made from the stored texts.
  */
 export async function insertRows(knex: Knex, accountId: number, collection: string, items: Fields[]): Promise<Json<Row[]>> {
-  // Node's work comes first: the write holds the collection's row from its first statement to commit.
+  // Node's work comes first: the write holds the collection's row from its first statement to its
+  // commit, and every other writer of the collection waits for it.
   const texts = items.map((fields) => JSON.stringify(fields));
   const { sqlite } = knex.userParams as DatabaseParams;
-  const firstId = await writeTransaction(knex, async (trx) => {
-    const { id, lastRowId, lastSeq, sorted } = await advance(trx, accountId, collection, items.length, items.length, items.length);
-    const firstId = lastRowId - items.length + 1;
-    if (sqlite) {
-      await insertBatchSqlite(trx, id, firstId, lastSeq - items.length + 1, texts, new Date().toISOString());
-      await announceChange(trx, id);
-    } else {
-      await insertMany(
-        trx,
-        'rows',
-        ['collection_id', 'id', 'data'],
-        texts.map((data, index) => [id, firstId + index, data]),
-      );
-      await appendEvents(
-        trx,
-        id,
-        lastSeq,
-        'insert',
-        texts.map((data, index) => eventRow(firstId + index, data)),
-      );
-    }
-    await writeSortKeys(trx, id, sorted, firstId, lastRowId);
-    return firstId;
-  });
+  const insert = sqlite ? insertInTransaction : insertInOneStatement;
+  const firstId = await insert(knex, accountId, collection, texts);
   return `[${texts.map((data, index) => rowJson(firstId + index, data)).join(',')}]`;
 }
+
+/** SQLite: advance(), the rows and their events, and their sort keys, in a group's transaction. Answers the first id. */
+async function insertInTransaction(knex: Knex, accountId: number, collection: string, texts: string[]): Promise<number> {
+  return writeTransaction(knex, async (trx) => {
+    const { id, lastRowId, lastSeq, sorted } = await advance(trx, accountId, collection, texts.length, texts.length, texts.length);
+    const firstId = lastRowId - texts.length + 1;
+    await insertBatchSqlite(trx, id, firstId, lastSeq - texts.length + 1, texts, new Date().toISOString());
+    await writeSortKeys(trx, id, sorted, firstId, lastRowId);
+    await announceChange(trx, id);
+    return firstId;
+  });
+}
+
+/**
+ * PostgreSQL: the whole write in one statement, which commits on its own: the collection's row is
+ * held for PostgreSQL's work alone, with no round trip to Node in between. Answers the first id.
+ */
+async function insertInOneStatement(knex: Knex, accountId: number, collection: string, texts: string[]): Promise<number> {
+  // JSON.stringify's output never holds a line feed (it escapes every control character), so the
+  // lines of one string are the rows: one parameter, where an array would be escaped item by item.
+  const params = [accountId, collection, texts.length, texts.join('\n'), ...notifyParams(knex)];
+  const [written] = await queryAlone<{ id: number; first_id: number | string }>(knex, insertBatchSql, params);
+  if (!written) throw collectionNotFound(collection);
+  announceCommitted(knex, Number(written.id));
+  return Number(written.first_id);
+}
+
+/**
+ * advance(), the rows, appendEvents() and writeSortKeys() as one statement (the keys of every indexed
+ * field, read from `sorted` as advance() answers it, U+0000 taken as U+0001 as ordering.ts does). $1 the account, $2 the collection's name,
+ * $3 the number of rows, $4 their texts, one a line; $5 and $6 the NOTIFY's (notifyParams). No such
+ * collection: no row answered, and nothing written. Each event's row is made from the row's text as
+ * eventRow() makes it. The events' time is PostgreSQL's clock once the collection's row is held (where
+ * appendEvents() takes Node's, after advance()): a batch that waited its turn is not stamped before
+ * the one it waited for.
+ */
+const insertBatchSql = `with counters as (
+    update collections set last_row_id = last_row_id + $3, last_seq = last_seq + $3, row_count = row_count + $3
+      where account_id = $1 and name = $2
+      returning id, last_row_id - $3 as before_id, last_seq - $3 as before_seq, sorted,
+        to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at
+  ), batch as (
+    select c.id as collection_id, c.before_id + t.ord as id, c.before_seq + t.ord as seq, t.data, c.at
+      from counters c, unnest(string_to_array($4::text, chr(10))) with ordinality as t(data, ord)
+  ), stored as (
+    insert into rows (collection_id, id, data) select collection_id, id, data from batch
+  ), logged as (
+    insert into events (collection_id, seq, type, row_id, row, at)
+      select collection_id, seq, 'insert', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, at
+        from batch
+  ), keyed as (
+    insert into sort_keys (collection_id, slot, row_id, rank, num, str)
+      select b.collection_id, f.slot - 1, b.id, ${postgresKeyColumns('k.j')}
+        from batch b, counters c,
+          jsonb_array_elements_text(replace(c.sorted, '\\u0000', '\\u0001')::jsonb) with ordinality as f(field, slot),
+          lateral (select replace(b.data, '\\u0000', '\\u0001')::jsonb -> f.field as j) k
+  )
+  select id, before_id + 1 as first_id, pg_notify($5, $6 || ' ' || id) from counters`;
 
 /**
  * One page of rows, as JSON text (read as stored: never parsed); 404 when the collection does not exist. A page ordered by a field reads the

@@ -107,16 +107,18 @@ function sqliteKeys(field: string) {
   };
 }
 
+/** PostgreSQL: the key columns (rank, num, str) of the jsonb value `j`, as in the comment at the top. */
+export const postgresKeyColumns = (j: string) => `case jsonb_typeof(${j}) when 'number' then 1 when 'string' then 2 when 'boolean' then 3
+      when 'object' then 4 when 'array' then 4 else 5 end,
+    case jsonb_typeof(${j}) when 'number' then (${j})::numeric when 'boolean' then case when (${j})::boolean then 1 else 0 end end,
+    case when jsonb_typeof(${j}) = 'string' then ${j} #>> '{}' end`;
+
 /** PostgreSQL: the keys of a range of rows, from jsonb (U+0000 read as U+0001, as ordering.ts does). */
 function postgresKeys(field: string) {
   const { value, bindings } = postgresField(field);
   return {
     sql: `insert into sort_keys (collection_id, slot, row_id, rank, num, str)
-      select collection_id, ?::integer, id,
-        case jsonb_typeof(j) when 'number' then 1 when 'string' then 2 when 'boolean' then 3
-          when 'object' then 4 when 'array' then 4 else 5 end,
-        case jsonb_typeof(j) when 'number' then (j)::numeric when 'boolean' then case when (j)::boolean then 1 else 0 end end,
-        case when jsonb_typeof(j) = 'string' then j #>> '{}' end
+      select collection_id, ?::integer, id, ${postgresKeyColumns('j')}
       from (select collection_id, id, ${value} as j from rows where collection_id = ? and id between ? and ?) r`,
     bindings,
   };

@@ -48,6 +48,25 @@ describeEachBackend('events (data layer)', (backend) => {
   });
 
   describe('writing', () => {
+    // Every kind of JSON a row can hold, and strings PostgreSQL text cannot hold raw (NUL) or that
+    // look like the separators a batch is sent with (line breaks, quotes, backslashes, braces).
+    const varied = (n: number): Record<string, unknown> => {
+      switch (n % 6) {
+        case 0:
+          return {};
+        case 1:
+          return { nul: `a\u0000b${n}`, 'key\u0000': '\u0000', line: 'one\ntwo\r\n', tab: '\t', quote: '"\\{},' };
+        case 2:
+          return { emoji: '👩🏽‍💻', combining: 'e\u0301', rtl: 'שלום', lone: '\ud800', separators: '\u2028\u2029' };
+        case 3:
+          return { nested: { a: [1, { b: [null, true, false] }], deep: { deeper: { deepest: n } } } };
+        case 4:
+          return { number: -1.5e-7, big: 2 ** 53 - 1, zero: 0, empty: '', list: [] };
+        default:
+          return { '': 'empty key', '{"id":1}': '{}', n };
+      }
+    };
+
     it('stores a batch of 1000 rows (the largest allowed) with one event each, with consecutive seq', async () => {
       await client.post('/v1/collections', { name: 'large' });
       const response = await client.post<{ id: number }[]>(
@@ -60,6 +79,51 @@ describeEachBackend('events (data layer)', (backend) => {
       const events = await server.store.readEvents(collectionId, { after: 0, limit: 2000 });
       expect(events.map((event) => event.seq)).to.deep.equal(Array.from({ length: 1000 }, (_, n) => n + 1));
       expect(events.map((event) => event.row)).to.deep.equal(response.body);
+    });
+
+    it('stores 1000 rows exactly, with consecutive ids and one event each, contiguous, carrying the row', async () => {
+      await client.post('/v1/collections', { name: 'varied' });
+      await client.post('/v1/collections/varied/rows', [{ first: true }]);
+      const items = Array.from({ length: 1000 }, (_, n) => varied(n));
+      const response = await client.post<{ id: number }[]>('/v1/collections/varied/rows', items);
+      expect(response.status).to.equal(201);
+      const expected = items.map((fields, n) => ({ id: n + 2, ...fields }));
+      expect(response.body).to.deep.equal(expected);
+      expect((await client.get('/v1/collections/varied/rows?offset=1&limit=1000')).body).to.deep.equal(expected);
+      for (const id of [2, 3, 4, 1001])
+        expect((await client.get(`/v1/collections/varied/rows/${id}`)).body).to.deep.equal(expected[id - 2]);
+
+      const { collectionId, lastSeq } = await server.store.feedStart(accountId, 'varied');
+      expect(lastSeq).to.equal(1001);
+      const events = await server.store.readEvents(collectionId, { after: 1, limit: 2000 });
+      expect(events.map((event) => event.seq)).to.deep.equal(expected.map((row) => row.id));
+      expect(events.map((event) => event.row)).to.deep.equal(expected);
+      expect(new Set(events.map((event) => event.type))).to.deep.equal(new Set(['insert']));
+      // One time for the whole batch, taken once the collection was held: not before the earlier batch's.
+      const [before] = await server.store.readEvents(collectionId, { after: 0, limit: 1 });
+      expect(new Set(events.map((event) => event.at)).size).to.equal(1);
+      expect(events[0].at).to.match(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+      expect(events[0].at >= before.at).to.equal(true);
+      expect(Date.parse(events[0].at)).to.be.closeTo(Date.now(), 60_000);
+    });
+
+    it('writes nothing, and wakes no one, for a batch into a missing collection', async () => {
+      const counts = async () => {
+        const [rows] = await server.store.db.knex('rows').count({ n: '*' });
+        const [events] = await server.store.db.knex('events').count({ n: '*' });
+        return [Number(rows.n), Number(events.n)];
+      };
+      const before = await counts();
+      const heard = await changesDuring(async () => {
+        const response = await client.post(
+          '/v1/collections/nowhere/rows',
+          Array.from({ length: 1000 }, (_, n) => ({ n })),
+        );
+        expect(response.status).to.equal(404);
+        expect(response.body).to.include({ code: 'not_found' });
+      });
+      expect(heard).to.deep.equal([]);
+      expect(await counts()).to.deep.equal(before);
     });
   });
 
