@@ -4,6 +4,7 @@ import type { Knex } from 'knex';
 import pg from 'pg';
 import type { Logger } from '../log.ts';
 import { query } from './query.ts';
+import type { KnownIndexes } from './sort-keys.ts';
 import type { SqliteStatements } from './sqlite-statements.ts';
 import type { GroupedWrites } from './writes.ts';
 
@@ -29,6 +30,8 @@ export interface DatabaseParams {
   writes?: GroupedWrites;
   /** When a page ordered by a field makes a sort index for it (see sort-keys.ts). */
   sortIndexes?: SortIndexLimits;
+  /** The sort indexes this process has seen collections have (sort-keys.ts). */
+  knownIndexes?: KnownIndexes;
 }
 
 export interface SortIndexLimits {

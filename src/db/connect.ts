@@ -5,6 +5,7 @@ import pg from 'pg';
 import { defaults } from '../config.ts';
 import { Changes, type DatabaseParams, type SortIndexLimits } from './changes.ts';
 import { migrationSource } from './migrations.ts';
+import { KnownIndexes } from './sort-keys.ts';
 import { SqliteStatements } from './sqlite-statements.ts';
 import { GroupedWrites } from './writes.ts';
 
@@ -36,7 +37,7 @@ export async function openDatabase(
   // the hot reads and writes find `sqlite`, row writes their group (`writes`), and listRows() finds
   // `sortIndexes`.
   const writes = sqlite ? new GroupedWrites(knex) : undefined;
-  knex.userParams = { changes, sqlite, writes, sortIndexes } satisfies DatabaseParams;
+  knex.userParams = { changes, sqlite, writes, sortIndexes, knownIndexes: new KnownIndexes() } satisfies DatabaseParams;
   const close = async () => {
     try {
       await sqlite?.close();

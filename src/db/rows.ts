@@ -109,23 +109,33 @@ const insertBatchSql = `with counters as (
   select id, before_id + 1 as first_id, pg_notify($5, $6 || ' ' || id) from counters`;
 
 /**
- * One page of rows, as JSON text (read as stored: never parsed); 404 when the collection does not exist. A page ordered by a field reads the
- * collection's sort index for it (sort-keys.ts), made now if the collection is large enough and has
- * none; otherwise it sorts the whole collection (ordering.ts).
+ * One page of rows, as JSON text (read as stored: never parsed); 404 when the collection does not
+ * exist. A page ordered by a field reads the collection's sort index for it (sort-keys.ts), made now
+ * if the collection is large enough and has none; otherwise it sorts the whole collection (ordering.ts).
  */
 export async function listRows(knex: Knex, accountId: number, collection: string, page: Page): Promise<Json<Row[]>> {
-  const { sqlite, sortIndexes } = knex.userParams as DatabaseParams;
+  const { sqlite, sortIndexes, knownIndexes } = knex.userParams as DatabaseParams;
   // On SQLite a page has a read-only connection of its own: one that reads a whole collection to
   // order it holds up neither row reads nor writes.
   const read = async <T = StoredRow>(sql: string, params: SqlValue[], kind: ReadKind = 'scan'): Promise<T[]> =>
     sqlite ? sqlite.read<T>(sql, params, kind) : (await knex.raw(sql, params)).rows;
-  if (page.orderBy !== 'id' && sortIndexes) {
+  if (page.orderBy !== 'id' && sortIndexes && knownIndexes) {
+    // A collection known to have the index: its page at once, unless that answers no rows.
+    const known = knownIndexes.get(accountId, collection);
+    const knownSlot = known?.sorted.indexOf(page.orderBy) ?? -1;
+    if (known && knownSlot >= 0) {
+      const rows = await sortedPage(knex, known.id, knownSlot, page);
+      if (rows.length > 0) return pageJson(rows);
+    }
     const [found] = await read<CollectionRow>(collectionSql, [accountId, collection], 'point');
     if (!found) throw collectionNotFound(collection);
-    let slot = (JSON.parse(found.sorted) as string[]).indexOf(page.orderBy);
+    const sorted = JSON.parse(found.sorted) as string[];
+    let slot = sorted.indexOf(page.orderBy);
     if (slot < 0 && Number(found.row_count) >= sortIndexes.minRows && sortIndexes.max > 0) {
       slot = await makeSortIndex(knex, accountId, collection, page.orderBy, sortIndexes.max);
+      if (slot === sorted.length) sorted.push(page.orderBy);
     }
+    knownIndexes.set(accountId, collection, Number(found.id), sorted);
     if (slot >= 0) return pageJson(await sortedPage(knex, Number(found.id), slot, page));
   }
   const { sql, params } = orderedRowsQuery(sqlite ? 'sqlite' : 'postgres', accountId, collection, page);

@@ -20,6 +20,30 @@ import { advance } from './collections.ts';
 import { type Direction, postgresField, sqliteField } from './ordering.ts';
 import { query } from './query.ts';
 
+/** Collections remembered at most; the least recently remembered is forgotten first. */
+const MAX_KNOWN = 10_000;
+
+/**
+ * The sort indexes this process has seen collections have: each collection's id and indexed fields, by
+ * account and name. Never wrong in a way that shows: a collection's indexes are only ever added to, and
+ * a page read through a remembered id that answers no rows is read again after looking the collection up
+ * (it may have been deleted, or deleted and made again under a new id, by another instance).
+ */
+export class KnownIndexes {
+  private readonly known = new Map<string, { id: number; sorted: string[] }>();
+
+  get(accountId: number, name: string) {
+    return this.known.get(`${accountId}/${name}`);
+  }
+
+  set(accountId: number, name: string, id: number, sorted: string[]): void {
+    const key = `${accountId}/${name}`;
+    this.known.delete(key);
+    if (this.known.size >= MAX_KNOWN) this.known.delete(this.known.keys().next().value as string);
+    this.known.set(key, { id, sorted });
+  }
+}
+
 /** Writes the keys of the rows `fromId`..`toId` for every field in `fields` (by slot; undefined skips one). */
 export async function writeSortKeys(
   trx: Knex.Transaction,

@@ -163,6 +163,24 @@ describeEachBackend('sort indexes', (backend) => {
     expect(await ids(name, '?order_by=a&order=desc')).to.deep.equal([3, 4, 1]);
   });
 
+  it('never answers from an index of a collection another instance deleted, or deleted and made again', async () => {
+    const name = await newCollection();
+    await client.post(path(name), [{ a: 1 }, { a: 2 }]);
+    expect(await ids(name, '?order_by=a&order=desc')).to.deep.equal([2, 1]);
+    const other = await openStore(server.databaseUrl);
+    try {
+      const { accountId } = (await server.store.findPrincipal(client.key!))!;
+      await other.deleteCollection(accountId, name);
+      expect((await client.get(`${path(name)}?order_by=a&order=desc`)).status).to.equal(404);
+      await other.createCollection(accountId, name);
+      await other.insertRows(accountId, name, [{ a: 5 }, { a: 7 }, { a: 6 }]);
+    } finally {
+      await other.close();
+    }
+    expect(await ids(name, '?order_by=a&order=desc')).to.deep.equal([2, 3, 1]);
+    expect(await ids(name, '?order_by=a&order=desc&offset=5')).to.deep.equal([]);
+  });
+
   it('takes the keys of a deleted collection with it', async () => {
     const name = await newCollection();
     await client.post(path(name), [{ a: 1 }, { a: 2 }]);
