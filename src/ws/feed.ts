@@ -50,6 +50,7 @@ export function createFeed({ store, config, log, admit }: FeedOptions): Feed {
   const server = new WebSocketServer({
     noServer: true,
     clientTracking: false,
+    // Off, and must stay off while messages are framed once for every socket (frames.ts).
     perMessageDeflate: false,
     maxPayload: MAX_CLIENT_MESSAGE_BYTES,
   });
@@ -81,7 +82,7 @@ export function createFeed({ store, config, log, admit }: FeedOptions): Feed {
       const feedRequest = await checkUpgrade(request, store);
       await admit?.(feedRequest.principal);
       if (closing) throw unavailable('The server is shutting down.');
-      server.handleUpgrade(request, socket, head, (websocket) => subscribe(websocket, feedRequest));
+      server.handleUpgrade(request, socket, head, (websocket) => subscribe(websocket, socket, feedRequest));
     } catch (error) {
       const problem = toApiError(error);
       // Never the request's URL: it may carry the key.
@@ -91,9 +92,9 @@ export function createFeed({ store, config, log, admit }: FeedOptions): Feed {
     }
   }
 
-  function subscribe(socket: WebSocket, request: FeedRequest): void {
+  function subscribe(socket: WebSocket, connection: Duplex, request: FeedRequest): void {
     const { collectionId, collection, kinds, since } = request;
-    const subscriber = new Subscriber(socket, {
+    const subscriber = new Subscriber(socket, connection, {
       collection,
       kinds,
       since,

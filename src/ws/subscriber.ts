@@ -1,8 +1,16 @@
 import { EventEmitter, once } from 'node:events';
+import type { Duplex } from 'node:stream';
 import type { WebSocket } from 'ws';
 import type { EventType, StoredEvent } from '../db/events.ts';
 import type { Logger } from '../log.ts';
+import { textFrame, writeFrame } from './frames.ts';
 import { type CloseCode, changeMessage, closeCodes, collectionDeletedMessage, readyMessage } from './messages.ts';
+
+/** A committed change on its way to the subscribers: its kind, and its message framed once for all of them. */
+export interface Delivery {
+  type: EventType;
+  frame: Buffer;
+}
 
 export interface SubscriberOptions {
   collection: string;
@@ -29,11 +37,13 @@ export class Subscriber extends EventEmitter<{ end: [] }> {
   private readonly kinds: Set<EventType>;
   private ended = false;
   private alive = true;
-  private held: string[] | undefined;
+  private held: Buffer[] | undefined;
   private heldBytes = 0;
 
+  /** `connection`: the socket `socket` was upgraded from, which frames made once are written to (frames.ts). */
   constructor(
     readonly socket: WebSocket,
+    private readonly connection: Duplex,
     private readonly options: SubscriberOptions,
   ) {
     super();
@@ -59,7 +69,7 @@ export class Subscriber extends EventEmitter<{ end: [] }> {
    */
   start(seq: number): void {
     if (this.ended) return;
-    this.send(JSON.stringify(readyMessage(this.options.collection, this.options.kinds, seq)));
+    this.send(textFrame(JSON.stringify(readyMessage(this.options.collection, this.options.kinds, seq))));
     const { since } = this.options;
     if (since === undefined || since >= seq) return;
     this.held = [];
@@ -69,16 +79,26 @@ export class Subscriber extends EventEmitter<{ end: [] }> {
     });
   }
 
-  /** A committed change, its message already serialized: sent if it is of a kind the client chose. */
-  deliver(type: EventType, text: string): void {
-    if (this.ended || !this.kinds.has(type)) return;
-    if (!this.held) {
-      this.send(text);
+  /**
+   * Committed changes, in seq order (a page of them at most): those of the kinds the client chose are
+   * sent, in one system call however many (the socket is corked meanwhile), unless the client is already
+   * too far behind. What is corked is not behind yet, so the bound is checked before the page, not
+   * within it: a client may fall behind by up to a page more than the bound, whose frames are the same
+   * Buffers for every subscriber.
+   */
+  deliver(deliveries: readonly Delivery[]): void {
+    if (this.ended) return;
+    if (this.held) {
+      for (const delivery of deliveries) this.hold(delivery);
       return;
     }
-    this.held.push(text);
-    this.heldBytes += Buffer.byteLength(text);
-    if (this.heldBytes + this.socket.bufferedAmount > this.options.maxBufferBytes) this.close(closeCodes.slowConsumer);
+    if (this.socket.bufferedAmount > this.options.maxBufferBytes) {
+      this.close(closeCodes.slowConsumer);
+      return;
+    }
+    this.connection.cork();
+    for (const { type, frame } of deliveries) if (this.kinds.has(type)) writeFrame(this.socket, this.connection, frame);
+    this.connection.uncork();
   }
 
   /** Tells the client its collection is gone, then closes. */
@@ -104,14 +124,22 @@ export class Subscriber extends EventEmitter<{ end: [] }> {
     this.socket.close(code, reason);
   }
 
-  /** Sends unless the client is already too far behind; `written` runs once the socket has taken it. */
-  private send(text: string, written?: () => void): void {
+  /** Keeps a live message back while the replay runs. */
+  private hold({ type, frame }: Delivery): void {
+    if (!this.held || !this.kinds.has(type)) return;
+    this.held.push(frame);
+    this.heldBytes += frame.length;
+    if (this.heldBytes + this.socket.bufferedAmount > this.options.maxBufferBytes) this.close(closeCodes.slowConsumer);
+  }
+
+  /** Sends unless the client is already too far behind; `written` runs once the socket has taken it (or will not). */
+  private send(frame: Buffer, written?: () => void): void {
     if (this.socket.bufferedAmount > this.options.maxBufferBytes) {
       this.close(closeCodes.slowConsumer);
       written?.();
       return;
     }
-    this.socket.send(text, written ? () => written() : undefined);
+    if (!writeFrame(this.socket, this.connection, frame, written && (() => written()))) written?.();
   }
 
   /**
@@ -132,8 +160,8 @@ export class Subscriber extends EventEmitter<{ end: [] }> {
         if (!this.kinds.has(event.type)) continue;
         if (this.socket.bufferedAmount > this.options.maxBufferBytes / 2) await written;
         if (this.ended) return;
-        const text = JSON.stringify(changeMessage(this.options.collection, event));
-        written = new Promise((resolve) => this.send(text, resolve));
+        const frame = textFrame(JSON.stringify(changeMessage(this.options.collection, event)));
+        written = new Promise((resolve) => this.send(frame, resolve));
       }
       if (after !== events.at(-1)?.seq) {
         this.close(closeCodes.gone);
@@ -145,7 +173,7 @@ export class Subscriber extends EventEmitter<{ end: [] }> {
     const held = this.held ?? [];
     this.held = undefined;
     this.heldBytes = 0;
-    for (const text of held) this.send(text);
+    for (const frame of held) this.send(frame);
   }
 
   private end(): void {

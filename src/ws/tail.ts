@@ -1,7 +1,8 @@
 import type { StoredEvent } from '../db/events.ts';
 import type { Logger } from '../log.ts';
+import { textFrame } from './frames.ts';
 import { changeMessage, closeCodes } from './messages.ts';
-import type { Subscriber } from './subscriber.ts';
+import type { Delivery, Subscriber } from './subscriber.ts';
 
 export interface TailOptions {
   collectionId: number;
@@ -18,7 +19,7 @@ export interface TailOptions {
 /**
  * Follows one collection's events for this process's subscribers. Woken after each commit (see
  * db/changes.ts), it reads the events after the last one it forwarded from the events table, the
- * source of truth, and hands every subscriber each message, serialized once. One read at a time, so
+ * source of truth, and hands every subscriber each message, serialized and framed once. One read at a time, so
  * messages leave in seq order; and subscribers join only between reads, at the seq forwarded last, so
  * each gets every later event exactly once.
  */
@@ -87,12 +88,13 @@ export class Tail {
         this.cursor = latest;
         break;
       }
+      const deliveries: Delivery[] = [];
       for (const event of events) {
-        if (event.seq !== this.cursor + 1) break;
-        const text = JSON.stringify(changeMessage(this.options.collection, event));
-        for (const subscriber of this.subscribers) subscriber.deliver(event.type, text);
-        this.cursor = event.seq;
+        if (event.seq !== this.cursor + deliveries.length + 1) break;
+        deliveries.push({ type: event.type, frame: textFrame(JSON.stringify(changeMessage(this.options.collection, event))) });
       }
+      for (const subscriber of this.subscribers) subscriber.deliver(deliveries);
+      this.cursor += deliveries.length;
     }
     for (const subscriber of this.joining) {
       this.subscribers.add(subscriber);
