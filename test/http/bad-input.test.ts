@@ -89,6 +89,8 @@ const scenarios: Scenario[] = [
   { name: 'a collection name that drops a table', method: 'DELETE', path: `${collections}/${encodeURIComponent('notes; DROP TABLE rows')}`, status: 400, code: bad },
   { name: 'a collection name with an encoded slash', method: 'GET', path: `${collections}/notes%2Frows/rows`, status: 400, code: bad },
   { name: 'a row id with an encoded slash', method: 'GET', path: `${rows}/1%2F2`, status: 400, code: bad },
+  { name: 'a collection name with broken percent-encoding', method: 'GET', path: `${collections}/no%E0tes/rows/1`, status: 400, code: bad, invalid: { in: 'path', name: 'collection_name' } },
+  { name: 'a row id with broken percent-encoding', method: 'DELETE', path: `${rows}/1%`, status: 400, code: bad, invalid: { in: 'path', name: 'row_id' } },
   { name: 'a new collection named with a digit first', method: 'POST', path: collections, body: { name: '1notes' }, status: 400, code: bad, invalid: { in: 'body', name: '/name' } },
   { name: 'a new collection named with 64 characters', method: 'POST', path: collections, body: { name: 'n'.repeat(64) }, status: 400, code: bad },
   { name: 'a new collection named with a space', method: 'POST', path: collections, body: { name: 'my notes' }, status: 400, code: bad },
