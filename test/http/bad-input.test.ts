@@ -167,6 +167,7 @@ const scenarios: Scenario[] = [
   { name: 'an unknown bearer key', method: 'DELETE', path: `${rows}/1`, headers: { authorization: `Bearer ${unknownKey}` }, status: 401, code: 'unauthorized' },
   { name: 'an unknown x-api-key', method: 'GET', path: rows, headers: { 'x-api-key': unknownKey }, as: 'anonymous', status: 401, code: 'unauthorized' },
   { name: 'an empty x-api-key', method: 'GET', path: rows, headers: { 'x-api-key': '' }, as: 'anonymous', status: 401, code: 'unauthorized' },
+  { name: 'an x-api-key longer than any key', method: 'GET', path: rows, headers: { 'x-api-key': `${unknownKey}${'0'.repeat(30)}` }, as: 'anonymous', status: 401, code: 'unauthorized' },
   { name: 'Bearer without a key', method: 'GET', path: rows, headers: { authorization: 'Bearer' }, status: 401, code: 'unauthorized' },
   { name: 'Bearer with two words', method: 'GET', path: rows, headers: { authorization: `Bearer ${unknownKey} ${unknownKey}` }, status: 401, code: 'unauthorized' },
   { name: 'a key without the Bearer scheme', method: 'GET', path: rows, headers: { authorization: unknownKey }, status: 401, code: 'unauthorized' },
