@@ -10,17 +10,17 @@ import type { Logger } from './log.ts';
 /**
  * The request path, in order: problems (the one error mapper, outermost) → authenticate (/v1 only) →
  * meterUsage → router.route (match the operation, once) → jsonBody (only for a matched operation) →
- * router.handle (openapi-backend: 404/405, security, validation, handler by operationId, respond).
+ * router.handle (404/405, security, validation, handler by operationId, respond).
  * Authentication and metering come before the body, so a request without a key never makes us read
  * its body, and a request refused for its body still counts.
  */
-export async function createApp(deps: Deps, log: Logger): Promise<Koa> {
+export function createApp(deps: Deps, log: Logger): Koa {
   const app = new Koa();
   app.silent = true; // every error is handled, and logged, by problems()
   app.use(problems(log));
   app.use(authenticate(deps.store));
   if (deps.config.metering) app.use(meterUsage(deps.meter));
-  const router = await createRouter(deps);
+  const router = createRouter(deps);
   app.use(router.route);
   app.use(jsonBody(deps.config));
   app.use(router.handle);

@@ -41,7 +41,7 @@ export async function startServer(
     ['openapi.yaml', 'asyncapi.yaml'].map((name) => readFile(new URL(`../${name}`, import.meta.url), 'utf8')),
   );
   const meter = new Meter(store, log, { clock: options.clock });
-  const app = await createApp({ store, config, meter, documents: { openapi, asyncapi } }, log);
+  const app = createApp({ store, config, meter, documents: { openapi, asyncapi } }, log);
   const server = createServer(app.callback());
   // Every accepted upgrade counts toward the plan like a /v1 request; over quota or rate it is refused 429.
   const admit = config.metering ? async ({ accountId }: { accountId: number }) => void (await meter.admit(accountId)) : undefined;

@@ -19,6 +19,9 @@ export class KeyError extends Error {}
 
 const PREFIX_LENGTH = 11; // "rb_" and 8 characters of the random part: shown in listings, enough to revoke by.
 
+/** The longest a key can be: ours are 35 characters (`rb_` and 32 of base64url). */
+export const MAX_KEY_LENGTH = 64;
+
 /** SHA-256 suits keys of 192 random bits: there is nothing to guess that a slow hash would protect. */
 export const hashKey = (key: string) => createHash('sha256').update(key).digest('hex');
 

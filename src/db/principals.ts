@@ -1,10 +1,12 @@
 // Every /v1 request and every feed upgrade looks its key up. Looking it up in the database each time
-// costs a query per request; the answer, kept here by the key's hash, is read again once it is
-// `ttlMs` old. A revoked key must stop working within a second on every instance (contract.md,
-// "Authentication and tenancy"): an answer is trusted for at most `ttlMs` from the moment its query
-// began, so a revocation committed after that moment is seen at most `ttlMs` after it committed, and
-// the rest of the second is left to a request admitted just before. Unknown and revoked keys are
-// remembered the same way, so a client hammering with a bad key costs one query per `ttlMs` too.
+// costs a query per request; the answer, kept here by the key itself (hashing it would cost more than
+// the rest of a hit), is read again once it is `ttlMs` old. A revoked key must stop working within a
+// second on every instance (contract.md, "Authentication and tenancy"): an answer is trusted for at
+// most `ttlMs` from the moment its query began, so a revocation committed after that moment is seen
+// at most `ttlMs` after it committed, and the rest of the second is left to a request admitted just
+// before. Unknown and revoked keys are remembered the same way, so a client hammering with a bad key
+// costs one query per `ttlMs` too; the store asks only about keys no longer than ours, so what is kept
+// stays small.
 import type { Principal } from './keys.ts';
 
 export interface PrincipalCacheOptions {
@@ -23,7 +25,7 @@ interface Entry {
 }
 
 export class PrincipalCache {
-  /** By key hash, in the order they were read: the oldest first. */
+  /** By key, in the order they were read: the oldest first. */
   private readonly entries = new Map<string, Entry>();
   /** Lookups under way, so that concurrent requests with one key make one query. */
   private readonly reading = new Map<string, Promise<Principal | undefined>>();
@@ -34,7 +36,7 @@ export class PrincipalCache {
   private readonly clock: () => number;
 
   constructor(
-    private readonly lookup: (hash: string) => Promise<Principal | undefined>,
+    private readonly lookup: (key: string) => Promise<Principal | undefined>,
     options: PrincipalCacheOptions = {},
   ) {
     this.ttlMs = options.ttlMs ?? 500;
@@ -42,18 +44,18 @@ export class PrincipalCache {
     this.clock = options.clock ?? Date.now;
   }
 
-  /** The account of the live key whose hash is `hash`, or undefined for an unknown or revoked one. */
-  find(hash: string): Promise<Principal | undefined> {
+  /** The account of the live key `key`, or undefined for an unknown or revoked one. */
+  find(key: string): Promise<Principal | undefined> {
     const now = this.clock();
-    const entry = this.entries.get(hash);
+    const entry = this.entries.get(key);
     if (entry && now - entry.readAt < this.ttlMs) return Promise.resolve(entry.principal);
-    let reading = this.reading.get(hash);
+    let reading = this.reading.get(key);
     if (!reading) {
-      const started = this.read(hash, now).finally(() => {
-        if (this.reading.get(hash) === started) this.reading.delete(hash);
+      const started = this.read(key, now).finally(() => {
+        if (this.reading.get(key) === started) this.reading.delete(key);
       });
       reading = started;
-      this.reading.set(hash, reading);
+      this.reading.set(key, reading);
     }
     return reading;
   }
@@ -65,12 +67,12 @@ export class PrincipalCache {
     this.reading.clear();
   }
 
-  private async read(hash: string, readAt: number): Promise<Principal | undefined> {
+  private async read(key: string, readAt: number): Promise<Principal | undefined> {
     const generation = this.generation;
-    const principal = await this.lookup(hash);
+    const principal = await this.lookup(key);
     if (generation !== this.generation) return principal;
-    this.entries.delete(hash); // re-inserted last: the map stays in the order answers were read
-    this.entries.set(hash, { principal, readAt });
+    this.entries.delete(key); // re-inserted last: the map stays in the order answers were read
+    this.entries.set(key, { principal, readAt });
     for (const [oldest, { readAt: oldestAt }] of this.entries) {
       if (this.entries.size <= this.maxEntries && readAt - oldestAt < this.ttlMs) break;
       this.entries.delete(oldest);

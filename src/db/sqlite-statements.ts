@@ -14,14 +14,35 @@ import { DatabaseClosedError } from './errors.ts';
 
 export type SqlValue = string | number | null;
 
-/** Statements kept per connection at most; the least recently used is finalized first. */
+/** SQL texts kept per connection at most; the least recently used is finalized first. */
 const MAX_STATEMENTS = 64;
+
+/**
+ * How many statements of one SQL text the row reads' connection prepares at most. node-sqlite3 runs
+ * one call of a statement at a time and starts the next only once the main thread has taken the
+ * previous one's rows: with one statement, concurrent row reads wait for a busy event loop between
+ * any two of them. Copies let the driver's threads (libuv's pool, four by default) run them back to
+ * back: one at a time on the connection, each stepped to its end holding the connection's mutex, so
+ * that none holds a snapshot open for the next. Pages keep one statement each: a copy of a slow page
+ * would hold one of the pool's threads, waiting for that mutex, for as long as the page before it.
+ */
+const ROW_READ_COPIES = 4;
+
+/** One prepared statement, and how many runs of it are under way. */
+interface Copy {
+  statement: Promise<sqlite3.Statement>;
+  running: number;
+}
 
 /** One connection's prepared statements, by SQL text. */
 class StatementCache {
-  private readonly statements = new Map<string, Promise<sqlite3.Statement>>();
+  private readonly statements = new Map<string, Copy[]>();
 
-  constructor(private readonly db: sqlite3.Database) {}
+  /** `copies`: statements prepared per SQL text at most, for runs that overlap. Default 1. */
+  constructor(
+    private readonly db: sqlite3.Database,
+    private readonly copies = 1,
+  ) {}
 
   /**
    * Every row that `sql` answers for `params` (none for a write without RETURNING). `all` steps the
@@ -29,41 +50,57 @@ class StatementCache {
    * or keep COMMIT waiting, until its next use.
    */
   async all<T>(sql: string, params: SqlValue[]): Promise<T[]> {
-    const statement = await this.prepared(sql);
-    return new Promise((resolve, reject) => {
-      statement.all(params, (error: Error | null, rows: T[]) => (error ? reject(error) : resolve(rows)));
-    });
+    const copy = this.copy(sql);
+    copy.running++;
+    try {
+      const statement = await copy.statement;
+      return await new Promise((resolve, reject) => {
+        statement.all(params, (error: Error | null, rows: T[]) => (error ? reject(error) : resolve(rows)));
+      });
+    } finally {
+      copy.running--;
+    }
   }
 
   /** Finalizes every statement, after the runs under way: SQLite closes no connection that has some. */
   async finalize(): Promise<void> {
-    const statements = [...this.statements.values()];
+    const copies = [...this.statements.values()].flat();
     this.statements.clear();
-    await Promise.all(statements.map((statement) => statement.then(finalize, () => {})));
+    await Promise.all(copies.map(({ statement }) => statement.then(finalize, () => {})));
   }
 
-  private prepared(sql: string): Promise<sqlite3.Statement> {
-    let statement = this.statements.get(sql);
-    if (statement) {
+  /** An idle statement of `sql`; else a new one, while there may be more; else the least busy. */
+  private copy(sql: string): Copy {
+    let copies = this.statements.get(sql);
+    if (copies) {
       this.statements.delete(sql); // moved last: the map is in order of use
     } else {
-      const preparing = new Promise<sqlite3.Statement>((resolve, reject) => {
-        const prepared = this.db.prepare(sql, (error) => (error ? reject(error) : resolve(prepared)));
-      });
-      // A statement that failed to prepare is not kept: the next run tries again.
-      preparing.catch(() => {
-        if (this.statements.get(sql) === preparing) this.statements.delete(sql);
-      });
-      statement = preparing;
+      copies = [];
       if (this.statements.size >= MAX_STATEMENTS) {
-        const [oldest, evicted] = this.statements.entries().next().value as [string, Promise<sqlite3.Statement>];
+        const [oldest, evicted] = this.statements.entries().next().value as [string, Copy[]];
         this.statements.delete(oldest);
         // node-sqlite3 queues the finalize behind the runs of the statement under way.
-        evicted.then(finalize, () => {});
+        for (const { statement } of evicted) statement.then(finalize, () => {});
       }
     }
-    this.statements.set(sql, statement);
-    return statement;
+    this.statements.set(sql, copies);
+    let least: Copy | undefined;
+    for (const copy of copies) if (!least || copy.running < least.running) least = copy;
+    if (least && (least.running === 0 || copies.length >= this.copies)) return least;
+    const fresh: Copy = { statement: this.prepare(sql), running: 0 };
+    copies.push(fresh);
+    // A statement that failed to prepare is not kept: the next run tries again.
+    fresh.statement.catch(() => {
+      const kept = this.statements.get(sql);
+      if (kept?.includes(fresh)) kept.splice(kept.indexOf(fresh), 1);
+    });
+    return fresh;
+  }
+
+  private prepare(sql: string): Promise<sqlite3.Statement> {
+    return new Promise<sqlite3.Statement>((resolve, reject) => {
+      const prepared = this.db.prepare(sql, (error) => (error ? reject(error) : resolve(prepared)));
+    });
   }
 }
 
@@ -160,7 +197,7 @@ export class SqliteStatements {
         if (error) return reject(error);
         // As the writer's: wait up to 5 s for a lock (a read in WAL mode waits only during recovery).
         db.configure('busyTimeout', 5000);
-        resolve({ db, cache: new StatementCache(db) });
+        resolve({ db, cache: new StatementCache(db, kind === 'point' ? ROW_READ_COPIES : 1) });
       });
     });
     this.readers.set(kind, opening);

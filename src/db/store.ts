@@ -6,7 +6,7 @@ import { createCollection, deleteCollection, getCollection, listCollections } fr
 import { type Database, openDatabase } from './connect.ts';
 import { translateDatabaseError } from './errors.ts';
 import { feedStart, latestSeq, readEvents } from './events.ts';
-import { createKey, hashKey, listKeys, type Principal, principalOf, revokeKey } from './keys.ts';
+import { createKey, hashKey, listKeys, MAX_KEY_LENGTH, type Principal, principalOf, revokeKey } from './keys.ts';
 import { accountPlan, listPlans, setPlan } from './plans.ts';
 import { PrincipalCache } from './principals.ts';
 import { collectionsAfter, pruneEventBatch } from './retention.ts';
@@ -72,10 +72,11 @@ export function createStore(db: Database): Store {
     ]),
   );
   const operationsOf = bound as Omit<Store, 'findPrincipal' | 'db' | 'close'>;
-  const principals = new PrincipalCache(operationsOf.principalOf);
+  const principals = new PrincipalCache((key) => operationsOf.principalOf(hashKey(key)));
   return {
     ...operationsOf,
-    findPrincipal: (key) => principals.find(hashKey(key)),
+    // A longer key is none of ours: it is neither looked up nor kept.
+    findPrincipal: (key) => (key.length > MAX_KEY_LENGTH ? Promise.resolve(undefined) : principals.find(key)),
     async revokeKey(keyOrPrefix) {
       const revoked = await operationsOf.revokeKey(keyOrPrefix);
       principals.forget(); // in this process, a revoked key stops working at once

@@ -6,6 +6,7 @@ export function respond(ctx: Context, result: Result): void {
   ctx.status = result.status;
   if (result.headers) ctx.set(result.headers);
   if (result.body === undefined) return;
-  ctx.body = typeof result.body === 'string' ? result.body : JSON.stringify(result.body);
+  // The type first: a string body set without one is given text/plain, to be replaced at once.
   ctx.type = result.contentType ?? 'application/json';
+  ctx.body = typeof result.body === 'string' ? result.body : JSON.stringify(result.body);
 }

@@ -4,13 +4,19 @@
 // with our options (apiRoot `/`, trailing slashes ignored): an exact path with the method first, then
 // every path template that matches, the most specific first (the longest once its parameters are
 // removed, ties in document order); a path that none matches is a 404, a path without the method a 405.
+// A match also reads the path's parameters, as openapi-backend's parseRequest would (with bath-es5),
+// but still percent-encoded: decoding can fail, and that is the request's fault, said by whoever validates.
 import type { Operation } from 'openapi-backend';
 
-export type Match = { operation: Operation; miss?: undefined } | { operation?: undefined; miss: 404 | 405 };
+export type Match =
+  | { operation: Operation; params: Record<string, string>; miss?: undefined }
+  | { operation?: undefined; params?: undefined; miss: 404 | 405 };
 
 interface Route {
-  /** Anchored, with each `{parameter}` standing for one non-empty path segment. */
+  /** Anchored, with each `{parameter}` capturing one non-empty path segment. */
   pattern: RegExp;
+  /** The parameters' names, in the order `pattern` captures them. */
+  names: string[];
   byMethod: Map<string, Operation>;
 }
 
@@ -24,7 +30,7 @@ export class RouteTable {
     for (const operation of operations) {
       let route = byPath.get(operation.path);
       if (!route) {
-        route = { pattern: templatePattern(operation.path), byMethod: new Map() };
+        route = { ...templatePattern(operation.path), byMethod: new Map() };
         byPath.set(operation.path, route);
         this.exact.set(operation.path, route);
       }
@@ -40,17 +46,26 @@ export class RouteTable {
   match(method: string, path: string): Match {
     const normalized = normalizePath(path);
     const verb = method.trim().toLowerCase();
-    const operation = this.exact.get(normalized)?.byMethod.get(verb);
-    if (operation) return { operation };
+    const exact = this.exact.get(normalized);
+    const operation = exact?.byMethod.get(verb);
+    // A path may be exactly a template, `{parameter}` and all: its parameters are then read as sent.
+    if (exact && operation) return { operation, params: paramsOf(exact, exact.pattern.exec(normalized) as RegExpExecArray) };
     let pathMatched = false;
     for (const route of this.routes) {
-      if (!route.pattern.test(normalized)) continue;
+      const captured = route.pattern.exec(normalized);
+      if (!captured) continue;
       pathMatched = true;
       const found = route.byMethod.get(verb);
-      if (found) return { operation: found };
+      if (found) return { operation: found, params: paramsOf(route, captured) };
     }
     return { miss: pathMatched ? 405 : 404 };
   }
+}
+
+function paramsOf({ names }: Route, captured: RegExpExecArray): Record<string, string> {
+  const params: Record<string, string> = {};
+  for (let i = 0; i < names.length; i++) params[names[i]] = captured[i + 1];
+  return params;
 }
 
 /** As OpenAPIRouter.normalizeRequest and normalizePath: trimmed, a leading slash, no query, no trailing slash. */
@@ -62,13 +77,15 @@ function normalizePath(raw: string): string {
   return path;
 }
 
-function templatePattern(template: string): RegExp {
+function templatePattern(template: string): Pick<Route, 'pattern' | 'names'> {
   const escapeLiteral = (literal: string) => literal.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-  return new RegExp(
+  const names = [...template.matchAll(/\{([^}]+)\}/g)].map(([, name]) => name);
+  const pattern = new RegExp(
     `^${template
       .replace(/\{[^}]+\}/g, '\0')
       .split('\0')
       .map(escapeLiteral)
-      .join('[^/]+')}$`,
+      .join('([^/]+)')}$`,
   );
+  return { pattern, names };
 }

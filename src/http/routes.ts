@@ -1,17 +1,20 @@
-// openapi-backend routes each request to its handler by operationId, after checking it against the
-// request validators `npm run generate` compiled from openapi.yaml.
-import type { ErrorObject } from 'ajv';
+// Each request goes to its operation in openapi.yaml and to the handler bound by its operationId, in
+// the order of openapi-backend's handleRequest: match (miss: 404 or 405), the operation's `security`
+// (401), validation (400), the handler, the one responder. The operations are openapi-backend's reading
+// of the document and the validators those `npm run generate` compiled from it; what handleRequest
+// works out on every request (it parses each one three times, and its router rebuilds the routes on
+// every match) is worked out here once, at start.
 import type { Context as KoaContext, Middleware } from 'koa';
-import { type Context, type Document, OpenAPIBackend, type Request } from 'openapi-backend';
-import type { OpenAPIV3 } from 'openapi-types';
+import { type Document, OpenAPIRouter, type Operation } from 'openapi-backend';
 import document from '../../generated/openapi.json' with { type: 'json' };
 import { requestValidators } from '../../generated/validators.js';
-import { ApiError, type FieldError, notFound, unauthorized, validationFailed } from '../errors.ts';
+import { ApiError, notFound, unauthorized } from '../errors.ts';
 import { handlers } from '../handlers/index.ts';
 import type { Deps, Handler, OperationId } from '../handlers/types.ts';
+import type { AuthState } from './auth.ts';
 import { respond } from './respond.ts';
 import { type Match, RouteTable } from './route-table.ts';
-import { requestAjvOptions } from './validation-options.ts';
+import { type RequestChecks, requestChecks, validateRequest } from './validate.ts';
 
 const methods = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch'] as const;
 
@@ -23,68 +26,31 @@ export interface RouteState {
 export interface Router {
   /** Matches the request to its operation, once: later stages read `ctx.state.route`. */
   route: Middleware<RouteState>;
-  /** openapi-backend: security, validation, the handler by operationId, then the one responder. */
-  handle: Middleware<RouteState>;
+  /** 404 or 405, security, validation, the handler by operationId, then the one responder. */
+  handle: Middleware<RouteState & Partial<AuthState>>;
 }
 
-export async function createRouter(deps: Deps): Promise<Router> {
-  const api = new OpenAPIBackend({
-    // Already validated and dereferenced by `npm run generate`: quick mode skips doing it again.
-    definition: document as unknown as Document,
-    quick: true,
-    strict: true,
-    coerceTypes: true,
-    ajvOpts: requestAjvOptions,
-  });
-  await api.init();
-  // The compiled validators stand in for the ones quick mode would compile on first use.
-  Object.assign(api.validator.requestValidators, requestValidators);
-  // The route table is compiled once; openapi-backend's router would rebuild it on every request. A
-  // request that `route` has matched is not matched again: `handle` hands the match over.
-  const table = new RouteTable(api.router.getOperations());
-  const matched = new WeakMap<Request, Match>();
-  api.router.getOperations = () => [...table.operations];
-  api.router.matchOperation = ((request: Request, strict?: boolean) => {
-    const { operation, miss } = matched.get(request) ?? table.match(request.method, request.path);
-    if (operation || !strict) return operation;
-    // handleRequest tells 404 from 405 by these messages' first three characters.
-    throw new Error(
-      miss === 405 ? '405-methodNotAllowed: this method is not registered for the route' : '404-notFound: no route matches request',
-    );
-  }) as typeof api.router.matchOperation;
+/** An operation with what its requests need, worked out at start. */
+interface Bound {
+  handler: Handler<OperationId>;
+  /** The names of the schemes of each of its `security` requirements; one requirement met is enough. */
+  security: string[][];
+  checks: RequestChecks;
+}
 
-  for (const [operationId, handler] of Object.entries(handlers)) {
-    api.register(operationId, (c: Context, ctx: KoaContext) => {
-      // openapi-backend re-parses the path after validating, undoing the coercion: the validated,
-      // coerced and defaulted values are the ones in `validation.coerced`.
-      const loose = looseIntegers(c, ctx.query);
-      if (loose.length > 0) throw validationFailed('The request does not match the API description.', loose);
-      const { params, query } = c.validation.coerced ?? {};
-      const input = { path: params, query, body: c.request.requestBody, principal: ctx.state.principal };
-      return (handler as Handler<OperationId>)(input as never, deps);
-    });
-  }
-  // authenticate() has already checked the key; these let openapi-backend enforce each operation's
-  // `security` as declared, so an operation that needs a key can never run without an account.
-  const hasPrincipal = (_c: Context, ctx: KoaContext) => ctx.state.principal !== undefined;
-  api.registerSecurityHandler('bearerKey', hasPrincipal);
-  api.registerSecurityHandler('headerKey', hasPrincipal);
-  api.register({
-    unauthorizedHandler: () => {
-      throw unauthorized();
-    },
-    validationFail: (c: Context) => {
-      throw validationFailed('The request does not match the API description.', fieldErrors(c.validation.errors ?? []));
-    },
-    notFound: (c: Context) => {
-      throw notFound(`There is no route ${c.request.path}.`);
-    },
-    methodNotAllowed: (c: Context) => {
-      const allowed = methods.filter((method) => api.router.matchOperation({ ...c.request, method }));
-      const allow = allowed.map((method) => method.toUpperCase()).join(', ');
-      throw new ApiError('method_not_allowed', `${c.request.path} answers ${allow}.`, { headers: { Allow: allow } });
-    },
-  });
+/**
+ * authenticate() has already checked the key; these let each operation's `security` be enforced as
+ * declared, so an operation that needs a key can never run without an account.
+ */
+const securityHandlers: Record<string, (ctx: KoaContext) => boolean> = {
+  bearerKey: (ctx) => ctx.state.principal !== undefined,
+  headerKey: (ctx) => ctx.state.principal !== undefined,
+};
+
+export function createRouter(deps: Deps): Router {
+  const router = new OpenAPIRouter({ definition: document as unknown as Document });
+  const table = new RouteTable(router.getOperations());
+  const bound = new Map<Operation, Bound>(table.operations.map((operation) => [operation, bind(operation)]));
 
   return {
     route: (ctx, next) => {
@@ -92,60 +58,41 @@ export async function createRouter(deps: Deps): Promise<Router> {
       return next();
     },
     handle: async (ctx) => {
-      const request: Request = {
-        method: ctx.method,
-        path: ctx.path,
-        query: ctx.querystring,
-        headers: ctx.headers as Record<string, string>,
+      const { operation, params, miss: status } = ctx.state.route;
+      if (!operation) throw miss(table, status, ctx.path);
+      const { handler, security, checks } = bound.get(operation) as Bound;
+      // As openapi-backend: no requirement, or one whose every scheme's handler says yes.
+      if (security.length > 0 && !security.some((schemes) => schemes.every((scheme) => securityHandlers[scheme]?.(ctx)))) {
+        throw unauthorized();
+      }
+      const { path, query, body } = validateRequest(checks, {
+        params,
+        query: router.parseRequestQuery({ method: ctx.method, path: ctx.path, headers: {}, query: ctx.querystring }),
+        sentQuery: ctx.query,
         body: ctx.request.body,
-      };
-      matched.set(request, ctx.state.route);
-      respond(ctx, await api.handleRequest(request, ctx));
+      });
+      const input = { path, query, body, principal: ctx.state.principal };
+      respond(ctx, await handler(input as never, deps));
     },
   };
 }
 
-/**
- * Ajv's type coercion reads "1e3", " 1", "0x1" or "1.0" as integers. An integer parameter must be
- * written as one: decimal digits, no leading zero, an optional minus.
- */
-function looseIntegers(c: Context, query: Record<string, unknown>): FieldError[] {
-  // openapi-backend hands over path parameters as sent but query parameters already coerced.
-  const raw: Record<string, Record<string, unknown>> = { path: c.request.params, query };
-  return (c.operation.parameters ?? []).flatMap((parameter) => {
-    const { in: place, name, schema } = parameter as OpenAPIV3.ParameterObject;
-    const value = raw[place]?.[name];
-    if ((schema as OpenAPIV3.SchemaObject)?.type !== 'integer' || typeof value !== 'string' || /^-?(0|[1-9][0-9]*)$/.test(value)) return [];
-    return [{ in: place as FieldError['in'], name, message: 'must be an integer in decimal digits' }];
-  });
+function bind(operation: Operation): Bound {
+  const operationId = operation.operationId as OperationId;
+  const handler = handlers[operationId] as Handler<OperationId> | undefined;
+  const validators = (requestValidators as Record<string, RequestChecks['validators']>)[operationId];
+  if (!handler || !validators) throw new Error(`operation ${operationId} has no ${handler ? 'validators: npm run generate' : 'handler'}`);
+  return { handler, security: (operation.security ?? []).map(Object.keys), checks: requestChecks(operation, validators) };
 }
 
-/**
- * Ajv reports against the object openapi-backend validates: `{ path, query, header, requestBody }`.
- * Its first path segment says where the problem is; the rest names the parameter or, in a body, is a
- * JSON Pointer.
- */
-function fieldErrors(errors: ErrorObject[]): FieldError[] {
-  const seen = new Set<string>();
-  return errors.flatMap((error) => {
-    const [, section = '', ...rest] = error.instancePath.split('/');
-    const place = ({ path: 'path', query: 'query', header: 'header', requestBody: 'body' } as const)[section] ?? 'body';
-    let name = place === 'body' ? rest.map((part) => `/${part}`).join('') : rest.join('/');
-    let message = error.message ?? 'is invalid';
-    if (error.keyword === 'additionalProperties') {
-      const extra = String(error.params.additionalProperty);
-      name = place === 'body' ? `${name}/${extra}` : extra;
-      message = place === 'body' ? 'is not a known field' : 'is not a known parameter';
-    } else if (error.keyword === 'required') {
-      const missing = String(error.params.missingProperty);
-      name = missing === 'requestBody' ? '' : place === 'body' ? `${name}/${missing}` : missing;
-      message = 'is required';
-    } else if (error.keyword === 'not') {
-      message = 'is not allowed: the service assigns ids';
-    }
-    const key = `${place} ${name} ${message}`;
-    if (seen.has(key)) return [];
-    seen.add(key);
-    return [{ in: place, name, message }];
-  });
+/** 404 for a path openapi.yaml does not have, 405 (with `Allow`) for a method it does not have there. */
+function miss(table: RouteTable, status: 404 | 405, path: string): ApiError {
+  // As openapi-backend's parseRequest shows the path.
+  const shown = path.startsWith('/') ? path : `/${path}`;
+  if (status === 404) return notFound(`There is no route ${shown}.`);
+  const allow = methods
+    .filter((candidate) => table.match(candidate, path).operation)
+    .map((candidate) => candidate.toUpperCase())
+    .join(', ');
+  return new ApiError('method_not_allowed', `${shown} answers ${allow}.`, { headers: { Allow: allow } });
 }

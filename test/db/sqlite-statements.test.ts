@@ -74,6 +74,24 @@ describe('SQLite hot statements', () => {
     expect(kinds).to.deep.equal(['point', 'scan', 'point']);
   });
 
+  it('answer many row reads at once, each with its own row, beside writes that each read sees once committed', async () => {
+    await store.insertRows(
+      accountId,
+      'notes',
+      Array.from({ length: 200 }, (_, n) => ({ n: n + 1 })),
+    );
+    const reads = Array.from({ length: 200 }, (_, n) => store.getRow(accountId, 'notes', n + 1));
+    expect(await Promise.all(reads)).to.deep.equal(Array.from({ length: 200 }, (_, n) => ({ id: n + 1, n: n + 1 })));
+    for (let round = 1; round <= 20; round++) {
+      await store.updateRow(accountId, 'notes', 1, { n: -round });
+      const seen = await Promise.all(Array.from({ length: 10 }, () => store.getRow(accountId, 'notes', 1)));
+      expect(seen.map((row) => row.n)).to.deep.equal(Array(10).fill(-round));
+    }
+    // Every copy of the statement is finalized on close, or the write-ahead log would stay.
+    await store.close();
+    expect(existsSync(join(dir, 'rowbase.sqlite-wal'))).to.equal(false);
+  });
+
   it('tell a missing row from a missing collection', async () => {
     const details: string[] = [];
     for (const collection of ['notes', 'other']) {

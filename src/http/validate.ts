@@ -1,0 +1,110 @@
+// A request's parameters and body, checked against its operation in openapi.yaml by the validators
+// `npm run generate` compiled, and given to the handler validated, coerced and defaulted. The object
+// validated is the one openapi-backend's validateRequest builds (`{ path, query, requestBody }`), so
+// that the validators, compiled by openapi-backend's own schema builder, see what they were made for.
+import type { ErrorObject, ValidateFunction } from 'ajv';
+import type { Operation } from 'openapi-backend';
+import type { OpenAPIV3 } from 'openapi-types';
+import { type FieldError, validationFailed } from '../errors.ts';
+
+export interface RequestParts {
+  /** The path's parameters as the route table read them: still percent-encoded. */
+  params: Record<string, string>;
+  /** The query, parsed by openapi-backend's parseRequestQuery (qs) as it would. */
+  query: Record<string, unknown>;
+  /** The query as Koa parsed it: the values exactly as sent, for the integer check. */
+  sentQuery: Record<string, unknown>;
+  /** The parsed JSON body, if one was read. */
+  body: unknown;
+}
+
+export interface Validated {
+  path: Record<string, unknown>;
+  query: Record<string, unknown>;
+  body: unknown;
+}
+
+/** What an operation's requests are checked with, worked out once. */
+export interface RequestChecks {
+  validators: ValidateFunction[];
+  /** The integer parameters, whose values must be written in decimal digits. */
+  integers: { in: 'path' | 'query'; name: string }[];
+}
+
+export function requestChecks(operation: Operation, validators: ValidateFunction[]): RequestChecks {
+  const integers: RequestChecks['integers'] = [];
+  for (const parameter of (operation.parameters ?? []) as OpenAPIV3.ParameterObject[]) {
+    // openapi-backend reads these kinds apart from the rest; openapi.yaml has none, so neither do we.
+    const type = (parameter.schema as OpenAPIV3.SchemaObject | undefined)?.type;
+    const apart = parameter.in === 'query' && (parameter.content !== undefined || parameter.explode === false || type === 'array');
+    if (parameter.in === 'header' || parameter.in === 'cookie' || apart) {
+      throw new Error(`${operation.operationId}: parameter ${parameter.name} (in ${parameter.in}) is of a kind the router does not read`);
+    }
+    if (type === 'integer') integers.push({ in: parameter.in as 'path' | 'query', name: parameter.name });
+  }
+  return { validators, integers };
+}
+
+const invalid = (errors: FieldError[]) => validationFailed('The request does not match the API description.', errors);
+
+/** The request's input as validated, coerced and defaulted, or a 400 `validation_failed` saying what is wrong. */
+export function validateRequest({ validators, integers }: RequestChecks, request: RequestParts): Validated {
+  const path: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(request.params)) {
+    try {
+      path[name] = decodeURIComponent(value);
+    } catch {
+      throw invalid([{ in: 'path', name, message: 'is not valid percent-encoding' }]);
+    }
+  }
+  // Read before Ajv coerces the values in place.
+  const loose = looseIntegers(integers, { path, query: request.sentQuery });
+  // No body read: `requestBody` is undefined, which Ajv takes for missing, as when openapi-backend leaves it out.
+  const parameters = { path, query: request.query, requestBody: request.body };
+  const errors: ErrorObject[] = [];
+  for (const validate of validators) if (!validate(parameters)) errors.push(...(validate.errors ?? []));
+  if (errors.length > 0) throw invalid(fieldErrors(errors));
+  if (loose.length > 0) throw invalid(loose);
+  return { path, query: parameters.query, body: request.body };
+}
+
+/**
+ * Ajv's type coercion reads "1e3", " 1", "0x1" or "1.0" as integers. An integer parameter must be
+ * written as one: decimal digits, no leading zero, an optional minus.
+ */
+function looseIntegers(integers: RequestChecks['integers'], sent: Record<'path' | 'query', Record<string, unknown>>): FieldError[] {
+  return integers.flatMap((parameter) => {
+    const value = sent[parameter.in][parameter.name];
+    if (typeof value !== 'string' || /^-?(0|[1-9][0-9]*)$/.test(value)) return [];
+    return [{ ...parameter, message: 'must be an integer in decimal digits' }];
+  });
+}
+
+/**
+ * Ajv reports against the object validated: `{ path, query, requestBody }`. Its first path segment
+ * says where the problem is; the rest names the parameter or, in a body, is a JSON Pointer.
+ */
+function fieldErrors(errors: ErrorObject[]): FieldError[] {
+  const seen = new Set<string>();
+  return errors.flatMap((error) => {
+    const [, section = '', ...rest] = error.instancePath.split('/');
+    const place = ({ path: 'path', query: 'query', header: 'header', requestBody: 'body' } as const)[section] ?? 'body';
+    let name = place === 'body' ? rest.map((part) => `/${part}`).join('') : rest.join('/');
+    let message = error.message ?? 'is invalid';
+    if (error.keyword === 'additionalProperties') {
+      const extra = String(error.params.additionalProperty);
+      name = place === 'body' ? `${name}/${extra}` : extra;
+      message = place === 'body' ? 'is not a known field' : 'is not a known parameter';
+    } else if (error.keyword === 'required') {
+      const missing = String(error.params.missingProperty);
+      name = missing === 'requestBody' ? '' : place === 'body' ? `${name}/${missing}` : missing;
+      message = 'is required';
+    } else if (error.keyword === 'not') {
+      message = 'is not allowed: the service assigns ids';
+    }
+    const key = `${place} ${name} ${message}`;
+    if (seen.has(key)) return [];
+    seen.add(key);
+    return [{ in: place, name, message }];
+  });
+}
