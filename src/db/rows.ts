@@ -17,7 +17,7 @@ import {
   writeSortKeys,
 } from './sort-keys.ts';
 import type { ReadKind, SnapshotRead, SqlValue } from './sqlite-statements.ts';
-import { writeTransaction } from './writes.ts';
+import { insertTransaction, writeTransaction } from './writes.ts';
 
 export type Row = components['schemas']['Row'];
 export type Fields = Record<string, unknown>;
@@ -50,9 +50,12 @@ export async function insertRows(knex: Knex, accountId: number, collection: stri
   return `[${texts.map((data, index) => rowJson(firstId + index, data)).join(',')}]`;
 }
 
-/** SQLite: advance(), the rows and their events, and their sort keys, in a group's transaction. Answers the first id. */
-async function insertInTransaction(knex: Knex, accountId: number, collection: string, texts: string[]): Promise<number> {
-  return writeTransaction(knex, async (trx) => {
+/**
+ * SQLite: advance(), the rows and their events, and their sort keys, in a group's transaction, with the
+ * rows of other inserts into the collection queued beside it (writes.ts). Answers the first id.
+ */
+async function insertInTransaction(knex: Knex, accountId: number, collection: string, rows: string[]): Promise<number> {
+  return insertTransaction(knex, `${accountId}/${collection}`, rows, async (trx, texts) => {
     const { id, lastRowId, lastSeq, sorted } = await advance(trx, accountId, collection, texts.length, texts.length, texts.length);
     const firstId = lastRowId - texts.length + 1;
     await insertBatchSqlite(trx, id, firstId, lastSeq - texts.length + 1, texts, new Date().toISOString());

@@ -4,6 +4,10 @@
 // beginning, committing and waiting its turn. A write is answered only after its group has committed,
 // so a 2xx still means stored.
 //
+// Inserts into one collection queued side by side go further: they become one insert of all their
+// rows (each request's rows keep consecutive ids and seqs, in the order the requests came), so many
+// small concurrent inserts cost about what one batch does.
+//
 // A write that fails (a 404, say) rolls its whole group back: then every write of the group runs again
 // in a transaction of its own, so that it succeeds or fails alone, exactly as it would have without the
 // group. Writes are functions of their input and the database, so running one again is safe.
@@ -14,15 +18,21 @@ import type { Knex } from 'knex';
 import type { DatabaseParams } from './changes.ts';
 
 type Work<T> = (trx: Knex.Transaction) => Promise<T>;
+/** Inserts `items` as one write and answers the id of the first; the others follow it. */
+export type InsertWork = (trx: Knex.Transaction, items: string[]) => Promise<number>;
 
 interface Job {
   work: Work<unknown>;
+  /** An insert that may share its statements with inserts of the same `key` queued beside it. */
+  insert?: { key: string; items: string[]; work: InsertWork };
   resolve(value: unknown): void;
   reject(error: unknown): void;
 }
 
 /** The writes of one group at most: a bound on how long the first of them waits for its answer. */
 const MAX_GROUP = 200;
+/** The rows of inserts merged into one at most (a request's own rows are never split). */
+const MAX_MERGED_ROWS = 5000;
 
 /** Runs `work` as one atomic write: in a group on SQLite, in a transaction of its own on PostgreSQL. */
 export function writeTransaction<T>(knex: Knex, work: Work<T>): Promise<T> {
@@ -30,20 +40,53 @@ export function writeTransaction<T>(knex: Knex, work: Work<T>): Promise<T> {
   return writes ? writes.run(work) : knex.transaction(work);
 }
 
+/**
+ * Inserts `items` as one atomic write and answers the first one's id: on SQLite merged with the inserts
+ * of the same `key` (the collection) queued beside it, on PostgreSQL in a transaction of its own.
+ */
+export function insertTransaction(knex: Knex, key: string, items: string[], work: InsertWork): Promise<number> {
+  const { writes } = knex.userParams as DatabaseParams;
+  return writes ? writes.insert(key, items, work) : knex.transaction((trx) => work(trx, items));
+}
+
 /** SQLite's queue of writes, run in groups on Knex's one connection. */
 export class GroupedWrites {
   private readonly queue: Job[] = [];
   private running = false;
   /** Transactions begun for groups so far, and how many writes they held (for tests and tuning). */
-  readonly stats = { groups: 0, writes: 0 };
+  readonly stats = { groups: 0, writes: 0, merged: 0 };
 
   constructor(private readonly knex: Knex) {}
 
   run<T>(work: Work<T>): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      this.queue.push({ work, resolve: resolve as (value: unknown) => void, reject });
+    return this.enqueue({ work }) as Promise<T>;
+  }
+
+  insert(key: string, items: string[], work: InsertWork): Promise<number> {
+    return this.enqueue({ work: (trx) => work(trx, items), insert: { key, items, work } }) as Promise<number>;
+  }
+
+  private enqueue(job: Omit<Job, 'resolve' | 'reject'>): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ ...job, resolve, reject });
       if (!this.running) void this.drain();
     });
+  }
+
+  /** The inserts queued with the same key as `first`, taken out of the queue, up to MAX_MERGED_ROWS rows in all. */
+  private takeMergeable(first: Job): Job[] {
+    const key = first.insert!.key;
+    const taken = [first];
+    let rows = first.insert!.items.length;
+    for (let index = 0; index < this.queue.length; ) {
+      const job = this.queue[index];
+      if (job.insert?.key === key && rows + job.insert.items.length <= MAX_MERGED_ROWS) {
+        rows += job.insert.items.length;
+        taken.push(job);
+        this.queue.splice(index, 1);
+      } else index++;
+    }
+    return taken;
   }
 
   private async drain(): Promise<void> {
@@ -64,9 +107,24 @@ export class GroupedWrites {
       await this.knex.transaction(async (trx) => {
         while (this.queue.length > 0 && group.length < MAX_GROUP) {
           const job = this.queue.shift()!;
-          group.push(job);
-          this.stats.writes++;
-          results.push(await job.work(trx));
+          if (!job.insert) {
+            group.push(job);
+            this.stats.writes++;
+            results.push(await job.work(trx));
+            continue;
+          }
+          const merged = this.takeMergeable(job);
+          group.push(...merged);
+          this.stats.writes += merged.length;
+          this.stats.merged += merged.length - 1;
+          let id = await job.insert.work(
+            trx,
+            merged.flatMap((each) => each.insert!.items),
+          );
+          for (const each of merged) {
+            results.push(id);
+            id += each.insert!.items.length;
+          }
         }
       });
     } catch (error) {

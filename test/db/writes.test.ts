@@ -1,5 +1,5 @@
 // Grouped writes on SQLite (src/db/writes.ts): concurrent row writes share transactions, and each
-// still succeeds or fails alone, with nothing of a failed one stored.
+// still succeeds or fails alone, with nothing of a failed one stored; inserts into one collection merge.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,6 +7,8 @@ import { expect } from 'chai';
 import { openStore, type Store } from '../../src/db/store.ts';
 import type { GroupedWrites } from '../../src/db/writes.ts';
 import type { ApiError } from '../../src/errors.ts';
+
+type Row = { id: number } & Record<string, unknown>;
 
 describe('grouped writes on SQLite', () => {
   let dir: string;
@@ -50,6 +52,39 @@ describe('grouped writes on SQLite', () => {
     const collection = await store.getCollection(accountId, 'notes');
     expect(collection.row_count).to.equal(31);
     expect(await store.getRow(accountId, 'notes', 1)).to.deep.equal({ id: 1, n: 0, patched: true });
+  });
+
+  it('merge concurrent inserts into one collection, each keeping its rows together and in order', async () => {
+    await store.createCollection(accountId, 'more');
+    const before = writes().stats.merged;
+    const sizes = Array.from({ length: 24 }, (_, n) => 1 + ((n * 7) % 5));
+    const answers = await Promise.all(
+      sizes.map(async (size, n) => {
+        const collection = n % 3 === 0 ? 'more' : 'notes';
+        const rows = Array.from({ length: size }, (_, i) => ({ request: n, i }));
+        return { collection, sent: rows, got: JSON.parse(await store.insertRows(accountId, collection, rows)) as Row[] };
+      }),
+    );
+    expect(writes().stats.merged - before).to.be.greaterThan(0, 'some inserts were merged');
+    for (const collection of ['notes', 'more']) {
+      const mine = answers.filter((answer) => answer.collection === collection);
+      // Each request's rows: as sent, with consecutive ids; all of them: ids 1..n, each once.
+      for (const { sent, got } of mine) {
+        expect(got.map(({ id, ...fields }) => fields)).to.deep.equal(sent);
+        expect(got.map((row) => row.id - got[0].id)).to.deep.equal(sent.map((_, i) => i));
+      }
+      const ids = mine.flatMap(({ got }) => got.map((row) => row.id)).sort((a, b) => a - b);
+      expect(ids).to.deep.equal(Array.from({ length: ids.length }, (_, i) => i + 1));
+      // Each row stored as answered, and its insert event has the row's id as its seq.
+      const { id } = await store.db.knex('collections').where({ name: collection }).first('id');
+      const events = await store.readEvents(Number(id), { after: 0, limit: 1000 });
+      expect(events.map((event) => [event.seq, event.row])).to.deep.equal(
+        mine
+          .flatMap(({ got }) => got)
+          .sort((a, b) => a.id - b.id)
+          .map((row) => [row.id, row]),
+      );
+    }
   });
 
   it('answer a write only once its group has committed', async () => {
