@@ -24,7 +24,6 @@ export type Fields = Record<string, unknown>;
 type StoredRow = { id: number | string; data: string };
 type CollectionRow = { id: number | string; row_count: number | string; sorted: string };
 
-const toRow = (id: number | string, data: string): Row => ({ id: Number(id), ...JSON.parse(data) });
 /**
  * A row's JSON text from its stored text (the fields but id, as JSON.stringify wrote them), the same
  * as JSON.stringify of the row, without parsing it.
@@ -195,19 +194,19 @@ const collectionSql = 'select id, row_count, sorted from collections where accou
 const updateSql = 'update rows set data = ? where collection_id = ? and id = ?';
 const deleteSql = 'delete from rows where collection_id = ? and id = ? returning data';
 
-/** The row, found with its collection in one statement; 404 for a missing row or collection. */
-export async function getRow(knex: Knex, accountId: number, collection: string, rowId: number): Promise<Row> {
+/** The row as JSON text, found with its collection in one statement; 404 for a missing row or collection. */
+export async function getRow(knex: Knex, accountId: number, collection: string, rowId: number): Promise<Json<Row>> {
   const { sqlite } = knex.userParams as DatabaseParams;
   if (sqlite) {
     const [row] = await sqlite.read<{ data: string }>(rowSql, [accountId, collection, rowId]);
-    if (row) return toRow(rowId, row.data);
+    if (row) return rowJson(rowId, row.data);
     const [found] = await sqlite.read(collectionSql, [accountId, collection]);
     throw found ? rowNotFound(collection, rowId) : collectionNotFound(collection);
   }
   const row = await knex('rows')
     .where({ collection_id: collectionIdQuery(knex, accountId, collection), id: rowId })
     .first('data');
-  if (row) return toRow(rowId, row.data);
+  if (row) return rowJson(rowId, row.data);
   await collectionId(knex, accountId, collection);
   throw rowNotFound(collection, rowId);
 }

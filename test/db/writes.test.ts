@@ -51,7 +51,7 @@ describe('grouped writes on SQLite', () => {
     expect(events.filter((e) => e.type === 'update')).to.have.length(1);
     const collection = await store.getCollection(accountId, 'notes');
     expect(collection.row_count).to.equal(31);
-    expect(await store.getRow(accountId, 'notes', 1)).to.deep.equal({ id: 1, n: 0, patched: true });
+    expect(JSON.parse(await store.getRow(accountId, 'notes', 1))).to.deep.equal({ id: 1, n: 0, patched: true });
   });
 
   it('merge concurrent inserts into one collection, each keeping its rows together and in order', async () => {
@@ -92,7 +92,7 @@ describe('grouped writes on SQLite', () => {
     const seen = await Promise.all(
       Array.from({ length: 20 }, async (_, n) => {
         const [row] = JSON.parse(await store.insertRows(accountId, 'notes', [{ n }]));
-        return (await store.getRow(accountId, 'notes', row.id)).n;
+        return JSON.parse(await store.getRow(accountId, 'notes', row.id)).n;
       }),
     );
     expect(seen).to.deep.equal(Array.from({ length: 20 }, (_, n) => n));
