@@ -38,13 +38,15 @@ const pathSafe = /^[^"\\\u0000-\u001f]*$/;
 /**
  * SQLite reads a field with a JSON path, `$."name"`. A path cannot spell every name (a quote, a
  * backslash, a control character), so those are looked up among the row's keys with json_each, which
- * compares the name as a plain string. The expressions read `rows.data`, each with one binding, `key`.
+ * compares the name as a plain string. The expressions read the JSON text `document` (`data`, the
+ * row's; or `?`, one bound before the key), each with one binding more, `key`.
  */
-export function sqliteField(field: string) {
+export function sqliteField(field: string, document: 'data' | '?' = 'data') {
   const byPath = pathSafe.test(field);
+  const each = document === 'data' ? 'rows.data' : '?';
   const [type, value] = byPath
-    ? ['json_type(data, ?)', 'json_extract(data, ?)']
-    : ['(select type from json_each(rows.data) where key = ?)', '(select value from json_each(rows.data) where key = ?)'];
+    ? [`json_type(${document}, ?)`, `json_extract(${document}, ?)`]
+    : [`(select type from json_each(${each}) where key = ?)`, `(select value from json_each(${each}) where key = ?)`];
   return { type, value, key: byPath ? `$."${field}"` : field };
 }
 
@@ -64,10 +66,11 @@ function sqlite(field: string, dir: Direction, collection: string) {
 /**
  * PostgreSQL's JSON types cannot hold U+0000 in a string, which JSON may. The stored text is read as
  * jsonb with U+0000 taken as U+0001 (for ordering only: rows are returned as stored), and the field
- * name likewise. The expression reads `data`, with these bindings.
+ * name likewise. The expression reads the JSON text `document` (`data`, the row's; or `?`, one bound
+ * first), with these bindings.
  */
-export function postgresField(field: string) {
-  return { value: 'replace(data, ?, ?)::jsonb -> ?', bindings: ['\\u0000', '\\u0001', field.replaceAll('\u0000', '\u0001')] };
+export function postgresField(field: string, document: 'data' | '?::text' = 'data') {
+  return { value: `replace(${document}, ?, ?)::jsonb -> ?`, bindings: ['\\u0000', '\\u0001', field.replaceAll('\u0000', '\u0001')] };
 }
 
 /** Strings compare under the "C" collation, which is code point order in UTF-8. */

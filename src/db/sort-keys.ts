@@ -60,17 +60,29 @@ export async function writeSortKeys(
   }
 }
 
-/** Deletes a row's keys: of every slot, or of one. */
-export async function deleteSortKeys(trx: Knex.Transaction, collectionId: number, rowId: number, slot?: number): Promise<void> {
-  if (slot === undefined) await query(trx, 'delete from sort_keys where collection_id = ? and row_id = ?', [collectionId, rowId]);
-  else await query(trx, 'delete from sort_keys where collection_id = ? and row_id = ? and slot = ?', [collectionId, rowId, slot]);
+/** Deletes a row's keys, of every slot. */
+export async function deleteSortKeys(trx: Knex.Transaction, collectionId: number, rowId: number): Promise<void> {
+  await query(trx, 'delete from sort_keys where collection_id = ? and row_id = ?', [collectionId, rowId]);
 }
 
-/** Re-keys a patched row: only the indexed fields the patch gave can have moved. */
-export async function rekeyPatchedRow(trx: Knex.Transaction, collectionId: number, sorted: string[], rowId: number, patched: object) {
-  const moved = sorted.map((field) => (Object.hasOwn(patched, field) ? field : undefined));
-  for (const [slot, field] of moved.entries()) if (field !== undefined) await deleteSortKeys(trx, collectionId, rowId, slot);
-  await writeSortKeys(trx, collectionId, moved, rowId, rowId);
+/**
+ * Re-keys a patched row from its new text `data`, replacing its keys in place: only the indexed
+ * fields the patch gave can have moved. Reads nothing of the row, so it may run beside its update.
+ */
+export async function rekeyPatchedRow(
+  trx: Knex.Transaction,
+  collectionId: number,
+  sorted: string[],
+  rowId: number,
+  patched: object,
+  data: string,
+) {
+  const postgres = !(trx.userParams as DatabaseParams).sqlite;
+  for (const [slot, field] of sorted.entries()) {
+    if (!Object.hasOwn(patched, field)) continue;
+    const { sql, bindings } = postgres ? postgresRowKeys(field) : sqliteRowKeys(field, data);
+    await query(trx, sql, [collectionId, slot, rowId, ...(postgres ? [data] : []), ...bindings]);
+  }
 }
 
 /**
@@ -116,18 +128,34 @@ export const presentCountQuery = (collectionId: number, slot: number) => ({
   params: [collectionId, slot],
 });
 
+/** SQLite: the key columns (rank, num, str) from `t`, json_type's answer, and `v`, json_extract's. */
+const sqliteKeyColumns = `case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
+      when 'object' then 4 when 'array' then 4 else 5 end,
+    case when t in ('integer', 'real', 'true', 'false') then v end,
+    case when t = 'text' then v end`;
+
+/** Both backends: a row's key replaces the one it had (INSERT … SELECT … WHERE true: SQLite's upsert needs the WHERE). */
+const replaceKey =
+  'where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str';
+
 /** SQLite: the keys of a range of rows, from json_type and json_extract. */
 function sqliteKeys(field: string) {
   const { type, value, key } = sqliteField(field);
   return {
     sql: `insert into sort_keys (collection_id, slot, row_id, rank, num, str)
-      select collection_id, ?, id,
-        case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
-          when 'object' then 4 when 'array' then 4 else 5 end,
-        case when t in ('integer', 'real', 'true', 'false') then v end,
-        case when t = 'text' then v end
+      select collection_id, ?, id, ${sqliteKeyColumns}
       from (select collection_id, id, ${type} as t, ${value} as v from rows where collection_id = ? and id between ? and ?)`,
     bindings: [key, key],
+  };
+}
+
+/** SQLite: one row's key, from its bound text; params collection id, slot, row id, then these bindings. */
+function sqliteRowKeys(field: string, data: string) {
+  const { type, value, key } = sqliteField(field, '?');
+  return {
+    sql: `insert into sort_keys (collection_id, slot, row_id, rank, num, str)
+      select ?, ?, ?, ${sqliteKeyColumns} from (select ${type} as t, ${value} as v) ${replaceKey}`,
+    bindings: [data, key, data, key],
   };
 }
 
@@ -144,6 +172,16 @@ function postgresKeys(field: string) {
     sql: `insert into sort_keys (collection_id, slot, row_id, rank, num, str)
       select collection_id, ?::integer, id, ${postgresKeyColumns('j')}
       from (select collection_id, id, ${value} as j from rows where collection_id = ? and id between ? and ?) r`,
+    bindings,
+  };
+}
+
+/** PostgreSQL: one row's key, from its bound text; params collection id, slot, row id, the text, then these bindings. */
+function postgresRowKeys(field: string) {
+  const { value, bindings } = postgresField(field, '?::text');
+  return {
+    sql: `insert into sort_keys (collection_id, slot, row_id, rank, num, str)
+      select ?::integer, ?::integer, ?::bigint, ${postgresKeyColumns('j')} from (select ${value} as j) r ${replaceKey}`,
     bindings,
   };
 }
