@@ -49,3 +49,23 @@ export async function insertBatchSqlite(
     [collectionId, firstSeq, firstId, at, batch],
   );
 }
+
+/**
+ * SQLite: the events of several rows, from `rows` bound once as one JSON array of [row id, row's JSON
+ * text] pairs; event `i` (from 0) takes seq `firstSeq + i`.
+ */
+export async function insertEventsSqlite(
+  trx: Knex.Transaction,
+  collectionId: number,
+  firstSeq: number,
+  type: string,
+  rows: [number, string][],
+  at: string,
+): Promise<void> {
+  await query(
+    trx,
+    `insert into events (collection_id, seq, type, row_id, row, at)
+      select ?1, ?2 + key, ?3, json_extract(value, '$[0]'), json_extract(value, '$[1]'), ?4 from json_each(?5)`,
+    [collectionId, firstSeq, type, at, JSON.stringify(rows)],
+  );
+}

@@ -4,7 +4,7 @@ import { notFound } from '../errors.ts';
 import { announceChange, announceCommitted, type DatabaseParams, notifyParams } from './changes.ts';
 import { advance, collectionId, collectionIdQuery, collectionNotFound } from './collections.ts';
 import { appendEvents, type EventRow } from './events.ts';
-import { insertBatchSqlite } from './insert.ts';
+import { insertBatchSqlite, insertEventsSqlite } from './insert.ts';
 import { orderedRowsQuery, type Page } from './ordering.ts';
 import { query, queryAlone } from './query.ts';
 import {
@@ -13,11 +13,12 @@ import {
   postgresKeyColumns,
   presentCountQuery,
   rekeyPatchedRow,
+  rekeyRowsSqlite,
   sortedPageQuery,
   writeSortKeys,
 } from './sort-keys.ts';
 import type { ReadKind, SnapshotRead, SqlValue } from './sqlite-statements.ts';
-import { insertTransaction, writeTransaction } from './writes.ts';
+import { mergedTransaction, writeTransaction } from './writes.ts';
 
 export type Row = components['schemas']['Row'];
 export type Fields = Record<string, unknown>;
@@ -54,13 +55,17 @@ export async function insertRows(knex: Knex, accountId: number, collection: stri
  * rows of other inserts into the collection queued beside it (writes.ts). Answers the first id.
  */
 async function insertInTransaction(knex: Knex, accountId: number, collection: string, rows: string[]): Promise<number> {
-  return insertTransaction(knex, `${accountId}/${collection}`, rows, async (trx, texts) => {
+  return mergedTransaction(knex, `insert/${accountId}/${collection}`, rows.length, rows, async (trx, batches: string[][]) => {
+    const texts = batches.flat();
     const { id, lastRowId, lastSeq, sorted } = await advance(trx, accountId, collection, texts.length, texts.length, texts.length);
     const firstId = lastRowId - texts.length + 1;
     await insertBatchSqlite(trx, id, firstId, lastSeq - texts.length + 1, texts, new Date().toISOString());
     await writeSortKeys(trx, id, sorted, firstId, lastRowId);
     await announceChange(trx, id);
-    return firstId;
+    // Each request's first id: its rows follow those of the requests before it.
+    const firsts: number[] = [];
+    for (let next = firstId, index = 0; index < batches.length; next += batches[index].length, index++) firsts.push(next);
+    return firsts;
   });
 }
 
@@ -213,6 +218,7 @@ export async function getRow(knex: Knex, accountId: number, collection: string, 
 
 /** Top-level merge: each given field replaces the old value whole. Emits one update event; answers the row as JSON text. */
 export async function updateRow(knex: Knex, accountId: number, collection: string, rowId: number, patch: Fields): Promise<Json<Row>> {
+  if ((knex.userParams as DatabaseParams).sqlite) return patchInTransaction(knex, accountId, collection, rowId, patch);
   return writeTransaction(knex, async (trx) => {
     const { id, lastSeq, sorted, current } = await advance(trx, accountId, collection, 1, 0, 0, rowId);
     if (!current) throw rowNotFound(collection, rowId);
@@ -224,6 +230,46 @@ export async function updateRow(knex: Knex, accountId: number, collection: strin
       appendEvents(trx, id, lastSeq, 'update', [eventRow(rowId, data)]),
     ]);
     return rowJson(rowId, data);
+  });
+}
+
+/**
+ * SQLite: a patch, merged with the other patches of the collection queued beside it (writes.ts): one
+ * read of their rows, the patches applied in the order they came (two of one row, one after the
+ * other), one update, one insert of their events, their sort keys. Answers the patched row's text.
+ */
+async function patchInTransaction(knex: Knex, accountId: number, collection: string, rowId: number, patch: Fields): Promise<Json<Row>> {
+  type Patch = { rowId: number; patch: Fields };
+  return mergedTransaction(knex, `patch/${accountId}/${collection}`, 1, { rowId, patch }, async (trx, patches: Patch[]) => {
+    const { id, lastSeq, sorted } = await advance(trx, accountId, collection, patches.length);
+    const ids = JSON.stringify([...new Set(patches.map((each) => each.rowId))]);
+    const stored = await query<StoredRow>(
+      trx,
+      'select id, data from rows where collection_id = ? and id in (select value from json_each(?))',
+      [id, ids],
+    );
+    const texts = new Map(stored.map((row) => [Number(row.id), row.data]));
+    const events: [number, string][] = patches.map((each) => {
+      const current = texts.get(each.rowId);
+      if (current === undefined) throw rowNotFound(collection, each.rowId);
+      const data = JSON.stringify({ ...JSON.parse(current), ...each.patch });
+      texts.set(each.rowId, data);
+      return [each.rowId, rowJson(each.rowId, data)];
+    });
+    await query(
+      trx,
+      // Found by primary key (an UPDATE … FROM would scan the collection): `?1` is [[id, text], …].
+      `update rows set data = (select json_extract(value, '$[1]') from json_each(?1) where json_extract(value, '$[0]') = rows.id)
+        where collection_id = ?2 and id in (select json_extract(value, '$[0]') from json_each(?1))`,
+      [JSON.stringify([...texts]), id],
+    );
+    const moved = sorted.map((field) => (patches.some((each) => Object.hasOwn(each.patch, field)) ? field : undefined));
+    await Promise.all([
+      rekeyRowsSqlite(trx, id, moved, ids),
+      insertEventsSqlite(trx, id, lastSeq - patches.length + 1, 'update', events, new Date().toISOString()),
+    ]);
+    await announceChange(trx, id);
+    return events.map(([, json]) => json);
   });
 }
 

@@ -60,6 +60,18 @@ export async function writeSortKeys(
   }
 }
 
+/**
+ * SQLite: replaces the keys of the rows whose ids `ids` holds (a JSON array), for every field in `fields`
+ * (by slot; undefined skips one), from the rows as stored now.
+ */
+export async function rekeyRowsSqlite(trx: Knex.Transaction, collectionId: number, fields: (string | undefined)[], ids: string) {
+  for (const [slot, field] of fields.entries()) {
+    if (field === undefined) continue;
+    const { sql, bindings } = sqliteKeys(field, 'in (select value from json_each(?))', replaceKey);
+    await query(trx, sql, [slot, ...bindings, collectionId, ids]);
+  }
+}
+
 /** Deletes a row's keys, of every slot. */
 export async function deleteSortKeys(trx: Knex.Transaction, collectionId: number, rowId: number): Promise<void> {
   await query(trx, 'delete from sort_keys where collection_id = ? and row_id = ?', [collectionId, rowId]);
@@ -138,13 +150,16 @@ const sqliteKeyColumns = `case t when 'integer' then 1 when 'real' then 1 when '
 const replaceKey =
   'where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str';
 
-/** SQLite: the keys of a range of rows, from json_type and json_extract. */
-function sqliteKeys(field: string) {
+/**
+ * SQLite: the keys of some rows, from json_type and json_extract: those whose id is `which` (by default
+ * a range, `between ? and ?`), inserted, or with `onConflict` replacing the keys they had.
+ */
+function sqliteKeys(field: string, which = 'between ? and ?', onConflict = '') {
   const { type, value, key } = sqliteField(field);
   return {
     sql: `insert into sort_keys (collection_id, slot, row_id, rank, num, str)
       select collection_id, ?, id, ${sqliteKeyColumns}
-      from (select collection_id, id, ${type} as t, ${value} as v from rows where collection_id = ? and id between ? and ?)`,
+      from (select collection_id, id, ${type} as t, ${value} as v from rows where collection_id = ? and id ${which}) ${onConflict}`,
     bindings: [key, key],
   };
 }

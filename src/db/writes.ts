@@ -6,7 +6,8 @@
 //
 // Inserts into one collection queued side by side go further: they become one insert of all their
 // rows (each request's rows keep consecutive ids and seqs, in the order the requests came), so many
-// small concurrent inserts cost about what one batch does.
+// small concurrent inserts cost about what one batch does; patches of one collection likewise become
+// one read of their rows, one update and one insert of their events, applied in the order they came.
 //
 // A write that fails (a 404, say) rolls its whole group back: then every write of the group runs again
 // in a transaction of its own, so that it succeeds or fails alone, exactly as it would have without the
@@ -18,20 +19,20 @@ import type { Knex } from 'knex';
 import type { DatabaseParams } from './changes.ts';
 
 type Work<T> = (trx: Knex.Transaction) => Promise<T>;
-/** Inserts `items` as one write and answers the id of the first; the others follow it. */
-export type InsertWork = (trx: Knex.Transaction, items: string[]) => Promise<number>;
+/** Does the writes of several requests as one, in order, and answers each one's result, in order. */
+export type MergedWork<I, R> = (trx: Knex.Transaction, items: I[]) => Promise<R[]>;
 
 interface Job {
   work: Work<unknown>;
-  /** An insert that may share its statements with inserts of the same `key` queued beside it. */
-  insert?: { key: string; items: string[]; work: InsertWork };
+  /** A write that may share its statements with the writes of the same `key` queued beside it. */
+  merge?: { key: string; size: number; item: unknown; work: MergedWork<unknown, unknown> };
   resolve(value: unknown): void;
   reject(error: unknown): void;
 }
 
 /** The writes of one group at most: a bound on how long the first of them waits for its answer. */
 const MAX_GROUP = 200;
-/** The rows of inserts merged into one at most (a request's own rows are never split). */
+/** The rows of writes merged into one at most (a request's own rows are never split). */
 const MAX_MERGED_ROWS = 5000;
 
 /** Runs `work` as one atomic write: in a group on SQLite, in a transaction of its own on PostgreSQL. */
@@ -41,12 +42,14 @@ export function writeTransaction<T>(knex: Knex, work: Work<T>): Promise<T> {
 }
 
 /**
- * Inserts `items` as one atomic write and answers the first one's id: on SQLite merged with the inserts
- * of the same `key` (the collection) queued beside it, on PostgreSQL in a transaction of its own.
+ * Runs the write `item` (of `size` rows) atomically, with `work`, and answers its result: on SQLite
+ * merged with the writes of the same `key` queued beside it (one call of `work` for all of them), on
+ * PostgreSQL alone in a transaction of its own.
  */
-export function insertTransaction(knex: Knex, key: string, items: string[], work: InsertWork): Promise<number> {
+export function mergedTransaction<I, R>(knex: Knex, key: string, size: number, item: I, work: MergedWork<I, R>): Promise<R> {
   const { writes } = knex.userParams as DatabaseParams;
-  return writes ? writes.insert(key, items, work) : knex.transaction((trx) => work(trx, items));
+  if (writes) return writes.merge(key, size, item, work);
+  return knex.transaction(async (trx) => (await work(trx, [item]))[0]);
 }
 
 /** SQLite's queue of writes, run in groups on Knex's one connection. */
@@ -62,8 +65,9 @@ export class GroupedWrites {
     return this.enqueue({ work }) as Promise<T>;
   }
 
-  insert(key: string, items: string[], work: InsertWork): Promise<number> {
-    return this.enqueue({ work: (trx) => work(trx, items), insert: { key, items, work } }) as Promise<number>;
+  merge<I, R>(key: string, size: number, item: I, work: MergedWork<I, R>): Promise<R> {
+    const alone = async (trx: Knex.Transaction) => (await work(trx, [item]))[0];
+    return this.enqueue({ work: alone, merge: { key, size, item, work: work as MergedWork<unknown, unknown> } }) as Promise<R>;
   }
 
   private enqueue(job: Omit<Job, 'resolve' | 'reject'>): Promise<unknown> {
@@ -73,15 +77,15 @@ export class GroupedWrites {
     });
   }
 
-  /** The inserts queued with the same key as `first`, taken out of the queue, up to MAX_MERGED_ROWS rows in all. */
+  /** The writes queued with the same key as `first`, taken out of the queue, up to MAX_MERGED_ROWS rows in all. */
   private takeMergeable(first: Job): Job[] {
-    const key = first.insert!.key;
+    const key = first.merge!.key;
     const taken = [first];
-    let rows = first.insert!.items.length;
+    let rows = first.merge!.size;
     for (let index = 0; index < this.queue.length; ) {
       const job = this.queue[index];
-      if (job.insert?.key === key && rows + job.insert.items.length <= MAX_MERGED_ROWS) {
-        rows += job.insert.items.length;
+      if (job.merge?.key === key && rows + job.merge.size <= MAX_MERGED_ROWS) {
+        rows += job.merge.size;
         taken.push(job);
         this.queue.splice(index, 1);
       } else index++;
@@ -107,7 +111,7 @@ export class GroupedWrites {
       await this.knex.transaction(async (trx) => {
         while (this.queue.length > 0 && group.length < MAX_GROUP) {
           const job = this.queue.shift()!;
-          if (!job.insert) {
+          if (!job.merge) {
             group.push(job);
             this.stats.writes++;
             results.push(await job.work(trx));
@@ -117,14 +121,12 @@ export class GroupedWrites {
           group.push(...merged);
           this.stats.writes += merged.length;
           this.stats.merged += merged.length - 1;
-          let id = await job.insert.work(
-            trx,
-            merged.flatMap((each) => each.insert!.items),
+          results.push(
+            ...(await job.merge.work(
+              trx,
+              merged.map((each) => each.merge!.item),
+            )),
           );
-          for (const each of merged) {
-            results.push(id);
-            id += each.insert!.items.length;
-          }
         }
       });
     } catch (error) {

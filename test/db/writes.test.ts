@@ -87,6 +87,33 @@ describe('grouped writes on SQLite', () => {
     }
   });
 
+  it('merge concurrent patches of one collection without losing any, each event the row as that patch left it', async () => {
+    await store.insertRows(accountId, 'notes', [{ row: 1 }, { row: 2 }, { row: 3 }]);
+    const before = writes().stats.merged;
+    // Thirty patches over three rows, each adding a field of its own: a lost update loses a field.
+    const answers = await Promise.all(
+      Array.from(
+        { length: 30 },
+        async (_, n) => JSON.parse(await store.updateRow(accountId, 'notes', 1 + (n % 3), { [`p${n}`]: n })) as Row,
+      ),
+    );
+    expect(writes().stats.merged - before).to.be.greaterThan(0, 'some patches were merged');
+    for (const id of [1, 2, 3]) {
+      const mine = Array.from({ length: 30 }, (_, n) => n).filter((n) => n % 3 === id - 1);
+      const row = JSON.parse(await store.getRow(accountId, 'notes', id));
+      expect(row).to.deep.equal({ id, row: id, ...Object.fromEntries(mine.map((n) => [`p${n}`, n])) });
+    }
+    // Each answer is the row as its own patch left it; the events, in seq order, grow each row one field at a time.
+    const { id } = await store.db.knex('collections').where({ name: 'notes' }).first('id');
+    const events = (await store.readEvents(Number(id), { after: 3, limit: 100 })).map((event) => event.row as Row);
+    expect(events).to.have.length(30);
+    for (const answer of answers) expect(events).to.deep.include(answer);
+    for (const rowId of [1, 2, 3]) {
+      const sizes = events.filter((row) => row.id === rowId).map((row) => Object.keys(row).length);
+      expect(sizes).to.deep.equal(Array.from({ length: 10 }, (_, i) => 3 + i));
+    }
+  });
+
   it('answer a write only once its group has committed', async () => {
     // Each answer finds its row through the read-only connection, which sees only committed data.
     const seen = await Promise.all(
