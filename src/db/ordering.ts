@@ -38,15 +38,13 @@ const pathSafe = /^[^"\\\u0000-\u001f]*$/;
 /**
  * SQLite reads a field with a JSON path, `$."name"`. A path cannot spell every name (a quote, a
  * backslash, a control character), so those are looked up among the row's keys with json_each, which
- * compares the name as a plain string. The expressions read the JSON text `document` (`data`, the
- * row's; or `?`, one bound before the key), each with one binding more, `key`.
+ * compares the name as a plain string. The expressions read `rows.data`, each with one binding, `key`.
  */
-export function sqliteField(field: string, document: 'data' | '?' = 'data') {
+export function sqliteField(field: string) {
   const byPath = pathSafe.test(field);
-  const each = document === 'data' ? 'rows.data' : '?';
   const [type, value] = byPath
-    ? [`json_type(${document}, ?)`, `json_extract(${document}, ?)`]
-    : [`(select type from json_each(${each}) where key = ?)`, `(select value from json_each(${each}) where key = ?)`];
+    ? ['json_type(data, ?)', 'json_extract(data, ?)']
+    : ['(select type from json_each(rows.data) where key = ?)', '(select value from json_each(rows.data) where key = ?)'];
   return { type, value, key: byPath ? `$."${field}"` : field };
 }
 

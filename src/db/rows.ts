@@ -12,7 +12,7 @@ import {
   makeSortIndex,
   postgresKeyColumns,
   presentCountQuery,
-  rekeyPatchedRow,
+  rekeyPatchedRowPostgres,
   rekeyRowsSqlite,
   sortedPageQuery,
   writeSortKeys,
@@ -85,8 +85,8 @@ async function insertInOneStatement(knex: Knex, accountId: number, collection: s
 
 /**
  * advance(), the rows, appendEvents() and writeSortKeys() as one statement (the keys of every indexed
- * field, read from `sorted` as advance() answers it, U+0000 taken as U+0001 as ordering.ts does). $1 the account, $2 the collection's name,
- * $3 the number of rows, $4 their texts, one a line; $5 and $6 the NOTIFY's (notifyParams). No such
+ * field, read from `sorted` as advance() answers it, U+0000 taken as U+0001 as ordering.ts does).
+ * $1 the account, $2 the collection's name, $3 the number of rows, $4 their texts, one a line; $5 and $6 the NOTIFY's (notifyParams). No such
  * collection: no row answered, and nothing written. Each event's row is made from the row's text as
  * eventRow() makes it. The events' time is PostgreSQL's clock once the collection's row is held (where
  * appendEvents() takes Node's, after advance()): a batch that waited its turn is not stamped before
@@ -216,17 +216,21 @@ export async function getRow(knex: Knex, accountId: number, collection: string, 
   throw rowNotFound(collection, rowId);
 }
 
-/** Top-level merge: each given field replaces the old value whole. Emits one update event; answers the row as JSON text. */
+/**
+ * Top-level merge: each given field replaces the old value whole. Emits one update event; answers the
+ * row as JSON text. On SQLite merged with the patches queued beside it (patchInTransaction); on
+ * PostgreSQL a transaction of its own.
+ */
 export async function updateRow(knex: Knex, accountId: number, collection: string, rowId: number, patch: Fields): Promise<Json<Row>> {
   if ((knex.userParams as DatabaseParams).sqlite) return patchInTransaction(knex, accountId, collection, rowId, patch);
-  return writeTransaction(knex, async (trx) => {
+  return knex.transaction(async (trx) => {
     const { id, lastSeq, sorted, current } = await advance(trx, accountId, collection, 1, 0, 0, rowId);
     if (!current) throw rowNotFound(collection, rowId);
     const data = JSON.stringify({ ...JSON.parse(current), ...patch });
     // Three writes that read nothing of each other's: sent together, they wait for the database once.
     await Promise.all([
       query(trx, updateSql, [data, id, rowId]),
-      rekeyPatchedRow(trx, id, sorted, rowId, patch, data),
+      rekeyPatchedRowPostgres(trx, id, sorted, rowId, patch, data),
       appendEvents(trx, id, lastSeq, 'update', [eventRow(rowId, data)]),
     ]);
     return rowJson(rowId, data);

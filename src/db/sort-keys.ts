@@ -78,10 +78,11 @@ export async function deleteSortKeys(trx: Knex.Transaction, collectionId: number
 }
 
 /**
- * Re-keys a patched row from its new text `data`, replacing its keys in place: only the indexed
- * fields the patch gave can have moved. Reads nothing of the row, so it may run beside its update.
+ * PostgreSQL: re-keys a patched row from its new text `data`, replacing its keys in place: only the
+ * indexed fields the patch gave can have moved. Reads nothing of the row, so it may run beside its
+ * update. (SQLite re-keys the rows of a group of patches at once: rekeyRowsSqlite.)
  */
-export async function rekeyPatchedRow(
+export async function rekeyPatchedRowPostgres(
   trx: Knex.Transaction,
   collectionId: number,
   sorted: string[],
@@ -89,11 +90,10 @@ export async function rekeyPatchedRow(
   patched: object,
   data: string,
 ) {
-  const postgres = !(trx.userParams as DatabaseParams).sqlite;
   for (const [slot, field] of sorted.entries()) {
     if (!Object.hasOwn(patched, field)) continue;
-    const { sql, bindings } = postgres ? postgresRowKeys(field) : sqliteRowKeys(field, data);
-    await query(trx, sql, [collectionId, slot, rowId, ...(postgres ? [data] : []), ...bindings]);
+    const { sql, bindings } = postgresRowKeys(field);
+    await query(trx, sql, [collectionId, slot, rowId, data, ...bindings]);
   }
 }
 
@@ -161,16 +161,6 @@ function sqliteKeys(field: string, which = 'between ? and ?', onConflict = '') {
       select collection_id, ?, id, ${sqliteKeyColumns}
       from (select collection_id, id, ${type} as t, ${value} as v from rows where collection_id = ? and id ${which}) ${onConflict}`,
     bindings: [key, key],
-  };
-}
-
-/** SQLite: one row's key, from its bound text; params collection id, slot, row id, then these bindings. */
-function sqliteRowKeys(field: string, data: string) {
-  const { type, value, key } = sqliteField(field, '?');
-  return {
-    sql: `insert into sort_keys (collection_id, slot, row_id, rank, num, str)
-      select ?, ?, ?, ${sqliteKeyColumns} from (select ${type} as t, ${value} as v) ${replaceKey}`,
-    bindings: [data, key, data, key],
   };
 }
 
