@@ -49,6 +49,19 @@ const listPage =
 
 const one = () => 1;
 
+/** POST one batch of `batchSize` rows, on SQLite or on PostgreSQL. */
+const insertBatch: Omit<HttpWorkload, 'server'> = {
+  rowsPerRequest: (s) => s.batchSize,
+  requests: (job) => [
+    {
+      method: 'POST',
+      path: rowsPath(collections.batches),
+      headers: json(job.key),
+      body: JSON.stringify(batchOf(1, job.settings.batchSize)),
+    },
+  ],
+};
+
 export const httpWorkloads: Record<string, HttpWorkload> = {
   /** Baseline (a): node:http answering the same row from memory. */
   'baseline-memory': { server: 'memory', rowsPerRequest: one, requests: getRandomRow },
@@ -65,31 +78,9 @@ export const httpWorkloads: Record<string, HttpWorkload> = {
       { method: 'POST', path: rowsPath(collections.inserts), headers: json(job.key), body: JSON.stringify([benchRow(1)]) },
     ],
   },
-  'insert-batch': {
-    server: 'rowbase',
-    rowsPerRequest: (s) => s.batchSize,
-    requests: (job) => [
-      {
-        method: 'POST',
-        path: rowsPath(collections.batches),
-        headers: json(job.key),
-        body: JSON.stringify(batchOf(1, job.settings.batchSize)),
-      },
-    ],
-  },
+  'insert-batch': { server: 'rowbase', ...insertBatch },
   /** insert-batch against rowbase on PostgreSQL (its ratio is to baseline (c), a bare pg client). */
-  'insert-batch-postgres': {
-    server: 'rowbase-postgres',
-    rowsPerRequest: (s) => s.batchSize,
-    requests: (job) => [
-      {
-        method: 'POST',
-        path: rowsPath(collections.batches),
-        headers: json(job.key),
-        body: JSON.stringify(batchOf(1, job.settings.batchSize)),
-      },
-    ],
-  },
+  'insert-batch-postgres': { server: 'rowbase-postgres', ...insertBatch },
   /** PATCH one field of a random row. */
   patch: {
     server: 'rowbase',
