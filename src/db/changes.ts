@@ -3,7 +3,7 @@ import { EventEmitter } from 'node:events';
 import type { Knex } from 'knex';
 import pg from 'pg';
 import type { Logger } from '../log.ts';
-import { query } from './query.ts';
+import { query, type WriteTx } from './query.ts';
 import type { KnownIndexes } from './sort-keys.ts';
 import type { SqliteStatements } from './sqlite-statements.ts';
 import type { GroupedWrites } from './writes.ts';
@@ -47,7 +47,7 @@ export const CHANNEL = 'rowbase_changes';
  * Announces from inside a transaction that `collectionId` changed. Listeners hear it after the commit,
  * and never if the transaction rolls back.
  */
-export async function announceChange(trx: Knex.Transaction, collectionId: number): Promise<void> {
+export async function announceChange(trx: WriteTx, collectionId: number): Promise<void> {
   const { changes } = trx.userParams as DatabaseParams;
   if (!changes) return;
   if (trx.client.dialect === 'postgresql') await query(trx, 'select pg_notify(?, ?)', [CHANNEL, `${changes.instance} ${collectionId}`]);

@@ -3,7 +3,7 @@ import type { components } from '../../generated/openapi.ts';
 import { conflict, notFound } from '../errors.ts';
 import { announceChange } from './changes.ts';
 import { isUniqueViolation } from './errors.ts';
-import { query } from './query.ts';
+import { query, type WriteTx } from './query.ts';
 
 export type Collection = components['schemas']['Collection'];
 
@@ -77,7 +77,7 @@ export const collectionNotFound = (name: string) => notFound(`There is no collec
  * seqs in commit order.
  */
 export async function advance(
-  trx: Knex.Transaction,
+  trx: WriteTx,
   accountId: number,
   collection: string,
   events: number,

@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import { announceChange } from './changes.ts';
 import { collectionNotFound } from './collections.ts';
 import { insertMany } from './insert.ts';
+import type { WriteTx } from './query.ts';
 import type { Row } from './rows.ts';
 
 export type EventType = 'insert' | 'update' | 'delete';
@@ -24,13 +25,7 @@ export interface EventRow {
  * Writes the events of one change inside its transaction. `lastSeq` is the collection's seq after the
  * change, so the events take the consecutive numbers that end there. The feed is woken after commit.
  */
-export async function appendEvents(
-  trx: Knex.Transaction,
-  collectionId: number,
-  lastSeq: number,
-  type: EventType,
-  rows: EventRow[],
-): Promise<void> {
+export async function appendEvents(trx: WriteTx, collectionId: number, lastSeq: number, type: EventType, rows: EventRow[]): Promise<void> {
   const at = new Date().toISOString();
   const first = lastSeq - rows.length + 1;
   const values = rows.map((row, index) => [collectionId, first + index, type, row.id, row.json, at]);

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { query } from './query.ts';
+import { query, type WriteTx } from './query.ts';
 import type { SqlValue } from './sqlite-statements.ts';
 
 /** SQLite's default limit on bound variables per statement is 32766; stay well under it. */
@@ -10,7 +10,7 @@ const MAX_BINDINGS = 10_000;
  * on SQLite is a compound SELECT, which SQLite caps at 500 terms. `table` and `columns` are ours,
  * never a client's.
  */
-export async function insertMany(trx: Knex.Transaction, table: string, columns: string[], rows: SqlValue[][]): Promise<void> {
+export async function insertMany(trx: WriteTx, table: string, columns: string[], rows: SqlValue[][]): Promise<void> {
   const perStatement = Math.max(1, Math.floor(MAX_BINDINGS / columns.length));
   const tuple = `(${columns.map(() => '?').join(', ')})`;
   for (let start = 0; start < rows.length; start += perStatement) {
@@ -27,7 +27,7 @@ export async function insertMany(trx: Knex.Transaction, table: string, columns: 
  * as rows.ts's rowJson() makes it.
  */
 export async function insertBatchSqlite(
-  trx: Knex.Transaction,
+  trx: WriteTx,
   collectionId: number,
   firstId: number,
   firstSeq: number,
@@ -55,7 +55,7 @@ export async function insertBatchSqlite(
  * text] pairs; event `i` (from 0) takes seq `firstSeq + i`.
  */
 export async function insertEventsSqlite(
-  trx: Knex.Transaction,
+  trx: WriteTx,
   collectionId: number,
   firstSeq: number,
   type: string,

@@ -4,6 +4,19 @@ import type { DatabaseParams } from './changes.ts';
 import type { SqlValue } from './sqlite-statements.ts';
 
 /**
+ * What the statements of a write need of the transaction they run in: a Knex transaction, or on
+ * SQLite a group's transaction (writes.ts), which holds Knex's connection without Knex's transaction
+ * machinery.
+ */
+export interface WriteTx {
+  userParams: Knex.Transaction['userParams'];
+  /** `acquireConnection()` answers the connection the transaction holds. */
+  client: Pick<Knex.Client, 'dialect' | 'acquireConnection'>;
+  /** Fulfilled once the transaction has committed, rejected once it has rolled back. */
+  executionPromise: Promise<unknown>;
+}
+
+/**
  * Runs one statement of a hot write inside `trx` and answers its rows (none for a write without
  * RETURNING). `sql` is plain SQL with `?` placeholders, the same on both backends (PostgreSQL's own
  * statements may use `$n`). On SQLite it is prepared once per connection (sqlite-statements.ts); on
@@ -11,7 +24,7 @@ import type { SqlValue } from './sqlite-statements.ts';
  * the transaction holds: Knex's raw() would rewrite every `?` on every call and have PostgreSQL parse
  * the statement anew.
  */
-export async function query<T>(trx: Knex.Transaction, sql: string, params: SqlValue[]): Promise<T[]> {
+export async function query<T>(trx: WriteTx, sql: string, params: SqlValue[]): Promise<T[]> {
   const { sqlite } = trx.userParams as DatabaseParams;
   if (sqlite) return sqlite.inTransaction<T>(trx, sql, params);
   // A transaction's client answers the connection it holds (Knex's makeTxClient).

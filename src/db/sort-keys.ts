@@ -18,7 +18,7 @@ import type { Knex } from 'knex';
 import type { DatabaseParams } from './changes.ts';
 import { advance } from './collections.ts';
 import { type Direction, postgresField, sqliteField } from './ordering.ts';
-import { query } from './query.ts';
+import { query, type WriteTx } from './query.ts';
 
 /** Collections remembered at most; the least recently remembered is forgotten first. */
 const MAX_KNOWN = 10_000;
@@ -46,7 +46,7 @@ export class KnownIndexes {
 
 /** Writes the keys of the rows `fromId`..`toId` for every field in `fields` (by slot; undefined skips one). */
 export async function writeSortKeys(
-  trx: Knex.Transaction,
+  trx: WriteTx,
   collectionId: number,
   fields: (string | undefined)[],
   fromId: number,
@@ -64,7 +64,7 @@ export async function writeSortKeys(
  * SQLite: replaces the keys of the rows whose ids `ids` holds (a JSON array), for every field in `fields`
  * (by slot; undefined skips one), from the rows as stored now.
  */
-export async function rekeyRowsSqlite(trx: Knex.Transaction, collectionId: number, fields: (string | undefined)[], ids: string) {
+export async function rekeyRowsSqlite(trx: WriteTx, collectionId: number, fields: (string | undefined)[], ids: string) {
   for (const [slot, field] of fields.entries()) {
     if (field === undefined) continue;
     const { sql, bindings } = sqliteKeys(field, 'in (select value from json_each(?))', replaceKey);
@@ -73,7 +73,7 @@ export async function rekeyRowsSqlite(trx: Knex.Transaction, collectionId: numbe
 }
 
 /** Deletes a row's keys, of every slot. */
-export async function deleteSortKeys(trx: Knex.Transaction, collectionId: number, rowId: number): Promise<void> {
+export async function deleteSortKeys(trx: WriteTx, collectionId: number, rowId: number): Promise<void> {
   await query(trx, 'delete from sort_keys where collection_id = ? and row_id = ?', [collectionId, rowId]);
 }
 
@@ -83,7 +83,7 @@ export async function deleteSortKeys(trx: Knex.Transaction, collectionId: number
  * update. (SQLite re-keys the rows of a group of patches at once: rekeyRowsSqlite.)
  */
 export async function rekeyPatchedRowPostgres(
-  trx: Knex.Transaction,
+  trx: WriteTx,
   collectionId: number,
   sorted: string[],
   rowId: number,

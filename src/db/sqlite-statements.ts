@@ -11,6 +11,7 @@
 import type { Knex } from 'knex';
 import sqlite3 from 'sqlite3';
 import { DatabaseClosedError } from './errors.ts';
+import type { WriteTx } from './query.ts';
 
 export type SqlValue = string | number | null;
 
@@ -165,7 +166,7 @@ export class SqliteStatements {
   }
 
   /** Runs `sql` inside `trx`, on the connection the transaction holds, and answers its rows. */
-  async inTransaction<T>(trx: Knex.Transaction, sql: string, params: SqlValue[]): Promise<T[]> {
+  async inTransaction<T>(trx: WriteTx, sql: string, params: SqlValue[]): Promise<T[]> {
     if (this.closed) throw new DatabaseClosedError();
     // A transaction's client answers the connection it holds (Knex's makeTxClient).
     const connection = (await trx.client.acquireConnection()) as sqlite3.Database;
