@@ -1,6 +1,6 @@
 // Every child process of a run: spawned through here, remembered, and stopped at the end, also when the
 // run fails or is interrupted (Ctrl-C). Servers announce their url in a JSON line on stdout.
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
@@ -206,6 +206,52 @@ export function sampleRss(pid: number, intervalMs: number): { done(): number } {
       clearInterval(timer);
       sample();
       return peak || Number.NaN;
+    },
+  };
+}
+
+/** CPU time (user + system) used so far, in µs: by the main thread of `pid`, and by all its threads. */
+export interface CpuUs {
+  mainUs: number;
+  processUs: number;
+}
+
+let ticksPerSecond: number | undefined;
+
+/** CPU time used so far by `pid` (NaN once it is gone, or off Linux), from /proc's clock ticks. */
+export function cpuUs(pid: number): CpuUs {
+  ticksPerSecond ??= Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' })) || 100;
+  const used = (file: string) => {
+    try {
+      // Fields after the command's closing parenthesis, from the third: utime is the 14th, stime the 15th.
+      const fields = readFileSync(file, 'utf8').split(') ')[1].split(' ');
+      return ((Number(fields[11]) + Number(fields[12])) / ticksPerSecond!) * 1e6;
+    } catch {
+      return Number.NaN;
+    }
+  };
+  return { mainUs: used(`/proc/${pid}/task/${pid}/stat`), processUs: used(`/proc/${pid}/stat`) };
+}
+
+/**
+ * Samples the CPU time of `pid` every `intervalMs` until `done(windowUs)`, which answers what it used
+ * within the window (of the monotonic clock, as Measured's): the rate between the first sample in the
+ * window and the last, times the window's length. `busy`: the main thread's share of the wall time.
+ */
+export function sampleCpu(pid: number, intervalMs: number): { done(windowUs: [number, number]): CpuUs & { busy: number } } {
+  const samples: (CpuUs & { atUs: number })[] = [];
+  const sample = () => samples.push({ atUs: Number(process.hrtime.bigint() / 1000n), ...cpuUs(pid) });
+  sample();
+  const timer = setInterval(sample, intervalMs);
+  return {
+    done([from, to]) {
+      clearInterval(timer);
+      const inside = samples.filter((s) => s.atUs >= from && s.atUs <= to);
+      const [first, last] = [inside[0], inside.at(-1)];
+      if (!first || !last || first === last) return { mainUs: Number.NaN, processUs: Number.NaN, busy: Number.NaN };
+      const scale = (to - from) / (last.atUs - first.atUs);
+      const mainUs = (last.mainUs - first.mainUs) * scale;
+      return { mainUs, processUs: (last.processUs - first.processUs) * scale, busy: mainUs / (to - from) };
     },
   };
 }

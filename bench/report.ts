@@ -13,6 +13,12 @@ export interface Measurement {
   ratioTo?: string;
   measured: Measured;
   peakRssKb: number;
+  /**
+   * The watched process's CPU time per answer (per transaction for a driver baseline) in the measured
+   * window, in µs: its main thread's and all its threads' (the driver's among them); and the main
+   * thread's share of the window. Robust where throughput is not: it moves little when the machine is busy.
+   */
+  cpu?: { mainUsPerRequest: number; processUsPerRequest: number; mainBusy: number };
 }
 
 /** A workload over every round: totals for rates, medians of the rounds for latencies and ratios. */
@@ -27,6 +33,8 @@ export interface Summary {
   ratios: number[];
   ratioTo?: string;
   peakRssKb: number;
+  /** Medians of the rounds' Measurement.cpu. */
+  cpu?: Measurement['cpu'];
   failures: number;
   /** The feed workloads: their rounds added up (RSS: the highest). */
   feed?: Omit<FeedMeasured, 'latencyHistogram'>;
@@ -110,10 +118,21 @@ export function summarise(measurements: Measurement[]): Summary[] {
       ratios,
       ratioTo: mine[0].ratioTo,
       peakRssKb: Math.max(...mine.map((m) => m.peakRssKb).filter((kb) => !Number.isNaN(kb))),
+      cpu: cpuSummary(mine),
       failures: sum(mine.map((m) => m.measured.failures)),
       ...feedSummary(mine),
     };
   });
+}
+
+function cpuSummary(mine: Measurement[]): Measurement['cpu'] {
+  const cpus = mine.map((m) => m.cpu).filter((c) => c !== undefined && !Number.isNaN(c.mainUsPerRequest));
+  if (cpus.length === 0) return undefined;
+  return {
+    mainUsPerRequest: median(cpus.map((c) => c!.mainUsPerRequest)),
+    processUsPerRequest: median(cpus.map((c) => c!.processUsPerRequest)),
+    mainBusy: median(cpus.map((c) => c!.mainBusy)),
+  };
 }
 
 /**
@@ -241,13 +260,13 @@ export function judgeTargets(summaries: Summary[], cost: number, rowbaseHwmKb: n
 
 /** The table, as Markdown with aligned columns: it reads the same in a terminal and in BENCHMARKS.md. */
 export function table(results: Results): string {
-  const header = ['workload', 'req/s', 'rows/s', 'p50 ms', 'p99 ms', 'ratio', 'target', 'peak RSS MB'];
+  const header = ['workload', 'req/s', 'rows/s', 'p50 ms', 'p99 ms', 'ratio', 'target', 'peak RSS MB', 'CPU µs/req: main, all (busy)'];
   const rows = tableRows(results.settings).map(({ workload, label }) => {
     const s = results.summaries.find((x) => x.workload === workload);
     if (!s) {
       const postgresRow = workload === 'insert-batch-postgres' || workload === 'baseline-postgres';
       const why = postgresRow && results.postgres.unavailable ? 'not measured: no PostgreSQL server answered' : 'not measured';
-      return [label, '', '', '', '', '', why, ''];
+      return [label, '', '', '', '', '', why, '', ''];
     }
     const target = results.targets.find(
       (t) =>
@@ -269,17 +288,22 @@ export function table(results: Results): string {
           ? `reported: ${megabytes(s.feed.rssConnectedKb ?? Number.NaN)} MB with ${thousands(s.feed.ready)} open (${megabytes(s.feed.rssBeforeKb ?? Number.NaN)} MB before); target at ${thousands(idleTargetSockets)}`
           : 'reported',
       megabytes(s.peakRssKb),
+      s.cpu && !idle && workload !== 'fanout' ? cpuCell(s.cpu) : '',
     ];
   });
   const rss = results.targets.find((t) => t.name === 'rowbase peak RSS')!;
   const verdict = `${rss.target}: ${rss.met ? 'met' : 'MISSED'}`;
-  rows.push(['rowbase server, whole run (VmHWM)', '', '', '', '', '', verdict, megabytes(results.serverPeakRssKb.rowbase)]);
+  rows.push(['rowbase server, whole run (VmHWM)', '', '', '', '', '', verdict, megabytes(results.serverPeakRssKb.rowbase), '']);
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
   const numeric = (i: number) => i >= 1 && i <= 5;
   const line = (cells: string[]) => `| ${cells.map((c, i) => (numeric(i) ? c.padStart(widths[i]) : c.padEnd(widths[i]))).join(' | ')} |`;
   const rule = `|${widths.map((w, i) => (numeric(i) || i === 7 ? `${'-'.repeat(w + 1)}:` : '-'.repeat(w + 2))).join('|')}|`;
   return [line(header), rule, ...rows.map(line)].join('\n');
 }
+
+/** CPU per answer, main thread and every thread, and the main thread's share of the wall time: `62, 85 (91%)`. */
+export const cpuCell = (cpu: NonNullable<Measurement['cpu']>) =>
+  `${cpu.mainUsPerRequest.toFixed(0)}, ${cpu.processUsPerRequest.toFixed(0)} (${(cpu.mainBusy * 100).toFixed(0)}%)`;
 
 const begin = '<!-- bench:generated:begin (npm run bench writes from here to the end marker) -->';
 const end = '<!-- bench:generated:end -->';

@@ -31,6 +31,7 @@ import {
   runToEnd,
   type SpawnOptions,
   type Started,
+  sampleCpu,
   sampleRss,
   spawnNode,
   startServer,
@@ -40,6 +41,7 @@ import {
 } from './processes.ts';
 import { type ProfileSummary, summariseProfile } from './profile.ts';
 import {
+  cpuCell,
   judgeTargets,
   type Measurement,
   meteringCost,
@@ -176,7 +178,7 @@ async function main(): Promise<void> {
     for (const s of summaries) {
       const rate = ratedByRows(s.workload) ? `${Math.round(s.rowsPerSecond)} rows/s` : `${Math.round(s.requestsPerSecond)} req/s`;
       say(
-        `${s.workload.padEnd(26)} ${rate.padStart(14)}  p99 ${s.p99Ms.toFixed(2)} ms${s.ratio === undefined ? '' : `  ratio ${s.ratio.toFixed(3)}`}`,
+        `${s.workload.padEnd(26)} ${rate.padStart(14)}  p99 ${s.p99Ms.toFixed(2)} ms${s.ratio === undefined ? '' : `  ratio ${s.ratio.toFixed(3)}`}${s.cpu ? `  CPU µs/req ${cpuCell(s.cpu)}` : ''}`,
       );
     }
     say(`peak RSS of rowbase: ${Math.round((serverPeakRssKb.rowbase ?? 0) / 1024)} MB`);
@@ -327,9 +329,18 @@ async function measure(
     watched = server.pid;
   }
   const rss = sampleRss(watched, settings.rssSampleMs);
+  const cpu = sampleCpu(watched, settings.rssSampleMs);
   const measured: Measured = parseMeasured(await outputOf(child));
   const peakRssKb = rss.done();
-  return { workload, round, measured, peakRssKb };
+  const used = cpu.done(measured.windowUs);
+  const perRequest = (us: number) => us / measured.requests;
+  return {
+    workload,
+    round,
+    measured,
+    peakRssKb,
+    cpu: { mainUsPerRequest: perRequest(used.mainUs), processUsPerRequest: perRequest(used.processUs), mainBusy: used.busy },
+  };
 }
 
 /**
@@ -355,7 +366,7 @@ async function measureIdleSockets(
 }
 
 /** One line per measurement, as it comes. */
-function report({ workload, round, measured, peakRssKb }: Omit<Measurement, 'ratioTo'>): void {
+function report({ workload, round, measured, peakRssKb, cpu }: Omit<Measurement, 'ratioTo'>): void {
   const rate = ratedByRows(workload)
     ? `${Math.round(measured.rows / measured.seconds)} rows/s`
     : `${Math.round(measured.requests / measured.seconds)} req/s`;
@@ -372,7 +383,7 @@ function report({ workload, round, measured, peakRssKb }: Omit<Measurement, 'rat
   }
   const socketFailures = feed && Object.keys(feed.socketFailures).length ? `  sockets: ${JSON.stringify(feed.socketFailures)}` : '';
   say(
-    `round ${round}/${settings.rounds}  ${workload.padEnd(22)} ${what}  RSS ${Math.round(peakRssKb / 1024)} MB${failed}${socketFailures}`,
+    `round ${round}/${settings.rounds}  ${workload.padEnd(22)} ${what}  RSS ${Math.round(peakRssKb / 1024)} MB${cpu ? `  CPU µs/req ${cpuCell(cpu)}` : ''}${failed}${socketFailures}`,
   );
 }
 
