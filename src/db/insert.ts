@@ -1,5 +1,4 @@
-import type { Knex } from 'knex';
-import { query, type WriteTx } from './query.ts';
+import { query, together, type WriteTx } from './query.ts';
 import type { SqlValue } from './sqlite-statements.ts';
 
 /** SQLite's default limit on bound variables per statement is 32766; stay well under it. */
@@ -21,32 +20,29 @@ export async function insertMany(trx: WriteTx, table: string, columns: string[],
 
 /**
  * SQLite: a batch's rows and their insert events, from the rows' texts bound once as one JSON array
- * of strings, which json_each reads back exactly: two statements with a handful of bindings, where a
- * multi-row VALUES binds every value of every row (and costs three times as much). Row `i` (from 0)
- * takes id `firstId + i` and seq `firstSeq + i`; its event's row is the row's text with its id first,
- * as rows.ts's rowJson() makes it.
+ * of strings (`batch`, JSON.stringify of the texts), which json_each reads back exactly: two
+ * statements side by side with a handful of bindings, where a multi-row VALUES binds every value of
+ * every row (and costs three times as much). Row `i` (from 0) takes id `firstId + i` and seq
+ * `firstSeq + i`; its event's row is the row's text with its id first, as rows.ts's rowJson() makes it.
  */
 export async function insertBatchSqlite(
   trx: WriteTx,
   collectionId: number,
   firstId: number,
   firstSeq: number,
-  texts: string[],
+  batch: string,
   at: string,
 ): Promise<void> {
-  const batch = JSON.stringify(texts);
-  await query(trx, 'insert into rows (collection_id, id, data) select ?1, ?2 + key, value from json_each(?3)', [
-    collectionId,
-    firstId,
-    batch,
-  ]);
-  await query(
-    trx,
-    `insert into events (collection_id, seq, type, row_id, row, at)
+  await together(
+    query(trx, 'insert into rows (collection_id, id, data) select ?1, ?2 + key, value from json_each(?3)', [collectionId, firstId, batch]),
+    query(
+      trx,
+      `insert into events (collection_id, seq, type, row_id, row, at)
       select ?1, ?2 + key, 'insert', ?3 + key,
         '{"id":' || (?3 + key) || case value when '{}' then '}' else ',' || substr(value, 2) end, ?4
       from json_each(?5)`,
-    [collectionId, firstSeq, firstId, at, batch],
+      [collectionId, firstSeq, firstId, at, batch],
+    ),
   );
 }
 

@@ -6,7 +6,7 @@ import { advance, collectionId, collectionIdQuery, collectionNotFound } from './
 import { appendEvents, type EventRow } from './events.ts';
 import { insertBatchSqlite, insertEventsSqlite } from './insert.ts';
 import { orderedRowsQuery, type Page } from './ordering.ts';
-import { query, queryAlone } from './query.ts';
+import { query, queryAlone, together } from './query.ts';
 import {
   deleteSortKeys,
   makeSortIndex,
@@ -15,7 +15,7 @@ import {
   rekeyPatchedRowPostgres,
   rekeyRowsSqlite,
   sortedPageQuery,
-  writeSortKeys,
+  writeBatchKeysSqlite,
 } from './sort-keys.ts';
 import type { ReadKind, SnapshotRead, SqlValue } from './sqlite-statements.ts';
 import { mergedTransaction, writeTransaction } from './writes.ts';
@@ -59,8 +59,11 @@ async function insertInTransaction(knex: Knex, accountId: number, collection: st
     const texts = batches.flat();
     const { id, lastRowId, lastSeq, sorted } = await advance(trx, accountId, collection, texts.length, texts.length, texts.length);
     const firstId = lastRowId - texts.length + 1;
-    await insertBatchSqlite(trx, id, firstId, lastSeq - texts.length + 1, texts, new Date().toISOString());
-    await writeSortKeys(trx, id, sorted, firstId, lastRowId);
+    const batch = JSON.stringify(texts);
+    await together(
+      insertBatchSqlite(trx, id, firstId, lastSeq - texts.length + 1, batch, new Date().toISOString()),
+      writeBatchKeysSqlite(trx, id, sorted, firstId, batch),
+    );
     await announceChange(trx, id);
     // Each request's first id: its rows follow those of the requests before it.
     const firsts: number[] = [];
@@ -197,6 +200,9 @@ const rowSql = `select r.data from rows r join collections c on c.id = r.collect
   where c.account_id = ? and c.name = ? and r.id = ?`;
 const collectionSql = 'select id, row_count, sorted from collections where account_id = ? and name = ?';
 const updateSql = 'update rows set data = ? where collection_id = ? and id = ?';
+/** SQLite: the rows of a group of patches, by the collection's name: ids `?` (a JSON array). */
+const patchedRowsSql = `select r.id, r.data from rows r join collections c on c.id = r.collection_id
+  where c.account_id = ? and c.name = ? and r.id in (select value from json_each(?))`;
 const deleteSql = 'delete from rows where collection_id = ? and id = ? returning data';
 
 /** The row as JSON text, found with its collection in one statement; 404 for a missing row or collection. */
@@ -228,11 +234,11 @@ export async function updateRow(knex: Knex, accountId: number, collection: strin
     if (!current) throw rowNotFound(collection, rowId);
     const data = JSON.stringify({ ...JSON.parse(current), ...patch });
     // Three writes that read nothing of each other's: sent together, they wait for the database once.
-    await Promise.all([
+    await together(
       query(trx, updateSql, [data, id, rowId]),
       rekeyPatchedRowPostgres(trx, id, sorted, rowId, patch, data),
       appendEvents(trx, id, lastSeq, 'update', [eventRow(rowId, data)]),
-    ]);
+    );
     return rowJson(rowId, data);
   });
 }
@@ -245,12 +251,11 @@ export async function updateRow(knex: Knex, accountId: number, collection: strin
 async function patchInTransaction(knex: Knex, accountId: number, collection: string, rowId: number, patch: Fields): Promise<Json<Row>> {
   type Patch = { rowId: number; patch: Fields };
   return mergedTransaction(knex, `patch/${accountId}/${collection}`, 1, { rowId, patch }, async (trx, patches: Patch[]) => {
-    const { id, lastSeq, sorted } = await advance(trx, accountId, collection, patches.length);
     const ids = JSON.stringify([...new Set(patches.map((each) => each.rowId))]);
-    const stored = await query<StoredRow>(
-      trx,
-      'select id, data from rows where collection_id = ? and id in (select value from json_each(?))',
-      [id, ids],
+    // The rows are found by their collection's name, not by advance()'s id: the two run side by side.
+    const [{ id, lastSeq, sorted }, stored] = await together(
+      advance(trx, accountId, collection, patches.length),
+      query<StoredRow>(trx, patchedRowsSql, [accountId, collection, ids]),
     );
     const texts = new Map(stored.map((row) => [Number(row.id), row.data]));
     const events: [number, string][] = patches.map((each) => {
@@ -260,18 +265,19 @@ async function patchInTransaction(knex: Knex, accountId: number, collection: str
       texts.set(each.rowId, data);
       return [each.rowId, rowJson(each.rowId, data)];
     });
-    await query(
-      trx,
-      // Found by primary key (an UPDATE … FROM would scan the collection): `?1` is [[id, text], …].
-      `update rows set data = (select json_extract(value, '$[1]') from json_each(?1) where json_extract(value, '$[0]') = rows.id)
-        where collection_id = ?2 and id in (select json_extract(value, '$[0]') from json_each(?1))`,
-      [JSON.stringify([...texts]), id],
-    );
+    const patched = JSON.stringify([...texts]);
     const moved = sorted.map((field) => (patches.some((each) => Object.hasOwn(each.patch, field)) ? field : undefined));
-    await Promise.all([
-      rekeyRowsSqlite(trx, id, moved, ids),
+    await together(
+      // Found by primary key (an UPDATE … FROM would scan the collection): `?1` is [[id, text], …].
+      query(
+        trx,
+        `update rows set data = (select json_extract(value, '$[1]') from json_each(?1) where json_extract(value, '$[0]') = rows.id)
+          where collection_id = ?2 and id in (select json_extract(value, '$[0]') from json_each(?1))`,
+        [patched, id],
+      ),
+      rekeyRowsSqlite(trx, id, moved, patched),
       insertEventsSqlite(trx, id, lastSeq - patches.length + 1, 'update', events, new Date().toISOString()),
-    ]);
+    );
     await announceChange(trx, id);
     return events.map(([, json]) => json);
   });

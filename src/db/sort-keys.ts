@@ -18,7 +18,7 @@ import type { Knex } from 'knex';
 import type { DatabaseParams } from './changes.ts';
 import { advance } from './collections.ts';
 import { type Direction, postgresField, sqliteField } from './ordering.ts';
-import { query, type WriteTx } from './query.ts';
+import { query, together, type WriteTx } from './query.ts';
 
 /** Collections remembered at most; the least recently remembered is forgotten first. */
 const MAX_KNOWN = 10_000;
@@ -44,7 +44,7 @@ export class KnownIndexes {
   }
 }
 
-/** Writes the keys of the rows `fromId`..`toId` for every field in `fields` (by slot; undefined skips one). */
+/** Writes the keys of the stored rows `fromId`..`toId` for every field in `fields` (by slot; undefined skips one). */
 export async function writeSortKeys(
   trx: WriteTx,
   collectionId: number,
@@ -55,21 +55,43 @@ export async function writeSortKeys(
   const postgres = !(trx.userParams as DatabaseParams).sqlite;
   for (const [slot, field] of fields.entries()) {
     if (field === undefined) continue;
-    const { sql, bindings } = postgres ? postgresKeys(field) : sqliteKeys(field);
-    await query(trx, sql, [slot, ...bindings, collectionId, fromId, toId]);
+    if (postgres) {
+      const { sql, bindings } = postgresKeys(field);
+      await query(trx, sql, [slot, ...bindings, collectionId, fromId, toId]);
+    } else {
+      const { sql, bindings } = sqliteKeys(field, storedRows);
+      await query(trx, sql, [collectionId, slot, ...bindings, collectionId, fromId, toId]);
+    }
   }
 }
 
 /**
- * SQLite: replaces the keys of the rows whose ids `ids` holds (a JSON array), for every field in `fields`
- * (by slot; undefined skips one), from the rows as stored now.
+ * SQLite: writes the keys of a batch of new rows for every field in `fields` (by slot), from the rows'
+ * texts as insertBatchSqlite() binds them (`batch`, one JSON array; row `i` takes id `firstId + i`):
+ * it reads nothing the rows' own insert writes, so it may run beside it.
  */
-export async function rekeyRowsSqlite(trx: WriteTx, collectionId: number, fields: (string | undefined)[], ids: string) {
-  for (const [slot, field] of fields.entries()) {
-    if (field === undefined) continue;
-    const { sql, bindings } = sqliteKeys(field, 'in (select value from json_each(?))', replaceKey);
-    await query(trx, sql, [slot, ...bindings, collectionId, ids]);
-  }
+export async function writeBatchKeysSqlite(trx: WriteTx, collectionId: number, fields: string[], firstId: number, batch: string) {
+  await together(
+    ...fields.map((field, slot) => {
+      const { sql, bindings } = sqliteKeys(field, batchRows);
+      return query(trx, sql, [collectionId, slot, ...bindings, firstId, batch]);
+    }),
+  );
+}
+
+/**
+ * SQLite: replaces the keys of patched rows for every field in `fields` (by slot; undefined skips one),
+ * from their new texts, `rows`: one JSON array of [id, text] pairs, as their update binds it. It reads
+ * nothing the update writes, so it may run beside it.
+ */
+export async function rekeyRowsSqlite(trx: WriteTx, collectionId: number, fields: (string | undefined)[], rows: string) {
+  await together(
+    ...fields.flatMap((field, slot) => {
+      if (field === undefined) return [];
+      const { sql, bindings } = sqliteKeys(field, pairRows, replaceKey);
+      return [query(trx, sql, [collectionId, slot, ...bindings, rows])];
+    }),
+  );
 }
 
 /** Deletes a row's keys, of every slot. */
@@ -150,16 +172,26 @@ const sqliteKeyColumns = `case t when 'integer' then 1 when 'real' then 1 when '
 const replaceKey =
   'where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str';
 
+// Where SQLite's keys are read from: a table of `(id, data)` named `rows` (sqliteField()'s expressions
+// read `rows.data`), with its bindings last.
+/** Stored rows: params the collection's id, the first id and the last. */
+const storedRows = '(select id, data from rows where collection_id = ? and id between ? and ?) rows';
+/** A batch's texts, bound as one JSON array; row `i` takes id `? + i`: params the first id, the array. */
+const batchRows = '(select ? + key as id, value as data from json_each(?)) rows';
+/** Rows bound as one JSON array of [id, text] pairs: params the array. */
+const pairRows = "(select json_extract(value, '$[0]') as id, json_extract(value, '$[1]') as data from json_each(?)) rows";
+
 /**
- * SQLite: the keys of some rows, from json_type and json_extract: those whose id is `which` (by default
- * a range, `between ? and ?`), inserted, or with `onConflict` replacing the keys they had.
+ * SQLite: the keys of the rows that `rows` reads (storedRows, batchRows or pairRows), from json_type and
+ * json_extract, inserted, or with `onConflict` replacing the keys they had. Params: the collection's
+ * id, the slot, these bindings, then those of `rows`.
  */
-function sqliteKeys(field: string, which = 'between ? and ?', onConflict = '') {
+function sqliteKeys(field: string, rows: string, onConflict = '') {
   const { type, value, key } = sqliteField(field);
   return {
     sql: `insert into sort_keys (collection_id, slot, row_id, rank, num, str)
-      select collection_id, ?, id, ${sqliteKeyColumns}
-      from (select collection_id, id, ${type} as t, ${value} as v from rows where collection_id = ? and id ${which}) ${onConflict}`,
+      select ?, ?, id, ${sqliteKeyColumns}
+      from (select id, ${type} as t, ${value} as v from ${rows}) ${onConflict}`,
     bindings: [key, key],
   };
 }

@@ -8,7 +8,6 @@
 // transaction, nor a write behind a slow page; a read sees every transaction committed before it
 // began, so a client reads its own acknowledged writes. Errors leave as the driver's and are
 // translated at the store's edge (errors.ts).
-import type { Knex } from 'knex';
 import sqlite3 from 'sqlite3';
 import { DatabaseClosedError } from './errors.ts';
 import type { WriteTx } from './query.ts';
