@@ -247,7 +247,7 @@ export interface components {
             name: components["schemas"]["CollectionName"];
         };
         /**
-         * @description A row to insert. Any top-level field name and any JSON value is the client's, except `id`.
+         * @description A row to insert. Any top-level field name and any JSON value is the client's, except `id`; `__proto__` and `constructor` are field names like any other.
          * @example {
          *       "text": "hello"
          *     }

@@ -95,7 +95,7 @@ return errors === 0;
 }
 
 export const insertRows_body = validate11;
-const schema12 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"array","minItems":1,"maxItems":1000,"items":{"type":"object","description":"A row to insert. Any top-level field name and any JSON value is the client's, except `id`.","properties":{"id":{"description":"Not accepted; the service assigns ids.","not":{}}},"additionalProperties":true,"example":{"text":"hello"}}}},"required":["requestBody"]};
+const schema12 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"array","minItems":1,"maxItems":1000,"items":{"type":"object","description":"A row to insert. Any top-level field name and any JSON value is the client's, except `id`; `__proto__` and `constructor` are field names like any other.","properties":{"id":{"description":"Not accepted; the service assigns ids.","not":{}}},"additionalProperties":true,"example":{"text":"hello"}}}},"required":["requestBody"]};
 
 function validate11(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;

@@ -13,7 +13,11 @@ const methodsWithBody = new Set(['POST', 'PUT', 'PATCH']);
  * `route` stage found): routing answers those with 404 or 405, whatever their body.
  */
 export function jsonBody(config: Config): Middleware<RouteState> {
-  const parse = bodyParser({ enableTypes: ['json'], jsonLimit: `${config.maxBodyBytes}b`, strict: true });
+  // Every top-level field name is the client's (contract.md), `__proto__` too: JSON.parse makes it an
+  // own property like any other, and nothing copies a body by assignment (spread and JSON.stringify
+  // define and read own properties). co-body's default refuses it as prototype poisoning.
+  const proto = { onProtoPoisoning: 'ignore' }; // co-body's option, which koa-bodyparser passes on
+  const parse = bodyParser({ enableTypes: ['json'], jsonLimit: `${config.maxBodyBytes}b`, strict: true, ...proto });
   return async (ctx, next) => {
     if (!methodsWithBody.has(ctx.method) || !hasBody(ctx.req.headers)) return next();
     if (!ctx.state.route.operation) return next();

@@ -135,7 +135,11 @@ describe('grouped writes on SQLite', () => {
       .catch(() => {});
     const write = writes().run((trx) =>
       together(
-        query(trx, "insert into rows (collection_id, id, data) select c.id, 1000 + value, '{}' from collections c, json_each('[1,2,3]')", []),
+        query(
+          trx,
+          "insert into rows (collection_id, id, data) select c.id, 1000 + value, '{}' from collections c, json_each('[1,2,3]')",
+          [],
+        ),
         Promise.reject(new Error('failed beside it')),
       ),
     );

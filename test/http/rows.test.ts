@@ -198,6 +198,22 @@ describeEachBackend('rows', (backend) => {
       expect((await list(name, `?order_by=${encodeURIComponent('say "hi"')}`)).map((r) => r.id)).to.deep.equal([2, 1]);
       expect((await list(name, `?order_by=${encodeURIComponent('$[0]')}`)).map((r) => r.id)).to.deep.equal([1, 2]);
     });
+
+    it('keeps fields named __proto__ and constructor as the client gave them', async () => {
+      // JSON.parse makes `__proto__` an own property, as the service must read it; a literal would set the prototype.
+      const rows = JSON.parse('[{"__proto__": {"polluted": true}, "constructor": 2}, {"__proto__": 1, "constructor": 1}]');
+      const name = await collectionWith();
+      const response = await client.post<Row[]>(`/v1/collections/${name}/rows`, rows);
+      expect(response.status).to.equal(201);
+      expect(response.text).to.equal('[{"id":1,"__proto__":{"polluted":true},"constructor":2},{"id":2,"__proto__":1,"constructor":1}]');
+      expect((await list(name, '?order_by=__proto__')).map((r) => r.id)).to.deep.equal([2, 1]);
+      expect((await list(name, '?order_by=constructor')).map((r) => r.id)).to.deep.equal([2, 1]);
+      const patched = await client.patch<Row>(`/v1/collections/${name}/rows/2`, JSON.parse('{"__proto__": {"x": 1}}'));
+      expect(patched.status).to.equal(200);
+      expect(patched.text).to.equal('{"id":2,"__proto__":{"x":1},"constructor":1}');
+      expect((await client.get(`/v1/collections/${name}/rows/2`)).text).to.equal(patched.text);
+      expect(({} as Record<string, unknown>).polluted).to.equal(undefined);
+    });
   });
 
   describe('GET …/rows/{id}', () => {
