@@ -65,9 +65,12 @@ export function createRouter(deps: Deps): Router {
       if (security.length > 0 && !security.some((schemes) => schemes.every((scheme) => securityHandlers[scheme]?.(ctx)))) {
         throw unauthorized();
       }
+      // parseRequestQuery drops the first `?` of the string it is given, meaning the one that starts a
+      // query: given Koa's querystring, which has none, it would drop one inside a value (`a?b` → `ab`).
+      const querystring = `?${ctx.querystring}`;
       const { path, query, body } = validateRequest(checks, {
         params,
-        query: router.parseRequestQuery({ method: ctx.method, path: ctx.path, headers: {}, query: ctx.querystring }),
+        query: router.parseRequestQuery({ method: ctx.method, path: ctx.path, headers: {}, query: querystring }),
         sentQuery: ctx.query,
         body: ctx.request.body,
       });

@@ -199,6 +199,13 @@ describeEachBackend('rows', (backend) => {
       expect((await list(name, `?order_by=${encodeURIComponent('$[0]')}`)).map((r) => r.id)).to.deep.equal([1, 2]);
     });
 
+    it('reads a ? inside a query value as part of it, sent as is or encoded', async () => {
+      const name = await collectionWith([{ 'a?b': 2, ab: 1 }, { 'a?b': 1, ab: 2 }]);
+      expect((await list(name, '?order_by=a?b')).map((r) => r.id)).to.deep.equal([2, 1]);
+      expect((await list(name, '?order_by=a%3Fb')).map((r) => r.id)).to.deep.equal([2, 1]);
+      expect((await list(name, '?order_by=ab')).map((r) => r.id)).to.deep.equal([1, 2]);
+    });
+
     it('keeps fields named __proto__ and constructor as the client gave them', async () => {
       // JSON.parse makes `__proto__` an own property, as the service must read it; a literal would set the prototype.
       const rows = JSON.parse('[{"__proto__": {"polluted": true}, "constructor": 2}, {"__proto__": 1, "constructor": 1}]');
