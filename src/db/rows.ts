@@ -193,8 +193,13 @@ async function sortedPage(knex: Knex, collectionId: number, slot: number, page: 
 
 // The hot statements: the first two are SQLite's row reads (the read-only connection), the others run
 // in a write transaction through query(), the same SQL on both backends.
-const rowSql = `select r.data from rows r join collections c on c.id = r.collection_id
-  where c.account_id = ? and c.name = ? and r.id = ?`;
+/**
+ * Row reads merged (SqliteStatements.readMerged): `?` is `[[account id, collection, row id], …]`. CROSS
+ * JOIN keeps SQLite's planner from reading collections first: each read is two primary key lookups.
+ */
+const rowsSql = `select j.key as i, r.data from json_each(?) j
+  cross join collections c on c.account_id = j.value ->> 0 and c.name = j.value ->> 1
+  cross join rows r on r.collection_id = c.id and r.id = j.value ->> 2`;
 const collectionSql = 'select id, row_count, sorted from collections where account_id = ? and name = ?';
 const updateSql = 'update rows set data = ? where collection_id = ? and id = ?';
 const deleteSql = 'delete from rows where collection_id = ? and id = ? returning data';
@@ -203,7 +208,7 @@ const deleteSql = 'delete from rows where collection_id = ? and id = ? returning
 export async function getRow(knex: Knex, accountId: number, collection: string, rowId: number): Promise<Json<Row>> {
   const { sqlite } = knex.userParams as DatabaseParams;
   if (sqlite) {
-    const [row] = await sqlite.read<{ data: string }>(rowSql, [accountId, collection, rowId]);
+    const [row] = await sqlite.readMerged<{ data: string }>(rowsSql, [accountId, collection, rowId]);
     if (row) return rowJson(rowId, row.data);
     const [found] = await sqlite.read(collectionSql, [accountId, collection]);
     throw found ? rowNotFound(collection, rowId) : collectionNotFound(collection);
