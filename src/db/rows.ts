@@ -9,6 +9,7 @@ import { orderedRowsQuery, type Page } from './ordering.ts';
 import { query, queryAlone, together } from './query.ts';
 import {
   deleteSortKeys,
+  type KeyRange,
   makeSortIndex,
   postgresKeyColumns,
   presentCountQuery,
@@ -34,6 +35,13 @@ const eventRow = (id: number, data: string): EventRow => ({ id, json: rowJson(id
 /** JSON text of a value of type T. */
 export type Json<T> = string & { readonly json?: T };
 const pageJson = (rows: StoredRow[]): Json<Row[]> => `[${rows.map((row) => rowJson(Number(row.id), row.data)).join(',')}]`;
+/** Rows of a page as sortedPageQuery answers them: how many, and their JSON texts joined by commas (null for none). */
+type PagePart = { n: number | string; json: string | null };
+/** A page made of its parts, in order, and how many rows it has. */
+function joinParts(parts: PagePart[]): { count: number; json: Json<Row[]> } {
+  const texts = parts.flatMap((part) => (part.json === null ? [] : [part.json]));
+  return { count: parts.reduce((count, part) => count + Number(part.n), 0), json: `[${texts.join(',')}]` };
+}
 const rowNotFound = (collection: string, id: number) => notFound(`There is no row ${id} in collection ${collection}.`);
 
 /**
@@ -134,8 +142,8 @@ export async function listRows(knex: Knex, accountId: number, collection: string
     const known = knownIndexes.get(accountId, collection);
     const knownSlot = known?.sorted.indexOf(page.orderBy) ?? -1;
     if (known && knownSlot >= 0) {
-      const rows = await sortedPage(knex, known.id, knownSlot, page);
-      if (rows.length > 0) return pageJson(rows);
+      const { count, json } = await sortedPage(knex, known.id, knownSlot, page);
+      if (count > 0) return json;
     }
     const [found] = await read<CollectionRow>(collectionSql, [accountId, collection], 'point');
     if (!found) throw collectionNotFound(collection);
@@ -146,7 +154,7 @@ export async function listRows(knex: Knex, accountId: number, collection: string
       if (slot === sorted.length) sorted.push(page.orderBy);
     }
     knownIndexes.set(accountId, collection, Number(found.id), sorted);
-    if (slot >= 0) return pageJson(await sortedPage(knex, Number(found.id), slot, page));
+    if (slot >= 0) return (await sortedPage(knex, Number(found.id), slot, page)).json;
   }
   const { sql, params } = orderedRowsQuery(sqlite ? 'sqlite' : 'postgres', accountId, collection, page);
   const rows = await read(sql, params);
@@ -157,35 +165,31 @@ export async function listRows(knex: Knex, accountId: number, collection: string
 /**
  * A page from the sort index in `slot`. An ascending page, and a descending one that ends before the
  * rows missing the field, is one statement. One that reaches them reads the rest from the missing
- * ones, in the same snapshot, so that a change made meanwhile never shows half.
+ * ones, in the same snapshot, so that a change made meanwhile never shows half. Answers the page's
+ * JSON text, made in the database (sortedPageQuery), and how many rows it has.
  */
-async function sortedPage(knex: Knex, collectionId: number, slot: number, page: Page): Promise<StoredRow[]> {
+async function sortedPage(knex: Knex, collectionId: number, slot: number, page: Page): Promise<{ count: number; json: Json<Row[]> }> {
   const { sqlite } = knex.userParams as DatabaseParams;
-  const first = (read: SnapshotRead) => {
-    const { sql, params } = sortedPageQuery(
-      collectionId,
-      slot,
-      page.order,
-      page.order === 'asc' ? 'all' : 'present',
-      page.limit,
-      page.offset,
-    );
-    return read<StoredRow>(sql, params);
+  const dialect = sqlite ? 'sqlite' : 'postgres';
+  const part = async (read: SnapshotRead, range: KeyRange, limit: number, offset: number) => {
+    const { sql, params } = sortedPageQuery(dialect, collectionId, slot, page.order, range, limit, offset);
+    const [joined] = await read<PagePart>(sql, params);
+    return joined;
   };
-  const rows = await first((sql, params) => (sqlite ? sqlite.read(sql, params, 'scan') : knex.raw(sql, params).then((r) => r.rows)));
-  if (page.order === 'asc' || rows.length === page.limit) return rows;
+  const first = (read: SnapshotRead) => part(read, page.order === 'asc' ? 'all' : 'present', page.limit, page.offset);
+  const present = await first((sql, params) => (sqlite ? sqlite.read(sql, params, 'scan') : knex.raw(sql, params).then((r) => r.rows)));
+  if (page.order === 'asc' || Number(present.n) === page.limit) return joinParts([present]);
   const inSnapshot = async (read: SnapshotRead) => {
     const present = await first(read);
-    if (present.length === page.limit) return present;
+    if (Number(present.n) === page.limit) return joinParts([present]);
     // Past the present values: the missing ones start at the offset's remainder, 0 on this page's own.
     let offset = 0;
-    if (present.length === 0) {
+    if (Number(present.n) === 0) {
       const count = presentCountQuery(collectionId, slot);
       const [{ n }] = await read<{ n: number | string }>(count.sql, count.params);
       offset = page.offset - Number(n);
     }
-    const { sql, params } = sortedPageQuery(collectionId, slot, 'desc', 'missing', page.limit - present.length, offset);
-    return [...present, ...(await read<StoredRow>(sql, params))];
+    return joinParts([present, await part(read, 'missing', page.limit - Number(present.n), offset)]);
   };
   if (sqlite) return sqlite.snapshot(inSnapshot);
   return knex.transaction((trx) => inSnapshot(async (sql, params) => (await trx.raw(sql, params)).rows), {
@@ -196,8 +200,13 @@ async function sortedPage(knex: Knex, collectionId: number, slot: number, page: 
 
 // The hot statements: the first two are SQLite's row reads (the read-only connection), the others run
 // in a write transaction through query(), the same SQL on both backends.
-const rowSql = `select r.data from rows r join collections c on c.id = r.collection_id
-  where c.account_id = ? and c.name = ? and r.id = ?`;
+/**
+ * Row reads merged (SqliteStatements.readMerged): `?` is `[[account id, collection, row id], …]`. CROSS
+ * JOIN keeps SQLite's planner from reading collections first: each read is two primary key lookups.
+ */
+const rowsSql = `select j.key as i, r.data from json_each(?) j
+  cross join collections c on c.account_id = j.value ->> 0 and c.name = j.value ->> 1
+  cross join rows r on r.collection_id = c.id and r.id = j.value ->> 2`;
 const collectionSql = 'select id, row_count, sorted from collections where account_id = ? and name = ?';
 const updateSql = 'update rows set data = ? where collection_id = ? and id = ?';
 /** SQLite: the rows of a group of patches, by the collection's name: ids `?` (a JSON array). */
@@ -209,7 +218,7 @@ const deleteSql = 'delete from rows where collection_id = ? and id = ? returning
 export async function getRow(knex: Knex, accountId: number, collection: string, rowId: number): Promise<Json<Row>> {
   const { sqlite } = knex.userParams as DatabaseParams;
   if (sqlite) {
-    const [row] = await sqlite.read<{ data: string }>(rowSql, [accountId, collection, rowId]);
+    const [row] = await sqlite.readMerged<{ data: string }>(rowsSql, [accountId, collection, rowId]);
     if (row) return rowJson(rowId, row.data);
     const [found] = await sqlite.read(collectionSql, [accountId, collection]);
     throw found ? rowNotFound(collection, rowId) : collectionNotFound(collection);

@@ -143,15 +143,31 @@ export type KeyRange = 'all' | 'present' | 'missing';
 
 const ranks: Record<KeyRange, string> = { all: '', present: 'and rank < 5', missing: 'and rank = 5' };
 
-/** A page of the collection's rows in the order of the sort index in `slot`, from one range of it, as `{ id, data }`. */
-export function sortedPageQuery(collectionId: number, slot: number, order: Direction, range: KeyRange, limit: number, offset: number) {
+/**
+ * A page of the collection's rows in the order of the sort index in `slot`, from one range of it, as
+ * one row `{ n, json }`: how many rows it has, and their JSON texts joined by commas (null for none),
+ * each made from the stored text as rows.ts's rowJson() makes it. Made in the database, the page comes
+ * back as one string where it would be 50 rows, each an object the driver builds on the main thread.
+ */
+export function sortedPageQuery(
+  dialect: 'sqlite' | 'postgres',
+  collectionId: number,
+  slot: number,
+  order: Direction,
+  range: KeyRange,
+  limit: number,
+  offset: number,
+) {
   const dir = order === 'desc' ? 'desc' : 'asc';
   const by = (k: string) => `${k}rank ${dir}, ${k}num ${dir}, ${k}str ${dir}, ${k}row_id ${dir}`;
+  const row = `'{"id":' || r.id || case r.data when '{}' then '}' else ',' || substr(r.data, 2) end`;
+  // Both keep the order asked for: SQLite's group_concat has taken ORDER BY since 3.44.
+  const joined = dialect === 'sqlite' ? 'group_concat' : 'string_agg';
   return {
-    sql: `select r.id, r.data from (select rank, num, str, row_id from sort_keys where collection_id = ? and slot = ? ${ranks[range]}
+    sql: `select count(*) as n, ${joined}(${row}, ',' order by ${by('k.')}) as json
+      from (select rank, num, str, row_id from sort_keys where collection_id = ? and slot = ? ${ranks[range]}
         order by ${by('')} limit ? offset ?) k
-      join rows r on r.collection_id = ? and r.id = k.row_id
-      order by ${by('k.')}`,
+      join rows r on r.collection_id = ? and r.id = k.row_id`,
     params: [collectionId, slot, limit, offset, collectionId],
   };
 }

@@ -94,6 +94,31 @@ describe('SQLite hot statements', () => {
     expect(existsSync(join(dir, 'rowbase.sqlite-wal'))).to.equal(false);
   });
 
+  it('answer row reads sent together each on its own: found, missing, or of a missing collection', async () => {
+    await store.insertRows(accountId, 'notes', [{ n: 1 }, {}]);
+    const outcomes = await Promise.all(
+      [
+        ['notes', 1],
+        ['other', 1],
+        ['notes', 3],
+        ['notes', 2],
+        ['notes', 1],
+      ].map(([collection, id]) =>
+        store.getRow(accountId, collection as string, id as number).then(
+          (text) => JSON.parse(text),
+          (error: ApiError) => error.detail,
+        ),
+      ),
+    );
+    expect(outcomes).to.deep.equal([
+      { id: 1, n: 1 },
+      'There is no collection named other.',
+      'There is no row 3 in collection notes.',
+      { id: 2 },
+      { id: 1, n: 1 },
+    ]);
+  });
+
   it('tell a missing row from a missing collection', async () => {
     const details: string[] = [];
     for (const collection of ['notes', 'other']) {
