@@ -15,21 +15,32 @@ export interface Page {
 
 /**
  * The query of one page of the account's collection `name`, as plain SQL with `?` placeholders and
- * its values; it answers `{ id, data }` rows. The collection is found by account and name in the same
- * statement: a page of a collection that does not exist is empty. Its SQL depends only on the backend,
- * the direction and how the field is read, so a prepared statement serves every field name.
+ * its values. It answers one row, `{ n, json }`: how many rows the page has, and their JSON texts in
+ * order, joined by commas (null for none), made in the database as rows.ts's rowJson() makes them: the
+ * driver hands back one string, not an object per row. The collection is found by account and name
+ * in the same statement: a page of a collection that does not exist is empty. Its SQL depends only on
+ * the backend, the direction and how the field is read, so a prepared statement serves every field name.
  */
 export function orderedRowsQuery(dialect: 'sqlite' | 'postgres', accountId: number, name: string, page: Page) {
   const dir = page.order === 'desc' ? 'desc' : 'asc';
   const collection = 'collection_id = (select id from collections where account_id = ? and name = ?)';
-  const { sql, bindings } =
+  const { rows, order, bindings } =
     page.orderBy === 'id'
-      ? { sql: `select id, data from rows where ${collection} order by id ${dir}`, bindings: [] }
+      ? { rows: `select id, data from rows where ${collection}`, order: `id ${dir}`, bindings: [] }
       : dialect === 'postgres'
         ? postgres(page.orderBy, dir, collection)
         : sqlite(page.orderBy, dir, collection);
-  return { sql: `${sql} limit ? offset ?`, params: [...bindings, accountId, name, page.limit, page.offset] };
+  // Both keep the order asked for: SQLite's group_concat has taken ORDER BY since 3.44.
+  const joined = dialect === 'sqlite' ? 'group_concat' : 'string_agg';
+  return {
+    sql: `select count(*) as n, ${joined}(${rowJsonSql}, ',' order by ${order}) as json
+      from (select * from (${rows}) r order by ${order} limit ? offset ?) r`,
+    params: [...bindings, accountId, name, page.limit, page.offset],
+  };
 }
+
+/** A row's JSON text from its columns `id` and `data`, as rows.ts's rowJson() makes it. */
+export const rowJsonSql = `'{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end`;
 
 /** Names a SQLite JSON path label `$."…"` can spell: no quote, backslash or control character. */
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it looks for.
@@ -52,8 +63,8 @@ export function sqliteField(field: string) {
 function sqlite(field: string, dir: Direction, collection: string) {
   const { type, value, key } = sqliteField(field);
   return {
-    sql: `select id, data from (select id, data, ${type} as t, ${value} as v from rows where ${collection})
-      order by (t is null or t = 'null'),
+    rows: `select id, data, ${type} as t, ${value} as v from rows where ${collection}`,
+    order: `(t is null or t = 'null'),
         case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3 else 4 end ${dir},
         case when t in ('object', 'array') then null else v end ${dir},
         id ${dir}`,
@@ -76,8 +87,8 @@ function postgres(field: string, dir: Direction, collection: string) {
   const j = 'j';
   const { value, bindings } = postgresField(field);
   return {
-    sql: `select id, data from (select id, data, ${value} as ${j} from rows where ${collection}) r
-      order by (jsonb_typeof(${j}) is null or jsonb_typeof(${j}) = 'null'),
+    rows: `select id, data, ${value} as ${j} from rows where ${collection}`,
+    order: `(jsonb_typeof(${j}) is null or jsonb_typeof(${j}) = 'null'),
         case jsonb_typeof(${j}) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 else 4 end ${dir},
         case when jsonb_typeof(${j}) = 'number' then (${j})::numeric end ${dir},
         case when jsonb_typeof(${j}) = 'string' then (${j} #>> '{}') collate "C" end ${dir},

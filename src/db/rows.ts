@@ -34,8 +34,7 @@ const rowJson = (id: number | string, data: string) => (data === '{}' ? `{"id":$
 const eventRow = (id: number, data: string): EventRow => ({ id, json: rowJson(id, data) });
 /** JSON text of a value of type T. */
 export type Json<T> = string & { readonly json?: T };
-const pageJson = (rows: StoredRow[]): Json<Row[]> => `[${rows.map((row) => rowJson(Number(row.id), row.data)).join(',')}]`;
-/** Rows of a page as sortedPageQuery answers them: how many, and their JSON texts joined by commas (null for none). */
+/** Rows of a page as orderedRowsQuery and sortedPageQuery answer them: how many, and their JSON texts joined by commas (null for none). */
 type PagePart = { n: number | string; json: string | null };
 /** A page made of its parts, in order, and how many rows it has. */
 function joinParts(parts: PagePart[]): { count: number; json: Json<Row[]> } {
@@ -157,9 +156,10 @@ export async function listRows(knex: Knex, accountId: number, collection: string
     if (slot >= 0) return (await sortedPage(knex, Number(found.id), slot, page)).json;
   }
   const { sql, params } = orderedRowsQuery(sqlite ? 'sqlite' : 'postgres', accountId, collection, page);
-  const rows = await read(sql, params);
-  if (rows.length === 0) await collectionId(knex, accountId, collection);
-  return pageJson(rows);
+  const [part] = await read<PagePart>(sql, params);
+  const { count, json } = joinParts([part]);
+  if (count === 0) await collectionId(knex, accountId, collection);
+  return json;
 }
 
 /**

@@ -17,7 +17,7 @@
 import type { Knex } from 'knex';
 import type { DatabaseParams } from './changes.ts';
 import { advance } from './collections.ts';
-import { type Direction, postgresField, sqliteField } from './ordering.ts';
+import { type Direction, postgresField, rowJsonSql, sqliteField } from './ordering.ts';
 import { query, together, type WriteTx } from './query.ts';
 
 /** Collections remembered at most; the least recently remembered is forgotten first. */
@@ -160,11 +160,10 @@ export function sortedPageQuery(
 ) {
   const dir = order === 'desc' ? 'desc' : 'asc';
   const by = (k: string) => `${k}rank ${dir}, ${k}num ${dir}, ${k}str ${dir}, ${k}row_id ${dir}`;
-  const row = `'{"id":' || r.id || case r.data when '{}' then '}' else ',' || substr(r.data, 2) end`;
   // Both keep the order asked for: SQLite's group_concat has taken ORDER BY since 3.44.
   const joined = dialect === 'sqlite' ? 'group_concat' : 'string_agg';
   return {
-    sql: `select count(*) as n, ${joined}(${row}, ',' order by ${by('k.')}) as json
+    sql: `select count(*) as n, ${joined}(${rowJsonSql}, ',' order by ${by('k.')}) as json
       from (select rank, num, str, row_id from sort_keys where collection_id = ? and slot = ? ${ranks[range]}
         order by ${by('')} limit ? offset ?) k
       join rows r on r.collection_id = ? and r.id = k.row_id`,
