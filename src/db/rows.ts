@@ -5,6 +5,7 @@ import { announceChange, announceCommitted, type DatabaseParams, notifyParams } 
 import { advance, collectionId, collectionIdQuery, collectionNotFound } from './collections.ts';
 import { appendEvents, type EventRow } from './events.ts';
 import { insertBatchSqlite, insertEventsSqlite } from './insert.ts';
+import { mergedInsert } from './merged-inserts.ts';
 import { orderedRowsQuery, type Page } from './ordering.ts';
 import { query, queryAlone } from './query.ts';
 import {
@@ -71,16 +72,20 @@ async function insertInTransaction(knex: Knex, accountId: number, collection: st
 
 /**
  * PostgreSQL: the whole write in one statement, which commits on its own: the collection's row is
- * held for PostgreSQL's work alone, with no round trip to Node in between. Answers the first id.
+ * held for PostgreSQL's work alone, with no round trip to Node in between. Merged with the other
+ * inserts into the collection waiting their turn in this process (merged-inserts.ts). Answers the
+ * first id.
  */
-async function insertInOneStatement(knex: Knex, accountId: number, collection: string, texts: string[]): Promise<number> {
-  // JSON.stringify's output never holds a line feed (it escapes every control character), so the
-  // lines of one string are the rows: one parameter, where an array would be escaped item by item.
-  const params = [accountId, collection, texts.length, texts.join('\n'), ...notifyParams(knex)];
-  const [written] = await queryAlone<{ id: number; first_id: number | string }>(knex, insertBatchSql, params);
-  if (!written) throw collectionNotFound(collection);
-  announceCommitted(knex, Number(written.id));
-  return Number(written.first_id);
+function insertInOneStatement(knex: Knex, accountId: number, collection: string, texts: string[]): Promise<number> {
+  return mergedInsert(knex, `${accountId}/${collection}`, texts, async (rows) => {
+    // JSON.stringify's output never holds a line feed (it escapes every control character), so the
+    // lines of one string are the rows: one parameter, where an array would be escaped item by item.
+    const params = [accountId, collection, rows.length, rows.join('\n'), ...notifyParams(knex)];
+    const [written] = await queryAlone<{ id: number; first_id: number | string }>(knex, insertBatchSql, params);
+    if (!written) throw collectionNotFound(collection);
+    announceCommitted(knex, Number(written.id));
+    return Number(written.first_id);
+  });
 }
 
 /**
