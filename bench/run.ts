@@ -2,7 +2,7 @@
 //
 //   1. a fresh SQLite file in a temp folder; a plan without a rate and a key, made with bin/rowbase;
 //   2. `rowbase serve` seeds it over HTTP, then stops; the file is copied for the other servers;
-//   3. five servers: rowbase, rowbase with metering off, baseline (a) from memory, baseline (b) sqlite3,
+//   3. six servers: rowbase, rowbase with metering on and off (each on a copy), baseline (a) from memory, baseline (b) sqlite3,
 //      and rowbase for the feed's fanout; and, when a PostgreSQL server answers, rowbase on a database
 //      made for the run (dropped at the end);
 //   4. every round measures each workload right after its baseline, so that machine drift hits both;
@@ -63,7 +63,9 @@ import { httpWorkloads, type LoadJob, type ServerName } from './workloads.ts';
 const afterMemory = (workload: string) => [{ workload: 'baseline-memory' }, { workload, ratioTo: 'baseline-memory' }];
 const schedule: { workload: string; ratioTo?: string; lastRoundOnly?: boolean }[] = [
   ...afterMemory('get-row'),
-  // Right after get-row: metering's cost is the ratio of these two, both rowbase, side by side.
+  // Metering's cost is the ratio of these two: rowbase with metering on and off, side by side, each on
+  // a copy of the seeded file that serves nothing else (the rowbase above serves every write workload).
+  { workload: 'get-row-metering-on', ratioTo: 'baseline-memory' },
   { workload: 'get-row-metering-off', ratioTo: 'baseline-memory' },
   ...afterMemory('baseline-sqlite'),
   ...afterMemory('list'),
@@ -100,6 +102,7 @@ const startedAt = new Date();
 const work = await mkdtemp(join(os.tmpdir(), 'rowbase-bench-'));
 const files = {
   rowbase: join(work, 'rowbase.sqlite'),
+  meteringOn: join(work, 'metering-on.sqlite'),
   meteringOff: join(work, 'metering-off.sqlite'),
   baseline: join(work, 'baseline.sqlite'),
   feed: join(work, 'feed.sqlite'),
@@ -136,10 +139,11 @@ async function main(): Promise<void> {
   say(`open files: ulimit -n ${openFiles.soft} (hard ${openFiles.hard})`);
   const key = await createKey(`sqlite:${files.rowbase}`);
   const seedSeconds = await seed(key);
-  for (const copy of [files.meteringOff, files.baseline, files.feed, files.idle]) copyDatabase(files.rowbase, copy);
+  for (const copy of [files.meteringOn, files.meteringOff, files.baseline, files.feed, files.idle]) copyDatabase(files.rowbase, copy);
 
-  const [rowbase, meteringOff, memory, sqlite, feed, rowbasePostgres] = await Promise.all([
+  const [rowbase, meteringOn, meteringOff, memory, sqlite, feed, rowbasePostgres] = await Promise.all([
     serveRowbase(`sqlite:${files.rowbase}`, 'on'),
+    serveRowbase(`sqlite:${files.meteringOn}`, 'on'),
     serveRowbase(`sqlite:${files.meteringOff}`, 'off'),
     startServer('bench/baseline-memory.ts', [String(settings.rows)], 'baseline-memory is listening'),
     startServer('bench/baseline-sqlite.ts', ['serve', files.baseline], 'baseline-sqlite is listening'),
@@ -147,7 +151,13 @@ async function main(): Promise<void> {
     startPostgres(),
   ]);
   await createCollections(feed.url, key, [fanoutCollection]);
-  const servers: Partial<Record<ServerName, Started>> = { rowbase, 'rowbase-metering-off': meteringOff, memory, sqlite };
+  const servers: Partial<Record<ServerName, Started>> = {
+    rowbase,
+    'rowbase-metering-on': meteringOn,
+    'rowbase-metering-off': meteringOff,
+    memory,
+    sqlite,
+  };
   if (rowbasePostgres) servers['rowbase-postgres'] = rowbasePostgres;
   const keyFor = (server: ServerName) => (server === 'rowbase-postgres' ? postgres.key! : key);
   /** Every rowbase that served, for what it logged and its peak memory: the idle-sockets one joins when it runs. */
@@ -182,6 +192,9 @@ async function main(): Promise<void> {
       );
     }
     say(`peak RSS of rowbase: ${Math.round((serverPeakRssKb.rowbase ?? 0) / 1024)} MB`);
+    if (['get-row-metering-on', 'get-row-metering-off'].every((workload) => settings.only?.includes(workload))) {
+      say(`metering costs ${(meteringCost(measurements) * 100).toFixed(1)}% of get-row`);
+    }
     if (!settings.profile) return;
     for (const workload of settings.only) {
       const { areas, functions } = await profile(workload, key);

@@ -5,7 +5,7 @@ import { batchOf, benchRow, collections } from './seed.ts';
 import type { Settings } from './settings.ts';
 
 /** The processes a workload can be aimed at (see run.ts). */
-export type ServerName = 'memory' | 'sqlite' | 'rowbase' | 'rowbase-metering-off' | 'rowbase-postgres';
+export type ServerName = 'memory' | 'sqlite' | 'rowbase' | 'rowbase-metering-on' | 'rowbase-metering-off' | 'rowbase-postgres';
 
 /** What the orchestrator hands one load worker, as JSON in its first argument. */
 export interface LoadJob {
@@ -68,6 +68,7 @@ export const httpWorkloads: Record<string, HttpWorkload> = {
   /** Baseline (b): node:http reading the row through the sqlite3 driver, one prepared statement. */
   'baseline-sqlite': { server: 'sqlite', rowsPerRequest: one, requests: getRandomRow },
   'get-row': { server: 'rowbase', rowsPerRequest: one, requests: getRandomRow },
+  'get-row-metering-on': { server: 'rowbase-metering-on', rowsPerRequest: one, requests: getRandomRow },
   'get-row-metering-off': { server: 'rowbase-metering-off', rowsPerRequest: one, requests: getRandomRow },
   list: { server: 'rowbase', rowsPerRequest: (s) => s.pageSize, requests: listPage(() => 0) },
   'list-deep': { server: 'rowbase', rowsPerRequest: (s) => s.pageSize, requests: listPage((s) => s.deepOffset) },
