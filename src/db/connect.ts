@@ -104,13 +104,14 @@ function knexConfig(url: string): Knex.Config {
         min: 1,
         max: 1,
         // WAL lets readers run beside the writer; synchronous=NORMAL in WAL mode keeps every committed
-        // transaction through a crash of the process (kill -9), though not through a power cut.
+        // transaction through a crash of the process (kill -9), though not through a power cut. The
+        // writer leaves checkpoints to a connection of their own (sqlite-statements.ts, CHECKPOINT_MS).
         afterCreate: (
           connection: { exec(sql: string, done: (error: Error | null) => void): void },
           done: (error: Error | null, connection: unknown) => void,
         ) =>
           connection.exec(
-            'PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON;',
+            'PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON; PRAGMA wal_autocheckpoint = 0;',
             (error) => done(error, connection),
           ),
       },

@@ -32,6 +32,17 @@ const MAX_STATEMENTS = 64;
 const ROW_READ_COPIES = 4;
 const PAGE_READ_COPIES = 2;
 
+/**
+ * How often the WAL is checkpointed (its pages copied into the database file), on a connection of its
+ * own. Knex's writer connection never does it (`wal_autocheckpoint = 0`, connect.ts): done there, as
+ * SQLite does by default every 1,000 pages, the copy and its fsync fell on whichever write committed
+ * then, while every other write waited. Groups of ten random patches with their re-keys, 3,000 of
+ * them: commit 680 → 320 µs, a group 1.54 → 1.15 ms, CPU 1.38 → 1.23 ms (a microbenchmark of the driver alone).
+ * A passive checkpoint waits for nothing: it copies what no reader still needs, and the next writer
+ * starts the WAL over once all of it is copied.
+ */
+const CHECKPOINT_MS = 200;
+
 /** One prepared statement, and how many runs of it are under way. */
 interface Copy {
   statement: Promise<sqlite3.Statement>;
@@ -148,9 +159,20 @@ export class SqliteStatements {
   private snapshots: Promise<unknown> = Promise.resolve();
   private readonly merged = new Map<string, MergedReads>();
   private closed = false;
+  private readonly checkpoints: NodeJS.Timeout;
+  /** The checkpoints' connection, read-write, opened on the first; and the checkpoint under way. */
+  private checkpointer?: Promise<sqlite3.Database>;
+  private checkpointing?: Promise<void>;
 
   /** `filename`: the database Knex has opened and migrated (so it is in WAL mode already). */
-  constructor(private readonly filename: string) {}
+  constructor(private readonly filename: string) {
+    this.checkpoints = setInterval(() => {
+      this.checkpointing ??= this.checkpoint().finally(() => {
+        this.checkpointing = undefined;
+      });
+    }, CHECKPOINT_MS);
+    this.checkpoints.unref();
+  }
 
   /**
    * Runs `sql` on the read-only connection of its `kind` (opened on its first read). Never for a read
@@ -233,9 +255,31 @@ export class SqliteStatements {
     return cache.all<T>(sql, params);
   }
 
+  /**
+   * Copies what it can of the WAL into the database file. A failure (the file gone, say) is left for
+   * the next one to meet again: writes never wait for a checkpoint, and a WAL that grows meanwhile is
+   * only a larger file.
+   */
+  private async checkpoint(): Promise<void> {
+    this.checkpointer ??= new Promise((resolve, reject) => {
+      const db = new sqlite3.Database(this.filename, (error) => (error ? reject(error) : resolve(db)));
+    });
+    const db = await this.checkpointer.catch(() => undefined);
+    if (!db) {
+      this.checkpointer = undefined;
+      return;
+    }
+    await new Promise<void>((resolve) => db.all('pragma wal_checkpoint(passive)', () => resolve()));
+  }
+
   /** Finalizes every statement and closes the readers; Knex closes its own connection after this. */
   async close(): Promise<void> {
     this.closed = true;
+    clearInterval(this.checkpoints);
+    await this.checkpointing;
+    const checkpointer = await this.checkpointer?.catch(() => undefined);
+    this.checkpointer = undefined;
+    await new Promise<void>((resolve) => (checkpointer ? checkpointer.close(() => resolve()) : resolve()));
     await Promise.all([...this.writers.values()].map((cache) => cache.finalize()));
     this.writers.clear();
     const readers = [...this.readers.values()];

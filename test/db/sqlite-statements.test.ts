@@ -1,12 +1,13 @@
 // The hot statements on SQLite (src/db/sqlite-statements.ts): prepared once per connection, reads on a
 // read-only connection of their own beside Knex's writer.
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { openStore, type Store } from '../../src/db/store.ts';
 import { ApiError } from '../../src/errors.ts';
+import { pollUntil } from '../support/process.ts';
 
 describe('SQLite hot statements', () => {
   let dir: string;
@@ -150,5 +151,21 @@ describe('SQLite hot statements', () => {
     let failure: unknown;
     await store.getRow(accountId, 'notes', 1).catch((error) => (failure = error));
     expect(failure).to.be.instanceOf(ApiError).and.to.include({ code: 'unavailable', status: 503 });
+  });
+
+  it('checkpoint the WAL on a connection of their own: the database file takes the writes, though the writer never checkpoints', async () => {
+    const file = join(dir, 'rowbase.sqlite');
+    const [{ wal_autocheckpoint }] = await store.db.knex.raw('pragma wal_autocheckpoint');
+    expect(wal_autocheckpoint).to.equal(0);
+    const before = statSync(file).size;
+    const text = 'x'.repeat(1000);
+    await store.insertRows(
+      accountId,
+      'notes',
+      Array.from({ length: 500 }, (_, n) => ({ n, text })),
+    );
+    // 500 KB of rows and as much of events went to the WAL; only a checkpoint copies them into the file.
+    await pollUntil(async () => statSync(file).size > before + 500_000, 5000);
+    expect(statSync(file).size).to.be.greaterThan(before + 500_000);
   });
 });

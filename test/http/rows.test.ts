@@ -200,7 +200,10 @@ describeEachBackend('rows', (backend) => {
     });
 
     it('reads a ? inside a query value as part of it, sent as is or encoded', async () => {
-      const name = await collectionWith([{ 'a?b': 2, ab: 1 }, { 'a?b': 1, ab: 2 }]);
+      const name = await collectionWith([
+        { 'a?b': 2, ab: 1 },
+        { 'a?b': 1, ab: 2 },
+      ]);
       expect((await list(name, '?order_by=a?b')).map((r) => r.id)).to.deep.equal([2, 1]);
       expect((await list(name, '?order_by=a%3Fb')).map((r) => r.id)).to.deep.equal([2, 1]);
       expect((await list(name, '?order_by=ab')).map((r) => r.id)).to.deep.equal([1, 2]);
