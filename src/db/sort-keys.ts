@@ -44,24 +44,14 @@ export class KnownIndexes {
   }
 }
 
-/** Writes the keys of the stored rows `fromId`..`toId` for every field in `fields` (by slot; undefined skips one). */
-export async function writeSortKeys(
-  trx: WriteTx,
-  collectionId: number,
-  fields: (string | undefined)[],
-  fromId: number,
-  toId: number,
-): Promise<void> {
-  const postgres = !(trx.userParams as DatabaseParams).sqlite;
-  for (const [slot, field] of fields.entries()) {
-    if (field === undefined) continue;
-    if (postgres) {
-      const { sql, bindings } = postgresKeys(field);
-      await query(trx, sql, [slot, ...bindings, collectionId, fromId, toId]);
-    } else {
-      const { sql, bindings } = sqliteKeys(field, storedRows);
-      await query(trx, sql, [collectionId, slot, ...bindings, collectionId, fromId, toId]);
-    }
+/** Writes the keys of the stored rows `fromId`..`toId` for `field`, in `slot`. */
+export async function writeSortKeys(trx: WriteTx, collectionId: number, slot: number, field: string, fromId: number, toId: number) {
+  if ((trx.userParams as DatabaseParams).sqlite) {
+    const { sql, bindings } = sqliteKeys(field, storedRows);
+    await query(trx, sql, [collectionId, slot, ...bindings, collectionId, fromId, toId]);
+  } else {
+    const { sql, bindings } = postgresKeys(field);
+    await query(trx, sql, [slot, ...bindings, collectionId, fromId, toId]);
   }
 }
 
@@ -129,8 +119,7 @@ export async function makeSortIndex(knex: Knex, accountId: number, name: string,
     const slot = sorted.indexOf(field);
     if (slot >= 0 || sorted.length >= max) return slot;
     await query(trx, 'update collections set sorted = ? where id = ?', [JSON.stringify([...sorted, field]), id]);
-    const fields: (string | undefined)[] = sorted.map(() => undefined);
-    await writeSortKeys(trx, id, [...fields, field], 1, lastRowId);
+    await writeSortKeys(trx, id, sorted.length, field, 1, lastRowId);
     return sorted.length;
   });
 }

@@ -47,14 +47,14 @@ export function writeTransaction<T>(knex: Knex, work: Work<T>): Promise<T> {
 }
 
 /**
- * Runs the write `item` (of `size` rows) atomically, with `work`, and answers its result: on SQLite
- * merged with the writes of the same `key` queued beside it (one call of `work` for all of them), on
- * PostgreSQL alone in a transaction of its own.
+ * SQLite: runs the write `item` (of `size` rows) atomically, with `work`, merged with the writes of the
+ * same `key` queued beside it (one call of `work` for all of them), and answers its result. PostgreSQL
+ * merges its inserts its own way (merged-inserts.ts).
  */
 export function mergedTransaction<I, R>(knex: Knex, key: string, size: number, item: I, work: MergedWork<I, R>): Promise<R> {
   const { writes } = knex.userParams as DatabaseParams;
-  if (writes) return writes.merge(key, size, item, work);
-  return knex.transaction(async (trx) => (await work(trx, [item]))[0]);
+  if (!writes) throw new Error('mergedTransaction() is for SQLite, whose row writes are grouped');
+  return writes.merge(key, size, item, work);
 }
 
 /** SQLite's queue of writes, run in groups on Knex's one connection. */
