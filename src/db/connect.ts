@@ -6,6 +6,7 @@ import { defaults } from '../config.ts';
 import { Changes, type DatabaseParams, type SortIndexLimits } from './changes.ts';
 import { migrationSource } from './migrations.ts';
 import { KnownIndexes } from './sort-keys.ts';
+import { sqliteProcedures } from './sqlite-procedures.ts';
 import { SqliteStatements } from './sqlite-statements.ts';
 import { GroupedWrites } from './writes.ts';
 
@@ -105,13 +106,15 @@ function knexConfig(url: string): Knex.Config {
         max: 1,
         // WAL lets readers run beside the writer; synchronous=NORMAL in WAL mode keeps every committed
         // transaction through a crash of the process (kill -9), though not through a power cut. The
-        // writer leaves checkpoints to a connection of their own (sqlite-statements.ts, CHECKPOINT_MS).
+        // writer leaves checkpoints to a connection of their own (sqlite-statements.ts, CHECKPOINT_MS),
+        // and has the views through which a group of row writes is one statement (sqlite-procedures.ts).
         afterCreate: (
           connection: { exec(sql: string, done: (error: Error | null) => void): void },
           done: (error: Error | null, connection: unknown) => void,
         ) =>
           connection.exec(
-            'PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON; PRAGMA wal_autocheckpoint = 0;',
+            `PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON; PRAGMA wal_autocheckpoint = 0;
+              ${sqliteProcedures}`,
             (error) => done(error, connection),
           ),
       },

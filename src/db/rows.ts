@@ -4,10 +4,9 @@ import { notFound } from '../errors.ts';
 import { announceChange, announceCommitted, type DatabaseParams, notifyParams } from './changes.ts';
 import { advance, collectionId, collectionIdQuery, collectionNotFound } from './collections.ts';
 import { appendEvents, type EventRow } from './events.ts';
-import { insertBatchSqlite, insertEventsSqlite } from './insert.ts';
 import { mergedInsert } from './merged-inserts.ts';
 import { orderedRowsQuery, type Page } from './ordering.ts';
-import { query, queryAlone, together } from './query.ts';
+import { query, queryAlone, together, type WriteTx } from './query.ts';
 import {
   deleteSortKeys,
   type KeyRange,
@@ -15,12 +14,11 @@ import {
   postgresKeyColumns,
   presentCountQuery,
   rekeyPatchedRowPostgres,
-  rekeyRowsSqlite,
   sortedPageQuery,
-  writeBatchKeysSqlite,
 } from './sort-keys.ts';
-import type { ReadKind, SnapshotRead, SqlValue } from './sqlite-statements.ts';
-import { mergedTransaction, writeTransaction } from './writes.ts';
+import { insertSql, patchSql, STALE_ROW } from './sqlite-procedures.ts';
+import type { ReadKind, SnapshotRead, SqliteStatements, SqlValue } from './sqlite-statements.ts';
+import { mergedWrite, writeTransaction } from './writes.ts';
 
 export type Row = components['schemas']['Row'];
 export type Fields = Record<string, unknown>;
@@ -53,29 +51,30 @@ export async function insertRows(knex: Knex, accountId: number, collection: stri
   // commit, and every other writer of the collection waits for it.
   const texts = items.map((fields) => JSON.stringify(fields));
   const { sqlite } = knex.userParams as DatabaseParams;
-  const insert = sqlite ? insertInTransaction : insertInOneStatement;
+  const insert = sqlite ? insertInOneStatementSqlite : insertInOneStatementPostgres;
   const firstId = await insert(knex, accountId, collection, texts);
   return `[${texts.map((data, index) => rowJson(firstId + index, data)).join(',')}]`;
 }
 
 /**
- * SQLite: advance(), the rows and their events, and their sort keys, in a group's transaction, with the
- * rows of other inserts into the collection queued beside it (writes.ts). Answers the first id.
+ * SQLite: the rows, their events and sort keys, and the collection's counters in one statement
+ * (sqlite-procedures.ts), with the rows of other inserts into the collection queued beside it
+ * (writes.ts). Answers the first id.
  */
-async function insertInTransaction(knex: Knex, accountId: number, collection: string, rows: string[]): Promise<number> {
-  return mergedTransaction(knex, `insert/${accountId}/${collection}`, rows.length, rows, async (trx, batches: string[][]) => {
+async function insertInOneStatementSqlite(knex: Knex, accountId: number, collection: string, rows: string[]): Promise<number> {
+  return mergedWrite(knex, `insert/${accountId}/${collection}`, rows.length, rows, async (trx, batches: string[][]) => {
     const texts = batches.flat();
-    const { id, lastRowId, lastSeq, sorted } = await advance(trx, accountId, collection, texts.length, texts.length, texts.length);
-    const firstId = lastRowId - texts.length + 1;
-    const batch = JSON.stringify(texts);
-    await together(
-      insertBatchSqlite(trx, id, firstId, lastSeq - texts.length + 1, batch, new Date().toISOString()),
-      writeBatchKeysSqlite(trx, id, sorted, firstId, batch),
-    );
-    await announceChange(trx, id);
+    const params = [accountId, collection, texts.length, JSON.stringify(texts), new Date().toISOString()];
+    const [written] = await query<{ id: number | null; last_row_id: number }>(trx, insertSql, params);
+    if (written.id === null) throw collectionNotFound(collection);
+    await announceChange(trx, written.id);
     // Each request's first id: its rows follow those of the requests before it.
     const firsts: number[] = [];
-    for (let next = firstId, index = 0; index < batches.length; next += batches[index].length, index++) firsts.push(next);
+    let next = written.last_row_id - texts.length + 1;
+    for (const batch of batches) {
+      firsts.push(next);
+      next += batch.length;
+    }
     return firsts;
   });
 }
@@ -86,7 +85,7 @@ async function insertInTransaction(knex: Knex, accountId: number, collection: st
  * inserts into the collection waiting their turn in this process (merged-inserts.ts). Answers the
  * first id.
  */
-function insertInOneStatement(knex: Knex, accountId: number, collection: string, texts: string[]): Promise<number> {
+function insertInOneStatementPostgres(knex: Knex, accountId: number, collection: string, texts: string[]): Promise<number> {
   return mergedInsert(knex, `${accountId}/${collection}`, texts, async (rows) => {
     // JSON.stringify's output never holds a line feed (it escapes every control character), so the
     // lines of one string are the rows: one parameter, where an array would be escaped item by item.
@@ -225,15 +224,21 @@ const patchedRowsSql = `select r.id, r.data from rows r join collections c on c.
   where c.account_id = ? and c.name = ? and r.id in (select value from json_each(?))`;
 const deleteSql = 'delete from rows where collection_id = ? and id = ? returning data';
 
+/**
+ * SQLite: the row's stored text, read with the other row reads under way (readMerged); 404 for a
+ * missing row or collection.
+ */
+async function storedText(sqlite: SqliteStatements, accountId: number, collection: string, rowId: number): Promise<string> {
+  const [row] = await sqlite.readMerged<{ data: string }>(rowsSql, [accountId, collection, rowId]);
+  if (row) return row.data;
+  const [found] = await sqlite.read(collectionSql, [accountId, collection]);
+  throw found ? rowNotFound(collection, rowId) : collectionNotFound(collection);
+}
+
 /** The row as JSON text, found with its collection in one statement; 404 for a missing row or collection. */
 export async function getRow(knex: Knex, accountId: number, collection: string, rowId: number): Promise<Json<Row>> {
   const { sqlite } = knex.userParams as DatabaseParams;
-  if (sqlite) {
-    const [row] = await sqlite.readMerged<{ data: string }>(rowsSql, [accountId, collection, rowId]);
-    if (row) return rowJson(rowId, row.data);
-    const [found] = await sqlite.read(collectionSql, [accountId, collection]);
-    throw found ? rowNotFound(collection, rowId) : collectionNotFound(collection);
-  }
+  if (sqlite) return rowJson(rowId, await storedText(sqlite, accountId, collection, rowId));
   const row = await knex('rows')
     .where({ collection_id: collectionIdQuery(knex, accountId, collection), id: rowId })
     .first('data');
@@ -244,11 +249,11 @@ export async function getRow(knex: Knex, accountId: number, collection: string, 
 
 /**
  * Top-level merge: each given field replaces the old value whole. Emits one update event; answers the
- * row as JSON text. On SQLite merged with the patches queued beside it (patchInTransaction); on
+ * row as JSON text. On SQLite merged with the patches queued beside it (patchSqlite); on
  * PostgreSQL a transaction of its own.
  */
 export async function updateRow(knex: Knex, accountId: number, collection: string, rowId: number, patch: Fields): Promise<Json<Row>> {
-  if ((knex.userParams as DatabaseParams).sqlite) return patchInTransaction(knex, accountId, collection, rowId, patch);
+  if ((knex.userParams as DatabaseParams).sqlite) return patchSqlite(knex, accountId, collection, rowId, patch);
   return knex.transaction(async (trx) => {
     const { id, lastSeq, sorted, current } = await advance(trx, accountId, collection, 1, 0, 0, rowId);
     if (!current) throw rowNotFound(collection, rowId);
@@ -264,43 +269,60 @@ export async function updateRow(knex: Knex, accountId: number, collection: strin
 }
 
 /**
- * SQLite: a patch, merged with the other patches of the collection queued beside it (writes.ts): one
- * read of their rows, the patches applied in the order they came (two of one row, one after the
- * other), one update, one insert of their events, their sort keys. Answers the patched row's text.
+ * SQLite: the patch is made from the row's text as read (with the other row reads under way), then
+ * written in one statement with the other patches of the collection queued beside it (writes.ts,
+ * writePatches()), on condition that the row still has that text.
  */
-async function patchInTransaction(knex: Knex, accountId: number, collection: string, rowId: number, patch: Fields): Promise<Json<Row>> {
-  type Patch = { rowId: number; patch: Fields };
-  return mergedTransaction(knex, `patch/${accountId}/${collection}`, 1, { rowId, patch }, async (trx, patches: Patch[]) => {
-    const ids = JSON.stringify([...new Set(patches.map((each) => each.rowId))]);
-    // The rows are found by their collection's name, not by advance()'s id: the two run side by side.
-    const [{ id, lastSeq, sorted }, stored] = await together(
-      advance(trx, accountId, collection, patches.length),
-      query<StoredRow>(trx, patchedRowsSql, [accountId, collection, ids]),
-    );
-    const texts = new Map(stored.map((row) => [Number(row.id), row.data]));
-    const events: [number, string][] = patches.map((each) => {
-      const current = texts.get(each.rowId);
-      if (current === undefined) throw rowNotFound(collection, each.rowId);
-      const data = JSON.stringify({ ...JSON.parse(current), ...each.patch });
-      texts.set(each.rowId, data);
-      return [each.rowId, rowJson(each.rowId, data)];
+async function patchSqlite(knex: Knex, accountId: number, collection: string, rowId: number, patch: Fields): Promise<Json<Row>> {
+  const { sqlite } = knex.userParams as DatabaseParams;
+  const read = await storedText(sqlite!, accountId, collection, rowId);
+  return mergedWrite(knex, `patch/${accountId}/${collection}`, 1, { rowId, patch, read }, (trx, patches: Patch[]) =>
+    writePatches(trx, accountId, collection, patches),
+  );
+}
+
+/** A patch of row `rowId`, and the row's text it was read with. */
+type Patch = { rowId: number; patch: Fields; read: string };
+
+/**
+ * SQLite: patches applied in the order they came (two of one row, one after the other) to the texts
+ * they were read with, then written as one statement: the rows, one update event per patch, their
+ * sort keys (sqlite-procedures.ts). The statement writes nothing if a row has changed since it was
+ * read: then the rows are read again on the writer's connection, where only another process can
+ * write meanwhile, and the patches made and written once more. Answers each patched row's text.
+ */
+async function writePatches(trx: WriteTx, accountId: number, collection: string, patches: Patch[]): Promise<Json<Row>[]> {
+  const texts = new Map<number, string>();
+  for (const { rowId, read } of patches) if (!texts.has(rowId)) texts.set(rowId, read);
+  for (let attempt = 1; ; attempt++) {
+    const patched = new Map(texts);
+    const events = patches.map(({ rowId, patch }): [number, string] => {
+      const data = JSON.stringify({ ...JSON.parse(patched.get(rowId)!), ...patch });
+      patched.set(rowId, data);
+      return [rowId, data];
     });
-    const patched = JSON.stringify([...texts]);
-    const moved = sorted.map((field) => (patches.some((each) => Object.hasOwn(each.patch, field)) ? field : undefined));
-    await together(
-      // Found by primary key (an UPDATE … FROM would scan the collection): `?1` is [[id, text], …].
-      query(
-        trx,
-        `update rows set data = (select json_extract(value, '$[1]') from json_each(?1) where json_extract(value, '$[0]') = rows.id)
-          where collection_id = ?2 and id in (select json_extract(value, '$[0]') from json_each(?1))`,
-        [patched, id],
-      ),
-      rekeyRowsSqlite(trx, id, moved, patched),
-      insertEventsSqlite(trx, id, lastSeq - patches.length + 1, 'update', events, new Date().toISOString()),
-    );
-    await announceChange(trx, id);
-    return events.map(([, json]) => json);
-  });
+    const rows = JSON.stringify([...texts].map(([id, read]) => [id, read, patched.get(id)]));
+    try {
+      const [{ id }] = await query<{ id: number }>(trx, patchSql, [
+        accountId,
+        collection,
+        rows,
+        JSON.stringify(events),
+        new Date().toISOString(),
+      ]);
+      await announceChange(trx, id);
+      return events.map(([rowId, data]) => rowJson(rowId, data));
+    } catch (error) {
+      if (attempt > 1 || !(error as Error).message?.includes(STALE_ROW)) throw error;
+    }
+    const stored = await query<StoredRow>(trx, patchedRowsSql, [accountId, collection, JSON.stringify([...texts.keys()])]);
+    for (const row of stored) texts.set(Number(row.id), row.data);
+    const missing = [...texts.keys()].find((rowId) => !stored.some((row) => Number(row.id) === rowId));
+    if (missing !== undefined) {
+      const [found] = await query(trx, collectionSql, [accountId, collection]);
+      throw found ? rowNotFound(collection, missing) : collectionNotFound(collection);
+    }
+  }
 }
 
 /** Deletes the row and emits one delete event carrying the row as it was. */

@@ -18,7 +18,7 @@ import type { Knex } from 'knex';
 import type { DatabaseParams } from './changes.ts';
 import { advance } from './collections.ts';
 import { type Direction, postgresField, rowJsonSql, sqliteField } from './ordering.ts';
-import { query, together, type WriteTx } from './query.ts';
+import { query, type WriteTx } from './query.ts';
 
 /** Collections remembered at most; the least recently remembered is forgotten first. */
 const MAX_KNOWN = 10_000;
@@ -47,41 +47,12 @@ export class KnownIndexes {
 /** Writes the keys of the stored rows `fromId`..`toId` for `field`, in `slot`. */
 export async function writeSortKeys(trx: WriteTx, collectionId: number, slot: number, field: string, fromId: number, toId: number) {
   if ((trx.userParams as DatabaseParams).sqlite) {
-    const { sql, bindings } = sqliteKeys(field, storedRows);
+    const { sql, bindings } = sqliteKeys(field);
     await query(trx, sql, [collectionId, slot, ...bindings, collectionId, fromId, toId]);
   } else {
     const { sql, bindings } = postgresKeys(field);
     await query(trx, sql, [slot, ...bindings, collectionId, fromId, toId]);
   }
-}
-
-/**
- * SQLite: writes the keys of a batch of new rows for every field in `fields` (by slot), from the rows'
- * texts as insertBatchSqlite() binds them (`batch`, one JSON array; row `i` takes id `firstId + i`):
- * it reads nothing the rows' own insert writes, so it may run beside it.
- */
-export async function writeBatchKeysSqlite(trx: WriteTx, collectionId: number, fields: string[], firstId: number, batch: string) {
-  await together(
-    ...fields.map((field, slot) => {
-      const { sql, bindings } = sqliteKeys(field, batchRows);
-      return query(trx, sql, [collectionId, slot, ...bindings, firstId, batch]);
-    }),
-  );
-}
-
-/**
- * SQLite: replaces the keys of patched rows for every field in `fields` (by slot; undefined skips one),
- * from their new texts, `rows`: one JSON array of [id, text] pairs, as their update binds it. It reads
- * nothing the update writes, so it may run beside it.
- */
-export async function rekeyRowsSqlite(trx: WriteTx, collectionId: number, fields: (string | undefined)[], rows: string) {
-  await together(
-    ...fields.flatMap((field, slot) => {
-      if (field === undefined) return [];
-      const { sql, bindings } = sqliteKeys(field, pairRows, replaceKey);
-      return [query(trx, sql, [collectionId, slot, ...bindings, rows])];
-    }),
-  );
 }
 
 /** Deletes a row's keys, of every slot. */
@@ -92,7 +63,7 @@ export async function deleteSortKeys(trx: WriteTx, collectionId: number, rowId: 
 /**
  * PostgreSQL: re-keys a patched row from its new text `data`, replacing its keys in place: only the
  * indexed fields the patch gave can have moved. Reads nothing of the row, so it may run beside its
- * update. (SQLite re-keys the rows of a group of patches at once: rekeyRowsSqlite.)
+ * update. (SQLite re-keys the rows of a group of patches at once: sqlite-procedures.ts.)
  */
 export async function rekeyPatchedRowPostgres(
   trx: WriteTx,
@@ -167,35 +138,26 @@ export const presentCountQuery = (collectionId: number, slot: number) => ({
 });
 
 /** SQLite: the key columns (rank, num, str) from `t`, json_type's answer, and `v`, json_extract's. */
-const sqliteKeyColumns = `case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
+export const sqliteKeyColumns = `case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
       when 'object' then 4 when 'array' then 4 else 5 end,
     case when t in ('integer', 'real', 'true', 'false') then v end,
     case when t = 'text' then v end`;
 
-/** Both backends: a row's key replaces the one it had (INSERT … SELECT … WHERE true: SQLite's upsert needs the WHERE). */
+/** PostgreSQL: a row's key replaces the one it had. */
 const replaceKey =
   'where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str';
 
-// Where SQLite's keys are read from: a table of `(id, data)` named `rows` (sqliteField()'s expressions
-// read `rows.data`), with its bindings last.
-/** Stored rows: params the collection's id, the first id and the last. */
-const storedRows = '(select id, data from rows where collection_id = ? and id between ? and ?) rows';
-/** A batch's texts, bound as one JSON array; row `i` takes id `? + i`: params the first id, the array. */
-const batchRows = '(select ? + key as id, value as data from json_each(?)) rows';
-/** Rows bound as one JSON array of [id, text] pairs: params the array. */
-const pairRows = "(select json_extract(value, '$[0]') as id, json_extract(value, '$[1]') as data from json_each(?)) rows";
-
 /**
- * SQLite: the keys of the rows that `rows` reads (storedRows, batchRows or pairRows), from json_type and
- * json_extract, inserted, or with `onConflict` replacing the keys they had. Params: the collection's
- * id, the slot, these bindings, then those of `rows`.
+ * SQLite: the keys of the stored rows of a range of ids, from json_type and json_extract (sqliteField()'s
+ * expressions read `rows.data`). Params: the collection's id, the slot, these bindings, then the
+ * collection's id, the first id and the last. (New and patched rows get theirs in sqlite-procedures.ts.)
  */
-function sqliteKeys(field: string, rows: string, onConflict = '') {
+function sqliteKeys(field: string) {
   const { type, value, key } = sqliteField(field);
   return {
     sql: `insert into sort_keys (collection_id, slot, row_id, rank, num, str)
       select ?, ?, id, ${sqliteKeyColumns}
-      from (select id, ${type} as t, ${value} as v from ${rows}) ${onConflict}`,
+      from (select id, ${type} as t, ${value} as v from rows where collection_id = ? and id between ? and ?) rows`,
     bindings: [key, key],
   };
 }

@@ -1,21 +1,23 @@
-// Row writes on SQLite, grouped: the writes that arrive while a transaction is under way share the
-// next one, one after another, and commit together. SQLite writes one transaction at a time, on one
-// connection; a transaction of its own for each single-row write would spend most of its time
-// beginning, committing and waiting its turn. A write is answered only after its group has committed,
-// so a 2xx still means stored.
+// Row writes on SQLite, grouped: the writes that arrive while one is under way go next, together.
+// SQLite writes one transaction at a time, on one connection; a transaction of its own for each
+// single-row write would spend most of its time beginning, committing and waiting its turn. A write
+// is answered only after its group is stored, so a 2xx still means stored.
 //
-// Inserts into one collection queued side by side go further: they become one insert of all their
-// rows (each request's rows keep consecutive ids and seqs, in the order the requests came), so many
-// small concurrent inserts cost about what one batch does; patches of one collection likewise become
-// one read of their rows, one update and one insert of their events, applied in the order they came.
+// Inserts into one collection queued side by side become one write of all their rows (each request's
+// rows keep consecutive ids and seqs, in the order the requests came), so many small concurrent
+// inserts cost about what one batch does; patches of one collection likewise become one write of
+// their rows and events, applied in the order they came. Such a merged write is one statement
+// (sqlite-procedures.ts), atomic by itself: it runs with no transaction around it, one hand-off to the
+// driver where BEGIN and COMMIT made three (side by side on a quiet machine: insert-1 0.178 → 0.200 × baseline (a), patch 0.131 → 0.152).
 //
-// A write that fails (a 404, say) rolls its whole group back: then every write of the group runs again
-// in a transaction of its own, so that it succeeds or fails alone, exactly as it would have without the
-// group. Writes are functions of their input and the database, so running one again is safe.
+// A merged write that fails (a 404, say) writes nothing: then each of its writes runs again alone, in
+// a transaction of its own, so that it succeeds or fails alone, exactly as it would have without the
+// group. Writes are functions of their input and the database, so running one again is safe. Other
+// writes (deletes) queued together share one transaction, and likewise run again alone when it fails.
 //
-// A group's transaction is the statements `begin immediate` and `commit`, prepared once, on Knex's
-// connection, held from the pool for the group: a Knex transaction costs several times as much, in
-// hand-offs to the driver's thread and on the main thread (insert-1: 0.12 → 0.16 × baseline (a)).
+// A transaction is the statements `begin immediate` and `commit`, prepared once, on Knex's connection,
+// held from the pool for the group: a Knex transaction costs several times as much, in hand-offs to
+// the driver's thread and on the main thread (insert-1: 0.12 → 0.16 × baseline (a)).
 //
 // On PostgreSQL each write is a transaction of its own: there, writers to different collections run
 // at once on the pool's connections.
@@ -24,18 +26,23 @@ import type { DatabaseParams } from './changes.ts';
 import type { WriteTx } from './query.ts';
 
 type Work<T> = (trx: WriteTx) => Promise<T>;
-/** Does the writes of several requests as one, in order, and answers each one's result, in order. */
+/**
+ * Does the writes of several requests as one, in order, and answers each one's result, in order. It
+ * writes with one statement (after any reads): run with no transaction around it, it still writes all
+ * or nothing.
+ */
 export type MergedWork<I, R> = (trx: WriteTx, items: I[]) => Promise<R[]>;
 
 interface Job {
+  /** The write alone, in a transaction of its own. */
   work: Work<unknown>;
-  /** A write that may share its statements with the writes of the same `key` queued beside it. */
+  /** A write that may share its statement with the writes of the same `key` queued beside it. */
   merge?: { key: string; size: number; item: unknown; work: MergedWork<unknown, unknown> };
   resolve(value: unknown): void;
   reject(error: unknown): void;
 }
 
-/** The writes of one group at most: a bound on how long the first of them waits for its answer. */
+/** The writes of one transaction at most: a bound on how long the first of them waits for its answer. */
 const MAX_GROUP = 200;
 /** The rows of writes merged into one at most (a request's own rows are never split). */
 const MAX_MERGED_ROWS = 5000;
@@ -47,13 +54,13 @@ export function writeTransaction<T>(knex: Knex, work: Work<T>): Promise<T> {
 }
 
 /**
- * SQLite: runs the write `item` (of `size` rows) atomically, with `work`, merged with the writes of the
- * same `key` queued beside it (one call of `work` for all of them), and answers its result. PostgreSQL
- * merges its inserts its own way (merged-inserts.ts).
+ * SQLite: runs the write `item` (of `size` rows) with `work`, merged with the writes of the same `key`
+ * queued beside it (one call of `work` for all of them), and answers its result. PostgreSQL merges
+ * its inserts its own way (merged-inserts.ts).
  */
-export function mergedTransaction<I, R>(knex: Knex, key: string, size: number, item: I, work: MergedWork<I, R>): Promise<R> {
+export function mergedWrite<I, R>(knex: Knex, key: string, size: number, item: I, work: MergedWork<I, R>): Promise<R> {
   const { writes } = knex.userParams as DatabaseParams;
-  if (!writes) throw new Error('mergedTransaction() is for SQLite, whose row writes are grouped');
+  if (!writes) throw new Error('mergedWrite() is for SQLite, whose row writes are grouped');
   return writes.merge(key, size, item, work);
 }
 
@@ -61,7 +68,7 @@ export function mergedTransaction<I, R>(knex: Knex, key: string, size: number, i
 export class GroupedWrites {
   private readonly queue: Job[] = [];
   private running = false;
-  /** Transactions begun for groups so far, and how many writes they held (for tests and tuning). */
+  /** Groups run so far, how many writes they held, and how many of those shared a merged write (for tests and tuning). */
   readonly stats = { groups: 0, writes: 0, merged: 0 };
 
   constructor(private readonly knex: Knex) {}
@@ -107,48 +114,59 @@ export class GroupedWrites {
     }
   }
 
-  /** One transaction: the queued writes, and those that arrive while it runs, up to MAX_GROUP. */
+  /**
+   * The next group: the first queued write's merged write, with no transaction; or, for a write that
+   * merges with none, a transaction of it and the others like it queued next, and those that arrive
+   * while it runs, up to MAX_GROUP.
+   */
   private async runGroup(): Promise<void> {
-    const group: Job[] = [];
-    const results: unknown[] = [];
-    this.stats.groups++;
+    const first = this.queue.shift()!;
+    const merge = first.merge;
+    const group = merge ? this.takeMergeable(first) : [first];
+    let results: unknown[];
     try {
-      await this.transaction(async (trx) => {
-        while (this.queue.length > 0 && group.length < MAX_GROUP) {
-          const job = this.queue.shift()!;
-          if (!job.merge) {
-            group.push(job);
-            this.stats.writes++;
-            results.push(await job.work(trx));
-            continue;
-          }
-          const merged = this.takeMergeable(job);
-          group.push(...merged);
-          this.stats.writes += merged.length;
-          this.stats.merged += merged.length - 1;
-          results.push(
-            ...(await job.merge.work(
+      if (merge) {
+        results = await this.hold(
+          (trx) =>
+            merge.work(
               trx,
-              merged.map((each) => each.merge!.item),
-            )),
-          );
-        }
-      });
+              group.map((job) => job.merge!.item),
+            ),
+          false,
+        );
+      } else {
+        results = await this.hold(async (trx) => {
+          const answers = [await first.work(trx)];
+          while (this.queue.length > 0 && !this.queue[0].merge && group.length < MAX_GROUP) {
+            const job = this.queue.shift()!;
+            group.push(job);
+            answers.push(await job.work(trx));
+          }
+          return answers;
+        }, true);
+      }
     } catch (error) {
-      // Rolled back. A write alone failed as it would have without the group; otherwise each write
-      // runs again alone, in order, as if there had been no group.
-      if (group.length === 1) return group[0].reject(error);
-      for (const job of group) await this.transaction(job.work).then(job.resolve, job.reject);
+      // Nothing of the group is stored. A write alone in a transaction failed as it would have
+      // without the group; otherwise each write runs again alone in a transaction, in order, as if
+      // there had been no group (a merged write alone too: a patch whose row another process keeps
+      // changing is written under the write lock).
+      if (!merge && group.length === 1) return first.reject(error);
+      for (const job of group) await this.hold(job.work, true).then(job.resolve, job.reject);
       return;
+    } finally {
+      this.stats.groups++;
+      this.stats.writes += group.length;
+      if (merge) this.stats.merged += group.length - 1;
     }
     for (const [index, job] of group.entries()) job.resolve(results[index]);
   }
 
   /**
-   * Runs `work` in a transaction on Knex's connection, which it holds meanwhile (Knex's own
-   * transactions, and its other queries, wait in its pool). Rolls back when `work` or the commit fails.
+   * Runs `work` on Knex's connection, which it holds meanwhile (Knex's own transactions, and its other
+   * queries, wait in its pool): in a transaction, rolled back when `work` or the commit fails; or,
+   * for a merged write, which is one statement, without one.
    */
-  private async transaction<T>(work: Work<T>): Promise<T> {
+  private async hold<T>(work: Work<T>, transaction: boolean): Promise<T> {
     const { sqlite } = this.knex.userParams as DatabaseParams;
     const connection = await this.knex.client.acquireConnection();
     let settle!: { commit(): void; rollBack(error: unknown): void };
@@ -164,15 +182,15 @@ export class GroupedWrites {
     const run = (sql: string) => sqlite!.inTransaction(trx, sql, []);
     try {
       // `immediate`: the write lock at once, waiting its turn (busy_timeout) behind another process.
-      await run('begin immediate');
+      if (transaction) await run('begin immediate');
       try {
         const result = await work(trx);
-        await run('commit');
+        if (transaction) await run('commit');
         settle.commit();
         return result;
       } catch (error) {
         // An error that made SQLite roll back already leaves no transaction to roll back.
-        await run('rollback').catch(() => {});
+        if (transaction) await run('rollback').catch(() => {});
         settle.rollBack(error);
         throw error;
       }

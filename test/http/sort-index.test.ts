@@ -134,6 +134,38 @@ describeEachBackend('sort indexes', (backend) => {
     }
   });
 
+  it('keeps indexes of field names no JSON path can spell through inserts and patches', async () => {
+    // A quote, a backslash, a control character, NUL, a dot and a path: pairs of them indexed in one collection.
+    for (const [x, y] of [
+      ['say "hi"', 'a\\b'],
+      ['x\u0001y', 'n\u0000ul'],
+      ['a.b', '$[0]'],
+    ]) {
+      const name = await newCollection();
+      for (const field of [x, y]) await ids(name, `?order_by=${encodeURIComponent(field)}`);
+      const inserted = await client.post<Row[]>(path(name), [
+        { [x]: 2, [y]: 'b' },
+        { [x]: 'a', [y]: 1 },
+        { other: 1 },
+        { [x]: 1, [y]: null },
+      ]);
+      expect(inserted.status).to.equal(201);
+      const patched = await Promise.all([
+        client.patch<Row>(`${path(name)}/3`, { [x]: 0, [y]: 'a' }),
+        client.patch<Row>(`${path(name)}/1`, { [y]: true }),
+      ]);
+      for (const response of patched) expect(response.status).to.equal(200);
+      const rows = (await client.get<Row[]>(`${path(name)}?limit=1000`)).body;
+      for (const field of [x, y]) {
+        for (const order of ['asc', 'desc'] as const) {
+          const got = await ids(name, `?order_by=${encodeURIComponent(field)}&order=${order}`);
+          expect(got, `${JSON.stringify(field)} ${order}`).to.deep.equal(modelOrder(rows, field, order));
+        }
+      }
+      expect(await sortedOf(name)).to.deep.equal([x, y]);
+    }
+  });
+
   it('keeps an index whole when it is made while batches are written', async () => {
     const name = await newCollection();
     const batches = Array.from({ length: 8 }, (_, b) => Array.from({ length: 40 }, (_, i) => ({ a: (b * 37 + i * 11) % 23 })));

@@ -1,0 +1,93 @@
+// SQLite: a group of row writes as one statement. Each statement handed to the driver is a hand-off
+// to one of libuv's threads and back, which on this kind of machine costs the main thread about 30 µs
+// even when idle (a round trip of `select 1` or `fs.stat`), and more under load: far more than
+// writing a row. A group written as BEGIN, the counters, the rows, their events and sort keys, and
+// COMMIT was six such hand-offs, four of them one after another while every other write waited.
+//
+// Here each kind of group is an INSERT into a view whose INSTEAD OF trigger does the whole write, in
+// the order it always had: the collection's counters first, then the rows, their events, their sort
+// keys. One statement needs no transaction around it: SQLite runs it whole or not at all, and it takes
+// the write lock for its whole run, so that events still take their seqs in commit order. The views
+// and triggers are TEMP, made on the writer's connection when it opens (connect.ts): the SQL is the
+// code's, never the database's, so there is nothing to migrate when it changes.
+//
+// A trigger's statements read the collection by account and name, as advance() does; every value a
+// client sent arrives as a binding of the INSERT, never in the SQL.
+import { rowJsonSql } from './ordering.ts';
+import { sqliteKeyColumns } from './sort-keys.ts';
+
+/** The collection the INSERT names, in a trigger: `c`. */
+const collection = 'c.account_id = new.account_id and c.name = new.collection';
+
+/**
+ * The sort keys of the rows of `rows` (a FROM item `r`, each row's id and text read by `id` and
+ * `data`), for every field the collection `c` has an index for (its slot: the field's position in
+ * `sorted`). The field is found among the row's keys by name, which spells every name (a JSON path
+ * cannot: ordering.ts's sqliteField()); json_each's `atom` is json_extract's value: the keys are
+ * those of sort-keys.ts's sqliteKeys().
+ */
+const sortKeys = (rows: string, id: string, data: string) => `insert into sort_keys (collection_id, slot, row_id, rank, num, str)
+    select collection_id, slot, id, ${sqliteKeyColumns}
+    from (select c.id as collection_id, f.key as slot, ${id} as id, k.type as t, k.atom as v
+      from collections c, json_each(c.sorted) f, ${rows} left join json_each(${data}) k on k.key = f.value
+      where ${collection})
+    where true`;
+
+/** The events of the rows `select` answers (columns collection_id, seq, id, data), as rows.ts's rowJson() makes them. */
+const events = (type: 'insert' | 'update', select: string) => `insert into events (collection_id, seq, type, row_id, row, at)
+    select collection_id, seq, '${type}', id, ${rowJsonSql}, new.at from (${select})`;
+
+/**
+ * `row_inserts (account_id, collection, n, texts, at)`: `texts` is a JSON array of the `n` rows' texts
+ * (JSON.stringify of each row's fields but id); row `i` (from 0) takes the next id and seq, `at` is the
+ * events' time. No such collection: nothing is written (insertSql answers a null id).
+ */
+const rowInserts = `
+  create temp view if not exists row_inserts (account_id, collection, n, texts, at) as select null, null, null, null, null where 0;
+  create temp trigger if not exists row_inserts_write instead of insert on row_inserts begin
+    update collections set last_row_id = last_row_id + new.n, last_seq = last_seq + new.n, row_count = row_count + new.n
+      where account_id = new.account_id and name = new.collection;
+    insert into rows (collection_id, id, data)
+      select c.id, c.last_row_id - new.n + 1 + t.key, t.value from collections c, json_each(new.texts) t where ${collection};
+    ${events('insert', `select c.id as collection_id, c.last_seq - new.n + 1 + t.key as seq, c.last_row_id - new.n + 1 + t.key as id, t.value as data from collections c, json_each(new.texts) t where ${collection}`)};
+    ${sortKeys('json_each(new.texts) r', 'c.last_row_id - new.n + 1 + r.key', 'r.value')};
+  end;`;
+
+/** A stale row's error message: the patches were made from a text the row no longer has. */
+export const STALE_ROW = 'rowbase: a patched row changed since it was read';
+
+/**
+ * `row_patches (account_id, collection, rows, events, at)`: `rows` is a JSON array of `[id, old text,
+ * new text]`, each row once, and `events` one of `[id, text]`, one per patch in the order they came
+ * (a row patched twice has two). Every row must still have its old text, or the statement fails with
+ * STALE_ROW and writes nothing: the patches were made from texts read before the write (rows.ts). A
+ * row's sort keys are written only where they moved.
+ */
+const rowPatches = `
+  create temp view if not exists row_patches (account_id, collection, rows, events, at) as select null, null, null, null, null where 0;
+  create temp trigger if not exists row_patches_write instead of insert on row_patches begin
+    select raise(abort, '${STALE_ROW}') from json_each(new.rows) p
+      where not exists (select 1 from collections c join rows r on r.collection_id = c.id
+        where ${collection} and r.id = p.value ->> 0 and r.data = p.value ->> 1);
+    update collections set last_seq = last_seq + json_array_length(new.events) where account_id = new.account_id and name = new.collection;
+    update rows set data = (select p.value ->> 2 from json_each(new.rows) p where p.value ->> 0 = rows.id)
+      where collection_id = (select c.id from collections c where ${collection})
+        and id in (select p.value ->> 0 from json_each(new.rows) p);
+    ${events('update', `select c.id as collection_id, c.last_seq - json_array_length(new.events) + 1 + e.key as seq, e.value ->> 0 as id, e.value ->> 1 as data from collections c, json_each(new.events) e where ${collection}`)};
+    ${sortKeys('json_each(new.rows) r', 'r.value ->> 0', 'r.value ->> 2')}
+      on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str
+        where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
+  end;`;
+
+/** Makes the views and triggers on the writer's connection (TEMP: they live as long as it). */
+export const sqliteProcedures = rowInserts + rowPatches;
+
+/** The collection the write was made in, and its last row id: null for a collection that does not exist. */
+const written = 'returning (select id from collections where account_id = ?1 and name = ?2) as id';
+
+/** A group of inserts: `?1` account, `?2` collection, `?3` n, `?4` texts, `?5` at; answers id and last_row_id. */
+export const insertSql = `insert into row_inserts values (?1, ?2, ?3, ?4, ?5) ${written},
+  (select last_row_id from collections where account_id = ?1 and name = ?2) as last_row_id`;
+
+/** A group of patches: `?1` account, `?2` collection, `?3` rows, `?4` events, `?5` at; answers id. */
+export const patchSql = `insert into row_patches values (?1, ?2, ?3, ?4, ?5) ${written}`;
