@@ -107,13 +107,14 @@ function knexConfig(url: string): Knex.Config {
         // WAL lets readers run beside the writer; synchronous=NORMAL in WAL mode keeps every committed
         // transaction through a crash of the process (kill -9), though not through a power cut. The
         // writer leaves checkpoints to a connection of their own (sqlite-statements.ts, CHECKPOINT_MS),
+        // cuts the WAL file back to 64 MB when it starts it over (after a burst of writes),
         // and has the views through which a group of row writes is one statement (sqlite-procedures.ts).
         afterCreate: (
           connection: { exec(sql: string, done: (error: Error | null) => void): void },
           done: (error: Error | null, connection: unknown) => void,
         ) =>
           connection.exec(
-            `PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON; PRAGMA wal_autocheckpoint = 0;
+            `PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON; PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = 67108864;
               ${sqliteProcedures}`,
             (error) => done(error, connection),
           ),

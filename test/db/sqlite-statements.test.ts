@@ -1,10 +1,11 @@
 // The hot statements on SQLite (src/db/sqlite-statements.ts): prepared once per connection, reads on a
 // read-only connection of their own beside Knex's writer.
-import { existsSync, statSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
+import { SqliteStatements } from '../../src/db/sqlite-statements.ts';
 import { openStore, type Store } from '../../src/db/store.ts';
 import { ApiError } from '../../src/errors.ts';
 import { pollUntil } from '../support/process.ts';
@@ -167,5 +168,43 @@ describe('SQLite hot statements', () => {
     // 500 KB of rows and as much of events went to the WAL; only a checkpoint copies them into the file.
     await pollUntil(async () => statSync(file).size > before + 500_000, 5000);
     expect(statSync(file).size).to.be.greaterThan(before + 500_000);
+  });
+
+  it('start the WAL over under a steady load of reads beside the writes, which a passive checkpoint never does', async () => {
+    const file = join(dir, 'rowbase.sqlite');
+    await store.insertRows(accountId, 'notes', [{ n: 0 }]);
+    // A checkpointer beside the store's, restarting past 64 frames (256 KB) where the store's waits for 16 MB.
+    const restarting = new SqliteStatements(file, 64);
+    // The WAL header's checkpoint sequence number, which goes up each time a writer starts the WAL over.
+    const header = Buffer.alloc(16);
+    const restarts = () => {
+      const fd = openSync(`${file}-wal`, 'r');
+      readSync(fd, header, 0, 16, 0);
+      closeSync(fd);
+      return header.readUInt32BE(12);
+    };
+    let going = true;
+    // Writes back to back, and reads beside them, none of them ever stopping.
+    const load = [
+      ...Array.from({ length: 4 }, async () => {
+        while (going) await store.getRow(accountId, 'notes', 1);
+      }),
+      ...Array.from({ length: 20 }, async (_, n) => {
+        while (going) await store.insertRows(accountId, 'notes', [{ n }]);
+      }),
+    ];
+    const first = restarts();
+    let seen = 0;
+    try {
+      for (const started = performance.now(); seen < 3 && performance.now() - started < 3_000; ) {
+        await store.getRow(accountId, 'notes', 1);
+        seen = restarts() - first;
+      }
+    } finally {
+      going = false;
+      await Promise.all(load);
+      await restarting.close();
+    }
+    expect(seen, 'the WAL never started over').to.be.at.least(3);
   });
 });
