@@ -44,6 +44,12 @@ interface Job {
 
 /** The writes of one transaction at most: a bound on how long the first of them waits for its answer. */
 const MAX_GROUP = 200;
+/**
+ * Merged writes under way at most. Each is one statement, atomic by itself: two let the driver's
+ * thread start the next as soon as one ends, where one would wait for the main thread to take the
+ * answer and send the next.
+ */
+const MAX_IN_FLIGHT = 2;
 /** The rows of writes merged into one at most (a request's own rows are never split). */
 const MAX_MERGED_ROWS = 5000;
 
@@ -67,7 +73,12 @@ export function mergedWrite<I, R>(knex: Knex, key: string, size: number, item: I
 /** SQLite's queue of writes, run in groups on Knex's one connection. */
 export class GroupedWrites {
   private readonly queue: Job[] = [];
-  private running = false;
+  /** Knex's connection while this holds it (from the first write under way until none is). */
+  private connection?: Promise<unknown>;
+  private held = false;
+  /** Merged writes under way, and whether a transaction is (it has the connection to itself). */
+  private inFlight = 0;
+  private exclusive = false;
   /** Groups run so far, how many writes they held, and how many of those shared a merged write (for tests and tuning). */
   readonly stats = { groups: 0, writes: 0, merged: 0 };
 
@@ -85,8 +96,65 @@ export class GroupedWrites {
   private enqueue(job: Omit<Job, 'resolve' | 'reject'>): Promise<unknown> {
     return new Promise((resolve, reject) => {
       this.queue.push({ ...job, resolve, reject });
-      if (!this.running) void this.drain();
+      this.pump();
     });
+  }
+
+  /**
+   * Starts what the queue allows: merged writes, each one statement, up to MAX_IN_FLIGHT at once; a
+   * transaction once none is under way, alone. Stops taking new ones while a query of Knex's own waits
+   * for the connection, and lets it go once nothing is under way.
+   */
+  private pump(): void {
+    while (this.queue.length > 0 && !this.exclusive && !(this.held && this.othersWait())) {
+      const first = this.queue[0];
+      if (first.merge) {
+        if (this.inFlight >= MAX_IN_FLIGHT) return;
+        this.queue.shift();
+        this.inFlight++;
+        void this.runMerged(first).finally(() => {
+          this.inFlight--;
+          this.pump();
+        });
+      } else {
+        if (this.inFlight > 0) return;
+        this.queue.shift();
+        this.exclusive = true;
+        void this.runTransaction(first).finally(() => {
+          this.exclusive = false;
+          this.pump();
+        });
+      }
+    }
+    if (this.inFlight === 0 && !this.exclusive && this.connection) {
+      // Nothing under way: the connection goes back to the pool, behind whoever waits there.
+      const connection = this.connection;
+      this.connection = undefined;
+      this.held = false;
+      void connection.then((held) => this.knex.client.releaseConnection(held)).catch(() => {});
+      if (this.queue.length > 0) this.pump();
+    }
+  }
+
+  /** Knex's connection, from the pool, for as long as writes are under way (see pump()). */
+  private acquire(): Promise<unknown> {
+    if (this.connection) return this.connection;
+    const acquiring = this.knex.client.acquireConnection();
+    this.connection = acquiring;
+    acquiring.then(
+      () => {
+        if (this.connection === acquiring) this.held = true;
+      },
+      // A connection that could not be had is not kept: the next write tries again.
+      () => {
+        if (this.connection === acquiring) this.connection = undefined;
+      },
+    );
+    return acquiring;
+  }
+
+  private othersWait(): boolean {
+    return (this.knex.client.pool?.numPendingAcquires() ?? 0) > 0;
   }
 
   /** The writes queued with the same key as `first`, taken out of the queue, up to MAX_MERGED_ROWS rows in all. */
@@ -105,70 +173,64 @@ export class GroupedWrites {
     return taken;
   }
 
-  private async drain(): Promise<void> {
-    this.running = true;
-    try {
-      while (this.queue.length > 0) await this.runGroup();
-    } finally {
-      this.running = false;
-    }
-  }
-
   /**
-   * The next group: the first queued write's merged write, with no transaction; or, for a write that
-   * merges with none, a transaction of it and the others like it queued next, and those that arrive
-   * while it runs, up to MAX_GROUP.
+   * `first` merged with the writes of its key queued beside it, with no transaction. If it fails,
+   * nothing of it is stored, and each of its writes goes back to the head of the queue to run again
+   * alone, in a transaction, in order, as if there had been no group (a merged write of one too: a
+   * patch whose row another process keeps changing is written under the write lock).
    */
-  private async runGroup(): Promise<void> {
-    const first = this.queue.shift()!;
-    const merge = first.merge;
-    const group = merge ? this.takeMergeable(first) : [first];
-    let results: unknown[];
+  private async runMerged(first: Job): Promise<void> {
+    const group = this.takeMergeable(first);
+    this.count(group, true);
     try {
-      if (merge) {
-        results = await this.hold(
-          (trx) =>
-            merge.work(
-              trx,
-              group.map((job) => job.merge!.item),
-            ),
-          false,
-        );
-      } else {
-        results = await this.hold(async (trx) => {
-          const answers = [await first.work(trx)];
-          while (this.queue.length > 0 && !this.queue[0].merge && group.length < MAX_GROUP) {
-            const job = this.queue.shift()!;
-            group.push(job);
-            answers.push(await job.work(trx));
-          }
-          return answers;
-        }, true);
-      }
-    } catch (error) {
-      // Nothing of the group is stored. A write alone in a transaction failed as it would have
-      // without the group; otherwise each write runs again alone in a transaction, in order, as if
-      // there had been no group (a merged write alone too: a patch whose row another process keeps
-      // changing is written under the write lock).
-      if (!merge && group.length === 1) return first.reject(error);
-      for (const job of group) await this.hold(job.work, true).then(job.resolve, job.reject);
-      return;
-    } finally {
-      this.stats.groups++;
-      this.stats.writes += group.length;
-      if (merge) this.stats.merged += group.length - 1;
+      const items = group.map((job) => job.merge!.item);
+      const results = await this.hold((trx) => first.merge!.work(trx, items), false);
+      for (const [index, job] of group.entries()) job.resolve(results[index]);
+    } catch {
+      this.queue.unshift(...group.map(({ work, resolve, reject }) => ({ work, resolve, reject })));
     }
-    for (const [index, job] of group.entries()) job.resolve(results[index]);
   }
 
   /**
-   * Runs `work` on Knex's connection, which it holds meanwhile (Knex's own transactions, and its other
-   * queries, wait in its pool): in a transaction, rolled back when `work` or the commit fails; or,
-   * for a merged write, which is one statement, without one.
+   * A transaction of `first` and the writes that merge with none queued after it, and those that
+   * arrive while it runs, up to MAX_GROUP. If it fails, nothing of it is stored: a write alone failed
+   * as it would have without the group; otherwise each write runs again alone, in order.
+   */
+  private async runTransaction(first: Job): Promise<void> {
+    const group = [first];
+    try {
+      const results = await this.hold(async (trx) => {
+        const answers = [await first.work(trx)];
+        while (this.queue.length > 0 && !this.queue[0].merge && group.length < MAX_GROUP) {
+          const job = this.queue.shift()!;
+          group.push(job);
+          answers.push(await job.work(trx));
+        }
+        return answers;
+      }, true);
+      for (const [index, job] of group.entries()) job.resolve(results[index]);
+    } catch (error) {
+      if (group.length === 1) return first.reject(error);
+      for (const job of group) await this.hold(job.work, true).then(job.resolve, job.reject);
+    } finally {
+      this.count(group, false);
+    }
+  }
+
+  private count(group: Job[], merged: boolean): void {
+    this.stats.groups++;
+    this.stats.writes += group.length;
+    if (merged) this.stats.merged += group.length - 1;
+  }
+
+  /**
+   * Runs `work` on Knex's connection, held from the pool while any write is under way (Knex's own
+   * transactions, and its other queries, wait in its pool): in a transaction, rolled back when `work`
+   * or the commit fails; or, for a merged write, which is one statement, without one.
    */
   private async hold<T>(work: Work<T>, transaction: boolean): Promise<T> {
     const { sqlite } = this.knex.userParams as DatabaseParams;
-    const connection = await this.knex.client.acquireConnection();
+    const connection = await this.acquire();
     let settle!: { commit(): void; rollBack(error: unknown): void };
     const executionPromise = new Promise<void>((commit, rollBack) => {
       settle = { commit, rollBack };
@@ -180,22 +242,18 @@ export class GroupedWrites {
       executionPromise,
     };
     const run = (sql: string) => sqlite!.inTransaction(trx, sql, []);
+    // `immediate`: the write lock at once, waiting its turn (busy_timeout) behind another process.
+    if (transaction) await run('begin immediate');
     try {
-      // `immediate`: the write lock at once, waiting its turn (busy_timeout) behind another process.
-      if (transaction) await run('begin immediate');
-      try {
-        const result = await work(trx);
-        if (transaction) await run('commit');
-        settle.commit();
-        return result;
-      } catch (error) {
-        // An error that made SQLite roll back already leaves no transaction to roll back.
-        if (transaction) await run('rollback').catch(() => {});
-        settle.rollBack(error);
-        throw error;
-      }
-    } finally {
-      await this.knex.client.releaseConnection(connection);
+      const result = await work(trx);
+      if (transaction) await run('commit');
+      settle.commit();
+      return result;
+    } catch (error) {
+      // An error that made SQLite roll back already leaves no transaction to roll back.
+      if (transaction) await run('rollback').catch(() => {});
+      settle.rollBack(error);
+      throw error;
     }
   }
 }
