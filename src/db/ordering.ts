@@ -44,7 +44,7 @@ export const rowJsonSql = `'{"id":' || id || case data when '{}' then '}' else '
 
 /** Names a SQLite JSON path label `$."…"` can spell: no quote, backslash or control character. */
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it looks for.
-const pathSafe = /^[^"\\\u0000-\u001f]*$/;
+export const pathSafe = /^[^"\\\u0000-\u001f]*$/;
 
 /**
  * SQLite reads a field with a JSON path, `$."name"`. A path cannot spell every name (a quote, a

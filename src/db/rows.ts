@@ -1,11 +1,11 @@
 import type { Knex } from 'knex';
 import type { components } from '../../generated/openapi.ts';
-import { notFound } from '../errors.ts';
+import { ApiError, notFound } from '../errors.ts';
 import { announceChange, announceCommitted, type DatabaseParams, notifyParams } from './changes.ts';
 import { advance, collectionId, collectionIdQuery, collectionNotFound } from './collections.ts';
 import { appendEvents, type EventRow } from './events.ts';
 import { mergedInsert } from './merged-inserts.ts';
-import { orderedRowsQuery, type Page } from './ordering.ts';
+import { orderedRowsQuery, type Page, pathSafe } from './ordering.ts';
 import { query, queryAlone, together, type WriteTx } from './query.ts';
 import {
   deleteSortKeys,
@@ -16,7 +16,7 @@ import {
   rekeyPatchedRowPostgres,
   sortedPageQuery,
 } from './sort-keys.ts';
-import { insertSql, patchSql, STALE_ROW } from './sqlite-procedures.ts';
+import { insertSql, patchSql, rewriteSql, STALE_ROW } from './sqlite-procedures.ts';
 import type { ReadKind, SnapshotRead, SqliteStatements, SqlValue } from './sqlite-statements.ts';
 import { mergedWrite, writeTransaction } from './writes.ts';
 
@@ -269,29 +269,67 @@ export async function updateRow(knex: Knex, accountId: number, collection: strin
 }
 
 /**
- * SQLite: the patch is made from the row's text as read (with the other row reads under way), then
- * written in one statement with the other patches of the collection queued beside it (writes.ts,
- * writePatches()), on condition that the row still has that text.
+ * SQLite: the patch, merged with the other patches of the collection queued beside it into one
+ * statement (writes.ts, writePatches()): json_set sets each field in the stored text, which keeps the
+ * text JSON.stringify({ ...row, ...patch }) gives. Not for a field name that a JSON path cannot spell,
+ * nor for an array index, which JavaScript puts before the other names where json_set adds it last:
+ * then the patch is made in Node from the row's text as read, and written on condition that the row
+ * still has it (rewritePatches()).
  */
 async function patchSqlite(knex: Knex, accountId: number, collection: string, rowId: number, patch: Fields): Promise<Json<Row>> {
+  const names = Object.keys(patch);
+  if (names.every((name) => pathSafe.test(name) && !arrayIndex.test(name))) {
+    const fields = names.map((name) => [`$."${name}"`, JSON.stringify(patch[name])]);
+    const answer = await mergedWrite(knex, `patch/${accountId}/${collection}`, 1, { rowId, fields }, (trx, patches: FieldPatch[]) =>
+      writePatches(trx, accountId, collection, patches),
+    );
+    if (answer instanceof ApiError) throw answer;
+    return answer;
+  }
   const { sqlite } = knex.userParams as DatabaseParams;
   const read = await storedText(sqlite!, accountId, collection, rowId);
-  return mergedWrite(knex, `patch/${accountId}/${collection}`, 1, { rowId, patch, read }, (trx, patches: Patch[]) =>
-    writePatches(trx, accountId, collection, patches),
+  return mergedWrite(knex, `rewrite/${accountId}/${collection}`, 1, { rowId, patch, read }, (trx, patches: Patch[]) =>
+    rewritePatches(trx, accountId, collection, patches),
   );
+}
+
+/** A name that JavaScript orders as an array index: before every other name of an object, in numeric order. */
+const arrayIndex = /^(0|[1-9][0-9]*)$/;
+
+/** A patch of row `rowId` as row_patches takes it: its fields as `[JSON path, JSON text]`. */
+type FieldPatch = { rowId: number; fields: string[][] };
+
+/**
+ * SQLite: patches, each of one row, in one statement (sqlite-procedures.ts), in the order they came:
+ * each answers its row as it left it, or the 404 it met (the others are stored all the same).
+ */
+async function writePatches(trx: WriteTx, accountId: number, collection: string, patches: FieldPatch[]) {
+  const params = [accountId, collection, JSON.stringify(patches.map(({ rowId, fields }) => [rowId, fields])), new Date().toISOString()];
+  const written = await query<{ id: number | null; i: number; data: string | null }>(trx, patchSql, params);
+  const byIndex = new Map(written.map((row) => [Number(row.i), row]));
+  let changed: number | undefined;
+  const answers = patches.map(({ rowId }, index): Json<Row> | ApiError => {
+    const { id = null, data = null } = byIndex.get(index) ?? {};
+    if (id === null) return collectionNotFound(collection);
+    if (data === null) return rowNotFound(collection, rowId);
+    changed = id;
+    return rowJson(rowId, data);
+  });
+  if (changed !== undefined) await announceChange(trx, changed);
+  return answers;
 }
 
 /** A patch of row `rowId`, and the row's text it was read with. */
 type Patch = { rowId: number; patch: Fields; read: string };
 
 /**
- * SQLite: patches applied in the order they came (two of one row, one after the other) to the texts
- * they were read with, then written as one statement: the rows, one update event per patch, their
- * sort keys (sqlite-procedures.ts). The statement writes nothing if a row has changed since it was
+ * SQLite: patches applied in Node in the order they came (two of one row, one after the other) to
+ * the texts they were read with, then written as one statement: the rows, one update event per patch,
+ * their sort keys (sqlite-procedures.ts). The statement writes nothing if a row has changed since it was
  * read: then the rows are read again on the writer's connection, where only another process can
  * write meanwhile, and the patches made and written once more. Answers each patched row's text.
  */
-async function writePatches(trx: WriteTx, accountId: number, collection: string, patches: Patch[]): Promise<Json<Row>[]> {
+async function rewritePatches(trx: WriteTx, accountId: number, collection: string, patches: Patch[]): Promise<Json<Row>[]> {
   const texts = new Map<number, string>();
   for (const { rowId, read } of patches) if (!texts.has(rowId)) texts.set(rowId, read);
   for (let attempt = 1; ; attempt++) {
@@ -303,7 +341,7 @@ async function writePatches(trx: WriteTx, accountId: number, collection: string,
     });
     const rows = JSON.stringify([...texts].map(([id, read]) => [id, read, patched.get(id)]));
     try {
-      const [{ id }] = await query<{ id: number }>(trx, patchSql, [
+      const [{ id }] = await query<{ id: number }>(trx, rewriteSql, [
         accountId,
         collection,
         rows,

@@ -53,19 +53,53 @@ const rowInserts = `
     ${sortKeys('json_each(new.texts) r', 'c.last_row_id - new.n + 1 + r.key', 'r.value')};
   end;`;
 
-/** A stale row's error message: the patches were made from a text the row no longer has. */
-export const STALE_ROW = 'rowbase: a patched row changed since it was read';
+/** Re-keys the rows `rows` reads as sortKeys() does, replacing their keys where they moved, and only there. */
+const rekey = (rows: string, id: string, data: string) => `${sortKeys(rows, id, data)}
+      on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str
+        where rank is not excluded.rank or num is not excluded.num or str is not excluded.str`;
 
 /**
- * `row_patches (account_id, collection, rows, events, at)`: `rows` is a JSON array of `[id, old text,
- * new text]`, each row once, and `events` one of `[id, text]`, one per patch in the order they came
- * (a row patched twice has two). Every row must still have its old text, or the statement fails with
- * STALE_ROW and writes nothing: the patches were made from texts read before the write (rows.ts). A
- * row's sort keys are written only where they moved.
+ * `row_fields (collection_id, id, path, value)`: sets one field of one row, `path` a JSON path `$."…"`
+ * and `value` its JSON text. JSON's own text is kept as it was given, as json_set keeps every other
+ * field's: the row's new text is the one JSON.stringify would give (rows.ts says when).
+ */
+const rowFields = `
+  create temp view if not exists row_fields (collection_id, id, path, value) as select null, null, null, null where 0;
+  create temp trigger if not exists row_fields_write instead of insert on row_fields begin
+    update rows set data = json_set(data, new.path, json(new.value)) where collection_id = new.collection_id and id = new.id;
+  end;`;
+
+/**
+ * `row_patches (account_id, collection, i, id, fields, at)`: one patch of row `id`, its `fields` a JSON
+ * array of `[path, value]` as row_fields takes them, set one after the other; then the update event,
+ * with the next seq, and the row's sort keys where they moved. A patch of a row (or collection) that
+ * does not exist writes nothing. Rows inserted together are patched in the order given (two patches of
+ * one row, one after the other); `i` is only handed back, to tell the answers apart (patchSql).
  */
 const rowPatches = `
-  create temp view if not exists row_patches (account_id, collection, rows, events, at) as select null, null, null, null, null where 0;
+  create temp view if not exists row_patches (account_id, collection, i, id, fields, at) as select null, null, null, null, null, null where 0;
   create temp trigger if not exists row_patches_write instead of insert on row_patches begin
+    update collections set last_seq = last_seq + 1
+      where account_id = new.account_id and name = new.collection
+        and exists (select 1 from rows r where r.collection_id = collections.id and r.id = new.id);
+    insert into row_fields select c.id, new.id, f.value ->> 0, f.value ->> 1 from collections c, json_each(new.fields) f where ${collection};
+    ${events('update', `select c.id as collection_id, c.last_seq as seq, r.id, r.data from collections c join rows r on r.collection_id = c.id and r.id = new.id where ${collection}`)};
+    ${rekey(`(select r.id, r.data from collections c join rows r on r.collection_id = c.id and r.id = new.id where ${collection}) r`, 'r.id', 'r.data')};
+  end;`;
+
+/** A stale row's error message: the rewrites were made from a text the row no longer has. */
+export const STALE_ROW = 'rowbase: a rewritten row changed since it was read';
+
+/**
+ * `row_rewrites (account_id, collection, rows, events, at)`: patches made in Node, from the rows' texts
+ * as read before the write (rows.ts, for the patches row_patches cannot make). `rows` is a JSON array of
+ * `[id, old text, new text]`, each row once, and `events` one of `[id, text]`, one per patch in the
+ * order they came (a row patched twice has two). Every row must still have its old text, or the
+ * statement fails with STALE_ROW and writes nothing.
+ */
+const rowRewrites = `
+  create temp view if not exists row_rewrites (account_id, collection, rows, events, at) as select null, null, null, null, null where 0;
+  create temp trigger if not exists row_rewrites_write instead of insert on row_rewrites begin
     select raise(abort, '${STALE_ROW}') from json_each(new.rows) p
       where not exists (select 1 from collections c join rows r on r.collection_id = c.id
         where ${collection} and r.id = p.value ->> 0 and r.data = p.value ->> 1);
@@ -74,13 +108,11 @@ const rowPatches = `
       where collection_id = (select c.id from collections c where ${collection})
         and id in (select p.value ->> 0 from json_each(new.rows) p);
     ${events('update', `select c.id as collection_id, c.last_seq - json_array_length(new.events) + 1 + e.key as seq, e.value ->> 0 as id, e.value ->> 1 as data from collections c, json_each(new.events) e where ${collection}`)};
-    ${sortKeys('json_each(new.rows) r', 'r.value ->> 0', 'r.value ->> 2')}
-      on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str
-        where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
+    ${rekey('json_each(new.rows) r', 'r.value ->> 0', 'r.value ->> 2')};
   end;`;
 
 /** Makes the views and triggers on the writer's connection (TEMP: they live as long as it). */
-export const sqliteProcedures = rowInserts + rowPatches;
+export const sqliteProcedures = rowInserts + rowFields + rowPatches + rowRewrites;
 
 /** The collection the write was made in, and its last row id: null for a collection that does not exist. */
 const written = 'returning (select id from collections where account_id = ?1 and name = ?2) as id';
@@ -89,5 +121,15 @@ const written = 'returning (select id from collections where account_id = ?1 and
 export const insertSql = `insert into row_inserts values (?1, ?2, ?3, ?4, ?5) ${written},
   (select last_row_id from collections where account_id = ?1 and name = ?2) as last_row_id`;
 
-/** A group of patches: `?1` account, `?2` collection, `?3` rows, `?4` events, `?5` at; answers id. */
-export const patchSql = `insert into row_patches values (?1, ?2, ?3, ?4, ?5) ${written}`;
+/**
+ * A group of patches: `?1` account, `?2` collection, `?3` a JSON array of `[row id, fields]` (as
+ * row_patches takes them), `?4` at. Answers a row for each patch, with `i` its index in `?3`, and
+ * `data` the row's text as that patch left it (null for a row that does not exist), read right after
+ * the patch's own trigger has run (RETURNING runs once each inserted row's INSTEAD OF trigger has).
+ */
+export const patchSql = `insert into row_patches select ?1, ?2, key, value ->> 0, value ->> 1, ?4 from json_each(?3)
+  ${written}, i, (select r.data from collections c join rows r on r.collection_id = c.id
+    where c.account_id = ?1 and c.name = ?2 and r.id = row_patches.id) as data`;
+
+/** A group of rewrites: `?1` account, `?2` collection, `?3` rows, `?4` events, `?5` at; answers id. */
+export const rewriteSql = `insert into row_rewrites values (?1, ?2, ?3, ?4, ?5) ${written}`;
