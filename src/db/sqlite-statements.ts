@@ -273,8 +273,7 @@ export class SqliteStatements {
     const connection = (await trx.client.acquireConnection()) as sqlite3.Database;
     let cache = this.writers.get(connection);
     if (!cache) {
-      // Two copies: writes.ts has up to two merged writes, each one statement, under way at once.
-      cache = new StatementCache(connection, 2);
+      cache = new StatementCache(connection);
       this.writers.set(connection, cache);
     }
     return cache.all<T>(sql, params);

@@ -5,19 +5,21 @@
 //
 // Inserts into one collection queued side by side become one write of all their rows (each request's
 // rows keep consecutive ids and seqs, in the order the requests came), so many small concurrent
-// inserts cost about what one batch does; patches of one collection likewise become one write of
-// their rows and events, applied in the order they came. Such a merged write is one statement
-// (sqlite-procedures.ts), atomic by itself: it runs with no transaction around it, one hand-off to the
-// driver where BEGIN and COMMIT made three (side by side on a quiet machine: insert-1 0.178 → 0.200 × baseline (a), patch 0.131 → 0.152).
+// inserts cost about what one batch does; patches of one collection likewise become one write, applied
+// in the order they came. Such a merged write is one statement (sqlite-procedures.ts), atomic by
+// itself: it runs with no transaction around it, one hand-off to the driver where BEGIN and COMMIT
+// made three (side by side on a quiet machine: insert-1 0.178 → 0.200 × baseline (a)).
 //
-// A merged write that fails (a 404, say) writes nothing: then each of its writes runs again alone, in
-// a transaction of its own, so that it succeeds or fails alone, exactly as it would have without the
-// group. Writes are functions of their input and the database, so running one again is safe. Other
-// writes (deletes) queued together share one transaction, and likewise run again alone when it fails.
+// A merged write that fails (an insert into a missing collection, a patch made from a row that has
+// changed since) writes nothing: then each of its writes runs again alone, in a transaction of its
+// own, so that it succeeds or fails alone, exactly as it would have without the group. (A patch of a
+// missing row is no failure of the statement: it answers its own 404, and the others are stored.)
+// Writes are functions of their input and the database, so running one again is safe. Other writes
+// (deletes) queued together share one transaction, and likewise run again alone when it fails.
 //
 // A transaction is the statements `begin immediate` and `commit`, prepared once, on Knex's connection,
-// held from the pool for the group: a Knex transaction costs several times as much, in hand-offs to
-// the driver's thread and on the main thread (insert-1: 0.12 → 0.16 × baseline (a)).
+// held from the pool while writes are under way: a Knex transaction costs several times as much, in
+// hand-offs to the driver's thread and on the main thread (insert-1: 0.12 → 0.16 × baseline (a)).
 //
 // On PostgreSQL each write is a transaction of its own: there, writers to different collections run
 // at once on the pool's connections.
@@ -45,11 +47,14 @@ interface Job {
 /** The writes of one transaction at most: a bound on how long the first of them waits for its answer. */
 const MAX_GROUP = 200;
 /**
- * Merged writes under way at most. Each is one statement, atomic by itself: two let the driver's
- * thread start the next as soon as one ends, where one would wait for the main thread to take the
- * answer and send the next.
+ * Merged writes under way at most. Each is one statement, atomic by itself, so more could be: the
+ * driver's thread would start the next as soon as one ends instead of waiting for the main thread.
+ * Measured side by side, three runs each (bench --only=patch,insert-1): with two, insert-1 9,555 to
+ * 12,157/s and patch 8,265 to 9,767/s; with one, 10,593 to 11,855 and 8,232 to 9,972, at less CPU
+ * per request (groups are larger). One it is. (More would need as many copies of the writer's
+ * prepared statements, sqlite-statements.ts.)
  */
-const MAX_IN_FLIGHT = 2;
+const MAX_IN_FLIGHT = 1;
 /** The rows of writes merged into one at most (a request's own rows are never split). */
 const MAX_MERGED_ROWS = 5000;
 
