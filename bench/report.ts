@@ -185,18 +185,19 @@ function pairedBaseline(measurements: Measurement[], m: Measurement): Measuremen
 
 /**
  * The share of get-row throughput that metering costs: 1 − get-row with metering on ÷ with it off, on
- * two servers started alike, each on a copy of the seeded file that serves only this, measured one
- * right after the other in each round; the median of the rounds. Not the main rowbase server, which has
+ * two servers started alike, each on a copy of the seeded file that serves only this, measured on, off,
+ * off, on in each round (each side's rate is of its two measurements together); the median of the rounds. Not the main rowbase server, which has
  * served every write workload of the rounds before on its file. Not through baseline (a): a bare
  * server moves with the machine's load far more than rowbase does, and would add its noise.
  */
 export function meteringCost(measurements: Measurement[]): number {
   const rounds = [...new Set(measurements.map((m) => m.round))];
   const costs = rounds.map((round) => {
-    const [on, off] = ['get-row-metering-on', 'get-row-metering-off'].map(
-      (w) => measurements.find((m) => m.workload === w && m.round === round)!,
-    );
-    return 1 - rateOf(on) / rateOf(off);
+    const [on, off] = ['get-row-metering-on', 'get-row-metering-off'].map((w) => {
+      const mine = measurements.filter((m) => m.workload === w && m.round === round);
+      return sum(mine.map((m) => m.measured.requests)) / sum(mine.map((m) => m.measured.seconds));
+    });
+    return 1 - on / off;
   });
   return median(costs);
 }
