@@ -326,8 +326,9 @@ type Patch = { rowId: number; patch: Fields; read: string };
  * SQLite: patches applied in Node in the order they came (two of one row, one after the other) to
  * the texts they were read with, then written as one statement: the rows, one update event per patch,
  * their sort keys (sqlite-procedures.ts). The statement writes nothing if a row has changed since it was
- * read: then the rows are read again on the writer's connection, where only another process can
- * write meanwhile, and the patches made and written once more. Answers each patched row's text.
+ * read: then the rows are read again, and the patches made and written once more; if a row has changed
+ * again, each patch runs alone in a transaction (writes.ts), where nothing can change it meanwhile.
+ * Answers each patched row's text.
  */
 async function rewritePatches(trx: WriteTx, accountId: number, collection: string, patches: Patch[]): Promise<Json<Row>[]> {
   const texts = new Map<number, string>();

@@ -47,14 +47,15 @@ interface Job {
 /** The writes of one transaction at most: a bound on how long the first of them waits for its answer. */
 const MAX_GROUP = 200;
 /**
- * Merged writes under way at most. Each is one statement, atomic by itself, so more could be: the
- * driver's thread would start the next as soon as one ends instead of waiting for the main thread.
- * Measured side by side, three runs each (bench --only=patch,insert-1): with two, insert-1 9,555 to
- * 12,157/s and patch 8,265 to 9,767/s; with one, 10,593 to 11,855 and 8,232 to 9,972, at less CPU
- * per request (groups are larger). One it is. (More would need as many copies of the writer's
- * prepared statements, sqlite-statements.ts.)
+ * Merged writes under way at most: two, the second only once SECOND_GROUP writes of its key wait. Each
+ * is one statement, atomic by itself: the second waits in the driver and starts as soon as the first
+ * ends, where it would wait for the main thread to take the first's answer and send it. Without the
+ * minimum, the second went out with a write or two, groups got smaller, and nothing was gained.
+ * Side by side (bench --only=list,patch,insert-1, eight runs against six): insert-1 12,200–14,200/s
+ * against 10,600–12,300 with one under way, patch 7,200–8,000 against 5,900–7,500, at less CPU per request.
  */
-const MAX_IN_FLIGHT = 1;
+const MAX_IN_FLIGHT = 2;
+const SECOND_GROUP = 3;
 /** The rows of writes merged into one at most (a request's own rows are never split). */
 const MAX_MERGED_ROWS = 5000;
 
@@ -78,14 +79,19 @@ export function mergedWrite<I, R>(knex: Knex, key: string, size: number, item: I
 /** SQLite's queue of writes, run in groups on Knex's one connection. */
 export class GroupedWrites {
   private readonly queue: Job[] = [];
+  /** How many writes of each merge key wait in the queue. */
+  private readonly waiting = new Map<string, number>();
   /** Knex's connection while this holds it (from the first write under way until none is). */
   private connection?: Promise<unknown>;
   private held = false;
   /** Merged writes under way, and whether a transaction is (it has the connection to itself). */
   private inFlight = 0;
   private exclusive = false;
-  /** Groups run so far, how many writes they held, and how many of those shared a merged write (for tests and tuning). */
-  readonly stats = { groups: 0, writes: 0, merged: 0 };
+  /**
+   * Groups run so far, how many writes they held, how many of those shared a merged write, and how many
+   * merged writes went out while another was under way (for tests and tuning).
+   */
+  readonly stats = { groups: 0, writes: 0, merged: 0, overlapped: 0 };
 
   constructor(private readonly knex: Knex) {}
 
@@ -101,6 +107,7 @@ export class GroupedWrites {
   private enqueue(job: Omit<Job, 'resolve' | 'reject'>): Promise<unknown> {
     return new Promise((resolve, reject) => {
       this.queue.push({ ...job, resolve, reject });
+      if (job.merge) this.waiting.set(job.merge.key, (this.waiting.get(job.merge.key) ?? 0) + 1);
       this.pump();
     });
   }
@@ -115,7 +122,9 @@ export class GroupedWrites {
       const first = this.queue[0];
       if (first.merge) {
         if (this.inFlight >= MAX_IN_FLIGHT) return;
+        if (this.inFlight > 0 && (this.waiting.get(first.merge.key) ?? 0) < SECOND_GROUP) return;
         this.queue.shift();
+        if (this.inFlight > 0) this.stats.overlapped++;
         this.inFlight++;
         void this.runMerged(first).finally(() => {
           this.inFlight--;
@@ -186,6 +195,10 @@ export class GroupedWrites {
    */
   private async runMerged(first: Job): Promise<void> {
     const group = this.takeMergeable(first);
+    const key = first.merge!.key;
+    const left = this.waiting.get(key)! - group.length;
+    if (left > 0) this.waiting.set(key, left);
+    else this.waiting.delete(key);
     this.count(group, true);
     try {
       const items = group.map((job) => job.merge!.item);

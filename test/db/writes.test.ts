@@ -115,6 +115,34 @@ describe('grouped writes on SQLite', () => {
     }
   });
 
+  it('send a second merged write while one is under way, and still give ids and seqs in the order they commit', async () => {
+    const before = writes().stats.overlapped;
+    // Waves of concurrent inserts: while one group is under way, the next has more than enough writers waiting.
+    const answers: Row[][] = [];
+    for (let wave = 0; wave < 5; wave++) {
+      const sent = Array.from({ length: 40 }, (_, n) =>
+        store.insertRows(accountId, 'notes', [
+          { wave, n },
+          { wave, n, second: true },
+        ]),
+      );
+      for (const answer of await Promise.all(sent)) answers.push(JSON.parse(answer));
+    }
+    expect(writes().stats.overlapped - before).to.be.greaterThan(0, 'a merged write went out beside another');
+    // Each request's two rows have consecutive ids; all of them are 1..400, each once.
+    for (const [first, second] of answers) expect(second.id).to.equal(first.id + 1);
+    const ids = answers
+      .flat()
+      .map((row) => row.id)
+      .sort((a, b) => a - b);
+    expect(ids).to.deep.equal(Array.from({ length: 400 }, (_, i) => i + 1));
+    // Each row's insert event has its id as its seq, and carries the row as answered.
+    const { id } = await store.db.knex('collections').where({ name: 'notes' }).first('id');
+    const events = await store.readEvents(Number(id), { after: 0, limit: 1000 });
+    const byId = new Map(answers.flat().map((row) => [row.id, row]));
+    expect(events.map((event) => [event.seq, event.row])).to.deep.equal(ids.map((rowId) => [rowId, byId.get(rowId)]));
+  });
+
   // Field by field in SQL, and (for names no JSON path can spell) made in Node from the row as read.
   for (const [how, field] of [
     ['set field by field', (n: number) => `p${n}`],
