@@ -16,8 +16,8 @@ import {
   rekeyPatchedRowPostgres,
   sortedPageQuery,
 } from './sort-keys.ts';
-import { insertSql, patchSql, rewriteSql, STALE_ROW } from './sqlite-procedures.ts';
-import type { ReadKind, SnapshotRead, SqliteStatements, SqlValue } from './sqlite-statements.ts';
+import { insertSql, patchSql } from './sqlite-procedures.ts';
+import type { ReadKind, SnapshotRead, SqlValue } from './sqlite-statements.ts';
 import { mergedWrite, writeTransaction } from './writes.ts';
 
 export type Row = components['schemas']['Row'];
@@ -219,26 +219,20 @@ const rowsSql = `select j.key as i, r.data from json_each(?) j
   cross join rows r on r.collection_id = c.id and r.id = j.value ->> 2`;
 const collectionSql = 'select id, row_count, sorted from collections where account_id = ? and name = ?';
 const updateSql = 'update rows set data = ? where collection_id = ? and id = ?';
-/** SQLite: the rows of a group of patches, by the collection's name: ids `?` (a JSON array). */
-const patchedRowsSql = `select r.id, r.data from rows r join collections c on c.id = r.collection_id
-  where c.account_id = ? and c.name = ? and r.id in (select value from json_each(?))`;
+/** SQLite: a row to patch, on the writer's connection, found with its collection by name. */
+const patchedRowSql = `select r.data from rows r join collections c on c.id = r.collection_id
+  where c.account_id = ? and c.name = ? and r.id = ?`;
 const deleteSql = 'delete from rows where collection_id = ? and id = ? returning data';
-
-/**
- * SQLite: the row's stored text, read with the other row reads under way (readMerged); 404 for a
- * missing row or collection.
- */
-async function storedText(sqlite: SqliteStatements, accountId: number, collection: string, rowId: number): Promise<string> {
-  const [row] = await sqlite.readMerged<{ data: string }>(rowsSql, [accountId, collection, rowId]);
-  if (row) return row.data;
-  const [found] = await sqlite.read(collectionSql, [accountId, collection]);
-  throw found ? rowNotFound(collection, rowId) : collectionNotFound(collection);
-}
 
 /** The row as JSON text, found with its collection in one statement; 404 for a missing row or collection. */
 export async function getRow(knex: Knex, accountId: number, collection: string, rowId: number): Promise<Json<Row>> {
   const { sqlite } = knex.userParams as DatabaseParams;
-  if (sqlite) return rowJson(rowId, await storedText(sqlite, accountId, collection, rowId));
+  if (sqlite) {
+    const [row] = await sqlite.readMerged<{ data: string }>(rowsSql, [accountId, collection, rowId]);
+    if (row) return rowJson(rowId, row.data);
+    const [found] = await sqlite.read(collectionSql, [accountId, collection]);
+    throw found ? rowNotFound(collection, rowId) : collectionNotFound(collection);
+  }
   const row = await knex('rows')
     .where({ collection_id: collectionIdQuery(knex, accountId, collection), id: rowId })
     .first('data');
@@ -273,24 +267,23 @@ export async function updateRow(knex: Knex, accountId: number, collection: strin
  * statement (writes.ts, writePatches()): json_set sets each field in the stored text, which keeps the
  * text JSON.stringify({ ...row, ...patch }) gives. Not for a field name that a JSON path cannot spell,
  * nor for an array index, which JavaScript puts before the other names where json_set adds it last:
- * then the patch is made in Node from the row's text as read, and written on condition that the row
- * still has it (rewritePatches()).
+ * then the row is read and the patch made in Node, in a transaction (nothing changes the row between
+ * the two), and the whole text set at `$` by the same statement.
  */
 async function patchSqlite(knex: Knex, accountId: number, collection: string, rowId: number, patch: Fields): Promise<Json<Row>> {
   const names = Object.keys(patch);
-  if (names.every((name) => pathSafe.test(name) && !arrayIndex.test(name))) {
-    const fields = names.map((name) => [`$."${name}"`, JSON.stringify(patch[name])]);
-    const answer = await mergedWrite(knex, `patch/${accountId}/${collection}`, 1, { rowId, fields }, (trx, patches: FieldPatch[]) =>
-      writePatches(trx, accountId, collection, patches),
-    );
-    if (answer instanceof ApiError) throw answer;
-    return answer;
-  }
-  const { sqlite } = knex.userParams as DatabaseParams;
-  const read = await storedText(sqlite!, accountId, collection, rowId);
-  return mergedWrite(knex, `rewrite/${accountId}/${collection}`, 1, { rowId, patch, read }, (trx, patches: Patch[]) =>
-    rewritePatches(trx, accountId, collection, patches),
-  );
+  const answer = names.every((name) => pathSafe.test(name) && !arrayIndex.test(name))
+    ? await mergedWrite(knex, `patch/${accountId}/${collection}`, 1, { rowId, fields: fieldsOf(patch) }, (trx, patches: FieldPatch[]) =>
+        writePatches(trx, accountId, collection, patches),
+      )
+    : await writeTransaction(knex, async (trx) => {
+        const [stored] = await query<{ data: string }>(trx, patchedRowSql, [accountId, collection, rowId]);
+        // No row: no field to set, and writePatches() answers the 404, of the row or its collection.
+        const fields = stored ? [['$', JSON.stringify({ ...JSON.parse(stored.data), ...patch })]] : [];
+        return (await writePatches(trx, accountId, collection, [{ rowId, fields }]))[0];
+      });
+  if (answer instanceof ApiError) throw answer;
+  return answer;
 }
 
 /** A name that JavaScript orders as an array index: before every other name of an object, in numeric order. */
@@ -298,6 +291,8 @@ const arrayIndex = /^(0|[1-9][0-9]*)$/;
 
 /** A patch of row `rowId` as row_patches takes it: its fields as `[JSON path, JSON text]`. */
 type FieldPatch = { rowId: number; fields: string[][] };
+
+const fieldsOf = (patch: Fields) => Object.entries(patch).map(([name, value]) => [`$."${name}"`, JSON.stringify(value)]);
 
 /**
  * SQLite: patches, each of one row, in one statement (sqlite-procedures.ts), in the order they came:
@@ -317,51 +312,6 @@ async function writePatches(trx: WriteTx, accountId: number, collection: string,
   });
   if (changed !== undefined) await announceChange(trx, changed);
   return answers;
-}
-
-/** A patch of row `rowId`, and the row's text it was read with. */
-type Patch = { rowId: number; patch: Fields; read: string };
-
-/**
- * SQLite: patches applied in Node in the order they came (two of one row, one after the other) to
- * the texts they were read with, then written as one statement: the rows, one update event per patch,
- * their sort keys (sqlite-procedures.ts). The statement writes nothing if a row has changed since it was
- * read: then the rows are read again, and the patches made and written once more; if a row has changed
- * again, each patch runs alone in a transaction (writes.ts), where nothing can change it meanwhile.
- * Answers each patched row's text.
- */
-async function rewritePatches(trx: WriteTx, accountId: number, collection: string, patches: Patch[]): Promise<Json<Row>[]> {
-  const texts = new Map<number, string>();
-  for (const { rowId, read } of patches) if (!texts.has(rowId)) texts.set(rowId, read);
-  for (let attempt = 1; ; attempt++) {
-    const patched = new Map(texts);
-    const events = patches.map(({ rowId, patch }): [number, string] => {
-      const data = JSON.stringify({ ...JSON.parse(patched.get(rowId)!), ...patch });
-      patched.set(rowId, data);
-      return [rowId, data];
-    });
-    const rows = JSON.stringify([...texts].map(([id, read]) => [id, read, patched.get(id)]));
-    try {
-      const [{ id }] = await query<{ id: number }>(trx, rewriteSql, [
-        accountId,
-        collection,
-        rows,
-        JSON.stringify(events),
-        new Date().toISOString(),
-      ]);
-      await announceChange(trx, id);
-      return events.map(([rowId, data]) => rowJson(rowId, data));
-    } catch (error) {
-      if (attempt > 1 || !(error as Error).message?.includes(STALE_ROW)) throw error;
-    }
-    const stored = await query<StoredRow>(trx, patchedRowsSql, [accountId, collection, JSON.stringify([...texts.keys()])]);
-    for (const row of stored) texts.set(Number(row.id), row.data);
-    const missing = [...texts.keys()].find((rowId) => !stored.some((row) => Number(row.id) === rowId));
-    if (missing !== undefined) {
-      const [found] = await query(trx, collectionSql, [accountId, collection]);
-      throw found ? rowNotFound(collection, missing) : collectionNotFound(collection);
-    }
-  }
 }
 
 /** Deletes the row and emits one delete event carrying the row as it was. */

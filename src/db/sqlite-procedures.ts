@@ -53,15 +53,11 @@ const rowInserts = `
     ${sortKeys('json_each(new.texts) r', 'c.last_row_id - new.n + 1 + r.key', 'r.value')};
   end;`;
 
-/** Re-keys the rows `rows` reads as sortKeys() does, replacing their keys where they moved, and only there. */
-const rekey = (rows: string, id: string, data: string) => `${sortKeys(rows, id, data)}
-      on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str
-        where rank is not excluded.rank or num is not excluded.num or str is not excluded.str`;
-
 /**
  * `row_fields (collection_id, id, path, value)`: sets one field of one row, `path` a JSON path `$."…"`
- * and `value` its JSON text. JSON's own text is kept as it was given, as json_set keeps every other
- * field's: the row's new text is the one JSON.stringify would give (rows.ts says when).
+ * (or `$`, the whole row) and `value` its JSON text. JSON's own text is kept as it was given, as
+ * json_set keeps every other field's: the row's new text is the one JSON.stringify would give (rows.ts
+ * says when).
  */
 const rowFields = `
   create temp view if not exists row_fields (collection_id, id, path, value) as select null, null, null, null where 0;
@@ -84,35 +80,13 @@ const rowPatches = `
         and exists (select 1 from rows r where r.collection_id = collections.id and r.id = new.id);
     insert into row_fields select c.id, new.id, f.value ->> 0, f.value ->> 1 from collections c, json_each(new.fields) f where ${collection};
     ${events('update', `select c.id as collection_id, c.last_seq as seq, r.id, r.data from collections c join rows r on r.collection_id = c.id and r.id = new.id where ${collection}`)};
-    ${rekey(`(select r.id, r.data from collections c join rows r on r.collection_id = c.id and r.id = new.id where ${collection}) r`, 'r.id', 'r.data')};
-  end;`;
-
-/** A stale row's error message: the rewrites were made from a text the row no longer has. */
-export const STALE_ROW = 'rowbase: a rewritten row changed since it was read';
-
-/**
- * `row_rewrites (account_id, collection, rows, events, at)`: patches made in Node, from the rows' texts
- * as read before the write (rows.ts, for the patches row_patches cannot make). `rows` is a JSON array of
- * `[id, old text, new text]`, each row once, and `events` one of `[id, text]`, one per patch in the
- * order they came (a row patched twice has two). Every row must still have its old text, or the
- * statement fails with STALE_ROW and writes nothing.
- */
-const rowRewrites = `
-  create temp view if not exists row_rewrites (account_id, collection, rows, events, at) as select null, null, null, null, null where 0;
-  create temp trigger if not exists row_rewrites_write instead of insert on row_rewrites begin
-    select raise(abort, '${STALE_ROW}') from json_each(new.rows) p
-      where not exists (select 1 from collections c join rows r on r.collection_id = c.id
-        where ${collection} and r.id = p.value ->> 0 and r.data = p.value ->> 1);
-    update collections set last_seq = last_seq + json_array_length(new.events) where account_id = new.account_id and name = new.collection;
-    update rows set data = (select p.value ->> 2 from json_each(new.rows) p where p.value ->> 0 = rows.id)
-      where collection_id = (select c.id from collections c where ${collection})
-        and id in (select p.value ->> 0 from json_each(new.rows) p);
-    ${events('update', `select c.id as collection_id, c.last_seq - json_array_length(new.events) + 1 + e.key as seq, e.value ->> 0 as id, e.value ->> 1 as data from collections c, json_each(new.events) e where ${collection}`)};
-    ${rekey('json_each(new.rows) r', 'r.value ->> 0', 'r.value ->> 2')};
+    ${sortKeys(`(select r.id, r.data from collections c join rows r on r.collection_id = c.id and r.id = new.id where ${collection}) r`, 'r.id', 'r.data')}
+      on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str
+        where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
   end;`;
 
 /** Makes the views and triggers on the writer's connection (TEMP: they live as long as it). */
-export const sqliteProcedures = rowInserts + rowFields + rowPatches + rowRewrites;
+export const sqliteProcedures = rowInserts + rowFields + rowPatches;
 
 /** The collection the write was made in, and its last row id: null for a collection that does not exist. */
 const written = 'returning (select id from collections where account_id = ?1 and name = ?2) as id';
@@ -130,6 +104,3 @@ export const insertSql = `insert into row_inserts values (?1, ?2, ?3, ?4, ?5) ${
 export const patchSql = `insert into row_patches select ?1, ?2, key, value ->> 0, value ->> 1, ?4 from json_each(?3)
   ${written}, i, (select r.data from collections c join rows r on r.collection_id = c.id
     where c.account_id = ?1 and c.name = ?2 and r.id = row_patches.id) as data`;
-
-/** A group of rewrites: `?1` account, `?2` collection, `?3` rows, `?4` events, `?5` at; answers id. */
-export const rewriteSql = `insert into row_rewrites values (?1, ?2, ?3, ?4, ?5) ${written}`;

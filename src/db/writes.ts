@@ -10,10 +10,10 @@
 // itself: it runs with no transaction around it, one hand-off to the driver where BEGIN and COMMIT
 // made three (side by side on a quiet machine: insert-1 0.178 → 0.200 × baseline (a)).
 //
-// A merged write that fails (an insert into a missing collection, a patch made from a row that has
-// changed since) writes nothing: then each of its writes runs again alone, in a transaction of its
-// own, so that it succeeds or fails alone, exactly as it would have without the group. (A patch of a
-// missing row is no failure of the statement: it answers its own 404, and the others are stored.)
+// A merged write that fails (an insert into a missing collection, say) writes nothing: then each of
+// its writes runs again alone, in a transaction of its own, so that it succeeds or fails alone,
+// exactly as it would have without the group. (A patch of a missing row is no failure of the
+// statement: it answers its own 404, and the others are stored.)
 // Writes are functions of their input and the database, so running one again is safe. Other writes
 // (deletes) queued together share one transaction, and likewise run again alone when it fails.
 //
@@ -189,9 +189,8 @@ export class GroupedWrites {
 
   /**
    * `first` merged with the writes of its key queued beside it, with no transaction. If it fails,
-   * nothing of it is stored, and each of its writes goes back to the head of the queue to run again
-   * alone, in a transaction, in order, as if there had been no group (a merged write of one too: a
-   * patch whose row another process keeps changing is written under the write lock).
+   * nothing of it is stored: a write alone failed as it would have without the group; otherwise each
+   * write goes back to the head of the queue to run again alone, in a transaction, in order.
    */
   private async runMerged(first: Job): Promise<void> {
     const group = this.takeMergeable(first);
@@ -204,7 +203,8 @@ export class GroupedWrites {
       const items = group.map((job) => job.merge!.item);
       const results = await this.hold((trx) => first.merge!.work(trx, items), false);
       for (const [index, job] of group.entries()) job.resolve(results[index]);
-    } catch {
+    } catch (error) {
+      if (group.length === 1) return first.reject(error);
       this.queue.unshift(...group.map(({ work, resolve, reject }) => ({ work, resolve, reject })));
     }
   }

@@ -143,16 +143,16 @@ describe('grouped writes on SQLite', () => {
     expect(events.map((event) => [event.seq, event.row])).to.deep.equal(ids.map((rowId) => [rowId, byId.get(rowId)]));
   });
 
-  // Field by field in SQL, and (for names no JSON path can spell) made in Node from the row as read.
+  // Field by field in SQL, and (for names no JSON path can spell) made in Node from the row read in a transaction.
   for (const [how, field] of [
     ['set field by field', (n: number) => `p${n}`],
-    ['made from the row as read', (n: number) => `p"${n}`],
+    ['made in Node from the row as read', (n: number) => `p"${n}`],
   ] as const) {
     it(`lose no patch of a row that two instances patch at once, ${how}`, async () => {
       await store.insertRows(accountId, 'notes', [{ row: 1 }]);
       const other = await openStore(`sqlite:${join(dir, 'rowbase.sqlite')}`);
       try {
-        // Made from a row read before the write, a patch whose row the other instance changed meanwhile must be made again.
+        // Each instance's writes go between the other's: a patch must be made from the row as the last write left it.
         const answers = await Promise.all(
           Array.from({ length: 40 }, (_, n) => (n % 2 === 0 ? store : other).updateRow(accountId, 'notes', 1, { [field(n)]: n })),
         );
