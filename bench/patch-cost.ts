@@ -1,0 +1,94 @@
+// What a group of patches costs SQLite's writer, measured on the driver alone: no HTTP, no load
+// generator, nothing else on the machine's two cores but this process. `npm run bench` measures
+// patch end to end; this says where its writer's time goes, with far less noise.
+//
+//   node --import tsx bench/patch-cost.ts [rows]
+//
+// It seeds a fresh SQLite file in a temp folder through rowbase's own data layer (100,000 rows
+// `{score, name, text}` by default, with the sort index on score that list makes), then runs
+// rowbase's patch statement (sqlite-procedures.ts) on Knex's writer connection, as the server does,
+// one group after another: groups of 1, 3 and 10 patches of random rows, of `score` (its sort key
+// moves) and of `name` (no index: no key moves). For each it prints the process's CPU time per patch
+// (user and system: the driver's thread, the main thread and the checkpoints together) and the wall
+// time, and from groups of 1 and 10 the cost of a statement itself and of each patch in it.
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import { join } from 'node:path';
+import type sqlite3 from 'sqlite3';
+import { createCollection } from '../src/db/collections.ts';
+import { openDatabase } from '../src/db/connect.ts';
+import { insertRows } from '../src/db/rows.ts';
+import { makeSortIndex } from '../src/db/sort-keys.ts';
+import { patchSql } from '../src/db/sqlite-procedures.ts';
+import { benchRow } from './seed.ts';
+
+const rows = Number(process.argv[2] ?? 100_000);
+/** Patches measured per group size and field, after as many again not measured. */
+const PATCHES = 30_000;
+const WARM_UP = 3_000;
+
+const work = mkdtempSync(join(os.tmpdir(), 'rowbase-patch-cost-'));
+const db = await openDatabase(`sqlite:${join(work, 'rowbase.sqlite')}`);
+try {
+  const [accountId] = await db.knex('accounts').insert({ name: 'bench', plan: 'free', created_at: new Date().toISOString() });
+  await createCollection(db.knex, accountId, 'bench');
+  for (let first = 1; first <= rows; first += 1000) {
+    const count = Math.min(1000, rows - first + 1);
+    await insertRows(
+      db.knex,
+      accountId,
+      'bench',
+      Array.from({ length: count }, (_, i) => ({ ...benchRow(first + i) })),
+    );
+  }
+  await makeSortIndex(db.knex, accountId, 'bench', 'score', 16);
+
+  // The writer, as the server has it: Knex's one connection, with the views the statement writes through.
+  const connection = (await db.knex.client.acquireConnection()) as sqlite3.Database;
+  const statement = await new Promise<sqlite3.Statement>((resolve, reject) => {
+    const prepared = connection.prepare(patchSql, (error) => (error ? reject(error) : resolve(prepared)));
+  });
+  const run = (params: unknown[]) =>
+    new Promise<unknown[]>((resolve, reject) => statement.all(params, (error, answered) => (error ? reject(error) : resolve(answered))));
+  const group = (size: number, field: 'score' | 'name') => {
+    const patches = Array.from({ length: size }, () => {
+      const value = field === 'score' ? Math.floor(Math.random() * 1_000_000) : `patched ${Math.random()}`;
+      return [1 + Math.floor(Math.random() * rows), [[`$."${field}"`, JSON.stringify(value)]]];
+    });
+    return [accountId, 'bench', JSON.stringify(patches), new Date().toISOString()];
+  };
+  const measure = async (size: number, field: 'score' | 'name') => {
+    for (let done = 0; done < WARM_UP; done += size) await run(group(size, field));
+    const cpu = process.cpuUsage();
+    const started = performance.now();
+    let done = 0;
+    for (; done < PATCHES; done += size) {
+      const answered = await run(group(size, field));
+      if (answered.length !== size) throw new Error(`a group of ${size} answered ${answered.length} rows`);
+    }
+    const { user, system } = process.cpuUsage(cpu);
+    return { cpu: (user + system) / done, user: user / done, system: system / done, wall: ((performance.now() - started) * 1000) / done };
+  };
+
+  process.stdout.write(`${os.availableParallelism()} cores, Node ${process.version}, ${rows.toLocaleString('en-US')} rows\n`);
+  process.stdout.write('field  group   CPU µs/patch (user + system)   wall µs/patch\n');
+  for (const field of ['score', 'name'] as const) {
+    const cost: Record<number, number> = {};
+    for (const size of [1, 3, 10]) {
+      const m = await measure(size, field);
+      cost[size] = m.cpu;
+      const cpu = `${m.cpu.toFixed(1)} (${m.user.toFixed(1)} + ${m.system.toFixed(1)})`;
+      process.stdout.write(`${field.padEnd(6)} ${String(size).padStart(5)}   ${cpu.padEnd(28)} ${m.wall.toFixed(1).padStart(14)}\n`);
+    }
+    // cost(size) = statement / size + patch, fitted to groups of 1 and 10.
+    const statementCost = ((cost[1] - cost[10]) * 10) / 9;
+    process.stdout.write(
+      `${field}: a statement ${statementCost.toFixed(0)} µs, each patch in it ${(cost[1] - statementCost).toFixed(0)} µs\n`,
+    );
+  }
+  await new Promise<void>((resolve) => statement.finalize(() => resolve()));
+  await db.knex.client.releaseConnection(connection);
+} finally {
+  await db.close();
+  rmSync(work, { recursive: true, force: true });
+}
