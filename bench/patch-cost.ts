@@ -15,12 +15,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import type sqlite3 from 'sqlite3';
-import { createCollection } from '../src/db/collections.ts';
 import { openDatabase } from '../src/db/connect.ts';
-import { insertRows } from '../src/db/rows.ts';
-import { makeSortIndex } from '../src/db/sort-keys.ts';
 import { patchSql } from '../src/db/sqlite-procedures.ts';
-import { benchRow } from './seed.ts';
+import { seedFile } from './seed-file.ts';
 
 const rows = Number(process.argv[2] ?? 100_000);
 /** Patches measured per group size and field, after as many again not measured. */
@@ -28,21 +25,10 @@ const PATCHES = 30_000;
 const WARM_UP = 3_000;
 
 const work = mkdtempSync(join(os.tmpdir(), 'rowbase-patch-cost-'));
-const db = await openDatabase(`sqlite:${join(work, 'rowbase.sqlite')}`);
+const file = join(work, 'rowbase.sqlite');
+const accountId = await seedFile(file, rows);
+const db = await openDatabase(`sqlite:${file}`);
 try {
-  const [accountId] = await db.knex('accounts').insert({ name: 'bench', plan: 'free', created_at: new Date().toISOString() });
-  await createCollection(db.knex, accountId, 'bench');
-  for (let first = 1; first <= rows; first += 1000) {
-    const count = Math.min(1000, rows - first + 1);
-    await insertRows(
-      db.knex,
-      accountId,
-      'bench',
-      Array.from({ length: count }, (_, i) => ({ ...benchRow(first + i) })),
-    );
-  }
-  await makeSortIndex(db.knex, accountId, 'bench', 'score', 16);
-
   // The writer, as the server has it: Knex's one connection, with the views the statement writes through.
   const connection = (await db.knex.client.acquireConnection()) as sqlite3.Database;
   const statement = await new Promise<sqlite3.Statement>((resolve, reject) => {
