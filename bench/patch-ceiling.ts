@@ -4,8 +4,9 @@
 // no validation, no Koa: what is left is the driver and SQLite.
 //
 //   node --import tsx bench/patch-ceiling.ts
-//     seeds a temp file as patch-cost.ts does, then three rounds of: baseline (a), the ceiling server
-//     through sqlite3 (rowbase's driver), and through better-sqlite3 when it is installed
+//     seeds a temp file as patch-cost.ts does, then three rounds of, each beside baseline (a): rowbase
+//     itself (`rowbase serve`, metering on, as in `npm run bench`), the ceiling server through sqlite3
+//     (rowbase's driver), and through better-sqlite3 when it is installed
 //     (npm install --no-save better-sqlite3@11.10.0; it builds from source here, about a minute).
 //   node --import tsx bench/patch-ceiling.ts serve sqlite3|better-sqlite3 <file> <account id>
 //     one ceiling server, as the first form starts it.
@@ -23,7 +24,7 @@ import { patchSql, sqliteProcedures } from '../src/db/sqlite-procedures.ts';
 import { listen } from './listen.ts';
 import { parseMeasured } from './measure.ts';
 import { runToEnd, startServer, stopAll } from './processes.ts';
-import { seedFile } from './seed-file.ts';
+import { createKey, seedFile } from './seed-file.ts';
 import { settingsFromArgs } from './settings.ts';
 
 type Driver = 'sqlite3' | 'better-sqlite3';
@@ -49,17 +50,22 @@ async function compare(): Promise<void> {
   const work = mkdtempSync(join(os.tmpdir(), 'rowbase-patch-ceiling-'));
   try {
     const seeded = join(work, 'seeded.sqlite');
+    const key = await createKey(`sqlite:${seeded}`);
     const accountId = await seedFile(seeded, settings.rows);
     const memory = await startServer('bench/baseline-memory.ts', [String(settings.rows)], 'baseline-memory is listening');
-    const servers = new Map<Driver, string>();
-    for (const driver of drivers) {
-      const file = join(work, `${driver}.sqlite`);
+    const copyOf = (name: string) => {
+      const file = join(work, `${name}.sqlite`);
       copyFileSync(seeded, file);
-      const server = await startServer('bench/patch-ceiling.ts', ['serve', driver, file, String(accountId)], `${driver} is listening`);
-      servers.set(driver, server.url);
+      return file;
+    };
+    const env = { PORT: '0', HOST: '127.0.0.1', DATABASE_URL: `sqlite:${copyOf('rowbase')}`, LOG_LEVEL: 'info', ROWBASE_METERING: 'on' };
+    const servers = new Map<string, string>([['rowbase', (await startServer('bin/rowbase', ['serve'], 'rowbase is listening', env)).url]]);
+    for (const driver of drivers) {
+      const args = ['serve', driver, copyOf(driver), String(accountId)];
+      servers.set(`bare ${driver}`, (await startServer('bench/patch-ceiling.ts', args, `${driver} is listening`)).url);
     }
     const rate = async (workload: string, url: string) => {
-      const measured = parseMeasured(await runToEnd('bench/load.ts', [JSON.stringify({ workload, url, key: 'none', settings })]));
+      const measured = parseMeasured(await runToEnd('bench/load.ts', [JSON.stringify({ workload, url, key, settings })]));
       if (measured.failures > 0) throw new Error(`${workload} at ${url}: ${measured.failures} failures`);
       return measured.requests / measured.seconds;
     };
@@ -67,10 +73,10 @@ async function compare(): Promise<void> {
       `${os.availableParallelism()} cores, Node ${process.version}, ${settings.connections} connections, ${settings.durationSeconds} s each\n`,
     );
     for (let round = 1; round <= ROUNDS; round++) {
-      for (const [driver, url] of servers) {
+      for (const [name, url] of servers) {
         const baseline = await rate('baseline-memory', memory.url);
         const patches = await rate('patch', url);
-        const line = `round ${round}  ${driver.padEnd(14)} ${Math.round(patches).toLocaleString('en-US').padStart(7)} req/s`;
+        const line = `round ${round}  ${name.padEnd(19)} ${Math.round(patches).toLocaleString('en-US').padStart(7)} req/s`;
         process.stdout.write(
           `${line}   (a) ${Math.round(baseline).toLocaleString('en-US').padStart(7)} req/s   ${(patches / baseline).toFixed(3)} × (a)\n`,
         );

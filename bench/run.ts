@@ -52,7 +52,8 @@ import {
   table,
   writeBenchmarksMd,
 } from './report.ts';
-import { collections, createCollections, plan, seedCollections } from './seed.ts';
+import { collections, createCollections, seedCollections } from './seed.ts';
+import { createKey } from './seed-file.ts';
 import { settingsFromArgs } from './settings.ts';
 import { httpWorkloads, type LoadJob, type ServerName } from './workloads.ts';
 
@@ -248,14 +249,6 @@ async function main(): Promise<void> {
   writeFileSync(resultsFile, `${JSON.stringify(results, null, 2)}\n`);
   if (settings.mode === 'full') writeBenchmarksMd(join(repoRoot, 'BENCHMARKS.md'), results, '# Benchmarks\n\n{{generated}}\n');
   say(`\nwritten: ${resultsFile}${settings.mode === 'full' ? ', BENCHMARKS.md' : ''}; ${Math.round(results.wallSeconds)} s in all`);
-}
-
-/** A plan with no rate and a quota no run reaches, and a key on it, through the CLI as an operator would. */
-async function createKey(databaseUrl: string): Promise<string> {
-  const env = { DATABASE_URL: databaseUrl };
-  await runToEnd('bin/rowbase', ['plans', 'set', plan.name, '--quota', String(plan.quota), '--period', plan.period, '--no-rate'], env);
-  const created = await runToEnd('bin/rowbase', ['keys', 'create', '--account', 'bench', '--plan', plan.name, '--json'], env);
-  return JSON.parse(created).key;
 }
 
 async function seed(key: string): Promise<number> {
