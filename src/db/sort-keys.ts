@@ -17,7 +17,7 @@
 import type { Knex } from 'knex';
 import type { DatabaseParams } from './changes.ts';
 import { advance } from './collections.ts';
-import { type Direction, postgresField, rowJsonSql, sqliteField } from './ordering.ts';
+import { type Direction, postgresField, rowJsonSql } from './ordering.ts';
 import { query, type WriteTx } from './query.ts';
 
 /** Collections remembered at most; the least recently remembered is forgotten first. */
@@ -47,8 +47,7 @@ export class KnownIndexes {
 /** Writes the keys of the stored rows `fromId`..`toId` for `field`, in `slot`. */
 export async function writeSortKeys(trx: WriteTx, collectionId: number, slot: number, field: string, fromId: number, toId: number) {
   if ((trx.userParams as DatabaseParams).sqlite) {
-    const { sql, bindings } = sqliteKeys(field);
-    await query(trx, sql, [collectionId, slot, ...bindings, collectionId, fromId, toId]);
+    await query(trx, sqliteKeysSql, [collectionId, slot, field, collectionId, fromId, toId]);
   } else {
     const { sql, bindings } = postgresKeys(field);
     await query(trx, sql, [slot, ...bindings, collectionId, fromId, toId]);
@@ -137,7 +136,7 @@ export const presentCountQuery = (collectionId: number, slot: number) => ({
   params: [collectionId, slot],
 });
 
-/** SQLite: the key columns (rank, num, str) from `t`, json_type's answer, and `v`, json_extract's. */
+/** SQLite: the key columns (rank, num, str) from `t`, the value's JSON type as json_each names it, and `v`, its SQL value (`atom`). */
 export const sqliteKeyColumns = `case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
       when 'object' then 4 when 'array' then 4 else 5 end,
     case when t in ('integer', 'real', 'true', 'false') then v end,
@@ -148,19 +147,22 @@ const replaceKey =
   'where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str';
 
 /**
- * SQLite: the keys of the stored rows of a range of ids, from json_type and json_extract (sqliteField()'s
- * expressions read `rows.data`). Params: the collection's id, the slot, these bindings, then the
- * collection's id, the first id and the last. (New and patched rows get theirs in sqlite-procedures.ts.)
+ * SQLite: the field `name` of the row text `data`, found among the row's keys with json_each, by name,
+ * which spells every name (a JSON path cannot: ordering.ts's sqliteField()). A LEFT JOIN, so that a row
+ * without the field has a key too (rank 5); `k.type` and `k.atom` are the `t` and `v` of
+ * sqliteKeyColumns. Every SQLite key is found this way: an index's first keys here, those of rows
+ * written later in sqlite-procedures.ts.
  */
-function sqliteKeys(field: string) {
-  const { type, value, key } = sqliteField(field);
-  return {
-    sql: `insert into sort_keys (collection_id, slot, row_id, rank, num, str)
-      select ?, ?, id, ${sqliteKeyColumns}
-      from (select id, ${type} as t, ${value} as v from rows where collection_id = ? and id between ? and ?) rows`,
-    bindings: [key, key],
-  };
-}
+export const sqliteFieldJoin = (data: string, name: string) => `left join json_each(${data}) k on k.key = ${name}`;
+
+/**
+ * SQLite: the keys of the stored rows of a range of ids. Params: the collection's id, the slot, the
+ * field's name, then the collection's id, the first id and the last.
+ */
+const sqliteKeysSql = `insert into sort_keys (collection_id, slot, row_id, rank, num, str)
+  select ?, ?, id, ${sqliteKeyColumns}
+  from (select r.id, k.type as t, k.atom as v from rows r ${sqliteFieldJoin('r.data', '?')}
+    where r.collection_id = ? and r.id between ? and ?) rows`;
 
 /** PostgreSQL: the key columns (rank, num, str) of the jsonb value `j`, as in the comment at the top. */
 export const postgresKeyColumns = (j: string) => `case jsonb_typeof(${j}) when 'number' then 1 when 'string' then 2 when 'boolean' then 3

@@ -14,7 +14,7 @@
 // A trigger's statements read the collection by account and name, as advance() does; every value a
 // client sent arrives as a binding of the INSERT, never in the SQL.
 import { rowJsonSql } from './ordering.ts';
-import { sqliteKeyColumns } from './sort-keys.ts';
+import { sqliteFieldJoin, sqliteKeyColumns } from './sort-keys.ts';
 
 /** The collection the INSERT names, in a trigger: `c`. */
 const collection = 'c.account_id = new.account_id and c.name = new.collection';
@@ -22,14 +22,12 @@ const collection = 'c.account_id = new.account_id and c.name = new.collection';
 /**
  * The sort keys of the rows of `rows` (a FROM item `r`, each row's id and text read by `id` and
  * `data`), for every field the collection `c` has an index for (its slot: the field's position in
- * `sorted`). The field is found among the row's keys by name, which spells every name (a JSON path
- * cannot: ordering.ts's sqliteField()); json_each's `atom` is json_extract's value: the keys are
- * those of sort-keys.ts's sqliteKeys().
+ * `sorted`), each found as sort-keys.ts finds an index's first keys (sqliteFieldJoin).
  */
 const sortKeys = (rows: string, id: string, data: string) => `insert into sort_keys (collection_id, slot, row_id, rank, num, str)
     select collection_id, slot, id, ${sqliteKeyColumns}
     from (select c.id as collection_id, f.key as slot, ${id} as id, k.type as t, k.atom as v
-      from collections c, json_each(c.sorted) f, ${rows} left join json_each(${data}) k on k.key = f.value
+      from collections c, json_each(c.sorted) f, ${rows} ${sqliteFieldJoin(data, 'f.value')}
       where ${collection})
     where true`;
 
