@@ -31,22 +31,15 @@ type Driver = 'sqlite3' | 'better-sqlite3';
 const pragmas =
   'PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000; PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = 67108864;';
 const ROUNDS = 3;
+/** Imported by a name in a variable, so that TypeScript does not look for a package installed only by hand. */
+const betterSqlite3 = 'better-sqlite3';
 
 if (process.argv[2] === 'serve') await serve(process.argv[3] as Driver, process.argv[4], Number(process.argv[5]));
 else await compare();
 
 async function compare(): Promise<void> {
   const settings = { ...settingsFromArgs([]), rounds: ROUNDS, profile: false };
-  const drivers: Driver[] = ['sqlite3'];
-  // A variable, so that TypeScript does not look for a package that is only there when installed.
-  const optional = 'better-sqlite3';
-  if (
-    await import(optional).then(
-      () => true,
-      () => false,
-    )
-  )
-    drivers.push('better-sqlite3');
+  const drivers: Driver[] = (await import(betterSqlite3).then(Boolean, () => false)) ? ['sqlite3', 'better-sqlite3'] : ['sqlite3'];
   const work = mkdtempSync(join(os.tmpdir(), 'rowbase-patch-ceiling-'));
   try {
     const seeded = join(work, 'seeded.sqlite');
@@ -118,8 +111,7 @@ async function serve(driver: Driver, file: string, accountId: number): Promise<v
   };
   let schedule: () => void;
   if (driver === 'better-sqlite3') {
-    const optional = 'better-sqlite3';
-    const Database = (await import(optional)).default;
+    const Database = (await import(betterSqlite3)).default;
     const db = new Database(file);
     db.exec(pragmas + sqliteProcedures);
     // better-sqlite3 will not take the values of `?1`…`?4` by position; the same SQL with names takes an object.
