@@ -142,8 +142,11 @@ export const sqliteKeyColumns = `case t when 'integer' then 1 when 'real' then 1
     case when t in ('integer', 'real', 'true', 'false') then v end,
     case when t = 'text' then v end`;
 
-/** PostgreSQL: a row's key replaces the one it had. */
-const replaceKey =
+/**
+ * Both backends: after an INSERT … SELECT of keys, a row's key replaces the one it had (SQLite needs
+ * the WHERE to read the upsert's ON CONFLICT as one).
+ */
+export const replaceKey =
   'where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str';
 
 /**

@@ -14,7 +14,7 @@
 // A trigger's statements read the collection by account and name, as advance() does; every value a
 // client sent arrives as a binding of the INSERT, never in the SQL.
 import { rowJsonSql } from './ordering.ts';
-import { sqliteFieldJoin, sqliteKeyColumns } from './sort-keys.ts';
+import { replaceKey, sqliteFieldJoin, sqliteKeyColumns } from './sort-keys.ts';
 
 /** The collection the INSERT names, in a trigger: `c`. */
 const collection = 'c.account_id = new.account_id and c.name = new.collection';
@@ -28,8 +28,7 @@ const sortKeys = (rows: string, id: string, data: string) => `insert into sort_k
     select collection_id, slot, id, ${sqliteKeyColumns}
     from (select c.id as collection_id, f.key as slot, ${id} as id, k.type as t, k.atom as v
       from collections c, json_each(c.sorted) f, ${rows} ${sqliteFieldJoin(data, 'f.value')}
-      where ${collection})
-    where true`;
+      where ${collection})`;
 
 /** The events of the rows `select` answers (columns collection_id, seq, id, data), as rows.ts's rowJson() makes them. */
 const events = (type: 'insert' | 'update', select: string) => `insert into events (collection_id, seq, type, row_id, row, at)
@@ -79,8 +78,7 @@ const rowPatches = `
     insert into row_fields select c.id, new.id, f.value ->> 0, f.value ->> 1 from collections c, json_each(new.fields) f where ${collection};
     ${events('update', `select c.id as collection_id, c.last_seq as seq, r.id, r.data from collections c join rows r on r.collection_id = c.id and r.id = new.id where ${collection}`)};
     ${sortKeys(`(select r.id, r.data from collections c join rows r on r.collection_id = c.id and r.id = new.id where ${collection}) r`, 'r.id', 'r.data')}
-      on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str
-        where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
+      ${replaceKey} where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
   end;`;
 
 /** Makes the views and triggers on the writer's connection (TEMP: they live as long as it). */
