@@ -13,14 +13,16 @@
 //
 // sqlite3 runs each group on a thread of libuv's pool, as rowbase does: a second group goes out while
 // one is under way once three patches wait (writes.ts). better-sqlite3 runs on the main thread, the
-// patches of one turn of the event loop as one group. Both have rowbase's pragmas and its checkpoints
-// (a connection of their own, through sqlite3, every 200 ms, restarting the WAL past 4,096 frames).
+// patches of one turn of the event loop as one group. Both set their connection up as rowbase's writer
+// (sqliteWriterSetup), and have rowbase's own checkpoints (SqliteStatements).
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type ServerResponse } from 'node:http';
 import os from 'node:os';
 import { join } from 'node:path';
 import sqlite3 from 'sqlite3';
-import { patchSql, sqliteProcedures } from '../src/db/sqlite-procedures.ts';
+import { sqliteWriterSetup } from '../src/db/connect.ts';
+import { patchSql } from '../src/db/sqlite-procedures.ts';
+import { SqliteStatements } from '../src/db/sqlite-statements.ts';
 import { listen } from './listen.ts';
 import { parseMeasured } from './measure.ts';
 import { runToEnd, startServer, stopAll } from './processes.ts';
@@ -28,8 +30,6 @@ import { createKey, seedFile } from './seed-file.ts';
 import { settingsFromArgs } from './settings.ts';
 
 type Driver = 'sqlite3' | 'better-sqlite3';
-const pragmas =
-  'PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000; PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = 67108864;';
 const ROUNDS = 3;
 /** Imported by a name in a variable, so that TypeScript does not look for a package installed only by hand. */
 const betterSqlite3 = 'better-sqlite3';
@@ -93,7 +93,8 @@ interface Written {
 }
 
 async function serve(driver: Driver, file: string, accountId: number): Promise<void> {
-  startCheckpoints(file);
+  // rowbase's checkpoints: SqliteStatements checkpoints from the start, and opens nothing else until a read.
+  new SqliteStatements(file);
   let queue: Patch[] = [];
   const params = (group: Patch[]) => [
     accountId,
@@ -113,7 +114,7 @@ async function serve(driver: Driver, file: string, accountId: number): Promise<v
   if (driver === 'better-sqlite3') {
     const Database = (await import(betterSqlite3)).default;
     const db = new Database(file);
-    db.exec(pragmas + sqliteProcedures);
+    db.exec(sqliteWriterSetup);
     // better-sqlite3 will not take the values of `?1`…`?4` by position; the same SQL with names takes an object.
     const statement = db.prepare(patchSql.replace(/\?(\d)/g, '@p$1'));
     let scheduled = false;
@@ -130,7 +131,7 @@ async function serve(driver: Driver, file: string, accountId: number): Promise<v
     };
   } else {
     const db = new sqlite3.Database(file);
-    await new Promise<void>((resolve, reject) => db.exec(pragmas + sqliteProcedures, (error) => (error ? reject(error) : resolve())));
+    await new Promise<void>((resolve, reject) => db.exec(sqliteWriterSetup, (error) => (error ? reject(error) : resolve())));
     const statement = db.prepare(patchSql);
     let inFlight = 0;
     schedule = () => {
@@ -161,21 +162,4 @@ async function serve(driver: Driver, file: string, accountId: number): Promise<v
     });
   });
   await listen(server, driver);
-}
-
-/** rowbase's checkpoints (sqlite-statements.ts): passive every 200 ms, restarting the WAL past 4,096 frames. */
-function startCheckpoints(file: string): void {
-  const db = new sqlite3.Database(file);
-  db.configure('busyTimeout', 25);
-  let running = false;
-  const checkpoint = (mode: string, done: (log: number) => void) =>
-    db.all<{ log: number }>(`pragma wal_checkpoint(${mode})`, (error, rows) => done(error ? 0 : rows[0].log));
-  setInterval(() => {
-    if (running) return;
-    running = true;
-    checkpoint('passive', (log) => {
-      if (log > 4096) checkpoint('restart', () => (running = false));
-      else running = false;
-    });
-  }, 200).unref();
 }

@@ -91,6 +91,10 @@ async function retryRaces(work: () => Promise<unknown>, attempts = 20): Promise<
 
 const sqliteFilename = (url: string) => resolve(url.slice('sqlite:'.length));
 
+/** What SQLite's writer connection runs when it opens (see knexConfig). */
+export const sqliteWriterSetup = `PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON;
+  PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = 67108864; ${sqliteProcedures}`;
+
 function knexConfig(url: string): Knex.Config {
   if (url.startsWith('sqlite:')) {
     const filename = sqliteFilename(url);
@@ -112,12 +116,7 @@ function knexConfig(url: string): Knex.Config {
         afterCreate: (
           connection: { exec(sql: string, done: (error: Error | null) => void): void },
           done: (error: Error | null, connection: unknown) => void,
-        ) =>
-          connection.exec(
-            `PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON; PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = 67108864;
-              ${sqliteProcedures}`,
-            (error) => done(error, connection),
-          ),
+        ) => connection.exec(sqliteWriterSetup, (error) => done(error, connection)),
       },
     };
   }
