@@ -2,8 +2,8 @@
 //
 //   1. a fresh SQLite file in a temp folder; a plan without a rate and a key, made with bin/rowbase;
 //   2. `rowbase serve` seeds it over HTTP, then stops; the file is copied for the other servers;
-//   3. six servers: rowbase, rowbase with metering on and off (each on a copy), baseline (a) from memory, baseline (b) sqlite3,
-//      and rowbase for the feed's fanout; and, when a PostgreSQL server answers, rowbase on a database
+//   3. seven servers: rowbase, rowbase with metering on and off (each on a copy), baseline (a) from memory,
+//      baseline (b) sqlite3 for get-row and for patch, and rowbase for the feed's fanout; and, when a PostgreSQL server answers, rowbase on a database
 //      made for the run (dropped at the end);
 //   4. every round measures each workload right after its baseline, so that machine drift hits both;
 //      each measurement's load comes from a process of its own (load.ts; for the feed, subscribers.ts
@@ -42,6 +42,7 @@ import {
 import { type ProfileSummary, summariseProfile } from './profile.ts';
 import {
   cpuCell,
+  driverBaselines,
   judgeTargets,
   type Measurement,
   meteringCost,
@@ -72,6 +73,7 @@ const schedule: { workload: string; ratioTo?: string; lastRoundOnly?: boolean }[
   { workload: 'get-row-metering-off', ratioTo: 'baseline-memory' },
   { workload: 'get-row-metering-on', ratioTo: 'baseline-memory' },
   ...afterMemory('baseline-sqlite'),
+  ...afterMemory('baseline-sqlite-patch'),
   ...afterMemory('list'),
   ...afterMemory('list-deep'),
   ...afterMemory('insert-1'),
@@ -87,16 +89,21 @@ const schedule: { workload: string; ratioTo?: string; lastRoundOnly?: boolean }[
   // Once: 10,000 sockets take a while to open, and the server's memory with them all barely moves.
   { workload: 'idle-sockets', lastRoundOnly: true },
 ];
-/** With `--only`: the steps of the workloads asked for, each with the baseline step just before it. */
-const selectedSteps = (only: string[]) =>
-  new Set(
+/**
+ * With `--only`: the steps of the workloads asked for, each with the baseline step just before it, and
+ * the bare server on its driver (driverBaselines) with its own.
+ */
+const selectedSteps = (only: string[]) => {
+  const workloads = new Set(only.flatMap((workload) => [workload, driverBaselines[workload] ?? []].flat()));
+  return new Set(
     schedule.flatMap((step, index) => {
-      if (!only.includes(step.workload)) return [];
+      if (!workloads.has(step.workload)) return [];
       if (!step.ratioTo) return [index];
       const baseline = schedule.findLastIndex((other, before) => before < index && other.workload === step.ratioTo);
       return [baseline, index];
     }),
   );
+};
 const postgresWorkloads = new Set(['baseline-postgres', 'insert-batch-postgres']);
 /** The bare pg client's rows go to a collection of their own, in rowbase's `rows` table. */
 const baselineCollection = 'baseline';
@@ -109,6 +116,7 @@ const files = {
   meteringOn: join(work, 'metering-on.sqlite'),
   meteringOff: join(work, 'metering-off.sqlite'),
   baseline: join(work, 'baseline.sqlite'),
+  baselinePatch: join(work, 'baseline-patch.sqlite'),
   feed: join(work, 'feed.sqlite'),
   idle: join(work, 'idle.sqlite'),
   profiles: join(work, 'profiles'),
@@ -143,14 +151,17 @@ async function main(): Promise<void> {
   say(`open files: ulimit -n ${openFiles.soft} (hard ${openFiles.hard})`);
   const key = await createKey(`sqlite:${files.rowbase}`);
   const seedSeconds = await seed(key);
-  for (const copy of [files.meteringOn, files.meteringOff, files.baseline, files.feed, files.idle]) copyDatabase(files.rowbase, copy);
+  for (const copy of [files.meteringOn, files.meteringOff, files.baseline, files.baselinePatch, files.feed, files.idle]) {
+    copyDatabase(files.rowbase, copy);
+  }
 
-  const [rowbase, meteringOn, meteringOff, memory, sqlite, feed, rowbasePostgres] = await Promise.all([
+  const [rowbase, meteringOn, meteringOff, memory, sqlite, sqlitePatch, feed, rowbasePostgres] = await Promise.all([
     serveRowbase(`sqlite:${files.rowbase}`, 'on'),
     serveRowbase(`sqlite:${files.meteringOn}`, 'on'),
     serveRowbase(`sqlite:${files.meteringOff}`, 'off'),
     startServer('bench/baseline-memory.ts', [String(settings.rows)], 'baseline-memory is listening'),
     startServer('bench/baseline-sqlite.ts', ['serve', files.baseline], 'baseline-sqlite is listening'),
+    startServer('bench/baseline-patch.ts', ['sqlite3', files.baselinePatch], 'baseline-patch is listening'),
     serveRowbase(`sqlite:${files.feed}`, 'on', [], { openFiles: settings.fanoutSubscribers + 1024 }),
     startPostgres(),
   ]);
@@ -161,6 +172,7 @@ async function main(): Promise<void> {
     'rowbase-metering-off': meteringOff,
     memory,
     sqlite,
+    'sqlite-patch': sqlitePatch,
   };
   if (rowbasePostgres) servers['rowbase-postgres'] = rowbasePostgres;
   const keyFor = (server: ServerName) => (server === 'rowbase-postgres' ? postgres.key! : key);
@@ -192,7 +204,7 @@ async function main(): Promise<void> {
     for (const s of summaries) {
       const rate = ratedByRows(s.workload) ? `${Math.round(s.rowsPerSecond)} rows/s` : `${Math.round(s.requestsPerSecond)} req/s`;
       say(
-        `${s.workload.padEnd(26)} ${rate.padStart(14)}  p99 ${s.p99Ms.toFixed(2)} ms${s.ratio === undefined ? '' : `  ratio ${s.ratio.toFixed(3)}`}${s.cpu ? `  CPU µs/req ${cpuCell(s.cpu)}` : ''}`,
+        `${s.workload.padEnd(26)} ${rate.padStart(14)}  p99 ${s.p99Ms.toFixed(2)} ms${s.ratio === undefined ? '' : `  ratio ${s.ratio.toFixed(3)}`}${s.ofDriver === undefined ? '' : ` (${s.ofDriver.toFixed(3)} × its (b))`}${s.cpu ? `  CPU µs/req ${cpuCell(s.cpu)}` : ''}`,
       );
     }
     say(`peak RSS of rowbase: ${Math.round((serverPeakRssKb.rowbase ?? 0) / 1024)} MB`);

@@ -5,7 +5,14 @@ import { batchOf, benchRow, collections } from './seed.ts';
 import type { Settings } from './settings.ts';
 
 /** The processes a workload can be aimed at (see run.ts). */
-export type ServerName = 'memory' | 'sqlite' | 'rowbase' | 'rowbase-metering-on' | 'rowbase-metering-off' | 'rowbase-postgres';
+export type ServerName =
+  | 'memory'
+  | 'sqlite'
+  | 'sqlite-patch'
+  | 'rowbase'
+  | 'rowbase-metering-on'
+  | 'rowbase-metering-off'
+  | 'rowbase-postgres';
 
 /** What the orchestrator hands one load worker, as JSON in its first argument. */
 export interface LoadJob {
@@ -49,6 +56,20 @@ const listPage =
 
 const one = () => 1;
 
+/** PATCH one field of a random row: its score, which the collection is indexed by, so its key moves. */
+const patchRandomRow = (job: LoadJob): Request[] => [
+  {
+    method: 'PATCH',
+    path: rowsPath(collections.rows),
+    headers: json(job.key),
+    setupRequest: (request) => ({
+      ...request,
+      path: `${rowsPath(collections.rows)}/${randomId(job.settings.rows)}`,
+      body: JSON.stringify({ score: Math.floor(Math.random() * 1_000_000) }),
+    }),
+  },
+];
+
 /** POST one batch of `batchSize` rows, on SQLite or on PostgreSQL. */
 const insertBatch: Omit<HttpWorkload, 'server'> = {
   rowsPerRequest: (s) => s.batchSize,
@@ -67,6 +88,8 @@ export const httpWorkloads: Record<string, HttpWorkload> = {
   'baseline-memory': { server: 'memory', rowsPerRequest: one, requests: getRandomRow },
   /** Baseline (b): node:http reading the row through the sqlite3 driver, one prepared statement. */
   'baseline-sqlite': { server: 'sqlite', rowsPerRequest: one, requests: getRandomRow },
+  /** Baseline (b) for patch: node:http running rowbase's patch statement through the sqlite3 driver, and nothing else. */
+  'baseline-sqlite-patch': { server: 'sqlite-patch', rowsPerRequest: one, requests: patchRandomRow },
   'get-row': { server: 'rowbase', rowsPerRequest: one, requests: getRandomRow },
   'get-row-metering-on': { server: 'rowbase-metering-on', rowsPerRequest: one, requests: getRandomRow },
   'get-row-metering-off': { server: 'rowbase-metering-off', rowsPerRequest: one, requests: getRandomRow },
@@ -82,21 +105,5 @@ export const httpWorkloads: Record<string, HttpWorkload> = {
   'insert-batch': { server: 'rowbase', ...insertBatch },
   /** insert-batch against rowbase on PostgreSQL (its ratio is to baseline (c), a bare pg client). */
   'insert-batch-postgres': { server: 'rowbase-postgres', ...insertBatch },
-  /** PATCH one field of a random row. */
-  patch: {
-    server: 'rowbase',
-    rowsPerRequest: one,
-    requests: (job) => [
-      {
-        method: 'PATCH',
-        path: rowsPath(collections.rows),
-        headers: json(job.key),
-        setupRequest: (request) => ({
-          ...request,
-          path: `${rowsPath(collections.rows)}/${randomId(job.settings.rows)}`,
-          body: JSON.stringify({ score: Math.floor(Math.random() * 1_000_000) }),
-        }),
-      },
-    ],
-  },
+  patch: { server: 'rowbase', rowsPerRequest: one, requests: patchRandomRow },
 };

@@ -1,0 +1,124 @@
+// Baseline (b) for patch: the most a Node server can do for the patch workload through an SQLite driver.
+// A bare node:http server that does nothing but rowbase's own patch statement (sqlite-procedures.ts),
+// its patches grouped as rowbase groups them, on a copy of the seeded file (which has its sort index on
+// score, so each patch moves its row's key as rowbase's do). No keys, no metering, no validation, no
+// Koa: what is left is HTTP, the driver and SQLite.
+//
+//   node --import tsx bench/baseline-patch.ts sqlite3|better-sqlite3 <file>
+//     answers PATCH /v1/collections/bench/rows/{id}; prints one JSON line with its url.
+//
+// sqlite3 (rowbase's driver; `npm run bench` runs this one) runs each group on a thread of libuv's
+// pool, as rowbase does: a second group goes out while one is under way once three patches wait
+// (writes.ts). better-sqlite3, for patch-ceiling.ts (installed by hand, never saved: `npm install
+// --no-save better-sqlite3@11.10.0`), runs on the main thread, the patches of one turn of the event loop
+// as one group. Both set their connection up as rowbase's writer (sqliteWriterSetup), and have rowbase's
+// own checkpoints (SqliteStatements).
+import { createServer, type ServerResponse } from 'node:http';
+import sqlite3 from 'sqlite3';
+import { sqliteWriterSetup } from '../src/db/connect.ts';
+import { patchSql } from '../src/db/sqlite-procedures.ts';
+import { SqliteStatements } from '../src/db/sqlite-statements.ts';
+import { listen } from './listen.ts';
+import { collections } from './seed.ts';
+
+type Driver = 'sqlite3' | 'better-sqlite3';
+/** Imported by a name in a variable, so that TypeScript does not look for a package installed only by hand. */
+const betterSqlite3 = 'better-sqlite3';
+
+interface Patch {
+  id: number;
+  fields: string[][];
+  response: ServerResponse;
+}
+
+interface Written {
+  i: number;
+  data: string | null;
+}
+
+const [driver, file] = process.argv.slice(2) as [Driver, string];
+if (!['sqlite3', 'better-sqlite3'].includes(driver) || !file) throw new Error('usage: baseline-patch.ts sqlite3|better-sqlite3 <file>');
+
+// rowbase's checkpoints: SqliteStatements checkpoints from the start, and opens nothing else until a read.
+new SqliteStatements(file);
+let queue: Patch[] = [];
+let accountId: number;
+const params = (group: Patch[]) => [
+  accountId,
+  collections.rows,
+  JSON.stringify(group.map(({ id, fields }) => [id, fields])),
+  new Date().toISOString(),
+];
+const answer = (group: Patch[], written: Written[]) => {
+  const byIndex = new Map(written.map((row) => [Number(row.i), row.data]));
+  for (const [index, { id, response }] of group.entries()) {
+    const data = byIndex.get(index);
+    if (!data) response.writeHead(404).end();
+    else response.writeHead(200, { 'content-type': 'application/json' }).end(`{"id":${id},${data.slice(1)}`);
+  }
+};
+const schedule = driver === 'better-sqlite3' ? await onMainThread() : await onPoolThread();
+
+const prefix = `/v1/collections/${collections.rows}/rows/`;
+const server = createServer((request, response) => {
+  // load.ts's GET after its warm-up only waits for the answers under way.
+  if (request.method !== 'PATCH') return void response.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+  const id = Number(request.url?.slice(prefix.length));
+  const chunks: Buffer[] = [];
+  request.on('data', (chunk: Buffer) => chunks.push(chunk));
+  request.on('end', () => {
+    const patch = JSON.parse(Buffer.concat(chunks).toString()) as Record<string, unknown>;
+    queue.push({ id, fields: Object.entries(patch).map(([name, value]) => [`$."${name}"`, JSON.stringify(value)]), response });
+    schedule();
+  });
+});
+await listen(server, 'baseline-patch');
+
+/** sqlite3: groups on the pool's threads, at most two under way, as rowbase's GroupedWrites. */
+async function onPoolThread(): Promise<() => void> {
+  const db = new sqlite3.Database(file);
+  await new Promise<void>((resolve, reject) => db.exec(sqliteWriterSetup, (error) => (error ? reject(error) : resolve())));
+  accountId = await new Promise<number>((resolve, reject) =>
+    db.get<{ id: number }>('select account_id as id from collections where name = ?', [collections.rows], (error, row) =>
+      error || !row ? reject(error ?? new Error(`no collection ${collections.rows} in ${file}`)) : resolve(row.id),
+    ),
+  );
+  const statement = db.prepare(patchSql);
+  let inFlight = 0;
+  const schedule = () => {
+    while (queue.length > 0 && inFlight < 2 && (inFlight === 0 || queue.length >= 3)) {
+      const group = queue;
+      queue = [];
+      inFlight++;
+      statement.all(params(group), (error: Error | null, written: Written[]) => {
+        inFlight--;
+        if (error) for (const { response } of group) response.writeHead(500).end();
+        else answer(group, written);
+        schedule();
+      });
+    }
+  };
+  return schedule;
+}
+
+/** better-sqlite3: each turn of the event loop's patches as one group, on the main thread. */
+async function onMainThread(): Promise<() => void> {
+  const Database = (await import(betterSqlite3)).default;
+  const db = new Database(file);
+  db.exec(sqliteWriterSetup);
+  accountId = db.prepare('select account_id as id from collections where name = ?').get(collections.rows).id;
+  // better-sqlite3 will not take the values of `?1`…`?4` by position; the same SQL with names takes an object.
+  const statement = db.prepare(patchSql.replace(/\?(\d)/g, '@p$1'));
+  let scheduled = false;
+  return () => {
+    if (scheduled) return;
+    scheduled = true;
+    setImmediate(() => {
+      scheduled = false;
+      const group = queue;
+      queue = [];
+      const [p1, p2, p3, p4] = params(group);
+      answer(group, statement.all({ p1, p2, p3, p4 }));
+    });
+  };
+}
