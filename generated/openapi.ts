@@ -164,7 +164,7 @@ export interface paths {
                  */
                 collection_name: components["parameters"]["CollectionName"];
                 /**
-                 * @description The row's id.
+                 * @description The row's id: an integer in decimal digits (`1e3`, `01`, `+1` or `1.0` is 400). An integer the service never assigns (0, a negative one, one past 2^53 − 1) names no row: 404, as any absent row.
                  * @example 1
                  */
                 row_id: components["parameters"]["RowId"];
@@ -560,10 +560,10 @@ export interface components {
          */
         CollectionName: components["schemas"]["CollectionName"];
         /**
-         * @description The row's id.
+         * @description The row's id: an integer in decimal digits (`1e3`, `01`, `+1` or `1.0` is 400). An integer the service never assigns (0, a negative one, one past 2^53 − 1) names no row: 404, as any absent row.
          * @example 1
          */
-        RowId: components["schemas"]["RowId"];
+        RowId: number;
     };
     requestBodies: never;
     headers: {
@@ -968,7 +968,7 @@ export interface operations {
                  */
                 collection_name: components["parameters"]["CollectionName"];
                 /**
-                 * @description The row's id.
+                 * @description The row's id: an integer in decimal digits (`1e3`, `01`, `+1` or `1.0` is 400). An integer the service never assigns (0, a negative one, one past 2^53 − 1) names no row: 404, as any absent row.
                  * @example 1
                  */
                 row_id: components["parameters"]["RowId"];
@@ -1013,7 +1013,7 @@ export interface operations {
                  */
                 collection_name: components["parameters"]["CollectionName"];
                 /**
-                 * @description The row's id.
+                 * @description The row's id: an integer in decimal digits (`1e3`, `01`, `+1` or `1.0` is 400). An integer the service never assigns (0, a negative one, one past 2^53 − 1) names no row: 404, as any absent row.
                  * @example 1
                  */
                 row_id: components["parameters"]["RowId"];
@@ -1050,7 +1050,7 @@ export interface operations {
                  */
                 collection_name: components["parameters"]["CollectionName"];
                 /**
-                 * @description The row's id.
+                 * @description The row's id: an integer in decimal digits (`1e3`, `01`, `+1` or `1.0` is 400). An integer the service never assigns (0, a negative one, one past 2^53 − 1) names no row: 404, as any absent row.
                  * @example 1
                  */
                 row_id: components["parameters"]["RowId"];

@@ -272,7 +272,7 @@ return errors === 0;
 }
 
 export const deleteRow_params = validate12;
-const schema13 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"row_id":{"type":"integer","format":"int64","minimum":1,"maximum":9007199254740991,"description":"Assigned by the service; unique and increasing within the collection, never reused.","example":1}},"required":["collection_name","row_id"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+const schema13 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"row_id":{"type":"integer","format":"int64"}},"required":["collection_name","row_id"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 
 function validate12(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -394,9 +394,10 @@ data0["row_id"] = coerced1;
 }
 }
 }
-if(typeof data2 == "number"){
-if(data2 > 9007199254740991 || isNaN(data2)){
-const err7 = {instancePath:instancePath+"/path/row_id",schemaPath:"#/properties/path/properties/row_id/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9007199254740991},message:"must be <= 9007199254740991"};
+}
+}
+else {
+const err7 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -405,8 +406,12 @@ vErrors.push(err7);
 }
 errors++;
 }
-if(data2 < 1 || isNaN(data2)){
-const err8 = {instancePath:instancePath+"/path/row_id",schemaPath:"#/properties/path/properties/row_id/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+if(data.query !== undefined){
+let data3 = data.query;
+if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
+for(const key1 in data3){
+const err8 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -416,10 +421,8 @@ vErrors.push(err8);
 errors++;
 }
 }
-}
-}
 else {
-const err9 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err9 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -429,11 +432,12 @@ vErrors.push(err9);
 errors++;
 }
 }
-if(data.query !== undefined){
-let data3 = data.query;
-if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
-for(const key1 in data3){
-const err10 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(data.header !== undefined){
+let data4 = data.header;
+if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
+}
+else {
+const err10 = {instancePath:instancePath+"/header",schemaPath:"#/properties/header/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -443,8 +447,12 @@ vErrors.push(err10);
 errors++;
 }
 }
+if(data.cookie !== undefined){
+let data5 = data.cookie;
+if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
+}
 else {
-const err11 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err11 = {instancePath:instancePath+"/cookie",schemaPath:"#/properties/cookie/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -454,44 +462,14 @@ vErrors.push(err11);
 errors++;
 }
 }
-if(data.header !== undefined){
-let data4 = data.header;
-if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
 }
 else {
-const err12 = {instancePath:instancePath+"/header",schemaPath:"#/properties/header/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err12 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err12];
 }
 else {
 vErrors.push(err12);
-}
-errors++;
-}
-}
-if(data.cookie !== undefined){
-let data5 = data.cookie;
-if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
-}
-else {
-const err13 = {instancePath:instancePath+"/cookie",schemaPath:"#/properties/cookie/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err13];
-}
-else {
-vErrors.push(err13);
-}
-errors++;
-}
-}
-}
-else {
-const err14 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err14];
-}
-else {
-vErrors.push(err14);
 }
 errors++;
 }
@@ -973,7 +951,7 @@ return errors === 0;
 }
 
 export const getRow_params = validate17;
-const schema18 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"row_id":{"type":"integer","format":"int64","minimum":1,"maximum":9007199254740991,"description":"Assigned by the service; unique and increasing within the collection, never reused.","example":1}},"required":["collection_name","row_id"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+const schema18 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"row_id":{"type":"integer","format":"int64"}},"required":["collection_name","row_id"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 
 function validate17(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -1095,9 +1073,10 @@ data0["row_id"] = coerced1;
 }
 }
 }
-if(typeof data2 == "number"){
-if(data2 > 9007199254740991 || isNaN(data2)){
-const err7 = {instancePath:instancePath+"/path/row_id",schemaPath:"#/properties/path/properties/row_id/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9007199254740991},message:"must be <= 9007199254740991"};
+}
+}
+else {
+const err7 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -1106,8 +1085,12 @@ vErrors.push(err7);
 }
 errors++;
 }
-if(data2 < 1 || isNaN(data2)){
-const err8 = {instancePath:instancePath+"/path/row_id",schemaPath:"#/properties/path/properties/row_id/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+if(data.query !== undefined){
+let data3 = data.query;
+if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
+for(const key1 in data3){
+const err8 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -1117,10 +1100,8 @@ vErrors.push(err8);
 errors++;
 }
 }
-}
-}
 else {
-const err9 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err9 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -1130,11 +1111,12 @@ vErrors.push(err9);
 errors++;
 }
 }
-if(data.query !== undefined){
-let data3 = data.query;
-if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
-for(const key1 in data3){
-const err10 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(data.header !== undefined){
+let data4 = data.header;
+if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
+}
+else {
+const err10 = {instancePath:instancePath+"/header",schemaPath:"#/properties/header/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -1144,8 +1126,12 @@ vErrors.push(err10);
 errors++;
 }
 }
+if(data.cookie !== undefined){
+let data5 = data.cookie;
+if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
+}
 else {
-const err11 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err11 = {instancePath:instancePath+"/cookie",schemaPath:"#/properties/cookie/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -1155,44 +1141,14 @@ vErrors.push(err11);
 errors++;
 }
 }
-if(data.header !== undefined){
-let data4 = data.header;
-if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
 }
 else {
-const err12 = {instancePath:instancePath+"/header",schemaPath:"#/properties/header/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err12 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err12];
 }
 else {
 vErrors.push(err12);
-}
-errors++;
-}
-}
-if(data.cookie !== undefined){
-let data5 = data.cookie;
-if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
-}
-else {
-const err13 = {instancePath:instancePath+"/cookie",schemaPath:"#/properties/cookie/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err13];
-}
-else {
-vErrors.push(err13);
-}
-errors++;
-}
-}
-}
-else {
-const err14 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err14];
-}
-else {
-vErrors.push(err14);
 }
 errors++;
 }
@@ -1942,7 +1898,7 @@ return errors === 0;
 }
 
 export const updateRow_params = validate22;
-const schema23 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"row_id":{"type":"integer","format":"int64","minimum":1,"maximum":9007199254740991,"description":"Assigned by the service; unique and increasing within the collection, never reused.","example":1}},"required":["collection_name","row_id"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+const schema23 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"row_id":{"type":"integer","format":"int64"}},"required":["collection_name","row_id"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 
 function validate22(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -2064,9 +2020,10 @@ data0["row_id"] = coerced1;
 }
 }
 }
-if(typeof data2 == "number"){
-if(data2 > 9007199254740991 || isNaN(data2)){
-const err7 = {instancePath:instancePath+"/path/row_id",schemaPath:"#/properties/path/properties/row_id/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9007199254740991},message:"must be <= 9007199254740991"};
+}
+}
+else {
+const err7 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -2075,8 +2032,12 @@ vErrors.push(err7);
 }
 errors++;
 }
-if(data2 < 1 || isNaN(data2)){
-const err8 = {instancePath:instancePath+"/path/row_id",schemaPath:"#/properties/path/properties/row_id/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+if(data.query !== undefined){
+let data3 = data.query;
+if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
+for(const key1 in data3){
+const err8 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -2086,10 +2047,8 @@ vErrors.push(err8);
 errors++;
 }
 }
-}
-}
 else {
-const err9 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err9 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -2099,11 +2058,12 @@ vErrors.push(err9);
 errors++;
 }
 }
-if(data.query !== undefined){
-let data3 = data.query;
-if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
-for(const key1 in data3){
-const err10 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(data.header !== undefined){
+let data4 = data.header;
+if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
+}
+else {
+const err10 = {instancePath:instancePath+"/header",schemaPath:"#/properties/header/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -2113,8 +2073,12 @@ vErrors.push(err10);
 errors++;
 }
 }
+if(data.cookie !== undefined){
+let data5 = data.cookie;
+if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
+}
 else {
-const err11 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err11 = {instancePath:instancePath+"/cookie",schemaPath:"#/properties/cookie/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -2124,44 +2088,14 @@ vErrors.push(err11);
 errors++;
 }
 }
-if(data.header !== undefined){
-let data4 = data.header;
-if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
 }
 else {
-const err12 = {instancePath:instancePath+"/header",schemaPath:"#/properties/header/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err12 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err12];
 }
 else {
 vErrors.push(err12);
-}
-errors++;
-}
-}
-if(data.cookie !== undefined){
-let data5 = data.cookie;
-if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
-}
-else {
-const err13 = {instancePath:instancePath+"/cookie",schemaPath:"#/properties/cookie/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err13];
-}
-else {
-vErrors.push(err13);
-}
-errors++;
-}
-}
-}
-else {
-const err14 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err14];
-}
-else {
-vErrors.push(err14);
 }
 errors++;
 }

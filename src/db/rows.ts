@@ -43,6 +43,19 @@ function joinParts(parts: PagePart[]): { count: number; json: Json<Row[]> } {
 const rowNotFound = (collection: string, id: number) => notFound(`There is no row ${id} in collection ${collection}.`);
 
 /**
+ * Whether `id` may name a row: the service assigns ids from 1, and a JavaScript number names no integer
+ * past 2^53 − 1 exactly. Any other integer is a row that is absent (contract.md: "Absent: 404"), and is
+ * never sent to the database: PostgreSQL's bigint refuses the largest.
+ */
+const assignable = (id: number) => Number.isSafeInteger(id) && id >= 1;
+
+/** The 404 of a row id that is not assignable(): of the collection, when that is absent too. */
+async function noSuchRow(knex: Knex, accountId: number, collection: string, rowId: number): Promise<never> {
+  await collectionId(knex, accountId, collection);
+  throw rowNotFound(collection, rowId);
+}
+
+/**
  * Stores every row or none, each with the next id of the collection, and one insert event each.
  * Answers the rows as JSON text, made from the stored texts.
  */
@@ -226,6 +239,7 @@ const deleteSql = 'delete from rows where collection_id = ? and id = ? returning
 
 /** The row as JSON text, found with its collection in one statement; 404 for a missing row or collection. */
 export async function getRow(knex: Knex, accountId: number, collection: string, rowId: number): Promise<Json<Row>> {
+  if (!assignable(rowId)) return noSuchRow(knex, accountId, collection, rowId);
   const { sqlite } = knex.userParams as DatabaseParams;
   if (sqlite) {
     const [row] = await sqlite.readMerged<{ data: string }>(rowsSql, [accountId, collection, rowId]);
@@ -247,6 +261,7 @@ export async function getRow(knex: Knex, accountId: number, collection: string, 
  * PostgreSQL a transaction of its own.
  */
 export async function updateRow(knex: Knex, accountId: number, collection: string, rowId: number, patch: Fields): Promise<Json<Row>> {
+  if (!assignable(rowId)) return noSuchRow(knex, accountId, collection, rowId);
   if ((knex.userParams as DatabaseParams).sqlite) return patchSqlite(knex, accountId, collection, rowId, patch);
   return knex.transaction(async (trx) => {
     const { id, lastSeq, sorted, current } = await advance(trx, accountId, collection, 1, 0, 0, rowId);
@@ -316,6 +331,7 @@ async function writePatches(trx: WriteTx, accountId: number, collection: string,
 
 /** Deletes the row and emits one delete event carrying the row as it was. */
 export async function deleteRow(knex: Knex, accountId: number, collection: string, rowId: number): Promise<void> {
+  if (!assignable(rowId)) return noSuchRow(knex, accountId, collection, rowId);
   await writeTransaction(knex, async (trx) => {
     const { id, lastSeq, sorted } = await advance(trx, accountId, collection, 1, 0, -1);
     const [deleted] = await query<{ data: string }>(trx, deleteSql, [id, rowId]);

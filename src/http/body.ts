@@ -8,7 +8,8 @@ const methodsWithBody = new Set(['POST', 'PUT', 'PATCH']);
 
 /**
  * Reads a JSON body where the method carries one: anything but `application/json` is 415, over
- * `maxBodyBytes` 413, malformed or nested deeper than `maxJsonDepth` 400. Bodies of other methods are
+ * `maxBodyBytes` 413 (once decompressed: gzip, deflate and br are read), malformed, not what its
+ * Content-Encoding says, or nested deeper than `maxJsonDepth` 400; an unknown Content-Encoding is 415. Bodies of other methods are
  * not read, nor bodies sent to a route and method that openapi.yaml does not have (as the router's
  * `route` stage found): routing answers those with 404 or 405, whatever their body.
  */
@@ -29,6 +30,14 @@ export function jsonBody(config: Config): Middleware<RouteState> {
     } catch (error) {
       if ((error as { status?: number }).status === 400) {
         throw validationFailed('The request body is not valid JSON.', [{ in: 'body', name: '', message: 'is not valid JSON' }]);
+      }
+      // An error with no status while reading a compressed body is zlib's (gzip, deflate, br): the
+      // body is not what its Content-Encoding says.
+      const encoding = ctx.get('content-encoding');
+      if (encoding && (error as { status?: unknown }).status === undefined) {
+        throw validationFailed(`The request body is not valid ${encoding}.`, [
+          { in: 'body', name: '', message: `is not valid ${encoding}` },
+        ]);
       }
       throw error;
     }

@@ -1,5 +1,6 @@
 // Bad input of every kind gets the exact 4xx and problem code of contract.md ("Errors", "Rows"), changes
 // no data, and never crashes the process. Inputs that only look bad are stored and read back exactly.
+import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { expect } from 'chai';
 import { describeEachBackend } from '../support/backends.ts';
 import type { Client } from '../support/client.ts';
@@ -62,6 +63,12 @@ const scenarios: Scenario[] = [
   { name: 'a new collection over 1 MiB', method: 'POST', path: collections, body: { name: 'big', pad: 'x'.repeat(MiB) }, status: 413, code: 'payload_too_large' },
   { name: 'a row batch nested 65 levels deep', method: 'POST', path: rows, body: [nested(64)], status: 400, code: bad },
   { name: 'a patch nested 65 levels deep', method: 'PATCH', path: `${rows}/1`, body: nested(65), status: 400, code: bad },
+  ...['gzip', 'deflate', 'br'].map((encoding): Scenario => (
+    { name: `a row batch that is not the ${encoding} it says`, method: 'POST', path: rows, raw: '[{"text":"a"}]', headers: { ...json, 'content-encoding': encoding }, status: 400, code: bad, invalid: { in: 'body', name: '' } }
+  )),
+  { name: 'a truncated gzip row batch', method: 'POST', path: rows, raw: gzipSync('[{"text":"a"}]').subarray(0, 15), headers: { ...json, 'content-encoding': 'gzip' }, status: 400, code: bad },
+  { name: 'a row batch in an unknown Content-Encoding', method: 'POST', path: rows, raw: '[{"text":"a"}]', headers: { ...json, 'content-encoding': 'zstd-ish' }, status: 415, code: 'unsupported_media_type' },
+  { name: 'a gzip row batch over 1 MiB once decompressed', method: 'POST', path: rows, raw: gzipSync(batchOfBytes(MiB + 1)), headers: { ...json, 'content-encoding': 'gzip' }, status: 413, code: 'payload_too_large' },
   { name: 'a body nested 100,000 levels deep', method: 'POST', path: rows, raw: `${'['.repeat(100_000)}${']'.repeat(100_000)}`, headers: json, status: 400, code: bad },
 
   // Row batches that are not 1..1000 objects without ids.
@@ -129,11 +136,18 @@ const scenarios: Scenario[] = [
     { name: `the list query ${query.length > 40 ? `${query.slice(0, 20)}…` : query}`, method: 'GET', path: `${rows}?${query}`, status: 400, code: bad, invalid: { in: 'query', name } }
   )),
 
-  // Row ids that are not positive safe integers, on every row route; then ids that are absent.
-  ...['abc', '1.5', '0', '-1', '99999999999999999999', '9007199254740992', '1e3', '1.0', '0x1', '01', '+1', '%201'].flatMap((id): Scenario[] => [
+  // Row ids that are not integers in decimal digits, on every row route; then ids that are absent,
+  // among them integers the service never assigns (contract.md: "A non-integer id: 400. Absent: 404").
+  ...['abc', '1.5', '1e3', '1.0', '0x1', '01', '+1', '%201', '- 1'].flatMap((id): Scenario[] => [
     { name: `reading row id ${id}`, method: 'GET', path: `${rows}/${id}`, status: 400, code: bad, invalid: { in: 'path', name: 'row_id' } },
     { name: `patching row id ${id}`, method: 'PATCH', path: `${rows}/${id}`, body: { text: 'b' }, status: 400, code: bad, invalid: { in: 'path', name: 'row_id' } },
     { name: `deleting row id ${id}`, method: 'DELETE', path: `${rows}/${id}`, status: 400, code: bad, invalid: { in: 'path', name: 'row_id' } },
+  ]),
+  ...['0', '-0', '-1', '9007199254740992', '99999999999999999999', '-99999999999999999999'].flatMap((id): Scenario[] => [
+    { name: `reading row id ${id}`, method: 'GET', path: `${rows}/${id}`, status: 404, code: 'not_found' },
+    { name: `patching row id ${id}`, method: 'PATCH', path: `${rows}/${id}`, body: { text: 'b' }, status: 404, code: 'not_found' },
+    { name: `deleting row id ${id}`, method: 'DELETE', path: `${rows}/${id}`, status: 404, code: 'not_found' },
+    { name: `reading row id ${id} of a collection that does not exist`, method: 'GET', path: `${collections}/nosuch/rows/${id}`, status: 404, code: 'not_found' },
   ]),
   { name: 'reading an absent row', method: 'GET', path: `${rows}/999`, status: 404, code: 'not_found' },
   { name: 'patching an absent row', method: 'PATCH', path: `${rows}/999`, body: { text: 'b' }, status: 404, code: 'not_found' },
@@ -290,6 +304,22 @@ describeEachBackend('bad input', (backend) => {
       expect(stored.map((row) => row.id)).to.deep.equal(Array.from({ length: 1000 }, (_, n) => n + 1));
       const listed = await client.get(`${path}?limit=1000`);
       expect(listed.body).to.deep.equal(batch(1000).map((row, index) => ({ id: index + 1, ...row })));
+    });
+
+    it('reads a row batch sent gzip, deflate or br', async () => {
+      const text = '[{"text":"packed"}]';
+      for (const [encoding, raw] of [
+        ['gzip', gzipSync(text)],
+        ['deflate', deflateSync(text)],
+        ['br', brotliCompressSync(text)],
+      ] as const) {
+        const response = await client.request<{ text: string }[]>('POST', rows, {
+          raw,
+          headers: { ...json, 'content-encoding': encoding },
+        });
+        expect(response.status, `${encoding}: ${response.text}`).to.equal(201);
+        expect(response.body.map((row) => row.text)).to.deep.equal(['packed']);
+      }
     });
 
     it('reads application/json with a charset', async () => {
