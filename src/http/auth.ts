@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import type { Middleware } from 'koa';
 import type { Principal } from '../db/keys.ts';
 import type { Store } from '../db/store.ts';
@@ -14,7 +15,7 @@ export interface AuthState {
 export function authenticate(store: Store): Middleware<AuthState> {
   return async (ctx, next) => {
     if (!isV1(ctx.path)) return next();
-    const key = keyOf(ctx.headers);
+    const key = keyOf(ctx.req);
     const principal = key === undefined ? undefined : await store.findPrincipal(key);
     if (!principal) throw unauthorized();
     ctx.state.principal = principal;
@@ -24,10 +25,17 @@ export function authenticate(store: Store): Middleware<AuthState> {
 
 export const isV1 = (path: string) => path === '/v1' || path.startsWith('/v1/');
 
-/** The one key the request carries, or undefined when it carries none, a malformed one or two different ones. */
-export function keyOf(headers: Record<string, string | string[] | undefined>): string | undefined {
+/**
+ * The one key the request carries, or undefined when it carries none, a malformed one or two different
+ * ones. Two Authorization lines are refused whatever they hold: Node keeps the first and drops the
+ * second from `headers` (two x-api-key lines it joins with a comma, which is no key).
+ */
+export function keyOf({ headers, rawHeaders }: Pick<IncomingMessage, 'headers' | 'rawHeaders'>): string | undefined {
   const { authorization, 'x-api-key': headerKey } = headers;
   if (Array.isArray(headerKey) || Array.isArray(authorization)) return undefined;
+  if (authorization !== undefined && rawHeaders.filter((name, index) => index % 2 === 0 && /^authorization$/i.test(name)).length > 1) {
+    return undefined;
+  }
   let bearer: string | undefined;
   if (authorization !== undefined) {
     bearer = /^Bearer +([^\s]+) *$/i.exec(authorization)?.[1];

@@ -1,4 +1,4 @@
-import type { Middleware } from 'koa';
+import type { Context, Middleware } from 'koa';
 import { ApiError, internal, validationFailed } from '../errors.ts';
 import type { Logger } from '../log.ts';
 
@@ -9,16 +9,28 @@ import type { Logger } from '../log.ts';
 export function problems(log: Logger): Middleware {
   return async (ctx, next) => {
     try {
+      // Koa reads the path from the request target, and throws for one no URL parser can read
+      // (`GET http://[::1/health`): that is the request's fault.
+      if (pathOf(ctx) === undefined) throw validationFailed('The request target is not a valid URL.');
       await next();
     } catch (error) {
       const apiError = toApiError(error);
-      if (apiError.status >= 500) log.error({ err: error, method: ctx.method, path: ctx.path }, 'request failed');
+      if (apiError.status >= 500) log.error({ err: error, method: ctx.method, path: pathOf(ctx) }, 'request failed');
       ctx.status = apiError.status;
       ctx.set(apiError.options.headers ?? {});
       ctx.body = apiError.toProblem();
       ctx.type = 'application/problem+json';
     }
   };
+}
+
+/** The request's path, never its query (which may carry a key); undefined when its target is no URL. */
+function pathOf(ctx: Context): string | undefined {
+  try {
+    return ctx.path;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Koa and its body parser throw http-errors with a status; everything else is ours or a bug. */

@@ -72,6 +72,7 @@ export function createRouter(deps: Deps): Router {
         params,
         query: router.parseRequestQuery({ method: ctx.method, path: ctx.path, headers: {}, query: querystring }),
         sentQuery: ctx.query,
+        querystring: ctx.querystring,
         body: ctx.request.body,
       });
       const input = { path, query, body, principal: ctx.state.principal };

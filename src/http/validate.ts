@@ -14,6 +14,8 @@ export interface RequestParts {
   query: Record<string, unknown>;
   /** The query as Koa parsed it: the values exactly as sent, for the integer check. */
   sentQuery: Record<string, unknown>;
+  /** The query string as sent, without its `?`: every name in it is checked, not only those the parsers keep. */
+  querystring: string;
   /** The parsed JSON body, if one was read. */
   body: unknown;
 }
@@ -29,10 +31,19 @@ export interface RequestChecks {
   validators: ValidateFunction[];
   /** The integer parameters, whose values must be written in decimal digits. */
   integers: { in: 'path' | 'query'; name: string }[];
+  /** The names of the query's parameters. */
+  queryNames: Set<string>;
 }
+
+/**
+ * Query parameters a request may carry at most. Both query parsers stop at 1,000 (qs's parameterLimit,
+ * querystring's maxKeys) and drop the rest unseen: `limit=5` after 1,000 `&` would be ignored.
+ */
+const MAX_QUERY_PARTS = 1000;
 
 export function requestChecks(operation: Operation, validators: ValidateFunction[]): RequestChecks {
   const integers: RequestChecks['integers'] = [];
+  const queryNames = new Set<string>();
   for (const parameter of (operation.parameters ?? []) as OpenAPIV3.ParameterObject[]) {
     // openapi-backend reads these kinds apart from the rest; openapi.yaml has none, so neither do we.
     const type = (parameter.schema as OpenAPIV3.SchemaObject | undefined)?.type;
@@ -41,14 +52,17 @@ export function requestChecks(operation: Operation, validators: ValidateFunction
       throw new Error(`${operation.operationId}: parameter ${parameter.name} (in ${parameter.in}) is of a kind the router does not read`);
     }
     if (type === 'integer') integers.push({ in: parameter.in as 'path' | 'query', name: parameter.name });
+    if (parameter.in === 'query') queryNames.add(parameter.name);
   }
-  return { validators, integers };
+  return { validators, integers, queryNames };
 }
 
 const invalid = (errors: FieldError[]) => validationFailed('The request does not match the API description.', errors);
 
 /** The request's input as validated, coerced and defaulted, or a 400 `validation_failed` saying what is wrong. */
-export function validateRequest({ validators, integers }: RequestChecks, request: RequestParts): Validated {
+export function validateRequest({ validators, integers, queryNames }: RequestChecks, request: RequestParts): Validated {
+  const unknown = unknownQueryNames(queryNames, request.querystring);
+  if (unknown.length > 0) throw invalid(unknown);
   const path: Record<string, unknown> = {};
   for (const [name, value] of Object.entries(request.params)) {
     try {
@@ -66,6 +80,20 @@ export function validateRequest({ validators, integers }: RequestChecks, request
   if (errors.length > 0) throw invalid(fieldErrors(errors));
   if (loose.length > 0) throw invalid(loose);
   return { path, query: parameters.query, body: request.body };
+}
+
+/**
+ * The query's names that are no parameter of the operation. Ajv sees only what qs kept, and qs drops
+ * names such as `constructor`, `toString` or `__proto__[limit]` (it will not set what an object
+ * inherits), and every parameter past its limit: here every name counts, as sent.
+ */
+function unknownQueryNames(known: Set<string>, querystring: string): FieldError[] {
+  if (querystring.split('&').length > MAX_QUERY_PARTS) {
+    return [{ in: 'query', name: '', message: `has more than ${MAX_QUERY_PARTS} parameters` }];
+  }
+  const unknown = new Set<string>();
+  for (const [name] of new URLSearchParams(querystring)) if (!known.has(name)) unknown.add(name);
+  return [...unknown].map((name) => ({ in: 'query', name, message: 'is not a known parameter' }));
 }
 
 /**

@@ -82,7 +82,7 @@ function checkHandshake(request: IncomingMessage): void {
  */
 function keyIn(request: IncomingMessage, params: URLSearchParams): string | undefined {
   const { authorization, 'x-api-key': headerKey } = request.headers;
-  const fromHeaders = keyOf(request.headers);
+  const fromHeaders = keyOf(request);
   if ((authorization !== undefined || headerKey !== undefined) && fromHeaders === undefined) return undefined;
   const fromQuery = params.getAll('api_key');
   if (fromQuery.length > 1 || fromQuery[0] === '') return undefined;

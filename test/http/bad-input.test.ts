@@ -132,6 +132,16 @@ const scenarios: Scenario[] = [
     ['limit=1e2', 'limit'],
     ['limit=%201', 'limit'],
     ['offset=01', 'offset'],
+    // Names qs drops before validation (it sets nothing an object inherits): still unknown.
+    ['constructor=1', 'constructor'],
+    ['toString=1', 'toString'],
+    ['hasOwnProperty=1', 'hasOwnProperty'],
+    ['__proto__=1', '__proto__'],
+    ['__proto__[limit]=5000', '__proto__[limit]'],
+    ['limit=5&constructor[x]=1', 'constructor[x]'],
+    // Past 1,000 parameters both parsers drop the rest: the limit=1 would be ignored.
+    [`${'&'.repeat(1000)}limit=1`, ''],
+    [`${'a=1&'.repeat(1000)}limit=1`, ''],
   ].map(([query, name]): Scenario => (
     { name: `the list query ${query.length > 40 ? `${query.slice(0, 20)}…` : query}`, method: 'GET', path: `${rows}?${query}`, status: 400, code: bad, invalid: { in: 'query', name } }
   )),

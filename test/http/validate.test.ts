@@ -64,6 +64,7 @@ function ours(operation: Operation, path: string, query: string, sent: { body: u
       params: match.params ?? {},
       query: reference.router.parseRequestQuery(request),
       sentQuery: parseQuery(query),
+      querystring: query,
       body: sent.body,
     };
     const { path: params, query: coerced } = validateRequest(checks, parts);
@@ -129,6 +130,7 @@ describe('request validation', () => {
       params: { collection_name: 'no%E0tes', row_id: '1' },
       query: {},
       sentQuery: {},
+      querystring: '',
       body: undefined,
       contentType: undefined,
     };

@@ -94,3 +94,9 @@ function checkBody(where: string, schema: object, mediaType: string, expectedTyp
     throw new ContractError(`${where}: problem status ${(body as { status?: number }).status} differs from the HTTP status`);
   }
 }
+
+/** Throws a ContractError unless `text`, sent with `contentType` and `status`, is openapi.yaml's Problem. */
+export function checkProblem(where: string, status: number, contentType: string, text: string): void {
+  const mediaType = contentType.split(';')[0].trim();
+  checkBody(where, openapi.components?.schemas?.Problem as object, mediaType, 'application/problem+json', text, status);
+}

@@ -1,0 +1,52 @@
+// Requests no HTTP client sends, written byte for byte: each is answered with a problem, as every other
+// bad request is (contract.md, "Errors"), and the server stays up.
+import { expect } from 'chai';
+import type { Client } from '../support/client.ts';
+import { expectProblem, rawRequest } from '../support/raw.ts';
+import { startTestServer, type TestServer } from '../support/server.ts';
+
+describe('requests written by hand', () => {
+  let server: TestServer;
+  let client: Client;
+  let other: Client;
+
+  before(async () => {
+    server = await startTestServer();
+    client = await server.client();
+    other = await server.client();
+    expect((await client.post('/v1/collections', { name: 'mine' })).status).to.equal(201);
+  });
+  after(() => server.stop());
+
+  afterEach(async () => {
+    expect((await server.anonymous().get('/health')).status).to.equal(200);
+  });
+
+  for (const target of ['http://[::1/health', 'http://[::1/v1/collections']) {
+    it(`answers 400 for a request target no URL parser reads: ${target}`, async () => {
+      const response = await rawRequest(server.url, [`GET ${target} HTTP/1.1`, 'Host: x', `x-api-key: ${client.key}`]);
+      expectProblem(response, 400, 'validation_failed');
+    });
+  }
+
+  it('answers 401 for two Authorization lines, whichever comes first', async () => {
+    for (const keys of [
+      [client.key, other.key],
+      [other.key, client.key],
+      [client.key, client.key],
+    ]) {
+      const response = await rawRequest(server.url, [
+        'GET /v1/collections HTTP/1.1',
+        'Host: x',
+        ...keys.map((key) => `Authorization: Bearer ${key}`),
+      ]);
+      expectProblem(response, 401, 'unauthorized');
+    }
+  });
+
+  it('answers one Authorization line as usual', async () => {
+    const response = await rawRequest(server.url, ['GET /v1/collections HTTP/1.1', 'Host: x', `Authorization: Bearer ${client.key}`]);
+    expect(response.status).to.equal(200);
+    expect(JSON.parse(response.body).map((collection: { name: string }) => collection.name)).to.deep.equal(['mine']);
+  });
+});
