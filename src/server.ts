@@ -6,6 +6,7 @@ import { createApp } from './app.ts';
 import type { Config } from './config.ts';
 import { listenForChanges } from './db/changes.ts';
 import { openStore, type Store } from './db/store.ts';
+import { answerClientErrors } from './http/client-errors.ts';
 import { createLogger, type Logger } from './log.ts';
 import { Meter } from './usage/meter.ts';
 import { createFeed, type Feed } from './ws/feed.ts';
@@ -43,6 +44,7 @@ export async function startServer(
   const meter = new Meter(store, log, { clock: options.clock });
   const app = createApp({ store, config, meter, documents: { openapi, asyncapi } }, log);
   const server = createServer(app.callback());
+  answerClientErrors(server);
   // Every accepted upgrade counts toward the plan like a /v1 request; over quota or rate it is refused 429.
   const admit = config.metering ? async ({ accountId }: { accountId: number }) => void (await meter.admit(accountId)) : undefined;
   const feed = createFeed({ store, config, log, admit });

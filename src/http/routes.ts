@@ -16,7 +16,7 @@ import { respond } from './respond.ts';
 import { type Match, RouteTable } from './route-table.ts';
 import { type RequestChecks, requestChecks, validateRequest } from './validate.ts';
 
-const methods = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch'] as const;
+const methods = ['get', 'head', 'put', 'post', 'delete', 'options', 'patch'] as const;
 
 export interface RouteState {
   /** The request's operation in openapi.yaml, or why there is none (answered 404 or 405 by `handle`). */
@@ -54,7 +54,8 @@ export function createRouter(deps: Deps): Router {
 
   return {
     route: (ctx, next) => {
-      ctx.state.route = table.match(ctx.method, ctx.path);
+      // HEAD is GET without the body (RFC 9110 §9.3.2): Koa leaves the body out of the answer.
+      ctx.state.route = table.match(ctx.method === 'HEAD' ? 'GET' : ctx.method, ctx.path);
       return next();
     },
     handle: async (ctx) => {
@@ -95,7 +96,7 @@ function miss(table: RouteTable, status: 404 | 405, path: string): ApiError {
   const shown = path.startsWith('/') ? path : `/${path}`;
   if (status === 404) return notFound(`There is no route ${shown}.`);
   const allow = methods
-    .filter((candidate) => table.match(candidate, path).operation)
+    .filter((candidate) => table.match(candidate === 'head' ? 'get' : candidate, path).operation)
     .map((candidate) => candidate.toUpperCase())
     .join(', ');
   return new ApiError('method_not_allowed', `${shown} answers ${allow}.`, { headers: { Allow: allow } });

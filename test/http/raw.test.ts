@@ -44,6 +44,31 @@ describe('requests written by hand', () => {
     }
   });
 
+  // Node's parser refuses these before any route runs; each still gets a problem, and the connection closes.
+  for (const [name, lines, status, code] of [
+    [
+      'two different Content-Lengths',
+      ['POST /v1/collections HTTP/1.1', 'Host: x', 'Content-Length: 2', 'Content-Length: 3'],
+      400,
+      'validation_failed',
+    ],
+    [
+      'Transfer-Encoding beside Content-Length',
+      ['POST /v1/collections HTTP/1.1', 'Host: x', 'Transfer-Encoding: chunked', 'Content-Length: 3'],
+      400,
+      'validation_failed',
+    ],
+    ['an unknown method', ['FROB /health HTTP/1.1', 'Host: x'], 400, 'validation_failed'],
+    ['a header line without a colon', ['GET /health HTTP/1.1', 'Host: x', 'no colon here'], 400, 'validation_failed'],
+    ['20 KiB of headers', ['GET /health HTTP/1.1', 'Host: x', `x-pad: ${'p'.repeat(20 * 1024)}`], 431, 'headers_too_large'],
+  ] as const) {
+    it(`answers ${status} ${code} for ${name}`, async () => {
+      const response = await rawRequest(server.url, [...lines]);
+      expectProblem(response, status, code);
+      expect(response.headers.connection).to.equal('close');
+    });
+  }
+
   it('answers one Authorization line as usual', async () => {
     const response = await rawRequest(server.url, ['GET /v1/collections HTTP/1.1', 'Host: x', `Authorization: Bearer ${client.key}`]);
     expect(response.status).to.equal(200);

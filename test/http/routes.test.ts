@@ -53,6 +53,6 @@ describe('router', () => {
     expect((await client.get('/v1/nope')).status).to.equal(404);
     const response = await client.request('PUT', '/v1/collections/notes/rows/1');
     expect(response.status).to.equal(405);
-    expect(response.headers.get('allow')).to.equal('GET, DELETE, PATCH');
+    expect(response.headers.get('allow')).to.equal('GET, HEAD, DELETE, PATCH');
   });
 });

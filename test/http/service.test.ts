@@ -17,6 +17,49 @@ describeEachBackend('service routes', (backend) => {
     });
   });
 
+  describe('HEAD', () => {
+    it('answers as GET does, without the body, on every GET route', async () => {
+      const client = await server.client();
+      expect((await client.post('/v1/collections', { name: 'heads' })).status).to.equal(201);
+      expect((await client.post('/v1/collections/heads/rows', [{ text: 'a' }])).status).to.equal(201);
+      for (const [path, status] of [
+        ['/health', 200],
+        ['/openapi.yaml', 200],
+        ['/v1/collections', 200],
+        ['/v1/collections/heads', 200],
+        ['/v1/collections/heads/rows?limit=1', 200],
+        ['/v1/collections/heads/rows/1', 200],
+        ['/v1/collections/heads/rows/2', 404],
+        ['/v1/collections/heads/rows?limt=1', 400],
+        ['/v1/usage', 200],
+      ] as const) {
+        const [get, head] = [await client.get(path), await client.request('HEAD', path)];
+        expect(head.status, path).to.equal(status);
+        expect(get.status, path).to.equal(status);
+        expect(head.text, path).to.equal('');
+        expect(head.headers.get('content-type'), path).to.equal(get.headers.get('content-type'));
+      }
+    });
+
+    it('counts toward the plan under /v1, and needs a key there', async () => {
+      const client = await server.client();
+      const used = async () => ((await client.get<{ used: number }>('/v1/usage')).body as { used: number }).used;
+      const before = await used();
+      expect((await client.request('HEAD', '/v1/collections')).status).to.equal(200);
+      expect(await used()).to.equal(before + 2);
+      expect((await server.anonymous().request('HEAD', '/v1/collections')).status).to.equal(401);
+    });
+
+    it('is listed in Allow beside GET, and refused where GET is not', async () => {
+      const client = await server.client();
+      const response = await client.request('HEAD', '/v1/collections/heads/rows/1/extra');
+      expect(response.status).to.equal(404);
+      const put = await client.request('PUT', '/v1/collections');
+      expect(put.status).to.equal(405);
+      expect(put.headers.get('allow')?.split(', ')).to.include.members(['GET', 'HEAD', 'POST']);
+    });
+  });
+
   describe('when the database cannot be reached', () => {
     it('answers 503 unavailable on /health and on /v1, and never a 500', async () => {
       const cut = await startTestServer({}, { backend });

@@ -31,12 +31,16 @@ export class ContractError extends Error {}
 export function checkResponse(response: SeenResponse): void {
   const { method, path, status, headers, text } = response;
   const where = `${method} ${path} → ${status}`;
-  const operation = router.matchOperation({ method, path, headers: {} });
+  // HEAD answers as GET does, without the body (openapi.yaml's description).
+  const head = method.toUpperCase() === 'HEAD';
+  if (head && text !== '') throw new ContractError(`${where}: HEAD answered a body`);
+  const operation = router.matchOperation({ method: head ? 'GET' : method, path, headers: {} });
   const mediaType = (headers.get('content-type') ?? '').split(';')[0].trim();
   if (!operation) {
     // Every /v1 route needs a key first (interface spec §5), known or not.
     const allowed = path === '/v1' || path.startsWith('/v1/') ? [401, 404, 405] : [404, 405];
     if (!allowed.includes(status)) throw new ContractError(`${where}: no operation in openapi.yaml answers this`);
+    if (head) return;
     checkBody(where, openapi.components?.schemas?.Problem as object, mediaType, 'application/problem+json', text, status);
     return;
   }
@@ -51,6 +55,7 @@ export function checkResponse(response: SeenResponse): void {
     }
     checkHeader(where, name, schema as OpenAPIV3.SchemaObject | undefined, value);
   }
+  if (head) return;
   if (!declared.content) {
     if (text !== '') throw new ContractError(`${where}: declares no body, got ${JSON.stringify(text.slice(0, 200))}`);
     return;
