@@ -21,6 +21,51 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/docs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * This document, rendered for people.
+         * @description An HTML page on which Swagger UI renders `GET /openapi.yaml`. Its scripts and stylesheets come from
+         *     `GET /docs/{asset}`, none is inline, and its `Content-Security-Policy` has the browser refuse every
+         *     other host. Needs no key and does not count toward usage.
+         */
+        get: operations["getDocs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/docs/{asset}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A script or stylesheet of the reference page.
+         * @description One of the files the page of `GET /docs` loads, and nothing else: `swagger-ui.css`, `index.css` and
+         *     `swagger-ui-bundle.js`, Swagger UI's own (the npm package swagger-ui-dist), and `docs.js`, which
+         *     starts it on `/openapi.yaml`. Any other name answers `404 not_found`. Needs no key and does not
+         *     count toward usage.
+         */
+        get: operations["getDocsAsset"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/health": {
         parameters: {
             query?: never;
@@ -571,6 +616,13 @@ export interface components {
     requestBodies: never;
     headers: {
         /**
+         * @description The reference's policy (CSP Level 3): scripts, stylesheets, images, fonts and requests from this
+         *     origin only (images also as `data:` URLs, styles also inline), no plugins, and forms, `<base>` and
+         *     framing pages of this origin only.
+         * @example default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'self'
+         */
+        "Content-Security-Policy": string;
+        /**
          * @description The plan's quota of requests for the current period.
          * @example 10000
          */
@@ -611,6 +663,85 @@ export interface operations {
                 };
                 content: {
                     "application/yaml": string;
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    getDocs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The reference page. */
+            200: {
+                headers: {
+                    /**
+                     * @description Always `no-cache`.
+                     * @example no-cache
+                     */
+                    "Cache-Control": string;
+                    "Content-Security-Policy": components["headers"]["Content-Security-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            default: components["responses"]["Error"];
+        };
+    };
+    getDocsAsset: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The file's name.
+                 * @example swagger-ui.css
+                 */
+                asset: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file, a stylesheet or a script. */
+            200: {
+                headers: {
+                    /**
+                     * @description Always `public, max-age=3600`. The names carry no version, so a browser keeps a file one hour.
+                     * @example public, max-age=3600
+                     */
+                    "Cache-Control": string;
+                    "Content-Security-Policy": components["headers"]["Content-Security-Policy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/css": string;
+                    "text/javascript": string;
+                };
+            };
+            /** @description `not_found`: the page loads no file of that name. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "urn:rowbase:problem:not_found",
+                     *       "title": "Not found",
+                     *       "status": 404,
+                     *       "detail": "There is no route /docs/swagger-ui.js.",
+                     *       "code": "not_found"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             default: components["responses"]["Error"];

@@ -746,7 +746,7 @@ validate14.errors = vErrors;
 return errors === 0;
 }
 
-export const getHealth_params = validate15;
+export const getDocs_params = validate15;
 const schema16 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{},"required":[]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":[]};
 
 function validate15(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
@@ -848,10 +848,165 @@ validate15.errors = vErrors;
 return errors === 0;
 }
 
-export const getOpenApiDocument_params = validate16;
-const schema17 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{},"required":[]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":[]};
+export const getDocsAsset_params = validate16;
+const schema17 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"asset":{"type":"string"}},"required":["asset"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 
 function validate16(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.path === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.path !== undefined){
+let data0 = data.path;
+if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
+if(data0.asset === undefined){
+const err1 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/required",keyword:"required",params:{missingProperty: "asset"},message:"must have required property '"+"asset"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data0){
+if(!(key0 === "asset")){
+const err2 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data0.asset !== undefined){
+let data1 = data0.asset;
+if(typeof data1 !== "string"){
+let dataType0 = typeof data1;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data1;
+}
+else if(data1 === null){
+coerced0 = "";
+}
+else {
+const err3 = {instancePath:instancePath+"/path/asset",schemaPath:"#/properties/path/properties/asset/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data1 = coerced0;
+if(data0 !== undefined){
+data0["asset"] = coerced0;
+}
+}
+}
+}
+}
+else {
+const err4 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.query !== undefined){
+let data2 = data.query;
+if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
+for(const key1 in data2){
+const err5 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+else {
+const err6 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.header !== undefined){
+let data3 = data.header;
+if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
+}
+else {
+const err7 = {instancePath:instancePath+"/header",schemaPath:"#/properties/header/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.cookie !== undefined){
+let data4 = data.cookie;
+if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
+}
+else {
+const err8 = {instancePath:instancePath+"/cookie",schemaPath:"#/properties/cookie/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+}
+else {
+const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+validate16.errors = vErrors;
+return errors === 0;
+}
+
+export const getHealth_params = validate17;
+const schema18 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{},"required":[]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":[]};
+
+function validate17(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -946,14 +1101,116 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate16.errors = vErrors;
+validate17.errors = vErrors;
 return errors === 0;
 }
 
-export const getRow_params = validate17;
-const schema18 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"row_id":{"type":"integer","format":"int64"}},"required":["collection_name","row_id"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+export const getOpenApiDocument_params = validate18;
+const schema19 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{},"required":[]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":[]};
 
-function validate17(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate18(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.path !== undefined){
+let data0 = data.path;
+if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
+for(const key0 in data0){
+const err0 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+else {
+const err1 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(data.query !== undefined){
+let data1 = data.query;
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+for(const key1 in data1){
+const err2 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+else {
+const err3 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.header !== undefined){
+let data2 = data.header;
+if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
+}
+else {
+const err4 = {instancePath:instancePath+"/header",schemaPath:"#/properties/header/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.cookie !== undefined){
+let data3 = data.cookie;
+if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
+}
+else {
+const err5 = {instancePath:instancePath+"/cookie",schemaPath:"#/properties/cookie/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+}
+else {
+const err6 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+validate18.errors = vErrors;
+return errors === 0;
+}
+
+export const getRow_params = validate19;
+const schema20 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"row_id":{"type":"integer","format":"int64"}},"required":["collection_name","row_id"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+
+function validate19(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -1152,14 +1409,14 @@ vErrors.push(err12);
 }
 errors++;
 }
-validate17.errors = vErrors;
+validate19.errors = vErrors;
 return errors === 0;
 }
 
-export const getUsage_params = validate18;
-const schema19 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{},"required":[]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":[]};
+export const getUsage_params = validate20;
+const schema21 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{},"required":[]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":[]};
 
-function validate18(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate20(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -1254,14 +1511,14 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate18.errors = vErrors;
+validate20.errors = vErrors;
 return errors === 0;
 }
 
-export const insertRows_params = validate19;
-const schema20 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+export const insertRows_params = validate21;
+const schema22 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 
-function validate19(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate21(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -1421,14 +1678,14 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate19.errors = vErrors;
+validate21.errors = vErrors;
 return errors === 0;
 }
 
-export const listCollections_params = validate20;
-const schema21 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{},"required":[]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":[]};
+export const listCollections_params = validate22;
+const schema23 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{},"required":[]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":[]};
 
-function validate20(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate22(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -1523,15 +1780,15 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate20.errors = vErrors;
+validate22.errors = vErrors;
 return errors === 0;
 }
 
-export const listRows_params = validate21;
-const schema22 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{"limit":{"type":"integer","minimum":0,"maximum":1000,"default":100},"offset":{"type":"integer","minimum":0,"maximum":9007199254740991,"default":0},"order_by":{"type":"string","minLength":1,"maxLength":256,"default":"id"},"order":{"type":"string","enum":["asc","desc"],"default":"asc"}},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+export const listRows_params = validate23;
+const schema24 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{"limit":{"type":"integer","minimum":0,"maximum":1000,"default":100},"offset":{"type":"integer","minimum":0,"maximum":9007199254740991,"default":0},"order_by":{"type":"string","minLength":1,"maxLength":256,"default":"id"},"order":{"type":"string","enum":["asc","desc"],"default":"asc"}},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 const func2 = require("ajv/dist/runtime/ucs2length").default;
 
-function validate21(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate23(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -1831,7 +2088,7 @@ data2["order"] = coerced4;
 }
 }
 if(!((data6 === "asc") || (data6 === "desc"))){
-const err17 = {instancePath:instancePath+"/query/order",schemaPath:"#/properties/query/properties/order/enum",keyword:"enum",params:{allowedValues: schema22.properties.query.properties.order.enum},message:"must be equal to one of the allowed values"};
+const err17 = {instancePath:instancePath+"/query/order",schemaPath:"#/properties/query/properties/order/enum",keyword:"enum",params:{allowedValues: schema24.properties.query.properties.order.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -1893,14 +2150,14 @@ vErrors.push(err21);
 }
 errors++;
 }
-validate21.errors = vErrors;
+validate23.errors = vErrors;
 return errors === 0;
 }
 
-export const updateRow_params = validate22;
-const schema23 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"row_id":{"type":"integer","format":"int64"}},"required":["collection_name","row_id"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+export const updateRow_params = validate24;
+const schema25 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"row_id":{"type":"integer","format":"int64"}},"required":["collection_name","row_id"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 
-function validate22(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate24(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -2099,6 +2356,6 @@ vErrors.push(err12);
 }
 errors++;
 }
-validate22.errors = vErrors;
+validate24.errors = vErrors;
 return errors === 0;
 }

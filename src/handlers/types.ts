@@ -21,6 +21,7 @@ export interface Input<K extends OperationId> {
 /** What a handler returns; one responder writes it (see http/respond.ts). */
 export interface Result {
   status: number;
+  /** A string or Buffer is sent as it is; anything else as JSON. */
   body?: unknown;
   headers?: Record<string, string>;
   /** Defaults to application/json when there is a body. */

@@ -8,5 +8,5 @@ export function respond(ctx: Context, result: Result): void {
   if (result.body === undefined) return;
   // The type first: a string body set without one is given text/plain, to be replaced at once.
   ctx.type = result.contentType ?? 'application/json';
-  ctx.body = typeof result.body === 'string' ? result.body : JSON.stringify(result.body);
+  ctx.body = typeof result.body === 'string' || Buffer.isBuffer(result.body) ? result.body : JSON.stringify(result.body);
 }
