@@ -1,51 +1,69 @@
+import type { IncomingMessage } from 'node:http';
+import { pipeline, type Transform } from 'node:stream';
+import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import type { Middleware } from 'koa';
-import bodyParser from 'koa-bodyparser';
+import getRawBody from 'raw-body';
 import type { Config } from '../config.ts';
 import { ApiError, validationFailed } from '../errors.ts';
 import type { RouteState } from './routes.ts';
 
+declare module 'koa' {
+  interface Request {
+    /** The JSON body, as jsonBody() read it. */
+    body?: unknown;
+  }
+}
+
 const methodsWithBody = new Set(['POST', 'PUT', 'PATCH']);
 
+/** What a Content-Encoding is undone with; `identity` (or none) is read as it is. */
+const decoders: Record<string, () => Transform> = {
+  gzip: createGunzip,
+  'x-gzip': createGunzip,
+  deflate: createInflate,
+  br: createBrotliDecompress,
+};
+
+/** JSON text as RFC 8259 §8.1 has it: UTF-8. A BOM is kept, and refused by JSON.parse, as it always was. */
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+/** The first character of an object or array: the only JSON texts a body may be. */
+const objectOrArray = /^[ \t\n\r]*[[{]/;
+
 /**
- * Reads a JSON body where the method carries one: anything but `application/json` is 415, over
- * `maxBodyBytes` 413 (once decompressed: gzip, deflate and br are read), malformed, not what its
- * Content-Encoding says, or nested deeper than `maxJsonDepth` 400; an unknown Content-Encoding is 415. Bodies of other methods are
- * not read, nor bodies sent to a route and method that openapi.yaml does not have (as the router's
- * `route` stage found): routing answers those with 404 or 405, whatever their body.
+ * Reads a JSON body where the method carries one: anything but `application/json` in UTF-8 is 415,
+ * over `maxBodyBytes` 413 (once decompressed: gzip, deflate and br are read; any other encoding is 415),
+ * and 400 for a body that is not what its Content-Encoding says, not UTF-8 (never read as U+FFFD), not
+ * a JSON object or array, nested deeper than `maxJsonDepth`, or holding a number no double can hold
+ * (`1e400` would be stored as null). Bodies of other methods are not read, nor bodies sent to a route
+ * and method that openapi.yaml does not have (as the router's `route` stage found): routing answers
+ * those with 404 or 405, whatever their body.
  */
 export function jsonBody(config: Config): Middleware<RouteState> {
-  // Every top-level field name is the client's (contract.md), `__proto__` too: JSON.parse makes it an
-  // own property like any other, and nothing copies a body by assignment (spread and JSON.stringify
-  // define and read own properties). co-body's default refuses it as prototype poisoning.
-  const proto = { onProtoPoisoning: 'ignore' }; // co-body's option, which koa-bodyparser passes on
-  const parse = bodyParser({ enableTypes: ['json'], jsonLimit: `${config.maxBodyBytes}b`, strict: true, ...proto });
   return async (ctx, next) => {
     if (!methodsWithBody.has(ctx.method) || !hasBody(ctx.req.headers)) return next();
     if (!ctx.state.route.operation) return next();
     if (!ctx.is('application/json')) {
       throw new ApiError('unsupported_media_type', 'The request body must be application/json.');
     }
+    const charset = ctx.request.charset.toLowerCase();
+    if (charset !== '' && charset !== 'utf-8' && charset !== 'utf8') {
+      throw new ApiError('unsupported_media_type', `The request body must be JSON in UTF-8, not ${charset}.`);
+    }
+    const text = decode(await readBody(ctx.req, config.maxBodyBytes));
+    // Every top-level field name is the client's (contract.md), `__proto__` too: JSON.parse makes it an
+    // own property like any other, and nothing copies a body by assignment (spread and JSON.stringify
+    // define and read own properties).
+    let body: unknown;
     try {
-      await parse(ctx, async () => {});
-    } catch (error) {
-      if ((error as { status?: number }).status === 400) {
-        throw validationFailed('The request body is not valid JSON.', [{ in: 'body', name: '', message: 'is not valid JSON' }]);
-      }
-      // An error with no status while reading a compressed body is zlib's (gzip, deflate, br): the
-      // body is not what its Content-Encoding says.
-      const encoding = ctx.get('content-encoding');
-      if (encoding && (error as { status?: unknown }).status === undefined) {
-        throw validationFailed(`The request body is not valid ${encoding}.`, [
-          { in: 'body', name: '', message: `is not valid ${encoding}` },
-        ]);
-      }
-      throw error;
+      if (!objectOrArray.test(text)) throw new SyntaxError('not an object or array');
+      body = JSON.parse(text);
+    } catch {
+      throw validationFailed('The request body is not valid JSON.', [{ in: 'body', name: '', message: 'is not valid JSON' }]);
     }
-    if (nestedDeeperThan(ctx.request.body, config.maxJsonDepth)) {
-      throw validationFailed(`The request body nests deeper than ${config.maxJsonDepth} levels.`, [
-        { in: 'body', name: '', message: `nests deeper than ${config.maxJsonDepth} levels` },
-      ]);
-    }
+    const problem = shapeProblem(body, config.maxJsonDepth);
+    if (problem) throw validationFailed(`The request body ${problem}.`, [{ in: 'body', name: '', message: problem }]);
+    ctx.request.body = body;
     return next();
   };
 }
@@ -54,14 +72,49 @@ function hasBody(headers: Record<string, string | string[] | undefined>): boolea
   return headers['transfer-encoding'] !== undefined || Number(headers['content-length'] ?? 0) > 0;
 }
 
-/** Walks without recursion, so no body can exhaust the stack. */
-function nestedDeeperThan(value: unknown, max: number): boolean {
+/**
+ * The body's bytes, decompressed, at most `limit` of them (else raw-body's 413). Errors with a status
+ * are raw-body's (413, an aborted or short body); a decoder's own errors, which have none, mean a body
+ * that is not what its Content-Encoding says.
+ */
+async function readBody(request: IncomingMessage, limit: number): Promise<Buffer> {
+  const encoding = (request.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
+  if (encoding === 'identity') return getRawBody(request, { limit, length: request.headers['content-length'] });
+  const decoder = decoders[encoding];
+  if (!decoder)
+    throw new ApiError('unsupported_media_type', `The request body's Content-Encoding ${encoding} is not one of gzip, deflate, br.`);
+  try {
+    // pipeline, not pipe: a request that ends early ends the decoder's read too, with an error.
+    return await getRawBody(
+      pipeline(request, decoder(), () => {}),
+      { limit },
+    );
+  } catch (error) {
+    if ((error as { status?: unknown }).status !== undefined) throw error;
+    throw validationFailed(`The request body is not valid ${encoding}.`, [{ in: 'body', name: '', message: `is not valid ${encoding}` }]);
+  }
+}
+
+function decode(bytes: Buffer): string {
+  try {
+    return utf8.decode(bytes);
+  } catch {
+    throw validationFailed('The request body is not valid UTF-8.', [{ in: 'body', name: '', message: 'is not valid UTF-8' }]);
+  }
+}
+
+/**
+ * What is wrong with the parsed body's shape, if anything: nesting deeper than `max`, or a number
+ * JSON.parse read as ±Infinity. Walks without recursion, so no body can exhaust the stack.
+ */
+function shapeProblem(value: unknown, max: number): string | undefined {
   const stack: [unknown, number][] = [[value, 1]];
   while (stack.length > 0) {
     const [item, depth] = stack.pop() as [unknown, number];
+    if (typeof item === 'number' && !Number.isFinite(item)) return 'holds a number past ±1.8e308, which no double holds';
     if (item === null || typeof item !== 'object') continue;
-    if (depth > max) return true;
+    if (depth > max) return `nests deeper than ${max} levels`;
     for (const child of Object.values(item)) stack.push([child, depth + 1]);
   }
-  return false;
+  return undefined;
 }

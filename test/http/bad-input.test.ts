@@ -66,6 +66,20 @@ const scenarios: Scenario[] = [
   ...['gzip', 'deflate', 'br'].map((encoding): Scenario => (
     { name: `a row batch that is not the ${encoding} it says`, method: 'POST', path: rows, raw: '[{"text":"a"}]', headers: { ...json, 'content-encoding': encoding }, status: 400, code: bad, invalid: { in: 'body', name: '' } }
   )),
+  // Bytes that are not UTF-8, and charsets that are not it: refused, never read as U+FFFD.
+  ...[
+    ['a byte 0xFF', [0xff]],
+    ['an overlong encoding of /', [0xc0, 0xaf]],
+    ['a UTF-16 surrogate in UTF-8', [0xed, 0xa0, 0x80]],
+    ['a multi-byte character cut short', [0xe2, 0x82]],
+  ].map(([what, bytes]): Scenario => (
+    { name: `a row batch with ${what}`, method: 'POST', path: rows, raw: Buffer.concat([Buffer.from('[{"text":"'), Buffer.from(bytes as number[]), Buffer.from('"}]')]), headers: json, status: 400, code: bad, invalid: { in: 'body', name: '' } }
+  )),
+  { name: 'a row batch in ISO-8859-1', method: 'POST', path: rows, raw: Buffer.from('[{"text":"\xe9"}]', 'latin1'), headers: { 'content-type': 'application/json; charset=iso-8859-1' }, status: 415, code: 'unsupported_media_type' },
+  { name: 'a patch in a charset that does not exist', method: 'PATCH', path: `${rows}/1`, raw: '{"text":"b"}', headers: { 'content-type': 'application/json; charset=bogus' }, status: 415, code: 'unsupported_media_type' },
+  // Numbers no double holds: JSON.parse reads them as ±Infinity, which would be stored as null.
+  { name: 'a row batch with 1e400', method: 'POST', path: rows, raw: '[{"n":1e400}]', headers: json, status: 400, code: bad, invalid: { in: 'body', name: '' } },
+  { name: 'a patch with -1e400 deep inside', method: 'PATCH', path: `${rows}/1`, raw: '{"a":{"b":[1,-1e400]}}', headers: json, status: 400, code: bad },
   { name: 'a truncated gzip row batch', method: 'POST', path: rows, raw: gzipSync('[{"text":"a"}]').subarray(0, 15), headers: { ...json, 'content-encoding': 'gzip' }, status: 400, code: bad },
   { name: 'a row batch in an unknown Content-Encoding', method: 'POST', path: rows, raw: '[{"text":"a"}]', headers: { ...json, 'content-encoding': 'zstd-ish' }, status: 415, code: 'unsupported_media_type' },
   { name: 'a gzip row batch over 1 MiB once decompressed', method: 'POST', path: rows, raw: gzipSync(batchOfBytes(MiB + 1)), headers: { ...json, 'content-encoding': 'gzip' }, status: 413, code: 'payload_too_large' },
@@ -330,6 +344,18 @@ describeEachBackend('bad input', (backend) => {
         expect(response.status, `${encoding}: ${response.text}`).to.equal(201);
         expect(response.body.map((row) => row.text)).to.deep.equal(['packed']);
       }
+    });
+
+    it('stores U+FFFD, a BMP character and an astral one sent as UTF-8 exactly, and 1e308', async () => {
+      const text = '\ufffd é 😀';
+      const raw = Buffer.from(`[{"text":"${text}","n":1e308,"tiny":1e-300}]`, 'utf8');
+      const response = await client.request<{ id: number }[]>('POST', rows, {
+        raw,
+        headers: { 'content-type': 'application/json; charset=UTF-8' },
+      });
+      expect(response.status, response.text).to.equal(201);
+      const read = await client.get<{ text: string; n: number; tiny: number }>(`${rows}/${response.body[0].id}`);
+      expect(read.body).to.include({ text, n: 1e308, tiny: 1e-300 });
     });
 
     it('reads application/json with a charset', async () => {
