@@ -5,7 +5,7 @@ import { announceChange, announceCommitted, type DatabaseParams, notifyParams } 
 import { advance, collectionId, collectionIdQuery, collectionNotFound } from './collections.ts';
 import { appendEvents, type EventRow } from './events.ts';
 import { mergedInsert } from './merged-inserts.ts';
-import { orderedRowsQuery, type Page, pathSafe } from './ordering.ts';
+import { orderedRowsQuery, type Page, pathSafe, postgresJsonb } from './ordering.ts';
 import { query, queryAlone, together, type WriteTx } from './query.ts';
 import {
   deleteSortKeys,
@@ -112,7 +112,7 @@ function insertInOneStatementPostgres(knex: Knex, accountId: number, collection:
 
 /**
  * advance(), the rows, appendEvents() and writeSortKeys() as one statement (the keys of every indexed
- * field, read from `sorted` as advance() answers it, U+0000 taken as U+0001 as ordering.ts does).
+ * field, read from `sorted` as advance() answers it, strings escaped as ordering.ts's postgresJsonb() does).
  * $1 the account, $2 the collection's name, $3 the number of rows, $4 their texts, one a line; $5 and $6 the NOTIFY's (notifyParams). No such
  * collection: no row answered, and nothing written. Each event's row is made from the row's text as
  * eventRow() makes it. The events' time is PostgreSQL's clock once the collection's row is held (where
@@ -143,8 +143,8 @@ const insertBatchSql = `with counters as (
     insert into sort_keys (collection_id, slot, row_id, rank, num, str)
       select k.collection_id, f.slot - 1, k.id, ${postgresKeyColumns('k.j')}
         from counters c,
-          jsonb_array_elements_text(replace(c.sorted, '\\u0000', '\\u0001')::jsonb) with ordinality as f(field, slot),
-          lateral (select b.collection_id, b.id, replace(b.data, '\\u0000', '\\u0001')::jsonb -> f.field as j from batch b offset 0) k
+          jsonb_array_elements_text(${postgresJsonb('c.sorted')}) with ordinality as f(field, slot),
+          lateral (select b.collection_id, b.id, ${postgresJsonb('b.data')} -> f.field as j from batch b offset 0) k
   )
   select id, before_id + 1 as first_id, pg_notify($5, $6 || ' ' || id) from counters`;
 
