@@ -280,14 +280,12 @@ export async function updateRow(knex: Knex, accountId: number, collection: strin
 /**
  * SQLite: the patch, merged with the other patches of the collection queued beside it into one
  * statement (writes.ts, writePatches()): json_set sets each field in the stored text, which keeps the
- * text JSON.stringify({ ...row, ...patch }) gives. Not for a field name that a JSON path cannot spell,
- * nor for an array index, which JavaScript puts before the other names where json_set adds it last:
- * then the row is read and the patch made in Node, in a transaction (nothing changes the row between
- * the two), and the whole text set at `$` by the same statement.
+ * text JSON.stringify({ ...row, ...patch }) gives. Not for a field name that a JSON path cannot spell
+ * (settableByPath()): then the row is read and the patch made in Node, in a transaction (nothing
+ * changes the row between the two), and the whole text set at `$` by the same statement.
  */
 async function patchSqlite(knex: Knex, accountId: number, collection: string, rowId: number, patch: Fields): Promise<Json<Row>> {
-  const names = Object.keys(patch);
-  const answer = names.every((name) => pathSafe.test(name) && !arrayIndex.test(name))
+  const answer = Object.keys(patch).every(settableByPath)
     ? await mergedWrite(knex, `patch/${accountId}/${collection}`, 1, { rowId, fields: fieldsOf(patch) }, (trx, patches: FieldPatch[]) =>
         writePatches(trx, accountId, collection, patches),
       )
@@ -303,6 +301,16 @@ async function patchSqlite(knex: Knex, accountId: number, collection: string, ro
 
 /** A name that JavaScript orders as an array index: before every other name of an object, in numeric order. */
 const arrayIndex = /^(0|[1-9][0-9]*)$/;
+
+/**
+ * Whether json_set can set the field `name` at the path `$."name"` and keep the text JSON.stringify
+ * gives. Not a name a path cannot spell (pathSafe); not an array index, which JavaScript puts before
+ * the other names where json_set adds it last; and not a name that is not well-formed UTF-16 (a lone
+ * surrogate): the path spells the name decoded, and SQLite would write its surrogate's bytes into the
+ * text (invalid UTF-8), where JSON.stringify writes the escape `\udbff`, so the name would neither read
+ * back as sent nor match the same name inserted or patched before.
+ */
+const settableByPath = (name: string) => pathSafe.test(name) && !arrayIndex.test(name) && name.isWellFormed();
 
 /** A patch of row `rowId` as row_patches takes it: its fields as `[JSON path, JSON text]`. */
 type FieldPatch = { rowId: number; fields: string[][] };
