@@ -190,6 +190,12 @@ export interface paths {
          * @description The batch is atomic: either every row is stored or none is. Each row gets the next `id` of the
          *     collection (ids increase and are never reused), in request order, and one `insert` event each
          *     on the real-time feed, with consecutive `seq`.
+         *
+         *     A batch holds 1 to 1000 rows, unless the server is configured with another bound
+         *     (`ROWBASE_MAX_BATCH_ROWS`). A larger batch is refused with `400 validation_failed`, its `errors`
+         *     naming the body (`{"in": "body", "name": ""}`), and nothing of it is stored. The schema has no
+         *     `maxItems` because the bound is the server's setting: 1000 there would be wrong for a server
+         *     configured higher, and clients generated from this document would refuse batches it accepts.
          */
         post: operations["insertRows"];
         delete?: never;

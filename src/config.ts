@@ -12,6 +12,11 @@ export interface Config {
   maxBodyBytes: number;
   /** Deepest nesting of a JSON body. `ROWBASE_MAX_JSON_DEPTH`, default 64. */
   maxJsonDepth: number;
+  /**
+   * Most rows in one insert (contract.md: "1..1000 objects (the bound is configurable)"); a larger
+   * batch is 400. `ROWBASE_MAX_BATCH_ROWS`, default 1000, at least 1.
+   */
+  maxBatchRows: number;
   /** Count and limit requests by plan. `ROWBASE_METERING=off` turns it off (for benchmarks); default on. */
   metering: boolean;
   /** Events each collection keeps for feed clients to resume from. `ROWBASE_EVENTS_RETAIN_COUNT`, default 10000. */
@@ -41,6 +46,7 @@ export const defaults: Config = {
   logLevel: 'info',
   maxBodyBytes: 1024 * 1024,
   maxJsonDepth: 64,
+  maxBatchRows: 1000,
   metering: true,
   eventsRetainCount: 10_000,
   eventsRetainMs: 24 * 60 * 60 * 1000,
@@ -61,6 +67,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: env.LOG_LEVEL || defaults.logLevel,
     maxBodyBytes: integer(env, 'ROWBASE_MAX_BODY_BYTES', defaults.maxBodyBytes, 1, 2 ** 31),
     maxJsonDepth: integer(env, 'ROWBASE_MAX_JSON_DEPTH', defaults.maxJsonDepth, 1, 10_000),
+    maxBatchRows: integer(env, 'ROWBASE_MAX_BATCH_ROWS', defaults.maxBatchRows, 1, 2 ** 31),
     metering: onOff(env, 'ROWBASE_METERING', defaults.metering),
     eventsRetainCount: integer(env, 'ROWBASE_EVENTS_RETAIN_COUNT', defaults.eventsRetainCount, 1, 2 ** 31),
     eventsRetainMs: seconds(env, 'ROWBASE_EVENTS_RETAIN_SECONDS', defaults.eventsRetainMs, 1, 10 * 365 * DAY),

@@ -3,7 +3,7 @@ import type { components } from '../../generated/openapi.ts';
 import { conflict, notFound } from '../errors.ts';
 import { announceChange } from './changes.ts';
 import { isUniqueViolation } from './errors.ts';
-import { query, type WriteTx } from './query.ts';
+import { byCodePoint, query, type WriteTx } from './query.ts';
 
 export type Collection = components['schemas']['Collection'];
 
@@ -14,8 +14,9 @@ const toCollection = (row: { name: string; created_at: string; row_count: number
   row_count: Number(row.row_count),
 });
 
+/** The account's collections, by name in code point order (openapi.yaml, listCollections). */
 export async function listCollections(knex: Knex, accountId: number): Promise<Collection[]> {
-  const rows = await knex('collections').where({ account_id: accountId }).orderBy('name').select(columns);
+  const rows = await knex('collections').where({ account_id: accountId }).orderBy(byCodePoint(knex, 'name')).select(columns);
   return rows.map(toCollection);
 }
 

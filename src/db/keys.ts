@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
+import { byCodePoint } from './query.ts';
 
 /** The account a request acts for, as the auth step found it. */
 export interface Principal {
@@ -50,7 +51,7 @@ export async function listKeys(knex: Knex, account?: string): Promise<KeyInfo[]>
   const query = knex('api_keys')
     .join('accounts', 'accounts.id', 'api_keys.account_id')
     .select('api_keys.prefix', 'accounts.name as account', 'accounts.plan', 'api_keys.created_at', 'api_keys.revoked_at')
-    .orderBy([{ column: 'accounts.name' }, { column: 'api_keys.id' }]);
+    .orderBy([{ column: byCodePoint(knex, 'accounts.name') }, { column: 'api_keys.id' }]);
   if (account !== undefined) query.where('accounts.name', account);
   return query;
 }

@@ -1,4 +1,6 @@
 import type { Knex } from 'knex';
+import { postgresJsonb } from './ordering.ts';
+import { postgresKeyColumns, replaceKey } from './sort-keys.ts';
 
 // Timestamps are ISO 8601 text in UTC: they sort as they compare, on every backend.
 const migrations: Record<string, Knex.Migration> = {
@@ -106,6 +108,33 @@ const migrations: Record<string, Knex.Migration> = {
         t.dropColumn('sorted');
       });
     },
+  },
+  '0004_postgres_sort_key_escape': {
+    // PostgreSQL's sort keys were made with U+0000 read as U+0001 (in strings and in field names), so
+    // that "a\u0000b" sorted after "a\u0001", and a field named with U+0000 was read from the one named
+    // with U+0001. They are made now with ordering.ts's order-preserving escape (postgresJsonb); every
+    // key it could change is one of a row whose text holds `\u0000` or `\u0001` (the escapes
+    // JSON.stringify writes), and those are made again, each as sort-keys.ts makes it. A row whose text
+    // PostgreSQL cannot read as jsonb at all (a lone surrogate, which a patch of a field not indexed can
+    // add) is left as it is, rather than stop the migration, and with it the service. SQLite's keys
+    // never changed.
+    async up(knex) {
+      if (knex.client.dialect !== 'postgresql') return;
+      await knex.raw(`create function pg_temp.rowbase_jsonb(document text) returns jsonb language plpgsql as $$
+        begin return ${postgresJsonb('document')}; exception when others then return null; end $$`);
+      await knex.raw(`insert into sort_keys (collection_id, slot, row_id, rank, num, str)
+        select collection_id, slot, id, ${postgresKeyColumns('j')}
+          from (select c.id as collection_id, f.slot - 1 as slot, d.id, d.document -> f.field as j
+            from collections c,
+              jsonb_array_elements_text(${postgresJsonb('c.sorted')}) with ordinality as f(field, slot),
+              lateral (select id, pg_temp.rowbase_jsonb(data) as document from rows
+                where collection_id = c.id and (strpos(data, '\\u0000') > 0 or strpos(data, '\\u0001') > 0)) d
+            where d.document is not null) k
+        ${replaceKey}`);
+      await knex.raw('drop function pg_temp.rowbase_jsonb(text)');
+    },
+    // The old keys were wrong: there is nothing to go back to.
+    async down() {},
   },
 };
 

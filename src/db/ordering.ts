@@ -73,16 +73,34 @@ function sqlite(field: string, dir: Direction, collection: string) {
 }
 
 /**
- * PostgreSQL's JSON types cannot hold U+0000 in a string, which JSON may. The stored text is read as
- * jsonb with U+0000 taken as U+0001 (for ordering only: rows are returned as stored), and the field
- * name likewise. The expression reads the JSON text `document` (`data`, the row's; or `?`, one bound
- * first), with these bindings.
+ * PostgreSQL's text, and so its jsonb, cannot hold U+0000, which a JSON string may. Where PostgreSQL
+ * reads a row as jsonb, to order by a field or to key a sort index, every string (field names too) is
+ * escaped: U+0000 becomes U+0001 U+0001, U+0001 becomes U+0001 U+0002, every other character stays. The
+ * escape is prefix-free and keeps the order of the characters it replaces, so escaped strings compare by
+ * code point exactly as the strings do (contract.md: "strings by code point", "Both storage backends
+ * return the same order"), and two names are equal escaped only when they are equal. For ordering only:
+ * rows are returned as stored.
+ */
+export const postgresEscape = (text: string) => text.replaceAll('\u0001', '\u0001\u0002').replaceAll('\u0000', '\u0001\u0001');
+
+/**
+ * SQL: the JSON text `document` (written by JSON.stringify) as jsonb, its strings escaped as
+ * postgresEscape() escapes them. JSON.stringify writes U+0000 and U+0001 as the escapes `\u0000` and
+ * `\u0001`, and a backslash as `\\`; the backslashes go first (as `\u005c`, the same character), so
+ * that a backslash followed by the text "u0000" is never read as an escape.
+ */
+export const postgresJsonb = (document: string) =>
+  String.raw`replace(replace(replace(${document}, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001')::jsonb`;
+
+/**
+ * PostgreSQL reads a field as jsonb: `document` (`data`, the row's text; or `?::text`, one bound first)
+ * read by postgresJsonb(), then the field, its name escaped likewise (one binding).
  */
 export function postgresField(field: string, document: 'data' | '?::text' = 'data') {
-  return { value: `replace(${document}, ?, ?)::jsonb -> ?`, bindings: ['\\u0000', '\\u0001', field.replaceAll('\u0000', '\u0001')] };
+  return { value: `${postgresJsonb(document)} -> ?`, bindings: [postgresEscape(field)] };
 }
 
-/** Strings compare under the "C" collation, which is code point order in UTF-8. */
+/** Strings compare under the "C" collation, which is code point order in UTF-8 (escaped: postgresEscape()). */
 function postgres(field: string, dir: Direction, collection: string) {
   const j = 'j';
   const { value, bindings } = postgresField(field);

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { byCodePoint } from './query.ts';
 
 export const periods = ['hour', 'day', 'month'] as const;
 export type Period = (typeof periods)[number];
@@ -20,7 +21,7 @@ const toPlan = (row: { name: string; quota: number | string; period: Period; rat
 });
 
 export async function listPlans(knex: Knex): Promise<Plan[]> {
-  return (await knex('plans').orderBy('name').select('name', 'quota', 'period', 'rate')).map(toPlan);
+  return (await knex('plans').orderBy(byCodePoint(knex, 'name')).select('name', 'quota', 'period', 'rate')).map(toPlan);
 }
 
 /** Adds the plan or changes it; `rate` undefined keeps an existing plan's rate (none for a new plan). */

@@ -17,6 +17,15 @@ export interface WriteTx {
 }
 
 /**
+ * An ORDER BY term of the text column `column` in code point order, on both backends (openapi.yaml's
+ * "code point order"): SQLite compares text as UTF-8 bytes (its BINARY collation), which is that order;
+ * PostgreSQL compares by the database's collation (en-US puts `a` before `B`) unless told "C", UTF-8
+ * bytes again.
+ */
+export const byCodePoint = (knex: Knex, column: string) =>
+  knex.client.dialect === 'postgresql' ? knex.raw('?? collate "C"', [column]) : knex.raw('??', [column]);
+
+/**
  * Runs one statement of a hot write inside `trx` and answers its rows (none for a write without
  * RETURNING). `sql` is plain SQL with `?` placeholders, the same on both backends (PostgreSQL's own
  * statements may use `$n`). On SQLite it is prepared once per connection (sqlite-statements.ts); on

@@ -5,7 +5,7 @@ import { announceChange, announceCommitted, type DatabaseParams, notifyParams } 
 import { advance, collectionId, collectionIdQuery, collectionNotFound } from './collections.ts';
 import { appendEvents, type EventRow } from './events.ts';
 import { mergedInsert } from './merged-inserts.ts';
-import { orderedRowsQuery, type Page, pathSafe } from './ordering.ts';
+import { orderedRowsQuery, type Page, pathSafe, postgresJsonb } from './ordering.ts';
 import { query, queryAlone, together, type WriteTx } from './query.ts';
 import {
   deleteSortKeys,
@@ -112,7 +112,7 @@ function insertInOneStatementPostgres(knex: Knex, accountId: number, collection:
 
 /**
  * advance(), the rows, appendEvents() and writeSortKeys() as one statement (the keys of every indexed
- * field, read from `sorted` as advance() answers it, U+0000 taken as U+0001 as ordering.ts does).
+ * field, read from `sorted` as advance() answers it, strings escaped as ordering.ts's postgresJsonb() does).
  * $1 the account, $2 the collection's name, $3 the number of rows, $4 their texts, one a line; $5 and $6 the NOTIFY's (notifyParams). No such
  * collection: no row answered, and nothing written. Each event's row is made from the row's text as
  * eventRow() makes it. The events' time is PostgreSQL's clock once the collection's row is held (where
@@ -143,8 +143,8 @@ const insertBatchSql = `with counters as (
     insert into sort_keys (collection_id, slot, row_id, rank, num, str)
       select k.collection_id, f.slot - 1, k.id, ${postgresKeyColumns('k.j')}
         from counters c,
-          jsonb_array_elements_text(replace(c.sorted, '\\u0000', '\\u0001')::jsonb) with ordinality as f(field, slot),
-          lateral (select b.collection_id, b.id, replace(b.data, '\\u0000', '\\u0001')::jsonb -> f.field as j from batch b offset 0) k
+          jsonb_array_elements_text(${postgresJsonb('c.sorted')}) with ordinality as f(field, slot),
+          lateral (select b.collection_id, b.id, ${postgresJsonb('b.data')} -> f.field as j from batch b offset 0) k
   )
   select id, before_id + 1 as first_id, pg_notify($5, $6 || ' ' || id) from counters`;
 
@@ -280,14 +280,12 @@ export async function updateRow(knex: Knex, accountId: number, collection: strin
 /**
  * SQLite: the patch, merged with the other patches of the collection queued beside it into one
  * statement (writes.ts, writePatches()): json_set sets each field in the stored text, which keeps the
- * text JSON.stringify({ ...row, ...patch }) gives. Not for a field name that a JSON path cannot spell,
- * nor for an array index, which JavaScript puts before the other names where json_set adds it last:
- * then the row is read and the patch made in Node, in a transaction (nothing changes the row between
- * the two), and the whole text set at `$` by the same statement.
+ * text JSON.stringify({ ...row, ...patch }) gives. Not for a field name that a JSON path cannot spell
+ * (settableByPath()): then the row is read and the patch made in Node, in a transaction (nothing
+ * changes the row between the two), and the whole text set at `$` by the same statement.
  */
 async function patchSqlite(knex: Knex, accountId: number, collection: string, rowId: number, patch: Fields): Promise<Json<Row>> {
-  const names = Object.keys(patch);
-  const answer = names.every((name) => pathSafe.test(name) && !arrayIndex.test(name))
+  const answer = Object.keys(patch).every(settableByPath)
     ? await mergedWrite(knex, `patch/${accountId}/${collection}`, 1, { rowId, fields: fieldsOf(patch) }, (trx, patches: FieldPatch[]) =>
         writePatches(trx, accountId, collection, patches),
       )
@@ -303,6 +301,16 @@ async function patchSqlite(knex: Knex, accountId: number, collection: string, ro
 
 /** A name that JavaScript orders as an array index: before every other name of an object, in numeric order. */
 const arrayIndex = /^(0|[1-9][0-9]*)$/;
+
+/**
+ * Whether json_set can set the field `name` at the path `$."name"` and keep the text JSON.stringify
+ * gives. Not a name a path cannot spell (pathSafe); not an array index, which JavaScript puts before
+ * the other names where json_set adds it last; and not a name that is not well-formed UTF-16 (a lone
+ * surrogate): the path spells the name decoded, and SQLite would write its surrogate's bytes into the
+ * text (invalid UTF-8), where JSON.stringify writes the escape `\udbff`, so the name would neither read
+ * back as sent nor match the same name inserted or patched before.
+ */
+const settableByPath = (name: string) => pathSafe.test(name) && !arrayIndex.test(name) && name.isWellFormed();
 
 /** A patch of row `rowId` as row_patches takes it: its fields as `[JSON path, JSON text]`. */
 type FieldPatch = { rowId: number; fields: string[][] };

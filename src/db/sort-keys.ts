@@ -3,7 +3,8 @@
 // For each field a collection is indexed by, sort_keys holds one key per row: where the row's value
 // of the field falls in the order of contract.md (ordering.ts sorts by the same rules). `rank` is the
 // JSON type's place: 1 numbers, 2 strings, 3 booleans, 4 objects and arrays, 5 missing or null; then
-// `num` (numbers, and false 0, true 1) or `str` (strings, by code point); then the row id. An
+// `num` (numbers, and false 0, true 1) or `str` (strings, by code point; on PostgreSQL escaped as
+// ordering.ts's postgresEscape() escapes them, which keeps that order); then the row id. An
 // ascending page is one range of the index, in its order. Rows whose field is missing or null come
 // last in both directions, so a descending page reads the index backwards over rank < 5, then, when
 // it reaches past them, over rank 5 (by id, descending): both in one snapshot (see rows.ts).
@@ -173,7 +174,7 @@ export const postgresKeyColumns = (j: string) => `case jsonb_typeof(${j}) when '
     case jsonb_typeof(${j}) when 'number' then (${j})::numeric when 'boolean' then case when (${j})::boolean then 1 else 0 end end,
     case when jsonb_typeof(${j}) = 'string' then ${j} #>> '{}' end`;
 
-/** PostgreSQL: the keys of a range of rows, from jsonb (U+0000 read as U+0001, as ordering.ts does). */
+/** PostgreSQL: the keys of a range of rows, from jsonb (its strings escaped: ordering.ts's postgresJsonb()). */
 function postgresKeys(field: string) {
   const { value, bindings } = postgresField(field);
   return {

@@ -1,3 +1,4 @@
+import { validationFailed } from '../errors.ts';
 import type { Handlers } from './types.ts';
 
 export const rowHandlers: Handlers<'listRows' | 'insertRows' | 'getRow' | 'updateRow' | 'deleteRow'> = {
@@ -6,7 +7,13 @@ export const rowHandlers: Handlers<'listRows' | 'insertRows' | 'getRow' | 'updat
     return { status: 200, body: await store.listRows(principal.accountId, path.collection_name, page) };
   },
 
-  async insertRows({ principal, path, body }, { store }) {
+  async insertRows({ principal, path, body }, { store, config }) {
+    // The bound is the server's setting, so openapi.yaml states it in words, not as maxItems (see there).
+    if (body.length > config.maxBatchRows) {
+      throw validationFailed(`A batch holds at most ${config.maxBatchRows} rows; this one has ${body.length}.`, [
+        { in: 'body', name: '', message: `must NOT have more than ${config.maxBatchRows} items` },
+      ]);
+    }
     return { status: 201, body: await store.insertRows(principal.accountId, path.collection_name, body) };
   },
 

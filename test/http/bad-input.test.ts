@@ -92,7 +92,7 @@ const scenarios: Scenario[] = [
   { name: 'a string instead of a row batch', method: 'POST', path: rows, body: 'text', status: 400, code: bad },
   { name: 'a number instead of a row batch', method: 'POST', path: rows, body: 42, status: 400, code: bad },
   { name: 'null instead of a row batch', method: 'POST', path: rows, body: null, status: 400, code: bad },
-  { name: 'a batch of 1001 rows', method: 'POST', path: rows, body: batch(1001), status: 400, code: bad },
+  { name: 'a batch of 1001 rows', method: 'POST', path: rows, body: batch(1001), status: 400, code: bad, invalid: { in: 'body', name: '' } },
   { name: 'a number as a row', method: 'POST', path: rows, body: [{ text: 'a' }, 1], status: 400, code: bad, invalid: { in: 'body', name: '/1' } },
   { name: 'a string as a row', method: 'POST', path: rows, body: ['text'], status: 400, code: bad, invalid: { in: 'body', name: '/0' } },
   { name: 'null as a row', method: 'POST', path: rows, body: [null], status: 400, code: bad, invalid: { in: 'body', name: '/0' } },
@@ -426,6 +426,33 @@ describeEachBackend('bad input', (backend) => {
         ).to.deep.equal(ids);
       }
       expect((await client.get(`${rows}?limit=1000`)).status).to.equal(200);
+    });
+  });
+
+  describe('with a batch bound of 3 (ROWBASE_MAX_BATCH_ROWS)', () => {
+    let bounded: TestServer;
+    let boundedClient: Client;
+    before(async () => {
+      bounded = await startTestServer({ maxBatchRows: 3 }, { backend });
+      boundedClient = await bounded.client();
+      expect((await boundedClient.post('/v1/collections', { name: 'few' })).status).to.equal(201);
+    });
+    after(() => bounded.stop());
+    const stored = async () => (await boundedClient.get<object[]>('/v1/collections/few/rows?limit=1000')).body;
+
+    it('refuses 4 rows with 400 validation_failed at the body, and stores nothing', async () => {
+      const response = await boundedClient.post<{ code: string; errors: object[] }>('/v1/collections/few/rows', batch(4));
+      expect(response.status).to.equal(400);
+      expect(response.headers.get('content-type')).to.match(/^application\/problem\+json/);
+      expect(response.body.code).to.equal(bad);
+      expect(response.body.errors).to.deep.equal([{ in: 'body', name: '', message: 'must NOT have more than 3 items' }]);
+      expect(await stored()).to.deep.equal([]);
+    });
+
+    it('accepts 3 rows', async () => {
+      const response = await boundedClient.post('/v1/collections/few/rows', batch(3));
+      expect(response.status).to.equal(201);
+      expect(await stored()).to.deep.equal(batch(3).map((row, index) => ({ id: index + 1, ...row })));
     });
   });
 });

@@ -284,6 +284,30 @@ describeEachBackend('rows', (backend) => {
       }
     });
 
+    it('adds and then replaces a field whose name holds a lone surrogate, stored as JSON.stringify writes it', async () => {
+      const name = await collectionWith([{ a: 1 }]);
+      const path = `/v1/collections/${name}/rows/1`;
+      const lone = 'k\udbffz';
+      for (const raw of ['{"k\\udbffz":1}', '{"k\\udbffz":2}']) {
+        const response = await client.request<Row>('PATCH', path, { raw, headers: { 'content-type': 'application/json' } });
+        expect(response.status, response.text).to.equal(200);
+        expect(response.body).to.deep.equal({ id: 1, a: 1, ...JSON.parse(raw) });
+      }
+      const expected = { id: 1, a: 1, [lone]: 2 };
+      const read = await client.get<Row>(path);
+      expect(read.body).to.deep.equal(expected);
+      expect(Object.keys(read.body).filter((key) => key.startsWith('k'))).to.deep.equal([lone]);
+      expect(read.text).to.equal(JSON.stringify(expected));
+      expect((await list(name)).map((row) => JSON.stringify(row))).to.deep.equal([JSON.stringify(expected)]);
+      // The stored text is the one JSON.stringify gives, the name escaped as `\udbff`, not its bytes.
+      const { data } = await server.store.db
+        .knex('rows')
+        .join('collections', 'collections.id', 'rows.collection_id')
+        .where({ 'collections.name': name, 'rows.id': 1 })
+        .first('rows.data');
+      expect(data).to.equal(JSON.stringify({ a: 1, [lone]: 2 }));
+    });
+
     it('answers 404 for an absent row and 400 for a body with id', async () => {
       const name = await collectionWith([{}]);
       expect((await client.patch(`/v1/collections/${name}/rows/2`, { a: 1 })).status).to.equal(404);

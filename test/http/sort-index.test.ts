@@ -34,8 +34,10 @@ const value = fc.oneof(
   fc.integer({ min: -5, max: 5 }),
   fc.double({ noNaN: true, noDefaultInfinity: true, min: -1e6, max: 1e6 }),
   fc.constantFrom(1e21, -0.5, 0.5),
-  fc.constantFrom('', 'a', 'B', 'aa', 'é', 'e\u0301', '😀', 'a\u0000', 'Z'),
+  fc.constantFrom('', 'a', 'B', 'aa', 'é', 'e\u0301', '😀', 'a\u0000', 'a\u0000b', 'a\u0001', '\u0001', 'Z'),
   fc.string({ maxLength: 4 }),
+  // U+0000 and U+0001, which PostgreSQL must escape to order (ordering.ts), beside the text of their JSON escapes.
+  fc.string({ maxLength: 4, unit: fc.constantFrom('\u0000', '\u0001', '\u0002', 'a', '\\', 'u', '0') }),
   fc.boolean(),
   fc.constantFrom(null, undefined, { a: 1 }, [1], [], {}),
 );
@@ -115,6 +117,54 @@ describeEachBackend('sort indexes', (backend) => {
       ),
       { numRuns: 12 },
     );
+  });
+
+  it('orders strings holding U+0000 and U+0001 by code point, from an index and sorting whole, both ways', async () => {
+    // In code point order; the last two are a backslash, then the text of a JSON escape.
+    const values = [
+      '',
+      '\u0000',
+      '\u0001',
+      '\\u0000',
+      '\\u0001',
+      'a',
+      'a\u0000',
+      'a\u0000\u0000',
+      'a\u0000b',
+      'a\u0001',
+      'a\u0001\u0000',
+      'a\u0002',
+    ];
+    // Stored shuffled, with a tie, so that neither ids nor insertion order give the answer.
+    const shuffled = [7, 2, 11, 0, 9, 4, 1, 10, 3, 8, 5, 6, 9].map((i) => values[i]);
+    const byCodePoint = (ids: number[]) => ids.map((id) => shuffled[id - 1]);
+    // Four fields with those values; two names that PostgreSQL's old escape took for one.
+    const nul = 'k\u0000';
+    const one = 'k\u0001';
+    const rows = shuffled.map((v, i) => ({ a: v, c: v, [nul]: v, [one]: shuffled[shuffled.length - 1 - i] }));
+    // The first two fields ordered by are indexed; the others sort the collection whole. Then the other way round.
+    const roles = [
+      { indexed: ['a', nul], whole: ['c', one] },
+      { indexed: ['c', one], whole: ['a', nul] },
+    ];
+    for (const { indexed, whole } of roles) {
+      const name = await newCollection();
+      for (const field of indexed) await ids(name, `?order_by=${encodeURIComponent(field)}`);
+      const inserted = await client.post<Row[]>(path(name), rows);
+      expect(inserted.status).to.equal(201);
+      for (const field of [...indexed, ...whole]) {
+        const asc = await ids(name, `?order_by=${encodeURIComponent(field)}&order=asc`);
+        const desc = await ids(name, `?order_by=${encodeURIComponent(field)}&order=desc`);
+        const expected = modelOrder(inserted.body, field, 'asc');
+        expect(asc, `${JSON.stringify(field)} asc`).to.deep.equal(expected);
+        expect(desc, `${JSON.stringify(field)} desc`).to.deep.equal(modelOrder(inserted.body, field, 'desc'));
+        expect(desc, `${JSON.stringify(field)} desc: the reverse, ties by id descending too`).to.deep.equal([...expected].reverse());
+      }
+      expect(await sortedOf(name)).to.deep.equal(indexed);
+      // The model is the code point order written out above.
+      const order = modelOrder(inserted.body, 'a', 'asc');
+      expect(byCodePoint(order)).to.deep.equal([...values.slice(0, 10), values[9], ...values.slice(10)]);
+    }
   });
 
   it('pages descending across the rows that have the field into those that miss it', async () => {

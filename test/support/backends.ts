@@ -37,13 +37,19 @@ export function postgresUnavailable(): Promise<string | undefined> {
   return reachable;
 }
 
-export async function createDatabase(backend: BackendName): Promise<TestDatabase> {
+/**
+ * A new database of its own on `backend`. On PostgreSQL its default collation is the server's, or with
+ * `icuLocale` that ICU locale's (e.g. `en-US`, where text does not sort by code point): PostgreSQL 15
+ * or later built with ICU can make it, others refuse.
+ */
+export async function createDatabase(backend: BackendName, { icuLocale }: { icuLocale?: string } = {}): Promise<TestDatabase> {
   if (backend === 'sqlite') {
     const dir = await mkdtemp(join(tmpdir(), 'rowbase-test-'));
     return { url: `sqlite:${join(dir, 'rowbase.sqlite')}`, drop: () => rm(dir, { recursive: true, force: true }) };
   }
   const name = `rowbase_test_${process.pid}_${++databases}`;
-  await admin((client) => client.query(`create database ${name} encoding 'UTF8' template template0`));
+  const locale = icuLocale === undefined ? '' : ` locale_provider icu icu_locale '${icuLocale.replaceAll("'", "''")}'`;
+  await admin((client) => client.query(`create database ${name} encoding 'UTF8'${locale} template template0`));
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;
   return {

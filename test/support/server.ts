@@ -3,7 +3,7 @@
 import { type Config, defaults } from '../../src/config.ts';
 import { createLogger, type Logger } from '../../src/log.ts';
 import { type RunningServer, type ServerOptions, startServer } from '../../src/server.ts';
-import { type BackendName, createDatabase } from './backends.ts';
+import { type BackendName, createDatabase, type TestDatabase } from './backends.ts';
 import { Client } from './client.ts';
 
 export interface TestServer extends RunningServer {
@@ -28,11 +28,13 @@ export interface TestServerOptions extends ServerOptions {
   backend?: BackendName;
   /** Default: silent. */
   log?: Logger;
+  /** The database to serve, of `backend`, dropped by stop(); by default a new one (createDatabase()). */
+  database?: TestDatabase;
 }
 
 export async function startTestServer(overrides: Partial<Config> = {}, options: TestServerOptions = {}): Promise<TestServer> {
   const backend = options.backend ?? 'sqlite';
-  const database = await createDatabase(backend);
+  const database = options.database ?? (await createDatabase(backend));
   const config = { ...defaults, port: 0, databaseUrl: database.url, logLevel: 'silent', ...overrides };
   const running = await startServer(config, options.log ?? createLogger('silent'), options);
   await running.store.setPlan({ name: TEST_PLAN, quota: 1_000_000_000, period: 'month', rate: null });

@@ -1,0 +1,18 @@
+// Settings from the environment (src/config.ts): defaults, and refusals of values out of range.
+import { expect } from 'chai';
+import { ConfigError, configFromEnv, defaults } from '../src/config.ts';
+
+describe('config', () => {
+  it('bounds a batch at 1000 rows by default, or at ROWBASE_MAX_BATCH_ROWS', () => {
+    expect(configFromEnv({}).maxBatchRows).to.equal(1000);
+    expect(defaults.maxBatchRows).to.equal(1000);
+    expect(configFromEnv({ ROWBASE_MAX_BATCH_ROWS: '3' }).maxBatchRows).to.equal(3);
+    expect(configFromEnv({ ROWBASE_MAX_BATCH_ROWS: '5000' }).maxBatchRows).to.equal(5000);
+  });
+
+  it('refuses a batch bound below 1 or not an integer', () => {
+    for (const value of ['0', '-1', '1.5', 'many']) {
+      expect(() => configFromEnv({ ROWBASE_MAX_BATCH_ROWS: value }), value).to.throw(ConfigError, /ROWBASE_MAX_BATCH_ROWS/);
+    }
+  });
+});

@@ -1,0 +1,84 @@
+// Migrations that change what stored data means (src/db/migrations.ts), run over a database written
+// the old way.
+import { expect } from 'chai';
+import { postgresKeyColumns, replaceKey } from '../../src/db/sort-keys.ts';
+import { openStore, type Store } from '../../src/db/store.ts';
+import { createDatabase, postgresUnavailable, type TestDatabase } from '../support/backends.ts';
+
+type Row = { id: number } & Record<string, unknown>;
+
+describe('migrations on PostgreSQL', () => {
+  let database: TestDatabase;
+  let store: Store;
+  before(async function () {
+    if (await postgresUnavailable()) this.skip();
+    database = await createDatabase('postgres');
+  });
+  after(async () => {
+    await store?.close();
+    await database?.drop();
+  });
+
+  describe('0004_postgres_sort_key_escape', () => {
+    const nul = 'k\u0000';
+    const one = 'k\u0001';
+    const fields = ['a', nul, one];
+    const migration = '0004_postgres_sort_key_escape';
+    // In code point order, each with its place; stored shuffled.
+    const values = ['', '\u0000', '\u0001', '\\u0000', '\\u0001', 'a', 'a\u0000', 'a\u0000b', 'a\u0001', 'a\u0002'];
+    const shuffled = [7, 2, 9, 0, 4, 1, 8, 3, 6, 5].map((i) => values[i]);
+    const rows = shuffled.map((v, i) => ({ a: v, [nul]: v, [one]: shuffled[shuffled.length - 1 - i] }));
+    const page = (field: string, order: 'asc' | 'desc') => ({ limit: 1000, offset: 0, orderBy: field, order });
+    /** The ids of `field`'s page of the collection, both ways. */
+    const pages = async (accountId: number, field: string) =>
+      Promise.all(
+        (['asc', 'desc'] as const).map(async (order) =>
+          (JSON.parse(await store.listRows(accountId, 'old', page(field, order))) as Row[]).map((row) => row.id),
+        ),
+      );
+    /** contract.md's order of the stored rows by `field`, both ways (no ties). */
+    const expected = (stored: Row[], field: string) => {
+      const asc = [...stored]
+        .sort((x, y) => Buffer.compare(Buffer.from(x[field] as string), Buffer.from(y[field] as string)))
+        .map((r) => r.id);
+      return [asc, [...asc].reverse()];
+    };
+
+    it('makes again the keys the old escape made (U+0000 read as U+0001), so that an old index orders by code point', async () => {
+      store = await openStore(database.url, { minRows: 0, max: 16 });
+      await store.createKey('old');
+      const accountId = Number((await store.db.knex('accounts').where({ name: 'old' }).first('id')).id);
+      await store.createCollection(accountId, 'old');
+      const stored = JSON.parse(await store.insertRows(accountId, 'old', rows)) as Row[];
+      for (const field of fields) await pages(accountId, field);
+      // A row PostgreSQL cannot read as jsonb, once a field it is not indexed by holds a lone surrogate: left as it is.
+      await store.createCollection(accountId, 'lone');
+      await store.insertRows(accountId, 'lone', [{ a: 'a\u0001' }, { a: 'a\u0000' }]);
+      await store.listRows(accountId, 'lone', page('a', 'asc'));
+      await store.updateRow(accountId, 'lone', 2, { z: '\ud800' });
+
+      // The keys as the code before the migration made them.
+      const knex = store.db.knex;
+      const { id } = await knex('collections').where({ name: 'old' }).first('id');
+      for (const [slot, field] of fields.entries()) {
+        await knex.raw(
+          `insert into sort_keys (collection_id, slot, row_id, rank, num, str)
+            select collection_id, ?::integer, id, ${postgresKeyColumns('j')}
+            from (select collection_id, id, replace(data, '\\u0000', '\\u0001')::jsonb -> ? as j from rows where collection_id = ?) r
+            ${replaceKey}`,
+          [slot, field.replaceAll('\u0000', '\u0001'), id],
+        );
+      }
+      for (const field of fields)
+        expect(await pages(accountId, field), `${JSON.stringify(field)} before`).not.to.deep.equal(expected(stored, field));
+      await knex('knex_migrations').where({ name: migration }).delete();
+      await store.close();
+
+      store = await openStore(database.url, { minRows: 0, max: 16 });
+      expect(await store.db.knex('knex_migrations').where({ name: migration }).first('name')).to.deep.equal({ name: migration });
+      for (const field of fields) expect(await pages(accountId, field), JSON.stringify(field)).to.deep.equal(expected(stored, field));
+      const lone = JSON.parse(await store.listRows(accountId, 'lone', page('a', 'asc'))) as Row[];
+      expect(lone.map((row) => row.id)).to.have.members([1, 2]);
+    });
+  });
+});
