@@ -145,7 +145,8 @@ export interface paths {
         };
         /**
          * Read one collection.
-         * @description The collection with its creation time and how many rows it holds. Another account's collection is a 404.
+         * @description The collection with its creation time, how many rows it holds and `seq`, its latest event number
+         *     on the real-time feed (both read together). Another account's collection is a 404.
          */
         get: operations["getCollection"];
         put?: never;
@@ -273,6 +274,12 @@ export interface components {
             name: components["schemas"]["CollectionName"];
             /** @description How many rows it holds. */
             row_count: number;
+            /**
+             * @description The collection's latest event `seq` on the real-time feed (0 before any change), read with
+             *     `row_count`: the count is that of the events up to it. A feed subscribed with `since=<seq>`
+             *     delivers every later change.
+             */
+            seq: number;
         };
         /**
          * @description A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.
@@ -819,7 +826,8 @@ export interface operations {
                      *       {
                      *         "name": "notes",
                      *         "created_at": "2026-11-22T10:00:00.000Z",
-                     *         "row_count": 2
+                     *         "row_count": 2,
+                     *         "seq": 3
                      *       }
                      *     ]
                      */
@@ -868,7 +876,8 @@ export interface operations {
                      * @example {
                      *       "name": "notes",
                      *       "created_at": "2026-11-22T10:00:00.000Z",
-                     *       "row_count": 0
+                     *       "row_count": 0,
+                     *       "seq": 0
                      *     }
                      */
                     "application/json": components["schemas"]["Collection"];
@@ -911,7 +920,8 @@ export interface operations {
                      * @example {
                      *       "name": "notes",
                      *       "created_at": "2026-11-22T10:00:00.000Z",
-                     *       "row_count": 2
+                     *       "row_count": 2,
+                     *       "seq": 3
                      *     }
                      */
                     "application/json": components["schemas"]["Collection"];
