@@ -183,6 +183,10 @@ export interface paths {
          *     Out-of-range values are refused with `400`, never clamped.
          *     The first page of a large collection ordered by a field makes a sort index of that field, and
          *     may take a while; later pages read the index (see the README, "Sort indexes").
+         *
+         *     Every page carries `Rowbase-Seq`: the collection's latest event `seq` as of the snapshot its rows
+         *     were read from. Subscribing to the feed with `since=<Rowbase-Seq>` then delivers exactly the
+         *     changes the page does not show: none missed, none repeated.
          */
         get: operations["listRows"];
         put?: never;
@@ -649,6 +653,15 @@ export interface components {
          * @example 1
          */
         "Retry-After": number;
+        /**
+         * @description The collection's latest event `seq` (as in the feed's messages; 0 before any change) as of the
+         *     snapshot the page's rows were read from, and read in that snapshot: the rows are exactly what
+         *     the events up to it made, whatever was written meanwhile. Subscribe to `GET /ws` with
+         *     `since=<Rowbase-Seq>` to receive every later change, and none the page already shows. (Past
+         *     event retention that `since` is refused with `410 gone`: read the page again.)
+         * @example 4
+         */
+        "Rowbase-Seq": number;
     };
     pathItems: never;
 }
@@ -1008,6 +1021,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Rowbase-Seq": components["headers"]["Rowbase-Seq"];
                     [name: string]: unknown;
                 };
                 content: {
