@@ -63,7 +63,8 @@ export interface components {
              */
             events: string;
             /**
-             * @description Resume after this `seq`: a decimal integer from 0 to the collection's latest `seq`. Replays
+             * @description Resume after this `seq`: a decimal integer from 0 to the collection's latest `seq`, such as
+             *     the `seq` of the last message handled or the `Rowbase-Seq` header of a page of rows. Replays
              *     the retained events after it before going live; `410` when one of them was pruned.
              * @example 41
              */

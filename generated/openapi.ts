@@ -145,7 +145,8 @@ export interface paths {
         };
         /**
          * Read one collection.
-         * @description The collection with its creation time and how many rows it holds. Another account's collection is a 404.
+         * @description The collection with its creation time, how many rows it holds and `seq`, its latest event number
+         *     on the real-time feed (both read together). Another account's collection is a 404.
          */
         get: operations["getCollection"];
         put?: never;
@@ -182,6 +183,10 @@ export interface paths {
          *     Out-of-range values are refused with `400`, never clamped.
          *     The first page of a large collection ordered by a field makes a sort index of that field, and
          *     may take a while; later pages read the index (see the README, "Sort indexes").
+         *
+         *     Every page carries `Rowbase-Seq`: the collection's latest event `seq` as of the snapshot its rows
+         *     were read from. Subscribing to the feed with `since=<Rowbase-Seq>` then delivers exactly the
+         *     changes the page does not show: none missed, none repeated.
          */
         get: operations["listRows"];
         put?: never;
@@ -279,6 +284,12 @@ export interface components {
             name: components["schemas"]["CollectionName"];
             /** @description How many rows it holds. */
             row_count: number;
+            /**
+             * @description The collection's latest event `seq` on the real-time feed (0 before any change), read with
+             *     `row_count`: the count is that of the events up to it. A feed subscribed with `since=<seq>`
+             *     delivers every later change.
+             */
+            seq: number;
         };
         /**
          * @description A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.
@@ -648,6 +659,15 @@ export interface components {
          * @example 1
          */
         "Retry-After": number;
+        /**
+         * @description The collection's latest event `seq` (as in the feed's messages; 0 before any change) as of the
+         *     snapshot the page's rows were read from, and read in that snapshot: the rows are exactly what
+         *     the events up to it made, whatever was written meanwhile. Subscribe to `GET /ws` with
+         *     `since=<Rowbase-Seq>` to receive every later change, and none the page already shows. (Past
+         *     event retention that `since` is refused with `410 gone`: read the page again.)
+         * @example 4
+         */
+        "Rowbase-Seq": number;
     };
     pathItems: never;
 }
@@ -825,7 +845,8 @@ export interface operations {
                      *       {
                      *         "name": "notes",
                      *         "created_at": "2026-11-22T10:00:00.000Z",
-                     *         "row_count": 2
+                     *         "row_count": 2,
+                     *         "seq": 3
                      *       }
                      *     ]
                      */
@@ -874,7 +895,8 @@ export interface operations {
                      * @example {
                      *       "name": "notes",
                      *       "created_at": "2026-11-22T10:00:00.000Z",
-                     *       "row_count": 0
+                     *       "row_count": 0,
+                     *       "seq": 0
                      *     }
                      */
                     "application/json": components["schemas"]["Collection"];
@@ -917,7 +939,8 @@ export interface operations {
                      * @example {
                      *       "name": "notes",
                      *       "created_at": "2026-11-22T10:00:00.000Z",
-                     *       "row_count": 2
+                     *       "row_count": 2,
+                     *       "seq": 3
                      *     }
                      */
                     "application/json": components["schemas"]["Collection"];
@@ -1004,6 +1027,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Rowbase-Seq": components["headers"]["Rowbase-Seq"];
                     [name: string]: unknown;
                 };
                 content: {

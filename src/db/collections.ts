@@ -7,11 +7,13 @@ import { byCodePoint, query, type WriteTx } from './query.ts';
 
 export type Collection = components['schemas']['Collection'];
 
-const columns = ['name', 'created_at', 'row_count'] as const;
-const toCollection = (row: { name: string; created_at: string; row_count: number | string }): Collection => ({
+// `seq` is last_seq, read with row_count from the same row: the count is that of the events up to it.
+const columns = ['name', 'created_at', 'row_count', 'last_seq'] as const;
+const toCollection = (row: { name: string; created_at: string; row_count: number | string; last_seq: number | string }): Collection => ({
   name: row.name,
   created_at: row.created_at,
   row_count: Number(row.row_count),
+  seq: Number(row.last_seq),
 });
 
 /** The account's collections, by name in code point order (openapi.yaml, listCollections). */
@@ -21,14 +23,14 @@ export async function listCollections(knex: Knex, accountId: number): Promise<Co
 }
 
 export async function createCollection(knex: Knex, accountId: number, name: string): Promise<Collection> {
-  const collection = { name, created_at: new Date().toISOString(), row_count: 0 };
+  const created_at = new Date().toISOString();
   try {
-    await knex('collections').insert({ account_id: accountId, ...collection });
+    await knex('collections').insert({ account_id: accountId, name, created_at, row_count: 0 });
   } catch (error) {
     if (isUniqueViolation(error)) throw conflict(`A collection named ${name} already exists.`);
     throw error;
   }
-  return collection;
+  return { name, created_at, row_count: 0, seq: 0 };
 }
 
 export async function getCollection(knex: Knex, accountId: number, name: string): Promise<Collection> {

@@ -15,11 +15,13 @@ export interface Page {
 
 /**
  * The query of one page of the account's collection `name`, as plain SQL with `?` placeholders and
- * its values. It answers one row, `{ n, json }`: how many rows the page has, and their JSON texts in
- * order, joined by commas (null for none), made in the database as rows.ts's rowJson() makes them: the
- * driver hands back one string, not an object per row. The collection is found by account and name
- * in the same statement: a page of a collection that does not exist is empty. Its SQL depends only on
- * the backend, the direction and how the field is read, so a prepared statement serves every field name.
+ * its values. It answers one row, `{ n, json, seq }`: how many rows the page has, and their JSON texts
+ * in order, joined by commas (null for none), made in the database as rows.ts's rowJson() makes them:
+ * the driver hands back one string, not an object per row. `seq` is the collection's latest event seq
+ * as of the snapshot the rows are read from (the same statement), null when there is no such
+ * collection (and the page is empty): the rows are exactly those the events up to it made. Its SQL
+ * depends only on the backend, the direction and how the field is read, so a prepared statement
+ * serves every field name.
  */
 export function orderedRowsQuery(dialect: 'sqlite' | 'postgres', accountId: number, name: string, page: Page) {
   const dir = page.order === 'desc' ? 'desc' : 'asc';
@@ -33,9 +35,10 @@ export function orderedRowsQuery(dialect: 'sqlite' | 'postgres', accountId: numb
   // Both keep the order asked for: SQLite's group_concat has taken ORDER BY since 3.44.
   const joined = dialect === 'sqlite' ? 'group_concat' : 'string_agg';
   return {
-    sql: `select count(*) as n, ${joined}(${rowJsonSql}, ',' order by ${order}) as json
+    sql: `select count(*) as n, ${joined}(${rowJsonSql}, ',' order by ${order}) as json,
+        (select last_seq from collections where account_id = ? and name = ?) as seq
       from (select * from (${rows}) r order by ${order} limit ? offset ?) r`,
-    params: [...bindings, accountId, name, page.limit, page.offset],
+    params: [accountId, name, ...bindings, accountId, name, page.limit, page.offset],
   };
 }
 

@@ -33,12 +33,26 @@ const rowJson = (id: number | string, data: string) => (data === '{}' ? `{"id":$
 const eventRow = (id: number, data: string): EventRow => ({ id, json: rowJson(id, data) });
 /** JSON text of a value of type T. */
 export type Json<T> = string & { readonly json?: T };
-/** Rows of a page as orderedRowsQuery and sortedPageQuery answer them: how many, and their JSON texts joined by commas (null for none). */
-type PagePart = { n: number | string; json: string | null };
-/** A page made of its parts, in order, and how many rows it has. */
-function joinParts(parts: PagePart[]): { count: number; json: Json<Row[]> } {
+/**
+ * Rows of a page as orderedRowsQuery and sortedPageQuery answer them: how many, their JSON texts joined
+ * by commas (null for none), and the collection's latest event seq in the same snapshot (null when
+ * the collection is gone).
+ */
+type PagePart = { n: number | string; json: string | null; seq: number | string | null };
+/**
+ * A page of rows as JSON text, and `seq`, the collection's latest event seq as of the snapshot the rows
+ * were read from: the rows are exactly what the events up to it made, so a feed resumed with
+ * `since=seq` brings every later change and none the page already shows (contract.md, "Real-time feed").
+ */
+export type RowsPage = { json: Json<Row[]>; seq: number };
+/**
+ * A page made of its parts, in order (all read in one snapshot), how many rows it has, and the seq of
+ * that snapshot: null when the collection is gone.
+ */
+function joinParts(parts: PagePart[]): { count: number; json: Json<Row[]>; seq: number | null } {
   const texts = parts.flatMap((part) => (part.json === null ? [] : [part.json]));
-  return { count: parts.reduce((count, part) => count + Number(part.n), 0), json: `[${texts.join(',')}]` };
+  const seq = parts[0].seq === null ? null : Number(parts[0].seq);
+  return { count: parts.reduce((count, part) => count + Number(part.n), 0), json: `[${texts.join(',')}]`, seq };
 }
 const rowNotFound = (collection: string, id: number) => notFound(`There is no row ${id} in collection ${collection}.`);
 
@@ -149,23 +163,26 @@ const insertBatchSql = `with counters as (
   select id, before_id + 1 as first_id, pg_notify($5, $6 || ' ' || id) from counters`;
 
 /**
- * One page of rows, as JSON text (read as stored: never parsed); 404 when the collection does not
- * exist. A page ordered by a field reads the collection's sort index for it (sort-keys.ts), made now
- * if the collection is large enough and has none; otherwise it sorts the whole collection (ordering.ts).
+ * One page of rows, as JSON text (read as stored: never parsed), with the collection's latest event
+ * seq read by the same statement (or, for a page of two parts, in the same snapshot); 404 when the
+ * collection does not exist. A page ordered by a field reads the collection's sort index for it
+ * (sort-keys.ts), made now if the collection is large enough and has none; otherwise it sorts the
+ * whole collection (ordering.ts).
  */
-export async function listRows(knex: Knex, accountId: number, collection: string, page: Page): Promise<Json<Row[]>> {
+export async function listRows(knex: Knex, accountId: number, collection: string, page: Page): Promise<RowsPage> {
   const { sqlite, sortIndexes, knownIndexes } = knex.userParams as DatabaseParams;
   // On SQLite a page has a read-only connection of its own: one that reads a whole collection to
   // order it holds up neither row reads nor writes.
   const read = async <T = StoredRow>(sql: string, params: SqlValue[], kind: ReadKind = 'scan'): Promise<T[]> =>
     sqlite ? sqlite.read<T>(sql, params, kind) : (await knex.raw(sql, params)).rows;
   if (page.orderBy !== 'id' && sortIndexes && knownIndexes) {
-    // A collection known to have the index: its page at once, unless that answers no rows.
+    // A collection known to have the index: its page at once, unless the collection of that id is
+    // gone (ids are never reused: the name may now be another collection's, or none).
     const known = knownIndexes.get(accountId, collection);
     const knownSlot = known?.sorted.indexOf(page.orderBy) ?? -1;
     if (known && knownSlot >= 0) {
-      const { count, json } = await sortedPage(knex, known.id, knownSlot, page);
-      if (count > 0) return json;
+      const { json, seq } = await sortedPage(knex, known.id, knownSlot, page);
+      if (seq !== null) return { json, seq };
     }
     const [found] = await read<CollectionRow>(collectionSql, [accountId, collection], 'point');
     if (!found) throw collectionNotFound(collection);
@@ -176,22 +193,27 @@ export async function listRows(knex: Knex, accountId: number, collection: string
       if (slot === sorted.length) sorted.push(page.orderBy);
     }
     knownIndexes.set(accountId, collection, Number(found.id), sorted);
-    if (slot >= 0) return (await sortedPage(knex, Number(found.id), slot, page)).json;
+    if (slot >= 0) {
+      const { json, seq } = await sortedPage(knex, Number(found.id), slot, page);
+      // No seq: the collection was deleted since it was looked up (and maybe made again): read by name.
+      if (seq !== null) return { json, seq };
+    }
   }
   const { sql, params } = orderedRowsQuery(sqlite ? 'sqlite' : 'postgres', accountId, collection, page);
   const [part] = await read<PagePart>(sql, params);
-  const { count, json } = joinParts([part]);
-  if (count === 0) await collectionId(knex, accountId, collection);
-  return json;
+  const { json, seq } = joinParts([part]);
+  if (seq === null) throw collectionNotFound(collection);
+  return { json, seq };
 }
 
 /**
  * A page from the sort index in `slot`. An ascending page, and a descending one that ends before the
  * rows missing the field, is one statement. One that reaches them reads the rest from the missing
  * ones, in the same snapshot, so that a change made meanwhile never shows half. Answers the page's
- * JSON text, made in the database (sortedPageQuery), and how many rows it has.
+ * JSON text, made in the database (sortedPageQuery), how many rows it has, and the collection's
+ * latest event seq in that snapshot (null when the collection is gone).
  */
-async function sortedPage(knex: Knex, collectionId: number, slot: number, page: Page): Promise<{ count: number; json: Json<Row[]> }> {
+async function sortedPage(knex: Knex, collectionId: number, slot: number, page: Page): Promise<ReturnType<typeof joinParts>> {
   const { sqlite } = knex.userParams as DatabaseParams;
   const dialect = sqlite ? 'sqlite' : 'postgres';
   const part = async (read: SnapshotRead, range: KeyRange, limit: number, offset: number) => {

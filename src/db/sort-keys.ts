@@ -27,8 +27,9 @@ const MAX_KNOWN = 10_000;
 /**
  * The sort indexes this process has seen collections have: each collection's id and indexed fields, by
  * account and name. Never wrong in a way that shows: a collection's indexes are only ever added to, and
- * a page read through a remembered id that answers no rows is read again after looking the collection up
- * (it may have been deleted, or deleted and made again under a new id, by another instance).
+ * a page read through a remembered id whose collection is gone (its seq, read by the same statement,
+ * is null) is read again after looking the collection up (it may have been deleted, or deleted and made
+ * again under a new id, by another instance).
  */
 export class KnownIndexes {
   private readonly known = new Map<string, { id: number; sorted: string[] }>();
@@ -105,9 +106,11 @@ const ranks: Record<KeyRange, string> = { all: '', present: 'and rank < 5', miss
 
 /**
  * A page of the collection's rows in the order of the sort index in `slot`, from one range of it, as
- * one row `{ n, json }`: how many rows it has, and their JSON texts joined by commas (null for none),
- * each made from the stored text as rows.ts's rowJson() makes it. Made in the database, the page comes
- * back as one string where it would be 50 rows, each an object the driver builds on the main thread.
+ * one row `{ n, json, seq }`: how many rows it has, and their JSON texts joined by commas (null for
+ * none), each made from the stored text as rows.ts's rowJson() makes it, and the collection's latest
+ * event seq as of the same snapshot (null when the collection is gone). Made in the database, the
+ * page comes back as one string where it would be 50 rows, each an object the driver builds on the
+ * main thread.
  */
 export function sortedPageQuery(
   dialect: 'sqlite' | 'postgres',
@@ -123,11 +126,12 @@ export function sortedPageQuery(
   // Both keep the order asked for: SQLite's group_concat has taken ORDER BY since 3.44.
   const joined = dialect === 'sqlite' ? 'group_concat' : 'string_agg';
   return {
-    sql: `select count(*) as n, ${joined}(${rowJsonSql}, ',' order by ${by('k.')}) as json
+    sql: `select count(*) as n, ${joined}(${rowJsonSql}, ',' order by ${by('k.')}) as json,
+        (select last_seq from collections where id = ?) as seq
       from (select rank, num, str, row_id from sort_keys where collection_id = ? and slot = ? ${ranks[range]}
         order by ${by('')} limit ? offset ?) k
       join rows r on r.collection_id = ? and r.id = k.row_id`,
-    params: [collectionId, slot, limit, offset, collectionId],
+    params: [collectionId, collectionId, slot, limit, offset, collectionId],
   };
 }
 

@@ -4,7 +4,9 @@ import type { Handlers } from './types.ts';
 export const rowHandlers: Handlers<'listRows' | 'insertRows' | 'getRow' | 'updateRow' | 'deleteRow'> = {
   async listRows({ principal, path, query }, { store }) {
     const page = { limit: query.limit, offset: query.offset, orderBy: query.order_by, order: query.order };
-    return { status: 200, body: await store.listRows(principal.accountId, path.collection_name, page) };
+    const { json, seq } = await store.listRows(principal.accountId, path.collection_name, page);
+    // Where the feed resumes from this page with no change missed or repeated (openapi.yaml, Rowbase-Seq).
+    return { status: 200, body: json, headers: { 'Rowbase-Seq': String(seq) } };
   },
 
   async insertRows({ principal, path, body }, { store, config }) {

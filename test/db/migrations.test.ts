@@ -33,7 +33,7 @@ describe('migrations on PostgreSQL', () => {
     const pages = async (accountId: number, field: string) =>
       Promise.all(
         (['asc', 'desc'] as const).map(async (order) =>
-          (JSON.parse(await store.listRows(accountId, 'old', page(field, order))) as Row[]).map((row) => row.id),
+          (JSON.parse((await store.listRows(accountId, 'old', page(field, order))).json) as Row[]).map((row) => row.id),
         ),
       );
     /** contract.md's order of the stored rows by `field`, both ways (no ties). */
@@ -77,7 +77,7 @@ describe('migrations on PostgreSQL', () => {
       store = await openStore(database.url, { minRows: 0, max: 16 });
       expect(await store.db.knex('knex_migrations').where({ name: migration }).first('name')).to.deep.equal({ name: migration });
       for (const field of fields) expect(await pages(accountId, field), JSON.stringify(field)).to.deep.equal(expected(stored, field));
-      const lone = JSON.parse(await store.listRows(accountId, 'lone', page('a', 'asc'))) as Row[];
+      const lone = JSON.parse((await store.listRows(accountId, 'lone', page('a', 'asc'))).json) as Row[];
       expect(lone.map((row) => row.id)).to.have.members([1, 2]);
     });
   });

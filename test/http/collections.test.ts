@@ -7,6 +7,7 @@ interface Collection {
   name: string;
   created_at: string;
   row_count: number;
+  seq: number;
 }
 
 describeEachBackend('collections', (backend) => {
@@ -24,7 +25,7 @@ describeEachBackend('collections', (backend) => {
     it('creates a collection and answers 201 with it and its Location', async () => {
       const response = await alice.post<Collection>('/v1/collections', { name: 'notes' });
       expect(response.status).to.equal(201);
-      expect(response.body).to.include({ name: 'notes', row_count: 0 });
+      expect(response.body).to.include({ name: 'notes', row_count: 0, seq: 0 });
       expect(Date.parse(response.body.created_at)).to.be.closeTo(Date.now(), 60_000);
       expect(response.headers.get('location')).to.equal('/v1/collections/notes');
     });
@@ -86,17 +87,18 @@ describeEachBackend('collections', (backend) => {
       await alice.post('/v1/collections/counted/rows', [{}, {}, {}]);
       await alice.delete('/v1/collections/counted/rows/2');
       const listed = (await alice.get<Collection[]>('/v1/collections')).body.find((c) => c.name === 'counted');
-      expect(listed?.row_count).to.equal(2);
+      expect(listed).to.include({ row_count: 2, seq: 4 });
     });
   });
 
   describe('GET /v1/collections/{name}', () => {
-    it('answers the collection with its row count', async () => {
+    it('answers the collection with its row count and its latest event seq', async () => {
       await alice.post('/v1/collections', { name: 'one' });
       await alice.post('/v1/collections/one/rows', [{ a: 1 }, { a: 2 }]);
+      await alice.patch('/v1/collections/one/rows/1', { a: 3 });
       const response = await alice.get<Collection>('/v1/collections/one');
       expect(response.status).to.equal(200);
-      expect(response.body).to.include({ name: 'one', row_count: 2 });
+      expect(response.body).to.include({ name: 'one', row_count: 2, seq: 3 });
     });
 
     it("answers 404 for an unknown name and for another account's collection", async () => {
