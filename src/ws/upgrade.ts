@@ -1,6 +1,6 @@
 // The checks an upgrade to `GET /ws` passes before it becomes a WebSocket, and the HTTP refusal when
-// it does not (asyncapi.yaml, `x-upgrade-refusals`). Guard clauses in order: route, method, handshake
-// headers, key (401), query (400), collection (404), `since` (400, 410).
+// it does not (asyncapi.yaml, `x-upgrade-refusals`). Guard clauses in order: request target (400), route,
+// method, handshake headers, key (401), query (400), collection (404), `since` (400, 410).
 import { type IncomingMessage, STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { ErrorObject } from 'ajv';
@@ -30,7 +30,7 @@ export const FEED_PATH = '/ws';
 
 /** Throws the ApiError to refuse `request` with, or returns what it asks for. */
 export async function checkUpgrade(request: IncomingMessage, store: Store): Promise<FeedRequest> {
-  const url = new URL(request.url ?? '/', 'http://localhost');
+  const url = targetOf(request);
   if (url.pathname !== FEED_PATH) throw notFound(`There is no WebSocket route ${url.pathname}; the feed is on ${FEED_PATH}.`);
   if (request.method !== 'GET') {
     throw new ApiError('method_not_allowed', `${FEED_PATH} answers GET.`, { headers: { Allow: 'GET' } });
@@ -59,6 +59,19 @@ export async function checkUpgrade(request: IncomingMessage, store: Store): Prom
     );
   }
   return { ...feed, since };
+}
+
+/**
+ * The request target as a URL. Node's parser lets through targets that are no URL (`http://[::1/ws`,
+ * `//a:99999/ws`, `//%zz/ws`): a 400, never the TypeError of `new URL`, whose `input` (the whole target,
+ * `api_key` included) would reach the log with the 500.
+ */
+function targetOf(request: IncomingMessage): URL {
+  const target = request.url ?? '/';
+  if (!URL.canParse(target, 'http://localhost')) {
+    throw validationFailed('The request target is not a valid URL.', [{ in: 'path', name: '', message: 'is not a valid URL' }]);
+  }
+  return new URL(target, 'http://localhost');
 }
 
 /**

@@ -3,9 +3,10 @@ import { Writable } from 'node:stream';
 import { expect } from 'chai';
 import WebSocket from 'ws';
 import { createLogger } from '../../src/log.ts';
-import { describeEachBackend } from '../support/backends.ts';
+import { type BackendName, describeEachBackend } from '../support/backends.ts';
 import type { Client } from '../support/client.ts';
-import { FeedClient, feedUrl, type Query, refusal } from '../support/feed.ts';
+import { FeedClient, feedUrl, type Query, refusal, refusalProblem } from '../support/feed.ts';
+import { head, rawExchange, websocketHeaders } from '../support/raw.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
 describeEachBackend('GET /ws', (backend) => {
@@ -162,14 +163,7 @@ describeEachBackend('GET /ws', (backend) => {
   });
 
   it('never writes the key to the log', async () => {
-    const lines: string[] = [];
-    const sink = new Writable({
-      write(chunk, _encoding, done) {
-        lines.push(chunk.toString());
-        done();
-      },
-    });
-    const logged = await startTestServer({}, { backend, log: createLogger('trace', sink) });
+    const { logged, log: logOf } = await startLoggedServer(backend);
     const client = await logged.client();
     try {
       await client.post('/v1/collections', { name: 'notes' });
@@ -183,12 +177,50 @@ describeEachBackend('GET /ws', (backend) => {
     } finally {
       await logged.stop();
     }
-    const log = lines.join('');
+    const log = logOf();
     expect(log, 'the log').to.include('feed subscribed');
     expect(log, 'the log').not.to.include(client.key);
     expect(log, 'the log').not.to.include('api_key');
   });
+
+  // Node's parser passes these on; `new URL` throws on them, with the whole target in the error.
+  it('400 validation_failed for a request target that is not a URL, with neither target nor key in the log', async () => {
+    const { logged, log } = await startLoggedServer(backend);
+    const client = await logged.client();
+    try {
+      await client.post('/v1/collections', { name: 'cc' });
+      for (const target of ['http://[::1/ws', '//[', '//a:99999/ws', 'http://x:abc/ws', '//%zz/ws']) {
+        const request = head(`GET ${target}?collection=cc&api_key=${client.key} HTTP/1.1`, websocketHeaders);
+        const [{ status, headers, text }] = await rawExchange(logged.url, request);
+        const problem = refusalProblem(status, headers.get('content-type'), text);
+        expect([status, problem.code, problem.errors], target).to.deep.equal([
+          400,
+          'validation_failed',
+          [{ in: 'path', name: '', message: 'is not a valid URL' }],
+        ]);
+      }
+      const feed = await FeedClient.open(logged.url, client.key, { collection: 'cc' });
+      await feed.close();
+    } finally {
+      await logged.stop();
+    }
+    expect(log(), 'the log').to.include('feed subscribed');
+    for (const secret of [client.key as string, 'api_key', '[::1', 'x:abc', '%zz']) expect(log(), 'the log').not.to.include(secret);
+  });
 });
+
+/** A server of `backend` that logs everything (level trace) to a string. */
+async function startLoggedServer(backend: BackendName): Promise<{ logged: TestServer; log: () => string }> {
+  const lines: string[] = [];
+  const sink = new Writable({
+    write(chunk, _encoding, done) {
+      lines.push(chunk.toString());
+      done();
+    },
+  });
+  const logged = await startTestServer({}, { backend, log: createLogger('trace', sink) });
+  return { logged, log: () => lines.join('') };
+}
 
 /** An upgrade request to /ws with hand-made headers, sent with node:http; its answer must be a problem. */
 async function rawUpgrade(base: string, key: string | undefined, method: string, headers: Record<string, string>) {
