@@ -146,6 +146,48 @@ describeEachBackend('GET /ws', (backend) => {
     });
   });
 
+  describe('refuses a request that is no WebSocket upgrade, before looking at its key', () => {
+    const handshake = ['connection', 'upgrade', 'sec-websocket-key', 'sec-websocket-version'];
+    const scenarios: { name: string; method?: string; key?: 'none'; headers: Record<string, string>; status: number; errors?: string[] }[] =
+      [
+        { name: 'a plain GET', headers: { Host: 'localhost' }, status: 400, errors: handshake },
+        { name: 'a plain GET without a key', key: 'none', headers: { Host: 'localhost' }, status: 400, errors: handshake },
+        {
+          name: 'Upgrade: websocket without Connection: Upgrade',
+          headers: { ...websocketHeaders, Connection: 'keep-alive' },
+          status: 400,
+          errors: ['connection'],
+        },
+        {
+          name: 'an upgrade to h2c',
+          headers: {
+            ...websocketHeaders,
+            Connection: 'Upgrade, HTTP2-Settings',
+            Upgrade: 'h2c',
+            'HTTP2-Settings': 'AAMAAABkAARAAAAAAAIAAAAA',
+          },
+          status: 400,
+          errors: ['upgrade'],
+        },
+        { name: 'a plain POST', method: 'POST', headers: { Host: 'localhost' }, status: 405 },
+      ];
+    for (const scenario of scenarios) {
+      it(`${scenario.status} for ${scenario.name}, not counted`, async () => {
+        const client = await server.client();
+        const before = await client.get<{ used: number }>('/v1/usage');
+        const query = scenario.key === 'none' ? '' : `&api_key=${client.key}`;
+        const request = head(`${scenario.method ?? 'GET'} /ws?collection=notes${query} HTTP/1.1`, scenario.headers);
+        const [{ status, headers, text }] = await rawExchange(server.url, request);
+        const problem = refusalProblem(status, headers.get('content-type'), text);
+        expect(status).to.equal(scenario.status);
+        if (status === 405) expect(headers.get('allow')).to.equal('GET');
+        else expect([problem.code, problem.errors?.map((error) => error.name)]).to.deep.equal(['validation_failed', scenario.errors]);
+        const after = await client.get<{ used: number }>('/v1/usage');
+        expect(after.body.used - before.body.used, 'only the read of usage counts').to.equal(1);
+      });
+    }
+  });
+
   describe('accepts', () => {
     for (const via of ['query', 'bearer', 'header'] as const) {
       it(`the key in ${{ query: 'the api_key query parameter', bearer: 'an Authorization Bearer header', header: 'an x-api-key header' }[via]}`, async () => {
