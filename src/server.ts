@@ -46,7 +46,8 @@ export async function startServer(
   const app = createApp({ store, config, meter, documents: { openapi, asyncapi } }, log);
   const server = createServer(app.callback());
   answerClientErrors(server);
-  // Every accepted upgrade counts toward the plan like a /v1 request; over quota or rate it is refused 429.
+  // Every upgrade with a valid key counts toward the plan like a /v1 request, whatever its outcome; over
+  // quota or rate it is refused 429 and not counted.
   const admit = config.metering ? async ({ accountId }: { accountId: number }) => void (await meter.admit(accountId)) : undefined;
   const feed = createFeed({ store, config, log, admit });
   // Other instances on the same PostgreSQL database announce their changes with NOTIFY.

@@ -1,6 +1,6 @@
 // The checks an upgrade to `GET /ws` passes before it becomes a WebSocket, and the HTTP refusal when
 // it does not (asyncapi.yaml, `x-upgrade-refusals`). Guard clauses in order: request target (400), route,
-// method, handshake headers, key (401), query (400), collection (404), `since` (400, 410).
+// method, handshake headers, key (401), usage (429), query (400), collection (404), `since` (400, 410).
 import { type IncomingHttpHeaders, type IncomingMessage, STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { ErrorObject } from 'ajv';
@@ -28,8 +28,16 @@ export interface FeedRequest {
 
 export const FEED_PATH = '/ws';
 
-/** Throws the ApiError to refuse `request` with, or returns what it asks for. */
-export async function checkUpgrade(request: IncomingMessage, store: Store): Promise<FeedRequest> {
+/**
+ * Throws the ApiError to refuse `request` with, or returns what it asks for. `admit` runs once the key
+ * is known, before anything else about the subscription is checked: it counts the upgrade, or throws
+ * to refuse it (429). Default: admit everyone.
+ */
+export async function checkUpgrade(
+  request: IncomingMessage,
+  store: Store,
+  admit: (principal: Principal) => Promise<void> | void = () => {},
+): Promise<FeedRequest> {
   const url = targetOf(request);
   if (url.pathname !== FEED_PATH) throw notFound(`There is no WebSocket route ${url.pathname}; the feed is on ${FEED_PATH}.`);
   if (request.method !== 'GET') throw methodNotAllowed();
@@ -39,6 +47,8 @@ export async function checkUpgrade(request: IncomingMessage, store: Store): Prom
   const key = keyIn(request, url.searchParams);
   const principal = key === undefined ? undefined : await store.findPrincipal(key);
   if (!principal) throw unauthorized();
+  // As a /v1 request once its key is known: counted whatever the outcome, unless refused 429 here.
+  await admit(principal);
 
   const query = queryOf(url.searchParams);
   const { collectionId, lastSeq, resumableFrom } = await store.feedStart(principal.accountId, query.collection);

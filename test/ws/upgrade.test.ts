@@ -188,6 +188,65 @@ describeEachBackend('GET /ws', (backend) => {
     }
   });
 
+  describe('counts toward usage', () => {
+    let small: TestServer;
+    before(async () => {
+      small = await startTestServer({ eventsRetainCount: 1 }, { backend });
+    });
+    after(() => small.stop());
+    const usedBy = async (client: Client) => (await client.get<{ used: number }>('/v1/usage')).body.used;
+
+    it('every upgrade with a valid key, once, whatever its outcome, as a /v1 request', async () => {
+      const client = await small.client();
+      const other = await small.client();
+      await other.post('/v1/collections', { name: 'theirs' });
+      await client.post('/v1/collections', { name: 'notes' });
+      await client.post('/v1/collections/notes/rows', [{ n: 1 }, { n: 2 }, { n: 3 }]);
+      await small.feed.pruner.runOnce();
+      const before = await usedBy(client);
+      const refused: [Query, number][] = [
+        [{}, 400],
+        [{ collection: '1notes' }, 400],
+        [{ collection: 'notes', events: 'upsert' }, 400],
+        [{ collection: 'notes', limit: 5 }, 400],
+        [{ collection: 'notes', since: 4 }, 400],
+        [{ collection: 'notes', since: 0 }, 410],
+        [{ collection: 'nothing' }, 404],
+        [{ collection: 'theirs' }, 404],
+      ];
+      for (const [query, status] of refused) {
+        expect((await refusal(small.url, client.key, query)).status, JSON.stringify(query)).to.equal(status);
+      }
+      const feed = await FeedClient.open(small.url, client.key, { collection: 'notes' });
+      await feed.close();
+      expect((await usedBy(client)) - before, 'each refusal, the accepted upgrade and this read').to.equal(refused.length + 2);
+    });
+
+    it('no upgrade refused 401, or before its key is looked at', async () => {
+      const client = await small.client();
+      const before = await usedBy(client);
+      const differentKeys = await refusal(small.url, client.key, { collection: 'notes' }, { headers: { 'x-api-key': 'rb_somethingelse' } });
+      expect(differentKeys.status).to.equal(401);
+      expect((await refuseRaw(feedUrl(small.url, client.key, { collection: 'notes' }).replace('/ws?', '/v1/ws?'))).status).to.equal(404);
+      expect((await rawUpgrade(small.url, client.key, 'PUT', { upgrade: 'websocket' })).status).to.equal(405);
+      expect((await rawUpgrade(small.url, client.key, 'GET', { upgrade: 'websocket' })).status).to.equal(400);
+      expect((await usedBy(client)) - before, 'only this read').to.equal(1);
+    });
+
+    it('refuses 429 over the quota whatever else is wrong, and counts none of those', async () => {
+      await small.store.setPlan({ name: 'two-a-month', quota: 2, period: 'month', rate: null });
+      const client = await small.client(undefined, 'two-a-month');
+      await client.post('/v1/collections', { name: 'notes' });
+      expect((await refusal(small.url, client.key, { collection: 'nothing' })).status, 'the second request').to.equal(404);
+      for (const query of [{ collection: 'nothing' }, { collection: 'notes', events: 'upsert' }, { collection: 'notes' }]) {
+        const answer = await refusal(small.url, client.key, query);
+        expect([answer.status, answer.problem.code], JSON.stringify(query)).to.deep.equal([429, 'quota_exceeded']);
+      }
+      const principal = await small.store.findPrincipal(client.key as string);
+      expect((await small.meter.usage(principal?.accountId as number)).used).to.equal(2);
+    });
+  });
+
   describe('accepts', () => {
     for (const via of ['query', 'bearer', 'header'] as const) {
       it(`the key in ${{ query: 'the api_key query parameter', bearer: 'an Authorization Bearer header', header: 'an x-api-key header' }[via]}`, async () => {
