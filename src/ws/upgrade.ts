@@ -11,6 +11,7 @@ import type { Principal } from '../db/keys.ts';
 import type { Store } from '../db/store.ts';
 import { ApiError, type FieldError, gone, internal, notFound, unauthorized, validationFailed } from '../errors.ts';
 import { keyOf } from '../http/auth.ts';
+import { targetOf } from '../http/target.ts';
 import { eventKinds } from './messages.ts';
 
 type FeedQuery = components['schemas']['FeedQuery'];
@@ -38,7 +39,7 @@ export async function checkUpgrade(
   store: Store,
   admit: (principal: Principal) => Promise<void> | void = () => {},
 ): Promise<FeedRequest> {
-  const url = targetOf(request);
+  const url = targetOf(request.url);
   if (url.pathname !== FEED_PATH) throw notFound(`There is no WebSocket route ${url.pathname}; the feed is on ${FEED_PATH}.`);
   if (request.method !== 'GET') throw methodNotAllowed();
   const errors = handshakeErrors(request.headers);
@@ -68,19 +69,6 @@ export async function checkUpgrade(
     );
   }
   return { ...feed, since };
-}
-
-/**
- * The request target as a URL. Node's parser lets through targets that are no URL (`http://[::1/ws`,
- * `//a:99999/ws`, `//%zz/ws`): a 400, never the TypeError of `new URL`, whose `input` (the whole target,
- * `api_key` included) would reach the log with the 500.
- */
-function targetOf(request: IncomingMessage): URL {
-  const target = request.url ?? '/';
-  if (!URL.canParse(target, 'http://localhost')) {
-    throw validationFailed('The request target is not a valid URL.', [{ in: 'path', name: '', message: 'is not a valid URL' }]);
-  }
-  return new URL(target, 'http://localhost');
 }
 
 /**
