@@ -260,7 +260,8 @@ export interface paths {
          * How much of its plan the account has used in the current period.
          * @description The account's plan and its requests counted in the current period, this one included. Every
          *     authenticated `/v1` request counts one, whatever its status, except those refused with `429`; so
-         *     does every accepted `/ws` upgrade. Periods are calendar hours, days or months in UTC.
+         *     does every `/ws` upgrade with a valid key, accepted or refused (`asyncapi.yaml`). Periods are
+         *     calendar hours, days or months in UTC.
          */
         get: operations["getUsage"];
         put?: never;

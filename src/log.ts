@@ -5,7 +5,8 @@ export function createLogger(level: string, destination?: DestinationStream) {
   const options = {
     level,
     base: { service: 'rowbase' },
-    redact: ['req.headers.authorization', 'req.headers["x-api-key"]', 'apiKey'],
+    // `err.input`: what a URL that did not parse was given, perhaps a request target with its `api_key`.
+    redact: ['req.headers.authorization', 'req.headers["x-api-key"]', 'apiKey', 'err.input'],
   };
   return destination ? pino(options, destination) : pino(options);
 }

@@ -7,6 +7,7 @@ import type { Config } from './config.ts';
 import { listenForChanges } from './db/changes.ts';
 import { openStore, type Store } from './db/store.ts';
 import { answerClientErrors } from './http/client-errors.ts';
+import { serveWithoutUpgrade, wantsWebSocket } from './http/other-upgrades.ts';
 import { createLogger, type Logger } from './log.ts';
 import { Meter } from './usage/meter.ts';
 import { createFeed, type Feed } from './ws/feed.ts';
@@ -45,12 +46,17 @@ export async function startServer(
   const app = createApp({ store, config, meter, documents: { openapi, asyncapi } }, log);
   const server = createServer(app.callback());
   answerClientErrors(server);
-  // Every accepted upgrade counts toward the plan like a /v1 request; over quota or rate it is refused 429.
+  // Every upgrade with a valid key counts toward the plan like a /v1 request, whatever its outcome; over
+  // quota or rate it is refused 429 and not counted.
   const admit = config.metering ? async ({ accountId }: { accountId: number }) => void (await meter.admit(accountId)) : undefined;
   const feed = createFeed({ store, config, log, admit });
   // Other instances on the same PostgreSQL database announce their changes with NOTIFY.
   const stopListening = store.db.dialect === 'postgres' ? listenForChanges(config.databaseUrl, store.db.changes, log) : async () => {};
-  server.on('upgrade', feed.handleUpgrade);
+  // Node hands the 'upgrade' listener every request with an Upgrade header: only WebSocket goes to the feed.
+  server.on('upgrade', (request, socket, head) => {
+    if (wantsWebSocket(request)) feed.handleUpgrade(request, socket, head);
+    else serveWithoutUpgrade(server, request, socket, head);
+  });
   let closing: Promise<void> | undefined;
   // Once closing, every response says `Connection: close` and ends its connection. Otherwise a keep-alive
   // client holds the shutdown open for keepAliveTimeout (5 s), or until graceMs if it keeps sending.

@@ -1,6 +1,7 @@
 import type { Context, Middleware } from 'koa';
 import { ApiError, internal, validationFailed } from '../errors.ts';
 import type { Logger } from '../log.ts';
+import { targetOf } from './target.ts';
 
 /**
  * The one error mapper: whatever a later stage throws leaves as application/problem+json. Errors we
@@ -9,8 +10,10 @@ import type { Logger } from '../log.ts';
 export function problems(log: Logger): Middleware {
   return async (ctx, next) => {
     try {
-      // Koa reads the path from the request target, and throws for one no URL parser can read
-      // (`GET http://[::1/health`): that is the request's fault.
+      // Koa reads the path from the request target with url.parse, which throws for some targets that
+      // are no URL (`GET http://[::1/health`) and prints others to stderr: a target is read as the feed
+      // reads it first (targetOf), and one that is no URL is the request's fault.
+      targetOf(ctx.url);
       if (pathOf(ctx) === undefined) throw validationFailed('The request target is not a valid URL.');
       await next();
     } catch (error) {

@@ -28,8 +28,9 @@ export interface FeedOptions {
   config: Config;
   log: Logger;
   /**
-   * Runs for each upgrade that passed every other check, just before it is accepted: the seam for usage
-   * and plans (every accepted upgrade counts as one request; over quota or rate it is refused with 429).
+   * Runs for each upgrade with a valid key, before its query and collection are checked: the seam for
+   * usage and plans (such an upgrade counts as one request whatever its outcome, as a /v1 request does;
+   * over quota or rate it is refused with 429, whatever else is wrong with it, and not counted).
    * Throw an ApiError to refuse the upgrade with it. Default: admit everyone.
    */
   admit?: (principal: Principal) => Promise<void> | void;
@@ -79,8 +80,7 @@ export function createFeed({ store, config, log, admit }: FeedOptions): Feed {
   async function upgrade(request: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     try {
       if (closing) throw unavailable('The server is shutting down.');
-      const feedRequest = await checkUpgrade(request, store);
-      await admit?.(feedRequest.principal);
+      const feedRequest = await checkUpgrade(request, store, admit);
       if (closing) throw unavailable('The server is shutting down.');
       server.handleUpgrade(request, socket, head, (websocket) => subscribe(websocket, socket, feedRequest));
     } catch (error) {

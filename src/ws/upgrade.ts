@@ -1,7 +1,7 @@
 // The checks an upgrade to `GET /ws` passes before it becomes a WebSocket, and the HTTP refusal when
-// it does not (asyncapi.yaml, `x-upgrade-refusals`). Guard clauses in order: route, method, handshake
-// headers, key (401), query (400), collection (404), `since` (400, 410).
-import { type IncomingMessage, STATUS_CODES } from 'node:http';
+// it does not (asyncapi.yaml, `x-upgrade-refusals`). Guard clauses in order: request target (400), route,
+// method, handshake headers, key (401), usage (429), query (400), collection (404), `since` (400, 410).
+import { type IncomingHttpHeaders, type IncomingMessage, STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { ErrorObject } from 'ajv';
 import type { components } from '../../generated/asyncapi.ts';
@@ -11,6 +11,7 @@ import type { Principal } from '../db/keys.ts';
 import type { Store } from '../db/store.ts';
 import { ApiError, type FieldError, gone, internal, notFound, unauthorized, validationFailed } from '../errors.ts';
 import { keyOf } from '../http/auth.ts';
+import { targetOf } from '../http/target.ts';
 import { eventKinds } from './messages.ts';
 
 type FeedQuery = components['schemas']['FeedQuery'];
@@ -28,18 +29,27 @@ export interface FeedRequest {
 
 export const FEED_PATH = '/ws';
 
-/** Throws the ApiError to refuse `request` with, or returns what it asks for. */
-export async function checkUpgrade(request: IncomingMessage, store: Store): Promise<FeedRequest> {
-  const url = new URL(request.url ?? '/', 'http://localhost');
+/**
+ * Throws the ApiError to refuse `request` with, or returns what it asks for. `admit` runs once the key
+ * is known, before anything else about the subscription is checked: it counts the upgrade, or throws
+ * to refuse it (429). Default: admit everyone.
+ */
+export async function checkUpgrade(
+  request: IncomingMessage,
+  store: Store,
+  admit: (principal: Principal) => Promise<void> | void = () => {},
+): Promise<FeedRequest> {
+  const url = targetOf(request.url);
   if (url.pathname !== FEED_PATH) throw notFound(`There is no WebSocket route ${url.pathname}; the feed is on ${FEED_PATH}.`);
-  if (request.method !== 'GET') {
-    throw new ApiError('method_not_allowed', `${FEED_PATH} answers GET.`, { headers: { Allow: 'GET' } });
-  }
-  checkHandshake(request);
+  if (request.method !== 'GET') throw methodNotAllowed();
+  const errors = handshakeErrors(request.headers);
+  if (errors.length > 0) throw validationFailed('The request is not a valid WebSocket upgrade.', errors);
 
   const key = keyIn(request, url.searchParams);
   const principal = key === undefined ? undefined : await store.findPrincipal(key);
   if (!principal) throw unauthorized();
+  // As a /v1 request once its key is known: counted whatever the outcome, unless refused 429 here.
+  await admit(principal);
 
   const query = queryOf(url.searchParams);
   const { collectionId, lastSeq, resumableFrom } = await store.feedStart(principal.accountId, query.collection);
@@ -62,18 +72,32 @@ export async function checkUpgrade(request: IncomingMessage, store: Store): Prom
 }
 
 /**
- * What `ws` checks in handleUpgrade, checked here first so that a malformed handshake, too, is refused
- * with a problem body (RFC 6455 §4.2.1).
+ * The refusal of a request for the feed that is no upgrade at all, and so reached the HTTP API: 405 for
+ * another method, else 400 naming what a WebSocket handshake lacks. Like a malformed handshake, it is
+ * refused before its key is looked at, and so never counts toward usage.
  */
-function checkHandshake(request: IncomingMessage): void {
+export function notAnUpgrade(method: string, headers: IncomingHttpHeaders): ApiError {
+  if (method !== 'GET') return methodNotAllowed();
+  return validationFailed(`${FEED_PATH} takes a WebSocket upgrade (asyncapi.yaml); this request is not one.`, handshakeErrors(headers));
+}
+
+const methodNotAllowed = () => new ApiError('method_not_allowed', `${FEED_PATH} answers GET.`, { headers: { Allow: 'GET' } });
+
+/**
+ * What Node needs to see an upgrade (Connection) and what `ws` checks in handleUpgrade, checked here
+ * first so that a malformed handshake, too, is refused with a problem body (RFC 6455 §4.2.1).
+ */
+function handshakeErrors(headers: IncomingHttpHeaders): FieldError[] {
   const errors: FieldError[] = [];
-  if (request.headers.upgrade?.toLowerCase() !== 'websocket') errors.push({ in: 'header', name: 'upgrade', message: 'must be websocket' });
-  if (!/^[+/0-9A-Za-z]{22}==$/.test(request.headers['sec-websocket-key'] ?? '')) {
+  const connection = (headers.connection ?? '').split(',').map((option) => option.trim().toLowerCase());
+  if (!connection.includes('upgrade')) errors.push({ in: 'header', name: 'connection', message: 'must include Upgrade' });
+  if (headers.upgrade?.toLowerCase() !== 'websocket') errors.push({ in: 'header', name: 'upgrade', message: 'must be websocket' });
+  if (!/^[+/0-9A-Za-z]{22}==$/.test(headers['sec-websocket-key'] ?? '')) {
     errors.push({ in: 'header', name: 'sec-websocket-key', message: 'must be 16 bytes in base64' });
   }
-  const version = request.headers['sec-websocket-version'];
+  const version = headers['sec-websocket-version'];
   if (version !== '13' && version !== '8') errors.push({ in: 'header', name: 'sec-websocket-version', message: 'must be 13' });
-  if (errors.length > 0) throw validationFailed('The request is not a valid WebSocket upgrade.', errors);
+  return errors;
 }
 
 /**

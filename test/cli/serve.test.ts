@@ -9,6 +9,7 @@ import { expect } from 'chai';
 import { Client, type Response } from '../support/client.ts';
 import { checkResponse } from '../support/contract.ts';
 import { pollUntil, type ServeProcess, Workspace } from '../support/process.ts';
+import { head, rawExchange, websocketHeaders } from '../support/raw.ts';
 
 type Row = { id: number } & Record<string, unknown>;
 
@@ -45,6 +46,37 @@ describe('rowbase serve', () => {
         expect(finished.stdout).to.equal('');
       });
     }
+  });
+
+  describe('given a request target that is no URL', () => {
+    freshWorkspaceForEachTest();
+
+    // Read as a URL, such a target throws with itself in the error, or url.parse prints it (DEP0170).
+    it('answers 400 and prints neither the target nor its key, on stdout or stderr', async () => {
+      const server = await workspace.serve({ LOG_LEVEL: 'trace' });
+      const key = await workspace.createKey('me');
+      const h2c = { Host: 'x', Connection: 'Upgrade', Upgrade: 'h2c' };
+      const requests = [
+        head(`GET http://x:abc/health?api_key=${key} HTTP/1.1`, { Host: 'x' }),
+        head(`GET http://x:abc/ws?collection=notes&api_key=${key} HTTP/1.1`, { Host: 'x' }),
+        head(`GET http://x:abc/ws?collection=notes&api_key=${key} HTTP/1.1`, websocketHeaders),
+        head(`GET http://x:abc/v1/collections?api_key=${key} HTTP/1.1`, h2c),
+        head(`GET http://[::1/ws?collection=notes&api_key=${key} HTTP/1.1`, websocketHeaders),
+      ];
+      for (const request of requests) {
+        const [{ status, headers, text }] = await rawExchange(server.url, request);
+        expect([status, headers.get('content-type'), JSON.parse(text).code], request).to.deep.equal([
+          400,
+          'application/problem+json',
+          'validation_failed',
+        ]);
+      }
+      server.signal('SIGTERM');
+      expect((await server.exited).code).to.equal(0);
+      const printed = `${server.lines.join('\n')}\n${await server.stderr}`;
+      expect(printed).to.include('rowbase is listening');
+      for (const secret of [key, 'x:abc', '[::1', 'DEP0170']) expect(printed).not.to.include(secret);
+    });
   });
 
   describe('on SIGTERM', () => {

@@ -194,6 +194,18 @@ export class FeedClient {
   }
 }
 
+/**
+ * The problem body of a refused upgrade, checked as asyncapi.yaml says: `application/problem+json`, a
+ * `Problem`, and the status of the response. Throws on anything else.
+ */
+export function refusalProblem(status: number, contentType: string | null | undefined, text: string): Problem {
+  if (contentType !== 'application/problem+json') throw new Error(`${status} refusal has content type ${contentType}: ${text}`);
+  const problem = JSON.parse(text);
+  if (!problemSchema(problem)) throw new Error(`${status} refusal body breaks Problem: ${ajv.errorsText(problemSchema.errors)}`);
+  if (problem.status !== status) throw new Error(`problem status ${problem.status} differs from ${status}`);
+  return problem;
+}
+
 /** Asks for a feed that the server must refuse, and returns the refusal, its problem body checked against asyncapi.yaml. */
 export function refusal(base: string, key: string | undefined, query: Query, options: OpenOptions = {}): Promise<Refusal> {
   const socket = connect(base, key, query, options);
@@ -212,13 +224,11 @@ export function refusal(base: string, key: string | undefined, query: Query, opt
       response.on('end', () => {
         request.destroy();
         const status = response.statusCode ?? 0;
-        const type = response.headers['content-type'];
-        if (type !== 'application/problem+json') return reject(new Error(`${status} refusal has content type ${type}: ${text}`));
-        const problem = JSON.parse(text);
-        if (!problemSchema(problem))
-          return reject(new Error(`${status} refusal body breaks Problem: ${ajv.errorsText(problemSchema.errors)}`));
-        if (problem.status !== status) return reject(new Error(`problem status ${problem.status} differs from ${status}`));
-        resolve({ status, headers: response.headers, problem });
+        try {
+          resolve({ status, headers: response.headers, problem: refusalProblem(status, response.headers['content-type'], text) });
+        } catch (error) {
+          reject(error);
+        }
       });
     });
   });

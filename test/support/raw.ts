@@ -1,5 +1,6 @@
 // HTTP/1.1 exchanges written byte for byte on a socket of their own: for requests no HTTP client will
-// send (a target no URL parser reads, two Authorization lines, broken framing).
+// send (a target no URL parser reads, two Authorization lines, broken framing, Upgrade headers of other
+// protocols, pipelined requests).
 import { once } from 'node:events';
 import { connect } from 'node:net';
 import { checkProblem } from './contract.ts';
@@ -55,3 +56,90 @@ function parse(received: Buffer): RawResponse | undefined {
   }
   return { status: Number(statusLine.split(' ')[1]), headers, body: text.slice(end + 4) };
 }
+
+/** A response as rawExchange reads it: headers as fetch gives them, for checkResponse (contract.ts). */
+export interface ExchangedResponse {
+  status: number;
+  headers: Headers;
+  text: string;
+}
+
+const DEADLINE_MS = 10_000;
+
+/**
+ * Writes `request` (a whole request head, and any body after it, as given; several for pipelining) to
+ * the server at `base`, then reads `count` responses (default 1), each to its Content-Length or its last
+ * chunk. Rejects if the connection closes before they are all in.
+ */
+export function rawExchange(base: string, request: string | Buffer, count = 1): Promise<ExchangedResponse[]> {
+  const { hostname, port } = new URL(base);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname);
+    const responses: ExchangedResponse[] = [];
+    let buffered = Buffer.alloc(0);
+    const timer = setTimeout(() => fail(new Error(`${responses.length} of ${count} responses within ${DEADLINE_MS} ms`)), DEADLINE_MS);
+    const fail = (error: Error) => {
+      clearTimeout(timer);
+      socket.destroy();
+      reject(error);
+    };
+    socket.on('data', (chunk) => {
+      buffered = Buffer.concat([buffered, chunk]);
+      for (let parsed = parseExchanged(buffered); parsed; parsed = parseExchanged(buffered)) {
+        responses.push(parsed.response);
+        buffered = buffered.subarray(parsed.length);
+      }
+      if (responses.length >= count) {
+        clearTimeout(timer);
+        socket.destroy();
+        resolve(responses);
+      }
+    });
+    socket.on('error', fail);
+    socket.on('close', () => fail(new Error(`the server closed the connection after ${responses.length} of ${count} responses`)));
+    socket.write(request);
+  });
+}
+
+/** The first whole response in `data` and how many bytes it takes, or undefined while it is incomplete. */
+function parseExchanged(data: Buffer): { response: ExchangedResponse; length: number } | undefined {
+  const end = data.indexOf('\r\n\r\n');
+  if (end < 0) return undefined;
+  const [statusLine, ...lines] = data.subarray(0, end).toString('latin1').split('\r\n');
+  const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(statusLine)?.[1]);
+  if (!status) throw new Error(`not an HTTP/1.1 status line: ${statusLine}`);
+  const headers = new Headers();
+  for (const line of lines) headers.append(line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 1).trim());
+  const start = end + 4;
+  if (headers.get('transfer-encoding')?.toLowerCase() === 'chunked') {
+    const chunks: Buffer[] = [];
+    let at = start;
+    for (;;) {
+      const lineEnd = data.indexOf('\r\n', at);
+      if (lineEnd < 0) return undefined;
+      const size = Number.parseInt(data.subarray(at, lineEnd).toString('latin1'), 16);
+      if (data.length < lineEnd + 2 + size + 2) return undefined;
+      if (size === 0) return { response: { status, headers, text: Buffer.concat(chunks).toString('utf8') }, length: lineEnd + 4 };
+      chunks.push(data.subarray(lineEnd + 2, lineEnd + 2 + size));
+      at = lineEnd + 2 + size + 2;
+    }
+  }
+  const length = Number(headers.get('content-length') ?? 0);
+  if (data.length < start + length) return undefined;
+  return { response: { status, headers, text: data.subarray(start, start + length).toString('utf8') }, length: start + length };
+}
+
+/** A request head: the request line, then each header, then the blank line. */
+export const head = (requestLine: string, headers: Record<string, string>) =>
+  `${requestLine}\r\n${Object.entries(headers)
+    .map(([name, value]) => `${name}: ${value}\r\n`)
+    .join('')}\r\n`;
+
+/** The headers of a WebSocket handshake (RFC 6455 §4.1), with a fixed key. */
+export const websocketHeaders = {
+  Host: 'localhost',
+  Connection: 'Upgrade',
+  Upgrade: 'websocket',
+  'Sec-WebSocket-Key': 'dGhlIHNhbXBsZSBub25jZQ==',
+  'Sec-WebSocket-Version': '13',
+};

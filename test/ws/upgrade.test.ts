@@ -3,9 +3,10 @@ import { Writable } from 'node:stream';
 import { expect } from 'chai';
 import WebSocket from 'ws';
 import { createLogger } from '../../src/log.ts';
-import { describeEachBackend } from '../support/backends.ts';
+import { type BackendName, describeEachBackend } from '../support/backends.ts';
 import type { Client } from '../support/client.ts';
-import { FeedClient, feedUrl, type Query, refusal } from '../support/feed.ts';
+import { FeedClient, feedUrl, type Query, refusal, refusalProblem } from '../support/feed.ts';
+import { head, rawExchange, websocketHeaders } from '../support/raw.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
 describeEachBackend('GET /ws', (backend) => {
@@ -145,6 +146,107 @@ describeEachBackend('GET /ws', (backend) => {
     });
   });
 
+  describe('refuses a request that is no WebSocket upgrade, before looking at its key', () => {
+    const handshake = ['connection', 'upgrade', 'sec-websocket-key', 'sec-websocket-version'];
+    const scenarios: { name: string; method?: string; key?: 'none'; headers: Record<string, string>; status: number; errors?: string[] }[] =
+      [
+        { name: 'a plain GET', headers: { Host: 'localhost' }, status: 400, errors: handshake },
+        { name: 'a plain GET without a key', key: 'none', headers: { Host: 'localhost' }, status: 400, errors: handshake },
+        {
+          name: 'Upgrade: websocket without Connection: Upgrade',
+          headers: { ...websocketHeaders, Connection: 'keep-alive' },
+          status: 400,
+          errors: ['connection'],
+        },
+        {
+          name: 'an upgrade to h2c',
+          headers: {
+            ...websocketHeaders,
+            Connection: 'Upgrade, HTTP2-Settings',
+            Upgrade: 'h2c',
+            'HTTP2-Settings': 'AAMAAABkAARAAAAAAAIAAAAA',
+          },
+          status: 400,
+          errors: ['upgrade'],
+        },
+        { name: 'a plain POST', method: 'POST', headers: { Host: 'localhost' }, status: 405 },
+      ];
+    for (const scenario of scenarios) {
+      it(`${scenario.status} for ${scenario.name}, not counted`, async () => {
+        const client = await server.client();
+        const before = await client.get<{ used: number }>('/v1/usage');
+        const query = scenario.key === 'none' ? '' : `&api_key=${client.key}`;
+        const request = head(`${scenario.method ?? 'GET'} /ws?collection=notes${query} HTTP/1.1`, scenario.headers);
+        const [{ status, headers, text }] = await rawExchange(server.url, request);
+        const problem = refusalProblem(status, headers.get('content-type'), text);
+        expect(status).to.equal(scenario.status);
+        if (status === 405) expect(headers.get('allow')).to.equal('GET');
+        else expect([problem.code, problem.errors?.map((error) => error.name)]).to.deep.equal(['validation_failed', scenario.errors]);
+        const after = await client.get<{ used: number }>('/v1/usage');
+        expect(after.body.used - before.body.used, 'only the read of usage counts').to.equal(1);
+      });
+    }
+  });
+
+  describe('counts toward usage', () => {
+    let small: TestServer;
+    before(async () => {
+      small = await startTestServer({ eventsRetainCount: 1 }, { backend });
+    });
+    after(() => small.stop());
+    const usedBy = async (client: Client) => (await client.get<{ used: number }>('/v1/usage')).body.used;
+
+    it('every upgrade with a valid key, once, whatever its outcome, as a /v1 request', async () => {
+      const client = await small.client();
+      const other = await small.client();
+      await other.post('/v1/collections', { name: 'theirs' });
+      await client.post('/v1/collections', { name: 'notes' });
+      await client.post('/v1/collections/notes/rows', [{ n: 1 }, { n: 2 }, { n: 3 }]);
+      await small.feed.pruner.runOnce();
+      const before = await usedBy(client);
+      const refused: [Query, number][] = [
+        [{}, 400],
+        [{ collection: '1notes' }, 400],
+        [{ collection: 'notes', events: 'upsert' }, 400],
+        [{ collection: 'notes', limit: 5 }, 400],
+        [{ collection: 'notes', since: 4 }, 400],
+        [{ collection: 'notes', since: 0 }, 410],
+        [{ collection: 'nothing' }, 404],
+        [{ collection: 'theirs' }, 404],
+      ];
+      for (const [query, status] of refused) {
+        expect((await refusal(small.url, client.key, query)).status, JSON.stringify(query)).to.equal(status);
+      }
+      const feed = await FeedClient.open(small.url, client.key, { collection: 'notes' });
+      await feed.close();
+      expect((await usedBy(client)) - before, 'each refusal, the accepted upgrade and this read').to.equal(refused.length + 2);
+    });
+
+    it('no upgrade refused 401, or before its key is looked at', async () => {
+      const client = await small.client();
+      const before = await usedBy(client);
+      const differentKeys = await refusal(small.url, client.key, { collection: 'notes' }, { headers: { 'x-api-key': 'rb_somethingelse' } });
+      expect(differentKeys.status).to.equal(401);
+      expect((await refuseRaw(feedUrl(small.url, client.key, { collection: 'notes' }).replace('/ws?', '/v1/ws?'))).status).to.equal(404);
+      expect((await rawUpgrade(small.url, client.key, 'PUT', { upgrade: 'websocket' })).status).to.equal(405);
+      expect((await rawUpgrade(small.url, client.key, 'GET', { upgrade: 'websocket' })).status).to.equal(400);
+      expect((await usedBy(client)) - before, 'only this read').to.equal(1);
+    });
+
+    it('refuses 429 over the quota whatever else is wrong, and counts none of those', async () => {
+      await small.store.setPlan({ name: 'two-a-month', quota: 2, period: 'month', rate: null });
+      const client = await small.client(undefined, 'two-a-month');
+      await client.post('/v1/collections', { name: 'notes' });
+      expect((await refusal(small.url, client.key, { collection: 'nothing' })).status, 'the second request').to.equal(404);
+      for (const query of [{ collection: 'nothing' }, { collection: 'notes', events: 'upsert' }, { collection: 'notes' }]) {
+        const answer = await refusal(small.url, client.key, query);
+        expect([answer.status, answer.problem.code], JSON.stringify(query)).to.deep.equal([429, 'quota_exceeded']);
+      }
+      const principal = await small.store.findPrincipal(client.key as string);
+      expect((await small.meter.usage(principal?.accountId as number)).used).to.equal(2);
+    });
+  });
+
   describe('accepts', () => {
     for (const via of ['query', 'bearer', 'header'] as const) {
       it(`the key in ${{ query: 'the api_key query parameter', bearer: 'an Authorization Bearer header', header: 'an x-api-key header' }[via]}`, async () => {
@@ -162,14 +264,7 @@ describeEachBackend('GET /ws', (backend) => {
   });
 
   it('never writes the key to the log', async () => {
-    const lines: string[] = [];
-    const sink = new Writable({
-      write(chunk, _encoding, done) {
-        lines.push(chunk.toString());
-        done();
-      },
-    });
-    const logged = await startTestServer({}, { backend, log: createLogger('trace', sink) });
+    const { logged, log: logOf } = await startLoggedServer(backend);
     const client = await logged.client();
     try {
       await client.post('/v1/collections', { name: 'notes' });
@@ -183,12 +278,50 @@ describeEachBackend('GET /ws', (backend) => {
     } finally {
       await logged.stop();
     }
-    const log = lines.join('');
+    const log = logOf();
     expect(log, 'the log').to.include('feed subscribed');
     expect(log, 'the log').not.to.include(client.key);
     expect(log, 'the log').not.to.include('api_key');
   });
+
+  // Node's parser passes these on; `new URL` throws on them, with the whole target in the error.
+  it('400 validation_failed for a request target that is not a URL, with neither target nor key in the log', async () => {
+    const { logged, log } = await startLoggedServer(backend);
+    const client = await logged.client();
+    try {
+      await client.post('/v1/collections', { name: 'cc' });
+      for (const target of ['http://[::1/ws', '//[', '//a:99999/ws', 'http://x:abc/ws', '//%zz/ws']) {
+        const request = head(`GET ${target}?collection=cc&api_key=${client.key} HTTP/1.1`, websocketHeaders);
+        const [{ status, headers, text }] = await rawExchange(logged.url, request);
+        const problem = refusalProblem(status, headers.get('content-type'), text);
+        expect([status, problem.code, problem.errors], target).to.deep.equal([
+          400,
+          'validation_failed',
+          [{ in: 'path', name: '', message: 'is not a valid URL' }],
+        ]);
+      }
+      const feed = await FeedClient.open(logged.url, client.key, { collection: 'cc' });
+      await feed.close();
+    } finally {
+      await logged.stop();
+    }
+    expect(log(), 'the log').to.include('feed subscribed');
+    for (const secret of [client.key as string, 'api_key', '[::1', 'x:abc', '%zz']) expect(log(), 'the log').not.to.include(secret);
+  });
 });
+
+/** A server of `backend` that logs everything (level trace) to a string. */
+async function startLoggedServer(backend: BackendName): Promise<{ logged: TestServer; log: () => string }> {
+  const lines: string[] = [];
+  const sink = new Writable({
+    write(chunk, _encoding, done) {
+      lines.push(chunk.toString());
+      done();
+    },
+  });
+  const logged = await startTestServer({}, { backend, log: createLogger('trace', sink) });
+  return { logged, log: () => lines.join('') };
+}
 
 /** An upgrade request to /ws with hand-made headers, sent with node:http; its answer must be a problem. */
 async function rawUpgrade(base: string, key: string | undefined, method: string, headers: Record<string, string>) {

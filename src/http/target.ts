@@ -1,0 +1,16 @@
+// The request target as a URL, read the same way by the HTTP API (problems.ts) and the feed
+// (ws/upgrade.ts). Node's parser lets through targets that are no URL (`http://[::1/health`,
+// `//a:99999/ws`, `//%zz/ws`, `http://x:abc/health`): they are 400. Read any other way they do harm:
+// `new URL` throws with the whole target, `api_key` and all, in the error's `input` (for the log), and
+// Koa's url.parse throws, or prints the whole target to stderr (DEP0170, a port that is not a number).
+import { validationFailed } from '../errors.ts';
+
+const BASE = 'http://localhost';
+
+/** `target` (a request's `url`; default `/`) resolved against http://localhost, or throws the 400 to refuse it with. */
+export function targetOf(target = '/'): URL {
+  if (!URL.canParse(target, BASE)) {
+    throw validationFailed('The request target is not a valid URL.', [{ in: 'path', name: '', message: 'is not a valid URL' }]);
+  }
+  return new URL(target, BASE);
+}
