@@ -1,7 +1,7 @@
 import type { Context, Middleware } from 'koa';
 import { ApiError, internal, validationFailed } from '../errors.ts';
 import type { Logger } from '../log.ts';
-import { targetOf } from './target.ts';
+import { checkTarget } from './target.ts';
 
 /**
  * The one error mapper: whatever a later stage throws leaves as application/problem+json. Errors we
@@ -12,8 +12,8 @@ export function problems(log: Logger): Middleware {
     try {
       // Koa reads the path from the request target with url.parse, which throws for some targets that
       // are no URL (`GET http://[::1/health`) and prints others to stderr: a target is read as the feed
-      // reads it first (targetOf), and one that is no URL is the request's fault.
-      targetOf(ctx.url);
+      // reads it first (checkTarget), and one that is no URL is the request's fault.
+      checkTarget(ctx.url);
       if (pathOf(ctx) === undefined) throw validationFailed('The request target is not a valid URL.');
       await next();
     } catch (error) {
