@@ -77,11 +77,13 @@ export async function checkUpgrade(
  * refused before its key is looked at, and so never counts toward usage.
  */
 export function notAnUpgrade(method: string, headers: IncomingHttpHeaders): ApiError {
-  if (method !== 'GET') return methodNotAllowed();
+  // HEAD answers as GET does, without the body (openapi.yaml: every GET route also answers HEAD).
+  if (method !== 'GET' && method !== 'HEAD') return methodNotAllowed('GET, HEAD');
   return validationFailed(`${FEED_PATH} takes a WebSocket upgrade (asyncapi.yaml); this request is not one.`, handshakeErrors(headers));
 }
 
-const methodNotAllowed = () => new ApiError('method_not_allowed', `${FEED_PATH} answers GET.`, { headers: { Allow: 'GET' } });
+const methodNotAllowed = (allow = 'GET') =>
+  new ApiError('method_not_allowed', `${FEED_PATH} answers ${allow}.`, { headers: { Allow: allow } });
 
 /**
  * What Node needs to see an upgrade (Connection) and what `ws` checks in handleUpgrade, checked here

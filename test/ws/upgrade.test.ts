@@ -171,6 +171,15 @@ describeEachBackend('GET /ws', (backend) => {
         },
         { name: 'a plain POST', method: 'POST', headers: { Host: 'localhost' }, status: 405 },
       ];
+    it('400 for a plain HEAD, as for a plain GET, without the body', async () => {
+      const response = await fetch(`${server.url}/ws?collection=notes`, { method: 'HEAD' });
+      expect([response.status, response.headers.get('content-type'), await response.text()]).to.deep.equal([
+        400,
+        'application/problem+json',
+        '',
+      ]);
+    });
+
     for (const scenario of scenarios) {
       it(`${scenario.status} for ${scenario.name}, not counted`, async () => {
         const client = await server.client();
@@ -180,7 +189,7 @@ describeEachBackend('GET /ws', (backend) => {
         const [{ status, headers, text }] = await rawExchange(server.url, request);
         const problem = refusalProblem(status, headers.get('content-type'), text);
         expect(status).to.equal(scenario.status);
-        if (status === 405) expect(headers.get('allow')).to.equal('GET');
+        if (status === 405) expect(headers.get('allow')).to.equal('GET, HEAD');
         else expect([problem.code, problem.errors?.map((error) => error.name)]).to.deep.equal(['validation_failed', scenario.errors]);
         const after = await client.get<{ used: number }>('/v1/usage');
         expect(after.body.used - before.body.used, 'only the read of usage counts').to.equal(1);
