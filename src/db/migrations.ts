@@ -116,8 +116,8 @@ const migrations: Record<string, Knex.Migration> = {
     // key it could change is one of a row whose text holds `\u0000` or `\u0001` (the escapes
     // JSON.stringify writes), and those are made again, each as sort-keys.ts makes it. A row whose text
     // PostgreSQL cannot read as jsonb at all (a lone surrogate, which a patch of a field not indexed can
-    // add) is left as it is, rather than stop the migration, and with it the service. SQLite's keys
-    // never changed.
+    // add; none since 0005's escape, which this now reads with) is left as it is, rather than stop the
+    // migration, and with it the service. SQLite's keys never changed.
     async up(knex) {
       if (knex.client.dialect !== 'postgresql') return;
       await knex.raw(`create function pg_temp.rowbase_jsonb(document text) returns jsonb language plpgsql as $$
@@ -129,6 +129,35 @@ const migrations: Record<string, Knex.Migration> = {
               jsonb_array_elements_text(${postgresJsonb('c.sorted')}) with ordinality as f(field, slot),
               lateral (select id, pg_temp.rowbase_jsonb(data) as document from rows
                 where collection_id = c.id and (strpos(data, '\\u0000') > 0 or strpos(data, '\\u0001') > 0)) d
+            where d.document is not null) k
+        ${replaceKey}`);
+      await knex.raw('drop function pg_temp.rowbase_jsonb(text)');
+    },
+    // The old keys were wrong: there is nothing to go back to.
+    async down() {},
+  },
+  '0005_postgres_sort_key_surrogates': {
+    // PostgreSQL's sort keys are made now with ordering.ts's escape extended to lone surrogates, which
+    // its jsonb refuses, and to U+D7FF, which the escape of a lone surrogate begins with: a U+D7FF now
+    // reads as U+D7FF U+0002. Every key this changes is one of a row whose text holds U+D7FF, or a lone
+    // surrogate (the escape `\udXYZ` JSON.stringify writes; the test also takes the text of a backslash
+    // followed by "ud8", which only makes a key again as it was), or of a field whose name holds either;
+    // those are made again, each as sort-keys.ts makes it. No key of a lone surrogate was ever made (the
+    // statement failed), but a key of U+D7FF was, and would sort after the new keys of lone surrogates
+    // where it must sort before them. A row PostgreSQL still cannot read as jsonb (none should remain)
+    // is left as it is, as in 0004. SQLite's keys never changed.
+    async up(knex) {
+      if (knex.client.dialect !== 'postgresql') return;
+      await knex.raw(`create function pg_temp.rowbase_jsonb(document text) returns jsonb language plpgsql as $$
+        begin return ${postgresJsonb('document')}; exception when others then return null; end $$`);
+      await knex.raw(`insert into sort_keys (collection_id, slot, row_id, rank, num, str)
+        select collection_id, slot, id, ${postgresKeyColumns('j')}
+          from (select c.id as collection_id, f.slot - 1 as slot, d.id, d.document -> f.field as j
+            from collections c,
+              jsonb_array_elements_text(pg_temp.rowbase_jsonb(c.sorted)) with ordinality as f(field, slot),
+              lateral (select id, pg_temp.rowbase_jsonb(data) as document from rows
+                where collection_id = c.id
+                  and (strpos(f.field, chr(55295)) > 0 or strpos(data, chr(55295)) > 0 or data ~* '\\\\ud[89a-f]')) d
             where d.document is not null) k
         ${replaceKey}`);
       await knex.raw('drop function pg_temp.rowbase_jsonb(text)');

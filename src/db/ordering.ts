@@ -50,16 +50,31 @@ export const rowJsonSql = `'{"id":' || id || case data when '{}' then '}' else '
 export const pathSafe = /^[^"\\\u0000-\u001f]*$/;
 
 /**
+ * SQLite: a field name as SQL that compares equal to json_each's `key` for it, and its one binding. A
+ * name that is not well-formed UTF-16 (a lone surrogate) cannot be bound as text: the driver writes it
+ * as UTF-8, the surrogate as U+FFFD, where SQLite decodes the row's escape `\udXYZ` into the
+ * surrogate's own three bytes. So such a name is bound as its JSON text, which SQLite decodes the same
+ * way.
+ */
+export const sqliteName = (field: string) =>
+  field.isWellFormed() ? { sql: '?', binding: field } : { sql: "json_extract(?, '$')", binding: JSON.stringify(field) };
+
+/**
  * SQLite reads a field with a JSON path, `$."name"`. A path cannot spell every name (a quote, a
- * backslash, a control character), so those are looked up among the row's keys with json_each, which
- * compares the name as a plain string. The expressions read `rows.data`, each with one binding, `key`.
+ * backslash, a control character, a lone surrogate), so those are looked up among the row's keys with
+ * json_each, which compares the name as a plain string (sqliteName()). The expressions read
+ * `rows.data`, each with one binding, `key`.
  */
 export function sqliteField(field: string) {
-  const byPath = pathSafe.test(field);
+  const byPath = pathSafe.test(field) && field.isWellFormed();
+  const name = sqliteName(field);
   const [type, value] = byPath
     ? ['json_type(data, ?)', 'json_extract(data, ?)']
-    : ['(select type from json_each(rows.data) where key = ?)', '(select value from json_each(rows.data) where key = ?)'];
-  return { type, value, key: byPath ? `$."${field}"` : field };
+    : [
+        `(select type from json_each(rows.data) where key = ${name.sql})`,
+        `(select value from json_each(rows.data) where key = ${name.sql})`,
+      ];
+  return { type, value, key: byPath ? `$."${field}"` : name.binding };
 }
 
 /** Strings compare as UTF-8 bytes (BINARY collation), which is code point order. */
@@ -76,24 +91,62 @@ function sqlite(field: string, dir: Direction, collection: string) {
 }
 
 /**
- * PostgreSQL's text, and so its jsonb, cannot hold U+0000, which a JSON string may. Where PostgreSQL
- * reads a row as jsonb, to order by a field or to key a sort index, every string (field names too) is
- * escaped: U+0000 becomes U+0001 U+0001, U+0001 becomes U+0001 U+0002, every other character stays. The
- * escape is prefix-free and keeps the order of the characters it replaces, so escaped strings compare by
- * code point exactly as the strings do (contract.md: "strings by code point", "Both storage backends
- * return the same order"), and two names are equal escaped only when they are equal. For ordering only:
- * rows are returned as stored.
+ * PostgreSQL's text, and so its jsonb, cannot hold U+0000, which a JSON string may; nor can its jsonb
+ * hold a lone surrogate (U+D800..U+DFFF not paired), which a JSON string may too, and which
+ * JSON.stringify writes as the escape `\udXYZ`. Where PostgreSQL reads a row as jsonb, to order by a
+ * field or to key a sort index, every string (field names too) is escaped, one character at a time:
+ *
+ *   U+0000                  → U+0001 U+0001
+ *   U+0001                  → U+0001 U+0002
+ *   U+D7FF                  → U+D7FF U+0002
+ *   U+DXYZ (X in 8..F, lone) → U+D7FF U+0XYZ   (U+0800..U+0FFF: the same hex digits)
+ *   every other character   → itself
+ *
+ * Why escaped strings compare by code point exactly as the strings do (contract.md: "strings by code
+ * point", "Both storage backends return the same order"), and two names are equal escaped only when
+ * they are equal:
+ * - The escape is prefix-free: the characters that stand for themselves are never U+0001 or U+D7FF,
+ *   every code that starts with U+0001 or U+D7FF is two characters long, and no two codes are equal
+ *   (the second characters of the U+D7FF codes, U+0002 and U+0800..U+0FFF, differ). So an escaped
+ *   string reads back one code at a time, and the first characters that differ in two strings are
+ *   escaped into the first codes that differ in the escaped ones, neither a prefix of the other.
+ * - The escape keeps the order of characters: U+0000 < U+0001 < U+0002 go to 0001 0001 < 0001 0002 <
+ *   0002; U+D7FE < U+D7FF < U+D800 < … < U+DFFF < U+E000 go to D7FE < D7FF 0002 < D7FF 0800 < … <
+ *   D7FF 0FFF < E000. Any other two characters stand for themselves. (A paired surrogate, an astral
+ *   character, stands for itself, above U+E000, as its code point is.)
+ * So the first codes that differ order the escaped strings as the first characters that differ order
+ * the strings; and a string that is a prefix of another is escaped into a prefix of the other's escape.
+ * The second character of a code is never escaped again (nothing reads it as U+0001 or U+D7FF: the
+ * escape maps the string's characters, not its output). For ordering only: rows are returned as stored.
  */
-export const postgresEscape = (text: string) => text.replaceAll('\u0001', '\u0001\u0002').replaceAll('\u0000', '\u0001\u0001');
+export const postgresEscape = (text: string) => text.replace(escaped, escapeOne);
+
+// In a `u` regular expression a surrogate pair is one code point (above U+FFFF), so only lone surrogates
+// fall in U+D800..U+DFFF.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: U+0000 and U+0001 are what it escapes.
+const escaped = /[\u0000\u0001\ud7ff-\udfff]/gu;
+
+const escapeOne = (c: string) =>
+  c === '\u0000'
+    ? '\u0001\u0001'
+    : c === '\u0001'
+      ? '\u0001\u0002'
+      : c === '\ud7ff'
+        ? '\ud7ff\u0002'
+        : `\ud7ff${String.fromCharCode(c.charCodeAt(0) - 0xd000)}`;
 
 /**
  * SQL: the JSON text `document` (written by JSON.stringify) as jsonb, its strings escaped as
  * postgresEscape() escapes them. JSON.stringify writes U+0000 and U+0001 as the escapes `\u0000` and
- * `\u0001`, and a backslash as `\\`; the backslashes go first (as `\u005c`, the same character), so
- * that a backslash followed by the text "u0000" is never read as an escape.
+ * `\u0001`, a lone surrogate as the escape `\udXYZ` (lower case hex; upper case is read too), U+D7FF as
+ * itself, and a backslash as `\\`; the backslashes go first (as `\u005c`, the same character), so that
+ * a backslash followed by the text "u0000" or "ud800" is never read as an escape: after it, every
+ * backslash starts an escape. Each later step's output is an escape no later step matches (`\u0001`,
+ * `\u0002`, `\u08YZ`..`\u0fYZ`) or a U+D7FF that no later step looks for, so nothing is escaped twice.
  */
 export const postgresJsonb = (document: string) =>
-  String.raw`replace(replace(replace(${document}, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001')::jsonb`;
+  String.raw`regexp_replace(replace(replace(replace(replace(${document}, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
+    chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb`;
 
 /**
  * PostgreSQL reads a field as jsonb: `document` (`data`, the row's text; or `?::text`, one bound first)

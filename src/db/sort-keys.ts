@@ -18,7 +18,7 @@
 import type { Knex } from 'knex';
 import type { DatabaseParams } from './changes.ts';
 import { advance } from './collections.ts';
-import { type Direction, postgresField, rowJsonSql } from './ordering.ts';
+import { type Direction, postgresField, rowJsonSql, sqliteName } from './ordering.ts';
 import { query, type WriteTx } from './query.ts';
 
 /** Collections remembered at most; the least recently remembered is forgotten first. */
@@ -49,7 +49,8 @@ export class KnownIndexes {
 /** Writes the keys of the stored rows `fromId`..`toId` for `field`, in `slot`. */
 export async function writeSortKeys(trx: WriteTx, collectionId: number, slot: number, field: string, fromId: number, toId: number) {
   if ((trx.userParams as DatabaseParams).sqlite) {
-    await query(trx, sqliteKeysSql, [collectionId, slot, field, collectionId, fromId, toId]);
+    const { sql, binding } = sqliteName(field);
+    await query(trx, sqliteKeysSql(sql), [collectionId, slot, binding, collectionId, fromId, toId]);
   } else {
     const { sql, bindings } = postgresKeys(field);
     await query(trx, sql, [slot, ...bindings, collectionId, fromId, toId]);
@@ -165,11 +166,12 @@ export const sqliteFieldJoin = (data: string, name: string) => `left join json_e
 
 /**
  * SQLite: the keys of the stored rows of a range of ids. Params: the collection's id, the slot, the
- * field's name, then the collection's id, the first id and the last.
+ * field's name (`name`, as ordering.ts's sqliteName() gives it), then the collection's id, the first id
+ * and the last.
  */
-const sqliteKeysSql = `insert into sort_keys (collection_id, slot, row_id, rank, num, str)
+const sqliteKeysSql = (name: string) => `insert into sort_keys (collection_id, slot, row_id, rank, num, str)
   select ?, ?, id, ${sqliteKeyColumns}
-  from (select r.id, k.type as t, k.atom as v from rows r ${sqliteFieldJoin('r.data', '?')}
+  from (select r.id, k.type as t, k.atom as v from rows r ${sqliteFieldJoin('r.data', name)}
     where r.collection_id = ? and r.id between ? and ?) rows`;
 
 /** PostgreSQL: the key columns (rank, num, str) of the jsonb value `j`, as in the comment at the top. */

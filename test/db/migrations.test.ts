@@ -51,7 +51,7 @@ describe('migrations on PostgreSQL', () => {
       await store.createCollection(accountId, 'old');
       const stored = JSON.parse(await store.insertRows(accountId, 'old', rows)) as Row[];
       for (const field of fields) await pages(accountId, field);
-      // A row PostgreSQL cannot read as jsonb, once a field it is not indexed by holds a lone surrogate: left as it is.
+      // A row a field it is not indexed by gives a lone surrogate (which PostgreSQL read as jsonb only since 0005's escape).
       await store.createCollection(accountId, 'lone');
       await store.insertRows(accountId, 'lone', [{ a: 'a\u0001' }, { a: 'a\u0000' }]);
       await store.listRows(accountId, 'lone', page('a', 'asc'));
@@ -79,6 +79,70 @@ describe('migrations on PostgreSQL', () => {
       for (const field of fields) expect(await pages(accountId, field), JSON.stringify(field)).to.deep.equal(expected(stored, field));
       const lone = JSON.parse((await store.listRows(accountId, 'lone', page('a', 'asc'))).json) as Row[];
       expect(lone.map((row) => row.id)).to.have.members([1, 2]);
+    });
+  });
+
+  describe('0005_postgres_sort_key_surrogates', () => {
+    const migration = '0005_postgres_sort_key_surrogates';
+    const named = 'k\ud7ff';
+    const fields = ['a', named];
+    // The old keys read U+D7FF as itself, above where a lone surrogate's key (U+D7FF U+0800..U+0FFF) now
+    // sorts; the rows with lone surrogates are written once the new keys are made.
+    const old = ['', 'b', '\ud7ff', '\ud7ff\u0001', '\ud7ff\u4e00', '\ud7ff\uffff', '\ue000'];
+    const lone = ['\ud7ff\ud800', '\ud800', '\udfff'];
+    // All of them in code point order.
+    const all = ['', 'b', '\ud7ff', '\ud7ff\u0001', '\ud7ff\u4e00', '\ud7ff\ud800', '\ud7ff\uffff', '\ud800', '\udfff', '\ue000'];
+    const page = (field: string, order: 'asc' | 'desc') => ({ limit: 1000, offset: 0, orderBy: field, order });
+    const pages = async (accountId: number, field: string) =>
+      Promise.all(
+        (['asc', 'desc'] as const).map(async (order) =>
+          (JSON.parse((await store.listRows(accountId, 'd7ff', page(field, order))).json) as Row[]).map((row) => row.id),
+        ),
+      );
+    /** The ids of the stored rows by code point of `field` (U+D7FF below a lone surrogate), both ways (no ties). */
+    const expected = (stored: Row[], field: string) => {
+      const asc = [...stored].sort((x, y) => all.indexOf(x[field] as string) - all.indexOf(y[field] as string)).map((r) => r.id);
+      return [asc, [...asc].reverse()];
+    };
+
+    it('makes again the keys of U+D7FF, so that they sort below those of lone surrogates', async () => {
+      if (!store) store = await openStore(database.url, { minRows: 0, max: 16 });
+      await store.createKey('d7ff');
+      const accountId = Number((await store.db.knex('accounts').where({ name: 'd7ff' }).first('id')).id);
+      await store.createCollection(accountId, 'd7ff');
+      const shuffled = [4, 0, 6, 2, 5, 1, 3].map((i) => old[i]);
+      const rows = shuffled.map((v, i) => ({ a: v, [named]: shuffled[shuffled.length - 1 - i] }));
+      await store.insertRows(accountId, 'd7ff', rows);
+      for (const field of fields) await pages(accountId, field);
+      // The keys as the code before the migration made them, of the rows it could read (no lone surrogate).
+      const knex = store.db.knex;
+      const { id } = await knex('collections').where({ name: 'd7ff', account_id: accountId }).first('id');
+      for (const [slot, field] of fields.entries()) {
+        await knex.raw(
+          `insert into sort_keys (collection_id, slot, row_id, rank, num, str)
+            select collection_id, ?::integer, id, ${postgresKeyColumns('j')}
+            from (select collection_id, id,
+                replace(replace(replace(data, '\\\\', '\\u005c'), '\\u0001', '\\u0001\\u0002'), '\\u0000', '\\u0001\\u0001')::jsonb -> ? as j
+              from rows where collection_id = ?) r
+            ${replaceKey}`,
+          [slot, field, id],
+        );
+      }
+      // Rows with lone surrogates, written (as they are now) beside the old keys.
+      await store.insertRows(
+        accountId,
+        'd7ff',
+        lone.map((v, i) => ({ a: v, [named]: lone[lone.length - 1 - i] })),
+      );
+      const stored = JSON.parse((await store.listRows(accountId, 'd7ff', page('id', 'asc'))).json) as Row[];
+      for (const field of fields)
+        expect(await pages(accountId, field), `${JSON.stringify(field)} before`).not.to.deep.equal(expected(stored, field));
+      await knex('knex_migrations').where({ name: migration }).delete();
+      await store.close();
+
+      store = await openStore(database.url, { minRows: 0, max: 16 });
+      expect(await store.db.knex('knex_migrations').where({ name: migration }).first('name')).to.deep.equal({ name: migration });
+      for (const field of fields) expect(await pages(accountId, field), JSON.stringify(field)).to.deep.equal(expected(stored, field));
     });
   });
 });

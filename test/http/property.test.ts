@@ -55,8 +55,18 @@ const fieldName = fc.oneof(
   { weight: 2, arbitrary: fc.constantFrom('é', 'e\u0301', '😀', '\u202Ert', 'a b', '\n', '', 'NUL\u0000') },
   { weight: 1, arbitrary: anyString(12) },
 );
-const jsonValue = fc.jsonValue({ maxDepth: 3, stringUnit: unit });
-const fields = fc.dictionary(fieldName, jsonValue, { maxKeys: 5 });
+// Inside JSON (values and field names, never a URL, which cannot carry them), also lone surrogates and
+// U+D7FF, which PostgreSQL must escape to order (src/db/ordering.ts).
+const jsonUnit = fc.oneof(
+  { weight: 8, arbitrary: unit },
+  { weight: 1, arbitrary: fc.constantFrom('\ud800', '\udfff', '\udc00', '\ud7ff') },
+);
+const jsonFieldName = fc.oneof(
+  { weight: 8, arbitrary: fieldName },
+  { weight: 1, arbitrary: fc.constantFrom('k\ud800', '\udfff', '\ud7ff') },
+);
+const jsonValue = fc.jsonValue({ maxDepth: 3, stringUnit: jsonUnit });
+const fields = fc.dictionary(jsonFieldName, jsonValue, { maxKeys: 5 });
 const fieldsWithId = fc.tuple(fields, jsonValue).map(([row, id]) => ({ ...row, id }));
 const rowBatch = fc.oneof(
   { weight: 4, arbitrary: fc.array(fields, { minLength: 1, maxLength: 5 }) },
