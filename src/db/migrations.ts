@@ -119,19 +119,7 @@ const migrations: Record<string, Knex.Migration> = {
     // add; none since 0005's escape, which this now reads with) is left as it is, rather than stop the
     // migration, and with it the service. SQLite's keys never changed.
     async up(knex) {
-      if (knex.client.dialect !== 'postgresql') return;
-      await knex.raw(`create function pg_temp.rowbase_jsonb(document text) returns jsonb language plpgsql as $$
-        begin return ${postgresJsonb('document')}; exception when others then return null; end $$`);
-      await knex.raw(`insert into sort_keys (collection_id, slot, row_id, rank, num, str)
-        select collection_id, slot, id, ${postgresKeyColumns('j')}
-          from (select c.id as collection_id, f.slot - 1 as slot, d.id, d.document -> f.field as j
-            from collections c,
-              jsonb_array_elements_text(${postgresJsonb('c.sorted')}) with ordinality as f(field, slot),
-              lateral (select id, pg_temp.rowbase_jsonb(data) as document from rows
-                where collection_id = c.id and (strpos(data, '\\u0000') > 0 or strpos(data, '\\u0001') > 0)) d
-            where d.document is not null) k
-        ${replaceKey}`);
-      await knex.raw('drop function pg_temp.rowbase_jsonb(text)');
+      await remakePostgresKeys(knex, "strpos(data, '\\u0000') > 0 or strpos(data, '\\u0001') > 0");
     },
     // The old keys were wrong: there is nothing to go back to.
     async down() {},
@@ -147,25 +135,33 @@ const migrations: Record<string, Knex.Migration> = {
     // where it must sort before them. A row PostgreSQL still cannot read as jsonb (none should remain)
     // is left as it is, as in 0004. SQLite's keys never changed.
     async up(knex) {
-      if (knex.client.dialect !== 'postgresql') return;
-      await knex.raw(`create function pg_temp.rowbase_jsonb(document text) returns jsonb language plpgsql as $$
-        begin return ${postgresJsonb('document')}; exception when others then return null; end $$`);
-      await knex.raw(`insert into sort_keys (collection_id, slot, row_id, rank, num, str)
-        select collection_id, slot, id, ${postgresKeyColumns('j')}
-          from (select c.id as collection_id, f.slot - 1 as slot, d.id, d.document -> f.field as j
-            from collections c,
-              jsonb_array_elements_text(pg_temp.rowbase_jsonb(c.sorted)) with ordinality as f(field, slot),
-              lateral (select id, pg_temp.rowbase_jsonb(data) as document from rows
-                where collection_id = c.id
-                  and (strpos(f.field, chr(55295)) > 0 or strpos(data, chr(55295)) > 0 or data ~* '\\\\ud[89a-f]')) d
-            where d.document is not null) k
-        ${replaceKey}`);
-      await knex.raw('drop function pg_temp.rowbase_jsonb(text)');
+      await remakePostgresKeys(knex, "strpos(f.field, chr(55295)) > 0 or strpos(data, chr(55295)) > 0 or data ~* '\\\\ud[89a-f]'");
     },
     // The old keys were wrong: there is nothing to go back to.
     async down() {},
   },
 };
+
+/**
+ * PostgreSQL only: makes again, as sort-keys.ts makes them, the sort keys of the rows that `rows`
+ * picks (an SQL condition on `data`, the row's text, and `f.field`, the indexed field's name), each
+ * with ordering.ts's escape as it is now. A row PostgreSQL cannot read as jsonb at all is left as it
+ * is, rather than stop the migration, and with it the service.
+ */
+async function remakePostgresKeys(knex: Knex, rows: string): Promise<void> {
+  if (knex.client.dialect !== 'postgresql') return;
+  await knex.raw(`create function pg_temp.rowbase_jsonb(document text) returns jsonb language plpgsql as $$
+    begin return ${postgresJsonb('document')}; exception when others then return null; end $$`);
+  await knex.raw(`insert into sort_keys (collection_id, slot, row_id, rank, num, str)
+    select collection_id, slot, id, ${postgresKeyColumns('j')}
+      from (select c.id as collection_id, f.slot - 1 as slot, d.id, d.document -> f.field as j
+        from collections c,
+          jsonb_array_elements_text(pg_temp.rowbase_jsonb(c.sorted)) with ordinality as f(field, slot),
+          lateral (select id, pg_temp.rowbase_jsonb(data) as document from rows where collection_id = c.id and (${rows})) d
+        where d.document is not null) k
+    ${replaceKey}`);
+  await knex.raw('drop function pg_temp.rowbase_jsonb(text)');
+}
 
 /** Migrations ship inside the code, so a bare `npm start` needs no migrations folder. */
 export const migrationSource: Knex.MigrationSource<string> = {
