@@ -6,8 +6,7 @@ import { Agent, request as httpRequest, type IncomingMessage } from 'node:http';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { Client, type Response } from '../support/client.ts';
-import { checkResponse } from '../support/contract.ts';
+import { Client, type Response, readResponse } from '../support/client.ts';
 import { pollUntil, type ServeProcess, Workspace } from '../support/process.ts';
 import { head, rawExchange, websocketHeaders } from '../support/raw.ts';
 
@@ -210,16 +209,7 @@ async function insertRowsHoldingTheBody(
   request.end(body.subarray(half));
 
   const [response] = await responded;
-  let text = '';
-  response.setEncoding('utf8');
-  for await (const chunk of response) text += chunk;
-  const headers = new Headers();
-  for (const [name, value] of Object.entries(response.headers)) {
-    if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(', ') : value);
-  }
-  const status = response.statusCode ?? 0;
-  checkResponse({ method: 'POST', path, status, headers, text });
-  return { status, headers, text, body: JSON.parse(text) };
+  return readResponse('POST', path, response);
 }
 
 /** The error code of a new TCP connection to `url`'s port, or undefined if it connects. */

@@ -19,6 +19,14 @@ describe('migrations on PostgreSQL', () => {
     await database?.drop();
   });
 
+  const page = (field: string, order: 'asc' | 'desc') => ({ limit: 1000, offset: 0, orderBy: field, order });
+  /** The rows of `collection`'s page by `field`, all of them. */
+  const rowsOf = async (accountId: number, collection: string, field: string, order: 'asc' | 'desc' = 'asc') =>
+    JSON.parse((await store.listRows(accountId, collection, page(field, order))).json) as Row[];
+  /** The ids of `collection`'s page by `field`, both ways. */
+  const idsBothWays = (accountId: number, collection: string, field: string) =>
+    Promise.all((['asc', 'desc'] as const).map(async (order) => (await rowsOf(accountId, collection, field, order)).map((row) => row.id)));
+
   describe('0004_postgres_sort_key_escape', () => {
     const nul = 'k\u0000';
     const one = 'k\u0001';
@@ -28,14 +36,7 @@ describe('migrations on PostgreSQL', () => {
     const values = ['', '\u0000', '\u0001', '\\u0000', '\\u0001', 'a', 'a\u0000', 'a\u0000b', 'a\u0001', 'a\u0002'];
     const shuffled = [7, 2, 9, 0, 4, 1, 8, 3, 6, 5].map((i) => values[i]);
     const rows = shuffled.map((v, i) => ({ a: v, [nul]: v, [one]: shuffled[shuffled.length - 1 - i] }));
-    const page = (field: string, order: 'asc' | 'desc') => ({ limit: 1000, offset: 0, orderBy: field, order });
-    /** The ids of `field`'s page of the collection, both ways. */
-    const pages = async (accountId: number, field: string) =>
-      Promise.all(
-        (['asc', 'desc'] as const).map(async (order) =>
-          (JSON.parse((await store.listRows(accountId, 'old', page(field, order))).json) as Row[]).map((row) => row.id),
-        ),
-      );
+    const pages = (accountId: number, field: string) => idsBothWays(accountId, 'old', field);
     /** contract.md's order of the stored rows by `field`, both ways (no ties). */
     const expected = (stored: Row[], field: string) => {
       const asc = [...stored]
@@ -77,7 +78,7 @@ describe('migrations on PostgreSQL', () => {
       store = await openStore(database.url, { minRows: 0, max: 16 });
       expect(await store.db.knex('knex_migrations').where({ name: migration }).first('name')).to.deep.equal({ name: migration });
       for (const field of fields) expect(await pages(accountId, field), JSON.stringify(field)).to.deep.equal(expected(stored, field));
-      const lone = JSON.parse((await store.listRows(accountId, 'lone', page('a', 'asc'))).json) as Row[];
+      const lone = await rowsOf(accountId, 'lone', 'a');
       expect(lone.map((row) => row.id)).to.have.members([1, 2]);
     });
   });
@@ -92,13 +93,7 @@ describe('migrations on PostgreSQL', () => {
     const lone = ['\ud7ff\ud800', '\ud800', '\udfff'];
     // All of them in code point order.
     const all = ['', 'b', '\ud7ff', '\ud7ff\u0001', '\ud7ff\u4e00', '\ud7ff\ud800', '\ud7ff\uffff', '\ud800', '\udfff', '\ue000'];
-    const page = (field: string, order: 'asc' | 'desc') => ({ limit: 1000, offset: 0, orderBy: field, order });
-    const pages = async (accountId: number, field: string) =>
-      Promise.all(
-        (['asc', 'desc'] as const).map(async (order) =>
-          (JSON.parse((await store.listRows(accountId, 'd7ff', page(field, order))).json) as Row[]).map((row) => row.id),
-        ),
-      );
+    const pages = (accountId: number, field: string) => idsBothWays(accountId, 'd7ff', field);
     /** The ids of the stored rows by code point of `field` (U+D7FF below a lone surrogate), both ways (no ties). */
     const expected = (stored: Row[], field: string) => {
       const asc = [...stored].sort((x, y) => all.indexOf(x[field] as string) - all.indexOf(y[field] as string)).map((r) => r.id);
@@ -134,7 +129,7 @@ describe('migrations on PostgreSQL', () => {
         'd7ff',
         lone.map((v, i) => ({ a: v, [named]: lone[lone.length - 1 - i] })),
       );
-      const stored = JSON.parse((await store.listRows(accountId, 'd7ff', page('id', 'asc'))).json) as Row[];
+      const stored = await rowsOf(accountId, 'd7ff', 'id');
       for (const field of fields)
         expect(await pages(accountId, field), `${JSON.stringify(field)} before`).not.to.deep.equal(expected(stored, field));
       await knex('knex_migrations').where({ name: migration }).delete();

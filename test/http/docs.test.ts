@@ -7,8 +7,7 @@ import { dirname, join } from 'node:path';
 import { runInNewContext } from 'node:vm';
 import { expect } from 'chai';
 import { describeEachBackend } from '../support/backends.ts';
-import type { Response } from '../support/client.ts';
-import { checkResponse } from '../support/contract.ts';
+import { type Response, readResponse } from '../support/client.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
 const swaggerUi = dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
@@ -61,16 +60,7 @@ describeEachBackend('the API reference', (backend) => {
       request.once('response', (answer) => resolve([answer]));
       request.once('error', reject);
     })) as [IncomingMessage];
-    let text = '';
-    response.setEncoding('utf8');
-    for await (const chunk of response) text += chunk;
-    const headers = new Headers();
-    for (const [name, value] of Object.entries(response.headers)) {
-      if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(', ') : value);
-    }
-    const status = response.statusCode ?? 0;
-    checkResponse({ method: 'GET', path, status, headers, text });
-    return { status, headers, text, body: JSON.parse(text || 'null') };
+    return readResponse('GET', path, response);
   }
 
   describe('GET /docs', () => {

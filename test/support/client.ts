@@ -1,4 +1,5 @@
 // A plain HTTP client for tests that checks every response it sees against openapi.yaml.
+import type { IncomingMessage } from 'node:http';
 import { checkResponse } from './contract.ts';
 
 export interface Response<T = unknown> {
@@ -48,4 +49,21 @@ export class Client {
   post = <T = unknown>(path: string, json?: unknown, options?: RequestOptions) => this.request<T>('POST', path, { json, ...options });
   patch = <T = unknown>(path: string, json?: unknown, options?: RequestOptions) => this.request<T>('PATCH', path, { json, ...options });
   delete = <T = unknown>(path: string, options?: RequestOptions) => this.request<T>('DELETE', path, options);
+}
+
+/**
+ * A response read through node:http (for requests fetch will not send as they are: a path it would
+ * normalise, `Expect: 100-continue`), read whole and checked against openapi.yaml as Client's are.
+ */
+export async function readResponse<T = unknown>(method: string, path: string, response: IncomingMessage): Promise<Response<T>> {
+  let text = '';
+  response.setEncoding('utf8');
+  for await (const chunk of response) text += chunk;
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(response.headers)) {
+    if (value !== undefined) headers.set(name, Array.isArray(value) ? value.join(', ') : value);
+  }
+  const status = response.statusCode ?? 0;
+  checkResponse({ method, path, status, headers, text });
+  return { status, headers, text, body: JSON.parse(text || 'null') as T };
 }
