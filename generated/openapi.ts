@@ -76,6 +76,8 @@ export interface paths {
         /**
          * Tell whether the service is up.
          * @description Needs no key and does not count toward usage. Answers 503 when the database cannot be reached.
+         *     Its query string is ignored, whatever it holds (`x-rowbase-query: ignored`), so that a probe may add a
+         *     cache-busting `?t=…`; every other route refuses a query parameter it does not know.
          */
         get: operations["getHealth"];
         put?: never;

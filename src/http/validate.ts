@@ -33,6 +33,11 @@ export interface RequestChecks {
   integers: { in: 'path' | 'query'; name: string }[];
   /** The names of the query's parameters. */
   queryNames: Set<string>;
+  /**
+   * The operation reads no query and refuses none (`x-rowbase-query: ignored` in openapi.yaml): GET /health,
+   * which probes may call with a cache-busting `?t=…`.
+   */
+  ignoresQuery: boolean;
 }
 
 /**
@@ -54,14 +59,16 @@ export function requestChecks(operation: Operation, validators: ValidateFunction
     if (type === 'integer') integers.push({ in: parameter.in as 'path' | 'query', name: parameter.name });
     if (parameter.in === 'query') queryNames.add(parameter.name);
   }
-  return { validators, integers, queryNames };
+  const ignoresQuery = (operation as { 'x-rowbase-query'?: unknown })['x-rowbase-query'] === 'ignored';
+  if (ignoresQuery && queryNames.size > 0) throw new Error(`${operation.operationId}: ignores its query, yet has query parameters`);
+  return { validators, integers, queryNames, ignoresQuery };
 }
 
 const invalid = (errors: FieldError[]) => validationFailed('The request does not match the API description.', errors);
 
 /** The request's input as validated, coerced and defaulted, or a 400 `validation_failed` saying what is wrong. */
-export function validateRequest({ validators, integers, queryNames }: RequestChecks, request: RequestParts): Validated {
-  const unknown = unknownQueryNames(queryNames, request.querystring);
+export function validateRequest({ validators, integers, queryNames, ignoresQuery }: RequestChecks, request: RequestParts): Validated {
+  const unknown = ignoresQuery ? [] : unknownQueryNames(queryNames, request.querystring);
   if (unknown.length > 0) throw invalid(unknown);
   const path: Record<string, unknown> = {};
   for (const [name, value] of Object.entries(request.params)) {
@@ -72,9 +79,9 @@ export function validateRequest({ validators, integers, queryNames }: RequestChe
     }
   }
   // Read before Ajv coerces the values in place.
-  const loose = looseIntegers(integers, { path, query: request.sentQuery });
+  const loose = looseIntegers(integers, { path, query: ignoresQuery ? {} : request.sentQuery });
   // No body read: `requestBody` is undefined, which Ajv takes for missing, as when openapi-backend leaves it out.
-  const parameters = { path, query: request.query, requestBody: request.body };
+  const parameters = { path, query: ignoresQuery ? {} : request.query, requestBody: request.body };
   const errors: ErrorObject[] = [];
   for (const validate of validators) if (!validate(parameters)) errors.push(...(validate.errors ?? []));
   if (errors.length > 0) throw invalid(fieldErrors(errors));

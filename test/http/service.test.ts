@@ -15,6 +15,27 @@ describeEachBackend('service routes', (backend) => {
       expect(response.status).to.equal(200);
       expect(response.body).to.deep.equal({ ok: true, service: 'rowbase' });
     });
+
+    // Probes add a query to get past caches; openapi.yaml marks the operation `x-rowbase-query: ignored`.
+    for (const query of ['?x=1', '?t=1700000000&t=2', '?limit=abc', '?', '?%zz', '?__proto__[a]=1', `?${'a&'.repeat(1500)}`]) {
+      it(`ignores its query string on GET and HEAD (${query.length > 20 ? `${query.slice(0, 12)}…` : query})`, async () => {
+        const get = await server.anonymous().get(`/health${query}`);
+        expect(get.status).to.equal(200);
+        expect(get.body).to.deep.equal({ ok: true, service: 'rowbase' });
+        const head = await server.anonymous().request('HEAD', `/health${query}`);
+        expect(head.status).to.equal(200);
+        expect(head.text).to.equal('');
+      });
+    }
+
+    it('still refuses unknown query parameters elsewhere, keyless routes included', async () => {
+      const client = await server.client();
+      for (const path of ['/openapi.yaml?x=1', '/v1/usage?x=1', '/v1/collections?x=1']) {
+        const response = await client.get(path);
+        expect(response.status, path).to.equal(400);
+        expect(response.body, path).to.include({ code: 'validation_failed' });
+      }
+    });
   });
 
   describe('HEAD', () => {
