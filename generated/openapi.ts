@@ -30,9 +30,11 @@ export interface paths {
         };
         /**
          * This document, rendered for people.
-         * @description An HTML page on which Swagger UI renders `GET /openapi.yaml`. Its scripts and stylesheets come from
-         *     `GET /docs/{asset}`, none is inline, and its `Content-Security-Policy` has the browser refuse every
-         *     other host. Needs no key and does not count toward usage.
+         * @description An HTML page on which Swagger UI renders this document (`GET /docs/openapi.yaml`: `GET /openapi.yaml`
+         *     with the relative server `/`, so that "Try it out" calls the origin the page was served from, on any
+         *     host and port). Its scripts and stylesheets come from `GET /docs/{asset}`, none is inline, and its
+         *     `Content-Security-Policy` has the browser refuse every other host. Needs no key and does not count
+         *     toward usage.
          */
         get: operations["getDocs"];
         put?: never;
@@ -53,9 +55,11 @@ export interface paths {
         /**
          * A script or stylesheet of the reference page.
          * @description One of the files the page of `GET /docs` loads, and nothing else: `swagger-ui.css`, `index.css` and
-         *     `swagger-ui-bundle.js`, Swagger UI's own (the npm package swagger-ui-dist), and `docs.js`, which
-         *     starts it on `/openapi.yaml`. Any other name answers `404 not_found`. Needs no key and does not
-         *     count toward usage.
+         *     `swagger-ui-bundle.js`, Swagger UI's own (the npm package swagger-ui-dist), `docs.js`, which
+         *     starts it on `openapi.yaml`, and `openapi.yaml`, the document it renders: `GET /openapi.yaml` whose
+         *     only server is `/`, which resolves against the document's own URL (a relative server URL, OpenAPI
+         *     3.0.3 Server Object), so that "Try it out" calls the origin the page came from. Any other name
+         *     answers `404 not_found`. Needs no key and does not count toward usage.
          */
         get: operations["getDocsAsset"];
         put?: never;
@@ -739,11 +743,12 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The file, a stylesheet or a script. */
+            /** @description The file, a stylesheet, a script or the document. */
             200: {
                 headers: {
                     /**
-                     * @description Always `public, max-age=3600`. The names carry no version, so a browser keeps a file one hour.
+                     * @description `public, max-age=3600`: the names carry no version, so a browser keeps a file one hour. The
+                     *     document, `openapi.yaml`, is `no-cache`.
                      * @example public, max-age=3600
                      */
                     "Cache-Control": string;
@@ -751,6 +756,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    "application/yaml": string;
                     "text/css": string;
                     "text/javascript": string;
                 };

@@ -5,6 +5,7 @@ import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parseDocument } from 'yaml';
 
 export interface DocsFile {
   body: Buffer;
@@ -42,6 +43,7 @@ export const DOCS_CONTENT_SECURITY_POLICY = [
 const html = 'text/html; charset=utf-8';
 const css = 'text/css; charset=utf-8';
 const javascript = 'text/javascript; charset=utf-8';
+const yaml = 'application/yaml; charset=utf-8';
 
 // The package's folder, found without running its main module (which loads the whole bundle into Node).
 const swaggerUi = dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
@@ -81,4 +83,29 @@ async function readDocsFiles(): Promise<DocsFiles> {
   const read = async ({ path, contentType }: Source): Promise<DocsFile> => ({ body: await readFile(path), contentType });
   const assets = await Promise.all(Object.entries(assetSources).map(async ([name, source]) => [name, await read(source)] as const));
   return { page: await read({ path: ours('index.html'), contentType: html }), assets: new Map(assets) };
+}
+
+/**
+ * The server the page's "Try it out" sends requests to: the origin the page and its document came from.
+ * A server URL may be relative to where the document is served (OpenAPI 3.0.3, Server Object), and Swagger
+ * UI resolves it against the document's URL; the host never comes from the request, so nothing a client
+ * sends (a Host header, say) can point the page elsewhere.
+ */
+export const DOCS_SERVER = { url: '/', description: 'This service: the origin this page was served from.' };
+
+let rendered: { openapi: string; file: DocsFile } | undefined;
+
+/**
+ * GET /docs/openapi.yaml, the document the page renders: `openapi`, the text of GET /openapi.yaml, with
+ * DOCS_SERVER as its only server. openapi.yaml itself keeps `http://127.0.0.1:8080`, which generated
+ * clients take for their default; on the page it would send every request to that address, refused by
+ * the page's policy on any other origin. Made once, comments kept.
+ */
+export function docsDocument(openapi: string): DocsFile {
+  if (rendered?.openapi !== openapi) {
+    const document = parseDocument(openapi);
+    document.set('servers', [DOCS_SERVER]);
+    rendered = { openapi, file: { body: Buffer.from(document.toString()), contentType: yaml } };
+  }
+  return rendered.file;
 }

@@ -1,4 +1,4 @@
-import { DOCS_CONTENT_SECURITY_POLICY, type DocsFile, docsFiles } from '../docs/files.ts';
+import { DOCS_CONTENT_SECURITY_POLICY, type DocsFile, docsDocument, docsFiles } from '../docs/files.ts';
 import { notFound } from '../errors.ts';
 import type { Handlers, Result } from './types.ts';
 
@@ -8,7 +8,9 @@ export const docsHandlers: Handlers<'getDocs' | 'getDocsAsset'> = {
     return serve(page, 'no-cache');
   },
 
-  async getDocsAsset({ path }) {
+  async getDocsAsset({ path }, { documents }) {
+    // The document changes with the service: never kept stale.
+    if (path.asset === 'openapi.yaml') return serve(docsDocument(documents.openapi), 'no-cache');
     const file = (await docsFiles()).assets.get(path.asset);
     // Shown as sent, as the 404 of an unknown route shows its path.
     if (!file) throw notFound(`There is no route /docs/${encodeURIComponent(path.asset)}.`);

@@ -6,8 +6,9 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { runInNewContext } from 'node:vm';
 import { expect } from 'chai';
+import { parse as parseYaml } from 'yaml';
 import { describeEachBackend } from '../support/backends.ts';
-import { type Response, readResponse } from '../support/client.ts';
+import { Client, type Response, readResponse } from '../support/client.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
 const swaggerUi = dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
@@ -131,19 +132,49 @@ describeEachBackend('the API reference', (backend) => {
       });
     }
 
-    it('starts Swagger UI on /openapi.yaml, with no validator, and nothing from another host', async () => {
+    /** What docs.js hands Swagger UI, run as the page runs it. */
+    async function swaggerUiConfig(): Promise<Record<string, unknown>> {
       const { text } = await server.anonymous().get('/docs/docs.js');
       const started: Record<string, unknown>[] = [];
       runInNewContext(text, { window: {}, SwaggerUIBundle: (config: Record<string, unknown>) => started.push(config) });
       expect(started).to.have.length(1);
-      const [config] = started;
-      expect(config).to.include({ url: '/openapi.yaml', validatorUrl: null, queryConfigEnabled: false, dom_id: '#swagger-ui' });
-      expect(config).not.to.have.any.keys('urls', 'configUrl', 'oauth2RedirectUrl');
-      // The document it renders is the one /openapi.yaml serves.
-      const document = await server.anonymous().get(config.url as string);
-      expect(document.status).to.equal(200);
-      expect(document.text).to.include('operationId: getDocs');
+      return started[0];
+    }
+
+    it('starts Swagger UI on /docs/openapi.yaml, with no validator, and nothing from another host', async () => {
+      const config = await swaggerUiConfig();
+      expect(config).to.include({ url: '/docs/openapi.yaml', validatorUrl: null, queryConfigEnabled: false, dom_id: '#swagger-ui' });
+      expect(config).not.to.have.any.keys('urls', 'configUrl', 'oauth2RedirectUrl', 'spec', 'requestInterceptor');
     });
+
+    it('renders the document /openapi.yaml serves, its one server the relative /, and never stale', async () => {
+      const config = await swaggerUiConfig();
+      const rendered = await server.anonymous().get(config.url as string);
+      expect(rendered.status).to.equal(200);
+      expect(rendered.headers.get('content-type')).to.equal('application/yaml; charset=utf-8');
+      expect(rendered.headers.get('cache-control')).to.equal('no-cache');
+      expect(policy(rendered.headers.get('content-security-policy')).get('default-src')).to.deep.equal(["'self'"]);
+      const served = parseYaml((await server.anonymous().get('/openapi.yaml')).text);
+      const document = parseYaml(rendered.text);
+      expect(document.servers).to.deep.equal([{ url: '/', description: 'This service: the origin this page was served from.' }]);
+      expect({ ...document, servers: served.servers }).to.deep.equal(served);
+    });
+
+    // "Try it out" sends to servers[0] resolved against the document's URL (Swagger UI's swagger-client
+    // resolves a relative server that way, as OpenAPI's Server Object says). On a test server's ephemeral
+    // port, whatever the name the page was reached by, that is the page's own origin, which its policy allows.
+    for (const host of ['127.0.0.1', 'localhost']) {
+      it(`sends "Try it out" to the origin the page came from (reached as ${host})`, async () => {
+        const origin = `http://${host}:${new URL(server.url).port}`;
+        const config = await swaggerUiConfig();
+        const page = new Client(origin);
+        const documentUrl = new URL(config.url as string, `${origin}/docs`);
+        const base = new URL(parseYaml((await page.get(documentUrl.pathname)).text).servers[0].url, documentUrl);
+        expect(base.origin).to.equal(origin);
+        expect(base.origin).not.to.equal(new URL(parseYaml((await page.get('/openapi.yaml')).text).servers[0].url).origin);
+        expect((await new Client(base.origin).get('/health')).status).to.equal(200);
+      });
+    }
 
     for (const { name, path } of misses) {
       it(`answers 404 not_found to ${name} (${path})`, async () => {
