@@ -427,6 +427,37 @@ export interface components {
         };
     };
     responses: {
+        /**
+         * @description `validation_failed`: a query parameter the route does not have, or a path that is not valid
+         *     percent-encoding, on a route that needs no key (so without the `RateLimit-*` headers).
+         */
+        BadQuery: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "urn:rowbase:problem:validation_failed",
+                 *       "title": "Validation failed",
+                 *       "status": 400,
+                 *       "detail": "The request does not match the API description.",
+                 *       "code": "validation_failed",
+                 *       "errors": [
+                 *         {
+                 *           "in": "query",
+                 *           "name": "v",
+                 *           "message": "is not a known parameter"
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"] & {
+                    /** @enum {unknown} */
+                    code?: "validation_failed";
+                };
+            };
+        };
         /** @description `validation_failed`: malformed JSON, wrong types, unknown or missing fields, bad query values. */
         BadRequest: {
             headers: {
@@ -452,7 +483,10 @@ export interface components {
                  *       ]
                  *     }
                  */
-                "application/problem+json": components["schemas"]["Problem"];
+                "application/problem+json": components["schemas"]["Problem"] & {
+                    /** @enum {unknown} */
+                    code?: "validation_failed";
+                };
             };
         };
         /** @description `conflict`: the account already has a collection of that name. */
@@ -473,10 +507,16 @@ export interface components {
                  *       "code": "conflict"
                  *     }
                  */
-                "application/problem+json": components["schemas"]["Problem"];
+                "application/problem+json": components["schemas"]["Problem"] & {
+                    /** @enum {unknown} */
+                    code?: "conflict";
+                };
             };
         };
-        /** @description Any other problem: `405 method_not_allowed`, `500 internal`, `503 unavailable`. */
+        /**
+         * @description Any other problem: `405 method_not_allowed`, `408 request_timeout`, `431 headers_too_large`,
+         *     `500 internal`, `503 unavailable`.
+         */
         Error: {
             headers: {
                 [name: string]: unknown;
@@ -491,7 +531,10 @@ export interface components {
                  *       "code": "internal"
                  *     }
                  */
-                "application/problem+json": components["schemas"]["Problem"];
+                "application/problem+json": components["schemas"]["Problem"] & {
+                    /** @enum {unknown} */
+                    code?: "method_not_allowed" | "request_timeout" | "headers_too_large" | "internal" | "unavailable";
+                };
             };
         };
         /** @description `not_found`: no such collection or row for this account. */
@@ -512,7 +555,10 @@ export interface components {
                  *       "code": "not_found"
                  *     }
                  */
-                "application/problem+json": components["schemas"]["Problem"];
+                "application/problem+json": components["schemas"]["Problem"] & {
+                    /** @enum {unknown} */
+                    code?: "not_found";
+                };
             };
         };
         /** @description `payload_too_large`: the body is over 1 MiB. */
@@ -533,7 +579,10 @@ export interface components {
                  *       "code": "payload_too_large"
                  *     }
                  */
-                "application/problem+json": components["schemas"]["Problem"];
+                "application/problem+json": components["schemas"]["Problem"] & {
+                    /** @enum {unknown} */
+                    code?: "payload_too_large";
+                };
             };
         };
         /**
@@ -559,7 +608,10 @@ export interface components {
                  *       "code": "quota_exceeded"
                  *     }
                  */
-                "application/problem+json": components["schemas"]["Problem"];
+                "application/problem+json": components["schemas"]["Problem"] & {
+                    /** @enum {unknown} */
+                    code?: "quota_exceeded" | "rate_limited";
+                };
             };
         };
         /** @description `unauthorized`: the key is missing, unknown or revoked. */
@@ -582,7 +634,10 @@ export interface components {
                  *       "code": "unauthorized"
                  *     }
                  */
-                "application/problem+json": components["schemas"]["Problem"];
+                "application/problem+json": components["schemas"]["Problem"] & {
+                    /** @enum {unknown} */
+                    code?: "unauthorized";
+                };
             };
         };
         /** @description `unavailable`: the database cannot be reached. */
@@ -600,7 +655,10 @@ export interface components {
                  *       "code": "unavailable"
                  *     }
                  */
-                "application/problem+json": components["schemas"]["Problem"];
+                "application/problem+json": components["schemas"]["Problem"] & {
+                    /** @enum {unknown} */
+                    code?: "unavailable";
+                };
             };
         };
         /** @description `unsupported_media_type`: the body is not `application/json`. */
@@ -621,7 +679,10 @@ export interface components {
                  *       "code": "unsupported_media_type"
                  *     }
                  */
-                "application/problem+json": components["schemas"]["Problem"];
+                "application/problem+json": components["schemas"]["Problem"] & {
+                    /** @enum {unknown} */
+                    code?: "unsupported_media_type";
+                };
             };
         };
     };
@@ -698,6 +759,7 @@ export interface operations {
                     "application/yaml": string;
                 };
             };
+            400: components["responses"]["BadQuery"];
             default: components["responses"]["Error"];
         };
     };
@@ -725,6 +787,7 @@ export interface operations {
                     "text/html": string;
                 };
             };
+            400: components["responses"]["BadQuery"];
             default: components["responses"]["Error"];
         };
     };
@@ -761,6 +824,7 @@ export interface operations {
                     "text/javascript": string;
                 };
             };
+            400: components["responses"]["BadQuery"];
             /** @description `not_found`: the page loads no file of that name. */
             404: {
                 headers: {
@@ -776,7 +840,10 @@ export interface operations {
                      *       "code": "not_found"
                      *     }
                      */
-                    "application/problem+json": components["schemas"]["Problem"];
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        code?: "not_found";
+                    };
                 };
             };
             default: components["responses"]["Error"];
@@ -828,6 +895,7 @@ export interface operations {
                     "application/yaml": string;
                 };
             };
+            400: components["responses"]["BadQuery"];
             default: components["responses"]["Error"];
         };
     };

@@ -30,7 +30,8 @@ describeEachBackend('service routes', (backend) => {
 
     it('still refuses unknown query parameters elsewhere, keyless routes included', async () => {
       const client = await server.client();
-      for (const path of ['/openapi.yaml?x=1', '/v1/usage?x=1', '/v1/collections?x=1']) {
+      const keyless = ['/openapi.yaml?x=1', '/asyncapi.yaml?v=2', '/docs?x=1', '/docs/docs.js?v=1', '/docs/%zz'];
+      for (const path of [...keyless, '/v1/usage?x=1', '/v1/collections?x=1']) {
         const response = await client.get(path);
         expect(response.status, path).to.equal(400);
         expect(response.body, path).to.include({ code: 'validation_failed' });

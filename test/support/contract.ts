@@ -1,7 +1,8 @@
 // Checks a response against openapi.yaml, read and dereferenced here independently of the server:
 // the status must be declared for the operation (or fall under `default`), the media type must be one
 // it declares, the body must match that media type's schema, and declared headers must be present.
-// Unknown routes and wrong methods have no operation: their 404 and 405 must still be a Problem.
+// Unknown routes and wrong methods have no operation: their 404 and 405 must still be a Problem. A problem's
+// `code` must be one the response declares, of its status, and its `type` must name it.
 import { readFile } from 'node:fs/promises';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { Ajv, type ValidateFunction } from 'ajv';
@@ -95,9 +96,32 @@ function checkBody(where: string, schema: object, mediaType: string, expectedTyp
   if (!validate(body)) {
     throw new ContractError(`${where}: body does not match its schema: ${ajv.errorsText(validate.errors)}\n${text.slice(0, 500)}`);
   }
-  if (mediaType === 'application/problem+json' && (body as { status?: number }).status !== status) {
-    throw new ContractError(`${where}: problem status ${(body as { status?: number }).status} differs from the HTTP status`);
-  }
+  if (mediaType === 'application/problem+json') checkProblemCode(where, body as { status: number; code: string; type: string }, status);
+}
+
+/** The HTTP status of each problem `code` (contract.md, "Errors"; openapi.yaml's ProblemCode). */
+const statusOfCode: Record<string, number> = {
+  validation_failed: 400,
+  unauthorized: 401,
+  not_found: 404,
+  method_not_allowed: 405,
+  request_timeout: 408,
+  conflict: 409,
+  gone: 410,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  headers_too_large: 431,
+  quota_exceeded: 429,
+  rate_limited: 429,
+  internal: 500,
+  unavailable: 503,
+};
+
+/** A problem's status is the HTTP status, its code is the one of that status, and its type names its code. */
+function checkProblemCode(where: string, { status: sent, code, type }: { status: number; code: string; type: string }, status: number) {
+  if (sent !== status) throw new ContractError(`${where}: problem status ${sent} differs from the HTTP status`);
+  if (statusOfCode[code] !== status) throw new ContractError(`${where}: problem code ${code} is not one of status ${status}`);
+  if (type !== `urn:rowbase:problem:${code}`) throw new ContractError(`${where}: problem type ${type} does not name its code ${code}`);
 }
 
 /** Throws a ContractError unless `text`, sent with `contentType` and `status`, is openapi.yaml's Problem. */
