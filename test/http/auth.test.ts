@@ -4,7 +4,9 @@ import { expect } from 'chai';
 import { openStore } from '../../src/db/store.ts';
 import { describeEachBackend } from '../support/backends.ts';
 import { Client } from '../support/client.ts';
+import { checkResponse } from '../support/contract.ts';
 import { pollUntil } from '../support/process.ts';
+import { rawExchange } from '../support/raw.ts';
 import { startTestServer, TEST_PLAN, type TestServer } from '../support/server.ts';
 
 describeEachBackend('authentication', (backend) => {
@@ -45,4 +47,34 @@ describeEachBackend('authentication', (backend) => {
     const client = await server.client();
     expect((await client.get('/v1/collections')).status).to.equal(200);
   });
+
+  // Key headers exactly as written on the wire (fetch would trim them). The auth scheme is
+  // case-insensitive and followed by one or more spaces (RFC 9110 §11.1, §11.4); whitespace around a
+  // field value is no part of it (RFC 9110 §5.5). x-api-key holds the key alone.
+  // biome-ignore format: a table
+  const keyHeaders: { name: string; lines: (key: string) => string[]; status: 200 | 401 }[] = [
+    { name: 'the scheme in lower case', lines: (key) => [`Authorization: bearer ${key}`], status: 200 },
+    { name: 'the scheme in upper case', lines: (key) => [`Authorization: BEARER ${key}`], status: 200 },
+    { name: 'several spaces after the scheme', lines: (key) => [`Authorization: Bearer    ${key}`], status: 200 },
+    { name: 'spaces and a tab around the value', lines: (key) => [`Authorization: \t Bearer ${key} \t`], status: 200 },
+    { name: 'an x-api-key with spaces around it', lines: (key) => [`x-api-key:   ${key}   `], status: 200 },
+    { name: 'the same key in both headers', lines: (key) => [`Authorization: Bearer ${key}`, `x-api-key: ${key}`], status: 200 },
+    { name: 'a tab between scheme and key', lines: (key) => [`Authorization: Bearer\t${key}`], status: 401 },
+    { name: 'no space between scheme and key', lines: (key) => [`Authorization: Bearer${key}`], status: 401 },
+    { name: 'the Bearer scheme inside x-api-key', lines: (key) => [`x-api-key: Bearer ${key}`], status: 401 },
+    { name: 'an empty Authorization beside x-api-key', lines: (key) => ['Authorization:', `x-api-key: ${key}`], status: 401 },
+    { name: 'an empty x-api-key beside Authorization', lines: (key) => [`Authorization: Bearer ${key}`, 'x-api-key:'], status: 401 },
+    { name: 'the key with a character more', lines: (key) => [`x-api-key: ${key}x`], status: 401 },
+    { name: 'the key in another case', lines: (key) => [`x-api-key: ${key.toUpperCase()}`], status: 401 },
+  ];
+  for (const { name, lines, status } of keyHeaders) {
+    it(`answers ${status} to ${name}`, async () => {
+      const { key } = await server.store.createKey(`wire-${backend}`, TEST_PLAN);
+      const request = ['GET /v1/collections HTTP/1.1', 'Host: x', ...lines(key as string), 'Connection: close', '', ''].join('\r\n');
+      const [response] = await rawExchange(server.url, request);
+      checkResponse({ method: 'GET', path: '/v1/collections', ...response });
+      expect(response.status).to.equal(status);
+      expect(response.headers.has('ratelimit-limit')).to.equal(status === 200);
+    });
+  }
 });
