@@ -3,31 +3,33 @@
 // calls stop compiling or stop matching.
 import { expect } from 'chai';
 import createClient, { type Middleware } from 'openapi-fetch';
-import type { paths } from '../../generated/openapi.ts';
+import type { operations, paths } from '../../generated/openapi.ts';
 import { describeEachBackend } from '../support/backends.ts';
 import { checkResponse } from '../support/contract.ts';
 import { startTestServer, TEST_PLAN, type TestServer } from '../support/server.ts';
 
+// Every response these clients see is checked against openapi.yaml too.
+const contract: Middleware = {
+  async onResponse({ request, response }) {
+    const text = await response.clone().text();
+    checkResponse({
+      method: request.method,
+      path: new URL(request.url).pathname,
+      status: response.status,
+      headers: response.headers,
+      text,
+    });
+  },
+};
+
 describeEachBackend('a typed client generated from openapi.yaml', (backend) => {
   let server: TestServer;
   let api: ReturnType<typeof createClient<paths>>;
+  let key: string;
   before(async () => {
     server = await startTestServer({}, { backend });
-    const { key } = await server.store.createKey('sdk-user', TEST_PLAN);
+    ({ key } = (await server.store.createKey('sdk-user', TEST_PLAN)) as { key: string });
     api = createClient<paths>({ baseUrl: server.url, headers: { Authorization: `Bearer ${key}` } });
-    // Every response this client sees is checked against openapi.yaml too.
-    const contract: Middleware = {
-      async onResponse({ request, response }) {
-        const text = await response.clone().text();
-        checkResponse({
-          method: request.method,
-          path: new URL(request.url).pathname,
-          status: response.status,
-          headers: response.headers,
-          text,
-        });
-      },
-    };
     api.use(contract);
   });
   after(() => server.stop());
@@ -81,8 +83,52 @@ describeEachBackend('a typed client generated from openapi.yaml', (backend) => {
     expect(again.error?.code).to.equal('conflict');
   });
 
+  it('calls every operation of openapi.yaml, each answered as declared', async () => {
+    await api.POST('/v1/collections', { body: { name: 'every' } });
+    const path = { collection_name: 'every' };
+    // A Record over every operationId: an operation added to openapi.yaml does not compile until it is called here.
+    const calls: Record<keyof operations, () => Promise<{ response: Response }>> = {
+      getHealth: () => api.GET('/health'),
+      getOpenApiDocument: () => api.GET('/openapi.yaml', { parseAs: 'text' }),
+      getAsyncApiDocument: () => api.GET('/asyncapi.yaml', { parseAs: 'text' }),
+      getDocs: () => api.GET('/docs', { parseAs: 'text' }),
+      getDocsAsset: () => api.GET('/docs/{asset}', { params: { path: { asset: 'docs.js' } }, parseAs: 'text' }),
+      getUsage: () => api.GET('/v1/usage'),
+      listCollections: () => api.GET('/v1/collections'),
+      createCollection: () => api.POST('/v1/collections', { body: { name: 'another' } }),
+      getCollection: () => api.GET('/v1/collections/{collection_name}', { params: { path } }),
+      deleteCollection: () => api.DELETE('/v1/collections/{collection_name}', { params: { path: { collection_name: 'another' } } }),
+      insertRows: () => api.POST('/v1/collections/{collection_name}/rows', { params: { path }, body: [{ text: 'a' }] }),
+      listRows: () => api.GET('/v1/collections/{collection_name}/rows', { params: { path, query: { limit: 0 } } }),
+      getRow: () => api.GET('/v1/collections/{collection_name}/rows/{row_id}', { params: { path: { ...path, row_id: 1 } } }),
+      updateRow: () =>
+        api.PATCH('/v1/collections/{collection_name}/rows/{row_id}', { params: { path: { ...path, row_id: 1 } }, body: { n: 1 } }),
+      deleteRow: () => api.DELETE('/v1/collections/{collection_name}/rows/{row_id}', { params: { path: { ...path, row_id: 1 } } }),
+    };
+    for (const [operationId, call] of Object.entries(calls)) {
+      const { response } = await call();
+      expect(response.status, operationId).to.be.oneOf([200, 201, 204]);
+    }
+  });
+
+  it('reads the usage with the key in x-api-key, and a validation problem with its errors', async () => {
+    const viaHeader = createClient<paths>({ baseUrl: server.url, headers: { 'x-api-key': key } });
+    viaHeader.use(contract);
+    const usage = await viaHeader.GET('/v1/usage');
+    expect(usage.data?.account).to.equal('sdk-user');
+    expect(usage.data?.remaining).to.equal((usage.data?.quota ?? 0) - (usage.data?.used ?? 0));
+
+    const refused = await viaHeader.GET('/v1/collections/{collection_name}/rows', {
+      params: { path: { collection_name: 'typed' }, query: { limit: 1001 } },
+    });
+    expect(refused.response.status).to.equal(400);
+    expect(refused.error?.code).to.equal('validation_failed');
+    expect(refused.error?.errors).to.deep.include({ in: 'query', name: 'limit', message: 'must be <= 1000' });
+  });
+
   it('reads /health without a key', async () => {
     const anonymous = createClient<paths>({ baseUrl: server.url });
+    anonymous.use(contract);
     const { data } = await anonymous.GET('/health');
     expect(data).to.deep.equal({ ok: true, service: 'rowbase' });
   });
