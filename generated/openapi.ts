@@ -142,7 +142,9 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description The collection's name.
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
                  * @example notes
                  */
                 collection_name: components["parameters"]["CollectionName"];
@@ -173,7 +175,9 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description The collection's name.
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
                  * @example notes
                  */
                 collection_name: components["parameters"]["CollectionName"];
@@ -221,7 +225,9 @@ export interface paths {
             header?: never;
             path: {
                 /**
-                 * @description The collection's name.
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
                  * @example notes
                  */
                 collection_name: components["parameters"]["CollectionName"];
@@ -688,7 +694,9 @@ export interface components {
     };
     parameters: {
         /**
-         * @description The collection's name.
+         * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+         *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+         *     broken percent-encoding is.
          * @example notes
          */
         CollectionName: components["schemas"]["CollectionName"];
@@ -994,7 +1002,9 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description The collection's name.
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
                  * @example notes
                  */
                 collection_name: components["parameters"]["CollectionName"];
@@ -1036,7 +1046,9 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description The collection's name.
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
                  * @example notes
                  */
                 collection_name: components["parameters"]["CollectionName"];
@@ -1089,7 +1101,9 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description The collection's name.
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
                  * @example notes
                  */
                 collection_name: components["parameters"]["CollectionName"];
@@ -1136,7 +1150,9 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description The collection's name.
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
                  * @example notes
                  */
                 collection_name: components["parameters"]["CollectionName"];
@@ -1204,7 +1220,9 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description The collection's name.
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
                  * @example notes
                  */
                 collection_name: components["parameters"]["CollectionName"];
@@ -1249,7 +1267,9 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description The collection's name.
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
                  * @example notes
                  */
                 collection_name: components["parameters"]["CollectionName"];
@@ -1286,7 +1306,9 @@ export interface operations {
             header?: never;
             path: {
                 /**
-                 * @description The collection's name.
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
                  * @example notes
                  */
                 collection_name: components["parameters"]["CollectionName"];

@@ -68,6 +68,50 @@ describeEachBackend('collections', (backend) => {
     }
   });
 
+  describe('names in paths', () => {
+    before(async () => {
+      for (const name of ['Abc', 'abc']) expect((await alice.post('/v1/collections', { name })).status).to.equal(201);
+      expect((await alice.post('/v1/collections/abc/rows', [{ text: 'lower' }])).status).to.equal(201);
+    });
+
+    // biome-ignore format: a table
+    const paths = [
+      { name: 'a name as created', path: '/v1/collections/Abc', status: 200, read: 'Abc' },
+      { name: 'the same name in another case, another collection', path: '/v1/collections/abc', status: 200, read: 'abc' },
+      { name: 'a percent-encoded letter, decoded', path: '/v1/collections/%41bc', status: 200, read: 'Abc' },
+      { name: 'a trailing slash, ignored', path: '/v1/collections/Abc/', status: 200, read: 'Abc' },
+      { name: 'a name in a case no collection has', path: '/v1/collections/ABC', status: 404 },
+      { name: 'an absent name of 63 characters', path: `/v1/collections/z${'y'.repeat(62)}`, status: 404 },
+      { name: 'a name of 64 characters', path: `/v1/collections/a${'b'.repeat(63)}`, status: 400 },
+      { name: 'a name of 2000 characters', path: `/v1/collections/a${'b'.repeat(1999)}`, status: 400 },
+      { name: 'an encoded slash, part of the name', path: '/v1/collections/a%2Fb', status: 400 },
+      { name: 'an encoded slash before rows', path: '/v1/collections/a%2Fb/rows', status: 400 },
+      { name: 'an encoded space after the name', path: '/v1/collections/Abc%20', status: 400 },
+      { name: 'broken percent-encoding', path: '/v1/collections/%zz', status: 400 },
+      { name: 'an empty segment', path: '/v1//collections', status: 404 },
+      { name: 'an empty segment before the name', path: '/v1/collections//Abc', status: 404 },
+      { name: 'the prefix in another case', path: '/V1/collections', status: 404 },
+    ];
+    for (const { name, path, status, read } of paths) {
+      it(`answers ${status} to ${name} (${path.length > 50 ? `${path.slice(0, 50)}…` : path})`, async () => {
+        const response = await alice.get<Collection>(path);
+        expect(response.status, response.text).to.equal(status);
+        if (read) expect(response.body.name).to.equal(read);
+        if (status === 400) expect(response.body).to.include({ code: 'validation_failed' });
+        if (status === 404) expect(response.body).to.include({ code: 'not_found' });
+      });
+    }
+
+    it('reads the rows of the collection the decoded name names', async () => {
+      const [upper, lower] = [
+        await alice.get<unknown[]>('/v1/collections/%41bc/rows'),
+        await alice.get<unknown[]>('/v1/collections/%61bc/rows'),
+      ];
+      expect(upper.body).to.deep.equal([]);
+      expect(lower.body).to.deep.equal([{ id: 1, text: 'lower' }]);
+    });
+  });
+
   describe('GET /v1/collections', () => {
     it("lists only the account's collections, sorted by name", async () => {
       const carol = await server.client('carol');
