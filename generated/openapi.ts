@@ -257,6 +257,8 @@ export interface paths {
          * Change some fields of a row.
          * @description A top-level merge: each given field replaces the old value whole (nested objects too), and
          *     `null` stores `null`. Fields not given keep their values. Emits one `update` event.
+         *     This is not a JSON Merge Patch (RFC 7396, where `null` removes a field and nested objects merge):
+         *     `Content-Type: application/merge-patch+json` is `415`.
          */
         patch: operations["updateRow"];
         trace?: never;

@@ -57,6 +57,7 @@ const scenarios: Scenario[] = [
   { name: 'a form-urlencoded row batch', method: 'POST', path: rows, raw: 'text=a', headers: { 'content-type': 'application/x-www-form-urlencoded' }, status: 415, code: 'unsupported_media_type' },
   { name: 'a row batch with no content type', method: 'POST', path: rows, raw: Buffer.from('[{"text":"a"}]'), status: 415, code: 'unsupported_media_type' },
   { name: 'a text/plain patch', method: 'PATCH', path: `${rows}/1`, raw: '{"text":"b"}', headers: plain, status: 415, code: 'unsupported_media_type' },
+  { name: 'a JSON Merge Patch, which a patch is not', method: 'PATCH', path: `${rows}/1`, raw: '{"text":null}', headers: { 'content-type': 'application/merge-patch+json' }, status: 415, code: 'unsupported_media_type' },
   { name: 'a text/plain new collection', method: 'POST', path: collections, raw: '{"name":"plain"}', headers: plain, status: 415, code: 'unsupported_media_type' },
   { name: 'a row batch one byte over 1 MiB', method: 'POST', path: rows, raw: batchOfBytes(MiB + 1), headers: json, status: 413, code: 'payload_too_large' },
   { name: 'a patch over 1 MiB', method: 'PATCH', path: `${rows}/1`, body: { text: 'x'.repeat(MiB) }, status: 413, code: 'payload_too_large' },
