@@ -3,7 +3,7 @@
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { Client } from '../support/client.ts';
-import { type Finished, pollUntil, type ServeProcess, Workspace } from '../support/process.ts';
+import { expectBadArguments, pollUntil, servingWorkspace, Workspace } from '../support/process.ts';
 
 interface CreatedKey {
   key: string;
@@ -20,16 +20,9 @@ interface ListedKey {
 }
 
 describe('rowbase keys', () => {
-  let workspace: Workspace;
-  let server: ServeProcess;
-  before(async () => {
-    workspace = await Workspace.create();
-    server = await workspace.serve();
-  });
-  after(() => workspace.cleanUp());
-
-  const rowbase = (...args: string[]) => workspace.run(args);
-  const collectionsSeenWith = (key: string) => new Client(server.url, key).get('/v1/collections');
+  const suite = servingWorkspace();
+  const { rowbase } = suite;
+  const collectionsSeenWith = (key: string) => new Client(suite.server.url, key).get('/v1/collections');
   let accounts = 0;
   const newAccount = () => `account-${++accounts}`;
 
@@ -220,12 +213,26 @@ describe('rowbase keys', () => {
       { mistake: 'an extra positional', args: ['keys', 'list', 'extra'] },
       { mistake: 'a second key to revoke', args: ['keys', 'revoke', 'rb_one', 'rb_two'] },
       { mistake: 'no key to revoke', args: ['keys', 'revoke'] },
+      { mistake: 'keys without a subcommand', args: ['keys'], reason: 'keys needs a subcommand: create, list, revoke; see rowbase --help' },
+      {
+        mistake: 'an --account given twice',
+        args: ['keys', 'create', '--account', 'a', '--account', 'b'],
+        reason: '--account is given twice',
+      },
+      { mistake: 'a --json given twice', args: ['keys', 'list', '--json', '--json'], reason: '--json is given twice' },
     ];
-    for (const { mistake, args } of mistakes) {
+    for (const { mistake, args, reason } of mistakes as { mistake: string; args: string[]; reason?: string }[]) {
       it(`exits 2 with one line on stderr for ${mistake}`, async () => {
-        expectBadArguments(await rowbase(...args));
+        expectBadArguments(await rowbase(...args), reason);
       });
     }
+
+    it('makes no key when --account is given twice', async () => {
+      const [first, second] = [newAccount(), newAccount()];
+
+      expectBadArguments(await rowbase('keys', 'create', '--account', first, '--account', second));
+      expect(await listKeys('--account', second)).to.deep.equal([]);
+    });
   });
 
   describe('the database', () => {
@@ -272,10 +279,3 @@ describe('rowbase keys', () => {
 });
 
 const lastLineOf = (text: string) => text.trimEnd().split('\n').at(-1) ?? '';
-
-/** Bad arguments exit 2 with a one-line reason on stderr, and print nothing on stdout. */
-function expectBadArguments(finished: Finished) {
-  expect(finished.code, finished.stderr).to.equal(2);
-  expect(finished.stderr).to.match(/^rowbase: [^\n]+\n$/);
-  expect(finished.stdout).to.equal('');
-}

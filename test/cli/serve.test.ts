@@ -2,12 +2,13 @@
 // shutdown on SIGTERM, and durability through SIGKILL (contract: "Names and start-up", "Storage").
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import { Agent, request as httpRequest, type IncomingMessage } from 'node:http';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { Client, type Response, readResponse } from '../support/client.ts';
-import { pollUntil, type ServeProcess, Workspace } from '../support/process.ts';
+import { expectBadArguments, pollUntil, type ServeProcess, Workspace } from '../support/process.ts';
 import { head, rawExchange, websocketHeaders } from '../support/raw.ts';
 
 type Row = { id: number } & Record<string, unknown>;
@@ -36,15 +37,73 @@ describe('rowbase serve', () => {
       expect(existsSync(join(folder, 'rowbase.sqlite'))).to.equal(true);
     });
 
-    for (const port of ['abc', '-1', '65536', '80.5']) {
-      it(`exits 2 with one line on stderr for PORT=${port}`, async () => {
-        const finished = await workspace.run(['serve'], { PORT: port });
+    // Values that can never work: refused before the database is opened, exit 2 like a bad argument.
+    const invalid: [string, string][] = [
+      ...['abc', '-1', '65536', '70000', '80.5', ' ', '0x50', '8e3'].map((port): [string, string] => ['PORT', port]),
+      ['LOG_LEVEL', 'loud'],
+      ['DATABASE_URL', 'mysql://localhost/rowbase'],
+      ['DATABASE_URL', 'rowbase.sqlite'],
+      ['DATABASE_URL', 'sqlite:'],
+      ['DATABASE_URL', 'postgres://localhost/rowbase?pool_max=many'],
+      ['DATABASE_URL', 'postgres://localhost/rowbase?pool_max=0'],
+      ['ROWBASE_MAX_BODY_BYTES', '1MiB'],
+      ['ROWBASE_MAX_JSON_DEPTH', '0'],
+      ['ROWBASE_MAX_BATCH_ROWS', '0'],
+      ['ROWBASE_METERING', 'yes'],
+      ['ROWBASE_EVENTS_RETAIN_COUNT', '0'],
+      ['ROWBASE_EVENTS_RETAIN_SECONDS', '1.5'],
+      ['ROWBASE_EVENTS_PRUNE_SECONDS', '0'],
+      ['ROWBASE_FEED_PING_SECONDS', '-30'],
+      ['ROWBASE_FEED_MAX_BUFFER_BYTES', '1'],
+      ['ROWBASE_SORT_INDEX_MIN_ROWS', '-1'],
+      ['ROWBASE_SORT_INDEX_MAX', '65'],
+    ];
+    for (const [name, value] of invalid) {
+      it(`exits 2 with one line on stderr naming ${name} for ${name}=${JSON.stringify(value)}`, async () => {
+        const finished = await workspace.run(['serve'], { [name]: value });
 
-        expect(finished.code).to.equal(2);
-        expect(finished.stderr).to.match(/^rowbase: PORT .*\n$/);
-        expect(finished.stdout).to.equal('');
+        expectBadArguments(finished);
+        expect(finished.stderr).to.include(name.startsWith('DATABASE_URL') ? 'DATABASE_URL' : `${name} must be`);
       });
     }
+
+    it('exits 1 with one line on stderr, at once, for a PORT another process listens on', async () => {
+      const first = await workspace.serve();
+
+      const second = await workspace.run(['serve'], { PORT: new URL(first.url).port });
+
+      expect(second).to.deep.include({ code: 1, signal: null, stdout: '' });
+      expect(second.stderr).to.match(/^rowbase: listen EADDRINUSE[^\n]*\n$/);
+      expect((await new Client(first.url).get('/health')).status).to.equal(200);
+    });
+
+    // 192.0.2.1 is TEST-NET-1 (RFC 5737): no machine has it.
+    for (const host of ['192.0.2.1', 'no-such-host.invalid']) {
+      it(`exits 1 with one line on stderr, at once, for HOST=${host}, which it cannot listen on`, async () => {
+        const finished = await workspace.run(['serve'], { HOST: host });
+
+        expect(finished).to.deep.include({ code: 1, signal: null, stdout: '' });
+        expect(finished.stderr).to.match(/^rowbase: (listen|getaddrinfo) E[A-Z]+[^\n]*\n$/);
+      });
+    }
+
+    it('exits 1 with one line on stderr naming the database for a DATABASE_URL it cannot open', async () => {
+      await writeFile(join(workspace.dir, 'notes.txt'), 'not a database, but long enough to have a header of 100 bytes '.repeat(4));
+      const databases = [
+        { url: `sqlite:${join(workspace.dir, 'notes.txt')}`, shown: `sqlite:${join(workspace.dir, 'notes.txt')}` },
+        { url: `sqlite:${workspace.dir}`, shown: `sqlite:${workspace.dir}` },
+        { url: `sqlite:${join(workspace.dir, 'notes.txt', 'rowbase.sqlite')}`, shown: 'notes.txt' },
+        { url: 'postgres://rowbase:s3cret@127.0.0.1:1/rowbase', shown: 'postgres://rowbase:***@127.0.0.1:1/rowbase' },
+      ];
+      for (const { url, shown } of databases) {
+        const finished = await workspace.run(['serve'], { DATABASE_URL: url });
+
+        expect(finished.code, url).to.equal(1);
+        expect(finished.stderr, url).to.match(/^rowbase: cannot open the database [^\n]+\n$/);
+        expect(finished.stderr, url).to.include(shown);
+        expect(finished.stderr, url).not.to.include('s3cret');
+      }
+    });
   });
 
   describe('given a request target that is no URL', () => {
