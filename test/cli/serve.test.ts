@@ -8,6 +8,7 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { Client, type Response, readResponse } from '../support/client.ts';
+import { FeedClient } from '../support/feed.ts';
 import { expectBadArguments, pollUntil, type ServeProcess, Workspace } from '../support/process.ts';
 import { head, rawExchange, websocketHeaders } from '../support/raw.ts';
 
@@ -167,6 +168,62 @@ describe('rowbase serve', () => {
       const restarted = await workspace.serve();
       const collection = await new Client(restarted.url, key).get<{ row_count: number }>('/v1/collections/notes');
       expect(collection.body.row_count).to.equal(rows.length);
+    });
+  });
+
+  describe('on a second SIGTERM while draining', () => {
+    freshWorkspaceForEachTest();
+    const keepAlive = new Agent({ keepAlive: true });
+    after(() => keepAlive.destroy());
+
+    // The operator's way out of a drain that takes too long (a stuck client): the signal's default
+    // action. Acknowledged writes are safe anyway; at most a second of usage counts is lost, as in a crash.
+    it('ends the process at once, without waiting for the request under way', async () => {
+      const server = await workspace.serve();
+      const key = await workspace.createKey('me');
+      expect((await new Client(server.url, key).post('/v1/collections', { name: 'notes' })).status).to.equal(201);
+
+      const inserting = insertRowsHoldingTheBody(server, key, 'notes', [{ n: 1 }], keepAlive, async () => {
+        server.signal('SIGTERM');
+        await server.logged('draining requests and closing');
+        server.signal('SIGTERM');
+        expect(await server.exited).to.deep.equal({ code: null, signal: 'SIGTERM' });
+      });
+
+      await inserting.then(
+        () => expect.fail('the held request was answered'),
+        (error: NodeJS.ErrnoException) => expect(error.code).to.be.oneOf(['ECONNRESET', 'EPIPE']),
+      );
+    });
+  });
+
+  describe('on SIGINT, with feed subscribers', () => {
+    freshWorkspaceForEachTest();
+
+    it('closes every subscriber with 1001, keeps every acknowledged write, and exits 0', async () => {
+      const server = await workspace.serve();
+      // Writes as fast as they go: no rate limit to answer some of them 429.
+      expect((await workspace.run(['plans', 'set', 'pro', '--quota', '1000000', '--period', 'month', '--no-rate'])).code).to.equal(0);
+      const created = await workspace.run(['keys', 'create', '--account', 'me', '--plan', 'pro', '--json']);
+      const client = new Client(server.url, JSON.parse(created.stdout).key);
+      expect((await client.post('/v1/collections', { name: 'notes' })).status).to.equal(201);
+      const feeds = await Promise.all([1, 2, 3].map(() => FeedClient.open(server.url, client.key, { collection: 'notes' })));
+      const writes = Promise.allSettled(Array.from({ length: 50 }, (_, n) => client.post('/v1/collections/notes/rows', [{ n }])));
+      await feeds[0].changesCount(1); // the writes are under way
+
+      server.signal('SIGINT');
+
+      for (const feed of feeds) expect(await feed.closing()).to.deep.equal({ code: 1001, reason: 'server shutting down' });
+      expect(await server.exited).to.deep.equal({ code: 0, signal: null });
+      // Each write was answered 201 before the process ended, or found no server: none failed half-way.
+      const answered = (await writes).flatMap((write) => (write.status === 'fulfilled' ? [write.value.status] : []));
+      expect(
+        answered.every((status) => status === 201),
+        String(answered),
+      ).to.equal(true);
+      const restarted = new Client((await workspace.serve()).url, client.key);
+      const collection = await restarted.get<{ row_count: number }>('/v1/collections/notes');
+      expect(collection.body.row_count).to.equal(answered.length);
     });
   });
 
