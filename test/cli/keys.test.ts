@@ -2,6 +2,7 @@
 // (contract: "Names and start-up", "Authentication and tenancy").
 import { join } from 'node:path';
 import { expect } from 'chai';
+import { createDatabase, describeEachBackend, type TestDatabase } from '../support/backends.ts';
 import { Client } from '../support/client.ts';
 import { expectBadArguments, pollUntil, servingWorkspace, Workspace } from '../support/process.ts';
 
@@ -232,6 +233,33 @@ describe('rowbase keys', () => {
 
       expectBadArguments(await rowbase('keys', 'create', '--account', first, '--account', second));
       expect(await listKeys('--account', second)).to.deep.equal([]);
+    });
+  });
+
+  describeEachBackend('a fresh database', (backend) => {
+    let fresh: Workspace;
+    let database: TestDatabase;
+    beforeEach(async () => {
+      fresh = await Workspace.create();
+      database = await createDatabase(backend);
+    });
+    afterEach(async () => {
+      await fresh.cleanUp();
+      await database.drop();
+    });
+
+    it('works for serve and several CLI commands that start on it at the same time', async () => {
+      const env = { DATABASE_URL: database.url };
+      const [server, ...runs] = await Promise.all([
+        fresh.serve(env),
+        ...['first', 'second', 'third'].map((account) => fresh.run(['keys', 'create', '--account', account, '--json'], env)),
+        fresh.run(['plans', 'set', 'team', '--quota', '5', '--period', 'day'], env),
+      ]);
+
+      for (const run of runs) expect(run.code, run.stderr).to.equal(0);
+      for (const run of runs.slice(0, 3)) {
+        expect((await new Client(server.url, JSON.parse(run.stdout).key).get('/v1/collections')).status).to.equal(200);
+      }
     });
   });
 
