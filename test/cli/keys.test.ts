@@ -170,15 +170,27 @@ describe('rowbase keys', () => {
     }
 
     it('exits 2 with one line on stderr for a key that matches nothing', async () => {
-      expectBadArguments(await rowbase('keys', 'revoke', 'rb_nothing'));
+      expectBadArguments(await rowbase('keys', 'revoke', 'rb_nothing'), 'no key matches "rb_nothing"; see: rowbase keys list');
     });
 
-    it('exits 2 with one line on stderr for a key already revoked', async () => {
+    it('exits 2 with one line on stderr for a part of a prefix, which names no key', async () => {
       const { prefix } = await createKey(newAccount());
-      expect((await rowbase('keys', 'revoke', prefix)).code).to.equal(0);
 
-      expectBadArguments(await rowbase('keys', 'revoke', prefix));
+      expectBadArguments(await rowbase('keys', 'revoke', prefix.slice(0, -1)));
+      expect((await listKeys()).find((key) => key.prefix === prefix)?.revoked_at).to.equal(null);
     });
+
+    for (const givenBy of ['prefix', 'whole key'] as const) {
+      it(`exits 2 with one line on stderr saying when, for a key already revoked given by its ${givenBy}`, async () => {
+        const created = await createKey(newAccount());
+        expect((await rowbase('keys', 'revoke', created.prefix)).code).to.equal(0);
+        const [{ revoked_at }] = await listKeys('--account', created.account);
+
+        const again = await rowbase('keys', 'revoke', givenBy === 'prefix' ? created.prefix : created.key);
+
+        expectBadArguments(again, `key ${created.prefix} was already revoked at ${revoked_at}`);
+      });
+    }
   });
 
   describe('--help', () => {
