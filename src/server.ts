@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { readFile } from 'node:fs/promises';
 import { createServer, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, isIPv6 } from 'node:net';
 import { createApp } from './app.ts';
 import type { Config } from './config.ts';
 import { listenForChanges } from './db/changes.ts';
@@ -92,5 +92,7 @@ export async function startServer(
     throw error;
   }
   const { port } = server.address() as AddressInfo;
-  return { url: `http://${config.host}:${port}`, port, server, store, meter, feed, close };
+  // An IPv6 address goes in brackets (RFC 3986, 3.2.2): http://[::1]:8080, not http://::1:8080.
+  const host = isIPv6(config.host) ? `[${config.host}]` : config.host;
+  return { url: `http://${host}:${port}`, port, server, store, meter, feed, close };
 }

@@ -38,6 +38,13 @@ describe('rowbase serve', () => {
       expect(existsSync(join(folder, 'rowbase.sqlite'))).to.equal(true);
     });
 
+    it('logs a URL that reaches it when HOST is an IPv6 address', async () => {
+      const server = await workspace.serve({ HOST: '::1' });
+
+      expect(server.url).to.match(/^http:\/\/\[::1\]:\d+$/);
+      expect((await new Client(server.url).get('/health')).status).to.equal(200);
+    });
+
     // Values that can never work: refused before the database is opened, exit 2 like a bad argument.
     const invalid: [string, string][] = [
       ...['abc', '-1', '65536', '70000', '80.5', ' ', '0x50', '8e3'].map((port): [string, string] => ['PORT', port]),
