@@ -114,6 +114,36 @@ describe('rowbase serve', () => {
     });
   });
 
+  describe('its log', () => {
+    freshWorkspaceForEachTest();
+
+    it('holds no key and no request body, even at trace, whatever the requests and their outcomes', async () => {
+      const server = await workspace.serve({ LOG_LEVEL: 'trace' });
+      const key = await workspace.createKey('me');
+      const secret = 'body-secret-7f3a';
+      const client = new Client(server.url, key);
+      const outcomes = [
+        await client.post('/v1/collections', { name: 'notes' }),
+        await client.post('/v1/collections/notes/rows', [{ secret }]),
+        await client.patch('/v1/collections/notes/rows/1', { secret: `${secret}-2` }),
+        await client.post('/v1/collections/notes/rows', [{ id: 5, secret }]),
+        await client.post('/v1/collections/absent/rows', [{ secret }]),
+        await new Client(server.url).get(`/v1/collections/notes/rows?order_by=${secret}`, { headers: { 'x-api-key': key } }),
+        await new Client(server.url, `${key}x`).get('/v1/collections'),
+        await new Client(server.url).get(`/v1/collections?api_key=${key}`),
+      ].map((response) => response.status);
+      const feed = await FeedClient.open(server.url, key, { collection: 'notes' });
+      await feed.close();
+      server.signal('SIGTERM');
+      expect(await server.exited).to.deep.equal({ code: 0, signal: null });
+
+      expect(outcomes).to.deep.equal([201, 201, 200, 400, 404, 200, 401, 401]);
+      const printed = `${server.lines.join('\n')}\n${await server.stderr}`;
+      expect(printed).to.include('feed subscribed');
+      for (const text of [key, key.slice('rb_'.length), secret]) expect(printed).not.to.include(text);
+    });
+  });
+
   describe('given a request target that is no URL', () => {
     freshWorkspaceForEachTest();
 
