@@ -21,7 +21,7 @@ const environment = `Environment:
   PORT          port to listen on (default 8080)
   HOST          address to listen on (default 127.0.0.1)
   DATABASE_URL  sqlite:<path> or postgres://… (default sqlite:./data/rowbase.sqlite)
-  LOG_LEVEL     fatal, error, warn, info, debug or trace (default info)`;
+  LOG_LEVEL     fatal, error, warn, info, debug, trace or silent (default info)`;
 
 const commands: Record<string, Command> = {
   serve: {
@@ -135,7 +135,7 @@ const commands: Record<string, Command> = {
       const rate = values['no-rate'] ? null : values.rate === undefined ? undefined : wholeNumber(values.rate as string, '--rate', 1);
       const plan = await withStore((store) => store.setPlan({ name, quota, period: period as Period, rate }));
       print(
-        `plan ${plan.name}: ${plan.quota} requests a ${plan.period}, ${plan.rate === null ? 'no rate limit' : `${plan.rate} a second`}`,
+        `plan ${plan.name}: ${plan.quota} requests per ${plan.period}, ${plan.rate === null ? 'no rate limit' : `${plan.rate} per second`}`,
       );
     },
   },
@@ -178,10 +178,22 @@ function table(header: string[], rows: string[][]): string {
     .join('\n');
 }
 
+/**
+ * parseArgs's first line, but for `--quota -1`, which it calls "argument is ambiguous": the value was
+ * taken for an option.
+ */
+function parseArgsReason(message: string): string {
+  const first = message.split('\n')[0];
+  const option = /^Option '(-[^ ']+)' argument is ambiguous/.exec(first)?.[1];
+  return option ? `${option} needs a value; to give one starting with -, write ${option}=<value>` : first;
+}
+
 function help(command?: string): string {
   if (command) {
     const { usage, summary, options } = commands[command];
-    const lines = Object.entries(options).map(([name, o]) => `  --${name}${o.type === 'string' ? ' <value>' : ''}  ${o.description}`);
+    const names = Object.entries(options).map(([name, o]) => `--${name}${o.type === 'string' ? ' <value>' : ''}`);
+    const width = Math.max(0, ...names.map((n) => n.length));
+    const lines = Object.values(options).map((o, i) => `  ${names[i].padEnd(width)}  ${o.description}`);
     return [`Usage: ${usage}`, '', summary, ...(lines.length ? ['', 'Options:', ...lines] : []), '', environment].join('\n');
   }
   const list = Object.values(commands).map((c) => `  ${c.usage}\n      ${c.summary}`);
@@ -206,6 +218,11 @@ export async function main(argv: string[]): Promise<number> {
       return 0;
     }
     if (words.length === 0) throw new UsageError('a command is required; see rowbase --help');
+    const subcommands = Object.keys(commands).filter((n) => n.startsWith(`${words[0]} `));
+    if (words.length === 1 && subcommands.length > 0) {
+      const names = subcommands.map((n) => n.split(' ')[1]);
+      throw new UsageError(`${words[0]} needs a subcommand: ${names.join(', ')}; see rowbase --help`);
+    }
     throw new UsageError(`unknown command ${JSON.stringify(words.slice(0, 2).join(' '))}; see rowbase --help`);
   }
   const command = commands[name];
@@ -214,12 +231,16 @@ export async function main(argv: string[]): Promise<number> {
     print(help(name));
     return 0;
   }
-  let parsed: ReturnType<typeof parseArgs>;
+  let parsed: ReturnType<typeof parseArgs<{ options: Command['options']; tokens: true; allowPositionals: true }>>;
   try {
-    parsed = parseArgs({ args: rest, options: command.options, allowPositionals: true, strict: true });
+    parsed = parseArgs({ args: rest, options: command.options, allowPositionals: true, strict: true, tokens: true });
   } catch (error) {
-    throw new UsageError((error as Error).message.split('\n')[0]);
+    throw new UsageError(parseArgsReason((error as Error).message));
   }
+  // parseArgs keeps the last of an option given twice: `--account a --account b` would act for b unasked.
+  const given = parsed.tokens.flatMap((token) => (token.kind === 'option' ? [token.name] : []));
+  const twice = given.find((option, index) => given.indexOf(option) !== index);
+  if (twice) throw new UsageError(`--${twice} is given twice`);
   if (parsed.positionals.length !== (command.positionals ?? 0)) {
     throw new UsageError(`usage: ${command.usage}`);
   }

@@ -63,8 +63,8 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
   return {
     port: integer(env, 'PORT', defaults.port, 0, 65535),
     host: env.HOST || defaults.host,
-    databaseUrl: env.DATABASE_URL || defaults.databaseUrl,
-    logLevel: env.LOG_LEVEL || defaults.logLevel,
+    databaseUrl: databaseUrl(env.DATABASE_URL || defaults.databaseUrl),
+    logLevel: oneOf(env, 'LOG_LEVEL', defaults.logLevel, logLevels),
     maxBodyBytes: integer(env, 'ROWBASE_MAX_BODY_BYTES', defaults.maxBodyBytes, 1, 2 ** 31),
     maxJsonDepth: integer(env, 'ROWBASE_MAX_JSON_DEPTH', defaults.maxJsonDepth, 1, 10_000),
     maxBatchRows: integer(env, 'ROWBASE_MAX_BATCH_ROWS', defaults.maxBatchRows, 1, 2 ** 31),
@@ -85,11 +85,43 @@ const DAY = 24 * 60 * 60;
 const seconds = (env: NodeJS.ProcessEnv, name: string, fallbackMs: number, min: number, max: number) =>
   integer(env, name, fallbackMs / 1000, min, max) * 1000;
 
+/** pino's levels, and `silent`. */
+const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+/** Connections to PostgreSQL per instance: `?pool_max=N` on its URL, default 10. */
+export function postgresPoolMax(url: string): number {
+  // Not `new URL`: pg takes URLs it refuses, such as postgresql://me@/db?host=/run/postgresql.
+  const text = new URLSearchParams(url.split('?')[1] ?? '').get('pool_max');
+  return text === null ? 10 : integer({ 'DATABASE_URL pool_max': text }, 'DATABASE_URL pool_max', 10, 1, 10_000);
+}
+
+/** `sqlite:<file>` or `postgres://…`; anything else is refused before a connection is tried. */
+function databaseUrl(url: string): string {
+  if (url.startsWith('sqlite:')) {
+    if (url === 'sqlite:') throw new ConfigError('DATABASE_URL sqlite: needs the path of a file, as in sqlite:./data/rowbase.sqlite');
+    return url;
+  }
+  if (!/^postgres(ql)?:\/\//.test(url)) {
+    throw new ConfigError(`DATABASE_URL must start with sqlite: or postgres://, not ${JSON.stringify(url.split(':')[0])}`);
+  }
+  postgresPoolMax(url);
+  return url;
+}
+
+function oneOf<T extends string>(env: NodeJS.ProcessEnv, name: string, fallback: T, allowed: readonly T[]): T {
+  const text = env[name];
+  if (text === undefined || text === '') return fallback;
+  if (!(allowed as readonly string[]).includes(text))
+    throw new ConfigError(`${name} must be one of ${allowed.join(', ')}, not ${JSON.stringify(text)}`);
+  return text as T;
+}
+
+/** Decimal digits only: `PORT=" "`, `0x10` or `1e3` are mistakes to report, not numbers to guess at. */
 function integer(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
   const text = env[name];
   if (text === undefined || text === '') return fallback;
   const value = Number(text);
-  if (!Number.isInteger(value) || value < min || value > max) {
+  if (!/^-?\d+$/.test(text) || !Number.isSafeInteger(value) || value < min || value > max) {
     throw new ConfigError(`${name} must be an integer from ${min} to ${max}, not ${JSON.stringify(text)}`);
   }
   return value;

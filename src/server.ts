@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { readFile } from 'node:fs/promises';
 import { createServer, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, isIPv6 } from 'node:net';
 import { createApp } from './app.ts';
 import type { Config } from './config.ts';
 import { listenForChanges } from './db/changes.ts';
@@ -38,7 +38,7 @@ export async function startServer(
   log: Logger = createLogger(config.logLevel),
   options: ServerOptions = {},
 ): Promise<RunningServer> {
-  const store = await openStore(config.databaseUrl, { minRows: config.sortIndexMinRows, max: config.sortIndexMax });
+  const store = await openStore(config.databaseUrl, { minRows: config.sortIndexMinRows, max: config.sortIndexMax }, log);
   const [openapi, asyncapi] = await Promise.all(
     ['openapi.yaml', 'asyncapi.yaml'].map((name) => readFile(new URL(`../${name}`, import.meta.url), 'utf8')),
   );
@@ -66,10 +66,6 @@ export async function startServer(
     unfinished.add(response);
     response.once('close', () => unfinished.delete(response));
   });
-  server.listen(config.port, config.host);
-  await once(server, 'listening');
-  const { port } = server.address() as AddressInfo;
-
   const close = (graceMs = 10_000) => {
     closing ??= (async () => {
       const drained = new Promise<void>((resolve) => server.close(() => resolve()));
@@ -86,5 +82,17 @@ export async function startServer(
     })();
     return closing;
   };
-  return { url: `http://${config.host}:${port}`, port, server, store, meter, feed, close };
+  server.listen(config.port, config.host);
+  try {
+    await once(server, 'listening');
+  } catch (error) {
+    // A HOST that is no address of this machine, a PORT in use: undo the start, or the open database,
+    // the listener and the timers keep the process alive after it has said why it cannot serve.
+    await close(0);
+    throw error;
+  }
+  const { port } = server.address() as AddressInfo;
+  // An IPv6 address goes in brackets (RFC 3986, 3.2.2): http://[::1]:8080, not http://::1:8080.
+  const host = isIPv6(config.host) ? `[${config.host}]` : config.host;
+  return { url: `http://${host}:${port}`, port, server, store, meter, feed, close };
 }

@@ -2,7 +2,8 @@ import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import pg from 'pg';
-import { defaults } from '../config.ts';
+import { defaults, postgresPoolMax } from '../config.ts';
+import type { Logger } from '../log.ts';
 import { Changes, type DatabaseParams, type SortIndexLimits } from './changes.ts';
 import { migrationSource } from './migrations.ts';
 import { KnownIndexes } from './sort-keys.ts';
@@ -28,9 +29,15 @@ export interface Database {
 export async function openDatabase(
   url: string,
   sortIndexes: SortIndexLimits = { minRows: defaults.sortIndexMinRows, max: defaults.sortIndexMax },
+  log?: Logger,
 ): Promise<Database> {
   const changes = new Changes();
-  const knex = knexFactory(knexConfig(url));
+  let knex: Knex;
+  try {
+    knex = knexFactory({ ...knexConfig(url), log: knexLog(log) });
+  } catch (error) {
+    throw new DatabaseOpenError(url, error); // the folder of a SQLite file could not be made
+  }
   const dialect = url.startsWith('sqlite:') ? 'sqlite' : 'postgres';
   // SQLite: the hot statements prepared once, and read-only connections for the hot reads.
   const sqlite = dialect === 'sqlite' ? new SqliteStatements(sqliteFilename(url)) : undefined;
@@ -50,10 +57,40 @@ export async function openDatabase(
   try {
     await migrate(knex, url);
   } catch (error) {
-    await knex.destroy();
-    throw error;
+    await close();
+    throw new DatabaseOpenError(url, error);
   }
   return db;
+}
+
+/**
+ * The database could not be opened or migrated: one line that names it (without its password) and
+ * says why, for an operator to act on.
+ */
+export class DatabaseOpenError extends Error {
+  constructor(url: string, cause: unknown) {
+    super(`cannot open the database ${withoutPassword(url)}: ${(cause as Error).message ?? cause}`, { cause });
+  }
+}
+
+function withoutPassword(url: string): string {
+  if (url.startsWith('sqlite:')) return url;
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = '***';
+    return parsed.href;
+  } catch {
+    return 'postgres://…';
+  }
+}
+
+/**
+ * Knex's own warnings (a connection that could not be made, with its stack) go to the service's log
+ * at warn, or nowhere for the CLI, which reports the error it gets in one line.
+ */
+function knexLog(log: Logger | undefined): Knex.Config['log'] {
+  const warn = (message: unknown) => log?.warn({ knex: String(message) }, 'database driver warning');
+  return { warn, error: warn, deprecate: warn, debug: () => {} };
 }
 
 /**
@@ -125,7 +162,7 @@ function knexConfig(url: string): Knex.Config {
       client: 'pg',
       connection: url,
       // pg returns bigint columns as strings; the data layer converts the ones it reads.
-      pool: { min: 0, max: Number(new URL(url).searchParams.get('pool_max') ?? 10) },
+      pool: { min: 0, max: postgresPoolMax(url) },
     };
   }
   throw new Error(`DATABASE_URL must start with sqlite: or postgres://, not ${JSON.stringify(url.split(':')[0])}`);

@@ -64,7 +64,13 @@ export async function revokeKey(knex: Knex, keyOrPrefix: string): Promise<KeyInf
       .whereNull('revoked_at')
       .andWhere((q) => q.where('hash', hashKey(keyOrPrefix)).orWhere('prefix', keyOrPrefix))
       .update({ revoked_at }, ['account_id', 'prefix', 'created_at']);
-    if (revoked.length === 0) throw new KeyError(`no live key matches ${JSON.stringify(keyOrPrefix)}`);
+    if (revoked.length === 0) {
+      const earlier = await trx('api_keys')
+        .where((q) => q.where('hash', hashKey(keyOrPrefix)).orWhere('prefix', keyOrPrefix))
+        .first('prefix', 'revoked_at');
+      if (earlier) throw new KeyError(`key ${earlier.prefix} was already revoked at ${earlier.revoked_at}`);
+      throw new KeyError(`no key matches ${JSON.stringify(keyOrPrefix)}; see: rowbase keys list`);
+    }
     // Rolls the transaction back: nothing is revoked.
     if (revoked.length > 1) throw new KeyError(`${revoked.length} keys match ${JSON.stringify(keyOrPrefix)}; give the whole key`);
     const [{ account_id, prefix, created_at }] = revoked;

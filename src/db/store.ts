@@ -1,6 +1,7 @@
 // The data layer as the rest of the service sees it: plain functions over plain values, bound to one
 // database, with every driver error translated at this edge (see errors.ts).
 import type { Knex } from 'knex';
+import type { Logger } from '../log.ts';
 import type { SortIndexLimits } from './changes.ts';
 import { createCollection, deleteCollection, getCollection, listCollections } from './collections.ts';
 import { type Database, openDatabase } from './connect.ts';
@@ -87,6 +88,7 @@ export function createStore(db: Database): Store {
   };
 }
 
-export async function openStore(databaseUrl: string, sortIndexes?: SortIndexLimits): Promise<Store> {
-  return createStore(await openDatabase(databaseUrl, sortIndexes));
+/** `log` receives the database driver's warnings (default: none are shown). */
+export async function openStore(databaseUrl: string, sortIndexes?: SortIndexLimits, log?: Logger): Promise<Store> {
+  return createStore(await openDatabase(databaseUrl, sortIndexes, log));
 }

@@ -2,8 +2,9 @@
 // (contract: "Names and start-up", "Authentication and tenancy").
 import { join } from 'node:path';
 import { expect } from 'chai';
+import { createDatabase, describeEachBackend, type TestDatabase } from '../support/backends.ts';
 import { Client } from '../support/client.ts';
-import { type Finished, pollUntil, type ServeProcess, Workspace } from '../support/process.ts';
+import { expectBadArguments, pollUntil, servingWorkspace, Workspace } from '../support/process.ts';
 
 interface CreatedKey {
   key: string;
@@ -20,16 +21,9 @@ interface ListedKey {
 }
 
 describe('rowbase keys', () => {
-  let workspace: Workspace;
-  let server: ServeProcess;
-  before(async () => {
-    workspace = await Workspace.create();
-    server = await workspace.serve();
-  });
-  after(() => workspace.cleanUp());
-
-  const rowbase = (...args: string[]) => workspace.run(args);
-  const collectionsSeenWith = (key: string) => new Client(server.url, key).get('/v1/collections');
+  const suite = servingWorkspace();
+  const { rowbase } = suite;
+  const collectionsSeenWith = (key: string) => new Client(suite.server.url, key).get('/v1/collections');
   let accounts = 0;
   const newAccount = () => `account-${++accounts}`;
 
@@ -176,15 +170,27 @@ describe('rowbase keys', () => {
     }
 
     it('exits 2 with one line on stderr for a key that matches nothing', async () => {
-      expectBadArguments(await rowbase('keys', 'revoke', 'rb_nothing'));
+      expectBadArguments(await rowbase('keys', 'revoke', 'rb_nothing'), 'no key matches "rb_nothing"; see: rowbase keys list');
     });
 
-    it('exits 2 with one line on stderr for a key already revoked', async () => {
+    it('exits 2 with one line on stderr for a part of a prefix, which names no key', async () => {
       const { prefix } = await createKey(newAccount());
-      expect((await rowbase('keys', 'revoke', prefix)).code).to.equal(0);
 
-      expectBadArguments(await rowbase('keys', 'revoke', prefix));
+      expectBadArguments(await rowbase('keys', 'revoke', prefix.slice(0, -1)));
+      expect((await listKeys()).find((key) => key.prefix === prefix)?.revoked_at).to.equal(null);
     });
+
+    for (const givenBy of ['prefix', 'whole key'] as const) {
+      it(`exits 2 with one line on stderr saying when, for a key already revoked given by its ${givenBy}`, async () => {
+        const created = await createKey(newAccount());
+        expect((await rowbase('keys', 'revoke', created.prefix)).code).to.equal(0);
+        const [{ revoked_at }] = await listKeys('--account', created.account);
+
+        const again = await rowbase('keys', 'revoke', givenBy === 'prefix' ? created.prefix : created.key);
+
+        expectBadArguments(again, `key ${created.prefix} was already revoked at ${revoked_at}`);
+      });
+    }
   });
 
   describe('--help', () => {
@@ -220,12 +226,53 @@ describe('rowbase keys', () => {
       { mistake: 'an extra positional', args: ['keys', 'list', 'extra'] },
       { mistake: 'a second key to revoke', args: ['keys', 'revoke', 'rb_one', 'rb_two'] },
       { mistake: 'no key to revoke', args: ['keys', 'revoke'] },
+      { mistake: 'keys without a subcommand', args: ['keys'], reason: 'keys needs a subcommand: create, list, revoke; see rowbase --help' },
+      {
+        mistake: 'an --account given twice',
+        args: ['keys', 'create', '--account', 'a', '--account', 'b'],
+        reason: '--account is given twice',
+      },
+      { mistake: 'a --json given twice', args: ['keys', 'list', '--json', '--json'], reason: '--json is given twice' },
     ];
-    for (const { mistake, args } of mistakes) {
+    for (const { mistake, args, reason } of mistakes as { mistake: string; args: string[]; reason?: string }[]) {
       it(`exits 2 with one line on stderr for ${mistake}`, async () => {
-        expectBadArguments(await rowbase(...args));
+        expectBadArguments(await rowbase(...args), reason);
       });
     }
+
+    it('makes no key when --account is given twice', async () => {
+      const [first, second] = [newAccount(), newAccount()];
+
+      expectBadArguments(await rowbase('keys', 'create', '--account', first, '--account', second));
+      expect(await listKeys('--account', second)).to.deep.equal([]);
+    });
+  });
+
+  describeEachBackend('a fresh database', (backend) => {
+    let fresh: Workspace;
+    let database: TestDatabase;
+    beforeEach(async () => {
+      fresh = await Workspace.create();
+      database = await createDatabase(backend);
+    });
+    afterEach(async () => {
+      await fresh.cleanUp();
+      await database.drop();
+    });
+
+    it('works for serve and several CLI commands that start on it at the same time', async () => {
+      const env = { DATABASE_URL: database.url };
+      const [server, ...runs] = await Promise.all([
+        fresh.serve(env),
+        ...['first', 'second', 'third'].map((account) => fresh.run(['keys', 'create', '--account', account, '--json'], env)),
+        fresh.run(['plans', 'set', 'team', '--quota', '5', '--period', 'day'], env),
+      ]);
+
+      for (const run of runs) expect(run.code, run.stderr).to.equal(0);
+      for (const run of runs.slice(0, 3)) {
+        expect((await new Client(server.url, JSON.parse(run.stdout).key).get('/v1/collections')).status).to.equal(200);
+      }
+    });
   });
 
   describe('the database', () => {
@@ -272,10 +319,3 @@ describe('rowbase keys', () => {
 });
 
 const lastLineOf = (text: string) => text.trimEnd().split('\n').at(-1) ?? '';
-
-/** Bad arguments exit 2 with a one-line reason on stderr, and print nothing on stdout. */
-function expectBadArguments(finished: Finished) {
-  expect(finished.code, finished.stderr).to.equal(2);
-  expect(finished.stderr).to.match(/^rowbase: [^\n]+\n$/);
-  expect(finished.stdout).to.equal('');
-}

@@ -2,12 +2,14 @@
 // shutdown on SIGTERM, and durability through SIGKILL (contract: "Names and start-up", "Storage").
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import { Agent, request as httpRequest, type IncomingMessage } from 'node:http';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { Client, type Response, readResponse } from '../support/client.ts';
-import { pollUntil, type ServeProcess, Workspace } from '../support/process.ts';
+import { FeedClient } from '../support/feed.ts';
+import { expectBadArguments, pollUntil, type ServeProcess, Workspace } from '../support/process.ts';
 import { head, rawExchange, websocketHeaders } from '../support/raw.ts';
 
 type Row = { id: number } & Record<string, unknown>;
@@ -36,15 +38,110 @@ describe('rowbase serve', () => {
       expect(existsSync(join(folder, 'rowbase.sqlite'))).to.equal(true);
     });
 
-    for (const port of ['abc', '-1', '65536', '80.5']) {
-      it(`exits 2 with one line on stderr for PORT=${port}`, async () => {
-        const finished = await workspace.run(['serve'], { PORT: port });
+    it('logs a URL that reaches it when HOST is an IPv6 address', async () => {
+      const server = await workspace.serve({ HOST: '::1' });
 
-        expect(finished.code).to.equal(2);
-        expect(finished.stderr).to.match(/^rowbase: PORT .*\n$/);
-        expect(finished.stdout).to.equal('');
+      expect(server.url).to.match(/^http:\/\/\[::1\]:\d+$/);
+      expect((await new Client(server.url).get('/health')).status).to.equal(200);
+    });
+
+    // Values that can never work: refused before the database is opened, exit 2 like a bad argument.
+    const invalid: [string, string][] = [
+      ...['abc', '-1', '65536', '70000', '80.5', ' ', '0x50', '8e3'].map((port): [string, string] => ['PORT', port]),
+      ['LOG_LEVEL', 'loud'],
+      ['DATABASE_URL', 'mysql://localhost/rowbase'],
+      ['DATABASE_URL', 'rowbase.sqlite'],
+      ['DATABASE_URL', 'sqlite:'],
+      ['DATABASE_URL', 'postgres://localhost/rowbase?pool_max=many'],
+      ['DATABASE_URL', 'postgres://localhost/rowbase?pool_max=0'],
+      ['ROWBASE_MAX_BODY_BYTES', '1MiB'],
+      ['ROWBASE_MAX_JSON_DEPTH', '0'],
+      ['ROWBASE_MAX_BATCH_ROWS', '0'],
+      ['ROWBASE_METERING', 'yes'],
+      ['ROWBASE_EVENTS_RETAIN_COUNT', '0'],
+      ['ROWBASE_EVENTS_RETAIN_SECONDS', '1.5'],
+      ['ROWBASE_EVENTS_PRUNE_SECONDS', '0'],
+      ['ROWBASE_FEED_PING_SECONDS', '-30'],
+      ['ROWBASE_FEED_MAX_BUFFER_BYTES', '1'],
+      ['ROWBASE_SORT_INDEX_MIN_ROWS', '-1'],
+      ['ROWBASE_SORT_INDEX_MAX', '65'],
+    ];
+    for (const [name, value] of invalid) {
+      it(`exits 2 with one line on stderr naming ${name} for ${name}=${JSON.stringify(value)}`, async () => {
+        const finished = await workspace.run(['serve'], { [name]: value });
+
+        expectBadArguments(finished);
+        expect(finished.stderr).to.include(name.startsWith('DATABASE_URL') ? 'DATABASE_URL' : `${name} must be`);
       });
     }
+
+    it('exits 1 with one line on stderr, at once, for a PORT another process listens on', async () => {
+      const first = await workspace.serve();
+
+      const second = await workspace.run(['serve'], { PORT: new URL(first.url).port });
+
+      expect(second).to.deep.include({ code: 1, signal: null, stdout: '' });
+      expect(second.stderr).to.match(/^rowbase: listen EADDRINUSE[^\n]*\n$/);
+      expect((await new Client(first.url).get('/health')).status).to.equal(200);
+    });
+
+    // 192.0.2.1 is TEST-NET-1 (RFC 5737): no machine has it.
+    for (const host of ['192.0.2.1', 'no-such-host.invalid']) {
+      it(`exits 1 with one line on stderr, at once, for HOST=${host}, which it cannot listen on`, async () => {
+        const finished = await workspace.run(['serve'], { HOST: host });
+
+        expect(finished).to.deep.include({ code: 1, signal: null, stdout: '' });
+        expect(finished.stderr).to.match(/^rowbase: (listen|getaddrinfo) E[A-Z]+[^\n]*\n$/);
+      });
+    }
+
+    it('exits 1 with one line on stderr naming the database for a DATABASE_URL it cannot open', async () => {
+      await writeFile(join(workspace.dir, 'notes.txt'), 'not a database, but long enough to have a header of 100 bytes '.repeat(4));
+      const databases = [
+        { url: `sqlite:${join(workspace.dir, 'notes.txt')}`, shown: `sqlite:${join(workspace.dir, 'notes.txt')}` },
+        { url: `sqlite:${workspace.dir}`, shown: `sqlite:${workspace.dir}` },
+        { url: `sqlite:${join(workspace.dir, 'notes.txt', 'rowbase.sqlite')}`, shown: 'notes.txt' },
+        { url: 'postgres://rowbase:s3cret@127.0.0.1:1/rowbase', shown: 'postgres://rowbase:***@127.0.0.1:1/rowbase' },
+      ];
+      for (const { url, shown } of databases) {
+        const finished = await workspace.run(['serve'], { DATABASE_URL: url });
+
+        expect(finished.code, url).to.equal(1);
+        expect(finished.stderr, url).to.match(/^rowbase: cannot open the database [^\n]+\n$/);
+        expect(finished.stderr, url).to.include(shown);
+        expect(finished.stderr, url).not.to.include('s3cret');
+      }
+    });
+  });
+
+  describe('its log', () => {
+    freshWorkspaceForEachTest();
+
+    it('holds no key and no request body, even at trace, whatever the requests and their outcomes', async () => {
+      const server = await workspace.serve({ LOG_LEVEL: 'trace' });
+      const key = await workspace.createKey('me');
+      const secret = 'body-secret-7f3a';
+      const client = new Client(server.url, key);
+      const outcomes = [
+        await client.post('/v1/collections', { name: 'notes' }),
+        await client.post('/v1/collections/notes/rows', [{ secret }]),
+        await client.patch('/v1/collections/notes/rows/1', { secret: `${secret}-2` }),
+        await client.post('/v1/collections/notes/rows', [{ id: 5, secret }]),
+        await client.post('/v1/collections/absent/rows', [{ secret }]),
+        await new Client(server.url).get(`/v1/collections/notes/rows?order_by=${secret}`, { headers: { 'x-api-key': key } }),
+        await new Client(server.url, `${key}x`).get('/v1/collections'),
+        await new Client(server.url).get(`/v1/collections?api_key=${key}`),
+      ].map((response) => response.status);
+      const feed = await FeedClient.open(server.url, key, { collection: 'notes' });
+      await feed.close();
+      server.signal('SIGTERM');
+      expect(await server.exited).to.deep.equal({ code: 0, signal: null });
+
+      expect(outcomes).to.deep.equal([201, 201, 200, 400, 404, 200, 401, 401]);
+      const printed = `${server.lines.join('\n')}\n${await server.stderr}`;
+      expect(printed).to.include('feed subscribed');
+      for (const text of [key, key.slice('rb_'.length), secret]) expect(printed).not.to.include(text);
+    });
   });
 
   describe('given a request target that is no URL', () => {
@@ -108,6 +205,62 @@ describe('rowbase serve', () => {
       const restarted = await workspace.serve();
       const collection = await new Client(restarted.url, key).get<{ row_count: number }>('/v1/collections/notes');
       expect(collection.body.row_count).to.equal(rows.length);
+    });
+  });
+
+  describe('on a second SIGTERM while draining', () => {
+    freshWorkspaceForEachTest();
+    const keepAlive = new Agent({ keepAlive: true });
+    after(() => keepAlive.destroy());
+
+    // The operator's way out of a drain that takes too long (a stuck client): the signal's default
+    // action. Acknowledged writes are safe anyway; at most a second of usage counts is lost, as in a crash.
+    it('ends the process at once, without waiting for the request under way', async () => {
+      const server = await workspace.serve();
+      const key = await workspace.createKey('me');
+      expect((await new Client(server.url, key).post('/v1/collections', { name: 'notes' })).status).to.equal(201);
+
+      const inserting = insertRowsHoldingTheBody(server, key, 'notes', [{ n: 1 }], keepAlive, async () => {
+        server.signal('SIGTERM');
+        await server.logged('draining requests and closing');
+        server.signal('SIGTERM');
+        expect(await server.exited).to.deep.equal({ code: null, signal: 'SIGTERM' });
+      });
+
+      await inserting.then(
+        () => expect.fail('the held request was answered'),
+        (error: NodeJS.ErrnoException) => expect(error.code).to.be.oneOf(['ECONNRESET', 'EPIPE']),
+      );
+    });
+  });
+
+  describe('on SIGINT, with feed subscribers', () => {
+    freshWorkspaceForEachTest();
+
+    it('closes every subscriber with 1001, keeps every acknowledged write, and exits 0', async () => {
+      const server = await workspace.serve();
+      // Writes as fast as they go: no rate limit to answer some of them 429.
+      expect((await workspace.run(['plans', 'set', 'pro', '--quota', '1000000', '--period', 'month', '--no-rate'])).code).to.equal(0);
+      const created = await workspace.run(['keys', 'create', '--account', 'me', '--plan', 'pro', '--json']);
+      const client = new Client(server.url, JSON.parse(created.stdout).key);
+      expect((await client.post('/v1/collections', { name: 'notes' })).status).to.equal(201);
+      const feeds = await Promise.all([1, 2, 3].map(() => FeedClient.open(server.url, client.key, { collection: 'notes' })));
+      const writes = Promise.allSettled(Array.from({ length: 50 }, (_, n) => client.post('/v1/collections/notes/rows', [{ n }])));
+      await feeds[0].changesCount(1); // the writes are under way
+
+      server.signal('SIGINT');
+
+      for (const feed of feeds) expect(await feed.closing()).to.deep.equal({ code: 1001, reason: 'server shutting down' });
+      expect(await server.exited).to.deep.equal({ code: 0, signal: null });
+      // Each write was answered 201 before the process ended, or found no server: none failed half-way.
+      const answered = (await writes).flatMap((write) => (write.status === 'fulfilled' ? [write.value.status] : []));
+      expect(
+        answered.every((status) => status === 201),
+        String(answered),
+      ).to.equal(true);
+      const restarted = new Client((await workspace.serve()).url, client.key);
+      const collection = await restarted.get<{ row_count: number }>('/v1/collections/notes');
+      expect(collection.body.row_count).to.equal(answered.length);
     });
   });
 

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { expect } from 'chai';
 
 const rowbaseExecutable = fileURLToPath(new URL('../../bin/rowbase', import.meta.url));
 
@@ -194,4 +195,33 @@ export async function pollUntil(attempt: () => Promise<boolean>, deadlineMs: num
     if (elapsed > deadlineMs) throw new Error(`not true within ${deadlineMs} ms (tried for ${Math.round(elapsed)} ms)`);
     await new Promise((resolve) => setImmediate(resolve));
   }
+}
+
+/**
+ * Bad arguments (or configuration) exit 2 with a one-line reason on stderr, `reason` if given, and
+ * print nothing on stdout.
+ */
+export function expectBadArguments(finished: Finished, reason?: string): void {
+  expect(finished.code, finished.stderr).to.equal(2);
+  expect(finished.stderr).to.match(/^rowbase: [^\n]+\n$/);
+  if (reason !== undefined) expect(finished.stderr).to.equal(`rowbase: ${reason}\n`);
+  expect(finished.stdout).to.equal('');
+}
+
+/**
+ * For a mocha `describe`: a workspace with `rowbase serve` running from `before` to `after`.
+ * `rowbase(...args)` runs the CLI on the same database.
+ */
+export function servingWorkspace() {
+  const suite = {
+    workspace: undefined as unknown as Workspace,
+    server: undefined as unknown as ServeProcess,
+    rowbase: (...args: string[]) => suite.workspace.run(args),
+  };
+  before(async () => {
+    suite.workspace = await Workspace.create();
+    suite.server = await suite.workspace.serve();
+  });
+  after(() => suite.workspace.cleanUp());
+  return suite;
 }

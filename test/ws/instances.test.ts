@@ -5,7 +5,7 @@ import { expect } from 'chai';
 import { createDatabase, postgresUnavailable, type TestDatabase } from '../support/backends.ts';
 import { Client } from '../support/client.ts';
 import { FeedClient, type FeedMessage } from '../support/feed.ts';
-import { type ServeProcess, Workspace } from '../support/process.ts';
+import { pollUntil, type ServeProcess, Workspace } from '../support/process.ts';
 
 type Row = { id: number } & Record<string, unknown>;
 
@@ -65,6 +65,31 @@ describe('several instances on one PostgreSQL database', () => {
       expect(response.body.map((row) => received[0].find((m) => m.row.id === row.id)?.row)).to.deep.equal(response.body);
     }
     await Promise.all(feeds.map((feed) => feed.close()));
+  });
+
+  it('refuses a key revoked with the CLI on every instance within a second', async () => {
+    const env = { DATABASE_URL: database.url };
+    const created = await workspace.run(['keys', 'create', '--account', 'shared', '--json'], env);
+    const revoked = JSON.parse(created.stdout);
+    const seenBy = (instance: ServeProcess, withKey: string) => new Client(instance.url, withKey).get('/v1/collections');
+    for (const instance of instances) expect((await seenBy(instance, revoked.key)).status).to.equal(200);
+
+    const revoking = await workspace.run(['keys', 'revoke', revoked.prefix], env);
+
+    expect(revoking.code, revoking.stderr).to.equal(0);
+    await Promise.all(instances.map((instance) => pollUntil(async () => (await seenBy(instance, revoked.key)).status === 401, 1000)));
+    for (const instance of instances) expect((await seenBy(instance, key)).status).to.equal(200);
+  });
+
+  it('applies a plan changed with the CLI on every instance within a second', async () => {
+    const env = { DATABASE_URL: database.url };
+    const limitOn = async (instance: ServeProcess) => (await new Client(instance.url, key).get('/v1/usage')).headers.get('ratelimit-limit');
+    for (const instance of instances) expect(await limitOn(instance)).to.equal('1000000');
+
+    const changed = await workspace.run(['plans', 'set', 'pro', '--quota', '2000000', '--period', 'month'], env);
+
+    expect(changed.code, changed.stderr).to.equal(0);
+    await Promise.all(instances.map((instance) => pollUntil(async () => (await limitOn(instance)) === '2000000', 1000)));
   });
 
   it('keeps serving and delivering on one instance after the other is killed', async () => {
