@@ -11,7 +11,7 @@ import type { Principal } from '../db/keys.ts';
 import type { Store } from '../db/store.ts';
 import { ApiError, type FieldError, gone, internal, notFound, unauthorized, validationFailed } from '../errors.ts';
 import { keyOf } from '../http/auth.ts';
-import { targetOf } from '../http/target.ts';
+import { pathOf, targetOf } from '../http/target.ts';
 import { eventKinds } from './messages.ts';
 
 type FeedQuery = components['schemas']['FeedQuery'];
@@ -40,7 +40,8 @@ export async function checkUpgrade(
   admit: (principal: Principal) => Promise<void> | void = () => {},
 ): Promise<FeedRequest> {
   const url = targetOf(request.url);
-  if (url.pathname !== FEED_PATH) throw notFound(`There is no WebSocket route ${url.pathname}; the feed is on ${FEED_PATH}.`);
+  const path = pathOf(request.url);
+  if (path !== FEED_PATH) throw notFound(`There is no WebSocket route ${path}; the feed is on ${FEED_PATH}.`);
   if (request.method !== 'GET') throw methodNotAllowed();
   const errors = handshakeErrors(request.headers);
   if (errors.length > 0) throw validationFailed('The request is not a valid WebSocket upgrade.', errors);

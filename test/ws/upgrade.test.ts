@@ -114,6 +114,32 @@ describeEachBackend('GET /ws', (backend) => {
       expect(answer.status).to.equal(404);
     });
 
+    // Only the path `/ws` is the feed, read as the HTTP API reads paths: `//evil/ws` is the path
+    // `//evil/ws`, not a host `evil` and the path `/ws`, and no dot segment is resolved.
+    const otherPaths = ['//evil/ws', '//x/ws', '//evil:80/ws', '///ws', '/ws/', '/WS', '/ws;x', '/%77s', '/./ws', '/a/../ws'];
+    for (const path of otherPaths) {
+      it(`404 not_found for an upgrade to ${path}, as the HTTP API answers a plain GET of it`, async () => {
+        const target = `${path}?collection=notes&api_key=${owner.key}`;
+        const [upgrade, plain] = await Promise.all(
+          [websocketHeaders, { Host: 'localhost' }].map(async (headers) => {
+            const [{ status, headers: answered, text }] = await rawExchange(server.url, head(`GET ${target} HTTP/1.1`, headers));
+            return [status, refusalProblem(status, answered.get('content-type'), text).code];
+          }),
+        );
+        expect(upgrade, 'the upgrade').to.deep.equal([404, 'not_found']);
+        expect(plain, 'a plain GET').to.deep.equal(upgrade);
+      });
+    }
+
+    // RFC 9112 §3.2.2: a server accepts the absolute form, as the HTTP API does (`GET http://host/health`).
+    for (const target of ['http://host/ws', 'https://example.com:8443/ws']) {
+      it(`the feed for the absolute-form target ${target}`, async () => {
+        const request = head(`GET ${target}?collection=notes&api_key=${owner.key} HTTP/1.1`, websocketHeaders);
+        const [{ status }] = await rawExchange(server.url, request);
+        expect(status).to.equal(101);
+      });
+    }
+
     it('400 for an upgrade request that is not a WebSocket handshake', async () => {
       const { status, body } = await rawUpgrade(server.url, owner.key, 'GET', { upgrade: 'websocket' });
       expect(status).to.equal(400);
