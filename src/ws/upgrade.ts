@@ -7,7 +7,7 @@ import type { ErrorObject } from 'ajv';
 import type { components } from '../../generated/asyncapi.ts';
 import { validateFeedQuery } from '../../generated/feed-validators.js';
 import type { EventType } from '../db/events.ts';
-import type { Principal } from '../db/keys.ts';
+import { hashKey, type Principal } from '../db/keys.ts';
 import type { Store } from '../db/store.ts';
 import { ApiError, type FieldError, gone, internal, notFound, unauthorized, validationFailed } from '../errors.ts';
 import { keyOf } from '../http/auth.ts';
@@ -19,6 +19,8 @@ type FeedQuery = components['schemas']['FeedQuery'];
 /** An upgrade that passed every check: who asks, and what to send them. */
 export interface FeedRequest {
   principal: Principal;
+  /** The hash of its key, checked while the socket is open (a revoked key's sockets close). */
+  keyHash: string;
   collection: string;
   collectionId: number;
   /** The kinds asked for, in the order `ready.events` lists them. */
@@ -54,7 +56,13 @@ export async function checkUpgrade(
 
   const query = queryOf(url.searchParams);
   const { collectionId, lastSeq, resumableFrom } = await store.feedStart(principal.accountId, query.collection);
-  const feed: FeedRequest = { principal, collection: query.collection, collectionId, kinds: kindsOf(query.events) };
+  const feed: FeedRequest = {
+    principal,
+    keyHash: hashKey(key as string),
+    collection: query.collection,
+    collectionId,
+    kinds: kindsOf(query.events),
+  };
   if (query.since === undefined) return feed;
 
   const since = Number(query.since);
