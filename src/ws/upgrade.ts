@@ -45,7 +45,7 @@ export async function checkUpgrade(
   const path = pathOf(request.url);
   if (path !== FEED_PATH) throw notFound(`There is no WebSocket route ${path}; the feed is on ${FEED_PATH}.`);
   if (request.method !== 'GET') throw methodNotAllowed();
-  const errors = handshakeErrors(request.headers);
+  const errors = [...handshakeErrors(request.headers), ...upgradeOnlyErrors(request.headers)];
   if (errors.length > 0) throw validationFailed('The request is not a valid WebSocket upgrade.', errors);
 
   const key = keyIn(request, url.searchParams);
@@ -108,6 +108,26 @@ function handshakeErrors(headers: IncomingHttpHeaders): FieldError[] {
   }
   const version = headers['sec-websocket-version'];
   if (version !== '13' && version !== '8') errors.push({ in: 'header', name: 'sec-websocket-version', message: 'must be 13' });
+  return errors;
+}
+
+/**
+ * What a WebSocket handshake may not carry here, though `ws` would take it: a subprotocol (the feed
+ * speaks none, and `ws` agrees by default to the first one offered, or answers a malformed list with a
+ * plain-text 400), and a body (`ws` reads its bytes as the client's first frames). RFC 6455 §4.2.2 lets
+ * a server refuse a handshake it does not accept with an HTTP error.
+ */
+function upgradeOnlyErrors(headers: IncomingHttpHeaders): FieldError[] {
+  const errors: FieldError[] = [];
+  if (headers['sec-websocket-protocol'] !== undefined) {
+    errors.push({ in: 'header', name: 'sec-websocket-protocol', message: 'must be absent: the feed speaks no subprotocol' });
+  }
+  if (headers['content-length'] !== undefined && headers['content-length'] !== '0') {
+    errors.push({ in: 'header', name: 'content-length', message: 'must be absent or 0: an upgrade request has no body' });
+  }
+  if (headers['transfer-encoding'] !== undefined) {
+    errors.push({ in: 'header', name: 'transfer-encoding', message: 'must be absent: an upgrade request has no body' });
+  }
   return errors;
 }
 

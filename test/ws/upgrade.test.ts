@@ -174,29 +174,65 @@ describeEachBackend('GET /ws', (backend) => {
 
   describe('refuses a request that is no WebSocket upgrade, before looking at its key', () => {
     const handshake = ['connection', 'upgrade', 'sec-websocket-key', 'sec-websocket-version'];
-    const scenarios: { name: string; method?: string; key?: 'none'; headers: Record<string, string>; status: number; errors?: string[] }[] =
-      [
-        { name: 'a plain GET', headers: { Host: 'localhost' }, status: 400, errors: handshake },
-        { name: 'a plain GET without a key', key: 'none', headers: { Host: 'localhost' }, status: 400, errors: handshake },
-        {
-          name: 'Upgrade: websocket without Connection: Upgrade',
-          headers: { ...websocketHeaders, Connection: 'keep-alive' },
-          status: 400,
-          errors: ['connection'],
+    const scenarios: {
+      name: string;
+      method?: string;
+      key?: 'none';
+      headers: Record<string, string>;
+      body?: string;
+      status: number;
+      errors?: string[];
+    }[] = [
+      { name: 'a plain GET', headers: { Host: 'localhost' }, status: 400, errors: handshake },
+      { name: 'a plain GET without a key', key: 'none', headers: { Host: 'localhost' }, status: 400, errors: handshake },
+      {
+        name: 'Upgrade: websocket without Connection: Upgrade',
+        headers: { ...websocketHeaders, Connection: 'keep-alive' },
+        status: 400,
+        errors: ['connection'],
+      },
+      {
+        name: 'an upgrade to h2c',
+        headers: {
+          ...websocketHeaders,
+          Connection: 'Upgrade, HTTP2-Settings',
+          Upgrade: 'h2c',
+          'HTTP2-Settings': 'AAMAAABkAARAAAAAAAIAAAAA',
         },
-        {
-          name: 'an upgrade to h2c',
-          headers: {
-            ...websocketHeaders,
-            Connection: 'Upgrade, HTTP2-Settings',
-            Upgrade: 'h2c',
-            'HTTP2-Settings': 'AAMAAABkAARAAAAAAAIAAAAA',
-          },
-          status: 400,
-          errors: ['upgrade'],
-        },
-        { name: 'a plain POST', method: 'POST', headers: { Host: 'localhost' }, status: 405 },
-      ];
+        status: 400,
+        errors: ['upgrade'],
+      },
+      { name: 'a plain POST', method: 'POST', headers: { Host: 'localhost' }, status: 405 },
+      // The feed speaks no subprotocol: agreeing to the client's first one (as `ws` does by default)
+      // would claim one it does not speak.
+      {
+        name: 'an upgrade offering subprotocols',
+        headers: { ...websocketHeaders, 'Sec-WebSocket-Protocol': 'graphql-ws, chat' },
+        status: 400,
+        errors: ['sec-websocket-protocol'],
+      },
+      {
+        name: 'an upgrade with a malformed Sec-WebSocket-Protocol',
+        headers: { ...websocketHeaders, 'Sec-WebSocket-Protocol': 'a b,,' },
+        status: 400,
+        errors: ['sec-websocket-protocol'],
+      },
+      // Its bytes would be read as the client's first WebSocket frames.
+      {
+        name: 'an upgrade with a body',
+        headers: { ...websocketHeaders, 'Content-Length': '5' },
+        body: 'hello',
+        status: 400,
+        errors: ['content-length'],
+      },
+      {
+        name: 'an upgrade with a chunked body',
+        headers: { ...websocketHeaders, 'Transfer-Encoding': 'chunked' },
+        body: '5\r\nhello\r\n0\r\n\r\n',
+        status: 400,
+        errors: ['transfer-encoding'],
+      },
+    ];
     it('400 for a plain HEAD, as for a plain GET, without the body', async () => {
       const response = await fetch(`${server.url}/ws?collection=notes`, { method: 'HEAD' });
       expect([response.status, response.headers.get('content-type'), await response.text()]).to.deep.equal([
@@ -211,7 +247,7 @@ describeEachBackend('GET /ws', (backend) => {
         const client = await server.client();
         const before = await client.get<{ used: number }>('/v1/usage');
         const query = scenario.key === 'none' ? '' : `&api_key=${client.key}`;
-        const request = head(`${scenario.method ?? 'GET'} /ws?collection=notes${query} HTTP/1.1`, scenario.headers);
+        const request = head(`${scenario.method ?? 'GET'} /ws?collection=notes${query} HTTP/1.1`, scenario.headers) + (scenario.body ?? '');
         const [{ status, headers, text }] = await rawExchange(server.url, request);
         const problem = refusalProblem(status, headers.get('content-type'), text);
         expect(status).to.equal(scenario.status);
