@@ -1,3 +1,4 @@
+import { once } from 'node:events';
 import { type IncomingMessage, request } from 'node:http';
 import { Writable } from 'node:stream';
 import { expect } from 'chai';
@@ -326,6 +327,31 @@ describeEachBackend('GET /ws', (backend) => {
         await feed.close();
       });
     }
+
+    // The key is the feed's only credential, never a cookie: a page of another site can subscribe only
+    // with a key it holds, so Origin decides nothing (no cross-site WebSocket hijacking to guard against).
+    it('an upgrade from any Origin', async () => {
+      const feed = await FeedClient.open(
+        server.url,
+        owner.key,
+        { collection: 'notes' },
+        { headers: { origin: 'https://elsewhere.example' } },
+      );
+      expect(feed.ready.seq).to.equal(3);
+      await feed.close();
+    });
+
+    // Off: compressing costs memory per socket (a deflate context each), and frames are made once for
+    // every socket (src/ws/frames.ts).
+    it('without permessage-deflate, though the client offers it', async () => {
+      const socket = new WebSocket(feedUrl(server.url, owner.key, { collection: 'notes' }), { perMessageDeflate: true });
+      const upgraded = once(socket, 'upgrade');
+      await once(socket, 'open');
+      const [response] = await upgraded;
+      expect([response.headers['sec-websocket-extensions'], socket.extensions]).to.deep.equal([undefined, '']);
+      socket.close();
+      await once(socket, 'close');
+    });
 
     it('the same key in the query and a header', async () => {
       const feed = await FeedClient.open(server.url, owner.key, { collection: 'notes' }, { headers: { 'x-api-key': owner.key as string } });
