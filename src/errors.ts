@@ -19,6 +19,7 @@ const kinds: Record<ProblemCode, { status: number; title: string }> = {
   headers_too_large: { status: 431, title: 'Request header fields too large' },
   quota_exceeded: { status: 429, title: 'Quota exceeded' },
   rate_limited: { status: 429, title: 'Rate limited' },
+  too_many_connections: { status: 429, title: 'Too many connections' },
   internal: { status: 500, title: 'Internal error' },
   unavailable: { status: 503, title: 'Service unavailable' },
 };

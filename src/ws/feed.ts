@@ -8,7 +8,7 @@ import { type WebSocket, WebSocketServer } from 'ws';
 import type { Config } from '../config.ts';
 import type { Principal } from '../db/keys.ts';
 import type { Store } from '../db/store.ts';
-import { unavailable } from '../errors.ts';
+import { ApiError, unavailable } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { closeCodes } from './messages.ts';
 import { Pruner } from './retention.ts';
@@ -92,10 +92,35 @@ export function createFeed({ store, config, log, admit }: FeedOptions): Feed {
     log,
   );
 
+  /** Feed sockets open, or being upgraded, by account: each holds its place until its connection closes. */
+  const socketsByAccount = new Map<number, number>();
+  /**
+   * Takes one of the account's places for `socket`, before the upgrade is counted (a refusal with 429
+   * is not), or throws the 429 when it has none left.
+   */
+  function takePlace(accountId: number, socket: Duplex): void {
+    const held = socketsByAccount.get(accountId) ?? 0;
+    if (held >= config.feedMaxSocketsPerAccount) {
+      throw new ApiError(
+        'too_many_connections',
+        `The account holds ${held} feed sockets on this server, as many as it may; close one first.`,
+      );
+    }
+    socketsByAccount.set(accountId, held + 1);
+    socket.once('close', () => {
+      const left = (socketsByAccount.get(accountId) ?? 1) - 1;
+      if (left > 0) socketsByAccount.set(accountId, left);
+      else socketsByAccount.delete(accountId);
+    });
+  }
+
   async function upgrade(request: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     try {
       if (closing) throw unavailable('The server is shutting down.');
-      const feedRequest = await checkUpgrade(request, store, admit);
+      const feedRequest = await checkUpgrade(request, store, async (principal) => {
+        takePlace(principal.accountId, socket);
+        await admit?.(principal);
+      });
       if (closing) throw unavailable('The server is shutting down.');
       server.handleUpgrade(request, socket, head, (websocket) => subscribe(websocket, socket, feedRequest));
     } catch (error) {
