@@ -9,7 +9,7 @@ import { validateFeedQuery } from '../../generated/feed-validators.js';
 import type { EventType } from '../db/events.ts';
 import { hashKey, type Principal } from '../db/keys.ts';
 import type { Store } from '../db/store.ts';
-import { ApiError, type FieldError, gone, internal, notFound, unauthorized, validationFailed } from '../errors.ts';
+import { ApiError, type FieldError, gone, hostRequired, internal, notFound, unauthorized, validationFailed } from '../errors.ts';
 import { keyOf } from '../http/auth.ts';
 import { pathOf, targetOf } from '../http/target.ts';
 import { eventKinds } from './messages.ts';
@@ -108,6 +108,7 @@ function handshakeErrors(headers: IncomingHttpHeaders): FieldError[] {
   }
   const version = headers['sec-websocket-version'];
   if (version !== '13' && version !== '8') errors.push({ in: 'header', name: 'sec-websocket-version', message: 'must be 13' });
+  if (!headers.host) errors.push(hostRequired);
   return errors;
 }
 

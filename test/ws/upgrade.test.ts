@@ -204,6 +204,13 @@ describeEachBackend('GET /ws', (backend) => {
         errors: ['upgrade'],
       },
       { name: 'a plain POST', method: 'POST', headers: { Host: 'localhost' }, status: 405 },
+      // RFC 6455 §4.1: every handshake carries Host.
+      {
+        name: 'an upgrade without Host',
+        headers: Object.fromEntries(Object.entries(websocketHeaders).filter(([name]) => name !== 'Host')),
+        status: 400,
+        errors: ['host'],
+      },
       // The feed speaks no subprotocol: agreeing to the client's first one (as `ws` does by default)
       // would claim one it does not speak.
       {
