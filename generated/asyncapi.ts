@@ -47,7 +47,7 @@ export interface components {
              */
             "x-api-key"?: string;
         };
-        /** @description The query parameters of `GET /ws`. Any other parameter, or one given twice, is a `400`. */
+        /** @description The query parameters of `GET /ws`. Any other parameter, or one given twice, is a `400`; `api_key` given twice is a `401`, whatever its values. */
         FeedQuery: {
             /**
              * @description The API key, when it is not sent in a header.

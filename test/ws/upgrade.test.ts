@@ -110,6 +110,11 @@ describeEachBackend('GET /ws', (backend) => {
       expect(answer.status).to.equal(400);
     });
 
+    it('401 for api_key given twice, even with the same key', async () => {
+      const url = `${feedUrl(server.url, owner.key, { collection: 'notes' })}&api_key=${owner.key}`;
+      expect((await refuseRaw(url)).status).to.equal(401);
+    });
+
     it('404 for a WebSocket upgrade to another path', async () => {
       const answer = await refuseRaw(feedUrl(server.url, owner.key, { collection: 'notes' }).replace('/ws?', '/v1/collections?'));
       expect(answer.status).to.equal(404);
