@@ -1,6 +1,7 @@
 // The checks an upgrade to `GET /ws` passes before it becomes a WebSocket, and the HTTP refusal when
 // it does not (asyncapi.yaml, `x-upgrade-refusals`). Guard clauses in order: request target (400), route,
-// method, handshake headers, key (401), usage (429), query (400), collection (404), `since` (400, 410).
+// method, handshake headers (Host; no subprotocol, no body), key (401), usage and sockets (429), query (400),
+// collection (404), `since` (400, 410).
 import { type IncomingHttpHeaders, type IncomingMessage, STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { ErrorObject } from 'ajv';
@@ -50,7 +51,7 @@ export async function checkUpgrade(
 
   const key = keyIn(request, url.searchParams);
   const principal = key === undefined ? undefined : await store.findPrincipal(key);
-  if (!principal) throw unauthorized();
+  if (!principal || key === undefined) throw unauthorized();
   // As a /v1 request once its key is known: counted whatever the outcome, unless refused 429 here.
   await admit(principal);
 
@@ -58,7 +59,7 @@ export async function checkUpgrade(
   const { collectionId, lastSeq, resumableFrom } = await store.feedStart(principal.accountId, query.collection);
   const feed: FeedRequest = {
     principal,
-    keyHash: hashKey(key as string),
+    keyHash: hashKey(key),
     collection: query.collection,
     collectionId,
     kinds: kindsOf(query.events),
