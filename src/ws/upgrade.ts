@@ -1,6 +1,6 @@
 // The checks an upgrade to `GET /ws` passes before it becomes a WebSocket, and the HTTP refusal when
 // it does not (asyncapi.yaml, `x-upgrade-refusals`). Guard clauses in order: request target (400), route,
-// method, handshake headers (Host; no subprotocol, no body), key (401), usage and sockets (429), query (400),
+// method, handshake headers (Host; no subprotocol, no body), key (401), sockets and usage (429), query (400),
 // collection (404), `since` (400, 410).
 import { type IncomingHttpHeaders, type IncomingMessage, STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
