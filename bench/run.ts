@@ -274,10 +274,18 @@ async function seed(key: string): Promise<number> {
 
 /**
  * `rowbase serve` on a free loopback port. LOG_LEVEL=info only because the line that says where it
- * listens is at info: rowbase logs nothing per request.
+ * listens is at info: rowbase logs nothing per request. The feed workloads hold all their sockets with one
+ * key, more than the 1,000 an account may hold by default.
  */
 function serveRowbase(databaseUrl: string, metering: 'on' | 'off', nodeFlags: string[] = [], options: SpawnOptions = {}): Promise<Started> {
-  const env = { PORT: '0', HOST: '127.0.0.1', DATABASE_URL: databaseUrl, LOG_LEVEL: 'info', ROWBASE_METERING: metering };
+  const env = {
+    PORT: '0',
+    HOST: '127.0.0.1',
+    DATABASE_URL: databaseUrl,
+    LOG_LEVEL: 'info',
+    ROWBASE_METERING: metering,
+    ROWBASE_FEED_MAX_SOCKETS_PER_ACCOUNT: String(Math.max(settings.idleSubscribers, settings.fanoutSubscribers)),
+  };
   return startServer('bin/rowbase', ['serve'], 'rowbase is listening', env, nodeFlags, options);
 }
 

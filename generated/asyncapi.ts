@@ -47,7 +47,7 @@ export interface components {
              */
             "x-api-key"?: string;
         };
-        /** @description The query parameters of `GET /ws`. Any other parameter, or one given twice, is a `400`. */
+        /** @description The query parameters of `GET /ws`. Any other parameter, or one given twice, is a `400`; `api_key` given twice is a `401`, whatever its values. */
         FeedQuery: {
             /**
              * @description The API key, when it is not sent in a header.
@@ -111,7 +111,7 @@ export interface components {
          * @description A stable, machine-readable name for the kind of problem.
          * @enum {string}
          */
-        ProblemCode: "validation_failed" | "unauthorized" | "not_found" | "method_not_allowed" | "conflict" | "request_timeout" | "gone" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "quota_exceeded" | "rate_limited" | "internal" | "unavailable";
+        ProblemCode: "validation_failed" | "unauthorized" | "not_found" | "method_not_allowed" | "conflict" | "request_timeout" | "gone" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "quota_exceeded" | "rate_limited" | "too_many_connections" | "internal" | "unavailable";
         /** @description The first message of every connection. */
         ReadyMessage: {
             collection: components["schemas"]["CollectionName"];

@@ -363,10 +363,11 @@ export interface components {
          *     real-time feed, to a `since` older than the events it retains (see asyncapi.yaml).
          *     `request_timeout` (408) and `headers_too_large` (431, past 16 KiB of headers) are answered to
          *     requests refused before they reach a route, on any path, and close the connection; so is
-         *     `validation_failed` (400) for a request that is not valid HTTP/1.1.
+         *     `validation_failed` (400) for a request that is not valid HTTP/1.1. `too_many_connections` (429)
+         *     is answered only by the real-time feed, to an account holding as many sockets as it may.
          * @enum {string}
          */
-        ProblemCode: "validation_failed" | "unauthorized" | "not_found" | "method_not_allowed" | "conflict" | "request_timeout" | "gone" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "quota_exceeded" | "rate_limited" | "internal" | "unavailable";
+        ProblemCode: "validation_failed" | "unauthorized" | "not_found" | "method_not_allowed" | "conflict" | "request_timeout" | "gone" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "quota_exceeded" | "rate_limited" | "too_many_connections" | "internal" | "unavailable";
         /**
          * @description A stored row, with its `id` and the client's fields.
          * @example {

@@ -30,6 +30,11 @@ export interface Config {
   /** Bytes a feed client may fall behind by before it is closed with 4008. `ROWBASE_FEED_MAX_BUFFER_BYTES`, default 4 MiB. */
   feedMaxBufferBytes: number;
   /**
+   * Feed sockets one account may hold open on one instance; more upgrades are refused with 429
+   * `too_many_connections` until one closes. `ROWBASE_FEED_MAX_SOCKETS_PER_ACCOUNT`, default 1000.
+   */
+  feedMaxSocketsPerAccount: number;
+  /**
    * A collection gets a sort index for a field the first time a page is ordered by it once the
    * collection holds this many rows; smaller ones are sorted whole. `ROWBASE_SORT_INDEX_MIN_ROWS`,
    * default 1000; 0 indexes every field ordered by.
@@ -53,6 +58,7 @@ export const defaults: Config = {
   eventsPruneIntervalMs: 60 * 1000,
   feedPingIntervalMs: 30 * 1000,
   feedMaxBufferBytes: 4 * 1024 * 1024,
+  feedMaxSocketsPerAccount: 1000,
   sortIndexMinRows: 1000,
   sortIndexMax: 16,
 };
@@ -74,6 +80,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
     eventsPruneIntervalMs: seconds(env, 'ROWBASE_EVENTS_PRUNE_SECONDS', defaults.eventsPruneIntervalMs, 1, DAY),
     feedPingIntervalMs: seconds(env, 'ROWBASE_FEED_PING_SECONDS', defaults.feedPingIntervalMs, 1, DAY),
     feedMaxBufferBytes: integer(env, 'ROWBASE_FEED_MAX_BUFFER_BYTES', defaults.feedMaxBufferBytes, 1024, 2 ** 31),
+    feedMaxSocketsPerAccount: integer(env, 'ROWBASE_FEED_MAX_SOCKETS_PER_ACCOUNT', defaults.feedMaxSocketsPerAccount, 1, 2 ** 31),
     sortIndexMinRows: integer(env, 'ROWBASE_SORT_INDEX_MIN_ROWS', defaults.sortIndexMinRows, 0, 2 ** 31),
     sortIndexMax: integer(env, 'ROWBASE_SORT_INDEX_MAX', defaults.sortIndexMax, 0, 64),
   };

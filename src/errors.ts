@@ -19,6 +19,7 @@ const kinds: Record<ProblemCode, { status: number; title: string }> = {
   headers_too_large: { status: 431, title: 'Request header fields too large' },
   quota_exceeded: { status: 429, title: 'Quota exceeded' },
   rate_limited: { status: 429, title: 'Rate limited' },
+  too_many_connections: { status: 429, title: 'Too many connections' },
   internal: { status: 500, title: 'Internal error' },
   unavailable: { status: 503, title: 'Service unavailable' },
 };
@@ -43,6 +44,8 @@ export class ApiError extends Error {
   }
 }
 
+/** RFC 9112 §3.2 (an HTTP/1.1 request) and RFC 6455 §4.1 (a WebSocket handshake) require a Host header. */
+export const hostRequired: FieldError = { in: 'header', name: 'host', message: 'is required' };
 export const validationFailed = (detail: string, errors: FieldError[] = []) => new ApiError('validation_failed', detail, { errors });
 export const unauthorized = () =>
   new ApiError('unauthorized', 'A valid API key is required.', { headers: { 'WWW-Authenticate': 'Bearer realm="rowbase"' } });

@@ -44,7 +44,8 @@ export async function startServer(
   );
   const meter = new Meter(store, log, { clock: options.clock });
   const app = createApp({ store, config, meter, documents: { openapi, asyncapi } }, log);
-  const server = createServer(app.callback());
+  // A request without Host is refused by problems() with a problem body, not by Node with an empty one.
+  const server = createServer({ requireHostHeader: false }, app.callback());
   answerClientErrors(server);
   // Every upgrade with a valid key counts toward the plan like a /v1 request, whatever its outcome; over
   // quota or rate it is refused 429 and not counted.

@@ -79,6 +79,12 @@ export async function revokeKey(knex: Knex, keyOrPrefix: string): Promise<KeyInf
   });
 }
 
+/** Those of `hashes` that are the hashes of live keys: the feed closes the sockets of the others. */
+export async function liveKeyHashes(knex: Knex, hashes: string[]): Promise<string[]> {
+  const rows: { hash: string }[] = await knex('api_keys').whereIn('hash', hashes).whereNull('revoked_at').select('hash');
+  return rows.map(({ hash }) => hash);
+}
+
 /**
  * The account of the live key whose hash is `hash`, or undefined for an unknown or revoked one. The
  * store answers requests through a cache of these (see principals.ts).

@@ -7,7 +7,7 @@ import { createCollection, deleteCollection, getCollection, listCollections } fr
 import { type Database, openDatabase } from './connect.ts';
 import { translateDatabaseError } from './errors.ts';
 import { feedStart, latestSeq, readEvents } from './events.ts';
-import { createKey, hashKey, listKeys, MAX_KEY_LENGTH, type Principal, principalOf, revokeKey } from './keys.ts';
+import { createKey, hashKey, listKeys, liveKeyHashes, MAX_KEY_LENGTH, type Principal, principalOf, revokeKey } from './keys.ts';
 import { accountPlan, listPlans, setPlan } from './plans.ts';
 import { PrincipalCache } from './principals.ts';
 import { collectionsAfter, pruneEventBatch } from './retention.ts';
@@ -31,6 +31,7 @@ const operations = {
   createKey,
   listKeys,
   revokeKey,
+  liveKeyHashes,
   principalOf,
   listPlans,
   setPlan,

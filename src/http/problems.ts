@@ -1,5 +1,5 @@
 import type { Context, Middleware } from 'koa';
-import { ApiError, internal, validationFailed } from '../errors.ts';
+import { ApiError, hostRequired, internal, validationFailed } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { checkTarget } from './target.ts';
 
@@ -15,6 +15,10 @@ export function problems(log: Logger): Middleware {
       // reads it first (checkTarget), and one that is no URL is the request's fault.
       checkTarget(ctx.url);
       if (pathOf(ctx) === undefined) throw validationFailed('The request target is not a valid URL.');
+      // Node's own check (requireHostHeader, off in server.ts) answers with an empty body.
+      if (ctx.req.headers.host === undefined && ctx.req.httpVersion === '1.1') {
+        throw validationFailed('An HTTP/1.1 request needs a Host header.', [hostRequired]);
+      }
       await next();
     } catch (error) {
       const apiError = toApiError(error);

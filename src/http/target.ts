@@ -3,6 +3,8 @@
 // `//a:99999/ws`, `//%zz/ws`, `http://x:abc/health`): they are 400. Read any other way they do harm:
 // `new URL` throws with the whole target, `api_key` and all, in the error's `input` (for the log), and
 // Koa's url.parse throws, or prints the whole target to stderr (DEP0170, a port that is not a number).
+// A URL's path is not the request's path, though: `new URL('//evil/ws', base)` reads a host `evil` and
+// the path `/ws`, and resolves `/a/../ws` to `/ws`. The path is read from the target as it is (pathOf).
 import { validationFailed } from '../errors.ts';
 
 const BASE = 'http://localhost';
@@ -22,4 +24,15 @@ export function checkTarget(target = '/'): void {
   if (!URL.canParse(target, BASE)) {
     throw validationFailed('The request target is not a valid URL.', [{ in: 'path', name: '', message: 'is not a valid URL' }]);
   }
+}
+
+/**
+ * The path of `target` as the HTTP API reads it (Koa's `ctx.path`): what comes before `?` (or `#`), after
+ * the scheme and authority of an absolute-form target (RFC 9112 §3.2.2), never normalized. `//evil/ws` is
+ * the path `//evil/ws`; `/./ws` is not `/ws`.
+ */
+export function pathOf(target = '/'): string {
+  const authority = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*/.exec(target)?.[0] ?? '';
+  const path = /^[^?#]*/.exec(target.slice(authority.length))?.[0] ?? '';
+  return path === '' ? '/' : path;
 }

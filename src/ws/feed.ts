@@ -8,7 +8,7 @@ import { type WebSocket, WebSocketServer } from 'ws';
 import type { Config } from '../config.ts';
 import type { Principal } from '../db/keys.ts';
 import type { Store } from '../db/store.ts';
-import { unavailable } from '../errors.ts';
+import { ApiError, unavailable } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { closeCodes } from './messages.ts';
 import { Pruner } from './retention.ts';
@@ -22,6 +22,13 @@ export const MAX_CLIENT_MESSAGE_BYTES = 1024;
 const PAGE = { limit: 500, maxChars: 1024 * 1024 };
 /** Events one pruning statement deletes at most. */
 const PRUNE_BATCH = 500;
+/**
+ * How often the keys of open sockets are looked up again: a revoked key's sockets close (4401) within
+ * a second of the revocation, wherever it was made (contract.md: a revoked key stops working within a
+ * second, on every running instance). One query per pass for up to this many keys:
+ */
+export const KEY_CHECK_INTERVAL_MS = 500;
+const KEY_CHECK_BATCH = 500;
 
 export interface FeedOptions {
   store: Store;
@@ -56,7 +63,8 @@ export function createFeed({ store, config, log, admit }: FeedOptions): Feed {
     maxPayload: MAX_CLIENT_MESSAGE_BYTES,
   });
   const tails = new Map<number, Tail>();
-  const subscribers = new Set<Subscriber>();
+  /** Every open subscriber, with the hash of its key. */
+  const subscribers = new Map<Subscriber, string>();
   const checking = new Set<Promise<void>>();
   let closing = false;
 
@@ -67,9 +75,16 @@ export function createFeed({ store, config, log, admit }: FeedOptions): Feed {
   };
   store.db.changes.on('all', wakeAll);
   const heartbeat = setInterval(() => {
-    for (const subscriber of subscribers) subscriber.heartbeat();
+    for (const subscriber of subscribers.keys()) subscriber.heartbeat();
   }, config.feedPingIntervalMs);
   heartbeat.unref();
+  let keyPass: Promise<void> | undefined;
+  const keyCheck = setInterval(() => {
+    keyPass ??= closeRevoked().finally(() => {
+      keyPass = undefined;
+    });
+  }, KEY_CHECK_INTERVAL_MS);
+  keyCheck.unref();
   const pruner = new Pruner(
     store,
     { keepCount: config.eventsRetainCount, keepMs: config.eventsRetainMs, batchSize: PRUNE_BATCH },
@@ -77,10 +92,35 @@ export function createFeed({ store, config, log, admit }: FeedOptions): Feed {
     log,
   );
 
+  /** Feed sockets open, or being upgraded, by account: each holds its place until its connection closes. */
+  const socketsByAccount = new Map<number, number>();
+  /**
+   * Takes one of the account's places for `socket`, before the upgrade is counted (a refusal with 429
+   * is not), or throws the 429 when it has none left.
+   */
+  function takePlace(accountId: number, socket: Duplex): void {
+    const held = socketsByAccount.get(accountId) ?? 0;
+    if (held >= config.feedMaxSocketsPerAccount) {
+      throw new ApiError(
+        'too_many_connections',
+        `The account holds ${held} feed sockets on this server, as many as it may; close one first.`,
+      );
+    }
+    socketsByAccount.set(accountId, held + 1);
+    socket.once('close', () => {
+      const left = (socketsByAccount.get(accountId) ?? 1) - 1;
+      if (left > 0) socketsByAccount.set(accountId, left);
+      else socketsByAccount.delete(accountId);
+    });
+  }
+
   async function upgrade(request: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     try {
       if (closing) throw unavailable('The server is shutting down.');
-      const feedRequest = await checkUpgrade(request, store, admit);
+      const feedRequest = await checkUpgrade(request, store, async (principal) => {
+        takePlace(principal.accountId, socket);
+        await admit?.(principal);
+      });
       if (closing) throw unavailable('The server is shutting down.');
       server.handleUpgrade(request, socket, head, (websocket) => subscribe(websocket, socket, feedRequest));
     } catch (error) {
@@ -90,6 +130,22 @@ export function createFeed({ store, config, log, admit }: FeedOptions): Feed {
       else log.debug({ status: problem.status, code: problem.code }, 'feed upgrade refused');
       refuse(socket, problem);
     }
+  }
+
+  /** Closes the sockets whose key is no longer live. A database that does not answer closes nothing. */
+  async function closeRevoked(): Promise<void> {
+    const hashes = [...new Set(subscribers.values())];
+    const live = new Set<string>();
+    try {
+      for (let start = 0; start < hashes.length; start += KEY_CHECK_BATCH) {
+        for (const hash of await store.liveKeyHashes(hashes.slice(start, start + KEY_CHECK_BATCH))) live.add(hash);
+      }
+    } catch (error) {
+      log.warn({ err: error }, 'feed could not check the keys of its sockets');
+      return;
+    }
+    const revoked = new Set(hashes.filter((hash) => !live.has(hash)));
+    for (const [subscriber, hash] of subscribers) if (revoked.has(hash)) subscriber.close(closeCodes.keyRevoked);
   }
 
   function subscribe(socket: WebSocket, connection: Duplex, request: FeedRequest): void {
@@ -102,7 +158,7 @@ export function createFeed({ store, config, log, admit }: FeedOptions): Feed {
       readEvents: (after, upTo) => store.readEvents(collectionId, { ...PAGE, after, upTo }),
       log,
     });
-    subscribers.add(subscriber);
+    subscribers.set(subscriber, request.keyHash);
     socket.once('close', () => subscribers.delete(subscriber));
     let tail = tails.get(collectionId);
     if (!tail) {
@@ -131,16 +187,17 @@ export function createFeed({ store, config, log, admit }: FeedOptions): Feed {
       checking.add(check);
     },
     get connections() {
-      return [...subscribers].filter((subscriber) => subscriber.open).length;
+      return [...subscribers.keys()].filter((subscriber) => subscriber.open).length;
     },
     pruner,
     async close(graceMs = 10_000) {
       closing = true;
       clearInterval(heartbeat);
+      clearInterval(keyCheck);
       store.db.changes.off('change', wake);
       store.db.changes.off('all', wakeAll);
-      await Promise.all([pruner.stop(), ...checking]);
-      const open = [...subscribers];
+      await Promise.all([pruner.stop(), keyPass, ...checking]);
+      const open = [...subscribers.keys()];
       for (const subscriber of open) subscriber.close(closeCodes.shuttingDown);
       const timer = setTimeout(() => {
         for (const subscriber of open) subscriber.socket.terminate();

@@ -33,6 +33,7 @@ export const closeCodes = {
   shuttingDown: { code: 1001, reason: 'server shutting down' },
   internal: { code: 1011, reason: 'internal error' },
   slowConsumer: { code: 4008, reason: 'slow consumer' },
+  keyRevoked: { code: 4401, reason: 'key revoked' },
   collectionDeleted: { code: 4404, reason: 'collection deleted' },
   gone: { code: 4410, reason: 'gone' },
 } as const;

@@ -1,17 +1,18 @@
 // The checks an upgrade to `GET /ws` passes before it becomes a WebSocket, and the HTTP refusal when
 // it does not (asyncapi.yaml, `x-upgrade-refusals`). Guard clauses in order: request target (400), route,
-// method, handshake headers, key (401), usage (429), query (400), collection (404), `since` (400, 410).
+// method, handshake headers (Host; no subprotocol, no body), key (401), sockets and usage (429), query (400),
+// collection (404), `since` (400, 410).
 import { type IncomingHttpHeaders, type IncomingMessage, STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { ErrorObject } from 'ajv';
 import type { components } from '../../generated/asyncapi.ts';
 import { validateFeedQuery } from '../../generated/feed-validators.js';
 import type { EventType } from '../db/events.ts';
-import type { Principal } from '../db/keys.ts';
+import { hashKey, type Principal } from '../db/keys.ts';
 import type { Store } from '../db/store.ts';
-import { ApiError, type FieldError, gone, internal, notFound, unauthorized, validationFailed } from '../errors.ts';
+import { ApiError, type FieldError, gone, hostRequired, internal, notFound, unauthorized, validationFailed } from '../errors.ts';
 import { keyOf } from '../http/auth.ts';
-import { targetOf } from '../http/target.ts';
+import { pathOf, targetOf } from '../http/target.ts';
 import { eventKinds } from './messages.ts';
 
 type FeedQuery = components['schemas']['FeedQuery'];
@@ -19,6 +20,8 @@ type FeedQuery = components['schemas']['FeedQuery'];
 /** An upgrade that passed every check: who asks, and what to send them. */
 export interface FeedRequest {
   principal: Principal;
+  /** The hash of its key, checked while the socket is open (a revoked key's sockets close). */
+  keyHash: string;
   collection: string;
   collectionId: number;
   /** The kinds asked for, in the order `ready.events` lists them. */
@@ -40,20 +43,27 @@ export async function checkUpgrade(
   admit: (principal: Principal) => Promise<void> | void = () => {},
 ): Promise<FeedRequest> {
   const url = targetOf(request.url);
-  if (url.pathname !== FEED_PATH) throw notFound(`There is no WebSocket route ${url.pathname}; the feed is on ${FEED_PATH}.`);
+  const path = pathOf(request.url);
+  if (path !== FEED_PATH) throw notFound(`There is no WebSocket route ${path}; the feed is on ${FEED_PATH}.`);
   if (request.method !== 'GET') throw methodNotAllowed();
-  const errors = handshakeErrors(request.headers);
+  const errors = [...handshakeErrors(request.headers), ...upgradeOnlyErrors(request.headers)];
   if (errors.length > 0) throw validationFailed('The request is not a valid WebSocket upgrade.', errors);
 
   const key = keyIn(request, url.searchParams);
   const principal = key === undefined ? undefined : await store.findPrincipal(key);
-  if (!principal) throw unauthorized();
+  if (!principal || key === undefined) throw unauthorized();
   // As a /v1 request once its key is known: counted whatever the outcome, unless refused 429 here.
   await admit(principal);
 
   const query = queryOf(url.searchParams);
   const { collectionId, lastSeq, resumableFrom } = await store.feedStart(principal.accountId, query.collection);
-  const feed: FeedRequest = { principal, collection: query.collection, collectionId, kinds: kindsOf(query.events) };
+  const feed: FeedRequest = {
+    principal,
+    keyHash: hashKey(key),
+    collection: query.collection,
+    collectionId,
+    kinds: kindsOf(query.events),
+  };
   if (query.since === undefined) return feed;
 
   const since = Number(query.since);
@@ -99,6 +109,27 @@ function handshakeErrors(headers: IncomingHttpHeaders): FieldError[] {
   }
   const version = headers['sec-websocket-version'];
   if (version !== '13' && version !== '8') errors.push({ in: 'header', name: 'sec-websocket-version', message: 'must be 13' });
+  if (!headers.host) errors.push(hostRequired);
+  return errors;
+}
+
+/**
+ * What a WebSocket handshake may not carry here, though `ws` would take it: a subprotocol (the feed
+ * speaks none, and `ws` agrees by default to the first one offered, or answers a malformed list with a
+ * plain-text 400), and a body (`ws` reads its bytes as the client's first frames). RFC 6455 §4.2.2 lets
+ * a server refuse a handshake it does not accept with an HTTP error.
+ */
+function upgradeOnlyErrors(headers: IncomingHttpHeaders): FieldError[] {
+  const errors: FieldError[] = [];
+  if (headers['sec-websocket-protocol'] !== undefined) {
+    errors.push({ in: 'header', name: 'sec-websocket-protocol', message: 'must be absent: the feed speaks no subprotocol' });
+  }
+  if (headers['content-length'] !== undefined && headers['content-length'] !== '0') {
+    errors.push({ in: 'header', name: 'content-length', message: 'must be absent or 0: an upgrade request has no body' });
+  }
+  if (headers['transfer-encoding'] !== undefined) {
+    errors.push({ in: 'header', name: 'transfer-encoding', message: 'must be absent: an upgrade request has no body' });
+  }
   return errors;
 }
 

@@ -69,6 +69,14 @@ describe('requests written by hand', () => {
     });
   }
 
+  // RFC 9112 §3.2. Node's own answer to it was a 400 with an empty body.
+  it('answers 400 validation_failed for an HTTP/1.1 request without Host, and an HTTP/1.0 one as usual', async () => {
+    const response = await rawRequest(server.url, ['GET /health HTTP/1.1', 'Connection: close']);
+    expectProblem(response, 400, 'validation_failed');
+    expect(JSON.parse(response.body).errors).to.deep.equal([{ in: 'header', name: 'host', message: 'is required' }]);
+    expect((await rawRequest(server.url, ['GET /health HTTP/1.0'])).status).to.equal(200);
+  });
+
   it('answers one Authorization line as usual', async () => {
     const response = await rawRequest(server.url, ['GET /v1/collections HTTP/1.1', 'Host: x', `Authorization: Bearer ${client.key}`]);
     expect(response.status).to.equal(200);

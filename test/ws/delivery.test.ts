@@ -1,7 +1,12 @@
+import { once } from 'node:events';
+import { readFile } from 'node:fs/promises';
+import { connect } from 'node:net';
 import { expect } from 'chai';
+import { parse } from 'yaml';
 import { describeEachBackend } from '../support/backends.ts';
 import type { Client } from '../support/client.ts';
 import { FeedClient, range, seqs } from '../support/feed.ts';
+import { head, websocketHeaders } from '../support/raw.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
 describeEachBackend('the feed', (backend) => {
@@ -205,5 +210,74 @@ describeEachBackend('the feed', (backend) => {
       feed.socket.send('x'.repeat(2048));
       expect((await feed.closing()).code).to.equal(1009);
     });
+
+    // Written by hand: no WebSocket client sends these. `ws` closes with the code RFC 6455 §7.4.1 gives.
+    const frame = (first: number, payload: Buffer, masked = true) =>
+      Buffer.concat([Buffer.from([first, (masked ? 0x80 : 0) | payload.length]), masked ? Buffer.alloc(4) : Buffer.alloc(0), payload]);
+    const scenarios: { name: string; bytes: Buffer; code: number }[] = [
+      { name: 'an unmasked frame', bytes: frame(0x81, Buffer.from('hi'), false), code: 1002 },
+      { name: 'a reserved opcode', bytes: frame(0x83, Buffer.from('x')), code: 1002 },
+      { name: 'a reserved bit (no extension was agreed)', bytes: frame(0xc1, Buffer.from('x')), code: 1002 },
+      { name: 'a continuation with nothing to continue', bytes: frame(0x80, Buffer.from('x')), code: 1002 },
+      { name: 'a close with a code no endpoint may send', bytes: frame(0x88, Buffer.from([0x00, 0x01])), code: 1002 },
+      { name: 'text that is not UTF-8', bytes: frame(0x81, Buffer.from([0xff, 0xfe])), code: 1007 },
+      {
+        name: 'a message over 1 KiB in fragments',
+        bytes: Buffer.concat([frame(0x01, Buffer.alloc(100, 97)), ...Array.from({ length: 11 }, () => frame(0x00, Buffer.alloc(100, 97)))]),
+        code: 1009,
+      },
+    ];
+    for (const { name: what, bytes, code } of scenarios) {
+      it(`close the socket with ${code}, listed in asyncapi.yaml, for ${what}`, async () => {
+        const name = await collection();
+        const { sent, closed } = await rawFeed(server.url, client.key as string, name);
+        sent(bytes);
+        expect(await closed).to.equal(code);
+        expect(documentedCloseCodes).to.include(code);
+        const feed = await open(name);
+        await feed.close();
+      });
+    }
   });
 });
+
+const asyncapi = parse(await readFile(new URL('../../asyncapi.yaml', import.meta.url), 'utf8'));
+const documentedCloseCodes = asyncapi.channels.feed['x-close-codes'].map(({ code }: { code: number }) => code);
+
+/**
+ * A feed socket on a raw connection, past its handshake: `sent` writes bytes as they are, `closed` is
+ * the code of the close frame the server sends (undefined if it sends none) once the connection ends.
+ */
+async function rawFeed(base: string, key: string, collection: string) {
+  const { hostname, port } = new URL(base);
+  const socket = connect(Number(port), hostname);
+  await once(socket, 'connect');
+  socket.write(head(`GET /ws?collection=${collection}&api_key=${key} HTTP/1.1`, websocketHeaders));
+  let received = Buffer.alloc(0);
+  socket.on('data', (chunk) => {
+    received = Buffer.concat([received, chunk]);
+  });
+  socket.on('error', () => {});
+  const closed = once(socket, 'close').then(() => closeCodeOf(received.subarray(received.indexOf('\r\n\r\n') + 4)));
+  // The ready message says the subscription is live.
+  while (!received.includes('"type":"ready"')) await once(socket, 'data');
+  return { sent: (bytes: Buffer) => socket.write(bytes), closed };
+}
+
+/** The code of the first close frame among the (unmasked, server) frames in `frames`. */
+function closeCodeOf(frames: Buffer): number | undefined {
+  for (let at = 0; at + 2 <= frames.length; ) {
+    let length = frames[at + 1] & 0x7f;
+    let start = at + 2;
+    if (length === 126) {
+      length = frames.readUInt16BE(at + 2);
+      start += 2;
+    } else if (length === 127) {
+      length = Number(frames.readBigUInt64BE(at + 2));
+      start += 8;
+    }
+    if ((frames[at] & 0x0f) === 0x8) return length >= 2 ? frames.readUInt16BE(start) : undefined;
+    at = start + length;
+  }
+  return undefined;
+}

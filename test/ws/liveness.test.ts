@@ -2,9 +2,12 @@ import { once } from 'node:events';
 import type { Socket } from 'node:net';
 import { expect } from 'chai';
 import WebSocket from 'ws';
+import { openStore } from '../../src/db/store.ts';
 import { describeEachBackend } from '../support/backends.ts';
+import { Client } from '../support/client.ts';
 import { FeedClient, feedUrl, range, refusal, seqs } from '../support/feed.ts';
-import { startTestServer } from '../support/server.ts';
+import { pollUntil } from '../support/process.ts';
+import { startTestServer, TEST_PLAN } from '../support/server.ts';
 
 const tcpOf = (feed: FeedClient) => (feed.socket as unknown as { _socket: Socket })._socket;
 
@@ -24,6 +27,76 @@ describeEachBackend('feed connections', (backend) => {
         await client.post('/v1/collections/notes/rows', [{ n: 1 }]);
         expect(seqs(await answering.changesCount(1))).to.deep.equal([1]);
         await answering.close();
+      } finally {
+        await server.stop();
+      }
+    });
+  });
+
+  // contract.md: a revoked key stops working within a second, on every instance; a key revoked because
+  // it leaked must not go on streaming its account's changes to whoever holds it.
+  describe('a key revoked while subscribed', () => {
+    it('has its sockets closed with 4401 within a second, however revoked, and other keys of the account go on', async () => {
+      const server = await startTestServer({}, { backend });
+      try {
+        const revokedHere = await server.store.createKey('revoking', TEST_PLAN);
+        const revokedElsewhere = await server.store.createKey('revoking', TEST_PLAN);
+        const kept = new Client(server.url, (await server.store.createKey('revoking', TEST_PLAN)).key);
+        await kept.post('/v1/collections', { name: 'notes' });
+        const feeds = await Promise.all(
+          [revokedHere.key, revokedHere.key, revokedElsewhere.key, kept.key].map((key) =>
+            FeedClient.open(server.url, key, { collection: 'notes' }),
+          ),
+        );
+        await server.store.revokeKey(revokedHere.prefix);
+        // Another instance, or the CLI: a store of its own on the same database.
+        const other = await openStore(server.databaseUrl);
+        try {
+          await other.revokeKey(revokedElsewhere.prefix);
+        } finally {
+          await other.close();
+        }
+        const revokedAt = Date.now();
+        const closes = await Promise.all(feeds.slice(0, 3).map((feed) => feed.closing(2000)));
+        expect(Date.now() - revokedAt).to.be.below(1000);
+        for (const closed of closes) expect(closed).to.deep.equal({ code: 4401, reason: 'key revoked' });
+        await kept.post('/v1/collections/notes/rows', [{ n: 1 }]);
+        expect(seqs(await feeds[3].changesCount(1))).to.deep.equal([1]);
+        for (const feed of feeds.slice(0, 3)) expect(feed.changes, 'nothing after the revocation').to.deep.equal([]);
+        await feeds[3].close();
+      } finally {
+        await server.stop();
+      }
+    });
+  });
+
+  // contract.md: server memory stays bounded whatever the clients do; without a bound, one key could
+  // hold as many sockets as its plan has requests.
+  describe('sockets of one account', () => {
+    it('are at most feedMaxSocketsPerAccount on an instance: more are refused 429, not counted, until one closes', async () => {
+      const server = await startTestServer({ feedMaxSocketsPerAccount: 2 }, { backend });
+      try {
+        const client = await server.client('capped');
+        const otherKey = await server.client('capped');
+        const stranger = await server.client();
+        await client.post('/v1/collections', { name: 'notes' });
+        await stranger.post('/v1/collections', { name: 'notes' });
+        const first = await FeedClient.open(server.url, client.key, { collection: 'notes' });
+        const second = await FeedClient.open(server.url, otherKey.key, { collection: 'notes' });
+        const usedBefore = (await client.get<{ used: number }>('/v1/usage')).body.used;
+        for (const key of [client.key, otherKey.key]) {
+          const refused = await refusal(server.url, key, { collection: 'notes' });
+          expect([refused.status, refused.problem.code]).to.deep.equal([429, 'too_many_connections']);
+        }
+        expect((await client.get<{ used: number }>('/v1/usage')).body.used - usedBefore, 'only the two reads of usage').to.equal(1);
+        const strangers = await FeedClient.open(server.url, stranger.key, { collection: 'notes' });
+        await first.close();
+        await pollUntil(async () => {
+          const feed = await FeedClient.open(server.url, client.key, { collection: 'notes' }).catch(() => undefined);
+          await feed?.close();
+          return feed !== undefined;
+        }, 5000);
+        await Promise.all([second.close(), strangers.close()]);
       } finally {
         await server.stop();
       }

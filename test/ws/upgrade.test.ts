@@ -1,3 +1,4 @@
+import { once } from 'node:events';
 import { type IncomingMessage, request } from 'node:http';
 import { Writable } from 'node:stream';
 import { expect } from 'chai';
@@ -109,10 +110,41 @@ describeEachBackend('GET /ws', (backend) => {
       expect(answer.status).to.equal(400);
     });
 
+    it('401 for api_key given twice, even with the same key', async () => {
+      const url = `${feedUrl(server.url, owner.key, { collection: 'notes' })}&api_key=${owner.key}`;
+      expect((await refuseRaw(url)).status).to.equal(401);
+    });
+
     it('404 for a WebSocket upgrade to another path', async () => {
       const answer = await refuseRaw(feedUrl(server.url, owner.key, { collection: 'notes' }).replace('/ws?', '/v1/collections?'));
       expect(answer.status).to.equal(404);
     });
+
+    // Only the path `/ws` is the feed, read as the HTTP API reads paths: `//evil/ws` is the path
+    // `//evil/ws`, not a host `evil` and the path `/ws`, and no dot segment is resolved.
+    const otherPaths = ['//evil/ws', '//x/ws', '//evil:80/ws', '///ws', '/ws/', '/WS', '/ws;x', '/%77s', '/./ws', '/a/../ws'];
+    for (const path of otherPaths) {
+      it(`404 not_found for an upgrade to ${path}, as the HTTP API answers a plain GET of it`, async () => {
+        const target = `${path}?collection=notes&api_key=${owner.key}`;
+        const [upgrade, plain] = await Promise.all(
+          [websocketHeaders, { Host: 'localhost' }].map(async (headers) => {
+            const [{ status, headers: answered, text }] = await rawExchange(server.url, head(`GET ${target} HTTP/1.1`, headers));
+            return [status, refusalProblem(status, answered.get('content-type'), text).code];
+          }),
+        );
+        expect(upgrade, 'the upgrade').to.deep.equal([404, 'not_found']);
+        expect(plain, 'a plain GET').to.deep.equal(upgrade);
+      });
+    }
+
+    // RFC 9112 §3.2.2: a server accepts the absolute form, as the HTTP API does (`GET http://host/health`).
+    for (const target of ['http://host/ws', 'https://example.com:8443/ws']) {
+      it(`the feed for the absolute-form target ${target}`, async () => {
+        const request = head(`GET ${target}?collection=notes&api_key=${owner.key} HTTP/1.1`, websocketHeaders);
+        const [{ status }] = await rawExchange(server.url, request);
+        expect(status).to.equal(101);
+      });
+    }
 
     it('400 for an upgrade request that is not a WebSocket handshake', async () => {
       const { status, body } = await rawUpgrade(server.url, owner.key, 'GET', { upgrade: 'websocket' });
@@ -148,29 +180,72 @@ describeEachBackend('GET /ws', (backend) => {
 
   describe('refuses a request that is no WebSocket upgrade, before looking at its key', () => {
     const handshake = ['connection', 'upgrade', 'sec-websocket-key', 'sec-websocket-version'];
-    const scenarios: { name: string; method?: string; key?: 'none'; headers: Record<string, string>; status: number; errors?: string[] }[] =
-      [
-        { name: 'a plain GET', headers: { Host: 'localhost' }, status: 400, errors: handshake },
-        { name: 'a plain GET without a key', key: 'none', headers: { Host: 'localhost' }, status: 400, errors: handshake },
-        {
-          name: 'Upgrade: websocket without Connection: Upgrade',
-          headers: { ...websocketHeaders, Connection: 'keep-alive' },
-          status: 400,
-          errors: ['connection'],
+    const scenarios: {
+      name: string;
+      method?: string;
+      key?: 'none';
+      headers: Record<string, string>;
+      body?: string;
+      status: number;
+      errors?: string[];
+    }[] = [
+      { name: 'a plain GET', headers: { Host: 'localhost' }, status: 400, errors: handshake },
+      { name: 'a plain GET without a key', key: 'none', headers: { Host: 'localhost' }, status: 400, errors: handshake },
+      {
+        name: 'Upgrade: websocket without Connection: Upgrade',
+        headers: { ...websocketHeaders, Connection: 'keep-alive' },
+        status: 400,
+        errors: ['connection'],
+      },
+      {
+        name: 'an upgrade to h2c',
+        headers: {
+          ...websocketHeaders,
+          Connection: 'Upgrade, HTTP2-Settings',
+          Upgrade: 'h2c',
+          'HTTP2-Settings': 'AAMAAABkAARAAAAAAAIAAAAA',
         },
-        {
-          name: 'an upgrade to h2c',
-          headers: {
-            ...websocketHeaders,
-            Connection: 'Upgrade, HTTP2-Settings',
-            Upgrade: 'h2c',
-            'HTTP2-Settings': 'AAMAAABkAARAAAAAAAIAAAAA',
-          },
-          status: 400,
-          errors: ['upgrade'],
-        },
-        { name: 'a plain POST', method: 'POST', headers: { Host: 'localhost' }, status: 405 },
-      ];
+        status: 400,
+        errors: ['upgrade'],
+      },
+      { name: 'a plain POST', method: 'POST', headers: { Host: 'localhost' }, status: 405 },
+      // RFC 6455 §4.1: every handshake carries Host.
+      {
+        name: 'an upgrade without Host',
+        headers: Object.fromEntries(Object.entries(websocketHeaders).filter(([name]) => name !== 'Host')),
+        status: 400,
+        errors: ['host'],
+      },
+      // The feed speaks no subprotocol: agreeing to the client's first one (as `ws` does by default)
+      // would claim one it does not speak.
+      {
+        name: 'an upgrade offering subprotocols',
+        headers: { ...websocketHeaders, 'Sec-WebSocket-Protocol': 'graphql-ws, chat' },
+        status: 400,
+        errors: ['sec-websocket-protocol'],
+      },
+      {
+        name: 'an upgrade with a malformed Sec-WebSocket-Protocol',
+        headers: { ...websocketHeaders, 'Sec-WebSocket-Protocol': 'a b,,' },
+        status: 400,
+        errors: ['sec-websocket-protocol'],
+      },
+      // Its bytes would be read as the client's first WebSocket frames.
+      {
+        name: 'an upgrade with a body',
+        headers: { ...websocketHeaders, 'Content-Length': '5' },
+        body: 'hello',
+        status: 400,
+        errors: ['content-length'],
+      },
+      {
+        name: 'an upgrade with a chunked body',
+        headers: { ...websocketHeaders, 'Transfer-Encoding': 'chunked' },
+        body: '5\r\nhello\r\n0\r\n\r\n',
+        status: 400,
+        errors: ['transfer-encoding'],
+      },
+    ];
     it('400 for a plain HEAD, as for a plain GET, without the body', async () => {
       const response = await fetch(`${server.url}/ws?collection=notes`, { method: 'HEAD' });
       expect([response.status, response.headers.get('content-type'), await response.text()]).to.deep.equal([
@@ -185,7 +260,7 @@ describeEachBackend('GET /ws', (backend) => {
         const client = await server.client();
         const before = await client.get<{ used: number }>('/v1/usage');
         const query = scenario.key === 'none' ? '' : `&api_key=${client.key}`;
-        const request = head(`${scenario.method ?? 'GET'} /ws?collection=notes${query} HTTP/1.1`, scenario.headers);
+        const request = head(`${scenario.method ?? 'GET'} /ws?collection=notes${query} HTTP/1.1`, scenario.headers) + (scenario.body ?? '');
         const [{ status, headers, text }] = await rawExchange(server.url, request);
         const problem = refusalProblem(status, headers.get('content-type'), text);
         expect(status).to.equal(scenario.status);
@@ -264,6 +339,31 @@ describeEachBackend('GET /ws', (backend) => {
         await feed.close();
       });
     }
+
+    // The key is the feed's only credential, never a cookie: a page of another site can subscribe only
+    // with a key it holds, so Origin decides nothing (no cross-site WebSocket hijacking to guard against).
+    it('an upgrade from any Origin', async () => {
+      const feed = await FeedClient.open(
+        server.url,
+        owner.key,
+        { collection: 'notes' },
+        { headers: { origin: 'https://elsewhere.example' } },
+      );
+      expect(feed.ready.seq).to.equal(3);
+      await feed.close();
+    });
+
+    // Off: compressing costs memory per socket (a deflate context each), and frames are made once for
+    // every socket (src/ws/frames.ts).
+    it('without permessage-deflate, though the client offers it', async () => {
+      const socket = new WebSocket(feedUrl(server.url, owner.key, { collection: 'notes' }), { perMessageDeflate: true });
+      const upgraded = once(socket, 'upgrade');
+      await once(socket, 'open');
+      const [response] = await upgraded;
+      expect([response.headers['sec-websocket-extensions'], socket.extensions]).to.deep.equal([undefined, '']);
+      socket.close();
+      await once(socket, 'close');
+    });
 
     it('the same key in the query and a header', async () => {
       const feed = await FeedClient.open(server.url, owner.key, { collection: 'notes' }, { headers: { 'x-api-key': owner.key as string } });
