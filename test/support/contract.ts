@@ -113,6 +113,7 @@ const statusOfCode: Record<string, number> = {
   headers_too_large: 431,
   quota_exceeded: 429,
   rate_limited: 429,
+  too_many_connections: 429,
   internal: 500,
   unavailable: 503,
 };
