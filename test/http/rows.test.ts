@@ -68,6 +68,20 @@ describeEachBackend('rows', (backend) => {
       expect(events.map((event) => event.row)).to.deep.equal(expected);
     });
 
+    it('reads numbers as IEEE 754 doubles: past their precision rounded, too small for one 0', async () => {
+      const name = await collectionWith();
+      const raw = '[{"tiny":1e-400,"minus":-1e-400,"long":0.10000000000000000001,"big":12345678901234567890}]';
+      const response = await client.request<Row[]>('POST', `/v1/collections/${name}/rows`, {
+        raw,
+        headers: { 'content-type': 'application/json' },
+      });
+      expect(response.status).to.equal(201);
+      const expected = { id: 1, tiny: 0, minus: 0, long: 0.1, big: 12345678901234567000 };
+      expect(response.body).to.deep.equal([expected]);
+      expect(response.text).to.equal('[{"id":1,"tiny":0,"minus":0,"long":0.1,"big":12345678901234567000}]');
+      expect((await client.get(`/v1/collections/${name}/rows/1`)).body).to.deep.equal(expected);
+    });
+
     it('never reuses the id of a deleted row', async () => {
       const name = await collectionWith([{}, {}, {}]);
       await client.delete(`/v1/collections/${name}/rows/3`);
