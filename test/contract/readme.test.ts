@@ -5,7 +5,9 @@
 // WebSocket client on the same URL (wscat is not a dependency), and the README's `< …` lines are the feed
 // messages it must receive. Every HTTP response curl sees is checked against openapi.yaml, every feed
 // message against asyncapi.yaml. Times and keys differ run to run: both sides show them as <time>, <key>.
+// The README also names files (links, `src/…` paths): each must exist.
 import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
@@ -88,6 +90,16 @@ describe('README.md', () => {
     expect(first.split('\n').map((line) => line.split('#')[0].trim())).to.deep.equal(['npm install', 'npm start', 'npm test']);
     const manifest = JSON.parse(await readFile(join(root, 'package.json'), 'utf8'));
     expect(manifest.scripts.start).to.equal('node bin/rowbase serve');
+  });
+
+  it('links to and names only files that exist', async () => {
+    const readme = await readFile(join(root, 'README.md'), 'utf8');
+    const links = [...readme.matchAll(/\]\(([^)#]+)\)/g)].map(([, target]) => target);
+    const paths = [...readme.matchAll(/`((?:src|test|bench|scripts|generated|\.ci)\/[\w./-]*)`/g)].map(([, path]) => path);
+    const named = [...links, ...paths, ...[...readme.matchAll(/`(\w+\.(?:md|yaml|json))`/g)].map(([, file]) => file)];
+    expect(named).to.have.length.of.at.least(10);
+    const missing = named.filter((path) => !existsSync(join(root, path)));
+    expect(missing).to.deep.equal([]);
   });
 
   it('gives a quick start whose every command answers what it shows', async () => {
