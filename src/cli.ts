@@ -21,7 +21,8 @@ const environment = `Environment:
   PORT          port to listen on (default 8080)
   HOST          address to listen on (default 127.0.0.1)
   DATABASE_URL  sqlite:<path> or postgres://… (default sqlite:./data/rowbase.sqlite)
-  LOG_LEVEL     fatal, error, warn, info, debug, trace or silent (default info)`;
+  LOG_LEVEL     fatal, error, warn, info, debug, trace or silent (default info)
+  ROWBASE_*     bounds on requests, feed and event retention, sort indexes: see "Configuration" in README.md`;
 
 const commands: Record<string, Command> = {
   serve: {

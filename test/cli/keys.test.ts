@@ -202,7 +202,7 @@ describe('rowbase keys', () => {
       { args: ['keys', 'create', '--help'], describes: ['Usage: rowbase keys create', '--account', '--plan', '--json'] },
       { args: ['keys', 'list', '--help'], describes: ['Usage: rowbase keys list', '--account', '--json'] },
       { args: ['keys', 'revoke', '--help'], describes: ['Usage: rowbase keys revoke <key-or-prefix>', 'prefix'] },
-      { args: ['serve', '--help'], describes: ['Usage: rowbase serve', 'PORT', 'HOST', 'DATABASE_URL', 'LOG_LEVEL'] },
+      { args: ['serve', '--help'], describes: ['Usage: rowbase serve', 'PORT', 'HOST', 'DATABASE_URL', 'LOG_LEVEL', 'ROWBASE_*'] },
     ];
     for (const { args, describes } of helps) {
       it(`rowbase ${args.join(' ')} exits 0 and describes the command`, async () => {

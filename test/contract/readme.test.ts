@@ -1,0 +1,199 @@
+// README.md's newcomer path, run as written: the shell commands of "First requests", "Plans and usage"
+// and "The real-time feed" go to bash in the repository folder (curl, bin/rowbase) against a real
+// `rowbase serve` on a temp SQLite file, in the order the README gives them, and what each prints must
+// be the output the README shows under it (`# …` lines). `npx wscat -c <url>` is stood in for by a
+// WebSocket client on the same URL (wscat is not a dependency), and the README's `< …` lines are the feed
+// messages it must receive. Every HTTP response curl sees is checked against openapi.yaml, every feed
+// message against asyncapi.yaml. Times and keys differ run to run: both sides show them as <time>, <key>.
+// The README also names files (links, `src/…` paths): each must exist.
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { delimiter, dirname, join } from 'node:path';
+import { expect } from 'chai';
+import { checkResponse } from '../support/contract.ts';
+import { FeedClient } from '../support/feed.ts';
+import { type ServeProcess, Workspace } from '../support/process.ts';
+
+const root = new URL('../../', import.meta.url).pathname;
+const sections = ['First requests', 'Plans and usage', 'The real-time feed'];
+
+/** One thing the README tells a newcomer to do, with what it says they will see. */
+type Step =
+  | { kind: 'shell'; command: string; expected: string[] }
+  | { kind: 'feed'; url: string; expected: string[] }
+  | { kind: 'messages'; expected: string[] };
+
+/** The steps of `sections`, in README order: fenced `sh` blocks and the `< …` message blocks. */
+function readmeSteps(readme: string): Step[] {
+  const steps: Step[] = [];
+  const wanted = readme.split(/^## /m).filter((section) => sections.some((name) => section.startsWith(`${name}\n`)));
+  for (const section of wanted) {
+    for (const [, indent, info, body] of section.matchAll(/^( *)```(\w*)\n([\s\S]*?)\n *```$/gm)) {
+      const lines = body.split('\n').map((line) => line.slice(indent.length));
+      if (info === 'sh') steps.push(...shellSteps(lines));
+      else if (info === '' && lines.every((line) => line.startsWith('< '))) {
+        steps.push({ kind: 'messages', expected: lines.map((line) => line.slice(2)) });
+      }
+    }
+  }
+  return steps;
+}
+
+/** Commands (a line, with its `\` continuations), each followed by the `# ` lines of its output. */
+function shellSteps(lines: string[]): Step[] {
+  const steps: Step[] = [];
+  for (let index = 0; index < lines.length; index++) {
+    if (lines[index].trim() === '' || lines[index].startsWith('#')) continue;
+    let command = lines[index];
+    while (command.endsWith('\\')) command += `\n${lines[++index]}`;
+    const expected: string[] = [];
+    while (lines[index + 1]?.startsWith('# ')) expected.push(lines[++index].slice(2));
+    const wscat = /^npx wscat -c "([^"]+)"$/.exec(command);
+    if (wscat) steps.push({ kind: 'feed', url: wscat[1], expected: expected.map((line) => line.replace(/^< /, '')) });
+    else steps.push({ kind: 'shell', command, expected });
+  }
+  return steps;
+}
+
+/** What may differ from run to run, made the same on both sides. */
+const normalize = (text: string) =>
+  text.replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/g, '<time>').replace(/\brb_[A-Za-z0-9_-]{32}\b/g, '<key>');
+
+/** Output lines as a terminal shows them: no carriage returns, no trailing empty line. */
+const outputLines = (text: string) =>
+  text
+    .replace(/\r/g, '')
+    .replace(/\n$/, '')
+    .split('\n')
+    .filter((line, i, all) => line !== '' || i < all.length - 1);
+
+describe('README.md', () => {
+  let workspace: Workspace;
+  let server: ServeProcess;
+  let files: string;
+
+  before(async () => {
+    workspace = await Workspace.create();
+    server = await workspace.serve();
+    files = await mkdtemp(join(tmpdir(), 'rowbase-readme-'));
+  });
+  after(async () => {
+    await workspace.cleanUp();
+    await rm(files, { recursive: true, force: true });
+  });
+
+  it('starts with npm install, npm start, then npm test, and npm start is rowbase serve', async () => {
+    const readme = await readFile(join(root, 'README.md'), 'utf8');
+    const first = /```sh\n([\s\S]*?)\n```/.exec(readme)?.[1] ?? '';
+    expect(first.split('\n').map((line) => line.split('#')[0].trim())).to.deep.equal(['npm install', 'npm start', 'npm test']);
+    const manifest = JSON.parse(await readFile(join(root, 'package.json'), 'utf8'));
+    expect(manifest.scripts.start).to.equal('node bin/rowbase serve');
+  });
+
+  it('links to and names only files that exist', async () => {
+    const readme = await readFile(join(root, 'README.md'), 'utf8');
+    const links = [...readme.matchAll(/\]\(([^)#]+)\)/g)].map(([, target]) => target);
+    const paths = [...readme.matchAll(/`((?:src|test|bench|scripts|generated|\.ci)\/[\w./-]*)`/g)].map(([, path]) => path);
+    const named = [...links, ...paths, ...[...readme.matchAll(/`(\w+\.(?:md|yaml|json))`/g)].map(([, file]) => file)];
+    expect(named).to.have.length.of.at.least(10);
+    const missing = named.filter((path) => !existsSync(join(root, path)));
+    expect(missing).to.deep.equal([]);
+  });
+
+  it('gives a quick start whose every command answers what it shows', async () => {
+    const steps = readmeSteps(await readFile(join(root, 'README.md'), 'utf8'));
+    // A README reorganised past this parser must fail here, not pass with nothing run.
+    expect(steps.filter((step) => step.kind === 'shell')).to.have.length.of.at.least(10);
+    expect(steps.filter((step) => step.kind === 'messages')).to.have.length.of.at.least(1);
+
+    const port = new URL(server.url).port;
+    let key = '';
+    const feeds: FeedClient[] = [];
+    try {
+      for (const step of steps) {
+        if (step.kind === 'shell') {
+          const ran = await runShell(step.command.replace(/\b(localhost|127\.0\.0\.1):8080\b/g, `127.0.0.1:${port}`), key);
+          key = ran.key;
+          expect(ran.code, `${step.command}\nexited ${ran.code}: ${ran.stderr}`).to.equal(0);
+          if (step.expected.length > 0) {
+            expect(outputLines(normalize(ran.stdout)), step.command).to.deep.equal(step.expected.map(normalize));
+          }
+        } else if (step.kind === 'feed') {
+          const url = new URL(step.url.replaceAll('$KEY', key).replace('127.0.0.1:8080', `127.0.0.1:${port}`));
+          const apiKey = url.searchParams.get('api_key') ?? undefined;
+          url.searchParams.delete('api_key');
+          const feed = await FeedClient.open(server.url, apiKey, Object.fromEntries(url.searchParams));
+          feeds.push(feed);
+          const shown = feed.messages.slice(0, step.expected.length).map((message) => normalize(JSON.stringify(message)));
+          expect(shown, step.url).to.deep.equal(step.expected.map(normalize));
+        } else {
+          const feed = feeds.at(-1);
+          if (!feed) throw new Error('the README shows feed messages before it opens a feed');
+          const changes = await feed.changesCount(step.expected.length);
+          expect(changes.map((message) => normalize(JSON.stringify(message)))).to.deep.equal(step.expected.map(normalize));
+        }
+      }
+    } finally {
+      for (const feed of feeds) await feed.close();
+    }
+  });
+
+  /**
+   * Runs `command` in bash in the repository folder with `KEY` set, as a newcomer's terminal would, and
+   * returns what it printed and the `KEY` it left. curl is wrapped to also record each response, which
+   * is checked against openapi.yaml.
+   */
+  async function runShell(command: string, key: string) {
+    const headers = join(files, 'headers');
+    const output = join(files, 'output');
+    const keyFile = join(files, 'key');
+    const script = [
+      `curl() { rm -f '${headers}'; command curl -D '${headers}' "$@" | tee '${output}'; return "\${PIPESTATUS[0]}"; }`,
+      command,
+      'status=$?',
+      `printf %s "\${KEY-}" > '${keyFile}'`,
+      'exit $status',
+    ].join('\n');
+    const child = spawn('bash', ['-c', script], {
+      cwd: root,
+      env: {
+        PATH: [dirname(process.execPath), process.env.PATH].join(delimiter),
+        HOME: process.env.HOME,
+        DATABASE_URL: workspace.databaseUrl,
+        LOG_LEVEL: 'info',
+        KEY: key,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk) => {
+      stdout += chunk;
+    });
+    child.stderr.on('data', (chunk) => {
+      stderr += chunk;
+    });
+    const code = await new Promise<number | null>((resolve, reject) => {
+      child.once('error', reject);
+      child.once('close', resolve);
+    });
+    if (command.startsWith('curl ')) await checkCurl(command, headers, output);
+    return { code, stdout, stderr, key: await readFile(keyFile, 'utf8') };
+  }
+});
+
+/** The response curl recorded for `command`, checked against openapi.yaml. */
+async function checkCurl(command: string, headersFile: string, outputFile: string) {
+  const [statusLine, ...headerLines] = (await readFile(headersFile, 'utf8')).trim().split(/\r?\n/);
+  const status = Number(statusLine.split(' ')[1]);
+  const headers = new Headers();
+  for (const line of headerLines) headers.append(line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 1).trim());
+  let text = await readFile(outputFile, 'utf8');
+  if (/ -o \/dev\/null\b/.test(command)) text = '';
+  else if (/ -\w*i\w* /.test(command)) text = text.slice(text.indexOf('\r\n\r\n') + 4);
+  const method = /-X (\w+)/.exec(command)?.[1] ?? (/ -d /.test(command) ? 'POST' : 'GET');
+  const path = /127\.0\.0\.1:\d+(\/[^\s'"?]*)/.exec(command)?.[1] ?? '/';
+  checkResponse({ method, path, status, headers, text });
+}
