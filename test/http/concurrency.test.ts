@@ -1,0 +1,234 @@
+// A model check of concurrent writes (contract.md, "Rows", "Real-time feed", "Storage and scale"): a
+// random mix of inserts (single, batch, and batches that must be refused), patches (two of one row at
+// once, and of field names that SQLite patches in Node), deletes and reads, all fired at once, then
+// three accounts compared: the rows read over REST, the events a subscriber got from seq 1 replayed over
+// an empty model, and what each request was answered. Whatever the interleaving, they must agree: each
+// 2xx write has exactly one event, each event's row is what its write answered and follows from the row
+// before it, a refused write left nothing, and readers that subscribe with `since` mid-run miss nothing
+// and repeat nothing. On PostgreSQL the requests go to two instances, one a `rowbase serve` process.
+import { expect } from 'chai';
+import fc from 'fast-check';
+import { describeEachBackend } from '../support/backends.ts';
+import { Client, type Response } from '../support/client.ts';
+import { FeedClient, type FeedMessage, range } from '../support/feed.ts';
+import { type ServeProcess, Workspace } from '../support/process.ts';
+import { startTestServer, type TestServer } from '../support/server.ts';
+
+type Row = { id: number } & Record<string, unknown>;
+type Change = Extract<FeedMessage, { row: unknown }>;
+
+/** Field names a JSON path cannot spell, or that JavaScript orders first: SQLite patches those in Node. */
+const fieldNames = ['n', 'text', 'a"b', '0', 'x\\y', 'k\ud800'];
+const SEEDED = 6;
+
+type Op =
+  | { kind: 'insert'; rows: number; bad: boolean }
+  | { kind: 'patch'; id: number; field: string }
+  | { kind: 'delete'; id: number }
+  | { kind: 'read'; id: number }
+  | { kind: 'list' };
+
+// Ids mostly among the seeded rows and the first inserted ones, so that writes of one row meet.
+const rowId = fc.integer({ min: 1, max: SEEDED + 4 });
+const op: fc.Arbitrary<Op> = fc.oneof(
+  { weight: 4, arbitrary: fc.record({ kind: fc.constant('insert' as const), rows: fc.integer({ min: 1, max: 6 }), bad: fc.boolean() }) },
+  { weight: 5, arbitrary: fc.record({ kind: fc.constant('patch' as const), id: rowId, field: fc.constantFrom(...fieldNames) }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('delete' as const), id: rowId }) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('read' as const), id: rowId }) },
+  { weight: 1, arbitrary: fc.constant({ kind: 'list' as const }) },
+);
+// Two patches of one row at once, beside the rest.
+const ops = fc
+  .tuple(fc.array(op, { minLength: 20, maxLength: 40 }), rowId, fc.constantFrom(...fieldNames))
+  .map(([mix, id, field]) => [...mix, { kind: 'patch' as const, id, field }, { kind: 'patch' as const, id, field: 'n' }]);
+
+/** What a request of `op` number `tag` sends: each write carries its tag, so its event can be told apart. */
+function bodyOf(op: Op, tag: number): unknown {
+  if (op.kind === 'insert') {
+    const rows: Record<string, unknown>[] = range(1, op.rows).map((i) => ({ op: tag, i }));
+    // One row among the others that the batch may not hold: the whole batch is refused.
+    if (op.bad) rows[Math.floor(op.rows / 2)] = { op: tag, id: 1 };
+    return rows;
+  }
+  if (op.kind === 'patch') return { tag, [op.field]: tag };
+  return undefined;
+}
+
+interface Reader {
+  page: Row[];
+  seq: number;
+  feed: FeedClient;
+}
+
+describeEachBackend('concurrent writes and reads', (backend) => {
+  let server: TestServer;
+  let workspace: Workspace | undefined;
+  let other: ServeProcess | undefined;
+  let clients: Client[];
+  let collections = 0;
+
+  before(async function () {
+    this.timeout(30_000);
+    server = await startTestServer({}, { backend });
+    const client = await server.client();
+    clients = [client];
+    if (backend === 'postgres') {
+      // A second instance, a process of its own, on the same database.
+      workspace = await Workspace.create();
+      other = await workspace.serve({ DATABASE_URL: server.databaseUrl });
+      clients.push(new Client(other.url, client.key));
+    }
+  });
+  after(async () => {
+    await workspace?.cleanUp();
+    await server?.stop();
+  });
+
+  it('leave the rows, the events from seq 1 and the answers in agreement, whatever the mix', async function () {
+    this.timeout(60_000);
+    await fc.assert(
+      fc.asyncProperty(ops, async (mix) => {
+        const name = `model${++collections}`;
+        const [first] = clients;
+        const base = `/v1/collections/${name}`;
+        expect((await first.post('/v1/collections', { name })).status).to.equal(201);
+        expect(
+          (
+            await first.post(
+              `${base}/rows`,
+              range(1, SEEDED).map((i) => ({ seed: i })),
+            )
+          ).status,
+        ).to.equal(201);
+        const feed = await FeedClient.open(server.url, first.key, { collection: name, since: 0 });
+        const readers: Promise<Reader>[] = [];
+
+        const answers = await Promise.all(
+          mix.map(async (op, tag): Promise<Response<unknown>> => {
+            const client = clients[tag % clients.length];
+            switch (op.kind) {
+              case 'insert':
+                return client.post(`${base}/rows`, bodyOf(op, tag));
+              case 'patch':
+                return client.patch(`${base}/rows/${op.id}`, bodyOf(op, tag));
+              case 'delete':
+                return client.delete(`${base}/rows/${op.id}`);
+              case 'read':
+                return client.get(`${base}/rows/${op.id}`);
+              case 'list': {
+                // Read, then subscribe with since=Rowbase-Seq while the writes go on (contract.md, "Real-time feed").
+                const response = await client.get<Row[]>(`${base}/rows?limit=1000`);
+                const seq = Number(response.headers.get('rowbase-seq'));
+                readers.push(
+                  FeedClient.open(client.url, client.key, { collection: name, since: seq }).then((feed) => ({
+                    page: response.body,
+                    seq,
+                    feed,
+                  })),
+                );
+                return response;
+              }
+            }
+          }),
+        );
+        for (const [tag, answer] of answers.entries())
+          expect(answer.status, `${JSON.stringify(mix[tag])}: ${answer.text}`).to.be.below(500);
+
+        const latest = (await first.get<{ seq: number }>(base)).body.seq;
+        const events = (await feed.seqReached(latest)).filter((message): message is Change => 'row' in message);
+        expect(
+          events.map((event) => event.seq),
+          'every seq from 1, once, in order',
+        ).to.deep.equal(range(1, latest));
+
+        // The events replayed in order over an empty model, each following from the row before it.
+        const model = new Map<number, Row>();
+        const states = new Map<number, Row[]>();
+        const at = new Map<number, Row[]>([[0, []]]);
+        let lastId = 0;
+        for (const event of events) {
+          const row = event.row as Row;
+          const before = model.get(row.id);
+          if (event.type === 'insert') {
+            expect(before, `seq ${event.seq} inserts row ${row.id} twice`).to.equal(undefined);
+            expect(row.id, `seq ${event.seq}: ids increase in commit order`).to.be.greaterThan(lastId);
+            lastId = row.id;
+            model.set(row.id, row);
+          } else if (event.type === 'update') {
+            expect(before, `seq ${event.seq} updates a row that is not there`).to.not.equal(undefined);
+            const tag = row.tag as number;
+            expect(mix[tag]?.kind, `seq ${event.seq}: an update of a patch`).to.equal('patch');
+            expect(row, `seq ${event.seq}: the patch over the row as it was`).to.deep.equal({
+              ...before,
+              ...(bodyOf(mix[tag], tag) as object),
+            });
+            model.set(row.id, row);
+          } else {
+            expect(row, `seq ${event.seq}: a delete carries the row as it was`).to.deep.equal(before);
+            model.delete(row.id);
+          }
+          states.set(row.id, [...(states.get(row.id) ?? []), row]);
+          at.set(
+            event.seq,
+            [...model.values()].sort((a, b) => a.id - b.id),
+          );
+        }
+
+        const list = await first.get<Row[]>(`${base}/rows?limit=1000`);
+        expect(list.body, 'the rows over REST are the replayed events').to.deep.equal(at.get(latest));
+
+        // Each answer against the events.
+        const ofOp = (tag: number) => events.filter((event) => (event.row as Row).op === tag && event.type === 'insert');
+        for (const [tag, op] of mix.entries()) {
+          const answer = answers[tag];
+          const what = `${JSON.stringify(op)} answered ${answer.status} ${answer.text}`;
+          if (op.kind === 'insert') {
+            if (op.bad) {
+              expect(answer.status, what).to.equal(400);
+              expect(ofOp(tag), `${what}: nothing of it stored`).to.deep.equal([]);
+              continue;
+            }
+            expect(answer.status, what).to.equal(201);
+            const inserted = ofOp(tag);
+            expect(
+              inserted.map((event) => event.row),
+              what,
+            ).to.deep.equal(answer.body);
+            expect(
+              inserted.map((event) => event.seq - inserted[0].seq),
+              `${what}: consecutive seqs`,
+            ).to.deep.equal(range(0, op.rows - 1));
+          } else if (op.kind === 'patch') {
+            const updated = events.filter((event) => event.type === 'update' && (event.row as Row).tag === tag);
+            expect([200, 404], what).to.include(answer.status);
+            expect(
+              updated.map((event) => event.row),
+              what,
+            ).to.deep.equal(answer.status === 200 ? [answer.body] : []);
+          } else if (op.kind === 'delete') {
+            expect([204, 404], what).to.include(answer.status);
+          } else if (op.kind === 'read') {
+            expect([200, 404], what).to.include(answer.status);
+            if (answer.status === 200) expect(states.get(op.id), `${what}: a state the row had`).to.deep.include(answer.body);
+          }
+        }
+        // Each row's delete events are the 204s its deletes got.
+        for (const id of new Set(mix.flatMap((op) => (op.kind === 'delete' ? [op.id] : [])))) {
+          const deleted = events.filter((event) => event.type === 'delete' && (event.row as Row).id === id).length;
+          const answered = mix.filter((op, tag) => op.kind === 'delete' && op.id === id && answers[tag].status === 204).length;
+          expect(deleted, `row ${id}: a delete event for each 204`).to.equal(answered);
+        }
+
+        // Each reader's page is the state at its seq, and its feed brings every later event, once.
+        for (const reader of await Promise.all(readers)) {
+          expect(reader.page, `the page read at seq ${reader.seq}`).to.deep.equal(at.get(reader.seq));
+          if (latest > reader.seq) await reader.feed.seqReached(latest);
+          expect(reader.feed.changes, `since=${reader.seq}`).to.deep.equal(events.slice(reader.seq));
+          await reader.feed.close();
+        }
+        await feed.close();
+      }),
+      { numRuns: 8, endOnFailure: true },
+    );
+  });
+});
