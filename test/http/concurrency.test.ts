@@ -281,4 +281,65 @@ describeEachBackend('concurrent writes and reads', (backend) => {
     const expected = rows.map((row, index) => ({ ...row, id: index + 1 })).sort((x, y) => (x.s < y.s ? -1 : 1));
     expect(page.body).to.deep.equal(expected);
   });
+
+  it('delete a collection under writes and feeds: no 5xx, nothing left of it, every feed told, the name free to start again', async function () {
+    this.timeout(30_000);
+    const [first] = clients;
+    const name = `doomed${++collections}`;
+    const base = `/v1/collections/${name}`;
+    await first.post('/v1/collections', { name });
+    await first.post(
+      `${base}/rows`,
+      range(1, 20).map((n) => ({ n, s: `${n}` })),
+    );
+    await first.get(`${base}/rows?order_by=s`); // a sort index, so that its keys must go too
+    const open = (n: number) =>
+      FeedClient.open(clients[n % clients.length].url, first.key, { collection: name, since: n % 2 === 0 ? 0 : undefined });
+    const before = await Promise.all(range(0, 5).map(open));
+
+    const writes = range(0, 59).map((n) => {
+      const client = clients[n % clients.length];
+      if (n % 3 === 0) return client.post(`${base}/rows`, [{ n }, { n: -n }]);
+      if (n % 3 === 1) return client.patch(`${base}/rows/${(n % 20) + 1}`, { s: `p${n}` });
+      return client.delete(`${base}/rows/${(n % 20) + 1}`);
+    });
+    // The delete while the writes are under way, and feeds asked for meanwhile.
+    await Promise.race(writes);
+    const during = range(0, 5).map((n) => open(n).catch((error: Error) => error));
+    const deleted = await first.delete(base);
+    expect(deleted.status).to.equal(204);
+    for (const answer of await Promise.all(writes)) expect([200, 201, 204, 404], answer.text).to.include(answer.status);
+
+    for (const feed of [...before, ...(await Promise.all(during))]) {
+      if (feed instanceof Error) {
+        expect(feed.message).to.equal('upgrade refused with 404');
+        continue;
+      }
+      expect(await feed.closing(), JSON.stringify(feed.changes.at(-1))).to.deep.equal({ code: 4404, reason: 'collection deleted' });
+      const changes = feed.messages.filter((message): message is Change => 'row' in message);
+      // In seq order with no gap, from 1 for a feed that asked since=0.
+      const seqs = changes.map((change) => change.seq);
+      expect(seqs).to.deep.equal(range(seqs[0] ?? 1, (seqs[0] ?? 1) + seqs.length - 1));
+      // The last message; the only one for a feed whose collection went before its subscription was live (asyncapi.yaml).
+      expect(feed.messages.at(-1)).to.deep.equal({ type: 'collection_deleted', collection: name });
+      feed.checkValid();
+    }
+
+    // Nothing of it left, whatever write came last.
+    const { knex } = server.store.db;
+    for (const table of ['rows', 'events', 'sort_keys']) {
+      const orphans = await knex(table).whereNotIn('collection_id', knex('collections').select('id')).count({ n: '*' });
+      expect(Number(orphans[0].n), `${table} of no collection`).to.equal(0);
+    }
+    // The name starts again: a new collection, its own seqs and ids from 1.
+    expect((await first.post('/v1/collections', { name })).status).to.equal(201);
+    const fresh = await FeedClient.open(server.url, first.key, { collection: name, since: 0 });
+    expect(fresh.ready.seq).to.equal(0);
+    const inserted = await first.post<Row[]>(`${base}/rows`, [{ again: true }]);
+    expect(inserted.body).to.deep.equal([{ id: 1, again: true }]);
+    const [event] = await fresh.changesCount(1);
+    expect(event).to.deep.include({ type: 'insert', seq: 1, row: { id: 1, again: true } });
+    expect((await first.get(`${base}/rows?order_by=s`)).body).to.deep.equal([{ id: 1, again: true }]);
+    await fresh.close();
+  });
 });
