@@ -88,8 +88,12 @@ export async function advance(
   rowDelta = 0,
   readRow?: number,
 ) {
-  // `readRow`: the row of that id is read in the same statement, as it is before the change.
-  const current = readRow === undefined ? '' : ', (select data from rows where collection_id = collections.id and id = ?) as current';
+  // `readRow`: the row of that id is read in the same statement, as it is before the change. PostgreSQL
+  // only (SQLite patches in sqlite-procedures.ts). Locked, because a plain read would see the statement's
+  // snapshot, taken before it waited for the collection's row: a patch of the row committed meanwhile
+  // would be lost. A locked read in READ COMMITTED gets the row's latest committed version.
+  const current =
+    readRow === undefined ? '' : ', (select data from rows where collection_id = collections.id and id = ? for update) as current';
   const [counters] = await query<{
     id: number | string;
     last_row_id: number | string;

@@ -45,13 +45,18 @@ export interface FeedStart {
   resumableFrom: number;
 }
 
+/**
+ * Read by one statement, so in one snapshot: read apart, a collection deleted in between (its events
+ * with it) looked like one whose events were all pruned, and a `since` was refused 410, not 404.
+ */
 export async function feedStart(knex: Knex, accountId: number, name: string): Promise<FeedStart> {
-  const collection = await knex('collections').where({ account_id: accountId, name }).first('id', 'last_seq');
+  const collection = await knex('collections')
+    .where({ account_id: accountId, name })
+    .first('id', 'last_seq', knex('events').where('collection_id', knex.ref('collections.id')).min('seq').as('oldest'));
   if (!collection) throw collectionNotFound(name);
   const collectionId = Number(collection.id);
   const lastSeq = Number(collection.last_seq);
-  const oldest = await knex('events').where({ collection_id: collectionId }).min({ seq: 'seq' }).first();
-  const resumableFrom = oldest?.seq === null || oldest?.seq === undefined ? lastSeq : Number(oldest.seq) - 1;
+  const resumableFrom = collection.oldest === null ? lastSeq : Number(collection.oldest) - 1;
   return { collectionId, lastSeq, resumableFrom };
 }
 

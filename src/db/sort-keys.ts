@@ -18,6 +18,7 @@
 import type { Knex } from 'knex';
 import type { DatabaseParams } from './changes.ts';
 import { advance } from './collections.ts';
+import { isKeyTooLarge } from './errors.ts';
 import { type Direction, postgresField, rowJsonSql, sqliteName } from './ordering.ts';
 import { query, type WriteTx } from './query.ts';
 
@@ -87,14 +88,21 @@ export async function rekeyPatchedRowPostgres(
  * row's key) now when the collection has none for it; -1 when it already has `max`.
  */
 export async function makeSortIndex(knex: Knex, accountId: number, name: string, field: string, max: number): Promise<number> {
-  return knex.transaction(async (trx) => {
-    const { id, lastRowId, sorted } = await advance(trx, accountId, name, 0);
-    const slot = sorted.indexOf(field);
-    if (slot >= 0 || sorted.length >= max) return slot;
-    await query(trx, 'update collections set sorted = ? where id = ?', [JSON.stringify([...sorted, field]), id]);
-    await writeSortKeys(trx, id, sorted.length, field, 1, lastRowId);
-    return sorted.length;
-  });
+  try {
+    return await knex.transaction(async (trx) => {
+      const { id, lastRowId, sorted } = await advance(trx, accountId, name, 0);
+      const slot = sorted.indexOf(field);
+      if (slot >= 0 || sorted.length >= max) return slot;
+      await query(trx, 'update collections set sorted = ? where id = ?', [JSON.stringify([...sorted, field]), id]);
+      await writeSortKeys(trx, id, sorted.length, field, 1, lastRowId);
+      return sorted.length;
+    });
+  } catch (error) {
+    // PostgreSQL: a row's string too long for the index's key (errors.ts). No index, then: the page
+    // is sorted whole, as for a small collection, and the index is tried again next time.
+    if (isKeyTooLarge(error)) return -1;
+    throw error;
+  }
 }
 
 /**

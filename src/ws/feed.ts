@@ -156,6 +156,7 @@ export function createFeed({ store, config, log, admit }: FeedOptions): Feed {
       since,
       maxBufferBytes: config.feedMaxBufferBytes,
       readEvents: (after, upTo) => store.readEvents(collectionId, { ...PAGE, after, upTo }),
+      latestSeq: () => store.latestSeq(collectionId),
       log,
     });
     subscribers.set(subscriber, request.keyHash);

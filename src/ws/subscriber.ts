@@ -21,6 +21,8 @@ export interface SubscriberOptions {
   maxBufferBytes: number;
   /** One page of the collection's events with `after` < seq ≤ `upTo`, in seq order. */
   readEvents(after: number, upTo: number): Promise<StoredEvent[]>;
+  /** The collection's latest seq, or undefined once it is deleted. */
+  latestSeq(): Promise<number | undefined>;
   log: Logger;
 }
 
@@ -164,7 +166,9 @@ export class Subscriber extends EventEmitter<{ end: [] }> {
         written = new Promise((resolve) => this.send(frame, resolve));
       }
       if (after !== events.at(-1)?.seq) {
-        this.close(closeCodes.gone);
+        // Gone with the collection, deleted meanwhile (the tail tells the others the same), or pruned.
+        if ((await this.options.latestSeq()) === undefined) this.collectionDeleted();
+        else this.close(closeCodes.gone);
         return;
       }
     }

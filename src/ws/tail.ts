@@ -81,6 +81,11 @@ export class Tail {
     while (this.cursor < latest && !this.ended) {
       const events = await this.options.readEvents(this.cursor);
       if (events[0]?.seq !== this.cursor + 1) {
+        // Deleted with its collection since `latest` was read: the subscribers are told that instead.
+        if ((await this.options.latestSeq()) === undefined) {
+          this.end((subscriber) => subscriber.collectionDeleted());
+          return;
+        }
         // Pruned before they could be forwarded (a retention far too small for the write rate): the
         // subscribers cannot get them, so they are told to re-read; joiners have been promised nothing.
         this.options.log.warn({ collection: this.options.collection, after: this.cursor }, 'feed events pruned before delivery');
