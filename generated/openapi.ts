@@ -193,8 +193,8 @@ export interface paths {
          *     Out-of-range values are refused with `400`, never clamped.
          *     The first page of a large collection ordered by a field makes a sort index of that field, and
          *     may take a while; later pages read the index (see the README, "Sort indexes"). On PostgreSQL,
-         *     a field holding a string of more than about 2,000 bytes gets no index: its pages sort the
-         *     collection whole.
+         *     while a field holds a string of 400 characters or more, its pages sort the collection whole
+         *     (exact, but slower): the index keys strings by their first 400 characters.
          *
          *     Every page carries `Rowbase-Seq`: the collection's latest event `seq` as of the snapshot its rows
          *     were read from. Subscribing to the feed with `since=<Rowbase-Seq>` then delivers exactly the
@@ -213,10 +213,6 @@ export interface paths {
          *     naming the body (`{"in": "body", "name": ""}`), and nothing of it is stored. The schema has no
          *     `maxItems` because the bound is the server's setting: 1000 there would be wrong for a server
          *     configured higher, and clients generated from this document would refuse batches it accepts.
-         *
-         *     On PostgreSQL, a string of more than about 2,000 bytes in a field the collection has a sort
-         *     index for (see listRows) is refused with `400 validation_failed`: the index cannot hold it. The
-         *     batch stores nothing; batches of other requests are not affected. SQLite has no such bound.
          */
         post: operations["insertRows"];
         delete?: never;
@@ -265,8 +261,6 @@ export interface paths {
          *     `null` stores `null`. Fields not given keep their values. Emits one `update` event.
          *     This is not a JSON Merge Patch (RFC 7396, where `null` removes a field and nested objects merge):
          *     `Content-Type: application/merge-patch+json` is `415`.
-         *     On PostgreSQL, a string of more than about 2,000 bytes in a field the collection has a sort
-         *     index for is refused with `400 validation_failed`, as for insertRows.
          */
         patch: operations["updateRow"];
         trace?: never;

@@ -1,6 +1,6 @@
 // The data layer's edge: driver errors become API errors here, per dialect, so no handler ever sees a
 // driver's message (which may carry SQL). What is not recognised stays as it is and becomes a 500.
-import { ApiError, conflict, unavailable, validationFailed } from '../errors.ts';
+import { ApiError, conflict, unavailable } from '../errors.ts';
 
 /** Thrown for a statement asked of a database this process has closed: 503 unavailable, like a lost one. */
 export class DatabaseClosedError extends Error {
@@ -33,24 +33,11 @@ const unavailableCodes = new Set([
   '53300', // PostgreSQL: too many connections
 ]);
 
-/**
- * PostgreSQL's 54000 program_limit_exceeded: the only one a request can reach is a sort index's key
- * over btree's bound (2,704 bytes a key, after compression): a long string in a field the collection
- * has a sort index for (sort-keys.ts). SQLite has no such bound.
- */
-export const isKeyTooLarge = (error: unknown) => (error as DriverError | undefined)?.code === '54000';
-
 export function translateDatabaseError(error: unknown): unknown {
   if (error instanceof ApiError) return error;
   if (error instanceof DatabaseClosedError) return unavailable();
   const { code, message = '' } = (error ?? {}) as DriverError;
   if (isUniqueViolation(error)) return conflict('That already exists.');
-  if (isKeyTooLarge(error)) {
-    return validationFailed(
-      'A string is too long for the sort index of its field: on PostgreSQL, a string in a field this collection has been ordered by must be at most about 2,000 bytes.',
-      [{ in: 'body', name: '', message: 'holds a string too long for the sort index of its field' }],
-    );
-  }
   if ((code && unavailableCodes.has(code)) || /Knex: Timeout acquiring a connection|Unable to acquire a connection/.test(message)) {
     return unavailable();
   }

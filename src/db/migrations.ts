@@ -140,6 +140,22 @@ const migrations: Record<string, Knex.Migration> = {
     // The old keys were wrong: there is nothing to go back to.
     async down() {},
   },
+  '0006_postgres_cut_sort_keys': {
+    // PostgreSQL: a string key holds a string's first 400 characters (sort-keys.ts, POSTGRES_KEY_CHARS),
+    // so that no string is too long for the index (its keys are at most 2,704 bytes; a longer string
+    // made the write fail). Keys made longer before are cut likewise; the partial index finds, at once,
+    // the slots holding a key that may have been cut, whose pages then sort the collection whole.
+    // SQLite keys whole strings.
+    async up(knex) {
+      if (knex.client.dialect !== 'postgresql') return;
+      await knex.raw('update sort_keys set str = left(str, 400) where length(str) > 400');
+      await knex.raw('create index sort_keys_long on sort_keys (collection_id, slot) where length(str) >= 400');
+    },
+    async down(knex) {
+      if (knex.client.dialect !== 'postgresql') return;
+      await knex.raw('drop index sort_keys_long');
+    },
+  },
 };
 
 /**

@@ -38,7 +38,7 @@ export type Json<T> = string & { readonly json?: T };
  * by commas (null for none), and the collection's latest event seq in the same snapshot (null when
  * the collection is gone).
  */
-type PagePart = { n: number | string; json: string | null; seq: number | string | null };
+type PagePart = { n: number | string; json: string | null; seq: number | string | null; exact?: boolean };
 /**
  * A page of rows as JSON text, and `seq`, the collection's latest event seq as of the snapshot the rows
  * were read from: the rows are exactly what the events up to it made, so a feed resumed with
@@ -46,13 +46,15 @@ type PagePart = { n: number | string; json: string | null; seq: number | string 
  */
 export type RowsPage = { json: Json<Row[]>; seq: number };
 /**
- * A page made of its parts, in order (all read in one snapshot), how many rows it has, and the seq of
- * that snapshot: null when the collection is gone.
+ * A page made of its parts, in order (all read in one snapshot), how many rows it has, the seq of
+ * that snapshot (null when the collection is gone), and whether its order is exact (false when a
+ * PostgreSQL sort index cut a key it reads: sort-keys.ts, POSTGRES_KEY_CHARS).
  */
-function joinParts(parts: PagePart[]): { count: number; json: Json<Row[]>; seq: number | null } {
+function joinParts(parts: PagePart[]): { count: number; json: Json<Row[]>; seq: number | null; exact: boolean } {
   const texts = parts.flatMap((part) => (part.json === null ? [] : [part.json]));
   const seq = parts[0].seq === null ? null : Number(parts[0].seq);
-  return { count: parts.reduce((count, part) => count + Number(part.n), 0), json: `[${texts.join(',')}]`, seq };
+  const exact = parts[0].exact !== false;
+  return { count: parts.reduce((count, part) => count + Number(part.n), 0), json: `[${texts.join(',')}]`, seq, exact };
 }
 const rowNotFound = (collection: string, id: number) => notFound(`There is no row ${id} in collection ${collection}.`);
 
@@ -176,34 +178,50 @@ export async function listRows(knex: Knex, accountId: number, collection: string
   const read = async <T = StoredRow>(sql: string, params: SqlValue[], kind: ReadKind = 'scan'): Promise<T[]> =>
     sqlite ? sqlite.read<T>(sql, params, kind) : (await knex.raw(sql, params)).rows;
   if (page.orderBy !== 'id' && sortIndexes && knownIndexes) {
-    // A collection known to have the index: its page at once, unless the collection of that id is
-    // gone (ids are never reused: the name may now be another collection's, or none).
-    const known = knownIndexes.get(accountId, collection);
-    const knownSlot = known?.sorted.indexOf(page.orderBy) ?? -1;
-    if (known && knownSlot >= 0) {
-      const { json, seq } = await sortedPage(knex, known.id, knownSlot, page);
-      if (seq !== null) return { json, seq };
-    }
-    const [found] = await read<CollectionRow>(collectionSql, [accountId, collection], 'point');
-    if (!found) throw collectionNotFound(collection);
-    const sorted = JSON.parse(found.sorted) as string[];
-    let slot = sorted.indexOf(page.orderBy);
-    if (slot < 0 && Number(found.row_count) >= sortIndexes.minRows && sortIndexes.max > 0) {
-      slot = await makeSortIndex(knex, accountId, collection, page.orderBy, sortIndexes.max);
-      if (slot === sorted.length) sorted.push(page.orderBy);
-    }
-    knownIndexes.set(accountId, collection, Number(found.id), sorted);
-    if (slot >= 0) {
-      const { json, seq } = await sortedPage(knex, Number(found.id), slot, page);
-      // No seq: the collection was deleted since it was looked up (and maybe made again): read by name.
-      if (seq !== null) return { json, seq };
-    }
+    const indexed = await indexedPage(knex, accountId, collection, page, read);
+    if (indexed) return indexed;
   }
   const { sql, params } = orderedRowsQuery(sqlite ? 'sqlite' : 'postgres', accountId, collection, page);
   const [part] = await read<PagePart>(sql, params);
   const { json, seq } = joinParts([part]);
   if (seq === null) throw collectionNotFound(collection);
   return { json, seq };
+}
+
+/**
+ * listRows()'s page from the sort index of its field, made now if the collection is large enough and
+ * has none; undefined when there is no index to read, or when its order would not be exact (a string
+ * its PostgreSQL keys cut: sort-keys.ts, POSTGRES_KEY_CHARS): then the collection is sorted whole.
+ */
+async function indexedPage(
+  knex: Knex,
+  accountId: number,
+  collection: string,
+  page: Page,
+  read: <T>(sql: string, params: SqlValue[], kind?: ReadKind) => Promise<T[]>,
+): Promise<RowsPage | undefined> {
+  const { sortIndexes, knownIndexes } = knex.userParams as Required<Pick<DatabaseParams, 'sortIndexes' | 'knownIndexes'>>;
+  // A collection known to have the index: its page at once, unless the collection of that id is
+  // gone (ids are never reused: the name may now be another collection's, or none).
+  const known = knownIndexes.get(accountId, collection);
+  const knownSlot = known?.sorted.indexOf(page.orderBy) ?? -1;
+  if (known && knownSlot >= 0) {
+    const { json, seq, exact } = await sortedPage(knex, known.id, knownSlot, page);
+    if (seq !== null) return exact ? { json, seq } : undefined;
+  }
+  const [found] = await read<CollectionRow>(collectionSql, [accountId, collection], 'point');
+  if (!found) throw collectionNotFound(collection);
+  const sorted = JSON.parse(found.sorted) as string[];
+  let slot = sorted.indexOf(page.orderBy);
+  if (slot < 0 && Number(found.row_count) >= sortIndexes.minRows && sortIndexes.max > 0) {
+    slot = await makeSortIndex(knex, accountId, collection, page.orderBy, sortIndexes.max);
+    if (slot === sorted.length) sorted.push(page.orderBy);
+  }
+  knownIndexes.set(accountId, collection, Number(found.id), sorted);
+  if (slot < 0) return undefined;
+  const { json, seq, exact } = await sortedPage(knex, Number(found.id), slot, page);
+  // No seq: the collection was deleted since it was looked up (and maybe made again): read by name.
+  return seq !== null && exact ? { json, seq } : undefined;
 }
 
 /**

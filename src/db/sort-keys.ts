@@ -4,7 +4,8 @@
 // of the field falls in the order of contract.md (ordering.ts sorts by the same rules). `rank` is the
 // JSON type's place: 1 numbers, 2 strings, 3 booleans, 4 objects and arrays, 5 missing or null; then
 // `num` (numbers, and false 0, true 1) or `str` (strings, by code point; on PostgreSQL escaped as
-// ordering.ts's postgresEscape() escapes them, which keeps that order); then the row id. An
+// ordering.ts's postgresEscape() escapes them, which keeps that order, and cut to their first
+// POSTGRES_KEY_CHARS characters: see there); then the row id. An
 // ascending page is one range of the index, in its order. Rows whose field is missing or null come
 // last in both directions, so a descending page reads the index backwards over rank < 5, then, when
 // it reaches past them, over rank 5 (by id, descending): both in one snapshot (see rows.ts).
@@ -18,7 +19,6 @@
 import type { Knex } from 'knex';
 import type { DatabaseParams } from './changes.ts';
 import { advance } from './collections.ts';
-import { isKeyTooLarge } from './errors.ts';
 import { type Direction, postgresField, rowJsonSql, sqliteName } from './ordering.ts';
 import { query, type WriteTx } from './query.ts';
 
@@ -88,21 +88,14 @@ export async function rekeyPatchedRowPostgres(
  * row's key) now when the collection has none for it; -1 when it already has `max`.
  */
 export async function makeSortIndex(knex: Knex, accountId: number, name: string, field: string, max: number): Promise<number> {
-  try {
-    return await knex.transaction(async (trx) => {
-      const { id, lastRowId, sorted } = await advance(trx, accountId, name, 0);
-      const slot = sorted.indexOf(field);
-      if (slot >= 0 || sorted.length >= max) return slot;
-      await query(trx, 'update collections set sorted = ? where id = ?', [JSON.stringify([...sorted, field]), id]);
-      await writeSortKeys(trx, id, sorted.length, field, 1, lastRowId);
-      return sorted.length;
-    });
-  } catch (error) {
-    // PostgreSQL: a row's string too long for the index's key (errors.ts). No index, then: the page
-    // is sorted whole, as for a small collection, and the index is tried again next time.
-    if (isKeyTooLarge(error)) return -1;
-    throw error;
-  }
+  return knex.transaction(async (trx) => {
+    const { id, lastRowId, sorted } = await advance(trx, accountId, name, 0);
+    const slot = sorted.indexOf(field);
+    if (slot >= 0 || sorted.length >= max) return slot;
+    await query(trx, 'update collections set sorted = ? where id = ?', [JSON.stringify([...sorted, field]), id]);
+    await writeSortKeys(trx, id, sorted.length, field, 1, lastRowId);
+    return sorted.length;
+  });
 }
 
 /**
@@ -117,7 +110,8 @@ const ranks: Record<KeyRange, string> = { all: '', present: 'and rank < 5', miss
  * A page of the collection's rows in the order of the sort index in `slot`, from one range of it, as
  * one row `{ n, json, seq }`: how many rows it has, and their JSON texts joined by commas (null for
  * none), each made from the stored text as rows.ts's rowJson() makes it, and the collection's latest
- * event seq as of the same snapshot (null when the collection is gone). Made in the database, the
+ * event seq as of the same snapshot (null when the collection is gone); on PostgreSQL also `exact`,
+ * false when the page may be out of order (POSTGRES_KEY_CHARS). Made in the database, the
  * page comes back as one string where it would be 50 rows, each an object the driver builds on the
  * main thread.
  */
@@ -134,13 +128,22 @@ export function sortedPageQuery(
   const by = (k: string) => `${k}rank ${dir}, ${k}num ${dir}, ${k}str ${dir}, ${k}row_id ${dir}`;
   // Both keep the order asked for: SQLite's group_concat has taken ORDER BY since 3.44.
   const joined = dialect === 'sqlite' ? 'group_concat' : 'string_agg';
+  // PostgreSQL: whether every string key of the slot is whole (see POSTGRES_KEY_CHARS); one probe of
+  // the partial index sort_keys_long (migration 0006), empty unless a string that long was ever keyed.
+  const exact =
+    dialect === 'postgres'
+      ? {
+          sql: `, not exists (select 1 from sort_keys where collection_id = ? and slot = ? and ${postgresCutKey}) as exact`,
+          params: [collectionId, slot],
+        }
+      : { sql: '', params: [] };
   return {
     sql: `select count(*) as n, ${joined}(${rowJsonSql}, ',' order by ${by('k.')}) as json,
-        (select last_seq from collections where id = ?) as seq
+        (select last_seq from collections where id = ?) as seq${exact.sql}
       from (select rank, num, str, row_id from sort_keys where collection_id = ? and slot = ? ${ranks[range]}
         order by ${by('')} limit ? offset ?) k
       join rows r on r.collection_id = ? and r.id = k.row_id`,
-    params: [collectionId, collectionId, slot, limit, offset, collectionId],
+    params: [collectionId, ...exact.params, collectionId, slot, limit, offset, collectionId],
   };
 }
 
@@ -182,11 +185,23 @@ const sqliteKeysSql = (name: string) => `insert into sort_keys (collection_id, s
   from (select r.id, k.type as t, k.atom as v from rows r ${sqliteFieldJoin('r.data', name)}
     where r.collection_id = ? and r.id between ? and ?) rows`;
 
+/**
+ * PostgreSQL: the characters of a string a key holds at most. A btree key is at most 2,704 bytes, and a
+ * row's string may be any length: a key holds the string's first 400 characters (at most 1,600 bytes of
+ * UTF-8), which order strings as the whole strings do except among those that share their first 400.
+ * A page read from an index any of whose keys was cut (postgresCutKey, which the partial index
+ * sort_keys_long finds at once) is not used: the page sorts the collection whole, by whole strings
+ * (rows.ts). SQLite has no bound, and keys whole strings.
+ */
+export const POSTGRES_KEY_CHARS = 400;
+/** PostgreSQL: a key whose string may have been cut (one exactly POSTGRES_KEY_CHARS long may be whole). */
+export const postgresCutKey = `length(str) >= ${POSTGRES_KEY_CHARS}`;
+
 /** PostgreSQL: the key columns (rank, num, str) of the jsonb value `j`, as in the comment at the top. */
 export const postgresKeyColumns = (j: string) => `case jsonb_typeof(${j}) when 'number' then 1 when 'string' then 2 when 'boolean' then 3
       when 'object' then 4 when 'array' then 4 else 5 end,
     case jsonb_typeof(${j}) when 'number' then (${j})::numeric when 'boolean' then case when (${j})::boolean then 1 else 0 end end,
-    case when jsonb_typeof(${j}) = 'string' then ${j} #>> '{}' end`;
+    case when jsonb_typeof(${j}) = 'string' then left(${j} #>> '{}', ${POSTGRES_KEY_CHARS}) end`;
 
 /** PostgreSQL: the keys of a range of rows, from jsonb (its strings escaped: ordering.ts's postgresJsonb()). */
 function postgresKeys(field: string) {

@@ -140,4 +140,48 @@ describe('migrations on PostgreSQL', () => {
       for (const field of fields) expect(await pages(accountId, field), JSON.stringify(field)).to.deep.equal(expected(stored, field));
     });
   });
+
+  describe('0006_postgres_cut_sort_keys', () => {
+    const migration = '0006_postgres_cut_sort_keys';
+
+    it('cuts the string keys made whole before to 400 characters, and pages by them still sort exactly', async () => {
+      if (!store) store = await openStore(database.url, { minRows: 0, max: 16 });
+      await store.createKey('cut');
+      const accountId = Number((await store.db.knex('accounts').where({ name: 'cut' }).first('id')).id);
+      await store.createCollection(accountId, 'cut');
+      const shared = 'q'.repeat(450);
+      const stored = JSON.parse(
+        await store.insertRows(
+          accountId,
+          'cut',
+          [`${shared}b`, 'a', shared, `${shared}a`, 'z'].map((s) => ({ s })),
+        ),
+      ) as Row[];
+      await rowsOf(accountId, 'cut', 's'); // makes the index
+      // The keys as the code before the migration made them: whole strings, with no partial index.
+      const { id } = await store.db.knex('collections').where({ name: 'cut', account_id: accountId }).first('id');
+      await store.db.knex.raw('drop index sort_keys_long');
+      for (const row of stored) await store.db.knex('sort_keys').where({ collection_id: id, row_id: row.id }).update({ str: row.s });
+      const longest = async () =>
+        Number(
+          (
+            await store.db
+              .knex('sort_keys')
+              .where({ collection_id: id })
+              .max({ n: store.db.knex.raw('length(str)') })
+          )[0].n,
+        );
+      expect(await longest()).to.equal(451);
+      await store.db.knex('knex_migrations').where({ name: migration }).delete();
+      await store.close();
+
+      store = await openStore(database.url, { minRows: 0, max: 16 });
+      expect(await store.db.knex('knex_migrations').where({ name: migration }).first('name')).to.deep.equal({ name: migration });
+      expect(await longest()).to.equal(400);
+      expect((await store.db.knex.raw("select 1 from pg_indexes where indexname = 'sort_keys_long'")).rows).to.have.length(1);
+      // ASCII: code unit order is code point order.
+      const asc = [...stored].sort((x, y) => ((x.s as string) < (y.s as string) ? -1 : 1)).map((row) => row.id);
+      expect(await idsBothWays(accountId, 'cut', 's')).to.deep.equal([asc, [...asc].reverse()]);
+    });
+  });
 });
