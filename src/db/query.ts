@@ -41,21 +41,6 @@ export async function query<T>(trx: WriteTx, sql: string, params: SqlValue[]): P
 }
 
 /**
- * Waits for statements of one transaction sent side by side, none of which reads what another writes,
- * and answers their results; or, once every one has settled, throws the first error. SQLite runs them
- * one after another on the connection, in no set order, and none waits for the main thread between
- * them: each statement is a hand-off to the driver's threads and back. Waiting for all before failing
- * matters: a statement still under way when the transaction rolls back would run after the rollback,
- * on its own.
- */
-export async function together<T extends unknown[]>(...statements: { [K in keyof T]: Promise<T[K]> }): Promise<T> {
-  const settled = await Promise.allSettled(statements);
-  const failed = settled.find((each) => each.status === 'rejected');
-  if (failed) throw failed.reason;
-  return settled.map((each) => (each as PromiseFulfilledResult<unknown>).value) as T;
-}
-
-/**
  * PostgreSQL only: runs one statement as a transaction of its own (PostgreSQL commits it whole or not
  * at all) on a connection of Knex's pool, as a named statement like query()'s.
  */

@@ -6,7 +6,7 @@ import { advance, collectionId, collectionIdQuery, collectionNotFound } from './
 import { appendEvents, type EventRow } from './events.ts';
 import { mergedInsert } from './merged-inserts.ts';
 import { orderedRowsQuery, type Page, pathSafe, postgresJsonb } from './ordering.ts';
-import { query, queryAlone, together, type WriteTx } from './query.ts';
+import { query, queryAlone, type WriteTx } from './query.ts';
 import {
   deleteSortKeys,
   type KeyRange,
@@ -307,12 +307,11 @@ export async function updateRow(knex: Knex, accountId: number, collection: strin
     const { id, lastSeq, sorted, current } = await advance(trx, accountId, collection, 1, 0, 0, rowId);
     if (!current) throw rowNotFound(collection, rowId);
     const data = JSON.stringify({ ...JSON.parse(current), ...patch });
-    // Three writes that read nothing of each other's: sent together, they wait for the database once.
-    await together(
-      query(trx, updateSql, [data, id, rowId]),
-      rekeyPatchedRowPostgres(trx, id, sorted, rowId, patch, data),
-      appendEvents(trx, id, lastSeq, 'update', [eventRow(rowId, data)]),
-    );
+    // One after another: pg sends a client's queries one at a time whatever the caller does (sent side
+    // by side, it queued them itself, which pg 9 will no longer do).
+    await query(trx, updateSql, [data, id, rowId]);
+    await rekeyPatchedRowPostgres(trx, id, sorted, rowId, patch, data);
+    await appendEvents(trx, id, lastSeq, 'update', [eventRow(rowId, data)]);
     return rowJson(rowId, data);
   });
 }

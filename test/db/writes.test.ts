@@ -4,7 +4,6 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { query, together } from '../../src/db/query.ts';
 import { openStore, type Store } from '../../src/db/store.ts';
 import type { GroupedWrites } from '../../src/db/writes.ts';
 import type { ApiError } from '../../src/errors.ts';
@@ -178,31 +177,5 @@ describe('grouped writes on SQLite', () => {
       }),
     );
     expect(seen).to.deep.equal(Array.from({ length: 20 }, (_, n) => n));
-  });
-
-  it('roll back statements sent side by side only once every one has settled, so none runs after the rollback', async () => {
-    // One rollback first, so that the next one's statement is prepared and goes at once. Then a write
-    // whose insert still has to be prepared fails beside it: rolled back before the insert has run,
-    // the insert would then run on its own, and commit.
-    await writes()
-      .run(() => Promise.reject(new Error('first')))
-      .catch(() => {});
-    const write = writes().run((trx) =>
-      together(
-        query(
-          trx,
-          "insert into rows (collection_id, id, data) select c.id, 1000 + value, '{}' from collections c, json_each('[1,2,3]')",
-          [],
-        ),
-        Promise.reject(new Error('failed beside it')),
-      ),
-    );
-    const [settled] = await Promise.allSettled([write]);
-    expect(settled.status).to.equal('rejected');
-    expect((settled as PromiseRejectedResult).reason.message).to.equal('failed beside it');
-    expect(await store.db.knex('rows').where('id', '>', 1000).select('id')).to.deep.equal([]);
-    // The connection is out of the transaction: the next write commits.
-    await store.insertRows(accountId, 'notes', [{ after: true }]);
-    expect(await store.db.knex('rows').count({ n: '*' }).first()).to.deep.equal({ n: 1 });
   });
 });
