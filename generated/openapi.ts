@@ -191,6 +191,8 @@ export interface paths {
          *     types, numbers < strings < booleans < objects and arrays. Rows where the field is missing or
          *     `null` come last in both directions. Ties break by `id`, in the same direction.
          *     Out-of-range values are refused with `400`, never clamped.
+         *     A page is answered whole, and its rows may weigh 16 MiB at most (their JSON text): a page whose
+         *     rows weigh more is refused with `400`, its error naming `limit`; ask for fewer rows at a time.
          *     The first page of a large collection ordered by a field makes a sort index of that field, and
          *     may take a while; later pages read the index (see the README, "Sort indexes").
          *

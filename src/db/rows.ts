@@ -1,11 +1,11 @@
 import type { Knex } from 'knex';
 import type { components } from '../../generated/openapi.ts';
-import { ApiError, notFound } from '../errors.ts';
+import { ApiError, notFound, validationFailed } from '../errors.ts';
 import { announceChange, announceCommitted, type DatabaseParams, notifyParams } from './changes.ts';
 import { advance, collectionId, collectionIdQuery, collectionNotFound } from './collections.ts';
 import { appendEvents, type EventRow } from './events.ts';
 import { mergedInsert } from './merged-inserts.ts';
-import { orderedRowsQuery, type Page, pathSafe, postgresJsonb } from './ordering.ts';
+import { MAX_PAGE_BYTES, orderedRowsQuery, type Page, pathSafe, postgresJsonb } from './ordering.ts';
 import { query, queryAlone, together, type WriteTx } from './query.ts';
 import {
   deleteSortKeys,
@@ -50,6 +50,8 @@ export type RowsPage = { json: Json<Row[]>; seq: number };
  * that snapshot: null when the collection is gone.
  */
 function joinParts(parts: PagePart[]): { count: number; json: Json<Row[]>; seq: number | null } {
+  // No text for rows that are there: PostgreSQL found them longer than a page may be (ordering.ts).
+  if (parts.some((part) => part.json === null && Number(part.n) > 0)) throw pageTooLarge();
   const texts = parts.flatMap((part) => (part.json === null ? [] : [part.json]));
   const seq = parts[0].seq === null ? null : Number(parts[0].seq);
   return { count: parts.reduce((count, part) => count + Number(part.n), 0), json: `[${texts.join(',')}]`, seq };
@@ -170,6 +172,25 @@ const insertBatchSql = `with counters as (
  * whole collection (ordering.ts).
  */
 export async function listRows(knex: Knex, accountId: number, collection: string, page: Page): Promise<RowsPage> {
+  try {
+    return await readPage(knex, accountId, collection, page);
+  } catch (error) {
+    // SQLite's page connections make no string longer than a page may be (sqlite-statements.ts).
+    if ((error as { code?: string }).code === 'SQLITE_TOOBIG') throw pageTooLarge();
+    throw error;
+  }
+}
+
+/**
+ * 400 for a page whose rows weigh more than MAX_PAGE_BYTES (ordering.ts): fewer rows at a time can be
+ * read, where the whole page would not fit in memory.
+ */
+const pageTooLarge = () =>
+  validationFailed('The rows of this page are too large to answer at once.', [
+    { in: 'query', name: 'limit', message: `asks for rows that add up to more than ${MAX_PAGE_BYTES} bytes; ask for fewer` },
+  ]);
+
+async function readPage(knex: Knex, accountId: number, collection: string, page: Page): Promise<RowsPage> {
   const { sqlite, sortIndexes, knownIndexes } = knex.userParams as DatabaseParams;
   // On SQLite a page has a read-only connection of its own: one that reads a whole collection to
   // order it holds up neither row reads nor writes.
