@@ -572,7 +572,7 @@ export interface components {
                 };
             };
         };
-        /** @description `payload_too_large`: the body is over 1 MiB. */
+        /** @description `payload_too_large`: the body is over 1 MiB, or the row it writes would weigh more than 15 MiB (the JSON text of its fields). */
         PayloadTooLarge: {
             headers: {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];

@@ -50,6 +50,16 @@ export function orderedRowsQuery(dialect: 'sqlite' | 'postgres', accountId: numb
 export const MAX_PAGE_BYTES = 16 * 1024 * 1024;
 
 /**
+ * The most a row may weigh, as the JSON text of its fields: 15 MiB, so that a page of one row always
+ * fits. Patches add fields, so without a bound a row grew by a body's worth with each one, until
+ * answering it made a string longer than V8 can hold (rows.ts, rowTooLarge()).
+ */
+export const MAX_ROW_BYTES = 15 * 1024 * 1024;
+
+/** Whether `text` weighs more than a row may: only a text of over a third of it can (3 bytes a UTF-16 unit at most). */
+export const overRowBound = (text: string) => text.length > MAX_ROW_BYTES / 3 && Buffer.byteLength(text) > MAX_ROW_BYTES;
+
+/**
  * The page's rows as one JSON text, joined in `order`: SQLite's group_concat, PostgreSQL's string_agg
  * only when the rows' texts add up to at most MAX_PAGE_BYTES (null otherwise, beside a count above 0).
  * Both keep the order asked for: SQLite's group_concat has taken ORDER BY since 3.44.

@@ -5,7 +5,7 @@ import { announceChange, announceCommitted, type DatabaseParams, notifyParams } 
 import { advance, collectionId, collectionIdQuery, collectionNotFound } from './collections.ts';
 import { appendEvents, type EventRow } from './events.ts';
 import { mergedInsert } from './merged-inserts.ts';
-import { MAX_PAGE_BYTES, orderedRowsQuery, type Page, pathSafe, postgresJsonb } from './ordering.ts';
+import { MAX_PAGE_BYTES, MAX_ROW_BYTES, orderedRowsQuery, overRowBound, type Page, pathSafe, postgresJsonb } from './ordering.ts';
 import { query, queryAlone, together, type WriteTx } from './query.ts';
 import {
   deleteSortKeys,
@@ -16,7 +16,7 @@ import {
   rekeyPatchedRowPostgres,
   sortedPageQuery,
 } from './sort-keys.ts';
-import { insertSql, patchSql } from './sqlite-procedures.ts';
+import { insertSql, patchSql, ROW_TOO_LARGE } from './sqlite-procedures.ts';
 import type { ReadKind, SnapshotRead, SqlValue } from './sqlite-statements.ts';
 import { mergedWrite, writeTransaction } from './writes.ts';
 
@@ -56,6 +56,9 @@ function joinParts(parts: PagePart[]): { count: number; json: Json<Row[]>; seq: 
   const seq = parts[0].seq === null ? null : Number(parts[0].seq);
   return { count: parts.reduce((count, part) => count + Number(part.n), 0), json: `[${texts.join(',')}]`, seq };
 }
+/** 413 for a write that would make a row weigh more than MAX_ROW_BYTES (ordering.ts): nothing of it is stored. */
+const rowTooLarge = () =>
+  new ApiError('payload_too_large', `A row may weigh ${MAX_ROW_BYTES} bytes at most, as the JSON text of its fields.`);
 const rowNotFound = (collection: string, id: number) => notFound(`There is no row ${id} in collection ${collection}.`);
 
 /**
@@ -79,6 +82,7 @@ export async function insertRows(knex: Knex, accountId: number, collection: stri
   // Node's work comes first: the write holds the collection's row from its first statement to its
   // commit, and every other writer of the collection waits for it.
   const texts = items.map((fields) => JSON.stringify(fields));
+  if (texts.some(overRowBound)) throw rowTooLarge();
   const { sqlite } = knex.userParams as DatabaseParams;
   const insert = sqlite ? insertInOneStatementSqlite : insertInOneStatementPostgres;
   const firstId = await insert(knex, accountId, collection, texts);
@@ -310,6 +314,7 @@ export async function updateRow(knex: Knex, accountId: number, collection: strin
     const { id, lastSeq, sorted, current } = await advance(trx, accountId, collection, 1, 0, 0, rowId);
     if (!current) throw rowNotFound(collection, rowId);
     const data = JSON.stringify({ ...JSON.parse(current), ...patch });
+    if (overRowBound(data)) throw rowTooLarge();
     // Three writes that read nothing of each other's: sent together, they wait for the database once.
     await together(
       query(trx, updateSql, [data, id, rowId]),
@@ -328,6 +333,16 @@ export async function updateRow(knex: Knex, accountId: number, collection: strin
  * changes the row between the two), and the whole text set at `$` by the same statement.
  */
 async function patchSqlite(knex: Knex, accountId: number, collection: string, rowId: number, patch: Fields): Promise<Json<Row>> {
+  try {
+    return await patchInStatement(knex, accountId, collection, rowId, patch);
+  } catch (error) {
+    // The statement's trigger found the row heavier than a row may be, and stored nothing of the patch.
+    if (error instanceof Error && error.message.includes(ROW_TOO_LARGE)) throw rowTooLarge();
+    throw error;
+  }
+}
+
+async function patchInStatement(knex: Knex, accountId: number, collection: string, rowId: number, patch: Fields): Promise<Json<Row>> {
   const names = Object.keys(patch);
   const answer =
     names.length <= MAX_FIELDS_BY_PATH && names.every(settableByPath)

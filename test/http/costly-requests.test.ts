@@ -32,6 +32,31 @@ describeEachBackend('costly requests', (backend) => {
       expect(response.text).to.equal(`{"id":1,${JSON.stringify({ ...stored, ...patch }).slice(1)}`);
       expect((await client.get('/v1/collections/wide/rows/1')).text).to.equal(response.text);
     });
+    it('refuses with 413 a patch that would make its row weigh more than 15 MiB, storing nothing of it, by any path', async () => {
+      // Patches add fields: without a bound a row grew by a body with each, until answering it ended the process.
+      expect((await client.post('/v1/collections', { name: 'growing' })).status).to.equal(201);
+      expect((await client.post('/v1/collections/growing/rows', [{}])).status).to.equal(201);
+      const field = 'x'.repeat(3_500_000);
+      for (let n = 1; n <= 4; n++)
+        expect((await client.patch(`/v1/collections/growing/rows/1`, { [`f${n}`]: field })).status).to.equal(200);
+      const stored = (await client.get('/v1/collections/growing/rows/1')).text;
+      const many = Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`g${i}`, 'y'.repeat(100_000)]));
+      // Set by path; in Node (a name no JSON path spells; more fields than a path takes); then two at once.
+      const patches = [{ f5: field }, { 'say "hi"': field }, many];
+      for (const patch of patches) {
+        const refused = await client.patch('/v1/collections/growing/rows/1', patch);
+        expect(refused.status).to.equal(413);
+        expect(refused.body).to.include({ code: 'payload_too_large' });
+      }
+      const together = await Promise.all([
+        client.patch('/v1/collections/growing/rows/1', { f6: field }),
+        client.patch('/v1/collections/growing/rows/1', { small: 1 }),
+      ]);
+      expect(together.map((response) => response.status)).to.deep.equal([413, 200]);
+      expect((await client.get('/v1/collections/growing/rows/1')).text).to.equal(`${stored.slice(0, -1)},"small":1}`);
+      // Replacing a field keeps the row's weight: that is still allowed.
+      expect((await client.patch(`/v1/collections/growing/rows/1`, { f1: 'short' })).status).to.equal(200);
+    });
   });
 
   describe('GET …/rows', () => {
