@@ -500,7 +500,7 @@ export interface components {
                 };
             };
         };
-        /** @description `conflict`: the account already has a collection of that name. */
+        /** @description `conflict`: the account already has a collection of that name, or holds as many collections as it may (10,000 by default; delete one to make another). */
         Conflict: {
             headers: {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
