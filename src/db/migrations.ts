@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { postgresJsonb } from './ordering.ts';
-import { postgresKeyColumns, replaceKey, STR_INDEX_CHARS } from './sort-keys.ts';
+import { postgresKeyColumns, replaceKey } from './sort-keys.ts';
 
 // Timestamps are ISO 8601 text in UTC: they sort as they compare, on every backend.
 const migrations: Record<string, Knex.Migration> = {
@@ -139,23 +139,6 @@ const migrations: Record<string, Knex.Migration> = {
     },
     // The old keys were wrong: there is nothing to go back to.
     async down() {},
-  },
-  '0006_postgres_sort_key_prefix': {
-    // PostgreSQL's btree refuses an entry over 2,704 bytes: a string of some 2,700 bytes in an indexed
-    // field failed the insert or patch that wrote it, and the index's making when a row held one
-    // (500 internal). The index now holds the first STR_INDEX_CHARS characters of `str`, at most 2,000
-    // bytes, and a page orders by that prefix, then by the whole string (sort-keys.ts): the same order.
-    // SQLite's index has no such bound.
-    async up(knex) {
-      if (knex.client.dialect !== 'postgresql') return;
-      await knex.raw('drop index sort_keys_order');
-      await knex.raw(`create index sort_keys_order on sort_keys (collection_id, slot, rank, num, left(str, ${STR_INDEX_CHARS}), row_id)`);
-    },
-    async down(knex) {
-      if (knex.client.dialect !== 'postgresql') return;
-      await knex.raw('drop index sort_keys_order');
-      await knex.raw('create index sort_keys_order on sort_keys (collection_id, slot, rank, num, str, row_id)');
-    },
   },
 };
 

@@ -98,14 +98,6 @@ export async function makeSortIndex(knex: Knex, accountId: number, name: string,
 }
 
 /**
- * PostgreSQL: the characters of a string key its index holds (migrations.ts, 0006), 2,000 bytes at most
- * in UTF-8, under the 2,704 a btree entry may take. Pages order by this prefix, then by the whole
- * string, which is the order of the whole string: the index gives the first, and PostgreSQL sorts only
- * the rows whose prefixes tie (an incremental sort).
- */
-export const STR_INDEX_CHARS = 500;
-
-/**
  * Which keys of a sort index a page reads: `all` of them (ascending, where missing and null come last
  * in the index too), or for a descending page first the `present` values, then the `missing` ones.
  */
@@ -132,14 +124,11 @@ export function sortedPageQuery(
 ) {
   const dir = order === 'desc' ? 'desc' : 'asc';
   const by = (k: string) => `${k}rank ${dir}, ${k}num ${dir}, ${k}str ${dir}, ${k}row_id ${dir}`;
-  // The order of the index, which on PostgreSQL holds a prefix of `str` (STR_INDEX_CHARS).
-  const indexed =
-    dialect === 'sqlite' ? by('') : `rank ${dir}, num ${dir}, left(str, ${STR_INDEX_CHARS}) ${dir}, str ${dir}, row_id ${dir}`;
   return {
     sql: `select count(*) as n, ${pageJsonSql(dialect, by('k.'))} as json,
         (select last_seq from collections where id = ?) as seq
       from (select rank, num, str, row_id from sort_keys where collection_id = ? and slot = ? ${ranks[range]}
-        order by ${indexed} limit ? offset ?) k
+        order by ${by('')} limit ? offset ?) k
       join rows r on r.collection_id = ? and r.id = k.row_id`,
     params: [collectionId, collectionId, slot, limit, offset, collectionId],
   };
