@@ -191,6 +191,8 @@ export interface paths {
          *     types, numbers < strings < booleans < objects and arrays. Rows where the field is missing or
          *     `null` come last in both directions. Ties break by `id`, in the same direction.
          *     Out-of-range values are refused with `400`, never clamped.
+         *     A page is answered whole, and its rows may weigh 16 MiB at most (their JSON text): a page whose
+         *     rows weigh more is refused with `400`, its error naming `limit`; ask for fewer rows at a time.
          *     The first page of a large collection ordered by a field makes a sort index of that field, and
          *     may take a while; later pages read the index (see the README, "Sort indexes"). On PostgreSQL,
          *     while a field holds a string of 400 characters or more, its pages sort the collection whole
@@ -500,7 +502,7 @@ export interface components {
                 };
             };
         };
-        /** @description `conflict`: the account already has a collection of that name. */
+        /** @description `conflict`: the account already has a collection of that name, or holds as many collections as it may (10,000 by default; delete one to make another). */
         Conflict: {
             headers: {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
@@ -572,7 +574,7 @@ export interface components {
                 };
             };
         };
-        /** @description `payload_too_large`: the body is over 1 MiB. */
+        /** @description `payload_too_large`: the body is over 1 MiB, or the row it writes would weigh more than 15 MiB (the JSON text of its fields). */
         PayloadTooLarge: {
             headers: {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];

@@ -40,6 +40,12 @@ export interface Config {
    * default 1000; 0 indexes every field ordered by.
    */
   sortIndexMinRows: number;
+  /**
+   * Collections one account may hold; creating another is 409 `conflict` until one is deleted. Bounds
+   * what one account costs the database and what GET /v1/collections answers (the whole list, unpaged).
+   * `ROWBASE_MAX_COLLECTIONS_PER_ACCOUNT`, default 10000.
+   */
+  maxCollectionsPerAccount: number;
   /** Sort indexes a collection may have; ordering by any other field sorts it whole. `ROWBASE_SORT_INDEX_MAX`, default 16; 0 makes none. */
   sortIndexMax: number;
 }
@@ -61,6 +67,7 @@ export const defaults: Config = {
   feedMaxSocketsPerAccount: 1000,
   sortIndexMinRows: 1000,
   sortIndexMax: 16,
+  maxCollectionsPerAccount: 10_000,
 };
 
 export class ConfigError extends Error {}
@@ -83,6 +90,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
     feedMaxSocketsPerAccount: integer(env, 'ROWBASE_FEED_MAX_SOCKETS_PER_ACCOUNT', defaults.feedMaxSocketsPerAccount, 1, 2 ** 31),
     sortIndexMinRows: integer(env, 'ROWBASE_SORT_INDEX_MIN_ROWS', defaults.sortIndexMinRows, 0, 2 ** 31),
     sortIndexMax: integer(env, 'ROWBASE_SORT_INDEX_MAX', defaults.sortIndexMax, 0, 64),
+    maxCollectionsPerAccount: integer(env, 'ROWBASE_MAX_COLLECTIONS_PER_ACCOUNT', defaults.maxCollectionsPerAccount, 1, 2 ** 31),
   };
 }
 

@@ -22,10 +22,25 @@ export async function listCollections(knex: Knex, accountId: number): Promise<Co
   return rows.map(toCollection);
 }
 
-export async function createCollection(knex: Knex, accountId: number, name: string): Promise<Collection> {
+/**
+ * Makes the account's collection `name`: 409 when the account has one of that name, or holds `max`
+ * collections already (default: no bound). Exact under concurrency: on PostgreSQL the account's row
+ * is locked first, so that creations of one account count one after another; SQLite has one writer,
+ * and the count and the insert are one statement.
+ */
+export async function createCollection(knex: Knex, accountId: number, name: string, max = Number.MAX_SAFE_INTEGER): Promise<Collection> {
   const created_at = new Date().toISOString();
   try {
-    await knex('collections').insert({ account_id: accountId, name, created_at, row_count: 0 });
+    const inserted = await knex.transaction(async (trx) => {
+      if (trx.client.dialect === 'postgresql') await query(trx, 'select id from accounts where id = ? for update', [accountId]);
+      return query<{ name: string }>(
+        trx,
+        `insert into collections (account_id, name, created_at, row_count)
+          select ?, ?, ?, 0 where (select count(*) from collections where account_id = ?) < ? returning name`,
+        [accountId, name, created_at, accountId, max],
+      );
+    });
+    if (inserted.length === 0) throw conflict(`The account holds ${max} collections, the most it may: delete one to make another.`);
   } catch (error) {
     if (isUniqueViolation(error)) throw conflict(`A collection named ${name} already exists.`);
     throw error;

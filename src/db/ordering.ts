@@ -32,15 +32,42 @@ export function orderedRowsQuery(dialect: 'sqlite' | 'postgres', accountId: numb
       : dialect === 'postgres'
         ? postgres(page.orderBy, dir, collection)
         : sqlite(page.orderBy, dir, collection);
-  // Both keep the order asked for: SQLite's group_concat has taken ORDER BY since 3.44.
-  const joined = dialect === 'sqlite' ? 'group_concat' : 'string_agg';
   return {
-    sql: `select count(*) as n, ${joined}(${rowJsonSql}, ',' order by ${order}) as json,
+    sql: `select count(*) as n, ${pageJsonSql(dialect, order)} as json,
         (select last_seq from collections where account_id = ? and name = ?) as seq
       from (select * from (${rows}) r order by ${order} limit ? offset ?) r`,
     params: [accountId, name, ...bindings, accountId, name, page.limit, page.offset],
   };
 }
+
+/**
+ * The most a page's rows may weigh, as JSON text: 16 MiB, sixteen rows of the largest body by default.
+ * A page is one string, made in the database and answered whole: a thousand rows of 1 MiB would be a
+ * string longer than V8 can hold, and the driver's failure to make it ended the process. A larger page
+ * is refused (rows.ts, pageTooLarge()): SQLite's page connections cannot make a longer string
+ * (sqlite-statements.ts), and PostgreSQL hands back no text when the rows are longer (pageJsonSql()).
+ */
+export const MAX_PAGE_BYTES = 16 * 1024 * 1024;
+
+/**
+ * The most a row may weigh, as the JSON text of its fields: 15 MiB, so that a page of one row always
+ * fits. Patches add fields, so without a bound a row grew by a body's worth with each one, until
+ * answering it made a string longer than V8 can hold (rows.ts, rowTooLarge()).
+ */
+export const MAX_ROW_BYTES = 15 * 1024 * 1024;
+
+/** Whether `text` weighs more than a row may: only a text of over a third of it can (3 bytes a UTF-16 unit at most). */
+export const overRowBound = (text: string) => text.length > MAX_ROW_BYTES / 3 && Buffer.byteLength(text) > MAX_ROW_BYTES;
+
+/**
+ * The page's rows as one JSON text, joined in `order`: SQLite's group_concat, PostgreSQL's string_agg
+ * only when the rows' texts add up to at most MAX_PAGE_BYTES (null otherwise, beside a count above 0).
+ * Both keep the order asked for: SQLite's group_concat has taken ORDER BY since 3.44.
+ */
+export const pageJsonSql = (dialect: 'sqlite' | 'postgres', order: string) =>
+  dialect === 'sqlite'
+    ? `group_concat(${rowJsonSql}, ',' order by ${order})`
+    : `case when sum(octet_length(data)) <= ${MAX_PAGE_BYTES} then string_agg(${rowJsonSql}, ',' order by ${order}) end`;
 
 /** A row's JSON text from its columns `id` and `data`, as rows.ts's rowJson() makes it. */
 export const rowJsonSql = `'{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end`;

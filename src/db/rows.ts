@@ -1,11 +1,11 @@
 import type { Knex } from 'knex';
 import type { components } from '../../generated/openapi.ts';
-import { ApiError, notFound } from '../errors.ts';
+import { ApiError, notFound, validationFailed } from '../errors.ts';
 import { announceChange, announceCommitted, type DatabaseParams, notifyParams } from './changes.ts';
 import { advance, collectionId, collectionIdQuery, collectionNotFound } from './collections.ts';
 import { appendEvents, type EventRow } from './events.ts';
 import { mergedInsert } from './merged-inserts.ts';
-import { orderedRowsQuery, type Page, pathSafe, postgresJsonb } from './ordering.ts';
+import { MAX_PAGE_BYTES, MAX_ROW_BYTES, orderedRowsQuery, overRowBound, type Page, pathSafe, postgresJsonb } from './ordering.ts';
 import { query, queryAlone, type WriteTx } from './query.ts';
 import {
   deleteSortKeys,
@@ -16,7 +16,7 @@ import {
   rekeyPatchedRowPostgres,
   sortedPageQuery,
 } from './sort-keys.ts';
-import { insertSql, patchSql } from './sqlite-procedures.ts';
+import { insertSql, patchSql, ROW_TOO_LARGE } from './sqlite-procedures.ts';
 import type { ReadKind, SnapshotRead, SqlValue } from './sqlite-statements.ts';
 import { mergedWrite, writeTransaction } from './writes.ts';
 
@@ -51,11 +51,16 @@ export type RowsPage = { json: Json<Row[]>; seq: number };
  * PostgreSQL sort index cut a key it reads: sort-keys.ts, POSTGRES_KEY_CHARS).
  */
 function joinParts(parts: PagePart[]): { count: number; json: Json<Row[]>; seq: number | null; exact: boolean } {
+  // No text for rows that are there: PostgreSQL found them longer than a page may be (ordering.ts).
+  if (parts.some((part) => part.json === null && Number(part.n) > 0)) throw pageTooLarge();
   const texts = parts.flatMap((part) => (part.json === null ? [] : [part.json]));
   const seq = parts[0].seq === null ? null : Number(parts[0].seq);
   const exact = parts[0].exact !== false;
   return { count: parts.reduce((count, part) => count + Number(part.n), 0), json: `[${texts.join(',')}]`, seq, exact };
 }
+/** 413 for a write that would make a row weigh more than MAX_ROW_BYTES (ordering.ts): nothing of it is stored. */
+const rowTooLarge = () =>
+  new ApiError('payload_too_large', `A row may weigh ${MAX_ROW_BYTES} bytes at most, as the JSON text of its fields.`);
 const rowNotFound = (collection: string, id: number) => notFound(`There is no row ${id} in collection ${collection}.`);
 
 /**
@@ -79,6 +84,7 @@ export async function insertRows(knex: Knex, accountId: number, collection: stri
   // Node's work comes first: the write holds the collection's row from its first statement to its
   // commit, and every other writer of the collection waits for it.
   const texts = items.map((fields) => JSON.stringify(fields));
+  if (texts.some(overRowBound)) throw rowTooLarge();
   const { sqlite } = knex.userParams as DatabaseParams;
   const insert = sqlite ? insertInOneStatementSqlite : insertInOneStatementPostgres;
   const firstId = await insert(knex, accountId, collection, texts);
@@ -172,6 +178,25 @@ const insertBatchSql = `with counters as (
  * whole collection (ordering.ts).
  */
 export async function listRows(knex: Knex, accountId: number, collection: string, page: Page): Promise<RowsPage> {
+  try {
+    return await readPage(knex, accountId, collection, page);
+  } catch (error) {
+    // SQLite's page connections make no string longer than a page may be (sqlite-statements.ts).
+    if ((error as { code?: string }).code === 'SQLITE_TOOBIG') throw pageTooLarge();
+    throw error;
+  }
+}
+
+/**
+ * 400 for a page whose rows weigh more than MAX_PAGE_BYTES (ordering.ts): fewer rows at a time can be
+ * read, where the whole page would not fit in memory.
+ */
+const pageTooLarge = () =>
+  validationFailed('The rows of this page are too large to answer at once.', [
+    { in: 'query', name: 'limit', message: `asks for rows that add up to more than ${MAX_PAGE_BYTES} bytes; ask for fewer` },
+  ]);
+
+async function readPage(knex: Knex, accountId: number, collection: string, page: Page): Promise<RowsPage> {
   const { sqlite, sortIndexes, knownIndexes } = knex.userParams as DatabaseParams;
   // On SQLite a page has a read-only connection of its own: one that reads a whole collection to
   // order it holds up neither row reads nor writes.
@@ -307,6 +332,7 @@ export async function updateRow(knex: Knex, accountId: number, collection: strin
     const { id, lastSeq, sorted, current } = await advance(trx, accountId, collection, 1, 0, 0, rowId);
     if (!current) throw rowNotFound(collection, rowId);
     const data = JSON.stringify({ ...JSON.parse(current), ...patch });
+    if (overRowBound(data)) throw rowTooLarge();
     // One after another: pg sends a client's queries one at a time whatever the caller does (sent side
     // by side, it queued them itself, which pg 9 will no longer do).
     await query(trx, updateSql, [data, id, rowId]);
@@ -320,23 +346,43 @@ export async function updateRow(knex: Knex, accountId: number, collection: strin
  * SQLite: the patch, merged with the other patches of the collection queued beside it into one
  * statement (writes.ts, writePatches()): json_set sets each field in the stored text, which keeps the
  * text JSON.stringify({ ...row, ...patch }) gives. Not for a field name that a JSON path cannot spell
- * (settableByPath()): then the row is read and the patch made in Node, in a transaction (nothing
- * changes the row between the two), and the whole text set at `$` by the same statement.
+ * (settableByPath()), nor for more than MAX_FIELDS_BY_PATH fields: then the row is read and the patch
+ * made in Node, in a transaction (nothing changes the row between the two), and the whole text set at
+ * `$` by the same statement.
  */
 async function patchSqlite(knex: Knex, accountId: number, collection: string, rowId: number, patch: Fields): Promise<Json<Row>> {
-  const answer = Object.keys(patch).every(settableByPath)
-    ? await mergedWrite(knex, `patch/${accountId}/${collection}`, 1, { rowId, fields: fieldsOf(patch) }, (trx, patches: FieldPatch[]) =>
-        writePatches(trx, accountId, collection, patches),
-      )
-    : await writeTransaction(knex, async (trx) => {
-        const [stored] = await query<{ data: string }>(trx, patchedRowSql, [accountId, collection, rowId]);
-        // No row: no field to set, and writePatches() answers the 404, of the row or its collection.
-        const fields = stored ? [['$', JSON.stringify({ ...JSON.parse(stored.data), ...patch })]] : [];
-        return (await writePatches(trx, accountId, collection, [{ rowId, fields }]))[0];
-      });
+  try {
+    return await patchInStatement(knex, accountId, collection, rowId, patch);
+  } catch (error) {
+    // The statement's trigger found the row heavier than a row may be, and stored nothing of the patch.
+    if (error instanceof Error && error.message.includes(ROW_TOO_LARGE)) throw rowTooLarge();
+    throw error;
+  }
+}
+
+async function patchInStatement(knex: Knex, accountId: number, collection: string, rowId: number, patch: Fields): Promise<Json<Row>> {
+  const names = Object.keys(patch);
+  const answer =
+    names.length <= MAX_FIELDS_BY_PATH && names.every(settableByPath)
+      ? await mergedWrite(knex, `patch/${accountId}/${collection}`, 1, { rowId, fields: fieldsOf(patch) }, (trx, patches: FieldPatch[]) =>
+          writePatches(trx, accountId, collection, patches),
+        )
+      : await writeTransaction(knex, async (trx) => {
+          const [stored] = await query<{ data: string }>(trx, patchedRowSql, [accountId, collection, rowId]);
+          // No row: no field to set, and writePatches() answers the 404, of the row or its collection.
+          const fields = stored ? [['$', JSON.stringify({ ...JSON.parse(stored.data), ...patch })]] : [];
+          return (await writePatches(trx, accountId, collection, [{ rowId, fields }]))[0];
+        });
   if (answer instanceof ApiError) throw answer;
   return answer;
 }
+
+/**
+ * Most fields a patch sets by path. Each field set by path rewrites the whole row text, so a patch of
+ * n fields costs n times the row: 10,000 fields of a 150 KB row held SQLite's only writer, and every
+ * account's writes with it, for seconds. A larger patch is made in Node, costing the row once.
+ */
+const MAX_FIELDS_BY_PATH = 16;
 
 /** A name that JavaScript orders as an array index: before every other name of an object, in numeric order. */
 const arrayIndex = /^(0|[1-9][0-9]*)$/;

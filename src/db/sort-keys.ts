@@ -19,7 +19,7 @@
 import type { Knex } from 'knex';
 import type { DatabaseParams } from './changes.ts';
 import { advance } from './collections.ts';
-import { type Direction, postgresField, rowJsonSql, sqliteName } from './ordering.ts';
+import { type Direction, pageJsonSql, postgresField, sqliteName } from './ordering.ts';
 import { query, type WriteTx } from './query.ts';
 
 /** Collections remembered at most; the least recently remembered is forgotten first. */
@@ -126,8 +126,6 @@ export function sortedPageQuery(
 ) {
   const dir = order === 'desc' ? 'desc' : 'asc';
   const by = (k: string) => `${k}rank ${dir}, ${k}num ${dir}, ${k}str ${dir}, ${k}row_id ${dir}`;
-  // Both keep the order asked for: SQLite's group_concat has taken ORDER BY since 3.44.
-  const joined = dialect === 'sqlite' ? 'group_concat' : 'string_agg';
   // PostgreSQL: whether every string key of the slot is whole (see POSTGRES_KEY_CHARS); one probe of
   // the partial index sort_keys_long (migration 0006), empty unless a string that long was ever keyed.
   const exact =
@@ -138,7 +136,7 @@ export function sortedPageQuery(
         }
       : { sql: '', params: [] };
   return {
-    sql: `select count(*) as n, ${joined}(${rowJsonSql}, ',' order by ${by('k.')}) as json,
+    sql: `select count(*) as n, ${pageJsonSql(dialect, by('k.'))} as json,
         (select last_seq from collections where id = ?) as seq${exact.sql}
       from (select rank, num, str, row_id from sort_keys where collection_id = ? and slot = ? ${ranks[range]}
         order by ${by('')} limit ? offset ?) k

@@ -13,8 +13,11 @@
 //
 // A trigger's statements read the collection by account and name, as advance() does; every value a
 // client sent arrives as a binding of the INSERT, never in the SQL.
-import { rowJsonSql } from './ordering.ts';
+import { MAX_ROW_BYTES, rowJsonSql } from './ordering.ts';
 import { replaceKey, sqliteFieldJoin, sqliteKeyColumns } from './sort-keys.ts';
+
+/** The message of the abort of a patch that would make its row weigh more than MAX_ROW_BYTES (rows.ts). */
+export const ROW_TOO_LARGE = 'rowbase: row too large';
 
 /** The collection the INSERT names, in a trigger: `c`. */
 const collection = 'c.account_id = new.account_id and c.name = new.collection';
@@ -65,8 +68,9 @@ const rowFields = `
 /**
  * `row_patches (account_id, collection, i, id, fields, at)`: one patch of row `id`, its `fields` a JSON
  * array of `[path, value]` as row_fields takes them, set one after the other; then the update event,
- * with the next seq, and the row's sort keys where they moved. A patch of a row (or collection) that
- * does not exist writes nothing. Rows inserted together are patched in the order given (two patches of
+ * with the next seq, and the row's sort keys where they moved. A patch that makes its row weigh more
+ * than MAX_ROW_BYTES aborts the statement, and with it the group, whose patches then run alone. A
+ * patch of a row (or collection) that does not exist writes nothing. Rows inserted together are patched in the order given (two patches of
  * one row, one after the other); `i` is only handed back, to tell the answers apart (patchSql).
  */
 const rowPatches = `
@@ -76,6 +80,8 @@ const rowPatches = `
       where account_id = new.account_id and name = new.collection
         and exists (select 1 from rows r where r.collection_id = collections.id and r.id = new.id);
     insert into row_fields select c.id, new.id, f.value ->> 0, f.value ->> 1 from collections c, json_each(new.fields) f where ${collection};
+    select raise(abort, '${ROW_TOO_LARGE}') from collections c join rows r on r.collection_id = c.id and r.id = new.id
+      where ${collection} and length(cast(r.data as blob)) > ${MAX_ROW_BYTES};
     ${events('update', `select c.id as collection_id, c.last_seq as seq, r.id, r.data from collections c join rows r on r.collection_id = c.id and r.id = new.id where ${collection}`)};
     ${sortKeys(`(select r.id, r.data from collections c join rows r on r.collection_id = c.id and r.id = new.id where ${collection}) r`, 'r.id', 'r.data')}
       ${replaceKey} where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;

@@ -10,6 +10,7 @@
 // translated at the store's edge (errors.ts).
 import sqlite3 from 'sqlite3';
 import { DatabaseClosedError } from './errors.ts';
+import { MAX_PAGE_BYTES } from './ordering.ts';
 import type { WriteTx } from './query.ts';
 
 export type SqlValue = string | number | null;
@@ -330,6 +331,9 @@ export class SqliteStatements {
         if (error) return reject(error);
         // As the writer's: wait up to 5 s for a lock (a read in WAL mode waits only during recovery).
         db.configure('busyTimeout', 5000);
+        // A page is one string made here: a longer one fails (SQLITE_TOOBIG) before it is made, where
+        // one longer than V8 can hold would end the process (ordering.ts, MAX_PAGE_BYTES).
+        if (kind !== 'point') db.configure('limit', sqlite3.LIMIT_LENGTH, MAX_PAGE_BYTES);
         resolve({ db, cache: new StatementCache(db, kind === 'point' ? ROW_READ_COPIES : kind === 'scan' ? PAGE_READ_COPIES : 1) });
       });
     });

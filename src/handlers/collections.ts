@@ -5,8 +5,8 @@ export const collectionHandlers: Handlers<'listCollections' | 'createCollection'
     return { status: 200, body: await store.listCollections(principal.accountId) };
   },
 
-  async createCollection({ principal, body }, { store }) {
-    const collection = await store.createCollection(principal.accountId, body.name);
+  async createCollection({ principal, body }, { store, config }) {
+    const collection = await store.createCollection(principal.accountId, body.name, config.maxCollectionsPerAccount);
     return { status: 201, body: collection, headers: { Location: `/v1/collections/${collection.name}` } };
   },
 

@@ -174,4 +174,32 @@ describeEachBackend('collections', (backend) => {
       expect((await bob.get('/v1/collections/keep')).status).to.equal(200);
     });
   });
+
+  describe('collections per account', () => {
+    let bounded: TestServer;
+    before(async () => {
+      bounded = await startTestServer({ maxCollectionsPerAccount: 3 }, { backend });
+    });
+    after(() => bounded.stop());
+
+    it('holds maxCollectionsPerAccount at most, exactly however concurrent the creations, then 409 until one is deleted', async () => {
+      const [carol, dave] = [await bounded.client(), await bounded.client()];
+      const created = await Promise.all(Array.from({ length: 12 }, (_, i) => carol.post('/v1/collections', { name: `c${i}` })));
+      expect(created.filter((response) => response.status === 201)).to.have.length(3);
+      for (const refused of created.filter((response) => response.status !== 201)) {
+        expect(refused.status).to.equal(409);
+        expect(refused.body).to.include({
+          code: 'conflict',
+          detail: 'The account holds 3 collections, the most it may: delete one to make another.',
+        });
+      }
+      const names = (await carol.get<Collection[]>('/v1/collections')).body.map((collection) => collection.name);
+      expect(names).to.have.length(3);
+      // Another account's bound is its own.
+      for (const name of ['a', 'b', 'c']) expect((await dave.post('/v1/collections', { name })).status).to.equal(201);
+      expect((await carol.delete(`/v1/collections/${names[0]}`)).status).to.equal(204);
+      expect((await carol.post('/v1/collections', { name: 'again' })).status).to.equal(201);
+      expect((await carol.post('/v1/collections', { name: 'more' })).status).to.equal(409);
+    });
+  });
 });
