@@ -161,6 +161,12 @@ async function withStore<T>(work: (store: Store) => Promise<T>): Promise<T> {
 
 const print = (text: string) => process.stdout.write(`${text}\n`);
 
+/** The package's version, from its package.json. */
+async function version(): Promise<string> {
+  const { readFile } = await import('node:fs/promises');
+  return JSON.parse(await readFile(new URL('../package.json', import.meta.url), 'utf8')).version;
+}
+
 function required(values: Record<string, unknown>, name: string): string {
   const value = values[name];
   if (typeof value !== 'string' || value === '') throw new UsageError(`--${name} is required`);
@@ -204,19 +210,28 @@ function help(command?: string): string {
     'Commands:',
     ...list,
     '',
-    'rowbase <command> --help describes a command.',
+    'rowbase <command> --help describes a command; rowbase --version prints the version.',
     '',
     environment,
   ].join('\n');
 }
 
 export async function main(argv: string[]): Promise<number> {
-  const words = argv.filter((a) => !a.startsWith('-'));
+  // The command's words come first: `rowbase keys list --json`, never `rowbase --json keys list`.
+  const leading = argv.findIndex((a) => a.startsWith('-'));
+  const words = leading < 0 ? argv : argv.slice(0, leading);
   const name = [`${words[0]} ${words[1]}`, words[0]].find((n) => n in commands);
   if (!name) {
     if (argv.includes('--help') || argv.includes('-h')) {
       print(help());
       return 0;
+    }
+    if (argv.length === 1 && argv[0] === '--version') {
+      print(`rowbase ${await version()}`);
+      return 0;
+    }
+    if (words.length === 0 && argv.length > 0) {
+      throw new UsageError(`options come after the command, as in rowbase keys list --json; see rowbase --help`);
     }
     if (words.length === 0) throw new UsageError('a command is required; see rowbase --help');
     const subcommands = Object.keys(commands).filter((n) => n.startsWith(`${words[0]} `));

@@ -1,10 +1,13 @@
 // `rowbase keys …` as real processes, beside a real `rowbase serve` on the same database
 // (contract: "Names and start-up", "Authentication and tenancy").
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { createDatabase, describeEachBackend, type TestDatabase } from '../support/backends.ts';
 import { Client } from '../support/client.ts';
 import { expectBadArguments, pollUntil, servingWorkspace, Workspace } from '../support/process.ts';
+
+const packageVersion = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')).version;
 
 interface CreatedKey {
   key: string;
@@ -203,6 +206,7 @@ describe('rowbase keys', () => {
       { args: ['keys', 'list', '--help'], describes: ['Usage: rowbase keys list', '--account', '--json'] },
       { args: ['keys', 'revoke', '--help'], describes: ['Usage: rowbase keys revoke <key-or-prefix>', 'prefix'] },
       { args: ['serve', '--help'], describes: ['Usage: rowbase serve', 'PORT', 'HOST', 'DATABASE_URL', 'LOG_LEVEL', 'ROWBASE_*'] },
+      { args: ['--version'], describes: [`rowbase ${packageVersion}\n`] },
     ];
     for (const { args, describes } of helps) {
       it(`rowbase ${args.join(' ')} exits 0 and describes the command`, async () => {
@@ -233,6 +237,17 @@ describe('rowbase keys', () => {
         reason: '--account is given twice',
       },
       { mistake: 'a --json given twice', args: ['keys', 'list', '--json', '--json'], reason: '--json is given twice' },
+      {
+        mistake: 'an option before the command',
+        args: ['--json', 'keys', 'list'],
+        reason: 'options come after the command, as in rowbase keys list --json; see rowbase --help',
+      },
+      {
+        mistake: 'an option between a command and its subcommand',
+        args: ['keys', '--json', 'list'],
+        reason: 'keys needs a subcommand: create, list, revoke; see rowbase --help',
+      },
+      { mistake: '--version with more', args: ['--version', 'keys'] },
     ];
     for (const { mistake, args, reason } of mistakes as { mistake: string; args: string[]; reason?: string }[]) {
       it(`exits 2 with one line on stderr for ${mistake}`, async () => {
