@@ -18,9 +18,10 @@
 // only ever travels as a binding, as in ordering.ts.
 import type { Knex } from 'knex';
 import type { DatabaseParams } from './changes.ts';
-import { advance } from './collections.ts';
+import { advance, collectionNotFound } from './collections.ts';
 import { type Direction, pageJsonSql, postgresField, sqliteName } from './ordering.ts';
 import { query, type WriteTx } from './query.ts';
+import { writeTransaction } from './writes.ts';
 
 /** Collections remembered at most; the least recently remembered is forgotten first. */
 const MAX_KNOWN = 10_000;
@@ -51,7 +52,7 @@ export class KnownIndexes {
 export async function writeSortKeys(trx: WriteTx, collectionId: number, slot: number, field: string, fromId: number, toId: number) {
   if ((trx.userParams as DatabaseParams).sqlite) {
     const { sql, binding } = sqliteName(field);
-    await query(trx, sqliteKeysSql(sql), [collectionId, slot, binding, collectionId, fromId, toId]);
+    await query(trx, sqliteKeysSql(sql, 'r.id between ? and ?'), [collectionId, slot, binding, collectionId, fromId, toId]);
   } else {
     const { sql, bindings } = postgresKeys(field);
     await query(trx, sql, [slot, ...bindings, collectionId, fromId, toId]);
@@ -85,9 +86,12 @@ export async function rekeyPatchedRowPostgres(
 
 /**
  * The slot of `field`'s sort index in the account's collection `name`, making the index (and every
- * row's key) now when the collection has none for it; -1 when it already has `max`.
+ * row's key) now when the collection has none for it; -1 when it already has `max`. On PostgreSQL in
+ * one transaction, which holds only this collection's writes; on SQLite, whose one writer serves every
+ * collection, in steps (makeSortIndexSqlite).
  */
 export async function makeSortIndex(knex: Knex, accountId: number, name: string, field: string, max: number): Promise<number> {
+  if ((knex.userParams as DatabaseParams).sqlite) return makeSortIndexSqlite(knex, accountId, name, field, max);
   return knex.transaction(async (trx) => {
     const { id, lastRowId, sorted } = await advance(trx, accountId, name, 0);
     const slot = sorted.indexOf(field);
@@ -95,6 +99,77 @@ export async function makeSortIndex(knex: Knex, accountId: number, name: string,
     await query(trx, 'update collections set sorted = ? where id = ?', [JSON.stringify([...sorted, field]), id]);
     await writeSortKeys(trx, id, sorted.length, field, 1, lastRowId);
     return sorted.length;
+  });
+}
+
+/**
+ * SQLite: the rows an index's making keys in one write at most. Made in one pass, an index of 200,000
+ * rows held the writer, and with it every account's writes, for 0.6–0.9 s; a step of 5,000 holds it
+ * for some tens of milliseconds, and the writes queued meanwhile go between two steps.
+ */
+export const SORT_INDEX_STEP_ROWS = 5000;
+
+/** SQLite: the index being made of each collection in this process, one at a time. */
+const making = new WeakMap<Knex, Map<string, Promise<number>>>();
+
+/**
+ * SQLite: makes the index in steps, each a write of its own. The slot is listed in `sorted` only at
+ * the end, so until then no page reads it and no write keeps it: the last step keys again every row
+ * an event says was written since the first (inserted, patched or deleted meanwhile), then lists the
+ * slot, in one write. Keys of the slot left by a making cut short (the process ended) are dropped
+ * first. One making at a time per collection, so that two never take the same slot.
+ */
+async function makeSortIndexSqlite(knex: Knex, accountId: number, name: string, field: string, max: number): Promise<number> {
+  const byCollection = making.get(knex) ?? new Map<string, Promise<number>>();
+  making.set(knex, byCollection);
+  const key = `${accountId}/${name}`;
+  const made = (byCollection.get(key) ?? Promise.resolve(-1)).catch(() => -1).then(() => makeInSteps(knex, accountId, name, field, max));
+  byCollection.set(key, made);
+  try {
+    return await made;
+  } finally {
+    if (byCollection.get(key) === made) byCollection.delete(key);
+  }
+}
+
+type Counters = { id: number | string; last_row_id: number | string; last_seq: number | string; sorted: string };
+const countersSql = 'select id, last_row_id, last_seq, sorted from collections where account_id = ? and name = ?';
+
+async function makeInSteps(knex: Knex, accountId: number, name: string, field: string, max: number): Promise<number> {
+  const start = await writeTransaction(knex, async (trx) => {
+    const [found] = await query<Counters>(trx, countersSql, [accountId, name]);
+    if (!found) throw collectionNotFound(name);
+    const sorted = JSON.parse(found.sorted) as string[];
+    const slot = sorted.indexOf(field);
+    if (slot >= 0 || sorted.length >= max) return { slot };
+    await query(trx, 'delete from sort_keys where collection_id = ? and slot >= ?', [found.id, sorted.length]);
+    return { slot: sorted.length, id: Number(found.id), lastRowId: Number(found.last_row_id), lastSeq: Number(found.last_seq) };
+  });
+  if (start.id === undefined) return start.slot;
+  const { id, slot, lastRowId, lastSeq } = start;
+  for (let from = 1; from <= lastRowId; from += SORT_INDEX_STEP_ROWS) {
+    const to = Math.min(lastRowId, from + SORT_INDEX_STEP_ROWS - 1);
+    await writeTransaction(knex, (trx) => writeSortKeys(trx, id, slot, field, from, to));
+  }
+  return writeTransaction(knex, async (trx) => {
+    const [found] = await query<Counters>(trx, countersSql, [accountId, name]);
+    // Deleted meanwhile (and maybe made again): its keys went with it.
+    if (!found || Number(found.id) !== id) return -1;
+    const sorted = JSON.parse(found.sorted) as string[];
+    if (sorted.length !== slot) throw new Error(`the sort index of ${name} in slot ${slot} was made twice at once`);
+    const [{ oldest }] = await query<{ oldest: number | null }>(trx, 'select min(seq) as oldest from events where collection_id = ?', [id]);
+    const { sql, binding } = sqliteName(field);
+    if (Number(found.last_seq) > lastSeq && (oldest === null || Number(oldest) > lastSeq + 1)) {
+      // Events of the writes made meanwhile are pruned already: every row is keyed again.
+      await query(trx, 'delete from sort_keys where collection_id = ? and slot = ?', [id, slot]);
+      await query(trx, sqliteKeysSql(sql, 'r.id between 1 and ?'), [id, slot, binding, id, Number(found.last_row_id)]);
+    } else {
+      const touched = '(select row_id from events where collection_id = ? and seq > ?)';
+      await query(trx, `delete from sort_keys where collection_id = ? and slot = ? and row_id in ${touched}`, [id, slot, id, lastSeq]);
+      await query(trx, sqliteKeysSql(sql, `r.id in ${touched}`), [id, slot, binding, id, id, lastSeq]);
+    }
+    await query(trx, 'update collections set sorted = ? where id = ?', [JSON.stringify([...sorted, field]), id]);
+    return slot;
   });
 }
 
@@ -178,10 +253,10 @@ export const sqliteFieldJoin = (data: string, name: string) => `left join json_e
  * field's name (`name`, as ordering.ts's sqliteName() gives it), then the collection's id, the first id
  * and the last.
  */
-const sqliteKeysSql = (name: string) => `insert into sort_keys (collection_id, slot, row_id, rank, num, str)
+const sqliteKeysSql = (name: string, rows: string) => `insert into sort_keys (collection_id, slot, row_id, rank, num, str)
   select ?, ?, id, ${sqliteKeyColumns}
   from (select r.id, k.type as t, k.atom as v from rows r ${sqliteFieldJoin('r.data', name)}
-    where r.collection_id = ? and r.id between ? and ?) rows`;
+    where r.collection_id = ? and ${rows}) rows`;
 
 /**
  * PostgreSQL: the characters of a string a key holds at most. A btree key is at most 2,704 bytes, and a
