@@ -26,6 +26,14 @@ describe('migrations on PostgreSQL', () => {
   /** The ids of `collection`'s page by `field`, both ways. */
   const idsBothWays = (accountId: number, collection: string, field: string) =>
     Promise.all((['asc', 'desc'] as const).map(async (order) => (await rowsOf(accountId, collection, field, order)).map((row) => row.id)));
+  const open = () => openStore(database.url, { minRows: 0, max: 16 });
+  /** Forgets that `migration` ran, opens the database again, which runs it again, and checks that it did. */
+  async function runAgain(migration: string): Promise<void> {
+    await store.db.knex('knex_migrations').where({ name: migration }).delete();
+    await store.close();
+    store = await open();
+    expect(await store.db.knex('knex_migrations').where({ name: migration }).first('name')).to.deep.equal({ name: migration });
+  }
 
   describe('0004_postgres_sort_key_escape', () => {
     const nul = 'k\u0000';
@@ -46,7 +54,7 @@ describe('migrations on PostgreSQL', () => {
     };
 
     it('makes again the keys the old escape made (U+0000 read as U+0001), so that an old index orders by code point', async () => {
-      store = await openStore(database.url, { minRows: 0, max: 16 });
+      store = await open();
       await store.createKey('old');
       const accountId = Number((await store.db.knex('accounts').where({ name: 'old' }).first('id')).id);
       await store.createCollection(accountId, 'old');
@@ -72,11 +80,7 @@ describe('migrations on PostgreSQL', () => {
       }
       for (const field of fields)
         expect(await pages(accountId, field), `${JSON.stringify(field)} before`).not.to.deep.equal(expected(stored, field));
-      await knex('knex_migrations').where({ name: migration }).delete();
-      await store.close();
-
-      store = await openStore(database.url, { minRows: 0, max: 16 });
-      expect(await store.db.knex('knex_migrations').where({ name: migration }).first('name')).to.deep.equal({ name: migration });
+      await runAgain(migration);
       for (const field of fields) expect(await pages(accountId, field), JSON.stringify(field)).to.deep.equal(expected(stored, field));
       const lone = await rowsOf(accountId, 'lone', 'a');
       expect(lone.map((row) => row.id)).to.have.members([1, 2]);
@@ -101,7 +105,7 @@ describe('migrations on PostgreSQL', () => {
     };
 
     it('makes again the keys of U+D7FF, so that they sort below those of lone surrogates', async () => {
-      if (!store) store = await openStore(database.url, { minRows: 0, max: 16 });
+      if (!store) store = await open();
       await store.createKey('d7ff');
       const accountId = Number((await store.db.knex('accounts').where({ name: 'd7ff' }).first('id')).id);
       await store.createCollection(accountId, 'd7ff');
@@ -132,11 +136,7 @@ describe('migrations on PostgreSQL', () => {
       const stored = await rowsOf(accountId, 'd7ff', 'id');
       for (const field of fields)
         expect(await pages(accountId, field), `${JSON.stringify(field)} before`).not.to.deep.equal(expected(stored, field));
-      await knex('knex_migrations').where({ name: migration }).delete();
-      await store.close();
-
-      store = await openStore(database.url, { minRows: 0, max: 16 });
-      expect(await store.db.knex('knex_migrations').where({ name: migration }).first('name')).to.deep.equal({ name: migration });
+      await runAgain(migration);
       for (const field of fields) expect(await pages(accountId, field), JSON.stringify(field)).to.deep.equal(expected(stored, field));
     });
   });
@@ -145,7 +145,7 @@ describe('migrations on PostgreSQL', () => {
     const migration = '0006_postgres_cut_sort_keys';
 
     it('cuts the string keys made whole before to 400 characters, and pages by them still sort exactly', async () => {
-      if (!store) store = await openStore(database.url, { minRows: 0, max: 16 });
+      if (!store) store = await open();
       await store.createKey('cut');
       const accountId = Number((await store.db.knex('accounts').where({ name: 'cut' }).first('id')).id);
       await store.createCollection(accountId, 'cut');
@@ -172,11 +172,7 @@ describe('migrations on PostgreSQL', () => {
           )[0].n,
         );
       expect(await longest()).to.equal(451);
-      await store.db.knex('knex_migrations').where({ name: migration }).delete();
-      await store.close();
-
-      store = await openStore(database.url, { minRows: 0, max: 16 });
-      expect(await store.db.knex('knex_migrations').where({ name: migration }).first('name')).to.deep.equal({ name: migration });
+      await runAgain(migration);
       expect(await longest()).to.equal(400);
       expect((await store.db.knex.raw("select 1 from pg_indexes where indexname = 'sort_keys_long'")).rows).to.have.length(1);
       // ASCII: code unit order is code point order.
