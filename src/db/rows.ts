@@ -203,7 +203,7 @@ async function readPage(knex: Knex, accountId: number, collection: string, page:
   const read = async <T = StoredRow>(sql: string, params: SqlValue[], kind: ReadKind = 'scan'): Promise<T[]> =>
     sqlite ? sqlite.read<T>(sql, params, kind) : (await knex.raw(sql, params)).rows;
   if (page.orderBy !== 'id' && sortIndexes && knownIndexes) {
-    const indexed = await indexedPage(knex, accountId, collection, page, read);
+    const indexed = await indexedPage(knex, { sortIndexes, knownIndexes }, accountId, collection, page, read);
     if (indexed) return indexed;
   }
   const { sql, params } = orderedRowsQuery(sqlite ? 'sqlite' : 'postgres', accountId, collection, page);
@@ -220,12 +220,12 @@ async function readPage(knex: Knex, accountId: number, collection: string, page:
  */
 async function indexedPage(
   knex: Knex,
+  { sortIndexes, knownIndexes }: Required<Pick<DatabaseParams, 'sortIndexes' | 'knownIndexes'>>,
   accountId: number,
   collection: string,
   page: Page,
   read: <T>(sql: string, params: SqlValue[], kind?: ReadKind) => Promise<T[]>,
 ): Promise<RowsPage | undefined> {
-  const { sortIndexes, knownIndexes } = knex.userParams as Required<Pick<DatabaseParams, 'sortIndexes' | 'knownIndexes'>>;
   // A collection known to have the index: its page at once, unless the collection of that id is
   // gone (ids are never reused: the name may now be another collection's, or none).
   const known = knownIndexes.get(accountId, collection);
