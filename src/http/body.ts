@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { pipeline, type Transform } from 'node:stream';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
-import type { Middleware } from 'koa';
+import type { Context, Middleware } from 'koa';
 import getRawBody from 'raw-body';
 import type { Config } from '../config.ts';
 import { ApiError, validationFailed } from '../errors.ts';
@@ -43,13 +43,7 @@ export function jsonBody(config: Config): Middleware<RouteState> {
   return async (ctx, next) => {
     if (!methodsWithBody.has(ctx.method) || !hasBody(ctx.req.headers)) return next();
     if (!ctx.state.route.operation) return next();
-    if (!ctx.is('application/json')) {
-      throw new ApiError('unsupported_media_type', 'The request body must be application/json.');
-    }
-    const charset = ctx.request.charset.toLowerCase();
-    if (charset !== '' && charset !== 'utf-8' && charset !== 'utf8') {
-      throw new ApiError('unsupported_media_type', `The request body must be JSON in UTF-8, not ${charset}.`);
-    }
+    if (!plainJson.has(ctx.req.headers['content-type'] as string)) checkMediaType(ctx);
     const text = decode(await readBody(ctx.req, config.maxBodyBytes));
     // Every top-level field name is the client's (contract.md), `__proto__` too: JSON.parse makes it an
     // own property like any other, and nothing copies a body by assignment (spread and JSON.stringify
@@ -66,6 +60,28 @@ export function jsonBody(config: Config): Middleware<RouteState> {
     ctx.request.body = body;
     return next();
   };
+}
+
+/**
+ * The Content-Types nearly every client sends, known good as they are: only another one is parsed
+ * (type-is, content-type), which is work on every write.
+ */
+const plainJson = new Set([
+  'application/json',
+  'application/json; charset=utf-8',
+  'application/json;charset=utf-8',
+  'application/json; charset=UTF-8',
+]);
+
+/** Any other Content-Type: 415 unless it is `application/json`, with parameters, in UTF-8. */
+function checkMediaType(ctx: Context): void {
+  if (!ctx.is('application/json')) {
+    throw new ApiError('unsupported_media_type', 'The request body must be application/json.');
+  }
+  const charset = ctx.request.charset.toLowerCase();
+  if (charset !== '' && charset !== 'utf-8' && charset !== 'utf8') {
+    throw new ApiError('unsupported_media_type', `The request body must be JSON in UTF-8, not ${charset}.`);
+  }
 }
 
 function hasBody(headers: Record<string, string | string[] | undefined>): boolean {
