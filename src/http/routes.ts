@@ -66,14 +66,17 @@ export function createRouter(deps: Deps): Router {
       if (security.length > 0 && !security.some((schemes) => schemes.every((scheme) => securityHandlers[scheme]?.(ctx)))) {
         throw unauthorized();
       }
+      const { querystring } = ctx;
       // parseRequestQuery drops the first `?` of the string it is given, meaning the one that starts a
       // query: given Koa's querystring, which has none, it would drop one inside a value (`a?b` → `ab`).
-      const querystring = `?${ctx.querystring}`;
+      // Most requests have no query, and nothing to parse.
+      const parsed =
+        querystring === '' ? {} : router.parseRequestQuery({ method: ctx.method, path: ctx.path, headers: {}, query: `?${querystring}` });
       const { path, query, body } = validateRequest(checks, {
         params,
-        query: router.parseRequestQuery({ method: ctx.method, path: ctx.path, headers: {}, query: querystring }),
+        query: parsed,
         sentQuery: ctx.query,
-        querystring: ctx.querystring,
+        querystring,
         body: ctx.request.body,
       });
       const input = { path, query, body, principal: ctx.state.principal };

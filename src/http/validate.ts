@@ -68,7 +68,7 @@ const invalid = (errors: FieldError[]) => validationFailed('The request does not
 
 /** The request's input as validated, coerced and defaulted, or a 400 `validation_failed` saying what is wrong. */
 export function validateRequest({ validators, integers, queryNames, ignoresQuery }: RequestChecks, request: RequestParts): Validated {
-  const unknown = ignoresQuery ? [] : unknownQueryNames(queryNames, request.querystring);
+  const unknown = ignoresQuery || request.querystring === '' ? [] : unknownQueryNames(queryNames, request.querystring);
   if (unknown.length > 0) throw invalid(unknown);
   const path: Record<string, unknown> = {};
   for (const [name, value] of Object.entries(request.params)) {
