@@ -35,11 +35,18 @@ type Work<T> = (trx: WriteTx) => Promise<T>;
  */
 export type MergedWork<I, R> = (trx: WriteTx, items: I[]) => Promise<R[]>;
 
+/** A write that may share its statement with the writes of the same `key` queued beside it. */
+interface Merge {
+  key: string;
+  size: number;
+  item: unknown;
+  work: MergedWork<unknown, unknown>;
+}
+
 interface Job {
-  /** The write alone, in a transaction of its own. */
-  work: Work<unknown>;
-  /** A write that may share its statement with the writes of the same `key` queued beside it. */
-  merge?: { key: string; size: number; item: unknown; work: MergedWork<unknown, unknown> };
+  /** The write alone, in a transaction of its own; for a merged write, only once it must run alone (alone()). */
+  work?: Work<unknown>;
+  merge?: Merge;
   resolve(value: unknown): void;
   reject(error: unknown): void;
 }
@@ -96,18 +103,18 @@ export class GroupedWrites {
   constructor(private readonly knex: Knex) {}
 
   run<T>(work: Work<T>): Promise<T> {
-    return this.enqueue({ work }) as Promise<T>;
+    return this.enqueue(work, undefined) as Promise<T>;
   }
 
   merge<I, R>(key: string, size: number, item: I, work: MergedWork<I, R>): Promise<R> {
-    const alone = async (trx: WriteTx) => (await work(trx, [item]))[0];
-    return this.enqueue({ work: alone, merge: { key, size, item, work: work as MergedWork<unknown, unknown> } }) as Promise<R>;
+    return this.enqueue(undefined, { key, size, item, work: work as MergedWork<unknown, unknown> }) as Promise<R>;
   }
 
-  private enqueue(job: Omit<Job, 'resolve' | 'reject'>): Promise<unknown> {
+  /** Every write is queued through here: once per request, so it makes no more than the job and its promise. */
+  private enqueue(work: Work<unknown> | undefined, merge: Merge | undefined): Promise<unknown> {
     return new Promise((resolve, reject) => {
-      this.queue.push({ ...job, resolve, reject });
-      if (job.merge) this.waiting.set(job.merge.key, (this.waiting.get(job.merge.key) ?? 0) + 1);
+      this.queue.push({ work, merge, resolve, reject });
+      if (merge) this.waiting.set(merge.key, (this.waiting.get(merge.key) ?? 0) + 1);
       this.pump();
     });
   }
@@ -205,7 +212,7 @@ export class GroupedWrites {
       for (const [index, job] of group.entries()) job.resolve(results[index]);
     } catch (error) {
       if (group.length === 1) return first.reject(error);
-      this.queue.unshift(...group.map(({ work, resolve, reject }) => ({ work, resolve, reject })));
+      this.queue.unshift(...group.map(({ merge, resolve, reject }) => ({ work: alone(merge!), resolve, reject })));
     }
   }
 
@@ -218,18 +225,18 @@ export class GroupedWrites {
     const group = [first];
     try {
       const results = await this.hold(async (trx) => {
-        const answers = [await first.work(trx)];
+        const answers = [await first.work!(trx)];
         while (this.queue.length > 0 && !this.queue[0].merge && group.length < MAX_GROUP) {
           const job = this.queue.shift()!;
           group.push(job);
-          answers.push(await job.work(trx));
+          answers.push(await job.work!(trx));
         }
         return answers;
       }, true);
       for (const [index, job] of group.entries()) job.resolve(results[index]);
     } catch (error) {
       if (group.length === 1) return first.reject(error);
-      for (const job of group) await this.hold(job.work, true).then(job.resolve, job.reject);
+      for (const job of group) await this.hold(job.work!, true).then(job.resolve, job.reject);
     } finally {
       this.count(group, false);
     }
@@ -275,3 +282,9 @@ export class GroupedWrites {
     }
   }
 }
+
+/** A merged write as a write alone: its statement with its own item only. */
+const alone =
+  ({ work, item }: Merge): Work<unknown> =>
+  async (trx) =>
+    (await work(trx, [item]))[0];
