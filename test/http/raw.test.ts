@@ -1,5 +1,8 @@
 // Requests no HTTP client sends, written byte for byte: each is answered with a problem, as every other
 // bad request is (contract.md, "Errors"), and the server stays up.
+import { once } from 'node:events';
+import type { IncomingMessage } from 'node:http';
+import { connect } from 'node:net';
 import { expect } from 'chai';
 import type { Client } from '../support/client.ts';
 import { expectProblem, rawRequest } from '../support/raw.ts';
@@ -75,6 +78,32 @@ describe('requests written by hand', () => {
     expectProblem(response, 400, 'validation_failed');
     expect(JSON.parse(response.body).errors).to.deep.equal([{ in: 'header', name: 'host', message: 'is required' }]);
     expect((await rawRequest(server.url, ['GET /health HTTP/1.0'])).status).to.equal(200);
+  });
+
+  // What was received is a whole JSON batch by itself: a reader that took the end of the connection
+  // for the end of the body would store it.
+  it('stores nothing of a body whose client goes away before its Content-Length is sent, and stays up', async () => {
+    const { hostname, port } = new URL(server.url);
+    const received = once(server.server, 'request') as Promise<[IncomingMessage]>;
+    const socket = connect(Number(port), hostname);
+    await once(socket, 'connect');
+    const head = ['POST /v1/collections/mine/rows HTTP/1.1', 'Host: x', `x-api-key: ${client.key}`, 'Content-Type: application/json'];
+    socket.write(`${[...head, 'Content-Length: 100'].join('\r\n')}\r\n\r\n`);
+    const [request] = await received;
+    // The server reads the body, and has its first bytes, before the client goes.
+    if (request.listenerCount('data') === 0)
+      await new Promise<void>((resolve) => request.on('newListener', (event) => event === 'data' && resolve()));
+    const read = once(request, 'data');
+    socket.write('[{"cut":"short"}]');
+    await read;
+    // Node destroys the request with an `aborted` error, which events.once() would reject with.
+    const closed = new Promise((resolve) => request.once('close', resolve));
+    socket.destroy();
+    await closed;
+    // Writes are stored in the order they came: the cut batch would be stored before this one.
+    expect((await client.post('/v1/collections/mine/rows', [{ after: true }])).status).to.equal(201);
+    const rows = await client.get('/v1/collections/mine/rows');
+    expect((rows.body as { after?: boolean }[]).map((row) => row.after)).to.deep.equal([true]);
   });
 
   it('answers one Authorization line as usual', async () => {
