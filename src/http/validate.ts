@@ -68,7 +68,7 @@ const invalid = (errors: FieldError[]) => validationFailed('The request does not
 
 /** The request's input as validated, coerced and defaulted, or a 400 `validation_failed` saying what is wrong. */
 export function validateRequest({ validators, integers, queryNames, ignoresQuery }: RequestChecks, request: RequestParts): Validated {
-  const unknown = ignoresQuery || request.querystring === '' ? [] : unknownQueryNames(queryNames, request.querystring);
+  const unknown = ignoresQuery ? [] : unknownQueryNames(queryNames, request.querystring);
   if (unknown.length > 0) throw invalid(unknown);
   const path: Record<string, unknown> = {};
   for (const [name, value] of Object.entries(request.params)) {
@@ -95,6 +95,7 @@ export function validateRequest({ validators, integers, queryNames, ignoresQuery
  * inherits), and every parameter past its limit: here every name counts, as sent.
  */
 function unknownQueryNames(known: Set<string>, querystring: string): FieldError[] {
+  if (querystring === '') return []; // most requests: nothing to split or parse
   if (querystring.split('&').length > MAX_QUERY_PARTS) {
     return [{ in: 'query', name: '', message: `has more than ${MAX_QUERY_PARTS} parameters` }];
   }
