@@ -4,7 +4,7 @@ import { authenticate } from './http/auth.ts';
 import { jsonBody } from './http/body.ts';
 import { feedPath } from './http/feed-path.ts';
 import { problems } from './http/problems.ts';
-import { createRouter } from './http/routes.ts';
+import type { Router } from './http/routes.ts';
 import { meterUsage } from './http/usage.ts';
 import type { Logger } from './log.ts';
 
@@ -14,16 +14,16 @@ import type { Logger } from './log.ts';
  * (match the operation, once) → jsonBody (only for a matched operation) → router.handle (404/405,
  * security, validation, handler by operationId, respond).
  * Authentication and metering come before the body, so a request without a key never makes us read
- * its body, and a request refused for its body still counts.
+ * its body, and a request refused for its body still counts. The hot operations' plain requests take
+ * the lane (http/lane.ts) instead: the same stages, without Koa.
  */
-export function createApp(deps: Deps, log: Logger): Koa {
+export function createApp(deps: Deps, router: Router, log: Logger): Koa {
   const app = new Koa();
   app.silent = true; // every error is handled, and logged, by problems()
   app.use(problems(log));
   app.use(feedPath);
   app.use(authenticate(deps.store));
   if (deps.config.metering) app.use(meterUsage(deps.meter));
-  const router = createRouter(deps);
   app.use(router.route);
   app.use(jsonBody(deps.config));
   app.use(router.handle);

@@ -7,7 +7,9 @@ import type { Config } from './config.ts';
 import { listenForChanges } from './db/changes.ts';
 import { openStore, type Store } from './db/store.ts';
 import { answerClientErrors } from './http/client-errors.ts';
+import { createLane, type Lane } from './http/lane.ts';
 import { serveWithoutUpgrade, wantsWebSocket } from './http/other-upgrades.ts';
+import { createRouter } from './http/routes.ts';
 import { createLogger, type Logger } from './log.ts';
 import { Meter } from './usage/meter.ts';
 import { createFeed, type Feed } from './ws/feed.ts';
@@ -21,6 +23,8 @@ export interface RunningServer {
   meter: Meter;
   /** The real-time feed on `GET /ws`. */
   feed: Feed;
+  /** The request path of the hot operations (http/lane.ts). */
+  lane: Lane;
   /**
    * Stops accepting, closes feed sockets with 1001, lets requests under way finish (each step up to
    * `graceMs`), writes pending usage counts, then closes the database.
@@ -43,9 +47,11 @@ export async function startServer(
     ['openapi.yaml', 'asyncapi.yaml'].map((name) => readFile(new URL(`../${name}`, import.meta.url), 'utf8')),
   );
   const meter = new Meter(store, log, { clock: options.clock });
-  const app = createApp({ store, config, meter, documents: { openapi, asyncapi } }, log);
+  const deps = { store, config, meter, documents: { openapi, asyncapi } };
+  const router = createRouter(deps);
+  const lane = createLane(deps, router, log, createApp(deps, router, log).callback());
   // A request without Host is refused by problems() with a problem body, not by Node with an empty one.
-  const server = createServer({ requireHostHeader: false }, app.callback());
+  const server = createServer({ requireHostHeader: false }, lane.listener);
   answerClientErrors(server);
   // Every upgrade with a valid key counts toward the plan like a /v1 request, whatever its outcome; over
   // quota or rate it is refused 429 and not counted.
@@ -95,5 +101,5 @@ export async function startServer(
   const { port } = server.address() as AddressInfo;
   // An IPv6 address goes in brackets (RFC 3986, 3.2.2): http://[::1]:8080, not http://::1:8080.
   const host = isIPv6(config.host) ? `[${config.host}]` : config.host;
-  return { url: `http://${host}:${port}`, port, server, store, meter, feed, close };
+  return { url: `http://${host}:${port}`, port, server, store, meter, feed, lane, close };
 }

@@ -15,12 +15,17 @@ export interface AuthState {
 export function authenticate(store: Store): Middleware<AuthState> {
   return async (ctx, next) => {
     if (!isV1(ctx.path)) return next();
-    const key = keyOf(ctx.req);
-    const principal = key === undefined ? undefined : await store.findPrincipal(key);
-    if (!principal) throw unauthorized();
-    ctx.state.principal = principal;
+    ctx.state.principal = await principalOf(store, ctx.req);
     return next();
   };
+}
+
+/** The account of the request's key, or the 401 for a request without a live key. */
+export async function principalOf(store: Store, request: Pick<IncomingMessage, 'headers' | 'rawHeaders'>): Promise<Principal> {
+  const key = keyOf(request);
+  const principal = key === undefined ? undefined : await store.findPrincipal(key);
+  if (!principal) throw unauthorized();
+  return principal;
 }
 
 export const isV1 = (path: string) => path === '/v1' || path.startsWith('/v1/');

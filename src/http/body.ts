@@ -41,25 +41,39 @@ const objectOrArray = /^[ \t\n\r]*[[{]/;
  */
 export function jsonBody(config: Config): Middleware<RouteState> {
   return async (ctx, next) => {
-    if (!methodsWithBody.has(ctx.method) || !hasBody(ctx.req.headers)) return next();
-    if (!ctx.state.route.operation) return next();
-    if (!plainJson.has(ctx.req.headers['content-type'] as string)) checkMediaType(ctx);
-    const text = decode(await readBody(ctx.req, config.maxBodyBytes));
-    // Every top-level field name is the client's (contract.md), `__proto__` too: JSON.parse makes it an
-    // own property like any other, and nothing copies a body by assignment (spread and JSON.stringify
-    // define and read own properties).
-    let body: unknown;
-    try {
-      if (!objectOrArray.test(text)) throw new SyntaxError('not an object or array');
-      body = JSON.parse(text);
-    } catch {
-      throw validationFailed('The request body is not valid JSON.', [{ in: 'body', name: '', message: 'is not valid JSON' }]);
-    }
-    const problem = shapeProblem(body, config.maxJsonDepth);
-    if (problem) throw validationFailed(`The request body ${problem}.`, [{ in: 'body', name: '', message: problem }]);
-    ctx.request.body = body;
+    const kind = bodyKind(ctx.req);
+    if (kind === 'none' || !ctx.state.route.operation) return next();
+    if (kind === 'other') checkMediaType(ctx);
+    ctx.request.body = await readJson(ctx.req, config);
     return next();
   };
+}
+
+/**
+ * Whether a request has a body to read, and of what type: `none` for a method that carries none, or
+ * none sent; `json` for a Content-Type known good as it is; `other` for one to check (checkMediaType).
+ */
+export function bodyKind({ method, headers }: Pick<IncomingMessage, 'method' | 'headers'>): 'none' | 'json' | 'other' {
+  if (!methodsWithBody.has(method as string) || !hasBody(headers)) return 'none';
+  return plainJson.has(headers['content-type'] as string) ? 'json' : 'other';
+}
+
+/** The request's body as JSON, once its media type is known good: else 400, 413, or 415 for an encoding not read. */
+export async function readJson(request: IncomingMessage, config: Config): Promise<unknown> {
+  const text = decode(await readBody(request, config.maxBodyBytes));
+  // Every top-level field name is the client's (contract.md), `__proto__` too: JSON.parse makes it an
+  // own property like any other, and nothing copies a body by assignment (spread and JSON.stringify
+  // define and read own properties).
+  let body: unknown;
+  try {
+    if (!objectOrArray.test(text)) throw new SyntaxError('not an object or array');
+    body = JSON.parse(text);
+  } catch {
+    throw validationFailed('The request body is not valid JSON.', [{ in: 'body', name: '', message: 'is not valid JSON' }]);
+  }
+  const problem = shapeProblem(body, config.maxJsonDepth);
+  if (problem) throw validationFailed(`The request body ${problem}.`, [{ in: 'body', name: '', message: problem }]);
+  return body;
 }
 
 /**

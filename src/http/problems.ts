@@ -1,6 +1,8 @@
+import type { ServerResponse } from 'node:http';
 import type { Context, Middleware } from 'koa';
 import { ApiError, hostRequired, internal, validationFailed } from '../errors.ts';
 import type { Logger } from '../log.ts';
+import { writeResult } from './respond.ts';
 import { checkTarget } from './target.ts';
 
 /**
@@ -21,14 +23,24 @@ export function problems(log: Logger): Middleware {
       }
       await next();
     } catch (error) {
-      const apiError = toApiError(error);
-      if (apiError.status >= 500) log.error({ err: error, method: ctx.method, path: pathOf(ctx) }, 'request failed');
-      ctx.status = apiError.status;
-      ctx.set(apiError.options.headers ?? {});
-      ctx.body = apiError.toProblem();
-      ctx.type = 'application/problem+json';
+      ctx.respond = false;
+      writeError(ctx.res, error, log, ctx.method, () => pathOf(ctx));
     }
   };
+}
+
+/**
+ * Writes whatever a stage threw as problem+json, on either path (Koa's, and the lane's): 5xx are
+ * logged with their cause, which the client never sees, and the request's path, never its query.
+ * `path` is asked only then: Koa reads it with url.parse, which prints some targets whole (DEP0170).
+ */
+export function writeError(response: ServerResponse, error: unknown, log: Logger, method: string, path: () => string | undefined): void {
+  const apiError = toApiError(error);
+  if (apiError.status >= 500) log.error({ err: error, method, path: path() }, 'request failed');
+  // A response under way cannot become a problem any more: the client sees it cut short.
+  if (response.headersSent) return void response.destroy();
+  const result = { status: apiError.status, headers: apiError.options.headers, body: JSON.stringify(apiError.toProblem()) };
+  writeResult(response, { ...result, contentType: 'application/problem+json' }, method === 'HEAD');
 }
 
 /** The request's path, never its query (which may carry a key); undefined when its target is no URL. */

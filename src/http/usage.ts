@@ -1,4 +1,5 @@
-import type { Middleware, ParameterizedContext } from 'koa';
+import type { ServerResponse } from 'node:http';
+import type { Middleware } from 'koa';
 import type { Admission, Meter } from '../usage/meter.ts';
 import type { AuthState } from './auth.ts';
 
@@ -10,21 +11,23 @@ import type { AuthState } from './auth.ts';
 export function meterUsage(meter: Meter): Middleware<AuthState> {
   return (ctx, next) => {
     if (ctx.state.principal === undefined) return next();
-    const admitted = meter.admit(ctx.state.principal.accountId);
-    if (admitted instanceof Promise) {
-      return admitted.then((admission) => {
-        setRateLimitHeaders(ctx, admission);
-        return next();
-      });
-    }
-    setRateLimitHeaders(ctx, admitted);
-    return next();
+    const admitted = admit(meter, ctx.state.principal.accountId, ctx.res);
+    return admitted ? admitted.then(next) : next();
   };
 }
 
-/** The RateLimit-* headers, set on the response itself rather than through Koa's setter. */
-function setRateLimitHeaders(ctx: ParameterizedContext<AuthState>, { limit, remaining, reset }: Admission): void {
-  ctx.res.setHeader('RateLimit-Limit', String(limit));
-  ctx.res.setHeader('RateLimit-Remaining', String(remaining));
-  ctx.res.setHeader('RateLimit-Reset', String(reset));
+/**
+ * Counts a request of the account, or throws its 429, and sets the RateLimit-* headers on `response`.
+ * A promise only when the account's meter had to be read first: most requests go on at once.
+ */
+export function admit(meter: Meter, accountId: number, response: ServerResponse): Promise<void> | undefined {
+  const admitted = meter.admit(accountId);
+  if (!(admitted instanceof Promise)) return setRateLimitHeaders(response, admitted);
+  return admitted.then((admission) => setRateLimitHeaders(response, admission));
+}
+
+function setRateLimitHeaders(response: ServerResponse, { limit, remaining, reset }: Admission): undefined {
+  response.setHeader('RateLimit-Limit', String(limit));
+  response.setHeader('RateLimit-Remaining', String(remaining));
+  response.setHeader('RateLimit-Reset', String(reset));
 }

@@ -12,8 +12,6 @@ export interface RequestParts {
   params: Record<string, string>;
   /** The query, parsed by openapi-backend's parseRequestQuery (qs) as it would. */
   query: Record<string, unknown>;
-  /** The query as Koa parsed it: the values exactly as sent, for the integer check. */
-  sentQuery: Record<string, unknown>;
   /** The query string as sent, without its `?`: every name in it is checked, not only those the parsers keep. */
   querystring: string;
   /** The parsed JSON body, if one was read. */
@@ -79,7 +77,7 @@ export function validateRequest({ validators, integers, queryNames, ignoresQuery
     }
   }
   // Read before Ajv coerces the values in place.
-  const loose = looseIntegers(integers, { path, query: ignoresQuery ? {} : request.sentQuery });
+  const loose = looseIntegers(integers, { path, query: ignoresQuery ? {} : sentQuery(request.querystring) });
   // No body read: `requestBody` is undefined, which Ajv takes for missing, as when openapi-backend leaves it out.
   const parameters = { path, query: ignoresQuery ? {} : request.query, requestBody: request.body };
   const errors: ErrorObject[] = [];
@@ -102,6 +100,21 @@ function unknownQueryNames(known: Set<string>, querystring: string): FieldError[
   const unknown = new Set<string>();
   for (const [name] of new URLSearchParams(querystring)) if (!known.has(name)) unknown.add(name);
   return [...unknown].map((name) => ({ in: 'query', name, message: 'is not a known parameter' }));
+}
+
+/**
+ * The query's values exactly as sent, as Koa reads them (`ctx.query`): a name sent more than once
+ * has all its values, in order.
+ */
+function sentQuery(querystring: string): Record<string, string | string[]> {
+  const sent: Record<string, string | string[]> = Object.create(null);
+  if (querystring === '') return sent;
+  const params = new URLSearchParams(querystring);
+  for (const name of params.keys()) {
+    const values = params.getAll(name);
+    sent[name] = values.length === 1 ? values[0] : values;
+  }
+  return sent;
 }
 
 /**
