@@ -1,11 +1,11 @@
 // The lane: the request path of the hot operations, without Koa. Koa's path (app.ts) costs a context of
 // three objects, a promise and a bound `next` for each of its seven stages, and its own responder, on
-// every request: beside the same stages called one after another, get-row ran 1.07-1.31 × as fast and
-// patch 1.07-1.17 × (BENCHMARKS.md). A request the lane can take goes straight through those stages
-// (auth.ts, usage.ts, body.ts, routes.ts, and the one responder of respond.ts) on Node's own request
-// and response; any other goes to Koa, which answers it as it always has. Both paths write every
-// answer, and every problem, with the same functions, so they answer alike byte for byte
-// (test/http/lane.test.ts). What only Koa's path does is what the lane's requests never need:
+// every request. Beside the same stages called one after another, measured side by side, get-row ran
+// 1.17 × as fast, list 1.20 × and patch 1.09 × (BENCHMARKS.md). A request the lane can take goes
+// straight through those stages (auth.ts, usage.ts, body.ts, routes.ts, and the one responder of
+// respond.ts) on Node's own request and response; any other goes to Koa, which answers it as it always
+// has. Both paths write every answer, and every problem, with the same functions, so they answer alike
+// byte for byte (test/http/lane.test.ts). What only Koa's path does is what the lane's requests never need:
 //   - a target that is no plain path under /v1/ (absolute-form, `//…`, `#`, whitespace), which
 //     problems() checks and Koa's parser reads apart;
 //   - a request without Host, which problems() refuses; HEAD, whose answer has no body;
