@@ -46,6 +46,8 @@ export class ApiError extends Error {
 
 /** RFC 9112 §3.2 (an HTTP/1.1 request) and RFC 6455 §4.1 (a WebSocket handshake) require a Host header. */
 export const hostRequired: FieldError = { in: 'header', name: 'host', message: 'is required' };
+/** RFC 9112 §3.2: a request with more than one Host line is refused, whichever it would mean. */
+export const hostRepeated: FieldError = { in: 'header', name: 'host', message: 'must be sent once' };
 export const validationFailed = (detail: string, errors: FieldError[] = []) => new ApiError('validation_failed', detail, { errors });
 export const unauthorized = () =>
   new ApiError('unauthorized', 'A valid API key is required.', { headers: { 'WWW-Authenticate': 'Bearer realm="rowbase"' } });

@@ -8,5 +8,5 @@ import { FEED_PATH, notAnUpgrade } from '../ws/upgrade.ts';
  */
 export const feedPath: Middleware = (ctx, next) => {
   if (ctx.path !== FEED_PATH) return next();
-  throw notAnUpgrade(ctx.method, ctx.headers);
+  throw notAnUpgrade(ctx.method, ctx.req);
 };

@@ -8,7 +8,7 @@
 // byte for byte (test/http/lane.test.ts). What only Koa's path does is what the lane's requests never need:
 //   - a target that is no plain path under /v1/ (absolute-form, `//…`, `#`, whitespace), which
 //     problems() checks and Koa's parser reads apart;
-//   - a request without Host, which problems() refuses; HEAD, whose answer has no body;
+//   - a request without Host, or with two Host lines, which problems() refuses; HEAD, whose answer has no body;
 //   - no operation at the path and method (404, 405), which Koa's path answers after the key;
 //   - a body of another Content-Type than the usual JSON ones, which Koa's type-is reads.
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
@@ -20,6 +20,7 @@ import { bodyKind, readJson } from './body.ts';
 import { writeError } from './problems.ts';
 import { writeResult } from './respond.ts';
 import type { Router } from './routes.ts';
+import { hostLines } from './target.ts';
 import { admit } from './usage.ts';
 
 /** A target the lane reads itself: a path under /v1/ with its query, as Koa's parser reads it without change. */
@@ -49,7 +50,7 @@ export function createLane({ store, meter, config }: Deps, router: Router, log: 
 
   const listener: RequestListener = (request, response) => {
     const { url = '', method = '' } = request;
-    if (!plainTarget.test(url) || request.headers.host === undefined || method === 'HEAD') return koa(request, response);
+    if (!plainTarget.test(url) || hostLines(request.rawHeaders) !== 1 || method === 'HEAD') return koa(request, response);
     const kind = bodyKind(request);
     if (kind === 'other') return koa(request, response);
     const query = url.indexOf('?');

@@ -1,9 +1,9 @@
 import type { ServerResponse } from 'node:http';
 import type { Context, Middleware } from 'koa';
-import { ApiError, hostRequired, internal, validationFailed } from '../errors.ts';
+import { ApiError, hostRepeated, hostRequired, internal, validationFailed } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { writeResult } from './respond.ts';
-import { checkTarget } from './target.ts';
+import { checkTarget, hostLines } from './target.ts';
 
 /**
  * The one error mapper: whatever a later stage throws leaves as application/problem+json. Errors we
@@ -21,6 +21,7 @@ export function problems(log: Logger): Middleware {
       if (ctx.req.headers.host === undefined && ctx.req.httpVersion === '1.1') {
         throw validationFailed('An HTTP/1.1 request needs a Host header.', [hostRequired]);
       }
+      if (hostLines(ctx.req.rawHeaders) > 1) throw validationFailed('A request carries one Host header.', [hostRepeated]);
       await next();
     } catch (error) {
       ctx.respond = false;

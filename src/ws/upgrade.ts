@@ -1,6 +1,6 @@
 // The checks an upgrade to `GET /ws` passes before it becomes a WebSocket, and the HTTP refusal when
 // it does not (asyncapi.yaml, `x-upgrade-refusals`). Guard clauses in order: request target (400), route,
-// method, handshake headers (Host; no subprotocol, no body), key (401), sockets and usage (429), query (400),
+// method, HTTP/1.1, handshake headers (Host, once; no subprotocol, no body), key (401), sockets and usage (429), query (400),
 // collection (404), `since` (400, 410).
 import { type IncomingHttpHeaders, type IncomingMessage, STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -10,9 +10,19 @@ import { validateFeedQuery } from '../../generated/feed-validators.js';
 import type { EventType } from '../db/events.ts';
 import { hashKey, type Principal } from '../db/keys.ts';
 import type { Store } from '../db/store.ts';
-import { ApiError, type FieldError, gone, hostRequired, internal, notFound, unauthorized, validationFailed } from '../errors.ts';
+import {
+  ApiError,
+  type FieldError,
+  gone,
+  hostRepeated,
+  hostRequired,
+  internal,
+  notFound,
+  unauthorized,
+  validationFailed,
+} from '../errors.ts';
 import { keyOf } from '../http/auth.ts';
-import { pathOf, targetOf } from '../http/target.ts';
+import { hostLines, pathOf, targetOf } from '../http/target.ts';
 import { eventKinds } from './messages.ts';
 
 type FeedQuery = components['schemas']['FeedQuery'];
@@ -46,7 +56,9 @@ export async function checkUpgrade(
   const path = pathOf(request.url);
   if (path !== FEED_PATH) throw notFound(`There is no WebSocket route ${path}; the feed is on ${FEED_PATH}.`);
   if (request.method !== 'GET') throw methodNotAllowed();
-  const errors = [...handshakeErrors(request.headers), ...upgradeOnlyErrors(request.headers)];
+  // RFC 6455 §4.1: the handshake is an HTTP/1.1 request (or later; Node reads only HTTP/1.x).
+  if (request.httpVersion === '1.0') throw validationFailed('A WebSocket upgrade is an HTTP/1.1 request; this one is HTTP/1.0.');
+  const errors = [...handshakeErrors(request), ...upgradeOnlyErrors(request.headers)];
   if (errors.length > 0) throw validationFailed('The request is not a valid WebSocket upgrade.', errors);
 
   const key = keyIn(request, url.searchParams);
@@ -86,10 +98,10 @@ export async function checkUpgrade(
  * another method, else 400 naming what a WebSocket handshake lacks. Like a malformed handshake, it is
  * refused before its key is looked at, and so never counts toward usage.
  */
-export function notAnUpgrade(method: string, headers: IncomingHttpHeaders): ApiError {
+export function notAnUpgrade(method: string, request: Pick<IncomingMessage, 'headers' | 'rawHeaders'>): ApiError {
   // HEAD answers as GET does, without the body (openapi.yaml: every GET route also answers HEAD).
   if (method !== 'GET' && method !== 'HEAD') return methodNotAllowed('GET, HEAD');
-  return validationFailed(`${FEED_PATH} takes a WebSocket upgrade (asyncapi.yaml); this request is not one.`, handshakeErrors(headers));
+  return validationFailed(`${FEED_PATH} takes a WebSocket upgrade (asyncapi.yaml); this request is not one.`, handshakeErrors(request));
 }
 
 const methodNotAllowed = (allow = 'GET') =>
@@ -99,7 +111,7 @@ const methodNotAllowed = (allow = 'GET') =>
  * What Node needs to see an upgrade (Connection) and what `ws` checks in handleUpgrade, checked here
  * first so that a malformed handshake, too, is refused with a problem body (RFC 6455 §4.2.1).
  */
-function handshakeErrors(headers: IncomingHttpHeaders): FieldError[] {
+function handshakeErrors({ headers, rawHeaders }: Pick<IncomingMessage, 'headers' | 'rawHeaders'>): FieldError[] {
   const errors: FieldError[] = [];
   const connection = (headers.connection ?? '').split(',').map((option) => option.trim().toLowerCase());
   if (!connection.includes('upgrade')) errors.push({ in: 'header', name: 'connection', message: 'must include Upgrade' });
@@ -110,6 +122,7 @@ function handshakeErrors(headers: IncomingHttpHeaders): FieldError[] {
   const version = headers['sec-websocket-version'];
   if (version !== '13' && version !== '8') errors.push({ in: 'header', name: 'sec-websocket-version', message: 'must be 13' });
   if (!headers.host) errors.push(hostRequired);
+  else if (hostLines(rawHeaders) > 1) errors.push(hostRepeated);
   return errors;
 }
 

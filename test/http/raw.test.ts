@@ -80,6 +80,20 @@ describe('requests written by hand', () => {
     expect((await rawRequest(server.url, ['GET /health HTTP/1.0'])).status).to.equal(200);
   });
 
+  // RFC 9112 §3.2: whichever Host would be meant, a request with two is refused, on every path.
+  for (const [name, lines] of [
+    ['the same Host twice', ['Host: x', 'Host: x']],
+    ['two different Hosts', ['Host: x', 'host: y']],
+  ] as const) {
+    it(`answers 400 validation_failed for ${name}, on a route of the lane's and any other`, async () => {
+      for (const requestLine of ['GET /health HTTP/1.1', 'GET /v1/collections/mine/rows HTTP/1.1', 'GET /v1/nothing HTTP/1.0']) {
+        const response = await rawRequest(server.url, [requestLine, ...lines, `x-api-key: ${client.key}`, 'Connection: close']);
+        expectProblem(response, 400, 'validation_failed');
+        expect(JSON.parse(response.body).errors, requestLine).to.deep.equal([{ in: 'header', name: 'host', message: 'must be sent once' }]);
+      }
+    });
+  }
+
   // What was received is a whole JSON batch by itself: a reader that took the end of the connection
   // for the end of the body would store it.
   it('stores nothing of a body whose client goes away before its Content-Length is sent, and stays up', async () => {

@@ -183,6 +183,8 @@ describeEachBackend('GET /ws', (backend) => {
     const scenarios: {
       name: string;
       method?: string;
+      /** The request line's HTTP version; default 1.1. */
+      version?: string;
       key?: 'none';
       headers: Record<string, string>;
       body?: string;
@@ -216,6 +218,11 @@ describeEachBackend('GET /ws', (backend) => {
         status: 400,
         errors: ['host'],
       },
+      // RFC 9112 §3.2: one Host line, never two, whichever would be meant (names are case-insensitive).
+      { name: 'an upgrade with two Host lines', headers: { ...websocketHeaders, host: 'elsewhere' }, status: 400, errors: ['host'] },
+      { name: 'a plain GET with two Host lines', headers: { Host: 'localhost', host: 'localhost' }, status: 400, errors: ['host'] },
+      // RFC 6455 §4.1: the handshake is an HTTP/1.1 request.
+      { name: 'an HTTP/1.0 upgrade', version: '1.0', headers: websocketHeaders, status: 400, errors: [] },
       // The feed speaks no subprotocol: agreeing to the client's first one (as `ws` does by default)
       // would claim one it does not speak.
       {
@@ -260,7 +267,8 @@ describeEachBackend('GET /ws', (backend) => {
         const client = await server.client();
         const before = await client.get<{ used: number }>('/v1/usage');
         const query = scenario.key === 'none' ? '' : `&api_key=${client.key}`;
-        const request = head(`${scenario.method ?? 'GET'} /ws?collection=notes${query} HTTP/1.1`, scenario.headers) + (scenario.body ?? '');
+        const requestLine = `${scenario.method ?? 'GET'} /ws?collection=notes${query} HTTP/${scenario.version ?? '1.1'}`;
+        const request = head(requestLine, scenario.headers) + (scenario.body ?? '');
         const [{ status, headers, text }] = await rawExchange(server.url, request);
         const problem = refusalProblem(status, headers.get('content-type'), text);
         expect(status).to.equal(scenario.status);
