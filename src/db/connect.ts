@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import pg from 'pg';
@@ -132,10 +132,27 @@ const sqliteFilename = (url: string) => resolve(url.slice('sqlite:'.length));
 export const sqliteWriterSetup = `PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON;
   PRAGMA wal_autocheckpoint = 0; PRAGMA journal_size_limit = 67108864; ${sqliteProcedures}`;
 
+/**
+ * `mkdirSync(directory, { recursive: true })`, which Node 20 never returns from when mkdir answers ENOENT
+ * for a directory whose parent exists, as /proc does (`DATABASE_URL=sqlite:/proc/x/rowbase.sqlite` hung
+ * the start): each missing directory is made on its own, and the first that cannot be throws.
+ */
+function makeDirectory(directory: string): void {
+  if (existsSync(directory)) return;
+  const parent = dirname(directory);
+  if (parent !== directory) makeDirectory(parent);
+  try {
+    mkdirSync(directory);
+  } catch (error) {
+    // Made meanwhile by another process: what was asked for is there.
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  }
+}
+
 function knexConfig(url: string): Knex.Config {
   if (url.startsWith('sqlite:')) {
     const filename = sqliteFilename(url);
-    mkdirSync(dirname(filename), { recursive: true });
+    makeDirectory(dirname(filename));
     return {
       client: 'sqlite3',
       connection: { filename },

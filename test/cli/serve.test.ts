@@ -101,6 +101,8 @@ describe('rowbase serve', () => {
         { url: `sqlite:${join(workspace.dir, 'notes.txt')}`, shown: `sqlite:${join(workspace.dir, 'notes.txt')}` },
         { url: `sqlite:${workspace.dir}`, shown: `sqlite:${workspace.dir}` },
         { url: `sqlite:${join(workspace.dir, 'notes.txt', 'rowbase.sqlite')}`, shown: 'notes.txt' },
+        // /proc answers ENOENT to every mkdir in it, which Node 20's recursive mkdir retries for ever.
+        { url: 'sqlite:/proc/rowbase/data/rowbase.sqlite', shown: '/proc/rowbase' },
         { url: 'postgres://rowbase:s3cret@127.0.0.1:1/rowbase', shown: 'postgres://rowbase:***@127.0.0.1:1/rowbase' },
       ];
       for (const { url, shown } of databases) {
