@@ -3,6 +3,7 @@ import type { Middleware } from 'koa';
 import type { Principal } from '../db/keys.ts';
 import type { Store } from '../db/store.ts';
 import { unauthorized } from '../errors.ts';
+import { headerLines } from './header-lines.ts';
 
 export interface AuthState {
   principal: Principal;
@@ -38,9 +39,7 @@ export const isV1 = (path: string) => path === '/v1' || path.startsWith('/v1/');
 export function keyOf({ headers, rawHeaders }: Pick<IncomingMessage, 'headers' | 'rawHeaders'>): string | undefined {
   const { authorization, 'x-api-key': headerKey } = headers;
   if (Array.isArray(headerKey) || Array.isArray(authorization)) return undefined;
-  if (authorization !== undefined && rawHeaders.filter((name, index) => index % 2 === 0 && /^authorization$/i.test(name)).length > 1) {
-    return undefined;
-  }
+  if (authorization !== undefined && headerLines(rawHeaders, 'authorization') > 1) return undefined;
   let bearer: string | undefined;
   if (authorization !== undefined) {
     bearer = /^Bearer +([^\s]+) *$/i.exec(authorization)?.[1];

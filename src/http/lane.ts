@@ -17,10 +17,10 @@ import type { Deps } from '../handlers/types.ts';
 import type { Logger } from '../log.ts';
 import { principalOf } from './auth.ts';
 import { bodyKind, readJson } from './body.ts';
+import { headerLines } from './header-lines.ts';
 import { writeError } from './problems.ts';
 import { writeResult } from './respond.ts';
 import type { Router } from './routes.ts';
-import { hostLines } from './target.ts';
 import { admit } from './usage.ts';
 
 /** A target the lane reads itself: a path under /v1/ with its query, as Koa's parser reads it without change. */
@@ -50,7 +50,7 @@ export function createLane({ store, meter, config }: Deps, router: Router, log: 
 
   const listener: RequestListener = (request, response) => {
     const { url = '', method = '' } = request;
-    if (!plainTarget.test(url) || hostLines(request.rawHeaders) !== 1 || method === 'HEAD') return koa(request, response);
+    if (!plainTarget.test(url) || headerLines(request.rawHeaders, 'host') !== 1 || method === 'HEAD') return koa(request, response);
     const kind = bodyKind(request);
     if (kind === 'other') return koa(request, response);
     const query = url.indexOf('?');

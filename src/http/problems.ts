@@ -2,8 +2,9 @@ import type { ServerResponse } from 'node:http';
 import type { Context, Middleware } from 'koa';
 import { ApiError, hostRepeated, hostRequired, internal, validationFailed } from '../errors.ts';
 import type { Logger } from '../log.ts';
+import { headerLines } from './header-lines.ts';
 import { writeResult } from './respond.ts';
-import { checkTarget, hostLines } from './target.ts';
+import { checkTarget } from './target.ts';
 
 /**
  * The one error mapper: whatever a later stage throws leaves as application/problem+json. Errors we
@@ -21,7 +22,7 @@ export function problems(log: Logger): Middleware {
       if (ctx.req.headers.host === undefined && ctx.req.httpVersion === '1.1') {
         throw validationFailed('An HTTP/1.1 request needs a Host header.', [hostRequired]);
       }
-      if (hostLines(ctx.req.rawHeaders) > 1) throw validationFailed('A request carries one Host header.', [hostRepeated]);
+      if (headerLines(ctx.req.rawHeaders, 'host') > 1) throw validationFailed('A request carries one Host header.', [hostRepeated]);
       await next();
     } catch (error) {
       ctx.respond = false;
@@ -40,8 +41,9 @@ export function writeError(response: ServerResponse, error: unknown, log: Logger
   if (apiError.status >= 500) log.error({ err: error, method, path: path() }, 'request failed');
   // A response under way cannot become a problem any more: the client sees it cut short.
   if (response.headersSent) return void response.destroy();
-  const result = { status: apiError.status, headers: apiError.options.headers, body: JSON.stringify(apiError.toProblem()) };
-  writeResult(response, { ...result, contentType: 'application/problem+json' }, method === 'HEAD');
+  const { status, options } = apiError;
+  const body = JSON.stringify(apiError.toProblem());
+  writeResult(response, { status, headers: options.headers, body, contentType: 'application/problem+json' }, method === 'HEAD');
 }
 
 /** The request's path, never its query (which may carry a key); undefined when its target is no URL. */

@@ -27,19 +27,6 @@ export function checkTarget(target = '/'): void {
 }
 
 /**
- * How many Host lines a request carries (`rawHeaders`, names and values in turn). Node keeps the first
- * in `headers` and drops the others, so that two are seen only here.
- */
-export function hostLines(rawHeaders: readonly string[]): number {
-  let lines = 0;
-  for (let index = 0; index < rawHeaders.length; index += 2) {
-    const name = rawHeaders[index];
-    if (name.length === 4 && name.toLowerCase() === 'host') lines++;
-  }
-  return lines;
-}
-
-/**
  * The path of `target` as the HTTP API reads it (Koa's `ctx.path`): what comes before `?` (or `#`), after
  * the scheme and authority of an absolute-form target (RFC 9112 §3.2.2), never normalized. `//evil/ws` is
  * the path `//evil/ws`; `/./ws` is not `/ws`.

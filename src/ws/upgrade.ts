@@ -22,7 +22,8 @@ import {
   validationFailed,
 } from '../errors.ts';
 import { keyOf } from '../http/auth.ts';
-import { hostLines, pathOf, targetOf } from '../http/target.ts';
+import { headerLines } from '../http/header-lines.ts';
+import { pathOf, targetOf } from '../http/target.ts';
 import { eventKinds } from './messages.ts';
 
 type FeedQuery = components['schemas']['FeedQuery'];
@@ -122,7 +123,7 @@ function handshakeErrors({ headers, rawHeaders }: Pick<IncomingMessage, 'headers
   const version = headers['sec-websocket-version'];
   if (version !== '13' && version !== '8') errors.push({ in: 'header', name: 'sec-websocket-version', message: 'must be 13' });
   if (!headers.host) errors.push(hostRequired);
-  else if (hostLines(rawHeaders) > 1) errors.push(hostRepeated);
+  else if (headerLines(rawHeaders, 'host') > 1) errors.push(hostRepeated);
   return errors;
 }
 
