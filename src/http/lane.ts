@@ -15,13 +15,13 @@ import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http
 import type { Operation } from 'openapi-backend';
 import type { Deps } from '../handlers/types.ts';
 import type { Logger } from '../log.ts';
+import type { Admission } from '../usage/meter.ts';
 import { principalOf } from './auth.ts';
 import { bodyKind, readJson } from './body.ts';
 import { headerLines } from './header-lines.ts';
 import { writeError } from './problems.ts';
 import { writeResult } from './respond.ts';
 import type { Router } from './routes.ts';
-import { admit } from './usage.ts';
 
 /** A target the lane reads itself: a path under /v1/ with its query, as Koa's parser reads it without change. */
 const plainTarget = /^\/v1\/[^\s#]*$/;
@@ -37,15 +37,25 @@ export interface Lane {
 export function createLane({ store, meter, config }: Deps, router: Router, log: Logger, koa: RequestListener): Lane {
   const stats = { served: 0 };
 
-  /** The stages of Koa's path for a matched operation, in its order: key, metering, body, operation. */
+  /**
+   * The stages of Koa's path for a matched operation, in its order: key, metering, body, operation; and
+   * its answer, or its problem, with the RateLimit-* headers once the request is counted.
+   */
   async function serve(request: IncomingMessage, response: ServerResponse, operation: Operation, parts: Parts): Promise<void> {
-    const principal = await principalOf(store, request);
-    const admitted = config.metering ? admit(meter, principal.accountId, response) : undefined;
-    if (admitted) await admitted;
-    const body = parts.withBody ? await readJson(request, config) : undefined;
     // Named, not spread (`{ ...parts, body, principal }`), as in router.serve.
     const { method, path, params, querystring } = parts;
-    writeResult(response, await router.serve(operation, { method, path, params, querystring, body, principal }));
+    let admission: Admission | undefined;
+    try {
+      const principal = await principalOf(store, request);
+      if (config.metering) {
+        const admitted = meter.admit(principal.accountId);
+        admission = admitted instanceof Promise ? await admitted : admitted;
+      }
+      const body = parts.withBody ? await readJson(request, config) : undefined;
+      writeResult(response, await router.serve(operation, { method, path, params, querystring, body, principal }), false, admission);
+    } catch (error) {
+      writeError(response, error, log, method, () => path, admission);
+    }
   }
 
   const listener: RequestListener = (request, response) => {
@@ -59,7 +69,7 @@ export function createLane({ store, meter, config }: Deps, router: Router, log: 
     if (!operation) return koa(request, response);
     stats.served++;
     const parts = { method, path, params, querystring: query === -1 ? '' : url.slice(query + 1), withBody: kind === 'json' };
-    serve(request, response, operation, parts).catch((error) => writeError(response, error, log, method, () => path));
+    void serve(request, response, operation, parts);
   };
   return { listener, stats };
 }

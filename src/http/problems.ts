@@ -2,9 +2,11 @@ import type { ServerResponse } from 'node:http';
 import type { Context, Middleware } from 'koa';
 import { ApiError, hostRepeated, hostRequired, internal, validationFailed } from '../errors.ts';
 import type { Logger } from '../log.ts';
+import type { Admission } from '../usage/meter.ts';
 import { headerLines } from './header-lines.ts';
 import { writeResult } from './respond.ts';
 import { checkTarget } from './target.ts';
+import type { AdmissionState } from './usage.ts';
 
 /**
  * The one error mapper: whatever a later stage throws leaves as application/problem+json. Errors we
@@ -26,7 +28,7 @@ export function problems(log: Logger): Middleware {
       await next();
     } catch (error) {
       ctx.respond = false;
-      writeError(ctx.res, error, log, ctx.method, () => pathOf(ctx));
+      writeError(ctx.res, error, log, ctx.method, () => pathOf(ctx), (ctx.state as AdmissionState).admission);
     }
   };
 }
@@ -36,14 +38,21 @@ export function problems(log: Logger): Middleware {
  * logged with their cause, which the client never sees, and the request's path, never its query.
  * `path` is asked only then: Koa reads it with url.parse, which prints some targets whole (DEP0170).
  */
-export function writeError(response: ServerResponse, error: unknown, log: Logger, method: string, path: () => string | undefined): void {
+export function writeError(
+  response: ServerResponse,
+  error: unknown,
+  log: Logger,
+  method: string,
+  path: () => string | undefined,
+  admission: Admission | undefined,
+): void {
   const apiError = toApiError(error);
   if (apiError.status >= 500) log.error({ err: error, method, path: path() }, 'request failed');
   // A response under way cannot become a problem any more: the client sees it cut short.
   if (response.headersSent) return void response.destroy();
   const { status, options } = apiError;
   const body = JSON.stringify(apiError.toProblem());
-  writeResult(response, { status, headers: options.headers, body, contentType: 'application/problem+json' }, method === 'HEAD');
+  writeResult(response, { status, headers: options.headers, body, contentType: 'application/problem+json' }, method === 'HEAD', admission);
 }
 
 /** The request's path, never its query (which may carry a key); undefined when its target is no URL. */

@@ -1,33 +1,28 @@
-import type { ServerResponse } from 'node:http';
 import type { Middleware } from 'koa';
 import type { Admission, Meter } from '../usage/meter.ts';
 import type { AuthState } from './auth.ts';
 
+export interface AdmissionState {
+  /** The request's admission, once counted: its RateLimit-* headers go on the answer (respond.ts). */
+  admission?: Admission;
+}
+
 /**
- * Counts every authenticated request toward its account's plan before anything else can refuse it,
- * and puts the RateLimit-* headers on its response, whatever the status. Over quota or rate: 429.
+ * Counts every authenticated request toward its account's plan before anything else can refuse it;
+ * the responder puts the RateLimit-* headers on its answer, whatever the status. Over quota or rate: 429.
  * Not an async function: an admission decided at once (meter.admit) goes on without a promise.
  */
-export function meterUsage(meter: Meter): Middleware<AuthState> {
+export function meterUsage(meter: Meter): Middleware<AuthState & AdmissionState> {
   return (ctx, next) => {
     if (ctx.state.principal === undefined) return next();
-    const admitted = admit(meter, ctx.state.principal.accountId, ctx.res);
-    return admitted ? admitted.then(next) : next();
+    const admitted = meter.admit(ctx.state.principal.accountId);
+    if (!(admitted instanceof Promise)) {
+      ctx.state.admission = admitted;
+      return next();
+    }
+    return admitted.then((admission) => {
+      ctx.state.admission = admission;
+      return next();
+    });
   };
-}
-
-/**
- * Counts a request of the account, or throws its 429, and sets the RateLimit-* headers on `response`.
- * A promise only when the account's meter had to be read first: most requests go on at once.
- */
-export function admit(meter: Meter, accountId: number, response: ServerResponse): Promise<void> | undefined {
-  const admitted = meter.admit(accountId);
-  if (!(admitted instanceof Promise)) return setRateLimitHeaders(response, admitted);
-  return admitted.then((admission) => setRateLimitHeaders(response, admission));
-}
-
-function setRateLimitHeaders(response: ServerResponse, { limit, remaining, reset }: Admission): undefined {
-  response.setHeader('RateLimit-Limit', String(limit));
-  response.setHeader('RateLimit-Remaining', String(remaining));
-  response.setHeader('RateLimit-Reset', String(reset));
 }

@@ -235,8 +235,9 @@ export class Meter {
   }
 }
 
-function rateLimitHeaders({ limit, remaining, reset }: Admission): Record<string, string> {
-  return { 'RateLimit-Limit': String(limit), 'RateLimit-Remaining': String(remaining), 'RateLimit-Reset': String(reset) };
+/** The RateLimit-* headers (contract.md) of an admission: names and values in turn, as writeHead takes them. */
+export function rateLimitHeaders({ limit, remaining, reset }: Admission): string[] {
+  return ['RateLimit-Limit', String(limit), 'RateLimit-Remaining', String(remaining), 'RateLimit-Reset', String(reset)];
 }
 
 function tooMany(
@@ -244,5 +245,9 @@ function tooMany(
   detail: string,
   { admission, retryAfter }: { admission: Admission; retryAfter: number },
 ) {
-  return new ApiError(code, detail, { headers: { ...rateLimitHeaders(admission), 'Retry-After': String(retryAfter) } });
+  const headers: Record<string, string> = {};
+  const limits = rateLimitHeaders(admission);
+  for (let index = 0; index < limits.length; index += 2) headers[limits[index]] = limits[index + 1];
+  headers['Retry-After'] = String(retryAfter);
+  return new ApiError(code, detail, { headers });
 }
