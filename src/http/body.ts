@@ -104,12 +104,12 @@ function hasBody(headers: Record<string, string | string[] | undefined>): boolea
 
 /**
  * The body's bytes, decompressed, at most `limit` of them (else raw-body's 413). Errors with a status
- * are raw-body's (413, an aborted or short body); a decoder's own errors, which have none, mean a body
- * that is not what its Content-Encoding says.
+ * are raw-body's, or readPlain's made as raw-body makes them (413, an aborted or short body); a
+ * decoder's own errors, which have none, mean a body that is not what its Content-Encoding says.
  */
 async function readBody(request: IncomingMessage, limit: number): Promise<Buffer> {
   const encoding = (request.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
-  if (encoding === 'identity') return getRawBody(request, { limit, length: request.headers['content-length'] });
+  if (encoding === 'identity') return readPlain(request, limit);
   const decoder = decoders[encoding];
   if (!decoder)
     throw new ApiError('unsupported_media_type', `The request body's Content-Encoding ${encoding} is not one of gzip, deflate, br.`);
@@ -124,6 +124,47 @@ async function readBody(request: IncomingMessage, limit: number): Promise<Buffer
     throw validationFailed(`The request body is not valid ${encoding}.`, [{ in: 'body', name: '', message: `is not valid ${encoding}` }]);
   }
 }
+
+/**
+ * A body sent as it is, read as raw-body reads it, with its errors, for a fraction of its work (about
+ * 8,000 instructions a patch on the main thread, bench/instructions.ts): a Content-Length over `limit`
+ * is refused before a byte is read, a body that grows past it as soon as it does, and the request is
+ * then paused, as raw-body halts it. Node's parser ends the body at its Content-Length, or the request
+ * is aborted: so no body can end short of what it announced, and the listeners can stay on the request
+ * (which Node drops once answered) rather than be taken off one by one.
+ */
+function readPlain(request: IncomingMessage, limit: number): Promise<Buffer> {
+  if (Number(request.headers['content-length']) > limit)
+    return Promise.reject(bodyError(413, 'request entity too large', 'entity.too.large'));
+  if (!request.readable) return Promise.reject(bodyError(500, 'stream is not readable', 'stream.not.readable'));
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let received = 0;
+    let done = false;
+    const fail = (error: Error) => {
+      if (done) return;
+      done = true;
+      reject(error);
+    };
+    request.on('data', (chunk: Buffer) => {
+      if (done) return;
+      received += chunk.length;
+      if (received <= limit) return void chunks.push(chunk);
+      fail(bodyError(413, 'request entity too large', 'entity.too.large'));
+      request.pause();
+    });
+    request.on('end', () => {
+      if (done) return;
+      done = true;
+      resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, received));
+    });
+    request.on('aborted', () => fail(bodyError(400, 'request aborted', 'request.aborted')));
+    request.on('error', fail);
+  });
+}
+
+/** An error as raw-body makes it (http-errors: `status` and `type`), for toApiError (problems.ts) to answer as it does raw-body's. */
+const bodyError = (status: number, message: string, type: string) => Object.assign(new Error(message), { status, type });
 
 function decode(bytes: Buffer): string {
   try {
