@@ -261,22 +261,29 @@ export class GroupedWrites {
       settle = { commit, rollBack };
     });
     executionPromise.catch(() => {}); // for announceChange(), which listens to it; no one else need
+    // A method, not an arrow function: under tsx every arrow function given a name (`const f = () => …`,
+    // `{ f: () => … }`) is named again each time it is made, by Object.defineProperty, which costs
+    // more than the rest of this object (bench/instructions.ts). The same holds on every hot path.
     const trx: WriteTx = {
       userParams: this.knex.userParams,
-      client: { dialect: this.knex.client.dialect, acquireConnection: () => Promise.resolve(connection) },
+      client: {
+        dialect: this.knex.client.dialect,
+        acquireConnection() {
+          return Promise.resolve(connection);
+        },
+      },
       executionPromise,
     };
-    const run = (sql: string) => sqlite!.inTransaction(trx, sql, []);
     // `immediate`: the write lock at once, waiting its turn (busy_timeout) behind another process.
-    if (transaction) await run('begin immediate');
+    if (transaction) await sqlite!.inTransaction(trx, 'begin immediate', []);
     try {
       const result = await work(trx);
-      if (transaction) await run('commit');
+      if (transaction) await sqlite!.inTransaction(trx, 'commit', []);
       settle.commit();
       return result;
     } catch (error) {
       // An error that made SQLite roll back already leaves no transaction to roll back.
-      if (transaction) await run('rollback').catch(() => {});
+      if (transaction) await sqlite!.inTransaction(trx, 'rollback', []).catch(() => {});
       settle.rollBack(error);
       throw error;
     }

@@ -137,29 +137,21 @@ function readPlain(request: IncomingMessage, limit: number): Promise<Buffer> {
   if (Number(request.headers['content-length']) > limit)
     return Promise.reject(bodyError(413, 'request entity too large', 'entity.too.large'));
   if (!request.readable) return Promise.reject(bodyError(500, 'stream is not readable', 'stream.not.readable'));
+  // The listeners are not named (`const onData = …`): tsx would name each again on every request (writes.ts, hold()).
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let received = 0;
-    let done = false;
-    const fail = (error: Error) => {
-      if (done) return;
-      done = true;
-      reject(error);
-    };
     request.on('data', (chunk: Buffer) => {
-      if (done) return;
+      if (received > limit) return; // refused already
       received += chunk.length;
       if (received <= limit) return void chunks.push(chunk);
-      fail(bodyError(413, 'request entity too large', 'entity.too.large'));
       request.pause();
+      reject(bodyError(413, 'request entity too large', 'entity.too.large'));
     });
-    request.on('end', () => {
-      if (done) return;
-      done = true;
-      resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, received));
-    });
-    request.on('aborted', () => fail(bodyError(400, 'request aborted', 'request.aborted')));
-    request.on('error', fail);
+    // Once the promise is settled, another settlement does nothing.
+    request.on('end', () => resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, received)));
+    request.on('aborted', () => reject(bodyError(400, 'request aborted', 'request.aborted')));
+    request.on('error', reject);
   });
 }
 
