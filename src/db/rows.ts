@@ -5,7 +5,16 @@ import { announceChange, announceCommitted, type DatabaseParams, notifyParams } 
 import { advance, collectionId, collectionIdQuery, collectionNotFound } from './collections.ts';
 import { appendEvents, type EventRow } from './events.ts';
 import { mergedInsert } from './merged-inserts.ts';
-import { MAX_PAGE_BYTES, MAX_ROW_BYTES, orderedRowsQuery, overRowBound, type Page, pathSafe, postgresJsonb } from './ordering.ts';
+import {
+  type Direction,
+  MAX_PAGE_BYTES,
+  MAX_ROW_BYTES,
+  orderedRowsQuery,
+  overRowBound,
+  type Page,
+  pathSafe,
+  postgresJsonb,
+} from './ordering.ts';
 import { query, queryAlone, type WriteTx } from './query.ts';
 import {
   deleteSortKeys,
@@ -198,19 +207,28 @@ const pageTooLarge = () =>
 
 async function readPage(knex: Knex, accountId: number, collection: string, page: Page): Promise<RowsPage> {
   const { sqlite, sortIndexes, knownIndexes } = knex.userParams as DatabaseParams;
-  // On SQLite a page has a read-only connection of its own: one that reads a whole collection to
-  // order it holds up neither row reads nor writes.
-  const read = async <T = StoredRow>(sql: string, params: SqlValue[], kind: ReadKind = 'scan'): Promise<T[]> =>
-    sqlite ? sqlite.read<T>(sql, params, kind) : (await knex.raw(sql, params)).rows;
   if (page.orderBy !== 'id' && sortIndexes && knownIndexes) {
-    const indexed = await indexedPage(knex, { sortIndexes, knownIndexes }, accountId, collection, page, read);
+    const indexed = await indexedPage(knex, { sortIndexes, knownIndexes }, accountId, collection, page);
     if (indexed) return indexed;
   }
   const { sql, params } = orderedRowsQuery(sqlite ? 'sqlite' : 'postgres', accountId, collection, page);
-  const [part] = await read<PagePart>(sql, params);
+  const [part] = await readRows<PagePart>(knex, sql, params);
   const { json, seq } = joinParts([part]);
   if (seq === null) throw collectionNotFound(collection);
   return { json, seq };
+}
+
+/**
+ * A page's reads: on SQLite on a read-only connection of `kind`, so that a page that reads a whole
+ * collection to order it holds up neither row reads nor writes; through Knex on PostgreSQL.
+ *
+ * The functions of a page are declared here, not made in readPage() (`const read = () => …`): under
+ * tsx every function made with a name is named again each time, by Object.defineProperty, which cost
+ * a page more than all it did between its reads (bench/instructions.ts; writes.ts, hold()).
+ */
+async function readRows<T = StoredRow>(knex: Knex, sql: string, params: SqlValue[], kind: ReadKind = 'scan'): Promise<T[]> {
+  const { sqlite } = knex.userParams as DatabaseParams;
+  return sqlite ? sqlite.read<T>(sql, params, kind) : (await knex.raw(sql, params)).rows;
 }
 
 /**
@@ -224,7 +242,6 @@ async function indexedPage(
   accountId: number,
   collection: string,
   page: Page,
-  read: <T>(sql: string, params: SqlValue[], kind?: ReadKind) => Promise<T[]>,
 ): Promise<RowsPage | undefined> {
   // A collection known to have the index: its page at once, unless the collection of that id is
   // gone (ids are never reused: the name may now be another collection's, or none).
@@ -234,7 +251,7 @@ async function indexedPage(
     const { json, seq, exact } = await sortedPage(knex, known.id, knownSlot, page);
     if (seq !== null) return exact ? { json, seq } : undefined;
   }
-  const [found] = await read<CollectionRow>(collectionSql, [accountId, collection], 'point');
+  const [found] = await readRows<CollectionRow>(knex, collectionSql, [accountId, collection], 'point');
   if (!found) throw collectionNotFound(collection);
   const sorted = JSON.parse(found.sorted) as string[];
   let slot = sorted.indexOf(page.orderBy);
@@ -258,17 +275,12 @@ async function indexedPage(
  */
 async function sortedPage(knex: Knex, collectionId: number, slot: number, page: Page): Promise<ReturnType<typeof joinParts>> {
   const { sqlite } = knex.userParams as DatabaseParams;
-  const dialect = sqlite ? 'sqlite' : 'postgres';
-  const part = async (read: SnapshotRead, range: KeyRange, limit: number, offset: number) => {
-    const { sql, params } = sortedPageQuery(dialect, collectionId, slot, page.order, range, limit, offset);
-    const [joined] = await read<PagePart>(sql, params);
-    return joined;
-  };
-  const first = (read: SnapshotRead) => part(read, page.order === 'asc' ? 'all' : 'present', page.limit, page.offset);
-  const present = await first((sql, params) => (sqlite ? sqlite.read(sql, params, 'scan') : knex.raw(sql, params).then((r) => r.rows)));
+  const index: SortIndex = { dialect: sqlite ? 'sqlite' : 'postgres', collectionId, slot, order: page.order };
+  const present = await firstPart((sql, params) => readRows(knex, sql, params), index, page);
   if (page.order === 'asc' || Number(present.n) === page.limit) return joinParts([present]);
+  // Made only for the pages that need it, which are few.
   const inSnapshot = async (read: SnapshotRead) => {
-    const present = await first(read);
+    const present = await firstPart(read, index, page);
     if (Number(present.n) === page.limit) return joinParts([present]);
     // Past the present values: the missing ones start at the offset's remainder, 0 on this page's own.
     let offset = 0;
@@ -277,13 +289,38 @@ async function sortedPage(knex: Knex, collectionId: number, slot: number, page: 
       const [{ n }] = await read<{ n: number | string }>(count.sql, count.params);
       offset = page.offset - Number(n);
     }
-    return joinParts([present, await part(read, 'missing', page.limit - Number(present.n), offset)]);
+    return joinParts([present, await readPart(read, index, 'missing', page.limit - Number(present.n), offset)]);
   };
   if (sqlite) return sqlite.snapshot(inSnapshot);
   return knex.transaction((trx) => inSnapshot(async (sql, params) => (await trx.raw(sql, params)).rows), {
     isolationLevel: 'repeatable read',
     readOnly: true,
   });
+}
+
+/** Where sortedPage() reads: the index of one collection's field, in the page's order. */
+interface SortIndex {
+  dialect: 'sqlite' | 'postgres';
+  collectionId: number;
+  slot: number;
+  order: Direction;
+}
+
+/** A page's first part: all of it when ascending; descending, its rows that have the field. */
+const firstPart = (read: SnapshotRead, index: SortIndex, page: Page) =>
+  readPart(read, index, page.order === 'asc' ? 'all' : 'present', page.limit, page.offset);
+
+/** The rows of `range` in the sort index, from `offset`, at most `limit`, as one part of a page. */
+async function readPart(
+  read: SnapshotRead,
+  { dialect, collectionId, slot, order }: SortIndex,
+  range: KeyRange,
+  limit: number,
+  offset: number,
+) {
+  const { sql, params } = sortedPageQuery(dialect, collectionId, slot, order, range, limit, offset);
+  const [joined] = await read<PagePart>(sql, params);
+  return joined;
 }
 
 // The hot statements: the first two are SQLite's row reads (the read-only connection), the others run

@@ -181,6 +181,9 @@ export type KeyRange = 'all' | 'present' | 'missing';
 
 const ranks: Record<KeyRange, string> = { all: '', present: 'and rank < 5', missing: 'and rank = 5' };
 
+/** The order of sort keys (`k` their table's alias and a dot, or empty), and of rows with equal keys by id. */
+const keyOrder = (k: string, dir: Direction) => `${k}rank ${dir}, ${k}num ${dir}, ${k}str ${dir}, ${k}row_id ${dir}`;
+
 /**
  * A page of the collection's rows in the order of the sort index in `slot`, from one range of it, as
  * one row `{ n, json, seq }`: how many rows it has, and their JSON texts joined by commas (null for
@@ -200,7 +203,6 @@ export function sortedPageQuery(
   offset: number,
 ) {
   const dir = order === 'desc' ? 'desc' : 'asc';
-  const by = (k: string) => `${k}rank ${dir}, ${k}num ${dir}, ${k}str ${dir}, ${k}row_id ${dir}`;
   // PostgreSQL: whether every string key of the slot is whole (see POSTGRES_KEY_CHARS); one probe of
   // the partial index sort_keys_long (migration 0006), empty unless a string that long was ever keyed.
   const exact =
@@ -211,10 +213,10 @@ export function sortedPageQuery(
         }
       : { sql: '', params: [] };
   return {
-    sql: `select count(*) as n, ${pageJsonSql(dialect, by('k.'))} as json,
+    sql: `select count(*) as n, ${pageJsonSql(dialect, keyOrder('k.', dir))} as json,
         (select last_seq from collections where id = ?) as seq${exact.sql}
       from (select rank, num, str, row_id from sort_keys where collection_id = ? and slot = ? ${ranks[range]}
-        order by ${by('')} limit ? offset ?) k
+        order by ${keyOrder('', dir)} limit ? offset ?) k
       join rows r on r.collection_id = ? and r.id = k.row_id`,
     params: [collectionId, ...exact.params, collectionId, slot, limit, offset, collectionId],
   };
