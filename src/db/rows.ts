@@ -388,28 +388,25 @@ export async function updateRow(knex: Knex, accountId: number, collection: strin
  * `$` by the same statement.
  */
 async function patchSqlite(knex: Knex, accountId: number, collection: string, rowId: number, patch: Fields): Promise<Json<Row>> {
+  const names = Object.keys(patch);
+  let answer: Json<Row> | ApiError;
   try {
-    return await patchInStatement(knex, accountId, collection, rowId, patch);
+    answer =
+      names.length <= MAX_FIELDS_BY_PATH && names.every(settableByPath)
+        ? await mergedWrite(knex, `patch/${accountId}/${collection}`, 1, { rowId, fields: fieldsOf(patch) }, (trx, patches: FieldPatch[]) =>
+            writePatches(trx, accountId, collection, patches),
+          )
+        : await writeTransaction(knex, async (trx) => {
+            const [stored] = await query<{ data: string }>(trx, patchedRowSql, [accountId, collection, rowId]);
+            // No row: no field to set, and writePatches() answers the 404, of the row or its collection.
+            const fields = stored ? [['$', JSON.stringify({ ...JSON.parse(stored.data), ...patch })]] : [];
+            return (await writePatches(trx, accountId, collection, [{ rowId, fields }]))[0];
+          });
   } catch (error) {
     // The statement's trigger found the row heavier than a row may be, and stored nothing of the patch.
     if (error instanceof Error && error.message.includes(ROW_TOO_LARGE)) throw rowTooLarge();
     throw error;
   }
-}
-
-async function patchInStatement(knex: Knex, accountId: number, collection: string, rowId: number, patch: Fields): Promise<Json<Row>> {
-  const names = Object.keys(patch);
-  const answer =
-    names.length <= MAX_FIELDS_BY_PATH && names.every(settableByPath)
-      ? await mergedWrite(knex, `patch/${accountId}/${collection}`, 1, { rowId, fields: fieldsOf(patch) }, (trx, patches: FieldPatch[]) =>
-          writePatches(trx, accountId, collection, patches),
-        )
-      : await writeTransaction(knex, async (trx) => {
-          const [stored] = await query<{ data: string }>(trx, patchedRowSql, [accountId, collection, rowId]);
-          // No row: no field to set, and writePatches() answers the 404, of the row or its collection.
-          const fields = stored ? [['$', JSON.stringify({ ...JSON.parse(stored.data), ...patch })]] : [];
-          return (await writePatches(trx, accountId, collection, [{ rowId, fields }]))[0];
-        });
   if (answer instanceof ApiError) throw answer;
   return answer;
 }
