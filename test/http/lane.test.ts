@@ -124,8 +124,9 @@ describe('the lane', () => {
 
   before(async () => {
     server = await startTestServer();
-    viaLane = await server.client();
-    viaKoa = await server.client();
+    // Names of one length: /v1/usage answers the name, so its Content-Length counts it.
+    viaLane = await server.client('by-the-lane');
+    viaKoa = await server.client('by-koa-path');
   });
   after(() => server.stop());
 
