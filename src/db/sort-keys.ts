@@ -212,15 +212,23 @@ export function sortedPageQuery(
           params: [collectionId, slot],
         }
       : { sql: '', params: [] };
-  return {
-    sql: `select count(*) as n, ${pageJsonSql(dialect, keyOrder('k.', dir))} as json,
+  // The same text each time, not one made again: SQLite's statements are kept by their text
+  // (sqlite-statements.ts), and a string made anew is hashed and compared whole on every page.
+  const key = `${dialect} ${dir} ${range}`;
+  let sql = sortedPageSql.get(key);
+  if (sql === undefined) {
+    sql = `select count(*) as n, ${pageJsonSql(dialect, keyOrder('k.', dir))} as json,
         (select last_seq from collections where id = ?) as seq${exact.sql}
       from (select rank, num, str, row_id from sort_keys where collection_id = ? and slot = ? ${ranks[range]}
         order by ${keyOrder('', dir)} limit ? offset ?) k
-      join rows r on r.collection_id = ? and r.id = k.row_id`,
-    params: [collectionId, ...exact.params, collectionId, slot, limit, offset, collectionId],
-  };
+      join rows r on r.collection_id = ? and r.id = k.row_id`;
+    sortedPageSql.set(key, sql);
+  }
+  return { sql, params: [collectionId, ...exact.params, collectionId, slot, limit, offset, collectionId] };
 }
+
+/** sortedPageQuery()'s SQL by dialect, order and range. */
+const sortedPageSql = new Map<string, string>();
 
 /** How many rows have a value for the field of the sort index in `slot`: where its missing ones start. */
 export const presentCountQuery = (collectionId: number, slot: number) => ({

@@ -6,6 +6,7 @@ import type { ErrorObject, ValidateFunction } from 'ajv';
 import type { Operation } from 'openapi-backend';
 import type { OpenAPIV3 } from 'openapi-types';
 import { type FieldError, validationFailed } from '../errors.ts';
+import { QueryMemo } from './query-memo.ts';
 
 export interface RequestParts {
   /** The path's parameters as the route table read them: still percent-encoded. */
@@ -94,28 +95,33 @@ export function validateRequest({ validators, integers, queryNames, ignoresQuery
  */
 function unknownQueryNames(known: Set<string>, querystring: string): FieldError[] {
   if (querystring === '') return []; // most requests: nothing to split or parse
-  if (querystring.split('&').length > MAX_QUERY_PARTS) {
-    return [{ in: 'query', name: '', message: `has more than ${MAX_QUERY_PARTS} parameters` }];
-  }
-  const unknown = new Set<string>();
-  for (const [name] of new URLSearchParams(querystring)) if (!known.has(name)) unknown.add(name);
-  return [...unknown].map((name) => ({ in: 'query', name, message: 'is not a known parameter' }));
+  const { names } = readings.get(querystring);
+  if (!names) return [{ in: 'query', name: '', message: `has more than ${MAX_QUERY_PARTS} parameters` }];
+  const unknown: FieldError[] = [];
+  for (const name of names) if (!known.has(name)) unknown.push({ in: 'query', name, message: 'is not a known parameter' });
+  return unknown;
 }
 
 /**
  * The query's values exactly as sent, as Koa reads them (`ctx.query`): a name sent more than once
- * has all its values, in order.
+ * has all its values, in order. Shared by the requests of the same query string: read only.
  */
-function sentQuery(querystring: string): Record<string, string | string[]> {
+function sentQuery(querystring: string): Readonly<Record<string, string | string[]>> {
+  return querystring === '' ? {} : readings.get(querystring).sent;
+}
+
+/** A query string's names, each once in the order sent (none past MAX_QUERY_PARTS parts), and its values as sent. */
+const readings = new QueryMemo((querystring) => {
   const sent: Record<string, string | string[]> = Object.create(null);
-  if (querystring === '') return sent;
+  if (querystring.split('&').length > MAX_QUERY_PARTS) return { names: undefined, sent };
   const params = new URLSearchParams(querystring);
-  for (const name of params.keys()) {
+  const names = [...new Set(params.keys())];
+  for (const name of names) {
     const values = params.getAll(name);
     sent[name] = values.length === 1 ? values[0] : values;
   }
-  return sent;
-}
+  return { names, sent };
+});
 
 /**
  * Ajv's type coercion reads "1e3", " 1", "0x1" or "1.0" as integers. An integer parameter must be
