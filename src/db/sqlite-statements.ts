@@ -126,18 +126,17 @@ class StatementCache {
     for (const copy of copies) if (!least || copy.running < least.running) least = copy;
     if (least && (least.running === 0 || copies.length >= this.copies)) return least;
     const fresh: Copy = { statement: this.prepare(sql), running: 0 };
+    copies.push(fresh);
     fresh.statement.then(
       (statement) => {
         fresh.prepared = statement;
       },
-      () => {},
+      // A statement that failed to prepare is not kept: the next run tries again.
+      () => {
+        const kept = this.statements.get(sql);
+        if (kept?.includes(fresh)) kept.splice(kept.indexOf(fresh), 1);
+      },
     );
-    copies.push(fresh);
-    // A statement that failed to prepare is not kept: the next run tries again.
-    fresh.statement.catch(() => {
-      const kept = this.statements.get(sql);
-      if (kept?.includes(fresh)) kept.splice(kept.indexOf(fresh), 1);
-    });
     return fresh;
   }
 

@@ -134,8 +134,7 @@ async function readBody(request: IncomingMessage, limit: number): Promise<Buffer
  * (which Node drops once answered) rather than be taken off one by one.
  */
 function readPlain(request: IncomingMessage, limit: number): Promise<Buffer> {
-  if (Number(request.headers['content-length']) > limit)
-    return Promise.reject(bodyError(413, 'request entity too large', 'entity.too.large'));
+  if (Number(request.headers['content-length']) > limit) return Promise.reject(tooLarge());
   if (!request.readable) return Promise.reject(bodyError(500, 'stream is not readable', 'stream.not.readable'));
   // The listeners are not named (`const onData = …`): tsx would name each again on every request (writes.ts, hold()).
   return new Promise((resolve, reject) => {
@@ -146,7 +145,7 @@ function readPlain(request: IncomingMessage, limit: number): Promise<Buffer> {
       received += chunk.length;
       if (received <= limit) return void chunks.push(chunk);
       request.pause();
-      reject(bodyError(413, 'request entity too large', 'entity.too.large'));
+      reject(tooLarge());
     });
     // Once the promise is settled, another settlement does nothing.
     request.on('end', () => resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, received)));
@@ -157,6 +156,7 @@ function readPlain(request: IncomingMessage, limit: number): Promise<Buffer> {
 
 /** An error as raw-body makes it (http-errors: `status` and `type`), for toApiError (problems.ts) to answer as it does raw-body's. */
 const bodyError = (status: number, message: string, type: string) => Object.assign(new Error(message), { status, type });
+const tooLarge = () => bodyError(413, 'request entity too large', 'entity.too.large');
 
 function decode(bytes: Buffer): string {
   try {
