@@ -83,7 +83,7 @@ async function onPoolThread(): Promise<() => void> {
       error || !row ? reject(error ?? new Error(`no collection ${collections.rows} in ${file}`)) : resolve(row.id),
     ),
   );
-  const statement = db.prepare(patchSql);
+  const statement = db.prepare(patchSql(1)); // the bench's patches set one field
   let inFlight = 0;
   const schedule = () => {
     while (queue.length > 0 && inFlight < 2 && (inFlight === 0 || queue.length >= 3)) {
@@ -108,7 +108,7 @@ async function onMainThread(): Promise<() => void> {
   db.exec(sqliteWriterSetup);
   accountId = db.prepare('select account_id as id from collections where name = ?').get(collections.rows).id;
   // better-sqlite3 will not take the values of `?1`…`?4` by position; the same SQL with names takes an object.
-  const statement = db.prepare(patchSql.replace(/\?(\d)/g, '@p$1'));
+  const statement = db.prepare(patchSql(1).replace(/\?(\d)/g, '@p$1'));
   let scheduled = false;
   return () => {
     if (scheduled) return;

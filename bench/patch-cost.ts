@@ -32,7 +32,7 @@ try {
   // The writer, as the server has it: Knex's one connection, with the views the statement writes through.
   const connection = (await db.knex.client.acquireConnection()) as sqlite3.Database;
   const statement = await new Promise<sqlite3.Statement>((resolve, reject) => {
-    const prepared = connection.prepare(patchSql, (error) => (error ? reject(error) : resolve(prepared)));
+    const prepared = connection.prepare(patchSql(1), (error) => (error ? reject(error) : resolve(prepared)));
   });
   const run = (params: unknown[]) =>
     new Promise<unknown[]>((resolve, reject) => statement.all(params, (error, answered) => (error ? reject(error) : resolve(answered))));

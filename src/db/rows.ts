@@ -25,7 +25,7 @@ import {
   rekeyPatchedRowPostgres,
   sortedPageQuery,
 } from './sort-keys.ts';
-import { insertSql, patchSql, ROW_TOO_LARGE } from './sqlite-procedures.ts';
+import { insertSql, MAX_FIELDS_BY_PATH, patchSql, ROW_TOO_LARGE } from './sqlite-procedures.ts';
 import type { ReadKind, SnapshotRead, SqlValue } from './sqlite-statements.ts';
 import { mergedWrite, writeTransaction } from './writes.ts';
 
@@ -393,8 +393,13 @@ async function patchSqlite(knex: Knex, accountId: number, collection: string, ro
   try {
     answer =
       names.length <= MAX_FIELDS_BY_PATH && names.every(settableByPath)
-        ? await mergedWrite(knex, `patch/${accountId}/${collection}`, 1, { rowId, fields: fieldsOf(patch) }, (trx, patches: FieldPatch[]) =>
-            writePatches(trx, accountId, collection, patches),
+        ? // Merged with the patches that set as many fields: a statement sets a number of them (patchSql).
+          await mergedWrite(
+            knex,
+            `patch/${accountId}/${collection}/${names.length}`,
+            1,
+            { rowId, fields: fieldsOf(patch) },
+            (trx, patches: FieldPatch[]) => writePatches(trx, accountId, collection, patches),
           )
         : await writeTransaction(knex, async (trx) => {
             const [stored] = await query<{ data: string }>(trx, patchedRowSql, [accountId, collection, rowId]);
@@ -410,13 +415,6 @@ async function patchSqlite(knex: Knex, accountId: number, collection: string, ro
   if (answer instanceof ApiError) throw answer;
   return answer;
 }
-
-/**
- * Most fields a patch sets by path. Each field set by path rewrites the whole row text, so a patch of
- * n fields costs n times the row: 10,000 fields of a 150 KB row held SQLite's only writer, and every
- * account's writes with it, for seconds. A larger patch is made in Node, costing the row once.
- */
-const MAX_FIELDS_BY_PATH = 16;
 
 /** A name that JavaScript orders as an array index: before every other name of an object, in numeric order. */
 const arrayIndex = /^(0|[1-9][0-9]*)$/;
@@ -437,12 +435,14 @@ type FieldPatch = { rowId: number; fields: string[][] };
 const fieldsOf = (patch: Fields) => Object.entries(patch).map(([name, value]) => [`$."${name}"`, JSON.stringify(value)]);
 
 /**
- * SQLite: patches, each of one row, in one statement (sqlite-procedures.ts), in the order they came:
- * each answers its row as it left it, or the 404 it met (the others are stored all the same).
+ * SQLite: patches, each of one row and all of as many fields, in one statement (sqlite-procedures.ts),
+ * in the order they came: each answers its row as it left it, or the 404 it met (the others are
+ * stored all the same).
  */
 async function writePatches(trx: WriteTx, accountId: number, collection: string, patches: FieldPatch[]) {
   const params = [accountId, collection, JSON.stringify(patches.map(({ rowId, fields }) => [rowId, fields])), new Date().toISOString()];
-  const written = await query<{ id: number | null; i: number; data: string | null }>(trx, patchSql, params);
+  const sql = patchSql(patches[0].fields.length);
+  const written = await query<{ id: number | null; i: number; data: string | null }>(trx, sql, params);
   const byIndex = new Map(written.map((row) => [Number(row.i), row]));
   let changed: number | undefined;
   const answers = patches.map(({ rowId }, index): Json<Row> | ApiError => {

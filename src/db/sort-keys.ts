@@ -243,7 +243,7 @@ export const presentCountQuery = (collectionId: number, slot: number) => ({
 /** SQLite: the key columns (rank, num, str) from `t`, the value's JSON type as json_each names it, and `v`, its SQL value (`atom`). */
 export const sqliteKeyColumns = `case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
       when 'object' then 4 when 'array' then 4 else 5 end,
-    case when t in ('integer', 'real', 'true', 'false') then v end,
+    case t when 'integer' then v when 'real' then v when 'true' then v when 'false' then v end,
     case when t = 'text' then v end`;
 
 /**

@@ -54,41 +54,52 @@ const rowInserts = `
   end;`;
 
 /**
- * `row_fields (collection_id, id, path, value)`: sets one field of one row, `path` a JSON path `$."…"`
- * (or `$`, the whole row) and `value` its JSON text. JSON's own text is kept as it was given, as
- * json_set keeps every other field's: the row's new text is the one JSON.stringify would give (rows.ts
- * says when).
+ * Most fields a patch sets by path, each a pair of json_set's arguments. Each edits the row in place,
+ * so a patch of n fields costs up to n times the row: unbounded, 10,000 fields of a 150 KB row held
+ * SQLite's only writer, and every account's writes with it, for seconds. A larger patch is made in
+ * Node, costing the row once (rows.ts).
  */
-const rowFields = `
-  create temp view if not exists row_fields (collection_id, id, path, value) as select null, null, null, null where 0;
-  create temp trigger if not exists row_fields_write instead of insert on row_fields begin
-    update rows set data = json_set(data, new.path, json(new.value)) where collection_id = new.collection_id and id = new.id;
-  end;`;
+export const MAX_FIELDS_BY_PATH = 16;
 
 /**
- * `row_patches (account_id, collection, i, id, fields, at)`: one patch of row `id`, its `fields` a JSON
- * array of `[path, value]` as row_fields takes them, set one after the other; then the update event,
- * with the next seq, and the row's sort keys where they moved. A patch that makes its row weigh more
- * than MAX_ROW_BYTES aborts the statement, and with it the group, whose patches then run alone. A
- * patch of a row (or collection) that does not exist writes nothing. Rows inserted together are patched in the order given (two patches of
- * one row, one after the other); `i` is only handed back, to tell the answers apart (patchSql).
+ * `row_patches_<n> (account_id, collection, i, id, fields, at)`: one patch of row `id` that sets `n`
+ * fields, one after the other: `fields` a JSON array of `[path, value]`, `path` a JSON path `$."…"` (or
+ * `$`, the whole row) and `value` its JSON text. JSON's own text is kept as it was given, as json_set
+ * keeps every other field's: the row's new text is the one JSON.stringify would give (rows.ts says
+ * when). Then the update event, with the next seq, and the row's sort keys where they moved. A patch
+ * that makes its row weigh more than MAX_ROW_BYTES aborts the statement, and with it the group, whose
+ * patches then run alone. A patch of a row (or collection) that does not exist writes nothing. Rows
+ * inserted together are patched in the order given (two patches of one row, one after the other); `i`
+ * is only handed back, to tell the answers apart (patchSql).
+ *
+ * A view for each number of fields, 0 to MAX_FIELDS_BY_PATH, so that a patch's fields are one json_set
+ * of as many pairs, in a trigger no larger than it needs: SQLite clears every register of a trigger's
+ * program each time it runs, and one trigger for every number (a CASE of sixteen json_sets) cost a
+ * patch more than the view of fields it replaced, whose own trigger ran once per field and whose
+ * INSERT filled a temporary B-tree each time (bench/instructions.ts: SQLite's work a patch 187,600 →
+ * 149,000 instructions, the CASE 172,100).
  */
-const rowPatches = `
-  create temp view if not exists row_patches (account_id, collection, i, id, fields, at) as select null, null, null, null, null, null where 0;
-  create temp trigger if not exists row_patches_write instead of insert on row_patches begin
+const rowPatches = (n: number) => {
+  const fields = Array.from({ length: n }, (_, i) => `new.fields ->> '$[${i}][0]', json(new.fields ->> '$[${i}][1]')`);
+  const setFields = `update rows set data = json_set(data, ${fields.join(', ')})
+      where collection_id = (select c.id from collections c where ${collection}) and id = new.id;`;
+  return `
+  create temp view if not exists row_patches_${n} (account_id, collection, i, id, fields, at) as select null, null, null, null, null, null where 0;
+  create temp trigger if not exists row_patches_${n}_write instead of insert on row_patches_${n} begin
     update collections set last_seq = last_seq + 1
       where account_id = new.account_id and name = new.collection
         and exists (select 1 from rows r where r.collection_id = collections.id and r.id = new.id);
-    insert into row_fields select c.id, new.id, f.value ->> 0, f.value ->> 1 from collections c, json_each(new.fields) f where ${collection};
+    ${n > 0 ? setFields : ''}
     select raise(abort, '${ROW_TOO_LARGE}') from collections c join rows r on r.collection_id = c.id and r.id = new.id
       where ${collection} and length(cast(r.data as blob)) > ${MAX_ROW_BYTES};
     ${events('update', `select c.id as collection_id, c.last_seq as seq, r.id, r.data from collections c join rows r on r.collection_id = c.id and r.id = new.id where ${collection}`)};
     ${sortKeys(`(select r.id, r.data from collections c join rows r on r.collection_id = c.id and r.id = new.id where ${collection}) r`, 'r.id', 'r.data')}
       ${replaceKey} where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
   end;`;
+};
 
 /** Makes the views and triggers on the writer's connection (TEMP: they live as long as it). */
-export const sqliteProcedures = rowInserts + rowFields + rowPatches;
+export const sqliteProcedures = rowInserts + Array.from({ length: MAX_FIELDS_BY_PATH + 1 }, (_, n) => rowPatches(n)).join('');
 
 /** The collection the write was made in, and its last row id: null for a collection that does not exist. */
 const written = 'returning (select id from collections where account_id = ?1 and name = ?2) as id';
@@ -98,11 +109,17 @@ export const insertSql = `insert into row_inserts values (?1, ?2, ?3, ?4, ?5) ${
   (select last_row_id from collections where account_id = ?1 and name = ?2) as last_row_id`;
 
 /**
- * A group of patches: `?1` account, `?2` collection, `?3` a JSON array of `[row id, fields]` (as
- * row_patches takes them), `?4` at. Answers a row for each patch, with `i` its index in `?3`, and
- * `data` the row's text as that patch left it (null for a row that does not exist), read right after
- * the patch's own trigger has run (RETURNING runs once each inserted row's INSTEAD OF trigger has).
+ * A group of patches that each set `n` fields: `?1` account, `?2` collection, `?3` a JSON array of
+ * `[row id, fields]` (as row_patches_<n> takes them), `?4` at. Answers a row for each patch, with `i`
+ * its index in `?3`, and `data` the row's text as that patch left it (null for a row that does not
+ * exist), read right after the patch's own trigger has run (RETURNING runs once each inserted row's
+ * INSTEAD OF trigger has). The same text each time for each `n`, as the statement cache wants.
  */
-export const patchSql = `insert into row_patches select ?1, ?2, key, value ->> 0, value ->> 1, ?4 from json_each(?3)
+export const patchSql = (n: number) => patchSqls[n];
+
+const patchSqls = Array.from(
+  { length: MAX_FIELDS_BY_PATH + 1 },
+  (_, n) => `insert into row_patches_${n} select ?1, ?2, key, value ->> 0, value ->> 1, ?4 from json_each(?3)
   ${written}, i, (select r.data from collections c join rows r on r.collection_id = c.id
-    where c.account_id = ?1 and c.name = ?2 and r.id = row_patches.id) as data`;
+    where c.account_id = ?1 and c.name = ?2 and r.id = row_patches_${n}.id) as data`,
+);

@@ -114,6 +114,21 @@ describe('grouped writes on SQLite', () => {
     }
   });
 
+  it('merge concurrent patches only with patches of as many fields, and lose none of any size', async () => {
+    await store.insertRows(accountId, 'notes', [{ row: 1 }, { row: 2 }]);
+    const before = writes().stats.merged;
+    // Forty patches over two rows, of one to four fields each (a statement sets a number of fields).
+    const patches = Array.from({ length: 40 }, (_, n) =>
+      Object.fromEntries(Array.from({ length: 1 + (n % 4) }, (_, i) => [`p${n}_${i}`, n])),
+    );
+    await Promise.all(patches.map((patch, n) => store.updateRow(accountId, 'notes', 1 + (n % 2), patch)));
+    expect(writes().stats.merged - before).to.be.greaterThan(0, 'some patches were merged');
+    for (const id of [1, 2]) {
+      const mine = patches.filter((_, n) => n % 2 === id - 1);
+      expect(JSON.parse(await store.getRow(accountId, 'notes', id))).to.deep.equal(Object.assign({ id, row: id }, ...mine));
+    }
+  });
+
   it('send a second merged write while one is under way, and still give ids and seqs in the order they commit', async () => {
     const before = writes().stats.overlapped;
     // Waves of concurrent inserts: while one group is under way, the next has more than enough writers waiting.

@@ -298,6 +298,22 @@ describeEachBackend('rows', (backend) => {
       }
     });
 
+    it('sets every number of fields, by path up to sixteen and made in Node past them, each patch its row as JSON.stringify gives it', async () => {
+      const name = await collectionWith([{ keep: true, f3: 'old' }]);
+      let fields: Record<string, unknown> = { keep: true, f3: 'old' };
+      for (let count = 1; count <= 18; count++) {
+        // Half of them fields the row has, half new ones, each value of another JSON type.
+        const patch = Object.fromEntries(
+          Array.from({ length: count }, (_, i) => [`f${(count + i) % 20}`, [count, `s${i}`, null, { i }, [i], i % 2 === 0][i % 6]]),
+        );
+        fields = { ...fields, ...patch };
+        const response = await client.patch<Row>(`/v1/collections/${name}/rows/1`, patch);
+        expect(response.status).to.equal(200);
+        expect(response.text, `${count} fields`).to.equal(`{"id":1,${JSON.stringify(fields).slice(1)}`);
+        expect((await client.get(`/v1/collections/${name}/rows/1`)).text).to.equal(response.text);
+      }
+    });
+
     it('adds and then replaces a field whose name holds a lone surrogate, stored as JSON.stringify writes it', async () => {
       const name = await collectionWith([{ a: 1 }]);
       const path = `/v1/collections/${name}/rows/1`;
