@@ -19,19 +19,24 @@ import { replaceKey, sqliteFieldJoin, sqliteKeyColumns } from './sort-keys.ts';
 /** The message of the abort of a patch that would make its row weigh more than MAX_ROW_BYTES (rows.ts). */
 export const ROW_TOO_LARGE = 'rowbase: row too large';
 
-/** The collection the INSERT names, in a trigger: `c`. */
+/** The collection the INSERT names by account and name, in a trigger: `c`. */
 const collection = 'c.account_id = new.account_id and c.name = new.collection';
 
 /**
  * The sort keys of the rows of `rows` (a FROM item `r`, each row's id and text read by `id` and
- * `data`), for every field the collection `c` has an index for (its slot: the field's position in
- * `sorted`), each found as sort-keys.ts finds an index's first keys (sqliteFieldJoin).
+ * `data`), for every field the collection `c` (found by `where`) has an index for (its slot: the
+ * field's position in `sorted`), each found as sort-keys.ts finds an index's first keys (sqliteFieldJoin).
  */
-const sortKeys = (rows: string, id: string, data: string) => `insert into sort_keys (collection_id, slot, row_id, rank, num, str)
+const sortKeys = (
+  rows: string,
+  id: string,
+  data: string,
+  where: string,
+) => `insert into sort_keys (collection_id, slot, row_id, rank, num, str)
     select collection_id, slot, id, ${sqliteKeyColumns}
     from (select c.id as collection_id, f.key as slot, ${id} as id, k.type as t, k.atom as v
       from collections c, json_each(c.sorted) f, ${rows} ${sqliteFieldJoin(data, 'f.value')}
-      where ${collection})`;
+      where ${where})`;
 
 /** The events of the rows `select` answers (columns collection_id, seq, id, data), as rows.ts's rowJson() makes them. */
 const events = (type: 'insert' | 'update', select: string) => `insert into events (collection_id, seq, type, row_id, row, at)
@@ -50,7 +55,7 @@ const rowInserts = `
     insert into rows (collection_id, id, data)
       select c.id, c.last_row_id - new.n + 1 + t.key, t.value from collections c, json_each(new.texts) t where ${collection};
     ${events('insert', `select c.id as collection_id, c.last_seq - new.n + 1 + t.key as seq, c.last_row_id - new.n + 1 + t.key as id, t.value as data from collections c, json_each(new.texts) t where ${collection}`)};
-    ${sortKeys('json_each(new.texts) r', 'c.last_row_id - new.n + 1 + r.key', 'r.value')};
+    ${sortKeys('json_each(new.texts) r', 'c.last_row_id - new.n + 1 + r.key', 'r.value', collection)};
   end;`;
 
 /**
@@ -62,38 +67,37 @@ const rowInserts = `
 export const MAX_FIELDS_BY_PATH = 16;
 
 /**
- * `row_patches_<n> (account_id, collection, i, id, fields, at)`: one patch of row `id` that sets `n`
- * fields, one after the other: `fields` a JSON array of `[path, value]`, `path` a JSON path `$."…"` (or
- * `$`, the whole row) and `value` its JSON text. JSON's own text is kept as it was given, as json_set
- * keeps every other field's: the row's new text is the one JSON.stringify would give (rows.ts says
- * when). Then the update event, with the next seq, and the row's sort keys where they moved. A patch
- * that makes its row weigh more than MAX_ROW_BYTES aborts the statement, and with it the group, whose
- * patches then run alone. A patch of a row (or collection) that does not exist writes nothing. Rows
- * inserted together are patched in the order given (two patches of one row, one after the other); `i`
- * is only handed back, to tell the answers apart (patchSql).
+ * `row_patches_<n> (collection_id, i, id, fields, at)`: one patch of row `id` of the collection
+ * `collection_id` (null: none, and nothing is written), that sets `n` fields, one after the other:
+ * `fields` a JSON array of `[path, value]`, `path` a JSON path `$."…"` (or `$`, the whole row) and
+ * `value` its JSON text. JSON's own text is kept as it was given, as json_set keeps every other
+ * field's: the row's new text is the one JSON.stringify would give (rows.ts says when). Then the
+ * update event, with the next seq, and the row's sort keys where they moved. A patch that makes its
+ * row weigh more than MAX_ROW_BYTES aborts the statement, and with it the group, whose patches then
+ * run alone. A patch of a row that does not exist writes nothing. Rows inserted together are patched
+ * in the order given (two patches of one row, one after the other); `i` is only handed back, to tell
+ * the answers apart (patchSql).
  *
  * A view for each number of fields, 0 to MAX_FIELDS_BY_PATH, so that a patch's fields are one json_set
  * of as many pairs, in a trigger no larger than it needs. The view of fields this replaces ran a
  * trigger of its own for each field, and its INSERT filled a temporary B-tree for every patch; one
  * trigger for every number (a CASE of sixteen json_sets) saved half as much, as SQLite clears every
  * register of a trigger's program each time it runs (bench/instructions.ts, SQLite's work a patch in
- * groups of one: 246,400 → 209,400 instructions, with the sort keys' IN list gone too).
+ * groups of one: 246,400 → 209,400 instructions, with the sort keys' IN list gone too). The
+ * collection is found by name once a statement (patchSql), by its id in the trigger.
  */
 const rowPatches = (n: number) => {
+  const row = 'r.collection_id = new.collection_id and r.id = new.id';
   const fields = Array.from({ length: n }, (_, i) => `new.fields ->> '$[${i}][0]', json(new.fields ->> '$[${i}][1]')`);
-  const setFields = `update rows set data = json_set(data, ${fields.join(', ')})
-      where collection_id = (select c.id from collections c where ${collection}) and id = new.id;`;
+  const setFields = `update rows as r set data = json_set(data, ${fields.join(', ')}) where ${row};`;
   return `
-  create temp view if not exists row_patches_${n} (account_id, collection, i, id, fields, at) as select null, null, null, null, null, null where 0;
+  create temp view if not exists row_patches_${n} (collection_id, i, id, fields, at) as select null, null, null, null, null where 0;
   create temp trigger if not exists row_patches_${n}_write instead of insert on row_patches_${n} begin
-    update collections set last_seq = last_seq + 1
-      where account_id = new.account_id and name = new.collection
-        and exists (select 1 from rows r where r.collection_id = collections.id and r.id = new.id);
+    update collections set last_seq = last_seq + 1 where id = new.collection_id and exists (select 1 from rows r where ${row});
     ${n > 0 ? setFields : ''}
-    select raise(abort, '${ROW_TOO_LARGE}') from collections c join rows r on r.collection_id = c.id and r.id = new.id
-      where ${collection} and length(cast(r.data as blob)) > ${MAX_ROW_BYTES};
-    ${events('update', `select c.id as collection_id, c.last_seq as seq, r.id, r.data from collections c join rows r on r.collection_id = c.id and r.id = new.id where ${collection}`)};
-    ${sortKeys(`(select r.id, r.data from collections c join rows r on r.collection_id = c.id and r.id = new.id where ${collection}) r`, 'r.id', 'r.data')}
+    select raise(abort, '${ROW_TOO_LARGE}') from rows r where ${row} and length(cast(r.data as blob)) > ${MAX_ROW_BYTES};
+    ${events('update', `select c.id as collection_id, c.last_seq as seq, r.id, r.data from collections c join rows r on ${row} where c.id = new.collection_id`)};
+    ${sortKeys(`(select r.id, r.data from rows r where ${row}) r`, 'r.id', 'r.data', 'c.id = new.collection_id')}
       ${replaceKey} where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
   end;`;
 };
@@ -110,16 +114,18 @@ export const insertSql = `insert into row_inserts values (?1, ?2, ?3, ?4, ?5) ${
 
 /**
  * A group of patches that each set `n` fields: `?1` account, `?2` collection, `?3` a JSON array of
- * `[row id, fields]` (as row_patches_<n> takes them), `?4` at. Answers a row for each patch, with `i`
- * its index in `?3`, and `data` the row's text as that patch left it (null for a row that does not
- * exist), read right after the patch's own trigger has run (RETURNING runs once each inserted row's
- * INSTEAD OF trigger has). The same text each time for each `n`, as the statement cache wants.
+ * `[row id, fields]` (as row_patches_<n> takes them), `?4` at. Answers a row for each patch, with `id`
+ * the collection's (null when there is no such collection), `i` the patch's index in `?3`, and `data`
+ * the row's text as that patch left it (null for a row that does not exist), read right after the
+ * patch's own trigger has run (RETURNING runs once each inserted row's INSTEAD OF trigger has). The
+ * collection is looked up once: SQLite runs a subquery that reads nothing of the row once a statement.
+ * The same text each time for each `n`, as the statement cache wants.
  */
 export const patchSql = (n: number) => patchSqls[n];
 
 const patchSqls = Array.from(
   { length: MAX_FIELDS_BY_PATH + 1 },
-  (_, n) => `insert into row_patches_${n} select ?1, ?2, key, value ->> 0, value ->> 1, ?4 from json_each(?3)
-  ${written}, i, (select r.data from collections c join rows r on r.collection_id = c.id
-    where c.account_id = ?1 and c.name = ?2 and r.id = row_patches_${n}.id) as data`,
+  (_, n) => `insert into row_patches_${n}
+    select (select id from collections where account_id = ?1 and name = ?2), key, value ->> 0, value ->> 1, ?4 from json_each(?3)
+  returning collection_id as id, i, (select r.data from rows r where r.collection_id = row_patches_${n}.collection_id and r.id = row_patches_${n}.id) as data`,
 );
