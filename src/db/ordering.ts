@@ -62,11 +62,16 @@ export const overRowBound = (text: string) => text.length > MAX_ROW_BYTES / 3 &&
 /**
  * The page's rows as one JSON text, joined in `order`: SQLite's group_concat, PostgreSQL's string_agg
  * only when the rows' texts add up to at most MAX_PAGE_BYTES (null otherwise, beside a count above 0).
- * Both keep the order asked for: SQLite's group_concat has taken ORDER BY since 3.44.
+ *
+ * SQLite joins them as they come: a page's FROM starts with its ordered, limited subquery, which SQLite
+ * runs as the outer loop (with CROSS JOIN for the rows a sort index's page reads), so they come in
+ * order. Sorting them again (`group_concat(… order by …)`) filled a temporary B-tree with the page's
+ * texts, a fifth of SQLite's work on a page of list (bench/instructions.ts). sort-index.test.ts checks
+ * the pages of both kinds against a model.
  */
 export const pageJsonSql = (dialect: 'sqlite' | 'postgres', order: string) =>
   dialect === 'sqlite'
-    ? `group_concat(${rowJsonSql}, ',' order by ${order})`
+    ? `group_concat(${rowJsonSql}, ',')`
     : `case when sum(octet_length(data)) <= ${MAX_PAGE_BYTES} then string_agg(${rowJsonSql}, ',' order by ${order}) end`;
 
 /** A row's JSON text from its columns `id` and `data`, as rows.ts's rowJson() makes it. */

@@ -19,7 +19,7 @@
 import type { Knex } from 'knex';
 import type { DatabaseParams } from './changes.ts';
 import { advance, collectionNotFound } from './collections.ts';
-import { type Direction, pageJsonSql, postgresField, rowJsonSql, sqliteName } from './ordering.ts';
+import { type Direction, pageJsonSql, postgresField, sqliteName } from './ordering.ts';
 import { query, type WriteTx } from './query.ts';
 import { writeTransaction } from './writes.ts';
 
@@ -217,11 +217,8 @@ export function sortedPageQuery(
   const key = `${dialect} ${dir} ${range}`;
   let sql = sortedPageSql.get(key);
   if (sql === undefined) {
-    // SQLite: CROSS JOIN makes the keys the outer loop, so the rows reach group_concat in the keys'
-    // order, and it need not sort them again in a temporary B-tree of the page's texts: a fifth of
-    // SQLite's work on a page (bench/instructions.ts). sort-index.test.ts checks pages' order against a model.
-    const json = dialect === 'sqlite' ? `group_concat(${rowJsonSql}, ',')` : pageJsonSql(dialect, keyOrder('k.', dir));
-    sql = `select count(*) as n, ${json} as json,
+    // SQLite: CROSS JOIN keeps the keys the outer loop, so the rows come in their order (pageJsonSql).
+    sql = `select count(*) as n, ${pageJsonSql(dialect, keyOrder('k.', dir))} as json,
         (select last_seq from collections where id = ?) as seq${exact.sql}
       from (select rank, num, str, row_id from sort_keys where collection_id = ? and slot = ? ${ranks[range]}
         order by ${keyOrder('', dir)} limit ? offset ?) k
