@@ -389,24 +389,21 @@ export async function updateRow(knex: Knex, accountId: number, collection: strin
  */
 async function patchSqlite(knex: Knex, accountId: number, collection: string, rowId: number, patch: Fields): Promise<Json<Row>> {
   const names = Object.keys(patch);
+  const byPath = names.length <= MAX_FIELDS_BY_PATH && names.every(settableByPath);
+  // Merged with the patches that set as many fields: a statement sets a number of them (patchSql).
+  const key = `patch/${accountId}/${collection}/${names.length}`;
   let answer: Json<Row> | ApiError;
   try {
-    answer =
-      names.length <= MAX_FIELDS_BY_PATH && names.every(settableByPath)
-        ? // Merged with the patches that set as many fields: a statement sets a number of them (patchSql).
-          await mergedWrite(
-            knex,
-            `patch/${accountId}/${collection}/${names.length}`,
-            1,
-            { rowId, fields: fieldsOf(patch) },
-            (trx, patches: FieldPatch[]) => writePatches(trx, accountId, collection, patches),
-          )
-        : await writeTransaction(knex, async (trx) => {
-            const [stored] = await query<{ data: string }>(trx, patchedRowSql, [accountId, collection, rowId]);
-            // No row: no field to set, and writePatches() answers the 404, of the row or its collection.
-            const fields = stored ? [['$', JSON.stringify({ ...JSON.parse(stored.data), ...patch })]] : [];
-            return (await writePatches(trx, accountId, collection, [{ rowId, fields }]))[0];
-          });
+    answer = byPath
+      ? await mergedWrite(knex, key, 1, { rowId, fields: fieldsOf(patch) }, (trx, patches: FieldPatch[]) =>
+          writePatches(trx, accountId, collection, patches),
+        )
+      : await writeTransaction(knex, async (trx) => {
+          const [stored] = await query<{ data: string }>(trx, patchedRowSql, [accountId, collection, rowId]);
+          // No row: no field to set, and writePatches() answers the 404, of the row or its collection.
+          const fields = stored ? [['$', JSON.stringify({ ...JSON.parse(stored.data), ...patch })]] : [];
+          return (await writePatches(trx, accountId, collection, [{ rowId, fields }]))[0];
+        });
   } catch (error) {
     // The statement's trigger found the row heavier than a row may be, and stored nothing of the patch.
     if (error instanceof Error && error.message.includes(ROW_TOO_LARGE)) throw rowTooLarge();

@@ -6,9 +6,10 @@
 // Inserts into one collection queued side by side become one write of all their rows (each request's
 // rows keep consecutive ids and seqs, in the order the requests came), so many small concurrent
 // inserts cost about what one batch does; patches of one collection that set as many fields likewise
-// become one write, applied in the order they came. Such a merged write is one statement (sqlite-procedures.ts), atomic by
-// itself: it runs with no transaction around it, one hand-off to the driver where BEGIN and COMMIT
-// made three (side by side on a quiet machine: insert-1 0.178 → 0.200 × baseline (a)).
+// become one write, applied in the order they came. Such a merged write is one statement
+// (sqlite-procedures.ts), atomic by itself: it runs with no transaction around it, one hand-off to the
+// driver where BEGIN and COMMIT made three (side by side on a quiet machine: insert-1 0.178 → 0.200 ×
+// baseline (a)).
 //
 // A merged write that fails (an insert into a missing collection, say) writes nothing: then each of
 // its writes runs again alone, in a transaction of its own, so that it succeeds or fails alone,
