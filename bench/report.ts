@@ -237,7 +237,7 @@ export function judgeTargets(summaries: Summary[], cost: number, rowbaseHwmKb: n
     return {
       name,
       target: `≥ ${min.toFixed(2)} × (a)`,
-      value: `${ratio(measured!)} × (a)${ofDriver === undefined ? '' : `, ${ratio(ofDriver)} × its (b)`}`,
+      value: `${ratioBeside(measured!, min)} × (a)${ofDriver === undefined ? '' : `, ${ratio(ofDriver)} × its (b)`}`,
       met: measured! >= min,
     };
   });
@@ -320,7 +320,7 @@ export function table(results: Results): string {
       milliseconds(s.p99Ms),
       s.ratio === undefined
         ? ''
-        : `${ratio(s.ratio)} × ${baselineNames[s.ratioTo!] ?? s.ratioTo}${s.ofDriver === undefined ? '' : `, ${ratio(s.ofDriver)} × (b)`}`,
+        : `${ratioBeside(s.ratio, ratioTargets[workload])} × ${baselineNames[s.ratioTo!] ?? s.ratioTo}${s.ofDriver === undefined ? '' : `, ${ratio(s.ofDriver)} × (b)`}`,
       target
         ? `${target.target}: ${target.met ? 'met' : 'MISSED'}${shown ? ` (${target.value})` : ''}`
         : idle && s.feed
@@ -445,5 +445,16 @@ function median(values: number[]): number {
 }
 /** Two decimals, or two significant digits below 0.1, so that a small ratio does not read as zero. */
 const ratio = (value: number) => (value >= 0.1 ? value.toFixed(2) : value.toPrecision(2));
+/**
+ * A ratio beside its target (`min`, if it has one): with a third decimal where two would put it on the
+ * other side of the line (a patch at 0.198 × (a) reads 0.198, not 0.20, beside its MISSED).
+ */
+function ratioBeside(value: number, min: number | undefined): string {
+  const shown = ratio(value);
+  if (min === undefined) return shown;
+  const shownMeets = Number(shown) >= min;
+  const meets = value >= min;
+  return shownMeets === meets ? shown : value.toFixed(3);
+}
 const thousands = (value: number) => Math.round(value).toLocaleString('en-US');
 const megabytes = (kb: number) => (Number.isNaN(kb) ? '?' : (kb / 1024).toFixed(0));
