@@ -11,9 +11,9 @@
 // and triggers are TEMP, made on the writer's connection when it opens (connect.ts): the SQL is the
 // code's, never the database's, so there is nothing to migrate when it changes.
 //
-// Each statement looks its collection up by account and name once (a subquery of the INSERT's SELECT,
-// which reads nothing of the row, so SQLite runs it once), and the triggers find it by that id. Every
-// value a client sent arrives as a binding of the INSERT, never in the SQL.
+// Each statement looks its collection up by account and name once (a subquery in its INSERT that reads
+// nothing of the rows inserted, so SQLite runs it once a statement), and the triggers find it by that
+// id. Every value a client sent arrives as a binding of the INSERT, never in the SQL.
 import { MAX_ROW_BYTES, rowJsonSql } from './ordering.ts';
 import { replaceKey, sqliteFieldJoin, sqliteKeyColumns } from './sort-keys.ts';
 
