@@ -25,19 +25,14 @@ const collection = 'c.id = new.collection_id';
 
 /**
  * The sort keys of the rows of `rows` (a FROM item `r`, each row's id and text read by `id` and
- * `data`), for every field the collection `c` (found by `where`) has an index for (its slot: the
- * field's position in `sorted`), each found as sort-keys.ts finds an index's first keys (sqliteFieldJoin).
+ * `data`), for every field the collection `c` has an index for (its slot: the field's position in
+ * `sorted`), each found as sort-keys.ts finds an index's first keys (sqliteFieldJoin).
  */
-const sortKeys = (
-  rows: string,
-  id: string,
-  data: string,
-  where: string,
-) => `insert into sort_keys (collection_id, slot, row_id, rank, num, str)
+const sortKeys = (rows: string, id: string, data: string) => `insert into sort_keys (collection_id, slot, row_id, rank, num, str)
     select collection_id, slot, id, ${sqliteKeyColumns}
     from (select c.id as collection_id, f.key as slot, ${id} as id, k.type as t, k.atom as v
       from collections c, json_each(c.sorted) f, ${rows} ${sqliteFieldJoin(data, 'f.value')}
-      where ${where})`;
+      where ${collection})`;
 
 /** The events of the rows `select` answers (columns collection_id, seq, id, data), as rows.ts's rowJson() makes them. */
 const events = (type: 'insert' | 'update', select: string) => `insert into events (collection_id, seq, type, row_id, row, at)
@@ -56,7 +51,7 @@ const rowInserts = `
     insert into rows (collection_id, id, data)
       select c.id, c.last_row_id - new.n + 1 + t.key, t.value from collections c, json_each(new.texts) t where ${collection};
     ${events('insert', `select c.id as collection_id, c.last_seq - new.n + 1 + t.key as seq, c.last_row_id - new.n + 1 + t.key as id, t.value as data from collections c, json_each(new.texts) t where ${collection}`)};
-    ${sortKeys('json_each(new.texts) r', 'c.last_row_id - new.n + 1 + r.key', 'r.value', collection)};
+    ${sortKeys('json_each(new.texts) r', 'c.last_row_id - new.n + 1 + r.key', 'r.value')};
   end;`;
 
 /**
@@ -97,8 +92,8 @@ const rowPatches = (n: number) => {
     update collections set last_seq = last_seq + 1 where id = new.collection_id and exists (select 1 from rows r where ${row});
     ${n > 0 ? setFields : ''}
     select raise(abort, '${ROW_TOO_LARGE}') from rows r where ${row} and length(cast(r.data as blob)) > ${MAX_ROW_BYTES};
-    ${events('update', `select c.id as collection_id, c.last_seq as seq, r.id, r.data from collections c join rows r on ${row} where c.id = new.collection_id`)};
-    ${sortKeys(`(select r.id, r.data from rows r where ${row}) r`, 'r.id', 'r.data', 'c.id = new.collection_id')}
+    ${events('update', `select c.id as collection_id, c.last_seq as seq, r.id, r.data from collections c join rows r on ${row} where ${collection}`)};
+    ${sortKeys(`(select r.id, r.data from rows r where ${row}) r`, 'r.id', 'r.data')}
       ${replaceKey} where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
   end;`;
 };
