@@ -129,6 +129,29 @@ describe('grouped writes on SQLite', () => {
     }
   });
 
+  it('merge patches of rows that exist with patches of rows that do not, each row found in its own collection', async () => {
+    await store.createCollection(accountId, 'more');
+    await store.insertRows(accountId, 'notes', [{ row: 1 }, { row: 2 }, { row: 3 }]);
+    await store.insertRows(accountId, 'more', [{ other: 1 }, { other: 2 }, { other: 3 }]);
+    const before = writes().stats.merged;
+    // Ids 1..3 in notes, 7 and 8 that it never had, each three times over; `more` has rows 1..3 of its own.
+    const ids = Array.from({ length: 15 }, (_, n) => [1, 7, 2, 8, 3][n % 5]);
+    const settled = await Promise.allSettled(ids.map((id, n) => store.updateRow(accountId, 'notes', id, { [`p${n}`]: n })));
+    expect(writes().stats.merged - before).to.be.greaterThan(0, 'some patches were merged');
+    expect(settled.map(codeOf)).to.deep.equal(ids.map((id) => (id > 3 ? 'not_found' : 'ok')));
+    for (const id of [1, 2, 3]) {
+      const mine = ids.flatMap((rowId, n) => (rowId === id ? [[`p${n}`, n]] : []));
+      expect(JSON.parse(await store.getRow(accountId, 'notes', id))).to.deep.equal({ id, row: id, ...Object.fromEntries(mine) });
+      expect(JSON.parse(await store.getRow(accountId, 'more', id))).to.deep.equal({ id, other: id });
+    }
+    // Only the nine patches that found their row took a seq, with no gap, and each its row's event.
+    const { id, last_seq } = await store.db.knex('collections').where({ name: 'notes' }).first('id', 'last_seq');
+    expect(Number(last_seq)).to.equal(3 + 9);
+    const events = await store.readEvents(Number(id), { after: 3, limit: 100 });
+    expect(events.map((event) => event.seq)).to.deep.equal(Array.from({ length: 9 }, (_, i) => 4 + i));
+    expect(events.map((event) => (event.row as Row).id).sort()).to.deep.equal([1, 1, 1, 2, 2, 2, 3, 3, 3]);
+  });
+
   it('send a second merged write while one is under way, and still give ids and seqs in the order they commit', async () => {
     const before = writes().stats.overlapped;
     // Waves of concurrent inserts: while one group is under way, the next has more than enough writers waiting.
