@@ -83,14 +83,15 @@ async function onPoolThread(): Promise<() => void> {
       error || !row ? reject(error ?? new Error(`no collection ${collections.rows} in ${file}`)) : resolve(row.id),
     ),
   );
-  const statement = db.prepare(patchSql(1)); // the bench's patches set one field
+  // The bench's patches set one field; a group of one has a statement of its own, as in rowbase.
+  const statements = { one: db.prepare(patchSql(1, 1)), many: db.prepare(patchSql(1, 2)) };
   let inFlight = 0;
   const schedule = () => {
     while (queue.length > 0 && inFlight < 2 && (inFlight === 0 || queue.length >= 3)) {
       const group = queue;
       queue = [];
       inFlight++;
-      statement.all(params(group), (error: Error | null, written: Written[]) => {
+      statements[group.length === 1 ? 'one' : 'many'].all(params(group), (error: Error | null, written: Written[]) => {
         inFlight--;
         if (error) for (const { response } of group) response.writeHead(500).end();
         else answer(group, written);
@@ -108,7 +109,8 @@ async function onMainThread(): Promise<() => void> {
   db.exec(sqliteWriterSetup);
   accountId = db.prepare('select account_id as id from collections where name = ?').get(collections.rows).id;
   // better-sqlite3 will not take the values of `?1`…`?4` by position; the same SQL with names takes an object.
-  const statement = db.prepare(patchSql(1).replace(/\?(\d)/g, '@p$1'));
+  const prepare = (patches: number) => db.prepare(patchSql(1, patches).replace(/\?(\d)/g, '@p$1'));
+  const statements = { one: prepare(1), many: prepare(2) };
   let scheduled = false;
   return () => {
     if (scheduled) return;
@@ -118,7 +120,7 @@ async function onMainThread(): Promise<() => void> {
       const group = queue;
       queue = [];
       const [p1, p2, p3, p4] = params(group);
-      answer(group, statement.all({ p1, p2, p3, p4 }));
+      answer(group, statements[group.length === 1 ? 'one' : 'many'].all({ p1, p2, p3, p4 }));
     });
   };
 }

@@ -438,7 +438,7 @@ const fieldsOf = (patch: Fields) => Object.entries(patch).map(([name, value]) =>
  */
 async function writePatches(trx: WriteTx, accountId: number, collection: string, patches: FieldPatch[]) {
   const params = [accountId, collection, JSON.stringify(patches.map(({ rowId, fields }) => [rowId, fields])), new Date().toISOString()];
-  const sql = patchSql(patches[0].fields.length);
+  const sql = patchSql(patches[0].fields.length, patches.length);
   const written = await query<{ id: number | null; i: number; data: string | null }>(trx, sql, params);
   const byIndex = new Map(written.map((row) => [Number(row.i), row]));
   let changed: number | undefined;

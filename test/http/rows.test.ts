@@ -338,9 +338,14 @@ describeEachBackend('rows', (backend) => {
       expect(data).to.equal(JSON.stringify({ a: 1, [lone]: 2 }));
     });
 
-    it('answers 404 for an absent row and 400 for a body with id', async () => {
+    it('answers 404 for an absent row or collection, each saying which, and 400 for a body with id', async () => {
       const name = await collectionWith([{}]);
-      expect((await client.patch(`/v1/collections/${name}/rows/2`, { a: 1 })).status).to.equal(404);
+      const absentRow = await client.patch(`/v1/collections/${name}/rows/2`, { a: 1 });
+      expect(absentRow.status).to.equal(404);
+      expect(absentRow.body).to.include({ detail: `There is no row 2 in collection ${name}.` });
+      const absentCollection = await client.patch('/v1/collections/missing/rows/1', { a: 1 });
+      expect(absentCollection.status).to.equal(404);
+      expect(absentCollection.body).to.include({ detail: 'There is no collection named missing.' });
       const response = await client.patch(`/v1/collections/${name}/rows/1`, { id: 5 });
       expect(response.status).to.equal(400);
       expect(response.body).to.include({ code: 'validation_failed' });
