@@ -110,6 +110,9 @@ const rowPatches = (n: number) => {
 /** Makes the views and triggers on the writer's connection (TEMP: they live as long as it). */
 export const sqliteProcedures = rowInserts + Array.from({ length: MAX_FIELDS_BY_PATH + 1 }, (_, n) => rowPatches(n)).join('');
 
+/** The collection a statement writes in, by account (`?1`) and name (`?2`): its id, or null. */
+const collectionId = '(select id from collections where account_id = ?1 and name = ?2)';
+
 /**
  * A group of inserts: `?1` account, `?2` collection, `?3` n, `?4` texts, `?5` at. Answers `id`, the
  * collection's (null when there is no such collection), and its `last_row_id` once the rows are in.
@@ -118,7 +121,7 @@ export const sqliteProcedures = rowInserts + Array.from({ length: MAX_FIELDS_BY_
  * instructions with the collection found by name in the trigger, 119,000 by id through a SELECT,
  * 101,000 by id through VALUES.
  */
-export const insertSql = `insert into row_inserts values ((select id from collections where account_id = ?1 and name = ?2), ?3, ?4, ?5)
+export const insertSql = `insert into row_inserts values (${collectionId}, ?3, ?4, ?5)
   returning collection_id as id, (select last_row_id from collections where id = row_inserts.collection_id) as last_row_id`;
 
 /**
@@ -132,7 +135,7 @@ export const insertSql = `insert into row_inserts values ((select id from collec
  *
  * `patches`: how many the group holds. A group of one is one row of VALUES, which goes to the trigger
  * as it is, where the rows of an INSERT … SELECT are first copied into a temporary table: SQLite's
- * work a patch in groups of one (bench/instructions.ts) 173,800 → 163,500 instructions. Under load,
+ * work a patch in groups of one (bench/instructions.ts) 173,800 → 153,500 instructions. Under load,
  * where groups hold several patches, it changes little; alone, a patch is cheaper by as much.
  */
 export const patchSql = (n: number, patches: number) => (patches === 1 ? onePatchSqls : patchSqls)[n];
@@ -144,15 +147,13 @@ const patchSqls = Array.from(
   { length: MAX_FIELDS_BY_PATH + 1 },
   (_, n) => `insert into row_patches_${n}
     select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
-      from (select (select id from collections where account_id = ?1 and name = ?2) as id) c, json_each(?3) p
+      from (select ${collectionId} as id) c, json_each(?3) p
   ${returning(n)}`,
 );
 
 const onePatchSqls = Array.from(
   { length: MAX_FIELDS_BY_PATH + 1 },
   (_, n) => `insert into row_patches_${n}
-    values ((select id from collections where account_id = ?1 and name = ?2), 0,
-      (select r.rowid from collections c join rows r on r.collection_id = c.id and r.id = ?3 ->> '$[0][0]' where c.account_id = ?1 and c.name = ?2),
-      ?3 ->> '$[0][1]', ?4)
+    values (${collectionId}, 0, (select rowid from rows where collection_id = ${collectionId} and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
   ${returning(n)}`,
 );
