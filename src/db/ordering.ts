@@ -35,10 +35,20 @@ export function orderedRowsQuery(dialect: 'sqlite' | 'postgres', accountId: numb
   return {
     sql: `select count(*) as n, ${pageJsonSql(dialect, order)} as json,
         (select last_seq from collections where account_id = ? and name = ?) as seq
-      from (select * from (${rows}) r order by ${order} limit ? offset ?) r`,
+      from (select * from (${rows}) r order by ${order} ${pageRange}) r`,
     params: [accountId, name, ...bindings, accountId, name, page.limit, page.offset],
   };
 }
+
+/**
+ * A page's LIMIT and OFFSET, each a binding. SQLite reads the value bound to a bare `limit ?` when it
+ * prepares the statement, and so marks the statement to be prepared again whenever that binding is
+ * bound again, equal or not, which the driver does on every run: a quarter of SQLite's work on a page
+ * of list was preparing its statement anew. A LIMIT of `+?` is an expression, not a bare binding, which
+ * SQLite reads when the statement runs, as it reads OFFSET; PostgreSQL takes it as it takes `?`. A page
+ * of list (bench/instructions.ts, all threads): 852,700 → 619,400 instructions.
+ */
+export const pageRange = 'limit +? offset ?';
 
 /**
  * The most a page's rows may weigh, as JSON text: 16 MiB, sixteen rows of the largest body by default.

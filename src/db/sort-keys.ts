@@ -19,7 +19,7 @@
 import type { Knex } from 'knex';
 import type { DatabaseParams } from './changes.ts';
 import { advance, collectionNotFound } from './collections.ts';
-import { type Direction, pageJsonSql, postgresField, sqliteName } from './ordering.ts';
+import { type Direction, pageJsonSql, pageRange, postgresField, sqliteName } from './ordering.ts';
 import { query, type WriteTx } from './query.ts';
 import { writeTransaction } from './writes.ts';
 
@@ -221,7 +221,7 @@ export function sortedPageQuery(
     sql = `select count(*) as n, ${pageJsonSql(dialect, keyOrder('k.', dir))} as json,
         (select last_seq from collections where id = ?) as seq${exact.sql}
       from (select rank, num, str, row_id from sort_keys where collection_id = ? and slot = ? ${ranks[range]}
-        order by ${keyOrder('', dir)} limit ? offset ?) k
+        order by ${keyOrder('', dir)} ${pageRange}) k
       ${dialect === 'sqlite' ? 'cross join' : 'join'} rows r on r.collection_id = ? and r.id = k.row_id`;
     sortedPageSql.set(key, sql);
   }
