@@ -15,7 +15,7 @@
 // nothing of the rows inserted, so SQLite runs it once a statement), and the triggers find it by that
 // id; a statement of patches looks each row up once too, and its trigger finds the row by rowid. Every
 // value a client sent arrives as a binding of the INSERT, never in the SQL.
-import { MAX_ROW_BYTES, rowJsonSql } from './ordering.ts';
+import { MAX_ROW_BYTES, sqliteRowJsonSql } from './ordering.ts';
 import { replaceKey, sqliteFieldJoin, sqliteKeyColumns } from './sort-keys.ts';
 
 /** The message of the abort of a patch that would make its row weigh more than MAX_ROW_BYTES (rows.ts). */
@@ -37,7 +37,7 @@ const sortKeys = (rows: string, id: string, data: string) => `insert into sort_k
 
 /** The events of the rows `select` answers (columns collection_id, seq, id, data), as rows.ts's rowJson() makes them. */
 const events = (type: 'insert' | 'update', select: string) => `insert into events (collection_id, seq, type, row_id, row, at)
-    select collection_id, seq, '${type}', id, ${rowJsonSql}, new.at from (${select})`;
+    select collection_id, seq, '${type}', id, ${sqliteRowJsonSql}, new.at from (${select})`;
 
 /**
  * `row_inserts (collection_id, n, texts, at)`: `texts` is a JSON array of the `n` rows' texts
