@@ -14,6 +14,7 @@ import {
   type Page,
   pathSafe,
   postgresJsonb,
+  rowJsonSql,
 } from './ordering.ts';
 import { query, queryAlone, type WriteTx } from './query.ts';
 import {
@@ -168,7 +169,7 @@ const insertBatchSql = `with counters as (
     insert into rows (collection_id, id, data) select collection_id, id, data from batch
   ), logged as (
     insert into events (collection_id, seq, type, row_id, row, at)
-      select collection_id, seq, 'insert', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, at
+      select collection_id, seq, 'insert', id, ${rowJsonSql}, at
         from batch
   ), keyed as (
     insert into sort_keys (collection_id, slot, row_id, rank, num, str)
