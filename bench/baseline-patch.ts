@@ -16,9 +16,9 @@
 import { createServer, type ServerResponse } from 'node:http';
 import sqlite3 from 'sqlite3';
 import { sqliteWriterSetup } from '../src/db/connect.ts';
-import { patchSql } from '../src/db/sqlite-procedures.ts';
 import { SqliteStatements } from '../src/db/sqlite-statements.ts';
 import { listen } from './listen.ts';
+import { patchStatements } from './patch-statements.ts';
 import { collections } from './seed.ts';
 
 type Driver = 'sqlite3' | 'better-sqlite3';
@@ -83,15 +83,15 @@ async function onPoolThread(): Promise<() => void> {
       error || !row ? reject(error ?? new Error(`no collection ${collections.rows} in ${file}`)) : resolve(row.id),
     ),
   );
-  // The bench's patches set one field; a group of one has a statement of its own, as in rowbase.
-  const statements = { one: db.prepare(patchSql(1, 1)), many: db.prepare(patchSql(1, 2)) };
+  // The bench's patches set one field.
+  const statements = patchStatements((sql) => db.prepare(sql));
   let inFlight = 0;
   const schedule = () => {
     while (queue.length > 0 && inFlight < 2 && (inFlight === 0 || queue.length >= 3)) {
       const group = queue;
       queue = [];
       inFlight++;
-      statements[group.length === 1 ? 'one' : 'many'].all(params(group), (error: Error | null, written: Written[]) => {
+      statements.forGroup(group.length).all(params(group), (error: Error | null, written: Written[]) => {
         inFlight--;
         if (error) for (const { response } of group) response.writeHead(500).end();
         else answer(group, written);
@@ -109,8 +109,7 @@ async function onMainThread(): Promise<() => void> {
   db.exec(sqliteWriterSetup);
   accountId = db.prepare('select account_id as id from collections where name = ?').get(collections.rows).id;
   // better-sqlite3 will not take the values of `?1`…`?4` by position; the same SQL with names takes an object.
-  const prepare = (patches: number) => db.prepare(patchSql(1, patches).replace(/\?(\d)/g, '@p$1'));
-  const statements = { one: prepare(1), many: prepare(2) };
+  const statements = patchStatements((sql) => db.prepare(sql.replace(/\?(\d)/g, '@p$1')));
   let scheduled = false;
   return () => {
     if (scheduled) return;
@@ -120,7 +119,7 @@ async function onMainThread(): Promise<() => void> {
       const group = queue;
       queue = [];
       const [p1, p2, p3, p4] = params(group);
-      answer(group, statements[group.length === 1 ? 'one' : 'many'].all({ p1, p2, p3, p4 }));
+      answer(group, statements.forGroup(group.length).all({ p1, p2, p3, p4 }));
     });
   };
 }

@@ -17,7 +17,7 @@ import os from 'node:os';
 import { join } from 'node:path';
 import type sqlite3 from 'sqlite3';
 import { openDatabase } from '../src/db/connect.ts';
-import { patchSql } from '../src/db/sqlite-procedures.ts';
+import { patchStatements } from './patch-statements.ts';
 import { seedFile } from './seed-file.ts';
 
 const rows = Number(process.argv[2] ?? 100_000);
@@ -32,15 +32,11 @@ const db = await openDatabase(`sqlite:${file}`);
 try {
   // The writer, as the server has it: Knex's one connection, with the views the statement writes through.
   const connection = (await db.knex.client.acquireConnection()) as sqlite3.Database;
-  const prepare = (sql: string) =>
-    new Promise<sqlite3.Statement>((resolve, reject) => {
-      const prepared = connection.prepare(sql, (error) => (error ? reject(error) : resolve(prepared)));
-    });
-  // A group of one patch has a statement of its own, as in the server (patchSql).
-  const statements = { one: await prepare(patchSql(1, 1)), many: await prepare(patchSql(1, 2)) };
+  // The statement for each group's size, as in the server (patchSql); a failed prepare fails its first run.
+  const statements = patchStatements((sql) => connection.prepare(sql));
   const run = (params: unknown[], size: number) =>
     new Promise<unknown[]>((resolve, reject) =>
-      statements[size === 1 ? 'one' : 'many'].all(params, (error, answered) => (error ? reject(error) : resolve(answered))),
+      statements.forGroup(size).all(params, (error, answered) => (error ? reject(error) : resolve(answered))),
     );
   const group = (size: number, field: 'score' | 'name') => {
     const patches = Array.from({ length: size }, () => {
@@ -78,7 +74,7 @@ try {
       `${field}: a statement ${statementCost.toFixed(0)} µs, each patch in it ${(cost[10] - statementCost / 10).toFixed(0)} µs\n`,
     );
   }
-  for (const statement of Object.values(statements)) await new Promise<void>((resolve) => statement.finalize(() => resolve()));
+  for (const statement of statements.prepared()) await new Promise<void>((resolve) => statement.finalize(() => resolve()));
   await db.knex.client.releaseConnection(connection);
 } finally {
   await db.close();
