@@ -176,9 +176,9 @@ function knexConfig(url: string): Knex.Config {
         // cuts the WAL file back to 64 MB when it starts it over (after a burst of writes),
         // and has the views through which a group of row writes is one statement (sqlite-procedures.ts).
         // Its temporary tables (two a statement of several patches: the rows of the INSERT's SELECT,
-        // and those of its RETURNING; a patch alone has only the second) are kept in memory: SQLite's work a patch in groups of one (bench/
-        // instructions.ts) 200,200 → 193,800 instructions. They are small; the large sorts are the
-        // read connections'.
+        // and those of its RETURNING; a patch alone has only the second) are kept in memory: SQLite's
+        // work a patch in groups of one (bench/instructions.ts) 200,200 → 193,800 instructions. They
+        // are small; the large sorts are the read connections'.
         afterCreate: (
           connection: { exec(sql: string, done: (error: Error | null) => void): void },
           done: (error: Error | null, connection: unknown) => void,
