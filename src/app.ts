@@ -25,7 +25,7 @@ export function createApp(deps: Deps, router: Router, log: Logger): Koa {
   app.use(authenticate(deps.store));
   if (deps.config.metering) app.use(meterUsage(deps.meter));
   app.use(router.route);
-  app.use(jsonBody(deps.config));
+  app.use(jsonBody(deps.config, deps.bodies));
   app.use(router.handle);
   return app;
 }

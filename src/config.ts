@@ -10,6 +10,12 @@ export interface Config {
   logLevel: string;
   /** Largest request body in bytes. `ROWBASE_MAX_BODY_BYTES`, default 1 MiB. */
   maxBodyBytes: number;
+  /**
+   * Bytes of request bodies worked on at once: past it, requests wait, their bodies read but not yet
+   * parsed, until those before them are answered (http/body-budget.ts); a larger body runs alone.
+   * `ROWBASE_MAX_BODY_BYTES_AT_ONCE`, default 1 MiB.
+   */
+  maxBodyBytesAtOnce: number;
   /** Deepest nesting of a JSON body. `ROWBASE_MAX_JSON_DEPTH`, default 64. */
   maxJsonDepth: number;
   /**
@@ -56,6 +62,7 @@ export const defaults: Config = {
   databaseUrl: 'sqlite:./data/rowbase.sqlite',
   logLevel: 'info',
   maxBodyBytes: 1024 * 1024,
+  maxBodyBytesAtOnce: 1024 * 1024,
   maxJsonDepth: 64,
   maxBatchRows: 1000,
   metering: true,
@@ -79,6 +86,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
     databaseUrl: databaseUrl(env.DATABASE_URL || defaults.databaseUrl),
     logLevel: oneOf(env, 'LOG_LEVEL', defaults.logLevel, logLevels),
     maxBodyBytes: integer(env, 'ROWBASE_MAX_BODY_BYTES', defaults.maxBodyBytes, 1, 2 ** 31),
+    maxBodyBytesAtOnce: integer(env, 'ROWBASE_MAX_BODY_BYTES_AT_ONCE', defaults.maxBodyBytesAtOnce, 1, 2 ** 31),
     maxJsonDepth: integer(env, 'ROWBASE_MAX_JSON_DEPTH', defaults.maxJsonDepth, 1, 10_000),
     maxBatchRows: integer(env, 'ROWBASE_MAX_BATCH_ROWS', defaults.maxBatchRows, 1, 2 ** 31),
     metering: onOff(env, 'ROWBASE_METERING', defaults.metering),

@@ -6,6 +6,7 @@ import { createApp } from './app.ts';
 import type { Config } from './config.ts';
 import { listenForChanges } from './db/changes.ts';
 import { openStore, type Store } from './db/store.ts';
+import { BodyBudget } from './http/body-budget.ts';
 import { answerClientErrors } from './http/client-errors.ts';
 import { createLane, type Lane } from './http/lane.ts';
 import { serveWithoutUpgrade, wantsWebSocket } from './http/other-upgrades.ts';
@@ -25,6 +26,8 @@ export interface RunningServer {
   feed: Feed;
   /** The request path of the hot operations (http/lane.ts). */
   lane: Lane;
+  /** The bytes of request bodies worked on at once (http/body-budget.ts). */
+  bodies: BodyBudget;
   /**
    * Stops accepting, closes feed sockets with 1001, lets requests under way finish (each step up to
    * `graceMs`), writes pending usage counts, then closes the database.
@@ -47,7 +50,8 @@ export async function startServer(
     ['openapi.yaml', 'asyncapi.yaml'].map((name) => readFile(new URL(`../${name}`, import.meta.url), 'utf8')),
   );
   const meter = new Meter(store, log, { clock: options.clock });
-  const deps = { store, config, meter, documents: { openapi, asyncapi } };
+  const bodies = new BodyBudget(config.maxBodyBytesAtOnce);
+  const deps = { store, config, meter, bodies, documents: { openapi, asyncapi } };
   const router = createRouter(deps);
   const lane = createLane(deps, router, log, createApp(deps, router, log).callback());
   // A request without Host is refused by problems() with a problem body, not by Node with an empty one.
@@ -101,5 +105,5 @@ export async function startServer(
   const { port } = server.address() as AddressInfo;
   // An IPv6 address goes in brackets (RFC 3986, 3.2.2): http://[::1]:8080, not http://::1:8080.
   const host = isIPv6(config.host) ? `[${config.host}]` : config.host;
-  return { url: `http://${host}:${port}`, port, server, store, meter, feed, lane, close };
+  return { url: `http://${host}:${port}`, port, server, store, meter, feed, lane, bodies, close };
 }

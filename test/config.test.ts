@@ -15,4 +15,12 @@ describe('config', () => {
       expect(() => configFromEnv({ ROWBASE_MAX_BATCH_ROWS: value }), value).to.throw(ConfigError, /ROWBASE_MAX_BATCH_ROWS/);
     }
   });
+
+  it('works on 1 MiB of request bodies at once by default, or ROWBASE_MAX_BODY_BYTES_AT_ONCE', () => {
+    expect(configFromEnv({}).maxBodyBytesAtOnce).to.equal(1024 * 1024);
+    expect(configFromEnv({ ROWBASE_MAX_BODY_BYTES_AT_ONCE: '1' }).maxBodyBytesAtOnce).to.equal(1);
+    for (const value of ['0', '-1', '1.5', 'lots']) {
+      expect(() => configFromEnv({ ROWBASE_MAX_BODY_BYTES_AT_ONCE: value }), value).to.throw(ConfigError, /ROWBASE_MAX_BODY_BYTES_AT_ONCE/);
+    }
+  });
 });

@@ -5,6 +5,7 @@ import type { Context, Middleware } from 'koa';
 import getRawBody from 'raw-body';
 import type { Config } from '../config.ts';
 import { ApiError, validationFailed } from '../errors.ts';
+import type { BodyBudget } from './body-budget.ts';
 import type { RouteState } from './routes.ts';
 
 declare module 'koa' {
@@ -39,13 +40,18 @@ const objectOrArray = /^[ \t\n\r]*[[{]/;
  * and method that openapi.yaml does not have (as the router's `route` stage found): routing answers
  * those with 404 or 405, whatever their body.
  */
-export function jsonBody(config: Config): Middleware<RouteState> {
+export function jsonBody(config: Config, budget: BodyBudget): Middleware<RouteState> {
   return async (ctx, next) => {
     const kind = bodyKind(ctx.req);
     if (kind === 'none' || !ctx.state.route.operation) return next();
     if (kind === 'other') checkMediaType(ctx);
-    ctx.request.body = await readJson(ctx.req, config);
-    return next();
+    const body = await readJson(ctx.req, config, budget);
+    ctx.request.body = body.value;
+    try {
+      return await next();
+    } finally {
+      budget.give(body.bytes);
+    }
   };
 }
 
@@ -58,9 +64,33 @@ export function bodyKind({ method, headers }: Pick<IncomingMessage, 'method' | '
   return plainJson.has(headers['content-type'] as string) ? 'json' : 'other';
 }
 
-/** The request's body as JSON, once its media type is known good: else 400, 413, or 415 for an encoding not read. */
-export async function readJson(request: IncomingMessage, config: Config): Promise<unknown> {
-  const text = decode(await readBody(request, config.maxBodyBytes));
+/** A JSON body as read, and the bytes of `budget` it holds until its request is answered. */
+export interface JsonBody {
+  value: unknown;
+  bytes: number;
+}
+
+/**
+ * The request's body as JSON, once its media type is known good: else 400, 413, or 415 for an encoding
+ * not read. It is parsed once its bytes (decompressed) have their share of `budget`, which the caller
+ * gives back (`budget.give(bytes)`) once the request is answered; a body that fails to parse gives it back
+ * itself.
+ */
+export async function readJson(request: IncomingMessage, config: Config, budget: BodyBudget): Promise<JsonBody> {
+  const bytes = await readBody(request, config.maxBodyBytes);
+  const waiting = budget.take(bytes.length);
+  if (waiting) await waiting;
+  try {
+    return { value: parseJson(bytes, config.maxJsonDepth), bytes: bytes.length };
+  } catch (error) {
+    budget.give(bytes.length);
+    throw error;
+  }
+}
+
+/** A body's bytes as JSON: 400 for bytes that are not UTF-8, not a JSON object or array, or not of a shape we store. */
+function parseJson(bytes: Buffer, maxJsonDepth: number): unknown {
+  const text = decode(bytes);
   // Every top-level field name is the client's (contract.md), `__proto__` too: JSON.parse makes it an
   // own property like any other, and nothing copies a body by assignment (spread and JSON.stringify
   // define and read own properties).
@@ -71,7 +101,7 @@ export async function readJson(request: IncomingMessage, config: Config): Promis
   } catch {
     throw validationFailed('The request body is not valid JSON.', [{ in: 'body', name: '', message: 'is not valid JSON' }]);
   }
-  const problem = shapeProblem(body, config.maxJsonDepth);
+  const problem = shapeProblem(body, maxJsonDepth);
   if (problem) throw validationFailed(`The request body ${problem}.`, [{ in: 'body', name: '', message: problem }]);
   return body;
 }

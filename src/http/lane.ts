@@ -34,7 +34,7 @@ export interface Lane {
 }
 
 /** `koa`: the listener of every request the lane does not take. */
-export function createLane({ store, meter, config }: Deps, router: Router, log: Logger, koa: RequestListener): Lane {
+export function createLane({ store, meter, config, bodies }: Deps, router: Router, log: Logger, koa: RequestListener): Lane {
   const stats = { served: 0 };
 
   /**
@@ -51,8 +51,13 @@ export function createLane({ store, meter, config }: Deps, router: Router, log: 
         const admitted = meter.admit(principal.accountId);
         admission = admitted instanceof Promise ? await admitted : admitted;
       }
-      const body = parts.withBody ? await readJson(request, config) : undefined;
-      writeResult(response, await router.serve(operation, { method, path, params, querystring, body, principal }), false, admission);
+      const body = parts.withBody ? await readJson(request, config, bodies) : undefined;
+      try {
+        const result = await router.serve(operation, { method, path, params, querystring, body: body?.value, principal });
+        writeResult(response, result, false, admission);
+      } finally {
+        if (body) bodies.give(body.bytes);
+      }
     } catch (error) {
       writeError(response, error, log, method, () => path, admission);
     }

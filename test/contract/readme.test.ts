@@ -8,7 +8,7 @@
 // The README also names files (links, `src/…` paths): each must exist.
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { expect } from 'chai';
@@ -89,7 +89,10 @@ describe('README.md', () => {
     const first = /```sh\n([\s\S]*?)\n```/.exec(readme)?.[1] ?? '';
     expect(first.split('\n').map((line) => line.split('#')[0].trim())).to.deep.equal(['npm install', 'npm start', 'npm test']);
     const manifest = JSON.parse(await readFile(join(root, 'package.json'), 'utf8'));
-    expect(manifest.scripts.start).to.equal('node bin/rowbase serve');
+    // Run as an executable, so that its first line's flags for node apply (README, Configuration).
+    expect(manifest.scripts.start).to.equal('bin/rowbase serve');
+    expect((await stat(join(root, 'bin/rowbase'))).mode & 0o111, 'bin/rowbase is executable').to.equal(0o111);
+    expect((await readFile(join(root, 'bin/rowbase'), 'utf8')).split('\n', 1)[0]).to.match(/^#!\/usr\/bin\/env -S node /);
   });
 
   it('links to and names only files that exist', async () => {

@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import Koa from 'koa';
 import { defaults } from '../../src/config.ts';
+import { BodyBudget } from '../../src/http/body-budget.ts';
 import { problems } from '../../src/http/problems.ts';
 import { createRouter } from '../../src/http/routes.ts';
 import { createLogger } from '../../src/log.ts';
@@ -22,7 +23,13 @@ describe('router', () => {
     server = await startTestServer();
     const app = new Koa();
     app.silent = true;
-    const router = createRouter({ store: server.store, meter: server.meter, config: defaults, documents: { openapi: '', asyncapi: '' } });
+    const router = createRouter({
+      store: server.store,
+      meter: server.meter,
+      config: defaults,
+      bodies: new BodyBudget(defaults.maxBodyBytesAtOnce),
+      documents: { openapi: '', asyncapi: '' },
+    });
     app.use(problems(createLogger('silent')));
     app.use(router.route);
     app.use(router.handle);
