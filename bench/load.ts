@@ -20,7 +20,9 @@ const options: Options = {
 };
 
 if (settings.warmupSeconds > 0) {
-  await autocannon({ ...options, duration: settings.warmupSeconds });
+  // autocannon stops at its next sample, every sampleInt ms (1,000 by default): half a second of
+  // warm-up would last a whole one.
+  await autocannon({ ...options, duration: settings.warmupSeconds, sampleInt: 100 });
   await drained();
 }
 

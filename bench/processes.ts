@@ -3,6 +3,7 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
@@ -31,6 +32,17 @@ export interface SpawnOptions {
   openFiles?: number;
 }
 
+/**
+ * The flags `script`'s first line gives node (`#!/usr/bin/env -S node <flags>`, as bin/rowbase's): a
+ * script started as `node <script>` skips that line, so the bench adds them, to run rowbase as it runs
+ * started by itself.
+ */
+export function shebangFlags(script: string): string[] {
+  const first = readFileSync(join(repoRoot, script), 'utf8').split('\n', 1)[0];
+  const flags = /^#!\/usr\/bin\/env -S node(?: (.*))?$/.exec(first)?.[1];
+  return flags ? flags.split(' ') : [];
+}
+
 /** `node [nodeFlags] <script> [args]` from the repository root; a bench script runs through tsx. */
 export function spawnNode(
   script: string,
@@ -41,7 +53,7 @@ export function spawnNode(
 ): ChildProcess {
   const tsx = script.startsWith('bench/') ? ['--import', 'tsx'] : [];
   let command = process.execPath;
-  let argv = [...nodeFlags, ...tsx, script, ...args];
+  let argv = [...shebangFlags(script), ...nodeFlags, ...tsx, script, ...args];
   if (options.openFiles !== undefined && options.openFiles > openFilesLimit().soft) {
     const { hard } = openFilesLimit();
     if (options.openFiles > hard)

@@ -11,6 +11,10 @@ export interface Settings {
   /**
    * Open connections of the load generator, for every HTTP workload. Each keeps one request in flight,
    * so a workload that takes t seconds a request, one at a time, answers in about connections × t.
+   * 64: enough that each server answers as many requests as it can, where 10 measured rowbase's
+   * latency instead. Baseline (a) answers as many at 10 connections as at 64 (the load generator is
+   * what holds it back), but rowbase and the bare driver servers hand work between threads and group
+   * writes, and at 10 connections their cores were a third idle (bench/concurrency.ts, BENCHMARKS.md).
    */
   connections: number;
   /** Seconds of load before each measurement, not counted. */
@@ -70,7 +74,7 @@ const full: Settings = {
   mode: 'full',
   rows: 100_000,
   batchSize: 1000,
-  connections: 10,
+  connections: 64,
   warmupSeconds: 1,
   durationSeconds: 5,
   rounds: 3,
@@ -94,21 +98,41 @@ const full: Settings = {
 };
 
 /**
- * Shorter measurements, one round, no profiles, and a quarter of idle-sockets' subscribers (opening
- * 10,000 takes some 15 s here): its memory is then reported, not judged against the target for 10,000.
+ * Shorter warm-ups and measurements, one round, no profiles, and a quarter of idle-sockets' subscribers
+ * (opening 10,000 takes some 15 s here): its memory is then reported, not judged against the target for
+ * 10,000. Half a second of warm-up is some thousands of requests at 64 connections; with a second's,
+ * the run took 123 s, past its two minutes.
  */
-const quick: Settings = { ...full, mode: 'quick', durationSeconds: 2, rounds: 1, profile: false, idleSubscribers: 2500 };
+const quick: Settings = {
+  ...full,
+  mode: 'quick',
+  warmupSeconds: 0.5,
+  durationSeconds: 2,
+  rounds: 1,
+  profile: false,
+  idleSubscribers: 2500,
+};
 
 export function settingsFromArgs(args: string[]): Settings {
   const onlyArg = args.find((arg) => arg.startsWith('--only='));
-  const unknown = args.filter((arg) => arg !== '--quick' && arg !== '--profile' && arg !== onlyArg);
-  if (unknown.length > 0) throw new Error(`unknown argument ${unknown[0]}; usage: npm run bench [-- --quick] [-- --only=workload,…]`);
-  const settings = args.includes('--quick') ? quick : full;
+  const connectionsArg = args.find((arg) => arg.startsWith('--connections='));
+  const unknown = args.filter((arg) => arg !== '--quick' && arg !== '--profile' && arg !== onlyArg && arg !== connectionsArg);
+  if (unknown.length > 0) {
+    throw new Error(`unknown argument ${unknown[0]}; usage: npm run bench [-- --quick] [-- --only=workload,…] [-- --connections=n]`);
+  }
+  const connections = connectionsArg ? Number(connectionsArg.slice('--connections='.length)) : undefined;
+  if (connections !== undefined && !(Number.isInteger(connections) && connections > 0)) {
+    throw new Error(`--connections takes a whole number above 0, not ${connectionsArg!.slice('--connections='.length)}`);
+  }
+  const chosen = args.includes('--quick') ? quick : full;
+  const settings = connections ? { ...chosen, connections } : chosen;
   if (!onlyArg) return settings;
   const only = onlyArg.slice('--only='.length).split(',').filter(Boolean);
   const profile = args.includes('--profile');
   return {
     ...quick,
+    connections: settings.connections,
+    warmupSeconds: settings.warmupSeconds,
     durationSeconds: settings.durationSeconds,
     idleSubscribers: settings.idleSubscribers,
     only,
