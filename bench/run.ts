@@ -251,7 +251,14 @@ async function main(): Promise<void> {
   if (settings.profile) {
     const profilable = (name: string) => name === 'fanout' || ['rowbase', 'rowbase-postgres'].includes(httpWorkloads[name]?.server);
     const missed = targets.filter((t) => !t.met && profilable(t.name)).map((t) => t.name);
-    for (const workload of new Set([...settings.profileWorkloads, ...missed])) profiles[workload] = await profile(workload, key);
+    for (const workload of new Set([...settings.profileWorkloads, ...missed])) {
+      // A profile explains a result; a run's results stand without it.
+      try {
+        profiles[workload] = await profile(workload, key);
+      } catch (error) {
+        say(`not profiled: ${workload}: ${(error as Error).message}`);
+      }
+    }
   }
 
   const results: Results = {

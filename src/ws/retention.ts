@@ -14,6 +14,7 @@ const COLLECTIONS_PER_PAGE = 100;
 export class Pruner extends EventEmitter<{ pass: [deleted: number] }> {
   private pass: Promise<number> | undefined;
   private readonly timer: NodeJS.Timeout;
+  private stopped = false;
 
   constructor(
     private readonly store: Store,
@@ -35,8 +36,13 @@ export class Pruner extends EventEmitter<{ pass: [deleted: number] }> {
     return this.pass;
   }
 
-  /** Stops the timer and waits for a pass under way. */
+  /**
+   * Stops the timer and ends a pass under way after its batch under way, which it waits for: a pass
+   * can have millions of events to delete (a collection that took a burst of batch inserts), and a
+   * server shutting down does not wait for them; the next pass, of whichever process, finds them.
+   */
   async stop(): Promise<void> {
+    this.stopped = true;
     clearInterval(this.timer);
     await this.pass?.catch(() => {});
   }
@@ -48,6 +54,7 @@ export class Pruner extends EventEmitter<{ pass: [deleted: number] }> {
       if (collections.length === 0) break;
       for (const { id, lastSeq } of collections) {
         for (;;) {
+          if (this.stopped) return deleted;
           const batch = await this.store.pruneEventBatch(id, lastSeq, this.policy);
           deleted += batch;
           if (batch < this.policy.batchSize) break;

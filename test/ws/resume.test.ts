@@ -209,6 +209,29 @@ describeEachBackend('resuming the feed with since', (backend) => {
       await feed.close();
     });
 
+    it('ends a pass under way when stopped, before its next batch, leaving the rest to the next pass', async () => {
+      const stopped = await startTestServer({ eventsRetainCount: 5 }, { backend });
+      try {
+        const writer = await stopped.client();
+        await writer.post('/v1/collections', { name: 'notes' });
+        for (const from of [1, 1001]) {
+          await writer.post(
+            '/v1/collections/notes/rows',
+            range(from, from + 999).map((n) => ({ n })),
+          );
+        }
+        const pass = stopped.feed.pruner.runOnce();
+        await stopped.feed.pruner.stop();
+        // 1,995 events past retention are four batches: a pass that ran to its end would delete them all.
+        expect(await pass).to.be.below(1995);
+        const resumed = await FeedClient.open(stopped.url, writer.key, { collection: 'notes', since: 1000 });
+        expect(seqs(await resumed.changesCount(3)).slice(0, 3)).to.deep.equal([1001, 1002, 1003]);
+        await resumed.close();
+      } finally {
+        await stopped.stop();
+      }
+    });
+
     it('prunes every interval', async () => {
       const timed = await startTestServer({ eventsRetainCount: 2, eventsPruneIntervalMs: 20 }, { backend });
       try {
