@@ -45,13 +45,10 @@ export function jsonBody(config: Config, budget: BodyBudget): Middleware<RouteSt
     const kind = bodyKind(ctx.req);
     if (kind === 'none' || !ctx.state.route.operation) return next();
     if (kind === 'other') checkMediaType(ctx);
-    const body = await readJson(ctx.req, config, budget);
-    ctx.request.body = body.value;
-    try {
-      return await next();
-    } finally {
-      budget.give(body.bytes);
-    }
+    return withJsonBody(ctx.req, config, budget, (body) => {
+      ctx.request.body = body;
+      return next();
+    });
   };
 }
 
@@ -64,27 +61,24 @@ export function bodyKind({ method, headers }: Pick<IncomingMessage, 'method' | '
   return plainJson.has(headers['content-type'] as string) ? 'json' : 'other';
 }
 
-/** A JSON body as read, and the bytes of `budget` it holds until its request is answered. */
-export interface JsonBody {
-  value: unknown;
-  bytes: number;
-}
-
 /**
- * The request's body as JSON, once its media type is known good: else 400, 413, or 415 for an encoding
- * not read. It is parsed once its bytes (decompressed) have their share of `budget`, which the caller
- * gives back (`budget.give(bytes)`) once the request is answered; a body that fails to parse gives it back
- * itself.
+ * Reads the request's body as JSON, once its media type is known good (else 400, 413, or 415 for an
+ * encoding not read), and answers what `use` makes of it. The body is parsed once its bytes
+ * (decompressed) have their share of `budget`, which it holds until `use` is done, or the parse fails.
  */
-export async function readJson(request: IncomingMessage, config: Config, budget: BodyBudget): Promise<JsonBody> {
+export async function withJsonBody<T>(
+  request: IncomingMessage,
+  config: Config,
+  budget: BodyBudget,
+  use: (body: unknown) => T | Promise<T>,
+): Promise<T> {
   const bytes = await readBody(request, config.maxBodyBytes);
   const waiting = budget.take(bytes.length);
   if (waiting) await waiting;
   try {
-    return { value: parseJson(bytes, config.maxJsonDepth), bytes: bytes.length };
-  } catch (error) {
+    return await use(parseJson(bytes, config.maxJsonDepth));
+  } finally {
     budget.give(bytes.length);
-    throw error;
   }
 }
 

@@ -17,7 +17,7 @@ import type { Deps } from '../handlers/types.ts';
 import type { Logger } from '../log.ts';
 import type { Admission } from '../usage/meter.ts';
 import { principalOf } from './auth.ts';
-import { bodyKind, readJson } from './body.ts';
+import { bodyKind, withJsonBody } from './body.ts';
 import { headerLines } from './header-lines.ts';
 import { writeError } from './problems.ts';
 import { writeResult } from './respond.ts';
@@ -51,13 +51,9 @@ export function createLane({ store, meter, config, bodies }: Deps, router: Route
         const admitted = meter.admit(principal.accountId);
         admission = admitted instanceof Promise ? await admitted : admitted;
       }
-      const body = parts.withBody ? await readJson(request, config, bodies) : undefined;
-      try {
-        const result = await router.serve(operation, { method, path, params, querystring, body: body?.value, principal });
-        writeResult(response, result, false, admission);
-      } finally {
-        if (body) bodies.give(body.bytes);
-      }
+      const serveWith = (body: unknown) => router.serve(operation, { method, path, params, querystring, body, principal });
+      const result = await (parts.withBody ? withJsonBody(request, config, bodies, serveWith) : serveWith(undefined));
+      writeResult(response, result, false, admission);
     } catch (error) {
       writeError(response, error, log, method, () => path, admission);
     }
