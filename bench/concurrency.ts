@@ -6,14 +6,12 @@
 //     seeds a temp file as patch-cost.ts does (100,000 rows, the sort index on score), starts rowbase
 //     (metering on) and the bare servers on copies of it, and prints one line a measurement and a
 //     table of medians.
-import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
-import { join } from 'node:path';
-import { parseMeasured } from './measure.ts';
-import { runToEnd, startServer, stopAll } from './processes.ts';
+import { startServer } from './processes.ts';
+import { median } from './report.ts';
 import { collections, createCollections } from './seed.ts';
-import { createKey, seedFile } from './seed-file.ts';
 import { settingsFromArgs } from './settings.ts';
+import { sideBySide } from './side-by-side.ts';
 
 const argument = (name: string, fallback: string) =>
   process.argv.find((arg) => arg.startsWith(`--${name}=`))?.slice(name.length + 3) ?? fallback;
@@ -35,18 +33,8 @@ const every: [string, string][] = [
 const workloads = only.length > 0 ? every.filter(([workload]) => only.includes(workload)) : every;
 
 const base = { ...settingsFromArgs([]), durationSeconds: seconds, profile: false };
-const work = mkdtempSync(join(os.tmpdir(), 'rowbase-concurrency-'));
-try {
-  const seeded = join(work, 'seeded.sqlite');
-  const key = await createKey(`sqlite:${seeded}`);
-  await seedFile(seeded, base.rows);
-  const copyOf = (name: string) => {
-    const file = join(work, `${name}.sqlite`);
-    copyFileSync(seeded, file);
-    return file;
-  };
-  const env = { PORT: '0', HOST: '127.0.0.1', DATABASE_URL: `sqlite:${copyOf('rowbase')}`, LOG_LEVEL: 'info', ROWBASE_METERING: 'on' };
-  const rowbase = (await startServer('bin/rowbase', ['serve'], 'rowbase is listening', env)).url;
+await sideBySide('concurrency', base.rows, async ({ key, copyOf, serveRowbase, rate }) => {
+  const rowbase = await serveRowbase();
   await createCollections(rowbase, key, [collections.inserts]);
   const urls: Record<string, string> = {
     memory: (await startServer('bench/baseline-memory.ts', [String(base.rows)], 'baseline-memory is listening')).url,
@@ -54,20 +42,15 @@ try {
     'sqlite-patch': (await startServer('bench/baseline-patch.ts', ['sqlite3', copyOf('patch')], 'baseline-patch is listening')).url,
     rowbase,
   };
-  const rate = async (workload: string, server: string, connections: number) => {
-    const settings = { ...base, connections };
-    const measured = parseMeasured(await runToEnd('bench/load.ts', [JSON.stringify({ workload, url: urls[server], key, settings })]));
-    if (measured.failures > 0) throw new Error(`${workload} at ${connections} connections: ${measured.failures} failures`);
-    return measured.requests / measured.seconds;
-  };
   process.stdout.write(`${os.availableParallelism()} cores, Node ${process.version}, ${seconds} s each, ${rounds} rounds\n`);
   const ratios = new Map<string, number[]>();
   const baselines = new Map<number, number[]>();
   for (let round = 1; round <= rounds; round++) {
     for (const connections of connectionCounts) {
+      const settings = { ...base, connections };
       for (const [workload, server] of workloads) {
-        const baseline = await rate('baseline-memory', 'memory', connections);
-        const measured = await rate(workload, server, connections);
+        const baseline = await rate('baseline-memory', urls.memory, settings);
+        const measured = await rate(workload, urls[server], settings);
         const cell = `${workload}@${connections}`;
         ratios.set(cell, [...(ratios.get(cell) ?? []), measured / baseline]);
         baselines.set(connections, [...(baselines.get(connections) ?? []), baseline]);
@@ -78,7 +61,6 @@ try {
       }
     }
   }
-  const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
   process.stdout.write(`\nmedian ratio to (a)     ${connectionCounts.map((c) => `${c} conn`.padStart(10)).join('')}\n`);
   process.stdout.write(
     `(a) req/s               ${connectionCounts.map((c) => String(Math.round(median(baselines.get(c)!))).padStart(10)).join('')}\n`,
@@ -91,7 +73,4 @@ try {
     );
     process.stdout.write(`${workload.padEnd(24)}${cells.join('')}\n`);
   }
-} finally {
-  await stopAll(5000);
-  rmSync(work, { recursive: true, force: true });
-}
+});

@@ -8,13 +8,10 @@
 //     seeds a temp file as patch-cost.ts does, then three rounds of, each beside baseline (a): rowbase
 //     itself (`rowbase serve`, metering on, as in `npm run bench`), the bare server through sqlite3
 //     (rowbase's driver), and through better-sqlite3.
-import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
-import { join } from 'node:path';
-import { parseMeasured } from './measure.ts';
-import { runToEnd, startServer, stopAll } from './processes.ts';
-import { createKey, seedFile } from './seed-file.ts';
+import { startServer } from './processes.ts';
 import { settingsFromArgs } from './settings.ts';
+import { sideBySide } from './side-by-side.ts';
 
 const ROUNDS = 3;
 /** Imported by a name in a variable, so that TypeScript does not look for a package installed only by hand. */
@@ -22,42 +19,24 @@ const betterSqlite3 = 'better-sqlite3';
 
 const settings = { ...settingsFromArgs([]), rounds: ROUNDS, profile: false };
 const drivers = (await import(betterSqlite3).then(Boolean, () => false)) ? ['sqlite3', 'better-sqlite3'] : ['sqlite3'];
-const work = mkdtempSync(join(os.tmpdir(), 'rowbase-patch-ceiling-'));
-try {
-  const seeded = join(work, 'seeded.sqlite');
-  const key = await createKey(`sqlite:${seeded}`);
-  await seedFile(seeded, settings.rows);
+await sideBySide('patch-ceiling', settings.rows, async ({ copyOf, serveRowbase, rate }) => {
   const memory = await startServer('bench/baseline-memory.ts', [String(settings.rows)], 'baseline-memory is listening');
-  const copyOf = (name: string) => {
-    const file = join(work, `${name}.sqlite`);
-    copyFileSync(seeded, file);
-    return file;
-  };
-  const env = { PORT: '0', HOST: '127.0.0.1', DATABASE_URL: `sqlite:${copyOf('rowbase')}`, LOG_LEVEL: 'info', ROWBASE_METERING: 'on' };
-  const servers = new Map<string, string>([['rowbase', (await startServer('bin/rowbase', ['serve'], 'rowbase is listening', env)).url]]);
+  const servers = new Map<string, string>([['rowbase', await serveRowbase()]]);
   for (const driver of drivers) {
     const bare = await startServer('bench/baseline-patch.ts', [driver, copyOf(driver)], 'baseline-patch is listening');
     servers.set(`bare ${driver}`, bare.url);
   }
-  const rate = async (workload: string, url: string) => {
-    const measured = parseMeasured(await runToEnd('bench/load.ts', [JSON.stringify({ workload, url, key, settings })]));
-    if (measured.failures > 0) throw new Error(`${workload} at ${url}: ${measured.failures} failures`);
-    return measured.requests / measured.seconds;
-  };
   process.stdout.write(
     `${os.availableParallelism()} cores, Node ${process.version}, ${settings.connections} connections, ${settings.durationSeconds} s each\n`,
   );
   for (let round = 1; round <= ROUNDS; round++) {
     for (const [name, url] of servers) {
-      const baseline = await rate('baseline-memory', memory.url);
-      const patches = await rate('patch', url);
+      const baseline = await rate('baseline-memory', memory.url, settings);
+      const patches = await rate('patch', url, settings);
       const line = `round ${round}  ${name.padEnd(19)} ${Math.round(patches).toLocaleString('en-US').padStart(7)} req/s`;
       process.stdout.write(
         `${line}   (a) ${Math.round(baseline).toLocaleString('en-US').padStart(7)} req/s   ${(patches / baseline).toFixed(3)} × (a)\n`,
       );
     }
   }
-} finally {
-  await stopAll(5000);
-  rmSync(work, { recursive: true, force: true });
-}
+});
