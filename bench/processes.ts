@@ -33,9 +33,9 @@ export interface SpawnOptions {
 }
 
 /**
- * The flags `script`'s first line gives node (`#!/usr/bin/env -S node <flags>`, as bin/rowbase's): a
- * script started as `node <script>` skips that line, so the bench adds them, to run rowbase as it runs
- * started by itself.
+ * The flags `script`'s first line gives node (`#!/usr/bin/env -S node <flags>`): a script started as
+ * `node <script>` skips that line, so the bench adds them, to run bin/rowbase as it runs started by
+ * itself (it has none now; it had `--max-semi-space-size=8`).
  */
 export function shebangFlags(script: string): string[] {
   const first = readFileSync(join(repoRoot, script), 'utf8').split('\n', 1)[0];

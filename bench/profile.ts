@@ -3,6 +3,7 @@
 // window of the monotonic clock. run.ts calls summariseProfile(); by hand:
 //   node --import tsx bench/profile.ts <file.cpuprofile> [top]
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { repoRoot } from './processes.ts';
 
@@ -51,8 +52,8 @@ export function summariseProfile(file: string, windowUs?: [number, number], top 
     const { functionName, url, lineNumber } = nodes.get(profile.samples[i])!.callFrame;
     if (functionName === '(idle)') continue;
     busyUs += us;
-    const { area, file } = locate(functionName, url);
-    // tsx compiles rowbase's files to a line or so: their line numbers say nothing.
+    const { area, file } = locate(functionName, url, lineNumber);
+    // A rowbase file's line in the bundle (or in tsx's output, a line or so a file) says nothing.
     const line = url && !file.startsWith('src/') ? `:${lineNumber + 1}` : '';
     const name = !url ? (area === '(native)' ? `${functionName} (native)` : area) : `${functionName || '(anonymous)'} ${file}${line}`;
     byFunction.set(name, (byFunction.get(name) ?? 0) + us);
@@ -71,9 +72,10 @@ export function summariseProfile(file: string, windowUs?: [number, number], top 
  * Where a frame's code lives: its `area` is a package (`knex`, `@scope/name`), a node: module
  * (`node:streams`), a rowbase file (`src/db/rows.ts`), or what V8 calls the rest: `(garbage collector)`,
  * `(program)` (V8 and native code outside JS), `(native)` for builtins such as JSON.parse. Its `file`
- * names the file within the area (`openapi-backend/router.js`).
+ * names the file within the area (`openapi-backend/router.js`). A line of bin/rowbase's bundle is
+ * of the source file whose code it is (`lineNumber`, from 0).
  */
-function locate(functionName: string, url: string): { area: string; file: string } {
+function locate(functionName: string, url: string, lineNumber: number): { area: string; file: string } {
   if (!url) {
     const area = functionName.startsWith('(') ? functionName : '(native)';
     return { area, file: area };
@@ -85,8 +87,29 @@ function locate(functionName: string, url: string): { area: string; file: string
   const path = url.startsWith('file://') ? fileURLToPath(url) : url;
   const inPackage = /.*node_modules\/((?:@[^/]+\/)?[^/]+)\/(.*)$/.exec(path);
   if (inPackage) return { area: inPackage[1], file: `${inPackage[1]}/${inPackage[2]}` };
-  const file = path.startsWith(repoRoot) ? path.slice(repoRoot.length) : path;
+  let file = path.startsWith(repoRoot) ? path.slice(repoRoot.length) : path;
+  if (file === bundleFile) file = sourceOfBundleLine(lineNumber);
   return { area: file, file };
+}
+
+const bundleFile = 'dist/rowbase.mjs';
+let bundleSources: { line: number; file: string }[] | undefined;
+
+/**
+ * The source file of a line of the bundle: esbuild, not minifying, starts the code of each with a
+ * comment line naming it (`// src/db/rows.ts`). The bundle read is the one on disk now, the one the
+ * profiled server ran unless a source changed since.
+ */
+function sourceOfBundleLine(lineNumber: number): string {
+  bundleSources ??= readFileSync(join(repoRoot, bundleFile), 'utf8')
+    .split('\n')
+    .flatMap((text, line) => (/^\/\/ (src|generated)\/\S+$/.test(text) ? [{ line, file: text.slice(3) }] : []));
+  let found = bundleFile;
+  for (const { line, file } of bundleSources) {
+    if (line > lineNumber) break;
+    found = file;
+  }
+  return found;
 }
 
 const round = (value: number) => Math.round(value * 10) / 10;

@@ -1,6 +1,6 @@
 // `npm run bench [-- --quick]`: rowbase against two baselines on one machine, in one run.
 //
-//   1. a fresh SQLite file in a temp folder; a plan without a rate and a key, made with bin/rowbase;
+//   1. bin/rowbase's bundle made, if stale (scripts/bundle.js); a fresh SQLite file in a temp folder; a plan without a rate and a key, made with bin/rowbase;
 //   2. `rowbase serve` seeds it over HTTP, then stops; the file is copied for the other servers;
 //   3. seven servers: rowbase, rowbase with metering on and off (each on a copy), baseline (a) from memory,
 //      baseline (b) sqlite3 for get-row and for patch, and rowbase for the feed's fanout; and, when a PostgreSQL server answers, rowbase on a database
@@ -31,6 +31,7 @@ import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { bundle } from '../scripts/bundle.js';
 import { fanoutCollection, idleCollections, measureFanout, measureIdle } from './feed.ts';
 import { type Measured, milliseconds, parseMeasured } from './measure.ts';
 import {
@@ -170,6 +171,8 @@ try {
 
 async function main(): Promise<void> {
   say(`${settings.mode} run: ${os.availableParallelism()} cores, Node ${process.version}, work folder ${work}`);
+  // Once, before any server starts: bin/rowbase would otherwise make it in each of the first at once.
+  bundle();
   const openFiles = openFilesLimit();
   say(`open files: ulimit -n ${openFiles.soft} (hard ${openFiles.hard})`);
   const key = await createKey(`sqlite:${files.rowbase}`);
@@ -481,7 +484,7 @@ async function profile(workload: string, key: string): Promise<ProfileSummary> {
   } finally {
     await stop(server.child, settings.stopGraceMs); // the profile is written as the process exits
   }
-  // CPU.<date>.<time>.<pid>.<thread>.<seq>.cpuprofile: thread 0 is the main thread (1 is tsx's loader).
+  // CPU.<date>.<time>.<pid>.<thread>.<seq>.cpuprofile: thread 0 is the main thread.
   const [file] = readdirSync(dir).filter((name) => /\.\d+\.0\.\d+\.cpuprofile$/.test(name));
   if (!file) throw new Error(`rowbase wrote no profile for ${workload}`);
   // Kept (git-ignored) for a closer look in Chrome DevTools or speedscope.

@@ -6,6 +6,7 @@ import { KeyError } from './db/keys.ts';
 import { type Period, periods } from './db/plans.ts';
 import { openStore, type Store } from './db/store.ts';
 import { createLogger } from './log.ts';
+import { root } from './root.ts';
 
 class UsageError extends Error {}
 
@@ -164,7 +165,7 @@ const print = (text: string) => process.stdout.write(`${text}\n`);
 /** The package's version, from its package.json. */
 async function version(): Promise<string> {
   const { readFile } = await import('node:fs/promises');
-  return JSON.parse(await readFile(new URL('../package.json', import.meta.url), 'utf8')).version;
+  return JSON.parse(await readFile(new URL('package.json', root), 'utf8')).version;
 }
 
 function required(values: Record<string, unknown>, name: string): string {

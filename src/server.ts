@@ -12,6 +12,7 @@ import { createLane, type Lane } from './http/lane.ts';
 import { serveWithoutUpgrade, wantsWebSocket } from './http/other-upgrades.ts';
 import { createRouter } from './http/routes.ts';
 import { createLogger, type Logger } from './log.ts';
+import { root } from './root.ts';
 import { Meter } from './usage/meter.ts';
 import { createFeed, type Feed } from './ws/feed.ts';
 
@@ -46,9 +47,7 @@ export async function startServer(
   options: ServerOptions = {},
 ): Promise<RunningServer> {
   const store = await openStore(config.databaseUrl, { minRows: config.sortIndexMinRows, max: config.sortIndexMax }, log);
-  const [openapi, asyncapi] = await Promise.all(
-    ['openapi.yaml', 'asyncapi.yaml'].map((name) => readFile(new URL(`../${name}`, import.meta.url), 'utf8')),
-  );
+  const [openapi, asyncapi] = await Promise.all(['openapi.yaml', 'asyncapi.yaml'].map((name) => readFile(new URL(name, root), 'utf8')));
   const meter = new Meter(store, log, { clock: options.clock });
   const bodies = new BodyBudget(config.maxBodyBytesAtOnce);
   const deps = { store, config, meter, bodies, documents: { openapi, asyncapi } };

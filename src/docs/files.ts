@@ -6,6 +6,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseDocument } from 'yaml';
+import { root } from '../root.ts';
 
 export interface DocsFile {
   body: Buffer;
@@ -47,7 +48,7 @@ const yaml = 'application/yaml; charset=utf-8';
 
 // The package's folder, found without running its main module (which loads the whole bundle into Node).
 const swaggerUi = dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
-const ours = (name: string) => fileURLToPath(new URL(name, import.meta.url));
+const ours = (name: string) => fileURLToPath(new URL(`src/docs/${name}`, root));
 
 interface Source {
   path: string;

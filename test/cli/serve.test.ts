@@ -2,10 +2,11 @@
 // shutdown on SIGTERM, and durability through SIGKILL (contract: "Names and start-up", "Storage").
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
-import { writeFile } from 'node:fs/promises';
+import { stat, utimes, writeFile } from 'node:fs/promises';
 import { Agent, request as httpRequest, type IncomingMessage } from 'node:http';
 import { connect } from 'node:net';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { Client, type Response, readResponse } from '../support/client.ts';
 import { FeedClient } from '../support/feed.ts';
@@ -36,6 +37,33 @@ describe('rowbase serve', () => {
       expect(health.status).to.equal(200);
       expect(health.body).to.deep.equal({ ok: true, service: 'rowbase' });
       expect(existsSync(join(folder, 'rowbase.sqlite'))).to.equal(true);
+    });
+
+    it('serves the docs page, its script and the API documents, read from the repository from its bundle', async () => {
+      const client = new Client((await workspace.serve()).url);
+
+      for (const [path, type] of [
+        ['/docs', 'text/html'],
+        ['/docs/docs.js', 'text/javascript'],
+        ['/openapi.yaml', 'application/yaml'],
+        ['/asyncapi.yaml', 'application/yaml'],
+      ]) {
+        const response = await client.get(path);
+        expect(response.status, path).to.equal(200);
+        expect(response.headers.get('content-type'), path).to.match(new RegExp(`^${type};`));
+      }
+    });
+
+    it('runs from a bundle of the sources, made again once a source is newer than it', async () => {
+      const bundle = fileURLToPath(new URL('../../dist/rowbase.mjs', import.meta.url));
+      await workspace.run(['--version']);
+      // As old as can be: every source is newer now.
+      await utimes(bundle, 0, 0);
+
+      const finished = await workspace.run(['--version']);
+
+      expect(finished.code).to.equal(0);
+      expect((await stat(bundle)).mtimeMs).to.be.greaterThan(Date.now() - 60_000);
     });
 
     it('logs a URL that reaches it when HOST is an IPv6 address', async () => {

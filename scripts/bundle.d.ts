@@ -1,0 +1,2 @@
+/** The path of bin/rowbase's bundle, dist/rowbase.mjs, made first if it is missing or stale (or `force`). */
+export function bundle(options?: { force?: boolean }): string;
