@@ -1,6 +1,7 @@
 // `npm run bench [-- --quick]`: rowbase against two baselines on one machine, in one run.
 //
-//   1. bin/rowbase's bundle made, if stale (scripts/bundle.js); a fresh SQLite file in a temp folder; a plan without a rate and a key, made with bin/rowbase;
+//   1. bin/rowbase's bundle made, if stale (scripts/bundle.js); a fresh SQLite file in a temp folder; a
+//      plan without a rate and a key, made with bin/rowbase;
 //   2. `rowbase serve` seeds it over HTTP, then stops; the file is copied for the other servers;
 //   3. seven servers: rowbase, rowbase with metering on and off (each on a copy), baseline (a) from memory,
 //      baseline (b) sqlite3 for get-row and for patch, and rowbase for the feed's fanout; and, when a PostgreSQL server answers, rowbase on a database

@@ -199,26 +199,30 @@ function decode(bytes: Buffer): string {
  */
 function shapeProblem(value: unknown, max: number): string | undefined {
   // The objects still to walk, and the depth of each.
-  const objects: object[] = [];
-  const depths: number[] = [];
-  const visit = (child: unknown, depth: number): string | undefined => {
-    if (typeof child !== 'object' || child === null) return valueProblem(child);
-    objects.push(child);
-    depths.push(depth);
-    return undefined;
-  };
-  let problem = visit(value, 1);
-  while (!problem && objects.length > 0) {
-    const item = objects.pop() as Record<string, unknown>;
-    const depth = depths.pop() as number;
+  const walk: Walk = { objects: [], depths: [] };
+  let problem = visit(walk, value, 1);
+  while (!problem && walk.objects.length > 0) {
+    const item = walk.objects.pop() as Record<string, unknown>;
+    const depth = walk.depths.pop() as number;
     if (depth > max) return `nests deeper than ${max} levels`;
     // An array by its values: for…in would make a string of each index.
-    if (Array.isArray(item)) for (const child of item) problem ||= visit(child, depth + 1);
-    else for (const key in item) problem ||= visit(item[key], depth + 1);
+    if (Array.isArray(item)) for (const child of item) problem ||= visit(walk, child, depth + 1);
+    else for (const key in item) problem ||= visit(walk, item[key], depth + 1);
   }
   return problem;
 }
 
-/** What is wrong with a value that is not an object or array, if anything. */
-const valueProblem = (value: unknown) =>
-  typeof value === 'number' && !Number.isFinite(value) ? 'holds a number past ±1.8e308, which no double holds' : undefined;
+type Walk = { objects: object[]; depths: number[] };
+
+/**
+ * Puts an object or array at `depth` on the walk, or answers what is wrong with any other value. Made
+ * once, not per body: the sources are compiled with esbuild's keepNames (README, Development).
+ */
+function visit(walk: Walk, value: unknown, depth: number): string | undefined {
+  if (typeof value === 'object' && value !== null) {
+    walk.objects.push(value);
+    walk.depths.push(depth);
+    return undefined;
+  }
+  return typeof value === 'number' && !Number.isFinite(value) ? 'holds a number past ±1.8e308, which no double holds' : undefined;
+}
