@@ -25,7 +25,7 @@ import http from 'node:http';
 import os from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { repoRoot, shebangFlags } from './processes.ts';
+import { repoRoot } from './processes.ts';
 import { benchRow, collections } from './seed.ts';
 import { createKey, seedFile } from './seed-file.ts';
 
@@ -126,16 +126,7 @@ async function count(server: Server, workload: string, request: (n: number) => R
   for (const file of readdirSync(work))
     if (file.startsWith('seeded.db')) copyFileSync(join(work, file), join(folder, file.replace('seeded', 'bench')));
   const file = join(folder, 'bench.db');
-  const node = [
-    process.execPath,
-    ...shebangFlags(server.script),
-    '--import',
-    'tsx',
-    '--import',
-    './bench/slow-clock.ts',
-    server.script,
-    ...server.args(file),
-  ];
+  const node = [process.execPath, '--import', 'tsx', '--import', './bench/slow-clock.ts', server.script, ...server.args(file)];
   const child = spawn(
     'valgrind',
     ['--tool=callgrind', '--instr-atstart=no', '--separate-threads=yes', `--callgrind-out-file=${join(folder, 'callgrind.%p')}`, ...node],

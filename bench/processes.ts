@@ -3,7 +3,6 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
@@ -32,17 +31,6 @@ export interface SpawnOptions {
   openFiles?: number;
 }
 
-/**
- * The flags `script`'s first line gives node (`#!/usr/bin/env -S node <flags>`): a script started as
- * `node <script>` skips that line, so the bench adds them, to run bin/rowbase as it runs started by
- * itself (it has none now; it had `--max-semi-space-size=8`).
- */
-export function shebangFlags(script: string): string[] {
-  const first = readFileSync(join(repoRoot, script), 'utf8').split('\n', 1)[0];
-  const flags = /^#!\/usr\/bin\/env -S node(?: (.*))?$/.exec(first)?.[1];
-  return flags ? flags.split(' ') : [];
-}
-
 /** `node [nodeFlags] <script> [args]` from the repository root; a bench script runs through tsx. */
 export function spawnNode(
   script: string,
@@ -53,7 +41,7 @@ export function spawnNode(
 ): ChildProcess {
   const tsx = script.startsWith('bench/') ? ['--import', 'tsx'] : [];
   let command = process.execPath;
-  let argv = [...shebangFlags(script), ...nodeFlags, ...tsx, script, ...args];
+  let argv = [...nodeFlags, ...tsx, script, ...args];
   if (options.openFiles !== undefined && options.openFiles > openFilesLimit().soft) {
     const { hard } = openFilesLimit();
     if (options.openFiles > hard)
