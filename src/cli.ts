@@ -33,8 +33,7 @@ const commands: Record<string, Command> = {
     async run() {
       const config = configFromEnv();
       const log = createLogger(config.logLevel);
-      // Only `serve` loads the server (Koa, the validators, the feed): the other commands start sooner
-      // (`plans list`: 1.4-1.9 s → 0.8-1.3 s on a busy machine).
+      // Only `serve` loads the server (Koa, the validators, the feed): the other commands start sooner.
       const { startServer } = await import('./server.ts');
       const running = await startServer(config, log);
       log.info({ url: running.url }, 'rowbase is listening');

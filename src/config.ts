@@ -19,8 +19,8 @@ export interface Config {
   /** Deepest nesting of a JSON body. `ROWBASE_MAX_JSON_DEPTH`, default 64. */
   maxJsonDepth: number;
   /**
-   * Most rows in one insert (contract.md: "1..1000 objects (the bound is configurable)"); a larger
-   * batch is 400. `ROWBASE_MAX_BATCH_ROWS`, default 1000, at least 1.
+   * Most rows in one insert (openapi.yaml, insertRows: 1 to 1000 unless the server is configured with
+   * another bound); a larger batch is 400. `ROWBASE_MAX_BATCH_ROWS`, default 1000, at least 1.
    */
   maxBatchRows: number;
   /** Count and limit requests by plan. `ROWBASE_METERING=off` turns it off (for benchmarks); default on. */

@@ -114,9 +114,9 @@ async function migrate(knex: Knex, url: string): Promise<void> {
 const racy = /already exists|duplicate key|SQLITE_BUSY|locked/i;
 
 /**
- * How long a start waits for the others' migrations, in ms. It was twenty tries (about 3.5 s): five
- * processes started at once on a fresh file, on a loaded machine, ran out of them while one migrated.
- * A lock left by a process killed while it migrated is still reported, once this is up.
+ * How long a start waits for the others' migrations, in ms: long enough for several processes started
+ * at once on a fresh file, on a loaded machine, to wait while one migrates. A lock left by a process
+ * killed while it migrated is still reported, once this is up.
  */
 const MIGRATION_WAIT_MS = 30_000;
 
@@ -176,9 +176,8 @@ function knexConfig(url: string): Knex.Config {
         // cuts the WAL file back to 64 MB when it starts it over (after a burst of writes),
         // and has the views through which a group of row writes is one statement (sqlite-procedures.ts).
         // Its temporary tables (two a statement of several patches: the rows of the INSERT's SELECT,
-        // and those of its RETURNING; a patch alone has only the second) are kept in memory: SQLite's
-        // work a patch in groups of one (bench/instructions.ts) 200,200 → 193,800 instructions. They
-        // are small; the large sorts are the read connections'.
+        // and those of its RETURNING; a patch alone has only the second) are kept in memory, not in
+        // files: every patch makes them, and they are small; the large sorts are the read connections'.
         afterCreate: (
           connection: { exec(sql: string, done: (error: Error | null) => void): void },
           done: (error: Error | null, connection: unknown) => void,

@@ -87,9 +87,9 @@ const migrations: Record<string, Knex.Migration> = {
         t.text('sorted').notNullable().defaultTo('[]');
       });
       // For each row and sort index, where the row's value of the field falls in the order of
-      // contract.md: `rank` is the JSON type's place (1 numbers, 2 strings, 3 booleans, 4 objects and
-      // arrays, 5 missing or null), then `num` (numbers; false 0, true 1) or `str` (strings, by code
-      // point), then the row id. See sort-keys.ts.
+      // listRows (openapi.yaml): `rank` is the JSON type's place (1 numbers, 2 strings, 3 booleans,
+      // 4 objects and arrays, 5 missing or null), then `num` (numbers; false 0, true 1) or `str`
+      // (strings, by code point), then the row id. See sort-keys.ts.
       const postgres = knex.client.dialect === 'postgresql';
       await knex.schema.createTable('sort_keys', (t) => {
         t.integer('collection_id').notNullable();

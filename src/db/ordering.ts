@@ -1,4 +1,4 @@
-// One page of a collection's rows ordered by any top-level field of their JSON (contract.md, "Rows"):
+// One page of a collection's rows ordered by any top-level field of their JSON (openapi.yaml, listRows):
 // within one JSON type numbers numerically, strings by code point and false < true; across types
 // numbers < strings < booleans < objects and arrays (which tie with each other); rows where the field
 // is missing or null come last in both directions; ties break by id in the same direction. Both
@@ -43,10 +43,9 @@ export function orderedRowsQuery(dialect: 'sqlite' | 'postgres', accountId: numb
 /**
  * A page's LIMIT and OFFSET, each a binding. SQLite reads the value bound to a bare `limit ?` when it
  * prepares the statement, and so marks the statement to be prepared again whenever that binding is
- * bound again, equal or not, which the driver does on every run: a quarter of SQLite's work on a page
- * of list was preparing its statement anew. A LIMIT of `+?` is an expression, not a bare binding, which
- * SQLite reads when the statement runs, as it reads OFFSET; PostgreSQL takes it as it takes `?`. A page
- * of list (bench/instructions.ts, all threads): 852,700 → 619,400 instructions.
+ * bound again, equal or not, which the driver does on every run: every page would prepare its
+ * statement anew. A LIMIT of `+?` is an expression, not a bare binding, which SQLite reads when the
+ * statement runs, as it reads OFFSET; PostgreSQL takes it as it takes `?`.
  */
 export const pageRange = 'limit +? offset ?';
 
@@ -75,9 +74,8 @@ export const overRowBound = (text: string) => text.length > MAX_ROW_BYTES / 3 &&
  *
  * SQLite joins them as they come: a page's FROM starts with its ordered, limited subquery, which SQLite
  * runs as the outer loop (with CROSS JOIN for the rows a sort index's page reads), so they come in
- * order. Sorting them again (`group_concat(… order by …)`) filled a temporary B-tree with the page's
- * texts, a fifth of SQLite's work on a page of list (bench/instructions.ts). sort-index.test.ts checks
- * the pages of both kinds against a model.
+ * order. Sorting them again (`group_concat(… order by …)`) would fill a temporary B-tree with the
+ * page's texts on every page. sort-index.test.ts checks the pages of both kinds against a model.
  */
 export const pageJsonSql = (dialect: 'sqlite' | 'postgres', order: string) =>
   dialect === 'sqlite'
@@ -93,9 +91,7 @@ export const rowJsonSql = rowJsonWith('substr(data, 2)');
 /**
  * SQLite: a row's JSON text (rowJsonWith), the row's own text cut after its first byte. SQLite's substr() of
  * a text counts characters, so it walks the whole row to find where it ends; of a blob it counts bytes
- * and copies. The `{` is one byte, and `||` makes text of the blob's bytes as they are. A page of list
- * (bench/instructions.ts, all threads, rows of about 100 bytes): 619,400 → 583,000 instructions; 50
- * rows of 10 KB on the driver alone: 3.08 → 2.89 ms.
+ * and copies. The `{` is one byte, and `||` makes text of the blob's bytes as they are.
  */
 export const sqliteRowJsonSql = rowJsonWith('substr(cast(data as blob), 2)');
 
@@ -156,8 +152,8 @@ function sqlite(field: string, dir: Direction, collection: string) {
  *   U+DXYZ (X in 8..F, lone) → U+D7FF U+0XYZ   (U+0800..U+0FFF: the same hex digits)
  *   every other character   → itself
  *
- * Why escaped strings compare by code point exactly as the strings do (contract.md: "strings by code
- * point", "Both storage backends return the same order"), and two names are equal escaped only when
+ * Why escaped strings compare by code point exactly as the strings do (openapi.yaml, listRows:
+ * "strings by Unicode code point", on both backends alike), and two names are equal escaped only when
  * they are equal:
  * - The escape is prefix-free: the characters that stand for themselves are never U+0001 or U+D7FF,
  *   every code that starts with U+0001 or U+D7FF is two characters long, and no two codes are equal

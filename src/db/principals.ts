@@ -1,7 +1,7 @@
 // Every /v1 request and every feed upgrade looks its key up. Looking it up in the database each time
 // costs a query per request; the answer, kept here by the key itself (hashing it would cost more than
 // the rest of a hit), is read again once it is `ttlMs` old. A revoked key must stop working within a
-// second on every instance (contract.md, "Authentication and tenancy"): an answer is trusted for at
+// second on every instance (openapi.yaml, `info.description`): an answer is trusted for at
 // most `ttlMs` from the moment its query began, so a revocation committed after that moment is seen
 // at most `ttlMs` after it committed, and the rest of the second is left to a request admitted just
 // before. Unknown and revoked keys are remembered the same way, so a client hammering with a bad key
@@ -10,7 +10,7 @@
 import type { Principal } from './keys.ts';
 
 export interface PrincipalCacheOptions {
-  /** How long an answer, found or not, is trusted, in ms. Default 500: half the contract's second. */
+  /** How long an answer, found or not, is trusted, in ms. Default 500: half the second a revocation may take. */
   ttlMs?: number;
   /** Keys remembered at most; the oldest answers go first. Default 10,000. */
   maxEntries?: number;

@@ -52,7 +52,7 @@ type PagePart = { n: number | string; json: string | null; seq: number | string 
 /**
  * A page of rows as JSON text, and `seq`, the collection's latest event seq as of the snapshot the rows
  * were read from: the rows are exactly what the events up to it made, so a feed resumed with
- * `since=seq` brings every later change and none the page already shows (contract.md, "Real-time feed").
+ * `since=seq` brings every later change and none the page already shows (openapi.yaml, Rowbase-Seq).
  */
 export type RowsPage = { json: Json<Row[]>; seq: number };
 /**
@@ -75,7 +75,7 @@ const rowNotFound = (collection: string, id: number) => notFound(`There is no ro
 
 /**
  * Whether `id` may name a row: the service assigns ids from 1, and a JavaScript number names no integer
- * past 2^53 − 1 exactly. Any other integer is a row that is absent (contract.md: "Absent: 404"), and is
+ * past 2^53 − 1 exactly. Any other integer is a row that is absent (openapi.yaml, RowId: 404), and is
  * never sent to the database: PostgreSQL's bigint refuses the largest.
  */
 const assignable = (id: number) => Number.isSafeInteger(id) && id >= 1;
@@ -103,7 +103,7 @@ export async function insertRows(knex: Knex, accountId: number, collection: stri
 
 /**
  * Rows of consecutive ids from `firstId` as rowJson() makes each, as one JSON array. Appended one
- * by one, not mapped and joined: for 1,000 rows, 100 KiB less garbage and a fifth less time.
+ * by one, not mapped and joined: less garbage, and less time.
  */
 function rowsJson(firstId: number, texts: string[]): string {
   let json = '[';
@@ -167,8 +167,8 @@ function insertInOneStatementPostgres(knex: Knex, accountId: number, collection:
  * The keys read the batch once per indexed field, from inside the field's lateral subquery (`offset 0`
  * keeps the planner from flattening it into a join it may turn around): a collection with no sort
  * index then reads no row of the batch for them. Written as a join of the batch with the fields, the
- * planner scanned the whole batch against an empty list of fields, 0.45 of the 5.1 ms the statement
- * took for 1,000 rows (EXPLAIN ANALYZE), all of it while holding the collection's row.
+ * plan would scan the whole batch against an empty list of fields, all while holding the collection's
+ * row.
  */
 const insertBatchSql = `with counters as (
     update collections set last_row_id = last_row_id + $3, last_seq = last_seq + $3, row_count = row_count + $3
@@ -238,7 +238,7 @@ async function readPage(knex: Knex, accountId: number, collection: string, page:
  *
  * The functions of a page are declared here, not made in readPage() (`const read = () => …`): under
  * tsx every function made with a name is named again each time, by Object.defineProperty, which cost
- * a page more than all it did between its reads (bench/instructions.ts; writes.ts, hold()).
+ * a page more than all it did between its reads (writes.ts, hold()).
  */
 async function readRows<T = StoredRow>(knex: Knex, sql: string, params: SqlValue[], kind: ReadKind = 'scan'): Promise<T[]> {
   const { sqlite } = knex.userParams as DatabaseParams;

@@ -1,11 +1,11 @@
 // Sort indexes: pages ordered by a field, read from an index instead of sorting the collection.
 //
 // For each field a collection is indexed by, sort_keys holds one key per row: where the row's value
-// of the field falls in the order of contract.md (ordering.ts sorts by the same rules). `rank` is the
-// JSON type's place: 1 numbers, 2 strings, 3 booleans, 4 objects and arrays, 5 missing or null; then
-// `num` (numbers, and false 0, true 1) or `str` (strings, by code point; on PostgreSQL escaped as
-// ordering.ts's postgresEscape() escapes them, which keeps that order, and cut to their first
-// POSTGRES_KEY_CHARS characters: see there); then the row id. An
+// of the field falls in the order of listRows (openapi.yaml; ordering.ts sorts by the same rules).
+// `rank` is the JSON type's place: 1 numbers, 2 strings, 3 booleans, 4 objects and arrays, 5 missing
+// or null; then `num` (numbers, and false 0, true 1) or `str` (strings, by code point; on PostgreSQL
+// escaped as ordering.ts's postgresEscape() escapes them, which keeps that order, and cut to their
+// first POSTGRES_KEY_CHARS characters: see there); then the row id. An
 // ascending page is one range of the index, in its order. Rows whose field is missing or null come
 // last in both directions, so a descending page reads the index backwards over rank < 5, then, when
 // it reaches past them, over rank 5 (by id, descending): both in one snapshot (see rows.ts).
@@ -103,9 +103,9 @@ export async function makeSortIndex(knex: Knex, accountId: number, name: string,
 }
 
 /**
- * SQLite: the rows an index's making keys in one write at most. Made in one pass, an index of 200,000
- * rows held the writer, and with it every account's writes, for 0.6–0.9 s; a step of 5,000 holds it
- * for some tens of milliseconds, and the writes queued meanwhile go between two steps.
+ * SQLite: the rows an index's making keys in one write at most. Made in one pass, the index of a large
+ * collection would hold the writer, and with it every account's writes, until it was done; a step holds
+ * it briefly, and the writes queued meanwhile go between two steps.
  */
 export const SORT_INDEX_STEP_ROWS = 5000;
 

@@ -1,8 +1,7 @@
 // SQLite: a group of row writes as one statement. Each statement handed to the driver is a hand-off
-// to one of libuv's threads and back, which on this kind of machine costs the main thread about 30 µs
-// even when idle (a round trip of `select 1` or `fs.stat`), and more under load: far more than
-// writing a row. A group written as BEGIN, the counters, the rows, their events and sort keys, and
-// COMMIT was six such hand-offs, four of them one after another while every other write waited.
+// to one of libuv's threads and back, which costs the main thread far more than writing a row, and
+// more under load. A group written as BEGIN, the counters, the rows, their events and sort keys, and
+// COMMIT would be six such hand-offs, four of them one after another while every other write waited.
 //
 // Here each kind of group is an INSERT into a view whose INSTEAD OF trigger does the whole write, in
 // the order it always had: the collection's counters first, then the rows, their events, their sort
@@ -57,9 +56,9 @@ const rowInserts = `
 
 /**
  * Most fields a patch sets by path, each a pair of json_set's arguments. Each edits the row in place,
- * so a patch of n fields costs up to n times the row: unbounded, 10,000 fields of a 150 KB row held
- * SQLite's only writer, and every account's writes with it, for seconds. A larger patch is made in
- * Node, costing the row once (rows.ts).
+ * so a patch of n fields costs up to n times the row: unbounded, a patch of many fields of a large row
+ * would hold SQLite's only writer, and every account's writes with it, for a long time. A larger patch
+ * is made in Node, costing the row once (rows.ts).
  */
 export const MAX_FIELDS_BY_PATH = 16;
 
@@ -77,19 +76,16 @@ export const MAX_FIELDS_BY_PATH = 16;
  * the answers apart (patchSql).
  *
  * A view for each number of fields, 0 to MAX_FIELDS_BY_PATH, so that a patch's fields are one json_set
- * of as many pairs, in a trigger no larger than it needs. The view of fields this replaces ran a
- * trigger of its own for each field, and its INSERT filled a temporary B-tree for every patch; one
- * trigger for every number (a CASE of sixteen json_sets) saved half as much, as SQLite clears every
- * register of a trigger's program each time it runs (bench/instructions.ts, SQLite's work a patch in
- * groups of one: 246,400 → 209,400 instructions, with the sort keys' IN list gone too). The
- * collection is found by name once a statement (patchSql), by its id in the trigger.
+ * of as many pairs, in a trigger no larger than it needs: SQLite clears every register of a trigger's
+ * program each time it runs, so one trigger for every number (a CASE of json_sets) would cost every
+ * patch the largest; and a trigger per field, through a view of fields, would run once for each field
+ * and fill a temporary B-tree for every patch. The collection is found by name once a statement
+ * (patchSql), by its id in the trigger.
  *
  * The statement finds each row by its id once, through the primary key's index, and the trigger by its
  * rowid: four times, straight in the table (the update, the check of its size, its event and its sort
- * keys). Found by id each time, each was a search of the index and then of the table. A rowid is only
- * kept for the statement's run, in which no row is inserted or deleted. SQLite's work a patch
- * (bench/instructions.ts): 199,400 → 173,800 instructions in groups of one, 145,700 → 128,500 over ten
- * connections.
+ * keys). Found by id each time, each would be a search of the index and then of the table. A rowid is
+ * only kept for the statement's run, in which no row is inserted or deleted.
  */
 const rowPatches = (n: number) => {
   const row = 'r.rowid = new.rid';
@@ -116,10 +112,9 @@ const collectionId = '(select id from collections where account_id = ?1 and name
 /**
  * A group of inserts: `?1` account, `?2` collection, `?3` n, `?4` texts, `?5` at. Answers `id`, the
  * collection's (null when there is no such collection), and its `last_row_id` once the rows are in.
- * One row of VALUES, where an INSERT … SELECT into a view first copies the SELECT's rows into a
- * temporary table: SQLite's work an insert-1 in groups of one (bench/instructions.ts), 110,000
- * instructions with the collection found by name in the trigger, 119,000 by id through a SELECT,
- * 101,000 by id through VALUES.
+ * One row of VALUES, the collection's id found in it: an INSERT … SELECT into a view first copies the
+ * SELECT's rows into a temporary table, and a trigger that found the collection by name would look it
+ * up in each of its statements.
  */
 export const insertSql = `insert into row_inserts values (${collectionId}, ?3, ?4, ?5)
   returning collection_id as id, (select last_row_id from collections where id = row_inserts.collection_id) as last_row_id`;
@@ -134,9 +129,8 @@ export const insertSql = `insert into row_inserts values (${collectionId}, ?3, ?
  * its own. The same text each time for each `n` and either kind of group, as the statement cache wants.
  *
  * `patches`: how many the group holds. A group of one is one row of VALUES, which goes to the trigger
- * as it is, where the rows of an INSERT … SELECT are first copied into a temporary table: SQLite's
- * work a patch in groups of one (bench/instructions.ts) 173,800 → 153,500 instructions. Under load,
- * where groups hold several patches, it changes little; alone, a patch is cheaper by as much.
+ * as it is, where the rows of an INSERT … SELECT are first copied into a temporary table: a patch
+ * alone skips that copy.
  */
 export const patchSql = (n: number, patches: number) => (patches === 1 ? onePatchSqls : patchSqls)[n];
 

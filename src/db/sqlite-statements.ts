@@ -27,8 +27,8 @@ const MAX_STATEMENTS = 64;
  * holds a snapshot open for the next. (Row reads by id no longer need them: they go out merged, one
  * run at a time; see readMerged.) Pages have two: a page read through a sort index is as quick as a
  * row read, and a second copy lets the next page start while the main thread takes the rows of the
- * one before (list: 0.11 → 0.15–0.17 × baseline (a)); more would let slow pages, which sort a whole
- * collection, hold more of the pool's threads, each waiting for the connection's mutex.
+ * one before; more would let slow pages, which sort a whole collection, hold more of the pool's
+ * threads, each waiting for the connection's mutex.
  */
 const ROW_READ_COPIES = 4;
 const PAGE_READ_COPIES = 2;
@@ -36,9 +36,8 @@ const PAGE_READ_COPIES = 2;
 /**
  * How often the WAL is checkpointed (its pages copied into the database file), on a connection of its
  * own. Knex's writer connection never does it (`wal_autocheckpoint = 0`, connect.ts): done there, as
- * SQLite does by default every 1,000 pages, the copy and its fsync fell on whichever write committed
- * then, while every other write waited. Groups of ten random patches with their re-keys, 3,000 of
- * them: commit 680 → 320 µs, a group 1.54 → 1.15 ms, CPU 1.38 → 1.23 ms (a microbenchmark of the driver alone).
+ * SQLite does by default every 1,000 pages, the copy and its fsync would fall on whichever write
+ * committed then, while every other write waited.
  * A passive checkpoint waits for nothing: it copies what no reader still needs, and the next writer
  * starts the WAL over once all of it is copied.
  */
@@ -47,8 +46,7 @@ const CHECKPOINT_MS = 200;
 /**
  * The WAL's frames past which a checkpoint also restarts it. A writer starts the WAL over only when, as
  * it begins, a checkpoint has copied all of it and no reader still reads from it, which under writes
- * back to back beside steady reads never happens: the WAL then grew without end, 880 MB in ten
- * seconds of patches (about 24 KB of pages each). A RESTART
+ * back to back beside steady reads never happens: the WAL would then grow without end. A RESTART
  * checkpoint waits for the readers under way to end (new ones read the database file), holding writers
  * back meanwhile, then the next writer starts at the WAL's beginning: the WAL stays near this size.
  * 4,096 frames are 16 MB of 4 KB pages.
@@ -89,7 +87,7 @@ class StatementCache {
     const copy = this.copy(sql);
     copy.running++;
     // Not an async function, and no turn waited for a statement already prepared: the reads and writes
-    // of every request come through here (bench/instructions.ts).
+    // of every request come through here.
     if (copy.prepared) return run<T>(copy, copy.prepared, params);
     return copy.statement.then(
       (statement) => run<T>(copy, statement, params),
@@ -239,10 +237,8 @@ export class SqliteStatements {
    * reads of `sql` asked for while a run of it is under way wait for it to end, then go out together,
    * as one run. `sql` reads them all: its one parameter is a JSON array of each read's `params`, and it
    * answers each row with `i`, the index in that array of the read it belongs to (json_each's `key`).
-   * A hand-off to the driver's thread costs far more than a read by primary key: under get-row's load
-   * on two cores, a call of the driver's `all` held the main thread about 60 µs (it wakes a thread of
-   * the pool, which then competes with it), against 1 µs on an idle machine. Merged, get-row's reads
-   * go out about 3.4 at a time.
+   * A hand-off to the driver's thread costs the main thread far more than a read by primary key, the
+   * more so under load, when the thread of the pool it wakes competes with it for the cores.
    */
   readMerged<T>(sql: string, params: SqlValue[]): Promise<T[]> {
     let reads = this.merged.get(sql);

@@ -8,8 +8,7 @@
 // inserts cost about what one batch does; patches of one collection that set as many fields likewise
 // become one write, applied in the order they came. Such a merged write is one statement
 // (sqlite-procedures.ts), atomic by itself: it runs with no transaction around it, one hand-off to the
-// driver where BEGIN and COMMIT made three (side by side on a quiet machine: insert-1 0.178 → 0.200 ×
-// baseline (a)).
+// driver where BEGIN and COMMIT would make three.
 //
 // A merged write that fails (an insert into a missing collection, say) writes nothing: then each of
 // its writes runs again alone, in a transaction of its own, so that it succeeds or fails alone,
@@ -20,7 +19,7 @@
 //
 // A transaction is the statements `begin immediate` and `commit`, prepared once, on Knex's connection,
 // held from the pool while writes are under way: a Knex transaction costs several times as much, in
-// hand-offs to the driver's thread and on the main thread (insert-1: 0.12 → 0.16 × baseline (a)).
+// hand-offs to the driver's thread and on the main thread.
 //
 // On PostgreSQL each write is a transaction of its own: there, writers to different collections run
 // at once on the pool's connections.
@@ -59,8 +58,6 @@ const MAX_GROUP = 200;
  * is one statement, atomic by itself: the second waits in the driver and starts as soon as the first
  * ends, where it would wait for the main thread to take the first's answer and send it. Without the
  * minimum, the second went out with a write or two, groups got smaller, and nothing was gained.
- * Side by side (bench --only=list,patch,insert-1, eight runs against six): insert-1 12,200–14,200/s
- * against 10,600–12,300 with one under way, patch 7,200–8,000 against 5,900–7,500, at less CPU per request.
  */
 const MAX_IN_FLIGHT = 2;
 const SECOND_GROUP = 3;
@@ -264,7 +261,7 @@ export class GroupedWrites {
     executionPromise.catch(() => {}); // for announceChange(), which listens to it; no one else need
     // A method, not an arrow function: under tsx every arrow function given a name (`const f = () => …`,
     // `{ f: () => … }`) is named again each time it is made, by Object.defineProperty, which costs
-    // more than the rest of this object (bench/instructions.ts). The same holds on every hot path.
+    // more than the rest of this object. The same holds on every hot path.
     const trx: WriteTx = {
       userParams: this.knex.userParams,
       client: {

@@ -1,6 +1,6 @@
-// The API reference of GET /docs (contract: "rendered from openapi.yaml, with no request to any other
-// host"): Swagger UI, served from the files of the npm package swagger-ui-dist on this origin, rendering
-// /openapi.yaml. The page (index.html) and what starts Swagger UI on it (docs.js) are ours, beside this file.
+// The API reference of GET /docs (openapi.yaml, getDocs), with no request to any other host: Swagger UI,
+// served from the files of the npm package swagger-ui-dist on this origin, rendering /openapi.yaml. The
+// page (index.html) and what starts Swagger UI on it (docs.js) are ours, beside this file.
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -70,7 +70,7 @@ let loading: Promise<DocsFiles> | undefined;
 
 /**
  * The files, read on first use and then kept: most servers are never asked for /docs, and the bundle
- * alone is 1.7 MB of memory. A failed read is not kept: the next request tries again.
+ * alone is large. A failed read is not kept: the next request tries again.
  */
 export function docsFiles(): Promise<DocsFiles> {
   loading ??= readDocsFiles().catch((error) => {

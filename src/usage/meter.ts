@@ -1,7 +1,8 @@
-// Usage metering and enforcement (contract.md, "Plans and usage"). Counting happens in memory, so it
-// costs no write per request; pending counts are added to the database at least every second and on
-// close, so a crash loses at most a second of counts. Deciding and counting are one synchronous step,
-// so on one instance a quota of N admits exactly N requests, whatever the concurrency.
+// Usage metering and enforcement (openapi.yaml, getUsage and the RateLimit-* headers). Counting
+// happens in memory, so it costs no write per request; pending counts are added to the database at
+// least every second and on close, so a crash loses at most a second of counts. Deciding and counting
+// are one synchronous step, so on one instance a quota of N admits exactly N requests, whatever the
+// concurrency.
 import type { Plan } from '../db/plans.ts';
 import type { Store } from '../db/store.ts';
 import { ApiError } from '../errors.ts';
@@ -235,7 +236,7 @@ export class Meter {
   }
 }
 
-/** The RateLimit-* headers (contract.md) of an admission: names and values in turn, as writeHead takes them. */
+/** The RateLimit-* headers (openapi.yaml) of an admission: names and values in turn, as writeHead takes them. */
 export function rateLimitHeaders({ limit, remaining, reset }: Admission): string[] {
   return ['RateLimit-Limit', String(limit), 'RateLimit-Remaining', String(remaining), 'RateLimit-Reset', String(reset)];
 }

@@ -24,8 +24,8 @@ const PAGE = { limit: 500, maxChars: 1024 * 1024 };
 const PRUNE_BATCH = 500;
 /**
  * How often the keys of open sockets are looked up again: a revoked key's sockets close (4401) within
- * a second of the revocation, wherever it was made (contract.md: a revoked key stops working within a
- * second, on every running instance). One query per pass for up to this many keys:
+ * a second of the revocation, wherever it was made (asyncapi.yaml, close code 4401). One query per
+ * pass for up to this many keys:
  */
 export const KEY_CHECK_INTERVAL_MS = 500;
 const KEY_CHECK_BATCH = 500;

@@ -1,6 +1,6 @@
 // A feed message is framed once and the one frame written to every socket it goes to. `ws` frames
-// on each send(): per socket, the text turned into bytes, a header of its own and a two-buffer writev.
-// A fan-out to a thousand sockets spent most of its time there (BENCHMARKS.md, fanout).
+// on each send(): per socket, the text turned into bytes, a header of its own and a two-buffer writev,
+// work a fan-out would repeat for every socket.
 import type { Duplex } from 'node:stream';
 import WebSocket from 'ws';
 
