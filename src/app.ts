@@ -5,26 +5,36 @@ import { jsonBody } from './http/body.ts';
 import { feedPath } from './http/feed-path.ts';
 import { problems } from './http/problems.ts';
 import type { Router } from './http/routes.ts';
+import { checkRequest } from './http/target.ts';
 import { meterUsage } from './http/usage.ts';
 import type { Logger } from './log.ts';
 
 /**
- * The request path, in order: problems (the one error mapper, outermost) → feedPath (`/ws`, which is
- * no WebSocket upgrade when it gets here: 400) → authenticate (/v1 only) → meterUsage → router.route
- * (match the operation, once) → jsonBody (only for a matched operation) → router.handle (404/405,
- * security, validation, handler by operationId, respond).
- * Authentication and metering come before the body, so a request without a key never makes us read
- * its body, and a request refused for its body still counts. The hot operations' plain requests take
- * the lane (http/lane.ts) instead: the same stages, without Koa.
+ * Every HTTP request the service answers, one stage after another:
+ *
+ *   problems      the one error mapper, outermost: whatever a stage throws leaves as problem+json
+ *   checkRequest  the request target and Host (400)
+ *   feedPath      `/ws` that is no WebSocket upgrade (the feed takes the upgrades: server.ts)
+ *   router.route  the operation of openapi.yaml at the method and path, matched once
+ *   authenticate  the key of a /v1 request (401)
+ *   meterUsage    counts the request toward its account's plan (429 past it)
+ *   jsonBody      the JSON body of a matched operation (400, 413, 415)
+ *   router.handle 404 or 405, the operation's security and validation, its handler by operationId,
+ *                 and the one responder
+ *
+ * The key and the count come before the body: a request without a key never makes us read its body,
+ * and a request refused for its body still counts. A route that does not exist is answered after the
+ * key, so that it tells nothing to a client without one.
  */
 export function createApp(deps: Deps, router: Router, log: Logger): Koa {
   const app = new Koa();
   app.silent = true; // every error is handled, and logged, by problems()
   app.use(problems(log));
+  app.use(checkRequest);
   app.use(feedPath);
+  app.use(router.route);
   app.use(authenticate(deps.store));
   if (deps.config.metering) app.use(meterUsage(deps.meter));
-  app.use(router.route);
   app.use(jsonBody(deps.config, deps.bodies));
   app.use(router.handle);
   return app;

@@ -7,9 +7,8 @@ import type { Config } from './config.ts';
 import { listenForChanges } from './db/changes.ts';
 import { openStore, type Store } from './db/store.ts';
 import { BodyBudget } from './http/body-budget.ts';
-import { answerClientErrors } from './http/client-errors.ts';
-import { createLane, type Lane } from './http/lane.ts';
 import { serveWithoutUpgrade, wantsWebSocket } from './http/other-upgrades.ts';
+import { answerClientErrors } from './http/problems.ts';
 import { createRouter } from './http/routes.ts';
 import { createLogger, type Logger } from './log.ts';
 import { root } from './root.ts';
@@ -25,8 +24,6 @@ export interface RunningServer {
   meter: Meter;
   /** The real-time feed on `GET /ws`. */
   feed: Feed;
-  /** The request path of the hot operations (http/lane.ts). */
-  lane: Lane;
   /** The bytes of request bodies worked on at once (http/body-budget.ts). */
   bodies: BodyBudget;
   /**
@@ -51,10 +48,9 @@ export async function startServer(
   const meter = new Meter(store, log, { clock: options.clock });
   const bodies = new BodyBudget(config.maxBodyBytesAtOnce);
   const deps = { store, config, meter, bodies, documents: { openapi, asyncapi } };
-  const router = createRouter(deps);
-  const lane = createLane(deps, router, log, createApp(deps, router, log).callback());
-  // A request without Host is refused by problems() with a problem body, not by Node with an empty one.
-  const server = createServer({ requireHostHeader: false }, lane.listener);
+  const app = createApp(deps, createRouter(deps), log);
+  // A request without Host is refused by the app with a problem body (checkRequest), not by Node with an empty one.
+  const server = createServer({ requireHostHeader: false }, app.callback());
   answerClientErrors(server);
   // Every upgrade with a valid key counts toward the plan like a /v1 request, whatever its outcome; over
   // quota or rate it is refused 429 and not counted.
@@ -104,5 +100,5 @@ export async function startServer(
   const { port } = server.address() as AddressInfo;
   // An IPv6 address goes in brackets (RFC 3986, 3.2.2): http://[::1]:8080, not http://::1:8080.
   const host = isIPv6(config.host) ? `[${config.host}]` : config.host;
-  return { url: `http://${host}:${port}`, port, server, store, meter, feed, lane, bodies, close };
+  return { url: `http://${host}:${port}`, port, server, store, meter, feed, bodies, close };
 }

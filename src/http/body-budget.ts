@@ -1,8 +1,7 @@
 // How many bytes of request bodies the service works on at once. A body, once parsed, is many times its
 // bytes in objects, and its request holds them until answered: the rows of a batch insert wait for
-// SQLite's one writer with it. Without a bound, memory grew with the clients' concurrency: 64
-// connections each inserting batches of 1,000 rows (80 KB bodies) took the server from 188 MB to
-// 233 MB (BENCHMARKS.md). With it, the requests past the budget wait, their bodies read but not yet
+// SQLite's one writer with it. Without a bound, memory grows with the clients' concurrency (many
+// connections each inserting large batches). With it, the requests past the budget wait, their bodies read but not yet
 // parsed, and are let in, in the order they came, as those before them are answered.
 //
 // A request takes its share once its whole body has arrived, never while it is still arriving, so that

@@ -5,8 +5,8 @@ const MAX_LENGTH = 512;
 /**
  * What a query string says, worked out once per distinct string. Clients send the same few again and
  * again (a page's `limit=50&order_by=score&order=desc`), and reading one apart (openapi-backend's qs,
- * then URLSearchParams for its names and for its values as sent) cost list about 35,000 instructions a
- * request on the main thread (bench/instructions.ts). At most MAX_ENTRIES strings are kept, the oldest
+ * then URLSearchParams for its names and for its values as sent) is a large part of a page's work.
+ * At most MAX_ENTRIES strings are kept, the oldest
  * dropped first. What it answers is shared by every request that sent the same string: read it, never
  * change it.
  */

@@ -1,4 +1,5 @@
-import type { ServerResponse } from 'node:http';
+import { type ServerResponse, STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { Context } from 'koa';
 import type { Result } from '../handlers/types.ts';
 import { type Admission, rateLimitHeaders } from '../usage/meter.ts';
@@ -8,8 +9,8 @@ import type { AdmissionState } from './usage.ts';
 const JSON_TYPE = 'application/json; charset=utf-8';
 
 /**
- * The one responder of the Koa path: writes a handler's result to the response itself, as the lane
- * does (lane.ts), so that both paths answer alike byte for byte.
+ * The one responder: writes a handler's result to the response itself (writeResult), with the
+ * RateLimit-* headers of the request's admission, and leaves Koa's own responder out.
  */
 export function respond(ctx: Context & { state: AdmissionState }, result: Result): void {
   ctx.respond = false;
@@ -20,11 +21,8 @@ export function respond(ctx: Context & { state: AdmissionState }, result: Result
  * Writes a handler's result: its status, the RateLimit-* headers of the request's `admission` (if it
  * was counted), the result's headers, then its body, if any, with its Content-Type (JSON unless it
  * says) and Content-Length. A string or Buffer is sent as it is, anything else as JSON. `head`: the
- * answer to HEAD, which is GET's without the body (RFC 9110 §9.3.2).
- *
- * The headers go to Node in one list (writeHead), not one setHeader each, which also keeps each header
- * in an object by its name in lower case, read back when the head is written: patch went from about
- * 172,000 to 163,000 instructions a request on the main thread (bench/instructions.ts).
+ * answer to HEAD, which is GET's without the body (RFC 9110 §9.3.2). The headers go to Node in one
+ * list (writeHead), not one setHeader each, which would also keep each in an object by its name.
  */
 export function writeResult(response: ServerResponse, result: Result, head = false, admission?: Admission): void {
   const headers: string[] = admission ? rateLimitHeaders(admission) : [];
@@ -33,9 +31,31 @@ export function writeResult(response: ServerResponse, result: Result, head = fal
     response.writeHead(result.status, headers);
     return void response.end();
   }
-  const body = typeof result.body === 'string' || Buffer.isBuffer(result.body) ? result.body : JSON.stringify(result.body);
+  const body = bodyOf(result);
   headers.push('Content-Type', result.contentType ?? JSON_TYPE, 'Content-Length', String(Buffer.byteLength(body)));
   response.writeHead(result.status, headers);
   if (head) response.end();
   else response.end(body);
 }
+
+/**
+ * Writes a result as a whole HTTP/1.1 response on a socket that Node's server has let go of (an
+ * upgrade it handed over, a request its parser refused), then closes the connection, as `ws` does with
+ * its own refusals (abortHandshake).
+ */
+export function writeResultToSocket(socket: Duplex, result: Result): void {
+  if (!socket.writable) return void socket.destroy();
+  const body = bodyOf(result);
+  const headers: Record<string, string> = {
+    Connection: 'close',
+    'Content-Type': result.contentType ?? JSON_TYPE,
+    'Content-Length': String(Buffer.byteLength(body)),
+    ...result.headers,
+  };
+  const head = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`);
+  socket.once('finish', () => socket.destroy());
+  socket.end(`HTTP/1.1 ${result.status} ${STATUS_CODES[result.status]}\r\n${head.join('')}\r\n${body}`);
+}
+
+const bodyOf = ({ body }: Result): string | Buffer =>
+  typeof body === 'string' || Buffer.isBuffer(body) ? body : body === undefined ? '' : JSON.stringify(body);

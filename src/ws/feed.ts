@@ -9,12 +9,13 @@ import type { Config } from '../config.ts';
 import type { Principal } from '../db/keys.ts';
 import type { Store } from '../db/store.ts';
 import { ApiError, unavailable } from '../errors.ts';
+import { toApiError, writeProblem } from '../http/problems.ts';
 import type { Logger } from '../log.ts';
 import { closeCodes } from './messages.ts';
 import { Pruner } from './retention.ts';
 import { Subscriber } from './subscriber.ts';
 import { Tail } from './tail.ts';
-import { checkUpgrade, type FeedRequest, refuse, toApiError } from './upgrade.ts';
+import { checkUpgrade, type FeedRequest } from './upgrade.ts';
 
 /** Clients send nothing; anything larger than this closes their socket with 1009. */
 export const MAX_CLIENT_MESSAGE_BYTES = 1024;
@@ -128,7 +129,7 @@ export function createFeed({ store, config, log, admit }: FeedOptions): Feed {
       // Never the request's URL: it may carry the key.
       if (problem.status >= 500) log.error({ err: error, path: '/ws' }, 'feed upgrade failed');
       else log.debug({ status: problem.status, code: problem.code }, 'feed upgrade refused');
-      refuse(socket, problem);
+      writeProblem(socket, problem);
     }
   }
 

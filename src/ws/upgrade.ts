@@ -2,25 +2,14 @@
 // it does not (asyncapi.yaml, `x-upgrade-refusals`). Guard clauses in order: request target (400), route,
 // method, HTTP/1.1, handshake headers (Host, once; no subprotocol, no body), key (401), sockets and usage (429), query (400),
 // collection (404), `since` (400, 410).
-import { type IncomingHttpHeaders, type IncomingMessage, STATUS_CODES } from 'node:http';
-import type { Duplex } from 'node:stream';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { ErrorObject } from 'ajv';
 import type { components } from '../../generated/asyncapi.ts';
 import { validateFeedQuery } from '../../generated/feed-validators.js';
 import type { EventType } from '../db/events.ts';
 import { hashKey, type Principal } from '../db/keys.ts';
 import type { Store } from '../db/store.ts';
-import {
-  ApiError,
-  type FieldError,
-  gone,
-  hostRepeated,
-  hostRequired,
-  internal,
-  notFound,
-  unauthorized,
-  validationFailed,
-} from '../errors.ts';
+import { ApiError, type FieldError, gone, hostRepeated, hostRequired, notFound, unauthorized, validationFailed } from '../errors.ts';
 import { keyOf } from '../http/auth.ts';
 import { headerLines } from '../http/header-lines.ts';
 import { pathOf, targetOf } from '../http/target.ts';
@@ -191,27 +180,3 @@ function unique(errors: FieldError[]): FieldError[] {
 }
 
 const kindsOf = (events: string): EventType[] => eventKinds.filter((kind) => events.split(',').includes(kind));
-
-/** Anything but an ApiError is a bug: a bare 500, with the details for the log only. */
-export const toApiError = (error: unknown): ApiError => (error instanceof ApiError ? error : internal());
-
-/**
- * Answers the upgrade request with a real HTTP response carrying the problem body, then closes the
- * connection, as `ws` does with its own refusals (abortHandshake).
- */
-export function refuse(socket: Duplex, error: ApiError): void {
-  if (!socket.writable) {
-    socket.destroy();
-    return;
-  }
-  const body = JSON.stringify(error.toProblem());
-  const headers = {
-    Connection: 'close',
-    'Content-Type': 'application/problem+json',
-    'Content-Length': String(Buffer.byteLength(body)),
-    ...error.options.headers,
-  };
-  const head = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`);
-  socket.once('finish', () => socket.destroy());
-  socket.end(`HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}\r\n${head.join('')}\r\n${body}`);
-}

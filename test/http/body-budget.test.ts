@@ -124,9 +124,9 @@ describe('request bodies worked on at once', () => {
         body: `[${'1,'.repeat(600_000)}1]`,
         status: 413,
       },
-      // Through Koa's path (a Content-Type the lane leaves to it), refused and answered.
+      // A Content-Type that is read apart, refused and answered.
       {
-        name: 'an insert into no collection, on Koa’s path',
+        name: 'an insert into no collection, with a Content-Type read apart',
         method: 'POST',
         path: '/v1/collections/none/rows',
         body: '[{"n":1}]',

@@ -85,7 +85,7 @@ describe('requests written by hand', () => {
     ['the same Host twice', ['Host: x', 'Host: x']],
     ['two different Hosts', ['Host: x', 'host: y']],
   ] as const) {
-    it(`answers 400 validation_failed for ${name}, on a route of the lane's and any other`, async () => {
+    it(`answers 400 validation_failed for ${name}, on every route`, async () => {
       for (const requestLine of ['GET /health HTTP/1.1', 'GET /v1/collections/mine/rows HTTP/1.1', 'GET /v1/nothing HTTP/1.0']) {
         const response = await rawRequest(server.url, [requestLine, ...lines, `x-api-key: ${client.key}`, 'Connection: close']);
         expectProblem(response, 400, 'validation_failed');
