@@ -5,12 +5,14 @@
 // WebSocket client on the same URL (wscat is not a dependency), and the README's `< …` lines are the feed
 // messages it must receive. Every HTTP response curl sees is checked against openapi.yaml, every feed
 // message against asyncapi.yaml. Times and keys differ run to run: both sides show them as <time>, <key>.
-// The README also names files (links, `src/…` paths): each must exist.
+// The README also names files (links, `src/…` paths), and so does each page of docs/, which the README
+// links: each file, and each heading a link points to, must exist, so that a moved file or section
+// fails here rather than in a reader's hands. The docs' shell examples are not run.
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { delimiter, dirname, join } from 'node:path';
+import { delimiter, dirname, join, relative } from 'node:path';
 import { expect } from 'chai';
 import { checkResponse } from '../support/contract.ts';
 import { FeedClient } from '../support/feed.ts';
@@ -57,6 +59,37 @@ function shellSteps(lines: string[]): Step[] {
   return steps;
 }
 
+/** A document's relative links, as absolute paths from `dir` (its folder), each with the heading it points to. */
+function links(text: string, dir: string): { file: string; heading?: string }[] {
+  return [...text.matchAll(/\]\(([^)\s]+)\)/g)]
+    .map(([, target]) => target)
+    .filter((target) => !/^[a-z]+:/.test(target))
+    .map((target) => {
+      const [path, heading] = target.split('#');
+      return { file: path === '' ? '' : join(dir, path), heading };
+    })
+    .filter(({ file }) => file !== '');
+}
+
+/**
+ * The files a document names, as absolute paths: its relative links (from `dir`), and, from the
+ * repository's root, the paths it quotes (`src/…`, `bench/…`, …) and the files it quotes by name
+ * (`openapi.yaml`).
+ */
+function namedFiles(text: string, dir: string): string[] {
+  const paths = [...text.matchAll(/`((?:src|test|bench|scripts|generated|bin|docs|\.ci)\/[\w./-]*)`/g)].map(([, path]) => path);
+  const names = [...text.matchAll(/`(\w+\.(?:md|yaml|json))`/g)].map(([, file]) => file);
+  return [...links(text, dir).map(({ file }) => file), ...[...paths, ...names].map((path) => join(root, path))];
+}
+
+/** A heading's anchor as GitHub makes it: lower case, punctuation dropped, spaces as hyphens. */
+const slug = (title: string) =>
+  title
+    .trim()
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N} _-]/gu, '')
+    .replace(/ /g, '-');
+
 /** What may differ from run to run, made the same on both sides. */
 const normalize = (text: string) =>
   text.replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/g, '<time>').replace(/\brb_[A-Za-z0-9_-]{32}(?![A-Za-z0-9_-])/g, '<key>');
@@ -97,12 +130,54 @@ describe('README.md', () => {
 
   it('links to and names only files that exist', async () => {
     const readme = await readFile(join(root, 'README.md'), 'utf8');
-    const links = [...readme.matchAll(/\]\(([^)#]+)\)/g)].map(([, target]) => target);
-    const paths = [...readme.matchAll(/`((?:src|test|bench|scripts|generated|\.ci)\/[\w./-]*)`/g)].map(([, path]) => path);
-    const named = [...links, ...paths, ...[...readme.matchAll(/`(\w+\.(?:md|yaml|json))`/g)].map(([, file]) => file)];
+    const named = namedFiles(readme, root);
     expect(named).to.have.length.of.at.least(10);
-    const missing = named.filter((path) => !existsSync(join(root, path)));
-    expect(missing).to.deep.equal([]);
+    const missing = named.filter((path) => !existsSync(path));
+    expect(missing.map((path) => relative(root, path))).to.deep.equal([]);
+  });
+
+  it('stays a page a newcomer reads: under 250 lines, the rules in docs/', async () => {
+    const readme = await readFile(join(root, 'README.md'), 'utf8');
+    expect(readme.split('\n').length).to.be.below(250);
+  });
+
+  it('links every page of docs/', async () => {
+    const readme = await readFile(join(root, 'README.md'), 'utf8');
+    const pages = (await readdir(join(root, 'docs'))).filter((name) => name.endsWith('.md'));
+    expect(pages).to.include.members(['api.md', 'feed.md', 'operations.md', 'development.md']);
+    const linked = new Set(links(readme, root).map(({ file }) => relative(root, file)));
+    expect(pages.filter((page) => !linked.has(`docs/${page}`))).to.deep.equal([]);
+  });
+
+  it('links, in README.md and every page of docs/, only to files and headings that exist', async () => {
+    const documents = [
+      'README.md',
+      ...(await readdir(join(root, 'docs'))).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`),
+    ];
+    const broken: string[] = [];
+    for (const document of documents) {
+      const text = await readFile(join(root, document), 'utf8');
+      const dir = dirname(join(root, document));
+      for (const path of namedFiles(text, dir)) if (!existsSync(path)) broken.push(`${document}: ${relative(root, path)}`);
+      for (const { file, heading } of links(text, dir)) {
+        if (heading === undefined || !file.endsWith('.md') || !existsSync(file)) continue;
+        const slugs = [...(await readFile(file, 'utf8')).matchAll(/^#+ (.+)$/gm)].map(([, title]) => slug(title));
+        if (!slugs.includes(heading)) broken.push(`${document}: ${relative(root, file)}#${heading}`);
+      }
+    }
+    expect(broken).to.deep.equal([]);
+  });
+
+  it('lists in its configuration table every variable the service reads (src/config.ts)', async () => {
+    const config = await readFile(join(root, 'src/config.ts'), 'utf8');
+    const read = [...config.matchAll(/\benv\.([A-Z][A-Z0-9_]*)|\(env, '([A-Z][A-Z0-9_]*)'/g)].map(
+      ([, field, argument]) => field ?? argument,
+    );
+    expect(read).to.have.length.of.at.least(10);
+    const readme = await readFile(join(root, 'README.md'), 'utf8');
+    const section = readme.split(/^## /m).find((part) => part.startsWith('Configuration\n')) ?? '';
+    const listed = [...section.matchAll(/^\| `([A-Z][A-Z0-9_]*)` \|/gm)].map(([, name]) => name);
+    expect([...new Set(listed)].sort()).to.deep.equal([...new Set(read)].sort());
   });
 
   it('gives a quick start whose every command answers what it shows', async () => {

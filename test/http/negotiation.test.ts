@@ -1,5 +1,5 @@
 // What a plain REST client may send beside its request, and what rowbase does with it (openapi.yaml,
-// info; README, "HTTP"): Accept is not consulted (every body is JSON), nothing is compressed, Expect:
+// info; docs/api.md, "HTTP"): Accept is not consulted (every body is JSON), nothing is compressed, Expect:
 // 100-continue is honoured, and there is no CORS: OPTIONS is a method like any other.
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { expect } from 'chai';
