@@ -1,29 +1,22 @@
-// Baseline (b) for patch: the most a Node server can do for the patch workload through an SQLite driver.
-// A bare node:http server that does nothing but rowbase's own patch statement (sqlite-procedures.ts),
+// Baseline (b) for patch: the most a Node server can do for the patch workload through rowbase's SQLite
+// driver. A bare node:http server that does nothing but rowbase's own patch statement (sqlite-procedures.ts),
 // its patches grouped as rowbase groups them, on a copy of the seeded file (which has its sort index on
 // score, so each patch moves its row's key as rowbase's do). No keys, no metering, no validation, no
 // Koa: what is left is HTTP, the driver and SQLite.
 //
-//   node --import tsx bench/baseline-patch.ts sqlite3|better-sqlite3 <file>
+//   node --import tsx bench/baseline-patch.ts <file>
 //     answers PATCH /v1/collections/bench/rows/{id}; prints one JSON line with its url.
 //
-// sqlite3 (rowbase's driver; `npm run bench` runs this one) runs each group on a thread of libuv's
-// pool, as rowbase does: a second group goes out while one is under way once three patches wait
-// (writes.ts). better-sqlite3, for patch-ceiling.ts (installed by hand, never saved: `npm install
-// --no-save better-sqlite3@11.10.0`), runs on the main thread, the patches of one turn of the event loop
-// as one group. Both set their connection up as rowbase's writer (sqliteWriterSetup), and have rowbase's
-// own checkpoints (SqliteStatements).
+// Each group runs on a thread of libuv's pool, as rowbase's do: a second group goes out while one is under
+// way once three patches wait (writes.ts). The connection is set up as rowbase's writer
+// (sqliteWriterSetup), with rowbase's own checkpoints (SqliteStatements).
 import { createServer, type ServerResponse } from 'node:http';
 import sqlite3 from 'sqlite3';
 import { sqliteWriterSetup } from '../src/db/connect.ts';
+import { patchSql } from '../src/db/sqlite-procedures.ts';
 import { SqliteStatements } from '../src/db/sqlite-statements.ts';
 import { listen } from './listen.ts';
-import { patchStatements } from './patch-statements.ts';
 import { collections } from './seed.ts';
-
-type Driver = 'sqlite3' | 'better-sqlite3';
-/** Imported by a name in a variable, so that TypeScript does not look for a package installed only by hand. */
-const betterSqlite3 = 'better-sqlite3';
 
 interface Patch {
   id: number;
@@ -36,8 +29,8 @@ interface Written {
   data: string | null;
 }
 
-const [driver, file] = process.argv.slice(2) as [Driver, string];
-if (!['sqlite3', 'better-sqlite3'].includes(driver) || !file) throw new Error('usage: baseline-patch.ts sqlite3|better-sqlite3 <file>');
+const [file] = process.argv.slice(2);
+if (!file) throw new Error('usage: baseline-patch.ts <file>');
 
 // rowbase's checkpoints: SqliteStatements checkpoints from the start, and opens nothing else until a read.
 new SqliteStatements(file);
@@ -57,7 +50,7 @@ const answer = (group: Patch[], written: Written[]) => {
     else response.writeHead(200, { 'content-type': 'application/json' }).end(`{"id":${id},${data.slice(1)}`);
   }
 };
-const schedule = driver === 'better-sqlite3' ? await onMainThread() : await onPoolThread();
+const schedule = await onPoolThread();
 
 const prefix = `/v1/collections/${collections.rows}/rows/`;
 const server = createServer((request, response) => {
@@ -74,7 +67,7 @@ const server = createServer((request, response) => {
 });
 await listen(server, 'baseline-patch');
 
-/** sqlite3: groups on the pool's threads, at most two under way, as rowbase's GroupedWrites. */
+/** Groups on the pool's threads, at most two under way, as rowbase's GroupedWrites. */
 async function onPoolThread(): Promise<() => void> {
   const db = new sqlite3.Database(file);
   await new Promise<void>((resolve, reject) => db.exec(sqliteWriterSetup, (error) => (error ? reject(error) : resolve())));
@@ -83,15 +76,25 @@ async function onPoolThread(): Promise<() => void> {
       error || !row ? reject(error ?? new Error(`no collection ${collections.rows} in ${file}`)) : resolve(row.id),
     ),
   );
-  // The bench's patches set one field.
-  const statements = patchStatements((sql) => db.prepare(sql));
+  // The bench's patches set one field. patchSql() says which statement a group of its size takes; each
+  // distinct text is prepared once, so that the groups go as rowbase's do whatever rule it follows.
+  const statements = new Map<string, sqlite3.Statement>();
+  const forGroup = (size: number) => {
+    const sql = patchSql(1, size);
+    let statement = statements.get(sql);
+    if (statement === undefined) {
+      statement = db.prepare(sql);
+      statements.set(sql, statement);
+    }
+    return statement;
+  };
   let inFlight = 0;
   const schedule = () => {
     while (queue.length > 0 && inFlight < 2 && (inFlight === 0 || queue.length >= 3)) {
       const group = queue;
       queue = [];
       inFlight++;
-      statements.forGroup(group.length).all(params(group), (error: Error | null, written: Written[]) => {
+      forGroup(group.length).all(params(group), (error: Error | null, written: Written[]) => {
         inFlight--;
         if (error) for (const { response } of group) response.writeHead(500).end();
         else answer(group, written);
@@ -100,26 +103,4 @@ async function onPoolThread(): Promise<() => void> {
     }
   };
   return schedule;
-}
-
-/** better-sqlite3: each turn of the event loop's patches as one group, on the main thread. */
-async function onMainThread(): Promise<() => void> {
-  const Database = (await import(betterSqlite3)).default;
-  const db = new Database(file);
-  db.exec(sqliteWriterSetup);
-  accountId = db.prepare('select account_id as id from collections where name = ?').get(collections.rows).id;
-  // better-sqlite3 will not take the values of `?1`…`?4` by position; the same SQL with names takes an object.
-  const statements = patchStatements((sql) => db.prepare(sql.replace(/\?(\d)/g, '@p$1')));
-  let scheduled = false;
-  return () => {
-    if (scheduled) return;
-    scheduled = true;
-    setImmediate(() => {
-      scheduled = false;
-      const group = queue;
-      queue = [];
-      const [p1, p2, p3, p4] = params(group);
-      answer(group, statements.forGroup(group.length).all({ p1, p2, p3, p4 }));
-    });
-  };
 }

@@ -437,7 +437,7 @@ function profileMarkdown(workload: string, p: ProfileSummary): string {
 
 const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
 /** The median of the values that are numbers; NaN when none is. */
-export function median(values: number[]): number {
+function median(values: number[]): number {
   const sorted = values.filter((v) => !Number.isNaN(v)).sort((a, b) => a - b);
   if (sorted.length === 0) return Number.NaN;
   const middle = Math.floor(sorted.length / 2);

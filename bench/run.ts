@@ -34,6 +34,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { bundle } from '../scripts/bundle.js';
 import { fanoutCollection, idleCollections, measureFanout, measureIdle } from './feed.ts';
+import { createKey } from './key.ts';
 import { type Measured, milliseconds, parseMeasured } from './measure.ts';
 import {
   isInterrupted,
@@ -67,7 +68,6 @@ import {
   writeBenchmarksMd,
 } from './report.ts';
 import { collections, createCollections, seedCollections } from './seed.ts';
-import { createKey } from './seed-file.ts';
 import { settingsFromArgs } from './settings.ts';
 import { httpWorkloads, type LoadJob, type ServerName } from './workloads.ts';
 
@@ -188,7 +188,7 @@ async function main(): Promise<void> {
     serveRowbase(`sqlite:${files.meteringOff}`, 'off'),
     startServer('bench/baseline-memory.ts', [String(settings.rows)], 'baseline-memory is listening'),
     startServer('bench/baseline-sqlite.ts', ['serve', files.baseline], 'baseline-sqlite is listening'),
-    startServer('bench/baseline-patch.ts', ['sqlite3', files.baselinePatch], 'baseline-patch is listening'),
+    startServer('bench/baseline-patch.ts', [files.baselinePatch], 'baseline-patch is listening'),
     serveRowbase(`sqlite:${files.feed}`, 'on', [], { openFiles: settings.fanoutSubscribers + 1024 }),
     startPostgres(),
   ]);

@@ -14,7 +14,7 @@ export interface Settings {
    * 64: enough that each server answers as many requests as it can, where 10 measured rowbase's
    * latency instead. Baseline (a) answers as many at 10 connections as at 64 (the load generator is
    * what holds it back), but rowbase and the bare driver servers hand work between threads and group
-   * writes, and at 10 connections their cores were a third idle (bench/concurrency.ts, BENCHMARKS.md).
+   * writes, and at 10 connections their cores were a third idle (BENCHMARKS.md).
    */
   connections: number;
   /** Seconds of load before each measurement, not counted. */

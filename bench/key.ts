@@ -1,0 +1,15 @@
+// The bench's key, made with the CLI as an operator would, on the run's SQLite file and on its PostgreSQL
+// database.
+import { runToEnd } from './processes.ts';
+import { plan } from './seed.ts';
+
+/**
+ * The bench's plan, with no rate and a quota no run reaches, and a key on it for the account `bench`
+ * (made if need be), through the CLI as an operator would.
+ */
+export async function createKey(databaseUrl: string): Promise<string> {
+  const env = { DATABASE_URL: databaseUrl };
+  await runToEnd('bin/rowbase', ['plans', 'set', plan.name, '--quota', String(plan.quota), '--period', plan.period, '--no-rate'], env);
+  const created = await runToEnd('bin/rowbase', ['keys', 'create', '--account', 'bench', '--plan', plan.name, '--json'], env);
+  return JSON.parse(created).key;
+}
