@@ -373,10 +373,11 @@ function markdown(results: Results): string {
   const sockets = results.summaries.flatMap((s) =>
     Object.entries(s.feed?.socketFailures ?? {}).map(([reason, count]) => `- ${s.workload}: ${count} × socket ${reason}`),
   );
-  const profiles = Object.entries(results.profiles).map(([workload, p]) => profileMarkdown(workload, p));
+  const profiles = Object.entries(results.profiles).map(([workload, p]) => profileLine(workload, p));
   const problems = Object.entries(results.serverProblems).flatMap(([server, logged]) =>
     Object.entries(logged).map(([problem, count]) => `- ${server} logged ${count} × \`${problem}\``),
   );
+  const { settings } = results;
   return [
     `## Results (${results.mode} run, ${results.startedAt})`,
     '',
@@ -392,17 +393,15 @@ function markdown(results: Results): string {
     '',
     ...(problems.length ? ['What the servers logged at warn or above during the measurements:', '', ...problems, ''] : []),
     ...(sockets.length ? ['Feed sockets that failed or were closed by the server:', '', ...sockets, ''] : []),
-    '### Settings',
+    `Settings (\`bench/settings.ts\`): ${settings.connections} connections, ${settings.rounds} rounds of ` +
+      `${settings.durationSeconds} s a measurement after ${settings.warmupSeconds} s of warm-up, ` +
+      `${thousands(settings.rows)} rows, batches of ${thousands(settings.batchSize)}, pages of ${settings.pageSize}, ` +
+      `fanout to ${thousands(settings.fanoutSubscribers)} subscribers at ${settings.fanoutRate} inserts a second, ` +
+      `${thousands(settings.idleSubscribers)} idle sockets. Every setting, measurement and profile is in \`bench/results.json\`.`,
     '',
-    'Every bound of the run (`bench/settings.ts`):',
-    '',
-    '```json',
-    JSON.stringify(results.settings, null, 2),
-    '```',
-    '',
-    '### Profiles',
-    '',
-    profiles.length ? profiles.join('\n\n') : 'Not profiled in this run (`--quick` skips profiling).',
+    profiles.length
+      ? `Profiles (self time on the main thread within the measured window; the raw profiles in \`bench/profiles/\`):\n\n${profiles.join('\n')}`
+      : 'Not profiled in this run (`--quick` skips profiling).',
   ].join('\n');
 }
 
@@ -420,19 +419,14 @@ export function noise(results: Results): string {
   );
 }
 
-function profileMarkdown(workload: string, p: ProfileSummary): string {
-  const rows = (items: ProfileSummary['areas']) => items.map((i) => `| ${i.name.replaceAll('|', '\\|')} | ${i.ms} | ${i.percent}% |`);
-  return [
-    `#### ${workload}: on CPU ${Math.round(p.busyMs)} ms of ${Math.round(p.windowMs)} ms (${Math.round((100 * p.busyMs) / p.windowMs)}%)`,
-    '',
-    '| area | self ms | of CPU |',
-    '|---|--:|--:|',
-    ...rows(p.areas.slice(0, 12)),
-    '',
-    '| function | self ms | of CPU |',
-    '|---|--:|--:|',
-    ...rows(p.functions),
-  ].join('\n');
+/** One profile in a line: the share of the CPU its top areas and functions took. */
+function profileLine(workload: string, p: ProfileSummary): string {
+  const top = (items: ProfileSummary['areas']) =>
+    items
+      .slice(0, 5)
+      .map((i) => `${i.name} ${i.percent}%`)
+      .join(', ');
+  return `- ${workload}: on CPU ${Math.round(p.busyMs)} ms of ${Math.round(p.windowMs)} ms (${Math.round((100 * p.busyMs) / p.windowMs)}%); areas: ${top(p.areas)}; functions: ${top(p.functions)}`;
 }
 
 const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
