@@ -9,12 +9,12 @@
 //
 // Each group runs on a thread of libuv's pool, as rowbase's do: a second group goes out while one is under
 // way once three patches wait (writes.ts). The connection is set up as rowbase's writer
-// (sqliteWriterSetup), with rowbase's own checkpoints (SqliteStatements).
+// (writerSetup), with rowbase's own checkpoints (SqliteStatements).
 import { createServer, type ServerResponse } from 'node:http';
 import sqlite3 from 'sqlite3';
-import { sqliteWriterSetup } from '../src/db/connect.ts';
-import { patchSql } from '../src/db/sqlite-procedures.ts';
-import { SqliteStatements } from '../src/db/sqlite-statements.ts';
+import { writerSetup } from '../src/db/sqlite/index.ts';
+import { patchSql } from '../src/db/sqlite/sql.ts';
+import { SqliteStatements } from '../src/db/sqlite/statements.ts';
 import { listen } from './listen.ts';
 import { collections } from './seed.ts';
 
@@ -70,7 +70,7 @@ await listen(server, 'baseline-patch');
 /** Groups on the pool's threads, at most two under way, as rowbase's GroupedWrites. */
 async function onPoolThread(): Promise<() => void> {
   const db = new sqlite3.Database(file);
-  await new Promise<void>((resolve, reject) => db.exec(sqliteWriterSetup, (error) => (error ? reject(error) : resolve())));
+  await new Promise<void>((resolve, reject) => db.exec(writerSetup, (error) => (error ? reject(error) : resolve())));
   accountId = await new Promise<number>((resolve, reject) =>
     db.get<{ id: number }>('select account_id as id from collections where name = ?', [collections.rows], (error, row) =>
       error || !row ? reject(error ?? new Error(`no collection ${collections.rows} in ${file}`)) : resolve(row.id),

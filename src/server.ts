@@ -4,7 +4,6 @@ import { createServer, type Server, type ServerResponse } from 'node:http';
 import { type AddressInfo, isIPv6 } from 'node:net';
 import { createApp } from './app.ts';
 import type { Config } from './config.ts';
-import { listenForChanges } from './db/changes.ts';
 import { openStore, type Store } from './db/store.ts';
 import { BodyBudget } from './http/body-budget.ts';
 import { serveWithoutUpgrade, wantsWebSocket } from './http/other-upgrades.ts';
@@ -43,7 +42,11 @@ export async function startServer(
   log: Logger = createLogger(config.logLevel),
   options: ServerOptions = {},
 ): Promise<RunningServer> {
-  const store = await openStore(config.databaseUrl, { minRows: config.sortIndexMinRows, max: config.sortIndexMax }, log);
+  const store = await openStore(config.databaseUrl, {
+    sortIndexes: { minRows: config.sortIndexMinRows, max: config.sortIndexMax },
+    log,
+    followOthers: true,
+  });
   const [openapi, asyncapi] = await Promise.all(['openapi.yaml', 'asyncapi.yaml'].map((name) => readFile(new URL(name, root), 'utf8')));
   const meter = new Meter(store, log, { clock: options.clock });
   const bodies = new BodyBudget(config.maxBodyBytesAtOnce);
@@ -56,8 +59,6 @@ export async function startServer(
   // quota or rate it is refused 429 and not counted.
   const admit = config.metering ? async ({ accountId }: { accountId: number }) => void (await meter.admit(accountId)) : undefined;
   const feed = createFeed({ store, config, log, admit });
-  // Other instances on the same PostgreSQL database announce their changes with NOTIFY.
-  const stopListening = store.db.dialect === 'postgres' ? listenForChanges(config.databaseUrl, store.db.changes, log) : async () => {};
   // Node hands the 'upgrade' listener every request with an Upgrade header: only WebSocket goes to the feed.
   server.on('upgrade', (request, socket, head) => {
     if (wantsWebSocket(request)) feed.handleUpgrade(request, socket, head);
@@ -82,7 +83,6 @@ export async function startServer(
       const timer = setTimeout(() => server.closeAllConnections(), graceMs);
       await drained;
       clearTimeout(timer);
-      await stopListening();
       await meter.close();
       await store.close();
     })();

@@ -1,5 +1,7 @@
-// The data layer's edge: driver errors become API errors here, per dialect, so no handler ever sees a
-// driver's message (which may carry SQL). What is not recognised stays as it is and becomes a 500.
+// The data layer's edge: driver errors become the product's errors here, told by their codes, so that no
+// handler ever sees a driver's message (which may carry SQL). Each dialect names its own codes
+// (sqlite/index.ts, postgres/index.ts); what is not recognised stays as it is and becomes a 500.
+import knex from 'knex';
 import { ApiError, conflict, unavailable } from '../errors.ts';
 
 /** Thrown for a statement asked of a database this process has closed: 503 unavailable, like a lost one. */
@@ -9,37 +11,23 @@ export class DatabaseClosedError extends Error {
   }
 }
 
-interface DriverError {
-  code?: string;
-  errno?: number;
-  message?: string;
+/** Node's codes for a connection that could not be made or was lost. */
+const connectionCodes = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT']);
+
+/** How a dialect's errors are told apart: by their `code`. */
+export interface ErrorCodes {
+  /** A unique constraint the statement broke: 409. */
+  isUniqueViolation(error: unknown): boolean;
+  /** The database cannot serve now (busy past its timeout, shut down, full): 503. */
+  unavailable: Set<string>;
 }
 
-/** A unique constraint was violated (SQLite's SQLITE_CONSTRAINT_UNIQUE, PostgreSQL's 23505). */
-export function isUniqueViolation(error: unknown): boolean {
-  const { code, message = '' } = (error ?? {}) as DriverError;
-  return (code === 'SQLITE_CONSTRAINT' && message.includes('UNIQUE')) || code === '23505';
-}
-
-const unavailableCodes = new Set([
-  'SQLITE_BUSY', // another process held the write lock past busy_timeout
-  'SQLITE_CANTOPEN',
-  'SQLITE_FULL',
-  'SQLITE_IOERR',
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ETIMEDOUT',
-  '57P01', // PostgreSQL: admin shutdown
-  '53300', // PostgreSQL: too many connections
-]);
-
-export function translateDatabaseError(error: unknown): unknown {
+/** The product's error for a driver's `error`, or `error` itself when it is none we know (a 500). */
+export function translateError(error: unknown, codes: ErrorCodes): unknown {
   if (error instanceof ApiError) return error;
-  if (error instanceof DatabaseClosedError) return unavailable();
-  const { code, message = '' } = (error ?? {}) as DriverError;
-  if (isUniqueViolation(error)) return conflict('That already exists.');
-  if ((code && unavailableCodes.has(code)) || /Knex: Timeout acquiring a connection|Unable to acquire a connection/.test(message)) {
-    return unavailable();
-  }
+  if (error instanceof DatabaseClosedError || error instanceof knex.KnexTimeoutError) return unavailable();
+  if (codes.isUniqueViolation(error)) return conflict('That already exists.');
+  const code = (error as { code?: unknown } | undefined)?.code;
+  if (typeof code === 'string' && (connectionCodes.has(code) || codes.unavailable.has(code))) return unavailable();
   return error;
 }

@@ -1,9 +1,7 @@
-import type { Knex } from 'knex';
-import { announceChange } from './changes.ts';
 import { collectionNotFound } from './collections.ts';
-import { insertMany } from './insert.ts';
-import type { WriteTx } from './query.ts';
-import type { Row } from './rows.ts';
+import type { Dialect, SqlValue, WriteTx } from './dialect.ts';
+import { type Row, rowJson } from './rows.ts';
+import { insertEventsSql } from './sql.ts';
 
 export type EventType = 'insert' | 'update' | 'delete';
 
@@ -21,17 +19,33 @@ export interface EventRow {
   json: string;
 }
 
+/** The event row of the row `id` whose stored text is `data`. */
+export const eventRow = (id: number, data: string): EventRow => ({ id, json: rowJson(id, data) });
+
 /**
  * Writes the events of one change inside its transaction. `lastSeq` is the collection's seq after the
  * change, so the events take the consecutive numbers that end there. The feed is woken after commit.
  */
-export async function appendEvents(trx: WriteTx, collectionId: number, lastSeq: number, type: EventType, rows: EventRow[]): Promise<void> {
+export async function appendEvents(
+  db: Dialect,
+  trx: WriteTx,
+  collectionId: number,
+  lastSeq: number,
+  type: EventType,
+  rows: EventRow[],
+): Promise<void> {
   const at = new Date().toISOString();
   const first = lastSeq - rows.length + 1;
   const values = rows.map((row, index) => [collectionId, first + index, type, row.id, row.json, at]);
-  await insertMany(trx, 'events', ['collection_id', 'seq', 'type', 'row_id', 'row', 'at'], values);
-  await announceChange(trx, collectionId);
+  for (let start = 0; start < values.length; start += EVENTS_PER_STATEMENT) {
+    const chunk = values.slice(start, start + EVENTS_PER_STATEMENT);
+    await db.run(trx, insertEventsSql(chunk.length), chunk.flat() as SqlValue[]);
+  }
+  await db.announce(trx, collectionId);
 }
+
+/** SQLite's default limit on bound variables per statement is 32766: six a event, well under it. */
+const EVENTS_PER_STATEMENT = 1000;
 
 /** Where a feed of the account's collection `name` can start. */
 export interface FeedStart {
@@ -49,7 +63,7 @@ export interface FeedStart {
  * Read by one statement, so in one snapshot: read apart, a collection deleted in between (its events
  * with it) looked like one whose events were all pruned, and a `since` was refused 410, not 404.
  */
-export async function feedStart(knex: Knex, accountId: number, name: string): Promise<FeedStart> {
+export async function feedStart({ knex }: Dialect, accountId: number, name: string): Promise<FeedStart> {
   const collection = await knex('collections')
     .where({ account_id: accountId, name })
     .first('id', 'last_seq', knex('events').where('collection_id', knex.ref('collections.id')).min('seq').as('oldest'));
@@ -61,7 +75,7 @@ export async function feedStart(knex: Knex, accountId: number, name: string): Pr
 }
 
 /** The collection's latest seq, or undefined once it has been deleted. */
-export async function latestSeq(knex: Knex, collectionId: number): Promise<number | undefined> {
+export async function latestSeq({ knex }: Dialect, collectionId: number): Promise<number | undefined> {
   const collection = await knex('collections').where({ id: collectionId }).first('last_seq');
   return collection ? Number(collection.last_seq) : undefined;
 }
@@ -80,7 +94,7 @@ export interface EventPage {
 }
 
 /** One page of the collection's events, in seq order. */
-export async function readEvents(knex: Knex, collectionId: number, page: EventPage): Promise<StoredEvent[]> {
+export async function readEvents({ knex }: Dialect, collectionId: number, page: EventPage): Promise<StoredEvent[]> {
   const inPage = () =>
     knex('events')
       .where({ collection_id: collectionId })

@@ -1,6 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { Knex } from 'knex';
-import { byCodePoint } from './query.ts';
+import type { Dialect } from './dialect.ts';
 
 /** The account a request acts for, as the auth step found it. */
 export interface Principal {
@@ -30,11 +29,11 @@ export const hashKey = (key: string) => createHash('sha256').update(key).digest(
  * Makes a new key for `account`, creating the account on first use. `plan` (default `free` for a new
  * account) sets the account's plan. The key itself is returned once and never stored.
  */
-export async function createKey(knex: Knex, account: string, plan?: string): Promise<KeyInfo & { key: string }> {
+export async function createKey({ knex }: Dialect, account: string, plan?: string): Promise<KeyInfo & { key: string }> {
   const key = `rb_${randomBytes(24).toString('base64url')}`;
   const created_at = new Date().toISOString();
   return knex.transaction(async (trx) => {
-    // A write first, so the transaction takes SQLite's write lock at once (see rows.ts, advance).
+    // A write first, so the transaction takes SQLite's write lock at once (see collections.ts, advance()).
     await trx('accounts').insert({ name: account, plan: 'free', created_at }).onConflict('name').ignore();
     if (plan !== undefined && !(await trx('plans').where({ name: plan }).first())) {
       throw new KeyError(`unknown plan ${JSON.stringify(plan)}; see: rowbase plans list`);
@@ -47,17 +46,17 @@ export async function createKey(knex: Knex, account: string, plan?: string): Pro
   });
 }
 
-export async function listKeys(knex: Knex, account?: string): Promise<KeyInfo[]> {
+export async function listKeys({ knex, byCodePoint }: Dialect, account?: string): Promise<KeyInfo[]> {
   const query = knex('api_keys')
     .join('accounts', 'accounts.id', 'api_keys.account_id')
     .select('api_keys.prefix', 'accounts.name as account', 'accounts.plan', 'api_keys.created_at', 'api_keys.revoked_at')
-    .orderBy([{ column: byCodePoint(knex, 'accounts.name') }, { column: 'api_keys.id' }]);
+    .orderBy([{ column: byCodePoint('accounts.name') }, { column: 'api_keys.id' }]);
   if (account !== undefined) query.where('accounts.name', account);
   return query;
 }
 
 /** Revokes the key given whole or by its prefix; a prefix must name exactly one live key. */
-export async function revokeKey(knex: Knex, keyOrPrefix: string): Promise<KeyInfo> {
+export async function revokeKey({ knex }: Dialect, keyOrPrefix: string): Promise<KeyInfo> {
   return knex.transaction(async (trx) => {
     const revoked_at = new Date().toISOString();
     const revoked = await trx('api_keys')
@@ -80,7 +79,7 @@ export async function revokeKey(knex: Knex, keyOrPrefix: string): Promise<KeyInf
 }
 
 /** Those of `hashes` that are the hashes of live keys: the feed closes the sockets of the others. */
-export async function liveKeyHashes(knex: Knex, hashes: string[]): Promise<string[]> {
+export async function liveKeyHashes({ knex }: Dialect, hashes: string[]): Promise<string[]> {
   const rows: { hash: string }[] = await knex('api_keys').whereIn('hash', hashes).whereNull('revoked_at').select('hash');
   return rows.map(({ hash }) => hash);
 }
@@ -89,7 +88,7 @@ export async function liveKeyHashes(knex: Knex, hashes: string[]): Promise<strin
  * The account of the live key whose hash is `hash`, or undefined for an unknown or revoked one. The
  * store answers requests through a cache of these (see principals.ts).
  */
-export async function principalOf(knex: Knex, hash: string): Promise<Principal | undefined> {
+export async function principalOf({ knex }: Dialect, hash: string): Promise<Principal | undefined> {
   const row = await knex('api_keys')
     .join('accounts', 'accounts.id', 'api_keys.account_id')
     .where('api_keys.hash', hash)

@@ -1,9 +1,23 @@
+// The schema, the same on both dialects but where a dialect says otherwise (DialectSchema): the type
+// of a sort key's string, and the steps that only PostgreSQL's keys needed (postgres/migrations.ts).
 import type { Knex } from 'knex';
-import { postgresJsonb } from './ordering.ts';
-import { postgresKeyColumns, replaceKey } from './sort-keys.ts';
+
+type OwnStep =
+  | '0004_postgres_sort_key_escape'
+  | '0005_postgres_sort_key_surrogates'
+  | '0006_postgres_cut_sort_keys'
+  | '0007_postgres_page_knows_cut_keys';
+
+/** What a dialect changes of the migrations. */
+export interface DialectSchema {
+  /** The column type of sort_keys.str: text that compares in code point order. */
+  codePointText: string;
+  /** Steps of this dialect's own, by migration; the migrations a dialect has none for change nothing on it. */
+  own: Partial<Record<OwnStep, Knex.Migration>>;
+}
 
 // Timestamps are ISO 8601 text in UTC: they sort as they compare, on every backend.
-const migrations: Record<string, Knex.Migration> = {
+const migrations = (schema: DialectSchema): Record<string, Knex.Migration> => ({
   '0001_initial': {
     async up(knex) {
       await knex.schema.createTable('plans', (t) => {
@@ -89,15 +103,14 @@ const migrations: Record<string, Knex.Migration> = {
       // For each row and sort index, where the row's value of the field falls in the order of
       // listRows (openapi.yaml): `rank` is the JSON type's place (1 numbers, 2 strings, 3 booleans,
       // 4 objects and arrays, 5 missing or null), then `num` (numbers; false 0, true 1) or `str`
-      // (strings, by code point), then the row id. See sort-keys.ts.
-      const postgres = knex.client.dialect === 'postgresql';
+      // (strings, by code point), then the row id. See sort-indexes.ts.
       await knex.schema.createTable('sort_keys', (t) => {
         t.integer('collection_id').notNullable();
         t.integer('slot').notNullable();
         t.bigInteger('row_id').notNullable();
         t.integer('rank').notNullable();
         t.specificType('num', 'numeric');
-        t.specificType('str', postgres ? 'text collate "C"' : 'text');
+        t.specificType('str', schema.codePointText);
         t.primary(['collection_id', 'row_id', 'slot']);
         t.index(['collection_id', 'slot', 'rank', 'num', 'str', 'row_id'], 'sort_keys_order');
       });
@@ -109,79 +122,21 @@ const migrations: Record<string, Knex.Migration> = {
       });
     },
   },
-  '0004_postgres_sort_key_escape': {
-    // PostgreSQL's sort keys were made with U+0000 read as U+0001 (in strings and in field names), so
-    // that "a\u0000b" sorted after "a\u0001", and a field named with U+0000 was read from the one named
-    // with U+0001. They are made now with ordering.ts's order-preserving escape (postgresJsonb); every
-    // key it could change is one of a row whose text holds `\u0000` or `\u0001` (the escapes
-    // JSON.stringify writes), and those are made again, each as sort-keys.ts makes it. A row whose text
-    // PostgreSQL cannot read as jsonb at all (a lone surrogate, which a patch of a field not indexed can
-    // add; none since 0005's escape, which this now reads with) is left as it is, rather than stop the
-    // migration, and with it the service. SQLite's keys never changed.
-    async up(knex) {
-      await remakePostgresKeys(knex, "strpos(data, '\\u0000') > 0 or strpos(data, '\\u0001') > 0");
-    },
-    // The old keys were wrong: there is nothing to go back to.
-    async down() {},
-  },
-  '0005_postgres_sort_key_surrogates': {
-    // PostgreSQL's sort keys are made now with ordering.ts's escape extended to lone surrogates, which
-    // its jsonb refuses, and to U+D7FF, which the escape of a lone surrogate begins with: a U+D7FF now
-    // reads as U+D7FF U+0002. Every key this changes is one of a row whose text holds U+D7FF, or a lone
-    // surrogate (the escape `\udXYZ` JSON.stringify writes; the test also takes the text of a backslash
-    // followed by "ud8", which only makes a key again as it was), or of a field whose name holds either;
-    // those are made again, each as sort-keys.ts makes it. No key of a lone surrogate was ever made (the
-    // statement failed), but a key of U+D7FF was, and would sort after the new keys of lone surrogates
-    // where it must sort before them. A row PostgreSQL still cannot read as jsonb (none should remain)
-    // is left as it is, as in 0004. SQLite's keys never changed.
-    async up(knex) {
-      await remakePostgresKeys(knex, "strpos(f.field, chr(55295)) > 0 or strpos(data, chr(55295)) > 0 or data ~* '\\\\ud[89a-f]'");
-    },
-    // The old keys were wrong: there is nothing to go back to.
-    async down() {},
-  },
-  '0006_postgres_cut_sort_keys': {
-    // PostgreSQL: a string key holds a string's first 400 characters (sort-keys.ts, POSTGRES_KEY_CHARS),
-    // so that no string is too long for the index (its keys are at most 2,704 bytes; a longer string
-    // made the write fail). Keys made longer before are cut likewise; the partial index finds, at once,
-    // the slots holding a key that may have been cut, whose pages then sort the collection whole.
-    // SQLite keys whole strings.
-    async up(knex) {
-      if (knex.client.dialect !== 'postgresql') return;
-      await knex.raw('update sort_keys set str = left(str, 400) where length(str) > 400');
-      await knex.raw('create index sort_keys_long on sort_keys (collection_id, slot) where length(str) >= 400');
-    },
-    async down(knex) {
-      if (knex.client.dialect !== 'postgresql') return;
-      await knex.raw('drop index sort_keys_long');
-    },
-  },
-};
+  '0004_postgres_sort_key_escape': schema.own['0004_postgres_sort_key_escape'] ?? unchanged,
+  '0005_postgres_sort_key_surrogates': schema.own['0005_postgres_sort_key_surrogates'] ?? unchanged,
+  '0006_postgres_cut_sort_keys': schema.own['0006_postgres_cut_sort_keys'] ?? unchanged,
+  '0007_postgres_page_knows_cut_keys': schema.own['0007_postgres_page_knows_cut_keys'] ?? unchanged,
+});
 
-/**
- * PostgreSQL only: makes again, as sort-keys.ts makes them, the sort keys of the rows that `rows`
- * picks (an SQL condition on `data`, the row's text, and `f.field`, the indexed field's name), each
- * with ordering.ts's escape as it is now. A row PostgreSQL cannot read as jsonb at all is left as it
- * is, rather than stop the migration, and with it the service.
- */
-async function remakePostgresKeys(knex: Knex, rows: string): Promise<void> {
-  if (knex.client.dialect !== 'postgresql') return;
-  await knex.raw(`create function pg_temp.rowbase_jsonb(document text) returns jsonb language plpgsql as $$
-    begin return ${postgresJsonb('document')}; exception when others then return null; end $$`);
-  await knex.raw(`insert into sort_keys (collection_id, slot, row_id, rank, num, str)
-    select collection_id, slot, id, ${postgresKeyColumns('j')}
-      from (select c.id as collection_id, f.slot - 1 as slot, d.id, d.document -> f.field as j
-        from collections c,
-          jsonb_array_elements_text(pg_temp.rowbase_jsonb(c.sorted)) with ordinality as f(field, slot),
-          lateral (select id, pg_temp.rowbase_jsonb(data) as document from rows where collection_id = c.id and (${rows})) d
-        where d.document is not null) k
-    ${replaceKey}`);
-  await knex.raw('drop function pg_temp.rowbase_jsonb(text)');
-}
+/** A migration that changes nothing on a dialect. */
+const unchanged: Knex.Migration = { async up() {}, async down() {} };
 
 /** Migrations ship inside the code, so a bare `npm start` needs no migrations folder. */
-export const migrationSource: Knex.MigrationSource<string> = {
-  getMigrations: async () => Object.keys(migrations),
-  getMigrationName: (name) => name,
-  getMigration: async (name) => migrations[name],
-};
+export function migrationSource(schema: DialectSchema): Knex.MigrationSource<string> {
+  const all = migrations(schema);
+  return {
+    getMigrations: async () => Object.keys(all),
+    getMigrationName: (name) => name,
+    getMigration: async (name) => all[name],
+  };
+}

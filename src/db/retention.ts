@@ -2,7 +2,7 @@
 // resume from (asyncapi.yaml, "Resuming"). Pruning runs in small batches, each its own short statement,
 // so writers wait for at most one batch; and it only ever removes a collection's oldest events, so what
 // is retained always runs without a gap up to the latest seq.
-import type { Knex } from 'knex';
+import type { Dialect } from './dialect.ts';
 
 export interface RetentionPolicy {
   /** Events kept per collection, newest first. */
@@ -14,7 +14,7 @@ export interface RetentionPolicy {
 }
 
 /** One page of collections, by id, with their latest seq: what a pruning pass walks through. */
-export async function collectionsAfter(knex: Knex, afterId: number, limit: number): Promise<{ id: number; lastSeq: number }[]> {
+export async function collectionsAfter({ knex }: Dialect, afterId: number, limit: number): Promise<{ id: number; lastSeq: number }[]> {
   const rows = await knex('collections').where('id', '>', afterId).orderBy('id').limit(limit).select('id', 'last_seq');
   return rows.map((row: { id: number | string; last_seq: number | string }) => ({ id: Number(row.id), lastSeq: Number(row.last_seq) }));
 }
@@ -23,7 +23,7 @@ export async function collectionsAfter(knex: Knex, afterId: number, limit: numbe
  * Deletes the longest run of the collection's oldest events (at most `batchSize`) that are past
  * retention, and returns how many went; fewer than `batchSize` means the collection is done.
  */
-export async function pruneEventBatch(knex: Knex, collectionId: number, lastSeq: number, policy: RetentionPolicy, now = Date.now()) {
+export async function pruneEventBatch({ knex }: Dialect, collectionId: number, lastSeq: number, policy: RetentionPolicy, now = Date.now()) {
   const pastCount = lastSeq - policy.keepCount;
   const cutoff = new Date(now - policy.keepMs).toISOString();
   const oldest: { seq: number | string; at: string }[] = await knex('events')

@@ -70,11 +70,11 @@ export function createFeed({ store, config, log, admit }: FeedOptions): Feed {
   let closing = false;
 
   const wake = (collectionId: number) => tails.get(collectionId)?.wake();
-  store.db.changes.on('change', wake);
+  store.changes.on('change', wake);
   const wakeAll = () => {
     for (const tail of tails.values()) tail.wake();
   };
-  store.db.changes.on('all', wakeAll);
+  store.changes.on('all', wakeAll);
   const heartbeat = setInterval(() => {
     for (const subscriber of subscribers.keys()) subscriber.heartbeat();
   }, config.feedPingIntervalMs);
@@ -196,8 +196,8 @@ export function createFeed({ store, config, log, admit }: FeedOptions): Feed {
       closing = true;
       clearInterval(heartbeat);
       clearInterval(keyCheck);
-      store.db.changes.off('change', wake);
-      store.db.changes.off('all', wakeAll);
+      store.changes.off('change', wake);
+      store.changes.off('all', wakeAll);
       await Promise.all([pruner.stop(), keyPass, ...checking]);
       const open = [...subscribers.keys()];
       for (const subscriber of open) subscriber.close(closeCodes.shuttingDown);

@@ -2,9 +2,11 @@
 // without checking them: without these, a type error or a lint finding would pass CI. The same checks
 // as `npm run lint`, with the benchmarks' own project too, and Biome's warnings counted as errors.
 import { execFile } from 'node:child_process';
-import { join } from 'node:path';
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
+import ts from 'typescript';
 
 const run = promisify(execFile);
 const root = new URL('../../', import.meta.url).pathname;
@@ -33,5 +35,39 @@ describe('the code', function () {
 
   it('lints and is formatted as biome.json says, warnings included (biome check)', async () => {
     expect(await check('biome', ['check', '--error-on-warnings', '.'])).to.match(/Checked \d+ files/);
+  });
+});
+
+describe('the source', () => {
+  const files = readdirSync(join(root, 'src'), { recursive: true, encoding: 'utf8' })
+    .filter((file) => file.endsWith('.ts'))
+    .map((file) => join(root, 'src', file));
+
+  /** The src/ files each file imports, type-only imports and re-exports included. */
+  const imports = new Map(
+    files.map((file) => {
+      const { importedFiles } = ts.preProcessFile(readFileSync(file, 'utf8'), true, true);
+      const local = importedFiles.map(({ fileName }) => fileName).filter((name) => name.startsWith('.'));
+      return [file, local.map((name) => resolve(dirname(file), name)).filter((name) => name.startsWith(join(root, 'src')))];
+    }),
+  );
+
+  it('has no import circles, type-only imports included', () => {
+    const circles: string[] = [];
+    const done = new Set<string>();
+    const visit = (file: string, path: string[]) => {
+      if (path.includes(file))
+        return void circles.push([...path.slice(path.indexOf(file)), file].map((f) => relative(root, f)).join(' → '));
+      if (done.has(file)) return;
+      for (const next of imports.get(file) ?? []) visit(next, [...path, file]);
+      done.add(file);
+    };
+    for (const file of files) visit(file, []);
+    expect(circles).to.deep.equal([]);
+  });
+
+  it('chooses the data module of a dialect in one place, src/db/store.ts, and keeps no service locator', () => {
+    const asking = files.filter((file) => /\bdialect\s*[!=]==|client\.dialect|userParams/.test(readFileSync(file, 'utf8')));
+    expect(asking.map((file) => relative(root, file))).to.deep.equal([]);
   });
 });

@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { expect } from 'chai';
@@ -49,7 +49,7 @@ describe('the contract documents', () => {
       const out = await mkdtemp(join(tmpdir(), 'rowbase-generate-'));
       try {
         const written = await generate(out);
-        const committed = (await readdir(join(root, 'generated'))).sort();
+        const committed = (await generatedFiles()).sort();
         expect(committed, 'the files in generated/').to.deep.equal(written);
         for (const name of written) {
           const fresh = await readFile(join(out, name), 'utf8');
@@ -62,7 +62,7 @@ describe('the contract documents', () => {
     });
 
     it('heads every file with a do-not-edit line (but the JSON document, which cannot hold one)', async () => {
-      for (const name of await readdir(join(root, 'generated'))) {
+      for (const name of await generatedFiles()) {
         if (name.endsWith('.json')) continue;
         const text = await readFile(join(root, 'generated', name), 'utf8');
         expect(text.split('\n')[0], name).to.match(/Do not edit/);
@@ -70,3 +70,9 @@ describe('the contract documents', () => {
     });
   });
 });
+
+/** The files of generated/, its subfolders' too, by their paths inside it. */
+async function generatedFiles(): Promise<string[]> {
+  const entries = await readdir(join(root, 'generated'), { recursive: true, withFileTypes: true });
+  return entries.filter((entry) => entry.isFile()).map((entry) => relative(join(root, 'generated'), join(entry.parentPath, entry.name)));
+}

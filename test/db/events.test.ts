@@ -17,11 +17,11 @@ describeEachBackend('events (data layer)', (backend) => {
   const changesDuring = async (write: () => Promise<unknown>) => {
     const heard: number[] = [];
     const listener = (collectionId: number) => heard.push(collectionId);
-    server.store.db.changes.on('change', listener);
+    server.store.changes.on('change', listener);
     try {
       await write();
     } finally {
-      server.store.db.changes.off('change', listener);
+      server.store.changes.off('change', listener);
     }
     return heard;
   };
@@ -109,8 +109,8 @@ describeEachBackend('events (data layer)', (backend) => {
 
     it('writes nothing, and wakes no one, for a batch into a missing collection', async () => {
       const counts = async () => {
-        const [rows] = await server.store.db.knex('rows').count({ n: '*' });
-        const [events] = await server.store.db.knex('events').count({ n: '*' });
+        const [rows] = await server.store.knex('rows').count({ n: '*' });
+        const [events] = await server.store.knex('events').count({ n: '*' });
         return [Number(rows.n), Number(events.n)];
       };
       const before = await counts();

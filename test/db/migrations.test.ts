@@ -1,7 +1,8 @@
 // Migrations that change what stored data means (src/db/migrations.ts), run over a database written
 // the old way.
 import { expect } from 'chai';
-import { postgresKeyColumns, replaceKey } from '../../src/db/sort-keys.ts';
+import { keyColumns } from '../../src/db/postgres/sql.ts';
+import { replaceKey } from '../../src/db/sql.ts';
 import { openStore, type Store } from '../../src/db/store.ts';
 import { createDatabase, postgresUnavailable, type TestDatabase } from '../support/backends.ts';
 
@@ -26,13 +27,13 @@ describe('migrations on PostgreSQL', () => {
   /** The ids of `collection`'s page by `field`, both ways. */
   const idsBothWays = (accountId: number, collection: string, field: string) =>
     Promise.all((['asc', 'desc'] as const).map(async (order) => (await rowsOf(accountId, collection, field, order)).map((row) => row.id)));
-  const open = () => openStore(database.url, { minRows: 0, max: 16 });
+  const open = () => openStore(database.url, { sortIndexes: { minRows: 0, max: 16 } });
   /** Forgets that `migration` ran, opens the database again, which runs it again, and checks that it did. */
   async function runAgain(migration: string): Promise<void> {
-    await store.db.knex('knex_migrations').where({ name: migration }).delete();
+    await store.knex('knex_migrations').where({ name: migration }).delete();
     await store.close();
     store = await open();
-    expect(await store.db.knex('knex_migrations').where({ name: migration }).first('name')).to.deep.equal({ name: migration });
+    expect(await store.knex('knex_migrations').where({ name: migration }).first('name')).to.deep.equal({ name: migration });
   }
 
   describe('0004_postgres_sort_key_escape', () => {
@@ -56,7 +57,7 @@ describe('migrations on PostgreSQL', () => {
     it('makes again the keys the old escape made (U+0000 read as U+0001), so that an old index orders by code point', async () => {
       store = await open();
       await store.createKey('old');
-      const accountId = Number((await store.db.knex('accounts').where({ name: 'old' }).first('id')).id);
+      const accountId = Number((await store.knex('accounts').where({ name: 'old' }).first('id')).id);
       await store.createCollection(accountId, 'old');
       const stored = JSON.parse(await store.insertRows(accountId, 'old', rows)) as Row[];
       for (const field of fields) await pages(accountId, field);
@@ -67,12 +68,12 @@ describe('migrations on PostgreSQL', () => {
       await store.updateRow(accountId, 'lone', 2, { z: '\ud800' });
 
       // The keys as the code before the migration made them.
-      const knex = store.db.knex;
+      const knex = store.knex;
       const { id } = await knex('collections').where({ name: 'old' }).first('id');
       for (const [slot, field] of fields.entries()) {
         await knex.raw(
           `insert into sort_keys (collection_id, slot, row_id, rank, num, str)
-            select collection_id, ?::integer, id, ${postgresKeyColumns('j')}
+            select collection_id, ?::integer, id, ${keyColumns('j')}
             from (select collection_id, id, replace(data, '\\u0000', '\\u0001')::jsonb -> ? as j from rows where collection_id = ?) r
             ${replaceKey}`,
           [slot, field.replaceAll('\u0000', '\u0001'), id],
@@ -107,19 +108,19 @@ describe('migrations on PostgreSQL', () => {
     it('makes again the keys of U+D7FF, so that they sort below those of lone surrogates', async () => {
       if (!store) store = await open();
       await store.createKey('d7ff');
-      const accountId = Number((await store.db.knex('accounts').where({ name: 'd7ff' }).first('id')).id);
+      const accountId = Number((await store.knex('accounts').where({ name: 'd7ff' }).first('id')).id);
       await store.createCollection(accountId, 'd7ff');
       const shuffled = [4, 0, 6, 2, 5, 1, 3].map((i) => old[i]);
       const rows = shuffled.map((v, i) => ({ a: v, [named]: shuffled[shuffled.length - 1 - i] }));
       await store.insertRows(accountId, 'd7ff', rows);
       for (const field of fields) await pages(accountId, field);
       // The keys as the code before the migration made them, of the rows it could read (no lone surrogate).
-      const knex = store.db.knex;
+      const knex = store.knex;
       const { id } = await knex('collections').where({ name: 'd7ff', account_id: accountId }).first('id');
       for (const [slot, field] of fields.entries()) {
         await knex.raw(
           `insert into sort_keys (collection_id, slot, row_id, rank, num, str)
-            select collection_id, ?::integer, id, ${postgresKeyColumns('j')}
+            select collection_id, ?::integer, id, ${keyColumns('j')}
             from (select collection_id, id,
                 replace(replace(replace(data, '\\\\', '\\u005c'), '\\u0001', '\\u0001\\u0002'), '\\u0000', '\\u0001\\u0001')::jsonb -> ? as j
               from rows where collection_id = ?) r
@@ -147,7 +148,7 @@ describe('migrations on PostgreSQL', () => {
     it('cuts the string keys made whole before to 400 characters, and pages by them still sort exactly', async () => {
       if (!store) store = await open();
       await store.createKey('cut');
-      const accountId = Number((await store.db.knex('accounts').where({ name: 'cut' }).first('id')).id);
+      const accountId = Number((await store.knex('accounts').where({ name: 'cut' }).first('id')).id);
       await store.createCollection(accountId, 'cut');
       const shared = 'q'.repeat(450);
       const stored = JSON.parse(
@@ -158,23 +159,24 @@ describe('migrations on PostgreSQL', () => {
         ),
       ) as Row[];
       await rowsOf(accountId, 'cut', 's'); // makes the index
-      // The keys as the code before the migration made them: whole strings, with no partial index.
-      const { id } = await store.db.knex('collections').where({ name: 'cut', account_id: accountId }).first('id');
-      await store.db.knex.raw('drop index sort_keys_long');
-      for (const row of stored) await store.db.knex('sort_keys').where({ collection_id: id, row_id: row.id }).update({ str: row.s });
+      // The keys as the code before the migration made them: whole strings, with no partial index (which
+      // 0007 dropped again).
+      const { id } = await store.knex('collections').where({ name: 'cut', account_id: accountId }).first('id');
+      await store.knex.raw('drop index if exists sort_keys_long');
+      for (const row of stored) await store.knex('sort_keys').where({ collection_id: id, row_id: row.id }).update({ str: row.s });
       const longest = async () =>
         Number(
           (
-            await store.db
+            await store
               .knex('sort_keys')
               .where({ collection_id: id })
-              .max({ n: store.db.knex.raw('length(str)') })
+              .max({ n: store.knex.raw('length(str)') })
           )[0].n,
         );
       expect(await longest()).to.equal(451);
       await runAgain(migration);
       expect(await longest()).to.equal(400);
-      expect((await store.db.knex.raw("select 1 from pg_indexes where indexname = 'sort_keys_long'")).rows).to.have.length(1);
+      expect((await store.knex.raw("select 1 from pg_indexes where indexname = 'sort_keys_long'")).rows).to.have.length(1);
       // ASCII: code unit order is code point order.
       const asc = [...stored].sort((x, y) => ((x.s as string) < (y.s as string) ? -1 : 1)).map((row) => row.id);
       expect(await idsBothWays(accountId, 'cut', 's')).to.deep.equal([asc, [...asc].reverse()]);

@@ -35,9 +35,7 @@ describe('on a PostgreSQL database whose collation is not C', () => {
   after(() => server?.stop());
 
   it('is a database where text does not sort by code point', async () => {
-    const { rows } = await running().store.db.knex.raw(`select string_agg(x, ' ' order by x) as sorted from unnest(?::text[]) x`, [
-      shuffled,
-    ]);
+    const { rows } = await running().store.knex.raw(`select string_agg(x, ' ' order by x) as sorted from unnest(?::text[]) x`, [shuffled]);
     expect(rows[0].sorted).to.equal('a A b B zed Zed');
   });
 
@@ -69,7 +67,7 @@ describe('on a PostgreSQL database whose collation is not C', () => {
         expect(got, `${field} ${order}`).to.deep.equal(order === 'asc' ? expected : [...expected].reverse());
       }
     }
-    const { sorted } = await running().store.db.knex('collections').where({ name: 'rows' }).first('sorted');
+    const { sorted } = await running().store.knex('collections').where({ name: 'rows' }).first('sorted');
     expect(JSON.parse(sorted)).to.deep.equal(['indexed']);
   });
 

@@ -70,7 +70,7 @@ describeEachBackend('concurrent writes and reads', (backend) => {
 
   before(async function () {
     this.timeout(30_000);
-    // A page ordered by a field makes its sort index at once (sort-keys.ts).
+    // A page ordered by a field makes its sort index at once (src/db/sort-indexes.ts).
     server = await startTestServer({ sortIndexMinRows: 1 }, { backend });
     const client = await server.client();
     clients = [client];
@@ -249,7 +249,7 @@ describeEachBackend('concurrent writes and reads', (backend) => {
     const batches = range(0, 15).map((n) => range(0, 4).map((i) => ({ batch: n, s: `${n}-${i}` })));
     batches[7][2].s = long();
     const answers = await Promise.all(batches.map((batch, n) => clients[n % clients.length].post<Row[]>(`${base}/rows`, batch)));
-    // PostgreSQL keys the string's first 400 characters (sort-keys.ts); it refused the write before.
+    // PostgreSQL keys the string's first 400 characters (src/db/sort-indexes.ts); it refused the write before.
     for (const answer of answers) expect(answer.status, answer.text).to.equal(201);
 
     const latest = (await first.get<{ seq: number }>(base)).body.seq;
@@ -350,7 +350,7 @@ describeEachBackend('concurrent writes and reads', (backend) => {
     }
 
     // Nothing of it left, whatever write came last.
-    const { knex } = server.store.db;
+    const { knex } = server.store;
     for (const table of ['rows', 'events', 'sort_keys']) {
       const orphans = await knex(table).whereNotIn('collection_id', knex('collections').select('id')).count({ n: '*' });
       expect(Number(orphans[0].n), `${table} of no collection`).to.equal(0);

@@ -56,7 +56,7 @@ const fieldName = fc.oneof(
   { weight: 1, arbitrary: anyString(12) },
 );
 // Inside JSON (values and field names, never a URL, which cannot carry them), also lone surrogates and
-// U+D7FF, which PostgreSQL must escape to order (src/db/ordering.ts).
+// U+D7FF, which PostgreSQL must escape to order (src/db/postgres/sql.ts, escapeString).
 const jsonUnit = fc.oneof(
   { weight: 8, arbitrary: unit },
   { weight: 1, arbitrary: fc.constantFrom('\ud800', '\udfff', '\udc00', '\ud7ff') },

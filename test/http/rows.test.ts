@@ -63,7 +63,7 @@ describeEachBackend('rows', (backend) => {
       expect(await list(name)).to.deep.equal(expected);
       for (const row of expected) expect((await client.get(`/v1/collections/${name}/rows/${row.id}`)).body).to.deep.equal(row);
       // And each insert event carries its row, as the feed sends it.
-      const { id } = await server.store.db.knex('collections').where({ name }).first('id');
+      const { id } = await server.store.knex('collections').where({ name }).first('id');
       const events = await server.store.readEvents(Number(id), { after: 0, limit: 100 });
       expect(events.map((event) => event.row)).to.deep.equal(expected);
     });
@@ -330,7 +330,7 @@ describeEachBackend('rows', (backend) => {
       expect(read.text).to.equal(JSON.stringify(expected));
       expect((await list(name)).map((row) => JSON.stringify(row))).to.deep.equal([JSON.stringify(expected)]);
       // The stored text is the one JSON.stringify gives, the name escaped as `\udbff`, not its bytes.
-      const { data } = await server.store.db
+      const { data } = await server.store
         .knex('rows')
         .join('collections', 'collections.id', 'rows.collection_id')
         .where({ 'collections.name': name, 'rows.id': 1 })

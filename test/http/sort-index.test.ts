@@ -1,4 +1,4 @@
-// Sort indexes (src/db/sort-keys.ts): pages ordered by a field come from an index once the collection
+// Sort indexes (src/db/sort-indexes.ts): pages ordered by a field come from an index once the collection
 // is large enough, and must be exactly the pages that sorting the whole collection gives (contract.md,
 // "Rows"), through every insert, patch and delete, from this instance or another.
 import { expect } from 'chai';
@@ -41,7 +41,7 @@ const value = fc.oneof(
   fc.constantFrom(1e21, -0.5, 0.5),
   fc.constantFrom('', 'a', 'B', 'aa', 'é', 'e\u0301', '😀', 'a\u0000', 'a\u0000b', 'a\u0001', '\u0001', 'Z'),
   fc.string({ maxLength: 4 }),
-  // U+0000 and U+0001, which PostgreSQL must escape to order (ordering.ts), beside the text of their JSON escapes.
+  // U+0000 and U+0001, which PostgreSQL must escape to order (src/db/postgres/sql.ts), beside the text of their JSON escapes.
   fc.string({ maxLength: 4, unit: fc.constantFrom('\u0000', '\u0001', '\u0002', 'a', '\\', 'u', '0') }),
   // Lone surrogates and U+D7FF, which PostgreSQL must escape too, beside pairs (a '\ud83d' then a '\ude00' is one).
   fc.constantFrom('\ud800', '\udfff', 'a\ud800b', '\ud7ff', '\ue000', '\ud7ff\u0001', '\ud83d\ude00'),
@@ -77,7 +77,7 @@ describeEachBackend('sort indexes', (backend) => {
     return response.body.map((row) => row.id);
   };
   const sortedOf = async (name: string) =>
-    JSON.parse((await server.store.db.knex('collections').where({ name }).first('sorted')).sorted) as string[];
+    JSON.parse((await server.store.knex('collections').where({ name }).first('sorted')).sorted) as string[];
 
   before(async () => {
     // Every field ordered by is indexed at once, two per collection: the third sorts whole.
@@ -217,7 +217,7 @@ describeEachBackend('sort indexes', (backend) => {
     ];
     for (const { indexed, whole } of roles) {
       const name = await newCollection();
-      const { account_id: accountId } = await server.store.db.knex('collections').where({ name }).first('account_id');
+      const { account_id: accountId } = await server.store.knex('collections').where({ name }).first('account_id');
       const page = async (field: string, order: Order) => {
         if (field.isWellFormed()) return ids(name, `?order_by=${encodeURIComponent(field)}&order=${order}&limit=1000`);
         const { json } = await server.store.listRows(Number(accountId), name, { limit: 1000, offset: 0, orderBy: field, order });
@@ -372,8 +372,8 @@ describeEachBackend('sort indexes', (backend) => {
     const name = await newCollection();
     await client.post(path(name), [{ a: 1 }, { a: 2 }]);
     await ids(name, '?order_by=a');
-    const { id } = await server.store.db.knex('collections').where({ name }).first('id');
-    const keys = () => server.store.db.knex('sort_keys').where({ collection_id: id }).count({ n: '*' }).first();
+    const { id } = await server.store.knex('collections').where({ name }).first('id');
+    const keys = () => server.store.knex('sort_keys').where({ collection_id: id }).count({ n: '*' }).first();
     expect(Number((await keys())?.n)).to.equal(2);
     expect((await client.delete(`/v1/collections/${name}`)).status).to.equal(204);
     expect(Number((await keys())?.n)).to.equal(0);
@@ -391,7 +391,7 @@ describeEachBackend('sort indexes', (backend) => {
     it('sorts the whole collection until it holds sortIndexMinRows rows, then indexes the field', async () => {
       expect((await smallClient.post('/v1/collections', { name: 'few' })).status).to.equal(201);
       const sorted = async () =>
-        JSON.parse((await small.store.db.knex('collections').where({ name: 'few' }).first('sorted')).sorted) as string[];
+        JSON.parse((await small.store.knex('collections').where({ name: 'few' }).first('sorted')).sorted) as string[];
       const order = async () => (await smallClient.get<Row[]>('/v1/collections/few/rows?order_by=a&order=desc')).body.map((r) => r.id);
       await smallClient.post('/v1/collections/few/rows', [{ a: 1 }, { a: 3 }, { b: 1 }, { a: 2 }]);
       expect(await order()).to.deep.equal([2, 4, 1, 3]);

@@ -46,7 +46,7 @@ describe('usage counts across restarts', () => {
     const store = await openStore(workspace.databaseUrl);
     try {
       // The server adds its counts to the database every second: seen there well within two.
-      await pollUntil(async () => Number((await store.db.knex('usage_counts').sum({ total: 'count' }).first())?.total) === 5, 2000);
+      await pollUntil(async () => Number((await store.knex('usage_counts').sum({ total: 'count' }).first())?.total) === 5, 2000);
     } finally {
       await store.close();
     }

@@ -3,9 +3,9 @@
 // statement that fails runs each of its inserts alone.
 import { expect } from 'chai';
 import type { Knex } from 'knex';
-import { type InsertStatement, mergedInsert } from '../../src/db/merged-inserts.ts';
-import { openStore, type Store } from '../../src/db/store.ts';
-import { createDatabase, postgresUnavailable, type TestDatabase } from '../support/backends.ts';
+import { type InsertStatement, mergedInsert } from '../../../src/db/postgres/merged-inserts.ts';
+import { openStore, type Store } from '../../../src/db/store.ts';
+import { createDatabase, postgresUnavailable, type TestDatabase } from '../../support/backends.ts';
 
 type Row = { id: number } & Record<string, unknown>;
 
@@ -69,7 +69,7 @@ describe('merged inserts on PostgreSQL', () => {
       database = await createDatabase('postgres');
       store = await openStore(database.url);
       await store.createKey('writer');
-      accountId = (await store.db.knex('accounts').where({ name: 'writer' }).first('id')).id;
+      accountId = (await store.knex('accounts').where({ name: 'writer' }).first('id')).id;
       await store.createCollection(accountId, 'notes');
     });
     afterEach(async () => {
@@ -91,7 +91,7 @@ describe('merged inserts on PostgreSQL', () => {
       }
       const all = answers.flatMap(({ got }) => got).sort((a, b) => a.id - b.id);
       expect(all.map((row) => row.id)).to.deep.equal(Array.from({ length: all.length }, (_, i) => i + 1));
-      const { id } = await store.db.knex('collections').where({ name: 'notes' }).first('id');
+      const { id } = await store.knex('collections').where({ name: 'notes' }).first('id');
       const events = await store.readEvents(Number(id), { after: 0, limit: 1000 });
       expect(events.map((event) => [event.seq, event.row])).to.deep.equal(all.map((row) => [row.id, row]));
       expect((await store.getCollection(accountId, 'notes')).row_count).to.equal(all.length);

@@ -1,6 +1,6 @@
 // PostgreSQL: the inserts of one process into one collection, merged while they wait their turn.
 //
-// An insert holds the collection's row from its statement's start to its commit (rows.ts), so the
+// An insert holds the collection's row from its statement's start to its commit (sql.ts, insertBatchSql), so the
 // inserts of a collection run one after another whatever the pool. Sent as they come, the waiting
 // ones wait inside PostgreSQL, one backend each, and every turn costs a statement, a commit and its
 // WAL flush, and a backend's wake-up on a host whose cores PostgreSQL shares with Node. Instead, at
@@ -10,9 +10,8 @@
 //
 // A merged statement that fails (a row PostgreSQL refuses, say) runs each of its inserts again in a
 // statement of its own, in order, so that each succeeds or fails alone, exactly as it would have
-// unmerged; SQLite's grouped writes do the same (writes.ts). Statements of other processes queue in
+// unmerged; SQLite's grouped writes do the same (../sqlite/writes.ts). Statements of other processes queue in
 // PostgreSQL as before.
-import type { Knex } from 'knex';
 
 /** Runs one statement of `texts` (a request's rows, or several requests' one after another), answers its first id. */
 export type InsertStatement = (texts: string[]) => Promise<number>;
@@ -33,15 +32,15 @@ const MAX_RUNNING = 2;
 /** The rows of one merged statement at most (a request's own rows are never split). */
 const MAX_MERGED_ROWS = 5000;
 
-const queues = new WeakMap<Knex, Map<string, Queue>>();
+const queues = new WeakMap<object, Map<string, Queue>>();
 
 /**
  * Inserts `texts` with `statement`, merged with the other inserts of `key` (a collection of an
- * account) that wait beside it; answers the first id of `texts`' rows.
+ * account) made through `owner` (a store) that wait beside it; answers the first id of `texts`' rows.
  */
-export function mergedInsert(knex: Knex, key: string, texts: string[], statement: InsertStatement): Promise<number> {
-  const byKey = queues.get(knex) ?? new Map<string, Queue>();
-  queues.set(knex, byKey);
+export function mergedInsert(owner: object, key: string, texts: string[], statement: InsertStatement): Promise<number> {
+  const byKey = queues.get(owner) ?? new Map<string, Queue>();
+  queues.set(owner, byKey);
   const queue = byKey.get(key) ?? { running: 0, waiting: [] };
   byKey.set(key, queue);
   const waiting = new Promise<number>((resolve, reject) => queue.waiting.push({ texts, resolve, reject }));

@@ -4,9 +4,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { openStore, type Store } from '../../src/db/store.ts';
-import type { GroupedWrites } from '../../src/db/writes.ts';
-import type { ApiError } from '../../src/errors.ts';
+import type { SqliteStore } from '../../../src/db/sqlite/index.ts';
+import { openStore, type Store } from '../../../src/db/store.ts';
+import type { ApiError } from '../../../src/errors.ts';
 
 type Row = { id: number } & Record<string, unknown>;
 
@@ -18,14 +18,14 @@ describe('grouped writes on SQLite', () => {
     dir = await mkdtemp(join(tmpdir(), 'rowbase-writes-'));
     store = await openStore(`sqlite:${join(dir, 'rowbase.sqlite')}`);
     await store.createKey('writer');
-    accountId = (await store.db.knex('accounts').where({ name: 'writer' }).first('id')).id;
+    accountId = (await store.knex('accounts').where({ name: 'writer' }).first('id')).id;
     await store.createCollection(accountId, 'notes');
   });
   afterEach(async () => {
     await store.close().catch(() => {});
     await rm(dir, { recursive: true, force: true });
   });
-  const writes = () => store.db.knex.userParams.writes as GroupedWrites;
+  const writes = () => (store as SqliteStore).writes;
   const codeOf = (settled: PromiseSettledResult<unknown>) => (settled.status === 'rejected' ? (settled.reason as ApiError).code : 'ok');
 
   it('commit concurrent writes together, and a failing one alone fails, leaving no trace', async () => {
@@ -44,9 +44,9 @@ describe('grouped writes on SQLite', () => {
 
     // The 31 rows, ids 1..31 with no gap; seqs 1..32 with no gap (31 inserts and the patch), and the
     // counters as they should be: the failed writes moved nothing.
-    const rows = await store.db.knex('rows').orderBy('id').select('id');
+    const rows = await store.knex('rows').orderBy('id').select('id');
     expect(rows.map((r) => Number(r.id))).to.deep.equal(Array.from({ length: 31 }, (_, i) => i + 1));
-    const events = await store.db.knex('events').orderBy('seq').select('seq', 'type');
+    const events = await store.knex('events').orderBy('seq').select('seq', 'type');
     expect(events.map((e) => Number(e.seq))).to.deep.equal(Array.from({ length: 32 }, (_, i) => i + 1));
     expect(events.filter((e) => e.type === 'update')).to.have.length(1);
     const collection = await store.getCollection(accountId, 'notes');
@@ -76,7 +76,7 @@ describe('grouped writes on SQLite', () => {
       const ids = mine.flatMap(({ got }) => got.map((row) => row.id)).sort((a, b) => a - b);
       expect(ids).to.deep.equal(Array.from({ length: ids.length }, (_, i) => i + 1));
       // Each row stored as answered, and its insert event has the row's id as its seq.
-      const { id } = await store.db.knex('collections').where({ name: collection }).first('id');
+      const { id } = await store.knex('collections').where({ name: collection }).first('id');
       const events = await store.readEvents(Number(id), { after: 0, limit: 1000 });
       expect(events.map((event) => [event.seq, event.row])).to.deep.equal(
         mine
@@ -104,7 +104,7 @@ describe('grouped writes on SQLite', () => {
       expect(row).to.deep.equal({ id, row: id, ...Object.fromEntries(mine.map((n) => [`p${n}`, n])) });
     }
     // Each answer is the row as its own patch left it; the events, in seq order, grow each row one field at a time.
-    const { id } = await store.db.knex('collections').where({ name: 'notes' }).first('id');
+    const { id } = await store.knex('collections').where({ name: 'notes' }).first('id');
     const events = (await store.readEvents(Number(id), { after: 3, limit: 100 })).map((event) => event.row as Row);
     expect(events).to.have.length(30);
     for (const answer of answers) expect(events).to.deep.include(answer);
@@ -145,7 +145,7 @@ describe('grouped writes on SQLite', () => {
       expect(JSON.parse(await store.getRow(accountId, 'more', id))).to.deep.equal({ id, other: id });
     }
     // Only the nine patches that found their row took a seq, with no gap, and each its row's event.
-    const { id, last_seq } = await store.db.knex('collections').where({ name: 'notes' }).first('id', 'last_seq');
+    const { id, last_seq } = await store.knex('collections').where({ name: 'notes' }).first('id', 'last_seq');
     expect(Number(last_seq)).to.equal(3 + 9);
     const events = await store.readEvents(Number(id), { after: 3, limit: 100 });
     expect(events.map((event) => event.seq)).to.deep.equal(Array.from({ length: 9 }, (_, i) => 4 + i));
@@ -174,7 +174,7 @@ describe('grouped writes on SQLite', () => {
       .sort((a, b) => a - b);
     expect(ids).to.deep.equal(Array.from({ length: 400 }, (_, i) => i + 1));
     // Each row's insert event has its id as its seq, and carries the row as answered.
-    const { id } = await store.db.knex('collections').where({ name: 'notes' }).first('id');
+    const { id } = await store.knex('collections').where({ name: 'notes' }).first('id');
     const events = await store.readEvents(Number(id), { after: 0, limit: 1000 });
     const byId = new Map(answers.flat().map((row) => [row.id, row]));
     expect(events.map((event) => [event.seq, event.row])).to.deep.equal(ids.map((rowId) => [rowId, byId.get(rowId)]));
@@ -196,7 +196,7 @@ describe('grouped writes on SQLite', () => {
         const fields = Object.fromEntries(Array.from({ length: 40 }, (_, n) => [field(n), n]));
         expect(JSON.parse(await store.getRow(accountId, 'notes', 1))).to.deep.equal({ id: 1, row: 1, ...fields });
         // One event per patch, in seq order, each the row one field larger than the one before.
-        const { id } = await store.db.knex('collections').where({ name: 'notes' }).first('id');
+        const { id } = await store.knex('collections').where({ name: 'notes' }).first('id');
         const events = (await store.readEvents(Number(id), { after: 1, limit: 100 })).map((event) => event.row as Row);
         expect(events.map((row) => Object.keys(row).length)).to.deep.equal(Array.from({ length: 40 }, (_, i) => 3 + i));
         for (const answer of answers) expect(events).to.deep.include(JSON.parse(answer));

@@ -5,10 +5,11 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { SqliteStatements } from '../../src/db/sqlite-statements.ts';
-import { openStore, type Store } from '../../src/db/store.ts';
-import { ApiError } from '../../src/errors.ts';
-import { pollUntil } from '../support/process.ts';
+import type { SqliteStore } from '../../../src/db/sqlite/index.ts';
+import { SqliteStatements } from '../../../src/db/sqlite/statements.ts';
+import { openStore, type Store } from '../../../src/db/store.ts';
+import { ApiError } from '../../../src/errors.ts';
+import { pollUntil } from '../../support/process.ts';
 
 describe('SQLite hot statements', () => {
   let dir: string;
@@ -18,7 +19,7 @@ describe('SQLite hot statements', () => {
     dir = await mkdtemp(join(tmpdir(), 'rowbase-reads-'));
     store = await openStore(`sqlite:${join(dir, 'rowbase.sqlite')}`);
     await store.createKey('reader');
-    accountId = (await store.db.knex('accounts').where({ name: 'reader' }).first('id')).id;
+    accountId = (await store.knex('accounts').where({ name: 'reader' }).first('id')).id;
     await store.createCollection(accountId, 'notes');
   });
   afterEach(async () => {
@@ -26,7 +27,7 @@ describe('SQLite hot statements', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  const sqlite = () => store.db.knex.userParams.sqlite;
+  const sqlite = () => (store as SqliteStore).statements;
 
   it('read through a connection of their own, which cannot write', async () => {
     await store.insertRows(accountId, 'notes', [{ n: 1 }]);
@@ -67,7 +68,7 @@ describe('SQLite hot statements', () => {
     // And listRows finds the collection on the other and reads its page there; getRow reads on the other.
     const kinds: unknown[] = [];
     const read = sqlite().read.bind(sqlite());
-    sqlite().read = (sql: string, params: unknown[], kind = 'point') => {
+    sqlite().read = (sql: string, params: Parameters<typeof read>[1], kind = 'point' as const) => {
       kinds.push(kind);
       return read(sql, params, kind);
     };
@@ -156,7 +157,7 @@ describe('SQLite hot statements', () => {
 
   it('checkpoint the WAL on a connection of their own: the database file takes the writes, though the writer never checkpoints', async () => {
     const file = join(dir, 'rowbase.sqlite');
-    const [{ wal_autocheckpoint }] = await store.db.knex.raw('pragma wal_autocheckpoint');
+    const [{ wal_autocheckpoint }] = await store.knex.raw('pragma wal_autocheckpoint');
     expect(wal_autocheckpoint).to.equal(0);
     const before = statSync(file).size;
     const text = 'x'.repeat(1000);

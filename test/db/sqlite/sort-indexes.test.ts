@@ -1,12 +1,12 @@
 // SQLite makes a sort index in steps, each a write of its own, so that every account's writes go
-// between them (src/db/sort-keys.ts, makeSortIndexSqlite); PostgreSQL makes it in one transaction,
+// between them (src/db/sqlite/sort-indexes.ts); PostgreSQL makes it in one transaction,
 // which holds only the collection's own writes (test/http/sort-index.test.ts covers both).
 import { expect } from 'chai';
-import type { DatabaseParams } from '../../src/db/changes.ts';
-import { SORT_INDEX_STEP_ROWS } from '../../src/db/sort-keys.ts';
-import type { Client } from '../support/client.ts';
-import { range } from '../support/feed.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
+import type { SqliteStore } from '../../../src/db/sqlite/index.ts';
+import { SORT_INDEX_STEP_ROWS } from '../../../src/db/sqlite/sort-indexes.ts';
+import type { Client } from '../../support/client.ts';
+import { range } from '../../support/feed.ts';
+import { startTestServer, type TestServer } from '../../support/server.ts';
 
 type Row = { id: number; n?: number | null };
 
@@ -21,8 +21,8 @@ describe('sort index making on SQLite', () => {
   after(() => server.stop());
 
   /** Groups of writes run so far (writes.ts): each step of a making is one. */
-  const groups = () => (server.store.db.knex.userParams as DatabaseParams).writes!.stats.groups;
-  const sortedOf = async (name: string) => JSON.parse((await server.store.db.knex('collections').where({ name }).first('sorted')).sorted);
+  const groups = () => (server.store as SqliteStore).writes.stats.groups;
+  const sortedOf = async (name: string) => JSON.parse((await server.store.knex('collections').where({ name }).first('sorted')).sorted);
 
   /** A new collection of `rows` rows, `{n}` with n from a fixed shuffle (ties included). */
   async function collectionOf(rows: number): Promise<string> {
@@ -86,9 +86,9 @@ describe('sort index making on SQLite', () => {
 
   it('drops the keys a making cut short left in the slot it takes', async () => {
     const name = await collectionOf(50);
-    const { id } = await server.store.db.knex('collections').where({ name }).first('id');
+    const { id } = await server.store.knex('collections').where({ name }).first('id');
     // As a making ended by the process's end would leave them: keys in slot 0, which `sorted` does not list.
-    await server.store.db.knex('sort_keys').insert([
+    await server.store.knex('sort_keys').insert([
       { collection_id: id, slot: 0, row_id: 999, rank: 1, num: -1, str: null },
       { collection_id: id, slot: 0, row_id: 1, rank: 1, num: 1e9, str: null },
     ]);

@@ -7,13 +7,12 @@
 // one for pages. In WAL mode they run beside the writer, so a read never waits behind a write
 // transaction, nor a write behind a slow page; a read sees every transaction committed before it
 // began, so a client reads its own acknowledged writes. Errors leave as the driver's and are
-// translated at the store's edge (errors.ts).
+// translated at the store's edge (../errors.ts).
 import sqlite3 from 'sqlite3';
-import { DatabaseClosedError } from './errors.ts';
-import { MAX_PAGE_BYTES } from './ordering.ts';
-import type { WriteTx } from './query.ts';
-
-export type SqlValue = string | number | null;
+import type { SqlValue, WriteTx } from '../dialect.ts';
+import { DatabaseClosedError } from '../errors.ts';
+import type { SnapshotRead } from '../pages.ts';
+import { MAX_PAGE_BYTES } from '../rows.ts';
 
 /** SQL texts kept per connection at most; the least recently used is finalized first. */
 const MAX_STATEMENTS = 64;
@@ -35,7 +34,7 @@ const PAGE_READ_COPIES = 2;
 
 /**
  * How often the WAL is checkpointed (its pages copied into the database file), on a connection of its
- * own. Knex's writer connection never does it (`wal_autocheckpoint = 0`, connect.ts): done there, as
+ * own. Knex's writer connection never does it (`wal_autocheckpoint = 0`, index.ts): done there, as
  * SQLite does by default every 1,000 pages, the copy and its fsync would fall on whichever write
  * committed then, while every other write waited.
  * A passive checkpoint waits for nothing: it copies what no reader still needs, and the next writer
@@ -169,9 +168,6 @@ const finalize = (statement: sqlite3.Statement) => new Promise<void>((resolve) =
  */
 export type ReadKind = 'point' | 'scan' | 'snapshot';
 
-/** Reads that all see one snapshot of the database (see SqliteStatements.snapshot). */
-export type SnapshotRead = <T>(sql: string, params: SqlValue[]) => Promise<T[]>;
-
 interface Reader {
   db: sqlite3.Database;
   cache: StatementCache;
@@ -193,7 +189,7 @@ interface MergedReads {
 /** Reads sent in one run of a merged statement at most: a bound on the size of its JSON array and its answer. */
 const MAX_MERGED_READS = 100;
 
-/** What openDatabase() keeps for SQLite: the read-only connections, and the writer's statements. */
+/** SQLite's statements, prepared once: on the read-only connections, and on the writer's. */
 export class SqliteStatements {
   private readonly readers = new Map<ReadKind, Promise<Reader>>();
   private readonly writers = new Map<unknown, StatementCache>();
@@ -353,7 +349,7 @@ export class SqliteStatements {
         // As the writer's: wait up to 5 s for a lock (a read in WAL mode waits only during recovery).
         db.configure('busyTimeout', 5000);
         // A page is one string made here: a longer one fails (SQLITE_TOOBIG) before it is made, where
-        // one longer than V8 can hold would end the process (ordering.ts, MAX_PAGE_BYTES).
+        // one longer than V8 can hold would end the process (../rows.ts, MAX_PAGE_BYTES).
         if (kind !== 'point') db.configure('limit', sqlite3.LIMIT_LENGTH, MAX_PAGE_BYTES);
         resolve({ db, cache: new StatementCache(db, kind === 'point' ? ROW_READ_COPIES : kind === 'scan' ? PAGE_READ_COPIES : 1) });
       });

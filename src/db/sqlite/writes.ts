@@ -7,7 +7,7 @@
 // rows keep consecutive ids and seqs, in the order the requests came), so many small concurrent
 // inserts cost about what one batch does; patches of one collection that set as many fields likewise
 // become one write, applied in the order they came. Such a merged write is one statement
-// (sqlite-procedures.ts), atomic by itself: it runs with no transaction around it, one hand-off to the
+// (sql.ts), atomic by itself: it runs with no transaction around it, one hand-off to the
 // driver where BEGIN and COMMIT would make three.
 //
 // A merged write that fails (an insert into a missing collection, say) writes nothing: then each of
@@ -24,8 +24,8 @@
 // On PostgreSQL each write is a transaction of its own: there, writers to different collections run
 // at once on the pool's connections.
 import type { Knex } from 'knex';
-import type { DatabaseParams } from './changes.ts';
-import type { WriteTx } from './query.ts';
+import type { WriteTx } from '../dialect.ts';
+import type { SqliteStatements } from './statements.ts';
 
 type Work<T> = (trx: WriteTx) => Promise<T>;
 /**
@@ -64,23 +64,6 @@ const SECOND_GROUP = 3;
 /** The rows of writes merged into one at most (a request's own rows are never split). */
 const MAX_MERGED_ROWS = 5000;
 
-/** Runs `work` as one atomic write: in a group on SQLite, in a transaction of its own on PostgreSQL. */
-export function writeTransaction<T>(knex: Knex, work: Work<T>): Promise<T> {
-  const { writes } = knex.userParams as DatabaseParams;
-  return writes ? writes.run(work) : knex.transaction(work);
-}
-
-/**
- * SQLite: runs the write `item` (of `size` rows) with `work`, merged with the writes of the same `key`
- * queued beside it (one call of `work` for all of them), and answers its result. PostgreSQL merges
- * its inserts its own way (merged-inserts.ts).
- */
-export function mergedWrite<I, R>(knex: Knex, key: string, size: number, item: I, work: MergedWork<I, R>): Promise<R> {
-  const { writes } = knex.userParams as DatabaseParams;
-  if (!writes) throw new Error('mergedWrite() is for SQLite, whose row writes are grouped');
-  return writes.merge(key, size, item, work);
-}
-
 /** SQLite's queue of writes, run in groups on Knex's one connection. */
 export class GroupedWrites {
   private readonly queue: Job[] = [];
@@ -98,12 +81,21 @@ export class GroupedWrites {
    */
   readonly stats = { groups: 0, writes: 0, merged: 0, overlapped: 0 };
 
-  constructor(private readonly knex: Knex) {}
+  /** `knex`: the database's, whose one connection is the writer; `statements`: the statements prepared on it. */
+  constructor(
+    private readonly knex: Knex,
+    private readonly statements: SqliteStatements,
+  ) {}
 
+  /** Runs `work` as one atomic write, in a transaction shared with the writes queued beside it. */
   run<T>(work: Work<T>): Promise<T> {
     return this.enqueue(work, undefined) as Promise<T>;
   }
 
+  /**
+   * Runs the write `item` (of `size` rows) with `work`, merged with the writes of the same `key` queued
+   * beside it (one call of `work` for all of them), and answers its result.
+   */
   merge<I, R>(key: string, size: number, item: I, work: MergedWork<I, R>): Promise<R> {
     return this.enqueue(undefined, { key, size, item, work: work as MergedWork<unknown, unknown> }) as Promise<R>;
   }
@@ -252,20 +244,18 @@ export class GroupedWrites {
    * or the commit fails; or, for a merged write, which is one statement, without one.
    */
   private async hold<T>(work: Work<T>, transaction: boolean): Promise<T> {
-    const { sqlite } = this.knex.userParams as DatabaseParams;
+    const { statements } = this;
     const connection = await this.acquire();
     let settle!: { commit(): void; rollBack(error: unknown): void };
     const executionPromise = new Promise<void>((commit, rollBack) => {
       settle = { commit, rollBack };
     });
-    executionPromise.catch(() => {}); // for announceChange(), which listens to it; no one else need
+    executionPromise.catch(() => {}); // for the Dialect's announce(), which listens to it; no one else need
     // A method, not an arrow function: under tsx every arrow function given a name (`const f = () => …`,
     // `{ f: () => … }`) is named again each time it is made, by Object.defineProperty, which costs
     // more than the rest of this object. The same holds on every hot path.
     const trx: WriteTx = {
-      userParams: this.knex.userParams,
       client: {
-        dialect: this.knex.client.dialect,
         acquireConnection() {
           return Promise.resolve(connection);
         },
@@ -273,15 +263,15 @@ export class GroupedWrites {
       executionPromise,
     };
     // `immediate`: the write lock at once, waiting its turn (busy_timeout) behind another process.
-    if (transaction) await sqlite!.inTransaction(trx, 'begin immediate', []);
+    if (transaction) await statements.inTransaction(trx, 'begin immediate', []);
     try {
       const result = await work(trx);
-      if (transaction) await sqlite!.inTransaction(trx, 'commit', []);
+      if (transaction) await statements.inTransaction(trx, 'commit', []);
       settle.commit();
       return result;
     } catch (error) {
       // An error that made SQLite roll back already leaves no transaction to roll back.
-      if (transaction) await sqlite!.inTransaction(trx, 'rollback', []).catch(() => {});
+      if (transaction) await statements.inTransaction(trx, 'rollback', []).catch(() => {});
       settle.rollBack(error);
       throw error;
     }

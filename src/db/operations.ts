@@ -1,0 +1,116 @@
+// The data layer as the rest of the service sees it (Store): plain functions over plain values, bound to
+// one database, with every driver error translated at this edge (errors.ts). The operations both
+// dialects share are bound here to the dialect's Dialect; the rows' own operations are each dialect's
+// (sqlite/rows.ts, postgres/rows.ts).
+import type { Knex } from 'knex';
+import { ApiError } from '../errors.ts';
+import type { Changes } from './changes.ts';
+import { createCollection, deleteCollection, getCollection, listCollections } from './collections.ts';
+import type { Dialect } from './dialect.ts';
+import { DatabaseClosedError, type ErrorCodes, translateError } from './errors.ts';
+import { feedStart, latestSeq, readEvents } from './events.ts';
+import { createKey, hashKey, listKeys, liveKeyHashes, MAX_KEY_LENGTH, type Principal, principalOf, revokeKey } from './keys.ts';
+import type { Page, RowsPage } from './pages.ts';
+import { accountPlan, listPlans, setPlan } from './plans.ts';
+import { PrincipalCache } from './principals.ts';
+import { collectionsAfter, pruneEventBatch } from './retention.ts';
+import type { Fields, Json, Row } from './rows.ts';
+import { addUsage, readUsage } from './usage.ts';
+
+/** The operations on rows, each dialect's own: the hot paths, in SQL of its own. */
+export interface RowOperations {
+  /** Stores every row or none, each with the next id of the collection, and one insert event each; answers the rows. */
+  insertRows(accountId: number, collection: string, items: Fields[]): Promise<Json<Row[]>>;
+  /** One page of rows (pages.ts); 404 when the collection does not exist. */
+  listRows(accountId: number, collection: string, page: Page): Promise<RowsPage>;
+  /** The row; 404 for a missing row or collection. */
+  getRow(accountId: number, collection: string, rowId: number): Promise<Json<Row>>;
+  /** Top-level merge: each given field replaces the old value whole. One update event; answers the row. */
+  updateRow(accountId: number, collection: string, rowId: number, patch: Fields): Promise<Json<Row>>;
+  /** Deletes the row, with one delete event carrying the row as it was. */
+  deleteRow(accountId: number, collection: string, rowId: number): Promise<void>;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: any argument list; the bound types below stay exact.
+type SharedFunction = (db: Dialect, ...args: any[]) => Promise<unknown>;
+type Bound<F> = F extends (db: Dialect, ...args: infer A) => infer R ? (...args: A) => R : never;
+
+/** The operations both dialects share, each taking the Dialect first. */
+const shared = {
+  createCollection,
+  deleteCollection,
+  getCollection,
+  listCollections,
+  createKey,
+  listKeys,
+  revokeKey,
+  liveKeyHashes,
+  principalOf,
+  listPlans,
+  setPlan,
+  accountPlan,
+  readUsage,
+  addUsage,
+  feedStart,
+  latestSeq,
+  readEvents,
+  collectionsAfter,
+  pruneEventBatch,
+  /** Answers when the database does. */
+  ping: async ({ knex }: Dialect) => {
+    await knex.raw('select 1');
+  },
+} satisfies Record<string, SharedFunction>;
+
+export type Store = { [K in keyof typeof shared]: Bound<(typeof shared)[K]> } & RowOperations & {
+    /**
+     * The account of a live key, or undefined for an unknown or revoked one; answers are kept for up
+     * to half a second (principals.ts), and forgotten when this store revokes a key.
+     */
+    findPrincipal(key: string): Promise<Principal | undefined>;
+    /** Wake-ups after each committed change of a collection, this instance's and, on PostgreSQL, every other's. */
+    changes: Changes;
+    /** The database's Knex, for the CLI's and the tests' own look at it; the service goes through the operations. */
+    knex: Knex;
+    /** Waits for the statements under way, then closes every connection; later calls answer 503. */
+    close(): Promise<void>;
+  };
+
+/**
+ * The Store of a dialect: the shared operations bound to `db`, and the dialect's `rows`, each with its
+ * errors translated by `codes`. Once `close` has begun, every error is the 503 of a closed database.
+ */
+export function assembleStore(db: Dialect, rows: RowOperations, codes: ErrorCodes, close: () => Promise<void>): Store {
+  let closed = false;
+  const translated =
+    // biome-ignore lint/suspicious/noExplicitAny: forwarded as received.
+      (operation: (...args: any[]) => Promise<unknown>) =>
+      async (...args: unknown[]) => {
+        try {
+          return await operation(...args);
+        } catch (error) {
+          throw translateError(closed && !(error instanceof ApiError) ? new DatabaseClosedError() : error, codes);
+        }
+      };
+  const bound = Object.fromEntries([
+    ...Object.entries(shared).map(([name, operation]) => [name, translated((...args) => (operation as SharedFunction)(db, ...args))]),
+    ...Object.entries(rows).map(([name, operation]) => [name, translated(operation)]),
+  ]) as Omit<Store, 'findPrincipal' | 'changes' | 'knex' | 'close'>;
+  const principals = new PrincipalCache((key) => bound.principalOf(hashKey(key)));
+  return {
+    ...bound,
+    // A longer key is none of ours: it is neither looked up nor kept.
+    findPrincipal: (key) => (key.length > MAX_KEY_LENGTH ? Promise.resolve(undefined) : principals.find(key)),
+    async revokeKey(keyOrPrefix) {
+      const revoked = await bound.revokeKey(keyOrPrefix);
+      principals.forget(); // in this process, a revoked key stops working at once
+      return revoked;
+    },
+    changes: db.changes,
+    knex: db.knex,
+    close: () => {
+      closed = true;
+      return close();
+    },
+  };
+}

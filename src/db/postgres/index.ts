@@ -1,0 +1,93 @@
+// PostgreSQL: the Store of a database (`postgres://…`), which several instances of the service may
+// share. Every change is announced to all of them (changes.ts). The statements are in sql.ts.
+import knexFactory from 'knex';
+import pg from 'pg';
+import { postgresPoolMax } from '../../config.ts';
+import { Changes } from '../changes.ts';
+import { DatabaseOpenError, defaultSortIndexes, knexLog, type StoreOptions } from '../connect.ts';
+import type { Dialect } from '../dialect.ts';
+import { migrationSource } from '../migrations.ts';
+import { assembleStore, type Store } from '../operations.ts';
+import { KnownIndexes } from '../sort-indexes.ts';
+import { CHANNEL, listenForChanges } from './changes.ts';
+import { postgresSchema } from './migrations.ts';
+import { postgresRows } from './rows.ts';
+import { makeSortIndex } from './sort-indexes.ts';
+import { notifySql, orderedPage, sortedPage } from './sql.ts';
+import { runAlone, runInTransaction } from './statements.ts';
+
+/** Opens the database that `url` names and brings its schema up to date. */
+export async function openPostgresStore(url: string, { sortIndexes = defaultSortIndexes, log, followOthers = false }: StoreOptions = {}) {
+  // pg returns bigint columns as strings; the data layer converts the ones it reads.
+  const knex = knexFactory({ client: 'pg', connection: url, pool: { min: 0, max: postgresPoolMax(url) }, log: knexLog(log) });
+  try {
+    await migrate(url, () => knex.migrate.latest({ migrationSource: migrationSource(postgresSchema) }));
+  } catch (error) {
+    await knex.destroy();
+    throw new DatabaseOpenError(url, error);
+  }
+  const changes = new Changes();
+  const db: Dialect = {
+    knex,
+    changes,
+    run: runInTransaction,
+    // A NOTIFY inside the transaction, which PostgreSQL delivers to every instance on commit, never on
+    // rollback; this process hears its own in-process (listenForChanges() leaves them out).
+    async announce(trx, collectionId) {
+      await runInTransaction(trx, notifySql, [CHANNEL, `${changes.instance} ${collectionId}`]);
+      trx.executionPromise.then(
+        () => changes.emit('change', collectionId),
+        () => {},
+      );
+    },
+    // The database's collation may not be code point order (en-US puts `a` before `B`); "C" is.
+    byCodePoint: (column) => knex.raw('?? collate "C"', [column]),
+    isUniqueViolation,
+  };
+  const rows = postgresRows(db, {
+    // Named statements, each parsed and planned once per connection, as the writes' are.
+    read: (sql, params) => runAlone(knex, sql, params),
+    snapshot: (work) =>
+      knex.transaction((trx) => work((sql, params) => runInTransaction(trx, sql, params)), {
+        isolationLevel: 'repeatable read',
+        readOnly: true,
+      }),
+    orderedPage,
+    sortedPage,
+    makeSortIndex: (accountId, name, field, max) => makeSortIndex(db, accountId, name, field, max),
+    sortIndexes,
+    knownIndexes: new KnownIndexes(),
+  });
+  const stopListening = followOthers ? listenForChanges(url, changes, log) : async () => {};
+  const close = async () => {
+    try {
+      await stopListening();
+    } finally {
+      await knex.destroy();
+    }
+  };
+  return assembleStore(db, rows, { isUniqueViolation, unavailable }, close) satisfies Store;
+}
+
+const isUniqueViolation = (error: unknown) => (error as { code?: unknown } | undefined)?.code === '23505';
+
+const unavailable = new Set([
+  '57P01', // admin shutdown
+  '53300', // too many connections
+]);
+
+/**
+ * Brings the schema up to date, safely when several processes start at once on one database: they
+ * queue on an advisory lock held for the whole migration (Knex's own lock table is itself created
+ * without one).
+ */
+async function migrate(url: string, latest: () => Promise<unknown>): Promise<void> {
+  const lock = new pg.Client({ connectionString: url });
+  await lock.connect();
+  try {
+    await lock.query('select pg_advisory_lock(hashtext($1))', ['rowbase migrations']);
+    await latest();
+  } finally {
+    await lock.end(); // ends the session, and with it the lock
+  }
+}

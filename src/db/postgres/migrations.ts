@@ -1,0 +1,88 @@
+// PostgreSQL's own steps of the schema (../migrations.ts), and the type of a sort key's string: text in
+// the "C" collation, which compares by code point.
+import type { Knex } from 'knex';
+import type { DialectSchema } from '../migrations.ts';
+import { replaceKey } from '../sql.ts';
+import { jsonbOf, keyColumns } from './sql.ts';
+
+export const postgresSchema: DialectSchema = {
+  codePointText: 'text collate "C"',
+  own: {
+    '0004_postgres_sort_key_escape': {
+      // PostgreSQL's sort keys were made with U+0000 read as U+0001 (in strings and in field names), so
+      // that "a\u0000b" sorted after "a\u0001", and a field named with U+0000 was read from the one named
+      // with U+0001. They are made now with the order-preserving escape of sql.ts (jsonbOf); every
+      // key it could change is one of a row whose text holds `\u0000` or `\u0001` (the escapes
+      // JSON.stringify writes), and those are made again, each as sort-indexes.ts makes it. A row whose text
+      // PostgreSQL cannot read as jsonb at all (a lone surrogate, which a patch of a field not indexed can
+      // add; none since 0005's escape, which this now reads with) is left as it is, rather than stop the
+      // migration, and with it the service. SQLite's keys never changed.
+      async up(knex) {
+        await remakePostgresKeys(knex, "strpos(data, '\\u0000') > 0 or strpos(data, '\\u0001') > 0");
+      },
+      // The old keys were wrong: there is nothing to go back to.
+      async down() {},
+    },
+    '0005_postgres_sort_key_surrogates': {
+      // PostgreSQL's sort keys are made now with sql.ts's escape extended to lone surrogates, which
+      // its jsonb refuses, and to U+D7FF, which the escape of a lone surrogate begins with: a U+D7FF now
+      // reads as U+D7FF U+0002. Every key this changes is one of a row whose text holds U+D7FF, or a lone
+      // surrogate (the escape `\udXYZ` JSON.stringify writes; the test also takes the text of a backslash
+      // followed by "ud8", which only makes a key again as it was), or of a field whose name holds either;
+      // those are made again, each as sort-indexes.ts makes it. No key of a lone surrogate was ever made (the
+      // statement failed), but a key of U+D7FF was, and would sort after the new keys of lone surrogates
+      // where it must sort before them. A row PostgreSQL still cannot read as jsonb (none should remain)
+      // is left as it is, as in 0004. SQLite's keys never changed.
+      async up(knex) {
+        await remakePostgresKeys(knex, "strpos(f.field, chr(55295)) > 0 or strpos(data, chr(55295)) > 0 or data ~* '\\\\ud[89a-f]'");
+      },
+      // The old keys were wrong: there is nothing to go back to.
+      async down() {},
+    },
+    '0006_postgres_cut_sort_keys': {
+      // PostgreSQL: a string key holds a string's first 400 characters (sql.ts, POSTGRES_KEY_CHARS),
+      // so that no string is too long for the index (its keys are at most 2,704 bytes; a longer string
+      // made the write fail). Keys made longer before are cut likewise; the partial index finds, at once,
+      // the slots holding a key that may have been cut, whose pages then sort the collection whole.
+      // SQLite keys whole strings.
+      async up(knex) {
+        await knex.raw('update sort_keys set str = left(str, 400) where length(str) > 400');
+        await knex.raw('create index sort_keys_long on sort_keys (collection_id, slot) where length(str) >= 400');
+      },
+      async down(knex) {
+        await knex.raw('drop index sort_keys_long');
+      },
+    },
+    '0007_postgres_page_knows_cut_keys': {
+      // A page tells a cut key among its own keys (sql.ts, sortedPage), where it probed the partial index
+      // of 0006 for the whole slot: the planner, which guesses a third of the keys long, scanned the
+      // slot instead. The index has no reader left.
+      async up(knex) {
+        await knex.raw('drop index if exists sort_keys_long');
+      },
+      async down(knex) {
+        await knex.raw('create index sort_keys_long on sort_keys (collection_id, slot) where length(str) >= 400');
+      },
+    },
+  },
+};
+
+/**
+ * Makes again, as sort-indexes.ts makes them, the sort keys of the rows that `rows`
+ * picks (an SQL condition on `data`, the row's text, and `f.field`, the indexed field's name), each
+ * with sql.ts's escape as it is now. A row PostgreSQL cannot read as jsonb at all is left as it
+ * is, rather than stop the migration, and with it the service.
+ */
+async function remakePostgresKeys(knex: Knex, rows: string): Promise<void> {
+  await knex.raw(`create function pg_temp.rowbase_jsonb(document text) returns jsonb language plpgsql as $$
+    begin return ${jsonbOf('document')}; exception when others then return null; end $$`);
+  await knex.raw(`insert into sort_keys (collection_id, slot, row_id, rank, num, str)
+    select collection_id, slot, id, ${keyColumns('j')}
+      from (select c.id as collection_id, f.slot - 1 as slot, d.id, d.document -> f.field as j
+        from collections c,
+          jsonb_array_elements_text(pg_temp.rowbase_jsonb(c.sorted)) with ordinality as f(field, slot),
+          lateral (select id, pg_temp.rowbase_jsonb(data) as document from rows where collection_id = c.id and (${rows})) d
+        where d.document is not null) k
+    ${replaceKey}`);
+  await knex.raw('drop function pg_temp.rowbase_jsonb(text)');
+}

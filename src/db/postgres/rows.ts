@@ -1,0 +1,74 @@
+// PostgreSQL: the operations on rows (../operations.ts, RowOperations). Each write is a transaction of
+// its own, on a connection of the pool: writers to different collections run at once. A batch insert
+// is one statement that commits on its own (sql.ts, insertBatchSql), merged with the other inserts
+// into the collection that wait their turn in this process (merged-inserts.ts).
+import { collectionId, collectionNotFound } from '../collections.ts';
+import type { Dialect } from '../dialect.ts';
+import { appendEvents, eventRow } from '../events.ts';
+import type { RowOperations } from '../operations.ts';
+import { type PageSource, readPage } from '../pages.ts';
+import { deleteRowIn } from '../row-writes.ts';
+import { assignable, noSuchRow, overRowBound, rowJson, rowNotFound, rowsJson, rowTooLarge } from '../rows.ts';
+import { CHANNEL } from './changes.ts';
+import { mergedInsert } from './merged-inserts.ts';
+import { rekeyPatchedRow } from './sort-indexes.ts';
+import { advanceReadingRowSql, getRowSql, insertBatchSql, updateRowSql } from './sql.ts';
+import { runAlone } from './statements.ts';
+
+export function postgresRows(db: Dialect, pages: PageSource): RowOperations {
+  const { knex, changes } = db;
+  return {
+    async insertRows(accountId, collection, items) {
+      // Node's work comes first: the write holds the collection's row from its first statement to its commit.
+      const texts = items.map((fields) => JSON.stringify(fields));
+      if (texts.some(overRowBound)) throw rowTooLarge();
+      const firstId = await mergedInsert(db, `${accountId}/${collection}`, texts, async (rows) => {
+        // JSON.stringify's output never holds a line feed (it escapes every control character), so the
+        // lines of one string are the rows: one parameter, where an array would be escaped item by item.
+        const params = [accountId, collection, rows.length, rows.join('\n'), CHANNEL, changes.instance];
+        const [written] = await runAlone<{ id: number; first_id: number | string }>(knex, insertBatchSql, params);
+        if (!written) throw collectionNotFound(collection);
+        // Committed already: this process's listeners hear it now, the others through the NOTIFY.
+        changes.emit('change', Number(written.id));
+        return Number(written.first_id);
+      });
+      return rowsJson(firstId, texts);
+    },
+
+    listRows: (accountId, collection, page) => readPage(pages, accountId, collection, page),
+
+    async getRow(accountId, collection, rowId) {
+      if (!assignable(rowId)) return noSuchRow(db, accountId, collection, rowId);
+      const [row] = await runAlone<{ data: string }>(knex, getRowSql, [accountId, collection, rowId]);
+      if (row) return rowJson(rowId, row.data);
+      await collectionId(db, accountId, collection);
+      throw rowNotFound(collection, rowId);
+    },
+
+    async updateRow(accountId, collection, rowId, patch) {
+      if (!assignable(rowId)) return noSuchRow(db, accountId, collection, rowId);
+      return knex.transaction(async (trx) => {
+        const [counters] = await db.run<{ id: number | string; last_seq: number | string; sorted: string; current: string | null }>(
+          trx,
+          advanceReadingRowSql,
+          [0, 1, 0, accountId, collection, rowId],
+        );
+        if (!counters) throw collectionNotFound(collection);
+        if (!counters.current) throw rowNotFound(collection, rowId);
+        const id = Number(counters.id);
+        const data = JSON.stringify({ ...JSON.parse(counters.current), ...patch });
+        if (overRowBound(data)) throw rowTooLarge();
+        // One after another: pg sends a client's queries one at a time whatever the caller does.
+        await db.run(trx, updateRowSql, [data, id, rowId]);
+        await rekeyPatchedRow(db, trx, id, JSON.parse(counters.sorted), rowId, patch, data);
+        await appendEvents(db, trx, id, Number(counters.last_seq), 'update', [eventRow(rowId, data)]);
+        return rowJson(rowId, data);
+      });
+    },
+
+    async deleteRow(accountId, collection, rowId) {
+      if (!assignable(rowId)) return noSuchRow(db, accountId, collection, rowId);
+      await knex.transaction((trx) => deleteRowIn(db, trx, accountId, collection, rowId));
+    },
+  };
+}

@@ -1,0 +1,236 @@
+// PostgreSQL: every statement the service runs on a PostgreSQL database, but those both dialects share
+// (../sql.ts) and Knex's own (the cold paths: keys, plans, usage, the feed's reads). `npm run generate`
+// writes them all, expanded, to generated/sql/postgres.sql. The hot ones run as named statements,
+// parsed and planned once per connection (statements.ts); each reads `?` as its next binding.
+import type { Direction, Page, Statement } from '../pages.ts';
+import { MAX_PAGE_BYTES } from '../rows.ts';
+import { type KeyRange, ranks } from '../sort-indexes.ts';
+import { keyOrder, pageRange, replaceKey, rowJsonWith } from '../sql.ts';
+
+/** A row's JSON text (rowJsonWith). */
+const rowJsonSql = rowJsonWith('substr(data, 2)');
+
+/** A page's rows as one JSON text, joined in `order`, only when they add up to at most MAX_PAGE_BYTES (null otherwise, beside a count above 0). */
+const pageJsonSql = (order: string) =>
+  `case when sum(octet_length(data)) <= ${MAX_PAGE_BYTES} then string_agg(${rowJsonSql}, ',' order by ${order}) end`;
+
+/** The row by collection and id, the collection found by account and name in the same statement. */
+export const getRowSql = `select data from rows
+  where collection_id = (select id from collections where account_id = ? and name = ?) and id = ?`;
+
+/**
+ * advance() (../collections.ts) that also reads the row `?` of the collection as it is before the
+ * change: null when there is none. Locked, because a plain read would see the statement's snapshot,
+ * taken before it waited for the collection's row: a patch of the row committed meanwhile would be
+ * lost. A locked read in READ COMMITTED gets the row's latest committed version.
+ */
+export const advanceReadingRowSql = `update collections set last_row_id = last_row_id + ?, last_seq = last_seq + ?, row_count = row_count + ?
+  where account_id = ? and name = ?
+  returning id, last_row_id, last_seq, sorted, (select data from rows where collection_id = collections.id and id = ? for update) as current`;
+
+/** Announces a change to every instance on commit (changes.ts): the channel, then `<instance> <collection id>`. */
+export const notifySql = 'select pg_notify(?, ?)';
+
+/** Sets a row's text. */
+export const updateRowSql = 'update rows set data = ? where collection_id = ? and id = ?';
+
+/**
+ * PostgreSQL's text, and so its jsonb, cannot hold U+0000, which a JSON string may; nor can its jsonb
+ * hold a lone surrogate (U+D800..U+DFFF not paired), which a JSON string may too, and which
+ * JSON.stringify writes as the escape `\udXYZ`. Where PostgreSQL reads a row as jsonb, to order by a
+ * field or to key a sort index, every string (field names too) is escaped, one character at a time:
+ *
+ *   U+0000                  → U+0001 U+0001
+ *   U+0001                  → U+0001 U+0002
+ *   U+D7FF                  → U+D7FF U+0002
+ *   U+DXYZ (X in 8..F, lone) → U+D7FF U+0XYZ   (U+0800..U+0FFF: the same hex digits)
+ *   every other character   → itself
+ *
+ * Why escaped strings compare by code point exactly as the strings do (openapi.yaml, listRows:
+ * "strings by Unicode code point", on both backends alike), and two names are equal escaped only when
+ * they are equal:
+ * - The escape is prefix-free: the characters that stand for themselves are never U+0001 or U+D7FF,
+ *   every code that starts with U+0001 or U+D7FF is two characters long, and no two codes are equal
+ *   (the second characters of the U+D7FF codes, U+0002 and U+0800..U+0FFF, differ). So an escaped
+ *   string reads back one code at a time, and the first characters that differ in two strings are
+ *   escaped into the first codes that differ in the escaped ones, neither a prefix of the other.
+ * - The escape keeps the order of characters: U+0000 < U+0001 < U+0002 go to 0001 0001 < 0001 0002 <
+ *   0002; U+D7FE < U+D7FF < U+D800 < … < U+DFFF < U+E000 go to D7FE < D7FF 0002 < D7FF 0800 < … <
+ *   D7FF 0FFF < E000. Any other two characters stand for themselves. (A paired surrogate, an astral
+ *   character, stands for itself, above U+E000, as its code point is.)
+ * So the first codes that differ order the escaped strings as the first characters that differ order
+ * the strings; and a string that is a prefix of another is escaped into a prefix of the other's escape.
+ * The second character of a code is never escaped again (nothing reads it as U+0001 or U+D7FF: the
+ * escape maps the string's characters, not its output). For ordering only: rows are returned as stored.
+ */
+export const escapeString = (text: string) => text.replace(escaped, escapeOne);
+
+// In a `u` regular expression a surrogate pair is one code point (above U+FFFF), so only lone surrogates
+// fall in U+D800..U+DFFF.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: U+0000 and U+0001 are what it escapes.
+const escaped = /[\u0000\u0001\ud7ff-\udfff]/gu;
+
+const escapeOne = (c: string) =>
+  c === '\u0000'
+    ? '\u0001\u0001'
+    : c === '\u0001'
+      ? '\u0001\u0002'
+      : c === '\ud7ff'
+        ? '\ud7ff\u0002'
+        : `\ud7ff${String.fromCharCode(c.charCodeAt(0) - 0xd000)}`;
+
+/**
+ * SQL: the JSON text `document` (written by JSON.stringify) as jsonb, its strings escaped as
+ * escapeString() escapes them. JSON.stringify writes U+0000 and U+0001 as the escapes `\u0000` and
+ * `\u0001`, a lone surrogate as the escape `\udXYZ` (lower case hex; upper case is read too), U+D7FF as
+ * itself, and a backslash as `\\`; the backslashes go first (as `\u005c`, the same character), so that
+ * a backslash followed by the text "u0000" or "ud800" is never read as an escape: after it, every
+ * backslash starts an escape. Each later step's output is an escape no later step matches (`\u0001`,
+ * `\u0002`, `\u08YZ`..`\u0fYZ`) or a U+D7FF that no later step looks for, so nothing is escaped twice.
+ */
+export const jsonbOf = (document: string) =>
+  String.raw`regexp_replace(replace(replace(replace(replace(${document}, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
+    chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb`;
+
+/**
+ * A field of a JSON document as jsonb: `document` (`data`, the row's text; or `?::text`, one bound first)
+ * read by jsonbOf(), then the field, its name escaped likewise (one binding).
+ */
+export function field(name: string, document: 'data' | '?::text' = 'data') {
+  return { value: `${jsonbOf(document)} -> ?`, bindings: [escapeString(name)] };
+}
+
+/**
+ * The characters of a string a key holds at most. A btree key is at most 2,704 bytes, and a row's
+ * string may be any length: a key holds the string's first 400 characters (at most 1,600 bytes of
+ * UTF-8), which order strings as the whole strings do except among those that share their first 400.
+ * Such strings are next to each other in both orders, so only a page that holds one of their keys can
+ * differ from the exact order: a page with a key of POSTGRES_KEY_CHARS or more characters (one exactly
+ * that long may be whole) is not used, and the collection is sorted whole, by whole strings (pages.ts).
+ * SQLite has no bound, and keys whole strings.
+ */
+export const POSTGRES_KEY_CHARS = 400;
+
+/**
+ * One page of the account's collection, sorted whole, as one row `{ n, json, seq }` (pages.ts). Strings
+ * compare under the "C" collation, which is code point order in UTF-8 (escaped: escapeString()).
+ */
+export function orderedPage(accountId: number, name: string, page: Page): Statement {
+  const dir = page.order === 'desc' ? 'desc' : 'asc';
+  const inCollection = 'collection_id = (select id from collections where account_id = ? and name = ?)';
+  let rows = `select id, data from rows where ${inCollection}`;
+  let order = `id ${dir}`;
+  let bindings: string[] = [];
+  if (page.orderBy !== 'id') {
+    const read = field(page.orderBy);
+    rows = `select id, data, ${read.value} as j from rows where ${inCollection}`;
+    order = `(jsonb_typeof(j) is null or jsonb_typeof(j) = 'null'),
+        case jsonb_typeof(j) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 else 4 end ${dir},
+        case when jsonb_typeof(j) = 'number' then (j)::numeric end ${dir},
+        case when jsonb_typeof(j) = 'string' then (j #>> '{}') collate "C" end ${dir},
+        case when jsonb_typeof(j) = 'boolean' then (j)::boolean end ${dir},
+        id ${dir}`;
+    bindings = read.bindings;
+  }
+  return {
+    sql: `select count(*) as n, ${pageJsonSql(order)} as json,
+        (select last_seq from collections where account_id = ? and name = ?) as seq
+      from (select * from (${rows}) r order by ${order} ${pageRange}) r`,
+    params: [accountId, name, ...bindings, accountId, name, page.limit, page.offset],
+  };
+}
+
+/**
+ * The rows of `range` in the sort index in `slot`, as one row `{ n, json, seq, exact }` (pages.ts):
+ * `exact` whether every string key of the page is shorter than POSTGRES_KEY_CHARS. Each key's row is
+ * read by its primary key (LATERAL, kept a subquery by `offset 0`): as a join, the planner hashed the
+ * whole collection's rows for the page's few.
+ */
+export function sortedPage(
+  collectionId: number,
+  slot: number,
+  order: Direction,
+  range: KeyRange,
+  limit: number,
+  offset: number,
+): Statement {
+  return { sql: sortedPageSql[order][range], params: [collectionId, collectionId, slot, limit, offset, collectionId] };
+}
+
+const sortedPageText = (dir: Direction, range: KeyRange) => `select count(*) as n, ${pageJsonSql(keyOrder('k.', dir))} as json,
+      (select last_seq from collections where id = ?) as seq,
+      bool_and(k.str is null or length(k.str) < ${POSTGRES_KEY_CHARS}) as exact
+    from (select rank, num, str, row_id from sort_keys where collection_id = ? and slot = ? ${ranks[range]}
+      order by ${keyOrder('', dir)} ${pageRange}) k
+    cross join lateral (select id, data from rows where collection_id = ? and id = k.row_id offset 0) r`;
+
+/** sortedPage()'s text for each direction and range, made once: statements are kept by their text. */
+const sortedPageSql = {
+  asc: { all: sortedPageText('asc', 'all'), present: sortedPageText('asc', 'present'), missing: sortedPageText('asc', 'missing') },
+  desc: { all: sortedPageText('desc', 'all'), present: sortedPageText('desc', 'present'), missing: sortedPageText('desc', 'missing') },
+};
+
+/** The key columns (rank, num, str) of the jsonb value `j`, as in the comment at the top. */
+export const keyColumns = (j: string) => `case jsonb_typeof(${j}) when 'number' then 1 when 'string' then 2 when 'boolean' then 3
+      when 'object' then 4 when 'array' then 4 else 5 end,
+    case jsonb_typeof(${j}) when 'number' then (${j})::numeric when 'boolean' then case when (${j})::boolean then 1 else 0 end end,
+    case when jsonb_typeof(${j}) = 'string' then left(${j} #>> '{}', ${POSTGRES_KEY_CHARS}) end`;
+
+/** The keys of a range of rows, from jsonb (its strings escaped: jsonbOf()). Params: the slot, these bindings, the collection's id, the first id and the last. */
+export function keysSql(name: string) {
+  const { value, bindings } = field(name);
+  return {
+    sql: `insert into sort_keys (collection_id, slot, row_id, rank, num, str)
+      select collection_id, ?::integer, id, ${keyColumns('j')}
+      from (select collection_id, id, ${value} as j from rows where collection_id = ? and id between ? and ?) r`,
+    bindings,
+  };
+}
+
+/** One row's key, from its bound text; params collection id, slot, row id, the text, then these bindings. */
+export function rowKeysSql(name: string) {
+  const { value, bindings } = field(name, '?::text');
+  return {
+    sql: `insert into sort_keys (collection_id, slot, row_id, rank, num, str)
+      select ?::integer, ?::integer, ?::bigint, ${keyColumns('j')} from (select ${value} as j) r ${replaceKey}`,
+    bindings,
+  };
+}
+
+/**
+ * advance(), the rows, appendEvents() and writeSortKeys() as one statement (the keys of every indexed
+ * field, read from `sorted` as advance() answers it, strings escaped as jsonbOf() does).
+ * $1 the account, $2 the collection's name, $3 the number of rows, $4 their texts, one a line; $5 and $6 the NOTIFY's channel and this instance (changes.ts). No such
+ * collection: no row answered, and nothing written. Each event's row is made from the row's text as
+ * eventRow() makes it. The events' time is PostgreSQL's clock once the collection's row is held (where
+ * appendEvents() takes Node's, after advance()): a batch that waited its turn is not stamped before
+ * the one it waited for.
+ *
+ * The keys read the batch once per indexed field, from inside the field's lateral subquery (`offset 0`
+ * keeps the planner from flattening it into a join it may turn around): a collection with no sort
+ * index then reads no row of the batch for them. Written as a join of the batch with the fields, the
+ * plan would scan the whole batch against an empty list of fields, all while holding the collection's
+ * row.
+ */
+export const insertBatchSql = `with counters as (
+    update collections set last_row_id = last_row_id + $3, last_seq = last_seq + $3, row_count = row_count + $3
+      where account_id = $1 and name = $2
+      returning id, last_row_id - $3 as before_id, last_seq - $3 as before_seq, sorted,
+        to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at
+  ), batch as (
+    select c.id as collection_id, c.before_id + t.ord as id, c.before_seq + t.ord as seq, t.data, c.at
+      from counters c, unnest(string_to_array($4::text, chr(10))) with ordinality as t(data, ord)
+  ), stored as (
+    insert into rows (collection_id, id, data) select collection_id, id, data from batch
+  ), logged as (
+    insert into events (collection_id, seq, type, row_id, row, at)
+      select collection_id, seq, 'insert', id, ${rowJsonSql}, at
+        from batch
+  ), keyed as (
+    insert into sort_keys (collection_id, slot, row_id, rank, num, str)
+      select k.collection_id, f.slot - 1, k.id, ${keyColumns('k.j')}
+        from counters c,
+          jsonb_array_elements_text(${jsonbOf('c.sorted')}) with ordinality as f(field, slot),
+          lateral (select b.collection_id, b.id, ${jsonbOf('b.data')} -> f.field as j from batch b offset 0) k
+  )
+  select id, before_id + 1 as first_id, pg_notify($5, $6 || ' ' || id) from counters`;

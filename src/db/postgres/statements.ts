@@ -1,0 +1,46 @@
+// PostgreSQL's hot statements run as named statements: parsed and planned once per connection, where
+// Knex's raw() would rewrite every `?` on every call and have PostgreSQL parse the statement anew.
+import type { Knex } from 'knex';
+import type pg from 'pg';
+import type { SqlValue, WriteTx } from '../dialect.ts';
+
+/** Runs `sql` inside `trx`, on the connection the transaction holds, and answers its rows. */
+export async function runInTransaction<T>(trx: WriteTx, sql: string, params: SqlValue[]): Promise<T[]> {
+  // A transaction's client answers the connection it holds (Knex's makeTxClient).
+  return runNamed<T>((await trx.client.acquireConnection()) as pg.Client, sql, params);
+}
+
+/**
+ * Runs one statement as a transaction of its own (PostgreSQL commits it whole or not at all) on a
+ * connection of Knex's pool.
+ */
+export async function runAlone<T>(knex: Knex, sql: string, params: SqlValue[]): Promise<T[]> {
+  const connection = await knex.client.acquireConnection();
+  try {
+    return await runNamed<T>(connection, sql, params);
+  } finally {
+    await knex.client.releaseConnection(connection);
+  }
+}
+
+async function runNamed<T>(connection: pg.Client, sql: string, params: SqlValue[]): Promise<T[]> {
+  const result = await connection.query({ ...named(sql), values: params });
+  return result.rows as T[];
+}
+
+/** Statements named at most; past it, a statement runs unnamed (pg never deallocates a named one). */
+const MAX_NAMED = 64;
+const statements = new Map<string, { name: string; text: string }>();
+
+/** `sql` with `$1`, `$2`, … for its `?`, and a name of its own while there are names left. */
+function named(sql: string): { name?: string; text: string } {
+  const statement = statements.get(sql);
+  if (statement) return statement;
+  let bindings = 0;
+  // The SQL is the data layer's own: no `?` inside a string literal or an operator.
+  const text = sql.replace(/\?/g, () => `$${++bindings}`);
+  if (statements.size >= MAX_NAMED) return { text };
+  const made = { name: `rowbase_${statements.size + 1}`, text };
+  statements.set(sql, made);
+  return made;
+}

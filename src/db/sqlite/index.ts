@@ -1,0 +1,160 @@
+// SQLite: the Store of a database file (`sqlite:<path>`). Knex's one connection is the writer: SQLite
+// writes one transaction at a time, and every write goes through its queue (writes.ts); read-only
+// connections serve the reads beside it (statements.ts). The statements are in sql.ts.
+import { existsSync, mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import knexFactory, { type Knex } from 'knex';
+import { Changes } from '../changes.ts';
+import { DatabaseOpenError, defaultSortIndexes, knexLog, type StoreOptions } from '../connect.ts';
+import type { Dialect } from '../dialect.ts';
+import { migrationSource } from '../migrations.ts';
+import { assembleStore, type Store } from '../operations.ts';
+import { KnownIndexes } from '../sort-indexes.ts';
+import { sqliteRows } from './rows.ts';
+import { SortIndexMaker } from './sort-indexes.ts';
+import { orderedPage, sortedPage, sqliteProcedures } from './sql.ts';
+import { SqliteStatements } from './statements.ts';
+import { GroupedWrites } from './writes.ts';
+
+/**
+ * What the writer's connection runs when it opens. WAL lets readers run beside the writer;
+ * synchronous=NORMAL in WAL mode keeps every committed transaction through a crash of the process
+ * (kill -9), though not through a power cut. The writer leaves checkpoints to a connection of their own
+ * (statements.ts), cuts the WAL file back to 64 MB when it starts it over, keeps its temporary tables
+ * (the rows of a statement's RETURNING) in memory, and has the views through which a group of row
+ * writes is one statement (sql.ts).
+ */
+export const writerSetup = `PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON;
+  PRAGMA wal_autocheckpoint = 0; PRAGMA temp_store = MEMORY; PRAGMA journal_size_limit = 67108864; ${sqliteProcedures}`;
+
+/** Opens the database file that `url` names (relative to the working directory; its folder is made) and brings its schema up to date. */
+export async function openSqliteStore(url: string, { sortIndexes = defaultSortIndexes, log }: StoreOptions = {}): Promise<Store> {
+  const filename = resolve(url.slice('sqlite:'.length));
+  let knex: Knex;
+  try {
+    makeDirectory(dirname(filename));
+    knex = knexFactory({ ...knexConfig(filename), log: knexLog(log) });
+  } catch (error) {
+    throw new DatabaseOpenError(url, error); // the folder of the file could not be made
+  }
+  try {
+    await retryRaces(() => knex.migrate.latest({ migrationSource: migrationSource({ codePointText: 'text', own: {} }) }));
+  } catch (error) {
+    await knex.destroy();
+    throw new DatabaseOpenError(url, error);
+  }
+  const statements = new SqliteStatements(filename);
+  const writes = new GroupedWrites(knex, statements);
+  const changes = new Changes();
+  const db: Dialect = {
+    knex,
+    changes,
+    run: (trx, sql, params) => statements.inTransaction(trx, sql, params),
+    // One process writes: its listeners are all there is to wake, once the write has committed.
+    async announce(trx, collectionId) {
+      trx.executionPromise.then(
+        () => changes.emit('change', collectionId),
+        () => {},
+      );
+    },
+    // Text compares as UTF-8 bytes (the BINARY collation), which is code point order.
+    byCodePoint: (column) => knex.raw('??', [column]),
+    isUniqueViolation,
+  };
+  const indexes = new SortIndexMaker(db, writes);
+  const rows = sqliteRows({
+    db,
+    statements,
+    writes,
+    pages: {
+      read: (sql, params, kind = 'scan') => statements.read(sql, params, kind),
+      snapshot: (work) => statements.snapshot(work),
+      orderedPage,
+      sortedPage,
+      makeSortIndex: (accountId, name, field, max) => indexes.make(accountId, name, field, max),
+      sortIndexes,
+      knownIndexes: new KnownIndexes(),
+    },
+  });
+  const close = async () => {
+    try {
+      await statements.close();
+    } finally {
+      await knex.destroy();
+    }
+  };
+  return Object.assign(assembleStore(db, rows, { isUniqueViolation, unavailable }, close), { statements, writes });
+}
+
+/** A SQLite store, with what the tests look at: its statements and its writer's queue. */
+export type SqliteStore = Store & { statements: SqliteStatements; writes: GroupedWrites };
+
+/**
+ * A constraint broken. Where the service writes, the one a client can break is the unique name of a
+ * collection; a patch's bound on a row's weight is told apart where it runs (rows.ts).
+ */
+const isUniqueViolation = (error: unknown) => (error as { code?: unknown } | undefined)?.code === 'SQLITE_CONSTRAINT';
+
+const unavailable = new Set([
+  'SQLITE_BUSY', // another process held the write lock past busy_timeout
+  'SQLITE_CANTOPEN',
+  'SQLITE_FULL',
+  'SQLITE_IOERR',
+]);
+
+function knexConfig(filename: string): Knex.Config {
+  return {
+    client: 'sqlite3',
+    connection: { filename },
+    useNullAsDefault: true,
+    // One connection: SQLite allows one writer at a time anyway, and transactions queue for it. The
+    // reads have read-only connections of their own (statements.ts).
+    pool: {
+      min: 1,
+      max: 1,
+      afterCreate: (
+        connection: { exec(sql: string, done: (error: Error | null) => void): void },
+        done: (error: Error | null, connection: unknown) => void,
+      ) => connection.exec(writerSetup, (error) => done(error, connection)),
+    },
+  };
+}
+
+/**
+ * `mkdirSync(directory, { recursive: true })`, which Node 20 never returns from when mkdir answers ENOENT
+ * for a directory whose parent exists, as /proc does: each missing directory is made on its own, and
+ * the first that cannot be throws.
+ */
+function makeDirectory(directory: string): void {
+  if (existsSync(directory)) return;
+  const parent = dirname(directory);
+  if (parent !== directory) makeDirectory(parent);
+  try {
+    mkdirSync(directory);
+  } catch (error) {
+    // Made meanwhile by another process: what was asked for is there.
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  }
+}
+
+/**
+ * Several processes may start at once on one file: the file's write lock serialises their migrations,
+ * and a process that loses a race to create Knex's tables, or finds its lock taken, tries again for
+ * up to MIGRATION_WAIT_MS. A lock left by a process killed while it migrated is still reported then.
+ */
+const MIGRATION_WAIT_MS = 30_000;
+const racy = /already exists|SQLITE_BUSY|locked/i;
+
+async function retryRaces(work: () => Promise<unknown>): Promise<void> {
+  const deadline = Date.now() + MIGRATION_WAIT_MS;
+  for (;;) {
+    try {
+      await work();
+      return;
+    } catch (error) {
+      const raced = (error as Error).name === 'MigrationLocked' || racy.test((error as Error).message);
+      if (!raced || Date.now() >= deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 50 + Math.random() * 250));
+    }
+  }
+}

@@ -1,0 +1,315 @@
+// SQLite: every statement the service runs on a SQLite database, but those both dialects share
+// (../sql.ts) and Knex's own (the cold paths: keys, plans, usage, the feed's reads). `npm run generate`
+// writes them all, expanded, to generated/sql/sqlite.sql.
+//
+// Reads: rows by id (merged), pages sorted whole or read through a sort index (pages.ts).
+// Writes: a group of row writes as one statement. Each statement handed to the driver is a hand-off
+// to one of libuv's threads and back, which costs the main thread far more than writing a row, and
+// more under load. A group written as BEGIN, the counters, the rows, their events and sort keys, and
+// COMMIT would be six such hand-offs, four of them one after another while every other write waited.
+//
+// Here each kind of group is an INSERT into a view whose INSTEAD OF trigger does the whole write, in
+// the order it always had: the collection's counters first, then the rows, their events, their sort
+// keys. One statement needs no transaction around it: SQLite runs it whole or not at all, and it takes
+// the write lock for its whole run, so that events still take their seqs in commit order. The views
+// and triggers are TEMP, made on the writer's connection when it opens (index.ts): the SQL is the
+// code's, never the database's, so there is nothing to migrate when it changes.
+//
+// Each statement looks its collection up by account and name once (a subquery in its INSERT that reads
+// nothing of the rows inserted, so SQLite runs it once a statement), and the triggers find it by that
+// id; a statement of patches looks each row up once too, and its trigger finds the row by rowid. Every
+// value a client sent arrives as a binding of the INSERT, never in the SQL.
+import type { Direction, Page, Statement } from '../pages.ts';
+import { MAX_ROW_BYTES } from '../rows.ts';
+import { type KeyRange, ranks } from '../sort-indexes.ts';
+import { keyOrder, pageRange, replaceKey, rowJsonWith } from '../sql.ts';
+
+/**
+ * A row's JSON text (rowJsonWith), the row's own text cut after its first byte. SQLite's substr() of a
+ * text counts characters, so it walks the whole row to find where it ends; of a blob it counts bytes.
+ * The `{` is one byte, and `||` makes text of the blob's bytes as they are.
+ */
+const rowJsonSql = rowJsonWith('substr(cast(data as blob), 2)');
+
+/**
+ * A page's rows as one JSON text. group_concat joins them as they come: a page's FROM starts with its
+ * ordered, limited subquery, which SQLite runs as the outer loop (with CROSS JOIN for the rows a sort
+ * index's page reads), so they come in order; sorting them again would fill a temporary B-tree with
+ * the page's texts. test/http/sort-index.test.ts checks the pages of both kinds against a model.
+ */
+const pageJsonSql = `group_concat(${rowJsonSql}, ',')`;
+
+/** Names a JSON path label `$."…"` can spell: no quote, backslash or control character. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it looks for.
+export const pathSafe = /^[^"\\\u0000-\u001f]*$/;
+
+/**
+ * A field name as SQL that compares equal to json_each's `key` for it, and its one binding. A name that
+ * is not well-formed UTF-16 (a lone surrogate) cannot be bound as text: the driver writes it as UTF-8,
+ * the surrogate as U+FFFD, where SQLite decodes the row's escape `\udXYZ` into the surrogate's own
+ * three bytes. So such a name is bound as its JSON text, which SQLite decodes the same way.
+ */
+export const fieldName = (field: string) =>
+  field.isWellFormed() ? { sql: '?', binding: field } : { sql: "json_extract(?, '$')", binding: JSON.stringify(field) };
+
+/**
+ * A field of `rows.data`: its JSON type and its value, each with one binding, `key`. Read with a JSON
+ * path, `$."name"`; a name a path cannot spell (a quote, a backslash, a control character, a lone
+ * surrogate) is looked up among the row's keys with json_each, which compares it as a plain string.
+ */
+function field(name: string) {
+  const byPath = pathSafe.test(name) && name.isWellFormed();
+  const named = fieldName(name);
+  const [type, value] = byPath
+    ? ['json_type(data, ?)', 'json_extract(data, ?)']
+    : [
+        `(select type from json_each(rows.data) where key = ${named.sql})`,
+        `(select value from json_each(rows.data) where key = ${named.sql})`,
+      ];
+  return { type, value, key: byPath ? `$."${name}"` : named.binding };
+}
+
+/** The account's collection, by account (`?1`) and name (`?2`): its id, or null. */
+const collectionId = '(select id from collections where account_id = ?1 and name = ?2)';
+
+/**
+ * Row reads merged (statements.ts, readMerged): `?` is `[[account id, collection, row id], …]`. CROSS
+ * JOIN keeps SQLite's planner from reading collections first: each read is two primary key lookups.
+ */
+export const rowsSql = `select j.key as i, r.data from json_each(?) j
+  cross join collections c on c.account_id = j.value ->> 0 and c.name = j.value ->> 1
+  cross join rows r on r.collection_id = c.id and r.id = j.value ->> 2`;
+
+/** A row to patch, on the writer's connection, found with its collection by name. */
+export const patchedRowSql = `select r.data from rows r join collections c on c.id = r.collection_id
+  where c.account_id = ? and c.name = ? and r.id = ?`;
+
+/**
+ * One page of the account's collection, sorted whole, as one row `{ n, json, seq }` (pages.ts): `seq`
+ * read by the same statement, null when there is no such collection. Its SQL depends only on the
+ * direction and how the field is read, so a prepared statement serves every field name. Strings
+ * compare as UTF-8 bytes (the BINARY collation), which is code point order.
+ */
+export function orderedPage(accountId: number, name: string, page: Page): Statement {
+  const dir = page.order === 'desc' ? 'desc' : 'asc';
+  const inCollection = 'collection_id = (select id from collections where account_id = ? and name = ?)';
+  let rows = `select id, data from rows where ${inCollection}`;
+  let order = `id ${dir}`;
+  let bindings: string[] = [];
+  if (page.orderBy !== 'id') {
+    const { type, value, key } = field(page.orderBy);
+    rows = `select id, data, ${type} as t, ${value} as v from rows where ${inCollection}`;
+    order = `(t is null or t = 'null'),
+        case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3 else 4 end ${dir},
+        case when t in ('object', 'array') then null else v end ${dir},
+        id ${dir}`;
+    bindings = [key, key];
+  }
+  return {
+    sql: `select count(*) as n, ${pageJsonSql} as json,
+        (select last_seq from collections where account_id = ? and name = ?) as seq
+      from (select * from (${rows}) r order by ${order} ${pageRange}) r`,
+    params: [accountId, name, ...bindings, accountId, name, page.limit, page.offset],
+  };
+}
+
+/**
+ * The rows of `range` in the sort index in `slot`, as one row `{ n, json, seq }` (pages.ts). CROSS JOIN
+ * keeps the keys the outer loop, so the rows come in their order. The same text each time for each
+ * direction and range: statements are kept by their text (statements.ts).
+ */
+export function sortedPage(
+  collectionId: number,
+  slot: number,
+  order: Direction,
+  range: KeyRange,
+  limit: number,
+  offset: number,
+): Statement {
+  return { sql: sortedPageSql[order][range], params: [collectionId, collectionId, slot, limit, offset, collectionId] };
+}
+
+const sortedPageText = (
+  dir: Direction,
+  range: KeyRange,
+) => `select count(*) as n, ${pageJsonSql} as json, (select last_seq from collections where id = ?) as seq
+    from (select rank, num, str, row_id from sort_keys where collection_id = ? and slot = ? ${ranks[range]}
+      order by ${keyOrder('', dir)} ${pageRange}) k
+    cross join rows r on r.collection_id = ? and r.id = k.row_id`;
+
+/** sortedPage()'s text for each direction and range, made once: statements are kept by their text. */
+const sortedPageSql = {
+  asc: { all: sortedPageText('asc', 'all'), present: sortedPageText('asc', 'present'), missing: sortedPageText('asc', 'missing') },
+  desc: { all: sortedPageText('desc', 'all'), present: sortedPageText('desc', 'present'), missing: sortedPageText('desc', 'missing') },
+};
+
+/** The key columns (rank, num, str) from `t`, the value's JSON type as json_each names it, and `v`, its SQL value (`atom`). */
+const keyColumns = `case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
+      when 'object' then 4 when 'array' then 4 else 5 end,
+    case t when 'integer' then v when 'real' then v when 'true' then v when 'false' then v end,
+    case when t = 'text' then v end`;
+
+/**
+ * The field `name` of the row text `data`, found among the row's keys with json_each, by name, which
+ * spells every name. A LEFT JOIN, so that a row without the field has a key too (rank 5); `k.type` and
+ * `k.atom` are the `t` and `v` of keyColumns. Every key is found this way: an index's first keys
+ * (keysSql), and those of rows written later (the triggers below).
+ */
+const fieldJoin = (data: string, name: string) => `left join json_each(${data}) k on k.key = ${name}`;
+
+/**
+ * The keys of the stored rows that `rows` picks (a condition on `r.id`). Params: the collection's id,
+ * the slot, the field's name (`name`, as fieldName() gives it), then the collection's id and those of
+ * `rows`.
+ */
+export const keysSql = (name: string, rows: string) => `insert into sort_keys (collection_id, slot, row_id, rank, num, str)
+  select ?, ?, id, ${keyColumns}
+  from (select r.id, k.type as t, k.atom as v from rows r ${fieldJoin('r.data', name)}
+    where r.collection_id = ? and ${rows}) rows`;
+
+/** Keys of a slot and the slots after it, left by a making cut short. */
+export const dropKeysFromSlotSql = 'delete from sort_keys where collection_id = ? and slot >= ?';
+
+/** Every key of a slot. */
+export const dropSlotKeysSql = 'delete from sort_keys where collection_id = ? and slot = ?';
+
+/** The collection's oldest retained event. */
+export const oldestEventSql = 'select min(seq) as oldest from events where collection_id = ?';
+
+/** The rows an event after seq `?` of the collection `?` says were written. */
+export const touchedRows = '(select row_id from events where collection_id = ? and seq > ?)';
+
+/** The keys of a slot of the rows written after a seq (touchedRows). */
+export const dropTouchedKeysSql = `delete from sort_keys where collection_id = ? and slot = ? and row_id in ${touchedRows}`;
+
+/** The collection's counters, by account and name, as the making of a sort index reads them. */
+export const countersSql = 'select id, last_row_id, last_seq, sorted from collections where account_id = ? and name = ?';
+
+/** The collection of the INSERT's row, in a trigger: `c`. */
+const collection = 'c.id = new.collection_id';
+
+/**
+ * The sort keys of the rows of `rows` (a FROM item `r`, each row's id and text read by `id` and
+ * `data`), for every field the collection `c` has an index for (its slot: the field's position in
+ * `sorted`), each found as an index's first keys are (fieldJoin).
+ */
+const sortKeys = (rows: string, id: string, data: string) => `insert into sort_keys (collection_id, slot, row_id, rank, num, str)
+    select collection_id, slot, id, ${keyColumns}
+    from (select c.id as collection_id, f.key as slot, ${id} as id, k.type as t, k.atom as v
+      from collections c, json_each(c.sorted) f, ${rows} ${fieldJoin(data, 'f.value')}
+      where ${collection})`;
+
+/** The events of the rows `select` answers (columns collection_id, seq, id, data), as rowJson() in ../rows.ts makes them. */
+const events = (type: 'insert' | 'update', select: string) => `insert into events (collection_id, seq, type, row_id, row, at)
+    select collection_id, seq, '${type}', id, ${rowJsonSql}, new.at from (${select})`;
+
+/**
+ * `row_inserts (collection_id, n, texts, at)`: `texts` is a JSON array of the `n` rows' texts
+ * (JSON.stringify of each row's fields but id); row `i` (from 0) takes the next id and seq, `at` is the
+ * events' time. No such collection (a null id): nothing is written (insertSql answers a null id).
+ */
+const rowInserts = `
+  create temp view if not exists row_inserts (collection_id, n, texts, at) as select null, null, null, null where 0;
+  create temp trigger if not exists row_inserts_write instead of insert on row_inserts begin
+    update collections set last_row_id = last_row_id + new.n, last_seq = last_seq + new.n, row_count = row_count + new.n
+      where id = new.collection_id;
+    insert into rows (collection_id, id, data)
+      select c.id, c.last_row_id - new.n + 1 + t.key, t.value from collections c, json_each(new.texts) t where ${collection};
+    ${events('insert', `select c.id as collection_id, c.last_seq - new.n + 1 + t.key as seq, c.last_row_id - new.n + 1 + t.key as id, t.value as data from collections c, json_each(new.texts) t where ${collection}`)};
+    ${sortKeys('json_each(new.texts) r', 'c.last_row_id - new.n + 1 + r.key', 'r.value')};
+  end;`;
+
+/**
+ * Most fields a patch sets by path, each a pair of json_set's arguments. Each edits the row in place,
+ * so a patch of n fields costs up to n times the row: unbounded, a patch of many fields of a large row
+ * would hold SQLite's only writer, and every account's writes with it, for a long time. A larger patch
+ * is made in Node, costing the row once (rows.ts).
+ */
+export const MAX_FIELDS_BY_PATH = 16;
+
+/**
+ * `row_patches_<n> (collection_id, i, rid, fields, at)`: one patch of a row of the collection
+ * `collection_id`, the one whose rowid is `rid` (either null: no such collection or row, and nothing is
+ * written), that sets `n` fields, one after the other:
+ * `fields` a JSON array of `[path, value]`, `path` a JSON path `$."…"` (or `$`, the whole row) and
+ * `value` its JSON text. JSON's own text is kept as it was given, as json_set keeps every other
+ * field's: the row's new text is the one JSON.stringify would give (rows.ts says when). Then the
+ * update event, with the next seq, and the row's sort keys where they moved. A patch that makes its
+ * row weigh more than MAX_ROW_BYTES aborts the statement, and with it the group, whose patches then
+ * run alone. A patch of a row that does not exist writes nothing. Rows inserted together are patched
+ * in the order given (two patches of one row, one after the other); `i` is only handed back, to tell
+ * the answers apart (patchSql).
+ *
+ * A view for each number of fields, 0 to MAX_FIELDS_BY_PATH, so that a patch's fields are one json_set
+ * of as many pairs, in a trigger no larger than it needs: SQLite clears every register of a trigger's
+ * program each time it runs, so one trigger for every number (a CASE of json_sets) would cost every
+ * patch the largest; and a trigger per field, through a view of fields, would run once for each field
+ * and fill a temporary B-tree for every patch. The collection is found by name once a statement
+ * (patchSql), by its id in the trigger.
+ *
+ * The statement finds each row by its id once, through the primary key's index, and the trigger by its
+ * rowid: four times, straight in the table (the update, the check of its size, its event and its sort
+ * keys). Found by id each time, each would be a search of the index and then of the table. A rowid is
+ * only kept for the statement's run, in which no row is inserted or deleted.
+ */
+const rowPatches = (n: number) => {
+  const row = 'r.rowid = new.rid';
+  const fields = Array.from({ length: n }, (_, i) => `new.fields ->> '$[${i}][0]', json(new.fields ->> '$[${i}][1]')`);
+  const setFields = `update rows as r set data = json_set(data, ${fields.join(', ')}) where ${row};`;
+  return `
+  create temp view if not exists row_patches_${n} (collection_id, i, rid, fields, at) as select null, null, null, null, null where 0;
+  create temp trigger if not exists row_patches_${n}_write instead of insert on row_patches_${n} begin
+    update collections set last_seq = last_seq + 1 where id = new.collection_id and new.rid is not null;
+    ${n > 0 ? setFields : ''}
+    select raise(abort, 'row too large') from rows r where ${row} and length(cast(r.data as blob)) > ${MAX_ROW_BYTES};
+    ${events('update', `select c.id as collection_id, c.last_seq as seq, r.id, r.data from collections c join rows r on ${row} where ${collection}`)};
+    ${sortKeys(`(select r.id, r.data from rows r where ${row}) r`, 'r.id', 'r.data')}
+      ${replaceKey} where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
+  end;`;
+};
+
+/** Makes the views and triggers on the writer's connection (TEMP: they live as long as it). */
+export const sqliteProcedures = rowInserts + Array.from({ length: MAX_FIELDS_BY_PATH + 1 }, (_, n) => rowPatches(n)).join('');
+
+/**
+ * A group of inserts: `?1` account, `?2` collection, `?3` n, `?4` texts, `?5` at. Answers `id`, the
+ * collection's (null when there is no such collection), and its `last_row_id` once the rows are in.
+ * One row of VALUES, the collection's id found in it: an INSERT … SELECT into a view first copies the
+ * SELECT's rows into a temporary table, and a trigger that found the collection by name would look it
+ * up in each of its statements.
+ */
+export const insertSql = `insert into row_inserts values (${collectionId}, ?3, ?4, ?5)
+  returning collection_id as id, (select last_row_id from collections where id = row_inserts.collection_id) as last_row_id`;
+
+/**
+ * A group of patches that each set `n` fields: `?1` account, `?2` collection, `?3` a JSON array of
+ * `[row id, fields]` (as row_patches_<n> takes them), `?4` at. Answers a row for each patch, with `id`
+ * the collection's (null when there is no such collection), `i` the patch's index in `?3`, and `data`
+ * the row's text as that patch left it (null for a row that does not exist), read right after the
+ * patch's own trigger has run (RETURNING runs once each inserted row's INSTEAD OF trigger has). The
+ * collection is looked up once, in a FROM item of one row; each row once, by the collection's id and
+ * its own. The same text each time for each `n` and either kind of group, as the statement cache wants.
+ *
+ * `patches`: how many the group holds. A group of one is one row of VALUES, which goes to the trigger
+ * as it is, where the rows of an INSERT … SELECT are first copied into a temporary table: a patch
+ * alone skips that copy.
+ */
+export const patchSql = (n: number, patches: number) => (patches === 1 ? onePatchSqls : patchSqls)[n];
+
+const returning = (n: number) =>
+  `returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_${n}.rid) as data`;
+
+const patchSqls = Array.from(
+  { length: MAX_FIELDS_BY_PATH + 1 },
+  (_, n) => `insert into row_patches_${n}
+    select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
+      from (select ${collectionId} as id) c, json_each(?3) p
+  ${returning(n)}`,
+);
+
+const onePatchSqls = Array.from(
+  { length: MAX_FIELDS_BY_PATH + 1 },
+  (_, n) => `insert into row_patches_${n}
+    values (${collectionId}, 0, (select rowid from rows where collection_id = ${collectionId} and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
+  ${returning(n)}`,
+);
