@@ -4,6 +4,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { type FeedMeasured, histogramPercentile, type Measured, mergeHistograms, milliseconds } from './measure.ts';
 import type { ProfileSummary } from './profile.ts';
 import type { Settings } from './settings.ts';
+import { needsPostgres } from './workloads.ts';
 
 /** One measurement: a workload in one round, with the peak resident memory of the process under load. */
 export interface Measurement {
@@ -58,7 +59,7 @@ export interface Results {
   serverProblems: Record<string, Record<string, number>>;
   /** The harness's open-files limit (`ulimit -n`), which its children inherit or raise up to the hard limit. */
   openFiles: { soft: number; hard: number };
-  /** insert-batch (postgres): the database it made and dropped, or why it was not measured. */
+  /** The PostgreSQL workloads: the database they ran on, made and dropped, or why they were not measured. */
   postgres: { database?: string; unavailable?: string };
   summaries: Summary[];
   targets: { name: string; target: string; value: string; met: boolean }[];
@@ -75,6 +76,8 @@ const tableRows = (settings: Settings): { workload: string; label: string }[] =>
   { workload: 'baseline-driver-rows', label: 'baseline (b): sqlite3, 1,000 one-row INSERTs per transaction' },
   { workload: 'baseline-driver-statement', label: 'baseline (b): sqlite3, one 1,000-row INSERT per transaction' },
   { workload: 'baseline-postgres', label: 'baseline (c): pg, one 1,000-row INSERT per transaction' },
+  { workload: 'baseline-pg-get-row', label: 'baseline (d): node:http + pg, get by id' },
+  { workload: 'baseline-pg-list', label: 'baseline (d): node:http + pg, 50 by score desc' },
   { workload: 'get-row', label: 'get-row' },
   { workload: 'get-row-metering-on', label: 'get-row on a copy that serves only it, metering on' },
   { workload: 'get-row-metering-off', label: 'get-row on a copy that serves only it, ROWBASE_METERING=off' },
@@ -83,6 +86,8 @@ const tableRows = (settings: Settings): { workload: string; label: string }[] =>
   { workload: 'insert-1', label: 'insert-1' },
   { workload: 'insert-batch', label: 'insert-batch (1,000 rows per request)' },
   { workload: 'insert-batch-postgres', label: 'insert-batch (postgres)' },
+  { workload: 'get-row-postgres', label: 'get-row (postgres)' },
+  { workload: 'list-postgres', label: 'list (postgres, 50 by score desc)' },
   { workload: 'patch', label: 'patch (one field)' },
   {
     workload: 'fanout',
@@ -100,11 +105,21 @@ const baselineNames: Record<string, string> = {
 
 /**
  * The workloads measured beside a bare node:http server doing the same through the same driver, and
- * nothing else (baseline (b) of each): the table shows how close to that limit rowbase comes.
+ * nothing else (baseline (b) on SQLite, (d) on PostgreSQL): the table shows how close to that limit
+ * rowbase comes.
  */
-export const driverBaselines: Record<string, string> = { 'get-row': 'baseline-sqlite', patch: 'baseline-sqlite-patch' };
+export const driverBaselines: Record<string, string> = {
+  'get-row': 'baseline-sqlite',
+  patch: 'baseline-sqlite-patch',
+  'get-row-postgres': 'baseline-pg-get-row',
+  'list-postgres': 'baseline-pg-list',
+};
+/** How the table names a workload's bare server on its driver. */
+export const driverName = (workload: string) => (needsPostgres(workload) ? '(d)' : '(b)');
 
 const ratioTargets: Record<string, number> = { 'get-row': 0.35, list: 0.15, 'insert-1': 0.2, patch: 0.2 };
+/** Targets on the ratio to the workload's bare server (driverBaselines), judged when it was measured. */
+const driverRatioTargets: Record<string, number> = { 'get-row-postgres': 0.5, 'list-postgres': 0.5 };
 const batchRowsPerSecond = 100_000;
 const batchRatio = 0.5;
 const meteringCostLimit = 0.1;
@@ -241,6 +256,16 @@ export function judgeTargets(summaries: Summary[], cost: number, rowbaseHwmKb: n
       met: measured! >= min,
     };
   });
+  for (const [name, min] of Object.entries(driverRatioTargets)) {
+    const summary = of(name);
+    if (summary?.ofDriver === undefined) continue;
+    targets.push({
+      name,
+      target: `≥ ${min.toFixed(2)} × ${driverName(name)}`,
+      value: `${ratioBeside(summary.ofDriver, min)} × ${driverName(name)}, ${ratio(summary.ratio!)} × (a)`,
+      met: summary.ofDriver >= min,
+    });
+  }
   const batch = of('insert-batch')!;
   targets.push({
     name: 'insert-batch',
@@ -301,8 +326,7 @@ export function table(results: Results): string {
   const rows = tableRows(results.settings).map(({ workload, label }) => {
     const s = results.summaries.find((x) => x.workload === workload);
     if (!s) {
-      const postgresRow = workload === 'insert-batch-postgres' || workload === 'baseline-postgres';
-      const why = postgresRow && results.postgres.unavailable ? 'not measured: no PostgreSQL server answered' : 'not measured';
+      const why = needsPostgres(workload) && results.postgres.unavailable ? 'not measured: no PostgreSQL server answered' : 'not measured';
       return [label, '', '', '', '', '', why, '', ''];
     }
     const target = results.targets.find(
@@ -320,7 +344,7 @@ export function table(results: Results): string {
       milliseconds(s.p99Ms),
       s.ratio === undefined
         ? ''
-        : `${ratioBeside(s.ratio, ratioTargets[workload])} × ${baselineNames[s.ratioTo!] ?? s.ratioTo}${s.ofDriver === undefined ? '' : `, ${ratio(s.ofDriver)} × (b)`}`,
+        : `${ratioBeside(s.ratio, ratioTargets[workload])} × ${baselineNames[s.ratioTo!] ?? s.ratioTo}${s.ofDriver === undefined ? '' : `, ${ratioBeside(s.ofDriver, driverRatioTargets[workload])} × ${driverName(workload)}`}`,
       target
         ? `${target.target}: ${target.met ? 'met' : 'MISSED'}${shown ? ` (${target.value})` : ''}`
         : idle && s.feed
@@ -360,7 +384,7 @@ export function writeBenchmarksMd(file: string, results: Results, template: stri
 function markdown(results: Results): string {
   const { machine } = results;
   const targets = results.targets.map((t) => `- ${t.met ? 'met' : '**missed**'}: ${t.name} ${t.target}; measured ${t.value}`);
-  if (results.postgres.unavailable) targets.push(`- not measured: insert-batch (postgres): ${results.postgres.unavailable}`);
+  if (results.postgres.unavailable) targets.push(`- not measured: the PostgreSQL workloads: ${results.postgres.unavailable}`);
   const fanout = results.measurements.filter((m) => m.workload === 'fanout' && m.measured.feed);
   if (fanout.length) {
     const byRound = (value: (m: Measurement) => number | undefined) => fanout.map((m) => milliseconds(value(m) ?? Number.NaN)).join(', ');

@@ -4,8 +4,9 @@
 //      plan without a rate and a key, made with bin/rowbase;
 //   2. `rowbase serve` seeds it over HTTP, then stops; the file is copied for the other servers;
 //   3. seven servers: rowbase, rowbase with metering on and off (each on a copy), baseline (a) from memory,
-//      baseline (b) sqlite3 for get-row and for patch, and rowbase for the feed's fanout; and, when a PostgreSQL server answers, rowbase on a database
-//      made for the run (dropped at the end);
+//      baseline (b) sqlite3 for get-row and for patch, and rowbase for the feed's fanout; and, when a
+//      PostgreSQL server answers, two more: rowbase on a database made for the run (dropped at the end),
+//      seeded as the SQLite file is, and baseline (d), a bare pg server reading that database;
 //   4. every round measures each workload right after its baseline, so that machine drift hits both;
 //      each measurement's load comes from a process of its own (load.ts; for the feed, subscribers.ts
 //      and writer.ts, see feed.ts); idle-sockets, once, in the last round, on a rowbase of its own;
@@ -57,6 +58,7 @@ import { type ProfileSummary, summariseProfile } from './profile.ts';
 import {
   cpuCell,
   driverBaselines,
+  driverName,
   judgeTargets,
   type Measurement,
   meteringCost,
@@ -67,7 +69,7 @@ import {
   table,
   writeBenchmarksMd,
 } from './report.ts';
-import { collections, createCollections, seedCollections } from './seed.ts';
+import { createCollections, seedCollections } from './seed.ts';
 import { settingsFromArgs } from './settings.ts';
 import { httpWorkloads, type LoadJob, type ServerName } from './workloads.ts';
 
@@ -76,7 +78,10 @@ import { httpWorkloads, type LoadJob, type ServerName } from './workloads.ts';
  * ratio is taken to it, so that drift of the machine hits both alike.
  */
 const afterMemory = (workload: string) => [{ workload: 'baseline-memory' }, { workload, ratioTo: 'baseline-memory' }];
-const schedule: { workload: string; ratioTo?: string; lastRoundOnly?: boolean }[] = [
+type Step = { workload: string; ratioTo?: string; lastRoundOnly?: boolean; postgresOnly?: boolean };
+/** Steps run only when a PostgreSQL server answers. */
+const onPostgres = (steps: Step[]) => steps.map((step) => ({ ...step, postgresOnly: true }));
+const schedule: Step[] = [
   ...afterMemory('get-row'),
   // Metering's cost is the ratio of these two: rowbase with metering on and off, side by side, each on
   // a copy of the seeded file that serves nothing else (the rowbase above serves every write workload).
@@ -96,9 +101,19 @@ const schedule: { workload: string; ratioTo?: string; lastRoundOnly?: boolean }[
   { workload: 'baseline-driver-rows', lastRoundOnly: true },
   { workload: 'baseline-driver-statement' },
   { workload: 'insert-batch', ratioTo: 'baseline-driver-statement' },
-  // PostgreSQL (skipped when no server answers): rowbase right after a bare pg client.
-  { workload: 'baseline-postgres' },
-  { workload: 'insert-batch-postgres', ratioTo: 'baseline-postgres' },
+  // PostgreSQL (skipped when no server answers). Each read right after its bare pg server (d), both taken
+  // to the same (a), so that its ratio to (d) is that of two neighbours; the batch right after a bare pg
+  // client (c).
+  ...onPostgres([
+    { workload: 'baseline-memory' },
+    { workload: 'baseline-pg-get-row', ratioTo: 'baseline-memory' },
+    { workload: 'get-row-postgres', ratioTo: 'baseline-memory' },
+    { workload: 'baseline-memory' },
+    { workload: 'baseline-pg-list', ratioTo: 'baseline-memory' },
+    { workload: 'list-postgres', ratioTo: 'baseline-memory' },
+    { workload: 'baseline-postgres' },
+    { workload: 'insert-batch-postgres', ratioTo: 'baseline-postgres' },
+  ]),
   // The feed (feed.ts): no baseline; its targets are absolute.
   { workload: 'fanout' },
   // Once: 10,000 sockets take a while to open, and the server's memory with them all barely moves.
@@ -119,7 +134,6 @@ const selectedSteps = (only: string[]) => {
     }),
   );
 };
-const postgresWorkloads = new Set(['baseline-postgres', 'insert-batch-postgres']);
 /** The bare pg client's rows go to a collection of their own, in rowbase's `rows` table. */
 const baselineCollection = 'baseline';
 
@@ -146,7 +160,7 @@ const serverFiles: Partial<Record<ServerName, string>> = {
   sqlite: files.baseline,
   'sqlite-patch': files.baselinePatch,
 };
-/** insert-batch (postgres): the database made for the run (dropped at the end), or why there is none. */
+/** The PostgreSQL workloads: the database made for the run (dropped at the end), or why there is none. */
 const postgres: Results['postgres'] & { url?: string; key?: string } = {};
 const benchDir = join(repoRoot, 'bench');
 
@@ -182,7 +196,7 @@ async function main(): Promise<void> {
     copyDatabase(files.rowbase, copy);
   }
 
-  const [rowbase, meteringOn, meteringOff, memory, sqlite, sqlitePatch, feed, rowbasePostgres] = await Promise.all([
+  const [rowbase, meteringOn, meteringOff, memory, sqlite, sqlitePatch, feed, onPostgresServers] = await Promise.all([
     serveRowbase(`sqlite:${files.rowbase}`, 'on'),
     serveRowbase(`sqlite:${files.meteringOn}`, 'on'),
     serveRowbase(`sqlite:${files.meteringOff}`, 'off'),
@@ -201,7 +215,10 @@ async function main(): Promise<void> {
     sqlite,
     'sqlite-patch': sqlitePatch,
   };
-  if (rowbasePostgres) servers['rowbase-postgres'] = rowbasePostgres;
+  if (onPostgresServers) {
+    servers['rowbase-postgres'] = onPostgresServers.rowbase;
+    servers['postgres-read'] = onPostgresServers.read;
+  }
   const keyFor = (server: ServerName) => (server === 'rowbase-postgres' ? postgres.key! : key);
   /** Every rowbase that served, for what it logged and its peak memory: the idle-sockets one joins when it runs. */
   const watched: Record<string, Started> = { ...servers, 'rowbase-feed': feed };
@@ -210,10 +227,10 @@ async function main(): Promise<void> {
   const measurements: Measurement[] = [];
   for (let round = 1; round <= settings.rounds; round++) {
     const steps = settings.only && selectedSteps(settings.only);
-    for (const [index, { workload, ratioTo, lastRoundOnly }] of schedule.entries()) {
+    for (const [index, { workload, ratioTo, lastRoundOnly, postgresOnly }] of schedule.entries()) {
       if (steps && !steps.has(index)) continue;
       if (lastRoundOnly && round !== settings.rounds) continue;
-      if (postgresWorkloads.has(workload) && !rowbasePostgres) continue;
+      if (postgresOnly && !onPostgresServers) continue;
       await settle();
       let measurement: Omit<Measurement, 'ratioTo'>;
       if (workload === 'fanout') {
@@ -234,7 +251,7 @@ async function main(): Promise<void> {
     for (const s of summaries) {
       const rate = ratedByRows(s.workload) ? `${Math.round(s.rowsPerSecond)} rows/s` : `${Math.round(s.requestsPerSecond)} req/s`;
       say(
-        `${s.workload.padEnd(26)} ${rate.padStart(14)}  p99 ${s.p99Ms.toFixed(2)} ms${s.ratio === undefined ? '' : `  ratio ${s.ratio.toFixed(3)}`}${s.ofDriver === undefined ? '' : ` (${s.ofDriver.toFixed(3)} × its (b))`}${s.cpu ? `  CPU µs/req ${cpuCell(s.cpu)}` : ''}`,
+        `${s.workload.padEnd(26)} ${rate.padStart(14)}  p99 ${s.p99Ms.toFixed(2)} ms${s.ratio === undefined ? '' : `  ratio ${s.ratio.toFixed(3)}`}${s.ofDriver === undefined ? '' : ` (${s.ofDriver.toFixed(3)} × its ${driverName(s.workload)})`}${s.cpu ? `  CPU µs/req ${cpuCell(s.cpu)}` : ''}`,
       );
     }
     say(`peak RSS of rowbase: ${Math.round((serverPeakRssKb.rowbase ?? 0) / 1024)} MB`);
@@ -333,11 +350,12 @@ function serveRowbase(databaseUrl: string, metering: 'on' | 'off', nodeFlags: st
 }
 
 /**
- * rowbase on a database of its own on the PostgreSQL server of the settings, with a key, and the
- * collections insert-batch and the bare pg client write to; undefined (and `postgres.unavailable` says
- * why) when no server answers there.
+ * rowbase on a database of its own on the PostgreSQL server of the settings, with a key, seeded as the
+ * SQLite file is (the collection the reads read, with its sort index on score, and the one insert-batch
+ * writes to), and the collection the bare pg client writes to; then baseline (d), the bare pg server
+ * reading the same database. Undefined (and `postgres.unavailable` says why) when no server answers there.
  */
-async function startPostgres(): Promise<Started | undefined> {
+async function startPostgres(): Promise<{ rowbase: Started; read: Started } | undefined> {
   const where = settings.postgresUrl.replace(/\/\/[^@]*@/, '//');
   const admin = new pg.Client({ connectionString: settings.postgresUrl, connectionTimeoutMillis: 3000 });
   try {
@@ -345,7 +363,7 @@ async function startPostgres(): Promise<Started | undefined> {
     await admin.query('select 1');
   } catch (error) {
     postgres.unavailable = `no PostgreSQL server answered at ${where} (${(error as Error).message})`;
-    say(`not measured: insert-batch (postgres): ${postgres.unavailable}`);
+    say(`not measured: the PostgreSQL workloads: ${postgres.unavailable}`);
     await admin.end().catch(() => {});
     return undefined;
   }
@@ -360,10 +378,28 @@ async function startPostgres(): Promise<Started | undefined> {
   url.pathname = `/${database}`;
   postgres.url = url.toString();
   postgres.key = await createKey(postgres.url);
-  const server = await serveRowbase(postgres.url, 'on');
-  await createCollections(server.url, postgres.key, [collections.batches, baselineCollection]);
-  say(`PostgreSQL: database ${database} at ${where}`);
-  return server;
+  const rowbase = await serveRowbase(postgres.url, 'on');
+  const seconds = await seedCollections(rowbase.url, postgres.key, settings);
+  await createCollections(rowbase.url, postgres.key, [baselineCollection]);
+  await vacuum(postgres.url);
+  say(`PostgreSQL: database ${database} at ${where}, seeded ${settings.rows.toLocaleString('en-US')} rows in ${seconds.toFixed(1)} s`);
+  const read = await startServer('bench/baseline-pg-read.ts', [postgres.url], 'baseline-pg-read is listening');
+  return { rowbase, read };
+}
+
+/**
+ * VACUUM ANALYZE of the freshly seeded database, as autovacuum would do within a minute or so: its
+ * first pass then falls here, not in whichever measurement it would have landed in, and the planner
+ * works from the statistics of a database in service in every round, the first too.
+ */
+async function vacuum(url: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query('vacuum analyze');
+  } finally {
+    await client.end();
+  }
 }
 
 async function dropDatabase(database: string): Promise<void> {

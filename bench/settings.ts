@@ -58,8 +58,9 @@ export interface Settings {
   /** Feed handshakes under way at once in each client process (opened, not yet `ready`). */
   feedConcurrency: number;
   /**
-   * The PostgreSQL server of insert-batch (postgres): the run creates a database of its own there and
-   * drops it at the end. None answering: that part is reported as not measured. Another server:
+   * The PostgreSQL server of the PostgreSQL workloads (get-row, list and insert-batch on PostgreSQL): the
+   * run creates a database of its own there and drops it at the end. None answering: they are reported
+   * as not measured. Another server:
    * ROWBASE_BENCH_POSTGRES_URL (its admin database, as postgres://user@host:port/postgres).
    */
   postgresUrl: string;

@@ -12,7 +12,8 @@ export type ServerName =
   | 'rowbase'
   | 'rowbase-metering-on'
   | 'rowbase-metering-off'
-  | 'rowbase-postgres';
+  | 'rowbase-postgres'
+  | 'postgres-read';
 
 /** What the orchestrator hands one load worker, as JSON in its first argument. */
 export interface LoadJob {
@@ -83,17 +84,21 @@ const insertBatch: Omit<HttpWorkload, 'server'> = {
   ],
 };
 
+/** get-row's and list's requests, on any server. */
+const rowRead: Omit<HttpWorkload, 'server'> = { rowsPerRequest: one, requests: getRandomRow };
+const firstPage: Omit<HttpWorkload, 'server'> = { rowsPerRequest: (s) => s.pageSize, requests: listPage(() => 0) };
+
 export const httpWorkloads: Record<string, HttpWorkload> = {
   /** Baseline (a): node:http answering the same row from memory. */
-  'baseline-memory': { server: 'memory', rowsPerRequest: one, requests: getRandomRow },
+  'baseline-memory': { server: 'memory', ...rowRead },
   /** Baseline (b): node:http reading the row through the sqlite3 driver, one prepared statement. */
-  'baseline-sqlite': { server: 'sqlite', rowsPerRequest: one, requests: getRandomRow },
+  'baseline-sqlite': { server: 'sqlite', ...rowRead },
   /** Baseline (b) for patch: node:http running rowbase's patch statement through the sqlite3 driver, and nothing else. */
   'baseline-sqlite-patch': { server: 'sqlite-patch', rowsPerRequest: one, requests: patchRandomRow },
-  'get-row': { server: 'rowbase', rowsPerRequest: one, requests: getRandomRow },
-  'get-row-metering-on': { server: 'rowbase-metering-on', rowsPerRequest: one, requests: getRandomRow },
-  'get-row-metering-off': { server: 'rowbase-metering-off', rowsPerRequest: one, requests: getRandomRow },
-  list: { server: 'rowbase', rowsPerRequest: (s) => s.pageSize, requests: listPage(() => 0) },
+  'get-row': { server: 'rowbase', ...rowRead },
+  'get-row-metering-on': { server: 'rowbase-metering-on', ...rowRead },
+  'get-row-metering-off': { server: 'rowbase-metering-off', ...rowRead },
+  list: { server: 'rowbase', ...firstPage },
   'list-deep': { server: 'rowbase', rowsPerRequest: (s) => s.pageSize, requests: listPage((s) => s.deepOffset) },
   'insert-1': {
     server: 'rowbase',
@@ -106,4 +111,15 @@ export const httpWorkloads: Record<string, HttpWorkload> = {
   /** insert-batch against rowbase on PostgreSQL (its ratio is to baseline (c), a bare pg client). */
   'insert-batch-postgres': { server: 'rowbase-postgres', ...insertBatch },
   patch: { server: 'rowbase', rowsPerRequest: one, requests: patchRandomRow },
+  /** Baseline (d): node:http reading the row from rowbase's PostgreSQL database through pg, one named statement. */
+  'baseline-pg-get-row': { server: 'postgres-read', ...rowRead },
+  /** Baseline (d) for list: the same page through the same sort index, one named statement. */
+  'baseline-pg-list': { server: 'postgres-read', ...firstPage },
+  /** get-row and list against rowbase on PostgreSQL, seeded as the SQLite one is (each judged by its (d)). */
+  'get-row-postgres': { server: 'rowbase-postgres', ...rowRead },
+  'list-postgres': { server: 'rowbase-postgres', ...firstPage },
 };
+
+/** Whether the workload is measured only when a PostgreSQL server answers: baseline (c), and those on its servers. */
+export const needsPostgres = (workload: string) =>
+  workload === 'baseline-postgres' || ['rowbase-postgres', 'postgres-read'].includes(httpWorkloads[workload]?.server);
