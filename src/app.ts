@@ -1,13 +1,11 @@
 import Koa from 'koa';
 import type { Deps } from './handlers/types.ts';
-import { authenticate } from './http/auth.ts';
 import { jsonBody } from './http/body.ts';
-import { feedPath } from './http/feed-path.ts';
-import { problems } from './http/problems.ts';
+import { problems } from './http/respond.ts';
 import type { Router } from './http/routes.ts';
-import { checkRequest } from './http/target.ts';
-import { meterUsage } from './http/usage.ts';
+import { authenticate, checkRequest, meterUsage } from './http/stages.ts';
 import type { Logger } from './log.ts';
+import { feedPath } from './ws/upgrade.ts';
 
 /**
  * Every HTTP request the service answers, one stage after another:

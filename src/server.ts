@@ -5,9 +5,9 @@ import { type AddressInfo, isIPv6 } from 'node:net';
 import { createApp } from './app.ts';
 import type { Config } from './config.ts';
 import { openStore, type Store } from './db/store.ts';
-import { BodyBudget } from './http/body-budget.ts';
+import { BodyBudget } from './http/body.ts';
 import { serveWithoutUpgrade, wantsWebSocket } from './http/other-upgrades.ts';
-import { answerClientErrors } from './http/problems.ts';
+import { answerClientErrors } from './http/respond.ts';
 import { createRouter } from './http/routes.ts';
 import { createLogger, type Logger } from './log.ts';
 import { root } from './root.ts';
@@ -23,7 +23,7 @@ export interface RunningServer {
   meter: Meter;
   /** The real-time feed on `GET /ws`. */
   feed: Feed;
-  /** The bytes of request bodies worked on at once (http/body-budget.ts). */
+  /** The bytes of request bodies worked on at once (http/body.ts, BodyBudget). */
   bodies: BodyBudget;
   /**
    * Stops accepting, closes feed sockets with 1001, lets requests under way finish (each step up to

@@ -2,7 +2,7 @@ import type { operations } from '../../generated/openapi.ts';
 import type { Config } from '../config.ts';
 import type { Principal } from '../db/keys.ts';
 import type { Store } from '../db/store.ts';
-import type { BodyBudget } from '../http/body-budget.ts';
+import type { BodyBudget } from '../http/body.ts';
 import type { Meter } from '../usage/meter.ts';
 
 export type OperationId = keyof operations;
@@ -33,7 +33,7 @@ export interface Deps {
   store: Store;
   config: Config;
   meter: Meter;
-  /** The bytes of request bodies worked on at once (http/body-budget.ts). */
+  /** The bytes of request bodies worked on at once (http/body.ts, BodyBudget). */
   bodies: BodyBudget;
   /** The contract documents, as served. */
   documents: { openapi: string; asyncapi: string };

@@ -1,3 +1,13 @@
+// A request's JSON body (jsonBody), and how many bytes of request bodies the service works on at once
+// (BodyBudget). A body, once parsed, is many times its bytes in objects, and its request holds them
+// until answered: the rows of a batch insert wait for SQLite's one writer with it. Without a bound,
+// memory grows with the clients' concurrency (many connections each inserting large batches). With it,
+// the requests past the budget wait, their bodies read but not yet parsed, and are let in, in the order
+// they came, as those before them are answered.
+//
+// A request takes its share once its whole body has arrived, never while it is still arriving, so that
+// a slow client holds nothing of it; a body larger than the whole budget is let in alone. Requests
+// without a body never wait.
 import type { IncomingMessage } from 'node:http';
 import { pipeline, type Transform } from 'node:stream';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
@@ -5,8 +15,6 @@ import type { Context, Middleware } from 'koa';
 import getRawBody from 'raw-body';
 import type { Config } from '../config.ts';
 import { ApiError, validationFailed } from '../errors.ts';
-import type { BodyBudget } from './body-budget.ts';
-import type { RouteState } from './routes.ts';
 
 declare module 'koa' {
   interface Request {
@@ -40,7 +48,7 @@ const objectOrArray = /^[ \t\n\r]*[[{]/;
  * and method that openapi.yaml does not have (as the router's `route` stage found): routing answers
  * those with 404 or 405, whatever their body.
  */
-export function jsonBody(config: Config, budget: BodyBudget): Middleware<RouteState> {
+export function jsonBody(config: Config, budget: BodyBudget): Middleware<{ route: { operation?: unknown } }> {
   return async (ctx, next) => {
     const kind = bodyKind(ctx.req);
     if (kind === 'none' || !ctx.state.route.operation) return next();
@@ -177,7 +185,7 @@ function readPlain(request: IncomingMessage, limit: number): Promise<Buffer> {
   });
 }
 
-/** An error as raw-body makes it (http-errors: `status` and `type`), for toApiError (problems.ts) to answer as it does raw-body's. */
+/** An error as raw-body makes it (http-errors: `status` and `type`), for toApiError (respond.ts) to answer as it does raw-body's. */
 const bodyError = (status: number, message: string, type: string) => Object.assign(new Error(message), { status, type });
 const tooLarge = () => bodyError(413, 'request entity too large', 'entity.too.large');
 
@@ -223,4 +231,50 @@ function visit(walk: Walk, value: unknown, depth: number): string | undefined {
     return undefined;
   }
   return typeof value === 'number' && !Number.isFinite(value) ? 'holds a number past ±1.8e308, which no double holds' : undefined;
+}
+
+/** A request waiting for its share, and how to let it in. */
+interface Waiting {
+  bytes: number;
+  letIn(): void;
+}
+
+/** The bytes of request bodies being worked on, against `limit` (config.maxBodyBytesAtOnce). */
+export class BodyBudget {
+  private held = 0;
+  private readonly waiting: Waiting[] = [];
+
+  constructor(readonly limit: number) {}
+
+  /**
+   * Holds `bytes` of the budget for a body: at once (answers undefined) if they fit and no one waits
+   * before it, else (answers a promise) once every request before it is in and they fit, or nothing
+   * else is held. Each `take` is matched by one `give` of the same bytes.
+   */
+  take(bytes: number): Promise<void> | undefined {
+    if (this.waiting.length === 0 && this.fits(bytes)) {
+      this.held += bytes;
+      return undefined;
+    }
+    return new Promise((letIn) => this.waiting.push({ bytes, letIn }));
+  }
+
+  /** Gives back what a `take` held, and lets in the requests that now fit, in the order they came. */
+  give(bytes: number): void {
+    this.held -= bytes;
+    while (this.waiting.length > 0 && this.fits(this.waiting[0].bytes)) {
+      const next = this.waiting.shift()!;
+      this.held += next.bytes;
+      next.letIn();
+    }
+  }
+
+  /** Bytes held, and requests waiting for their share (for tests and metrics). */
+  get usage(): { held: number; waiting: number } {
+    return { held: this.held, waiting: this.waiting.length };
+  }
+
+  private fits(bytes: number): boolean {
+    return this.held === 0 || this.held + bytes <= this.limit;
+  }
 }

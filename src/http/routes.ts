@@ -4,6 +4,15 @@
 // of the document and the validators those `npm run generate` compiled from it; what handleRequest
 // works out on every request (it parses each one three times, and its router rebuilds the routes on
 // every match) is worked out here once, at start.
+//
+// The routes of openapi.yaml are compiled once (RouteTable). openapi-backend's own router rebuilds its
+// list of operations (with lodash) and a regular expression per path template on every match; the table
+// answers the same way from what it built at start. It matches as OpenAPIRouter.matchOperation does
+// with our options (apiRoot `/`, trailing slashes ignored): an exact path with the method first, then
+// every path template that matches, the most specific first (the longest once its parameters are
+// removed, ties in document order); a path that none matches is a 404, a path without the method a 405.
+// A match also reads the path's parameters, as openapi-backend's parseRequest would (with bath-es5),
+// but still percent-encoded: decoding can fail, and that is the request's fault, said by whoever validates.
 import type { Middleware } from 'koa';
 import { type Document, OpenAPIRouter, type Operation } from 'openapi-backend';
 import document from '../../generated/openapi.json' with { type: 'json' };
@@ -12,11 +21,9 @@ import type { Principal } from '../db/keys.ts';
 import { ApiError, notFound, unauthorized } from '../errors.ts';
 import { handlers } from '../handlers/index.ts';
 import type { Deps, Handler, OperationId } from '../handlers/types.ts';
-import type { AuthState } from './auth.ts';
-import { QueryMemo } from './query-memo.ts';
 import { respond } from './respond.ts';
-import { type Match, RouteTable } from './route-table.ts';
-import { type RequestChecks, requestChecks, validateRequest } from './validate.ts';
+import type { AuthState } from './stages.ts';
+import { QueryMemo, type RequestChecks, requestChecks, validateRequest } from './validate.ts';
 
 const methods = ['get', 'head', 'put', 'post', 'delete', 'options', 'patch'] as const;
 
@@ -110,4 +117,86 @@ function miss(table: RouteTable, status: 404 | 405, path: string): ApiError {
     .map((candidate) => candidate.toUpperCase())
     .join(', ');
   return new ApiError('method_not_allowed', `${shown} answers ${allow}.`, { headers: { Allow: allow } });
+}
+
+export type Match =
+  | { operation: Operation; params: Record<string, string>; miss?: undefined }
+  | { operation?: undefined; params?: undefined; miss: 404 | 405 };
+
+interface Route {
+  /** Anchored, with each `{parameter}` capturing one non-empty path segment. */
+  pattern: RegExp;
+  /** The parameters' names, in the order `pattern` captures them. */
+  names: string[];
+  byMethod: Map<string, Operation>;
+}
+
+export class RouteTable {
+  private readonly exact = new Map<string, Route>();
+  private readonly routes: Route[];
+
+  /** `operations` as OpenAPIRouter.getOperations() lists them: in document order. */
+  constructor(readonly operations: readonly Operation[]) {
+    const byPath = new Map<string, Route>();
+    for (const operation of operations) {
+      let route = byPath.get(operation.path);
+      if (!route) {
+        route = { ...templatePattern(operation.path), byMethod: new Map() };
+        byPath.set(operation.path, route);
+        this.exact.set(operation.path, route);
+      }
+      // The first operation of a path and method wins, as openapi-backend's find() does.
+      if (!route.byMethod.has(operation.method)) route.byMethod.set(operation.method, operation);
+    }
+    const specificity = (path: string) => path.replace(/\{.*?\}/g, '').length;
+    // Array.prototype.sort is stable: equally specific paths stay in document order.
+    this.routes = [...byPath.entries()].sort(([a], [b]) => specificity(b) - specificity(a)).map(([, route]) => route);
+  }
+
+  /** The operation for `method` (any case) on `path` (a URL path, with or without its query). */
+  match(method: string, path: string): Match {
+    const normalized = normalizePath(path);
+    const verb = method.trim().toLowerCase();
+    const exact = this.exact.get(normalized);
+    const operation = exact?.byMethod.get(verb);
+    // A path may be exactly a template, `{parameter}` and all: its parameters are then read as sent.
+    if (exact && operation) return { operation, params: paramsOf(exact, exact.pattern.exec(normalized) as RegExpExecArray) };
+    let pathMatched = false;
+    for (const route of this.routes) {
+      const captured = route.pattern.exec(normalized);
+      if (!captured) continue;
+      pathMatched = true;
+      const found = route.byMethod.get(verb);
+      if (found) return { operation: found, params: paramsOf(route, captured) };
+    }
+    return { miss: pathMatched ? 405 : 404 };
+  }
+}
+
+function paramsOf({ names }: Route, captured: RegExpExecArray): Record<string, string> {
+  const params: Record<string, string> = {};
+  for (let i = 0; i < names.length; i++) params[names[i]] = captured[i + 1];
+  return params;
+}
+
+/** As OpenAPIRouter.normalizeRequest and normalizePath: trimmed, a leading slash, no query, no trailing slash. */
+function normalizePath(raw: string): string {
+  let path = raw.trim();
+  if (!path.startsWith('/')) path = `/${path}`;
+  path = path.split('?')[0].trim();
+  while (path.length > 1 && path.endsWith('/')) path = path.slice(0, -1);
+  return path;
+}
+
+function templatePattern(template: string): Pick<Route, 'pattern' | 'names'> {
+  const escapeLiteral = (literal: string) => literal.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const names = [...template.matchAll(/\{([^}]+)\}/g)].map(([, name]) => name);
+  const pattern = new RegExp(
+    `^${template
+      .replace(/\{[^}]+\}/g, '\0')
+      .split('\0')
+      .map(escapeLiteral)
+      .join('([^/]+)')}$`,
+  );
+  return { pattern, names };
 }

@@ -9,7 +9,7 @@ import type { Config } from '../config.ts';
 import type { Principal } from '../db/keys.ts';
 import type { Store } from '../db/store.ts';
 import { ApiError, unavailable } from '../errors.ts';
-import { toApiError, writeProblem } from '../http/problems.ts';
+import { toApiError, writeProblem } from '../http/respond.ts';
 import type { Logger } from '../log.ts';
 import { closeCodes } from './messages.ts';
 import { Pruner } from './retention.ts';

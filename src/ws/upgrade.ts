@@ -4,15 +4,14 @@
 // collection (404), `since` (400, 410).
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { ErrorObject } from 'ajv';
+import type { Middleware } from 'koa';
 import type { components } from '../../generated/asyncapi.ts';
 import { validateFeedQuery } from '../../generated/feed-validators.js';
 import type { EventType } from '../db/events.ts';
 import { hashKey, type Principal } from '../db/keys.ts';
 import type { Store } from '../db/store.ts';
 import { ApiError, type FieldError, gone, hostRepeated, hostRequired, notFound, unauthorized, validationFailed } from '../errors.ts';
-import { keyOf } from '../http/auth.ts';
-import { headerLines } from '../http/header-lines.ts';
-import { pathOf, targetOf } from '../http/target.ts';
+import { headerLines, keyOf, pathOf, targetOf } from '../http/stages.ts';
 import { eventKinds } from './messages.ts';
 
 type FeedQuery = components['schemas']['FeedQuery'];
@@ -93,6 +92,16 @@ export function notAnUpgrade(method: string, request: Pick<IncomingMessage, 'hea
   if (method !== 'GET' && method !== 'HEAD') return methodNotAllowed('GET, HEAD');
   return validationFailed(`${FEED_PATH} takes a WebSocket upgrade (asyncapi.yaml); this request is not one.`, handshakeErrors(request));
 }
+
+/**
+ * `/ws` is the feed's (asyncapi.yaml), and the server hands the feed every WebSocket upgrade
+ * (server.ts): a request for it that reaches the HTTP API is no upgrade, and is told so, rather than
+ * that there is no such route.
+ */
+export const feedPath: Middleware = (ctx, next) => {
+  if (ctx.path !== FEED_PATH) return next();
+  throw notAnUpgrade(ctx.method, ctx.req);
+};
 
 const methodNotAllowed = (allow = 'GET') =>
   new ApiError('method_not_allowed', `${FEED_PATH} answers ${allow}.`, { headers: { Allow: allow } });

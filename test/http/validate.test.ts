@@ -10,7 +10,7 @@ import { type Document, OpenAPIBackend, type Operation } from 'openapi-backend';
 import document from '../../generated/openapi.json' with { type: 'json' };
 import { requestValidators } from '../../generated/validators.js';
 import { ApiError } from '../../src/errors.ts';
-import { RouteTable } from '../../src/http/route-table.ts';
+import { RouteTable } from '../../src/http/routes.ts';
 import { requestChecks, validateRequest } from '../../src/http/validate.ts';
 import { requestAjvOptions } from '../../src/http/validation-options.ts';
 
