@@ -1,7 +1,9 @@
 // PostgreSQL: the operations on rows (../operations.ts, RowOperations). Each write is a transaction of
 // its own, on a connection of the pool: writers to different collections run at once. A batch insert
-// is one statement that commits on its own (sql.ts, insertBatchSql), merged with the other inserts
-// into the collection that wait their turn in this process (merged-inserts.ts).
+// is one statement that commits on its own (sql.ts, insertBatchSql), batched with the other inserts
+// into the collection that wait their turn in this process (inserts, below).
+
+import { Batches } from '../batches.ts';
 import { collectionId, collectionNotFound } from '../collections.ts';
 import type { Dialect } from '../dialect.ts';
 import { appendEvents, eventRow } from '../events.ts';
@@ -10,28 +12,60 @@ import { type PageSource, readPage } from '../pages.ts';
 import { deleteRowIn } from '../row-writes.ts';
 import { assignable, noSuchRow, overRowBound, rowJson, rowNotFound, rowsJson, rowTooLarge } from '../rows.ts';
 import { CHANNEL } from './changes.ts';
-import { mergedInsert } from './merged-inserts.ts';
 import { rekeyPatchedRow } from './sort-indexes.ts';
 import { advanceReadingRowSql, getRowSql, insertBatchSql, updateRowSql } from './sql.ts';
 import { runAlone } from './statements.ts';
 
+/** One request's rows, as an insert into its collection waits its turn. */
+interface Insert {
+  accountId: number;
+  collection: string;
+  texts: string[];
+}
+
+/** The rows of one insert statement at most (a request's own rows are never split). */
+const MAX_INSERT_ROWS = 5000;
+
 export function postgresRows(db: Dialect, pages: PageSource): RowOperations {
   const { knex, changes } = db;
+
+  /**
+   * An insert holds its collection's row from its statement's start to its commit, so the inserts of a
+   * collection run one after another whatever the pool. Sent as they come, the waiting ones would wait
+   * inside PostgreSQL, one backend each, and every turn would cost a statement, a commit and its WAL
+   * flush. Instead at most two statements of a collection are under way: one holding its row, and the
+   * next queued behind it, ready the moment the first commits; inserts that come meanwhile go together
+   * in the statement after, each request's rows consecutive, in the order the requests came.
+   */
+  const inserts = new Batches<Insert, number>({
+    maxRunning: 2,
+    maxWeight: MAX_INSERT_ROWS,
+    async run(_key, batch) {
+      const { accountId, collection } = batch[0];
+      const rows = batch.flatMap(({ texts }) => texts);
+      // JSON.stringify's output never holds a line feed (it escapes every control character), so the
+      // lines of one string are the rows: one parameter, where an array would be escaped item by item.
+      const params = [accountId, collection, rows.length, rows.join('\n'), CHANNEL, changes.instance];
+      const [written] = await runAlone<{ id: number; first_id: number | string }>(knex, insertBatchSql, params);
+      if (!written) throw collectionNotFound(collection);
+      // Committed already: this process's listeners hear it now, the others through the NOTIFY.
+      changes.emit('change', Number(written.id));
+      // Each request's first id: its rows follow those of the requests before it.
+      let next = Number(written.first_id);
+      return batch.map(({ texts }) => {
+        const first = next;
+        next += texts.length;
+        return first;
+      });
+    },
+  });
+
   return {
     async insertRows(accountId, collection, items) {
       // Node's work comes first: the write holds the collection's row from its first statement to its commit.
       const texts = items.map((fields) => JSON.stringify(fields));
       if (texts.some(overRowBound)) throw rowTooLarge();
-      const firstId = await mergedInsert(db, `${accountId}/${collection}`, texts, async (rows) => {
-        // JSON.stringify's output never holds a line feed (it escapes every control character), so the
-        // lines of one string are the rows: one parameter, where an array would be escaped item by item.
-        const params = [accountId, collection, rows.length, rows.join('\n'), CHANNEL, changes.instance];
-        const [written] = await runAlone<{ id: number; first_id: number | string }>(knex, insertBatchSql, params);
-        if (!written) throw collectionNotFound(collection);
-        // Committed already: this process's listeners hear it now, the others through the NOTIFY.
-        changes.emit('change', Number(written.id));
-        return Number(written.first_id);
-      });
+      const firstId = await inserts.add(`${accountId}/${collection}`, { accountId, collection, texts }, texts.length);
       return rowsJson(firstId, texts);
     },
 

@@ -9,6 +9,7 @@
 // began, so a client reads its own acknowledged writes. Errors leave as the driver's and are
 // translated at the store's edge (../errors.ts).
 import sqlite3 from 'sqlite3';
+import { Batches } from '../batches.ts';
 import type { SqlValue, WriteTx } from '../dialect.ts';
 import { DatabaseClosedError } from '../errors.ts';
 import type { SnapshotRead } from '../pages.ts';
@@ -173,19 +174,6 @@ interface Reader {
   cache: StatementCache;
 }
 
-/** A read waiting to go out with the others of its SQL text (see SqliteStatements.readMerged). */
-interface MergedRead {
-  params: SqlValue[];
-  resolve(rows: unknown[]): void;
-  reject(error: unknown): void;
-}
-
-/** The reads of one SQL text waiting to go out together, and whether a run of them is under way. */
-interface MergedReads {
-  queued: MergedRead[];
-  running: boolean;
-}
-
 /** Reads sent in one run of a merged statement at most: a bound on the size of its JSON array and its answer. */
 const MAX_MERGED_READS = 100;
 
@@ -195,7 +183,16 @@ export class SqliteStatements {
   private readonly writers = new Map<unknown, StatementCache>();
   /** The last snapshot taken or queued: snapshots take the `snapshot` connection one at a time. */
   private snapshots: Promise<unknown> = Promise.resolve();
-  private readonly merged = new Map<string, MergedReads>();
+  /** Reads by the SQL text that reads them together (readMerged): one run of each text at a time. */
+  private readonly merged = new Batches<SqlValue[], unknown[]>({
+    maxWeight: MAX_MERGED_READS,
+    run: async (sql, batch) => {
+      const rows = await this.read<{ i: number }>(sql, [JSON.stringify(batch)]);
+      const answers: unknown[][] = batch.map(() => []);
+      for (const row of rows) answers[row.i].push(row);
+      return answers;
+    },
+  });
   private closed = false;
   private readonly checkpoints: NodeJS.Timeout;
   /** The checkpoints' connection, read-write, opened on the first; and the checkpoint under way. */
@@ -231,37 +228,13 @@ export class SqliteStatements {
   /**
    * The rows of one read among many alike, such as row reads by id, on the `point` connection: the
    * reads of `sql` asked for while a run of it is under way wait for it to end, then go out together,
-   * as one run. `sql` reads them all: its one parameter is a JSON array of each read's `params`, and it
+   * as one run (../batches.ts). `sql` reads them all: its one parameter is a JSON array of each read's `params`, and it
    * answers each row with `i`, the index in that array of the read it belongs to (json_each's `key`).
    * A hand-off to the driver's thread costs the main thread far more than a read by primary key, the
    * more so under load, when the thread of the pool it wakes competes with it for the cores.
    */
   readMerged<T>(sql: string, params: SqlValue[]): Promise<T[]> {
-    let reads = this.merged.get(sql);
-    if (!reads) {
-      reads = { queued: [], running: false };
-      this.merged.set(sql, reads);
-    }
-    const queued = reads.queued;
-    const answer = new Promise<T[]>((resolve, reject) => queued.push({ params, resolve: resolve as MergedRead['resolve'], reject }));
-    if (!reads.running) void this.runMerged(sql, reads);
-    return answer;
-  }
-
-  private async runMerged(sql: string, reads: MergedReads): Promise<void> {
-    reads.running = true;
-    while (reads.queued.length > 0) {
-      const batch = reads.queued.splice(0, MAX_MERGED_READS);
-      try {
-        const rows = await this.read<{ i: number }>(sql, [JSON.stringify(batch.map((read) => read.params))]);
-        const answers: unknown[][] = batch.map(() => []);
-        for (const row of rows) answers[row.i].push(row);
-        for (const [index, read] of batch.entries()) read.resolve(answers[index]);
-      } catch (error) {
-        for (const read of batch) read.reject(error);
-      }
-    }
-    reads.running = false;
+    return this.merged.add(sql, params) as Promise<T[]>;
   }
 
   /**

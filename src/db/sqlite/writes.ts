@@ -11,11 +11,10 @@
 // driver where BEGIN and COMMIT would make three.
 //
 // A merged write that fails (an insert into a missing collection, say) writes nothing: then each of
-// its writes runs again alone, in a transaction of its own, so that it succeeds or fails alone,
-// exactly as it would have without the group. (A patch of a missing row is no failure of the
-// statement: it answers its own 404, and the others are stored.)
-// Writes are functions of their input and the database, so running one again is safe. Other writes
-// (deletes) queued together share one transaction, and likewise run again alone when it fails.
+// its writes runs again alone, as every batch of the data layer does (../batches.ts, runBatch). (A
+// patch of a missing row is no failure of the statement: it answers its own 404, and the others are
+// stored.) Other writes (deletes) queued together share one transaction, and by the same rule run
+// again each alone when it fails.
 //
 // A transaction is the statements `begin immediate` and `commit`, prepared once, on Knex's connection,
 // held from the pool while writes are under way: a Knex transaction costs several times as much, in
@@ -24,6 +23,7 @@
 // On PostgreSQL each write is a transaction of its own: there, writers to different collections run
 // at once on the pool's connections.
 import type { Knex } from 'knex';
+import { runBatch } from '../batches.ts';
 import type { WriteTx } from '../dialect.ts';
 import type { SqliteStatements } from './statements.ts';
 
@@ -44,7 +44,7 @@ interface Merge {
 }
 
 interface Job {
-  /** The write alone, in a transaction of its own; for a merged write, only once it must run alone (alone()). */
+  /** A write in a transaction of its own (or shared with the transactions queued beside it). */
   work?: Work<unknown>;
   merge?: Merge;
   resolve(value: unknown): void;
@@ -184,26 +184,16 @@ export class GroupedWrites {
     return taken;
   }
 
-  /**
-   * `first` merged with the writes of its key queued beside it, with no transaction. If it fails,
-   * nothing of it is stored: a write alone failed as it would have without the group; otherwise each
-   * write goes back to the head of the queue to run again alone, in a transaction, in order.
-   */
+  /** `first` merged with the writes of its key queued beside it, as one statement with no transaction. */
   private async runMerged(first: Job): Promise<void> {
     const group = this.takeMergeable(first);
-    const key = first.merge!.key;
+    const { key, work } = first.merge!;
     const left = this.waiting.get(key)! - group.length;
     if (left > 0) this.waiting.set(key, left);
     else this.waiting.delete(key);
     this.count(group, true);
-    try {
-      const items = group.map((job) => job.merge!.item);
-      const results = await this.hold((trx) => first.merge!.work(trx, items), false);
-      for (const [index, job] of group.entries()) job.resolve(results[index]);
-    } catch (error) {
-      if (group.length === 1) return first.reject(error);
-      this.queue.unshift(...group.map(({ merge, resolve, reject }) => ({ work: alone(merge!), resolve, reject })));
-    }
+    const taken = group.map(({ merge, resolve, reject }) => ({ item: merge!.item, resolve, reject }));
+    await runBatch(taken, (items) => this.hold((trx) => work(trx, items), false));
   }
 
   /**
@@ -277,9 +267,3 @@ export class GroupedWrites {
     }
   }
 }
-
-/** A merged write as a write alone: its statement with its own item only. */
-const alone =
-  ({ work, item }: Merge): Work<unknown> =>
-  async (trx) =>
-    (await work(trx, [item]))[0];
