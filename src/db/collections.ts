@@ -1,13 +1,21 @@
 import type { components } from '../../generated/openapi.ts';
 import { conflict, notFound } from '../errors.ts';
 import type { Dialect, WriteTx } from './dialect.ts';
-import { advanceSql, createCollectionSql, lockAccountSql } from './sql.ts';
+import {
+  advanceSql,
+  collectionIdSql,
+  createCollectionSql,
+  deleteCollectionSqls,
+  getCollectionSql,
+  listCollectionsSql,
+  lockAccountSql,
+} from './sql.ts';
 
 export type Collection = components['schemas']['Collection'];
 
 // `seq` is last_seq, read with row_count from the same row: the count is that of the events up to it.
-const columns = ['name', 'created_at', 'row_count', 'last_seq'] as const;
-const toCollection = (row: { name: string; created_at: string; row_count: number | string; last_seq: number | string }): Collection => ({
+type CollectionRow = { name: string; created_at: string; row_count: number | string; last_seq: number | string };
+const toCollection = (row: CollectionRow): Collection => ({
   name: row.name,
   created_at: row.created_at,
   row_count: Number(row.row_count),
@@ -15,9 +23,8 @@ const toCollection = (row: { name: string; created_at: string; row_count: number
 });
 
 /** The account's collections, by name in code point order (openapi.yaml, listCollections). */
-export async function listCollections({ knex, byCodePoint }: Dialect, accountId: number): Promise<Collection[]> {
-  const rows = await knex('collections').where({ account_id: accountId }).orderBy(byCodePoint('name')).select(columns);
-  return rows.map(toCollection);
+export async function listCollections({ query, codePointOrder }: Dialect, accountId: number): Promise<Collection[]> {
+  return (await query<CollectionRow>(listCollectionsSql(codePointOrder), [accountId])).map(toCollection);
 }
 
 /**
@@ -41,8 +48,8 @@ export async function createCollection(db: Dialect, accountId: number, name: str
   return { name, created_at, row_count: 0, seq: 0 };
 }
 
-export async function getCollection({ knex }: Dialect, accountId: number, name: string): Promise<Collection> {
-  const row = await knex('collections').where({ account_id: accountId, name }).first(columns);
+export async function getCollection({ query }: Dialect, accountId: number, name: string): Promise<Collection> {
+  const [row] = await query<CollectionRow>(getCollectionSql, [accountId, name]);
   if (!row) throw collectionNotFound(name);
   return toCollection(row);
 }
@@ -51,17 +58,14 @@ export async function getCollection({ knex }: Dialect, accountId: number, name: 
 export async function deleteCollection(db: Dialect, accountId: number, name: string): Promise<void> {
   await db.knex.transaction(async (trx) => {
     const { id } = await advance(db, trx, accountId, name, 0);
-    await trx('rows').where({ collection_id: id }).delete();
-    await trx('events').where({ collection_id: id }).delete();
-    await trx('sort_keys').where({ collection_id: id }).delete();
-    await trx('collections').where({ id }).delete();
+    for (const sql of deleteCollectionSqls) await db.run(trx, sql, [id]);
     await db.announce(trx, id);
   });
 }
 
 /** The internal id of the account's collection `name`; 404 when the account has none of that name. */
-export async function collectionId({ knex }: Dialect, accountId: number, name: string): Promise<number> {
-  const row = await knex('collections').where({ account_id: accountId, name }).first('id');
+export async function collectionId({ query }: Dialect, accountId: number, name: string): Promise<number> {
+  const [row] = await query<{ id: number | string }>(collectionIdSql, [accountId, name]);
   if (!row) throw collectionNotFound(name);
   return Number(row.id);
 }

@@ -19,7 +19,7 @@ export interface WriteTx {
 }
 
 export interface Dialect {
-  /** The database's Knex: its pool, its transactions, and the statements that are not on a hot path. */
+  /** The database's Knex: its pool and its transactions. */
   knex: Knex;
   /** Wake-ups after each committed change of a collection (changes.ts). */
   changes: Changes;
@@ -28,10 +28,12 @@ export interface Dialect {
    * has `?` placeholders, and is prepared once per connection.
    */
   run<T>(trx: WriteTx, sql: string, params: SqlValue[]): Promise<T[]>;
+  /** Runs one statement on its own (`sql` with `?` placeholders), and answers its rows. */
+  query<T>(sql: string, params: SqlValue[]): Promise<T[]>;
   /** Announces from inside `trx` that the collection changed: listeners hear it after the commit, never after a rollback. */
   announce(trx: WriteTx, collectionId: number): Promise<void>;
-  /** An ORDER BY term of the text column `column` in code point order (openapi.yaml: names are listed so). */
-  byCodePoint(column: string): Knex.Raw;
+  /** What follows a text column in ORDER BY for code point order (openapi.yaml: names are listed so). */
+  codePointOrder: string;
   /** Whether the driver's error is a unique constraint the statement broke, told by its code. */
   isUniqueViolation(error: unknown): boolean;
 }

@@ -1,7 +1,7 @@
 import { collectionNotFound } from './collections.ts';
 import type { Dialect, SqlValue, WriteTx } from './dialect.ts';
 import { type Row, rowJson } from './rows.ts';
-import { insertEventsSql } from './sql.ts';
+import { eventSizesSql, eventsSql, feedStartSql, insertEventsSql, latestSeqSql } from './sql.ts';
 
 export type EventType = 'insert' | 'update' | 'delete';
 
@@ -63,10 +63,11 @@ export interface FeedStart {
  * Read by one statement, so in one snapshot: read apart, a collection deleted in between (its events
  * with it) looked like one whose events were all pruned, and a `since` was refused 410, not 404.
  */
-export async function feedStart({ knex }: Dialect, accountId: number, name: string): Promise<FeedStart> {
-  const collection = await knex('collections')
-    .where({ account_id: accountId, name })
-    .first('id', 'last_seq', knex('events').where('collection_id', knex.ref('collections.id')).min('seq').as('oldest'));
+export async function feedStart({ query }: Dialect, accountId: number, name: string): Promise<FeedStart> {
+  const [collection] = await query<{ id: number | string; last_seq: number | string; oldest: number | string | null }>(feedStartSql, [
+    accountId,
+    name,
+  ]);
   if (!collection) throw collectionNotFound(name);
   const collectionId = Number(collection.id);
   const lastSeq = Number(collection.last_seq);
@@ -75,8 +76,8 @@ export async function feedStart({ knex }: Dialect, accountId: number, name: stri
 }
 
 /** The collection's latest seq, or undefined once it has been deleted. */
-export async function latestSeq({ knex }: Dialect, collectionId: number): Promise<number | undefined> {
-  const collection = await knex('collections').where({ id: collectionId }).first('last_seq');
+export async function latestSeq({ query }: Dialect, collectionId: number): Promise<number | undefined> {
+  const [collection] = await query<{ last_seq: number | string }>(latestSeqSql, [collectionId]);
   return collection ? Number(collection.last_seq) : undefined;
 }
 
@@ -94,20 +95,10 @@ export interface EventPage {
 }
 
 /** One page of the collection's events, in seq order. */
-export async function readEvents({ knex }: Dialect, collectionId: number, page: EventPage): Promise<StoredEvent[]> {
-  const inPage = () =>
-    knex('events')
-      .where({ collection_id: collectionId })
-      .andWhere('seq', '>', page.after)
-      .andWhere('seq', '<=', page.upTo ?? Number.MAX_SAFE_INTEGER)
-      .orderBy('seq')
-      .limit(page.limit);
-  let upTo = page.upTo;
+export async function readEvents({ query }: Dialect, collectionId: number, page: EventPage): Promise<StoredEvent[]> {
+  let upTo = page.upTo ?? Number.MAX_SAFE_INTEGER;
   if (page.maxChars !== undefined) {
-    const sizes: { seq: number | string; size: number | string }[] = await inPage().select(
-      'seq',
-      knex.raw('length(??) as ??', ['row', 'size']),
-    );
+    const sizes = await query<{ seq: number | string; size: number | string }>(eventSizesSql, [collectionId, page.after, upTo, page.limit]);
     let total = 0;
     for (const [index, { seq, size }] of sizes.entries()) {
       total += Number(size);
@@ -115,10 +106,13 @@ export async function readEvents({ knex }: Dialect, collectionId: number, page: 
       upTo = Number(seq);
     }
   }
-  const rows = await inPage()
-    .andWhere('seq', '<=', upTo ?? Number.MAX_SAFE_INTEGER)
-    .select('seq', 'type', 'row', 'at');
-  return rows.map((event: { seq: number | string; type: EventType; row: string; at: string }) => ({
+  const rows = await query<{ seq: number | string; type: EventType; row: string; at: string }>(eventsSql, [
+    collectionId,
+    page.after,
+    upTo,
+    page.limit,
+  ]);
+  return rows.map((event) => ({
     collectionId,
     seq: Number(event.seq),
     type: event.type,

@@ -57,8 +57,8 @@ const shared = {
   collectionsAfter,
   pruneEventBatch,
   /** Answers when the database does. */
-  ping: async ({ knex }: Dialect) => {
-    await knex.raw('select 1');
+  ping: async ({ query }: Dialect) => {
+    await query('select 1', []);
   },
 } satisfies Record<string, SharedFunction>;
 

@@ -3,6 +3,7 @@
 // so writers wait for at most one batch; and it only ever removes a collection's oldest events, so what
 // is retained always runs without a gap up to the latest seq.
 import type { Dialect } from './dialect.ts';
+import { collectionsAfterSql, oldestEventsSql, pruneEventsSql } from './sql.ts';
 
 export interface RetentionPolicy {
   /** Events kept per collection, newest first. */
@@ -14,28 +15,31 @@ export interface RetentionPolicy {
 }
 
 /** One page of collections, by id, with their latest seq: what a pruning pass walks through. */
-export async function collectionsAfter({ knex }: Dialect, afterId: number, limit: number): Promise<{ id: number; lastSeq: number }[]> {
-  const rows = await knex('collections').where('id', '>', afterId).orderBy('id').limit(limit).select('id', 'last_seq');
-  return rows.map((row: { id: number | string; last_seq: number | string }) => ({ id: Number(row.id), lastSeq: Number(row.last_seq) }));
+export async function collectionsAfter({ query }: Dialect, afterId: number, limit: number): Promise<{ id: number; lastSeq: number }[]> {
+  const rows = await query<{ id: number | string; last_seq: number | string }>(collectionsAfterSql, [afterId, limit]);
+  return rows.map((row) => ({ id: Number(row.id), lastSeq: Number(row.last_seq) }));
 }
 
 /**
  * Deletes the longest run of the collection's oldest events (at most `batchSize`) that are past
  * retention, and returns how many went; fewer than `batchSize` means the collection is done.
  */
-export async function pruneEventBatch({ knex }: Dialect, collectionId: number, lastSeq: number, policy: RetentionPolicy, now = Date.now()) {
+export async function pruneEventBatch(
+  { query }: Dialect,
+  collectionId: number,
+  lastSeq: number,
+  policy: RetentionPolicy,
+  now = Date.now(),
+) {
   const pastCount = lastSeq - policy.keepCount;
   const cutoff = new Date(now - policy.keepMs).toISOString();
-  const oldest: { seq: number | string; at: string }[] = await knex('events')
-    .where({ collection_id: collectionId })
-    .orderBy('seq')
-    .limit(policy.batchSize)
-    .select('seq', 'at');
-  let end: number | undefined;
+  const oldest = await query<{ seq: number | string; at: string }>(oldestEventsSql, [collectionId, policy.batchSize]);
+  let past = 0;
   for (const event of oldest) {
     if (Number(event.seq) > pastCount && event.at >= cutoff) break;
-    end = Number(event.seq);
+    past++;
   }
-  if (end === undefined) return 0;
-  return knex('events').where({ collection_id: collectionId }).andWhere('seq', '<=', end).delete();
+  if (past === 0) return 0;
+  await query(pruneEventsSql, [collectionId, Number(oldest[past - 1].seq)]);
+  return past;
 }

@@ -1,7 +1,7 @@
-// The statements both dialects run as they are, and the pieces of SQL both build their own from. Each
-// dialect's own statements are in sqlite/sql.ts and postgres/sql.ts; `npm run generate` writes every
-// statement of each dialect, whole, to generated/sql/. Values a client sends are always bindings, never
-// part of the text.
+// The statements both dialects run as they are (or with the clause that orders text by code point), and
+// the pieces of SQL both build their own from. Each dialect's own statements are in sqlite/sql.ts and
+// postgres/sql.ts; `npm run generate` writes every statement of each dialect, whole, to generated/sql/.
+// Values a client sends are always bindings, never part of the text.
 
 /**
  * The first statement of every write transaction (collections.ts, advance()): moves the collection's
@@ -63,3 +63,62 @@ export const replaceKey =
 
 /** The order of sort keys (`k` their table's alias and a dot, or empty), and of rows with equal keys by id. */
 export const keyOrder = (k: string, dir: 'asc' | 'desc') => `${k}rank ${dir}, ${k}num ${dir}, ${k}str ${dir}, ${k}row_id ${dir}`;
+
+// The cold paths: collections, keys, plans, usage, the feed's event reads and retention. `collate` is the
+// dialect's clause that orders text by code point (Dialect.codePointOrder): names are listed so.
+
+const collectionColumns = 'name, created_at, row_count, last_seq';
+export const listCollectionsSql = (collate: string) =>
+  `select ${collectionColumns} from collections where account_id = ? order by name${collate}`;
+export const getCollectionSql = `select ${collectionColumns} from collections where account_id = ? and name = ?`;
+export const collectionIdSql = 'select id from collections where account_id = ? and name = ?';
+/** A collection's deletion, after advance() holds its row: its rows, events and sort keys, then itself. */
+export const deleteCollectionSqls = [
+  'delete from rows where collection_id = ?',
+  'delete from events where collection_id = ?',
+  'delete from sort_keys where collection_id = ?',
+  'delete from collections where id = ?',
+];
+
+/** The account, made on its first key; a write first, so that the transaction takes SQLite's write lock at once. */
+export const ensureAccountSql = "insert into accounts (name, plan, created_at) values (?, 'free', ?) on conflict (name) do nothing";
+export const planExistsSql = 'select name from plans where name = ?';
+export const setAccountPlanSql = 'update accounts set plan = ? where name = ?';
+export const accountByNameSql = 'select id, plan from accounts where name = ?';
+export const accountByIdSql = 'select name, plan from accounts where id = ?';
+export const insertKeySql = 'insert into api_keys (account_id, prefix, hash, created_at) values (?, ?, ?, ?)';
+export const listKeysSql = (collate: string, ofOneAccount: boolean) =>
+  `select k.prefix, a.name as account, a.plan, k.created_at, k.revoked_at from api_keys k join accounts a on a.id = k.account_id
+  ${ofOneAccount ? 'where a.name = ?' : ''} order by a.name${collate}, k.id`;
+/** Revokes the live keys whose hash (`?`) or prefix (`?`) is given, and answers them. */
+export const revokeKeysSql = `update api_keys set revoked_at = ? where revoked_at is null and (hash = ? or prefix = ?)
+  returning account_id, prefix, created_at`;
+export const keyOfHashOrPrefixSql = 'select prefix, revoked_at from api_keys where hash = ? or prefix = ? limit 1';
+export const liveKeyHashesSql = (n: number) =>
+  `select hash from api_keys where revoked_at is null and hash in (${Array.from({ length: n }, () => '?').join(', ')})`;
+export const principalSql = `select a.id as account_id, a.name as account from api_keys k join accounts a on a.id = k.account_id
+  where k.hash = ? and k.revoked_at is null`;
+
+export const listPlansSql = (collate: string) => `select name, quota, period, rate from plans order by name${collate}`;
+/** Adds the plan or changes its quota and period, and its rate when `withRate`. */
+export const setPlanSql = (withRate: boolean) => `insert into plans (name, quota, period, rate) values (?, ?, ?, ?)
+  on conflict (name) do update set quota = excluded.quota, period = excluded.period${withRate ? ', rate = excluded.rate' : ''}
+  returning name, quota, period, rate`;
+export const accountPlanSql = 'select p.name, p.quota, p.period, p.rate from accounts a join plans p on p.name = a.plan where a.id = ?';
+
+export const readUsageSql = 'select count from usage_counts where account_id = ? and period_start = ?';
+export const addUsageSql = `insert into usage_counts (account_id, period_start, count) values (?, ?, ?)
+  on conflict (account_id, period_start) do update set count = usage_counts.count + excluded.count returning count`;
+
+/** Where a feed can start, in one statement, so in one snapshot: the collection, its latest seq, its oldest retained event. */
+export const feedStartSql = `select id, last_seq, (select min(seq) from events where collection_id = collections.id) as oldest
+  from collections where account_id = ? and name = ?`;
+export const latestSeqSql = 'select last_seq from collections where id = ?';
+/** A page of a collection's events after a seq, up to a seq: their sizes, then the events. */
+export const eventSizesSql =
+  'select seq, length(row) as size from events where collection_id = ? and seq > ? and seq <= ? order by seq limit ?';
+export const eventsSql = 'select seq, type, row, at from events where collection_id = ? and seq > ? and seq <= ? order by seq limit ?';
+
+export const collectionsAfterSql = 'select id, last_seq from collections where id > ? order by id limit ?';
+export const oldestEventsSql = 'select seq, at from events where collection_id = ? order by seq limit ?';
+export const pruneEventsSql = 'delete from events where collection_id = ? and seq <= ?';

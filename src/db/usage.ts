@@ -1,17 +1,14 @@
 import type { Dialect } from './dialect.ts';
+import { addUsageSql, readUsageSql } from './sql.ts';
 
 /** The requests counted for an account in the period starting at `periodStart`, by every instance. */
-export async function readUsage({ knex }: Dialect, accountId: number, periodStart: string): Promise<number> {
-  const row = await knex('usage_counts').where({ account_id: accountId, period_start: periodStart }).first('count');
+export async function readUsage({ query }: Dialect, accountId: number, periodStart: string): Promise<number> {
+  const [row] = await query<{ count: number | string }>(readUsageSql, [accountId, periodStart]);
   return row ? Number(row.count) : 0;
 }
 
 /** Adds `count` requests to the period's total and returns the new total, other instances' included. */
-export async function addUsage({ knex }: Dialect, accountId: number, periodStart: string, count: number): Promise<number> {
-  const [stored] = await knex('usage_counts')
-    .insert({ account_id: accountId, period_start: periodStart, count })
-    .onConflict(['account_id', 'period_start'])
-    .merge({ count: knex.raw('usage_counts.count + excluded.count') })
-    .returning('count');
+export async function addUsage({ query }: Dialect, accountId: number, periodStart: string, count: number): Promise<number> {
+  const [stored] = await query<{ count: number | string }>(addUsageSql, [accountId, periodStart, count]);
   return Number(stored.count);
 }

@@ -40,8 +40,9 @@ export async function openPostgresStore(url: string, { sortIndexes = defaultSort
         () => {},
       );
     },
+    query: async (sql, params) => (await knex.raw(sql, params)).rows,
     // The database's collation may not be code point order (en-US puts `a` before `B`); "C" is.
-    byCodePoint: (column) => knex.raw('?? collate "C"', [column]),
+    codePointOrder: ' collate "C"',
     isUniqueViolation,
   };
   const rows = postgresRows(db, {

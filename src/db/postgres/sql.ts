@@ -1,6 +1,5 @@
 // PostgreSQL: every statement the service runs on a PostgreSQL database, but those both dialects share
-// (../sql.ts) and Knex's own (the cold paths: keys, plans, usage, the feed's reads). `npm run generate`
-// writes them all, expanded, to generated/sql/postgres.sql. The hot ones run as named statements,
+// (../sql.ts). `npm run generate` writes them all, both kinds, expanded, to generated/sql/postgres.sql. The hot ones run as named statements,
 // parsed and planned once per connection (statements.ts); each reads `?` as its next binding.
 import type { Direction, Page, Statement } from '../pages.ts';
 import { MAX_PAGE_BYTES } from '../rows.ts';

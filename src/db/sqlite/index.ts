@@ -57,8 +57,10 @@ export async function openSqliteStore(url: string, { sortIndexes = defaultSortIn
         () => {},
       );
     },
+    // Knex's one connection, after the writes queued before: a read sees them.
+    query: async (sql, params) => (await knex.raw(sql, params)) as never,
     // Text compares as UTF-8 bytes (the BINARY collation), which is code point order.
-    byCodePoint: (column) => knex.raw('??', [column]),
+    codePointOrder: '',
     isUniqueViolation,
   };
   const indexes = new SortIndexMaker(db, writes);

@@ -1,6 +1,5 @@
 // SQLite: every statement the service runs on a SQLite database, but those both dialects share
-// (../sql.ts) and Knex's own (the cold paths: keys, plans, usage, the feed's reads). `npm run generate`
-// writes them all, expanded, to generated/sql/sqlite.sql.
+// (../sql.ts). `npm run generate` writes them all, both kinds, expanded, to generated/sql/sqlite.sql.
 //
 // Reads: rows by id (merged), pages sorted whole or read through a sort index (pages.ts).
 // Writes: a group of row writes as one statement. Each statement handed to the driver is a hand-off
