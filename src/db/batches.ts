@@ -9,9 +9,10 @@
 // came, so that each succeeds or fails exactly as it would have without the others. A batch's work is a
 // function of its items and the database, so running an item again is safe.
 //
-// Its users: PostgreSQL's inserts into one collection (postgres/rows.ts), SQLite's row reads by id
-// (sqlite/statements.ts), and SQLite's writer (sqlite/writes.ts), which also runs the transactions
-// between its batches, and gates when a batch may start (BatchOptions.mayStart).
+// Its users: PostgreSQL's inserts into one collection (postgres/rows.ts) and SQLite's row reads by id
+// (sqlite/statements.ts) queue in Batches; SQLite's writer (sqlite/writes.ts) keeps a queue of its own,
+// because it also runs the transactions between its batches on its one connection, and runs each of
+// its batches with runBatch().
 
 export interface BatchOptions<I, R> {
   /** Does the items of one batch, of one key, together, and answers each item's result, in order. */
@@ -77,7 +78,7 @@ export class Batches<I, R> {
 }
 
 /** A settled item of a batch: how to answer it. */
-export interface Settle<R> {
+interface Settle<R> {
   resolve(result: R): void;
   reject(error: unknown): void;
 }

@@ -74,7 +74,7 @@ export function bodyKind({ method, headers }: Pick<IncomingMessage, 'method' | '
  * encoding not read), and answers what `use` makes of it. The body is parsed once its bytes
  * (decompressed) have their share of `budget`, which it holds until `use` is done, or the parse fails.
  */
-export async function withJsonBody<T>(
+async function withJsonBody<T>(
   request: IncomingMessage,
   config: Config,
   budget: BodyBudget,

@@ -51,7 +51,7 @@ export function writeResult(response: ServerResponse, result: Result, head = fal
  * upgrade it handed over, a request its parser refused), then closes the connection, as `ws` does with
  * its own refusals (abortHandshake).
  */
-export function writeResultToSocket(socket: Duplex, result: Result): void {
+function writeResultToSocket(socket: Duplex, result: Result): void {
   if (!socket.writable) return void socket.destroy();
   const body = bodyOf(result);
   const headers: Record<string, string> = {

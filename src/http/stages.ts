@@ -110,7 +110,7 @@ export async function principalOf(store: Store, request: Pick<IncomingMessage, '
   return principal;
 }
 
-export const isV1 = (path: string) => path === '/v1' || path.startsWith('/v1/');
+const isV1 = (path: string) => path === '/v1' || path.startsWith('/v1/');
 
 /**
  * The one key the request carries, or undefined when it carries none, a malformed one or two different

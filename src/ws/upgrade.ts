@@ -29,7 +29,7 @@ export interface FeedRequest {
   since?: number;
 }
 
-export const FEED_PATH = '/ws';
+const FEED_PATH = '/ws';
 
 /**
  * Throws the ApiError to refuse `request` with, or returns what it asks for. `admit` runs once the key
@@ -87,7 +87,7 @@ export async function checkUpgrade(
  * another method, else 400 naming what a WebSocket handshake lacks. Like a malformed handshake, it is
  * refused before its key is looked at, and so never counts toward usage.
  */
-export function notAnUpgrade(method: string, request: Pick<IncomingMessage, 'headers' | 'rawHeaders'>): ApiError {
+function notAnUpgrade(method: string, request: Pick<IncomingMessage, 'headers' | 'rawHeaders'>): ApiError {
   // HEAD answers as GET does, without the body (openapi.yaml: every GET route also answers HEAD).
   if (method !== 'GET' && method !== 'HEAD') return methodNotAllowed('GET, HEAD');
   return validationFailed(`${FEED_PATH} takes a WebSocket upgrade (asyncapi.yaml); this request is not one.`, handshakeErrors(request));
