@@ -194,8 +194,8 @@ export interface paths {
          *     A page is answered whole, and its rows may weigh 16 MiB at most (their JSON text): a page whose
          *     rows weigh more is refused with `400`, its error naming `limit`; ask for fewer rows at a time.
          *     The first page of a large collection ordered by a field makes a sort index of that field, and
-         *     may take a while; later pages read the index (see the README, "Sort indexes"). On PostgreSQL,
-         *     while a field holds a string of 400 characters or more, its pages sort the collection whole
+         *     may take a while; later pages read the index (see docs/api.md, "Sort indexes"). On PostgreSQL,
+         *     a page that holds a string of 400 characters or more in that field sorts the collection whole
          *     (exact, but slower): the index keys strings by their first 400 characters.
          *
          *     Every page carries `Rowbase-Seq`: the collection's latest event `seq` as of the snapshot its rows

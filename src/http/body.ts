@@ -222,7 +222,7 @@ type Walk = { objects: object[]; depths: number[] };
 
 /**
  * Puts an object or array at `depth` on the walk, or answers what is wrong with any other value. Made
- * once, not per body: the sources are compiled with esbuild's keepNames (README, Development).
+ * once, not per body: the sources are compiled with esbuild's keepNames (docs/development.md, Rules of the hot paths).
  */
 function visit(walk: Walk, value: unknown, depth: number): string | undefined {
   if (typeof value === 'object' && value !== null) {
