@@ -13,7 +13,7 @@ import { collectionNotFound } from './collections.ts';
 import type { SqlValue } from './dialect.ts';
 import { type Json, pageTooLarge, type Row } from './rows.ts';
 import type { KeyRange, KnownIndexes, SortIndexLimits } from './sort-indexes.ts';
-import { collectionSql, presentCountSql } from './sql.ts';
+import { collectionSql, pageRange, presentCountSql } from './sql.ts';
 
 export type Direction = 'asc' | 'desc';
 
@@ -166,4 +166,46 @@ function joinParts(parts: PagePart[]): Joined {
   const texts = parts.flatMap((part) => (part.json === null ? [] : [part.json]));
   const seq = parts[0].seq === null ? null : Number(parts[0].seq);
   return { json: `[${texts.join(',')}]`, seq, exact: parts[0].exact !== false };
+}
+
+/** The rows of the account's collection (`?` its account, `?` its name), as both dialects find them for a page. */
+export const inCollection = 'collection_id = (select id from collections where account_id = ? and name = ?)';
+
+/**
+ * A page sorted whole, as both dialects make it, in one row `{ n, json, seq }`: `rows` selects `id` and
+ * `data` of the rows inCollection, and what `order` reads (with `bindings`); they are ordered, cut to the
+ * page and joined by `pageJson`; `seq` is read by the same statement, null when there is no such
+ * collection. Its text depends only on the direction and how the field is read, so a prepared statement
+ * serves every field name.
+ */
+export function wholePage(
+  pageJson: (order: string) => string,
+  { rows, order, bindings }: { rows: string; order: string; bindings: SqlValue[] },
+  accountId: number,
+  name: string,
+  page: Page,
+): Statement {
+  return {
+    sql: `select count(*) as n, ${pageJson(order)} as json,
+        (select last_seq from collections where account_id = ? and name = ?) as seq
+      from (select * from (${rows}) r order by ${order} ${pageRange}) r`,
+    params: [accountId, name, ...bindings, accountId, name, page.limit, page.offset],
+  };
+}
+
+/**
+ * A dialect's PageSource.sortedPage from its statement `text` for each direction and range: each text
+ * made once, since statements are kept by their text. Every such text takes the collection's id (for
+ * its seq), the collection's id and the slot (for its keys), the limit and offset, then the collection's
+ * id (for its rows).
+ */
+export function sortedPages(text: (dir: Direction, range: KeyRange) => string): PageSource['sortedPage'] {
+  const texts = {
+    asc: { all: text('asc', 'all'), present: text('asc', 'present'), missing: text('asc', 'missing') },
+    desc: { all: text('desc', 'all'), present: text('desc', 'present'), missing: text('desc', 'missing') },
+  };
+  return (collectionId, slot, order, range, limit, offset) => ({
+    sql: texts[order][range],
+    params: [collectionId, collectionId, slot, limit, offset, collectionId],
+  });
 }

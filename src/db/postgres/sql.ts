@@ -1,9 +1,10 @@
 // PostgreSQL: every statement the service runs on a PostgreSQL database, but those both dialects share
 // (../sql.ts). `npm run generate` writes them all, both kinds, expanded, to generated/sql/postgres.sql. The hot ones run as named statements,
 // parsed and planned once per connection (statements.ts); each reads `?` as its next binding.
-import type { Direction, Page, Statement } from '../pages.ts';
+import type { SqlValue } from '../dialect.ts';
+import { inCollection, type Page, type Statement, sortedPages, wholePage } from '../pages.ts';
 import { MAX_PAGE_BYTES } from '../rows.ts';
-import { type KeyRange, ranks } from '../sort-indexes.ts';
+import { ranks } from '../sort-indexes.ts';
 import { keyOrder, pageRange, replaceKey, rowJsonWith } from '../sql.ts';
 
 /** A row's JSON text (rowJsonWith). */
@@ -116,10 +117,9 @@ export const POSTGRES_KEY_CHARS = 400;
  */
 export function orderedPage(accountId: number, name: string, page: Page): Statement {
   const dir = page.order === 'desc' ? 'desc' : 'asc';
-  const inCollection = 'collection_id = (select id from collections where account_id = ? and name = ?)';
   let rows = `select id, data from rows where ${inCollection}`;
   let order = `id ${dir}`;
-  let bindings: string[] = [];
+  let bindings: SqlValue[] = [];
   if (page.orderBy !== 'id') {
     const read = field(page.orderBy);
     rows = `select id, data, ${read.value} as j from rows where ${inCollection}`;
@@ -131,12 +131,7 @@ export function orderedPage(accountId: number, name: string, page: Page): Statem
         id ${dir}`;
     bindings = read.bindings;
   }
-  return {
-    sql: `select count(*) as n, ${pageJsonSql(order)} as json,
-        (select last_seq from collections where account_id = ? and name = ?) as seq
-      from (select * from (${rows}) r order by ${order} ${pageRange}) r`,
-    params: [accountId, name, ...bindings, accountId, name, page.limit, page.offset],
-  };
+  return wholePage(pageJsonSql, { rows, order, bindings }, accountId, name, page);
 }
 
 /**
@@ -145,29 +140,14 @@ export function orderedPage(accountId: number, name: string, page: Page): Statem
  * read by its primary key (LATERAL, kept a subquery by `offset 0`): as a join, the planner hashed the
  * whole collection's rows for the page's few.
  */
-export function sortedPage(
-  collectionId: number,
-  slot: number,
-  order: Direction,
-  range: KeyRange,
-  limit: number,
-  offset: number,
-): Statement {
-  return { sql: sortedPageSql[order][range], params: [collectionId, collectionId, slot, limit, offset, collectionId] };
-}
-
-const sortedPageText = (dir: Direction, range: KeyRange) => `select count(*) as n, ${pageJsonSql(keyOrder('k.', dir))} as json,
+export const sortedPage = sortedPages(
+  (dir, range) => `select count(*) as n, ${pageJsonSql(keyOrder('k.', dir))} as json,
       (select last_seq from collections where id = ?) as seq,
       bool_and(k.str is null or length(k.str) < ${POSTGRES_KEY_CHARS}) as exact
     from (select rank, num, str, row_id from sort_keys where collection_id = ? and slot = ? ${ranks[range]}
       order by ${keyOrder('', dir)} ${pageRange}) k
-    cross join lateral (select id, data from rows where collection_id = ? and id = k.row_id offset 0) r`;
-
-/** sortedPage()'s text for each direction and range, made once: statements are kept by their text. */
-const sortedPageSql = {
-  asc: { all: sortedPageText('asc', 'all'), present: sortedPageText('asc', 'present'), missing: sortedPageText('asc', 'missing') },
-  desc: { all: sortedPageText('desc', 'all'), present: sortedPageText('desc', 'present'), missing: sortedPageText('desc', 'missing') },
-};
+    cross join lateral (select id, data from rows where collection_id = ? and id = k.row_id offset 0) r`,
+);
 
 /** The key columns (rank, num, str) of the jsonb value `j`, as in the comment at the top. */
 export const keyColumns = (j: string) => `case jsonb_typeof(${j}) when 'number' then 1 when 'string' then 2 when 'boolean' then 3

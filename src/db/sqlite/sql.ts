@@ -18,9 +18,10 @@
 // nothing of the rows inserted, so SQLite runs it once a statement), and the triggers find it by that
 // id; a statement of patches looks each row up once too, and its trigger finds the row by rowid. Every
 // value a client sent arrives as a binding of the INSERT, never in the SQL.
-import type { Direction, Page, Statement } from '../pages.ts';
+import type { SqlValue } from '../dialect.ts';
+import { inCollection, type Page, type Statement, sortedPages, wholePage } from '../pages.ts';
 import { MAX_ROW_BYTES } from '../rows.ts';
-import { type KeyRange, ranks } from '../sort-indexes.ts';
+import { ranks } from '../sort-indexes.ts';
 import { keyOrder, pageRange, replaceKey, rowJsonWith } from '../sql.ts';
 
 /**
@@ -91,10 +92,9 @@ export const patchedRowSql = `select r.data from rows r join collections c on c.
  */
 export function orderedPage(accountId: number, name: string, page: Page): Statement {
   const dir = page.order === 'desc' ? 'desc' : 'asc';
-  const inCollection = 'collection_id = (select id from collections where account_id = ? and name = ?)';
   let rows = `select id, data from rows where ${inCollection}`;
   let order = `id ${dir}`;
-  let bindings: string[] = [];
+  let bindings: SqlValue[] = [];
   if (page.orderBy !== 'id') {
     const { type, value, key } = field(page.orderBy);
     rows = `select id, data, ${type} as t, ${value} as v from rows where ${inCollection}`;
@@ -104,12 +104,7 @@ export function orderedPage(accountId: number, name: string, page: Page): Statem
         id ${dir}`;
     bindings = [key, key];
   }
-  return {
-    sql: `select count(*) as n, ${pageJsonSql} as json,
-        (select last_seq from collections where account_id = ? and name = ?) as seq
-      from (select * from (${rows}) r order by ${order} ${pageRange}) r`,
-    params: [accountId, name, ...bindings, accountId, name, page.limit, page.offset],
-  };
+  return wholePage(() => pageJsonSql, { rows, order, bindings }, accountId, name, page);
 }
 
 /**
@@ -117,30 +112,12 @@ export function orderedPage(accountId: number, name: string, page: Page): Statem
  * keeps the keys the outer loop, so the rows come in their order. The same text each time for each
  * direction and range: statements are kept by their text (statements.ts).
  */
-export function sortedPage(
-  collectionId: number,
-  slot: number,
-  order: Direction,
-  range: KeyRange,
-  limit: number,
-  offset: number,
-): Statement {
-  return { sql: sortedPageSql[order][range], params: [collectionId, collectionId, slot, limit, offset, collectionId] };
-}
-
-const sortedPageText = (
-  dir: Direction,
-  range: KeyRange,
-) => `select count(*) as n, ${pageJsonSql} as json, (select last_seq from collections where id = ?) as seq
+export const sortedPage = sortedPages(
+  (dir, range) => `select count(*) as n, ${pageJsonSql} as json, (select last_seq from collections where id = ?) as seq
     from (select rank, num, str, row_id from sort_keys where collection_id = ? and slot = ? ${ranks[range]}
       order by ${keyOrder('', dir)} ${pageRange}) k
-    cross join rows r on r.collection_id = ? and r.id = k.row_id`;
-
-/** sortedPage()'s text for each direction and range, made once: statements are kept by their text. */
-const sortedPageSql = {
-  asc: { all: sortedPageText('asc', 'all'), present: sortedPageText('asc', 'present'), missing: sortedPageText('asc', 'missing') },
-  desc: { all: sortedPageText('desc', 'all'), present: sortedPageText('desc', 'present'), missing: sortedPageText('desc', 'missing') },
-};
+    cross join rows r on r.collection_id = ? and r.id = k.row_id`,
+);
 
 /** The key columns (rank, num, str) from `t`, the value's JSON type as json_each names it, and `v`, its SQL value (`atom`). */
 const keyColumns = `case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
