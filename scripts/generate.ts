@@ -69,7 +69,12 @@ function requestValidatorModules(definition: OpenAPIV3.Document): Record<string,
   const exported = { body: {} as Record<string, string>, params: {} as Record<string, string> };
   const imports = { body: [] as string[], params: [] as string[] };
   const table: string[] = [];
-  const operations = [...schemaBuilder.router.getOperations()].sort((a, b) => a.operationId!.localeCompare(b.operationId!));
+  // A `head` operation is checked with the validators of its path's `get` (src/http/operations.ts), and
+  // the feed's, on /ws, by the feed against asyncapi.yaml: neither has validators of its own.
+  const operations = schemaBuilder.router
+    .getOperations()
+    .filter((operation) => operation.method !== 'head' && operation.path !== '/ws')
+    .sort((a, b) => a.operationId!.localeCompare(b.operationId!));
   for (const operation of operations) {
     const validators = schemaBuilder.buildRequestValidatorsForOperation(operation) ?? [];
     const names = validators.map((validate, index) => {

@@ -38,10 +38,13 @@ const sharedListing = (collate: string): Listing => [
   ['insertKeySql', shared.insertKeySql],
   ['listKeysSql(every account)', shared.listKeysSql(collate, false)],
   ['listKeysSql(one account)', shared.listKeysSql(collate, true)],
+  ['listAccountKeysSql', shared.listAccountKeysSql],
   ['revokeKeysSql', shared.revokeKeysSql],
+  ['revokeAccountKeySql', shared.revokeAccountKeySql],
   ['keyOfHashOrPrefixSql', shared.keyOfHashOrPrefixSql],
   ['liveKeyHashesSql(2)', shared.liveKeyHashesSql(2)],
   ['principalSql', shared.principalSql],
+  ['noteKeyUseSql', shared.noteKeyUseSql],
   ['listPlansSql', shared.listPlansSql(collate)],
   ['setPlanSql(keeping the rate)', shared.setPlanSql(false)],
   ['setPlanSql(with a rate)', shared.setPlanSql(true)],
@@ -85,6 +88,7 @@ function sqliteListing(): Listing {
     ['dropSlotKeysSql', sqlite.dropSlotKeysSql],
     ['dropTouchedKeysSql', sqlite.dropTouchedKeysSql],
     ['oldestEventSql', sqlite.oldestEventSql],
+    ...sqlite.knexTablesSql.map((sql, index): [string, string] => [`knexTablesSql[${index}]`, sql]),
     // The writer's views and triggers, made when its connection opens: one statement each.
     ...sqlite.sqliteProcedures
       .split(/;\s*(?=create temp )/)

@@ -1,38 +1,38 @@
 import Koa from 'koa';
 import type { Deps } from './handlers/types.ts';
 import { jsonBody } from './http/body.ts';
+import type { Router } from './http/operations.ts';
 import { problems } from './http/respond.ts';
-import type { Router } from './http/routes.ts';
 import { authenticate, checkRequest, meterUsage } from './http/stages.ts';
 import type { Logger } from './log.ts';
-import { feedPath } from './ws/upgrade.ts';
 
 /**
  * Every HTTP request the service answers, one stage after another:
  *
  *   problems      the one error mapper, outermost: whatever a stage throws leaves as problem+json
  *   checkRequest  the request target and Host (400)
- *   feedPath      `/ws` that is no WebSocket upgrade (the feed takes the upgrades: server.ts)
  *   router.route  the operation of openapi.yaml at the method and path, matched once
  *   authenticate  the key of a /v1 request (401)
  *   meterUsage    counts the request toward its account's plan (429 past it)
+ *   router.authorize  the operation's security (401) and the scope it needs of the key (403)
  *   jsonBody      the JSON body of a matched operation (400, 413, 415)
- *   router.handle 404 or 405, the operation's security and validation, its handler by operationId,
- *                 and the one responder
+ *   router.handle 404 or 405 (for `/ws`, the refusal of a request that is no WebSocket upgrade; the
+ *                 feed takes the upgrades: server.ts), validation, the key's collections (404), its
+ *                 handler by operationId, and the one responder
  *
- * The key and the count come before the body: a request without a key never makes us read its body,
- * and a request refused for its body still counts. A route that does not exist is answered after the
- * key, so that it tells nothing to a client without one.
+ * The key, the count and the scope come before the body: a request without a key, or one its key may
+ * not make, never makes us read its body, and a request refused for its scope or its body still counts.
+ * A route that does not exist is answered after the key, so that it tells nothing to a client without one.
  */
 export function createApp(deps: Deps, router: Router, log: Logger): Koa {
   const app = new Koa();
   app.silent = true; // every error is handled, and logged, by problems()
   app.use(problems(log));
   app.use(checkRequest);
-  app.use(feedPath);
   app.use(router.route);
   app.use(authenticate(deps.store));
   if (deps.config.metering) app.use(meterUsage(deps.meter));
+  app.use(router.authorize);
   app.use(jsonBody(deps.config, deps.bodies));
   app.use(router.handle);
   return app;

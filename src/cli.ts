@@ -1,8 +1,10 @@
 // `rowbase <command>`: the service and its administration. Bad arguments exit 2 with one line on stderr;
 // failures of the work itself exit 1.
 import { parseArgs } from 'node:util';
+import document from '../generated/openapi.json' with { type: 'json' };
 import { ConfigError, configFromEnv } from './config.ts';
-import { KeyError } from './db/keys.ts';
+import { withoutPassword } from './db/connect.ts';
+import { instantOf, KeyError, type KeyInfo, type NewKey, type Scope, scopes } from './db/keys.ts';
 import { type Period, periods } from './db/plans.ts';
 import { openStore, type Store } from './db/store.ts';
 import { createLogger } from './log.ts';
@@ -47,30 +49,42 @@ const commands: Record<string, Command> = {
     },
   },
   'keys create': {
-    usage: 'rowbase keys create --account <name> [--plan <plan>] [--json]',
-    summary: 'Make an API key for an account (created on first use; plan free by default). The key is shown once.',
+    usage:
+      'rowbase keys create --account <name> [--plan <plan>] [--scope read|write|admin] [--collections <a,b>] [--expires-in <30d> | --expires-at <time>] [--name <name>] [--json]',
+    summary:
+      'Make an API key for an account (created on first use; plan free by default), shown once. By default an admin key of every collection that never expires.',
     options: {
       account: { type: 'string', description: 'the account the key acts for' },
       plan: { type: 'string', description: "set the account's plan (see rowbase plans list)" },
+      scope: {
+        type: 'string',
+        description: 'read (GET and the feed), write (read, and rows) or admin (write, collections and keys); default admin',
+      },
+      collections: { type: 'string', description: 'limit the key to these collections, by name, comma-separated' },
+      'expires-in': { type: 'string', description: 'the key stops working after this long: a whole number and s, m, h or d (30d)' },
+      'expires-at': { type: 'string', description: 'the key stops working at this RFC 3339 time (2026-12-31T23:59:59Z)' },
+      name: { type: 'string', description: 'a name to know the key by in listings' },
       json: { type: 'boolean', description: 'print one JSON object instead of text' },
     },
     async run(values) {
       const account = required(values, 'account');
       if (!/^[\x21-\x7e]{1,255}$/.test(account))
         throw new UsageError('--account must be 1 to 255 printable ASCII characters without spaces');
-      const created = await withStore((store) => store.createKey(account, values.plan as string | undefined));
+      const limits = keyLimits(values);
+      const created = await withStore((store) => store.createKey(account, values.plan as string | undefined, limits));
       if (values.json) {
         print(JSON.stringify(created));
         return;
       }
-      print(`account ${created.account} (plan ${created.plan}), key prefix ${created.prefix}`);
+      print(`account ${created.account} (plan ${created.plan}), key prefix ${created.prefix}: ${describeLimits(created)}`);
       print('Keep this key: it is shown only now.');
       print(created.key);
     },
   },
   'keys list': {
     usage: 'rowbase keys list [--account <name>] [--json]',
-    summary: 'List keys by prefix; the keys themselves are not stored.',
+    summary:
+      'List keys by prefix, with their scope, collections (* for all), expiry, creation and last use (to the minute); the keys themselves are not stored.',
     options: {
       account: { type: 'string', description: "only this account's keys" },
       json: { type: 'boolean', description: 'print a JSON array' },
@@ -83,8 +97,19 @@ const commands: Record<string, Command> = {
       }
       print(
         table(
-          ['PREFIX', 'ACCOUNT', 'PLAN', 'CREATED', 'REVOKED'],
-          keys.map((k) => [k.prefix, k.account, k.plan, k.created_at, k.revoked_at ?? '-']),
+          ['PREFIX', 'ACCOUNT', 'PLAN', 'NAME', 'SCOPE', 'COLLECTIONS', 'EXPIRES', 'CREATED', 'LAST USED', 'REVOKED'],
+          keys.map((k) => [
+            k.prefix,
+            k.account,
+            k.plan,
+            k.name ?? '-',
+            k.scope,
+            k.collections?.join(',') ?? '*',
+            k.expires_at ?? 'never',
+            k.created_at,
+            k.last_used_at ?? '-',
+            k.revoked_at ?? '-',
+          ]),
         ),
       );
     },
@@ -142,6 +167,62 @@ const commands: Record<string, Command> = {
   },
 };
 
+const collectionName = new RegExp(document.components.schemas.CollectionName.pattern);
+const unitMs: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** What `keys create` is asked to limit the key to, checked as the HTTP API checks a new key's (openapi.yaml, NewKey). */
+function keyLimits(values: Record<string, string | boolean | undefined>): NewKey {
+  const limits: NewKey = {};
+  const { scope, collections, name } = values as Record<string, string | undefined>;
+  if (scope !== undefined) {
+    if (!(scopes as readonly string[]).includes(scope)) throw new UsageError(`--scope must be one of ${scopes.join(', ')}`);
+    limits.scope = scope as Scope;
+  }
+  if (collections !== undefined) {
+    const names = collections.split(',');
+    const bad = names.find((each) => !collectionName.test(each));
+    if (bad !== undefined)
+      throw new UsageError(`--collections names collections, comma-separated; ${JSON.stringify(bad)} is no collection name`);
+    if (new Set(names).size < names.length) throw new UsageError('--collections names a collection twice');
+    limits.collections = names;
+  }
+  if (name !== undefined) {
+    if (!/^\P{Cc}{1,100}$/u.test(name)) throw new UsageError('--name must be 1 to 100 characters, none of them a control character');
+    limits.name = name;
+  }
+  const expiresIn = values['expires-in'] as string | undefined;
+  const expiresAt = values['expires-at'] as string | undefined;
+  if (expiresIn !== undefined && expiresAt !== undefined) throw new UsageError('give --expires-in or --expires-at, not both');
+  let expiry: number | undefined;
+  if (expiresIn !== undefined) {
+    const [, amount, unit] = /^(\d{1,9})([smhd])$/.exec(expiresIn) ?? [];
+    if (amount === undefined || Number(amount) === 0) {
+      throw new UsageError(`--expires-in must be a whole number above 0 and s, m, h or d (30d), not ${JSON.stringify(expiresIn)}`);
+    }
+    expiry = Date.now() + Number(amount) * unitMs[unit];
+  }
+  if (expiresAt !== undefined) {
+    expiry = instantOf(expiresAt);
+    if (expiry === undefined) {
+      throw new UsageError(
+        `--expires-at must be an RFC 3339 time before the year 10000 (2026-12-31T23:59:59Z), not ${JSON.stringify(expiresAt)}`,
+      );
+    }
+    if (expiry <= Date.now()) throw new UsageError(`--expires-at must be in the future; ${expiresAt} is past`);
+  }
+  if (expiry !== undefined) {
+    if (!(expiry < Date.UTC(10_000, 0))) throw new UsageError('the key must expire before the year 10000');
+    limits.expires_at = new Date(expiry).toISOString();
+  }
+  return limits;
+}
+
+/** A key's limits in words: `scope read, collections a,b, expires <time>`. */
+function describeLimits({ scope, collections, expires_at }: Pick<KeyInfo, 'scope' | 'collections' | 'expires_at'>): string {
+  const reach = collections === null ? 'every collection' : `collections ${collections.join(',')}`;
+  return `scope ${scope}, ${reach}, ${expires_at === null ? 'never expires' : `expires ${expires_at}`}`;
+}
+
 function wholeNumber(text: string, name: string, min: number): number {
   const value = Number(text);
   if (!/^\d+$/.test(text) || !Number.isSafeInteger(value) || value < min) {
@@ -150,10 +231,18 @@ function wholeNumber(text: string, name: string, min: number): number {
   return value;
 }
 
+/**
+ * Does `work` on the database of DATABASE_URL, then says on stderr which database that was: a key made
+ * in another database than the server's is refused by the server, and this line is the hint. (Only once
+ * the work is done: a command that fails says why in one line.)
+ */
 async function withStore<T>(work: (store: Store) => Promise<T>): Promise<T> {
-  const store = await openStore(configFromEnv().databaseUrl);
+  const { databaseUrl } = configFromEnv();
+  const store = await openStore(databaseUrl);
   try {
-    return await work(store);
+    const done = await work(store);
+    process.stderr.write(`rowbase: database ${withoutPassword(databaseUrl)}\n`);
+    return done;
   } finally {
     await store.close();
   }

@@ -52,6 +52,12 @@ export interface Config {
    * `ROWBASE_MAX_COLLECTIONS_PER_ACCOUNT`, default 10000.
    */
   maxCollectionsPerAccount: number;
+  /**
+   * Live keys (neither revoked nor expired) one account may hold for a key to make another over HTTP
+   * (`POST /v1/keys`: 409 `conflict` past it; the CLI is not bound). Bounds what GET /v1/keys answers,
+   * unpaged. `ROWBASE_MAX_KEYS_PER_ACCOUNT`, default 1000.
+   */
+  maxKeysPerAccount: number;
   /** Sort indexes a collection may have; ordering by any other field sorts it whole. `ROWBASE_SORT_INDEX_MAX`, default 16; 0 makes none. */
   sortIndexMax: number;
 }
@@ -75,6 +81,7 @@ export const defaults: Config = {
   sortIndexMinRows: 1000,
   sortIndexMax: 16,
   maxCollectionsPerAccount: 10_000,
+  maxKeysPerAccount: 1000,
 };
 
 export class ConfigError extends Error {}
@@ -99,6 +106,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
     sortIndexMinRows: integer(env, 'ROWBASE_SORT_INDEX_MIN_ROWS', defaults.sortIndexMinRows, 0, 2 ** 31),
     sortIndexMax: integer(env, 'ROWBASE_SORT_INDEX_MAX', defaults.sortIndexMax, 0, 64),
     maxCollectionsPerAccount: integer(env, 'ROWBASE_MAX_COLLECTIONS_PER_ACCOUNT', defaults.maxCollectionsPerAccount, 1, 2 ** 31),
+    maxKeysPerAccount: integer(env, 'ROWBASE_MAX_KEYS_PER_ACCOUNT', defaults.maxKeysPerAccount, 1, 2 ** 31),
   };
 }
 

@@ -9,6 +9,7 @@ export type FieldError = components['schemas']['ValidationError'];
 const kinds: Record<ProblemCode, { status: number; title: string }> = {
   validation_failed: { status: 400, title: 'Validation failed' },
   unauthorized: { status: 401, title: 'Unauthorized' },
+  forbidden: { status: 403, title: 'Forbidden' },
   not_found: { status: 404, title: 'Not found' },
   method_not_allowed: { status: 405, title: 'Method not allowed' },
   conflict: { status: 409, title: 'Conflict' },
@@ -16,6 +17,7 @@ const kinds: Record<ProblemCode, { status: number; title: string }> = {
   gone: { status: 410, title: 'Gone' },
   payload_too_large: { status: 413, title: 'Payload too large' },
   unsupported_media_type: { status: 415, title: 'Unsupported media type' },
+  expectation_failed: { status: 417, title: 'Expectation failed' },
   headers_too_large: { status: 431, title: 'Request header fields too large' },
   quota_exceeded: { status: 429, title: 'Quota exceeded' },
   rate_limited: { status: 429, title: 'Rate limited' },
@@ -51,8 +53,13 @@ export const hostRepeated: FieldError = { in: 'header', name: 'host', message: '
 export const validationFailed = (detail: string, errors: FieldError[] = []) => new ApiError('validation_failed', detail, { errors });
 export const unauthorized = () =>
   new ApiError('unauthorized', 'A valid API key is required.', { headers: { 'WWW-Authenticate': 'Bearer realm="rowbase"' } });
+export const forbidden = (detail: string) => new ApiError('forbidden', detail);
 export const notFound = (detail: string) => new ApiError('not_found', detail);
 export const conflict = (detail: string) => new ApiError('conflict', detail);
 export const gone = (detail: string) => new ApiError('gone', detail);
 export const internal = () => new ApiError('internal', 'Something went wrong on our side.');
 export const unavailable = (detail = 'The database cannot be reached.') => new ApiError('unavailable', detail);
+/** RFC 9110 §10.1.1: an expectation the server does not meet (only `100-continue` is one it knows). */
+export const expectationFailed = () => new ApiError('expectation_failed', 'The only Expect rowbase meets is 100-continue.');
+/** RFC 9110 §9.3.6: CONNECT asks for a tunnel, which only a proxy opens. */
+export const noTunnel = () => validationFailed('CONNECT asks for a tunnel, and rowbase is no proxy.');

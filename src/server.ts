@@ -5,10 +5,11 @@ import { type AddressInfo, isIPv6 } from 'node:net';
 import { createApp } from './app.ts';
 import type { Config } from './config.ts';
 import { openStore, type Store } from './db/store.ts';
+import { expectationFailed, noTunnel } from './errors.ts';
 import { BodyBudget } from './http/body.ts';
+import { createRouter } from './http/operations.ts';
 import { serveWithoutUpgrade, wantsWebSocket } from './http/other-upgrades.ts';
-import { answerClientErrors } from './http/respond.ts';
-import { createRouter } from './http/routes.ts';
+import { answerClientErrors, writeProblem } from './http/respond.ts';
 import { createLogger, type Logger } from './log.ts';
 import { root } from './root.ts';
 import { Meter } from './usage/meter.ts';
@@ -55,6 +56,12 @@ export async function startServer(
   // A request without Host is refused by the app with a problem body (checkRequest), not by Node with an empty one.
   const server = createServer({ requireHostHeader: false }, app.callback());
   answerClientErrors(server);
+  // Two requests Node answers itself unless told otherwise, neither with a problem: an Expect other than
+  // 100-continue (a bare 417) and CONNECT (the connection closed, no answer at all).
+  server.on('checkExpectation', (request, response) => {
+    writeProblem(response, expectationFailed(), { head: request.method === 'HEAD' });
+  });
+  server.on('connect', (_request, socket) => writeProblem(socket, noTunnel()));
   // Every upgrade with a valid key counts toward the plan like a /v1 request, whatever its outcome; over
   // quota or rate it is refused 429 and not counted.
   const admit = config.metering ? async ({ accountId }: { accountId: number }) => void (await meter.admit(accountId)) : undefined;

@@ -69,19 +69,29 @@ select id, plan from accounts where name = ?;
 select name, plan from accounts where id = ?;
 
 -- insertKeySql
-insert into api_keys (account_id, prefix, hash, created_at) values (?, ?, ?, ?);
+insert into api_keys (account_id, prefix, hash, created_at, name, scope, collections, expires_at)
+select ?, ?, ?, ?, ?, ?, ?, ?
+where (select count(*) from api_keys where account_id = ? and revoked_at is null and (expires_at is null or expires_at > ?)) < ?
+returning id;
 
 -- listKeysSql(every account)
-select k.prefix, a.name as account, a.plan, k.created_at, k.revoked_at from api_keys k join accounts a on a.id = k.account_id
-order by a.name collate "C", k.id;
+select k.prefix, k.name, k.scope, k.collections, k.expires_at, k.created_at, k.last_used_at, a.name as account, a.plan, k.revoked_at
+from api_keys k join accounts a on a.id = k.account_id  order by a.name collate "C", k.id;
 
 -- listKeysSql(one account)
-select k.prefix, a.name as account, a.plan, k.created_at, k.revoked_at from api_keys k join accounts a on a.id = k.account_id
-where a.name = ? order by a.name collate "C", k.id;
+select k.prefix, k.name, k.scope, k.collections, k.expires_at, k.created_at, k.last_used_at, a.name as account, a.plan, k.revoked_at
+from api_keys k join accounts a on a.id = k.account_id where a.name = ? order by a.name collate "C", k.id;
+
+-- listAccountKeysSql
+select k.id, k.prefix, k.name, k.scope, k.collections, k.expires_at, k.created_at, k.last_used_at from api_keys k
+where k.account_id = ? and k.revoked_at is null and (k.expires_at is null or k.expires_at > ?) order by k.id;
 
 -- revokeKeysSql
 update api_keys set revoked_at = ? where revoked_at is null and (hash = ? or prefix = ?)
 returning account_id, prefix, created_at;
+
+-- revokeAccountKeySql
+update api_keys set revoked_at = ? where account_id = ? and id = ? and revoked_at is null returning id;
 
 -- keyOfHashOrPrefixSql
 select prefix, revoked_at from api_keys where hash = ? or prefix = ? limit 1;
@@ -90,8 +100,11 @@ select prefix, revoked_at from api_keys where hash = ? or prefix = ? limit 1;
 select hash from api_keys where revoked_at is null and hash in (?, ?);
 
 -- principalSql
-select a.id as account_id, a.name as account from api_keys k join accounts a on a.id = k.account_id
-where k.hash = ? and k.revoked_at is null;
+select k.id, k.prefix, k.scope, k.collections, k.expires_at, a.id as account_id, a.name as account
+from api_keys k join accounts a on a.id = k.account_id where k.hash = ? and k.revoked_at is null;
+
+-- noteKeyUseSql
+update api_keys set last_used_at = ? where id = ? and (last_used_at is null or last_used_at < ?);
 
 -- listPlansSql
 select name, quota, period, rate from plans order by name collate "C";

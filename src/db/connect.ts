@@ -1,5 +1,6 @@
 // What opening a database takes on either dialect: Knex's log, and one error that says which database
 // could not be opened and why.
+import { resolve } from 'node:path';
 import type { Knex } from 'knex';
 import { defaults } from '../config.ts';
 import type { Logger } from '../log.ts';
@@ -15,8 +16,9 @@ export class DatabaseOpenError extends Error {
   }
 }
 
-function withoutPassword(url: string): string {
-  if (url.startsWith('sqlite:')) return url;
+/** A database URL as shown to people: a SQLite file by its absolute path, a PostgreSQL URL without its password. */
+export function withoutPassword(url: string): string {
+  if (url.startsWith('sqlite:')) return `sqlite:${resolve(url.slice('sqlite:'.length))}`;
   try {
     const parsed = new URL(url);
     if (parsed.password) parsed.password = '***';

@@ -126,6 +126,31 @@ const migrations = (schema: DialectSchema): Record<string, Knex.Migration> => ({
   '0005_postgres_sort_key_surrogates': schema.own['0005_postgres_sort_key_surrogates'] ?? unchanged,
   '0006_postgres_cut_sort_keys': schema.own['0006_postgres_cut_sort_keys'] ?? unchanged,
   '0007_postgres_page_knows_cut_keys': schema.own['0007_postgres_page_knows_cut_keys'] ?? unchanged,
+  '0008_key_limits': {
+    async up(knex) {
+      // What a key may reach (openapi.yaml, Key). The defaults are what every key could do before:
+      // keys made earlier are admin keys of every collection of their account, and never expire.
+      await knex.schema.alterTable('api_keys', (t) => {
+        t.string('scope', 8).notNullable().defaultTo('admin');
+        // A JSON array of collection names, or null for every collection of the account.
+        t.text('collections');
+        t.string('expires_at', 32);
+        t.string('name', 100);
+        // The start of the latest minute the key was used in, noted about once a minute (principals.ts).
+        t.string('last_used_at', 32);
+        // An account's keys, listed over HTTP (GET /v1/keys) and counted when one is made.
+        t.index(['account_id'], 'api_keys_account');
+      });
+    },
+    // Plain statements, which both dialects take (SQLite drops a column in place since 3.35), where
+    // Knex's dropColumn would make SQLite's table again.
+    async down(knex) {
+      await knex.raw('drop index api_keys_account');
+      for (const column of ['scope', 'collections', 'expires_at', 'name', 'last_used_at']) {
+        await knex.raw(`alter table api_keys drop column ${column}`);
+      }
+    },
+  },
 });
 
 /** A migration that changes nothing on a dialect. */

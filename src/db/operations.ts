@@ -9,13 +9,29 @@ import { createCollection, deleteCollection, getCollection, listCollections } fr
 import type { Dialect } from './dialect.ts';
 import { DatabaseClosedError, type ErrorCodes, translateError } from './errors.ts';
 import { feedStart, latestSeq, readEvents } from './events.ts';
-import { createKey, hashKey, listKeys, liveKeyHashes, MAX_KEY_LENGTH, type Principal, principalOf, revokeKey } from './keys.ts';
+import {
+  createAccountKey,
+  createKey,
+  hashKey,
+  listAccountKeys,
+  listKeys,
+  liveKeyHashes,
+  MAX_KEY_LENGTH,
+  noteKeyUses,
+  type Principal,
+  principalOf,
+  revokeAccountKey,
+  revokeKey,
+} from './keys.ts';
 import type { Page, RowsPage } from './pages.ts';
 import { accountPlan, listPlans, setPlan } from './plans.ts';
 import { PrincipalCache } from './principals.ts';
 import { collectionsAfter, pruneEventBatch } from './retention.ts';
 import type { Fields, Json, Row } from './rows.ts';
 import { addUsage, readUsage } from './usage.ts';
+
+/** How often the key uses the principal cache noted are written, in ms. */
+const KEY_USES_INTERVAL_MS = 1000;
 
 /** The operations on rows, each dialect's own: the hot paths, in SQL of its own. */
 export interface RowOperations {
@@ -42,10 +58,14 @@ const shared = {
   getCollection,
   listCollections,
   createKey,
+  createAccountKey,
   listKeys,
+  listAccountKeys,
   revokeKey,
+  revokeAccountKey,
   liveKeyHashes,
   principalOf,
+  noteKeyUses,
   listPlans,
   setPlan,
   accountPlan,
@@ -64,15 +84,16 @@ const shared = {
 
 export type Store = { [K in keyof typeof shared]: Bound<(typeof shared)[K]> } & RowOperations & {
     /**
-     * The account of a live key, or undefined for an unknown or revoked one; answers are kept for up
-     * to half a second (principals.ts), and forgotten when this store revokes a key.
+     * The principal of a live key, or undefined for an unknown, revoked or expired one; answers are
+     * kept for up to half a second (principals.ts), and forgotten when this store revokes a key. Each
+     * answer notes the key's use, written about once a minute a key (`last_used_at`).
      */
     findPrincipal(key: string): Promise<Principal | undefined>;
     /** Wake-ups after each committed change of a collection, this instance's and, on PostgreSQL, every other's. */
     changes: Changes;
     /** The database's Knex, for the CLI's and the tests' own look at it; the service goes through the operations. */
     knex: Knex;
-    /** Waits for the statements under way, then closes every connection; later calls answer 503. */
+    /** Writes the key uses noted, waits for the statements under way, then closes every connection; later calls answer 503. */
     close(): Promise<void>;
   };
 
@@ -97,18 +118,37 @@ export function assembleStore(db: Dialect, rows: RowOperations, codes: ErrorCode
     ...Object.entries(rows).map(([name, operation]) => [name, translated(operation)]),
   ]) as Omit<Store, 'findPrincipal' | 'changes' | 'knex' | 'close'>;
   const principals = new PrincipalCache((key) => bound.principalOf(hashKey(key)));
+  // The key uses the cache noted, written every second; those that fail are tried again with the next.
+  let noting: Promise<void> = Promise.resolve();
+  const noteUses = () => {
+    noting = noting.then(async () => {
+      const uses = principals.takeUses();
+      if (uses.size > 0) await bound.noteKeyUses(uses).catch(() => principals.returnUses(uses));
+    });
+    return noting;
+  };
+  const noteTimer = setInterval(noteUses, KEY_USES_INTERVAL_MS);
+  noteTimer.unref();
   return {
     ...bound,
     // A longer key is none of ours: it is neither looked up nor kept.
     findPrincipal: (key) => (key.length > MAX_KEY_LENGTH ? Promise.resolve(undefined) : principals.find(key)),
+    // In this process, a revoked key stops working at once.
     async revokeKey(keyOrPrefix) {
       const revoked = await bound.revokeKey(keyOrPrefix);
-      principals.forget(); // in this process, a revoked key stops working at once
+      principals.forget();
+      return revoked;
+    },
+    async revokeAccountKey(accountId, keyId) {
+      const revoked = await bound.revokeAccountKey(accountId, keyId);
+      principals.forget();
       return revoked;
     },
     changes: db.changes,
     knex: db.knex,
-    close: () => {
+    close: async () => {
+      clearInterval(noteTimer);
+      await noteUses();
       closed = true;
       return close();
     },

@@ -9,8 +9,10 @@
 // collection is large enough and has none; otherwise it sorts the whole collection. A page is one
 // string made in the database (the rows' JSON texts joined), never an object per row, with the
 // collection's latest event seq read in the same snapshot (openapi.yaml, Rowbase-Seq).
+import type { Filter } from '../query/filter.ts';
 import { collectionNotFound } from './collections.ts';
 import type { SqlValue } from './dialect.ts';
+import type { Sql } from './filter.ts';
 import { type Json, pageTooLarge, type Row } from './rows.ts';
 import type { KeyRange, KnownIndexes, SortIndexLimits } from './sort-indexes.ts';
 import { collectionSql, pageRange, presentCountSql } from './sql.ts';
@@ -22,6 +24,10 @@ export interface Page {
   offset: number;
   orderBy: string;
   order: Direction;
+  /** Only the rows that match (src/query/filter.ts); all of them when absent. */
+  filter?: Filter;
+  /** Also count the rows that match, in the page's snapshot (RowsPage.total). */
+  count?: boolean;
 }
 
 /**
@@ -29,10 +35,16 @@ export interface Page {
  * were read from: the rows are exactly what the events up to it made, so a feed resumed with
  * `since=seq` brings every later change and none the page already shows.
  */
-export type RowsPage = { json: Json<Row[]>; seq: number };
+export type RowsPage = { json: Json<Row[]>; seq: number; total?: number };
 
 /** A statement and its bindings. */
 export type Statement = { sql: string; params: SqlValue[] };
+
+/**
+ * How a read is run: `point` for one row, `scan` for a page (the default), `once` for a page whose SQL
+ * is made for one request (a filter's), which is not worth preparing to keep.
+ */
+export type ReadKind = 'point' | 'scan' | 'once';
 
 /** Reads that all see one snapshot of the database. */
 export type SnapshotRead = <T>(sql: string, params: SqlValue[]) => Promise<T[]>;
@@ -40,11 +52,16 @@ export type SnapshotRead = <T>(sql: string, params: SqlValue[]) => Promise<T[]>;
 /** What a dialect gives the page reader. */
 export interface PageSource {
   /** Runs a read outside any transaction: `point` for one row, `scan` for a page (default). */
-  read<T>(sql: string, params: SqlValue[], kind?: 'point' | 'scan'): Promise<T[]>;
+  read<T>(sql: string, params: SqlValue[], kind?: ReadKind): Promise<T[]>;
   /** Runs `work` with reads that all see one snapshot. */
   snapshot<T>(work: (read: SnapshotRead) => Promise<T>): Promise<T>;
-  /** One page of the account's collection, sorted whole; its one row is a PagePart. */
-  orderedPage(accountId: number, name: string, page: Page): Statement;
+  /**
+   * One page of the account's collection, sorted whole, of the rows `where` keeps (all without it), and
+   * their count with `page.count`; its one row is a PagePart.
+   */
+  orderedPage(accountId: number, name: string, page: Page, where?: Sql): Statement;
+  /** A filter as a condition on the columns of `rows` (the dialect's filter.ts). */
+  filterSql(filter: Filter): Sql;
   /** The rows of `range` in the sort index in `slot`, from `offset`, at most `limit`; its one row is a PagePart. */
   sortedPage(collectionId: number, slot: number, order: Direction, range: KeyRange, limit: number, offset: number): Statement;
   /** The slot of `field`'s sort index in the collection, made now if it has none; -1 when it holds `max` already. */
@@ -59,12 +76,13 @@ export interface PageSource {
  * seq in the same snapshot (null when the collection is gone), and on PostgreSQL whether the sort
  * index's order is exact (postgres/sql.ts, POSTGRES_KEY_CHARS).
  */
-type PagePart = { n: number | string; json: string | null; seq: number | string | null; exact?: boolean };
+type PagePart = { n: number | string; json: string | null; seq: number | string | null; exact?: boolean; total?: number | string };
 type CollectionRow = { id: number | string; row_count: number | string; sorted: string };
 type Joined = { json: Json<Row[]>; seq: number | null; exact: boolean };
 
 /** One page of rows; 404 when the collection does not exist. */
 export async function readPage(source: PageSource, accountId: number, collection: string, page: Page): Promise<RowsPage> {
+  if (page.filter || page.count) return filteredPage(source, accountId, collection, page);
   if (page.orderBy !== 'id') {
     const indexed = await indexedPage(source, accountId, collection, page);
     if (indexed) return indexed;
@@ -74,6 +92,32 @@ export async function readPage(source: PageSource, accountId: number, collection
   const { json, seq } = joinParts([part]);
   if (seq === null) throw collectionNotFound(collection);
   return { json, seq };
+}
+
+/**
+ * A page of the rows that match the page's filter, sorted whole, with their count when asked: one
+ * statement, so that the rows, the count and the seq are of one snapshot.
+ */
+async function filteredPage(source: PageSource, accountId: number, collection: string, page: Page): Promise<RowsPage> {
+  const where = page.filter && source.filterSql(page.filter);
+  const { sql, params } = source.orderedPage(accountId, collection, page, where);
+  const [part] = await source.read<PagePart>(sql, params, 'once');
+  const { json, seq } = joinParts([part]);
+  if (seq === null) throw collectionNotFound(collection);
+  return page.count ? { json, seq, total: Number(part.total) } : { json, seq };
+}
+
+/**
+ * `json`, a page's rows, with only the fields `fields` of each, and its id: a row without one of them
+ * is answered without it.
+ */
+export function selectFields(json: Json<Row[]>, fields: readonly string[]): Json<Row[]> {
+  const rows = JSON.parse(json) as Record<string, unknown>[];
+  // Object.fromEntries defines each field as its own, `__proto__` too, where assigning it would not.
+  const selected = rows.map((row) =>
+    Object.fromEntries([['id', row.id], ...fields.filter((field) => Object.hasOwn(row, field)).map((field) => [field, row[field]])]),
+  );
+  return JSON.stringify(selected);
 }
 
 /**
@@ -184,12 +228,27 @@ export function wholePage(
   accountId: number,
   name: string,
   page: Page,
+  where?: Sql,
 ): Statement {
+  // `rows` ends with its condition on the collection: the filter's is added to it, and to the count's.
+  const filtered = where ? ` and (${where.sql})` : '';
+  const filterParams = where?.params ?? [];
+  const total = page.count ? `, (select count(*) from rows where ${inCollection}${filtered}) as total` : '';
   return {
     sql: `select count(*) as n, ${pageJson(order)} as json,
-        (select last_seq from collections where account_id = ? and name = ?) as seq
-      from (select * from (${rows}) r order by ${order} ${pageRange}) r`,
-    params: [accountId, name, ...bindings, accountId, name, page.limit, page.offset],
+        (select last_seq from collections where account_id = ? and name = ?) as seq${total}
+      from (select * from (${rows}${filtered}) r order by ${order} ${pageRange}) r`,
+    params: [
+      accountId,
+      name,
+      ...(page.count ? [accountId, name, ...filterParams] : []),
+      ...bindings,
+      accountId,
+      name,
+      ...filterParams,
+      page.limit,
+      page.offset,
+    ],
   };
 }
 

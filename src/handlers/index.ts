@@ -1,5 +1,5 @@
 import { collectionHandlers } from './collections.ts';
-import { docsHandlers } from './docs.ts';
+import { keyHandlers } from './keys.ts';
 import { rowHandlers } from './rows.ts';
 import { serviceHandlers } from './service.ts';
 import type { Handlers, OperationId } from './types.ts';
@@ -10,6 +10,6 @@ export const handlers: Handlers<OperationId> = {
   ...collectionHandlers,
   ...rowHandlers,
   ...usageHandlers,
+  ...keyHandlers,
   ...serviceHandlers,
-  ...docsHandlers,
 };

@@ -1,12 +1,24 @@
+import { selectFields } from '../db/pages.ts';
 import { validationFailed } from '../errors.ts';
+import { parseFilterText } from '../query/filter.ts';
 import type { Handlers } from './types.ts';
 
 export const rowHandlers: Handlers<'listRows' | 'insertRows' | 'getRow' | 'updateRow' | 'deleteRow'> = {
   async listRows({ principal, path, query }, { store }) {
-    const page = { limit: query.limit, offset: query.offset, orderBy: query.order_by, order: query.order };
-    const { json, seq } = await store.listRows(principal.accountId, path.collection_name, page);
+    const page = {
+      limit: query.limit,
+      offset: query.offset,
+      orderBy: query.order_by,
+      order: query.order,
+      filter: query.filter === undefined ? undefined : parseFilterText(query.filter),
+      count: query.count === 'exact',
+    };
+    const fields = query.select === undefined ? undefined : selectedFields(query.select);
+    const { json, seq, total } = await store.listRows(principal.accountId, path.collection_name, page);
     // Where the feed resumes from this page with no change missed or repeated (openapi.yaml, Rowbase-Seq).
-    return { status: 200, body: json, headers: { 'Rowbase-Seq': String(seq) } };
+    const headers: Record<string, string> = { 'Rowbase-Seq': String(seq) };
+    if (total !== undefined) headers['Rowbase-Total-Count'] = String(total);
+    return { status: 200, body: fields ? selectFields(json, fields) : json, headers };
   },
 
   async insertRows({ principal, path, body }, { store, config }) {
@@ -32,3 +44,14 @@ export const rowHandlers: Handlers<'listRows' | 'insertRows' | 'getRow' | 'updat
     return { status: 204 };
   },
 };
+
+/** The fields a `select` names (openapi.yaml, SelectParameter), each once; 400 for an empty name. */
+function selectedFields(select: string): string[] {
+  const fields = select.split(',');
+  if (fields.includes('')) {
+    throw validationFailed('select names the fields to answer, separated by commas.', [
+      { in: 'query', name: 'select', message: 'names an empty field' },
+    ]);
+  }
+  return [...new Set(fields)].filter((field) => field !== 'id');
+}

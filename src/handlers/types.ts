@@ -5,7 +5,11 @@ import type { Store } from '../db/store.ts';
 import type { BodyBudget } from '../http/body.ts';
 import type { Meter } from '../usage/meter.ts';
 
-export type OperationId = keyof operations;
+/**
+ * The operations of openapi.yaml that a handler answers: not its `head` operations, which their path's
+ * `get` answers (http/operations.ts), nor the feed's `openFeed` (and `headFeed`), answered by the feed.
+ */
+export type OperationId = Exclude<keyof operations, `head${string}` | 'openFeed'>;
 
 type JsonBody<K extends OperationId> = operations[K] extends { requestBody: { content: { 'application/json': infer B } } } ? B : undefined;
 

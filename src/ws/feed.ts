@@ -24,9 +24,9 @@ const PAGE = { limit: 500, maxChars: 1024 * 1024 };
 /** Events one pruning statement deletes at most. */
 const PRUNE_BATCH = 500;
 /**
- * How often the keys of open sockets are looked up again: a revoked key's sockets close (4401) within
- * a second of the revocation, wherever it was made (asyncapi.yaml, close code 4401). One query per
- * pass for up to this many keys:
+ * How often the keys of open sockets are checked: an expired key's sockets close (4401) within a second
+ * of its expiry, and a revoked key's within a second of the revocation, wherever it was made, for which
+ * they are looked up again (asyncapi.yaml, close code 4401). One query per pass for up to this many keys:
  */
 export const KEY_CHECK_INTERVAL_MS = 500;
 const KEY_CHECK_BATCH = 500;
@@ -64,13 +64,13 @@ export function createFeed({ store, config, log, admit }: FeedOptions): Feed {
     maxPayload: MAX_CLIENT_MESSAGE_BYTES,
   });
   const tails = new Map<number, Tail>();
-  /** Every open subscriber, with the hash of its key. */
-  const subscribers = new Map<Subscriber, string>();
+  /** Every open subscriber, with the hash of its key and when that expires (ms since the epoch, or null). */
+  const subscribers = new Map<Subscriber, { hash: string; expiresAt: number | null }>();
   const checking = new Set<Promise<void>>();
   let closing = false;
 
+  // Heard only while some collection has a tail: a write that no one follows costs the feed nothing.
   const wake = (collectionId: number) => tails.get(collectionId)?.wake();
-  store.changes.on('change', wake);
   const wakeAll = () => {
     for (const tail of tails.values()) tail.wake();
   };
@@ -81,6 +81,7 @@ export function createFeed({ store, config, log, admit }: FeedOptions): Feed {
   heartbeat.unref();
   let keyPass: Promise<void> | undefined;
   const keyCheck = setInterval(() => {
+    closeExpired();
     keyPass ??= closeRevoked().finally(() => {
       keyPass = undefined;
     });
@@ -133,9 +134,17 @@ export function createFeed({ store, config, log, admit }: FeedOptions): Feed {
     }
   }
 
-  /** Closes the sockets whose key is no longer live. A database that does not answer closes nothing. */
+  /** Closes the sockets whose key has expired: the key's expiry is known, and never changes. */
+  function closeExpired(): void {
+    const now = Date.now();
+    for (const [subscriber, { expiresAt }] of subscribers) {
+      if (expiresAt !== null && now >= expiresAt) subscriber.close(closeCodes.keyExpired);
+    }
+  }
+
+  /** Closes the sockets whose key has been revoked. A database that does not answer closes nothing. */
   async function closeRevoked(): Promise<void> {
-    const hashes = [...new Set(subscribers.values())];
+    const hashes = [...new Set([...subscribers.values()].map(({ hash }) => hash))];
     const live = new Set<string>();
     try {
       for (let start = 0; start < hashes.length; start += KEY_CHECK_BATCH) {
@@ -146,7 +155,7 @@ export function createFeed({ store, config, log, admit }: FeedOptions): Feed {
       return;
     }
     const revoked = new Set(hashes.filter((hash) => !live.has(hash)));
-    for (const [subscriber, hash] of subscribers) if (revoked.has(hash)) subscriber.close(closeCodes.keyRevoked);
+    for (const [subscriber, { hash }] of subscribers) if (revoked.has(hash)) subscriber.close(closeCodes.keyRevoked);
   }
 
   function subscribe(socket: WebSocket, connection: Duplex, request: FeedRequest): void {
@@ -160,7 +169,7 @@ export function createFeed({ store, config, log, admit }: FeedOptions): Feed {
       latestSeq: () => store.latestSeq(collectionId),
       log,
     });
-    subscribers.set(subscriber, request.keyHash);
+    subscribers.set(subscriber, { hash: request.keyHash, expiresAt: request.principal.expiresAt });
     socket.once('close', () => subscribers.delete(subscriber));
     let tail = tails.get(collectionId);
     if (!tail) {
@@ -170,11 +179,14 @@ export function createFeed({ store, config, log, admit }: FeedOptions): Feed {
         latestSeq: () => store.latestSeq(collectionId),
         readEvents: (after) => store.readEvents(collectionId, { ...PAGE, after }),
         onEnd: () => {
-          if (tails.get(collectionId) === created) tails.delete(collectionId);
+          if (tails.get(collectionId) !== created) return;
+          tails.delete(collectionId);
+          if (tails.size === 0) store.changes.off('change', wake);
         },
         log,
       });
       tail = created;
+      if (tails.size === 0) store.changes.on('change', wake);
       tails.set(collectionId, tail);
     }
     tail.join(subscriber);

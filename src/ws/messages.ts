@@ -34,6 +34,7 @@ export const closeCodes = {
   internal: { code: 1011, reason: 'internal error' },
   slowConsumer: { code: 4008, reason: 'slow consumer' },
   keyRevoked: { code: 4401, reason: 'key revoked' },
+  keyExpired: { code: 4401, reason: 'key expired' },
   collectionDeleted: { code: 4404, reason: 'collection deleted' },
   gone: { code: 4410, reason: 'gone' },
 } as const;

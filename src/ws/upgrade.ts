@@ -1,12 +1,13 @@
 // The checks an upgrade to `GET /ws` passes before it becomes a WebSocket, and the HTTP refusal when
 // it does not (asyncapi.yaml, `x-upgrade-refusals`). Guard clauses in order: request target (400), route,
 // method, HTTP/1.1, handshake headers (Host, once; no subprotocol, no body), key (401), sockets and usage (429), query (400),
-// collection (404), `since` (400, 410).
+// collection (404, also for one the key is not limited to), `since` (400, 410). Every key's scope grants
+// the feed (`read`).
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { ErrorObject } from 'ajv';
-import type { Middleware } from 'koa';
 import type { components } from '../../generated/asyncapi.ts';
 import { validateFeedQuery } from '../../generated/feed-validators.js';
+import { collectionNotFound } from '../db/collections.ts';
 import type { EventType } from '../db/events.ts';
 import { hashKey, type Principal } from '../db/keys.ts';
 import type { Store } from '../db/store.ts';
@@ -29,7 +30,7 @@ export interface FeedRequest {
   since?: number;
 }
 
-const FEED_PATH = '/ws';
+export const FEED_PATH = '/ws';
 
 /**
  * Throws the ApiError to refuse `request` with, or returns what it asks for. `admit` runs once the key
@@ -57,6 +58,7 @@ export async function checkUpgrade(
   await admit(principal);
 
   const query = queryOf(url.searchParams);
+  if (principal.collections && !principal.collections.has(query.collection)) throw collectionNotFound(query.collection);
   const { collectionId, lastSeq, resumableFrom } = await store.feedStart(principal.accountId, query.collection);
   const feed: FeedRequest = {
     principal,
@@ -87,21 +89,11 @@ export async function checkUpgrade(
  * another method, else 400 naming what a WebSocket handshake lacks. Like a malformed handshake, it is
  * refused before its key is looked at, and so never counts toward usage.
  */
-function notAnUpgrade(method: string, request: Pick<IncomingMessage, 'headers' | 'rawHeaders'>): ApiError {
+export function notAnUpgrade(method: string, request: Pick<IncomingMessage, 'headers' | 'rawHeaders'>): ApiError {
   // HEAD answers as GET does, without the body (openapi.yaml: every GET route also answers HEAD).
   if (method !== 'GET' && method !== 'HEAD') return methodNotAllowed('GET, HEAD');
   return validationFailed(`${FEED_PATH} takes a WebSocket upgrade (asyncapi.yaml); this request is not one.`, handshakeErrors(request));
 }
-
-/**
- * `/ws` is the feed's (asyncapi.yaml), and the server hands the feed every WebSocket upgrade
- * (server.ts): a request for it that reaches the HTTP API is no upgrade, and is told so, rather than
- * that there is no such route.
- */
-export const feedPath: Middleware = (ctx, next) => {
-  if (ctx.path !== FEED_PATH) return next();
-  throw notAnUpgrade(ctx.method, ctx.req);
-};
 
 const methodNotAllowed = (allow = 'GET') =>
   new ApiError('method_not_allowed', `${FEED_PATH} answers ${allow}.`, { headers: { Allow: allow } });

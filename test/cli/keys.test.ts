@@ -9,17 +9,26 @@ import { expectBadArguments, pollUntil, servingWorkspace, Workspace } from '../s
 
 const packageVersion = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')).version;
 
-interface CreatedKey {
+interface Limits {
+  name: string | null;
+  scope: string;
+  collections: string[] | null;
+  expires_at: string | null;
+}
+
+interface CreatedKey extends Limits {
   key: string;
   prefix: string;
   account: string;
   plan: string;
 }
 
-interface ListedKey {
+interface ListedKey extends Limits {
   prefix: string;
   account: string;
   plan: string;
+  created_at: string;
+  last_used_at: string | null;
   revoked_at: string | null;
 }
 
@@ -47,7 +56,8 @@ describe('rowbase keys', () => {
       const created = await rowbase('keys', 'create', '--account', 'me');
 
       expect(created.code).to.equal(0);
-      expect(created.stderr).to.equal('');
+      // Which database the key went to, on stderr: not in the way of `KEY=$(… | tail -n 1)`, and in sight.
+      expect(created.stderr).to.equal(`rowbase: database ${suite.workspace.databaseUrl}\n`);
       const key = lastLineOf(created.stdout);
       expect(created.stdout.endsWith(`${key}\n`)).to.equal(true);
       expect(key).to.match(/^rb_[A-Za-z0-9_-]+$/);
@@ -101,6 +111,60 @@ describe('rowbase keys', () => {
       expect((await listKeys('--account', account)).map((key) => key.plan)).to.deep.equal(['pro']);
     });
 
+    it('makes an admin key of every collection that never expires without --scope, --collections or an expiry', async () => {
+      const created = await createKey(newAccount());
+
+      expect(created).to.include({ scope: 'admin', collections: null, expires_at: null, name: null });
+    });
+
+    it('limits the key to --scope, --collections and --expires-in, names it --name, and the running server holds it to them', async () => {
+      const account = newAccount();
+      const owner = new Client(suite.server.url, (await createKey(account)).key);
+      for (const name of ['notes', 'other']) expect((await owner.post('/v1/collections', { name })).status).to.equal(201);
+
+      const before = Date.now();
+      const created = await createKey(
+        account,
+        '--scope',
+        'read',
+        '--collections',
+        'notes,later',
+        '--expires-in',
+        '30d',
+        '--name',
+        'dashboard',
+      );
+      const after = Date.now();
+
+      expect(created).to.include({ scope: 'read', name: 'dashboard' });
+      expect(created.collections).to.deep.equal(['notes', 'later']);
+      const expiresAt = Date.parse(created.expires_at as string);
+      expect(expiresAt).to.be.within(before + 30 * 86_400_000, after + 30 * 86_400_000);
+      const client = new Client(suite.server.url, created.key);
+      const listed = await client.get<{ name: string }[]>('/v1/collections');
+      expect(listed.body.map(({ name }) => name)).to.deep.equal(['notes']);
+      expect((await client.get('/v1/collections/other')).status).to.equal(404);
+      expect((await client.post('/v1/collections/notes/rows', [{ n: 1 }])).status).to.equal(403);
+    });
+
+    it('takes --expires-at as an RFC 3339 time with any offset, and prints the limits on its first line', async () => {
+      const created = await rowbase(
+        'keys',
+        'create',
+        '--account',
+        newAccount(),
+        '--scope',
+        'write',
+        '--expires-at',
+        '2099-01-01T01:30:00+01:30',
+      );
+
+      expect(created.code, created.stderr).to.equal(0);
+      expect(created.stdout.split('\n')[0]).to.match(
+        /^account account-\d+ \(plan free\), key prefix rb_[\w-]{8}: scope write, every collection, expires 2099-01-01T00:00:00\.000Z$/,
+      );
+    });
+
     it('refuses an unknown plan with exit 2 and one line on stderr, and makes no key', async () => {
       const account = newAccount();
 
@@ -125,6 +189,62 @@ describe('rowbase keys', () => {
           expect(listed.stdout).to.not.include(key);
         }
       }
+    });
+
+    it("shows each key's name, scope, collections, expiry, creation and last use, to the minute and soon after it", async () => {
+      const account = newAccount();
+      const limited = await createKey(
+        account,
+        '--scope',
+        'write',
+        '--collections',
+        'a,b',
+        '--expires-at',
+        '2099-06-01T00:00:00Z',
+        '--name',
+        'ci',
+      );
+      const unused = await createKey(account);
+      const watcher = new Client(suite.server.url, (await createKey(account)).key);
+      const used = Date.now();
+      expect((await collectionsSeenWith(limited.key)).status).to.equal(200);
+
+      // Watched over HTTP, which answers sooner than a CLI process starts (and, on the free plan, 429 past 10 a second).
+      const lastUse = async () => {
+        const listed = await watcher.get<ListedKey[]>('/v1/keys');
+        return listed.status === 200 ? listed.body.find(({ prefix }) => prefix === limited.prefix)?.last_used_at : null;
+      };
+      await pollUntil(async () => (await lastUse()) !== null, 3000);
+      const [first, second] = await listKeys('--account', account);
+      const table = await rowbase('keys', 'list', '--account', account);
+
+      expect(first).to.include({ prefix: limited.prefix, name: 'ci', scope: 'write', expires_at: '2099-06-01T00:00:00.000Z' });
+      expect(first.collections).to.deep.equal(['a', 'b']);
+      const minute = used - (used % 60_000);
+      expect(Date.parse(first.last_used_at as string)).to.be.oneOf([minute, minute + 60_000]);
+      expect(second).to.include({
+        prefix: unused.prefix,
+        name: null,
+        scope: 'admin',
+        collections: null,
+        expires_at: null,
+        last_used_at: null,
+      });
+      const [header, ...rows] = table.stdout.trimEnd().split('\n');
+      expect(header.split(/ {2,}/)).to.deep.equal([
+        'PREFIX',
+        'ACCOUNT',
+        'PLAN',
+        'NAME',
+        'SCOPE',
+        'COLLECTIONS',
+        'EXPIRES',
+        'CREATED',
+        'LAST USED',
+        'REVOKED',
+      ]);
+      expect(rows[0].split(/ +/).slice(3, 7)).to.deep.equal(['ci', 'write', 'a,b', '2099-06-01T00:00:00.000Z']);
+      expect(rows[1].split(/ +/).slice(3, 7)).to.deep.equal(['-', 'admin', '*', 'never']);
     });
 
     it("shows only one account's keys with --account", async () => {
@@ -202,7 +322,20 @@ describe('rowbase keys', () => {
         args: ['--help'],
         describes: ['rowbase serve', 'rowbase keys create --account <name>', 'rowbase keys list', 'rowbase keys revoke <key-or-prefix>'],
       },
-      { args: ['keys', 'create', '--help'], describes: ['Usage: rowbase keys create', '--account', '--plan', '--json'] },
+      {
+        args: ['keys', 'create', '--help'],
+        describes: [
+          'Usage: rowbase keys create',
+          '--account',
+          '--plan',
+          '--scope',
+          '--collections',
+          '--expires-in',
+          '--expires-at',
+          '--name',
+          '--json',
+        ],
+      },
       { args: ['keys', 'list', '--help'], describes: ['Usage: rowbase keys list', '--account', '--json'] },
       { args: ['keys', 'revoke', '--help'], describes: ['Usage: rowbase keys revoke <key-or-prefix>', 'prefix'] },
       { args: ['serve', '--help'], describes: ['Usage: rowbase serve', 'PORT', 'HOST', 'DATABASE_URL', 'LOG_LEVEL', 'ROWBASE_*'] },
@@ -248,6 +381,29 @@ describe('rowbase keys', () => {
         reason: 'keys needs a subcommand: create, list, revoke; see rowbase --help',
       },
       { mistake: '--version with more', args: ['--version', 'keys'] },
+      {
+        mistake: 'an unknown --scope',
+        args: ['keys', 'create', '--account', 'a', '--scope', 'root'],
+        reason: '--scope must be one of read, write, admin',
+      },
+      { mistake: 'an empty name in --collections', args: ['keys', 'create', '--account', 'a', '--collections', 'a,,b'] },
+      { mistake: 'no collection name in --collections', args: ['keys', 'create', '--account', 'a', '--collections', '1x'] },
+      { mistake: 'a collection twice in --collections', args: ['keys', 'create', '--account', 'a', '--collections', 'a,a'] },
+      { mistake: 'an --expires-in without a unit', args: ['keys', 'create', '--account', 'a', '--expires-in', '30'] },
+      { mistake: 'an --expires-in of nothing', args: ['keys', 'create', '--account', 'a', '--expires-in', '0d'] },
+      { mistake: 'an --expires-at that is no time', args: ['keys', 'create', '--account', 'a', '--expires-at', 'tomorrow'] },
+      { mistake: 'an --expires-at on February 30th', args: ['keys', 'create', '--account', 'a', '--expires-at', '2099-02-30T00:00:00Z'] },
+      {
+        mistake: 'an --expires-at in the year 10000',
+        args: ['keys', 'create', '--account', 'a', '--expires-at', '9999-12-31T23:00:00-01:00'],
+      },
+      { mistake: 'an --expires-at in the past', args: ['keys', 'create', '--account', 'a', '--expires-at', '2020-01-01T00:00:00Z'] },
+      {
+        mistake: 'both --expires-in and --expires-at',
+        args: ['keys', 'create', '--account', 'a', '--expires-in', '1d', '--expires-at', '2099-01-01T00:00:00Z'],
+        reason: 'give --expires-in or --expires-at, not both',
+      },
+      { mistake: 'a --name with a control character', args: ['keys', 'create', '--account', 'a', '--name', 'a\tb'] },
     ];
     for (const { mistake, args, reason } of mistakes as { mistake: string; args: string[]; reason?: string }[]) {
       it(`exits 2 with one line on stderr for ${mistake}`, async () => {
@@ -273,6 +429,16 @@ describe('rowbase keys', () => {
     afterEach(async () => {
       await fresh.cleanUp();
       await database.drop();
+    });
+
+    it('says on stderr which database it used: a SQLite file by its absolute path, PostgreSQL without its password', async () => {
+      const url = new URL(database.url);
+      if (backend === 'postgres') url.password = 'not-shown'; // the test server trusts 127.0.0.1: any password does
+      const created = await fresh.run(['keys', 'create', '--account', 'shown', '--json'], { DATABASE_URL: url.href });
+      expect(created.code, created.stderr).to.equal(0);
+      url.password = '***';
+      expect(created.stderr).to.equal(`rowbase: database ${url.href}\n`);
+      expect(created.stderr).not.to.include('not-shown');
     });
 
     it('works for serve and several CLI commands that start on it at the same time', async () => {

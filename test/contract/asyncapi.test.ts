@@ -45,7 +45,7 @@ describe('the feed contract', () => {
       expect(ours.ProblemCode.enum).to.deep.equal(theirs.ProblemCode.enum);
       expect(ours.Problem.required).to.deep.equal(theirs.Problem.required);
       expect(Object.keys(ours.Problem.properties)).to.deep.equal(Object.keys(theirs.Problem.properties));
-      expect(ours.ValidationError.properties.in).to.deep.equal(theirs.ValidationError.properties.in);
+      expect(ours.ValidationError.properties.in.enum).to.deep.equal(theirs.ValidationErrorLocation.enum);
       for (const { code, status } of asyncapi.channels.feed['x-upgrade-refusals'].statuses) {
         expect(theirs.ProblemCode.enum, code).to.include(code);
         expect(status, code).to.be.within(400, 599);

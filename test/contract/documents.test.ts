@@ -7,6 +7,7 @@ import SwaggerParser from '@apidevtools/swagger-parser';
 import { expect } from 'chai';
 import { parse } from 'yaml';
 import { generate } from '../../scripts/generate.ts';
+import { pages } from '../../src/http/pages.ts';
 
 const run = promisify(execFile);
 const root = new URL('../../', import.meta.url).pathname;
@@ -38,6 +39,76 @@ describe('the contract documents', () => {
           expect(operation.tags, where).to.be.an('array').that.is.not.empty;
           expect(operation.summary, where).to.be.a('string');
           expect(operation.description, where).to.be.a('string');
+        }
+      }
+    });
+
+    it('describes the HEAD of every GET as an operation of its own, with the same parameters and security', async () => {
+      const document = parse(await readFile(join(root, 'openapi.yaml'), 'utf8'));
+      const paths = Object.entries<Record<string, { operationId: string; parameters?: unknown; security?: unknown }>>(document.paths);
+      expect(paths.filter(([, item]) => item.get).length).to.be.at.least(6);
+      for (const [path, item] of paths) {
+        expect(Boolean(item.head), `HEAD ${path}`).to.equal(Boolean(item.get));
+        if (!item.get || !item.head) continue;
+        expect(item.head.operationId, `HEAD ${path}`).to.match(/^head[A-Z]/);
+        expect(item.head.parameters, `HEAD ${path} parameters`).to.deep.equal(item.get.parameters);
+        expect(item.head.security, `HEAD ${path} security`).to.deep.equal(item.get.security);
+      }
+    });
+
+    it('names every schema a generator would otherwise name itself', async () => {
+      const document = parse(await readFile(join(root, 'openapi.yaml'), 'utf8'));
+      const found: string[] = [];
+      // An enum, or a schema made of others, only as a named schema of its own (a component), whose
+      // members are references: else generators name it after where it is (`ErrorResponseAllOf`).
+      const visit = (node: unknown, where: string, named: boolean): void => {
+        if (Array.isArray(node)) {
+          for (const [index, item] of node.entries()) visit(item, `${where}/${index}`, false);
+          return;
+        }
+        if (typeof node !== 'object' || node === null) return;
+        for (const [key, value] of Object.entries(node)) {
+          if (key === 'enum' && !named) found.push(`${where}: an enum`);
+          if (['allOf', 'oneOf', 'anyOf'].includes(key)) {
+            if (!named) found.push(`${where}: ${key}`);
+            else if ((value as object[]).some((member) => !('$ref' in member)))
+              found.push(`${where}: ${key} of a schema that is no reference`);
+          }
+          if (key !== 'example' && key !== 'examples') visit(value, `${where}/${key}`, false);
+        }
+      };
+      visit(document.paths, '#/paths', false);
+      for (const [kind, entries] of Object.entries<Record<string, Record<string, unknown>>>(document.components)) {
+        for (const [name, value] of Object.entries(entries)) {
+          if (kind === 'schemas') {
+            // The schema itself is named: its own enum or allOf is fine; anything inside it is not.
+            const { enum: _enum, allOf: _allOf, ...rest } = value;
+            if (_allOf) visit({ allOf: _allOf }, `#/components/${kind}/${name}`, true);
+            visit(rest, `#/components/${kind}/${name}`, false);
+          } else visit(value, `#/components/${kind}/${name}`, false);
+        }
+      }
+      expect(found).to.deep.equal([]);
+      // A parameter and a schema of one name become two types of one name (`CollectionName2`).
+      const key = (name: string) => name.replace(/[^A-Za-z0-9]/g, '').toLowerCase();
+      const schemas = new Set(Object.keys(document.components.schemas).map(key));
+      const shared = Object.keys(document.components.parameters ?? {}).filter((name) => schemas.has(key(name)));
+      expect(shared).to.deep.equal([]);
+    });
+
+    it('leaves out the pages served beside the API (src/http/pages.ts), which a generated client has no use for', async () => {
+      const document = parse(await readFile(join(root, 'openapi.yaml'), 'utf8'));
+      expect(pages.map((page) => page.path)).to.include.members(['/openapi.yaml', '/asyncapi.yaml', '/docs', '/docs/{asset}']);
+      for (const { path } of pages) expect(document.paths, path).not.to.have.property(path);
+      for (const [path, item] of Object.entries<Record<string, { responses?: Record<string, { content?: object }> }>>(document.paths)) {
+        for (const [method, operation] of Object.entries(item)) {
+          for (const [status, response] of Object.entries(operation.responses ?? {})) {
+            const types = Object.keys(response.content ?? {});
+            expect(
+              types.filter((type) => !type.endsWith('json')),
+              `${method} ${path} ${status}`,
+            ).to.deep.equal([]);
+          }
         }
       }
     });

@@ -1,10 +1,14 @@
-// README.md's newcomer path, run as written: the shell commands of "First requests", "Plans and usage"
-// and "The real-time feed" go to bash in the repository folder (curl, bin/rowbase) against a real
+// README.md's newcomer path, run as written: the shell commands of "First requests", "Keys and scopes",
+// "Plans and usage" and "The real-time feed" go to bash in the repository folder (curl, bin/rowbase) against a real
 // `rowbase serve` on a temp SQLite file, in the order the README gives them, and what each prints must
-// be the output the README shows under it (`# …` lines). `npx wscat -c <url>` is stood in for by a
+// be the output the README shows under it (`# …` lines). The README sets `PORT=8080` once, and the
+// commands use `$PORT`: the test sets it to the port of its server instead, and carries it, as `KEY`,
+// from one command to the next. `npx -y wscat -c <url>` is stood in for by a
 // WebSocket client on the same URL (wscat is not a dependency), and the README's `< …` lines are the feed
 // messages it must receive. Every HTTP response curl sees is checked against openapi.yaml, every feed
-// message against asyncapi.yaml. Times and keys differ run to run: both sides show them as <time>, <key>.
+// message against asyncapi.yaml. Times, keys and their prefixes differ run to run: both sides show them
+// as <time>, <key>, <prefix>. The variables a command sets whose names end in KEY (`KEY`, `READ_KEY`)
+// are kept for the commands after it, as a terminal keeps them.
 // The README also names files (links, `src/…` paths), and so does each page of docs/, which the README
 // links: each file, and each heading a link points to, must exist, so that a moved file or section
 // fails here rather than in a reader's hands. The docs' shell examples are not run.
@@ -19,7 +23,7 @@ import { FeedClient } from '../support/feed.ts';
 import { type ServeProcess, Workspace } from '../support/process.ts';
 
 const root = new URL('../../', import.meta.url).pathname;
-const sections = ['First requests', 'Plans and usage', 'The real-time feed'];
+const sections = ['First requests', 'Keys and scopes', 'Plans and usage', 'The real-time feed'];
 
 /** One thing the README tells a newcomer to do, with what it says they will see. */
 type Step =
@@ -52,7 +56,7 @@ function shellSteps(lines: string[]): Step[] {
     while (command.endsWith('\\')) command += `\n${lines[++index]}`;
     const expected: string[] = [];
     while (lines[index + 1]?.startsWith('# ')) expected.push(lines[++index].slice(2));
-    const wscat = /^npx wscat -c "([^"]+)"$/.exec(command);
+    const wscat = /^npx -y wscat -c "([^"]+)"$/.exec(command);
     if (wscat) steps.push({ kind: 'feed', url: wscat[1], expected: expected.map((line) => line.replace(/^< /, '')) });
     else steps.push({ kind: 'shell', command, expected });
   }
@@ -92,7 +96,10 @@ const slug = (title: string) =>
 
 /** What may differ from run to run, made the same on both sides. */
 const normalize = (text: string) =>
-  text.replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/g, '<time>').replace(/\brb_[A-Za-z0-9_-]{32}(?![A-Za-z0-9_-])/g, '<key>');
+  text
+    .replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/g, '<time>')
+    .replace(/\brb_[A-Za-z0-9_-]{32}(?![A-Za-z0-9_-])/g, '<key>')
+    .replace(/\brb_[A-Za-z0-9_-]{8}(?![A-Za-z0-9_-])/g, '<prefix>');
 
 /** Output lines as a terminal shows them: no carriage returns, no trailing empty line. */
 const outputLines = (text: string) =>
@@ -180,6 +187,16 @@ describe('README.md', () => {
     expect([...new Set(listed)].sort()).to.deep.equal([...new Set(read)].sort());
   });
 
+  it('sets the port once, in PORT, and every example reaches the service through $PORT', async () => {
+    const steps = readmeSteps(await readFile(join(root, 'README.md'), 'utf8'));
+    const commands = steps.flatMap((step) => (step.kind === 'shell' ? [step.command] : step.kind === 'feed' ? [step.url] : []));
+    expect(commands.filter((command) => /^PORT=/.test(command)).map((command) => command.split('#')[0].trim())).to.deep.equal([
+      'PORT=8080',
+    ]);
+    expect(commands.filter((command) => /:\d{2,5}\b/.test(command))).to.deep.equal([]);
+    expect(commands.filter((command) => command.includes(':$PORT/')).length).to.be.at.least(10);
+  });
+
   it('gives a quick start whose every command answers what it shows', async () => {
     const steps = readmeSteps(await readFile(join(root, 'README.md'), 'utf8'));
     // A README reorganised past this parser must fail here, not pass with nothing run.
@@ -187,19 +204,19 @@ describe('README.md', () => {
     expect(steps.filter((step) => step.kind === 'messages')).to.have.length.of.at.least(1);
 
     const port = new URL(server.url).port;
-    let key = '';
+    let variables: Record<string, string> = {};
     const feeds: FeedClient[] = [];
     try {
       for (const step of steps) {
         if (step.kind === 'shell') {
-          const ran = await runShell(step.command.replace(/\b(localhost|127\.0\.0\.1):8080\b/g, `127.0.0.1:${port}`), key);
-          key = ran.key;
+          const ran = await runShell(step.command.replace(/^PORT=8080\b/, `PORT=${port}`), variables);
+          variables = ran.variables;
           expect(ran.code, `${step.command}\nexited ${ran.code}: ${ran.stderr}`).to.equal(0);
           if (step.expected.length > 0) {
             expect(outputLines(normalize(ran.stdout)), step.command).to.deep.equal(step.expected.map(normalize));
           }
         } else if (step.kind === 'feed') {
-          const url = new URL(step.url.replaceAll('$KEY', key).replace('127.0.0.1:8080', `127.0.0.1:${port}`));
+          const url = new URL(step.url.replaceAll('$KEY', variables.KEY ?? '').replaceAll('$PORT', variables.PORT ?? ''));
           const apiKey = url.searchParams.get('api_key') ?? undefined;
           url.searchParams.delete('api_key');
           const feed = await FeedClient.open(server.url, apiKey, Object.fromEntries(url.searchParams));
@@ -219,19 +236,19 @@ describe('README.md', () => {
   });
 
   /**
-   * Runs `command` in bash in the repository folder with `KEY` set, as a newcomer's terminal would, and
-   * returns what it printed and the `KEY` it left. curl is wrapped to also record each response, which
-   * is checked against openapi.yaml.
+   * Runs `command` in bash in the repository folder with `variables` set (`PORT`, `KEY`, `READ_KEY`), as a
+   * newcomer's terminal would, and returns what it printed and the variables it left: PORT and those
+   * ending in KEY. curl is wrapped to also record each response, which is checked against openapi.yaml.
    */
-  async function runShell(command: string, key: string) {
+  async function runShell(command: string, variables: Record<string, string>) {
     const headers = join(files, 'headers');
     const output = join(files, 'output');
-    const keyFile = join(files, 'key');
+    const variablesFile = join(files, 'variables');
     const script = [
       `curl() { rm -f '${headers}'; command curl -D '${headers}' "$@" | tee '${output}'; return "\${PIPESTATUS[0]}"; }`,
       command,
       'status=$?',
-      `printf %s "\${KEY-}" > '${keyFile}'`,
+      `for name in $(compgen -v | grep -E '^([A-Z_]*KEY|PORT)$'); do printf '%s=%s\\n' "$name" "\${!name}"; done > '${variablesFile}'`,
       'exit $status',
     ].join('\n');
     const child = spawn('bash', ['-c', script], {
@@ -241,7 +258,8 @@ describe('README.md', () => {
         HOME: process.env.HOME,
         DATABASE_URL: workspace.databaseUrl,
         LOG_LEVEL: 'info',
-        KEY: key,
+        // Unset until the README sets them, as in a new terminal.
+        ...variables,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -257,8 +275,14 @@ describe('README.md', () => {
       child.once('error', reject);
       child.once('close', resolve);
     });
-    if (command.startsWith('curl ')) await checkCurl(command, headers, output);
-    return { code, stdout, stderr, key: await readFile(keyFile, 'utf8') };
+    if (command.startsWith('curl ')) await checkCurl(command.replaceAll('$PORT', variables.PORT ?? ''), headers, output);
+    const left = (await readFile(variablesFile, 'utf8')).split('\n').filter((line) => line !== '');
+    return {
+      code,
+      stdout,
+      stderr,
+      variables: Object.fromEntries(left.map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)])),
+    };
   }
 });
 
@@ -272,6 +296,6 @@ async function checkCurl(command: string, headersFile: string, outputFile: strin
   if (/ -o \/dev\/null\b/.test(command)) text = '';
   else if (/ -\w*i\w* /.test(command)) text = text.slice(text.indexOf('\r\n\r\n') + 4);
   const method = /-X (\w+)/.exec(command)?.[1] ?? (/ -d /.test(command) ? 'POST' : 'GET');
-  const path = /127\.0\.0\.1:\d+(\/[^\s'"?]*)/.exec(command)?.[1] ?? '/';
+  const path = /(?:localhost|127\.0\.0\.1):\d+(\/[^\s'"?]*)/.exec(command)?.[1] ?? '/';
   checkResponse({ method, path, status, headers, text });
 }

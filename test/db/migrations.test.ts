@@ -1,10 +1,16 @@
 // Migrations that change what stored data means (src/db/migrations.ts), run over a database written
 // the old way.
 import { expect } from 'chai';
+import knexFactory from 'knex';
+import { hashKey } from '../../src/db/keys.ts';
+import { migrationSource } from '../../src/db/migrations.ts';
+import { postgresSchema } from '../../src/db/postgres/migrations.ts';
 import { keyColumns } from '../../src/db/postgres/sql.ts';
 import { replaceKey } from '../../src/db/sql.ts';
 import { openStore, type Store } from '../../src/db/store.ts';
-import { createDatabase, postgresUnavailable, type TestDatabase } from '../support/backends.ts';
+import { createDatabase, describeEachBackend, postgresUnavailable, type TestDatabase } from '../support/backends.ts';
+import { Client } from '../support/client.ts';
+import { startTestServer } from '../support/server.ts';
 
 type Row = { id: number } & Record<string, unknown>;
 
@@ -181,5 +187,52 @@ describe('migrations on PostgreSQL', () => {
       const asc = [...stored].sort((x, y) => ((x.s as string) < (y.s as string) ? -1 : 1)).map((row) => row.id);
       expect(await idsBothWays(accountId, 'cut', 's')).to.deep.equal([asc, [...asc].reverse()]);
     });
+  });
+});
+
+describeEachBackend('migration 0008_key_limits', (backend) => {
+  it('makes every key made before it an admin key of every collection that never expires: nothing changes for it', async () => {
+    const database = await createDatabase(backend);
+    // The schema as it was before, with a key made the old way.
+    const schema = backend === 'postgres' ? postgresSchema : { codePointText: 'text', own: {} };
+    const all = migrationSource(schema);
+    const before = {
+      ...all,
+      getMigrations: async (extensions: readonly string[]) => (await all.getMigrations(extensions)).filter((name) => name < '0008'),
+    };
+    const knex = knexFactory(
+      backend === 'postgres'
+        ? { client: 'pg', connection: database.url }
+        : { client: 'sqlite3', connection: { filename: database.url.slice('sqlite:'.length) }, useNullAsDefault: true },
+    );
+    const key = `rb_${'o'.repeat(32)}`;
+    try {
+      await knex.migrate.latest({ migrationSource: before });
+      await knex('accounts').insert({ name: 'old', plan: 'free', created_at: '2026-01-01T00:00:00.000Z' });
+      const { id } = await knex('accounts').where({ name: 'old' }).first('id');
+      await knex('api_keys').insert({
+        account_id: id,
+        prefix: key.slice(0, 11),
+        hash: hashKey(key),
+        created_at: '2026-01-01T00:00:00.000Z',
+      });
+    } finally {
+      await knex.destroy();
+    }
+
+    const server = await startTestServer({}, { backend, database });
+    try {
+      const principal = await server.store.findPrincipal(key);
+      expect(principal).to.include({ account: 'old', scope: 'admin', collections: null, expiresAt: null });
+      const [listed] = await server.store.listKeys('old');
+      expect(listed).to.include({ scope: 'admin', collections: null, expires_at: null, name: null, revoked_at: null });
+      const client = new Client(server.url, key);
+      expect((await client.post('/v1/collections', { name: 'notes' })).status).to.equal(201);
+      expect((await client.post('/v1/collections/notes/rows', [{ n: 1 }])).status).to.equal(201);
+      expect((await client.patch('/v1/collections/notes/rows/1', { n: 2 })).status).to.equal(200);
+      expect((await client.delete('/v1/collections/notes')).status).to.equal(204);
+    } finally {
+      await server.stop();
+    }
   });
 });

@@ -13,7 +13,16 @@ describe('principal cache', () => {
     return live.get(hash);
   };
   const cacheWith = (options: { maxEntries?: number } = {}) => new PrincipalCache(lookup, { ttlMs: 500, clock: () => now, ...options });
-  const alice = { accountId: 1, account: 'alice' };
+  const principal = (accountId: number, account: string, expiresAt: number | null = null): Principal => ({
+    accountId,
+    account,
+    keyId: accountId * 10,
+    prefix: `rb_${account}`,
+    scope: 'admin',
+    collections: null,
+    expiresAt,
+  });
+  const alice = principal(1, 'alice');
   beforeEach(() => {
     now = 1_000_000;
     live = new Map([['a', alice]]);
@@ -34,11 +43,11 @@ describe('principal cache', () => {
   it('remembers an unknown key for its ttl too', async () => {
     const cache = cacheWith();
     expect(await cache.find('b')).to.equal(undefined);
-    live.set('b', { accountId: 2, account: 'bob' });
+    live.set('b', principal(2, 'bob'));
     now += 499;
     expect(await cache.find('b')).to.equal(undefined);
     now += 1;
-    expect(await cache.find('b')).to.deep.equal({ accountId: 2, account: 'bob' });
+    expect(await cache.find('b')).to.deep.equal(principal(2, 'bob'));
   });
 
   it('counts the ttl from when the query began, not from when it answered', async () => {
@@ -96,5 +105,47 @@ describe('principal cache', () => {
     queries = [];
     for (const hash of ['k2', 'k3', 'k4', 'k1']) await cache.find(hash);
     expect(queries).to.deep.equal(['k1']);
+  });
+
+  it('answers a key past its expiry as unknown, from the moment it expires, though the answer is trusted still', async () => {
+    live.set('e', principal(3, 'eve', now + 700));
+    const cache = cacheWith();
+    expect(await cache.find('e')).to.deep.equal(principal(3, 'eve', 1_000_700));
+    now += 699;
+    expect(await cache.find('e')).to.deep.equal(principal(3, 'eve', 1_000_700));
+    now += 1;
+    expect(await cache.find('e')).to.equal(undefined);
+    now += 200; // within the ttl of the answer read at 1_000_500
+    expect(await cache.find('e')).to.equal(undefined);
+  });
+
+  it('notes the use of each key once a minute, to the minute, however often it is answered or read again', async () => {
+    live.set('b', principal(2, 'bob'));
+    const cache = cacheWith();
+    now = 60_000 * 1000 + 59_000; // the last second of a minute
+    await Promise.all([cache.find('a'), cache.find('a'), cache.find('b')]);
+    expect([...cache.takeUses()]).to.deep.equal([
+      [10, 60_000 * 1000],
+      [20, 60_000 * 1000],
+    ]);
+    now += 600; // read again, still in the same minute
+    await cache.find('a');
+    expect(cache.takeUses().size).to.equal(0);
+    now += 400; // the next minute
+    await cache.find('a');
+    await cache.find('x'); // unknown: no use
+    expect([...cache.takeUses()]).to.deep.equal([[10, 60_000 * 1001]]);
+  });
+
+  it('keeps a use handed back when it could not be written, unless a later one was noted since', async () => {
+    const cache = cacheWith();
+    await cache.find('a');
+    const failed = cache.takeUses();
+    cache.returnUses(failed);
+    expect([...cache.takeUses()]).to.deep.equal([...failed]);
+    now += 60_000;
+    await cache.find('a');
+    cache.returnUses(failed);
+    expect([...cache.takeUses()]).to.deep.equal([[10, now - (now % 60_000)]]);
   });
 });

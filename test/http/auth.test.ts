@@ -42,6 +42,21 @@ describeEachBackend('authentication', (backend) => {
     expect((await client.get('/v1/collections')).status).to.equal(401);
   });
 
+  it('refuses a key from its expiry on exactly as an unknown key: the same status, headers and body, and not counted', async () => {
+    const expiresAt = Date.now() + 700;
+    const { key } = await server.store.createKey('expiring', TEST_PLAN, { expires_at: new Date(expiresAt).toISOString() });
+    const client = new Client(server.url, key);
+    expect((await client.get('/v1/collections')).status).to.equal(200);
+    await pollUntil(async () => (await client.get('/v1/collections')).status === 401, 2000);
+    expect(Date.now()).to.be.at.least(expiresAt);
+    const [expired, unknown] = await Promise.all([client, new Client(server.url, 'rb_unknown')].map((c) => c.get('/v1/collections')));
+    expect(expired.status).to.equal(401);
+    expect(expired.text).to.equal(unknown.text);
+    const headers = (response: typeof expired) => [...response.headers].filter(([name]) => name !== 'date');
+    expect(headers(expired)).to.deep.equal(headers(unknown));
+    expect(expired.headers.has('ratelimit-limit')).to.equal(false);
+  });
+
   it('accepts a new key at once, though the server has just refused others', async () => {
     await server.anonymous().get('/v1/collections', { headers: { 'x-api-key': 'rb_unknown' } });
     const client = await server.client();

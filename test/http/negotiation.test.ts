@@ -1,10 +1,12 @@
 // What a plain REST client may send beside its request, and what rowbase does with it (openapi.yaml,
 // info; docs/api.md, "HTTP"): Accept is not consulted (every body is JSON), nothing is compressed, Expect:
-// 100-continue is honoured, and there is no CORS: OPTIONS is a method like any other.
+// 100-continue is honoured (any other expectation is a 417), there is no CORS: OPTIONS is a method like
+// any other, and CONNECT, which asks for a tunnel, is a 400.
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { expect } from 'chai';
 import { describeEachBackend } from '../support/backends.ts';
 import { type Client, readResponse } from '../support/client.ts';
+import { expectProblem, rawRequest } from '../support/raw.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
 const rows = '/v1/collections/negotiated/rows';
@@ -71,6 +73,51 @@ describeEachBackend('what a client may send beside its request', (backend) => {
       expect(response.status).to.equal(201);
       expect((await client.get(`${rows}/${response.body[0].id}`)).body).to.include({ text: 'continued' });
     });
+  });
+
+  describe('Expect other than 100-continue', () => {
+    /** Sends `method path` with `Expect: <expect>` through node:http, and reads the answer; the body is never sent. */
+    async function expecting(method: string, path: string, expect: string) {
+      const { hostname, port } = new URL(server.url);
+      const request = httpRequest({ host: hostname, port, path, method, headers: { expect, authorization: `Bearer ${client.key}` } });
+      request.end();
+      const response = await new Promise<IncomingMessage>((resolve, reject) => {
+        request.once('response', resolve);
+        request.once('error', reject);
+      });
+      return readResponse<{ code: string }>(method, path, response);
+    }
+
+    for (const [method, path, value] of [
+      ['POST', rows, '200-ok'],
+      ['GET', '/health', 'something-else'],
+      ['GET', '/v1/usage', '101-upgrade'],
+    ] as const) {
+      it(`is refused with a problem, 417 expectation_failed: ${method} ${path} with Expect: ${value}`, async () => {
+        const response = await expecting(method, path, value);
+        expect(response.status).to.equal(417);
+        expect(response.headers.get('content-type')).to.equal('application/problem+json');
+        expect(response.body.code).to.equal('expectation_failed');
+      });
+    }
+
+    it('is refused to HEAD without the body', async () => {
+      const response = await expecting('HEAD', '/health', 'other');
+      expect([response.status, response.text]).to.deep.equal([417, '']);
+    });
+  });
+
+  describe('CONNECT', () => {
+    for (const target of ['/v1/usage', '127.0.0.1:80', 'localhost:443', '/ws']) {
+      it(`is refused with 400 validation_failed, and the connection closed: CONNECT ${target}`, async () => {
+        const response = await rawRequest(server.url, [
+          `CONNECT ${target} HTTP/1.1`,
+          `Host: ${target.startsWith('/') ? 'localhost' : target}`,
+        ]);
+        expectProblem(response, 400, 'validation_failed');
+        expect(response.headers.connection).to.equal('close');
+      });
+    }
   });
 
   describe('OPTIONS and CORS', () => {

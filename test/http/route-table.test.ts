@@ -4,7 +4,7 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import { type Document, OpenAPIRouter } from 'openapi-backend';
 import document from '../../generated/openapi.json' with { type: 'json' };
-import { RouteTable } from '../../src/http/routes.ts';
+import { RouteTable } from '../../src/http/operations.ts';
 
 const reference = new OpenAPIRouter({ definition: document as unknown as Document });
 const table = new RouteTable(reference.getOperations());
@@ -41,6 +41,8 @@ describe('route table', () => {
     '/docs/..%2Fpackage.json',
     '/docs/../package.json',
     '/docsx',
+    '/ws',
+    '/ws/',
     '/v1',
     '/v1/',
     '/v1/usage',

@@ -1,6 +1,7 @@
 // The router enforces each operation's `security` itself (openapi.yaml: every /v1 operation needs a key),
-// whatever stage comes before it: here the router runs with no authenticate() in front, on the real
-// server's dependencies, so a request that reaches an operation needing a key carries no account.
+// whatever stage comes before it: here the router's stages (route, authorize, handle) run with no
+// authenticate() in front, on the real server's dependencies, so a request that reaches an operation
+// needing a key carries no account.
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -8,8 +9,8 @@ import { expect } from 'chai';
 import Koa from 'koa';
 import { defaults } from '../../src/config.ts';
 import { BodyBudget } from '../../src/http/body.ts';
+import { createRouter } from '../../src/http/operations.ts';
 import { problems } from '../../src/http/respond.ts';
-import { createRouter } from '../../src/http/routes.ts';
 import { createLogger } from '../../src/log.ts';
 import { Client } from '../support/client.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
@@ -32,6 +33,7 @@ describe('router', () => {
     });
     app.use(problems(createLogger('silent')));
     app.use(router.route);
+    app.use(router.authorize);
     app.use(router.handle);
     bare = createServer(app.callback()).listen(0, '127.0.0.1');
     await once(bare, 'listening');

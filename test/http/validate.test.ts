@@ -10,8 +10,7 @@ import { type Document, OpenAPIBackend, type Operation } from 'openapi-backend';
 import document from '../../generated/openapi.json' with { type: 'json' };
 import { requestValidators } from '../../generated/validators.js';
 import { ApiError } from '../../src/errors.ts';
-import { RouteTable } from '../../src/http/routes.ts';
-import { requestChecks, validateRequest } from '../../src/http/validate.ts';
+import { RouteTable, requestChecks, validateRequest } from '../../src/http/operations.ts';
 import { requestAjvOptions } from '../../src/http/validation-options.ts';
 
 const reference = new OpenAPIBackend({
@@ -102,7 +101,8 @@ function theirs(operation: Operation, path: string, sentQuery: string, sent: { b
 }
 
 describe('request validation', () => {
-  for (const operation of operations) {
+  // A `head` operation is validated as its path's `get`, and the feed's by the feed: neither has validators.
+  for (const operation of operations.filter((candidate) => (candidate.operationId as string) in requestValidators)) {
     it(`reads ${operation.operationId} requests as openapi-backend does`, () => {
       const names = [...operation.path.matchAll(/\{[^}]+\}/g)];
       fc.assert(

@@ -2,7 +2,9 @@
 // the status must be declared for the operation (or fall under `default`), the media type must be one
 // it declares, the body must match that media type's schema, and declared headers must be present.
 // Unknown routes and wrong methods have no operation: their 404 and 405 must still be a Problem. A problem's
-// `code` must be one the response declares, of its status, and its `type` must name it.
+// `code` must be one the response declares, of its status, and its `type` must name it. The pages served
+// beside the API (src/http/pages.ts: the documents and /docs) are not in openapi.yaml: a 200 of one must be
+// of a media type the page lists, anything else a Problem.
 import { readFile } from 'node:fs/promises';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { Ajv, type ValidateFunction } from 'ajv';
@@ -10,6 +12,7 @@ import addFormats from 'ajv-formats';
 import { OpenAPIRouter } from 'openapi-backend';
 import type { OpenAPIV3 } from 'openapi-types';
 import { parse } from 'yaml';
+import { pages } from '../../src/http/pages.ts';
 
 const source = parse(await readFile(new URL('../../openapi.yaml', import.meta.url), 'utf8'));
 export const openapi = (await SwaggerParser.dereference(source)) as OpenAPIV3.Document;
@@ -32,11 +35,20 @@ export class ContractError extends Error {}
 export function checkResponse(response: SeenResponse): void {
   const { method, path, status, headers, text } = response;
   const where = `${method} ${path} → ${status}`;
-  // HEAD answers as GET does, without the body (openapi.yaml's description).
+  // HEAD answers as GET does, without the body: openapi.yaml's `head` operations declare no content.
   const head = method.toUpperCase() === 'HEAD';
   if (head && text !== '') throw new ContractError(`${where}: HEAD answered a body`);
-  const operation = router.matchOperation({ method: head ? 'GET' : method, path, headers: {} });
+  const operation = router.matchOperation({ method, path, headers: {} });
   const mediaType = (headers.get('content-type') ?? '').split(';')[0].trim();
+  const page = pageAt(path);
+  if (page && !operation) {
+    if (![200, 400, 404, 405].includes(status)) throw new ContractError(`${where}: a page answers 200, 400, 404 or 405`);
+    if (head) return;
+    if (status !== 200)
+      checkBody(where, openapi.components?.schemas?.Problem as object, mediaType, 'application/problem+json', text, status);
+    else if (!page.mediaTypes.includes(mediaType)) throw new ContractError(`${where}: media type ${mediaType} is not one of ${page.path}`);
+    return;
+  }
   if (!operation) {
     // Every /v1 route needs a key first (interface spec §5), known or not.
     const allowed = path === '/v1' || path.startsWith('/v1/') ? [401, 404, 405] : [404, 405];
@@ -64,6 +76,12 @@ export function checkResponse(response: SeenResponse): void {
   const media = declared.content[mediaType];
   if (!media) throw new ContractError(`${where}: media type ${JSON.stringify(mediaType)} is not declared`);
   checkBody(where, media.schema as object, mediaType, mediaType, text, status);
+}
+
+/** The page at `path` (trailing slashes ignored, as the router ignores them), if any. */
+function pageAt(path: string) {
+  const trimmed = path.length > 1 ? path.replace(/\/+$/, '') : path;
+  return pages.find((page) => new RegExp(`^${page.path.replace(/\{[^}]+\}/g, '[^/]+').replaceAll('.', '\\.')}$`).test(trimmed));
 }
 
 function checkHeader(where: string, name: string, schema: OpenAPIV3.SchemaObject | undefined, value: string) {
@@ -103,6 +121,7 @@ function checkBody(where: string, schema: object, mediaType: string, expectedTyp
 const statusOfCode: Record<string, number> = {
   validation_failed: 400,
   unauthorized: 401,
+  forbidden: 403,
   not_found: 404,
   method_not_allowed: 405,
   request_timeout: 408,
@@ -110,6 +129,7 @@ const statusOfCode: Record<string, number> = {
   gone: 410,
   payload_too_large: 413,
   unsupported_media_type: 415,
+  expectation_failed: 417,
   headers_too_large: 431,
   quota_exceeded: 429,
   rate_limited: 429,
@@ -129,4 +149,10 @@ function checkProblemCode(where: string, { status: sent, code, type }: { status:
 export function checkProblem(where: string, status: number, contentType: string, text: string): void {
   const mediaType = contentType.split(';')[0].trim();
   checkBody(where, openapi.components?.schemas?.Problem as object, mediaType, 'application/problem+json', text, status);
+}
+
+/** Checks what fetch answered to `request` against openapi.yaml, as checkResponse does; the body is read from a clone. */
+export async function checkFetched(request: Request, response: Response): Promise<void> {
+  const text = await response.clone().text();
+  checkResponse({ method: request.method, path: new URL(request.url).pathname, status: response.status, headers: response.headers, text });
 }

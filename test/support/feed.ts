@@ -8,6 +8,7 @@ import { Ajv, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import WebSocket from 'ws';
 import type { components, FeedMessage } from '../../generated/asyncapi.ts';
+import { checkResponse } from './contract.ts';
 
 export type Problem = components['schemas']['Problem'];
 export type { FeedMessage };
@@ -206,7 +207,10 @@ export function refusalProblem(status: number, contentType: string | null | unde
   return problem;
 }
 
-/** Asks for a feed that the server must refuse, and returns the refusal, its problem body checked against asyncapi.yaml. */
+/**
+ * Asks for a feed that the server must refuse, and returns the refusal, its problem body checked against
+ * asyncapi.yaml, and the whole answer against openapi.yaml's openFeed.
+ */
 export function refusal(base: string, key: string | undefined, query: Query, options: OpenOptions = {}): Promise<Refusal> {
   const socket = connect(base, key, query, options);
   return new Promise((resolve, reject) => {
@@ -225,7 +229,12 @@ export function refusal(base: string, key: string | undefined, query: Query, opt
         request.destroy();
         const status = response.statusCode ?? 0;
         try {
-          resolve({ status, headers: response.headers, problem: refusalProblem(status, response.headers['content-type'], text) });
+          const problem = refusalProblem(status, response.headers['content-type'], text);
+          // openapi.yaml describes the same refusals, as the answers of openFeed.
+          const headers = new Headers();
+          for (const [name, value] of Object.entries(response.headers)) if (typeof value === 'string') headers.set(name, value);
+          checkResponse({ method: 'GET', path: '/ws', status, headers, text });
+          resolve({ status, headers: response.headers, problem });
         } catch (error) {
           reject(error);
         }

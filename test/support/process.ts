@@ -1,16 +1,33 @@
-// Real `bin/rowbase` processes for tests: the CLI run to its end, and `rowbase serve` on a free port.
-// Each workspace is a temp folder holding the SQLite file; `cleanUp()` kills whatever still runs in it
+// Real `bin/rowbase` processes for tests: the CLI run to its end, and `rowbase serve` on a free port; and
+// the project's own tools (node_modules/.bin), run to their end. Each workspace is a temp folder holding the SQLite file; `cleanUp()` kills whatever still runs in it
 // and removes the folder. Nothing here sleeps: every wait ends on an event (a line, an exit).
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { expect } from 'chai';
 
 const rowbaseExecutable = fileURLToPath(new URL('../../bin/rowbase', import.meta.url));
+const projectRoot = fileURLToPath(new URL('../../', import.meta.url));
+const run = promisify(execFile);
+
+/**
+ * Runs one of the project's tools (`tsc`, `biome`, a generator) from node_modules/.bin to its end, in
+ * `cwd` (default: the project's folder), and gives what it printed; its failure says what it printed.
+ */
+export async function runTool(tool: string, args: string[], cwd = projectRoot): Promise<string> {
+  try {
+    const { stdout, stderr } = await run(join(projectRoot, 'node_modules/.bin', tool), args, { cwd, maxBuffer: 16 << 20 });
+    return stdout + stderr;
+  } catch (error) {
+    const { stdout = '', stderr = '' } = error as { stdout?: string; stderr?: string };
+    throw new Error(`${tool} ${args.join(' ')} failed:\n${stdout}${stderr}`);
+  }
+}
 
 /** Variables to add to a process's environment; `undefined` leaves one out. */
 export type Environment = Record<string, string | undefined>;

@@ -1,6 +1,7 @@
 // The real server, in this process, on an ephemeral port, over a fresh database of its own: a SQLite
 // file in a temp folder, or a new PostgreSQL database (see backends.ts).
 import { type Config, defaults } from '../../src/config.ts';
+import type { NewKey } from '../../src/db/keys.ts';
 import { createLogger, type Logger } from '../../src/log.ts';
 import { type RunningServer, type ServerOptions, startServer } from '../../src/server.ts';
 import { type BackendName, createDatabase, type TestDatabase } from './backends.ts';
@@ -12,9 +13,10 @@ export interface TestServer extends RunningServer {
   /**
    * A client with a new key of `account` (a new account unless one of that name exists), on `plan`:
    * by default one with no rate limit and a quota no test reaches, so tests that fire many requests at
-   * once are not refused for it. Usage tests make plans of their own.
+   * once are not refused for it. Usage tests make plans of their own. The key has `limits` (default:
+   * an admin key of every collection that never expires).
    */
-  client(account?: string, plan?: string): Promise<Client>;
+  client(account?: string, plan?: string, limits?: NewKey): Promise<Client>;
   /** A client with no key. */
   anonymous(): Client;
   stop(): Promise<void>;
@@ -42,8 +44,8 @@ export async function startTestServer(overrides: Partial<Config> = {}, options: 
     ...running,
     backend,
     databaseUrl: database.url,
-    async client(account = `account-${++accounts}`, plan = TEST_PLAN) {
-      const { key } = await running.store.createKey(account, plan);
+    async client(account = `account-${++accounts}`, plan = TEST_PLAN, limits = {}) {
+      const { key } = await running.store.createKey(account, plan, limits);
       return new Client(running.url, key);
     },
     anonymous: () => new Client(running.url),

@@ -70,6 +70,36 @@ describeEachBackend('feed connections', (backend) => {
     });
   });
 
+  describe('a key that expires while subscribed', () => {
+    it('has its sockets closed with 4401 within a second of its expiry, and is refused from then on as an unknown key', async () => {
+      const server = await startTestServer({}, { backend });
+      try {
+        const owner = await server.client('expiring');
+        await owner.post('/v1/collections', { name: 'notes' });
+        const expiresAt = Date.now() + 1500;
+        const { key } = await server.store.createKey('expiring', TEST_PLAN, {
+          scope: 'read',
+          expires_at: new Date(expiresAt).toISOString(),
+        });
+        const feed = await FeedClient.open(server.url, key, { collection: 'notes' });
+        await owner.post('/v1/collections/notes/rows', [{ n: 1 }]);
+        expect(seqs(await feed.changesCount(1))).to.deep.equal([1]);
+
+        const closed = await feed.closing(3000);
+        const closedAt = Date.now();
+        expect(closed).to.deep.equal({ code: 4401, reason: 'key expired' });
+        expect(closedAt).to.be.at.least(expiresAt);
+        expect(closedAt - expiresAt).to.be.below(1000);
+        const [expired, unknown] = await Promise.all([key, 'rb_unknown'].map((k) => refusal(server.url, k, { collection: 'notes' })));
+        expect(expired.status).to.equal(401);
+        expect(expired.problem).to.deep.equal(unknown.problem);
+        expect((await owner.get('/v1/collections/notes')).status, 'other keys of the account go on').to.equal(200);
+      } finally {
+        await server.stop();
+      }
+    });
+  });
+
   // contract.md: server memory stays bounded whatever the clients do; without a bound, one key could
   // hold as many sockets as its plan has requests.
   describe('sockets of one account', () => {

@@ -10,6 +10,7 @@ import { migrationSource } from '../migrations.ts';
 import { assembleStore, type Store } from '../operations.ts';
 import { KnownIndexes } from '../sort-indexes.ts';
 import { CHANNEL, listenForChanges } from './changes.ts';
+import { filterSql } from './filter.ts';
 import { postgresSchema } from './migrations.ts';
 import { postgresRows } from './rows.ts';
 import { makeSortIndex } from './sort-indexes.ts';
@@ -47,13 +48,14 @@ export async function openPostgresStore(url: string, { sortIndexes = defaultSort
   };
   const rows = postgresRows(db, {
     // Named statements, each parsed and planned once per connection, as the writes' are.
-    read: (sql, params) => runAlone(knex, sql, params),
+    read: (sql, params, kind) => runAlone(knex, sql, params, kind !== 'once'),
     snapshot: (work) =>
       knex.transaction((trx) => work((sql, params) => runInTransaction(trx, sql, params)), {
         isolationLevel: 'repeatable read',
         readOnly: true,
       }),
     orderedPage,
+    filterSql,
     sortedPage,
     makeSortIndex: (accountId, name, field, max) => makeSortIndex(db, accountId, name, field, max),
     sortIndexes,

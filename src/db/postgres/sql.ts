@@ -2,6 +2,7 @@
 // (../sql.ts). `npm run generate` writes them all, both kinds, expanded, to generated/sql/postgres.sql. The hot ones run as named statements,
 // parsed and planned once per connection (statements.ts); each reads `?` as its next binding.
 import type { SqlValue } from '../dialect.ts';
+import type { Sql } from '../filter.ts';
 import { inCollection, type Page, type Statement, sortedPages, wholePage } from '../pages.ts';
 import { MAX_PAGE_BYTES } from '../rows.ts';
 import { ranks } from '../sort-indexes.ts';
@@ -115,7 +116,7 @@ export const POSTGRES_KEY_CHARS = 400;
  * One page of the account's collection, sorted whole, as one row `{ n, json, seq }` (pages.ts). Strings
  * compare under the "C" collation, which is code point order in UTF-8 (escaped: escapeString()).
  */
-export function orderedPage(accountId: number, name: string, page: Page): Statement {
+export function orderedPage(accountId: number, name: string, page: Page, where?: Sql): Statement {
   const dir = page.order === 'desc' ? 'desc' : 'asc';
   let rows = `select id, data from rows where ${inCollection}`;
   let order = `id ${dir}`;
@@ -131,7 +132,7 @@ export function orderedPage(accountId: number, name: string, page: Page): Statem
         id ${dir}`;
     bindings = read.bindings;
   }
-  return wholePage(pageJsonSql, { rows, order, bindings }, accountId, name, page);
+  return wholePage(pageJsonSql, { rows, order, bindings }, accountId, name, page, where);
 }
 
 /**

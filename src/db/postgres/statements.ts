@@ -12,19 +12,20 @@ export async function runInTransaction<T>(trx: WriteTx, sql: string, params: Sql
 
 /**
  * Runs one statement as a transaction of its own (PostgreSQL commits it whole or not at all) on a
- * connection of Knex's pool.
+ * connection of Knex's pool. `named`: kept parsed and planned for the next run (false for a statement
+ * made for one request, such as a filter's, which would take the name of one run again and again).
  */
-export async function runAlone<T>(knex: Knex, sql: string, params: SqlValue[]): Promise<T[]> {
+export async function runAlone<T>(knex: Knex, sql: string, params: SqlValue[], named = true): Promise<T[]> {
   const connection = await knex.client.acquireConnection();
   try {
-    return await runNamed<T>(connection, sql, params);
+    return await runNamed<T>(connection, sql, params, named);
   } finally {
     await knex.client.releaseConnection(connection);
   }
 }
 
-async function runNamed<T>(connection: pg.Client, sql: string, params: SqlValue[]): Promise<T[]> {
-  const result = await connection.query({ ...named(sql), values: params });
+async function runNamed<T>(connection: pg.Client, sql: string, params: SqlValue[], keep = true): Promise<T[]> {
+  const result = await connection.query({ ...(keep ? named(sql) : unnamed(sql)), values: params });
   return result.rows as T[];
 }
 
@@ -36,11 +37,15 @@ const statements = new Map<string, { name: string; text: string }>();
 function named(sql: string): { name?: string; text: string } {
   const statement = statements.get(sql);
   if (statement) return statement;
-  let bindings = 0;
-  // The SQL is the data layer's own: no `?` inside a string literal or an operator.
-  const text = sql.replace(/\?/g, () => `$${++bindings}`);
+  const { text } = unnamed(sql);
   if (statements.size >= MAX_NAMED) return { text };
   const made = { name: `rowbase_${statements.size + 1}`, text };
   statements.set(sql, made);
   return made;
+}
+
+/** `sql` with `$1`, `$2`, … for its `?`. The SQL is the data layer's own: no `?` inside a string literal or an operator. */
+function unnamed(sql: string): { text: string } {
+  let bindings = 0;
+  return { text: sql.replace(/\?/g, () => `$${++bindings}`) };
 }

@@ -10,9 +10,10 @@ import type { Dialect } from '../dialect.ts';
 import { migrationSource } from '../migrations.ts';
 import { assembleStore, type Store } from '../operations.ts';
 import { KnownIndexes } from '../sort-indexes.ts';
+import { filterSql } from './filter.ts';
 import { sqliteRows } from './rows.ts';
 import { SortIndexMaker } from './sort-indexes.ts';
-import { orderedPage, sortedPage, sqliteProcedures } from './sql.ts';
+import { knexTablesSql, orderedPage, sortedPage, sqliteProcedures } from './sql.ts';
 import { SqliteStatements } from './statements.ts';
 import { GroupedWrites } from './writes.ts';
 
@@ -38,7 +39,7 @@ export async function openSqliteStore(url: string, { sortIndexes = defaultSortIn
     throw new DatabaseOpenError(url, error); // the folder of the file could not be made
   }
   try {
-    await retryRaces(() => knex.migrate.latest({ migrationSource: migrationSource({ codePointText: 'text', own: {} }) }));
+    await migrate(knex);
   } catch (error) {
     await knex.destroy();
     throw new DatabaseOpenError(url, error);
@@ -69,9 +70,11 @@ export async function openSqliteStore(url: string, { sortIndexes = defaultSortIn
     statements,
     writes,
     pages: {
-      read: (sql, params, kind = 'scan') => statements.read(sql, params, kind),
+      // A page made for one request goes to the pages' connection too: its statement is dropped in turn.
+      read: (sql, params, kind = 'scan') => statements.read(sql, params, kind === 'once' ? 'scan' : kind),
       snapshot: (work) => statements.snapshot(work),
       orderedPage,
+      filterSql,
       sortedPage,
       makeSortIndex: (accountId, name, field, max) => indexes.make(accountId, name, field, max),
       sortIndexes,
@@ -140,21 +143,24 @@ function makeDirectory(directory: string): void {
 }
 
 /**
- * Several processes may start at once on one file: the file's write lock serialises their migrations,
- * and a process that loses a race to create Knex's tables, or finds its lock taken, tries again for
- * up to MIGRATION_WAIT_MS. A lock left by a process killed while it migrated is still reported then.
+ * Several processes may start at once on one file. Knex makes its own tables when it finds them missing,
+ * so two processes that both found them missing would race to make them: they are made here first, each
+ * statement atomic (knexTablesSql). Then the file's write lock serialises the migrations: a process
+ * that finds the lock taken (Knex's MigrationLocked) or the database busy past busy_timeout
+ * (SQLITE_BUSY) tries again for up to MIGRATION_WAIT_MS. A lock left by a process killed while it
+ * migrated is still reported then.
  */
 const MIGRATION_WAIT_MS = 30_000;
-const racy = /already exists|SQLITE_BUSY|locked/i;
 
-async function retryRaces(work: () => Promise<unknown>): Promise<void> {
+async function migrate(knex: Knex): Promise<void> {
   const deadline = Date.now() + MIGRATION_WAIT_MS;
   for (;;) {
     try {
-      await work();
+      for (const sql of knexTablesSql) await knex.raw(sql);
+      await knex.migrate.latest({ migrationSource: migrationSource({ codePointText: 'text', own: {} }) });
       return;
     } catch (error) {
-      const raced = (error as Error).name === 'MigrationLocked' || racy.test((error as Error).message);
+      const raced = (error as Error).name === 'MigrationLocked' || (error as { code?: unknown }).code === 'SQLITE_BUSY';
       if (!raced || Date.now() >= deadline) throw error;
       await new Promise((resolve) => setTimeout(resolve, 50 + Math.random() * 250));
     }

@@ -19,6 +19,7 @@
 // id; a statement of patches looks each row up once too, and its trigger finds the row by rowid. Every
 // value a client sent arrives as a binding of the INSERT, never in the SQL.
 import type { SqlValue } from '../dialect.ts';
+import type { Sql } from '../filter.ts';
 import { inCollection, type Page, type Statement, sortedPages, wholePage } from '../pages.ts';
 import { MAX_ROW_BYTES } from '../rows.ts';
 import { ranks } from '../sort-indexes.ts';
@@ -90,7 +91,7 @@ export const patchedRowSql = `select r.data from rows r join collections c on c.
  * direction and how the field is read, so a prepared statement serves every field name. Strings
  * compare as UTF-8 bytes (the BINARY collation), which is code point order.
  */
-export function orderedPage(accountId: number, name: string, page: Page): Statement {
+export function orderedPage(accountId: number, name: string, page: Page, where?: Sql): Statement {
   const dir = page.order === 'desc' ? 'desc' : 'asc';
   let rows = `select id, data from rows where ${inCollection}`;
   let order = `id ${dir}`;
@@ -104,7 +105,7 @@ export function orderedPage(accountId: number, name: string, page: Page): Statem
         id ${dir}`;
     bindings = [key, key];
   }
-  return wholePage(() => pageJsonSql, { rows, order, bindings }, accountId, name, page);
+  return wholePage(() => pageJsonSql, { rows, order, bindings }, accountId, name, page, where);
 }
 
 /**
@@ -289,3 +290,14 @@ const onePatchSqls = Array.from(
     values (${collectionId}, 0, (select rowid from rows where collection_id = ${collectionId} and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
   ${returning(n)}`,
 );
+
+/**
+ * Knex's own tables for migrations, as Knex makes them on SQLite, and the one row of its lock: each
+ * statement atomic, so that processes starting at once on one file never race to make them (index.ts).
+ */
+export const knexTablesSql = [
+  `create table if not exists knex_migrations
+    (id integer not null primary key autoincrement, name varchar(255), batch integer, migration_time datetime)`,
+  'create table if not exists knex_migrations_lock (`index` integer not null primary key autoincrement, is_locked integer)',
+  'insert into knex_migrations_lock (is_locked) select 0 where not exists (select 1 from knex_migrations_lock)',
+];

@@ -1,8 +1,27 @@
 import { DOCS_CONTENT_SECURITY_POLICY, type DocsFile, docsDocument, docsFiles } from '../docs/files.ts';
 import { notFound } from '../errors.ts';
-import type { Handlers, Result } from './types.ts';
+import type { Deps, Result } from './types.ts';
 
-export const docsHandlers: Handlers<'getDocs' | 'getDocsAsset'> = {
+/** What a page's handler receives: its path parameters (percent-decoded), nothing else. */
+export interface PageInput {
+  path: Record<string, string>;
+}
+
+export type PageHandler = (input: PageInput, deps: Deps) => Promise<Result> | Result;
+
+/**
+ * The pages the service serves beside the API of openapi.yaml (src/http/pages.ts lists their routes): the
+ * contract documents, and the reference that renders openapi.yaml for people. No key; not counted.
+ */
+export const pageHandlers = {
+  getOpenApiDocument(_input, { documents }) {
+    return { status: 200, body: documents.openapi, contentType: YAML };
+  },
+
+  getAsyncApiDocument(_input, { documents }) {
+    return { status: 200, body: documents.asyncapi, contentType: YAML };
+  },
+
   async getDocs() {
     const { page } = await docsFiles();
     return serve(page, 'no-cache');
@@ -17,7 +36,11 @@ export const docsHandlers: Handlers<'getDocs' | 'getDocsAsset'> = {
     // The names carry no version: after an upgrade, a browser may keep the old file up to an hour.
     return serve(file, 'public, max-age=3600');
   },
-};
+} satisfies Record<string, PageHandler>;
+
+export type PageId = keyof typeof pageHandlers;
+
+const YAML = 'application/yaml; charset=utf-8';
 
 function serve({ body, contentType }: DocsFile, cacheControl: string): Result {
   return {

@@ -1,0 +1,78 @@
+// PostgreSQL: a filter (src/query/filter.ts) as a condition on a row's `id` and `data`, meaning what
+// src/query/evaluate.ts says (../filter.ts writes $and, $or, $not, $ne, $in, $nin and the id).
+//
+// The row's text is read as jsonb once per row, its strings escaped as jsonbOf() escapes them (sql.ts:
+// jsonb holds neither U+0000 nor a lone surrogate, both of which a row may), and every string and key
+// of the filter is escaped alike, so that no row makes a query fail and escaped strings compare as the
+// strings do. A field is `-> key` from there, a key a text binding: NULL when missing, also below a
+// number or an array. jsonb's `=` is JSON equality (numbers by value, members in any order); numbers
+// are jsonb's numeric, exact, and the rows' numbers and the filter's are both JSON.stringify's text of
+// a double, which orders as the doubles do. Strings order under the "C" collation, by code point.
+import type { Filter, JsonValue } from '../../query/filter.ts';
+import { allOf, type DialectFilter, filterWith, raw, readsData, type Sql, sql } from '../filter.ts';
+import { escapeString, jsonbOf } from './sql.ts';
+
+/**
+ * `filter` as SQL on the columns `id` and `data` of the table or alias `row` (default `rows`): true for
+ * the rows that match, false or NULL for the others, as WHERE reads it (`(…) is not true` for the
+ * others). Its bindings are `?`, in the order of `params`, as Knex's raw() and statements.ts take them.
+ *
+ * The conditions on the id alone stand apart, where the planner can use the primary key for them; the
+ * others read the row's jsonb from one subquery, so that it is made once a row however many read it.
+ */
+export function filterSql(filter: Filter, row = 'rows'): Sql {
+  const parts = filter.kind === 'and' ? filter.filters : [filter];
+  const onData = parts.filter(readsData);
+  const conditions = parts.filter((part) => !readsData(part)).map((part) => filterWith(part, row, postgres));
+  if (onData.length > 0) {
+    const onDocument = filterWith({ kind: 'and', filters: onData }, row, postgres);
+    conditions.push(sql`(select ${onDocument} from (select ${document(row)} as j offset 0) filter_row)`);
+  }
+  return allOf(conditions);
+}
+
+/**
+ * The row's text as jsonb: read by jsonbOf(); or, when it holds no backslash and no U+D7FF, read as it
+ * is, the same jsonb without jsonbOf()'s five passes over the text. jsonbOf() changes only escapes and
+ * U+D7FF, and JSON.stringify writes U+0000, U+0001 and lone surrogates only as escapes.
+ */
+const document = (row: string) =>
+  raw(`case when strpos(${row}.data, '\\') = 0 and strpos(${row}.data, chr(55295)) = 0 then ${row}.data::jsonb
+    else ${jsonbOf(`${row}.data`)} end`);
+
+/** A JSON value as jsonb text, its strings and keys escaped as jsonbOf() escapes the rows'. */
+const jsonb = (value: JsonValue) => JSON.stringify(escaped(value));
+
+function escaped(value: JsonValue): JsonValue {
+  if (typeof value === 'string') return escapeString(value);
+  if (value === null || typeof value !== 'object') return value;
+  if (Array.isArray(value)) return value.map(escaped);
+  return Object.fromEntries(Object.entries(value).map(([key, item]) => [escapeString(key), escaped(item)]));
+}
+
+const signs = { $gt: '>', $gte: '>=', $lt: '<', $lte: '<=' };
+
+/** Fields are jsonb, read from the row's document (`filter_row.j`) one key at a time. */
+const postgres: DialectFilter<Sql> = {
+  field: (_row, path) => path.reduce((json, key) => sql`${json} -> ${escapeString(key)}::text`, raw('filter_row.j')),
+  equal: (field, operand) => sql`${field} = ${jsonb(operand)}::jsonb`,
+  exists: (field, present) => (present ? sql`${field} is not null` : sql`${field} is null`),
+  compare(field, op, operand) {
+    const sign = raw(signs[op]);
+    if (typeof operand === 'string') {
+      return sql`jsonb_typeof(${field}) = 'string' and (${field} #>> '{}') collate "C" ${sign} ${escapeString(operand)}`;
+    }
+    return sql`jsonb_typeof(${field}) = ${typeof operand} and ${field} ${sign} ${JSON.stringify(operand)}::jsonb`;
+  },
+  prefix: (field, prefix) => sql`jsonb_typeof(${field}) = 'string' and starts_with(${field} #>> '{}', ${escapeString(prefix)})`,
+  // jsonb's `@>` finds a number, string, boolean or null among an array's items; for an object or an
+  // array it would also find one that only holds the operand's members, so those are compared item by item.
+  contains(field, operand) {
+    if (operand === null || typeof operand !== 'object') {
+      return sql`jsonb_typeof(${field}) = 'array' and ${field} @> ${jsonb([operand])}::jsonb`;
+    }
+    return sql`jsonb_typeof(${field}) = 'array' and exists (select 1
+      from jsonb_array_elements(case when jsonb_typeof(${field}) = 'array' then ${field} end) as filter_element(value)
+      where filter_element.value = ${jsonb(operand)}::jsonb)`;
+  },
+};

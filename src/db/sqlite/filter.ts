@@ -1,0 +1,122 @@
+// SQLite: a filter (src/query/filter.ts) as a condition on a row's `id` and `data`, meaning what
+// src/query/evaluate.ts says (../filter.ts writes $and, $or, $not, $ne, $in, $nin and the id).
+//
+// A field is read with json_type(), which names its JSON type ('integer', 'real', 'text', 'true',
+// 'false', 'null', 'object', 'array'; NULL when missing), and json_extract(), its SQL value; both with
+// a JSON path `$."a"."b"` that is a binding. SQLite keeps the rows' parsed JSON between the calls of one
+// row, so reading a field twice parses the row once. An object or array operand is compared member by
+// member: the type, how many members, then each, so that the order of an object's members does not count.
+//
+// Strings compare as UTF-8 bytes (the BINARY collation), which is code point order, lone surrogates
+// included (SQLite reads the escape `\udXYZ` as the surrogate's own three bytes). Every string and
+// number of an operand is bound as its JSON text and read by SQLite's own JSON reader
+// (`json_extract(?, '$')`), as the row's are. That reader rounds a few numbers to the neighbouring
+// double: read alike on both sides, a number still equals itself, and only two neighbouring doubles,
+// one rounded onto the other, could compare equal. A string with U+0000 or a lone surrogate arrives
+// whole, where the driver would bind the surrogate as U+FFFD.
+import type { Filter, JsonValue } from '../../query/filter.ts';
+import { allOf, type DialectFilter, filterWith, raw, type Sql, sql } from '../filter.ts';
+
+/**
+ * `filter` as SQL on the columns `id` and `data` of the table or alias `row` (default `rows`): true for
+ * the rows that match, false or NULL for the others, as WHERE reads it (`(…) is not true` for the
+ * others). Its bindings are `?`, in the order of `params`, as the driver and Knex's raw() take them.
+ */
+export function filterSql(filter: Filter, row = 'rows'): Sql {
+  return filterWith(filter, row, sqlite);
+}
+
+/**
+ * A JSON value inside a row: SQL of its JSON type (json_type()'s name, NULL when missing) and of its SQL
+ * value (json_extract()'s), and the JSON document and path to read what is inside it.
+ */
+interface Node {
+  type: Sql;
+  value: Sql;
+  document: Sql;
+  path: string;
+}
+
+const pathNode = (document: Sql, path: string): Node => ({
+  type: sql`json_type(${document}, ${path})`,
+  value: sql`json_extract(${document}, ${path})`,
+  document,
+  path,
+});
+
+/**
+ * The member `key` of `node`, missing when `node` is no object. The key is quoted in the path, its
+ * characters as JSON.stringify escapes them and a quote as `\u0022`: SQLite reads the escapes of a
+ * quoted key (as it reads a row's), and would end the key at a bare quote.
+ */
+const childNode = (node: Node, key: string) =>
+  pathNode(node.document, `${node.path}."${JSON.stringify(key).slice(1, -1).replaceAll('"', 'u0022')}"`);
+
+const itemNode = (node: Node, index: number) => pathNode(node.document, `${node.path}[${index}]`);
+
+/** A row of json_each() over an array: one of its items. Its value is a JSON document only when it is an object or an array. */
+const ELEMENT: Node = {
+  type: raw('filter_element.type'),
+  value: raw('filter_element.atom'),
+  document: raw(`(case when filter_element.type in ('object', 'array') then filter_element.value end)`),
+  path: '$',
+};
+
+/** A string or number as SQLite's JSON reader reads it: one binding, its JSON text. */
+const decoded = (value: string | number) => sql`json_extract(${JSON.stringify(value)}, '$')`;
+
+const signs = { $gt: '>', $gte: '>=', $lt: '<', $lte: '<=' };
+
+const sqlite: DialectFilter<Node> = {
+  field: (row, path) => path.reduce(childNode, pathNode(raw(`${row}.data`), '$')),
+  equal,
+  exists: (node, present) => (present ? sql`${node.type} is not null` : sql`${node.type} is null`),
+  compare(node, op, operand) {
+    const sign = raw(signs[op]);
+    switch (typeof operand) {
+      case 'number':
+        return sql`${node.type} in ('integer', 'real') and ${node.value} ${sign} ${decoded(operand)}`;
+      case 'string':
+        return sql`${node.type} = 'text' and ${node.value} ${sign} ${decoded(operand)}`;
+      case 'boolean':
+        return sql`${node.type} in ('true', 'false') and ${node.value} ${sign} ${operand ? 1 : 0}`;
+    }
+  },
+  // The strings that start with the prefix are those from it to it followed by the byte FF, which UTF-8
+  // never holds.
+  prefix(node, prefix) {
+    const start = decoded(prefix);
+    return sql`${node.type} = 'text' and ${node.value} >= ${start} and ${node.value} < ${start} || cast(x'ff' as text)`;
+  },
+  contains: (
+    node,
+    operand,
+  ) => sql`${node.type} = 'array' and exists (select 1 from json_each(${node.document}, ${node.path}) as filter_element
+    where ${equal(ELEMENT, operand)})`,
+};
+
+/** JSON equality of `node` and `operand`. */
+function equal(node: Node, operand: JsonValue): Sql {
+  if (operand === null) return sql`${node.type} = 'null'`;
+  switch (typeof operand) {
+    case 'boolean':
+      return sql`${node.type} = ${operand ? 'true' : 'false'}`;
+    case 'number':
+      return sql`${node.type} in ('integer', 'real') and ${node.value} = ${decoded(operand)}`;
+    case 'string':
+      return sql`${node.type} = 'text' and ${node.value} = ${decoded(operand)}`;
+  }
+  if (Array.isArray(operand)) {
+    return allOf([
+      sql`${node.type} = 'array'`,
+      sql`json_array_length(${node.document}, ${node.path}) = ${operand.length}`,
+      ...operand.map((item, index) => equal(itemNode(node, index), item)),
+    ]);
+  }
+  const keys = Object.keys(operand);
+  return allOf([
+    sql`${node.type} = 'object'`,
+    sql`(select count(*) from json_each(${node.document}, ${node.path})) = ${keys.length}`,
+    ...keys.map((key) => equal(childNode(node, key), operand[key])),
+  ]);
+}

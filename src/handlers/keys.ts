@@ -1,0 +1,74 @@
+import type { components } from '../../generated/openapi.ts';
+import { type AccountKey, instantOf, type KeyLimits, type Principal, scopes } from '../db/keys.ts';
+import { conflict, forbidden, notFound, validationFailed } from '../errors.ts';
+import type { Handlers } from './types.ts';
+
+type Key = components['schemas']['Key'];
+type NewKey = components['schemas']['NewKey'];
+
+// A key manages only the keys it could have made (openapi.yaml, the `keys` tag): it lists them, makes
+// them and revokes them, and the others of its account are as absent to it as another account's.
+export const keyHandlers: Handlers<'listKeys' | 'createKey' | 'revokeKey'> = {
+  async listKeys({ principal }, { store }) {
+    const keys = await store.listAccountKeys(principal.accountId);
+    return { status: 200, body: keys.filter((key) => widerThan(principal, key) === undefined).map(shown) };
+  },
+
+  async createKey({ principal, body }, { store, config }) {
+    const limits = limitsOf(body, principal);
+    const wider = widerThan(principal, limits);
+    if (wider !== undefined) throw forbidden(`A key makes only keys no wider than itself, and ${wider}.`);
+    const { id: _, ...made } = await store.createAccountKey(principal.accountId, { ...limits, name: body.name }, config.maxKeysPerAccount);
+    return { status: 201, body: made };
+  },
+
+  async revokeKey({ principal, path }, { store }) {
+    const keys = await store.listAccountKeys(principal.accountId);
+    const matching = keys.filter((key) => key.prefix === path.prefix && widerThan(principal, key) === undefined);
+    if (matching.length > 1) {
+      throw conflict(`${matching.length} keys of the account have the prefix ${path.prefix}; revoke one with rowbase keys revoke <key>.`);
+    }
+    // A key revoked meanwhile, by another request or instance, is as absent as one never made.
+    if (matching.length === 0 || !(await store.revokeAccountKey(principal.accountId, matching[0].id))) {
+      throw notFound(`There is no key ${path.prefix}.`);
+    }
+    return { status: 204 };
+  },
+};
+
+const shown = ({ id: _, ...key }: AccountKey): Key => key;
+
+/** The limits a new key asks for: `collections` and `expires_at` left out are the maker's own. */
+function limitsOf(body: NewKey, maker: Principal): KeyLimits {
+  let expiresAt = maker.expiresAt;
+  if (body.expires_at !== undefined) expiresAt = body.expires_at === null ? null : expiryOf(body.expires_at);
+  return {
+    scope: body.scope,
+    collections: body.collections === undefined ? maker.collections && [...maker.collections] : body.collections,
+    expires_at: expiresAt === null ? null : new Date(expiresAt).toISOString(),
+  };
+}
+
+/** The time a new key's `expires_at` names, or the 400 for one that is no time, or not in the future. */
+function expiryOf(text: string): number {
+  const at = instantOf(text);
+  const wrong = at === undefined ? 'must be an RFC 3339 date-time before the year 10000' : at <= Date.now() ? 'must be in the future' : '';
+  if (wrong) throw validationFailed(`expires_at ${wrong}.`, [{ in: 'body', name: '/expires_at', message: wrong }]);
+  return at as number;
+}
+
+/** How a key of `limits` would be wider than `maker` (in words), or undefined when `maker` could have made it. */
+function widerThan(maker: Principal, { scope, collections, expires_at }: KeyLimits): string | undefined {
+  if (scopes.indexOf(scope) > scopes.indexOf(maker.scope)) return `this one's scope is ${maker.scope}, not ${scope}`;
+  if (maker.collections) {
+    if (collections === null) return 'this one is limited to collections, not every one';
+    const outside = collections.find((name) => !maker.collections?.has(name));
+    if (outside !== undefined) return `this one is not limited to ${outside}`;
+  }
+  if (maker.expiresAt !== null) {
+    const expiry = new Date(maker.expiresAt).toISOString();
+    if (expires_at === null) return `this one expires at ${expiry}, and so must a key it makes`;
+    if (Date.parse(expires_at) > maker.expiresAt) return `this one expires at ${expiry}, not later`;
+  }
+  return undefined;
+}

@@ -1,0 +1,39 @@
+// The pages the service serves beside its API: the contract documents and the API reference that renders
+// openapi.yaml for people (README.md, "The API in brief"; docs/api.md). They are not in openapi.yaml:
+// they are no operation of the API, a client generated from it has no use for them, and generators read
+// their YAML, HTML, CSS and JavaScript as JSON. They are routed by the router as the operations of
+// openapi.yaml are (operations.ts), and so answered alike: GET and HEAD, 404 for an unknown path, 405
+// with `Allow` for another method, 400 for any query parameter or broken percent-encoding, no key, not
+// counted; each by its handler (handlers/pages.ts) and the one responder.
+import type { Operation } from 'openapi-backend';
+import type { PageId } from '../handlers/pages.ts';
+
+/** A page: where it is, the handler that answers it, and the media types of its 200 (what tests check). */
+export interface Page {
+  path: string;
+  operationId: PageId;
+  mediaTypes: string[];
+}
+
+export const pages: readonly Page[] = [
+  { path: '/openapi.yaml', operationId: 'getOpenApiDocument', mediaTypes: ['application/yaml'] },
+  { path: '/asyncapi.yaml', operationId: 'getAsyncApiDocument', mediaTypes: ['application/yaml'] },
+  { path: '/docs', operationId: 'getDocs', mediaTypes: ['text/html'] },
+  // swagger-ui.css, index.css, swagger-ui-bundle.js, docs.js and openapi.yaml (src/docs/files.ts).
+  { path: '/docs/{asset}', operationId: 'getDocsAsset', mediaTypes: ['text/css', 'text/javascript', 'application/yaml'] },
+];
+
+/** Each page as operations the route table takes beside those of openapi.yaml: its GET and its HEAD, no key needed. */
+export function pageOperations(): Operation[] {
+  return pages.flatMap(({ path, operationId }) => {
+    const parameters = [...path.matchAll(/\{([^}]+)\}/g)].map(([, name]) => ({
+      name,
+      in: 'path',
+      required: true,
+      schema: { type: 'string' },
+    }));
+    return (['get', 'head'] as const).map(
+      (method) => ({ path, method, operationId, parameters, security: [], responses: {} }) as Operation,
+    );
+  });
+}

@@ -1,0 +1,178 @@
+// Clients generated from openapi.yaml as SDK users generate them: openapi-typescript's types with
+// openapi-fetch, @hey-api/openapi-ts's SDK and orval's fetch client, each generator run once, as a child
+// process, into a temp folder. Beside them go the callers of test/sdk/, which call every operation with
+// each client and read its answers through the client's types, without a cast; tsc --strict compiles them
+// all, then each caller runs against a real server, every response it sees checked against openapi.yaml.
+// The types each generator exports are named after the document (its schemas, responses, parameters and
+// operations), never after where an unnamed schema sits (`ErrorResponseAllOf`, `GetDocsAsset404`) nor
+// numbered apart (`CollectionName2`).
+import { cp, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { expect } from 'chai';
+import { parse } from 'yaml';
+import type { Outcome } from '../sdk/calls.ts';
+import { checkFetched } from '../support/contract.ts';
+import { runTool } from '../support/process.ts';
+import { startTestServer, TEST_PLAN, type TestServer } from '../support/server.ts';
+
+const root = new URL('../../', import.meta.url).pathname;
+
+/** Each generator: how it is run into `out` (a folder of the temp folder's sdk/out/), and its caller in test/sdk/. */
+const generators = [
+  { name: 'openapi-typescript + openapi-fetch', caller: 'openapi-fetch', out: 'openapi-typescript' },
+  { name: '@hey-api/openapi-ts', caller: 'hey-api', out: 'hey-api' },
+  { name: 'orval', caller: 'orval', out: 'orval' },
+] as const;
+
+/** What every caller must see: each operation's status (the feed's refuse a request that is no upgrade). */
+const expectedStatuses = {
+  getHealth: 200,
+  headHealth: 200,
+  getUsage: 200,
+  headUsage: 200,
+  createCollection: 201,
+  listCollections: 200,
+  headCollections: 200,
+  getCollection: 200,
+  headCollection: 200,
+  insertRows: 201,
+  listRows: 200,
+  headRows: 200,
+  getRow: 200,
+  headRow: 200,
+  updateRow: 200,
+  deleteRow: 204,
+  listKeys: 200,
+  headKeys: 200,
+  createKey: 201,
+  revokeKey: 204,
+  openFeed: 400,
+  headFeed: 400,
+  deleteCollection: 204,
+};
+
+describe('clients generated from openapi.yaml', function () {
+  this.timeout(180_000);
+  let dir: string;
+  let server: TestServer;
+  let key: string;
+  const fetchAsBefore = globalThis.fetch;
+
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'rowbase-sdk-'));
+    const out = join(dir, 'sdk/out');
+    await mkdir(out, { recursive: true });
+    await writeFile(join(dir, 'package.json'), '{ "type": "module", "private": true }\n');
+    await symlink(join(root, 'node_modules'), join(dir, 'node_modules'), 'dir');
+    await writeFile(
+      join(dir, 'orval.config.mjs'),
+      `export default { rowbase: { input: { target: ${JSON.stringify(join(root, 'openapi.yaml'))} }, output: { target: ${JSON.stringify(join(out, 'orval/api.ts'))}, client: 'fetch', baseUrl: { runtime: 'process.env.ROWBASE_URL' } } } };\n`,
+    );
+    // One generator after the other: two cores are enough for one at a time.
+    await runTool('openapi-typescript', [join(root, 'openapi.yaml'), '-o', join(out, 'openapi-typescript/schema.ts')]);
+    await runTool('openapi-ts', ['-i', join(root, 'openapi.yaml'), '-o', join(out, 'hey-api')]);
+    await runTool('orval', ['--config', join(dir, 'orval.config.mjs')], dir);
+    await cp(join(root, 'test/sdk'), join(dir, 'sdk'), { recursive: true, filter: (source) => !source.includes('/out') });
+    await writeFile(
+      join(dir, 'tsconfig.json'),
+      `${JSON.stringify(
+        {
+          compilerOptions: {
+            target: 'ES2023',
+            lib: ['ES2023', 'DOM', 'DOM.Iterable'],
+            module: 'NodeNext',
+            moduleResolution: 'NodeNext',
+            allowImportingTsExtensions: true,
+            noEmit: true,
+            strict: true,
+            types: ['node'],
+          },
+          include: ['sdk'],
+        },
+        null,
+        2,
+      )}\n`,
+    );
+
+    server = await startTestServer();
+    ({ key } = (await server.store.createKey('sdk-user', TEST_PLAN)) as { key: string });
+    // Every response a generated client sees is checked against openapi.yaml, as the test client's are.
+    globalThis.fetch = async (input, init) => {
+      const request = new Request(input, init);
+      const response = await fetchAsBefore(request.clone());
+      await checkFetched(request, response);
+      return response;
+    };
+  });
+
+  after(async () => {
+    globalThis.fetch = fetchAsBefore;
+    delete process.env.ROWBASE_URL;
+    await server?.stop();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('compiles every generated client, and the calls made with each, with tsc --strict', async () => {
+    expect(await runTool('tsc', ['-p', join(dir, 'tsconfig.json')])).to.equal('');
+  });
+
+  for (const { name, caller } of generators) {
+    it(`calls every operation with ${name}, each answered as declared`, async () => {
+      const { callEveryOperation } = (await import(pathToFileURL(join(dir, 'sdk', `${caller}.ts`)).href)) as {
+        callEveryOperation: (baseUrl: string, key: string, collection: string) => Promise<Outcome>;
+      };
+      const { statuses, facts } = await callEveryOperation(server.url, key, `sdk-${caller}`);
+      expect(statuses).to.deep.equal(expectedStatuses);
+      expect(facts).to.deep.equal({
+        service: 'rowbase',
+        insertedIds: [1, 2],
+        listedTexts: ['b', 'a'],
+        patched: { id: 1, text: 'a', n: 3 },
+        feedCode: 'validation_failed',
+        missingCode: 'not_found',
+      });
+    });
+  }
+
+  it('covers every operation of openapi.yaml', async () => {
+    const document = parse(await readFile(join(root, 'openapi.yaml'), 'utf8'));
+    const operationIds = Object.values<Record<string, { operationId?: string }>>(document.paths).flatMap((item) =>
+      Object.values(item).flatMap((operation) => (operation.operationId ? [operation.operationId] : [])),
+    );
+    expect(Object.keys(expectedStatuses)).to.have.members(operationIds);
+  });
+
+  it('names every type after the document: no schema named after where it sits, none numbered apart', async () => {
+    const document = parse(await readFile(join(root, 'openapi.yaml'), 'utf8'));
+    const pascal = (name: string) => name.replace(/(^|[^A-Za-z0-9])([a-z])/g, (_, _separator, letter: string) => letter.toUpperCase());
+    const schemas = Object.keys(document.components.schemas);
+    const parameters = Object.keys(document.components.parameters);
+    const responses = Object.keys(document.components.responses);
+    const operations = Object.values<Record<string, { operationId?: string }>>(document.paths).flatMap((item) =>
+      Object.values(item).flatMap((operation) => (operation.operationId ? [pascal(operation.operationId)] : [])),
+    );
+    const exported = (text: string) => [...text.matchAll(/^export (?:type|interface) ([A-Za-z0-9_]+)/gm)].map(([, name]) => name);
+
+    const heyApi = exported(await readFile(join(dir, 'sdk/out/hey-api/types.gen.ts'), 'utf8'));
+    const heyApiNames = new Set([
+      'ClientOptions',
+      ...schemas,
+      ...parameters,
+      ...operations.flatMap((operation) => ['Data', 'Errors', 'Error', 'Responses', 'Response'].map((suffix) => `${operation}${suffix}`)),
+    ]);
+    expect(heyApi.filter((name) => !heyApiNames.has(name))).to.deep.equal([]);
+
+    // orval's fetch client also names each operation's answers (`getHealthResponse200`, lower case first),
+    // and its own status types (`HTTPStatusCode4xx`).
+    const orval = exported(await readFile(join(dir, 'sdk/out/orval/api.ts'), 'utf8')).filter((name) => /^[A-Z]/.test(name));
+    const orvalNames = new Set([
+      ...schemas,
+      ...parameters.map((parameter) => `${parameter}Parameter`),
+      ...responses.map((response) => `${response}Response`),
+      ...operations.map((operation) => `${operation}Params`),
+    ]);
+    expect(orval.filter((name) => !orvalNames.has(name) && !name.startsWith('HTTPStatusCode'))).to.deep.equal([]);
+  });
+});

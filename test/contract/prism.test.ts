@@ -1,0 +1,189 @@
+// A validating proxy between a client and the server agrees with both: Stoplight Prism (`prism proxy`,
+// a child process) forwards every request to a real server and validates it, and the server's answer,
+// against openapi.yaml, reporting what breaks the document in the `sl-violations` header of its answer.
+// Every operation is called through it, HEAD and the feed's included, with requests the document calls
+// valid (no violation at all) and with requests it does not (the server refuses them, and Prism finds
+// nothing wrong with the answer: only with the request, when the document says enough to tell).
+// Prism reads only openapi.yaml and this machine: test/support/prism-preload.cjs refuses it any other host,
+// and lets it read a HEAD answer as having no body (Prism 5.16 parses it as JSON and fails).
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { expect } from 'chai';
+import { Client } from '../support/client.ts';
+import { checkFetched } from '../support/contract.ts';
+import { startTestServer, TEST_PLAN, type TestServer } from '../support/server.ts';
+
+const root = new URL('../../', import.meta.url).pathname;
+const prismCli = createRequire(import.meta.url).resolve('@stoplight/prism-cli/dist/index.js');
+
+interface Violation {
+  location: string[];
+  severity: string;
+  message: string;
+}
+
+interface Scenario {
+  name: string;
+  method: string;
+  path: string;
+  /** Sent as JSON. */
+  body?: unknown;
+  /** Default: the key, as `Authorization: Bearer`. */
+  headers?: Record<string, string>;
+  status: number;
+  /** The request breaks openapi.yaml in a way Prism can tell, from the document alone. */
+  refusedByPrism?: boolean;
+}
+
+const rows = '/v1/collections/proxied/rows';
+
+/** Requests the document calls valid: every operation, in an order that makes each succeed. */
+const valid: Scenario[] = [
+  { name: 'getHealth', method: 'GET', path: '/health', status: 200 },
+  { name: 'headHealth', method: 'HEAD', path: '/health', status: 200 },
+  { name: 'getUsage', method: 'GET', path: '/v1/usage', status: 200 },
+  { name: 'headUsage', method: 'HEAD', path: '/v1/usage', status: 200 },
+  { name: 'createCollection', method: 'POST', path: '/v1/collections', body: { name: 'proxied' }, status: 201 },
+  { name: 'listCollections', method: 'GET', path: '/v1/collections', status: 200 },
+  { name: 'headCollections', method: 'HEAD', path: '/v1/collections', status: 200 },
+  { name: 'getCollection', method: 'GET', path: '/v1/collections/proxied', status: 200 },
+  { name: 'headCollection', method: 'HEAD', path: '/v1/collections/proxied', status: 200 },
+  { name: 'insertRows', method: 'POST', path: rows, body: [{ text: 'a' }, { text: 'b', n: 2 }], status: 201 },
+  { name: 'listRows', method: 'GET', path: `${rows}?limit=10&order_by=n&order=desc`, status: 200 },
+  { name: 'headRows', method: 'HEAD', path: `${rows}?limit=10`, status: 200 },
+  { name: 'getRow', method: 'GET', path: `${rows}/1`, status: 200 },
+  { name: 'headRow', method: 'HEAD', path: `${rows}/1`, status: 200 },
+  { name: 'updateRow', method: 'PATCH', path: `${rows}/1`, body: { n: 3 }, status: 200 },
+  { name: 'deleteRow', method: 'DELETE', path: `${rows}/2`, status: 204 },
+  // A request to /ws that is no upgrade is refused, as the document says: fetch makes no upgrade.
+  { name: 'openFeed', method: 'GET', path: '/ws?collection=proxied', status: 400 },
+  { name: 'headFeed', method: 'HEAD', path: '/ws?collection=proxied', status: 400 },
+  { name: 'deleteCollection', method: 'DELETE', path: '/v1/collections/another', status: 204 },
+];
+
+/** Requests the server refuses, each answered as the document says. */
+const invalid: Scenario[] = [
+  { name: 'getUsage without a key', method: 'GET', path: '/v1/usage', headers: {}, status: 401, refusedByPrism: true },
+  { name: 'headUsage without a key', method: 'HEAD', path: '/v1/usage', headers: {}, status: 401, refusedByPrism: true },
+  { name: 'getUsage with an unknown key', method: 'GET', path: '/v1/usage', headers: { 'x-api-key': 'rb_unknown' }, status: 401 },
+  { name: 'listRows past its limit', method: 'GET', path: `${rows}?limit=1001`, status: 400, refusedByPrism: true },
+  { name: 'headRows in no order', method: 'HEAD', path: `${rows}?order=up`, status: 400, refusedByPrism: true },
+  { name: 'listRows with an unknown parameter', method: 'GET', path: `${rows}?limt=1`, status: 400 },
+  { name: 'getRow of a row id that is no integer', method: 'GET', path: `${rows}/x`, status: 400, refusedByPrism: true },
+  { name: 'getRow of an absent row', method: 'GET', path: `${rows}/99`, status: 404 },
+  { name: 'headRow of an absent row', method: 'HEAD', path: `${rows}/99`, status: 404 },
+  { name: 'getCollection of another name', method: 'GET', path: '/v1/collections/absent', status: 404 },
+  { name: 'getCollection of no name', method: 'GET', path: '/v1/collections/1x', status: 400, refusedByPrism: true },
+  {
+    name: 'createCollection of a bad name',
+    method: 'POST',
+    path: '/v1/collections',
+    body: { name: '1x' },
+    status: 400,
+    refusedByPrism: true,
+  },
+  { name: 'createCollection of a taken name', method: 'POST', path: '/v1/collections', body: { name: 'proxied' }, status: 409 },
+  { name: 'insertRows with an id', method: 'POST', path: rows, body: [{ id: 5 }], status: 400, refusedByPrism: true },
+  { name: 'insertRows of no row', method: 'POST', path: rows, body: [], status: 400, refusedByPrism: true },
+  { name: 'updateRow with no field', method: 'PATCH', path: `${rows}/1`, body: {}, status: 400, refusedByPrism: true },
+  { name: 'openFeed without a collection', method: 'GET', path: '/ws', status: 400, refusedByPrism: true },
+  { name: 'openFeed without a key', method: 'GET', path: '/ws?collection=proxied', headers: {}, status: 400, refusedByPrism: true },
+  { name: 'headFeed without a key', method: 'HEAD', path: '/ws?collection=proxied', headers: {}, status: 400, refusedByPrism: true },
+  { name: 'PUT, a method no route has', method: 'PUT', path: '/v1/collections', status: 405, refusedByPrism: true },
+  { name: 'an unknown route', method: 'GET', path: '/v1/nothing', status: 404, refusedByPrism: true },
+];
+
+describe('a validating proxy (Prism) between a client and the server', function () {
+  this.timeout(120_000);
+  let server: TestServer;
+  let prism: ChildProcess;
+  let proxyUrl: string;
+  let key: string;
+  let stderr = '';
+
+  before(async () => {
+    server = await startTestServer();
+    ({ key } = (await server.store.createKey('proxied', TEST_PLAN)) as { key: string });
+    expect((await new Client(server.url, key).post('/v1/collections', { name: 'another' })).status).to.equal(201);
+    prism = spawn(process.execPath, [prismCli, 'proxy', join(root, 'openapi.yaml'), server.url, '--host', '127.0.0.1', '--port', '0'], {
+      cwd: root,
+      env: {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+        NO_COLOR: '1',
+        SCARF_ANALYTICS: 'false',
+        NODE_OPTIONS: `--require ${join(root, 'test/support/prism-preload.cjs')}`,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    prism.stderr?.on('data', (chunk) => {
+      stderr += chunk;
+    });
+    const lines = createInterface({ input: prism.stdout as NodeJS.ReadableStream });
+    const exited = once(prism, 'exit').then(([code]) => {
+      throw new Error(`prism exited (${code}) before it listened:\n${stderr}`);
+    });
+    const listening = (async () => {
+      for await (const line of lines) {
+        const url = /Prism is listening on (http:\/\/\S+)/.exec(line)?.[1];
+        if (url) return url;
+      }
+      throw new Error(`prism said nothing of listening:\n${stderr}`);
+    })();
+    proxyUrl = await Promise.race([listening, exited]);
+    // Prism logs every request: read on, or it stops once the pipe is full.
+    prism.stdout?.resume();
+  });
+
+  after(async () => {
+    if (prism && prism.exitCode === null) {
+      const exit = once(prism, 'exit');
+      prism.kill();
+      await exit;
+    }
+    await server?.stop();
+  });
+
+  /** Sends `scenario` through Prism; gives the answer, checked against openapi.yaml, and Prism's violations. */
+  async function throughPrism({ method, path, body, headers }: Scenario) {
+    const request = new Request(proxyUrl + path, {
+      method,
+      headers: {
+        ...(headers ?? { authorization: `Bearer ${key}` }),
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const response = await fetch(request.clone());
+    await checkFetched(request, response);
+    const text = await response.text();
+    const violations: Violation[] = JSON.parse(response.headers.get('sl-violations') ?? '[]');
+    return { status: response.status, text, violations };
+  }
+
+  for (const scenario of valid) {
+    it(`reports no violation of ${scenario.name} (${scenario.method} ${scenario.path} → ${scenario.status})`, async () => {
+      const { status, text, violations } = await throughPrism(scenario);
+      expect(violations).to.deep.equal([]);
+      expect(status, text).to.equal(scenario.status);
+    });
+  }
+
+  for (const scenario of invalid) {
+    const what = scenario.refusedByPrism ? 'a violation of the request alone' : 'no violation';
+    it(`reports ${what} for ${scenario.name} (→ ${scenario.status})`, async () => {
+      const { status, text, violations } = await throughPrism(scenario);
+      // The answer is the server's, forwarded, not one Prism made of its own.
+      expect(status, text).to.equal(scenario.status);
+      expect(violations.filter((violation) => violation.location[0] !== 'request')).to.deep.equal([]);
+      expect(violations.length > 0, JSON.stringify(violations)).to.equal(scenario.refusedByPrism ?? false);
+    });
+  }
+
+  it('reaches no other host', () => {
+    expect(stderr).not.to.include('rowbase-test: Prism looked up');
+  });
+});

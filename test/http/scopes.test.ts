@@ -1,0 +1,173 @@
+// What a key may reach (openapi.yaml, `x-rowbase-scope` and Key): every operation under /v1, and the
+// feed, for a key of each scope, in and out of the collections it is limited to, and for a key of each
+// scope limited to none. Out of its collections, a key may still list keys, but not make or revoke a
+// key of a collection it does not reach. Each key runs the whole table, in order (reads, then writes, then the
+// collection's deletion), and the statuses it met are compared whole with the table's.
+import { expect } from 'chai';
+import type { OpenAPIV3 } from 'openapi-types';
+import { type Scope, scopes } from '../../src/db/keys.ts';
+import { describeEachBackend } from '../support/backends.ts';
+import type { Client } from '../support/client.ts';
+import { openapi } from '../support/contract.ts';
+import { FeedClient, refusal } from '../support/feed.ts';
+import { startTestServer, TEST_PLAN, type TestServer } from '../support/server.ts';
+
+type ByScope = Record<Scope, number>;
+const each = (status: number): ByScope => ({ read: status, write: status, admin: status });
+const scoped = (read: number, write: number, admin: number): ByScope => ({ read, write, admin });
+
+/** Where a key runs the table: `c`, an existing collection with rows 1 to 3, and `fresh`, a name to create. */
+interface Target {
+  c: string;
+  fresh: string;
+}
+
+interface Operation {
+  name: string;
+  /** Its operationId in openapi.yaml; the feed is asyncapi.yaml's. */
+  operationId: string;
+  /** Answers the status the key met. */
+  run(client: Client, target: Target, server: TestServer): Promise<number>;
+  /** For a key in its collections (or limited to none), and out of them. */
+  in: ByScope;
+  out: ByScope;
+}
+
+const http =
+  (method: string, path: (target: Target) => string, json?: (target: Target) => unknown) => async (client: Client, target: Target) =>
+    (await client.request(method, path(target), { json: json?.(target) })).status;
+
+async function feedStatus(client: Client, { c }: Target, server: TestServer): Promise<number> {
+  try {
+    await (await FeedClient.open(server.url, client.key, { collection: c })).close();
+    return 101;
+  } catch {
+    return (await refusal(server.url, client.key, { collection: c })).status;
+  }
+}
+
+/** Revokes a new read key of the account limited to `c`: one the key asking could have made if it may reach `c`. */
+async function revokeKeyOf(client: Client, { c }: Target, server: TestServer): Promise<number> {
+  const { prefix } = await server.store.createKey('scoped', TEST_PLAN, { scope: 'read', collections: [c] });
+  return (await client.delete(`/v1/keys/${prefix}`)).status;
+}
+
+const reads: [string, string, (target: Target) => string, ByScope][] = [
+  ['getUsage', '/v1/usage', () => '/v1/usage', each(200)],
+  ['listCollections', '/v1/collections', () => '/v1/collections', each(200)],
+  ['getCollection', '/v1/collections/{c}', ({ c }) => `/v1/collections/${c}`, each(404)],
+  ['listRows', '/v1/collections/{c}/rows', ({ c }) => `/v1/collections/${c}/rows`, each(404)],
+  ['getRow', '/v1/collections/{c}/rows/1', ({ c }) => `/v1/collections/${c}/rows/1`, each(404)],
+];
+
+// biome-ignore format: a table
+const operations: Operation[] = [
+  ...reads.flatMap(([operationId, name, path, out]): Operation[] => [
+    { name: `GET ${name}`, operationId, run: http('GET', path), in: each(200), out },
+    { name: `HEAD ${name}`, operationId, run: http('HEAD', path), in: each(200), out },
+  ]),
+  { name: 'GET /ws?collection={c}', operationId: 'feed', run: feedStatus, in: each(101), out: each(404) },
+  { name: 'GET /v1/keys', operationId: 'listKeys', run: http('GET', () => '/v1/keys'), in: scoped(403, 403, 200), out: scoped(403, 403, 200) },
+  { name: 'HEAD /v1/keys', operationId: 'listKeys', run: http('HEAD', () => '/v1/keys'), in: scoped(403, 403, 200), out: scoped(403, 403, 200) },
+  { name: 'POST /v1/keys {collections: [c]}', operationId: 'createKey', run: http('POST', () => '/v1/keys', ({ c }) => ({ scope: 'read', collections: [c] })), in: scoped(403, 403, 201), out: scoped(403, 403, 403) },
+  { name: 'DELETE /v1/keys/{a key of c}', operationId: 'revokeKey', run: revokeKeyOf, in: scoped(403, 403, 204), out: scoped(403, 403, 404) },
+  { name: 'POST /v1/collections/{c}/rows', operationId: 'insertRows', run: http('POST', ({ c }) => `/v1/collections/${c}/rows`, () => [{ n: 4 }]), in: scoped(403, 201, 201), out: scoped(403, 404, 404) },
+  { name: 'PATCH /v1/collections/{c}/rows/1', operationId: 'updateRow', run: http('PATCH', ({ c }) => `/v1/collections/${c}/rows/1`, () => ({ n: 5 })), in: scoped(403, 200, 200), out: scoped(403, 404, 404) },
+  { name: 'DELETE /v1/collections/{c}/rows/2', operationId: 'deleteRow', run: http('DELETE', ({ c }) => `/v1/collections/${c}/rows/2`), in: scoped(403, 204, 204), out: scoped(403, 404, 404) },
+  { name: 'POST /v1/collections {fresh}', operationId: 'createCollection', run: http('POST', () => '/v1/collections', ({ fresh }) => ({ name: fresh })), in: scoped(403, 403, 201), out: scoped(403, 403, 403) },
+  { name: 'DELETE /v1/collections/{c}', operationId: 'deleteCollection', run: http('DELETE', ({ c }) => `/v1/collections/${c}`), in: scoped(403, 403, 204), out: scoped(403, 403, 404) },
+];
+
+describeEachBackend('what a key may reach', (backend) => {
+  let server: TestServer;
+  let owner: Client;
+  before(async () => {
+    server = await startTestServer({}, { backend });
+    owner = await server.client('scoped');
+    for (const scope of scopes) {
+      for (const c of [`in-${scope}`, `out-${scope}`, `all-${scope}`]) {
+        expect((await owner.post('/v1/collections', { name: c })).status).to.equal(201);
+        expect((await owner.post(`/v1/collections/${c}/rows`, [{ n: 1 }, { n: 2 }, { n: 3 }])).status).to.equal(201);
+      }
+    }
+  });
+  after(() => server.stop());
+
+  /** Runs every operation of the table with `client` on `target`; answers the status of each, by name. */
+  async function statuses(client: Client, target: Target): Promise<Record<string, number>> {
+    const met: Record<string, number> = {};
+    for (const operation of operations) met[operation.name] = await operation.run(client, target, server);
+    return met;
+  }
+  const expected = (scope: Scope, side: 'in' | 'out') =>
+    Object.fromEntries(operations.map((operation) => [operation.name, operation[side][scope]]));
+
+  for (const scope of scopes) {
+    describe(`${scope === 'admin' ? 'an' : 'a'} ${scope} key`, () => {
+      it('limited to collections, answers as the table says in them, and as if the others did not exist', async () => {
+        const limits = { scope, collections: [`in-${scope}`, `fresh-in-${scope}`] };
+        const client = await server.client('scoped', TEST_PLAN, limits);
+        expect(await statuses(client, { c: `in-${scope}`, fresh: `fresh-in-${scope}` }), 'in').to.deep.equal(expected(scope, 'in'));
+        expect(await statuses(client, { c: `out-${scope}`, fresh: `fresh-out-${scope}` }), 'out').to.deep.equal(expected(scope, 'out'));
+      });
+
+      it('of every collection, answers as the table says in them', async () => {
+        const client = await server.client('scoped', TEST_PLAN, { scope });
+        expect(await statuses(client, { c: `all-${scope}`, fresh: `fresh-all-${scope}` })).to.deep.equal(expected(scope, 'in'));
+      });
+    });
+  }
+
+  it('covers every operation of openapi.yaml that needs a key', () => {
+    // A HEAD is its GET's operation here (the table sends both), and the feed's two are the table's `feed`.
+    const needingKey = Object.entries(openapi.paths).flatMap(([path, item]) =>
+      Object.entries(item ?? {}).flatMap(([method, operation]) =>
+        path !== '/ws' &&
+        method !== 'head' &&
+        typeof operation === 'object' &&
+        'operationId' in operation &&
+        operation.security?.length !== 0
+          ? [operation as OpenAPIV3.OperationObject]
+          : [],
+      ),
+    );
+    expect(needingKey.map(({ operationId }) => operationId)).to.have.members(
+      [...new Set(operations.map(({ operationId }) => operationId))].filter((id) => id !== 'feed'),
+    );
+  });
+
+  it('lists to a key limited to collections only those of them that exist', async () => {
+    await owner.post('/v1/collections', { name: 'listed' });
+    const client = await server.client('scoped', TEST_PLAN, { scope: 'read', collections: ['listed', 'never-made', 'out-read'] });
+    const listed = await client.get<{ name: string }[]>('/v1/collections');
+    expect(listed.body.map(({ name }) => name)).to.deep.equal(['listed', 'out-read']);
+  });
+
+  it("answers a collection out of the key's collections exactly as one that does not exist, and counts it, and a 403, toward usage", async () => {
+    await owner.post('/v1/collections', { name: 'hidden' });
+    const client = await server.client('counted', TEST_PLAN, { scope: 'read', collections: ['seen'] });
+    const hidden = await client.get('/v1/collections/hidden/rows/1');
+    const missing = await client.get('/v1/collections/seen/rows/1');
+    expect(hidden.status).to.equal(404);
+    expect(JSON.parse(hidden.text.replace('hidden', 'seen'))).to.deep.equal(missing.body);
+    const refused = await client.delete('/v1/collections/seen/rows/1');
+    expect(refused.status).to.equal(403);
+    expect(refused.body).to.include({
+      code: 'forbidden',
+      detail: "The key's scope is read; DELETE /v1/collections/{collection_name}/rows/{row_id} needs write.",
+    });
+    const remaining = [hidden, missing, refused].map((response) => Number(response.headers.get('ratelimit-remaining')));
+    expect(remaining).to.deep.equal([remaining[0], remaining[0] - 1, remaining[0] - 2]);
+    const { body } = await client.get<{ used: number }>('/v1/usage');
+    expect(body.used).to.equal(4);
+  });
+
+  it("refuses an operation out of the key's scope before it reads the request: 403, not 400, for a body that is not even JSON", async () => {
+    const client = await server.client('scoped', TEST_PLAN, { scope: 'read' });
+    const response = await client.request('POST', '/v1/collections/nowhere/rows?bogus=1', {
+      raw: '{',
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(response.status).to.equal(403);
+  });
+});

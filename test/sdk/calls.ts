@@ -1,0 +1,40 @@
+// What each caller of a generated client does and tells (test/contract/generated-clients.test.ts): every
+// operation of openapi.yaml called once, in an order that makes each succeed, and what the answers say,
+// read through the client's own types, with no cast. Compiled with the generated clients by tsc --strict,
+// in a folder of their own: each caller's calls `satisfies` a Record over its client's operations, and so
+// fail to compile when one is missing.
+
+/** What the client's types let the caller read from the answers. */
+export interface Facts {
+  service: unknown;
+  insertedIds: unknown;
+  /** The `text` of each row of the page ordered by `n`, descending. */
+  listedTexts: unknown;
+  patched: unknown;
+  /** The `code` of the problem of a request to `/ws` that is no upgrade. */
+  feedCode: unknown;
+  /** The `code` of the problem of a collection that does not exist (any more). */
+  missingCode: unknown;
+}
+
+export interface Outcome {
+  /** The HTTP status each operation answered, by operationId. */
+  statuses: Record<string, number>;
+  facts: Facts;
+}
+
+/** The rows each caller inserts, then reads back ordered by `n`. */
+export const rows = [
+  { text: 'a', n: 1 },
+  { text: 'b', n: 2 },
+];
+
+type Answers<Calls extends Record<string, () => Promise<unknown>>> = { [Name in keyof Calls]: Awaited<ReturnType<Calls[Name]>> };
+
+/** Makes `calls` one after another, in their order, and gives each answer under the call's name. */
+export async function inOrder<Calls extends Record<string, () => Promise<unknown>>>(calls: Calls): Promise<Answers<Calls>> {
+  const answers: Record<string, unknown> = {};
+  for (const [name, call] of Object.entries(calls)) answers[name] = await call();
+  // The one cast: Object.entries cannot say that every name of Calls is now in answers.
+  return answers as Answers<Calls>;
+}

@@ -1,0 +1,56 @@
+// @hey-api/openapi-ts's SDK of openapi.yaml (its fetch client), called as an SDK user would.
+import { inOrder, type Outcome, rows } from './calls.ts';
+import { client } from './out/hey-api/client.gen.ts';
+import * as sdk from './out/hey-api/sdk.gen.ts';
+import type { ListRowsData } from './out/hey-api/types.gen.ts';
+
+export async function callEveryOperation(baseUrl: string, key: string, collection: string): Promise<Outcome> {
+  client.setConfig({ baseUrl, headers: { Authorization: `Bearer ${key}` } });
+  const path = { collection_name: collection };
+  const row = (row_id: number) => ({ path: { ...path, row_id } });
+  const query: ListRowsData['query'] = { limit: 10, order_by: 'n', order: 'desc' };
+  let prefix = '';
+
+  const answers = await inOrder({
+    getHealth: () => sdk.getHealth(),
+    headHealth: () => sdk.headHealth(),
+    getUsage: () => sdk.getUsage(),
+    headUsage: () => sdk.headUsage(),
+    createCollection: () => sdk.createCollection({ body: { name: collection } }),
+    listCollections: () => sdk.listCollections(),
+    headCollections: () => sdk.headCollections(),
+    getCollection: () => sdk.getCollection({ path }),
+    headCollection: () => sdk.headCollection({ path }),
+    insertRows: () => sdk.insertRows({ path, body: rows }),
+    listRows: () => sdk.listRows({ path, query }),
+    headRows: () => sdk.headRows({ path, query }),
+    getRow: () => sdk.getRow(row(1)),
+    headRow: () => sdk.headRow(row(1)),
+    updateRow: () => sdk.updateRow({ ...row(1), body: { n: 3 } }),
+    deleteRow: () => sdk.deleteRow(row(2)),
+    listKeys: () => sdk.listKeys(),
+    headKeys: () => sdk.headKeys(),
+    createKey: async () => {
+      const created = await sdk.createKey({ body: { scope: 'read', name: 'sdk' } });
+      prefix = created.data?.prefix ?? '';
+      return created;
+    },
+    revokeKey: () => sdk.revokeKey({ path: { prefix } }),
+    openFeed: () => sdk.openFeed({ query: { collection } }),
+    headFeed: () => sdk.headFeed({ query: { collection } }),
+    deleteCollection: () => sdk.deleteCollection({ path }),
+  } satisfies Record<keyof typeof sdk, () => Promise<{ response?: Response }>>);
+  const missing = await sdk.getCollection({ path });
+
+  return {
+    statuses: Object.fromEntries(Object.entries(answers).map(([operation, { response }]) => [operation, response?.status ?? 0])),
+    facts: {
+      service: answers.getHealth.data?.service,
+      insertedIds: answers.insertRows.data?.map((stored) => stored.id),
+      listedTexts: answers.listRows.data?.map((stored) => stored.text),
+      patched: answers.updateRow.data,
+      feedCode: answers.openFeed.error?.code,
+      missingCode: missing.error?.code,
+    },
+  };
+}

@@ -1,0 +1,56 @@
+// openapi-typescript's types of openapi.yaml with openapi-fetch, called as an SDK user would.
+import createClient from 'openapi-fetch';
+import { inOrder, type Outcome, rows } from './calls.ts';
+import type { operations, paths } from './out/openapi-typescript/schema.ts';
+
+export async function callEveryOperation(baseUrl: string, key: string, collection: string): Promise<Outcome> {
+  const api = createClient<paths>({ baseUrl, headers: { Authorization: `Bearer ${key}` } });
+  const path = { collection_name: collection };
+  const row = (row_id: number) => ({ params: { path: { ...path, row_id } } });
+  const query: operations['listRows']['parameters']['query'] = { limit: 10, order_by: 'n', order: 'desc' };
+  const page = { params: { path, query } };
+  let prefix = '';
+
+  const answers = await inOrder({
+    getHealth: () => api.GET('/health'),
+    headHealth: () => api.HEAD('/health'),
+    getUsage: () => api.GET('/v1/usage'),
+    headUsage: () => api.HEAD('/v1/usage'),
+    createCollection: () => api.POST('/v1/collections', { body: { name: collection } }),
+    listCollections: () => api.GET('/v1/collections'),
+    headCollections: () => api.HEAD('/v1/collections'),
+    getCollection: () => api.GET('/v1/collections/{collection_name}', { params: { path } }),
+    headCollection: () => api.HEAD('/v1/collections/{collection_name}', { params: { path } }),
+    insertRows: () => api.POST('/v1/collections/{collection_name}/rows', { params: { path }, body: rows }),
+    listRows: () => api.GET('/v1/collections/{collection_name}/rows', page),
+    headRows: () => api.HEAD('/v1/collections/{collection_name}/rows', page),
+    getRow: () => api.GET('/v1/collections/{collection_name}/rows/{row_id}', row(1)),
+    headRow: () => api.HEAD('/v1/collections/{collection_name}/rows/{row_id}', row(1)),
+    updateRow: () => api.PATCH('/v1/collections/{collection_name}/rows/{row_id}', { ...row(1), body: { n: 3 } }),
+    deleteRow: () => api.DELETE('/v1/collections/{collection_name}/rows/{row_id}', row(2)),
+    listKeys: () => api.GET('/v1/keys'),
+    headKeys: () => api.HEAD('/v1/keys'),
+    createKey: async () => {
+      const created = await api.POST('/v1/keys', { body: { scope: 'read', name: 'sdk' } });
+      prefix = created.data?.prefix ?? '';
+      return created;
+    },
+    revokeKey: () => api.DELETE('/v1/keys/{prefix}', { params: { path: { prefix } } }),
+    openFeed: () => api.GET('/ws', { params: { query: { collection } } }),
+    headFeed: () => api.HEAD('/ws', { params: { query: { collection } } }),
+    deleteCollection: () => api.DELETE('/v1/collections/{collection_name}', { params: { path } }),
+  } satisfies Record<keyof operations, () => Promise<{ response: Response }>>);
+  const missing = await api.GET('/v1/collections/{collection_name}', { params: { path } });
+
+  return {
+    statuses: Object.fromEntries(Object.entries(answers).map(([operation, { response }]) => [operation, response.status])),
+    facts: {
+      service: answers.getHealth.data?.service,
+      insertedIds: answers.insertRows.data?.map((stored) => stored.id),
+      listedTexts: answers.listRows.data?.map((stored) => stored.text),
+      patched: answers.updateRow.data,
+      feedCode: answers.openFeed.error?.code,
+      missingCode: missing.error?.code,
+    },
+  };
+}

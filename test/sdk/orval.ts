@@ -1,0 +1,61 @@
+// orval's fetch client of openapi.yaml, called as an SDK user would. Its base URL is read when each
+// request is made, from ROWBASE_URL (orval's `baseUrl.runtime`, set in the test's orval.config.mjs).
+import { inOrder, type Outcome, rows } from './calls.ts';
+import * as api from './out/orval/api.ts';
+
+/** Every operation of the client: its functions but the URL builders (`getGetHealthUrl`, …). */
+type Operation = Exclude<
+  { [Name in keyof typeof api]: (typeof api)[Name] extends (...args: never[]) => unknown ? Name : never }[keyof typeof api],
+  `get${string}Url`
+>;
+
+export async function callEveryOperation(baseUrl: string, key: string, collection: string): Promise<Outcome> {
+  process.env.ROWBASE_URL = baseUrl;
+  const options = { headers: { Authorization: `Bearer ${key}` } };
+  const page: api.ListRowsParams = { limit: 10, order_by: 'n', order: 'desc' };
+  let prefix = '';
+
+  const answers = await inOrder({
+    getHealth: () => api.getHealth(options),
+    headHealth: () => api.headHealth(options),
+    getUsage: () => api.getUsage(options),
+    headUsage: () => api.headUsage(options),
+    createCollection: () => api.createCollection({ name: collection }, options),
+    listCollections: () => api.listCollections(options),
+    headCollections: () => api.headCollections(options),
+    getCollection: () => api.getCollection(collection, options),
+    headCollection: () => api.headCollection(collection, options),
+    insertRows: () => api.insertRows(collection, rows, options),
+    listRows: () => api.listRows(collection, page, options),
+    headRows: () => api.headRows(collection, page, options),
+    getRow: () => api.getRow(collection, 1, options),
+    headRow: () => api.headRow(collection, 1, options),
+    updateRow: () => api.updateRow(collection, 1, { n: 3 }, options),
+    deleteRow: () => api.deleteRow(collection, 2, options),
+    listKeys: () => api.listKeys(options),
+    headKeys: () => api.headKeys(options),
+    createKey: async () => {
+      const created = await api.createKey({ scope: 'read', name: 'sdk' }, options);
+      if (created.status === 201) prefix = created.data.prefix;
+      return created;
+    },
+    revokeKey: () => api.revokeKey(prefix, options),
+    openFeed: () => api.openFeed({ collection }, options),
+    headFeed: () => api.headFeed({ collection }, options),
+    deleteCollection: () => api.deleteCollection(collection, options),
+  } satisfies Record<Operation, () => Promise<{ status: number }>>);
+  const missing = await api.getCollection(collection, options);
+  const { getHealth, insertRows, listRows, updateRow, openFeed } = answers;
+
+  return {
+    statuses: Object.fromEntries(Object.entries(answers).map(([operation, { status }]) => [operation, status])),
+    facts: {
+      service: getHealth.status === 200 ? getHealth.data.service : undefined,
+      insertedIds: insertRows.status === 201 ? insertRows.data.map((stored) => stored.id) : undefined,
+      listedTexts: listRows.status === 200 ? listRows.data.map((stored) => stored.text) : undefined,
+      patched: updateRow.status === 200 ? updateRow.data : undefined,
+      feedCode: openFeed.status === 400 ? openFeed.data.code : undefined,
+      missingCode: missing.status === 404 ? missing.data.code : undefined,
+    },
+  };
+}
