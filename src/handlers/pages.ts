@@ -1,4 +1,5 @@
-import { DOCS_CONTENT_SECURITY_POLICY, type DocsFile, docsDocument, docsFiles } from '../docs/files.ts';
+import { consoleFiles } from '../console/files.ts';
+import { DOCS_CONTENT_SECURITY_POLICY, type DocsFile, type DocsFiles, docsDocument, docsFiles } from '../docs/files.ts';
 import { notFound } from '../errors.ts';
 import type { Deps, Result } from './types.ts';
 
@@ -30,17 +31,32 @@ export const pageHandlers = {
   async getDocsAsset({ path }, { documents }) {
     // The document changes with the service: never kept stale.
     if (path.asset === 'openapi.yaml') return serve(docsDocument(documents.openapi), 'no-cache');
-    const file = (await docsFiles()).assets.get(path.asset);
-    // Shown as sent, as the 404 of an unknown route shows its path.
-    if (!file) throw notFound(`There is no route /docs/${encodeURIComponent(path.asset)}.`);
     // The names carry no version: after an upgrade, a browser may keep the old file up to an hour.
-    return serve(file, 'public, max-age=3600');
+    return serveAsset(await docsFiles(), '/docs', path.asset, 'public, max-age=3600');
+  },
+
+  async getConsole() {
+    const { page } = await consoleFiles();
+    return serve(page, 'no-cache');
+  },
+
+  async getConsoleAsset({ path }) {
+    // Checked again on every load: the console changes with the service, and its names carry no version.
+    return serveAsset(await consoleFiles(), '/console', path.asset, 'no-cache');
   },
 } satisfies Record<string, PageHandler>;
 
 export type PageId = keyof typeof pageHandlers;
 
 const YAML = 'application/yaml; charset=utf-8';
+
+/** The asset of `files` named `name`, a 404 for any other name: a name from a request is only looked up, never joined to a path. */
+function serveAsset(files: DocsFiles, under: string, name: string, cacheControl: string): Result {
+  const file = files.assets.get(name);
+  // Shown as sent, as the 404 of an unknown route shows its path.
+  if (!file) throw notFound(`There is no route ${under}/${encodeURIComponent(name)}.`);
+  return serve(file, cacheControl);
+}
 
 function serve({ body, contentType }: DocsFile, cacheControl: string): Result {
   return {

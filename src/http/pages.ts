@@ -1,5 +1,5 @@
-// The pages the service serves beside its API: the contract documents and the API reference that renders
-// openapi.yaml for people (README.md, "The API in brief"; docs/api.md). They are not in openapi.yaml:
+// The pages the service serves beside its API: the contract documents, the API reference that renders
+// openapi.yaml for people (README.md, "The API in brief"; docs/api.md), and the web console (docs/console.md). They are not in openapi.yaml:
 // they are no operation of the API, a client generated from it has no use for them, and generators read
 // their YAML, HTML, CSS and JavaScript as JSON. They are routed by the router as the operations of
 // openapi.yaml are (operations.ts), and so answered alike: GET and HEAD, 404 for an unknown path, 405
@@ -21,6 +21,9 @@ export const pages: readonly Page[] = [
   { path: '/docs', operationId: 'getDocs', mediaTypes: ['text/html'] },
   // swagger-ui.css, index.css, swagger-ui-bundle.js, docs.js and openapi.yaml (src/docs/files.ts).
   { path: '/docs/{asset}', operationId: 'getDocsAsset', mediaTypes: ['text/css', 'text/javascript', 'application/yaml'] },
+  { path: '/console', operationId: 'getConsole', mediaTypes: ['text/html'] },
+  // console.css and console.js (src/console/files.ts).
+  { path: '/console/{asset}', operationId: 'getConsoleAsset', mediaTypes: ['text/css', 'text/javascript'] },
 ];
 
 /** Each page as operations the route table takes beside those of openapi.yaml: its GET and its HEAD, no key needed. */

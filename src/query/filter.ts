@@ -61,6 +61,8 @@ export const FILTER_PARAMETER: FilterSource = { in: 'query', name: 'filter' };
 const operators: readonly Operator[] = ['$eq', '$ne', '$gt', '$gte', '$lt', '$lte', '$in', '$nin', '$exists', '$prefix', '$contains'];
 const isOperator = (key: string): key is Operator => (operators as readonly string[]).includes(key);
 
+const utf8 = new TextEncoder();
+
 /**
  * The filter `value` reads as, or a 400 validation_failed whose errors each point at a place in it.
  * `source`: where the request carried it (default FILTER_PARAMETER).
@@ -95,7 +97,8 @@ export type FilterRead = { filter: Filter; errors?: undefined } | { filter?: und
  */
 export function readFilter(value: unknown): FilterRead {
   if (!isObject(value)) return { errors: [{ pointer: '', message: 'must be a JSON object' }] };
-  if (Buffer.byteLength(JSON.stringify(value)) > MAX_FILTER_BYTES) {
+  // TextEncoder rather than Buffer: the web console reads filters with this module too (src/console/rows.ts).
+  if (utf8.encode(JSON.stringify(value)).length > MAX_FILTER_BYTES) {
     return { errors: [{ pointer: '', message: `must be at most ${MAX_FILTER_BYTES} bytes as JSON` }] };
   }
   const reader = new Reader();

@@ -1,0 +1,128 @@
+// The console's one way to the service: the public API under /v1 and the feed at /ws, on the origin that
+// served the console, with the key the person signed in with. No private endpoint: what the console does,
+// any client of openapi.yaml and asyncapi.yaml can do.
+import type { components } from '../../generated/openapi.ts';
+
+export type Collection = components['schemas']['Collection'];
+export type Usage = components['schemas']['Usage'];
+export type Problem = components['schemas']['Problem'];
+export type Row = { id: number; [field: string]: unknown };
+
+/** A 4xx or 5xx answer, with its problem (openapi.yaml, Problem). */
+export class ApiError extends Error {
+  constructor(readonly problem: Problem) {
+    super(problem.detail);
+  }
+}
+
+/** What a list asks for: GET …/rows's parameters, as the console's controls set them. */
+export interface RowsQuery {
+  filter?: string;
+  select?: string;
+  orderBy?: string;
+  order: 'asc' | 'desc';
+  limit: number;
+  offset: number;
+}
+
+/** A page of rows, how many match in all, and the collection's latest seq as of the page (Rowbase-Seq). */
+export interface RowsPage {
+  rows: Row[];
+  total: number;
+  seq: number;
+}
+
+export class Api {
+  constructor(readonly key: string) {}
+
+  usage(): Promise<Usage> {
+    return this.call('GET', '/v1/usage');
+  }
+
+  collections(): Promise<Collection[]> {
+    return this.call('GET', '/v1/collections');
+  }
+
+  createCollection(name: string): Promise<Collection> {
+    return this.call('POST', '/v1/collections', { body: { name } });
+  }
+
+  deleteCollection(name: string): Promise<void> {
+    return this.call('DELETE', collectionPath(name));
+  }
+
+  async rows(collection: string, query: RowsQuery): Promise<RowsPage> {
+    const parameters: Record<string, string> = { limit: String(query.limit), offset: String(query.offset), count: 'exact' };
+    if (query.filter) parameters.filter = query.filter;
+    if (query.select) parameters.select = query.select;
+    if (query.orderBy) Object.assign(parameters, { order_by: query.orderBy, order: query.order });
+    const { body, headers } = await this.exchange<Row[]>('GET', `${collectionPath(collection)}/rows`, { query: parameters });
+    return { rows: body, total: Number(headers.get('Rowbase-Total-Count')), seq: Number(headers.get('Rowbase-Seq')) };
+  }
+
+  insertRows(collection: string, rows: object[]): Promise<Row[]> {
+    return this.call('POST', `${collectionPath(collection)}/rows`, { body: rows });
+  }
+
+  updateRow(collection: string, id: number, fields: object): Promise<Row> {
+    return this.call('PATCH', `${collectionPath(collection)}/rows/${id}`, { body: fields });
+  }
+
+  deleteRow(collection: string, id: number): Promise<void> {
+    return this.call('DELETE', `${collectionPath(collection)}/rows/${id}`);
+  }
+
+  /** The feed's address for `collection`, resuming after `since`. A browser's WebSocket sends no headers: the key goes in the query. */
+  feedUrl(collection: string, since: number): string {
+    const url = new URL('/ws', location.href);
+    url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
+    url.search = new URLSearchParams({ collection, since: String(since), api_key: this.key }).toString();
+    return url.href;
+  }
+
+  private async call<T>(method: string, path: string, options: { body?: unknown } = {}): Promise<T> {
+    return (await this.exchange<T>(method, path, options)).body;
+  }
+
+  private async exchange<T>(
+    method: string,
+    path: string,
+    { query, body }: { query?: Record<string, string>; body?: unknown },
+  ): Promise<{ body: T; headers: Headers }> {
+    const url = new URL(path, location.href);
+    if (query) url.search = new URLSearchParams(query).toString();
+    const headers: Record<string, string> = { Authorization: `Bearer ${this.key}` };
+    if (body !== undefined) headers['Content-Type'] = 'application/json';
+    const response = await fetch(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+    const text = await response.text();
+    if (!response.ok) throw new ApiError(problemOf(response, text));
+    return { body: (text ? JSON.parse(text) : undefined) as T, headers: response.headers };
+  }
+}
+
+/** The answer's problem; one made of its status when it has none (a proxy's page, say). */
+function problemOf(response: Response, text: string): Problem {
+  try {
+    const problem = JSON.parse(text) as Problem;
+    if (typeof problem?.detail === 'string') return problem;
+  } catch {
+    // Not JSON: described below.
+  }
+  return {
+    type: 'about:blank',
+    title: response.statusText,
+    status: response.status,
+    code: 'internal',
+    detail: `The service answered ${response.status}.`,
+  };
+}
+
+const collectionPath = (name: string) => `/v1/collections/${encodeURIComponent(name)}`;
+
+/** What to show for a failure: the problem's detail and, for a validation problem, where each error is. */
+export function describe(error: unknown): string {
+  if (!(error instanceof ApiError)) return error instanceof Error ? error.message : String(error);
+  const { detail, errors } = error.problem;
+  const where = (errors ?? []).map(({ name, message, pointer }) => `${name}${pointer ? ` at ${pointer}` : ''}: ${message}`);
+  return [detail, ...where].join(' — ');
+}

@@ -1,0 +1,154 @@
+// The web console (GET /console): sign in with a key, the account's collections, a collection's rows
+// (rows.ts), and the plan's usage. Rendered by Preact with htm's tagged templates (no build step of its
+// own beyond the bundle: src/console/files.ts); every request is one of openapi.yaml's (api.ts).
+import { html } from 'htm/preact';
+import { render } from 'preact';
+import { useCallback, useEffect, useState } from 'preact/hooks';
+import { Api, type Collection, describe, type Usage } from './api.ts';
+import { Status } from './parts.ts';
+import { RowsView } from './rows.ts';
+
+/** Where the key is kept: this tab's session only, gone when the tab closes or the person signs out. */
+const KEY_ITEM = 'rowbase.key';
+
+function App() {
+  const [api, setApi] = useState(() => {
+    const key = sessionStorage.getItem(KEY_ITEM);
+    return key ? new Api(key) : undefined;
+  });
+  const signIn = (key: string) => {
+    sessionStorage.setItem(KEY_ITEM, key);
+    setApi(new Api(key));
+  };
+  const signOut = () => {
+    sessionStorage.removeItem(KEY_ITEM);
+    setApi(undefined);
+  };
+  return api ? html`<${Console} api=${api} onSignOut=${signOut} />` : html`<${SignIn} onSignIn=${signIn} />`;
+}
+
+function SignIn({ onSignIn }: { onSignIn: (key: string) => void }) {
+  const [error, setError] = useState('');
+  const [busy, setBusy] = useState(false);
+  const submit = async (event: Event) => {
+    event.preventDefault();
+    const key = String(new FormData(event.target as HTMLFormElement).get('key') ?? '').trim();
+    setBusy(true);
+    try {
+      // Any request of the key's tells whether the service takes it; usage needs the narrowest scope.
+      await new Api(key).usage();
+      onSignIn(key);
+    } catch (failure) {
+      setError(`This key was refused: ${describe(failure)}`);
+      setBusy(false);
+    }
+  };
+  return html`
+    <main class="sign-in">
+      <h1>rowbase console</h1>
+      <form class="sign-in-form" onSubmit=${submit}>
+        <label for="key">API key</label>
+        <input id="key" name="key" type="password" autocomplete="off" required placeholder="rb_…" />
+        <p class="hint">Kept for this tab only, and sent only to this service.</p>
+        <button type="submit" disabled=${busy}>Sign in</button>
+        <${Status} error=${error} />
+      </form>
+    </main>
+  `;
+}
+
+function Console({ api, onSignOut }: { api: Api; onSignOut: () => void }) {
+  const [collections, setCollections] = useState<Collection[]>([]);
+  const [chosen, setChosen] = useState<string>();
+  const [error, setError] = useState('');
+  // Moved on by every change the person makes, so that counts and usage are read again.
+  const [version, setVersion] = useState(0);
+  const changed = useCallback(() => setVersion((value) => value + 1), []);
+
+  useEffect(() => {
+    api.collections().then(setCollections, (failure) => setError(describe(failure)));
+  }, [api, version]);
+
+  const create = async (event: Event) => {
+    event.preventDefault();
+    const form = event.target as HTMLFormElement;
+    const name = String(new FormData(form).get('name') ?? '').trim();
+    try {
+      await api.createCollection(name);
+      form.reset();
+      setError('');
+      setChosen(name);
+      changed();
+    } catch (failure) {
+      setError(describe(failure));
+    }
+  };
+
+  return html`
+    <header class="top">
+      <h1>rowbase console</h1>
+      <${UsageMeter} api=${api} version=${version} />
+      <button type="button" onClick=${onSignOut}>Sign out</button>
+    </header>
+    <div class="layout">
+      <nav aria-label="Collections">
+        <h2>Collections</h2>
+        <ul>
+          ${collections.map(
+            ({ name, row_count }) => html`
+              <li key=${name}>
+                <button type="button" aria-current=${name === chosen ? 'page' : undefined} onClick=${() => setChosen(name)}>
+                  <span>${name}</span> <span class="count" aria-label=${`${row_count} rows`}>${row_count}</span>
+                </button>
+              </li>
+            `,
+          )}
+        </ul>
+        <form class="create" onSubmit=${create}>
+          <label for="new-collection">New collection</label>
+          <input id="new-collection" name="name" required pattern="[A-Za-z][A-Za-z0-9_\\-]{0,62}" placeholder="notes" />
+          <button type="submit">Create</button>
+        </form>
+        <${Status} error=${error} />
+      </nav>
+      <main>
+        ${
+          chosen
+            ? html`<${RowsView}
+                key=${chosen}
+                api=${api}
+                collection=${chosen}
+                onChanged=${changed}
+                onDeleted=${() => {
+                  setChosen(undefined);
+                  changed();
+                }}
+              />`
+            : html`<p class="empty">Choose a collection, or create one.</p>`
+        }
+      </main>
+    </div>
+  `;
+}
+
+/** The plan's quota for this period: used and remaining, as a bar. */
+function UsageMeter({ api, version }: { api: Api; version: number }) {
+  const [usage, setUsage] = useState<Usage>();
+  useEffect(() => {
+    api.usage().then(setUsage, () => setUsage(undefined));
+  }, [api, version]);
+  if (!usage) return html`<div class="usage"></div>`;
+  const share = usage.quota === 0 ? 1 : Math.min(usage.used / usage.quota, 1);
+  const summary = `${usage.used.toLocaleString()} of ${usage.quota.toLocaleString()} requests used this ${usage.period}, ${usage.remaining.toLocaleString()} left (plan ${usage.plan})`;
+  return html`
+    <figure class="usage" aria-label="Usage">
+      <svg width="160" height="12" viewBox="0 0 160 12" role="img" aria-label=${summary}>
+        <rect class="quota" x="0" y="0" width="160" height="12" rx="3" />
+        <rect class="used" x="0" y="0" width=${Math.max(160 * share, share > 0 ? 2 : 0)} height="12" rx="3" />
+      </svg>
+      <figcaption>${usage.plan}: ${usage.used.toLocaleString()} / ${usage.quota.toLocaleString()} this ${usage.period}, ${usage.remaining.toLocaleString()} left</figcaption>
+    </figure>
+  `;
+}
+
+render(html`<${App} />`, document.getElementById('console') as HTMLElement);

@@ -1,0 +1,30 @@
+// Small parts the console's views share: a line that says what went wrong or what happened, read out by
+// screen readers, and a modal dialog.
+import { html } from 'htm/preact';
+import type { ComponentChildren } from 'preact';
+import { useEffect, useRef } from 'preact/hooks';
+
+/** An error (announced at once) or a note (announced politely); nothing when both are empty. */
+export function Status({ error, note }: { error?: string; note?: string }) {
+  return html`
+    <p class="error" role="alert">${error ?? ''}</p>
+    ${note === undefined ? null : html`<p class="note" role="status">${note}</p>`}
+  `;
+}
+
+/**
+ * A dialog shown modal (the browser keeps focus in it, Escape closes it), titled `title`; `onClose` is
+ * called however it closes.
+ */
+export function Modal({ title, onClose, children }: { title: string; onClose: () => void; children: ComponentChildren }) {
+  const dialog = useRef<HTMLDialogElement>(null);
+  useEffect(() => {
+    dialog.current?.showModal();
+  }, []);
+  return html`
+    <dialog ref=${dialog} aria-label=${title} onClose=${onClose}>
+      <h2>${title}</h2>
+      ${children}
+    </dialog>
+  `;
+}

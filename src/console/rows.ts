@@ -1,0 +1,345 @@
+// A collection's rows: a table whose columns are the fields present (or those selected), sorted by a
+// click on a column, narrowed by a filter in the filter language (docs/api.md, "Filters") with its
+// errors shown beside it, paged, counted; a row opened to edit as JSON or delete; rows inserted from a
+// pasted JSON array; and, live, the feed's changes applied in place (live.ts) with the last of them
+// listed beside the table.
+import { html } from 'htm/preact';
+import { useEffect, useMemo, useState } from 'preact/hooks';
+import { matches } from '../query/evaluate.ts';
+import { readFilter } from '../query/filter.ts';
+import { type Api, ApiError, describe, type Row, type RowsQuery } from './api.ts';
+import { type Change, Feed, type FeedState } from './feed.ts';
+import { applyChange, type ShownRow } from './live.ts';
+import { Modal, Status } from './parts.ts';
+
+const PAGE_SIZE = 25;
+/** How many of the feed's last messages the panel lists. */
+const PANEL_SIZE = 50;
+
+interface Props {
+  api: Api;
+  collection: string;
+  /** After a change made here: the counts around the view are read again. */
+  onChanged: () => void;
+  onDeleted: () => void;
+}
+
+export function RowsView({ api, collection, onChanged, onDeleted }: Props) {
+  const [query, setQuery] = useState<RowsQuery>({ order: 'asc', limit: PAGE_SIZE, offset: 0 });
+  // The rows on screen and how many match in all, moved together by live changes.
+  const [view, setView] = useState<{ shown: ShownRow[]; total: number }>({ shown: [], total: 0 });
+  // The page's snapshot: live changes follow from its seq, and start again with every read.
+  const [page, setPage] = useState({ seq: 0, loads: 0 });
+  const [filterError, setFilterError] = useState('');
+  const [error, setError] = useState('');
+  const [live, setLive] = useState(false);
+  const [feedState, setFeedState] = useState<{ state: FeedState; reason?: string }>();
+  const [changes, setChanges] = useState<Change[]>([]);
+  const [dialog, setDialog] = useState<'insert' | 'delete-collection' | Row>();
+
+  const reload = async (next: RowsQuery = query) => {
+    try {
+      const read = await api.rows(collection, next);
+      setQuery(next);
+      setView({ shown: read.rows.map((row) => ({ row })), total: read.total });
+      setPage((before) => ({ seq: read.seq, loads: before.loads + 1 }));
+      setFilterError('');
+      setError('');
+    } catch (failure) {
+      const filterProblem = failure instanceof ApiError && failure.problem.errors?.some((item) => item.name === 'filter');
+      if (filterProblem) setFilterError(describe(failure));
+      else setError(describe(failure));
+    }
+  };
+  useEffect(() => {
+    reload();
+  }, []);
+
+  // The filter the page was read with, to tell whether a row that changed live still belongs on it.
+  const test = useMemo(() => {
+    if (!query.filter) return () => true;
+    const { filter } = readFilter(JSON.parse(query.filter));
+    return filter ? (row: Row) => matches(filter, row) : () => true;
+  }, [query.filter]);
+
+  // Live from the page's own snapshot (Rowbase-Seq): no change between the read and the feed is missed.
+  useEffect(() => {
+    if (!live) return;
+    const feed = new Feed(api, collection, page.seq, {
+      change(change) {
+        setView(({ shown, total }) => {
+          const after = applyChange(shown, change, test);
+          return { shown: after, total: total + after.length - shown.length };
+        });
+        setChanges((listed) => [change, ...listed].slice(0, PANEL_SIZE));
+      },
+      state(state, reason) {
+        setFeedState({ state, reason });
+      },
+    });
+    return () => feed.stop();
+  }, [live, page.loads]);
+
+  const { shown, total } = view;
+  const columns = useMemo(() => columnsOf(shown, query.select), [shown, query.select]);
+
+  const applyControls = (event: Event) => {
+    event.preventDefault();
+    const form = new FormData(event.target as HTMLFormElement);
+    const filter = String(form.get('filter') ?? '').trim();
+    const select = String(form.get('select') ?? '').replace(/\s+/g, '');
+    reload({ ...query, filter: filter || undefined, select: select || undefined, offset: 0 });
+  };
+
+  const sortBy = (field: string) => {
+    const order = query.orderBy === field && query.order === 'asc' ? 'desc' : 'asc';
+    reload({ ...query, orderBy: field, order, offset: 0 });
+  };
+
+  const afterChange = () => {
+    setDialog(undefined);
+    onChanged();
+    reload();
+  };
+
+  const first = shown.length === 0 ? 0 : query.offset + 1;
+  const last = query.offset + shown.length;
+
+  return html`
+    <section class="rows" aria-labelledby="collection-title">
+      <header class="rows-head">
+        <h2 id="collection-title">${collection}</h2>
+        <button type="button" onClick=${() => setDialog('insert')}>Insert rows</button>
+        <button type="button" class="danger" onClick=${() => setDialog('delete-collection')}>Delete collection</button>
+      </header>
+      <form class="controls" onSubmit=${applyControls}>
+        <div class="field">
+          <label for="filter">Filter</label>
+          <input id="filter" name="filter" defaultValue=${query.filter ?? ''} placeholder='{"done": false, "score": {"$gte": 3}}'
+            aria-describedby="filter-error" aria-invalid=${filterError ? 'true' : 'false'} spellcheck=${false} />
+          <p id="filter-error" class="error" role="alert">${filterError}</p>
+        </div>
+        <div class="field">
+          <label for="select">Fields</label>
+          <input id="select" name="select" defaultValue=${query.select ?? ''} placeholder="all; or text,done" spellcheck=${false} />
+        </div>
+        <button type="submit">Apply</button>
+        <label class="toggle"><input type="checkbox" checked=${live} onChange=${(event: Event) => setLive((event.target as HTMLInputElement).checked)} /> Live</label>
+        <span class="feed-state" role="status">${live && feedState ? feedLabel(feedState) : ''}</span>
+      </form>
+      <${Status} error=${error} />
+      <div class="table-and-panel">
+        <div class="table-scroll">
+          <table>
+            <caption>Rows ${first}–${last} of ${total}${query.filter ? ' matching the filter' : ''}</caption>
+            <thead>
+              <tr>
+                ${columns.map(
+                  (field) => html`
+                    <th scope="col" key=${field} aria-sort=${sortState(query, field)}>
+                      <button type="button" class="sort" onClick=${() => sortBy(field)}>${field}${sortMark(query, field)}</button>
+                    </th>
+                  `,
+                )}
+                <th scope="col"><span class="visually-hidden">Actions</span></th>
+              </tr>
+            </thead>
+            <tbody>
+              ${shown.map(
+                ({ row, fresh, seq }) => html`
+                  <tr key=${`${row.id}:${seq ?? ''}`} class=${fresh ?? ''} data-id=${row.id}>
+                    ${columns.map((field) => html`<td key=${field} class=${field in row ? '' : 'missing'}>${cell(row[field])}</td>`)}
+                    <td><button type="button" onClick=${() => setDialog(row)} aria-label=${`Open row ${row.id}`}>Open</button></td>
+                  </tr>
+                `,
+              )}
+            </tbody>
+          </table>
+        </div>
+        ${
+          live
+            ? html`
+              <aside aria-label="Live changes">
+                <h3>Live changes</h3>
+                <ol>
+                  ${changes.map((change) => html`<li key=${change.seq}><span class="seq">#${change.seq}</span> ${change.type} row ${change.row.id}</li>`)}
+                </ol>
+              </aside>
+            `
+            : null
+        }
+      </div>
+      <nav class="pager" aria-label="Pages">
+        <button type="button" disabled=${query.offset === 0} onClick=${() => reload({ ...query, offset: Math.max(0, query.offset - query.limit) })}>Previous</button>
+        <button type="button" disabled=${last >= total} onClick=${() => reload({ ...query, offset: query.offset + query.limit })}>Next</button>
+      </nav>
+      ${dialogFor(dialog, { api, collection, close: () => setDialog(undefined), afterChange, onDeleted })}
+    </section>
+  `;
+}
+
+interface DialogContext {
+  api: Api;
+  collection: string;
+  close: () => void;
+  afterChange: () => void;
+  onDeleted: () => void;
+}
+
+function dialogFor(dialog: 'insert' | 'delete-collection' | Row | undefined, context: DialogContext) {
+  if (dialog === undefined) return null;
+  if (dialog === 'insert') return html`<${InsertRows} ...${context} />`;
+  if (dialog === 'delete-collection') return html`<${DeleteCollection} ...${context} />`;
+  return html`<${RowEditor} key=${dialog.id} row=${dialog} ...${context} />`;
+}
+
+function InsertRows({ api, collection, close, afterChange }: DialogContext) {
+  const [error, setError] = useState('');
+  const submit = async (event: Event) => {
+    event.preventDefault();
+    const text = String(new FormData(event.target as HTMLFormElement).get('rows') ?? '');
+    let rows: unknown;
+    try {
+      rows = JSON.parse(text);
+    } catch (failure) {
+      return setError(`Not JSON: ${(failure as Error).message}`);
+    }
+    if (!Array.isArray(rows)) rows = [rows];
+    try {
+      await api.insertRows(collection, rows as object[]);
+      afterChange();
+    } catch (failure) {
+      setError(describe(failure));
+    }
+  };
+  return html`
+    <${Modal} title=${`Insert rows into ${collection}`} onClose=${close}>
+      <form method="dialog" onSubmit=${submit}>
+        <label for="insert-rows">Rows, as a JSON array of objects</label>
+        <textarea id="insert-rows" name="rows" rows="10" spellcheck=${false} placeholder='[{"text": "hello"}]'></textarea>
+        <${Status} error=${error} />
+        <div class="buttons">
+          <button type="submit">Insert</button>
+          <button type="button" onClick=${close}>Cancel</button>
+        </div>
+      </form>
+    <//>
+  `;
+}
+
+function DeleteCollection({ api, collection, close, onDeleted }: DialogContext) {
+  const [error, setError] = useState('');
+  const remove = async () => {
+    try {
+      await api.deleteCollection(collection);
+      onDeleted();
+    } catch (failure) {
+      setError(describe(failure));
+    }
+  };
+  return html`
+    <${Modal} title=${`Delete the collection ${collection}?`} onClose=${close}>
+      <p>Every row of <strong>${collection}</strong> is deleted with it, and its feed's subscribers are told. This cannot be undone.</p>
+      <${Status} error=${error} />
+      <div class="buttons">
+        <button type="button" class="danger" onClick=${remove}>${`Delete ${collection}`}</button>
+        <button type="button" onClick=${close} autofocus>Cancel</button>
+      </div>
+    <//>
+  `;
+}
+
+/**
+ * A row as JSON, to edit: Save sends the top-level fields that changed (PATCH replaces each field
+ * given whole). A field cannot be removed by PATCH: the editor says so rather than send a patch that
+ * would keep it.
+ */
+function RowEditor({ api, collection, row, close, afterChange }: DialogContext & { row: Row }) {
+  const [error, setError] = useState('');
+  const [confirming, setConfirming] = useState(false);
+  const save = async (event: Event) => {
+    event.preventDefault();
+    const text = String(new FormData(event.target as HTMLFormElement).get('row') ?? '');
+    const edited = parseEdit(text, row);
+    if (typeof edited === 'string') return setError(edited);
+    try {
+      await api.updateRow(collection, row.id, edited);
+      afterChange();
+    } catch (failure) {
+      setError(describe(failure));
+    }
+  };
+  const remove = async () => {
+    try {
+      await api.deleteRow(collection, row.id);
+      afterChange();
+    } catch (failure) {
+      setError(describe(failure));
+    }
+  };
+  return html`
+    <${Modal} title=${`Row ${row.id}`} onClose=${close}>
+      <form method="dialog" onSubmit=${save}>
+        <label for="row-json">The row as JSON</label>
+        <textarea id="row-json" name="row" rows="14" spellcheck=${false} defaultValue=${JSON.stringify(row, null, 2)}></textarea>
+        <${Status} error=${error} />
+        <div class="buttons">
+          <button type="submit">Save</button>
+          ${
+            confirming
+              ? html`<button type="button" class="danger" onClick=${remove}>${`Delete row ${row.id}`}</button>`
+              : html`<button type="button" onClick=${() => setConfirming(true)}>Delete…</button>`
+          }
+          <button type="button" onClick=${close}>Cancel</button>
+        </div>
+      </form>
+    <//>
+  `;
+}
+
+/** The fields of `text` that differ from `row`'s, or why it cannot be saved. */
+export function parseEdit(text: string, row: Row): Record<string, unknown> | string {
+  let edited: unknown;
+  try {
+    edited = JSON.parse(text);
+  } catch (failure) {
+    return `Not JSON: ${(failure as Error).message}`;
+  }
+  if (typeof edited !== 'object' || edited === null || Array.isArray(edited)) return 'A row is a JSON object.';
+  const fields = edited as Record<string, unknown>;
+  if (fields.id !== row.id) return 'The id cannot change.';
+  const removed = Object.keys(row).filter((field) => !(field in fields));
+  if (removed.length > 0) return `A field cannot be removed, only set (to null, say): ${removed.join(', ')}.`;
+  const changed = Object.entries(fields).filter(([field, value]) => field !== 'id' && JSON.stringify(value) !== JSON.stringify(row[field]));
+  if (changed.length === 0) return 'Nothing changed.';
+  return Object.fromEntries(changed);
+}
+
+/** The table's columns: `id`, then the selected fields, or every field the rows have, in the order first met. */
+function columnsOf(shown: ShownRow[], select: string | undefined): string[] {
+  if (select) return ['id', ...select.split(',').filter((field) => field !== 'id')];
+  const fields = new Set(['id']);
+  for (const { row } of shown) for (const field of Object.keys(row)) fields.add(field);
+  return [...fields];
+}
+
+function cell(value: unknown): string {
+  if (value === undefined) return '';
+  return typeof value === 'string' ? value : JSON.stringify(value);
+}
+
+function sortState(query: RowsQuery, field: string): string | undefined {
+  const by = query.orderBy ?? 'id';
+  if (by !== field) return undefined;
+  return query.order === 'asc' ? 'ascending' : 'descending';
+}
+
+function sortMark(query: RowsQuery, field: string): string {
+  const state = sortState(query, field);
+  return state === 'ascending' ? ' ▲' : state === 'descending' ? ' ▼' : '';
+}
+
+function feedLabel({ state, reason }: { state: FeedState; reason?: string }): string {
+  if (state === 'ended') return `Live view ended: ${reason}`;
+  return { connecting: 'Connecting…', live: 'Receiving changes', retrying: 'Reconnecting…' }[state];
+}

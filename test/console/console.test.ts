@@ -1,0 +1,360 @@
+// The web console (GET /console, src/console/) in a real headless Chromium, against the real server: a
+// person signs in with a key, makes a collection, inserts, filters, sorts, edits and deletes rows, and
+// watches another client's changes arrive live; by keyboard alone, too. Every response the page sees is
+// checked against openapi.yaml and every feed message against asyncapi.yaml (support/browser.ts), and
+// no test ends with a console error or a Content-Security-Policy violation on the page. Screenshots at
+// 1280×800 and 390×844 are written to tmp/console-screenshots/ for review.
+import { mkdir } from 'node:fs/promises';
+import { expect } from 'chai';
+import type { Browser, Page } from 'puppeteer-core';
+import { compileFilter } from '../../src/query/evaluate.ts';
+import { parseFilter } from '../../src/query/filter.ts';
+import { createDatabase } from '../support/backends.ts';
+import { chromiumMissing, launchBrowser, type WatchedPage, watchedPage } from '../support/browser.ts';
+import { Client } from '../support/client.ts';
+import { startTestServer, type TestServer } from '../support/server.ts';
+
+const screenshots = new URL('../../tmp/console-screenshots/', import.meta.url).pathname;
+
+type Row = { id: number; [field: string]: unknown };
+
+const notes = [
+  { text: 'buy milk', n: 3, done: false },
+  { text: 'call Ada', n: 7, done: true },
+  { text: 'write tests', n: 5, done: false, tags: ['work'] },
+  { text: 'fix bike', n: 1 },
+  { text: 'plan trip', n: 9, done: false },
+];
+
+describe('the web console, in Chromium', function () {
+  this.timeout(120_000);
+  let server: TestServer;
+  let browser: Browser;
+  let client: Client;
+  let watched: WatchedPage;
+  let page: Page;
+
+  before(async function () {
+    const missing = chromiumMissing();
+    if (missing) {
+      // CI installs Chromium (.ci/run): there, a missing browser is a failure, not a skip.
+      if (process.env.CI) throw new Error(missing);
+      this.skip();
+    }
+    await mkdir(screenshots, { recursive: true });
+    server = await startTestServer();
+    client = await server.client('console-person');
+    browser = await launchBrowser();
+  });
+
+  after(async () => {
+    await browser?.close();
+    await server?.stop();
+  });
+
+  beforeEach(async () => {
+    watched = await watchedPage(browser);
+    page = watched.page;
+  });
+
+  afterEach(async () => {
+    await watched.settled();
+    expect(watched.problems, 'console errors, CSP violations and contract breaks on the page').to.deep.equal([]);
+    await page.close();
+  });
+
+  /** The text of every cell of the table's column `field`, top to bottom. */
+  async function cells(field: string): Promise<string[]> {
+    const headers = await page.$$eval('thead th', (ths) => ths.map((th) => th.textContent?.replace(/[▲▼]/g, '').trim() ?? ''));
+    const index = headers.indexOf(field);
+    expect(index, `column ${field} among ${headers.join(', ')}`).to.be.at.least(0);
+    return page.$$eval('tbody tr', (rows, at) => rows.map((row) => row.children[at as number]?.textContent ?? ''), index);
+  }
+
+  const ids = async () => (await cells('id')).map(Number);
+
+  /** Waits until the table's ids are `expected`, in order. */
+  async function waitForIds(expected: number[]) {
+    await page.waitForFunction(
+      (want) => JSON.stringify([...document.querySelectorAll('tbody tr')].map((row) => Number(row.getAttribute('data-id')))) === want,
+      { timeout: 10_000 },
+      JSON.stringify(expected),
+    );
+  }
+
+  /** Signs in on `at`'s console with `key`; waits for the console unless the key is expected to be refused. */
+  async function signIn(key: string | undefined = client.key, { at = server, refused = false } = {}) {
+    await page.goto(`${at.url}/console`);
+    await page.type('#key', key as string);
+    await page.click('.sign-in-form button[type=submit]');
+    if (!refused) await page.waitForSelector('#new-collection');
+  }
+
+  async function openCollection(name: string) {
+    const button = await page.waitForSelector(`xpath/.//nav//li/button[span[1][text()="${name}"]]`);
+    await button?.click();
+    await page.waitForSelector(`xpath/.//h2[@id="collection-title"][text()="${name}"]`);
+  }
+
+  async function applyFilter(filter: string, select = '') {
+    await page.$eval(
+      '#filter',
+      (input, value) => {
+        (input as HTMLInputElement).value = value as string;
+      },
+      filter,
+    );
+    await page.$eval(
+      '#select',
+      (input, value) => {
+        (input as HTMLInputElement).value = value as string;
+      },
+      select,
+    );
+    await page.click('.controls button[type=submit]');
+  }
+
+  /** The rows of the collection that `filter` keeps, as the server's own rules say (src/query/evaluate.ts). */
+  async function expectedIds(collection: string, filter: object): Promise<number[]> {
+    const { body } = await client.get<Row[]>(`/v1/collections/${collection}/rows?limit=1000`);
+    const test = compileFilter(parseFilter(filter));
+    return body.filter((row) => test(row)).map((row) => row.id);
+  }
+
+  it('refuses a wrong key plainly, and signs in with a good one', async () => {
+    await signIn('rb_thisIsNotAKeyOfAnyoneAtAll00000', { refused: true });
+    const refusal = await page.waitForSelector('.sign-in-form .error:not(:empty)');
+    expect(await refusal?.evaluate((node) => node.textContent)).to.match(/^This key was refused: .*key/i);
+    // A refused key is the page's expected answer, not an error of the page: the browser logs its 401.
+    watched.problems.splice(0, watched.problems.length, ...watched.problems.filter((problem) => !/status of 401/.test(problem)));
+
+    await page.$eval('#key', (input) => {
+      (input as HTMLInputElement).value = '';
+    });
+    await page.type('#key', client.key as string);
+    await page.click('.sign-in-form button[type=submit]');
+    await page.waitForSelector('header.top');
+    expect(await page.evaluate(() => sessionStorage.getItem('rowbase.key'))).to.equal(client.key);
+  });
+
+  it('creates a collection, inserts rows, filters, selects and sorts them, edits and deletes one', async () => {
+    await signIn();
+    await page.type('#new-collection', 'notes');
+    await page.click('.create button[type=submit]');
+    await page.waitForSelector('xpath/.//h2[@id="collection-title"][text()="notes"]');
+
+    await page.click('xpath/.//button[text()="Insert rows"]');
+    await page.waitForSelector('dialog[open] #insert-rows');
+    await page.$eval(
+      '#insert-rows',
+      (area, text) => {
+        (area as HTMLTextAreaElement).value = text as string;
+      },
+      JSON.stringify(notes),
+    );
+    await page.click('dialog[open] button[type=submit]');
+    await waitForIds([1, 2, 3, 4, 5]);
+    expect(await page.$eval('caption', (caption) => caption.textContent)).to.equal('Rows 1–5 of 5');
+    expect(await cells('text')).to.deep.equal(notes.map((note) => note.text));
+    // A field a row lacks is an empty cell, not "null".
+    expect((await cells('tags'))[0]).to.equal('');
+    expect((await cells('tags'))[2]).to.equal('["work"]');
+
+    // A filter the language refuses is shown next to the box, with where it is wrong.
+    await applyFilter('{"n": {"$between": [1, 2]}}');
+    const refused = await page.waitForSelector('#filter-error:not(:empty)');
+    expect(await refused?.evaluate((node) => node.textContent)).to.include('/n/$between');
+    expect(await page.$eval('#filter', (input) => input.getAttribute('aria-invalid'))).to.equal('true');
+    watched.problems.splice(0, watched.problems.length, ...watched.problems.filter((problem) => !/status of 400/.test(problem)));
+
+    const filter = { $or: [{ n: { $gte: 5 } }, { done: { $exists: false } }] };
+    await applyFilter(JSON.stringify(filter));
+    await waitForIds(await expectedIds('notes', filter));
+    expect(await page.$eval('caption', (caption) => caption.textContent)).to.equal('Rows 1–4 of 4 matching the filter');
+
+    // Sorting by a column, ascending then descending, keeps the filter.
+    await page.click('xpath/.//th/button[starts-with(text(), "n")]');
+    await page.waitForSelector('th[aria-sort="ascending"]');
+    expect(await cells('n')).to.deep.equal(['1', '5', '7', '9']);
+    await page.click('xpath/.//th/button[starts-with(text(), "n")]');
+    await page.waitForSelector('th[aria-sort="descending"]');
+    expect(await cells('n')).to.deep.equal(['9', '7', '5', '1']);
+
+    await applyFilter('', 'text');
+    await page.waitForFunction(() => document.querySelectorAll('thead th').length === 3);
+    expect(await page.$$eval('thead th', (ths) => ths.map((th) => th.textContent?.replace(/[▲▼]/g, '').trim()))).to.deep.equal([
+      'id',
+      'text',
+      'Actions',
+    ]);
+    await applyFilter('', '');
+
+    // Edit row 2 as JSON: only the field that changed is sent.
+    await page.click('button[aria-label="Open row 2"]');
+    const editor = await page.waitForSelector('dialog[open] #row-json');
+    const shown = JSON.parse((await editor?.evaluate((area) => (area as HTMLTextAreaElement).value)) as string);
+    expect(shown).to.deep.equal({ id: 2, ...notes[1] });
+    await editor?.evaluate((area) => {
+      const row = JSON.parse((area as HTMLTextAreaElement).value);
+      (area as HTMLTextAreaElement).value = JSON.stringify({ ...row, text: 'called Ada' });
+    });
+    await page.click('dialog[open] button[type=submit]');
+    await page.waitForFunction(() => !document.querySelector('dialog[open]'));
+    expect((await client.get<Row>('/v1/collections/notes/rows/2')).body).to.deep.equal({ id: 2, ...notes[1], text: 'called Ada' });
+    await page.waitForFunction(() => document.querySelector('tbody tr[data-id="2"]')?.textContent?.includes('called Ada'));
+
+    // Removing a field is refused in the editor, before anything is sent.
+    await page.click('button[aria-label="Open row 3"]');
+    await page.waitForSelector('dialog[open] #row-json');
+    await page.$eval('#row-json', (area) => {
+      (area as HTMLTextAreaElement).value = JSON.stringify({ id: 3, text: 'write tests', n: 5, done: false });
+    });
+    await page.click('dialog[open] button[type=submit]');
+    const why = await page.waitForSelector('dialog[open] .error:not(:empty)');
+    expect(await why?.evaluate((node) => node.textContent))
+      .to.include('cannot be removed')
+      .and.include('tags');
+
+    // Delete row 3: a second, named button confirms.
+    await page.click('xpath/.//dialog[@open]//button[text()="Delete…"]');
+    await page.click('xpath/.//dialog[@open]//button[text()="Delete row 3"]');
+    // Still sorted by n, descending.
+    await waitForIds([5, 2, 1, 4]);
+    expect((await client.get('/v1/collections/notes/rows/3')).status).to.equal(404);
+
+    await page.screenshot({ path: `${screenshots}rows-1280x800.png` });
+    await page.setViewport({ width: 390, height: 844 });
+    await page.screenshot({ path: `${screenshots}rows-390x844.png`, fullPage: true });
+    // At 390 px the page fits its width: the table scrolls inside its own box.
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).to.be.at.most(390);
+  });
+
+  it('applies another client’s changes live under the filter, and lists them with their seq', async () => {
+    await client.post('/v1/collections', { name: 'live' });
+    await client.post('/v1/collections/live/rows', notes);
+    await signIn();
+    await openCollection('live');
+    const filter = { n: { $gte: 5 } };
+    await applyFilter(JSON.stringify(filter));
+    await waitForIds([2, 3, 5]);
+    await page.click('.toggle input');
+    await page.waitForFunction(() => document.querySelector('.feed-state')?.textContent === 'Receiving changes');
+
+    // A matching insert appears; one that does not match does not.
+    await client.post('/v1/collections/live/rows', [
+      { text: 'late', n: 8 },
+      { text: 'small', n: 2 },
+    ]);
+    await waitForIds([2, 3, 5, 6]);
+    // A change that takes a row out of the filter takes it off the table; one into it brings it.
+    await client.patch('/v1/collections/live/rows/3', { n: 4 });
+    await waitForIds([2, 5, 6]);
+    await client.patch('/v1/collections/live/rows/7', { n: 50 });
+    await waitForIds([2, 5, 6, 7]);
+    await client.delete('/v1/collections/live/rows/2');
+    await waitForIds([5, 6, 7]);
+    expect(await page.$eval('caption', (caption) => caption.textContent)).to.equal('Rows 1–3 of 3 matching the filter');
+    expect(await ids()).to.deep.equal(await expectedIds('live', filter));
+
+    // The panel lists every change, filtered or not, newest first, by seq.
+    const listed = await page.$$eval('aside li', (items) => items.map((item) => item.textContent));
+    expect(listed).to.deep.equal(['#10 delete row 2', '#9 update row 7', '#8 update row 3', '#7 insert row 7', '#6 insert row 6']);
+    expect(watched.feedMessages.map((text) => JSON.parse(text).type)).to.deep.equal([
+      'ready',
+      'insert',
+      'insert',
+      'update',
+      'update',
+      'delete',
+    ]);
+    await page.screenshot({ path: `${screenshots}live-1280x800.png` });
+  });
+
+  it('resumes the live view after the server restarts, missing no change made while it was down', async () => {
+    // A server of this test's own, stopped and started again on the same port and database.
+    const database = await createDatabase('sqlite');
+    const first = await startTestServer({}, { database });
+    const own = await first.client('restarting');
+    await own.post('/v1/collections', { name: 'resume' });
+    await own.post('/v1/collections/resume/rows', [{ n: 1 }]);
+    await signIn(own.key, { at: first });
+    await openCollection('resume');
+    await page.click('.toggle input');
+    await page.waitForFunction(() => document.querySelector('.feed-state')?.textContent === 'Receiving changes');
+
+    await first.close();
+    await page.waitForFunction(() => document.querySelector('.feed-state')?.textContent !== 'Receiving changes');
+    const port = Number(new URL(first.url).port);
+    const second = await startTestServer({ port }, { database });
+    try {
+      await new Client(second.url, own.key).post('/v1/collections/resume/rows', [{ n: 2 }, { n: 3 }]);
+      await waitForIds([1, 2, 3]);
+      await page.waitForFunction(() => document.querySelector('.feed-state')?.textContent === 'Receiving changes');
+      // Each change once: the feed resumed after the last seq it had shown.
+      expect(watched.feedMessages.filter((text) => JSON.parse(text).type === 'insert')).to.have.length(2);
+    } finally {
+      await second.stop();
+    }
+    // While the server was down the browser logged the reconnections it refused: what this test makes happen.
+    watched.problems.splice(0, watched.problems.length, ...watched.problems.filter((problem) => !/WebSocket connection/.test(problem)));
+  });
+
+  it('shows the plan’s usage, deletes a collection after a confirmation naming it, and signs out', async () => {
+    await client.post('/v1/collections', { name: 'doomed' });
+    await signIn();
+    const usage = await page.waitForSelector('.usage figcaption');
+    expect(await usage?.evaluate((node) => node.textContent)).to.match(/^test-unlimited: [\d,]+ \/ 1,000,000,000 this month, [\d,]+ left$/);
+    expect(await page.$eval('.usage svg', (svg) => svg.getAttribute('aria-label'))).to.match(/requests used this month/);
+
+    await openCollection('doomed');
+    await page.click('xpath/.//button[text()="Delete collection"]');
+    const dialog = await page.waitForSelector('dialog[open]');
+    expect(await dialog?.evaluate((node) => node.querySelector('h2')?.textContent)).to.equal('Delete the collection doomed?');
+    await page.click('xpath/.//dialog[@open]//button[text()="Delete doomed"]');
+    await page.waitForSelector('.empty');
+    expect((await client.get('/v1/collections/doomed')).status).to.equal(404);
+    await page.waitForFunction(() => ![...document.querySelectorAll('nav li')].some((item) => item.textContent?.includes('doomed')));
+
+    await page.click('xpath/.//button[text()="Sign out"]');
+    await page.waitForSelector('#key');
+    expect(await page.evaluate(() => sessionStorage.getItem('rowbase.key'))).to.equal(null);
+  });
+
+  it('works by keyboard alone, every control named for a screen reader', async () => {
+    await client.post('/v1/collections', { name: 'keys' });
+    await client.post('/v1/collections/keys/rows', [{ text: 'one' }]);
+    await page.goto(`${server.url}/console`);
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate(() => document.activeElement?.id)).to.equal('key');
+    await page.keyboard.type(client.key as string);
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('header.top');
+    // Tab to the collection, open it with Enter, then Tab on to the row's Open button and open it.
+    for (let presses = 0; presses < 20; presses += 1) {
+      await page.keyboard.press('Tab');
+      if (await page.evaluate(() => document.activeElement?.textContent?.startsWith('keys'))) break;
+    }
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('xpath/.//h2[@id="collection-title"][text()="keys"]');
+    for (let presses = 0; presses < 30; presses += 1) {
+      await page.keyboard.press('Tab');
+      if (await page.evaluate(() => document.activeElement?.getAttribute('aria-label') === 'Open row 1')) break;
+    }
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('dialog[open]');
+    expect(await page.evaluate(() => document.activeElement?.closest('dialog') !== null)).to.equal(true);
+    await page.keyboard.press('Escape');
+    await page.waitForFunction(() => !document.querySelector('dialog[open]'));
+
+    // Every button, box and link has a name in the accessibility tree.
+    const tree = await page.accessibility.snapshot({ interestingOnly: true });
+    const unnamed: string[] = [];
+    const walk = (node: { role: string; name?: string; children?: unknown[] } | null) => {
+      if (!node) return;
+      if (['button', 'textbox', 'checkbox', 'link', 'combobox'].includes(node.role) && !node.name?.trim()) unnamed.push(node.role);
+      for (const child of node.children ?? []) walk(child as typeof node);
+    };
+    walk(tree as never);
+    expect(unnamed).to.deep.equal([]);
+  });
+});

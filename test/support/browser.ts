@@ -1,0 +1,80 @@
+// A real headless Chromium (Debian's `chromium` package, driven by puppeteer-core) on a page of the
+// service, watched as the tests watch every other client: each HTTP response the page receives is
+// checked against openapi.yaml (contract.ts), each feed message against asyncapi.yaml (feed.ts), and
+// every console error, uncaught exception and Content-Security-Policy violation is kept, for a test to
+// expect none. `.ci/run` installs the package when it is missing.
+import { existsSync } from 'node:fs';
+import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import { checkResponse } from './contract.ts';
+import { messageProblem } from './feed.ts';
+
+/** Where the browser is: CHROMIUM_PATH, or Debian's. */
+export const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+
+export const chromiumMissing = (): string | undefined =>
+  existsSync(chromiumPath) ? undefined : `no Chromium at ${chromiumPath} (apt-get install -y chromium, or set CHROMIUM_PATH)`;
+
+export interface WatchedPage {
+  page: Page;
+  /** What went wrong on the page so far: console errors, exceptions, policy violations, contract breaks. */
+  problems: string[];
+  /** Every feed message the page received, as sent. */
+  feedMessages: string[];
+  /** Waits for the checks of the responses received so far. */
+  settled(): Promise<void>;
+}
+
+export async function launchBrowser(): Promise<Browser> {
+  // --no-sandbox: the tests run as root, where Chromium's sandbox refuses to start.
+  return puppeteer.launch({ executablePath: chromiumPath, headless: true, args: ['--no-sandbox', '--disable-gpu'] });
+}
+
+/** A new page of `browser` with every check above attached, at `width` × `height`. */
+export async function watchedPage(browser: Browser, width = 1280, height = 800): Promise<WatchedPage> {
+  const page = await browser.newPage();
+  await page.setViewport({ width, height });
+  const problems: string[] = [];
+  const feedMessages: string[] = [];
+  const checks: Promise<void>[] = [];
+
+  page.on('console', (message) => {
+    if (message.type() === 'error' || message.type() === 'warn') problems.push(`console ${message.type()}: ${message.text()}`);
+  });
+  page.on('pageerror', (error) => problems.push(`uncaught: ${(error as Error).message}`));
+  await page.evaluateOnNewDocument(() => {
+    document.addEventListener('securitypolicyviolation', (event) => {
+      console.error(`CSP violation: ${event.violatedDirective} ${event.blockedURI}`);
+    });
+  });
+  page.on('response', (response) => {
+    const url = new URL(response.url());
+    if (url.protocol === 'data:') return;
+    const method = response.request().method();
+    checks.push(
+      (async () => {
+        // A redirect or a HEAD has no body to read; every other answer is read whole.
+        const text = method === 'HEAD' || (response.status() >= 300 && response.status() < 400) ? '' : await response.text();
+        const headers = new Headers(Object.entries(response.headers()));
+        checkResponse({ method, path: url.pathname, status: response.status(), headers, text });
+      })().catch((error: Error) => {
+        problems.push(`${method} ${url.pathname}: ${error.message}`);
+      }),
+    );
+  });
+  const cdp = await page.createCDPSession();
+  await cdp.send('Network.enable');
+  cdp.on('Network.webSocketFrameReceived', ({ response }) => {
+    feedMessages.push(response.payloadData);
+    const problem = messageProblem(response.payloadData);
+    if (problem) problems.push(`feed message: ${problem}`);
+  });
+
+  return {
+    page,
+    problems,
+    feedMessages,
+    async settled() {
+      await Promise.all(checks);
+    },
+  };
+}
