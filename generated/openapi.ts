@@ -136,6 +136,9 @@ export interface paths {
          *     `Rowbase-Total-Count`, how many rows match the filter, counted in the snapshot the page was
          *     read from. A filtered page sorts the matching rows whole: on a large collection, a filter that
          *     matches many rows costs about a whole sort of them.
+         *
+         *     To edit a list of rows safely, read it from `GET …/versioned-rows` (`listVersionedRows`), which
+         *     answers each row with its `ETag`.
          */
         get: operations["listRows"];
         put?: never;
@@ -150,6 +153,10 @@ export interface paths {
          *     naming the body (`{"in": "body", "name": ""}`), and nothing of it is stored. The schema has no
          *     `maxItems` because the bound is the server's setting: 1000 there would be wrong for a server
          *     configured higher, and clients generated from this document would refuse batches it accepts.
+         *
+         *     A batch of one row answers that row's `ETag` (its version, as `GET` of the row answers it). A
+         *     larger batch answers none (one `ETag` names one representation); read the versions of its rows
+         *     from `GET …/versioned-rows`, or of each row with `GET` of it.
          */
         post: operations["insertRows"];
         delete?: never;
@@ -185,21 +192,29 @@ export interface paths {
         };
         /**
          * Read one row.
-         * @description The row with its `id` and every field. A row id that is not a positive integer is a 400; an absent row a 404.
+         * @description The row with its `id` and every field, and its version as `ETag`. A row id that is not a positive
+         *     integer is a 400; an absent row a 404.
+         *
+         *     With `If-None-Match` naming the row's `ETag` (or `*`), the answer is `304 Not Modified`, with the
+         *     `ETag` and no body: the client's copy is current (RFC 9110 §13.1.2; weak comparison, so
+         *     `W/"3.7"` matches too). An absent row is `404` whatever `If-None-Match` says.
          */
         get: operations["getRow"];
         put?: never;
         post?: never;
         /**
          * Delete a row.
-         * @description Emits one `delete` event carrying the row as it was.
+         * @description Emits one `delete` event carrying the row as it was. With `If-Match`, the row is deleted only if
+         *     its version is one of those named (or, for `*`, if it exists): otherwise `412
+         *     precondition_failed`, and nothing is deleted, no event sent; checked in the transaction that
+         *     deletes. An absent row is `404` whatever `If-Match` says.
          */
         delete: operations["deleteRow"];
         options?: never;
         /**
          * `GET /v1/collections/{collection_name}/rows/{row_id}` without the body.
          * @description The status and headers `GET /v1/collections/{collection_name}/rows/{row_id}` answers, without the body (RFC 9110 §9.3.2): counted
-         *     toward the plan, as GET is.
+         *     toward the plan, as GET is; `If-None-Match` as GET reads it.
          */
         head: operations["headRow"];
         /**
@@ -208,8 +223,52 @@ export interface paths {
          *     `null` stores `null`. Fields not given keep their values. Emits one `update` event.
          *     This is not a JSON Merge Patch (RFC 7396, where `null` removes a field and nested objects merge):
          *     `Content-Type: application/merge-patch+json` is `415`.
+         *
+         *     With `If-Match`, the row is patched only if its version is one of those named (or, for `*`, if
+         *     it exists): otherwise `412 precondition_failed`, and nothing is written, no event sent. The
+         *     check and the write are one transaction: no other write comes between them, so of two clients
+         *     that read the same version and patch it, one gets `200` and the other `412`. An absent row is
+         *     `404` whatever `If-Match` says (RFC 9110 §13.2.1).
          */
         patch: operations["updateRow"];
+        trace?: never;
+    };
+    "/v1/collections/{collection_name}/versioned-rows": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
+                 * @example notes
+                 */
+                collection_name: components["parameters"]["CollectionNamePath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List rows with their versions, one page at a time.
+         * @description The page `GET …/rows` answers for the same query (order, filter, `select`, count, `Rowbase-Seq`),
+         *     each row with its version: `{"etag": …, "row": …}` (`VersionedRow`), `etag` the row's `ETag` as
+         *     `GET` of the row answers it, read in the same snapshot as the row. Send it back as `If-Match` to
+         *     patch or delete the row only if it has not changed since. (A field added to each row would be
+         *     one of the client's: the rows' fields are theirs, so the versions sit beside the rows.) The page
+         *     sorts the collection whole, as a filtered page does.
+         */
+        get: operations["listVersionedRows"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        /**
+         * `GET /v1/collections/{collection_name}/versioned-rows` without the body.
+         * @description The status and headers `GET /v1/collections/{collection_name}/versioned-rows` answers, without the body (RFC 9110 §9.3.2): counted
+         *     toward the plan, as GET is, and with the same query.
+         */
+        head: operations["headVersionedRows"];
+        patch?: never;
         trace?: never;
     };
     "/v1/keys": {
@@ -556,6 +615,15 @@ export interface components {
          * @enum {string}
          */
         PlanPeriod: "hour" | "day" | "month";
+        /**
+         * @description The codes of a `PreconditionFailedProblem`.
+         * @enum {string}
+         */
+        PreconditionFailedCode: "precondition_failed";
+        /** @description A `412`: the row's version is none of `If-Match`. */
+        PreconditionFailedProblem: {
+            code?: components["schemas"]["PreconditionFailedCode"];
+        } & components["schemas"]["Problem"];
         /** @description An RFC 9457 problem details object. */
         Problem: {
             code: components["schemas"]["ProblemCode"];
@@ -588,10 +656,11 @@ export interface components {
          *     `expectation_failed` (417) is answered, on any path, to an `Expect` other than `100-continue`. `too_many_connections` (429)
          *     is answered only by the real-time feed, to an account holding as many sockets as it may.
          *     `forbidden` (403) is answered to a request its key's scope does not allow, or that would reach
-         *     past the key's own limits (a collection, a key).
+         *     past the key's own limits (a collection, a key). `precondition_failed` (412) is answered to a
+         *     `PATCH` or `DELETE` of a row whose version is none of its `If-Match`.
          * @enum {string}
          */
-        ProblemCode: "validation_failed" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "request_timeout" | "gone" | "payload_too_large" | "unsupported_media_type" | "expectation_failed" | "headers_too_large" | "quota_exceeded" | "rate_limited" | "too_many_connections" | "internal" | "unavailable";
+        ProblemCode: "validation_failed" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "request_timeout" | "gone" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "expectation_failed" | "headers_too_large" | "quota_exceeded" | "rate_limited" | "too_many_connections" | "internal" | "unavailable";
         /**
          * @description A stored row, with its `id` and the client's fields.
          * @example {
@@ -729,6 +798,15 @@ export interface components {
         ValidationProblem: {
             code?: components["schemas"]["ValidationFailedCode"];
         } & components["schemas"]["Problem"];
+        /** @description A row with its version, as `listVersionedRows` answers it. */
+        VersionedRow: {
+            /**
+             * @description The row's `ETag` (see the header), as `GET` of the row answers it.
+             * @example "3.7"
+             */
+            etag: string;
+            row: components["schemas"]["Row"];
+        };
     };
     responses: {
         /** @description `validation_failed`: malformed JSON, wrong types, unknown or missing fields, bad query values. */
@@ -902,6 +980,17 @@ export interface components {
             };
             content?: never;
         };
+        /** @description What GET answers with 200, without the body. */
+        HeadOkRow: {
+            headers: {
+                ETag: components["headers"]["RequiredETag"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
         /**
          * @description The status and headers of the problem GET answers (`400`, `401`, `404`, `429`, `503`, …), without
          *     the body.
@@ -978,6 +1067,17 @@ export interface components {
                 "application/problem+json": components["schemas"]["NotFoundProblem"];
             };
         };
+        /** @description The row's version is one of those `If-None-Match` names (RFC 9110 §15.4.5): its `ETag`, and no body. */
+        NotModified: {
+            headers: {
+                ETag: components["headers"]["RequiredETag"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
         /** @description `payload_too_large`: the body is over 1 MiB, or the row it writes would weigh more than 15 MiB (the JSON text of its fields). */
         PayloadTooLarge: {
             headers: {
@@ -997,6 +1097,27 @@ export interface components {
                  *     }
                  */
                 "application/problem+json": components["schemas"]["PayloadTooLargeProblem"];
+            };
+        };
+        /** @description `precondition_failed`: the row has changed since the client read it: its version is none of `If-Match`. Nothing was written. Read it again (its `ETag` with it), and decide. */
+        PreconditionFailed: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "urn:rowbase:problem:precondition_failed",
+                 *       "title": "Precondition failed",
+                 *       "status": 412,
+                 *       "detail": "Row 1 of collection notes has changed: its ETag matches none of If-Match.",
+                 *       "code": "precondition_failed"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["PreconditionFailedProblem"];
             };
         };
         /**
@@ -1153,6 +1274,20 @@ export interface components {
          */
         FilterParameter: string;
         /**
+         * @description The write happens only if the row's version is one of these (RFC 9110 §13.1.1): `*`, or one or
+         *     more `ETag`s, comma-separated (the header may also be sent more than once). Compared strongly: a
+         *     weak tag (`W/"…"`) never matches. Else `412 precondition_failed`, with nothing written. A value
+         *     that is neither `*` nor a list of entity-tags in double quotes is `400 validation_failed`, its
+         *     error naming the header.
+         */
+        IfMatch: string;
+        /**
+         * @description `304 Not Modified` when the row's version is one of these (RFC 9110 §13.1.2; weak comparison:
+         *     `W/"3.7"` matches `"3.7"`), or for `*` whenever the row exists. Malformed: `400`, as `If-Match`.
+         * @example "3.7"
+         */
+        IfNoneMatch: string;
+        /**
          * @description The most rows to return.
          * @example 50
          */
@@ -1187,6 +1322,16 @@ export interface components {
     requestBodies: never;
     headers: {
         /**
+         * @description The row's version, as a strong entity tag (RFC 9110 §8.8.3): opaque, to compare whole and send
+         *     back as `If-Match` or `If-None-Match`. Every write of the row (an insert, each patch, even one
+         *     that sets a field to the value it had) gives it a new one, which no other version of any row
+         *     of the collection has had, nor any row of a collection made again under the same name. (It is
+         *     today the collection's internal id and the `seq` of the row's latest change, as the feed
+         *     numbers its events; do not rely on that form.) Answered by `POST` of one row only.
+         * @example "3.7"
+         */
+        ETag: string;
+        /**
          * @description The plan's quota of requests for the current period.
          * @example 10000
          */
@@ -1201,6 +1346,16 @@ export interface components {
          * @example 86400
          */
         "RateLimit-Reset": number;
+        /**
+         * @description The row's version, as a strong entity tag (RFC 9110 §8.8.3): opaque, to compare whole and send
+         *     back as `If-Match` or `If-None-Match`. Every write of the row (an insert, each patch, even one
+         *     that sets a field to the value it had) gives it a new one, which no other version of any row
+         *     of the collection has had, nor any row of a collection made again under the same name. (It is
+         *     today the collection's internal id and the `seq` of the row's latest change, as the feed
+         *     numbers its events; do not rely on that form.) Answered by `POST` of one row only.
+         * @example "3.7"
+         */
+        RequiredETag: string;
         /**
          * @description Seconds to wait before the request can succeed (RFC 9110, section 10.2.3).
          * @example 1
@@ -1600,6 +1755,7 @@ export interface operations {
             /** @description Every row was stored; here they are with their ids, in request order. */
             201: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
@@ -1701,7 +1857,14 @@ export interface operations {
     getRow: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description `304 Not Modified` when the row's version is one of these (RFC 9110 §13.1.2; weak comparison:
+                 *     `W/"3.7"` matches `"3.7"`), or for `*` whenever the row exists. Malformed: `400`, as `If-Match`.
+                 * @example "3.7"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path: {
                 /**
                  * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
@@ -1723,6 +1886,7 @@ export interface operations {
             /** @description The row. */
             200: {
                 headers: {
+                    ETag: components["headers"]["RequiredETag"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
@@ -1738,6 +1902,7 @@ export interface operations {
                     "application/json": components["schemas"]["Row"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
@@ -1748,7 +1913,16 @@ export interface operations {
     deleteRow: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description The write happens only if the row's version is one of these (RFC 9110 §13.1.1): `*`, or one or
+                 *     more `ETag`s, comma-separated (the header may also be sent more than once). Compared strongly: a
+                 *     weak tag (`W/"…"`) never matches. Else `412 precondition_failed`, with nothing written. A value
+                 *     that is neither `*` nor a list of entity-tags in double quotes is `400 validation_failed`, its
+                 *     error naming the header.
+                 */
+                "If-Match"?: components["parameters"]["IfMatch"];
+            };
             path: {
                 /**
                  * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
@@ -1781,6 +1955,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            412: components["responses"]["PreconditionFailed"];
             429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Error"];
         };
@@ -1788,7 +1963,14 @@ export interface operations {
     headRow: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description `304 Not Modified` when the row's version is one of these (RFC 9110 §13.1.2; weak comparison:
+                 *     `W/"3.7"` matches `"3.7"`), or for `*` whenever the row exists. Malformed: `400`, as `If-Match`.
+                 * @example "3.7"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
             path: {
                 /**
                  * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
@@ -1807,14 +1989,24 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            200: components["responses"]["HeadOkMetered"];
+            200: components["responses"]["HeadOkRow"];
+            304: components["responses"]["NotModified"];
             default: components["responses"]["HeadProblem"];
         };
     };
     updateRow: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description The write happens only if the row's version is one of these (RFC 9110 §13.1.1): `*`, or one or
+                 *     more `ETag`s, comma-separated (the header may also be sent more than once). Compared strongly: a
+                 *     weak tag (`W/"…"`) never matches. Else `412 precondition_failed`, with nothing written. A value
+                 *     that is neither `*` nor a list of entity-tags in double quotes is `400 validation_failed`, its
+                 *     error naming the header.
+                 */
+                "If-Match"?: components["parameters"]["IfMatch"];
+            };
             path: {
                 /**
                  * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
@@ -1842,9 +2034,10 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The whole row after the change. */
+            /** @description The whole row after the change, and its new version as `ETag`. */
             200: {
                 headers: {
+                    ETag: components["headers"]["RequiredETag"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
@@ -1864,10 +2057,174 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            412: components["responses"]["PreconditionFailed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Error"];
+        };
+    };
+    listVersionedRows: {
+        parameters: {
+            query?: {
+                /**
+                 * @description `exact` adds `Rowbase-Total-Count`: how many rows match the filter.
+                 * @example exact
+                 */
+                count?: components["parameters"]["CountParameter"];
+                /**
+                 * @description The rows to keep: a filter of the filter language (docs/api.md, "Filters") as JSON text,
+                 *     URL-encoded; at most 4 KiB, 8 levels deep and 32 conditions. Each member of a filter object
+                 *     names a field (a top-level name, or a dotted path into nested objects, `.` and `\` in a name
+                 *     escaped with `\`; `id` is the row's id) with a value it must equal, or an object of operators:
+                 *     `$eq`, `$ne`, `$gt`, `$gte`, `$lt`, `$lte`, `$in`, `$nin`, `$exists`, `$prefix`, `$contains`;
+                 *     `$and` and `$or` take arrays of filters, `$not` a filter. A filter that does not parse is `400
+                 *     validation_failed`, its error naming `filter` and pointing into it (`pointer`, RFC 6901).
+                 * @example {"status":"open","score":{"$gte":10}}
+                 */
+                filter?: components["parameters"]["FilterParameter"];
+                /**
+                 * @description The most rows to return.
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description How many rows of the ordered result to skip before the first returned.
+                 * @example 0
+                 */
+                offset?: components["parameters"]["Offset"];
+                /**
+                 * @description The direction.
+                 * @example desc
+                 */
+                order?: components["parameters"]["Order"];
+                /**
+                 * @description The top-level field to order by; `id` is the row's own id.
+                 * @example id
+                 */
+                order_by?: components["parameters"]["OrderBy"];
+                /**
+                 * @description The top-level fields to answer of each row, comma-separated (`id` is always answered); a row
+                 *     without a field is answered without it. A field whose name holds a comma cannot be selected.
+                 * @example title,status
+                 */
+                select?: components["parameters"]["SelectParameter"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
+                 * @example notes
+                 */
+                collection_name: components["parameters"]["CollectionNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of rows, each with its version. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Rowbase-Seq": components["headers"]["Rowbase-Seq"];
+                    "Rowbase-Total-Count": components["headers"]["Rowbase-Total-Count"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "etag": "\"3.7\"",
+                     *         "row": {
+                     *           "id": 2,
+                     *           "text": "world"
+                     *         }
+                     *       },
+                     *       {
+                     *         "etag": "\"3.1\"",
+                     *         "row": {
+                     *           "id": 1,
+                     *           "text": "hello"
+                     *         }
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["VersionedRow"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Error"];
+        };
+    };
+    headVersionedRows: {
+        parameters: {
+            query?: {
+                /**
+                 * @description `exact` adds `Rowbase-Total-Count`: how many rows match the filter.
+                 * @example exact
+                 */
+                count?: components["parameters"]["CountParameter"];
+                /**
+                 * @description The rows to keep: a filter of the filter language (docs/api.md, "Filters") as JSON text,
+                 *     URL-encoded; at most 4 KiB, 8 levels deep and 32 conditions. Each member of a filter object
+                 *     names a field (a top-level name, or a dotted path into nested objects, `.` and `\` in a name
+                 *     escaped with `\`; `id` is the row's id) with a value it must equal, or an object of operators:
+                 *     `$eq`, `$ne`, `$gt`, `$gte`, `$lt`, `$lte`, `$in`, `$nin`, `$exists`, `$prefix`, `$contains`;
+                 *     `$and` and `$or` take arrays of filters, `$not` a filter. A filter that does not parse is `400
+                 *     validation_failed`, its error naming `filter` and pointing into it (`pointer`, RFC 6901).
+                 * @example {"status":"open","score":{"$gte":10}}
+                 */
+                filter?: components["parameters"]["FilterParameter"];
+                /**
+                 * @description The most rows to return.
+                 * @example 50
+                 */
+                limit?: components["parameters"]["Limit"];
+                /**
+                 * @description How many rows of the ordered result to skip before the first returned.
+                 * @example 0
+                 */
+                offset?: components["parameters"]["Offset"];
+                /**
+                 * @description The direction.
+                 * @example desc
+                 */
+                order?: components["parameters"]["Order"];
+                /**
+                 * @description The top-level field to order by; `id` is the row's own id.
+                 * @example id
+                 */
+                order_by?: components["parameters"]["OrderBy"];
+                /**
+                 * @description The top-level fields to answer of each row, comma-separated (`id` is always answered); a row
+                 *     without a field is answered without it. A field whose name holds a comma cannot be selected.
+                 * @example title,status
+                 */
+                select?: components["parameters"]["SelectParameter"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
+                 * @example notes
+                 */
+                collection_name: components["parameters"]["CollectionNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOkPage"];
+            default: components["responses"]["HeadProblem"];
         };
     };
     listKeys: {

@@ -15,6 +15,7 @@ const kinds: Record<ProblemCode, { status: number; title: string }> = {
   conflict: { status: 409, title: 'Conflict' },
   request_timeout: { status: 408, title: 'Request timeout' },
   gone: { status: 410, title: 'Gone' },
+  precondition_failed: { status: 412, title: 'Precondition failed' },
   payload_too_large: { status: 413, title: 'Payload too large' },
   unsupported_media_type: { status: 415, title: 'Unsupported media type' },
   expectation_failed: { status: 417, title: 'Expectation failed' },

@@ -21,7 +21,7 @@ insert into events (collection_id, seq, type, row_id, row, at) values (?, ?, ?, 
 select id, row_count, sorted from collections where account_id = ? and name = ?;
 
 -- deleteRowSql
-delete from rows where collection_id = ? and id = ? returning data;
+delete from rows where collection_id = ? and id = ? returning data, version;
 
 -- deleteSortKeysSql
 delete from sort_keys where collection_id = ? and row_id = ?;
@@ -152,16 +152,19 @@ select seq, at from events where collection_id = ? order by seq limit ?;
 delete from events where collection_id = ? and seq <= ?;
 
 -- getRowSql
-select data from rows
+select data, collection_id, version from rows
 where collection_id = (select id from collections where account_id = ? and name = ?) and id = ?;
 
 -- advanceReadingRowSql
-update collections set last_row_id = last_row_id + ?, last_seq = last_seq + ?, row_count = row_count + ?
-where account_id = ? and name = ?
-returning id, last_row_id, last_seq, sorted, (select data from rows where collection_id = collections.id and id = ? for update) as current;
+with counters as (update collections
+  set last_row_id = last_row_id + ?, last_seq = last_seq + ?, row_count = row_count + ?
+  where account_id = ? and name = ?
+  returning id, last_row_id, last_seq, sorted)
+select c.*, r.data as current, r.version
+  from counters c left join lateral (select data, version from rows where collection_id = c.id and id = ? for update) r on true;
 
 -- updateRowSql
-update rows set data = ? where collection_id = ? and id = ?;
+update rows set data = ?, version = ? where collection_id = ? and id = ?;
 
 -- notifySql
 select pg_notify(?, ?);
@@ -266,7 +269,7 @@ with counters as (
   select c.id as collection_id, c.before_id + t.ord as id, c.before_seq + t.ord as seq, t.data, c.at
     from counters c, unnest(string_to_array($4::text, chr(10))) with ordinality as t(data, ord)
 ), stored as (
-  insert into rows (collection_id, id, data) select collection_id, id, data from batch
+  insert into rows (collection_id, id, data, version) select collection_id, id, data, seq from batch
 ), logged as (
   insert into events (collection_id, seq, type, row_id, row, at)
     select collection_id, seq, 'insert', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, at
@@ -283,7 +286,7 @@ with counters as (
         lateral (select b.collection_id, b.id, regexp_replace(replace(replace(replace(replace(b.data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
   chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> f.field as j from batch b offset 0) k
 )
-select id, before_id + 1 as first_id, pg_notify($5, $6 || ' ' || id) from counters;
+select id, before_id + 1 as first_id, before_seq + 1 as first_seq, pg_notify($5, $6 || ' ' || id) from counters;
 
 -- keysSql
 insert into sort_keys (collection_id, slot, row_id, rank, num, str)

@@ -21,7 +21,7 @@ insert into events (collection_id, seq, type, row_id, row, at) values (?, ?, ?, 
 select id, row_count, sorted from collections where account_id = ? and name = ?;
 
 -- deleteRowSql
-delete from rows where collection_id = ? and id = ? returning data;
+delete from rows where collection_id = ? and id = ? returning data, version;
 
 -- deleteSortKeysSql
 delete from sort_keys where collection_id = ? and row_id = ?;
@@ -152,12 +152,12 @@ select seq, at from events where collection_id = ? order by seq limit ?;
 delete from events where collection_id = ? and seq <= ?;
 
 -- rowsSql
-select j.key as i, r.data from json_each(?) j
+select j.key as i, r.data, c.id as collection_id, r.version from json_each(?) j
 cross join collections c on c.account_id = j.value ->> 0 and c.name = j.value ->> 1
 cross join rows r on r.collection_id = c.id and r.id = j.value ->> 2;
 
 -- patchedRowSql
-select r.data from rows r join collections c on c.id = r.collection_id
+select r.data, c.id as collection_id, r.version from rows r join collections c on c.id = r.collection_id
 where c.account_id = ? and c.name = ? and r.id = ?;
 
 -- orderedPage(by id, asc)
@@ -240,194 +240,229 @@ cross join rows r on r.collection_id = ? and r.id = k.row_id;
 
 -- insertSql
 insert into row_inserts values ((select id from collections where account_id = ?1 and name = ?2), ?3, ?4, ?5)
-returning collection_id as id, (select last_row_id from collections where id = row_inserts.collection_id) as last_row_id;
+returning collection_id as id, (select last_row_id from collections where id = row_inserts.collection_id) as last_row_id,
+  (select last_seq from collections where id = row_inserts.collection_id) as last_seq;
 
 -- patchSql(0 fields, a patch alone)
 insert into row_patches_0
   values ((select id from collections where account_id = ?1 and name = ?2), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
-returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_0.rid) as data;
+returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_0.rid) as data,
+  (select r.version from rows r where r.rowid = row_patches_0.rid) as version;
 
 -- patchSql(0 fields, a group)
 insert into row_patches_0
   select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2) as id) c, json_each(?3) p
-returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_0.rid) as data;
+returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_0.rid) as data,
+  (select r.version from rows r where r.rowid = row_patches_0.rid) as version;
 
 -- patchSql(1 fields, a patch alone)
 insert into row_patches_1
   values ((select id from collections where account_id = ?1 and name = ?2), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
-returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_1.rid) as data;
+returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_1.rid) as data,
+  (select r.version from rows r where r.rowid = row_patches_1.rid) as version;
 
 -- patchSql(1 fields, a group)
 insert into row_patches_1
   select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2) as id) c, json_each(?3) p
-returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_1.rid) as data;
+returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_1.rid) as data,
+  (select r.version from rows r where r.rowid = row_patches_1.rid) as version;
 
 -- patchSql(2 fields, a patch alone)
 insert into row_patches_2
   values ((select id from collections where account_id = ?1 and name = ?2), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
-returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_2.rid) as data;
+returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_2.rid) as data,
+  (select r.version from rows r where r.rowid = row_patches_2.rid) as version;
 
 -- patchSql(2 fields, a group)
 insert into row_patches_2
   select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2) as id) c, json_each(?3) p
-returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_2.rid) as data;
+returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_2.rid) as data,
+  (select r.version from rows r where r.rowid = row_patches_2.rid) as version;
 
 -- patchSql(3 fields, a patch alone)
 insert into row_patches_3
   values ((select id from collections where account_id = ?1 and name = ?2), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
-returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_3.rid) as data;
+returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_3.rid) as data,
+  (select r.version from rows r where r.rowid = row_patches_3.rid) as version;
 
 -- patchSql(3 fields, a group)
 insert into row_patches_3
   select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2) as id) c, json_each(?3) p
-returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_3.rid) as data;
+returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_3.rid) as data,
+  (select r.version from rows r where r.rowid = row_patches_3.rid) as version;
 
 -- patchSql(4 fields, a patch alone)
 insert into row_patches_4
   values ((select id from collections where account_id = ?1 and name = ?2), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
-returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_4.rid) as data;
+returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_4.rid) as data,
+  (select r.version from rows r where r.rowid = row_patches_4.rid) as version;
 
 -- patchSql(4 fields, a group)
 insert into row_patches_4
   select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2) as id) c, json_each(?3) p
-returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_4.rid) as data;
+returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_4.rid) as data,
+  (select r.version from rows r where r.rowid = row_patches_4.rid) as version;
 
 -- patchSql(5 fields, a patch alone)
 insert into row_patches_5
   values ((select id from collections where account_id = ?1 and name = ?2), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
-returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_5.rid) as data;
+returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_5.rid) as data,
+  (select r.version from rows r where r.rowid = row_patches_5.rid) as version;
 
 -- patchSql(5 fields, a group)
 insert into row_patches_5
   select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2) as id) c, json_each(?3) p
-returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_5.rid) as data;
+returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_5.rid) as data,
+  (select r.version from rows r where r.rowid = row_patches_5.rid) as version;
 
 -- patchSql(6 fields, a patch alone)
 insert into row_patches_6
   values ((select id from collections where account_id = ?1 and name = ?2), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
-returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_6.rid) as data;
+returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_6.rid) as data,
+  (select r.version from rows r where r.rowid = row_patches_6.rid) as version;
 
 -- patchSql(6 fields, a group)
 insert into row_patches_6
   select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2) as id) c, json_each(?3) p
-returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_6.rid) as data;
+returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_6.rid) as data,
+  (select r.version from rows r where r.rowid = row_patches_6.rid) as version;
 
 -- patchSql(7 fields, a patch alone)
 insert into row_patches_7
   values ((select id from collections where account_id = ?1 and name = ?2), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
-returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_7.rid) as data;
+returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_7.rid) as data,
+  (select r.version from rows r where r.rowid = row_patches_7.rid) as version;
 
 -- patchSql(7 fields, a group)
 insert into row_patches_7
   select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2) as id) c, json_each(?3) p
-returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_7.rid) as data;
+returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_7.rid) as data,
+  (select r.version from rows r where r.rowid = row_patches_7.rid) as version;
 
 -- patchSql(8 fields, a patch alone)
 insert into row_patches_8
   values ((select id from collections where account_id = ?1 and name = ?2), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
-returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_8.rid) as data;
+returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_8.rid) as data,
+  (select r.version from rows r where r.rowid = row_patches_8.rid) as version;
 
 -- patchSql(8 fields, a group)
 insert into row_patches_8
   select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2) as id) c, json_each(?3) p
-returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_8.rid) as data;
+returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_8.rid) as data,
+  (select r.version from rows r where r.rowid = row_patches_8.rid) as version;
 
 -- patchSql(9 fields, a patch alone)
 insert into row_patches_9
   values ((select id from collections where account_id = ?1 and name = ?2), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
-returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_9.rid) as data;
+returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_9.rid) as data,
+  (select r.version from rows r where r.rowid = row_patches_9.rid) as version;
 
 -- patchSql(9 fields, a group)
 insert into row_patches_9
   select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2) as id) c, json_each(?3) p
-returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_9.rid) as data;
+returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_9.rid) as data,
+  (select r.version from rows r where r.rowid = row_patches_9.rid) as version;
 
 -- patchSql(10 fields, a patch alone)
 insert into row_patches_10
   values ((select id from collections where account_id = ?1 and name = ?2), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
-returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_10.rid) as data;
+returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_10.rid) as data,
+  (select r.version from rows r where r.rowid = row_patches_10.rid) as version;
 
 -- patchSql(10 fields, a group)
 insert into row_patches_10
   select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2) as id) c, json_each(?3) p
-returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_10.rid) as data;
+returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_10.rid) as data,
+  (select r.version from rows r where r.rowid = row_patches_10.rid) as version;
 
 -- patchSql(11 fields, a patch alone)
 insert into row_patches_11
   values ((select id from collections where account_id = ?1 and name = ?2), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
-returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_11.rid) as data;
+returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_11.rid) as data,
+  (select r.version from rows r where r.rowid = row_patches_11.rid) as version;
 
 -- patchSql(11 fields, a group)
 insert into row_patches_11
   select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2) as id) c, json_each(?3) p
-returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_11.rid) as data;
+returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_11.rid) as data,
+  (select r.version from rows r where r.rowid = row_patches_11.rid) as version;
 
 -- patchSql(12 fields, a patch alone)
 insert into row_patches_12
   values ((select id from collections where account_id = ?1 and name = ?2), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
-returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_12.rid) as data;
+returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_12.rid) as data,
+  (select r.version from rows r where r.rowid = row_patches_12.rid) as version;
 
 -- patchSql(12 fields, a group)
 insert into row_patches_12
   select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2) as id) c, json_each(?3) p
-returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_12.rid) as data;
+returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_12.rid) as data,
+  (select r.version from rows r where r.rowid = row_patches_12.rid) as version;
 
 -- patchSql(13 fields, a patch alone)
 insert into row_patches_13
   values ((select id from collections where account_id = ?1 and name = ?2), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
-returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_13.rid) as data;
+returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_13.rid) as data,
+  (select r.version from rows r where r.rowid = row_patches_13.rid) as version;
 
 -- patchSql(13 fields, a group)
 insert into row_patches_13
   select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2) as id) c, json_each(?3) p
-returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_13.rid) as data;
+returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_13.rid) as data,
+  (select r.version from rows r where r.rowid = row_patches_13.rid) as version;
 
 -- patchSql(14 fields, a patch alone)
 insert into row_patches_14
   values ((select id from collections where account_id = ?1 and name = ?2), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
-returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_14.rid) as data;
+returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_14.rid) as data,
+  (select r.version from rows r where r.rowid = row_patches_14.rid) as version;
 
 -- patchSql(14 fields, a group)
 insert into row_patches_14
   select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2) as id) c, json_each(?3) p
-returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_14.rid) as data;
+returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_14.rid) as data,
+  (select r.version from rows r where r.rowid = row_patches_14.rid) as version;
 
 -- patchSql(15 fields, a patch alone)
 insert into row_patches_15
   values ((select id from collections where account_id = ?1 and name = ?2), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
-returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_15.rid) as data;
+returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_15.rid) as data,
+  (select r.version from rows r where r.rowid = row_patches_15.rid) as version;
 
 -- patchSql(15 fields, a group)
 insert into row_patches_15
   select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2) as id) c, json_each(?3) p
-returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_15.rid) as data;
+returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_15.rid) as data,
+  (select r.version from rows r where r.rowid = row_patches_15.rid) as version;
 
 -- patchSql(16 fields, a patch alone)
 insert into row_patches_16
   values ((select id from collections where account_id = ?1 and name = ?2), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
-returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_16.rid) as data;
+returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_16.rid) as data,
+  (select r.version from rows r where r.rowid = row_patches_16.rid) as version;
 
 -- patchSql(16 fields, a group)
 insert into row_patches_16
   select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2) as id) c, json_each(?3) p
-returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_16.rid) as data;
+returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_16.rid) as data,
+  (select r.version from rows r where r.rowid = row_patches_16.rid) as version;
 
 -- keysSql(rows by id range)
 insert into sort_keys (collection_id, slot, row_id, rank, num, str)
@@ -479,8 +514,9 @@ create temp view if not exists row_inserts (collection_id, n, texts, at) as sele
 create temp trigger if not exists row_inserts_write instead of insert on row_inserts begin
   update collections set last_row_id = last_row_id + new.n, last_seq = last_seq + new.n, row_count = row_count + new.n
     where id = new.collection_id;
-  insert into rows (collection_id, id, data)
-    select c.id, c.last_row_id - new.n + 1 + t.key, t.value from collections c, json_each(new.texts) t where c.id = new.collection_id;
+  insert into rows (collection_id, id, data, version)
+    select c.id, c.last_row_id - new.n + 1 + t.key, t.value, c.last_seq - new.n + 1 + t.key
+    from collections c, json_each(new.texts) t where c.id = new.collection_id;
   insert into events (collection_id, seq, type, row_id, row, at)
   select collection_id, seq, 'insert', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, new.at from (select c.id as collection_id, c.last_seq - new.n + 1 + t.key as seq, c.last_row_id - new.n + 1 + t.key as id, t.value as data from collections c, json_each(new.texts) t where c.id = new.collection_id);
   insert into sort_keys (collection_id, slot, row_id, rank, num, str)
@@ -499,7 +535,7 @@ create temp view if not exists row_patches_0 (collection_id, i, rid, fields, at)
 -- writer setup: row_patches_0_write
 create temp trigger if not exists row_patches_0_write instead of insert on row_patches_0 begin
   update collections set last_seq = last_seq + 1 where id = new.collection_id and new.rid is not null;
-  
+  update rows as r set version = (select last_seq from collections where id = new.collection_id) where r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
   insert into events (collection_id, seq, type, row_id, row, at)
   select collection_id, seq, 'update', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, new.at from (select c.id as collection_id, c.last_seq as seq, r.id, r.data from collections c join rows r on r.rowid = new.rid where c.id = new.collection_id);
@@ -520,7 +556,7 @@ create temp view if not exists row_patches_1 (collection_id, i, rid, fields, at)
 -- writer setup: row_patches_1_write
 create temp trigger if not exists row_patches_1_write instead of insert on row_patches_1 begin
   update collections set last_seq = last_seq + 1 where id = new.collection_id and new.rid is not null;
-  update rows as r set data = json_set(data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]')) where r.rowid = new.rid;
+  update rows as r set data = json_set(data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]')), version = (select last_seq from collections where id = new.collection_id) where r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
   insert into events (collection_id, seq, type, row_id, row, at)
   select collection_id, seq, 'update', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, new.at from (select c.id as collection_id, c.last_seq as seq, r.id, r.data from collections c join rows r on r.rowid = new.rid where c.id = new.collection_id);
@@ -541,7 +577,7 @@ create temp view if not exists row_patches_2 (collection_id, i, rid, fields, at)
 -- writer setup: row_patches_2_write
 create temp trigger if not exists row_patches_2_write instead of insert on row_patches_2 begin
   update collections set last_seq = last_seq + 1 where id = new.collection_id and new.rid is not null;
-  update rows as r set data = json_set(data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]')) where r.rowid = new.rid;
+  update rows as r set data = json_set(data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]')), version = (select last_seq from collections where id = new.collection_id) where r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
   insert into events (collection_id, seq, type, row_id, row, at)
   select collection_id, seq, 'update', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, new.at from (select c.id as collection_id, c.last_seq as seq, r.id, r.data from collections c join rows r on r.rowid = new.rid where c.id = new.collection_id);
@@ -562,7 +598,7 @@ create temp view if not exists row_patches_3 (collection_id, i, rid, fields, at)
 -- writer setup: row_patches_3_write
 create temp trigger if not exists row_patches_3_write instead of insert on row_patches_3 begin
   update collections set last_seq = last_seq + 1 where id = new.collection_id and new.rid is not null;
-  update rows as r set data = json_set(data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]')) where r.rowid = new.rid;
+  update rows as r set data = json_set(data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]')), version = (select last_seq from collections where id = new.collection_id) where r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
   insert into events (collection_id, seq, type, row_id, row, at)
   select collection_id, seq, 'update', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, new.at from (select c.id as collection_id, c.last_seq as seq, r.id, r.data from collections c join rows r on r.rowid = new.rid where c.id = new.collection_id);
@@ -583,7 +619,7 @@ create temp view if not exists row_patches_4 (collection_id, i, rid, fields, at)
 -- writer setup: row_patches_4_write
 create temp trigger if not exists row_patches_4_write instead of insert on row_patches_4 begin
   update collections set last_seq = last_seq + 1 where id = new.collection_id and new.rid is not null;
-  update rows as r set data = json_set(data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]')) where r.rowid = new.rid;
+  update rows as r set data = json_set(data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]')), version = (select last_seq from collections where id = new.collection_id) where r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
   insert into events (collection_id, seq, type, row_id, row, at)
   select collection_id, seq, 'update', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, new.at from (select c.id as collection_id, c.last_seq as seq, r.id, r.data from collections c join rows r on r.rowid = new.rid where c.id = new.collection_id);
@@ -604,7 +640,7 @@ create temp view if not exists row_patches_5 (collection_id, i, rid, fields, at)
 -- writer setup: row_patches_5_write
 create temp trigger if not exists row_patches_5_write instead of insert on row_patches_5 begin
   update collections set last_seq = last_seq + 1 where id = new.collection_id and new.rid is not null;
-  update rows as r set data = json_set(data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]')) where r.rowid = new.rid;
+  update rows as r set data = json_set(data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]')), version = (select last_seq from collections where id = new.collection_id) where r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
   insert into events (collection_id, seq, type, row_id, row, at)
   select collection_id, seq, 'update', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, new.at from (select c.id as collection_id, c.last_seq as seq, r.id, r.data from collections c join rows r on r.rowid = new.rid where c.id = new.collection_id);
@@ -625,7 +661,7 @@ create temp view if not exists row_patches_6 (collection_id, i, rid, fields, at)
 -- writer setup: row_patches_6_write
 create temp trigger if not exists row_patches_6_write instead of insert on row_patches_6 begin
   update collections set last_seq = last_seq + 1 where id = new.collection_id and new.rid is not null;
-  update rows as r set data = json_set(data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]')) where r.rowid = new.rid;
+  update rows as r set data = json_set(data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]')), version = (select last_seq from collections where id = new.collection_id) where r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
   insert into events (collection_id, seq, type, row_id, row, at)
   select collection_id, seq, 'update', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, new.at from (select c.id as collection_id, c.last_seq as seq, r.id, r.data from collections c join rows r on r.rowid = new.rid where c.id = new.collection_id);
@@ -646,7 +682,7 @@ create temp view if not exists row_patches_7 (collection_id, i, rid, fields, at)
 -- writer setup: row_patches_7_write
 create temp trigger if not exists row_patches_7_write instead of insert on row_patches_7 begin
   update collections set last_seq = last_seq + 1 where id = new.collection_id and new.rid is not null;
-  update rows as r set data = json_set(data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]')) where r.rowid = new.rid;
+  update rows as r set data = json_set(data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]')), version = (select last_seq from collections where id = new.collection_id) where r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
   insert into events (collection_id, seq, type, row_id, row, at)
   select collection_id, seq, 'update', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, new.at from (select c.id as collection_id, c.last_seq as seq, r.id, r.data from collections c join rows r on r.rowid = new.rid where c.id = new.collection_id);
@@ -667,7 +703,7 @@ create temp view if not exists row_patches_8 (collection_id, i, rid, fields, at)
 -- writer setup: row_patches_8_write
 create temp trigger if not exists row_patches_8_write instead of insert on row_patches_8 begin
   update collections set last_seq = last_seq + 1 where id = new.collection_id and new.rid is not null;
-  update rows as r set data = json_set(data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]')) where r.rowid = new.rid;
+  update rows as r set data = json_set(data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]')), version = (select last_seq from collections where id = new.collection_id) where r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
   insert into events (collection_id, seq, type, row_id, row, at)
   select collection_id, seq, 'update', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, new.at from (select c.id as collection_id, c.last_seq as seq, r.id, r.data from collections c join rows r on r.rowid = new.rid where c.id = new.collection_id);
@@ -688,7 +724,7 @@ create temp view if not exists row_patches_9 (collection_id, i, rid, fields, at)
 -- writer setup: row_patches_9_write
 create temp trigger if not exists row_patches_9_write instead of insert on row_patches_9 begin
   update collections set last_seq = last_seq + 1 where id = new.collection_id and new.rid is not null;
-  update rows as r set data = json_set(data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]'), new.fields ->> '$[8][0]', json(new.fields ->> '$[8][1]')) where r.rowid = new.rid;
+  update rows as r set data = json_set(data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]'), new.fields ->> '$[8][0]', json(new.fields ->> '$[8][1]')), version = (select last_seq from collections where id = new.collection_id) where r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
   insert into events (collection_id, seq, type, row_id, row, at)
   select collection_id, seq, 'update', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, new.at from (select c.id as collection_id, c.last_seq as seq, r.id, r.data from collections c join rows r on r.rowid = new.rid where c.id = new.collection_id);
@@ -709,7 +745,7 @@ create temp view if not exists row_patches_10 (collection_id, i, rid, fields, at
 -- writer setup: row_patches_10_write
 create temp trigger if not exists row_patches_10_write instead of insert on row_patches_10 begin
   update collections set last_seq = last_seq + 1 where id = new.collection_id and new.rid is not null;
-  update rows as r set data = json_set(data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]'), new.fields ->> '$[8][0]', json(new.fields ->> '$[8][1]'), new.fields ->> '$[9][0]', json(new.fields ->> '$[9][1]')) where r.rowid = new.rid;
+  update rows as r set data = json_set(data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]'), new.fields ->> '$[8][0]', json(new.fields ->> '$[8][1]'), new.fields ->> '$[9][0]', json(new.fields ->> '$[9][1]')), version = (select last_seq from collections where id = new.collection_id) where r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
   insert into events (collection_id, seq, type, row_id, row, at)
   select collection_id, seq, 'update', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, new.at from (select c.id as collection_id, c.last_seq as seq, r.id, r.data from collections c join rows r on r.rowid = new.rid where c.id = new.collection_id);
@@ -730,7 +766,7 @@ create temp view if not exists row_patches_11 (collection_id, i, rid, fields, at
 -- writer setup: row_patches_11_write
 create temp trigger if not exists row_patches_11_write instead of insert on row_patches_11 begin
   update collections set last_seq = last_seq + 1 where id = new.collection_id and new.rid is not null;
-  update rows as r set data = json_set(data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]'), new.fields ->> '$[8][0]', json(new.fields ->> '$[8][1]'), new.fields ->> '$[9][0]', json(new.fields ->> '$[9][1]'), new.fields ->> '$[10][0]', json(new.fields ->> '$[10][1]')) where r.rowid = new.rid;
+  update rows as r set data = json_set(data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]'), new.fields ->> '$[8][0]', json(new.fields ->> '$[8][1]'), new.fields ->> '$[9][0]', json(new.fields ->> '$[9][1]'), new.fields ->> '$[10][0]', json(new.fields ->> '$[10][1]')), version = (select last_seq from collections where id = new.collection_id) where r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
   insert into events (collection_id, seq, type, row_id, row, at)
   select collection_id, seq, 'update', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, new.at from (select c.id as collection_id, c.last_seq as seq, r.id, r.data from collections c join rows r on r.rowid = new.rid where c.id = new.collection_id);
@@ -751,7 +787,7 @@ create temp view if not exists row_patches_12 (collection_id, i, rid, fields, at
 -- writer setup: row_patches_12_write
 create temp trigger if not exists row_patches_12_write instead of insert on row_patches_12 begin
   update collections set last_seq = last_seq + 1 where id = new.collection_id and new.rid is not null;
-  update rows as r set data = json_set(data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]'), new.fields ->> '$[8][0]', json(new.fields ->> '$[8][1]'), new.fields ->> '$[9][0]', json(new.fields ->> '$[9][1]'), new.fields ->> '$[10][0]', json(new.fields ->> '$[10][1]'), new.fields ->> '$[11][0]', json(new.fields ->> '$[11][1]')) where r.rowid = new.rid;
+  update rows as r set data = json_set(data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]'), new.fields ->> '$[8][0]', json(new.fields ->> '$[8][1]'), new.fields ->> '$[9][0]', json(new.fields ->> '$[9][1]'), new.fields ->> '$[10][0]', json(new.fields ->> '$[10][1]'), new.fields ->> '$[11][0]', json(new.fields ->> '$[11][1]')), version = (select last_seq from collections where id = new.collection_id) where r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
   insert into events (collection_id, seq, type, row_id, row, at)
   select collection_id, seq, 'update', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, new.at from (select c.id as collection_id, c.last_seq as seq, r.id, r.data from collections c join rows r on r.rowid = new.rid where c.id = new.collection_id);
@@ -772,7 +808,7 @@ create temp view if not exists row_patches_13 (collection_id, i, rid, fields, at
 -- writer setup: row_patches_13_write
 create temp trigger if not exists row_patches_13_write instead of insert on row_patches_13 begin
   update collections set last_seq = last_seq + 1 where id = new.collection_id and new.rid is not null;
-  update rows as r set data = json_set(data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]'), new.fields ->> '$[8][0]', json(new.fields ->> '$[8][1]'), new.fields ->> '$[9][0]', json(new.fields ->> '$[9][1]'), new.fields ->> '$[10][0]', json(new.fields ->> '$[10][1]'), new.fields ->> '$[11][0]', json(new.fields ->> '$[11][1]'), new.fields ->> '$[12][0]', json(new.fields ->> '$[12][1]')) where r.rowid = new.rid;
+  update rows as r set data = json_set(data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]'), new.fields ->> '$[8][0]', json(new.fields ->> '$[8][1]'), new.fields ->> '$[9][0]', json(new.fields ->> '$[9][1]'), new.fields ->> '$[10][0]', json(new.fields ->> '$[10][1]'), new.fields ->> '$[11][0]', json(new.fields ->> '$[11][1]'), new.fields ->> '$[12][0]', json(new.fields ->> '$[12][1]')), version = (select last_seq from collections where id = new.collection_id) where r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
   insert into events (collection_id, seq, type, row_id, row, at)
   select collection_id, seq, 'update', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, new.at from (select c.id as collection_id, c.last_seq as seq, r.id, r.data from collections c join rows r on r.rowid = new.rid where c.id = new.collection_id);
@@ -793,7 +829,7 @@ create temp view if not exists row_patches_14 (collection_id, i, rid, fields, at
 -- writer setup: row_patches_14_write
 create temp trigger if not exists row_patches_14_write instead of insert on row_patches_14 begin
   update collections set last_seq = last_seq + 1 where id = new.collection_id and new.rid is not null;
-  update rows as r set data = json_set(data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]'), new.fields ->> '$[8][0]', json(new.fields ->> '$[8][1]'), new.fields ->> '$[9][0]', json(new.fields ->> '$[9][1]'), new.fields ->> '$[10][0]', json(new.fields ->> '$[10][1]'), new.fields ->> '$[11][0]', json(new.fields ->> '$[11][1]'), new.fields ->> '$[12][0]', json(new.fields ->> '$[12][1]'), new.fields ->> '$[13][0]', json(new.fields ->> '$[13][1]')) where r.rowid = new.rid;
+  update rows as r set data = json_set(data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]'), new.fields ->> '$[8][0]', json(new.fields ->> '$[8][1]'), new.fields ->> '$[9][0]', json(new.fields ->> '$[9][1]'), new.fields ->> '$[10][0]', json(new.fields ->> '$[10][1]'), new.fields ->> '$[11][0]', json(new.fields ->> '$[11][1]'), new.fields ->> '$[12][0]', json(new.fields ->> '$[12][1]'), new.fields ->> '$[13][0]', json(new.fields ->> '$[13][1]')), version = (select last_seq from collections where id = new.collection_id) where r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
   insert into events (collection_id, seq, type, row_id, row, at)
   select collection_id, seq, 'update', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, new.at from (select c.id as collection_id, c.last_seq as seq, r.id, r.data from collections c join rows r on r.rowid = new.rid where c.id = new.collection_id);
@@ -814,7 +850,7 @@ create temp view if not exists row_patches_15 (collection_id, i, rid, fields, at
 -- writer setup: row_patches_15_write
 create temp trigger if not exists row_patches_15_write instead of insert on row_patches_15 begin
   update collections set last_seq = last_seq + 1 where id = new.collection_id and new.rid is not null;
-  update rows as r set data = json_set(data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]'), new.fields ->> '$[8][0]', json(new.fields ->> '$[8][1]'), new.fields ->> '$[9][0]', json(new.fields ->> '$[9][1]'), new.fields ->> '$[10][0]', json(new.fields ->> '$[10][1]'), new.fields ->> '$[11][0]', json(new.fields ->> '$[11][1]'), new.fields ->> '$[12][0]', json(new.fields ->> '$[12][1]'), new.fields ->> '$[13][0]', json(new.fields ->> '$[13][1]'), new.fields ->> '$[14][0]', json(new.fields ->> '$[14][1]')) where r.rowid = new.rid;
+  update rows as r set data = json_set(data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]'), new.fields ->> '$[8][0]', json(new.fields ->> '$[8][1]'), new.fields ->> '$[9][0]', json(new.fields ->> '$[9][1]'), new.fields ->> '$[10][0]', json(new.fields ->> '$[10][1]'), new.fields ->> '$[11][0]', json(new.fields ->> '$[11][1]'), new.fields ->> '$[12][0]', json(new.fields ->> '$[12][1]'), new.fields ->> '$[13][0]', json(new.fields ->> '$[13][1]'), new.fields ->> '$[14][0]', json(new.fields ->> '$[14][1]')), version = (select last_seq from collections where id = new.collection_id) where r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
   insert into events (collection_id, seq, type, row_id, row, at)
   select collection_id, seq, 'update', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, new.at from (select c.id as collection_id, c.last_seq as seq, r.id, r.data from collections c join rows r on r.rowid = new.rid where c.id = new.collection_id);
@@ -835,7 +871,7 @@ create temp view if not exists row_patches_16 (collection_id, i, rid, fields, at
 -- writer setup: row_patches_16_write
 create temp trigger if not exists row_patches_16_write instead of insert on row_patches_16 begin
   update collections set last_seq = last_seq + 1 where id = new.collection_id and new.rid is not null;
-  update rows as r set data = json_set(data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]'), new.fields ->> '$[8][0]', json(new.fields ->> '$[8][1]'), new.fields ->> '$[9][0]', json(new.fields ->> '$[9][1]'), new.fields ->> '$[10][0]', json(new.fields ->> '$[10][1]'), new.fields ->> '$[11][0]', json(new.fields ->> '$[11][1]'), new.fields ->> '$[12][0]', json(new.fields ->> '$[12][1]'), new.fields ->> '$[13][0]', json(new.fields ->> '$[13][1]'), new.fields ->> '$[14][0]', json(new.fields ->> '$[14][1]'), new.fields ->> '$[15][0]', json(new.fields ->> '$[15][1]')) where r.rowid = new.rid;
+  update rows as r set data = json_set(data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]'), new.fields ->> '$[8][0]', json(new.fields ->> '$[8][1]'), new.fields ->> '$[9][0]', json(new.fields ->> '$[9][1]'), new.fields ->> '$[10][0]', json(new.fields ->> '$[10][1]'), new.fields ->> '$[11][0]', json(new.fields ->> '$[11][1]'), new.fields ->> '$[12][0]', json(new.fields ->> '$[12][1]'), new.fields ->> '$[13][0]', json(new.fields ->> '$[13][1]'), new.fields ->> '$[14][0]', json(new.fields ->> '$[14][1]'), new.fields ->> '$[15][0]', json(new.fields ->> '$[15][1]')), version = (select last_seq from collections where id = new.collection_id) where r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
   insert into events (collection_id, seq, type, row_id, row, at)
   select collection_id, seq, 'update', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, new.at from (select c.id as collection_id, c.last_seq as seq, r.id, r.data from collections c join rows r on r.rowid = new.rid where c.id = new.collection_id);

@@ -151,6 +151,24 @@ const migrations = (schema: DialectSchema): Record<string, Knex.Migration> => ({
       }
     },
   },
+  '0010_row_versions': {
+    async up(knex) {
+      // The row's version (openapi.yaml, ETag): the collection's seq of the change that made it as it is,
+      // so that every write of a row gives it a version it never had. Rows written before versions
+      // existed take the seq of their latest event still retained, or, when none is, the collection's
+      // latest seq, which no later write can take again.
+      await knex.schema.alterTable('rows', (t) => {
+        t.bigInteger('version').notNullable().defaultTo(0);
+      });
+      await knex.raw('update rows set version = (select last_seq from collections where collections.id = rows.collection_id)');
+      await knex.raw(`update rows set version = e.seq
+        from (select collection_id, row_id, max(seq) as seq from events group by collection_id, row_id) e
+        where e.collection_id = rows.collection_id and e.row_id = rows.id`);
+    },
+    async down(knex) {
+      await knex.raw('alter table rows drop column version');
+    },
+  },
 });
 
 /** A migration that changes nothing on a dialect. */

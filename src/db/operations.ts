@@ -27,7 +27,7 @@ import type { Page, RowsPage } from './pages.ts';
 import { accountPlan, listPlans, setPlan } from './plans.ts';
 import { PrincipalCache } from './principals.ts';
 import { collectionsAfter, pruneEventBatch } from './retention.ts';
-import type { Fields, Json, Row } from './rows.ts';
+import type { Fields, InsertedRows, VersionedRow, WriteOptions } from './rows.ts';
 import { addUsage, readUsage } from './usage.ts';
 
 /** How often the key uses the principal cache noted are written, in ms. */
@@ -35,16 +35,19 @@ const KEY_USES_INTERVAL_MS = 1000;
 
 /** The operations on rows, each dialect's own: the hot paths, in SQL of its own. */
 export interface RowOperations {
-  /** Stores every row or none, each with the next id of the collection, and one insert event each; answers the rows. */
-  insertRows(accountId: number, collection: string, items: Fields[]): Promise<Json<Row[]>>;
+  /** Stores every row or none, each with the next id of the collection, and one insert event each; answers the rows and their versions. */
+  insertRows(accountId: number, collection: string, items: Fields[]): Promise<InsertedRows>;
   /** One page of rows (pages.ts); 404 when the collection does not exist. */
   listRows(accountId: number, collection: string, page: Page): Promise<RowsPage>;
-  /** The row; 404 for a missing row or collection. */
-  getRow(accountId: number, collection: string, rowId: number): Promise<Json<Row>>;
-  /** Top-level merge: each given field replaces the old value whole. One update event; answers the row. */
-  updateRow(accountId: number, collection: string, rowId: number, patch: Fields): Promise<Json<Row>>;
-  /** Deletes the row, with one delete event carrying the row as it was. */
-  deleteRow(accountId: number, collection: string, rowId: number): Promise<void>;
+  /** The row and its version; 404 for a missing row or collection. */
+  getRow(accountId: number, collection: string, rowId: number): Promise<VersionedRow>;
+  /**
+   * Top-level merge: each given field replaces the old value whole. One update event; answers the row
+   * and its new version. 412 when the row's version is none of `options.ifMatch`.
+   */
+  updateRow(accountId: number, collection: string, rowId: number, patch: Fields, options?: WriteOptions): Promise<VersionedRow>;
+  /** Deletes the row, with one delete event carrying the row as it was. 412 when its version is none of `options.ifMatch`. */
+  deleteRow(accountId: number, collection: string, rowId: number, options?: WriteOptions): Promise<void>;
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: any argument list; the bound types below stay exact.

@@ -28,6 +28,8 @@ export interface Page {
   filter?: Filter;
   /** Also count the rows that match, in the page's snapshot (RowsPage.total). */
   count?: boolean;
+  /** Answer each row with its ETag (openapi.yaml, VersionedRow), sorted whole as a filtered page is. */
+  versions?: boolean;
 }
 
 /**
@@ -82,7 +84,7 @@ type Joined = { json: Json<Row[]>; seq: number | null; exact: boolean };
 
 /** One page of rows; 404 when the collection does not exist. */
 export async function readPage(source: PageSource, accountId: number, collection: string, page: Page): Promise<RowsPage> {
-  if (page.filter || page.count) return filteredPage(source, accountId, collection, page);
+  if (page.filter || page.count || page.versions) return filteredPage(source, accountId, collection, page);
   if (page.orderBy !== 'id') {
     const indexed = await indexedPage(source, accountId, collection, page);
     if (indexed) return indexed;
@@ -111,13 +113,15 @@ async function filteredPage(source: PageSource, accountId: number, collection: s
  * `json`, a page's rows, with only the fields `fields` of each, and its id: a row without one of them
  * is answered without it.
  */
-export function selectFields(json: Json<Row[]>, fields: readonly string[]): Json<Row[]> {
-  const rows = JSON.parse(json) as Record<string, unknown>[];
+export function selectFields(json: Json<Row[]>, fields: readonly string[], versions = false): Json<Row[]> {
   // Object.fromEntries defines each field as its own, `__proto__` too, where assigning it would not.
-  const selected = rows.map((row) =>
-    Object.fromEntries([['id', row.id], ...fields.filter((field) => Object.hasOwn(row, field)).map((field) => [field, row[field]])]),
-  );
-  return JSON.stringify(selected);
+  const select = (row: Record<string, unknown>) =>
+    Object.fromEntries([['id', row.id], ...fields.filter((field) => Object.hasOwn(row, field)).map((field) => [field, row[field]])]);
+  if (versions) {
+    const rows = JSON.parse(json) as { etag: string; row: Record<string, unknown> }[];
+    return JSON.stringify(rows.map(({ etag, row }) => ({ etag, row: select(row) })));
+  }
+  return JSON.stringify((JSON.parse(json) as Record<string, unknown>[]).map(select));
 }
 
 /**

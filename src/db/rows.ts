@@ -26,6 +26,24 @@ export function rowsJson(firstId: number, texts: string[]): string {
   return `${json}]`;
 }
 
+/** What an insert answers: the rows, and the version of each (versionOf), in order. */
+export interface InsertedRows {
+  json: Json<Row[]>;
+  versions: string[];
+}
+
+/** The first of a request's inserted rows: its collection, its id and the seq of its event; the others follow it. */
+export interface FirstInserted {
+  collectionId: number;
+  id: number;
+  seq: number;
+}
+
+/** Rows inserted with consecutive ids and seqs from `first`, whose stored texts are `texts`. */
+export function insertedRows({ collectionId, id, seq }: FirstInserted, texts: string[]): InsertedRows {
+  return { json: rowsJson(id, texts), versions: texts.map((_, index) => versionOf(collectionId, seq + index)) };
+}
+
 /**
  * The most a page's rows may weigh, as JSON text: 16 MiB, sixteen rows of the largest body by default.
  * A page is one string, made in the database and answered whole: a thousand rows of 1 MiB would be a
@@ -52,6 +70,36 @@ export const pageTooLarge = () =>
   validationFailed('The rows of this page are too large to answer at once.', [
     { in: 'query', name: 'limit', message: `asks for rows that add up to more than ${MAX_PAGE_BYTES} bytes; ask for fewer` },
   ]);
+
+/**
+ * A row's version as its ETag's opaque text (openapi.yaml, ETag): its collection's id, which a
+ * collection made again under the same name does not share, and the seq of the change that made the
+ * row as it is, which no other change of the collection takes.
+ */
+export const versionOf = (collectionId: number | string, seq: number | string) => `${collectionId}.${seq}`;
+
+/** A row's JSON text and its version (versionOf). */
+export interface VersionedRow {
+  json: Json<Row>;
+  version: string;
+}
+
+/** What a write of rows asks besides the change itself. */
+export interface WriteOptions {
+  /**
+   * If-Match (RFC 9110 §13.1.1): the versions the row may have for the write to happen; any when
+   * absent. Checked in the write's own transaction, so that no write comes between the check and it.
+   */
+  ifMatch?: readonly string[];
+}
+
+/** 412 for a row whose version is none of If-Match's: nothing of the write is stored. */
+export const preconditionFailed = (collection: string, id: number) =>
+  new ApiError('precondition_failed', `Row ${id} of collection ${collection} has changed: its ETag matches none of If-Match.`);
+
+/** Whether a row of `version` may be written under `options` (its If-Match). */
+export const versionMatches = (options: WriteOptions | undefined, version: string) =>
+  options?.ifMatch === undefined || options.ifMatch.includes(version);
 
 export const rowNotFound = (collection: string, id: number) => notFound(`There is no row ${id} in collection ${collection}.`);
 

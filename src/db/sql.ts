@@ -28,8 +28,8 @@ export const insertEventsSql = (n: number) =>
 /** The account's collection by name, as a page ordered through a sort index needs it. */
 export const collectionSql = 'select id, row_count, sorted from collections where account_id = ? and name = ?';
 
-/** Deletes a row of the collection by id and answers its text, as it was, for the event. */
-export const deleteRowSql = 'delete from rows where collection_id = ? and id = ? returning data';
+/** Deletes a row of the collection by id and answers its text, as it was, for the event, and its version, for If-Match. */
+export const deleteRowSql = 'delete from rows where collection_id = ? and id = ? returning data, version';
 
 /** A row's keys, of every slot. */
 export const deleteSortKeysSql = 'delete from sort_keys where collection_id = ? and row_id = ?';
@@ -53,6 +53,16 @@ export const pageRange = 'limit +? offset ?';
  * them), as rowJson() in rows.ts makes it: `rest` is the SQL of `data` after its `{`.
  */
 export const rowJsonWith = (rest: string) => `'{"id":' || id || case data when '{}' then '}' else ',' || ${rest} end`;
+
+/**
+ * A row of a page read with `versions` (openapi.yaml, VersionedRow): its ETag, made of the columns
+ * `collection_id` and `version` as versionOf() in rows.ts makes its text, and the row as rowJsonWith(rest).
+ */
+export const versionedRowJsonWith = (rest: string) =>
+  `'{"etag":"\\"' || collection_id || '.' || version || '\\"","row":' || ${rowJsonWith(rest)} || '}'`;
+
+/** The columns of `rows` a page reads: the row, and its collection and version when it answers them (versionedRowJsonWith). */
+export const pageColumns = (versions: boolean | undefined) => (versions ? 'id, data, collection_id, version' : 'id, data');
 
 /**
  * After an INSERT … SELECT of sort keys, a row's key replaces the one it had (SQLite needs the WHERE to

@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import type { operations } from '../../generated/openapi.ts';
 import type { Config } from '../config.ts';
 import type { Principal } from '../db/keys.ts';
@@ -21,6 +22,8 @@ export interface Input<K extends OperationId> {
   body: JsonBody<K>;
   /** The key's account; absent on the routes that need no key. */
   principal: Principal;
+  /** The request's headers as Node reads them: the header parameters of openapi.yaml are read from here. */
+  headers: IncomingHttpHeaders;
 }
 
 /** What a handler returns; one responder writes it (see http/respond.ts). */

@@ -141,7 +141,7 @@ export function createRouter(deps: Deps): Router {
       if (ofCollection && collections && !collections.has(validated.path.collection_name as string)) {
         throw collectionNotFound(validated.path.collection_name as string);
       }
-      const input = { path: validated.path, query: validated.query, body: validated.body, principal };
+      const input = { path: validated.path, query: validated.query, body: validated.body, principal, headers: ctx.req.headers };
       respond(ctx, await handler(input as never, deps));
     },
   };
@@ -349,6 +349,9 @@ export function requestChecks(operation: Operation, validators: ValidateFunction
   const integers: RequestChecks['integers'] = [];
   const queryNames = new Set<string>();
   for (const parameter of (operation.parameters ?? []) as OpenAPIV3.ParameterObject[]) {
+    // Header parameters (If-Match, Idempotency-Key, …) are optional, and read by the operation's
+    // handler or stage from the request's headers, each with the 400 of its own rules.
+    if (parameter.in === 'header' && !parameter.required) continue;
     // openapi-backend reads these kinds apart from the rest; openapi.yaml has none, so neither do we.
     const type = (parameter.schema as OpenAPIV3.SchemaObject | undefined)?.type;
     const apart = parameter.in === 'query' && (parameter.content !== undefined || parameter.explode === false || type === 'array');

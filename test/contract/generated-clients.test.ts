@@ -40,6 +40,8 @@ const expectedStatuses = {
   insertRows: 201,
   listRows: 200,
   headRows: 200,
+  listVersionedRows: 200,
+  headVersionedRows: 200,
   getRow: 200,
   headRow: 200,
   updateRow: 200,

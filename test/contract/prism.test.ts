@@ -39,6 +39,7 @@ interface Scenario {
 }
 
 const rows = '/v1/collections/proxied/rows';
+const versioned = '/v1/collections/proxied/versioned-rows';
 
 /** Requests the document calls valid: every operation, in an order that makes each succeed. */
 const valid: Scenario[] = [
@@ -54,6 +55,8 @@ const valid: Scenario[] = [
   { name: 'insertRows', method: 'POST', path: rows, body: [{ text: 'a' }, { text: 'b', n: 2 }], status: 201 },
   { name: 'listRows', method: 'GET', path: `${rows}?limit=10&order_by=n&order=desc`, status: 200 },
   { name: 'headRows', method: 'HEAD', path: `${rows}?limit=10`, status: 200 },
+  { name: 'listVersionedRows', method: 'GET', path: `${versioned}?limit=10&order_by=n`, status: 200 },
+  { name: 'headVersionedRows', method: 'HEAD', path: `${versioned}?limit=10`, status: 200 },
   { name: 'getRow', method: 'GET', path: `${rows}/1`, status: 200 },
   { name: 'headRow', method: 'HEAD', path: `${rows}/1`, status: 200 },
   { name: 'updateRow', method: 'PATCH', path: `${rows}/1`, body: { n: 3 }, status: 200 },

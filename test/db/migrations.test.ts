@@ -65,7 +65,7 @@ describe('migrations on PostgreSQL', () => {
       await store.createKey('old');
       const accountId = Number((await store.knex('accounts').where({ name: 'old' }).first('id')).id);
       await store.createCollection(accountId, 'old');
-      const stored = JSON.parse(await store.insertRows(accountId, 'old', rows)) as Row[];
+      const stored = JSON.parse((await store.insertRows(accountId, 'old', rows)).json) as Row[];
       for (const field of fields) await pages(accountId, field);
       // A row a field it is not indexed by gives a lone surrogate (which PostgreSQL read as jsonb only since 0005's escape).
       await store.createCollection(accountId, 'lone');
@@ -158,11 +158,13 @@ describe('migrations on PostgreSQL', () => {
       await store.createCollection(accountId, 'cut');
       const shared = 'q'.repeat(450);
       const stored = JSON.parse(
-        await store.insertRows(
-          accountId,
-          'cut',
-          [`${shared}b`, 'a', shared, `${shared}a`, 'z'].map((s) => ({ s })),
-        ),
+        (
+          await store.insertRows(
+            accountId,
+            'cut',
+            [`${shared}b`, 'a', shared, `${shared}a`, 'z'].map((s) => ({ s })),
+          )
+        ).json,
       ) as Row[];
       await rowsOf(accountId, 'cut', 's'); // makes the index
       // The keys as the code before the migration made them: whole strings, with no partial index (which
@@ -231,6 +233,58 @@ describeEachBackend('migration 0008_key_limits', (backend) => {
       expect((await client.post('/v1/collections/notes/rows', [{ n: 1 }])).status).to.equal(201);
       expect((await client.patch('/v1/collections/notes/rows/1', { n: 2 })).status).to.equal(200);
       expect((await client.delete('/v1/collections/notes')).status).to.equal(204);
+    } finally {
+      await server.stop();
+    }
+  });
+});
+
+describeEachBackend('migration 0010_row_versions', (backend) => {
+  it('gives every row written before it a version: its latest retained event, else its collection latest seq', async () => {
+    const database = await createDatabase(backend);
+    const schema = backend === 'postgres' ? postgresSchema : { codePointText: 'text', own: {} };
+    const all = migrationSource(schema);
+    const before = {
+      ...all,
+      getMigrations: async (extensions: readonly string[]) => (await all.getMigrations(extensions)).filter((name) => name < '0010'),
+    };
+    const knex = knexFactory(
+      backend === 'postgres'
+        ? { client: 'pg', connection: database.url }
+        : { client: 'sqlite3', connection: { filename: database.url.slice('sqlite:'.length) }, useNullAsDefault: true },
+    );
+    const key = `rb_${'v'.repeat(32)}`;
+    const at = '2026-01-01T00:00:00.000Z';
+    try {
+      await knex.migrate.latest({ migrationSource: before });
+      await knex('accounts').insert({ name: 'old', plan: 'free', created_at: at });
+      const { id: accountId } = await knex('accounts').where({ name: 'old' }).first('id');
+      await knex('api_keys').insert({ account_id: accountId, prefix: key.slice(0, 11), hash: hashKey(key), created_at: at });
+      // Three rows and five changes; the events of row 1 are pruned, those of rows 2 and 3 retained.
+      await knex('collections').insert({ account_id: accountId, name: 'notes', created_at: at, row_count: 3, last_row_id: 3, last_seq: 5 });
+      const { id } = await knex('collections').where({ name: 'notes' }).first('id');
+      await knex('rows').insert([1, 2, 3].map((row) => ({ collection_id: id, id: row, data: '{}' })));
+      await knex('events').insert(
+        [
+          [2, 2],
+          [3, 3],
+          [4, 2],
+        ].map(([seq, row]) => ({ collection_id: id, seq, type: 'update', row_id: row, row: `{"id":${row}}`, at })),
+      );
+    } finally {
+      await knex.destroy();
+    }
+
+    const server = await startTestServer({}, { backend, database });
+    try {
+      const client = new Client(server.url, key);
+      const etags = [];
+      for (const row of [1, 2, 3]) etags.push((await client.get(`/v1/collections/notes/rows/${row}`)).headers.get('etag'));
+      const { id } = await server.store.knex('collections').where({ name: 'notes' }).first('id');
+      expect(etags).to.deep.equal([`"${id}.5"`, `"${id}.4"`, `"${id}.3"`]);
+      // The next write of a row gives it a version no row had.
+      const patched = await client.patch('/v1/collections/notes/rows/1', { n: 1 }, { headers: { 'if-match': etags[0] as string } });
+      expect(patched.headers.get('etag')).to.equal(`"${id}.6"`);
     } finally {
       await server.stop();
     }

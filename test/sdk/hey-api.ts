@@ -24,6 +24,8 @@ export async function callEveryOperation(baseUrl: string, key: string, collectio
     insertRows: () => sdk.insertRows({ path, body: rows }),
     listRows: () => sdk.listRows({ path, query }),
     headRows: () => sdk.headRows({ path, query }),
+    listVersionedRows: () => sdk.listVersionedRows({ path, query }),
+    headVersionedRows: () => sdk.headVersionedRows({ path, query }),
     getRow: () => sdk.getRow(row(1)),
     headRow: () => sdk.headRow(row(1)),
     updateRow: () => sdk.updateRow({ ...row(1), body: { n: 3 } }),

@@ -24,6 +24,8 @@ export async function callEveryOperation(baseUrl: string, key: string, collectio
     insertRows: () => api.POST('/v1/collections/{collection_name}/rows', { params: { path }, body: rows }),
     listRows: () => api.GET('/v1/collections/{collection_name}/rows', page),
     headRows: () => api.HEAD('/v1/collections/{collection_name}/rows', page),
+    listVersionedRows: () => api.GET('/v1/collections/{collection_name}/versioned-rows', page),
+    headVersionedRows: () => api.HEAD('/v1/collections/{collection_name}/versioned-rows', page),
     getRow: () => api.GET('/v1/collections/{collection_name}/rows/{row_id}', row(1)),
     headRow: () => api.HEAD('/v1/collections/{collection_name}/rows/{row_id}', row(1)),
     updateRow: () => api.PATCH('/v1/collections/{collection_name}/rows/{row_id}', { ...row(1), body: { n: 3 } }),

@@ -28,6 +28,8 @@ export async function callEveryOperation(baseUrl: string, key: string, collectio
     insertRows: () => api.insertRows(collection, rows, options),
     listRows: () => api.listRows(collection, page, options),
     headRows: () => api.headRows(collection, page, options),
+    listVersionedRows: () => api.listVersionedRows(collection, page, options),
+    headVersionedRows: () => api.headVersionedRows(collection, page, options),
     getRow: () => api.getRow(collection, 1, options),
     headRow: () => api.headRow(collection, 1, options),
     updateRow: () => api.updateRow(collection, 1, { n: 3 }, options),

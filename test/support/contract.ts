@@ -127,6 +127,7 @@ const statusOfCode: Record<string, number> = {
   request_timeout: 408,
   conflict: 409,
   gone: 410,
+  precondition_failed: 412,
   payload_too_large: 413,
   unsupported_media_type: 415,
   expectation_failed: 417,

@@ -10,7 +10,19 @@ import { appendEvents, eventRow } from '../events.ts';
 import type { RowOperations } from '../operations.ts';
 import { type PageSource, readPage } from '../pages.ts';
 import { deleteRowIn } from '../row-writes.ts';
-import { assignable, noSuchRow, overRowBound, rowJson, rowNotFound, rowsJson, rowTooLarge } from '../rows.ts';
+import {
+  assignable,
+  type FirstInserted,
+  insertedRows,
+  noSuchRow,
+  overRowBound,
+  preconditionFailed,
+  rowJson,
+  rowNotFound,
+  rowTooLarge,
+  versionMatches,
+  versionOf,
+} from '../rows.ts';
 import { CHANNEL } from './changes.ts';
 import { rekeyPatchedRow } from './sort-indexes.ts';
 import { advanceReadingRowSql, getRowSql, insertBatchSql, updateRowSql } from './sql.ts';
@@ -37,7 +49,7 @@ export function postgresRows(db: Dialect, pages: PageSource): RowOperations {
    * next queued behind it, ready the moment the first commits; inserts that come meanwhile go together
    * in the statement after, each request's rows consecutive, in the order the requests came.
    */
-  const inserts = new Batches<Insert, number>({
+  const inserts = new Batches<Insert, FirstInserted>({
     maxRunning: 2,
     maxWeight: MAX_INSERT_ROWS,
     async run(_key, batch) {
@@ -46,15 +58,18 @@ export function postgresRows(db: Dialect, pages: PageSource): RowOperations {
       // JSON.stringify's output never holds a line feed (it escapes every control character), so the
       // lines of one string are the rows: one parameter, where an array would be escaped item by item.
       const params = [accountId, collection, rows.length, rows.join('\n'), CHANNEL, changes.instance];
-      const [written] = await runAlone<{ id: number; first_id: number | string }>(knex, insertBatchSql, params);
+      const [written] = await runAlone<{ id: number; first_id: number | string; first_seq: number | string }>(knex, insertBatchSql, params);
       if (!written) throw collectionNotFound(collection);
+      const collectionId = Number(written.id);
       // Committed already: this process's listeners hear it now, the others through the NOTIFY.
-      changes.emit('change', Number(written.id));
-      // Each request's first id: its rows follow those of the requests before it.
-      let next = Number(written.first_id);
+      changes.emit('change', collectionId);
+      // Each request's first id and seq: its rows follow those of the requests before it.
+      let id = Number(written.first_id);
+      let seq = Number(written.first_seq);
       return batch.map(({ texts }) => {
-        const first = next;
-        next += texts.length;
+        const first = { collectionId, id, seq };
+        id += texts.length;
+        seq += texts.length;
         return first;
       });
     },
@@ -65,44 +80,53 @@ export function postgresRows(db: Dialect, pages: PageSource): RowOperations {
       // Node's work comes first: the write holds the collection's row from its first statement to its commit.
       const texts = items.map((fields) => JSON.stringify(fields));
       if (texts.some(overRowBound)) throw rowTooLarge();
-      const firstId = await inserts.add(`${accountId}/${collection}`, { accountId, collection, texts }, texts.length);
-      return rowsJson(firstId, texts);
+      const first = await inserts.add(`${accountId}/${collection}`, { accountId, collection, texts }, texts.length);
+      return insertedRows(first, texts);
     },
 
     listRows: (accountId, collection, page) => readPage(pages, accountId, collection, page),
 
     async getRow(accountId, collection, rowId) {
       if (!assignable(rowId)) return noSuchRow(db, accountId, collection, rowId);
-      const [row] = await runAlone<{ data: string }>(knex, getRowSql, [accountId, collection, rowId]);
-      if (row) return rowJson(rowId, row.data);
+      const [row] = await runAlone<{ data: string; collection_id: number; version: number | string }>(knex, getRowSql, [
+        accountId,
+        collection,
+        rowId,
+      ]);
+      if (row) return { json: rowJson(rowId, row.data), version: versionOf(row.collection_id, row.version) };
       await collectionId(db, accountId, collection);
       throw rowNotFound(collection, rowId);
     },
 
-    async updateRow(accountId, collection, rowId, patch) {
+    async updateRow(accountId, collection, rowId, patch, options) {
       if (!assignable(rowId)) return noSuchRow(db, accountId, collection, rowId);
       return knex.transaction(async (trx) => {
-        const [counters] = await db.run<{ id: number | string; last_seq: number | string; sorted: string; current: string | null }>(
-          trx,
-          advanceReadingRowSql,
-          [0, 1, 0, accountId, collection, rowId],
-        );
+        const [counters] = await db.run<{
+          id: number | string;
+          last_seq: number | string;
+          sorted: string;
+          current: string | null;
+          version: number | string | null;
+        }>(trx, advanceReadingRowSql, [0, 1, 0, accountId, collection, rowId]);
         if (!counters) throw collectionNotFound(collection);
         if (!counters.current) throw rowNotFound(collection, rowId);
         const id = Number(counters.id);
+        // Read locked, in the transaction that writes it: no other write of the row comes between.
+        if (!versionMatches(options, versionOf(id, counters.version as number | string))) throw preconditionFailed(collection, rowId);
         const data = JSON.stringify({ ...JSON.parse(counters.current), ...patch });
         if (overRowBound(data)) throw rowTooLarge();
+        const seq = Number(counters.last_seq);
         // One after another: pg sends a client's queries one at a time whatever the caller does.
-        await db.run(trx, updateRowSql, [data, id, rowId]);
+        await db.run(trx, updateRowSql, [data, seq, id, rowId]);
         await rekeyPatchedRow(db, trx, id, JSON.parse(counters.sorted), rowId, patch, data);
-        await appendEvents(db, trx, id, Number(counters.last_seq), 'update', [eventRow(rowId, data)]);
-        return rowJson(rowId, data);
+        await appendEvents(db, trx, id, seq, 'update', [eventRow(rowId, data)]);
+        return { json: rowJson(rowId, data), version: versionOf(id, seq) };
       });
     },
 
-    async deleteRow(accountId, collection, rowId) {
+    async deleteRow(accountId, collection, rowId, options) {
       if (!assignable(rowId)) return noSuchRow(db, accountId, collection, rowId);
-      await knex.transaction((trx) => deleteRowIn(db, trx, accountId, collection, rowId));
+      await knex.transaction((trx) => deleteRowIn(db, trx, accountId, collection, rowId, options));
     },
   };
 }

@@ -6,7 +6,7 @@ import type { Sql } from '../filter.ts';
 import { inCollection, type Page, type Statement, sortedPages, wholePage } from '../pages.ts';
 import { MAX_PAGE_BYTES } from '../rows.ts';
 import { ranks } from '../sort-indexes.ts';
-import { keyOrder, pageRange, replaceKey, rowJsonWith } from '../sql.ts';
+import { keyOrder, pageColumns, pageRange, replaceKey, rowJsonWith, versionedRowJsonWith } from '../sql.ts';
 
 /** A row's JSON text (rowJsonWith). */
 const rowJsonSql = rowJsonWith('substr(data, 2)');
@@ -15,8 +15,12 @@ const rowJsonSql = rowJsonWith('substr(data, 2)');
 const pageJsonSql = (order: string) =>
   `case when sum(octet_length(data)) <= ${MAX_PAGE_BYTES} then string_agg(${rowJsonSql}, ',' order by ${order}) end`;
 
+/** pageJsonSql of rows with their ETags (versionedRowJsonWith). */
+const versionedPageJsonSql = (order: string) =>
+  `case when sum(octet_length(data)) <= ${MAX_PAGE_BYTES} then string_agg(${versionedRowJsonWith('substr(data, 2)')}, ',' order by ${order}) end`;
+
 /** The row by collection and id, the collection found by account and name in the same statement. */
-export const getRowSql = `select data from rows
+export const getRowSql = `select data, collection_id, version from rows
   where collection_id = (select id from collections where account_id = ? and name = ?) and id = ?`;
 
 /**
@@ -25,15 +29,18 @@ export const getRowSql = `select data from rows
  * taken before it waited for the collection's row: a patch of the row committed meanwhile would be
  * lost. A locked read in READ COMMITTED gets the row's latest committed version.
  */
-export const advanceReadingRowSql = `update collections set last_row_id = last_row_id + ?, last_seq = last_seq + ?, row_count = row_count + ?
-  where account_id = ? and name = ?
-  returning id, last_row_id, last_seq, sorted, (select data from rows where collection_id = collections.id and id = ? for update) as current`;
+export const advanceReadingRowSql = `with counters as (update collections
+    set last_row_id = last_row_id + ?, last_seq = last_seq + ?, row_count = row_count + ?
+    where account_id = ? and name = ?
+    returning id, last_row_id, last_seq, sorted)
+  select c.*, r.data as current, r.version
+    from counters c left join lateral (select data, version from rows where collection_id = c.id and id = ? for update) r on true`;
 
 /** Announces a change to every instance on commit (changes.ts): the channel, then `<instance> <collection id>`. */
 export const notifySql = 'select pg_notify(?, ?)';
 
-/** Sets a row's text. */
-export const updateRowSql = 'update rows set data = ? where collection_id = ? and id = ?';
+/** Sets a row's text and its version, the seq of its update event. */
+export const updateRowSql = 'update rows set data = ?, version = ? where collection_id = ? and id = ?';
 
 /**
  * PostgreSQL's text, and so its jsonb, cannot hold U+0000, which a JSON string may; nor can its jsonb
@@ -118,12 +125,13 @@ export const POSTGRES_KEY_CHARS = 400;
  */
 export function orderedPage(accountId: number, name: string, page: Page, where?: Sql): Statement {
   const dir = page.order === 'desc' ? 'desc' : 'asc';
-  let rows = `select id, data from rows where ${inCollection}`;
+  const columns = pageColumns(page.versions);
+  let rows = `select ${columns} from rows where ${inCollection}`;
   let order = `id ${dir}`;
   let bindings: SqlValue[] = [];
   if (page.orderBy !== 'id') {
     const read = field(page.orderBy);
-    rows = `select id, data, ${read.value} as j from rows where ${inCollection}`;
+    rows = `select ${columns}, ${read.value} as j from rows where ${inCollection}`;
     order = `(jsonb_typeof(j) is null or jsonb_typeof(j) = 'null'),
         case jsonb_typeof(j) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 else 4 end ${dir},
         case when jsonb_typeof(j) = 'number' then (j)::numeric end ${dir},
@@ -132,7 +140,7 @@ export function orderedPage(accountId: number, name: string, page: Page, where?:
         id ${dir}`;
     bindings = read.bindings;
   }
-  return wholePage(pageJsonSql, { rows, order, bindings }, accountId, name, page, where);
+  return wholePage(page.versions ? versionedPageJsonSql : pageJsonSql, { rows, order, bindings }, accountId, name, page, where);
 }
 
 /**
@@ -201,7 +209,7 @@ export const insertBatchSql = `with counters as (
     select c.id as collection_id, c.before_id + t.ord as id, c.before_seq + t.ord as seq, t.data, c.at
       from counters c, unnest(string_to_array($4::text, chr(10))) with ordinality as t(data, ord)
   ), stored as (
-    insert into rows (collection_id, id, data) select collection_id, id, data from batch
+    insert into rows (collection_id, id, data, version) select collection_id, id, data, seq from batch
   ), logged as (
     insert into events (collection_id, seq, type, row_id, row, at)
       select collection_id, seq, 'insert', id, ${rowJsonSql}, at
@@ -213,4 +221,4 @@ export const insertBatchSql = `with counters as (
           jsonb_array_elements_text(${jsonbOf('c.sorted')}) with ordinality as f(field, slot),
           lateral (select b.collection_id, b.id, ${jsonbOf('b.data')} -> f.field as j from batch b offset 0) k
   )
-  select id, before_id + 1 as first_id, pg_notify($5, $6 || ' ' || id) from counters`;
+  select id, before_id + 1 as first_id, before_seq + 1 as first_seq, pg_notify($5, $6 || ' ' || id) from counters`;

@@ -11,15 +11,17 @@ import { deleteRowIn } from '../row-writes.ts';
 import {
   assignable,
   type Fields,
-  type Json,
+  insertedRows,
   noSuchRow,
   overRowBound,
   pageTooLarge,
-  type Row,
+  preconditionFailed,
   rowJson,
   rowNotFound,
-  rowsJson,
   rowTooLarge,
+  type VersionedRow,
+  versionMatches,
+  versionOf,
 } from '../rows.ts';
 import { collectionSql } from '../sql.ts';
 import { insertSql, MAX_FIELDS_BY_PATH, patchedRowSql, patchSql, pathSafe, rowsSql } from './sql.ts';
@@ -46,15 +48,15 @@ export function sqliteRows({ db, statements, writes, pages }: SqliteRowsParts): 
   async function writePatches(trx: WriteTx, accountId: number, collection: string, patches: FieldPatch[]) {
     const params = [accountId, collection, JSON.stringify(patches.map(({ rowId, fields }) => [rowId, fields])), new Date().toISOString()];
     const sql = patchSql(patches[0].fields.length, patches.length);
-    const written = await db.run<{ id: number | null; i: number; data: string | null }>(trx, sql, params);
+    const written = await db.run<{ id: number | null; i: number; data: string | null; version: number | null }>(trx, sql, params);
     const byIndex = new Map(written.map((row) => [Number(row.i), row]));
     let changed: number | undefined;
-    const answers = patches.map(({ rowId }, index): Json<Row> | ApiError => {
-      const { id = null, data = null } = byIndex.get(index) ?? {};
+    const answers = patches.map(({ rowId }, index): VersionedRow | ApiError => {
+      const { id = null, data = null, version = null } = byIndex.get(index) ?? {};
       if (id === null) return collectionNotFound(collection);
       if (data === null) return rowNotFound(collection, rowId);
       changed = id;
-      return rowJson(rowId, data);
+      return { json: rowJson(rowId, data), version: versionOf(id, version as number) };
     });
     if (changed !== undefined) await db.announce(trx, changed);
     return answers;
@@ -65,22 +67,24 @@ export function sqliteRows({ db, statements, writes, pages }: SqliteRowsParts): 
       // Node's work comes first: the write holds the writer from its first statement to its end.
       const texts = items.map((fields) => JSON.stringify(fields));
       if (texts.some(overRowBound)) throw rowTooLarge();
-      const firstId = await writes.merge(`insert/${accountId}/${collection}`, texts.length, texts, async (trx, batches: string[][]) => {
+      const first = await writes.merge(`insert/${accountId}/${collection}`, texts.length, texts, async (trx, batches: string[][]) => {
         const all = batches.flat();
         const params = [accountId, collection, all.length, JSON.stringify(all), new Date().toISOString()];
-        const [written] = await db.run<{ id: number | null; last_row_id: number }>(trx, insertSql, params);
+        const [written] = await db.run<{ id: number | null; last_row_id: number; last_seq: number }>(trx, insertSql, params);
         if (written.id === null) throw collectionNotFound(collection);
         await db.announce(trx, written.id);
-        // Each request's first id: its rows follow those of the requests before it.
-        const firsts: number[] = [];
-        let next = written.last_row_id - all.length + 1;
+        // Each request's first id and seq: its rows follow those of the requests before it.
+        const firsts: { collectionId: number; id: number; seq: number }[] = [];
+        let id = written.last_row_id - all.length + 1;
+        let seq = written.last_seq - all.length + 1;
         for (const batch of batches) {
-          firsts.push(next);
-          next += batch.length;
+          firsts.push({ collectionId: written.id, id, seq });
+          id += batch.length;
+          seq += batch.length;
         }
         return firsts;
       });
-      return rowsJson(firstId, texts);
+      return insertedRows(first, texts);
     },
 
     async listRows(accountId, collection, page) {
@@ -95,8 +99,12 @@ export function sqliteRows({ db, statements, writes, pages }: SqliteRowsParts): 
 
     async getRow(accountId, collection, rowId) {
       if (!assignable(rowId)) return noSuchRow(db, accountId, collection, rowId);
-      const [row] = await statements.readMerged<{ data: string }>(rowsSql, [accountId, collection, rowId]);
-      if (row) return rowJson(rowId, row.data);
+      const [row] = await statements.readMerged<{ data: string; collection_id: number; version: number }>(rowsSql, [
+        accountId,
+        collection,
+        rowId,
+      ]);
+      if (row) return { json: rowJson(rowId, row.data), version: versionOf(row.collection_id, row.version) };
       const [found] = await statements.read(collectionSql, [accountId, collection]);
       throw found ? rowNotFound(collection, rowId) : collectionNotFound(collection);
     },
@@ -107,25 +115,35 @@ export function sqliteRows({ db, statements, writes, pages }: SqliteRowsParts): 
      * gives. Not for a field name that a JSON path cannot spell (settableByPath()), nor for more than
      * MAX_FIELDS_BY_PATH fields: then the row is read and the patch made in Node, in a transaction
      * (nothing changes the row between the two), and the whole text set at `$` by the same statement.
+     * A patch under If-Match reads the row's version likewise, in the transaction that writes it.
      */
-    async updateRow(accountId, collection, rowId, patch) {
+    async updateRow(accountId, collection, rowId, patch, options) {
       if (!assignable(rowId)) return noSuchRow(db, accountId, collection, rowId);
       const names = Object.keys(patch);
       const byPath = names.length <= MAX_FIELDS_BY_PATH && names.every(settableByPath);
       // Merged with the patches that set as many fields: a statement sets a number of them (patchSql).
       const key = `patch/${accountId}/${collection}/${names.length}`;
-      let answer: Json<Row> | ApiError;
+      let answer: VersionedRow | ApiError;
       try {
-        answer = byPath
-          ? await writes.merge(key, 1, { rowId, fields: fieldsOf(patch) }, (trx, patches: FieldPatch[]) =>
-              writePatches(trx, accountId, collection, patches),
-            )
-          : await writes.run(async (trx) => {
-              const [stored] = await db.run<{ data: string }>(trx, patchedRowSql, [accountId, collection, rowId]);
-              // No row: no field to set, and writePatches() answers the 404, of the row or its collection.
-              const fields = stored ? [['$', JSON.stringify({ ...JSON.parse(stored.data), ...patch })]] : [];
-              return (await writePatches(trx, accountId, collection, [{ rowId, fields }]))[0];
-            });
+        answer =
+          byPath && options?.ifMatch === undefined
+            ? await writes.merge(key, 1, { rowId, fields: fieldsOf(patch) }, (trx, patches: FieldPatch[]) =>
+                writePatches(trx, accountId, collection, patches),
+              )
+            : await writes.run(async (trx) => {
+                const [stored] = await db.run<{ data: string; collection_id: number; version: number }>(trx, patchedRowSql, [
+                  accountId,
+                  collection,
+                  rowId,
+                ]);
+                if (stored && !versionMatches(options, versionOf(stored.collection_id, stored.version))) {
+                  throw preconditionFailed(collection, rowId);
+                }
+                // No row: no field to set, and writePatches() answers the 404, of the row or its collection.
+                let fields: string[][] = [];
+                if (stored) fields = byPath ? fieldsOf(patch) : [['$', JSON.stringify({ ...JSON.parse(stored.data), ...patch })]];
+                return (await writePatches(trx, accountId, collection, [{ rowId, fields }]))[0];
+              });
       } catch (error) {
         // The only constraint a patch's statement can break is its trigger's bound on the row's weight
         // (sql.ts, row_patches): it stored nothing of the patch.
@@ -136,9 +154,9 @@ export function sqliteRows({ db, statements, writes, pages }: SqliteRowsParts): 
       return answer;
     },
 
-    async deleteRow(accountId, collection, rowId) {
+    async deleteRow(accountId, collection, rowId, options) {
       if (!assignable(rowId)) return noSuchRow(db, accountId, collection, rowId);
-      await writes.run((trx) => deleteRowIn(db, trx, accountId, collection, rowId));
+      await writes.run((trx) => deleteRowIn(db, trx, accountId, collection, rowId, options));
     },
   };
 }

@@ -23,7 +23,7 @@ import type { Sql } from '../filter.ts';
 import { inCollection, type Page, type Statement, sortedPages, wholePage } from '../pages.ts';
 import { MAX_ROW_BYTES } from '../rows.ts';
 import { ranks } from '../sort-indexes.ts';
-import { keyOrder, pageRange, replaceKey, rowJsonWith } from '../sql.ts';
+import { keyOrder, pageColumns, pageRange, replaceKey, rowJsonWith, versionedRowJsonWith } from '../sql.ts';
 
 /**
  * A row's JSON text (rowJsonWith), the row's own text cut after its first byte. SQLite's substr() of a
@@ -39,6 +39,9 @@ const rowJsonSql = rowJsonWith('substr(cast(data as blob), 2)');
  * the page's texts. test/http/sort-index.test.ts checks the pages of both kinds against a model.
  */
 const pageJsonSql = `group_concat(${rowJsonSql}, ',')`;
+
+/** A page's rows with their ETags (versionedRowJsonWith), as one JSON text, joined as pageJsonSql joins them. */
+const versionedPageJsonSql = `group_concat(${versionedRowJsonWith('substr(cast(data as blob), 2)')}, ',')`;
 
 /** Names a JSON path label `$."…"` can spell: no quote, backslash or control character. */
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it looks for.
@@ -77,12 +80,12 @@ const collectionId = '(select id from collections where account_id = ?1 and name
  * Row reads merged (statements.ts, readMerged): `?` is `[[account id, collection, row id], …]`. CROSS
  * JOIN keeps SQLite's planner from reading collections first: each read is two primary key lookups.
  */
-export const rowsSql = `select j.key as i, r.data from json_each(?) j
+export const rowsSql = `select j.key as i, r.data, c.id as collection_id, r.version from json_each(?) j
   cross join collections c on c.account_id = j.value ->> 0 and c.name = j.value ->> 1
   cross join rows r on r.collection_id = c.id and r.id = j.value ->> 2`;
 
-/** A row to patch, on the writer's connection, found with its collection by name. */
-export const patchedRowSql = `select r.data from rows r join collections c on c.id = r.collection_id
+/** A row to patch, on the writer's connection, found with its collection by name: its text and version. */
+export const patchedRowSql = `select r.data, c.id as collection_id, r.version from rows r join collections c on c.id = r.collection_id
   where c.account_id = ? and c.name = ? and r.id = ?`;
 
 /**
@@ -93,19 +96,21 @@ export const patchedRowSql = `select r.data from rows r join collections c on c.
  */
 export function orderedPage(accountId: number, name: string, page: Page, where?: Sql): Statement {
   const dir = page.order === 'desc' ? 'desc' : 'asc';
-  let rows = `select id, data from rows where ${inCollection}`;
+  const columns = pageColumns(page.versions);
+  let rows = `select ${columns} from rows where ${inCollection}`;
   let order = `id ${dir}`;
   let bindings: SqlValue[] = [];
   if (page.orderBy !== 'id') {
     const { type, value, key } = field(page.orderBy);
-    rows = `select id, data, ${type} as t, ${value} as v from rows where ${inCollection}`;
+    rows = `select ${columns}, ${type} as t, ${value} as v from rows where ${inCollection}`;
     order = `(t is null or t = 'null'),
         case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3 else 4 end ${dir},
         case when t in ('object', 'array') then null else v end ${dir},
         id ${dir}`;
     bindings = [key, key];
   }
-  return wholePage(() => pageJsonSql, { rows, order, bindings }, accountId, name, page, where);
+  const json = page.versions ? versionedPageJsonSql : pageJsonSql;
+  return wholePage(() => json, { rows, order, bindings }, accountId, name, page, where);
 }
 
 /**
@@ -190,8 +195,9 @@ const rowInserts = `
   create temp trigger if not exists row_inserts_write instead of insert on row_inserts begin
     update collections set last_row_id = last_row_id + new.n, last_seq = last_seq + new.n, row_count = row_count + new.n
       where id = new.collection_id;
-    insert into rows (collection_id, id, data)
-      select c.id, c.last_row_id - new.n + 1 + t.key, t.value from collections c, json_each(new.texts) t where ${collection};
+    insert into rows (collection_id, id, data, version)
+      select c.id, c.last_row_id - new.n + 1 + t.key, t.value, c.last_seq - new.n + 1 + t.key
+      from collections c, json_each(new.texts) t where ${collection};
     ${events('insert', `select c.id as collection_id, c.last_seq - new.n + 1 + t.key as seq, c.last_row_id - new.n + 1 + t.key as id, t.value as data from collections c, json_each(new.texts) t where ${collection}`)};
     ${sortKeys('json_each(new.texts) r', 'c.last_row_id - new.n + 1 + r.key', 'r.value')};
   end;`;
@@ -232,12 +238,14 @@ export const MAX_FIELDS_BY_PATH = 16;
 const rowPatches = (n: number) => {
   const row = 'r.rowid = new.rid';
   const fields = Array.from({ length: n }, (_, i) => `new.fields ->> '$[${i}][0]', json(new.fields ->> '$[${i}][1]')`);
-  const setFields = `update rows as r set data = json_set(data, ${fields.join(', ')}) where ${row};`;
+  // The row's version is the seq of its update event (openapi.yaml, ETag), even for a patch of no field.
+  const setFields = n > 0 ? `data = json_set(data, ${fields.join(', ')}), ` : '';
+  const setRow = `update rows as r set ${setFields}version = (select last_seq from collections where id = new.collection_id) where ${row};`;
   return `
   create temp view if not exists row_patches_${n} (collection_id, i, rid, fields, at) as select null, null, null, null, null where 0;
   create temp trigger if not exists row_patches_${n}_write instead of insert on row_patches_${n} begin
     update collections set last_seq = last_seq + 1 where id = new.collection_id and new.rid is not null;
-    ${n > 0 ? setFields : ''}
+    ${setRow}
     select raise(abort, 'row too large') from rows r where ${row} and length(cast(r.data as blob)) > ${MAX_ROW_BYTES};
     ${events('update', `select c.id as collection_id, c.last_seq as seq, r.id, r.data from collections c join rows r on ${row} where ${collection}`)};
     ${sortKeys(`(select r.id, r.data from rows r where ${row}) r`, 'r.id', 'r.data')}
@@ -250,19 +258,20 @@ export const sqliteProcedures = rowInserts + Array.from({ length: MAX_FIELDS_BY_
 
 /**
  * A group of inserts: `?1` account, `?2` collection, `?3` n, `?4` texts, `?5` at. Answers `id`, the
- * collection's (null when there is no such collection), and its `last_row_id` once the rows are in.
+ * collection's (null when there is no such collection), and its `last_row_id` and `last_seq` once the rows are in.
  * One row of VALUES, the collection's id found in it: an INSERT … SELECT into a view first copies the
  * SELECT's rows into a temporary table, and a trigger that found the collection by name would look it
  * up in each of its statements.
  */
 export const insertSql = `insert into row_inserts values (${collectionId}, ?3, ?4, ?5)
-  returning collection_id as id, (select last_row_id from collections where id = row_inserts.collection_id) as last_row_id`;
+  returning collection_id as id, (select last_row_id from collections where id = row_inserts.collection_id) as last_row_id,
+    (select last_seq from collections where id = row_inserts.collection_id) as last_seq`;
 
 /**
  * A group of patches that each set `n` fields: `?1` account, `?2` collection, `?3` a JSON array of
  * `[row id, fields]` (as row_patches_<n> takes them), `?4` at. Answers a row for each patch, with `id`
  * the collection's (null when there is no such collection), `i` the patch's index in `?3`, and `data`
- * the row's text as that patch left it (null for a row that does not exist), read right after the
+ * the row's text as that patch left it (null for a row that does not exist) and `version` its version, read right after the
  * patch's own trigger has run (RETURNING runs once each inserted row's INSTEAD OF trigger has). The
  * collection is looked up once, in a FROM item of one row; each row once, by the collection's id and
  * its own. The same text each time for each `n` and either kind of group, as the statement cache wants.
@@ -274,7 +283,8 @@ export const insertSql = `insert into row_inserts values (${collectionId}, ?3, ?
 export const patchSql = (n: number, patches: number) => (patches === 1 ? onePatchSqls : patchSqls)[n];
 
 const returning = (n: number) =>
-  `returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_${n}.rid) as data`;
+  `returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_${n}.rid) as data,
+    (select r.version from rows r where r.rowid = row_patches_${n}.rid) as version`;
 
 const patchSqls = Array.from(
   { length: MAX_FIELDS_BY_PATH + 1 },

@@ -31,19 +31,19 @@ describe('SQLite hot statements', () => {
 
   it('read through a connection of their own, which cannot write', async () => {
     await store.insertRows(accountId, 'notes', [{ n: 1 }]);
-    expect(JSON.parse(await store.getRow(accountId, 'notes', 1))).to.deep.equal({ id: 1, n: 1 });
+    expect(JSON.parse((await store.getRow(accountId, 'notes', 1)).json)).to.deep.equal({ id: 1, n: 1 });
     let failure: { code?: string } | undefined;
     await sqlite()
       .read('delete from rows', [])
       .catch((error: { code?: string }) => (failure = error));
     expect(failure?.code).to.equal('SQLITE_READONLY');
-    expect(JSON.parse(await store.getRow(accountId, 'notes', 1))).to.deep.equal({ id: 1, n: 1 });
+    expect(JSON.parse((await store.getRow(accountId, 'notes', 1)).json)).to.deep.equal({ id: 1, n: 1 });
   });
 
   it('read every write committed before they begin, however often the statement was used before', async () => {
     await store.insertRows(accountId, 'notes', [{ n: 1 }, { n: 2 }]);
     for (let n = 3; n < 10; n++) {
-      expect(JSON.parse(await store.getRow(accountId, 'notes', 1))).to.have.property('n', n - 2);
+      expect(JSON.parse((await store.getRow(accountId, 'notes', 1)).json)).to.have.property('n', n - 2);
       await store.updateRow(accountId, 'notes', 1, { n: n - 1 });
     }
     await store.deleteRow(accountId, 'notes', 2);
@@ -84,13 +84,13 @@ describe('SQLite hot statements', () => {
       Array.from({ length: 200 }, (_, n) => ({ n: n + 1 })),
     );
     const reads = Array.from({ length: 200 }, (_, n) => store.getRow(accountId, 'notes', n + 1));
-    expect((await Promise.all(reads)).map((text) => JSON.parse(text))).to.deep.equal(
+    expect((await Promise.all(reads)).map(({ json }) => JSON.parse(json))).to.deep.equal(
       Array.from({ length: 200 }, (_, n) => ({ id: n + 1, n: n + 1 })),
     );
     for (let round = 1; round <= 20; round++) {
       await store.updateRow(accountId, 'notes', 1, { n: -round });
       const seen = await Promise.all(Array.from({ length: 10 }, () => store.getRow(accountId, 'notes', 1)));
-      expect(seen.map((text) => JSON.parse(text).n)).to.deep.equal(Array(10).fill(-round));
+      expect(seen.map(({ json }) => JSON.parse(json).n)).to.deep.equal(Array(10).fill(-round));
     }
     // Every copy of the statement is finalized on close, or the write-ahead log would stay.
     await store.close();
@@ -108,7 +108,7 @@ describe('SQLite hot statements', () => {
         ['notes', 1],
       ].map(([collection, id]) =>
         store.getRow(accountId, collection as string, id as number).then(
-          (text) => JSON.parse(text),
+          ({ json }) => JSON.parse(json),
           (error: ApiError) => error.detail,
         ),
       ),
@@ -139,7 +139,7 @@ describe('SQLite hot statements', () => {
         Array.from({ length: size }, (_, n) => ({ n })),
       );
     }
-    expect(JSON.parse(await store.getRow(accountId, 'notes', (80 * 81) / 2))).to.deep.equal({ id: (80 * 81) / 2, n: 79 });
+    expect(JSON.parse((await store.getRow(accountId, 'notes', (80 * 81) / 2)).json)).to.deep.equal({ id: (80 * 81) / 2, n: 79 });
     // SQLite refuses to close a connection with statements not finalized (and Knex does not say so);
     // the last connection to close takes the write-ahead log away.
     await store.close();

@@ -51,7 +51,7 @@ describe('grouped writes on SQLite', () => {
     expect(events.filter((e) => e.type === 'update')).to.have.length(1);
     const collection = await store.getCollection(accountId, 'notes');
     expect(collection.row_count).to.equal(31);
-    expect(JSON.parse(await store.getRow(accountId, 'notes', 1))).to.deep.equal({ id: 1, n: 0, patched: true });
+    expect(JSON.parse((await store.getRow(accountId, 'notes', 1)).json)).to.deep.equal({ id: 1, n: 0, patched: true });
   });
 
   it('merge concurrent inserts into one collection, each keeping its rows together and in order', async () => {
@@ -62,7 +62,7 @@ describe('grouped writes on SQLite', () => {
       sizes.map(async (size, n) => {
         const collection = n % 3 === 0 ? 'more' : 'notes';
         const rows = Array.from({ length: size }, (_, i) => ({ request: n, i }));
-        return { collection, sent: rows, got: JSON.parse(await store.insertRows(accountId, collection, rows)) as Row[] };
+        return { collection, sent: rows, got: JSON.parse((await store.insertRows(accountId, collection, rows)).json) as Row[] };
       }),
     );
     expect(writes().stats.merged - before).to.be.greaterThan(0, 'some inserts were merged');
@@ -94,13 +94,13 @@ describe('grouped writes on SQLite', () => {
     const answers = await Promise.all(
       Array.from(
         { length: 30 },
-        async (_, n) => JSON.parse(await store.updateRow(accountId, 'notes', 1 + (n % 3), { [`p${n}`]: n })) as Row,
+        async (_, n) => JSON.parse((await store.updateRow(accountId, 'notes', 1 + (n % 3), { [`p${n}`]: n })).json) as Row,
       ),
     );
     expect(writes().stats.merged - before).to.be.greaterThan(0, 'some patches were merged');
     for (const id of [1, 2, 3]) {
       const mine = Array.from({ length: 30 }, (_, n) => n).filter((n) => n % 3 === id - 1);
-      const row = JSON.parse(await store.getRow(accountId, 'notes', id));
+      const row = JSON.parse((await store.getRow(accountId, 'notes', id)).json);
       expect(row).to.deep.equal({ id, row: id, ...Object.fromEntries(mine.map((n) => [`p${n}`, n])) });
     }
     // Each answer is the row as its own patch left it; the events, in seq order, grow each row one field at a time.
@@ -125,7 +125,7 @@ describe('grouped writes on SQLite', () => {
     expect(writes().stats.merged - before).to.be.greaterThan(0, 'some patches were merged');
     for (const id of [1, 2]) {
       const mine = patches.filter((_, n) => n % 2 === id - 1);
-      expect(JSON.parse(await store.getRow(accountId, 'notes', id))).to.deep.equal(Object.assign({ id, row: id }, ...mine));
+      expect(JSON.parse((await store.getRow(accountId, 'notes', id)).json)).to.deep.equal(Object.assign({ id, row: id }, ...mine));
     }
   });
 
@@ -141,8 +141,8 @@ describe('grouped writes on SQLite', () => {
     expect(settled.map(codeOf)).to.deep.equal(ids.map((id) => (id > 3 ? 'not_found' : 'ok')));
     for (const id of [1, 2, 3]) {
       const mine = ids.flatMap((rowId, n) => (rowId === id ? [[`p${n}`, n]] : []));
-      expect(JSON.parse(await store.getRow(accountId, 'notes', id))).to.deep.equal({ id, row: id, ...Object.fromEntries(mine) });
-      expect(JSON.parse(await store.getRow(accountId, 'more', id))).to.deep.equal({ id, other: id });
+      expect(JSON.parse((await store.getRow(accountId, 'notes', id)).json)).to.deep.equal({ id, row: id, ...Object.fromEntries(mine) });
+      expect(JSON.parse((await store.getRow(accountId, 'more', id)).json)).to.deep.equal({ id, other: id });
     }
     // Only the nine patches that found their row took a seq, with no gap, and each its row's event.
     const { id, last_seq } = await store.knex('collections').where({ name: 'notes' }).first('id', 'last_seq');
@@ -163,7 +163,7 @@ describe('grouped writes on SQLite', () => {
           { wave, n, second: true },
         ]),
       );
-      for (const answer of await Promise.all(sent)) answers.push(JSON.parse(answer));
+      for (const answer of await Promise.all(sent)) answers.push(JSON.parse(answer.json));
     }
     expect(writes().stats.overlapped - before).to.be.greaterThan(0, 'a merged write went out beside another');
     // Each request's two rows have consecutive ids; all of them are 1..400, each once.
@@ -194,12 +194,12 @@ describe('grouped writes on SQLite', () => {
           Array.from({ length: 40 }, (_, n) => (n % 2 === 0 ? store : other).updateRow(accountId, 'notes', 1, { [field(n)]: n })),
         );
         const fields = Object.fromEntries(Array.from({ length: 40 }, (_, n) => [field(n), n]));
-        expect(JSON.parse(await store.getRow(accountId, 'notes', 1))).to.deep.equal({ id: 1, row: 1, ...fields });
+        expect(JSON.parse((await store.getRow(accountId, 'notes', 1)).json)).to.deep.equal({ id: 1, row: 1, ...fields });
         // One event per patch, in seq order, each the row one field larger than the one before.
         const { id } = await store.knex('collections').where({ name: 'notes' }).first('id');
         const events = (await store.readEvents(Number(id), { after: 1, limit: 100 })).map((event) => event.row as Row);
         expect(events.map((row) => Object.keys(row).length)).to.deep.equal(Array.from({ length: 40 }, (_, i) => 3 + i));
-        for (const answer of answers) expect(events).to.deep.include(JSON.parse(answer));
+        for (const answer of answers) expect(events).to.deep.include(JSON.parse(answer.json));
       } finally {
         await other.close();
       }
@@ -210,8 +210,8 @@ describe('grouped writes on SQLite', () => {
     // Each answer finds its row through the read-only connection, which sees only committed data.
     const seen = await Promise.all(
       Array.from({ length: 20 }, async (_, n) => {
-        const [row] = JSON.parse(await store.insertRows(accountId, 'notes', [{ n }]));
-        return JSON.parse(await store.getRow(accountId, 'notes', row.id)).n;
+        const [row] = JSON.parse((await store.insertRows(accountId, 'notes', [{ n }])).json);
+        return JSON.parse((await store.getRow(accountId, 'notes', row.id)).json).n;
       }),
     );
     expect(seen).to.deep.equal(Array.from({ length: 20 }, (_, n) => n));
