@@ -159,7 +159,18 @@ export interface paths {
          *     from `GET …/versioned-rows`, or of each row with `GET` of it.
          */
         post: operations["insertRows"];
-        delete?: never;
+        /**
+         * Delete every row a filter matches, all or none.
+         * @description Deletes every row of the collection that `filter` matches, in one transaction: every row or
+         *     none. Each deleted row is one `delete` event carrying the row as it was, in id order, with
+         *     consecutive `seq`. Answers how many rows were deleted.
+         *
+         *     The filter is required: `filter={}` deletes every row (the collection stays; to delete it too,
+         *     `DELETE` the collection). At most 10,000 rows a request, as for `PATCH` by filter
+         *     (`ROWBASE_MAX_ROWS_BY_FILTER`): past it `400 validation_failed`, its error naming `filter`, and
+         *     nothing is deleted.
+         */
+        delete: operations["deleteRows"];
         options?: never;
         /**
          * `GET /v1/collections/{collection_name}/rows` without the body.
@@ -167,7 +178,24 @@ export interface paths {
          *     toward the plan, as GET is, and with the same query.
          */
         head: operations["headRows"];
-        patch?: never;
+        /**
+         * Change some fields of every row a filter matches, all or none.
+         * @description Patches every row of the collection that `filter` matches, as `PATCH` of one row patches it (a
+         *     top-level merge of the body's fields), in one transaction: every row or none. Each changed row
+         *     is one `update` event, in id order, with consecutive `seq`. Answers how many rows changed, and
+         *     with `return=rows` the rows as they now are, in id order. A filter that matches no row changes
+         *     nothing: `{"count": 0}`.
+         *
+         *     The filter is required, so that no request changes a whole collection by accident: send
+         *     `filter={}` to change every row. One request changes at most 10,000 rows, unless the server is
+         *     configured with another bound (`ROWBASE_MAX_ROWS_BY_FILTER`): a filter that matches more is
+         *     refused with `400 validation_failed`, its error naming `filter`, before anything is written;
+         *     narrow it (by ranges of `id`, say) and send each part. A row the patch would make weigh more than
+         *     15 MiB is `413`, and nothing of the request is stored. `If-Match` does not apply (name the rows'
+         *     `id` in the filter instead); the rows matched are read in the transaction that changes them, so
+         *     no other write of the collection comes between.
+         */
+        patch: operations["updateRows"];
         trace?: never;
     };
     "/v1/collections/{collection_name}/rows/{row_id}": {
@@ -427,6 +455,24 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /**
+         * @description What a change by filter answers besides how many rows it changed.
+         * @default count
+         * @enum {string}
+         */
+        ChangeAnswer: "count" | "rows";
+        /**
+         * @description What a change by filter changed.
+         * @example {
+         *       "count": 2
+         *     }
+         */
+        ChangedRows: {
+            /** @description How many rows changed. */
+            count: number;
+            /** @description With `return=rows`, the changed rows as they now are, in id order. */
+            rows?: components["schemas"]["Row"][];
+        };
         Collection: {
             /**
              * Format: date-time
@@ -480,6 +526,16 @@ export interface components {
             name: string | null;
             prefix: components["schemas"]["KeyPrefix"];
             scope: components["schemas"]["KeyScope"];
+        };
+        /**
+         * @description What a deletion by filter deleted.
+         * @example {
+         *       "count": 2
+         *     }
+         */
+        DeletedRows: {
+            /** @description How many rows were deleted. */
+            count: number;
         };
         /**
          * @description The codes of a `ForbiddenProblem`.
@@ -1308,6 +1364,17 @@ export interface components {
          */
         OrderBy: string;
         /**
+         * @description The rows to change: a filter of the filter language, as `filter` of `GET …/rows` takes it
+         *     (docs/api.md, "Filters"). Required: `{}` matches every row. One that does not parse is `400
+         *     validation_failed`, its error naming `filter`.
+         */
+        RequiredFilter: string;
+        /**
+         * @description `rows` answers the changed rows too, as they now are, in id order; `count` (the default) only how many.
+         * @example rows
+         */
+        ReturnParameter: components["schemas"]["ChangeAnswer"];
+        /**
          * @description The row's id: an integer in decimal digits (`1e3`, `01`, `+1` or `1.0` is 400). An integer the service never assigns (0, a negative one, one past 2^53 − 1) names no row: 404, as any absent row.
          * @example 1
          */
@@ -1790,6 +1857,55 @@ export interface operations {
             default: components["responses"]["Error"];
         };
     };
+    deleteRows: {
+        parameters: {
+            query: {
+                /**
+                 * @description The rows to change: a filter of the filter language, as `filter` of `GET …/rows` takes it
+                 *     (docs/api.md, "Filters"). Required: `{}` matches every row. One that does not parse is `400
+                 *     validation_failed`, its error naming `filter`.
+                 */
+                filter: components["parameters"]["RequiredFilter"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
+                 * @example notes
+                 */
+                collection_name: components["parameters"]["CollectionNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every matching row was deleted (none, if none matched). */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "count": 2
+                     *     }
+                     */
+                    "application/json": components["schemas"]["DeletedRows"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Error"];
+        };
+    };
     headRows: {
         parameters: {
             query?: {
@@ -1852,6 +1968,66 @@ export interface operations {
         responses: {
             200: components["responses"]["HeadOkPage"];
             default: components["responses"]["HeadProblem"];
+        };
+    };
+    updateRows: {
+        parameters: {
+            query: {
+                /**
+                 * @description The rows to change: a filter of the filter language, as `filter` of `GET …/rows` takes it
+                 *     (docs/api.md, "Filters"). Required: `{}` matches every row. One that does not parse is `400
+                 *     validation_failed`, its error naming `filter`.
+                 */
+                filter: components["parameters"]["RequiredFilter"];
+                /**
+                 * @description `rows` answers the changed rows too, as they now are, in id order; `count` (the default) only how many.
+                 * @example rows
+                 */
+                return?: components["parameters"]["ReturnParameter"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
+                 * @example notes
+                 */
+                collection_name: components["parameters"]["CollectionNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "status": "archived"
+                 *     }
+                 */
+                "application/json": components["schemas"]["RowPatch"];
+            };
+        };
+        responses: {
+            /** @description Every matching row was changed (none, if none matched). */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChangedRows"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Error"];
         };
     };
     getRow: {

@@ -24,6 +24,9 @@ const sharedListing = (collate: string): Listing => [
   ['collectionSql', shared.collectionSql],
   ['deleteRowSql', shared.deleteRowSql],
   ['deleteSortKeysSql', shared.deleteSortKeysSql],
+  ['matchedRowsSql(a filter)', shared.matchedRowsSql('<filter>')],
+  ['deleteRowsWhereSql(a filter)', shared.deleteRowsWhereSql('<filter>')],
+  ['deleteKeysWhereSql(a filter)', shared.deleteKeysWhereSql('<filter>')],
   ['setSortedSql', shared.setSortedSql],
   ['presentCountSql', shared.presentCountSql],
   ['listCollectionsSql', shared.listCollectionsSql(collate)],
@@ -102,6 +105,7 @@ function postgresListing(): Listing {
     ['getRowSql', postgres.getRowSql],
     ['advanceReadingRowSql', postgres.advanceReadingRowSql],
     ['updateRowSql', postgres.updateRowSql],
+    ['updateRowsSql', postgres.updateRowsSql],
     ['notifySql', postgres.notifySql],
     ...directions.flatMap(
       (order): Listing => [

@@ -23,6 +23,11 @@ export interface Config {
    * another bound); a larger batch is 400. `ROWBASE_MAX_BATCH_ROWS`, default 1000, at least 1.
    */
   maxBatchRows: number;
+  /**
+   * Most rows one change by filter may change (openapi.yaml, updateRows and deleteRows); a filter that
+   * matches more is 400, before anything is written. `ROWBASE_MAX_ROWS_BY_FILTER`, default 10000, at least 1.
+   */
+  maxRowsByFilter: number;
   /** Count and limit requests by plan. `ROWBASE_METERING=off` turns it off (for benchmarks); default on. */
   metering: boolean;
   /** Events each collection keeps for feed clients to resume from. `ROWBASE_EVENTS_RETAIN_COUNT`, default 10000. */
@@ -71,6 +76,7 @@ export const defaults: Config = {
   maxBodyBytesAtOnce: 1024 * 1024,
   maxJsonDepth: 64,
   maxBatchRows: 1000,
+  maxRowsByFilter: 10_000,
   metering: true,
   eventsRetainCount: 10_000,
   eventsRetainMs: 24 * 60 * 60 * 1000,
@@ -96,6 +102,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
     maxBodyBytesAtOnce: integer(env, 'ROWBASE_MAX_BODY_BYTES_AT_ONCE', defaults.maxBodyBytesAtOnce, 1, 2 ** 31),
     maxJsonDepth: integer(env, 'ROWBASE_MAX_JSON_DEPTH', defaults.maxJsonDepth, 1, 10_000),
     maxBatchRows: integer(env, 'ROWBASE_MAX_BATCH_ROWS', defaults.maxBatchRows, 1, 2 ** 31),
+    maxRowsByFilter: integer(env, 'ROWBASE_MAX_ROWS_BY_FILTER', defaults.maxRowsByFilter, 1, 2 ** 31),
     metering: onOff(env, 'ROWBASE_METERING', defaults.metering),
     eventsRetainCount: integer(env, 'ROWBASE_EVENTS_RETAIN_COUNT', defaults.eventsRetainCount, 1, 2 ** 31),
     eventsRetainMs: seconds(env, 'ROWBASE_EVENTS_RETAIN_SECONDS', defaults.eventsRetainMs, 1, 10 * 365 * DAY),

@@ -16,6 +16,14 @@ describe('config', () => {
     }
   });
 
+  it('changes at most 10,000 rows by filter by default, or ROWBASE_MAX_ROWS_BY_FILTER, at least 1', () => {
+    expect(configFromEnv({}).maxRowsByFilter).to.equal(10_000);
+    expect(configFromEnv({ ROWBASE_MAX_ROWS_BY_FILTER: '50' }).maxRowsByFilter).to.equal(50);
+    for (const value of ['0', '1.5', 'all']) {
+      expect(() => configFromEnv({ ROWBASE_MAX_ROWS_BY_FILTER: value }), value).to.throw(ConfigError, /ROWBASE_MAX_ROWS_BY_FILTER/);
+    }
+  });
+
   it('works on 1 MiB of request bodies at once by default, or ROWBASE_MAX_BODY_BYTES_AT_ONCE', () => {
     expect(configFromEnv({}).maxBodyBytesAtOnce).to.equal(1024 * 1024);
     expect(configFromEnv({ ROWBASE_MAX_BODY_BYTES_AT_ONCE: '1' }).maxBodyBytesAtOnce).to.equal(1);

@@ -26,6 +26,15 @@ delete from rows where collection_id = ? and id = ? returning data, version;
 -- deleteSortKeysSql
 delete from sort_keys where collection_id = ? and row_id = ?;
 
+-- matchedRowsSql(a filter)
+select id, data from rows where collection_id = ? and (<filter>) order by id limit ?;
+
+-- deleteRowsWhereSql(a filter)
+delete from rows where collection_id = ? and (<filter>);
+
+-- deleteKeysWhereSql(a filter)
+delete from sort_keys where collection_id = ? and row_id in (select id from rows where collection_id = ? and (<filter>));
+
 -- setSortedSql
 update collections set sorted = ? where id = ?;
 
@@ -165,6 +174,11 @@ select c.*, r.data as current, r.version
 
 -- updateRowSql
 update rows set data = ?, version = ? where collection_id = ? and id = ?;
+
+-- updateRowsSql
+update rows set data = x.value ->> 1, version = ?::bigint + x.ordinality
+from json_array_elements(?::json) with ordinality x
+where rows.collection_id = ? and rows.id = (x.value ->> 0)::bigint;
 
 -- notifySql
 select pg_notify(?, ?);

@@ -26,6 +26,15 @@ delete from rows where collection_id = ? and id = ? returning data, version;
 -- deleteSortKeysSql
 delete from sort_keys where collection_id = ? and row_id = ?;
 
+-- matchedRowsSql(a filter)
+select id, data from rows where collection_id = ? and (<filter>) order by id limit ?;
+
+-- deleteRowsWhereSql(a filter)
+delete from rows where collection_id = ? and (<filter>);
+
+-- deleteKeysWhereSql(a filter)
+delete from sort_keys where collection_id = ? and row_id in (select id from rows where collection_id = ? and (<filter>));
+
 -- setSortedSql
 update collections set sorted = ? where id = ?;
 

@@ -4,6 +4,7 @@
 // (sqlite/rows.ts, postgres/rows.ts).
 import type { Knex } from 'knex';
 import { ApiError } from '../errors.ts';
+import type { Filter } from '../query/filter.ts';
 import type { Changes } from './changes.ts';
 import { createCollection, deleteCollection, getCollection, listCollections } from './collections.ts';
 import type { Dialect } from './dialect.ts';
@@ -27,7 +28,7 @@ import type { Page, RowsPage } from './pages.ts';
 import { accountPlan, listPlans, setPlan } from './plans.ts';
 import { PrincipalCache } from './principals.ts';
 import { collectionsAfter, pruneEventBatch } from './retention.ts';
-import type { Fields, InsertedRows, VersionedRow, WriteOptions } from './rows.ts';
+import type { ChangedRows, Fields, InsertedRows, VersionedRow, WriteOptions } from './rows.ts';
 import { addUsage, readUsage } from './usage.ts';
 
 /** How often the key uses the principal cache noted are written, in ms. */
@@ -48,6 +49,14 @@ export interface RowOperations {
   updateRow(accountId: number, collection: string, rowId: number, patch: Fields, options?: WriteOptions): Promise<VersionedRow>;
   /** Deletes the row, with one delete event carrying the row as it was. 412 when its version is none of `options.ifMatch`. */
   deleteRow(accountId: number, collection: string, rowId: number, options?: WriteOptions): Promise<void>;
+  /**
+   * Patches every row of the collection that `filter` matches as updateRow() does, all or none, each
+   * with one update event, in id order, with consecutive seqs; 400 (nothing written) when more than
+   * `max` match. Answers the rows as they now are.
+   */
+  updateRowsWhere(accountId: number, collection: string, filter: Filter, patch: Fields, max: number): Promise<ChangedRows>;
+  /** Deletes every row of the collection that `filter` matches, as updateRowsWhere() patches them; answers them as they were. */
+  deleteRowsWhere(accountId: number, collection: string, filter: Filter, max: number): Promise<ChangedRows>;
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: any argument list; the bound types below stay exact.

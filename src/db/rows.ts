@@ -78,6 +78,12 @@ export const pageTooLarge = () =>
  */
 export const versionOf = (collectionId: number | string, seq: number | string) => `${collectionId}.${seq}`;
 
+/** The rows a change by filter changed, in id order: how many, and their JSON texts as one array. */
+export interface ChangedRows {
+  count: number;
+  json: Json<Row[]>;
+}
+
 /** A row's JSON text and its version (versionOf). */
 export interface VersionedRow {
   json: Json<Row>;

@@ -31,6 +31,19 @@ export const collectionSql = 'select id, row_count, sorted from collections wher
 /** Deletes a row of the collection by id and answers its text, as it was, for the event, and its version, for If-Match. */
 export const deleteRowSql = 'delete from rows where collection_id = ? and id = ? returning data, version';
 
+/**
+ * Changes by filter (row-writes.ts): the rows of the collection `?` that the filter `where` (SQL on
+ * `id` and `data`, its bindings after the collection's id) matches, in id order, at most `?` of them.
+ */
+export const matchedRowsSql = (where: string) => `select id, data from rows where collection_id = ? and (${where}) order by id limit ?`;
+
+/** The rows of the collection `?` that `where` matches, deleted. */
+export const deleteRowsWhereSql = (where: string) => `delete from rows where collection_id = ? and (${where})`;
+
+/** The sort keys of the collection `?` of its rows (the collection `?` again) that `where` matches, deleted before the rows. */
+export const deleteKeysWhereSql = (where: string) =>
+  `delete from sort_keys where collection_id = ? and row_id in (select id from rows where collection_id = ? and (${where}))`;
+
 /** A row's keys, of every slot. */
 export const deleteSortKeysSql = 'delete from sort_keys where collection_id = ? and row_id = ?';
 

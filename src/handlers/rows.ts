@@ -4,7 +4,9 @@ import { etagOf, ifMatch, ifNoneMatch } from '../http/conditions.ts';
 import { parseFilterText } from '../query/filter.ts';
 import type { Deps, Handlers, Input, Result } from './types.ts';
 
-export const rowHandlers: Handlers<'listRows' | 'listVersionedRows' | 'insertRows' | 'getRow' | 'updateRow' | 'deleteRow'> = {
+export const rowHandlers: Handlers<
+  'listRows' | 'listVersionedRows' | 'insertRows' | 'getRow' | 'updateRow' | 'deleteRow' | 'updateRows' | 'deleteRows'
+> = {
   listRows: (input, deps) => pageOfRows(input, deps, false),
 
   listVersionedRows: (input, deps) => pageOfRows(input, deps, true),
@@ -40,6 +42,19 @@ export const rowHandlers: Handlers<'listRows' | 'listVersionedRows' | 'insertRow
   async deleteRow({ principal, path, headers }, { store }) {
     await store.deleteRow(principal.accountId, path.collection_name, path.row_id, { ifMatch: ifMatch(headers) });
     return { status: 204 };
+  },
+
+  async updateRows({ principal, path, query, body }, { store, config }) {
+    const filter = parseFilterText(query.filter);
+    const { count, json } = await store.updateRowsWhere(principal.accountId, path.collection_name, filter, body, config.maxRowsByFilter);
+    // The rows, as JSON text made by the data layer, only when asked for (openapi.yaml, ReturnParameter).
+    return { status: 200, body: query.return === 'rows' ? `{"count":${count},"rows":${json}}` : { count } };
+  },
+
+  async deleteRows({ principal, path, query }, { store, config }) {
+    const filter = parseFilterText(query.filter);
+    const { count } = await store.deleteRowsWhere(principal.accountId, path.collection_name, filter, config.maxRowsByFilter);
+    return { status: 200, body: { count } };
   },
 };
 

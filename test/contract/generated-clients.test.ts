@@ -46,6 +46,8 @@ const expectedStatuses = {
   headRow: 200,
   updateRow: 200,
   deleteRow: 204,
+  updateRows: 200,
+  deleteRows: 200,
   listKeys: 200,
   headKeys: 200,
   createKey: 201,

@@ -61,6 +61,14 @@ const valid: Scenario[] = [
   { name: 'headRow', method: 'HEAD', path: `${rows}/1`, status: 200 },
   { name: 'updateRow', method: 'PATCH', path: `${rows}/1`, body: { n: 3 }, status: 200 },
   { name: 'deleteRow', method: 'DELETE', path: `${rows}/2`, status: 204 },
+  {
+    name: 'updateRows',
+    method: 'PATCH',
+    path: `${rows}?filter=${encodeURIComponent('{"n":3}')}&return=rows`,
+    body: { done: true },
+    status: 200,
+  },
+  { name: 'deleteRows', method: 'DELETE', path: `${rows}?filter=${encodeURIComponent('{"n":{"$gt":3}}')}`, status: 200 },
   // A request to /ws that is no upgrade is refused, as the document says: fetch makes no upgrade.
   { name: 'openFeed', method: 'GET', path: '/ws?collection=proxied', status: 400 },
   { name: 'headFeed', method: 'HEAD', path: '/ws?collection=proxied', status: 400 },
@@ -92,6 +100,8 @@ const invalid: Scenario[] = [
   { name: 'insertRows with an id', method: 'POST', path: rows, body: [{ id: 5 }], status: 400, refusedByPrism: true },
   { name: 'insertRows of no row', method: 'POST', path: rows, body: [], status: 400, refusedByPrism: true },
   { name: 'updateRow with no field', method: 'PATCH', path: `${rows}/1`, body: {}, status: 400, refusedByPrism: true },
+  { name: 'updateRows without a filter', method: 'PATCH', path: rows, body: { n: 1 }, status: 400, refusedByPrism: true },
+  { name: 'deleteRows with a filter that does not parse', method: 'DELETE', path: `${rows}?filter=%7B`, status: 400 },
   { name: 'openFeed without a collection', method: 'GET', path: '/ws', status: 400, refusedByPrism: true },
   { name: 'openFeed without a key', method: 'GET', path: '/ws?collection=proxied', headers: {}, status: 400, refusedByPrism: true },
   { name: 'headFeed without a key', method: 'HEAD', path: '/ws?collection=proxied', headers: {}, status: 400, refusedByPrism: true },

@@ -107,6 +107,15 @@ describeEachBackend('a typed client generated from openapi.yaml', (backend) => {
       headRow: [() => api.HEAD('/v1/collections/{collection_name}/rows/{row_id}', row), 200],
       updateRow: [() => api.PATCH('/v1/collections/{collection_name}/rows/{row_id}', { ...row, body: { n: 1 } }), 200],
       deleteRow: [() => api.DELETE('/v1/collections/{collection_name}/rows/{row_id}', row), 204],
+      updateRows: [
+        () =>
+          api.PATCH('/v1/collections/{collection_name}/rows', {
+            params: { path, query: { filter: '{}', return: 'rows' } },
+            body: { n: 2 },
+          }),
+        200,
+      ],
+      deleteRows: [() => api.DELETE('/v1/collections/{collection_name}/rows', { params: { path, query: { filter: '{"n":2}' } } }), 200],
       openFeed: [() => api.GET('/ws', { params: { query: { collection: 'every', api_key: key } } }), 400],
       listKeys: [() => api.GET('/v1/keys'), 200],
       headKeys: [() => api.HEAD('/v1/keys'), 200],

@@ -30,6 +30,8 @@ export async function callEveryOperation(baseUrl: string, key: string, collectio
     headRow: () => sdk.headRow(row(1)),
     updateRow: () => sdk.updateRow({ ...row(1), body: { n: 3 } }),
     deleteRow: () => sdk.deleteRow(row(2)),
+    updateRows: () => sdk.updateRows({ path, query: { filter: '{"n":3}', return: 'rows' }, body: { done: true } }),
+    deleteRows: () => sdk.deleteRows({ path, query: { filter: '{"n":{"$gt":3}}' } }),
     listKeys: () => sdk.listKeys(),
     headKeys: () => sdk.headKeys(),
     createKey: async () => {

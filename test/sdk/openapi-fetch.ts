@@ -30,6 +30,12 @@ export async function callEveryOperation(baseUrl: string, key: string, collectio
     headRow: () => api.HEAD('/v1/collections/{collection_name}/rows/{row_id}', row(1)),
     updateRow: () => api.PATCH('/v1/collections/{collection_name}/rows/{row_id}', { ...row(1), body: { n: 3 } }),
     deleteRow: () => api.DELETE('/v1/collections/{collection_name}/rows/{row_id}', row(2)),
+    updateRows: () =>
+      api.PATCH('/v1/collections/{collection_name}/rows', {
+        params: { path, query: { filter: '{"n":3}', return: 'rows' } },
+        body: { done: true },
+      }),
+    deleteRows: () => api.DELETE('/v1/collections/{collection_name}/rows', { params: { path, query: { filter: '{"n":{"$gt":3}}' } } }),
     listKeys: () => api.GET('/v1/keys'),
     headKeys: () => api.HEAD('/v1/keys'),
     createKey: async () => {

@@ -34,6 +34,8 @@ export async function callEveryOperation(baseUrl: string, key: string, collectio
     headRow: () => api.headRow(collection, 1, options),
     updateRow: () => api.updateRow(collection, 1, { n: 3 }, options),
     deleteRow: () => api.deleteRow(collection, 2, options),
+    updateRows: () => api.updateRows(collection, { done: true }, { filter: '{"n":3}', return: 'rows' }, options),
+    deleteRows: () => api.deleteRows(collection, { filter: '{"n":{"$gt":3}}' }, options),
     listKeys: () => api.listKeys(options),
     headKeys: () => api.headKeys(options),
     createKey: async () => {

@@ -4,12 +4,12 @@
 // into the collection that wait their turn in this process (inserts, below).
 
 import { Batches } from '../batches.ts';
-import { collectionId, collectionNotFound } from '../collections.ts';
+import { advance, collectionId, collectionNotFound } from '../collections.ts';
 import type { Dialect } from '../dialect.ts';
 import { appendEvents, eventRow } from '../events.ts';
 import type { RowOperations } from '../operations.ts';
 import { type PageSource, readPage } from '../pages.ts';
-import { deleteRowIn } from '../row-writes.ts';
+import { deleteRowIn, deleteRowsIn, matchedRows } from '../row-writes.ts';
 import {
   assignable,
   type FirstInserted,
@@ -25,7 +25,7 @@ import {
 } from '../rows.ts';
 import { CHANNEL } from './changes.ts';
 import { rekeyPatchedRow } from './sort-indexes.ts';
-import { advanceReadingRowSql, getRowSql, insertBatchSql, updateRowSql } from './sql.ts';
+import { advanceReadingRowSql, getRowSql, insertBatchSql, updateRowSql, updateRowsSql } from './sql.ts';
 import { runAlone } from './statements.ts';
 
 /** One request's rows, as an insert into its collection waits its turn. */
@@ -127,6 +127,31 @@ export function postgresRows(db: Dialect, pages: PageSource): RowOperations {
     async deleteRow(accountId, collection, rowId, options) {
       if (!assignable(rowId)) return noSuchRow(db, accountId, collection, rowId);
       await knex.transaction((trx) => deleteRowIn(db, trx, accountId, collection, rowId, options));
+    },
+
+    async updateRowsWhere(accountId, collection, filter, patch, max) {
+      const where = pages.filterSql(filter);
+      return knex.transaction(async (trx) => {
+        // The collection's row first, held until commit: no write of the collection comes between the match and the change.
+        const { id } = await advance(db, trx, accountId, collection, 0);
+        const matched = await matchedRows(db, trx, id, where, max);
+        if (matched.length === 0) return { count: 0, json: '[]' };
+        const patched = matched.map((row) => ({ id: row.id, data: JSON.stringify({ ...JSON.parse(row.data), ...patch }) }));
+        if (patched.some((row) => overRowBound(row.data))) throw rowTooLarge();
+        const { lastSeq, sorted } = await advance(db, trx, accountId, collection, patched.length);
+        const first = lastSeq - patched.length;
+        await db.run(trx, updateRowsSql, [first, JSON.stringify(patched.map((row) => [row.id, row.data])), id]);
+        for (const row of patched) await rekeyPatchedRow(db, trx, id, sorted, row.id, patch, row.data);
+        const rows = patched.map((row) => eventRow(row.id, row.data));
+        await appendEvents(db, trx, id, lastSeq, 'update', rows);
+        return { count: rows.length, json: `[${rows.map((row) => row.json).join(',')}]` };
+      });
+    },
+
+    async deleteRowsWhere(accountId, collection, filter, max) {
+      const where = pages.filterSql(filter);
+      const rows = await knex.transaction((trx) => deleteRowsIn(db, trx, accountId, collection, where, max));
+      return { count: rows.length, json: `[${rows.map((row) => row.json).join(',')}]` };
     },
   };
 }

@@ -39,6 +39,14 @@ export const advanceReadingRowSql = `with counters as (update collections
 /** Announces a change to every instance on commit (changes.ts): the channel, then `<instance> <collection id>`. */
 export const notifySql = 'select pg_notify(?, ?)';
 
+/**
+ * Sets the texts of many rows of the collection `?` (a change by filter): `?` the seq before the first
+ * of their update events, `?` a JSON array of `[id, text]`, each row's version that seq plus its place.
+ */
+export const updateRowsSql = `update rows set data = x.value ->> 1, version = ?::bigint + x.ordinality
+  from json_array_elements(?::json) with ordinality x
+  where rows.collection_id = ? and rows.id = (x.value ->> 0)::bigint`;
+
 /** Sets a row's text and its version, the seq of its update event. */
 export const updateRowSql = 'update rows set data = ?, version = ? where collection_id = ? and id = ?';
 

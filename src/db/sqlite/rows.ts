@@ -3,11 +3,11 @@
 // fields, queued side by side become one statement (sql.ts). Reads go to the read-only connections
 // (statements.ts): row reads by id merged, pages on a connection of their own.
 import { ApiError } from '../../errors.ts';
-import { collectionNotFound } from '../collections.ts';
+import { advance, collectionNotFound } from '../collections.ts';
 import type { Dialect, WriteTx } from '../dialect.ts';
 import type { RowOperations } from '../operations.ts';
 import { type PageSource, readPage } from '../pages.ts';
-import { deleteRowIn } from '../row-writes.ts';
+import { deleteRowIn, deleteRowsIn, matchedRows } from '../row-writes.ts';
 import {
   assignable,
   type Fields,
@@ -157,6 +157,40 @@ export function sqliteRows({ db, statements, writes, pages }: SqliteRowsParts): 
     async deleteRow(accountId, collection, rowId, options) {
       if (!assignable(rowId)) return noSuchRow(db, accountId, collection, rowId);
       await writes.run((trx) => deleteRowIn(db, trx, accountId, collection, rowId, options));
+    },
+
+    /**
+     * The matching rows read in the writer's transaction, then patched by one statement of row_patches
+     * (sql.ts), as a single patch is: by path where it can be, else each row's whole text made in Node.
+     * A row made too large aborts the statement, and the transaction rolls back: nothing is stored.
+     */
+    async updateRowsWhere(accountId, collection, filter, patch, max) {
+      const where = pages.filterSql(filter);
+      const names = Object.keys(patch);
+      const byPath = names.length <= MAX_FIELDS_BY_PATH && names.every(settableByPath);
+      const fields = byPath ? fieldsOf(patch) : [];
+      try {
+        return await writes.run(async (trx) => {
+          const { id } = await advance(db, trx, accountId, collection, 0);
+          const matched = await matchedRows(db, trx, id, where, max);
+          if (matched.length === 0) return { count: 0, json: '[]' };
+          const patches = matched.map((row) => ({
+            rowId: row.id,
+            fields: byPath ? fields : [['$', JSON.stringify({ ...JSON.parse(row.data), ...patch })]],
+          }));
+          const answers = (await writePatches(trx, accountId, collection, patches)) as VersionedRow[];
+          return { count: answers.length, json: `[${answers.map((answer) => answer.json).join(',')}]` };
+        });
+      } catch (error) {
+        if ((error as { code?: unknown }).code === 'SQLITE_CONSTRAINT') throw rowTooLarge();
+        throw error;
+      }
+    },
+
+    async deleteRowsWhere(accountId, collection, filter, max) {
+      const where = pages.filterSql(filter);
+      const rows = await writes.run((trx) => deleteRowsIn(db, trx, accountId, collection, where, max));
+      return { count: rows.length, json: `[${rows.map((row) => row.json).join(',')}]` };
     },
   };
 }
