@@ -58,6 +58,9 @@ const sharedListing = (collate: string): Listing => [
   ['latestSeqSql', shared.latestSeqSql],
   ['eventSizesSql', shared.eventSizesSql],
   ['eventsSql', shared.eventsSql],
+  ['onceAnswerSql', shared.onceAnswerSql],
+  ['recordOnceSql', shared.recordOnceSql],
+  ['pruneOnceSql', shared.pruneOnceSql],
   ['collectionsAfterSql', shared.collectionsAfterSql],
   ['oldestEventsSql', shared.oldestEventsSql],
   ['pruneEventsSql', shared.pruneEventsSql],
@@ -107,6 +110,7 @@ function postgresListing(): Listing {
     ['updateRowSql', postgres.updateRowSql],
     ['updateRowsSql', postgres.updateRowsSql],
     ['notifySql', postgres.notifySql],
+    ['holdOnceSql', postgres.holdOnceSql],
     ...directions.flatMap(
       (order): Listing => [
         [`orderedPage(by id, ${order})`, postgres.orderedPage(1, 'c', page('id', order)).sql],

@@ -1,6 +1,7 @@
 import Koa from 'koa';
 import type { Deps } from './handlers/types.ts';
 import { jsonBody } from './http/body.ts';
+import { idempotency } from './http/idempotency.ts';
 import type { Router } from './http/operations.ts';
 import { problems } from './http/respond.ts';
 import { authenticate, checkRequest, meterUsage } from './http/stages.ts';
@@ -16,11 +17,13 @@ import type { Logger } from './log.ts';
  *   meterUsage    counts the request toward its account's plan (429 past it)
  *   router.authorize  the operation's security (401) and the scope it needs of the key (403)
  *   jsonBody      the JSON body of a matched operation (400, 413, 415)
+ *   idempotency   a write's Idempotency-Key: its stored answer replayed (422 for another request, 409
+ *                 while its first request runs), or the key handed to the write, which stores its answer
  *   router.handle 404 or 405 (for `/ws`, the refusal of a request that is no WebSocket upgrade; the
  *                 feed takes the upgrades: server.ts), validation, the key's collections (404), its
  *                 handler by operationId, and the one responder
  *
- * The key, the count and the scope come before the body: a request without a key, or one its key may
+ * A replay comes after the count: replays count toward the plan as requests. The key, the count and the scope come before the body: a request without a key, or one its key may
  * not make, never makes us read its body, and a request refused for its scope or its body still counts.
  * A route that does not exist is answered after the key, so that it tells nothing to a client without one.
  */
@@ -34,6 +37,7 @@ export function createApp(deps: Deps, router: Router, log: Logger): Koa {
   if (deps.config.metering) app.use(meterUsage(deps.meter));
   app.use(router.authorize);
   app.use(jsonBody(deps.config, deps.bodies));
+  app.use(idempotency(deps.store, deps.config.idempotencyKeyMs));
   app.use(router.handle);
   return app;
 }

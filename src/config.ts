@@ -28,6 +28,11 @@ export interface Config {
    * matches more is 400, before anything is written. `ROWBASE_MAX_ROWS_BY_FILTER`, default 10000, at least 1.
    */
   maxRowsByFilter: number;
+  /**
+   * How long the answer to a request sent with an Idempotency-Key is kept for its retries (openapi.yaml,
+   * IdempotencyKey), then pruned. `ROWBASE_IDEMPOTENCY_KEY_SECONDS` × 1000, default one day.
+   */
+  idempotencyKeyMs: number;
   /** Count and limit requests by plan. `ROWBASE_METERING=off` turns it off (for benchmarks); default on. */
   metering: boolean;
   /** Events each collection keeps for feed clients to resume from. `ROWBASE_EVENTS_RETAIN_COUNT`, default 10000. */
@@ -77,6 +82,7 @@ export const defaults: Config = {
   maxJsonDepth: 64,
   maxBatchRows: 1000,
   maxRowsByFilter: 10_000,
+  idempotencyKeyMs: 24 * 60 * 60 * 1000,
   metering: true,
   eventsRetainCount: 10_000,
   eventsRetainMs: 24 * 60 * 60 * 1000,
@@ -103,6 +109,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
     maxJsonDepth: integer(env, 'ROWBASE_MAX_JSON_DEPTH', defaults.maxJsonDepth, 1, 10_000),
     maxBatchRows: integer(env, 'ROWBASE_MAX_BATCH_ROWS', defaults.maxBatchRows, 1, 2 ** 31),
     maxRowsByFilter: integer(env, 'ROWBASE_MAX_ROWS_BY_FILTER', defaults.maxRowsByFilter, 1, 2 ** 31),
+    idempotencyKeyMs: seconds(env, 'ROWBASE_IDEMPOTENCY_KEY_SECONDS', defaults.idempotencyKeyMs, 1, 365 * DAY),
     metering: onOff(env, 'ROWBASE_METERING', defaults.metering),
     eventsRetainCount: integer(env, 'ROWBASE_EVENTS_RETAIN_COUNT', defaults.eventsRetainCount, 1, 2 ** 31),
     eventsRetainMs: seconds(env, 'ROWBASE_EVENTS_RETAIN_SECONDS', defaults.eventsRetainMs, 1, 10 * 365 * DAY),

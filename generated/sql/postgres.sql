@@ -151,6 +151,21 @@ select seq, length(row) as size from events where collection_id = ? and seq > ? 
 -- eventsSql
 select seq, type, row, at from events where collection_id = ? and seq > ? and seq <= ? order by seq limit ?;
 
+-- onceAnswerSql
+select request_hash, status, headers, body from idempotency_keys where account_id = ? and key = ? and expires_at > ?;
+
+-- recordOnceSql
+insert into idempotency_keys (account_id, key, request_hash, status, headers, body, created_at, expires_at)
+values (?, ?, ?, ?, ?, ?, ?, ?)
+on conflict (account_id, key) do update set request_hash = excluded.request_hash, status = excluded.status,
+  headers = excluded.headers, body = excluded.body, created_at = excluded.created_at, expires_at = excluded.expires_at
+  where idempotency_keys.expires_at <= excluded.created_at
+returning account_id;
+
+-- pruneOnceSql
+delete from idempotency_keys where (account_id, key) in
+(select account_id, key from idempotency_keys where expires_at <= ? limit ?) returning account_id;
+
 -- collectionsAfterSql
 select id, last_seq from collections where id > ? order by id limit ?;
 
@@ -182,6 +197,9 @@ where rows.collection_id = ? and rows.id = (x.value ->> 0)::bigint;
 
 -- notifySql
 select pg_notify(?, ?);
+
+-- holdOnceSql
+select pg_try_advisory_xact_lock(?, hashtext(?)) as held;
 
 -- orderedPage(by id, asc)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by id asc) end as json,

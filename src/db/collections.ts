@@ -1,6 +1,7 @@
 import type { components } from '../../generated/openapi.ts';
 import { conflict, notFound } from '../errors.ts';
 import type { Dialect, WriteTx } from './dialect.ts';
+import { beginOnce, type Once, recordOnce } from './idempotency.ts';
 import {
   advanceSql,
   collectionIdSql,
@@ -33,19 +34,28 @@ export async function listCollections({ query, codePointOrder }: Dialect, accoun
  * writes the account's row, which holds it until commit, so that creations of one account count one
  * after another.
  */
-export async function createCollection(db: Dialect, accountId: number, name: string, max = Number.MAX_SAFE_INTEGER): Promise<Collection> {
+export async function createCollection(
+  db: Dialect,
+  accountId: number,
+  name: string,
+  max = Number.MAX_SAFE_INTEGER,
+  once?: Once<Collection>,
+): Promise<Collection> {
   const created_at = new Date().toISOString();
+  const collection = { name, created_at, row_count: 0, seq: 0 };
   try {
-    const inserted = await db.knex.transaction(async (trx) => {
+    await db.knex.transaction(async (trx) => {
+      await beginOnce(db, trx, accountId, once);
       await db.run(trx, lockAccountSql, [accountId]);
-      return db.run<{ name: string }>(trx, createCollectionSql, [accountId, name, created_at, accountId, max]);
+      const inserted = await db.run<{ name: string }>(trx, createCollectionSql, [accountId, name, created_at, accountId, max]);
+      if (inserted.length === 0) throw conflict(`The account holds ${max} collections, the most it may: delete one to make another.`);
+      await recordOnce(db, trx, accountId, once, collection);
     });
-    if (inserted.length === 0) throw conflict(`The account holds ${max} collections, the most it may: delete one to make another.`);
   } catch (error) {
     if (db.isUniqueViolation(error)) throw conflict(`A collection named ${name} already exists.`);
     throw error;
   }
-  return { name, created_at, row_count: 0, seq: 0 };
+  return collection;
 }
 
 export async function getCollection({ query }: Dialect, accountId: number, name: string): Promise<Collection> {
@@ -55,11 +65,13 @@ export async function getCollection({ query }: Dialect, accountId: number, name:
 }
 
 /** Deletes the collection with its rows and events; its feed subscribers are woken to hear it. */
-export async function deleteCollection(db: Dialect, accountId: number, name: string): Promise<void> {
+export async function deleteCollection(db: Dialect, accountId: number, name: string, once?: Once<void>): Promise<void> {
   await db.knex.transaction(async (trx) => {
+    await beginOnce(db, trx, accountId, once);
     const { id } = await advance(db, trx, accountId, name, 0);
     for (const sql of deleteCollectionSqls) await db.run(trx, sql, [id]);
     await db.announce(trx, id);
+    await recordOnce(db, trx, accountId, once, undefined);
   });
 }
 

@@ -32,6 +32,11 @@ export interface Dialect {
   query<T>(sql: string, params: SqlValue[]): Promise<T[]>;
   /** Announces from inside `trx` that the collection changed: listeners hear it after the commit, never after a rollback. */
   announce(trx: WriteTx, collectionId: number): Promise<void>;
+  /**
+   * Holds the account's Idempotency-Key `key` for the rest of `trx`, unless a transaction under way
+   * (of any instance) holds it: then false, and the request is still running elsewhere (409).
+   */
+  holdOnce(trx: WriteTx, accountId: number, key: string): Promise<boolean>;
   /** What follows a text column in ORDER BY for code point order (openapi.yaml: names are listed so). */
   codePointOrder: string;
   /** Whether the driver's error is a unique constraint the statement broke, told by its code. */

@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { conflict } from '../errors.ts';
 import type { Dialect, WriteTx } from './dialect.ts';
+import { beginOnce, type Once, recordOnce } from './idempotency.ts';
 import {
   accountByIdSql,
   accountByNameSql,
@@ -109,10 +110,14 @@ export async function createAccountKey(
   accountId: number,
   limits: NewKey,
   maxLive: number,
+  once?: Once<AccountKey & { key: string }>,
 ): Promise<AccountKey & { key: string }> {
   return db.knex.transaction(async (trx) => {
+    await beginOnce(db, trx, accountId, once);
     await db.run(trx, lockAccountSql, [accountId]);
-    return insertKey(db, trx, accountId, limits, maxLive);
+    const made = await insertKey(db, trx, accountId, limits, maxLive);
+    await recordOnce(db, trx, accountId, once, made);
+    return made;
   });
 }
 
@@ -215,9 +220,20 @@ export async function revokeKey(
   });
 }
 
-/** Revokes the account's key `keyId`; false when it has no such key, or revoked it already. */
-export async function revokeAccountKey({ query }: Dialect, accountId: number, keyId: number): Promise<boolean> {
-  return (await query(revokeAccountKeySql, [new Date().toISOString(), accountId, keyId])).length > 0;
+/**
+ * Revokes the account's key `keyId`; false when it has no such key, or revoked it already. With an
+ * Idempotency-Key, in a transaction that stores its answer (idempotency.ts).
+ */
+export async function revokeAccountKey(db: Dialect, accountId: number, keyId: number, once?: Once<boolean>): Promise<boolean> {
+  const params = [new Date().toISOString(), accountId, keyId];
+  if (!once) return (await db.query(revokeAccountKeySql, params)).length > 0;
+  return db.knex.transaction(async (trx) => {
+    await beginOnce(db, trx, accountId, once);
+    const revoked = (await db.run(trx, revokeAccountKeySql, params)).length > 0;
+    // A key not revoked is a 404, which stores no answer.
+    if (revoked) await recordOnce(db, trx, accountId, once, revoked);
+    return revoked;
+  });
 }
 
 /** Those of `hashes` that are the hashes of unrevoked keys: the feed closes the sockets of the others. */

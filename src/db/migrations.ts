@@ -169,6 +169,30 @@ const migrations = (schema: DialectSchema): Record<string, Knex.Migration> => ({
       await knex.raw('alter table rows drop column version');
     },
   },
+  '0011_idempotency_keys': {
+    async up(knex) {
+      // The answers of the requests sent with an Idempotency-Key (openapi.yaml, IdempotencyKey), each
+      // written in the transaction of the change it answers, kept until `expires_at` (then pruned, and
+      // the key free again).
+      await knex.schema.createTable('idempotency_keys', (t) => {
+        t.integer('account_id').notNullable().references('accounts.id');
+        t.string('key', 255).notNullable();
+        // SHA-256 of the request's method, path, query and body, in hex: a retry must send the same.
+        t.string('request_hash', 64).notNullable();
+        t.integer('status').notNullable();
+        // The answer's own headers (ETag, Location, …) as a JSON object, and its body, if any.
+        t.text('headers').notNullable();
+        t.text('body');
+        t.string('created_at', 32).notNullable();
+        t.string('expires_at', 32).notNullable();
+        t.primary(['account_id', 'key']);
+        t.index(['expires_at'], 'idempotency_keys_expiry');
+      });
+    },
+    async down(knex) {
+      await knex.schema.dropTable('idempotency_keys');
+    },
+  },
 });
 
 /** A migration that changes nothing on a dialect. */

@@ -10,6 +10,7 @@ import { createCollection, deleteCollection, getCollection, listCollections } fr
 import type { Dialect } from './dialect.ts';
 import { DatabaseClosedError, type ErrorCodes, translateError } from './errors.ts';
 import { feedStart, latestSeq, readEvents } from './events.ts';
+import { findOnce, pruneOnceBatch } from './idempotency.ts';
 import {
   createAccountKey,
   createKey,
@@ -36,8 +37,12 @@ const KEY_USES_INTERVAL_MS = 1000;
 
 /** The operations on rows, each dialect's own: the hot paths, in SQL of its own. */
 export interface RowOperations {
-  /** Stores every row or none, each with the next id of the collection, and one insert event each; answers the rows and their versions. */
-  insertRows(accountId: number, collection: string, items: Fields[]): Promise<InsertedRows>;
+  /**
+   * Stores every row or none, each with the next id of the collection, and one insert event each;
+   * answers the rows and their versions. Every write takes `options.once`, an Idempotency-Key whose
+   * answer it stores in its own transaction (idempotency.ts).
+   */
+  insertRows(accountId: number, collection: string, items: Fields[], options?: WriteOptions<InsertedRows>): Promise<InsertedRows>;
   /** One page of rows (pages.ts); 404 when the collection does not exist. */
   listRows(accountId: number, collection: string, page: Page): Promise<RowsPage>;
   /** The row and its version; 404 for a missing row or collection. */
@@ -46,17 +51,36 @@ export interface RowOperations {
    * Top-level merge: each given field replaces the old value whole. One update event; answers the row
    * and its new version. 412 when the row's version is none of `options.ifMatch`.
    */
-  updateRow(accountId: number, collection: string, rowId: number, patch: Fields, options?: WriteOptions): Promise<VersionedRow>;
+  updateRow(
+    accountId: number,
+    collection: string,
+    rowId: number,
+    patch: Fields,
+    options?: WriteOptions<VersionedRow>,
+  ): Promise<VersionedRow>;
   /** Deletes the row, with one delete event carrying the row as it was. 412 when its version is none of `options.ifMatch`. */
-  deleteRow(accountId: number, collection: string, rowId: number, options?: WriteOptions): Promise<void>;
+  deleteRow(accountId: number, collection: string, rowId: number, options?: WriteOptions<void>): Promise<void>;
   /**
    * Patches every row of the collection that `filter` matches as updateRow() does, all or none, each
    * with one update event, in id order, with consecutive seqs; 400 (nothing written) when more than
    * `max` match. Answers the rows as they now are.
    */
-  updateRowsWhere(accountId: number, collection: string, filter: Filter, patch: Fields, max: number): Promise<ChangedRows>;
+  updateRowsWhere(
+    accountId: number,
+    collection: string,
+    filter: Filter,
+    patch: Fields,
+    max: number,
+    options?: WriteOptions<ChangedRows>,
+  ): Promise<ChangedRows>;
   /** Deletes every row of the collection that `filter` matches, as updateRowsWhere() patches them; answers them as they were. */
-  deleteRowsWhere(accountId: number, collection: string, filter: Filter, max: number): Promise<ChangedRows>;
+  deleteRowsWhere(
+    accountId: number,
+    collection: string,
+    filter: Filter,
+    max: number,
+    options?: WriteOptions<ChangedRows>,
+  ): Promise<ChangedRows>;
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: any argument list; the bound types below stay exact.
@@ -88,6 +112,8 @@ const shared = {
   readEvents,
   collectionsAfter,
   pruneEventBatch,
+  findOnce,
+  pruneOnceBatch,
   /** Answers when the database does. */
   ping: async ({ query }: Dialect) => {
     await query('select 1', []);
@@ -151,8 +177,8 @@ export function assembleStore(db: Dialect, rows: RowOperations, codes: ErrorCode
       principals.forget();
       return revoked;
     },
-    async revokeAccountKey(accountId, keyId) {
-      const revoked = await bound.revokeAccountKey(accountId, keyId);
+    async revokeAccountKey(accountId, keyId, once) {
+      const revoked = await bound.revokeAccountKey(accountId, keyId, once);
       principals.forget();
       return revoked;
     },

@@ -4,7 +4,8 @@ import { advance } from './collections.ts';
 import type { Dialect, WriteTx } from './dialect.ts';
 import { appendEvents, type EventRow, eventRow } from './events.ts';
 import type { Sql } from './filter.ts';
-import { preconditionFailed, rowNotFound, versionMatches, versionOf, type WriteOptions } from './rows.ts';
+import { beginOnce, recordOnce } from './idempotency.ts';
+import { type ChangedRows, preconditionFailed, rowNotFound, versionMatches, versionOf, type WriteOptions } from './rows.ts';
 import { deleteKeysWhereSql, deleteRowSql, deleteRowsWhereSql, deleteSortKeysSql, matchedRowsSql } from './sql.ts';
 
 /**
@@ -18,14 +19,16 @@ export async function deleteRowIn(
   accountId: number,
   collection: string,
   rowId: number,
-  options?: WriteOptions,
+  options?: WriteOptions<void>,
 ): Promise<void> {
+  await beginOnce(db, trx, accountId, options?.once);
   const { id, lastSeq, sorted } = await advance(db, trx, accountId, collection, 1, 0, -1);
   const [deleted] = await db.run<{ data: string; version: number | string }>(trx, deleteRowSql, [id, rowId]);
   if (!deleted) throw rowNotFound(collection, rowId);
   if (!versionMatches(options, versionOf(id, deleted.version))) throw preconditionFailed(collection, rowId);
   if (sorted.length > 0) await db.run(trx, deleteSortKeysSql, [id, rowId]);
   await appendEvents(db, trx, id, lastSeq, 'delete', [eventRow(rowId, deleted.data)]);
+  await recordOnce(db, trx, accountId, options?.once, undefined);
 }
 
 /** 400 for a change by filter that matches more rows than one request may change: nothing of it is written. */
@@ -68,15 +71,27 @@ export async function deleteRowsIn(
   collection: string,
   where: Sql,
   max: number,
-): Promise<EventRow[]> {
+  options?: WriteOptions<ChangedRows>,
+): Promise<ChangedRows> {
+  await beginOnce(db, trx, accountId, options?.once);
   // The collection's row first, held until commit: no write of the collection comes between the match and the delete.
   const { id } = await advance(db, trx, accountId, collection, 0);
   const matched = await matchedRows(db, trx, id, where, max);
-  if (matched.length === 0) return [];
-  const { lastSeq, sorted } = await advance(db, trx, accountId, collection, matched.length, 0, -matched.length);
-  if (sorted.length > 0) await db.run(trx, deleteKeysWhereSql(where.sql), [id, id, ...where.params]);
-  await db.run(trx, deleteRowsWhereSql(where.sql), [id, ...where.params]);
-  const rows = matched.map((row) => eventRow(row.id, row.data));
-  await appendEvents(db, trx, id, lastSeq, 'delete', rows);
-  return rows;
+  let rows: EventRow[] = [];
+  if (matched.length > 0) {
+    const { lastSeq, sorted } = await advance(db, trx, accountId, collection, matched.length, 0, -matched.length);
+    if (sorted.length > 0) await db.run(trx, deleteKeysWhereSql(where.sql), [id, id, ...where.params]);
+    await db.run(trx, deleteRowsWhereSql(where.sql), [id, ...where.params]);
+    rows = matched.map((row) => eventRow(row.id, row.data));
+    await appendEvents(db, trx, id, lastSeq, 'delete', rows);
+  }
+  const changed = changedRows(rows);
+  await recordOnce(db, trx, accountId, options?.once, changed);
+  return changed;
 }
+
+/** Rows as a change by filter answers them (ChangedRows), from their events' rows or versioned rows, in id order. */
+export const changedRows = (rows: { json: string }[]): ChangedRows => ({
+  count: rows.length,
+  json: `[${rows.map((row) => row.json).join(',')}]`,
+});

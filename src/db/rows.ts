@@ -4,6 +4,7 @@ import type { components } from '../../generated/openapi.ts';
 import { ApiError, notFound, validationFailed } from '../errors.ts';
 import { collectionId } from './collections.ts';
 import type { Dialect } from './dialect.ts';
+import type { Once } from './idempotency.ts';
 
 export type Row = components['schemas']['Row'];
 export type Fields = Record<string, unknown>;
@@ -90,13 +91,15 @@ export interface VersionedRow {
   version: string;
 }
 
-/** What a write of rows asks besides the change itself. */
-export interface WriteOptions {
+/** What a write of rows asks besides the change itself; `R` its result. */
+export interface WriteOptions<R> {
   /**
    * If-Match (RFC 9110 §13.1.1): the versions the row may have for the write to happen; any when
    * absent. Checked in the write's own transaction, so that no write comes between the check and it.
    */
   ifMatch?: readonly string[];
+  /** Its Idempotency-Key: its answer is stored in the write's transaction (idempotency.ts). */
+  once?: Once<R>;
 }
 
 /** 412 for a row whose version is none of If-Match's: nothing of the write is stored. */
@@ -104,7 +107,7 @@ export const preconditionFailed = (collection: string, id: number) =>
   new ApiError('precondition_failed', `Row ${id} of collection ${collection} has changed: its ETag matches none of If-Match.`);
 
 /** Whether a row of `version` may be written under `options` (its If-Match). */
-export const versionMatches = (options: WriteOptions | undefined, version: string) =>
+export const versionMatches = (options: { ifMatch?: readonly string[] } | undefined, version: string) =>
   options?.ifMatch === undefined || options.ifMatch.includes(version);
 
 export const rowNotFound = (collection: string, id: number) => notFound(`There is no row ${id} in collection ${collection}.`);

@@ -157,6 +157,24 @@ export const eventSizesSql =
   'select seq, length(row) as size from events where collection_id = ? and seq > ? and seq <= ? order by seq limit ?';
 export const eventsSql = 'select seq, type, row, at from events where collection_id = ? and seq > ? and seq <= ? order by seq limit ?';
 
+/** The stored answer to the account's Idempotency-Key `?`, unless it expired (at `?`). */
+export const onceAnswerSql =
+  'select request_hash, status, headers, body from idempotency_keys where account_id = ? and key = ? and expires_at > ?';
+/**
+ * Stores the answer to a request sent with an Idempotency-Key, in the transaction of the change it
+ * answers: a new key, or one whose answer expired. Answers no row when the key holds an answer that
+ * has not expired (another request stored it first).
+ */
+export const recordOnceSql = `insert into idempotency_keys (account_id, key, request_hash, status, headers, body, created_at, expires_at)
+  values (?, ?, ?, ?, ?, ?, ?, ?)
+  on conflict (account_id, key) do update set request_hash = excluded.request_hash, status = excluded.status,
+    headers = excluded.headers, body = excluded.body, created_at = excluded.created_at, expires_at = excluded.expires_at
+    where idempotency_keys.expires_at <= excluded.created_at
+  returning account_id`;
+/** Up to `?` answers that expired by `?`, deleted (a row answered for each): the keys are free again. */
+export const pruneOnceSql = `delete from idempotency_keys where (account_id, key) in
+  (select account_id, key from idempotency_keys where expires_at <= ? limit ?) returning account_id`;
+
 export const collectionsAfterSql = 'select id, last_seq from collections where id > ? order by id limit ?';
 export const oldestEventsSql = 'select seq, at from events where collection_id = ? order by seq limit ?';
 export const pruneEventsSql = 'delete from events where collection_id = ? and seq <= ?';

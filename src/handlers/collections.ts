@@ -1,5 +1,7 @@
+import type { Collection } from '../db/collections.ts';
+import { answerOnce } from '../db/idempotency.ts';
 import { forbidden } from '../errors.ts';
-import type { Handlers } from './types.ts';
+import type { Handlers, Result } from './types.ts';
 
 export const collectionHandlers: Handlers<'listCollections' | 'createCollection' | 'getCollection' | 'deleteCollection'> = {
   async listCollections({ principal }, { store }) {
@@ -9,20 +11,32 @@ export const collectionHandlers: Handlers<'listCollections' | 'createCollection'
     return { status: 200, body: collections ? listed.filter(({ name }) => collections.has(name)) : listed };
   },
 
-  async createCollection({ principal, body }, { store, config }) {
+  async createCollection(input, { store, config }) {
+    const { principal, body } = input;
     if (principal.collections && !principal.collections.has(body.name)) {
       throw forbidden(`The key is limited to collections it names, and ${body.name} is not one of them.`);
     }
-    const collection = await store.createCollection(principal.accountId, body.name, config.maxCollectionsPerAccount);
-    return { status: 201, body: collection, headers: { Location: `/v1/collections/${collection.name}` } };
+    const once = answerOnce(input.once, answerCreated);
+    return answerCreated(await store.createCollection(principal.accountId, body.name, config.maxCollectionsPerAccount, once));
   },
 
   async getCollection({ principal, path }, { store }) {
     return { status: 200, body: await store.getCollection(principal.accountId, path.collection_name) };
   },
 
-  async deleteCollection({ principal, path }, { store }) {
-    await store.deleteCollection(principal.accountId, path.collection_name);
-    return { status: 204 };
+  async deleteCollection({ principal, path, once }, { store }) {
+    await store.deleteCollection(principal.accountId, path.collection_name, answerOnce(once, answerDeleted));
+    return answerDeleted();
   },
 };
+
+// The answers of the writes, each made by one function, which a write sent with an Idempotency-Key also
+// hands the store, to keep the answer it makes (http/idempotency.ts).
+
+function answerCreated(collection: Collection): Result {
+  return { status: 201, body: collection, headers: { Location: `/v1/collections/${collection.name}` } };
+}
+
+function answerDeleted(): Result {
+  return { status: 204 };
+}

@@ -1,7 +1,8 @@
 import type { components } from '../../generated/openapi.ts';
+import { answerOnce } from '../db/idempotency.ts';
 import { type AccountKey, instantOf, type KeyLimits, type Principal, scopes } from '../db/keys.ts';
 import { conflict, forbidden, notFound, validationFailed } from '../errors.ts';
-import type { Handlers } from './types.ts';
+import type { Handlers, Result } from './types.ts';
 
 type Key = components['schemas']['Key'];
 type NewKey = components['schemas']['NewKey'];
@@ -14,27 +15,44 @@ export const keyHandlers: Handlers<'listKeys' | 'createKey' | 'revokeKey'> = {
     return { status: 200, body: keys.filter((key) => widerThan(principal, key) === undefined).map(shown) };
   },
 
-  async createKey({ principal, body }, { store, config }) {
+  async createKey({ principal, body, once }, { store, config }) {
     const limits = limitsOf(body, principal);
     const wider = widerThan(principal, limits);
     if (wider !== undefined) throw forbidden(`A key makes only keys no wider than itself, and ${wider}.`);
-    const { id: _, ...made } = await store.createAccountKey(principal.accountId, { ...limits, name: body.name }, config.maxKeysPerAccount);
-    return { status: 201, body: made };
+    const made = await store.createAccountKey(
+      principal.accountId,
+      { ...limits, name: body.name },
+      config.maxKeysPerAccount,
+      answerOnce(once, answerCreated),
+    );
+    return answerCreated(made);
   },
 
-  async revokeKey({ principal, path }, { store }) {
+  async revokeKey({ principal, path, once }, { store }) {
     const keys = await store.listAccountKeys(principal.accountId);
     const matching = keys.filter((key) => key.prefix === path.prefix && widerThan(principal, key) === undefined);
     if (matching.length > 1) {
       throw conflict(`${matching.length} keys of the account have the prefix ${path.prefix}; revoke one with rowbase keys revoke <key>.`);
     }
     // A key revoked meanwhile, by another request or instance, is as absent as one never made.
-    if (matching.length === 0 || !(await store.revokeAccountKey(principal.accountId, matching[0].id))) {
+    if (matching.length === 0 || !(await store.revokeAccountKey(principal.accountId, matching[0].id, answerOnce(once, answerRevoked)))) {
       throw notFound(`There is no key ${path.prefix}.`);
     }
-    return { status: 204 };
+    return answerRevoked();
   },
 };
+
+// The answers of the writes, each made by one function, which a write sent with an Idempotency-Key also
+// hands the store, to keep the answer it makes (http/idempotency.ts). The key made is kept in the stored
+// answer until it expires, as its one answer (openapi.yaml, IdempotencyKey).
+
+function answerCreated({ id: _, ...made }: AccountKey & { key: string }): Result {
+  return { status: 201, body: made };
+}
+
+function answerRevoked(): Result {
+  return { status: 204 };
+}
 
 const shown = ({ id: _, ...key }: AccountKey): Key => key;
 

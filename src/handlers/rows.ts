@@ -1,4 +1,6 @@
+import { answerOnce } from '../db/idempotency.ts';
 import { selectFields } from '../db/pages.ts';
+import type { ChangedRows, InsertedRows, VersionedRow } from '../db/rows.ts';
 import { validationFailed } from '../errors.ts';
 import { etagOf, ifMatch, ifNoneMatch } from '../http/conditions.ts';
 import { parseFilterText } from '../query/filter.ts';
@@ -11,17 +13,15 @@ export const rowHandlers: Handlers<
 
   listVersionedRows: (input, deps) => pageOfRows(input, deps, true),
 
-  async insertRows({ principal, path, body }, { store, config }) {
+  async insertRows({ principal, path, body, once }, { store, config }) {
     // The bound is the server's setting, so openapi.yaml states it in words, not as maxItems (see there).
     if (body.length > config.maxBatchRows) {
       throw validationFailed(`A batch holds at most ${config.maxBatchRows} rows; this one has ${body.length}.`, [
         { in: 'body', name: '', message: `must NOT have more than ${config.maxBatchRows} items` },
       ]);
     }
-    const { json, versions } = await store.insertRows(principal.accountId, path.collection_name, body);
-    // A batch of one row answers that row's ETag and where it is; a larger batch has no one ETag (openapi.yaml, insertRows).
-    const headers = versions.length === 1 ? { ETag: etagOf(versions[0]) } : undefined;
-    return { status: 201, body: json, headers };
+    const options = { once: answerOnce(once, answerInserted) };
+    return answerInserted(await store.insertRows(principal.accountId, path.collection_name, body, options));
   },
 
   async getRow({ principal, path, headers }, { store }) {
@@ -33,30 +33,58 @@ export const rowHandlers: Handlers<
     return { status: 200, body: json, headers: etag };
   },
 
-  async updateRow({ principal, path, body, headers }, { store }) {
-    const options = { ifMatch: ifMatch(headers) };
-    const { json, version } = await store.updateRow(principal.accountId, path.collection_name, path.row_id, body, options);
-    return { status: 200, body: json, headers: { ETag: etagOf(version) } };
+  async updateRow({ principal, path, body, headers, once }, { store }) {
+    const options = { ifMatch: ifMatch(headers), once: answerOnce(once, answerPatched) };
+    return answerPatched(await store.updateRow(principal.accountId, path.collection_name, path.row_id, body, options));
   },
 
-  async deleteRow({ principal, path, headers }, { store }) {
-    await store.deleteRow(principal.accountId, path.collection_name, path.row_id, { ifMatch: ifMatch(headers) });
-    return { status: 204 };
+  async deleteRow({ principal, path, headers, once }, { store }) {
+    const options = { ifMatch: ifMatch(headers), once: answerOnce(once, answerDeleted) };
+    await store.deleteRow(principal.accountId, path.collection_name, path.row_id, options);
+    return answerDeleted();
   },
 
-  async updateRows({ principal, path, query, body }, { store, config }) {
+  async updateRows({ principal, path, query, body, once }, { store, config }) {
     const filter = parseFilterText(query.filter);
-    const { count, json } = await store.updateRowsWhere(principal.accountId, path.collection_name, filter, body, config.maxRowsByFilter);
-    // The rows, as JSON text made by the data layer, only when asked for (openapi.yaml, ReturnParameter).
-    return { status: 200, body: query.return === 'rows' ? `{"count":${count},"rows":${json}}` : { count } };
+    // The rows only when asked for (openapi.yaml, ReturnParameter).
+    const answer = query.return === 'rows' ? answerChangedRows : answerChangedCount;
+    const options = { once: answerOnce(once, answer) };
+    return answer(await store.updateRowsWhere(principal.accountId, path.collection_name, filter, body, config.maxRowsByFilter, options));
   },
 
-  async deleteRows({ principal, path, query }, { store, config }) {
+  async deleteRows({ principal, path, query, once }, { store, config }) {
     const filter = parseFilterText(query.filter);
-    const { count } = await store.deleteRowsWhere(principal.accountId, path.collection_name, filter, config.maxRowsByFilter);
-    return { status: 200, body: { count } };
+    const options = { once: answerOnce(once, answerChangedCount) };
+    return answerChangedCount(
+      await store.deleteRowsWhere(principal.accountId, path.collection_name, filter, config.maxRowsByFilter, options),
+    );
   },
 };
+
+// The answers of the writes, from what the store answers: each made by one function, declared once,
+// that a write sent with an Idempotency-Key also hands the store, which keeps the answer it makes.
+
+/** A batch of one row answers that row's ETag; a larger batch has no one ETag (openapi.yaml, insertRows). */
+function answerInserted({ json, versions }: InsertedRows): Result {
+  return { status: 201, body: json, headers: versions.length === 1 ? { ETag: etagOf(versions[0]) } : undefined };
+}
+
+function answerPatched({ json, version }: VersionedRow): Result {
+  return { status: 200, body: json, headers: { ETag: etagOf(version) } };
+}
+
+function answerDeleted(): Result {
+  return { status: 204 };
+}
+
+function answerChangedCount({ count }: ChangedRows): Result {
+  return { status: 200, body: { count } };
+}
+
+/** The rows as JSON text made by the data layer, never parsed. */
+function answerChangedRows({ count, json }: ChangedRows): Result {
+  return { status: 200, body: `{"count":${count},"rows":${json}}` };
+}
 
 /** The fields a `select` names (openapi.yaml, SelectParameter), each once; 400 for an empty name. */
 function selectedFields(select: string): string[] {

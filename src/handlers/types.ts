@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { operations } from '../../generated/openapi.ts';
 import type { Config } from '../config.ts';
+import type { OnceRequest } from '../db/idempotency.ts';
 import type { Principal } from '../db/keys.ts';
 import type { Store } from '../db/store.ts';
 import type { BodyBudget } from '../http/body.ts';
@@ -24,6 +25,8 @@ export interface Input<K extends OperationId> {
   principal: Principal;
   /** The request's headers as Node reads them: the header parameters of openapi.yaml are read from here. */
   headers: IncomingHttpHeaders;
+  /** A write's Idempotency-Key, when it carries one: its write stores its answer (http/idempotency.ts, answerOnce). */
+  once?: OnceRequest;
 }
 
 /** What a handler returns; one responder writes it (see http/respond.ts). */
@@ -48,3 +51,9 @@ export interface Deps {
 
 export type Handler<K extends OperationId> = (input: Input<K>, deps: Deps) => Promise<Result> | Result;
 export type Handlers<K extends OperationId> = { [Id in K]: Handler<Id> };
+
+/** What the Idempotency-Key stage (http/idempotency.ts) leaves for the handler. */
+export interface OnceState {
+  /** The request's Idempotency-Key, when it carries one its write must store an answer for. */
+  once?: OnceRequest;
+}

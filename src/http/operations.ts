@@ -28,7 +28,7 @@ import { type Principal, type Scope, scopes, scopesGranting } from '../db/keys.t
 import { ApiError, type FieldError, forbidden, notFound, unauthorized, validationFailed } from '../errors.ts';
 import { handlers } from '../handlers/index.ts';
 import { type PageId, pageHandlers } from '../handlers/pages.ts';
-import type { Deps, Handler, OperationId } from '../handlers/types.ts';
+import type { Deps, Handler, OnceState, OperationId } from '../handlers/types.ts';
 import { FEED_PATH, notAnUpgrade } from '../ws/upgrade.ts';
 import { pageOperations } from './pages.ts';
 import { respond } from './respond.ts';
@@ -50,7 +50,7 @@ export interface Router {
    */
   authorize: Middleware<RouteState & Partial<AuthState>>;
   /** 404 or 405; else validation, the key's collections, the handler by operationId, and the one responder. */
-  handle: Middleware<RouteState & Partial<AuthState>>;
+  handle: Middleware<RouteState & Partial<AuthState> & OnceState>;
 }
 
 /** An operation with what its requests need, worked out at start. */
@@ -141,7 +141,8 @@ export function createRouter(deps: Deps): Router {
       if (ofCollection && collections && !collections.has(validated.path.collection_name as string)) {
         throw collectionNotFound(validated.path.collection_name as string);
       }
-      const input = { path: validated.path, query: validated.query, body: validated.body, principal, headers: ctx.req.headers };
+      const { once } = ctx.state;
+      const input = { path: validated.path, query: validated.query, body: validated.body, principal, headers: ctx.req.headers, once };
       respond(ctx, await handler(input as never, deps));
     },
   };

@@ -7,8 +7,9 @@ import type { Logger } from '../log.ts';
 const COLLECTIONS_PER_PAGE = 100;
 
 /**
- * Prunes every collection's events past retention (db/retention.ts) every `intervalMs`, one small batch
- * at a time, so writes never wait long. Each pass emits `pass` with how many events went. Several
+ * Prunes every collection's events past retention (db/retention.ts), and the answers of
+ * Idempotency-Keys past theirs (db/idempotency.ts), every `intervalMs`, one small batch at a time, so
+ * writes never wait long. Each pass emits `pass` with how many events went. Several
  * processes on one database may each run one: deleting what another already deleted is harmless.
  */
 export class Pruner extends EventEmitter<{ pass: [deleted: number] }> {
@@ -64,7 +65,24 @@ export class Pruner extends EventEmitter<{ pass: [deleted: number] }> {
       after = collections[collections.length - 1].id;
     }
     if (deleted > 0) this.log.debug({ deleted }, 'pruned events');
+    const answers = await this.pruneAnswers();
+    if (answers > 0) this.log.debug({ answers }, 'pruned idempotency keys');
     this.emit('pass', deleted);
     return deleted;
+  }
+
+  /**
+   * The stored answers of Idempotency-Keys past their retention (openapi.yaml, IdempotencyKey), in
+   * batches as events are: a retry after it runs as a new request, so they are of no more use.
+   */
+  private async pruneAnswers(): Promise<number> {
+    let deleted = 0;
+    for (;;) {
+      if (this.stopped) return deleted;
+      const batch = await this.store.pruneOnceBatch(new Date().toISOString(), this.policy.batchSize);
+      deleted += batch;
+      if (batch < this.policy.batchSize) return deleted;
+      await yieldToWriters();
+    }
   }
 }

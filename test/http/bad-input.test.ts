@@ -197,7 +197,7 @@ const scenarios: Scenario[] = [
   { name: 'POST with text/plain on a row', method: 'POST', path: `${rows}/1`, raw: 'x', headers: plain, status: 405, code: 'method_not_allowed', allow: rowMethods },
   { name: 'DELETE on the collections', method: 'DELETE', path: collections, status: 405, code: 'method_not_allowed', allow: ['GET', 'POST'] },
   { name: 'PATCH on a collection', method: 'PATCH', path: `${collections}/notes`, body: { name: 'other' }, status: 405, code: 'method_not_allowed', allow: ['GET', 'DELETE'] },
-  { name: 'DELETE on the rows', method: 'DELETE', path: rows, status: 405, code: 'method_not_allowed', allow: ['GET', 'POST'] },
+  { name: 'PUT on the rows', method: 'PUT', path: rows, body: [], status: 405, code: 'method_not_allowed', allow: ['GET', 'POST', 'PATCH', 'DELETE'] },
 
   // Keys: missing, unknown, malformed or contradictory all get the same 401, before any body is read.
   { name: 'no key', method: 'GET', path: collections, as: 'anonymous', status: 401, code: 'unauthorized' },

@@ -57,6 +57,7 @@ const reads: [string, string, (target: Target) => string, ByScope][] = [
   ['listCollections', '/v1/collections', () => '/v1/collections', each(200)],
   ['getCollection', '/v1/collections/{c}', ({ c }) => `/v1/collections/${c}`, each(404)],
   ['listRows', '/v1/collections/{c}/rows', ({ c }) => `/v1/collections/${c}/rows`, each(404)],
+  ['listVersionedRows', '/v1/collections/{c}/versioned-rows', ({ c }) => `/v1/collections/${c}/versioned-rows`, each(404)],
   ['getRow', '/v1/collections/{c}/rows/1', ({ c }) => `/v1/collections/${c}/rows/1`, each(404)],
 ];
 
@@ -73,6 +74,8 @@ const operations: Operation[] = [
   { name: 'DELETE /v1/keys/{a key of c}', operationId: 'revokeKey', run: revokeKeyOf, in: scoped(403, 403, 204), out: scoped(403, 403, 404) },
   { name: 'POST /v1/collections/{c}/rows', operationId: 'insertRows', run: http('POST', ({ c }) => `/v1/collections/${c}/rows`, () => [{ n: 4 }]), in: scoped(403, 201, 201), out: scoped(403, 404, 404) },
   { name: 'PATCH /v1/collections/{c}/rows/1', operationId: 'updateRow', run: http('PATCH', ({ c }) => `/v1/collections/${c}/rows/1`, () => ({ n: 5 })), in: scoped(403, 200, 200), out: scoped(403, 404, 404) },
+  { name: 'PATCH /v1/collections/{c}/rows?filter={}', operationId: 'updateRows', run: http('PATCH', ({ c }) => `/v1/collections/${c}/rows?filter=%7B%22n%22%3A5%7D`, () => ({ n: 6 })), in: scoped(403, 200, 200), out: scoped(403, 404, 404) },
+  { name: 'DELETE /v1/collections/{c}/rows?filter={"n":6}', operationId: 'deleteRows', run: http('DELETE', ({ c }) => `/v1/collections/${c}/rows?filter=%7B%22n%22%3A6%7D`), in: scoped(403, 200, 200), out: scoped(403, 404, 404) },
   { name: 'DELETE /v1/collections/{c}/rows/2', operationId: 'deleteRow', run: http('DELETE', ({ c }) => `/v1/collections/${c}/rows/2`), in: scoped(403, 204, 204), out: scoped(403, 404, 404) },
   { name: 'POST /v1/collections {fresh}', operationId: 'createCollection', run: http('POST', () => '/v1/collections', ({ fresh }) => ({ name: fresh })), in: scoped(403, 403, 201), out: scoped(403, 403, 403) },
   { name: 'DELETE /v1/collections/{c}', operationId: 'deleteCollection', run: http('DELETE', ({ c }) => `/v1/collections/${c}`), in: scoped(403, 403, 204), out: scoped(403, 403, 404) },

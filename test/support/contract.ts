@@ -126,6 +126,8 @@ const statusOfCode: Record<string, number> = {
   method_not_allowed: 405,
   request_timeout: 408,
   conflict: 409,
+  idempotency_key_in_use: 409,
+  idempotency_key_reused: 422,
   gone: 410,
   precondition_failed: 412,
   payload_too_large: 413,

@@ -14,7 +14,7 @@ import { filterSql } from './filter.ts';
 import { postgresSchema } from './migrations.ts';
 import { postgresRows } from './rows.ts';
 import { makeSortIndex } from './sort-indexes.ts';
-import { notifySql, orderedPage, sortedPage } from './sql.ts';
+import { holdOnceSql, notifySql, orderedPage, sortedPage } from './sql.ts';
 import { runAlone, runInTransaction } from './statements.ts';
 
 /** Opens the database that `url` names and brings its schema up to date. */
@@ -45,6 +45,12 @@ export async function openPostgresStore(url: string, { sortIndexes = defaultSort
     // The database's collation may not be code point order (en-US puts `a` before `B`); "C" is.
     codePointOrder: ' collate "C"',
     isUniqueViolation,
+    // An advisory lock held until the transaction ends, commit or rollback (a crash included), by account
+    // and the key's hash: two keys of one hash wait for each other, which only costs a 409 to a retry.
+    async holdOnce(trx, accountId, key) {
+      const [held] = await runInTransaction<{ held: boolean }>(trx, holdOnceSql, [accountId, key]);
+      return held.held;
+    },
   };
   const rows = postgresRows(db, {
     // Named statements, each parsed and planned once per connection, as the writes' are.

@@ -7,9 +7,10 @@ import { Batches } from '../batches.ts';
 import { advance, collectionId, collectionNotFound } from '../collections.ts';
 import type { Dialect } from '../dialect.ts';
 import { appendEvents, eventRow } from '../events.ts';
+import { beginOnce, recordOnce } from '../idempotency.ts';
 import type { RowOperations } from '../operations.ts';
 import { type PageSource, readPage } from '../pages.ts';
-import { deleteRowIn, deleteRowsIn, matchedRows } from '../row-writes.ts';
+import { changedRows, deleteRowIn, deleteRowsIn, matchedRows } from '../row-writes.ts';
 import {
   assignable,
   type FirstInserted,
@@ -76,10 +77,32 @@ export function postgresRows(db: Dialect, pages: PageSource): RowOperations {
   });
 
   return {
-    async insertRows(accountId, collection, items) {
+    async insertRows(accountId, collection, items, options) {
       // Node's work comes first: the write holds the collection's row from its first statement to its commit.
       const texts = items.map((fields) => JSON.stringify(fields));
       if (texts.some(overRowBound)) throw rowTooLarge();
+      const once = options?.once;
+      // An insert sent with an Idempotency-Key stores its answer in its own transaction, batched with no other.
+      if (once) {
+        let collectionId = 0;
+        const inserted = await knex.transaction(async (trx) => {
+          await beginOnce(db, trx, accountId, once);
+          const params = [accountId, collection, texts.length, texts.join('\n'), CHANNEL, changes.instance];
+          const [written] = await db.run<{ id: number; first_id: number | string; first_seq: number | string }>(
+            trx,
+            insertBatchSql,
+            params,
+          );
+          if (!written) throw collectionNotFound(collection);
+          collectionId = Number(written.id);
+          const rows = insertedRows({ collectionId, id: Number(written.first_id), seq: Number(written.first_seq) }, texts);
+          await recordOnce(db, trx, accountId, once, rows);
+          return rows;
+        });
+        // Committed: this process's listeners hear it now, the others through the statement's NOTIFY.
+        changes.emit('change', collectionId);
+        return inserted;
+      }
       const first = await inserts.add(`${accountId}/${collection}`, { accountId, collection, texts }, texts.length);
       return insertedRows(first, texts);
     },
@@ -101,6 +124,7 @@ export function postgresRows(db: Dialect, pages: PageSource): RowOperations {
     async updateRow(accountId, collection, rowId, patch, options) {
       if (!assignable(rowId)) return noSuchRow(db, accountId, collection, rowId);
       return knex.transaction(async (trx) => {
+        await beginOnce(db, trx, accountId, options?.once);
         const [counters] = await db.run<{
           id: number | string;
           last_seq: number | string;
@@ -120,7 +144,9 @@ export function postgresRows(db: Dialect, pages: PageSource): RowOperations {
         await db.run(trx, updateRowSql, [data, seq, id, rowId]);
         await rekeyPatchedRow(db, trx, id, JSON.parse(counters.sorted), rowId, patch, data);
         await appendEvents(db, trx, id, seq, 'update', [eventRow(rowId, data)]);
-        return { json: rowJson(rowId, data), version: versionOf(id, seq) };
+        const patched = { json: rowJson(rowId, data), version: versionOf(id, seq) };
+        await recordOnce(db, trx, accountId, options?.once, patched);
+        return patched;
       });
     },
 
@@ -129,13 +155,18 @@ export function postgresRows(db: Dialect, pages: PageSource): RowOperations {
       await knex.transaction((trx) => deleteRowIn(db, trx, accountId, collection, rowId, options));
     },
 
-    async updateRowsWhere(accountId, collection, filter, patch, max) {
+    async updateRowsWhere(accountId, collection, filter, patch, max, options) {
       const where = pages.filterSql(filter);
       return knex.transaction(async (trx) => {
+        await beginOnce(db, trx, accountId, options?.once);
         // The collection's row first, held until commit: no write of the collection comes between the match and the change.
         const { id } = await advance(db, trx, accountId, collection, 0);
         const matched = await matchedRows(db, trx, id, where, max);
-        if (matched.length === 0) return { count: 0, json: '[]' };
+        if (matched.length === 0) {
+          const none = changedRows([]);
+          await recordOnce(db, trx, accountId, options?.once, none);
+          return none;
+        }
         const patched = matched.map((row) => ({ id: row.id, data: JSON.stringify({ ...JSON.parse(row.data), ...patch }) }));
         if (patched.some((row) => overRowBound(row.data))) throw rowTooLarge();
         const { lastSeq, sorted } = await advance(db, trx, accountId, collection, patched.length);
@@ -144,14 +175,15 @@ export function postgresRows(db: Dialect, pages: PageSource): RowOperations {
         for (const row of patched) await rekeyPatchedRow(db, trx, id, sorted, row.id, patch, row.data);
         const rows = patched.map((row) => eventRow(row.id, row.data));
         await appendEvents(db, trx, id, lastSeq, 'update', rows);
-        return { count: rows.length, json: `[${rows.map((row) => row.json).join(',')}]` };
+        const changed = changedRows(rows);
+        await recordOnce(db, trx, accountId, options?.once, changed);
+        return changed;
       });
     },
 
-    async deleteRowsWhere(accountId, collection, filter, max) {
+    async deleteRowsWhere(accountId, collection, filter, max, options) {
       const where = pages.filterSql(filter);
-      const rows = await knex.transaction((trx) => deleteRowsIn(db, trx, accountId, collection, where, max));
-      return { count: rows.length, json: `[${rows.map((row) => row.json).join(',')}]` };
+      return knex.transaction((trx) => deleteRowsIn(db, trx, accountId, collection, where, max, options));
     },
   };
 }

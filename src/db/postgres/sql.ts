@@ -36,6 +36,9 @@ export const advanceReadingRowSql = `with counters as (update collections
   select c.*, r.data as current, r.version
     from counters c left join lateral (select data, version from rows where collection_id = c.id and id = ? for update) r on true`;
 
+/** holdOnce() of the Dialect: the account's Idempotency-Key, held until the transaction ends, if no other transaction holds it. */
+export const holdOnceSql = 'select pg_try_advisory_xact_lock(?, hashtext(?)) as held';
+
 /** Announces a change to every instance on commit (changes.ts): the channel, then `<instance> <collection id>`. */
 export const notifySql = 'select pg_notify(?, ?)';
 

@@ -63,6 +63,9 @@ export async function openSqliteStore(url: string, { sortIndexes = defaultSortIn
     // Text compares as UTF-8 bytes (the BINARY collation), which is code point order.
     codePointOrder: '',
     isUniqueViolation,
+    // One writer at a time: a request of another process with the same key waits for this one's commit,
+    // then finds its answer stored (recordOnce()), and rolls its own change back.
+    holdOnce: async () => true,
   };
   const indexes = new SortIndexMaker(db, writes);
   const rows = sqliteRows({

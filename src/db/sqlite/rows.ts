@@ -5,9 +5,10 @@
 import { ApiError } from '../../errors.ts';
 import { advance, collectionNotFound } from '../collections.ts';
 import type { Dialect, WriteTx } from '../dialect.ts';
+import { beginOnce, recordOnce } from '../idempotency.ts';
 import type { RowOperations } from '../operations.ts';
 import { type PageSource, readPage } from '../pages.ts';
-import { deleteRowIn, deleteRowsIn, matchedRows } from '../row-writes.ts';
+import { changedRows, deleteRowIn, deleteRowsIn, matchedRows } from '../row-writes.ts';
 import {
   assignable,
   type Fields,
@@ -63,10 +64,25 @@ export function sqliteRows({ db, statements, writes, pages }: SqliteRowsParts): 
   }
 
   return {
-    async insertRows(accountId, collection, items) {
+    async insertRows(accountId, collection, items, options) {
       // Node's work comes first: the write holds the writer from its first statement to its end.
       const texts = items.map((fields) => JSON.stringify(fields));
       if (texts.some(overRowBound)) throw rowTooLarge();
+      const once = options?.once;
+      // An insert sent with an Idempotency-Key stores its answer in its own transaction, merged with no other.
+      if (once) {
+        return writes.run(async (trx) => {
+          await beginOnce(db, trx, accountId, once);
+          const params = [accountId, collection, texts.length, JSON.stringify(texts), new Date().toISOString()];
+          const [written] = await db.run<{ id: number | null; last_row_id: number; last_seq: number }>(trx, insertSql, params);
+          if (written.id === null) throw collectionNotFound(collection);
+          await db.announce(trx, written.id);
+          const first = { collectionId: written.id, id: written.last_row_id - texts.length + 1, seq: written.last_seq - texts.length + 1 };
+          const inserted = insertedRows(first, texts);
+          await recordOnce(db, trx, accountId, once, inserted);
+          return inserted;
+        });
+      }
       const first = await writes.merge(`insert/${accountId}/${collection}`, texts.length, texts, async (trx, batches: string[][]) => {
         const all = batches.flat();
         const params = [accountId, collection, all.length, JSON.stringify(all), new Date().toISOString()];
@@ -126,11 +142,12 @@ export function sqliteRows({ db, statements, writes, pages }: SqliteRowsParts): 
       let answer: VersionedRow | ApiError;
       try {
         answer =
-          byPath && options?.ifMatch === undefined
+          byPath && options?.ifMatch === undefined && options?.once === undefined
             ? await writes.merge(key, 1, { rowId, fields: fieldsOf(patch) }, (trx, patches: FieldPatch[]) =>
                 writePatches(trx, accountId, collection, patches),
               )
             : await writes.run(async (trx) => {
+                await beginOnce(db, trx, accountId, options?.once);
                 const [stored] = await db.run<{ data: string; collection_id: number; version: number }>(trx, patchedRowSql, [
                   accountId,
                   collection,
@@ -142,7 +159,11 @@ export function sqliteRows({ db, statements, writes, pages }: SqliteRowsParts): 
                 // No row: no field to set, and writePatches() answers the 404, of the row or its collection.
                 let fields: string[][] = [];
                 if (stored) fields = byPath ? fieldsOf(patch) : [['$', JSON.stringify({ ...JSON.parse(stored.data), ...patch })]];
-                return (await writePatches(trx, accountId, collection, [{ rowId, fields }]))[0];
+                const [patched] = await writePatches(trx, accountId, collection, [{ rowId, fields }]);
+                // A 404 stores no answer: the transaction rolls back (it wrote nothing).
+                if (patched instanceof ApiError) throw patched;
+                await recordOnce(db, trx, accountId, options?.once, patched);
+                return patched;
               });
       } catch (error) {
         // The only constraint a patch's statement can break is its trigger's bound on the row's weight
@@ -164,22 +185,25 @@ export function sqliteRows({ db, statements, writes, pages }: SqliteRowsParts): 
      * (sql.ts), as a single patch is: by path where it can be, else each row's whole text made in Node.
      * A row made too large aborts the statement, and the transaction rolls back: nothing is stored.
      */
-    async updateRowsWhere(accountId, collection, filter, patch, max) {
+    async updateRowsWhere(accountId, collection, filter, patch, max, options) {
       const where = pages.filterSql(filter);
       const names = Object.keys(patch);
       const byPath = names.length <= MAX_FIELDS_BY_PATH && names.every(settableByPath);
       const fields = byPath ? fieldsOf(patch) : [];
       try {
         return await writes.run(async (trx) => {
+          await beginOnce(db, trx, accountId, options?.once);
           const { id } = await advance(db, trx, accountId, collection, 0);
           const matched = await matchedRows(db, trx, id, where, max);
-          if (matched.length === 0) return { count: 0, json: '[]' };
           const patches = matched.map((row) => ({
             rowId: row.id,
             fields: byPath ? fields : [['$', JSON.stringify({ ...JSON.parse(row.data), ...patch })]],
           }));
-          const answers = (await writePatches(trx, accountId, collection, patches)) as VersionedRow[];
-          return { count: answers.length, json: `[${answers.map((answer) => answer.json).join(',')}]` };
+          const changed = changedRows(
+            patches.length > 0 ? ((await writePatches(trx, accountId, collection, patches)) as VersionedRow[]) : [],
+          );
+          await recordOnce(db, trx, accountId, options?.once, changed);
+          return changed;
         });
       } catch (error) {
         if ((error as { code?: unknown }).code === 'SQLITE_CONSTRAINT') throw rowTooLarge();
@@ -187,10 +211,9 @@ export function sqliteRows({ db, statements, writes, pages }: SqliteRowsParts): 
       }
     },
 
-    async deleteRowsWhere(accountId, collection, filter, max) {
+    async deleteRowsWhere(accountId, collection, filter, max, options) {
       const where = pages.filterSql(filter);
-      const rows = await writes.run((trx) => deleteRowsIn(db, trx, accountId, collection, where, max));
-      return { count: rows.length, json: `[${rows.map((row) => row.json).join(',')}]` };
+      return writes.run((trx) => deleteRowsIn(db, trx, accountId, collection, where, max, options));
     },
   };
 }

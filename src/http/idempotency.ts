@@ -1,0 +1,96 @@
+// Idempotency-Key (openapi.yaml, IdempotencyKey; draft-ietf-httpapi-idempotency-key-header) on every
+// POST, PATCH and DELETE under /v1. A request with a key whose answer is stored (and not expired) is
+// answered with it again, marked `Idempotent-Replayed: true`, if it is the same request (method, path,
+// query and body), else 422; one whose first request is still running is 409. Otherwise the request
+// runs, and its write stores its answer in its own transaction (db/idempotency.ts): the handler says
+// how (answerOnce there).
+import { createHash } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import type { Middleware } from 'koa';
+import { type FoundAnswer, OnceTaken, onceInProgress } from '../db/idempotency.ts';
+import type { Store } from '../db/store.ts';
+import { ApiError, validationFailed } from '../errors.ts';
+import type { OnceState } from '../handlers/types.ts';
+import { respond } from './respond.ts';
+import { type AdmissionState, type AuthState, headerLines } from './stages.ts';
+
+/** The longest key, in characters (openapi.yaml, IdempotencyKey). */
+export const MAX_IDEMPOTENCY_KEY = 255;
+
+/** The methods whose requests take a key: those that change something. */
+const changing = new Set(['POST', 'PATCH', 'DELETE']);
+
+/**
+ * The stage of app.ts after the body: keys, by account, of this instance's requests still running
+ * (another instance's are held by the database: Dialect.holdOnce). `ttlMs`: how long an answer is kept.
+ */
+export function idempotency(
+  store: Store,
+  ttlMs: number,
+): Middleware<{ route: { operation?: unknown } } & Partial<AuthState> & AdmissionState & OnceState> {
+  const running = new Set<string>();
+  return async (ctx, next) => {
+    const { principal, route } = ctx.state;
+    if (ctx.req.headers['idempotency-key'] === undefined || !principal || !route.operation || !changing.has(ctx.method)) return next();
+    const key = keyOf(ctx.req);
+    const hash = requestHash(ctx.method, ctx.path, ctx.querystring, ctx.request.body);
+    const now = new Date();
+    const found = await store.findOnce(principal.accountId, key, now.toISOString());
+    if (found) return replay(ctx, found, hash);
+    const flight = `${principal.accountId} ${key}`;
+    if (running.has(flight)) throw onceInProgress();
+    running.add(flight);
+    try {
+      ctx.state.once = { key, hash, at: now.toISOString(), expiresAt: new Date(now.getTime() + ttlMs).toISOString() };
+      await next();
+    } catch (error) {
+      // Another request with the key (of another process) stored its answer first: this one wrote nothing.
+      if (!(error instanceof OnceTaken)) throw error;
+      const taken = await store.findOnce(principal.accountId, key, new Date().toISOString());
+      if (!taken) throw error;
+      replay(ctx, taken, hash);
+    } finally {
+      running.delete(flight);
+    }
+  };
+}
+
+/** The stored answer again, with `Idempotent-Replayed: true`; 422 when it answered another request. */
+function replay(ctx: Parameters<typeof respond>[0], found: FoundAnswer, hash: string): void {
+  if (found.hash !== hash) {
+    throw new ApiError(
+      'idempotency_key_reused',
+      'This Idempotency-Key was sent with another request (method, path, query or body): a key names one request. Send this one with a new key.',
+    );
+  }
+  const headers = { ...found.headers, 'Idempotent-Replayed': 'true' };
+  respond(ctx, { status: found.status, headers, body: found.body ?? undefined });
+}
+
+/**
+ * The key sent: the draft makes it a Structured Field String (RFC 8941 §3.3.3, `"…"`), which is
+ * unquoted; a bare value, as many clients send, is taken as it is. 1 to MAX_IDEMPOTENCY_KEY printable
+ * ASCII characters, sent once; else 400.
+ */
+function keyOf(request: Pick<IncomingMessage, 'headers' | 'rawHeaders'>): string {
+  if (headerLines(request.rawHeaders, 'idempotency-key') > 1) throw badKey('must be sent once');
+  const sent = (request.headers['idempotency-key'] as string).trim();
+  const quoted = /^"((?:[\x20\x21\x23-\x5b\x5d-\x7e]|\\["\\])*)"$/.exec(sent);
+  const key = quoted ? quoted[1].replace(/\\(["\\])/g, '$1') : sent;
+  if (key === '') throw badKey('is empty');
+  if (key.length > MAX_IDEMPOTENCY_KEY) throw badKey(`is longer than ${MAX_IDEMPOTENCY_KEY} characters`);
+  if (!/^[\x20-\x7e]+$/.test(key)) throw badKey('holds a character that is not printable ASCII');
+  return key;
+}
+
+const badKey = (message: string) =>
+  validationFailed(`Idempotency-Key ${message}: send 1 to ${MAX_IDEMPOTENCY_KEY} printable ASCII characters, such as a UUID.`, [
+    { in: 'header', name: 'idempotency-key', message },
+  ]);
+
+/** The request as a retry must send it again: SHA-256 of its method, path, query and body (its JSON, as parsed). */
+function requestHash(method: string, path: string, querystring: string, body: unknown): string {
+  return createHash('sha256')
+    .update(`${method}\n${path}\n${querystring}\n${body === undefined ? '' : JSON.stringify(body)}`)
+    .digest('hex');
+}
