@@ -84,6 +84,7 @@ const tableRows = (settings: Settings): { workload: string; label: string }[] =>
   { workload: 'list', label: 'list (50 by score desc)' },
   { workload: 'list-deep', label: 'list-deep (offset 90,000)' },
   { workload: 'insert-1', label: 'insert-1' },
+  { workload: 'insert-1-idempotent', label: 'insert-1, each with an Idempotency-Key' },
   { workload: 'insert-batch', label: 'insert-batch (1,000 rows per request)' },
   { workload: 'insert-batch-postgres', label: 'insert-batch (postgres)' },
   { workload: 'get-row-postgres', label: 'get-row (postgres)' },

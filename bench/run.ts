@@ -97,6 +97,7 @@ const schedule: Step[] = [
   // which keeps the full run under ten minutes (with settle()'s waits, three rounds of both took it to 621 s).
   ...afterMemory('list-deep').map((step) => ({ ...step, lastRoundOnly: true })),
   ...afterMemory('insert-1'),
+  ...afterMemory('insert-1-idempotent'),
   ...afterMemory('patch'),
   { workload: 'baseline-driver-rows', lastRoundOnly: true },
   { workload: 'baseline-driver-statement' },

@@ -1,5 +1,6 @@
 // What each HTTP measurement sends, and to which server. The load worker (load.ts) builds its autocannon
 // requests from here; the orchestrator (run.ts) resolves the server to its url.
+import { randomUUID } from 'node:crypto';
 import type { Request } from 'autocannon';
 import { batchOf, benchRow, collections } from './seed.ts';
 import type { Settings } from './settings.ts';
@@ -105,6 +106,20 @@ export const httpWorkloads: Record<string, HttpWorkload> = {
     rowsPerRequest: one,
     requests: (job) => [
       { method: 'POST', path: rowsPath(collections.inserts), headers: json(job.key), body: JSON.stringify([benchRow(1)]) },
+    ],
+  },
+  /** insert-1, each request with an Idempotency-Key of its own: what a key costs (its answer stored with the row). */
+  'insert-1-idempotent': {
+    server: 'rowbase',
+    rowsPerRequest: one,
+    requests: (job) => [
+      {
+        method: 'POST',
+        path: rowsPath(collections.inserts),
+        headers: json(job.key),
+        body: JSON.stringify([benchRow(1)]),
+        setupRequest: (request) => ({ ...request, headers: { ...request.headers, 'idempotency-key': randomUUID() } }),
+      },
     ],
   },
   'insert-batch': { server: 'rowbase', ...insertBatch },

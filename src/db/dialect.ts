@@ -28,6 +28,12 @@ export interface Dialect {
    * has `?` placeholders, and is prepared once per connection.
    */
   run<T>(trx: WriteTx, sql: string, params: SqlValue[]): Promise<T[]>;
+  /**
+   * Runs one read on its own, on a connection for reads where the dialect has them (SQLite's read-only
+   * connections, where a read neither waits for the writer nor holds it up), and answers its rows: for a
+   * read on a write's path, such as the look for an Idempotency-Key's answer.
+   */
+  read<T>(sql: string, params: SqlValue[]): Promise<T[]>;
   /** Runs one statement on its own (`sql` with `?` placeholders), and answers its rows. */
   query<T>(sql: string, params: SqlValue[]): Promise<T[]>;
   /** Announces from inside `trx` that the collection changed: listeners hear it after the commit, never after a rollback. */

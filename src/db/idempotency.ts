@@ -62,8 +62,8 @@ export async function recordOnce<R>(db: Dialect, trx: WriteTx, accountId: number
 }
 
 /** The stored answer to the account's `key`, unless there is none or it expired by `now`. */
-export async function findOnce({ query }: Dialect, accountId: number, key: string, now: string): Promise<FoundAnswer | undefined> {
-  const [found] = await query<{ request_hash: string; status: number | string; headers: string; body: string | null }>(onceAnswerSql, [
+export async function findOnce({ read }: Dialect, accountId: number, key: string, now: string): Promise<FoundAnswer | undefined> {
+  const [found] = await read<{ request_hash: string; status: number | string; headers: string; body: string | null }>(onceAnswerSql, [
     accountId,
     key,
     now,

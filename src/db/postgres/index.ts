@@ -42,6 +42,8 @@ export async function openPostgresStore(url: string, { sortIndexes = defaultSort
       );
     },
     query: async (sql, params) => (await knex.raw(sql, params)).rows,
+    // A named statement, parsed and planned once per connection.
+    read: (sql, params) => runAlone(knex, sql, params),
     // The database's collation may not be code point order (en-US puts `a` before `B`); "C" is.
     codePointOrder: ' collate "C"',
     isUniqueViolation,

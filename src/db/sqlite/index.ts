@@ -60,6 +60,8 @@ export async function openSqliteStore(url: string, { sortIndexes = defaultSortIn
     },
     // Knex's one connection, after the writes queued before: a read sees them.
     query: async (sql, params) => (await knex.raw(sql, params)) as never,
+    // The read-only connection of point reads: it sees every write committed before it begins.
+    read: (sql, params) => statements.read(sql, params, 'point'),
     // Text compares as UTF-8 bytes (the BINARY collation), which is code point order.
     codePointOrder: '',
     isUniqueViolation,
