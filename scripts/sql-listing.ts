@@ -80,6 +80,7 @@ function sqliteListing(): Listing {
       ],
     ),
     ['insertSql', sqlite.insertSql],
+    ['recordOncesSql', sqlite.recordOncesSql],
     ...Array.from(
       { length: sqlite.MAX_FIELDS_BY_PATH + 1 },
       (_, n): Listing => [

@@ -267,6 +267,15 @@ insert into row_inserts values ((select id from collections where account_id = ?
 returning collection_id as id, (select last_row_id from collections where id = row_inserts.collection_id) as last_row_id,
   (select last_seq from collections where id = row_inserts.collection_id) as last_seq;
 
+-- recordOncesSql
+insert into idempotency_keys (account_id, key, request_hash, status, headers, body, created_at, expires_at)
+select ?1, j.value ->> 0, j.value ->> 1, j.value ->> 2, j.value ->> 3, j.value ->> 4, j.value ->> 5, j.value ->> 6
+  from json_each(?2) j where true
+on conflict (account_id, key) do update set request_hash = excluded.request_hash, status = excluded.status,
+  headers = excluded.headers, body = excluded.body, created_at = excluded.created_at, expires_at = excluded.expires_at
+  where idempotency_keys.expires_at <= excluded.created_at
+returning key;
+
 -- patchSql(0 fields, a patch alone)
 insert into row_patches_0
   values ((select id from collections where account_id = ?1 and name = ?2), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)

@@ -5,13 +5,14 @@
 import { ApiError } from '../../errors.ts';
 import { advance, collectionNotFound } from '../collections.ts';
 import type { Dialect, WriteTx } from '../dialect.ts';
-import { beginOnce, recordOnce } from '../idempotency.ts';
+import { beginOnce, type Once, OnceTaken, recordOnce } from '../idempotency.ts';
 import type { RowOperations } from '../operations.ts';
 import { type PageSource, readPage } from '../pages.ts';
 import { changedRows, deleteRowIn, deleteRowsIn, matchedRows } from '../row-writes.ts';
 import {
   assignable,
   type Fields,
+  type InsertedRows,
   insertedRows,
   noSuchRow,
   overRowBound,
@@ -25,9 +26,12 @@ import {
   versionOf,
 } from '../rows.ts';
 import { collectionSql } from '../sql.ts';
-import { insertSql, MAX_FIELDS_BY_PATH, patchedRowSql, patchSql, pathSafe, rowsSql } from './sql.ts';
+import { insertSql, MAX_FIELDS_BY_PATH, patchedRowSql, patchSql, pathSafe, recordOncesSql, rowsSql } from './sql.ts';
 import type { SqliteStatements } from './statements.ts';
 import type { GroupedWrites } from './writes.ts';
+
+/** An insert sent with an Idempotency-Key, as it waits in the writer's queue. */
+type OnceInsert = { texts: string[]; once: Once<InsertedRows> };
 
 /** A patch of row `rowId` as row_patches takes it (sql.ts): its fields as `[JSON path, JSON text]`. */
 type FieldPatch = { rowId: number; fields: string[][] };
@@ -63,25 +67,52 @@ export function sqliteRows({ db, statements, writes, pages }: SqliteRowsParts): 
     return answers;
   }
 
+  /**
+   * Inserts sent with an Idempotency-Key, merged: their rows as one statement, as other inserts are,
+   * then their answers as one more, in the transaction the writer runs them in. A key whose answer
+   * another process stored first fails the group (OnceTaken), whose inserts then run each alone.
+   */
+  async function insertOnce(trx: WriteTx, accountId: number, collection: string, batch: OnceInsert[]): Promise<InsertedRows[]> {
+    const all = batch.flatMap(({ texts }) => texts);
+    const at = new Date().toISOString();
+    const [written] = await db.run<{ id: number | null; last_row_id: number; last_seq: number }>(trx, insertSql, [
+      accountId,
+      collection,
+      all.length,
+      JSON.stringify(all),
+      at,
+    ]);
+    if (written.id === null) throw collectionNotFound(collection);
+    await db.announce(trx, written.id);
+    let id = written.last_row_id - all.length + 1;
+    let seq = written.last_seq - all.length + 1;
+    const answers: InsertedRows[] = [];
+    const stored: unknown[] = [];
+    for (const { texts, once } of batch) {
+      const inserted = insertedRows({ collectionId: written.id, id, seq }, texts);
+      answers.push(inserted);
+      const { status, headers, body } = once.answer(inserted);
+      stored.push([once.key, once.hash, status, JSON.stringify(headers), body, once.at, once.expiresAt]);
+      id += texts.length;
+      seq += texts.length;
+    }
+    const recorded = await db.run(trx, recordOncesSql, [accountId, JSON.stringify(stored)]);
+    if (recorded.length < batch.length) throw new OnceTaken();
+    return answers;
+  }
+
   return {
     async insertRows(accountId, collection, items, options) {
       // Node's work comes first: the write holds the writer from its first statement to its end.
       const texts = items.map((fields) => JSON.stringify(fields));
       if (texts.some(overRowBound)) throw rowTooLarge();
       const once = options?.once;
-      // An insert sent with an Idempotency-Key stores its answer in its own transaction, merged with no other.
+      // Inserts sent with an Idempotency-Key merge with one another, in a transaction that also stores their answers.
       if (once) {
-        return writes.run(async (trx) => {
-          await beginOnce(db, trx, accountId, once);
-          const params = [accountId, collection, texts.length, JSON.stringify(texts), new Date().toISOString()];
-          const [written] = await db.run<{ id: number | null; last_row_id: number; last_seq: number }>(trx, insertSql, params);
-          if (written.id === null) throw collectionNotFound(collection);
-          await db.announce(trx, written.id);
-          const first = { collectionId: written.id, id: written.last_row_id - texts.length + 1, seq: written.last_seq - texts.length + 1 };
-          const inserted = insertedRows(first, texts);
-          await recordOnce(db, trx, accountId, once, inserted);
-          return inserted;
-        });
+        const key = `insert-once/${accountId}/${collection}`;
+        return writes.mergeInTransaction(key, texts.length, { texts, once }, (trx, batch: OnceInsert[]) =>
+          insertOnce(trx, accountId, collection, batch),
+        );
       }
       const first = await writes.merge(`insert/${accountId}/${collection}`, texts.length, texts, async (trx, batches: string[][]) => {
         const all = batches.flat();

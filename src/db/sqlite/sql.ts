@@ -302,6 +302,20 @@ const onePatchSqls = Array.from(
 );
 
 /**
+ * recordOnceSql (../sql.ts) for the Idempotency-Keys of several inserts merged into one write: `?1` the
+ * account, `?2` a JSON array of `[key, hash, status, headers, body, at, expires at]`. Answers the key of
+ * each answer stored; a key missing from them holds an answer another request stored first. (`where
+ * true`: SQLite reads the ON CONFLICT of an INSERT … SELECT only after a WHERE.)
+ */
+export const recordOncesSql = `insert into idempotency_keys (account_id, key, request_hash, status, headers, body, created_at, expires_at)
+  select ?1, j.value ->> 0, j.value ->> 1, j.value ->> 2, j.value ->> 3, j.value ->> 4, j.value ->> 5, j.value ->> 6
+    from json_each(?2) j where true
+  on conflict (account_id, key) do update set request_hash = excluded.request_hash, status = excluded.status,
+    headers = excluded.headers, body = excluded.body, created_at = excluded.created_at, expires_at = excluded.expires_at
+    where idempotency_keys.expires_at <= excluded.created_at
+  returning key`;
+
+/**
  * Knex's own tables for migrations, as Knex makes them on SQLite, and the one row of its lock: each
  * statement atomic, so that processes starting at once on one file never race to make them (index.ts).
  */
