@@ -86,9 +86,9 @@ export class Subscriber extends EventEmitter<{ end: [] }> {
   /**
    * Committed changes, in seq order (a page of them at most): those of the kinds the client chose, and
    * that touch its view, are sent, in one system call however many (the socket is corked meanwhile),
-   * unless the client is already too far behind. What is corked is not behind yet, so the bound is checked before the page, not
-   * within it: a client may fall behind by up to a page more than the bound, whose frames are the same
-   * Buffers for every subscriber.
+   * unless the client is already too far behind. What is corked is not behind yet, so the bound is
+   * checked before the page, not within it: a client may fall behind by up to a page more than the
+   * bound, whose frames are the same Buffers for every subscriber they are due to.
    */
   deliver(deliveries: readonly Delivery[]): void {
     if (this.ended) return;
@@ -138,8 +138,9 @@ export class Subscriber extends EventEmitter<{ end: [] }> {
 
   /** Keeps a live message back while the replay runs. */
   private hold(delivery: Delivery): void {
-    const frame = this.held && this.frameOf(delivery);
-    if (!this.held || !frame) return;
+    if (!this.held) return;
+    const frame = this.frameOf(delivery);
+    if (!frame) return;
     this.held.push(frame);
     this.heldBytes += frame.length;
     if (this.heldBytes + this.socket.bufferedAmount > this.options.maxBufferBytes) this.close(closeCodes.slowConsumer);
@@ -158,9 +159,8 @@ export class Subscriber extends EventEmitter<{ end: [] }> {
   /**
    * Replays the events with `since` < seq ≤ `upTo`, as this client would have got them live (frameOf()),
    * a page at a time, at the pace the socket takes them: whenever half the buffer bound is waiting, it
-   * waits for the socket to take the last message sent.
-   * So a client that reads, however much it has to catch up on, is never closed as slow, and a replay
-   * holds at most a page in memory. Retained events have no gaps: one found here means they were pruned
+   * waits for the socket to take the last message sent. So a client that reads, however much it has to
+   * catch up on, is never closed as slow, and a replay holds at most a page in memory. Retained events have no gaps: one found here means they were pruned
    * since the upgrade was checked, and the client is told so (4410).
    */
   private async replay(since: number, upTo: number): Promise<void> {

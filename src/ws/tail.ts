@@ -19,10 +19,10 @@ export interface TailOptions {
 /**
  * Follows one collection's events for this process's subscribers. Woken after each commit (see
  * db/changes.ts), it reads the events after the last one it forwarded from the events table, the
- * source of truth, and hands every subscriber each message, serialized and framed once per message
- * (delivery.ts: a filtered subscriber's may differ). One read at a time, so
- * messages leave in seq order; and subscribers join only between reads, at the seq forwarded last, so
- * each gets every later event exactly once.
+ * source of truth, and hands every subscriber each message, serialized and framed once (delivery.ts:
+ * once for each of a change's messages, which filtered subscribers may differ in). One read at a time,
+ * so messages leave in seq order; and subscribers join only between reads, at the seq forwarded last,
+ * so each gets every later event exactly once.
  */
 export class Tail {
   /** The last seq forwarded; undefined until the first read. */

@@ -1,9 +1,8 @@
 // The checks an upgrade to `GET /ws` passes before it becomes a WebSocket, and the HTTP refusal when
 // it does not (asyncapi.yaml, `x-upgrade-refusals`). Guard clauses in order: request target (400), route,
-// method, HTTP/1.1, handshake headers (Host, once; no subprotocol, no body), key (401), sockets and usage (429), query (400,
-// its filter read as the HTTP API reads one),
-// collection (404, also for one the key is not limited to), `since` (400, 410). Every key's scope grants
-// the feed (`read`).
+// method, HTTP/1.1, handshake headers (Host, once; no subprotocol, no body), key (401), sockets and usage
+// (429), query (400; its filter read as the HTTP API reads one), collection (404, also for one the key
+// is not limited to), `since` (400, 410). Every key's scope grants the feed (`read`).
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { ErrorObject } from 'ajv';
 import type { components } from '../../generated/asyncapi.ts';
