@@ -143,7 +143,7 @@ export function postgresRows(db: Dialect, pages: PageSource): RowOperations {
         // One after another: pg sends a client's queries one at a time whatever the caller does.
         await db.run(trx, updateRowSql, [data, seq, id, rowId]);
         await rekeyPatchedRow(db, trx, id, JSON.parse(counters.sorted), rowId, patch, data);
-        await appendEvents(db, trx, id, seq, 'update', [eventRow(rowId, data)]);
+        await appendEvents(db, trx, id, seq, 'update', [eventRow(rowId, data, counters.current)]);
         const patched = { json: rowJson(rowId, data), version: versionOf(id, seq) };
         await recordOnce(db, trx, accountId, options?.once, patched);
         return patched;
@@ -167,13 +167,17 @@ export function postgresRows(db: Dialect, pages: PageSource): RowOperations {
           await recordOnce(db, trx, accountId, options?.once, none);
           return none;
         }
-        const patched = matched.map((row) => ({ id: row.id, data: JSON.stringify({ ...JSON.parse(row.data), ...patch }) }));
+        const patched = matched.map((row) => ({
+          id: row.id,
+          data: JSON.stringify({ ...JSON.parse(row.data), ...patch }),
+          before: row.data,
+        }));
         if (patched.some((row) => overRowBound(row.data))) throw rowTooLarge();
         const { lastSeq, sorted } = await advance(db, trx, accountId, collection, patched.length);
         const first = lastSeq - patched.length;
         await db.run(trx, updateRowsSql, [first, JSON.stringify(patched.map((row) => [row.id, row.data])), id]);
         for (const row of patched) await rekeyPatchedRow(db, trx, id, sorted, row.id, patch, row.data);
-        const rows = patched.map((row) => eventRow(row.id, row.data));
+        const rows = patched.map((row) => eventRow(row.id, row.data, row.before));
         await appendEvents(db, trx, id, lastSeq, 'update', rows);
         const changed = changedRows(rows);
         await recordOnce(db, trx, accountId, options?.once, changed);
