@@ -204,6 +204,28 @@ describeEachBackend('Idempotency-Key', (backend) => {
     });
     after(() => second.stop());
 
+    // SQLite has one writer at a time: another process's retry waits for the first request's commit.
+    if (backend === 'postgres') {
+      it('is 409 while another instance runs the first request (PostgreSQL: its transaction holds the key)', async () => {
+        const name = await collectionWith();
+        const key = newKey();
+        const { accountId } = (await server.store.findPrincipal(client.key as string))!;
+        // What the first request's transaction holds on its instance, held here instead.
+        const running = await server.store.knex.transaction();
+        try {
+          await running.raw('select pg_advisory_xact_lock(?, hashtext(?))', [accountId, key]);
+          const retry = await client.post<Problem>(`/v1/collections/${name}/rows`, [{ n: 1 }], { headers: { 'idempotency-key': key } });
+          expect(retry.status).to.equal(409);
+          expect(retry.body.code).to.equal('idempotency_key_in_use');
+        } finally {
+          await running.rollback();
+        }
+        expect(await rowsOf(name)).to.deep.equal([]);
+        const after = await client.post(`/v1/collections/${name}/rows`, [{ n: 1 }], { headers: { 'idempotency-key': key } });
+        expect(after.status).to.equal(201);
+      });
+    }
+
     it('make the change once, whichever instance each retry reaches', async () => {
       const name = await collectionWith();
       const key = newKey();
