@@ -81,6 +81,7 @@ function sqliteListing(): Listing {
     ),
     ['insertSql', sqlite.insertSql],
     ['recordOncesSql', sqlite.recordOncesSql],
+    ['onceAnswersSql', sqlite.onceAnswersSql],
     ...Array.from(
       { length: sqlite.MAX_FIELDS_BY_PATH + 1 },
       (_, n): Listing => [

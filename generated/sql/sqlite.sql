@@ -277,6 +277,10 @@ on conflict (account_id, key) do update set request_hash = excluded.request_hash
   where idempotency_keys.expires_at <= excluded.created_at
 returning key;
 
+-- onceAnswersSql
+select j.key as i, k.request_hash, k.status, k.headers, k.body from json_each(?) j
+cross join idempotency_keys k on k.account_id = j.value ->> 0 and k.key = j.value ->> 1 and k.expires_at > j.value ->> 2;
+
 -- patchSql(0 fields, a patch alone)
 insert into row_patches_0
   values ((select id from collections where account_id = ?1 and name = ?2), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)

@@ -6,6 +6,14 @@ import type { Changes } from './changes.ts';
 
 export type SqlValue = string | number | null;
 
+/** A stored answer to an Idempotency-Key, as its table holds it (idempotency.ts). */
+export interface OnceRow {
+  request_hash: string;
+  status: number | string;
+  headers: string;
+  body: string | null;
+}
+
 /**
  * A write transaction, as the statements in it need it: the connection it holds and its outcome. A
  * Knex transaction is one; so is a group of SQLite's writer (sqlite/writes.ts), which holds Knex's
@@ -29,11 +37,11 @@ export interface Dialect {
    */
   run<T>(trx: WriteTx, sql: string, params: SqlValue[]): Promise<T[]>;
   /**
-   * Runs one read on its own, on a connection for reads where the dialect has them (SQLite's read-only
-   * connections, where a read neither waits for the writer nor holds it up), and answers its rows: for a
-   * read on a write's path, such as the look for an Idempotency-Key's answer.
+   * The stored answer to the account's Idempotency-Key `key` that has not expired by `now`, as
+   * onceAnswerSql (sql.ts) reads it: a read on every keyed write's path, made on a connection for reads
+   * where the dialect has them (on SQLite, merged with those asked for beside it, as row reads are).
    */
-  read<T>(sql: string, params: SqlValue[]): Promise<T[]>;
+  readOnce(accountId: number, key: string, now: string): Promise<OnceRow | undefined>;
   /** Runs one statement on its own (`sql` with `?` placeholders), and answers its rows. */
   query<T>(sql: string, params: SqlValue[]): Promise<T[]>;
   /** Announces from inside `trx` that the collection changed: listeners hear it after the commit, never after a rollback. */

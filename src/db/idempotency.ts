@@ -4,7 +4,7 @@
 // retry makes it). A crash before the commit leaves neither the change nor the answer.
 import { ApiError } from '../errors.ts';
 import type { Dialect, WriteTx } from './dialect.ts';
-import { onceAnswerSql, pruneOnceSql, recordOnceSql } from './sql.ts';
+import { pruneOnceSql, recordOnceSql } from './sql.ts';
 
 /** An answer as stored and replayed: its status, its own headers (not the RateLimit-* of the request) and its body. */
 export interface StoredAnswer {
@@ -62,12 +62,8 @@ export async function recordOnce<R>(db: Dialect, trx: WriteTx, accountId: number
 }
 
 /** The stored answer to the account's `key`, unless there is none or it expired by `now`. */
-export async function findOnce({ read }: Dialect, accountId: number, key: string, now: string): Promise<FoundAnswer | undefined> {
-  const [found] = await read<{ request_hash: string; status: number | string; headers: string; body: string | null }>(onceAnswerSql, [
-    accountId,
-    key,
-    now,
-  ]);
+export async function findOnce({ readOnce }: Dialect, accountId: number, key: string, now: string): Promise<FoundAnswer | undefined> {
+  const found = await readOnce(accountId, key, now);
   if (!found) return undefined;
   return { hash: found.request_hash, status: Number(found.status), headers: JSON.parse(found.headers), body: found.body };
 }

@@ -5,10 +5,11 @@ import pg from 'pg';
 import { postgresPoolMax } from '../../config.ts';
 import { Changes } from '../changes.ts';
 import { DatabaseOpenError, defaultSortIndexes, knexLog, type StoreOptions } from '../connect.ts';
-import type { Dialect } from '../dialect.ts';
+import type { Dialect, OnceRow } from '../dialect.ts';
 import { migrationSource } from '../migrations.ts';
 import { assembleStore, type Store } from '../operations.ts';
 import { KnownIndexes } from '../sort-indexes.ts';
+import { onceAnswerSql } from '../sql.ts';
 import { CHANNEL, listenForChanges } from './changes.ts';
 import { filterSql } from './filter.ts';
 import { postgresSchema } from './migrations.ts';
@@ -43,7 +44,7 @@ export async function openPostgresStore(url: string, { sortIndexes = defaultSort
     },
     query: async (sql, params) => (await knex.raw(sql, params)).rows,
     // A named statement, parsed and planned once per connection.
-    read: (sql, params) => runAlone(knex, sql, params),
+    readOnce: async (accountId, key, now) => (await runAlone<OnceRow>(knex, onceAnswerSql, [accountId, key, now]))[0],
     // The database's collation may not be code point order (en-US puts `a` before `B`); "C" is.
     codePointOrder: ' collate "C"',
     isUniqueViolation,

@@ -6,14 +6,14 @@ import { dirname, resolve } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import { Changes } from '../changes.ts';
 import { DatabaseOpenError, defaultSortIndexes, knexLog, type StoreOptions } from '../connect.ts';
-import type { Dialect } from '../dialect.ts';
+import type { Dialect, OnceRow } from '../dialect.ts';
 import { migrationSource } from '../migrations.ts';
 import { assembleStore, type Store } from '../operations.ts';
 import { KnownIndexes } from '../sort-indexes.ts';
 import { filterSql } from './filter.ts';
 import { sqliteRows } from './rows.ts';
 import { SortIndexMaker } from './sort-indexes.ts';
-import { knexTablesSql, orderedPage, sortedPage, sqliteProcedures } from './sql.ts';
+import { knexTablesSql, onceAnswersSql, orderedPage, sortedPage, sqliteProcedures } from './sql.ts';
 import { SqliteStatements } from './statements.ts';
 import { GroupedWrites } from './writes.ts';
 
@@ -60,8 +60,8 @@ export async function openSqliteStore(url: string, { sortIndexes = defaultSortIn
     },
     // Knex's one connection, after the writes queued before: a read sees them.
     query: async (sql, params) => (await knex.raw(sql, params)) as never,
-    // The read-only connection of point reads: it sees every write committed before it begins.
-    read: (sql, params) => statements.read(sql, params, 'point'),
+    // On the read-only connection of point reads, which sees every write committed before it begins.
+    readOnce: async (accountId, key, now) => (await statements.readMerged<OnceRow>(onceAnswersSql, [accountId, key, now]))[0],
     // Text compares as UTF-8 bytes (the BINARY collation), which is code point order.
     codePointOrder: '',
     isUniqueViolation,

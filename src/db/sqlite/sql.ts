@@ -317,6 +317,13 @@ const onePatchSqls = Array.from(
 );
 
 /**
+ * onceAnswerSql (../sql.ts) of reads merged (statements.ts, readMerged): `?` is `[[account id, key, now], …]`.
+ * CROSS JOIN keeps the keys the outer loop: each read is one primary key lookup.
+ */
+export const onceAnswersSql = `select j.key as i, k.request_hash, k.status, k.headers, k.body from json_each(?) j
+  cross join idempotency_keys k on k.account_id = j.value ->> 0 and k.key = j.value ->> 1 and k.expires_at > j.value ->> 2`;
+
+/**
  * recordOnceSql (../sql.ts) for the Idempotency-Keys of several inserts merged into one write: `?1` the
  * account, `?2` a JSON array of `[key, hash, status, headers, body, at, expires at]`. Answers the key of
  * each answer stored; a key missing from them holds an answer another request stored first. (`where
