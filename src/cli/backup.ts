@@ -1,5 +1,6 @@
 // `rowbase backup`: a copy of a SQLite database made while the service serves (docs/operations.md,
 // "Backup"). PostgreSQL's is pg_dump's job: the command says so.
+import { resolve } from 'node:path';
 import { BackupRefusedError } from '../db/operations.ts';
 import { type Command, UsageError, withStore } from './command.ts';
 
@@ -16,7 +17,7 @@ const backupCommand: Command = {
         throw error instanceof BackupRefusedError ? new UsageError(error.message) : error;
       }),
     );
-    process.stderr.write(`rowbase: backed up to ${file} in ${((performance.now() - started) / 1000).toFixed(1)} s\n`);
+    process.stderr.write(`rowbase: backed up to ${resolve(file)} in ${((performance.now() - started) / 1000).toFixed(1)} s\n`);
   },
 };
 
