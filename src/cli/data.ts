@@ -87,7 +87,7 @@ async function exists(path: string): Promise<boolean> {
 const exportCommand: Command = {
   usage: 'rowbase export --account <name> --collection <name> [--out <file> [--force]]',
   summary:
-    'Write a collection as NDJSON: a first line that describes it (its seq, last row id and row count), then each row with its id, all as of one moment, while the service runs. To stdout without --out.',
+    'Write a collection as NDJSON: a first line that describes it (its seq, last row id and row count), then each row with its id, all as of one moment, while the service runs. To stdout without --out. The format: docs/operations.md, "Export and import".',
   options: {
     account: { type: 'string', description: 'the account the collection belongs to' },
     collection: { type: 'string', description: 'the collection to export' },
@@ -137,7 +137,7 @@ async function exportRows(store: Store, accountId: number, collection: string, s
 const importCommand: Command = {
   usage: 'rowbase import --account <name> --collection <name> [--resume] <file>',
   summary:
-    'Make a collection from a file that rowbase export wrote, with the same rows, ids and next id, in batches that are each written whole or not at all. With --resume, go on into the collection an import left unfinished, after its last id.',
+    'Make a collection from a file that rowbase export wrote, with the same rows, ids and next id, in batches that are each written whole or not at all. With --resume, go on into the collection an import left unfinished, after its last id (docs/operations.md, "Export and import").',
   options: {
     account: { type: 'string', description: 'the account to import into (it must exist)' },
     collection: { type: 'string', description: 'the collection to make; it must not exist, unless --resume' },

@@ -379,6 +379,46 @@ describeEachBackend('rowbase export and import', (backend: BackendName) => {
   }
 });
 
+describe('rowbase export, import and backup arguments', () => {
+  let workspace: Workspace;
+  before(async () => {
+    workspace = await Workspace.create();
+  });
+  after(() => workspace.cleanUp());
+
+  it('describes each command with --help', async () => {
+    for (const command of ['export', 'import', 'backup']) {
+      const described = await workspace.run([command, '--help']);
+      expect(described.code).to.equal(0);
+      expect(described.stdout).to.match(new RegExp(`^Usage: rowbase ${command} `));
+      expect(described.stdout).to.include('docs/operations.md');
+    }
+  });
+
+  it('exits 2 with one line for bad arguments, before it opens the database', async () => {
+    const cases: [string[], string][] = [
+      [['export', '--collection', 'notes'], '--account is required'],
+      [['export', '--account', 'me'], '--collection is required'],
+      [
+        ['export', '--account', 'me', '--collection', 'no spaces'],
+        '--collection must be a collection name (openapi.yaml, CollectionName), not "no spaces"',
+      ],
+      [['export', '--account', 'me', '--collection', 'notes', '--force'], '--force replaces the --out file; give --out'],
+      [
+        ['import', '--account', 'me', '--collection', 'notes'],
+        'usage: rowbase import --account <name> --collection <name> [--resume] <file>',
+      ],
+      [['import', '--account', 'me', '--collection', 'notes', 'absent.ndjson'], 'there is no file absent.ndjson to import'],
+      [['backup'], 'usage: rowbase backup [--force] <file>'],
+    ];
+    for (const [args, reason] of cases) {
+      const refused = await workspace.run(args);
+      expectOneLine(refused, 2, `rowbase: ${reason}\n`);
+    }
+    expect(existsSync(join(workspace.dir, 'rowbase.sqlite'))).to.equal(false);
+  });
+});
+
 /** The first line of an NDJSON file, parsed, and how many lines follow it. */
 async function linesOf(path: string): Promise<{ first: Record<string, unknown>; count: number }> {
   let first: Record<string, unknown> | undefined;
