@@ -104,6 +104,8 @@ const exportCommand: Command = {
       await (out === undefined ? exportTo(process.stdout) : writeWhole(out, values.force === true, exportTo)).catch((error) => {
         if (error instanceof ApiError && error.code === 'not_found')
           throw new UsageError(`account ${account} has no collection named ${collection}`);
+        // Read by a command that stopped reading, such as `head`: the rest had nowhere to go.
+        if ((error as NodeJS.ErrnoException).code === 'EPIPE') throw new Error('the output was closed before the export was complete');
         throw error;
       });
     });
@@ -204,13 +206,19 @@ async function importRows(store: Store, accountId: number, collection: string, f
   try {
     let header: Header | undefined;
     /** Rows with ids up to this are in the collection already (--resume), and skipped. */
-    let skipUpTo = 0;
+    let skipUpTo: number | undefined;
     let lastId = 0;
     let rows = 0;
     let skipped = 0;
     let batch: ImportedRow[] = [];
     let chars = 0;
     const flush = async (lastRowId: number) => {
+      // Made with its first batch, at the time the export says it was made: an import that stops before
+      // leaves nothing behind.
+      if (skipUpTo === undefined) {
+        await store.createCollection(accountId, collection, undefined, header?.created_at);
+        skipUpTo = 0;
+      }
       await store.importRows(accountId, collection, batch, lastRowId).catch((error) => {
         throw error instanceof ApiError && error.code === 'conflict'
           ? new MalformedFileError(`${error.detail} Was the collection written to during the import?`)
@@ -225,7 +233,7 @@ async function importRows(store: Store, accountId: number, collection: string, f
       line++;
       if (header === undefined) {
         header = parseHeader(text);
-        skipUpTo = await startImport(store, accountId, collection, header, resume);
+        skipUpTo = await startImport(store, accountId, collection, resume);
         progress = await Progress.start('imported', header.row_count);
         continue;
       }
@@ -239,7 +247,8 @@ async function importRows(store: Store, accountId: number, collection: string, f
       }
       lastId = id as number;
       rows++;
-      if (lastId <= skipUpTo) {
+      if (rows > header.row_count) throw new MalformedFileError(`line ${line} is one row more than the ${header.row_count} line 1 counts`);
+      if (skipUpTo !== undefined && lastId <= skipUpTo) {
         skipped++;
         progress?.add(1);
         continue;
@@ -272,19 +281,18 @@ async function importRows(store: Store, accountId: number, collection: string, f
 }
 
 /**
- * Makes the collection, at the time the export says it was made, or with --resume finds it (making it
- * if it is not there yet); answers the last row id it holds already: rows up to it are skipped.
+ * Where an import into the account's collection starts: the last row id it holds already (rows up to it
+ * are skipped), or undefined when it is not there, to be made with the first batch. An existing one
+ * only with --resume.
  */
-async function startImport(store: Store, accountId: number, collection: string, header: Header, resume: boolean): Promise<number> {
+async function startImport(store: Store, accountId: number, collection: string, resume: boolean): Promise<number | undefined> {
   const lastRowId = await store.lastRowIdOf(accountId, collection);
-  if (lastRowId !== undefined) {
-    if (resume) return lastRowId;
+  if (lastRowId !== undefined && !resume) {
     throw new UsageError(
       `collection ${collection} exists already; give --resume to go on with an import into it, or import into a new name`,
     );
   }
-  await store.createCollection(accountId, collection, undefined, header.created_at);
-  return 0;
+  return lastRowId;
 }
 
 export const dataCommands: Record<string, Command> = { export: exportCommand, import: importCommand };

@@ -260,6 +260,22 @@ describeEachBackend('rowbase export and import', (backend: BackendName) => {
     expect(await nextId(target)).to.equal(2501);
   });
 
+  it('moves a collection whose rows were all deleted: no row, and the same next id', async () => {
+    const source = newName('emptied');
+    await collectionOf(source, 3);
+    for (const id of [1, 2, 3]) expect((await client.delete(`/v1/collections/${source}/rows/${id}`)).status).to.equal(204);
+    const exported = file(`${source}.ndjson`);
+    expect((await rowbase('export', '--account', 'acme', '--collection', source, '--out', exported)).code).to.equal(0);
+    expect((await readFile(exported, 'utf8')).trimEnd().split('\n')).to.have.length(1);
+    const target = newName('emptied-copy');
+
+    const imported = await rowbase('import', '--account', 'acme', '--collection', target, exported);
+
+    expect(imported.code, imported.stderr).to.equal(0);
+    expect(await digestOf(target)).to.deep.equal(await digestOf(source));
+    expect(await nextId(target)).to.equal(4);
+  });
+
   it('sends an insert event for every imported row, in id order', async () => {
     const source = newName('events');
     await collectionOf(source, 3);
@@ -313,8 +329,11 @@ describeEachBackend('rowbase export and import', (backend: BackendName) => {
     expect((await rowbase('export', '--account', 'acme', '--collection', source, '--out', exported)).code).to.equal(0);
     const cut = file(`${source}-cut.ndjson`);
     await writeFile(cut, (await readFile(exported, 'utf8')).split('\n').slice(0, 3).join('\n'));
-    const short = await rowbase('import', '--account', 'acme', '--collection', newName('cut-copy'), cut);
+    const cutCopy = newName('cut-copy');
+    const short = await rowbase('import', '--account', 'acme', '--collection', cutCopy, cut);
     expectOneLine(short, 1, `rowbase: ${cut}: the file ends after 2 rows, where line 1 counts 4: it is cut short; nothing is imported\n`);
+    // Not even the collection: an import run again needs no --resume.
+    expect((await client.get(`/v1/collections/${cutCopy}`)).status).to.equal(404);
 
     const outOfOrder = file('out-of-order.ndjson');
     const header = (await readFile(exported, 'utf8')).split('\n')[0];
