@@ -2,9 +2,10 @@
 // failures of the work itself exit 1.
 import { parseArgs } from 'node:util';
 import document from '../generated/openapi.json' with { type: 'json' };
-import { backupCommands } from './cli/backup.ts';
+import { backupCommand } from './cli/backup.ts';
 import { type Command, print, required, UsageError, withStore } from './cli/command.ts';
-import { dataCommands } from './cli/data.ts';
+import { exportCommand } from './cli/export.ts';
+import { importCommand } from './cli/import.ts';
 import { ConfigError, configFromEnv } from './config.ts';
 import { instantOf, KeyError, type KeyInfo, type NewKey, type Scope, scopes } from './db/keys.ts';
 import { type Period, periods } from './db/plans.ts';
@@ -156,8 +157,9 @@ const commands: Record<string, Command> = {
       );
     },
   },
-  ...dataCommands,
-  ...backupCommands,
+  export: exportCommand,
+  import: importCommand,
+  backup: backupCommand,
 };
 
 const collectionName = new RegExp(document.components.schemas.CollectionName.pattern);

@@ -4,7 +4,7 @@ import { resolve } from 'node:path';
 import { BackupRefusedError } from '../db/operations.ts';
 import { type Command, UsageError, withStore } from './command.ts';
 
-const backupCommand: Command = {
+export const backupCommand: Command = {
   usage: 'rowbase backup [--force] <file>',
   summary:
     'Copy the SQLite database to a file while the service runs: the copy is a working database that holds every write committed before the backup began. For PostgreSQL, use pg_dump (docs/operations.md, "Backup").',
@@ -20,5 +20,3 @@ const backupCommand: Command = {
     process.stderr.write(`rowbase: backed up to ${resolve(file)} in ${((performance.now() - started) / 1000).toFixed(1)} s\n`);
   },
 };
-
-export const backupCommands: Record<string, Command> = { backup: backupCommand };

@@ -1,33 +1,15 @@
-// `rowbase export` and `rowbase import`: a collection as NDJSON, moved between databases with its ids
-// (docs/operations.md, "Export and import"). The file's first line describes the collection; every
-// other line is one row, with its id, in id order. Both stream: an export holds one page of rows at a
-// time, an import one batch.
-import { once } from 'node:events';
-import { createWriteStream } from 'node:fs';
-import { open, rename, rm, stat } from 'node:fs/promises';
-import { basename, dirname, join, resolve } from 'node:path';
+// `rowbase import`: a collection made from a file `rowbase export` wrote (collection-file.ts), with its
+// ids, a batch at a time, each batch written whole or not at all; --resume goes on after the last one.
+import { open, stat } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
-import type { Writable } from 'node:stream';
-import document from '../../generated/openapi.json' with { type: 'json' };
-import type { ExportedCollection } from '../db/exports.ts';
 import type { ImportedRow } from '../db/imports.ts';
 import { instantOf } from '../db/keys.ts';
-import { assignable, MAX_ROW_BYTES, overRowBound, rowJson } from '../db/rows.ts';
+import { assignable, MAX_ROW_BYTES, overRowBound } from '../db/rows.ts';
 import type { Store } from '../db/store.ts';
 import { ApiError } from '../errors.ts';
-import { type Command, required, UsageError, type Values, withStore } from './command.ts';
+import { accountAndCollection, accountId, FORMAT, type Header, VERSION } from './collection-file.ts';
+import { type Command, UsageError, withStore } from './command.ts';
 import { Progress } from './progress.ts';
-
-/** What the first line of an export says it is, and the version of its format this rowbase writes and reads. */
-const FORMAT = 'rowbase-export';
-const VERSION = 1;
-
-/** The first line of an export. */
-interface Header extends ExportedCollection {
-  format: typeof FORMAT;
-  version: typeof VERSION;
-  exported_at: string;
-}
 
 /**
  * The rows of one batch of an import at most, and the characters of their texts: each batch is one
@@ -36,107 +18,7 @@ interface Header extends ExportedCollection {
 const BATCH_ROWS = 1000;
 const BATCH_CHARS = 8 * 1024 * 1024;
 
-const collectionName = new RegExp(document.components.schemas.CollectionName.pattern);
-
-/** The account and collection a command names: --account and --collection, checked as the HTTP API checks a name. */
-function accountAndCollection(values: Values): { account: string; collection: string } {
-  const account = required(values, 'account');
-  const collection = required(values, 'collection');
-  if (!collectionName.test(collection))
-    throw new UsageError(`--collection must be a collection name (openapi.yaml, CollectionName), not ${JSON.stringify(collection)}`);
-  return { account, collection };
-}
-
-async function accountId(store: Store, account: string): Promise<number> {
-  const id = await store.accountIdOf(account);
-  if (id === undefined) throw new UsageError(`there is no account named ${account}; make it with rowbase keys create --account ${account}`);
-  return id;
-}
-
-/** Writes `text`, and waits for the stream to take more when it asks to. */
-async function write(stream: Writable, text: string): Promise<void> {
-  if (!stream.write(text)) await once(stream, 'drain');
-}
-
-/** A file written whole or not at all: into a file of its own beside `target`, renamed over it once complete. */
-async function writeWhole(target: string, replace: boolean, work: (stream: Writable) => Promise<void>): Promise<void> {
-  const to = resolve(target);
-  if (!replace && (await exists(to))) throw new UsageError(`${target} exists already; give --force to replace it`);
-  const partial = join(dirname(to), `.${basename(to)}.${process.pid}.partial`);
-  const stream = createWriteStream(partial, { flags: 'wx' });
-  try {
-    await once(stream, 'open');
-    await work(stream);
-    stream.end();
-    await once(stream, 'close');
-    await rename(partial, to);
-  } catch (error) {
-    stream.destroy();
-    await rm(partial, { force: true });
-    throw error;
-  }
-}
-
-async function exists(path: string): Promise<boolean> {
-  return stat(path).then(
-    () => true,
-    () => false,
-  );
-}
-
-const exportCommand: Command = {
-  usage: 'rowbase export --account <name> --collection <name> [--out <file> [--force]]',
-  summary:
-    'Write a collection as NDJSON: a first line that describes it (its seq, last row id and row count), then each row with its id, all as of one moment, while the service runs. To stdout without --out. The format: docs/operations.md, "Export and import".',
-  options: {
-    account: { type: 'string', description: 'the account the collection belongs to' },
-    collection: { type: 'string', description: 'the collection to export' },
-    out: { type: 'string', description: 'the file to write (written whole or not at all); stdout without it' },
-    force: { type: 'boolean', description: 'replace the --out file if it exists' },
-  },
-  async run(values) {
-    const { account, collection } = accountAndCollection(values);
-    const out = values.out as string | undefined;
-    if (values.force && out === undefined) throw new UsageError('--force replaces the --out file; give --out');
-    await withStore(async (store) => {
-      const id = await accountId(store, account);
-      const exportTo = (stream: Writable) => exportRows(store, id, collection, stream);
-      await (out === undefined ? exportTo(process.stdout) : writeWhole(out, values.force === true, exportTo)).catch((error) => {
-        if (error instanceof ApiError && error.code === 'not_found')
-          throw new UsageError(`account ${account} has no collection named ${collection}`);
-        // Read by a command that stopped reading, such as `head`: the rest had nowhere to go.
-        if ((error as NodeJS.ErrnoException).code === 'EPIPE') throw new Error('the output was closed before the export was complete');
-        throw error;
-      });
-    });
-  },
-};
-
-/** Writes the collection's first line and rows to `stream`, showing how far it has come on stderr. */
-async function exportRows(store: Store, accountId: number, collection: string, stream: Writable): Promise<void> {
-  let progress: Progress | undefined;
-  try {
-    await store.exportCollection(accountId, collection, {
-      async collection(described) {
-        const header: Header = { format: FORMAT, version: VERSION, ...described, exported_at: new Date().toISOString() };
-        await write(stream, `${JSON.stringify(header)}\n`);
-        progress = await Progress.start('exported', described.row_count);
-      },
-      async rows(rows) {
-        let lines = '';
-        for (const { id, data } of rows) lines += `${rowJson(id, data)}\n`;
-        await write(stream, lines);
-        progress?.add(rows.length);
-      },
-    });
-  } catch (error) {
-    progress?.stop();
-    throw error;
-  }
-  progress?.done(`of collection ${collection}`);
-}
-
-const importCommand: Command = {
+export const importCommand: Command = {
   usage: 'rowbase import --account <name> --collection <name> [--resume] <file>',
   summary:
     'Make a collection from a file that rowbase export wrote, with the same rows, ids and next id, in batches that are each written whole or not at all. With --resume, go on into the collection an import left unfinished, after its last id (docs/operations.md, "Export and import").',
@@ -294,5 +176,3 @@ async function startImport(store: Store, accountId: number, collection: string, 
   }
   return lastRowId;
 }
-
-export const dataCommands: Record<string, Command> = { export: exportCommand, import: importCommand };
