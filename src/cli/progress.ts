@@ -18,9 +18,9 @@ export class Progress {
     private readonly bar: SingleBar | undefined,
   ) {}
 
-  /** A bar on stderr if it is a terminal (or `tty`), else plain lines. */
+  /** A bar on stderr if it is a terminal (or `tty`) and there are rows, else plain lines. */
   static async start(verb: string, total: number, tty = process.stderr.isTTY === true): Promise<Progress> {
-    if (!tty) return new Progress(verb, total, undefined);
+    if (!tty || total === 0) return new Progress(verb, total, undefined);
     const { default: progress } = await import('cli-progress');
     const bar = new progress.SingleBar(
       {
