@@ -17,7 +17,7 @@ export const collectionHandlers: Handlers<'listCollections' | 'createCollection'
       throw forbidden(`The key is limited to collections it names, and ${body.name} is not one of them.`);
     }
     const once = answerOnce(input.once, answerCreated);
-    return answerCreated(await store.createCollection(principal.accountId, body.name, config.maxCollectionsPerAccount, once));
+    return answerCreated(await store.createCollection(principal.accountId, body.name, config.maxCollectionsPerAccount, undefined, once));
   },
 
   async getCollection({ principal, path }, { store }) {

@@ -7,7 +7,9 @@ import { Batches } from '../batches.ts';
 import { advance, collectionId, collectionNotFound } from '../collections.ts';
 import type { Dialect } from '../dialect.ts';
 import { appendEvents, eventRow } from '../events.ts';
+import { exportCollection } from '../exports.ts';
 import { beginOnce, recordOnce } from '../idempotency.ts';
+import { importRowsIn, type RowImporter } from '../imports.ts';
 import type { RowOperations } from '../operations.ts';
 import { type PageSource, readPage } from '../pages.ts';
 import { changedRows, deleteRowIn, deleteRowsIn, matchedRows } from '../row-writes.ts';
@@ -26,7 +28,7 @@ import {
 } from '../rows.ts';
 import { CHANNEL } from './changes.ts';
 import { rekeyPatchedRow } from './sort-indexes.ts';
-import { advanceReadingRowSql, getRowSql, insertBatchSql, updateRowSql, updateRowsSql } from './sql.ts';
+import { advanceReadingRowSql, getRowSql, importRowsSql, insertBatchSql, keysSql, updateRowSql, updateRowsSql } from './sql.ts';
 import { runAlone } from './statements.ts';
 
 /** One request's rows, as an insert into its collection waits its turn. */
@@ -41,6 +43,18 @@ const MAX_INSERT_ROWS = 5000;
 
 export function postgresRows(db: Dialect, pages: PageSource): RowOperations {
   const { knex, changes } = db;
+
+  /** An import's rows and their sort keys (../imports.ts), in PostgreSQL's SQL. */
+  const importer: RowImporter = {
+    async insertRows(trx, collectionId, rows, firstSeq) {
+      const ids = rows.map(({ id }) => id).join(',');
+      await db.run(trx, importRowsSql, [collectionId, firstSeq, ids, rows.map(({ text }) => text).join('\n')]);
+    },
+    async keyRows(trx, collectionId, slot, field, from, to) {
+      const { sql, bindings } = keysSql(field);
+      await db.run(trx, sql, [slot, ...bindings, collectionId, from, to]);
+    },
+  };
 
   /**
    * An insert holds its collection's row from its statement's start to its commit, so the inserts of a
@@ -188,6 +202,12 @@ export function postgresRows(db: Dialect, pages: PageSource): RowOperations {
     async deleteRowsWhere(accountId, collection, filter, max, options) {
       const where = pages.filterSql(filter);
       return knex.transaction((trx) => deleteRowsIn(db, trx, accountId, collection, where, max, options));
+    },
+
+    exportCollection: (accountId, collection, reader) => exportCollection(pages.snapshot, accountId, collection, reader),
+
+    async importRows(accountId, collection, rows, lastRowId) {
+      await knex.transaction((trx) => importRowsIn(db, trx, importer, accountId, collection, rows, lastRowId));
     },
   };
 }

@@ -233,3 +233,12 @@ export const insertBatchSql = `with counters as (
           lateral (select b.collection_id, b.id, ${jsonbOf('b.data')} -> f.field as j from batch b offset 0) k
   )
   select id, before_id + 1 as first_id, before_seq + 1 as first_seq, pg_notify($5, $6 || ' ' || id) from counters`;
+
+/**
+ * An import's rows (../imports.ts), with the ids they bring: `?` the collection's id, `?` the version of
+ * the first (each next row's the next), `?` their ids joined by commas, `?` their texts one a line
+ * (JSON.stringify writes no line feed), in the same order.
+ */
+export const importRowsSql = `insert into rows (collection_id, id, data, version)
+  select ?::integer, t.id, t.data, ?::bigint + t.n - 1
+    from unnest(string_to_array(?::text, ',')::bigint[], string_to_array(?::text, chr(10))) with ordinality as t(id, data, n)`;
