@@ -51,6 +51,27 @@ describeEachBackend('row versions and conditional requests', (backend) => {
       expect(await etagOf(name, 1)).to.equal(second);
     });
 
+    it('of an imported row is the seq of its insert event, as an inserted row has', async () => {
+      const name = await collectionWith([{ n: 1 }]);
+      const { accountId } = (await server.store.findPrincipal(client.key as string))!;
+      await server.store.importRows(
+        accountId,
+        name,
+        [
+          { id: 5, text: '{"n":5}' },
+          { id: 7, text: '{"n":7}' },
+        ],
+        7,
+      );
+      const events = await eventsOf(name);
+      const { id } = await server.store.knex('collections').where({ name }).first('id');
+      for (const row of [5, 7]) {
+        const seq = events.find((event) => event.row.id === row)?.seq;
+        expect(await etagOf(name, row)).to.equal(`"${id}.${seq}"`);
+      }
+      expect(new Set([await etagOf(name, 1), await etagOf(name, 5), await etagOf(name, 7)]).size).to.equal(3);
+    });
+
     it('is not answered by a POST of several rows', async () => {
       const name = await collectionWith();
       const inserted = await client.post(`/v1/collections/${name}/rows`, [{ n: 1 }, { n: 2 }]);
