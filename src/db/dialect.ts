@@ -33,9 +33,10 @@ export interface Dialect {
   changes: Changes;
   /**
    * Runs one statement inside `trx` and answers its rows (none for a write without RETURNING): `sql`
-   * has `?` placeholders, and is prepared once per connection.
+   * has `?` placeholders, and is prepared once per connection; `once`: made for one request (a filter's),
+   * so prepared for this run only, where kept it would take the place of a statement run again and again.
    */
-  run<T>(trx: WriteTx, sql: string, params: SqlValue[]): Promise<T[]>;
+  run<T>(trx: WriteTx, sql: string, params: SqlValue[], once?: boolean): Promise<T[]>;
   /**
    * The stored answer to the account's Idempotency-Key `key` that has not expired by `now`, as
    * onceAnswerSql (sql.ts) reads it: a read on every keyed write's path, made on a connection for reads

@@ -50,11 +50,9 @@ export interface MatchedRow {
  * that no other write of the collection comes between this read and the change.
  */
 export async function matchedRows(db: Dialect, trx: WriteTx, collectionId: number, where: Sql, max: number): Promise<MatchedRow[]> {
-  const rows = await db.run<{ id: number | string; data: string }>(trx, matchedRowsSql(where.sql), [
-    collectionId,
-    ...where.params,
-    max + 1,
-  ]);
+  // Statements made for this request's filter: prepared for one run (Dialect.run's `once`).
+  const params = [collectionId, ...where.params, max + 1];
+  const rows = await db.run<{ id: number | string; data: string }>(trx, matchedRowsSql(where.sql), params, true);
   if (rows.length > max) throw tooManyRows(max);
   return rows.map((row) => ({ id: Number(row.id), data: row.data }));
 }
@@ -80,8 +78,8 @@ export async function deleteRowsIn(
   let rows: EventRow[] = [];
   if (matched.length > 0) {
     const { lastSeq, sorted } = await advance(db, trx, accountId, collection, matched.length, 0, -matched.length);
-    if (sorted.length > 0) await db.run(trx, deleteKeysWhereSql(where.sql), [id, id, ...where.params]);
-    await db.run(trx, deleteRowsWhereSql(where.sql), [id, ...where.params]);
+    if (sorted.length > 0) await db.run(trx, deleteKeysWhereSql(where.sql), [id, id, ...where.params], true);
+    await db.run(trx, deleteRowsWhereSql(where.sql), [id, ...where.params], true);
     rows = matched.map((row) => eventRow(row.id, row.data));
     await appendEvents(db, trx, id, lastSeq, 'delete', rows);
   }

@@ -5,9 +5,9 @@ import type pg from 'pg';
 import type { SqlValue, WriteTx } from '../dialect.ts';
 
 /** Runs `sql` inside `trx`, on the connection the transaction holds, and answers its rows. */
-export async function runInTransaction<T>(trx: WriteTx, sql: string, params: SqlValue[]): Promise<T[]> {
+export async function runInTransaction<T>(trx: WriteTx, sql: string, params: SqlValue[], once = false): Promise<T[]> {
   // A transaction's client answers the connection it holds (Knex's makeTxClient).
-  return runNamed<T>((await trx.client.acquireConnection()) as pg.Client, sql, params);
+  return runNamed<T>((await trx.client.acquireConnection()) as pg.Client, sql, params, !once);
 }
 
 /**

@@ -257,11 +257,17 @@ export class SqliteStatements {
     return result;
   }
 
-  /** Runs `sql` inside `trx`, on the connection the transaction holds, and answers its rows. */
-  async inTransaction<T>(trx: WriteTx, sql: string, params: SqlValue[]): Promise<T[]> {
+  /**
+   * Runs `sql` inside `trx`, on the connection the transaction holds, and answers its rows. `once`: a
+   * statement made for one request, which the driver prepares and finalizes for this run, so that it
+   * takes no place among the connection's kept statements.
+   */
+  async inTransaction<T>(trx: WriteTx, sql: string, params: SqlValue[], once = false): Promise<T[]> {
     if (this.closed) throw new DatabaseClosedError();
     // A transaction's client answers the connection it holds (Knex's makeTxClient).
     const connection = (await trx.client.acquireConnection()) as sqlite3.Database;
+    if (once)
+      return new Promise((resolve, reject) => connection.all(sql, params, (error, rows) => (error ? reject(error) : resolve(rows as T[]))));
     let cache = this.writers.get(connection);
     if (!cache) {
       cache = new StatementCache(connection);
