@@ -566,6 +566,12 @@ export interface components {
             detail: string;
             /** @description On `validation_failed`, one entry for each thing wrong with the request. */
             errors?: components["schemas"]["ValidationError"][];
+            /**
+             * @description The request this problem answers (RFC 9457 §3.1.5): `urn:rowbase:request:` and its
+             *     `X-Request-Id`, the id its answer carries and the service's log lines about it.
+             * @example urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11
+             */
+            instance: string;
             /** @example 404 */
             status: number;
             /**
@@ -737,6 +743,7 @@ export interface components {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -747,6 +754,7 @@ export interface components {
                  *       "status": 400,
                  *       "detail": "The request does not match the API description.",
                  *       "code": "validation_failed",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11",
                  *       "errors": [
                  *         {
                  *           "in": "query",
@@ -767,6 +775,7 @@ export interface components {
          */
         BadUpgrade: {
             headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -777,6 +786,7 @@ export interface components {
                  *       "status": 400,
                  *       "detail": "/ws takes a WebSocket upgrade (asyncapi.yaml); this request is not one.",
                  *       "code": "validation_failed",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11",
                  *       "errors": [
                  *         {
                  *           "in": "header",
@@ -795,6 +805,7 @@ export interface components {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -804,7 +815,8 @@ export interface components {
                  *       "title": "Conflict",
                  *       "status": 409,
                  *       "detail": "A collection named notes already exists.",
-                 *       "code": "conflict"
+                 *       "code": "conflict",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
                  *     }
                  */
                 "application/problem+json": components["schemas"]["ConflictProblem"];
@@ -816,6 +828,7 @@ export interface components {
          */
         Error: {
             headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -825,7 +838,8 @@ export interface components {
                  *       "title": "Internal error",
                  *       "status": 500,
                  *       "detail": "Something went wrong on our side.",
-                 *       "code": "internal"
+                 *       "code": "internal",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
                  *     }
                  */
                 "application/problem+json": components["schemas"]["OtherProblem"];
@@ -841,6 +855,7 @@ export interface components {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -850,7 +865,8 @@ export interface components {
                  *       "title": "Forbidden",
                  *       "status": 403,
                  *       "detail": "The key's scope is read; POST /v1/collections/{collection_name}/rows needs write.",
-                 *       "code": "forbidden"
+                 *       "code": "forbidden",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
                  *     }
                  */
                 "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -859,6 +875,7 @@ export interface components {
         /** @description `gone`: an event after `since` is no longer retained; read the rows again, then subscribe with their `Rowbase-Seq`. */
         Gone: {
             headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -868,7 +885,8 @@ export interface components {
                  *       "title": "Gone",
                  *       "status": 410,
                  *       "detail": "Events after seq 3 of notes are no longer retained (the oldest follows seq 10). Read the rows again, then subscribe without since.",
-                 *       "code": "gone"
+                 *       "code": "gone",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
                  *     }
                  */
                 "application/problem+json": components["schemas"]["GoneProblem"];
@@ -877,6 +895,7 @@ export interface components {
         /** @description What GET answers with 200, without the body. */
         HeadOk: {
             headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content?: never;
@@ -887,6 +906,7 @@ export interface components {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content?: never;
@@ -898,6 +918,7 @@ export interface components {
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 "Rowbase-Seq": components["headers"]["Rowbase-Seq"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content?: never;
@@ -908,6 +929,7 @@ export interface components {
          */
         HeadProblem: {
             headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content?: never;
@@ -921,6 +943,7 @@ export interface components {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -930,7 +953,8 @@ export interface components {
                  *       "title": "Conflict",
                  *       "status": 409,
                  *       "detail": "The account holds 1000 live keys, the most it may: revoke one to make another.",
-                 *       "code": "conflict"
+                 *       "code": "conflict",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
                  *     }
                  */
                 "application/problem+json": components["schemas"]["ConflictProblem"];
@@ -942,6 +966,7 @@ export interface components {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -951,7 +976,8 @@ export interface components {
                  *       "title": "Not found",
                  *       "status": 404,
                  *       "detail": "There is no key rb_Qm3xT0aB.",
-                 *       "code": "not_found"
+                 *       "code": "not_found",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
                  *     }
                  */
                 "application/problem+json": components["schemas"]["NotFoundProblem"];
@@ -963,6 +989,7 @@ export interface components {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -972,7 +999,8 @@ export interface components {
                  *       "title": "Not found",
                  *       "status": 404,
                  *       "detail": "There is no collection named notes.",
-                 *       "code": "not_found"
+                 *       "code": "not_found",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
                  *     }
                  */
                 "application/problem+json": components["schemas"]["NotFoundProblem"];
@@ -984,6 +1012,7 @@ export interface components {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -993,7 +1022,8 @@ export interface components {
                  *       "title": "Payload too large",
                  *       "status": 413,
                  *       "detail": "The request body is larger than 1048576 bytes.",
-                 *       "code": "payload_too_large"
+                 *       "code": "payload_too_large",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
                  *     }
                  */
                 "application/problem+json": components["schemas"]["PayloadTooLargeProblem"];
@@ -1010,6 +1040,7 @@ export interface components {
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 "Retry-After": components["headers"]["Retry-After"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -1019,7 +1050,8 @@ export interface components {
                  *       "title": "Quota exceeded",
                  *       "status": 429,
                  *       "detail": "The plan's quota of 10000 requests a month is used up until 2026-12-01T00:00:00.000Z.",
-                 *       "code": "quota_exceeded"
+                 *       "code": "quota_exceeded",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
                  *     }
                  */
                 "application/problem+json": components["schemas"]["TooManyRequestsProblem"];
@@ -1032,6 +1064,7 @@ export interface components {
          */
         TooManyUpgrades: {
             headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -1041,7 +1074,8 @@ export interface components {
                  *       "title": "Too many connections",
                  *       "status": 429,
                  *       "detail": "The account holds 1000 feed sockets on this instance, as many as it may.",
-                 *       "code": "too_many_connections"
+                 *       "code": "too_many_connections",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
                  *     }
                  */
                 "application/problem+json": components["schemas"]["TooManyUpgradesProblem"];
@@ -1055,6 +1089,7 @@ export interface components {
                  * @example Bearer realm="rowbase"
                  */
                 "WWW-Authenticate": string;
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -1064,7 +1099,8 @@ export interface components {
                  *       "title": "Unauthorized",
                  *       "status": 401,
                  *       "detail": "A valid API key is required.",
-                 *       "code": "unauthorized"
+                 *       "code": "unauthorized",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
                  *     }
                  */
                 "application/problem+json": components["schemas"]["UnauthorizedProblem"];
@@ -1073,6 +1109,7 @@ export interface components {
         /** @description `unavailable`: the database cannot be reached. */
         Unavailable: {
             headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -1082,7 +1119,8 @@ export interface components {
                  *       "title": "Service unavailable",
                  *       "status": 503,
                  *       "detail": "The database cannot be reached.",
-                 *       "code": "unavailable"
+                 *       "code": "unavailable",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
                  *     }
                  */
                 "application/problem+json": components["schemas"]["UnavailableProblem"];
@@ -1091,6 +1129,7 @@ export interface components {
         /** @description `not_found`: the account has no collection of that name, or the path is not exactly `/ws`. */
         UnknownCollection: {
             headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -1100,7 +1139,8 @@ export interface components {
                  *       "title": "Not found",
                  *       "status": 404,
                  *       "detail": "There is no collection named notes.",
-                 *       "code": "not_found"
+                 *       "code": "not_found",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
                  *     }
                  */
                 "application/problem+json": components["schemas"]["NotFoundProblem"];
@@ -1112,6 +1152,7 @@ export interface components {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -1121,7 +1162,8 @@ export interface components {
                  *       "title": "Unsupported media type",
                  *       "status": 415,
                  *       "detail": "The request body must be application/json.",
-                 *       "code": "unsupported_media_type"
+                 *       "code": "unsupported_media_type",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
                  *     }
                  */
                 "application/problem+json": components["schemas"]["UnsupportedMediaTypeProblem"];
@@ -1221,6 +1263,15 @@ export interface components {
          * @example 1234
          */
         "Rowbase-Total-Count": number;
+        /**
+         * @description The request's id: the `X-Request-Id` the request sent, when it is 1 to 128 letters, digits, `.`,
+         *     `_`, `:` or `-`; otherwise (absent, longer, anything else, sent twice) a new one the service made, a
+         *     UUID. Every answer carries it, refusals of the feed's upgrades and of requests that are not valid
+         *     HTTP included, and a problem names it in its `instance`; the service's log lines about the request
+         *     carry it too, so that one request can be followed from the client to the log.
+         * @example 7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11
+         */
+        "X-Request-Id": string;
     };
     pathItems: never;
 }
@@ -1238,6 +1289,7 @@ export interface operations {
             /** @description The service is up. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1282,6 +1334,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1333,6 +1386,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1393,6 +1447,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1437,6 +1492,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -1538,6 +1594,7 @@ export interface operations {
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "Rowbase-Seq": components["headers"]["Rowbase-Seq"];
                     "Rowbase-Total-Count": components["headers"]["Rowbase-Total-Count"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1603,6 +1660,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1726,6 +1784,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1773,6 +1832,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -1848,6 +1908,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1885,6 +1946,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1951,6 +2013,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2015,6 +2078,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2043,6 +2107,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2114,6 +2179,7 @@ export interface operations {
              */
             101: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;

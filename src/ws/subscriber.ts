@@ -12,6 +12,14 @@ export interface Delivery {
   frame: Buffer;
 }
 
+/** What the feed's subscribers have done since the start, counted for the metrics (docs/operations.md). */
+export interface FeedCounts {
+  /** Messages written to sockets: `ready`, changes (live or replayed), `collection_deleted`. */
+  messagesSent: number;
+  /** Sockets closed with 4008 (slow consumer). */
+  slowConsumerCloses: number;
+}
+
 export interface SubscriberOptions {
   collection: string;
   kinds: EventType[];
@@ -23,6 +31,9 @@ export interface SubscriberOptions {
   readEvents(after: number, upTo: number): Promise<StoredEvent[]>;
   /** The collection's latest seq, or undefined once it is deleted. */
   latestSeq(): Promise<number | undefined>;
+  /** The feed's counts, shared by its subscribers. */
+  counts: FeedCounts;
+  /** The log of the connection: its lines carry its request id. */
   log: Logger;
 }
 
@@ -98,15 +109,22 @@ export class Subscriber extends EventEmitter<{ end: [] }> {
       this.close(closeCodes.slowConsumer);
       return;
     }
+    let sent = 0;
     this.connection.cork();
-    for (const { type, frame } of deliveries) if (this.kinds.has(type)) writeFrame(this.socket, this.connection, frame);
+    for (const { type, frame } of deliveries) {
+      if (!this.kinds.has(type)) continue;
+      writeFrame(this.socket, this.connection, frame);
+      sent++;
+    }
     this.connection.uncork();
+    this.options.counts.messagesSent += sent;
   }
 
   /** Tells the client its collection is gone, then closes. */
   collectionDeleted(): void {
     if (this.ended) return;
     this.socket.send(JSON.stringify(collectionDeletedMessage(this.options.collection)));
+    this.options.counts.messagesSent++;
     this.close(closeCodes.collectionDeleted);
   }
 
@@ -122,6 +140,7 @@ export class Subscriber extends EventEmitter<{ end: [] }> {
 
   close({ code, reason }: CloseCode): void {
     if (this.ended) return;
+    if (code === closeCodes.slowConsumer.code) this.options.counts.slowConsumerCloses++;
     this.end();
     this.socket.close(code, reason);
   }
@@ -141,6 +160,7 @@ export class Subscriber extends EventEmitter<{ end: [] }> {
       written?.();
       return;
     }
+    this.options.counts.messagesSent++;
     if (!writeFrame(this.socket, this.connection, frame, written && (() => written()))) written?.();
   }
 
