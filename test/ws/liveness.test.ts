@@ -91,7 +91,9 @@ describeEachBackend('feed connections', (backend) => {
         expect(closed).to.deep.equal({ code: 4401, reason: 'key expired' });
         expect(closedAt).to.be.at.least(expiresAt);
         expect(closedAt - expiresAt).to.be.below(1000);
-        const [expired, unknown] = await Promise.all([key, 'rb_unknown'].map((k) => refusal(server.url, k, { collection: 'notes' })));
+        // One request id for both: each refusal names its own (the problem's instance).
+        const same = { headers: { 'x-request-id': 'same' } };
+        const [expired, unknown] = await Promise.all([key, 'rb_unknown'].map((k) => refusal(server.url, k, { collection: 'notes' }, same)));
         expect(expired.status).to.equal(401);
         expect(expired.problem).to.deep.equal(unknown.problem);
         expect((await owner.get('/v1/collections/notes')).status, 'other keys of the account go on').to.equal(200);
