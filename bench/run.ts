@@ -529,7 +529,7 @@ async function profile(workload: string, key: string): Promise<ProfileSummary> {
   const server =
     workload === 'fanout'
       ? await serveRowbase(`sqlite:${files.feed}`, 'on', flags, { openFiles: settings.fanoutSubscribers + 1024 })
-      : await serveRowbase(onPostgres ? postgres.url! : `sqlite:${files.rowbase}`, 'on', flags);
+      : await serveRowbase(onPostgres ? postgres.url! : `sqlite:${files.rowbase}`, 'on', flags, {}, withMetrics(workload));
   let measured: Measured;
   try {
     if (workload === 'fanout') measured = (await measureFanout(server, key, settings, settings.profileSeconds)).measured;
@@ -555,6 +555,11 @@ async function profile(workload: string, key: string): Promise<ProfileSummary> {
       .join(', ')}`,
   );
   return summary;
+}
+
+/** The environment a workload's server adds: METRICS_PORT for the one of the metrics' cost. */
+function withMetrics(workload: string): Record<string, string> {
+  return httpWorkloads[workload]?.server === 'rowbase-metrics' ? { METRICS_PORT: '0' } : {};
 }
 
 /**

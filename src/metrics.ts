@@ -6,7 +6,7 @@
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, type Metric, Registry } from 'prom-client';
 import type { Store } from './db/store.ts';
 import type { Answer, Observer } from './http/observe.ts';
 import type { Meter } from './usage/meter.ts';
@@ -23,35 +23,44 @@ export interface MetricsSources {
   feed: Feed;
 }
 
+/** What one operation's answers came to: how many of each status, and their durations. */
+interface Tally {
+  statuses: Map<number, number>;
+  /** Answers by the first of REQUEST_BUCKETS they took no longer than (the last: longer than all). */
+  buckets: number[];
+  seconds: number;
+  count: number;
+}
+
 /** The metrics of one server: an Observer of its requests, and the registry that is served. */
 export class Metrics implements Observer {
   readonly registry = new Registry();
-  private readonly requests: Counter<'operation' | 'status'>;
-  private readonly durations: Histogram<'operation'>;
   /**
-   * Each label set's child, made once: prom-client hashes a label object on every call otherwise, and a
-   * request should cost an increment and an observation, no more.
+   * Each operation's answers, counted in plain numbers and read at each scrape. A prom-client child
+   * would hash its labels into a new string on every call, a good part of what a row read costs.
    */
-  private readonly requestCounters = new Map<string, Map<number, Counter.Internal>>();
-  private readonly durationHistograms = new Map<string, Histogram.Internal<'operation'>>();
+  private readonly tallies = new Map<string, Tally>();
   private readonly stopWaits: () => void;
 
   constructor({ store, meter, feed }: MetricsSources) {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry });
-    this.requests = new Counter({
+    const tallies = this.tallies;
+    new Counter({
       name: 'rowbase_http_requests_total',
       help: 'Requests answered, by operationId (none: no route matched) and HTTP status; feed upgrades as openFeed, 101 when accepted.',
       labelNames: ['operation', 'status'],
       registers,
+      collect() {
+        this.reset();
+        for (const [operation, { statuses }] of tallies) {
+          for (const [status, count] of statuses) this.inc({ operation, status: String(status) }, count);
+        }
+      },
     });
-    this.durations = new Histogram({
-      name: 'rowbase_http_request_duration_seconds',
-      help: 'Time from a request read to its answer written, by operationId.',
-      labelNames: ['operation'],
-      buckets: REQUEST_BUCKETS,
-      registers,
-    });
+    this.registry.registerMetric(
+      durationsMetric('rowbase_http_request_duration_seconds', 'Time from a request read to its answer written, by operationId.', tallies),
+    );
     new Gauge({
       name: 'rowbase_feed_sockets',
       help: 'Feed sockets open.',
@@ -121,23 +130,17 @@ export class Metrics implements Observer {
   }
 
   answered({ operation, status, seconds }: Answer): void {
-    let byStatus = this.requestCounters.get(operation);
-    if (!byStatus) {
-      byStatus = new Map();
-      this.requestCounters.set(operation, byStatus);
+    let tally = this.tallies.get(operation);
+    if (!tally) {
+      tally = { statuses: new Map(), buckets: new Array(REQUEST_BUCKETS.length + 1).fill(0), seconds: 0, count: 0 };
+      this.tallies.set(operation, tally);
     }
-    let requests = byStatus.get(status);
-    if (!requests) {
-      requests = this.requests.labels(operation, String(status));
-      byStatus.set(status, requests);
-    }
-    requests.inc();
-    let durations = this.durationHistograms.get(operation);
-    if (!durations) {
-      durations = this.durations.labels(operation);
-      this.durationHistograms.set(operation, durations);
-    }
-    durations.observe(seconds);
+    tally.statuses.set(status, (tally.statuses.get(status) ?? 0) + 1);
+    let bucket = 0;
+    while (bucket < REQUEST_BUCKETS.length && seconds > REQUEST_BUCKETS[bucket]) bucket++;
+    tally.buckets[bucket]++;
+    tally.seconds += seconds;
+    tally.count++;
   }
 
   /**
@@ -172,6 +175,29 @@ export class Metrics implements Observer {
   close(): void {
     this.stopWaits();
   }
+}
+
+/**
+ * The request durations as a Prometheus histogram of `tallies`, by operation: what prom-client's Histogram
+ * exports (`_bucket` with `le`, cumulative, `_sum`, `_count`), made at each scrape from plain counts.
+ * prom-client's registry takes any metric that answers get() so.
+ */
+function durationsMetric(name: string, help: string, tallies: Map<string, Tally>): Metric {
+  const get = async () => {
+    const values: { metricName: string; labels: Record<string, string | number>; value: number }[] = [];
+    for (const [operation, { buckets, seconds, count }] of tallies) {
+      let cumulative = 0;
+      for (let index = 0; index < REQUEST_BUCKETS.length; index++) {
+        cumulative += buckets[index];
+        values.push({ metricName: `${name}_bucket`, labels: { operation, le: REQUEST_BUCKETS[index] }, value: cumulative });
+      }
+      values.push({ metricName: `${name}_bucket`, labels: { operation, le: '+Inf' }, value: count });
+      values.push({ metricName: `${name}_sum`, labels: { operation }, value: seconds });
+      values.push({ metricName: `${name}_count`, labels: { operation }, value: count });
+    }
+    return { name, help, type: 'histogram', aggregator: 'sum', values };
+  };
+  return { name, help, type: 'histogram', aggregator: 'sum', get } as unknown as Metric;
 }
 
 /** A counter whose value is `read` at each scrape: what another part counts as a plain number. */
