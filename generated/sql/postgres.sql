@@ -15,7 +15,7 @@ insert into collections (account_id, name, created_at, row_count)
 select ?, ?, ?, 0 where (select count(*) from collections where account_id = ?) < ? returning name;
 
 -- insertEventsSql(2)
-insert into events (collection_id, seq, type, row_id, row, at) values (?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?);
+insert into events (collection_id, seq, type, row_id, row, previous, at) values (?, ?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?, ?);
 
 -- collectionSql
 select id, row_count, sorted from collections where account_id = ? and name = ?;
@@ -137,10 +137,11 @@ from collections where account_id = ? and name = ?;
 select last_seq from collections where id = ?;
 
 -- eventSizesSql
-select seq, length(row) as size from events where collection_id = ? and seq > ? and seq <= ? order by seq limit ?;
+select seq, length(row) + coalesce(length(previous), 0) as size from events
+where collection_id = ? and seq > ? and seq <= ? order by seq limit ?;
 
 -- eventsSql
-select seq, type, row, at from events where collection_id = ? and seq > ? and seq <= ? order by seq limit ?;
+select seq, type, row, previous, at from events where collection_id = ? and seq > ? and seq <= ? order by seq limit ?;
 
 -- collectionsAfterSql
 select id, last_seq from collections where id > ? order by id limit ?;

@@ -197,11 +197,12 @@ export function createFeed({ store, config, log, admit, observers = [] }: FeedOp
 
   /** `connectionLog`: the log of this connection, whose lines carry its request id. */
   function subscribe(socket: WebSocket, connection: Duplex, request: FeedRequest, connectionLog: Logger): void {
-    const { collectionId, collection, kinds, since } = request;
+    const { collectionId, collection, kinds, since, filter } = request;
     const subscriber = new Subscriber(socket, connection, {
       collection,
       kinds,
       since,
+      filter,
       maxBufferBytes: config.feedMaxBufferBytes,
       readEvents: (after, upTo) => store.readEvents(collectionId, { ...PAGE, after, upTo }),
       latestSeq: () => store.latestSeq(collectionId),
@@ -232,7 +233,10 @@ export function createFeed({ store, config, log, admit, observers = [] }: FeedOp
       tails.set(collectionId, tail);
     }
     tail.join(subscriber);
-    connectionLog.info({ account: request.principal.account, collection, events: kinds, since }, 'feed subscribed');
+    connectionLog.info(
+      { account: request.principal.account, collection, events: kinds, since, filtered: filter !== undefined },
+      'feed subscribed',
+    );
   }
 
   return {

@@ -95,7 +95,7 @@ export function postgresRows(db: Dialect, pages: PageSource): RowOperations {
         // One after another: pg sends a client's queries one at a time whatever the caller does.
         await db.run(trx, updateRowSql, [data, id, rowId]);
         await rekeyPatchedRow(db, trx, id, JSON.parse(counters.sorted), rowId, patch, data);
-        await appendEvents(db, trx, id, Number(counters.last_seq), 'update', [eventRow(rowId, data)]);
+        await appendEvents(db, trx, id, Number(counters.last_seq), 'update', [eventRow(rowId, data, counters.current)]);
         return rowJson(rowId, data);
       });
     },
