@@ -3,9 +3,8 @@ import type { Deps } from './handlers/types.ts';
 import { jsonBody } from './http/body.ts';
 import { type Observer, observe } from './http/observe.ts';
 import type { Router } from './http/operations.ts';
-import { requestId } from './http/request-id.ts';
 import { problems } from './http/respond.ts';
-import { authenticate, checkRequest, meterUsage } from './http/stages.ts';
+import { authenticate, checkRequest, meterUsage, requestId } from './http/stages.ts';
 import type { Logger } from './log.ts';
 
 /**

@@ -6,9 +6,8 @@ import type { Middleware } from 'koa';
 import type { Logger } from '../log.ts';
 import { FEED_PATH } from '../ws/upgrade.ts';
 import type { RouteState } from './operations.ts';
-import type { RequestIdState } from './request-id.ts';
 import type { AnsweredState } from './respond.ts';
-import { type AuthState, contextPath } from './stages.ts';
+import { type AuthState, contextPath, type RequestIdState } from './stages.ts';
 
 /** One answered request. */
 export interface Answer {

@@ -11,8 +11,7 @@ import { ApiError, internal, validationFailed } from '../errors.ts';
 import type { Result } from '../handlers/types.ts';
 import type { Logger } from '../log.ts';
 import { type Admission, rateLimitHeaders } from '../usage/meter.ts';
-import { newRequestId, problemInstance, type RequestIdState, requestIdOf } from './request-id.ts';
-import { type AdmissionState, contextPath } from './stages.ts';
+import { type AdmissionState, contextPath, newRequestId, problemInstance, type RequestIdState, requestIdOf } from './stages.ts';
 
 /** What a JSON body is sent as: Koa's reading of `application/json`, which the API has always sent. */
 const JSON_TYPE = 'application/json; charset=utf-8';
@@ -33,7 +32,7 @@ export function respond(ctx: Context & { state: AdmissionState & AnsweredState }
 }
 
 /**
- * Writes a handler's result: its status, the request's id (X-Request-Id, request-id.ts), the
+ * Writes a handler's result: its status, the request's id (X-Request-Id, stages.ts), the
  * RateLimit-* headers of the request's `admission` (if it was counted), the result's headers, then its
  * body, if any, with its Content-Type (JSON unless it says) and Content-Length. A string or Buffer is
  * sent as it is, anything else as JSON. `head`: the answer to HEAD, which is GET's without the body

@@ -127,9 +127,11 @@ describeEachBackend('request ids', (backend) => {
     const socket = new WebSocket(`${server.url.replace(/^http/, 'ws')}/ws?collection=notes`, {
       headers: { authorization: `Bearer ${client.key}`, 'x-request-id': 'trace-feed' },
     });
-    const [upgrade] = (await once(socket, 'upgrade')) as [{ headers: Record<string, string> }];
+    // Both listened for at once: `ready` may come in the same read as the 101.
+    const [upgraded, ready] = [once(socket, 'upgrade'), once(socket, 'message')];
+    const [upgrade] = (await upgraded) as [{ headers: Record<string, string> }];
     expect(upgrade.headers['x-request-id']).to.equal('trace-feed');
-    await once(socket, 'message');
+    await ready;
     socket.close();
     await once(socket, 'close');
     const ofConnection = () => logged().filter((entry) => entry.requestId === 'trace-feed');
