@@ -152,6 +152,20 @@ select seq, at from events where collection_id = ? order by seq limit ?;
 -- pruneEventsSql
 delete from events where collection_id = ? and seq <= ?;
 
+-- exportedCollectionSql
+select id, name, created_at, row_count, last_row_id, last_seq from collections where account_id = ? and name = ?;
+
+-- exportRowsSql
+select id, data from rows where collection_id = ? and id > ? order by id limit 1000;
+
+-- importAdvanceSql
+update collections set last_seq = last_seq + ?, row_count = row_count + ?,
+  last_row_id = case when last_row_id < ? then ? else last_row_id end
+where account_id = ? and name = ? and last_row_id < ? returning id, last_seq, sorted;
+
+-- lastRowIdSql
+select last_row_id from collections where account_id = ? and name = ?;
+
 -- rowsSql
 select j.key as i, r.data from json_each(?) j
 cross join collections c on c.account_id = j.value ->> 0 and c.name = j.value ->> 1
@@ -462,6 +476,9 @@ delete from sort_keys where collection_id = ? and slot = ? and row_id in (select
 
 -- oldestEventSql
 select min(seq) as oldest from events where collection_id = ?;
+
+-- importRowsSql
+insert into rows (collection_id, id, data) select ?, value ->> 0, value ->> 1 from json_each(?);
 
 -- knexTablesSql[0]
 create table if not exists knex_migrations

@@ -139,3 +139,24 @@ export const eventsSql =
 export const collectionsAfterSql = 'select id, last_seq from collections where id > ? order by id limit ?';
 export const oldestEventsSql = 'select seq, at from events where collection_id = ? order by seq limit ?';
 export const pruneEventsSql = 'delete from events where collection_id = ? and seq <= ?';
+
+// Export and import (exports.ts, imports.ts; docs/operations.md, "Export and import").
+
+/** The rows of one page of an export at most: a bound on what the command holds at once. */
+export const EXPORT_PAGE_ROWS = 1000;
+/** The collection as an export describes it, read in the export's snapshot. */
+export const exportedCollectionSql =
+  'select id, name, created_at, row_count, last_row_id, last_seq from collections where account_id = ? and name = ?';
+/** The page of an export after row id `?`, by id: keyset pages, each found through the primary key. */
+export const exportRowsSql = `select id, data from rows where collection_id = ? and id > ? order by id limit ${EXPORT_PAGE_ROWS}`;
+/**
+ * An import's first statement (imports.ts), advance() for rows that bring their own ids: moves the
+ * collection's seq by `?` events and its row count by `?` rows, and its last row id up to `?` (never
+ * down); found by account and name, and only while its last row id is below `?`, the first id
+ * imported. Answers its id, its last seq, now taken, and its sorted fields.
+ */
+export const importAdvanceSql = `update collections set last_seq = last_seq + ?, row_count = row_count + ?,
+    last_row_id = case when last_row_id < ? then ? else last_row_id end
+  where account_id = ? and name = ? and last_row_id < ? returning id, last_seq, sorted`;
+/** The last row id the collection has handed out, where an import resumed goes on from. */
+export const lastRowIdSql = 'select last_row_id from collections where account_id = ? and name = ?';

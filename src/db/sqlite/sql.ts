@@ -316,3 +316,10 @@ export const knexTablesSql = [
   'create table if not exists knex_migrations_lock (`index` integer not null primary key autoincrement, is_locked integer)',
   'insert into knex_migrations_lock (is_locked) select 0 where not exists (select 1 from knex_migrations_lock)',
 ];
+
+/**
+ * An import's rows (../imports.ts), with the ids they bring: `?` the collection's id, `?` a JSON array
+ * of `[id, text]`, the text the row's fields but id as JSON.stringify wrote them. A cold path, in a
+ * transaction with the import's counters, events and sort keys.
+ */
+export const importRowsSql = 'insert into rows (collection_id, id, data) select ?, value ->> 0, value ->> 1 from json_each(?)';
