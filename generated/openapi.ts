@@ -707,6 +707,12 @@ export interface components {
             detail: string;
             /** @description On `validation_failed`, one entry for each thing wrong with the request. */
             errors?: components["schemas"]["ValidationError"][];
+            /**
+             * @description The request this problem answers (RFC 9457 §3.1.5): `urn:rowbase:request:` and its
+             *     `X-Request-Id`, the id its answer carries and the service's log lines about it.
+             * @example urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11
+             */
+            instance: string;
             /** @example 404 */
             status: number;
             /**
@@ -890,6 +896,7 @@ export interface components {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -900,6 +907,7 @@ export interface components {
                  *       "status": 400,
                  *       "detail": "The request does not match the API description.",
                  *       "code": "validation_failed",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11",
                  *       "errors": [
                  *         {
                  *           "in": "query",
@@ -920,6 +928,7 @@ export interface components {
          */
         BadUpgrade: {
             headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -930,6 +939,7 @@ export interface components {
                  *       "status": 400,
                  *       "detail": "/ws takes a WebSocket upgrade (asyncapi.yaml); this request is not one.",
                  *       "code": "validation_failed",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11",
                  *       "errors": [
                  *         {
                  *           "in": "header",
@@ -948,6 +958,7 @@ export interface components {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -957,7 +968,8 @@ export interface components {
                  *       "title": "Conflict",
                  *       "status": 409,
                  *       "detail": "A collection named notes already exists.",
-                 *       "code": "conflict"
+                 *       "code": "conflict",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
                  *     }
                  */
                 "application/problem+json": components["schemas"]["ConflictProblem"];
@@ -969,6 +981,7 @@ export interface components {
          */
         Error: {
             headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -978,7 +991,8 @@ export interface components {
                  *       "title": "Internal error",
                  *       "status": 500,
                  *       "detail": "Something went wrong on our side.",
-                 *       "code": "internal"
+                 *       "code": "internal",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
                  *     }
                  */
                 "application/problem+json": components["schemas"]["OtherProblem"];
@@ -994,6 +1008,7 @@ export interface components {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -1003,7 +1018,8 @@ export interface components {
                  *       "title": "Forbidden",
                  *       "status": 403,
                  *       "detail": "The key's scope is read; POST /v1/collections/{collection_name}/rows needs write.",
-                 *       "code": "forbidden"
+                 *       "code": "forbidden",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
                  *     }
                  */
                 "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -1012,6 +1028,7 @@ export interface components {
         /** @description `gone`: an event after `since` is no longer retained; read the rows again, then subscribe with their `Rowbase-Seq`. */
         Gone: {
             headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -1021,7 +1038,8 @@ export interface components {
                  *       "title": "Gone",
                  *       "status": 410,
                  *       "detail": "Events after seq 3 of notes are no longer retained (the oldest follows seq 10). Read the rows again, then subscribe without since.",
-                 *       "code": "gone"
+                 *       "code": "gone",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
                  *     }
                  */
                 "application/problem+json": components["schemas"]["GoneProblem"];
@@ -1030,6 +1048,7 @@ export interface components {
         /** @description What GET answers with 200, without the body. */
         HeadOk: {
             headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content?: never;
@@ -1040,6 +1059,7 @@ export interface components {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content?: never;
@@ -1051,6 +1071,7 @@ export interface components {
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 "Rowbase-Seq": components["headers"]["Rowbase-Seq"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content?: never;
@@ -1062,6 +1083,7 @@ export interface components {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content?: never;
@@ -1072,6 +1094,7 @@ export interface components {
          */
         HeadProblem: {
             headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content?: never;
@@ -1085,6 +1108,7 @@ export interface components {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -1094,7 +1118,8 @@ export interface components {
                  *       "title": "Idempotency key in use",
                  *       "status": 409,
                  *       "detail": "A request with this Idempotency-Key is still being processed; retry once it is answered.",
-                 *       "code": "idempotency_key_in_use"
+                 *       "code": "idempotency_key_in_use",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
                  *     }
                  */
                 "application/problem+json": components["schemas"]["ConflictProblem"];
@@ -1110,6 +1135,7 @@ export interface components {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -1119,7 +1145,8 @@ export interface components {
                  *       "title": "Idempotency key reused",
                  *       "status": 422,
                  *       "detail": "This Idempotency-Key was sent with another request (method, path, query or body): a key names one request. Send this one with a new key.",
-                 *       "code": "idempotency_key_reused"
+                 *       "code": "idempotency_key_reused",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
                  *     }
                  */
                 "application/problem+json": components["schemas"]["IdempotencyKeyReusedProblem"];
@@ -1134,6 +1161,7 @@ export interface components {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -1143,7 +1171,8 @@ export interface components {
                  *       "title": "Conflict",
                  *       "status": 409,
                  *       "detail": "The account holds 1000 live keys, the most it may: revoke one to make another.",
-                 *       "code": "conflict"
+                 *       "code": "conflict",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
                  *     }
                  */
                 "application/problem+json": components["schemas"]["ConflictProblem"];
@@ -1155,6 +1184,7 @@ export interface components {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -1164,7 +1194,8 @@ export interface components {
                  *       "title": "Not found",
                  *       "status": 404,
                  *       "detail": "There is no key rb_Qm3xT0aB.",
-                 *       "code": "not_found"
+                 *       "code": "not_found",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
                  *     }
                  */
                 "application/problem+json": components["schemas"]["NotFoundProblem"];
@@ -1176,6 +1207,7 @@ export interface components {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -1185,7 +1217,8 @@ export interface components {
                  *       "title": "Not found",
                  *       "status": 404,
                  *       "detail": "There is no collection named notes.",
-                 *       "code": "not_found"
+                 *       "code": "not_found",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
                  *     }
                  */
                 "application/problem+json": components["schemas"]["NotFoundProblem"];
@@ -1198,6 +1231,7 @@ export interface components {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content?: never;
@@ -1208,6 +1242,7 @@ export interface components {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -1217,7 +1252,8 @@ export interface components {
                  *       "title": "Payload too large",
                  *       "status": 413,
                  *       "detail": "The request body is larger than 1048576 bytes.",
-                 *       "code": "payload_too_large"
+                 *       "code": "payload_too_large",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
                  *     }
                  */
                 "application/problem+json": components["schemas"]["PayloadTooLargeProblem"];
@@ -1229,6 +1265,7 @@ export interface components {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -1238,7 +1275,8 @@ export interface components {
                  *       "title": "Precondition failed",
                  *       "status": 412,
                  *       "detail": "Row 1 of collection notes has changed: its ETag matches none of If-Match.",
-                 *       "code": "precondition_failed"
+                 *       "code": "precondition_failed",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
                  *     }
                  */
                 "application/problem+json": components["schemas"]["PreconditionFailedProblem"];
@@ -1255,6 +1293,7 @@ export interface components {
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 "Retry-After": components["headers"]["Retry-After"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -1264,7 +1303,8 @@ export interface components {
                  *       "title": "Quota exceeded",
                  *       "status": 429,
                  *       "detail": "The plan's quota of 10000 requests a month is used up until 2026-12-01T00:00:00.000Z.",
-                 *       "code": "quota_exceeded"
+                 *       "code": "quota_exceeded",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
                  *     }
                  */
                 "application/problem+json": components["schemas"]["TooManyRequestsProblem"];
@@ -1277,6 +1317,7 @@ export interface components {
          */
         TooManyUpgrades: {
             headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -1286,7 +1327,8 @@ export interface components {
                  *       "title": "Too many connections",
                  *       "status": 429,
                  *       "detail": "The account holds 1000 feed sockets on this instance, as many as it may.",
-                 *       "code": "too_many_connections"
+                 *       "code": "too_many_connections",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
                  *     }
                  */
                 "application/problem+json": components["schemas"]["TooManyUpgradesProblem"];
@@ -1300,6 +1342,7 @@ export interface components {
                  * @example Bearer realm="rowbase"
                  */
                 "WWW-Authenticate": string;
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -1309,7 +1352,8 @@ export interface components {
                  *       "title": "Unauthorized",
                  *       "status": 401,
                  *       "detail": "A valid API key is required.",
-                 *       "code": "unauthorized"
+                 *       "code": "unauthorized",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
                  *     }
                  */
                 "application/problem+json": components["schemas"]["UnauthorizedProblem"];
@@ -1318,6 +1362,7 @@ export interface components {
         /** @description `unavailable`: the database cannot be reached. */
         Unavailable: {
             headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -1327,7 +1372,8 @@ export interface components {
                  *       "title": "Service unavailable",
                  *       "status": 503,
                  *       "detail": "The database cannot be reached.",
-                 *       "code": "unavailable"
+                 *       "code": "unavailable",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
                  *     }
                  */
                 "application/problem+json": components["schemas"]["UnavailableProblem"];
@@ -1336,6 +1382,7 @@ export interface components {
         /** @description `not_found`: the account has no collection of that name, or the path is not exactly `/ws`. */
         UnknownCollection: {
             headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -1345,7 +1392,8 @@ export interface components {
                  *       "title": "Not found",
                  *       "status": 404,
                  *       "detail": "There is no collection named notes.",
-                 *       "code": "not_found"
+                 *       "code": "not_found",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
                  *     }
                  */
                 "application/problem+json": components["schemas"]["NotFoundProblem"];
@@ -1357,6 +1405,7 @@ export interface components {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -1366,7 +1415,8 @@ export interface components {
                  *       "title": "Unsupported media type",
                  *       "status": 415,
                  *       "detail": "The request body must be application/json.",
-                 *       "code": "unsupported_media_type"
+                 *       "code": "unsupported_media_type",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
                  *     }
                  */
                 "application/problem+json": components["schemas"]["UnsupportedMediaTypeProblem"];
@@ -1534,6 +1584,15 @@ export interface components {
          * @example 1234
          */
         "Rowbase-Total-Count": number;
+        /**
+         * @description The request's id: the `X-Request-Id` the request sent, when it is 1 to 128 letters, digits, `.`,
+         *     `_`, `:` or `-`; otherwise (absent, longer, anything else, sent twice) a new one the service made, a
+         *     UUID. Every answer carries it, refusals of the feed's upgrades and of requests that are not valid
+         *     HTTP included, and a problem names it in its `instance`; the service's log lines about the request
+         *     carry it too, so that one request can be followed from the client to the log.
+         * @example 7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11
+         */
+        "X-Request-Id": string;
     };
     pathItems: never;
 }
@@ -1551,6 +1610,7 @@ export interface operations {
             /** @description The service is up. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1595,6 +1655,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1665,6 +1726,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1726,6 +1788,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1789,6 +1852,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -1892,6 +1956,7 @@ export interface operations {
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "Rowbase-Seq": components["headers"]["Rowbase-Seq"];
                     "Rowbase-Total-Count": components["headers"]["Rowbase-Total-Count"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1977,6 +2042,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2059,6 +2125,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2207,6 +2274,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2261,6 +2329,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2336,6 +2405,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2450,6 +2520,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2543,6 +2614,7 @@ export interface operations {
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "Rowbase-Seq": components["headers"]["Rowbase-Seq"];
                     "Rowbase-Total-Count": components["headers"]["Rowbase-Total-Count"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2653,6 +2725,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2738,6 +2811,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2822,6 +2896,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2851,6 +2926,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2930,6 +3006,7 @@ export interface operations {
              */
             101: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;

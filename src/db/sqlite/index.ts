@@ -51,6 +51,7 @@ export async function openSqliteStore(url: string, { sortIndexes = defaultSortIn
   const db: Dialect = {
     knex,
     changes,
+    waits: statements.waits,
     run: (trx, sql, params, once) => statements.inTransaction(trx, sql, params, once),
     // One process writes: its listeners are all there is to wake, once the write has committed.
     async announce(trx, collectionId) {
