@@ -13,7 +13,23 @@ type Listing = [name: string, sql: string][];
 
 const directions: Direction[] = ['asc', 'desc'];
 const ranges: KeyRange[] = ['all', 'present', 'missing'];
-const page = (orderBy: string, order: Direction): Page => ({ limit: 50, offset: 0, orderBy, order });
+const page = (field: string, direction: Direction): Page => ({ limit: 50, offset: 0, order: [{ field, direction }] });
+/** A page of a cursor's walk: ordered by two fields, after the place of a row whose first is a number and second a string. */
+const walk = (direction: Direction): Page => ({
+  limit: 50,
+  offset: 0,
+  order: [
+    { field: 'n', direction },
+    { field: 's', direction: 'asc' },
+  ],
+  after: {
+    values: [
+      { rank: 1, scalar: 1 },
+      { rank: 2, scalar: 'a' },
+    ],
+    id: 1,
+  },
+});
 
 /** The statements both dialects run, with the clause that orders text by code point on the dialect. */
 const sharedListing = (collate: string): Listing => [
@@ -69,6 +85,11 @@ function sqliteListing(): Listing {
       (order): Listing => [
         [`orderedPage(by id, ${order})`, sqlite.orderedPage(1, 'c', page('id', order)).sql],
         [`orderedPage(by a field, ${order})`, sqlite.orderedPage(1, 'c', page('n', order)).sql],
+        [
+          `orderedPage(by id, after a place, ${order})`,
+          sqlite.orderedPage(1, 'c', { ...page('id', order), after: { values: [null], id: 1 } }).sql,
+        ],
+        [`orderedPage(by two fields, after a place, ${order} then asc)`, sqlite.orderedPage(1, 'c', walk(order)).sql],
         [`orderedPage(by a field no JSON path spells, ${order})`, sqlite.orderedPage(1, 'c', page('a"b', order)).sql],
         ...ranges.map((range): [string, string] => [`sortedPage(${order}, ${range})`, sqlite.sortedPage(1, 0, order, range, 50, 0).sql]),
       ],
@@ -107,6 +128,11 @@ function postgresListing(): Listing {
       (order): Listing => [
         [`orderedPage(by id, ${order})`, postgres.orderedPage(1, 'c', page('id', order)).sql],
         [`orderedPage(by a field, ${order})`, postgres.orderedPage(1, 'c', page('n', order)).sql],
+        [
+          `orderedPage(by id, after a place, ${order})`,
+          postgres.orderedPage(1, 'c', { ...page('id', order), after: { values: [null], id: 1 } }).sql,
+        ],
+        [`orderedPage(by two fields, after a place, ${order} then asc)`, postgres.orderedPage(1, 'c', walk(order)).sql],
         ...ranges.map((range): [string, string] => [`sortedPage(${order}, ${range})`, postgres.sortedPage(1, 0, order, range, 50, 0).sql]),
       ],
     ),

@@ -1,24 +1,68 @@
+import type { Principal } from '../db/keys.ts';
+import type { Page, RowsPage } from '../db/pages.ts';
 import { selectFields } from '../db/pages.ts';
+import type { Store } from '../db/store.ts';
 import { validationFailed } from '../errors.ts';
-import { parseFilterText } from '../query/filter.ts';
+import { type CursorScope, lastRow, makeCursor, readCursor } from '../query/cursor.ts';
+import { FILTER_PARAMETER, parseFilter, parseFilterText } from '../query/filter.ts';
+import { orderFromBody, orderFromParameters } from '../query/order.ts';
 import type { Handlers } from './types.ts';
 
-export const rowHandlers: Handlers<'listRows' | 'insertRows' | 'getRow' | 'updateRow' | 'deleteRow'> = {
+export const rowHandlers: Handlers<'listRows' | 'queryRows' | 'insertRows' | 'getRow' | 'updateRow' | 'deleteRow'> = {
   async listRows({ principal, path, query }, { store }) {
-    const page = {
-      limit: query.limit,
-      offset: query.offset,
-      orderBy: query.order_by,
-      order: query.order,
-      filter: query.filter === undefined ? undefined : parseFilterText(query.filter),
-      count: query.count === 'exact',
+    const order = orderFromParameters(query.order_by, query.order);
+    if (query.after !== undefined && query.offset !== undefined) {
+      throw validationFailed('A page follows a cursor or skips rows, not both.', [
+        { in: 'query', name: 'offset', message: 'must not be given with after' },
+      ]);
+    }
+    const filter = query.filter === undefined ? undefined : parseFilterText(query.filter, FILTER_PARAMETER);
+    const select = query.select === undefined ? undefined : selectedFields(query.select);
+    const scope: CursorScope = {
+      accountId: principal.accountId,
+      collection: path.collection_name,
+      filter: filter && JSON.parse(query.filter),
+      order,
+      select,
     };
-    const fields = query.select === undefined ? undefined : selectedFields(query.select);
-    const { json, seq, total } = await store.listRows(principal.accountId, path.collection_name, page);
+    const page: Page = {
+      limit: query.limit,
+      offset: query.offset ?? 0,
+      order,
+      filter,
+      count: query.count === 'exact',
+      after: query.after === undefined ? undefined : readCursor(query.after, scope),
+    };
+    const { json, seq, total, next } = await readRows(store, principal, scope, page);
     // Where the feed resumes from this page with no change missed or repeated (openapi.yaml, Rowbase-Seq).
     const headers: Record<string, string> = { 'Rowbase-Seq': String(seq) };
     if (total !== undefined) headers['Rowbase-Total-Count'] = String(total);
-    return { status: 200, body: fields ? selectFields(json, fields) : json, headers };
+    if (next !== null) headers.Link = `<${nextPage(path.collection_name, query, next)}>; rel="next"`;
+    return { status: 200, body: json, headers };
+  },
+
+  async queryRows({ principal, path, body }, { store }) {
+    const order = orderFromBody(body.order);
+    const filter = body.filter === undefined ? undefined : parseFilter(body.filter, { in: 'body', name: '/filter' });
+    const select = body.select === undefined ? undefined : [...new Set(body.select)].filter((field) => field !== 'id');
+    const scope: CursorScope = { accountId: principal.accountId, collection: path.collection_name, filter: body.filter, order, select };
+    const page: Page = {
+      limit: body.limit ?? DEFAULT_LIMIT,
+      offset: 0,
+      order,
+      filter,
+      count: body.count === 'exact',
+      after: body.after === undefined ? undefined : readCursor(body.after, scope, { in: 'body', name: '/after' }),
+    };
+    const { json, seq, total, next } = await readRows(store, principal, scope, page);
+    const totalMember = total === undefined ? '' : `,"total":${total}`;
+    return {
+      status: 200,
+      // The page's rows are JSON text already: placed in the answer as they are.
+      body: `{"rows":${json},"next":${JSON.stringify(next)}${totalMember}}`,
+      contentType: 'application/json',
+      headers: { 'Rowbase-Seq': String(seq) },
+    };
   },
 
   async insertRows({ principal, path, body }, { store, config }) {
@@ -45,7 +89,41 @@ export const rowHandlers: Handlers<'listRows' | 'insertRows' | 'getRow' | 'updat
   },
 };
 
-/** The fields a `select` names (openapi.yaml, SelectParameter), each once; 400 for an empty name. */
+/** A page's rows when a query leaves `limit` out (openapi.yaml, Limit and RowQuery). */
+const DEFAULT_LIMIT = 100;
+
+/**
+ * A page of rows as `scope` and `page` ask, with only the selected fields, and the cursor of the next
+ * page when its rows fill the limit (null otherwise): the place after its last row.
+ */
+async function readRows(
+  store: Store,
+  principal: Principal,
+  scope: CursorScope,
+  page: Page,
+): Promise<Omit<RowsPage, 'n'> & { next: string | null }> {
+  const { json, n, seq, total } = await store.listRows(principal.accountId, scope.collection, page);
+  const next = n > 0 && n === page.limit ? makeCursor(scope, lastRow(json)) : null;
+  return { json: scope.select ? selectFields(json, scope.select) : json, seq, total, next };
+}
+
+/**
+ * The path and query of the page after a list's page (RFC 8288 `rel="next"`): the same parameters, but
+ * `after` the cursor, and no `offset`. Relative to the service, as a reference in a Link header may be.
+ */
+function nextPage(collection: string, query: { [name: string]: unknown }, after: string): string {
+  const parameters = new URLSearchParams();
+  for (const name of ['limit', 'order_by', 'order', 'filter', 'select', 'count'] as const) {
+    const value = query[name];
+    if (value !== undefined && !(name === 'order_by' && value === 'id') && !(name === 'order' && value === 'asc')) {
+      parameters.set(name, String(value));
+    }
+  }
+  parameters.set('after', after);
+  return `/v1/collections/${encodeURIComponent(collection)}/rows?${parameters}`;
+}
+
+/** The fields a `select` names (openapi.yaml, SelectParameter), each once, but `id`; 400 for an empty name. */
 function selectedFields(select: string): string[] {
   const fields = select.split(',');
   if (fields.includes('')) {
