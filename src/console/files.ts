@@ -5,21 +5,13 @@
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { bundleConsole } from '../../scripts/bundle.js';
-import type { DocsFile, DocsFiles } from '../docs/files.ts';
+import { type DocsFile, type DocsFiles, loadedOnce } from '../docs/files.ts';
 import { root } from '../root.ts';
 
 const ours = (name: string) => fileURLToPath(new URL(`src/console/${name}`, root));
 
-let loading: Promise<DocsFiles> | undefined;
-
 /** The files, read (and the script bundled) on first use, then kept; a failure is not kept. */
-export function consoleFiles(): Promise<DocsFiles> {
-  loading ??= readConsoleFiles().catch((error) => {
-    loading = undefined;
-    throw error;
-  });
-  return loading;
-}
+export const consoleFiles = loadedOnce(readConsoleFiles);
 
 async function readConsoleFiles(): Promise<DocsFiles> {
   const file = async (path: string, contentType: string): Promise<DocsFile> => ({ body: await readFile(path), contentType });

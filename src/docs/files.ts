@@ -66,18 +66,22 @@ const assetSources: Record<string, Source> = {
   'docs.js': { path: ours('docs.js'), contentType: javascript },
 };
 
-let loading: Promise<DocsFiles> | undefined;
-
 /**
  * The files, read on first use and then kept: most servers are never asked for /docs, and the bundle
- * alone is large. A failed read is not kept: the next request tries again.
+ * alone is large.
  */
-export function docsFiles(): Promise<DocsFiles> {
-  loading ??= readDocsFiles().catch((error) => {
-    loading = undefined;
-    throw error;
-  });
-  return loading;
+export const docsFiles = loadedOnce(readDocsFiles);
+
+/** `load`, run on the first call and its answer kept; a failure is not kept: the next call tries again. */
+export function loadedOnce<T>(load: () => Promise<T>): () => Promise<T> {
+  let loading: Promise<T> | undefined;
+  return () => {
+    loading ??= load().catch((error) => {
+      loading = undefined;
+      throw error;
+    });
+    return loading;
+  };
 }
 
 async function readDocsFiles(): Promise<DocsFiles> {

@@ -1,10 +1,9 @@
 // GET /console and its files over plain HTTP: the page, its stylesheet and its bundled script, from this
 // origin only, under the same Content-Security-Policy as /docs, never counted toward usage. What the
 // page does in a browser is console.test.ts.
-import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { expect } from 'chai';
 import { DOCS_CONTENT_SECURITY_POLICY } from '../../src/docs/files.ts';
-import { type Response, readResponse } from '../support/client.ts';
+import { getExactly } from '../support/client.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
 describe('GET /console', () => {
@@ -13,18 +12,6 @@ describe('GET /console', () => {
     server = await startTestServer();
   });
   after(() => server.stop());
-
-  /** GETs `path` exactly as written (fetch would resolve `..`), checked against openapi.yaml. */
-  async function getExactly(path: string): Promise<Response> {
-    const { hostname, port } = new URL(server.url);
-    const request = httpRequest({ host: hostname, port, path, method: 'GET' });
-    request.end();
-    const [response] = (await new Promise((resolve, reject) => {
-      request.once('response', (answer) => resolve([answer]));
-      request.once('error', reject);
-    })) as [IncomingMessage];
-    return readResponse('GET', path, response);
-  }
 
   it('answers the page without a key, under the reference’s policy, never cached stale', async () => {
     const response = await server.anonymous().get('/console');
@@ -67,7 +54,7 @@ describe('GET /console', () => {
     '/console/../package.json',
   ]) {
     it(`answers 404 to ${path}: only the console's own files are served`, async () => {
-      const response = await getExactly(path);
+      const response = await getExactly(server.url, path);
       expect(response.status).to.equal(404);
       expect(response.body).to.include({ code: 'not_found' });
     });

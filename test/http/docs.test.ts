@@ -1,14 +1,13 @@
 // GET /docs: the API reference rendered by Swagger UI, whose every file comes from this origin, and a
 // Content-Security-Policy under which the browser itself refuses every other host.
 import { readFile } from 'node:fs/promises';
-import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { runInNewContext } from 'node:vm';
 import { expect } from 'chai';
 import { parse as parseYaml } from 'yaml';
 import { describeEachBackend } from '../support/backends.ts';
-import { Client, type Response, readResponse } from '../support/client.ts';
+import { Client, getExactly } from '../support/client.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
 const swaggerUi = dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
@@ -48,21 +47,6 @@ describeEachBackend('the API reference', (backend) => {
     server = await startTestServer({}, { backend });
   });
   after(() => server.stop());
-
-  /**
-   * GETs `path` as written, through node:http: fetch, like any WHATWG URL parser, resolves `..` and
-   * `%2e%2e` segments before sending. The answer is checked against openapi.yaml as client.ts checks.
-   */
-  async function getExactly(path: string): Promise<Response> {
-    const { hostname, port } = new URL(server.url);
-    const request = httpRequest({ host: hostname, port, path, method: 'GET' });
-    request.end();
-    const [response] = (await new Promise((resolve, reject) => {
-      request.once('response', (answer) => resolve([answer]));
-      request.once('error', reject);
-    })) as [IncomingMessage];
-    return readResponse('GET', path, response);
-  }
 
   describe('GET /docs', () => {
     it('answers an HTML page without a key, with the policy and no-cache', async () => {
@@ -178,7 +162,7 @@ describeEachBackend('the API reference', (backend) => {
 
     for (const { name, path } of misses) {
       it(`answers 404 not_found to ${name} (${path})`, async () => {
-        const response = await getExactly(path);
+        const response = await getExactly(server.url, path);
         expect(response.status).to.equal(404);
         expect(response.body).to.include({ code: 'not_found' });
       });

@@ -1,5 +1,5 @@
 // A plain HTTP client for tests that checks every response it sees against openapi.yaml.
-import type { IncomingMessage } from 'node:http';
+import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { checkResponse } from './contract.ts';
 
 export interface Response<T = unknown> {
@@ -66,4 +66,19 @@ export async function readResponse<T = unknown>(method: string, path: string, re
   const status = response.statusCode ?? 0;
   checkResponse({ method, path, status, headers, text });
   return { status, headers, text, body: JSON.parse(text || 'null') as T };
+}
+
+/**
+ * GETs `path` of the server at `url` exactly as written, through node:http (fetch, like any WHATWG URL
+ * parser, resolves `..` and `%2e%2e` segments before sending), checked against openapi.yaml.
+ */
+export async function getExactly(url: string, path: string): Promise<Response> {
+  const { hostname, port } = new URL(url);
+  const request = httpRequest({ host: hostname, port, path, method: 'GET' });
+  request.end();
+  const response = await new Promise<IncomingMessage>((resolve, reject) => {
+    request.once('response', resolve);
+    request.once('error', reject);
+  });
+  return readResponse('GET', path, response);
 }
