@@ -241,6 +241,52 @@ from (select rank, num, str, row_id from sort_keys where collection_id = ? and s
   order by rank asc, num asc, str asc, row_id asc limit +? offset ?) k
 cross join lateral (select id, data from rows where collection_id = ? and id = k.row_id offset 0) r;
 
+-- sortedPageAfter(asc, after a number)
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.part, k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
+  (select last_seq from collections where id = ?) as seq,
+  bool_and(k.str is null or length(k.str) < 400) as exact
+from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank = ? and num = ? and str is null and row_id > ? order by rank asc, num asc, str asc, row_id asc limit +?) k0
+  union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank = ? and str is null and num > ? order by rank asc, num asc, str asc, row_id asc limit +?) k1
+  union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank > ? order by rank asc, num asc, str asc, row_id asc limit +?) k2
+  limit +?) k
+cross join lateral (select id, data from rows where collection_id = ? and id = k.row_id offset 0) r;
+
+-- sortedPageAfter(asc, after a string)
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.part, k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
+  (select last_seq from collections where id = ?) as seq,
+  bool_and(k.str is null or length(k.str) < 400) as exact
+from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank = ? and str = ? and num is null and row_id > ? order by rank asc, num asc, str asc, row_id asc limit +?) k0
+  union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank = ? and num is null and str > ? order by rank asc, num asc, str asc, row_id asc limit +?) k1
+  union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank > ? order by rank asc, num asc, str asc, row_id asc limit +?) k2
+  limit +?) k
+cross join lateral (select id, data from rows where collection_id = ? and id = k.row_id offset 0) r;
+
+-- sortedPageAfter(asc, after an object)
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.part, k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
+  (select last_seq from collections where id = ?) as seq,
+  bool_and(k.str is null or length(k.str) < 400) as exact
+from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank = ? and num is null and str is null and row_id > ? order by rank asc, num asc, str asc, row_id asc limit +?) k0
+  union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank > ? order by rank asc, num asc, str asc, row_id asc limit +?) k1
+  limit +?) k
+cross join lateral (select id, data from rows where collection_id = ? and id = k.row_id offset 0) r;
+
+-- sortedPageAfter(asc, after a missing value)
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.part, k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
+  (select last_seq from collections where id = ?) as seq,
+  bool_and(k.str is null or length(k.str) < 400) as exact
+from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank = ? and num is null and str is null and row_id > ? order by rank asc, num asc, str asc, row_id asc limit +?) k0
+  limit +?) k
+cross join lateral (select id, data from rows where collection_id = ? and id = k.row_id offset 0) r;
+
 -- orderedPage(by id, desc)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by id desc) end as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
@@ -314,6 +360,58 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select rank, num, str, row_id from sort_keys where collection_id = ? and slot = ? and rank = 5
   order by rank desc, num desc, str desc, row_id desc limit +? offset ?) k
+cross join lateral (select id, data from rows where collection_id = ? and id = k.row_id offset 0) r;
+
+-- sortedPageAfter(desc, after a number)
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.part, k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
+  (select last_seq from collections where id = ?) as seq,
+  bool_and(k.str is null or length(k.str) < 400) as exact
+from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank = ? and num = ? and str is null and row_id < ? order by rank desc, num desc, str desc, row_id desc limit +?) k0
+  union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank = ? and str is null and num < ? order by rank desc, num desc, str desc, row_id desc limit +?) k1
+  union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank < ? order by rank desc, num desc, str desc, row_id desc limit +?) k2
+  union all select * from (select 3 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank = 5 order by rank desc, num desc, str desc, row_id desc limit +?) k3
+  limit +?) k
+cross join lateral (select id, data from rows where collection_id = ? and id = k.row_id offset 0) r;
+
+-- sortedPageAfter(desc, after a string)
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.part, k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
+  (select last_seq from collections where id = ?) as seq,
+  bool_and(k.str is null or length(k.str) < 400) as exact
+from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank = ? and str = ? and num is null and row_id < ? order by rank desc, num desc, str desc, row_id desc limit +?) k0
+  union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank = ? and num is null and str < ? order by rank desc, num desc, str desc, row_id desc limit +?) k1
+  union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank < ? order by rank desc, num desc, str desc, row_id desc limit +?) k2
+  union all select * from (select 3 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank = 5 order by rank desc, num desc, str desc, row_id desc limit +?) k3
+  limit +?) k
+cross join lateral (select id, data from rows where collection_id = ? and id = k.row_id offset 0) r;
+
+-- sortedPageAfter(desc, after an object)
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.part, k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
+  (select last_seq from collections where id = ?) as seq,
+  bool_and(k.str is null or length(k.str) < 400) as exact
+from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank = ? and num is null and str is null and row_id < ? order by rank desc, num desc, str desc, row_id desc limit +?) k0
+  union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank < ? order by rank desc, num desc, str desc, row_id desc limit +?) k1
+  union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank = 5 order by rank desc, num desc, str desc, row_id desc limit +?) k2
+  limit +?) k
+cross join lateral (select id, data from rows where collection_id = ? and id = k.row_id offset 0) r;
+
+-- sortedPageAfter(desc, after a missing value)
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.part, k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
+  (select last_seq from collections where id = ?) as seq,
+  bool_and(k.str is null or length(k.str) < 400) as exact
+from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank = ? and num is null and str is null and row_id < ? order by rank desc, num desc, str desc, row_id desc limit +?) k0
+  limit +?) k
 cross join lateral (select id, data from rows where collection_id = ? and id = k.row_id offset 0) r;
 
 -- insertBatchSql

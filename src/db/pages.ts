@@ -1,21 +1,25 @@
-// A page of a collection's rows (openapi.yaml, listRows), ordered by any top-level field of their JSON:
-// within one JSON type numbers numerically, strings by code point and false < true; across types
-// numbers < strings < booleans < objects and arrays (which tie with each other); rows where the field
-// is missing or null come last in both directions; ties break by id in the same direction. Both
-// dialects give the same order for the same data; each writes the SQL of it (sqlite/sql.ts,
-// postgres/sql.ts), and this module reads pages through it, the same way on both.
+// A page of a collection's rows (openapi.yaml, listRows and queryRows), ordered by top-level fields of
+// their JSON, one or more: within one JSON type numbers numerically, strings by code point and false <
+// true; across types numbers < strings < booleans < objects and arrays (which tie with each other);
+// rows where the field is missing or null come last in both directions; rows equal in every field
+// break ties by id in the last field's direction. Both dialects give the same order for the same data;
+// each writes the SQL of it (sqlite/sql.ts, postgres/sql.ts), and this module reads pages through it,
+// the same way on both.
 //
-// A page ordered by a field reads the collection's sort index for it (sort-indexes.ts), made now if the
-// collection is large enough and has none; otherwise it sorts the whole collection. A page is one
-// string made in the database (the rows' JSON texts joined), never an object per row, with the
-// collection's latest event seq read in the same snapshot (openapi.yaml, Rowbase-Seq).
+// A page ordered by one field reads the collection's sort index for it (sort-indexes.ts), made now if
+// the collection is large enough and has none; otherwise, and for several fields, a filter or a count,
+// it sorts the rows whole, stopped past the query timeout. A page after a place (a cursor's, keyset
+// paging) reads only the rows past it: through the sort index, from the place on; sorted whole, under a
+// condition on the order's fields and the id. A page is one string made in the database (the rows' JSON
+// texts joined), never an object per row, with the collection's latest event seq read in the same
+// snapshot (openapi.yaml, Rowbase-Seq).
 import type { Filter } from '../query/filter.ts';
 import { collectionNotFound } from './collections.ts';
 import type { SqlValue } from './dialect.ts';
 import { raw, type Sql, sql } from './filter.ts';
 import { type Json, pageTooLarge, type Row } from './rows.ts';
-import type { KeyRange, KnownIndexes, SortIndexLimits } from './sort-indexes.ts';
-import { collectionSql, pageRange, presentCountSql } from './sql.ts';
+import { type KeyRange, type KnownIndexes, ranks, type SortIndexLimits } from './sort-indexes.ts';
+import { collectionSql, keyOrder, pageRange, presentCountSql } from './sql.ts';
 
 export type Direction = 'asc' | 'desc';
 
@@ -116,6 +120,12 @@ export interface PageSource {
   filterSql(filter: Filter): Sql;
   /** The rows of `range` in the sort index in `slot`, from `offset`, at most `limit`; its one row is a PagePart. */
   sortedPage(collectionId: number, slot: number, order: Direction, range: KeyRange, limit: number, offset: number): Statement;
+  /**
+   * The rows after `place` in the order of the sort index in `slot`, at most `limit`, missing ones
+   * included; its one row is a PagePart. Undefined when the index cannot find the place exactly (on
+   * PostgreSQL, a string as long as a key is cut at): then the page sorts whole.
+   */
+  sortedPageAfter(collectionId: number, slot: number, order: Direction, place: Position, limit: number): Statement | undefined;
   /** The slot of `field`'s sort index in the collection, made now if it has none; -1 when it holds `max` already. */
   makeSortIndex(accountId: number, name: string, field: string, max: number): Promise<number>;
   sortIndexes: SortIndexLimits;
@@ -134,12 +144,13 @@ type Joined = { json: Json<Row[]>; n: number; seq: number | null; exact: boolean
 
 /** One page of rows; 404 when the collection does not exist. */
 export async function readPage(source: PageSource, accountId: number, collection: string, page: Page): Promise<RowsPage> {
-  if (page.filter || page.count || page.after || page.order.length > 1) return queryPage(source, accountId, collection, page);
+  if (page.filter || page.count || page.order.length > 1) return queryPage(source, accountId, collection, page);
   const [key] = page.order;
   if (key.field !== 'id') {
     const indexed = await indexedPage(source, accountId, collection, page, key);
     if (indexed) return indexed;
   }
+  if (page.after) return queryPage(source, accountId, collection, page);
   const { sql, params } = source.orderedPage(accountId, collection, page);
   // By id, the primary key's order; by a field without a sort index, a sort of the whole collection.
   const [part] = await source.read<PagePart>(sql, params, key.field === 'id' ? 'scan' : 'sort');
@@ -190,12 +201,16 @@ async function indexedPage(
   { field, direction }: SortKey,
 ): Promise<RowsPage | undefined> {
   const { sortIndexes, knownIndexes } = source;
+  const read = (collectionId: number, slot: number) =>
+    page.after
+      ? pageAfter(source, collectionId, slot, direction, page.after, page.limit)
+      : sortedPage(source, collectionId, slot, direction, page);
   // A collection known to have the index: its page at once, unless the collection of that id is gone
   // (ids are never reused: the name may now be another collection's, or none).
   const known = knownIndexes.get(accountId, collection);
   const knownSlot = known?.sorted.indexOf(field) ?? -1;
   if (known && knownSlot >= 0) {
-    const { json, n, seq, exact } = await sortedPage(source, known.id, knownSlot, direction, page);
+    const { json, n, seq, exact } = await read(known.id, knownSlot);
     if (seq !== null) return exact ? { json, n, seq } : undefined;
   }
   const [found] = await source.read<CollectionRow>(collectionSql, [accountId, collection], 'point');
@@ -208,7 +223,7 @@ async function indexedPage(
   }
   knownIndexes.set(accountId, collection, Number(found.id), sorted);
   if (slot < 0) return undefined;
-  const { json, n, seq, exact } = await sortedPage(source, Number(found.id), slot, direction, page);
+  const { json, n, seq, exact } = await read(Number(found.id), slot);
   // No seq: the collection was deleted since it was looked up (and maybe made again): read by name.
   return seq !== null && exact ? { json, n, seq } : undefined;
 }
@@ -223,6 +238,18 @@ async function sortedPage(source: PageSource, collectionId: number, slot: number
   const present = await firstPart(source.read, index, page);
   if (order === 'asc' || Number(present.n) === page.limit) return joinParts([present]);
   return source.snapshot((read) => restOfDescendingPage(read, index, page));
+}
+
+/**
+ * A page of the rows after a place in the order of the sort index in `slot`: one statement, which
+ * seeks the index to the place (pages.ts, sortedPages) and so reads no key before it. Not exact when
+ * the index cannot find the place (then the page sorts whole).
+ */
+async function pageAfter(source: PageSource, collectionId: number, slot: number, order: Direction, place: Position, limit: number) {
+  const statement = source.sortedPageAfter(collectionId, slot, order, place, limit);
+  if (!statement) return { json: '[]', n: 0, seq: null, exact: false } satisfies Joined;
+  const [part] = await source.read<PagePart>(statement.sql, statement.params);
+  return joinParts([part]);
 }
 
 /** A descending page that reaches past the rows that have the field, read in one snapshot. */
@@ -344,18 +371,84 @@ export function afterPlace(columns: readonly { column: OrderColumn; at?: Sql }[]
 }
 
 /**
- * A dialect's PageSource.sortedPage from its statement `text` for each direction and range: each text
- * made once, since statements are kept by their text. Every such text takes the collection's id (for
- * its seq), the collection's id and the slot (for its keys), the limit and offset, then the collection's
- * id (for its rows).
+ * How a dialect binds a sort key's number or string where a statement compares it with the keys: `sql`
+ * with one `?`, and `value`, the binding, or undefined when no key can be compared with it exactly.
  */
-export function sortedPages(text: (dir: Direction, range: KeyRange) => string): PageSource['sortedPage'] {
+export interface KeyBinding {
+  sql: string;
+  value(scalar: number | string): SqlValue | undefined;
+}
+
+/**
+ * A dialect's PageSource.sortedPage and sortedPageAfter from its statement `text`, given the SQL of the
+ * keys a page reads (`rank, num, str, row_id` in the page's order) and of that order: each text made
+ * once for each shape, since statements are kept by their text. Every such text takes the collection's
+ * id (for its seq), the bindings of its keys, then the collection's id (for its rows).
+ *
+ * A page after a place is the keys of the index past it, as ranges of the index one after another,
+ * each read from its start: the place's key with a later id; the same rank with a later value (for
+ * numbers, strings and booleans); the later ranks (descending: the lower ranks, then the missing ones).
+ * So a page deep into a walk reads no more of the index than the first. `part` numbers the ranges, for
+ * PostgreSQL's string_agg to order by.
+ */
+export function sortedPages(
+  text: (keys: string, order: string) => string,
+  bind: KeyBinding,
+): Pick<PageSource, 'sortedPage' | 'sortedPageAfter'> {
+  const rangeText = (dir: Direction, range: KeyRange) =>
+    text(
+      `select rank, num, str, row_id from sort_keys where collection_id = ? and slot = ? ${ranks[range]}
+      order by ${keyOrder('', dir)} ${pageRange}`,
+      keyOrder('k.', dir),
+    );
   const texts = {
-    asc: { all: text('asc', 'all'), present: text('asc', 'present'), missing: text('asc', 'missing') },
-    desc: { all: text('desc', 'all'), present: text('desc', 'present'), missing: text('desc', 'missing') },
+    asc: { all: rangeText('asc', 'all'), present: rangeText('asc', 'present'), missing: rangeText('asc', 'missing') },
+    desc: { all: rangeText('desc', 'all'), present: rangeText('desc', 'present'), missing: rangeText('desc', 'missing') },
   };
-  return (collectionId, slot, order, range, limit, offset) => ({
-    sql: texts[order][range],
-    params: [collectionId, collectionId, slot, limit, offset, collectionId],
-  });
+  const afterTexts = new Map<string, string>();
+  return {
+    sortedPage: (collectionId, slot, order, range, limit, offset) => ({
+      sql: texts[order][range],
+      params: [collectionId, collectionId, slot, limit, offset, collectionId],
+    }),
+    sortedPageAfter(collectionId, slot, order, place, limit) {
+      const ranges = rangesAfter(order, place, bind);
+      if (!ranges) return undefined;
+      const shape = `${order} ${ranges.map((range) => range.sql).join(' | ')}`;
+      let sql = afterTexts.get(shape);
+      if (!sql) {
+        const parts = ranges.map(
+          (range, index) => `select * from (select ${index} as part, rank, num, str, row_id from sort_keys
+        where collection_id = ? and slot = ? and ${range.sql} order by ${keyOrder('', order)} limit +?) k${index}`,
+        );
+        sql = text(`${parts.join('\n      union all ')}\n      limit +?`, `k.part, ${keyOrder('k.', order)}`);
+        afterTexts.set(shape, sql);
+      }
+      const params = ranges.flatMap((range) => [collectionId, slot, ...range.params, limit]);
+      return { sql, params: [collectionId, ...params, limit, collectionId] };
+    },
+  };
+}
+
+/** The ranges of a sort index after `place` (sortedPages), each a condition on its keys; undefined when `bind` cannot place it. */
+function rangesAfter(order: Direction, { values, id }: Position, bind: KeyBinding): Sql[] | undefined {
+  const { rank, scalar } = values[0] ?? { rank: 5, scalar: null };
+  const later = order === 'asc' ? '>' : '<';
+  const ranges: Sql[] = [];
+  if (scalar === null) {
+    ranges.push({ sql: `rank = ? and num is null and str is null and row_id ${later} ?`, params: [rank, id] });
+  } else {
+    const value = bind.value(typeof scalar === 'boolean' ? Number(scalar) : scalar);
+    if (value === undefined) return undefined;
+    const [column, other] = rank === 2 ? ['str', 'num'] : ['num', 'str'];
+    ranges.push(
+      { sql: `rank = ? and ${column} = ${bind.sql} and ${other} is null and row_id ${later} ?`, params: [rank, value, id] },
+      { sql: `rank = ? and ${other} is null and ${column} ${later} ${bind.sql}`, params: [rank, value] },
+    );
+  }
+  if (rank < 5) {
+    if (order === 'asc') ranges.push({ sql: 'rank > ?', params: [rank] });
+    else ranges.push({ sql: 'rank < ?', params: [rank] }, { sql: 'rank = 5', params: [] });
+  }
+  return ranges;
 }

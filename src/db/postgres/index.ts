@@ -14,7 +14,7 @@ import { filterSql } from './filter.ts';
 import { postgresSchema } from './migrations.ts';
 import { postgresRows } from './rows.ts';
 import { makeSortIndex } from './sort-indexes.ts';
-import { notifySql, orderedPage, sortedPage } from './sql.ts';
+import { notifySql, orderedPage, sortedPage, sortedPageAfter } from './sql.ts';
 import { runAlone, runInTransaction, runTimed } from './statements.ts';
 
 /** Opens the database that `url` names and brings its schema up to date. */
@@ -62,6 +62,7 @@ export async function openPostgresStore(
     orderedPage,
     filterSql,
     sortedPage,
+    sortedPageAfter,
     makeSortIndex: (accountId, name, field, max) => makeSortIndex(db, accountId, name, field, max),
     sortIndexes,
     knownIndexes: new KnownIndexes(),

@@ -5,8 +5,7 @@ import type { SqlValue } from '../dialect.ts';
 import { type Sql, sql } from '../filter.ts';
 import { afterPlace, inCollection, type OrderColumn, type Page, type Statement, sortedPages, tieDirection, wholePage } from '../pages.ts';
 import { MAX_PAGE_BYTES } from '../rows.ts';
-import { ranks } from '../sort-indexes.ts';
-import { keyOrder, pageRange, replaceKey, rowJsonWith } from '../sql.ts';
+import { replaceKey, rowJsonWith } from '../sql.ts';
 
 /** A row's JSON text (rowJsonWith). */
 const rowJsonSql = rowJsonWith('substr(data, 2)');
@@ -167,18 +166,27 @@ export function orderedPage(accountId: number, name: string, page: Page, where?:
 }
 
 /**
- * The rows of `range` in the sort index in `slot`, as one row `{ n, json, seq, exact }` (pages.ts):
- * `exact` whether every string key of the page is shorter than POSTGRES_KEY_CHARS. Each key's row is
- * read by its primary key (LATERAL, kept a subquery by `offset 0`): as a join, the planner hashed the
- * whole collection's rows for the page's few.
+ * The rows of a range of the sort index in `slot`, or of the ranges after a place in it, as one row
+ * `{ n, json, seq, exact }` (pages.ts, sortedPages): `exact` whether every string key of the page is
+ * shorter than POSTGRES_KEY_CHARS. Each key's row is read by its primary key (LATERAL, kept a subquery
+ * by `offset 0`): as a join, the planner hashed the whole collection's rows for the page's few. A
+ * place's string is escaped as the keys' are, and one as long as a key is cut at has no exact place in
+ * the index.
  */
-export const sortedPage = sortedPages(
-  (dir, range) => `select count(*) as n, ${pageJsonSql(keyOrder('k.', dir))} as json,
+export const { sortedPage, sortedPageAfter } = sortedPages(
+  (keys, order) => `select count(*) as n, ${pageJsonSql(order)} as json,
       (select last_seq from collections where id = ?) as seq,
       bool_and(k.str is null or length(k.str) < ${POSTGRES_KEY_CHARS}) as exact
-    from (select rank, num, str, row_id from sort_keys where collection_id = ? and slot = ? ${ranks[range]}
-      order by ${keyOrder('', dir)} ${pageRange}) k
+    from (${keys}) k
     cross join lateral (select id, data from rows where collection_id = ? and id = k.row_id offset 0) r`,
+  {
+    sql: '?',
+    value(scalar) {
+      if (typeof scalar === 'number') return JSON.stringify(scalar);
+      const key = escapeString(scalar);
+      return key.length < POSTGRES_KEY_CHARS ? key : undefined;
+    },
+  },
 );
 
 /** The key columns (rank, num, str) of the jsonb value `j`, as in the comment at the top. */

@@ -14,7 +14,7 @@ import { KnownIndexes } from '../sort-indexes.ts';
 import { filterSql } from './filter.ts';
 import { sqliteRows } from './rows.ts';
 import { SortIndexMaker } from './sort-indexes.ts';
-import { knexTablesSql, orderedPage, sortedPage, sqliteProcedures } from './sql.ts';
+import { knexTablesSql, orderedPage, sortedPage, sortedPageAfter, sqliteProcedures } from './sql.ts';
 import { SqliteStatements } from './statements.ts';
 import { GroupedWrites } from './writes.ts';
 
@@ -83,6 +83,7 @@ export async function openSqliteStore(
       orderedPage,
       filterSql,
       sortedPage,
+      sortedPageAfter,
       makeSortIndex: (accountId, name, field, max) => indexes.make(accountId, name, field, max),
       sortIndexes,
       knownIndexes: new KnownIndexes(),

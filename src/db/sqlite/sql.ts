@@ -22,8 +22,7 @@ import type { SqlValue } from '../dialect.ts';
 import { type Sql, sql } from '../filter.ts';
 import { afterPlace, inCollection, type OrderColumn, type Page, type Statement, sortedPages, tieDirection, wholePage } from '../pages.ts';
 import { MAX_ROW_BYTES } from '../rows.ts';
-import { ranks } from '../sort-indexes.ts';
-import { keyOrder, pageRange, replaceKey, rowJsonWith } from '../sql.ts';
+import { replaceKey, rowJsonWith } from '../sql.ts';
 
 /**
  * A row's JSON text (rowJsonWith), the row's own text cut after its first byte. SQLite's substr() of a
@@ -149,15 +148,17 @@ function scalarSql(scalar: number | string | boolean | null): Sql | undefined {
 }
 
 /**
- * The rows of `range` in the sort index in `slot`, as one row `{ n, json, seq }` (pages.ts). CROSS JOIN
- * keeps the keys the outer loop, so the rows come in their order. The same text each time for each
- * direction and range: statements are kept by their text (statements.ts).
+ * The rows of a range of the sort index in `slot`, or of the ranges after a place in it, as one row
+ * `{ n, json, seq }` (pages.ts, sortedPages). CROSS JOIN keeps the keys the outer loop, so the rows
+ * come in their order. The same text each time for each shape: statements are kept by their text
+ * (statements.ts). A key's number or string is bound as its JSON text, read by SQLite's own JSON
+ * reader, as the keys' were.
  */
-export const sortedPage = sortedPages(
-  (dir, range) => `select count(*) as n, ${pageJsonSql} as json, (select last_seq from collections where id = ?) as seq
-    from (select rank, num, str, row_id from sort_keys where collection_id = ? and slot = ? ${ranks[range]}
-      order by ${keyOrder('', dir)} ${pageRange}) k
+export const { sortedPage, sortedPageAfter } = sortedPages(
+  (keys) => `select count(*) as n, ${pageJsonSql} as json, (select last_seq from collections where id = ?) as seq
+    from (${keys}) k
     cross join rows r on r.collection_id = ? and r.id = k.row_id`,
+  { sql: "json_extract(?, '$')", value: (scalar) => JSON.stringify(scalar) },
 );
 
 /** The key columns (rank, num, str) from `t`, the value's JSON type as json_each names it, and `v`, its SQL value (`atom`). */
