@@ -248,7 +248,7 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
     where collection_id = ? and slot = ? and rank = ? and num = ? and str is null and row_id > ? order by rank asc, num asc, str asc, row_id asc limit +?) k0
   union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ? and slot = ? and rank = ? and str is null and num > ? order by rank asc, num asc, str asc, row_id asc limit +?) k1
+    where collection_id = ? and slot = ? and rank = ? and num > ? order by rank asc, num asc, str asc, row_id asc limit +?) k1
   union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
     where collection_id = ? and slot = ? and rank > ? order by rank asc, num asc, str asc, row_id asc limit +?) k2
   limit +?) k
@@ -259,7 +259,7 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
   (select last_seq from collections where id = ?) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ? and slot = ? and rank = ? and str = ? and num is null and row_id > ? order by rank asc, num asc, str asc, row_id asc limit +?) k0
+    where collection_id = ? and slot = ? and rank = ? and num is null and str = ? and row_id > ? order by rank asc, num asc, str asc, row_id asc limit +?) k0
   union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
     where collection_id = ? and slot = ? and rank = ? and num is null and str > ? order by rank asc, num asc, str asc, row_id asc limit +?) k1
   union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
@@ -369,7 +369,7 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
     where collection_id = ? and slot = ? and rank = ? and num = ? and str is null and row_id < ? order by rank desc, num desc, str desc, row_id desc limit +?) k0
   union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ? and slot = ? and rank = ? and str is null and num < ? order by rank desc, num desc, str desc, row_id desc limit +?) k1
+    where collection_id = ? and slot = ? and rank = ? and num < ? order by rank desc, num desc, str desc, row_id desc limit +?) k1
   union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
     where collection_id = ? and slot = ? and rank < ? order by rank desc, num desc, str desc, row_id desc limit +?) k2
   union all select * from (select 3 as part, rank, num, str, row_id from sort_keys
@@ -382,7 +382,7 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
   (select last_seq from collections where id = ?) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ? and slot = ? and rank = ? and str = ? and num is null and row_id < ? order by rank desc, num desc, str desc, row_id desc limit +?) k0
+    where collection_id = ? and slot = ? and rank = ? and num is null and str = ? and row_id < ? order by rank desc, num desc, str desc, row_id desc limit +?) k0
   union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
     where collection_id = ? and slot = ? and rank = ? and num is null and str < ? order by rank desc, num desc, str desc, row_id desc limit +?) k1
   union all select * from (select 2 as part, rank, num, str, row_id from sort_keys

@@ -224,7 +224,7 @@ select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
     where collection_id = ? and slot = ? and rank = ? and num = json_extract(?, '$') and str is null and row_id > ? order by rank asc, num asc, str asc, row_id asc limit +?) k0
   union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ? and slot = ? and rank = ? and str is null and num > json_extract(?, '$') order by rank asc, num asc, str asc, row_id asc limit +?) k1
+    where collection_id = ? and slot = ? and rank = ? and num > json_extract(?, '$') order by rank asc, num asc, str asc, row_id asc limit +?) k1
   union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
     where collection_id = ? and slot = ? and rank > ? order by rank asc, num asc, str asc, row_id asc limit +?) k2
   limit +?) k
@@ -233,7 +233,7 @@ cross join rows r on r.collection_id = ? and r.id = k.row_id;
 -- sortedPageAfter(asc, after a string)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json, (select last_seq from collections where id = ?) as seq
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ? and slot = ? and rank = ? and str = json_extract(?, '$') and num is null and row_id > ? order by rank asc, num asc, str asc, row_id asc limit +?) k0
+    where collection_id = ? and slot = ? and rank = ? and num is null and str = json_extract(?, '$') and row_id > ? order by rank asc, num asc, str asc, row_id asc limit +?) k0
   union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
     where collection_id = ? and slot = ? and rank = ? and num is null and str > json_extract(?, '$') order by rank asc, num asc, str asc, row_id asc limit +?) k1
   union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
@@ -321,7 +321,7 @@ select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
     where collection_id = ? and slot = ? and rank = ? and num = json_extract(?, '$') and str is null and row_id < ? order by rank desc, num desc, str desc, row_id desc limit +?) k0
   union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ? and slot = ? and rank = ? and str is null and num < json_extract(?, '$') order by rank desc, num desc, str desc, row_id desc limit +?) k1
+    where collection_id = ? and slot = ? and rank = ? and num < json_extract(?, '$') order by rank desc, num desc, str desc, row_id desc limit +?) k1
   union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
     where collection_id = ? and slot = ? and rank < ? order by rank desc, num desc, str desc, row_id desc limit +?) k2
   union all select * from (select 3 as part, rank, num, str, row_id from sort_keys
@@ -332,7 +332,7 @@ cross join rows r on r.collection_id = ? and r.id = k.row_id;
 -- sortedPageAfter(desc, after a string)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json, (select last_seq from collections where id = ?) as seq
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ? and slot = ? and rank = ? and str = json_extract(?, '$') and num is null and row_id < ? order by rank desc, num desc, str desc, row_id desc limit +?) k0
+    where collection_id = ? and slot = ? and rank = ? and num is null and str = json_extract(?, '$') and row_id < ? order by rank desc, num desc, str desc, row_id desc limit +?) k0
   union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
     where collection_id = ? and slot = ? and rank = ? and num is null and str < json_extract(?, '$') order by rank desc, num desc, str desc, row_id desc limit +?) k1
   union all select * from (select 2 as part, rank, num, str, row_id from sort_keys

@@ -440,10 +440,16 @@ function rangesAfter(order: Direction, { values, id }: Position, bind: KeyBindin
   } else {
     const value = bind.value(typeof scalar === 'boolean' ? Number(scalar) : scalar);
     if (value === undefined) return undefined;
-    const [column, other] = rank === 2 ? ['str', 'num'] : ['num', 'str'];
+    // A number's or boolean's key has no string, a string's no number: `num is null` puts a string's
+    // range right after the rank's in the index, and a condition on `str` after the range of `num`
+    // would have SQLite sort each run of equal numbers again.
+    const [sameKey, laterKey] =
+      rank === 2
+        ? [`num is null and str = ${bind.sql}`, `num is null and str ${later} ${bind.sql}`]
+        : [`num = ${bind.sql} and str is null`, `num ${later} ${bind.sql}`];
     ranges.push(
-      { sql: `rank = ? and ${column} = ${bind.sql} and ${other} is null and row_id ${later} ?`, params: [rank, value, id] },
-      { sql: `rank = ? and ${other} is null and ${column} ${later} ${bind.sql}`, params: [rank, value] },
+      { sql: `rank = ? and ${sameKey} and row_id ${later} ?`, params: [rank, value, id] },
+      { sql: `rank = ? and ${laterKey}`, params: [rank, value] },
     );
   }
   if (rank < 5) {
