@@ -1,4 +1,4 @@
-// The two feed workloads (issue 6), driven from run.ts. The subscribers live in client processes of
+// The feed workloads (issue 6, issue 25), driven from run.ts. The subscribers live in client processes of
 // their own (subscribers.ts), never in the server's or the harness's; the writer too (writer.ts).
 //
 // fanout: `fanoutSubscribers` sockets on the collection `fanout`; once every one has its `ready`, the
@@ -6,6 +6,8 @@
 //   message arrives; the delivery latency of a (message × subscriber) pair is that time − the time the
 //   writer got its 201, both read from the monotonic clock every process on the machine shares
 //   (process.hrtime, CLOCK_MONOTONIC on Linux). Every pair due must arrive, each once.
+// fanout-filtered: fanout, each subscriber with a filter of its own (seed.ts, fanoutFilter()): a pair is
+//   due when the row matches the subscriber's filter, and none other may arrive.
 // idle-sockets: `idleSubscribers` sockets, one collection per client process, on a server of their own
 //   (nothing else ran in it); its VmRSS before the first, and its highest while all are open.
 import { once } from 'node:events';
@@ -28,10 +30,22 @@ export interface FeedMeasurement {
 /** Client processes' answers have no deadline of their own beyond this (each socket has `timeoutSeconds`). */
 const readyTimeoutMs = 10 * 60 * 1000;
 
-/** fanout, once: subscribers, then the writer, then every subscriber's deliveries. */
-export async function measureFanout(server: Started, key: string, settings: Settings, durationSeconds = settings.durationSeconds) {
+/** The fanout workloads: every subscriber gets every insert, or (fanout-filtered) those its own filter matches. */
+export const fanoutWorkloads = ['fanout', 'fanout-filtered'];
+
+/** fanout or fanout-filtered, once: subscribers, then the writer, then every subscriber's deliveries. */
+export async function measureFanout(
+  server: Started,
+  key: string,
+  settings: Settings,
+  workload: string,
+  durationSeconds = settings.durationSeconds,
+) {
   const rss = sampleRss(server.pid, settings.rssSampleMs);
-  const clients = startClients(server, key, settings, split(settings.fanoutSubscribers, settings.fanoutProcesses), () => fanoutCollection);
+  const counts = split(settings.fanoutSubscribers, settings.fanoutProcesses);
+  const filteredFrom = (index: number) =>
+    workload === 'fanout-filtered' ? counts.slice(0, index).reduce((sum, count) => sum + count, 0) : undefined;
+  const clients = startClients(server, key, settings, counts, () => fanoutCollection, filteredFrom);
   try {
     const ready = await Promise.all(clients.map((client) => client.lines.next('ready', readyTimeoutMs)));
     const writerJob: WriterJob = {
@@ -48,7 +62,10 @@ export async function measureFanout(server: Started, key: string, settings: Sett
     const serverCpuBefore = cpuMs(server.pid);
     const written: Written = JSON.parse(await outputOf(spawnNode('bench/writer.ts', [JSON.stringify(writerJob)])));
     const serverCpuMs = cpuMs(server.pid) - serverCpuBefore;
-    const command = { deliveries: { ids: written.ids, sentUs: written.sentUs }, drainMs: settings.feedDrainSeconds * 1000 };
+    const command = {
+      deliveries: { ids: written.ids, rows: written.stored, sentUs: written.sentUs },
+      drainMs: settings.feedDrainSeconds * 1000,
+    };
     for (const client of clients) client.child.stdin!.end(`${JSON.stringify(command)}\n`);
     const done = await Promise.all(clients.map((client) => client.lines.next('done', settings.feedDrainSeconds * 1000 + readyTimeoutMs)));
 
@@ -73,6 +90,7 @@ export async function measureFanout(server: Started, key: string, settings: Sett
         expected: sumOf(done, 'expected'),
         delivered: sumOf(done, 'delivered'),
         duplicates: sumOf(done, 'duplicates'),
+        undue: sumOf(done, 'wrong'),
         latencyHistogram: histogramOf(latenciesUs) satisfies Histogram,
         serverCpuMsPerInsert: serverCpuMs / written.inserts,
         clientCpuMsPerInsert: sumOf(done, 'cpuMs') / written.inserts,
@@ -138,9 +156,17 @@ export async function measureIdle(server: Started, key: string, settings: Settin
  * so that thousands of sockets never run short of ephemeral ports, and with room for its sockets in
  * its open-files limit.
  */
-function startClients(server: Started, key: string, settings: Settings, counts: number[], collection: (index: number) => string) {
+function startClients(
+  server: Started,
+  key: string,
+  settings: Settings,
+  counts: number[],
+  collection: (index: number) => string,
+  filteredFrom: (index: number) => number | undefined = () => undefined,
+) {
   return counts.map((sockets, index) => {
     const job: SubscribersJob = {
+      filteredFrom: filteredFrom(index),
       url: server.url,
       key,
       collection: collection(index),

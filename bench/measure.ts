@@ -23,10 +23,15 @@ export interface FeedMeasured {
   ready: number;
   /** Why the others did not, and sockets the server closed while they were held: by reason or close code. */
   socketFailures: Record<string, number>;
-  /** fanout: insert messages due (ready sockets × inserts of the measured window), arrived, and arrived twice. */
+  /**
+   * fanout: insert messages due (ready sockets × inserts of the measured window; with fanout-filtered,
+   * each socket's those its filter matches), arrived, and arrived twice; and, fanout-filtered, arrived
+   * to a socket whose filter they do not match.
+   */
   expected: number;
   delivered: number;
   duplicates: number;
+  undue?: number;
   /** fanout: receipt − the writer's 201, of every (message × subscriber) pair, in 0.1 ms bins. */
   latencyHistogram?: Histogram;
   /**

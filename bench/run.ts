@@ -34,7 +34,7 @@ import os from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { bundle } from '../scripts/bundle.js';
-import { fanoutCollection, idleCollections, measureFanout, measureIdle } from './feed.ts';
+import { fanoutCollection, fanoutWorkloads, idleCollections, measureFanout, measureIdle } from './feed.ts';
 import { createKey } from './key.ts';
 import { type Measured, milliseconds, parseMeasured } from './measure.ts';
 import {
@@ -119,6 +119,7 @@ const schedule: Step[] = [
   ]),
   // The feed (feed.ts): no baseline; its targets are absolute.
   { workload: 'fanout' },
+  { workload: 'fanout-filtered' },
   // Once: 10,000 sockets take a while to open, and the server's memory with them all barely moves.
   { workload: 'idle-sockets', lastRoundOnly: true },
 ];
@@ -236,9 +237,9 @@ async function main(): Promise<void> {
       if (postgresOnly && !onPostgresServers) continue;
       await settle();
       let measurement: Omit<Measurement, 'ratioTo'>;
-      if (workload === 'fanout') {
+      if (fanoutWorkloads.includes(workload)) {
         readIntoPageCache(files.feed);
-        measurement = { workload, round, ...(await measureFanout(feed, key, settings)) };
+        measurement = { workload, round, ...(await measureFanout(feed, key, settings, workload)) };
       } else if (workload === 'idle-sockets') measurement = await measureIdleSockets(round, key, watched, serverPeakRssKb);
       else measurement = await measure(workload, round, servers, keyFor);
       report(measurement);
@@ -273,7 +274,8 @@ async function main(): Promise<void> {
 
   const profiles: Record<string, ProfileSummary> = {};
   if (settings.profile) {
-    const profilable = (name: string) => name === 'fanout' || ['rowbase', 'rowbase-postgres'].includes(httpWorkloads[name]?.server);
+    const profilable = (name: string) =>
+      fanoutWorkloads.includes(name) || ['rowbase', 'rowbase-postgres'].includes(httpWorkloads[name]?.server);
     const missed = targets.filter((t) => !t.met && profilable(t.name)).map((t) => t.name);
     for (const workload of new Set([...settings.profileWorkloads, ...missed])) {
       // A profile explains a result; a run's results stand without it.
@@ -487,10 +489,10 @@ function report({ workload, round, measured, peakRssKb, cpu }: Omit<Measurement,
   const failed = measured.failures > 0 ? `  ${measured.failures} FAILED ${JSON.stringify(measured.statusCodes)}` : '';
   const { feed } = measured;
   let what = `${rate.padStart(15)}  p50 ${milliseconds(measured.p50Ms)} ms  p99 ${milliseconds(measured.p99Ms)} ms`;
-  if (workload === 'fanout' && feed) {
+  if (fanoutWorkloads.includes(workload) && feed) {
     what =
       `${rate.padStart(15)}  delivery p50 ${milliseconds(measured.p50Ms)} ms  p99 ${milliseconds(measured.p99Ms)} ms  ` +
-      `${feed.delivered} of ${feed.expected} delivered to ${feed.ready} sockets  ` +
+      `${feed.delivered} of ${feed.expected} delivered to ${feed.ready} sockets${feed.undue ? ` (and ${feed.undue} not due)` : ''}  ` +
       `CPU per insert: rowbase ${milliseconds(feed.serverCpuMsPerInsert ?? Number.NaN)} ms, subscribers ${milliseconds(feed.clientCpuMsPerInsert ?? Number.NaN)} ms`;
   } else if (workload === 'idle-sockets' && feed) {
     what = `${feed.ready} of ${feed.subscribers} ready in ${measured.seconds.toFixed(1)} s (p50 ${milliseconds(measured.p50Ms)} ms, p99 ${milliseconds(measured.p99Ms)} ms)  RSS ${Math.round((feed.rssBeforeKb ?? Number.NaN) / 1024)} MB before, ${Math.round((feed.rssConnectedKb ?? Number.NaN) / 1024)} MB with all open`;
@@ -509,13 +511,13 @@ async function profile(workload: string, key: string): Promise<ProfileSummary> {
   const dir = join(files.profiles, workload);
   const flags = ['--cpu-prof', `--cpu-prof-dir=${dir}`];
   const onPostgres = httpWorkloads[workload]?.server === 'rowbase-postgres';
-  const server =
-    workload === 'fanout'
-      ? await serveRowbase(`sqlite:${files.feed}`, 'on', flags, { openFiles: settings.fanoutSubscribers + 1024 })
-      : await serveRowbase(onPostgres ? postgres.url! : `sqlite:${files.rowbase}`, 'on', flags);
+  const server = fanoutWorkloads.includes(workload)
+    ? await serveRowbase(`sqlite:${files.feed}`, 'on', flags, { openFiles: settings.fanoutSubscribers + 1024 })
+    : await serveRowbase(onPostgres ? postgres.url! : `sqlite:${files.rowbase}`, 'on', flags);
   let measured: Measured;
   try {
-    if (workload === 'fanout') measured = (await measureFanout(server, key, settings, settings.profileSeconds)).measured;
+    if (fanoutWorkloads.includes(workload))
+      measured = (await measureFanout(server, key, settings, workload, settings.profileSeconds)).measured;
     else {
       const jobKey = onPostgres ? postgres.key! : key;
       const job: LoadJob = { workload, url: server.url, key: jobKey, settings: { ...settings, durationSeconds: settings.profileSeconds } };
@@ -532,7 +534,7 @@ async function profile(workload: string, key: string): Promise<ProfileSummary> {
   copyFileSync(join(dir, file), join(benchDir, 'profiles', `${workload}.cpuprofile`));
   const summary = summariseProfile(join(dir, file), measured.windowUs);
   say(
-    `profiled ${workload}: ${Math.round(measured.requests / measured.seconds)} req/s under the profiler${workload === 'fanout' ? `, delivery p99 ${milliseconds(measured.p99Ms)} ms` : ''}; top: ${summary.areas
+    `profiled ${workload}: ${Math.round(measured.requests / measured.seconds)} req/s under the profiler${fanoutWorkloads.includes(workload) ? `, delivery p99 ${milliseconds(measured.p99Ms)} ms` : ''}; top: ${summary.areas
       .slice(0, 4)
       .map((a) => `${a.name} ${a.percent}%`)
       .join(', ')}`,

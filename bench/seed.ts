@@ -30,6 +30,16 @@ export function benchRow(id: number): BenchRow {
   return { score: h % 1_000_000, name: `row ${id}`, text };
 }
 
+/**
+ * The filter of fanout-filtered's subscriber `socket` (0-based), each different: a tenth of the scores
+ * from its own start, or the names of a ninth of the rows. A row as benchRow() makes it matches about
+ * one subscriber in five.
+ */
+export function fanoutFilter(socket: number): Record<string, unknown> {
+  const from = (socket * 1000) % 1_000_000;
+  return { $or: [{ score: { $gte: from, $lt: from + 100_000 } }, { name: { $prefix: `row ${1 + (socket % 9)}` } }] };
+}
+
 /** A 32-bit integer hash (Murmur3's finaliser): deterministic, and far from monotonic in `n`. */
 function scramble(n: number): number {
   let h = n >>> 0;

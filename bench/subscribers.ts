@@ -1,19 +1,23 @@
-// One process of feed subscribers, for fanout and idle-sockets: `node --import tsx bench/subscribers.ts
-// '<SubscribersJob as JSON>'`. It opens `sockets` WebSockets to /ws with the key in `api_key`, at most
-// `concurrency` handshakes under way at a time, and prints one JSON line once every socket has its
+// One process of feed subscribers, for fanout, fanout-filtered and idle-sockets: `node --import tsx
+// bench/subscribers.ts '<SubscribersJob as JSON>'`. It opens `sockets` WebSockets to /ws with the key in
+// `api_key` (for fanout-filtered, each with its own filter, seed.ts), at most `concurrency` handshakes
+// under way at a time, and prints one JSON line once every socket has its
 // `ready` (or failed): {"event":"ready", …}. From then on it notes, for every insert message, its row
 // id and the time it arrived (the monotonic clock every process on the machine shares, as the writer's).
 //
 // Then it waits for one line on stdin:
-//   {"deliveries":{"ids":[…],"sentUs":[…]},"drainMs":n}  (fanout) the rows the writer inserted in the
-//     measured window and when each 201 came; waits up to drainMs for every ready socket to have them
-//     all, then prints {"event":"done", …} with the latency of every (message × socket) pair, and its
+//   {"deliveries":{"ids":[…],"rows":[…],"sentUs":[…]},"drainMs":n}  (fanout) the rows the writer
+//     inserted in the measured window and when each 201 came; waits up to drainMs for every ready
+//     socket to have all of them due to it (those its filter matches, if it has one), then prints {"event":"done", …} with the latency of every (message × socket) pair, and its
 //     CPU time from `ready` until the command came;
 //   {"stop":true}  (idle-sockets) prints {"event":"done", …} with the sockets the server closed meanwhile.
 // It then drops every socket and exits; it exits too when stdin closes (the harness went away).
 import { createInterface } from 'node:readline';
 import WebSocket from 'ws';
+import { compileFilter, type Row, type RowTest } from '../src/query/evaluate.ts';
+import { parseFilter } from '../src/query/filter.ts';
 import { monotonicUs } from './measure.ts';
+import { fanoutFilter } from './seed.ts';
 
 export interface SubscribersJob {
   url: string;
@@ -26,18 +30,23 @@ export interface SubscribersJob {
   localAddress: string;
   /** A socket without its `ready` this long after it was opened counts as failed. */
   timeoutSeconds: number;
+  /** fanout-filtered: the index of this process's first socket among all, each socket subscribing with fanoutFilter() of its own. */
+  filteredFrom?: number;
 }
 
 /** What a socket heard: the row ids of the insert messages, and when each arrived. */
 interface Heard {
   socket: WebSocket;
+  /** Its filter, as a test of a row; none: every row is due. */
+  test?: RowTest;
   ready: boolean;
   ids: number[];
   atUs: number[];
 }
 
 const job: SubscribersJob = JSON.parse(process.argv[2]);
-const feedUrl = `${job.url.replace(/^http/, 'ws')}/ws?${new URLSearchParams({ api_key: job.key, collection: job.collection })}`;
+const feedUrl = (filter?: unknown) =>
+  `${job.url.replace(/^http/, 'ws')}/ws?${new URLSearchParams({ api_key: job.key, collection: job.collection, ...(filter ? { filter: JSON.stringify(filter) } : {}) })}`;
 const heard: Heard[] = [];
 const readyMs: number[] = [];
 const failures: Record<string, number> = {};
@@ -55,7 +64,7 @@ for (const reason of Object.keys(failures)) delete failures[reason];
 // The one command, or the end of stdin without one.
 for await (const line of createInterface({ input: process.stdin })) {
   const command = JSON.parse(line);
-  if (command.deliveries) await deliveries(command.deliveries.ids, command.deliveries.sentUs, command.drainMs);
+  if (command.deliveries) await deliveries(command.deliveries, command.drainMs);
   else say({ event: 'done', failures });
   break;
 }
@@ -75,8 +84,9 @@ async function openAll(): Promise<void> {
 
 function open(): Promise<void> {
   const openedUs = monotonicUs();
-  const socket = new WebSocket(feedUrl, { localAddress: job.localAddress, perMessageDeflate: false });
-  const mine: Heard = { socket, ready: false, ids: [], atUs: [] };
+  const filter = job.filteredFrom === undefined ? undefined : fanoutFilter(job.filteredFrom + heard.length);
+  const socket = new WebSocket(feedUrl(filter), { localAddress: job.localAddress, perMessageDeflate: false });
+  const mine: Heard = { socket, test: filter && compileFilter(parseFilter(filter)), ready: false, ids: [], atUs: [] };
   heard.push(mine);
   return new Promise((resolve) => {
     let failed = false;
@@ -111,25 +121,32 @@ function open(): Promise<void> {
   });
 }
 
-/** Waits up to `drainMs` for every ready socket to have every id; prints the latency of each pair that came. */
-async function deliveries(ids: number[], sentUs: number[], drainMs: number): Promise<void> {
+/** Waits up to `drainMs` for every ready socket to have every id due to it; prints the latency of each pair that came. */
+async function deliveries({ ids, rows, sentUs }: { ids: number[]; rows: Row[]; sentUs: number[] }, drainMs: number): Promise<void> {
   // From `ready` to the writer's end (the harness sends this as soon as the writer is done).
   const { user, system } = process.cpuUsage(cpuAtReady);
   const sent = new Map(ids.map((id, i) => [id, sentUs[i]]));
   const listening = heard.filter((h) => h.ready);
-  const expected = listening.length * ids.length;
-  const arrived = () => listening.reduce((n, h) => n + h.ids.filter((id) => sent.has(id)).length, 0);
+  const due = listening.map(({ test }) => new Set(test ? ids.filter((_, i) => test(rows[i])) : ids));
+  const expected = due.reduce((n, ids) => n + ids.size, 0);
+  const arrived = () => listening.reduce((n, h, i) => n + h.ids.filter((id) => due[i].has(id)).length, 0);
   const deadline = Date.now() + drainMs;
   while (arrived() < expected && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
 
   const latenciesUs: number[] = [];
   let delivered = 0;
   let duplicates = 0;
-  for (const h of listening) {
+  /** Rows that came to a socket whose filter they do not match. */
+  let wrong = 0;
+  for (const [index, h] of listening.entries()) {
     const seen = new Set<number>();
     h.ids.forEach((id, i) => {
       const at = sent.get(id);
       if (at === undefined) return; // the warm-up's, or later than the writer's measured window
+      if (!due[index].has(id)) {
+        wrong++;
+        return;
+      }
       if (seen.has(id)) {
         duplicates++;
         return;
@@ -139,7 +156,7 @@ async function deliveries(ids: number[], sentUs: number[], drainMs: number): Pro
       latenciesUs.push(h.atUs[i] - at);
     });
   }
-  say({ event: 'done', expected, delivered, duplicates, failures, latenciesUs, cpuMs: (user + system) / 1000 });
+  say({ event: 'done', expected, delivered, duplicates, wrong, failures, latenciesUs, cpuMs: (user + system) / 1000 });
 }
 
 function finish(): void {

@@ -1,8 +1,8 @@
 // fanout's writer: `node --import tsx bench/writer.ts '<WriterJob as JSON>'`. Inserts one row per
 // request, one request at a time, at a steady `rate` a second: for `warmupSeconds` (not counted), then
 // for `durationSeconds`. Prints one JSON line: Measured (the requests' own latency), plus the id of
-// every row inserted in the measured window and the time its 201 came, on the monotonic clock that
-// the subscriber processes read too.
+// every row inserted in the measured window, the row, and the time its 201 came, on the monotonic clock
+// that the subscriber processes read too.
 import { type Measured, monotonicUs, percentile } from './measure.ts';
 import { benchRow } from './seed.ts';
 
@@ -19,6 +19,8 @@ export interface WriterJob {
 
 export interface Written extends Measured {
   ids: number[];
+  /** Each row as stored: fanout-filtered's subscribers tell from it whether it is due to them. */
+  stored: Record<string, unknown>[];
   sentUs: number[];
   /** Inserts in all, the warm-up's too. */
   inserts: number;
@@ -38,11 +40,13 @@ statusCodes = {};
 failures = 0;
 
 const ids: number[] = [];
+const stored: Record<string, unknown>[] = [];
 const sentUs: number[] = [];
 const latencies: number[] = [];
 const started = monotonicUs();
-await paced(job.durationSeconds, (id, atUs, ms) => {
-  ids.push(id);
+await paced(job.durationSeconds, (row, atUs, ms) => {
+  ids.push(row.id as number);
+  stored.push(row);
   sentUs.push(atUs);
   latencies.push(ms);
 });
@@ -59,13 +63,14 @@ const written: Written = {
   statusCodes,
   windowUs: [started, finished],
   ids,
+  stored,
   sentUs,
   inserts,
 };
 process.stdout.write(`${JSON.stringify(written)}\n`);
 
-/** One insert every 1/rate seconds for `seconds`; `inserted` gets each stored row's id, its 201's time and the request's latency. */
-async function paced(seconds: number, inserted: (id: number, atUs: number, ms: number) => void): Promise<void> {
+/** One insert every 1/rate seconds for `seconds`; `inserted` gets each stored row, its 201's time and the request's latency. */
+async function paced(seconds: number, inserted: (row: Record<string, unknown>, atUs: number, ms: number) => void): Promise<void> {
   const start = performance.now();
   for (let i = 0; i < seconds * job.rate; i++) {
     const wait = start + i * intervalMs - performance.now();
@@ -85,6 +90,6 @@ async function paced(seconds: number, inserted: (id: number, atUs: number, ms: n
       failures++;
       continue;
     }
-    inserted(body[0].id, atUs, (atUs - before) / 1000);
+    inserted(body[0], atUs, (atUs - before) / 1000);
   }
 }

@@ -63,6 +63,14 @@ export interface components {
              */
             events: string;
             /**
+             * @description Only the changes of the rows that match this filter, before or after the change ("Filtered
+             *     subscriptions" above): a filter of the HTTP API's filter language (`openapi.yaml`, the
+             *     `filter` parameter of `listRows`) as JSON text, at most 4 KiB (as compact JSON), 8 levels
+             *     deep and 32 conditions. One that is not valid is a `400` whose errors point into it.
+             * @example {"status":"open","score":{"$gte":10}}
+             */
+            filter?: string;
+            /**
              * @description Resume after this `seq`: a decimal integer from 0 to the collection's latest `seq`, such as
              *     the `seq` of the last message handled or the `Rowbase-Seq` header of a page of rows. Replays
              *     the retained events after it before going live; `410` when one of them was pruned.
@@ -84,6 +92,19 @@ export interface components {
          * @example 41
          */
         LatestSeq: number;
+        /**
+         * @description The whole row as it was before the update, with its `id`. On every update, filtered or not;
+         *     absent only from updates stored before the service kept it (an upgrade of an older version).
+         * @example {
+         *       "id": 7,
+         *       "text": "hello"
+         *     }
+         */
+        PreviousRow: {
+            id: number;
+        } & {
+            [key: string]: unknown;
+        };
         /** @description An RFC 9457 problem details object, the body of every refused upgrade (as on the HTTP API). */
         Problem: {
             code: components["schemas"]["ProblemCode"];
@@ -135,7 +156,8 @@ export interface components {
             [key: string]: unknown;
         };
         /**
-         * @description The event's number in its collection; starts at 1, no gaps, in commit order.
+         * @description The event's number in its collection; starts at 1, no gaps, in commit order. A subscription
+         *     with `events` or `filter` sees only some of the numbers.
          * @example 42
          */
         Seq: number;
@@ -143,6 +165,14 @@ export interface components {
         UpdateMessage: {
             at: components["schemas"]["At"];
             collection: components["schemas"]["CollectionName"];
+            /**
+             * @description Only to a subscription with a `filter`, and only when the row matched it before the change
+             *     and no longer does: the row left the client's view, drop it. Absent, the row after the
+             *     change matches (or there is no filter).
+             * @constant
+             */
+            matches?: false;
+            previous?: components["schemas"]["PreviousRow"];
             row: components["schemas"]["Row"];
             seq: components["schemas"]["Seq"];
             /** @constant */
@@ -158,6 +188,12 @@ export interface components {
              * @example since
              */
             name: string;
+            /**
+             * @description For `filter`: a JSON Pointer (RFC 6901) to the place in the filter that is wrong, empty for
+             *     the whole filter.
+             * @example /score/$gte
+             */
+            pointer?: string;
         };
     };
     responses: never;

@@ -2,11 +2,12 @@
 import { createRequire } from 'node:module';
 const require = createRequire(import.meta.url);
 export const validateFeedQuery = validate10;
-const schema11 = {"type":"object","description":"The query parameters of `GET /ws`. Any other parameter, or one given twice, is a `400`; `api_key` given twice is a `401`, whatever its values.","required":["collection"],"additionalProperties":false,"properties":{"api_key":{"type":"string","description":"The API key, when it is not sent in a header.","examples":["rb_1z7kzo53DFv3lFNOk3iWKdl66zM3d2UE"]},"collection":{"$ref":"CollectionName"},"events":{"type":"string","description":"A comma-separated list of `insert`, `update` and `delete`, in any order; omitted means all\nthree. An empty list or another word is a `400`.\n","pattern":"^(insert|update|delete)(,(insert|update|delete))*$","default":"insert,update,delete","examples":["insert,delete"]},"since":{"type":"string","description":"Resume after this `seq`: a decimal integer from 0 to the collection's latest `seq`, such as\nthe `seq` of the last message handled or the `Rowbase-Seq` header of a page of rows. Replays\nthe retained events after it before going live; `410` when one of them was pruned.\n","pattern":"^(0|[1-9][0-9]{0,15})$","examples":["41"]}}};
+const schema11 = {"type":"object","description":"The query parameters of `GET /ws`. Any other parameter, or one given twice, is a `400`; `api_key` given twice is a `401`, whatever its values.","required":["collection"],"additionalProperties":false,"properties":{"api_key":{"type":"string","description":"The API key, when it is not sent in a header.","examples":["rb_1z7kzo53DFv3lFNOk3iWKdl66zM3d2UE"]},"collection":{"$ref":"CollectionName"},"events":{"type":"string","description":"A comma-separated list of `insert`, `update` and `delete`, in any order; omitted means all\nthree. An empty list or another word is a `400`.\n","pattern":"^(insert|update|delete)(,(insert|update|delete))*$","default":"insert,update,delete","examples":["insert,delete"]},"filter":{"type":"string","description":"Only the changes of the rows that match this filter, before or after the change (\"Filtered\nsubscriptions\" above): a filter of the HTTP API's filter language (`openapi.yaml`, the\n`filter` parameter of `listRows`) as JSON text, at most 4 KiB (as compact JSON), 8 levels\ndeep and 32 conditions. One that is not valid is a `400` whose errors point into it.\n","maxLength":4096,"examples":["{\"status\":\"open\",\"score\":{\"$gte\":10}}"]},"since":{"type":"string","description":"Resume after this `seq`: a decimal integer from 0 to the collection's latest `seq`, such as\nthe `seq` of the last message handled or the `Rowbase-Seq` header of a page of rows. Replays\nthe retained events after it before going live; `410` when one of them was pruned.\n","pattern":"^(0|[1-9][0-9]{0,15})$","examples":["41"]}}};
 const schema12 = {"type":"string","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","examples":["notes"]};
 const pattern0 = new RegExp("^[A-Za-z][A-Za-z0-9_-]{0,62}$", "u");
 const pattern1 = new RegExp("^(insert|update|delete)(,(insert|update|delete))*$", "u");
 const pattern2 = new RegExp("^(0|[1-9][0-9]{0,15})$", "u");
+const func2 = require("ajv/dist/runtime/ucs2length").default;
 
 function validate10(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -26,7 +27,7 @@ vErrors.push(err0);
 errors++;
 }
 for(const key0 in data){
-if(!((((key0 === "api_key") || (key0 === "collection")) || (key0 === "events")) || (key0 === "since"))){
+if(!(((((key0 === "api_key") || (key0 === "collection")) || (key0 === "events")) || (key0 === "filter")) || (key0 === "since"))){
 const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err1];
@@ -97,11 +98,11 @@ vErrors.push(err6);
 }
 errors++;
 }
-if(data.since !== undefined){
-let data3 = data.since;
+if(data.filter !== undefined){
+let data3 = data.filter;
 if(typeof data3 === "string"){
-if(!pattern2.test(data3)){
-const err7 = {instancePath:instancePath+"/since",schemaPath:"#/properties/since/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9][0-9]{0,15})$"},message:"must match pattern \""+"^(0|[1-9][0-9]{0,15})$"+"\""};
+if(func2(data3) > 4096){
+const err7 = {instancePath:instancePath+"/filter",schemaPath:"#/properties/filter/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -112,7 +113,7 @@ errors++;
 }
 }
 else {
-const err8 = {instancePath:instancePath+"/since",schemaPath:"#/properties/since/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err8 = {instancePath:instancePath+"/filter",schemaPath:"#/properties/filter/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -122,14 +123,39 @@ vErrors.push(err8);
 errors++;
 }
 }
-}
-else {
-const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.since !== undefined){
+let data4 = data.since;
+if(typeof data4 === "string"){
+if(!pattern2.test(data4)){
+const err9 = {instancePath:instancePath+"/since",schemaPath:"#/properties/since/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9][0-9]{0,15})$"},message:"must match pattern \""+"^(0|[1-9][0-9]{0,15})$"+"\""};
 if(vErrors === null){
 vErrors = [err9];
 }
 else {
 vErrors.push(err9);
+}
+errors++;
+}
+}
+else {
+const err10 = {instancePath:instancePath+"/since",schemaPath:"#/properties/since/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
 }
 errors++;
 }
@@ -378,7 +404,7 @@ return errors === 0;
 
 export const InsertMessage = validate12;
 const schema17 = {"type":"object","description":"A row was inserted.","required":["type","collection","seq","at","row"],"additionalProperties":false,"properties":{"type":{"type":"string","const":"insert"},"collection":{"$ref":"CollectionName"},"seq":{"$ref":"Seq"},"at":{"$ref":"At"},"row":{"$ref":"Row"}}};
-const schema19 = {"type":"integer","description":"The event's number in its collection; starts at 1, no gaps, in commit order.","minimum":1,"maximum":9007199254740991,"examples":[42]};
+const schema19 = {"type":"integer","description":"The event's number in its collection; starts at 1, no gaps, in commit order. A subscription\nwith `events` or `filter` sees only some of the numbers.\n","minimum":1,"maximum":9007199254740991,"examples":[42]};
 const schema20 = {"type":"string","format":"date-time","description":"When the change was committed (ISO 8601, UTC).","examples":["2026-11-22T10:00:00.000Z"]};
 const schema21 = {"type":"object","description":"A whole row, with its `id` and the client's fields.","required":["id"],"additionalProperties":true,"properties":{"id":{"type":"integer","description":"Assigned by the service; unique and increasing within the collection, never reused.","minimum":1,"maximum":9007199254740991}},"examples":[{"id":7,"text":"hello"}]};
 const formats0 = require("ajv-formats/dist/formats").fullFormats["date-time"];
@@ -633,7 +659,8 @@ return errors === 0;
 }
 
 export const UpdateMessage = validate13;
-const schema22 = {"type":"object","description":"A row was updated.","required":["type","collection","seq","at","row"],"additionalProperties":false,"properties":{"type":{"type":"string","const":"update"},"collection":{"$ref":"CollectionName"},"seq":{"$ref":"Seq"},"at":{"$ref":"At"},"row":{"$ref":"Row"}}};
+const schema22 = {"type":"object","description":"A row was updated.","required":["type","collection","seq","at","row"],"additionalProperties":false,"properties":{"type":{"type":"string","const":"update"},"collection":{"$ref":"CollectionName"},"seq":{"$ref":"Seq"},"at":{"$ref":"At"},"row":{"$ref":"Row"},"previous":{"$ref":"PreviousRow"},"matches":{"type":"boolean","const":false,"description":"Only to a subscription with a `filter`, and only when the row matched it before the change\nand no longer does: the row left the client's view, drop it. Absent, the row after the\nchange matches (or there is no filter).\n"}}};
+const schema27 = {"type":"object","description":"The whole row as it was before the update, with its `id`. On every update, filtered or not;\nabsent only from updates stored before the service kept it (an upgrade of an older version).\n","required":["id"],"additionalProperties":true,"properties":{"id":{"type":"integer","minimum":1,"maximum":9007199254740991}},"examples":[{"id":7,"text":"hello"}]};
 
 function validate13(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -690,7 +717,7 @@ vErrors.push(err4);
 errors++;
 }
 for(const key0 in data){
-if(!(((((key0 === "type") || (key0 === "collection")) || (key0 === "seq")) || (key0 === "at")) || (key0 === "row"))){
+if(!(((((((key0 === "type") || (key0 === "collection")) || (key0 === "seq")) || (key0 === "at")) || (key0 === "row")) || (key0 === "previous")) || (key0 === "matches"))){
 const err5 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err5];
@@ -869,9 +896,11 @@ vErrors.push(err19);
 errors++;
 }
 }
-}
-else {
-const err20 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.previous !== undefined){
+let data6 = data.previous;
+if(data6 && typeof data6 == "object" && !Array.isArray(data6)){
+if(data6.id === undefined){
+const err20 = {instancePath:instancePath+"/previous",schemaPath:"PreviousRow/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -880,12 +909,93 @@ vErrors.push(err20);
 }
 errors++;
 }
+if(data6.id !== undefined){
+let data7 = data6.id;
+if(!(((typeof data7 == "number") && (!(data7 % 1) && !isNaN(data7))) && (isFinite(data7)))){
+const err21 = {instancePath:instancePath+"/previous/id",schemaPath:"PreviousRow/properties/id/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+if((typeof data7 == "number") && (isFinite(data7))){
+if(data7 > 9007199254740991 || isNaN(data7)){
+const err22 = {instancePath:instancePath+"/previous/id",schemaPath:"PreviousRow/properties/id/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9007199254740991},message:"must be <= 9007199254740991"};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+if(data7 < 1 || isNaN(data7)){
+const err23 = {instancePath:instancePath+"/previous/id",schemaPath:"PreviousRow/properties/id/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err24 = {instancePath:instancePath+"/previous",schemaPath:"PreviousRow/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+}
+if(data.matches !== undefined){
+let data8 = data.matches;
+if(typeof data8 !== "boolean"){
+const err25 = {instancePath:instancePath+"/matches",schemaPath:"#/properties/matches/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+if(false !== data8){
+const err26 = {instancePath:instancePath+"/matches",schemaPath:"#/properties/matches/const",keyword:"const",params:{allowedValue: false},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+}
+}
+else {
+const err27 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
 validate13.errors = vErrors;
 return errors === 0;
 }
 
 export const DeleteMessage = validate14;
-const schema27 = {"type":"object","description":"A row was deleted.","required":["type","collection","seq","at","row"],"additionalProperties":false,"properties":{"type":{"type":"string","const":"delete"},"collection":{"$ref":"CollectionName"},"seq":{"$ref":"Seq"},"at":{"$ref":"At"},"row":{"$ref":"Row"}}};
+const schema28 = {"type":"object","description":"A row was deleted.","required":["type","collection","seq","at","row"],"additionalProperties":false,"properties":{"type":{"type":"string","const":"delete"},"collection":{"$ref":"CollectionName"},"seq":{"$ref":"Seq"},"at":{"$ref":"At"},"row":{"$ref":"Row"}}};
 
 function validate14(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -1137,7 +1247,7 @@ return errors === 0;
 }
 
 export const CollectionDeletedMessage = validate15;
-const schema32 = {"type":"object","description":"The collection was deleted; nothing but the close frame (4404) follows.","required":["type","collection"],"additionalProperties":false,"properties":{"type":{"type":"string","const":"collection_deleted"},"collection":{"$ref":"CollectionName"}}};
+const schema33 = {"type":"object","description":"The collection was deleted; nothing but the close frame (4404) follows.","required":["type","collection"],"additionalProperties":false,"properties":{"type":{"type":"string","const":"collection_deleted"},"collection":{"$ref":"CollectionName"}}};
 
 function validate15(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;

@@ -382,6 +382,14 @@ export interface paths {
                  */
                 events?: string;
                 /**
+                 * @description Only the changes of the rows that match this filter, before or after the change: a filter of
+                 *     the filter language (as `listRows` takes it, with the same bounds) as JSON text, URL-encoded.
+                 *     `asyncapi.yaml` says which messages a filtered subscriber gets. A filter that does not parse is
+                 *     `400 validation_failed`, its error naming `filter` and pointing into it (`pointer`, RFC 6901).
+                 * @example {"status":"open"}
+                 */
+                filter?: string;
+                /**
                  * @description Resume after this `seq`: replays the retained events after it, then goes on live (a page's
                  *     `Rowbase-Seq`, or the `seq` of the last message handled).
                  * @example 41
@@ -951,8 +959,8 @@ export interface components {
         /**
          * @description `validation_failed`: the request is no WebSocket upgrade, or a malformed one (its `errors` name the
          *     headers), or its query is not the feed's (`collection` missing or no name, `events` not a list of
-         *     kinds, `since` not a `seq` of the collection, a parameter unknown or given twice), or the request
-         *     target is not a valid URL.
+         *     kinds, `filter` not a valid filter, its errors pointing into it, `since` not a `seq` of the
+         *     collection, a parameter unknown or given twice), or the request target is not a valid URL.
          */
         BadUpgrade: {
             headers: {
@@ -2430,6 +2438,14 @@ export interface operations {
                  */
                 events?: string;
                 /**
+                 * @description Only the changes of the rows that match this filter, before or after the change: a filter of
+                 *     the filter language (as `listRows` takes it, with the same bounds) as JSON text, URL-encoded.
+                 *     `asyncapi.yaml` says which messages a filtered subscriber gets. A filter that does not parse is
+                 *     `400 validation_failed`, its error naming `filter` and pointing into it (`pointer`, RFC 6901).
+                 * @example {"status":"open"}
+                 */
+                filter?: string;
+                /**
                  * @description Resume after this `seq`: replays the retained events after it, then goes on live (a page's
                  *     `Rowbase-Seq`, or the `seq` of the last message handled).
                  * @example 41
@@ -2475,6 +2491,14 @@ export interface operations {
                  * @example insert,delete
                  */
                 events?: string;
+                /**
+                 * @description Only the changes of the rows that match this filter, before or after the change: a filter of
+                 *     the filter language (as `listRows` takes it, with the same bounds) as JSON text, URL-encoded.
+                 *     `asyncapi.yaml` says which messages a filtered subscriber gets. A filter that does not parse is
+                 *     `400 validation_failed`, its error naming `filter` and pointing into it (`pointer`, RFC 6901).
+                 * @example {"status":"open"}
+                 */
+                filter?: string;
                 /**
                  * @description Resume after this `seq`: replays the retained events after it, then goes on live (a page's
                  *     `Rowbase-Seq`, or the `seq` of the last message handled).

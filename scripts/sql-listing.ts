@@ -81,6 +81,10 @@ const sharedListing = (collate: string): Listing => [
   ['collectionsAfterSql', shared.collectionsAfterSql],
   ['oldestEventsSql', shared.oldestEventsSql],
   ['pruneEventsSql', shared.pruneEventsSql],
+  ['exportedCollectionSql', shared.exportedCollectionSql],
+  ['exportRowsSql', shared.exportRowsSql],
+  ['importAdvanceSql', shared.importAdvanceSql],
+  ['lastRowIdSql', shared.lastRowIdSql],
 ];
 
 function sqliteListing(): Listing {
@@ -120,6 +124,7 @@ function sqliteListing(): Listing {
     ['dropSlotKeysSql', sqlite.dropSlotKeysSql],
     ['dropTouchedKeysSql', sqlite.dropTouchedKeysSql],
     ['oldestEventSql', sqlite.oldestEventSql],
+    ['importRowsSql', sqlite.importRowsSql],
     ...sqlite.knexTablesSql.map((sql, index): [string, string] => [`knexTablesSql[${index}]`, sql]),
     // The writer's views and triggers, made when its connection opens: one statement each.
     ...sqlite.sqliteProcedures
@@ -154,6 +159,7 @@ function postgresListing(): Listing {
     ['insertBatchSql', postgres.insertBatchSql],
     ['keysSql', postgres.keysSql('n').sql],
     ['rowKeysSql', postgres.rowKeysSql('n').sql],
+    ['importRowsSql', postgres.importRowsSql],
   ];
 }
 

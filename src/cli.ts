@@ -2,23 +2,15 @@
 // failures of the work itself exit 1.
 import { parseArgs } from 'node:util';
 import document from '../generated/openapi.json' with { type: 'json' };
+import { backupCommand } from './cli/backup.ts';
+import { type Command, print, required, UsageError, withStore } from './cli/command.ts';
+import { exportCommand } from './cli/export.ts';
+import { importCommand } from './cli/import.ts';
 import { ConfigError, configFromEnv } from './config.ts';
-import { withoutPassword } from './db/connect.ts';
 import { instantOf, KeyError, type KeyInfo, type NewKey, type Scope, scopes } from './db/keys.ts';
 import { type Period, periods } from './db/plans.ts';
-import { openStore, type Store } from './db/store.ts';
 import { createLogger } from './log.ts';
 import { root } from './root.ts';
-
-class UsageError extends Error {}
-
-interface Command {
-  usage: string;
-  summary: string;
-  options: Record<string, { type: 'string' | 'boolean'; description: string }>;
-  positionals?: number;
-  run(values: Record<string, string | boolean | undefined>, positionals: string[]): Promise<void>;
-}
 
 const environment = `Environment:
   PORT          port to listen on (default 8080)
@@ -165,6 +157,9 @@ const commands: Record<string, Command> = {
       );
     },
   },
+  export: exportCommand,
+  import: importCommand,
+  backup: backupCommand,
 };
 
 const collectionName = new RegExp(document.components.schemas.CollectionName.pattern);
@@ -231,35 +226,10 @@ function wholeNumber(text: string, name: string, min: number): number {
   return value;
 }
 
-/**
- * Does `work` on the database of DATABASE_URL, then says on stderr which database that was: a key made
- * in another database than the server's is refused by the server, and this line is the hint. (Only once
- * the work is done: a command that fails says why in one line.)
- */
-async function withStore<T>(work: (store: Store) => Promise<T>): Promise<T> {
-  const { databaseUrl } = configFromEnv();
-  const store = await openStore(databaseUrl);
-  try {
-    const done = await work(store);
-    process.stderr.write(`rowbase: database ${withoutPassword(databaseUrl)}\n`);
-    return done;
-  } finally {
-    await store.close();
-  }
-}
-
-const print = (text: string) => process.stdout.write(`${text}\n`);
-
 /** The package's version, from its package.json. */
 async function version(): Promise<string> {
   const { readFile } = await import('node:fs/promises');
   return JSON.parse(await readFile(new URL('package.json', root), 'utf8')).version;
-}
-
-function required(values: Record<string, unknown>, name: string): string {
-  const value = values[name];
-  if (typeof value !== 'string' || value === '') throw new UsageError(`--${name} is required`);
-  return value;
 }
 
 function table(header: string[], rows: string[][]): string {

@@ -15,7 +15,7 @@ insert into collections (account_id, name, created_at, row_count)
 select ?, ?, ?, 0 where (select count(*) from collections where account_id = ?) < ? returning name;
 
 -- insertEventsSql(2)
-insert into events (collection_id, seq, type, row_id, row, at) values (?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?);
+insert into events (collection_id, seq, type, row_id, row, previous, at) values (?, ?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?, ?);
 
 -- collectionSql
 select id, row_count, sorted from collections where account_id = ? and name = ?;
@@ -137,10 +137,11 @@ from collections where account_id = ? and name = ?;
 select last_seq from collections where id = ?;
 
 -- eventSizesSql
-select seq, length(row) as size from events where collection_id = ? and seq > ? and seq <= ? order by seq limit ?;
+select seq, length(row) + coalesce(length(previous), 0) as size from events
+where collection_id = ? and seq > ? and seq <= ? order by seq limit ?;
 
 -- eventsSql
-select seq, type, row, at from events where collection_id = ? and seq > ? and seq <= ? order by seq limit ?;
+select seq, type, row, previous, at from events where collection_id = ? and seq > ? and seq <= ? order by seq limit ?;
 
 -- collectionsAfterSql
 select id, last_seq from collections where id > ? order by id limit ?;
@@ -150,6 +151,20 @@ select seq, at from events where collection_id = ? order by seq limit ?;
 
 -- pruneEventsSql
 delete from events where collection_id = ? and seq <= ?;
+
+-- exportedCollectionSql
+select id, name, created_at, row_count, last_row_id, last_seq from collections where account_id = ? and name = ?;
+
+-- exportRowsSql
+select id, data from rows where collection_id = ? and id > ? order by id limit 1000;
+
+-- importAdvanceSql
+update collections set last_seq = last_seq + ?, row_count = row_count + ?,
+  last_row_id = case when last_row_id < ? then ? else last_row_id end
+where account_id = ? and name = ? and last_row_id < ? returning id, last_seq, sorted;
+
+-- lastRowIdSql
+select last_row_id from collections where account_id = ? and name = ?;
 
 -- getRowSql
 select data from rows
@@ -459,3 +474,7 @@ insert into sort_keys (collection_id, slot, row_id, rank, num, str)
 case jsonb_typeof(j) when 'number' then (j)::numeric when 'boolean' then case when (j)::boolean then 1 else 0 end end,
 case when jsonb_typeof(j) = 'string' then left(j #>> '{}', 400) end from (select regexp_replace(replace(replace(replace(replace(?::text, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
 chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j) r where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str;
+
+-- importRowsSql
+insert into rows (collection_id, id, data)
+select ?::integer, t.id, t.data from unnest(string_to_array(?::text, ',')::bigint[], string_to_array(?::text, chr(10))) as t(id, data);

@@ -15,7 +15,7 @@ insert into collections (account_id, name, created_at, row_count)
 select ?, ?, ?, 0 where (select count(*) from collections where account_id = ?) < ? returning name;
 
 -- insertEventsSql(2)
-insert into events (collection_id, seq, type, row_id, row, at) values (?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?);
+insert into events (collection_id, seq, type, row_id, row, previous, at) values (?, ?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?, ?);
 
 -- collectionSql
 select id, row_count, sorted from collections where account_id = ? and name = ?;
@@ -137,10 +137,11 @@ from collections where account_id = ? and name = ?;
 select last_seq from collections where id = ?;
 
 -- eventSizesSql
-select seq, length(row) as size from events where collection_id = ? and seq > ? and seq <= ? order by seq limit ?;
+select seq, length(row) + coalesce(length(previous), 0) as size from events
+where collection_id = ? and seq > ? and seq <= ? order by seq limit ?;
 
 -- eventsSql
-select seq, type, row, at from events where collection_id = ? and seq > ? and seq <= ? order by seq limit ?;
+select seq, type, row, previous, at from events where collection_id = ? and seq > ? and seq <= ? order by seq limit ?;
 
 -- collectionsAfterSql
 select id, last_seq from collections where id > ? order by id limit ?;
@@ -150,6 +151,20 @@ select seq, at from events where collection_id = ? order by seq limit ?;
 
 -- pruneEventsSql
 delete from events where collection_id = ? and seq <= ?;
+
+-- exportedCollectionSql
+select id, name, created_at, row_count, last_row_id, last_seq from collections where account_id = ? and name = ?;
+
+-- exportRowsSql
+select id, data from rows where collection_id = ? and id > ? order by id limit 1000;
+
+-- importAdvanceSql
+update collections set last_seq = last_seq + ?, row_count = row_count + ?,
+  last_row_id = case when last_row_id < ? then ? else last_row_id end
+where account_id = ? and name = ? and last_row_id < ? returning id, last_seq, sorted;
+
+-- lastRowIdSql
+select last_row_id from collections where account_id = ? and name = ?;
 
 -- rowsSql
 select j.key as i, r.data from json_each(?) j
@@ -584,6 +599,9 @@ delete from sort_keys where collection_id = ? and slot = ? and row_id in (select
 -- oldestEventSql
 select min(seq) as oldest from events where collection_id = ?;
 
+-- importRowsSql
+insert into rows (collection_id, id, data) select ?, value ->> 0, value ->> 1 from json_each(?);
+
 -- knexTablesSql[0]
 create table if not exists knex_migrations
 (id integer not null primary key autoincrement, name varchar(255), batch integer, migration_time datetime);
@@ -621,10 +639,12 @@ create temp view if not exists row_patches_0 (collection_id, i, rid, fields, at)
 -- writer setup: row_patches_0_write
 create temp trigger if not exists row_patches_0_write instead of insert on row_patches_0 begin
   update collections set last_seq = last_seq + 1 where id = new.collection_id and new.rid is not null;
+  insert into events (collection_id, seq, type, row_id, row, previous, at)
+  select collection_id, seq, 'update', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, '{"id":' || id || case old when '{}' then '}' else ',' || substr(cast(old as blob), 2) end, new.at
+    from (select c.id as collection_id, c.last_seq as seq, r.id, r.data as data, r.data as old
+      from collections c join rows r on r.rowid = new.rid where c.id = new.collection_id limit 1 offset 0);
   
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
-  insert into events (collection_id, seq, type, row_id, row, at)
-  select collection_id, seq, 'update', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, new.at from (select c.id as collection_id, c.last_seq as seq, r.id, r.data from collections c join rows r on r.rowid = new.rid where c.id = new.collection_id);
   insert into sort_keys (collection_id, slot, row_id, rank, num, str)
   select collection_id, slot, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
@@ -642,10 +662,12 @@ create temp view if not exists row_patches_1 (collection_id, i, rid, fields, at)
 -- writer setup: row_patches_1_write
 create temp trigger if not exists row_patches_1_write instead of insert on row_patches_1 begin
   update collections set last_seq = last_seq + 1 where id = new.collection_id and new.rid is not null;
-  update rows as r set data = json_set(data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]')) where r.rowid = new.rid;
+  insert into events (collection_id, seq, type, row_id, row, previous, at)
+  select collection_id, seq, 'update', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, '{"id":' || id || case old when '{}' then '}' else ',' || substr(cast(old as blob), 2) end, new.at
+    from (select c.id as collection_id, c.last_seq as seq, r.id, json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]')) as data, r.data as old
+      from collections c join rows r on r.rowid = new.rid where c.id = new.collection_id limit 1 offset 0);
+  update rows as r set data = json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]')) where r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
-  insert into events (collection_id, seq, type, row_id, row, at)
-  select collection_id, seq, 'update', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, new.at from (select c.id as collection_id, c.last_seq as seq, r.id, r.data from collections c join rows r on r.rowid = new.rid where c.id = new.collection_id);
   insert into sort_keys (collection_id, slot, row_id, rank, num, str)
   select collection_id, slot, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
@@ -663,10 +685,12 @@ create temp view if not exists row_patches_2 (collection_id, i, rid, fields, at)
 -- writer setup: row_patches_2_write
 create temp trigger if not exists row_patches_2_write instead of insert on row_patches_2 begin
   update collections set last_seq = last_seq + 1 where id = new.collection_id and new.rid is not null;
-  update rows as r set data = json_set(data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]')) where r.rowid = new.rid;
+  insert into events (collection_id, seq, type, row_id, row, previous, at)
+  select collection_id, seq, 'update', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, '{"id":' || id || case old when '{}' then '}' else ',' || substr(cast(old as blob), 2) end, new.at
+    from (select c.id as collection_id, c.last_seq as seq, r.id, json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]')) as data, r.data as old
+      from collections c join rows r on r.rowid = new.rid where c.id = new.collection_id limit 1 offset 0);
+  update rows as r set data = json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]')) where r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
-  insert into events (collection_id, seq, type, row_id, row, at)
-  select collection_id, seq, 'update', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, new.at from (select c.id as collection_id, c.last_seq as seq, r.id, r.data from collections c join rows r on r.rowid = new.rid where c.id = new.collection_id);
   insert into sort_keys (collection_id, slot, row_id, rank, num, str)
   select collection_id, slot, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
@@ -684,10 +708,12 @@ create temp view if not exists row_patches_3 (collection_id, i, rid, fields, at)
 -- writer setup: row_patches_3_write
 create temp trigger if not exists row_patches_3_write instead of insert on row_patches_3 begin
   update collections set last_seq = last_seq + 1 where id = new.collection_id and new.rid is not null;
-  update rows as r set data = json_set(data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]')) where r.rowid = new.rid;
+  insert into events (collection_id, seq, type, row_id, row, previous, at)
+  select collection_id, seq, 'update', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, '{"id":' || id || case old when '{}' then '}' else ',' || substr(cast(old as blob), 2) end, new.at
+    from (select c.id as collection_id, c.last_seq as seq, r.id, json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]')) as data, r.data as old
+      from collections c join rows r on r.rowid = new.rid where c.id = new.collection_id limit 1 offset 0);
+  update rows as r set data = json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]')) where r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
-  insert into events (collection_id, seq, type, row_id, row, at)
-  select collection_id, seq, 'update', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, new.at from (select c.id as collection_id, c.last_seq as seq, r.id, r.data from collections c join rows r on r.rowid = new.rid where c.id = new.collection_id);
   insert into sort_keys (collection_id, slot, row_id, rank, num, str)
   select collection_id, slot, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
@@ -705,10 +731,12 @@ create temp view if not exists row_patches_4 (collection_id, i, rid, fields, at)
 -- writer setup: row_patches_4_write
 create temp trigger if not exists row_patches_4_write instead of insert on row_patches_4 begin
   update collections set last_seq = last_seq + 1 where id = new.collection_id and new.rid is not null;
-  update rows as r set data = json_set(data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]')) where r.rowid = new.rid;
+  insert into events (collection_id, seq, type, row_id, row, previous, at)
+  select collection_id, seq, 'update', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, '{"id":' || id || case old when '{}' then '}' else ',' || substr(cast(old as blob), 2) end, new.at
+    from (select c.id as collection_id, c.last_seq as seq, r.id, json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]')) as data, r.data as old
+      from collections c join rows r on r.rowid = new.rid where c.id = new.collection_id limit 1 offset 0);
+  update rows as r set data = json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]')) where r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
-  insert into events (collection_id, seq, type, row_id, row, at)
-  select collection_id, seq, 'update', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, new.at from (select c.id as collection_id, c.last_seq as seq, r.id, r.data from collections c join rows r on r.rowid = new.rid where c.id = new.collection_id);
   insert into sort_keys (collection_id, slot, row_id, rank, num, str)
   select collection_id, slot, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
@@ -726,10 +754,12 @@ create temp view if not exists row_patches_5 (collection_id, i, rid, fields, at)
 -- writer setup: row_patches_5_write
 create temp trigger if not exists row_patches_5_write instead of insert on row_patches_5 begin
   update collections set last_seq = last_seq + 1 where id = new.collection_id and new.rid is not null;
-  update rows as r set data = json_set(data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]')) where r.rowid = new.rid;
+  insert into events (collection_id, seq, type, row_id, row, previous, at)
+  select collection_id, seq, 'update', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, '{"id":' || id || case old when '{}' then '}' else ',' || substr(cast(old as blob), 2) end, new.at
+    from (select c.id as collection_id, c.last_seq as seq, r.id, json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]')) as data, r.data as old
+      from collections c join rows r on r.rowid = new.rid where c.id = new.collection_id limit 1 offset 0);
+  update rows as r set data = json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]')) where r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
-  insert into events (collection_id, seq, type, row_id, row, at)
-  select collection_id, seq, 'update', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, new.at from (select c.id as collection_id, c.last_seq as seq, r.id, r.data from collections c join rows r on r.rowid = new.rid where c.id = new.collection_id);
   insert into sort_keys (collection_id, slot, row_id, rank, num, str)
   select collection_id, slot, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
@@ -747,10 +777,12 @@ create temp view if not exists row_patches_6 (collection_id, i, rid, fields, at)
 -- writer setup: row_patches_6_write
 create temp trigger if not exists row_patches_6_write instead of insert on row_patches_6 begin
   update collections set last_seq = last_seq + 1 where id = new.collection_id and new.rid is not null;
-  update rows as r set data = json_set(data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]')) where r.rowid = new.rid;
+  insert into events (collection_id, seq, type, row_id, row, previous, at)
+  select collection_id, seq, 'update', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, '{"id":' || id || case old when '{}' then '}' else ',' || substr(cast(old as blob), 2) end, new.at
+    from (select c.id as collection_id, c.last_seq as seq, r.id, json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]')) as data, r.data as old
+      from collections c join rows r on r.rowid = new.rid where c.id = new.collection_id limit 1 offset 0);
+  update rows as r set data = json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]')) where r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
-  insert into events (collection_id, seq, type, row_id, row, at)
-  select collection_id, seq, 'update', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, new.at from (select c.id as collection_id, c.last_seq as seq, r.id, r.data from collections c join rows r on r.rowid = new.rid where c.id = new.collection_id);
   insert into sort_keys (collection_id, slot, row_id, rank, num, str)
   select collection_id, slot, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
@@ -768,10 +800,12 @@ create temp view if not exists row_patches_7 (collection_id, i, rid, fields, at)
 -- writer setup: row_patches_7_write
 create temp trigger if not exists row_patches_7_write instead of insert on row_patches_7 begin
   update collections set last_seq = last_seq + 1 where id = new.collection_id and new.rid is not null;
-  update rows as r set data = json_set(data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]')) where r.rowid = new.rid;
+  insert into events (collection_id, seq, type, row_id, row, previous, at)
+  select collection_id, seq, 'update', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, '{"id":' || id || case old when '{}' then '}' else ',' || substr(cast(old as blob), 2) end, new.at
+    from (select c.id as collection_id, c.last_seq as seq, r.id, json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]')) as data, r.data as old
+      from collections c join rows r on r.rowid = new.rid where c.id = new.collection_id limit 1 offset 0);
+  update rows as r set data = json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]')) where r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
-  insert into events (collection_id, seq, type, row_id, row, at)
-  select collection_id, seq, 'update', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, new.at from (select c.id as collection_id, c.last_seq as seq, r.id, r.data from collections c join rows r on r.rowid = new.rid where c.id = new.collection_id);
   insert into sort_keys (collection_id, slot, row_id, rank, num, str)
   select collection_id, slot, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
@@ -789,10 +823,12 @@ create temp view if not exists row_patches_8 (collection_id, i, rid, fields, at)
 -- writer setup: row_patches_8_write
 create temp trigger if not exists row_patches_8_write instead of insert on row_patches_8 begin
   update collections set last_seq = last_seq + 1 where id = new.collection_id and new.rid is not null;
-  update rows as r set data = json_set(data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]')) where r.rowid = new.rid;
+  insert into events (collection_id, seq, type, row_id, row, previous, at)
+  select collection_id, seq, 'update', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, '{"id":' || id || case old when '{}' then '}' else ',' || substr(cast(old as blob), 2) end, new.at
+    from (select c.id as collection_id, c.last_seq as seq, r.id, json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]')) as data, r.data as old
+      from collections c join rows r on r.rowid = new.rid where c.id = new.collection_id limit 1 offset 0);
+  update rows as r set data = json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]')) where r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
-  insert into events (collection_id, seq, type, row_id, row, at)
-  select collection_id, seq, 'update', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, new.at from (select c.id as collection_id, c.last_seq as seq, r.id, r.data from collections c join rows r on r.rowid = new.rid where c.id = new.collection_id);
   insert into sort_keys (collection_id, slot, row_id, rank, num, str)
   select collection_id, slot, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
@@ -810,10 +846,12 @@ create temp view if not exists row_patches_9 (collection_id, i, rid, fields, at)
 -- writer setup: row_patches_9_write
 create temp trigger if not exists row_patches_9_write instead of insert on row_patches_9 begin
   update collections set last_seq = last_seq + 1 where id = new.collection_id and new.rid is not null;
-  update rows as r set data = json_set(data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]'), new.fields ->> '$[8][0]', json(new.fields ->> '$[8][1]')) where r.rowid = new.rid;
+  insert into events (collection_id, seq, type, row_id, row, previous, at)
+  select collection_id, seq, 'update', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, '{"id":' || id || case old when '{}' then '}' else ',' || substr(cast(old as blob), 2) end, new.at
+    from (select c.id as collection_id, c.last_seq as seq, r.id, json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]'), new.fields ->> '$[8][0]', json(new.fields ->> '$[8][1]')) as data, r.data as old
+      from collections c join rows r on r.rowid = new.rid where c.id = new.collection_id limit 1 offset 0);
+  update rows as r set data = json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]'), new.fields ->> '$[8][0]', json(new.fields ->> '$[8][1]')) where r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
-  insert into events (collection_id, seq, type, row_id, row, at)
-  select collection_id, seq, 'update', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, new.at from (select c.id as collection_id, c.last_seq as seq, r.id, r.data from collections c join rows r on r.rowid = new.rid where c.id = new.collection_id);
   insert into sort_keys (collection_id, slot, row_id, rank, num, str)
   select collection_id, slot, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
@@ -831,10 +869,12 @@ create temp view if not exists row_patches_10 (collection_id, i, rid, fields, at
 -- writer setup: row_patches_10_write
 create temp trigger if not exists row_patches_10_write instead of insert on row_patches_10 begin
   update collections set last_seq = last_seq + 1 where id = new.collection_id and new.rid is not null;
-  update rows as r set data = json_set(data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]'), new.fields ->> '$[8][0]', json(new.fields ->> '$[8][1]'), new.fields ->> '$[9][0]', json(new.fields ->> '$[9][1]')) where r.rowid = new.rid;
+  insert into events (collection_id, seq, type, row_id, row, previous, at)
+  select collection_id, seq, 'update', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, '{"id":' || id || case old when '{}' then '}' else ',' || substr(cast(old as blob), 2) end, new.at
+    from (select c.id as collection_id, c.last_seq as seq, r.id, json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]'), new.fields ->> '$[8][0]', json(new.fields ->> '$[8][1]'), new.fields ->> '$[9][0]', json(new.fields ->> '$[9][1]')) as data, r.data as old
+      from collections c join rows r on r.rowid = new.rid where c.id = new.collection_id limit 1 offset 0);
+  update rows as r set data = json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]'), new.fields ->> '$[8][0]', json(new.fields ->> '$[8][1]'), new.fields ->> '$[9][0]', json(new.fields ->> '$[9][1]')) where r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
-  insert into events (collection_id, seq, type, row_id, row, at)
-  select collection_id, seq, 'update', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, new.at from (select c.id as collection_id, c.last_seq as seq, r.id, r.data from collections c join rows r on r.rowid = new.rid where c.id = new.collection_id);
   insert into sort_keys (collection_id, slot, row_id, rank, num, str)
   select collection_id, slot, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
@@ -852,10 +892,12 @@ create temp view if not exists row_patches_11 (collection_id, i, rid, fields, at
 -- writer setup: row_patches_11_write
 create temp trigger if not exists row_patches_11_write instead of insert on row_patches_11 begin
   update collections set last_seq = last_seq + 1 where id = new.collection_id and new.rid is not null;
-  update rows as r set data = json_set(data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]'), new.fields ->> '$[8][0]', json(new.fields ->> '$[8][1]'), new.fields ->> '$[9][0]', json(new.fields ->> '$[9][1]'), new.fields ->> '$[10][0]', json(new.fields ->> '$[10][1]')) where r.rowid = new.rid;
+  insert into events (collection_id, seq, type, row_id, row, previous, at)
+  select collection_id, seq, 'update', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, '{"id":' || id || case old when '{}' then '}' else ',' || substr(cast(old as blob), 2) end, new.at
+    from (select c.id as collection_id, c.last_seq as seq, r.id, json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]'), new.fields ->> '$[8][0]', json(new.fields ->> '$[8][1]'), new.fields ->> '$[9][0]', json(new.fields ->> '$[9][1]'), new.fields ->> '$[10][0]', json(new.fields ->> '$[10][1]')) as data, r.data as old
+      from collections c join rows r on r.rowid = new.rid where c.id = new.collection_id limit 1 offset 0);
+  update rows as r set data = json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]'), new.fields ->> '$[8][0]', json(new.fields ->> '$[8][1]'), new.fields ->> '$[9][0]', json(new.fields ->> '$[9][1]'), new.fields ->> '$[10][0]', json(new.fields ->> '$[10][1]')) where r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
-  insert into events (collection_id, seq, type, row_id, row, at)
-  select collection_id, seq, 'update', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, new.at from (select c.id as collection_id, c.last_seq as seq, r.id, r.data from collections c join rows r on r.rowid = new.rid where c.id = new.collection_id);
   insert into sort_keys (collection_id, slot, row_id, rank, num, str)
   select collection_id, slot, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
@@ -873,10 +915,12 @@ create temp view if not exists row_patches_12 (collection_id, i, rid, fields, at
 -- writer setup: row_patches_12_write
 create temp trigger if not exists row_patches_12_write instead of insert on row_patches_12 begin
   update collections set last_seq = last_seq + 1 where id = new.collection_id and new.rid is not null;
-  update rows as r set data = json_set(data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]'), new.fields ->> '$[8][0]', json(new.fields ->> '$[8][1]'), new.fields ->> '$[9][0]', json(new.fields ->> '$[9][1]'), new.fields ->> '$[10][0]', json(new.fields ->> '$[10][1]'), new.fields ->> '$[11][0]', json(new.fields ->> '$[11][1]')) where r.rowid = new.rid;
+  insert into events (collection_id, seq, type, row_id, row, previous, at)
+  select collection_id, seq, 'update', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, '{"id":' || id || case old when '{}' then '}' else ',' || substr(cast(old as blob), 2) end, new.at
+    from (select c.id as collection_id, c.last_seq as seq, r.id, json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]'), new.fields ->> '$[8][0]', json(new.fields ->> '$[8][1]'), new.fields ->> '$[9][0]', json(new.fields ->> '$[9][1]'), new.fields ->> '$[10][0]', json(new.fields ->> '$[10][1]'), new.fields ->> '$[11][0]', json(new.fields ->> '$[11][1]')) as data, r.data as old
+      from collections c join rows r on r.rowid = new.rid where c.id = new.collection_id limit 1 offset 0);
+  update rows as r set data = json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]'), new.fields ->> '$[8][0]', json(new.fields ->> '$[8][1]'), new.fields ->> '$[9][0]', json(new.fields ->> '$[9][1]'), new.fields ->> '$[10][0]', json(new.fields ->> '$[10][1]'), new.fields ->> '$[11][0]', json(new.fields ->> '$[11][1]')) where r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
-  insert into events (collection_id, seq, type, row_id, row, at)
-  select collection_id, seq, 'update', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, new.at from (select c.id as collection_id, c.last_seq as seq, r.id, r.data from collections c join rows r on r.rowid = new.rid where c.id = new.collection_id);
   insert into sort_keys (collection_id, slot, row_id, rank, num, str)
   select collection_id, slot, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
@@ -894,10 +938,12 @@ create temp view if not exists row_patches_13 (collection_id, i, rid, fields, at
 -- writer setup: row_patches_13_write
 create temp trigger if not exists row_patches_13_write instead of insert on row_patches_13 begin
   update collections set last_seq = last_seq + 1 where id = new.collection_id and new.rid is not null;
-  update rows as r set data = json_set(data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]'), new.fields ->> '$[8][0]', json(new.fields ->> '$[8][1]'), new.fields ->> '$[9][0]', json(new.fields ->> '$[9][1]'), new.fields ->> '$[10][0]', json(new.fields ->> '$[10][1]'), new.fields ->> '$[11][0]', json(new.fields ->> '$[11][1]'), new.fields ->> '$[12][0]', json(new.fields ->> '$[12][1]')) where r.rowid = new.rid;
+  insert into events (collection_id, seq, type, row_id, row, previous, at)
+  select collection_id, seq, 'update', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, '{"id":' || id || case old when '{}' then '}' else ',' || substr(cast(old as blob), 2) end, new.at
+    from (select c.id as collection_id, c.last_seq as seq, r.id, json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]'), new.fields ->> '$[8][0]', json(new.fields ->> '$[8][1]'), new.fields ->> '$[9][0]', json(new.fields ->> '$[9][1]'), new.fields ->> '$[10][0]', json(new.fields ->> '$[10][1]'), new.fields ->> '$[11][0]', json(new.fields ->> '$[11][1]'), new.fields ->> '$[12][0]', json(new.fields ->> '$[12][1]')) as data, r.data as old
+      from collections c join rows r on r.rowid = new.rid where c.id = new.collection_id limit 1 offset 0);
+  update rows as r set data = json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]'), new.fields ->> '$[8][0]', json(new.fields ->> '$[8][1]'), new.fields ->> '$[9][0]', json(new.fields ->> '$[9][1]'), new.fields ->> '$[10][0]', json(new.fields ->> '$[10][1]'), new.fields ->> '$[11][0]', json(new.fields ->> '$[11][1]'), new.fields ->> '$[12][0]', json(new.fields ->> '$[12][1]')) where r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
-  insert into events (collection_id, seq, type, row_id, row, at)
-  select collection_id, seq, 'update', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, new.at from (select c.id as collection_id, c.last_seq as seq, r.id, r.data from collections c join rows r on r.rowid = new.rid where c.id = new.collection_id);
   insert into sort_keys (collection_id, slot, row_id, rank, num, str)
   select collection_id, slot, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
@@ -915,10 +961,12 @@ create temp view if not exists row_patches_14 (collection_id, i, rid, fields, at
 -- writer setup: row_patches_14_write
 create temp trigger if not exists row_patches_14_write instead of insert on row_patches_14 begin
   update collections set last_seq = last_seq + 1 where id = new.collection_id and new.rid is not null;
-  update rows as r set data = json_set(data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]'), new.fields ->> '$[8][0]', json(new.fields ->> '$[8][1]'), new.fields ->> '$[9][0]', json(new.fields ->> '$[9][1]'), new.fields ->> '$[10][0]', json(new.fields ->> '$[10][1]'), new.fields ->> '$[11][0]', json(new.fields ->> '$[11][1]'), new.fields ->> '$[12][0]', json(new.fields ->> '$[12][1]'), new.fields ->> '$[13][0]', json(new.fields ->> '$[13][1]')) where r.rowid = new.rid;
+  insert into events (collection_id, seq, type, row_id, row, previous, at)
+  select collection_id, seq, 'update', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, '{"id":' || id || case old when '{}' then '}' else ',' || substr(cast(old as blob), 2) end, new.at
+    from (select c.id as collection_id, c.last_seq as seq, r.id, json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]'), new.fields ->> '$[8][0]', json(new.fields ->> '$[8][1]'), new.fields ->> '$[9][0]', json(new.fields ->> '$[9][1]'), new.fields ->> '$[10][0]', json(new.fields ->> '$[10][1]'), new.fields ->> '$[11][0]', json(new.fields ->> '$[11][1]'), new.fields ->> '$[12][0]', json(new.fields ->> '$[12][1]'), new.fields ->> '$[13][0]', json(new.fields ->> '$[13][1]')) as data, r.data as old
+      from collections c join rows r on r.rowid = new.rid where c.id = new.collection_id limit 1 offset 0);
+  update rows as r set data = json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]'), new.fields ->> '$[8][0]', json(new.fields ->> '$[8][1]'), new.fields ->> '$[9][0]', json(new.fields ->> '$[9][1]'), new.fields ->> '$[10][0]', json(new.fields ->> '$[10][1]'), new.fields ->> '$[11][0]', json(new.fields ->> '$[11][1]'), new.fields ->> '$[12][0]', json(new.fields ->> '$[12][1]'), new.fields ->> '$[13][0]', json(new.fields ->> '$[13][1]')) where r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
-  insert into events (collection_id, seq, type, row_id, row, at)
-  select collection_id, seq, 'update', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, new.at from (select c.id as collection_id, c.last_seq as seq, r.id, r.data from collections c join rows r on r.rowid = new.rid where c.id = new.collection_id);
   insert into sort_keys (collection_id, slot, row_id, rank, num, str)
   select collection_id, slot, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
@@ -936,10 +984,12 @@ create temp view if not exists row_patches_15 (collection_id, i, rid, fields, at
 -- writer setup: row_patches_15_write
 create temp trigger if not exists row_patches_15_write instead of insert on row_patches_15 begin
   update collections set last_seq = last_seq + 1 where id = new.collection_id and new.rid is not null;
-  update rows as r set data = json_set(data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]'), new.fields ->> '$[8][0]', json(new.fields ->> '$[8][1]'), new.fields ->> '$[9][0]', json(new.fields ->> '$[9][1]'), new.fields ->> '$[10][0]', json(new.fields ->> '$[10][1]'), new.fields ->> '$[11][0]', json(new.fields ->> '$[11][1]'), new.fields ->> '$[12][0]', json(new.fields ->> '$[12][1]'), new.fields ->> '$[13][0]', json(new.fields ->> '$[13][1]'), new.fields ->> '$[14][0]', json(new.fields ->> '$[14][1]')) where r.rowid = new.rid;
+  insert into events (collection_id, seq, type, row_id, row, previous, at)
+  select collection_id, seq, 'update', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, '{"id":' || id || case old when '{}' then '}' else ',' || substr(cast(old as blob), 2) end, new.at
+    from (select c.id as collection_id, c.last_seq as seq, r.id, json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]'), new.fields ->> '$[8][0]', json(new.fields ->> '$[8][1]'), new.fields ->> '$[9][0]', json(new.fields ->> '$[9][1]'), new.fields ->> '$[10][0]', json(new.fields ->> '$[10][1]'), new.fields ->> '$[11][0]', json(new.fields ->> '$[11][1]'), new.fields ->> '$[12][0]', json(new.fields ->> '$[12][1]'), new.fields ->> '$[13][0]', json(new.fields ->> '$[13][1]'), new.fields ->> '$[14][0]', json(new.fields ->> '$[14][1]')) as data, r.data as old
+      from collections c join rows r on r.rowid = new.rid where c.id = new.collection_id limit 1 offset 0);
+  update rows as r set data = json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]'), new.fields ->> '$[8][0]', json(new.fields ->> '$[8][1]'), new.fields ->> '$[9][0]', json(new.fields ->> '$[9][1]'), new.fields ->> '$[10][0]', json(new.fields ->> '$[10][1]'), new.fields ->> '$[11][0]', json(new.fields ->> '$[11][1]'), new.fields ->> '$[12][0]', json(new.fields ->> '$[12][1]'), new.fields ->> '$[13][0]', json(new.fields ->> '$[13][1]'), new.fields ->> '$[14][0]', json(new.fields ->> '$[14][1]')) where r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
-  insert into events (collection_id, seq, type, row_id, row, at)
-  select collection_id, seq, 'update', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, new.at from (select c.id as collection_id, c.last_seq as seq, r.id, r.data from collections c join rows r on r.rowid = new.rid where c.id = new.collection_id);
   insert into sort_keys (collection_id, slot, row_id, rank, num, str)
   select collection_id, slot, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,
@@ -957,10 +1007,12 @@ create temp view if not exists row_patches_16 (collection_id, i, rid, fields, at
 -- writer setup: row_patches_16_write
 create temp trigger if not exists row_patches_16_write instead of insert on row_patches_16 begin
   update collections set last_seq = last_seq + 1 where id = new.collection_id and new.rid is not null;
-  update rows as r set data = json_set(data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]'), new.fields ->> '$[8][0]', json(new.fields ->> '$[8][1]'), new.fields ->> '$[9][0]', json(new.fields ->> '$[9][1]'), new.fields ->> '$[10][0]', json(new.fields ->> '$[10][1]'), new.fields ->> '$[11][0]', json(new.fields ->> '$[11][1]'), new.fields ->> '$[12][0]', json(new.fields ->> '$[12][1]'), new.fields ->> '$[13][0]', json(new.fields ->> '$[13][1]'), new.fields ->> '$[14][0]', json(new.fields ->> '$[14][1]'), new.fields ->> '$[15][0]', json(new.fields ->> '$[15][1]')) where r.rowid = new.rid;
+  insert into events (collection_id, seq, type, row_id, row, previous, at)
+  select collection_id, seq, 'update', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, '{"id":' || id || case old when '{}' then '}' else ',' || substr(cast(old as blob), 2) end, new.at
+    from (select c.id as collection_id, c.last_seq as seq, r.id, json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]'), new.fields ->> '$[8][0]', json(new.fields ->> '$[8][1]'), new.fields ->> '$[9][0]', json(new.fields ->> '$[9][1]'), new.fields ->> '$[10][0]', json(new.fields ->> '$[10][1]'), new.fields ->> '$[11][0]', json(new.fields ->> '$[11][1]'), new.fields ->> '$[12][0]', json(new.fields ->> '$[12][1]'), new.fields ->> '$[13][0]', json(new.fields ->> '$[13][1]'), new.fields ->> '$[14][0]', json(new.fields ->> '$[14][1]'), new.fields ->> '$[15][0]', json(new.fields ->> '$[15][1]')) as data, r.data as old
+      from collections c join rows r on r.rowid = new.rid where c.id = new.collection_id limit 1 offset 0);
+  update rows as r set data = json_set(r.data, new.fields ->> '$[0][0]', json(new.fields ->> '$[0][1]'), new.fields ->> '$[1][0]', json(new.fields ->> '$[1][1]'), new.fields ->> '$[2][0]', json(new.fields ->> '$[2][1]'), new.fields ->> '$[3][0]', json(new.fields ->> '$[3][1]'), new.fields ->> '$[4][0]', json(new.fields ->> '$[4][1]'), new.fields ->> '$[5][0]', json(new.fields ->> '$[5][1]'), new.fields ->> '$[6][0]', json(new.fields ->> '$[6][1]'), new.fields ->> '$[7][0]', json(new.fields ->> '$[7][1]'), new.fields ->> '$[8][0]', json(new.fields ->> '$[8][1]'), new.fields ->> '$[9][0]', json(new.fields ->> '$[9][1]'), new.fields ->> '$[10][0]', json(new.fields ->> '$[10][1]'), new.fields ->> '$[11][0]', json(new.fields ->> '$[11][1]'), new.fields ->> '$[12][0]', json(new.fields ->> '$[12][1]'), new.fields ->> '$[13][0]', json(new.fields ->> '$[13][1]'), new.fields ->> '$[14][0]', json(new.fields ->> '$[14][1]'), new.fields ->> '$[15][0]', json(new.fields ->> '$[15][1]')) where r.rowid = new.rid;
   select raise(abort, 'row too large') from rows r where r.rowid = new.rid and length(cast(r.data as blob)) > 15728640;
-  insert into events (collection_id, seq, type, row_id, row, at)
-  select collection_id, seq, 'update', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, new.at from (select c.id as collection_id, c.last_seq as seq, r.id, r.data from collections c join rows r on r.rowid = new.rid where c.id = new.collection_id);
   insert into sort_keys (collection_id, slot, row_id, rank, num, str)
   select collection_id, slot, id, case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
     when 'object' then 4 when 'array' then 4 else 5 end,

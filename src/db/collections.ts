@@ -28,13 +28,19 @@ export async function listCollections({ query, codePointOrder }: Dialect, accoun
 }
 
 /**
- * Makes the account's collection `name`: 409 when the account has one of that name, or holds `max`
+ * Makes the account's collection `name`, made at `created_at` (default now; an import keeps the time
+ * its collection was first made): 409 when the account has one of that name, or holds `max`
  * collections already (default: no bound). Exact under concurrency: the transaction's first statement
  * writes the account's row, which holds it until commit, so that creations of one account count one
  * after another.
  */
-export async function createCollection(db: Dialect, accountId: number, name: string, max = Number.MAX_SAFE_INTEGER): Promise<Collection> {
-  const created_at = new Date().toISOString();
+export async function createCollection(
+  db: Dialect,
+  accountId: number,
+  name: string,
+  max = Number.MAX_SAFE_INTEGER,
+  created_at = new Date().toISOString(),
+): Promise<Collection> {
   try {
     const inserted = await db.knex.transaction(async (trx) => {
       await db.run(trx, lockAccountSql, [accountId]);

@@ -10,17 +10,27 @@ export interface StoredEvent {
   seq: number;
   type: EventType;
   row: Row;
+  /**
+   * An update's row as it was before (asyncapi.yaml, UpdateMessage): undefined for inserts and
+   * deletes, and for updates stored before events kept it.
+   */
+  previous?: Row;
   at: string;
 }
 
-/** A row as an event carries it: its id, and the whole row (id included) as JSON text. */
+/** A row as an event carries it: its id, and the whole row (id included) as JSON text; an update's row before it too. */
 export interface EventRow {
   id: number;
   json: string;
+  previous?: string;
 }
 
-/** The event row of the row `id` whose stored text is `data`. */
-export const eventRow = (id: number, data: string): EventRow => ({ id, json: rowJson(id, data) });
+/** The event row of the row `id` whose stored text is `data`, and was `before` (an update's). */
+export const eventRow = (id: number, data: string, before?: string): EventRow => ({
+  id,
+  json: rowJson(id, data),
+  previous: before === undefined ? undefined : rowJson(id, before),
+});
 
 /**
  * Writes the events of one change inside its transaction. `lastSeq` is the collection's seq after the
@@ -36,7 +46,7 @@ export async function appendEvents(
 ): Promise<void> {
   const at = new Date().toISOString();
   const first = lastSeq - rows.length + 1;
-  const values = rows.map((row, index) => [collectionId, first + index, type, row.id, row.json, at]);
+  const values = rows.map((row, index) => [collectionId, first + index, type, row.id, row.json, row.previous ?? null, at]);
   for (let start = 0; start < values.length; start += EVENTS_PER_STATEMENT) {
     const chunk = values.slice(start, start + EVENTS_PER_STATEMENT);
     await db.run(trx, insertEventsSql(chunk.length), chunk.flat() as SqlValue[]);
@@ -44,7 +54,7 @@ export async function appendEvents(
   await db.announce(trx, collectionId);
 }
 
-/** SQLite's default limit on bound variables per statement is 32766: six a event, well under it. */
+/** SQLite's default limit on bound variables per statement is 32766: seven an event, well under it. */
 const EVENTS_PER_STATEMENT = 1000;
 
 /** Where a feed of the account's collection `name` can start. */
@@ -106,7 +116,7 @@ export async function readEvents({ query }: Dialect, collectionId: number, page:
       upTo = Number(seq);
     }
   }
-  const rows = await query<{ seq: number | string; type: EventType; row: string; at: string }>(eventsSql, [
+  const rows = await query<{ seq: number | string; type: EventType; row: string; previous: string | null; at: string }>(eventsSql, [
     collectionId,
     page.after,
     upTo,
@@ -117,6 +127,7 @@ export async function readEvents({ query }: Dialect, collectionId: number, page:
     seq: Number(event.seq),
     type: event.type,
     row: JSON.parse(event.row),
+    previous: event.previous === null ? undefined : JSON.parse(event.previous),
     at: event.at,
   }));
 }

@@ -99,6 +99,12 @@ export async function createKey(db: Dialect, account: string, plan?: string, lim
   });
 }
 
+/** The id of the account `name`, or undefined when there is none. */
+export async function accountIdOf({ query }: Dialect, name: string): Promise<number | undefined> {
+  const [account] = await query<{ id: number | string }>(accountByNameSql, [name]);
+  return account ? Number(account.id) : undefined;
+}
+
 /**
  * Makes a new key for the account `accountId`, unless it holds `maxLive` live keys already (neither
  * revoked nor expired): then 409. Exact under concurrency, as createCollection is: the transaction's

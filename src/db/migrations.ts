@@ -151,6 +151,18 @@ const migrations = (schema: DialectSchema): Record<string, Knex.Migration> => ({
       }
     },
   },
+  '0009_event_previous': {
+    async up(knex) {
+      // The whole row, with its id, as it was before an update (asyncapi.yaml, UpdateMessage `previous`);
+      // null for inserts and deletes, and for the updates stored before this step.
+      await knex.schema.alterTable('events', (t) => {
+        t.text('previous');
+      });
+    },
+    async down(knex) {
+      await knex.raw('alter table events drop column previous');
+    },
+  },
 });
 
 /** A migration that changes nothing on a dialect. */

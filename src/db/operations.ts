@@ -9,7 +9,10 @@ import { createCollection, deleteCollection, getCollection, listCollections } fr
 import type { Dialect } from './dialect.ts';
 import { DatabaseClosedError, type ErrorCodes, translateError } from './errors.ts';
 import { feedStart, latestSeq, readEvents } from './events.ts';
+import type { CollectionReader } from './exports.ts';
+import { type ImportedRow, lastRowIdOf } from './imports.ts';
 import {
+  accountIdOf,
   createAccountKey,
   createKey,
   hashKey,
@@ -45,7 +48,27 @@ export interface RowOperations {
   updateRow(accountId: number, collection: string, rowId: number, patch: Fields): Promise<Json<Row>>;
   /** Deletes the row, with one delete event carrying the row as it was. */
   deleteRow(accountId: number, collection: string, rowId: number): Promise<void>;
+  /** Hands the collection and then its rows, by id, to `reader`, all read in one snapshot (exports.ts); 404 when it does not exist. */
+  exportCollection(accountId: number, collection: string, reader: CollectionReader): Promise<void>;
+  /**
+   * Stores every row or none, each with the id it gives (above the collection's last), and one insert
+   * event each; moves the collection's last row id up to `lastRowId` if that is past them (imports.ts).
+   */
+  importRows(accountId: number, collection: string, rows: ImportedRow[], lastRowId: number): Promise<void>;
 }
+
+/** How a dialect copies its database while it serves (`rowbase backup`; docs/operations.md, "Backup"). */
+export interface Backups {
+  /**
+   * Copies the database to the file `target`, which must not exist unless `replace`; the copy holds
+   * every transaction committed before it began. BackupRefusedError for a target that exists, and
+   * on PostgreSQL, whose pg_dump does this.
+   */
+  backup(target: string, replace: boolean): Promise<void>;
+}
+
+/** A backup that cannot be made as asked; the message says why, in one line. */
+export class BackupRefusedError extends Error {}
 
 // biome-ignore lint/suspicious/noExplicitAny: any argument list; the bound types below stay exact.
 type SharedFunction = (db: Dialect, ...args: any[]) => Promise<unknown>;
@@ -53,6 +76,7 @@ type Bound<F> = F extends (db: Dialect, ...args: infer A) => infer R ? (...args:
 
 /** The operations both dialects share, each taking the Dialect first. */
 const shared = {
+  accountIdOf,
   createCollection,
   deleteCollection,
   getCollection,
@@ -74,6 +98,7 @@ const shared = {
   feedStart,
   latestSeq,
   readEvents,
+  lastRowIdOf,
   collectionsAfter,
   pruneEventBatch,
   /** Answers when the database does. */
@@ -82,7 +107,8 @@ const shared = {
   },
 } satisfies Record<string, SharedFunction>;
 
-export type Store = { [K in keyof typeof shared]: Bound<(typeof shared)[K]> } & RowOperations & {
+export type Store = { [K in keyof typeof shared]: Bound<(typeof shared)[K]> } & RowOperations &
+  Backups & {
     /**
      * The principal of a live key, or undefined for an unknown, revoked or expired one; answers are
      * kept for up to half a second (principals.ts), and forgotten when this store revokes a key. Each
@@ -101,7 +127,7 @@ export type Store = { [K in keyof typeof shared]: Bound<(typeof shared)[K]> } & 
  * The Store of a dialect: the shared operations bound to `db`, and the dialect's `rows`, each with its
  * errors translated by `codes`. Once `close` has begun, every error is the 503 of a closed database.
  */
-export function assembleStore(db: Dialect, rows: RowOperations, codes: ErrorCodes, close: () => Promise<void>): Store {
+export function assembleStore(db: Dialect, rows: RowOperations, backups: Backups, codes: ErrorCodes, close: () => Promise<void>): Store {
   let closed = false;
   const translated =
     // biome-ignore lint/suspicious/noExplicitAny: forwarded as received.
@@ -116,7 +142,7 @@ export function assembleStore(db: Dialect, rows: RowOperations, codes: ErrorCode
   const bound = Object.fromEntries([
     ...Object.entries(shared).map(([name, operation]) => [name, translated((...args) => (operation as SharedFunction)(db, ...args))]),
     ...Object.entries(rows).map(([name, operation]) => [name, translated(operation)]),
-  ]) as Omit<Store, 'findPrincipal' | 'changes' | 'knex' | 'close'>;
+  ]) as Omit<Store, 'findPrincipal' | 'changes' | 'knex' | 'close' | 'backup'>;
   const principals = new PrincipalCache((key) => bound.principalOf(hashKey(key)));
   // The key uses the cache noted, written every second; those that fail are tried again with the next.
   let noting: Promise<void> = Promise.resolve();
@@ -144,6 +170,7 @@ export function assembleStore(db: Dialect, rows: RowOperations, codes: ErrorCode
       principals.forget();
       return revoked;
     },
+    backup: backups.backup,
     changes: db.changes,
     knex: db.knex,
     close: async () => {

@@ -21,9 +21,9 @@ export const lockAccountSql = 'update accounts set id = id where id = ?';
 export const createCollectionSql = `insert into collections (account_id, name, created_at, row_count)
   select ?, ?, ?, 0 where (select count(*) from collections where account_id = ?) < ? returning name`;
 
-/** The events of a change, `n` of them, six values each: collection, seq, type, row id, row, time. */
+/** The events of a change, `n` of them, seven values each: collection, seq, type, row id, row, the row before (or null), time. */
 export const insertEventsSql = (n: number) =>
-  `insert into events (collection_id, seq, type, row_id, row, at) values ${Array.from({ length: n }, () => '(?, ?, ?, ?, ?, ?)').join(', ')}`;
+  `insert into events (collection_id, seq, type, row_id, row, previous, at) values ${Array.from({ length: n }, () => '(?, ?, ?, ?, ?, ?, ?)').join(', ')}`;
 
 /** The account's collection by name, as a page ordered through a sort index needs it. */
 export const collectionSql = 'select id, row_count, sorted from collections where account_id = ? and name = ?';
@@ -50,9 +50,10 @@ export const pageRange = 'limit +? offset ?';
 
 /**
  * A row's JSON text from its columns `id` and `data` (its fields but id, as JSON.stringify wrote
- * them), as rowJson() in rows.ts makes it: `rest` is the SQL of `data` after its `{`.
+ * them; or the column named `data`), as rowJson() in rows.ts makes it: `rest` is the SQL of that
+ * text after its `{`.
  */
-export const rowJsonWith = (rest: string) => `'{"id":' || id || case data when '{}' then '}' else ',' || ${rest} end`;
+export const rowJsonWith = (rest: string, data = 'data') => `'{"id":' || id || case ${data} when '{}' then '}' else ',' || ${rest} end`;
 
 /**
  * After an INSERT … SELECT of sort keys, a row's key replaces the one it had (SQLite needs the WHERE to
@@ -129,11 +130,33 @@ export const addUsageSql = `insert into usage_counts (account_id, period_start, 
 export const feedStartSql = `select id, last_seq, (select min(seq) from events where collection_id = collections.id) as oldest
   from collections where account_id = ? and name = ?`;
 export const latestSeqSql = 'select last_seq from collections where id = ?';
-/** A page of a collection's events after a seq, up to a seq: their sizes, then the events. */
-export const eventSizesSql =
-  'select seq, length(row) as size from events where collection_id = ? and seq > ? and seq <= ? order by seq limit ?';
-export const eventsSql = 'select seq, type, row, at from events where collection_id = ? and seq > ? and seq <= ? order by seq limit ?';
+/** A page of a collection's events after a seq, up to a seq: their sizes (the row before an update counted too), then the events. */
+export const eventSizesSql = `select seq, length(row) + coalesce(length(previous), 0) as size from events
+  where collection_id = ? and seq > ? and seq <= ? order by seq limit ?`;
+export const eventsSql =
+  'select seq, type, row, previous, at from events where collection_id = ? and seq > ? and seq <= ? order by seq limit ?';
 
 export const collectionsAfterSql = 'select id, last_seq from collections where id > ? order by id limit ?';
 export const oldestEventsSql = 'select seq, at from events where collection_id = ? order by seq limit ?';
 export const pruneEventsSql = 'delete from events where collection_id = ? and seq <= ?';
+
+// Export and import (exports.ts, imports.ts; docs/operations.md, "Export and import").
+
+/** The rows of one page of an export at most: a bound on what the command holds at once. */
+export const EXPORT_PAGE_ROWS = 1000;
+/** The collection as an export describes it, read in the export's snapshot. */
+export const exportedCollectionSql =
+  'select id, name, created_at, row_count, last_row_id, last_seq from collections where account_id = ? and name = ?';
+/** The page of an export after row id `?`, by id: keyset pages, each found through the primary key. */
+export const exportRowsSql = `select id, data from rows where collection_id = ? and id > ? order by id limit ${EXPORT_PAGE_ROWS}`;
+/**
+ * An import's first statement (imports.ts), advance() for rows that bring their own ids: moves the
+ * collection's seq by `?` events and its row count by `?` rows, and its last row id up to `?` (never
+ * down); found by account and name, and only while its last row id is below `?`, the first id
+ * imported. Answers its id, its last seq, now taken, and its sorted fields.
+ */
+export const importAdvanceSql = `update collections set last_seq = last_seq + ?, row_count = row_count + ?,
+    last_row_id = case when last_row_id < ? then ? else last_row_id end
+  where account_id = ? and name = ? and last_row_id < ? returning id, last_seq, sorted`;
+/** The last row id the collection has handed out, where an import resumed goes on from. */
+export const lastRowIdSql = 'select last_row_id from collections where account_id = ? and name = ?';

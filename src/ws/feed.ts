@@ -159,11 +159,12 @@ export function createFeed({ store, config, log, admit }: FeedOptions): Feed {
   }
 
   function subscribe(socket: WebSocket, connection: Duplex, request: FeedRequest): void {
-    const { collectionId, collection, kinds, since } = request;
+    const { collectionId, collection, kinds, since, filter } = request;
     const subscriber = new Subscriber(socket, connection, {
       collection,
       kinds,
       since,
+      filter,
       maxBufferBytes: config.feedMaxBufferBytes,
       readEvents: (after, upTo) => store.readEvents(collectionId, { ...PAGE, after, upTo }),
       latestSeq: () => store.latestSeq(collectionId),
@@ -190,7 +191,7 @@ export function createFeed({ store, config, log, admit }: FeedOptions): Feed {
       tails.set(collectionId, tail);
     }
     tail.join(subscriber);
-    log.info({ account: request.principal.account, collection, events: kinds, since }, 'feed subscribed');
+    log.info({ account: request.principal.account, collection, events: kinds, since, filtered: filter !== undefined }, 'feed subscribed');
   }
 
   return {

@@ -15,13 +15,18 @@ export const readyMessage = (collection: string, events: EventType[], seq: numbe
   seq,
 });
 
-export const changeMessage = (collection: string, event: StoredEvent): ChangeMessage => ({
-  type: event.type,
-  collection,
-  seq: event.seq,
-  at: event.at,
-  row: event.row,
-});
+/**
+ * The message of a committed change. An update carries the row as it was (`previous`) when its event
+ * kept it, and, with `left`, `"matches": false`: to a filtered subscriber, the row left its view.
+ */
+export function changeMessage(collection: string, event: StoredEvent, left = false): ChangeMessage {
+  const { type, seq, at, row, previous } = event;
+  if (type !== 'update') return { type, collection, seq, at, row };
+  const message: ChangeMessage = { type, collection, seq, at, row };
+  if (previous) message.previous = previous;
+  if (left) message.matches = false;
+  return message;
+}
 
 export const collectionDeletedMessage = (collection: string): CollectionDeletedMessage => ({ type: 'collection_deleted', collection });
 

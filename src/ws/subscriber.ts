@@ -3,18 +3,17 @@ import type { Duplex } from 'node:stream';
 import type { WebSocket } from 'ws';
 import type { EventType, StoredEvent } from '../db/events.ts';
 import type { Logger } from '../log.ts';
+import { compileFilter, type RowTest } from '../query/evaluate.ts';
+import type { Filter } from '../query/filter.ts';
+import { Delivery } from './delivery.ts';
 import { textFrame, writeFrame } from './frames.ts';
-import { type CloseCode, changeMessage, closeCodes, collectionDeletedMessage, readyMessage } from './messages.ts';
-
-/** A committed change on its way to the subscribers: its kind, and its message framed once for all of them. */
-export interface Delivery {
-  type: EventType;
-  frame: Buffer;
-}
+import { type CloseCode, closeCodes, collectionDeletedMessage, readyMessage } from './messages.ts';
 
 export interface SubscriberOptions {
   collection: string;
   kinds: EventType[];
+  /** Only the changes that touch the rows matching it (asyncapi.yaml, "Filtered subscriptions"); default: every change. */
+  filter?: Filter;
   /** Replay the retained events after this seq before going live. */
   since?: number;
   /** Bytes the client may fall behind by (not yet taken by its socket, or held back) before 4008. */
@@ -37,6 +36,8 @@ export class Subscriber extends EventEmitter<{ end: [] }> {
   /** Settles when the replay (if any) is over. */
   replaying: Promise<void> = Promise.resolve();
   private readonly kinds: Set<EventType>;
+  /** The filter, compiled once: each change is tested against it for this client alone. */
+  private readonly test: RowTest | undefined;
   private ended = false;
   private alive = true;
   private held: Buffer[] | undefined;
@@ -50,6 +51,7 @@ export class Subscriber extends EventEmitter<{ end: [] }> {
   ) {
     super();
     this.kinds = new Set(options.kinds);
+    this.test = options.filter && compileFilter(options.filter);
     this.closed = once(socket, 'close').catch(() => {});
     socket.on('pong', () => {
       this.alive = true;
@@ -82,11 +84,11 @@ export class Subscriber extends EventEmitter<{ end: [] }> {
   }
 
   /**
-   * Committed changes, in seq order (a page of them at most): those of the kinds the client chose are
-   * sent, in one system call however many (the socket is corked meanwhile), unless the client is already
-   * too far behind. What is corked is not behind yet, so the bound is checked before the page, not
-   * within it: a client may fall behind by up to a page more than the bound, whose frames are the same
-   * Buffers for every subscriber.
+   * Committed changes, in seq order (a page of them at most): those of the kinds the client chose, and
+   * that touch its view, are sent, in one system call however many (the socket is corked meanwhile),
+   * unless the client is already too far behind. What is corked is not behind yet, so the bound is
+   * checked before the page, not within it: a client may fall behind by up to a page more than the
+   * bound, whose frames are the same Buffers for every subscriber they are due to.
    */
   deliver(deliveries: readonly Delivery[]): void {
     if (this.ended) return;
@@ -99,7 +101,10 @@ export class Subscriber extends EventEmitter<{ end: [] }> {
       return;
     }
     this.connection.cork();
-    for (const { type, frame } of deliveries) if (this.kinds.has(type)) writeFrame(this.socket, this.connection, frame);
+    for (const delivery of deliveries) {
+      const frame = this.frameOf(delivery);
+      if (frame) writeFrame(this.socket, this.connection, frame);
+    }
     this.connection.uncork();
   }
 
@@ -126,9 +131,16 @@ export class Subscriber extends EventEmitter<{ end: [] }> {
     this.socket.close(code, reason);
   }
 
+  /** What this client gets of a change: undefined for a kind it did not choose, or a change outside its view. */
+  private frameOf(delivery: Delivery): Buffer | undefined {
+    return this.kinds.has(delivery.type) ? delivery.frameFor(this.test) : undefined;
+  }
+
   /** Keeps a live message back while the replay runs. */
-  private hold({ type, frame }: Delivery): void {
-    if (!this.held || !this.kinds.has(type)) return;
+  private hold(delivery: Delivery): void {
+    if (!this.held) return;
+    const frame = this.frameOf(delivery);
+    if (!frame) return;
     this.held.push(frame);
     this.heldBytes += frame.length;
     if (this.heldBytes + this.socket.bufferedAmount > this.options.maxBufferBytes) this.close(closeCodes.slowConsumer);
@@ -145,10 +157,10 @@ export class Subscriber extends EventEmitter<{ end: [] }> {
   }
 
   /**
-   * Replays the events with `since` < seq ≤ `upTo` a page at a time, at the pace the socket takes them:
-   * whenever half the buffer bound is waiting, it waits for the socket to take the last message sent.
-   * So a client that reads, however much it has to catch up on, is never closed as slow, and a replay
-   * holds at most a page in memory. Retained events have no gaps: one found here means they were pruned
+   * Replays the events with `since` < seq ≤ `upTo`, as this client would have got them live (frameOf()),
+   * a page at a time, at the pace the socket takes them: whenever half the buffer bound is waiting, it
+   * waits for the socket to take the last message sent. So a client that reads, however much it has to
+   * catch up on, is never closed as slow, and a replay holds at most a page in memory. Retained events have no gaps: one found here means they were pruned
    * since the upgrade was checked, and the client is told so (4410).
    */
   private async replay(since: number, upTo: number): Promise<void> {
@@ -159,10 +171,10 @@ export class Subscriber extends EventEmitter<{ end: [] }> {
       for (const event of events) {
         if (event.seq !== after + 1) break;
         after = event.seq;
-        if (!this.kinds.has(event.type)) continue;
+        const frame = this.frameOf(new Delivery(this.options.collection, event));
+        if (!frame) continue;
         if (this.socket.bufferedAmount > this.options.maxBufferBytes / 2) await written;
         if (this.ended) return;
-        const frame = textFrame(JSON.stringify(changeMessage(this.options.collection, event)));
         written = new Promise((resolve) => this.send(frame, resolve));
       }
       if (after !== events.at(-1)?.seq) {

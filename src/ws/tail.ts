@@ -1,8 +1,8 @@
 import type { StoredEvent } from '../db/events.ts';
 import type { Logger } from '../log.ts';
-import { textFrame } from './frames.ts';
-import { changeMessage, closeCodes } from './messages.ts';
-import type { Delivery, Subscriber } from './subscriber.ts';
+import { Delivery } from './delivery.ts';
+import { closeCodes } from './messages.ts';
+import type { Subscriber } from './subscriber.ts';
 
 export interface TailOptions {
   collectionId: number;
@@ -19,9 +19,10 @@ export interface TailOptions {
 /**
  * Follows one collection's events for this process's subscribers. Woken after each commit (see
  * db/changes.ts), it reads the events after the last one it forwarded from the events table, the
- * source of truth, and hands every subscriber each message, serialized and framed once. One read at a time, so
- * messages leave in seq order; and subscribers join only between reads, at the seq forwarded last, so
- * each gets every later event exactly once.
+ * source of truth, and hands every subscriber each message, serialized and framed once (delivery.ts:
+ * once for each of a change's messages, which filtered subscribers may differ in). One read at a time,
+ * so messages leave in seq order; and subscribers join only between reads, at the seq forwarded last,
+ * so each gets every later event exactly once.
  */
 export class Tail {
   /** The last seq forwarded; undefined until the first read. */
@@ -96,7 +97,7 @@ export class Tail {
       const deliveries: Delivery[] = [];
       for (const event of events) {
         if (event.seq !== this.cursor + deliveries.length + 1) break;
-        deliveries.push({ type: event.type, frame: textFrame(JSON.stringify(changeMessage(this.options.collection, event))) });
+        deliveries.push(new Delivery(this.options.collection, event));
       }
       for (const subscriber of this.subscribers) subscriber.deliver(deliveries);
       this.cursor += deliveries.length;

@@ -1,8 +1,8 @@
 // The checks an upgrade to `GET /ws` passes before it becomes a WebSocket, and the HTTP refusal when
 // it does not (asyncapi.yaml, `x-upgrade-refusals`). Guard clauses in order: request target (400), route,
-// method, HTTP/1.1, handshake headers (Host, once; no subprotocol, no body), key (401), sockets and usage (429), query (400),
-// collection (404, also for one the key is not limited to), `since` (400, 410). Every key's scope grants
-// the feed (`read`).
+// method, HTTP/1.1, handshake headers (Host, once; no subprotocol, no body), key (401), sockets and usage
+// (429), query (400; its filter read as the HTTP API reads one), collection (404, also for one the key
+// is not limited to), `since` (400, 410). Every key's scope grants the feed (`read`).
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { ErrorObject } from 'ajv';
 import type { components } from '../../generated/asyncapi.ts';
@@ -13,6 +13,7 @@ import { hashKey, type Principal } from '../db/keys.ts';
 import type { Store } from '../db/store.ts';
 import { ApiError, type FieldError, gone, hostRepeated, hostRequired, notFound, unauthorized, validationFailed } from '../errors.ts';
 import { headerLines, keyOf, pathOf, targetOf } from '../http/stages.ts';
+import { type Filter, parseFilterText } from '../query/filter.ts';
 import { eventKinds } from './messages.ts';
 
 type FeedQuery = components['schemas']['FeedQuery'];
@@ -28,6 +29,8 @@ export interface FeedRequest {
   kinds: EventType[];
   /** Replay the events after this seq first; absent: only what is committed from now on. */
   since?: number;
+  /** Only the changes of the rows that match it, before or after; absent: every change. */
+  filter?: Filter;
 }
 
 export const FEED_PATH = '/ws';
@@ -58,6 +61,7 @@ export async function checkUpgrade(
   await admit(principal);
 
   const query = queryOf(url.searchParams);
+  const filter = query.filter === undefined ? undefined : parseFilterText(query.filter);
   if (principal.collections && !principal.collections.has(query.collection)) throw collectionNotFound(query.collection);
   const { collectionId, lastSeq, resumableFrom } = await store.feedStart(principal.accountId, query.collection);
   const feed: FeedRequest = {
@@ -66,6 +70,7 @@ export async function checkUpgrade(
     collection: query.collection,
     collectionId,
     kinds: kindsOf(query.events),
+    filter,
   };
   if (query.since === undefined) return feed;
 

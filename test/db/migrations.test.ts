@@ -10,6 +10,7 @@ import { replaceKey } from '../../src/db/sql.ts';
 import { openStore, type Store } from '../../src/db/store.ts';
 import { createDatabase, describeEachBackend, postgresUnavailable, type TestDatabase } from '../support/backends.ts';
 import { Client } from '../support/client.ts';
+import { FeedClient, type FeedMessage } from '../support/feed.ts';
 import { startTestServer } from '../support/server.ts';
 
 type Row = { id: number } & Record<string, unknown>;
@@ -231,6 +232,67 @@ describeEachBackend('migration 0008_key_limits', (backend) => {
       expect((await client.post('/v1/collections/notes/rows', [{ n: 1 }])).status).to.equal(201);
       expect((await client.patch('/v1/collections/notes/rows/1', { n: 2 })).status).to.equal(200);
       expect((await client.delete('/v1/collections/notes')).status).to.equal(204);
+    } finally {
+      await server.stop();
+    }
+  });
+});
+
+describeEachBackend('migration 0009_event_previous', (backend) => {
+  it('keeps the events stored before it, whose updates the feed sends without previous, and gives the later ones theirs', async () => {
+    const database = await createDatabase(backend);
+    const schema = backend === 'postgres' ? postgresSchema : { codePointText: 'text', own: {} };
+    const all = migrationSource(schema);
+    const before = {
+      ...all,
+      getMigrations: async (extensions: readonly string[]) => (await all.getMigrations(extensions)).filter((name) => name < '0009'),
+    };
+    const knex = knexFactory(
+      backend === 'postgres'
+        ? { client: 'pg', connection: database.url }
+        : { client: 'sqlite3', connection: { filename: database.url.slice('sqlite:'.length) }, useNullAsDefault: true },
+    );
+    const key = `rb_${'p'.repeat(32)}`;
+    const at = '2026-01-01T00:00:00.000Z';
+    try {
+      // A row inserted open, then closed, as the version before stored them and their events.
+      await knex.migrate.latest({ migrationSource: before });
+      await knex('accounts').insert({ name: 'old', plan: 'free', created_at: at });
+      const { id: accountId } = await knex('accounts').where({ name: 'old' }).first('id');
+      await knex('api_keys').insert({ account_id: accountId, prefix: key.slice(0, 11), hash: hashKey(key), created_at: at });
+      await knex('collections').insert({ account_id: accountId, name: 'notes', created_at: at, row_count: 1, last_row_id: 1, last_seq: 2 });
+      const { id: collectionId } = await knex('collections').where({ name: 'notes' }).first('id');
+      await knex('rows').insert({ collection_id: collectionId, id: 1, data: '{"status":"closed"}' });
+      await knex('events').insert([
+        { collection_id: collectionId, seq: 1, type: 'insert', row_id: 1, row: '{"id":1,"status":"open"}', at },
+        { collection_id: collectionId, seq: 2, type: 'update', row_id: 1, row: '{"id":1,"status":"closed"}', at },
+      ]);
+    } finally {
+      await knex.destroy();
+    }
+
+    const server = await startTestServer({}, { backend, database });
+    try {
+      const open = (query: Record<string, string>) => FeedClient.open(server.url, key, { collection: 'notes', since: 0, ...query });
+      const [everything, filtered] = await Promise.all([open({}), open({ filter: '{"status":"open"}' })]);
+      expect((await new Client(server.url, key).patch('/v1/collections/notes/rows/1', { status: 'open' })).status).to.equal(200);
+      const after = { type: 'update', seq: 3, row: { id: 1, status: 'open' }, previous: { id: 1, status: 'closed' } };
+      const shape = (message: FeedMessage) => {
+        const { at: _at, collection: _collection, ...rest } = message as FeedMessage & { at?: string };
+        return rest;
+      };
+      expect((await everything.changesCount(3)).map(shape)).to.deep.equal([
+        { type: 'insert', seq: 1, row: { id: 1, status: 'open' } },
+        { type: 'update', seq: 2, row: { id: 1, status: 'closed' } },
+        after,
+      ]);
+      // Without the row before it, the old update is sent to the filtered feed as one that left it.
+      expect((await filtered.changesCount(3)).map(shape)).to.deep.equal([
+        { type: 'insert', seq: 1, row: { id: 1, status: 'open' } },
+        { type: 'update', seq: 2, row: { id: 1, status: 'closed' }, matches: false },
+        after,
+      ]);
+      await Promise.all([everything.close(), filtered.close()]);
     } finally {
       await server.stop();
     }

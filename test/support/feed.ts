@@ -42,6 +42,19 @@ export const seqs = (messages: FeedMessage[]) => messages.map((message) => ('seq
 /** The integers from `from` to `to`, both included. */
 export const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, index) => from + index);
 
+/** A row as the feed carries it. */
+export type FeedRow = { id: number } & Record<string, unknown>;
+
+/**
+ * Applies a change message to `view`, the rows a client holds by id, as asyncapi.yaml ("Filtered
+ * subscriptions") tells a client to: an insert, or an update without `matches`, puts the row; an update
+ * with `"matches": false`, or a delete, removes it. Other messages change nothing.
+ */
+export function applyToView(view: Map<number, FeedRow>, message: FeedMessage): void {
+  if (message.type === 'insert' || (message.type === 'update' && message.matches === undefined)) view.set(message.row.id, message.row);
+  else if (message.type === 'update' || message.type === 'delete') view.delete(message.row.id);
+}
+
 export type Query = Record<string, string | number | undefined>;
 
 export interface OpenOptions {

@@ -4,7 +4,7 @@
 import { expect } from 'chai';
 import { createDatabase, postgresUnavailable, type TestDatabase } from '../support/backends.ts';
 import { Client } from '../support/client.ts';
-import { FeedClient, type FeedMessage } from '../support/feed.ts';
+import { applyToView, FeedClient, type FeedMessage, type FeedRow } from '../support/feed.ts';
 import { pollUntil, type ServeProcess, Workspace } from '../support/process.ts';
 
 type Row = { id: number } & Record<string, unknown>;
@@ -90,6 +90,46 @@ describe('several instances on one PostgreSQL database', () => {
 
     expect(changed.code, changed.stderr).to.equal(0);
     await Promise.all(instances.map((instance) => pollUntil(async () => (await limitOn(instance)) === '2000000', 1000)));
+  });
+
+  it('keeps filtered views exact on both instances, whichever instance writes, and gives every update previous', async () => {
+    const [a, b] = instances.map((instance) => new Client(instance.url, key));
+    expect((await a.post('/v1/collections', { name: 'filtered' })).status).to.equal(201);
+    const filter = JSON.stringify({ status: 'open' });
+    const feeds = await Promise.all(instances.map((instance) => FeedClient.open(instance.url, key, { collection: 'filtered', filter })));
+    const everything = await FeedClient.open(instances[1].url, key, { collection: 'filtered' });
+    const rows = '/v1/collections/filtered/rows';
+    await a.post(rows, [{ status: 'open' }, { status: 'closed' }, { status: 'open' }]); // seq 1-3
+    await b.patch(`${rows}/2`, { status: 'open' }); // 4: enters
+    await a.patch(`${rows}/1`, { status: 'closed' }); // 5: leaves
+    await b.patch(`${rows}/1`, { n: 1 }); // 6: stays out
+    await a.delete(`${rows}/3`); // 7: matched
+    await b.delete(`${rows}/1`); // 8: did not match
+    await a.post(rows, [{ status: 'open', last: true }]); // 9
+
+    const listed = await b.get<Row[]>(`${rows}?${new URLSearchParams({ filter })}`);
+    for (const feed of feeds) {
+      const messages = await feed.seqReached(9);
+      expect(messages.map((m) => ('seq' in m ? m.seq : undefined))).to.deep.equal([1, 3, 4, 5, 7, 9]);
+      expect(messages.map((m) => (m.type === 'update' ? m.matches : undefined))).to.deep.equal([
+        undefined,
+        undefined,
+        undefined,
+        false,
+        undefined,
+        undefined,
+      ]);
+      const view = new Map<number, FeedRow>();
+      for (const message of messages) applyToView(view, message);
+      expect([...view.values()].sort((x, y) => x.id - y.id)).to.deep.equal(listed.body);
+    }
+    const updates = (await everything.seqReached(9)).filter((m) => m.type === 'update');
+    expect(updates.map((m) => m.previous)).to.deep.equal([
+      { id: 2, status: 'closed' },
+      { id: 1, status: 'open' },
+      { id: 1, status: 'closed' },
+    ]);
+    await Promise.all([...feeds, everything].map((feed) => feed.close()));
   });
 
   it('keeps serving and delivering on one instance after the other is killed', async () => {

@@ -7,7 +7,7 @@ import { Changes } from '../changes.ts';
 import { DatabaseOpenError, defaultSortIndexes, knexLog, type StoreOptions } from '../connect.ts';
 import type { Dialect } from '../dialect.ts';
 import { migrationSource } from '../migrations.ts';
-import { assembleStore, type Store } from '../operations.ts';
+import { assembleStore, BackupRefusedError, type Backups, type Store } from '../operations.ts';
 import { KnownIndexes } from '../sort-indexes.ts';
 import { CHANNEL, listenForChanges } from './changes.ts';
 import { filterSql } from './filter.ts';
@@ -75,8 +75,17 @@ export async function openPostgresStore(
       await knex.destroy();
     }
   };
-  return assembleStore(db, rows, { isUniqueViolation, unavailable }, close) satisfies Store;
+  return assembleStore(db, rows, backups, { isUniqueViolation, unavailable }, close) satisfies Store;
 }
+
+/** PostgreSQL's own tools copy a database while it serves: pg_dump (docs/operations.md, "Backup"). */
+const backups: Backups = {
+  async backup() {
+    throw new BackupRefusedError(
+      'backup copies a SQLite database; for PostgreSQL use pg_dump: pg_dump --format=custom --file=rowbase.dump "$DATABASE_URL" (docs/operations.md, "Backup")',
+    );
+  },
+};
 
 const isUniqueViolation = (error: unknown) => (error as { code?: unknown } | undefined)?.code === '23505';
 

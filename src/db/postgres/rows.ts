@@ -8,13 +8,15 @@ import { Batches } from '../batches.ts';
 import { collectionId, collectionNotFound } from '../collections.ts';
 import type { Dialect } from '../dialect.ts';
 import { appendEvents, eventRow } from '../events.ts';
+import { exportCollection } from '../exports.ts';
+import { importRowsIn, type RowImporter } from '../imports.ts';
 import type { RowOperations } from '../operations.ts';
 import { type PageSource, readPage } from '../pages.ts';
 import { deleteRowIn } from '../row-writes.ts';
 import { assignable, noSuchRow, overRowBound, rowJson, rowNotFound, rowsJson, rowTooLarge } from '../rows.ts';
 import { CHANNEL } from './changes.ts';
 import { rekeyPatchedRow } from './sort-indexes.ts';
-import { advanceReadingRowSql, getRowSql, insertBatchSql, updateRowSql } from './sql.ts';
+import { advanceReadingRowSql, getRowSql, importRowsSql, insertBatchSql, keysSql, updateRowSql } from './sql.ts';
 import { runAlone } from './statements.ts';
 
 /** One request's rows, as an insert into its collection waits its turn. */
@@ -30,6 +32,18 @@ const MAX_INSERT_ROWS = 5000;
 /** `queryTimeoutMs`: how long a page that sorts or filters may run before it is cancelled (connect.ts, StoreOptions). */
 export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: PageSource): RowOperations {
   const { knex, changes } = db;
+
+  /** An import's rows and their sort keys (../imports.ts), in PostgreSQL's SQL. */
+  const importer: RowImporter = {
+    async insertRows(trx, collectionId, rows) {
+      const ids = rows.map(({ id }) => id).join(',');
+      await db.run(trx, importRowsSql, [collectionId, ids, rows.map(({ text }) => text).join('\n')]);
+    },
+    async keyRows(trx, collectionId, slot, field, from, to) {
+      const { sql, bindings } = keysSql(field);
+      await db.run(trx, sql, [slot, ...bindings, collectionId, from, to]);
+    },
+  };
 
   /**
    * An insert holds its collection's row from its statement's start to its commit, so the inserts of a
@@ -105,7 +119,7 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: PageSou
         // One after another: pg sends a client's queries one at a time whatever the caller does.
         await db.run(trx, updateRowSql, [data, id, rowId]);
         await rekeyPatchedRow(db, trx, id, JSON.parse(counters.sorted), rowId, patch, data);
-        await appendEvents(db, trx, id, Number(counters.last_seq), 'update', [eventRow(rowId, data)]);
+        await appendEvents(db, trx, id, Number(counters.last_seq), 'update', [eventRow(rowId, data, counters.current)]);
         return rowJson(rowId, data);
       });
     },
@@ -113,6 +127,12 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: PageSou
     async deleteRow(accountId, collection, rowId) {
       if (!assignable(rowId)) return noSuchRow(db, accountId, collection, rowId);
       await knex.transaction((trx) => deleteRowIn(db, trx, accountId, collection, rowId));
+    },
+
+    exportCollection: (accountId, collection, reader) => exportCollection(pages.snapshot, accountId, collection, reader),
+
+    async importRows(accountId, collection, rows, lastRowId) {
+      await knex.transaction((trx) => importRowsIn(db, trx, importer, accountId, collection, rows, lastRowId));
     },
   };
 }

@@ -253,3 +253,10 @@ export const insertBatchSql = `with counters as (
           lateral (select b.collection_id, b.id, ${jsonbOf('b.data')} -> f.field as j from batch b offset 0) k
   )
   select id, before_id + 1 as first_id, pg_notify($5, $6 || ' ' || id) from counters`;
+
+/**
+ * An import's rows (../imports.ts), with the ids they bring: `?` the collection's id, `?` their ids
+ * joined by commas, `?` their texts one a line (JSON.stringify writes no line feed), in the same order.
+ */
+export const importRowsSql = `insert into rows (collection_id, id, data)
+  select ?::integer, t.id, t.data from unnest(string_to_array(?::text, ',')::bigint[], string_to_array(?::text, chr(10))) as t(id, data)`;

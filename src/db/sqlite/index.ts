@@ -11,6 +11,7 @@ import type { Dialect } from '../dialect.ts';
 import { migrationSource } from '../migrations.ts';
 import { assembleStore, type Store } from '../operations.ts';
 import { KnownIndexes } from '../sort-indexes.ts';
+import { backupSqlite } from './backup.ts';
 import { filterSql } from './filter.ts';
 import { sqliteRows } from './rows.ts';
 import { SortIndexMaker } from './sort-indexes.ts';
@@ -96,7 +97,8 @@ export async function openSqliteStore(
       await knex.destroy();
     }
   };
-  return Object.assign(assembleStore(db, rows, { isUniqueViolation, unavailable }, close), { statements, writes });
+  const backups = { backup: (target: string, replace: boolean) => backupSqlite(filename, target, replace) };
+  return Object.assign(assembleStore(db, rows, backups, { isUniqueViolation, unavailable }, close), { statements, writes });
 }
 
 /** A SQLite store, with what the tests look at: its statements and its writer's queue. */

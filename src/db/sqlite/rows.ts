@@ -5,6 +5,8 @@
 import { ApiError, queryTimeout } from '../../errors.ts';
 import { collectionNotFound } from '../collections.ts';
 import type { Dialect, WriteTx } from '../dialect.ts';
+import { exportCollection } from '../exports.ts';
+import { importRowsIn, type RowImporter } from '../imports.ts';
 import type { RowOperations } from '../operations.ts';
 import { type PageSource, readPage } from '../pages.ts';
 import { deleteRowIn } from '../row-writes.ts';
@@ -22,7 +24,7 @@ import {
   rowTooLarge,
 } from '../rows.ts';
 import { collectionSql } from '../sql.ts';
-import { insertSql, MAX_FIELDS_BY_PATH, patchedRowSql, patchSql, pathSafe, rowsSql } from './sql.ts';
+import { fieldName, importRowsSql, insertSql, keysSql, MAX_FIELDS_BY_PATH, patchedRowSql, patchSql, pathSafe, rowsSql } from './sql.ts';
 import type { SqliteStatements } from './statements.ts';
 import type { GroupedWrites } from './writes.ts';
 
@@ -41,6 +43,17 @@ export interface SqliteRowsParts {
 }
 
 export function sqliteRows({ db, queryTimeoutMs, statements, writes, pages }: SqliteRowsParts): RowOperations {
+  /** An import's rows and their sort keys (../imports.ts), in SQLite's SQL. */
+  const importer: RowImporter = {
+    async insertRows(trx, collectionId, rows) {
+      await db.run(trx, importRowsSql, [collectionId, JSON.stringify(rows.map(({ id, text }) => [id, text]))]);
+    },
+    async keyRows(trx, collectionId, slot, field, from, to) {
+      const { sql, binding } = fieldName(field);
+      await db.run(trx, keysSql(sql, 'r.id between ? and ?'), [collectionId, slot, binding, collectionId, from, to]);
+    },
+  };
+
   /**
    * Patches, each of one row and all of as many fields, in one statement, in the order they came:
    * each answers its row as it left it, or the 404 it met (the others are stored all the same).
@@ -143,6 +156,12 @@ export function sqliteRows({ db, queryTimeoutMs, statements, writes, pages }: Sq
     async deleteRow(accountId, collection, rowId) {
       if (!assignable(rowId)) return noSuchRow(db, accountId, collection, rowId);
       await writes.run((trx) => deleteRowIn(db, trx, accountId, collection, rowId));
+    },
+
+    exportCollection: (accountId, collection, reader) => exportCollection(pages.snapshot, accountId, collection, reader),
+
+    async importRows(accountId, collection, rows, lastRowId) {
+      await writes.run((trx) => importRowsIn(db, trx, importer, accountId, collection, rows, lastRowId));
     },
   };
 }

@@ -217,9 +217,9 @@ const sortKeys = (rows: string, id: string, data: string) => `insert into sort_k
       from collections c, json_each(c.sorted) f, ${rows} ${fieldJoin(data, 'f.value')}
       where ${collection})`;
 
-/** The events of the rows `select` answers (columns collection_id, seq, id, data), as rowJson() in ../rows.ts makes them. */
-const events = (type: 'insert' | 'update', select: string) => `insert into events (collection_id, seq, type, row_id, row, at)
-    select collection_id, seq, '${type}', id, ${rowJsonSql}, new.at from (${select})`;
+/** The insert events of the rows `select` answers (columns collection_id, seq, id, data), as rowJson() in ../rows.ts makes them. */
+const insertEvents = (select: string) => `insert into events (collection_id, seq, type, row_id, row, at)
+    select collection_id, seq, 'insert', id, ${rowJsonSql}, new.at from (${select})`;
 
 /**
  * `row_inserts (collection_id, n, texts, at)`: `texts` is a JSON array of the `n` rows' texts
@@ -233,7 +233,7 @@ const rowInserts = `
       where id = new.collection_id;
     insert into rows (collection_id, id, data)
       select c.id, c.last_row_id - new.n + 1 + t.key, t.value from collections c, json_each(new.texts) t where ${collection};
-    ${events('insert', `select c.id as collection_id, c.last_seq - new.n + 1 + t.key as seq, c.last_row_id - new.n + 1 + t.key as id, t.value as data from collections c, json_each(new.texts) t where ${collection}`)};
+    ${insertEvents(`select c.id as collection_id, c.last_seq - new.n + 1 + t.key as seq, c.last_row_id - new.n + 1 + t.key as id, t.value as data from collections c, json_each(new.texts) t where ${collection}`)};
     ${sortKeys('json_each(new.texts) r', 'c.last_row_id - new.n + 1 + r.key', 'r.value')};
   end;`;
 
@@ -251,8 +251,10 @@ export const MAX_FIELDS_BY_PATH = 16;
  * written), that sets `n` fields, one after the other:
  * `fields` a JSON array of `[path, value]`, `path` a JSON path `$."…"` (or `$`, the whole row) and
  * `value` its JSON text. JSON's own text is kept as it was given, as json_set keeps every other
- * field's: the row's new text is the one JSON.stringify would give (rows.ts says when). Then the
- * update event, with the next seq, and the row's sort keys where they moved. A patch that makes its
+ * field's: the row's new text is the one JSON.stringify would give (rows.ts says when). The update
+ * event, with the next seq, comes first, while the row is as it was: it carries the row both as the
+ * patch leaves it and as it was before (asyncapi.yaml, UpdateMessage `previous`), and only there does
+ * a trigger still see the row before. Then the row's sort keys where they moved. A patch that makes its
  * row weigh more than MAX_ROW_BYTES aborts the statement, and with it the group, whose patches then
  * run alone. A patch of a row that does not exist writes nothing. Rows inserted together are patched
  * in the order given (two patches of one row, one after the other); `i` is only handed back, to tell
@@ -266,25 +268,38 @@ export const MAX_FIELDS_BY_PATH = 16;
  * (patchSql), by its id in the trigger.
  *
  * The statement finds each row by its id once, through the primary key's index, and the trigger by its
- * rowid: four times, straight in the table (the update, the check of its size, its event and its sort
+ * rowid: four times, straight in the table (its event, the update, the check of its size and its sort
  * keys). Found by id each time, each would be a search of the index and then of the table. A rowid is
  * only kept for the statement's run, in which no row is inserted or deleted.
  */
 const rowPatches = (n: number) => {
   const row = 'r.rowid = new.rid';
   const fields = Array.from({ length: n }, (_, i) => `new.fields ->> '$[${i}][0]', json(new.fields ->> '$[${i}][1]')`);
-  const setFields = `update rows as r set data = json_set(data, ${fields.join(', ')}) where ${row};`;
+  const patched = n > 0 ? `json_set(r.data, ${fields.join(', ')})` : 'r.data';
+  const setFields = `update rows as r set data = ${patched} where ${row};`;
   return `
   create temp view if not exists row_patches_${n} (collection_id, i, rid, fields, at) as select null, null, null, null, null where 0;
   create temp trigger if not exists row_patches_${n}_write instead of insert on row_patches_${n} begin
     update collections set last_seq = last_seq + 1 where id = new.collection_id and new.rid is not null;
+    ${updateEvent(patched, row)};
     ${n > 0 ? setFields : ''}
     select raise(abort, 'row too large') from rows r where ${row} and length(cast(r.data as blob)) > ${MAX_ROW_BYTES};
-    ${events('update', `select c.id as collection_id, c.last_seq as seq, r.id, r.data from collections c join rows r on ${row} where ${collection}`)};
     ${sortKeys(`(select r.id, r.data from rows r where ${row}) r`, 'r.id', 'r.data')}
       ${replaceKey} where rank is not excluded.rank or num is not excluded.num or str is not excluded.str;
   end;`;
 };
+
+/**
+ * The update event of the row `r` (found by `row`) of the collection `c`, with the collection's seq:
+ * its row as `patched` (SQL of `r.data`) makes it, and as it was. Each text is named once, in a
+ * subquery that SQLite runs as a co-routine, not flattened into the INSERT (an OFFSET keeps it so), so
+ * that the patch is made once for the event: flattened, each use of `data` in rowJsonSql would make it
+ * again.
+ */
+const updateEvent = (patched: string, row: string) => `insert into events (collection_id, seq, type, row_id, row, previous, at)
+    select collection_id, seq, 'update', id, ${rowJsonSql}, ${rowJsonWith('substr(cast(old as blob), 2)', 'old')}, new.at
+      from (select c.id as collection_id, c.last_seq as seq, r.id, ${patched} as data, r.data as old
+        from collections c join rows r on ${row} where ${collection} limit 1 offset 0)`;
 
 /** Makes the views and triggers on the writer's connection (TEMP: they live as long as it). */
 export const sqliteProcedures = rowInserts + Array.from({ length: MAX_FIELDS_BY_PATH + 1 }, (_, n) => rowPatches(n)).join('');
@@ -342,3 +357,10 @@ export const knexTablesSql = [
   'create table if not exists knex_migrations_lock (`index` integer not null primary key autoincrement, is_locked integer)',
   'insert into knex_migrations_lock (is_locked) select 0 where not exists (select 1 from knex_migrations_lock)',
 ];
+
+/**
+ * An import's rows (../imports.ts), with the ids they bring: `?` the collection's id, `?` a JSON array
+ * of `[id, text]`, the text the row's fields but id as JSON.stringify wrote them. A cold path, in a
+ * transaction with the import's counters, events and sort keys.
+ */
+export const importRowsSql = 'insert into rows (collection_id, id, data) select ?, value ->> 0, value ->> 1 from json_each(?)';

@@ -1,0 +1,178 @@
+// `rowbase import`: a collection made from a file `rowbase export` wrote (collection-file.ts), with its
+// ids, a batch at a time, each batch written whole or not at all; --resume goes on after the last one.
+import { open, stat } from 'node:fs/promises';
+import { createInterface } from 'node:readline';
+import type { ImportedRow } from '../db/imports.ts';
+import { instantOf } from '../db/keys.ts';
+import { assignable, MAX_ROW_BYTES, overRowBound } from '../db/rows.ts';
+import type { Store } from '../db/store.ts';
+import { ApiError } from '../errors.ts';
+import { accountAndCollection, accountId, FORMAT, type Header, VERSION } from './collection-file.ts';
+import { type Command, UsageError, withStore } from './command.ts';
+import { Progress } from './progress.ts';
+
+/**
+ * The rows of one batch of an import at most, and the characters of their texts: each batch is one
+ * transaction, which holds SQLite's only writer while it runs, and is all an import holds at once.
+ */
+const BATCH_ROWS = 1000;
+const BATCH_CHARS = 8 * 1024 * 1024;
+
+export const importCommand: Command = {
+  usage: 'rowbase import --account <name> --collection <name> [--resume] <file>',
+  summary:
+    'Make a collection from a file that rowbase export wrote, with the same rows, ids and next id, in batches that are each written whole or not at all. With --resume, go on into the collection an import left unfinished, after its last id (docs/operations.md, "Export and import").',
+  options: {
+    account: { type: 'string', description: 'the account to import into (it must exist)' },
+    collection: { type: 'string', description: 'the collection to make; it must not exist, unless --resume' },
+    resume: { type: 'boolean', description: 'import into the existing collection the rows with ids above its last one' },
+  },
+  positionals: 1,
+  async run(values, [file]) {
+    const { account, collection } = accountAndCollection(values);
+    const found = await stat(file).catch(() => undefined);
+    if (!found?.isFile()) throw new UsageError(`there is no file ${file} to import`);
+    await withStore(async (store) => {
+      const id = await accountId(store, account);
+      await importRows(store, id, collection, file, values.resume === true);
+    });
+  },
+};
+
+/** Thrown for a line of the file that is no row of an export: exit 1, with where and why. */
+class MalformedFileError extends Error {}
+
+/** A line of the file, parsed: `line N: …` where it is not what an export writes. */
+function parseLine(text: string, line: number): Record<string, unknown> {
+  if (text === '') throw new MalformedFileError(`line ${line} is empty`);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (error) {
+    throw new MalformedFileError(`line ${line} is not JSON: ${(error as Error).message}`);
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed))
+    throw new MalformedFileError(`line ${line} is not a JSON object`);
+  return parsed as Record<string, unknown>;
+}
+
+const count = (value: unknown, min: number) => Number.isSafeInteger(value) && (value as number) >= min;
+
+/** The first line of the file, checked: what the rest of it must be. */
+function parseHeader(text: string): Header {
+  const header = parseLine(text, 1);
+  if (header.format !== FORMAT)
+    throw new MalformedFileError(`line 1 does not say "format":"${FORMAT}": this is no file rowbase export wrote`);
+  if (header.version !== VERSION)
+    throw new MalformedFileError(`line 1 gives format version ${JSON.stringify(header.version)}; this rowbase reads version ${VERSION}`);
+  for (const name of ['last_row_id', 'row_count', 'seq']) {
+    if (!count(header[name], 0)) throw new MalformedFileError(`line 1: "${name}" must be a whole number from 0`);
+  }
+  if (typeof header.created_at !== 'string' || instantOf(header.created_at) === undefined) {
+    throw new MalformedFileError('line 1: "created_at" must be an RFC 3339 time');
+  }
+  return header as unknown as Header;
+}
+
+/**
+ * Imports the file's rows into the account's collection, a batch at a time. A malformed line stops it
+ * before the batch it is in is written; the batches before stay, and --resume goes on after them.
+ */
+async function importRows(store: Store, accountId: number, collection: string, file: string, resume: boolean): Promise<void> {
+  const handle = await open(file);
+  const lines = createInterface({ input: handle.createReadStream(), crlfDelay: Number.POSITIVE_INFINITY });
+  let progress: Progress | undefined;
+  let line = 0;
+  /** The line of the first row of the batch not written yet. */
+  let batchLine = 2;
+  try {
+    let header: Header | undefined;
+    /** Rows with ids up to this are in the collection already (--resume), and skipped. */
+    let skipUpTo: number | undefined;
+    let lastId = 0;
+    let rows = 0;
+    let skipped = 0;
+    let batch: ImportedRow[] = [];
+    let chars = 0;
+    const flush = async (lastRowId: number) => {
+      // Made with its first batch, at the time the export says it was made: an import that stops before
+      // leaves nothing behind.
+      if (skipUpTo === undefined) {
+        await store.createCollection(accountId, collection, undefined, header?.created_at);
+        skipUpTo = 0;
+      }
+      await store.importRows(accountId, collection, batch, lastRowId).catch((error) => {
+        throw error instanceof ApiError && error.code === 'conflict'
+          ? new MalformedFileError(`${error.detail} Was the collection written to during the import?`)
+          : error;
+      });
+      progress?.add(batch.length);
+      batch = [];
+      chars = 0;
+      batchLine = line + 1;
+    };
+    for await (const text of lines) {
+      line++;
+      if (header === undefined) {
+        header = parseHeader(text);
+        skipUpTo = await startImport(store, accountId, collection, resume);
+        progress = await Progress.start('imported', header.row_count);
+        continue;
+      }
+      const row = parseLine(text, line);
+      const { id, ...fields } = row;
+      if (!assignable(id as number)) throw new MalformedFileError(`line ${line}: "id" must be a whole number from 1`);
+      if ((id as number) <= lastId)
+        throw new MalformedFileError(`line ${line}: id ${id} follows id ${lastId}; rows come in increasing id order`);
+      if ((id as number) > header.last_row_id) {
+        throw new MalformedFileError(`line ${line}: id ${id} is past the last row id of line 1, ${header.last_row_id}`);
+      }
+      lastId = id as number;
+      rows++;
+      if (rows > header.row_count) throw new MalformedFileError(`line ${line} is one row more than the ${header.row_count} line 1 counts`);
+      if (skipUpTo !== undefined && lastId <= skipUpTo) {
+        skipped++;
+        progress?.add(1);
+        continue;
+      }
+      const fieldsText = JSON.stringify(fields);
+      if (overRowBound(fieldsText)) throw new MalformedFileError(`line ${line}: the row weighs more than ${MAX_ROW_BYTES} bytes`);
+      batch.push({ id: lastId, text: fieldsText });
+      chars += fieldsText.length;
+      if (batch.length >= BATCH_ROWS || chars >= BATCH_CHARS) await flush(lastId);
+    }
+    if (header === undefined) throw new MalformedFileError('the file is empty, where its first line describes the collection');
+    if (rows !== header.row_count) {
+      throw new MalformedFileError(`the file ends after ${rows} rows, where line 1 counts ${header.row_count}: it is cut short`);
+    }
+    // The last batch moves the collection's last row id to the export's, past rows deleted before it.
+    await flush(header.last_row_id);
+    progress?.done(`into collection ${collection}${skipped > 0 ? `, ${skipped} of them there already (--resume)` : ''}`);
+  } catch (error) {
+    progress?.stop();
+    if (error instanceof MalformedFileError) {
+      const kept =
+        batchLine > 2 ? `the rows before line ${batchLine} are imported; mend the file and run again with --resume` : 'nothing is imported';
+      throw new Error(`${file}: ${error.message}; ${kept}`);
+    }
+    throw error;
+  } finally {
+    lines.close();
+    await handle.close();
+  }
+}
+
+/**
+ * Where an import into the account's collection starts: the last row id it holds already (rows up to it
+ * are skipped), or undefined when it is not there, to be made with the first batch. An existing one
+ * only with --resume.
+ */
+async function startImport(store: Store, accountId: number, collection: string, resume: boolean): Promise<number | undefined> {
+  const lastRowId = await store.lastRowIdOf(accountId, collection);
+  if (lastRowId !== undefined && !resume) {
+    throw new UsageError(
+      `collection ${collection} exists already; give --resume to go on with an import into it, or import into a new name`,
+    );
+  }
+  return lastRowId;
+}
