@@ -1399,8 +1399,9 @@ export interface components {
          */
         Order: string;
         /**
-         * @description The top-level fields to order by, comma-separated, at most 8, each once; `id` is the row's own
-         *     id. A field whose name holds a comma cannot be ordered by here (it can through `queryRows`).
+         * @description The top-level fields to order by, comma-separated, at most 8, each once and at most 256
+         *     characters; `id` is the row's own id. A field whose name holds a comma cannot be ordered by here
+         *     (it can through `queryRows`).
          * @example status,id
          */
         OrderBy: string;
@@ -1836,8 +1837,9 @@ export interface operations {
                  */
                 order?: components["parameters"]["Order"];
                 /**
-                 * @description The top-level fields to order by, comma-separated, at most 8, each once; `id` is the row's own
-                 *     id. A field whose name holds a comma cannot be ordered by here (it can through `queryRows`).
+                 * @description The top-level fields to order by, comma-separated, at most 8, each once and at most 256
+                 *     characters; `id` is the row's own id. A field whose name holds a comma cannot be ordered by here
+                 *     (it can through `queryRows`).
                  * @example status,id
                  */
                 order_by?: components["parameters"]["OrderBy"];
@@ -2010,8 +2012,9 @@ export interface operations {
                  */
                 order?: components["parameters"]["Order"];
                 /**
-                 * @description The top-level fields to order by, comma-separated, at most 8, each once; `id` is the row's own
-                 *     id. A field whose name holds a comma cannot be ordered by here (it can through `queryRows`).
+                 * @description The top-level fields to order by, comma-separated, at most 8, each once and at most 256
+                 *     characters; `id` is the row's own id. A field whose name holds a comma cannot be ordered by here
+                 *     (it can through `queryRows`).
                  * @example status,id
                  */
                 order_by?: components["parameters"]["OrderBy"];

@@ -245,9 +245,17 @@ async function sortedPage(source: PageSource, collectionId: number, slot: number
  * seeks the index to the place (pages.ts, sortedPages) and so reads no key before it. Not exact when
  * the index cannot find the place (then the page sorts whole).
  */
-async function pageAfter(source: PageSource, collectionId: number, slot: number, order: Direction, place: Position, limit: number) {
+async function pageAfter(
+  source: PageSource,
+  collectionId: number,
+  slot: number,
+  order: Direction,
+  place: Position,
+  limit: number,
+): Promise<Joined> {
   const statement = source.sortedPageAfter(collectionId, slot, order, place, limit);
-  if (!statement) return { json: '[]', n: 0, seq: null, exact: false } satisfies Joined;
+  // A place the index cannot find exactly: read as a page whose order is not exact, sorted whole.
+  if (!statement) return { json: '[]', n: 0, seq: 0, exact: false };
   const [part] = await source.read<PagePart>(statement.sql, statement.params);
   return joinParts([part]);
 }

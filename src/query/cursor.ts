@@ -73,15 +73,13 @@ export function readCursor(cursor: string, scope: CursorScope, source: CursorSou
  * inside the row is followed by the row's own closing brace). Only that row is parsed.
  */
 export function lastRow(json: string): Record<string, unknown> {
-  let end = json.length - 1; // the closing bracket
+  const end = json.length - 1; // the closing bracket
   for (let start = json.lastIndexOf('{"id":', end); start > 0; start = json.lastIndexOf('{"id":', start - 1)) {
     if (json[start - 1] !== ',' && json[start - 1] !== '[') continue;
     const row = parsed(json.slice(start, end));
     if (row !== undefined) return row as Record<string, unknown>;
   }
-  const rows = JSON.parse(json) as Record<string, unknown>[];
-  end = rows.length - 1;
-  return rows[end];
+  return (JSON.parse(json) as Record<string, unknown>[]).at(-1) as Record<string, unknown>;
 }
 
 /** The seal of a place in a query: base64url of the first 16 bytes of a SHA-256 of both. */

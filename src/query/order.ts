@@ -7,6 +7,8 @@ import { type FieldError, validationFailed } from '../errors.ts';
 
 /** Keys of one order at most: each is a column of the page's statement, and of its cursor. */
 export const MAX_ORDER_KEYS = 8;
+/** Characters of one field's name at most (openapi.yaml, OrderBy and OrderKey). */
+export const MAX_ORDER_FIELD_LENGTH = 256;
 
 /** The order that the list parameters `order_by` and `order` name, or a 400 naming the one that is wrong. */
 export function orderFromParameters(orderBy: string, order: string): SortKey[] {
@@ -38,6 +40,9 @@ export function orderFromBody(order: readonly { field: string; direction?: Direc
 function keysError(keys: readonly SortKey[]): string | undefined {
   if (keys.length > MAX_ORDER_KEYS) return `names ${keys.length} fields, and may name ${MAX_ORDER_KEYS} at most`;
   if (keys.some(({ field }) => field === '')) return 'names an empty field';
+  if (keys.some(({ field }) => field.length > MAX_ORDER_FIELD_LENGTH)) {
+    return `names a field longer than ${MAX_ORDER_FIELD_LENGTH} characters`;
+  }
   const seen = new Set<string>();
   for (const { field } of keys) {
     if (seen.has(field)) return `names the field ${JSON.stringify(field)} twice`;
