@@ -169,7 +169,9 @@ async function queryPage(source: PageSource, accountId: number, collection: stri
   const where = page.filter && source.filterSql(page.filter);
   const { sql, params } = source.orderedPage(accountId, collection, page, where);
   // A filter's SQL is made for one request; a page after a place, of the same keys, has the same text.
-  const [part] = await source.read<PagePart>(sql, params, where ? 'once' : 'sort');
+  // A page by id after a place is a range of the primary key: an index read, not timed.
+  const byId = page.order.length === 1 && page.order[0].field === 'id' && !page.count;
+  const [part] = await source.read<PagePart>(sql, params, where ? 'once' : byId ? 'scan' : 'sort');
   const { json, n, seq } = joinParts([part]);
   if (seq === null) throw collectionNotFound(collection);
   return page.count ? { json, n, seq, total: Number(part.total) } : { json, n, seq };
