@@ -3,7 +3,7 @@
 //   1. bin/rowbase's bundle made, if stale (scripts/bundle.js); a fresh SQLite file in a temp folder; a
 //      plan without a rate and a key, made with bin/rowbase;
 //   2. `rowbase serve` seeds it over HTTP, then stops; the file is copied for the other servers;
-//   3. seven servers: rowbase, rowbase with metering on and off (each on a copy), baseline (a) from memory,
+//   3. eight servers: rowbase, rowbase with metering on and off and with metrics on (each on a copy), baseline (a) from memory,
 //      baseline (b) sqlite3 for get-row and for patch, and rowbase for the feed's fanout; and, when a
 //      PostgreSQL server answers, two more: rowbase on a database made for the run (dropped at the end),
 //      seeded as the SQLite file is, and baseline (d), a bare pg server reading that database;
@@ -62,6 +62,7 @@ import {
   judgeTargets,
   type Measurement,
   meteringCost,
+  metricsCost,
   noise,
   type Results,
   ratedByRows,
@@ -85,11 +86,14 @@ const schedule: Step[] = [
   ...afterMemory('get-row'),
   // Metering's cost is the ratio of these two: rowbase with metering on and off, side by side, each on
   // a copy of the seeded file that serves nothing else (the rowbase above serves every write workload).
-  // On, off, off, on: a drift of the machine during the four moves both sides alike.
+  // On, off, off, on: a drift of the machine during the four moves both sides alike. The metrics' cost
+  // is that of metering on with METRICS_PORT set to metering on, measured between them the same way.
+  { workload: 'get-row-metrics-on', ratioTo: 'baseline-memory' },
   { workload: 'get-row-metering-on', ratioTo: 'baseline-memory' },
   { workload: 'get-row-metering-off', ratioTo: 'baseline-memory' },
   { workload: 'get-row-metering-off', ratioTo: 'baseline-memory' },
   { workload: 'get-row-metering-on', ratioTo: 'baseline-memory' },
+  { workload: 'get-row-metrics-on', ratioTo: 'baseline-memory' },
   ...afterMemory('baseline-sqlite'),
   ...afterMemory('baseline-sqlite-patch'),
   ...afterMemory('list'),
@@ -150,6 +154,7 @@ const files = {
   rowbase: join(work, 'rowbase.sqlite'),
   meteringOn: join(work, 'metering-on.sqlite'),
   meteringOff: join(work, 'metering-off.sqlite'),
+  metrics: join(work, 'metrics.sqlite'),
   baseline: join(work, 'baseline.sqlite'),
   baselinePatch: join(work, 'baseline-patch.sqlite'),
   feed: join(work, 'feed.sqlite'),
@@ -161,6 +166,7 @@ const serverFiles: Partial<Record<ServerName, string>> = {
   rowbase: files.rowbase,
   'rowbase-metering-on': files.meteringOn,
   'rowbase-metering-off': files.meteringOff,
+  'rowbase-metrics': files.metrics,
   sqlite: files.baseline,
   'sqlite-patch': files.baselinePatch,
 };
@@ -196,14 +202,15 @@ async function main(): Promise<void> {
   say(`open files: ulimit -n ${openFiles.soft} (hard ${openFiles.hard})`);
   const key = await createKey(`sqlite:${files.rowbase}`);
   const seedSeconds = await seed(key);
-  for (const copy of [files.meteringOn, files.meteringOff, files.baseline, files.baselinePatch, files.feed, files.idle]) {
+  for (const copy of [files.meteringOn, files.meteringOff, files.metrics, files.baseline, files.baselinePatch, files.feed, files.idle]) {
     copyDatabase(files.rowbase, copy);
   }
 
-  const [rowbase, meteringOn, meteringOff, memory, sqlite, sqlitePatch, feed, onPostgresServers] = await Promise.all([
+  const [rowbase, meteringOn, meteringOff, metrics, memory, sqlite, sqlitePatch, feed, onPostgresServers] = await Promise.all([
     serveRowbase(`sqlite:${files.rowbase}`, 'on'),
     serveRowbase(`sqlite:${files.meteringOn}`, 'on'),
     serveRowbase(`sqlite:${files.meteringOff}`, 'off'),
+    serveRowbase(`sqlite:${files.metrics}`, 'on', [], {}, { METRICS_PORT: '0' }),
     startServer('bench/baseline-memory.ts', [String(settings.rows)], 'baseline-memory is listening'),
     startServer('bench/baseline-sqlite.ts', ['serve', files.baseline], 'baseline-sqlite is listening'),
     startServer('bench/baseline-patch.ts', [files.baselinePatch], 'baseline-patch is listening'),
@@ -215,6 +222,7 @@ async function main(): Promise<void> {
     rowbase,
     'rowbase-metering-on': meteringOn,
     'rowbase-metering-off': meteringOff,
+    'rowbase-metrics': metrics,
     memory,
     sqlite,
     'sqlite-patch': sqlitePatch,
@@ -262,6 +270,9 @@ async function main(): Promise<void> {
     if (['get-row-metering-on', 'get-row-metering-off'].every((workload) => settings.only?.includes(workload))) {
       say(`metering costs ${(meteringCost(measurements) * 100).toFixed(1)}% of get-row`);
     }
+    if (['get-row-metering-on', 'get-row-metrics-on'].every((workload) => settings.only?.includes(workload))) {
+      say(`metrics cost ${(metricsCost(measurements) * 100).toFixed(1)}% of get-row`);
+    }
     if (!settings.profile) return;
     for (const workload of settings.only) {
       const { areas, functions } = await profile(workload, key);
@@ -270,7 +281,8 @@ async function main(): Promise<void> {
     return;
   }
   const cost = meteringCost(measurements);
-  const targets = judgeTargets(summaries, cost, serverPeakRssKb.rowbase, settings);
+  const metricsCostShare = metricsCost(measurements);
+  const targets = judgeTargets(summaries, { metering: cost, metrics: metricsCostShare }, serverPeakRssKb.rowbase, settings);
 
   const profiles: Record<string, ProfileSummary> = {};
   if (settings.profile) {
@@ -308,6 +320,7 @@ async function main(): Promise<void> {
     summaries,
     targets,
     meteringCost: cost,
+    metricsCost: metricsCostShare,
     profiles,
     measurements,
   };
@@ -336,8 +349,15 @@ async function seed(key: string): Promise<number> {
  * listens is at info: rowbase logs nothing per request. The feed workloads hold all their sockets with one
  * key, more than the 1,000 an account may hold by default.
  */
-function serveRowbase(databaseUrl: string, metering: 'on' | 'off', nodeFlags: string[] = [], options: SpawnOptions = {}): Promise<Started> {
+function serveRowbase(
+  databaseUrl: string,
+  metering: 'on' | 'off',
+  nodeFlags: string[] = [],
+  options: SpawnOptions = {},
+  more: Record<string, string> = {},
+): Promise<Started> {
   const env = {
+    ...more,
     PORT: '0',
     HOST: '127.0.0.1',
     DATABASE_URL: databaseUrl,
@@ -513,7 +533,7 @@ async function profile(workload: string, key: string): Promise<ProfileSummary> {
   const onPostgres = httpWorkloads[workload]?.server === 'rowbase-postgres';
   const server = fanoutWorkloads.includes(workload)
     ? await serveRowbase(`sqlite:${files.feed}`, 'on', flags, { openFiles: settings.fanoutSubscribers + 1024 })
-    : await serveRowbase(onPostgres ? postgres.url! : `sqlite:${files.rowbase}`, 'on', flags);
+    : await serveRowbase(onPostgres ? postgres.url! : `sqlite:${files.rowbase}`, 'on', flags, {}, withMetrics(workload));
   let measured: Measured;
   try {
     if (fanoutWorkloads.includes(workload))
@@ -540,6 +560,11 @@ async function profile(workload: string, key: string): Promise<ProfileSummary> {
       .join(', ')}`,
   );
   return summary;
+}
+
+/** The environment a workload's server adds: METRICS_PORT for the one of the metrics' cost. */
+function withMetrics(workload: string): Record<string, string> {
+  return httpWorkloads[workload]?.server === 'rowbase-metrics' ? { METRICS_PORT: '0' } : {};
 }
 
 /**

@@ -12,6 +12,7 @@ export type ServerName =
   | 'rowbase'
   | 'rowbase-metering-on'
   | 'rowbase-metering-off'
+  | 'rowbase-metrics'
   | 'rowbase-postgres'
   | 'postgres-read';
 
@@ -120,6 +121,8 @@ export const httpWorkloads: Record<string, HttpWorkload> = {
   'get-row': { server: 'rowbase', ...rowRead },
   'get-row-metering-on': { server: 'rowbase-metering-on', ...rowRead },
   'get-row-metering-off': { server: 'rowbase-metering-off', ...rowRead },
+  /** get-row with metering on and METRICS_PORT set: beside get-row-metering-on, the cost of the metrics. */
+  'get-row-metrics-on': { server: 'rowbase-metrics', ...rowRead },
   list: { server: 'rowbase', ...firstPage },
   'list-deep': { server: 'rowbase', rowsPerRequest: (s) => s.pageSize, requests: listPage((s) => s.deepOffset) },
   /** A cursor walk's first page and its hundredth, each read again and again: the second no slower than the first. */

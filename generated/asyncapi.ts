@@ -115,6 +115,11 @@ export interface components {
             detail: string;
             /** @description On `validation_failed`, one entry for each thing wrong with the request. */
             errors?: components["schemas"]["ValidationError"][];
+            /**
+             * @description The upgrade request this problem answers (RFC 9457 §3.1.5), named by its `X-Request-Id`.
+             * @example urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11
+             */
+            instance: string;
             /** @example 404 */
             status: number;
             /**

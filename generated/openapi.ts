@@ -726,6 +726,12 @@ export interface components {
             detail: string;
             /** @description On `validation_failed`, one entry for each thing wrong with the request. */
             errors?: components["schemas"]["ValidationError"][];
+            /**
+             * @description The request this problem answers (RFC 9457 §3.1.5): `urn:rowbase:request:` and its
+             *     `X-Request-Id`, the id its answer carries and the service's log lines about it.
+             * @example urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11
+             */
+            instance: string;
             /** @example 404 */
             status: number;
             /**
@@ -934,6 +940,7 @@ export interface components {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -944,6 +951,7 @@ export interface components {
                  *       "status": 400,
                  *       "detail": "The request does not match the API description.",
                  *       "code": "validation_failed",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11",
                  *       "errors": [
                  *         {
                  *           "in": "query",
@@ -964,6 +972,7 @@ export interface components {
          */
         BadUpgrade: {
             headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -974,6 +983,7 @@ export interface components {
                  *       "status": 400,
                  *       "detail": "/ws takes a WebSocket upgrade (asyncapi.yaml); this request is not one.",
                  *       "code": "validation_failed",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11",
                  *       "errors": [
                  *         {
                  *           "in": "header",
@@ -992,6 +1002,7 @@ export interface components {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -1001,7 +1012,8 @@ export interface components {
                  *       "title": "Conflict",
                  *       "status": 409,
                  *       "detail": "A collection named notes already exists.",
-                 *       "code": "conflict"
+                 *       "code": "conflict",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
                  *     }
                  */
                 "application/problem+json": components["schemas"]["ConflictProblem"];
@@ -1013,6 +1025,7 @@ export interface components {
          */
         Error: {
             headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -1022,7 +1035,8 @@ export interface components {
                  *       "title": "Internal error",
                  *       "status": 500,
                  *       "detail": "Something went wrong on our side.",
-                 *       "code": "internal"
+                 *       "code": "internal",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
                  *     }
                  */
                 "application/problem+json": components["schemas"]["OtherProblem"];
@@ -1038,6 +1052,7 @@ export interface components {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -1047,7 +1062,8 @@ export interface components {
                  *       "title": "Forbidden",
                  *       "status": 403,
                  *       "detail": "The key's scope is read; POST /v1/collections/{collection_name}/rows needs write.",
-                 *       "code": "forbidden"
+                 *       "code": "forbidden",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
                  *     }
                  */
                 "application/problem+json": components["schemas"]["ForbiddenProblem"];
@@ -1056,6 +1072,7 @@ export interface components {
         /** @description `gone`: an event after `since` is no longer retained; read the rows again, then subscribe with their `Rowbase-Seq`. */
         Gone: {
             headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -1065,7 +1082,8 @@ export interface components {
                  *       "title": "Gone",
                  *       "status": 410,
                  *       "detail": "Events after seq 3 of notes are no longer retained (the oldest follows seq 10). Read the rows again, then subscribe without since.",
-                 *       "code": "gone"
+                 *       "code": "gone",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
                  *     }
                  */
                 "application/problem+json": components["schemas"]["GoneProblem"];
@@ -1074,6 +1092,7 @@ export interface components {
         /** @description What GET answers with 200, without the body. */
         HeadOk: {
             headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content?: never;
@@ -1084,6 +1103,7 @@ export interface components {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content?: never;
@@ -1096,6 +1116,7 @@ export interface components {
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 "Rowbase-Seq": components["headers"]["Rowbase-Seq"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content?: never;
@@ -1106,6 +1127,7 @@ export interface components {
          */
         HeadProblem: {
             headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content?: never;
@@ -1119,6 +1141,7 @@ export interface components {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -1128,7 +1151,8 @@ export interface components {
                  *       "title": "Conflict",
                  *       "status": 409,
                  *       "detail": "The account holds 1000 live keys, the most it may: revoke one to make another.",
-                 *       "code": "conflict"
+                 *       "code": "conflict",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
                  *     }
                  */
                 "application/problem+json": components["schemas"]["ConflictProblem"];
@@ -1140,6 +1164,7 @@ export interface components {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -1149,7 +1174,8 @@ export interface components {
                  *       "title": "Not found",
                  *       "status": 404,
                  *       "detail": "There is no key rb_Qm3xT0aB.",
-                 *       "code": "not_found"
+                 *       "code": "not_found",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
                  *     }
                  */
                 "application/problem+json": components["schemas"]["NotFoundProblem"];
@@ -1161,6 +1187,7 @@ export interface components {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -1170,7 +1197,8 @@ export interface components {
                  *       "title": "Not found",
                  *       "status": 404,
                  *       "detail": "There is no collection named notes.",
-                 *       "code": "not_found"
+                 *       "code": "not_found",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
                  *     }
                  */
                 "application/problem+json": components["schemas"]["NotFoundProblem"];
@@ -1182,6 +1210,7 @@ export interface components {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -1191,7 +1220,8 @@ export interface components {
                  *       "title": "Payload too large",
                  *       "status": 413,
                  *       "detail": "The request body is larger than 1048576 bytes.",
-                 *       "code": "payload_too_large"
+                 *       "code": "payload_too_large",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
                  *     }
                  */
                 "application/problem+json": components["schemas"]["PayloadTooLargeProblem"];
@@ -1208,6 +1238,7 @@ export interface components {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -1217,7 +1248,8 @@ export interface components {
                  *       "title": "Query timeout",
                  *       "status": 503,
                  *       "detail": "The query took longer than the 5000 ms a read may take, and was stopped.",
-                 *       "code": "query_timeout"
+                 *       "code": "query_timeout",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
                  *     }
                  */
                 "application/problem+json": components["schemas"]["QueryTimeoutProblem"];
@@ -1234,6 +1266,7 @@ export interface components {
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 "Retry-After": components["headers"]["Retry-After"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -1243,7 +1276,8 @@ export interface components {
                  *       "title": "Quota exceeded",
                  *       "status": 429,
                  *       "detail": "The plan's quota of 10000 requests a month is used up until 2026-12-01T00:00:00.000Z.",
-                 *       "code": "quota_exceeded"
+                 *       "code": "quota_exceeded",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
                  *     }
                  */
                 "application/problem+json": components["schemas"]["TooManyRequestsProblem"];
@@ -1256,6 +1290,7 @@ export interface components {
          */
         TooManyUpgrades: {
             headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -1265,7 +1300,8 @@ export interface components {
                  *       "title": "Too many connections",
                  *       "status": 429,
                  *       "detail": "The account holds 1000 feed sockets on this instance, as many as it may.",
-                 *       "code": "too_many_connections"
+                 *       "code": "too_many_connections",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
                  *     }
                  */
                 "application/problem+json": components["schemas"]["TooManyUpgradesProblem"];
@@ -1279,6 +1315,7 @@ export interface components {
                  * @example Bearer realm="rowbase"
                  */
                 "WWW-Authenticate": string;
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -1288,7 +1325,8 @@ export interface components {
                  *       "title": "Unauthorized",
                  *       "status": 401,
                  *       "detail": "A valid API key is required.",
-                 *       "code": "unauthorized"
+                 *       "code": "unauthorized",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
                  *     }
                  */
                 "application/problem+json": components["schemas"]["UnauthorizedProblem"];
@@ -1297,6 +1335,7 @@ export interface components {
         /** @description `unavailable`: the database cannot be reached. */
         Unavailable: {
             headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -1306,7 +1345,8 @@ export interface components {
                  *       "title": "Service unavailable",
                  *       "status": 503,
                  *       "detail": "The database cannot be reached.",
-                 *       "code": "unavailable"
+                 *       "code": "unavailable",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
                  *     }
                  */
                 "application/problem+json": components["schemas"]["UnavailableProblem"];
@@ -1315,6 +1355,7 @@ export interface components {
         /** @description `not_found`: the account has no collection of that name, or the path is not exactly `/ws`. */
         UnknownCollection: {
             headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -1324,7 +1365,8 @@ export interface components {
                  *       "title": "Not found",
                  *       "status": 404,
                  *       "detail": "There is no collection named notes.",
-                 *       "code": "not_found"
+                 *       "code": "not_found",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
                  *     }
                  */
                 "application/problem+json": components["schemas"]["NotFoundProblem"];
@@ -1336,6 +1378,7 @@ export interface components {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -1345,7 +1388,8 @@ export interface components {
                  *       "title": "Unsupported media type",
                  *       "status": 415,
                  *       "detail": "The request body must be application/json.",
-                 *       "code": "unsupported_media_type"
+                 *       "code": "unsupported_media_type",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
                  *     }
                  */
                 "application/problem+json": components["schemas"]["UnsupportedMediaTypeProblem"];
@@ -1461,6 +1505,15 @@ export interface components {
          * @example 1234
          */
         "Rowbase-Total-Count": number;
+        /**
+         * @description The request's id: the `X-Request-Id` the request sent, when it is 1 to 128 letters, digits, `.`,
+         *     `_`, `:` or `-`; otherwise (absent, longer, anything else, sent twice) a new one the service made, a
+         *     UUID. Every answer carries it, refusals of the feed's upgrades and of requests that are not valid
+         *     HTTP included, and a problem names it in its `instance`; the service's log lines about the request
+         *     carry it too, so that one request can be followed from the client to the log.
+         * @example 7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11
+         */
+        "X-Request-Id": string;
     };
     pathItems: never;
 }
@@ -1478,6 +1531,7 @@ export interface operations {
             /** @description The service is up. */
             200: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1522,6 +1576,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1573,6 +1628,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1633,6 +1689,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1677,6 +1734,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -1760,6 +1818,7 @@ export interface operations {
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "Rowbase-Seq": components["headers"]["Rowbase-Seq"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1873,6 +1932,7 @@ export interface operations {
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     "Rowbase-Seq": components["headers"]["Rowbase-Seq"];
                     "Rowbase-Total-Count": components["headers"]["Rowbase-Total-Count"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1939,6 +1999,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2071,6 +2132,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2118,6 +2180,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2193,6 +2256,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2230,6 +2294,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2296,6 +2361,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2360,6 +2426,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2388,6 +2455,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2467,6 +2535,7 @@ export interface operations {
              */
             101: {
                 headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content?: never;

@@ -17,6 +17,8 @@ const environment = `Environment:
   HOST          address to listen on (default 127.0.0.1)
   DATABASE_URL  sqlite:<path> or postgres://… (default sqlite:./data/rowbase.sqlite)
   LOG_LEVEL     fatal, error, warn, info, debug, trace or silent (default info)
+  LOG_REQUESTS  on: one log line per request (default off)
+  METRICS_PORT  serve Prometheus metrics at GET /metrics on this port, at METRICS_HOST (default HOST); default none
   ROWBASE_*     bounds on requests, feed and event retention, sort indexes: see "Configuration" in README.md`;
 
 const commands: Record<string, Command> = {

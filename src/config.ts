@@ -8,6 +8,18 @@ export interface Config {
   databaseUrl: string;
   /** pino level. `LOG_LEVEL`, default `info`. */
   logLevel: string;
+  /**
+   * One JSON line per request in the log, at `info` (docs/operations.md, "The access log"). `LOG_REQUESTS=on`;
+   * default off.
+   */
+  logRequests: boolean;
+  /**
+   * Port of the Prometheus metrics listener (`GET /metrics`, docs/operations.md), a server of its own
+   * beside the API's. `METRICS_PORT`; default none: no metrics are kept or served. 0 picks a free port.
+   */
+  metricsPort: number | undefined;
+  /** Address of the metrics listener. `METRICS_HOST`, default `HOST`'s. */
+  metricsHost: string;
   /** Largest request body in bytes. `ROWBASE_MAX_BODY_BYTES`, default 1 MiB. */
   maxBodyBytes: number;
   /**
@@ -73,6 +85,9 @@ export const defaults: Config = {
   host: '127.0.0.1',
   databaseUrl: 'sqlite:./data/rowbase.sqlite',
   logLevel: 'info',
+  logRequests: false,
+  metricsPort: undefined,
+  metricsHost: '127.0.0.1',
   maxBodyBytes: 1024 * 1024,
   maxBodyBytesAtOnce: 1024 * 1024,
   maxJsonDepth: 64,
@@ -99,6 +114,9 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
     host: env.HOST || defaults.host,
     databaseUrl: databaseUrl(env.DATABASE_URL || defaults.databaseUrl),
     logLevel: oneOf(env, 'LOG_LEVEL', defaults.logLevel, logLevels),
+    logRequests: onOff(env, 'LOG_REQUESTS', defaults.logRequests),
+    metricsPort: env.METRICS_PORT ? integer(env, 'METRICS_PORT', 0, 0, 65535) : undefined,
+    metricsHost: env.METRICS_HOST || env.HOST || defaults.host,
     maxBodyBytes: integer(env, 'ROWBASE_MAX_BODY_BYTES', defaults.maxBodyBytes, 1, 2 ** 31),
     maxBodyBytesAtOnce: integer(env, 'ROWBASE_MAX_BODY_BYTES_AT_ONCE', defaults.maxBodyBytesAtOnce, 1, 2 ** 31),
     maxJsonDepth: integer(env, 'ROWBASE_MAX_JSON_DEPTH', defaults.maxJsonDepth, 1, 10_000),

@@ -39,9 +39,17 @@ export class ApiError extends Error {
     this.status = kinds[code].status;
   }
 
-  toProblem(): Problem {
+  /** The problem body; `instance` (RFC 9457 §3.1.5) names the request it answers: `urn:rowbase:request:<id>`. */
+  toProblem(instance: string): Problem {
     const { title } = kinds[this.code];
-    const problem: Problem = { type: `urn:rowbase:problem:${this.code}`, title, status: this.status, detail: this.detail, code: this.code };
+    const problem: Problem = {
+      type: `urn:rowbase:problem:${this.code}`,
+      title,
+      status: this.status,
+      detail: this.detail,
+      code: this.code,
+      instance,
+    };
     if (this.options.errors) problem.errors = this.options.errors;
     return problem;
   }

@@ -7,10 +7,13 @@ import type { Config } from './config.ts';
 import { openStore, type Store } from './db/store.ts';
 import { expectationFailed, noTunnel } from './errors.ts';
 import { BodyBudget } from './http/body.ts';
+import { accessLog, type Observer } from './http/observe.ts';
 import { createRouter } from './http/operations.ts';
 import { serveWithoutUpgrade, wantsWebSocket } from './http/other-upgrades.ts';
 import { answerClientErrors, writeProblem } from './http/respond.ts';
+import { requestIdOf } from './http/stages.ts';
 import { createLogger, type Logger } from './log.ts';
+import { Metrics } from './metrics.ts';
 import { root } from './root.ts';
 import { Meter } from './usage/meter.ts';
 import { createFeed, type Feed } from './ws/feed.ts';
@@ -26,6 +29,8 @@ export interface RunningServer {
   feed: Feed;
   /** The bytes of request bodies worked on at once (http/body.ts, BodyBudget). */
   bodies: BodyBudget;
+  /** With METRICS_PORT: the URL of the metrics (`http://host:port/metrics`), served by a listener of their own. */
+  metricsUrl?: string;
   /**
    * Stops accepting, closes feed sockets with 1001, lets requests under way finish (each step up to
    * `graceMs`), writes pending usage counts, then closes the database.
@@ -53,25 +58,32 @@ export async function startServer(
   const meter = new Meter(store, log, { clock: options.clock });
   const bodies = new BodyBudget(config.maxBodyBytesAtOnce);
   const deps = { store, config, meter, bodies, documents: { openapi, asyncapi } };
-  const app = createApp(deps, createRouter(deps), log);
+  // Told of every answer, the HTTP API's and the feed's upgrades' (filled before the first request).
+  const observers: Observer[] = [];
+  if (config.logRequests) observers.push(accessLog(log));
   // A request without Host is refused by the app with a problem body (checkRequest), not by Node with an empty one.
-  const server = createServer({ requireHostHeader: false }, app.callback());
+  const server = createServer({ requireHostHeader: false });
   answerClientErrors(server);
   // Two requests Node answers itself unless told otherwise, neither with a problem: an Expect other than
   // 100-continue (a bare 417) and CONNECT (the connection closed, no answer at all).
   server.on('checkExpectation', (request, response) => {
     writeProblem(response, expectationFailed(), { head: request.method === 'HEAD' });
   });
-  server.on('connect', (_request, socket) => writeProblem(socket, noTunnel()));
+  server.on('connect', (request, socket) => writeProblem(socket, noTunnel(), { requestId: requestIdOf(request) }));
   // Every upgrade with a valid key counts toward the plan like a /v1 request, whatever its outcome; over
   // quota or rate it is refused 429 and not counted.
   const admit = config.metering ? async ({ accountId }: { accountId: number }) => void (await meter.admit(accountId)) : undefined;
-  const feed = createFeed({ store, config, log, admit });
+  const feed = createFeed({ store, config, log, admit, observers });
+  const metrics = config.metricsPort === undefined ? undefined : new Metrics({ store, meter, feed });
+  if (metrics) observers.push(metrics);
+  const app = createApp(deps, createRouter(deps), log, observers);
+  server.on('request', app.callback());
   // Node hands the 'upgrade' listener every request with an Upgrade header: only WebSocket goes to the feed.
   server.on('upgrade', (request, socket, head) => {
     if (wantsWebSocket(request)) feed.handleUpgrade(request, socket, head);
     else serveWithoutUpgrade(server, request, socket, head);
   });
+  let metricsServer: Server | undefined;
   let closing: Promise<void> | undefined;
   // Once closing, every response says `Connection: close` and ends its connection. Otherwise a keep-alive
   // client holds the shutdown open for keepAliveTimeout (5 s), or until graceMs if it keeps sending.
@@ -91,14 +103,26 @@ export async function startServer(
       const timer = setTimeout(() => server.closeAllConnections(), graceMs);
       await drained;
       clearTimeout(timer);
+      if (metricsServer) {
+        const stopped = once(metricsServer, 'close');
+        metricsServer.close();
+        metricsServer.closeAllConnections();
+        await stopped;
+      }
+      metrics?.close();
       await meter.close();
       await store.close();
     })();
     return closing;
   };
   server.listen(config.port, config.host);
+  let metricsUrl: string | undefined;
   try {
     await once(server, 'listening');
+    if (metrics) {
+      ({ server: metricsServer, url: metricsUrl } = await metrics.serve(config.metricsHost, config.metricsPort as number));
+      log.info({ url: metricsUrl }, 'metrics are served');
+    }
   } catch (error) {
     // A HOST that is no address of this machine, a PORT in use: undo the start, or the open database,
     // the listener and the timers keep the process alive after it has said why it cannot serve.
@@ -108,5 +132,5 @@ export async function startServer(
   const { port } = server.address() as AddressInfo;
   // An IPv6 address goes in brackets (RFC 3986, 3.2.2): http://[::1]:8080, not http://::1:8080.
   const host = isIPv6(config.host) ? `[${config.host}]` : config.host;
-  return { url: `http://${host}:${port}`, port, server, store, meter, feed, bodies, close };
+  return { url: `http://${host}:${port}`, port, server, store, meter, feed, bodies, metricsUrl, close };
 }

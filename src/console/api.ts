@@ -114,6 +114,8 @@ function problemOf(response: Response, text: string): Problem {
     status: response.status,
     code: 'internal',
     detail: `The service answered ${response.status}.`,
+    // A proxy in front may have passed the service's X-Request-Id on; else the request is not known by an id.
+    instance: `urn:rowbase:request:${response.headers.get('x-request-id') ?? 'unknown'}`,
   };
 }
 

@@ -3,6 +3,7 @@
 // when it opens its database, and hands it to them: they never ask which dialect it is.
 import type { Knex } from 'knex';
 import type { Changes } from './changes.ts';
+import type { Waits } from './waits.ts';
 
 export type SqlValue = string | number | null;
 
@@ -23,6 +24,8 @@ export interface Dialect {
   knex: Knex;
   /** Wake-ups after each committed change of a collection (changes.ts). */
   changes: Changes;
+  /** Waits for a connection: Knex's pool is watched by the store, the dialect tells of its own queues (waits.ts). */
+  waits: Waits;
   /**
    * Runs one statement inside `trx` and answers its rows (none for a write without RETURNING): `sql`
    * has `?` placeholders, and is prepared once per connection.

@@ -32,6 +32,7 @@ import { PrincipalCache } from './principals.ts';
 import { collectionsAfter, pruneEventBatch } from './retention.ts';
 import type { Fields, Json, Row } from './rows.ts';
 import { addUsage, readUsage } from './usage.ts';
+import { type Waits, watchKnexPool } from './waits.ts';
 
 /** How often the key uses the principal cache noted are written, in ms. */
 const KEY_USES_INTERVAL_MS = 1000;
@@ -117,6 +118,8 @@ export type Store = { [K in keyof typeof shared]: Bound<(typeof shared)[K]> } & 
     findPrincipal(key: string): Promise<Principal | undefined>;
     /** Wake-ups after each committed change of a collection, this instance's and, on PostgreSQL, every other's. */
     changes: Changes;
+    /** Each wait for a connection of the database, as it ends (waits.ts): what the metrics show of the pools. */
+    waits: Waits;
     /** The database's Knex, for the CLI's and the tests' own look at it; the service goes through the operations. */
     knex: Knex;
     /** Writes the key uses noted, waits for the statements under way, then closes every connection; later calls answer 503. */
@@ -142,7 +145,7 @@ export function assembleStore(db: Dialect, rows: RowOperations, backups: Backups
   const bound = Object.fromEntries([
     ...Object.entries(shared).map(([name, operation]) => [name, translated((...args) => (operation as SharedFunction)(db, ...args))]),
     ...Object.entries(rows).map(([name, operation]) => [name, translated(operation)]),
-  ]) as Omit<Store, 'findPrincipal' | 'changes' | 'knex' | 'close' | 'backup'>;
+  ]) as Omit<Store, 'findPrincipal' | 'changes' | 'waits' | 'knex' | 'close' | 'backup'>;
   const principals = new PrincipalCache((key) => bound.principalOf(hashKey(key)));
   // The key uses the cache noted, written every second; those that fail are tried again with the next.
   let noting: Promise<void> = Promise.resolve();
@@ -155,6 +158,7 @@ export function assembleStore(db: Dialect, rows: RowOperations, backups: Backups
   };
   const noteTimer = setInterval(noteUses, KEY_USES_INTERVAL_MS);
   noteTimer.unref();
+  watchKnexPool((db.knex.client as { pool?: Parameters<typeof watchKnexPool>[0] }).pool, db.waits);
   return {
     ...bound,
     // A longer key is none of ours: it is neither looked up nor kept.
@@ -172,6 +176,7 @@ export function assembleStore(db: Dialect, rows: RowOperations, backups: Backups
     },
     backup: backups.backup,
     changes: db.changes,
+    waits: db.waits,
     knex: db.knex,
     close: async () => {
       clearInterval(noteTimer);

@@ -11,58 +11,78 @@ import { ApiError, internal, validationFailed } from '../errors.ts';
 import type { Result } from '../handlers/types.ts';
 import type { Logger } from '../log.ts';
 import { type Admission, rateLimitHeaders } from '../usage/meter.ts';
-import { type AdmissionState, contextPath } from './stages.ts';
+import { type AdmissionState, contextPath, newRequestId, problemInstance, type RequestIdState, requestIdOf } from './stages.ts';
 
 /** What a JSON body is sent as: Koa's reading of `application/json`, which the API has always sent. */
 const JSON_TYPE = 'application/json; charset=utf-8';
+
+/** What the responders note of the answer they wrote, for the access log and the metrics (observe.ts). */
+export interface AnsweredState {
+  /** The bytes of the body sent: 0 for none, and for HEAD. */
+  sentBytes?: number;
+}
 
 /**
  * The one responder: writes a handler's result to the response itself (writeResult), with the
  * RateLimit-* headers of the request's admission, and leaves Koa's own responder out.
  */
-export function respond(ctx: Context & { state: AdmissionState }, result: Result): void {
+export function respond(ctx: Context & { state: AdmissionState & AnsweredState }, result: Result): void {
   ctx.respond = false;
-  writeResult(ctx.res, result, ctx.method === 'HEAD', ctx.state.admission);
+  ctx.state.sentBytes = writeResult(ctx.res, result, ctx.method === 'HEAD', ctx.state.admission);
 }
 
 /**
- * Writes a handler's result: its status, the RateLimit-* headers of the request's `admission` (if it
- * was counted), the result's headers, then its body, if any, with its Content-Type (JSON unless it
- * says) and Content-Length. A string or Buffer is sent as it is, anything else as JSON. `head`: the
- * answer to HEAD, which is GET's without the body (RFC 9110 §9.3.2). The headers go to Node in one
- * list (writeHead), not one setHeader each, which would also keep each in an object by its name.
+ * Writes a handler's result: its status, the request's id (X-Request-Id, stages.ts), the
+ * RateLimit-* headers of the request's `admission` (if it was counted), the result's headers, then its
+ * body, if any, with its Content-Type (JSON unless it says) and Content-Length. A string or Buffer is
+ * sent as it is, anything else as JSON. `head`: the answer to HEAD, which is GET's without the body
+ * (RFC 9110 §9.3.2). The headers go to Node in one list (writeHead), not one setHeader each, which
+ * would also keep each in an object by its name. Answers the bytes of the body sent.
  */
-export function writeResult(response: ServerResponse, result: Result, head = false, admission?: Admission): void {
+export function writeResult(response: ServerResponse, result: Result, head = false, admission?: Admission): number {
   const headers: string[] = admission ? rateLimitHeaders(admission) : [];
+  headers.push('X-Request-Id', requestIdOf(response.req));
   if (result.headers) for (const name in result.headers) headers.push(name, result.headers[name]);
   if (result.body === undefined) {
     response.writeHead(result.status, headers);
-    return void response.end();
+    response.end();
+    return 0;
   }
   const body = bodyOf(result);
-  headers.push('Content-Type', result.contentType ?? JSON_TYPE, 'Content-Length', String(Buffer.byteLength(body)));
+  const bytes = Buffer.byteLength(body);
+  headers.push('Content-Type', result.contentType ?? JSON_TYPE, 'Content-Length', String(bytes));
   response.writeHead(result.status, headers);
-  if (head) response.end();
-  else response.end(body);
+  if (head) {
+    response.end();
+    return 0;
+  }
+  response.end(body);
+  return bytes;
 }
 
 /**
  * Writes a result as a whole HTTP/1.1 response on a socket that Node's server has let go of (an
  * upgrade it handed over, a request its parser refused), then closes the connection, as `ws` does with
- * its own refusals (abortHandshake).
+ * its own refusals (abortHandshake). Answers the bytes of the body sent.
  */
-function writeResultToSocket(socket: Duplex, result: Result): void {
-  if (!socket.writable) return void socket.destroy();
+function writeResultToSocket(socket: Duplex, result: Result, requestId: string): number {
+  if (!socket.writable) {
+    socket.destroy();
+    return 0;
+  }
   const body = bodyOf(result);
+  const bytes = Buffer.byteLength(body);
   const headers: Record<string, string> = {
     Connection: 'close',
+    'X-Request-Id': requestId,
     'Content-Type': result.contentType ?? JSON_TYPE,
-    'Content-Length': String(Buffer.byteLength(body)),
+    'Content-Length': String(bytes),
     ...result.headers,
   };
   const head = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`);
   socket.once('finish', () => socket.destroy());
   socket.end(`HTTP/1.1 ${result.status} ${STATUS_CODES[result.status]}\r\n${head.join('')}\r\n${body}`);
+  return bytes;
 }
 
 const bodyOf = ({ body }: Result): string | Buffer =>
@@ -70,18 +90,20 @@ const bodyOf = ({ body }: Result): string | Buffer =>
 
 /**
  * The error mapper of the HTTP API: whatever a later stage throws leaves as a problem. Errors we did
- * not make become a bare 500 `internal`; their details go to the log only, with the request's path,
- * never its query (which may carry a key).
+ * not make become a bare 500 `internal`; their details go to the log only, with the request's id and
+ * path, never its query (which may carry a key).
  */
-export function problems(log: Logger): Middleware<AdmissionState> {
+export function problems(log: Logger): Middleware<AdmissionState & AnsweredState & RequestIdState> {
   return async (ctx, next) => {
     try {
       await next();
     } catch (error) {
       const problem = toApiError(error);
-      if (problem.status >= 500) log.error({ err: error, method: ctx.method, path: contextPath(ctx) }, 'request failed');
+      if (problem.status >= 500) {
+        log.error({ requestId: ctx.state.requestId, err: error, method: ctx.method, path: contextPath(ctx) }, 'request failed');
+      }
       ctx.respond = false;
-      writeProblem(ctx.res, problem, { head: ctx.method === 'HEAD', admission: ctx.state.admission });
+      ctx.state.sentBytes = writeProblem(ctx.res, problem, { head: ctx.method === 'HEAD', admission: ctx.state.admission });
     }
   };
 }
@@ -90,18 +112,24 @@ export function problems(log: Logger): Middleware<AdmissionState> {
  * Writes `problem` on `to`: a response of the HTTP server, with the RateLimit-* headers of the request's
  * `admission` once it was counted and without its body for HEAD (RFC 9110 §9.3.2); or a socket Node
  * has let go of (an upgrade, a request its parser refused), as a whole HTTP/1.1 response that closes
- * the connection. A response whose head is already sent cannot become a problem: the client sees it
- * cut short.
+ * the connection, answered to `requestId` (default a new id: a request Node could not read has none).
+ * A response whose head is already sent cannot become a problem: the client sees it cut short.
+ * Answers the bytes of the body sent.
  */
 export function writeProblem(
   to: ServerResponse | Duplex,
   problem: ApiError,
-  { head = false, admission }: { head?: boolean; admission?: Admission } = {},
-): void {
-  const result = { status: problem.status, headers: problem.options.headers, body: JSON.stringify(problem.toProblem()), contentType };
-  if (!(to instanceof ServerResponse)) return void writeResultToSocket(to, result);
-  if (to.headersSent) return void to.destroy();
-  writeResult(to, result, head, admission);
+  { head = false, admission, requestId }: { head?: boolean; admission?: Admission; requestId?: string } = {},
+): number {
+  const id = to instanceof ServerResponse ? requestIdOf(to.req) : (requestId ?? newRequestId());
+  const body = JSON.stringify(problem.toProblem(problemInstance(id)));
+  const result = { status: problem.status, headers: problem.options.headers, body, contentType };
+  if (!(to instanceof ServerResponse)) return writeResultToSocket(to, result, id);
+  if (to.headersSent) {
+    to.destroy();
+    return 0;
+  }
+  return writeResult(to, result, head, admission);
 }
 
 const contentType = 'application/problem+json';

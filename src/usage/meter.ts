@@ -55,7 +55,16 @@ const IDLE_EVICTION_MS = 10 * 60_000;
 /** Accounts seen this recently have their totals read back on every flush. */
 const RECENT_MS = 60_000;
 
+/** Requests admitted and refused since the meter started, by reason (the metrics, docs/operations.md). */
+export interface AdmissionCounts {
+  admitted: number;
+  quota_exceeded: number;
+  rate_limited: number;
+}
+
 export class Meter {
+  /** What admit() decided, counted since the start. */
+  readonly counts: AdmissionCounts = { admitted: 0, quota_exceeded: 0, rate_limited: 0 };
   private readonly accounts = new Map<number, AccountMeter>();
   private readonly refreshing = new Map<number, Promise<AccountMeter>>();
   /** Counts of periods that ended before they were written. */
@@ -92,6 +101,7 @@ export class Meter {
     const { quota, rate } = meter.plan;
     const reset = Math.max(0, Math.ceil((meter.periodEnd - now) / 1000));
     if (used >= quota) {
+      this.counts.quota_exceeded++;
       throw tooMany(
         'quota_exceeded',
         `The plan's quota of ${quota} requests a ${meter.plan.period} is used up until ${new Date(meter.periodEnd).toISOString()}.`,
@@ -105,6 +115,7 @@ export class Meter {
       meter.tokens = Math.min(rate, meter.tokens + ((now - meter.tokensAt) / 1000) * rate);
       meter.tokensAt = now;
       if (meter.tokens < 1) {
+        this.counts.rate_limited++;
         throw tooMany('rate_limited', `The plan allows ${rate} requests a second.`, {
           admission: { limit: quota, remaining: quota - used, reset },
           retryAfter: Math.max(1, Math.ceil((1 - meter.tokens) / rate)),
@@ -114,6 +125,7 @@ export class Meter {
     }
     meter.pending += 1;
     meter.lastSeen = now;
+    this.counts.admitted++;
     return { limit: quota, remaining: quota - used - 1, reset };
   }
 

@@ -9,13 +9,15 @@ import type { Config } from '../config.ts';
 import type { Principal } from '../db/keys.ts';
 import type { Store } from '../db/store.ts';
 import { ApiError, unavailable } from '../errors.ts';
+import { FEED_OPERATION, type Observer } from '../http/observe.ts';
 import { toApiError, writeProblem } from '../http/respond.ts';
+import { requestIdOf } from '../http/stages.ts';
 import type { Logger } from '../log.ts';
 import { closeCodes } from './messages.ts';
 import { Pruner } from './retention.ts';
-import { Subscriber } from './subscriber.ts';
+import { type FeedCounts, Subscriber } from './subscriber.ts';
 import { Tail } from './tail.ts';
-import { checkUpgrade, type FeedRequest } from './upgrade.ts';
+import { checkUpgrade, FEED_PATH, type FeedRequest } from './upgrade.ts';
 
 /** Clients send nothing; anything larger than this closes their socket with 1009. */
 export const MAX_CLIENT_MESSAGE_BYTES = 1024;
@@ -42,6 +44,8 @@ export interface FeedOptions {
    * Throw an ApiError to refuse the upgrade with it. Default: admit everyone.
    */
   admit?: (principal: Principal) => Promise<void> | void;
+  /** Told of every upgrade answered, accepted (101) or refused, as the HTTP API's requests are (http/observe.ts). Default none. */
+  observers?: readonly Observer[];
 }
 
 export interface Feed {
@@ -49,13 +53,22 @@ export interface Feed {
   handleUpgrade(request: IncomingMessage, socket: Duplex, head: Buffer): void;
   /** Feed connections open and not being closed. */
   readonly connections: number;
+  /** Collections followed for this instance's subscribers. */
+  readonly collections: number;
+  /** Messages sent and slow consumers closed since the start. */
+  readonly counts: FeedCounts;
+  /**
+   * How many events this instance has yet to forward: for each collection it follows, the database's
+   * latest seq minus the last seq it forwarded, summed. One read of the latest seq per collection.
+   */
+  lag(): Promise<number>;
   /** Prunes events past retention (also done every `eventsPruneIntervalMs`). */
   readonly pruner: Pruner;
   /** Refuses new upgrades, closes every socket with 1001 (terminating those still open after `graceMs`, default 10 s), and stops. */
   close(graceMs?: number): Promise<void>;
 }
 
-export function createFeed({ store, config, log, admit }: FeedOptions): Feed {
+export function createFeed({ store, config, log, admit, observers = [] }: FeedOptions): Feed {
   const server = new WebSocketServer({
     noServer: true,
     clientTracking: false,
@@ -63,6 +76,9 @@ export function createFeed({ store, config, log, admit }: FeedOptions): Feed {
     perMessageDeflate: false,
     maxPayload: MAX_CLIENT_MESSAGE_BYTES,
   });
+  // The 101 carries the request's id too, as every other answer does.
+  server.on('headers', (headers, request) => headers.push(`X-Request-Id: ${requestIdOf(request)}`));
+  const counts: FeedCounts = { messagesSent: 0, slowConsumerCloses: 0 };
   const tails = new Map<number, Tail>();
   /** Every open subscriber, with the hash of its key and when that expires (ms since the epoch, or null). */
   const subscribers = new Map<Subscriber, { hash: string; expiresAt: number | null }>();
@@ -117,20 +133,41 @@ export function createFeed({ store, config, log, admit }: FeedOptions): Feed {
   }
 
   async function upgrade(request: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+    const startedAt = performance.now();
+    const requestId = requestIdOf(request);
+    let accountId: number | undefined;
+    const answered = (status: number, bytes: number) => {
+      const seconds = (performance.now() - startedAt) / 1000;
+      const answer = {
+        requestId,
+        method: request.method ?? 'GET',
+        operation: FEED_OPERATION,
+        route: FEED_PATH,
+        status,
+        seconds,
+        bytes,
+        accountId,
+      };
+      for (const observer of observers) observer.answered(answer);
+    };
     try {
       if (closing) throw unavailable('The server is shutting down.');
       const feedRequest = await checkUpgrade(request, store, async (principal) => {
+        accountId = principal.accountId;
         takePlace(principal.accountId, socket);
         await admit?.(principal);
       });
       if (closing) throw unavailable('The server is shutting down.');
-      server.handleUpgrade(request, socket, head, (websocket) => subscribe(websocket, socket, feedRequest));
+      server.handleUpgrade(request, socket, head, (websocket) => {
+        answered(101, 0);
+        subscribe(websocket, socket, feedRequest, log.child({ requestId }));
+      });
     } catch (error) {
       const problem = toApiError(error);
       // Never the request's URL: it may carry the key.
-      if (problem.status >= 500) log.error({ err: error, path: '/ws' }, 'feed upgrade failed');
-      else log.debug({ status: problem.status, code: problem.code }, 'feed upgrade refused');
-      writeProblem(socket, problem);
+      if (problem.status >= 500) log.error({ requestId, err: error, path: FEED_PATH }, 'feed upgrade failed');
+      else log.debug({ requestId, status: problem.status, code: problem.code }, 'feed upgrade refused');
+      answered(problem.status, writeProblem(socket, problem, { requestId }));
     }
   }
 
@@ -158,7 +195,8 @@ export function createFeed({ store, config, log, admit }: FeedOptions): Feed {
     for (const [subscriber, { hash }] of subscribers) if (revoked.has(hash)) subscriber.close(closeCodes.keyRevoked);
   }
 
-  function subscribe(socket: WebSocket, connection: Duplex, request: FeedRequest): void {
+  /** `connectionLog`: the log of this connection, whose lines carry its request id. */
+  function subscribe(socket: WebSocket, connection: Duplex, request: FeedRequest, connectionLog: Logger): void {
     const { collectionId, collection, kinds, since, filter } = request;
     const subscriber = new Subscriber(socket, connection, {
       collection,
@@ -168,10 +206,14 @@ export function createFeed({ store, config, log, admit }: FeedOptions): Feed {
       maxBufferBytes: config.feedMaxBufferBytes,
       readEvents: (after, upTo) => store.readEvents(collectionId, { ...PAGE, after, upTo }),
       latestSeq: () => store.latestSeq(collectionId),
-      log,
+      counts,
+      log: connectionLog,
     });
     subscribers.set(subscriber, { hash: request.keyHash, expiresAt: request.principal.expiresAt });
-    socket.once('close', () => subscribers.delete(subscriber));
+    socket.once('close', (code) => {
+      subscribers.delete(subscriber);
+      connectionLog.info({ collection, code }, 'feed closed');
+    });
     let tail = tails.get(collectionId);
     if (!tail) {
       const created: Tail = new Tail({
@@ -191,7 +233,10 @@ export function createFeed({ store, config, log, admit }: FeedOptions): Feed {
       tails.set(collectionId, tail);
     }
     tail.join(subscriber);
-    log.info({ account: request.principal.account, collection, events: kinds, since, filtered: filter !== undefined }, 'feed subscribed');
+    connectionLog.info(
+      { account: request.principal.account, collection, events: kinds, since, filtered: filter !== undefined },
+      'feed subscribed',
+    );
   }
 
   return {
@@ -203,6 +248,20 @@ export function createFeed({ store, config, log, admit }: FeedOptions): Feed {
     },
     get connections() {
       return [...subscribers.keys()].filter((subscriber) => subscriber.open).length;
+    },
+    get collections() {
+      return tails.size;
+    },
+    counts,
+    async lag() {
+      let behind = 0;
+      for (const tail of [...tails.values()]) {
+        const { collectionId, forwarded } = tail.position;
+        if (forwarded === undefined) continue;
+        const latest = await store.latestSeq(collectionId);
+        if (latest !== undefined) behind += Math.max(0, latest - forwarded);
+      }
+      return behind;
     },
     pruner,
     async close(graceMs = 10_000) {

@@ -9,6 +9,14 @@ import { Delivery } from './delivery.ts';
 import { textFrame, writeFrame } from './frames.ts';
 import { type CloseCode, closeCodes, collectionDeletedMessage, readyMessage } from './messages.ts';
 
+/** What the feed's subscribers have done since the start, counted for the metrics (docs/operations.md). */
+export interface FeedCounts {
+  /** Messages written to sockets: `ready`, changes (live or replayed), `collection_deleted`. */
+  messagesSent: number;
+  /** Sockets closed with 4008 (slow consumer). */
+  slowConsumerCloses: number;
+}
+
 export interface SubscriberOptions {
   collection: string;
   kinds: EventType[];
@@ -22,6 +30,9 @@ export interface SubscriberOptions {
   readEvents(after: number, upTo: number): Promise<StoredEvent[]>;
   /** The collection's latest seq, or undefined once it is deleted. */
   latestSeq(): Promise<number | undefined>;
+  /** The feed's counts, shared by its subscribers. */
+  counts: FeedCounts;
+  /** The log of the connection: its lines carry its request id. */
   log: Logger;
 }
 
@@ -100,18 +111,23 @@ export class Subscriber extends EventEmitter<{ end: [] }> {
       this.close(closeCodes.slowConsumer);
       return;
     }
+    let sent = 0;
     this.connection.cork();
     for (const delivery of deliveries) {
       const frame = this.frameOf(delivery);
-      if (frame) writeFrame(this.socket, this.connection, frame);
+      if (!frame) continue;
+      writeFrame(this.socket, this.connection, frame);
+      sent++;
     }
     this.connection.uncork();
+    this.options.counts.messagesSent += sent;
   }
 
   /** Tells the client its collection is gone, then closes. */
   collectionDeleted(): void {
     if (this.ended) return;
     this.socket.send(JSON.stringify(collectionDeletedMessage(this.options.collection)));
+    this.options.counts.messagesSent++;
     this.close(closeCodes.collectionDeleted);
   }
 
@@ -127,6 +143,7 @@ export class Subscriber extends EventEmitter<{ end: [] }> {
 
   close({ code, reason }: CloseCode): void {
     if (this.ended) return;
+    if (code === closeCodes.slowConsumer.code) this.options.counts.slowConsumerCloses++;
     this.end();
     this.socket.close(code, reason);
   }
@@ -153,6 +170,7 @@ export class Subscriber extends EventEmitter<{ end: [] }> {
       written?.();
       return;
     }
+    this.options.counts.messagesSent++;
     if (!writeFrame(this.socket, this.connection, frame, written && (() => written()))) written?.();
   }
 

@@ -37,6 +37,11 @@ export class Tail {
 
   constructor(private readonly options: TailOptions) {}
 
+  /** The collection this tail follows, and the last seq it forwarded (undefined until its first read). */
+  get position(): { collectionId: number; forwarded: number | undefined } {
+    return { collectionId: this.options.collectionId, forwarded: this.cursor };
+  }
+
   /** Makes `subscriber` live as soon as the tail has caught up with what is committed now. */
   join(subscriber: Subscriber): void {
     this.joining.add(subscriber);

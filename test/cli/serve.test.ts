@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { Client, type Response, readResponse } from '../support/client.ts';
 import { FeedClient } from '../support/feed.ts';
+import { scrape, value } from '../support/metrics.ts';
 import { expectBadArguments, pollUntil, type ServeProcess, Workspace } from '../support/process.ts';
 import { head, rawExchange, websocketHeaders } from '../support/raw.ts';
 
@@ -86,6 +87,8 @@ describe('rowbase serve', () => {
       ['ROWBASE_MAX_JSON_DEPTH', '0'],
       ['ROWBASE_MAX_BATCH_ROWS', '0'],
       ['ROWBASE_METERING', 'yes'],
+      ['LOG_REQUESTS', 'yes'],
+      ['METRICS_PORT', '65536'],
       ['ROWBASE_EVENTS_RETAIN_COUNT', '0'],
       ['ROWBASE_EVENTS_RETAIN_SECONDS', '1.5'],
       ['ROWBASE_EVENTS_PRUNE_SECONDS', '0'],
@@ -147,8 +150,8 @@ describe('rowbase serve', () => {
   describe('its log', () => {
     freshWorkspaceForEachTest();
 
-    it('holds no key and no request body, even at trace, whatever the requests and their outcomes', async () => {
-      const server = await workspace.serve({ LOG_LEVEL: 'trace' });
+    it('holds no key and no request body, even at trace with the access log, whatever the requests and their outcomes', async () => {
+      const server = await workspace.serve({ LOG_LEVEL: 'trace', LOG_REQUESTS: 'on', METRICS_PORT: '0' });
       const key = await workspace.createKey('me');
       const secret = 'body-secret-7f3a';
       const client = new Client(server.url, key);
@@ -164,12 +167,17 @@ describe('rowbase serve', () => {
       ].map((response) => response.status);
       const feed = await FeedClient.open(server.url, key, { collection: 'notes' });
       await feed.close();
+      const metricsLine = server.lines.map((line) => JSON.parse(line)).find((entry) => entry.msg === 'metrics are served');
+      const scraped = await scrape(metricsLine.url);
+      expect(value(scraped, 'rowbase_http_requests_total', { operation: 'insertRows' })).to.equal(3);
       server.signal('SIGTERM');
       expect(await server.exited).to.deep.equal({ code: 0, signal: null });
 
       expect(outcomes).to.deep.equal([201, 201, 200, 400, 404, 200, 401, 401]);
       const printed = `${server.lines.join('\n')}\n${await server.stderr}`;
       expect(printed).to.include('feed subscribed');
+      const requests = server.lines.map((line) => JSON.parse(line)).filter((entry) => entry.msg === 'request');
+      expect(requests.map((entry) => entry.status)).to.include.members([...outcomes, 101]);
       for (const text of [key, key.slice('rb_'.length), secret]) expect(printed).not.to.include(text);
     });
   });

@@ -99,7 +99,8 @@ const normalize = (text: string) =>
   text
     .replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/g, '<time>')
     .replace(/\brb_[A-Za-z0-9_-]{32}(?![A-Za-z0-9_-])/g, '<key>')
-    .replace(/\brb_[A-Za-z0-9_-]{8}(?![A-Za-z0-9_-])/g, '<prefix>');
+    .replace(/\brb_[A-Za-z0-9_-]{8}(?![A-Za-z0-9_-])/g, '<prefix>')
+    .replace(/urn:rowbase:request:[A-Za-z0-9._:-]+/g, 'urn:rowbase:request:<id>');
 
 /** Output lines as a terminal shows them: no carriage returns, no trailing empty line. */
 const outputLines = (text: string) =>

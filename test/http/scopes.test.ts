@@ -147,8 +147,9 @@ describeEachBackend('what a key may reach', (backend) => {
   it("answers a collection out of the key's collections exactly as one that does not exist, and counts it, and a 403, toward usage", async () => {
     await owner.post('/v1/collections', { name: 'hidden' });
     const client = await server.client('counted', TEST_PLAN, { scope: 'read', collections: ['seen'] });
-    const hidden = await client.get('/v1/collections/hidden/rows/1');
-    const missing = await client.get('/v1/collections/seen/rows/1');
+    // One request id for both: each answer names its own (the problem's instance).
+    const hidden = await client.get('/v1/collections/hidden/rows/1', { headers: { 'x-request-id': 'same' } });
+    const missing = await client.get('/v1/collections/seen/rows/1', { headers: { 'x-request-id': 'same' } });
     expect(hidden.status).to.equal(404);
     expect(JSON.parse(hidden.text.replace('hidden', 'seen'))).to.deep.equal(missing.body);
     const refused = await client.delete('/v1/collections/seen/rows/1');

@@ -170,6 +170,8 @@ async function exchangeOf(url: string, exchange: Exchange, host: string, target:
   const headers = [
     ...(host ? [host] : []),
     'Connection: close',
+    // One request id for every exchange: each answer names its own (X-Request-Id, a problem's instance).
+    'X-Request-Id: target-forms',
     ...(exchange.headers?.some((line) => /^x-api-key:/i.test(line)) ? [] : [`x-api-key: ${key}`]),
     ...(exchange.headers ?? []),
     ...(body.length > 0 ? [`Content-Length: ${body.length}`] : []),

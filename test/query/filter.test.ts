@@ -321,7 +321,7 @@ describe('filters', () => {
         read();
       } catch (error) {
         expect(error).to.be.instanceOf(ApiError);
-        return (error as ApiError).toProblem();
+        return (error as ApiError).toProblem('urn:rowbase:request:test');
       }
       throw new Error('the filter was taken');
     };

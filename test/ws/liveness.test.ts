@@ -6,6 +6,7 @@ import { openStore } from '../../src/db/store.ts';
 import { describeEachBackend } from '../support/backends.ts';
 import { Client } from '../support/client.ts';
 import { FeedClient, feedUrl, range, refusal, seqs } from '../support/feed.ts';
+import { scrape, value } from '../support/metrics.ts';
 import { pollUntil } from '../support/process.ts';
 import { startTestServer, TEST_PLAN } from '../support/server.ts';
 
@@ -90,7 +91,9 @@ describeEachBackend('feed connections', (backend) => {
         expect(closed).to.deep.equal({ code: 4401, reason: 'key expired' });
         expect(closedAt).to.be.at.least(expiresAt);
         expect(closedAt - expiresAt).to.be.below(1000);
-        const [expired, unknown] = await Promise.all([key, 'rb_unknown'].map((k) => refusal(server.url, k, { collection: 'notes' })));
+        // One request id for both: each refusal names its own (the problem's instance).
+        const same = { headers: { 'x-request-id': 'same' } };
+        const [expired, unknown] = await Promise.all([key, 'rb_unknown'].map((k) => refusal(server.url, k, { collection: 'notes' }, same)));
         expect(expired.status).to.equal(401);
         expect(expired.problem).to.deep.equal(unknown.problem);
         expect((await owner.get('/v1/collections/notes')).status, 'other keys of the account go on').to.equal(200);
@@ -136,7 +139,7 @@ describeEachBackend('feed connections', (backend) => {
   describe('a client that stops reading', () => {
     it('is closed with 4008 slow consumer, while a fast one on the same collection gets everything', async function () {
       this.timeout(120_000);
-      const server = await startTestServer({ feedMaxBufferBytes: 64 * 1024 }, { backend });
+      const server = await startTestServer({ feedMaxBufferBytes: 64 * 1024, metricsPort: 0 }, { backend });
       try {
         const client = await server.client();
         await client.post('/v1/collections', { name: 'notes' });
@@ -162,6 +165,7 @@ describeEachBackend('feed connections', (backend) => {
         expect(got, 'what the slow client got is a gap-free prefix').to.deep.equal(range(1, got.length));
         expect(got.length).to.be.below(last);
         slow.checkValid();
+        expect(value(await scrape(server.metricsUrl as string), 'rowbase_feed_slow_consumer_closes_total'), 'the metric').to.equal(1);
         await fast.close();
       } finally {
         await server.stop();

@@ -9,6 +9,7 @@ import type { Dialect } from '../dialect.ts';
 import { migrationSource } from '../migrations.ts';
 import { assembleStore, BackupRefusedError, type Backups, type Store } from '../operations.ts';
 import { KnownIndexes } from '../sort-indexes.ts';
+import { Waits } from '../waits.ts';
 import { CHANNEL, listenForChanges } from './changes.ts';
 import { filterSql } from './filter.ts';
 import { postgresSchema } from './migrations.ts';
@@ -34,6 +35,8 @@ export async function openPostgresStore(
   const db: Dialect = {
     knex,
     changes,
+    // Every connection comes from Knex's pool, which the store watches.
+    waits: new Waits(),
     run: runInTransaction,
     // A NOTIFY inside the transaction, which PostgreSQL delivers to every instance on commit, never on
     // rollback; this process hears its own in-process (listenForChanges() leaves them out).

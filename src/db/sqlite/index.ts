@@ -55,6 +55,7 @@ export async function openSqliteStore(
   const db: Dialect = {
     knex,
     changes,
+    waits: statements.waits,
     run: (trx, sql, params) => statements.inTransaction(trx, sql, params),
     // One process writes: its listeners are all there is to wake, once the write has committed.
     async announce(trx, collectionId) {

@@ -14,6 +14,7 @@ import type { SqlValue, WriteTx } from '../dialect.ts';
 import { DatabaseClosedError } from '../errors.ts';
 import type { SnapshotRead } from '../pages.ts';
 import { MAX_PAGE_BYTES } from '../rows.ts';
+import { Waits } from '../waits.ts';
 
 /** SQL texts kept per connection at most; the least recently used is finalized first. */
 const MAX_STATEMENTS = 64;
@@ -186,6 +187,10 @@ export class SqliteStatements {
   private readonly writers = new Map<unknown, StatementCache>();
   /** The last snapshot taken or queued: snapshots take the `snapshot` connection one at a time. */
   private snapshots: Promise<unknown> = Promise.resolve();
+  /** Snapshots taken or queued: one asked for while any is waits its turn, which `waits` is told of. */
+  private snapshotsUnderWay = 0;
+  /** The snapshots' waits for their connection (../waits.ts). */
+  readonly waits = new Waits();
   /** Reads by the SQL text that reads them together (readMerged): one run of each text at a time. */
   private readonly merged = new Batches<SqlValue[], unknown[]>({
     maxWeight: MAX_MERGED_READS,
@@ -267,14 +272,20 @@ export class SqliteStatements {
    * of its own, which it has to itself until `work` settles (others queue for it).
    */
   snapshot<T>(work: (read: SnapshotRead) => Promise<T>): Promise<T> {
+    const askedAt = this.snapshotsUnderWay++ > 0 ? performance.now() : undefined;
     const run = async () => {
-      if (this.closed) throw new DatabaseClosedError();
-      const { cache } = await this.reader('snapshot');
-      await cache.all('begin', []);
       try {
-        return await work((sql, params) => cache.all(sql, params));
+        if (askedAt !== undefined) this.waits.emit('wait', 'sqlite_snapshot', (performance.now() - askedAt) / 1000);
+        if (this.closed) throw new DatabaseClosedError();
+        const { cache } = await this.reader('snapshot');
+        await cache.all('begin', []);
+        try {
+          return await work((sql, params) => cache.all(sql, params));
+        } finally {
+          await cache.all('commit', []);
+        }
       } finally {
-        await cache.all('commit', []);
+        this.snapshotsUnderWay--;
       }
     };
     const result = this.snapshots.then(run, run);
