@@ -16,7 +16,7 @@ const options: Options = {
   connections: settings.connections,
   pipelining: 1,
   timeout: settings.timeoutSeconds,
-  requests: workload.requests(job),
+  requests: await workload.requests(job),
 };
 
 if (settings.warmupSeconds > 0) {

@@ -100,6 +100,9 @@ const schedule: Step[] = [
   // list-deep and the driver's one-row INSERTs are reported, not judged: once a run, in the last round,
   // which keeps the full run under ten minutes (with settle()'s waits, three rounds of both took it to 621 s).
   ...afterMemory('list-deep').map((step) => ({ ...step, lastRoundOnly: true })),
+  // A cursor walk's hundredth page right after its first, both taken to the same (a).
+  ...afterMemory('cursor-page-1'),
+  { workload: 'cursor-page-100', ratioTo: 'baseline-memory' },
   ...afterMemory('insert-1'),
   ...afterMemory('insert-1-idempotent'),
   ...afterMemory('patch'),

@@ -29,7 +29,8 @@ export interface HttpWorkload {
   server: ServerName;
   /** Rows each request reads or writes: the table reports rows/s from it. */
   rowsPerRequest(settings: Settings): number;
-  requests(job: LoadJob): Request[];
+  /** The requests to send; worked out before the warm-up, against the server itself if need be. */
+  requests(job: LoadJob): Request[] | Promise<Request[]>;
 }
 
 const json = (key: string) => ({ authorization: `Bearer ${key}`, 'content-type': 'application/json' });
@@ -56,6 +57,27 @@ const listPage =
       headers: json(job.key),
     },
   ];
+
+/** The first page of a cursor walk: `pageSize` rows by score, highest first (openapi.yaml, listRows `Link`). */
+const walkStart = (job: LoadJob) => `${rowsPath(collections.rows)}?limit=${job.settings.pageSize}&order_by=score&order=desc`;
+
+/**
+ * GET the `page`-th page of a cursor walk by score, highest first: its path is found by following
+ * the Links of the pages before it, once, before the measurement.
+ */
+const cursorPage =
+  (page: number) =>
+  async (job: LoadJob): Promise<Request[]> => {
+    let path = walkStart(job);
+    for (let before = 1; before < page; before++) {
+      const response = await fetch(`${job.url}${path}`, { headers: json(job.key) });
+      await response.arrayBuffer();
+      const next = /^<([^>]+)>; rel="next"$/.exec(response.headers.get('link') ?? '')?.[1];
+      if (!next) throw new Error(`page ${before} of the walk has no next page (${response.status})`);
+      path = next;
+    }
+    return [{ method: 'GET', path, headers: json(job.key) }];
+  };
 
 const one = () => 1;
 
@@ -104,6 +126,9 @@ export const httpWorkloads: Record<string, HttpWorkload> = {
   'get-row-metrics-on': { server: 'rowbase-metrics', ...rowRead },
   list: { server: 'rowbase', ...firstPage },
   'list-deep': { server: 'rowbase', rowsPerRequest: (s) => s.pageSize, requests: listPage((s) => s.deepOffset) },
+  /** A cursor walk's first page and its hundredth, each read again and again: the second no slower than the first. */
+  'cursor-page-1': { server: 'rowbase', rowsPerRequest: (s) => s.pageSize, requests: cursorPage(1) },
+  'cursor-page-100': { server: 'rowbase', rowsPerRequest: (s) => s.pageSize, requests: cursorPage(100) },
   'insert-1': {
     server: 'rowbase',
     rowsPerRequest: one,

@@ -97,6 +97,47 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/collections/{collection_name}/query": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
+                 * @example notes
+                 */
+                collection_name: components["parameters"]["CollectionNamePath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Query rows with a filter, an order, a selection and a cursor, given as JSON.
+         * @description The query of `GET /v1/collections/{collection_name}/rows`, as a JSON body that a client
+         *     generated from this document types: `filter` (a `Filter` object, the filter language of
+         *     docs/api.md, "Filters"), `select` (top-level fields; `id` is always answered), `order` (fields,
+         *     each with its direction, at most 8; by `id` ascending when absent), `limit` (0 to 1000, default
+         *     100), `after` (a cursor: the `next` of a page of the same query, or the `after` of a list's
+         *     `Link`) and `count` (`exact` adds `total`). Its rules are those of `listRows`: the order across
+         *     types, ties by `id`, cursors that never repeat or skip a row that stays in place, a cursor bound
+         *     to its query (another's, or an altered one, is `400`), the bound on a read's time (`503
+         *     query_timeout`). It changes nothing, needs a `read` key and counts toward the plan like any
+         *     request.
+         *
+         *     The answer is `{rows, next, total}`: `next` is the cursor of the next page when this one's rows
+         *     fill `limit` (above 0), else `null`; `total` is there with `count: exact`. `Rowbase-Seq` is the
+         *     collection's latest event `seq` as of the page, as on a list.
+         */
+        post: operations["queryRows"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/collections/{collection_name}/rows": {
         parameters: {
             query?: never;
@@ -114,10 +155,13 @@ export interface paths {
         };
         /**
          * List rows, one page at a time, in a chosen order.
-         * @description Rows are ordered by the top-level field `order_by` in direction `order`. Within one JSON type,
-         *     numbers compare numerically, strings by Unicode code point and `false` before `true`. Across
-         *     types, numbers < strings < booleans < objects and arrays. Rows where the field is missing or
-         *     `null` come last in both directions. Ties break by `id`, in the same direction.
+         * @description Rows are ordered by the top-level fields of `order_by` (a comma list, at most 8, each once), each
+         *     in its direction: `order` gives one direction for all of them, or a comma list as long
+         *     (`order_by=status,score&order=asc,desc`). Within one JSON type, numbers compare numerically,
+         *     strings by Unicode code point and `false` before `true`. Across types, numbers < strings <
+         *     booleans < objects and arrays (which tie with each other). Rows where the field is missing or
+         *     `null` come last in both directions. Rows equal in every field break ties by `id`, in the
+         *     direction of the last field (name `id` among the fields to choose its place and direction).
          *     Out-of-range values are refused with `400`, never clamped.
          *     A page is answered whole, and its rows may weigh 16 MiB at most (their JSON text): a page whose
          *     rows weigh more is refused with `400`, its error naming `limit`; ask for fewer rows at a time.
@@ -139,6 +183,22 @@ export interface paths {
          *
          *     To edit a list of rows safely, read it from `GET …/versioned-rows` (`listVersionedRows`), which
          *     answers each row with its `ETag`.
+         *
+         *     Paging with a cursor: every page whose rows fill `limit` (above 0) answers a `Link` header with
+         *     `rel="next"` (RFC 8288): the same query with `after`, a cursor of the place after the page's last
+         *     row. Following it never repeats or skips a row that stays where it is in the order, whatever is
+         *     inserted, changed or deleted between pages (a row that moves may be met twice or not at all),
+         *     and a page deep into a walk costs what the first does, where a deep `offset` reads every row
+         *     before it. A page with fewer rows than `limit` is the last: it has no `Link`. `after` with
+         *     `offset` is `400`. A cursor is bound to the account, the collection, the filter, the order and
+         *     `select` of the page that answered it: used with any other, or altered, it is `400
+         *     validation_failed` naming `after`; `limit` and `count` may change from page to page. It holds
+         *     the last row's values of the order's fields, so ordering by long strings makes long cursors
+         *     (`queryRows` takes them in its body).
+         *
+         *     A read takes the database for `ROWBASE_QUERY_TIMEOUT_MS` at most (5 s by default): a page that
+         *     would take longer (a filter that must read a large collection whole) is stopped and answers
+         *     `503 query_timeout`; ask for a narrower filter, or order by a field with a sort index.
          */
         get: operations["listRows"];
         put?: never;
@@ -546,6 +606,85 @@ export interface components {
             count: number;
         };
         /**
+         * @description A filter of the filter language (docs/api.md, "Filters"): each member names a field path (a
+         *     top-level field, or a dotted path into nested objects, `.` and `\` in a key escaped with `\`;
+         *     `id` is the row's id) with its `FilterCondition`, or is `$and` or `$or` (non-empty arrays of
+         *     filters) or `$not` (a filter); the members must all hold. At most 4 KiB as JSON, 8 levels deep,
+         *     32 conditions; anything else is `400 validation_failed` pointing into it (`/filter/…`).
+         * @example {
+         *       "status": "open",
+         *       "score": {
+         *         "$gte": 10
+         *       },
+         *       "$or": [
+         *         {
+         *           "owner.name": "ada"
+         *         },
+         *         {
+         *           "tags": {
+         *             "$contains": "urgent"
+         *           }
+         *         }
+         *       ]
+         *     }
+         */
+        Filter: {
+            /** @description Filters that must all hold. */
+            $and?: components["schemas"]["NestedFilter"][];
+            $not?: components["schemas"]["NestedFilter"];
+            /** @description Filters of which one at least must hold. */
+            $or?: components["schemas"]["NestedFilter"][];
+        } & {
+            [key: string]: components["schemas"]["FilterCondition"];
+        };
+        /** @description A boolean, `false` before `true`. */
+        FilterBoolean: boolean;
+        /**
+         * @description A JSON value the field must equal (JSON equality: `1` equals `1.0`, objects whatever the order
+         *     of their members), or a `FilterOperators` object: an object whose members all start with `$`.
+         */
+        FilterCondition: components["schemas"]["FilterText"] | components["schemas"]["FilterNumber"] | components["schemas"]["FilterBoolean"] | components["schemas"]["FilterNull"] | components["schemas"]["FilterList"] | components["schemas"]["FilterOperators"];
+        /** @description An array, equal item by item. */
+        FilterList: unknown[];
+        /**
+         * @description `null`: a stored `null`, not a missing field.
+         * @enum {object|null}
+         */
+        FilterNull: never | null;
+        /** @description A number, compared by value. */
+        FilterNumber: number;
+        /**
+         * @description Conditions on one field, all of which must hold. Comparisons hold only for a value of the
+         *     operand's JSON type; a missing field is not `null`, and `$ne` and `$nin` hold for it. An object
+         *     without `$` members is a value to equal.
+         */
+        FilterOperators: {
+            /** @description An array with an item equal to this value. */
+            $contains?: unknown;
+            /** @description JSON equality. */
+            $eq?: unknown;
+            /** @description Whether the field is there (`null` is there). */
+            $exists?: boolean;
+            $gt?: components["schemas"]["FilterScalar"];
+            $gte?: components["schemas"]["FilterScalar"];
+            /** @description Equal to one of these. */
+            $in?: unknown[];
+            $lt?: components["schemas"]["FilterScalar"];
+            $lte?: components["schemas"]["FilterScalar"];
+            /** @description Not JSON-equal (a missing field too). */
+            $ne?: unknown;
+            /** @description Equal to none of these (a missing field too). */
+            $nin?: unknown[];
+            /** @description A string that starts with this one. */
+            $prefix?: string;
+        } & {
+            [key: string]: unknown;
+        };
+        /** @description A number, string or boolean to compare with values of its own JSON type. */
+        FilterScalar: components["schemas"]["FilterText"] | components["schemas"]["FilterNumber"] | components["schemas"]["FilterBoolean"];
+        /** @description A string, compared by code point. */
+        FilterText: string;
+        /**
          * @description The codes of a `ForbiddenProblem`.
          * @enum {string}
          */
@@ -626,6 +765,10 @@ export interface components {
          * @enum {string}
          */
         KeyScope: "read" | "write" | "admin";
+        /** @description A `Filter` inside `$and`, `$or` or `$not`, with the same members. */
+        NestedFilter: {
+            [key: string]: unknown;
+        };
         NewCollection: {
             name: components["schemas"]["CollectionName"];
         };
@@ -665,6 +808,15 @@ export interface components {
         NotFoundProblem: {
             code?: components["schemas"]["NotFoundCode"];
         } & components["schemas"]["Problem"];
+        /** @description One field of an order, and its direction. */
+        OrderKey: {
+            direction?: components["schemas"]["SortOrder"];
+            /**
+             * @description A top-level field; `id` is the row's own id.
+             * @example score
+             */
+            field: string;
+        };
         /** @description Any other problem: `405`, `408`, `417`, `431`, `500`, `503`. */
         OtherProblem: {
             code?: components["schemas"]["OtherProblemCode"];
@@ -738,10 +890,20 @@ export interface components {
          *     past the key's own limits (a collection, a key). `precondition_failed` (412) is answered to a
          *     `PATCH` or `DELETE` of a row whose version is none of its `If-Match`. `idempotency_key_in_use`
          *     (409) and `idempotency_key_reused` (422) are answered to a write sent with an `Idempotency-Key`
-         *     whose first request is still running, or that named another request.
+         *     whose first request is still running, or that named another request. `query_timeout` (503) is answered to a read of
+         *     rows stopped after `ROWBASE_QUERY_TIMEOUT_MS`.
          * @enum {string}
          */
-        ProblemCode: "validation_failed" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "idempotency_key_in_use" | "request_timeout" | "gone" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "expectation_failed" | "headers_too_large" | "quota_exceeded" | "rate_limited" | "too_many_connections" | "internal" | "unavailable";
+        ProblemCode: "validation_failed" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "idempotency_key_in_use" | "request_timeout" | "gone" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "expectation_failed" | "headers_too_large" | "quota_exceeded" | "rate_limited" | "too_many_connections" | "internal" | "unavailable" | "query_timeout";
+        /**
+         * @description The codes of a `QueryTimeoutProblem`.
+         * @enum {string}
+         */
+        QueryTimeoutCode: "query_timeout" | "unavailable";
+        /** @description A `503` of a read of rows that took the database longer than the server allows (`ROWBASE_QUERY_TIMEOUT_MS`), or any other `503`. */
+        QueryTimeoutProblem: {
+            code?: components["schemas"]["QueryTimeoutCode"];
+        } & components["schemas"]["Problem"];
         /**
          * @description A stored row, with its `id` and the client's fields.
          * @example {
@@ -771,6 +933,33 @@ export interface components {
             id?: unknown;
         } & {
             [key: string]: unknown;
+        };
+        /** @description A query of a collection's rows (`queryRows`); every member may be left out. */
+        RowQuery: {
+            /** @description The cursor of the page to follow (`next` of a page of the same query). */
+            after?: string;
+            count?: components["schemas"]["CountMode"];
+            filter?: components["schemas"]["Filter"];
+            /** @description The most rows to answer; 100 when absent. */
+            limit?: number;
+            /** @description The fields that order the rows, each once, first to last; by `id` ascending when empty or absent. */
+            order?: components["schemas"]["OrderKey"][];
+            /**
+             * @description The top-level fields to answer of each row (`id` is always answered); a row without one is answered without it.
+             * @example [
+             *       "title",
+             *       "score"
+             *     ]
+             */
+            select?: string[];
+        };
+        /** @description A page of a query's rows. */
+        RowQueryPage: {
+            /** @description The cursor of the next page (its `after`) when this page's rows fill `limit`; `null` on the last page. */
+            next: string | null;
+            rows: components["schemas"]["Row"][];
+            /** @description With `count` `exact`, how many rows match the filter, counted in the page's snapshot. */
+            total?: number;
         };
         /**
          * @description The service's own name.
@@ -1067,6 +1256,7 @@ export interface components {
         /** @description What GET answers with 200, without the body. */
         HeadOkPage: {
             headers: {
+                Link: components["headers"]["Link"];
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
@@ -1283,6 +1473,34 @@ export interface components {
             };
         };
         /**
+         * @description `query_timeout`: the read took the database longer than the server allows
+         *     (`ROWBASE_QUERY_TIMEOUT_MS`, 5 s by default) and was stopped; nothing changed. The same query
+         *     will take as long again: narrow the filter (a condition on `id`, or on fewer rows), or page by
+         *     a field with a sort index. Or `unavailable`, as any request's `503`.
+         */
+        QueryTimeout: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "urn:rowbase:problem:query_timeout",
+                 *       "title": "Query timeout",
+                 *       "status": 503,
+                 *       "detail": "The query took longer than the 5000 ms a read may take, and was stopped.",
+                 *       "code": "query_timeout",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["QueryTimeoutProblem"];
+            };
+        };
+        /**
          * @description `quota_exceeded`: the account has used its plan's quota for this period (`Retry-After` says when the
          *     next period starts), or `rate_limited`: more requests per second than the plan allows. Refused requests
          *     are not counted.
@@ -1425,6 +1643,13 @@ export interface components {
     };
     parameters: {
         /**
+         * @description A cursor (opaque) from the `Link` header, or `next` of `queryRows`, of a page of the same query:
+         *     the page is the rows after the last row of that page. Not with `offset`. A cursor of another
+         *     query (filter, order, `select`), collection or account, or an altered one, is `400`.
+         * @example WzIsWzFdXQ.Xk3vUeTgRk2tQyZy1w0mFQ
+         */
+        After: string;
+        /**
          * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
          *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
          *     broken percent-encoding is.
@@ -1484,18 +1709,20 @@ export interface components {
          */
         Limit: number;
         /**
-         * @description How many rows of the ordered result to skip before the first returned.
+         * @description How many rows of the ordered result to skip before the first returned; 0 when absent. Not with `after`.
          * @example 0
          */
         Offset: number;
         /**
-         * @description The direction.
+         * @description The direction of every field of `order_by`, or a comma list of one for each.
          * @example desc
          */
-        Order: components["schemas"]["SortOrder"];
+        Order: string;
         /**
-         * @description The top-level field to order by; `id` is the row's own id.
-         * @example id
+         * @description The top-level fields to order by, comma-separated, at most 8, each once and at most 256
+         *     characters; `id` is the row's own id. A field whose name holds a comma cannot be ordered by here
+         *     (it can through `queryRows`).
+         * @example status,id
          */
         OrderBy: string;
         /**
@@ -1539,6 +1766,13 @@ export interface components {
          * @example true
          */
         "Idempotent-Replayed": string;
+        /**
+         * @description On a page whose rows fill `limit`: `<…>; rel="next"` (RFC 8288), the URL, relative to this
+         *     service, of the next page: the same query with `after`, a cursor of the place after this page's
+         *     last row (and without `offset`). Absent on a page with fewer rows: the last.
+         * @example </v1/collections/notes/rows?limit=2&order_by=n&after=WzIsWzFdXQ.Xk3vUeTgRk2tQyZy1w0mFQ>; rel="next"
+         */
+        Link: string;
         /**
          * @description The plan's quota of requests for the current period.
          * @example 10000
@@ -1888,9 +2122,102 @@ export interface operations {
             default: components["responses"]["HeadProblem"];
         };
     };
+    queryRows: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
+                 * @example notes
+                 */
+                collection_name: components["parameters"]["CollectionNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "filter": {
+                 *         "status": "open",
+                 *         "score": {
+                 *           "$gte": 10
+                 *         }
+                 *       },
+                 *       "select": [
+                 *         "title",
+                 *         "score"
+                 *       ],
+                 *       "order": [
+                 *         {
+                 *           "field": "score",
+                 *           "direction": "desc"
+                 *         }
+                 *       ],
+                 *       "limit": 2,
+                 *       "count": "exact"
+                 *     }
+                 */
+                "application/json": components["schemas"]["RowQuery"];
+            };
+        };
+        responses: {
+            /** @description One page of the rows that match, and the cursor of the next. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Rowbase-Seq": components["headers"]["Rowbase-Seq"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "rows": [
+                     *         {
+                     *           "id": 7,
+                     *           "title": "Ship it",
+                     *           "score": 31
+                     *         },
+                     *         {
+                     *           "id": 3,
+                     *           "title": "Write docs",
+                     *           "score": 12
+                     *         }
+                     *       ],
+                     *       "next": "WzMsWzEyXV0.Cq2gQy0cX1mJ3fQx2VZkbA",
+                     *       "total": 5
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RowQueryPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["QueryTimeout"];
+            default: components["responses"]["Error"];
+        };
+    };
     listRows: {
         parameters: {
             query?: {
+                /**
+                 * @description A cursor (opaque) from the `Link` header, or `next` of `queryRows`, of a page of the same query:
+                 *     the page is the rows after the last row of that page. Not with `offset`. A cursor of another
+                 *     query (filter, order, `select`), collection or account, or an altered one, is `400`.
+                 * @example WzIsWzFdXQ.Xk3vUeTgRk2tQyZy1w0mFQ
+                 */
+                after?: components["parameters"]["After"];
                 /**
                  * @description `exact` adds `Rowbase-Total-Count`: how many rows match the filter.
                  * @example exact
@@ -1913,18 +2240,20 @@ export interface operations {
                  */
                 limit?: components["parameters"]["Limit"];
                 /**
-                 * @description How many rows of the ordered result to skip before the first returned.
+                 * @description How many rows of the ordered result to skip before the first returned; 0 when absent. Not with `after`.
                  * @example 0
                  */
                 offset?: components["parameters"]["Offset"];
                 /**
-                 * @description The direction.
+                 * @description The direction of every field of `order_by`, or a comma list of one for each.
                  * @example desc
                  */
                 order?: components["parameters"]["Order"];
                 /**
-                 * @description The top-level field to order by; `id` is the row's own id.
-                 * @example id
+                 * @description The top-level fields to order by, comma-separated, at most 8, each once and at most 256
+                 *     characters; `id` is the row's own id. A field whose name holds a comma cannot be ordered by here
+                 *     (it can through `queryRows`).
+                 * @example status,id
                  */
                 order_by?: components["parameters"]["OrderBy"];
                 /**
@@ -1951,6 +2280,7 @@ export interface operations {
             /** @description One page of rows. */
             200: {
                 headers: {
+                    Link: components["headers"]["Link"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
@@ -1979,6 +2309,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["QueryTimeout"];
             default: components["responses"]["Error"];
         };
     };
@@ -2151,6 +2482,13 @@ export interface operations {
         parameters: {
             query?: {
                 /**
+                 * @description A cursor (opaque) from the `Link` header, or `next` of `queryRows`, of a page of the same query:
+                 *     the page is the rows after the last row of that page. Not with `offset`. A cursor of another
+                 *     query (filter, order, `select`), collection or account, or an altered one, is `400`.
+                 * @example WzIsWzFdXQ.Xk3vUeTgRk2tQyZy1w0mFQ
+                 */
+                after?: components["parameters"]["After"];
+                /**
                  * @description `exact` adds `Rowbase-Total-Count`: how many rows match the filter.
                  * @example exact
                  */
@@ -2172,18 +2510,20 @@ export interface operations {
                  */
                 limit?: components["parameters"]["Limit"];
                 /**
-                 * @description How many rows of the ordered result to skip before the first returned.
+                 * @description How many rows of the ordered result to skip before the first returned; 0 when absent. Not with `after`.
                  * @example 0
                  */
                 offset?: components["parameters"]["Offset"];
                 /**
-                 * @description The direction.
+                 * @description The direction of every field of `order_by`, or a comma list of one for each.
                  * @example desc
                  */
                 order?: components["parameters"]["Order"];
                 /**
-                 * @description The top-level field to order by; `id` is the row's own id.
-                 * @example id
+                 * @description The top-level fields to order by, comma-separated, at most 8, each once and at most 256
+                 *     characters; `id` is the row's own id. A field whose name holds a comma cannot be ordered by here
+                 *     (it can through `queryRows`).
+                 * @example status,id
                  */
                 order_by?: components["parameters"]["OrderBy"];
                 /**
@@ -2571,18 +2911,20 @@ export interface operations {
                  */
                 limit?: components["parameters"]["Limit"];
                 /**
-                 * @description How many rows of the ordered result to skip before the first returned.
+                 * @description How many rows of the ordered result to skip before the first returned; 0 when absent. Not with `after`.
                  * @example 0
                  */
                 offset?: components["parameters"]["Offset"];
                 /**
-                 * @description The direction.
+                 * @description The direction of every field of `order_by`, or a comma list of one for each.
                  * @example desc
                  */
                 order?: components["parameters"]["Order"];
                 /**
-                 * @description The top-level field to order by; `id` is the row's own id.
-                 * @example id
+                 * @description The top-level fields to order by, comma-separated, at most 8, each once and at most 256
+                 *     characters; `id` is the row's own id. A field whose name holds a comma cannot be ordered by here
+                 *     (it can through `queryRows`).
+                 * @example status,id
                  */
                 order_by?: components["parameters"]["OrderBy"];
                 /**
@@ -2671,18 +3013,20 @@ export interface operations {
                  */
                 limit?: components["parameters"]["Limit"];
                 /**
-                 * @description How many rows of the ordered result to skip before the first returned.
+                 * @description How many rows of the ordered result to skip before the first returned; 0 when absent. Not with `after`.
                  * @example 0
                  */
                 offset?: components["parameters"]["Offset"];
                 /**
-                 * @description The direction.
+                 * @description The direction of every field of `order_by`, or a comma list of one for each.
                  * @example desc
                  */
                 order?: components["parameters"]["Order"];
                 /**
-                 * @description The top-level field to order by; `id` is the row's own id.
-                 * @example id
+                 * @description The top-level fields to order by, comma-separated, at most 8, each once and at most 256
+                 *     characters; `id` is the row's own id. A field whose name holds a comma cannot be ordered by here
+                 *     (it can through `queryRows`).
+                 * @example status,id
                  */
                 order_by?: components["parameters"]["OrderBy"];
                 /**

@@ -2165,7 +2165,8 @@ return errors === 0;
 }
 
 export const listRows_params = validate22;
-const schema23 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{"limit":{"type":"integer","minimum":0,"maximum":1000,"default":100},"offset":{"type":"integer","minimum":0,"maximum":9007199254740991,"default":0},"order_by":{"type":"string","minLength":1,"maxLength":256,"default":"id"},"order":{"type":"string","description":"The direction of a page's order.","enum":["asc","desc"],"default":"asc"},"filter":{"type":"string","maxLength":4096},"select":{"type":"string","minLength":1,"maxLength":4096},"count":{"description":"How `count` counts the rows that match (`exact`, the only one).","type":"string","enum":["exact"]}},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+const schema23 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{"limit":{"type":"integer","minimum":0,"maximum":1000,"default":100},"offset":{"type":"integer","minimum":0,"maximum":9007199254740991},"order_by":{"type":"string","minLength":1,"maxLength":2048,"default":"id"},"order":{"type":"string","pattern":"^(asc|desc)(,(asc|desc)){0,7}$","default":"asc"},"filter":{"type":"string","maxLength":4096},"select":{"type":"string","minLength":1,"maxLength":4096},"count":{"description":"How `count` counts the rows that match (`exact`, the only one).","type":"string","enum":["exact"]},"after":{"type":"string","minLength":1,"maxLength":8192}},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+const pattern7 = new RegExp("^(asc|desc)(,(asc|desc)){0,7}$", "u");
 
 function validate22(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -2267,9 +2268,6 @@ if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
 if(data2.limit === undefined){
 data2.limit = 100;
 }
-if(data2.offset === undefined){
-data2.offset = 0;
-}
 if(data2.order_by === undefined){
 data2.order_by = "id";
 }
@@ -2277,7 +2275,7 @@ if(data2.order === undefined){
 data2.order = "asc";
 }
 for(const key1 in data2){
-if(!(((((((key1 === "limit") || (key1 === "offset")) || (key1 === "order_by")) || (key1 === "order")) || (key1 === "filter")) || (key1 === "select")) || (key1 === "count"))){
+if(!((((((((key1 === "limit") || (key1 === "offset")) || (key1 === "order_by")) || (key1 === "order")) || (key1 === "filter")) || (key1 === "select")) || (key1 === "count")) || (key1 === "after"))){
 const err6 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err6];
@@ -2337,6 +2335,7 @@ vErrors.push(err9);
 errors++;
 }
 }
+if(data2.offset !== undefined){
 let data4 = data2.offset;
 if(!((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4)))){
 let dataType2 = typeof data4;
@@ -2386,6 +2385,7 @@ vErrors.push(err12);
 errors++;
 }
 }
+}
 let data5 = data2.order_by;
 if(typeof data5 !== "string"){
 let dataType3 = typeof data5;
@@ -2416,8 +2416,8 @@ data2["order_by"] = coerced3;
 }
 }
 if(typeof data5 === "string"){
-if(func2(data5) > 256){
-const err14 = {instancePath:instancePath+"/query/order_by",schemaPath:"#/properties/query/properties/order_by/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+if(func2(data5) > 2048){
+const err14 = {instancePath:instancePath+"/query/order_by",schemaPath:"#/properties/query/properties/order_by/maxLength",keyword:"maxLength",params:{limit: 2048},message:"must NOT have more than 2048 characters"};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -2466,8 +2466,9 @@ data2["order"] = coerced4;
 }
 }
 }
-if(!((data6 === "asc") || (data6 === "desc"))){
-const err17 = {instancePath:instancePath+"/query/order",schemaPath:"#/properties/query/properties/order/enum",keyword:"enum",params:{allowedValues: schema23.properties.query.properties.order.enum},message:"must be equal to one of the allowed values"};
+if(typeof data6 === "string"){
+if(!pattern7.test(data6)){
+const err17 = {instancePath:instancePath+"/query/order",schemaPath:"#/properties/query/properties/order/pattern",keyword:"pattern",params:{pattern: "^(asc|desc)(,(asc|desc)){0,7}$"},message:"must match pattern \""+"^(asc|desc)(,(asc|desc)){0,7}$"+"\""};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -2475,6 +2476,7 @@ else {
 vErrors.push(err17);
 }
 errors++;
+}
 }
 if(data2.filter !== undefined){
 let data7 = data2.filter;
@@ -2613,9 +2615,20 @@ vErrors.push(err24);
 errors++;
 }
 }
+if(data2.after !== undefined){
+let data10 = data2.after;
+if(typeof data10 !== "string"){
+let dataType8 = typeof data10;
+let coerced8 = undefined;
+if(!(coerced8 !== undefined)){
+if(dataType8 == "number" || dataType8 == "boolean"){
+coerced8 = "" + data10;
+}
+else if(data10 === null){
+coerced8 = "";
 }
 else {
-const err25 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err25 = {instancePath:instancePath+"/query/after",schemaPath:"#/properties/query/properties/after/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -2625,12 +2638,16 @@ vErrors.push(err25);
 errors++;
 }
 }
-if(data.header !== undefined){
-let data10 = data.header;
-if(data10 && typeof data10 == "object" && !Array.isArray(data10)){
+if(coerced8 !== undefined){
+data10 = coerced8;
+if(data2 !== undefined){
+data2["after"] = coerced8;
 }
-else {
-const err26 = {instancePath:instancePath+"/header",schemaPath:"#/properties/header/type",keyword:"type",params:{type: "object"},message:"must be object"};
+}
+}
+if(typeof data10 === "string"){
+if(func2(data10) > 8192){
+const err26 = {instancePath:instancePath+"/query/after",schemaPath:"#/properties/query/properties/after/maxLength",keyword:"maxLength",params:{limit: 8192},message:"must NOT have more than 8192 characters"};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -2639,13 +2656,8 @@ vErrors.push(err26);
 }
 errors++;
 }
-}
-if(data.cookie !== undefined){
-let data11 = data.cookie;
-if(data11 && typeof data11 == "object" && !Array.isArray(data11)){
-}
-else {
-const err27 = {instancePath:instancePath+"/cookie",schemaPath:"#/properties/cookie/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(func2(data10) < 1){
+const err27 = {instancePath:instancePath+"/query/after",schemaPath:"#/properties/query/properties/after/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -2656,8 +2668,9 @@ errors++;
 }
 }
 }
+}
 else {
-const err28 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err28 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -2666,12 +2679,54 @@ vErrors.push(err28);
 }
 errors++;
 }
+}
+if(data.header !== undefined){
+let data11 = data.header;
+if(data11 && typeof data11 == "object" && !Array.isArray(data11)){
+}
+else {
+const err29 = {instancePath:instancePath+"/header",schemaPath:"#/properties/header/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
+}
+errors++;
+}
+}
+if(data.cookie !== undefined){
+let data12 = data.cookie;
+if(data12 && typeof data12 == "object" && !Array.isArray(data12)){
+}
+else {
+const err30 = {instancePath:instancePath+"/cookie",schemaPath:"#/properties/cookie/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
+}
+errors++;
+}
+}
+}
+else {
+const err31 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err31];
+}
+else {
+vErrors.push(err31);
+}
+errors++;
+}
 validate22.errors = vErrors;
 return errors === 0;
 }
 
 export const listVersionedRows_params = validate23;
-const schema24 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{"limit":{"type":"integer","minimum":0,"maximum":1000,"default":100},"offset":{"type":"integer","minimum":0,"maximum":9007199254740991,"default":0},"order_by":{"type":"string","minLength":1,"maxLength":256,"default":"id"},"order":{"type":"string","description":"The direction of a page's order.","enum":["asc","desc"],"default":"asc"},"filter":{"type":"string","maxLength":4096},"select":{"type":"string","minLength":1,"maxLength":4096},"count":{"description":"How `count` counts the rows that match (`exact`, the only one).","type":"string","enum":["exact"]}},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+const schema24 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{"limit":{"type":"integer","minimum":0,"maximum":1000,"default":100},"offset":{"type":"integer","minimum":0,"maximum":9007199254740991},"order_by":{"type":"string","minLength":1,"maxLength":2048,"default":"id"},"order":{"type":"string","pattern":"^(asc|desc)(,(asc|desc)){0,7}$","default":"asc"},"filter":{"type":"string","maxLength":4096},"select":{"type":"string","minLength":1,"maxLength":4096},"count":{"description":"How `count` counts the rows that match (`exact`, the only one).","type":"string","enum":["exact"]}},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 
 function validate23(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -2773,9 +2828,6 @@ if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
 if(data2.limit === undefined){
 data2.limit = 100;
 }
-if(data2.offset === undefined){
-data2.offset = 0;
-}
 if(data2.order_by === undefined){
 data2.order_by = "id";
 }
@@ -2843,6 +2895,7 @@ vErrors.push(err9);
 errors++;
 }
 }
+if(data2.offset !== undefined){
 let data4 = data2.offset;
 if(!((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4)))){
 let dataType2 = typeof data4;
@@ -2892,6 +2945,7 @@ vErrors.push(err12);
 errors++;
 }
 }
+}
 let data5 = data2.order_by;
 if(typeof data5 !== "string"){
 let dataType3 = typeof data5;
@@ -2922,8 +2976,8 @@ data2["order_by"] = coerced3;
 }
 }
 if(typeof data5 === "string"){
-if(func2(data5) > 256){
-const err14 = {instancePath:instancePath+"/query/order_by",schemaPath:"#/properties/query/properties/order_by/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+if(func2(data5) > 2048){
+const err14 = {instancePath:instancePath+"/query/order_by",schemaPath:"#/properties/query/properties/order_by/maxLength",keyword:"maxLength",params:{limit: 2048},message:"must NOT have more than 2048 characters"};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -2972,8 +3026,9 @@ data2["order"] = coerced4;
 }
 }
 }
-if(!((data6 === "asc") || (data6 === "desc"))){
-const err17 = {instancePath:instancePath+"/query/order",schemaPath:"#/properties/query/properties/order/enum",keyword:"enum",params:{allowedValues: schema24.properties.query.properties.order.enum},message:"must be equal to one of the allowed values"};
+if(typeof data6 === "string"){
+if(!pattern7.test(data6)){
+const err17 = {instancePath:instancePath+"/query/order",schemaPath:"#/properties/query/properties/order/pattern",keyword:"pattern",params:{pattern: "^(asc|desc)(,(asc|desc)){0,7}$"},message:"must match pattern \""+"^(asc|desc)(,(asc|desc)){0,7}$"+"\""};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -2981,6 +3036,7 @@ else {
 vErrors.push(err17);
 }
 errors++;
+}
 }
 if(data2.filter !== undefined){
 let data7 = data2.filter;
@@ -3176,11 +3232,178 @@ validate23.errors = vErrors;
 return errors === 0;
 }
 
-export const revokeKey_params = validate24;
-const schema25 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"prefix":{"type":"string","pattern":"^rb_[A-Za-z0-9_-]{8}$","description":"The key's first 11 characters, by which it is listed and revoked.","example":"rb_Qm3xT0aB"}},"required":["prefix"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
-const pattern8 = new RegExp("^rb_[A-Za-z0-9_-]{8}$", "u");
+export const queryRows_params = validate24;
+const schema25 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 
 function validate24(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.path === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.path !== undefined){
+let data0 = data.path;
+if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
+if(data0.collection_name === undefined){
+const err1 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/required",keyword:"required",params:{missingProperty: "collection_name"},message:"must have required property '"+"collection_name"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data0){
+if(!(key0 === "collection_name")){
+const err2 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data0.collection_name !== undefined){
+let data1 = data0.collection_name;
+if(typeof data1 !== "string"){
+let dataType0 = typeof data1;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data1;
+}
+else if(data1 === null){
+coerced0 = "";
+}
+else {
+const err3 = {instancePath:instancePath+"/path/collection_name",schemaPath:"#/properties/path/properties/collection_name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data1 = coerced0;
+if(data0 !== undefined){
+data0["collection_name"] = coerced0;
+}
+}
+}
+if(typeof data1 === "string"){
+if(!pattern0.test(data1)){
+const err4 = {instancePath:instancePath+"/path/collection_name",schemaPath:"#/properties/path/properties/collection_name/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z][A-Za-z0-9_-]{0,62}$"},message:"must match pattern \""+"^[A-Za-z][A-Za-z0-9_-]{0,62}$"+"\""};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err5 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.query !== undefined){
+let data2 = data.query;
+if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
+for(const key1 in data2){
+const err6 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+else {
+const err7 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.header !== undefined){
+let data3 = data.header;
+if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
+}
+else {
+const err8 = {instancePath:instancePath+"/header",schemaPath:"#/properties/header/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+if(data.cookie !== undefined){
+let data4 = data.cookie;
+if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
+}
+else {
+const err9 = {instancePath:instancePath+"/cookie",schemaPath:"#/properties/cookie/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+}
+else {
+const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+validate24.errors = vErrors;
+return errors === 0;
+}
+
+export const revokeKey_params = validate25;
+const schema26 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"prefix":{"type":"string","pattern":"^rb_[A-Za-z0-9_-]{8}$","description":"The key's first 11 characters, by which it is listed and revoked.","example":"rb_Qm3xT0aB"}},"required":["prefix"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+const pattern11 = new RegExp("^rb_[A-Za-z0-9_-]{8}$", "u");
+
+function validate25(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -3250,7 +3473,7 @@ data0["prefix"] = coerced0;
 }
 }
 if(typeof data1 === "string"){
-if(!pattern8.test(data1)){
+if(!pattern11.test(data1)){
 const err4 = {instancePath:instancePath+"/path/prefix",schemaPath:"#/properties/path/properties/prefix/pattern",keyword:"pattern",params:{pattern: "^rb_[A-Za-z0-9_-]{8}$"},message:"must match pattern \""+"^rb_[A-Za-z0-9_-]{8}$"+"\""};
 if(vErrors === null){
 vErrors = [err4];
@@ -3393,14 +3616,14 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate24.errors = vErrors;
+validate25.errors = vErrors;
 return errors === 0;
 }
 
-export const updateRow_params = validate25;
-const schema26 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"row_id":{"type":"integer","format":"int64"}},"required":["collection_name","row_id"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257},"if-match":{"type":"string","maxLength":8192}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+export const updateRow_params = validate26;
+const schema27 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"row_id":{"type":"integer","format":"int64"}},"required":["collection_name","row_id"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257},"if-match":{"type":"string","maxLength":8192}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 
-function validate25(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate26(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -3695,14 +3918,14 @@ vErrors.push(err17);
 }
 errors++;
 }
-validate25.errors = vErrors;
+validate26.errors = vErrors;
 return errors === 0;
 }
 
-export const updateRows_params = validate26;
-const schema27 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{"filter":{"type":"string","maxLength":4096},"return":{"description":"What a change by filter answers besides how many rows it changed.","type":"string","enum":["count","rows"],"default":"count"}},"additionalProperties":false,"required":["filter"]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["query","path"]};
+export const updateRows_params = validate27;
+const schema28 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{"filter":{"type":"string","maxLength":4096},"return":{"description":"What a change by filter answers besides how many rows it changed.","type":"string","enum":["count","rows"],"default":"count"}},"additionalProperties":false,"required":["filter"]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["query","path"]};
 
-function validate26(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate27(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -3907,7 +4130,7 @@ data2["return"] = coerced2;
 }
 }
 if(!((data4 === "count") || (data4 === "rows"))){
-const err12 = {instancePath:instancePath+"/query/return",schemaPath:"#/properties/query/properties/return/enum",keyword:"enum",params:{allowedValues: schema27.properties.query.properties.return.enum},message:"must be equal to one of the allowed values"};
+const err12 = {instancePath:instancePath+"/query/return",schemaPath:"#/properties/query/properties/return/enum",keyword:"enum",params:{allowedValues: schema28.properties.query.properties.return.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -4022,6 +4245,6 @@ vErrors.push(err19);
 }
 errors++;
 }
-validate26.errors = vErrors;
+validate27.errors = vErrors;
 return errors === 0;
 }

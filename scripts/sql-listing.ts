@@ -3,7 +3,7 @@
 // shape (a page's direction, a patch's number of fields) once for each shape. A reader finds here the
 // SQL of any request; the code that runs it names the same constants.
 
-import type { Direction, Page } from '../src/db/pages.ts';
+import type { Direction, Page, Position } from '../src/db/pages.ts';
 import * as postgres from '../src/db/postgres/sql.ts';
 import type { KeyRange } from '../src/db/sort-indexes.ts';
 import * as shared from '../src/db/sql.ts';
@@ -13,7 +13,30 @@ type Listing = [name: string, sql: string][];
 
 const directions: Direction[] = ['asc', 'desc'];
 const ranges: KeyRange[] = ['all', 'present', 'missing'];
-const page = (orderBy: string, order: Direction): Page => ({ limit: 50, offset: 0, orderBy, order });
+/** Places in a sort index's order, of each kind a page after one reads differently. */
+const places: [string, Position][] = [
+  ['a number', { values: [{ rank: 1, scalar: 2.5 }], id: 7 }],
+  ['a string', { values: [{ rank: 2, scalar: 'a' }], id: 7 }],
+  ['an object', { values: [{ rank: 4, scalar: null }], id: 7 }],
+  ['a missing value', { values: [{ rank: 5, scalar: null }], id: 7 }],
+];
+const page = (field: string, direction: Direction): Page => ({ limit: 50, offset: 0, order: [{ field, direction }] });
+/** A page of a cursor's walk: ordered by two fields, after the place of a row whose first is a number and second a string. */
+const walk = (direction: Direction): Page => ({
+  limit: 50,
+  offset: 0,
+  order: [
+    { field: 'n', direction },
+    { field: 's', direction: 'asc' },
+  ],
+  after: {
+    values: [
+      { rank: 1, scalar: 1 },
+      { rank: 2, scalar: 'a' },
+    ],
+    id: 1,
+  },
+});
 
 /** The statements both dialects run, with the clause that orders text by code point on the dialect. */
 const sharedListing = (collate: string): Listing => [
@@ -79,8 +102,17 @@ function sqliteListing(): Listing {
       (order): Listing => [
         [`orderedPage(by id, ${order})`, sqlite.orderedPage(1, 'c', page('id', order)).sql],
         [`orderedPage(by a field, ${order})`, sqlite.orderedPage(1, 'c', page('n', order)).sql],
+        [
+          `orderedPage(by id, after a place, ${order})`,
+          sqlite.orderedPage(1, 'c', { ...page('id', order), after: { values: [null], id: 1 } }).sql,
+        ],
+        [`orderedPage(by two fields, after a place, ${order} then asc)`, sqlite.orderedPage(1, 'c', walk(order)).sql],
         [`orderedPage(by a field no JSON path spells, ${order})`, sqlite.orderedPage(1, 'c', page('a"b', order)).sql],
         ...ranges.map((range): [string, string] => [`sortedPage(${order}, ${range})`, sqlite.sortedPage(1, 0, order, range, 50, 0).sql]),
+        ...places.map(([kind, place]): [string, string] => [
+          `sortedPageAfter(${order}, after ${kind})`,
+          sqlite.sortedPageAfter(1, 0, order, place, 50)?.sql ?? '',
+        ]),
       ],
     ),
     ['insertSql', sqlite.insertSql],
@@ -122,7 +154,16 @@ function postgresListing(): Listing {
       (order): Listing => [
         [`orderedPage(by id, ${order})`, postgres.orderedPage(1, 'c', page('id', order)).sql],
         [`orderedPage(by a field, ${order})`, postgres.orderedPage(1, 'c', page('n', order)).sql],
+        [
+          `orderedPage(by id, after a place, ${order})`,
+          postgres.orderedPage(1, 'c', { ...page('id', order), after: { values: [null], id: 1 } }).sql,
+        ],
+        [`orderedPage(by two fields, after a place, ${order} then asc)`, postgres.orderedPage(1, 'c', walk(order)).sql],
         ...ranges.map((range): [string, string] => [`sortedPage(${order}, ${range})`, postgres.sortedPage(1, 0, order, range, 50, 0).sql]),
+        ...places.map(([kind, place]): [string, string] => [
+          `sortedPageAfter(${order}, after ${kind})`,
+          postgres.sortedPageAfter(1, 0, order, place, 50)?.sql ?? '',
+        ]),
       ],
     ),
     ['insertBatchSql', postgres.insertBatchSql],

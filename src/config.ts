@@ -82,6 +82,12 @@ export interface Config {
   maxKeysPerAccount: number;
   /** Sort indexes a collection may have; ordering by any other field sorts it whole. `ROWBASE_SORT_INDEX_MAX`, default 16; 0 makes none. */
   sortIndexMax: number;
+  /**
+   * How long a page that sorts or filters a collection (rather than reading an index) may hold the
+   * database, in ms: past it the read is stopped and answered 503 `query_timeout` (openapi.yaml).
+   * `ROWBASE_QUERY_TIMEOUT_MS`, default 5000.
+   */
+  queryTimeoutMs: number;
 }
 
 export const defaults: Config = {
@@ -109,6 +115,7 @@ export const defaults: Config = {
   sortIndexMax: 16,
   maxCollectionsPerAccount: 10_000,
   maxKeysPerAccount: 1000,
+  queryTimeoutMs: 5000,
 };
 
 export class ConfigError extends Error {}
@@ -139,6 +146,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
     sortIndexMax: integer(env, 'ROWBASE_SORT_INDEX_MAX', defaults.sortIndexMax, 0, 64),
     maxCollectionsPerAccount: integer(env, 'ROWBASE_MAX_COLLECTIONS_PER_ACCOUNT', defaults.maxCollectionsPerAccount, 1, 2 ** 31),
     maxKeysPerAccount: integer(env, 'ROWBASE_MAX_KEYS_PER_ACCOUNT', defaults.maxKeysPerAccount, 1, 2 ** 31),
+    queryTimeoutMs: integer(env, 'ROWBASE_QUERY_TIMEOUT_MS', defaults.queryTimeoutMs, 1, 3_600_000),
   };
 }
 

@@ -27,6 +27,7 @@ const kinds: Record<ProblemCode, { status: number; title: string }> = {
   too_many_connections: { status: 429, title: 'Too many connections' },
   internal: { status: 500, title: 'Internal error' },
   unavailable: { status: 503, title: 'Service unavailable' },
+  query_timeout: { status: 503, title: 'Query timeout' },
 };
 
 export class ApiError extends Error {
@@ -70,6 +71,12 @@ export const conflict = (detail: string) => new ApiError('conflict', detail);
 export const gone = (detail: string) => new ApiError('gone', detail);
 export const internal = () => new ApiError('internal', 'Something went wrong on our side.');
 export const unavailable = (detail = 'The database cannot be reached.') => new ApiError('unavailable', detail);
+/** A read of rows stopped after the time the server allows one (config.ts, queryTimeoutMs). */
+export const queryTimeout = (ms: number) =>
+  new ApiError(
+    'query_timeout',
+    `The query took longer than the ${ms} ms a read may take, and was stopped: narrow its filter, or order by a field with a sort index.`,
+  );
 /** RFC 9110 §10.1.1: an expectation the server does not meet (only `100-continue` is one it knows). */
 export const expectationFailed = () => new ApiError('expectation_failed', 'The only Expect rowbase meets is 100-continue.');
 /** RFC 9110 §9.3.6: CONNECT asks for a tunnel, which only a proxy opens. */

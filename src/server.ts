@@ -52,6 +52,7 @@ export async function startServer(
     sortIndexes: { minRows: config.sortIndexMinRows, max: config.sortIndexMax },
     log,
     followOthers: true,
+    queryTimeoutMs: config.queryTimeoutMs,
   });
   const [openapi, asyncapi] = await Promise.all(['openapi.yaml', 'asyncapi.yaml'].map((name) => readFile(new URL(name, root), 'utf8')));
   const meter = new Meter(store, log, { clock: options.clock });

@@ -222,19 +222,49 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
 from (select * from (select id, data from rows where collection_id = (select id from collections where account_id = ? and name = ?)) r order by id asc limit +? offset ?) r;
 
 -- orderedPage(by a field, asc)
-select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by (jsonb_typeof(j) is null or jsonb_typeof(j) = 'null'),
-    case jsonb_typeof(j) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 else 4 end asc,
-    case when jsonb_typeof(j) = 'number' then (j)::numeric end asc,
-    case when jsonb_typeof(j) = 'string' then (j #>> '{}') collate "C" end asc,
-    case when jsonb_typeof(j) = 'boolean' then (j)::boolean end asc,
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
+    when 'array' then 4 else 5 end asc,
+    case jsonb_typeof(j0) when 'number' then (j0)::numeric when 'boolean' then case when (j0)::boolean then 1 else 0 end end asc,
+    (case when jsonb_typeof(j0) = 'string' then j0 #>> '{}' end) collate "C" asc,
     id asc) end as json,
     (select last_seq from collections where account_id = ? and name = ?) as seq
   from (select * from (select id, data, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
-chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j from rows where collection_id = (select id from collections where account_id = ? and name = ?)) r order by (jsonb_typeof(j) is null or jsonb_typeof(j) = 'null'),
-    case jsonb_typeof(j) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 else 4 end asc,
-    case when jsonb_typeof(j) = 'number' then (j)::numeric end asc,
-    case when jsonb_typeof(j) = 'string' then (j #>> '{}') collate "C" end asc,
-    case when jsonb_typeof(j) = 'boolean' then (j)::boolean end asc,
+chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j0 from rows where collection_id = (select id from collections where account_id = ? and name = ?)) r order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
+    when 'array' then 4 else 5 end asc,
+    case jsonb_typeof(j0) when 'number' then (j0)::numeric when 'boolean' then case when (j0)::boolean then 1 else 0 end end asc,
+    (case when jsonb_typeof(j0) = 'string' then j0 #>> '{}' end) collate "C" asc,
+    id asc limit +? offset ?) r;
+
+-- orderedPage(by id, after a place, asc)
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by id asc) end as json,
+  (select last_seq from collections where account_id = ? and name = ?) as seq
+from (select * from (select id, data from rows where collection_id = (select id from collections where account_id = ? and name = ?)) r where id > ? order by id asc limit +? offset ?) r;
+
+-- orderedPage(by two fields, after a place, asc then asc)
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
+    when 'array' then 4 else 5 end asc,
+    case jsonb_typeof(j0) when 'number' then (j0)::numeric when 'boolean' then case when (j0)::boolean then 1 else 0 end end asc,
+    (case when jsonb_typeof(j0) = 'string' then j0 #>> '{}' end) collate "C" asc,
+    case jsonb_typeof(j1) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
+    when 'array' then 4 else 5 end asc,
+    case jsonb_typeof(j1) when 'number' then (j1)::numeric when 'boolean' then case when (j1)::boolean then 1 else 0 end end asc,
+    (case when jsonb_typeof(j1) = 'string' then j1 #>> '{}' end) collate "C" asc,
+    id asc) end as json,
+    (select last_seq from collections where account_id = ? and name = ?) as seq
+  from (select * from (select id, data, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
+chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j0, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
+chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j1 from rows where collection_id = (select id from collections where account_id = ? and name = ?)) r where case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
+    when 'array' then 4 else 5 end > ? or (case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
+    when 'array' then 4 else 5 end = ? and (case jsonb_typeof(j0) when 'number' then (j0)::numeric when 'boolean' then case when (j0)::boolean then 1 else 0 end end > ?::numeric or (case jsonb_typeof(j0) when 'number' then (j0)::numeric when 'boolean' then case when (j0)::boolean then 1 else 0 end end = ?::numeric and (case jsonb_typeof(j1) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
+    when 'array' then 4 else 5 end > ? or (case jsonb_typeof(j1) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
+    when 'array' then 4 else 5 end = ? and ((case when jsonb_typeof(j1) = 'string' then j1 #>> '{}' end) collate "C" > ?::text or ((case when jsonb_typeof(j1) = 'string' then j1 #>> '{}' end) collate "C" = ?::text and (id > ?)))))))) order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
+    when 'array' then 4 else 5 end asc,
+    case jsonb_typeof(j0) when 'number' then (j0)::numeric when 'boolean' then case when (j0)::boolean then 1 else 0 end end asc,
+    (case when jsonb_typeof(j0) = 'string' then j0 #>> '{}' end) collate "C" asc,
+    case jsonb_typeof(j1) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
+    when 'array' then 4 else 5 end asc,
+    case jsonb_typeof(j1) when 'number' then (j1)::numeric when 'boolean' then case when (j1)::boolean then 1 else 0 end end asc,
+    (case when jsonb_typeof(j1) = 'string' then j1 #>> '{}' end) collate "C" asc,
     id asc limit +? offset ?) r;
 
 -- sortedPage(asc, all)
@@ -261,26 +291,102 @@ from (select rank, num, str, row_id from sort_keys where collection_id = ? and s
   order by rank asc, num asc, str asc, row_id asc limit +? offset ?) k
 cross join lateral (select id, data from rows where collection_id = ? and id = k.row_id offset 0) r;
 
+-- sortedPageAfter(asc, after a number)
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.part, k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
+  (select last_seq from collections where id = ?) as seq,
+  bool_and(k.str is null or length(k.str) < 400) as exact
+from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank = ? and num = ? and str is null and row_id > ? order by rank asc, num asc, str asc, row_id asc limit +?) k0
+  union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank = ? and num > ? order by rank asc, num asc, str asc, row_id asc limit +?) k1
+  union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank > ? order by rank asc, num asc, str asc, row_id asc limit +?) k2
+  limit +?) k
+cross join lateral (select id, data from rows where collection_id = ? and id = k.row_id offset 0) r;
+
+-- sortedPageAfter(asc, after a string)
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.part, k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
+  (select last_seq from collections where id = ?) as seq,
+  bool_and(k.str is null or length(k.str) < 400) as exact
+from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank = ? and num is null and str = ? and row_id > ? order by rank asc, num asc, str asc, row_id asc limit +?) k0
+  union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank = ? and num is null and str > ? order by rank asc, num asc, str asc, row_id asc limit +?) k1
+  union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank > ? order by rank asc, num asc, str asc, row_id asc limit +?) k2
+  limit +?) k
+cross join lateral (select id, data from rows where collection_id = ? and id = k.row_id offset 0) r;
+
+-- sortedPageAfter(asc, after an object)
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.part, k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
+  (select last_seq from collections where id = ?) as seq,
+  bool_and(k.str is null or length(k.str) < 400) as exact
+from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank = ? and num is null and str is null and row_id > ? order by rank asc, num asc, str asc, row_id asc limit +?) k0
+  union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank > ? order by rank asc, num asc, str asc, row_id asc limit +?) k1
+  limit +?) k
+cross join lateral (select id, data from rows where collection_id = ? and id = k.row_id offset 0) r;
+
+-- sortedPageAfter(asc, after a missing value)
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.part, k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
+  (select last_seq from collections where id = ?) as seq,
+  bool_and(k.str is null or length(k.str) < 400) as exact
+from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank = ? and num is null and str is null and row_id > ? order by rank asc, num asc, str asc, row_id asc limit +?) k0
+  limit +?) k
+cross join lateral (select id, data from rows where collection_id = ? and id = k.row_id offset 0) r;
+
 -- orderedPage(by id, desc)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by id desc) end as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
 from (select * from (select id, data from rows where collection_id = (select id from collections where account_id = ? and name = ?)) r order by id desc limit +? offset ?) r;
 
 -- orderedPage(by a field, desc)
-select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by (jsonb_typeof(j) is null or jsonb_typeof(j) = 'null'),
-    case jsonb_typeof(j) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 else 4 end desc,
-    case when jsonb_typeof(j) = 'number' then (j)::numeric end desc,
-    case when jsonb_typeof(j) = 'string' then (j #>> '{}') collate "C" end desc,
-    case when jsonb_typeof(j) = 'boolean' then (j)::boolean end desc,
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
+    when 'array' then 4 else 0 end desc,
+    case jsonb_typeof(j0) when 'number' then (j0)::numeric when 'boolean' then case when (j0)::boolean then 1 else 0 end end desc,
+    (case when jsonb_typeof(j0) = 'string' then j0 #>> '{}' end) collate "C" desc,
     id desc) end as json,
     (select last_seq from collections where account_id = ? and name = ?) as seq
   from (select * from (select id, data, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
-chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j from rows where collection_id = (select id from collections where account_id = ? and name = ?)) r order by (jsonb_typeof(j) is null or jsonb_typeof(j) = 'null'),
-    case jsonb_typeof(j) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 else 4 end desc,
-    case when jsonb_typeof(j) = 'number' then (j)::numeric end desc,
-    case when jsonb_typeof(j) = 'string' then (j #>> '{}') collate "C" end desc,
-    case when jsonb_typeof(j) = 'boolean' then (j)::boolean end desc,
+chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j0 from rows where collection_id = (select id from collections where account_id = ? and name = ?)) r order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
+    when 'array' then 4 else 0 end desc,
+    case jsonb_typeof(j0) when 'number' then (j0)::numeric when 'boolean' then case when (j0)::boolean then 1 else 0 end end desc,
+    (case when jsonb_typeof(j0) = 'string' then j0 #>> '{}' end) collate "C" desc,
     id desc limit +? offset ?) r;
+
+-- orderedPage(by id, after a place, desc)
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by id desc) end as json,
+  (select last_seq from collections where account_id = ? and name = ?) as seq
+from (select * from (select id, data from rows where collection_id = (select id from collections where account_id = ? and name = ?)) r where id < ? order by id desc limit +? offset ?) r;
+
+-- orderedPage(by two fields, after a place, desc then asc)
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
+    when 'array' then 4 else 0 end desc,
+    case jsonb_typeof(j0) when 'number' then (j0)::numeric when 'boolean' then case when (j0)::boolean then 1 else 0 end end desc,
+    (case when jsonb_typeof(j0) = 'string' then j0 #>> '{}' end) collate "C" desc,
+    case jsonb_typeof(j1) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
+    when 'array' then 4 else 5 end asc,
+    case jsonb_typeof(j1) when 'number' then (j1)::numeric when 'boolean' then case when (j1)::boolean then 1 else 0 end end asc,
+    (case when jsonb_typeof(j1) = 'string' then j1 #>> '{}' end) collate "C" asc,
+    id asc) end as json,
+    (select last_seq from collections where account_id = ? and name = ?) as seq
+  from (select * from (select id, data, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
+chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j0, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
+chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j1 from rows where collection_id = (select id from collections where account_id = ? and name = ?)) r where case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
+    when 'array' then 4 else 0 end < ? or (case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
+    when 'array' then 4 else 0 end = ? and (case jsonb_typeof(j0) when 'number' then (j0)::numeric when 'boolean' then case when (j0)::boolean then 1 else 0 end end < ?::numeric or (case jsonb_typeof(j0) when 'number' then (j0)::numeric when 'boolean' then case when (j0)::boolean then 1 else 0 end end = ?::numeric and (case jsonb_typeof(j1) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
+    when 'array' then 4 else 5 end > ? or (case jsonb_typeof(j1) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
+    when 'array' then 4 else 5 end = ? and ((case when jsonb_typeof(j1) = 'string' then j1 #>> '{}' end) collate "C" > ?::text or ((case when jsonb_typeof(j1) = 'string' then j1 #>> '{}' end) collate "C" = ?::text and (id > ?)))))))) order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
+    when 'array' then 4 else 0 end desc,
+    case jsonb_typeof(j0) when 'number' then (j0)::numeric when 'boolean' then case when (j0)::boolean then 1 else 0 end end desc,
+    (case when jsonb_typeof(j0) = 'string' then j0 #>> '{}' end) collate "C" desc,
+    case jsonb_typeof(j1) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
+    when 'array' then 4 else 5 end asc,
+    case jsonb_typeof(j1) when 'number' then (j1)::numeric when 'boolean' then case when (j1)::boolean then 1 else 0 end end asc,
+    (case when jsonb_typeof(j1) = 'string' then j1 #>> '{}' end) collate "C" asc,
+    id asc limit +? offset ?) r;
 
 -- sortedPage(desc, all)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
@@ -304,6 +410,58 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select rank, num, str, row_id from sort_keys where collection_id = ? and slot = ? and rank = 5
   order by rank desc, num desc, str desc, row_id desc limit +? offset ?) k
+cross join lateral (select id, data from rows where collection_id = ? and id = k.row_id offset 0) r;
+
+-- sortedPageAfter(desc, after a number)
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.part, k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
+  (select last_seq from collections where id = ?) as seq,
+  bool_and(k.str is null or length(k.str) < 400) as exact
+from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank = ? and num = ? and str is null and row_id < ? order by rank desc, num desc, str desc, row_id desc limit +?) k0
+  union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank = ? and num < ? order by rank desc, num desc, str desc, row_id desc limit +?) k1
+  union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank < ? order by rank desc, num desc, str desc, row_id desc limit +?) k2
+  union all select * from (select 3 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank = 5 order by rank desc, num desc, str desc, row_id desc limit +?) k3
+  limit +?) k
+cross join lateral (select id, data from rows where collection_id = ? and id = k.row_id offset 0) r;
+
+-- sortedPageAfter(desc, after a string)
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.part, k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
+  (select last_seq from collections where id = ?) as seq,
+  bool_and(k.str is null or length(k.str) < 400) as exact
+from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank = ? and num is null and str = ? and row_id < ? order by rank desc, num desc, str desc, row_id desc limit +?) k0
+  union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank = ? and num is null and str < ? order by rank desc, num desc, str desc, row_id desc limit +?) k1
+  union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank < ? order by rank desc, num desc, str desc, row_id desc limit +?) k2
+  union all select * from (select 3 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank = 5 order by rank desc, num desc, str desc, row_id desc limit +?) k3
+  limit +?) k
+cross join lateral (select id, data from rows where collection_id = ? and id = k.row_id offset 0) r;
+
+-- sortedPageAfter(desc, after an object)
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.part, k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
+  (select last_seq from collections where id = ?) as seq,
+  bool_and(k.str is null or length(k.str) < 400) as exact
+from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank = ? and num is null and str is null and row_id < ? order by rank desc, num desc, str desc, row_id desc limit +?) k0
+  union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank < ? order by rank desc, num desc, str desc, row_id desc limit +?) k1
+  union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank = 5 order by rank desc, num desc, str desc, row_id desc limit +?) k2
+  limit +?) k
+cross join lateral (select id, data from rows where collection_id = ? and id = k.row_id offset 0) r;
+
+-- sortedPageAfter(desc, after a missing value)
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.part, k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
+  (select last_seq from collections where id = ?) as seq,
+  bool_and(k.str is null or length(k.str) < 400) as exact
+from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank = ? and num is null and str is null and row_id < ? order by rank desc, num desc, str desc, row_id desc limit +?) k0
+  limit +?) k
 cross join lateral (select id, data from rows where collection_id = ? and id = k.row_id offset 0) r;
 
 -- insertBatchSql

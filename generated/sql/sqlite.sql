@@ -207,17 +207,37 @@ from (select * from (select id, data from rows where collection_id = (select id 
 -- orderedPage(by a field, asc)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
-from (select * from (select id, data, json_type(data, ?) as t, json_extract(data, ?) as v from rows where collection_id = (select id from collections where account_id = ? and name = ?)) r order by (t is null or t = 'null'),
-  case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3 else 4 end asc,
-  case when t in ('object', 'array') then null else v end asc,
+from (select * from (select id, data, json_type(data, ?) as t0, json_extract(data, ?) as v0 from rows where collection_id = (select id from collections where account_id = ? and name = ?)) r order by case when t0 is null or t0 = 'null' then 5 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
+  when t0 in ('true', 'false') then 3 else 4 end asc,
+  case when t0 in ('object', 'array') then null else v0 end asc,
+  id asc limit +? offset ?) r;
+
+-- orderedPage(by id, after a place, asc)
+select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
+  (select last_seq from collections where account_id = ? and name = ?) as seq
+from (select * from (select id, data from rows where collection_id = (select id from collections where account_id = ? and name = ?)) r where id > ? order by id asc limit +? offset ?) r;
+
+-- orderedPage(by two fields, after a place, asc then asc)
+select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
+  (select last_seq from collections where account_id = ? and name = ?) as seq
+from (select * from (select id, data, json_type(data, ?) as t0, json_extract(data, ?) as v0, json_type(data, ?) as t1, json_extract(data, ?) as v1 from rows where collection_id = (select id from collections where account_id = ? and name = ?)) r where case when t0 is null or t0 = 'null' then 5 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
+  when t0 in ('true', 'false') then 3 else 4 end > ? or (case when t0 is null or t0 = 'null' then 5 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
+  when t0 in ('true', 'false') then 3 else 4 end = ? and (case when t0 in ('object', 'array') then null else v0 end > json_extract(?, '$') or (case when t0 in ('object', 'array') then null else v0 end = json_extract(?, '$') and (case when t1 is null or t1 = 'null' then 5 when t1 in ('integer', 'real') then 1 when t1 = 'text' then 2
+  when t1 in ('true', 'false') then 3 else 4 end > ? or (case when t1 is null or t1 = 'null' then 5 when t1 in ('integer', 'real') then 1 when t1 = 'text' then 2
+  when t1 in ('true', 'false') then 3 else 4 end = ? and (case when t1 in ('object', 'array') then null else v1 end > json_extract(?, '$') or (case when t1 in ('object', 'array') then null else v1 end = json_extract(?, '$') and (id > ?)))))))) order by case when t0 is null or t0 = 'null' then 5 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
+  when t0 in ('true', 'false') then 3 else 4 end asc,
+  case when t0 in ('object', 'array') then null else v0 end asc,
+  case when t1 is null or t1 = 'null' then 5 when t1 in ('integer', 'real') then 1 when t1 = 'text' then 2
+  when t1 in ('true', 'false') then 3 else 4 end asc,
+  case when t1 in ('object', 'array') then null else v1 end asc,
   id asc limit +? offset ?) r;
 
 -- orderedPage(by a field no JSON path spells, asc)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
-from (select * from (select id, data, (select type from json_each(rows.data) where key = ?) as t, (select value from json_each(rows.data) where key = ?) as v from rows where collection_id = (select id from collections where account_id = ? and name = ?)) r order by (t is null or t = 'null'),
-  case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3 else 4 end asc,
-  case when t in ('object', 'array') then null else v end asc,
+from (select * from (select id, data, (select type from json_each(rows.data) where key = ?) as t0, (select value from json_each(rows.data) where key = ?) as v0 from rows where collection_id = (select id from collections where account_id = ? and name = ?)) r order by case when t0 is null or t0 = 'null' then 5 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
+  when t0 in ('true', 'false') then 3 else 4 end asc,
+  case when t0 in ('object', 'array') then null else v0 end asc,
   id asc limit +? offset ?) r;
 
 -- sortedPage(asc, all)
@@ -238,6 +258,44 @@ from (select rank, num, str, row_id from sort_keys where collection_id = ? and s
   order by rank asc, num asc, str asc, row_id asc limit +? offset ?) k
 cross join rows r on r.collection_id = ? and r.id = k.row_id;
 
+-- sortedPageAfter(asc, after a number)
+select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json, (select last_seq from collections where id = ?) as seq
+from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank = ? and num = json_extract(?, '$') and str is null and row_id > ? order by rank asc, num asc, str asc, row_id asc limit +?) k0
+  union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank = ? and num > json_extract(?, '$') order by rank asc, num asc, str asc, row_id asc limit +?) k1
+  union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank > ? order by rank asc, num asc, str asc, row_id asc limit +?) k2
+  limit +?) k
+cross join rows r on r.collection_id = ? and r.id = k.row_id;
+
+-- sortedPageAfter(asc, after a string)
+select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json, (select last_seq from collections where id = ?) as seq
+from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank = ? and num is null and str = json_extract(?, '$') and row_id > ? order by rank asc, num asc, str asc, row_id asc limit +?) k0
+  union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank = ? and num is null and str > json_extract(?, '$') order by rank asc, num asc, str asc, row_id asc limit +?) k1
+  union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank > ? order by rank asc, num asc, str asc, row_id asc limit +?) k2
+  limit +?) k
+cross join rows r on r.collection_id = ? and r.id = k.row_id;
+
+-- sortedPageAfter(asc, after an object)
+select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json, (select last_seq from collections where id = ?) as seq
+from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank = ? and num is null and str is null and row_id > ? order by rank asc, num asc, str asc, row_id asc limit +?) k0
+  union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank > ? order by rank asc, num asc, str asc, row_id asc limit +?) k1
+  limit +?) k
+cross join rows r on r.collection_id = ? and r.id = k.row_id;
+
+-- sortedPageAfter(asc, after a missing value)
+select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json, (select last_seq from collections where id = ?) as seq
+from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank = ? and num is null and str is null and row_id > ? order by rank asc, num asc, str asc, row_id asc limit +?) k0
+  limit +?) k
+cross join rows r on r.collection_id = ? and r.id = k.row_id;
+
 -- orderedPage(by id, desc)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
@@ -246,17 +304,37 @@ from (select * from (select id, data from rows where collection_id = (select id 
 -- orderedPage(by a field, desc)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
-from (select * from (select id, data, json_type(data, ?) as t, json_extract(data, ?) as v from rows where collection_id = (select id from collections where account_id = ? and name = ?)) r order by (t is null or t = 'null'),
-  case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3 else 4 end desc,
-  case when t in ('object', 'array') then null else v end desc,
+from (select * from (select id, data, json_type(data, ?) as t0, json_extract(data, ?) as v0 from rows where collection_id = (select id from collections where account_id = ? and name = ?)) r order by case when t0 is null or t0 = 'null' then 0 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
+  when t0 in ('true', 'false') then 3 else 4 end desc,
+  case when t0 in ('object', 'array') then null else v0 end desc,
   id desc limit +? offset ?) r;
+
+-- orderedPage(by id, after a place, desc)
+select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
+  (select last_seq from collections where account_id = ? and name = ?) as seq
+from (select * from (select id, data from rows where collection_id = (select id from collections where account_id = ? and name = ?)) r where id < ? order by id desc limit +? offset ?) r;
+
+-- orderedPage(by two fields, after a place, desc then asc)
+select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
+  (select last_seq from collections where account_id = ? and name = ?) as seq
+from (select * from (select id, data, json_type(data, ?) as t0, json_extract(data, ?) as v0, json_type(data, ?) as t1, json_extract(data, ?) as v1 from rows where collection_id = (select id from collections where account_id = ? and name = ?)) r where case when t0 is null or t0 = 'null' then 0 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
+  when t0 in ('true', 'false') then 3 else 4 end < ? or (case when t0 is null or t0 = 'null' then 0 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
+  when t0 in ('true', 'false') then 3 else 4 end = ? and (case when t0 in ('object', 'array') then null else v0 end < json_extract(?, '$') or (case when t0 in ('object', 'array') then null else v0 end = json_extract(?, '$') and (case when t1 is null or t1 = 'null' then 5 when t1 in ('integer', 'real') then 1 when t1 = 'text' then 2
+  when t1 in ('true', 'false') then 3 else 4 end > ? or (case when t1 is null or t1 = 'null' then 5 when t1 in ('integer', 'real') then 1 when t1 = 'text' then 2
+  when t1 in ('true', 'false') then 3 else 4 end = ? and (case when t1 in ('object', 'array') then null else v1 end > json_extract(?, '$') or (case when t1 in ('object', 'array') then null else v1 end = json_extract(?, '$') and (id > ?)))))))) order by case when t0 is null or t0 = 'null' then 0 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
+  when t0 in ('true', 'false') then 3 else 4 end desc,
+  case when t0 in ('object', 'array') then null else v0 end desc,
+  case when t1 is null or t1 = 'null' then 5 when t1 in ('integer', 'real') then 1 when t1 = 'text' then 2
+  when t1 in ('true', 'false') then 3 else 4 end asc,
+  case when t1 in ('object', 'array') then null else v1 end asc,
+  id asc limit +? offset ?) r;
 
 -- orderedPage(by a field no JSON path spells, desc)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
-from (select * from (select id, data, (select type from json_each(rows.data) where key = ?) as t, (select value from json_each(rows.data) where key = ?) as v from rows where collection_id = (select id from collections where account_id = ? and name = ?)) r order by (t is null or t = 'null'),
-  case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3 else 4 end desc,
-  case when t in ('object', 'array') then null else v end desc,
+from (select * from (select id, data, (select type from json_each(rows.data) where key = ?) as t0, (select value from json_each(rows.data) where key = ?) as v0 from rows where collection_id = (select id from collections where account_id = ? and name = ?)) r order by case when t0 is null or t0 = 'null' then 0 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
+  when t0 in ('true', 'false') then 3 else 4 end desc,
+  case when t0 in ('object', 'array') then null else v0 end desc,
   id desc limit +? offset ?) r;
 
 -- sortedPage(desc, all)
@@ -275,6 +353,50 @@ cross join rows r on r.collection_id = ? and r.id = k.row_id;
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json, (select last_seq from collections where id = ?) as seq
 from (select rank, num, str, row_id from sort_keys where collection_id = ? and slot = ? and rank = 5
   order by rank desc, num desc, str desc, row_id desc limit +? offset ?) k
+cross join rows r on r.collection_id = ? and r.id = k.row_id;
+
+-- sortedPageAfter(desc, after a number)
+select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json, (select last_seq from collections where id = ?) as seq
+from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank = ? and num = json_extract(?, '$') and str is null and row_id < ? order by rank desc, num desc, str desc, row_id desc limit +?) k0
+  union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank = ? and num < json_extract(?, '$') order by rank desc, num desc, str desc, row_id desc limit +?) k1
+  union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank < ? order by rank desc, num desc, str desc, row_id desc limit +?) k2
+  union all select * from (select 3 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank = 5 order by rank desc, num desc, str desc, row_id desc limit +?) k3
+  limit +?) k
+cross join rows r on r.collection_id = ? and r.id = k.row_id;
+
+-- sortedPageAfter(desc, after a string)
+select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json, (select last_seq from collections where id = ?) as seq
+from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank = ? and num is null and str = json_extract(?, '$') and row_id < ? order by rank desc, num desc, str desc, row_id desc limit +?) k0
+  union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank = ? and num is null and str < json_extract(?, '$') order by rank desc, num desc, str desc, row_id desc limit +?) k1
+  union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank < ? order by rank desc, num desc, str desc, row_id desc limit +?) k2
+  union all select * from (select 3 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank = 5 order by rank desc, num desc, str desc, row_id desc limit +?) k3
+  limit +?) k
+cross join rows r on r.collection_id = ? and r.id = k.row_id;
+
+-- sortedPageAfter(desc, after an object)
+select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json, (select last_seq from collections where id = ?) as seq
+from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank = ? and num is null and str is null and row_id < ? order by rank desc, num desc, str desc, row_id desc limit +?) k0
+  union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank < ? order by rank desc, num desc, str desc, row_id desc limit +?) k1
+  union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank = 5 order by rank desc, num desc, str desc, row_id desc limit +?) k2
+  limit +?) k
+cross join rows r on r.collection_id = ? and r.id = k.row_id;
+
+-- sortedPageAfter(desc, after a missing value)
+select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json, (select last_seq from collections where id = ?) as seq
+from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
+    where collection_id = ? and slot = ? and rank = ? and num is null and str is null and row_id < ? order by rank desc, num desc, str desc, row_id desc limit +?) k0
+  limit +?) k
 cross join rows r on r.collection_id = ? and r.id = k.row_id;
 
 -- insertSql

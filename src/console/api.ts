@@ -22,14 +22,19 @@ export interface RowsQuery {
   orderBy?: string;
   order: 'asc' | 'desc';
   limit: number;
-  offset: number;
+  /** The cursor of the place the page starts after (a Link rel="next" of the page before); the first page without. */
+  after?: string;
 }
 
-/** A page of rows, how many match in all, and the collection's latest seq as of the page (Rowbase-Seq). */
+/**
+ * A page of rows, how many match in all, the collection's latest seq as of the page (Rowbase-Seq), and
+ * the cursor of the next page when there may be one (its Link rel="next").
+ */
 export interface RowsPage {
   rows: Row[];
   total: number;
   seq: number;
+  next?: string;
 }
 
 export class Api {
@@ -52,12 +57,18 @@ export class Api {
   }
 
   async rows(collection: string, query: RowsQuery): Promise<RowsPage> {
-    const parameters: Record<string, string> = { limit: String(query.limit), offset: String(query.offset), count: 'exact' };
+    const parameters: Record<string, string> = { limit: String(query.limit), count: 'exact' };
+    if (query.after) parameters.after = query.after;
     if (query.filter) parameters.filter = query.filter;
     if (query.select) parameters.select = query.select;
     if (query.orderBy) Object.assign(parameters, { order_by: query.orderBy, order: query.order });
     const { body, headers } = await this.exchange<Row[]>('GET', `${collectionPath(collection)}/rows`, { query: parameters });
-    return { rows: body, total: Number(headers.get('Rowbase-Total-Count')), seq: Number(headers.get('Rowbase-Seq')) };
+    return {
+      rows: body,
+      total: Number(headers.get('Rowbase-Total-Count')),
+      seq: Number(headers.get('Rowbase-Seq')),
+      next: nextCursor(headers.get('Link')),
+    };
   }
 
   insertRows(collection: string, rows: object[]): Promise<Row[]> {
@@ -72,11 +83,16 @@ export class Api {
     return this.call('DELETE', `${collectionPath(collection)}/rows/${id}`);
   }
 
-  /** The feed's address for `collection`, resuming after `since`. A browser's WebSocket sends no headers: the key goes in the query. */
-  feedUrl(collection: string, since: number): string {
+  /**
+   * The feed's address for `collection`, resuming after `since`, of the rows `filter` keeps (all without
+   * one). A browser's WebSocket sends no headers: the key goes in the query.
+   */
+  feedUrl(collection: string, since: number, filter?: string): string {
     const url = new URL('/ws', location.href);
     url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
-    url.search = new URLSearchParams({ collection, since: String(since), api_key: this.key }).toString();
+    const parameters: Record<string, string> = { collection, since: String(since), api_key: this.key };
+    if (filter) parameters.filter = filter;
+    url.search = new URLSearchParams(parameters).toString();
     return url.href;
   }
 
@@ -117,6 +133,12 @@ function problemOf(response: Response, text: string): Problem {
     // A proxy in front may have passed the service's X-Request-Id on; else the request is not known by an id.
     instance: `urn:rowbase:request:${response.headers.get('x-request-id') ?? 'unknown'}`,
   };
+}
+
+/** The `after` of a Link header's rel="next" (RFC 8288), the one link the service answers on a page. */
+function nextCursor(link: string | null): string | undefined {
+  const target = link?.match(/<([^>]*)>\s*;\s*rel="next"/)?.[1];
+  return target === undefined ? undefined : (new URL(target, location.href).searchParams.get('after') ?? undefined);
 }
 
 const collectionPath = (name: string) => `/v1/collections/${encodeURIComponent(name)}`;

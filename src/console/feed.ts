@@ -13,6 +13,8 @@ export interface Change {
   seq: number;
   at: string;
   row: Row;
+  /** false on an update of a row that no longer matches the subscription's filter: it leaves the view. */
+  matches?: false;
 }
 
 export type FeedState = 'connecting' | 'live' | 'retrying' | 'ended';
@@ -35,11 +37,15 @@ export class Feed {
   private failures = 0;
   private stopped = false;
 
-  /** Follows `collection` from after `since` (a page's Rowbase-Seq, so that no change is missed). */
+  /**
+   * Follows the rows of `collection` that `filter` keeps (all without one), from after `since` (a page's
+   * Rowbase-Seq, so that no change is missed).
+   */
   constructor(
     private readonly api: Api,
     private readonly collection: string,
     private since: number,
+    private readonly filter: string | undefined,
     private readonly events: FeedEvents,
   ) {
     this.open();
@@ -53,7 +59,7 @@ export class Feed {
 
   private open(): void {
     this.events.state(this.failures === 0 ? 'connecting' : 'retrying');
-    const socket = new WebSocket(this.api.feedUrl(this.collection, this.since));
+    const socket = new WebSocket(this.api.feedUrl(this.collection, this.since, this.filter));
     this.socket = socket;
     let opened = false;
     socket.onmessage = ({ data }) => {

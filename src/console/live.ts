@@ -1,7 +1,8 @@
 // How a change from the feed moves the rows on screen, so that the table stays the page's rows as the
-// collection now has them, under the view's filter (the same rules as the server's: src/query/evaluate.ts):
-// an inserted row that matches appears, a changed row is replaced if it still matches and goes if it
-// no longer does (or appears if it now does), a deleted row goes.
+// collection now has them. The feed is subscribed with the view's filter, and sends only the changes of
+// rows that match it (asyncapi.yaml, filtered subscriptions): an inserted row appears, a changed row is
+// replaced (or appears, if it has just come to match), an update marked `matches: false` and a deleted
+// row go.
 import type { Row } from './api.ts';
 import type { Change } from './feed.ts';
 
@@ -12,10 +13,10 @@ export interface ShownRow {
   seq?: number;
 }
 
-/** The rows after `change`, given whether a row matches the view's filter. */
-export function applyChange(shown: ShownRow[], change: Change, matches: (row: Row) => boolean): ShownRow[] {
+/** The rows after `change`. */
+export function applyChange(shown: ShownRow[], change: Change): ShownRow[] {
   const index = shown.findIndex(({ row }) => row.id === change.row.id);
-  const keep = change.type !== 'delete' && matches(change.row);
+  const keep = change.type !== 'delete' && change.matches !== false;
   if (!keep) return index === -1 ? shown : shown.toSpliced(index, 1);
   const fresh = change.type === 'insert' ? 'inserted' : 'updated';
   const changed = { row: change.row, fresh, seq: change.seq } as const;

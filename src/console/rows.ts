@@ -5,8 +5,6 @@
 // listed beside the table.
 import { html } from 'htm/preact';
 import { useEffect, useMemo, useState } from 'preact/hooks';
-import { matches } from '../query/evaluate.ts';
-import { readFilter } from '../query/filter.ts';
 import { type Api, ApiError, describe, type Row, type RowsQuery } from './api.ts';
 import { type Change, Feed, type FeedState } from './feed.ts';
 import { applyChange, type ShownRow } from './live.ts';
@@ -25,7 +23,10 @@ interface Props {
 }
 
 export function RowsView({ api, collection, onChanged, onDeleted }: Props) {
-  const [query, setQuery] = useState<RowsQuery>({ order: 'asc', limit: PAGE_SIZE, offset: 0 });
+  const [query, setQuery] = useState<RowsQuery>({ order: 'asc', limit: PAGE_SIZE });
+  // The cursors of the pages before this one, for Previous: a cursor only leads forward.
+  const [before, setBefore] = useState<(string | undefined)[]>([]);
+  const [next, setNext] = useState<string>();
   // The rows on screen and how many match in all, moved together by live changes.
   const [view, setView] = useState<{ shown: ShownRow[]; total: number }>({ shown: [], total: 0 });
   // The page's snapshot: live changes follow from its seq, and start again with every read.
@@ -37,10 +38,13 @@ export function RowsView({ api, collection, onChanged, onDeleted }: Props) {
   const [changes, setChanges] = useState<Change[]>([]);
   const [dialog, setDialog] = useState<'insert' | 'delete-collection' | Row>();
 
-  const reload = async (next: RowsQuery = query) => {
+  /** Reads the page `asked`; `pages` is the cursors of the pages before it. */
+  const reload = async (asked: RowsQuery = query, pages = before) => {
     try {
-      const read = await api.rows(collection, next);
-      setQuery(next);
+      const read = await api.rows(collection, asked);
+      setQuery(asked);
+      setBefore(pages);
+      setNext(read.next);
       setView({ shown: read.rows.map((row) => ({ row })), total: read.total });
       setPage((before) => ({ seq: read.seq, loads: before.loads + 1 }));
       setFilterError('');
@@ -55,20 +59,13 @@ export function RowsView({ api, collection, onChanged, onDeleted }: Props) {
     reload();
   }, []);
 
-  // The filter the page was read with, to tell whether a row that changed live still belongs on it.
-  const test = useMemo(() => {
-    if (!query.filter) return () => true;
-    const { filter } = readFilter(JSON.parse(query.filter));
-    return filter ? (row: Row) => matches(filter, row) : () => true;
-  }, [query.filter]);
-
   // Live from the page's own snapshot (Rowbase-Seq): no change between the read and the feed is missed.
   useEffect(() => {
     if (!live) return;
-    const feed = new Feed(api, collection, page.seq, {
+    const feed = new Feed(api, collection, page.seq, query.filter, {
       change(change) {
         setView(({ shown, total }) => {
-          const after = applyChange(shown, change, test);
+          const after = applyChange(shown, change);
           return { shown: after, total: total + after.length - shown.length };
         });
         setChanges((listed) => [change, ...listed].slice(0, PANEL_SIZE));
@@ -88,12 +85,12 @@ export function RowsView({ api, collection, onChanged, onDeleted }: Props) {
     const form = new FormData(event.target as HTMLFormElement);
     const filter = String(form.get('filter') ?? '').trim();
     const select = String(form.get('select') ?? '').replace(/\s+/g, '');
-    reload({ ...query, filter: filter || undefined, select: select || undefined, offset: 0 });
+    reload({ ...query, filter: filter || undefined, select: select || undefined, after: undefined }, []);
   };
 
   const sortBy = (field: string) => {
     const order = query.orderBy === field && query.order === 'asc' ? 'desc' : 'asc';
-    reload({ ...query, orderBy: field, order, offset: 0 });
+    reload({ ...query, orderBy: field, order, after: undefined }, []);
   };
 
   const afterChange = () => {
@@ -102,8 +99,9 @@ export function RowsView({ api, collection, onChanged, onDeleted }: Props) {
     reload();
   };
 
-  const first = shown.length === 0 ? 0 : query.offset + 1;
-  const last = query.offset + shown.length;
+  const skipped = before.length * query.limit;
+  const first = shown.length === 0 ? 0 : skipped + 1;
+  const last = skipped + shown.length;
 
   return html`
     <section class="rows" aria-labelledby="collection-title">
@@ -170,8 +168,8 @@ export function RowsView({ api, collection, onChanged, onDeleted }: Props) {
         }
       </div>
       <nav class="pager" aria-label="Pages">
-        <button type="button" disabled=${query.offset === 0} onClick=${() => reload({ ...query, offset: Math.max(0, query.offset - query.limit) })}>Previous</button>
-        <button type="button" disabled=${last >= total} onClick=${() => reload({ ...query, offset: query.offset + query.limit })}>Next</button>
+        <button type="button" disabled=${before.length === 0} onClick=${() => reload({ ...query, after: before.at(-1) }, before.slice(0, -1))}>Previous</button>
+        <button type="button" disabled=${next === undefined || last >= total} onClick=${() => reload({ ...query, after: next }, [...before, query.after])}>Next</button>
       </nav>
       ${dialogFor(dialog, { api, collection, close: () => setDialog(undefined), afterChange, onDeleted })}
     </section>

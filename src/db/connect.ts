@@ -48,6 +48,11 @@ export interface StoreOptions {
    * LISTEN; SQLite has one process's writes). The service does; the CLI need not. Default false.
    */
   followOthers?: boolean;
+  /**
+   * How long a page that sorts or filters may hold the database, in ms, before it is stopped and
+   * answered 503 `query_timeout` (pages.ts, ReadKind). Default: config.ts, queryTimeoutMs.
+   */
+  queryTimeoutMs?: number;
 }
 
 /** The service's own defaults (config.ts, sortIndexMinRows and sortIndexMax). */

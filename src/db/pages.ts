@@ -1,59 +1,115 @@
-// A page of a collection's rows (openapi.yaml, listRows), ordered by any top-level field of their JSON:
-// within one JSON type numbers numerically, strings by code point and false < true; across types
-// numbers < strings < booleans < objects and arrays (which tie with each other); rows where the field
-// is missing or null come last in both directions; ties break by id in the same direction. Both
-// dialects give the same order for the same data; each writes the SQL of it (sqlite/sql.ts,
-// postgres/sql.ts), and this module reads pages through it, the same way on both.
+// A page of a collection's rows (openapi.yaml, listRows and queryRows), ordered by top-level fields of
+// their JSON, one or more: within one JSON type numbers numerically, strings by code point and false <
+// true; across types numbers < strings < booleans < objects and arrays (which tie with each other);
+// rows where the field is missing or null come last in both directions; rows equal in every field
+// break ties by id in the last field's direction. Both dialects give the same order for the same data;
+// each writes the SQL of it (sqlite/sql.ts, postgres/sql.ts), and this module reads pages through it,
+// the same way on both.
 //
-// A page ordered by a field reads the collection's sort index for it (sort-indexes.ts), made now if the
-// collection is large enough and has none; otherwise it sorts the whole collection. A page is one
-// string made in the database (the rows' JSON texts joined), never an object per row, with the
-// collection's latest event seq read in the same snapshot (openapi.yaml, Rowbase-Seq).
+// A page ordered by one field reads the collection's sort index for it (sort-indexes.ts), made now if
+// the collection is large enough and has none; otherwise, and for several fields, a filter or a count,
+// it sorts the rows whole, stopped past the query timeout. A page after a place (a cursor's, keyset
+// paging) reads only the rows past it: through the sort index, from the place on; sorted whole, under a
+// condition on the order's fields and the id. A page is one string made in the database (the rows' JSON
+// texts joined), never an object per row, with the collection's latest event seq read in the same
+// snapshot (openapi.yaml, Rowbase-Seq).
 import type { Filter } from '../query/filter.ts';
 import { collectionNotFound } from './collections.ts';
 import type { SqlValue } from './dialect.ts';
-import type { Sql } from './filter.ts';
+import { raw, type Sql, sql } from './filter.ts';
 import { type Json, pageTooLarge, type Row } from './rows.ts';
-import type { KeyRange, KnownIndexes, SortIndexLimits } from './sort-indexes.ts';
-import { collectionSql, pageRange, presentCountSql } from './sql.ts';
+import { type KeyRange, type KnownIndexes, ranks, type SortIndexLimits } from './sort-indexes.ts';
+import { collectionSql, keyOrder, pageRange, presentCountSql } from './sql.ts';
 
 export type Direction = 'asc' | 'desc';
+
+/** One key of a page's order: a top-level field (`id`, the row's id) and its direction. */
+export interface SortKey {
+  field: string;
+  direction: Direction;
+}
+
+/**
+ * Where a value falls among the JSON types in a page's order: 1 numbers, 2 strings, 3 booleans, 4
+ * objects and arrays, 5 missing or null (last in both directions).
+ */
+export type Rank = 1 | 2 | 3 | 4 | 5;
+
+/** A row's value of one sort key, as the order sees it: its rank, and the value itself for ranks 1 to 3. */
+export interface KeyValue {
+  rank: Rank;
+  scalar: number | string | boolean | null;
+}
+
+/**
+ * A place in a page's order, just after a row: that row's value of each sort key but `id` (null for
+ * `id`), and its id. A page `after` it holds only the rows that come later (keyset paging).
+ */
+export interface Position {
+  values: readonly (KeyValue | null)[];
+  id: number;
+}
 
 export interface Page {
   limit: number;
   offset: number;
-  orderBy: string;
-  order: Direction;
+  /**
+   * The keys that order the rows, at least one, each field once; ties break by id in the last key's
+   * direction (unless `id` is a key).
+   */
+  order: readonly SortKey[];
   /** Only the rows that match (src/query/filter.ts); all of them when absent. */
   filter?: Filter;
   /** Also count the rows that match, in the page's snapshot (RowsPage.total). */
   count?: boolean;
   /** Answer each row with its ETag (openapi.yaml, VersionedRow), sorted whole as a filtered page is. */
   versions?: boolean;
+  /** Only the rows after this place in the order. */
+  after?: Position;
 }
+
+/** The sort key value of a field's JSON value, `undefined` when the field is missing. */
+export function keyValueOf(value: unknown): KeyValue {
+  switch (typeof value) {
+    case 'number':
+      return { rank: 1, scalar: value };
+    case 'string':
+      return { rank: 2, scalar: value };
+    case 'boolean':
+      return { rank: 3, scalar: value };
+    default:
+      return value === null || value === undefined ? { rank: 5, scalar: null } : { rank: 4, scalar: null };
+  }
+}
+
+/** The direction ties between equal keys break by id in: the last key's. */
+export const tieDirection = (order: readonly SortKey[]) => order[order.length - 1].direction;
 
 /**
  * A page of rows as JSON text, and `seq`, the collection's latest event seq as of the snapshot the rows
  * were read from: the rows are exactly what the events up to it made, so a feed resumed with
  * `since=seq` brings every later change and none the page already shows.
  */
-export type RowsPage = { json: Json<Row[]>; seq: number; total?: number };
+export type RowsPage = { json: Json<Row[]>; n: number; seq: number; total?: number };
 
 /** A statement and its bindings. */
 export type Statement = { sql: string; params: SqlValue[] };
 
 /**
- * How a read is run: `point` for one row, `scan` for a page (the default), `once` for a page whose SQL
- * is made for one request (a filter's), which is not worth preparing to keep.
+ * How a read is run: `point` for one row; `scan` for a page read through an index (by id, or a sort
+ * index), which reads no more than its offset and limit (the default); `sort` for a page that sorts or
+ * filters the collection, which may read all of it, and so is stopped past the query timeout
+ * (config.ts, queryTimeoutMs); `once` for such a page whose SQL is made for one request (a filter's),
+ * which is not worth preparing to keep.
  */
-export type ReadKind = 'point' | 'scan' | 'once';
+export type ReadKind = 'point' | 'scan' | 'sort' | 'once';
 
 /** Reads that all see one snapshot of the database. */
 export type SnapshotRead = <T>(sql: string, params: SqlValue[]) => Promise<T[]>;
 
 /** What a dialect gives the page reader. */
 export interface PageSource {
-  /** Runs a read outside any transaction: `point` for one row, `scan` for a page (default). */
+  /** Runs a read outside any transaction, as `kind` says (default `scan`). */
   read<T>(sql: string, params: SqlValue[], kind?: ReadKind): Promise<T[]>;
   /** Runs `work` with reads that all see one snapshot. */
   snapshot<T>(work: (read: SnapshotRead) => Promise<T>): Promise<T>;
@@ -66,6 +122,12 @@ export interface PageSource {
   filterSql(filter: Filter): Sql;
   /** The rows of `range` in the sort index in `slot`, from `offset`, at most `limit`; its one row is a PagePart. */
   sortedPage(collectionId: number, slot: number, order: Direction, range: KeyRange, limit: number, offset: number): Statement;
+  /**
+   * The rows after `place` in the order of the sort index in `slot`, at most `limit`, missing ones
+   * included; its one row is a PagePart. Undefined when the index cannot find the place exactly (on
+   * PostgreSQL, a string as long as a key is cut at): then the page sorts whole.
+   */
+  sortedPageAfter(collectionId: number, slot: number, order: Direction, place: Position, limit: number): Statement | undefined;
   /** The slot of `field`'s sort index in the collection, made now if it has none; -1 when it holds `max` already. */
   makeSortIndex(accountId: number, name: string, field: string, max: number): Promise<number>;
   sortIndexes: SortIndexLimits;
@@ -80,33 +142,41 @@ export interface PageSource {
  */
 type PagePart = { n: number | string; json: string | null; seq: number | string | null; exact?: boolean; total?: number | string };
 type CollectionRow = { id: number | string; row_count: number | string; sorted: string };
-type Joined = { json: Json<Row[]>; seq: number | null; exact: boolean };
+type Joined = { json: Json<Row[]>; n: number; seq: number | null; exact: boolean };
 
 /** One page of rows; 404 when the collection does not exist. */
 export async function readPage(source: PageSource, accountId: number, collection: string, page: Page): Promise<RowsPage> {
-  if (page.filter || page.count || page.versions) return filteredPage(source, accountId, collection, page);
-  if (page.orderBy !== 'id') {
-    const indexed = await indexedPage(source, accountId, collection, page);
+  if (page.filter || page.count || page.order.length > 1 || page.versions) return queryPage(source, accountId, collection, page);
+  const [key] = page.order;
+  if (key.field !== 'id') {
+    const indexed = await indexedPage(source, accountId, collection, page, key);
     if (indexed) return indexed;
   }
+  if (page.after) return queryPage(source, accountId, collection, page);
   const { sql, params } = source.orderedPage(accountId, collection, page);
-  const [part] = await source.read<PagePart>(sql, params);
-  const { json, seq } = joinParts([part]);
+  // By id, the primary key's order; by a field without a sort index, a sort of the whole collection.
+  const [part] = await source.read<PagePart>(sql, params, key.field === 'id' ? 'scan' : 'sort');
+  const { json, n, seq } = joinParts([part]);
   if (seq === null) throw collectionNotFound(collection);
-  return { json, seq };
+  return { json, n, seq };
 }
 
 /**
- * A page of the rows that match the page's filter, sorted whole, with their count when asked: one
- * statement, so that the rows, the count and the seq are of one snapshot.
+ * A page of the rows that match the page's filter, after its cursor's place, in its order of one key
+ * or more, sorted whole, with their count when asked: one statement, so that the rows, the count and
+ * the seq are of one snapshot. A page after a place reads only the rows past it (a condition on the
+ * sort keys and the id), so that the hundredth page of a walk costs no more than the first.
  */
-async function filteredPage(source: PageSource, accountId: number, collection: string, page: Page): Promise<RowsPage> {
+async function queryPage(source: PageSource, accountId: number, collection: string, page: Page): Promise<RowsPage> {
   const where = page.filter && source.filterSql(page.filter);
   const { sql, params } = source.orderedPage(accountId, collection, page, where);
-  const [part] = await source.read<PagePart>(sql, params, 'once');
-  const { json, seq } = joinParts([part]);
+  // A filter's SQL is made for one request; a page after a place, of the same keys, has the same text.
+  // A page by id after a place is a range of the primary key: an index read, not timed.
+  const byId = page.order.length === 1 && page.order[0].field === 'id' && !page.count;
+  const [part] = await source.read<PagePart>(sql, params, where ? 'once' : byId ? 'scan' : 'sort');
+  const { json, n, seq } = joinParts([part]);
   if (seq === null) throw collectionNotFound(collection);
-  return page.count ? { json, seq, total: Number(part.total) } : { json, seq };
+  return page.count ? { json, n, seq, total: Number(part.total) } : { json, n, seq };
 }
 
 /**
@@ -129,29 +199,39 @@ export function selectFields(json: Json<Row[]>, fields: readonly string[], versi
  * undefined when there is no index to read, or when its order would not be exact: then the collection
  * is sorted whole.
  */
-async function indexedPage(source: PageSource, accountId: number, collection: string, page: Page): Promise<RowsPage | undefined> {
+async function indexedPage(
+  source: PageSource,
+  accountId: number,
+  collection: string,
+  page: Page,
+  { field, direction }: SortKey,
+): Promise<RowsPage | undefined> {
   const { sortIndexes, knownIndexes } = source;
+  const read = (collectionId: number, slot: number) =>
+    page.after
+      ? pageAfter(source, collectionId, slot, direction, page.after, page.limit)
+      : sortedPage(source, collectionId, slot, direction, page);
   // A collection known to have the index: its page at once, unless the collection of that id is gone
   // (ids are never reused: the name may now be another collection's, or none).
   const known = knownIndexes.get(accountId, collection);
-  const knownSlot = known?.sorted.indexOf(page.orderBy) ?? -1;
+  const knownSlot = known?.sorted.indexOf(field) ?? -1;
   if (known && knownSlot >= 0) {
-    const { json, seq, exact } = await sortedPage(source, known.id, knownSlot, page);
-    if (seq !== null) return exact ? { json, seq } : undefined;
+    const { json, n, seq, exact } = await read(known.id, knownSlot);
+    if (seq !== null) return exact ? { json, n, seq } : undefined;
   }
   const [found] = await source.read<CollectionRow>(collectionSql, [accountId, collection], 'point');
   if (!found) throw collectionNotFound(collection);
   const sorted = JSON.parse(found.sorted) as string[];
-  let slot = sorted.indexOf(page.orderBy);
+  let slot = sorted.indexOf(field);
   if (slot < 0 && Number(found.row_count) >= sortIndexes.minRows && sortIndexes.max > 0) {
-    slot = await source.makeSortIndex(accountId, collection, page.orderBy, sortIndexes.max);
-    if (slot === sorted.length) sorted.push(page.orderBy);
+    slot = await source.makeSortIndex(accountId, collection, field, sortIndexes.max);
+    if (slot === sorted.length) sorted.push(field);
   }
   knownIndexes.set(accountId, collection, Number(found.id), sorted);
   if (slot < 0) return undefined;
-  const { json, seq, exact } = await sortedPage(source, Number(found.id), slot, page);
+  const { json, n, seq, exact } = await read(Number(found.id), slot);
   // No seq: the collection was deleted since it was looked up (and maybe made again): read by name.
-  return seq !== null && exact ? { json, seq } : undefined;
+  return seq !== null && exact ? { json, n, seq } : undefined;
 }
 
 /**
@@ -159,11 +239,31 @@ async function indexedPage(source: PageSource, accountId: number, collection: st
  * rows missing the field, is one statement. One that reaches them reads the rest from the missing
  * ones, in the same snapshot, so that a change made meanwhile never shows half.
  */
-async function sortedPage(source: PageSource, collectionId: number, slot: number, page: Page): Promise<Joined> {
-  const index: SortIndex = { source, collectionId, slot, order: page.order };
+async function sortedPage(source: PageSource, collectionId: number, slot: number, order: Direction, page: Page): Promise<Joined> {
+  const index: SortIndex = { source, collectionId, slot, order };
   const present = await firstPart(source.read, index, page);
-  if (page.order === 'asc' || Number(present.n) === page.limit) return joinParts([present]);
+  if (order === 'asc' || Number(present.n) === page.limit) return joinParts([present]);
   return source.snapshot((read) => restOfDescendingPage(read, index, page));
+}
+
+/**
+ * A page of the rows after a place in the order of the sort index in `slot`: one statement, which
+ * seeks the index to the place (pages.ts, sortedPages) and so reads no key before it. Not exact when
+ * the index cannot find the place (then the page sorts whole).
+ */
+async function pageAfter(
+  source: PageSource,
+  collectionId: number,
+  slot: number,
+  order: Direction,
+  place: Position,
+  limit: number,
+): Promise<Joined> {
+  const statement = source.sortedPageAfter(collectionId, slot, order, place, limit);
+  // A place the index cannot find exactly: read as a page whose order is not exact, sorted whole.
+  if (!statement) return { json: '[]', n: 0, seq: 0, exact: false };
+  const [part] = await source.read<PagePart>(statement.sql, statement.params);
+  return joinParts([part]);
 }
 
 /** A descending page that reaches past the rows that have the field, read in one snapshot. */
@@ -189,7 +289,7 @@ interface SortIndex {
 
 /** A page's first part: all of it when ascending; descending, its rows that have the field. */
 const firstPart = (read: SnapshotRead, index: SortIndex, page: Page) =>
-  readPart(read, index, page.order === 'asc' ? 'all' : 'present', page.limit, page.offset);
+  readPart(read, index, index.order === 'asc' ? 'all' : 'present', page.limit, page.offset);
 
 /** The rows of `range` in the sort index, from `offset`, at most `limit`, as one part of a page. */
 async function readPart(
@@ -213,7 +313,9 @@ function joinParts(parts: PagePart[]): Joined {
   if (parts.some((part) => part.json === null && Number(part.n) > 0)) throw pageTooLarge();
   const texts = parts.flatMap((part) => (part.json === null ? [] : [part.json]));
   const seq = parts[0].seq === null ? null : Number(parts[0].seq);
-  return { json: `[${texts.join(',')}]`, seq, exact: parts[0].exact !== false };
+  let n = 0;
+  for (const part of parts) n += Number(part.n);
+  return { json: `[${texts.join(',')}]`, n, seq, exact: parts[0].exact !== false };
 }
 
 /** The rows of the account's collection (`?` its account, `?` its name), as both dialects find them for a page. */
@@ -221,14 +323,15 @@ export const inCollection = 'collection_id = (select id from collections where a
 
 /**
  * A page sorted whole, as both dialects make it, in one row `{ n, json, seq }`: `rows` selects `id` and
- * `data` of the rows inCollection, and what `order` reads (with `bindings`); they are ordered, cut to the
- * page and joined by `pageJson`; `seq` is read by the same statement, null when there is no such
- * collection. Its text depends only on the direction and how the field is read, so a prepared statement
- * serves every field name.
+ * `data` of the rows inCollection, and what `order` reads (with `bindings`); they are kept by `after`
+ * (a condition on those columns, the rows past a cursor's place), ordered, cut to the page and joined
+ * by `pageJson`; `seq` is read by the same statement, null when there is no such collection. Its text
+ * depends only on the directions and how the fields are read, so a prepared statement serves every
+ * field name.
  */
 export function wholePage(
   pageJson: (order: string) => string,
-  { rows, order, bindings }: { rows: string; order: string; bindings: SqlValue[] },
+  { rows, order, bindings, after }: { rows: string; order: string; bindings: SqlValue[]; after?: Sql },
   accountId: number,
   name: string,
   page: Page,
@@ -241,7 +344,7 @@ export function wholePage(
   return {
     sql: `select count(*) as n, ${pageJson(order)} as json,
         (select last_seq from collections where account_id = ? and name = ?) as seq${total}
-      from (select * from (${rows}${filtered}) r order by ${order} ${pageRange}) r`,
+      from (select * from (${rows}${filtered}) r${after ? ` where ${after.sql}` : ''} order by ${order} ${pageRange}) r`,
     params: [
       accountId,
       name,
@@ -250,25 +353,122 @@ export function wholePage(
       accountId,
       name,
       ...filterParams,
+      ...(after?.params ?? []),
       page.limit,
       page.offset,
     ],
   };
 }
 
+/** One column of a page's order, as SQL on the columns `rows` selects, and its direction. */
+export interface OrderColumn {
+  sql: string;
+  direction: Direction;
+}
+
 /**
- * A dialect's PageSource.sortedPage from its statement `text` for each direction and range: each text
- * made once, since statements are kept by their text. Every such text takes the collection's id (for
- * its seq), the collection's id and the slot (for its keys), the limit and offset, then the collection's
- * id (for its rows).
+ * The rows strictly after a place in the order of `columns` (the last of them the id), each column
+ * beside the place's value of it (`at`, SQL with its bindings; undefined where every row that ties on
+ * the columns before holds null, as an object's or a missing field's value does): later in the first
+ * column, or equal in it and later in the rest. Nested, so that it grows with the columns, not their
+ * square.
  */
-export function sortedPages(text: (dir: Direction, range: KeyRange) => string): PageSource['sortedPage'] {
+export function afterPlace(columns: readonly { column: OrderColumn; at?: Sql }[]): Sql {
+  let condition: Sql | undefined;
+  for (let index = columns.length - 1; index >= 0; index--) {
+    const { column, at } = columns[index];
+    if (!at) continue;
+    const later = sql`${raw(column.sql)} ${raw(column.direction === 'asc' ? '>' : '<')} ${at}`;
+    condition = condition ? sql`${later} or (${raw(column.sql)} = ${at} and (${condition}))` : later;
+  }
+  return condition ?? raw('true');
+}
+
+/**
+ * How a dialect binds a sort key's number or string where a statement compares it with the keys: `sql`
+ * with one `?`, and `value`, the binding, or undefined when no key can be compared with it exactly.
+ */
+export interface KeyBinding {
+  sql: string;
+  value(scalar: number | string): SqlValue | undefined;
+}
+
+/**
+ * A dialect's PageSource.sortedPage and sortedPageAfter from its statement `text`, given the SQL of the
+ * keys a page reads (`rank, num, str, row_id` in the page's order) and of that order: each text made
+ * once for each shape, since statements are kept by their text. Every such text takes the collection's
+ * id (for its seq), the bindings of its keys, then the collection's id (for its rows).
+ *
+ * A page after a place is the keys of the index past it, as ranges of the index one after another,
+ * each read from its start: the place's key with a later id; the same rank with a later value (for
+ * numbers, strings and booleans); the later ranks (descending: the lower ranks, then the missing ones).
+ * So a page deep into a walk reads no more of the index than the first. `part` numbers the ranges, for
+ * PostgreSQL's string_agg to order by.
+ */
+export function sortedPages(
+  text: (keys: string, order: string) => string,
+  bind: KeyBinding,
+): Pick<PageSource, 'sortedPage' | 'sortedPageAfter'> {
+  const rangeText = (dir: Direction, range: KeyRange) =>
+    text(
+      `select rank, num, str, row_id from sort_keys where collection_id = ? and slot = ? ${ranks[range]}
+      order by ${keyOrder('', dir)} ${pageRange}`,
+      keyOrder('k.', dir),
+    );
   const texts = {
-    asc: { all: text('asc', 'all'), present: text('asc', 'present'), missing: text('asc', 'missing') },
-    desc: { all: text('desc', 'all'), present: text('desc', 'present'), missing: text('desc', 'missing') },
+    asc: { all: rangeText('asc', 'all'), present: rangeText('asc', 'present'), missing: rangeText('asc', 'missing') },
+    desc: { all: rangeText('desc', 'all'), present: rangeText('desc', 'present'), missing: rangeText('desc', 'missing') },
   };
-  return (collectionId, slot, order, range, limit, offset) => ({
-    sql: texts[order][range],
-    params: [collectionId, collectionId, slot, limit, offset, collectionId],
-  });
+  const afterTexts = new Map<string, string>();
+  return {
+    sortedPage: (collectionId, slot, order, range, limit, offset) => ({
+      sql: texts[order][range],
+      params: [collectionId, collectionId, slot, limit, offset, collectionId],
+    }),
+    sortedPageAfter(collectionId, slot, order, place, limit) {
+      const ranges = rangesAfter(order, place, bind);
+      if (!ranges) return undefined;
+      const shape = `${order} ${ranges.map((range) => range.sql).join(' | ')}`;
+      let sql = afterTexts.get(shape);
+      if (!sql) {
+        const parts = ranges.map(
+          (range, index) => `select * from (select ${index} as part, rank, num, str, row_id from sort_keys
+        where collection_id = ? and slot = ? and ${range.sql} order by ${keyOrder('', order)} limit +?) k${index}`,
+        );
+        sql = text(`${parts.join('\n      union all ')}\n      limit +?`, `k.part, ${keyOrder('k.', order)}`);
+        afterTexts.set(shape, sql);
+      }
+      const params = ranges.flatMap((range) => [collectionId, slot, ...range.params, limit]);
+      return { sql, params: [collectionId, ...params, limit, collectionId] };
+    },
+  };
+}
+
+/** The ranges of a sort index after `place` (sortedPages), each a condition on its keys; undefined when `bind` cannot place it. */
+function rangesAfter(order: Direction, { values, id }: Position, bind: KeyBinding): Sql[] | undefined {
+  const { rank, scalar } = values[0] ?? { rank: 5, scalar: null };
+  const later = order === 'asc' ? '>' : '<';
+  const ranges: Sql[] = [];
+  if (scalar === null) {
+    ranges.push({ sql: `rank = ? and num is null and str is null and row_id ${later} ?`, params: [rank, id] });
+  } else {
+    const value = bind.value(typeof scalar === 'boolean' ? Number(scalar) : scalar);
+    if (value === undefined) return undefined;
+    // A number's or boolean's key has no string, a string's no number: `num is null` puts a string's
+    // range right after the rank's in the index, and a condition on `str` after the range of `num`
+    // would have SQLite sort each run of equal numbers again.
+    const [sameKey, laterKey] =
+      rank === 2
+        ? [`num is null and str = ${bind.sql}`, `num is null and str ${later} ${bind.sql}`]
+        : [`num = ${bind.sql} and str is null`, `num ${later} ${bind.sql}`];
+    ranges.push(
+      { sql: `rank = ? and ${sameKey} and row_id ${later} ?`, params: [rank, value, id] },
+      { sql: `rank = ? and ${laterKey}`, params: [rank, value] },
+    );
+  }
+  if (rank < 5) {
+    if (order === 'asc') ranges.push({ sql: 'rank > ?', params: [rank] });
+    else ranges.push({ sql: 'rank < ?', params: [rank] }, { sql: 'rank = 5', params: [] });
+  }
+  return ranges;
 }

@@ -1,17 +1,90 @@
 import { answerOnce } from '../db/idempotency.ts';
+import type { Principal } from '../db/keys.ts';
+import type { Page, RowsPage } from '../db/pages.ts';
 import { selectFields } from '../db/pages.ts';
 import type { ChangedRows, InsertedRows, VersionedRow } from '../db/rows.ts';
+import type { Store } from '../db/store.ts';
 import { validationFailed } from '../errors.ts';
 import { etagOf, ifMatch, ifNoneMatch } from '../http/conditions.ts';
-import { parseFilterText } from '../query/filter.ts';
-import type { Deps, Handlers, Input, Result } from './types.ts';
+import { type CursorScope, lastRow, makeCursor, readCursor } from '../query/cursor.ts';
+import { FILTER_PARAMETER, parseFilter, parseFilterText } from '../query/filter.ts';
+import { orderFromBody, orderFromParameters } from '../query/order.ts';
+import type { Handlers, Result } from './types.ts';
 
 export const rowHandlers: Handlers<
-  'listRows' | 'listVersionedRows' | 'insertRows' | 'getRow' | 'updateRow' | 'deleteRow' | 'updateRows' | 'deleteRows'
+  'listRows' | 'listVersionedRows' | 'queryRows' | 'insertRows' | 'getRow' | 'updateRow' | 'deleteRow' | 'updateRows' | 'deleteRows'
 > = {
-  listRows: (input, deps) => pageOfRows(input, deps, false),
+  async listRows({ principal, path, query }, { store }) {
+    const order = orderFromParameters(query.order_by, query.order);
+    if (query.after !== undefined && query.offset !== undefined) {
+      throw validationFailed('A page follows a cursor or skips rows, not both.', [
+        { in: 'query', name: 'offset', message: 'must not be given with after' },
+      ]);
+    }
+    const filter = query.filter === undefined ? undefined : parseFilterText(query.filter, FILTER_PARAMETER);
+    const select = query.select === undefined ? undefined : selectedFields(query.select);
+    const scope: CursorScope = {
+      accountId: principal.accountId,
+      collection: path.collection_name,
+      filter: filter && JSON.parse(query.filter),
+      order,
+      select,
+    };
+    const page: Page = {
+      limit: query.limit,
+      offset: query.offset ?? 0,
+      order,
+      filter,
+      count: query.count === 'exact',
+      after: query.after === undefined ? undefined : readCursor(query.after, scope),
+    };
+    const { json, seq, total, next } = await readRows(store, principal, scope, page);
+    // Where the feed resumes from this page with no change missed or repeated (openapi.yaml, Rowbase-Seq).
+    const headers: Record<string, string> = { 'Rowbase-Seq': String(seq) };
+    if (total !== undefined) headers['Rowbase-Total-Count'] = String(total);
+    if (next !== null) headers.Link = `<${nextPage(path.collection_name, query, next)}>; rel="next"`;
+    return { status: 200, body: json, headers };
+  },
 
-  listVersionedRows: (input, deps) => pageOfRows(input, deps, true),
+  /** The page listRows answers for the same query (but a cursor), each row with its ETag beside it. */
+  async listVersionedRows({ principal, path, query }, { store }) {
+    const page: Page = {
+      limit: query.limit,
+      offset: query.offset ?? 0,
+      order: orderFromParameters(query.order_by, query.order),
+      filter: query.filter === undefined ? undefined : parseFilterText(query.filter, FILTER_PARAMETER),
+      count: query.count === 'exact',
+      versions: true,
+    };
+    const { json, seq, total } = await store.listRows(principal.accountId, path.collection_name, page);
+    const headers: Record<string, string> = { 'Rowbase-Seq': String(seq) };
+    if (total !== undefined) headers['Rowbase-Total-Count'] = String(total);
+    return { status: 200, body: query.select === undefined ? json : selectFields(json, selectedFields(query.select), true), headers };
+  },
+
+  async queryRows({ principal, path, body }, { store }) {
+    const order = orderFromBody(body.order);
+    const filter = body.filter === undefined ? undefined : parseFilter(body.filter, { in: 'body', name: '/filter' });
+    const select = body.select === undefined ? undefined : [...new Set(body.select)].filter((field) => field !== 'id');
+    const scope: CursorScope = { accountId: principal.accountId, collection: path.collection_name, filter: body.filter, order, select };
+    const page: Page = {
+      limit: body.limit ?? DEFAULT_LIMIT,
+      offset: 0,
+      order,
+      filter,
+      count: body.count === 'exact',
+      after: body.after === undefined ? undefined : readCursor(body.after, scope, { in: 'body', name: '/after' }),
+    };
+    const { json, seq, total, next } = await readRows(store, principal, scope, page);
+    const totalMember = total === undefined ? '' : `,"total":${total}`;
+    return {
+      status: 200,
+      // The page's rows are JSON text already: placed in the answer as they are.
+      body: `{"rows":${json},"next":${JSON.stringify(next)}${totalMember}}`,
+      contentType: 'application/json',
+      headers: { 'Rowbase-Seq': String(seq) },
+    };
+  },
 
   async insertRows({ principal, path, body, once }, { store, config }) {
     // The bound is the server's setting, so openapi.yaml states it in words, not as maxItems (see there).
@@ -45,7 +118,7 @@ export const rowHandlers: Handlers<
   },
 
   async updateRows({ principal, path, query, body, once }, { store, config }) {
-    const filter = parseFilterText(query.filter);
+    const filter = parseFilterText(query.filter, FILTER_PARAMETER);
     // The rows only when asked for (openapi.yaml, ReturnParameter).
     const answer = query.return === 'rows' ? answerChangedRows : answerChangedCount;
     const options = { once: answerOnce(once, answer) };
@@ -53,7 +126,7 @@ export const rowHandlers: Handlers<
   },
 
   async deleteRows({ principal, path, query, once }, { store, config }) {
-    const filter = parseFilterText(query.filter);
+    const filter = parseFilterText(query.filter, FILTER_PARAMETER);
     const options = { once: answerOnce(once, answerChangedCount) };
     return answerChangedCount(
       await store.deleteRowsWhere(principal.accountId, path.collection_name, filter, config.maxRowsByFilter, options),
@@ -86,7 +159,41 @@ function answerChangedRows({ count, json }: ChangedRows): Result {
   return { status: 200, body: `{"count":${count},"rows":${json}}` };
 }
 
-/** The fields a `select` names (openapi.yaml, SelectParameter), each once; 400 for an empty name. */
+/** A page's rows when a query leaves `limit` out (openapi.yaml, Limit and RowQuery). */
+const DEFAULT_LIMIT = 100;
+
+/**
+ * A page of rows as `scope` and `page` ask, with only the selected fields, and the cursor of the next
+ * page when its rows fill the limit (null otherwise): the place after its last row.
+ */
+async function readRows(
+  store: Store,
+  principal: Principal,
+  scope: CursorScope,
+  page: Page,
+): Promise<Omit<RowsPage, 'n'> & { next: string | null }> {
+  const { json, n, seq, total } = await store.listRows(principal.accountId, scope.collection, page);
+  const next = n > 0 && n === page.limit ? makeCursor(scope, lastRow(json)) : null;
+  return { json: scope.select ? selectFields(json, scope.select) : json, seq, total, next };
+}
+
+/**
+ * The path and query of the page after a list's page (RFC 8288 `rel="next"`): the same parameters, but
+ * `after` the cursor, and no `offset`. Relative to the service, as a reference in a Link header may be.
+ */
+function nextPage(collection: string, query: { [name: string]: unknown }, after: string): string {
+  const parameters = new URLSearchParams();
+  for (const name of ['limit', 'order_by', 'order', 'filter', 'select', 'count'] as const) {
+    const value = query[name];
+    if (value !== undefined && !(name === 'order_by' && value === 'id') && !(name === 'order' && value === 'asc')) {
+      parameters.set(name, String(value));
+    }
+  }
+  parameters.set('after', after);
+  return `/v1/collections/${encodeURIComponent(collection)}/rows?${parameters}`;
+}
+
+/** The fields a `select` names (openapi.yaml, SelectParameter), each once, but `id`; 400 for an empty name. */
 function selectedFields(select: string): string[] {
   const fields = select.split(',');
   if (fields.includes('')) {
@@ -95,23 +202,4 @@ function selectedFields(select: string): string[] {
     ]);
   }
   return [...new Set(fields)].filter((field) => field !== 'id');
-}
-
-/** A page of rows (listRows), or of rows with their versions (listVersionedRows): both take the same query. */
-async function pageOfRows({ principal, path, query }: Input<'listRows'>, { store }: Deps, versions: boolean): Promise<Result> {
-  const page = {
-    limit: query.limit,
-    offset: query.offset,
-    orderBy: query.order_by,
-    order: query.order,
-    filter: query.filter === undefined ? undefined : parseFilterText(query.filter),
-    count: query.count === 'exact',
-    versions,
-  };
-  const fields = query.select === undefined ? undefined : selectedFields(query.select);
-  const { json, seq, total } = await store.listRows(principal.accountId, path.collection_name, page);
-  // Where the feed resumes from this page with no change missed or repeated (openapi.yaml, Rowbase-Seq).
-  const headers: Record<string, string> = { 'Rowbase-Seq': String(seq) };
-  if (total !== undefined) headers['Rowbase-Total-Count'] = String(total);
-  return { status: 200, body: fields ? selectFields(json, fields, versions) : json, headers };
 }

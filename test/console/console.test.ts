@@ -174,10 +174,11 @@ describe('the web console, in Chromium', function () {
 
     // Sorting by a column, ascending then descending, keeps the filter.
     await page.click('xpath/.//th/button[starts-with(text(), "n")]');
-    await page.waitForSelector('th[aria-sort="ascending"]');
+    // The id column is ascending until then: wait for n's own header.
+    await page.waitForSelector('xpath/.//th[@aria-sort="ascending"][button[starts-with(text(), "n")]]');
     expect(await cells('n')).to.deep.equal(['1', '5', '7', '9']);
     await page.click('xpath/.//th/button[starts-with(text(), "n")]');
-    await page.waitForSelector('th[aria-sort="descending"]');
+    await page.waitForSelector('xpath/.//th[@aria-sort="descending"][button[starts-with(text(), "n")]]');
     expect(await cells('n')).to.deep.equal(['9', '7', '5', '1']);
 
     await applyFilter('', 'text');
@@ -229,6 +230,47 @@ describe('the web console, in Chromium', function () {
     expect(await page.evaluate(() => document.documentElement.scrollWidth)).to.be.at.most(390);
   });
 
+  it('pages by cursor: Next follows the Link of a full page, Previous goes back, the count stays', async () => {
+    await client.post('/v1/collections', { name: 'many' });
+    await client.post(
+      '/v1/collections/many/rows',
+      Array.from({ length: 60 }, (_, i) => ({ n: 60 - i })),
+    );
+    await signIn();
+    await openCollection('many');
+    const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
+    await waitForIds(range(1, 25));
+    const caption = () => page.$eval('caption', (node) => node.textContent);
+    expect(await caption()).to.equal('Rows 1–25 of 60');
+
+    /** Clicks `button` and answers the address of the page read for it. */
+    const click = async (button: string) => {
+      const [response] = await Promise.all([
+        page.waitForResponse((answer) => new URL(answer.url()).pathname === '/v1/collections/many/rows'),
+        page.click(`xpath/.//nav[@aria-label="Pages"]/button[text()="${button}"]`),
+      ]);
+      return new URL(response.url());
+    };
+    const second = await click('Next');
+    expect(second.searchParams.get('after')).to.be.a('string');
+    expect(second.searchParams.has('offset')).to.equal(false);
+    await waitForIds(range(26, 50));
+    expect(await caption()).to.equal('Rows 26–50 of 60');
+    await click('Next');
+    await waitForIds(range(51, 60));
+    expect(await caption()).to.equal('Rows 51–60 of 60');
+    expect(
+      await page.$eval('xpath/.//nav[@aria-label="Pages"]/button[text()="Next"]', (button) => (button as HTMLButtonElement).disabled),
+    ).to.equal(true);
+    expect((await click('Previous')).searchParams.get('after')).to.equal(second.searchParams.get('after'));
+    await waitForIds(range(26, 50));
+    await click('Previous');
+    await waitForIds(range(1, 25));
+    expect(
+      await page.$eval('xpath/.//nav[@aria-label="Pages"]/button[text()="Previous"]', (button) => (button as HTMLButtonElement).disabled),
+    ).to.equal(true);
+  });
+
   it('applies another client’s changes live under the filter, and lists them with their seq', async () => {
     await client.post('/v1/collections', { name: 'live' });
     await client.post('/v1/collections/live/rows', notes);
@@ -256,17 +298,15 @@ describe('the web console, in Chromium', function () {
     expect(await page.$eval('caption', (caption) => caption.textContent)).to.equal('Rows 1–3 of 3 matching the filter');
     expect(await ids()).to.deep.equal(await expectedIds('live', filter));
 
-    // The panel lists every change, filtered or not, newest first, by seq.
+    // The panel lists the changes the filter lets through, newest first, by seq: the feed is subscribed
+    // with the view's filter, so the insert of row 7 (seq 7, n 2) never came, and row 3's update that
+    // took it out came marked `matches: false`.
     const listed = await page.$$eval('aside li', (items) => items.map((item) => item.textContent));
-    expect(listed).to.deep.equal(['#10 delete row 2', '#9 update row 7', '#8 update row 3', '#7 insert row 7', '#6 insert row 6']);
-    expect(watched.feedMessages.map((text) => JSON.parse(text).type)).to.deep.equal([
-      'ready',
-      'insert',
-      'insert',
-      'update',
-      'update',
-      'delete',
-    ]);
+    expect(listed).to.deep.equal(['#10 delete row 2', '#9 update row 7', '#8 update row 3', '#6 insert row 6']);
+    expect(watched.feedUrls.every((url) => new URL(url).searchParams.get('filter') === JSON.stringify(filter))).to.equal(true);
+    const messages = watched.feedMessages.map((text) => JSON.parse(text));
+    expect(messages.find((message) => message.seq === 8)).to.include({ type: 'update', matches: false });
+    expect(messages.map((message) => message.type)).to.deep.equal(['ready', 'insert', 'update', 'update', 'delete']);
     await page.screenshot({ path: `${screenshots}live-1280x800.png` });
   });
 

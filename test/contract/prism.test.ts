@@ -57,6 +57,13 @@ const valid: Scenario[] = [
   { name: 'headRows', method: 'HEAD', path: `${rows}?limit=10`, status: 200 },
   { name: 'listVersionedRows', method: 'GET', path: `${versioned}?limit=10&order_by=n`, status: 200 },
   { name: 'headVersionedRows', method: 'HEAD', path: `${versioned}?limit=10`, status: 200 },
+  {
+    name: 'queryRows',
+    method: 'POST',
+    path: '/v1/collections/proxied/query',
+    body: { filter: { n: { $gte: 2 } }, order: [{ field: 'n', direction: 'desc' }], limit: 1, count: 'exact' },
+    status: 200,
+  },
   { name: 'getRow', method: 'GET', path: `${rows}/1`, status: 200 },
   { name: 'headRow', method: 'HEAD', path: `${rows}/1`, status: 200 },
   { name: 'updateRow', method: 'PATCH', path: `${rows}/1`, body: { n: 3 }, status: 200 },

@@ -27,7 +27,7 @@ describe('migrations on PostgreSQL', () => {
     await database?.drop();
   });
 
-  const page = (field: string, order: 'asc' | 'desc') => ({ limit: 1000, offset: 0, orderBy: field, order });
+  const page = (field: string, order: 'asc' | 'desc') => ({ limit: 1000, offset: 0, order: [{ field, direction: order }] });
   /** The rows of `collection`'s page by `field`, all of them. */
   const rowsOf = async (accountId: number, collection: string, field: string, order: 'asc' | 'desc' = 'asc') =>
     JSON.parse((await store.listRows(accountId, collection, page(field, order))).json) as Row[];

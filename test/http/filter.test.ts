@@ -1,12 +1,15 @@
 // Lists with `filter`, `select` and `count=exact` (openapi.yaml, listRows): the rows a page answers are
 // those matches() (src/query/evaluate.ts) keeps, in the page's order, on both backends; the count is
-// theirs; a filter that does not parse is a 400 pointing into it.
+// theirs; a filter that does not parse is a 400 pointing into it. Walks by cursor, in random orders of
+// several fields, through the Link of lists and the `next` of queries, answer them all, once each, in
+// the order test/support/order.ts gives.
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { matches } from '../../src/query/evaluate.ts';
 import { parseFilter } from '../../src/query/filter.ts';
 import { describeEachBackend } from '../support/backends.ts';
 import type { Client } from '../support/client.ts';
+import { type OrderKey, sortRows } from '../support/order.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
 type Row = { id: number } & Record<string, unknown>;
@@ -44,6 +47,12 @@ const filter = fc.oneof(
   leaf.map(($not) => ({ $not })),
 );
 
+const orderKey = fc.record({
+  field: fc.constantFrom('n', 'status', 'score', 'owner', 'tags', 'flag', 'a.b', 'missing', 'id'),
+  direction: fc.constantFrom<'asc' | 'desc'>('asc', 'desc'),
+});
+const order = fc.uniqueArray(orderKey, { minLength: 1, maxLength: 3, selector: (key) => key.field });
+
 describeEachBackend('filtered lists', (backend) => {
   let server: TestServer;
   let client: Client;
@@ -69,6 +78,50 @@ describeEachBackend('filtered lists', (backend) => {
         expect(response.headers.get('rowbase-total-count')).to.equal(String(expected.length));
       }),
       { numRuns: 150 },
+    );
+  });
+
+  it('walks the rows a random filter keeps, in a random order of several fields, by cursor, each once and in order', async () => {
+    await fc.assert(
+      fc.asyncProperty(filter, order, fc.integer({ min: 1, max: 25 }), fc.boolean(), async (sent, keys: OrderKey[], limit, byQuery) => {
+        const expected = sortRows(
+          stored.filter((row) => matches(parseFilter(sent), row)),
+          keys,
+        ).map((row) => row.id);
+        const walked: number[] = [];
+        let after: string | undefined;
+        for (let pages = 0; pages <= expected.length / limit + 1; pages++) {
+          let ids: number[];
+          let total: string | number | null | undefined;
+          if (byQuery) {
+            const body = { filter: sent, order: keys, limit, count: 'exact', ...(after ? { after } : {}) };
+            const response = await client.post<{ rows: Row[]; next: string | null; total: number }>('/v1/collections/notes/query', body);
+            expect(response.status, response.text).to.equal(200);
+            [ids, total, after] = [response.body.rows.map((row) => row.id), response.body.total, response.body.next ?? undefined];
+          } else {
+            const query: Record<string, string> = {
+              filter: JSON.stringify(sent),
+              order_by: keys.map((key) => key.field).join(','),
+              order: keys.map((key) => key.direction).join(','),
+              limit: String(limit),
+              count: 'exact',
+            };
+            if (after) query.after = after;
+            const response = await list(query);
+            expect(response.status, response.text).to.equal(200);
+            const link = response.headers.get('link');
+            [ids, total] = [response.body.map((row) => row.id), response.headers.get('rowbase-total-count')];
+            after =
+              link === null ? undefined : (new URL(/<([^>]+)>/.exec(link)?.[1] ?? '', server.url).searchParams.get('after') ?? undefined);
+          }
+          expect(Number(total)).to.equal(expected.length);
+          expect(after !== undefined, 'a next page exactly when this one is full').to.equal(ids.length === limit);
+          walked.push(...ids);
+          if (!after) break;
+        }
+        expect(walked).to.deep.equal(expected);
+      }),
+      { numRuns: 60 },
     );
   });
 

@@ -77,7 +77,13 @@ const rowPatch = fc.oneof({ weight: 4, arbitrary: fields }, fieldsWithId, jsonVa
 
 // The list parameters: mostly values in range, then values out of range or not numbers at all, and
 // sometimes unknown parameters.
-const listParameters = ['limit', 'offset', 'order', 'order_by'];
+const listParameters = ['limit', 'offset', 'order', 'order_by', 'after'];
+// Cursors: text that looks like one (base64url, a dot, base64url), and anything at all.
+const cursor = fc.oneof(
+  fc.tuple(fc.base64String(), fc.base64String()).map(([place, seal]) => `${place.replaceAll('=', '')}.${seal.replaceAll('=', '')}`),
+  fc.jsonValue().map((value) => `${Buffer.from(JSON.stringify(value)).toString('base64url')}.AAAAAAAAAAAAAAAAAAAAAA`),
+  anyString(),
+);
 const orValid = <T>(valid: fc.Arbitrary<T>, ...invalid: fc.Arbitrary<T>[]) =>
   fc.oneof({ weight: 3 * invalid.length, arbitrary: valid }, ...invalid);
 const listQuery = fc
@@ -85,8 +91,13 @@ const listQuery = fc
     {
       limit: orValid(fc.integer({ min: 0, max: 1000 }).map(String), fc.integer().map(String), fc.double().map(String), anyString()),
       offset: orValid(fc.integer({ min: 0, max: 20 }).map(String), fc.integer().map(String), fc.double().map(String), anyString()),
-      order: orValid(fc.constantFrom('asc', 'desc'), anyString()),
-      order_by: orValid(fieldName, anyString(300)),
+      order: orValid(fc.constantFrom('asc', 'desc', 'asc,desc', 'desc,desc,asc'), anyString()),
+      order_by: orValid(
+        fieldName,
+        fc.array(fieldName, { minLength: 1, maxLength: 9 }).map((names) => names.join(',')),
+        anyString(300),
+      ),
+      after: cursor,
       extra: fc.oneof({ weight: 4, arbitrary: fc.constant([]) }, fc.array(fc.tuple(anyString(8), anyString()), { maxLength: 2 })),
     },
     { requiredKeys: [] },
@@ -156,6 +167,30 @@ describeEachBackend('any request generated from openapi.yaml', (backend) => {
     const request = fc
       .record({ name: collectionName, query: listQuery })
       .map(({ name, query }): Request => ({ method: 'GET', path: `${collectionPath(name)}/rows${query}` }));
+    await fc.assert(fc.asyncProperty(request, answersWithinTheContract), runs);
+  });
+
+  it('queries rows with any body without a 5xx', async () => {
+    const body = fc.oneof(
+      fc.record(
+        {
+          filter: fc.oneof(fc.dictionary(jsonFieldName, jsonValue, { maxKeys: 3 }), jsonValue),
+          select: fc.oneof(fc.array(fieldName, { maxLength: 3 }), jsonValue),
+          order: fc.oneof(
+            fc.array(fc.record({ field: fieldName, direction: fc.constantFrom('asc', 'desc') }), { maxLength: 3 }),
+            jsonValue,
+          ),
+          limit: fc.oneof(fc.integer({ min: 0, max: 1000 }), jsonValue),
+          after: fc.oneof(cursor, jsonValue),
+          count: fc.oneof(fc.constant('exact'), jsonValue),
+        },
+        { requiredKeys: [] },
+      ),
+      jsonValue,
+    );
+    const request = fc
+      .record({ name: collectionName, body })
+      .map(({ name, body }): Request => ({ method: 'POST', path: `${collectionPath(name)}/query`, body }));
     await fc.assert(fc.asyncProperty(request, answersWithinTheContract), runs);
   });
 

@@ -220,7 +220,11 @@ describeEachBackend('sort indexes', (backend) => {
       const { account_id: accountId } = await server.store.knex('collections').where({ name }).first('account_id');
       const page = async (field: string, order: Order) => {
         if (field.isWellFormed()) return ids(name, `?order_by=${encodeURIComponent(field)}&order=${order}&limit=1000`);
-        const { json } = await server.store.listRows(Number(accountId), name, { limit: 1000, offset: 0, orderBy: field, order });
+        const { json } = await server.store.listRows(Number(accountId), name, {
+          limit: 1000,
+          offset: 0,
+          order: [{ field, direction: order }],
+        });
         return (JSON.parse(json) as Row[]).map((row) => row.id);
       };
       for (const field of indexed) await page(field, 'asc');

@@ -192,12 +192,14 @@ async function exchangeOf(url: string, exchange: Exchange, host: string, target:
 
 /**
  * The response with what differs by the clock, by global counters or by account masked: Date,
- * RateLimit-Reset, Rowbase-Seq, timestamps, and the account's name in /v1/usage.
+ * RateLimit-Reset, Rowbase-Seq, timestamps, the account's name in /v1/usage, and the seal of a
+ * cursor in a Link (it binds the cursor to the account).
  */
 const masked = (raw: string) =>
   raw
     .replace(/^(Date|RateLimit-Reset|Rowbase-Seq): .*$/gim, '$1: …')
     // A row's version names its collection by its internal id, which differs between the two databases.
     .replace(/^ETag: "\d+\./gim, 'ETag: "….')
+    .replace(/(after=[A-Za-z0-9_-]*\.)[A-Za-z0-9_-]+/g, '$1…')
     .replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/g, '…')
     .replace(/"account":"[^"]*"/, '"account":…');

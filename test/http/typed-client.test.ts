@@ -103,6 +103,11 @@ describeEachBackend('a typed client generated from openapi.yaml', (backend) => {
         () => api.HEAD('/v1/collections/{collection_name}/versioned-rows', { params: { path, query: { limit: 0 } } }),
         200,
       ],
+      queryRows: [
+        () =>
+          api.POST('/v1/collections/{collection_name}/query', { params: { path }, body: { filter: { text: { $prefix: 'a' } }, limit: 1 } }),
+        200,
+      ],
       getRow: [() => api.GET('/v1/collections/{collection_name}/rows/{row_id}', row), 200],
       headRow: [() => api.HEAD('/v1/collections/{collection_name}/rows/{row_id}', row), 200],
       updateRow: [() => api.PATCH('/v1/collections/{collection_name}/rows/{row_id}', { ...row, body: { n: 1 } }), 200],

@@ -10,6 +10,11 @@ export interface Facts {
   insertedIds: unknown;
   /** The `text` of each row of the page ordered by `n`, descending. */
   listedTexts: unknown;
+  /**
+   * Of the query of the rows with `n` of 2 or more, selecting `text`, by `n` descending, one row a page:
+   * each row's `text`, the count, and whether a next page's cursor came (the page is full).
+   */
+  queried: { texts: unknown; total: unknown; next: unknown };
   patched: unknown;
   /** The `code` of the problem of a request to `/ws` that is no upgrade. */
   feedCode: unknown;
@@ -28,6 +33,15 @@ export const rows = [
   { text: 'a', n: 1 },
   { text: 'b', n: 2 },
 ];
+
+/** The query each caller makes, typed by its client: a filter, a selection, an order, a limit and a count. */
+export const query = {
+  filter: { n: { $gte: 2 } },
+  select: ['text'],
+  order: [{ field: 'n', direction: 'desc' as const }],
+  limit: 1,
+  count: 'exact' as const,
+};
 
 type Answers<Calls extends Record<string, () => Promise<unknown>>> = { [Name in keyof Calls]: Awaited<ReturnType<Calls[Name]>> };
 

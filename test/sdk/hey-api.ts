@@ -1,5 +1,5 @@
 // @hey-api/openapi-ts's SDK of openapi.yaml (its fetch client), called as an SDK user would.
-import { inOrder, type Outcome, rows } from './calls.ts';
+import { inOrder, type Outcome, query as rowQuery, rows } from './calls.ts';
 import { client } from './out/hey-api/client.gen.ts';
 import * as sdk from './out/hey-api/sdk.gen.ts';
 import type { ListRowsData } from './out/hey-api/types.gen.ts';
@@ -26,6 +26,7 @@ export async function callEveryOperation(baseUrl: string, key: string, collectio
     headRows: () => sdk.headRows({ path, query }),
     listVersionedRows: () => sdk.listVersionedRows({ path, query }),
     headVersionedRows: () => sdk.headVersionedRows({ path, query }),
+    queryRows: () => sdk.queryRows({ path, body: rowQuery }),
     getRow: () => sdk.getRow(row(1)),
     headRow: () => sdk.headRow(row(1)),
     updateRow: () => sdk.updateRow({ ...row(1), body: { n: 3 } }),
@@ -52,6 +53,11 @@ export async function callEveryOperation(baseUrl: string, key: string, collectio
       service: answers.getHealth.data?.service,
       insertedIds: answers.insertRows.data?.map((stored) => stored.id),
       listedTexts: answers.listRows.data?.map((stored) => stored.text),
+      queried: {
+        texts: answers.queryRows.data?.rows.map((stored) => stored.text),
+        total: answers.queryRows.data?.total,
+        next: typeof answers.queryRows.data?.next === 'string',
+      },
       patched: answers.updateRow.data,
       feedCode: answers.openFeed.error?.code,
       missingCode: missing.error?.code,

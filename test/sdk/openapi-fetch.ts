@@ -1,6 +1,6 @@
 // openapi-typescript's types of openapi.yaml with openapi-fetch, called as an SDK user would.
 import createClient from 'openapi-fetch';
-import { inOrder, type Outcome, rows } from './calls.ts';
+import { inOrder, type Outcome, query as rowQuery, rows } from './calls.ts';
 import type { operations, paths } from './out/openapi-typescript/schema.ts';
 
 export async function callEveryOperation(baseUrl: string, key: string, collection: string): Promise<Outcome> {
@@ -26,6 +26,7 @@ export async function callEveryOperation(baseUrl: string, key: string, collectio
     headRows: () => api.HEAD('/v1/collections/{collection_name}/rows', page),
     listVersionedRows: () => api.GET('/v1/collections/{collection_name}/versioned-rows', page),
     headVersionedRows: () => api.HEAD('/v1/collections/{collection_name}/versioned-rows', page),
+    queryRows: () => api.POST('/v1/collections/{collection_name}/query', { params: { path }, body: rowQuery }),
     getRow: () => api.GET('/v1/collections/{collection_name}/rows/{row_id}', row(1)),
     headRow: () => api.HEAD('/v1/collections/{collection_name}/rows/{row_id}', row(1)),
     updateRow: () => api.PATCH('/v1/collections/{collection_name}/rows/{row_id}', { ...row(1), body: { n: 3 } }),
@@ -56,6 +57,11 @@ export async function callEveryOperation(baseUrl: string, key: string, collectio
       service: answers.getHealth.data?.service,
       insertedIds: answers.insertRows.data?.map((stored) => stored.id),
       listedTexts: answers.listRows.data?.map((stored) => stored.text),
+      queried: {
+        texts: answers.queryRows.data?.rows.map((stored) => stored.text),
+        total: answers.queryRows.data?.total,
+        next: typeof answers.queryRows.data?.next === 'string',
+      },
       patched: answers.updateRow.data,
       feedCode: answers.openFeed.error?.code,
       missingCode: missing.error?.code,

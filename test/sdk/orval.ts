@@ -1,6 +1,6 @@
 // orval's fetch client of openapi.yaml, called as an SDK user would. Its base URL is read when each
 // request is made, from ROWBASE_URL (orval's `baseUrl.runtime`, set in the test's orval.config.mjs).
-import { inOrder, type Outcome, rows } from './calls.ts';
+import { inOrder, type Outcome, query as rowQuery, rows } from './calls.ts';
 import * as api from './out/orval/api.ts';
 
 /** Every operation of the client: its functions but the URL builders (`getGetHealthUrl`, …). */
@@ -30,6 +30,7 @@ export async function callEveryOperation(baseUrl: string, key: string, collectio
     headRows: () => api.headRows(collection, page, options),
     listVersionedRows: () => api.listVersionedRows(collection, page, options),
     headVersionedRows: () => api.headVersionedRows(collection, page, options),
+    queryRows: () => api.queryRows(collection, rowQuery, options),
     getRow: () => api.getRow(collection, 1, options),
     headRow: () => api.headRow(collection, 1, options),
     updateRow: () => api.updateRow(collection, 1, { n: 3 }, options),
@@ -49,7 +50,7 @@ export async function callEveryOperation(baseUrl: string, key: string, collectio
     deleteCollection: () => api.deleteCollection(collection, options),
   } satisfies Record<Operation, () => Promise<{ status: number }>>);
   const missing = await api.getCollection(collection, options);
-  const { getHealth, insertRows, listRows, updateRow, openFeed } = answers;
+  const { getHealth, insertRows, listRows, queryRows, updateRow, openFeed } = answers;
 
   return {
     statuses: Object.fromEntries(Object.entries(answers).map(([operation, { status }]) => [operation, status])),
@@ -57,6 +58,14 @@ export async function callEveryOperation(baseUrl: string, key: string, collectio
       service: getHealth.status === 200 ? getHealth.data.service : undefined,
       insertedIds: insertRows.status === 201 ? insertRows.data.map((stored) => stored.id) : undefined,
       listedTexts: listRows.status === 200 ? listRows.data.map((stored) => stored.text) : undefined,
+      queried:
+        queryRows.status === 200
+          ? {
+              texts: queryRows.data.rows.map((stored) => stored.text),
+              total: queryRows.data.total,
+              next: typeof queryRows.data.next === 'string',
+            }
+          : { texts: undefined, total: undefined, next: undefined },
       patched: updateRow.status === 200 ? updateRow.data : undefined,
       feedCode: openFeed.status === 400 ? openFeed.data.code : undefined,
       missingCode: missing.status === 404 ? missing.data.code : undefined,

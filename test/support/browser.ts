@@ -20,6 +20,8 @@ export interface WatchedPage {
   problems: string[];
   /** Every feed message the page received, as sent. */
   feedMessages: string[];
+  /** The address of every feed socket the page opened. */
+  feedUrls: string[];
   /** Waits for the checks of the responses received so far. */
   settled(): Promise<void>;
 }
@@ -35,6 +37,7 @@ export async function watchedPage(browser: Browser, width = 1280, height = 800):
   await page.setViewport({ width, height });
   const problems: string[] = [];
   const feedMessages: string[] = [];
+  const feedUrls: string[] = [];
   const checks: Promise<void>[] = [];
 
   page.on('console', (message) => {
@@ -63,6 +66,7 @@ export async function watchedPage(browser: Browser, width = 1280, height = 800):
   });
   const cdp = await page.createCDPSession();
   await cdp.send('Network.enable');
+  cdp.on('Network.webSocketCreated', ({ url }) => feedUrls.push(url));
   cdp.on('Network.webSocketFrameReceived', ({ response }) => {
     feedMessages.push(response.payloadData);
     const problem = messageProblem(response.payloadData);
@@ -73,6 +77,7 @@ export async function watchedPage(browser: Browser, width = 1280, height = 800):
     page,
     problems,
     feedMessages,
+    feedUrls,
     async settled() {
       await Promise.all(checks);
     },

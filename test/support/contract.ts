@@ -139,6 +139,7 @@ const statusOfCode: Record<string, number> = {
   too_many_connections: 429,
   internal: 500,
   unavailable: 503,
+  query_timeout: 503,
 };
 
 /** A problem's status is the HTTP status, its code is the one of that status, and its type names its code. */

@@ -2,7 +2,7 @@
 // share. Every change is announced to all of them (changes.ts). The statements are in sql.ts.
 import knexFactory from 'knex';
 import pg from 'pg';
-import { postgresPoolMax } from '../../config.ts';
+import { defaults, postgresPoolMax } from '../../config.ts';
 import { Changes } from '../changes.ts';
 import { DatabaseOpenError, defaultSortIndexes, knexLog, type StoreOptions } from '../connect.ts';
 import type { Dialect, OnceRow } from '../dialect.ts';
@@ -16,11 +16,14 @@ import { filterSql } from './filter.ts';
 import { postgresSchema } from './migrations.ts';
 import { postgresRows } from './rows.ts';
 import { makeSortIndex } from './sort-indexes.ts';
-import { holdOnceSql, notifySql, orderedPage, sortedPage } from './sql.ts';
-import { runAlone, runInTransaction } from './statements.ts';
+import { holdOnceSql, notifySql, orderedPage, sortedPage, sortedPageAfter } from './sql.ts';
+import { runAlone, runInTransaction, runTimed } from './statements.ts';
 
 /** Opens the database that `url` names and brings its schema up to date. */
-export async function openPostgresStore(url: string, { sortIndexes = defaultSortIndexes, log, followOthers = false }: StoreOptions = {}) {
+export async function openPostgresStore(
+  url: string,
+  { sortIndexes = defaultSortIndexes, log, followOthers = false, queryTimeoutMs = defaults.queryTimeoutMs }: StoreOptions = {},
+) {
   // pg returns bigint columns as strings; the data layer converts the ones it reads.
   const knex = knexFactory({ client: 'pg', connection: url, pool: { min: 0, max: postgresPoolMax(url) }, log: knexLog(log) });
   try {
@@ -58,9 +61,11 @@ export async function openPostgresStore(url: string, { sortIndexes = defaultSort
       return held.held;
     },
   };
-  const rows = postgresRows(db, {
-    // Named statements, each parsed and planned once per connection, as the writes' are.
-    read: (sql, params, kind) => runAlone(knex, sql, params, kind !== 'once'),
+  const rows = postgresRows(db, queryTimeoutMs, {
+    // Named statements, each parsed and planned once per connection, as the writes' are; a page that
+    // sorts or filters in a read-only transaction of its own with a statement_timeout.
+    read: (sql, params, kind) =>
+      kind === 'sort' || kind === 'once' ? runTimed(knex, sql, params, queryTimeoutMs, kind === 'sort') : runAlone(knex, sql, params),
     snapshot: (work) =>
       knex.transaction((trx) => work((sql, params) => runInTransaction(trx, sql, params)), {
         isolationLevel: 'repeatable read',
@@ -69,6 +74,7 @@ export async function openPostgresStore(url: string, { sortIndexes = defaultSort
     orderedPage,
     filterSql,
     sortedPage,
+    sortedPageAfter,
     makeSortIndex: (accountId, name, field, max) => makeSortIndex(db, accountId, name, field, max),
     sortIndexes,
     knownIndexes: new KnownIndexes(),

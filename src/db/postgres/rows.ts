@@ -3,6 +3,7 @@
 // is one statement that commits on its own (sql.ts, insertBatchSql), batched with the other inserts
 // into the collection that wait their turn in this process (inserts, below).
 
+import { queryTimeout } from '../../errors.ts';
 import { Batches } from '../batches.ts';
 import { advance, collectionId, collectionNotFound } from '../collections.ts';
 import type { Dialect } from '../dialect.ts';
@@ -41,7 +42,8 @@ interface Insert {
 /** The rows of one insert statement at most (a request's own rows are never split). */
 const MAX_INSERT_ROWS = 5000;
 
-export function postgresRows(db: Dialect, pages: PageSource): RowOperations {
+/** `queryTimeoutMs`: how long a page that sorts or filters may run before it is cancelled (connect.ts, StoreOptions). */
+export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: PageSource): RowOperations {
   const { knex, changes } = db;
 
   /** An import's rows and their sort keys (../imports.ts), in PostgreSQL's SQL. */
@@ -121,7 +123,15 @@ export function postgresRows(db: Dialect, pages: PageSource): RowOperations {
       return insertedRows(first, texts);
     },
 
-    listRows: (accountId, collection, page) => readPage(pages, accountId, collection, page),
+    async listRows(accountId, collection, page) {
+      try {
+        return await readPage(pages, accountId, collection, page);
+      } catch (error) {
+        // query_canceled: cancelled by its statement_timeout (statements.ts, runTimed).
+        if ((error as { code?: unknown }).code === '57014') throw queryTimeout(queryTimeoutMs);
+        throw error;
+      }
+    },
 
     async getRow(accountId, collection, rowId) {
       if (!assignable(rowId)) return noSuchRow(db, accountId, collection, rowId);

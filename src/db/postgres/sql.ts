@@ -2,11 +2,10 @@
 // (../sql.ts). `npm run generate` writes them all, both kinds, expanded, to generated/sql/postgres.sql. The hot ones run as named statements,
 // parsed and planned once per connection (statements.ts); each reads `?` as its next binding.
 import type { SqlValue } from '../dialect.ts';
-import type { Sql } from '../filter.ts';
-import { inCollection, type Page, type Statement, sortedPages, wholePage } from '../pages.ts';
+import { type Sql, sql } from '../filter.ts';
+import { afterPlace, inCollection, type OrderColumn, type Page, type Statement, sortedPages, tieDirection, wholePage } from '../pages.ts';
 import { MAX_PAGE_BYTES } from '../rows.ts';
-import { ranks } from '../sort-indexes.ts';
-import { keyOrder, pageColumns, pageRange, replaceKey, rowJsonWith, versionedRowJsonWith } from '../sql.ts';
+import { pageColumns, replaceKey, rowJsonWith, versionedRowJsonWith } from '../sql.ts';
 
 /** A row's JSON text (rowJsonWith). */
 const rowJsonSql = rowJsonWith('substr(data, 2)');
@@ -131,42 +130,81 @@ export function field(name: string, document: 'data' | '?::text' = 'data') {
 export const POSTGRES_KEY_CHARS = 400;
 
 /**
- * One page of the account's collection, sorted whole, as one row `{ n, json, seq }` (pages.ts). Strings
- * compare under the "C" collation, which is code point order in UTF-8 (escaped: escapeString()).
+ * One page of the account's collection, sorted whole, as one row `{ n, json, seq }` (pages.ts). Each
+ * field of the order is read as jsonb `j<i>` and ordered by its rank (the type's place, missing or null
+ * last in both directions), its number (false 0, true 1) and its string, as a sort index keys it; ties
+ * break by id. Strings compare under the "C" collation, which is code point order in UTF-8 (escaped:
+ * escapeString()). A page after a place keeps the rows past it (pages.ts, afterPlace).
  */
 export function orderedPage(accountId: number, name: string, page: Page, where?: Sql): Statement {
-  const dir = page.order === 'desc' ? 'desc' : 'asc';
-  const columns = pageColumns(page.versions);
-  let rows = `select ${columns} from rows where ${inCollection}`;
-  let order = `id ${dir}`;
-  let bindings: SqlValue[] = [];
-  if (page.orderBy !== 'id') {
-    const read = field(page.orderBy);
-    rows = `select ${columns}, ${read.value} as j from rows where ${inCollection}`;
-    order = `(jsonb_typeof(j) is null or jsonb_typeof(j) = 'null'),
-        case jsonb_typeof(j) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 else 4 end ${dir},
-        case when jsonb_typeof(j) = 'number' then (j)::numeric end ${dir},
-        case when jsonb_typeof(j) = 'string' then (j #>> '{}') collate "C" end ${dir},
-        case when jsonb_typeof(j) = 'boolean' then (j)::boolean end ${dir},
-        id ${dir}`;
-    bindings = read.bindings;
+  let columns = pageColumns(page.versions);
+  const bindings: SqlValue[] = [];
+  const order: { column: OrderColumn; at?: Sql }[] = [];
+  page.order.forEach(({ field: named, direction }, index) => {
+    const at = page.after?.values[index];
+    if (named === 'id') {
+      order.push({ column: { sql: 'id', direction }, at: page.after && sql`${page.after.id}` });
+      return;
+    }
+    const read = field(named);
+    const j = `j${index}`;
+    columns += `, ${read.value} as ${j}`;
+    bindings.push(...read.bindings);
+    const missing = direction === 'asc' ? 5 : 0;
+    const rank = `case jsonb_typeof(${j}) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
+        when 'array' then 4 else ${missing} end`;
+    const number = `case jsonb_typeof(${j}) when 'number' then (${j})::numeric when 'boolean' then case when (${j})::boolean then 1 else 0 end end`;
+    const string = `(case when jsonb_typeof(${j}) = 'string' then ${j} #>> '{}' end) collate "C"`;
+    const scalar = at?.scalar ?? null;
+    order.push(
+      { column: { sql: rank, direction }, at: at ? sql`${at.rank === 5 ? missing : at.rank}` : undefined },
+      {
+        column: { sql: number, direction },
+        at: typeof scalar === 'number' || typeof scalar === 'boolean' ? sql`${JSON.stringify(Number(scalar))}::numeric` : undefined,
+      },
+      { column: { sql: string, direction }, at: typeof scalar === 'string' ? sql`${escapeString(scalar)}::text` : undefined },
+    );
+  });
+  if (!page.order.some((key) => key.field === 'id')) {
+    order.push({ column: { sql: 'id', direction: tieDirection(page.order) }, at: page.after && sql`${page.after.id}` });
   }
-  return wholePage(page.versions ? versionedPageJsonSql : pageJsonSql, { rows, order, bindings }, accountId, name, page, where);
+  return wholePage(
+    page.versions ? versionedPageJsonSql : pageJsonSql,
+    {
+      rows: `select ${columns} from rows where ${inCollection}`,
+      order: order.map(({ column }) => `${column.sql} ${column.direction}`).join(',\n        '),
+      bindings,
+      after: page.after && afterPlace(order),
+    },
+    accountId,
+    name,
+    page,
+    where,
+  );
 }
 
 /**
- * The rows of `range` in the sort index in `slot`, as one row `{ n, json, seq, exact }` (pages.ts):
- * `exact` whether every string key of the page is shorter than POSTGRES_KEY_CHARS. Each key's row is
- * read by its primary key (LATERAL, kept a subquery by `offset 0`): as a join, the planner hashed the
- * whole collection's rows for the page's few.
+ * The rows of a range of the sort index in `slot`, or of the ranges after a place in it, as one row
+ * `{ n, json, seq, exact }` (pages.ts, sortedPages): `exact` whether every string key of the page is
+ * shorter than POSTGRES_KEY_CHARS. Each key's row is read by its primary key (LATERAL, kept a subquery
+ * by `offset 0`): as a join, the planner hashed the whole collection's rows for the page's few. A
+ * place's string is escaped as the keys' are, and one as long as a key is cut at has no exact place in
+ * the index.
  */
-export const sortedPage = sortedPages(
-  (dir, range) => `select count(*) as n, ${pageJsonSql(keyOrder('k.', dir))} as json,
+export const { sortedPage, sortedPageAfter } = sortedPages(
+  (keys, order) => `select count(*) as n, ${pageJsonSql(order)} as json,
       (select last_seq from collections where id = ?) as seq,
       bool_and(k.str is null or length(k.str) < ${POSTGRES_KEY_CHARS}) as exact
-    from (select rank, num, str, row_id from sort_keys where collection_id = ? and slot = ? ${ranks[range]}
-      order by ${keyOrder('', dir)} ${pageRange}) k
+    from (${keys}) k
     cross join lateral (select id, data from rows where collection_id = ? and id = k.row_id offset 0) r`,
+  {
+    sql: '?',
+    value(scalar) {
+      if (typeof scalar === 'number') return JSON.stringify(scalar);
+      const key = escapeString(scalar);
+      return key.length < POSTGRES_KEY_CHARS ? key : undefined;
+    },
+  },
 );
 
 /** The key columns (rank, num, str) of the jsonb value `j`, as in the comment at the top. */

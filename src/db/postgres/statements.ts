@@ -24,6 +24,30 @@ export async function runAlone<T>(knex: Knex, sql: string, params: SqlValue[], n
   }
 }
 
+/**
+ * Runs one read as runAlone() does, in a read-only transaction whose statement_timeout is `ms`:
+ * PostgreSQL cancels it past that (SQLSTATE 57014, query_canceled). A setting of the transaction alone
+ * (SET LOCAL), so that the connection's next user, a write maybe, is not bound by it. `named` as
+ * runAlone()'s.
+ */
+export async function runTimed<T>(knex: Knex, sql: string, params: SqlValue[], ms: number, named: boolean): Promise<T[]> {
+  const connection = await knex.client.acquireConnection();
+  try {
+    // One round trip: a simple query may hold several statements. `ms` is the server's own setting.
+    await connection.query(`begin read only; set local statement_timeout = ${Math.floor(ms)}`);
+    try {
+      const rows = await runNamed<T>(connection, sql, params, named);
+      await connection.query('commit');
+      return rows;
+    } catch (error) {
+      await connection.query('rollback').catch(() => {});
+      throw error;
+    }
+  } finally {
+    await knex.client.releaseConnection(connection);
+  }
+}
+
 async function runNamed<T>(connection: pg.Client, sql: string, params: SqlValue[], keep = true): Promise<T[]> {
   const result = await connection.query({ ...(keep ? named(sql) : unnamed(sql)), values: params });
   return result.rows as T[];

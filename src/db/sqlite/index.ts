@@ -4,6 +4,7 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
+import { defaults } from '../../config.ts';
 import { Changes } from '../changes.ts';
 import { DatabaseOpenError, defaultSortIndexes, knexLog, type StoreOptions } from '../connect.ts';
 import type { Dialect, OnceRow } from '../dialect.ts';
@@ -14,7 +15,7 @@ import { backupSqlite } from './backup.ts';
 import { filterSql } from './filter.ts';
 import { sqliteRows } from './rows.ts';
 import { SortIndexMaker } from './sort-indexes.ts';
-import { knexTablesSql, onceAnswersSql, orderedPage, sortedPage, sqliteProcedures } from './sql.ts';
+import { knexTablesSql, onceAnswersSql, orderedPage, sortedPage, sortedPageAfter, sqliteProcedures } from './sql.ts';
 import { SqliteStatements } from './statements.ts';
 import { GroupedWrites } from './writes.ts';
 
@@ -30,7 +31,10 @@ export const writerSetup = `PRAGMA journal_mode = WAL; PRAGMA synchronous = NORM
   PRAGMA wal_autocheckpoint = 0; PRAGMA temp_store = MEMORY; PRAGMA journal_size_limit = 67108864; ${sqliteProcedures}`;
 
 /** Opens the database file that `url` names (relative to the working directory; its folder is made) and brings its schema up to date. */
-export async function openSqliteStore(url: string, { sortIndexes = defaultSortIndexes, log }: StoreOptions = {}): Promise<Store> {
+export async function openSqliteStore(
+  url: string,
+  { sortIndexes = defaultSortIndexes, log, queryTimeoutMs = defaults.queryTimeoutMs }: StoreOptions = {},
+): Promise<Store> {
   const filename = resolve(url.slice('sqlite:'.length));
   let knex: Knex;
   try {
@@ -74,15 +78,19 @@ export async function openSqliteStore(url: string, { sortIndexes = defaultSortIn
   const indexes = new SortIndexMaker(db, writes);
   const rows = sqliteRows({
     db,
+    queryTimeoutMs,
     statements,
     writes,
     pages: {
-      // A page made for one request goes to the pages' connection too: its statement is dropped in turn.
-      read: (sql, params, kind = 'scan') => statements.read(sql, params, kind === 'once' ? 'scan' : kind),
+      // A page that sorts or filters is timed, on a connection of its own; one made for one request
+      // (a filter's) is prepared there too, and its statement dropped in turn.
+      read: (sql, params, kind = 'scan') =>
+        kind === 'sort' || kind === 'once' ? statements.timedRead(sql, params, queryTimeoutMs) : statements.read(sql, params, kind),
       snapshot: (work) => statements.snapshot(work),
       orderedPage,
       filterSql,
       sortedPage,
+      sortedPageAfter,
       makeSortIndex: (accountId, name, field, max) => indexes.make(accountId, name, field, max),
       sortIndexes,
       knownIndexes: new KnownIndexes(),

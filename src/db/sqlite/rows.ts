@@ -2,7 +2,7 @@
 // queue (writes.ts): inserts into one collection, and patches of one collection that set as many
 // fields, queued side by side become one statement (sql.ts). Reads go to the read-only connections
 // (statements.ts): row reads by id merged, pages on a connection of their own.
-import { ApiError } from '../../errors.ts';
+import { ApiError, queryTimeout } from '../../errors.ts';
 import { advance, collectionNotFound } from '../collections.ts';
 import type { Dialect, WriteTx } from '../dialect.ts';
 import { exportCollection } from '../exports.ts';
@@ -52,13 +52,15 @@ type FieldPatch = { rowId: number; fields: string[][] };
 /** What SQLite's rows are read and written with. */
 export interface SqliteRowsParts {
   db: Dialect;
+  /** How long a page that sorts or filters may run before it is interrupted (connect.ts, StoreOptions). */
+  queryTimeoutMs: number;
   statements: SqliteStatements;
   writes: GroupedWrites;
   /** Pages of rows, through the read-only connections (sort indexes made with the writer). */
   pages: PageSource;
 }
 
-export function sqliteRows({ db, statements, writes, pages }: SqliteRowsParts): RowOperations {
+export function sqliteRows({ db, queryTimeoutMs, statements, writes, pages }: SqliteRowsParts): RowOperations {
   /** An import's rows and their sort keys (../imports.ts), in SQLite's SQL. */
   const importer: RowImporter = {
     async insertRows(trx, collectionId, rows, firstSeq) {
@@ -164,6 +166,8 @@ export function sqliteRows({ db, statements, writes, pages }: SqliteRowsParts): 
       } catch (error) {
         // The page connections make no string longer than a page may be (statements.ts).
         if ((error as { code?: unknown }).code === 'SQLITE_TOOBIG') throw pageTooLarge();
+        // Interrupted once it had run for the query timeout (statements.ts, timedRead).
+        if ((error as { code?: unknown }).code === 'SQLITE_INTERRUPT') throw queryTimeout(queryTimeoutMs);
         throw error;
       }
     },

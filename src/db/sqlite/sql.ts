@@ -19,11 +19,10 @@
 // id; a statement of patches looks each row up once too, and its trigger finds the row by rowid. Every
 // value a client sent arrives as a binding of the INSERT, never in the SQL.
 import type { SqlValue } from '../dialect.ts';
-import type { Sql } from '../filter.ts';
-import { inCollection, type Page, type Statement, sortedPages, wholePage } from '../pages.ts';
+import { type Sql, sql } from '../filter.ts';
+import { afterPlace, inCollection, type OrderColumn, type Page, type Statement, sortedPages, tieDirection, wholePage } from '../pages.ts';
 import { MAX_ROW_BYTES } from '../rows.ts';
-import { ranks } from '../sort-indexes.ts';
-import { keyOrder, pageColumns, pageRange, replaceKey, rowJsonWith, versionedRowJsonWith } from '../sql.ts';
+import { pageColumns, replaceKey, rowJsonWith, versionedRowJsonWith } from '../sql.ts';
 
 /**
  * A row's JSON text (rowJsonWith), the row's own text cut after its first byte. SQLite's substr() of a
@@ -90,39 +89,80 @@ export const patchedRowSql = `select r.data, c.id as collection_id, r.version fr
 
 /**
  * One page of the account's collection, sorted whole, as one row `{ n, json, seq }` (pages.ts): `seq`
- * read by the same statement, null when there is no such collection. Its SQL depends only on the
- * direction and how the field is read, so a prepared statement serves every field name. Strings
- * compare as UTF-8 bytes (the BINARY collation), which is code point order.
+ * read by the same statement, null when there is no such collection. Each field of the order is read
+ * as its JSON type `t<i>` and SQL value `v<i>`, and ordered by its rank (the type's place, missing or
+ * null last in both directions), then its value (none for objects and arrays, which tie); ties break
+ * by id. Its SQL depends only on the directions and how the fields are read, so a prepared statement
+ * serves every field name. Strings compare as UTF-8 bytes (the BINARY collation), which is code
+ * point order. A page after a place keeps the rows past it (pages.ts, afterPlace).
  */
 export function orderedPage(accountId: number, name: string, page: Page, where?: Sql): Statement {
-  const dir = page.order === 'desc' ? 'desc' : 'asc';
-  const columns = pageColumns(page.versions);
-  let rows = `select ${columns} from rows where ${inCollection}`;
-  let order = `id ${dir}`;
-  let bindings: SqlValue[] = [];
-  if (page.orderBy !== 'id') {
-    const { type, value, key } = field(page.orderBy);
-    rows = `select ${columns}, ${type} as t, ${value} as v from rows where ${inCollection}`;
-    order = `(t is null or t = 'null'),
-        case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3 else 4 end ${dir},
-        case when t in ('object', 'array') then null else v end ${dir},
-        id ${dir}`;
-    bindings = [key, key];
+  let columns = pageColumns(page.versions);
+  const bindings: SqlValue[] = [];
+  const order: { column: OrderColumn; at?: Sql }[] = [];
+  page.order.forEach(({ field: named, direction }, index) => {
+    const at = page.after?.values[index];
+    if (named === 'id') {
+      order.push({ column: { sql: 'id', direction }, at: page.after && sql`${page.after.id}` });
+      return;
+    }
+    const { type, value, key } = field(named);
+    const [t, v] = [`t${index}`, `v${index}`];
+    columns += `, ${type} as ${t}, ${value} as ${v}`;
+    bindings.push(key, key);
+    const missing = direction === 'asc' ? 5 : 0;
+    const rank = `case when ${t} is null or ${t} = 'null' then ${missing} when ${t} in ('integer', 'real') then 1 when ${t} = 'text' then 2
+        when ${t} in ('true', 'false') then 3 else 4 end`;
+    order.push(
+      { column: { sql: rank, direction }, at: at ? sql`${at.rank === 5 ? missing : at.rank}` : undefined },
+      {
+        column: { sql: `case when ${t} in ('object', 'array') then null else ${v} end`, direction },
+        at: at ? scalarSql(at.scalar) : undefined,
+      },
+    );
+  });
+  if (!page.order.some((key) => key.field === 'id')) {
+    order.push({ column: { sql: 'id', direction: tieDirection(page.order) }, at: page.after && sql`${page.after.id}` });
   }
   const json = page.versions ? versionedPageJsonSql : pageJsonSql;
-  return wholePage(() => json, { rows, order, bindings }, accountId, name, page, where);
+  return wholePage(
+    () => json,
+    {
+      rows: `select ${columns} from rows where ${inCollection}`,
+      order: order.map(({ column }) => `${column.sql} ${column.direction}`).join(',\n        '),
+      bindings,
+      after: page.after && afterPlace(order),
+    },
+    accountId,
+    name,
+    page,
+    where,
+  );
 }
 
 /**
- * The rows of `range` in the sort index in `slot`, as one row `{ n, json, seq }` (pages.ts). CROSS JOIN
- * keeps the keys the outer loop, so the rows come in their order. The same text each time for each
- * direction and range: statements are kept by their text (statements.ts).
+ * A sort key's value as SQLite reads a row's (json_extract): a number or a string through SQLite's own
+ * JSON reader, from its JSON text, as the filter binds them (filter.ts); a boolean as 1 or 0. None for
+ * an object, an array or a missing value, whose rows tie on it.
  */
-export const sortedPage = sortedPages(
-  (dir, range) => `select count(*) as n, ${pageJsonSql} as json, (select last_seq from collections where id = ?) as seq
-    from (select rank, num, str, row_id from sort_keys where collection_id = ? and slot = ? ${ranks[range]}
-      order by ${keyOrder('', dir)} ${pageRange}) k
+function scalarSql(scalar: number | string | boolean | null): Sql | undefined {
+  if (scalar === null) return undefined;
+  if (typeof scalar === 'boolean') return sql`${scalar ? 1 : 0}`;
+  return sql`json_extract(${JSON.stringify(scalar)}, '$')`;
+}
+
+/**
+ * The rows of a range of the sort index in `slot`, or of the ranges after a place in it, as one row
+ * `{ n, json, seq }` (pages.ts, sortedPages). CROSS JOIN keeps the keys the outer loop, so the rows
+ * come in their order. The same text each time for each shape: statements are kept by their text
+ * (statements.ts). A key's number or string is bound as its JSON text, read by SQLite's own JSON
+ * reader, as the keys' were.
+ */
+export const { sortedPage, sortedPageAfter } = sortedPages(
+  (keys) => `select count(*) as n, ${pageJsonSql} as json, (select last_seq from collections where id = ?) as seq
+    from (${keys}) k
     cross join rows r on r.collection_id = ? and r.id = k.row_id`,
+  { sql: "json_extract(?, '$')", value: (scalar) => JSON.stringify(scalar) },
 );
 
 /** The key columns (rank, num, str) from `t`, the value's JSON type as json_each names it, and `v`, its SQL value (`atom`). */

@@ -165,10 +165,11 @@ function run<T>(copy: Copy, statement: sqlite3.Statement, params: SqlValue[]): P
 const finalize = (statement: sqlite3.Statement) => new Promise<void>((resolve) => statement.finalize(() => resolve()));
 
 /**
- * Which read-only connection a read takes: `point` for the reads of one row, `scan` for pages of
- * rows, which may read a whole collection: a slow page then holds up neither a row read nor a write.
+ * Which read-only connection a read takes: `point` for the reads of one row, `scan` for pages of rows
+ * read through an index, `query` for pages that sort or filter, which may read a whole collection: a
+ * slow page then holds up neither a row read, nor an indexed page, nor a write.
  */
-export type ReadKind = 'point' | 'scan' | 'snapshot';
+export type ReadKind = 'point' | 'scan' | 'query' | 'snapshot';
 
 interface Reader {
   db: sqlite3.Database;
@@ -181,6 +182,8 @@ const MAX_MERGED_READS = 100;
 /** SQLite's statements, prepared once: on the read-only connections, and on the writer's. */
 export class SqliteStatements {
   private readonly readers = new Map<ReadKind, Promise<Reader>>();
+  /** The last timed read run or queued: they take the `query` connection one at a time (timedRead). */
+  private timed: Promise<unknown> = Promise.resolve();
   private readonly writers = new Map<unknown, StatementCache>();
   /** The last snapshot taken or queued: snapshots take the `snapshot` connection one at a time. */
   private snapshots: Promise<unknown> = Promise.resolve();
@@ -228,6 +231,28 @@ export class SqliteStatements {
     if (this.closed) throw new DatabaseClosedError();
     const { cache } = await this.reader(kind);
     return cache.all<T>(sql, params);
+  }
+
+  /**
+   * Runs `sql` on the `query` connection, and interrupts it (SQLITE_INTERRUPT) once it has run for
+   * `ms`. sqlite3_interrupt() stops whatever runs on the connection, so timed reads take it one at a
+   * time: the one interrupted is always the one that took too long. A read waiting its turn is not
+   * timed meanwhile: it holds nothing of the database.
+   */
+  timedRead<T>(sql: string, params: SqlValue[], ms: number): Promise<T[]> {
+    const run = async () => {
+      if (this.closed) throw new DatabaseClosedError();
+      const { db, cache } = await this.reader('query');
+      const timer = setTimeout(() => db.interrupt(), ms);
+      try {
+        return await cache.all<T>(sql, params);
+      } finally {
+        clearTimeout(timer);
+      }
+    };
+    const result = this.timed.then(run, run);
+    this.timed = result.catch(() => {});
+    return result;
   }
 
   /**

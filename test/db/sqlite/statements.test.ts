@@ -65,16 +65,23 @@ describe('SQLite hot statements', () => {
     await page;
     expect(done).to.deep.equal(['write', 'row', 'page']);
 
-    // And listRows finds the collection on the other and reads its page there; getRow reads on the other.
+    // And listRows finds the collection on the other and reads its page there (a page by id), or, timed,
+    // on the connection of pages that sort (a page by a field without a sort index); getRow reads on the other.
     const kinds: unknown[] = [];
     const read = sqlite().read.bind(sqlite());
     sqlite().read = (sql: string, params: Parameters<typeof read>[1], kind = 'point' as const) => {
       kinds.push(kind);
       return read(sql, params, kind);
     };
-    await store.listRows(accountId, 'notes', { limit: 10, offset: 0, orderBy: 'n', order: 'desc' });
+    const timedRead = sqlite().timedRead.bind(sqlite());
+    sqlite().timedRead = (sql: string, params: Parameters<typeof read>[1], ms: number) => {
+      kinds.push('query');
+      return timedRead(sql, params, ms);
+    };
+    await store.listRows(accountId, 'notes', { limit: 10, offset: 0, order: [{ field: 'id', direction: 'desc' as const }] });
+    await store.listRows(accountId, 'notes', { limit: 10, offset: 0, order: [{ field: 'n', direction: 'desc' as const }] });
     await store.getRow(accountId, 'notes', 1);
-    expect(kinds).to.deep.equal(['point', 'scan', 'point']);
+    expect(kinds).to.deep.equal(['scan', 'point', 'query', 'point']);
   });
 
   it('answer many row reads at once, each with its own row, beside writes that each read sees once committed', async () => {

@@ -1,0 +1,54 @@
+// The order of a page of rows (openapi.yaml, listRows and queryRows): one top-level field or more, each
+// with its direction. A list's `order_by` is a comma list of fields and its `order` one direction for
+// all of them or a comma list as long; a query's `order` is a list of `{field, direction}`. Ties break
+// by id in the direction of the last key, unless `id` is one of the keys.
+import type { Direction, SortKey } from '../db/pages.ts';
+import { type FieldError, validationFailed } from '../errors.ts';
+
+/** Keys of one order at most: each is a column of the page's statement, and of its cursor. */
+export const MAX_ORDER_KEYS = 8;
+/** Characters of one field's name at most (openapi.yaml, OrderBy and OrderKey). */
+export const MAX_ORDER_FIELD_LENGTH = 256;
+
+/** The order that the list parameters `order_by` and `order` name, or a 400 naming the one that is wrong. */
+export function orderFromParameters(orderBy: string, order: string): SortKey[] {
+  const fields = orderBy.split(',');
+  const directions = order.split(',') as Direction[];
+  if (directions.length !== 1 && directions.length !== fields.length) {
+    throw orderInvalid({
+      in: 'query',
+      name: 'order',
+      message: `must be one direction for every field of order_by, or one for each of its ${fields.length}`,
+    });
+  }
+  const keys = fields.map((field, index) => ({ field, direction: directions.length === 1 ? directions[0] : directions[index] }));
+  const wrong = keysError(keys);
+  if (wrong) throw orderInvalid({ in: 'query', name: 'order_by', message: wrong });
+  return keys;
+}
+
+/** The order of a query's body (`order`, default by id ascending), or a 400 pointing into it. */
+export function orderFromBody(order: readonly { field: string; direction?: Direction }[] | undefined): SortKey[] {
+  if (order === undefined || order.length === 0) return [{ field: 'id', direction: 'asc' }];
+  const keys = order.map(({ field, direction = 'asc' }) => ({ field, direction }));
+  const wrong = keysError(keys);
+  if (wrong) throw orderInvalid({ in: 'body', name: '/order', message: wrong });
+  return keys;
+}
+
+/** What is wrong with `keys` as an order, or undefined. */
+function keysError(keys: readonly SortKey[]): string | undefined {
+  if (keys.length > MAX_ORDER_KEYS) return `names ${keys.length} fields, and may name ${MAX_ORDER_KEYS} at most`;
+  if (keys.some(({ field }) => field === '')) return 'names an empty field';
+  if (keys.some(({ field }) => field.length > MAX_ORDER_FIELD_LENGTH)) {
+    return `names a field longer than ${MAX_ORDER_FIELD_LENGTH} characters`;
+  }
+  const seen = new Set<string>();
+  for (const { field } of keys) {
+    if (seen.has(field)) return `names the field ${JSON.stringify(field)} twice`;
+    seen.add(field);
+  }
+  return undefined;
+}
+
+const orderInvalid = (error: FieldError) => validationFailed('The order is not valid.', [error]);
