@@ -343,7 +343,7 @@ export interface paths {
          *     `GET` of the row answers it, read in the same snapshot as the row. Send it back as `If-Match` to
          *     patch or delete the row only if it has not changed since. (A field added to each row would be
          *     one of the client's: the rows' fields are theirs, so the versions sit beside the rows.) The page
-         *     sorts the collection whole, as a filtered page does.
+         *     sorts the collection whole, as a filtered page does. It pages by `offset` (no cursor, no `Link`).
          */
         get: operations["listVersionedRows"];
         put?: never;
