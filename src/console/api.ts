@@ -37,6 +37,13 @@ export interface RowsPage {
   next?: string;
 }
 
+/** What a request sends besides its method and path. */
+interface Exchange {
+  query?: Record<string, string>;
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
 export class Api {
   constructor(readonly key: string) {}
 
@@ -75,12 +82,20 @@ export class Api {
     return this.call('POST', `${collectionPath(collection)}/rows`, { body: rows });
   }
 
-  updateRow(collection: string, id: number, fields: object): Promise<Row> {
-    return this.call('PATCH', `${collectionPath(collection)}/rows/${id}`, { body: fields });
+  /** A row as it is now, and its version (its ETag), to change it only if no one else has since. */
+  async row(collection: string, id: number): Promise<{ row: Row; etag: string }> {
+    const { body, headers } = await this.exchange<Row>('GET', `${collectionPath(collection)}/rows/${id}`, {});
+    return { row: body, etag: headers.get('ETag') ?? '*' };
   }
 
-  deleteRow(collection: string, id: number): Promise<void> {
-    return this.call('DELETE', `${collectionPath(collection)}/rows/${id}`);
+  /** Sets `fields` of a row whose version is still `etag`; 412 precondition_failed if it changed. */
+  updateRow(collection: string, id: number, fields: object, etag: string): Promise<Row> {
+    return this.call('PATCH', `${collectionPath(collection)}/rows/${id}`, { body: fields, headers: { 'If-Match': etag } });
+  }
+
+  /** Deletes a row whose version is still `etag`; 412 precondition_failed if it changed. */
+  deleteRow(collection: string, id: number, etag: string): Promise<void> {
+    return this.call('DELETE', `${collectionPath(collection)}/rows/${id}`, { headers: { 'If-Match': etag } });
   }
 
   /**
@@ -96,18 +111,18 @@ export class Api {
     return url.href;
   }
 
-  private async call<T>(method: string, path: string, options: { body?: unknown } = {}): Promise<T> {
+  private async call<T>(method: string, path: string, options: Exchange = {}): Promise<T> {
     return (await this.exchange<T>(method, path, options)).body;
   }
 
   private async exchange<T>(
     method: string,
     path: string,
-    { query, body }: { query?: Record<string, string>; body?: unknown },
+    { query, body, headers: extra }: Exchange,
   ): Promise<{ body: T; headers: Headers }> {
     const url = new URL(path, location.href);
     if (query) url.search = new URLSearchParams(query).toString();
-    const headers: Record<string, string> = { Authorization: `Bearer ${this.key}` };
+    const headers: Record<string, string> = { ...extra, Authorization: `Bearer ${this.key}` };
     if (body !== undefined) headers['Content-Type'] = 'application/json';
     const response = await fetch(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
     const text = await response.text();

@@ -252,41 +252,61 @@ function DeleteCollection({ api, collection, close, onDeleted }: DialogContext) 
  * given whole). A field cannot be removed by PATCH: the editor says so rather than send a patch that
  * would keep it.
  */
-function RowEditor({ api, collection, row, close, afterChange }: DialogContext & { row: Row }) {
+function RowEditor({ api, collection, row: listed, close, afterChange }: DialogContext & { row: Row }) {
+  // The row as it is now, whole (the table may show only some fields), with its version: saving and
+  // deleting are refused (412) if someone else changed it since.
+  const [current, setCurrent] = useState<{ row: Row; etag: string }>();
   const [error, setError] = useState('');
   const [confirming, setConfirming] = useState(false);
+  useEffect(() => {
+    api.row(collection, listed.id).then(setCurrent, (failure) => setError(describe(failure)));
+  }, []);
+  const failed = (failure: unknown) => {
+    const changed = failure instanceof ApiError && failure.problem.code === 'precondition_failed';
+    setError(
+      changed
+        ? `Row ${listed.id} was changed by someone else since it was opened here: nothing was saved. Close it and open it again to see the change.`
+        : describe(failure),
+    );
+  };
   const save = async (event: Event) => {
     event.preventDefault();
+    if (!current) return;
     const text = String(new FormData(event.target as HTMLFormElement).get('row') ?? '');
-    const edited = parseEdit(text, row);
+    const edited = parseEdit(text, current.row);
     if (typeof edited === 'string') return setError(edited);
     try {
-      await api.updateRow(collection, row.id, edited);
+      await api.updateRow(collection, listed.id, edited, current.etag);
       afterChange();
     } catch (failure) {
-      setError(describe(failure));
+      failed(failure);
     }
   };
   const remove = async () => {
+    if (!current) return;
     try {
-      await api.deleteRow(collection, row.id);
+      await api.deleteRow(collection, listed.id, current.etag);
       afterChange();
     } catch (failure) {
-      setError(describe(failure));
+      failed(failure);
     }
   };
   return html`
-    <${Modal} title=${`Row ${row.id}`} onClose=${close}>
+    <${Modal} title=${`Row ${listed.id}`} onClose=${close}>
       <form method="dialog" onSubmit=${save}>
         <label for="row-json">The row as JSON</label>
-        <textarea id="row-json" name="row" rows="14" spellcheck=${false} defaultValue=${JSON.stringify(row, null, 2)}></textarea>
+        ${
+          current
+            ? html`<textarea id="row-json" name="row" rows="14" spellcheck=${false} defaultValue=${JSON.stringify(current.row, null, 2)}></textarea>`
+            : html`<p role="status">Reading row ${listed.id}…</p>`
+        }
         <${Status} error=${error} />
         <div class="buttons">
-          <button type="submit">Save</button>
+          <button type="submit" disabled=${!current}>Save</button>
           ${
             confirming
-              ? html`<button type="button" class="danger" onClick=${remove}>${`Delete row ${row.id}`}</button>`
-              : html`<button type="button" onClick=${() => setConfirming(true)}>Delete…</button>`
+              ? html`<button type="button" class="danger" onClick=${remove}>${`Delete row ${listed.id}`}</button>`
+              : html`<button type="button" disabled=${!current} onClick=${() => setConfirming(true)}>Delete…</button>`
           }
           <button type="button" onClick=${close}>Cancel</button>
         </div>

@@ -204,6 +204,23 @@ describe('the web console, in Chromium', function () {
     expect((await client.get<Row>('/v1/collections/notes/rows/2')).body).to.deep.equal({ id: 2, ...notes[1], text: 'called Ada' });
     await page.waitForFunction(() => document.querySelector('tbody tr[data-id="2"]')?.textContent?.includes('called Ada'));
 
+    // A row changed by another client since it was opened is not overwritten: the save is refused (412)
+    // and said plainly.
+    await page.click('button[aria-label="Open row 4"]');
+    await page.waitForSelector('dialog[open] #row-json');
+    await client.patch('/v1/collections/notes/rows/4', { n: 11 });
+    await page.$eval('#row-json', (area) => {
+      const row = JSON.parse((area as HTMLTextAreaElement).value);
+      (area as HTMLTextAreaElement).value = JSON.stringify({ ...row, text: 'fix car' });
+    });
+    await page.click('dialog[open] button[type=submit]');
+    const conflict = await page.waitForSelector('dialog[open] .error:not(:empty)');
+    expect(await conflict?.evaluate((node) => node.textContent)).to.include('changed by someone else');
+    expect((await client.get<Row>('/v1/collections/notes/rows/4')).body).to.deep.equal({ id: 4, ...notes[3], n: 11 });
+    watched.problems.splice(0, watched.problems.length, ...watched.problems.filter((problem) => !/status of 412/.test(problem)));
+    await page.click('xpath/.//dialog[@open]//button[text()="Cancel"]');
+    await page.waitForFunction(() => !document.querySelector('dialog[open]'));
+
     // Removing a field is refused in the editor, before anything is sent.
     await page.click('button[aria-label="Open row 3"]');
     await page.waitForSelector('dialog[open] #row-json');
@@ -219,8 +236,8 @@ describe('the web console, in Chromium', function () {
     // Delete row 3: a second, named button confirms.
     await page.click('xpath/.//dialog[@open]//button[text()="Delete…"]');
     await page.click('xpath/.//dialog[@open]//button[text()="Delete row 3"]');
-    // Still sorted by n, descending.
-    await waitForIds([5, 2, 1, 4]);
+    // Still sorted by n, descending (row 4's n is 11 now).
+    await waitForIds([4, 5, 2, 1]);
     expect((await client.get('/v1/collections/notes/rows/3')).status).to.equal(404);
 
     await page.screenshot({ path: `${screenshots}rows-1280x800.png` });
