@@ -179,7 +179,11 @@ export interface paths {
          *     answers only the named top-level fields of each row, and `id`. `count=exact` adds
          *     `Rowbase-Total-Count`, how many rows match the filter, counted in the snapshot the page was
          *     read from. A filtered page sorts the matching rows whole: on a large collection, a filter that
-         *     matches many rows costs about a whole sort of them.
+         *     matches many rows costs about a whole sort of them. An equality, a range or a `$prefix` on a
+         *     top-level field at the filter's top level reads only the rows of that range of the field's sort
+         *     index, made by the first such page of a large collection as ordering makes it; ordered by that
+         *     field too, the page reads the range in order and stops when it is full (docs/api.md, "Filters
+         *     and indexes").
          *
          *     To edit a list of rows safely, read it from `GET …/versioned-rows` (`listVersionedRows`), which
          *     answers each row with its `ETag`.
@@ -1669,6 +1673,13 @@ export interface components {
          *     `$eq`, `$ne`, `$gt`, `$gte`, `$lt`, `$lte`, `$in`, `$nin`, `$exists`, `$prefix`, `$contains`;
          *     `$and` and `$or` take arrays of filters, `$not` a filter. A filter that does not parse is `400
          *     validation_failed`, its error naming `filter` and pointing into it (`pointer`, RFC 6901).
+         *     Indexes: a filter whose top level holds an equality to a number, string or boolean, a range
+         *     (`$gt` … `$lte`) or a `$prefix` on a top-level field reads only that range of the field's sort
+         *     index, and tests the rest of the filter on those rows; the first such page of a collection of at
+         *     least `ROWBASE_SORT_INDEX_MIN_ROWS` rows (1,000 by default) that has an index of none of those
+         *     fields makes one (of the first with an equality, else the first), as the first page ordered by a
+         *     field does. Conditions on `id` read the primary key. Any other filter tests every row, bounded by
+         *     `ROWBASE_QUERY_TIMEOUT_MS` (docs/api.md, "Filters and indexes").
          * @example {"status":"open","score":{"$gte":10}}
          */
         FilterParameter: string;
@@ -2231,6 +2242,13 @@ export interface operations {
                  *     `$eq`, `$ne`, `$gt`, `$gte`, `$lt`, `$lte`, `$in`, `$nin`, `$exists`, `$prefix`, `$contains`;
                  *     `$and` and `$or` take arrays of filters, `$not` a filter. A filter that does not parse is `400
                  *     validation_failed`, its error naming `filter` and pointing into it (`pointer`, RFC 6901).
+                 *     Indexes: a filter whose top level holds an equality to a number, string or boolean, a range
+                 *     (`$gt` … `$lte`) or a `$prefix` on a top-level field reads only that range of the field's sort
+                 *     index, and tests the rest of the filter on those rows; the first such page of a collection of at
+                 *     least `ROWBASE_SORT_INDEX_MIN_ROWS` rows (1,000 by default) that has an index of none of those
+                 *     fields makes one (of the first with an equality, else the first), as the first page ordered by a
+                 *     field does. Conditions on `id` read the primary key. Any other filter tests every row, bounded by
+                 *     `ROWBASE_QUERY_TIMEOUT_MS` (docs/api.md, "Filters and indexes").
                  * @example {"status":"open","score":{"$gte":10}}
                  */
                 filter?: components["parameters"]["FilterParameter"];
@@ -2501,6 +2519,13 @@ export interface operations {
                  *     `$eq`, `$ne`, `$gt`, `$gte`, `$lt`, `$lte`, `$in`, `$nin`, `$exists`, `$prefix`, `$contains`;
                  *     `$and` and `$or` take arrays of filters, `$not` a filter. A filter that does not parse is `400
                  *     validation_failed`, its error naming `filter` and pointing into it (`pointer`, RFC 6901).
+                 *     Indexes: a filter whose top level holds an equality to a number, string or boolean, a range
+                 *     (`$gt` … `$lte`) or a `$prefix` on a top-level field reads only that range of the field's sort
+                 *     index, and tests the rest of the filter on those rows; the first such page of a collection of at
+                 *     least `ROWBASE_SORT_INDEX_MIN_ROWS` rows (1,000 by default) that has an index of none of those
+                 *     fields makes one (of the first with an equality, else the first), as the first page ordered by a
+                 *     field does. Conditions on `id` read the primary key. Any other filter tests every row, bounded by
+                 *     `ROWBASE_QUERY_TIMEOUT_MS` (docs/api.md, "Filters and indexes").
                  * @example {"status":"open","score":{"$gte":10}}
                  */
                 filter?: components["parameters"]["FilterParameter"];
@@ -2902,6 +2927,13 @@ export interface operations {
                  *     `$eq`, `$ne`, `$gt`, `$gte`, `$lt`, `$lte`, `$in`, `$nin`, `$exists`, `$prefix`, `$contains`;
                  *     `$and` and `$or` take arrays of filters, `$not` a filter. A filter that does not parse is `400
                  *     validation_failed`, its error naming `filter` and pointing into it (`pointer`, RFC 6901).
+                 *     Indexes: a filter whose top level holds an equality to a number, string or boolean, a range
+                 *     (`$gt` … `$lte`) or a `$prefix` on a top-level field reads only that range of the field's sort
+                 *     index, and tests the rest of the filter on those rows; the first such page of a collection of at
+                 *     least `ROWBASE_SORT_INDEX_MIN_ROWS` rows (1,000 by default) that has an index of none of those
+                 *     fields makes one (of the first with an equality, else the first), as the first page ordered by a
+                 *     field does. Conditions on `id` read the primary key. Any other filter tests every row, bounded by
+                 *     `ROWBASE_QUERY_TIMEOUT_MS` (docs/api.md, "Filters and indexes").
                  * @example {"status":"open","score":{"$gte":10}}
                  */
                 filter?: components["parameters"]["FilterParameter"];
@@ -3004,6 +3036,13 @@ export interface operations {
                  *     `$eq`, `$ne`, `$gt`, `$gte`, `$lt`, `$lte`, `$in`, `$nin`, `$exists`, `$prefix`, `$contains`;
                  *     `$and` and `$or` take arrays of filters, `$not` a filter. A filter that does not parse is `400
                  *     validation_failed`, its error naming `filter` and pointing into it (`pointer`, RFC 6901).
+                 *     Indexes: a filter whose top level holds an equality to a number, string or boolean, a range
+                 *     (`$gt` … `$lte`) or a `$prefix` on a top-level field reads only that range of the field's sort
+                 *     index, and tests the rest of the filter on those rows; the first such page of a collection of at
+                 *     least `ROWBASE_SORT_INDEX_MIN_ROWS` rows (1,000 by default) that has an index of none of those
+                 *     fields makes one (of the first with an equality, else the first), as the first page ordered by a
+                 *     field does. Conditions on `id` read the primary key. Any other filter tests every row, bounded by
+                 *     `ROWBASE_QUERY_TIMEOUT_MS` (docs/api.md, "Filters and indexes").
                  * @example {"status":"open","score":{"$gte":10}}
                  */
                 filter?: components["parameters"]["FilterParameter"];

@@ -3,7 +3,8 @@
 // shape (a page's direction, a patch's number of fields) once for each shape. A reader finds here the
 // SQL of any request; the code that runs it names the same constants.
 
-import type { Direction, Page, Position } from '../src/db/pages.ts';
+import { raw } from '../src/db/filter.ts';
+import { byId, byName, type Direction, type Page, type Position, withinIndex } from '../src/db/pages.ts';
 import * as postgres from '../src/db/postgres/sql.ts';
 import type { KeyRange } from '../src/db/sort-indexes.ts';
 import * as shared from '../src/db/sql.ts';
@@ -100,14 +101,23 @@ function sqliteListing(): Listing {
     ['patchedRowSql', sqlite.patchedRowSql],
     ...directions.flatMap(
       (order): Listing => [
-        [`orderedPage(by id, ${order})`, sqlite.orderedPage(1, 'c', page('id', order)).sql],
-        [`orderedPage(by a field, ${order})`, sqlite.orderedPage(1, 'c', page('n', order)).sql],
+        [`orderedPage(by id, ${order})`, sqlite.orderedPage(byName(1, 'c'), page('id', order)).sql],
+        [`orderedPage(by a field, ${order})`, sqlite.orderedPage(byName(1, 'c'), page('n', order)).sql],
         [
           `orderedPage(by id, after a place, ${order})`,
-          sqlite.orderedPage(1, 'c', { ...page('id', order), after: { values: [null], id: 1 } }).sql,
+          sqlite.orderedPage(byName(1, 'c'), { ...page('id', order), after: { values: [null], id: 1 } }).sql,
         ],
-        [`orderedPage(by two fields, after a place, ${order} then asc)`, sqlite.orderedPage(1, 'c', walk(order)).sql],
-        [`orderedPage(by a field no JSON path spells, ${order})`, sqlite.orderedPage(1, 'c', page('a"b', order)).sql],
+        [`orderedPage(by two fields, after a place, ${order} then asc)`, sqlite.orderedPage(byName(1, 'c'), walk(order)).sql],
+        [
+          `orderedPage(filtered, through a sort index, ${order})`,
+          sqlite.orderedPage(
+            byId(1),
+            { ...page('n', order), filter: { kind: 'and', filters: [] } },
+            withinIndex(byId(1), 0, raw('<bounds>'), raw('<filter>')),
+          ).sql,
+        ],
+        [`filteredSortedPage(${order})`, sqlite.filteredSortedPage(1, 0, order, raw('<bounds>'), raw('<filter>'), 50, 0).sql],
+        [`orderedPage(by a field no JSON path spells, ${order})`, sqlite.orderedPage(byName(1, 'c'), page('a"b', order)).sql],
         ...ranges.map((range): [string, string] => [`sortedPage(${order}, ${range})`, sqlite.sortedPage(1, 0, order, range, 50, 0).sql]),
         ...places.map(([kind, place]): [string, string] => [
           `sortedPageAfter(${order}, after ${kind})`,
@@ -152,13 +162,22 @@ function postgresListing(): Listing {
     ['holdOnceSql', postgres.holdOnceSql],
     ...directions.flatMap(
       (order): Listing => [
-        [`orderedPage(by id, ${order})`, postgres.orderedPage(1, 'c', page('id', order)).sql],
-        [`orderedPage(by a field, ${order})`, postgres.orderedPage(1, 'c', page('n', order)).sql],
+        [`orderedPage(by id, ${order})`, postgres.orderedPage(byName(1, 'c'), page('id', order)).sql],
+        [`orderedPage(by a field, ${order})`, postgres.orderedPage(byName(1, 'c'), page('n', order)).sql],
         [
           `orderedPage(by id, after a place, ${order})`,
-          postgres.orderedPage(1, 'c', { ...page('id', order), after: { values: [null], id: 1 } }).sql,
+          postgres.orderedPage(byName(1, 'c'), { ...page('id', order), after: { values: [null], id: 1 } }).sql,
         ],
-        [`orderedPage(by two fields, after a place, ${order} then asc)`, postgres.orderedPage(1, 'c', walk(order)).sql],
+        [`orderedPage(by two fields, after a place, ${order} then asc)`, postgres.orderedPage(byName(1, 'c'), walk(order)).sql],
+        [
+          `orderedPage(filtered, through a sort index, ${order})`,
+          postgres.orderedPage(
+            byId(1),
+            { ...page('n', order), filter: { kind: 'and', filters: [] } },
+            withinIndex(byId(1), 0, raw('<bounds>'), raw('<filter>')),
+          ).sql,
+        ],
+        [`filteredSortedPage(${order})`, postgres.filteredSortedPage(1, 0, order, raw('<bounds>'), raw('<filter>'), 50, 0).sql],
         ...ranges.map((range): [string, string] => [`sortedPage(${order}, ${range})`, postgres.sortedPage(1, 0, order, range, 50, 0).sql]),
         ...places.map(([kind, place]): [string, string] => [
           `sortedPageAfter(${order}, after ${kind})`,

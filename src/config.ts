@@ -63,9 +63,9 @@ export interface Config {
    */
   feedMaxSocketsPerAccount: number;
   /**
-   * A collection gets a sort index for a field the first time a page is ordered by it once the
-   * collection holds this many rows; smaller ones are sorted whole. `ROWBASE_SORT_INDEX_MIN_ROWS`,
-   * default 1000; 0 indexes every field ordered by.
+   * A collection gets a sort index for a field the first time a page is ordered by it, or filtered by
+   * it (docs/api.md, "Filters and indexes"), once the collection holds this many rows; smaller ones are
+   * sorted whole. `ROWBASE_SORT_INDEX_MIN_ROWS`, default 1000; 0 indexes every field ordered or filtered by.
    */
   sortIndexMinRows: number;
   /**

@@ -267,6 +267,29 @@ chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55
     (case when jsonb_typeof(j1) = 'string' then j1 #>> '{}' end) collate "C" asc,
     id asc limit +? offset ?) r;
 
+-- orderedPage(filtered, through a sort index, asc)
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
+    when 'array' then 4 else 5 end asc,
+    case jsonb_typeof(j0) when 'number' then (j0)::numeric when 'boolean' then case when (j0)::boolean then 1 else 0 end end asc,
+    (case when jsonb_typeof(j0) = 'string' then j0 #>> '{}' end) collate "C" asc,
+    id asc) end as json,
+    (select last_seq from collections where id = ?) as seq
+  from (select * from (select id, data, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
+chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j0 from rows where collection_id = ? and ((rows.id in (select row_id from sort_keys where collection_id = ? and slot = ? and <bounds>)) and (<filter>))) r order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
+    when 'array' then 4 else 5 end asc,
+    case jsonb_typeof(j0) when 'number' then (j0)::numeric when 'boolean' then case when (j0)::boolean then 1 else 0 end end asc,
+    (case when jsonb_typeof(j0) = 'string' then j0 #>> '{}' end) collate "C" asc,
+    id asc limit +? offset ?) r;
+
+-- filteredSortedPage(asc)
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
+  (select last_seq from collections where id = ?) as seq,
+  bool_and(k.str is null or length(k.str) < 400) as exact
+from (select k.rank, k.num, k.str, k.row_id, rows.id, rows.data from sort_keys k
+  cross join lateral (select id, data from rows where collection_id = ? and id = k.row_id offset 0) rows
+  where k.collection_id = ? and k.slot = ? and <bounds> and (<filter>)
+  order by k.rank asc, k.num asc, k.str asc, k.row_id asc limit +? offset ?) k;
+
 -- sortedPage(asc, all)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
   (select last_seq from collections where id = ?) as seq,
@@ -387,6 +410,29 @@ chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55
     case jsonb_typeof(j1) when 'number' then (j1)::numeric when 'boolean' then case when (j1)::boolean then 1 else 0 end end asc,
     (case when jsonb_typeof(j1) = 'string' then j1 #>> '{}' end) collate "C" asc,
     id asc limit +? offset ?) r;
+
+-- orderedPage(filtered, through a sort index, desc)
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
+    when 'array' then 4 else 0 end desc,
+    case jsonb_typeof(j0) when 'number' then (j0)::numeric when 'boolean' then case when (j0)::boolean then 1 else 0 end end desc,
+    (case when jsonb_typeof(j0) = 'string' then j0 #>> '{}' end) collate "C" desc,
+    id desc) end as json,
+    (select last_seq from collections where id = ?) as seq
+  from (select * from (select id, data, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
+chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j0 from rows where collection_id = ? and ((rows.id in (select row_id from sort_keys where collection_id = ? and slot = ? and <bounds>)) and (<filter>))) r order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
+    when 'array' then 4 else 0 end desc,
+    case jsonb_typeof(j0) when 'number' then (j0)::numeric when 'boolean' then case when (j0)::boolean then 1 else 0 end end desc,
+    (case when jsonb_typeof(j0) = 'string' then j0 #>> '{}' end) collate "C" desc,
+    id desc limit +? offset ?) r;
+
+-- filteredSortedPage(desc)
+select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
+  (select last_seq from collections where id = ?) as seq,
+  bool_and(k.str is null or length(k.str) < 400) as exact
+from (select k.rank, k.num, k.str, k.row_id, rows.id, rows.data from sort_keys k
+  cross join lateral (select id, data from rows where collection_id = ? and id = k.row_id offset 0) rows
+  where k.collection_id = ? and k.slot = ? and <bounds> and (<filter>)
+  order by k.rank desc, k.num desc, k.str desc, k.row_id desc limit +? offset ?) k;
 
 -- sortedPage(desc, all)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,

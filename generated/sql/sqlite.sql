@@ -232,6 +232,20 @@ from (select * from (select id, data, json_type(data, ?) as t0, json_extract(dat
   case when t1 in ('object', 'array') then null else v1 end asc,
   id asc limit +? offset ?) r;
 
+-- orderedPage(filtered, through a sort index, asc)
+select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
+  (select last_seq from collections where id = ?) as seq
+from (select * from (select id, data, json_type(data, ?) as t0, json_extract(data, ?) as v0 from rows where collection_id = ? and ((rows.id in (select row_id from sort_keys where collection_id = ? and slot = ? and <bounds>)) and (<filter>))) r order by case when t0 is null or t0 = 'null' then 5 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
+  when t0 in ('true', 'false') then 3 else 4 end asc,
+  case when t0 in ('object', 'array') then null else v0 end asc,
+  id asc limit +? offset ?) r;
+
+-- filteredSortedPage(asc)
+select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json, (select last_seq from collections where id = ?) as seq
+from (select rows.id, rows.data from sort_keys k cross join rows on rows.collection_id = k.collection_id and rows.id = k.row_id
+  where k.collection_id = ? and k.slot = ? and <bounds> and (<filter>)
+  order by k.rank asc, k.num asc, k.str asc, k.row_id asc limit +? offset ?) r;
+
 -- orderedPage(by a field no JSON path spells, asc)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
@@ -328,6 +342,20 @@ from (select * from (select id, data, json_type(data, ?) as t0, json_extract(dat
   when t1 in ('true', 'false') then 3 else 4 end asc,
   case when t1 in ('object', 'array') then null else v1 end asc,
   id asc limit +? offset ?) r;
+
+-- orderedPage(filtered, through a sort index, desc)
+select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
+  (select last_seq from collections where id = ?) as seq
+from (select * from (select id, data, json_type(data, ?) as t0, json_extract(data, ?) as v0 from rows where collection_id = ? and ((rows.id in (select row_id from sort_keys where collection_id = ? and slot = ? and <bounds>)) and (<filter>))) r order by case when t0 is null or t0 = 'null' then 0 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
+  when t0 in ('true', 'false') then 3 else 4 end desc,
+  case when t0 in ('object', 'array') then null else v0 end desc,
+  id desc limit +? offset ?) r;
+
+-- filteredSortedPage(desc)
+select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json, (select last_seq from collections where id = ?) as seq
+from (select rows.id, rows.data from sort_keys k cross join rows on rows.collection_id = k.collection_id and rows.id = k.row_id
+  where k.collection_id = ? and k.slot = ? and <bounds> and (<filter>)
+  order by k.rank desc, k.num desc, k.str desc, k.row_id desc limit +? offset ?) r;
 
 -- orderedPage(by a field no JSON path spells, desc)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,

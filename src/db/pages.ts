@@ -7,8 +7,10 @@
 // the same way on both.
 //
 // A page ordered by one field reads the collection's sort index for it (sort-indexes.ts), made now if
-// the collection is large enough and has none; otherwise, and for several fields, a filter or a count,
-// it sorts the rows whole, stopped past the query timeout. A page after a place (a cursor's, keyset
+// the collection is large enough and has none; otherwise, and for several fields or a count, it sorts
+// the rows whole, stopped past the query timeout. A filtered page reads the range of a sort index its
+// filter's top level bounds (filter-indexes.ts), in order when the page is ordered by that field alone,
+// else sorted whole; or every row, when no index can find them. A page after a place (a cursor's, keyset
 // paging) reads only the rows past it: through the sort index, from the place on; sorted whole, under a
 // condition on the order's fields and the id. A page is one string made in the database (the rows' JSON
 // texts joined), never an object per row, with the collection's latest event seq read in the same
@@ -16,7 +18,8 @@
 import type { Filter } from '../query/filter.ts';
 import { collectionNotFound } from './collections.ts';
 import type { SqlValue } from './dialect.ts';
-import { raw, type Sql, sql } from './filter.ts';
+import { allOf, raw, type Sql, sql } from './filter.ts';
+import { type IndexedField, indexedFields, type KeyBounds } from './filter-indexes.ts';
 import { type Json, pageTooLarge, type Row } from './rows.ts';
 import { type KeyRange, type KnownIndexes, ranks, type SortIndexLimits } from './sort-indexes.ts';
 import { collectionSql, keyOrder, pageRange, presentCountSql } from './sql.ts';
@@ -117,9 +120,24 @@ export interface PageSource {
    * One page of the account's collection, sorted whole, of the rows `where` keeps (all without it), and
    * their count with `page.count`; its one row is a PagePart.
    */
-  orderedPage(accountId: number, name: string, page: Page, where?: Sql): Statement;
+  orderedPage(collection: CollectionRef, page: Page, where?: Sql): Statement;
   /** A filter as a condition on the columns of `rows` (the dialect's filter.ts). */
   filterSql(filter: Filter): Sql;
+  /** The keys of a sort index within `bounds`, as a condition on the columns of `sort_keys` (the dialect's filter.ts). */
+  keyBoundsSql(bounds: KeyBounds): Sql;
+  /**
+   * A page of the rows `filter` keeps among those whose keys in the sort index in `slot` are within
+   * `bounds`, in the index's order, from `offset`, at most `limit`; its one row is a PagePart.
+   */
+  filteredSortedPage(
+    collectionId: number,
+    slot: number,
+    order: Direction,
+    bounds: Sql,
+    filter: Sql,
+    limit: number,
+    offset: number,
+  ): Statement;
   /** The rows of `range` in the sort index in `slot`, from `offset`, at most `limit`; its one row is a PagePart. */
   sortedPage(collectionId: number, slot: number, order: Direction, range: KeyRange, limit: number, offset: number): Statement;
   /**
@@ -146,14 +164,15 @@ type Joined = { json: Json<Row[]>; n: number; seq: number | null; exact: boolean
 
 /** One page of rows; 404 when the collection does not exist. */
 export async function readPage(source: PageSource, accountId: number, collection: string, page: Page): Promise<RowsPage> {
-  if (page.filter || page.count || page.order.length > 1 || page.versions) return queryPage(source, accountId, collection, page);
+  if (page.filter) return filteredPage(source, accountId, collection, page, page.filter);
+  if (page.count || page.order.length > 1 || page.versions) return queryPage(source, byName(accountId, collection), collection, page);
   const [key] = page.order;
   if (key.field !== 'id') {
     const indexed = await indexedPage(source, accountId, collection, page, key);
     if (indexed) return indexed;
   }
-  if (page.after) return queryPage(source, accountId, collection, page);
-  const { sql, params } = source.orderedPage(accountId, collection, page);
+  if (page.after) return queryPage(source, byName(accountId, collection), collection, page);
+  const { sql, params } = source.orderedPage(byName(accountId, collection), page);
   // By id, the primary key's order; by a field without a sort index, a sort of the whole collection.
   const [part] = await source.read<PagePart>(sql, params, key.field === 'id' ? 'scan' : 'sort');
   const { json, n, seq } = joinParts([part]);
@@ -162,20 +181,114 @@ export async function readPage(source: PageSource, accountId: number, collection
 }
 
 /**
+ * A filtered page. When the filter's top level holds an equality, a range or a prefix on a field with a
+ * sort index (filter-indexes.ts), only the rows of that index's range are read and tested, the
+ * collection found by its id, so that a collection gone since it was remembered (its seq null) is looked
+ * up again. Otherwise every row of the collection is tested. The first filter on such a field of a
+ * collection large enough, none of whose fields has an index, makes the index of the first (as the
+ * first page ordered by a field makes its); the field the page is ordered by comes first.
+ */
+async function filteredPage(source: PageSource, accountId: number, collection: string, page: Page, filter: Filter): Promise<RowsPage> {
+  const [key] = page.order;
+  const found = indexedFields(filter);
+  const fields = [...found.filter(({ field }) => field === key.field), ...found.filter(({ field }) => field !== key.field)];
+  if (fields.length === 0) return queryPage(source, byName(accountId, collection), collection, page);
+  const known = source.knownIndexes.get(accountId, collection);
+  const read = known && (await pageInIndex(source, known, collection, page, fields));
+  if (read) return read;
+  const index = await lookUpIndex(
+    source,
+    accountId,
+    collection,
+    fields.map(({ field }) => field),
+  );
+  return (await pageInIndex(source, index, collection, page, fields)) ?? queryPage(source, byName(accountId, collection), collection, page);
+}
+
+/**
+ * A filtered page read through the first of `fields` the collection has a sort index of. Ordered by
+ * that field alone (no count, cursor or versions), it reads the index's range in the page's order and
+ * stops once the page is full; otherwise it sorts the rows of the range whole. Undefined when the
+ * collection has an index of none of them, or when the collection of that id is gone.
+ */
+async function pageInIndex(
+  source: PageSource,
+  { id, sorted }: { id: number; sorted: readonly string[] },
+  collection: string,
+  page: Page,
+  fields: IndexedField[],
+): Promise<RowsPage | undefined> {
+  const index = inIndex(sorted, fields);
+  if (!index || !page.filter) return undefined;
+  const [key] = page.order;
+  if (page.order.length === 1 && index.field === key.field && !page.after && !page.count && !page.versions) {
+    const bounds = source.keyBoundsSql(index.bounds);
+    const statement = source.filteredSortedPage(
+      id,
+      index.slot,
+      key.direction,
+      bounds,
+      source.filterSql(page.filter),
+      page.limit,
+      page.offset,
+    );
+    const [part] = await source.read<PagePart>(statement.sql, statement.params, 'once');
+    const { json, n, seq, exact } = joinParts([part]);
+    if (seq === null) return undefined;
+    // Not exact (PostgreSQL, strings as long as a key is cut at): the range sorted whole.
+    if (exact) return { json, n, seq };
+  }
+  return queryPage(source, byId(id), collection, page, index);
+}
+
+/**
+ * A filter's condition `filter` on the rows whose keys in the sort index in `slot` of the collection are
+ * within `bounds` (the dialect's keyBoundsSql): the index finds them, the filter tests them.
+ */
+export const withinIndex = (collection: CollectionRef, slot: number, bounds: Sql, filter: Sql): Sql =>
+  allOf([sql`rows.id in (select row_id from sort_keys where collection_id = ${collection.id} and slot = ${slot} and ${bounds})`, filter]);
+
+/** The rows a filter keeps can be found in the index of `field`, in `slot`, within `bounds`. */
+type InIndex = { field: string; slot: number; bounds: KeyBounds };
+
+/** The first of `fields` the collection has a sort index of, and its slot. */
+function inIndex(sorted: readonly string[], fields: IndexedField[]): InIndex | undefined {
+  for (const { field, bounds } of fields) {
+    const slot = sorted.indexOf(field);
+    if (slot >= 0) return { field, slot, bounds };
+  }
+  return undefined;
+}
+
+/**
  * A page of the rows that match the page's filter, after its cursor's place, in its order of one key
  * or more, sorted whole, with their count when asked: one statement, so that the rows, the count and
  * the seq are of one snapshot. A page after a place reads only the rows past it (a condition on the
- * sort keys and the id), so that the hundredth page of a walk costs no more than the first.
+ * sort keys and the id), so that the hundredth page of a walk costs no more than the first. With
+ * `index`, the rows tested are those of its range only; then undefined when the collection found by id
+ * is gone.
  */
-async function queryPage(source: PageSource, accountId: number, collection: string, page: Page): Promise<RowsPage> {
-  const where = page.filter && source.filterSql(page.filter);
-  const { sql, params } = source.orderedPage(accountId, collection, page, where);
+async function queryPage(
+  source: PageSource,
+  ref: CollectionRef,
+  collection: string,
+  page: Page,
+  index: InIndex,
+): Promise<RowsPage | undefined>;
+async function queryPage(source: PageSource, ref: CollectionRef, collection: string, page: Page): Promise<RowsPage>;
+async function queryPage(source: PageSource, ref: CollectionRef, collection: string, page: Page, index?: InIndex) {
+  let where = page.filter && source.filterSql(page.filter);
+  if (where && index) where = withinIndex(ref, index.slot, source.keyBoundsSql(index.bounds), where);
+  const { sql: text, params } = source.orderedPage(ref, page, where);
   // A filter's SQL is made for one request; a page after a place, of the same keys, has the same text.
   // A page by id after a place is a range of the primary key: an index read, not timed.
-  const byId = page.order.length === 1 && page.order[0].field === 'id' && !page.count;
-  const [part] = await source.read<PagePart>(sql, params, where ? 'once' : byId ? 'scan' : 'sort');
+  const byIdOrder = page.order.length === 1 && page.order[0].field === 'id' && !page.count;
+  const [part] = await source.read<PagePart>(text, params, where ? 'once' : byIdOrder ? 'scan' : 'sort');
   const { json, n, seq } = joinParts([part]);
-  if (seq === null) throw collectionNotFound(collection);
+  if (seq === null) {
+    if (index) return undefined;
+    throw collectionNotFound(collection);
+  }
   return page.count ? { json, n, seq, total: Number(part.total) } : { json, n, seq };
 }
 
@@ -206,7 +319,7 @@ async function indexedPage(
   page: Page,
   { field, direction }: SortKey,
 ): Promise<RowsPage | undefined> {
-  const { sortIndexes, knownIndexes } = source;
+  const { knownIndexes } = source;
   const read = (collectionId: number, slot: number) =>
     page.after
       ? pageAfter(source, collectionId, slot, direction, page.after, page.limit)
@@ -219,19 +332,36 @@ async function indexedPage(
     const { json, n, seq, exact } = await read(known.id, knownSlot);
     if (seq !== null) return exact ? { json, n, seq } : undefined;
   }
+  const index = await lookUpIndex(source, accountId, collection, [field]);
+  const slot = index.sorted.indexOf(field);
+  if (slot < 0) return undefined;
+  const { json, n, seq, exact } = await read(index.id, slot);
+  // No seq: the collection was deleted since it was looked up (and maybe made again): read by name.
+  return seq !== null && exact ? { json, n, seq } : undefined;
+}
+
+/**
+ * The collection's id and indexed fields, as the database has them now, and remembered: when it has an
+ * index of none of `fields` and is large enough, the index of the first is made now (unless it has as
+ * many as it may). 404 when the collection does not exist.
+ */
+async function lookUpIndex(
+  source: PageSource,
+  accountId: number,
+  collection: string,
+  fields: readonly string[],
+): Promise<{ id: number; sorted: string[] }> {
+  const { sortIndexes } = source;
   const [found] = await source.read<CollectionRow>(collectionSql, [accountId, collection], 'point');
   if (!found) throw collectionNotFound(collection);
   const sorted = JSON.parse(found.sorted) as string[];
-  let slot = sorted.indexOf(field);
-  if (slot < 0 && Number(found.row_count) >= sortIndexes.minRows && sortIndexes.max > 0) {
-    slot = await source.makeSortIndex(accountId, collection, field, sortIndexes.max);
-    if (slot === sorted.length) sorted.push(field);
+  if (!fields.some((field) => sorted.includes(field)) && Number(found.row_count) >= sortIndexes.minRows && sortIndexes.max > 0) {
+    const slot = await source.makeSortIndex(accountId, collection, fields[0], sortIndexes.max);
+    if (slot === sorted.length) sorted.push(fields[0]);
   }
-  knownIndexes.set(accountId, collection, Number(found.id), sorted);
-  if (slot < 0) return undefined;
-  const { json, n, seq, exact } = await read(Number(found.id), slot);
-  // No seq: the collection was deleted since it was looked up (and maybe made again): read by name.
-  return seq !== null && exact ? { json, n, seq } : undefined;
+  const id = Number(found.id);
+  source.knownIndexes.set(accountId, collection, id, sorted);
+  return { id, sorted };
 }
 
 /**
@@ -318,46 +448,43 @@ function joinParts(parts: PagePart[]): Joined {
   return { json: `[${texts.join(',')}]`, n, seq, exact: parts[0].exact !== false };
 }
 
-/** The rows of the account's collection (`?` its account, `?` its name), as both dialects find them for a page. */
-export const inCollection = 'collection_id = (select id from collections where account_id = ? and name = ?)';
+/** A collection as a page finds it: SQL of its id, and of its latest event seq (null when there is no such collection). */
+export interface CollectionRef {
+  id: Sql;
+  lastSeq: Sql;
+}
+
+/** The account's collection by name, as a page finds it. */
+export const byName = (accountId: number, name: string): CollectionRef => ({
+  id: sql`(select id from collections where account_id = ${accountId} and name = ${name})`,
+  lastSeq: sql`(select last_seq from collections where account_id = ${accountId} and name = ${name})`,
+});
+
+/** A collection by its id, as a page read through a sort index finds it (its seq null once it is gone). */
+export const byId = (id: number): CollectionRef => ({ id: sql`${id}`, lastSeq: sql`(select last_seq from collections where id = ${id})` });
 
 /**
- * A page sorted whole, as both dialects make it, in one row `{ n, json, seq }`: `rows` selects `id` and
- * `data` of the rows inCollection, and what `order` reads (with `bindings`); they are kept by `after`
- * (a condition on those columns, the rows past a cursor's place), ordered, cut to the page and joined
- * by `pageJson`; `seq` is read by the same statement, null when there is no such collection. Its text
- * depends only on the directions and how the fields are read, so a prepared statement serves every
- * field name.
+ * A page sorted whole, as both dialects make it, in one row `{ n, json, seq }`: the rows of the
+ * collection with their `id`, `data` and what `order` reads (`columns`, with `bindings`) are kept by
+ * `where` (the filter's) and `after` (a condition on those columns, the rows past a cursor's place),
+ * ordered, cut to the page and joined by `pageJson`; `seq` is read by the same statement, null when
+ * there is no such collection. Its text depends only on the directions, how the fields are read and
+ * how the collection is found, so a prepared statement serves every field name. Its LIMIT is `+?`, as
+ * pageRange (sql.ts) says why.
  */
 export function wholePage(
   pageJson: (order: string) => string,
-  { rows, order, bindings, after }: { rows: string; order: string; bindings: SqlValue[]; after?: Sql },
-  accountId: number,
-  name: string,
+  { columns, order, bindings, after }: { columns: string; order: string; bindings: SqlValue[]; after?: Sql },
+  collection: CollectionRef,
   page: Page,
   where?: Sql,
 ): Statement {
-  // `rows` ends with its condition on the collection: the filter's is added to it, and to the count's.
-  const filtered = where ? ` and (${where.sql})` : '';
-  const filterParams = where?.params ?? [];
-  const total = page.count ? `, (select count(*) from rows where ${inCollection}${filtered}) as total` : '';
-  return {
-    sql: `select count(*) as n, ${pageJson(order)} as json,
-        (select last_seq from collections where account_id = ? and name = ?) as seq${total}
-      from (select * from (${rows}${filtered}) r${after ? ` where ${after.sql}` : ''} order by ${order} ${pageRange}) r`,
-    params: [
-      accountId,
-      name,
-      ...(page.count ? [accountId, name, ...filterParams] : []),
-      ...bindings,
-      accountId,
-      name,
-      ...filterParams,
-      ...(after?.params ?? []),
-      page.limit,
-      page.offset,
-    ],
-  };
+  const filtered = where ? sql` and (${where})` : raw('');
+  const total = page.count ? sql`, (select count(*) from rows where collection_id = ${collection.id}${filtered}) as total` : raw('');
+  const rows = sql`select ${{ sql: columns, params: bindings }} from rows where collection_id = ${collection.id}${filtered}`;
+  return sql`select count(*) as n, ${raw(pageJson(order))} as json,
+        ${collection.lastSeq} as seq${total}
+      from (select * from (${rows}) r${after ? sql` where ${after}` : raw('')} order by ${raw(order)} limit +${page.limit} offset ${page.offset}) r`;
 }
 
 /** One column of a page's order, as SQL on the columns `rows` selects, and its direction. */

@@ -11,8 +11,8 @@
 // A collection's indexed fields are `collections.sorted`, a JSON array of names whose positions are
 // their slots. It is read and written under the collection row's lock (advance()), which every write
 // takes first: every write maintains every index the collection has, whichever instance made it. An
-// index is made the first time a page of a large enough collection is ordered by the field (config.ts,
-// sortIndexMinRows and sortIndexMax), and kept for the collection's life. Each dialect makes and keeps
+// index is made the first time a page of a large enough collection is ordered by the field, or filtered
+// by it (filter-indexes.ts) (config.ts, sortIndexMinRows and sortIndexMax), and kept for the collection's life. Each dialect makes and keeps
 // its keys in its own SQL (sqlite/sort-indexes.ts, postgres/sort-indexes.ts). The field name only ever
 // travels as a binding.
 

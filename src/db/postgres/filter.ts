@@ -10,7 +10,8 @@
 // a double, which orders as the doubles do. Strings order under the "C" collation, by code point.
 import type { Filter, JsonValue } from '../../query/filter.ts';
 import { allOf, type DialectFilter, filterWith, raw, readsData, type Sql, sql } from '../filter.ts';
-import { escapeString, jsonbOf } from './sql.ts';
+import type { KeyBounds } from '../filter-indexes.ts';
+import { escapeString, jsonbOf, POSTGRES_KEY_CHARS } from './sql.ts';
 
 /**
  * `filter` as SQL on the columns `id` and `data` of the table or alias `row` (default `rows`): true for
@@ -76,3 +77,46 @@ const postgres: DialectFilter<Sql> = {
       where filter_element.value = ${jsonb(operand)}::jsonb)`;
   },
 };
+
+/**
+ * The keys of a sort index within `bounds` (../filter-indexes.ts), as a condition on the columns of
+ * `sort_keys`. A key holds a string's first POSTGRES_KEY_CHARS characters, escaped (sql.ts): a string
+ * operand is escaped and cut alike, and its bounds taken inclusive, so that the keys of every string
+ * that meets the condition are within them (more may be: the filter tested on each row decides). A
+ * string's key has no number: `num is null` lets the index seek to the strings' range.
+ */
+export function keyBoundsSql({ rank, conditions }: KeyBounds): Sql {
+  const parts = [sql`rank = ${rank}`];
+  for (const { op, operand } of conditions) {
+    if (typeof operand !== 'string') {
+      parts.push(sql`num ${raw(op === '$eq' ? '=' : signs[op as keyof typeof signs])} ${JSON.stringify(Number(operand))}::numeric`);
+      continue;
+    }
+    const key = escapeString(operand);
+    const cut = sql`left(${key}::text, ${raw(String(POSTGRES_KEY_CHARS))})`;
+    parts.push(sql`num is null`);
+    if (op === '$eq') parts.push(sql`str = ${cut}`);
+    else if (op === '$gt' || op === '$gte') parts.push(sql`str >= ${cut}`);
+    else if (op === '$lt' || op === '$lte') parts.push(sql`str <= ${cut}`);
+    else {
+      parts.push(sql`str >= ${cut}`);
+      const after = successor(key);
+      if (after !== undefined) parts.push(sql`str < ${after}::text`);
+    }
+  }
+  return allOf(parts);
+}
+
+/**
+ * The least string after every string that starts with `prefix` (an escaped one: no lone surrogate):
+ * its last code point below U+10FFFF one higher, those after it dropped; none when there is no such
+ * code point. U+D800..U+DFFF are skipped: no escaped string holds them.
+ */
+function successor(prefix: string): string | undefined {
+  const points = [...prefix].map((c) => c.codePointAt(0) as number);
+  while (points.length > 0 && points[points.length - 1] === 0x10ffff) points.pop();
+  if (points.length === 0) return undefined;
+  const last = points.pop() as number;
+  points.push(last + 1 === 0xd800 ? 0xe000 : last + 1);
+  return String.fromCodePoint(...points);
+}

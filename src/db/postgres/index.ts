@@ -12,11 +12,11 @@ import { KnownIndexes } from '../sort-indexes.ts';
 import { onceAnswerSql } from '../sql.ts';
 import { Waits } from '../waits.ts';
 import { CHANNEL, listenForChanges } from './changes.ts';
-import { filterSql } from './filter.ts';
+import { filterSql, keyBoundsSql } from './filter.ts';
 import { postgresSchema } from './migrations.ts';
 import { postgresRows } from './rows.ts';
 import { makeSortIndex } from './sort-indexes.ts';
-import { holdOnceSql, notifySql, orderedPage, sortedPage, sortedPageAfter } from './sql.ts';
+import { filteredSortedPage, holdOnceSql, notifySql, orderedPage, sortedPage, sortedPageAfter } from './sql.ts';
 import { runAlone, runInTransaction, runTimed } from './statements.ts';
 
 /** Opens the database that `url` names and brings its schema up to date. */
@@ -73,6 +73,8 @@ export async function openPostgresStore(
       }),
     orderedPage,
     filterSql,
+    keyBoundsSql,
+    filteredSortedPage,
     sortedPage,
     sortedPageAfter,
     makeSortIndex: (accountId, name, field, max) => makeSortIndex(db, accountId, name, field, max),

@@ -2,10 +2,20 @@
 // (../sql.ts). `npm run generate` writes them all, both kinds, expanded, to generated/sql/postgres.sql. The hot ones run as named statements,
 // parsed and planned once per connection (statements.ts); each reads `?` as its next binding.
 import type { SqlValue } from '../dialect.ts';
-import { type Sql, sql } from '../filter.ts';
-import { afterPlace, inCollection, type OrderColumn, type Page, type Statement, sortedPages, tieDirection, wholePage } from '../pages.ts';
+import { raw, type Sql, sql } from '../filter.ts';
+import {
+  afterPlace,
+  type CollectionRef,
+  type OrderColumn,
+  type Page,
+  type PageSource,
+  type Statement,
+  sortedPages,
+  tieDirection,
+  wholePage,
+} from '../pages.ts';
 import { MAX_PAGE_BYTES } from '../rows.ts';
-import { pageColumns, replaceKey, rowJsonWith, versionedRowJsonWith } from '../sql.ts';
+import { keyOrder, pageColumns, replaceKey, rowJsonWith, versionedRowJsonWith } from '../sql.ts';
 
 /** A row's JSON text (rowJsonWith). */
 const rowJsonSql = rowJsonWith('substr(data, 2)');
@@ -136,7 +146,7 @@ export const POSTGRES_KEY_CHARS = 400;
  * break by id. Strings compare under the "C" collation, which is code point order in UTF-8 (escaped:
  * escapeString()). A page after a place keeps the rows past it (pages.ts, afterPlace).
  */
-export function orderedPage(accountId: number, name: string, page: Page, where?: Sql): Statement {
+export function orderedPage(collection: CollectionRef, page: Page, where?: Sql): Statement {
   let columns = pageColumns(page.versions);
   const bindings: SqlValue[] = [];
   const order: { column: OrderColumn; at?: Sql }[] = [];
@@ -171,13 +181,12 @@ export function orderedPage(accountId: number, name: string, page: Page, where?:
   return wholePage(
     page.versions ? versionedPageJsonSql : pageJsonSql,
     {
-      rows: `select ${columns} from rows where ${inCollection}`,
+      columns,
       order: order.map(({ column }) => `${column.sql} ${column.direction}`).join(',\n        '),
       bindings,
       after: page.after && afterPlace(order),
     },
-    accountId,
-    name,
+    collection,
     page,
     where,
   );
@@ -280,3 +289,25 @@ export const insertBatchSql = `with counters as (
 export const importRowsSql = `insert into rows (collection_id, id, data, version)
   select ?::integer, t.id, t.data, ?::bigint + t.n - 1
     from unnest(string_to_array(?::text, ',')::bigint[], string_to_array(?::text, chr(10))) with ordinality as t(id, data, n)`;
+
+/**
+ * A filtered page ordered by a field with a sort index, the filter's rows within `bounds` of that
+ * index (../filter-indexes.ts), as one row `{ n, json, seq, exact }` (`exact` as sortedPage's): the
+ * keys of the range in the page's order, each key's row read by its primary key (LATERAL, as
+ * sortedPage's) and tested by `filter` (SQL on `rows`), the first `limit` after `offset` that match.
+ */
+export const filteredSortedPage: PageSource['filteredSortedPage'] = (
+  collectionId,
+  slot,
+  order,
+  bounds,
+  filter,
+  limit,
+  offset,
+) => sql`select count(*) as n, ${raw(pageJsonSql(keyOrder('k.', order)))} as json,
+      (select last_seq from collections where id = ${collectionId}) as seq,
+      bool_and(k.str is null or length(k.str) < ${raw(String(POSTGRES_KEY_CHARS))}) as exact
+    from (select k.rank, k.num, k.str, k.row_id, rows.id, rows.data from sort_keys k
+      cross join lateral (select id, data from rows where collection_id = ${collectionId} and id = k.row_id offset 0) rows
+      where k.collection_id = ${collectionId} and k.slot = ${slot} and ${bounds} and (${filter})
+      order by ${raw(keyOrder('k.', order))} limit +${limit} offset ${offset}) k`;

@@ -16,6 +16,7 @@
 // whole, where the driver would bind the surrogate as U+FFFD.
 import type { Filter, JsonValue } from '../../query/filter.ts';
 import { allOf, type DialectFilter, filterWith, raw, type Sql, sql } from '../filter.ts';
+import type { KeyBounds } from '../filter-indexes.ts';
 
 /**
  * `filter` as SQL on the columns `id` and `data` of the table or alias `row` (default `rows`): true for
@@ -119,4 +120,21 @@ function equal(node: Node, operand: JsonValue): Sql {
     sql`(select count(*) from json_each(${node.document}, ${node.path})) = ${keys.length}`,
     ...keys.map((key) => equal(childNode(node, key), operand[key])),
   ]);
+}
+
+/**
+ * The keys of a sort index within `bounds` (../filter-indexes.ts), as a condition on the columns of
+ * `sort_keys`: its numbers and strings bound and read as the keys' were (JSON text through SQLite's own
+ * reader), and strings whole, so the bounds are exact. A string's key has no number: `num is null`
+ * lets the index seek to the strings' range (its columns are rank, num, str).
+ */
+export function keyBoundsSql({ rank, conditions }: KeyBounds): Sql {
+  const column = raw(rank === 2 ? 'num is null and str' : 'num');
+  const parts = [sql`rank = ${rank}`];
+  for (const { op, operand } of conditions) {
+    const value = typeof operand === 'boolean' ? sql`${operand ? 1 : 0}` : decoded(operand);
+    if (op === '$prefix') parts.push(sql`${column} >= ${value} and str < ${value} || cast(x'ff' as text)`);
+    else parts.push(sql`${column} ${raw(op === '$eq' ? '=' : signs[op])} ${value}`);
+  }
+  return allOf(parts);
 }

@@ -12,10 +12,10 @@ import { migrationSource } from '../migrations.ts';
 import { assembleStore, type Store } from '../operations.ts';
 import { KnownIndexes } from '../sort-indexes.ts';
 import { backupSqlite } from './backup.ts';
-import { filterSql } from './filter.ts';
+import { filterSql, keyBoundsSql } from './filter.ts';
 import { sqliteRows } from './rows.ts';
 import { SortIndexMaker } from './sort-indexes.ts';
-import { knexTablesSql, onceAnswersSql, orderedPage, sortedPage, sortedPageAfter, sqliteProcedures } from './sql.ts';
+import { filteredSortedPage, knexTablesSql, onceAnswersSql, orderedPage, sortedPage, sortedPageAfter, sqliteProcedures } from './sql.ts';
 import { SqliteStatements } from './statements.ts';
 import { GroupedWrites } from './writes.ts';
 
@@ -89,6 +89,8 @@ export async function openSqliteStore(
       snapshot: (work) => statements.snapshot(work),
       orderedPage,
       filterSql,
+      keyBoundsSql,
+      filteredSortedPage,
       sortedPage,
       sortedPageAfter,
       makeSortIndex: (accountId, name, field, max) => indexes.make(accountId, name, field, max),

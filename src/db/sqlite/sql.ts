@@ -19,10 +19,20 @@
 // id; a statement of patches looks each row up once too, and its trigger finds the row by rowid. Every
 // value a client sent arrives as a binding of the INSERT, never in the SQL.
 import type { SqlValue } from '../dialect.ts';
-import { type Sql, sql } from '../filter.ts';
-import { afterPlace, inCollection, type OrderColumn, type Page, type Statement, sortedPages, tieDirection, wholePage } from '../pages.ts';
+import { raw, type Sql, sql } from '../filter.ts';
+import {
+  afterPlace,
+  type CollectionRef,
+  type OrderColumn,
+  type Page,
+  type PageSource,
+  type Statement,
+  sortedPages,
+  tieDirection,
+  wholePage,
+} from '../pages.ts';
 import { MAX_ROW_BYTES } from '../rows.ts';
-import { pageColumns, replaceKey, rowJsonWith, versionedRowJsonWith } from '../sql.ts';
+import { keyOrder, pageColumns, replaceKey, rowJsonWith, versionedRowJsonWith } from '../sql.ts';
 
 /**
  * A row's JSON text (rowJsonWith), the row's own text cut after its first byte. SQLite's substr() of a
@@ -96,7 +106,7 @@ export const patchedRowSql = `select r.data, c.id as collection_id, r.version fr
  * serves every field name. Strings compare as UTF-8 bytes (the BINARY collation), which is code
  * point order. A page after a place keeps the rows past it (pages.ts, afterPlace).
  */
-export function orderedPage(accountId: number, name: string, page: Page, where?: Sql): Statement {
+export function orderedPage(collection: CollectionRef, page: Page, where?: Sql): Statement {
   let columns = pageColumns(page.versions);
   const bindings: SqlValue[] = [];
   const order: { column: OrderColumn; at?: Sql }[] = [];
@@ -128,13 +138,12 @@ export function orderedPage(accountId: number, name: string, page: Page, where?:
   return wholePage(
     () => json,
     {
-      rows: `select ${columns} from rows where ${inCollection}`,
+      columns,
       order: order.map(({ column }) => `${column.sql} ${column.direction}`).join(',\n        '),
       bindings,
       after: page.after && afterPlace(order),
     },
-    accountId,
-    name,
+    collection,
     page,
     where,
   );
@@ -396,3 +405,22 @@ export const knexTablesSql = [
  */
 export const importRowsSql =
   'insert into rows (collection_id, id, data, version) select ?, value ->> 0, value ->> 1, ? + key from json_each(?)';
+
+/**
+ * A filtered page ordered by a field with a sort index, the filter's rows within `bounds` of that
+ * index (../filter-indexes.ts), as one row `{ n, json, seq }`: the keys of the range in the page's
+ * order (CROSS JOIN keeps them the outer loop), each key's row tested by `filter` (SQL on `rows`), the
+ * first `limit` after `offset` that match. It reads no more of the range than it needs to fill the page.
+ */
+export const filteredSortedPage: PageSource['filteredSortedPage'] = (
+  collectionId,
+  slot,
+  order,
+  bounds,
+  filter,
+  limit,
+  offset,
+) => sql`select count(*) as n, ${raw(pageJsonSql)} as json, (select last_seq from collections where id = ${collectionId}) as seq
+    from (select rows.id, rows.data from sort_keys k cross join rows on rows.collection_id = k.collection_id and rows.id = k.row_id
+      where k.collection_id = ${collectionId} and k.slot = ${slot} and ${bounds} and (${filter})
+      order by ${raw(keyOrder('k.', order))} limit +${limit} offset ${offset}) r`;

@@ -1,0 +1,192 @@
+// Filters read through sort indexes (src/db/filter-indexes.ts; docs/api.md, "Filters and indexes"):
+// a filter whose top level holds an equality, a range or a prefix on an indexed field reads only that
+// range of the index, and must keep exactly the rows matches() (src/query/evaluate.ts) keeps, counted
+// alike, in the page's order, on both backends. The field's values mix every JSON type, strings longer
+// than the 400 characters a PostgreSQL key holds (several sharing their first 400), and missing ones.
+import { expect } from 'chai';
+import fc from 'fast-check';
+import { matches } from '../../src/query/evaluate.ts';
+import { parseFilter } from '../../src/query/filter.ts';
+import { describeEachBackend } from '../support/backends.ts';
+import type { Client } from '../support/client.ts';
+import { type OrderKey, sortRows } from '../support/order.ts';
+import { startTestServer, type TestServer } from '../support/server.ts';
+
+type Row = { id: number } & Record<string, unknown>;
+
+/** 400 characters, the first of every long string: they differ only past what a PostgreSQL key holds. */
+const head = `${'k'.repeat(398)}é😀`.slice(0, 400);
+const longs = [head, `${head}a`, `${head}b`, `${head}ba`, `${head}\u0000`, `${'k'.repeat(399)}`, `${head.slice(0, 399)}l`];
+const strings = ['', 'a', 'ab', 'b', 'é', '😀', '\ud7ff', 'a\u0000', ...longs];
+const values: unknown[] = [-1, 0, 0.5, 1, 2, 1e21, ...strings, true, false, null, { a: 1 }, [1], undefined];
+const rows = Array.from({ length: 90 }, (_, n) => {
+  const row: Record<string, unknown> = { n: n % 7, w: strings[n % strings.length] };
+  const v = values[(n * 7) % values.length];
+  if (v !== undefined) row.v = v;
+  return row;
+});
+
+const scalar = fc.constantFrom(-1, 0, 0.25, 1, 3, 1e21, true, false, ...strings);
+const text = fc.constantFrom(...strings, 'k', head.slice(0, 200), `${head}bb`);
+/** Conditions an index can find the rows of, on v, w or n, and others the index cannot. */
+const indexed = fc.oneof(
+  scalar,
+  fc.record({ $gt: scalar }, { requiredKeys: [] }).filter((c) => Object.keys(c).length > 0),
+  fc.record({ $gte: scalar, $lt: scalar }, { requiredKeys: [] }),
+  fc.record({ $lte: scalar, $gt: scalar }, { requiredKeys: [] }),
+  fc.record({ $prefix: text }),
+  fc.record({ $prefix: text, $lt: text }),
+);
+const other = fc.oneof(
+  fc.record({ $ne: scalar }),
+  fc.record({ $exists: fc.boolean() }),
+  fc.record({ $in: fc.array(scalar, { maxLength: 3 }) }),
+);
+const member = fc.tuple(fc.constantFrom('v', 'w', 'n', 'id'), fc.oneof({ weight: 3, arbitrary: indexed }, other));
+const filter = fc
+  .array(member, { minLength: 1, maxLength: 3 })
+  .map((members) =>
+    Object.fromEntries(members.filter(([, condition]) => Object.keys(Object(condition)).length > 0 || typeof condition !== 'object')),
+  );
+const order = fc.uniqueArray(
+  fc.record({ field: fc.constantFrom('v', 'w', 'n', 'id'), direction: fc.constantFrom<'asc' | 'desc'>('asc', 'desc') }),
+  { minLength: 1, maxLength: 2, selector: (key) => key.field },
+);
+
+describeEachBackend('filters through sort indexes', (backend) => {
+  let server: TestServer;
+  let client: Client;
+  let stored: Row[];
+  before(async () => {
+    // Every collection is large enough: the first filter on a field makes its index.
+    server = await startTestServer({ sortIndexMinRows: 0 }, { backend });
+    client = await server.client();
+    await client.post('/v1/collections', { name: 'mixed' });
+    stored = (await client.post<Row[]>('/v1/collections/mixed/rows', rows)).body;
+  });
+  after(() => server?.stop());
+
+  const sortedOf = async (name: string) =>
+    JSON.parse((await server.store.knex('collections').where({ name }).first('sorted')).sorted) as string[];
+  const query = (body: object) => client.post<{ rows: Row[]; next: string | null; total: number }>('/v1/collections/mixed/query', body);
+
+  it('makes the index of the first field a filter finds rows by, and of no other', async () => {
+    await client.post('/v1/collections', { name: 'fresh' });
+    await client.post('/v1/collections/fresh/rows', rows);
+    const path = '/v1/collections/fresh/rows';
+    expect((await client.get(`${path}?filter=${encodeURIComponent('{"n":{"$ne":1},"id":{"$gt":3}}')}`)).status).to.equal(200);
+    expect(await sortedOf('fresh')).to.deep.equal([]);
+    expect((await client.get(`${path}?filter=${encodeURIComponent('{"n":{"$gt":1},"w":"a"}')}`)).status).to.equal(200);
+    expect(await sortedOf('fresh'), 'an equality first').to.deep.equal(['w']);
+    expect((await client.get(`${path}?filter=${encodeURIComponent('{"n":{"$gt":1},"w":"a"}')}`)).status).to.equal(200);
+    expect((await client.get(`${path}?filter=${encodeURIComponent('{"n":{"$gt":1}}')}`)).status).to.equal(200);
+    expect(await sortedOf('fresh')).to.deep.equal(['w', 'n']);
+  });
+
+  it('keeps exactly the rows the filter keeps, counted, in order, for random filters on indexed fields', async () => {
+    await fc.assert(
+      fc.asyncProperty(filter, order, async (sent, keys: OrderKey[]) => {
+        const expected = sortRows(
+          stored.filter((row) => matches(parseFilter(sent), row)),
+          keys,
+        ).map((row) => row.id);
+        const response = await query({ filter: sent, order: keys, limit: 1000, count: 'exact' });
+        expect(response.status, response.text).to.equal(200);
+        expect(response.body.rows.map((row) => row.id)).to.deep.equal(expected);
+        expect(response.body.total).to.equal(expected.length);
+      }),
+      { numRuns: 200 },
+    );
+    expect(await sortedOf('mixed')).to.have.members(['v', 'w', 'n']);
+  });
+
+  it('walks the rows of a random filter on indexed fields by cursor, each once and in order', async () => {
+    await fc.assert(
+      fc.asyncProperty(filter, order, fc.integer({ min: 1, max: 7 }), async (sent, keys: OrderKey[], limit) => {
+        const expected = sortRows(
+          stored.filter((row) => matches(parseFilter(sent), row)),
+          keys,
+        ).map((row) => row.id);
+        const walked: number[] = [];
+        let after: string | undefined;
+        for (let pages = 0; pages <= expected.length / limit + 1; pages++) {
+          const response = await query({ filter: sent, order: keys, limit, ...(after ? { after } : {}) });
+          expect(response.status, response.text).to.equal(200);
+          walked.push(...response.body.rows.map((row) => row.id));
+          after = response.body.next ?? undefined;
+          if (!after) break;
+        }
+        expect(walked).to.deep.equal(expected);
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it('answers the pages of a random filter ordered by the field it finds rows by, read in the order of its index', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom('v', 'w', 'n'),
+        indexed,
+        filter,
+        fc.constantFrom<'asc' | 'desc'>('asc', 'desc'),
+        fc.integer({ min: 1, max: 9 }),
+        fc.nat(12),
+        async (field, condition, more, direction, limit, offset) => {
+          const sent = { ...more, [field]: condition };
+          const expected = sortRows(
+            stored.filter((row) => matches(parseFilter(sent), row)),
+            [{ field, direction }],
+          ).map((row) => row.id);
+          const query = new URLSearchParams({ filter: JSON.stringify(sent), order_by: field, order: direction, limit: String(limit) });
+          query.set('offset', String(offset));
+          const response = await client.get<Row[]>(`/v1/collections/mixed/rows?${query}`);
+          expect(response.status, response.text).to.equal(200);
+          expect(response.body.map((row) => row.id)).to.deep.equal(expected.slice(offset, offset + limit));
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
+  for (const [name, sent] of [
+    ['an equality on a string longer than a key', { w: `${head}b` }],
+    ['an equality on a string exactly as long as a key', { w: head }],
+    ['a range between strings that share their first 400 characters', { w: { $gt: `${head}a`, $lte: `${head}ba` } }],
+    ['a prefix longer than a key', { w: { $prefix: `${head}b` } }],
+    ['a prefix of the long strings', { w: { $prefix: head.slice(0, 10) } }],
+    ['an equality on a number, in a field of every type', { v: 1 }],
+    ['a range of numbers, in a field of every type', { v: { $gte: 0, $lt: 2 } }],
+    ['a range of strings, in a field of every type', { v: { $gte: 'a', $lt: 'b' } }],
+    ['an equality on a boolean', { v: false }],
+    ['a range of booleans', { v: { $gt: false } }],
+    // No value is of both types: the rows of the range of the first, tested, are none.
+    ['conditions of two types on one field', { v: { $gte: 0, $lt: 'b' } }],
+    ['the id and an indexed field', { id: { $gt: 10, $lte: 60 }, v: { $lt: 1 } }],
+    ['an indexed field and a condition the index cannot find', { w: { $prefix: 'a' }, n: { $ne: 3 } }],
+  ] as const) {
+    it(`keeps exactly the rows of ${name}`, async () => {
+      const expected = stored.filter((row) => matches(parseFilter(sent), row)).map((row) => row.id);
+      expect(expected.length > 0, 'a filter some rows match, but for two types').to.equal(name !== 'conditions of two types on one field');
+      const response = await query({ filter: sent, limit: 1000, count: 'exact' });
+      expect(response.status, response.text).to.equal(200);
+      expect(response.body.rows.map((row) => row.id)).to.deep.equal(expected);
+      expect(response.body.total).to.equal(expected.length);
+    });
+  }
+
+  it('reads the collection again by name when the one whose index it remembered is gone', async () => {
+    await client.post('/v1/collections', { name: 'again' });
+    await client.post('/v1/collections/again/rows', [{ w: 'a' }, { w: 'b' }]);
+    const first = await client.get<Row[]>(`/v1/collections/again/rows?filter=${encodeURIComponent('{"w":"b"}')}`);
+    expect(first.body.map((row) => row.w)).to.deep.equal(['b']);
+    expect((await client.delete('/v1/collections/again')).status).to.equal(204);
+    await client.post('/v1/collections', { name: 'again' });
+    await client.post('/v1/collections/again/rows', [{ w: 'b' }, { x: 1 }, { w: 'b', y: 2 }]);
+    const second = await client.get<Row[]>(`/v1/collections/again/rows?filter=${encodeURIComponent('{"w":"b"}')}&count=exact`);
+    expect(second.body).to.deep.equal([
+      { id: 1, w: 'b' },
+      { id: 3, w: 'b', y: 2 },
+    ]);
+    expect(second.headers.get('rowbase-total-count')).to.equal('2');
+  });
+});
