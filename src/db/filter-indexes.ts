@@ -30,10 +30,15 @@ export interface KeyBounds {
   conditions: KeyCondition[];
 }
 
-/** A field of the filter's top level, and the bounds of its index that hold every row the filter keeps. */
+/** Whether the range holds one value only (an equality): its keys then come in the order of their rows' ids. */
+export const oneValue = ({ conditions }: KeyBounds) => conditions.some(({ op }) => op === '$eq');
+
+/** A field of the filter's top level, and the range of its index that holds every row the filter keeps. */
 export interface IndexedField {
   field: string;
   bounds: KeyBounds;
+  /** Whether the filter is these bounds and nothing else: where keys hold whole values, every row of the range matches. */
+  whole: boolean;
 }
 
 const rankOf = (operand: number | string | boolean): 1 | 2 | 3 => (typeof operand === 'number' ? 1 : typeof operand === 'string' ? 2 : 3);
@@ -67,7 +72,7 @@ export function indexedFields(filter: Filter): IndexedField[] {
     if (!bounds) found.set(field, { rank, conditions: [condition] });
     else if (bounds.rank === rank) bounds.conditions.push(condition);
   }
-  const fields = [...found].map(([field, bounds]) => ({ field, bounds }));
+  const fields = [...found].map(([field, bounds]) => ({ field, bounds, whole: bounds.conditions.length === top.length }));
   const equal = ({ bounds }: IndexedField) => bounds.conditions.some((condition) => condition.op === '$eq');
   return [...fields.filter(equal), ...fields.filter((field) => !equal(field))];
 }

@@ -19,7 +19,7 @@ import type { Filter } from '../query/filter.ts';
 import { collectionNotFound } from './collections.ts';
 import type { SqlValue } from './dialect.ts';
 import { allOf, raw, type Sql, sql } from './filter.ts';
-import { type IndexedField, indexedFields, type KeyBounds } from './filter-indexes.ts';
+import { type IndexedField, indexedFields, type KeyBounds, oneValue } from './filter-indexes.ts';
 import { type Json, pageTooLarge, type Row } from './rows.ts';
 import { type KeyRange, type KnownIndexes, ranks, type SortIndexLimits } from './sort-indexes.ts';
 import { collectionSql, keyOrder, pageRange, presentCountSql } from './sql.ts';
@@ -138,6 +138,8 @@ export interface PageSource {
     limit: number,
     offset: number,
   ): Statement;
+  /** Whether a sort index keys strings whole (SQLite), or cut (PostgreSQL: postgres/sql.ts, POSTGRES_KEY_CHARS). */
+  wholeStringKeys: boolean;
   /** The rows of `range` in the sort index in `slot`, from `offset`, at most `limit`; its one row is a PagePart. */
   sortedPage(collectionId: number, slot: number, order: Direction, range: KeyRange, limit: number, offset: number): Statement;
   /**
@@ -207,8 +209,9 @@ async function filteredPage(source: PageSource, accountId: number, collection: s
 
 /**
  * A filtered page read through the first of `fields` the collection has a sort index of. Ordered by
- * that field alone (no count, cursor or versions), it reads the index's range in the page's order and
- * stops once the page is full; otherwise it sorts the rows of the range whole. Undefined when the
+ * that field alone, or by id under an equality (no count, cursor or versions), it reads the index's
+ * range in the page's order and stops once the page is full; otherwise it sorts the rows of the range
+ * whole. Undefined when the
  * collection has an index of none of them, or when the collection of that id is gone.
  */
 async function pageInIndex(
@@ -221,22 +224,20 @@ async function pageInIndex(
   const index = inIndex(sorted, fields);
   if (!index || !page.filter) return undefined;
   const [key] = page.order;
-  if (page.order.length === 1 && index.field === key.field && !page.after && !page.count && !page.versions) {
+  // An equality's keys are of one value, in the order of their rows' ids.
+  const inOrder = index.field === key.field || (key.field === 'id' && oneValue(index.bounds));
+  if (page.order.length === 1 && inOrder && !page.after && !page.count && !page.versions) {
+    // Every key of the range a match: no row needs testing, and the page reads no more than its offset
+    // and limit, as an indexed page does.
+    const exact = index.whole && (index.bounds.rank !== 2 || source.wholeStringKeys);
     const bounds = source.keyBoundsSql(index.bounds);
-    const statement = source.filteredSortedPage(
-      id,
-      index.slot,
-      key.direction,
-      bounds,
-      source.filterSql(page.filter),
-      page.limit,
-      page.offset,
-    );
-    const [part] = await source.read<PagePart>(statement.sql, statement.params, 'once');
-    const { json, n, seq, exact } = joinParts([part]);
-    if (seq === null) return undefined;
-    // Not exact (PostgreSQL, strings as long as a key is cut at): the range sorted whole.
-    if (exact) return { json, n, seq };
+    const filterSql = exact ? raw('true') : source.filterSql(page.filter);
+    const statement = source.filteredSortedPage(id, index.slot, key.direction, bounds, filterSql, page.limit, page.offset);
+    const [part] = await source.read<PagePart>(statement.sql, statement.params, exact ? 'scan' : 'once');
+    const read = joinParts([part]);
+    if (read.seq === null) return undefined;
+    // Not in exact order (PostgreSQL, strings as long as a key is cut at): the range sorted whole.
+    if (read.exact) return { json: read.json, n: read.n, seq: read.seq };
   }
   return queryPage(source, byId(id), collection, page, index);
 }
@@ -248,14 +249,14 @@ async function pageInIndex(
 export const withinIndex = (collection: CollectionRef, slot: number, bounds: Sql, filter: Sql): Sql =>
   allOf([sql`rows.id in (select row_id from sort_keys where collection_id = ${collection.id} and slot = ${slot} and ${bounds})`, filter]);
 
-/** The rows a filter keeps can be found in the index of `field`, in `slot`, within `bounds`. */
-type InIndex = { field: string; slot: number; bounds: KeyBounds };
+/** The rows a filter keeps can be found in the index of `field`, in `slot`, within `bounds` (`whole`: IndexedField's). */
+type InIndex = { field: string; slot: number; bounds: KeyBounds; whole: boolean };
 
 /** The first of `fields` the collection has a sort index of, and its slot. */
 function inIndex(sorted: readonly string[], fields: IndexedField[]): InIndex | undefined {
-  for (const { field, bounds } of fields) {
+  for (const { field, bounds, whole } of fields) {
     const slot = sorted.indexOf(field);
-    if (slot >= 0) return { field, slot, bounds };
+    if (slot >= 0) return { field, slot, bounds, whole };
   }
   return undefined;
 }

@@ -75,6 +75,7 @@ export async function openPostgresStore(
     filterSql,
     keyBoundsSql,
     filteredSortedPage,
+    wholeStringKeys: false,
     sortedPage,
     sortedPageAfter,
     makeSortIndex: (accountId, name, field, max) => makeSortIndex(db, accountId, name, field, max),

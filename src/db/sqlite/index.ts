@@ -91,6 +91,7 @@ export async function openSqliteStore(
       filterSql,
       keyBoundsSql,
       filteredSortedPage,
+      wholeStringKeys: true,
       sortedPage,
       sortedPageAfter,
       makeSortIndex: (accountId, name, field, max) => indexes.make(accountId, name, field, max),
