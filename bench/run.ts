@@ -70,7 +70,7 @@ import {
   table,
   writeBenchmarksMd,
 } from './report.ts';
-import { createCollections, seedCollections } from './seed.ts';
+import { collections, createCollections, seedCollections, seedMillion } from './seed.ts';
 import { settingsFromArgs } from './settings.ts';
 import { httpWorkloads, type LoadJob, type ServerName } from './workloads.ts';
 
@@ -103,6 +103,11 @@ const schedule: Step[] = [
   // A cursor walk's hundredth page right after its first, both taken to the same (a).
   ...afterMemory('cursor-page-1'),
   { workload: 'cursor-page-100', ratioTo: 'baseline-memory' },
+  // The collection of 1,000,000 rows: filtered pages, and a cursor walk's first and hundredth pages.
+  ...afterMemory('filter-equal'),
+  ...afterMemory('filter-range'),
+  ...afterMemory('million-cursor-page-1'),
+  { workload: 'million-cursor-page-100', ratioTo: 'baseline-memory' },
   ...afterMemory('insert-1'),
   ...afterMemory('insert-1-idempotent'),
   ...afterMemory('patch'),
@@ -153,6 +158,7 @@ const startedAt = new Date();
 const work = await mkdtemp(join(os.tmpdir(), 'rowbase-bench-'));
 const files = {
   rowbase: join(work, 'rowbase.sqlite'),
+  million: join(work, 'million.sqlite'),
   meteringOn: join(work, 'metering-on.sqlite'),
   meteringOff: join(work, 'metering-off.sqlite'),
   metrics: join(work, 'metrics.sqlite'),
@@ -165,6 +171,7 @@ const files = {
 /** The SQLite file each server of the HTTP workloads reads (baseline (a) and rowbase-postgres read none). */
 const serverFiles: Partial<Record<ServerName, string>> = {
   rowbase: files.rowbase,
+  'rowbase-million': files.million,
   'rowbase-metering-on': files.meteringOn,
   'rowbase-metering-off': files.meteringOff,
   'rowbase-metrics': files.metrics,
@@ -203,11 +210,21 @@ async function main(): Promise<void> {
   say(`open files: ulimit -n ${openFiles.soft} (hard ${openFiles.hard})`);
   const key = await createKey(`sqlite:${files.rowbase}`);
   const seedSeconds = await seed(key);
-  for (const copy of [files.meteringOn, files.meteringOff, files.metrics, files.baseline, files.baselinePatch, files.feed, files.idle]) {
+  for (const copy of [
+    files.million,
+    files.meteringOn,
+    files.meteringOff,
+    files.metrics,
+    files.baseline,
+    files.baselinePatch,
+    files.feed,
+    files.idle,
+  ]) {
     copyDatabase(files.rowbase, copy);
   }
 
-  const [rowbase, meteringOn, meteringOff, metrics, memory, sqlite, sqlitePatch, feed, onPostgresServers] = await Promise.all([
+  const [million, rowbase, meteringOn, meteringOff, metrics, memory, sqlite, sqlitePatch, feed, onPostgresServers] = await Promise.all([
+    serveMillion(key),
     serveRowbase(`sqlite:${files.rowbase}`, 'on'),
     serveRowbase(`sqlite:${files.meteringOn}`, 'on'),
     serveRowbase(`sqlite:${files.meteringOff}`, 'off'),
@@ -228,6 +245,7 @@ async function main(): Promise<void> {
     sqlite,
     'sqlite-patch': sqlitePatch,
   };
+  if (million) servers['rowbase-million'] = million;
   if (onPostgresServers) {
     servers['rowbase-postgres'] = onPostgresServers.rowbase;
     servers['postgres-read'] = onPostgresServers.read;
@@ -343,6 +361,20 @@ async function seed(key: string): Promise<number> {
   // A clean stop closes the last connection, which checkpoints the WAL into the file that is copied next.
   await stop(seeder.child, settings.stopGraceMs);
   return seconds;
+}
+
+/**
+ * The rowbase of the million workloads, on a copy of the seeded file with the `million` collection
+ * added (seed.ts, seedMillion); undefined when none of them is measured (`--only`).
+ */
+async function serveMillion(key: string): Promise<Started | undefined> {
+  if (settings.only && !settings.only.some((workload) => httpWorkloads[workload]?.server === 'rowbase-million')) return undefined;
+  const server = await serveRowbase(`sqlite:${files.million}`, 'on');
+  const seconds = await seedMillion(server.url, key, settings);
+  say(
+    `seeded ${settings.millionRows.toLocaleString('en-US')} rows of ${collections.million}, indexed by score and tag, in ${seconds.toFixed(1)} s`,
+  );
+  return server;
 }
 
 /**
@@ -534,7 +566,7 @@ async function profile(workload: string, key: string): Promise<ProfileSummary> {
   const onPostgres = httpWorkloads[workload]?.server === 'rowbase-postgres';
   const server = fanoutWorkloads.includes(workload)
     ? await serveRowbase(`sqlite:${files.feed}`, 'on', flags, { openFiles: settings.fanoutSubscribers + 1024 })
-    : await serveRowbase(onPostgres ? postgres.url! : `sqlite:${files.rowbase}`, 'on', flags, {}, withMetrics(workload));
+    : await serveRowbase(onPostgres ? postgres.url! : `sqlite:${profiledFile(workload)}`, 'on', flags, {}, withMetrics(workload));
   let measured: Measured;
   try {
     if (fanoutWorkloads.includes(workload))
@@ -561,6 +593,11 @@ async function profile(workload: string, key: string): Promise<ProfileSummary> {
       .join(', ')}`,
   );
   return summary;
+}
+
+/** The SQLite file a workload's rowbase is profiled on: that of its server (the million's own), else the main one. */
+function profiledFile(workload: string): string {
+  return httpWorkloads[workload]?.server === 'rowbase-million' ? files.million : files.rowbase;
 }
 
 /** The environment a workload's server adds: METRICS_PORT for the one of the metrics' cost. */

@@ -10,8 +10,8 @@ export interface BenchRow {
   text: string;
 }
 
-/** The collections the workloads use: reads and patches, insert-1, insert-batch. */
-export const collections = { rows: 'bench', inserts: 'inserts', batches: 'batches' } as const;
+/** The collections the workloads use: reads and patches, insert-1, insert-batch; and the large one of filters and long walks. */
+export const collections = { rows: 'bench', inserts: 'inserts', batches: 'batches', million: 'million' } as const;
 
 /**
  * The plan of the bench account: no rate, and a quota no run comes near (a full run sends a few million
@@ -28,6 +28,17 @@ export function benchRow(id: number): BenchRow {
   const h = scramble(id);
   const text = Array.from({ length: 8 }, (_, i) => words[(h >>> (i * 3)) % words.length]).join(' ');
   return { score: h % 1_000_000, name: `row ${id}`, text };
+}
+
+/** The distinct tags of the rows of `million`: an equality on one keeps about settings.millionRows / MILLION_TAGS rows. */
+export const MILLION_TAGS = 20_000;
+
+/** A tag of 80 rows of the first 1,000,000 of `million`, the most of any: a filter on it fills a page of 50. */
+export const FULL_PAGE_TAG = 't14150';
+
+/** The fields of row `id` of `million`: benchRow()'s, and a tag shared with about 1 in MILLION_TAGS rows. */
+export function millionRow(id: number): BenchRow & { tag: string } {
+  return { ...benchRow(id), tag: `t${scramble(id ^ 0x5bd1e995) % MILLION_TAGS}` };
 }
 
 /**
@@ -57,7 +68,8 @@ export const batchOf = (first: number, count: number): BenchRow[] => Array.from(
  */
 export async function seedCollections(url: string, key: string, settings: Settings): Promise<number> {
   const started = performance.now();
-  for (const name of Object.values(collections)) await send(url, key, 'POST', '/v1/collections', { name });
+  for (const name of [collections.rows, collections.inserts, collections.batches])
+    await send(url, key, 'POST', '/v1/collections', { name });
   for (let first = 1; first <= settings.rows; first += settings.batchSize) {
     const count = Math.min(settings.batchSize, settings.rows - first + 1);
     const stored = (await send(url, key, 'POST', `/v1/collections/${collections.rows}/rows`, batchOf(first, count))) as { id: number }[];
@@ -68,6 +80,35 @@ export async function seedCollections(url: string, key: string, settings: Settin
   // production collection ordered by a field has: list reads through it, and every patch of a score
   // moves its key. Made here, every run measures list and patch with it, `--only=patch` too.
   await send(url, key, 'GET', `/v1/collections/${collections.rows}/rows?order_by=score&order=desc&limit=1`, undefined);
+  return (performance.now() - started) / 1000;
+}
+
+/**
+ * Creates `million` over HTTP and fills it with `settings.millionRows` rows, `batchSize` per request,
+ * two requests under way at a time (a server merges the inserts of one collection); then has it
+ * indexed by score (as list's collection is) and by tag (its first filter by tag makes the index,
+ * docs/api.md "Filters and indexes"), so that no measurement waits for an index. Returns the seconds it took.
+ */
+export async function seedMillion(url: string, key: string, settings: Settings): Promise<number> {
+  const started = performance.now();
+  const path = `/v1/collections/${collections.million}/rows`;
+  await send(url, key, 'POST', '/v1/collections', { name: collections.million });
+  const firsts = Array.from({ length: Math.ceil(settings.millionRows / settings.batchSize) }, (_, i) => 1 + i * settings.batchSize);
+  const insertNext = async (): Promise<void> => {
+    for (let first = firsts.shift(); first !== undefined; first = firsts.shift()) {
+      const count = Math.min(settings.batchSize, settings.millionRows - first + 1);
+      await send(
+        url,
+        key,
+        'POST',
+        path,
+        Array.from({ length: count }, (_, i) => millionRow(first + i)),
+      );
+    }
+  };
+  await Promise.all([insertNext(), insertNext()]);
+  await send(url, key, 'GET', `${path}?order_by=score&order=desc&limit=1`, undefined);
+  await send(url, key, 'GET', `${path}?limit=1&filter=${encodeURIComponent(JSON.stringify({ tag: 't0' }))}`, undefined);
   return (performance.now() - started) / 1000;
 }
 

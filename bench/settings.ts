@@ -6,6 +6,11 @@ export interface Settings {
   mode: 'full' | 'quick';
   /** Rows seeded into the `bench` collection, and the ids get-row and patch pick from (1..rows). */
   rows: number;
+  /**
+   * Rows of the `million` collection, on a rowbase of its own (a copy of the seeded file with it added):
+   * the filtered pages and the long cursor walk (issue 25, "Speed and size").
+   */
+  millionRows: number;
   /** Rows per seeding request, and per insert-batch request (rowbase's largest batch). */
   batchSize: number;
   /**
@@ -74,6 +79,7 @@ export interface Settings {
 const full: Settings = {
   mode: 'full',
   rows: 100_000,
+  millionRows: 1_000_000,
   batchSize: 1000,
   connections: 64,
   warmupSeconds: 1,

@@ -2,7 +2,7 @@
 // requests from here; the orchestrator (run.ts) resolves the server to its url.
 import { randomUUID } from 'node:crypto';
 import type { Request } from 'autocannon';
-import { batchOf, benchRow, collections } from './seed.ts';
+import { batchOf, benchRow, collections, FULL_PAGE_TAG } from './seed.ts';
 import type { Settings } from './settings.ts';
 
 /** The processes a workload can be aimed at (see run.ts). */
@@ -11,6 +11,7 @@ export type ServerName =
   | 'sqlite'
   | 'sqlite-patch'
   | 'rowbase'
+  | 'rowbase-million'
   | 'rowbase-metering-on'
   | 'rowbase-metering-off'
   | 'rowbase-metrics'
@@ -58,17 +59,17 @@ const listPage =
     },
   ];
 
-/** The first page of a cursor walk: `pageSize` rows by score, highest first (openapi.yaml, listRows `Link`). */
-const walkStart = (job: LoadJob) => `${rowsPath(collections.rows)}?limit=${job.settings.pageSize}&order_by=score&order=desc`;
+/** The first page of a cursor walk of `collection`: `pageSize` rows by score, highest first (openapi.yaml, listRows `Link`). */
+const walkStart = (job: LoadJob, collection: string) => `${rowsPath(collection)}?limit=${job.settings.pageSize}&order_by=score&order=desc`;
 
 /**
- * GET the `page`-th page of a cursor walk by score, highest first: its path is found by following
- * the Links of the pages before it, once, before the measurement.
+ * GET the `page`-th page of a cursor walk of `collection` by score, highest first: its path is found
+ * by following the Links of the pages before it, once, before the measurement.
  */
 const cursorPage =
-  (page: number) =>
+  (page: number, collection: string = collections.rows) =>
   async (job: LoadJob): Promise<Request[]> => {
-    let path = walkStart(job);
+    let path = walkStart(job, collection);
     for (let before = 1; before < page; before++) {
       const response = await fetch(`${job.url}${path}`, { headers: json(job.key) });
       await response.arrayBuffer();
@@ -78,6 +79,21 @@ const cursorPage =
     }
     return [{ method: 'GET', path, headers: json(job.key) }];
   };
+
+/**
+ * GET a page of `pageSize` rows of `million` under `filter`, with `more` (the order). One filter, as
+ * list reads one page: a filter of a value chosen anew for each request reads rows spread over the
+ * whole file, and measures the page cache more than rowbase (BENCHMARKS.md).
+ */
+const filteredPage =
+  (filter: object, more = '') =>
+  (job: LoadJob): Request[] => [
+    {
+      method: 'GET',
+      path: `${rowsPath(collections.million)}?limit=${job.settings.pageSize}&filter=${encodeURIComponent(JSON.stringify(filter))}${more}`,
+      headers: json(job.key),
+    },
+  ];
 
 const one = () => 1;
 
@@ -129,6 +145,20 @@ export const httpWorkloads: Record<string, HttpWorkload> = {
   /** A cursor walk's first page and its hundredth, each read again and again: the second no slower than the first. */
   'cursor-page-1': { server: 'rowbase', rowsPerRequest: (s) => s.pageSize, requests: cursorPage(1) },
   'cursor-page-100': { server: 'rowbase', rowsPerRequest: (s) => s.pageSize, requests: cursorPage(100) },
+  /** On 1,000,000 rows: a page under a selective equality (one tag of 20,000), and under a range of a tenth ordered by its field. */
+  'filter-equal': { server: 'rowbase-million', rowsPerRequest: (s) => s.pageSize, requests: filteredPage({ tag: FULL_PAGE_TAG }) },
+  'filter-range': {
+    server: 'rowbase-million',
+    rowsPerRequest: (s) => s.pageSize,
+    requests: filteredPage({ score: { $gte: 500_000, $lt: 600_000 } }, '&order_by=score&order=desc'),
+  },
+  /** cursor-page-1 and cursor-page-100 on 1,000,000 rows. */
+  'million-cursor-page-1': { server: 'rowbase-million', rowsPerRequest: (s) => s.pageSize, requests: cursorPage(1, collections.million) },
+  'million-cursor-page-100': {
+    server: 'rowbase-million',
+    rowsPerRequest: (s) => s.pageSize,
+    requests: cursorPage(100, collections.million),
+  },
   'insert-1': {
     server: 'rowbase',
     rowsPerRequest: one,
