@@ -182,8 +182,8 @@ export interface paths {
          *     matches many rows costs about a whole sort of them. An equality, a range or a `$prefix` on a
          *     top-level field at the filter's top level reads only the rows of that range of the field's sort
          *     index, made by the first such page of a large collection as ordering makes it; ordered by that
-         *     field too, the page reads the range in order and stops when it is full (docs/api.md, "Filters
-         *     and indexes").
+         *     field (or by `id` under an equality), the page reads the range in order and stops when it is
+         *     full (docs/api.md, "Filters and indexes").
          *
          *     To edit a list of rows safely, read it from `GET …/versioned-rows` (`listVersionedRows`), which
          *     answers each row with its `ETag`.
