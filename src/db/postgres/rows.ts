@@ -1,7 +1,8 @@
 // PostgreSQL: the operations on rows (../operations.ts, RowOperations). Each write is a transaction of
 // its own, on a connection of the pool: writers to different collections run at once. A batch insert
 // is one statement that commits on its own (sql.ts, insertBatchSql), batched with the other inserts
-// into the collection that wait their turn in this process (inserts, below).
+// into the collection that wait their turn in this process (inserts, below); a batch that holds inserts
+// sent with an Idempotency-Key is a transaction, which also stores their answers.
 
 import { queryTimeout } from '../../errors.ts';
 import { Batches } from '../batches.ts';
