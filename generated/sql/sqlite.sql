@@ -700,10 +700,10 @@ create temp trigger if not exists row_inserts_write instead of insert on row_ins
     where c.id = new.collection_id);
   insert into idempotency_keys (account_id, key, request_hash, status, headers, body, created_at, expires_at)
     select new.account_id, o.value ->> 0, o.value ->> 1, 201,
-      case when json_array_length(o.value, '$[5]') = 1
+      case when o.value ->> 5 = 1
         then '{"ETag":"\"' || c.id || '.' || (c.last_seq - new.n + 1 + (o.value ->> 4)) || '\""}' else '{}' end,
-      '[' || coalesce((select group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',')
-        from (select c.last_row_id - new.n + 1 + (o.value ->> 4) + r.key as id, r.value as data from json_each(o.value, '$[5]') r)), '') || ']',
+      '[' || coalesce((select group_concat(e.row, ',') from events e where e.collection_id = c.id
+        and e.seq between c.last_seq - new.n + 1 + (o.value ->> 4) and c.last_seq - new.n + (o.value ->> 4) + (o.value ->> 5)), '') || ']',
       o.value ->> 2, o.value ->> 3
     from collections c, json_each(new.onces) o where c.id = new.collection_id
     on conflict (account_id, key) do update set request_hash = excluded.request_hash, status = excluded.status,

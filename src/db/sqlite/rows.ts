@@ -95,7 +95,7 @@ export function sqliteRows({ db, queryTimeoutMs, statements, writes, pages }: Sq
     let place = 0;
     for (const { texts, once } of inserts) {
       if (once) {
-        onces += `${onces ? ',' : ''}[${JSON.stringify(once.key)},"${once.hash}","${once.at}","${once.expiresAt}",${place},${JSON.stringify(texts)}]`;
+        onces += `${onces ? ',' : ''}[${JSON.stringify(once.key)},"${once.hash}","${once.at}","${once.expiresAt}",${place},${texts.length}]`;
       }
       place += texts.length;
     }

@@ -232,11 +232,11 @@ const insertEvents = (select: string) => `insert into events (collection_id, seq
  * null id).
  *
  * `onces` holds the Idempotency-Keys of the inserts sent with one (openapi.yaml, IdempotencyKey), a
- * JSON array, empty for none, of `[key, request hash, at, expires at, first, texts]`: `first` the
- * place in `texts` of the request's first row, and `texts` its rows again. Each key's answer is stored
- * by the same statement as its rows, so that it is stored if and only if they are: the answer of
- * insertRows (openapi.yaml), 201 with the rows as rowJsonSql makes each, and the row's ETag when there
- * is one row. A key whose answer is stored and not expired aborts the statement before it writes
+ * JSON array, empty for none, of `[key, request hash, at, expires at, first, n]`: `first` the place in
+ * `texts` of the request's first row, `n` its number of rows. Each key's answer is stored by the same
+ * statement as its rows, so that it is stored if and only if they are: the answer of insertRows
+ * (openapi.yaml), 201 with the rows as their insert events hold them (rowJsonSql), read in seq order
+ * through the events' primary key, and the row's ETag when there is one row. A key whose answer is stored and not expired aborts the statement before it writes
  * anything (SQLITE_CONSTRAINT): another request with the key was answered first (rows.ts). CROSS JOIN
  * keeps the keys sent the outer loop: each is one primary key lookup, where the planner would
  * otherwise read every key of the account.
@@ -256,10 +256,10 @@ const rowInserts = `
     ${sortKeys('json_each(new.texts) r', 'c.last_row_id - new.n + 1 + r.key', 'r.value')};
     insert into idempotency_keys (account_id, key, request_hash, status, headers, body, created_at, expires_at)
       select new.account_id, o.value ->> 0, o.value ->> 1, 201,
-        case when json_array_length(o.value, '$[5]') = 1
+        case when o.value ->> 5 = 1
           then '{"ETag":"\\"' || c.id || '.' || (c.last_seq - new.n + 1 + (o.value ->> 4)) || '\\""}' else '{}' end,
-        '[' || coalesce((select group_concat(${rowJsonSql}, ',')
-          from (select c.last_row_id - new.n + 1 + (o.value ->> 4) + r.key as id, r.value as data from json_each(o.value, '$[5]') r)), '') || ']',
+        '[' || coalesce((select group_concat(e.row, ',') from events e where e.collection_id = c.id
+          and e.seq between c.last_seq - new.n + 1 + (o.value ->> 4) and c.last_seq - new.n + (o.value ->> 4) + (o.value ->> 5)), '') || ']',
         o.value ->> 2, o.value ->> 3
       from collections c, json_each(new.onces) o where ${collection}
       on conflict (account_id, key) do update set request_hash = excluded.request_hash, status = excluded.status,
