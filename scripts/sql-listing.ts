@@ -126,7 +126,6 @@ function sqliteListing(): Listing {
       ],
     ),
     ['insertSql', sqlite.insertSql],
-    ['recordOncesSql', sqlite.recordOncesSql],
     ['onceAnswersSql', sqlite.onceAnswersSql],
     ...Array.from(
       { length: sqlite.MAX_FIELDS_BY_PATH + 1 },
@@ -160,6 +159,8 @@ function postgresListing(): Listing {
     ['updateRowsSql', postgres.updateRowsSql],
     ['notifySql', postgres.notifySql],
     ['holdOnceSql', postgres.holdOnceSql],
+    ['holdOncesSql', postgres.holdOncesSql],
+    ['recordOncesSql', postgres.recordOncesSql],
     ...directions.flatMap(
       (order): Listing => [
         [`orderedPage(by id, ${order})`, postgres.orderedPage(byName(1, 'c'), page('id', order)).sql],

@@ -216,6 +216,19 @@ select pg_notify(?, ?);
 -- holdOnceSql
 select pg_try_advisory_xact_lock(?, hashtext(?)) as held;
 
+-- holdOncesSql
+select pg_try_advisory_xact_lock(?::integer, hashtext(k ->> 0)) as held,
+  exists (select 1 from idempotency_keys i where i.account_id = ?::integer and i.key = k ->> 0 and i.expires_at > k ->> 1) as answered
+from json_array_elements(?::json) k;
+
+-- recordOncesSql
+insert into idempotency_keys (account_id, key, request_hash, status, headers, body, created_at, expires_at)
+select ?::integer, j ->> 0, j ->> 1, (j ->> 2)::integer, j ->> 3, j ->> 4, j ->> 5, j ->> 6 from json_array_elements(?::json) j
+on conflict (account_id, key) do update set request_hash = excluded.request_hash, status = excluded.status,
+  headers = excluded.headers, body = excluded.body, created_at = excluded.created_at, expires_at = excluded.expires_at
+  where idempotency_keys.expires_at <= excluded.created_at
+returning key;
+
 -- orderedPage(by id, asc)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by id asc) end as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq

@@ -428,18 +428,9 @@ from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
 cross join rows r on r.collection_id = ? and r.id = k.row_id;
 
 -- insertSql
-insert into row_inserts values ((select id from collections where account_id = ?1 and name = ?2), ?3, ?4, ?5)
+insert into row_inserts values ((select id from collections where account_id = ?1 and name = ?2), ?3, ?4, ?5, ?1, ?6)
 returning collection_id as id, (select last_row_id from collections where id = row_inserts.collection_id) as last_row_id,
   (select last_seq from collections where id = row_inserts.collection_id) as last_seq;
-
--- recordOncesSql
-insert into idempotency_keys (account_id, key, request_hash, status, headers, body, created_at, expires_at)
-select ?1, j.value ->> 0, j.value ->> 1, j.value ->> 2, j.value ->> 3, j.value ->> 4, j.value ->> 5, j.value ->> 6
-  from json_each(?2) j where true
-on conflict (account_id, key) do update set request_hash = excluded.request_hash, status = excluded.status,
-  headers = excluded.headers, body = excluded.body, created_at = excluded.created_at, expires_at = excluded.expires_at
-  where idempotency_keys.expires_at <= excluded.created_at
-returning key;
 
 -- onceAnswersSql
 select j.key as i, k.request_hash, k.status, k.headers, k.body from json_each(?) j
@@ -713,10 +704,13 @@ create table if not exists knex_migrations_lock (`index` integer not null primar
 insert into knex_migrations_lock (is_locked) select 0 where not exists (select 1 from knex_migrations_lock);
 
 -- writer setup: row_inserts
-create temp view if not exists row_inserts (collection_id, n, texts, at) as select null, null, null, null where 0;
+create temp view if not exists row_inserts (collection_id, n, texts, at, account_id, onces) as
+  select null, null, null, null, null, null where 0;
 
 -- writer setup: row_inserts_write
 create temp trigger if not exists row_inserts_write instead of insert on row_inserts begin
+  select raise(abort, 'idempotency key answered') from json_each(new.onces) o
+    cross join idempotency_keys k on k.account_id = new.account_id and k.key = o.value ->> 0 and k.expires_at > o.value ->> 2;
   update collections set last_row_id = last_row_id + new.n, last_seq = last_seq + new.n, row_count = row_count + new.n
     where id = new.collection_id;
   insert into rows (collection_id, id, data, version)
@@ -732,6 +726,16 @@ create temp trigger if not exists row_inserts_write instead of insert on row_ins
   from (select c.id as collection_id, f.key as slot, c.last_row_id - new.n + 1 + r.key as id, k.type as t, k.atom as v
     from collections c, json_each(c.sorted) f, json_each(new.texts) r left join json_each(r.value) k on k.key = f.value
     where c.id = new.collection_id);
+  insert into idempotency_keys (account_id, key, request_hash, status, headers, body, created_at, expires_at)
+    select new.account_id, o.value ->> 0, o.value ->> 1, 201,
+      case when o.value ->> 5 = 1
+        then '{"ETag":"\"' || c.id || '.' || (c.last_seq - new.n + 1 + (o.value ->> 4)) || '\""}' else '{}' end,
+      '[' || coalesce((select group_concat(e.row, ',') from events e where e.collection_id = c.id
+        and e.seq between c.last_seq - new.n + 1 + (o.value ->> 4) and c.last_seq - new.n + (o.value ->> 4) + (o.value ->> 5)), '') || ']',
+      o.value ->> 2, o.value ->> 3
+    from collections c, json_each(new.onces) o where c.id = new.collection_id
+    on conflict (account_id, key) do update set request_hash = excluded.request_hash, status = excluded.status,
+      headers = excluded.headers, body = excluded.body, created_at = excluded.created_at, expires_at = excluded.expires_at;
 end;
 
 -- writer setup: row_patches_0

@@ -114,6 +114,41 @@ describeEachBackend('Idempotency-Key', (backend) => {
       expect(Number(retry.headers.get('ratelimit-remaining'))).to.equal(Number(first.headers.get('ratelimit-remaining')) - 1);
     });
 
+    // An insert's retry is not looked up before its write: the write finds the answer, and stores nothing.
+    it('of an insert, sent among other inserts of the collection, is the first answer, and the others are stored', async () => {
+      const name = await collectionWith();
+      const key = newKey();
+      const first = await client.post(`/v1/collections/${name}/rows`, [{ n: 0 }], { headers: { 'idempotency-key': key } });
+      const others = Array.from({ length: 8 }, (_, n) => ({ rows: [{ n: n + 1 }], key: n % 2 === 0 ? newKey() : undefined }));
+      const [retry, ...answers] = await Promise.all([
+        client.post(`/v1/collections/${name}/rows`, [{ n: 0 }], { headers: { 'idempotency-key': key } }),
+        ...others.map(({ rows, key: otherKey }) =>
+          client.post(`/v1/collections/${name}/rows`, rows, { headers: otherKey ? { 'idempotency-key': otherKey } : {} }),
+        ),
+      ]);
+      expect(alike(retry)).to.deep.equal(alike(first));
+      expect(retry.headers.get('idempotent-replayed')).to.equal('true');
+      for (const [n, answer] of answers.entries()) {
+        expect(answer.status).to.equal(201);
+        expect(answer.headers.get('idempotent-replayed')).to.equal(null);
+        const { rows, key: otherKey } = others[n];
+        if (!otherKey) continue;
+        const again = await client.post(`/v1/collections/${name}/rows`, rows, { headers: { 'idempotency-key': otherKey } });
+        expect(alike(again), `the answer stored for ${otherKey}`).to.deep.equal(alike(answer));
+      }
+      expect((await rowsOf(name)).map((row) => row.n).sort()).to.deep.equal([0, 1, 2, 3, 4, 5, 6, 7, 8]);
+    });
+
+    it('of an insert is the first answer even once its collection is gone', async () => {
+      const name = await collectionWith();
+      const key = newKey();
+      const first = await client.post(`/v1/collections/${name}/rows`, [{ n: 1 }, { n: 2 }], { headers: { 'idempotency-key': key } });
+      expect((await client.delete(`/v1/collections/${name}`)).status).to.equal(204);
+      const retry = await client.post(`/v1/collections/${name}/rows`, [{ n: 1 }, { n: 2 }], { headers: { 'idempotency-key': key } });
+      expect(alike(retry)).to.deep.equal(alike(first));
+      expect(retry.headers.get('idempotent-replayed')).to.equal('true');
+    });
+
     it('takes a key sent as a Structured Field String as the same key sent bare', async () => {
       const name = await collectionWith();
       const key = newKey();

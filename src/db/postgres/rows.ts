@@ -1,15 +1,16 @@
 // PostgreSQL: the operations on rows (../operations.ts, RowOperations). Each write is a transaction of
 // its own, on a connection of the pool: writers to different collections run at once. A batch insert
 // is one statement that commits on its own (sql.ts, insertBatchSql), batched with the other inserts
-// into the collection that wait their turn in this process (inserts, below).
+// into the collection that wait their turn in this process (inserts, below); a batch that holds inserts
+// sent with an Idempotency-Key is a transaction, which also stores their answers.
 
 import { queryTimeout } from '../../errors.ts';
 import { Batches } from '../batches.ts';
 import { advance, collectionId, collectionNotFound } from '../collections.ts';
-import type { Dialect } from '../dialect.ts';
+import type { Dialect, SqlValue, WriteTx } from '../dialect.ts';
 import { appendEvents, eventRow } from '../events.ts';
 import { exportCollection } from '../exports.ts';
-import { beginOnce, recordOnce } from '../idempotency.ts';
+import { beginOnce, type Once, OnceTaken, onceInProgress, recordOnce, storedAnswer } from '../idempotency.ts';
 import { importRowsIn, type RowImporter } from '../imports.ts';
 import type { RowOperations } from '../operations.ts';
 import { type PageSource, readPage } from '../pages.ts';
@@ -17,6 +18,7 @@ import { changedRows, deleteRowIn, deleteRowsIn, matchedRows } from '../row-writ
 import {
   assignable,
   type FirstInserted,
+  type InsertedRows,
   insertedRows,
   noSuchRow,
   overRowBound,
@@ -29,15 +31,29 @@ import {
 } from '../rows.ts';
 import { CHANNEL } from './changes.ts';
 import { rekeyPatchedRow } from './sort-indexes.ts';
-import { advanceReadingRowSql, getRowSql, importRowsSql, insertBatchSql, keysSql, updateRowSql, updateRowsSql } from './sql.ts';
+import {
+  advanceReadingRowSql,
+  getRowSql,
+  holdOncesSql,
+  importRowsSql,
+  insertBatchSql,
+  keysSql,
+  recordOncesSql,
+  updateRowSql,
+  updateRowsSql,
+} from './sql.ts';
 import { runAlone } from './statements.ts';
 
-/** One request's rows, as an insert into its collection waits its turn. */
+/** One request's rows, as an insert into its collection waits its turn, and its Idempotency-Key if it was sent with one. */
 interface Insert {
   accountId: number;
   collection: string;
   texts: string[];
+  once?: Once<InsertedRows>;
 }
+
+/** What insertBatchSql answers: the collection's id, and the first row's id and seq (none: no such collection). */
+type Written = { id: number; first_id: number | string; first_seq: number | string };
 
 /** The rows of one insert statement at most (a request's own rows are never split). */
 const MAX_INSERT_ROWS = 5000;
@@ -75,51 +91,52 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: PageSou
       // JSON.stringify's output never holds a line feed (it escapes every control character), so the
       // lines of one string are the rows: one parameter, where an array would be escaped item by item.
       const params = [accountId, collection, rows.length, rows.join('\n'), CHANNEL, changes.instance];
-      const [written] = await runAlone<{ id: number; first_id: number | string; first_seq: number | string }>(knex, insertBatchSql, params);
+      const keyed = batch.some(({ once }) => once);
+      const [written] = keyed
+        ? await knex.transaction((trx) => insertWithAnswers(trx, batch, params))
+        : await runAlone<Written>(knex, insertBatchSql, params);
       if (!written) throw collectionNotFound(collection);
-      const collectionId = Number(written.id);
       // Committed already: this process's listeners hear it now, the others through the NOTIFY.
-      changes.emit('change', collectionId);
-      // Each request's first id and seq: its rows follow those of the requests before it.
-      let id = Number(written.first_id);
-      let seq = Number(written.first_seq);
-      return batch.map(({ texts }) => {
-        const first = { collectionId, id, seq };
-        id += texts.length;
-        seq += texts.length;
-        return first;
-      });
+      changes.emit('change', Number(written.id));
+      return firstsOf(written, batch);
     },
   });
+
+  /**
+   * insertBatchSql in a transaction that also stores the answers of the inserts sent with an
+   * Idempotency-Key, so that each answer is stored if and only if its rows are. It holds their keys
+   * first (409 for one another instance holds), and looks for their answers (OnceTaken for one
+   * stored already: another request with the key was answered first, and nothing is written). Either
+   * fails the batch, whose inserts then run each alone (../batches.ts).
+   */
+  async function insertWithAnswers(trx: WriteTx, batch: Insert[], params: SqlValue[]): Promise<Written[]> {
+    const { accountId, collection } = batch[0];
+    const keyed = batch.filter((insert): insert is Insert & { once: Once<InsertedRows> } => insert.once !== undefined);
+    const keys = JSON.stringify(keyed.map(({ once }) => [once.key, once.at]));
+    const held = await db.run<{ held: boolean; answered: boolean }>(trx, holdOncesSql, [accountId, accountId, keys]);
+    if (held.some((key) => !key.held)) throw onceInProgress();
+    if (held.some((key) => key.answered)) throw new OnceTaken();
+    const written = await db.run<Written>(trx, insertBatchSql, params);
+    if (written.length === 0) throw collectionNotFound(collection);
+    const firsts = firstsOf(written[0], batch);
+    const answers = batch.flatMap(({ texts, once }, index) => {
+      if (!once) return [];
+      const { status, headers, body } = storedAnswer(once.answer(insertedRows(firsts[index], texts)));
+      return [[once.key, once.hash, status, JSON.stringify(headers), body, once.at, once.expiresAt]];
+    });
+    const recorded = await db.run(trx, recordOncesSql, [accountId, JSON.stringify(answers)]);
+    if (recorded.length < answers.length) throw new OnceTaken();
+    return written;
+  }
 
   return {
     async insertRows(accountId, collection, items, options) {
       // Node's work comes first: the write holds the collection's row from its first statement to its commit.
       const texts = items.map((fields) => JSON.stringify(fields));
       if (texts.some(overRowBound)) throw rowTooLarge();
-      const once = options?.once;
-      // An insert sent with an Idempotency-Key stores its answer in its own transaction, batched with no other.
-      if (once) {
-        let collectionId = 0;
-        const inserted = await knex.transaction(async (trx) => {
-          await beginOnce(db, trx, accountId, once);
-          const params = [accountId, collection, texts.length, texts.join('\n'), CHANNEL, changes.instance];
-          const [written] = await db.run<{ id: number; first_id: number | string; first_seq: number | string }>(
-            trx,
-            insertBatchSql,
-            params,
-          );
-          if (!written) throw collectionNotFound(collection);
-          collectionId = Number(written.id);
-          const rows = insertedRows({ collectionId, id: Number(written.first_id), seq: Number(written.first_seq) }, texts);
-          await recordOnce(db, trx, accountId, once, rows);
-          return rows;
-        });
-        // Committed: this process's listeners hear it now, the others through the statement's NOTIFY.
-        changes.emit('change', collectionId);
-        return inserted;
-      }
-      const first = await inserts.add(`${accountId}/${collection}`, { accountId, collection, texts }, texts.length);
+      // Batched with the inserts into the collection that wait their turn, sent with an Idempotency-Key or not.
+      const insert: Insert = { accountId, collection, texts, once: options?.once };
+      const first = await inserts.add(`${accountId}/${collection}`, insert, texts.length);
       return insertedRows(first, texts);
     },
 
@@ -220,4 +237,17 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: PageSou
       await knex.transaction((trx) => importRowsIn(db, trx, importer, accountId, collection, rows, lastRowId));
     },
   };
+}
+
+/** Each insert's first id and seq: its rows follow those of the inserts before it in the batch. */
+function firstsOf(written: Written, batch: Insert[]): FirstInserted[] {
+  const collectionId = Number(written.id);
+  let id = Number(written.first_id);
+  let seq = Number(written.first_seq);
+  return batch.map(({ texts }) => {
+    const first = { collectionId, id, seq };
+    id += texts.length;
+    seq += texts.length;
+    return first;
+  });
 }

@@ -48,6 +48,27 @@ export const advanceReadingRowSql = `with counters as (update collections
 /** holdOnce() of the Dialect: the account's Idempotency-Key, held until the transaction ends, if no other transaction holds it. */
 export const holdOnceSql = 'select pg_try_advisory_xact_lock(?, hashtext(?)) as held';
 
+/**
+ * holdOnceSql for the Idempotency-Keys of a batch of inserts (rows.ts), with whether each has an
+ * answer stored that has not expired when its request came: `?` the account, `?` the account again, `?`
+ * a JSON array of `[key, the time its request came]`. One row a key.
+ */
+export const holdOncesSql = `select pg_try_advisory_xact_lock(?::integer, hashtext(k ->> 0)) as held,
+    exists (select 1 from idempotency_keys i where i.account_id = ?::integer and i.key = k ->> 0 and i.expires_at > k ->> 1) as answered
+  from json_array_elements(?::json) k`;
+
+/**
+ * recordOnceSql (../sql.ts) for the Idempotency-Keys of a batch of inserts: `?` the account, `?` a JSON
+ * array of `[key, hash, status, headers, body, at, expires at]`. Answers the key of each answer stored;
+ * a key missing from them holds an answer another request stored first.
+ */
+export const recordOncesSql = `insert into idempotency_keys (account_id, key, request_hash, status, headers, body, created_at, expires_at)
+  select ?::integer, j ->> 0, j ->> 1, (j ->> 2)::integer, j ->> 3, j ->> 4, j ->> 5, j ->> 6 from json_array_elements(?::json) j
+  on conflict (account_id, key) do update set request_hash = excluded.request_hash, status = excluded.status,
+    headers = excluded.headers, body = excluded.body, created_at = excluded.created_at, expires_at = excluded.expires_at
+    where idempotency_keys.expires_at <= excluded.created_at
+  returning key`;
+
 /** Announces a change to every instance on commit (changes.ts): the channel, then `<instance> <collection id>`. */
 export const notifySql = 'select pg_notify(?, ?)';
 

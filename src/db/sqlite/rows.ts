@@ -6,7 +6,7 @@ import { ApiError, queryTimeout } from '../../errors.ts';
 import { advance, collectionNotFound } from '../collections.ts';
 import type { Dialect, WriteTx } from '../dialect.ts';
 import { exportCollection } from '../exports.ts';
-import { beginOnce, type Once, OnceTaken, recordOnce } from '../idempotency.ts';
+import { beginOnce, type OnceRequest, OnceTaken, recordOnce } from '../idempotency.ts';
 import { importRowsIn, type RowImporter } from '../imports.ts';
 import type { RowOperations } from '../operations.ts';
 import { type PageSource, readPage } from '../pages.ts';
@@ -14,7 +14,7 @@ import { changedRows, deleteRowIn, deleteRowsIn, matchedRows } from '../row-writ
 import {
   assignable,
   type Fields,
-  type InsertedRows,
+  type FirstInserted,
   insertedRows,
   noSuchRow,
   overRowBound,
@@ -28,23 +28,12 @@ import {
   versionOf,
 } from '../rows.ts';
 import { collectionSql } from '../sql.ts';
-import {
-  fieldName,
-  importRowsSql,
-  insertSql,
-  keysSql,
-  MAX_FIELDS_BY_PATH,
-  patchedRowSql,
-  patchSql,
-  pathSafe,
-  recordOncesSql,
-  rowsSql,
-} from './sql.ts';
+import { fieldName, importRowsSql, insertSql, keysSql, MAX_FIELDS_BY_PATH, patchedRowSql, patchSql, pathSafe, rowsSql } from './sql.ts';
 import type { SqliteStatements } from './statements.ts';
 import type { GroupedWrites } from './writes.ts';
 
-/** An insert sent with an Idempotency-Key, as it waits in the writer's queue. */
-type OnceInsert = { texts: string[]; once: Once<InsertedRows> };
+/** An insert as it waits in the writer's queue: its rows' texts, and its Idempotency-Key if it was sent with one. */
+type Insert = { texts: string[]; once?: OnceRequest };
 
 /** A patch of row `rowId` as row_patches takes it (sql.ts): its fields as `[JSON path, JSON text]`. */
 type FieldPatch = { rowId: number; fields: string[][] };
@@ -94,37 +83,42 @@ export function sqliteRows({ db, queryTimeoutMs, statements, writes, pages }: Sq
   }
 
   /**
-   * Inserts sent with an Idempotency-Key, merged: their rows as one statement, as other inserts are,
-   * then their answers as one more, in the transaction the writer runs them in. A key whose answer
-   * another process stored first fails the group (OnceTaken), whose inserts then run each alone.
+   * Inserts, in one statement (insertSql), with the answers of those sent with an Idempotency-Key:
+   * answers each request's first id and seq, its rows following those of the requests before it. A
+   * key whose answer another request stored first aborts the statement, which wrote nothing
+   * (OnceTaken); the inserts merged with it then run again each alone (../batches.ts).
    */
-  async function insertOnce(trx: WriteTx, accountId: number, collection: string, batch: OnceInsert[]): Promise<InsertedRows[]> {
-    const all = batch.flatMap(({ texts }) => texts);
-    const at = new Date().toISOString();
-    const [written] = await db.run<{ id: number | null; last_row_id: number; last_seq: number }>(trx, insertSql, [
-      accountId,
-      collection,
-      all.length,
-      JSON.stringify(all),
-      at,
-    ]);
+  async function writeInserts(trx: WriteTx, accountId: number, collection: string, inserts: Insert[]): Promise<FirstInserted[]> {
+    const all = inserts.length === 1 ? inserts[0].texts : inserts.flatMap(({ texts }) => texts);
+    // As row_inserts takes them (sql.ts); the hashes and the times are hex digits and ISO 8601, with nothing to escape.
+    let onces = '';
+    let place = 0;
+    for (const { texts, once } of inserts) {
+      if (once) {
+        onces += `${onces ? ',' : ''}[${JSON.stringify(once.key)},"${once.hash}","${once.at}","${once.expiresAt}",${place},${texts.length}]`;
+      }
+      place += texts.length;
+    }
+    const params = [accountId, collection, all.length, JSON.stringify(all), new Date().toISOString(), `[${onces}]`];
+    let written: { id: number | null; last_row_id: number; last_seq: number };
+    try {
+      [written] = await db.run(trx, insertSql, params);
+    } catch (error) {
+      // The only constraint an insert's statement can break is its trigger's check of the keys (sql.ts, row_inserts).
+      if (onces && (error as { code?: unknown }).code === 'SQLITE_CONSTRAINT') throw new OnceTaken();
+      throw error;
+    }
     if (written.id === null) throw collectionNotFound(collection);
     await db.announce(trx, written.id);
+    const firsts: FirstInserted[] = [];
     let id = written.last_row_id - all.length + 1;
     let seq = written.last_seq - all.length + 1;
-    const answers: InsertedRows[] = [];
-    const stored: unknown[] = [];
-    for (const { texts, once } of batch) {
-      const inserted = insertedRows({ collectionId: written.id, id, seq }, texts);
-      answers.push(inserted);
-      const { status, headers, body } = once.answer(inserted);
-      stored.push([once.key, once.hash, status, JSON.stringify(headers), body, once.at, once.expiresAt]);
+    for (const { texts } of inserts) {
+      firsts.push({ collectionId: written.id, id, seq });
       id += texts.length;
       seq += texts.length;
     }
-    const recorded = await db.run(trx, recordOncesSql, [accountId, JSON.stringify(stored)]);
-    if (recorded.length < batch.length) throw new OnceTaken();
-    return answers;
+    return firsts;
   }
 
   return {
@@ -132,31 +126,11 @@ export function sqliteRows({ db, queryTimeoutMs, statements, writes, pages }: Sq
       // Node's work comes first: the write holds the writer from its first statement to its end.
       const texts = items.map((fields) => JSON.stringify(fields));
       if (texts.some(overRowBound)) throw rowTooLarge();
-      const once = options?.once;
-      // Inserts sent with an Idempotency-Key merge with one another, in a transaction that also stores their answers.
-      if (once) {
-        const key = `insert-once/${accountId}/${collection}`;
-        return writes.mergeInTransaction(key, texts.length, { texts, once }, (trx, batch: OnceInsert[]) =>
-          insertOnce(trx, accountId, collection, batch),
-        );
-      }
-      const first = await writes.merge(`insert/${accountId}/${collection}`, texts.length, texts, async (trx, batches: string[][]) => {
-        const all = batches.flat();
-        const params = [accountId, collection, all.length, JSON.stringify(all), new Date().toISOString()];
-        const [written] = await db.run<{ id: number | null; last_row_id: number; last_seq: number }>(trx, insertSql, params);
-        if (written.id === null) throw collectionNotFound(collection);
-        await db.announce(trx, written.id);
-        // Each request's first id and seq: its rows follow those of the requests before it.
-        const firsts: { collectionId: number; id: number; seq: number }[] = [];
-        let id = written.last_row_id - all.length + 1;
-        let seq = written.last_seq - all.length + 1;
-        for (const batch of batches) {
-          firsts.push({ collectionId: written.id, id, seq });
-          id += batch.length;
-          seq += batch.length;
-        }
-        return firsts;
-      });
+      const insert: Insert = { texts, once: options?.once };
+      // Merged with the inserts into the collection queued beside it, sent with an Idempotency-Key or not.
+      const first = await writes.merge(`insert/${accountId}/${collection}`, texts.length, insert, (trx, inserts: Insert[]) =>
+        writeInserts(trx, accountId, collection, inserts),
+      );
       return insertedRows(first, texts);
     },
 

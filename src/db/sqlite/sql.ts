@@ -235,13 +235,27 @@ const insertEvents = (select: string) => `insert into events (collection_id, seq
     select collection_id, seq, 'insert', id, ${rowJsonSql}, new.at from (${select})`;
 
 /**
- * `row_inserts (collection_id, n, texts, at)`: `texts` is a JSON array of the `n` rows' texts
- * (JSON.stringify of each row's fields but id); row `i` (from 0) takes the next id and seq, `at` is the
- * events' time. No such collection (a null id): nothing is written (insertSql answers a null id).
+ * `row_inserts (collection_id, n, texts, at, account_id, onces)`: `texts` is a JSON array of the `n`
+ * rows' texts (JSON.stringify of each row's fields but id); row `i` (from 0) takes the next id and seq,
+ * `at` is the events' time. No such collection (a null id): nothing is written (insertSql answers a
+ * null id).
+ *
+ * `onces` holds the Idempotency-Keys of the inserts sent with one (openapi.yaml, IdempotencyKey), a
+ * JSON array, empty for none, of `[key, request hash, at, expires at, first, n]`: `first` the place in
+ * `texts` of the request's first row, `n` its number of rows. Each key's answer is stored by the same
+ * statement as its rows, so that it is stored if and only if they are: the answer of insertRows
+ * (openapi.yaml), 201 with the rows as their insert events hold them (rowJsonSql), read in seq order
+ * through the events' primary key, and the row's ETag when there is one row. A key whose answer is stored and not expired aborts the statement before it writes
+ * anything (SQLITE_CONSTRAINT): another request with the key was answered first (rows.ts). CROSS JOIN
+ * keeps the keys sent the outer loop: each is one primary key lookup, where the planner would
+ * otherwise read every key of the account.
  */
 const rowInserts = `
-  create temp view if not exists row_inserts (collection_id, n, texts, at) as select null, null, null, null where 0;
+  create temp view if not exists row_inserts (collection_id, n, texts, at, account_id, onces) as
+    select null, null, null, null, null, null where 0;
   create temp trigger if not exists row_inserts_write instead of insert on row_inserts begin
+    select raise(abort, 'idempotency key answered') from json_each(new.onces) o
+      cross join idempotency_keys k on k.account_id = new.account_id and k.key = o.value ->> 0 and k.expires_at > o.value ->> 2;
     update collections set last_row_id = last_row_id + new.n, last_seq = last_seq + new.n, row_count = row_count + new.n
       where id = new.collection_id;
     insert into rows (collection_id, id, data, version)
@@ -249,6 +263,16 @@ const rowInserts = `
       from collections c, json_each(new.texts) t where ${collection};
     ${insertEvents(`select c.id as collection_id, c.last_seq - new.n + 1 + t.key as seq, c.last_row_id - new.n + 1 + t.key as id, t.value as data from collections c, json_each(new.texts) t where ${collection}`)};
     ${sortKeys('json_each(new.texts) r', 'c.last_row_id - new.n + 1 + r.key', 'r.value')};
+    insert into idempotency_keys (account_id, key, request_hash, status, headers, body, created_at, expires_at)
+      select new.account_id, o.value ->> 0, o.value ->> 1, 201,
+        case when o.value ->> 5 = 1
+          then '{"ETag":"\\"' || c.id || '.' || (c.last_seq - new.n + 1 + (o.value ->> 4)) || '\\""}' else '{}' end,
+        '[' || coalesce((select group_concat(e.row, ',') from events e where e.collection_id = c.id
+          and e.seq between c.last_seq - new.n + 1 + (o.value ->> 4) and c.last_seq - new.n + (o.value ->> 4) + (o.value ->> 5)), '') || ']',
+        o.value ->> 2, o.value ->> 3
+      from collections c, json_each(new.onces) o where ${collection}
+      on conflict (account_id, key) do update set request_hash = excluded.request_hash, status = excluded.status,
+        headers = excluded.headers, body = excluded.body, created_at = excluded.created_at, expires_at = excluded.expires_at;
   end;`;
 
 /**
@@ -321,13 +345,14 @@ const updateEvent = (patched: string, row: string) => `insert into events (colle
 export const sqliteProcedures = rowInserts + Array.from({ length: MAX_FIELDS_BY_PATH + 1 }, (_, n) => rowPatches(n)).join('');
 
 /**
- * A group of inserts: `?1` account, `?2` collection, `?3` n, `?4` texts, `?5` at. Answers `id`, the
+ * A group of inserts: `?1` account, `?2` collection, `?3` n, `?4` texts, `?5` at, `?6` onces (as
+ * row_inserts takes them). Answers `id`, the
  * collection's (null when there is no such collection), and its `last_row_id` and `last_seq` once the rows are in.
  * One row of VALUES, the collection's id found in it: an INSERT … SELECT into a view first copies the
  * SELECT's rows into a temporary table, and a trigger that found the collection by name would look it
  * up in each of its statements.
  */
-export const insertSql = `insert into row_inserts values (${collectionId}, ?3, ?4, ?5)
+export const insertSql = `insert into row_inserts values (${collectionId}, ?3, ?4, ?5, ?1, ?6)
   returning collection_id as id, (select last_row_id from collections where id = row_inserts.collection_id) as last_row_id,
     (select last_seq from collections where id = row_inserts.collection_id) as last_seq`;
 
@@ -371,20 +396,6 @@ const onePatchSqls = Array.from(
  */
 export const onceAnswersSql = `select j.key as i, k.request_hash, k.status, k.headers, k.body from json_each(?) j
   cross join idempotency_keys k on k.account_id = j.value ->> 0 and k.key = j.value ->> 1 and k.expires_at > j.value ->> 2`;
-
-/**
- * recordOnceSql (../sql.ts) for the Idempotency-Keys of several inserts merged into one write: `?1` the
- * account, `?2` a JSON array of `[key, hash, status, headers, body, at, expires at]`. Answers the key of
- * each answer stored; a key missing from them holds an answer another request stored first. (`where
- * true`: SQLite reads the ON CONFLICT of an INSERT … SELECT only after a WHERE.)
- */
-export const recordOncesSql = `insert into idempotency_keys (account_id, key, request_hash, status, headers, body, created_at, expires_at)
-  select ?1, j.value ->> 0, j.value ->> 1, j.value ->> 2, j.value ->> 3, j.value ->> 4, j.value ->> 5, j.value ->> 6
-    from json_each(?2) j where true
-  on conflict (account_id, key) do update set request_hash = excluded.request_hash, status = excluded.status,
-    headers = excluded.headers, body = excluded.body, created_at = excluded.created_at, expires_at = excluded.expires_at
-    where idempotency_keys.expires_at <= excluded.created_at
-  returning key`;
 
 /**
  * Knex's own tables for migrations, as Knex makes them on SQLite, and the one row of its lock: each

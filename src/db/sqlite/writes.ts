@@ -41,8 +41,6 @@ interface Merge {
   size: number;
   item: unknown;
   work: MergedWork<unknown, unknown>;
-  /** Its work is several statements: it runs in a transaction, alone on the connection, as a transaction does. */
-  transaction: boolean;
 }
 
 interface Job {
@@ -99,16 +97,7 @@ export class GroupedWrites {
    * beside it (one call of `work` for all of them), and answers its result.
    */
   merge<I, R>(key: string, size: number, item: I, work: MergedWork<I, R>): Promise<R> {
-    return this.enqueue(undefined, { key, size, item, work: work as MergedWork<unknown, unknown>, transaction: false }) as Promise<R>;
-  }
-
-  /**
-   * As merge(), for a `work` of several statements (an insert and the answers of its Idempotency-Keys):
-   * the writes of `key` queued beside each other go together, in a transaction that has the connection
-   * to itself, as run()'s do.
-   */
-  mergeInTransaction<I, R>(key: string, size: number, item: I, work: MergedWork<I, R>): Promise<R> {
-    return this.enqueue(undefined, { key, size, item, work: work as MergedWork<unknown, unknown>, transaction: true }) as Promise<R>;
+    return this.enqueue(undefined, { key, size, item, work: work as MergedWork<unknown, unknown> }) as Promise<R>;
   }
 
   /** Every write is queued through here: once per request, so it makes no more than the job and its promise. */
@@ -128,7 +117,7 @@ export class GroupedWrites {
   private pump(): void {
     while (this.queue.length > 0 && !this.exclusive && !(this.held && this.othersWait())) {
       const first = this.queue[0];
-      if (first.merge && !first.merge.transaction) {
+      if (first.merge) {
         if (this.inFlight >= MAX_IN_FLIGHT) return;
         if (this.inFlight > 0 && (this.waiting.get(first.merge.key) ?? 0) < SECOND_GROUP) return;
         this.queue.shift();
@@ -142,7 +131,7 @@ export class GroupedWrites {
         if (this.inFlight > 0) return;
         this.queue.shift();
         this.exclusive = true;
-        void (first.merge ? this.runMerged(first) : this.runTransaction(first)).finally(() => {
+        void this.runTransaction(first).finally(() => {
           this.exclusive = false;
           this.pump();
         });
@@ -195,19 +184,16 @@ export class GroupedWrites {
     return taken;
   }
 
-  /**
-   * `first` merged with the writes of its key queued beside it: as one statement with no transaction, or
-   * (mergeInTransaction) in a transaction of their own.
-   */
+  /** `first` merged with the writes of its key queued beside it, as one statement with no transaction. */
   private async runMerged(first: Job): Promise<void> {
     const group = this.takeMergeable(first);
-    const { key, work, transaction } = first.merge!;
+    const { key, work } = first.merge!;
     const left = this.waiting.get(key)! - group.length;
     if (left > 0) this.waiting.set(key, left);
     else this.waiting.delete(key);
     this.count(group, true);
     const taken = group.map(({ merge, resolve, reject }) => ({ item: merge!.item, resolve, reject }));
-    await runBatch(taken, (items) => this.hold((trx) => work(trx, items), transaction));
+    await runBatch(taken, (items) => this.hold((trx) => work(trx, items), false));
   }
 
   /**

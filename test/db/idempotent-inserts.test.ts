@@ -1,0 +1,112 @@
+// Inserts sent with an Idempotency-Key (src/db/idempotency.ts) go together with the other inserts into
+// their collection: on SQLite one statement stores the rows and the answers of their keys
+// (src/db/sqlite/sql.ts, row_inserts), on PostgreSQL one transaction (src/db/postgres/rows.ts). Each
+// key's answer is stored with its rows, and a key answered already fails its own insert alone.
+import { expect } from 'chai';
+import { answerOnce, type FoundAnswer, OnceTaken } from '../../src/db/idempotency.ts';
+import type { Fields, InsertedRows } from '../../src/db/rows.ts';
+import type { SqliteStore } from '../../src/db/sqlite/index.ts';
+import { openStore, type Store } from '../../src/db/store.ts';
+import { createDatabase, describeEachBackend, type TestDatabase } from '../support/backends.ts';
+
+type Row = { id: number } & Record<string, unknown>;
+
+/** The answer of insertRows as the handler makes it (src/handlers/rows.ts): 201, the rows, one row's ETag. */
+const answerInserted = ({ json, versions }: InsertedRows) => ({
+  status: 201,
+  body: json,
+  headers: versions.length === 1 ? { ETag: `"${versions[0]}"` } : undefined,
+});
+
+describeEachBackend('inserts sent with an Idempotency-Key, merged', (backend) => {
+  let database: TestDatabase;
+  let store: Store;
+  let accountId: number;
+  beforeEach(async () => {
+    database = await createDatabase(backend);
+    store = await openStore(database.url);
+    await store.createKey('writer');
+    accountId = (await store.knex('accounts').where({ name: 'writer' }).first('id')).id;
+    await store.createCollection(accountId, 'notes');
+  });
+  afterEach(async () => {
+    await store?.close().catch(() => {});
+    await database?.drop();
+  });
+
+  const at = new Date().toISOString();
+  const expiresAt = new Date(Date.now() + 60_000).toISOString();
+  const once = (key: string) => answerOnce({ key, hash: `hash of ${key}`, at, expiresAt }, answerInserted);
+  const insert = (rows: Fields[], key?: string) =>
+    store.insertRows(accountId, 'notes', rows, { once: key === undefined ? undefined : once(key) });
+  const merged = () => (backend === 'sqlite' ? (store as SqliteStore).writes.stats.merged : undefined);
+  const found = (key: string) => store.findOnce(accountId, key, at);
+  /** The answer as it is stored, from what the insert answered. */
+  const storedOf = ({ json, versions }: InsertedRows): Omit<FoundAnswer, 'hash'> => ({
+    status: 201,
+    headers: versions.length === 1 ? { ETag: `"${versions[0]}"` } : {},
+    body: json,
+  });
+
+  it('store each key answer with its rows, exactly as the insert answered, merged with inserts sent without one', async () => {
+    const before = merged();
+    const sent = Array.from({ length: 16 }, (_, n) => ({
+      rows: Array.from({ length: n % 4 }, (_, i) => ({ n, i, text: 'é "quoted" \\' })),
+      key: n % 3 === 0 ? undefined : `k${n}`,
+    }));
+    const answers = await Promise.all(sent.map(({ rows, key }) => insert(rows, key)));
+    if (before !== undefined) expect(merged()! - before).to.be.greaterThan(0, 'some inserts were merged');
+    for (const [index, { rows, key }] of sent.entries()) {
+      const answer = answers[index];
+      expect((JSON.parse(answer.json) as Row[]).map(({ id, ...fields }) => fields)).to.deep.equal(rows);
+      if (key === undefined) continue;
+      const stored = await found(key);
+      expect(stored, key).to.deep.equal({ hash: `hash of ${key}`, ...storedOf(answer) });
+    }
+    const all = answers.flatMap(({ json }) => JSON.parse(json) as Row[]).sort((a, b) => a.id - b.id);
+    expect(all.map((row) => row.id)).to.deep.equal(Array.from({ length: all.length }, (_, i) => i + 1));
+    expect(await store.knex('idempotency_keys').count({ n: '*' }).first()).to.deep.equal({ n: backend === 'sqlite' ? 10 : '10' });
+  });
+
+  it('fail only the insert whose key was answered already, storing nothing of it, and the others', async () => {
+    const first = await insert([{ n: 0 }], 'answered');
+    const settled = await Promise.allSettled([
+      insert([{ n: 1 }]),
+      insert([{ n: 2 }], 'fresh'),
+      insert([{ n: 3 }], 'answered'),
+      insert([{ n: 4 }, { n: 5 }]),
+    ]);
+    expect(settled.map((each) => each.status)).to.deep.equal(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
+    expect((settled[2] as PromiseRejectedResult).reason).to.be.instanceOf(OnceTaken);
+    expect(await found('answered')).to.deep.equal({ hash: 'hash of answered', ...storedOf(first) });
+    expect(await found('fresh')).to.deep.equal({
+      hash: 'hash of fresh',
+      ...storedOf((settled[1] as PromiseFulfilledResult<InsertedRows>).value),
+    });
+    const rows = (await store.knex('rows').orderBy('id').select('data')).map(({ data }) => JSON.parse(data).n);
+    expect(rows.sort()).to.deep.equal([0, 1, 2, 4, 5]);
+  });
+
+  it('find the answer before the collection: a key answered already is taken even once its collection is gone', async () => {
+    await insert([{ n: 0 }], 'answered');
+    await store.deleteCollection(accountId, 'notes');
+    const retry = insert([{ n: 0 }], 'answered');
+    await retry.then(
+      () => expect.fail('the retry wrote'),
+      (error) => expect(error).to.be.instanceOf(OnceTaken),
+    );
+    const fresh = insert([{ n: 0 }], 'fresh');
+    await fresh.then(
+      () => expect.fail('an insert into no collection'),
+      (error) => expect(error.code).to.equal('not_found'),
+    );
+    expect(await found('fresh')).to.equal(undefined);
+  });
+
+  it('take again a key whose answer expired, storing the new answer', async () => {
+    await insert([{ n: 0 }], 'old');
+    await store.knex('idempotency_keys').where({ key: 'old' }).update({ expires_at: '2000-01-01T00:00:00.000Z' });
+    const again = await insert([{ n: 1 }], 'old');
+    expect(await found('old')).to.deep.equal({ hash: 'hash of old', ...storedOf(again) });
+  });
+});
