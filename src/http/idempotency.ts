@@ -44,7 +44,10 @@ export function idempotency(
     const { principal, route } = ctx.state;
     if (ctx.req.headers['idempotency-key'] === undefined || !principal || !route.operation || !changing.has(ctx.method)) return next();
     const key = keyOf(ctx.req);
-    const hash = requestHash(ctx.method, ctx.path, ctx.querystring, ctx.request.body);
+    // A key limited to some collections is not shown the answers of the account's other keys: the
+    // request it sends is its own, so another key's stored answer is for another request (422).
+    const sender = principal.collections ? `key ${principal.keyId}\n` : '';
+    const hash = requestHash(ctx.method, `${sender}${ctx.path}`, ctx.querystring, ctx.request.body);
     const ms = Date.now();
     if (ms !== clock.ms) {
       clock.ms = ms;

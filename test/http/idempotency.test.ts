@@ -35,6 +35,22 @@ describeEachBackend('Idempotency-Key', (backend) => {
   });
   after(() => server.stop());
 
+  it("is not answered to a key limited to other collections with another key's stored answer", async () => {
+    const account = `limited-${process.pid}-${backend}`;
+    const owner = await server.client(account);
+    const limited = await server.client(account, undefined, { collections: ['elsewhere'] });
+    expect((await owner.post('/v1/collections', { name: 'secret' })).status).to.equal(201);
+    expect((await owner.post('/v1/collections/secret/rows', [{ pin: 1234 }])).status).to.equal(201);
+    const key = newKey();
+    const patch = (who: Client) => who.request('PATCH', '/v1/collections/secret/rows/1', { json: { n: 1 }, headers: { 'idempotency-key': key } });
+    const first = await patch(owner);
+    expect(first.status).to.equal(200);
+    const retried = await patch(limited);
+    expect(retried.headers.get('idempotent-replayed')).to.equal(null);
+    expect(retried.status).to.be.oneOf([404, 422]);
+    expect(retried.text).to.not.include('1234');
+  });
+
   describe('a retry after the answer', () => {
     const scenarios: { name: string; rows: object[]; method: string; path: (name: string) => string; json?: unknown; events: string[] }[] =
       [
