@@ -42,7 +42,8 @@ describeEachBackend('Idempotency-Key', (backend) => {
     expect((await owner.post('/v1/collections', { name: 'secret' })).status).to.equal(201);
     expect((await owner.post('/v1/collections/secret/rows', [{ pin: 1234 }])).status).to.equal(201);
     const key = newKey();
-    const patch = (who: Client) => who.request('PATCH', '/v1/collections/secret/rows/1', { json: { n: 1 }, headers: { 'idempotency-key': key } });
+    const patch = (who: Client) =>
+      who.request('PATCH', '/v1/collections/secret/rows/1', { json: { n: 1 }, headers: { 'idempotency-key': key } });
     const first = await patch(owner);
     expect(first.status).to.equal(200);
     const retried = await patch(limited);
