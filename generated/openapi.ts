@@ -1694,7 +1694,9 @@ export interface components {
          *     request is `422 idempotency_key_reused`; a retry while the first request is still running (on any
          *     instance) `409 idempotency_key_in_use`. A request that fails (any `4xx` or `5xx`) writes nothing
          *     and stores no answer: its retry runs again. Keys are the account's: another account's same key
-         *     is another key. An empty key, a longer one, one of other characters, or two `Idempotency-Key`
+         *     is another key. An API key limited to some collections (`Key.collections`) has requests of its
+         *     own: the answer another API key of the account stored under the same Idempotency-Key is for
+         *     another request (`422`), so that a limited key is never shown a change it may not see. An empty key, a longer one, one of other characters, or two `Idempotency-Key`
          *     headers are `400 validation_failed`, its error naming the header. A replay counts toward the plan
          *     as any request.
          * @example 8e03978e-40d5-43e8-bc93-6894a57f9324
@@ -1938,7 +1940,9 @@ export interface operations {
                  *     request is `422 idempotency_key_reused`; a retry while the first request is still running (on any
                  *     instance) `409 idempotency_key_in_use`. A request that fails (any `4xx` or `5xx`) writes nothing
                  *     and stores no answer: its retry runs again. Keys are the account's: another account's same key
-                 *     is another key. An empty key, a longer one, one of other characters, or two `Idempotency-Key`
+                 *     is another key. An API key limited to some collections (`Key.collections`) has requests of its
+                 *     own: the answer another API key of the account stored under the same Idempotency-Key is for
+                 *     another request (`422`), so that a limited key is never shown a change it may not see. An empty key, a longer one, one of other characters, or two `Idempotency-Key`
                  *     headers are `400 validation_failed`, its error naming the header. A replay counts toward the plan
                  *     as any request.
                  * @example 8e03978e-40d5-43e8-bc93-6894a57f9324
@@ -2070,7 +2074,9 @@ export interface operations {
                  *     request is `422 idempotency_key_reused`; a retry while the first request is still running (on any
                  *     instance) `409 idempotency_key_in_use`. A request that fails (any `4xx` or `5xx`) writes nothing
                  *     and stores no answer: its retry runs again. Keys are the account's: another account's same key
-                 *     is another key. An empty key, a longer one, one of other characters, or two `Idempotency-Key`
+                 *     is another key. An API key limited to some collections (`Key.collections`) has requests of its
+                 *     own: the answer another API key of the account stored under the same Idempotency-Key is for
+                 *     another request (`422`), so that a limited key is never shown a change it may not see. An empty key, a longer one, one of other characters, or two `Idempotency-Key`
                  *     headers are `400 validation_failed`, its error naming the header. A replay counts toward the plan
                  *     as any request.
                  * @example 8e03978e-40d5-43e8-bc93-6894a57f9324
@@ -2346,7 +2352,9 @@ export interface operations {
                  *     request is `422 idempotency_key_reused`; a retry while the first request is still running (on any
                  *     instance) `409 idempotency_key_in_use`. A request that fails (any `4xx` or `5xx`) writes nothing
                  *     and stores no answer: its retry runs again. Keys are the account's: another account's same key
-                 *     is another key. An empty key, a longer one, one of other characters, or two `Idempotency-Key`
+                 *     is another key. An API key limited to some collections (`Key.collections`) has requests of its
+                 *     own: the answer another API key of the account stored under the same Idempotency-Key is for
+                 *     another request (`422`), so that a limited key is never shown a change it may not see. An empty key, a longer one, one of other characters, or two `Idempotency-Key`
                  *     headers are `400 validation_failed`, its error naming the header. A replay counts toward the plan
                  *     as any request.
                  * @example 8e03978e-40d5-43e8-bc93-6894a57f9324
@@ -2447,7 +2455,9 @@ export interface operations {
                  *     request is `422 idempotency_key_reused`; a retry while the first request is still running (on any
                  *     instance) `409 idempotency_key_in_use`. A request that fails (any `4xx` or `5xx`) writes nothing
                  *     and stores no answer: its retry runs again. Keys are the account's: another account's same key
-                 *     is another key. An empty key, a longer one, one of other characters, or two `Idempotency-Key`
+                 *     is another key. An API key limited to some collections (`Key.collections`) has requests of its
+                 *     own: the answer another API key of the account stored under the same Idempotency-Key is for
+                 *     another request (`422`), so that a limited key is never shown a change it may not see. An empty key, a longer one, one of other characters, or two `Idempotency-Key`
                  *     headers are `400 validation_failed`, its error naming the header. A replay counts toward the plan
                  *     as any request.
                  * @example 8e03978e-40d5-43e8-bc93-6894a57f9324
@@ -2603,7 +2613,9 @@ export interface operations {
                  *     request is `422 idempotency_key_reused`; a retry while the first request is still running (on any
                  *     instance) `409 idempotency_key_in_use`. A request that fails (any `4xx` or `5xx`) writes nothing
                  *     and stores no answer: its retry runs again. Keys are the account's: another account's same key
-                 *     is another key. An empty key, a longer one, one of other characters, or two `Idempotency-Key`
+                 *     is another key. An API key limited to some collections (`Key.collections`) has requests of its
+                 *     own: the answer another API key of the account stored under the same Idempotency-Key is for
+                 *     another request (`422`), so that a limited key is never shown a change it may not see. An empty key, a longer one, one of other characters, or two `Idempotency-Key`
                  *     headers are `400 validation_failed`, its error naming the header. A replay counts toward the plan
                  *     as any request.
                  * @example 8e03978e-40d5-43e8-bc93-6894a57f9324
@@ -2730,7 +2742,9 @@ export interface operations {
                  *     request is `422 idempotency_key_reused`; a retry while the first request is still running (on any
                  *     instance) `409 idempotency_key_in_use`. A request that fails (any `4xx` or `5xx`) writes nothing
                  *     and stores no answer: its retry runs again. Keys are the account's: another account's same key
-                 *     is another key. An empty key, a longer one, one of other characters, or two `Idempotency-Key`
+                 *     is another key. An API key limited to some collections (`Key.collections`) has requests of its
+                 *     own: the answer another API key of the account stored under the same Idempotency-Key is for
+                 *     another request (`422`), so that a limited key is never shown a change it may not see. An empty key, a longer one, one of other characters, or two `Idempotency-Key`
                  *     headers are `400 validation_failed`, its error naming the header. A replay counts toward the plan
                  *     as any request.
                  * @example 8e03978e-40d5-43e8-bc93-6894a57f9324
@@ -2835,7 +2849,9 @@ export interface operations {
                  *     request is `422 idempotency_key_reused`; a retry while the first request is still running (on any
                  *     instance) `409 idempotency_key_in_use`. A request that fails (any `4xx` or `5xx`) writes nothing
                  *     and stores no answer: its retry runs again. Keys are the account's: another account's same key
-                 *     is another key. An empty key, a longer one, one of other characters, or two `Idempotency-Key`
+                 *     is another key. An API key limited to some collections (`Key.collections`) has requests of its
+                 *     own: the answer another API key of the account stored under the same Idempotency-Key is for
+                 *     another request (`422`), so that a limited key is never shown a change it may not see. An empty key, a longer one, one of other characters, or two `Idempotency-Key`
                  *     headers are `400 validation_failed`, its error naming the header. A replay counts toward the plan
                  *     as any request.
                  * @example 8e03978e-40d5-43e8-bc93-6894a57f9324
@@ -3161,7 +3177,9 @@ export interface operations {
                  *     request is `422 idempotency_key_reused`; a retry while the first request is still running (on any
                  *     instance) `409 idempotency_key_in_use`. A request that fails (any `4xx` or `5xx`) writes nothing
                  *     and stores no answer: its retry runs again. Keys are the account's: another account's same key
-                 *     is another key. An empty key, a longer one, one of other characters, or two `Idempotency-Key`
+                 *     is another key. An API key limited to some collections (`Key.collections`) has requests of its
+                 *     own: the answer another API key of the account stored under the same Idempotency-Key is for
+                 *     another request (`422`), so that a limited key is never shown a change it may not see. An empty key, a longer one, one of other characters, or two `Idempotency-Key`
                  *     headers are `400 validation_failed`, its error naming the header. A replay counts toward the plan
                  *     as any request.
                  * @example 8e03978e-40d5-43e8-bc93-6894a57f9324
@@ -3254,7 +3272,9 @@ export interface operations {
                  *     request is `422 idempotency_key_reused`; a retry while the first request is still running (on any
                  *     instance) `409 idempotency_key_in_use`. A request that fails (any `4xx` or `5xx`) writes nothing
                  *     and stores no answer: its retry runs again. Keys are the account's: another account's same key
-                 *     is another key. An empty key, a longer one, one of other characters, or two `Idempotency-Key`
+                 *     is another key. An API key limited to some collections (`Key.collections`) has requests of its
+                 *     own: the answer another API key of the account stored under the same Idempotency-Key is for
+                 *     another request (`422`), so that a limited key is never shown a change it may not see. An empty key, a longer one, one of other characters, or two `Idempotency-Key`
                  *     headers are `400 validation_failed`, its error naming the header. A replay counts toward the plan
                  *     as any request.
                  * @example 8e03978e-40d5-43e8-bc93-6894a57f9324
