@@ -1,10 +1,10 @@
 import Koa from 'koa';
 import type { Deps } from './handlers/types.ts';
 import { jsonBody } from './http/body.ts';
-import { idempotency } from './http/idempotency.ts';
 import { type Observer, observe } from './http/observe.ts';
 import type { Router } from './http/operations.ts';
 import { problems } from './http/respond.ts';
+import { idempotency } from './http/safe-writes.ts';
 import { authenticate, checkRequest, meterUsage, type Responses, requestId } from './http/stages.ts';
 import type { Logger } from './log.ts';
 
