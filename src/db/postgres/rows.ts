@@ -165,7 +165,7 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: PageSou
     async updateRow(accountId, collection, rowId, patch, options) {
       if (!assignable(rowId)) return noSuchRow(db, accountId, collection, rowId);
       return knex.transaction(async (trx) => {
-        await beginOnce(db, trx, accountId, options?.once);
+        if (options?.once) await beginOnce(db, trx, accountId, options.once);
         const [counters] = await db.run<{
           id: number | string;
           last_seq: number | string;
@@ -186,7 +186,7 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: PageSou
         await rekeyPatchedRow(db, trx, id, JSON.parse(counters.sorted), rowId, patch, data);
         await appendEvents(db, trx, id, seq, 'update', [eventRow(rowId, data, counters.current)]);
         const patched = { json: rowJson(rowId, data), version: versionOf(id, seq) };
-        await recordOnce(db, trx, accountId, options?.once, patched);
+        if (options?.once) await recordOnce(db, trx, accountId, options.once, patched);
         return patched;
       });
     },
@@ -199,13 +199,13 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: PageSou
     async updateRowsWhere(accountId, collection, filter, patch, max, options) {
       const where = pages.filterSql(filter);
       return knex.transaction(async (trx) => {
-        await beginOnce(db, trx, accountId, options?.once);
+        if (options?.once) await beginOnce(db, trx, accountId, options.once);
         // The collection's row first, held until commit: no write of the collection comes between the match and the change.
         const { id } = await advance(db, trx, accountId, collection, 0);
         const matched = await matchedRows(db, trx, id, where, max);
         if (matched.length === 0) {
           const none = changedRows([]);
-          await recordOnce(db, trx, accountId, options?.once, none);
+          if (options?.once) await recordOnce(db, trx, accountId, options.once, none);
           return none;
         }
         const patched = matched.map((row) => ({
@@ -221,7 +221,7 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: PageSou
         const rows = patched.map((row) => eventRow(row.id, row.data, row.before));
         await appendEvents(db, trx, id, lastSeq, 'update', rows);
         const changed = changedRows(rows);
-        await recordOnce(db, trx, accountId, options?.once, changed);
+        if (options?.once) await recordOnce(db, trx, accountId, options.once, changed);
         return changed;
       });
     },
