@@ -80,8 +80,19 @@ export const updateRowsSql = `update rows set data = x.value ->> 1, version = ?:
   from json_array_elements(?::json) with ordinality x
   where rows.collection_id = ? and rows.id = (x.value ->> 0)::bigint`;
 
-/** Sets a row's text and its version, the seq of its update event. */
-export const updateRowSql = 'update rows set data = ?, version = ? where collection_id = ? and id = ?';
+/**
+ * A patch of one row, once advanceReadingRowSql has held its collection and read it: the row's text
+ * and version, its update event and the NOTIFY of the change (changes.ts), as one statement, where
+ * appendEvents() would send two more. $1 the row's new text, $2 the seq of its event (its version),
+ * $3 the collection's id, $4 the row's id; $5 and $6 the row and the row as it was, as eventRow() makes
+ * them; $7 the event's time; $8 and $9 the NOTIFY's channel and payload.
+ */
+export const updateRowSql = `with updated as (
+    update rows set data = $1, version = $2 where collection_id = $3 and id = $4
+  ), logged as (
+    insert into events (collection_id, seq, type, row_id, row, previous, at) values ($3, $2, 'update', $4, $5, $6, $7)
+  )
+  select pg_notify($8, $9)`;
 
 /**
  * PostgreSQL's text, and so its jsonb, cannot hold U+0000, which a JSON string may; nor can its jsonb
