@@ -1,16 +1,17 @@
 import Koa from 'koa';
 import type { Deps } from './handlers/types.ts';
 import { jsonBody } from './http/body.ts';
-import { idempotency } from './http/idempotency.ts';
 import { type Observer, observe } from './http/observe.ts';
 import type { Router } from './http/operations.ts';
 import { problems } from './http/respond.ts';
-import { authenticate, checkRequest, meterUsage, requestId } from './http/stages.ts';
+import { idempotency } from './http/safe-writes.ts';
+import { authenticate, checkRequest, meterUsage, type Responses, requestId } from './http/stages.ts';
 import type { Logger } from './log.ts';
 
 /**
  * Every HTTP request the service answers, one stage after another:
  *
+ *   responses.track  notes the response under way: once the server closes, it ends its connection
  *   requestId     the request's id: its X-Request-Id if sane, else a new one, on its answer and log lines
  *   observe       (with metrics or LOG_REQUESTS=on) tells the metrics and the access log of the answer
  *   problems      the one error mapper: whatever a later stage throws leaves as problem+json
@@ -30,9 +31,10 @@ import type { Logger } from './log.ts';
  * not make, never makes us read its body, and a request refused for its scope or its body still counts.
  * A route that does not exist is answered after the key, so that it tells nothing to a client without one.
  */
-export function createApp(deps: Deps, router: Router, log: Logger, observers: readonly Observer[] = []): Koa {
+export function createApp(deps: Deps, router: Router, log: Logger, responses: Responses, observers: readonly Observer[] = []): Koa {
   const app = new Koa();
   app.silent = true; // every error is handled, and logged, by problems()
+  app.use(responses.track);
   app.use(requestId);
   if (observers.length > 0) app.use(observe(observers));
   app.use(problems(log));

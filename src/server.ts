@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import { readFile } from 'node:fs/promises';
-import { createServer, type Server, type ServerResponse } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import { type AddressInfo, isIPv6 } from 'node:net';
 import { createApp } from './app.ts';
 import type { Config } from './config.ts';
@@ -11,7 +11,7 @@ import { accessLog, type Observer } from './http/observe.ts';
 import { createRouter } from './http/operations.ts';
 import { serveWithoutUpgrade, wantsWebSocket } from './http/other-upgrades.ts';
 import { answerClientErrors, writeProblem } from './http/respond.ts';
-import { requestIdOf } from './http/stages.ts';
+import { Responses, requestIdOf } from './http/stages.ts';
 import { createLogger, type Logger } from './log.ts';
 import { Metrics } from './metrics.ts';
 import { root } from './root.ts';
@@ -76,8 +76,8 @@ export async function startServer(
   const feed = createFeed({ store, config, log, admit, observers });
   const metrics = config.metricsPort === undefined ? undefined : new Metrics({ store, meter, feed });
   if (metrics) observers.push(metrics);
-  const app = createApp(deps, createRouter(deps), log, observers);
-  server.on('request', app.callback());
+  const responses = new Responses();
+  server.on('request', createApp(deps, createRouter(deps), log, responses, observers).callback());
   // Node hands the 'upgrade' listener every request with an Upgrade header: only WebSocket goes to the feed.
   server.on('upgrade', (request, socket, head) => {
     if (wantsWebSocket(request)) feed.handleUpgrade(request, socket, head);
@@ -85,18 +85,10 @@ export async function startServer(
   });
   let metricsServer: Server | undefined;
   let closing: Promise<void> | undefined;
-  // Once closing, every response says `Connection: close` and ends its connection. Otherwise a keep-alive
-  // client holds the shutdown open for keepAliveTimeout (5 s), or until graceMs if it keeps sending.
-  const unfinished = new Set<ServerResponse>();
-  server.on('request', (_request, response: ServerResponse) => {
-    if (closing) response.shouldKeepAlive = false;
-    unfinished.add(response);
-    response.once('close', () => unfinished.delete(response));
-  });
   const close = (graceMs = 10_000) => {
     closing ??= (async () => {
       const drained = new Promise<void>((resolve) => server.close(() => resolve()));
-      for (const response of unfinished) response.shouldKeepAlive = false;
+      responses.endConnections();
       server.closeIdleConnections();
       // Feed sockets are connections of the server too: drained waits for them.
       await feed.close(graceMs);

@@ -203,7 +203,12 @@ select c.*, r.data as current, r.version
   from counters c left join lateral (select data, version from rows where collection_id = c.id and id = ? for update) r on true;
 
 -- updateRowSql
-update rows set data = ?, version = ? where collection_id = ? and id = ?;
+with updated as (
+  update rows set data = $1, version = $2 where collection_id = $3 and id = $4
+), logged as (
+  insert into events (collection_id, seq, type, row_id, row, previous, at) values ($3, $2, 'update', $4, $5, $6, $7)
+)
+select pg_notify($8, $9);
 
 -- updateRowsSql
 update rows set data = x.value ->> 1, version = ?::bigint + x.ordinality

@@ -46,11 +46,11 @@ export async function createCollection(
   const collection = { name, created_at, row_count: 0, seq: 0 };
   try {
     await db.knex.transaction(async (trx) => {
-      await beginOnce(db, trx, accountId, once);
+      if (once) await beginOnce(db, trx, accountId, once);
       await db.run(trx, lockAccountSql, [accountId]);
       const inserted = await db.run<{ name: string }>(trx, createCollectionSql, [accountId, name, created_at, accountId, max]);
       if (inserted.length === 0) throw conflict(`The account holds ${max} collections, the most it may: delete one to make another.`);
-      await recordOnce(db, trx, accountId, once, collection);
+      if (once) await recordOnce(db, trx, accountId, once, collection);
     });
   } catch (error) {
     if (db.isUniqueViolation(error)) throw conflict(`A collection named ${name} already exists.`);
@@ -68,11 +68,11 @@ export async function getCollection({ query }: Dialect, accountId: number, name:
 /** Deletes the collection with its rows and events; its feed subscribers are woken to hear it. */
 export async function deleteCollection(db: Dialect, accountId: number, name: string, once?: Once<void>): Promise<void> {
   await db.knex.transaction(async (trx) => {
-    await beginOnce(db, trx, accountId, once);
+    if (once) await beginOnce(db, trx, accountId, once);
     const { id } = await advance(db, trx, accountId, name, 0);
     for (const sql of deleteCollectionSqls) await db.run(trx, sql, [id]);
     await db.announce(trx, id);
-    await recordOnce(db, trx, accountId, once, undefined);
+    if (once) await recordOnce(db, trx, accountId, once, undefined);
   });
 }
 

@@ -31,7 +31,7 @@ export interface Once<R> {
 }
 
 /**
- * 409 for a key whose first request is still running: on this instance (http/idempotency.ts), or on
+ * 409 for a key whose first request is still running: on this instance (http/safe-writes.ts), or on
  * another, which holds it (Dialect.holdOnce). The retry may be sent again once that request is answered.
  */
 export const onceInProgress = () =>
@@ -40,7 +40,7 @@ export const onceInProgress = () =>
 /**
  * Thrown from a write whose key's answer another request stored meanwhile (it committed between this
  * request's look for an answer and its own commit): this write rolls back, and the request is answered
- * with the stored answer instead (http/idempotency.ts). A 409 should it ever reach a client.
+ * with the stored answer instead (http/safe-writes.ts). A 409 should it ever reach a client.
  */
 export class OnceTaken extends ApiError {
   constructor() {
@@ -48,14 +48,16 @@ export class OnceTaken extends ApiError {
   }
 }
 
-/** At the start of a write's transaction: holds its key (Dialect.holdOnce), or 409 when another request holds it. */
-export async function beginOnce(db: Dialect, trx: WriteTx, accountId: number, once: Once<never> | undefined): Promise<void> {
-  if (once && !(await db.holdOnce(trx, accountId, once.key))) throw onceInProgress();
+/**
+ * At the start of the transaction of a write sent with a key: holds its key (Dialect.holdOnce), or 409
+ * when another request holds it. A write sent without one comes nowhere near this module.
+ */
+export async function beginOnce(db: Dialect, trx: WriteTx, accountId: number, once: Once<never>): Promise<void> {
+  if (!(await db.holdOnce(trx, accountId, once.key))) throw onceInProgress();
 }
 
-/** At the end of a write's transaction: stores the answer to its `result`, or throws OnceTaken. */
-export async function recordOnce<R>(db: Dialect, trx: WriteTx, accountId: number, once: Once<R> | undefined, result: R): Promise<void> {
-  if (!once) return;
+/** At the end of the transaction of a write sent with a key: stores the answer to its `result`, or throws OnceTaken. */
+export async function recordOnce<R>(db: Dialect, trx: WriteTx, accountId: number, once: Once<R>, result: R): Promise<void> {
   const { status, headers, body } = storedAnswer(once.answer(result));
   const params = [accountId, once.key, once.hash, status, JSON.stringify(headers), body, once.at, once.expiresAt];
   const [stored] = await db.run(trx, recordOnceSql, params);
@@ -74,7 +76,7 @@ export async function pruneOnceBatch({ query }: Dialect, now: string, limit: num
   return (await query(pruneOnceSql, [now, limit])).length;
 }
 
-/** A request's Idempotency-Key, as the HTTP API reads it (http/idempotency.ts) and hands it to the handler. */
+/** A request's Idempotency-Key, as the HTTP API reads it (http/safe-writes.ts) and hands it to the handler. */
 export type OnceRequest = Omit<Once<never>, 'answer'>;
 
 /** An answer as a handler makes it (handlers/types.ts, Result): its body JSON text, or a value for JSON. */
@@ -85,13 +87,13 @@ export interface Answer {
 }
 
 /**
- * The request's key (`once`, from the handler's input) with how its write's result is answered: what
- * the write stores in its transaction, and what a retry is answered with. Undefined without a key.
+ * The request's key (`once`, from the handler's input, when the request sent one) with how its write's
+ * result is answered: what the write stores in its transaction, and what a retry is answered with.
  */
-export function answerOnce<R>(once: OnceRequest | undefined, answer: (result: R) => Answer): Once<R> | undefined {
+export function answerOnce<R>(once: OnceRequest, answer: (result: R) => Answer): Once<R> {
   // The handler's own function, made once: a function made here would be made, and named, per request.
   // Each member named: V8 copies an object spread member by member, several times slower.
-  return once && { key: once.key, hash: once.hash, at: once.at, expiresAt: once.expiresAt, answer };
+  return { key: once.key, hash: once.hash, at: once.at, expiresAt: once.expiresAt, answer };
 }
 
 /** An answer as it is stored: its body as JSON text, or null for none. */

@@ -119,10 +119,10 @@ export async function createAccountKey(
   once?: Once<AccountKey & { key: string }>,
 ): Promise<AccountKey & { key: string }> {
   return db.knex.transaction(async (trx) => {
-    await beginOnce(db, trx, accountId, once);
+    if (once) await beginOnce(db, trx, accountId, once);
     await db.run(trx, lockAccountSql, [accountId]);
     const made = await insertKey(db, trx, accountId, limits, maxLive);
-    await recordOnce(db, trx, accountId, once, made);
+    if (once) await recordOnce(db, trx, accountId, once, made);
     return made;
   });
 }

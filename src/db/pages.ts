@@ -22,7 +22,7 @@ import { allOf, raw, type Sql, sql } from './filter.ts';
 import { type IndexedField, indexedFields, type KeyBounds, oneValue } from './filter-indexes.ts';
 import { type Json, pageTooLarge, type Row } from './rows.ts';
 import { type KeyRange, type KnownIndexes, ranks, type SortIndexLimits } from './sort-indexes.ts';
-import { collectionSql, keyOrder, pageRange, presentCountSql } from './sql.ts';
+import { collectionSql, keyOrder, pageColumns, pageRange, presentCountSql } from './sql.ts';
 
 export type Direction = 'asc' | 'desc';
 
@@ -464,22 +464,60 @@ export const byName = (accountId: number, name: string): CollectionRef => ({
 /** A collection by its id, as a page read through a sort index finds it (its seq null once it is gone). */
 export const byId = (id: number): CollectionRef => ({ id: sql`${id}`, lastSeq: sql`(select last_seq from collections where id = ${id})` });
 
+/** One column of a page's order beside the place's value of it (afterPlace()). */
+export interface PlacedColumn {
+  column: OrderColumn;
+  at?: Sql;
+}
+
+/**
+ * How a dialect orders a page sorted whole by a field other than the id: the `columns` that read it
+ * (after a comma, named by `index`, its place in the order), their `bindings`, and its columns of the
+ * order, each beside the value at the page's place (`at`, the place's key of the field, when the page
+ * comes after one).
+ */
+export type FieldOrder = (
+  field: string,
+  index: number,
+  direction: Direction,
+  at: KeyValue | null | undefined,
+) => { columns: string; bindings: SqlValue[]; order: PlacedColumn[] };
+
 /**
  * A page sorted whole, as both dialects make it, in one row `{ n, json, seq }`: the rows of the
- * collection with their `id`, `data` and what `order` reads (`columns`, with `bindings`) are kept by
- * `where` (the filter's) and `after` (a condition on those columns, the rows past a cursor's place),
- * ordered, cut to the page and joined by `pageJson`; `seq` is read by the same statement, null when
- * there is no such collection. Its text depends only on the directions, how the fields are read and
- * how the collection is found, so a prepared statement serves every field name. Its LIMIT is `+?`, as
- * pageRange (sql.ts) says why.
+ * collection with their `id`, `data` and what `byField` reads of each field of the order are kept by
+ * `where` (the filter's) and by the place the page comes after (afterPlace()), ordered by those fields
+ * and then by id, cut to the page and joined by `pageJson`; `seq` is read by the same statement, null
+ * when there is no such collection. Its text depends only on the directions, how the fields are read
+ * and how the collection is found, so a prepared statement serves every field name. Its LIMIT is `+?`,
+ * as pageRange (sql.ts) says why.
  */
 export function wholePage(
   pageJson: (order: string) => string,
-  { columns, order, bindings, after }: { columns: string; order: string; bindings: SqlValue[]; after?: Sql },
+  byField: FieldOrder,
   collection: CollectionRef,
   page: Page,
   where?: Sql,
 ): Statement {
+  let columns = pageColumns(page.versions);
+  const bindings: SqlValue[] = [];
+  const placed: PlacedColumn[] = [];
+  const afterId = page.after && sql`${page.after.id}`;
+  page.order.forEach(({ field, direction }, index) => {
+    if (field === 'id') {
+      placed.push({ column: { sql: 'id', direction }, at: afterId });
+      return;
+    }
+    const read = byField(field, index, direction, page.after?.values[index]);
+    columns += read.columns;
+    bindings.push(...read.bindings);
+    placed.push(...read.order);
+  });
+  // Ties break by id.
+  if (!page.order.some((key) => key.field === 'id'))
+    placed.push({ column: { sql: 'id', direction: tieDirection(page.order) }, at: afterId });
+  const order = placed.map(({ column }) => `${column.sql} ${column.direction}`).join(',\n        ');
+  const after = page.after && afterPlace(placed);
   const filtered = where ? sql` and (${where})` : raw('');
   const total = page.count ? sql`, (select count(*) from rows where collection_id = ${collection.id}${filtered}) as total` : raw('');
   const rows = sql`select ${{ sql: columns, params: bindings }} from rows where collection_id = ${collection.id}${filtered}`;
@@ -501,7 +539,7 @@ export interface OrderColumn {
  * column, or equal in it and later in the rest. Nested, so that it grows with the columns, not their
  * square.
  */
-export function afterPlace(columns: readonly { column: OrderColumn; at?: Sql }[]): Sql {
+export function afterPlace(columns: readonly PlacedColumn[]): Sql {
   let condition: Sql | undefined;
   for (let index = columns.length - 1; index >= 0; index--) {
     const { column, at } = columns[index];

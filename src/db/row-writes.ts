@@ -21,14 +21,14 @@ export async function deleteRowIn(
   rowId: number,
   options?: WriteOptions<void>,
 ): Promise<void> {
-  await beginOnce(db, trx, accountId, options?.once);
+  if (options?.once) await beginOnce(db, trx, accountId, options.once);
   const { id, lastSeq, sorted } = await advance(db, trx, accountId, collection, 1, 0, -1);
   const [deleted] = await db.run<{ data: string; version: number | string }>(trx, deleteRowSql, [id, rowId]);
   if (!deleted) throw rowNotFound(collection, rowId);
   if (!versionMatches(options, versionOf(id, deleted.version))) throw preconditionFailed(collection, rowId);
   if (sorted.length > 0) await db.run(trx, deleteSortKeysSql, [id, rowId]);
   await appendEvents(db, trx, id, lastSeq, 'delete', [eventRow(rowId, deleted.data)]);
-  await recordOnce(db, trx, accountId, options?.once, undefined);
+  if (options?.once) await recordOnce(db, trx, accountId, options.once, undefined);
 }
 
 /** 400 for a change by filter that matches more rows than one request may change: nothing of it is written. */
@@ -71,7 +71,7 @@ export async function deleteRowsIn(
   max: number,
   options?: WriteOptions<ChangedRows>,
 ): Promise<ChangedRows> {
-  await beginOnce(db, trx, accountId, options?.once);
+  if (options?.once) await beginOnce(db, trx, accountId, options.once);
   // The collection's row first, held until commit: no write of the collection comes between the match and the delete.
   const { id } = await advance(db, trx, accountId, collection, 0);
   const matched = await matchedRows(db, trx, id, where, max);
@@ -84,7 +84,7 @@ export async function deleteRowsIn(
     await appendEvents(db, trx, id, lastSeq, 'delete', rows);
   }
   const changed = changedRows(rows);
-  await recordOnce(db, trx, accountId, options?.once, changed);
+  if (options?.once) await recordOnce(db, trx, accountId, options.once, changed);
   return changed;
 }
 

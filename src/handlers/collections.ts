@@ -16,7 +16,7 @@ export const collectionHandlers: Handlers<'listCollections' | 'createCollection'
     if (principal.collections && !principal.collections.has(body.name)) {
       throw forbidden(`The key is limited to collections it names, and ${body.name} is not one of them.`);
     }
-    const once = answerOnce(input.once, answerCreated);
+    const once = input.once && answerOnce(input.once, answerCreated);
     return answerCreated(await store.createCollection(principal.accountId, body.name, config.maxCollectionsPerAccount, undefined, once));
   },
 
@@ -25,13 +25,13 @@ export const collectionHandlers: Handlers<'listCollections' | 'createCollection'
   },
 
   async deleteCollection({ principal, path, once }, { store }) {
-    await store.deleteCollection(principal.accountId, path.collection_name, answerOnce(once, answerDeleted));
+    await store.deleteCollection(principal.accountId, path.collection_name, once && answerOnce(once, answerDeleted));
     return answerDeleted();
   },
 };
 
 // The answers of the writes, each made by one function, which a write sent with an Idempotency-Key also
-// hands the store, to keep the answer it makes (http/idempotency.ts).
+// hands the store, to keep the answer it makes (http/safe-writes.ts).
 
 function answerCreated(collection: Collection): Result {
   return { status: 201, body: collection, headers: { Location: `/v1/collections/${collection.name}` } };

@@ -23,7 +23,7 @@ export const keyHandlers: Handlers<'listKeys' | 'createKey' | 'revokeKey'> = {
       principal.accountId,
       { ...limits, name: body.name },
       config.maxKeysPerAccount,
-      answerOnce(once, answerCreated),
+      once && answerOnce(once, answerCreated),
     );
     return answerCreated(made);
   },
@@ -35,7 +35,10 @@ export const keyHandlers: Handlers<'listKeys' | 'createKey' | 'revokeKey'> = {
       throw conflict(`${matching.length} keys of the account have the prefix ${path.prefix}; revoke one with rowbase keys revoke <key>.`);
     }
     // A key revoked meanwhile, by another request or instance, is as absent as one never made.
-    if (matching.length === 0 || !(await store.revokeAccountKey(principal.accountId, matching[0].id, answerOnce(once, answerRevoked)))) {
+    if (
+      matching.length === 0 ||
+      !(await store.revokeAccountKey(principal.accountId, matching[0].id, once && answerOnce(once, answerRevoked)))
+    ) {
       throw notFound(`There is no key ${path.prefix}.`);
     }
     return answerRevoked();
@@ -43,7 +46,7 @@ export const keyHandlers: Handlers<'listKeys' | 'createKey' | 'revokeKey'> = {
 };
 
 // The answers of the writes, each made by one function, which a write sent with an Idempotency-Key also
-// hands the store, to keep the answer it makes (http/idempotency.ts). The key made is kept in the stored
+// hands the store, to keep the answer it makes (http/safe-writes.ts). The key made is kept in the stored
 // answer until it expires, as its one answer (openapi.yaml, IdempotencyKey).
 
 function answerCreated({ id: _, ...made }: AccountKey & { key: string }): Result {

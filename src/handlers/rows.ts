@@ -5,7 +5,7 @@ import { selectFields } from '../db/pages.ts';
 import type { ChangedRows, InsertedRows, VersionedRow } from '../db/rows.ts';
 import type { Store } from '../db/store.ts';
 import { validationFailed } from '../errors.ts';
-import { etagOf, ifMatch, ifNoneMatch } from '../http/conditions.ts';
+import { etagOf, ifMatch, ifNoneMatch } from '../http/safe-writes.ts';
 import { type CursorScope, lastRow, makeCursor, readCursor } from '../query/cursor.ts';
 import { FILTER_PARAMETER, parseFilter, parseFilterText } from '../query/filter.ts';
 import { orderFromBody, orderFromParameters } from '../query/order.ts';
@@ -93,7 +93,7 @@ export const rowHandlers: Handlers<
         { in: 'body', name: '', message: `must NOT have more than ${config.maxBatchRows} items` },
       ]);
     }
-    const options = { once: answerOnce(once, answerInserted) };
+    const options = { once: once && answerOnce(once, answerInserted) };
     return answerInserted(await store.insertRows(principal.accountId, path.collection_name, body, options));
   },
 
@@ -107,12 +107,12 @@ export const rowHandlers: Handlers<
   },
 
   async updateRow({ principal, path, body, headers, once }, { store }) {
-    const options = { ifMatch: ifMatch(headers), once: answerOnce(once, answerPatched) };
+    const options = { ifMatch: ifMatch(headers), once: once && answerOnce(once, answerPatched) };
     return answerPatched(await store.updateRow(principal.accountId, path.collection_name, path.row_id, body, options));
   },
 
   async deleteRow({ principal, path, headers, once }, { store }) {
-    const options = { ifMatch: ifMatch(headers), once: answerOnce(once, answerDeleted) };
+    const options = { ifMatch: ifMatch(headers), once: once && answerOnce(once, answerDeleted) };
     await store.deleteRow(principal.accountId, path.collection_name, path.row_id, options);
     return answerDeleted();
   },
@@ -121,13 +121,13 @@ export const rowHandlers: Handlers<
     const filter = parseFilterText(query.filter, FILTER_PARAMETER);
     // The rows only when asked for (openapi.yaml, ReturnParameter).
     const answer = query.return === 'rows' ? answerChangedRows : answerChangedCount;
-    const options = { once: answerOnce(once, answer) };
+    const options = { once: once && answerOnce(once, answer) };
     return answer(await store.updateRowsWhere(principal.accountId, path.collection_name, filter, body, config.maxRowsByFilter, options));
   },
 
   async deleteRows({ principal, path, query, once }, { store, config }) {
     const filter = parseFilterText(query.filter, FILTER_PARAMETER);
-    const options = { once: answerOnce(once, answerChangedCount) };
+    const options = { once: once && answerOnce(once, answerChangedCount) };
     return answerChangedCount(
       await store.deleteRowsWhere(principal.accountId, path.collection_name, filter, config.maxRowsByFilter, options),
     );

@@ -25,7 +25,7 @@ export interface Input<K extends OperationId> {
   principal: Principal;
   /** The request's headers as Node reads them: the header parameters of openapi.yaml are read from here. */
   headers: IncomingHttpHeaders;
-  /** A write's Idempotency-Key, when it carries one: its write stores its answer (http/idempotency.ts, answerOnce). */
+  /** A write's Idempotency-Key, when it carries one: its write stores its answer (http/safe-writes.ts; db/idempotency.ts, answerOnce). */
   once?: OnceRequest;
 }
 
@@ -52,7 +52,7 @@ export interface Deps {
 export type Handler<K extends OperationId> = (input: Input<K>, deps: Deps) => Promise<Result> | Result;
 export type Handlers<K extends OperationId> = { [Id in K]: Handler<Id> };
 
-/** What the Idempotency-Key stage (http/idempotency.ts) leaves for the handler. */
+/** What the Idempotency-Key stage (http/safe-writes.ts) leaves for the handler. */
 export interface OnceState {
   /** The request's Idempotency-Key, when it carries one its write must store an answer for. */
   once?: OnceRequest;

@@ -1,6 +1,7 @@
 // The small stages of the request path (app.ts), each a Koa middleware, and what the feed's upgrade
-// checks (ws/upgrade.ts) read the same way: the request's id (requestId), the request target and Host
-// (checkRequest), the key (authenticate), and the count toward the account's plan (meterUsage).
+// checks (ws/upgrade.ts) read the same way: the responses under way (Responses), the request's id
+// (requestId), the request target and Host (checkRequest), the key (authenticate), and the count
+// toward the account's plan (meterUsage).
 //
 // Every request has an id (openapi.yaml, the X-Request-Id header and Problem's `instance`; requestId):
 // the one the client or a proxy in front sent in `X-Request-Id`, when it is a sane
@@ -17,7 +18,7 @@
 // the path `/ws`, and resolves `/a/../ws` to `/ws`. The path is read from the target as it is (pathOf).
 
 import { randomUUID } from 'node:crypto';
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Middleware } from 'koa';
 import type { Principal } from '../db/keys.ts';
 import type { Store } from '../db/store.ts';
@@ -30,6 +31,32 @@ import type { Admission, Meter } from '../usage/meter.ts';
  * spaces, quotes, control characters) is replaced by a new id: it would go into log lines and a URN as it is.
  */
 export const SENT_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/**
+ * The responses under way, for a server that closes (server.ts, close): once it closes, every response
+ * says `Connection: close` and ends its connection. Otherwise a keep-alive client holds the shutdown
+ * open for keepAliveTimeout (5 s), or until its grace ends if it keeps sending. `track` is the first
+ * stage of the HTTP API.
+ */
+export class Responses {
+  private closing = false;
+  private readonly unfinished = new Set<ServerResponse>();
+
+  /** The stage that notes each response until it closes. */
+  readonly track: Middleware = (ctx, next) => {
+    const response = ctx.res;
+    if (this.closing) response.shouldKeepAlive = false;
+    this.unfinished.add(response);
+    response.once('close', () => this.unfinished.delete(response));
+    return next();
+  };
+
+  /** From now on every response, those under way included, ends its connection. */
+  endConnections(): void {
+    this.closing = true;
+    for (const response of this.unfinished) response.shouldKeepAlive = false;
+  }
+}
 
 const ID = Symbol('rowbase request id');
 

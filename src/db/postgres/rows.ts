@@ -2,7 +2,10 @@
 // its own, on a connection of the pool: writers to different collections run at once. A batch insert
 // is one statement that commits on its own (sql.ts, insertBatchSql), batched with the other inserts
 // into the collection that wait their turn in this process (inserts, below); a batch that holds inserts
-// sent with an Idempotency-Key is a transaction, which also stores their answers.
+// sent with an Idempotency-Key is a transaction, which also stores their answers. A patch of one row
+// reads and holds the row, then writes it with its event and the NOTIFY in one statement (sql.ts,
+// advanceReadingRowSql, updateRowSql), and re-keys the fields it sets that have a sort index, all in
+// one transaction.
 
 import { queryTimeout } from '../../errors.ts';
 import { Batches } from '../batches.ts';
@@ -30,7 +33,6 @@ import {
   versionOf,
 } from '../rows.ts';
 import { CHANNEL } from './changes.ts';
-import { rekeyPatchedRow } from './sort-indexes.ts';
 import {
   advanceReadingRowSql,
   getRowSql,
@@ -39,6 +41,7 @@ import {
   insertBatchSql,
   keysSql,
   recordOncesSql,
+  rowKeysSql,
   updateRowSql,
   updateRowsSql,
 } from './sql.ts';
@@ -164,8 +167,8 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: PageSou
 
     async updateRow(accountId, collection, rowId, patch, options) {
       if (!assignable(rowId)) return noSuchRow(db, accountId, collection, rowId);
-      return knex.transaction(async (trx) => {
-        await beginOnce(db, trx, accountId, options?.once);
+      const { patched, changed } = await knex.transaction(async (trx) => {
+        if (options?.once) await beginOnce(db, trx, accountId, options.once);
         const [counters] = await db.run<{
           id: number | string;
           last_seq: number | string;
@@ -181,14 +184,19 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: PageSou
         const data = JSON.stringify({ ...JSON.parse(counters.current), ...patch });
         if (overRowBound(data)) throw rowTooLarge();
         const seq = Number(counters.last_seq);
+        const json = rowJson(rowId, data);
+        // The event's rows as eventRow() makes them; its time Node's, as appendEvents() takes it.
+        const event = [json, rowJson(rowId, counters.current), new Date().toISOString()];
         // One after another: pg sends a client's queries one at a time whatever the caller does.
-        await db.run(trx, updateRowSql, [data, seq, id, rowId]);
+        await db.run(trx, updateRowSql, [data, seq, id, rowId, ...event, CHANNEL, `${changes.instance} ${id}`]);
         await rekeyPatchedRow(db, trx, id, JSON.parse(counters.sorted), rowId, patch, data);
-        await appendEvents(db, trx, id, seq, 'update', [eventRow(rowId, data, counters.current)]);
-        const patched = { json: rowJson(rowId, data), version: versionOf(id, seq) };
-        await recordOnce(db, trx, accountId, options?.once, patched);
-        return patched;
+        const patched = { json, version: versionOf(id, seq) };
+        if (options?.once) await recordOnce(db, trx, accountId, options.once, patched);
+        return { patched, changed: id };
       });
+      // Committed: this process's listeners hear it now, the others through the NOTIFY.
+      changes.emit('change', changed);
+      return patched;
     },
 
     async deleteRow(accountId, collection, rowId, options) {
@@ -199,13 +207,13 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: PageSou
     async updateRowsWhere(accountId, collection, filter, patch, max, options) {
       const where = pages.filterSql(filter);
       return knex.transaction(async (trx) => {
-        await beginOnce(db, trx, accountId, options?.once);
+        if (options?.once) await beginOnce(db, trx, accountId, options.once);
         // The collection's row first, held until commit: no write of the collection comes between the match and the change.
         const { id } = await advance(db, trx, accountId, collection, 0);
         const matched = await matchedRows(db, trx, id, where, max);
         if (matched.length === 0) {
           const none = changedRows([]);
-          await recordOnce(db, trx, accountId, options?.once, none);
+          if (options?.once) await recordOnce(db, trx, accountId, options.once, none);
           return none;
         }
         const patched = matched.map((row) => ({
@@ -221,7 +229,7 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: PageSou
         const rows = patched.map((row) => eventRow(row.id, row.data, row.before));
         await appendEvents(db, trx, id, lastSeq, 'update', rows);
         const changed = changedRows(rows);
-        await recordOnce(db, trx, accountId, options?.once, changed);
+        if (options?.once) await recordOnce(db, trx, accountId, options.once, changed);
         return changed;
       });
     },
@@ -250,4 +258,24 @@ function firstsOf(written: Written, batch: Insert[]): FirstInserted[] {
     seq += texts.length;
     return first;
   });
+}
+
+/**
+ * Re-keys a patched row from its new text `data`, replacing its keys in place: only the indexed fields
+ * the patch gave can have moved. Reads nothing of the row, so it may run beside its update.
+ */
+export async function rekeyPatchedRow(
+  db: Dialect,
+  trx: WriteTx,
+  collectionId: number,
+  sorted: string[],
+  rowId: number,
+  patched: object,
+  data: string,
+): Promise<void> {
+  for (const [slot, field] of sorted.entries()) {
+    if (!Object.hasOwn(patched, field)) continue;
+    const { sql, bindings } = rowKeysSql(field);
+    await db.run(trx, sql, [collectionId, slot, rowId, data, ...bindings]);
+  }
 }

@@ -1,9 +1,9 @@
-// PostgreSQL: making a sort index (../sort-indexes.ts), and keeping a patched row's keys. An insert keys
-// its rows in its own statement (sql.ts, insertBatchSql).
+// PostgreSQL: making a sort index (../sort-indexes.ts). An insert keys its rows in its own statement
+// (sql.ts, insertBatchSql), a patch re-keys its row beside its update (rows.ts, rekeyPatchedRow).
 import { advance } from '../collections.ts';
-import type { Dialect, WriteTx } from '../dialect.ts';
+import type { Dialect } from '../dialect.ts';
 import { setSortedSql } from '../sql.ts';
-import { keysSql, rowKeysSql } from './sql.ts';
+import { keysSql } from './sql.ts';
 
 /**
  * The slot of `field`'s sort index in the account's collection `name`, making the index (and every
@@ -20,24 +20,4 @@ export function makeSortIndex(db: Dialect, accountId: number, name: string, fiel
     await db.run(trx, sql, [sorted.length, ...bindings, id, 1, lastRowId]);
     return sorted.length;
   });
-}
-
-/**
- * Re-keys a patched row from its new text `data`, replacing its keys in place: only the indexed fields
- * the patch gave can have moved. Reads nothing of the row, so it may run beside its update.
- */
-export async function rekeyPatchedRow(
-  db: Dialect,
-  trx: WriteTx,
-  collectionId: number,
-  sorted: string[],
-  rowId: number,
-  patched: object,
-  data: string,
-): Promise<void> {
-  for (const [slot, field] of sorted.entries()) {
-    if (!Object.hasOwn(patched, field)) continue;
-    const { sql, bindings } = rowKeysSql(field);
-    await db.run(trx, sql, [collectionId, slot, rowId, data, ...bindings]);
-  }
 }

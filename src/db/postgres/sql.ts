@@ -1,21 +1,10 @@
 // PostgreSQL: every statement the service runs on a PostgreSQL database, but those both dialects share
 // (../sql.ts). `npm run generate` writes them all, both kinds, expanded, to generated/sql/postgres.sql. The hot ones run as named statements,
 // parsed and planned once per connection (statements.ts); each reads `?` as its next binding.
-import type { SqlValue } from '../dialect.ts';
-import { raw, type Sql, sql } from '../filter.ts';
-import {
-  afterPlace,
-  type CollectionRef,
-  type OrderColumn,
-  type Page,
-  type PageSource,
-  type Statement,
-  sortedPages,
-  tieDirection,
-  wholePage,
-} from '../pages.ts';
+import { raw, sql } from '../filter.ts';
+import { type FieldOrder, type PageSource, sortedPages, wholePage } from '../pages.ts';
 import { MAX_PAGE_BYTES } from '../rows.ts';
-import { keyOrder, pageColumns, replaceKey, rowJsonWith, versionedRowJsonWith } from '../sql.ts';
+import { keyOrder, replaceKey, rowJsonWith, versionedRowJsonWith } from '../sql.ts';
 
 /** A row's JSON text (rowJsonWith). */
 const rowJsonSql = rowJsonWith('substr(data, 2)');
@@ -80,8 +69,19 @@ export const updateRowsSql = `update rows set data = x.value ->> 1, version = ?:
   from json_array_elements(?::json) with ordinality x
   where rows.collection_id = ? and rows.id = (x.value ->> 0)::bigint`;
 
-/** Sets a row's text and its version, the seq of its update event. */
-export const updateRowSql = 'update rows set data = ?, version = ? where collection_id = ? and id = ?';
+/**
+ * A patch of one row, once advanceReadingRowSql has held its collection and read it: the row's text
+ * and version, its update event and the NOTIFY of the change (changes.ts), as one statement, where
+ * appendEvents() would send two more. $1 the row's new text, $2 the seq of its event (its version),
+ * $3 the collection's id, $4 the row's id; $5 and $6 the row and the row as it was, as eventRow() makes
+ * them; $7 the event's time; $8 and $9 the NOTIFY's channel and payload.
+ */
+export const updateRowSql = `with updated as (
+    update rows set data = $1, version = $2 where collection_id = $3 and id = $4
+  ), logged as (
+    insert into events (collection_id, seq, type, row_id, row, previous, at) values ($3, $2, 'update', $4, $5, $6, $7)
+  )
+  select pg_notify($8, $9)`;
 
 /**
  * PostgreSQL's text, and so its jsonb, cannot hold U+0000, which a JSON string may; nor can its jsonb
@@ -167,51 +167,32 @@ export const POSTGRES_KEY_CHARS = 400;
  * break by id. Strings compare under the "C" collation, which is code point order in UTF-8 (escaped:
  * escapeString()). A page after a place keeps the rows past it (pages.ts, afterPlace).
  */
-export function orderedPage(collection: CollectionRef, page: Page, where?: Sql): Statement {
-  let columns = pageColumns(page.versions);
-  const bindings: SqlValue[] = [];
-  const order: { column: OrderColumn; at?: Sql }[] = [];
-  page.order.forEach(({ field: named, direction }, index) => {
-    const at = page.after?.values[index];
-    if (named === 'id') {
-      order.push({ column: { sql: 'id', direction }, at: page.after && sql`${page.after.id}` });
-      return;
-    }
-    const read = field(named);
-    const j = `j${index}`;
-    columns += `, ${read.value} as ${j}`;
-    bindings.push(...read.bindings);
-    const missing = direction === 'asc' ? 5 : 0;
-    const rank = `case jsonb_typeof(${j}) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
+export const orderedPage: PageSource['orderedPage'] = (collection, page, where) =>
+  wholePage(page.versions ? versionedPageJsonSql : pageJsonSql, byField, collection, page, where);
+
+/** A field of orderedPage()'s order, read as jsonb `j<index>`. */
+const byField: FieldOrder = (named, index, direction, at) => {
+  const read = field(named);
+  const j = `j${index}`;
+  const missing = direction === 'asc' ? 5 : 0;
+  const rank = `case jsonb_typeof(${j}) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
         when 'array' then 4 else ${missing} end`;
-    const number = `case jsonb_typeof(${j}) when 'number' then (${j})::numeric when 'boolean' then case when (${j})::boolean then 1 else 0 end end`;
-    const string = `(case when jsonb_typeof(${j}) = 'string' then ${j} #>> '{}' end) collate "C"`;
-    const scalar = at?.scalar ?? null;
-    order.push(
+  const number = `case jsonb_typeof(${j}) when 'number' then (${j})::numeric when 'boolean' then case when (${j})::boolean then 1 else 0 end end`;
+  const string = `(case when jsonb_typeof(${j}) = 'string' then ${j} #>> '{}' end) collate "C"`;
+  const scalar = at?.scalar ?? null;
+  return {
+    columns: `, ${read.value} as ${j}`,
+    bindings: read.bindings,
+    order: [
       { column: { sql: rank, direction }, at: at ? sql`${at.rank === 5 ? missing : at.rank}` : undefined },
       {
         column: { sql: number, direction },
         at: typeof scalar === 'number' || typeof scalar === 'boolean' ? sql`${JSON.stringify(Number(scalar))}::numeric` : undefined,
       },
       { column: { sql: string, direction }, at: typeof scalar === 'string' ? sql`${escapeString(scalar)}::text` : undefined },
-    );
-  });
-  if (!page.order.some((key) => key.field === 'id')) {
-    order.push({ column: { sql: 'id', direction: tieDirection(page.order) }, at: page.after && sql`${page.after.id}` });
-  }
-  return wholePage(
-    page.versions ? versionedPageJsonSql : pageJsonSql,
-    {
-      columns,
-      order: order.map(({ column }) => `${column.sql} ${column.direction}`).join(',\n        '),
-      bindings,
-      after: page.after && afterPlace(order),
-    },
-    collection,
-    page,
-    where,
-  );
-}
+    ],
+  };
+};
 
 /**
  * The rows of a range of the sort index in `slot`, or of the ranges after a place in it, as one row

@@ -180,7 +180,7 @@ export function sqliteRows({ db, queryTimeoutMs, statements, writes, pages }: Sq
                 writePatches(trx, accountId, collection, patches),
               )
             : await writes.run(async (trx) => {
-                await beginOnce(db, trx, accountId, options?.once);
+                if (options?.once) await beginOnce(db, trx, accountId, options.once);
                 const [stored] = await db.run<{ data: string; collection_id: number; version: number }>(trx, patchedRowSql, [
                   accountId,
                   collection,
@@ -195,7 +195,7 @@ export function sqliteRows({ db, queryTimeoutMs, statements, writes, pages }: Sq
                 const [patched] = await writePatches(trx, accountId, collection, [{ rowId, fields }]);
                 // A 404 stores no answer: the transaction rolls back (it wrote nothing).
                 if (patched instanceof ApiError) throw patched;
-                await recordOnce(db, trx, accountId, options?.once, patched);
+                if (options?.once) await recordOnce(db, trx, accountId, options.once, patched);
                 return patched;
               });
       } catch (error) {
@@ -225,7 +225,7 @@ export function sqliteRows({ db, queryTimeoutMs, statements, writes, pages }: Sq
       const fields = byPath ? fieldsOf(patch) : [];
       try {
         return await writes.run(async (trx) => {
-          await beginOnce(db, trx, accountId, options?.once);
+          if (options?.once) await beginOnce(db, trx, accountId, options.once);
           const { id } = await advance(db, trx, accountId, collection, 0);
           const matched = await matchedRows(db, trx, id, where, max);
           const patches = matched.map((row) => ({
@@ -235,7 +235,7 @@ export function sqliteRows({ db, queryTimeoutMs, statements, writes, pages }: Sq
           const changed = changedRows(
             patches.length > 0 ? ((await writePatches(trx, accountId, collection, patches)) as VersionedRow[]) : [],
           );
-          await recordOnce(db, trx, accountId, options?.once, changed);
+          if (options?.once) await recordOnce(db, trx, accountId, options.once, changed);
           return changed;
         });
       } catch (error) {

@@ -18,21 +18,10 @@
 // nothing of the rows inserted, so SQLite runs it once a statement), and the triggers find it by that
 // id; a statement of patches looks each row up once too, and its trigger finds the row by rowid. Every
 // value a client sent arrives as a binding of the INSERT, never in the SQL.
-import type { SqlValue } from '../dialect.ts';
 import { raw, type Sql, sql } from '../filter.ts';
-import {
-  afterPlace,
-  type CollectionRef,
-  type OrderColumn,
-  type Page,
-  type PageSource,
-  type Statement,
-  sortedPages,
-  tieDirection,
-  wholePage,
-} from '../pages.ts';
+import { type FieldOrder, type PageSource, sortedPages, wholePage } from '../pages.ts';
 import { MAX_ROW_BYTES } from '../rows.ts';
-import { keyOrder, pageColumns, replaceKey, rowJsonWith, versionedRowJsonWith } from '../sql.ts';
+import { keyOrder, replaceKey, rowJsonWith, versionedRowJsonWith } from '../sql.ts';
 
 /**
  * A row's JSON text (rowJsonWith), the row's own text cut after its first byte. SQLite's substr() of a
@@ -106,48 +95,28 @@ export const patchedRowSql = `select r.data, c.id as collection_id, r.version fr
  * serves every field name. Strings compare as UTF-8 bytes (the BINARY collation), which is code
  * point order. A page after a place keeps the rows past it (pages.ts, afterPlace).
  */
-export function orderedPage(collection: CollectionRef, page: Page, where?: Sql): Statement {
-  let columns = pageColumns(page.versions);
-  const bindings: SqlValue[] = [];
-  const order: { column: OrderColumn; at?: Sql }[] = [];
-  page.order.forEach(({ field: named, direction }, index) => {
-    const at = page.after?.values[index];
-    if (named === 'id') {
-      order.push({ column: { sql: 'id', direction }, at: page.after && sql`${page.after.id}` });
-      return;
-    }
-    const { type, value, key } = field(named);
-    const [t, v] = [`t${index}`, `v${index}`];
-    columns += `, ${type} as ${t}, ${value} as ${v}`;
-    bindings.push(key, key);
-    const missing = direction === 'asc' ? 5 : 0;
-    const rank = `case when ${t} is null or ${t} = 'null' then ${missing} when ${t} in ('integer', 'real') then 1 when ${t} = 'text' then 2
+export const orderedPage: PageSource['orderedPage'] = (collection, page, where) =>
+  wholePage(page.versions ? () => versionedPageJsonSql : () => pageJsonSql, byField, collection, page, where);
+
+/** A field of orderedPage()'s order, read as its JSON type `t<index>` and SQL value `v<index>`. */
+const byField: FieldOrder = (named, index, direction, at) => {
+  const { type, value, key } = field(named);
+  const [t, v] = [`t${index}`, `v${index}`];
+  const missing = direction === 'asc' ? 5 : 0;
+  const rank = `case when ${t} is null or ${t} = 'null' then ${missing} when ${t} in ('integer', 'real') then 1 when ${t} = 'text' then 2
         when ${t} in ('true', 'false') then 3 else 4 end`;
-    order.push(
+  return {
+    columns: `, ${type} as ${t}, ${value} as ${v}`,
+    bindings: [key, key],
+    order: [
       { column: { sql: rank, direction }, at: at ? sql`${at.rank === 5 ? missing : at.rank}` : undefined },
       {
         column: { sql: `case when ${t} in ('object', 'array') then null else ${v} end`, direction },
         at: at ? scalarSql(at.scalar) : undefined,
       },
-    );
-  });
-  if (!page.order.some((key) => key.field === 'id')) {
-    order.push({ column: { sql: 'id', direction: tieDirection(page.order) }, at: page.after && sql`${page.after.id}` });
-  }
-  const json = page.versions ? versionedPageJsonSql : pageJsonSql;
-  return wholePage(
-    () => json,
-    {
-      columns,
-      order: order.map(({ column }) => `${column.sql} ${column.direction}`).join(',\n        '),
-      bindings,
-      after: page.after && afterPlace(order),
-    },
-    collection,
-    page,
-    where,
-  );
-}
+    ],
+  };
+};
 
 /**
  * A sort key's value as SQLite reads a row's (json_extract): a number or a string through SQLite's own
