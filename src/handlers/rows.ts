@@ -7,7 +7,7 @@ import type { Store } from '../db/store.ts';
 import { validationFailed } from '../errors.ts';
 import { etagOf, ifMatch, ifNoneMatch } from '../http/safe-writes.ts';
 import { type CursorScope, lastRow, makeCursor, readCursor } from '../query/cursor.ts';
-import { FILTER_PARAMETER, parseFilter, parseFilterText } from '../query/filter.ts';
+import { FILTER_PARAMETER, filterJson, parseFilter, parseFilterText } from '../query/filter.ts';
 import { orderFromBody, orderFromParameters } from '../query/order.ts';
 import type { Handlers, Result } from './types.ts';
 
@@ -21,12 +21,14 @@ export const rowHandlers: Handlers<
         { in: 'query', name: 'offset', message: 'must not be given with after' },
       ]);
     }
-    const filter = query.filter === undefined ? undefined : parseFilterText(query.filter, FILTER_PARAMETER);
+    // The filter's JSON value scopes the cursor, as queryRows' body does (../query/cursor.ts).
+    const filterValue = query.filter === undefined ? undefined : filterJson(query.filter, FILTER_PARAMETER);
+    const filter = filterValue === undefined ? undefined : parseFilter(filterValue, FILTER_PARAMETER);
     const select = query.select === undefined ? undefined : selectedFields(query.select);
     const scope: CursorScope = {
       accountId: principal.accountId,
       collection: path.collection_name,
-      filter: filter && JSON.parse(query.filter),
+      filter: filterValue,
       order,
       select,
     };

@@ -79,13 +79,16 @@ export function parseFilter(value: unknown, source: FilterSource = FILTER_PARAME
  * JSON.stringify writes it, not on the text: spaces and the spelling of numbers do not count.
  */
 export function parseFilterText(text: string, source: FilterSource = FILTER_PARAMETER): Filter {
-  let value: unknown;
+  return parseFilter(filterJson(text, source), source);
+}
+
+/** The JSON value of the filter text `text`, not yet read as a filter, or a 400 whose one error says it is not JSON. */
+export function filterJson(text: string, source: FilterSource = FILTER_PARAMETER): unknown {
   try {
-    value = JSON.parse(text);
+    return JSON.parse(text);
   } catch {
     throw validationFailed('The filter is not valid.', filterFieldErrors([{ pointer: '', message: 'is not valid JSON' }], source));
   }
-  return parseFilter(value, source);
 }
 
 export type FilterRead = { filter: Filter; errors?: undefined } | { filter?: undefined; errors: FilterError[] };
