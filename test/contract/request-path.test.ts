@@ -10,12 +10,12 @@ import { startTestServer, type TestServer } from '../support/server.ts';
  * is the longer). Both cross the stages of app.ts (http/stages.ts, body.ts, safe-writes.ts, where
  * If-Match is read and the Idempotency-Key stage lets a write without a key pass, operations.ts and
  * respond.ts), the meter, the handler, the store's edge (db/operations.ts, principals.ts) and db/rows.ts.
- * Then SQLite's Dialect (sqlite/index.ts), rows.ts, sql.ts, statements.ts and the writer's queue
- * (writes.ts, with db/batches.ts' rule of a failed batch); PostgreSQL's rows.ts and statements.ts, and
+ * Then SQLite's rows.ts, sql.ts, statements.ts and the writer's queue (writes.ts, with db/batches.ts'
+ * rule of a failed batch); PostgreSQL's rows.ts and statements.ts, and
  * changes.ts, whose listener hears the NOTIFY of the change and leaves it to this process's own.
  * db/idempotency.ts runs only for a write sent with a key.
  */
-const MAX_FILES = 16;
+const MAX_FILES = 15;
 
 describeEachBackend('the path of a request through src/', (backend) => {
   let server: TestServer;

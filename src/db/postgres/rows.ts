@@ -40,6 +40,7 @@ import {
   importRowsSql,
   insertBatchSql,
   keysSql,
+  listedKeysSql,
   recordOncesSql,
   rowKeysSql,
   updateRowSql,
@@ -225,7 +226,14 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: PageSou
         const { lastSeq, sorted } = await advance(db, trx, accountId, collection, patched.length);
         const first = lastSeq - patched.length;
         await db.run(trx, updateRowsSql, [first, JSON.stringify(patched.map((row) => [row.id, row.data])), id]);
-        for (const row of patched) await rekeyPatchedRow(db, trx, id, sorted, row.id, patch, row.data);
+        await rekeyPatchedRows(
+          db,
+          trx,
+          id,
+          sorted,
+          patch,
+          patched.map((row) => row.id),
+        );
         const rows = patched.map((row) => eventRow(row.id, row.data, row.before));
         await appendEvents(db, trx, id, lastSeq, 'update', rows);
         const changed = changedRows(rows);
@@ -258,6 +266,18 @@ function firstsOf(written: Written, batch: Insert[]): FirstInserted[] {
     seq += texts.length;
     return first;
   });
+}
+
+/**
+ * Re-keys the rows `ids` once their new texts are stored, one statement for each indexed field the
+ * patch `patched` gave (the others cannot have moved).
+ */
+async function rekeyPatchedRows(db: Dialect, trx: WriteTx, collectionId: number, sorted: string[], patched: object, ids: number[]) {
+  for (const [slot, field] of sorted.entries()) {
+    if (!Object.hasOwn(patched, field)) continue;
+    const { sql, bindings } = listedKeysSql(field);
+    await db.run(trx, sql, [slot, ...bindings, collectionId, ids.join(',')]);
+  }
 }
 
 /**

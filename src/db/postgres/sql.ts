@@ -235,6 +235,22 @@ export function keysSql(name: string) {
   };
 }
 
+/**
+ * The keys of the rows whose ids are listed, from their stored texts, each replacing the row's key: a
+ * change by filter re-keys its rows with one statement a field. Params: the slot, these bindings, the
+ * collection's id, the ids joined by commas.
+ */
+export function listedKeysSql(name: string) {
+  const { value, bindings } = field(name);
+  return {
+    sql: `insert into sort_keys (collection_id, slot, row_id, rank, num, str)
+      select collection_id, ?::integer, id, ${keyColumns('j')}
+      from (select collection_id, id, ${value} as j from rows
+        where collection_id = ? and id = any(string_to_array(?::text, ',')::bigint[])) r ${replaceKey}`,
+    bindings,
+  };
+}
+
 /** One row's key, from its bound text; params collection id, slot, row id, the text, then these bindings. */
 export function rowKeysSql(name: string) {
   const { value, bindings } = field(name, '?::text');

@@ -17,7 +17,7 @@ import { sqliteRows } from './rows.ts';
 import { SortIndexMaker } from './sort-indexes.ts';
 import { filteredSortedPage, knexTablesSql, onceAnswersSql, orderedPage, sortedPage, sortedPageAfter, sqliteProcedures } from './sql.ts';
 import { SqliteStatements } from './statements.ts';
-import { GroupedWrites } from './writes.ts';
+import { announceOnCommit, GroupedWrites } from './writes.ts';
 
 /**
  * What the writer's connection runs when it opens. WAL lets readers run beside the writer;
@@ -57,12 +57,8 @@ export async function openSqliteStore(
     changes,
     waits: statements.waits,
     run: (trx, sql, params, once) => statements.inTransaction(trx, sql, params, once),
-    // One process writes: its listeners are all there is to wake, once the write has committed.
     async announce(trx, collectionId) {
-      trx.executionPromise.then(
-        () => changes.emit('change', collectionId),
-        () => {},
-      );
+      announceOnCommit(changes, trx, collectionId);
     },
     // Knex's one connection, after the writes queued before: a read sees them.
     query: async (sql, params) => (await knex.raw(sql, params)) as never,

@@ -1,7 +1,9 @@
 // SQLite: the operations on rows (../operations.ts, RowOperations). Writes go through the writer's
 // queue (writes.ts): inserts into one collection, and patches of one collection that set as many
-// fields, queued side by side become one statement (sql.ts). Reads go to the read-only connections
-// (statements.ts): row reads by id merged, pages on a connection of their own.
+// fields, queued side by side become one statement (sql.ts), run on the writer's connection
+// (statements.ts, inTransaction) and announced to the feed once committed (writes.ts,
+// announceOnCommit). Reads go to the read-only connections (statements.ts): row reads by id merged,
+// pages on a connection of their own.
 import { ApiError, queryTimeout } from '../../errors.ts';
 import { advance, collectionNotFound } from '../collections.ts';
 import type { Dialect, WriteTx } from '../dialect.ts';
@@ -30,13 +32,17 @@ import {
 import { collectionSql } from '../sql.ts';
 import { fieldName, importRowsSql, insertSql, keysSql, MAX_FIELDS_BY_PATH, patchedRowSql, patchSql, pathSafe, rowsSql } from './sql.ts';
 import type { SqliteStatements } from './statements.ts';
-import type { GroupedWrites } from './writes.ts';
+import { announceOnCommit, type GroupedWrites } from './writes.ts';
 
 /** An insert as it waits in the writer's queue: its rows' texts, and its Idempotency-Key if it was sent with one. */
 type Insert = { texts: string[]; once?: OnceRequest };
 
 /** A patch of row `rowId` as row_patches takes it (sql.ts): its fields as `[JSON path, JSON text]`. */
 type FieldPatch = { rowId: number; fields: string[][] };
+/** What patchSql answers of each patch (sql.ts). */
+type PatchWritten = { id: number | null; i: number; data: string | null; version: number | null };
+/** A row as patchedRowSql reads it. */
+type StoredRow = { data: string; collection_id: number; version: number };
 
 /** What SQLite's rows are read and written with. */
 export interface SqliteRowsParts {
@@ -53,11 +59,11 @@ export function sqliteRows({ db, queryTimeoutMs, statements, writes, pages }: Sq
   /** An import's rows and their sort keys (../imports.ts), in SQLite's SQL. */
   const importer: RowImporter = {
     async insertRows(trx, collectionId, rows, firstSeq) {
-      await db.run(trx, importRowsSql, [collectionId, firstSeq, JSON.stringify(rows.map(({ id, text }) => [id, text]))]);
+      await statements.inTransaction(trx, importRowsSql, [collectionId, firstSeq, JSON.stringify(rows.map(({ id, text }) => [id, text]))]);
     },
     async keyRows(trx, collectionId, slot, field, from, to) {
       const { sql, binding } = fieldName(field);
-      await db.run(trx, keysSql(sql, 'r.id between ? and ?'), [collectionId, slot, binding, collectionId, from, to]);
+      await statements.inTransaction(trx, keysSql(sql, 'r.id between ? and ?'), [collectionId, slot, binding, collectionId, from, to]);
     },
   };
 
@@ -68,7 +74,7 @@ export function sqliteRows({ db, queryTimeoutMs, statements, writes, pages }: Sq
   async function writePatches(trx: WriteTx, accountId: number, collection: string, patches: FieldPatch[]) {
     const params = [accountId, collection, JSON.stringify(patches.map(({ rowId, fields }) => [rowId, fields])), new Date().toISOString()];
     const sql = patchSql(patches[0].fields.length, patches.length);
-    const written = await db.run<{ id: number | null; i: number; data: string | null; version: number | null }>(trx, sql, params);
+    const written = await statements.inTransaction<PatchWritten>(trx, sql, params);
     const byIndex = new Map(written.map((row) => [Number(row.i), row]));
     let changed: number | undefined;
     const answers = patches.map(({ rowId }, index): VersionedRow | ApiError => {
@@ -78,7 +84,7 @@ export function sqliteRows({ db, queryTimeoutMs, statements, writes, pages }: Sq
       changed = id;
       return { json: rowJson(rowId, data), version: versionOf(id, version as number) };
     });
-    if (changed !== undefined) await db.announce(trx, changed);
+    if (changed !== undefined) announceOnCommit(db.changes, trx, changed);
     return answers;
   }
 
@@ -102,14 +108,14 @@ export function sqliteRows({ db, queryTimeoutMs, statements, writes, pages }: Sq
     const params = [accountId, collection, all.length, JSON.stringify(all), new Date().toISOString(), `[${onces}]`];
     let written: { id: number | null; last_row_id: number; last_seq: number };
     try {
-      [written] = await db.run(trx, insertSql, params);
+      [written] = await statements.inTransaction(trx, insertSql, params);
     } catch (error) {
       // The only constraint an insert's statement can break is its trigger's check of the keys (sql.ts, row_inserts).
       if (onces && (error as { code?: unknown }).code === 'SQLITE_CONSTRAINT') throw new OnceTaken();
       throw error;
     }
     if (written.id === null) throw collectionNotFound(collection);
-    await db.announce(trx, written.id);
+    announceOnCommit(db.changes, trx, written.id);
     const firsts: FirstInserted[] = [];
     let id = written.last_row_id - all.length + 1;
     let seq = written.last_seq - all.length + 1;
@@ -181,11 +187,7 @@ export function sqliteRows({ db, queryTimeoutMs, statements, writes, pages }: Sq
               )
             : await writes.run(async (trx) => {
                 if (options?.once) await beginOnce(db, trx, accountId, options.once);
-                const [stored] = await db.run<{ data: string; collection_id: number; version: number }>(trx, patchedRowSql, [
-                  accountId,
-                  collection,
-                  rowId,
-                ]);
+                const [stored] = await statements.inTransaction<StoredRow>(trx, patchedRowSql, [accountId, collection, rowId]);
                 if (stored && !versionMatches(options, versionOf(stored.collection_id, stored.version))) {
                   throw preconditionFailed(collection, rowId);
                 }

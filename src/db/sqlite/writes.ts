@@ -24,8 +24,20 @@
 // at once on the pool's connections.
 import type { Knex } from 'knex';
 import { runBatch } from '../batches.ts';
+import type { Changes } from '../changes.ts';
 import type { WriteTx } from '../dialect.ts';
 import type { SqliteStatements } from './statements.ts';
+
+/**
+ * Tells this process's listeners of the change to the collection once the write `trx` has committed
+ * (and nothing if it rolls back): one process writes, so its listeners are all there is to wake.
+ */
+export function announceOnCommit(changes: Changes, trx: WriteTx, collectionId: number): void {
+  trx.executionPromise.then(
+    () => changes.emit('change', collectionId),
+    () => {},
+  );
+}
 
 type Work<T> = (trx: WriteTx) => Promise<T>;
 /**
@@ -240,7 +252,7 @@ export class GroupedWrites {
     const executionPromise = new Promise<void>((commit, rollBack) => {
       settle = { commit, rollBack };
     });
-    executionPromise.catch(() => {}); // for the Dialect's announce(), which listens to it; no one else need
+    executionPromise.catch(() => {}); // for announceOnCommit(), which listens to it; no one else need
     // A method, not an arrow function: under tsx every arrow function given a name (`const f = () => …`,
     // `{ f: () => … }`) is named again each time it is made, by Object.defineProperty, which costs
     // more than the rest of this object. The same holds on every hot path.
