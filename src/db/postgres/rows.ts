@@ -82,12 +82,13 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: PageSou
    * An insert holds its collection's row from its statement's start to its commit, so the inserts of a
    * collection run one after another whatever the pool. Sent as they come, the waiting ones would wait
    * inside PostgreSQL, one backend each, and every turn would cost a statement, a commit and its WAL
-   * flush. Instead at most two statements of a collection are under way: one holding its row, and the
-   * next queued behind it, ready the moment the first commits; inserts that come meanwhile go together
-   * in the statement after, each request's rows consecutive, in the order the requests came.
+   * flush. Instead at most three statements of a collection are under way: one holding its row, and two
+   * queued behind it, so that one is ready the moment the one before commits even while this process is
+   * still sending the next (BENCHMARKS.md, insert-batch on PostgreSQL); inserts that come meanwhile go
+   * together in the statement after, each request's rows consecutive, in the order the requests came.
    */
   const inserts = new Batches<Insert, FirstInserted>({
-    maxRunning: 2,
+    maxRunning: 3,
     maxWeight: MAX_INSERT_ROWS,
     async run(_key, batch) {
       const { accountId, collection } = batch[0];
