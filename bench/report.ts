@@ -143,6 +143,8 @@ const ratioTargets: Record<string, number> = {
 const driverRatioTargets: Record<string, number> = { 'get-row-postgres': 0.5, 'list-postgres': 0.5 };
 /** The hundredth page of a cursor walk against its first: "no slower", less the noise of two measurements. */
 const cursorPageRatio = 0.9;
+/** insert-1 with an Idempotency-Key against insert-1: a key costs under 25% (issue 26). */
+const keyedInsertRatio = 0.75;
 const batchRowsPerSecond = 100_000;
 const batchRatio = 0.5;
 const meteringCostLimit = 0.1;
@@ -323,6 +325,16 @@ export function judgeTargets(
       target: `≥ ${cursorPageRatio} × ${first}`,
       value: `${ratio(relative)} × ${first} (${ratio(hundredthPage.ratio)} and ${ratio(firstPage.ratio)} × (a))`,
       met: relative >= cursorPageRatio,
+    });
+  }
+  const [plainInsert, keyedInsert] = [of('insert-1'), of('insert-1-idempotent')];
+  if (plainInsert?.ratio !== undefined && keyedInsert?.ratio !== undefined) {
+    const relative = keyedInsert.ratio / plainInsert.ratio;
+    targets.push({
+      name: 'insert-1-idempotent',
+      target: `≥ ${keyedInsertRatio} × insert-1`,
+      value: `${ratio(relative)} × insert-1 (${ratio(keyedInsert.ratio)} and ${ratio(plainInsert.ratio)} × (a))`,
+      met: relative >= keyedInsertRatio,
     });
   }
   const batch = of('insert-batch')!;
