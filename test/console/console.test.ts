@@ -386,11 +386,14 @@ describe('the web console, in Chromium', function () {
     await page.keyboard.type(client.key as string);
     await page.keyboard.press('Enter');
     await page.waitForSelector('header.top');
+    // The list of collections arrives after the header: Tab through it once it holds `keys`.
+    await page.waitForFunction(() => [...document.querySelectorAll('nav li')].some((item) => item.textContent?.startsWith('keys')));
     // Tab to the collection, open it with Enter, then Tab on to the row's Open button and open it.
     for (let presses = 0; presses < 20; presses += 1) {
       await page.keyboard.press('Tab');
       if (await page.evaluate(() => document.activeElement?.textContent?.startsWith('keys'))) break;
     }
+    expect(await page.evaluate(() => document.activeElement?.textContent)).to.match(/^keys/);
     await page.keyboard.press('Enter');
     await page.waitForSelector('xpath/.//h2[@id="collection-title"][text()="keys"]');
     for (let presses = 0; presses < 30; presses += 1) {
