@@ -4,7 +4,7 @@
 // SQL of any request; the code that runs it names the same constants.
 
 import { raw } from '../src/db/filter.ts';
-import { byId, byName, type Direction, type Page, type Position, withinIndex } from '../src/db/pages.ts';
+import { byId, byName, type Direction, type Page, type PageSource, type Position, withinIndex } from '../src/db/pages.ts';
 import * as postgres from '../src/db/postgres/sql.ts';
 import type { KeyRange } from '../src/db/sort-indexes.ts';
 import * as shared from '../src/db/sql.ts';
@@ -94,37 +94,47 @@ const sharedListing = (collate: string): Listing => [
   ['lastRowIdSql', shared.lastRowIdSql],
 ];
 
+/** A dialect's pages in one direction: ordered whole, through a sort index, filtered, after a place. */
+function pageListing(
+  source: Pick<PageSource, 'orderedPage' | 'filteredSortedPage' | 'sortedPage' | 'sortedPageAfter'>,
+  order: Direction,
+): Listing {
+  return [
+    [`orderedPage(by id, ${order})`, source.orderedPage(byName(1, 'c'), page('id', order)).sql],
+    [`orderedPage(by a field, ${order})`, source.orderedPage(byName(1, 'c'), page('n', order)).sql],
+    [
+      `orderedPage(by id, after a place, ${order})`,
+      source.orderedPage(byName(1, 'c'), { ...page('id', order), after: { values: [null], id: 1 } }).sql,
+    ],
+    [`orderedPage(by two fields, after a place, ${order} then asc)`, source.orderedPage(byName(1, 'c'), walk(order)).sql],
+    [
+      `orderedPage(filtered, through a sort index, ${order})`,
+      source.orderedPage(
+        byId(1),
+        { ...page('n', order), filter: { kind: 'and', filters: [] } },
+        withinIndex(byId(1), 0, raw('<bounds>'), raw('<filter>')),
+      ).sql,
+    ],
+    [`filteredSortedPage(${order})`, source.filteredSortedPage(1, 0, order, raw('<bounds>'), raw('<filter>'), 50, 0).sql],
+    ...ranges.map((range): [string, string] => [`sortedPage(${order}, ${range})`, source.sortedPage(1, 0, order, range, 50, 0).sql]),
+    ...places.map(([kind, place]): [string, string] => [
+      `sortedPageAfter(${order}, after ${kind})`,
+      source.sortedPageAfter(1, 0, order, place, 50)?.sql ?? '',
+    ]),
+  ];
+}
+
 function sqliteListing(): Listing {
   return [
     ...sharedListing(''),
     ['rowsSql', sqlite.rowsSql],
     ['patchedRowSql', sqlite.patchedRowSql],
-    ...directions.flatMap(
-      (order): Listing => [
-        [`orderedPage(by id, ${order})`, sqlite.orderedPage(byName(1, 'c'), page('id', order)).sql],
-        [`orderedPage(by a field, ${order})`, sqlite.orderedPage(byName(1, 'c'), page('n', order)).sql],
-        [
-          `orderedPage(by id, after a place, ${order})`,
-          sqlite.orderedPage(byName(1, 'c'), { ...page('id', order), after: { values: [null], id: 1 } }).sql,
-        ],
-        [`orderedPage(by two fields, after a place, ${order} then asc)`, sqlite.orderedPage(byName(1, 'c'), walk(order)).sql],
-        [
-          `orderedPage(filtered, through a sort index, ${order})`,
-          sqlite.orderedPage(
-            byId(1),
-            { ...page('n', order), filter: { kind: 'and', filters: [] } },
-            withinIndex(byId(1), 0, raw('<bounds>'), raw('<filter>')),
-          ).sql,
-        ],
-        [`filteredSortedPage(${order})`, sqlite.filteredSortedPage(1, 0, order, raw('<bounds>'), raw('<filter>'), 50, 0).sql],
-        [`orderedPage(by a field no JSON path spells, ${order})`, sqlite.orderedPage(byName(1, 'c'), page('a"b', order)).sql],
-        ...ranges.map((range): [string, string] => [`sortedPage(${order}, ${range})`, sqlite.sortedPage(1, 0, order, range, 50, 0).sql]),
-        ...places.map(([kind, place]): [string, string] => [
-          `sortedPageAfter(${order}, after ${kind})`,
-          sqlite.sortedPageAfter(1, 0, order, place, 50)?.sql ?? '',
-        ]),
-      ],
-    ),
+    ...directions.flatMap((order) => pageListing(sqlite, order)),
+    // SQLite reads a field by a JSON path; a name no path spells is read another way.
+    ...directions.map((order): [string, string] => [
+      `orderedPage(by a field no JSON path spells, ${order})`,
+      sqlite.orderedPage(byName(1, 'c'), page('a"b', order)).sql,
+    ]),
     ['insertSql', sqlite.insertSql],
     ['onceAnswersSql', sqlite.onceAnswersSql],
     ...Array.from(
@@ -161,34 +171,11 @@ function postgresListing(): Listing {
     ['holdOnceSql', postgres.holdOnceSql],
     ['holdOncesSql', postgres.holdOncesSql],
     ['recordOncesSql', postgres.recordOncesSql],
-    ...directions.flatMap(
-      (order): Listing => [
-        [`orderedPage(by id, ${order})`, postgres.orderedPage(byName(1, 'c'), page('id', order)).sql],
-        [`orderedPage(by a field, ${order})`, postgres.orderedPage(byName(1, 'c'), page('n', order)).sql],
-        [
-          `orderedPage(by id, after a place, ${order})`,
-          postgres.orderedPage(byName(1, 'c'), { ...page('id', order), after: { values: [null], id: 1 } }).sql,
-        ],
-        [`orderedPage(by two fields, after a place, ${order} then asc)`, postgres.orderedPage(byName(1, 'c'), walk(order)).sql],
-        [
-          `orderedPage(filtered, through a sort index, ${order})`,
-          postgres.orderedPage(
-            byId(1),
-            { ...page('n', order), filter: { kind: 'and', filters: [] } },
-            withinIndex(byId(1), 0, raw('<bounds>'), raw('<filter>')),
-          ).sql,
-        ],
-        [`filteredSortedPage(${order})`, postgres.filteredSortedPage(1, 0, order, raw('<bounds>'), raw('<filter>'), 50, 0).sql],
-        ...ranges.map((range): [string, string] => [`sortedPage(${order}, ${range})`, postgres.sortedPage(1, 0, order, range, 50, 0).sql]),
-        ...places.map(([kind, place]): [string, string] => [
-          `sortedPageAfter(${order}, after ${kind})`,
-          postgres.sortedPageAfter(1, 0, order, place, 50)?.sql ?? '',
-        ]),
-      ],
-    ),
+    ...directions.flatMap((order) => pageListing(postgres, order)),
     ['insertBatchSql', postgres.insertBatchSql],
-    ['keysSql', postgres.keysSql('n').sql],
+    ['keysSql(rows by id range)', postgres.keysSql('n').sql],
     ['rowKeysSql', postgres.rowKeysSql('n').sql],
+    ['keysSql(rows listed by id, replacing their keys)', postgres.keysSql('n', postgres.idList, true).sql],
     ['importRowsSql', postgres.importRowsSql],
   ];
 }

@@ -246,14 +246,6 @@ from (select rows.id, rows.data from sort_keys k cross join rows on rows.collect
   where k.collection_id = ? and k.slot = ? and <bounds> and (<filter>)
   order by k.rank asc, k.num asc, k.str asc, k.row_id asc limit +? offset ?) r;
 
--- orderedPage(by a field no JSON path spells, asc)
-select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
-  (select last_seq from collections where account_id = ? and name = ?) as seq
-from (select * from (select id, data, (select type from json_each(rows.data) where key = ?) as t0, (select value from json_each(rows.data) where key = ?) as v0 from rows where collection_id = (select id from collections where account_id = ? and name = ?)) r order by case when t0 is null or t0 = 'null' then 5 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
-  when t0 in ('true', 'false') then 3 else 4 end asc,
-  case when t0 in ('object', 'array') then null else v0 end asc,
-  id asc limit +? offset ?) r;
-
 -- sortedPage(asc, all)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json, (select last_seq from collections where id = ?) as seq
 from (select rank, num, str, row_id from sort_keys where collection_id = ? and slot = ? 
@@ -357,14 +349,6 @@ from (select rows.id, rows.data from sort_keys k cross join rows on rows.collect
   where k.collection_id = ? and k.slot = ? and <bounds> and (<filter>)
   order by k.rank desc, k.num desc, k.str desc, k.row_id desc limit +? offset ?) r;
 
--- orderedPage(by a field no JSON path spells, desc)
-select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
-  (select last_seq from collections where account_id = ? and name = ?) as seq
-from (select * from (select id, data, (select type from json_each(rows.data) where key = ?) as t0, (select value from json_each(rows.data) where key = ?) as v0 from rows where collection_id = (select id from collections where account_id = ? and name = ?)) r order by case when t0 is null or t0 = 'null' then 0 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
-  when t0 in ('true', 'false') then 3 else 4 end desc,
-  case when t0 in ('object', 'array') then null else v0 end desc,
-  id desc limit +? offset ?) r;
-
 -- sortedPage(desc, all)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json, (select last_seq from collections where id = ?) as seq
 from (select rank, num, str, row_id from sort_keys where collection_id = ? and slot = ? 
@@ -426,6 +410,22 @@ from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
     where collection_id = ? and slot = ? and rank = ? and num is null and str is null and row_id < ? order by rank desc, num desc, str desc, row_id desc limit +?) k0
   limit +?) k
 cross join rows r on r.collection_id = ? and r.id = k.row_id;
+
+-- orderedPage(by a field no JSON path spells, asc)
+select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
+  (select last_seq from collections where account_id = ? and name = ?) as seq
+from (select * from (select id, data, (select type from json_each(rows.data) where key = ?) as t0, (select value from json_each(rows.data) where key = ?) as v0 from rows where collection_id = (select id from collections where account_id = ? and name = ?)) r order by case when t0 is null or t0 = 'null' then 5 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
+  when t0 in ('true', 'false') then 3 else 4 end asc,
+  case when t0 in ('object', 'array') then null else v0 end asc,
+  id asc limit +? offset ?) r;
+
+-- orderedPage(by a field no JSON path spells, desc)
+select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
+  (select last_seq from collections where account_id = ? and name = ?) as seq
+from (select * from (select id, data, (select type from json_each(rows.data) where key = ?) as t0, (select value from json_each(rows.data) where key = ?) as v0 from rows where collection_id = (select id from collections where account_id = ? and name = ?)) r order by case when t0 is null or t0 = 'null' then 0 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
+  when t0 in ('true', 'false') then 3 else 4 end desc,
+  case when t0 in ('object', 'array') then null else v0 end desc,
+  id desc limit +? offset ?) r;
 
 -- insertSql
 insert into row_inserts values ((select id from collections where account_id = ?1 and name = ?2), ?3, ?4, ?5, ?1, ?6)

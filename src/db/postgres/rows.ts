@@ -37,10 +37,10 @@ import {
   advanceReadingRowSql,
   getRowSql,
   holdOncesSql,
+  idList,
   importRowsSql,
   insertBatchSql,
   keysSql,
-  listedKeysSql,
   recordOncesSql,
   rowKeysSql,
   updateRowSql,
@@ -227,14 +227,8 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: PageSou
         const { lastSeq, sorted } = await advance(db, trx, accountId, collection, patched.length);
         const first = lastSeq - patched.length;
         await db.run(trx, updateRowsSql, [first, JSON.stringify(patched.map((row) => [row.id, row.data])), id]);
-        await rekeyPatchedRows(
-          db,
-          trx,
-          id,
-          sorted,
-          patch,
-          patched.map((row) => row.id),
-        );
+        const ids = patched.map((row) => row.id);
+        await rekeyPatchedRows(db, trx, id, sorted, patch, ids);
         const rows = patched.map((row) => eventRow(row.id, row.data, row.before));
         await appendEvents(db, trx, id, lastSeq, 'update', rows);
         const changed = changedRows(rows);
@@ -276,7 +270,7 @@ function firstsOf(written: Written, batch: Insert[]): FirstInserted[] {
 async function rekeyPatchedRows(db: Dialect, trx: WriteTx, collectionId: number, sorted: string[], patched: object, ids: number[]) {
   for (const [slot, field] of sorted.entries()) {
     if (!Object.hasOwn(patched, field)) continue;
-    const { sql, bindings } = listedKeysSql(field);
+    const { sql, bindings } = keysSql(field, idList, true);
     await db.run(trx, sql, [slot, ...bindings, collectionId, ids.join(',')]);
   }
 }

@@ -224,29 +224,23 @@ export const keyColumns = (j: string) => `case jsonb_typeof(${j}) when 'number' 
     case jsonb_typeof(${j}) when 'number' then (${j})::numeric when 'boolean' then case when (${j})::boolean then 1 else 0 end end,
     case when jsonb_typeof(${j}) = 'string' then left(${j} #>> '{}', ${POSTGRES_KEY_CHARS}) end`;
 
-/** The keys of a range of rows, from jsonb (its strings escaped: jsonbOf()). Params: the slot, these bindings, the collection's id, the first id and the last. */
-export function keysSql(name: string) {
-  const { value, bindings } = field(name);
-  return {
-    sql: `insert into sort_keys (collection_id, slot, row_id, rank, num, str)
-      select collection_id, ?::integer, id, ${keyColumns('j')}
-      from (select collection_id, id, ${value} as j from rows where collection_id = ? and id between ? and ?) r`,
-    bindings,
-  };
-}
+/** The rows whose ids keysSql() is given: a range, `?` the first and `?` the last. */
+export const idRange = 'id between ? and ?';
+/** The rows whose ids keysSql() is given: a list, `?` the ids joined by commas. */
+export const idList = "id = any(string_to_array(?::text, ',')::bigint[])";
 
 /**
- * The keys of the rows whose ids are listed, from their stored texts, each replacing the row's key: a
- * change by filter re-keys its rows with one statement a field. Params: the slot, these bindings, the
- * collection's id, the ids joined by commas.
+ * The keys of rows of the collection, from their stored texts read as jsonb (strings escaped:
+ * jsonbOf()): those of new rows (`ids` idRange), or, each replacing the row's key, those of rows
+ * changed by filter (`ids` idList, `replace`), one statement a field. Params: the slot, these
+ * bindings, the collection's id, then the ids' parameters.
  */
-export function listedKeysSql(name: string) {
+export function keysSql(name: string, ids = idRange, replace = false) {
   const { value, bindings } = field(name);
   return {
     sql: `insert into sort_keys (collection_id, slot, row_id, rank, num, str)
       select collection_id, ?::integer, id, ${keyColumns('j')}
-      from (select collection_id, id, ${value} as j from rows
-        where collection_id = ? and id = any(string_to_array(?::text, ',')::bigint[])) r ${replaceKey}`,
+      from (select collection_id, id, ${value} as j from rows where collection_id = ? and ${ids}) r${replace ? ` ${replaceKey}` : ''}`,
     bindings,
   };
 }
