@@ -310,73 +310,73 @@ from (select k.rank, k.num, k.str, k.row_id, rows.id, rows.data from sort_keys k
 
 -- sortedPage(asc, all)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
-  (select last_seq from collections where id = ?) as seq,
+  (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
-from (select rank, num, str, row_id from sort_keys where collection_id = ? and slot = ? 
-  order by rank asc, num asc, str asc, row_id asc limit +? offset ?) k
-cross join lateral (select id, data from rows where collection_id = ? and id = k.row_id offset 0) r;
+from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2 
+  order by rank asc, num asc, str asc, row_id asc limit +$3 offset $4) k
+cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- sortedPage(asc, present)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
-  (select last_seq from collections where id = ?) as seq,
+  (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
-from (select rank, num, str, row_id from sort_keys where collection_id = ? and slot = ? and rank < 5
-  order by rank asc, num asc, str asc, row_id asc limit +? offset ?) k
-cross join lateral (select id, data from rows where collection_id = ? and id = k.row_id offset 0) r;
+from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2 and rank < 5
+  order by rank asc, num asc, str asc, row_id asc limit +$3 offset $4) k
+cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- sortedPage(asc, missing)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
-  (select last_seq from collections where id = ?) as seq,
+  (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
-from (select rank, num, str, row_id from sort_keys where collection_id = ? and slot = ? and rank = 5
-  order by rank asc, num asc, str asc, row_id asc limit +? offset ?) k
-cross join lateral (select id, data from rows where collection_id = ? and id = k.row_id offset 0) r;
+from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2 and rank = 5
+  order by rank asc, num asc, str asc, row_id asc limit +$3 offset $4) k
+cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- sortedPageAfter(asc, after a number)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.part, k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
-  (select last_seq from collections where id = ?) as seq,
+  (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ? and slot = ? and rank = ? and num = ? and str is null and row_id > ? order by rank asc, num asc, str asc, row_id asc limit +?) k0
+    where collection_id = $1 and slot = $2 and rank = $4 and num = $6 and str is null and row_id > $5 order by rank asc, num asc, str asc, row_id asc limit +$3) k0
   union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ? and slot = ? and rank = ? and num > ? order by rank asc, num asc, str asc, row_id asc limit +?) k1
+    where collection_id = $1 and slot = $2 and rank = $4 and num > $6 order by rank asc, num asc, str asc, row_id asc limit +$3) k1
   union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ? and slot = ? and rank > ? order by rank asc, num asc, str asc, row_id asc limit +?) k2
-  limit +?) k
-cross join lateral (select id, data from rows where collection_id = ? and id = k.row_id offset 0) r;
+    where collection_id = $1 and slot = $2 and rank > $4 order by rank asc, num asc, str asc, row_id asc limit +$3) k2
+  limit +$3) k
+cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- sortedPageAfter(asc, after a string)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.part, k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
-  (select last_seq from collections where id = ?) as seq,
+  (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ? and slot = ? and rank = ? and num is null and str = ? and row_id > ? order by rank asc, num asc, str asc, row_id asc limit +?) k0
+    where collection_id = $1 and slot = $2 and rank = $4 and num is null and str = $6 and row_id > $5 order by rank asc, num asc, str asc, row_id asc limit +$3) k0
   union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ? and slot = ? and rank = ? and num is null and str > ? order by rank asc, num asc, str asc, row_id asc limit +?) k1
+    where collection_id = $1 and slot = $2 and rank = $4 and num is null and str > $6 order by rank asc, num asc, str asc, row_id asc limit +$3) k1
   union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ? and slot = ? and rank > ? order by rank asc, num asc, str asc, row_id asc limit +?) k2
-  limit +?) k
-cross join lateral (select id, data from rows where collection_id = ? and id = k.row_id offset 0) r;
+    where collection_id = $1 and slot = $2 and rank > $4 order by rank asc, num asc, str asc, row_id asc limit +$3) k2
+  limit +$3) k
+cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- sortedPageAfter(asc, after an object)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.part, k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
-  (select last_seq from collections where id = ?) as seq,
+  (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ? and slot = ? and rank = ? and num is null and str is null and row_id > ? order by rank asc, num asc, str asc, row_id asc limit +?) k0
+    where collection_id = $1 and slot = $2 and rank = $4 and num is null and str is null and row_id > $5 order by rank asc, num asc, str asc, row_id asc limit +$3) k0
   union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ? and slot = ? and rank > ? order by rank asc, num asc, str asc, row_id asc limit +?) k1
-  limit +?) k
-cross join lateral (select id, data from rows where collection_id = ? and id = k.row_id offset 0) r;
+    where collection_id = $1 and slot = $2 and rank > $4 order by rank asc, num asc, str asc, row_id asc limit +$3) k1
+  limit +$3) k
+cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- sortedPageAfter(asc, after a missing value)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.part, k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
-  (select last_seq from collections where id = ?) as seq,
+  (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ? and slot = ? and rank = ? and num is null and str is null and row_id > ? order by rank asc, num asc, str asc, row_id asc limit +?) k0
-  limit +?) k
-cross join lateral (select id, data from rows where collection_id = ? and id = k.row_id offset 0) r;
+    where collection_id = $1 and slot = $2 and rank = $4 and num is null and str is null and row_id > $5 order by rank asc, num asc, str asc, row_id asc limit +$3) k0
+  limit +$3) k
+cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- orderedPage(by id, desc)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by id desc) end as json,
@@ -454,79 +454,79 @@ from (select k.rank, k.num, k.str, k.row_id, rows.id, rows.data from sort_keys k
 
 -- sortedPage(desc, all)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
-  (select last_seq from collections where id = ?) as seq,
+  (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
-from (select rank, num, str, row_id from sort_keys where collection_id = ? and slot = ? 
-  order by rank desc, num desc, str desc, row_id desc limit +? offset ?) k
-cross join lateral (select id, data from rows where collection_id = ? and id = k.row_id offset 0) r;
+from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2 
+  order by rank desc, num desc, str desc, row_id desc limit +$3 offset $4) k
+cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- sortedPage(desc, present)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
-  (select last_seq from collections where id = ?) as seq,
+  (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
-from (select rank, num, str, row_id from sort_keys where collection_id = ? and slot = ? and rank < 5
-  order by rank desc, num desc, str desc, row_id desc limit +? offset ?) k
-cross join lateral (select id, data from rows where collection_id = ? and id = k.row_id offset 0) r;
+from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2 and rank < 5
+  order by rank desc, num desc, str desc, row_id desc limit +$3 offset $4) k
+cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- sortedPage(desc, missing)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
-  (select last_seq from collections where id = ?) as seq,
+  (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
-from (select rank, num, str, row_id from sort_keys where collection_id = ? and slot = ? and rank = 5
-  order by rank desc, num desc, str desc, row_id desc limit +? offset ?) k
-cross join lateral (select id, data from rows where collection_id = ? and id = k.row_id offset 0) r;
+from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2 and rank = 5
+  order by rank desc, num desc, str desc, row_id desc limit +$3 offset $4) k
+cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- sortedPageAfter(desc, after a number)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.part, k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
-  (select last_seq from collections where id = ?) as seq,
+  (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ? and slot = ? and rank = ? and num = ? and str is null and row_id < ? order by rank desc, num desc, str desc, row_id desc limit +?) k0
+    where collection_id = $1 and slot = $2 and rank = $4 and num = $6 and str is null and row_id < $5 order by rank desc, num desc, str desc, row_id desc limit +$3) k0
   union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ? and slot = ? and rank = ? and num < ? order by rank desc, num desc, str desc, row_id desc limit +?) k1
+    where collection_id = $1 and slot = $2 and rank = $4 and num < $6 order by rank desc, num desc, str desc, row_id desc limit +$3) k1
   union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ? and slot = ? and rank < ? order by rank desc, num desc, str desc, row_id desc limit +?) k2
+    where collection_id = $1 and slot = $2 and rank < $4 order by rank desc, num desc, str desc, row_id desc limit +$3) k2
   union all select * from (select 3 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ? and slot = ? and rank = 5 order by rank desc, num desc, str desc, row_id desc limit +?) k3
-  limit +?) k
-cross join lateral (select id, data from rows where collection_id = ? and id = k.row_id offset 0) r;
+    where collection_id = $1 and slot = $2 and rank = 5 order by rank desc, num desc, str desc, row_id desc limit +$3) k3
+  limit +$3) k
+cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- sortedPageAfter(desc, after a string)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.part, k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
-  (select last_seq from collections where id = ?) as seq,
+  (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ? and slot = ? and rank = ? and num is null and str = ? and row_id < ? order by rank desc, num desc, str desc, row_id desc limit +?) k0
+    where collection_id = $1 and slot = $2 and rank = $4 and num is null and str = $6 and row_id < $5 order by rank desc, num desc, str desc, row_id desc limit +$3) k0
   union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ? and slot = ? and rank = ? and num is null and str < ? order by rank desc, num desc, str desc, row_id desc limit +?) k1
+    where collection_id = $1 and slot = $2 and rank = $4 and num is null and str < $6 order by rank desc, num desc, str desc, row_id desc limit +$3) k1
   union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ? and slot = ? and rank < ? order by rank desc, num desc, str desc, row_id desc limit +?) k2
+    where collection_id = $1 and slot = $2 and rank < $4 order by rank desc, num desc, str desc, row_id desc limit +$3) k2
   union all select * from (select 3 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ? and slot = ? and rank = 5 order by rank desc, num desc, str desc, row_id desc limit +?) k3
-  limit +?) k
-cross join lateral (select id, data from rows where collection_id = ? and id = k.row_id offset 0) r;
+    where collection_id = $1 and slot = $2 and rank = 5 order by rank desc, num desc, str desc, row_id desc limit +$3) k3
+  limit +$3) k
+cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- sortedPageAfter(desc, after an object)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.part, k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
-  (select last_seq from collections where id = ?) as seq,
+  (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ? and slot = ? and rank = ? and num is null and str is null and row_id < ? order by rank desc, num desc, str desc, row_id desc limit +?) k0
+    where collection_id = $1 and slot = $2 and rank = $4 and num is null and str is null and row_id < $5 order by rank desc, num desc, str desc, row_id desc limit +$3) k0
   union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ? and slot = ? and rank < ? order by rank desc, num desc, str desc, row_id desc limit +?) k1
+    where collection_id = $1 and slot = $2 and rank < $4 order by rank desc, num desc, str desc, row_id desc limit +$3) k1
   union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ? and slot = ? and rank = 5 order by rank desc, num desc, str desc, row_id desc limit +?) k2
-  limit +?) k
-cross join lateral (select id, data from rows where collection_id = ? and id = k.row_id offset 0) r;
+    where collection_id = $1 and slot = $2 and rank = 5 order by rank desc, num desc, str desc, row_id desc limit +$3) k2
+  limit +$3) k
+cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- sortedPageAfter(desc, after a missing value)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.part, k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
-  (select last_seq from collections where id = ?) as seq,
+  (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ? and slot = ? and rank = ? and num is null and str is null and row_id < ? order by rank desc, num desc, str desc, row_id desc limit +?) k0
-  limit +?) k
-cross join lateral (select id, data from rows where collection_id = ? and id = k.row_id offset 0) r;
+    where collection_id = $1 and slot = $2 and rank = $4 and num is null and str is null and row_id < $5 order by rank desc, num desc, str desc, row_id desc limit +$3) k0
+  limit +$3) k
+cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- insertBatchSql
 with counters as (

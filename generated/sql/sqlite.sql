@@ -247,60 +247,67 @@ from (select rows.id, rows.data from sort_keys k cross join rows on rows.collect
   order by k.rank asc, k.num asc, k.str asc, k.row_id asc limit +? offset ?) r;
 
 -- sortedPage(asc, all)
-select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json, (select last_seq from collections where id = ?) as seq
-from (select rank, num, str, row_id from sort_keys where collection_id = ? and slot = ? 
-  order by rank asc, num asc, str asc, row_id asc limit +? offset ?) k
-cross join rows r on r.collection_id = ? and r.id = k.row_id;
+select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
+  (select last_seq from collections where id = ?1) as seq
+from (select rank, num, str, row_id from sort_keys where collection_id = ?1 and slot = ?2 
+  order by rank asc, num asc, str asc, row_id asc limit +?3 offset ?4) k
+cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
 -- sortedPage(asc, present)
-select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json, (select last_seq from collections where id = ?) as seq
-from (select rank, num, str, row_id from sort_keys where collection_id = ? and slot = ? and rank < 5
-  order by rank asc, num asc, str asc, row_id asc limit +? offset ?) k
-cross join rows r on r.collection_id = ? and r.id = k.row_id;
+select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
+  (select last_seq from collections where id = ?1) as seq
+from (select rank, num, str, row_id from sort_keys where collection_id = ?1 and slot = ?2 and rank < 5
+  order by rank asc, num asc, str asc, row_id asc limit +?3 offset ?4) k
+cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
 -- sortedPage(asc, missing)
-select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json, (select last_seq from collections where id = ?) as seq
-from (select rank, num, str, row_id from sort_keys where collection_id = ? and slot = ? and rank = 5
-  order by rank asc, num asc, str asc, row_id asc limit +? offset ?) k
-cross join rows r on r.collection_id = ? and r.id = k.row_id;
+select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
+  (select last_seq from collections where id = ?1) as seq
+from (select rank, num, str, row_id from sort_keys where collection_id = ?1 and slot = ?2 and rank = 5
+  order by rank asc, num asc, str asc, row_id asc limit +?3 offset ?4) k
+cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
 -- sortedPageAfter(asc, after a number)
-select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json, (select last_seq from collections where id = ?) as seq
+select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
+  (select last_seq from collections where id = ?1) as seq
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ? and slot = ? and rank = ? and num = json_extract(?, '$') and str is null and row_id > ? order by rank asc, num asc, str asc, row_id asc limit +?) k0
+    where collection_id = ?1 and slot = ?2 and rank = ?4 and num = json_extract(?6, '$') and str is null and row_id > ?5 order by rank asc, num asc, str asc, row_id asc limit +?3) k0
   union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ? and slot = ? and rank = ? and num > json_extract(?, '$') order by rank asc, num asc, str asc, row_id asc limit +?) k1
+    where collection_id = ?1 and slot = ?2 and rank = ?4 and num > json_extract(?6, '$') order by rank asc, num asc, str asc, row_id asc limit +?3) k1
   union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ? and slot = ? and rank > ? order by rank asc, num asc, str asc, row_id asc limit +?) k2
-  limit +?) k
-cross join rows r on r.collection_id = ? and r.id = k.row_id;
+    where collection_id = ?1 and slot = ?2 and rank > ?4 order by rank asc, num asc, str asc, row_id asc limit +?3) k2
+  limit +?3) k
+cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
 -- sortedPageAfter(asc, after a string)
-select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json, (select last_seq from collections where id = ?) as seq
+select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
+  (select last_seq from collections where id = ?1) as seq
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ? and slot = ? and rank = ? and num is null and str = json_extract(?, '$') and row_id > ? order by rank asc, num asc, str asc, row_id asc limit +?) k0
+    where collection_id = ?1 and slot = ?2 and rank = ?4 and num is null and str = json_extract(?6, '$') and row_id > ?5 order by rank asc, num asc, str asc, row_id asc limit +?3) k0
   union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ? and slot = ? and rank = ? and num is null and str > json_extract(?, '$') order by rank asc, num asc, str asc, row_id asc limit +?) k1
+    where collection_id = ?1 and slot = ?2 and rank = ?4 and num is null and str > json_extract(?6, '$') order by rank asc, num asc, str asc, row_id asc limit +?3) k1
   union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ? and slot = ? and rank > ? order by rank asc, num asc, str asc, row_id asc limit +?) k2
-  limit +?) k
-cross join rows r on r.collection_id = ? and r.id = k.row_id;
+    where collection_id = ?1 and slot = ?2 and rank > ?4 order by rank asc, num asc, str asc, row_id asc limit +?3) k2
+  limit +?3) k
+cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
 -- sortedPageAfter(asc, after an object)
-select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json, (select last_seq from collections where id = ?) as seq
+select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
+  (select last_seq from collections where id = ?1) as seq
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ? and slot = ? and rank = ? and num is null and str is null and row_id > ? order by rank asc, num asc, str asc, row_id asc limit +?) k0
+    where collection_id = ?1 and slot = ?2 and rank = ?4 and num is null and str is null and row_id > ?5 order by rank asc, num asc, str asc, row_id asc limit +?3) k0
   union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ? and slot = ? and rank > ? order by rank asc, num asc, str asc, row_id asc limit +?) k1
-  limit +?) k
-cross join rows r on r.collection_id = ? and r.id = k.row_id;
+    where collection_id = ?1 and slot = ?2 and rank > ?4 order by rank asc, num asc, str asc, row_id asc limit +?3) k1
+  limit +?3) k
+cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
 -- sortedPageAfter(asc, after a missing value)
-select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json, (select last_seq from collections where id = ?) as seq
+select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
+  (select last_seq from collections where id = ?1) as seq
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ? and slot = ? and rank = ? and num is null and str is null and row_id > ? order by rank asc, num asc, str asc, row_id asc limit +?) k0
-  limit +?) k
-cross join rows r on r.collection_id = ? and r.id = k.row_id;
+    where collection_id = ?1 and slot = ?2 and rank = ?4 and num is null and str is null and row_id > ?5 order by rank asc, num asc, str asc, row_id asc limit +?3) k0
+  limit +?3) k
+cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
 -- orderedPage(by id, desc)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
@@ -350,66 +357,73 @@ from (select rows.id, rows.data from sort_keys k cross join rows on rows.collect
   order by k.rank desc, k.num desc, k.str desc, k.row_id desc limit +? offset ?) r;
 
 -- sortedPage(desc, all)
-select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json, (select last_seq from collections where id = ?) as seq
-from (select rank, num, str, row_id from sort_keys where collection_id = ? and slot = ? 
-  order by rank desc, num desc, str desc, row_id desc limit +? offset ?) k
-cross join rows r on r.collection_id = ? and r.id = k.row_id;
+select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
+  (select last_seq from collections where id = ?1) as seq
+from (select rank, num, str, row_id from sort_keys where collection_id = ?1 and slot = ?2 
+  order by rank desc, num desc, str desc, row_id desc limit +?3 offset ?4) k
+cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
 -- sortedPage(desc, present)
-select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json, (select last_seq from collections where id = ?) as seq
-from (select rank, num, str, row_id from sort_keys where collection_id = ? and slot = ? and rank < 5
-  order by rank desc, num desc, str desc, row_id desc limit +? offset ?) k
-cross join rows r on r.collection_id = ? and r.id = k.row_id;
+select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
+  (select last_seq from collections where id = ?1) as seq
+from (select rank, num, str, row_id from sort_keys where collection_id = ?1 and slot = ?2 and rank < 5
+  order by rank desc, num desc, str desc, row_id desc limit +?3 offset ?4) k
+cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
 -- sortedPage(desc, missing)
-select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json, (select last_seq from collections where id = ?) as seq
-from (select rank, num, str, row_id from sort_keys where collection_id = ? and slot = ? and rank = 5
-  order by rank desc, num desc, str desc, row_id desc limit +? offset ?) k
-cross join rows r on r.collection_id = ? and r.id = k.row_id;
+select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
+  (select last_seq from collections where id = ?1) as seq
+from (select rank, num, str, row_id from sort_keys where collection_id = ?1 and slot = ?2 and rank = 5
+  order by rank desc, num desc, str desc, row_id desc limit +?3 offset ?4) k
+cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
 -- sortedPageAfter(desc, after a number)
-select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json, (select last_seq from collections where id = ?) as seq
+select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
+  (select last_seq from collections where id = ?1) as seq
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ? and slot = ? and rank = ? and num = json_extract(?, '$') and str is null and row_id < ? order by rank desc, num desc, str desc, row_id desc limit +?) k0
+    where collection_id = ?1 and slot = ?2 and rank = ?4 and num = json_extract(?6, '$') and str is null and row_id < ?5 order by rank desc, num desc, str desc, row_id desc limit +?3) k0
   union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ? and slot = ? and rank = ? and num < json_extract(?, '$') order by rank desc, num desc, str desc, row_id desc limit +?) k1
+    where collection_id = ?1 and slot = ?2 and rank = ?4 and num < json_extract(?6, '$') order by rank desc, num desc, str desc, row_id desc limit +?3) k1
   union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ? and slot = ? and rank < ? order by rank desc, num desc, str desc, row_id desc limit +?) k2
+    where collection_id = ?1 and slot = ?2 and rank < ?4 order by rank desc, num desc, str desc, row_id desc limit +?3) k2
   union all select * from (select 3 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ? and slot = ? and rank = 5 order by rank desc, num desc, str desc, row_id desc limit +?) k3
-  limit +?) k
-cross join rows r on r.collection_id = ? and r.id = k.row_id;
+    where collection_id = ?1 and slot = ?2 and rank = 5 order by rank desc, num desc, str desc, row_id desc limit +?3) k3
+  limit +?3) k
+cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
 -- sortedPageAfter(desc, after a string)
-select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json, (select last_seq from collections where id = ?) as seq
+select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
+  (select last_seq from collections where id = ?1) as seq
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ? and slot = ? and rank = ? and num is null and str = json_extract(?, '$') and row_id < ? order by rank desc, num desc, str desc, row_id desc limit +?) k0
+    where collection_id = ?1 and slot = ?2 and rank = ?4 and num is null and str = json_extract(?6, '$') and row_id < ?5 order by rank desc, num desc, str desc, row_id desc limit +?3) k0
   union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ? and slot = ? and rank = ? and num is null and str < json_extract(?, '$') order by rank desc, num desc, str desc, row_id desc limit +?) k1
+    where collection_id = ?1 and slot = ?2 and rank = ?4 and num is null and str < json_extract(?6, '$') order by rank desc, num desc, str desc, row_id desc limit +?3) k1
   union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ? and slot = ? and rank < ? order by rank desc, num desc, str desc, row_id desc limit +?) k2
+    where collection_id = ?1 and slot = ?2 and rank < ?4 order by rank desc, num desc, str desc, row_id desc limit +?3) k2
   union all select * from (select 3 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ? and slot = ? and rank = 5 order by rank desc, num desc, str desc, row_id desc limit +?) k3
-  limit +?) k
-cross join rows r on r.collection_id = ? and r.id = k.row_id;
+    where collection_id = ?1 and slot = ?2 and rank = 5 order by rank desc, num desc, str desc, row_id desc limit +?3) k3
+  limit +?3) k
+cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
 -- sortedPageAfter(desc, after an object)
-select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json, (select last_seq from collections where id = ?) as seq
+select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
+  (select last_seq from collections where id = ?1) as seq
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ? and slot = ? and rank = ? and num is null and str is null and row_id < ? order by rank desc, num desc, str desc, row_id desc limit +?) k0
+    where collection_id = ?1 and slot = ?2 and rank = ?4 and num is null and str is null and row_id < ?5 order by rank desc, num desc, str desc, row_id desc limit +?3) k0
   union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ? and slot = ? and rank < ? order by rank desc, num desc, str desc, row_id desc limit +?) k1
+    where collection_id = ?1 and slot = ?2 and rank < ?4 order by rank desc, num desc, str desc, row_id desc limit +?3) k1
   union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ? and slot = ? and rank = 5 order by rank desc, num desc, str desc, row_id desc limit +?) k2
-  limit +?) k
-cross join rows r on r.collection_id = ? and r.id = k.row_id;
+    where collection_id = ?1 and slot = ?2 and rank = 5 order by rank desc, num desc, str desc, row_id desc limit +?3) k2
+  limit +?3) k
+cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
 -- sortedPageAfter(desc, after a missing value)
-select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json, (select last_seq from collections where id = ?) as seq
+select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
+  (select last_seq from collections where id = ?1) as seq
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ? and slot = ? and rank = ? and num is null and str is null and row_id < ? order by rank desc, num desc, str desc, row_id desc limit +?) k0
-  limit +?) k
-cross join rows r on r.collection_id = ? and r.id = k.row_id;
+    where collection_id = ?1 and slot = ?2 and rank = ?4 and num is null and str is null and row_id < ?5 order by rank desc, num desc, str desc, row_id desc limit +?3) k0
+  limit +?3) k
+cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
 -- orderedPage(by a field no JSON path spells, asc)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,

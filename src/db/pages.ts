@@ -22,7 +22,7 @@ import { allOf, raw, type Sql, sql } from './filter.ts';
 import { type IndexedField, indexedFields, type KeyBounds, oneValue } from './filter-indexes.ts';
 import { type Json, pageTooLarge, type Row } from './rows.ts';
 import { type KeyRange, type KnownIndexes, ranks, type SortIndexLimits } from './sort-indexes.ts';
-import { collectionSql, keyOrder, pageColumns, pageRange, presentCountSql } from './sql.ts';
+import { collectionSql, keyOrder, pageColumns, presentCountSql } from './sql.ts';
 
 export type Direction = 'asc' | 'desc';
 
@@ -551,19 +551,27 @@ export function afterPlace(columns: readonly PlacedColumn[]): Sql {
 }
 
 /**
- * How a dialect binds a sort key's number or string where a statement compares it with the keys: `sql`
- * with one `?`, and `value`, the binding, or undefined when no key can be compared with it exactly.
+ * How a dialect writes the statements of sortedPages: `param(n)`, the placeholder of a statement's n-th
+ * binding, numbered so that a binding used in several places is bound once; `sql(placeholder)`, a sort
+ * key's number or string where a statement compares it with the keys; and `value`, its binding, or
+ * undefined when no key can be compared with it exactly.
  */
 export interface KeyBinding {
-  sql: string;
+  param(n: number): string;
+  sql(placeholder: string): string;
   value(scalar: number | string): SqlValue | undefined;
 }
 
+/** Which of a sort key's columns place a page after a row (sortedPages): none (ranks 4 and 5), `num` or `str`. */
+type PlaceColumn = 'none' | 'num' | 'str';
+
 /**
  * A dialect's PageSource.sortedPage and sortedPageAfter from its statement `text`, given the SQL of the
- * keys a page reads (`rank, num, str, row_id` in the page's order) and of that order: each text made
- * once for each shape, since statements are kept by their text. Every such text takes the collection's
- * id (for its seq), the bindings of its keys, then the collection's id (for its rows).
+ * keys a page reads (`rank, num, str, row_id` in the page's order), of that order, and the placeholder
+ * of the collection's id: each text made once for each shape, since statements are kept by their text.
+ * Each LIMIT is `+` its binding, as pageRange (sql.ts) says why. A page of a range binds the collection's id, the slot, the limit and the offset; a page after a place
+ * binds the collection's id, the slot, the limit, the place's rank, its row's id and, when the rank has
+ * one, its value.
  *
  * A page after a place is the keys of the index past it, as ranges of the index one after another,
  * each read from its start: the place's key with a later id; the same rank with a later value (for
@@ -572,69 +580,78 @@ export interface KeyBinding {
  * PostgreSQL's string_agg to order by.
  */
 export function sortedPages(
-  text: (keys: string, order: string) => string,
+  text: (keys: string, order: string, collectionId: string) => string,
   bind: KeyBinding,
 ): Pick<PageSource, 'sortedPage' | 'sortedPageAfter'> {
+  const p = bind.param;
   const rangeText = (dir: Direction, range: KeyRange) =>
     text(
-      `select rank, num, str, row_id from sort_keys where collection_id = ? and slot = ? ${ranks[range]}
-      order by ${keyOrder('', dir)} ${pageRange}`,
+      `select rank, num, str, row_id from sort_keys where collection_id = ${p(1)} and slot = ${p(2)} ${ranks[range]}
+      order by ${keyOrder('', dir)} limit +${p(3)} offset ${p(4)}`,
       keyOrder('k.', dir),
+      p(1),
     );
   const texts = {
     asc: { all: rangeText('asc', 'all'), present: rangeText('asc', 'present'), missing: rangeText('asc', 'missing') },
     desc: { all: rangeText('desc', 'all'), present: rangeText('desc', 'present'), missing: rangeText('desc', 'missing') },
   };
+  const afterText = (order: Direction, column: PlaceColumn, laterRanks: boolean) => {
+    const parts = rangesAfter(order, column, laterRanks, bind).map(
+      (range, index) => `select * from (select ${index} as part, rank, num, str, row_id from sort_keys
+        where collection_id = ${p(1)} and slot = ${p(2)} and ${range} order by ${keyOrder('', order)} limit +${p(3)}) k${index}`,
+    );
+    return text(`${parts.join('\n      union all ')}\n      limit +${p(3)}`, `k.part, ${keyOrder('k.', order)}`, p(1));
+  };
   const afterTexts = new Map<string, string>();
   return {
     sortedPage: (collectionId, slot, order, range, limit, offset) => ({
       sql: texts[order][range],
-      params: [collectionId, collectionId, slot, limit, offset, collectionId],
+      params: [collectionId, slot, limit, offset],
     }),
-    sortedPageAfter(collectionId, slot, order, place, limit) {
-      const ranges = rangesAfter(order, place, bind);
-      if (!ranges) return undefined;
-      const shape = `${order} ${ranges.map((range) => range.sql).join(' | ')}`;
+    sortedPageAfter(collectionId, slot, order, { values, id }, limit) {
+      const { rank, scalar } = values[0] ?? { rank: 5, scalar: null };
+      const params: SqlValue[] = [collectionId, slot, limit, rank, id];
+      if (scalar !== null) {
+        const value = bind.value(typeof scalar === 'boolean' ? Number(scalar) : scalar);
+        if (value === undefined) return undefined;
+        params.push(value);
+      }
+      const column: PlaceColumn = scalar === null ? 'none' : rank === 2 ? 'str' : 'num';
+      const shape = `${order} ${column} ${rank < 5}`;
       let sql = afterTexts.get(shape);
       if (!sql) {
-        const parts = ranges.map(
-          (range, index) => `select * from (select ${index} as part, rank, num, str, row_id from sort_keys
-        where collection_id = ? and slot = ? and ${range.sql} order by ${keyOrder('', order)} limit +?) k${index}`,
-        );
-        sql = text(`${parts.join('\n      union all ')}\n      limit +?`, `k.part, ${keyOrder('k.', order)}`);
+        sql = afterText(order, column, rank < 5);
         afterTexts.set(shape, sql);
       }
-      const params = ranges.flatMap((range) => [collectionId, slot, ...range.params, limit]);
-      return { sql, params: [collectionId, ...params, limit, collectionId] };
+      return { sql, params };
     },
   };
 }
 
-/** The ranges of a sort index after `place` (sortedPages), each a condition on its keys; undefined when `bind` cannot place it. */
-function rangesAfter(order: Direction, { values, id }: Position, bind: KeyBinding): Sql[] | undefined {
-  const { rank, scalar } = values[0] ?? { rank: 5, scalar: null };
+/**
+ * The ranges of a sort index after a place (sortedPages), each a condition on its keys, with the
+ * place's rank, row id and value bound as sortedPageAfter binds them.
+ */
+function rangesAfter(order: Direction, column: PlaceColumn, laterRanks: boolean, bind: KeyBinding): string[] {
   const later = order === 'asc' ? '>' : '<';
-  const ranges: Sql[] = [];
-  if (scalar === null) {
-    ranges.push({ sql: `rank = ? and num is null and str is null and row_id ${later} ?`, params: [rank, id] });
+  const [rank, id] = [bind.param(4), bind.param(5)];
+  const ranges: string[] = [];
+  if (column === 'none') {
+    ranges.push(`rank = ${rank} and num is null and str is null and row_id ${later} ${id}`);
   } else {
-    const value = bind.value(typeof scalar === 'boolean' ? Number(scalar) : scalar);
-    if (value === undefined) return undefined;
+    const value = bind.sql(bind.param(6));
     // A number's or boolean's key has no string, a string's no number: `num is null` puts a string's
     // range right after the rank's in the index, and a condition on `str` after the range of `num`
     // would have SQLite sort each run of equal numbers again.
     const [sameKey, laterKey] =
-      rank === 2
-        ? [`num is null and str = ${bind.sql}`, `num is null and str ${later} ${bind.sql}`]
-        : [`num = ${bind.sql} and str is null`, `num ${later} ${bind.sql}`];
-    ranges.push(
-      { sql: `rank = ? and ${sameKey} and row_id ${later} ?`, params: [rank, value, id] },
-      { sql: `rank = ? and ${laterKey}`, params: [rank, value] },
-    );
+      column === 'str'
+        ? [`num is null and str = ${value}`, `num is null and str ${later} ${value}`]
+        : [`num = ${value} and str is null`, `num ${later} ${value}`];
+    ranges.push(`rank = ${rank} and ${sameKey} and row_id ${later} ${id}`, `rank = ${rank} and ${laterKey}`);
   }
-  if (rank < 5) {
-    if (order === 'asc') ranges.push({ sql: 'rank > ?', params: [rank] });
-    else ranges.push({ sql: 'rank < ?', params: [rank] }, { sql: 'rank = 5', params: [] });
+  if (laterRanks) {
+    if (order === 'asc') ranges.push(`rank > ${rank}`);
+    else ranges.push(`rank < ${rank}`, 'rank = 5');
   }
   return ranges;
 }

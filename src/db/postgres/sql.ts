@@ -203,13 +203,14 @@ const byField: FieldOrder = (named, index, direction, at) => {
  * the index.
  */
 export const { sortedPage, sortedPageAfter } = sortedPages(
-  (keys, order) => `select count(*) as n, ${pageJsonSql(order)} as json,
-      (select last_seq from collections where id = ?) as seq,
+  (keys, order, collectionId) => `select count(*) as n, ${pageJsonSql(order)} as json,
+      (select last_seq from collections where id = ${collectionId}) as seq,
       bool_and(k.str is null or length(k.str) < ${POSTGRES_KEY_CHARS}) as exact
     from (${keys}) k
-    cross join lateral (select id, data from rows where collection_id = ? and id = k.row_id offset 0) r`,
+    cross join lateral (select id, data from rows where collection_id = ${collectionId} and id = k.row_id offset 0) r`,
   {
-    sql: '?',
+    param: (n) => `$${n}`,
+    sql: (value) => value,
     value(scalar) {
       if (typeof scalar === 'number') return JSON.stringify(scalar);
       const key = escapeString(scalar);

@@ -137,10 +137,11 @@ function scalarSql(scalar: number | string | boolean | null): Sql | undefined {
  * reader, as the keys' were.
  */
 export const { sortedPage, sortedPageAfter } = sortedPages(
-  (keys) => `select count(*) as n, ${pageJsonSql} as json, (select last_seq from collections where id = ?) as seq
+  (keys, _order, collectionId) => `select count(*) as n, ${pageJsonSql} as json,
+      (select last_seq from collections where id = ${collectionId}) as seq
     from (${keys}) k
-    cross join rows r on r.collection_id = ? and r.id = k.row_id`,
-  { sql: "json_extract(?, '$')", value: (scalar) => JSON.stringify(scalar) },
+    cross join rows r on r.collection_id = ${collectionId} and r.id = k.row_id`,
+  { param: (n) => `?${n}`, sql: (value) => `json_extract(${value}, '$')`, value: (scalar) => JSON.stringify(scalar) },
 );
 
 /** The key columns (rank, num, str) from `t`, the value's JSON type as json_each names it, and `v`, its SQL value (`atom`). */
