@@ -17,7 +17,7 @@ export interface OnceRow {
 
 /**
  * A write transaction, as the statements in it need it: the connection it holds and its outcome. A
- * Knex transaction is one; so is a group of SQLite's writer (sqlite/writes.ts), which holds Knex's
+ * Knex transaction is one; so is a group of SQLite's writer (batches.ts, GroupedWrites), which holds Knex's
  * connection without Knex's transaction machinery.
  */
 export interface WriteTx {

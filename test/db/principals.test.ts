@@ -2,7 +2,7 @@
 // long, and what it forgets.
 import { expect } from 'chai';
 import type { Principal } from '../../src/db/keys.ts';
-import { PrincipalCache } from '../../src/db/principals.ts';
+import { PrincipalCache } from '../../src/db/operations.ts';
 
 describe('principal cache', () => {
   let now: number;

@@ -1,10 +1,11 @@
 // SQLite: the Store of a database file (`sqlite:<path>`). Knex's one connection is the writer: SQLite
-// writes one transaction at a time, and every write goes through its queue (writes.ts); read-only
+// writes one transaction at a time, and every write goes through its queue (../batches.ts, GroupedWrites); read-only
 // connections serve the reads beside it (statements.ts). The statements are in sql.ts.
 import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import { defaults } from '../../config.ts';
+import { GroupedWrites } from '../batches.ts';
 import { Changes } from '../changes.ts';
 import { DatabaseOpenError, defaultSortIndexes, knexLog, type StoreOptions } from '../connect.ts';
 import type { Dialect, OnceRow } from '../dialect.ts';
@@ -13,11 +14,10 @@ import { assembleStore, type Store } from '../operations.ts';
 import { KnownIndexes } from '../sort-indexes.ts';
 import { backupSqlite } from './backup.ts';
 import { filterSql, keyBoundsSql } from './filter.ts';
-import { sqliteRows } from './rows.ts';
+import { announceOnCommit, sqliteRows } from './rows.ts';
 import { SortIndexMaker } from './sort-indexes.ts';
 import { filteredSortedPage, knexTablesSql, onceAnswersSql, orderedPage, sortedPage, sortedPageAfter, sqliteProcedures } from './sql.ts';
 import { SqliteStatements } from './statements.ts';
-import { announceOnCommit, GroupedWrites } from './writes.ts';
 
 /**
  * What the writer's connection runs when it opens. WAL lets readers run beside the writer;
@@ -50,7 +50,8 @@ export async function openSqliteStore(
     throw new DatabaseOpenError(url, error);
   }
   const statements = new SqliteStatements(filename);
-  const writes = new GroupedWrites(knex, statements);
+  // `immediate`: the write lock at once, waiting its turn (busy_timeout) behind another process.
+  const writes = new GroupedWrites(knex, (trx, step) => statements.inTransaction(trx, step === 'begin' ? 'begin immediate' : step, []));
   const changes = new Changes();
   const db: Dialect = {
     knex,

@@ -1,10 +1,12 @@
 // SQLite: the operations on rows (../operations.ts, RowOperations). Writes go through the writer's
-// queue (writes.ts): inserts into one collection, and patches of one collection that set as many
-// fields, queued side by side become one statement (sql.ts), run on the writer's connection
-// (statements.ts, inTransaction) and announced to the feed once committed (writes.ts,
-// announceOnCommit). Reads go to the read-only connections (statements.ts): row reads by id merged,
+// queue (../batches.ts, GroupedWrites): inserts into one collection, and patches of one collection
+// that set as many fields, queued side by side become one statement (sql.ts), run on the writer's
+// connection (statements.ts, inTransaction) and announced to the feed once committed
+// (announceOnCommit). Reads go to the read-only connections (statements.ts): row reads by id merged,
 // pages on a connection of their own.
 import { ApiError, queryTimeout } from '../../errors.ts';
+import type { GroupedWrites } from '../batches.ts';
+import type { Changes } from '../changes.ts';
 import { advance, collectionNotFound } from '../collections.ts';
 import type { Dialect, WriteTx } from '../dialect.ts';
 import { exportCollection } from '../exports.ts';
@@ -32,7 +34,6 @@ import {
 import { collectionSql } from '../sql.ts';
 import { fieldName, importRowsSql, insertSql, keysSql, MAX_FIELDS_BY_PATH, patchedRowSql, patchSql, pathSafe, rowsSql } from './sql.ts';
 import type { SqliteStatements } from './statements.ts';
-import { announceOnCommit, type GroupedWrites } from './writes.ts';
 
 /** An insert as it waits in the writer's queue: its rows' texts, and its Idempotency-Key if it was sent with one. */
 type Insert = { texts: string[]; once?: OnceRequest };
@@ -53,6 +54,17 @@ export interface SqliteRowsParts {
   writes: GroupedWrites;
   /** Pages of rows, through the read-only connections (sort indexes made with the writer). */
   pages: PageSource;
+}
+
+/**
+ * Tells this process's listeners of the change to the collection once the write `trx` has committed
+ * (and nothing if it rolls back): one process writes, so its listeners are all there is to wake.
+ */
+export function announceOnCommit(changes: Changes, trx: WriteTx, collectionId: number): void {
+  trx.executionPromise.then(
+    () => changes.emit('change', collectionId),
+    () => {},
+  );
 }
 
 export function sqliteRows({ db, queryTimeoutMs, statements, writes, pages }: SqliteRowsParts): RowOperations {

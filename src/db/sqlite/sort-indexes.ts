@@ -2,6 +2,7 @@
 // triggers of every write (sql.ts). Made in one pass, the index of a large collection would hold the
 // writer, and with it every account's writes, until it was done; a step holds it briefly, and the
 // writes queued meanwhile go between two steps.
+import type { GroupedWrites } from '../batches.ts';
 import { collectionNotFound } from '../collections.ts';
 import type { Dialect } from '../dialect.ts';
 import { setSortedSql } from '../sql.ts';
@@ -15,7 +16,6 @@ import {
   oldestEventSql,
   touchedRows,
 } from './sql.ts';
-import type { GroupedWrites } from './writes.ts';
 
 /** The rows an index's making keys in one write at most. */
 export const SORT_INDEX_STEP_ROWS = 5000;
