@@ -8,7 +8,7 @@
 // query, or altered, is a 400 rather than a page of something else. It is not a secret and grants
 // nothing: it holds only values its client has read, and any key of the account could make one that
 // starts anywhere in what it may read anyway. The limit and `count` may change from page to page.
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { keyValueOf, type Position, type SortKey } from '../db/pages.ts';
 import { type FieldError, validationFailed } from '../errors.ts';
 
@@ -91,7 +91,7 @@ function seal({ accountId, collection, filter, order, select }: CursorScope, pla
     order,
     select ? [...select].sort() : null,
   ]);
-  return createHash('sha256').update(query).update('\n').update(place).digest().subarray(0, 16).toString('base64url');
+  return hash('sha256', `${query}\n${place}`, 'buffer').subarray(0, 16).toString('base64url');
 }
 
 /** A JSON value as text, objects' members in order of their names: a filter is the same whatever its members' order. */
