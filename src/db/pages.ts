@@ -562,6 +562,17 @@ export interface KeyBinding {
   value(scalar: number | string): SqlValue | undefined;
 }
 
+/**
+ * The numbers of the bindings of sortedPages' statements: a page of a range binds the collection's id,
+ * the slot, the limit and the offset; a page after a place binds the collection's id, the slot, the
+ * limit, the place's rank, its row's id and, when the rank has one (a number, string or boolean), its
+ * value, last, so that a statement without it binds no more than it names.
+ */
+const binding = { collectionId: 1, slot: 2, limit: 3, offset: 4, rank: 4, id: 5, value: 6 } as const;
+
+/** The placeholder of the binding `name` (binding) in a statement of sortedPages. */
+const placeholder = (bind: KeyBinding, name: keyof typeof binding) => bind.param(binding[name]);
+
 /** Which of a sort key's columns place a page after a row (sortedPages): none (ranks 4 and 5), `num` or `str`. */
 type PlaceColumn = 'none' | 'num' | 'str';
 
@@ -569,9 +580,8 @@ type PlaceColumn = 'none' | 'num' | 'str';
  * A dialect's PageSource.sortedPage and sortedPageAfter from its statement `text`, given the SQL of the
  * keys a page reads (`rank, num, str, row_id` in the page's order), of that order, and the placeholder
  * of the collection's id: each text made once for each shape, since statements are kept by their text.
- * Each LIMIT is `+` its binding, as pageRange (sql.ts) says why. A page of a range binds the collection's id, the slot, the limit and the offset; a page after a place
- * binds the collection's id, the slot, the limit, the place's rank, its row's id and, when the rank has
- * one, its value.
+ * Their bindings are numbered as `binding` says; each LIMIT is `+` its binding, as pageRange (sql.ts)
+ * says why.
  *
  * A page after a place is the keys of the index past it, as ranges of the index one after another,
  * each read from its start: the place's key with a later id; the same rank with a later value (for
@@ -583,13 +593,15 @@ export function sortedPages(
   text: (keys: string, order: string, collectionId: string) => string,
   bind: KeyBinding,
 ): Pick<PageSource, 'sortedPage' | 'sortedPageAfter'> {
-  const p = bind.param;
+  const collectionId = placeholder(bind, 'collectionId');
+  const inIndex = `collection_id = ${collectionId} and slot = ${placeholder(bind, 'slot')}`;
+  const limit = `limit +${placeholder(bind, 'limit')}`;
   const rangeText = (dir: Direction, range: KeyRange) =>
     text(
-      `select rank, num, str, row_id from sort_keys where collection_id = ${p(1)} and slot = ${p(2)} ${ranks[range]}
-      order by ${keyOrder('', dir)} limit +${p(3)} offset ${p(4)}`,
+      `select rank, num, str, row_id from sort_keys where ${inIndex} ${ranks[range]}
+      order by ${keyOrder('', dir)} ${limit} offset ${placeholder(bind, 'offset')}`,
       keyOrder('k.', dir),
-      p(1),
+      collectionId,
     );
   const texts = {
     asc: { all: rangeText('asc', 'all'), present: rangeText('asc', 'present'), missing: rangeText('asc', 'missing') },
@@ -598,19 +610,16 @@ export function sortedPages(
   const afterText = (order: Direction, column: PlaceColumn, laterRanks: boolean) => {
     const parts = rangesAfter(order, column, laterRanks, bind).map(
       (range, index) => `select * from (select ${index} as part, rank, num, str, row_id from sort_keys
-        where collection_id = ${p(1)} and slot = ${p(2)} and ${range} order by ${keyOrder('', order)} limit +${p(3)}) k${index}`,
+        where ${inIndex} and ${range} order by ${keyOrder('', order)} ${limit}) k${index}`,
     );
-    return text(`${parts.join('\n      union all ')}\n      limit +${p(3)}`, `k.part, ${keyOrder('k.', order)}`, p(1));
+    return text(`${parts.join('\n      union all ')}\n      ${limit}`, `k.part, ${keyOrder('k.', order)}`, collectionId);
   };
   const afterTexts = new Map<string, string>();
   return {
-    sortedPage: (collectionId, slot, order, range, limit, offset) => ({
-      sql: texts[order][range],
-      params: [collectionId, slot, limit, offset],
-    }),
-    sortedPageAfter(collectionId, slot, order, { values, id }, limit) {
-      const { rank, scalar } = values[0] ?? { rank: 5, scalar: null };
-      const params: SqlValue[] = [collectionId, slot, limit, rank, id];
+    sortedPage: (id, slot, order, range, limit, offset) => ({ sql: texts[order][range], params: [id, slot, limit, offset] }),
+    sortedPageAfter(id, slot, order, place, limit) {
+      const { rank, scalar } = place.values[0] ?? { rank: 5, scalar: null };
+      const params: SqlValue[] = [id, slot, limit, rank, place.id];
       if (scalar !== null) {
         const value = bind.value(typeof scalar === 'boolean' ? Number(scalar) : scalar);
         if (value === undefined) return undefined;
@@ -634,12 +643,12 @@ export function sortedPages(
  */
 function rangesAfter(order: Direction, column: PlaceColumn, laterRanks: boolean, bind: KeyBinding): string[] {
   const later = order === 'asc' ? '>' : '<';
-  const [rank, id] = [bind.param(4), bind.param(5)];
+  const [rank, id] = [placeholder(bind, 'rank'), placeholder(bind, 'id')];
   const ranges: string[] = [];
   if (column === 'none') {
     ranges.push(`rank = ${rank} and num is null and str is null and row_id ${later} ${id}`);
   } else {
-    const value = bind.sql(bind.param(6));
+    const value = bind.sql(placeholder(bind, 'value'));
     // A number's or boolean's key has no string, a string's no number: `num is null` puts a string's
     // range right after the rank's in the index, and a condition on `str` after the range of `num`
     // would have SQLite sort each run of equal numbers again.
