@@ -127,6 +127,10 @@ const schedule: Step[] = [
     { workload: 'list-postgres', ratioTo: 'baseline-memory' },
     { workload: 'baseline-postgres' },
     { workload: 'insert-batch-postgres', ratioTo: 'baseline-postgres' },
+    // insert-1 and its keyed twin, side by side after one (a): what a key costs on PostgreSQL.
+    { workload: 'baseline-memory' },
+    { workload: 'insert-1-postgres', ratioTo: 'baseline-memory' },
+    { workload: 'insert-1-idempotent-postgres', ratioTo: 'baseline-memory' },
   ]),
   // The feed (feed.ts): no baseline; its targets are absolute.
   { workload: 'fanout' },

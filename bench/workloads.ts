@@ -124,6 +124,26 @@ const insertBatch: Omit<HttpWorkload, 'server'> = {
   ],
 };
 
+/** POST one row, on SQLite or on PostgreSQL. */
+const insertOne: Omit<HttpWorkload, 'server'> = {
+  rowsPerRequest: one,
+  requests: (job) => [{ method: 'POST', path: rowsPath(collections.inserts), headers: json(job.key), body: JSON.stringify([benchRow(1)]) }],
+};
+
+/** insertOne, each request with an Idempotency-Key of its own (a UUID, as clients send). */
+const keyedInsertOne: Omit<HttpWorkload, 'server'> = {
+  rowsPerRequest: one,
+  requests: (job) => [
+    {
+      method: 'POST',
+      path: rowsPath(collections.inserts),
+      headers: json(job.key),
+      body: JSON.stringify([benchRow(1)]),
+      setupRequest: (request) => ({ ...request, headers: { ...request.headers, 'idempotency-key': randomUUID() } }),
+    },
+  ],
+};
+
 /** get-row's and list's requests, on any server. */
 const rowRead: Omit<HttpWorkload, 'server'> = { rowsPerRequest: one, requests: getRandomRow };
 const firstPage: Omit<HttpWorkload, 'server'> = { rowsPerRequest: (s) => s.pageSize, requests: listPage(() => 0) };
@@ -159,27 +179,12 @@ export const httpWorkloads: Record<string, HttpWorkload> = {
     rowsPerRequest: (s) => s.pageSize,
     requests: cursorPage(100, collections.million),
   },
-  'insert-1': {
-    server: 'rowbase',
-    rowsPerRequest: one,
-    requests: (job) => [
-      { method: 'POST', path: rowsPath(collections.inserts), headers: json(job.key), body: JSON.stringify([benchRow(1)]) },
-    ],
-  },
+  'insert-1': { server: 'rowbase', ...insertOne },
   /** insert-1, each request with an Idempotency-Key of its own: what a key costs (its answer stored with the row). */
-  'insert-1-idempotent': {
-    server: 'rowbase',
-    rowsPerRequest: one,
-    requests: (job) => [
-      {
-        method: 'POST',
-        path: rowsPath(collections.inserts),
-        headers: json(job.key),
-        body: JSON.stringify([benchRow(1)]),
-        setupRequest: (request) => ({ ...request, headers: { ...request.headers, 'idempotency-key': randomUUID() } }),
-      },
-    ],
-  },
+  'insert-1-idempotent': { server: 'rowbase', ...keyedInsertOne },
+  /** insert-1 and its keyed twin against rowbase on PostgreSQL, where a key costs what its transaction does. */
+  'insert-1-postgres': { server: 'rowbase-postgres', ...insertOne },
+  'insert-1-idempotent-postgres': { server: 'rowbase-postgres', ...keyedInsertOne },
   'insert-batch': { server: 'rowbase', ...insertBatch },
   /** insert-batch against rowbase on PostgreSQL (its ratio is to baseline (c), a bare pg client). */
   'insert-batch-postgres': { server: 'rowbase-postgres', ...insertBatch },
