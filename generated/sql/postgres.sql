@@ -221,19 +221,6 @@ select pg_notify(?, ?);
 -- holdOnceSql
 select pg_try_advisory_xact_lock(?, hashtext(?)) as held;
 
--- holdOncesSql
-select pg_try_advisory_xact_lock(?::integer, hashtext(k ->> 0)) as held,
-  exists (select 1 from idempotency_keys i where i.account_id = ?::integer and i.key = k ->> 0 and i.expires_at > k ->> 1) as answered
-from json_array_elements(?::json) k;
-
--- recordOncesSql
-insert into idempotency_keys (account_id, key, request_hash, status, headers, body, created_at, expires_at)
-select ?::integer, j ->> 0, j ->> 1, (j ->> 2)::integer, j ->> 3, j ->> 4, j ->> 5, j ->> 6 from json_array_elements(?::json) j
-on conflict (account_id, key) do update set request_hash = excluded.request_hash, status = excluded.status,
-  headers = excluded.headers, body = excluded.body, created_at = excluded.created_at, expires_at = excluded.expires_at
-  where idempotency_keys.expires_at <= excluded.created_at
-returning key;
-
 -- orderedPage(by id, asc)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by id asc) end as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
@@ -556,6 +543,57 @@ with counters as (
   chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> f.field as j from batch b offset 0) k
 )
 select id, before_id + 1 as first_id, before_seq + 1 as first_seq, pg_notify($5, $6 || ' ' || id) from counters;
+
+-- insertBatchWithAnswersSql
+with holds as (
+  select pg_try_advisory_xact_lock($1::integer, hashtext(k ->> 0)) as held,
+    exists (select 1 from idempotency_keys i where i.account_id = $1::integer and i.key = k ->> 0 and i.expires_at > k ->> 2) as answered
+  from json_array_elements($7::json) k
+), free as (
+  select bool_and(held) as held, bool_or(answered) as answered from holds
+), counters as (
+  update collections set last_row_id = last_row_id + $3, last_seq = last_seq + $3, row_count = row_count + $3
+    where account_id = $1 and name = $2 and (select held and not answered from free)
+    returning id, last_row_id - $3 as before_id, last_seq - $3 as before_seq, sorted,
+      to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at
+), batch as (
+  select c.id as collection_id, c.before_id + t.ord as id, c.before_seq + t.ord as seq, t.data, c.at, t.request
+    from counters c, unnest(string_to_array($4::text, chr(10)), string_to_array($8::text, ',')::integer[]) with ordinality as t(data, request, ord)
+), stored as (
+  insert into rows (collection_id, id, data, version) select collection_id, id, data, seq from batch
+), logged as (
+  insert into events (collection_id, seq, type, row_id, row, at)
+    select collection_id, seq, 'insert', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, at
+      from batch
+), keyed as (
+  insert into sort_keys (collection_id, slot, row_id, rank, num, str)
+    select k.collection_id, f.slot - 1, k.id, case jsonb_typeof(k.j) when 'number' then 1 when 'string' then 2 when 'boolean' then 3
+    when 'object' then 4 when 'array' then 4 else 5 end,
+  case jsonb_typeof(k.j) when 'number' then (k.j)::numeric when 'boolean' then case when (k.j)::boolean then 1 else 0 end end,
+  case when jsonb_typeof(k.j) = 'string' then left(k.j #>> '{}', 400) end
+      from counters c,
+        jsonb_array_elements_text(regexp_replace(replace(replace(replace(replace(c.sorted, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
+  chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb) with ordinality as f(field, slot),
+        lateral (select b.collection_id, b.id, regexp_replace(replace(replace(replace(replace(b.data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
+  chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> f.field as j from batch b offset 0) k
+), bodies as (
+  select request, string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by seq) as rows from batch where request >= 0 group by request
+), recorded as (
+  insert into idempotency_keys (account_id, key, request_hash, status, headers, body, created_at, expires_at)
+    select $1::integer, o ->> 0, o ->> 1, 201,
+      case when (o ->> 5)::integer = 1 then '{"ETag":"\"' || c.id || '.' || (c.before_seq + 1 + (o ->> 4)::integer) || '\""}' else '{}' end,
+      '[' || coalesce(b.rows, '') || ']', o ->> 2, o ->> 3
+    from counters c cross join json_array_elements($7::json) with ordinality as k(o, n)
+      left join bodies b on b.request = k.n - 1
+    on conflict (account_id, key) do update set request_hash = excluded.request_hash, status = excluded.status,
+      headers = excluded.headers, body = excluded.body, created_at = excluded.created_at, expires_at = excluded.expires_at
+      where idempotency_keys.expires_at <= excluded.created_at
+    returning key
+)
+select f.held, f.answered, c.id, c.before_id + 1 as first_id, c.before_seq + 1 as first_seq,
+  case when c.id is not null then pg_notify($5, $6 || ' ' || c.id) end,
+  case when c.id is not null and (select count(*) from recorded) < json_array_length($7::json) then rowbase_once_taken() end
+  from free f left join counters c on true;
 
 -- keysSql(rows by id range)
 insert into sort_keys (collection_id, slot, row_id, rank, num, str)

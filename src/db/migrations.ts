@@ -6,7 +6,8 @@ type OwnStep =
   | '0004_postgres_sort_key_escape'
   | '0005_postgres_sort_key_surrogates'
   | '0006_postgres_cut_sort_keys'
-  | '0007_postgres_page_knows_cut_keys';
+  | '0007_postgres_page_knows_cut_keys'
+  | '0012_postgres_once_taken';
 
 /** What a dialect changes of the migrations. */
 export interface DialectSchema {
@@ -205,6 +206,7 @@ const migrations = (schema: DialectSchema): Record<string, Knex.Migration> => ({
       await knex.schema.dropTable('idempotency_keys');
     },
   },
+  '0012_postgres_once_taken': schema.own['0012_postgres_once_taken'] ?? unchanged,
 });
 
 /** A migration that changes nothing on a dialect. */

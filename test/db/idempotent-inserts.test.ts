@@ -1,6 +1,7 @@
 // Inserts sent with an Idempotency-Key (src/db/idempotency.ts) go together with the other inserts into
 // their collection: on SQLite one statement stores the rows and the answers of their keys
-// (src/db/sqlite/sql.ts, row_inserts), on PostgreSQL one transaction (src/db/postgres/rows.ts). Each
+// (src/db/sqlite/sql.ts, row_inserts), on PostgreSQL one statement too (src/db/postgres/sql.ts,
+// insertBatchWithAnswersSql). Each
 // key's answer is stored with its rows, and a key answered already fails its own insert alone.
 import { expect } from 'chai';
 import { answerOnce, type FoundAnswer, OnceTaken } from '../../src/db/idempotency.ts';
@@ -8,6 +9,7 @@ import type { Fields, InsertedRows } from '../../src/db/rows.ts';
 import type { SqliteStore } from '../../src/db/sqlite/index.ts';
 import { openStore, type Store } from '../../src/db/store.ts';
 import { createDatabase, describeEachBackend, type TestDatabase } from '../support/backends.ts';
+import { pollUntil } from '../support/process.ts';
 
 type Row = { id: number } & Record<string, unknown>;
 
@@ -102,6 +104,44 @@ describeEachBackend('inserts sent with an Idempotency-Key, merged', (backend) =>
     );
     expect(await found('fresh')).to.equal(undefined);
   });
+
+  // On PostgreSQL the statement looks for the key's answer in its snapshot, then stores its own: an
+  // answer committed in between is met by that insert. (On SQLite one writer runs at a time.)
+  if (backend === 'postgres') {
+    it('fail the insert whose key another request answered while its statement ran, writing nothing of it', async () => {
+      const other = await store.knex.client.acquireConnection();
+      try {
+        // Another request's answer, stored and not yet committed, without the key's lock (as if it had
+        // been answered before this request looked for it).
+        await other.query('begin');
+        await other.query(
+          `insert into idempotency_keys (account_id, key, request_hash, status, headers, body, created_at, expires_at)
+            values ($1, 'raced', 'hash of raced', 201, '{}', '[]', $2, $3)`,
+          [accountId, at, expiresAt],
+        );
+        const raced = insert([{ n: 1 }], 'raced');
+        const settled = raced.then(
+          () => expect.fail('the insert wrote'),
+          (error: unknown) => error,
+        );
+        // The insert waits for the other transaction, at the answer it would store.
+        // (Asked on a connection of its own: inside a transaction, pg_stat_activity stays as first read.)
+        await pollUntil(async () => {
+          const { rows } = await store.knex.raw(
+            "select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and query like '%idempotency_keys%'",
+          );
+          return rows[0].n > 0;
+        }, 10_000);
+        await other.query('commit');
+        expect(await settled).to.be.instanceOf(OnceTaken);
+      } finally {
+        await store.knex.client.releaseConnection(other);
+      }
+      expect(await found('raced')).to.deep.equal({ hash: 'hash of raced', status: 201, headers: {}, body: '[]' });
+      expect(await store.knex('rows').count({ n: '*' }).first()).to.deep.equal({ n: '0' });
+      expect(await store.knex('events').count({ n: '*' }).first()).to.deep.equal({ n: '0' });
+    });
+  }
 
   it('take again a key whose answer expired, storing the new answer', async () => {
     await insert([{ n: 0 }], 'old');

@@ -3,7 +3,7 @@
 import type { Knex } from 'knex';
 import type { DialectSchema } from '../migrations.ts';
 import { replaceKey } from '../sql.ts';
-import { jsonbOf, keyColumns } from './sql.ts';
+import { jsonbOf, keyColumns, ONCE_TAKEN } from './sql.ts';
 
 export const postgresSchema: DialectSchema = {
   codePointText: 'text collate "C"',
@@ -62,6 +62,18 @@ export const postgresSchema: DialectSchema = {
       },
       async down(knex) {
         await knex.raw('create index sort_keys_long on sort_keys (collection_id, slot) where length(str) >= 400');
+      },
+    },
+    '0012_postgres_once_taken': {
+      // Inserts sent with an Idempotency-Key are one statement with their answers (sql.ts,
+      // insertBatchWithAnswersSql), run alone: one that finds another request's answer to one of its keys
+      // stored while it ran stops itself with this error, so that nothing of it is written.
+      async up(knex) {
+        await knex.raw(`create or replace function rowbase_once_taken() returns boolean language plpgsql as $$
+          begin raise exception 'an Idempotency-Key was answered meanwhile' using errcode = '${ONCE_TAKEN}'; end $$`);
+      },
+      async down(knex) {
+        await knex.raw('drop function if exists rowbase_once_taken()');
       },
     },
   },

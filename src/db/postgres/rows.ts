@@ -2,7 +2,8 @@
 // its own, on a connection of the pool: writers to different collections run at once. A batch insert
 // is one statement that commits on its own (sql.ts, insertBatchSql), batched with the other inserts
 // into the collection that wait their turn in this process (inserts, below); a batch that holds inserts
-// sent with an Idempotency-Key is a transaction, which also stores their answers. A patch of one row
+// sent with an Idempotency-Key is one statement too, which also stores their answers (sql.ts,
+// insertBatchWithAnswersSql). A patch of one row
 // reads and holds the row, then writes it with its event and the NOTIFY in one statement (sql.ts,
 // advanceReadingRowSql, updateRowSql), and re-keys the fields it sets that have a sort index, all in
 // one transaction.
@@ -13,7 +14,7 @@ import { advance, collectionId, collectionNotFound } from '../collections.ts';
 import type { Dialect, SqlValue, WriteTx } from '../dialect.ts';
 import { appendEvents, eventRow } from '../events.ts';
 import { exportCollection } from '../exports.ts';
-import { beginOnce, type Once, OnceTaken, onceInProgress, recordOnce, storedAnswer } from '../idempotency.ts';
+import { beginOnce, type Once, OnceTaken, onceInProgress, recordOnce } from '../idempotency.ts';
 import { importRowsIn, type RowImporter } from '../imports.ts';
 import type { RowOperations } from '../operations.ts';
 import { type PageSource, readPage } from '../pages.ts';
@@ -36,12 +37,12 @@ import { CHANNEL } from './changes.ts';
 import {
   advanceReadingRowSql,
   getRowSql,
-  holdOncesSql,
   idList,
   importRowsSql,
   insertBatchSql,
+  insertBatchWithAnswersSql,
   keysSql,
-  recordOncesSql,
+  ONCE_TAKEN,
   rowKeysSql,
   updateRowSql,
   updateRowsSql,
@@ -58,6 +59,8 @@ interface Insert {
 
 /** What insertBatchSql answers: the collection's id, and the first row's id and seq (none: no such collection). */
 type Written = { id: number; first_id: number | string; first_seq: number | string };
+/** What insertBatchWithAnswersSql answers: Written (a null id: nothing written), and its keys' fate. */
+type WrittenWithAnswers = Written & { held: boolean; answered: boolean };
 
 /** The rows of one insert statement at most (a request's own rows are never split). */
 const MAX_INSERT_ROWS = 5000;
@@ -97,9 +100,7 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: PageSou
       // lines of one string are the rows: one parameter, where an array would be escaped item by item.
       const params = [accountId, collection, rows.length, rows.join('\n'), CHANNEL, changes.instance];
       const keyed = batch.some(({ once }) => once);
-      const [written] = keyed
-        ? await knex.transaction((trx) => insertWithAnswers(trx, batch, params))
-        : await runAlone<Written>(knex, insertBatchSql, params);
+      const [written] = keyed ? await insertWithAnswers(batch, params) : await runAlone<Written>(knex, insertBatchSql, params);
       if (!written) throw collectionNotFound(collection);
       // Committed already: this process's listeners hear it now, the others through the NOTIFY.
       changes.emit('change', Number(written.id));
@@ -108,30 +109,32 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: PageSou
   });
 
   /**
-   * insertBatchSql in a transaction that also stores the answers of the inserts sent with an
-   * Idempotency-Key, so that each answer is stored if and only if its rows are. It holds their keys
-   * first (409 for one another instance holds), and looks for their answers (OnceTaken for one
-   * stored already: another request with the key was answered first, and nothing is written). Either
-   * fails the batch, whose inserts then run each alone (../batches.ts).
+   * insertBatchWithAnswersSql, so that each key's answer is stored if and only if its rows are: 409
+   * for a key another instance holds; OnceTaken (nothing written) for one answered first, before the
+   * statement or while it ran. Either fails the batch, whose inserts then run each alone (../batches.ts).
    */
-  async function insertWithAnswers(trx: WriteTx, batch: Insert[], params: SqlValue[]): Promise<Written[]> {
-    const { accountId, collection } = batch[0];
-    const keyed = batch.filter((insert): insert is Insert & { once: Once<InsertedRows> } => insert.once !== undefined);
-    const keys = JSON.stringify(keyed.map(({ once }) => [once.key, once.at]));
-    const held = await db.run<{ held: boolean; answered: boolean }>(trx, holdOncesSql, [accountId, accountId, keys]);
-    if (held.some((key) => !key.held)) throw onceInProgress();
-    if (held.some((key) => key.answered)) throw new OnceTaken();
-    const written = await db.run<Written>(trx, insertBatchSql, params);
-    if (written.length === 0) throw collectionNotFound(collection);
-    const firsts = firstsOf(written[0], batch);
-    const answers = batch.flatMap(({ texts, once }, index) => {
-      if (!once) return [];
-      const { status, headers, body } = storedAnswer(once.answer(insertedRows(firsts[index], texts)));
-      return [[once.key, once.hash, status, JSON.stringify(headers), body, once.at, once.expiresAt]];
-    });
-    const recorded = await db.run(trx, recordOncesSql, [accountId, JSON.stringify(answers)]);
-    if (recorded.length < answers.length) throw new OnceTaken();
-    return written;
+  async function insertWithAnswers(batch: Insert[], params: SqlValue[]): Promise<Written[]> {
+    const onces: unknown[] = [];
+    // For each row, the place in `onces` of its request's key (-1 for none).
+    const keyOfRow: number[] = [];
+    for (const { texts, once } of batch) {
+      if (once) onces.push([once.key, once.hash, once.at, once.expiresAt, keyOfRow.length, texts.length]);
+      for (let row = 0; row < texts.length; row++) keyOfRow.push(once ? onces.length - 1 : -1);
+    }
+    let written: WrittenWithAnswers;
+    try {
+      [written] = await runAlone<WrittenWithAnswers>(knex, insertBatchWithAnswersSql, [
+        ...params,
+        JSON.stringify(onces),
+        keyOfRow.join(','),
+      ]);
+    } catch (error) {
+      if ((error as { code?: unknown }).code === ONCE_TAKEN) throw new OnceTaken();
+      throw error;
+    }
+    if (!written.held) throw onceInProgress();
+    if (written.answered) throw new OnceTaken();
+    return written.id === null ? [] : [written];
   }
 
   return {

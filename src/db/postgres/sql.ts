@@ -37,27 +37,6 @@ export const advanceReadingRowSql = `with counters as (update collections
 /** holdOnce() of the Dialect: the account's Idempotency-Key, held until the transaction ends, if no other transaction holds it. */
 export const holdOnceSql = 'select pg_try_advisory_xact_lock(?, hashtext(?)) as held';
 
-/**
- * holdOnceSql for the Idempotency-Keys of a batch of inserts (rows.ts), with whether each has an
- * answer stored that has not expired when its request came: `?` the account, `?` the account again, `?`
- * a JSON array of `[key, the time its request came]`. One row a key.
- */
-export const holdOncesSql = `select pg_try_advisory_xact_lock(?::integer, hashtext(k ->> 0)) as held,
-    exists (select 1 from idempotency_keys i where i.account_id = ?::integer and i.key = k ->> 0 and i.expires_at > k ->> 1) as answered
-  from json_array_elements(?::json) k`;
-
-/**
- * recordOnceSql (../sql.ts) for the Idempotency-Keys of a batch of inserts: `?` the account, `?` a JSON
- * array of `[key, hash, status, headers, body, at, expires at]`. Answers the key of each answer stored;
- * a key missing from them holds an answer another request stored first.
- */
-export const recordOncesSql = `insert into idempotency_keys (account_id, key, request_hash, status, headers, body, created_at, expires_at)
-  select ?::integer, j ->> 0, j ->> 1, (j ->> 2)::integer, j ->> 3, j ->> 4, j ->> 5, j ->> 6 from json_array_elements(?::json) j
-  on conflict (account_id, key) do update set request_hash = excluded.request_hash, status = excluded.status,
-    headers = excluded.headers, body = excluded.body, created_at = excluded.created_at, expires_at = excluded.expires_at
-    where idempotency_keys.expires_at <= excluded.created_at
-  returning key`;
-
 /** Announces a change to every instance on commit (changes.ts): the channel, then `<instance> <collection id>`. */
 export const notifySql = 'select pg_notify(?, ?)';
 
@@ -259,11 +238,11 @@ export function rowKeysSql(name: string) {
 /**
  * advance(), the rows, appendEvents() and writeSortKeys() as one statement (the keys of every indexed
  * field, read from `sorted` as advance() answers it, strings escaped as jsonbOf() does).
- * $1 the account, $2 the collection's name, $3 the number of rows, $4 their texts, one a line; $5 and $6 the NOTIFY's channel and this instance (changes.ts). No such
- * collection: no row answered, and nothing written. Each event's row is made from the row's text as
- * eventRow() makes it. The events' time is PostgreSQL's clock once the collection's row is held (where
- * appendEvents() takes Node's, after advance()): a batch that waited its turn is not stamped before
- * the one it waited for.
+ * $1 the account, $2 the collection's name, $3 the number of rows, $4 their texts, one a line; $5 and
+ * $6 the NOTIFY's channel and this instance (changes.ts). No such collection: no row answered, and
+ * nothing written. Each event's row is made from the row's text as eventRow() makes it. The events'
+ * time is PostgreSQL's clock once the collection's row is held (where appendEvents() takes Node's,
+ * after advance()): a batch that waited its turn is not stamped before the one it waited for.
  *
  * The keys read the batch once per indexed field, from inside the field's lateral subquery (`offset 0`
  * keeps the planner from flattening it into a join it may turn around): a collection with no sort
@@ -271,14 +250,50 @@ export function rowKeysSql(name: string) {
  * plan would scan the whole batch against an empty list of fields, all while holding the collection's
  * row.
  */
-export const insertBatchSql = `with counters as (
+export const insertBatchSql = insertBatch(false);
+
+/**
+ * insertBatchSql for a batch of inserts of which some were sent with an Idempotency-Key (openapi.yaml,
+ * IdempotencyKey), as one statement run alone: $7 a JSON array of `[key, request hash, at, expires at, first, n]`
+ * for each of those, `first` the place in $4 of the request's first row and `n` its number of rows; $8
+ * for each row of $4, joined by commas, the place in $7 of its request's key (-1 for none), by which
+ * each answer's rows are gathered in one pass.
+ * Before anything is written it holds each key until the statement ends (holdOnceSql's lock) and
+ * looks for its answer; unless every key is held and none answered, it writes nothing and answers
+ * `held` and `answered` alone. Else it stores each key's answer with the rows: the answer of
+ * insertRows (openapi.yaml), 201 with the request's rows as their insert events hold them, and the
+ * row's ETag when there is one row. A key whose answer another request stored after this statement
+ * began looking (its snapshot does not see it) is found by the answer's own insert; then the
+ * statement fails with ONCE_TAKEN, and nothing of it is written.
+ */
+export const insertBatchWithAnswersSql = insertBatch(true);
+
+/** The SQLSTATE of insertBatchWithAnswersSql's failure when a key was answered meanwhile (migration 0012). */
+export const ONCE_TAKEN = 'RB409';
+
+function insertBatch(answers: boolean): string {
+  return `with ${
+    answers
+      ? `holds as (
+    select pg_try_advisory_xact_lock($1::integer, hashtext(k ->> 0)) as held,
+      exists (select 1 from idempotency_keys i where i.account_id = $1::integer and i.key = k ->> 0 and i.expires_at > k ->> 2) as answered
+    from json_array_elements($7::json) k
+  ), free as (
+    select bool_and(held) as held, bool_or(answered) as answered from holds
+  ), `
+      : ''
+  }counters as (
     update collections set last_row_id = last_row_id + $3, last_seq = last_seq + $3, row_count = row_count + $3
-      where account_id = $1 and name = $2
+      where account_id = $1 and name = $2${answers ? ' and (select held and not answered from free)' : ''}
       returning id, last_row_id - $3 as before_id, last_seq - $3 as before_seq, sorted,
         to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at
   ), batch as (
-    select c.id as collection_id, c.before_id + t.ord as id, c.before_seq + t.ord as seq, t.data, c.at
-      from counters c, unnest(string_to_array($4::text, chr(10))) with ordinality as t(data, ord)
+    select c.id as collection_id, c.before_id + t.ord as id, c.before_seq + t.ord as seq, t.data, c.at${answers ? ', t.request' : ''}
+      from counters c, ${
+        answers
+          ? `unnest(string_to_array($4::text, chr(10)), string_to_array($8::text, ',')::integer[]) with ordinality as t(data, request, ord)`
+          : `unnest(string_to_array($4::text, chr(10))) with ordinality as t(data, ord)`
+      }
   ), stored as (
     insert into rows (collection_id, id, data, version) select collection_id, id, data, seq from batch
   ), logged as (
@@ -291,8 +306,30 @@ export const insertBatchSql = `with counters as (
         from counters c,
           jsonb_array_elements_text(${jsonbOf('c.sorted')}) with ordinality as f(field, slot),
           lateral (select b.collection_id, b.id, ${jsonbOf('b.data')} -> f.field as j from batch b offset 0) k
+  )${
+    answers
+      ? `, bodies as (
+    select request, string_agg(${rowJsonSql}, ',' order by seq) as rows from batch where request >= 0 group by request
+  ), recorded as (
+    insert into idempotency_keys (account_id, key, request_hash, status, headers, body, created_at, expires_at)
+      select $1::integer, o ->> 0, o ->> 1, 201,
+        case when (o ->> 5)::integer = 1 then '{"ETag":"\\"' || c.id || '.' || (c.before_seq + 1 + (o ->> 4)::integer) || '\\""}' else '{}' end,
+        '[' || coalesce(b.rows, '') || ']', o ->> 2, o ->> 3
+      from counters c cross join json_array_elements($7::json) with ordinality as k(o, n)
+        left join bodies b on b.request = k.n - 1
+      on conflict (account_id, key) do update set request_hash = excluded.request_hash, status = excluded.status,
+        headers = excluded.headers, body = excluded.body, created_at = excluded.created_at, expires_at = excluded.expires_at
+        where idempotency_keys.expires_at <= excluded.created_at
+      returning key
   )
-  select id, before_id + 1 as first_id, before_seq + 1 as first_seq, pg_notify($5, $6 || ' ' || id) from counters`;
+  select f.held, f.answered, c.id, c.before_id + 1 as first_id, c.before_seq + 1 as first_seq,
+    case when c.id is not null then pg_notify($5, $6 || ' ' || c.id) end,
+    case when c.id is not null and (select count(*) from recorded) < json_array_length($7::json) then rowbase_once_taken() end
+    from free f left join counters c on true`
+      : `
+  select id, before_id + 1 as first_id, before_seq + 1 as first_seq, pg_notify($5, $6 || ' ' || id) from counters`
+  }`;
+}
 
 /**
  * An import's rows (../imports.ts), with the ids they bring: `?` the collection's id, `?` the version of
