@@ -348,7 +348,12 @@ describe('the web console, in Chromium', function () {
       await waitForIds([1, 2, 3]);
       await page.waitForFunction(() => document.querySelector('.feed-state')?.textContent === 'Receiving changes');
       // Each change once: the feed resumed after the last seq it had shown.
-      expect(watched.feedMessages.filter((text) => JSON.parse(text).type === 'insert')).to.have.length(2);
+      // Said in full when it fails: which sockets opened, and all they heard.
+      const heard = JSON.stringify({ sockets: watched.feedUrls.map((url) => new URL(url).search), messages: watched.feedMessages });
+      expect(
+        watched.feedMessages.filter((text) => JSON.parse(text).type === 'insert'),
+        heard,
+      ).to.have.length(2);
     } finally {
       await second.stop();
     }
