@@ -173,7 +173,6 @@ function postgresListing(): Listing {
     ['insertBatchSql', postgres.insertBatchSql],
     ['insertBatchWithAnswersSql', postgres.insertBatchWithAnswersSql],
     ['keysSql(rows by id range)', postgres.keysSql('n').sql],
-    ['rowKeysSql', postgres.rowKeysSql('n').sql],
     ['keysSql(rows listed by id, replacing their keys)', postgres.keysSql('n', postgres.idList, true).sql],
     ['importRowsSql', postgres.importRowsSql],
   ];

@@ -604,14 +604,6 @@ case when jsonb_typeof(j) = 'string' then left(j #>> '{}', 400) end
   from (select collection_id, id, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
 chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j from rows where collection_id = ? and id between ? and ?) r;
 
--- rowKeysSql
-insert into sort_keys (collection_id, slot, row_id, rank, num, str)
-  select ?::integer, ?::integer, ?::bigint, case jsonb_typeof(j) when 'number' then 1 when 'string' then 2 when 'boolean' then 3
-  when 'object' then 4 when 'array' then 4 else 5 end,
-case jsonb_typeof(j) when 'number' then (j)::numeric when 'boolean' then case when (j)::boolean then 1 else 0 end end,
-case when jsonb_typeof(j) = 'string' then left(j #>> '{}', 400) end from (select regexp_replace(replace(replace(replace(replace(?::text, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
-chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j) r where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str;
-
 -- keysSql(rows listed by id, replacing their keys)
 insert into sort_keys (collection_id, slot, row_id, rank, num, str)
   select collection_id, ?::integer, id, case jsonb_typeof(j) when 'number' then 1 when 'string' then 2 when 'boolean' then 3

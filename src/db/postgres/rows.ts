@@ -43,7 +43,6 @@ import {
   insertBatchWithAnswersSql,
   keysSql,
   ONCE_TAKEN,
-  rowKeysSql,
   updateRowSql,
   updateRowsSql,
 } from './sql.ts';
@@ -194,7 +193,7 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: PageSou
         const event = [json, rowJson(rowId, counters.current), new Date().toISOString()];
         // One after another: pg sends a client's queries one at a time whatever the caller does.
         await db.run(trx, updateRowSql, [data, seq, id, rowId, ...event, CHANNEL, `${changes.instance} ${id}`]);
-        await rekeyPatchedRow(db, trx, id, JSON.parse(counters.sorted), rowId, patch, data);
+        await rekeyPatchedRows(db, trx, id, JSON.parse(counters.sorted), patch, [rowId]);
         const patched = { json, version: versionOf(id, seq) };
         if (options?.once) await recordOnce(db, trx, accountId, options.once, patched);
         return { patched, changed: id };
@@ -275,25 +274,5 @@ async function rekeyPatchedRows(db: Dialect, trx: WriteTx, collectionId: number,
     if (!Object.hasOwn(patched, field)) continue;
     const { sql, bindings } = keysSql(field, idList, true);
     await db.run(trx, sql, [slot, ...bindings, collectionId, ids.join(',')]);
-  }
-}
-
-/**
- * Re-keys a patched row from its new text `data`, replacing its keys in place: only the indexed fields
- * the patch gave can have moved. Reads nothing of the row, so it may run beside its update.
- */
-export async function rekeyPatchedRow(
-  db: Dialect,
-  trx: WriteTx,
-  collectionId: number,
-  sorted: string[],
-  rowId: number,
-  patched: object,
-  data: string,
-): Promise<void> {
-  for (const [slot, field] of sorted.entries()) {
-    if (!Object.hasOwn(patched, field)) continue;
-    const { sql, bindings } = rowKeysSql(field);
-    await db.run(trx, sql, [collectionId, slot, rowId, data, ...bindings]);
   }
 }

@@ -120,12 +120,9 @@ export const jsonbOf = (document: string) =>
   String.raw`regexp_replace(replace(replace(replace(replace(${document}, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
     chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb`;
 
-/**
- * A field of a JSON document as jsonb: `document` (`data`, the row's text; or `?::text`, one bound first)
- * read by jsonbOf(), then the field, its name escaped likewise (one binding).
- */
-export function field(name: string, document: 'data' | '?::text' = 'data') {
-  return { value: `${jsonbOf(document)} -> ?`, bindings: [escapeString(name)] };
+/** A field of a row as jsonb: its text `data` read by jsonbOf(), then the field, its name escaped likewise (one binding). */
+export function field(name: string) {
+  return { value: `${jsonbOf('data')} -> ?`, bindings: [escapeString(name)] };
 }
 
 /**
@@ -221,16 +218,6 @@ export function keysSql(name: string, ids = idRange, replace = false) {
     sql: `insert into sort_keys (collection_id, slot, row_id, rank, num, str)
       select collection_id, ?::integer, id, ${keyColumns('j')}
       from (select collection_id, id, ${value} as j from rows where collection_id = ? and ${ids}) r${replace ? ` ${replaceKey}` : ''}`,
-    bindings,
-  };
-}
-
-/** One row's key, from its bound text; params collection id, slot, row id, the text, then these bindings. */
-export function rowKeysSql(name: string) {
-  const { value, bindings } = field(name, '?::text');
-  return {
-    sql: `insert into sort_keys (collection_id, slot, row_id, rank, num, str)
-      select ?::integer, ?::integer, ?::bigint, ${keyColumns('j')} from (select ${value} as j) r ${replaceKey}`,
     bindings,
   };
 }
