@@ -237,14 +237,21 @@ export function keysSql(name: string, ids = idRange, replace = false) {
  * plan would scan the whole batch against an empty list of fields, all while holding the collection's
  * row.
  */
-export const insertBatchSql = insertBatch(false);
+export const insertBatchSql = insertBatch({
+  before: '',
+  holdIf: '',
+  rows: 'unnest(string_to_array($4::text, chr(10))) with ordinality as t(data, ord)',
+  rowColumns: '',
+  after: '',
+  answer: `select id, before_id + 1 as first_id, before_seq + 1 as first_seq, pg_notify($5, $6 || ' ' || id) from counters`,
+});
 
 /**
  * insertBatchSql for a batch of inserts of which some were sent with an Idempotency-Key (openapi.yaml,
- * IdempotencyKey), as one statement run alone: $7 a JSON array of `[key, request hash, at, expires at, first, n]`
- * for each of those, `first` the place in $4 of the request's first row and `n` its number of rows; $8
- * for each row of $4, joined by commas, the place in $7 of its request's key (-1 for none), by which
- * each answer's rows are gathered in one pass.
+ * IdempotencyKey), as one statement run alone: $7 a JSON array of `[key, request hash, at, expires at,
+ * first, n]` for each of those, `first` the place in $4 of the request's first row and `n` its number
+ * of rows; $8 for each row of $4, joined by commas, the place in $7 of its request's key (-1 for none),
+ * by which each answer's rows are gathered in one pass.
  * Before anything is written it holds each key until the statement ends (holdOnceSql's lock) and
  * looks for its answer; unless every key is held and none answered, it writes nothing and answers
  * `held` and `answered` alone. Else it stores each key's answer with the rows: the answer of
@@ -253,49 +260,18 @@ export const insertBatchSql = insertBatch(false);
  * began looking (its snapshot does not see it) is found by the answer's own insert; then the
  * statement fails with ONCE_TAKEN, and nothing of it is written.
  */
-export const insertBatchWithAnswersSql = insertBatch(true);
-
-/** The SQLSTATE of insertBatchWithAnswersSql's failure when a key was answered meanwhile (migration 0012). */
-export const ONCE_TAKEN = 'RB409';
-
-function insertBatch(answers: boolean): string {
-  return `with ${
-    answers
-      ? `holds as (
+export const insertBatchWithAnswersSql = insertBatch({
+  before: `holds as (
     select pg_try_advisory_xact_lock($1::integer, hashtext(k ->> 0)) as held,
       exists (select 1 from idempotency_keys i where i.account_id = $1::integer and i.key = k ->> 0 and i.expires_at > k ->> 2) as answered
     from json_array_elements($7::json) k
   ), free as (
     select bool_and(held) as held, bool_or(answered) as answered from holds
-  ), `
-      : ''
-  }counters as (
-    update collections set last_row_id = last_row_id + $3, last_seq = last_seq + $3, row_count = row_count + $3
-      where account_id = $1 and name = $2${answers ? ' and (select held and not answered from free)' : ''}
-      returning id, last_row_id - $3 as before_id, last_seq - $3 as before_seq, sorted,
-        to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at
-  ), batch as (
-    select c.id as collection_id, c.before_id + t.ord as id, c.before_seq + t.ord as seq, t.data, c.at${answers ? ', t.request' : ''}
-      from counters c, ${
-        answers
-          ? `unnest(string_to_array($4::text, chr(10)), string_to_array($8::text, ',')::integer[]) with ordinality as t(data, request, ord)`
-          : `unnest(string_to_array($4::text, chr(10))) with ordinality as t(data, ord)`
-      }
-  ), stored as (
-    insert into rows (collection_id, id, data, version) select collection_id, id, data, seq from batch
-  ), logged as (
-    insert into events (collection_id, seq, type, row_id, row, at)
-      select collection_id, seq, 'insert', id, ${rowJsonSql}, at
-        from batch
-  ), keyed as (
-    insert into sort_keys (collection_id, slot, row_id, rank, num, str)
-      select k.collection_id, f.slot - 1, k.id, ${keyColumns('k.j')}
-        from counters c,
-          jsonb_array_elements_text(${jsonbOf('c.sorted')}) with ordinality as f(field, slot),
-          lateral (select b.collection_id, b.id, ${jsonbOf('b.data')} -> f.field as j from batch b offset 0) k
-  )${
-    answers
-      ? `, bodies as (
+  ), `,
+  holdIf: ' and (select held and not answered from free)',
+  rows: `unnest(string_to_array($4::text, chr(10)), string_to_array($8::text, ',')::integer[]) with ordinality as t(data, request, ord)`,
+  rowColumns: ', t.request',
+  after: `, bodies as (
     select request, string_agg(${rowJsonSql}, ',' order by seq) as rows from batch where request >= 0 group by request
   ), recorded as (
     insert into idempotency_keys (account_id, key, request_hash, status, headers, body, created_at, expires_at)
@@ -308,14 +284,53 @@ function insertBatch(answers: boolean): string {
         headers = excluded.headers, body = excluded.body, created_at = excluded.created_at, expires_at = excluded.expires_at
         where idempotency_keys.expires_at <= excluded.created_at
       returning key
-  )
-  select f.held, f.answered, c.id, c.before_id + 1 as first_id, c.before_seq + 1 as first_seq,
+  )`,
+  answer: `select f.held, f.answered, c.id, c.before_id + 1 as first_id, c.before_seq + 1 as first_seq,
     case when c.id is not null then pg_notify($5, $6 || ' ' || c.id) end,
     case when c.id is not null and (select count(*) from recorded) < json_array_length($7::json) then rowbase_once_taken() end
-    from free f left join counters c on true`
-      : `
-  select id, before_id + 1 as first_id, before_seq + 1 as first_seq, pg_notify($5, $6 || ' ' || id) from counters`
-  }`;
+    from free f left join counters c on true`,
+});
+
+/** The SQLSTATE of insertBatchWithAnswersSql's failure when a key was answered meanwhile (migration 0012). */
+export const ONCE_TAKEN = 'RB409';
+
+/**
+ * What insertBatchSql and insertBatchWithAnswersSql write each their own way: the statements before the
+ * collection's row is held, the condition to hold it, the batch's rows and their columns, the
+ * statements after the rows are written, and the statement's one row of answer.
+ */
+interface BatchParts {
+  before: string;
+  holdIf: string;
+  rows: string;
+  rowColumns: string;
+  after: string;
+  answer: string;
+}
+
+function insertBatch({ before, holdIf, rows, rowColumns, after, answer }: BatchParts): string {
+  return `with ${before}counters as (
+    update collections set last_row_id = last_row_id + $3, last_seq = last_seq + $3, row_count = row_count + $3
+      where account_id = $1 and name = $2${holdIf}
+      returning id, last_row_id - $3 as before_id, last_seq - $3 as before_seq, sorted,
+        to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at
+  ), batch as (
+    select c.id as collection_id, c.before_id + t.ord as id, c.before_seq + t.ord as seq, t.data, c.at${rowColumns}
+      from counters c, ${rows}
+  ), stored as (
+    insert into rows (collection_id, id, data, version) select collection_id, id, data, seq from batch
+  ), logged as (
+    insert into events (collection_id, seq, type, row_id, row, at)
+      select collection_id, seq, 'insert', id, ${rowJsonSql}, at
+        from batch
+  ), keyed as (
+    insert into sort_keys (collection_id, slot, row_id, rank, num, str)
+      select k.collection_id, f.slot - 1, k.id, ${keyColumns('k.j')}
+        from counters c,
+          jsonb_array_elements_text(${jsonbOf('c.sorted')}) with ordinality as f(field, slot),
+          lateral (select b.collection_id, b.id, ${jsonbOf('b.data')} -> f.field as j from batch b offset 0) k
+  )${after}
+  ${answer}`;
 }
 
 /**
