@@ -124,21 +124,20 @@ const insertBatch: Omit<HttpWorkload, 'server'> = {
   ],
 };
 
-/** POST one row, on SQLite or on PostgreSQL. */
-const insertOne: Omit<HttpWorkload, 'server'> = {
-  rowsPerRequest: one,
-  requests: (job) => [{ method: 'POST', path: rowsPath(collections.inserts), headers: json(job.key), body: JSON.stringify([benchRow(1)]) }],
-};
-
+/** POST of one row, on SQLite or on PostgreSQL. */
+const insertOneRequest = (job: LoadJob): Request => ({
+  method: 'POST',
+  path: rowsPath(collections.inserts),
+  headers: json(job.key),
+  body: JSON.stringify([benchRow(1)]),
+});
+const insertOne: Omit<HttpWorkload, 'server'> = { rowsPerRequest: one, requests: (job) => [insertOneRequest(job)] };
 /** insertOne, each request with an Idempotency-Key of its own (a UUID, as clients send). */
 const keyedInsertOne: Omit<HttpWorkload, 'server'> = {
   rowsPerRequest: one,
   requests: (job) => [
     {
-      method: 'POST',
-      path: rowsPath(collections.inserts),
-      headers: json(job.key),
-      body: JSON.stringify([benchRow(1)]),
+      ...insertOneRequest(job),
       setupRequest: (request) => ({ ...request, headers: { ...request.headers, 'idempotency-key': randomUUID() } }),
     },
   ],
@@ -182,7 +181,7 @@ export const httpWorkloads: Record<string, HttpWorkload> = {
   'insert-1': { server: 'rowbase', ...insertOne },
   /** insert-1, each request with an Idempotency-Key of its own: what a key costs (its answer stored with the row). */
   'insert-1-idempotent': { server: 'rowbase', ...keyedInsertOne },
-  /** insert-1 and its keyed twin against rowbase on PostgreSQL, where a key costs what its transaction does. */
+  /** insert-1 and its keyed twin against rowbase on PostgreSQL. */
   'insert-1-postgres': { server: 'rowbase-postgres', ...insertOne },
   'insert-1-idempotent-postgres': { server: 'rowbase-postgres', ...keyedInsertOne },
   'insert-batch': { server: 'rowbase', ...insertBatch },
