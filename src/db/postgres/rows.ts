@@ -14,7 +14,7 @@ import { advance, collectionId, collectionNotFound } from '../collections.ts';
 import type { Dialect, SqlValue, WriteTx } from '../dialect.ts';
 import { appendEvents, eventRow } from '../events.ts';
 import { exportCollection } from '../exports.ts';
-import { beginOnce, type Once, OnceTaken, onceInProgress, recordOnce } from '../idempotency.ts';
+import { beginOnce, type OnceRequest, OnceTaken, onceInProgress, recordOnce } from '../idempotency.ts';
 import { importRowsIn, type RowImporter } from '../imports.ts';
 import type { RowOperations } from '../operations.ts';
 import { type PageSource, readPage } from '../pages.ts';
@@ -22,7 +22,6 @@ import { changedRows, deleteRowIn, deleteRowsIn, matchedRows } from '../row-writ
 import {
   assignable,
   type FirstInserted,
-  type InsertedRows,
   insertedRows,
   noSuchRow,
   overRowBound,
@@ -53,7 +52,7 @@ interface Insert {
   accountId: number;
   collection: string;
   texts: string[];
-  once?: Once<InsertedRows>;
+  once?: OnceRequest;
 }
 
 /** What insertBatchSql answers: the collection's id, and the first row's id and seq (none: no such collection). */
