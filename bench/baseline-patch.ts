@@ -9,12 +9,12 @@
 //
 // Each group runs on a thread of libuv's pool, as rowbase's do: a second group goes out while one is under
 // way once three patches wait (src/db/batches.ts, GroupedWrites). The connection is set up as rowbase's writer
-// (writerSetup), with rowbase's own checkpoints (SqliteStatements).
+// (writerSetup), with rowbase's own checkpoints (SqliteReaders).
 import { createServer, type ServerResponse } from 'node:http';
 import sqlite3 from 'sqlite3';
 import { writerSetup } from '../src/db/sqlite/index.ts';
+import { SqliteReaders } from '../src/db/sqlite/readers.ts';
 import { patchSql } from '../src/db/sqlite/sql.ts';
-import { SqliteStatements } from '../src/db/sqlite/statements.ts';
 import { listen } from './listen.ts';
 import { collections } from './seed.ts';
 
@@ -32,8 +32,8 @@ interface Written {
 const [file] = process.argv.slice(2);
 if (!file) throw new Error('usage: baseline-patch.ts <file>');
 
-// rowbase's checkpoints: SqliteStatements checkpoints from the start, and opens nothing else until a read.
-new SqliteStatements(file);
+// rowbase's checkpoints: SqliteReaders checkpoints from the start, and opens nothing else until a read.
+new SqliteReaders(file);
 let queue: Patch[] = [];
 let accountId: number;
 const params = (group: Patch[]) => [

@@ -1,11 +1,9 @@
 import Koa from 'koa';
 import type { Deps } from './handlers/types.ts';
-import { jsonBody } from './http/body.ts';
 import { type Observer, observe } from './http/observe.ts';
 import type { Router } from './http/operations.ts';
-import { problems } from './http/respond.ts';
-import { idempotency } from './http/safe-writes.ts';
-import { authenticate, checkRequest, meterUsage, type Responses, requestId } from './http/stages.ts';
+import { idempotency, jsonBody } from './http/request.ts';
+import { authenticate, checkRequest, meterUsage, problems, type Responses, requestId } from './http/stages.ts';
 import type { Logger } from './log.ts';
 
 /**

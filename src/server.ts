@@ -6,12 +6,11 @@ import { createApp } from './app.ts';
 import type { Config } from './config.ts';
 import { openStore, type Store } from './db/store.ts';
 import { expectationFailed, noTunnel } from './errors.ts';
-import { BodyBudget } from './http/body.ts';
 import { accessLog, type Observer } from './http/observe.ts';
 import { createRouter } from './http/operations.ts';
 import { serveWithoutUpgrade, wantsWebSocket } from './http/other-upgrades.ts';
-import { answerClientErrors, writeProblem } from './http/respond.ts';
-import { Responses, requestIdOf } from './http/stages.ts';
+import { BodyBudget } from './http/request.ts';
+import { answerClientErrors, Responses, requestIdOf, writeProblem } from './http/stages.ts';
 import { createLogger, type Logger } from './log.ts';
 import { Metrics } from './metrics.ts';
 import { root } from './root.ts';
@@ -27,7 +26,7 @@ export interface RunningServer {
   meter: Meter;
   /** The real-time feed on `GET /ws`. */
   feed: Feed;
-  /** The bytes of request bodies worked on at once (http/body.ts, BodyBudget). */
+  /** The bytes of request bodies worked on at once (http/request.ts, BodyBudget). */
   bodies: BodyBudget;
   /** With METRICS_PORT: the URL of the metrics (`http://host:port/metrics`), served by a listener of their own. */
   metricsUrl?: string;

@@ -31,7 +31,7 @@ export interface Once<R> {
 }
 
 /**
- * 409 for a key whose first request is still running: on this instance (http/safe-writes.ts), or on
+ * 409 for a key whose first request is still running: on this instance (http/request.ts), or on
  * another, which holds it (Dialect.holdOnce). The retry may be sent again once that request is answered.
  */
 export const onceInProgress = () =>
@@ -40,7 +40,7 @@ export const onceInProgress = () =>
 /**
  * Thrown from a write whose key's answer another request stored meanwhile (it committed between this
  * request's look for an answer and its own commit): this write rolls back, and the request is answered
- * with the stored answer instead (http/safe-writes.ts). A 409 should it ever reach a client.
+ * with the stored answer instead (http/request.ts). A 409 should it ever reach a client.
  */
 export class OnceTaken extends ApiError {
   constructor() {
@@ -76,7 +76,7 @@ export async function pruneOnceBatch({ query }: Dialect, now: string, limit: num
   return (await query(pruneOnceSql, [now, limit])).length;
 }
 
-/** A request's Idempotency-Key, as the HTTP API reads it (http/safe-writes.ts) and hands it to the handler. */
+/** A request's Idempotency-Key, as the HTTP API reads it (http/request.ts) and hands it to the handler. */
 export type OnceRequest = Omit<Once<never>, 'answer'>;
 
 /** An answer as a handler makes it (handlers/types.ts, Result): its body JSON text, or a value for JSON. */

@@ -31,7 +31,7 @@ export const collectionHandlers: Handlers<'listCollections' | 'createCollection'
 };
 
 // The answers of the writes, each made by one function, which a write sent with an Idempotency-Key also
-// hands the store, to keep the answer it makes (http/safe-writes.ts).
+// hands the store, to keep the answer it makes (http/request.ts).
 
 function answerCreated(collection: Collection): Result {
   return { status: 201, body: collection, headers: { Location: `/v1/collections/${collection.name}` } };

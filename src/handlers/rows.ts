@@ -5,7 +5,7 @@ import { selectFields } from '../db/pages.ts';
 import type { ChangedRows, InsertedRows, VersionedRow } from '../db/rows.ts';
 import type { Store } from '../db/store.ts';
 import { validationFailed } from '../errors.ts';
-import { etagOf, ifMatch, ifNoneMatch } from '../http/safe-writes.ts';
+import { etagOf, ifMatch, ifNoneMatch } from '../http/request.ts';
 import { type CursorScope, lastRow, makeCursor, readCursor } from '../query/cursor.ts';
 import { FILTER_PARAMETER, filterJson, parseFilter, parseFilterText } from '../query/filter.ts';
 import { orderFromBody, orderFromParameters } from '../query/order.ts';

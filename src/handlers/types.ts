@@ -4,8 +4,11 @@ import type { Config } from '../config.ts';
 import type { OnceRequest } from '../db/idempotency.ts';
 import type { Principal } from '../db/keys.ts';
 import type { Store } from '../db/store.ts';
-import type { BodyBudget } from '../http/body.ts';
+import type { BodyBudget } from '../http/request.ts';
+import type { Result } from '../http/stages.ts';
 import type { Meter } from '../usage/meter.ts';
+
+export type { Result } from '../http/stages.ts';
 
 /**
  * The operations of openapi.yaml that a handler answers: not its `head` operations, which their path's
@@ -25,25 +28,15 @@ export interface Input<K extends OperationId> {
   principal: Principal;
   /** The request's headers as Node reads them: the header parameters of openapi.yaml are read from here. */
   headers: IncomingHttpHeaders;
-  /** A write's Idempotency-Key, when it carries one: its write stores its answer (http/safe-writes.ts; db/idempotency.ts, answerOnce). */
+  /** A write's Idempotency-Key, when it carries one: its write stores its answer (http/request.ts; db/idempotency.ts, answerOnce). */
   once?: OnceRequest;
-}
-
-/** What a handler returns; one responder writes it (see http/respond.ts). */
-export interface Result {
-  status: number;
-  /** A string or Buffer is sent as it is; anything else as JSON. */
-  body?: unknown;
-  headers?: Record<string, string>;
-  /** Defaults to application/json when there is a body. */
-  contentType?: string;
 }
 
 export interface Deps {
   store: Store;
   config: Config;
   meter: Meter;
-  /** The bytes of request bodies worked on at once (http/body.ts, BodyBudget). */
+  /** The bytes of request bodies worked on at once (http/request.ts, BodyBudget). */
   bodies: BodyBudget;
   /** The contract documents, as served. */
   documents: { openapi: string; asyncapi: string };
@@ -51,9 +44,3 @@ export interface Deps {
 
 export type Handler<K extends OperationId> = (input: Input<K>, deps: Deps) => Promise<Result> | Result;
 export type Handlers<K extends OperationId> = { [Id in K]: Handler<Id> };
-
-/** What the Idempotency-Key stage (http/safe-writes.ts) leaves for the handler. */
-export interface OnceState {
-  /** The request's Idempotency-Key, when it carries one its write must store an answer for. */
-  once?: OnceRequest;
-}

@@ -6,8 +6,7 @@ import type { Middleware } from 'koa';
 import type { Logger } from '../log.ts';
 import { FEED_PATH } from '../ws/upgrade.ts';
 import type { RouteState } from './operations.ts';
-import type { AnsweredState } from './respond.ts';
-import { type AuthState, contextPath, type RequestIdState } from './stages.ts';
+import { type AnsweredState, type AuthState, contextPath, type RequestIdState } from './stages.ts';
 
 /** One answered request. */
 export interface Answer {

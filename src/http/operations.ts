@@ -28,11 +28,11 @@ import { type Principal, type Scope, scopes, scopesGranting } from '../db/keys.t
 import { ApiError, type FieldError, forbidden, notFound, unauthorized, validationFailed } from '../errors.ts';
 import { handlers } from '../handlers/index.ts';
 import { type PageId, pageHandlers } from '../handlers/pages.ts';
-import type { Deps, Handler, OnceState, OperationId } from '../handlers/types.ts';
+import type { Deps, Handler, OperationId } from '../handlers/types.ts';
 import { FEED_PATH, notAnUpgrade } from '../ws/upgrade.ts';
 import { pageOperations } from './pages.ts';
-import { respond } from './respond.ts';
-import type { AuthState } from './stages.ts';
+import type { OnceState } from './request.ts';
+import { type AuthState, respond } from './stages.ts';
 
 const methods = ['get', 'head', 'put', 'post', 'delete', 'options', 'patch'] as const;
 

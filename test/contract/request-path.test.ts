@@ -7,15 +7,16 @@ import { startTestServer, type TestServer } from '../support/server.ts';
 
 /**
  * The most files PATCH /v1/collections/{c}/rows/{id} may run through, on either backend (SQLite's path
- * is the longer). Both cross the stages of app.ts (http/stages.ts, body.ts, safe-writes.ts, where
- * If-Match is read and the Idempotency-Key stage lets a write without a key pass, operations.ts and
- * respond.ts), the meter, the handler, the store's edge with its cache of keys (db/operations.ts) and
- * db/rows.ts. Then SQLite's rows.ts, sql.ts, statements.ts and the writer's queue (db/batches.ts,
- * GroupedWrites); PostgreSQL's rows.ts and statements.ts, and changes.ts, whose listener hears the
- * NOTIFY of the change and leaves it to this process's own. db/idempotency.ts runs only for a write
- * sent with a key.
+ * is the longer). Both cross the stages of app.ts and the answer they write (http/stages.ts), what the
+ * request sends (http/request.ts: its body, its Idempotency-Key, which lets a write without one pass,
+ * and If-Match), the operation (http/operations.ts), the meter, the handler, the store's edge with its
+ * cache of keys (db/operations.ts) and the rules of rows (db/rows.ts). Then SQLite's rows.ts (the
+ * operations and the writer's prepared statements), sql.ts and the writer's queue (db/batches.ts,
+ * GroupedWrites); PostgreSQL's rows.ts (whose listener hears the NOTIFY of the change and leaves it to
+ * this process's own) and statements.ts, with its SQL in sql.ts, made once at start. db/idempotency.ts
+ * runs only for a write sent with a key.
  */
-const MAX_FILES = 13;
+const MAX_FILES = 10;
 
 describeEachBackend('the path of a request through src/', (backend) => {
   let server: TestServer;

@@ -1,5 +1,5 @@
 // PostgreSQL: the Store of a database (`postgres://…`), which several instances of the service may
-// share. Every change is announced to all of them (changes.ts). The statements are in sql.ts.
+// share. Every change is announced to all of them (rows.ts, listenForChanges). The statements are in sql.ts.
 import knexFactory from 'knex';
 import pg from 'pg';
 import { defaults, postgresPoolMax } from '../../config.ts';
@@ -11,10 +11,9 @@ import { assembleStore, BackupRefusedError, type Backups, type Store } from '../
 import { KnownIndexes } from '../sort-indexes.ts';
 import { onceAnswerSql } from '../sql.ts';
 import { Waits } from '../waits.ts';
-import { CHANNEL, listenForChanges } from './changes.ts';
 import { filterSql, keyBoundsSql } from './filter.ts';
 import { postgresSchema } from './migrations.ts';
-import { postgresRows } from './rows.ts';
+import { CHANNEL, listenForChanges, postgresRows } from './rows.ts';
 import { makeSortIndex } from './sort-indexes.ts';
 import { filteredSortedPage, holdOnceSql, notifySql, orderedPage, sortedPage, sortedPageAfter } from './sql.ts';
 import { runAlone, runInTransaction, runTimed } from './statements.ts';

@@ -1,15 +1,22 @@
-// PostgreSQL: the operations on rows (../operations.ts, RowOperations). Each write is a transaction of
-// its own, on a connection of the pool: writers to different collections run at once. A batch insert
-// is one statement that commits on its own (sql.ts, insertBatchSql), batched with the other inserts
-// into the collection that wait their turn in this process (inserts, below); a batch that holds inserts
-// sent with an Idempotency-Key is one statement too, which also stores their answers (sql.ts,
-// insertBatchWithAnswersSql). A patch of one row
-// reads and holds the row, then writes it with its event and the NOTIFY in one statement (sql.ts,
+// PostgreSQL: the operations on rows (../operations.ts, RowOperations), and the changes they announce to
+// every instance on the database. Each write is a transaction of its own, on a connection of the pool:
+// writers to different collections run at once. A batch insert is one statement that commits on its
+// own (sql.ts, insertBatchSql), batched with the other inserts into the collection that wait their turn
+// in this process (inserts, below); a batch that holds inserts sent with an Idempotency-Key is one
+// statement too, which also stores their answers (sql.ts, insertBatchWithAnswersSql). A patch of one
+// row reads and holds the row, then writes it with its event and the NOTIFY in one statement (sql.ts,
 // advanceReadingRowSql, updateRowSql), and re-keys the fields it sets that have a sort index, all in
 // one transaction.
+//
+// Each change is a `pg_notify` inside its transaction (PostgreSQL delivers it on commit, never on
+// rollback), which every instance LISTENs for on a connection of its own (listenForChanges); this
+// process hears its own changes in-process already (../changes.ts).
 
+import pg from 'pg';
 import { queryTimeout } from '../../errors.ts';
+import type { Logger } from '../../log.ts';
 import { Batches } from '../batches.ts';
+import type { Changes } from '../changes.ts';
 import { advance, collectionId, collectionNotFound } from '../collections.ts';
 import type { Dialect, SqlValue, WriteTx } from '../dialect.ts';
 import { appendEvents, eventRow } from '../events.ts';
@@ -32,7 +39,6 @@ import {
   versionMatches,
   versionOf,
 } from '../rows.ts';
-import { CHANNEL } from './changes.ts';
 import {
   advanceReadingRowSql,
   getRowSql,
@@ -46,6 +52,9 @@ import {
   updateRowsSql,
 } from './sql.ts';
 import { runAlone } from './statements.ts';
+
+/** The channel of the NOTIFYs; the payload is `<instance> <collection id>`. */
+export const CHANNEL = 'rowbase_changes';
 
 /** One request's rows, as an insert into its collection waits its turn, and its Idempotency-Key if it was sent with one. */
 interface Insert {
@@ -274,4 +283,52 @@ async function rekeyPatchedRows(db: Dialect, trx: WriteTx, collectionId: number,
     const { sql, bindings } = keysSql(field, idList, true);
     await db.run(trx, sql, [slot, ...bindings, collectionId, ids.join(',')]);
   }
+}
+
+/**
+ * Listens for other instances' changes on a connection of its own (LISTEN does not mix with a pool),
+ * and comes back after losing it: then everything is announced as changed, so readers catch up from the
+ * events table. Returns a function that stops listening.
+ */
+export function listenForChanges(url: string, changes: Changes, log?: Logger): () => Promise<void> {
+  let client: pg.Client | undefined;
+  let stopped = false;
+  let retry: NodeJS.Timeout | undefined;
+  let attempt = 0;
+
+  const connect = async () => {
+    const connection = new pg.Client({ connectionString: url });
+    client = connection;
+    connection.on('notification', ({ payload = '' }) => {
+      const [instance, collectionId] = payload.split(' ');
+      if (instance !== changes.instance) changes.emit('change', Number(collectionId));
+    });
+    connection.on('error', (error) => log?.warn({ err: error }, 'change listener lost its connection'));
+    connection.on('end', () => {
+      if (client === connection && !stopped) reconnect();
+    });
+    try {
+      await connection.connect();
+      await connection.query(`listen ${CHANNEL}`);
+      attempt = 0;
+      changes.emit('all');
+    } catch (error) {
+      log?.warn({ err: error }, 'change listener could not connect');
+      await connection.end().catch(() => {});
+      if (client === connection && !stopped) reconnect();
+    }
+  };
+  const reconnect = () => {
+    client = undefined;
+    clearTimeout(retry);
+    retry = setTimeout(connect, Math.min(5000, 100 * 2 ** attempt++));
+    retry.unref();
+  };
+
+  void connect();
+  return async () => {
+    stopped = true;
+    clearTimeout(retry);
+    await client?.end().catch(() => {});
+  };
 }

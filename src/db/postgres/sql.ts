@@ -37,7 +37,7 @@ export const advanceReadingRowSql = `with counters as (update collections
 /** holdOnce() of the Dialect: the account's Idempotency-Key, held until the transaction ends, if no other transaction holds it. */
 export const holdOnceSql = 'select pg_try_advisory_xact_lock(?, hashtext(?)) as held';
 
-/** Announces a change to every instance on commit (changes.ts): the channel, then `<instance> <collection id>`. */
+/** Announces a change to every instance on commit (rows.ts, listenForChanges): the channel, then `<instance> <collection id>`. */
 export const notifySql = 'select pg_notify(?, ?)';
 
 /**
@@ -50,7 +50,7 @@ export const updateRowsSql = `update rows set data = x.value ->> 1, version = ?:
 
 /**
  * A patch of one row, once advanceReadingRowSql has held its collection and read it: the row's text
- * and version, its update event and the NOTIFY of the change (changes.ts), as one statement, where
+ * and version, its update event and the NOTIFY of the change (rows.ts, listenForChanges), as one statement, where
  * appendEvents() would send two more. $1 the row's new text, $2 the seq of its event (its version),
  * $3 the collection's id, $4 the row's id; $5 and $6 the row and the row as it was, as eventRow() makes
  * them; $7 the event's time; $8 and $9 the NOTIFY's channel and payload.
@@ -226,7 +226,7 @@ export function keysSql(name: string, ids = idRange, replace = false) {
  * advance(), the rows, appendEvents() and writeSortKeys() as one statement (the keys of every indexed
  * field, read from `sorted` as advance() answers it, strings escaped as jsonbOf() does).
  * $1 the account, $2 the collection's name, $3 the number of rows, $4 their texts, one a line; $5 and
- * $6 the NOTIFY's channel and this instance (changes.ts). No such collection: no row answered, and
+ * $6 the NOTIFY's channel and this instance (rows.ts, listenForChanges). No such collection: no row answered, and
  * nothing written. Each event's row is made from the row's text as eventRow() makes it. The events'
  * time is PostgreSQL's clock once the collection's row is held (where appendEvents() takes Node's,
  * after advance()): a batch that waited its turn is not stamped before the one it waited for.

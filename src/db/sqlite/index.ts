@@ -1,6 +1,7 @@
-// SQLite: the Store of a database file (`sqlite:<path>`). Knex's one connection is the writer: SQLite
-// writes one transaction at a time, and every write goes through its queue (../batches.ts, GroupedWrites); read-only
-// connections serve the reads beside it (statements.ts). The statements are in sql.ts.
+// SQLite: the Store of a database file (`sqlite:<path>`). Knex's one connection is the writer (rows.ts,
+// SqliteWriter): SQLite writes one transaction at a time, and every write goes through its queue
+// (../batches.ts, GroupedWrites); read-only connections serve the reads beside it (readers.ts). The
+// statements are in sql.ts.
 import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
@@ -14,16 +15,16 @@ import { assembleStore, type Store } from '../operations.ts';
 import { KnownIndexes } from '../sort-indexes.ts';
 import { backupSqlite } from './backup.ts';
 import { filterSql, keyBoundsSql } from './filter.ts';
-import { announceOnCommit, sqliteRows } from './rows.ts';
+import { SqliteReaders } from './readers.ts';
+import { announceOnCommit, SqliteWriter, sqliteRows } from './rows.ts';
 import { SortIndexMaker } from './sort-indexes.ts';
 import { filteredSortedPage, knexTablesSql, onceAnswersSql, orderedPage, sortedPage, sortedPageAfter, sqliteProcedures } from './sql.ts';
-import { SqliteStatements } from './statements.ts';
 
 /**
  * What the writer's connection runs when it opens. WAL lets readers run beside the writer;
  * synchronous=NORMAL in WAL mode keeps every committed transaction through a crash of the process
  * (kill -9), though not through a power cut. The writer leaves checkpoints to a connection of their own
- * (statements.ts), cuts the WAL file back to 64 MB when it starts it over, keeps its temporary tables
+ * (readers.ts), cuts the WAL file back to 64 MB when it starts it over, keeps its temporary tables
  * (the rows of a statement's RETURNING) in memory, and has the views through which a group of row
  * writes is one statement (sql.ts).
  */
@@ -49,22 +50,23 @@ export async function openSqliteStore(
     await knex.destroy();
     throw new DatabaseOpenError(url, error);
   }
-  const statements = new SqliteStatements(filename);
+  const readers = new SqliteReaders(filename);
+  const writer = new SqliteWriter();
   // `immediate`: the write lock at once, waiting its turn (busy_timeout) behind another process.
-  const writes = new GroupedWrites(knex, (trx, step) => statements.inTransaction(trx, step === 'begin' ? 'begin immediate' : step, []));
+  const writes = new GroupedWrites(knex, (trx, step) => writer.inTransaction(trx, step === 'begin' ? 'begin immediate' : step, []));
   const changes = new Changes();
   const db: Dialect = {
     knex,
     changes,
-    waits: statements.waits,
-    run: (trx, sql, params, once) => statements.inTransaction(trx, sql, params, once),
+    waits: readers.waits,
+    run: (trx, sql, params, once) => writer.inTransaction(trx, sql, params, once),
     async announce(trx, collectionId) {
       announceOnCommit(changes, trx, collectionId);
     },
     // Knex's one connection, after the writes queued before: a read sees them.
     query: async (sql, params) => (await knex.raw(sql, params)) as never,
     // On the read-only connection of point reads, which sees every write committed before it begins.
-    readOnce: async (accountId, key, now) => (await statements.readMerged<OnceRow>(onceAnswersSql, [accountId, key, now]))[0],
+    readOnce: async (accountId, key, now) => (await readers.readMerged<OnceRow>(onceAnswersSql, [accountId, key, now]))[0],
     // Text compares as UTF-8 bytes (the BINARY collation), which is code point order.
     codePointOrder: '',
     isUniqueViolation,
@@ -76,14 +78,15 @@ export async function openSqliteStore(
   const rows = sqliteRows({
     db,
     queryTimeoutMs,
-    statements,
+    writer,
+    reads: readers,
     writes,
     pages: {
       // A page that sorts or filters is timed, on a connection of its own; one made for one request
       // (a filter's) is prepared there too, and its statement dropped in turn.
       read: (sql, params, kind = 'scan') =>
-        kind === 'sort' || kind === 'once' ? statements.timedRead(sql, params, queryTimeoutMs) : statements.read(sql, params, kind),
-      snapshot: (work) => statements.snapshot(work),
+        kind === 'sort' || kind === 'once' ? readers.timedRead(sql, params, queryTimeoutMs) : readers.read(sql, params, kind),
+      snapshot: (work) => readers.snapshot(work),
       orderedPage,
       filterSql,
       keyBoundsSql,
@@ -98,17 +101,18 @@ export async function openSqliteStore(
   });
   const close = async () => {
     try {
-      await statements.close();
+      await writer.close();
+      await readers.close();
     } finally {
       await knex.destroy();
     }
   };
   const backups = { backup: (target: string, replace: boolean) => backupSqlite(filename, target, replace) };
-  return Object.assign(assembleStore(db, rows, backups, { isUniqueViolation, unavailable }, close), { statements, writes });
+  return Object.assign(assembleStore(db, rows, backups, { isUniqueViolation, unavailable }, close), { readers, writes });
 }
 
-/** A SQLite store, with what the tests look at: its statements and its writer's queue. */
-export type SqliteStore = Store & { statements: SqliteStatements; writes: GroupedWrites };
+/** A SQLite store, with what the tests look at: its read-only connections and its writer's queue. */
+export type SqliteStore = Store & { readers: SqliteReaders; writes: GroupedWrites };
 
 /**
  * A constraint broken. Where the service writes, the one a client can break is the unique name of a
@@ -129,7 +133,7 @@ function knexConfig(filename: string): Knex.Config {
     connection: { filename },
     useNullAsDefault: true,
     // One connection: SQLite allows one writer at a time anyway, and transactions queue for it. The
-    // reads have read-only connections of their own (statements.ts).
+    // reads have read-only connections of their own (readers.ts).
     pool: {
       min: 1,
       max: 1,

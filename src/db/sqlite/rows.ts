@@ -1,14 +1,20 @@
-// SQLite: the operations on rows (../operations.ts, RowOperations). Writes go through the writer's
-// queue (../batches.ts, GroupedWrites): inserts into one collection, and patches of one collection
-// that set as many fields, queued side by side become one statement (sql.ts), run on the writer's
-// connection (statements.ts, inTransaction) and announced to the feed once committed
-// (announceOnCommit). Reads go to the read-only connections (statements.ts): row reads by id merged,
-// pages on a connection of their own.
+// SQLite: the operations on rows (../operations.ts, RowOperations), and the writer they write with.
+// Writes go through the writer's queue (../batches.ts, GroupedWrites): inserts into one collection, and
+// patches of one collection that set as many fields, queued side by side become one statement (sql.ts),
+// run on the writer's connection (SqliteWriter, below) and announced to the feed once committed
+// (announceOnCommit). Reads go to the read-only connections (readers.ts): row reads by id merged, pages
+// on a connection of their own.
+//
+// Every connection, the writer's and the readers', prepares each hot statement once and reuses it
+// (StatementCache, below): Knex has node-sqlite3 prepare and finalize a new statement for every query,
+// which costs more than running it.
+import type sqlite3 from 'sqlite3';
 import { ApiError, queryTimeout } from '../../errors.ts';
 import type { GroupedWrites } from '../batches.ts';
 import type { Changes } from '../changes.ts';
 import { advance, collectionNotFound } from '../collections.ts';
-import type { Dialect, WriteTx } from '../dialect.ts';
+import type { Dialect, SqlValue, WriteTx } from '../dialect.ts';
+import { DatabaseClosedError } from '../errors.ts';
 import { exportCollection } from '../exports.ts';
 import { beginOnce, type OnceRequest, OnceTaken, recordOnce } from '../idempotency.ts';
 import { importRowsIn, type RowImporter } from '../imports.ts';
@@ -33,7 +39,6 @@ import {
 } from '../rows.ts';
 import { collectionSql } from '../sql.ts';
 import { fieldName, importRowsSql, insertSql, keysSql, MAX_FIELDS_BY_PATH, patchedRowSql, patchSql, pathSafe, rowsSql } from './sql.ts';
-import type { SqliteStatements } from './statements.ts';
 
 /** An insert as it waits in the writer's queue: its rows' texts, and its Idempotency-Key if it was sent with one. */
 type Insert = { texts: string[]; once?: OnceRequest };
@@ -45,12 +50,22 @@ type PatchWritten = { id: number | null; i: number; data: string | null; version
 /** A row as patchedRowSql reads it. */
 type StoredRow = { data: string; collection_id: number; version: number };
 
+/** What the operations read on the read-only connections (readers.ts, SqliteReaders). */
+export interface RowReads {
+  /** The rows `sql` answers, on the connection of single rows. */
+  read<T>(sql: string, params: SqlValue[]): Promise<T[]>;
+  /** The rows of one read among many alike, read together with those asked for beside it (readers.ts). */
+  readMerged<T>(sql: string, params: SqlValue[]): Promise<T[]>;
+}
+
 /** What SQLite's rows are read and written with. */
 export interface SqliteRowsParts {
   db: Dialect;
   /** How long a page that sorts or filters may run before it is interrupted (connect.ts, StoreOptions). */
   queryTimeoutMs: number;
-  statements: SqliteStatements;
+  writer: SqliteWriter;
+  /** The reads of single rows, on the read-only connections (readers.ts). */
+  reads: RowReads;
   writes: GroupedWrites;
   /** Pages of rows, through the read-only connections (sort indexes made with the writer). */
   pages: PageSource;
@@ -67,15 +82,15 @@ export function announceOnCommit(changes: Changes, trx: WriteTx, collectionId: n
   );
 }
 
-export function sqliteRows({ db, queryTimeoutMs, statements, writes, pages }: SqliteRowsParts): RowOperations {
+export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }: SqliteRowsParts): RowOperations {
   /** An import's rows and their sort keys (../imports.ts), in SQLite's SQL. */
   const importer: RowImporter = {
     async insertRows(trx, collectionId, rows, firstSeq) {
-      await statements.inTransaction(trx, importRowsSql, [collectionId, firstSeq, JSON.stringify(rows.map(({ id, text }) => [id, text]))]);
+      await writer.inTransaction(trx, importRowsSql, [collectionId, firstSeq, JSON.stringify(rows.map(({ id, text }) => [id, text]))]);
     },
     async keyRows(trx, collectionId, slot, field, from, to) {
       const { sql, binding } = fieldName(field);
-      await statements.inTransaction(trx, keysSql(sql, 'r.id between ? and ?'), [collectionId, slot, binding, collectionId, from, to]);
+      await writer.inTransaction(trx, keysSql(sql, 'r.id between ? and ?'), [collectionId, slot, binding, collectionId, from, to]);
     },
   };
 
@@ -86,7 +101,7 @@ export function sqliteRows({ db, queryTimeoutMs, statements, writes, pages }: Sq
   async function writePatches(trx: WriteTx, accountId: number, collection: string, patches: FieldPatch[]) {
     const params = [accountId, collection, JSON.stringify(patches.map(({ rowId, fields }) => [rowId, fields])), new Date().toISOString()];
     const sql = patchSql(patches[0].fields.length, patches.length);
-    const written = await statements.inTransaction<PatchWritten>(trx, sql, params);
+    const written = await writer.inTransaction<PatchWritten>(trx, sql, params);
     const byIndex = new Map(written.map((row) => [Number(row.i), row]));
     let changed: number | undefined;
     const answers = patches.map(({ rowId }, index): VersionedRow | ApiError => {
@@ -120,7 +135,7 @@ export function sqliteRows({ db, queryTimeoutMs, statements, writes, pages }: Sq
     const params = [accountId, collection, all.length, JSON.stringify(all), new Date().toISOString(), `[${onces}]`];
     let written: { id: number | null; last_row_id: number; last_seq: number };
     try {
-      [written] = await statements.inTransaction(trx, insertSql, params);
+      [written] = await writer.inTransaction(trx, insertSql, params);
     } catch (error) {
       // The only constraint an insert's statement can break is its trigger's check of the keys (sql.ts, row_inserts).
       if (onces && (error as { code?: unknown }).code === 'SQLITE_CONSTRAINT') throw new OnceTaken();
@@ -156,9 +171,9 @@ export function sqliteRows({ db, queryTimeoutMs, statements, writes, pages }: Sq
       try {
         return await readPage(pages, accountId, collection, page);
       } catch (error) {
-        // The page connections make no string longer than a page may be (statements.ts).
+        // The page connections make no string longer than a page may be (readers.ts).
         if ((error as { code?: unknown }).code === 'SQLITE_TOOBIG') throw pageTooLarge();
-        // Interrupted once it had run for the query timeout (statements.ts, timedRead).
+        // Interrupted once it had run for the query timeout (readers.ts, timedRead).
         if ((error as { code?: unknown }).code === 'SQLITE_INTERRUPT') throw queryTimeout(queryTimeoutMs);
         throw error;
       }
@@ -166,13 +181,13 @@ export function sqliteRows({ db, queryTimeoutMs, statements, writes, pages }: Sq
 
     async getRow(accountId, collection, rowId) {
       if (!assignable(rowId)) return noSuchRow(db, accountId, collection, rowId);
-      const [row] = await statements.readMerged<{ data: string; collection_id: number; version: number }>(rowsSql, [
+      const [row] = await reads.readMerged<{ data: string; collection_id: number; version: number }>(rowsSql, [
         accountId,
         collection,
         rowId,
       ]);
       if (row) return { json: rowJson(rowId, row.data), version: versionOf(row.collection_id, row.version) };
-      const [found] = await statements.read(collectionSql, [accountId, collection]);
+      const [found] = await reads.read(collectionSql, [accountId, collection]);
       throw found ? rowNotFound(collection, rowId) : collectionNotFound(collection);
     },
 
@@ -199,7 +214,7 @@ export function sqliteRows({ db, queryTimeoutMs, statements, writes, pages }: Sq
               )
             : await writes.run(async (trx) => {
                 if (options?.once) await beginOnce(db, trx, accountId, options.once);
-                const [stored] = await statements.inTransaction<StoredRow>(trx, patchedRowSql, [accountId, collection, rowId]);
+                const [stored] = await writer.inTransaction<StoredRow>(trx, patchedRowSql, [accountId, collection, rowId]);
                 if (stored && !versionMatches(options, versionOf(stored.collection_id, stored.version))) {
                   throw preconditionFailed(collection, rowId);
                 }
@@ -285,3 +300,145 @@ const arrayIndex = /^(0|[1-9][0-9]*)$/;
 const settableByPath = (name: string) => pathSafe.test(name) && !arrayIndex.test(name) && name.isWellFormed();
 
 const fieldsOf = (patch: Fields) => Object.entries(patch).map(([name, value]) => [`$."${name}"`, JSON.stringify(value)]);
+
+/**
+ * The writer: Knex's one connection, which every write runs on while the writer's queue holds it
+ * (../batches.ts, GroupedWrites), with its statements prepared once (StatementCache).
+ */
+export class SqliteWriter {
+  /** By connection: the one Knex's pool holds, and any it opens again after losing one. */
+  private readonly caches = new Map<unknown, StatementCache>();
+  private closed = false;
+
+  /**
+   * Runs `sql` inside `trx`, on the connection the transaction holds, and answers its rows. `once`: a
+   * statement made for one request, which the driver prepares and finalizes for this run, so that it
+   * takes no place among the connection's kept statements.
+   */
+  async inTransaction<T>(trx: WriteTx, sql: string, params: SqlValue[], once = false): Promise<T[]> {
+    if (this.closed) throw new DatabaseClosedError();
+    // A transaction's client answers the connection it holds (Knex's makeTxClient).
+    const connection = (await trx.client.acquireConnection()) as sqlite3.Database;
+    if (once)
+      return new Promise((resolve, reject) => connection.all(sql, params, (error, rows) => (error ? reject(error) : resolve(rows as T[]))));
+    let cache = this.caches.get(connection);
+    if (!cache) {
+      cache = new StatementCache(connection);
+      this.caches.set(connection, cache);
+    }
+    return cache.all<T>(sql, params);
+  }
+
+  /** Finalizes the writer's statements, after the runs under way; Knex closes its connection after this. */
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.all([...this.caches.values()].map((cache) => cache.finalize()));
+    this.caches.clear();
+  }
+}
+
+/** SQL texts kept per connection at most; the least recently used is finalized first. */
+const MAX_STATEMENTS = 64;
+
+/** One prepared statement, and how many runs of it are under way. */
+interface Copy {
+  statement: Promise<sqlite3.Statement>;
+  /** The statement, once prepared: run at once, without waiting a turn for `statement`. */
+  prepared?: sqlite3.Statement;
+  running: number;
+}
+
+/** One connection's prepared statements, by SQL text. */
+export class StatementCache {
+  private readonly statements = new Map<string, Copy[]>();
+
+  /** `copies`: statements prepared per SQL text at most, for runs that overlap. Default 1. */
+  constructor(
+    private readonly db: sqlite3.Database,
+    private readonly copies = 1,
+  ) {}
+
+  /**
+   * Every row that `sql` answers for `params` (none for a write without RETURNING). `all` steps the
+   * statement to its end, which finishes it: a statement left on a row would hold a read snapshot,
+   * or keep COMMIT waiting, until its next use.
+   */
+  all<T>(sql: string, params: SqlValue[]): Promise<T[]> {
+    const copy = this.copy(sql);
+    copy.running++;
+    // Not an async function, and no turn waited for a statement already prepared: the reads and writes
+    // of every request come through here.
+    if (copy.prepared) return run<T>(copy, copy.prepared, params);
+    return copy.statement.then(
+      (statement) => run<T>(copy, statement, params),
+      (error) => {
+        copy.running--;
+        throw error;
+      },
+    );
+  }
+
+  /** Finalizes every statement, after the runs under way: SQLite closes no connection that has some. */
+  async finalize(): Promise<void> {
+    const copies = [...this.statements.values()].flat();
+    this.statements.clear();
+    await Promise.all(copies.map(({ statement }) => statement.then(finalize, () => {})));
+  }
+
+  /** An idle statement of `sql`; else a new one, while there may be more; else the least busy. */
+  private copy(sql: string): Copy {
+    let copies = this.statements.get(sql);
+    if (copies) {
+      this.statements.delete(sql); // moved last: the map is in order of use
+    } else {
+      copies = [];
+      if (this.statements.size >= MAX_STATEMENTS) {
+        const [oldest, evicted] = this.statements.entries().next().value as [string, Copy[]];
+        this.statements.delete(oldest);
+        // node-sqlite3 queues the finalize behind the runs of the statement under way.
+        for (const { statement } of evicted) statement.then(finalize, () => {});
+      }
+    }
+    this.statements.set(sql, copies);
+    let least: Copy | undefined;
+    for (const copy of copies) if (!least || copy.running < least.running) least = copy;
+    if (least && (least.running === 0 || copies.length >= this.copies)) return least;
+    const fresh: Copy = { statement: this.prepare(sql), running: 0 };
+    copies.push(fresh);
+    fresh.statement.then(
+      (statement) => {
+        fresh.prepared = statement;
+      },
+      // A statement that failed to prepare is not kept: the next run tries again.
+      () => {
+        const kept = this.statements.get(sql);
+        if (kept?.includes(fresh)) kept.splice(kept.indexOf(fresh), 1);
+      },
+    );
+    return fresh;
+  }
+
+  private prepare(sql: string): Promise<sqlite3.Statement> {
+    return new Promise<sqlite3.Statement>((resolve, reject) => {
+      const prepared = this.db.prepare(sql, (error) => (error ? reject(error) : resolve(prepared)));
+    });
+  }
+}
+
+/** Runs `statement` of `copy` (counted as running) to its end. */
+function run<T>(copy: Copy, statement: sqlite3.Statement, params: SqlValue[]): Promise<T[]> {
+  return new Promise((resolve, reject) => {
+    try {
+      statement.all(params, (error: Error | null, rows: T[]) => {
+        copy.running--;
+        if (error) reject(error);
+        else resolve(rows);
+      });
+    } catch (error) {
+      copy.running--;
+      reject(error);
+    }
+  });
+}
+
+const finalize = (statement: sqlite3.Statement) => new Promise<void>((resolve) => statement.finalize(() => resolve()));

@@ -75,7 +75,7 @@ function field(name: string) {
 const collectionId = '(select id from collections where account_id = ?1 and name = ?2)';
 
 /**
- * Row reads merged (statements.ts, readMerged): `?` is `[[account id, collection, row id], …]`. CROSS
+ * Row reads merged (readers.ts, readMerged): `?` is `[[account id, collection, row id], …]`. CROSS
  * JOIN keeps SQLite's planner from reading collections first: each read is two primary key lookups.
  */
 export const rowsSql = `select j.key as i, r.data, c.id as collection_id, r.version from json_each(?) j
@@ -133,7 +133,7 @@ function scalarSql(scalar: number | string | boolean | null): Sql | undefined {
  * The rows of a range of the sort index in `slot`, or of the ranges after a place in it, as one row
  * `{ n, json, seq }` (pages.ts, sortedPages). CROSS JOIN keeps the keys the outer loop, so the rows
  * come in their order. The same text each time for each shape: statements are kept by their text
- * (statements.ts). A key's number or string is bound as its JSON text, read by SQLite's own JSON
+ * (readers.ts). A key's number or string is bound as its JSON text, read by SQLite's own JSON
  * reader, as the keys' were.
  */
 export const { sortedPage, sortedPageAfter } = sortedPages(
@@ -361,7 +361,7 @@ const onePatchSqls = Array.from(
 );
 
 /**
- * onceAnswerSql (../sql.ts) of reads merged (statements.ts, readMerged): `?` is `[[account id, key, now], …]`.
+ * onceAnswerSql (../sql.ts) of reads merged (readers.ts, readMerged): `?` is `[[account id, key, now], …]`.
  * CROSS JOIN keeps the keys the outer loop: each read is one primary key lookup.
  */
 export const onceAnswersSql = `select j.key as i, k.request_hash, k.status, k.headers, k.body from json_each(?) j

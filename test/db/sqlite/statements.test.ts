@@ -1,12 +1,12 @@
-// The hot statements on SQLite (src/db/sqlite-statements.ts): prepared once per connection, reads on a
-// read-only connection of their own beside Knex's writer.
+// The hot statements on SQLite (src/db/sqlite/rows.ts, StatementCache and SqliteWriter; readers.ts):
+// prepared once per connection, reads on read-only connections of their own beside Knex's writer.
 import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import type { SqliteStore } from '../../../src/db/sqlite/index.ts';
-import { SqliteStatements } from '../../../src/db/sqlite/statements.ts';
+import { SqliteReaders } from '../../../src/db/sqlite/readers.ts';
 import { openStore, type Store } from '../../../src/db/store.ts';
 import { ApiError } from '../../../src/errors.ts';
 import { pollUntil } from '../../support/process.ts';
@@ -27,7 +27,7 @@ describe('SQLite hot statements', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  const sqlite = () => (store as SqliteStore).statements;
+  const sqlite = () => (store as SqliteStore).readers;
 
   it('read through a connection of their own, which cannot write', async () => {
     await store.insertRows(accountId, 'notes', [{ n: 1 }]);
@@ -182,7 +182,7 @@ describe('SQLite hot statements', () => {
     const file = join(dir, 'rowbase.sqlite');
     await store.insertRows(accountId, 'notes', [{ n: 0 }]);
     // A checkpointer beside the store's, restarting past 64 frames (256 KB) where the store's waits for 16 MB.
-    const restarting = new SqliteStatements(file, 64);
+    const restarting = new SqliteReaders(file, 64);
     // The WAL header's checkpoint sequence number, which goes up each time a writer starts the WAL over.
     const header = Buffer.alloc(16);
     const restarts = () => {

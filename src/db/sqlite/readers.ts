@@ -1,23 +1,17 @@
-// The hot statements on SQLite, outside Knex's query builder, each prepared once per connection and
-// reused: Knex has node-sqlite3 prepare and finalize a new statement for every query, which cost more
-// than running it.
-//
-// Knex's one connection stays the writer (hot writes run their prepared statements on it, inside the
-// Knex transaction that holds it); read-only connections serve the hot reads, one for single rows and
-// one for pages. In WAL mode they run beside the writer, so a read never waits behind a write
-// transaction, nor a write behind a slow page; a read sees every transaction committed before it
-// began, so a client reads its own acknowledged writes. Errors leave as the driver's and are
-// translated at the store's edge (../errors.ts).
+// SQLite's read-only connections, and the checkpoints of the WAL. Knex's one connection is the writer
+// (rows.ts, SqliteWriter); read-only connections serve the hot reads, one for single rows and some for
+// pages, each statement prepared once per connection and reused (rows.ts, StatementCache). In WAL mode
+// they run beside the writer, so a read never waits behind a write transaction, nor a write behind a
+// slow page; a read sees every transaction committed before it began, so a client reads its own
+// acknowledged writes. Errors leave as the driver's and are translated at the store's edge (../errors.ts).
 import sqlite3 from 'sqlite3';
 import { Batches } from '../batches.ts';
-import type { SqlValue, WriteTx } from '../dialect.ts';
+import type { SqlValue } from '../dialect.ts';
 import { DatabaseClosedError } from '../errors.ts';
 import type { SnapshotRead } from '../pages.ts';
 import { MAX_PAGE_BYTES } from '../rows.ts';
 import { Waits } from '../waits.ts';
-
-/** SQL texts kept per connection at most; the least recently used is finalized first. */
-const MAX_STATEMENTS = 64;
+import { StatementCache } from './rows.ts';
 
 /**
  * How many statements of one SQL text the point reads' connection prepares at most. node-sqlite3 runs
@@ -61,109 +55,6 @@ const RESTART_FRAMES = 4096;
  */
 const RESTART_WAIT_MS = 25;
 
-/** One prepared statement, and how many runs of it are under way. */
-interface Copy {
-  statement: Promise<sqlite3.Statement>;
-  /** The statement, once prepared: run at once, without waiting a turn for `statement`. */
-  prepared?: sqlite3.Statement;
-  running: number;
-}
-
-/** One connection's prepared statements, by SQL text. */
-class StatementCache {
-  private readonly statements = new Map<string, Copy[]>();
-
-  /** `copies`: statements prepared per SQL text at most, for runs that overlap. Default 1. */
-  constructor(
-    private readonly db: sqlite3.Database,
-    private readonly copies = 1,
-  ) {}
-
-  /**
-   * Every row that `sql` answers for `params` (none for a write without RETURNING). `all` steps the
-   * statement to its end, which finishes it: a statement left on a row would hold a read snapshot,
-   * or keep COMMIT waiting, until its next use.
-   */
-  all<T>(sql: string, params: SqlValue[]): Promise<T[]> {
-    const copy = this.copy(sql);
-    copy.running++;
-    // Not an async function, and no turn waited for a statement already prepared: the reads and writes
-    // of every request come through here.
-    if (copy.prepared) return run<T>(copy, copy.prepared, params);
-    return copy.statement.then(
-      (statement) => run<T>(copy, statement, params),
-      (error) => {
-        copy.running--;
-        throw error;
-      },
-    );
-  }
-
-  /** Finalizes every statement, after the runs under way: SQLite closes no connection that has some. */
-  async finalize(): Promise<void> {
-    const copies = [...this.statements.values()].flat();
-    this.statements.clear();
-    await Promise.all(copies.map(({ statement }) => statement.then(finalize, () => {})));
-  }
-
-  /** An idle statement of `sql`; else a new one, while there may be more; else the least busy. */
-  private copy(sql: string): Copy {
-    let copies = this.statements.get(sql);
-    if (copies) {
-      this.statements.delete(sql); // moved last: the map is in order of use
-    } else {
-      copies = [];
-      if (this.statements.size >= MAX_STATEMENTS) {
-        const [oldest, evicted] = this.statements.entries().next().value as [string, Copy[]];
-        this.statements.delete(oldest);
-        // node-sqlite3 queues the finalize behind the runs of the statement under way.
-        for (const { statement } of evicted) statement.then(finalize, () => {});
-      }
-    }
-    this.statements.set(sql, copies);
-    let least: Copy | undefined;
-    for (const copy of copies) if (!least || copy.running < least.running) least = copy;
-    if (least && (least.running === 0 || copies.length >= this.copies)) return least;
-    const fresh: Copy = { statement: this.prepare(sql), running: 0 };
-    copies.push(fresh);
-    fresh.statement.then(
-      (statement) => {
-        fresh.prepared = statement;
-      },
-      // A statement that failed to prepare is not kept: the next run tries again.
-      () => {
-        const kept = this.statements.get(sql);
-        if (kept?.includes(fresh)) kept.splice(kept.indexOf(fresh), 1);
-      },
-    );
-    return fresh;
-  }
-
-  private prepare(sql: string): Promise<sqlite3.Statement> {
-    return new Promise<sqlite3.Statement>((resolve, reject) => {
-      const prepared = this.db.prepare(sql, (error) => (error ? reject(error) : resolve(prepared)));
-    });
-  }
-}
-
-/** Runs `statement` of `copy` (counted as running) to its end. */
-function run<T>(copy: Copy, statement: sqlite3.Statement, params: SqlValue[]): Promise<T[]> {
-  return new Promise((resolve, reject) => {
-    try {
-      statement.all(params, (error: Error | null, rows: T[]) => {
-        copy.running--;
-        if (error) reject(error);
-        else resolve(rows);
-      });
-    } catch (error) {
-      copy.running--;
-      reject(error);
-    }
-  });
-}
-
-const finalize = (statement: sqlite3.Statement) => new Promise<void>((resolve) => statement.finalize(() => resolve()));
-
 /**
  * Which read-only connection a read takes: `point` for the reads of one row, `scan` for pages of rows
  * read through an index, `query` for pages that sort or filter, which may read a whole collection: a
@@ -179,12 +70,11 @@ interface Reader {
 /** Reads sent in one run of a merged statement at most: a bound on the size of its JSON array and its answer. */
 const MAX_MERGED_READS = 100;
 
-/** SQLite's statements, prepared once: on the read-only connections, and on the writer's. */
-export class SqliteStatements {
+/** SQLite's read-only connections, each opened on its first read, and the WAL's checkpoints. */
+export class SqliteReaders {
   private readonly readers = new Map<ReadKind, Promise<Reader>>();
   /** The last timed read run or queued: they take the `query` connection one at a time (timedRead). */
   private timed: Promise<unknown> = Promise.resolve();
-  private readonly writers = new Map<unknown, StatementCache>();
   /** The last snapshot taken or queued: snapshots take the `snapshot` connection one at a time. */
   private snapshots: Promise<unknown> = Promise.resolve();
   /** Snapshots taken or queued: one asked for while any is waits its turn, which `waits` is told of. */
@@ -294,25 +184,6 @@ export class SqliteStatements {
   }
 
   /**
-   * Runs `sql` inside `trx`, on the connection the transaction holds, and answers its rows. `once`: a
-   * statement made for one request, which the driver prepares and finalizes for this run, so that it
-   * takes no place among the connection's kept statements.
-   */
-  async inTransaction<T>(trx: WriteTx, sql: string, params: SqlValue[], once = false): Promise<T[]> {
-    if (this.closed) throw new DatabaseClosedError();
-    // A transaction's client answers the connection it holds (Knex's makeTxClient).
-    const connection = (await trx.client.acquireConnection()) as sqlite3.Database;
-    if (once)
-      return new Promise((resolve, reject) => connection.all(sql, params, (error, rows) => (error ? reject(error) : resolve(rows as T[]))));
-    let cache = this.writers.get(connection);
-    if (!cache) {
-      cache = new StatementCache(connection);
-      this.writers.set(connection, cache);
-    }
-    return cache.all<T>(sql, params);
-  }
-
-  /**
    * Copies what it can of the WAL into the database file. A failure (the file gone, say) is left for
    * the next one to meet again: writes never wait for a checkpoint, and a WAL that grows meanwhile is
    * only a larger file.
@@ -335,7 +206,7 @@ export class SqliteStatements {
     if (passive && passive.log > this.restartFrames) await checkpoint('restart');
   }
 
-  /** Finalizes every statement and closes the readers; Knex closes its own connection after this. */
+  /** Ends the checkpoints, then finalizes every statement and closes the readers. */
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.checkpoints);
@@ -343,8 +214,6 @@ export class SqliteStatements {
     const checkpointer = await this.checkpointer?.catch(() => undefined);
     this.checkpointer = undefined;
     await new Promise<void>((resolve) => (checkpointer ? checkpointer.close(() => resolve()) : resolve()));
-    await Promise.all([...this.writers.values()].map((cache) => cache.finalize()));
-    this.writers.clear();
     const readers = [...this.readers.values()];
     this.readers.clear();
     for (const opening of readers) {
