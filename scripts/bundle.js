@@ -8,9 +8,9 @@
 // /console/console.js (src/console/files.ts).
 //
 // Why not tsx, as the tests and the bench scripts run: tsx compiles in a module-loader thread that
-// stays for the life of the process, with a V8 heap of its own. A server run from the bundle is 29 MB
-// smaller in resident memory (idle, both with 8 MB semi-spaces: 97.7 MB where it was 126.9 MB), the
-// same transform otherwise: esbuild, with its names kept, as tsx has them.
+// stays for the life of the process, with a V8 heap of its own. A server run from the bundle holds less
+// resident memory (docs/performance.md, "Memory"), with the same transform otherwise: esbuild, with
+// its names kept, as tsx has them.
 //
 //   node scripts/bundle.js        (npm run build) makes the bundle now, whether or not it is stale
 import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
