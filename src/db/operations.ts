@@ -12,7 +12,7 @@ import type { Dialect } from './dialect.ts';
 import { DatabaseClosedError, type ErrorCodes, translateError } from './errors.ts';
 import { feedStart, latestSeq, readEvents } from './events.ts';
 import type { CollectionReader } from './exports.ts';
-import { findOnce, pruneOnceBatch } from './idempotency.ts';
+import { findOnce, type OnceRequest, pruneOnceBatch } from './idempotency.ts';
 import { type ImportedRow, lastRowIdOf } from './imports.ts';
 import {
   accountIdOf,
@@ -44,9 +44,11 @@ export interface RowOperations {
   /**
    * Stores every row or none, each with the next id of the collection, and one insert event each;
    * answers the rows and their versions. Every write takes `options.once`, an Idempotency-Key whose
-   * answer it stores in its own transaction (idempotency.ts).
+   * answer it stores in its own transaction (idempotency.ts). An insert's answer is made by the
+   * statement that writes its rows, as openapi.yaml's insertRows has it (201, the rows, and the ETag of
+   * a batch of one), so the key alone is handed here; every other write is handed how to answer too.
    */
-  insertRows(accountId: number, collection: string, items: Fields[], options?: WriteOptions<InsertedRows>): Promise<InsertedRows>;
+  insertRows(accountId: number, collection: string, items: Fields[], options?: { once?: OnceRequest }): Promise<InsertedRows>;
   /** One page of rows (pages.ts); 404 when the collection does not exist. */
   listRows(accountId: number, collection: string, page: Page): Promise<RowsPage>;
   /** The row and its version; 404 for a missing row or collection. */

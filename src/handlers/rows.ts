@@ -95,8 +95,8 @@ export const rowHandlers: Handlers<
         { in: 'body', name: '', message: `must NOT have more than ${config.maxBatchRows} items` },
       ]);
     }
-    const options = { once: once && answerOnce(once, answerInserted) };
-    return answerInserted(await store.insertRows(principal.accountId, path.collection_name, body, options));
+    // The insert's statement stores its answer, made in SQL as answerInserted() makes it.
+    return answerInserted(await store.insertRows(principal.accountId, path.collection_name, body, { once }));
   },
 
   async getRow({ principal, path, headers }, { store }) {
@@ -137,7 +137,8 @@ export const rowHandlers: Handlers<
 };
 
 // The answers of the writes, from what the store answers: each made by one function, declared once,
-// that a write sent with an Idempotency-Key also hands the store, which keeps the answer it makes.
+// that a write sent with an Idempotency-Key also hands the store, which keeps the answer it makes (an
+// insert's statement makes its own, alike: test/http/idempotency.test.ts compares a replay with the first).
 
 /** A batch of one row answers that row's ETag; a larger batch has no one ETag (openapi.yaml, insertRows). */
 function answerInserted({ json, versions }: InsertedRows): Result {
