@@ -54,7 +54,7 @@ export async function measureFanout(
       collection: fanoutCollection,
       rate: settings.fanoutRate,
       // At least a second, 20 inserts: with a quick run's half second, the first deliveries measured
-      // still met code not yet optimized in the server and the subscribers (p99 84 and 113 ms, 30 ms with a second).
+      // still met code not yet optimized in the server and the subscribers, and p99 read that.
       warmupSeconds: Math.max(1, settings.warmupSeconds),
       durationSeconds,
       timeoutSeconds: settings.timeoutSeconds,

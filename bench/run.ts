@@ -406,7 +406,7 @@ function serveRowbase(
     // default), so that this work falls in the write workload that causes it, as under steady load it
     // would, and not in whichever measurement the next minute's tick lands in: after insert-batch, the
     // pass that deleted its hundreds of thousands of events took the cores from the next round's first
-    // get-row measurements, and metering's cost read 7.5%, −32% and 14.9% in three runs.
+    // get-row measurements, and metering's cost swung from run to run with where the tick fell.
     ROWBASE_EVENTS_PRUNE_SECONDS: '1',
   };
   return startServer('bin/rowbase', ['serve'], 'rowbase is listening', env, nodeFlags, options);
@@ -613,10 +613,9 @@ function withMetrics(workload: string): Record<string, string> {
 /**
  * Reads an SQLite file and its WAL, if any, so that their pages are in the page cache before a server
  * that reads them is measured. This machine's kernel pages out file pages nothing has touched for about
- * a minute (a DAMON `pageout` scheme: 12 aggregations of 5 s, up to 128 MB a second), and a server the
- * interleaving leaves idle for minutes otherwise reads its database back from disk while it is measured:
- * the copies that serve get-row for metering's cost ran at a third to half their rate, their main
- * thread waiting (33–38% busy), in one round of three. Steady traffic keeps a server's pages; so does this.
+ * a minute (a DAMON `pageout` scheme), and a server the interleaving leaves idle for minutes otherwise
+ * reads its database back from disk while it is measured, its main thread waiting on the disk rather
+ * than working. Steady traffic keeps a server's pages; so does this.
  */
 function readIntoPageCache(file: string): void {
   const chunk = Buffer.allocUnsafe(1 << 20);

@@ -17,7 +17,7 @@ export const collections = { rows: 'bench', inserts: 'inserts', batches: 'batche
  * The plan of the bench account: no rate, and a quota no run comes near (a full run sends a few million
  * requests). Within V8's small integers (up to 2^31 − 1), as a real plan's quota is (free 10,000, pro
  * 1,000,000): at 10^12 every answer's RateLimit-Limit and -Remaining were doubles made into text the
- * slow way, about 1% of a row read's main thread (rateLimitHeaders in a CPU profile).
+ * slow way, which showed in a row read's CPU profile (rateLimitHeaders).
  */
 export const plan = { name: 'bench', quota: 1_000_000_000, period: 'month' } as const;
 
