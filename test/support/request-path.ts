@@ -4,14 +4,29 @@
 
 import { readFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
+import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 
 const SOURCES = new URL('../../src/', import.meta.url).href;
 
+type Coverage = Awaited<ReturnType<typeof takeCoverage>>;
+
+/** The functions of src/ called since the coverage was last taken, each as `url offset`. */
+async function takeCoverage(session: Session): Promise<Set<string>> {
+  const { result } = await session.post('Profiler.takePreciseCoverage');
+  const ran = new Set<string>();
+  for (const { url, functions } of result) {
+    if (!url.startsWith(SOURCES)) continue;
+    for (const { ranges } of functions) if (ranges[0].count > 0) ran.add(`${url} ${ranges[0].startOffset}`);
+  }
+  return ran;
+}
+
 /**
  * The files of src/ whose functions ran during every one of `times` calls of `request` (made one after
- * another, after one call to warm up): a file seen only once belongs to a timer that happened to fire
- * then, not to the request.
+ * another, after one call to warm up), but for the functions that also ran, as long, without a request:
+ * those belong to timers of the service (a WAL checkpoint, the key uses written every second), which
+ * may fire during every request when taking the coverage takes longer than their period.
  */
 export async function requestPath(request: () => Promise<unknown>, times = 3): Promise<Map<string, number>> {
   await request(); // statements prepared, caches filled: the path every later request takes
@@ -20,21 +35,26 @@ export async function requestPath(request: () => Promise<unknown>, times = 3): P
   try {
     await session.post('Profiler.enable');
     await session.post('Profiler.startPreciseCoverage', { callCount: true, detailed: false });
-    let common: Set<string> | undefined;
+    let common: Coverage | undefined;
+    let longest = 0;
     for (let index = 0; index < times; index++) {
-      await session.post('Profiler.takePreciseCoverage'); // counts start again from here
+      const started = performance.now();
+      await takeCoverage(session); // counts start again from here
       await request();
-      const { result } = await session.post('Profiler.takePreciseCoverage');
-      const ran = new Set(
-        result
-          .filter(({ url, functions }) => url.startsWith(SOURCES) && functions.some(({ ranges }) => ranges[0].count > 0))
-          .map(({ url }) => url),
-      );
-      common = common ? new Set([...common].filter((url) => ran.has(url))) : ran;
+      const ran = await takeCoverage(session);
+      longest = Math.max(longest, performance.now() - started);
+      common = common ? new Set([...common].filter((fn) => ran.has(fn))) : ran;
+    }
+    const background = new Set<string>();
+    for (let index = 0; index < times; index++) {
+      await takeCoverage(session);
+      await delay(longest);
+      for (const fn of await takeCoverage(session)) background.add(fn);
     }
     await session.post('Profiler.stopPreciseCoverage');
+    const urls = new Set([...(common ?? [])].filter((fn) => !background.has(fn)).map((fn) => fn.split(' ')[0]));
     const lines = new Map<string, number>();
-    for (const url of [...(common ?? [])].sort()) {
+    for (const url of [...urls].sort()) {
       lines.set(url.slice(SOURCES.length), readFileSync(fileURLToPath(url), 'utf8').split('\n').length - 1);
     }
     return lines;
