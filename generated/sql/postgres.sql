@@ -545,15 +545,15 @@ with counters as (
 select id, before_id + 1 as first_id, before_seq + 1 as first_seq, pg_notify($5, $6 || ' ' || id) from counters;
 
 -- insertBatchWithAnswersSql
-with holds as (
-  select pg_try_advisory_xact_lock($1::integer, hashtext(k ->> 0)) as held,
-    exists (select 1 from idempotency_keys i where i.account_id = $1::integer and i.key = k ->> 0 and i.expires_at > k ->> 2) as answered
-  from json_array_elements($7::json) k
-), free as (
-  select bool_and(held) as held, bool_or(answered) as answered from holds
+with keys as materialized (
+  select k ->> 0 as key, k ->> 1 as hash, k ->> 2 as at, k ->> 3 as expires_at, (k ->> 4)::integer as first,
+    (k ->> 5)::integer as n, i
+  from jsonb_array_elements($7::jsonb) with ordinality as e(k, i)
+), holds as (
+  select bool_and(pg_try_advisory_xact_lock($1::integer, hashtext(key))) as held, count(*) as keys from keys
 ), counters as (
   update collections set last_row_id = last_row_id + $3, last_seq = last_seq + $3, row_count = row_count + $3
-    where account_id = $1 and name = $2 and (select held and not answered from free)
+    where account_id = $1 and name = $2 and (select held from holds)
     returning id, last_row_id - $3 as before_id, last_seq - $3 as before_seq, sorted,
       to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at
 ), batch as (
@@ -580,20 +580,19 @@ with holds as (
   select request, string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by seq) as rows from batch where request >= 0 group by request
 ), recorded as (
   insert into idempotency_keys (account_id, key, request_hash, status, headers, body, created_at, expires_at)
-    select $1::integer, o ->> 0, o ->> 1, 201,
-      case when (o ->> 5)::integer = 1 then '{"ETag":"\"' || c.id || '.' || (c.before_seq + 1 + (o ->> 4)::integer) || '\""}' else '{}' end,
-      '[' || coalesce(b.rows, '') || ']', o ->> 2, o ->> 3
-    from counters c cross join json_array_elements($7::json) with ordinality as k(o, n)
-      left join bodies b on b.request = k.n - 1
+    select $1::integer, k.key, k.hash, 201,
+      case when k.n = 1 then '{"ETag":"\"' || c.id || '.' || (c.before_seq + 1 + k.first) || '\""}' else '{}' end,
+      '[' || coalesce(b.rows, '') || ']', k.at, k.expires_at
+    from counters c cross join keys k left join bodies b on b.request = k.i - 1
     on conflict (account_id, key) do update set request_hash = excluded.request_hash, status = excluded.status,
       headers = excluded.headers, body = excluded.body, created_at = excluded.created_at, expires_at = excluded.expires_at
       where idempotency_keys.expires_at <= excluded.created_at
     returning key
 )
-select f.held, f.answered, c.id, c.before_id + 1 as first_id, c.before_seq + 1 as first_seq,
+select h.held, c.id, c.before_id + 1 as first_id, c.before_seq + 1 as first_seq,
   case when c.id is not null then pg_notify($5, $6 || ' ' || c.id) end,
-  case when c.id is not null and (select count(*) from recorded) < json_array_length($7::json) then rowbase_once_taken() end
-  from free f left join counters c on true;
+  case when c.id is not null and (select count(*) from recorded) < h.keys then rowbase_once_taken() end
+  from holds h left join counters c on true;
 
 -- keysSql(rows by id range)
 insert into sort_keys (collection_id, slot, row_id, rank, num, str)

@@ -311,11 +311,12 @@ export const MAX_IDEMPOTENCY_KEY = 255;
 const changing = new Set(['POST', 'PATCH', 'DELETE']);
 
 /**
- * The operations whose write looks for its key's stored answer itself, before it changes anything, in
- * the statement or transaction that would store its own (an insert's: sqlite/sql.ts, row_inserts;
- * postgres/rows.ts): a retry of one is answered with what its write finds (OnceTaken, below), so no
- * read goes before it. An insert is checked before its write only against its own request (its body
- * and its size), which its retry sends again, so the retry reaches its write as the first did.
+ * The operations whose write finds its key's stored answer itself, in the statement that would store
+ * its own, and then writes nothing (an insert's: sqlite/sql.ts, row_inserts, looks before writing;
+ * postgres/sql.ts, insertBatchWithAnswersSql, meets it when storing its own and rolls back): a retry
+ * of one is answered with what its write finds (OnceTaken, below), so no read goes before it. An
+ * insert is checked before its write only against its own request (its body and its size), which its
+ * retry sends again, so the retry reaches its write as the first did.
  */
 const answerFoundByWrite = new Set(['insertRows']);
 

@@ -5,6 +5,7 @@
 // key's answer is stored with its rows, and a key answered already fails its own insert alone.
 import { expect } from 'chai';
 import { type FoundAnswer, OnceTaken } from '../../src/db/idempotency.ts';
+import { insertBatchWithAnswersSql } from '../../src/db/postgres/sql.ts';
 import type { Fields, InsertedRows } from '../../src/db/rows.ts';
 import type { SqliteStore } from '../../src/db/sqlite/index.ts';
 import { openStore, type Store } from '../../src/db/store.ts';
@@ -98,14 +99,15 @@ describeEachBackend('inserts sent with an Idempotency-Key, merged', (backend) =>
     expect(await found('fresh')).to.equal(undefined);
   });
 
-  // On PostgreSQL the statement looks for the key's answer in its snapshot, then stores its own: an
-  // answer committed in between is met by that insert. (On SQLite one writer runs at a time.)
+  // On PostgreSQL the statement stores the key's answer through the primary key: an answer stored
+  // meanwhile by another transaction is met there, once that one commits. (On SQLite one writer runs at a time.)
   if (backend === 'postgres') {
     it('fail the insert whose key another request answered while its statement ran, writing nothing of it', async () => {
       const other = await store.knex.client.acquireConnection();
       try {
         // Another request's answer, stored and not yet committed, without the key's lock (as if it had
         // been answered before this request looked for it).
+        const otherPid = (await other.query('select pg_backend_pid() as pid')).rows[0].pid;
         await other.query('begin');
         await other.query(
           `insert into idempotency_keys (account_id, key, request_hash, status, headers, body, created_at, expires_at)
@@ -120,9 +122,9 @@ describeEachBackend('inserts sent with an Idempotency-Key, merged', (backend) =>
         // The insert waits for the other transaction, at the answer it would store.
         // (Asked on a connection of its own: inside a transaction, pg_stat_activity stays as first read.)
         await pollUntil(async () => {
-          const { rows } = await store.knex.raw(
-            "select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and query like '%idempotency_keys%'",
-          );
+          const { rows } = await store.knex.raw('select count(*)::int as n from pg_stat_activity where ? = any(pg_blocking_pids(pid))', [
+            otherPid,
+          ]);
           return rows[0].n > 0;
         }, 10_000);
         await other.query('commit');
@@ -133,6 +135,27 @@ describeEachBackend('inserts sent with an Idempotency-Key, merged', (backend) =>
       expect(await found('raced')).to.deep.equal({ hash: 'hash of raced', status: 201, headers: {}, body: '[]' });
       expect(await store.knex('rows').count({ n: '*' }).first()).to.deep.equal({ n: '0' });
       expect(await store.knex('events').count({ n: '*' }).first()).to.deep.equal({ n: '0' });
+    });
+
+    // A connection plans its named statements once, for their later runs alike (PostgreSQL's generic
+    // plan). Planned when the keys' table was empty, as in a new database, a look for a key by any
+    // other way than the primary key reads the whole table, for every key, however large it grows.
+    it('plan no read of the whole table of answers, even when planned while it was empty', async () => {
+      await store.knex.raw('vacuum analyze idempotency_keys');
+      const connection = await store.knex.client.acquireConnection();
+      try {
+        await connection.query('set plan_cache_mode = force_generic_plan');
+        await connection.query(
+          `prepare keyed_insert (integer, text, integer, text, text, text, text, text) as ${insertBatchWithAnswersSql}`,
+        );
+        const { rows } = await connection.query("explain execute keyed_insert (1, 'notes', 1, '{}', 'channel', 'instance', '[]', '0')");
+        const plan = rows.map((row: Record<string, string>) => row['QUERY PLAN']).join('\n');
+        expect(plan).to.include('Insert on idempotency_keys');
+        expect(plan).not.to.include('Seq Scan on idempotency_keys');
+      } finally {
+        await connection.query('deallocate keyed_insert; reset plan_cache_mode');
+        await store.knex.client.releaseConnection(connection);
+      }
     });
   }
 

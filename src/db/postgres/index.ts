@@ -48,8 +48,9 @@ export async function openPostgresStore(
       );
     },
     query: async (sql, params) => (await knex.raw(sql, params)).rows,
-    // A named statement, parsed and planned once per connection.
-    readOnce: async (accountId, key, now) => (await runAlone<OnceRow>(knex, onceAnswerSql, [accountId, key, now]))[0],
+    // Planned for each read: a plan made once, while the table was empty (a new database), reads the
+    // whole table for a key from then on.
+    readOnce: async (accountId, key, now) => (await runAlone<OnceRow>(knex, onceAnswerSql, [accountId, key, now], false))[0],
     // The database's collation may not be code point order (en-US puts `a` before `B`); "C" is.
     codePointOrder: ' collate "C"',
     isUniqueViolation,

@@ -67,7 +67,7 @@ interface Insert {
 /** What insertBatchSql answers: the collection's id, and the first row's id and seq (none: no such collection). */
 type Written = { id: number; first_id: number | string; first_seq: number | string };
 /** What insertBatchWithAnswersSql answers: Written (a null id: nothing written), and its keys' fate. */
-type WrittenWithAnswers = Written & { held: boolean; answered: boolean };
+type WrittenWithAnswers = Written & { held: boolean };
 
 /** The rows of one insert statement at most (a request's own rows are never split). */
 const MAX_INSERT_ROWS = 5000;
@@ -118,7 +118,8 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: PageSou
   /**
    * insertBatchWithAnswersSql, so that each key's answer is stored if and only if its rows are: 409
    * for a key another instance holds; OnceTaken (nothing written) for one answered first, before the
-   * statement or while it ran. Either fails the batch, whose inserts then run each alone (../batches.ts).
+   * statement or while it ran, or before its collection was deleted. Either fails the batch, whose
+   * inserts then run each alone (../batches.ts).
    */
   async function insertWithAnswers(batch: Insert[], params: SqlValue[]): Promise<Written[]> {
     const onces: unknown[] = [];
@@ -140,8 +141,10 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: PageSou
       throw error;
     }
     if (!written.held) throw onceInProgress();
-    if (written.answered) throw new OnceTaken();
-    return written.id === null ? [] : [written];
+    if (written.id !== null) return [written];
+    // No such collection: a retry of an insert stored before its collection went is answered as it was.
+    for (const { accountId, once } of batch) if (once && (await db.readOnce(accountId, once.key, once.at))) throw new OnceTaken();
+    return [];
   }
 
   return {

@@ -252,43 +252,42 @@ export const insertBatchSql = insertBatch({
  * first, n]` for each of those, `first` the place in $4 of the request's first row and `n` its number
  * of rows; $8 for each row of $4, joined by commas, the place in $7 of its request's key (-1 for none),
  * by which each answer's rows are gathered in one pass.
- * Before anything is written it holds each key until the statement ends (holdOnceSql's lock) and
- * looks for its answer; unless every key is held and none answered, it writes nothing and answers
- * `held` and `answered` alone. Else it stores each key's answer with the rows: the answer of
- * insertRows (openapi.yaml), 201 with the request's rows as their insert events hold them, and the
- * row's ETag when there is one row. A key whose answer another request stored after this statement
- * began looking (its snapshot does not see it) is found by the answer's own insert; then the
- * statement fails with ONCE_TAKEN, and nothing of it is written.
+ * Before anything is written it holds each key until the statement ends (holdOnceSql's lock); unless
+ * every key is held, it writes nothing and answers `held` alone. Else it stores each key's answer with
+ * the rows: the answer of insertRows (openapi.yaml), 201 with the request's rows as their insert
+ * events hold them, and the row's ETag when there is one row. A key whose answer is stored already (a
+ * retry's) is found by the answer's own insert, through the keys' primary key: then the statement
+ * fails with ONCE_TAKEN, and nothing of it is written. It does not look for answers before: a look
+ * planned once, while the table was empty, reads the whole table for every key.
  */
 export const insertBatchWithAnswersSql = insertBatch({
-  before: `holds as (
-    select pg_try_advisory_xact_lock($1::integer, hashtext(k ->> 0)) as held,
-      exists (select 1 from idempotency_keys i where i.account_id = $1::integer and i.key = k ->> 0 and i.expires_at > k ->> 2) as answered
-    from json_array_elements($7::json) k
-  ), free as (
-    select bool_and(held) as held, bool_or(answered) as answered from holds
+  before: `keys as materialized (
+    select k ->> 0 as key, k ->> 1 as hash, k ->> 2 as at, k ->> 3 as expires_at, (k ->> 4)::integer as first,
+      (k ->> 5)::integer as n, i
+    from jsonb_array_elements($7::jsonb) with ordinality as e(k, i)
+  ), holds as (
+    select bool_and(pg_try_advisory_xact_lock($1::integer, hashtext(key))) as held, count(*) as keys from keys
   ), `,
-  holdIf: ' and (select held and not answered from free)',
+  holdIf: ' and (select held from holds)',
   rows: `unnest(string_to_array($4::text, chr(10)), string_to_array($8::text, ',')::integer[]) with ordinality as t(data, request, ord)`,
   rowColumns: ', t.request',
   after: `, bodies as (
     select request, string_agg(${rowJsonSql}, ',' order by seq) as rows from batch where request >= 0 group by request
   ), recorded as (
     insert into idempotency_keys (account_id, key, request_hash, status, headers, body, created_at, expires_at)
-      select $1::integer, o ->> 0, o ->> 1, 201,
-        case when (o ->> 5)::integer = 1 then '{"ETag":"\\"' || c.id || '.' || (c.before_seq + 1 + (o ->> 4)::integer) || '\\""}' else '{}' end,
-        '[' || coalesce(b.rows, '') || ']', o ->> 2, o ->> 3
-      from counters c cross join json_array_elements($7::json) with ordinality as k(o, n)
-        left join bodies b on b.request = k.n - 1
+      select $1::integer, k.key, k.hash, 201,
+        case when k.n = 1 then '{"ETag":"\\"' || c.id || '.' || (c.before_seq + 1 + k.first) || '\\""}' else '{}' end,
+        '[' || coalesce(b.rows, '') || ']', k.at, k.expires_at
+      from counters c cross join keys k left join bodies b on b.request = k.i - 1
       on conflict (account_id, key) do update set request_hash = excluded.request_hash, status = excluded.status,
         headers = excluded.headers, body = excluded.body, created_at = excluded.created_at, expires_at = excluded.expires_at
         where idempotency_keys.expires_at <= excluded.created_at
       returning key
   )`,
-  answer: `select f.held, f.answered, c.id, c.before_id + 1 as first_id, c.before_seq + 1 as first_seq,
+  answer: `select h.held, c.id, c.before_id + 1 as first_id, c.before_seq + 1 as first_seq,
     case when c.id is not null then pg_notify($5, $6 || ' ' || c.id) end,
-    case when c.id is not null and (select count(*) from recorded) < json_array_length($7::json) then rowbase_once_taken() end
-    from free f left join counters c on true`,
+    case when c.id is not null and (select count(*) from recorded) < h.keys then rowbase_once_taken() end
+    from holds h left join counters c on true`,
 });
 
 /** The SQLSTATE of insertBatchWithAnswersSql's failure when a key was answered meanwhile (migration 0012). */
