@@ -9,8 +9,6 @@ import { fileURLToPath } from 'node:url';
 
 const SOURCES = new URL('../../src/', import.meta.url).href;
 
-type Coverage = Awaited<ReturnType<typeof takeCoverage>>;
-
 /** The functions of src/ called since the coverage was last taken, each as `url offset`. */
 async function takeCoverage(session: Session): Promise<Set<string>> {
   const { result } = await session.post('Profiler.takePreciseCoverage');
@@ -35,7 +33,7 @@ export async function requestPath(request: () => Promise<unknown>, times = 3): P
   try {
     await session.post('Profiler.enable');
     await session.post('Profiler.startPreciseCoverage', { callCount: true, detailed: false });
-    let common: Coverage | undefined;
+    let common: Set<string> | undefined;
     let longest = 0;
     for (let index = 0; index < times; index++) {
       const started = performance.now();
