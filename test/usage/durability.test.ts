@@ -45,8 +45,8 @@ describe('usage counts across restarts', () => {
     for (let i = 0; i < 5; i++) expect((await client.get('/v1/collections')).status).to.equal(200);
     const store = await openStore(workspace.databaseUrl);
     try {
-      // The server adds its counts to the database every second: seen there well within two.
-      await pollUntil(async () => Number((await store.knex('usage_counts').sum({ total: 'count' }).first())?.total) === 5, 2000);
+      // The server adds its counts to the database every second: seen there within three, on a loaded host.
+      await pollUntil(async () => Number((await store.knex('usage_counts').sum({ total: 'count' }).first())?.total) === 5, 3000);
     } finally {
       await store.close();
     }

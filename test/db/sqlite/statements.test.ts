@@ -204,7 +204,9 @@ describe('SQLite hot statements', () => {
     const first = restarts();
     let seen = 0;
     try {
-      for (const started = performance.now(); seen < 3 && performance.now() - started < 3_000; ) {
+      // Each start over needs the writer's lock within the checkpointer's short wait: on a loaded host
+      // fewer land a second, so the bound is only there to end a test whose WAL never starts over.
+      for (const started = performance.now(); seen < 3 && performance.now() - started < 20_000; ) {
         await store.getRow(accountId, 'notes', 1);
         seen = restarts() - first;
       }
