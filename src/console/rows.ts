@@ -60,8 +60,9 @@ export function RowsView({ api, collection, onChanged, onDeleted }: Props) {
   }, []);
 
   // Live from the page's own snapshot (Rowbase-Seq): no change between the read and the feed is missed.
+  // Not before the first page is read: from seq 0 it would replay every retained change of the collection.
   useEffect(() => {
-    if (!live) return;
+    if (!live || page.loads === 0) return;
     const feed = new Feed(api, collection, page.seq, query.filter, {
       change(change) {
         setView(({ shown, total }) => {

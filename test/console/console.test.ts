@@ -327,6 +327,35 @@ describe('the web console, in Chromium', function () {
     await page.screenshot({ path: `${screenshots}live-1280x800.png` });
   });
 
+  it('opens the live view from the page it read, though Live was turned on before the page came', async () => {
+    await client.post('/v1/collections', { name: 'early' });
+    await client.post('/v1/collections/early/rows', [{ n: 1 }, { n: 2 }]);
+    await signIn();
+    // The browser holds the page's read until Live is on.
+    await page.setRequestInterception(true);
+    let releaseRead!: () => void;
+    const readHeld = new Promise<void>((resolve) => {
+      page.on('request', (request) => {
+        if (!new URL(request.url()).pathname.endsWith('/collections/early/rows')) return void request.continue();
+        resolve();
+        releaseRead = () => void request.continue();
+      });
+    });
+    await openCollection('early');
+    await readHeld;
+    await page.click('.toggle input');
+    releaseRead();
+    await waitForIds([1, 2]);
+    await page.waitForFunction(() => document.querySelector('.feed-state')?.textContent === 'Receiving changes');
+    await client.post('/v1/collections/early/rows', [{ n: 3 }]);
+    await waitForIds([1, 2, 3]);
+    // One socket, from the page's seq: the rows the page read came once, by the read, not again by the feed.
+    expect(watched.feedUrls.map((url) => new URL(url).searchParams.get('since'))).to.deep.equal(['2']);
+    const inserts = watched.feedMessages.map((text) => JSON.parse(text)).filter((message) => message.type === 'insert');
+    expect(inserts.map((message) => message.seq)).to.deep.equal([3]);
+    expect(await page.$$eval('aside li', (items) => items.map((item) => item.textContent))).to.deep.equal(['#3 insert row 3']);
+  });
+
   it('resumes the live view after the server restarts, missing no change made while it was down', async () => {
     // A server of this test's own, stopped and started again on the same port and database.
     const database = await createDatabase('sqlite');
