@@ -189,6 +189,10 @@ describe('the web console, in Chromium', function () {
       'Actions',
     ]);
     await applyFilter('', '');
+    // Every field's column again, and every row: the row buttons move as the table is drawn anew.
+    await page.waitForFunction(
+      () => document.querySelectorAll('thead th').length === 6 && document.querySelectorAll('tbody tr').length === 5,
+    );
 
     // Edit row 2 as JSON: only the field that changed is sent.
     await page.click('button[aria-label="Open row 2"]');
