@@ -335,20 +335,20 @@ describe('the web console, in Chromium', function () {
     await client.post('/v1/collections', { name: 'early' });
     await client.post('/v1/collections/early/rows', [{ n: 1 }, { n: 2 }]);
     await signIn();
-    // The browser holds the page's read until Live is on.
+    // The browser holds the page's first read until Live is on; every other request goes as sent.
     await page.setRequestInterception(true);
-    let releaseRead!: () => void;
+    let releaseRead: (() => void) | undefined;
     const readHeld = new Promise<void>((resolve) => {
       page.on('request', (request) => {
-        if (!new URL(request.url()).pathname.endsWith('/collections/early/rows')) return void request.continue();
-        resolve();
+        if (releaseRead || !new URL(request.url()).pathname.endsWith('/collections/early/rows')) return void request.continue();
         releaseRead = () => void request.continue();
+        resolve();
       });
     });
     await openCollection('early');
     await readHeld;
     await page.click('.toggle input');
-    releaseRead();
+    releaseRead?.();
     await waitForIds([1, 2]);
     await page.waitForFunction(() => document.querySelector('.feed-state')?.textContent === 'Receiving changes');
     await client.post('/v1/collections/early/rows', [{ n: 3 }]);

@@ -16,7 +16,7 @@ describeEachBackend('feed connections', (backend) => {
   describe('liveness', () => {
     it('pings, keeps a peer that answers, and terminates one that does not', async () => {
       // A peer has one interval to answer: long enough that a pause of the one event loop this test
-      // shares with the server (a collection, a loaded CI host) does not drop the peer that answers.
+      // shares with the server (a garbage collection, a loaded CI host) does not drop the peer that answers.
       const server = await startTestServer({ feedPingIntervalMs: 250 }, { backend });
       try {
         const client = await server.client();
