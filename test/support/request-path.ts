@@ -21,10 +21,18 @@ async function takeCoverage(session: Session): Promise<Set<string>> {
 }
 
 /**
+ * How long, at least, the functions that run without a request are gathered: longer than the longest
+ * period of the service's frequent timers (a WAL checkpoint every 200 ms; the key uses and the usage
+ * counts written every second), so that each fires whole at least once.
+ */
+const TIMERS_MS = 1_200;
+
+/**
  * The files of src/ whose functions ran during every one of `times` calls of `request` (made one after
- * another, after one call to warm up), but for the functions that also ran, as long, without a request:
- * those belong to timers of the service (a WAL checkpoint, the key uses written every second), which
- * may fire during every request when taking the coverage takes longer than their period.
+ * another, after one call to warm up), but for the functions that also ran without a request, in
+ * windows as long as the longest request's and for TIMERS_MS in all: those belong to timers of the
+ * service, which may fire during every request when taking the coverage takes longer than their
+ * period.
  */
 export async function requestPath(request: () => Promise<unknown>, times = 3): Promise<Map<string, number>> {
   await request(); // statements prepared, caches filled: the path every later request takes
@@ -44,7 +52,8 @@ export async function requestPath(request: () => Promise<unknown>, times = 3): P
       common = common ? new Set([...common].filter((fn) => ran.has(fn))) : ran;
     }
     const background = new Set<string>();
-    for (let index = 0; index < times; index++) {
+    const quietSince = performance.now();
+    for (let index = 0; index < times || performance.now() - quietSince < TIMERS_MS; index++) {
       await takeCoverage(session);
       await delay(longest);
       for (const fn of await takeCoverage(session)) background.add(fn);
