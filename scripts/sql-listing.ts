@@ -84,7 +84,6 @@ const sharedListing = (collate: string): Listing => [
   ['eventsSql', shared.eventsSql],
   ['onceAnswerSql', shared.onceAnswerSql],
   ['recordOnceSql', shared.recordOnceSql],
-  ['pruneOnceSql', shared.pruneOnceSql],
   ['collectionsAfterSql', shared.collectionsAfterSql],
   ['oldestEventsSql', shared.oldestEventsSql],
   ['pruneEventsSql', shared.pruneEventsSql],
@@ -137,6 +136,7 @@ function sqliteListing(): Listing {
     ]),
     ['insertSql', sqlite.insertSql],
     ['onceAnswersSql', sqlite.onceAnswersSql],
+    ['pruneOnceSql', sqlite.pruneOnceSql],
     ...Array.from(
       { length: sqlite.MAX_FIELDS_BY_PATH + 1 },
       (_, n): Listing => [
@@ -169,6 +169,7 @@ function postgresListing(): Listing {
     ['updateRowsSql', postgres.updateRowsSql],
     ['notifySql', postgres.notifySql],
     ['holdOnceSql', postgres.holdOnceSql],
+    ['pruneOnceSql', postgres.pruneOnceSql],
     ...directions.flatMap((order) => pageListing(postgres, order)),
     ['insertBatchSql', postgres.insertBatchSql],
     ['insertBatchWithAnswersSql', postgres.insertBatchWithAnswersSql],

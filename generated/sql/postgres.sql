@@ -163,10 +163,6 @@ on conflict (account_id, key) do update set request_hash = excluded.request_hash
   where idempotency_keys.expires_at <= excluded.created_at
 returning account_id;
 
--- pruneOnceSql
-delete from idempotency_keys where (account_id, key) in
-(select account_id, key from idempotency_keys where expires_at <= ? limit ?) returning account_id;
-
 -- collectionsAfterSql
 select id, last_seq from collections where id > ? order by id limit ?;
 
@@ -220,6 +216,10 @@ select pg_notify(?, ?);
 
 -- holdOnceSql
 select pg_try_advisory_xact_lock(?, hashtext(?)) as held;
+
+-- pruneOnceSql
+delete from idempotency_keys where (account_id, key) in
+(select account_id, key from idempotency_keys where expires_at <= ? limit ?) returning account_id;
 
 -- orderedPage(by id, asc)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by id asc) end as json,

@@ -163,10 +163,6 @@ on conflict (account_id, key) do update set request_hash = excluded.request_hash
   where idempotency_keys.expires_at <= excluded.created_at
 returning account_id;
 
--- pruneOnceSql
-delete from idempotency_keys where (account_id, key) in
-(select account_id, key from idempotency_keys where expires_at <= ? limit ?) returning account_id;
-
 -- collectionsAfterSql
 select id, last_seq from collections where id > ? order by id limit ?;
 
@@ -450,6 +446,11 @@ returning collection_id as id, (select last_row_id from collections where id = r
 select j.key as i, k.request_hash, k.status, k.headers, k.body from json_each(?) j
 cross join idempotency_keys k on k.account_id = j.value ->> 0 and k.key = j.value ->> 1 and k.expires_at > j.value ->> 2;
 
+-- pruneOnceSql
+delete from idempotency_keys where rowid in
+(select rowid from (select rowid, expires_at from idempotency_keys order by rowid limit ?2) where expires_at <= ?1)
+returning account_id;
+
 -- patchSql(0 fields, a patch alone)
 insert into row_patches_0
   values ((select id from collections where account_id = ?1 and name = ?2), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
@@ -723,8 +724,6 @@ create temp view if not exists row_inserts (collection_id, n, texts, at, account
 
 -- writer setup: row_inserts_write
 create temp trigger if not exists row_inserts_write instead of insert on row_inserts begin
-  select raise(abort, 'idempotency key answered') from json_each(new.onces) o
-    cross join idempotency_keys k on k.account_id = new.account_id and k.key = o.value ->> 0 and k.expires_at > o.value ->> 2;
   update collections set last_row_id = last_row_id + new.n, last_seq = last_seq + new.n, row_count = row_count + new.n
     where id = new.collection_id;
   insert into rows (collection_id, id, data, version)
@@ -749,7 +748,12 @@ create temp trigger if not exists row_inserts_write instead of insert on row_ins
       o.value ->> 2, o.value ->> 3
     from collections c, json_each(new.onces) o where c.id = new.collection_id
     on conflict (account_id, key) do update set request_hash = excluded.request_hash, status = excluded.status,
-      headers = excluded.headers, body = excluded.body, created_at = excluded.created_at, expires_at = excluded.expires_at;
+      headers = excluded.headers, body = excluded.body, created_at = excluded.created_at, expires_at = excluded.expires_at
+      where idempotency_keys.expires_at <= excluded.created_at;
+  select raise(abort, 'idempotency key answered') where case when new.collection_id is null
+    then exists (select 1 from json_each(new.onces) o cross join idempotency_keys k
+      on k.account_id = new.account_id and k.key = o.value ->> 0 and k.expires_at > o.value ->> 2)
+    else changes() < json_array_length(new.onces) end;
 end;
 
 -- writer setup: row_patches_0

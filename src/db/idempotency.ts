@@ -4,7 +4,7 @@
 // retry makes it). A crash before the commit leaves neither the change nor the answer.
 import { ApiError } from '../errors.ts';
 import type { Dialect, WriteTx } from './dialect.ts';
-import { pruneOnceSql, recordOnceSql } from './sql.ts';
+import { recordOnceSql } from './sql.ts';
 
 /** An answer as stored and replayed: its status, its own headers (not the RateLimit-* of the request) and its body. */
 export interface StoredAnswer {
@@ -72,7 +72,7 @@ export async function findOnce({ readOnce }: Dialect, accountId: number, key: st
 }
 
 /** Deletes up to `limit` answers that expired by `now`, and answers how many went. */
-export async function pruneOnceBatch({ query }: Dialect, now: string, limit: number): Promise<number> {
+export async function pruneOnceBatch({ query, pruneOnceSql }: Dialect, now: string, limit: number): Promise<number> {
   return (await query(pruneOnceSql, [now, limit])).length;
 }
 

@@ -1,5 +1,6 @@
 // The schema, the same on both dialects but where a dialect says otherwise (DialectSchema): the type
-// of a sort key's string, and the steps that only PostgreSQL's keys needed (postgres/migrations.ts).
+// of a sort key's string, the steps that only PostgreSQL's keys needed (postgres/migrations.ts), and
+// SQLite's answers of Idempotency-Keys kept without an index of their expiry (sqlite/migrations.ts).
 import type { Knex } from 'knex';
 
 type OwnStep =
@@ -7,7 +8,8 @@ type OwnStep =
   | '0005_postgres_sort_key_surrogates'
   | '0006_postgres_cut_sort_keys'
   | '0007_postgres_page_knows_cut_keys'
-  | '0012_postgres_once_taken';
+  | '0012_postgres_once_taken'
+  | '0013_sqlite_answers_pruned_oldest_first';
 
 /** What a dialect changes of the migrations. */
 export interface DialectSchema {
@@ -207,6 +209,7 @@ const migrations = (schema: DialectSchema): Record<string, Knex.Migration> => ({
     },
   },
   '0012_postgres_once_taken': schema.own['0012_postgres_once_taken'] ?? unchanged,
+  '0013_sqlite_answers_pruned_oldest_first': schema.own['0013_sqlite_answers_pruned_oldest_first'] ?? unchanged,
 });
 
 /** A migration that changes nothing on a dialect. */

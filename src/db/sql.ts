@@ -173,9 +173,6 @@ export const recordOnceSql = `insert into idempotency_keys (account_id, key, req
     headers = excluded.headers, body = excluded.body, created_at = excluded.created_at, expires_at = excluded.expires_at
     where idempotency_keys.expires_at <= excluded.created_at
   returning account_id`;
-/** Up to `?` answers that expired by `?`, deleted (a row answered for each): the keys are free again. */
-export const pruneOnceSql = `delete from idempotency_keys where (account_id, key) in
-  (select account_id, key from idempotency_keys where expires_at <= ? limit ?) returning account_id`;
 
 export const collectionsAfterSql = 'select id, last_seq from collections where id > ? order by id limit ?';
 export const oldestEventsSql = 'select seq, at from events where collection_id = ? order by seq limit ?';

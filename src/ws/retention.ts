@@ -73,15 +73,19 @@ export class Pruner extends EventEmitter<{ pass: [deleted: number] }> {
 
   /**
    * The stored answers of Idempotency-Keys past their retention (openapi.yaml, IdempotencyKey), in
-   * batches as events are: a retry after it runs as a new request, so they are of no more use.
+   * batches as events are: a retry after it runs as a new request, so they are of no more use. Until a
+   * batch deletes none: on SQLite a batch looks at the oldest answers only (sqlite/sql.ts, pruneOnceSql),
+   * and may delete fewer than it could where some of those have not expired. Those expired by the
+   * pass's start, so that answers expiring meanwhile do not keep it going.
    */
   private async pruneAnswers(): Promise<number> {
+    const now = new Date().toISOString();
     let deleted = 0;
     for (;;) {
       if (this.stopped) return deleted;
-      const batch = await this.store.pruneOnceBatch(new Date().toISOString(), this.policy.batchSize);
+      const batch = await this.store.pruneOnceBatch(now, this.policy.batchSize);
       deleted += batch;
-      if (batch < this.policy.batchSize) return deleted;
+      if (batch === 0) return deleted;
       await yieldToWriters();
     }
   }

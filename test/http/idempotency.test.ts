@@ -361,6 +361,29 @@ describeEachBackend('Idempotency-Key', (backend) => {
       expect(await server.store.knex('idempotency_keys').where({ key: other }).first()).to.equal(undefined);
       expect(await server.store.knex('idempotency_keys').where({ key }).first()).to.not.equal(undefined);
     });
+
+    it('expired answers, batch after batch, past an older one that has not expired', async () => {
+      // A database of its own: on SQLite a batch looks at the oldest answers only (sqlite/sql.ts, pruneOnceSql).
+      const own = await startTestServer({}, { backend });
+      try {
+        const ownClient = await own.client();
+        expect((await ownClient.post('/v1/collections', { name: 'notes' })).status).to.equal(201);
+        const keys = Array.from({ length: 5 }, newKey);
+        for (const key of keys) {
+          const stored = await ownClient.post('/v1/collections/notes/rows', [{ n: 1 }], { headers: { 'idempotency-key': key } });
+          expect(stored.status).to.equal(201);
+        }
+        // The first and the last are kept: the first stands for a key taken again once expired, which stays among the oldest.
+        await own.store.knex('idempotency_keys').whereIn('key', keys.slice(1, 4)).update({ expires_at: '2000-01-01T00:00:00.000Z' });
+        const now = new Date().toISOString();
+        const batches: number[] = [];
+        while (batches.at(-1) !== 0) batches.push(await own.store.pruneOnceBatch(now, 2));
+        expect(batches.reduce((sum, batch) => sum + batch, 0)).to.equal(3);
+        expect((await own.store.knex('idempotency_keys').pluck('key')).sort()).to.deep.equal([keys[0], keys[4]].sort());
+      } finally {
+        await own.stop();
+      }
+    });
   });
 
   describe('malformed keys', () => {

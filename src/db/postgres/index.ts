@@ -15,7 +15,7 @@ import { filterSql, keyBoundsSql } from './filter.ts';
 import { postgresSchema } from './migrations.ts';
 import { CHANNEL, listenForChanges, postgresRows } from './rows.ts';
 import { makeSortIndex } from './sort-indexes.ts';
-import { filteredSortedPage, holdOnceSql, notifySql, orderedPage, sortedPage, sortedPageAfter } from './sql.ts';
+import { filteredSortedPage, holdOnceSql, notifySql, orderedPage, pruneOnceSql, sortedPage, sortedPageAfter } from './sql.ts';
 import { runAlone, runInTransaction, runTimed } from './statements.ts';
 
 /** Opens the database that `url` names and brings its schema up to date. */
@@ -51,6 +51,7 @@ export async function openPostgresStore(
     // Planned for each read: a plan made once, while the table was empty (a new database), reads the
     // whole table for a key from then on.
     readOnce: async (accountId, key, now) => (await runAlone<OnceRow>(knex, onceAnswerSql, [accountId, key, now], false))[0],
+    pruneOnceSql,
     // The database's collation may not be code point order (en-US puts `a` before `B`); "C" is.
     codePointOrder: ' collate "C"',
     isUniqueViolation,

@@ -34,6 +34,10 @@ export const advanceReadingRowSql = `with counters as (update collections
   select c.*, r.data as current, r.version
     from counters c left join lateral (select data, version from rows where collection_id = c.id and id = ? for update) r on true`;
 
+/** pruneOnceSql of the Dialect: up to `?` (the second) answers that expired by `?`, found through the index of their expiry. */
+export const pruneOnceSql = `delete from idempotency_keys where (account_id, key) in
+  (select account_id, key from idempotency_keys where expires_at <= ? limit ?) returning account_id`;
+
 /** holdOnce() of the Dialect: the account's Idempotency-Key, held until the transaction ends, if no other transaction holds it. */
 export const holdOnceSql = 'select pg_try_advisory_xact_lock(?, hashtext(?)) as held';
 

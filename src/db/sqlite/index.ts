@@ -15,10 +15,20 @@ import { assembleStore, type Store } from '../operations.ts';
 import { KnownIndexes } from '../sort-indexes.ts';
 import { backupSqlite } from './backup.ts';
 import { filterSql, keyBoundsSql } from './filter.ts';
+import { sqliteSchema } from './migrations.ts';
 import { SqliteReaders } from './readers.ts';
 import { announceOnCommit, SqliteWriter, sqliteRows } from './rows.ts';
 import { SortIndexMaker } from './sort-indexes.ts';
-import { filteredSortedPage, knexTablesSql, onceAnswersSql, orderedPage, sortedPage, sortedPageAfter, sqliteProcedures } from './sql.ts';
+import {
+  filteredSortedPage,
+  knexTablesSql,
+  onceAnswersSql,
+  orderedPage,
+  pruneOnceSql,
+  sortedPage,
+  sortedPageAfter,
+  sqliteProcedures,
+} from './sql.ts';
 
 /**
  * What the writer's connection runs when it opens. WAL lets readers run beside the writer;
@@ -67,6 +77,7 @@ export async function openSqliteStore(
     query: async (sql, params) => (await knex.raw(sql, params)) as never,
     // On the read-only connection of point reads, which sees every write committed before it begins.
     readOnce: async (accountId, key, now) => (await readers.readMerged<OnceRow>(onceAnswersSql, [accountId, key, now]))[0],
+    pruneOnceSql,
     // Text compares as UTF-8 bytes (the BINARY collation), which is code point order.
     codePointOrder: '',
     isUniqueViolation,
@@ -177,7 +188,7 @@ async function migrate(knex: Knex): Promise<void> {
   for (;;) {
     try {
       for (const sql of knexTablesSql) await knex.raw(sql);
-      await knex.migrate.latest({ migrationSource: migrationSource({ codePointText: 'text', own: {} }) });
+      await knex.migrate.latest({ migrationSource: migrationSource(sqliteSchema) });
       return;
     } catch (error) {
       const raced = (error as Error).name === 'MigrationLocked' || (error as { code?: unknown }).code === 'SQLITE_BUSY';

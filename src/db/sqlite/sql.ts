@@ -215,17 +215,17 @@ const insertEvents = (select: string) => `insert into events (collection_id, seq
  * `texts` of the request's first row, `n` its number of rows. Each key's answer is stored by the same
  * statement as its rows, so that it is stored if and only if they are: the answer of insertRows
  * (openapi.yaml), 201 with the rows as their insert events hold them (rowJsonSql), read in seq order
- * through the events' primary key, and the row's ETag when there is one row. A key whose answer is stored and not expired aborts the statement before it writes
- * anything (SQLITE_CONSTRAINT): another request with the key was answered first (rows.ts). CROSS JOIN
- * keeps the keys sent the outer loop: each is one primary key lookup, where the planner would
- * otherwise read every key of the account.
+ * through the events' primary key, and the row's ETag when there is one row. A key whose answer is
+ * stored and not expired aborts the statement, and nothing of it is written (SQLITE_CONSTRAINT):
+ * another request with the key was answered first (rows.ts). Its answer's insert finds it, through the
+ * keys' primary key, and changes nothing (as on PostgreSQL); with no collection, nothing is inserted,
+ * and the keys are looked for. CROSS JOIN keeps the keys sent the outer loop there: each is one primary
+ * key lookup, where the planner would otherwise read every key of the account.
  */
 const rowInserts = `
   create temp view if not exists row_inserts (collection_id, n, texts, at, account_id, onces) as
     select null, null, null, null, null, null where 0;
   create temp trigger if not exists row_inserts_write instead of insert on row_inserts begin
-    select raise(abort, 'idempotency key answered') from json_each(new.onces) o
-      cross join idempotency_keys k on k.account_id = new.account_id and k.key = o.value ->> 0 and k.expires_at > o.value ->> 2;
     update collections set last_row_id = last_row_id + new.n, last_seq = last_seq + new.n, row_count = row_count + new.n
       where id = new.collection_id;
     insert into rows (collection_id, id, data, version)
@@ -242,7 +242,12 @@ const rowInserts = `
         o.value ->> 2, o.value ->> 3
       from collections c, json_each(new.onces) o where ${collection}
       on conflict (account_id, key) do update set request_hash = excluded.request_hash, status = excluded.status,
-        headers = excluded.headers, body = excluded.body, created_at = excluded.created_at, expires_at = excluded.expires_at;
+        headers = excluded.headers, body = excluded.body, created_at = excluded.created_at, expires_at = excluded.expires_at
+        where idempotency_keys.expires_at <= excluded.created_at;
+    select raise(abort, 'idempotency key answered') where case when new.collection_id is null
+      then exists (select 1 from json_each(new.onces) o cross join idempotency_keys k
+        on k.account_id = new.account_id and k.key = o.value ->> 0 and k.expires_at > o.value ->> 2)
+      else changes() < json_array_length(new.onces) end;
   end;`;
 
 /**
@@ -405,3 +410,14 @@ export const filteredSortedPage: PageSource['filteredSortedPage'] = (
     from (select rows.id, rows.data from sort_keys k cross join rows on rows.collection_id = k.collection_id and rows.id = k.row_id
       where k.collection_id = ${collectionId} and k.slot = ${slot} and ${bounds} and (${filter})
       order by ${raw(keyOrder('k.', order))} limit +${limit} offset ${offset}) r`;
+
+/**
+ * pruneOnceSql of the Dialect, on SQLite: of the `?2` answers stored first (by rowid, the order they were
+ * stored in), those that expired by `?1`, deleted. Oldest first needs no index of the expiry, which cost
+ * every keyed insert a second index entry. An answer taken again once expired keeps its place among the
+ * oldest and is pruned once it expires again; one that outlives those stored after it (the answers'
+ * lifetime shortened since) holds a place among the `?2`, so those behind it go at most that much later.
+ */
+export const pruneOnceSql = `delete from idempotency_keys where rowid in
+  (select rowid from (select rowid, expires_at from idempotency_keys order by rowid limit ?2) where expires_at <= ?1)
+  returning account_id`;
