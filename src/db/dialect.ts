@@ -46,7 +46,10 @@ export interface Dialect {
    * where the dialect has them (on SQLite, merged with those asked for beside it, as row reads are).
    */
   readOnce(accountId: number, key: string, now: string): Promise<OnceRow | undefined>;
-  /** Deletes up to `?` (the second) answers that expired by `?` (the first), answering a row for each: the keys are free again. */
+  /**
+   * Deletes up to `?` (the second) answers that expired by `?` (the first), answering a row for each:
+   * the keys are free again. None once it finds no more; SQLite looks among the oldest answers only.
+   */
   pruneOnceSql: string;
   /** Runs one statement on its own (`sql` with `?` placeholders), and answers its rows. */
   query<T>(sql: string, params: SqlValue[]): Promise<T[]>;

@@ -415,8 +415,9 @@ export const filteredSortedPage: PageSource['filteredSortedPage'] = (
  * pruneOnceSql of the Dialect, on SQLite: of the `?2` answers stored first (by rowid, the order they were
  * stored in), those that expired by `?1`, deleted. Oldest first needs no index of the expiry, which cost
  * every keyed insert a second index entry. An answer taken again once expired keeps its place among the
- * oldest and is pruned once it expires again; one that outlives those stored after it (the answers'
- * lifetime shortened since) holds a place among the `?2`, so those behind it go at most that much later.
+ * oldest and is pruned once it expires again. Answers that outlive those stored after them (the answers'
+ * lifetime shortened since) hold places among the `?2`: once they fill them all, those behind them wait
+ * until they expire.
  */
 export const pruneOnceSql = `delete from idempotency_keys where rowid in
   (select rowid from (select rowid, expires_at from idempotency_keys order by rowid limit ?2) where expires_at <= ?1)
