@@ -122,17 +122,17 @@ const quick: Settings = {
 
 export function settingsFromArgs(args: string[]): Settings {
   const onlyArg = args.find((arg) => arg.startsWith('--only='));
-  const connectionsArg = args.find((arg) => arg.startsWith('--connections='));
-  const unknown = args.filter((arg) => arg !== '--quick' && arg !== '--profile' && arg !== onlyArg && arg !== connectionsArg);
+  const connections = wholeNumberArg(args, '--connections');
+  const rounds = wholeNumberArg(args, '--rounds');
+  const known = (arg: string) => arg === '--quick' || arg === '--profile' || arg === onlyArg || /^--(connections|rounds)=/.test(arg);
+  const unknown = args.filter((arg) => !known(arg));
   if (unknown.length > 0) {
-    throw new Error(`unknown argument ${unknown[0]}; usage: npm run bench [-- --quick] [-- --only=workload,…] [-- --connections=n]`);
-  }
-  const connections = connectionsArg ? Number(connectionsArg.slice('--connections='.length)) : undefined;
-  if (connections !== undefined && !(Number.isInteger(connections) && connections > 0)) {
-    throw new Error(`--connections takes a whole number above 0, not ${connectionsArg!.slice('--connections='.length)}`);
+    throw new Error(
+      `unknown argument ${unknown[0]}; usage: npm run bench [-- --quick] [-- --only=workload,…] [-- --connections=n] [-- --rounds=n]`,
+    );
   }
   const chosen = args.includes('--quick') ? quick : full;
-  const settings = connections ? { ...chosen, connections } : chosen;
+  const settings = { ...chosen, connections: connections ?? chosen.connections, rounds: rounds ?? chosen.rounds };
   if (!onlyArg) return settings;
   const only = onlyArg.slice('--only='.length).split(',').filter(Boolean);
   const profile = args.includes('--profile');
@@ -142,8 +142,19 @@ export function settingsFromArgs(args: string[]): Settings {
     warmupSeconds: settings.warmupSeconds,
     durationSeconds: settings.durationSeconds,
     idleSubscribers: settings.idleSubscribers,
+    rounds: rounds ?? quick.rounds,
     only,
     profile,
     profileWorkloads: only,
   };
+}
+
+/** The value of `--name=n`, a whole number above 0, when it is given. */
+function wholeNumberArg(args: string[], name: string): number | undefined {
+  const arg = args.find((each) => each.startsWith(`${name}=`));
+  if (!arg) return undefined;
+  const value = arg.slice(name.length + 1);
+  const n = Number(value);
+  if (!(Number.isInteger(n) && n > 0)) throw new Error(`${name} takes a whole number above 0, not ${value}`);
+  return n;
 }
