@@ -70,7 +70,7 @@ import {
   table,
   writeBenchmarksMd,
 } from './report.ts';
-import { collections, createCollections, seedCollections, seedMillion } from './seed.ts';
+import { collections, createCollections, seedAnswers, seedCollections, seedMillion } from './seed.ts';
 import { settingsFromArgs } from './settings.ts';
 import { httpWorkloads, type LoadJob, type ServerName } from './workloads.ts';
 
@@ -227,6 +227,7 @@ async function main(): Promise<void> {
   ]) {
     copyDatabase(files.rowbase, copy);
   }
+  if (measures('insert-1-idempotent')) await seedKeys(`sqlite:${files.rowbase}`);
 
   const [million, rowbase, meteringOn, meteringOff, metrics, memory, sqlite, sqlitePatch, feed, onPostgresServers] = await Promise.all([
     serveMillion(key),
@@ -368,6 +369,19 @@ async function seed(key: string): Promise<number> {
   return seconds;
 }
 
+/** Whether this run measures `workload`. */
+function measures(workload: string): boolean {
+  return !settings.only || settings.only.includes(workload);
+}
+
+/** The answers of Idempotency-Keys a service in use keeps, stored where a keyed workload will add its own. */
+async function seedKeys(url: string): Promise<void> {
+  const seconds = await seedAnswers(url, settings.answersKept);
+  say(
+    `seeded ${settings.answersKept.toLocaleString('en-US')} answers of Idempotency-Keys on ${url.split(':')[0]} in ${seconds.toFixed(1)} s`,
+  );
+}
+
 /**
  * The rowbase of the million workloads, on a copy of the seeded file with the `million` collection
  * added (seed.ts, seedMillion); undefined when none of them is measured (`--only`).
@@ -444,6 +458,7 @@ async function startPostgres(): Promise<{ rowbase: Started; read: Started } | un
   const rowbase = await serveRowbase(postgres.url, 'on');
   const seconds = await seedCollections(rowbase.url, postgres.key, settings);
   await createCollections(rowbase.url, postgres.key, [baselineCollection]);
+  if (measures('insert-1-idempotent-postgres')) await seedKeys(postgres.url);
   await vacuum(postgres.url);
   say(`PostgreSQL: database ${database} at ${where}, seeded ${settings.rows.toLocaleString('en-US')} rows in ${seconds.toFixed(1)} s`);
   const read = await startServer('bench/baseline-pg-read.ts', [postgres.url], 'baseline-pg-read is listening');

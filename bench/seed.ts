@@ -1,6 +1,8 @@
 // The data every measurement reads: one account `bench` on a plan without a rate limit, and the
 // collection `bench` of `settings.rows` rows, each `{ score, name, text }`. Rows are a pure function
 // of their id, so the in-memory baseline answers exactly what rowbase stores.
+import pg from 'pg';
+import sqlite3 from 'sqlite3';
 import type { Settings } from './settings.ts';
 
 export interface BenchRow {
@@ -109,6 +111,49 @@ export async function seedMillion(url: string, key: string, settings: Settings):
   await Promise.all([insertNext(), insertNext()]);
   await send(url, key, 'GET', `${path}?order_by=score&order=desc&limit=1`, undefined);
   await send(url, key, 'GET', `${path}?limit=1&filter=${encodeURIComponent(JSON.stringify({ tag: 't0' }))}`, undefined);
+  return (performance.now() - started) / 1000;
+}
+
+/**
+ * Stores `count` answers of Idempotency-Keys for the account of `bench` in the database `url` (`sqlite:`
+ * a file no server has open, or `postgres://`), each under a random key as long as a UUID and expiring
+ * long after any run, with insert-1's answer of one row. Written straight into rowbase's table in one
+ * statement: sent over HTTP, a million keyed requests take minutes. Returns the seconds it took.
+ */
+export async function seedAnswers(url: string, count: number): Promise<number> {
+  const started = performance.now();
+  const answer = [JSON.stringify([{ id: 1, ...benchRow(1) }]), new Date().toISOString(), '9999-12-31T23:59:59.999Z'];
+  const columns = 'idempotency_keys (account_id, key, request_hash, status, headers, body, created_at, expires_at)';
+  const account = "(select account_id from collections where name = 'bench')";
+  if (url.startsWith('sqlite:')) {
+    const db = new sqlite3.Database(url.slice('sqlite:'.length));
+    const run = (sql: string, params: unknown[] = []) =>
+      new Promise<void>((resolve, reject) => db.run(sql, params, (error) => (error ? reject(error) : resolve())));
+    try {
+      await run(
+        `insert into ${columns}
+          with recursive n(i) as (select 1 union all select i + 1 from n where i < ?)
+          select ${account}, lower(hex(randomblob(18))), lower(hex(randomblob(32))), 201, '{}', ?, ?, ? from n`,
+        [count, ...answer],
+      );
+      await run('pragma wal_checkpoint(truncate)');
+    } finally {
+      await new Promise((resolve) => db.close(resolve));
+    }
+  } else {
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    try {
+      await client.query(
+        `insert into ${columns}
+          select ${account}, gen_random_uuid()::text, md5(random()::text) || md5(random()::text), 201, '{}', $2, $3, $4
+          from generate_series(1, $1::integer)`,
+        [count, ...answer],
+      );
+    } finally {
+      await client.end();
+    }
+  }
   return (performance.now() - started) / 1000;
 }
 
