@@ -1,6 +1,7 @@
 // The data every measurement reads: one account `bench` on a plan without a rate limit, and the
 // collection `bench` of `settings.rows` rows, each `{ score, name, text }`. Rows are a pure function
-// of their id, so the in-memory baseline answers exactly what rowbase stores.
+// of their id, so the in-memory baseline answers exactly what rowbase stores. Before the keyed inserts,
+// the answers of Idempotency-Keys the account keeps.
 import pg from 'pg';
 import sqlite3 from 'sqlite3';
 import type { Settings } from './settings.ts';
@@ -124,7 +125,7 @@ export async function seedAnswers(url: string, count: number): Promise<number> {
   const started = performance.now();
   const answer = [JSON.stringify([{ id: 1, ...benchRow(1) }]), new Date().toISOString(), '9999-12-31T23:59:59.999Z'];
   const columns = 'idempotency_keys (account_id, key, request_hash, status, headers, body, created_at, expires_at)';
-  const account = "(select account_id from collections where name = 'bench')";
+  const account = `(select account_id from collections where name = '${collections.rows}')`;
   if (url.startsWith('sqlite:')) {
     const db = new sqlite3.Database(url.slice('sqlite:'.length));
     const run = (sql: string, params: unknown[] = []) =>

@@ -12,7 +12,7 @@ export interface Settings {
    */
   millionRows: number;
   /**
-   * Answers of Idempotency-Keys the `bench` account holds before anything is measured, as a service in
+   * Answers of Idempotency-Keys the `bench` account holds before a keyed insert is measured, as a service in
    * use keeps its clients' keys for a day: a key costs more the more keys are kept (docs/performance.md),
    * so insert-1-idempotent is measured against as many, not against an empty index.
    */
