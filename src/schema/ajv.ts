@@ -1,0 +1,123 @@
+// The Ajv (https://ajv.js.org) a collection's schema is compiled with, and what it is allowed to do:
+// the formats it knows, the regular expression engine its patterns run on, and how it compares items.
+import { Ajv2020, type ErrorObject, type Options } from 'ajv/dist/2020.js';
+import type { RegExpEngine, SchemaValidateFunction } from 'ajv/dist/types/index.js';
+import addFormats from 'ajv-formats';
+import { RE2JS } from 're2js';
+
+/** The one dialect a schema may name in `$schema`: JSON Schema 2020-12. */
+export const draft202012 = 'https://json-schema.org/draft/2020-12/schema';
+
+/**
+ * The values of `format` that are checked (JSON Schema Validation 2020-12 §7.3), each as ajv-formats'
+ * full mode checks it: `date-time` and `date` as RFC 3339 §5.6 writes them (a date-time with its
+ * offset), `email` as RFC 5321's mailbox, `uri` as RFC 3986's absolute URI, `uuid` as RFC 9562's.
+ */
+export const rowFormats = ['date-time', 'date', 'email', 'uri', 'uuid'] as const;
+
+/**
+ * A pattern as the RE2 engine (re2js) runs it: in time linear in the string, whatever the pattern,
+ * where JavaScript's backtracking engine can take exponential time (`^(a+)+$` on many `a`s and a `!`).
+ * JSON Schema patterns are ECMA-262 regular expressions (JSON Schema Core 2020-12 §6.4): re2js
+ * translates their escapes (`\u00e9`, `(?<name>…)`) to RE2's syntax. Throws what re2js throws for a
+ * pattern RE2 cannot run (a backreference, lookaround). Unanchored, as JSON Schema's `pattern` is.
+ */
+export function rowPattern(pattern: string): { test(text: string): boolean; toString(): string } {
+  const found = backreference(pattern);
+  if (found) throw new Error(`error parsing regexp: backreference: \`${found}\``);
+  const re2 = RE2JS.compile(RE2JS.translateRegExp(pattern));
+  // Ajv keys the patterns of a validator by their toString(): each pattern must give its own.
+  return { test: (text) => re2.test(text), toString: () => pattern };
+}
+
+/**
+ * The first backreference in `pattern` (`\1` to `\9`, `\k<name>`), which re2js's translation would
+ * turn into the character it escapes rather than refuse. In an ECMA-262 pattern of unicode mode, as
+ * keywords.ts makes sure they are, these escapes are backreferences and nothing else (ECMA-262 §22.2.1).
+ */
+function backreference(pattern: string): string | undefined {
+  for (let i = 0; i < pattern.length; i++) {
+    if (pattern[i] !== '\\') continue;
+    const next = pattern[++i];
+    if (next === 'k' || (next >= '1' && next <= '9')) return `\\${next}`;
+  }
+  return undefined;
+}
+
+/** rowPattern as Ajv's engine for `pattern` and `patternProperties`; `code` would name it in standalone code, which we never write. */
+const patternEngine: RegExpEngine = Object.assign((pattern: string) => rowPattern(pattern), { code: 'rowPattern' });
+
+/**
+ * The options of every Ajv that compiles a row schema:
+ * - `allErrors`: a row's every error is reported, not only the first (the caller caps them).
+ * - `strictSchema`: a keyword Ajv does not know, or would ignore, fails the compile; `strictTypes`,
+ *   `strictTuples` and `strictRequired` are off, as they refuse schemas that are valid and mean what
+ *   they say (`properties` without `type: "object"`, `required` of a field not under `properties`).
+ * - `ownProperties`: only a row's own fields count, so `required: ["constructor"]` is not met by the
+ *   prototype of every object.
+ * - `multipleOfPrecision: 9`: `multipleOf` holds when the quotient is within 1e-9 of an integer, so
+ *   that 19.99 is a multiple of 0.01 though 19.99 / 0.01 is 1998.9999999999998 in binary floating point.
+ * - `meta: false`, `validateSchema: false`: the schema was checked against 2020-12's meta-schema once,
+ *   by checkRowSchema; compiling that meta-schema into every validator would cost each one its code.
+ */
+const options: Options = {
+  allErrors: true,
+  strictSchema: true,
+  strictNumbers: true,
+  strictTypes: false,
+  strictTuples: false,
+  strictRequired: false,
+  ownProperties: true,
+  multipleOfPrecision: 9,
+  meta: false,
+  validateSchema: false,
+  logger: false,
+  code: { regExp: patternEngine },
+};
+
+/**
+ * A new Ajv for one row schema. Not shared: an Ajv keeps, for as long as it lives, every schema it
+ * compiled and every value the compiled code refers to, and a compiled validator refers to its Ajv.
+ * One Ajv per validator is freed with it, when the collection drops the validator.
+ */
+export function rowAjv(): Ajv2020 {
+  const ajv = new Ajv2020(options);
+  addFormats.default(ajv, [...rowFormats]);
+  // Ajv resolves a `$ref` to an `$anchor` (JSON Schema Core 2020-12 §8.2.2), but does not know the
+  // keyword itself, which strict mode then refuses.
+  ajv.addKeyword({ keyword: '$anchor', schemaType: 'string' });
+  // Ajv compares every pair of items unless the items' type is a scalar one: quadratic in the length
+  // of an array a row can make as long as its body allows. Items are compared by their canonical JSON
+  // here instead, in one pass.
+  ajv.removeKeyword('uniqueItems');
+  ajv.addKeyword({ keyword: 'uniqueItems', type: 'array', schemaType: 'boolean', errors: true, validate: uniqueItems });
+  return ajv;
+}
+
+/** `uniqueItems` (JSON Schema Validation 2020-12 §6.4.3): its error's `i` is the later of two equal items, `j` the earlier. */
+const uniqueItems: SchemaValidateFunction = (unique: boolean, items: unknown[]) => {
+  if (!unique) return true;
+  const seen = new Map<string, number>();
+  for (let i = 0; i < items.length; i++) {
+    const key = canonicalJson(items[i]);
+    const j = seen.get(key);
+    if (j !== undefined) {
+      const error: Partial<ErrorObject> = { keyword: 'uniqueItems', params: { i, j }, message: `must not repeat item ${j}` };
+      uniqueItems.errors = [error];
+      return false;
+    }
+    seen.set(key, i);
+  }
+  return true;
+};
+
+/**
+ * JSON text that two values share exactly when JSON Schema holds them equal (JSON Schema Core 2020-12
+ * §4.2.2): members in the order of their names, numbers by value (1 and 1.0 are one number once parsed).
+ */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value === null || typeof value !== 'object') return JSON.stringify(value);
+  const names = Object.keys(value).sort();
+  return `{${names.map((name) => `${JSON.stringify(name)}:${canonicalJson((value as Record<string, unknown>)[name])}`).join(',')}}`;
+}
