@@ -1,7 +1,7 @@
 // The Ajv (https://ajv.js.org) a collection's schema is compiled with, and what it is allowed to do:
-// the formats it knows, the regular expression engine its patterns run on, and how it compares items.
+// the formats it knows, the regular expression engine its patterns run on, and how it compares values.
 import { Ajv2020, type ErrorObject, type Options } from 'ajv/dist/2020.js';
-import type { RegExpEngine, SchemaValidateFunction } from 'ajv/dist/types/index.js';
+import type { DataValidateFunction, RegExpEngine, SchemaValidateFunction } from 'ajv/dist/types/index.js';
 import addFormats from 'ajv-formats';
 import { RE2JS } from 're2js';
 
@@ -20,14 +20,34 @@ export const rowFormats = ['date-time', 'date', 'email', 'uri', 'uuid'] as const
  * where JavaScript's backtracking engine can take exponential time (`^(a+)+$` on many `a`s and a `!`).
  * JSON Schema patterns are ECMA-262 regular expressions (JSON Schema Core 2020-12 §6.4): re2js
  * translates their escapes (`\u00e9`, `(?<name>…)`) to RE2's syntax. Throws what re2js throws for a
- * pattern RE2 cannot run (a backreference, lookaround). Unanchored, as JSON Schema's `pattern` is.
+ * pattern RE2 cannot run (a backreference, lookaround). Unanchored, as JSON Schema's `pattern` is;
+ * `instructions` is the size of its RE2 program, which its compile took time in.
  */
-export function rowPattern(pattern: string): { test(text: string): boolean; toString(): string } {
-  const found = backreference(pattern);
-  if (found) throw new Error(`error parsing regexp: backreference: \`${found}\``);
-  const re2 = RE2JS.compile(RE2JS.translateRegExp(pattern));
+export function rowPattern(pattern: string): { test(text: string): boolean; toString(): string; instructions: number } {
+  const re2 = compiledPattern(pattern);
   // Ajv keys the patterns of a validator by their toString(): each pattern must give its own.
-  return { test: (text) => re2.test(text), toString: () => pattern };
+  return { test: (text) => re2.test(text), toString: () => pattern, instructions: re2.programSize() };
+}
+
+/**
+ * The patterns compiled last, shared: a schema's patterns are compiled when it is checked, when Ajv
+ * compiles it there, and again when the caller compiles its validator, and an RE2 program takes time to
+ * compile (keywords.ts, maxPatternInstructions). A compiled pattern holds no state a test can see.
+ */
+const recentPatterns = new Map<string, RE2JS>();
+const maxRecentPatterns = 200;
+
+function compiledPattern(pattern: string): RE2JS {
+  let re2 = recentPatterns.get(pattern);
+  if (re2) recentPatterns.delete(pattern);
+  else {
+    const found = backreference(pattern);
+    if (found) throw new Error(`error parsing regexp: backreference: \`${found}\``);
+    re2 = RE2JS.compile(RE2JS.translateRegExp(pattern));
+    if (recentPatterns.size >= maxRecentPatterns) recentPatterns.delete(recentPatterns.keys().next().value as string);
+  }
+  recentPatterns.set(pattern, re2);
+  return re2;
 }
 
 /**
@@ -86,12 +106,28 @@ export function rowAjv(): Ajv2020 {
   // Ajv resolves a `$ref` to an `$anchor` (JSON Schema Core 2020-12 §8.2.2), but does not know the
   // keyword itself, which strict mode then refuses.
   ajv.addKeyword({ keyword: '$anchor', schemaType: 'string' });
-  // Ajv compares every pair of items unless the items' type is a scalar one: quadratic in the length
-  // of an array a row can make as long as its body allows. Items are compared by their canonical JSON
-  // here instead, in one pass.
-  ajv.removeKeyword('uniqueItems');
+  // Ajv compares values with fast-deep-equal, which reads a row's members named constructor, valueOf
+  // and toString as if they were the object's own methods: {"toString": null} throws, and
+  // {"constructor": [1]} equals no other object. Its uniqueItems compares every pair of items unless
+  // their type is a scalar one: quadratic in the length of an array a row can make as long as its
+  // body allows. `enum`, `const` and `uniqueItems` compare canonical JSON instead, in one pass.
+  for (const keyword of ['enum', 'const', 'uniqueItems']) ajv.removeKeyword(keyword);
+  ajv.addKeyword({ keyword: 'enum', schemaType: 'array', errors: true, compile: (values: unknown[]) => oneOf('enum', values) });
+  ajv.addKeyword({ keyword: 'const', errors: true, compile: (value: unknown) => oneOf('const', [value]) });
   ajv.addKeyword({ keyword: 'uniqueItems', type: 'array', schemaType: 'boolean', errors: true, validate: uniqueItems });
   return ajv;
+}
+
+/** `enum` or `const` (JSON Schema Validation 2020-12 §6.1.2, §6.1.3) of `values`, with the params of Ajv's own errors. */
+function oneOf(keyword: 'enum' | 'const', values: unknown[]): DataValidateFunction {
+  const allowed = new Set(values.map(canonicalJson));
+  const params = keyword === 'enum' ? { allowedValues: values } : { allowedValue: values[0] };
+  const validate: DataValidateFunction = (data: unknown) => {
+    if (allowed.has(canonicalJson(data))) return true;
+    validate.errors = [{ keyword, params }];
+    return false;
+  };
+  return validate;
 }
 
 /** `uniqueItems` (JSON Schema Validation 2020-12 §6.4.3): its error's `i` is the later of two equal items, `j` the earlier. */

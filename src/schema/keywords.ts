@@ -62,12 +62,29 @@ export interface SchemaParts {
   refs: Map<string, string>;
   /** The place of the subschema of each `$anchor`. */
   anchors: Map<string, string>;
+  /** How many patterns there are (`pattern`s and names of `patternProperties`), and the RE2 instructions they compile to. */
+  patterns: { count: number; instructions: number };
   problems: SchemaProblem[];
 }
 
+/**
+ * The most patterns in a schema, and the most RE2 instructions they compile to in all. Compiling an RE2
+ * program takes time in its instructions, up to about 70 µs each for a large class repeated
+ * (`[\p{L}0]{96}`), and a schema's patterns are compiled when it is checked and for its validator:
+ * 64 KiB of such patterns would hold the service for seconds.
+ */
+export const maxPatterns = 100;
+export const maxPatternInstructions = 5_000;
+
 /** Walks the schema and every subschema in it, keyword by keyword. Values of the wrong type are left for the meta-schema to name. */
 export function walkSchema(schema: Record<string, unknown>): SchemaParts {
-  const parts: SchemaParts = { subschemas: new Set(), refs: new Map(), anchors: new Map(), problems: [] };
+  const parts: SchemaParts = {
+    subschemas: new Set(),
+    refs: new Map(),
+    anchors: new Map(),
+    patterns: { count: 0, instructions: 0 },
+    problems: [],
+  };
   walk(schema, '', parts);
   return parts;
 }
@@ -83,6 +100,10 @@ function walk(schema: unknown, at: string, parts: SchemaParts): void {
     else if (holds === 'schema') walk(value, here, parts);
     else if (holds === 'map' && isObject(value)) {
       for (const [name, subschema] of Object.entries(value)) walk(subschema, `${here}/${escapePointer(name)}`, parts);
+      // Ajv leaves a member named __proto__ out of `properties` and `patternProperties`, unchecked.
+      if (keyword !== '$defs' && Object.hasOwn(value, '__proto__')) {
+        parts.problems.push({ at: `${here}/__proto__`, message: 'is a name rowbase cannot check' });
+      }
     } else if (holds === 'list' && Array.isArray(value)) {
       for (const [i, subschema] of value.entries()) walk(subschema, `${here}/${i}`, parts);
     } else if (holds === 'value') {
@@ -90,11 +111,10 @@ function walk(schema: unknown, at: string, parts: SchemaParts): void {
       if (message) parts.problems.push({ at: here, message });
     }
   }
+  if (typeof schema.pattern === 'string') checkPattern(schema.pattern, `${at}/pattern`, parts);
   if (isObject(schema.patternProperties)) {
-    for (const pattern of Object.keys(schema.patternProperties)) {
-      const message = patternProblem(pattern);
-      if (message) parts.problems.push({ at: `${at}/patternProperties/${escapePointer(pattern)}`, message });
-    }
+    for (const pattern of Object.keys(schema.patternProperties))
+      checkPattern(pattern, `${at}/patternProperties/${escapePointer(pattern)}`, parts);
   }
   if (typeof schema.$ref === 'string') parts.refs.set(at, schema.$ref);
   if (typeof schema.$anchor === 'string') {
@@ -108,7 +128,6 @@ function valueProblem(keyword: string, value: unknown, at: string): string | und
   if (keyword === 'format' && typeof value === 'string' && !(rowFormats as readonly string[]).includes(value)) {
     return `is not a format rowbase checks (${rowFormats.join(', ')})`;
   }
-  if (keyword === 'pattern' && typeof value === 'string') return patternProblem(value);
   // The meta-schema compares every pair of a list of types for uniqueItems: the list is kept short first.
   if (keyword === 'type' && Array.isArray(value) && value.length > jsonTypes) return `lists more than the ${jsonTypes} types there are`;
   if (keyword === '$schema' && at !== '') return 'is allowed at the root of the schema only';
@@ -122,23 +141,40 @@ const jsonTypes = 7;
 /** The longest message of a regular expression engine quoted. */
 const maxEngineMessage = 200;
 
+/** Checks the pattern at `at` (patternInstructions), and counts it against the schema's budget of patterns. */
+function checkPattern(pattern: string, at: string, parts: SchemaParts): void {
+  const instructions = patternInstructions(pattern);
+  if (typeof instructions === 'string') {
+    parts.problems.push({ at, message: instructions });
+    return;
+  }
+  const budget = parts.patterns;
+  budget.count += 1;
+  budget.instructions += instructions;
+  if (budget.count === maxPatterns + 1)
+    parts.problems.push({ at, message: `is one pattern more than the ${maxPatterns} a schema may have` });
+  if (budget.instructions > maxPatternInstructions && budget.instructions - instructions <= maxPatternInstructions) {
+    const message = `takes the schema's patterns past the ${maxPatternInstructions} RE2 instructions they may compile to (this one is ${instructions})`;
+    parts.problems.push({ at, message });
+  }
+}
+
 /**
- * Why `pattern` cannot be a pattern, if it cannot: it must be an ECMA-262 regular expression, as
- * JSON Schema has them (Core §6.4), that the RE2 engine can run (ajv.ts, rowPattern).
+ * The size of the pattern's RE2 program, or why it cannot be a pattern: it must be an ECMA-262 regular
+ * expression, as JSON Schema has them (Core §6.4), that the RE2 engine can run (ajv.ts, rowPattern).
  */
-function patternProblem(pattern: string): string | undefined {
+function patternInstructions(pattern: string): number | string {
   try {
     new RegExp(pattern, 'u');
   } catch {
     return 'is not an ECMA-262 regular expression';
   }
   try {
-    rowPattern(pattern);
+    return rowPattern(pattern).instructions;
   } catch (error) {
     const reason = String((error as Error).message).slice(0, maxEngineMessage);
     return `is not a regular expression RE2 runs (it has no backreferences nor lookaround): ${reason}`;
   }
-  return undefined;
 }
 
 export const isObject = (value: unknown): value is Record<string, unknown> =>

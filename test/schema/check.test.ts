@@ -2,7 +2,7 @@
 // where: each error's `name` is the JSON Pointer of the place in the request's body.
 import { expect } from 'chai';
 import { ApiError, type FieldError } from '../../src/errors.ts';
-import { checkRowSchema, maxSchemaBytes, maxSchemaDepth } from '../../src/schema/index.ts';
+import { checkRowSchema, compileRowSchema, maxSchemaBytes, maxSchemaDepth } from '../../src/schema/index.ts';
 
 /** The errors of the 400 that refuses `schema` at `where` in the body. */
 function refusal(schema: unknown, where = ''): { detail: string; errors: FieldError[] } {
@@ -109,6 +109,15 @@ describe('row schemas', () => {
         expect(refusal({ properties: { 'a/b~c': { 'x/y': 1 } } }, '/schema').errors).to.deep.equal([
           { in: 'body', name: '/schema/properties/a~1b~0c/x~1y', message: 'is not a keyword rowbase supports' },
         ]);
+      });
+
+      it('and a member named __proto__ of properties or patternProperties, which Ajv would skip', () => {
+        for (const keyword of ['properties', 'patternProperties']) {
+          expect(refusal(JSON.parse(`{"${keyword}": {"__proto__": {"type": "string"}}}`)).errors).to.deep.equal([
+            { in: 'body', name: `/${keyword}/__proto__`, message: 'is a name rowbase cannot check' },
+          ]);
+        }
+        expect(checkRowSchema(JSON.parse('{"$defs": {"__proto__": {}}, "required": ["__proto__"]}'), '')).to.be.an('object');
       });
 
       it('but not a member of a value: properties may be named after keywords', () => {
@@ -299,6 +308,33 @@ describe('row schemas', () => {
         expect(placesOf({ properties: { o: { patternProperties: { '^(a)\\1': {} } } } })).to.deep.equal([
           '/properties/o/patternProperties/^(a)\\1',
         ]);
+      });
+
+      it('past the 100 a schema may have, at the 101st', () => {
+        const properties = Object.fromEntries(Array.from({ length: 101 }, (_, i) => [`p${i}`, { pattern: `^${i}` }]));
+        expect(refusal({ properties }).errors).to.deep.equal([
+          { in: 'body', name: '/properties/p100/pattern', message: 'is one pattern more than the 100 a schema may have' },
+        ]);
+        const patternProperties = Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`^${i}`, {}]));
+        expect(placesOf({ patternProperties, properties: { a: { pattern: 'a' } } })).to.deep.equal(['/patternProperties/^99']);
+      });
+
+      it('past 5,000 RE2 instructions in all, at the one that takes them past', () => {
+        const properties = Object.fromEntries(Array.from({ length: 6 }, (_, i) => [`p${i}`, { pattern: `${'ab'[i % 2]}{1000}` }]));
+        expect(refusal({ properties }).errors).to.deep.equal([
+          {
+            in: 'body',
+            name: '/properties/p4/pattern',
+            message: "takes the schema's patterns past the 5000 RE2 instructions they may compile to (this one is 1002)",
+          },
+        ]);
+      });
+
+      it('checks and compiles the most patterns it accepts within a second', () => {
+        const properties = Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`p${i}`, { pattern: `^[\\p{L}${i}]{46}$` }]));
+        const started = performance.now();
+        compileRowSchema(checkRowSchema({ properties }, ''));
+        expect(performance.now() - started).to.be.below(1000);
       });
 
       it('accepts a catastrophically backtracking one, which RE2 runs in linear time', () => {
