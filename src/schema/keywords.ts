@@ -141,19 +141,25 @@ const jsonTypes = 7;
 /** The longest message of a regular expression engine quoted. */
 const maxEngineMessage = 200;
 
-/** Checks the pattern at `at` (patternInstructions), and counts it against the schema's budget of patterns. */
+/**
+ * Checks the pattern at `at` (patternInstructions), and counts it against the schema's budget of
+ * patterns. Past the budget, patterns are not compiled: compiling is what the budget bounds.
+ */
 function checkPattern(pattern: string, at: string, parts: SchemaParts): void {
+  const budget = parts.patterns;
+  budget.count += 1;
+  if (budget.count > maxPatterns || budget.instructions > maxPatternInstructions) {
+    if (budget.count === maxPatterns + 1)
+      parts.problems.push({ at, message: `is one pattern more than the ${maxPatterns} a schema may have` });
+    return;
+  }
   const instructions = patternInstructions(pattern);
   if (typeof instructions === 'string') {
     parts.problems.push({ at, message: instructions });
     return;
   }
-  const budget = parts.patterns;
-  budget.count += 1;
   budget.instructions += instructions;
-  if (budget.count === maxPatterns + 1)
-    parts.problems.push({ at, message: `is one pattern more than the ${maxPatterns} a schema may have` });
-  if (budget.instructions > maxPatternInstructions && budget.instructions - instructions <= maxPatternInstructions) {
+  if (budget.instructions > maxPatternInstructions) {
     const message = `takes the schema's patterns past the ${maxPatternInstructions} RE2 instructions they may compile to (this one is ${instructions})`;
     parts.problems.push({ at, message });
   }

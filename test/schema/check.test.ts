@@ -330,6 +330,13 @@ describe('row schemas', () => {
         ]);
       });
 
+      it('refuses 64 KiB of patterns within a second, compiling none past the budget', () => {
+        const properties = Object.fromEntries(Array.from({ length: 2000 }, (_, i) => [`p${i}`, { pattern: `a{${1000 - (i % 900)}}` }]));
+        const started = performance.now();
+        expect(placesOf({ properties })).to.deep.equal(['/properties/p5/pattern', '/properties/p100/pattern']);
+        expect(performance.now() - started).to.be.below(1000);
+      });
+
       it('checks and compiles the most patterns it accepts within a second', () => {
         const properties = Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`p${i}`, { pattern: `^[\\p{L}${i}]{46}$` }]));
         const started = performance.now();
