@@ -113,8 +113,14 @@ export interface components {
              * @example There is no collection named notes.
              */
             detail: string;
+            /** @description Never on a refused upgrade (the HTTP API's `unique_conflict`). */
+            duplicates?: unknown[];
             /** @description On `validation_failed`, one entry for each thing wrong with the request. */
             errors?: components["schemas"]["ValidationError"][];
+            /** @description Never on a refused upgrade (the HTTP API's `unique_violation`). */
+            existing_id?: number;
+            /** @description Never on a refused upgrade (the HTTP API's `unique_violation`). */
+            fields?: string[];
             /**
              * @description The upgrade request this problem answers (RFC 9457 §3.1.5), named by its `X-Request-Id`.
              * @example urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11
@@ -127,17 +133,21 @@ export interface components {
              * @example Not found
              */
             title: string;
+            /** @description Never on a refused upgrade (the HTTP API's `schema_conflict`). */
+            total?: number;
             /**
              * @description A URI that names the kind of problem, one for each `code`.
              * @example urn:rowbase:problem:not_found
              */
             type: string;
+            /** @description Never on a refused upgrade (the HTTP API's `schema_conflict`). */
+            violations?: unknown[];
         };
         /**
          * @description A stable, machine-readable name for the kind of problem.
          * @enum {string}
          */
-        ProblemCode: "validation_failed" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "idempotency_key_in_use" | "request_timeout" | "gone" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "expectation_failed" | "headers_too_large" | "quota_exceeded" | "rate_limited" | "too_many_connections" | "internal" | "unavailable" | "query_timeout";
+        ProblemCode: "validation_failed" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "idempotency_key_in_use" | "request_timeout" | "gone" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "expectation_failed" | "headers_too_large" | "quota_exceeded" | "rate_limited" | "too_many_connections" | "internal" | "unavailable" | "query_timeout" | "row_invalid" | "schema_conflict" | "unique_violation" | "unique_conflict";
         /** @description The first message of every connection. */
         ReadyMessage: {
             collection: components["schemas"]["CollectionName"];

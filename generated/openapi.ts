@@ -97,6 +97,89 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/collections/{collection_name}/indexes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
+                 * @example notes
+                 */
+                collection_name: components["parameters"]["CollectionNamePath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a collection's declared indexes.
+         * @description The indexes declared with `createIndex`, by name.
+         */
+        get: operations["listIndexes"];
+        put?: never;
+        /**
+         * Declare an index of a collection.
+         * @description Declares an index over top-level fields (1 to 4, each a plain name: letters, digits and `_`, not
+         *     starting with a digit), named after them, joined by commas (`first_name,last_name`). A collection
+         *     has at most 8.
+         *
+         *     A `unique` index makes every write that would give two rows the same values of its fields a
+         *     `409 unique_violation`, naming the fields and the row that holds them already, and nothing is
+         *     written; of concurrent writers of one value, exactly one wins. Values are compared as their JSON
+         *     text (`1` and `1.0` are one number, `"1"` another value; objects are equal when their JSON
+         *     texts are). A row missing any of the fields, or holding `null` there, collides with no other (as
+         *     in SQL). Declaring a unique index over rows that already share values is `409 unique_conflict`,
+         *     listing them, and declares nothing. Unique indexes are what `on_conflict` upserts by.
+         *
+         *     Any index also orders and filters by each of its fields through a sort index from the start,
+         *     where undeclared fields are indexed only once a collection is large and pages ask for them.
+         */
+        post: operations["createIndex"];
+        delete?: never;
+        options?: never;
+        /**
+         * `GET /v1/collections/{collection_name}/indexes` without the body.
+         * @description The status and headers `GET /v1/collections/{collection_name}/indexes` answers, without the body (RFC 9110 §9.3.2): counted
+         *     toward the plan, as GET is.
+         */
+        head: operations["headIndexes"];
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/collections/{collection_name}/indexes/{index_name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
+                 * @example notes
+                 */
+                collection_name: components["parameters"]["CollectionNamePath"];
+                /**
+                 * @description The index's name (`Index.name`).
+                 * @example email
+                 */
+                index_name: components["parameters"]["IndexNamePath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Drop a declared index.
+         * @description Its fields are no longer kept unique; rows and pages are unchanged.
+         */
+        delete: operations["deleteIndex"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/collections/{collection_name}/query": {
         parameters: {
             query?: never;
@@ -221,6 +304,18 @@ export interface paths {
          *     A batch of one row answers that row's `ETag` (its version, as `GET` of the row answers it). A
          *     larger batch answers none (one `ETag` names one representation); read the versions of its rows
          *     from `GET …/versioned-rows`, or of each row with `GET` of it.
+         *
+         *     When the collection has a schema (`putCollectionSchema`), every row must match it: a batch with
+         *     a row that does not is refused with `422 row_invalid`, whose `errors` name each row by its index
+         *     and each place by a JSON Pointer, and nothing of it is stored.
+         *
+         *     With `on_conflict` (the fields of a unique index, joined by commas, as PostgREST takes it), the
+         *     batch is an upsert: each row whose values of those fields a stored row holds patches that row (a
+         *     top-level merge, checked against the schema; an `update` event), every other is inserted (an
+         *     `insert` event), in the order sent, all or none, and the answer is `200` with the rows as stored,
+         *     in the order sent. Rows of the batch that share those values are written one after the other: the
+         *     second patches the row the first wrote. `on_conflict` that names the fields of no unique index of
+         *     the collection is `400`.
          */
         post: operations["insertRows"];
         /**
@@ -258,6 +353,9 @@ export interface paths {
          *     15 MiB is `413`, and nothing of the request is stored. `If-Match` does not apply (name the rows'
          *     `id` in the filter instead); the rows matched are read in the transaction that changes them, so
          *     no other write of the collection comes between.
+         *
+         *     When the collection has a schema, every row as merged must match it, else `422 row_invalid`,
+         *     whose `errors` name each failing row by its `id`, and nothing is written.
          */
         patch: operations["updateRows"];
         trace?: never;
@@ -321,8 +419,60 @@ export interface paths {
          *     check and the write are one transaction: no other write comes between them, so of two clients
          *     that read the same version and patch it, one gets `200` and the other `412`. An absent row is
          *     `404` whatever `If-Match` says (RFC 9110 §13.2.1).
+         *
+         *     When the collection has a schema, the row as merged must match it, else `422 row_invalid` (`row`
+         *     0 in its `errors`), and nothing is written.
          */
         patch: operations["updateRow"];
+        trace?: never;
+    };
+    "/v1/collections/{collection_name}/schema": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
+                 * @example notes
+                 */
+                collection_name: components["parameters"]["CollectionNamePath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Read a collection's schema.
+         * @description The JSON Schema every row of the collection is checked against, as it was set. `404` when the
+         *     collection has none (or does not exist).
+         */
+        get: operations["getCollectionSchema"];
+        /**
+         * Set a collection's schema.
+         * @description Sets the JSON Schema (draft 2020-12) that every row of the collection must match from now on,
+         *     replacing the one it had. The keywords it may use, and what is refused, are in `RowSchema`
+         *     and docs/schemas.md: any other keyword is `400`, naming it.
+         *
+         *     Every stored row is checked against the new schema first, in one snapshot: if any fails, the
+         *     answer is `409 schema_conflict`, listing up to 100 of them (`violations`) and how many there
+         *     are (`total`), and the schema does not change. Writes of the collection wait while its rows
+         *     are checked, and each is then checked against the schema it commits under; reads go on.
+         */
+        put: operations["putCollectionSchema"];
+        post?: never;
+        /**
+         * Remove a collection's schema.
+         * @description The collection is schemaless again: any JSON object is a row. `404` when it has no schema.
+         */
+        delete: operations["deleteCollectionSchema"];
+        options?: never;
+        /**
+         * `GET /v1/collections/{collection_name}/schema` without the body.
+         * @description The status and headers `GET /v1/collections/{collection_name}/schema` answers, without the body (RFC 9110 §9.3.2): counted
+         *     toward the plan, as GET is.
+         */
+        head: operations["headCollectionSchema"];
+        patch?: never;
         trace?: never;
     };
     "/v1/collections/{collection_name}/versioned-rows": {
@@ -554,6 +704,7 @@ export interface components {
             name: components["schemas"]["CollectionName"];
             /** @description How many rows it holds. */
             row_count: number;
+            schema?: components["schemas"]["RowSchemaOrNone"];
             /**
              * @description The collection's latest event `seq` on the real-time feed (0 before any change), read with
              *     `row_count`: the count is that of the events up to it. A feed subscribed with `since=<seq>`
@@ -608,6 +759,13 @@ export interface components {
         DeletedRows: {
             /** @description How many rows were deleted. */
             count: number;
+        };
+        /** @description Rows that hold the same values of an index's fields. */
+        Duplicate: {
+            /** @description The rows that hold them, by id (at most 10 named). */
+            ids: components["schemas"]["RowId"][];
+            /** @description The values, in the order of the index's fields. */
+            values: unknown[];
         };
         /**
          * @description A filter of the filter language (docs/api.md, "Filters"): each member names a field path (a
@@ -720,6 +878,21 @@ export interface components {
         IdempotencyKeyReusedProblem: {
             code?: components["schemas"]["IdempotencyKeyReusedCode"];
         } & components["schemas"]["Problem"];
+        Index: {
+            fields: components["schemas"]["IndexField"][];
+            name: components["schemas"]["IndexName"];
+            unique: boolean;
+        };
+        /**
+         * @description A top-level field an index is over, a plain name.
+         * @example email
+         */
+        IndexField: string;
+        /**
+         * @description An index's name, its fields joined by commas.
+         * @example email
+         */
+        IndexName: string;
         /** @description A key of the account, as listed; never the key itself. */
         Key: {
             collections: components["schemas"]["KeyCollections"];
@@ -775,6 +948,12 @@ export interface components {
         };
         NewCollection: {
             name: components["schemas"]["CollectionName"];
+            schema?: components["schemas"]["RowSchema"];
+        };
+        NewIndex: {
+            fields: components["schemas"]["IndexField"][];
+            /** @description Whether no two rows may hold the same values of the fields; absent, `false`. */
+            unique?: boolean;
         };
         /**
          * @description A key to make: its `scope`, and, left out, the collections and expiry of the key making it. No
@@ -861,8 +1040,19 @@ export interface components {
              * @example There is no collection named notes.
              */
             detail: string;
-            /** @description On `validation_failed`, one entry for each thing wrong with the request. */
-            errors?: components["schemas"]["ValidationError"][];
+            /** @description On `unique_conflict`, stored rows that share values of the index's fields (at most 100 sets). */
+            duplicates?: components["schemas"]["Duplicate"][];
+            /**
+             * @description On `validation_failed`, one entry for each thing wrong with the request (`ValidationError`);
+             *     on `row_invalid`, one for each place a row breaks its collection's schema (`RowError`).
+             */
+            errors?: components["schemas"]["ProblemError"][];
+            existing_id?: components["schemas"]["RowId"];
+            /**
+             * @description On `unique_violation`, the fields of the unique index the write would break; `existing_id` is
+             *     then the stored row that holds their values already (absent when two rows of the write share them).
+             */
+            fields?: components["schemas"]["IndexField"][];
             /**
              * @description The request this problem answers (RFC 9457 §3.1.5): `urn:rowbase:request:` and its
              *     `X-Request-Id`, the id its answer carries and the service's log lines about it.
@@ -876,11 +1066,15 @@ export interface components {
              * @example Not found
              */
             title: string;
+            /** @description On `schema_conflict`, how many stored rows break the schema asked for. */
+            total?: number;
             /**
              * @description A URI that names the kind of problem, one for each `code`.
              * @example urn:rowbase:problem:not_found
              */
             type: string;
+            /** @description On `schema_conflict`, stored rows that break the schema asked for, at most 100. */
+            violations?: components["schemas"]["SchemaViolation"][];
         };
         /**
          * @description A stable, machine-readable name for the kind of problem. `gone` (410) is answered only by the
@@ -895,10 +1089,16 @@ export interface components {
          *     `PATCH` or `DELETE` of a row whose version is none of its `If-Match`. `idempotency_key_in_use`
          *     (409) and `idempotency_key_reused` (422) are answered to a write sent with an `Idempotency-Key`
          *     whose first request is still running, or that named another request. `query_timeout` (503) is answered to a read of
-         *     rows stopped after `ROWBASE_QUERY_TIMEOUT_MS`.
+         *     rows stopped after `ROWBASE_QUERY_TIMEOUT_MS`. `row_invalid` (422) is answered to a write whose
+         *     rows break their collection's schema (`errors` says where), `schema_conflict` (409) to a schema
+         *     that stored rows break (`violations` and `total` say which). `unique_violation` (409) is answered to
+         *     a write that would give two rows the values of a unique index (`fields` and `existing_id` say
+         *     which), `unique_conflict` (409) to a unique index over rows that share values (`duplicates`).
          * @enum {string}
          */
-        ProblemCode: "validation_failed" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "idempotency_key_in_use" | "request_timeout" | "gone" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "expectation_failed" | "headers_too_large" | "quota_exceeded" | "rate_limited" | "too_many_connections" | "internal" | "unavailable" | "query_timeout";
+        ProblemCode: "validation_failed" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "idempotency_key_in_use" | "request_timeout" | "gone" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "expectation_failed" | "headers_too_large" | "quota_exceeded" | "rate_limited" | "too_many_connections" | "internal" | "unavailable" | "query_timeout" | "row_invalid" | "schema_conflict" | "unique_violation" | "unique_conflict";
+        /** @description A place where the request is wrong (`ValidationError`), or where a row breaks its collection's schema (`RowError`). */
+        ProblemError: components["schemas"]["ValidationError"] | components["schemas"]["RowError"];
         /**
          * @description The codes of a `QueryTimeoutProblem`.
          * @enum {string}
@@ -920,12 +1120,42 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /** @description A place where a row breaks its collection's schema. */
+        RowError: {
+            /**
+             * @description The schema keyword it breaks.
+             * @example type
+             */
+            keyword: string;
+            /** @example must be string */
+            message: string;
+            /**
+             * @description A JSON Pointer (RFC 6901) into the row, to the value that breaks the schema (empty for the row itself).
+             * @example /title
+             */
+            pointer: string;
+            /**
+             * @description Which row: its index among the rows sent (from 0; 0 for a `PATCH` of one row), or, for a change
+             *     by filter, the `id` of the stored row that the change would break.
+             * @example 0
+             */
+            row: number;
+        };
         /**
          * Format: int64
          * @description Assigned by the service; unique and increasing within the collection, never reused.
          * @example 1
          */
         RowId: number;
+        /**
+         * @description The codes of a `RowInvalidProblem`.
+         * @enum {string}
+         */
+        RowInvalidCode: "row_invalid" | "idempotency_key_reused";
+        /** @description A `422`: rows of the write break their collection's schema (`row_invalid`, with `errors`), or the `Idempotency-Key` was sent before with another request (`idempotency_key_reused`). */
+        RowInvalidProblem: {
+            code?: components["schemas"]["RowInvalidCode"];
+        } & components["schemas"]["Problem"];
         /**
          * @description The fields to change; at least one. `id` cannot be changed.
          * @example {
@@ -964,6 +1194,63 @@ export interface components {
             rows: components["schemas"]["Row"][];
             /** @description With `count` `exact`, how many rows match the filter, counted in the page's snapshot. */
             total?: number;
+        };
+        /**
+         * @description A JSON Schema (draft 2020-12) of a row's fields, which every write of the collection's rows must
+         *     match (`422 row_invalid` otherwise). `id` is the service's and never checked: a schema need not
+         *     list it (even with `additionalProperties: false`), and one that declares it must declare it as
+         *     an integer. The keywords: `type` (a type or an array of them, `null` included), `properties`,
+         *     `required`, `additionalProperties`, `enum`, `const`, `minimum`, `maximum`, `exclusiveMinimum`,
+         *     `exclusiveMaximum`, `multipleOf`, `minLength`, `maxLength`, `pattern` (RE2 syntax, matched in
+         *     linear time), `format` (`date-time`, `date`, `email`, `uri`, `uuid`), `items`, `prefixItems`,
+         *     `minItems`, `maxItems`, `uniqueItems`, local `$ref` and `$defs`, and the annotations `title`,
+         *     `description`, `default`, `examples`. Any other keyword, a `$ref` outside the schema (never
+         *     fetched), a schema over 64 KiB or nested deeper than 32 levels is `400`, naming what and where.
+         *     See docs/schemas.md.
+         * @example {
+         *       "type": "object",
+         *       "required": [
+         *         "title"
+         *       ],
+         *       "properties": {
+         *         "title": {
+         *           "type": "string"
+         *         },
+         *         "done": {
+         *           "type": "boolean"
+         *         }
+         *       }
+         *     }
+         */
+        RowSchema: {
+            [key: string]: unknown;
+        };
+        /**
+         * @description A collection's schema (`RowSchema`), `null` when it has none. Answered by `getCollection`, and by
+         *     `createCollection` when the collection was made with one; not in a list of collections.
+         */
+        RowSchemaOrNone: {
+            [key: string]: unknown;
+        } | null;
+        /**
+         * @description The codes of a `SchemaConflictProblem`.
+         * @enum {string}
+         */
+        SchemaConflictCode: "schema_conflict" | "idempotency_key_in_use";
+        /** @description A `409`: stored rows break the schema asked for (`schema_conflict`, with `violations` and `total`), or a request with the same `Idempotency-Key` is still running (`idempotency_key_in_use`). */
+        SchemaConflictProblem: {
+            code?: components["schemas"]["SchemaConflictCode"];
+        } & components["schemas"]["Problem"];
+        /** @description A stored row that breaks the schema asked for, and where. */
+        SchemaViolation: {
+            id: components["schemas"]["RowId"];
+            /** @example must be string */
+            message: string;
+            /**
+             * @description A JSON Pointer (RFC 6901) into the row (empty for the row itself).
+             * @example /title
+             */
+            pointer: string;
         };
         /**
          * @description The service's own name.
@@ -1011,6 +1298,24 @@ export interface components {
         /** @description A `503`: the database cannot be reached, or the server is shutting down. */
         UnavailableProblem: {
             code?: components["schemas"]["UnavailableCode"];
+        } & components["schemas"]["Problem"];
+        /**
+         * @description The codes of a `UniqueConflictProblem`.
+         * @enum {string}
+         */
+        UniqueConflictCode: "unique_conflict" | "conflict" | "idempotency_key_in_use";
+        /** @description A `409`: stored rows share values of the unique index asked for (`unique_conflict`, with `duplicates`); an index of those fields exists already (`conflict`); or a request with the same `Idempotency-Key` is still running (`idempotency_key_in_use`). */
+        UniqueConflictProblem: {
+            code?: components["schemas"]["UniqueConflictCode"];
+        } & components["schemas"]["Problem"];
+        /**
+         * @description The codes of a `UniqueViolationProblem`.
+         * @enum {string}
+         */
+        UniqueViolationCode: "unique_violation" | "idempotency_key_in_use";
+        /** @description A `409`: the write would break a unique index (`unique_violation`, with `fields` and `existing_id`), or a request with the same `Idempotency-Key` is still running (`idempotency_key_in_use`). */
+        UniqueViolationProblem: {
+            code?: components["schemas"]["UniqueViolationCode"];
         } & components["schemas"]["Problem"];
         /**
          * @description The codes of a `UnsupportedMediaTypeProblem`.
@@ -1505,6 +1810,81 @@ export interface components {
             };
         };
         /**
+         * @description `row_invalid`: rows of the write break their collection's schema; `errors` lists each place,
+         *     `{row, pointer, keyword, message}`. Nothing was written, no event sent. Or
+         *     `idempotency_key_reused`, as `IdempotencyKeyReused` says.
+         */
+        RowInvalid: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "urn:rowbase:problem:row_invalid",
+                 *       "title": "Row invalid",
+                 *       "status": 422,
+                 *       "detail": "1 row breaks the schema of collection notes: nothing was written.",
+                 *       "code": "row_invalid",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11",
+                 *       "errors": [
+                 *         {
+                 *           "row": 0,
+                 *           "pointer": "/title",
+                 *           "keyword": "type",
+                 *           "message": "must be string"
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["RowInvalidProblem"];
+            };
+        };
+        /**
+         * @description `schema_conflict`: stored rows break the schema asked for; `violations` lists up to 100 of them,
+         *     `total` counts them all. The schema did not change. Or `idempotency_key_in_use`, as
+         *     `IdempotencyKeyInUse` says.
+         */
+        SchemaConflict: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "urn:rowbase:problem:schema_conflict",
+                 *       "title": "Schema conflict",
+                 *       "status": 409,
+                 *       "detail": "2 rows of collection notes break this schema: it was not set.",
+                 *       "code": "schema_conflict",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11",
+                 *       "violations": [
+                 *         {
+                 *           "id": 3,
+                 *           "pointer": "/title",
+                 *           "message": "must be string"
+                 *         },
+                 *         {
+                 *           "id": 9,
+                 *           "pointer": "",
+                 *           "message": "must have required property 'title'"
+                 *         }
+                 *       ],
+                 *       "total": 2
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["SchemaConflictProblem"];
+            };
+        };
+        /**
          * @description `quota_exceeded`: the account has used its plan's quota for this period (`Retry-After` says when the
          *     next period starts), or `rate_limited`: more requests per second than the plan allows. Refused requests
          *     are not counted.
@@ -1599,6 +1979,75 @@ export interface components {
                  *     }
                  */
                 "application/problem+json": components["schemas"]["UnavailableProblem"];
+            };
+        };
+        /**
+         * @description `unique_conflict`: stored rows share values of the unique index asked for; `duplicates` lists
+         *     them, and no index was declared. Or `conflict`: an index of those fields exists already, or the
+         *     collection has as many as it may (8). Or `idempotency_key_in_use`.
+         */
+        UniqueConflict: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "urn:rowbase:problem:unique_conflict",
+                 *       "title": "Unique conflict",
+                 *       "status": 409,
+                 *       "detail": "Rows of collection people share values of email: no unique index was declared.",
+                 *       "code": "unique_conflict",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11",
+                 *       "duplicates": [
+                 *         {
+                 *           "values": [
+                 *             "ada@example.com"
+                 *           ],
+                 *           "ids": [
+                 *             3,
+                 *             17
+                 *           ]
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["UniqueConflictProblem"];
+            };
+        };
+        /**
+         * @description `unique_violation`: the write would give a row the values of a unique index's fields that
+         *     another row holds; `fields` names them and `existing_id` the row. Nothing was written. Or
+         *     `idempotency_key_in_use`, as `IdempotencyKeyInUse` says.
+         */
+        UniqueViolation: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "urn:rowbase:problem:unique_violation",
+                 *       "title": "Unique violation",
+                 *       "status": 409,
+                 *       "detail": "Row 4 of collection people holds this email already: nothing was written.",
+                 *       "code": "unique_violation",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11",
+                 *       "fields": [
+                 *         "email"
+                 *       ],
+                 *       "existing_id": 4
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["UniqueViolationProblem"];
             };
         };
         /** @description `not_found`: the account has no collection of that name, or the path is not exactly `/ws`. */
@@ -1716,6 +2165,11 @@ export interface components {
          * @example "3.7"
          */
         IfNoneMatch: string;
+        /**
+         * @description The index's name (`Index.name`).
+         * @example email
+         */
+        IndexNamePath: components["schemas"]["IndexName"];
         /**
          * @description The most rows to return.
          * @example 50
@@ -2139,6 +2593,228 @@ export interface operations {
             default: components["responses"]["HeadProblem"];
         };
     };
+    listIndexes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
+                 * @example notes
+                 */
+                collection_name: components["parameters"]["CollectionNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The collection's indexes. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "name": "email",
+                     *         "fields": [
+                     *           "email"
+                     *         ],
+                     *         "unique": true
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["Index"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Error"];
+        };
+    };
+    createIndex: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this request safe (draft-ietf-httpapi-idempotency-key-header): a key of the
+                 *     client's choosing, unique to the request, such as a UUID, 1 to 255 printable ASCII characters,
+                 *     sent bare or as a Structured Field String (`"…"`, RFC 8941). The first request with a key is
+                 *     processed, and its answer (status, headers, body) stored for the account, in the same
+                 *     transaction as its change, for 24 hours (`ROWBASE_IDEMPOTENCY_KEY_SECONDS`). A retry with the same
+                 *     key and the same request (method, path, query and body) gets that answer again, with
+                 *     `Idempotent-Replayed: true`, and writes nothing, sends no event. The same key with another
+                 *     request is `422 idempotency_key_reused`; a retry while the first request is still running (on any
+                 *     instance) `409 idempotency_key_in_use`. A request that fails (any `4xx` or `5xx`) writes nothing
+                 *     and stores no answer: its retry runs again. Keys are the account's: another account's same key
+                 *     is another key. An API key limited to some collections (`Key.collections`) has requests of its
+                 *     own: the answer another API key of the account stored under the same Idempotency-Key is for
+                 *     another request (`422`), so that a limited key is never shown a change it may not see. An empty key, a longer one, one of other characters, or two `Idempotency-Key`
+                 *     headers are `400 validation_failed`, its error naming the header. A replay counts toward the plan
+                 *     as any request.
+                 * @example 8e03978e-40d5-43e8-bc93-6894a57f9324
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
+                 * @example notes
+                 */
+                collection_name: components["parameters"]["CollectionNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "fields": [
+                 *         "email"
+                 *       ],
+                 *       "unique": true
+                 *     }
+                 */
+                "application/json": components["schemas"]["NewIndex"];
+            };
+        };
+        responses: {
+            /** @description The index, declared. */
+            201: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    /**
+                     * @description The path of the new index.
+                     * @example /v1/collections/people/indexes/email
+                     */
+                    Location: string;
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "name": "email",
+                     *       "fields": [
+                     *         "email"
+                     *       ],
+                     *       "unique": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Index"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["UniqueConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Error"];
+        };
+    };
+    headIndexes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
+                 * @example notes
+                 */
+                collection_name: components["parameters"]["CollectionNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOkMetered"];
+            default: components["responses"]["HeadProblem"];
+        };
+    };
+    deleteIndex: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this request safe (draft-ietf-httpapi-idempotency-key-header): a key of the
+                 *     client's choosing, unique to the request, such as a UUID, 1 to 255 printable ASCII characters,
+                 *     sent bare or as a Structured Field String (`"…"`, RFC 8941). The first request with a key is
+                 *     processed, and its answer (status, headers, body) stored for the account, in the same
+                 *     transaction as its change, for 24 hours (`ROWBASE_IDEMPOTENCY_KEY_SECONDS`). A retry with the same
+                 *     key and the same request (method, path, query and body) gets that answer again, with
+                 *     `Idempotent-Replayed: true`, and writes nothing, sends no event. The same key with another
+                 *     request is `422 idempotency_key_reused`; a retry while the first request is still running (on any
+                 *     instance) `409 idempotency_key_in_use`. A request that fails (any `4xx` or `5xx`) writes nothing
+                 *     and stores no answer: its retry runs again. Keys are the account's: another account's same key
+                 *     is another key. An API key limited to some collections (`Key.collections`) has requests of its
+                 *     own: the answer another API key of the account stored under the same Idempotency-Key is for
+                 *     another request (`422`), so that a limited key is never shown a change it may not see. An empty key, a longer one, one of other characters, or two `Idempotency-Key`
+                 *     headers are `400 validation_failed`, its error naming the header. A replay counts toward the plan
+                 *     as any request.
+                 * @example 8e03978e-40d5-43e8-bc93-6894a57f9324
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
+                 * @example notes
+                 */
+                collection_name: components["parameters"]["CollectionNamePath"];
+                /**
+                 * @description The index's name (`Index.name`).
+                 * @example email
+                 */
+                index_name: components["parameters"]["IndexNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The index is gone. */
+            204: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyKeyInUse"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Error"];
+        };
+    };
     queryRows: {
         parameters: {
             query?: never;
@@ -2339,7 +3015,13 @@ export interface operations {
     };
     insertRows: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description The fields of a unique index (`Index.name`); the batch is then an upsert by them.
+                 * @example email
+                 */
+                on_conflict?: components["schemas"]["IndexName"];
+            };
             header?: {
                 /**
                  * @description Makes a retry of this request safe (draft-ietf-httpapi-idempotency-key-header): a key of the
@@ -2391,6 +3073,29 @@ export interface operations {
             };
         };
         responses: {
+            /** @description With `on_conflict`, the rows as stored (patched or inserted), in the order sent. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": 4,
+                     *         "email": "ada@example.com",
+                     *         "name": "Ada"
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["Row"][];
+                };
+            };
             /** @description Every row was stored; here they are with their ids, in request order. */
             201: {
                 headers: {
@@ -2425,10 +3130,10 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            409: components["responses"]["IdempotencyKeyInUse"];
+            409: components["responses"]["UniqueViolation"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            422: components["responses"]["IdempotencyKeyReused"];
+            422: components["responses"]["RowInvalid"];
             429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Error"];
         };
@@ -2662,10 +3367,10 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            409: components["responses"]["IdempotencyKeyInUse"];
+            409: components["responses"]["UniqueViolation"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
-            422: components["responses"]["IdempotencyKeyReused"];
+            422: components["responses"]["RowInvalid"];
             429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Error"];
         };
@@ -2918,13 +3623,214 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            409: components["responses"]["IdempotencyKeyInUse"];
+            409: components["responses"]["UniqueViolation"];
             412: components["responses"]["PreconditionFailed"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["RowInvalid"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getCollectionSchema: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
+                 * @example notes
+                 */
+                collection_name: components["parameters"]["CollectionNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The collection's schema. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RowSchema"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Error"];
+        };
+    };
+    putCollectionSchema: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this request safe (draft-ietf-httpapi-idempotency-key-header): a key of the
+                 *     client's choosing, unique to the request, such as a UUID, 1 to 255 printable ASCII characters,
+                 *     sent bare or as a Structured Field String (`"…"`, RFC 8941). The first request with a key is
+                 *     processed, and its answer (status, headers, body) stored for the account, in the same
+                 *     transaction as its change, for 24 hours (`ROWBASE_IDEMPOTENCY_KEY_SECONDS`). A retry with the same
+                 *     key and the same request (method, path, query and body) gets that answer again, with
+                 *     `Idempotent-Replayed: true`, and writes nothing, sends no event. The same key with another
+                 *     request is `422 idempotency_key_reused`; a retry while the first request is still running (on any
+                 *     instance) `409 idempotency_key_in_use`. A request that fails (any `4xx` or `5xx`) writes nothing
+                 *     and stores no answer: its retry runs again. Keys are the account's: another account's same key
+                 *     is another key. An API key limited to some collections (`Key.collections`) has requests of its
+                 *     own: the answer another API key of the account stored under the same Idempotency-Key is for
+                 *     another request (`422`), so that a limited key is never shown a change it may not see. An empty key, a longer one, one of other characters, or two `Idempotency-Key`
+                 *     headers are `400 validation_failed`, its error naming the header. A replay counts toward the plan
+                 *     as any request.
+                 * @example 8e03978e-40d5-43e8-bc93-6894a57f9324
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
+                 * @example notes
+                 */
+                collection_name: components["parameters"]["CollectionNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "object",
+                 *       "required": [
+                 *         "title"
+                 *       ],
+                 *       "properties": {
+                 *         "title": {
+                 *           "type": "string",
+                 *           "maxLength": 200
+                 *         },
+                 *         "done": {
+                 *           "type": "boolean"
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["RowSchema"];
+            };
+        };
+        responses: {
+            /** @description The schema, now the collection's. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RowSchema"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["SchemaConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Error"];
+        };
+    };
+    deleteCollectionSchema: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this request safe (draft-ietf-httpapi-idempotency-key-header): a key of the
+                 *     client's choosing, unique to the request, such as a UUID, 1 to 255 printable ASCII characters,
+                 *     sent bare or as a Structured Field String (`"…"`, RFC 8941). The first request with a key is
+                 *     processed, and its answer (status, headers, body) stored for the account, in the same
+                 *     transaction as its change, for 24 hours (`ROWBASE_IDEMPOTENCY_KEY_SECONDS`). A retry with the same
+                 *     key and the same request (method, path, query and body) gets that answer again, with
+                 *     `Idempotent-Replayed: true`, and writes nothing, sends no event. The same key with another
+                 *     request is `422 idempotency_key_reused`; a retry while the first request is still running (on any
+                 *     instance) `409 idempotency_key_in_use`. A request that fails (any `4xx` or `5xx`) writes nothing
+                 *     and stores no answer: its retry runs again. Keys are the account's: another account's same key
+                 *     is another key. An API key limited to some collections (`Key.collections`) has requests of its
+                 *     own: the answer another API key of the account stored under the same Idempotency-Key is for
+                 *     another request (`422`), so that a limited key is never shown a change it may not see. An empty key, a longer one, one of other characters, or two `Idempotency-Key`
+                 *     headers are `400 validation_failed`, its error naming the header. A replay counts toward the plan
+                 *     as any request.
+                 * @example 8e03978e-40d5-43e8-bc93-6894a57f9324
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
+                 * @example notes
+                 */
+                collection_name: components["parameters"]["CollectionNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The schema is gone. */
+            204: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyKeyInUse"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Error"];
+        };
+    };
+    headCollectionSchema: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
+                 * @example notes
+                 */
+                collection_name: components["parameters"]["CollectionNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOkMetered"];
+            default: components["responses"]["HeadProblem"];
         };
     };
     listVersionedRows: {

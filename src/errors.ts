@@ -5,6 +5,9 @@ import type { components } from '../generated/openapi.ts';
 export type Problem = components['schemas']['Problem'];
 export type ProblemCode = components['schemas']['ProblemCode'];
 export type FieldError = components['schemas']['ValidationError'];
+export type RowError = components['schemas']['RowError'];
+export type SchemaViolation = components['schemas']['SchemaViolation'];
+export type Duplicate = components['schemas']['Duplicate'];
 
 const kinds: Record<ProblemCode, { status: number; title: string }> = {
   validation_failed: { status: 400, title: 'Validation failed' },
@@ -28,7 +31,26 @@ const kinds: Record<ProblemCode, { status: number; title: string }> = {
   internal: { status: 500, title: 'Internal error' },
   unavailable: { status: 503, title: 'Service unavailable' },
   query_timeout: { status: 503, title: 'Query timeout' },
+  row_invalid: { status: 422, title: 'Row invalid' },
+  schema_conflict: { status: 409, title: 'Schema conflict' },
+  unique_violation: { status: 409, title: 'Unique violation' },
+  unique_conflict: { status: 409, title: 'Unique conflict' },
 };
+
+/** What a problem may carry besides its detail (openapi.yaml, Problem). */
+export interface ProblemMembers {
+  /** `validation_failed`'s places in the request, or `row_invalid`'s places in the rows. */
+  errors?: (FieldError | RowError)[];
+  /** `schema_conflict`'s stored rows that break the schema, and how many there are in all. */
+  violations?: SchemaViolation[];
+  total?: number;
+  /** `unique_violation`'s index fields and the row that holds their values. */
+  fields?: string[];
+  existing_id?: number;
+  /** `unique_conflict`'s rows that share values. */
+  duplicates?: Duplicate[];
+  headers?: Record<string, string>;
+}
 
 export class ApiError extends Error {
   readonly status: number;
@@ -36,7 +58,7 @@ export class ApiError extends Error {
   constructor(
     readonly code: ProblemCode,
     readonly detail: string,
-    readonly options: { errors?: FieldError[]; headers?: Record<string, string> } = {},
+    readonly options: ProblemMembers = {},
   ) {
     super(detail);
     this.status = kinds[code].status;
@@ -53,7 +75,13 @@ export class ApiError extends Error {
       code: this.code,
       instance,
     };
-    if (this.options.errors) problem.errors = this.options.errors;
+    const { errors, violations, total, fields, existing_id, duplicates } = this.options;
+    if (errors) problem.errors = errors;
+    if (violations) problem.violations = violations;
+    if (total !== undefined) problem.total = total;
+    if (fields) problem.fields = fields;
+    if (existing_id !== undefined) problem.existing_id = existing_id;
+    if (duplicates) problem.duplicates = duplicates;
     return problem;
   }
 }

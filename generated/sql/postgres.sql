@@ -5,14 +5,14 @@
 
 -- advanceSql
 update collections set last_row_id = last_row_id + ?, last_seq = last_seq + ?, row_count = row_count + ?
-where account_id = ? and name = ? returning id, last_row_id, last_seq, sorted;
+where account_id = ? and name = ? returning id, last_row_id, last_seq, sorted, schema_id;
 
 -- lockAccountSql
 update accounts set id = id where id = ?;
 
 -- createCollectionSql
 insert into collections (account_id, name, created_at, row_count)
-select ?, ?, ?, 0 where (select count(*) from collections where account_id = ?) < ? returning name;
+select ?, ?, ?, 0 where (select count(*) from collections where account_id = ?) < ? returning id;
 
 -- insertEventsSql(2)
 insert into events (collection_id, seq, type, row_id, row, previous, at) values (?, ?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?, ?);
@@ -45,7 +45,8 @@ select count(*) as n from sort_keys where collection_id = ? and slot = ? and ran
 select name, created_at, row_count, last_seq from collections where account_id = ? order by name collate "C";
 
 -- getCollectionSql
-select name, created_at, row_count, last_seq from collections where account_id = ? and name = ?;
+select name, created_at, row_count, last_seq, s.schema from collections c left join collection_schemas s on s.id = c.schema_id
+where c.account_id = ? and c.name = ?;
 
 -- collectionIdSql
 select id from collections where account_id = ? and name = ?;
@@ -60,6 +61,12 @@ delete from events where collection_id = ?;
 delete from sort_keys where collection_id = ?;
 
 -- deleteCollectionSqls[3]
+delete from collection_schemas where collection_id = ?;
+
+-- deleteCollectionSqls[4]
+delete from collection_indexes where collection_id = ?;
+
+-- deleteCollectionSqls[5]
 delete from collections where id = ?;
 
 -- ensureAccountSql
@@ -173,7 +180,8 @@ select seq, at from events where collection_id = ? order by seq limit ?;
 delete from events where collection_id = ? and seq <= ?;
 
 -- exportedCollectionSql
-select id, name, created_at, row_count, last_row_id, last_seq from collections where account_id = ? and name = ?;
+select c.id, c.name, c.created_at, c.row_count, c.last_row_id, c.last_seq, s.schema
+from collections c left join collection_schemas s on s.id = c.schema_id where c.account_id = ? and c.name = ?;
 
 -- exportRowsSql
 select id, data from rows where collection_id = ? and id > ? order by id limit 1000;
@@ -181,7 +189,7 @@ select id, data from rows where collection_id = ? and id > ? order by id limit 1
 -- importAdvanceSql
 update collections set last_seq = last_seq + ?, row_count = row_count + ?,
   last_row_id = case when last_row_id < ? then ? else last_row_id end
-where account_id = ? and name = ? and last_row_id < ? returning id, last_seq, sorted;
+where account_id = ? and name = ? and last_row_id < ? returning id, last_seq, sorted, schema_id;
 
 -- lastRowIdSql
 select last_row_id from collections where account_id = ? and name = ?;
@@ -194,7 +202,7 @@ where collection_id = (select id from collections where account_id = ? and name 
 with counters as (update collections
   set last_row_id = last_row_id + ?, last_seq = last_seq + ?, row_count = row_count + ?
   where account_id = ? and name = ?
-  returning id, last_row_id, last_seq, sorted)
+  returning id, last_row_id, last_seq, sorted, schema_id)
 select c.*, r.data as current, r.version
   from counters c left join lateral (select data, version from rows where collection_id = c.id and id = ? for update) r on true;
 
@@ -518,7 +526,7 @@ cross join lateral (select id, data from rows where collection_id = $1 and id = 
 -- insertBatchSql
 with counters as (
   update collections set last_row_id = last_row_id + $3, last_seq = last_seq + $3, row_count = row_count + $3
-    where account_id = $1 and name = $2
+    where account_id = $1 and name = $2 and schema_id = $7::bigint
     returning id, last_row_id - $3 as before_id, last_seq - $3 as before_seq, sorted,
       to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at
 ), batch as (
@@ -553,7 +561,7 @@ with keys as materialized (
   select bool_and(pg_try_advisory_xact_lock($1::integer, hashtext(key))) as held, count(*) as keys from keys
 ), counters as (
   update collections set last_row_id = last_row_id + $3, last_seq = last_seq + $3, row_count = row_count + $3
-    where account_id = $1 and name = $2 and (select held from holds)
+    where account_id = $1 and name = $2 and schema_id = $9::bigint and (select held from holds)
     returning id, last_row_id - $3 as before_id, last_seq - $3 as before_seq, sorted,
       to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at
 ), batch as (

@@ -5,14 +5,14 @@
 
 -- advanceSql
 update collections set last_row_id = last_row_id + ?, last_seq = last_seq + ?, row_count = row_count + ?
-where account_id = ? and name = ? returning id, last_row_id, last_seq, sorted;
+where account_id = ? and name = ? returning id, last_row_id, last_seq, sorted, schema_id;
 
 -- lockAccountSql
 update accounts set id = id where id = ?;
 
 -- createCollectionSql
 insert into collections (account_id, name, created_at, row_count)
-select ?, ?, ?, 0 where (select count(*) from collections where account_id = ?) < ? returning name;
+select ?, ?, ?, 0 where (select count(*) from collections where account_id = ?) < ? returning id;
 
 -- insertEventsSql(2)
 insert into events (collection_id, seq, type, row_id, row, previous, at) values (?, ?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?, ?);
@@ -45,7 +45,8 @@ select count(*) as n from sort_keys where collection_id = ? and slot = ? and ran
 select name, created_at, row_count, last_seq from collections where account_id = ? order by name;
 
 -- getCollectionSql
-select name, created_at, row_count, last_seq from collections where account_id = ? and name = ?;
+select name, created_at, row_count, last_seq, s.schema from collections c left join collection_schemas s on s.id = c.schema_id
+where c.account_id = ? and c.name = ?;
 
 -- collectionIdSql
 select id from collections where account_id = ? and name = ?;
@@ -60,6 +61,12 @@ delete from events where collection_id = ?;
 delete from sort_keys where collection_id = ?;
 
 -- deleteCollectionSqls[3]
+delete from collection_schemas where collection_id = ?;
+
+-- deleteCollectionSqls[4]
+delete from collection_indexes where collection_id = ?;
+
+-- deleteCollectionSqls[5]
 delete from collections where id = ?;
 
 -- ensureAccountSql
@@ -173,7 +180,8 @@ select seq, at from events where collection_id = ? order by seq limit ?;
 delete from events where collection_id = ? and seq <= ?;
 
 -- exportedCollectionSql
-select id, name, created_at, row_count, last_row_id, last_seq from collections where account_id = ? and name = ?;
+select c.id, c.name, c.created_at, c.row_count, c.last_row_id, c.last_seq, s.schema
+from collections c left join collection_schemas s on s.id = c.schema_id where c.account_id = ? and c.name = ?;
 
 -- exportRowsSql
 select id, data from rows where collection_id = ? and id > ? order by id limit 1000;
@@ -181,7 +189,7 @@ select id, data from rows where collection_id = ? and id > ? order by id limit 1
 -- importAdvanceSql
 update collections set last_seq = last_seq + ?, row_count = row_count + ?,
   last_row_id = case when last_row_id < ? then ? else last_row_id end
-where account_id = ? and name = ? and last_row_id < ? returning id, last_seq, sorted;
+where account_id = ? and name = ? and last_row_id < ? returning id, last_seq, sorted, schema_id;
 
 -- lastRowIdSql
 select last_row_id from collections where account_id = ? and name = ?;
@@ -192,7 +200,7 @@ cross join collections c on c.account_id = j.value ->> 0 and c.name = j.value ->
 cross join rows r on r.collection_id = c.id and r.id = j.value ->> 2;
 
 -- patchedRowSql
-select r.data, c.id as collection_id, r.version from rows r join collections c on c.id = r.collection_id
+select r.data, c.id as collection_id, r.version, c.schema_id from rows r join collections c on c.id = r.collection_id
 where c.account_id = ? and c.name = ? and r.id = ?;
 
 -- orderedPage(by id, asc)
@@ -438,7 +446,7 @@ from (select * from (select id, data, (select type from json_each(rows.data) whe
   id desc limit +? offset ?) r;
 
 -- insertSql
-insert into row_inserts values ((select id from collections where account_id = ?1 and name = ?2), ?3, ?4, ?5, ?1, ?6)
+insert into row_inserts values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?7), ?3, ?4, ?5, ?1, ?6)
 returning collection_id as id, (select last_row_id from collections where id = row_inserts.collection_id) as last_row_id,
   (select last_seq from collections where id = row_inserts.collection_id) as last_seq;
 
@@ -453,222 +461,222 @@ returning account_id;
 
 -- patchSql(0 fields, a patch alone)
 insert into row_patches_0
-  values ((select id from collections where account_id = ?1 and name = ?2), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
+  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_0.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_0.rid) as version;
 
 -- patchSql(0 fields, a group)
 insert into row_patches_0
   select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
-    from (select (select id from collections where account_id = ?1 and name = ?2) as id) c, json_each(?3) p
+    from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_0.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_0.rid) as version;
 
 -- patchSql(1 fields, a patch alone)
 insert into row_patches_1
-  values ((select id from collections where account_id = ?1 and name = ?2), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
+  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_1.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_1.rid) as version;
 
 -- patchSql(1 fields, a group)
 insert into row_patches_1
   select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
-    from (select (select id from collections where account_id = ?1 and name = ?2) as id) c, json_each(?3) p
+    from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_1.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_1.rid) as version;
 
 -- patchSql(2 fields, a patch alone)
 insert into row_patches_2
-  values ((select id from collections where account_id = ?1 and name = ?2), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
+  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_2.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_2.rid) as version;
 
 -- patchSql(2 fields, a group)
 insert into row_patches_2
   select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
-    from (select (select id from collections where account_id = ?1 and name = ?2) as id) c, json_each(?3) p
+    from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_2.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_2.rid) as version;
 
 -- patchSql(3 fields, a patch alone)
 insert into row_patches_3
-  values ((select id from collections where account_id = ?1 and name = ?2), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
+  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_3.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_3.rid) as version;
 
 -- patchSql(3 fields, a group)
 insert into row_patches_3
   select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
-    from (select (select id from collections where account_id = ?1 and name = ?2) as id) c, json_each(?3) p
+    from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_3.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_3.rid) as version;
 
 -- patchSql(4 fields, a patch alone)
 insert into row_patches_4
-  values ((select id from collections where account_id = ?1 and name = ?2), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
+  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_4.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_4.rid) as version;
 
 -- patchSql(4 fields, a group)
 insert into row_patches_4
   select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
-    from (select (select id from collections where account_id = ?1 and name = ?2) as id) c, json_each(?3) p
+    from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_4.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_4.rid) as version;
 
 -- patchSql(5 fields, a patch alone)
 insert into row_patches_5
-  values ((select id from collections where account_id = ?1 and name = ?2), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
+  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_5.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_5.rid) as version;
 
 -- patchSql(5 fields, a group)
 insert into row_patches_5
   select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
-    from (select (select id from collections where account_id = ?1 and name = ?2) as id) c, json_each(?3) p
+    from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_5.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_5.rid) as version;
 
 -- patchSql(6 fields, a patch alone)
 insert into row_patches_6
-  values ((select id from collections where account_id = ?1 and name = ?2), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
+  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_6.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_6.rid) as version;
 
 -- patchSql(6 fields, a group)
 insert into row_patches_6
   select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
-    from (select (select id from collections where account_id = ?1 and name = ?2) as id) c, json_each(?3) p
+    from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_6.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_6.rid) as version;
 
 -- patchSql(7 fields, a patch alone)
 insert into row_patches_7
-  values ((select id from collections where account_id = ?1 and name = ?2), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
+  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_7.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_7.rid) as version;
 
 -- patchSql(7 fields, a group)
 insert into row_patches_7
   select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
-    from (select (select id from collections where account_id = ?1 and name = ?2) as id) c, json_each(?3) p
+    from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_7.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_7.rid) as version;
 
 -- patchSql(8 fields, a patch alone)
 insert into row_patches_8
-  values ((select id from collections where account_id = ?1 and name = ?2), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
+  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_8.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_8.rid) as version;
 
 -- patchSql(8 fields, a group)
 insert into row_patches_8
   select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
-    from (select (select id from collections where account_id = ?1 and name = ?2) as id) c, json_each(?3) p
+    from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_8.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_8.rid) as version;
 
 -- patchSql(9 fields, a patch alone)
 insert into row_patches_9
-  values ((select id from collections where account_id = ?1 and name = ?2), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
+  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_9.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_9.rid) as version;
 
 -- patchSql(9 fields, a group)
 insert into row_patches_9
   select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
-    from (select (select id from collections where account_id = ?1 and name = ?2) as id) c, json_each(?3) p
+    from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_9.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_9.rid) as version;
 
 -- patchSql(10 fields, a patch alone)
 insert into row_patches_10
-  values ((select id from collections where account_id = ?1 and name = ?2), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
+  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_10.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_10.rid) as version;
 
 -- patchSql(10 fields, a group)
 insert into row_patches_10
   select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
-    from (select (select id from collections where account_id = ?1 and name = ?2) as id) c, json_each(?3) p
+    from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_10.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_10.rid) as version;
 
 -- patchSql(11 fields, a patch alone)
 insert into row_patches_11
-  values ((select id from collections where account_id = ?1 and name = ?2), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
+  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_11.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_11.rid) as version;
 
 -- patchSql(11 fields, a group)
 insert into row_patches_11
   select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
-    from (select (select id from collections where account_id = ?1 and name = ?2) as id) c, json_each(?3) p
+    from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_11.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_11.rid) as version;
 
 -- patchSql(12 fields, a patch alone)
 insert into row_patches_12
-  values ((select id from collections where account_id = ?1 and name = ?2), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
+  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_12.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_12.rid) as version;
 
 -- patchSql(12 fields, a group)
 insert into row_patches_12
   select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
-    from (select (select id from collections where account_id = ?1 and name = ?2) as id) c, json_each(?3) p
+    from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_12.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_12.rid) as version;
 
 -- patchSql(13 fields, a patch alone)
 insert into row_patches_13
-  values ((select id from collections where account_id = ?1 and name = ?2), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
+  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_13.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_13.rid) as version;
 
 -- patchSql(13 fields, a group)
 insert into row_patches_13
   select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
-    from (select (select id from collections where account_id = ?1 and name = ?2) as id) c, json_each(?3) p
+    from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_13.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_13.rid) as version;
 
 -- patchSql(14 fields, a patch alone)
 insert into row_patches_14
-  values ((select id from collections where account_id = ?1 and name = ?2), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
+  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_14.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_14.rid) as version;
 
 -- patchSql(14 fields, a group)
 insert into row_patches_14
   select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
-    from (select (select id from collections where account_id = ?1 and name = ?2) as id) c, json_each(?3) p
+    from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_14.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_14.rid) as version;
 
 -- patchSql(15 fields, a patch alone)
 insert into row_patches_15
-  values ((select id from collections where account_id = ?1 and name = ?2), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
+  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_15.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_15.rid) as version;
 
 -- patchSql(15 fields, a group)
 insert into row_patches_15
   select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
-    from (select (select id from collections where account_id = ?1 and name = ?2) as id) c, json_each(?3) p
+    from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_15.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_15.rid) as version;
 
 -- patchSql(16 fields, a patch alone)
 insert into row_patches_16
-  values ((select id from collections where account_id = ?1 and name = ?2), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
+  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_16.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_16.rid) as version;
 
 -- patchSql(16 fields, a group)
 insert into row_patches_16
   select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
-    from (select (select id from collections where account_id = ?1 and name = ?2) as id) c, json_each(?3) p
+    from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_16.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_16.rid) as version;
 

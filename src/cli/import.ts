@@ -2,11 +2,15 @@
 // ids, a batch at a time, each batch written whole or not at all; --resume goes on after the last one.
 import { open, stat } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
+import document from '../../generated/openapi.json' with { type: 'json' };
 import type { ImportedRow } from '../db/imports.ts';
 import { instantOf } from '../db/keys.ts';
 import { assignable, MAX_ROW_BYTES, overRowBound } from '../db/rows.ts';
+import type { RowSchema } from '../db/schemas.ts';
 import type { Store } from '../db/store.ts';
 import { ApiError } from '../errors.ts';
+import { checkRowSchema } from '../schema/check.ts';
+import { compileRowSchema, type RowValidator } from '../schema/compile.ts';
 import { accountAndCollection, accountId, FORMAT, type Header, VERSION } from './collection-file.ts';
 import { type Command, UsageError, withStore } from './command.ts';
 import { Progress } from './progress.ts';
@@ -71,7 +75,39 @@ function parseHeader(text: string): Header {
   if (typeof header.created_at !== 'string' || instantOf(header.created_at) === undefined) {
     throw new MalformedFileError('line 1: "created_at" must be an RFC 3339 time');
   }
+  if (header.schema !== undefined) {
+    try {
+      checkRowSchema(header.schema, '/schema');
+    } catch (error) {
+      if (!(error instanceof ApiError)) throw error;
+      const where = (error.options.errors ?? []).map((place) => ('name' in place ? `${place.name}: ${place.message}` : place.message));
+      throw new MalformedFileError(`line 1: "schema" is no schema rowbase takes: ${[error.detail, ...where].join(' ')}`);
+    }
+  }
+  if (header.indexes !== undefined && !validIndexes(header.indexes)) {
+    throw new MalformedFileError('line 1: "indexes" must be a list of {"fields": [1 to 4 plain names], "unique": true or false}');
+  }
   return header as unknown as Header;
+}
+
+const indexField = new RegExp(document.components.schemas.IndexField.pattern);
+
+/** Whether `indexes` is a list of indexes as openapi.yaml's NewIndex describes them. */
+function validIndexes(indexes: unknown): boolean {
+  return (
+    Array.isArray(indexes) &&
+    indexes.every(
+      (index) =>
+        index !== null &&
+        typeof index === 'object' &&
+        typeof index.unique === 'boolean' &&
+        Array.isArray(index.fields) &&
+        index.fields.length >= 1 &&
+        index.fields.length <= 4 &&
+        new Set(index.fields).size === index.fields.length &&
+        index.fields.every((field: unknown) => typeof field === 'string' && indexField.test(field)),
+    )
+  );
 }
 
 /**
@@ -98,7 +134,11 @@ async function importRows(store: Store, accountId: number, collection: string, f
       // Made with its first batch, at the time the export says it was made: an import that stops before
       // leaves nothing behind.
       if (skipUpTo === undefined) {
-        await store.createCollection(accountId, collection, undefined, header?.created_at);
+        await store.createCollection(accountId, collection, undefined, header?.created_at, undefined, header?.schema);
+        for (const { fields, unique } of header?.indexes ?? []) {
+          await store.createIndex(accountId, collection, fields, unique);
+          for (const field of fields) await store.sortBy(accountId, collection, field);
+        }
         skipUpTo = 0;
       }
       await store.importRows(accountId, collection, batch, lastRowId).catch((error) => {
@@ -116,6 +156,9 @@ async function importRows(store: Store, accountId: number, collection: string, f
       if (header === undefined) {
         header = parseHeader(text);
         skipUpTo = await startImport(store, accountId, collection, resume);
+        // The rows the collection's schema would refuse stop the import before anything is written.
+        const schema = skipUpTo === undefined ? header.schema : (await store.getCollection(accountId, collection)).schema;
+        if (schema) await checkRows(file, compileRowSchema(schema as RowSchema), skipUpTo ?? 0);
         progress = await Progress.start('imported', header.row_count);
         continue;
       }
@@ -156,6 +199,36 @@ async function importRows(store: Store, accountId: number, collection: string, f
       throw new Error(`${file}: ${error.message}; ${kept}`);
     }
     throw error;
+  } finally {
+    lines.close();
+    await handle.close();
+  }
+}
+
+/**
+ * Reads the file's rows with ids above `after` and checks each against `validate`: the first that fails
+ * is a MalformedFileError naming its line and where it fails. Lines that are no rows are left to the
+ * import, which names them as it comes to them.
+ */
+async function checkRows(file: string, validate: RowValidator, after: number): Promise<void> {
+  const handle = await open(file);
+  const lines = createInterface({ input: handle.createReadStream(), crlfDelay: Number.POSITIVE_INFINITY });
+  try {
+    let line = 0;
+    for await (const text of lines) {
+      if (++line === 1) continue;
+      let row: unknown;
+      try {
+        row = JSON.parse(text);
+      } catch {
+        continue;
+      }
+      if (row === null || typeof row !== 'object' || Array.isArray(row)) continue;
+      const { id, ...fields } = row as Record<string, unknown>;
+      if (typeof id === 'number' && id <= after) continue;
+      const [issue] = validate(fields);
+      if (issue) throw new MalformedFileError(`line ${line} breaks the collection's schema at "${issue.pointer}": ${issue.message}`);
+    }
   } finally {
     lines.close();
     await handle.close();

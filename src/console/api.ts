@@ -162,6 +162,10 @@ const collectionPath = (name: string) => `/v1/collections/${encodeURIComponent(n
 export function describe(error: unknown): string {
   if (!(error instanceof ApiError)) return error instanceof Error ? error.message : String(error);
   const { detail, errors } = error.problem;
-  const where = (errors ?? []).map(({ name, message, pointer }) => `${name}${pointer ? ` at ${pointer}` : ''}: ${message}`);
+  const where = (errors ?? []).map((error) =>
+    'row' in error
+      ? `row ${error.row}${error.pointer ? ` at ${error.pointer}` : ''}: ${error.message}`
+      : `${error.name}${error.pointer ? ` at ${error.pointer}` : ''}: ${error.message}`,
+  );
   return [detail, ...where].join(' — ');
 }

@@ -50,7 +50,7 @@ export function RowsView({ api, collection, onChanged, onDeleted }: Props) {
       setFilterError('');
       setError('');
     } catch (failure) {
-      const filterProblem = failure instanceof ApiError && failure.problem.errors?.some((item) => item.name === 'filter');
+      const filterProblem = failure instanceof ApiError && failure.problem.errors?.some((item) => 'name' in item && item.name === 'filter');
       if (filterProblem) setFilterError(describe(failure));
       else setError(describe(failure));
     }

@@ -32,6 +32,10 @@ export interface Dialect {
   knex: Knex;
   /** Wake-ups after each committed change of a collection (changes.ts). */
   changes: Changes;
+  /** The collections' schemas as last seen, and their validators, each compiled once (schemas.ts, RowSchemas). */
+  schemas: SchemaCache;
+  /** How a unique index is made and read, in the dialect's SQL (indexes.ts). */
+  uniqueIndexSql: UniqueIndexSql;
   /** Waits for a connection: Knex's pool is watched by the store, the dialect tells of its own queues (waits.ts). */
   waits: Waits;
   /**
@@ -64,4 +68,37 @@ export interface Dialect {
   codePointOrder: string;
   /** Whether the driver's error is a unique constraint the statement broke, told by its code. */
   isUniqueViolation(error: unknown): boolean;
+}
+
+/** Runs one statement and answers its rows: alone, or inside the write that needs it. */
+export type Read = <T>(sql: string, params: SqlValue[]) => Promise<T[]>;
+
+/** What the writes of rows ask of the collections' schemas (schemas.ts, RowSchemas, which has the details). */
+export interface SchemaCache {
+  /** Runs `write` with the collection's schema id as last seen, again with the stored one when it is stale; 404 for no collection. */
+  retry<T>(read: Read, accountId: number, collection: string, write: (schemaId: number) => Promise<T>): Promise<T>;
+  /** Remembers the collection's schema id (0: none). */
+  note(accountId: number, collection: string, schemaId: number): void;
+  /** 422 row_invalid when any of `rows` breaks the schema `schemaId` (none for 0), each named by `rowOf(index)`. */
+  check(
+    read: Read,
+    schemaId: number,
+    collection: string,
+    rows: readonly Record<string, unknown>[],
+    rowOf?: (index: number) => number,
+  ): Promise<void>;
+}
+
+/** What a dialect writes of a unique index in its own SQL (indexes.ts). */
+export interface UniqueIndexSql {
+  /** The statements that make the index `name` of the rows of collection `collectionId`, keyed by `fields`. */
+  create(name: string, collectionId: number, fields: readonly string[]): string[];
+  /** The statement that drops it. */
+  drop(name: string): string;
+  /** The SQL of a field's key in a row `data` (null when missing or null), as the index keys it. */
+  key(field: string): string;
+  /** The SQL of a value bound as its JSON text (`?`), as key() reads the same value in a row. */
+  value: string;
+  /** A statement run first in a transaction that makes an index, if the dialect needs one. */
+  lockRows?: string;
 }

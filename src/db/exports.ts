@@ -4,7 +4,8 @@
 // page before the next is read: one page is all that is held at once.
 import { collectionNotFound } from './collections.ts';
 import type { PageSource } from './pages.ts';
-import { EXPORT_PAGE_ROWS, exportedCollectionSql, exportRowsSql } from './sql.ts';
+import type { RowSchema } from './schemas.ts';
+import { EXPORT_PAGE_ROWS, exportedCollectionSql, exportedIndexesSql, exportRowsSql } from './sql.ts';
 
 /** A collection as an export describes it, as of the snapshot it was read in. */
 export interface ExportedCollection {
@@ -15,6 +16,10 @@ export interface ExportedCollection {
   /** The last row id handed out; the next row inserted takes the one after. */
   last_row_id: number;
   row_count: number;
+  /** Its schema (openapi.yaml, RowSchema), when it has one. */
+  schema?: RowSchema;
+  /** Its declared indexes (openapi.yaml, NewIndex), when it has some. */
+  indexes?: { fields: string[]; unique: boolean }[];
 }
 
 /** A stored row: its id and its text (its fields but id, as JSON.stringify wrote them). */
@@ -37,6 +42,7 @@ type CollectionRow = {
   row_count: number | string;
   last_row_id: number | string;
   last_seq: number | string;
+  schema: string | null;
 };
 
 /** Reads the account's collection `name` into `reader` in one snapshot of `snapshot`'s; 404 when there is no such collection. */
@@ -50,13 +56,18 @@ export function exportCollection(
     const [found] = await read<CollectionRow>(exportedCollectionSql, [accountId, name]);
     if (!found) throw collectionNotFound(name);
     const collectionId = Number(found.id);
-    await reader.collection({
+    const described: ExportedCollection = {
       name: found.name,
       created_at: found.created_at,
       seq: Number(found.last_seq),
       last_row_id: Number(found.last_row_id),
       row_count: Number(found.row_count),
-    });
+    };
+    if (found.schema !== null) described.schema = JSON.parse(found.schema) as RowSchema;
+    const indexes = await read<{ fields: string; is_unique: boolean | number }>(exportedIndexesSql, [collectionId]);
+    if (indexes.length > 0)
+      described.indexes = indexes.map((index) => ({ fields: JSON.parse(index.fields), unique: Boolean(index.is_unique) }));
+    await reader.collection(described);
     for (let after = 0; ; ) {
       const page = await read<{ id: number | string; data: string }>(exportRowsSql, [collectionId, after]);
       if (page.length === 0) return;

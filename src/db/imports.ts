@@ -7,9 +7,9 @@
 // from. Each dialect writes the rows and their sort keys in its own SQL (sqlite/rows.ts, postgres/rows.ts).
 import { conflict } from '../errors.ts';
 import { collectionId } from './collections.ts';
-import type { Dialect, WriteTx } from './dialect.ts';
+import type { Dialect, SqlValue, WriteTx } from './dialect.ts';
 import { appendEvents, eventRow } from './events.ts';
-import { assignable, overRowBound, rowTooLarge } from './rows.ts';
+import { assignable, type Fields, overRowBound, rowTooLarge } from './rows.ts';
 import { importAdvanceSql, lastRowIdSql } from './sql.ts';
 
 /** A row to import: its id, and its text (its fields but id, as JSON.stringify writes them). */
@@ -54,20 +54,20 @@ export async function importRowsIn(
   const upTo = Math.max(last, lastRowId);
   // No rows: none can clash with the collection's, which only moves its last row id.
   const first = rows.length > 0 ? rows[0].id : Number.MAX_SAFE_INTEGER;
-  const [counters] = await db.run<{ id: number | string; last_seq: number | string; sorted: string }>(trx, importAdvanceSql, [
-    rows.length,
-    rows.length,
-    upTo,
-    upTo,
-    accountId,
-    name,
-    first,
-  ]);
+  const [counters] = await db.run<{ id: number | string; last_seq: number | string; sorted: string; schema_id: number | string }>(
+    trx,
+    importAdvanceSql,
+    [rows.length, rows.length, upTo, upTo, accountId, name, first],
+  );
   if (!counters) {
     await collectionId(db, accountId, name); // 404 when the collection is not there
     throw conflict(`The ids of collection ${name} reach ${first} already: imported rows take ids above its last one.`);
   }
   if (rows.length === 0) return;
+  // The schema the rows commit under, the collection's row held (schemas.ts); each row named by its id.
+  const read = <T>(sql: string, params: SqlValue[]) => db.run<T>(trx, sql, params);
+  const fields = rows.map(({ text }) => JSON.parse(text) as Fields);
+  await db.schemas.check(read, Number(counters.schema_id), name, fields, (index) => rows[index].id);
   const id = Number(counters.id);
   await importer.insertRows(trx, id, rows, Number(counters.last_seq) - rows.length + 1);
   const sorted = JSON.parse(counters.sorted) as string[];

@@ -210,6 +210,41 @@ const migrations = (schema: DialectSchema): Record<string, Knex.Migration> => ({
   },
   '0012_postgres_once_taken': schema.own['0012_postgres_once_taken'] ?? unchanged,
   '0013_sqlite_answers_pruned_oldest_first': schema.own['0013_sqlite_answers_pruned_oldest_first'] ?? unchanged,
+  '0014_collection_schemas': {
+    async up(knex) {
+      // A collection's schema (openapi.yaml, RowSchema), a row of its own: the collection's row, which
+      // every write updates, stays small. Schema ids are never reused, by any collection, so that an id
+      // names one schema for good: every write checks that the schema its rows were checked against is
+      // still its collection's (`schema_id`, 0 for none) in the statement that writes them (schemas.ts).
+      await knex.schema.createTable('collection_schemas', (t) => {
+        t.increments('id');
+        t.integer('collection_id').notNullable().index();
+        t.text('schema').notNullable();
+      });
+      await knex.schema.alterTable('collections', (t) => {
+        t.bigInteger('schema_id').notNullable().defaultTo(0);
+      });
+    },
+    async down(knex) {
+      await knex.raw('alter table collections drop column schema_id');
+      await knex.schema.dropTable('collection_schemas');
+    },
+  },
+  '0015_collection_indexes': {
+    async up(knex) {
+      // The indexes declared of a collection (openapi.yaml, createIndex; indexes.ts): its fields, a JSON
+      // array of names. A unique one is also an index of the database, named after this row's id.
+      await knex.schema.createTable('collection_indexes', (t) => {
+        t.increments('id');
+        t.integer('collection_id').notNullable().index();
+        t.text('fields').notNullable();
+        t.boolean('is_unique').notNullable();
+      });
+    },
+    async down(knex) {
+      await knex.schema.dropTable('collection_indexes');
+    },
+  },
 });
 
 /** A migration that changes nothing on a dialect. */

@@ -12,8 +12,9 @@ import type { Dialect } from './dialect.ts';
 import { DatabaseClosedError, type ErrorCodes, translateError } from './errors.ts';
 import { feedStart, latestSeq, readEvents } from './events.ts';
 import type { CollectionReader } from './exports.ts';
-import { findOnce, type OnceRequest, pruneOnceBatch } from './idempotency.ts';
+import { findOnce, type Once, type OnceRequest, pruneOnceBatch } from './idempotency.ts';
 import { type ImportedRow, lastRowIdOf } from './imports.ts';
+import { createIndex, deleteIndex, listIndexes } from './indexes.ts';
 import {
   accountIdOf,
   createAccountKey,
@@ -33,6 +34,8 @@ import type { Page, RowsPage } from './pages.ts';
 import { accountPlan, listPlans, setPlan } from './plans.ts';
 import { collectionsAfter, pruneEventBatch } from './retention.ts';
 import type { ChangedRows, Fields, InsertedRows, VersionedRow, WriteOptions } from './rows.ts';
+import { deleteSchema, getSchema, putSchema } from './schemas.ts';
+import type { Upserted } from './upserts.ts';
 import { addUsage, readUsage } from './usage.ts';
 import { type Waits, watchKnexPool } from './waits.ts';
 
@@ -49,6 +52,18 @@ export interface RowOperations {
    * a batch of one), so the key alone is handed here; every other write is handed how to answer too.
    */
   insertRows(accountId: number, collection: string, items: Fields[], options?: { once?: OnceRequest }): Promise<InsertedRows>;
+  /**
+   * Upserts (upserts.ts): each row whose values of the unique index of `onConflict` a stored row holds
+   * patches it, every other is inserted, in order, all or none, one event each; answers the rows as
+   * stored, in the order sent.
+   */
+  upsertRows(
+    accountId: number,
+    collection: string,
+    items: Fields[],
+    onConflict: string[],
+    options?: { once?: Once<Upserted> },
+  ): Promise<Upserted>;
   /** One page of rows (pages.ts); 404 when the collection does not exist. */
   listRows(accountId: number, collection: string, page: Page): Promise<RowsPage>;
   /** The row and its version; 404 for a missing row or collection. */
@@ -87,6 +102,8 @@ export interface RowOperations {
     max: number,
     options?: WriteOptions<ChangedRows>,
   ): Promise<ChangedRows>;
+  /** Makes a sort index of `field` in the collection (sort-indexes.ts), unless it has one or as many as it may. */
+  sortBy(accountId: number, collection: string, field: string): Promise<void>;
   /** Hands the collection and then its rows, by id, to `reader`, all read in one snapshot (exports.ts); 404 when it does not exist. */
   exportCollection(accountId: number, collection: string, reader: CollectionReader): Promise<void>;
   /**
@@ -120,6 +137,12 @@ const shared = {
   deleteCollection,
   getCollection,
   listCollections,
+  getSchema,
+  putSchema,
+  deleteSchema,
+  listIndexes,
+  createIndex,
+  deleteIndex,
   createKey,
   createAccountKey,
   listKeys,

@@ -9,7 +9,7 @@
  * counters and sorted fields.
  */
 export const advanceSql = `update collections set last_row_id = last_row_id + ?, last_seq = last_seq + ?, row_count = row_count + ?
-  where account_id = ? and name = ? returning id, last_row_id, last_seq, sorted`;
+  where account_id = ? and name = ? returning id, last_row_id, last_seq, sorted, schema_id`;
 
 /**
  * The first statement of a collection's creation: writes the account's row, which holds it until
@@ -19,7 +19,7 @@ export const lockAccountSql = 'update accounts set id = id where id = ?';
 
 /** Makes the account's collection, unless it holds `?` collections already: then no row is answered. */
 export const createCollectionSql = `insert into collections (account_id, name, created_at, row_count)
-  select ?, ?, ?, 0 where (select count(*) from collections where account_id = ?) < ? returning name`;
+  select ?, ?, ?, 0 where (select count(*) from collections where account_id = ?) < ? returning id`;
 
 /** The events of a change, `n` of them, seven values each: collection, seq, type, row id, row, the row before (or null), time. */
 export const insertEventsSql = (n: number) =>
@@ -94,15 +94,37 @@ export const keyOrder = (k: string, dir: 'asc' | 'desc') => `${k}rank ${dir}, ${
 const collectionColumns = 'name, created_at, row_count, last_seq';
 export const listCollectionsSql = (collate: string) =>
   `select ${collectionColumns} from collections where account_id = ? order by name${collate}`;
-export const getCollectionSql = `select ${collectionColumns} from collections where account_id = ? and name = ?`;
+/** The collection, with its schema's text (null for none). */
+export const getCollectionSql = `select ${collectionColumns}, s.schema from collections c left join collection_schemas s on s.id = c.schema_id
+  where c.account_id = ? and c.name = ?`;
 export const collectionIdSql = 'select id from collections where account_id = ? and name = ?';
 /** A collection's deletion, after advance() holds its row: its rows, events and sort keys, then itself. */
 export const deleteCollectionSqls = [
   'delete from rows where collection_id = ?',
   'delete from events where collection_id = ?',
   'delete from sort_keys where collection_id = ?',
+  'delete from collection_schemas where collection_id = ?',
+  'delete from collection_indexes where collection_id = ?',
   'delete from collections where id = ?',
 ];
+
+/** The name of the database's index that a unique index of a collection is (indexes.ts), by its id. */
+export const uniqueIndexName = (id: number) => `rows_unique_${id}`;
+/** The ids of the collection `?`'s unique indexes. */
+export const uniqueIndexIdsSql = 'select id from collection_indexes where collection_id = ? and is_unique';
+
+// Schemas (schemas.ts; openapi.yaml, RowSchema).
+
+/** The account's collection's schema id (0 for none), by name. */
+export const schemaIdSql = 'select schema_id from collections where account_id = ? and name = ?';
+/** A schema's text, by its id. */
+export const schemaTextSql = 'select schema from collection_schemas where id = ?';
+/** Stores a schema of the collection `?`, answering its new id. */
+export const insertSchemaSql = 'insert into collection_schemas (collection_id, schema) values (?, ?) returning id';
+/** Makes schema `?` the collection `?`'s (0: none). */
+export const setSchemaIdSql = 'update collections set schema_id = ? where id = ?';
+/** The collection `?`'s schemas but `?`, gone. */
+export const dropOtherSchemasSql = 'delete from collection_schemas where collection_id = ? and id <> ?';
 
 /** The account, made on its first key; a write first, so that the transaction takes SQLite's write lock at once. */
 export const ensureAccountSql = "insert into accounts (name, plan, created_at) values (?, 'free', ?) on conflict (name) do nothing";
@@ -183,8 +205,10 @@ export const pruneEventsSql = 'delete from events where collection_id = ? and se
 /** The rows of one page of an export at most: a bound on what the command holds at once. */
 export const EXPORT_PAGE_ROWS = 1000;
 /** The collection as an export describes it, read in the export's snapshot. */
-export const exportedCollectionSql =
-  'select id, name, created_at, row_count, last_row_id, last_seq from collections where account_id = ? and name = ?';
+export const exportedCollectionSql = `select c.id, c.name, c.created_at, c.row_count, c.last_row_id, c.last_seq, s.schema
+  from collections c left join collection_schemas s on s.id = c.schema_id where c.account_id = ? and c.name = ?`;
+/** The collection's declared indexes, in the order they were made. */
+export const exportedIndexesSql = 'select fields, is_unique from collection_indexes where collection_id = ? order by id';
 /** The page of an export after row id `?`, by id: keyset pages, each found through the primary key. */
 export const exportRowsSql = `select id, data from rows where collection_id = ? and id > ? order by id limit ${EXPORT_PAGE_ROWS}`;
 /**
@@ -195,6 +219,6 @@ export const exportRowsSql = `select id, data from rows where collection_id = ? 
  */
 export const importAdvanceSql = `update collections set last_seq = last_seq + ?, row_count = row_count + ?,
     last_row_id = case when last_row_id < ? then ? else last_row_id end
-  where account_id = ? and name = ? and last_row_id < ? returning id, last_seq, sorted`;
+  where account_id = ? and name = ? and last_row_id < ? returning id, last_seq, sorted, schema_id`;
 /** The last row id the collection has handed out, where an import resumed goes on from. */
 export const lastRowIdSql = 'select last_row_id from collections where account_id = ? and name = ?';

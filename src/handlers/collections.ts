@@ -1,9 +1,23 @@
 import type { Collection } from '../db/collections.ts';
 import { answerOnce } from '../db/idempotency.ts';
+import type { Index } from '../db/indexes.ts';
+import type { RowSchema } from '../db/schemas.ts';
 import { forbidden } from '../errors.ts';
+import { checkRowSchema } from '../schema/check.ts';
 import type { Handlers, Result } from './types.ts';
 
-export const collectionHandlers: Handlers<'listCollections' | 'createCollection' | 'getCollection' | 'deleteCollection'> = {
+export const collectionHandlers: Handlers<
+  | 'listCollections'
+  | 'createCollection'
+  | 'getCollection'
+  | 'deleteCollection'
+  | 'getCollectionSchema'
+  | 'putCollectionSchema'
+  | 'deleteCollectionSchema'
+  | 'listIndexes'
+  | 'createIndex'
+  | 'deleteIndex'
+> = {
   async listCollections({ principal }, { store }) {
     const listed = await store.listCollections(principal.accountId);
     // A key limited to named collections sees only those (operations.ts answers 404 for the others).
@@ -16,8 +30,11 @@ export const collectionHandlers: Handlers<'listCollections' | 'createCollection'
     if (principal.collections && !principal.collections.has(body.name)) {
       throw forbidden(`The key is limited to collections it names, and ${body.name} is not one of them.`);
     }
+    const schema = body.schema === undefined ? undefined : checkRowSchema(body.schema, '/schema');
     const once = input.once && answerOnce(input.once, answerCreated);
-    return answerCreated(await store.createCollection(principal.accountId, body.name, config.maxCollectionsPerAccount, undefined, once));
+    return answerCreated(
+      await store.createCollection(principal.accountId, body.name, config.maxCollectionsPerAccount, undefined, once, schema),
+    );
   },
 
   async getCollection({ principal, path }, { store }) {
@@ -26,6 +43,44 @@ export const collectionHandlers: Handlers<'listCollections' | 'createCollection'
 
   async deleteCollection({ principal, path, once }, { store }) {
     await store.deleteCollection(principal.accountId, path.collection_name, once && answerOnce(once, answerDeleted));
+    return answerDeleted();
+  },
+
+  async getCollectionSchema({ principal, path }, { store }) {
+    return { status: 200, body: await store.getSchema(principal.accountId, path.collection_name) };
+  },
+
+  async putCollectionSchema({ principal, path, body, once }, { store }) {
+    const schema = checkRowSchema(body, '');
+    return answerSchema(await store.putSchema(principal.accountId, path.collection_name, schema, once && answerOnce(once, answerSchema)));
+  },
+
+  async deleteCollectionSchema({ principal, path, once }, { store }) {
+    await store.deleteSchema(principal.accountId, path.collection_name, once && answerOnce(once, answerDeleted));
+    return answerDeleted();
+  },
+
+  async listIndexes({ principal, path }, { store }) {
+    return { status: 200, body: await store.listIndexes(principal.accountId, path.collection_name) };
+  },
+
+  async createIndex({ principal, path, body, once }, { store }) {
+    const collection = path.collection_name;
+    const answer = (index: Index) => answerIndexCreated(collection, index);
+    const index = await store.createIndex(
+      principal.accountId,
+      collection,
+      body.fields,
+      body.unique ?? false,
+      once && answerOnce(once, answer),
+    );
+    // Pages ordered or filtered by its fields are read through sort indexes from now on.
+    for (const field of index.fields) await store.sortBy(principal.accountId, collection, field);
+    return answer(index);
+  },
+
+  async deleteIndex({ principal, path, once }, { store }) {
+    await store.deleteIndex(principal.accountId, path.collection_name, path.index_name, once && answerOnce(once, answerDeleted));
     return answerDeleted();
   },
 };
@@ -39,4 +94,12 @@ function answerCreated(collection: Collection): Result {
 
 function answerDeleted(): Result {
   return { status: 204 };
+}
+
+function answerIndexCreated(collection: string, index: Index): Result {
+  return { status: 201, body: index, headers: { Location: `/v1/collections/${collection}/indexes/${index.name}` } };
+}
+
+function answerSchema(schema: RowSchema): Result {
+  return { status: 200, body: schema };
 }

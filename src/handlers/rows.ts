@@ -4,6 +4,7 @@ import type { Page, RowsPage } from '../db/pages.ts';
 import { selectFields } from '../db/pages.ts';
 import type { ChangedRows, InsertedRows, VersionedRow } from '../db/rows.ts';
 import type { Store } from '../db/store.ts';
+import type { Upserted } from '../db/upserts.ts';
 import { validationFailed } from '../errors.ts';
 import { etagOf, ifMatch, ifNoneMatch } from '../http/request.ts';
 import { type CursorScope, lastRow, makeCursor, readCursor } from '../query/cursor.ts';
@@ -88,12 +89,17 @@ export const rowHandlers: Handlers<
     };
   },
 
-  async insertRows({ principal, path, body, once }, { store, config }) {
+  async insertRows({ principal, path, query, body, once }, { store, config }) {
     // The bound is the server's setting, so openapi.yaml states it in words, not as maxItems (see there).
     if (body.length > config.maxBatchRows) {
       throw validationFailed(`A batch holds at most ${config.maxBatchRows} rows; this one has ${body.length}.`, [
         { in: 'body', name: '', message: `must NOT have more than ${config.maxBatchRows} items` },
       ]);
+    }
+    if (query.on_conflict !== undefined) {
+      const onConflict = query.on_conflict.split(',');
+      const options = { once: once && answerOnce(once, answerUpserted) };
+      return answerUpserted(await store.upsertRows(principal.accountId, path.collection_name, body, onConflict, options));
     }
     // The insert's statement stores its answer, made in SQL as answerInserted() makes it.
     return answerInserted(await store.insertRows(principal.accountId, path.collection_name, body, { once }));
@@ -143,6 +149,11 @@ export const rowHandlers: Handlers<
 /** A batch of one row answers that row's ETag; a larger batch has no one ETag (openapi.yaml, insertRows). */
 function answerInserted({ json, versions }: InsertedRows): Result {
   return { status: 201, body: json, headers: versions.length === 1 ? { ETag: etagOf(versions[0]) } : undefined };
+}
+
+/** An upsert's rows, as JSON text made by the data layer. */
+function answerUpserted({ json }: Upserted): Result {
+  return { status: 200, body: json };
 }
 
 function answerPatched({ json, version }: VersionedRow): Result {

@@ -3,15 +3,12 @@
 // service, and that compiles. What each refusal means for a user is in docs/schemas.md.
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { type FieldError, validationFailed } from '../errors.ts';
-import { compileRowSchema } from './compile.ts';
+import { compileRowSchema, type RowSchema } from './compile.ts';
 import { escapePointer, issueOf } from './issues.ts';
 import { isObject, type SchemaProblem, walkSchema } from './keywords.ts';
 import { refProblems } from './refs.ts';
 
-declare const checked: unique symbol;
-
-/** A schema checkRowSchema accepted: the only kind compileRowSchema compiles. */
-export type RowSchema = Record<string, unknown> & { readonly [checked]: true };
+export type { RowSchema };
 
 /** The most bytes of a schema, as compact JSON in UTF-8 (as it is stored): 64 KiB. */
 export const maxSchemaBytes = 64 * 1024;

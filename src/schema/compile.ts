@@ -1,8 +1,12 @@
 // A collection's schema compiled into the function its rows are validated with: once for each version
 // of the schema, never for each request (the caller keeps it beside the collection).
 import { rowAjv } from './ajv.ts';
-import type { RowSchema } from './check.ts';
 import { issueOf, type RowIssue } from './issues.ts';
+
+declare const checked: unique symbol;
+
+/** A schema checkRowSchema accepted: the only kind compileRowSchema compiles. */
+export type RowSchema = Record<string, unknown> & { readonly [checked]: true };
 
 export type { RowIssue };
 

@@ -76,6 +76,11 @@ describeEachBackend('rowbase export and import', (backend: BackendName) => {
   /** A collection of `count` rows (rowAt), made through the Store, with `from` the first row's number. */
   async function collectionOf(name: string, count: number): Promise<void> {
     expect((await client.post('/v1/collections', { name })).status).to.equal(201);
+    await collectionRows(name, count);
+  }
+
+  /** Inserts `count` rows (rowAt) into the collection, through the Store. */
+  async function collectionRows(name: string, count: number): Promise<void> {
     for (let start = 0; start < count; start += 1000) {
       const items = Array.from({ length: Math.min(1000, count - start) }, (_, index) => rowAt(start + index + 1));
       await store.insertRows(accountId, name, items);
@@ -279,6 +284,66 @@ describeEachBackend('rowbase export and import', (backend: BackendName) => {
     expect(imported.code, imported.stderr).to.equal(0);
     expect(await digestOf(target)).to.deep.equal(await digestOf(source));
     expect(await nextId(target)).to.equal(4);
+  });
+
+  it("carries the collection's schema and indexes: the export names them, and the import makes the collection with them", async () => {
+    const source = newName('typed');
+    const schema = { type: 'object', required: ['n'], properties: { n: { type: 'integer' }, text: { type: 'string' } } };
+    expect((await client.post('/v1/collections', { name: source, schema })).status).to.equal(201);
+    await collectionRows(source, 5);
+    expect((await client.post(`/v1/collections/${source}/indexes`, { fields: ['text'], unique: true })).status).to.equal(201);
+    expect((await client.post(`/v1/collections/${source}/indexes`, { fields: ['n', 'tag'] })).status).to.equal(201);
+    const indexes = (await client.get(`/v1/collections/${source}/indexes`)).body;
+    const exported = file(`${source}.ndjson`);
+    expect((await rowbase('export', '--account', 'acme', '--collection', source, '--out', exported)).code).to.equal(0);
+    const header = JSON.parse((await readFile(exported, 'utf8')).split('\n')[0]);
+    expect(header.schema).to.deep.equal(schema);
+    expect(header.indexes).to.deep.equal([
+      { fields: ['text'], unique: true },
+      { fields: ['n', 'tag'], unique: false },
+    ]);
+    const target = newName('typed-copy');
+
+    const imported = await rowbase('import', '--account', 'acme', '--collection', target, exported);
+
+    expect(imported.code, imported.stderr).to.equal(0);
+    expect((await client.get(`/v1/collections/${target}/schema`)).body).to.deep.equal(schema);
+    expect((await client.get(`/v1/collections/${target}/indexes`)).body).to.deep.equal(indexes);
+    expect(await digestOf(target)).to.deep.equal(await digestOf(source));
+    const copied = await client.post<{ code: string }>(`/v1/collections/${target}/rows`, [{ n: 1, text: rowAt(1).text }]);
+    expect(copied.body.code).to.equal('unique_violation');
+    expect((await client.post(`/v1/collections/${target}/rows`, [{ n: 'one' }])).status).to.equal(422);
+  });
+
+  it('checks the whole file against the schema before it writes: the first row that breaks it names its line, nothing written', async () => {
+    const source = newName('typed');
+    const schema = { type: 'object', properties: { n: { type: 'integer' } } };
+    expect((await client.post('/v1/collections', { name: source, schema })).status).to.equal(201);
+    await collectionRows(source, 1500);
+    const good = file(`${source}.ndjson`);
+    expect((await rowbase('export', '--account', 'acme', '--collection', source, '--out', good)).code).to.equal(0);
+    const lines = (await readFile(good, 'utf8')).split('\n');
+    // Line 1202 is row 1201, in the second batch: the first batch is not written either.
+    lines[1201] = JSON.stringify({ ...JSON.parse(lines[1201]), n: 'many' });
+    const bad = file(`${source}-bad.ndjson`);
+    await writeFile(bad, lines.join('\n'));
+    const target = newName('typed-target');
+
+    const stopped = await rowbase('import', '--account', 'acme', '--collection', target, bad);
+
+    expect(stopped.code).to.equal(1);
+    expect(stopped.stderr).to.match(
+      new RegExp(`^rowbase: ${literally(bad)}: line 1202 breaks the collection's schema at "/n": [^\\n]+; nothing is imported\\n$`),
+    );
+    expect((await client.get(`/v1/collections/${target}`)).status).to.equal(404);
+
+    // A schema in line 1 that rowbase does not take is refused before anything is written.
+    lines[0] = JSON.stringify({ ...JSON.parse(lines[0]), schema: { type: 'object', if: {} } });
+    await writeFile(bad, lines.join('\n'));
+    const refused = await rowbase('import', '--account', 'acme', '--collection', target, bad);
+    expect(refused.code).to.equal(1);
+    expect(refused.stderr).to.match(/line 1: "schema" is no schema rowbase takes/);
+    expect((await client.get(`/v1/collections/${target}`)).status).to.equal(404);
   });
 
   it('sends an insert event for every imported row, in id order', async () => {

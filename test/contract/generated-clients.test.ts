@@ -55,6 +55,14 @@ const expectedStatuses = {
   revokeKey: 204,
   openFeed: 400,
   headFeed: 400,
+  putCollectionSchema: 200,
+  getCollectionSchema: 200,
+  headCollectionSchema: 200,
+  deleteCollectionSchema: 204,
+  createIndex: 201,
+  listIndexes: 200,
+  headIndexes: 200,
+  deleteIndex: 204,
   deleteCollection: 204,
 };
 

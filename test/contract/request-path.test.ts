@@ -10,13 +10,15 @@ import { startTestServer, type TestServer } from '../support/server.ts';
  * is the longer). Both cross the stages of app.ts and the answer they write (http/stages.ts), what the
  * request sends (http/request.ts: its body, its Idempotency-Key, which lets a write without one pass,
  * and If-Match), the operation (http/operations.ts), the meter, the handler, the store's edge with its
- * cache of keys (db/operations.ts) and the rules of rows (db/rows.ts). Then SQLite's rows.ts (the
+ * cache of keys (db/operations.ts), the rules of rows (db/rows.ts) and the collection's schema the row
+ * is checked against (db/schemas.ts: its id as last seen, which the write's statement confirms; the
+ * validator itself runs only for a collection with a schema). Then SQLite's rows.ts (the
  * operations and the writer's prepared statements), sql.ts and the writer's queue (db/batches.ts,
  * GroupedWrites); PostgreSQL's rows.ts (whose listener hears the NOTIFY of the change and leaves it to
  * this process's own) and statements.ts, with its SQL in sql.ts, made once at start. db/idempotency.ts
  * runs only for a write sent with a key.
  */
-const MAX_FILES = 10;
+const MAX_FILES = 11;
 
 describeEachBackend('the path of a request through src/', (backend) => {
   let server: TestServer;

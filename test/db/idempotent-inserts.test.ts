@@ -146,9 +146,9 @@ describeEachBackend('inserts sent with an Idempotency-Key, merged', (backend) =>
       try {
         await connection.query('set plan_cache_mode = force_generic_plan');
         await connection.query(
-          `prepare keyed_insert (integer, text, integer, text, text, text, text, text) as ${insertBatchWithAnswersSql}`,
+          `prepare keyed_insert (integer, text, integer, text, text, text, text, text, bigint) as ${insertBatchWithAnswersSql}`,
         );
-        const { rows } = await connection.query("explain execute keyed_insert (1, 'notes', 1, '{}', 'channel', 'instance', '[]', '0')");
+        const { rows } = await connection.query("explain execute keyed_insert (1, 'notes', 1, '{}', 'channel', 'instance', '[]', '0', 0)");
         const plan = rows.map((row: Record<string, string>) => row['QUERY PLAN']).join('\n');
         expect(plan).to.include('Insert on idempotency_keys');
         expect(plan).not.to.include('Seq Scan on idempotency_keys');

@@ -12,7 +12,7 @@ function refusal(schema: unknown, where = ''): { detail: string; errors: FieldEr
     expect(error).to.be.instanceOf(ApiError);
     const { code, status, detail, options } = error as ApiError;
     expect([code, status]).to.deep.equal(['validation_failed', 400]);
-    return { detail, errors: options.errors ?? [] };
+    return { detail, errors: (options.errors ?? []) as FieldError[] };
   }
   throw new Error(`accepted ${JSON.stringify(schema)}`);
 }

@@ -43,6 +43,14 @@ export async function callEveryOperation(baseUrl: string, key: string, collectio
     revokeKey: () => sdk.revokeKey({ path: { prefix } }),
     openFeed: () => sdk.openFeed({ query: { collection } }),
     headFeed: () => sdk.headFeed({ query: { collection } }),
+    putCollectionSchema: () => sdk.putCollectionSchema({ path, body: { type: 'object' } }),
+    getCollectionSchema: () => sdk.getCollectionSchema({ path }),
+    headCollectionSchema: () => sdk.headCollectionSchema({ path }),
+    deleteCollectionSchema: () => sdk.deleteCollectionSchema({ path }),
+    createIndex: () => sdk.createIndex({ path, body: { fields: ['n'] } }),
+    listIndexes: () => sdk.listIndexes({ path }),
+    headIndexes: () => sdk.headIndexes({ path }),
+    deleteIndex: () => sdk.deleteIndex({ path: { ...path, index_name: 'n' } }),
     deleteCollection: () => sdk.deleteCollection({ path }),
   } satisfies Record<keyof typeof sdk, () => Promise<{ response?: Response }>>);
   const missing = await sdk.getCollection({ path });

@@ -47,6 +47,15 @@ export async function callEveryOperation(baseUrl: string, key: string, collectio
     revokeKey: () => api.DELETE('/v1/keys/{prefix}', { params: { path: { prefix } } }),
     openFeed: () => api.GET('/ws', { params: { query: { collection } } }),
     headFeed: () => api.HEAD('/ws', { params: { query: { collection } } }),
+    putCollectionSchema: () => api.PUT('/v1/collections/{collection_name}/schema', { params: { path }, body: { type: 'object' } }),
+    getCollectionSchema: () => api.GET('/v1/collections/{collection_name}/schema', { params: { path } }),
+    headCollectionSchema: () => api.HEAD('/v1/collections/{collection_name}/schema', { params: { path } }),
+    deleteCollectionSchema: () => api.DELETE('/v1/collections/{collection_name}/schema', { params: { path } }),
+    createIndex: () => api.POST('/v1/collections/{collection_name}/indexes', { params: { path }, body: { fields: ['n'] } }),
+    listIndexes: () => api.GET('/v1/collections/{collection_name}/indexes', { params: { path } }),
+    headIndexes: () => api.HEAD('/v1/collections/{collection_name}/indexes', { params: { path } }),
+    deleteIndex: () =>
+      api.DELETE('/v1/collections/{collection_name}/indexes/{index_name}', { params: { path: { ...path, index_name: 'n' } } }),
     deleteCollection: () => api.DELETE('/v1/collections/{collection_name}', { params: { path } }),
   } satisfies Record<keyof operations, () => Promise<{ response: Response }>>);
   const missing = await api.GET('/v1/collections/{collection_name}', { params: { path } });

@@ -25,7 +25,7 @@ export async function callEveryOperation(baseUrl: string, key: string, collectio
     headCollections: () => api.headCollections(options),
     getCollection: () => api.getCollection(collection, options),
     headCollection: () => api.headCollection(collection, options),
-    insertRows: () => api.insertRows(collection, rows, options),
+    insertRows: () => api.insertRows(collection, rows, undefined, options),
     listRows: () => api.listRows(collection, page, options),
     headRows: () => api.headRows(collection, page, options),
     listVersionedRows: () => api.listVersionedRows(collection, page, options),
@@ -47,6 +47,14 @@ export async function callEveryOperation(baseUrl: string, key: string, collectio
     revokeKey: () => api.revokeKey(prefix, options),
     openFeed: () => api.openFeed({ collection }, options),
     headFeed: () => api.headFeed({ collection }, options),
+    putCollectionSchema: () => api.putCollectionSchema(collection, { type: 'object' }, options),
+    getCollectionSchema: () => api.getCollectionSchema(collection, options),
+    headCollectionSchema: () => api.headCollectionSchema(collection, options),
+    deleteCollectionSchema: () => api.deleteCollectionSchema(collection, options),
+    createIndex: () => api.createIndex(collection, { fields: ['n'] }, options),
+    listIndexes: () => api.listIndexes(collection, options),
+    headIndexes: () => api.headIndexes(collection, options),
+    deleteIndex: () => api.deleteIndex(collection, 'n', options),
     deleteCollection: () => api.deleteCollection(collection, options),
   } satisfies Record<Operation, () => Promise<{ status: number }>>);
   const missing = await api.getCollection(collection, options);

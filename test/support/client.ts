@@ -47,6 +47,7 @@ export class Client {
 
   get = <T = unknown>(path: string, options?: RequestOptions) => this.request<T>('GET', path, options);
   post = <T = unknown>(path: string, json?: unknown, options?: RequestOptions) => this.request<T>('POST', path, { json, ...options });
+  put = <T = unknown>(path: string, json?: unknown, options?: RequestOptions) => this.request<T>('PUT', path, { json, ...options });
   patch = <T = unknown>(path: string, json?: unknown, options?: RequestOptions) => this.request<T>('PATCH', path, { json, ...options });
   delete = <T = unknown>(path: string, options?: RequestOptions) => this.request<T>('DELETE', path, options);
 }

@@ -140,6 +140,10 @@ const statusOfCode: Record<string, number> = {
   internal: 500,
   unavailable: 503,
   query_timeout: 503,
+  row_invalid: 422,
+  schema_conflict: 409,
+  unique_violation: 409,
+  unique_conflict: 409,
 };
 
 /** A problem's status is the HTTP status, its code is the one of that status, and its type names its code. */

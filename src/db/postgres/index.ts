@@ -8,6 +8,7 @@ import { DatabaseOpenError, defaultSortIndexes, knexLog, type StoreOptions } fro
 import type { Dialect, OnceRow } from '../dialect.ts';
 import { migrationSource } from '../migrations.ts';
 import { assembleStore, BackupRefusedError, type Backups, type Store } from '../operations.ts';
+import { RowSchemas } from '../schemas.ts';
 import { KnownIndexes } from '../sort-indexes.ts';
 import { onceAnswerSql } from '../sql.ts';
 import { Waits } from '../waits.ts';
@@ -15,7 +16,16 @@ import { filterSql, keyBoundsSql } from './filter.ts';
 import { postgresSchema } from './migrations.ts';
 import { CHANNEL, listenForChanges, postgresRows } from './rows.ts';
 import { makeSortIndex } from './sort-indexes.ts';
-import { filteredSortedPage, holdOnceSql, notifySql, orderedPage, pruneOnceSql, sortedPage, sortedPageAfter } from './sql.ts';
+import {
+  filteredSortedPage,
+  holdOnceSql,
+  notifySql,
+  orderedPage,
+  pruneOnceSql,
+  sortedPage,
+  sortedPageAfter,
+  uniqueIndexSql,
+} from './sql.ts';
 import { runAlone, runInTransaction, runTimed } from './statements.ts';
 
 /** Opens the database that `url` names and brings its schema up to date. */
@@ -35,6 +45,8 @@ export async function openPostgresStore(
   const db: Dialect = {
     knex,
     changes,
+    schemas: new RowSchemas(),
+    uniqueIndexSql,
     // Every connection comes from Knex's pool, which the store watches.
     waits: new Waits(),
     run: runInTransaction,

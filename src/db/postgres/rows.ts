@@ -23,11 +23,13 @@ import { appendEvents, eventRow } from '../events.ts';
 import { exportCollection } from '../exports.ts';
 import { beginOnce, type OnceRequest, OnceTaken, onceInProgress, recordOnce } from '../idempotency.ts';
 import { importRowsIn, type RowImporter } from '../imports.ts';
+import { keepingUnique, type WrittenRow } from '../indexes.ts';
 import type { RowOperations } from '../operations.ts';
 import { type PageSource, readPage } from '../pages.ts';
 import { changedRows, deleteRowIn, deleteRowsIn, matchedRows } from '../row-writes.ts';
 import {
   assignable,
+  type Fields,
   type FirstInserted,
   insertedRows,
   noSuchRow,
@@ -39,6 +41,8 @@ import {
   versionMatches,
   versionOf,
 } from '../rows.ts';
+import { StaleSchema } from '../schemas.ts';
+import { upsertRowsIn } from '../upserts.ts';
 import {
   advanceReadingRowSql,
   getRowSql,
@@ -61,6 +65,8 @@ interface Insert {
   accountId: number;
   collection: string;
   texts: string[];
+  /** The schema its rows were checked with (../schemas.ts; 0 for none). */
+  schemaId: number;
   once?: OnceRequest;
 }
 
@@ -75,6 +81,11 @@ const MAX_INSERT_ROWS = 5000;
 /** `queryTimeoutMs`: how long a page that sorts or filters may run before it is cancelled (connect.ts, StoreOptions). */
 export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: PageSource): RowOperations {
   const { knex, changes } = db;
+  /** Reads inside the write `trx`. */
+  const readIn =
+    (trx: WriteTx) =>
+    <T>(sql: string, params: SqlValue[]) =>
+      db.run<T>(trx, sql, params);
 
   /** An import's rows and their sort keys (../imports.ts), in PostgreSQL's SQL. */
   const importer: RowImporter = {
@@ -101,14 +112,17 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: PageSou
     maxRunning: 3,
     maxWeight: MAX_INSERT_ROWS,
     async run(_key, batch) {
-      const { accountId, collection } = batch[0];
+      const { accountId, collection, schemaId } = batch[0];
       const rows = batch.flatMap(({ texts }) => texts);
       // JSON.stringify's output never holds a line feed (it escapes every control character), so the
       // lines of one string are the rows: one parameter, where an array would be escaped item by item.
       const params = [accountId, collection, rows.length, rows.join('\n'), CHANNEL, changes.instance];
       const keyed = batch.some(({ once }) => once);
-      const [written] = keyed ? await insertWithAnswers(batch, params) : await runAlone<Written>(knex, insertBatchSql, params);
-      if (!written) throw collectionNotFound(collection);
+      const [written] = keyed
+        ? await insertWithAnswers(batch, params, schemaId)
+        : await runAlone<Written>(knex, insertBatchSql, [...params, schemaId]);
+      // No such collection, or its schema another: nothing written.
+      if (!written) throw new StaleSchema();
       // Committed already: this process's listeners hear it now, the others through the NOTIFY.
       changes.emit('change', Number(written.id));
       return firstsOf(written, batch);
@@ -121,7 +135,7 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: PageSou
    * statement or while it ran, or before its collection was deleted. Either fails the batch, whose
    * inserts then run each alone (../batches.ts).
    */
-  async function insertWithAnswers(batch: Insert[], params: SqlValue[]): Promise<Written[]> {
+  async function insertWithAnswers(batch: Insert[], params: SqlValue[], schemaId: number): Promise<Written[]> {
     const onces: unknown[] = [];
     // For each row, the place in `onces` of its request's key (-1 for none).
     const keyOfRow: number[] = [];
@@ -135,6 +149,7 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: PageSou
         ...params,
         JSON.stringify(onces),
         keyOfRow.join(','),
+        schemaId,
       ]);
     } catch (error) {
       if ((error as { code?: unknown }).code === ONCE_TAKEN) throw new OnceTaken();
@@ -147,14 +162,65 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: PageSou
     return [];
   }
 
+  /**
+   * A patch of the row `rowId` inside `trx`: the collection's row held, the row read locked (no other
+   * write of it comes between), checked against If-Match and the collection's schema (its errors naming
+   * the row `place`), then written with its event and NOTIFY, and re-keyed. `seen` is told the row as
+   * patched before it is written.
+   */
+  async function patchRowIn(
+    trx: WriteTx,
+    accountId: number,
+    collection: string,
+    rowId: number,
+    patch: Fields,
+    options?: { ifMatch?: readonly string[] },
+    seen?: (row: Fields) => void,
+    place = 0,
+  ) {
+    const [counters] = await db.run<{
+      id: number | string;
+      last_seq: number | string;
+      sorted: string;
+      current: string | null;
+      version: number | string | null;
+      schema_id: number | string;
+    }>(trx, advanceReadingRowSql, [0, 1, 0, accountId, collection, rowId]);
+    if (!counters) throw collectionNotFound(collection);
+    if (!counters.current) throw rowNotFound(collection, rowId);
+    const id = Number(counters.id);
+    if (!versionMatches(options, versionOf(id, counters.version as number | string))) throw preconditionFailed(collection, rowId);
+    const row = { ...JSON.parse(counters.current), ...patch };
+    seen?.(row);
+    // The schema the row commits under: the collection's row is held.
+    await db.schemas.check(readIn(trx), Number(counters.schema_id), collection, [row], () => place);
+    const data = JSON.stringify(row);
+    if (overRowBound(data)) throw rowTooLarge();
+    const seq = Number(counters.last_seq);
+    const json = rowJson(rowId, data);
+    // The event's rows as eventRow() makes them; its time Node's, as appendEvents() takes it.
+    const event = [json, rowJson(rowId, counters.current), new Date().toISOString()];
+    // One after another: pg sends a client's queries one at a time whatever the caller does.
+    await db.run(trx, updateRowSql, [data, seq, id, rowId, ...event, CHANNEL, `${changes.instance} ${id}`]);
+    await rekeyPatchedRows(db, trx, id, JSON.parse(counters.sorted), patch, [rowId]);
+    return { patched: { json, version: versionOf(id, seq) }, changed: id };
+  }
+
   return {
     async insertRows(accountId, collection, items, options) {
       // Node's work comes first: the write holds the collection's row from its first statement to its commit.
       const texts = items.map((fields) => JSON.stringify(fields));
       if (texts.some(overRowBound)) throw rowTooLarge();
-      // Batched with the inserts into the collection that wait their turn, sent with an Idempotency-Key or not.
-      const insert: Insert = { accountId, collection, texts, once: options?.once };
-      const first = await inserts.add(`${accountId}/${collection}`, insert, texts.length);
+      // Checked against the collection's schema as last seen, which the statement makes sure is still its.
+      const first = await db.schemas.retry(db.query, accountId, collection, async (schemaId) => {
+        await db.schemas.check(db.query, schemaId, collection, items);
+        // Batched with the inserts into the collection that wait their turn, sent with an Idempotency-Key or not.
+        const insert: Insert = { accountId, collection, texts, schemaId, once: options?.once };
+        const rows = () => items.map((fields) => ({ fields }));
+        return keepingUnique(db, accountId, collection, rows, () =>
+          inserts.add(`${accountId}/${collection}/${schemaId}`, insert, texts.length),
+        );
+      });
       return insertedRows(first, texts);
     },
 
@@ -182,36 +248,61 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: PageSou
 
     async updateRow(accountId, collection, rowId, patch, options) {
       if (!assignable(rowId)) return noSuchRow(db, accountId, collection, rowId);
-      const { patched, changed } = await knex.transaction(async (trx) => {
-        if (options?.once) await beginOnce(db, trx, accountId, options.once);
-        const [counters] = await db.run<{
-          id: number | string;
-          last_seq: number | string;
-          sorted: string;
-          current: string | null;
-          version: number | string | null;
-        }>(trx, advanceReadingRowSql, [0, 1, 0, accountId, collection, rowId]);
-        if (!counters) throw collectionNotFound(collection);
-        if (!counters.current) throw rowNotFound(collection, rowId);
-        const id = Number(counters.id);
-        // Read locked, in the transaction that writes it: no other write of the row comes between.
-        if (!versionMatches(options, versionOf(id, counters.version as number | string))) throw preconditionFailed(collection, rowId);
-        const data = JSON.stringify({ ...JSON.parse(counters.current), ...patch });
-        if (overRowBound(data)) throw rowTooLarge();
-        const seq = Number(counters.last_seq);
-        const json = rowJson(rowId, data);
-        // The event's rows as eventRow() makes them; its time Node's, as appendEvents() takes it.
-        const event = [json, rowJson(rowId, counters.current), new Date().toISOString()];
-        // One after another: pg sends a client's queries one at a time whatever the caller does.
-        await db.run(trx, updateRowSql, [data, seq, id, rowId, ...event, CHANNEL, `${changes.instance} ${id}`]);
-        await rekeyPatchedRows(db, trx, id, JSON.parse(counters.sorted), patch, [rowId]);
-        const patched = { json, version: versionOf(id, seq) };
-        if (options?.once) await recordOnce(db, trx, accountId, options.once, patched);
-        return { patched, changed: id };
-      });
+      // The row as patched, as a unique index would see it.
+      let attempted: WrittenRow[] = [];
+      const { patched, changed } = await keepingUnique(
+        db,
+        accountId,
+        collection,
+        () => attempted,
+        () =>
+          knex.transaction(async (trx) => {
+            if (options?.once) await beginOnce(db, trx, accountId, options.once);
+            const written = await patchRowIn(trx, accountId, collection, rowId, patch, options, (row) => {
+              attempted = [{ id: rowId, fields: row }];
+            });
+            if (options?.once) await recordOnce(db, trx, accountId, options.once, written.patched);
+            return written;
+          }),
+      );
       // Committed: this process's listeners hear it now, the others through the NOTIFY.
       changes.emit('change', changed);
       return patched;
+    },
+
+    async upsertRows(accountId, collection, items, onConflict, options) {
+      const texts = items.map((fields) => JSON.stringify(fields));
+      if (texts.some(overRowBound)) throw rowTooLarge();
+      let attempted: WrittenRow[] = [];
+      const { upserted, changed } = await keepingUnique(
+        db,
+        accountId,
+        collection,
+        () => attempted,
+        () =>
+          knex.transaction(async (trx) => {
+            if (options?.once) await beginOnce(db, trx, accountId, options.once);
+            const upserted = await upsertRowsIn(db, trx, accountId, collection, items, onConflict, {
+              async insert(schemaId, fields) {
+                const text = JSON.stringify(fields);
+                const params = [accountId, collection, 1, text, CHANNEL, changes.instance, schemaId];
+                const [written] = await db.run<Written>(trx, insertBatchSql, params);
+                return { json: rowJson(written.first_id, text), version: versionOf(written.id, written.first_seq) };
+              },
+              async patch(rowId, patch, place) {
+                const { patched } = await patchRowIn(trx, accountId, collection, rowId, patch, undefined, undefined, place);
+                return patched;
+              },
+              tried: (rows) => {
+                attempted = rows;
+              },
+            });
+            if (options?.once) await recordOnce(db, trx, accountId, options.once, upserted);
+            return { upserted, changed: upserted.collectionId };
+          }),
+      );
+      changes.emit('change', changed);
+      return upserted;
     },
 
     async deleteRow(accountId, collection, rowId, options) {
@@ -221,33 +312,42 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: PageSou
 
     async updateRowsWhere(accountId, collection, filter, patch, max, options) {
       const where = pages.filterSql(filter);
-      return knex.transaction(async (trx) => {
-        if (options?.once) await beginOnce(db, trx, accountId, options.once);
-        // The collection's row first, held until commit: no write of the collection comes between the match and the change.
-        const { id } = await advance(db, trx, accountId, collection, 0);
-        const matched = await matchedRows(db, trx, id, where, max);
-        if (matched.length === 0) {
-          const none = changedRows([]);
-          if (options?.once) await recordOnce(db, trx, accountId, options.once, none);
-          return none;
-        }
-        const patched = matched.map((row) => ({
-          id: row.id,
-          data: JSON.stringify({ ...JSON.parse(row.data), ...patch }),
-          before: row.data,
-        }));
-        if (patched.some((row) => overRowBound(row.data))) throw rowTooLarge();
-        const { lastSeq, sorted } = await advance(db, trx, accountId, collection, patched.length);
-        const first = lastSeq - patched.length;
-        await db.run(trx, updateRowsSql, [first, JSON.stringify(patched.map((row) => [row.id, row.data])), id]);
-        const ids = patched.map((row) => row.id);
-        await rekeyPatchedRows(db, trx, id, sorted, patch, ids);
-        const rows = patched.map((row) => eventRow(row.id, row.data, row.before));
-        await appendEvents(db, trx, id, lastSeq, 'update', rows);
-        const changed = changedRows(rows);
-        if (options?.once) await recordOnce(db, trx, accountId, options.once, changed);
-        return changed;
-      });
+      // The rows as patched, as a unique index would see them.
+      let attempted: WrittenRow[] = [];
+      return keepingUnique(
+        db,
+        accountId,
+        collection,
+        () => attempted,
+        () =>
+          knex.transaction(async (trx) => {
+            if (options?.once) await beginOnce(db, trx, accountId, options.once);
+            // The collection's row first, held until commit: no write of the collection comes between the match and the change.
+            const { id, schemaId } = await advance(db, trx, accountId, collection, 0);
+            const matched = await matchedRows(db, trx, id, where, max);
+            if (matched.length === 0) {
+              const none = changedRows([]);
+              if (options?.once) await recordOnce(db, trx, accountId, options.once, none);
+              return none;
+            }
+            const rows = matched.map((row) => ({ ...JSON.parse(row.data), ...patch }));
+            attempted = matched.map((row, index) => ({ id: row.id, fields: rows[index] }));
+            // Each row that fails is named by its id (openapi.yaml, RowError).
+            await db.schemas.check(readIn(trx), schemaId, collection, rows, (index) => matched[index].id);
+            const patched = matched.map((row, index) => ({ id: row.id, data: JSON.stringify(rows[index]), before: row.data }));
+            if (patched.some((row) => overRowBound(row.data))) throw rowTooLarge();
+            const { lastSeq, sorted } = await advance(db, trx, accountId, collection, patched.length);
+            const first = lastSeq - patched.length;
+            await db.run(trx, updateRowsSql, [first, JSON.stringify(patched.map((row) => [row.id, row.data])), id]);
+            const ids = patched.map((row) => row.id);
+            await rekeyPatchedRows(db, trx, id, sorted, patch, ids);
+            const events = patched.map((row) => eventRow(row.id, row.data, row.before));
+            await appendEvents(db, trx, id, lastSeq, 'update', events);
+            const changed = changedRows(events);
+            if (options?.once) await recordOnce(db, trx, accountId, options.once, changed);
+            return changed;
+          }),
+      );
     },
 
     async deleteRowsWhere(accountId, collection, filter, max, options) {
@@ -257,8 +357,15 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: PageSou
 
     exportCollection: (accountId, collection, reader) => exportCollection(pages.snapshot, accountId, collection, reader),
 
+    async sortBy(accountId, collection, field) {
+      await pages.makeSortIndex(accountId, collection, field, pages.sortIndexes.max);
+    },
+
     async importRows(accountId, collection, rows, lastRowId) {
-      await knex.transaction((trx) => importRowsIn(db, trx, importer, accountId, collection, rows, lastRowId));
+      const written = () => rows.map(({ id, text }) => ({ id, fields: JSON.parse(text) }));
+      await keepingUnique(db, accountId, collection, written, () =>
+        knex.transaction((trx) => importRowsIn(db, trx, importer, accountId, collection, rows, lastRowId)),
+      );
     },
   };
 }

@@ -1,6 +1,8 @@
 // PostgreSQL: every statement the service runs on a PostgreSQL database, but those both dialects share
 // (../sql.ts). `npm run generate` writes them all, both kinds, expanded, to generated/sql/postgres.sql. The hot ones run as named statements,
 // parsed and planned once per connection (statements.ts); each reads `?` as its next binding.
+
+import type { UniqueIndexSql } from '../dialect.ts';
 import { raw, sql } from '../filter.ts';
 import { type FieldOrder, type PageSource, sortedPages, wholePage } from '../pages.ts';
 import { MAX_PAGE_BYTES } from '../rows.ts';
@@ -30,7 +32,7 @@ export const getRowSql = `select data, collection_id, version from rows
 export const advanceReadingRowSql = `with counters as (update collections
     set last_row_id = last_row_id + ?, last_seq = last_seq + ?, row_count = row_count + ?
     where account_id = ? and name = ?
-    returning id, last_row_id, last_seq, sorted)
+    returning id, last_row_id, last_seq, sorted, schema_id)
   select c.*, r.data as current, r.version
     from counters c left join lateral (select data, version from rows where collection_id = c.id and id = ? for update) r on true`;
 
@@ -230,7 +232,8 @@ export function keysSql(name: string, ids = idRange, replace = false) {
  * advance(), the rows, appendEvents() and writeSortKeys() as one statement (the keys of every indexed
  * field, read from `sorted` as advance() answers it, strings escaped as jsonbOf() does).
  * $1 the account, $2 the collection's name, $3 the number of rows, $4 their texts, one a line; $5 and
- * $6 the NOTIFY's channel and this instance (rows.ts, listenForChanges). No such collection: no row answered, and
+ * $6 the NOTIFY's channel and this instance (rows.ts, listenForChanges); $7 the schema id the rows were
+ * checked with (../schemas.ts). No such collection, or its schema another: no row answered, and
  * nothing written. Each event's row is made from the row's text as eventRow() makes it. The events'
  * time is PostgreSQL's clock once the collection's row is held (where appendEvents() takes Node's,
  * after advance()): a batch that waited its turn is not stamped before the one it waited for.
@@ -243,6 +246,7 @@ export function keysSql(name: string, ids = idRange, replace = false) {
  */
 export const insertBatchSql = insertBatch({
   before: '',
+  schemaId: '$7',
   holdIf: '',
   rows: 'unnest(string_to_array($4::text, chr(10))) with ordinality as t(data, ord)',
   rowColumns: '',
@@ -255,7 +259,7 @@ export const insertBatchSql = insertBatch({
  * IdempotencyKey), as one statement run alone: $7 a JSON array of `[key, request hash, at, expires at,
  * first, n]` for each of those, `first` the place in $4 of the request's first row and `n` its number
  * of rows; $8 for each row of $4, joined by commas, the place in $7 of its request's key (-1 for none),
- * by which each answer's rows are gathered in one pass.
+ * by which each answer's rows are gathered in one pass; $9 the schema id the rows were checked with.
  * Before anything is written it holds each key until the statement ends (holdOnceSql's lock); unless
  * every key is held, it writes nothing and answers `held` alone. Else it stores each key's answer with
  * the rows: the answer of insertRows (openapi.yaml), 201 with the request's rows as their insert
@@ -265,6 +269,7 @@ export const insertBatchSql = insertBatch({
  * planned once, while the table was empty, reads the whole table for every key.
  */
 export const insertBatchWithAnswersSql = insertBatch({
+  schemaId: '$9',
   before: `keys as materialized (
     select k ->> 0 as key, k ->> 1 as hash, k ->> 2 as at, k ->> 3 as expires_at, (k ->> 4)::integer as first,
       (k ->> 5)::integer as n, i
@@ -304,6 +309,8 @@ export const ONCE_TAKEN = 'RB409';
  */
 interface BatchParts {
   before: string;
+  /** The parameter of the schema id the rows were checked with (../schemas.ts): another, and the statement writes nothing. */
+  schemaId: string;
   holdIf: string;
   rows: string;
   rowColumns: string;
@@ -311,10 +318,10 @@ interface BatchParts {
   answer: string;
 }
 
-function insertBatch({ before, holdIf, rows, rowColumns, after, answer }: BatchParts): string {
+function insertBatch({ before, schemaId, holdIf, rows, rowColumns, after, answer }: BatchParts): string {
   return `with ${before}counters as (
     update collections set last_row_id = last_row_id + $3, last_seq = last_seq + $3, row_count = row_count + $3
-      where account_id = $1 and name = $2${holdIf}
+      where account_id = $1 and name = $2 and schema_id = ${schemaId}::bigint${holdIf}
       returning id, last_row_id - $3 as before_id, last_seq - $3 as before_seq, sorted,
         to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at
   ), batch as (
@@ -366,3 +373,23 @@ export const filteredSortedPage: PageSource['filteredSortedPage'] = (
       cross join lateral (select id, data from rows where collection_id = ${collectionId} and id = k.row_id offset 0) rows
       where k.collection_id = ${collectionId} and k.slot = ${slot} and ${bounds} and (${filter})
       order by ${raw(keyOrder('k.', order))} limit +${limit} offset ${offset}) k`;
+
+/**
+ * A unique index of PostgreSQL (../indexes.ts): a partial index of the MD5 of its fields' JSON texts
+ * (a btree key holds 2,704 bytes, a field's value any length), each null when the field is missing or
+ * null, which unique indexes let repeat. Read as jsonOf() reads a row, so that any row's text can be
+ * keyed; a value's text is then jsonb's, in which `1` and `1.0` are one number and an object's fields
+ * are in jsonb's order. Made holding the table's writes (`lockRows`, SHARE): a writer waiting on a
+ * collection's row while holding the table could otherwise deadlock with the index's making.
+ */
+export const uniqueIndexSql: UniqueIndexSql = {
+  create: (name, collectionId, fields) => [
+    `create unique index ${name} on rows (${fields.map((field) => `(${uniqueKey(field)})`).join(', ')}) where collection_id = ${collectionId}`,
+  ],
+  drop: (name) => `drop index if exists ${name}`,
+  key: (field) => uniqueKey(field),
+  value: `md5(nullif((${jsonbOf('?')})::text, 'null'))`,
+  lockRows: 'lock table rows in share mode',
+};
+
+const uniqueKey = (field: string) => `md5(nullif((${jsonbOf('data')} -> '${field}')::text, 'null'))`;

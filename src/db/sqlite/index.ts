@@ -12,6 +12,7 @@ import { DatabaseOpenError, defaultSortIndexes, knexLog, type StoreOptions } fro
 import type { Dialect, OnceRow } from '../dialect.ts';
 import { migrationSource } from '../migrations.ts';
 import { assembleStore, type Store } from '../operations.ts';
+import { RowSchemas } from '../schemas.ts';
 import { KnownIndexes } from '../sort-indexes.ts';
 import { backupSqlite } from './backup.ts';
 import { filterSql, keyBoundsSql } from './filter.ts';
@@ -28,6 +29,7 @@ import {
   sortedPage,
   sortedPageAfter,
   sqliteProcedures,
+  uniqueIndexSql,
 } from './sql.ts';
 
 /**
@@ -68,6 +70,8 @@ export async function openSqliteStore(
   const db: Dialect = {
     knex,
     changes,
+    schemas: new RowSchemas(),
+    uniqueIndexSql,
     waits: readers.waits,
     run: (trx, sql, params, once) => writer.inTransaction(trx, sql, params, once),
     async announce(trx, collectionId) {

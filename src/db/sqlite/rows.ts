@@ -9,7 +9,7 @@
 // (StatementCache, below): Knex has node-sqlite3 prepare and finalize a new statement for every query,
 // which costs more than running it.
 import type sqlite3 from 'sqlite3';
-import { ApiError, queryTimeout } from '../../errors.ts';
+import { queryTimeout } from '../../errors.ts';
 import type { GroupedWrites } from '../batches.ts';
 import type { Changes } from '../changes.ts';
 import { advance, collectionNotFound } from '../collections.ts';
@@ -18,9 +18,10 @@ import { DatabaseClosedError } from '../errors.ts';
 import { exportCollection } from '../exports.ts';
 import { beginOnce, type OnceRequest, OnceTaken, recordOnce } from '../idempotency.ts';
 import { importRowsIn, type RowImporter } from '../imports.ts';
+import { keepingUnique, uniqueViolation, type WrittenRow } from '../indexes.ts';
 import type { RowOperations } from '../operations.ts';
 import { type PageSource, readPage } from '../pages.ts';
-import { changedRows, deleteRowIn, deleteRowsIn, matchedRows } from '../row-writes.ts';
+import { changedRows, deleteRowIn, deleteRowsIn, type MatchedRow, matchedRows } from '../row-writes.ts';
 import {
   assignable,
   type Fields,
@@ -37,7 +38,9 @@ import {
   versionMatches,
   versionOf,
 } from '../rows.ts';
+import { StaleSchema } from '../schemas.ts';
 import { collectionSql } from '../sql.ts';
+import { upsertRowsIn } from '../upserts.ts';
 import { fieldName, importRowsSql, insertSql, keysSql, MAX_FIELDS_BY_PATH, patchedRowSql, patchSql, pathSafe, rowsSql } from './sql.ts';
 
 /** An insert as it waits in the writer's queue: its rows' texts, and its Idempotency-Key if it was sent with one. */
@@ -48,7 +51,7 @@ type FieldPatch = { rowId: number; fields: string[][] };
 /** What patchSql answers of each patch (sql.ts). */
 type PatchWritten = { id: number | null; i: number; data: string | null; version: number | null };
 /** A row as patchedRowSql reads it. */
-type StoredRow = { data: string; collection_id: number; version: number };
+type StoredRow = { data: string; collection_id: number; version: number; schema_id: number };
 
 /** What the operations read on the read-only connections (readers.ts, SqliteReaders). */
 export interface RowReads {
@@ -83,6 +86,12 @@ export function announceOnCommit(changes: Changes, trx: WriteTx, collectionId: n
 }
 
 export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }: SqliteRowsParts): RowOperations {
+  /** Reads inside the write `trx`, on the writer's connection, which it holds. */
+  const readIn =
+    (trx: WriteTx) =>
+    <T>(sql: string, params: SqlValue[]) =>
+      writer.inTransaction<T>(trx, sql, params);
+
   /** An import's rows and their sort keys (../imports.ts), in SQLite's SQL. */
   const importer: RowImporter = {
     async insertRows(trx, collectionId, rows, firstSeq) {
@@ -95,18 +104,21 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
   };
 
   /**
-   * Patches, each of one row and all of as many fields, in one statement, in the order they came:
-   * each answers its row as it left it, or the 404 it met (the others are stored all the same).
+   * Patches, each of one row and all of as many fields, in one statement, in the order they came, each
+   * row as patched checked against the schema `schemaId` already: each answers its row as it left it,
+   * or the 404 it met (the others are stored all the same), or StaleSchema when the collection's schema
+   * is another (or there is no such collection), and then nothing is written.
    */
-  async function writePatches(trx: WriteTx, accountId: number, collection: string, patches: FieldPatch[]) {
-    const params = [accountId, collection, JSON.stringify(patches.map(({ rowId, fields }) => [rowId, fields])), new Date().toISOString()];
+  async function writePatches(trx: WriteTx, accountId: number, collection: string, schemaId: number, patches: FieldPatch[]) {
+    const patchesJson = JSON.stringify(patches.map(({ rowId, fields }) => [rowId, fields]));
+    const params = [accountId, collection, patchesJson, new Date().toISOString(), schemaId];
     const sql = patchSql(patches[0].fields.length, patches.length);
     const written = await writer.inTransaction<PatchWritten>(trx, sql, params);
     const byIndex = new Map(written.map((row) => [Number(row.i), row]));
     let changed: number | undefined;
-    const answers = patches.map(({ rowId }, index): VersionedRow | ApiError => {
+    const answers = patches.map(({ rowId }, index): VersionedRow | Error => {
       const { id = null, data = null, version = null } = byIndex.get(index) ?? {};
-      if (id === null) return collectionNotFound(collection);
+      if (id === null) return new StaleSchema();
       if (data === null) return rowNotFound(collection, rowId);
       changed = id;
       return { json: rowJson(rowId, data), version: versionOf(id, version as number) };
@@ -116,12 +128,20 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
   }
 
   /**
-   * Inserts, in one statement (insertSql), with the answers of those sent with an Idempotency-Key:
-   * answers each request's first id and seq, its rows following those of the requests before it. A
-   * key whose answer another request stored first aborts the statement, which wrote nothing
-   * (OnceTaken); the inserts merged with it then run again each alone (../batches.ts).
+   * Inserts, in one statement (insertSql), with the answers of those sent with an Idempotency-Key, their
+   * rows checked against the schema `schemaId` already: answers each request's first id and seq, its
+   * rows following those of the requests before it. A key whose answer another request stored first
+   * aborts the statement, which wrote nothing (OnceTaken); the inserts merged with it then run again
+   * each alone (../batches.ts). StaleSchema when the collection's schema is another (or there is no
+   * such collection): nothing written.
    */
-  async function writeInserts(trx: WriteTx, accountId: number, collection: string, inserts: Insert[]): Promise<FirstInserted[]> {
+  async function writeInserts(
+    trx: WriteTx,
+    accountId: number,
+    collection: string,
+    schemaId: number,
+    inserts: Insert[],
+  ): Promise<FirstInserted[]> {
     const all = inserts.length === 1 ? inserts[0].texts : inserts.flatMap(({ texts }) => texts);
     // As row_inserts takes them (sql.ts); the hashes and the times are hex digits and ISO 8601, with nothing to escape.
     let onces = '';
@@ -132,16 +152,11 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
       }
       place += texts.length;
     }
-    const params = [accountId, collection, all.length, JSON.stringify(all), new Date().toISOString(), `[${onces}]`];
-    let written: { id: number | null; last_row_id: number; last_seq: number };
-    try {
-      [written] = await writer.inTransaction(trx, insertSql, params);
-    } catch (error) {
-      // The only constraint an insert's statement can break is its trigger's check of the keys (sql.ts, row_inserts).
-      if (onces && (error as { code?: unknown }).code === 'SQLITE_CONSTRAINT') throw new OnceTaken();
-      throw error;
-    }
-    if (written.id === null) throw collectionNotFound(collection);
+    const params = [accountId, collection, all.length, JSON.stringify(all), new Date().toISOString(), `[${onces}]`, schemaId];
+    // A constraint it breaks (its trigger's check of the keys, sql.ts, row_inserts, or a unique index)
+    // is told apart once the statement has rolled back (insertRows).
+    const [written] = await writer.inTransaction<{ id: number | null; last_row_id: number; last_seq: number }>(trx, insertSql, params);
+    if (written.id === null) throw new StaleSchema();
     announceOnCommit(db.changes, trx, written.id);
     const firsts: FirstInserted[] = [];
     let id = written.last_row_id - all.length + 1;
@@ -154,17 +169,94 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
     return firsts;
   }
 
+  /**
+   * A patch of the row `rowId` made in Node inside `trx`: the row read (nothing changes it between the
+   * read and the write, on the writer's connection), checked against If-Match and the collection's
+   * schema (its errors naming the row `place`), and its whole text set by writePatches(). `schemaId`: the
+   * schema the patch was sent with in mind, which a missing row's 404 is told apart with.
+   */
+  async function patchRowIn(
+    trx: WriteTx,
+    accountId: number,
+    collection: string,
+    rowId: number,
+    patch: Fields,
+    schemaId: number,
+    options?: { ifMatch?: readonly string[] },
+    place = 0,
+  ): Promise<VersionedRow> {
+    const [stored] = await writer.inTransaction<StoredRow>(trx, patchedRowSql, [accountId, collection, rowId]);
+    if (stored && !versionMatches(options, versionOf(stored.collection_id, stored.version))) throw preconditionFailed(collection, rowId);
+    // No row: no field to set, and writePatches() answers the 404, of the row or its collection.
+    let fields: string[][] = [];
+    const schema = stored ? Number(stored.schema_id) : schemaId;
+    if (stored) {
+      const row = { ...JSON.parse(stored.data), ...patch };
+      await db.schemas.check(readIn(trx), schema, collection, [row], () => place);
+      fields = [['$', JSON.stringify(row)]];
+    }
+    // A 404 stores no answer: the transaction rolls back (it wrote nothing).
+    return orThrow((await writePatches(trx, accountId, collection, schema, [{ rowId, fields }]))[0]);
+  }
+
   return {
     async insertRows(accountId, collection, items, options) {
       // Node's work comes first: the write holds the writer from its first statement to its end.
       const texts = items.map((fields) => JSON.stringify(fields));
       if (texts.some(overRowBound)) throw rowTooLarge();
       const insert: Insert = { texts, once: options?.once };
-      // Merged with the inserts into the collection queued beside it, sent with an Idempotency-Key or not.
-      const first = await writes.merge(`insert/${accountId}/${collection}`, texts.length, insert, (trx, inserts: Insert[]) =>
-        writeInserts(trx, accountId, collection, inserts),
-      );
+      const rows = () => items.map((fields) => ({ fields }));
+      // Checked against the collection's schema as last seen, which the statement makes sure is still its.
+      const first = await db.schemas.retry(db.query, accountId, collection, async (schemaId) => {
+        await db.schemas.check(db.query, schemaId, collection, items);
+        // Merged with the inserts into the collection queued beside it, sent with an Idempotency-Key or not.
+        const merged = () =>
+          writes.merge(`insert/${accountId}/${collection}/${schemaId}`, texts.length, insert, (trx, inserts: Insert[]) =>
+            writeInserts(trx, accountId, collection, schemaId, inserts),
+          );
+        try {
+          return await keepingUnique(db, accountId, collection, rows, merged);
+        } catch (error) {
+          // No unique index broken: the only other constraint is the trigger's check of the keys.
+          if (options?.once && (error as { code?: unknown }).code === 'SQLITE_CONSTRAINT') throw new OnceTaken();
+          throw error;
+        }
+      });
       return insertedRows(first, texts);
+    },
+
+    async upsertRows(accountId, collection, items, onConflict, options) {
+      const texts = items.map((fields) => JSON.stringify(fields));
+      if (texts.some(overRowBound)) throw rowTooLarge();
+      let attempted: WrittenRow[] = [];
+      try {
+        return await keepingUnique(
+          db,
+          accountId,
+          collection,
+          () => attempted,
+          () =>
+            writes.run(async (trx) => {
+              if (options?.once) await beginOnce(db, trx, accountId, options.once);
+              const upserted = await upsertRowsIn(db, trx, accountId, collection, items, onConflict, {
+                async insert(schemaId, fields) {
+                  const text = JSON.stringify(fields);
+                  return insertedRowOf(await writeInserts(trx, accountId, collection, schemaId, [{ texts: [text] }]), text);
+                },
+                patch: (rowId, patch, place) => patchRowIn(trx, accountId, collection, rowId, patch, 0, undefined, place),
+                tried: (rows) => {
+                  attempted = rows;
+                },
+              });
+              if (options?.once) await recordOnce(db, trx, accountId, options.once, upserted);
+              return upserted;
+            }),
+        );
+      } catch (error) {
+        // Not a unique index (keepingUnique): the trigger's bound on a row's weight (sql.ts, row_patches).
+        if ((error as { code?: unknown }).code === 'SQLITE_CONSTRAINT') throw rowTooLarge();
+        throw error;
+      }
     },
 
     async listRows(accountId, collection, page) {
@@ -195,9 +287,10 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
      * The patch, merged with the other patches of the collection queued beside it into one statement:
      * json_set sets each field in the stored text, which keeps the text JSON.stringify({ ...row, ...patch })
      * gives. Not for a field name that a JSON path cannot spell (settableByPath()), nor for more than
-     * MAX_FIELDS_BY_PATH fields: then the row is read and the patch made in Node, in a transaction
-     * (nothing changes the row between the two), and the whole text set at `$` by the same statement.
-     * A patch under If-Match reads the row's version likewise, in the transaction that writes it.
+     * MAX_FIELDS_BY_PATH fields, nor for a row of a collection with a schema, which is checked as
+     * patched: then the row is read and the patch made in Node, in a transaction (nothing changes the
+     * row between the two), and the whole text set at `$` by the same statement. A patch under If-Match
+     * reads the row's version likewise, in the transaction that writes it.
      */
     async updateRow(accountId, collection, rowId, patch, options) {
       if (!assignable(rowId)) return noSuchRow(db, accountId, collection, rowId);
@@ -205,36 +298,36 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
       const byPath = names.length <= MAX_FIELDS_BY_PATH && names.every(settableByPath);
       // Merged with the patches that set as many fields: a statement sets a number of them (patchSql).
       const key = `patch/${accountId}/${collection}/${names.length}`;
-      let answer: VersionedRow | ApiError;
+      const patchInNode = (schemaId: number) =>
+        writes.run(async (trx) => {
+          if (options?.once) await beginOnce(db, trx, accountId, options.once);
+          const patched = await patchRowIn(trx, accountId, collection, rowId, patch, schemaId, options);
+          if (options?.once) await recordOnce(db, trx, accountId, options.once, patched);
+          return patched;
+        });
+      // The row as patched, as a unique index would see it: read again once the patch was refused.
+      const rows = async (): Promise<WrittenRow[]> => {
+        const [stored] = await db.query<{ data: string }>(patchedRowSql, [accountId, collection, rowId]);
+        return stored ? [{ id: rowId, fields: { ...JSON.parse(stored.data), ...patch } }] : [];
+      };
       try {
-        answer =
-          byPath && options?.ifMatch === undefined && options?.once === undefined
-            ? await writes.merge(key, 1, { rowId, fields: fieldsOf(patch) }, (trx, patches: FieldPatch[]) =>
-                writePatches(trx, accountId, collection, patches),
+        return await db.schemas.retry(db.query, accountId, collection, async (schemaId) =>
+          byPath && schemaId === 0 && options?.ifMatch === undefined && options?.once === undefined
+            ? orThrow(
+                await writes.merge(key, 1, { rowId, fields: fieldsOf(patch) }, (trx, patches: FieldPatch[]) =>
+                  writePatches(trx, accountId, collection, 0, patches),
+                ),
               )
-            : await writes.run(async (trx) => {
-                if (options?.once) await beginOnce(db, trx, accountId, options.once);
-                const [stored] = await writer.inTransaction<StoredRow>(trx, patchedRowSql, [accountId, collection, rowId]);
-                if (stored && !versionMatches(options, versionOf(stored.collection_id, stored.version))) {
-                  throw preconditionFailed(collection, rowId);
-                }
-                // No row: no field to set, and writePatches() answers the 404, of the row or its collection.
-                let fields: string[][] = [];
-                if (stored) fields = byPath ? fieldsOf(patch) : [['$', JSON.stringify({ ...JSON.parse(stored.data), ...patch })]];
-                const [patched] = await writePatches(trx, accountId, collection, [{ rowId, fields }]);
-                // A 404 stores no answer: the transaction rolls back (it wrote nothing).
-                if (patched instanceof ApiError) throw patched;
-                if (options?.once) await recordOnce(db, trx, accountId, options.once, patched);
-                return patched;
-              });
+            : patchInNode(schemaId),
+        );
       } catch (error) {
-        // The only constraint a patch's statement can break is its trigger's bound on the row's weight
-        // (sql.ts, row_patches): it stored nothing of the patch.
-        if ((error as { code?: unknown }).code === 'SQLITE_CONSTRAINT') throw rowTooLarge();
-        throw error;
+        if ((error as { code?: unknown }).code !== 'SQLITE_CONSTRAINT') throw error;
+        const violation = await uniqueViolation(db, accountId, collection, await rows());
+        if (violation) throw violation;
+        // The only other constraint a patch's statement can break is its trigger's bound on the row's
+        // weight (sql.ts, row_patches): it stored nothing of the patch.
+        throw rowTooLarge();
       }
-      if (answer instanceof ApiError) throw answer;
-      return answer;
     },
 
     async deleteRow(accountId, collection, rowId, options) {
@@ -252,22 +345,34 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
       const names = Object.keys(patch);
       const byPath = names.length <= MAX_FIELDS_BY_PATH && names.every(settableByPath);
       const fields = byPath ? fieldsOf(patch) : [];
+      // The rows as patched, as a unique index would see them.
+      let seen: MatchedRow[] = [];
+      const attempted = () => seen.map((row) => ({ id: row.id, fields: { ...JSON.parse(row.data), ...patch } }));
       try {
-        return await writes.run(async (trx) => {
-          if (options?.once) await beginOnce(db, trx, accountId, options.once);
-          const { id } = await advance(db, trx, accountId, collection, 0);
-          const matched = await matchedRows(db, trx, id, where, max);
-          const patches = matched.map((row) => ({
-            rowId: row.id,
-            fields: byPath ? fields : [['$', JSON.stringify({ ...JSON.parse(row.data), ...patch })]],
-          }));
-          const changed = changedRows(
-            patches.length > 0 ? ((await writePatches(trx, accountId, collection, patches)) as VersionedRow[]) : [],
-          );
-          if (options?.once) await recordOnce(db, trx, accountId, options.once, changed);
-          return changed;
-        });
+        return await keepingUnique(db, accountId, collection, attempted, () =>
+          writes.run(async (trx) => {
+            if (options?.once) await beginOnce(db, trx, accountId, options.once);
+            const { id, schemaId } = await advance(db, trx, accountId, collection, 0);
+            const matched = await matchedRows(db, trx, id, where, max);
+            seen = matched;
+            let patches: FieldPatch[];
+            if (schemaId === 0 && byPath) {
+              patches = matched.map((row) => ({ rowId: row.id, fields }));
+            } else {
+              const rows = matched.map((row) => ({ ...JSON.parse(row.data), ...patch }));
+              // Each row that fails is named by its id (openapi.yaml, RowError).
+              await db.schemas.check(readIn(trx), schemaId, collection, rows, (index) => matched[index].id);
+              patches = matched.map((row, index) => ({ rowId: row.id, fields: [['$', JSON.stringify(rows[index])]] }));
+            }
+            const changed = changedRows(
+              patches.length > 0 ? ((await writePatches(trx, accountId, collection, schemaId, patches)) as VersionedRow[]) : [],
+            );
+            if (options?.once) await recordOnce(db, trx, accountId, options.once, changed);
+            return changed;
+          }),
+        );
       } catch (error) {
+        // Not a unique index (keepingUnique): the trigger's bound on a row's weight (sql.ts, row_patches).
         if ((error as { code?: unknown }).code === 'SQLITE_CONSTRAINT') throw rowTooLarge();
         throw error;
       }
@@ -280,10 +385,28 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
 
     exportCollection: (accountId, collection, reader) => exportCollection(pages.snapshot, accountId, collection, reader),
 
+    async sortBy(accountId, collection, field) {
+      await pages.makeSortIndex(accountId, collection, field, pages.sortIndexes.max);
+    },
+
     async importRows(accountId, collection, rows, lastRowId) {
-      await writes.run((trx) => importRowsIn(db, trx, importer, accountId, collection, rows, lastRowId));
+      const written = () => rows.map(({ id, text }) => ({ id, fields: JSON.parse(text) }));
+      await keepingUnique(db, accountId, collection, written, () =>
+        writes.run((trx) => importRowsIn(db, trx, importer, accountId, collection, rows, lastRowId)),
+      );
     },
   };
+}
+
+/** The one row of an insert of one, as upsertRows answers it. */
+function insertedRowOf([first]: FirstInserted[], text: string): VersionedRow {
+  return { json: rowJson(first.id, text), version: versionOf(first.collectionId, first.seq) };
+}
+
+/** The answer of one patch, or the error it met, thrown. */
+function orThrow(answer: VersionedRow | Error): VersionedRow {
+  if (answer instanceof Error) throw answer;
+  return answer;
 }
 
 /** A name that JavaScript orders as an array index: before every other name of an object, in numeric order. */

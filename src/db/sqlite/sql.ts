@@ -18,6 +18,8 @@
 // nothing of the rows inserted, so SQLite runs it once a statement), and the triggers find it by that
 // id; a statement of patches looks each row up once too, and its trigger finds the row by rowid. Every
 // value a client sent arrives as a binding of the INSERT, never in the SQL.
+
+import type { UniqueIndexSql } from '../dialect.ts';
 import { raw, type Sql, sql } from '../filter.ts';
 import { type FieldOrder, type PageSource, sortedPages, wholePage } from '../pages.ts';
 import { MAX_ROW_BYTES } from '../rows.ts';
@@ -71,8 +73,11 @@ function field(name: string) {
   return { type, value, key: byPath ? `$."${name}"` : named.binding };
 }
 
-/** The account's collection, by account (`?1`) and name (`?2`): its id, or null. */
-const collectionId = '(select id from collections where account_id = ?1 and name = ?2)';
+/**
+ * The account's collection, by account (`?1`) and name (`?2`), while its schema id is the binding
+ * `schema` (../schemas.ts): its id, or null, and then the statement writes nothing.
+ */
+const collectionId = (schema: string) => `(select id from collections where account_id = ?1 and name = ?2 and schema_id = ${schema})`;
 
 /**
  * Row reads merged (readers.ts, readMerged): `?` is `[[account id, collection, row id], …]`. CROSS
@@ -83,7 +88,7 @@ export const rowsSql = `select j.key as i, r.data, c.id as collection_id, r.vers
   cross join rows r on r.collection_id = c.id and r.id = j.value ->> 2`;
 
 /** A row to patch, on the writer's connection, found with its collection by name: its text and version. */
-export const patchedRowSql = `select r.data, c.id as collection_id, r.version from rows r join collections c on c.id = r.collection_id
+export const patchedRowSql = `select r.data, c.id as collection_id, r.version, c.schema_id from rows r join collections c on c.id = r.collection_id
   where c.account_id = ? and c.name = ? and r.id = ?`;
 
 /**
@@ -321,20 +326,22 @@ export const sqliteProcedures = rowInserts + Array.from({ length: MAX_FIELDS_BY_
 
 /**
  * A group of inserts: `?1` account, `?2` collection, `?3` n, `?4` texts, `?5` at, `?6` onces (as
- * row_inserts takes them). Answers `id`, the
- * collection's (null when there is no such collection), and its `last_row_id` and `last_seq` once the rows are in.
+ * row_inserts takes them), `?7` the schema id the rows were checked with. Answers `id`, the
+ * collection's (null when there is no such collection, or its schema is another), and its
+ * `last_row_id` and `last_seq` once the rows are in.
  * One row of VALUES, the collection's id found in it: an INSERT … SELECT into a view first copies the
  * SELECT's rows into a temporary table, and a trigger that found the collection by name would look it
  * up in each of its statements.
  */
-export const insertSql = `insert into row_inserts values (${collectionId}, ?3, ?4, ?5, ?1, ?6)
+export const insertSql = `insert into row_inserts values (${collectionId('?7')}, ?3, ?4, ?5, ?1, ?6)
   returning collection_id as id, (select last_row_id from collections where id = row_inserts.collection_id) as last_row_id,
     (select last_seq from collections where id = row_inserts.collection_id) as last_seq`;
 
 /**
  * A group of patches that each set `n` fields: `?1` account, `?2` collection, `?3` a JSON array of
- * `[row id, fields]` (as row_patches_<n> takes them), `?4` at. Answers a row for each patch, with `id`
- * the collection's (null when there is no such collection), `i` the patch's index in `?3`, and `data`
+ * `[row id, fields]` (as row_patches_<n> takes them), `?4` at, `?5` the schema id the rows as patched
+ * were checked with. Answers a row for each patch, with `id` the collection's (null when there is no
+ * such collection, or its schema is another), `i` the patch's index in `?3`, and `data`
  * the row's text as that patch left it (null for a row that does not exist) and `version` its version, read right after the
  * patch's own trigger has run (RETURNING runs once each inserted row's INSTEAD OF trigger has). The
  * collection is looked up once, in a FROM item of one row; each row once, by the collection's id and
@@ -354,14 +361,14 @@ const patchSqls = Array.from(
   { length: MAX_FIELDS_BY_PATH + 1 },
   (_, n) => `insert into row_patches_${n}
     select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
-      from (select ${collectionId} as id) c, json_each(?3) p
+      from (select ${collectionId('?5')} as id) c, json_each(?3) p
   ${returning(n)}`,
 );
 
 const onePatchSqls = Array.from(
   { length: MAX_FIELDS_BY_PATH + 1 },
   (_, n) => `insert into row_patches_${n}
-    values (${collectionId}, 0, (select rowid from rows where collection_id = ${collectionId} and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
+    values (${collectionId('?5')}, 0, (select rowid from rows where collection_id = ${collectionId('?5')} and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
   ${returning(n)}`,
 );
 
@@ -422,3 +429,20 @@ export const filteredSortedPage: PageSource['filteredSortedPage'] = (
 export const pruneOnceSql = `delete from idempotency_keys where rowid in
   (select rowid from (select rowid, expires_at from idempotency_keys order by rowid limit ?2) where expires_at <= ?1)
   returning account_id`;
+
+/**
+ * A unique index of SQLite (../indexes.ts): a partial index of the expressions of its fields' JSON texts,
+ * each null when the field is missing or null, which SQLite's unique indexes let repeat. The JSON text of
+ * a value is the one JSON.stringify wrote in the row, so `1` and `1.0` are one number, and an object's
+ * text keeps its fields' order.
+ */
+export const uniqueIndexSql: UniqueIndexSql = {
+  create: (name, collectionId, fields) => [
+    `create unique index ${name} on rows (${fields.map((field) => uniqueKey(field)).join(', ')}) where collection_id = ${collectionId}`,
+  ],
+  drop: (name) => `drop index if exists ${name}`,
+  key: (field) => uniqueKey(field),
+  value: "(? -> '$')",
+};
+
+const uniqueKey = (field: string) => `nullif(data -> '$.${field}', 'null')`;

@@ -1,0 +1,67 @@
+// Upserts (openapi.yaml, insertRows with `on_conflict`): each row whose values of a unique index's fields
+// a stored row holds patches that row (a top-level merge), every other is inserted, in the order sent,
+// all in one transaction that holds the collection's row from its start, so that no other write of the
+// collection comes between a row's look-up and its write. Each dialect writes a row with the statements
+// of its own inserts and patches (UpsertWrites), events and sort keys with them.
+import { validationFailed } from '../errors.ts';
+import { advance } from './collections.ts';
+import type { Dialect, SqlValue, WriteTx } from './dialect.ts';
+import { rowsHolding, uniqueIndexesOf, type WrittenRow } from './indexes.ts';
+import type { Fields, Json, Row, VersionedRow } from './rows.ts';
+
+/** How a dialect writes one row of an upsert inside its transaction. */
+export interface UpsertWrites {
+  /** Inserts `fields` as a new row, checked against the schema `schemaId` already. */
+  insert(schemaId: number, fields: Fields): Promise<VersionedRow>;
+  /** Patches the row `rowId` with `patch`, checking it as patched against the schema, its errors naming the row `place`. */
+  patch(rowId: number, patch: Fields, place: number): Promise<VersionedRow>;
+  /** Told the rows tried so far, as a unique index would see them (indexes.ts, keepingUnique). */
+  tried(rows: WrittenRow[]): void;
+}
+
+/** What an upsert answers: the rows as stored, in the order sent, and its collection. */
+export interface Upserted {
+  json: Json<Row[]>;
+  collectionId: number;
+}
+
+/**
+ * Upserts `items` into the account's collection by the unique index whose fields are `onConflict` (400
+ * when it has none of exactly those fields); 404 for no such collection.
+ */
+export async function upsertRowsIn(
+  db: Dialect,
+  trx: WriteTx,
+  accountId: number,
+  collection: string,
+  items: readonly Fields[],
+  onConflict: readonly string[],
+  writes: UpsertWrites,
+): Promise<Upserted> {
+  const read = <T>(sql: string, params: SqlValue[]) => db.run<T>(trx, sql, params);
+  const { id, schemaId } = await advance(db, trx, accountId, collection, 0);
+  const index = (await uniqueIndexesOf(read, id)).find(
+    ({ fields }) => fields.length === onConflict.length && fields.every((field) => onConflict.includes(field)),
+  );
+  if (!index) {
+    throw validationFailed(`on_conflict names the fields of a unique index of collection ${collection}, and it has none of those.`, [
+      { in: 'query', name: 'on_conflict', message: 'must name the fields of a unique index' },
+    ]);
+  }
+  const rows: string[] = [];
+  const tried: WrittenRow[] = [];
+  for (const [place, fields] of items.entries()) {
+    const values = index.fields.map((field) => fields[field]);
+    const absent = values.some((value) => value === undefined || value === null);
+    const [holder] = absent ? [] : await rowsHolding(db, read, id, index.fields, values, 1);
+    tried.push({ id: holder, fields });
+    writes.tried(tried);
+    if (holder === undefined) {
+      await db.schemas.check(read, schemaId, collection, [fields], () => place);
+      rows.push((await writes.insert(schemaId, fields)).json);
+    } else {
+      rows.push((await writes.patch(holder, fields, place)).json);
+    }
+  }
+  return { json: `[${rows.join(',')}]`, collectionId: id };
+}
