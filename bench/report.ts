@@ -360,7 +360,7 @@ export function judgeTargets(
     targets.push({
       name,
       target: `≥ ${min} × ${beside.neighbour}`,
-      value: `${ratioBeside(beside.ratio, min)} × ${beside.neighbour} (rounds ${beside.ratios.map(ratio).join(', ')})`,
+      value: `${ratioBeside(beside.ratio, min)} × ${beside.neighbour}${beside.ratios.length > 1 ? `, rounds ${beside.ratios.map(ratio).join(', ')}` : ''}`,
       met: beside.ratio >= min,
     });
   }
