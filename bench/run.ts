@@ -288,7 +288,7 @@ async function main(): Promise<void> {
     for (const s of summaries) {
       const rate = ratedByRows(s.workload) ? `${Math.round(s.rowsPerSecond)} rows/s` : `${Math.round(s.requestsPerSecond)} req/s`;
       say(
-        `${s.workload.padEnd(26)} ${rate.padStart(14)}  p99 ${s.p99Ms.toFixed(2)} ms${s.ratio === undefined ? '' : `  ratio ${s.ratio.toFixed(3)}`}${s.ofDriver === undefined ? '' : ` (${s.ofDriver.toFixed(3)} × its ${driverName(s.workload)})`}${s.cpu ? `  CPU µs/req ${cpuCell(s.cpu)}` : ''}`,
+        `${s.workload.padEnd(26)} ${rate.padStart(14)}  p99 ${s.p99Ms.toFixed(2)} ms${s.ratio === undefined ? '' : `  ratio ${s.ratio.toFixed(3)}`}${s.ofDriver === undefined ? '' : ` (${s.ofDriver.toFixed(3)} × its ${driverName(s.workload)})`}${s.sideBySide ? `  ${s.sideBySide.ratio.toFixed(3)} × ${s.sideBySide.neighbour}` : ''}${s.cpu ? `  CPU µs/req ${cpuCell(s.cpu)}` : ''}`,
       );
     }
     say(`peak RSS of rowbase: ${Math.round((serverPeakRssKb.rowbase ?? 0) / 1024)} MB`);

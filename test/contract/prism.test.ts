@@ -5,7 +5,7 @@
 // valid (no violation at all) and with requests it does not (the server refuses them, and Prism finds
 // nothing wrong with the answer: only with the request, when the document says enough to tell).
 // Prism reads only openapi.yaml and this machine: test/support/prism-preload.cjs refuses it any other host,
-// and lets it read a HEAD answer as having no body (Prism 5.16 parses it as JSON and fails).
+// and lets it read a HEAD answer as having no body (Prism, 5.14 to 5.16, parses it as JSON and fails).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createRequire } from 'node:module';

@@ -1,7 +1,7 @@
 // Preloaded (node --require) into the Prism proxy that test/contract/prism.test.ts runs, for two things:
 //
-// - Prism 5.16's proxy reads the body of every answer whose Content-Type is JSON with node-fetch's
-//   response.json(), whatever the method (@stoplight/prism-http, forwarder, parseResponseBody). A HEAD
+// - Prism's proxy (5.14, and 5.16 still) reads the body of every answer whose Content-Type is JSON with
+//   node-fetch's response.json(), whatever the method (@stoplight/prism-http, parseResponseBody). A HEAD
 //   answer has no body (RFC 9110 §9.3.2) but carries GET's Content-Type, so Prism fails to parse the empty
 //   body and answers a 500 of its own, for any API whose HEAD answers as its GET does. Here the answer to
 //   a HEAD has no body to parse: Prism then validates its status and headers against the document's
