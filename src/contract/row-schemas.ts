@@ -165,6 +165,8 @@ export function rowSchemas(collection: string, schema: JsonObject, options: RowS
   if (kinds.has('insert')) {
     const { required: _required, ...rest } = given;
     schemas[insertName] = {
+      // A row is an object: a schema that does not say so (`{}`, or of properties alone) still types one.
+      ...(rest.type === undefined && { type: 'object' }),
       ...rest,
       description: describe(`A row to insert into \`${collection}\`: the collection's schema; the service assigns \`id\`.`),
       ...(required.length > 0 && { required }),
