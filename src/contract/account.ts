@@ -5,7 +5,7 @@
 //
 // The base documents are converted once (a WeakMap keyed by the parsed document), so a call costs what
 // its collections cost; `documentTag` costs a hash of the collections, so that a server can answer
-// `304 Not Modified` (or serve a cached document) before building one.
+// `304 Not Modified`, or serve the document it built for the same tag (cache.ts), before building one.
 import { createHash } from 'node:crypto';
 import { collectionPrefix, feedOperation, rowOperationId, type rowOperations, rowTypeName } from './names.ts';
 import { openApiTo31 } from './openapi-31.ts';

@@ -12,6 +12,7 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import { parse } from 'yaml';
 import { accountAsyncApi, accountOpenApi, type CollectionContract, documentTag } from '../../src/contract/account.ts';
+import { DocumentCache } from '../../src/contract/cache.ts';
 import {
   collectionPrefix,
   decodePrefix,
@@ -318,6 +319,26 @@ describe("the account's contract", () => {
       expect(ids).to.have.length(operationsOf(openapi).length + collections.length * Object.keys(rowOperations).length);
     });
 
+    it("names and types a collection's rows alike whatever other collections there are", () => {
+      const alone = accountOpenApi(openapi, [{ name: 'notes', schema: notes }]) as Json;
+      const notesOf = (each: Json) => ({
+        schemas: Object.entries((each.components as Json).schemas as Json).filter(([name]) => name.startsWith('Notes')),
+        paths: Object.entries(each.paths as Json).filter(([path]) => path.startsWith('/v1/collections/notes/')),
+      });
+      expect(notesOf(alone)).to.deep.equal(notesOf(document));
+    });
+
+    it('types the rows of a schema that does not say they are objects as objects', () => {
+      const loose = accountOpenApi(openapi, [
+        { name: 'anything', schema: {} },
+        { name: 'fields', schema: { properties: { a: { type: 'string' } } } },
+      ]) as Json;
+      const types = (loose.components as Json).schemas as Record<string, Json>;
+      for (const name of ['AnythingRow', 'AnythingInsert', 'AnythingPatch', 'FieldsRow', 'FieldsInsert', 'FieldsPatch']) {
+        expect(types[name]?.type, name).to.equal('object');
+      }
+    });
+
     it('does not depend on the order of the collections, and leaves openapi.yaml as parsed', async () => {
       expect(accountOpenApi(openapi, [...collections].reverse())).to.deep.equal(document);
       expect(openapi).to.deep.equal(await readYaml('openapi.yaml'));
@@ -373,6 +394,26 @@ describe("the account's contract", () => {
       const changed = collections.map((each) => (each.name === 'notes' ? { name: 'notes', schema: { ...notes, required: [] } } : each));
       expect(documentTag(openapi, changed)).to.not.equal(tag);
       expect(documentTag(asyncapi, collections)).to.not.equal(tag);
+    });
+  });
+
+  describe('DocumentCache', () => {
+    it('builds a document once for its tag, and keeps the most recently used up to its limit', () => {
+      const cache = new DocumentCache(2);
+      let built = 0;
+      const build = (text: string) => () => {
+        built += 1;
+        return text;
+      };
+      expect(cache.get('"a"', build('A'))).to.equal('A');
+      expect(cache.get('"a"', build('again'))).to.equal('A');
+      cache.get('"b"', build('B'));
+      cache.get('"a"', build('again'));
+      cache.get('"c"', build('C')); // drops "b", the least recently used
+      expect(cache.size).to.equal(2);
+      expect(cache.get('"a"', build('again'))).to.equal('A');
+      expect(cache.get('"b"', build('B again'))).to.equal('B again');
+      expect(built).to.equal(4);
     });
   });
 
