@@ -79,7 +79,8 @@ export function rowSchemas(collection: string, schema: JsonObject, options: RowS
     const defs = schema[keyword];
     if (!isObject(defs)) continue;
     for (const [name, definition] of Object.entries(defs)) {
-      const component = definitions.get(`${keyword}/${name}`) ?? defName(collection, keyword === '$defs' ? name : `definitions/${name}`);
+      // draft-07's `definitions` are named apart from `$defs`, by their path.
+      const component = defName(collection, keyword === '$defs' ? name : `definitions/${name}`);
       definitions.set(`${keyword}/${name}`, component);
       if (isObject(definition) && typeof definition.$anchor === 'string') anchors.set(definition.$anchor, component);
     }

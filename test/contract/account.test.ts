@@ -22,7 +22,7 @@ import {
   rowOperations,
   rowTypeSuffixes,
 } from '../../src/contract/names.ts';
-import { defName } from '../../src/contract/row-schemas.ts';
+import { defName, rowSchemas } from '../../src/contract/row-schemas.ts';
 import { runTool } from '../support/process.ts';
 import { generateClients, sdkFolder, writeStrictTsconfig } from '../support/sdk.ts';
 
@@ -310,6 +310,33 @@ describe("the account's contract", () => {
       expect(((schemas.ThreadsRow.properties as Json).replies as Json).items).to.deep.equal({ $ref: '#/components/schemas/ThreadsInsert' });
       const refs = refsOf(document);
       expect(refs.filter((ref) => !ref.startsWith('#/') || resolve(document, ref) === undefined)).to.deep.equal([]);
+    });
+
+    it("rewrites references to draft-07's `definitions` and to anchors, and one to outside the schema as any value", () => {
+      const { schemas: made } = rowSchemas(
+        'legacy',
+        {
+          type: 'object',
+          definitions: { point: { $anchor: 'point', type: 'object', properties: { x: { type: 'number' } } } },
+          properties: {
+            at: { $ref: '#/definitions/point' },
+            to: { $ref: '#point' },
+            x: { $ref: '#/definitions/point/properties/x' },
+            far: { $ref: 'https://example.com/far.json', description: 'elsewhere' },
+            near: { $ref: '#/properties/at' },
+          },
+        },
+        { id: { type: 'integer' } },
+      );
+      const point = `#/components/schemas/${defName('legacy', 'definitions/point')}`;
+      expect(made.LegacyRow!.properties).to.deep.include({
+        at: { $ref: point },
+        to: { $ref: point },
+        x: { $ref: `${point}/properties/x` },
+        far: {},
+        near: { $ref: '#/components/schemas/LegacyInsert/properties/at' },
+      });
+      expect(made[defName('legacy', 'definitions/point')]).to.deep.equal({ type: 'object', properties: { x: { type: 'number' } } });
     });
 
     it('gives every operation its own operationId, and keeps the generic operations', () => {
