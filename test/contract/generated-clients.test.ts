@@ -6,8 +6,7 @@
 // The types each generator exports are named after the document (its schemas, responses, parameters and
 // operations), never after where an unnamed schema sits (`ErrorResponseAllOf`, `GetDocsAsset404`) nor
 // numbered apart (`CollectionName2`).
-import { cp, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { cp, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { expect } from 'chai';
@@ -15,6 +14,7 @@ import { parse } from 'yaml';
 import type { Outcome } from '../sdk/calls.ts';
 import { checkFetched } from '../support/contract.ts';
 import { runTool } from '../support/process.ts';
+import { generateClients, sdkFolder, writeStrictTsconfig } from '../support/sdk.ts';
 import { startTestServer, TEST_PLAN, type TestServer } from '../support/server.ts';
 
 const root = new URL('../../', import.meta.url).pathname;
@@ -69,45 +69,16 @@ const expectedStatuses = {
 describe('clients generated from openapi.yaml', function () {
   this.timeout(180_000);
   let dir: string;
+  let remove: (() => Promise<void>) | undefined;
   let server: TestServer;
   let key: string;
   const fetchAsBefore = globalThis.fetch;
 
   before(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'rowbase-sdk-'));
-    const out = join(dir, 'sdk/out');
-    await mkdir(out, { recursive: true });
-    await writeFile(join(dir, 'package.json'), '{ "type": "module", "private": true }\n');
-    await symlink(join(root, 'node_modules'), join(dir, 'node_modules'), 'dir');
-    await writeFile(
-      join(dir, 'orval.config.mjs'),
-      `export default { rowbase: { input: { target: ${JSON.stringify(join(root, 'openapi.yaml'))} }, output: { target: ${JSON.stringify(join(out, 'orval/api.ts'))}, client: 'fetch', baseUrl: { runtime: 'process.env.ROWBASE_URL' } } } };\n`,
-    );
-    // One generator after the other: two cores are enough for one at a time.
-    await runTool('openapi-typescript', [join(root, 'openapi.yaml'), '-o', join(out, 'openapi-typescript/schema.ts')]);
-    await runTool('openapi-ts', ['-i', join(root, 'openapi.yaml'), '-o', join(out, 'hey-api')]);
-    await runTool('orval', ['--config', join(dir, 'orval.config.mjs')], dir);
+    ({ dir, remove } = await sdkFolder());
+    await generateClients(dir, join(root, 'openapi.yaml'), join(dir, 'sdk/out'));
     await cp(join(root, 'test/sdk'), join(dir, 'sdk'), { recursive: true, filter: (source) => !source.includes('/out') });
-    await writeFile(
-      join(dir, 'tsconfig.json'),
-      `${JSON.stringify(
-        {
-          compilerOptions: {
-            target: 'ES2023',
-            lib: ['ES2023', 'DOM', 'DOM.Iterable'],
-            module: 'NodeNext',
-            moduleResolution: 'NodeNext',
-            allowImportingTsExtensions: true,
-            noEmit: true,
-            strict: true,
-            types: ['node'],
-          },
-          include: ['sdk'],
-        },
-        null,
-        2,
-      )}\n`,
-    );
+    await writeStrictTsconfig(dir, ['sdk']);
 
     server = await startTestServer();
     ({ key } = (await server.store.createKey('sdk-user', TEST_PLAN)) as { key: string });
@@ -124,7 +95,7 @@ describe('clients generated from openapi.yaml', function () {
     globalThis.fetch = fetchAsBefore;
     delete process.env.ROWBASE_URL;
     await server?.stop();
-    if (dir) await rm(dir, { recursive: true, force: true });
+    await remove?.();
   });
 
   it('compiles every generated client, and the calls made with each, with tsc --strict', async () => {

@@ -17,11 +17,13 @@ const run = promisify(execFile);
 
 /**
  * Runs one of the project's tools (`tsc`, `biome`, a generator) from node_modules/.bin to its end, in
- * `cwd` (default: the project's folder), and gives what it printed; its failure says what it printed.
+ * `cwd` (default: the project's folder), with `environment` added to this process's (default: nothing
+ * added), and gives what it printed; its failure says what it printed.
  */
-export async function runTool(tool: string, args: string[], cwd = projectRoot): Promise<string> {
+export async function runTool(tool: string, args: string[], cwd = projectRoot, environment: Record<string, string> = {}): Promise<string> {
   try {
-    const { stdout, stderr } = await run(join(projectRoot, 'node_modules/.bin', tool), args, { cwd, maxBuffer: 16 << 20 });
+    const env = { ...process.env, ...environment };
+    const { stdout, stderr } = await run(join(projectRoot, 'node_modules/.bin', tool), args, { cwd, env, maxBuffer: 16 << 20 });
     return stdout + stderr;
   } catch (error) {
     const { stdout = '', stderr = '' } = error as { stdout?: string; stderr?: string };

@@ -1,0 +1,254 @@
+// The account's contract: openapi.yaml and asyncapi.yaml as an API key sees them, each collection it can
+// see with paths, operations and messages of its own, typed by the collection's JSON Schema. Pure
+// functions of the parsed documents and the collections: no database, no HTTP. docs/contract.md says
+// what the documents hold; names.ts how the types are named.
+//
+// The base documents are converted once (a WeakMap keyed by the parsed document), so a call costs what
+// its collections cost; `documentTag` costs a hash of the collections, so that a server can answer
+// `304 Not Modified`, or serve the document it built for the same tag (cache.ts), before building one.
+import { createHash } from 'node:crypto';
+import { collectionPrefix, feedOperation, rowOperationId, type rowOperations, rowTypeName } from './names.ts';
+import { openApiTo31 } from './openapi-31.ts';
+import { componentRef, type JsonObject, rowSchemas } from './row-schemas.ts';
+
+/** A collection as the documents need it: its name, and its JSON Schema (2020-12), or null for none. */
+export interface CollectionContract {
+  name: string;
+  schema: Record<string, unknown> | null;
+}
+
+const isObject = (value: unknown): value is JsonObject => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** Collections in code point order of their names, so that the documents do not depend on the order given. */
+const inOrder = (collections: readonly CollectionContract[]) =>
+  [...collections].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+
+/** The generic schemas of openapi.yaml a typed collection has its own of, by the kind of row type. */
+const typedSchemas = {
+  Row: 'row',
+  NewRow: 'insert',
+  RowPatch: 'patch',
+  VersionedRow: 'rowVersion',
+  ChangedRows: 'changedRows',
+  RowQueryPage: 'queryPage',
+} as const;
+
+/** The query of a typed collection's `query…Rows`: openapi.yaml's `RowQuery` without `select`. */
+const WHOLE_ROW_QUERY = 'WholeRowQuery';
+
+/** The paths of rows in openapi.yaml, and what takes the place of `{collection_name}`. */
+const ROW_PATHS = [
+  '/v1/collections/{collection_name}/rows',
+  '/v1/collections/{collection_name}/versioned-rows',
+  '/v1/collections/{collection_name}/query',
+  '/v1/collections/{collection_name}/rows/{row_id}',
+] as const;
+
+const METHODS = ['get', 'head', 'post', 'put', 'patch', 'delete'] as const;
+
+const converted = new WeakMap<object, JsonObject>();
+
+/** openapi.yaml as OpenAPI 3.1, converted once per parsed document. */
+function base31(base: object): JsonObject {
+  let document = converted.get(base);
+  if (!document) {
+    document = openApiTo31(base);
+    converted.set(base, document);
+  }
+  return document;
+}
+
+/** `node` with every `$ref` to a schema of `renamed` pointing at its new name instead. A new value. */
+function retarget(node: unknown, renamed: Record<string, string>): unknown {
+  if (Array.isArray(node)) return node.map((item) => retarget(item, renamed));
+  if (!isObject(node)) return node;
+  const out: JsonObject = {};
+  for (const [key, value] of Object.entries(node)) {
+    const name = key === '$ref' && typeof value === 'string' && value.startsWith('#/components/schemas/') ? value.slice(21) : undefined;
+    out[key] = name !== undefined && name in renamed ? componentRef(renamed[name]!) : retarget(value, renamed);
+  }
+  return out;
+}
+
+/** The generic operation of openapi.yaml as the copy of one collection: its path, its types, its names. */
+function collectionOperation(operation: JsonObject, collection: string, typed: boolean, renamed: Record<string, string>): JsonObject {
+  const generic = operation.operationId as keyof typeof rowOperations;
+  const copy = retarget(operation, renamed) as JsonObject;
+  copy.operationId = rowOperationId(collection, generic);
+  copy.tags = [collectionTag(collection)];
+  copy.summary = `${String(operation.summary).replace(/\.$/, '')} (\`${collection}\`).`;
+  copy.description = typed
+    ? `\`${generic}\` of the collection \`${collection}\`, its rows typed by the collection's schema. It answers whole rows: to ask for some fields of each (\`select\`), use \`${generic}\`.`
+    : `\`${generic}\` of the collection \`${collection}\`, which has no schema: its rows are typed as \`${generic}\` types them.`;
+  if (typed) {
+    if (Array.isArray(copy.parameters)) {
+      copy.parameters = copy.parameters.filter(
+        (parameter) => !(isObject(parameter) && parameter.$ref === '#/components/parameters/SelectParameter'),
+      );
+    }
+    // The examples of openapi.yaml are rows of no schema, which this collection's schema may refuse.
+    for (const holder of [copy.requestBody, ...Object.values(isObject(copy.responses) ? copy.responses : {})]) {
+      if (!isObject(holder) || !isObject(holder.content)) continue;
+      for (const media of Object.values(holder.content)) {
+        if (!isObject(media)) continue;
+        delete media.example;
+        delete media.examples;
+      }
+    }
+  }
+  return copy;
+}
+
+/** The tag of a collection's operations. Tags of openapi.yaml are one word: this one never is. */
+const collectionTag = (collection: string) => `rows of ${collection}`;
+
+/**
+ * openapi.yaml (parsed; `base`, which is not changed) as OpenAPI 3.1.0, with, for each collection of
+ * `collections`, the paths `/v1/collections/<name>/rows`, `…/rows/{row_id}`, `…/versioned-rows` and
+ * `…/query`, whose operations are those of openapi.yaml (`insertRows` → `insert<Prefix>Rows`; names.ts)
+ * typed by the collection's schema: `<Prefix>Row`, `<Prefix>Insert`, `<Prefix>Patch`, `<Prefix>RowVersion`,
+ * `<Prefix>ChangedRows`, `<Prefix>QueryPage`, and the schema's `$defs` (row-schemas.ts). A typed operation
+ * answers whole rows: it takes no `select`. A collection without a schema gets the same paths, typed as
+ * openapi.yaml types rows. The generic operations stay. Collections come in name order, whatever the
+ * order given. A new document each call; its parts may be shared with earlier ones: do not change it.
+ */
+export function accountOpenApi(base: object, collections: readonly CollectionContract[]): object {
+  const document = base31(base);
+  const baseSchemas = (document.components as JsonObject).schemas as JsonObject;
+  const basePaths = document.paths as JsonObject;
+  const paths: JsonObject = { ...basePaths };
+  const schemas: JsonObject = { ...baseSchemas };
+  const tags = [...((document.tags as unknown[]) ?? [])];
+  let anyTyped = false;
+
+  for (const { name, schema } of inOrder(collections)) {
+    const typed = schema !== null;
+    const renamed: Record<string, string> = {};
+    if (typed) {
+      anyTyped = true;
+      Object.assign(schemas, rowSchemas(name, schema, { id: { $ref: componentRef('RowId') } }).schemas);
+      for (const [generic, kind] of Object.entries(typedSchemas)) renamed[generic] = rowTypeName(name, kind);
+      renamed.RowQuery = WHOLE_ROW_QUERY;
+      for (const generic of ['VersionedRow', 'ChangedRows', 'RowQueryPage'] as const) {
+        schemas[renamed[generic]!] = {
+          ...(retarget(baseSchemas[generic], renamed) as JsonObject),
+          description: `${String((baseSchemas[generic] as JsonObject).description).replace(/\.$/, '')}, of \`${name}\`.`,
+        };
+      }
+    }
+    for (const path of ROW_PATHS) {
+      const item = basePaths[path] as JsonObject;
+      const copy: JsonObject = {};
+      const parameters = ((item.parameters as unknown[]) ?? []).filter(
+        (parameter) => !(isObject(parameter) && parameter.$ref === '#/components/parameters/CollectionNamePath'),
+      );
+      if (parameters.length > 0) copy.parameters = parameters;
+      for (const method of METHODS) {
+        if (isObject(item[method])) copy[method] = collectionOperation(item[method], name, typed, renamed);
+      }
+      paths[path.replace('{collection_name}', name)] = copy;
+    }
+    tags.push({ name: collectionTag(name), description: `The rows of the collection \`${name}\`${typed ? ', typed by its schema' : ''}.` });
+  }
+  if (anyTyped) {
+    const query = baseSchemas.RowQuery as JsonObject;
+    const { select: _select, ...properties } = query.properties as JsonObject;
+    schemas[WHOLE_ROW_QUERY] = {
+      ...query,
+      description: 'A query of a collection typed by its schema: `RowQuery` without `select`, as its answers are whole rows.',
+      properties,
+    };
+  }
+  return { ...document, tags, paths, components: { ...(document.components as JsonObject), schemas } };
+}
+
+/** The feed's generic payloads a collection has its own of, and the message of each. */
+const feedMessages = [
+  { message: 'insert', schema: 'InsertMessage', kind: 'insertMessage', key: 'Insert' },
+  { message: 'update', schema: 'UpdateMessage', kind: 'updateMessage', key: 'Update' },
+  { message: 'delete', schema: 'DeleteMessage', kind: 'deleteMessage', key: 'Delete' },
+] as const;
+
+/**
+ * asyncapi.yaml (AsyncAPI 3.0.0, parsed; `base`, which is not changed) with, for each collection of
+ * `collections`, the feed's `insert`, `update` and `delete` messages of that collection: payloads
+ * `<Prefix>InsertMessage`, `<Prefix>UpdateMessage` and `<Prefix>DeleteMessage`, whose `collection` is the
+ * collection's name and whose `row` and `previous` are `<Prefix>Row` (the collection's schema, with `id`;
+ * asyncapi.yaml's `Row` and `PreviousRow` for a collection without one), messages `<Prefix>Insert`, … on the channel
+ * `feed`, and the operation `send<Prefix>RowChanges`. The generic messages stay. A new document each call.
+ */
+export function accountAsyncApi(base: object, collections: readonly CollectionContract[]): object {
+  const document = base as JsonObject;
+  const components = document.components as JsonObject;
+  const baseSchemas = components.schemas as JsonObject;
+  const schemas: JsonObject = { ...baseSchemas };
+  const messages: JsonObject = { ...(components.messages as JsonObject) };
+  const channels = document.channels as JsonObject;
+  const feed = channels.feed as JsonObject;
+  const channelMessages: JsonObject = { ...(feed.messages as JsonObject) };
+  const operations: JsonObject = { ...(document.operations as JsonObject) };
+  const idSchema = ((baseSchemas.Row as JsonObject).properties as JsonObject).id as JsonObject;
+
+  for (const { name, schema } of inOrder(collections)) {
+    const prefix = collectionPrefix(name);
+    const row = rowTypeName(name, 'row');
+    // A collection without a schema has rows as asyncapi.yaml's `Row`, and no row type of its own.
+    const renamed: Record<string, string> = schema === null ? {} : { Row: row, PreviousRow: row };
+    if (schema !== null) Object.assign(schemas, rowSchemas(name, schema, { id: idSchema, kinds: ['row'] }).schemas);
+    const operationMessages: unknown[] = [];
+    for (const { message, schema: payload, kind, key } of feedMessages) {
+      const generic = baseSchemas[payload] as JsonObject;
+      const typedPayload = retarget(generic, renamed) as JsonObject;
+      typedPayload.description = `${String(generic.description).replace(/\.$/, '')}, in \`${name}\`.`;
+      typedPayload.properties = { ...(typedPayload.properties as JsonObject), collection: { type: 'string', const: name } };
+      schemas[rowTypeName(name, kind)] = typedPayload;
+      const messageKey = prefix + key;
+      const genericMessage = (components.messages as JsonObject)[message] as JsonObject;
+      messages[messageKey] = {
+        name: message,
+        title: `${String(genericMessage.title)} (${name})`,
+        summary: `${String(genericMessage.summary).replace(/\.$/, '')}, in \`${name}\`.`,
+        contentType: genericMessage.contentType,
+        payload: { $ref: componentRef(rowTypeName(name, kind)) },
+      };
+      channelMessages[messageKey] = { $ref: `#/components/messages/${messageKey}` };
+      operationMessages.push({ $ref: `#/channels/feed/messages/${messageKey}` });
+    }
+    const [verb, noun] = feedOperation;
+    operations[verb + prefix + noun] = {
+      action: 'send',
+      channel: { $ref: '#/channels/feed' },
+      title: `A row of ${name} changed`,
+      summary: `The feed of \`${name}\` (\`collection=${name}\`): one message for each committed change of the kinds chosen in \`events\`.`,
+      description: `\`sendRowChanges\` of the collection \`${name}\`, its rows typed by the collection's schema.`,
+      messages: operationMessages,
+    };
+  }
+  return {
+    ...document,
+    channels: { ...channels, feed: { ...feed, messages: channelMessages } },
+    operations,
+    components: { ...components, schemas, messages },
+  };
+}
+
+const baseTags = new WeakMap<object, string>();
+
+/**
+ * A strong entity tag (RFC 9110 §8.8.3) of the document `accountOpenApi(base, collections)` or
+ * `accountAsyncApi(base, collections)` answers: equal for equal inputs, different when a collection, its
+ * schema or the base document differs. A hash of the inputs (the base's hashed once per parsed document),
+ * so it costs far less than the document: compare it with `If-None-Match` first.
+ */
+export function documentTag(base: object, collections: readonly CollectionContract[]): string {
+  let baseHash = baseTags.get(base);
+  if (baseHash === undefined) {
+    baseHash = createHash('sha256').update(JSON.stringify(base)).digest('base64url');
+    baseTags.set(base, baseHash);
+  }
+  const hash = createHash('sha256')
+    .update(baseHash)
+    .update(JSON.stringify(inOrder(collections).map(({ name, schema }) => [name, schema])))
+    .digest('base64url');
+  return `"${hash.slice(0, 27)}"`;
+}
