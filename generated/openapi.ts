@@ -27,6 +27,35 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/asyncapi.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The account's AsyncAPI document, its collections' feed messages typed.
+         * @description The feed's AsyncAPI 3.0 document, with each collection the key can see having its own messages, whose
+         *     `row` and `previous` are typed by the collection's schema.
+         *     It changes when a collection the key can see is made or deleted or its schema changes, and so
+         *     does its `ETag`; with `If-None-Match` naming that `ETag`, the answer is `304 Not Modified`.
+         *     How collections are named in it: docs/contract.md.
+         */
+        get: operations["getAccountAsyncApi"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        /**
+         * `GET /v1/asyncapi.json` without the body.
+         * @description The status and headers `GET /v1/asyncapi.json` answers, without the body (RFC 9110 §9.3.2): counted
+         *     toward the plan, as GET is.
+         */
+        head: operations["headAccountAsyncApi"];
+        patch?: never;
+        trace?: never;
+    };
     "/v1/collections": {
         parameters: {
             query?: never;
@@ -580,6 +609,37 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/openapi.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The account's OpenAPI document, its collections typed.
+         * @description An OpenAPI 3.1 document of the API as the key sees it: everything of this document, and for every
+         *     collection the key can see, its own paths whose rows are typed by the collection's schema (`notes` gets
+         *     `NotesRow`, `NotesInsert`, `NotesPatch`; a collection without a schema has rows typed as `Row` is).
+         *     Generators (openapi-typescript, @hey-api/openapi-ts, orval) make a typed client of it as it is.
+         *     It changes when a collection the key can see is made or deleted or its schema changes, and so
+         *     does its `ETag`; with `If-None-Match` naming that `ETag`, the answer is `304 Not Modified`.
+         *     How collections are named in it: docs/contract.md.
+         */
+        get: operations["getAccountOpenApi"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        /**
+         * `GET /v1/openapi.json` without the body.
+         * @description The status and headers `GET /v1/openapi.json` answers, without the body (RFC 9110 §9.3.2): counted
+         *     toward the plan, as GET is.
+         */
+        head: operations["headAccountOpenApi"];
+        patch?: never;
+        trace?: never;
+    };
     "/v1/usage": {
         parameters: {
             query?: never;
@@ -726,6 +786,10 @@ export interface components {
         ConflictProblem: {
             code?: components["schemas"]["ConflictCode"];
         } & components["schemas"]["Problem"];
+        /** @description An OpenAPI 3.1 or AsyncAPI 3.0 document, as JSON. */
+        ContractDocument: {
+            [key: string]: unknown;
+        };
         /**
          * @description How `count` counts the rows that match (`exact`, the only one).
          * @enum {string}
@@ -1473,6 +1537,18 @@ export interface components {
                 "application/problem+json": components["schemas"]["ConflictProblem"];
             };
         };
+        /** @description The document is the version `If-None-Match` names (RFC 9110 §15.4.5): its `ETag`, and no body. */
+        DocumentNotModified: {
+            headers: {
+                ETag: components["headers"]["DocumentETag"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
         /**
          * @description Any other problem: `405 method_not_allowed`, `408 request_timeout`, `417 expectation_failed`,
          *     `431 headers_too_large`, `500 internal`, `503 unavailable`.
@@ -1546,6 +1622,18 @@ export interface components {
         /** @description What GET answers with 200, without the body. */
         HeadOk: {
             headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
+        /** @description What GET answers with 200, without the body. */
+        HeadOkDocument: {
+            headers: {
+                ETag: components["headers"]["DocumentETag"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
@@ -2218,6 +2306,11 @@ export interface components {
     requestBodies: never;
     headers: {
         /**
+         * @description The version of an account's document, which changes when a collection or a schema does.
+         * @example "k3Jd9sPq0aZxVb7Lw2Ny5Tg8Rc1"
+         */
+        DocumentETag: string;
+        /**
          * @description The row's version, as a strong entity tag (RFC 9110 §8.8.3): opaque, to compare whole and send
          *     back as `If-Match` or `If-None-Match`. Every write of the row (an insert, each patch, even one
          *     that sets a field to the value it had) gives it a new one, which no other version of any row
@@ -2338,6 +2431,64 @@ export interface operations {
         requestBody?: never;
         responses: {
             200: components["responses"]["HeadOk"];
+            default: components["responses"]["HeadProblem"];
+        };
+    };
+    getAccountAsyncApi: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description `304 Not Modified` when the row's version is one of these (RFC 9110 §13.1.2; weak comparison:
+                 *     `W/"3.7"` matches `"3.7"`), or for `*` whenever the row exists. Malformed: `400`, as `If-Match`.
+                 * @example "3.7"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The document, as JSON. */
+            200: {
+                headers: {
+                    ETag: components["headers"]["DocumentETag"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ContractDocument"];
+                };
+            };
+            304: components["responses"]["DocumentNotModified"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Error"];
+        };
+    };
+    headAccountAsyncApi: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description `304 Not Modified` when the row's version is one of these (RFC 9110 §13.1.2; weak comparison:
+                 *     `W/"3.7"` matches `"3.7"`), or for `*` whenever the row exists. Malformed: `400`, as `If-Match`.
+                 * @example "3.7"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOkDocument"];
+            304: components["responses"]["DocumentNotModified"];
             default: components["responses"]["HeadProblem"];
         };
     };
@@ -4218,6 +4369,64 @@ export interface operations {
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Error"];
+        };
+    };
+    getAccountOpenApi: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description `304 Not Modified` when the row's version is one of these (RFC 9110 §13.1.2; weak comparison:
+                 *     `W/"3.7"` matches `"3.7"`), or for `*` whenever the row exists. Malformed: `400`, as `If-Match`.
+                 * @example "3.7"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The document, as JSON. */
+            200: {
+                headers: {
+                    ETag: components["headers"]["DocumentETag"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ContractDocument"];
+                };
+            };
+            304: components["responses"]["DocumentNotModified"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Error"];
+        };
+    };
+    headAccountOpenApi: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description `304 Not Modified` when the row's version is one of these (RFC 9110 §13.1.2; weak comparison:
+                 *     `W/"3.7"` matches `"3.7"`), or for `*` whenever the row exists. Malformed: `400`, as `If-Match`.
+                 * @example "3.7"
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOkDocument"];
+            304: components["responses"]["DocumentNotModified"];
+            default: components["responses"]["HeadProblem"];
         };
     };
     getUsage: {

@@ -1834,15 +1834,18 @@ validate17.errors = vErrors;
 return errors === 0;
 }
 
-export const getCollection_params = validate18;
-const schema19 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+export const getAccountAsyncApi_params = validate18;
+const schema19 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{},"required":[]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"if-none-match":{"type":"string","maxLength":8192}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":[]};
 
 function validate18(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.path === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
+if(data.path !== undefined){
+let data0 = data.path;
+if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
+for(const key0 in data0){
+const err0 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -1851,11 +1854,9 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.path !== undefined){
-let data0 = data.path;
-if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
-if(data0.collection_name === undefined){
-const err1 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/required",keyword:"required",params:{missingProperty: "collection_name"},message:"must have required property '"+"collection_name"+"'"};
+}
+else {
+const err1 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -1864,9 +1865,12 @@ vErrors.push(err1);
 }
 errors++;
 }
-for(const key0 in data0){
-if(!(key0 === "collection_name")){
-const err2 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+}
+if(data.query !== undefined){
+let data1 = data.query;
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+for(const key1 in data1){
+const err2 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -1876,20 +1880,8 @@ vErrors.push(err2);
 errors++;
 }
 }
-if(data0.collection_name !== undefined){
-let data1 = data0.collection_name;
-if(typeof data1 !== "string"){
-let dataType0 = typeof data1;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data1;
-}
-else if(data1 === null){
-coerced0 = "";
-}
 else {
-const err3 = {instancePath:instancePath+"/path/collection_name",schemaPath:"#/properties/path/properties/collection_name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err3 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -1899,16 +1891,23 @@ vErrors.push(err3);
 errors++;
 }
 }
-if(coerced0 !== undefined){
-data1 = coerced0;
-if(data0 !== undefined){
-data0["collection_name"] = coerced0;
+if(data.header !== undefined){
+let data2 = data.header;
+if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
+if(data2["if-none-match"] !== undefined){
+let data3 = data2["if-none-match"];
+if(typeof data3 !== "string"){
+let dataType0 = typeof data3;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data3;
 }
+else if(data3 === null){
+coerced0 = "";
 }
-}
-if(typeof data1 === "string"){
-if(!pattern0.test(data1)){
-const err4 = {instancePath:instancePath+"/path/collection_name",schemaPath:"#/properties/path/properties/collection_name/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z][A-Za-z0-9_-]{0,62}$"},message:"must match pattern \""+"^[A-Za-z][A-Za-z0-9_-]{0,62}$"+"\""};
+else {
+const err4 = {instancePath:instancePath+"/header/if-none-match",schemaPath:"#/properties/header/properties/if-none-match/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -1918,10 +1917,16 @@ vErrors.push(err4);
 errors++;
 }
 }
+if(coerced0 !== undefined){
+data3 = coerced0;
+if(data2 !== undefined){
+data2["if-none-match"] = coerced0;
 }
 }
-else {
-const err5 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/type",keyword:"type",params:{type: "object"},message:"must be object"};
+}
+if(typeof data3 === "string"){
+if(func2(data3) > 8192){
+const err5 = {instancePath:instancePath+"/header/if-none-match",schemaPath:"#/properties/header/properties/if-none-match/maxLength",keyword:"maxLength",params:{limit: 8192},message:"must NOT have more than 8192 characters"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -1931,11 +1936,10 @@ vErrors.push(err5);
 errors++;
 }
 }
-if(data.query !== undefined){
-let data2 = data.query;
-if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
-for(const key1 in data2){
-const err6 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+}
+}
+else {
+const err6 = {instancePath:instancePath+"/header",schemaPath:"#/properties/header/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -1945,8 +1949,12 @@ vErrors.push(err6);
 errors++;
 }
 }
+if(data.cookie !== undefined){
+let data4 = data.cookie;
+if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
+}
 else {
-const err7 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err7 = {instancePath:instancePath+"/cookie",schemaPath:"#/properties/cookie/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -1956,44 +1964,14 @@ vErrors.push(err7);
 errors++;
 }
 }
-if(data.header !== undefined){
-let data3 = data.header;
-if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
 }
 else {
-const err8 = {instancePath:instancePath+"/header",schemaPath:"#/properties/header/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err8 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err8];
 }
 else {
 vErrors.push(err8);
-}
-errors++;
-}
-}
-if(data.cookie !== undefined){
-let data4 = data.cookie;
-if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
-}
-else {
-const err9 = {instancePath:instancePath+"/cookie",schemaPath:"#/properties/cookie/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-}
-else {
-const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
 }
 errors++;
 }
@@ -2001,10 +1979,155 @@ validate18.errors = vErrors;
 return errors === 0;
 }
 
-export const getCollectionSchema_params = validate19;
-const schema20 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+export const getAccountOpenApi_params = validate19;
+const schema20 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{},"required":[]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"if-none-match":{"type":"string","maxLength":8192}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":[]};
 
 function validate19(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.path !== undefined){
+let data0 = data.path;
+if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
+for(const key0 in data0){
+const err0 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+else {
+const err1 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(data.query !== undefined){
+let data1 = data.query;
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+for(const key1 in data1){
+const err2 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+else {
+const err3 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.header !== undefined){
+let data2 = data.header;
+if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
+if(data2["if-none-match"] !== undefined){
+let data3 = data2["if-none-match"];
+if(typeof data3 !== "string"){
+let dataType0 = typeof data3;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data3;
+}
+else if(data3 === null){
+coerced0 = "";
+}
+else {
+const err4 = {instancePath:instancePath+"/header/if-none-match",schemaPath:"#/properties/header/properties/if-none-match/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data3 = coerced0;
+if(data2 !== undefined){
+data2["if-none-match"] = coerced0;
+}
+}
+}
+if(typeof data3 === "string"){
+if(func2(data3) > 8192){
+const err5 = {instancePath:instancePath+"/header/if-none-match",schemaPath:"#/properties/header/properties/if-none-match/maxLength",keyword:"maxLength",params:{limit: 8192},message:"must NOT have more than 8192 characters"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err6 = {instancePath:instancePath+"/header",schemaPath:"#/properties/header/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.cookie !== undefined){
+let data4 = data.cookie;
+if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
+}
+else {
+const err7 = {instancePath:instancePath+"/cookie",schemaPath:"#/properties/cookie/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+}
+else {
+const err8 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+validate19.errors = vErrors;
+return errors === 0;
+}
+
+export const getCollection_params = validate20;
+const schema21 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+
+function validate20(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -2164,14 +2287,181 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate19.errors = vErrors;
+validate20.errors = vErrors;
 return errors === 0;
 }
 
-export const getHealth_params = validate20;
-const schema21 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{},"required":[]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":[]};
+export const getCollectionSchema_params = validate21;
+const schema22 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 
-function validate20(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate21(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.path === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.path !== undefined){
+let data0 = data.path;
+if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
+if(data0.collection_name === undefined){
+const err1 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/required",keyword:"required",params:{missingProperty: "collection_name"},message:"must have required property '"+"collection_name"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data0){
+if(!(key0 === "collection_name")){
+const err2 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data0.collection_name !== undefined){
+let data1 = data0.collection_name;
+if(typeof data1 !== "string"){
+let dataType0 = typeof data1;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data1;
+}
+else if(data1 === null){
+coerced0 = "";
+}
+else {
+const err3 = {instancePath:instancePath+"/path/collection_name",schemaPath:"#/properties/path/properties/collection_name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data1 = coerced0;
+if(data0 !== undefined){
+data0["collection_name"] = coerced0;
+}
+}
+}
+if(typeof data1 === "string"){
+if(!pattern0.test(data1)){
+const err4 = {instancePath:instancePath+"/path/collection_name",schemaPath:"#/properties/path/properties/collection_name/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z][A-Za-z0-9_-]{0,62}$"},message:"must match pattern \""+"^[A-Za-z][A-Za-z0-9_-]{0,62}$"+"\""};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err5 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.query !== undefined){
+let data2 = data.query;
+if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
+for(const key1 in data2){
+const err6 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+else {
+const err7 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.header !== undefined){
+let data3 = data.header;
+if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
+}
+else {
+const err8 = {instancePath:instancePath+"/header",schemaPath:"#/properties/header/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+if(data.cookie !== undefined){
+let data4 = data.cookie;
+if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
+}
+else {
+const err9 = {instancePath:instancePath+"/cookie",schemaPath:"#/properties/cookie/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+}
+else {
+const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+validate21.errors = vErrors;
+return errors === 0;
+}
+
+export const getHealth_params = validate22;
+const schema23 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{},"required":[]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":[]};
+
+function validate22(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -2266,14 +2556,14 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate20.errors = vErrors;
+validate22.errors = vErrors;
 return errors === 0;
 }
 
-export const getRow_params = validate21;
-const schema22 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"row_id":{"type":"integer","format":"int64"}},"required":["collection_name","row_id"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"if-none-match":{"type":"string","maxLength":8192}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+export const getRow_params = validate23;
+const schema24 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"row_id":{"type":"integer","format":"int64"}},"required":["collection_name","row_id"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"if-none-match":{"type":"string","maxLength":8192}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 
-function validate21(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate23(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -2515,14 +2805,14 @@ vErrors.push(err14);
 }
 errors++;
 }
-validate21.errors = vErrors;
+validate23.errors = vErrors;
 return errors === 0;
 }
 
-export const getUsage_params = validate22;
-const schema23 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{},"required":[]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":[]};
+export const getUsage_params = validate24;
+const schema25 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{},"required":[]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":[]};
 
-function validate22(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate24(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -2617,14 +2907,14 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate22.errors = vErrors;
+validate24.errors = vErrors;
 return errors === 0;
 }
 
-export const insertRows_params = validate23;
-const schema24 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{"on_conflict":{"type":"string","description":"An index's name, its fields joined by commas.","pattern":"^[A-Za-z_][A-Za-z0-9_]{0,62}(,[A-Za-z_][A-Za-z0-9_]{0,62}){0,3}$","example":"email"}},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+export const insertRows_params = validate25;
+const schema26 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{"on_conflict":{"type":"string","description":"An index's name, its fields joined by commas.","pattern":"^[A-Za-z_][A-Za-z0-9_]{0,62}(,[A-Za-z_][A-Za-z0-9_]{0,62}){0,3}$","example":"email"}},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 
-function validate23(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate25(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -2882,14 +3172,14 @@ vErrors.push(err15);
 }
 errors++;
 }
-validate23.errors = vErrors;
+validate25.errors = vErrors;
 return errors === 0;
 }
 
-export const listCollections_params = validate24;
-const schema25 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{},"required":[]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":[]};
+export const listCollections_params = validate26;
+const schema27 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{},"required":[]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":[]};
 
-function validate24(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate26(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -2984,14 +3274,14 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate24.errors = vErrors;
+validate26.errors = vErrors;
 return errors === 0;
 }
 
-export const listIndexes_params = validate25;
-const schema26 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+export const listIndexes_params = validate27;
+const schema28 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 
-function validate25(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate27(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -3151,14 +3441,14 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate25.errors = vErrors;
+validate27.errors = vErrors;
 return errors === 0;
 }
 
-export const listKeys_params = validate26;
-const schema27 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{},"required":[]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":[]};
+export const listKeys_params = validate28;
+const schema29 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{},"required":[]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":[]};
 
-function validate26(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate28(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -3253,15 +3543,15 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate26.errors = vErrors;
+validate28.errors = vErrors;
 return errors === 0;
 }
 
-export const listRows_params = validate27;
-const schema28 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{"limit":{"type":"integer","minimum":0,"maximum":1000,"default":100},"offset":{"type":"integer","minimum":0,"maximum":9007199254740991},"order_by":{"type":"string","minLength":1,"maxLength":2048,"default":"id"},"order":{"type":"string","pattern":"^(asc|desc)(,(asc|desc)){0,7}$","default":"asc"},"filter":{"type":"string","maxLength":4096},"select":{"type":"string","minLength":1,"maxLength":4096},"count":{"description":"How `count` counts the rows that match (`exact`, the only one).","type":"string","enum":["exact"]},"after":{"type":"string","minLength":1,"maxLength":8192}},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+export const listRows_params = validate29;
+const schema30 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{"limit":{"type":"integer","minimum":0,"maximum":1000,"default":100},"offset":{"type":"integer","minimum":0,"maximum":9007199254740991},"order_by":{"type":"string","minLength":1,"maxLength":2048,"default":"id"},"order":{"type":"string","pattern":"^(asc|desc)(,(asc|desc)){0,7}$","default":"asc"},"filter":{"type":"string","maxLength":4096},"select":{"type":"string","minLength":1,"maxLength":4096},"count":{"description":"How `count` counts the rows that match (`exact`, the only one).","type":"string","enum":["exact"]},"after":{"type":"string","minLength":1,"maxLength":8192}},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 const pattern14 = new RegExp("^(asc|desc)(,(asc|desc)){0,7}$", "u");
 
-function validate27(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate29(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -3698,7 +3988,7 @@ data2["count"] = coerced7;
 }
 }
 if(!(data9 === "exact")){
-const err24 = {instancePath:instancePath+"/query/count",schemaPath:"#/properties/query/properties/count/enum",keyword:"enum",params:{allowedValues: schema28.properties.query.properties.count.enum},message:"must be equal to one of the allowed values"};
+const err24 = {instancePath:instancePath+"/query/count",schemaPath:"#/properties/query/properties/count/enum",keyword:"enum",params:{allowedValues: schema30.properties.query.properties.count.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -3814,14 +4104,14 @@ vErrors.push(err31);
 }
 errors++;
 }
-validate27.errors = vErrors;
+validate29.errors = vErrors;
 return errors === 0;
 }
 
-export const listVersionedRows_params = validate28;
-const schema29 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{"limit":{"type":"integer","minimum":0,"maximum":1000,"default":100},"offset":{"type":"integer","minimum":0,"maximum":9007199254740991},"order_by":{"type":"string","minLength":1,"maxLength":2048,"default":"id"},"order":{"type":"string","pattern":"^(asc|desc)(,(asc|desc)){0,7}$","default":"asc"},"filter":{"type":"string","maxLength":4096},"select":{"type":"string","minLength":1,"maxLength":4096},"count":{"description":"How `count` counts the rows that match (`exact`, the only one).","type":"string","enum":["exact"]}},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+export const listVersionedRows_params = validate30;
+const schema31 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{"limit":{"type":"integer","minimum":0,"maximum":1000,"default":100},"offset":{"type":"integer","minimum":0,"maximum":9007199254740991},"order_by":{"type":"string","minLength":1,"maxLength":2048,"default":"id"},"order":{"type":"string","pattern":"^(asc|desc)(,(asc|desc)){0,7}$","default":"asc"},"filter":{"type":"string","maxLength":4096},"select":{"type":"string","minLength":1,"maxLength":4096},"count":{"description":"How `count` counts the rows that match (`exact`, the only one).","type":"string","enum":["exact"]}},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 
-function validate28(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate30(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -4258,7 +4548,7 @@ data2["count"] = coerced7;
 }
 }
 if(!(data9 === "exact")){
-const err24 = {instancePath:instancePath+"/query/count",schemaPath:"#/properties/query/properties/count/enum",keyword:"enum",params:{allowedValues: schema29.properties.query.properties.count.enum},message:"must be equal to one of the allowed values"};
+const err24 = {instancePath:instancePath+"/query/count",schemaPath:"#/properties/query/properties/count/enum",keyword:"enum",params:{allowedValues: schema31.properties.query.properties.count.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -4321,14 +4611,14 @@ vErrors.push(err28);
 }
 errors++;
 }
-validate28.errors = vErrors;
+validate30.errors = vErrors;
 return errors === 0;
 }
 
-export const putCollectionSchema_params = validate29;
-const schema30 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+export const putCollectionSchema_params = validate31;
+const schema32 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 
-function validate29(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate31(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -4541,14 +4831,14 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate29.errors = vErrors;
+validate31.errors = vErrors;
 return errors === 0;
 }
 
-export const queryRows_params = validate30;
-const schema31 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+export const queryRows_params = validate32;
+const schema33 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 
-function validate30(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate32(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -4708,15 +4998,15 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate30.errors = vErrors;
+validate32.errors = vErrors;
 return errors === 0;
 }
 
-export const revokeKey_params = validate31;
-const schema32 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"prefix":{"type":"string","pattern":"^rb_[A-Za-z0-9_-]{8}$","description":"The key's first 11 characters, by which it is listed and revoked.","example":"rb_Qm3xT0aB"}},"required":["prefix"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+export const revokeKey_params = validate33;
+const schema34 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"prefix":{"type":"string","pattern":"^rb_[A-Za-z0-9_-]{8}$","description":"The key's first 11 characters, by which it is listed and revoked.","example":"rb_Qm3xT0aB"}},"required":["prefix"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 const pattern19 = new RegExp("^rb_[A-Za-z0-9_-]{8}$", "u");
 
-function validate31(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate33(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -4929,14 +5219,14 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate31.errors = vErrors;
+validate33.errors = vErrors;
 return errors === 0;
 }
 
-export const updateRow_params = validate32;
-const schema33 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"row_id":{"type":"integer","format":"int64"}},"required":["collection_name","row_id"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257},"if-match":{"type":"string","maxLength":8192}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+export const updateRow_params = validate34;
+const schema35 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"row_id":{"type":"integer","format":"int64"}},"required":["collection_name","row_id"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257},"if-match":{"type":"string","maxLength":8192}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 
-function validate32(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -5231,14 +5521,14 @@ vErrors.push(err17);
 }
 errors++;
 }
-validate32.errors = vErrors;
+validate34.errors = vErrors;
 return errors === 0;
 }
 
-export const updateRows_params = validate33;
-const schema34 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{"filter":{"type":"string","maxLength":4096},"return":{"description":"What a change by filter answers besides how many rows it changed.","type":"string","enum":["count","rows"],"default":"count"}},"additionalProperties":false,"required":["filter"]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["query","path"]};
+export const updateRows_params = validate35;
+const schema36 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{"filter":{"type":"string","maxLength":4096},"return":{"description":"What a change by filter answers besides how many rows it changed.","type":"string","enum":["count","rows"],"default":"count"}},"additionalProperties":false,"required":["filter"]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["query","path"]};
 
-function validate33(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate35(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -5443,7 +5733,7 @@ data2["return"] = coerced2;
 }
 }
 if(!((data4 === "count") || (data4 === "rows"))){
-const err12 = {instancePath:instancePath+"/query/return",schemaPath:"#/properties/query/properties/return/enum",keyword:"enum",params:{allowedValues: schema34.properties.query.properties.return.enum},message:"must be equal to one of the allowed values"};
+const err12 = {instancePath:instancePath+"/query/return",schemaPath:"#/properties/query/properties/return/enum",keyword:"enum",params:{allowedValues: schema36.properties.query.properties.return.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -5558,6 +5848,6 @@ vErrors.push(err19);
 }
 errors++;
 }
-validate33.errors = vErrors;
+validate35.errors = vErrors;
 return errors === 0;
 }

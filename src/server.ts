@@ -4,6 +4,7 @@ import { createServer, type Server } from 'node:http';
 import { type AddressInfo, isIPv6 } from 'node:net';
 import { createApp } from './app.ts';
 import type { Config } from './config.ts';
+import { AccountContracts } from './contract/served.ts';
 import { openStore, type Store } from './db/store.ts';
 import { expectationFailed, noTunnel } from './errors.ts';
 import { accessLog, type Observer } from './http/observe.ts';
@@ -56,7 +57,7 @@ export async function startServer(
   const [openapi, asyncapi] = await Promise.all(['openapi.yaml', 'asyncapi.yaml'].map((name) => readFile(new URL(name, root), 'utf8')));
   const meter = new Meter(store, log, { clock: options.clock });
   const bodies = new BodyBudget(config.maxBodyBytesAtOnce);
-  const deps = { store, config, meter, bodies, documents: { openapi, asyncapi } };
+  const deps = { store, config, meter, bodies, documents: { openapi, asyncapi }, contracts: new AccountContracts({ openapi, asyncapi }) };
   // Told of every answer, the HTTP API's and the feed's upgrades' (filled before the first request).
   const observers: Observer[] = [];
   if (config.logRequests) observers.push(accessLog(log));

@@ -10,6 +10,7 @@ import {
   deleteCollectionSqls,
   getCollectionSql,
   insertSchemaSql,
+  listCollectionSchemasSql,
   listCollectionsSql,
   lockAccountSql,
   setSchemaIdSql,
@@ -68,6 +69,12 @@ export async function createCollection(
     throw error;
   }
   return collection;
+}
+
+/** The account's collections, by name in code point order, each with its schema (null for none). */
+export async function listCollectionSchemas({ query, codePointOrder }: Dialect, accountId: number) {
+  const rows = await query<{ name: string; schema: string | null }>(listCollectionSchemasSql(codePointOrder), [accountId]);
+  return rows.map(({ name, schema }) => ({ name, schema: schema === null ? null : (JSON.parse(schema) as Record<string, unknown>) }));
 }
 
 /** The collection, with its schema (null for none). */

@@ -7,7 +7,7 @@ import type { Knex } from 'knex';
 import { ApiError } from '../errors.ts';
 import type { Filter } from '../query/filter.ts';
 import type { Changes } from './changes.ts';
-import { createCollection, deleteCollection, getCollection, listCollections } from './collections.ts';
+import { createCollection, deleteCollection, getCollection, listCollectionSchemas, listCollections } from './collections.ts';
 import type { Dialect } from './dialect.ts';
 import { DatabaseClosedError, type ErrorCodes, translateError } from './errors.ts';
 import { feedStart, latestSeq, readEvents } from './events.ts';
@@ -137,6 +137,7 @@ const shared = {
   deleteCollection,
   getCollection,
   listCollections,
+  listCollectionSchemas,
   getSchema,
   putSchema,
   deleteSchema,

@@ -95,6 +95,8 @@ const collectionColumns = 'name, created_at, row_count, last_seq';
 export const listCollectionsSql = (collate: string) =>
   `select ${collectionColumns} from collections where account_id = ? order by name${collate}`;
 /** The collection, with its schema's text (null for none). */
+export const listCollectionSchemasSql = (collate: string) => `select c.name, s.schema from collections c
+  left join collection_schemas s on s.id = c.schema_id where c.account_id = ? order by c.name${collate}`;
 export const getCollectionSql = `select ${collectionColumns}, s.schema from collections c left join collection_schemas s on s.id = c.schema_id
   where c.account_id = ? and c.name = ?`;
 export const collectionIdSql = 'select id from collections where account_id = ? and name = ?';

@@ -1,7 +1,10 @@
+import type { ContractKind } from '../contract/served.ts';
+import type { Principal } from '../db/keys.ts';
 import { unavailable } from '../errors.ts';
-import type { Handlers } from './types.ts';
+import { ifNoneMatch } from '../http/request.ts';
+import type { Deps, Handlers, Input, Result } from './types.ts';
 
-export const serviceHandlers: Handlers<'getHealth'> = {
+export const serviceHandlers: Handlers<'getHealth' | 'getAccountOpenApi' | 'getAccountAsyncApi'> = {
   async getHealth(_input, { store }) {
     try {
       await store.ping();
@@ -10,4 +13,30 @@ export const serviceHandlers: Handlers<'getHealth'> = {
     }
     return { status: 200, body: { ok: true, service: 'rowbase' } };
   },
+
+  getAccountOpenApi: (input, deps) => answerDocument('openapi', input, deps),
+  getAccountAsyncApi: (input, deps) => answerDocument('asyncapi', input, deps),
 };
+
+/**
+ * The account's document of `kind`, with the collections the key can see and their schemas, and its
+ * ETag; 304 when If-None-Match names it (RFC 9110 §13.1.2).
+ */
+async function answerDocument(
+  kind: ContractKind,
+  { principal, headers }: Pick<Input<'getAccountOpenApi'>, 'principal' | 'headers'>,
+  { store, contracts }: Deps,
+): Promise<Result> {
+  const { tag, json } = contracts.document(kind, await visibleCollections(store, principal));
+  const etag = { ETag: tag };
+  // The tag is quoted already (documentTag); If-None-Match names its opaque text.
+  if (ifNoneMatch(headers)(tag.slice(1, -1))) return { status: 304, headers: etag };
+  return { status: 200, body: json(), contentType: 'application/json', headers: etag };
+}
+
+/** The account's collections with their schemas, those the key is limited to if it is. */
+async function visibleCollections(store: Deps['store'], principal: Principal) {
+  const all = await store.listCollectionSchemas(principal.accountId);
+  const { collections } = principal;
+  return collections ? all.filter(({ name }) => collections.has(name)) : all;
+}

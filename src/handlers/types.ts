@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { operations } from '../../generated/openapi.ts';
 import type { Config } from '../config.ts';
+import type { AccountContracts } from '../contract/served.ts';
 import type { OnceRequest } from '../db/idempotency.ts';
 import type { Principal } from '../db/keys.ts';
 import type { Store } from '../db/store.ts';
@@ -40,6 +41,8 @@ export interface Deps {
   bodies: BodyBudget;
   /** The contract documents, as served. */
   documents: { openapi: string; asyncapi: string };
+  /** The account's own documents, built from them (openapi.yaml, getAccountOpenApi). */
+  contracts: AccountContracts;
 }
 
 export type Handler<K extends OperationId> = (input: Input<K>, deps: Deps) => Promise<Result> | Result;

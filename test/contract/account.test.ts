@@ -25,6 +25,7 @@ import {
 import { defName, rowSchemas } from '../../src/contract/row-schemas.ts';
 import { runTool } from '../support/process.ts';
 import { generateClients, sdkFolder, writeStrictTsconfig } from '../support/sdk.ts';
+import { startTestServer, type TestServer } from '../support/server.ts';
 
 const root = new URL('../../', import.meta.url).pathname;
 const readYaml = async (name: string) => parse(await readFile(join(root, name), 'utf8'));
@@ -39,7 +40,6 @@ const notes = {
 
 const orders = {
   $schema: 'https://json-schema.org/draft/2020-12/schema',
-  $id: 'https://example.com/orders.schema.json',
   title: 'Order',
   description: 'An order of the shop.',
   type: 'object',
@@ -49,7 +49,7 @@ const orders = {
     id: { type: 'integer' },
     status: { enum: ['open', 'paid', 'shipped'] },
     customer: { $ref: '#/$defs/customer' },
-    shipping: { anyOf: [{ $ref: '#/$defs/address' }, { type: 'null' }] },
+    shipping: { $ref: '#/$defs/address' },
     lines: { type: 'array', minItems: 1, items: { $ref: '#/$defs/line' } },
     placed_at: { type: 'string', format: 'date-time' },
     note: { type: ['string', 'null'], maxLength: 500 },
@@ -450,17 +450,36 @@ describe("the account's contract", () => {
     let remove: (() => Promise<void>) | undefined;
     /** What tsc --strict said of the callers of the clients, by file. */
     let compiled: Map<string, string[]>;
+    let server: TestServer | undefined;
 
+    // The documents as a real server serves them to a key of the account that holds the collections,
+    // each made with its schema over the API.
     before(async () => {
       ({ dir, remove } = await sdkFolder());
-      const [openapi, asyncapi] = await Promise.all([readYaml('openapi.yaml'), readYaml('asyncapi.yaml')]);
-      await writeFile(join(dir, 'openapi.json'), JSON.stringify(accountOpenApi(openapi, collections), null, 2));
-      await writeFile(join(dir, 'asyncapi.json'), JSON.stringify(accountAsyncApi(asyncapi, collections), null, 2));
+      server = await startTestServer();
+      const client = await server.client();
+      for (const { name, schema } of collections) {
+        const made = await client.post('/v1/collections', schema ? { name, schema } : { name });
+        expect(made.status, `${name}: ${made.text}`).to.equal(201);
+      }
+      const [openapi, asyncapi] = await Promise.all([client.get('/v1/openapi.json'), client.get('/v1/asyncapi.json')]);
+      expect([openapi.status, asyncapi.status]).to.deep.equal([200, 200]);
+      await writeFile(join(dir, 'openapi.json'), JSON.stringify(openapi.body, null, 2));
+      await writeFile(join(dir, 'asyncapi.json'), JSON.stringify(asyncapi.body, null, 2));
       await generateClients(dir, join(dir, 'openapi.json'), join(dir, 'out'));
       compiled = await compileCallers(dir);
     });
 
-    after(() => remove?.());
+    after(async () => {
+      await server?.stop();
+      await remove?.();
+    });
+
+    it('is what the server answers at /v1/openapi.json and /v1/asyncapi.json: the documents of its collections', async () => {
+      const [openapi, asyncapi] = await Promise.all([readYaml('openapi.yaml'), readYaml('asyncapi.yaml')]);
+      expect(JSON.parse(await readFile(join(dir, 'openapi.json'), 'utf8'))).to.deep.equal(accountOpenApi(openapi, collections));
+      expect(JSON.parse(await readFile(join(dir, 'asyncapi.json'), 'utf8'))).to.deep.equal(accountAsyncApi(asyncapi, collections));
+    });
 
     it('lints the OpenAPI document clean with Spectral (spectral:oas, warnings included)', async () => {
       // As .spectral.yaml says of openapi.yaml: `/ws` succeeds with 101, no 2xx.

@@ -1,4 +1,4 @@
-// README.md's newcomer path, run as written: the shell commands of "First requests", "Keys and scopes",
+// README.md's newcomer path, run as written: the shell commands of "First requests", "Typed collections", "Keys and scopes",
 // "Plans and usage" and "The real-time feed" go to bash in the repository folder (curl, bin/rowbase) against a real
 // `rowbase serve` on a temp SQLite file, in the order the README gives them, and what each prints must
 // be the output the README shows under it (`# …` lines). The README sets `PORT=8080` once, and the
@@ -23,7 +23,7 @@ import { FeedClient } from '../support/feed.ts';
 import { type ServeProcess, Workspace } from '../support/process.ts';
 
 const root = new URL('../../', import.meta.url).pathname;
-const sections = ['First requests', 'Keys and scopes', 'Plans and usage', 'The real-time feed'];
+const sections = ['First requests', 'Typed collections', 'Keys and scopes', 'Plans and usage', 'The real-time feed'];
 
 /** One thing the README tells a newcomer to do, with what it says they will see. */
 type Step =

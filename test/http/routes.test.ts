@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import Koa from 'koa';
 import { defaults } from '../../src/config.ts';
+import { AccountContracts } from '../../src/contract/served.ts';
 import { createRouter } from '../../src/http/operations.ts';
 import { BodyBudget } from '../../src/http/request.ts';
 import { problems } from '../../src/http/stages.ts';
@@ -30,6 +31,7 @@ describe('router', () => {
       config: defaults,
       bodies: new BodyBudget(defaults.maxBodyBytesAtOnce),
       documents: { openapi: '', asyncapi: '' },
+      contracts: new AccountContracts({ openapi: '{}', asyncapi: '{}' }),
     });
     app.use(problems(createLogger('silent')));
     app.use(router.route);

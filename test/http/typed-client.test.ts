@@ -83,6 +83,10 @@ describeEachBackend('a typed client generated from openapi.yaml', (backend) => {
     // The feed's operations are answered 400: fetch cannot make a WebSocket upgrade (asyncapi.yaml).
     const calls: Record<keyof operations, [() => Promise<{ response: Response }>, number]> = {
       getHealth: [() => api.GET('/health'), 200],
+      getAccountOpenApi: [() => api.GET('/v1/openapi.json'), 200],
+      headAccountOpenApi: [() => api.HEAD('/v1/openapi.json'), 200],
+      getAccountAsyncApi: [() => api.GET('/v1/asyncapi.json'), 200],
+      headAccountAsyncApi: [() => api.HEAD('/v1/asyncapi.json'), 200],
       headHealth: [() => api.HEAD('/health'), 200],
       getUsage: [() => api.GET('/v1/usage'), 200],
       headUsage: [() => api.HEAD('/v1/usage'), 200],
