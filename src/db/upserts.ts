@@ -6,8 +6,9 @@
 import { validationFailed } from '../errors.ts';
 import { advance } from './collections.ts';
 import type { Dialect, SqlValue, WriteTx } from './dialect.ts';
-import { rowsHolding, uniqueIndexesOf, type WrittenRow } from './indexes.ts';
-import type { Fields, Json, Row, VersionedRow } from './rows.ts';
+import { beginOnce, type Once, recordOnce } from './idempotency.ts';
+import { keepingUnique, rowsHolding, uniqueIndexesOf, type WrittenRow } from './indexes.ts';
+import { type Fields, type Json, overRowBound, type Row, rowTooLarge, type VersionedRow } from './rows.ts';
 
 /** How a dialect writes one row of an upsert inside its transaction. */
 export interface UpsertWrites {
@@ -26,10 +27,43 @@ export interface Upserted {
 }
 
 /**
+ * Upserts `items` into the account's collection in a transaction of `inTransaction`, each row written by
+ * the dialect's `writesIn(trx)`, with its Idempotency-Key's answer (`options.once`); a unique index the
+ * rows break is its 409 (indexes.ts, keepingUnique).
+ */
+export async function upsertRows(
+  db: Dialect,
+  inTransaction: <T>(work: (trx: WriteTx) => Promise<T>) => Promise<T>,
+  accountId: number,
+  collection: string,
+  items: readonly Fields[],
+  onConflict: readonly string[],
+  options: { once?: Once<Upserted> } | undefined,
+  writesIn: (trx: WriteTx) => Omit<UpsertWrites, 'tried'>,
+): Promise<Upserted> {
+  if (items.some((fields) => overRowBound(JSON.stringify(fields)))) throw rowTooLarge();
+  let tried: WrittenRow[] = [];
+  return keepingUnique(
+    db,
+    accountId,
+    collection,
+    () => tried,
+    () =>
+      inTransaction(async (trx) => {
+        if (options?.once) await beginOnce(db, trx, accountId, options.once);
+        const writes = { ...writesIn(trx), tried: (rows: WrittenRow[]) => (tried = rows) };
+        const upserted = await upsertRowsIn(db, trx, accountId, collection, items, onConflict, writes);
+        if (options?.once) await recordOnce(db, trx, accountId, options.once, upserted);
+        return upserted;
+      }),
+  );
+}
+
+/**
  * Upserts `items` into the account's collection by the unique index whose fields are `onConflict` (400
  * when it has none of exactly those fields); 404 for no such collection.
  */
-export async function upsertRowsIn(
+async function upsertRowsIn(
   db: Dialect,
   trx: WriteTx,
   accountId: number,

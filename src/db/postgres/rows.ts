@@ -42,7 +42,7 @@ import {
   versionOf,
 } from '../rows.ts';
 import { StaleSchema } from '../schemas.ts';
-import { upsertRowsIn } from '../upserts.ts';
+import { upsertRows } from '../upserts.ts';
 import {
   advanceReadingRowSql,
   getRowSql,
@@ -271,37 +271,27 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: PageSou
     },
 
     async upsertRows(accountId, collection, items, onConflict, options) {
-      const texts = items.map((fields) => JSON.stringify(fields));
-      if (texts.some(overRowBound)) throw rowTooLarge();
-      let attempted: WrittenRow[] = [];
-      const { upserted, changed } = await keepingUnique(
+      const upserted = await upsertRows(
         db,
+        (work) => knex.transaction(work),
         accountId,
         collection,
-        () => attempted,
-        () =>
-          knex.transaction(async (trx) => {
-            if (options?.once) await beginOnce(db, trx, accountId, options.once);
-            const upserted = await upsertRowsIn(db, trx, accountId, collection, items, onConflict, {
-              async insert(schemaId, fields) {
-                const text = JSON.stringify(fields);
-                const params = [accountId, collection, 1, text, CHANNEL, changes.instance, schemaId];
-                const [written] = await db.run<Written>(trx, insertBatchSql, params);
-                return { json: rowJson(written.first_id, text), version: versionOf(written.id, written.first_seq) };
-              },
-              async patch(rowId, patch, place) {
-                const { patched } = await patchRowIn(trx, accountId, collection, rowId, patch, undefined, undefined, place);
-                return patched;
-              },
-              tried: (rows) => {
-                attempted = rows;
-              },
-            });
-            if (options?.once) await recordOnce(db, trx, accountId, options.once, upserted);
-            return { upserted, changed: upserted.collectionId };
-          }),
+        items,
+        onConflict,
+        options,
+        (trx) => ({
+          async insert(schemaId, fields) {
+            const text = JSON.stringify(fields);
+            const params = [accountId, collection, 1, text, CHANNEL, changes.instance, schemaId];
+            const [written] = await db.run<Written>(trx, insertBatchSql, params);
+            return { json: rowJson(written.first_id, text), version: versionOf(written.id, written.first_seq) };
+          },
+          patch: async (rowId, patch, place) =>
+            (await patchRowIn(trx, accountId, collection, rowId, patch, undefined, undefined, place)).patched,
+        }),
       );
-      changes.emit('change', changed);
+      // Committed: this process's listeners hear it now, the others through the NOTIFY.
+      changes.emit('change', upserted.collectionId);
       return upserted;
     },
 

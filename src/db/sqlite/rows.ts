@@ -40,7 +40,7 @@ import {
 } from '../rows.ts';
 import { StaleSchema } from '../schemas.ts';
 import { collectionSql } from '../sql.ts';
-import { upsertRowsIn } from '../upserts.ts';
+import { upsertRows } from '../upserts.ts';
 import { fieldName, importRowsSql, insertSql, keysSql, MAX_FIELDS_BY_PATH, patchedRowSql, patchSql, pathSafe, rowsSql } from './sql.ts';
 
 /** An insert as it waits in the writer's queue: its rows' texts, and its Idempotency-Key if it was sent with one. */
@@ -226,31 +226,22 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
     },
 
     async upsertRows(accountId, collection, items, onConflict, options) {
-      const texts = items.map((fields) => JSON.stringify(fields));
-      if (texts.some(overRowBound)) throw rowTooLarge();
-      let attempted: WrittenRow[] = [];
       try {
-        return await keepingUnique(
+        return await upsertRows(
           db,
+          (work) => writes.run(work),
           accountId,
           collection,
-          () => attempted,
-          () =>
-            writes.run(async (trx) => {
-              if (options?.once) await beginOnce(db, trx, accountId, options.once);
-              const upserted = await upsertRowsIn(db, trx, accountId, collection, items, onConflict, {
-                async insert(schemaId, fields) {
-                  const text = JSON.stringify(fields);
-                  return insertedRowOf(await writeInserts(trx, accountId, collection, schemaId, [{ texts: [text] }]), text);
-                },
-                patch: (rowId, patch, place) => patchRowIn(trx, accountId, collection, rowId, patch, 0, undefined, place),
-                tried: (rows) => {
-                  attempted = rows;
-                },
-              });
-              if (options?.once) await recordOnce(db, trx, accountId, options.once, upserted);
-              return upserted;
-            }),
+          items,
+          onConflict,
+          options,
+          (trx) => ({
+            async insert(schemaId, fields) {
+              const text = JSON.stringify(fields);
+              return insertedRowOf(await writeInserts(trx, accountId, collection, schemaId, [{ texts: [text] }]), text);
+            },
+            patch: (rowId, patch, place) => patchRowIn(trx, accountId, collection, rowId, patch, 0, undefined, place),
+          }),
         );
       } catch (error) {
         // Not a unique index (keepingUnique): the trigger's bound on a row's weight (sql.ts, row_patches).
