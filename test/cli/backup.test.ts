@@ -35,6 +35,11 @@ describe('rowbase backup (sqlite)', () => {
   it('copies the database while writes go on: the copy opens, whole, as a working database with every write acknowledged before it began', async function () {
     this.timeout(120_000);
     expect((await client.post('/v1/collections', { name: 'load' })).status).to.equal(201);
+    // A typed collection, whose schema and unique index the copy must keep.
+    const schema = { type: 'object', properties: { email: { type: 'string' } } };
+    expect((await client.post('/v1/collections', { name: 'typed', schema })).status).to.equal(201);
+    expect((await client.post('/v1/collections/typed/indexes', { fields: ['email'], unique: true })).status).to.equal(201);
+    expect((await client.post('/v1/collections/typed/rows', [{ email: 'a' }])).status).to.equal(201);
     // Some weight, so that the copy has pages to read while the writes go on.
     const filler = 'rows written while the database is copied. '.repeat(10);
     for (let batch = 0; batch < 20; batch++) {
@@ -87,6 +92,9 @@ describe('rowbase backup (sqlite)', () => {
       const written = await copy.post<Row[]>('/v1/collections/load/rows', [{ after: 'restore' }]);
       expect(written.status).to.equal(201);
       expect(written.body[0].id).to.equal(ids.length + 1);
+      expect((await copy.get('/v1/collections/typed/schema')).body).to.deep.equal(schema);
+      expect((await copy.post<{ code: string }>('/v1/collections/typed/rows', [{ email: 7 }])).status).to.equal(422);
+      expect((await copy.post<{ code: string }>('/v1/collections/typed/rows', [{ email: 'a' }])).body.code).to.equal('unique_violation');
     } finally {
       stopped = true;
       await Promise.allSettled(writers);
