@@ -40,12 +40,12 @@ export function InsertRows({ api, collection, close, afterChange }: DialogContex
   `;
 }
 
-export /**
+/**
  * A row as JSON, to edit: Save sends the top-level fields that changed (PATCH replaces each field
  * given whole). A field cannot be removed by PATCH: the editor says so rather than send a patch that
  * would keep it.
  */
-function RowEditor({ api, collection, row: listed, close, afterChange }: DialogContext & { row: Row }) {
+export function RowEditor({ api, collection, row: listed, close, afterChange }: DialogContext & { row: Row }) {
   // The row as it is now, whole (the table may show only some fields), with its version: saving and
   // deleting are refused (412) if someone else changed it since.
   const [current, setCurrent] = useState<{ row: Row; etag: string }>();

@@ -9,6 +9,7 @@ import { InsertRows, RowEditor } from './editor.ts';
 import { type Change, Feed, type FeedState } from './feed.ts';
 import { applyChange, type ShownRow } from './live.ts';
 import { Modal, Status } from './parts.ts';
+import { readTyping, SchemaPanel, type Typing } from './schema.ts';
 
 const PAGE_SIZE = 25;
 /** How many of the feed's last messages the panel lists. */
@@ -17,12 +18,14 @@ const PANEL_SIZE = 50;
 interface Props {
   api: Api;
   collection: string;
+  /** Whether the key is an admin key, which may change the collection's schema and indexes. */
+  admin: boolean;
   /** After a change made here: the counts around the view are read again. */
   onChanged: () => void;
   onDeleted: () => void;
 }
 
-export function RowsView({ api, collection, onChanged, onDeleted }: Props) {
+export function RowsView({ api, collection, admin, onChanged, onDeleted }: Props) {
   const [query, setQuery] = useState<RowsQuery>({ order: 'asc', limit: PAGE_SIZE });
   // The cursors of the pages before this one, for Previous: a cursor only leads forward.
   const [before, setBefore] = useState<(string | undefined)[]>([]);
@@ -37,6 +40,8 @@ export function RowsView({ api, collection, onChanged, onDeleted }: Props) {
   const [feedState, setFeedState] = useState<{ state: FeedState; reason?: string }>();
   const [changes, setChanges] = useState<Change[]>([]);
   const [dialog, setDialog] = useState<'insert' | 'delete-collection' | Row>();
+  // The collection's schema and indexes; none shown until read.
+  const [typing, setTyping] = useState<Typing>();
 
   /** Reads the page `asked`; `pages` is the cursors of the pages before it. */
   const reload = async (asked: RowsQuery = query, pages = before) => {
@@ -55,8 +60,16 @@ export function RowsView({ api, collection, onChanged, onDeleted }: Props) {
       else setError(describe(failure));
     }
   };
+  const retype = () =>
+    readTyping(api, collection).then(
+      (read) => {
+        setTyping(read);
+      },
+      (failure) => setError(describe(failure)),
+    );
   useEffect(() => {
     reload();
+    retype();
   }, []);
 
   // Live from the page's own snapshot (Rowbase-Seq): no change between the read and the feed is missed.
@@ -111,6 +124,14 @@ export function RowsView({ api, collection, onChanged, onDeleted }: Props) {
         <button type="button" onClick=${() => setDialog('insert')}>Insert rows</button>
         <button type="button" class="danger" onClick=${() => setDialog('delete-collection')}>Delete collection</button>
       </header>
+      ${
+        typing
+          ? html`<${SchemaPanel} api=${api} collection=${collection} typing=${typing} admin=${admin} onChanged=${() => {
+              retype();
+              onChanged();
+            }} />`
+          : null
+      }
       <form class="controls" onSubmit=${applyControls}>
         <div class="field">
           <label for="filter">Filter</label>
