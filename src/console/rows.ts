@@ -4,7 +4,7 @@
 // and, live, the feed's changes applied in place (live.ts) with the last of them listed beside the table.
 import { html } from 'htm/preact';
 import { useEffect, useMemo, useState } from 'preact/hooks';
-import { type Api, ApiError, describe, type Row, type RowsQuery } from './api.ts';
+import { type Api, ApiError, describe, type Row, type RowSchema, type RowsQuery } from './api.ts';
 import { InsertRows, RowEditor } from './editor.ts';
 import { type Change, Feed, type FeedState } from './feed.ts';
 import { applyChange, type ShownRow } from './live.ts';
@@ -193,7 +193,7 @@ export function RowsView({ api, collection, admin, onChanged, onDeleted }: Props
         <button type="button" disabled=${before.length === 0} onClick=${() => reload({ ...query, after: before.at(-1) }, before.slice(0, -1))}>Previous</button>
         <button type="button" disabled=${next === undefined || last >= total} onClick=${() => reload({ ...query, after: next }, [...before, query.after])}>Next</button>
       </nav>
-      ${dialogFor(dialog, { api, collection, close: () => setDialog(undefined), afterChange, onDeleted })}
+      ${dialogFor(dialog, { api, collection, schema: typing?.schema ?? null, close: () => setDialog(undefined), afterChange, onDeleted })}
     </section>
   `;
 }
@@ -201,6 +201,8 @@ export function RowsView({ api, collection, admin, onChanged, onDeleted }: Props
 export interface DialogContext {
   api: Api;
   collection: string;
+  /** The collection's schema, `null` for none: a row of one with a schema is edited in a form too. */
+  schema: RowSchema | null;
   close: () => void;
   afterChange: () => void;
   onDeleted: () => void;
