@@ -6,6 +6,10 @@ import type { components } from '../../generated/openapi.ts';
 export type Collection = components['schemas']['Collection'];
 export type Usage = components['schemas']['Usage'];
 export type Problem = components['schemas']['Problem'];
+export type Index = components['schemas']['Index'];
+/** A collection's JSON Schema of its rows (docs/schemas.md), as it was set. */
+export type RowSchema = components['schemas']['RowSchema'];
+export type RowError = components['schemas']['RowError'];
 export type Row = { id: number; [field: string]: unknown };
 
 /** A 4xx or 5xx answer, with its problem (openapi.yaml, Problem). */
@@ -61,6 +65,47 @@ export class Api {
 
   deleteCollection(name: string): Promise<void> {
     return this.call('DELETE', collectionPath(name));
+  }
+
+  /** The collection, with its schema (`null` for none). */
+  collection(name: string): Promise<Collection> {
+    return this.call('GET', collectionPath(name));
+  }
+
+  /** Makes `schema` the collection's: 400 for a schema refused, 409 schema_conflict if stored rows break it. */
+  putSchema(collection: string, schema: RowSchema): Promise<RowSchema> {
+    return this.call('PUT', `${collectionPath(collection)}/schema`, { body: schema });
+  }
+
+  deleteSchema(collection: string): Promise<void> {
+    return this.call('DELETE', `${collectionPath(collection)}/schema`);
+  }
+
+  indexes(collection: string): Promise<Index[]> {
+    return this.call('GET', `${collectionPath(collection)}/indexes`);
+  }
+
+  /** Declares an index over `fields`: 409 unique_conflict if a unique one is broken by stored rows already. */
+  createIndex(collection: string, fields: string[], unique: boolean): Promise<Index> {
+    return this.call('POST', `${collectionPath(collection)}/indexes`, { body: { fields, unique } });
+  }
+
+  deleteIndex(collection: string, name: string): Promise<void> {
+    return this.call('DELETE', `${collectionPath(collection)}/indexes/${encodeURIComponent(name)}`);
+  }
+
+  /**
+   * Whether the key is an `admin` key. The API says a key's scope only in the list of keys, which only
+   * an admin key may read (listKeys): its 200 is the answer, its 403 forbidden says another scope.
+   */
+  async isAdmin(): Promise<boolean> {
+    try {
+      await this.call('GET', '/v1/keys');
+      return true;
+    } catch (failure) {
+      if (failure instanceof ApiError && failure.problem.code === 'forbidden') return false;
+      throw failure;
+    }
   }
 
   async rows(collection: string, query: RowsQuery): Promise<RowsPage> {
@@ -158,14 +203,36 @@ function nextCursor(link: string | null): string | undefined {
 
 const collectionPath = (name: string) => `/v1/collections/${encodeURIComponent(name)}`;
 
-/** What to show for a failure: the problem's detail and, for a validation problem, where each error is. */
-export function describe(error: unknown): string {
-  if (!(error instanceof ApiError)) return error instanceof Error ? error.message : String(error);
-  const { detail, errors } = error.problem;
-  const where = (errors ?? []).map((error) =>
+/** A failure as a sentence and, when its problem lists places or rows, one line for each. */
+export interface Explained {
+  summary: string;
+  lines: string[];
+}
+
+/**
+ * What to show for a failure: the problem's detail, then where each error is (a validation problem's
+ * places, a refused row's), the stored rows a schema would break (schema_conflict) or the rows that
+ * share values a unique index would keep apart (unique_conflict).
+ */
+export function explain(error: unknown): Explained {
+  if (!(error instanceof ApiError)) return { summary: error instanceof Error ? error.message : String(error), lines: [] };
+  const { detail, errors, violations, total, duplicates } = error.problem;
+  const lines = (errors ?? []).map((error) =>
     'row' in error
       ? `row ${error.row}${error.pointer ? ` at ${error.pointer}` : ''}: ${error.message}`
       : `${error.name}${error.pointer ? ` at ${error.pointer}` : ''}: ${error.message}`,
   );
-  return [detail, ...where].join(' — ');
+  for (const { id, pointer, message } of violations ?? []) lines.push(`row ${id}${pointer ? ` at ${pointer}` : ''}: ${message}`);
+  const unlisted = (total ?? 0) - (violations?.length ?? 0);
+  if (violations && unlisted > 0) lines.push(`and ${unlisted} more ${unlisted === 1 ? 'row' : 'rows'}`);
+  for (const { values, ids } of duplicates ?? []) {
+    lines.push(`${values.map((value) => JSON.stringify(value)).join(', ')} in rows ${ids.join(', ')}`);
+  }
+  return { summary: detail, lines };
+}
+
+/** A failure in one line: explain()'s, joined. */
+export function describe(error: unknown): string {
+  const { summary, lines } = explain(error);
+  return [summary, ...lines].join(' — ');
 }

@@ -61,6 +61,8 @@ function Console({ api, onSignOut }: { api: Api; onSignOut: () => void }) {
   const [collections, setCollections] = useState<Collection[]>([]);
   const [chosen, setChosen] = useState<string>();
   const [error, setError] = useState('');
+  // Whether the key may change schemas and indexes; until known, it may not (the service would refuse).
+  const [admin, setAdmin] = useState(false);
   // Moved on by every change the person makes, so that counts and usage are read again.
   const [version, setVersion] = useState(0);
   const changed = useCallback(() => setVersion((value) => value + 1), []);
@@ -68,6 +70,9 @@ function Console({ api, onSignOut }: { api: Api; onSignOut: () => void }) {
   useEffect(() => {
     api.collections().then(setCollections, (failure) => setError(describe(failure)));
   }, [api, version]);
+  useEffect(() => {
+    api.isAdmin().then(setAdmin, () => setAdmin(false));
+  }, [api]);
 
   const create = async (event: Event) => {
     event.preventDefault();
@@ -118,6 +123,7 @@ function Console({ api, onSignOut }: { api: Api; onSignOut: () => void }) {
                 key=${chosen}
                 api=${api}
                 collection=${chosen}
+                admin=${admin}
                 onChanged=${changed}
                 onDeleted=${() => {
                   setChosen(undefined);

@@ -1,14 +1,25 @@
 // Small parts the console's views share: a line that says what went wrong or what happened, read out by
-// screen readers, and a modal dialog.
+// screen readers, a failure said with the places or rows its problem lists, and a modal dialog.
 import { html } from 'htm/preact';
 import type { ComponentChildren } from 'preact';
 import { useEffect, useRef } from 'preact/hooks';
+import type { Explained } from './api.ts';
 
 /** An error (announced at once) or a note (announced politely); nothing when both are empty. */
 export function Status({ error, note }: { error?: string; note?: string }) {
   return html`
     <p class="error" role="alert">${error ?? ''}</p>
     ${note === undefined ? null : html`<p class="note" role="status">${note}</p>`}
+  `;
+}
+
+/** A failure (announced at once): its summary, then each place or row it lists; nothing without one. */
+export function Problems({ failure }: { failure?: Explained }) {
+  return html`
+    <div class="error problems" role="alert">
+      ${failure ? html`<p>${failure.summary}</p>` : null}
+      ${failure?.lines.length ? html`<ul>${failure.lines.map((line, index) => html`<li key=${index}>${line}</li>`)}</ul>` : null}
+    </div>
   `;
 }
 

@@ -1,14 +1,15 @@
 // A collection's rows: a table whose columns are the fields present (or those selected), sorted by a
 // click on a column, narrowed by a filter in the filter language (docs/api.md, "Filters") with its
-// errors shown beside it, paged, counted; a row opened to edit as JSON or delete; rows inserted from a
-// pasted JSON array; and, live, the feed's changes applied in place (live.ts) with the last of them
-// listed beside the table.
+// errors shown beside it, paged, counted; a row opened to edit or delete and rows inserted (editor.ts);
+// and, live, the feed's changes applied in place (live.ts) with the last of them listed beside the table.
 import { html } from 'htm/preact';
 import { useEffect, useMemo, useState } from 'preact/hooks';
-import { type Api, ApiError, describe, type Row, type RowsQuery } from './api.ts';
+import { type Api, ApiError, describe, type Row, type RowSchema, type RowsQuery } from './api.ts';
+import { InsertRows, RowEditor } from './editor.ts';
 import { type Change, Feed, type FeedState } from './feed.ts';
 import { applyChange, type ShownRow } from './live.ts';
 import { Modal, Status } from './parts.ts';
+import { readTyping, SchemaPanel, type Typing } from './schema.ts';
 
 const PAGE_SIZE = 25;
 /** How many of the feed's last messages the panel lists. */
@@ -17,12 +18,14 @@ const PANEL_SIZE = 50;
 interface Props {
   api: Api;
   collection: string;
+  /** Whether the key is an admin key, which may change the collection's schema and indexes. */
+  admin: boolean;
   /** After a change made here: the counts around the view are read again. */
   onChanged: () => void;
   onDeleted: () => void;
 }
 
-export function RowsView({ api, collection, onChanged, onDeleted }: Props) {
+export function RowsView({ api, collection, admin, onChanged, onDeleted }: Props) {
   const [query, setQuery] = useState<RowsQuery>({ order: 'asc', limit: PAGE_SIZE });
   // The cursors of the pages before this one, for Previous: a cursor only leads forward.
   const [before, setBefore] = useState<(string | undefined)[]>([]);
@@ -37,6 +40,8 @@ export function RowsView({ api, collection, onChanged, onDeleted }: Props) {
   const [feedState, setFeedState] = useState<{ state: FeedState; reason?: string }>();
   const [changes, setChanges] = useState<Change[]>([]);
   const [dialog, setDialog] = useState<'insert' | 'delete-collection' | Row>();
+  // The collection's schema and indexes; none shown until read.
+  const [typing, setTyping] = useState<Typing>();
 
   /** Reads the page `asked`; `pages` is the cursors of the pages before it. */
   const reload = async (asked: RowsQuery = query, pages = before) => {
@@ -55,8 +60,16 @@ export function RowsView({ api, collection, onChanged, onDeleted }: Props) {
       else setError(describe(failure));
     }
   };
+  const retype = () =>
+    readTyping(api, collection).then(
+      (read) => {
+        setTyping(read);
+      },
+      (failure) => setError(describe(failure)),
+    );
   useEffect(() => {
     reload();
+    retype();
   }, []);
 
   // Live from the page's own snapshot (Rowbase-Seq): no change between the read and the feed is missed.
@@ -111,6 +124,14 @@ export function RowsView({ api, collection, onChanged, onDeleted }: Props) {
         <button type="button" onClick=${() => setDialog('insert')}>Insert rows</button>
         <button type="button" class="danger" onClick=${() => setDialog('delete-collection')}>Delete collection</button>
       </header>
+      ${
+        typing
+          ? html`<${SchemaPanel} api=${api} collection=${collection} typing=${typing} admin=${admin} onChanged=${() => {
+              retype();
+              onChanged();
+            }} />`
+          : null
+      }
       <form class="controls" onSubmit=${applyControls}>
         <div class="field">
           <label for="filter">Filter</label>
@@ -172,14 +193,16 @@ export function RowsView({ api, collection, onChanged, onDeleted }: Props) {
         <button type="button" disabled=${before.length === 0} onClick=${() => reload({ ...query, after: before.at(-1) }, before.slice(0, -1))}>Previous</button>
         <button type="button" disabled=${next === undefined || last >= total} onClick=${() => reload({ ...query, after: next }, [...before, query.after])}>Next</button>
       </nav>
-      ${dialogFor(dialog, { api, collection, close: () => setDialog(undefined), afterChange, onDeleted })}
+      ${dialogFor(dialog, { api, collection, schema: typing?.schema ?? null, close: () => setDialog(undefined), afterChange, onDeleted })}
     </section>
   `;
 }
 
-interface DialogContext {
+export interface DialogContext {
   api: Api;
   collection: string;
+  /** The collection's schema, `null` for none: a row of one with a schema is edited in a form too. */
+  schema: RowSchema | null;
   close: () => void;
   afterChange: () => void;
   onDeleted: () => void;
@@ -190,40 +213,6 @@ function dialogFor(dialog: 'insert' | 'delete-collection' | Row | undefined, con
   if (dialog === 'insert') return html`<${InsertRows} ...${context} />`;
   if (dialog === 'delete-collection') return html`<${DeleteCollection} ...${context} />`;
   return html`<${RowEditor} key=${dialog.id} row=${dialog} ...${context} />`;
-}
-
-function InsertRows({ api, collection, close, afterChange }: DialogContext) {
-  const [error, setError] = useState('');
-  const submit = async (event: Event) => {
-    event.preventDefault();
-    const text = String(new FormData(event.target as HTMLFormElement).get('rows') ?? '');
-    let rows: unknown;
-    try {
-      rows = JSON.parse(text);
-    } catch (failure) {
-      return setError(`Not JSON: ${(failure as Error).message}`);
-    }
-    if (!Array.isArray(rows)) rows = [rows];
-    try {
-      await api.insertRows(collection, rows as object[]);
-      afterChange();
-    } catch (failure) {
-      setError(describe(failure));
-    }
-  };
-  return html`
-    <${Modal} title=${`Insert rows into ${collection}`} onClose=${close}>
-      <form method="dialog" onSubmit=${submit}>
-        <label for="insert-rows">Rows, as a JSON array of objects</label>
-        <textarea id="insert-rows" name="rows" rows="10" spellcheck=${false} placeholder='[{"text": "hello"}]'></textarea>
-        <${Status} error=${error} />
-        <div class="buttons">
-          <button type="submit">Insert</button>
-          <button type="button" onClick=${close}>Cancel</button>
-        </div>
-      </form>
-    <//>
-  `;
 }
 
 function DeleteCollection({ api, collection, close, onDeleted }: DialogContext) {
@@ -246,92 +235,6 @@ function DeleteCollection({ api, collection, close, onDeleted }: DialogContext) 
       </div>
     <//>
   `;
-}
-
-/**
- * A row as JSON, to edit: Save sends the top-level fields that changed (PATCH replaces each field
- * given whole). A field cannot be removed by PATCH: the editor says so rather than send a patch that
- * would keep it.
- */
-function RowEditor({ api, collection, row: listed, close, afterChange }: DialogContext & { row: Row }) {
-  // The row as it is now, whole (the table may show only some fields), with its version: saving and
-  // deleting are refused (412) if someone else changed it since.
-  const [current, setCurrent] = useState<{ row: Row; etag: string }>();
-  const [error, setError] = useState('');
-  const [confirming, setConfirming] = useState(false);
-  useEffect(() => {
-    api.row(collection, listed.id).then(setCurrent, (failure) => setError(describe(failure)));
-  }, []);
-  const failed = (failure: unknown) => {
-    const changed = failure instanceof ApiError && failure.problem.code === 'precondition_failed';
-    setError(
-      changed
-        ? `Row ${listed.id} was changed by someone else since it was opened here: nothing was saved. Close it and open it again to see the change.`
-        : describe(failure),
-    );
-  };
-  const save = async (event: Event) => {
-    event.preventDefault();
-    if (!current) return;
-    const text = String(new FormData(event.target as HTMLFormElement).get('row') ?? '');
-    const edited = parseEdit(text, current.row);
-    if (typeof edited === 'string') return setError(edited);
-    try {
-      await api.updateRow(collection, listed.id, edited, current.etag);
-      afterChange();
-    } catch (failure) {
-      failed(failure);
-    }
-  };
-  const remove = async () => {
-    if (!current) return;
-    try {
-      await api.deleteRow(collection, listed.id, current.etag);
-      afterChange();
-    } catch (failure) {
-      failed(failure);
-    }
-  };
-  return html`
-    <${Modal} title=${`Row ${listed.id}`} onClose=${close}>
-      <form method="dialog" onSubmit=${save}>
-        <label for="row-json">The row as JSON</label>
-        ${
-          current
-            ? html`<textarea id="row-json" name="row" rows="14" spellcheck=${false} defaultValue=${JSON.stringify(current.row, null, 2)}></textarea>`
-            : html`<p role="status">Reading row ${listed.id}…</p>`
-        }
-        <${Status} error=${error} />
-        <div class="buttons">
-          <button type="submit" disabled=${!current}>Save</button>
-          ${
-            confirming
-              ? html`<button type="button" class="danger" onClick=${remove}>${`Delete row ${listed.id}`}</button>`
-              : html`<button type="button" disabled=${!current} onClick=${() => setConfirming(true)}>Delete…</button>`
-          }
-          <button type="button" onClick=${close}>Cancel</button>
-        </div>
-      </form>
-    <//>
-  `;
-}
-
-/** The fields of `text` that differ from `row`'s, or why it cannot be saved. */
-export function parseEdit(text: string, row: Row): Record<string, unknown> | string {
-  let edited: unknown;
-  try {
-    edited = JSON.parse(text);
-  } catch (failure) {
-    return `Not JSON: ${(failure as Error).message}`;
-  }
-  if (typeof edited !== 'object' || edited === null || Array.isArray(edited)) return 'A row is a JSON object.';
-  const fields = edited as Record<string, unknown>;
-  if (fields.id !== row.id) return 'The id cannot change.';
-  const removed = Object.keys(row).filter((field) => !(field in fields));
-  if (removed.length > 0) return `A field cannot be removed, only set (to null, say): ${removed.join(', ')}.`;
-  const changed = Object.entries(fields).filter(([field, value]) => field !== 'id' && JSON.stringify(value) !== JSON.stringify(row[field]));
-  if (changed.length === 0) return 'Nothing changed.';
-  return Object.fromEntries(changed);
 }
 
 /** The table's columns: `id`, then the selected fields, or every field the rows have, in the order first met. */
