@@ -4,11 +4,21 @@
 // 422 row_invalid's errors and a 409 unique_violation at the fields they are about.
 import { html } from 'htm/preact';
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { ApiError, type Explained, explain, type Row, type RowSchema } from './api.ts';
+import { type Api, ApiError, type Explained, explain, type Row, type RowSchema } from './api.ts';
 import { formFields, placeErrors } from './fields.ts';
 import { RowForm, readForm } from './form.ts';
 import { Modal, Problems } from './parts.ts';
-import type { DialogContext } from './rows.ts';
+
+/** What a dialog over the rows is handed (rows.ts). */
+export interface DialogContext {
+  api: Api;
+  collection: string;
+  /** The collection's schema, `null` for none: a row of one with a schema is edited in a form too. */
+  schema: RowSchema | null;
+  close: () => void;
+  afterChange: () => void;
+  onDeleted: () => void;
+}
 
 type View = 'form' | 'json';
 

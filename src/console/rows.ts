@@ -4,8 +4,8 @@
 // and, live, the feed's changes applied in place (live.ts) with the last of them listed beside the table.
 import { html } from 'htm/preact';
 import { useEffect, useMemo, useState } from 'preact/hooks';
-import { type Api, ApiError, describe, type Row, type RowSchema, type RowsQuery } from './api.ts';
-import { InsertRows, RowEditor } from './editor.ts';
+import { type Api, ApiError, describe, type Row, type RowsQuery } from './api.ts';
+import { type DialogContext, InsertRows, RowEditor } from './editor.ts';
 import { type Change, Feed, type FeedState } from './feed.ts';
 import { applyChange, type ShownRow } from './live.ts';
 import { Modal, Status } from './parts.ts';
@@ -196,16 +196,6 @@ export function RowsView({ api, collection, admin, onChanged, onDeleted }: Props
       ${dialogFor(dialog, { api, collection, schema: typing?.schema ?? null, close: () => setDialog(undefined), afterChange, onDeleted })}
     </section>
   `;
-}
-
-export interface DialogContext {
-  api: Api;
-  collection: string;
-  /** The collection's schema, `null` for none: a row of one with a schema is edited in a form too. */
-  schema: RowSchema | null;
-  close: () => void;
-  afterChange: () => void;
-  onDeleted: () => void;
 }
 
 function dialogFor(dialog: 'insert' | 'delete-collection' | Row | undefined, context: DialogContext) {
