@@ -99,9 +99,11 @@ const tableRows = (settings: Settings): { workload: string; label: string }[] =>
   { workload: 'million-cursor-page-100', label: `cursor walk of ${thousands(settings.millionRows)} rows by score desc, page 100` },
   { workload: 'insert-1', label: 'insert-1' },
   { workload: 'insert-1-idempotent', label: 'insert-1, each with an Idempotency-Key' },
+  { workload: 'insert-1-typed', label: 'insert-1 into a collection with a schema of 10 fields and a unique index' },
   { workload: 'insert-batch', label: 'insert-batch (1,000 rows per request)' },
   { workload: 'insert-1-postgres', label: 'insert-1 (postgres)' },
   { workload: 'insert-1-idempotent-postgres', label: 'insert-1 (postgres), each with an Idempotency-Key' },
+  { workload: 'insert-1-typed-postgres', label: 'insert-1 (postgres) into a collection with a schema of 10 fields and a unique index' },
   { workload: 'insert-batch-postgres', label: 'insert-batch (postgres)' },
   { workload: 'get-row-postgres', label: 'get-row (postgres)' },
   { workload: 'list-postgres', label: 'list (postgres, 50 by score desc)' },
@@ -154,14 +156,18 @@ const ratioTargets: Record<string, number> = {
 const driverRatioTargets: Record<string, number> = { 'get-row-postgres': 0.49, 'list-postgres': 0.49 };
 /**
  * Targets on a workload's rate against a neighbour's, measured beside it in each round (see
- * Summary.sideBySide): a cursor walk's hundredth page against its first, and insert-1 with an
- * Idempotency-Key, `answersKept` keys kept, against insert-1 (a key costs each backend its own share).
+ * Summary.sideBySide): a cursor walk's hundredth page against its first; insert-1 with an
+ * Idempotency-Key, `answersKept` keys kept, against insert-1 (a key costs each backend its own share);
+ * and insert-1 into a collection with a schema of ten fields and a unique index against insert-1 into
+ * one without (issue 43, item 8: the team's 0.8 on both backends).
  */
 const sideBySideTargets: Record<string, { neighbour: string; min: number }> = {
   'cursor-page-100': { neighbour: 'cursor-page-1', min: 0.73 },
   'million-cursor-page-100': { neighbour: 'million-cursor-page-1', min: 0.73 },
   'insert-1-idempotent': { neighbour: 'insert-1', min: 0.5 },
   'insert-1-idempotent-postgres': { neighbour: 'insert-1-postgres', min: 0.6 },
+  'insert-1-typed': { neighbour: 'insert-1', min: 0.8 },
+  'insert-1-typed-postgres': { neighbour: 'insert-1-postgres', min: 0.8 },
 };
 /** insert-batch's ratio to (b), and insert-batch (postgres)'s to (c). */
 const batchRatio = 0.56;
@@ -333,14 +339,19 @@ export function judgeTargets(
   settings: Settings,
 ): Results['targets'] {
   const of = (workload: string) => summaries.find((s) => s.workload === workload);
-  const targets: Results['targets'] = Object.entries(ratioTargets).map(([name, min]) => {
-    const { ratio: measured, ofDriver } = of(name)!;
-    return {
-      name,
-      target: `≥ ${min.toFixed(2)} × (a)`,
-      value: `${ratioBeside(measured!, min)} × (a)${ofDriver === undefined ? '' : `, ${ratio(ofDriver)} × its (b)`}`,
-      met: measured! >= min,
-    };
+  // A full run measures every workload; a target whose workload was not measured is not judged.
+  const targets: Results['targets'] = Object.entries(ratioTargets).flatMap(([name, min]) => {
+    const summary = of(name);
+    if (summary?.ratio === undefined) return [];
+    const { ratio: measured, ofDriver } = summary;
+    return [
+      {
+        name,
+        target: `≥ ${min.toFixed(2)} × (a)`,
+        value: `${ratioBeside(measured, min)} × (a)${ofDriver === undefined ? '' : `, ${ratio(ofDriver)} × its (b)`}`,
+        met: measured >= min,
+      },
+    ];
   });
   for (const [name, min] of Object.entries(driverRatioTargets)) {
     const summary = of(name);
@@ -353,7 +364,8 @@ export function judgeTargets(
     });
   }
   // A cursor's page seeks the sort index to its place, so a walk's hundredth page costs what its first
-  // does (issue 25); what an Idempotency-Key costs each backend is its insert-1 beside the plain one (issue 26).
+  // does (issue 25); what an Idempotency-Key costs each backend is its insert-1 beside the plain one (issue 26),
+  // and what a schema and a unique index cost, its typed insert-1 beside the plain one (issue 43).
   for (const [name, { min }] of Object.entries(sideBySideTargets)) {
     const beside = of(name)?.sideBySide;
     if (!beside) continue;
@@ -364,13 +376,15 @@ export function judgeTargets(
       met: beside.ratio >= min,
     });
   }
-  const batch = of('insert-batch')!;
-  targets.push({
-    name: 'insert-batch',
-    target: `≥ ${thousands(batchRowsPerSecond)} rows/s and ≥ ${batchRatio} × (b)`,
-    value: `${thousands(batch.rowsPerSecond)} rows/s, ${ratio(batch.ratio!)} × (b)`,
-    met: batch.rowsPerSecond >= batchRowsPerSecond && batch.ratio! >= batchRatio,
-  });
+  const batch = of('insert-batch');
+  if (batch) {
+    targets.push({
+      name: 'insert-batch',
+      target: `≥ ${thousands(batchRowsPerSecond)} rows/s and ≥ ${batchRatio} × (b)`,
+      value: `${thousands(batch.rowsPerSecond)} rows/s, ${ratio(batch.ratio!)} × (b)`,
+      met: batch.rowsPerSecond >= batchRowsPerSecond && batch.ratio! >= batchRatio,
+    });
+  }
   const batchPostgres = of('insert-batch-postgres');
   if (batchPostgres) {
     targets.push({

@@ -109,7 +109,10 @@ const schedule: Step[] = [
   { workload: 'filter-range', ratioTo: 'baseline-memory' },
   ...afterMemory('million-cursor-page-1'),
   { workload: 'million-cursor-page-100', ratioTo: 'baseline-memory' },
+  // insert-1 into the typed collection right after insert-1, both taken to the same (a): what a schema
+  // and a unique index cost an insert.
   ...afterMemory('insert-1'),
+  { workload: 'insert-1-typed', ratioTo: 'baseline-memory' },
   ...afterMemory('insert-1-idempotent'),
   ...afterMemory('patch'),
   { workload: 'baseline-driver-rows', lastRoundOnly: true },
@@ -127,8 +130,10 @@ const schedule: Step[] = [
     { workload: 'list-postgres', ratioTo: 'baseline-memory' },
     { workload: 'baseline-postgres' },
     { workload: 'insert-batch-postgres', ratioTo: 'baseline-postgres' },
-    // insert-1 and its keyed twin, side by side after one (a): what a key costs on PostgreSQL.
+    // insert-1 and its keyed twin, side by side after one (a): what a key costs on PostgreSQL; and, just
+    // before them, insert-1 into the typed collection (before, so that the keyed pair stays neighbours).
     { workload: 'baseline-memory' },
+    { workload: 'insert-1-typed-postgres', ratioTo: 'baseline-memory' },
     { workload: 'insert-1-postgres', ratioTo: 'baseline-memory' },
     { workload: 'insert-1-idempotent-postgres', ratioTo: 'baseline-memory' },
   ]),

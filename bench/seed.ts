@@ -1,7 +1,7 @@
 // The data every measurement reads: one account `bench` on a plan without a rate limit, and the
 // collection `bench` of `settings.rows` rows, each `{ score, name, text }`. Rows are a pure function
 // of their id, so the in-memory baseline answers exactly what rowbase stores. Before the keyed inserts,
-// the answers of Idempotency-Keys the account keeps.
+// the answers of Idempotency-Keys the account keeps. The typed collection's schema and its rows.
 import pg from 'pg';
 import sqlite3 from 'sqlite3';
 import type { Settings } from './settings.ts';
@@ -13,8 +13,11 @@ export interface BenchRow {
   text: string;
 }
 
-/** The collections the workloads use: reads and patches, insert-1, insert-batch; and the large one of filters and long walks. */
-export const collections = { rows: 'bench', inserts: 'inserts', batches: 'batches', million: 'million' } as const;
+/**
+ * The collections the workloads use: reads and patches, insert-1, insert-batch, insert-1-typed; and the
+ * large one of filters and long walks.
+ */
+export const collections = { rows: 'bench', inserts: 'inserts', batches: 'batches', typed: 'typed', million: 'million' } as const;
 
 /**
  * The plan of the bench account: no rate, and a quota no run comes near (a full run sends a few million
@@ -62,17 +65,77 @@ function scramble(n: number): number {
   return (h ^ (h >>> 16)) >>> 0;
 }
 
+/**
+ * The schema of the collection `typed` (docs/schemas.md): ten fields as a service's users table might
+ * declare them, each kind of check a row schema is written with: strings with a maxLength, an email,
+ * integers with bounds, a boolean, an enum, a nested object, an array of strings, a date-time. `email`
+ * is unique (typedIndex).
+ */
+export const typedSchema = {
+  $schema: 'https://json-schema.org/draft/2020-12/schema',
+  type: 'object',
+  required: ['name', 'email', 'age', 'score', 'active', 'plan', 'created_at'],
+  additionalProperties: false,
+  properties: {
+    name: { type: 'string', minLength: 1, maxLength: 80 },
+    email: { type: 'string', format: 'email', maxLength: 254 },
+    age: { type: 'integer', minimum: 0, maximum: 150 },
+    score: { type: 'integer', minimum: 0, maximum: 999_999 },
+    active: { type: 'boolean' },
+    plan: { enum: ['free', 'pro', 'team', 'enterprise'] },
+    address: {
+      type: 'object',
+      required: ['city', 'country'],
+      additionalProperties: false,
+      properties: {
+        street: { type: 'string', maxLength: 120 },
+        city: { type: 'string', maxLength: 60 },
+        country: { type: 'string', minLength: 2, maxLength: 2 },
+      },
+    },
+    tags: { type: 'array', maxItems: 10, items: { type: 'string', maxLength: 20 } },
+    created_at: { type: 'string', format: 'date-time' },
+    bio: { type: 'string', maxLength: 500 },
+  },
+} as const;
+
+/** The unique index of `typed` (POST /v1/collections/typed/indexes): no two rows with one email. */
+export const typedIndex = { fields: ['email'], unique: true } as const;
+
+/**
+ * Row `id`'s fields (benchRow()'s values) as `typedSchema` has them, its email made of `unique`: the
+ * row is valid when the email is, and collides with no other row whose `unique` differs.
+ */
+export function typedRow(id: number, unique: string): Record<string, unknown> {
+  const { score, name, text } = benchRow(id);
+  return {
+    name,
+    email: `${unique}@example.com`,
+    age: id % 100,
+    score,
+    active: id % 2 === 1,
+    plan: 'pro',
+    address: { street: '1 Main Street', city: 'Springfield', country: 'US' },
+    tags: text.split(' ').slice(0, 3),
+    created_at: '2026-11-25T12:00:00.000Z',
+    bio: text,
+  };
+}
+
 /** Rows `first`..`first + count - 1`, as one request body. */
 export const batchOf = (first: number, count: number): BenchRow[] => Array.from({ length: count }, (_, i) => benchRow(first + i));
 
 /**
- * Creates the three collections over HTTP, fills `bench` with `settings.rows` rows, `batchSize` per
- * request, one request at a time, and has it indexed by score. Returns the seconds it took.
+ * Creates the four collections over HTTP (`typed` with its schema and unique index), fills `bench` with
+ * `settings.rows` rows, `batchSize` per request, one request at a time, and has it indexed by score.
+ * Returns the seconds it took.
  */
 export async function seedCollections(url: string, key: string, settings: Settings): Promise<number> {
   const started = performance.now();
   for (const name of [collections.rows, collections.inserts, collections.batches])
     await send(url, key, 'POST', '/v1/collections', { name });
+  await send(url, key, 'POST', '/v1/collections', { name: collections.typed, schema: typedSchema });
+  await send(url, key, 'POST', `/v1/collections/${collections.typed}/indexes`, typedIndex);
   for (let first = 1; first <= settings.rows; first += settings.batchSize) {
     const count = Math.min(settings.batchSize, settings.rows - first + 1);
     const stored = (await send(url, key, 'POST', `/v1/collections/${collections.rows}/rows`, batchOf(first, count))) as { id: number }[];

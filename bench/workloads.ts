@@ -2,7 +2,7 @@
 // requests from here; the orchestrator (run.ts) resolves the server to its url.
 import { randomUUID } from 'node:crypto';
 import type { Request } from 'autocannon';
-import { batchOf, benchRow, collections, FULL_PAGE_TAG } from './seed.ts';
+import { batchOf, benchRow, collections, FULL_PAGE_TAG, typedRow } from './seed.ts';
 import type { Settings } from './settings.ts';
 
 /** The processes a workload can be aimed at (see run.ts). */
@@ -146,6 +146,32 @@ const insertOne = (header: string): Omit<HttpWorkload, 'server'> => ({
 const plainInsertOne = insertOne('x-bench-request');
 const keyedInsertOne = insertOne('idempotency-key');
 
+/**
+ * insert-1 into `typed`, whose schema has ten fields and whose `email` is unique (seed.ts, typedSchema):
+ * each request's UUID in `X-Bench-Request`, as insert-1's, and in its row's email, so that every row is
+ * valid and none collides. The row's JSON text is made once, around the UUID, so that the load generator
+ * builds each request as it builds insert-1's, and joins three strings more.
+ */
+const typedInsertOne: Omit<HttpWorkload, 'server'> = {
+  rowsPerRequest: one,
+  requests: (job) => {
+    const marker = '{{unique}}';
+    const [before, after] = JSON.stringify([typedRow(1, marker)]).split(marker);
+    return [
+      {
+        method: 'POST',
+        path: rowsPath(collections.typed),
+        headers: json(job.key),
+        body: before + randomUUID() + after,
+        setupRequest: (request) => {
+          const unique = randomUUID();
+          return { ...request, headers: { ...request.headers, 'x-bench-request': unique }, body: before + unique + after };
+        },
+      },
+    ];
+  },
+};
+
 /** get-row's and list's requests, on any server. */
 const rowRead: Omit<HttpWorkload, 'server'> = { rowsPerRequest: one, requests: getRandomRow };
 const firstPage: Omit<HttpWorkload, 'server'> = { rowsPerRequest: (s) => s.pageSize, requests: listPage(() => 0) };
@@ -187,6 +213,9 @@ export const httpWorkloads: Record<string, HttpWorkload> = {
   /** insert-1 and its keyed twin against rowbase on PostgreSQL. */
   'insert-1-postgres': { server: 'rowbase-postgres', ...plainInsertOne },
   'insert-1-idempotent-postgres': { server: 'rowbase-postgres', ...keyedInsertOne },
+  /** insert-1 into a collection with a schema of ten fields and a unique index: what they cost an insert, on each backend. */
+  'insert-1-typed': { server: 'rowbase', ...typedInsertOne },
+  'insert-1-typed-postgres': { server: 'rowbase-postgres', ...typedInsertOne },
   'insert-batch': { server: 'rowbase', ...insertBatch },
   /** insert-batch against rowbase on PostgreSQL (its ratio is to baseline (c), a bare pg client). */
   'insert-batch-postgres': { server: 'rowbase-postgres', ...insertBatch },
