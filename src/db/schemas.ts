@@ -44,7 +44,7 @@ export class StaleSchema extends Error {}
 
 /** A store's schemas: the validators compiled, by schema id, and each collection's schema id as last seen. */
 export class RowSchemas implements SchemaCache {
-  private readonly validators = new Map<number, RowValidator>();
+  private readonly validators = new Map<number, Promise<RowValidator>>();
   /** By `<account id>/<collection>`: the schema id last seen, for collections that had one. */
   private readonly hints = new Map<string, number>();
 
@@ -93,18 +93,21 @@ export class RowSchemas implements SchemaCache {
   }
 
   /** The validator of schema `schemaId`, compiled from its text (read with `read`) the first time it is asked for. */
-  async validator(read: Read, schemaId: number): Promise<RowValidator> {
-    const kept = this.validators.get(schemaId);
+  validator(read: Read, schemaId: number): Promise<RowValidator> {
+    let kept = this.validators.get(schemaId);
     if (kept) {
       this.validators.delete(schemaId); // moved last: the map is in order of use
-      this.validators.set(schemaId, kept);
-      return kept;
+    } else {
+      // Kept while it is read and compiled, so that the writes that meet it at once share one compile;
+      // one that fails is forgotten, to be read again.
+      kept = read<{ schema: string }>(schemaTextSql, [schemaId]).then(([row]) => compileRowSchema(JSON.parse(row.schema) as RowSchema));
+      kept.catch(() => {
+        if (this.validators.get(schemaId) === kept) this.validators.delete(schemaId);
+      });
+      if (this.validators.size >= MAX_VALIDATORS) this.validators.delete(this.validators.keys().next().value as number);
     }
-    const [row] = await read<{ schema: string }>(schemaTextSql, [schemaId]);
-    const validate = compileRowSchema(JSON.parse(row.schema) as RowSchema);
-    this.validators.set(schemaId, validate);
-    if (this.validators.size > MAX_VALIDATORS) this.validators.delete(this.validators.keys().next().value as number);
-    return validate;
+    this.validators.set(schemaId, kept);
+    return kept;
   }
 
   /**
