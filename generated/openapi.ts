@@ -56,6 +56,56 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Several writes over any of the account's collections, all or none.
+         * @description Runs `operations` in one transaction, in the order sent: each `insert`, `update`, `delete` or
+         *     `upsert` is the write its own request makes (`insertRows`, `updateRow`, `deleteRow`,
+         *     `insertRows` with `on_conflict`), with the same rules (schemas, unique indexes, `If-Match`, the
+         *     row bound), and sees the writes of the operations before it. A batch holds 1 to 100 operations,
+         *     unless the server is configured with another bound (`ROWBASE_MAX_BATCH_OPERATIONS`); a larger
+         *     one is `400`, naming the body, before anything is read (the schema has no `maxItems` because the
+         *     bound is the server's setting); each `insert` or `upsert` holds at most as many rows as
+         *     `insertRows` takes (`ROWBASE_MAX_BATCH_ROWS`).
+         *
+         *     Success is `200` with one result per operation, in order: the status its own request answers and
+         *     the body it answers (the rows with their ids, the row as patched; none for a delete), with the
+         *     `ETag` of each row written (`etag` for an update, `etags` in row order for an insert or upsert).
+         *     The first operation that fails fails the batch: the answer is the problem its own request would
+         *     get (`404` for a collection or row that is not there, `412`, `409 unique_violation`, `422
+         *     row_invalid`, `413`, …) with `operation`, its index in `operations` counted from 0, and nothing
+         *     of the batch is written, no event sent. A request that does not match this document (an unknown
+         *     `op`, a missing `collection` or `id`, a malformed `patch` or `if_match`) is `400`, its `errors`
+         *     naming the place (`/operations/2/id`) and `operation` the first operation at fault, before
+         *     anything is written.
+         *
+         *     Once committed, the events of every operation go out in operation order: each collection's
+         *     changes of the batch have consecutive `seq` on the feed (one event per row written, as the
+         *     operation's own request sends them). A key limited to some collections meets every other
+         *     collection as `404` (with `operation`), as outside a batch. An `Idempotency-Key` covers the whole
+         *     batch: a retry is answered with the first batch's answer, nothing written again.
+         *
+         *     Toward the plan, a batch counts one request per operation (`RateLimit-Remaining` says so): its
+         *     arrival counts one, as every request does, and the others are counted before anything is
+         *     written; if the plan has fewer left, it is `429` and nothing is written. A batch runs at most
+         *     `ROWBASE_QUERY_TIMEOUT_MS` (5 s by default): one that would hold the database longer is stopped,
+         *     rolled back, and answered `503 query_timeout`.
+         */
+        post: operations["writeBatch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/collections": {
         parameters: {
             query?: never;
@@ -737,6 +787,94 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** @description Writes to make together, in order (`writeBatch`). */
+        Batch: {
+            /** @description 1 to 100 operations (`ROWBASE_MAX_BATCH_OPERATIONS`), done in this order. */
+            operations: components["schemas"]["BatchOperation"][];
+        };
+        /** @description Deletes a row, as `deleteRow` does; its result is `204`, with no body. */
+        BatchDelete: {
+            collection: components["schemas"]["CollectionName"];
+            id: components["schemas"]["RowId"];
+            /** @description As the `If-Match` header of `deleteRow`; `412` when none matches. */
+            if_match?: string;
+            op: components["schemas"]["BatchDeleteOp"];
+        };
+        /**
+         * @description The `op` of a delete.
+         * @enum {string}
+         */
+        BatchDeleteOp: "delete";
+        /** @description Inserts rows, as `insertRows` does; its result is `201` with the rows and their `etags`. */
+        BatchInsert: {
+            collection: components["schemas"]["CollectionName"];
+            op: components["schemas"]["BatchInsertOp"];
+            rows: components["schemas"]["NewRow"][];
+        };
+        /**
+         * @description The `op` of an insert.
+         * @enum {string}
+         */
+        BatchInsertOp: "insert";
+        /** @description One write of a batch, told apart by `op`. */
+        BatchOperation: components["schemas"]["BatchInsert"] | components["schemas"]["BatchUpdate"] | components["schemas"]["BatchDelete"] | components["schemas"]["BatchUpsert"];
+        /** @description A batch update's patch, as `patch_format` reads it. */
+        BatchPatch: components["schemas"]["PatchObject"] | components["schemas"]["PatchOperations"];
+        /**
+         * @description What the operation's own request would answer: its status (`201` insert, `200` update and upsert,
+         *     `204` delete), its body (none for a delete), and the version of each row it wrote.
+         */
+        BatchResult: {
+            body?: components["schemas"]["BatchResultBody"];
+            /** @description An update's row version, as `updateRow`'s `ETag`. */
+            etag?: string;
+            /** @description An insert's or upsert's row versions, one per row, in order. */
+            etags?: string[];
+            status: components["schemas"]["BatchResultStatus"];
+        };
+        /** @description The rows written (insert, upsert), or the row as patched (update). */
+        BatchResultBody: components["schemas"]["Row"] | components["schemas"]["RowList"];
+        /** @description The result of each operation of a batch, in the order sent. */
+        BatchResults: {
+            results: components["schemas"]["BatchResult"][];
+        };
+        /**
+         * @description The status the operation's own request answers.
+         * @enum {integer}
+         */
+        BatchResultStatus: 200 | 201 | 204;
+        /**
+         * @description Patches a row, as `updateRow` does; its result is `200` with the row and its `etag`. `patch` is
+         *     read as `patch_format` says: `merge` (the default) is the top-level merge of `application/json`,
+         *     `merge-patch` RFC 7396, `json-patch` RFC 6902 with `increment` (see `updateRow`).
+         */
+        BatchUpdate: {
+            collection: components["schemas"]["CollectionName"];
+            id: components["schemas"]["RowId"];
+            /** @description As the `If-Match` header of `updateRow`, `*` or `ETag`s, comma-separated; `412` when none matches. */
+            if_match?: string;
+            op: components["schemas"]["BatchUpdateOp"];
+            patch: components["schemas"]["BatchPatch"];
+            patch_format?: components["schemas"]["PatchFormat"];
+        };
+        /**
+         * @description The `op` of an update.
+         * @enum {string}
+         */
+        BatchUpdateOp: "update";
+        /** @description Upserts rows by a unique index, as `insertRows` with `on_conflict` does; its result is `200` with the rows and their `etags`. */
+        BatchUpsert: {
+            collection: components["schemas"]["CollectionName"];
+            /** @description The fields of a unique index of the collection. */
+            on_conflict: components["schemas"]["IndexField"][];
+            op: components["schemas"]["BatchUpsertOp"];
+            rows: components["schemas"]["NewRow"][];
+        };
+        /**
+         * @description The `op` of an upsert.
+         * @enum {string}
+         */
+        BatchUpsertOp: "upsert";
         /**
          * @description What a change by filter answers besides how many rows it changed.
          * @default count
@@ -1074,6 +1212,23 @@ export interface components {
          */
         OtherProblemCode: "method_not_allowed" | "request_timeout" | "expectation_failed" | "headers_too_large" | "internal" | "unavailable";
         /**
+         * @description How a patch is read: `merge`, the top-level merge of `application/json`; `merge-patch`, RFC 7396
+         *     (`application/merge-patch+json`); `json-patch`, RFC 6902 (`application/json-patch+json`).
+         * @default merge
+         * @enum {string}
+         */
+        PatchFormat: "merge" | "merge-patch" | "json-patch";
+        /** @description The fields to change (`merge`), or a JSON Merge Patch document (`merge-patch`, RFC 7396). */
+        PatchObject: {
+            [key: string]: unknown;
+        };
+        /** @description One operation of a JSON Patch document (`op`, `path`, and `value` or `from` as the operation takes them). */
+        PatchOperation: {
+            [key: string]: unknown;
+        };
+        /** @description A JSON Patch document (`json-patch`, RFC 6902): its operations, in order. */
+        PatchOperations: components["schemas"]["PatchOperation"][];
+        /**
          * @description The codes of a `PayloadTooLargeProblem`.
          * @enum {string}
          */
@@ -1123,6 +1278,11 @@ export interface components {
              * @example urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11
              */
             instance: string;
+            /**
+             * @description On a batch's problem (`writeBatch`), the index in `operations` (from 0) of the operation that
+             *     failed; nothing of the batch was written.
+             */
+            operation?: number;
             /** @example 404 */
             status: number;
             /**
@@ -1220,6 +1380,8 @@ export interface components {
         RowInvalidProblem: {
             code?: components["schemas"]["RowInvalidCode"];
         } & components["schemas"]["Problem"];
+        /** @description Rows, in order. */
+        RowList: components["schemas"]["Row"][];
         /**
          * @description The fields to change; at least one. `id` cannot be changed.
          * @example {
@@ -1512,6 +1674,35 @@ export interface components {
                  *     }
                  */
                 "application/problem+json": components["schemas"]["ValidationProblem"];
+            };
+        };
+        /**
+         * @description The problem of the batch's first operation that failed, as its own request would answer it
+         *     (`validation_failed`, `not_found`, `precondition_failed`, `unique_violation`, `row_invalid`,
+         *     `query_timeout`, …), with `operation`, its index; or a problem of the whole batch
+         *     (`idempotency_key_in_use`, `idempotency_key_reused`), without it. Nothing was written.
+         */
+        BatchProblem: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "urn:rowbase:problem:precondition_failed",
+                 *       "title": "Precondition failed",
+                 *       "status": 412,
+                 *       "detail": "Row 7 of collection stock has changed: its ETag matches none of If-Match.",
+                 *       "code": "precondition_failed",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11",
+                 *       "operation": 1
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
             };
         };
         /** @description `conflict`: the account already has a collection of that name, or holds as many collections as it may (10,000 by default; delete one to make another). */
@@ -2490,6 +2681,128 @@ export interface operations {
             200: components["responses"]["HeadOkDocument"];
             304: components["responses"]["DocumentNotModified"];
             default: components["responses"]["HeadProblem"];
+        };
+    };
+    writeBatch: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this request safe (draft-ietf-httpapi-idempotency-key-header): a key of the
+                 *     client's choosing, unique to the request, such as a UUID, 1 to 255 printable ASCII characters,
+                 *     sent bare or as a Structured Field String (`"…"`, RFC 8941). The first request with a key is
+                 *     processed, and its answer (status, headers, body) stored for the account, in the same
+                 *     transaction as its change, for 24 hours (`ROWBASE_IDEMPOTENCY_KEY_SECONDS`). A retry with the same
+                 *     key and the same request (method, path, query and body) gets that answer again, with
+                 *     `Idempotent-Replayed: true`, and writes nothing, sends no event. The same key with another
+                 *     request is `422 idempotency_key_reused`; a retry while the first request is still running (on any
+                 *     instance) `409 idempotency_key_in_use`. A request that fails (any `4xx` or `5xx`) writes nothing
+                 *     and stores no answer: its retry runs again. Keys are the account's: another account's same key
+                 *     is another key. An API key limited to some collections (`Key.collections`) has requests of its
+                 *     own: the answer another API key of the account stored under the same Idempotency-Key is for
+                 *     another request (`422`), so that a limited key is never shown a change it may not see. An empty key, a longer one, one of other characters, or two `Idempotency-Key`
+                 *     headers are `400 validation_failed`, its error naming the header. A replay counts toward the plan
+                 *     as any request.
+                 * @example 8e03978e-40d5-43e8-bc93-6894a57f9324
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "operations": [
+                 *         {
+                 *           "op": "insert",
+                 *           "collection": "orders",
+                 *           "rows": [
+                 *             {
+                 *               "customer": "ada",
+                 *               "total": 30
+                 *             }
+                 *           ]
+                 *         },
+                 *         {
+                 *           "op": "update",
+                 *           "collection": "stock",
+                 *           "id": 7,
+                 *           "patch": {
+                 *             "count": 4
+                 *           },
+                 *           "if_match": "\"3.41\""
+                 *         },
+                 *         {
+                 *           "op": "delete",
+                 *           "collection": "carts",
+                 *           "id": 12
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["Batch"];
+            };
+        };
+        responses: {
+            /** @description Every operation was done; their results, in order. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "results": [
+                     *         {
+                     *           "status": 201,
+                     *           "body": [
+                     *             {
+                     *               "id": 18,
+                     *               "customer": "ada",
+                     *               "total": 30
+                     *             }
+                     *           ],
+                     *           "etags": [
+                     *             "\"5.18\""
+                     *           ]
+                     *         },
+                     *         {
+                     *           "status": 200,
+                     *           "body": {
+                     *             "id": 7,
+                     *             "sku": "tea",
+                     *             "count": 4
+                     *           },
+                     *           "etag": "\"6.42\""
+                     *         },
+                     *         {
+                     *           "status": 204
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BatchResults"];
+                };
+            };
+            400: components["responses"]["BatchProblem"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["BatchProblem"];
+            409: components["responses"]["BatchProblem"];
+            412: components["responses"]["BatchProblem"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["BatchProblem"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["BatchProblem"];
+            default: components["responses"]["Error"];
         };
     };
     listCollections: {

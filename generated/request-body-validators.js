@@ -1580,3 +1580,978 @@ errors++;
 validate21.errors = vErrors;
 return errors === 0;
 }
+
+export const writeBatch_body = validate22;
+const schema28 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"Writes to make together, in order (`writeBatch`).","required":["operations"],"additionalProperties":false,"properties":{"operations":{"type":"array","minItems":1,"description":"1 to 100 operations (`ROWBASE_MAX_BATCH_OPERATIONS`), done in this order.","items":{"description":"One write of a batch, told apart by `op`.","oneOf":[{"type":"object","description":"Inserts rows, as `insertRows` does; its result is `201` with the rows and their `etags`.","required":["op","collection","rows"],"additionalProperties":false,"properties":{"op":{"type":"string","description":"The `op` of an insert.","enum":["insert"]},"collection":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"rows":{"type":"array","minItems":1,"items":{"type":"object","description":"A row to insert. Any top-level field name and any JSON value is the client's, except `id`; `__proto__` and `constructor` are field names like any other.","properties":{"id":{"description":"Not accepted; the service assigns ids.","not":{}}},"additionalProperties":true,"example":{"text":"hello"}}}}},{"type":"object","description":"Patches a row, as `updateRow` does; its result is `200` with the row and its `etag`. `patch` is\nread as `patch_format` says: `merge` (the default) is the top-level merge of `application/json`,\n`merge-patch` RFC 7396, `json-patch` RFC 6902 with `increment` (see `updateRow`).\n","required":["op","collection","id","patch"],"additionalProperties":false,"properties":{"op":{"type":"string","description":"The `op` of an update.","enum":["update"]},"collection":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection"},"id":{"type":"integer","format":"int64","minimum":1,"maximum":9007199254740991,"description":"Assigned by the service; unique and increasing within the collection, never reused.","example":1},"patch":{"description":"A batch update's patch, as `patch_format` reads it.","anyOf":[{"type":"object","description":"The fields to change (`merge`), or a JSON Merge Patch document (`merge-patch`, RFC 7396).","additionalProperties":true},{"type":"array","description":"A JSON Patch document (`json-patch`, RFC 6902): its operations, in order.","items":{"type":"object","description":"One operation of a JSON Patch document (`op`, `path`, and `value` or `from` as the operation takes them).","additionalProperties":true}}]},"patch_format":{"type":"string","description":"How a patch is read: `merge`, the top-level merge of `application/json`; `merge-patch`, RFC 7396\n(`application/merge-patch+json`); `json-patch`, RFC 6902 (`application/json-patch+json`).\n","enum":["merge","merge-patch","json-patch"],"default":"merge"},"if_match":{"type":"string","maxLength":8192,"description":"As the `If-Match` header of `updateRow`, `*` or `ETag`s, comma-separated; `412` when none matches."}}},{"type":"object","description":"Deletes a row, as `deleteRow` does; its result is `204`, with no body.","required":["op","collection","id"],"additionalProperties":false,"properties":{"op":{"type":"string","description":"The `op` of a delete.","enum":["delete"]},"collection":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection"},"id":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/id"},"if_match":{"type":"string","maxLength":8192,"description":"As the `If-Match` header of `deleteRow`; `412` when none matches."}}},{"type":"object","description":"Upserts rows by a unique index, as `insertRows` with `on_conflict` does; its result is `200` with the rows and their `etags`.","required":["op","collection","on_conflict","rows"],"additionalProperties":false,"properties":{"op":{"type":"string","description":"The `op` of an upsert.","enum":["upsert"]},"collection":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection"},"on_conflict":{"type":"array","description":"The fields of a unique index of the collection.","minItems":1,"maxItems":4,"items":{"type":"string","description":"A top-level field an index is over, a plain name.","pattern":"^[A-Za-z_][A-Za-z0-9_]{0,62}$","example":"email"}},"rows":{"type":"array","minItems":1,"items":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/0/properties/rows/items"}}}}]}}}}},"required":["requestBody"]};
+const schema29 = {"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"};
+const schema31 = {"type":"integer","format":"int64","minimum":1,"maximum":9007199254740991,"description":"Assigned by the service; unique and increasing within the collection, never reused.","example":1};
+const schema33 = {"type":"object","description":"A row to insert. Any top-level field name and any JSON value is the client's, except `id`; `__proto__` and `constructor` are field names like any other.","properties":{"id":{"description":"Not accepted; the service assigns ids.","not":{}}},"additionalProperties":true,"example":{"text":"hello"}};
+
+function validate22(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.requestBody === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "requestBody"},message:"must have required property '"+"requestBody"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.requestBody !== undefined){
+let data0 = data.requestBody;
+if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
+if(data0.operations === undefined){
+const err1 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/required",keyword:"required",params:{missingProperty: "operations"},message:"must have required property '"+"operations"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data0){
+if(!(key0 === "operations")){
+const err2 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data0.operations !== undefined){
+let data1 = data0.operations;
+if(Array.isArray(data1)){
+if(data1.length < 1){
+const err3 = {instancePath:instancePath+"/requestBody/operations",schemaPath:"#/properties/requestBody/properties/operations/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+const len0 = data1.length;
+for(let i0=0; i0<len0; i0++){
+let data2 = data1[i0];
+const _errs8 = errors;
+let valid4 = false;
+let passing0 = null;
+const _errs9 = errors;
+if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
+if(data2.op === undefined){
+const err4 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(data2.collection === undefined){
+const err5 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/required",keyword:"required",params:{missingProperty: "collection"},message:"must have required property '"+"collection"+"'"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+if(data2.rows === undefined){
+const err6 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/required",keyword:"required",params:{missingProperty: "rows"},message:"must have required property '"+"rows"+"'"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+for(const key1 in data2){
+if(!(((key1 === "op") || (key1 === "collection")) || (key1 === "rows"))){
+const err7 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data2.op !== undefined){
+let data3 = data2.op;
+if(typeof data3 !== "string"){
+const err8 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(!(data3 === "insert")){
+const err9 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/op/enum",keyword:"enum",params:{allowedValues: schema28.properties.requestBody.properties.operations.items.oneOf[0].properties.op.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data2.collection !== undefined){
+let data4 = data2.collection;
+if(typeof data4 === "string"){
+if(!pattern0.test(data4)){
+const err10 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/collection",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z][A-Za-z0-9_-]{0,62}$"},message:"must match pattern \""+"^[A-Za-z][A-Za-z0-9_-]{0,62}$"+"\""};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+else {
+const err11 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/collection",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+if(data2.rows !== undefined){
+let data5 = data2.rows;
+if(Array.isArray(data5)){
+if(data5.length < 1){
+const err12 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/rows",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/rows/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+const len1 = data5.length;
+for(let i1=0; i1<len1; i1++){
+let data6 = data5[i1];
+if(data6 && typeof data6 == "object" && !Array.isArray(data6)){
+if(data6.id !== undefined){
+const err13 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/rows/" + i1+"/id",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/rows/items/properties/id/not",keyword:"not",params:{},message:"must NOT be valid"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+else {
+const err14 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/rows/" + i1,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/rows/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+}
+else {
+const err15 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/rows",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/rows/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+}
+}
+else {
+const err16 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+var _valid0 = _errs9 === errors;
+if(_valid0){
+valid4 = true;
+passing0 = 0;
+}
+const _errs23 = errors;
+if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
+if(data2.op === undefined){
+const err17 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+if(data2.collection === undefined){
+const err18 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/required",keyword:"required",params:{missingProperty: "collection"},message:"must have required property '"+"collection"+"'"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+if(data2.id === undefined){
+const err19 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+if(data2.patch === undefined){
+const err20 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/required",keyword:"required",params:{missingProperty: "patch"},message:"must have required property '"+"patch"+"'"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+for(const key2 in data2){
+if(!((((((key2 === "op") || (key2 === "collection")) || (key2 === "id")) || (key2 === "patch")) || (key2 === "patch_format")) || (key2 === "if_match"))){
+const err21 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+}
+if(data2.op !== undefined){
+let data8 = data2.op;
+if(typeof data8 !== "string"){
+const err22 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+if(!(data8 === "update")){
+const err23 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/op/enum",keyword:"enum",params:{allowedValues: schema28.properties.requestBody.properties.operations.items.oneOf[1].properties.op.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+}
+if(data2.collection !== undefined){
+let data9 = data2.collection;
+if(typeof data9 === "string"){
+if(!pattern0.test(data9)){
+const err24 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/collection",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z][A-Za-z0-9_-]{0,62}$"},message:"must match pattern \""+"^[A-Za-z][A-Za-z0-9_-]{0,62}$"+"\""};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+}
+else {
+const err25 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/collection",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+}
+if(data2.id !== undefined){
+let data10 = data2.id;
+if(!((typeof data10 == "number") && (!(data10 % 1) && !isNaN(data10)))){
+const err26 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/id",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/id/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+if(typeof data10 == "number"){
+if(data10 > 9007199254740991 || isNaN(data10)){
+const err27 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/id",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/id/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9007199254740991},message:"must be <= 9007199254740991"};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+if(data10 < 1 || isNaN(data10)){
+const err28 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/id",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/id/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+}
+}
+if(data2.patch !== undefined){
+let data11 = data2.patch;
+const _errs34 = errors;
+let valid11 = false;
+const _errs35 = errors;
+if(data11 && typeof data11 == "object" && !Array.isArray(data11)){
+}
+else {
+const err29 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/0/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
+}
+errors++;
+}
+var _valid1 = _errs35 === errors;
+valid11 = valid11 || _valid1;
+if(!valid11){
+const _errs38 = errors;
+if(Array.isArray(data11)){
+const len2 = data11.length;
+for(let i2=0; i2<len2; i2++){
+let data12 = data11[i2];
+if(data12 && typeof data12 == "object" && !Array.isArray(data12)){
+}
+else {
+const err30 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
+}
+errors++;
+}
+}
+}
+else {
+const err31 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err31];
+}
+else {
+vErrors.push(err31);
+}
+errors++;
+}
+var _valid1 = _errs38 === errors;
+valid11 = valid11 || _valid1;
+}
+if(!valid11){
+const err32 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf",keyword:"anyOf",params:{},message:"must match a schema in anyOf"};
+if(vErrors === null){
+vErrors = [err32];
+}
+else {
+vErrors.push(err32);
+}
+errors++;
+}
+else {
+errors = _errs34;
+if(vErrors !== null){
+if(_errs34){
+vErrors.length = _errs34;
+}
+else {
+vErrors = null;
+}
+}
+}
+}
+if(data2.patch_format !== undefined){
+let data13 = data2.patch_format;
+if(typeof data13 !== "string"){
+const err33 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch_format",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch_format/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err33];
+}
+else {
+vErrors.push(err33);
+}
+errors++;
+}
+if(!(((data13 === "merge") || (data13 === "merge-patch")) || (data13 === "json-patch"))){
+const err34 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch_format",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch_format/enum",keyword:"enum",params:{allowedValues: schema28.properties.requestBody.properties.operations.items.oneOf[1].properties.patch_format.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err34];
+}
+else {
+vErrors.push(err34);
+}
+errors++;
+}
+}
+if(data2.if_match !== undefined){
+let data14 = data2.if_match;
+if(typeof data14 === "string"){
+if(func2(data14) > 8192){
+const err35 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/if_match",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/if_match/maxLength",keyword:"maxLength",params:{limit: 8192},message:"must NOT have more than 8192 characters"};
+if(vErrors === null){
+vErrors = [err35];
+}
+else {
+vErrors.push(err35);
+}
+errors++;
+}
+}
+else {
+const err36 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/if_match",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/if_match/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err36];
+}
+else {
+vErrors.push(err36);
+}
+errors++;
+}
+}
+}
+else {
+const err37 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err37];
+}
+else {
+vErrors.push(err37);
+}
+errors++;
+}
+var _valid0 = _errs23 === errors;
+if(_valid0 && valid4){
+valid4 = false;
+passing0 = [passing0, 1];
+}
+else {
+if(_valid0){
+valid4 = true;
+passing0 = 1;
+}
+const _errs47 = errors;
+if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
+if(data2.op === undefined){
+const err38 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/2/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
+if(vErrors === null){
+vErrors = [err38];
+}
+else {
+vErrors.push(err38);
+}
+errors++;
+}
+if(data2.collection === undefined){
+const err39 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/2/required",keyword:"required",params:{missingProperty: "collection"},message:"must have required property '"+"collection"+"'"};
+if(vErrors === null){
+vErrors = [err39];
+}
+else {
+vErrors.push(err39);
+}
+errors++;
+}
+if(data2.id === undefined){
+const err40 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/2/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err40];
+}
+else {
+vErrors.push(err40);
+}
+errors++;
+}
+for(const key3 in data2){
+if(!((((key3 === "op") || (key3 === "collection")) || (key3 === "id")) || (key3 === "if_match"))){
+const err41 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/2/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err41];
+}
+else {
+vErrors.push(err41);
+}
+errors++;
+}
+}
+if(data2.op !== undefined){
+let data15 = data2.op;
+if(typeof data15 !== "string"){
+const err42 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/2/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err42];
+}
+else {
+vErrors.push(err42);
+}
+errors++;
+}
+if(!(data15 === "delete")){
+const err43 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/2/properties/op/enum",keyword:"enum",params:{allowedValues: schema28.properties.requestBody.properties.operations.items.oneOf[2].properties.op.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err43];
+}
+else {
+vErrors.push(err43);
+}
+errors++;
+}
+}
+if(data2.collection !== undefined){
+let data16 = data2.collection;
+if(typeof data16 === "string"){
+if(!pattern0.test(data16)){
+const err44 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/collection",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z][A-Za-z0-9_-]{0,62}$"},message:"must match pattern \""+"^[A-Za-z][A-Za-z0-9_-]{0,62}$"+"\""};
+if(vErrors === null){
+vErrors = [err44];
+}
+else {
+vErrors.push(err44);
+}
+errors++;
+}
+}
+else {
+const err45 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/collection",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err45];
+}
+else {
+vErrors.push(err45);
+}
+errors++;
+}
+}
+if(data2.id !== undefined){
+let data17 = data2.id;
+if(!((typeof data17 == "number") && (!(data17 % 1) && !isNaN(data17)))){
+const err46 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/id",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/id/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err46];
+}
+else {
+vErrors.push(err46);
+}
+errors++;
+}
+if(typeof data17 == "number"){
+if(data17 > 9007199254740991 || isNaN(data17)){
+const err47 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/id",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/id/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9007199254740991},message:"must be <= 9007199254740991"};
+if(vErrors === null){
+vErrors = [err47];
+}
+else {
+vErrors.push(err47);
+}
+errors++;
+}
+if(data17 < 1 || isNaN(data17)){
+const err48 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/id",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/id/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err48];
+}
+else {
+vErrors.push(err48);
+}
+errors++;
+}
+}
+}
+if(data2.if_match !== undefined){
+let data18 = data2.if_match;
+if(typeof data18 === "string"){
+if(func2(data18) > 8192){
+const err49 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/if_match",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/2/properties/if_match/maxLength",keyword:"maxLength",params:{limit: 8192},message:"must NOT have more than 8192 characters"};
+if(vErrors === null){
+vErrors = [err49];
+}
+else {
+vErrors.push(err49);
+}
+errors++;
+}
+}
+else {
+const err50 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/if_match",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/2/properties/if_match/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err50];
+}
+else {
+vErrors.push(err50);
+}
+errors++;
+}
+}
+}
+else {
+const err51 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/2/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err51];
+}
+else {
+vErrors.push(err51);
+}
+errors++;
+}
+var _valid0 = _errs47 === errors;
+if(_valid0 && valid4){
+valid4 = false;
+passing0 = [passing0, 2];
+}
+else {
+if(_valid0){
+valid4 = true;
+passing0 = 2;
+}
+const _errs60 = errors;
+if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
+if(data2.op === undefined){
+const err52 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
+if(vErrors === null){
+vErrors = [err52];
+}
+else {
+vErrors.push(err52);
+}
+errors++;
+}
+if(data2.collection === undefined){
+const err53 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/required",keyword:"required",params:{missingProperty: "collection"},message:"must have required property '"+"collection"+"'"};
+if(vErrors === null){
+vErrors = [err53];
+}
+else {
+vErrors.push(err53);
+}
+errors++;
+}
+if(data2.on_conflict === undefined){
+const err54 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/required",keyword:"required",params:{missingProperty: "on_conflict"},message:"must have required property '"+"on_conflict"+"'"};
+if(vErrors === null){
+vErrors = [err54];
+}
+else {
+vErrors.push(err54);
+}
+errors++;
+}
+if(data2.rows === undefined){
+const err55 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/required",keyword:"required",params:{missingProperty: "rows"},message:"must have required property '"+"rows"+"'"};
+if(vErrors === null){
+vErrors = [err55];
+}
+else {
+vErrors.push(err55);
+}
+errors++;
+}
+for(const key4 in data2){
+if(!((((key4 === "op") || (key4 === "collection")) || (key4 === "on_conflict")) || (key4 === "rows"))){
+const err56 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err56];
+}
+else {
+vErrors.push(err56);
+}
+errors++;
+}
+}
+if(data2.op !== undefined){
+let data19 = data2.op;
+if(typeof data19 !== "string"){
+const err57 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err57];
+}
+else {
+vErrors.push(err57);
+}
+errors++;
+}
+if(!(data19 === "upsert")){
+const err58 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/properties/op/enum",keyword:"enum",params:{allowedValues: schema28.properties.requestBody.properties.operations.items.oneOf[3].properties.op.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err58];
+}
+else {
+vErrors.push(err58);
+}
+errors++;
+}
+}
+if(data2.collection !== undefined){
+let data20 = data2.collection;
+if(typeof data20 === "string"){
+if(!pattern0.test(data20)){
+const err59 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/collection",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z][A-Za-z0-9_-]{0,62}$"},message:"must match pattern \""+"^[A-Za-z][A-Za-z0-9_-]{0,62}$"+"\""};
+if(vErrors === null){
+vErrors = [err59];
+}
+else {
+vErrors.push(err59);
+}
+errors++;
+}
+}
+else {
+const err60 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/collection",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err60];
+}
+else {
+vErrors.push(err60);
+}
+errors++;
+}
+}
+if(data2.on_conflict !== undefined){
+let data21 = data2.on_conflict;
+if(Array.isArray(data21)){
+if(data21.length > 4){
+const err61 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/on_conflict",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/properties/on_conflict/maxItems",keyword:"maxItems",params:{limit: 4},message:"must NOT have more than 4 items"};
+if(vErrors === null){
+vErrors = [err61];
+}
+else {
+vErrors.push(err61);
+}
+errors++;
+}
+if(data21.length < 1){
+const err62 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/on_conflict",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/properties/on_conflict/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(vErrors === null){
+vErrors = [err62];
+}
+else {
+vErrors.push(err62);
+}
+errors++;
+}
+const len3 = data21.length;
+for(let i3=0; i3<len3; i3++){
+let data22 = data21[i3];
+if(typeof data22 === "string"){
+if(!pattern1.test(data22)){
+const err63 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/on_conflict/" + i3,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/properties/on_conflict/items/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z_][A-Za-z0-9_]{0,62}$"},message:"must match pattern \""+"^[A-Za-z_][A-Za-z0-9_]{0,62}$"+"\""};
+if(vErrors === null){
+vErrors = [err63];
+}
+else {
+vErrors.push(err63);
+}
+errors++;
+}
+}
+else {
+const err64 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/on_conflict/" + i3,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/properties/on_conflict/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err64];
+}
+else {
+vErrors.push(err64);
+}
+errors++;
+}
+}
+}
+else {
+const err65 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/on_conflict",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/properties/on_conflict/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err65];
+}
+else {
+vErrors.push(err65);
+}
+errors++;
+}
+}
+if(data2.rows !== undefined){
+let data23 = data2.rows;
+if(Array.isArray(data23)){
+if(data23.length < 1){
+const err66 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/rows",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/properties/rows/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(vErrors === null){
+vErrors = [err66];
+}
+else {
+vErrors.push(err66);
+}
+errors++;
+}
+const len4 = data23.length;
+for(let i4=0; i4<len4; i4++){
+let data24 = data23[i4];
+if(data24 && typeof data24 == "object" && !Array.isArray(data24)){
+if(data24.id !== undefined){
+const err67 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/rows/" + i4+"/id",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/rows/items/properties/id/not",keyword:"not",params:{},message:"must NOT be valid"};
+if(vErrors === null){
+vErrors = [err67];
+}
+else {
+vErrors.push(err67);
+}
+errors++;
+}
+}
+else {
+const err68 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/rows/" + i4,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/rows/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err68];
+}
+else {
+vErrors.push(err68);
+}
+errors++;
+}
+}
+}
+else {
+const err69 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/rows",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/properties/rows/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err69];
+}
+else {
+vErrors.push(err69);
+}
+errors++;
+}
+}
+}
+else {
+const err70 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err70];
+}
+else {
+vErrors.push(err70);
+}
+errors++;
+}
+var _valid0 = _errs60 === errors;
+if(_valid0 && valid4){
+valid4 = false;
+passing0 = [passing0, 3];
+}
+else {
+if(_valid0){
+valid4 = true;
+passing0 = 3;
+}
+}
+}
+}
+if(!valid4){
+const err71 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf"};
+if(vErrors === null){
+vErrors = [err71];
+}
+else {
+vErrors.push(err71);
+}
+errors++;
+}
+else {
+errors = _errs8;
+if(vErrors !== null){
+if(_errs8){
+vErrors.length = _errs8;
+}
+else {
+vErrors = null;
+}
+}
+}
+}
+}
+else {
+const err72 = {instancePath:instancePath+"/requestBody/operations",schemaPath:"#/properties/requestBody/properties/operations/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err72];
+}
+else {
+vErrors.push(err72);
+}
+errors++;
+}
+}
+}
+else {
+const err73 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err73];
+}
+else {
+vErrors.push(err73);
+}
+errors++;
+}
+}
+}
+else {
+const err74 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err74];
+}
+else {
+vErrors.push(err74);
+}
+errors++;
+}
+validate22.errors = vErrors;
+return errors === 0;
+}

@@ -49,6 +49,8 @@ export interface ProblemMembers {
   existing_id?: number;
   /** `unique_conflict`'s rows that share values. */
   duplicates?: Duplicate[];
+  /** The index of a batch's operation that failed (openapi.yaml, writeBatch). */
+  operation?: number;
   headers?: Record<string, string>;
 }
 
@@ -75,14 +77,20 @@ export class ApiError extends Error {
       code: this.code,
       instance,
     };
-    const { errors, violations, total, fields, existing_id, duplicates } = this.options;
+    const { errors, violations, total, fields, existing_id, duplicates, operation } = this.options;
     if (errors) problem.errors = errors;
     if (violations) problem.violations = violations;
     if (total !== undefined) problem.total = total;
     if (fields) problem.fields = fields;
     if (existing_id !== undefined) problem.existing_id = existing_id;
     if (duplicates) problem.duplicates = duplicates;
+    if (operation !== undefined) problem.operation = operation;
     return problem;
+  }
+
+  /** The same problem, met by the batch's operation `operation` (openapi.yaml, writeBatch). */
+  inOperation(operation: number): ApiError {
+    return new ApiError(this.code, this.detail, { ...this.options, operation });
   }
 }
 

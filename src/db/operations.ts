@@ -6,6 +6,7 @@
 import type { Knex } from 'knex';
 import { ApiError } from '../errors.ts';
 import type { Filter } from '../query/filter.ts';
+import type { BatchOperation, BatchOptions, BatchResult } from './batch.ts';
 import type { Changes } from './changes.ts';
 import { createCollection, deleteCollection, getCollection, listCollectionSchemas, listCollections } from './collections.ts';
 import type { Dialect } from './dialect.ts';
@@ -64,6 +65,11 @@ export interface RowOperations {
     onConflict: string[],
     options?: { once?: Once<Upserted> },
   ): Promise<Upserted>;
+  /**
+   * Runs a batch's operations in order in one transaction (batch.ts): answers each one's result, or
+   * throws the problem of the first that failed, naming it, with nothing written.
+   */
+  writeBatch(accountId: number, operations: readonly BatchOperation[], options?: BatchOptions): Promise<BatchResult[]>;
   /** One page of rows (pages.ts); 404 when the collection does not exist. */
   listRows(accountId: number, collection: string, page: Page): Promise<RowsPage>;
   /** The row and its version; 404 for a missing row or collection. */

@@ -7,7 +7,7 @@ import type { Principal } from '../db/keys.ts';
 import type { Store } from '../db/store.ts';
 import type { BodyBudget } from '../http/request.ts';
 import type { Result } from '../http/stages.ts';
-import type { Meter } from '../usage/meter.ts';
+import type { Admission, Meter } from '../usage/meter.ts';
 
 export type { Result } from '../http/stages.ts';
 
@@ -31,6 +31,8 @@ export interface Input<K extends OperationId> {
   headers: IncomingHttpHeaders;
   /** A write's Idempotency-Key, when it carries one: its write stores its answer (http/request.ts; db/idempotency.ts, answerOnce). */
   once?: OnceRequest;
+  /** What the request counted toward its account's plan, when metered: a batch counts more (usage/meter.ts, admitMore). */
+  admission?: Admission;
 }
 
 export interface Deps {

@@ -32,7 +32,7 @@ import type { Deps, Handler, OperationId } from '../handlers/types.ts';
 import { FEED_PATH, notAnUpgrade } from '../ws/upgrade.ts';
 import { pageOperations } from './pages.ts';
 import type { OnceState } from './request.ts';
-import { type AuthState, respond } from './stages.ts';
+import { type AdmissionState, type AuthState, respond } from './stages.ts';
 
 const methods = ['get', 'head', 'put', 'post', 'delete', 'options', 'patch'] as const;
 
@@ -50,7 +50,7 @@ export interface Router {
    */
   authorize: Middleware<RouteState & Partial<AuthState>>;
   /** 404 or 405; else validation, the key's collections, the handler by operationId, and the one responder. */
-  handle: Middleware<RouteState & Partial<AuthState> & OnceState>;
+  handle: Middleware<RouteState & Partial<AuthState> & OnceState & AdmissionState>;
 }
 
 /** An operation with what its requests need, worked out at start. */
@@ -151,8 +151,16 @@ export function createRouter(deps: Deps): Router {
       if (ofCollection && collections && !collections.has(validated.path.collection_name as string)) {
         throw collectionNotFound(validated.path.collection_name as string);
       }
-      const { once } = ctx.state;
-      const input = { path: validated.path, query: validated.query, body: validated.body, principal, headers: ctx.req.headers, once };
+      const { once, admission } = ctx.state;
+      const input = {
+        path: validated.path,
+        query: validated.query,
+        body: validated.body,
+        principal,
+        headers: ctx.req.headers,
+        once,
+        admission,
+      };
       respond(ctx, await handler(input as never, deps));
     },
   };

@@ -32,7 +32,7 @@ import getRawBody from 'raw-body';
 import type { Config } from '../config.ts';
 import { type FoundAnswer, type OnceRequest, OnceTaken, onceInProgress } from '../db/idempotency.ts';
 import type { Store } from '../db/store.ts';
-import { ApiError, validationFailed } from '../errors.ts';
+import { ApiError, type FieldError, validationFailed } from '../errors.ts';
 import { type AdmissionState, type AuthState, headerLines, respond } from './stages.ts';
 
 declare module 'koa' {
@@ -425,25 +425,28 @@ const element = /[ \t]*(?:(W\/)?"([\x21\x23-\x7e\x80-\xff]*)")?[ \t]*(?:,|$)/y;
  */
 function tagList(headers: IncomingHttpHeaders, name: 'if-match' | 'if-none-match'): TagList | undefined {
   const value = headers[name];
-  if (value === undefined) return undefined;
+  return value === undefined ? undefined : tagsOf(value, name, { in: 'header', name });
+}
+
+/** The tags of `value`, an If-Match or If-None-Match (`header`) sent at `place`; 400 naming it when malformed. */
+function tagsOf(value: string, header: string, place: Omit<FieldError, 'message'>): TagList {
+  const malformed = () =>
+    validationFailed(
+      `${header} must be "*" or a comma-separated list of entity-tags, each in double quotes, such as "12.34" (RFC 9110 §13.1).`,
+      [{ ...place, message: 'is not "*" or a list of entity-tags' }],
+    );
   if (value.trim() === '*') return '*';
   const tags: { weak: boolean; opaque: string }[] = [];
   for (let at = 0; at < value.length; ) {
     element.lastIndex = at;
     const match = element.exec(value);
-    if (!match || element.lastIndex === at) throw malformed(name);
+    if (!match || element.lastIndex === at) throw malformed();
     if (match[2] !== undefined) tags.push({ weak: match[1] !== undefined, opaque: match[2] });
     at = element.lastIndex;
   }
-  if (tags.length === 0) throw malformed(name);
+  if (tags.length === 0) throw malformed();
   return tags;
 }
-
-const malformed = (name: string) =>
-  validationFailed(
-    `${name} must be "*" or a comma-separated list of entity-tags, each in double quotes, such as "12.34" (RFC 9110 §13.1).`,
-    [{ in: 'header', name, message: 'is not "*" or a list of entity-tags' }],
-  );
 
 /**
  * The versions If-Match allows a write of the row at (RFC 9110 §13.1.1): its strong tags (a weak tag
@@ -452,10 +455,16 @@ const malformed = (name: string) =>
  * condition: §13.2.1).
  */
 export function ifMatch(headers: IncomingHttpHeaders): string[] | undefined {
-  const tags = tagList(headers, 'if-match');
-  if (tags === undefined || tags === '*') return undefined;
-  return tags.filter((tag) => !tag.weak).map((tag) => tag.opaque);
+  return strongTags(tagList(headers, 'if-match'));
 }
+
+/** ifMatch() of a value sent at `place` in a body (a batch's `if_match`, openapi.yaml BatchUpdate). */
+export function ifMatchAt(value: string | undefined, place: Omit<FieldError, 'message'>): string[] | undefined {
+  return strongTags(value === undefined ? undefined : tagsOf(value, 'if_match', place));
+}
+
+const strongTags = (tags: TagList | undefined) =>
+  tags === undefined || tags === '*' ? undefined : tags.filter((tag) => !tag.weak).map((tag) => tag.opaque);
 
 /**
  * If-None-Match (RFC 9110 §13.1.2): a test of whether it holds a tag that matches a row of `version`

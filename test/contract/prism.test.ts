@@ -76,6 +76,18 @@ const valid: Scenario[] = [
     status: 200,
   },
   { name: 'deleteRows', method: 'DELETE', path: `${rows}?filter=${encodeURIComponent('{"n":{"$gt":3}}')}`, status: 200 },
+  {
+    name: 'writeBatch',
+    method: 'POST',
+    path: '/v1/batch',
+    body: {
+      operations: [
+        { op: 'insert', collection: 'proxied', rows: [{ text: 'c' }] },
+        { op: 'delete', collection: 'proxied', id: 1 },
+      ],
+    },
+    status: 200,
+  },
   // A request to /ws that is no upgrade is refused, as the document says: fetch makes no upgrade.
   { name: 'openFeed', method: 'GET', path: '/ws?collection=proxied', status: 400 },
   { name: 'headFeed', method: 'HEAD', path: '/ws?collection=proxied', status: 400 },

@@ -37,6 +37,7 @@ export async function callEveryOperation(baseUrl: string, key: string, collectio
     deleteRow: () => api.deleteRow(collection, 2, options),
     updateRows: () => api.updateRows(collection, { done: true }, { filter: '{"n":3}', return: 'rows' }, options),
     deleteRows: () => api.deleteRows(collection, { filter: '{"n":{"$gt":3}}' }, options),
+    writeBatch: () => api.writeBatch({ operations: [{ op: 'insert', collection, rows }] }, options),
     listKeys: () => api.listKeys(options),
     headKeys: () => api.headKeys(options),
     createKey: async () => {

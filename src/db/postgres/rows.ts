@@ -15,6 +15,7 @@
 import pg from 'pg';
 import { queryTimeout } from '../../errors.ts';
 import type { Logger } from '../../log.ts';
+import { type RowWrites, upsertWritesOf, writeBatch } from '../batch.ts';
 import { Batches } from '../batches.ts';
 import type { Changes } from '../changes.ts';
 import { advance, collectionId, collectionNotFound } from '../collections.ts';
@@ -206,6 +207,32 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: PageSou
     return { patched: { json, version: versionOf(id, seq) }, changed: id };
   }
 
+  /**
+   * The writes of a batch or an upsert inside `trx` (../batch.ts), each announced to this process's
+   * listeners once it commits (the others hear its NOTIFY).
+   */
+  const rowWritesIn = (trx: WriteTx, accountId: number): RowWrites => ({
+    async insert(collection, schemaId, texts) {
+      const params = [accountId, collection, texts.length, texts.join('\n'), CHANNEL, changes.instance, schemaId];
+      const [written] = await db.run<Written>(trx, insertBatchSql, params);
+      // The transaction holds the collection's row, and its schema is `schemaId`.
+      announceOnCommit(trx, Number(written.id));
+      return { collectionId: Number(written.id), id: Number(written.first_id), seq: Number(written.first_seq) };
+    },
+    async patch(collection, _schemaId, rowId, patch, options, place, seen) {
+      const { patched, changed } = await patchRowIn(trx, accountId, collection, rowId, patch, options, seen, place);
+      announceOnCommit(trx, changed);
+      return patched;
+    },
+  });
+
+  /** Tells this process's listeners of the change to the collection once `trx` has committed. */
+  const announceOnCommit = (trx: WriteTx, collectionId: number) =>
+    trx.executionPromise.then(
+      () => changes.emit('change', collectionId),
+      () => {},
+    );
+
   return {
     async insertRows(accountId, collection, items, options) {
       // Node's work comes first: the write holds the collection's row from its first statement to its commit.
@@ -270,8 +297,8 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: PageSou
       return patched;
     },
 
-    async upsertRows(accountId, collection, items, onConflict, options) {
-      const upserted = await upsertRows(
+    upsertRows: (accountId, collection, items, onConflict, options) =>
+      upsertRows(
         db,
         (work) => knex.transaction(work),
         accountId,
@@ -279,21 +306,17 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: PageSou
         items,
         onConflict,
         options,
-        (trx) => ({
-          async insert(schemaId, fields) {
-            const text = JSON.stringify(fields);
-            const params = [accountId, collection, 1, text, CHANNEL, changes.instance, schemaId];
-            const [written] = await db.run<Written>(trx, insertBatchSql, params);
-            return { json: rowJson(written.first_id, text), version: versionOf(written.id, written.first_seq) };
-          },
-          patch: async (rowId, patch, place) =>
-            (await patchRowIn(trx, accountId, collection, rowId, patch, undefined, undefined, place)).patched,
-        }),
-      );
-      // Committed: this process's listeners hear it now, the others through the NOTIFY.
-      changes.emit('change', upserted.collectionId);
-      return upserted;
-    },
+        (trx) => upsertWritesOf(rowWritesIn(trx, accountId), collection),
+      ),
+
+    writeBatch: (accountId, operations, options) =>
+      writeBatch(
+        db,
+        { inTransaction: (work) => knex.transaction(work), writesIn: rowWritesIn, timeoutMs: queryTimeoutMs },
+        accountId,
+        operations,
+        options,
+      ),
 
     async deleteRow(accountId, collection, rowId, options) {
       if (!assignable(rowId)) return noSuchRow(db, accountId, collection, rowId);

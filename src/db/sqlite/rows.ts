@@ -9,7 +9,8 @@
 // (StatementCache, below): Knex has node-sqlite3 prepare and finalize a new statement for every query,
 // which costs more than running it.
 import type sqlite3 from 'sqlite3';
-import { queryTimeout } from '../../errors.ts';
+import { type ApiError, queryTimeout } from '../../errors.ts';
+import { type RowWrites, upsertWritesOf, writeBatch } from '../batch.ts';
 import type { GroupedWrites } from '../batches.ts';
 import type { Changes } from '../changes.ts';
 import { advance, collectionNotFound } from '../collections.ts';
@@ -173,7 +174,8 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
    * A patch of the row `rowId` made in Node inside `trx`: the row read (nothing changes it between the
    * read and the write, on the writer's connection), checked against If-Match and the collection's
    * schema (its errors naming the row `place`), and its whole text set by writePatches(). `schemaId`: the
-   * schema the patch was sent with in mind, which a missing row's 404 is told apart with.
+   * schema the patch was sent with in mind, which a missing row's 404 is told apart with. `seen` is told
+   * the row as patched before it is written.
    */
   async function patchRowIn(
     trx: WriteTx,
@@ -184,6 +186,7 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
     schemaId: number,
     options?: { ifMatch?: readonly string[] },
     place = 0,
+    seen?: (row: Fields) => void,
   ): Promise<VersionedRow> {
     const [stored] = await writer.inTransaction<StoredRow>(trx, patchedRowSql, [accountId, collection, rowId]);
     if (stored && !versionMatches(options, versionOf(stored.collection_id, stored.version))) throw preconditionFailed(collection, rowId);
@@ -192,12 +195,22 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
     const schema = stored ? Number(stored.schema_id) : schemaId;
     if (stored) {
       const row = { ...JSON.parse(stored.data), ...patch };
+      seen?.(row);
       await db.schemas.check(readIn(trx), schema, collection, [row], () => place);
       fields = [['$', JSON.stringify(row)]];
     }
     // A 404 stores no answer: the transaction rolls back (it wrote nothing).
     return orThrow((await writePatches(trx, accountId, collection, schema, [{ rowId, fields }]))[0]);
   }
+
+  /** The writes of a batch or an upsert inside `trx` (../batch.ts). */
+  const rowWritesIn = (trx: WriteTx, accountId: number): RowWrites => ({
+    async insert(collection, schemaId, texts) {
+      return (await writeInserts(trx, accountId, collection, schemaId, [{ texts }]))[0];
+    },
+    patch: (collection, schemaId, rowId, patch, options, place, seen) =>
+      patchRowIn(trx, accountId, collection, rowId, patch, schemaId, options, place, seen),
+  });
 
   return {
     async insertRows(accountId, collection, items, options) {
@@ -235,20 +248,21 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
           items,
           onConflict,
           options,
-          (trx) => ({
-            async insert(schemaId, fields) {
-              const text = JSON.stringify(fields);
-              return insertedRowOf(await writeInserts(trx, accountId, collection, schemaId, [{ texts: [text] }]), text);
-            },
-            patch: (rowId, patch, place) => patchRowIn(trx, accountId, collection, rowId, patch, 0, undefined, place),
-          }),
+          (trx) => upsertWritesOf(rowWritesIn(trx, accountId), collection),
         );
       } catch (error) {
-        // Not a unique index (keepingUnique): the trigger's bound on a row's weight (sql.ts, row_patches).
-        if ((error as { code?: unknown }).code === 'SQLITE_CONSTRAINT') throw rowTooLarge();
-        throw error;
+        throw tooLargeRow(error) ?? error;
       }
     },
+
+    writeBatch: (accountId, operations, options) =>
+      writeBatch(
+        db,
+        { inTransaction: (work) => writes.run(work), writesIn: rowWritesIn, refusal: tooLargeRow, timeoutMs: queryTimeoutMs },
+        accountId,
+        operations,
+        options,
+      ),
 
     async listRows(accountId, collection, page) {
       try {
@@ -363,9 +377,7 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
           }),
         );
       } catch (error) {
-        // Not a unique index (keepingUnique): the trigger's bound on a row's weight (sql.ts, row_patches).
-        if ((error as { code?: unknown }).code === 'SQLITE_CONSTRAINT') throw rowTooLarge();
-        throw error;
+        throw tooLargeRow(error) ?? error;
       }
     },
 
@@ -389,9 +401,12 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
   };
 }
 
-/** The one row of an insert of one, as upsertRows answers it. */
-function insertedRowOf([first]: FirstInserted[], text: string): VersionedRow {
-  return { json: rowJson(first.id, text), version: versionOf(first.collectionId, first.seq) };
+/**
+ * The 413 of a write that the database refused other than for a unique index (keepingUnique): the
+ * only other constraint it can break is the patch trigger's bound on a row's weight (sql.ts, row_patches).
+ */
+function tooLargeRow(error: unknown): ApiError | undefined {
+  return (error as { code?: unknown }).code === 'SQLITE_CONSTRAINT' ? rowTooLarge() : undefined;
 }
 
 /** The answer of one patch, or the error it met, thrown. */
