@@ -126,6 +126,8 @@ export interface components {
              * @example urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11
              */
             instance: string;
+            /** @description Never on a refused upgrade (the HTTP API's batches). */
+            operation?: number;
             /** @example 404 */
             status: number;
             /**

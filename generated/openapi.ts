@@ -82,10 +82,13 @@ export interface paths {
          *     The first operation that fails fails the batch: the answer is the problem its own request would
          *     get (`404` for a collection or row that is not there, `412`, `409 unique_violation`, `422
          *     row_invalid`, `413`, …) with `operation`, its index in `operations` counted from 0, and nothing
-         *     of the batch is written, no event sent. A request that does not match this document (an unknown
-         *     `op`, a missing `collection` or `id`, a malformed `patch` or `if_match`) is `400`, its `errors`
-         *     naming the place (`/operations/2/id`) and `operation` the first operation at fault, before
-         *     anything is written.
+         *     of the batch is written, no event sent. (An insert's rows are written with the inserts into the
+         *     same collection that follow it, when an operation next writes that collection or at the end: a
+         *     unique index they break fails the insert that sent the first of them then, so a batch that would
+         *     also fail at a later operation of another collection may be answered with that one's problem.) A
+         *     request that does not match this document (an unknown `op`, a missing `collection` or `id`) is
+         *     `400`, its `errors` naming the place (`/operations/2/id`), before anything is written; a malformed
+         *     `patch` or `if_match` is `400` with `operation`.
          *
          *     Once committed, the events of every operation go out in operation order: each collection's
          *     changes of the batch have consecutive `seq` on the feed (one event per row written, as the

@@ -7,7 +7,7 @@ import { ApiError, queryTimeout } from '../errors.ts';
 import { advance, collectionNotFound } from './collections.ts';
 import type { Dialect, SqlValue, WriteTx } from './dialect.ts';
 import { beginOnce, type Once, recordOnce } from './idempotency.ts';
-import { uniqueViolation, type WrittenRow } from './indexes.ts';
+import { uniqueViolationAt, type WrittenRow } from './indexes.ts';
 import { deleteRowIn } from './row-writes.ts';
 import {
   assignable,
@@ -47,8 +47,11 @@ export interface BatchOptions {
 
 /** How a dialect writes rows inside a write transaction it runs: a batch's writes, and an upsert's. */
 export interface RowWrites {
-  /** Inserts rows, their texts checked against the collection's schema `schemaId` already; the first one's id and seq. */
-  insert(collection: string, schemaId: number, texts: string[]): Promise<FirstInserted>;
+  /**
+   * Inserts the rows of `inserts`, each an operation's rows' texts, checked against the collection's
+   * schema `schemaId` already, one after another: the first id and seq of each.
+   */
+  insert(collection: string, schemaId: number, inserts: string[][]): Promise<FirstInserted[]>;
   /**
    * Patches the row `rowId` (If-Match in `options`), checking it as patched against the schema, its
    * errors naming the row `place`; `seen` is told the row as patched before it is written. `schemaId`:
@@ -82,6 +85,12 @@ export interface BatchDialect {
  * of the first that failed, naming it, with nothing written. The collections named are held first, in
  * the order of their names, so that two batches over the same collections never wait on each other
  * in a circle (on PostgreSQL, a deadlock).
+ *
+ * An insert's rows are checked (its schema, its bound) at its turn, and written with the inserts into
+ * its collection that follow, as one statement, once another operation is about to write that
+ * collection, or at the end: no operation reads a collection between, so each sees what it would have
+ * seen, and a batch of single-row inserts costs a statement per collection, not one per row. A unique
+ * index those rows break fails the insert that sent the first of them.
  */
 export async function writeBatch(
   db: Dialect,
@@ -91,21 +100,24 @@ export async function writeBatch(
   options: BatchOptions = {},
 ): Promise<BatchResult[]> {
   const visible = (collection: string) => options.collections?.has(collection) ?? true;
-  /** The operation under way: a failure names it. */
+  /** The operation under way (or, while a collection's inserts are written, the first of them): a failure names it. */
   let at = -1;
-  /** By collection, the rows its operations wrote so far, as a unique index sees them. */
-  const tried = new Map<string, WrittenRow[]>();
-  const note = (collection: string, rows: WrittenRow[]) => tried.set(collection, [...(tried.get(collection) ?? []), ...rows]);
+  /** By collection, the rows its operations wrote so far, as a unique index sees them, and the operation of each. */
+  const tried = new Map<string, { rows: WrittenRow[]; operations: number[] }>();
+  const note = (collection: string, operation: number, rows: WrittenRow[]) => {
+    const written = tried.get(collection) ?? { rows: [], operations: [] };
+    for (const row of rows) {
+      written.rows.push(row);
+      written.operations.push(operation);
+    }
+    tried.set(collection, written);
+  };
   try {
     return await dialect.inTransaction(async (trx) => {
       const deadline = Date.now() + dialect.timeoutMs;
       if (options.once) await beginOnce(db, trx, accountId, options.once);
-      const schemas = await holdCollections(
-        db,
-        trx,
-        accountId,
-        [...new Set(operations.map((operation) => operation.collection))].filter(visible),
-      );
+      const named = [...new Set(operations.map((operation) => operation.collection))].filter(visible);
+      const schemas = await holdCollections(db, trx, accountId, named);
       const writes = dialect.writesIn(trx, accountId);
       const read = <T>(sql: string, params: SqlValue[]) => db.run<T>(trx, sql, params);
       /** The collection's schema id; 404 for one that is not there, or that the key may not see. */
@@ -115,49 +127,72 @@ export async function writeBatch(
         return schemaId;
       };
       const results: BatchResult[] = [];
+      /** By collection, the inserts checked and not yet written: each one's operation and its rows' texts. */
+      const pending = new Map<string, { operation: number; texts: string[] }[]>();
+      /** Writes the collection's pending inserts, as one statement, and answers each. */
+      const writePending = async (collection: string) => {
+        const inserts = pending.get(collection);
+        if (!inserts) return;
+        pending.delete(collection);
+        const before = at;
+        at = inserts[0].operation;
+        const firsts = await writes.insert(
+          collection,
+          schemaOf(collection),
+          inserts.map(({ texts }) => texts),
+        );
+        for (const [index, { operation, texts }] of inserts.entries()) {
+          results[operation] = { op: 'insert', rows: insertedRows(firsts[index], texts) };
+        }
+        at = before;
+      };
       for (const [index, operation] of operations.entries()) {
         at = index;
         if (Date.now() > deadline) throw queryTimeout(dialect.timeoutMs);
         const { collection } = operation;
         const schemaId = schemaOf(collection);
+        if (operation.op === 'insert') {
+          const texts = operation.rows.map((fields) => JSON.stringify(fields));
+          if (texts.some(overRowBound)) throw rowTooLarge();
+          await db.schemas.check(read, schemaId, collection, operation.rows);
+          note(
+            collection,
+            index,
+            operation.rows.map((fields) => ({ fields })),
+          );
+          pending.set(collection, [...(pending.get(collection) ?? []), { operation: index, texts }]);
+          continue;
+        }
+        await writePending(collection);
         switch (operation.op) {
-          case 'insert': {
-            const texts = operation.rows.map((fields) => JSON.stringify(fields));
-            if (texts.some(overRowBound)) throw rowTooLarge();
-            await db.schemas.check(read, schemaId, collection, operation.rows);
-            note(
-              collection,
-              operation.rows.map((fields) => ({ fields })),
-            );
-            results.push({ op: 'insert', rows: insertedRows(await writes.insert(collection, schemaId, texts), texts) });
-            break;
-          }
           case 'update': {
             if (!assignable(operation.id)) throw rowNotFound(collection, operation.id);
-            const seen = (fields: Fields) => note(collection, [{ id: operation.id, fields }]);
+            const seen = (fields: Fields) => note(collection, index, [{ id: operation.id, fields }]);
             const row = await writes.patch(collection, schemaId, operation.id, operation.patch, { ifMatch: operation.ifMatch }, 0, seen);
-            results.push({ op: 'update', row });
+            results[index] = { op: 'update', row };
             break;
           }
           case 'delete':
             if (!assignable(operation.id)) throw rowNotFound(collection, operation.id);
             await deleteRowIn(db, trx, accountId, collection, operation.id, { ifMatch: operation.ifMatch });
-            results.push({ op: 'delete' });
+            results[index] = { op: 'delete' };
             break;
           case 'upsert': {
             if (operation.rows.some((fields) => overRowBound(JSON.stringify(fields)))) throw rowTooLarge();
-            const before = tried.get(collection) ?? [];
             const upsertWrites = {
               ...upsertWritesOf(writes, collection),
-              tried: (rows: WrittenRow[]) => tried.set(collection, [...before, ...rows]),
+              tried: (rows: WrittenRow[]) => note(collection, index, rows.slice(-1)),
             };
             const place = { in: 'body' as const, name: `/operations/${index}/on_conflict` };
-            const rows = await upsertRowsIn(db, trx, accountId, collection, operation.rows, operation.onConflict, upsertWrites, place);
-            results.push({ op: 'upsert', rows });
+            results[index] = {
+              op: 'upsert',
+              rows: await upsertRowsIn(db, trx, accountId, collection, operation.rows, operation.onConflict, upsertWrites, place),
+            };
             break;
           }
         }
       }
+      for (const collection of pending.keys()) await writePending(collection);
       if (Date.now() > deadline) throw queryTimeout(dialect.timeoutMs);
       at = -1;
       if (options.once) await recordOnce(db, trx, accountId, options.once, results);
@@ -165,11 +200,14 @@ export async function writeBatch(
     });
   } catch (error) {
     if (at < 0) throw error;
-    throw (
-      (
-        await operationProblem(db, dialect, accountId, operations[at].collection, tried.get(operations[at].collection) ?? [], error)
-      )?.inOperation(at) ?? error
-    );
+    const collection = operations[at].collection;
+    const { rows, operations: ofRows } = tried.get(collection) ?? { rows: [], operations: [] };
+    if (db.isUniqueViolation(error)) {
+      const violation = await uniqueViolationAt(db, accountId, collection, rows);
+      if (violation) throw violation.problem.inOperation(ofRows[violation.place]);
+    }
+    const problem = error instanceof ApiError ? error : dialect.refusal?.(error);
+    throw problem?.inOperation(at) ?? error;
   }
 }
 
@@ -189,33 +227,12 @@ async function holdCollections(db: Dialect, trx: WriteTx, accountId: number, col
   return schemas;
 }
 
-/**
- * The problem of an operation that failed with `error`, once its batch rolled back: a unique index's
- * 409 when the rows the batch wrote into the collection break one, the dialect's reading of another
- * refusal, or the API's own error; undefined for anything else (a 500).
- */
-async function operationProblem(
-  db: Dialect,
-  dialect: BatchDialect,
-  accountId: number,
-  collection: string,
-  tried: readonly WrittenRow[],
-  error: unknown,
-): Promise<ApiError | undefined> {
-  if (db.isUniqueViolation(error)) {
-    const violation = await uniqueViolation(db, accountId, collection, tried);
-    if (violation) return violation;
-  }
-  if (error instanceof ApiError) return error;
-  return dialect.refusal?.(error);
-}
-
 /** An upsert's writes of one collection, made with the dialect's RowWrites (upserts.ts). */
 export function upsertWritesOf(writes: RowWrites, collection: string): Omit<UpsertWrites, 'tried'> {
   return {
     async insert(schemaId, fields) {
       const text = JSON.stringify(fields);
-      const first = await writes.insert(collection, schemaId, [text]);
+      const [first] = await writes.insert(collection, schemaId, [[text]]);
       return { json: rowJson(first.id, text), version: versionOf(first.collectionId, first.seq) };
     },
     patch: (rowId, patch, place) => writes.patch(collection, 0, rowId, patch, undefined, place),

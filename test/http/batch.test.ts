@@ -211,6 +211,18 @@ describeEachBackend('POST /v1/batch', (backend) => {
         operation: 2,
       },
       {
+        name: 'a row whose unique value a stored row holds, sent among other inserts',
+        operations: ([a, , c]) => [
+          { op: 'insert', collection: c, rows: [{ email: 'z' }] },
+          { op: 'insert', collection: a, rows: [{ n: 3 }] },
+          { op: 'insert', collection: c, rows: [{ email: 'w' }, { email: 'y' }] },
+          { op: 'insert', collection: a, rows: [{ n: 4 }] },
+        ],
+        status: 409,
+        code: 'unique_violation',
+        operation: 2,
+      },
+      {
         name: 'a row that breaks its schema',
         operations: ([a, , c]) => [
           { op: 'update', collection: a, id: 1, patch: { n: 2 } },

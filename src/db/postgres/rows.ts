@@ -212,12 +212,16 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: PageSou
    * listeners once it commits (the others hear its NOTIFY).
    */
   const rowWritesIn = (trx: WriteTx, accountId: number): RowWrites => ({
-    async insert(collection, schemaId, texts) {
+    async insert(collection, schemaId, inserts) {
+      const texts = inserts.flat();
       const params = [accountId, collection, texts.length, texts.join('\n'), CHANNEL, changes.instance, schemaId];
       const [written] = await db.run<Written>(trx, insertBatchSql, params);
       // The transaction holds the collection's row, and its schema is `schemaId`.
       announceOnCommit(trx, Number(written.id));
-      return { collectionId: Number(written.id), id: Number(written.first_id), seq: Number(written.first_seq) };
+      return firstsOf(
+        written,
+        inserts.map((texts) => ({ texts })),
+      );
     },
     async patch(collection, _schemaId, rowId, patch, options, place, seen) {
       const { patched, changed } = await patchRowIn(trx, accountId, collection, rowId, patch, options, seen, place);
@@ -384,7 +388,7 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: PageSou
 }
 
 /** Each insert's first id and seq: its rows follow those of the inserts before it in the batch. */
-function firstsOf(written: Written, batch: Insert[]): FirstInserted[] {
+function firstsOf(written: Written, batch: readonly { texts: string[] }[]): FirstInserted[] {
   const collectionId = Number(written.id);
   let id = Number(written.first_id);
   let seq = Number(written.first_seq);

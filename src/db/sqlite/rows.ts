@@ -205,9 +205,14 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
 
   /** The writes of a batch or an upsert inside `trx` (../batch.ts). */
   const rowWritesIn = (trx: WriteTx, accountId: number): RowWrites => ({
-    async insert(collection, schemaId, texts) {
-      return (await writeInserts(trx, accountId, collection, schemaId, [{ texts }]))[0];
-    },
+    insert: (collection, schemaId, inserts) =>
+      writeInserts(
+        trx,
+        accountId,
+        collection,
+        schemaId,
+        inserts.map((texts) => ({ texts })),
+      ),
     patch: (collection, schemaId, rowId, patch, options, place, seen) =>
       patchRowIn(trx, accountId, collection, rowId, patch, schemaId, options, place, seen),
   });
