@@ -1514,10 +1514,841 @@ validate20.errors = vErrors;
 return errors === 0;
 }
 
-export const updateRows_body = validate21;
-const schema27 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"The fields to change; at least one. `id` cannot be changed.","minProperties":1,"properties":{"id":{"description":"Not accepted; ids never change.","not":{}}},"additionalProperties":true,"example":{"text":"hello again"}}},"required":["requestBody"]};
+export const updateRow_body_json_patch_json = validate21;
+const schema27 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"array","description":"A JSON Patch (RFC 6902): operations applied in order to the row (`{\"id\": …, …fields}`), all or\nnone. `path` and `from` are JSON Pointers (RFC 6901): `/tags/0`, `/a~1b` for the field `a/b`.\n","items":{"description":"One operation of a JSON Patch, by its `op`.","oneOf":[{"type":"object","description":"RFC 6902 §4.1: adds a member (replacing one of the same name), or inserts an array element (`-`: at the end).","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["add"]},"path":{"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"},"value":{"description":"Any JSON value."}},"example":{"op":"add","path":"/tags/-","value":"popular"}},{"type":"object","description":"RFC 6902 §4.2: removes the member or element, which must exist.","required":["op","path"],"properties":{"op":{"type":"string","enum":["remove"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"remove","path":"/draft"}},{"type":"object","description":"RFC 6902 §4.3: replaces the value, which must exist.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["replace"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"replace","path":"/status","value":"closed"}},{"type":"object","description":"RFC 6902 §4.4: removes the value at `from` and adds it at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["move"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"move","path":"/archived/title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.5: adds a copy of the value at `from` at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["copy"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"copy","path":"/previous_title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.6: the value at `path` must equal `value` (as JSON: `1` equals `1.0`, members in any order), else `409 patch_conflict` and nothing is written.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["test"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"test","path":"/status","value":"open"}},{"type":"object","description":"Ours: adds `value` to the number at `path`, inside the write's transaction, so that concurrent\nincrements of one field all count. A missing member counts as `0` when the object that would\nhold it exists; a value that is no number, or a sum past ±1.8e308, is `409 patch_conflict`.\nIntegers stay exact up to 2^53.\n","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["increment"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"type":"number","description":"Any finite number, negative too."}},"example":{"op":"increment","path":"/likes","value":1}}],"discriminator":{"propertyName":"op"}},"example":[{"op":"test","path":"/status","value":"open"},{"op":"increment","path":"/likes","value":1}]}},"required":["requestBody"]};
+const schema28 = {"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"};
+const pattern5 = new RegExp("^(/([^~/]|~[01])*)*$", "u");
 
 function validate21(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.requestBody === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "requestBody"},message:"must have required property '"+"requestBody"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.requestBody !== undefined){
+let data0 = data.requestBody;
+if(Array.isArray(data0)){
+const len0 = data0.length;
+for(let i0=0; i0<len0; i0++){
+let data1 = data0[i0];
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+const tag0 = data1.op;
+if(typeof tag0 == "string"){
+if(tag0 === "add"){
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+if(data1.op === undefined){
+const err1 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/0/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data1.path === undefined){
+const err2 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/0/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data1.value === undefined){
+const err3 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/0/required",keyword:"required",params:{missingProperty: "value"},message:"must have required property '"+"value"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if(data1.op !== undefined){
+let data2 = data1.op;
+if(typeof data2 !== "string"){
+const err4 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(!(data2 === "add")){
+const err5 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/op/enum",keyword:"enum",params:{allowedValues: schema27.properties.requestBody.items.oneOf[0].properties.op.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data1.path !== undefined){
+let data3 = data1.path;
+if(typeof data3 === "string"){
+if(!pattern5.test(data3)){
+const err6 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+else {
+const err7 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+}
+else {
+const err8 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/0/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+else if(tag0 === "remove"){
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+if(data1.op === undefined){
+const err9 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/1/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+if(data1.path === undefined){
+const err10 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/1/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+if(data1.op !== undefined){
+let data4 = data1.op;
+if(typeof data4 !== "string"){
+const err11 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/1/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+if(!(data4 === "remove")){
+const err12 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/1/properties/op/enum",keyword:"enum",params:{allowedValues: schema27.properties.requestBody.items.oneOf[1].properties.op.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+if(data1.path !== undefined){
+let data5 = data1.path;
+if(typeof data5 === "string"){
+if(!pattern5.test(data5)){
+const err13 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+else {
+const err14 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+}
+else {
+const err15 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/1/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+}
+else if(tag0 === "replace"){
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+if(data1.op === undefined){
+const err16 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/2/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+if(data1.path === undefined){
+const err17 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/2/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+if(data1.value === undefined){
+const err18 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/2/required",keyword:"required",params:{missingProperty: "value"},message:"must have required property '"+"value"+"'"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+if(data1.op !== undefined){
+let data6 = data1.op;
+if(typeof data6 !== "string"){
+const err19 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/2/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+if(!(data6 === "replace")){
+const err20 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/2/properties/op/enum",keyword:"enum",params:{allowedValues: schema27.properties.requestBody.items.oneOf[2].properties.op.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+}
+if(data1.path !== undefined){
+let data7 = data1.path;
+if(typeof data7 === "string"){
+if(!pattern5.test(data7)){
+const err21 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+}
+else {
+const err22 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+}
+}
+else {
+const err23 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/2/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+}
+else if(tag0 === "move"){
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+if(data1.op === undefined){
+const err24 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/3/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+if(data1.path === undefined){
+const err25 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/3/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+if(data1.from === undefined){
+const err26 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/3/required",keyword:"required",params:{missingProperty: "from"},message:"must have required property '"+"from"+"'"};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+if(data1.op !== undefined){
+let data8 = data1.op;
+if(typeof data8 !== "string"){
+const err27 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/3/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+if(!(data8 === "move")){
+const err28 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/3/properties/op/enum",keyword:"enum",params:{allowedValues: schema27.properties.requestBody.items.oneOf[3].properties.op.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+}
+if(data1.path !== undefined){
+let data9 = data1.path;
+if(typeof data9 === "string"){
+if(!pattern5.test(data9)){
+const err29 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
+}
+errors++;
+}
+}
+else {
+const err30 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
+}
+errors++;
+}
+}
+if(data1.from !== undefined){
+let data10 = data1.from;
+if(typeof data10 === "string"){
+if(!pattern5.test(data10)){
+const err31 = {instancePath:instancePath+"/requestBody/" + i0+"/from",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
+if(vErrors === null){
+vErrors = [err31];
+}
+else {
+vErrors.push(err31);
+}
+errors++;
+}
+}
+else {
+const err32 = {instancePath:instancePath+"/requestBody/" + i0+"/from",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err32];
+}
+else {
+vErrors.push(err32);
+}
+errors++;
+}
+}
+}
+else {
+const err33 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/3/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err33];
+}
+else {
+vErrors.push(err33);
+}
+errors++;
+}
+}
+else if(tag0 === "copy"){
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+if(data1.op === undefined){
+const err34 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/4/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
+if(vErrors === null){
+vErrors = [err34];
+}
+else {
+vErrors.push(err34);
+}
+errors++;
+}
+if(data1.path === undefined){
+const err35 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/4/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
+if(vErrors === null){
+vErrors = [err35];
+}
+else {
+vErrors.push(err35);
+}
+errors++;
+}
+if(data1.from === undefined){
+const err36 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/4/required",keyword:"required",params:{missingProperty: "from"},message:"must have required property '"+"from"+"'"};
+if(vErrors === null){
+vErrors = [err36];
+}
+else {
+vErrors.push(err36);
+}
+errors++;
+}
+if(data1.op !== undefined){
+let data11 = data1.op;
+if(typeof data11 !== "string"){
+const err37 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/4/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err37];
+}
+else {
+vErrors.push(err37);
+}
+errors++;
+}
+if(!(data11 === "copy")){
+const err38 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/4/properties/op/enum",keyword:"enum",params:{allowedValues: schema27.properties.requestBody.items.oneOf[4].properties.op.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err38];
+}
+else {
+vErrors.push(err38);
+}
+errors++;
+}
+}
+if(data1.path !== undefined){
+let data12 = data1.path;
+if(typeof data12 === "string"){
+if(!pattern5.test(data12)){
+const err39 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
+if(vErrors === null){
+vErrors = [err39];
+}
+else {
+vErrors.push(err39);
+}
+errors++;
+}
+}
+else {
+const err40 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err40];
+}
+else {
+vErrors.push(err40);
+}
+errors++;
+}
+}
+if(data1.from !== undefined){
+let data13 = data1.from;
+if(typeof data13 === "string"){
+if(!pattern5.test(data13)){
+const err41 = {instancePath:instancePath+"/requestBody/" + i0+"/from",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
+if(vErrors === null){
+vErrors = [err41];
+}
+else {
+vErrors.push(err41);
+}
+errors++;
+}
+}
+else {
+const err42 = {instancePath:instancePath+"/requestBody/" + i0+"/from",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err42];
+}
+else {
+vErrors.push(err42);
+}
+errors++;
+}
+}
+}
+else {
+const err43 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/4/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err43];
+}
+else {
+vErrors.push(err43);
+}
+errors++;
+}
+}
+else if(tag0 === "test"){
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+if(data1.op === undefined){
+const err44 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/5/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
+if(vErrors === null){
+vErrors = [err44];
+}
+else {
+vErrors.push(err44);
+}
+errors++;
+}
+if(data1.path === undefined){
+const err45 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/5/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
+if(vErrors === null){
+vErrors = [err45];
+}
+else {
+vErrors.push(err45);
+}
+errors++;
+}
+if(data1.value === undefined){
+const err46 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/5/required",keyword:"required",params:{missingProperty: "value"},message:"must have required property '"+"value"+"'"};
+if(vErrors === null){
+vErrors = [err46];
+}
+else {
+vErrors.push(err46);
+}
+errors++;
+}
+if(data1.op !== undefined){
+let data14 = data1.op;
+if(typeof data14 !== "string"){
+const err47 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/5/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err47];
+}
+else {
+vErrors.push(err47);
+}
+errors++;
+}
+if(!(data14 === "test")){
+const err48 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/5/properties/op/enum",keyword:"enum",params:{allowedValues: schema27.properties.requestBody.items.oneOf[5].properties.op.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err48];
+}
+else {
+vErrors.push(err48);
+}
+errors++;
+}
+}
+if(data1.path !== undefined){
+let data15 = data1.path;
+if(typeof data15 === "string"){
+if(!pattern5.test(data15)){
+const err49 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
+if(vErrors === null){
+vErrors = [err49];
+}
+else {
+vErrors.push(err49);
+}
+errors++;
+}
+}
+else {
+const err50 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err50];
+}
+else {
+vErrors.push(err50);
+}
+errors++;
+}
+}
+}
+else {
+const err51 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/5/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err51];
+}
+else {
+vErrors.push(err51);
+}
+errors++;
+}
+}
+else if(tag0 === "increment"){
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+if(data1.op === undefined){
+const err52 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/6/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
+if(vErrors === null){
+vErrors = [err52];
+}
+else {
+vErrors.push(err52);
+}
+errors++;
+}
+if(data1.path === undefined){
+const err53 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/6/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
+if(vErrors === null){
+vErrors = [err53];
+}
+else {
+vErrors.push(err53);
+}
+errors++;
+}
+if(data1.value === undefined){
+const err54 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/6/required",keyword:"required",params:{missingProperty: "value"},message:"must have required property '"+"value"+"'"};
+if(vErrors === null){
+vErrors = [err54];
+}
+else {
+vErrors.push(err54);
+}
+errors++;
+}
+if(data1.op !== undefined){
+let data16 = data1.op;
+if(typeof data16 !== "string"){
+const err55 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/6/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err55];
+}
+else {
+vErrors.push(err55);
+}
+errors++;
+}
+if(!(data16 === "increment")){
+const err56 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/6/properties/op/enum",keyword:"enum",params:{allowedValues: schema27.properties.requestBody.items.oneOf[6].properties.op.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err56];
+}
+else {
+vErrors.push(err56);
+}
+errors++;
+}
+}
+if(data1.path !== undefined){
+let data17 = data1.path;
+if(typeof data17 === "string"){
+if(!pattern5.test(data17)){
+const err57 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
+if(vErrors === null){
+vErrors = [err57];
+}
+else {
+vErrors.push(err57);
+}
+errors++;
+}
+}
+else {
+const err58 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err58];
+}
+else {
+vErrors.push(err58);
+}
+errors++;
+}
+}
+if(data1.value !== undefined){
+if(!(typeof data1.value == "number")){
+const err59 = {instancePath:instancePath+"/requestBody/" + i0+"/value",schemaPath:"#/properties/requestBody/items/oneOf/6/properties/value/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err59];
+}
+else {
+vErrors.push(err59);
+}
+errors++;
+}
+}
+}
+else {
+const err60 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/6/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err60];
+}
+else {
+vErrors.push(err60);
+}
+errors++;
+}
+}
+else {
+const err61 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/discriminator",keyword:"discriminator",params:{error: "mapping", tag: "op", tagValue: tag0},message:"value of tag \"op\" must be in oneOf"};
+if(vErrors === null){
+vErrors = [err61];
+}
+else {
+vErrors.push(err61);
+}
+errors++;
+}
+}
+else {
+const err62 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/discriminator",keyword:"discriminator",params:{error: "tag", tag: "op", tagValue: tag0},message:"tag \"op\" must be string"};
+if(vErrors === null){
+vErrors = [err62];
+}
+else {
+vErrors.push(err62);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err63 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err63];
+}
+else {
+vErrors.push(err63);
+}
+errors++;
+}
+}
+}
+else {
+const err64 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err64];
+}
+else {
+vErrors.push(err64);
+}
+errors++;
+}
+validate21.errors = vErrors;
+return errors === 0;
+}
+
+export const updateRow_body_merge_patch_json = validate22;
+const schema36 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"A JSON Merge Patch (RFC 7396) of a row: each member merges into the field of its name (objects\nmember by member, at any depth), `null` removes the field, any other value replaces it. `id`\ncannot be changed.\n","properties":{"id":{"description":"Not accepted; ids never change.","not":{}}},"additionalProperties":true,"example":{"text":"hello again","draft":null}}},"required":["requestBody"]};
+
+function validate22(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.requestBody === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "requestBody"},message:"must have required property '"+"requestBody"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.requestBody !== undefined){
+let data0 = data.requestBody;
+if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
+if(data0.id !== undefined){
+const err1 = {instancePath:instancePath+"/requestBody/id",schemaPath:"#/properties/requestBody/properties/id/not",keyword:"not",params:{},message:"must NOT be valid"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+else {
+const err2 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+}
+else {
+const err3 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+validate22.errors = vErrors;
+return errors === 0;
+}
+
+export const updateRows_body = validate23;
+const schema37 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"The fields to change; at least one. `id` cannot be changed.","minProperties":1,"properties":{"id":{"description":"Not accepted; ids never change.","not":{}}},"additionalProperties":true,"example":{"text":"hello again"}}},"required":["requestBody"]};
+
+function validate23(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -1577,6 +2408,836 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate21.errors = vErrors;
+validate23.errors = vErrors;
+return errors === 0;
+}
+
+export const updateRows_body_json_patch_json = validate24;
+const schema38 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"array","description":"A JSON Patch (RFC 6902): operations applied in order to the row (`{\"id\": …, …fields}`), all or\nnone. `path` and `from` are JSON Pointers (RFC 6901): `/tags/0`, `/a~1b` for the field `a/b`.\n","items":{"description":"One operation of a JSON Patch, by its `op`.","oneOf":[{"type":"object","description":"RFC 6902 §4.1: adds a member (replacing one of the same name), or inserts an array element (`-`: at the end).","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["add"]},"path":{"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"},"value":{"description":"Any JSON value."}},"example":{"op":"add","path":"/tags/-","value":"popular"}},{"type":"object","description":"RFC 6902 §4.2: removes the member or element, which must exist.","required":["op","path"],"properties":{"op":{"type":"string","enum":["remove"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"remove","path":"/draft"}},{"type":"object","description":"RFC 6902 §4.3: replaces the value, which must exist.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["replace"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"replace","path":"/status","value":"closed"}},{"type":"object","description":"RFC 6902 §4.4: removes the value at `from` and adds it at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["move"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"move","path":"/archived/title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.5: adds a copy of the value at `from` at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["copy"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"copy","path":"/previous_title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.6: the value at `path` must equal `value` (as JSON: `1` equals `1.0`, members in any order), else `409 patch_conflict` and nothing is written.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["test"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"test","path":"/status","value":"open"}},{"type":"object","description":"Ours: adds `value` to the number at `path`, inside the write's transaction, so that concurrent\nincrements of one field all count. A missing member counts as `0` when the object that would\nhold it exists; a value that is no number, or a sum past ±1.8e308, is `409 patch_conflict`.\nIntegers stay exact up to 2^53.\n","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["increment"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"type":"number","description":"Any finite number, negative too."}},"example":{"op":"increment","path":"/likes","value":1}}],"discriminator":{"propertyName":"op"}},"example":[{"op":"test","path":"/status","value":"open"},{"op":"increment","path":"/likes","value":1}]}},"required":["requestBody"]};
+const schema39 = {"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"};
+
+function validate24(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.requestBody === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "requestBody"},message:"must have required property '"+"requestBody"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.requestBody !== undefined){
+let data0 = data.requestBody;
+if(Array.isArray(data0)){
+const len0 = data0.length;
+for(let i0=0; i0<len0; i0++){
+let data1 = data0[i0];
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+const tag0 = data1.op;
+if(typeof tag0 == "string"){
+if(tag0 === "add"){
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+if(data1.op === undefined){
+const err1 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/0/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data1.path === undefined){
+const err2 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/0/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data1.value === undefined){
+const err3 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/0/required",keyword:"required",params:{missingProperty: "value"},message:"must have required property '"+"value"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if(data1.op !== undefined){
+let data2 = data1.op;
+if(typeof data2 !== "string"){
+const err4 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(!(data2 === "add")){
+const err5 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/op/enum",keyword:"enum",params:{allowedValues: schema38.properties.requestBody.items.oneOf[0].properties.op.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data1.path !== undefined){
+let data3 = data1.path;
+if(typeof data3 === "string"){
+if(!pattern5.test(data3)){
+const err6 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+else {
+const err7 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+}
+else {
+const err8 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/0/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+else if(tag0 === "remove"){
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+if(data1.op === undefined){
+const err9 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/1/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+if(data1.path === undefined){
+const err10 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/1/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+if(data1.op !== undefined){
+let data4 = data1.op;
+if(typeof data4 !== "string"){
+const err11 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/1/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+if(!(data4 === "remove")){
+const err12 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/1/properties/op/enum",keyword:"enum",params:{allowedValues: schema38.properties.requestBody.items.oneOf[1].properties.op.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+if(data1.path !== undefined){
+let data5 = data1.path;
+if(typeof data5 === "string"){
+if(!pattern5.test(data5)){
+const err13 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+else {
+const err14 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+}
+else {
+const err15 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/1/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+}
+else if(tag0 === "replace"){
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+if(data1.op === undefined){
+const err16 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/2/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+if(data1.path === undefined){
+const err17 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/2/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+if(data1.value === undefined){
+const err18 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/2/required",keyword:"required",params:{missingProperty: "value"},message:"must have required property '"+"value"+"'"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+if(data1.op !== undefined){
+let data6 = data1.op;
+if(typeof data6 !== "string"){
+const err19 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/2/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+if(!(data6 === "replace")){
+const err20 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/2/properties/op/enum",keyword:"enum",params:{allowedValues: schema38.properties.requestBody.items.oneOf[2].properties.op.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+}
+if(data1.path !== undefined){
+let data7 = data1.path;
+if(typeof data7 === "string"){
+if(!pattern5.test(data7)){
+const err21 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+}
+else {
+const err22 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+}
+}
+else {
+const err23 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/2/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+}
+else if(tag0 === "move"){
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+if(data1.op === undefined){
+const err24 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/3/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+if(data1.path === undefined){
+const err25 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/3/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+if(data1.from === undefined){
+const err26 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/3/required",keyword:"required",params:{missingProperty: "from"},message:"must have required property '"+"from"+"'"};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+if(data1.op !== undefined){
+let data8 = data1.op;
+if(typeof data8 !== "string"){
+const err27 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/3/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+if(!(data8 === "move")){
+const err28 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/3/properties/op/enum",keyword:"enum",params:{allowedValues: schema38.properties.requestBody.items.oneOf[3].properties.op.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+}
+if(data1.path !== undefined){
+let data9 = data1.path;
+if(typeof data9 === "string"){
+if(!pattern5.test(data9)){
+const err29 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
+}
+errors++;
+}
+}
+else {
+const err30 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
+}
+errors++;
+}
+}
+if(data1.from !== undefined){
+let data10 = data1.from;
+if(typeof data10 === "string"){
+if(!pattern5.test(data10)){
+const err31 = {instancePath:instancePath+"/requestBody/" + i0+"/from",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
+if(vErrors === null){
+vErrors = [err31];
+}
+else {
+vErrors.push(err31);
+}
+errors++;
+}
+}
+else {
+const err32 = {instancePath:instancePath+"/requestBody/" + i0+"/from",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err32];
+}
+else {
+vErrors.push(err32);
+}
+errors++;
+}
+}
+}
+else {
+const err33 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/3/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err33];
+}
+else {
+vErrors.push(err33);
+}
+errors++;
+}
+}
+else if(tag0 === "copy"){
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+if(data1.op === undefined){
+const err34 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/4/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
+if(vErrors === null){
+vErrors = [err34];
+}
+else {
+vErrors.push(err34);
+}
+errors++;
+}
+if(data1.path === undefined){
+const err35 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/4/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
+if(vErrors === null){
+vErrors = [err35];
+}
+else {
+vErrors.push(err35);
+}
+errors++;
+}
+if(data1.from === undefined){
+const err36 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/4/required",keyword:"required",params:{missingProperty: "from"},message:"must have required property '"+"from"+"'"};
+if(vErrors === null){
+vErrors = [err36];
+}
+else {
+vErrors.push(err36);
+}
+errors++;
+}
+if(data1.op !== undefined){
+let data11 = data1.op;
+if(typeof data11 !== "string"){
+const err37 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/4/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err37];
+}
+else {
+vErrors.push(err37);
+}
+errors++;
+}
+if(!(data11 === "copy")){
+const err38 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/4/properties/op/enum",keyword:"enum",params:{allowedValues: schema38.properties.requestBody.items.oneOf[4].properties.op.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err38];
+}
+else {
+vErrors.push(err38);
+}
+errors++;
+}
+}
+if(data1.path !== undefined){
+let data12 = data1.path;
+if(typeof data12 === "string"){
+if(!pattern5.test(data12)){
+const err39 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
+if(vErrors === null){
+vErrors = [err39];
+}
+else {
+vErrors.push(err39);
+}
+errors++;
+}
+}
+else {
+const err40 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err40];
+}
+else {
+vErrors.push(err40);
+}
+errors++;
+}
+}
+if(data1.from !== undefined){
+let data13 = data1.from;
+if(typeof data13 === "string"){
+if(!pattern5.test(data13)){
+const err41 = {instancePath:instancePath+"/requestBody/" + i0+"/from",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
+if(vErrors === null){
+vErrors = [err41];
+}
+else {
+vErrors.push(err41);
+}
+errors++;
+}
+}
+else {
+const err42 = {instancePath:instancePath+"/requestBody/" + i0+"/from",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err42];
+}
+else {
+vErrors.push(err42);
+}
+errors++;
+}
+}
+}
+else {
+const err43 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/4/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err43];
+}
+else {
+vErrors.push(err43);
+}
+errors++;
+}
+}
+else if(tag0 === "test"){
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+if(data1.op === undefined){
+const err44 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/5/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
+if(vErrors === null){
+vErrors = [err44];
+}
+else {
+vErrors.push(err44);
+}
+errors++;
+}
+if(data1.path === undefined){
+const err45 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/5/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
+if(vErrors === null){
+vErrors = [err45];
+}
+else {
+vErrors.push(err45);
+}
+errors++;
+}
+if(data1.value === undefined){
+const err46 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/5/required",keyword:"required",params:{missingProperty: "value"},message:"must have required property '"+"value"+"'"};
+if(vErrors === null){
+vErrors = [err46];
+}
+else {
+vErrors.push(err46);
+}
+errors++;
+}
+if(data1.op !== undefined){
+let data14 = data1.op;
+if(typeof data14 !== "string"){
+const err47 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/5/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err47];
+}
+else {
+vErrors.push(err47);
+}
+errors++;
+}
+if(!(data14 === "test")){
+const err48 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/5/properties/op/enum",keyword:"enum",params:{allowedValues: schema38.properties.requestBody.items.oneOf[5].properties.op.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err48];
+}
+else {
+vErrors.push(err48);
+}
+errors++;
+}
+}
+if(data1.path !== undefined){
+let data15 = data1.path;
+if(typeof data15 === "string"){
+if(!pattern5.test(data15)){
+const err49 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
+if(vErrors === null){
+vErrors = [err49];
+}
+else {
+vErrors.push(err49);
+}
+errors++;
+}
+}
+else {
+const err50 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err50];
+}
+else {
+vErrors.push(err50);
+}
+errors++;
+}
+}
+}
+else {
+const err51 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/5/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err51];
+}
+else {
+vErrors.push(err51);
+}
+errors++;
+}
+}
+else if(tag0 === "increment"){
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+if(data1.op === undefined){
+const err52 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/6/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
+if(vErrors === null){
+vErrors = [err52];
+}
+else {
+vErrors.push(err52);
+}
+errors++;
+}
+if(data1.path === undefined){
+const err53 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/6/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
+if(vErrors === null){
+vErrors = [err53];
+}
+else {
+vErrors.push(err53);
+}
+errors++;
+}
+if(data1.value === undefined){
+const err54 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/6/required",keyword:"required",params:{missingProperty: "value"},message:"must have required property '"+"value"+"'"};
+if(vErrors === null){
+vErrors = [err54];
+}
+else {
+vErrors.push(err54);
+}
+errors++;
+}
+if(data1.op !== undefined){
+let data16 = data1.op;
+if(typeof data16 !== "string"){
+const err55 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/6/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err55];
+}
+else {
+vErrors.push(err55);
+}
+errors++;
+}
+if(!(data16 === "increment")){
+const err56 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/6/properties/op/enum",keyword:"enum",params:{allowedValues: schema38.properties.requestBody.items.oneOf[6].properties.op.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err56];
+}
+else {
+vErrors.push(err56);
+}
+errors++;
+}
+}
+if(data1.path !== undefined){
+let data17 = data1.path;
+if(typeof data17 === "string"){
+if(!pattern5.test(data17)){
+const err57 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
+if(vErrors === null){
+vErrors = [err57];
+}
+else {
+vErrors.push(err57);
+}
+errors++;
+}
+}
+else {
+const err58 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err58];
+}
+else {
+vErrors.push(err58);
+}
+errors++;
+}
+}
+if(data1.value !== undefined){
+if(!(typeof data1.value == "number")){
+const err59 = {instancePath:instancePath+"/requestBody/" + i0+"/value",schemaPath:"#/properties/requestBody/items/oneOf/6/properties/value/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err59];
+}
+else {
+vErrors.push(err59);
+}
+errors++;
+}
+}
+}
+else {
+const err60 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/6/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err60];
+}
+else {
+vErrors.push(err60);
+}
+errors++;
+}
+}
+else {
+const err61 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/discriminator",keyword:"discriminator",params:{error: "mapping", tag: "op", tagValue: tag0},message:"value of tag \"op\" must be in oneOf"};
+if(vErrors === null){
+vErrors = [err61];
+}
+else {
+vErrors.push(err61);
+}
+errors++;
+}
+}
+else {
+const err62 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/discriminator",keyword:"discriminator",params:{error: "tag", tag: "op", tagValue: tag0},message:"tag \"op\" must be string"};
+if(vErrors === null){
+vErrors = [err62];
+}
+else {
+vErrors.push(err62);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err63 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err63];
+}
+else {
+vErrors.push(err63);
+}
+errors++;
+}
+}
+}
+else {
+const err64 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err64];
+}
+else {
+vErrors.push(err64);
+}
+errors++;
+}
+validate24.errors = vErrors;
+return errors === 0;
+}
+
+export const updateRows_body_merge_patch_json = validate25;
+const schema47 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"A JSON Merge Patch (RFC 7396) of a row: each member merges into the field of its name (objects\nmember by member, at any depth), `null` removes the field, any other value replaces it. `id`\ncannot be changed.\n","properties":{"id":{"description":"Not accepted; ids never change.","not":{}}},"additionalProperties":true,"example":{"text":"hello again","draft":null}}},"required":["requestBody"]};
+
+function validate25(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.requestBody === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "requestBody"},message:"must have required property '"+"requestBody"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.requestBody !== undefined){
+let data0 = data.requestBody;
+if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
+if(data0.id !== undefined){
+const err1 = {instancePath:instancePath+"/requestBody/id",schemaPath:"#/properties/requestBody/properties/id/not",keyword:"not",params:{},message:"must NOT be valid"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+else {
+const err2 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+}
+else {
+const err3 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+validate25.errors = vErrors;
 return errors === 0;
 }

@@ -35,6 +35,7 @@ const kinds: Record<ProblemCode, { status: number; title: string }> = {
   schema_conflict: { status: 409, title: 'Schema conflict' },
   unique_violation: { status: 409, title: 'Unique violation' },
   unique_conflict: { status: 409, title: 'Unique conflict' },
+  patch_conflict: { status: 409, title: 'Patch conflict' },
 };
 
 /** What a problem may carry besides its detail (openapi.yaml, Problem). */
