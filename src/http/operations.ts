@@ -501,6 +501,10 @@ function fieldErrors(errors: ErrorObject[]): FieldError[] {
       message = 'is required';
     } else if (error.keyword === 'not') {
       message = 'is not allowed: the service assigns ids';
+    } else if (error.keyword === 'discriminator') {
+      // A oneOf chosen by a member's value (openapi.yaml, JsonPatchOperation's `op`): that member is wrong.
+      name = `${name}/${String(error.params.tag)}`;
+      message = 'is none of the values this member may have';
     }
     const key = `${place} ${name} ${message}`;
     if (seen.has(key)) return [];
