@@ -1004,11 +1004,7 @@ export interface components {
          *     }
          */
         JsonPatchAdd: {
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
-            op: "add";
+            op: components["schemas"]["JsonPatchAddOp"];
             path: components["schemas"]["JsonPointer"];
             /** @description Any JSON value. */
             value: unknown;
@@ -1025,11 +1021,7 @@ export interface components {
          */
         JsonPatchCopy: {
             from: components["schemas"]["JsonPointer"];
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
-            op: "copy";
+            op: components["schemas"]["JsonPatchCopyOp"];
             path: components["schemas"]["JsonPointer"];
         };
         /** @enum {string} */
@@ -1046,11 +1038,7 @@ export interface components {
          *     }
          */
         JsonPatchIncrement: {
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
-            op: "increment";
+            op: components["schemas"]["JsonPatchIncrementOp"];
             path: components["schemas"]["JsonPointer"];
             /** @description Any finite number, negative too. */
             value: number;
@@ -1067,16 +1055,12 @@ export interface components {
          */
         JsonPatchMove: {
             from: components["schemas"]["JsonPointer"];
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
-            op: "move";
+            op: components["schemas"]["JsonPatchMoveOp"];
             path: components["schemas"]["JsonPointer"];
         };
         /** @enum {string} */
         JsonPatchMoveOp: "move";
-        /** @description One operation of a JSON Patch, by its `op`. */
+        /** @description One operation of a JSON Patch, told apart by its `op`, which each kind names in an enum of one value. */
         JsonPatchOperation: components["schemas"]["JsonPatchAdd"] | components["schemas"]["JsonPatchRemove"] | components["schemas"]["JsonPatchReplace"] | components["schemas"]["JsonPatchMove"] | components["schemas"]["JsonPatchCopy"] | components["schemas"]["JsonPatchTest"] | components["schemas"]["JsonPatchIncrement"];
         /**
          * @description RFC 6902 §4.2: removes the member or element, which must exist.
@@ -1086,11 +1070,7 @@ export interface components {
          *     }
          */
         JsonPatchRemove: {
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
-            op: "remove";
+            op: components["schemas"]["JsonPatchRemoveOp"];
             path: components["schemas"]["JsonPointer"];
         };
         /** @enum {string} */
@@ -1104,11 +1084,7 @@ export interface components {
          *     }
          */
         JsonPatchReplace: {
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
-            op: "replace";
+            op: components["schemas"]["JsonPatchReplaceOp"];
             path: components["schemas"]["JsonPointer"];
             /** @description Any JSON value. */
             value: unknown;
@@ -1124,11 +1100,7 @@ export interface components {
          *     }
          */
         JsonPatchTest: {
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
-            op: "test";
+            op: components["schemas"]["JsonPatchTestOp"];
             path: components["schemas"]["JsonPointer"];
             /** @description Any JSON value. */
             value: unknown;

@@ -64,8 +64,7 @@ export async function generate(outDir: string): Promise<string[]> {
 function requestValidatorModules(definition: OpenAPIV3.Document): Record<string, string> {
   const schemaBuilder = new OpenAPIValidator({ definition, lazyCompileValidators: true, ajvOpts: requestAjvOptions });
   const compilers = {
-    // Ajv's discriminator (a oneOf whose branch is chosen by one property, JsonPatchOperation's `op`)
-    // reports the errors of the branch chosen only, not of every branch.
+    // Ajv's discriminator (withDiscriminators) reports the errors of the branch a property chose only.
     body: new Ajv({ ...requestAjvOptions, discriminator: true, code: { source: true, esm: true, lines: true } }),
     params: new Ajv({ ...requestAjvOptions, coerceTypes: true, code: { source: true, esm: true, lines: true } }),
   };
@@ -84,7 +83,7 @@ function requestValidatorModules(definition: OpenAPIV3.Document): Record<string,
     const names = validators.map((validate, index) => {
       const kind = index === validators.length - 1 ? 'params' : 'body';
       const name = `${operation.operationId}_${kind}`;
-      compilers[kind].addSchema(withoutMappings(validate.schema), name);
+      compilers[kind].addSchema(withDiscriminators(validate.schema), name);
       exported[kind][name] = name;
       imports[kind].push(name);
       return name;
@@ -101,7 +100,7 @@ function requestValidatorModules(definition: OpenAPIV3.Document): Record<string,
       const alone = { ...operation, requestBody: { ...requestBody, content: { 'application/json': requestBody.content[mediaType] } } };
       const [validate] = schemaBuilder.buildRequestValidatorsForOperation(alone as typeof operation) ?? [];
       const name = `${operation.operationId}_body_${mediaType.replace(/^application\//, '').replace(/[^A-Za-z0-9]/g, '_')}`;
-      compilers.body.addSchema(withoutMappings(validate.schema), name);
+      compilers.body.addSchema(withDiscriminators(validate.schema), name);
       exported.body[name] = name;
       imports.body.push(name);
       return `'${mediaType}': ${name}`;
@@ -128,13 +127,20 @@ ${otherBodies.join('\n')}
 }
 
 /**
- * A schema without its discriminators' `mapping`, which Ajv does not take: each branch names its value
- * of the property in an enum of one, which Ajv reads instead (openapi.yaml, JsonPatchOperation).
+ * A body schema as Ajv compiles it: each oneOf whose every branch requires one property that it names in
+ * an enum of one value (openapi.yaml, JsonPatchOperation's `op`) is marked with Ajv's discriminator, which
+ * validates the one branch that value chooses, so that a 400 names what is wrong with that branch alone
+ * (and an unknown value as such), not every branch's mismatch. It accepts exactly what the oneOf does.
  */
-function withoutMappings(schema: unknown): object {
+function withDiscriminators(schema: unknown): object {
   return JSON.parse(
-    JSON.stringify(schema, function (this: Record<string, unknown>, key, value) {
-      return key === 'mapping' && typeof this.propertyName === 'string' ? undefined : value;
+    JSON.stringify(schema, (_key, value) => {
+      if (typeof value !== 'object' || value === null || !Array.isArray(value.oneOf) || value.discriminator) return value;
+      const [first, ...rest] = value.oneOf as { required?: string[]; properties?: Record<string, { enum?: unknown[] }> }[];
+      const tag = first?.required?.find((name) =>
+        [first, ...rest].every((branch) => branch.required?.includes(name) && branch.properties?.[name]?.enum?.length === 1),
+      );
+      return tag === undefined ? value : { ...value, discriminator: { propertyName: tag } };
     }),
   );
 }
