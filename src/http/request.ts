@@ -73,25 +73,35 @@ const objectOrArray = /^[ \t\n\r]*[[{]/;
  * those with 404 or 405, whatever their body.
  */
 export function jsonBody(config: Config, budget: BodyBudget): Middleware<{ route: { operation?: Operation } }> {
-  return async (ctx, next) => {
+  return (ctx, next) => {
     const kind = bodyKind(ctx.req);
     const { operation } = ctx.state.route;
     if (kind === 'none' || !operation) return next();
-    try {
-      ctx.request.mediaType = kind === 'json' ? 'application/json' : checkMediaType(ctx, operation);
-      return await withJsonBody(ctx.req, config, budget, (body) => {
-        ctx.request.body = body;
-        return next();
-      });
-    } catch (error) {
-      throw withAcceptPatch(error, operation);
-    }
+    const read = readJsonBody(ctx, kind, operation, config, budget, next);
+    // A PATCH's 415 names the media types it takes (RFC 5789 §2.2), whatever it refused.
+    return operation.method === 'patch' ? read.catch((error) => Promise.reject(withAcceptPatch(error, operation))) : read;
   };
 }
 
-/** A PATCH's 415 names the media types it takes in Accept-Patch (RFC 5789 §2.2), whatever it refused. */
+/** The body's media type (a 415 for one `operation` does not take) and its JSON, then the stages after. */
+async function readJsonBody(
+  ctx: Context,
+  kind: 'json' | 'other',
+  operation: Operation,
+  config: Config,
+  budget: BodyBudget,
+  next: () => Promise<unknown>,
+): Promise<unknown> {
+  ctx.request.mediaType = kind === 'json' ? 'application/json' : checkMediaType(ctx, operation);
+  return withJsonBody(ctx.req, config, budget, (body) => {
+    ctx.request.body = body;
+    return next();
+  });
+}
+
+/** The 415 `error` with Accept-Patch naming the media types `operation` takes; any other error as it is. */
 function withAcceptPatch(error: unknown, operation: Operation): unknown {
-  if (!(error instanceof ApiError) || error.code !== 'unsupported_media_type' || operation.method !== 'patch') return error;
+  if (!(error instanceof ApiError) || error.code !== 'unsupported_media_type') return error;
   const headers = { ...error.options.headers, 'Accept-Patch': mediaTypesOf(operation).join(', ') };
   return new ApiError(error.code, error.detail, { ...error.options, headers });
 }
