@@ -1,6 +1,7 @@
 // PATCH of rows in each format its Content-Type names (openapi.yaml, updateRow and updateRows; docs/patches.md):
 // today's top-level merge, JSON Merge Patch (RFC 7396), JSON Patch (RFC 6902) with `increment`.
 import { expect } from 'chai';
+import { jsonPatchExamples, mergePatchExamples } from '../patches/rfc-examples.ts';
 import { describeEachBackend } from '../support/backends.ts';
 import type { Client } from '../support/client.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
@@ -249,6 +250,35 @@ describeEachBackend('patches', (backend) => {
       expect((await client.get<Row[]>(`/v1/collections/${name}/rows?order_by=score&order=desc`)).body.map((row) => row.id)).to.have.members(
         [1, 2, 3],
       );
+    });
+  });
+
+  describe('the examples of the RFCs, each a row', () => {
+    for (const { name, doc, patch, text, result } of jsonPatchExamples) {
+      it(`RFC 6902 ${name}`, async () => {
+        const collection = await collectionWith([doc]);
+        const path = `/v1/collections/${collection}/rows/1`;
+        const before = await client.get(path);
+        const response = await send<Problem>(path, JSON_PATCH, text ?? JSON.stringify(patch));
+        if (result) {
+          expect(response.status, response.text).to.equal(200);
+          expect(response.body).to.deep.equal({ id: 1, ...result });
+        } else {
+          expect(response.status, response.text).to.equal(409);
+          expect(response.body.errors?.map((error) => error.name)).to.deep.equal(['/0']);
+          expect((await client.get(path)).headers.get('etag')).to.equal(before.headers.get('etag'));
+        }
+        expect((await client.get(path)).text).to.equal(result ? response.text : before.text);
+      });
+    }
+
+    it('RFC 7396 Appendix A, every example whose target and patch are objects', async () => {
+      const collection = await collectionWith(mergePatchExamples.map(([target]) => target));
+      for (const [index, [target, patch, result]] of mergePatchExamples.entries()) {
+        const response = await send(`/v1/collections/${collection}/rows/${index + 1}`, MERGE_PATCH, patch);
+        expect(response.status, `${JSON.stringify(target)} ${JSON.stringify(patch)}: ${response.text}`).to.equal(200);
+        expect(response.body).to.deep.equal({ id: index + 1, ...result });
+      }
     });
   });
 
