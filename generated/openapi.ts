@@ -460,7 +460,9 @@ export interface paths {
          *     to the row as it is (a `test` that fails, a path that does not exist or passes through a value
          *     that is no object or array, an array index out of range, an increment of a field that is no
          *     number) is `409 patch_conflict`, whose `detail` names the operation and whose `errors` hold one
-         *     entry named `/<index of the operation>`. `test` of `/id` compares with the row's id. On the path
+         *     entry named `/<index of the operation>`; so is an operation that would nest the row deeper than 64
+         *     levels (or than it was), while `copy` operations that copy more than 15 MiB of JSON text in all
+         *     are `413`. `test` of `/id` compares with the row's id. On the path
          *     `""` (the whole row) only `test`, and `add` or `replace` by an object without `id` (which
          *     replaces every field), apply. Emits one `update` event.
          *

@@ -13,6 +13,11 @@
 // and compares objects with `b.hasOwnProperty(…)`. Here every read is of own properties, every write
 // defines one, and nothing the caller handed in is changed: the containers a patch changes are copied
 // first (and only those).
+//
+// A JSON Patch can grow a row as no other write can: `copy` of a value into itself doubles it, and into a
+// place deep inside itself doubles its depth. So a patch copies at most MAX_COPIED characters of JSON
+// text in all (413), and makes no row nest deeper than MAX_DEPTH levels, or than it did (409): a few
+// operations could otherwise exhaust the memory or the stack before the row's own bounds are checked.
 import { ApiError } from '../errors.ts';
 import { isObject, type Patch, type PatchOperation, unescapeToken } from './read.ts';
 
@@ -57,6 +62,12 @@ function mergePatch(target: unknown, patch: unknown): unknown {
 /** Why an operation cannot apply, said of its place; made an ApiError by applyPatch. */
 class Conflict extends Error {}
 
+/** The most JSON text a patch copies (`copy`), in characters: as much as a row may weigh (15 MiB). */
+export const MAX_COPIED = 15 * 1024 * 1024;
+
+/** The deepest a JSON Patch makes a row, unless it was deeper already: as deep as a request body may be by default. */
+export const MAX_DEPTH = 64;
+
 /** A JSON array index (RFC 6901 §4): no sign, no leading zero. */
 const arrayIndex = /^(0|[1-9][0-9]*)$/;
 
@@ -64,6 +75,10 @@ const arrayIndex = /^(0|[1-9][0-9]*)$/;
 class RowDocument {
   /** The containers this patch has copied already, which it may change in place. */
   private readonly copied = new WeakSet<object>();
+  /** The deepest the row may become: MAX_DEPTH, or its own depth if deeper. */
+  private readonly maxDepth: number;
+  /** Characters of JSON text `copy` has copied so far. */
+  private copiedText = 0;
 
   constructor(
     public fields: Record<string, unknown>,
@@ -71,6 +86,7 @@ class RowDocument {
   ) {
     this.fields = { ...fields };
     this.copied.add(this.fields);
+    this.maxDepth = Math.max(MAX_DEPTH, depthOf(fields));
   }
 
   apply(operation: PatchOperation): void {
@@ -93,9 +109,11 @@ class RowDocument {
         this.remove(path);
         break;
       case 'replace': {
+        const value = copyOf(operation.value);
+        this.fits(path, value);
         const { parent, token } = this.place(path);
         this.existing(parent, token, path);
-        this.set(parent, token, copyOf(operation.value));
+        this.set(parent, token, value);
         break;
       }
       case 'move':
@@ -104,7 +122,7 @@ class RowDocument {
         else this.add(path, this.remove(operation.from));
         break;
       case 'copy':
-        this.add(path, copyOf(this.read(operation.from)));
+        this.add(path, this.copy(this.read(operation.from)));
         break;
       case 'test':
         this.test(this.read(path), operation.value);
@@ -113,6 +131,12 @@ class RowDocument {
         this.increment(path, operation.value);
         break;
     }
+  }
+
+  /** A conflict unless `value` at `path` leaves the row no deeper than it may be. */
+  private fits(path: string, value: unknown): void {
+    if (tokensOf(path).length + depthOf(value) > this.maxDepth)
+      throw new Conflict(`it would nest the row deeper than ${this.maxDepth} levels`);
   }
 
   /** RFC 6902 §4.6: equal as JSON values, else a conflict. */
@@ -181,8 +205,20 @@ class RowDocument {
     else put(parent, token, value);
   }
 
+  /** A copy of `value`, counted against MAX_COPIED: 413 past it. */
+  private copy(value: unknown): unknown {
+    if (typeof value !== 'object' || value === null) return value;
+    const text = JSON.stringify(value);
+    this.copiedText += text.length;
+    if (this.copiedText > MAX_COPIED) {
+      throw new ApiError('payload_too_large', `A patch copies ${MAX_COPIED} characters of JSON text at most; this one copies more.`);
+    }
+    return JSON.parse(text);
+  }
+
   /** RFC 6902 §4.1: a member added or replaced, or an element inserted (`-`: appended). */
   private add(path: string, value: unknown): void {
+    this.fits(path, value);
     const { parent, token } = this.place(path);
     if (!Array.isArray(parent)) put(parent, token, value);
     else if (token === '-') parent.push(value);
@@ -226,6 +262,20 @@ function put(object: Record<string, unknown>, name: string, value: unknown): voi
 
 /** A copy of a JSON value that shares nothing with it: JSON.parse makes every member an own property. */
 const copyOf = (value: unknown): unknown => (typeof value === 'object' && value !== null ? JSON.parse(JSON.stringify(value)) : value);
+
+/** How many levels of objects and arrays `value` nests (0 for anything else), walked without recursion. */
+function depthOf(value: unknown): number {
+  let deepest = 0;
+  const walk: [unknown, number][] = [[value, 1]];
+  while (walk.length > 0) {
+    const [item, depth] = walk.pop() as [unknown, number];
+    if (typeof item !== 'object' || item === null) continue;
+    if (depth > deepest) deepest = depth;
+    for (const child of Array.isArray(item) ? item : Object.values(item))
+      if (typeof child === 'object' && child !== null) walk.push([child, depth + 1]);
+  }
+  return deepest;
+}
 
 /** RFC 6902 §4.6: numbers by value, objects by their members whatever their order, arrays item by item. */
 function equal(a: unknown, b: unknown): boolean {

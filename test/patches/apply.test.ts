@@ -207,6 +207,28 @@ describe('patches', () => {
       ).to.equal('{"keep":true,"copy":{"x":1,"polluted":true,"__proto__":{"deep":true}},"toString":1}');
     });
 
+    it('refuses a patch that copies more than a row may weigh with a 413, however small the patch', () => {
+      // Each copy of /a into itself doubles it: 2^30 times 16 characters, were it let.
+      const patch = Array.from({ length: 30 }, (_, n) => ({ op: 'copy', from: '/a', path: `/a/c${n}` }));
+      expect(() => applyPatch(readPatch('json-patch', patch), { a: { text: 'xxxxxxxx' } }, 7))
+        .to.throw(ApiError)
+        .with.property('code', 'payload_too_large');
+    });
+
+    it('refuses to nest a row deeper than 64 levels with a 409, but leaves a deeper row as deep as it was', () => {
+      const nested = (levels: number): object => (levels <= 1 ? {} : { n: nested(levels - 1) });
+      // Copying /a into its own deepest place doubles its depth each time.
+      const deeper = [{ op: 'copy', from: '/a', path: `/a${'/n'.repeat(30)}/x` }];
+      expect(errorsOf(conflict({ a: nested(40) }, deeper))[0].message).to.match(/deeper than 64 levels/);
+      expect(errorsOf(conflict({ a: nested(10) }, [{ op: 'add', path: '/b', value: nested(64) }]))[0].message).to.match(/deeper than 64/);
+      expect(patched('json-patch', { a: nested(10) }, [{ op: 'add', path: '/b', value: nested(63) }])).to.have.property('b');
+      const deep = { a: nested(100) };
+      expect(patched('json-patch', deep, [{ op: 'add', path: `/a${'/n'.repeat(90)}/x`, value: 1 }])).to.have.property('a');
+      expect(errorsOf(conflict(deep, [{ op: 'add', path: `/a${'/n'.repeat(99)}/x`, value: {} }]))[0].message).to.match(
+        /deeper than 101 levels/,
+      );
+    });
+
     it('changes nothing it was handed, however deep the operations go', () => {
       const doc = { a: { b: [{ c: 1 }] } };
       const patch = readPatch('json-patch', [
