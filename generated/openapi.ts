@@ -440,8 +440,9 @@ export interface paths {
         head: operations["headRow"];
         /**
          * Change some fields of a row.
-         * @description The body's `Content-Type` says how it changes the row (every answer of this path names the three
-         *     in `Accept-Patch`, RFC 5789; any other type is `415`):
+         * @description The body's `Content-Type` says how it changes the row (the `200` and `304` of `GET`, `HEAD` and
+         *     `PATCH` of a row, and the `415` of a `PATCH`, name the three in `Accept-Patch`, RFC 5789; any
+         *     other type is `415`):
          *
          *     - `application/json`: a top-level merge. Each given field replaces the old value whole (nested
          *       objects too), and `null` stores `null`. Fields not given keep their values.
@@ -462,9 +463,9 @@ export interface paths {
          *     number) is `409 patch_conflict`, whose `detail` names the operation and whose `errors` hold one
          *     entry named `/<index of the operation>`; so is an operation that would nest the row deeper than 64
          *     levels (or than it was), while `copy` operations that copy more than 15 MiB of JSON text in all
-         *     are `413`. `test` of `/id` compares with the row's id. On the path
-         *     `""` (the whole row) only `test`, and `add` or `replace` by an object without `id` (which
-         *     replaces every field), apply. Emits one `update` event.
+         *     are `413`. `test` of `/id` compares with the row's id. On the path `""` (the whole row) only
+         *     `test`, and `add` or `replace` by an object without `id` (which replaces every field), apply.
+         *     Emits one `update` event.
          *
          *     With `If-Match`, the row is patched only if its version is one of those named (or, for `*`, if
          *     it exists): otherwise `412 precondition_failed`, and nothing is written, no event sent. The
@@ -472,7 +473,7 @@ export interface paths {
          *     that read the same version and patch it, one gets `200` and the other `412`. An absent row is
          *     `404` whatever `If-Match` says (RFC 9110 §13.2.1).
          *
-         *     When the collection has a schema, the row as merged must match it, else `422 row_invalid` (`row`
+         *     When the collection has a schema, the row as patched must match it, else `422 row_invalid` (`row`
          *     0 in its `errors`), and nothing is written.
          */
         patch: operations["updateRow"];
