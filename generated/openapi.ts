@@ -385,7 +385,7 @@ export interface paths {
          *     `id` in the filter instead); the rows matched are read in the transaction that changes them, so
          *     no other write of the collection comes between.
          *
-         *     When the collection has a schema, every row as merged must match it, else `422 row_invalid`,
+         *     When the collection has a schema, every row as patched must match it, else `422 row_invalid`,
          *     whose `errors` name each failing row by its `id`, and nothing is written.
          */
         patch: operations["updateRows"];
