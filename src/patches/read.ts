@@ -56,7 +56,7 @@ export function readPatch(format: PatchFormat, body: unknown, at: PatchPlace = w
   } else {
     if (!isObject(body)) wrong('', format === 'merge' ? 'must be an object of fields' : 'must be an object (RFC 7396)');
     else if (Object.hasOwn(body, 'id')) wrong('/id', 'is not allowed: ids never change');
-    else if (format === 'merge' && Object.keys(body).length === 0) wrong('', 'must NOT have fewer than 1 properties');
+    else if (format === 'merge' && !hasMember(body)) wrong('', 'must NOT have fewer than 1 properties');
     patch =
       format === 'merge' ? { format, fields: body as Record<string, unknown> } : { format, document: body as Record<string, unknown> };
   }
@@ -103,6 +103,12 @@ function checkOperation(operation: unknown, wrong: (where: string, message: stri
   if (op === 'move' && typeof from === 'string' && pointer.test(from) && path.startsWith(`${from}/`)) {
     wrong('/from', 'must not be a proper prefix of path');
   }
+}
+
+/** Whether an object has a member, found without listing them (a PATCH's body is read on every request). */
+function hasMember(object: object): boolean {
+  for (const _ in object) return true;
+  return false;
 }
 
 /** Whether `path` is `/id` or a place inside it. */
