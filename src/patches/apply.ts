@@ -75,8 +75,10 @@ const arrayIndex = /^(0|[1-9][0-9]*)$/;
 class RowDocument {
   /** The containers this patch has copied already, which it may change in place. */
   private readonly copied = new WeakSet<object>();
-  /** The deepest the row may become: MAX_DEPTH, or its own depth if deeper. */
-  private readonly maxDepth: number;
+  /** The row as handed in, never changed. */
+  private readonly original: Record<string, unknown>;
+  /** How deep the row was, once asked (fits()). */
+  private originalDepth?: number;
   /** Characters of JSON text `copy` has copied so far. */
   private copiedText = 0;
 
@@ -84,9 +86,9 @@ class RowDocument {
     public fields: Record<string, unknown>,
     private readonly rowId: number,
   ) {
+    this.original = fields;
     this.fields = { ...fields };
     this.copied.add(this.fields);
-    this.maxDepth = Math.max(MAX_DEPTH, depthOf(fields));
   }
 
   apply(operation: PatchOperation): void {
@@ -133,10 +135,16 @@ class RowDocument {
     }
   }
 
-  /** A conflict unless `value` at `path` leaves the row no deeper than it may be. */
+  /**
+   * A conflict unless `value` at `path` leaves the row no deeper than MAX_DEPTH, or than it was (whose
+   * depth is measured only when a value goes deeper than MAX_DEPTH).
+   */
   private fits(path: string, value: unknown): void {
-    if (tokensOf(path).length + depthOf(value) > this.maxDepth)
-      throw new Conflict(`it would nest the row deeper than ${this.maxDepth} levels`);
+    const depth = tokensOf(path).length + depthOf(value);
+    if (depth <= MAX_DEPTH) return;
+    this.originalDepth ??= depthOf(this.original);
+    const most = Math.max(MAX_DEPTH, this.originalDepth);
+    if (depth > most) throw new Conflict(`it would nest the row deeper than ${most} levels`);
   }
 
   /** RFC 6902 §4.6: equal as JSON values, else a conflict. */
