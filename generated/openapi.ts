@@ -422,7 +422,9 @@ export interface paths {
         /**
          * Change some fields of every row a filter matches, all or none.
          * @description Patches every row of the collection that `filter` matches, as `PATCH` of one row patches it (a
-         *     top-level merge of the body's fields), in one transaction: every row or none. Each changed row
+         *     top-level merge, a JSON Merge Patch or a JSON Patch, by the body's `Content-Type`, as there), in
+         *     one transaction: every row or none. A patch that cannot apply to one of the rows is `409
+         *     patch_conflict`, its `detail` naming the row, and nothing is written. Each changed row
          *     is one `update` event, in id order, with consecutive `seq`. Answers how many rows changed, and
          *     with `return=rows` the rows as they now are, in id order. A filter that matches no row changes
          *     nothing: `{"count": 0}`.
@@ -436,7 +438,7 @@ export interface paths {
          *     `id` in the filter instead); the rows matched are read in the transaction that changes them, so
          *     no other write of the collection comes between.
          *
-         *     When the collection has a schema, every row as merged must match it, else `422 row_invalid`,
+         *     When the collection has a schema, every row as patched must match it, else `422 row_invalid`,
          *     whose `errors` name each failing row by its `id`, and nothing is written.
          */
         patch: operations["updateRows"];
@@ -491,10 +493,32 @@ export interface paths {
         head: operations["headRow"];
         /**
          * Change some fields of a row.
-         * @description A top-level merge: each given field replaces the old value whole (nested objects too), and
-         *     `null` stores `null`. Fields not given keep their values. Emits one `update` event.
-         *     This is not a JSON Merge Patch (RFC 7396, where `null` removes a field and nested objects merge):
-         *     `Content-Type: application/merge-patch+json` is `415`.
+         * @description The body's `Content-Type` says how it changes the row (the `200` and `304` of `GET`, `HEAD` and
+         *     `PATCH` of a row, and the `415` of a `PATCH`, name the three in `Accept-Patch`, RFC 5789; any
+         *     other type is `415`):
+         *
+         *     - `application/json`: a top-level merge. Each given field replaces the old value whole (nested
+         *       objects too), and `null` stores `null`. Fields not given keep their values.
+         *     - `application/merge-patch+json`: a JSON Merge Patch (RFC 7396). Nested objects merge member by
+         *       member, `null` removes a field, anything else replaces it.
+         *     - `application/json-patch+json`: a JSON Patch (RFC 6902): `add`, `remove`, `replace`, `move`,
+         *       `copy` and `test` at any depth, applied in order, all or none; and ours, `increment`, which adds
+         *       `value` (any finite number, negative too) to the number at `path`, in the write's own
+         *       transaction, so that concurrent increments all count. A missing field counts as `0` when the
+         *       object that would hold it exists. Integers stay exact up to 2^53 (9007199254740992).
+         *
+         *     A patch never changes `id`. A malformed patch (not an object, or not an array of operations, an
+         *     unknown `op`, a missing `path`, `from` or `value`, a `path` that is no JSON Pointer, one that
+         *     writes, removes or moves `id`) is `400 validation_failed`, its `errors` naming each place in the
+         *     body as a JSON Pointer (`/2/path`), before anything is read. A well-formed patch that cannot apply
+         *     to the row as it is (a `test` that fails, a path that does not exist or passes through a value
+         *     that is no object or array, an array index out of range, an increment of a field that is no
+         *     number) is `409 patch_conflict`, whose `detail` names the operation and whose `errors` hold one
+         *     entry named `/<index of the operation>`; so is an operation that would nest the row deeper than 64
+         *     levels (or than it was), while `copy` operations that copy more than 15 MiB of JSON text in all
+         *     are `413`. `test` of `/id` compares with the row's id. On the path `""` (the whole row) only
+         *     `test`, and `add` or `replace` by an object without `id` (which replaces every field), apply.
+         *     Emits one `update` event.
          *
          *     With `If-Match`, the row is patched only if its version is one of those named (or, for `*`, if
          *     it exists): otherwise `412 precondition_failed`, and nothing is written, no event sent. The
@@ -502,7 +526,7 @@ export interface paths {
          *     that read the same version and patch it, one gets `200` and the other `412`. An absent row is
          *     `404` whatever `If-Match` says (RFC 9110 §13.2.1).
          *
-         *     When the collection has a schema, the row as merged must match it, else `422 row_invalid` (`row`
+         *     When the collection has a schema, the row as patched must match it, else `422 row_invalid` (`row`
          *     0 in its `errors`), and nothing is written.
          */
         patch: operations["updateRow"];
@@ -821,8 +845,11 @@ export interface components {
         BatchInsertOp: "insert";
         /** @description One write of a batch, told apart by `op`. */
         BatchOperation: components["schemas"]["BatchInsert"] | components["schemas"]["BatchUpdate"] | components["schemas"]["BatchDelete"] | components["schemas"]["BatchUpsert"];
-        /** @description A batch update's patch, as `patch_format` reads it. */
-        BatchPatch: components["schemas"]["PatchObject"] | components["schemas"]["PatchOperations"];
+        /**
+         * @description A batch update's patch, as `patch_format` reads it: the fields to change (`merge`, as `RowPatch`), a
+         *     JSON Merge Patch (`merge-patch`, `MergePatch`), or a JSON Patch (`json-patch`, `JsonPatch`).
+         */
+        BatchPatch: components["schemas"]["MergePatch"] | components["schemas"]["JsonPatch"];
         /**
          * @description What the operation's own request would answer: its status (`201` insert, `200` update and upsert,
          *     `204` delete), its body (none for a delete), and the version of each row it wrote.
@@ -1098,6 +1125,140 @@ export interface components {
          * @example email
          */
         IndexName: string;
+        /**
+         * @description A JSON Patch (RFC 6902): operations applied in order to the row (`{"id": …, …fields}`), all or
+         *     none. `path` and `from` are JSON Pointers (RFC 6901): `/tags/0`, `/a~1b` for the field `a/b`.
+         * @example [
+         *       {
+         *         "op": "test",
+         *         "path": "/status",
+         *         "value": "open"
+         *       },
+         *       {
+         *         "op": "increment",
+         *         "path": "/likes",
+         *         "value": 1
+         *       }
+         *     ]
+         */
+        JsonPatch: components["schemas"]["JsonPatchOperation"][];
+        /**
+         * @description RFC 6902 §4.1: adds a member (replacing one of the same name), or inserts an array element (`-`: at the end).
+         * @example {
+         *       "op": "add",
+         *       "path": "/tags/-",
+         *       "value": "popular"
+         *     }
+         */
+        JsonPatchAdd: {
+            op: components["schemas"]["JsonPatchAddOp"];
+            path: components["schemas"]["JsonPointer"];
+            /** @description Any JSON value. */
+            value: unknown;
+        };
+        /** @enum {string} */
+        JsonPatchAddOp: "add";
+        /**
+         * @description RFC 6902 §4.5: adds a copy of the value at `from` at `path`.
+         * @example {
+         *       "op": "copy",
+         *       "path": "/previous_title",
+         *       "from": "/title"
+         *     }
+         */
+        JsonPatchCopy: {
+            from: components["schemas"]["JsonPointer"];
+            op: components["schemas"]["JsonPatchCopyOp"];
+            path: components["schemas"]["JsonPointer"];
+        };
+        /** @enum {string} */
+        JsonPatchCopyOp: "copy";
+        /**
+         * @description Ours: adds `value` to the number at `path`, inside the write's transaction, so that concurrent
+         *     increments of one field all count. A missing member counts as `0` when the object that would
+         *     hold it exists; a value that is no number, or a sum past ±1.8e308, is `409 patch_conflict`.
+         *     Integers stay exact up to 2^53.
+         * @example {
+         *       "op": "increment",
+         *       "path": "/likes",
+         *       "value": 1
+         *     }
+         */
+        JsonPatchIncrement: {
+            op: components["schemas"]["JsonPatchIncrementOp"];
+            path: components["schemas"]["JsonPointer"];
+            /** @description Any finite number, negative too. */
+            value: number;
+        };
+        /** @enum {string} */
+        JsonPatchIncrementOp: "increment";
+        /**
+         * @description RFC 6902 §4.4: removes the value at `from` and adds it at `path`.
+         * @example {
+         *       "op": "move",
+         *       "path": "/archived/title",
+         *       "from": "/title"
+         *     }
+         */
+        JsonPatchMove: {
+            from: components["schemas"]["JsonPointer"];
+            op: components["schemas"]["JsonPatchMoveOp"];
+            path: components["schemas"]["JsonPointer"];
+        };
+        /** @enum {string} */
+        JsonPatchMoveOp: "move";
+        /** @description One operation of a JSON Patch, told apart by its `op`, which each kind names in an enum of one value. */
+        JsonPatchOperation: components["schemas"]["JsonPatchAdd"] | components["schemas"]["JsonPatchRemove"] | components["schemas"]["JsonPatchReplace"] | components["schemas"]["JsonPatchMove"] | components["schemas"]["JsonPatchCopy"] | components["schemas"]["JsonPatchTest"] | components["schemas"]["JsonPatchIncrement"];
+        /**
+         * @description RFC 6902 §4.2: removes the member or element, which must exist.
+         * @example {
+         *       "op": "remove",
+         *       "path": "/draft"
+         *     }
+         */
+        JsonPatchRemove: {
+            op: components["schemas"]["JsonPatchRemoveOp"];
+            path: components["schemas"]["JsonPointer"];
+        };
+        /** @enum {string} */
+        JsonPatchRemoveOp: "remove";
+        /**
+         * @description RFC 6902 §4.3: replaces the value, which must exist.
+         * @example {
+         *       "op": "replace",
+         *       "path": "/status",
+         *       "value": "closed"
+         *     }
+         */
+        JsonPatchReplace: {
+            op: components["schemas"]["JsonPatchReplaceOp"];
+            path: components["schemas"]["JsonPointer"];
+            /** @description Any JSON value. */
+            value: unknown;
+        };
+        /** @enum {string} */
+        JsonPatchReplaceOp: "replace";
+        /**
+         * @description RFC 6902 §4.6: the value at `path` must equal `value` (as JSON: `1` equals `1.0`, members in any order), else `409 patch_conflict` and nothing is written.
+         * @example {
+         *       "op": "test",
+         *       "path": "/status",
+         *       "value": "open"
+         *     }
+         */
+        JsonPatchTest: {
+            op: components["schemas"]["JsonPatchTestOp"];
+            path: components["schemas"]["JsonPointer"];
+            /** @description Any JSON value. */
+            value: unknown;
+        };
+        /** @enum {string} */
+        JsonPatchTestOp: "test";
+        /**
+         * @description A JSON Pointer (RFC 6901) into the row; empty for the whole row.
+         * @example /tags/0
+         */
+        JsonPointer: string;
         /** @description A key of the account, as listed; never the key itself. */
         Key: {
             collections: components["schemas"]["KeyCollections"];
@@ -1147,6 +1308,21 @@ export interface components {
          * @enum {string}
          */
         KeyScope: "read" | "write" | "admin";
+        /**
+         * @description A JSON Merge Patch (RFC 7396) of a row: each member merges into the field of its name (objects
+         *     member by member, at any depth), `null` removes the field, any other value replaces it. `id`
+         *     cannot be changed.
+         * @example {
+         *       "text": "hello again",
+         *       "draft": null
+         *     }
+         */
+        MergePatch: {
+            /** @description Not accepted; ids never change. */
+            id?: unknown;
+        } & {
+            [key: string]: unknown;
+        };
         /** @description A `Filter` inside `$and`, `$or` or `$not`, with the same members. */
         NestedFilter: {
             [key: string]: unknown;
@@ -1215,22 +1391,21 @@ export interface components {
          */
         OtherProblemCode: "method_not_allowed" | "request_timeout" | "expectation_failed" | "headers_too_large" | "internal" | "unavailable";
         /**
+         * @description The codes of a `PatchConflictProblem`.
+         * @enum {string}
+         */
+        PatchConflictCode: "patch_conflict" | "unique_violation" | "idempotency_key_in_use";
+        /** @description A `409` of a `PATCH` of rows: the patch cannot apply to a row as it is (`patch_conflict`, its `errors` naming the operation), the write would break a unique index (`unique_violation`), or a request with the same `Idempotency-Key` is still running (`idempotency_key_in_use`). */
+        PatchConflictProblem: {
+            code?: components["schemas"]["PatchConflictCode"];
+        } & components["schemas"]["Problem"];
+        /**
          * @description How a patch is read: `merge`, the top-level merge of `application/json`; `merge-patch`, RFC 7396
          *     (`application/merge-patch+json`); `json-patch`, RFC 6902 (`application/json-patch+json`).
          * @default merge
          * @enum {string}
          */
         PatchFormat: "merge" | "merge-patch" | "json-patch";
-        /** @description The fields to change (`merge`), or a JSON Merge Patch document (`merge-patch`, RFC 7396). */
-        PatchObject: {
-            [key: string]: unknown;
-        };
-        /** @description One operation of a JSON Patch document (`op`, `path`, and `value` or `from` as the operation takes them). */
-        PatchOperation: {
-            [key: string]: unknown;
-        };
-        /** @description A JSON Patch document (`json-patch`, RFC 6902): its operations, in order. */
-        PatchOperations: components["schemas"]["PatchOperation"][];
         /**
          * @description The codes of a `PayloadTooLargeProblem`.
          * @enum {string}
@@ -1321,9 +1496,12 @@ export interface components {
          *     that stored rows break (`violations` and `total` say which). `unique_violation` (409) is answered to
          *     a write that would give two rows the values of a unique index (`fields` and `existing_id` say
          *     which), `unique_conflict` (409) to a unique index over rows that share values (`duplicates`).
+         *     `patch_conflict` (409) is answered to a `PATCH` of rows whose patch cannot apply to a row as it
+         *     is (a failing JSON Patch `test`, a path that does not exist, an increment of a field that is no
+         *     number): `errors` names the operation, and nothing is written.
          * @enum {string}
          */
-        ProblemCode: "validation_failed" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "idempotency_key_in_use" | "request_timeout" | "gone" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "expectation_failed" | "headers_too_large" | "quota_exceeded" | "rate_limited" | "too_many_connections" | "internal" | "unavailable" | "query_timeout" | "row_invalid" | "schema_conflict" | "unique_violation" | "unique_conflict";
+        ProblemCode: "validation_failed" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "idempotency_key_in_use" | "request_timeout" | "gone" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "expectation_failed" | "headers_too_large" | "quota_exceeded" | "rate_limited" | "too_many_connections" | "internal" | "unavailable" | "query_timeout" | "row_invalid" | "schema_conflict" | "unique_violation" | "unique_conflict" | "patch_conflict";
         /** @description A place where the request is wrong (`ValidationError`), or where a row breaks its collection's schema (`RowError`). */
         ProblemError: components["schemas"]["ValidationError"] | components["schemas"]["RowError"];
         /**
@@ -1551,7 +1729,7 @@ export interface components {
          * @enum {string}
          */
         UnsupportedMediaTypeCode: "unsupported_media_type";
-        /** @description A `415`: the body is not `application/json` in UTF-8. */
+        /** @description A `415`: the body is not `application/json` (or, on a `PATCH` of rows, a media type `Accept-Patch` names) in UTF-8. */
         UnsupportedMediaTypeProblem: {
             code?: components["schemas"]["UnsupportedMediaTypeCode"];
         } & components["schemas"]["Problem"];
@@ -1860,6 +2038,7 @@ export interface components {
         /** @description What GET answers with 200, without the body. */
         HeadOkRow: {
             headers: {
+                "Accept-Patch": components["headers"]["Accept-Patch"];
                 ETag: components["headers"]["RequiredETag"];
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
@@ -2008,6 +2187,7 @@ export interface components {
         /** @description The row's version is one of those `If-None-Match` names (RFC 9110 §15.4.5): its `ETag`, and no body. */
         NotModified: {
             headers: {
+                "Accept-Patch": components["headers"]["Accept-Patch"];
                 ETag: components["headers"]["RequiredETag"];
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
@@ -2016,6 +2196,42 @@ export interface components {
                 [name: string]: unknown;
             };
             content?: never;
+        };
+        /**
+         * @description `patch_conflict`: the patch is well-formed but cannot apply to a row as it is: a JSON Patch
+         *     `test` failed, a path does not exist or passes through a value that is no object or array, an
+         *     array index is out of range, or an increment meets a value that is no number. `detail` names
+         *     the operation and the row; `errors` holds one entry, named `/<index of the operation>`. Nothing
+         *     was written. Or `unique_violation`, as `UniqueViolation` says, or `idempotency_key_in_use`.
+         */
+        PatchConflict: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "urn:rowbase:problem:patch_conflict",
+                 *       "title": "Patch conflict",
+                 *       "status": 409,
+                 *       "detail": "Operation 0 of the patch (test at \"/status\") cannot apply to row 1: the value there is not \"open\". Nothing was written.",
+                 *       "code": "patch_conflict",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11",
+                 *       "errors": [
+                 *         {
+                 *           "in": "body",
+                 *           "name": "/0",
+                 *           "message": "the value there is not \"open\""
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["PatchConflictProblem"];
+            };
         };
         /** @description `payload_too_large`: the body is over 1 MiB, or the row it writes would weigh more than 15 MiB (the JSON text of its fields). */
         PayloadTooLarge: {
@@ -2375,6 +2591,30 @@ export interface components {
                 "application/problem+json": components["schemas"]["UnsupportedMediaTypeProblem"];
             };
         };
+        /** @description `unsupported_media_type`: the body is none of the media types `Accept-Patch` names. */
+        UnsupportedPatchMediaType: {
+            headers: {
+                "Accept-Patch": components["headers"]["Accept-Patch"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "urn:rowbase:problem:unsupported_media_type",
+                 *       "title": "Unsupported media type",
+                 *       "status": 415,
+                 *       "detail": "The request body must be one of application/json, application/merge-patch+json, application/json-patch+json.",
+                 *       "code": "unsupported_media_type",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["UnsupportedMediaTypeProblem"];
+            };
+        };
     };
     parameters: {
         /**
@@ -2499,6 +2739,13 @@ export interface components {
     };
     requestBodies: never;
     headers: {
+        /**
+         * @description The media types `PATCH` of a row takes (RFC 5789 §3.1): `application/json` (a top-level merge),
+         *     `application/merge-patch+json` (RFC 7396) and `application/json-patch+json` (RFC 6902, with
+         *     `increment`).
+         * @example application/json, application/merge-patch+json, application/json-patch+json
+         */
+        "Accept-Patch": string;
         /**
          * @description The version of an account's document, which changes when a collection or a schema does.
          * @example "k3Jd9sPq0aZxVb7Lw2Ny5Tg8Rc1"
@@ -3813,6 +4060,23 @@ export interface operations {
                  *     }
                  */
                 "application/json": components["schemas"]["RowPatch"];
+                /**
+                 * @example [
+                 *       {
+                 *         "op": "increment",
+                 *         "path": "/views",
+                 *         "value": 1
+                 *       }
+                 *     ]
+                 */
+                "application/json-patch+json": components["schemas"]["JsonPatch"];
+                /**
+                 * @example {
+                 *       "status": "archived",
+                 *       "pinned": null
+                 *     }
+                 */
+                "application/merge-patch+json": components["schemas"]["MergePatch"];
             };
         };
         responses: {
@@ -3834,9 +4098,9 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            409: components["responses"]["UniqueViolation"];
+            409: components["responses"]["PatchConflict"];
             413: components["responses"]["PayloadTooLarge"];
-            415: components["responses"]["UnsupportedMediaType"];
+            415: components["responses"]["UnsupportedPatchMediaType"];
             422: components["responses"]["RowInvalid"];
             429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Error"];
@@ -3874,6 +4138,7 @@ export interface operations {
             /** @description The row. */
             200: {
                 headers: {
+                    "Accept-Patch": components["headers"]["Accept-Patch"];
                     ETag: components["headers"]["RequiredETag"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
@@ -4062,12 +4327,43 @@ export interface operations {
                  *     }
                  */
                 "application/json": components["schemas"]["RowPatch"];
+                /**
+                 * @example [
+                 *       {
+                 *         "op": "test",
+                 *         "path": "/status",
+                 *         "value": "open"
+                 *       },
+                 *       {
+                 *         "op": "increment",
+                 *         "path": "/likes",
+                 *         "value": 1
+                 *       },
+                 *       {
+                 *         "op": "add",
+                 *         "path": "/tags/-",
+                 *         "value": "popular"
+                 *       }
+                 *     ]
+                 */
+                "application/json-patch+json": components["schemas"]["JsonPatch"];
+                /**
+                 * @example {
+                 *       "text": "hello again",
+                 *       "draft": null,
+                 *       "meta": {
+                 *         "author": "ana"
+                 *       }
+                 *     }
+                 */
+                "application/merge-patch+json": components["schemas"]["MergePatch"];
             };
         };
         responses: {
             /** @description The whole row after the change, and its new version as `ETag`. */
             200: {
                 headers: {
+                    "Accept-Patch": components["headers"]["Accept-Patch"];
                     ETag: components["headers"]["RequiredETag"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
@@ -4090,10 +4386,10 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            409: components["responses"]["UniqueViolation"];
+            409: components["responses"]["PatchConflict"];
             412: components["responses"]["PreconditionFailed"];
             413: components["responses"]["PayloadTooLarge"];
-            415: components["responses"]["UnsupportedMediaType"];
+            415: components["responses"]["UnsupportedPatchMediaType"];
             422: components["responses"]["RowInvalid"];
             429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Error"];

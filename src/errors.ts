@@ -35,6 +35,7 @@ const kinds: Record<ProblemCode, { status: number; title: string }> = {
   schema_conflict: { status: 409, title: 'Schema conflict' },
   unique_violation: { status: 409, title: 'Unique violation' },
   unique_conflict: { status: 409, title: 'Unique conflict' },
+  patch_conflict: { status: 409, title: 'Patch conflict' },
 };
 
 /** What a problem may carry besides its detail (openapi.yaml, Problem). */
@@ -88,9 +89,15 @@ export class ApiError extends Error {
     return problem;
   }
 
-  /** The same problem, met by the batch's operation `operation` (openapi.yaml, writeBatch). */
-  inOperation(operation: number): ApiError {
-    return new ApiError(this.code, this.detail, { ...this.options, operation });
+  /**
+   * The same problem, met by the batch's operation `operation` (openapi.yaml, writeBatch); the places in
+   * the body its errors name are under `under` (a JSON Pointer into the batch's body), when given.
+   */
+  inOperation(operation: number, under?: string): ApiError {
+    const errors = under
+      ? this.options.errors?.map((error) => ('name' in error && error.in === 'body' ? { ...error, name: `${under}${error.name}` } : error))
+      : this.options.errors;
+    return new ApiError(this.code, this.detail, { ...this.options, errors, operation });
   }
 }
 

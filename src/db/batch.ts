@@ -4,6 +4,7 @@
 // first that fails rolls the whole batch back, and its problem names it (`operation`). Each write
 // announces its collection on commit, as alone, so the feed sends the batch's events once it committed.
 import { ApiError, queryTimeout } from '../errors.ts';
+import type { Patch } from '../patches/index.ts';
 import { advance, collectionNotFound } from './collections.ts';
 import type { Dialect, SqlValue, WriteTx } from './dialect.ts';
 import { beginOnce, type Once, recordOnce } from './idempotency.ts';
@@ -27,7 +28,7 @@ import { type Upserted, type UpsertWrites, upsertRowsIn } from './upserts.ts';
 /** One write of a batch, as the handler reads it from the request. */
 export type BatchOperation =
   | { op: 'insert'; collection: string; rows: Fields[] }
-  | { op: 'update'; collection: string; id: number; patch: Fields; ifMatch?: readonly string[] }
+  | { op: 'update'; collection: string; id: number; patch: Patch; ifMatch?: readonly string[] }
   | { op: 'delete'; collection: string; id: number; ifMatch?: readonly string[] }
   | { op: 'upsert'; collection: string; rows: Fields[]; onConflict: string[] };
 
@@ -61,7 +62,7 @@ export interface RowWrites {
     collection: string,
     schemaId: number,
     rowId: number,
-    patch: Fields,
+    patch: Patch,
     options?: { ifMatch?: readonly string[] },
     place?: number,
     seen?: (row: Fields) => void,
@@ -207,7 +208,8 @@ export async function writeBatch(
       if (violation) throw violation.problem.inOperation(ofRows[violation.place]);
     }
     const problem = error instanceof ApiError ? error : dialect.refusal?.(error);
-    throw problem?.inOperation(at) ?? error;
+    // A patch's errors name places in the patch (patch_conflict): here, in the operation's `patch`.
+    throw problem?.inOperation(at, operations[at].op === 'update' ? `/operations/${at}/patch` : undefined) ?? error;
   }
 }
 

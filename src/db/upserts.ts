@@ -4,6 +4,7 @@
 // collection comes between a row's look-up and its write. Each dialect writes a row with the statements
 // of its own inserts and patches (UpsertWrites), events and sort keys with them.
 import { type FieldError, validationFailed } from '../errors.ts';
+import type { Patch } from '../patches/index.ts';
 import { advance } from './collections.ts';
 import type { Dialect, SqlValue, WriteTx } from './dialect.ts';
 import { beginOnce, type Once, recordOnce } from './idempotency.ts';
@@ -15,7 +16,7 @@ export interface UpsertWrites {
   /** Inserts `fields` as a new row, checked against the schema `schemaId` already. */
   insert(schemaId: number, fields: Fields): Promise<VersionedRow>;
   /** Patches the row `rowId` with `patch`, checking it as patched against the schema, its errors naming the row `place`. */
-  patch(rowId: number, patch: Fields, place: number): Promise<VersionedRow>;
+  patch(rowId: number, patch: Patch, place: number): Promise<VersionedRow>;
   /** Told the rows tried so far, as a unique index would see them (indexes.ts, keepingUnique). */
   tried(rows: WrittenRow[]): void;
 }
@@ -98,7 +99,8 @@ export async function upsertRowsIn(
       await db.schemas.check(read, schemaId, collection, [fields], () => place);
       written = await writes.insert(schemaId, fields);
     } else {
-      written = await writes.patch(holder, fields, place);
+      // A top-level merge of the row's fields, as PATCH with application/json.
+      written = await writes.patch(holder, { format: 'merge', fields }, place);
     }
     rows.push(written.json);
     versions.push(written.version);

@@ -3,6 +3,7 @@ import type { BatchOperation, BatchResult } from '../db/batch.ts';
 import { answerOnce } from '../db/idempotency.ts';
 import { ApiError, validationFailed } from '../errors.ts';
 import { etagOf, ifMatchAt } from '../http/request.ts';
+import { readPatch } from '../patches/index.ts';
 import type { Handlers, Result } from './types.ts';
 
 type Operation = components['schemas']['BatchOperation'];
@@ -48,14 +49,11 @@ function readOperation(operation: Operation, index: number, maxRows: number): Ba
         ? { op: 'insert', collection: operation.collection, rows: operation.rows }
         : { op: 'upsert', collection: operation.collection, rows: operation.rows, onConflict: operation.on_conflict };
     case 'update':
-      if (Array.isArray(operation.patch) || (operation.patch_format !== undefined && operation.patch_format !== 'merge')) {
-        throw refused('Only the merge patch format is taken yet.', 'patch_format', 'must be merge');
-      }
       return {
         op: 'update',
         collection: operation.collection,
         id: operation.id,
-        patch: operation.patch,
+        patch: readPatch(operation.patch_format ?? 'merge', operation.patch, at('patch')),
         ifMatch: ifMatchAt(operation.if_match, at('if_match')),
       };
     case 'delete':

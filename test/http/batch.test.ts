@@ -96,6 +96,36 @@ describeEachBackend('POST /v1/batch', (backend) => {
       expect(answer.body.results[1].body).to.deep.equal({ id: 2, email: 'bob@example.com', name: 'Robert' });
     });
 
+    it('patches in each format of PATCH, increments included, exactly under concurrent batches', async () => {
+      const counters = await collectionWith([{ likes: 0, tags: ['a'], meta: { by: 'ada', draft: true } }]);
+      const patches = await batch([
+        { op: 'update', collection: counters, id: 1, patch_format: 'merge-patch', patch: { meta: { draft: null, at: 1 } } },
+        {
+          op: 'update',
+          collection: counters,
+          id: 1,
+          patch_format: 'json-patch',
+          patch: [
+            { op: 'test', path: '/meta/by', value: 'ada' },
+            { op: 'add', path: '/tags/-', value: 'b' },
+          ],
+        },
+      ]);
+      expect(patches.status, patches.text).to.equal(200);
+      expect(patches.body.results[1].body).to.deep.equal({ id: 1, likes: 0, tags: ['a', 'b'], meta: { by: 'ada', at: 1 } });
+      const increment = {
+        op: 'update',
+        collection: counters,
+        id: 1,
+        patch_format: 'json-patch',
+        patch: [{ op: 'increment', path: '/likes', value: 1 }],
+      };
+      const answers = await Promise.all(range(1, 30).map(() => batch([increment, increment])));
+      expect(answers.map((answer) => answer.status)).to.deep.equal(answers.map(() => 200));
+      expect((await rowsOf(counters))[0].likes).to.equal(60);
+      expect(await seqOf(counters)).to.equal(1 + 2 + 60);
+    });
+
     it('sends the events once committed, in operation order, each collection with consecutive seq', async () => {
       const first = await collectionWith([{ n: 0 }]);
       const second = await collectionWith();
@@ -251,6 +281,37 @@ describeEachBackend('POST /v1/batch', (backend) => {
         errorAt: '/operations/0/on_conflict',
       },
       {
+        name: 'a JSON Patch whose test fails',
+        operations: ([a]) => [
+          { op: 'update', collection: a, id: 1, patch: { n: 5 } },
+          {
+            op: 'update',
+            collection: a,
+            id: 1,
+            patch_format: 'json-patch',
+            patch: [
+              { op: 'increment', path: '/n', value: 1 },
+              { op: 'test', path: '/n', value: 5 },
+            ],
+          },
+        ],
+        status: 409,
+        code: 'patch_conflict',
+        operation: 1,
+        errorAt: '/operations/1/patch/1',
+      },
+      {
+        name: 'a malformed JSON Patch',
+        operations: ([a]) => [
+          { op: 'insert', collection: a, rows: [{ n: 1 }] },
+          { op: 'update', collection: a, id: 1, patch_format: 'json-patch', patch: [{ op: 'remove', path: '/id' }] },
+        ],
+        status: 400,
+        code: 'validation_failed',
+        operation: 1,
+        errorAt: '/operations/1/patch/0/path',
+      },
+      {
         name: 'a malformed if_match',
         operations: ([a]) => [
           { op: 'insert', collection: a, rows: [{ n: 1 }] },
@@ -269,7 +330,7 @@ describeEachBackend('POST /v1/batch', (backend) => {
         ],
         status: 400,
         code: 'validation_failed',
-        errorAt: '/operations/1',
+        errorAt: '/operations/1/op',
       },
       {
         name: 'an operation without its collection',

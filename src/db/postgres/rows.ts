@@ -15,6 +15,7 @@
 import pg from 'pg';
 import { queryTimeout } from '../../errors.ts';
 import type { Logger } from '../../log.ts';
+import { applyPatch, type Patch, patchedFields } from '../../patches/index.ts';
 import { type RowWrites, upsertWritesOf, writeBatch } from '../batch.ts';
 import { Batches } from '../batches.ts';
 import type { Changes } from '../changes.ts';
@@ -165,16 +166,17 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: PageSou
 
   /**
    * A patch of the row `rowId` inside `trx`: the collection's row held, the row read locked (no other
-   * write of it comes between), checked against If-Match and the collection's schema (its errors naming
-   * the row `place`), then written with its event and NOTIFY, and re-keyed. `seen` is told the row as
-   * patched before it is written.
+   * write of it comes between, so concurrent increments all count), checked against If-Match, patched
+   * (409 patch_conflict when the patch cannot apply to it), checked against the collection's schema
+   * (its errors naming the row `place`), then written with its event and NOTIFY, and re-keyed. `seen`
+   * is told the row as patched before it is written.
    */
   async function patchRowIn(
     trx: WriteTx,
     accountId: number,
     collection: string,
     rowId: number,
-    patch: Fields,
+    patch: Patch,
     options?: { ifMatch?: readonly string[] },
     seen?: (row: Fields) => void,
     place = 0,
@@ -191,7 +193,7 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: PageSou
     if (!counters.current) throw rowNotFound(collection, rowId);
     const id = Number(counters.id);
     if (!versionMatches(options, versionOf(id, counters.version as number | string))) throw preconditionFailed(collection, rowId);
-    const row = { ...JSON.parse(counters.current), ...patch };
+    const row = applyPatch(patch, JSON.parse(counters.current), rowId);
     seen?.(row);
     // The schema the row commits under: the collection's row is held.
     await db.schemas.check(readIn(trx), Number(counters.schema_id), collection, [row], () => place);
@@ -203,7 +205,7 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: PageSou
     const event = [json, rowJson(rowId, counters.current), new Date().toISOString()];
     // One after another: pg sends a client's queries one at a time whatever the caller does.
     await db.run(trx, updateRowSql, [data, seq, id, rowId, ...event, CHANNEL, `${changes.instance} ${id}`]);
-    await rekeyPatchedRows(db, trx, id, JSON.parse(counters.sorted), patch, [rowId]);
+    await rekeyPatchedRows(db, trx, id, JSON.parse(counters.sorted), patchedFields(patch), [rowId]);
     return { patched: { json, version: versionOf(id, seq) }, changed: id };
   }
 
@@ -347,7 +349,7 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: PageSou
               if (options?.once) await recordOnce(db, trx, accountId, options.once, none);
               return none;
             }
-            const rows = matched.map((row) => ({ ...JSON.parse(row.data), ...patch }));
+            const rows = matched.map((row) => applyPatch(patch, JSON.parse(row.data), row.id));
             attempted = matched.map((row, index) => ({ id: row.id, fields: rows[index] }));
             // Each row that fails is named by its id (openapi.yaml, RowError).
             await db.schemas.check(readIn(trx), schemaId, collection, rows, (index) => matched[index].id);
@@ -357,7 +359,7 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: PageSou
             const first = lastSeq - patched.length;
             await db.run(trx, updateRowsSql, [first, JSON.stringify(patched.map((row) => [row.id, row.data])), id]);
             const ids = patched.map((row) => row.id);
-            await rekeyPatchedRows(db, trx, id, sorted, patch, ids);
+            await rekeyPatchedRows(db, trx, id, sorted, patchedFields(patch), ids);
             const events = patched.map((row) => eventRow(row.id, row.data, row.before));
             await appendEvents(db, trx, id, lastSeq, 'update', events);
             const changed = changedRows(events);
@@ -402,11 +404,19 @@ function firstsOf(written: Written, batch: readonly { texts: string[] }[]): Firs
 
 /**
  * Re-keys the rows `ids` once their new texts are stored, one statement for each indexed field the
- * patch `patched` gave (the others cannot have moved).
+ * patch may have changed, `patched` (../../patches/, patchedFields: undefined for every field); the
+ * others cannot have moved.
  */
-async function rekeyPatchedRows(db: Dialect, trx: WriteTx, collectionId: number, sorted: string[], patched: object, ids: number[]) {
+async function rekeyPatchedRows(
+  db: Dialect,
+  trx: WriteTx,
+  collectionId: number,
+  sorted: string[],
+  patched: readonly string[] | undefined,
+  ids: number[],
+) {
   for (const [slot, field] of sorted.entries()) {
-    if (!Object.hasOwn(patched, field)) continue;
+    if (patched && !patched.includes(field)) continue;
     const { sql, bindings } = keysSql(field, idList, true);
     await db.run(trx, sql, [slot, ...bindings, collectionId, ids.join(',')]);
   }
