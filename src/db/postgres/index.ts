@@ -17,6 +17,7 @@ import { postgresSchema } from './migrations.ts';
 import { CHANNEL, listenForChanges, postgresRows } from './rows.ts';
 import { makeSortIndex } from './sort-indexes.ts';
 import {
+  aggregateSql,
   filteredSortedPage,
   holdOnceSql,
   notifySql,
@@ -24,6 +25,7 @@ import {
   pruneOnceSql,
   sortedPage,
   sortedPageAfter,
+  unescapedJson,
   uniqueIndexSql,
 } from './sql.ts';
 import { runAlone, runInTransaction, runTimed } from './statements.ts';
@@ -85,6 +87,8 @@ export async function openPostgresStore(
         readOnly: true,
       }),
     orderedPage,
+    aggregateSql,
+    jsonOf: unescapedJson,
     filterSql,
     keyBoundsSql,
     filteredSortedPage,

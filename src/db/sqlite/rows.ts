@@ -10,6 +10,7 @@
 // which costs more than running it.
 import type sqlite3 from 'sqlite3';
 import { queryTimeout } from '../../errors.ts';
+import { type AggregateSource, readAggregates } from '../aggregates.ts';
 import type { GroupedWrites } from '../batches.ts';
 import type { Changes } from '../changes.ts';
 import { advance, collectionNotFound } from '../collections.ts';
@@ -20,7 +21,7 @@ import { beginOnce, type OnceRequest, OnceTaken, recordOnce } from '../idempoten
 import { importRowsIn, type RowImporter } from '../imports.ts';
 import { keepingUnique, uniqueViolation, type WrittenRow } from '../indexes.ts';
 import type { RowOperations } from '../operations.ts';
-import { type PageSource, readPage } from '../pages.ts';
+import { readPage } from '../pages.ts';
 import { changedRows, deleteRowIn, deleteRowsIn, type MatchedRow, matchedRows } from '../row-writes.ts';
 import {
   assignable,
@@ -71,7 +72,7 @@ export interface SqliteRowsParts {
   reads: RowReads;
   writes: GroupedWrites;
   /** Pages of rows, through the read-only connections (sort indexes made with the writer). */
-  pages: PageSource;
+  pages: AggregateSource;
 }
 
 /**
@@ -256,6 +257,16 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
       } catch (error) {
         // The page connections make no string longer than a page may be (readers.ts).
         if ((error as { code?: unknown }).code === 'SQLITE_TOOBIG') throw pageTooLarge();
+        // Interrupted once it had run for the query timeout (readers.ts, timedRead).
+        if ((error as { code?: unknown }).code === 'SQLITE_INTERRUPT') throw queryTimeout(queryTimeoutMs);
+        throw error;
+      }
+    },
+
+    async aggregateRows(accountId, collection, query, maxGroupsRead, place) {
+      try {
+        return await readAggregates(pages, accountId, collection, query, maxGroupsRead, place);
+      } catch (error) {
         // Interrupted once it had run for the query timeout (readers.ts, timedRead).
         if ((error as { code?: unknown }).code === 'SQLITE_INTERRUPT') throw queryTimeout(queryTimeoutMs);
         throw error;
