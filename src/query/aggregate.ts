@@ -24,7 +24,7 @@
 //   had them in (one group holds rows of both orders).
 import { type FieldError, validationFailed } from '../errors.ts';
 import { compareCodePoints, matches, type Row } from './evaluate.ts';
-import { type Filter, type FilterSource, filterJson, type JsonValue, parseFilter } from './filter.ts';
+import { type Filter, type FilterSource, filterFieldErrors, filterJson, type JsonValue, readFilter } from './filter.ts';
 
 /** Group fields of one query at most. */
 export const MAX_GROUP_FIELDS = 10;
@@ -84,12 +84,8 @@ export function parseAggregateQuery(
   const at = (member: string, pointer: string, message: string) =>
     errors.push(source === 'body' ? { in: 'body', name: `/${member}${pointer}`, message } : { in: 'query', name: member, message });
   const filterSource: FilterSource = source === 'body' ? { in: 'body', name: '/filter' } : { in: 'query', name: 'filter' };
-  let filter: Filter | undefined;
-  try {
-    filter = request.filter === undefined ? undefined : parseFilter(request.filter, filterSource);
-  } catch (error) {
-    errors.push(...(((error as { errors?: FieldError[] }).errors ?? []) as FieldError[]));
-  }
+  const read = request.filter === undefined ? undefined : readFilter(request.filter);
+  if (read?.errors) errors.push(...filterFieldErrors(read.errors, filterSource));
   const groupBy = readGroupBy(request.group_by, (pointer, message) => at('group_by', pointer, message));
   const aggregates = readAggregates(request.aggregates ?? DEFAULT_AGGREGATES, groupBy, (pointer, message) =>
     at('aggregates', pointer, message),
@@ -101,7 +97,7 @@ export function parseAggregateQuery(
     at('limit', '', `must be a whole number from 0 to ${maxGroups}, the most groups this server answers`);
   }
   if (errors.length > 0) throw validationFailed('The aggregate query is not valid.', errors);
-  return { filter, groupBy, aggregates, order, limit: limit as number };
+  return { filter: read?.filter, groupBy, aggregates, order, limit: limit as number };
 }
 
 type Report = (pointer: string, message: string) => void;
