@@ -41,9 +41,10 @@ export interface AggregateSource extends PageSource {
  * is a JSON array:
  * - part 0, one per group: the JSON text of each group field's value (null for the group `null`), the
  *   group's row count, then one item per aggregate: null for `count`; for `count_distinct` the count;
- *   for `sum` and `avg` `[how many numbers, their exact sum as a decimal text or null]`; for `min` and
+ *   for `sum` and `avg` `[how many numbers, their exact sum as a decimal text or null, and, for a dialect
+ *   that sums in parts, the high and low halves of its integers' sum]` (high × 10^9 + low); for `min` and
  *   `max` the JSON text of the value, or null (when parts 2 bring it);
- * - part 1, terms of a `sum` or `avg` (aggregate `x`), for a dialect that sums in parts (SQLite):
+ * - part 1, more terms of a `sum` or `avg` (aggregate `x`), for a dialect that sums in parts (SQLite):
  *   `[exponent, high, low]`, the sum of some of its numbers being (high × 10^9 + low) × 10^exponent;
  * - part 2, the value of a `min` or `max` (aggregate `x`): `[its JSON text]`;
  * - part 3, once: `[the collection's latest event seq]`, null when there is no such collection.
@@ -195,12 +196,15 @@ function groupOf(source: AggregateSource, query: AggregateQuery, { main, terms, 
         return;
       case 'sum':
       case 'avg': {
-        const [numbers, sum] = piece as [number | string, string | null];
+        const [numbers, sum, high, low] = piece as [number | string, string | null, string | null | undefined, string | null | undefined];
         if (Number(numbers) === 0) {
           group[aggregate.alias] = null;
           return;
         }
-        const total = exactSum(sum === null ? (terms.get(index) ?? []) : [decimalOfText(sum)]);
+        const parts = terms.get(index) ?? [];
+        if (sum !== null) parts.push(decimalOfText(sum));
+        if (typeof high === 'string' && typeof low === 'string') parts.push({ digits: BigInt(high) * 1_000_000_000n + BigInt(low), exponent: 0 });
+        const total = exactSum(parts);
         const value = aggregate.op === 'sum' ? total : total / Number(numbers);
         group[aggregate.alias] = Number.isFinite(value) ? value : null;
         return;

@@ -473,31 +473,34 @@ const treeKey = (path: string) => sql`(select group_concat(json_array(fullkey, t
 
 /**
  * An aggregate's piece of its group's row (part 0, ../aggregates.ts): a count of distinct keys; a sum's
- * count of numbers (its terms come in part 1); nothing of a count, a min or a max (part 2 brings those).
+ * count of numbers and its integers' sum (its reals' terms come in part 1); nothing of a count, a min or
+ * a max (part 2 brings those).
  */
 function groupPiece(aggregate: Aggregate): Sql {
   if (aggregate.op === 'count' || aggregate.op === 'min' || aggregate.op === 'max') return raw('null');
   const path = aggregatePath(aggregate.field);
   if (aggregate.op === 'count_distinct') return sql`count(distinct ${groupKey(path)})`;
-  return sql`json_array(count(case when json_type(data, ${path}) in ('integer', 'real') then 1 end), null)`;
+  // Integers (int64, SQLite's 'integer') are summed here in halves of nine digits; reals in part 1.
+  return sql`json_array(count(case when json_type(data, ${path}) in ('integer', 'real') then 1 end), null,
+      cast(sum(case when json_type(data, ${path}) = 'integer' then (data ->> ${path}) / 1000000000 end) as text),
+      cast(sum(case when json_type(data, ${path}) = 'integer' then (data ->> ${path}) % 1000000000 end) as text))`;
 }
 
 /**
- * The terms of a sum (part 1): the field's numbers, each its exact decimal `m` × 10^`e` read off its
- * JSON text (an integer's text is its `m`; a real's digits, its `.` and its exponent, trailing zeros
- * dropped so that `m` has 17 digits at most), summed by exponent in halves of nine digits, which no sum
- * of a billion rows overflows. Node adds the terms exactly (../aggregates.ts).
+ * The terms of a sum's reals (part 1): each real's exact decimal `m` × 10^`e` read off its JSON text (its
+ * digits, its `.` and its exponent, trailing zeros dropped so that `m` has 17 digits at most), summed by
+ * exponent in halves of nine digits, which no sum of a billion rows overflows. Node adds the terms
+ * exactly (../aggregates.ts); the integers' come with the group (groupPiece()).
  */
 const sumTerms = (index: number, path: string) => sql`select 1 as part, ${index} as x, hex(k) as k,
       json_array(e, cast(sum(m / 1000000000) as text), cast(sum(m % 1000000000) as text)) as v
-    from (select k, case when t = 'integer' then cast(s as integer) else cast(rtrim(digits, '0') as integer) end as m,
-        case when t = 'integer' then 0 else power - fraction + length(digits) - length(rtrim(digits, '0')) end as e
-      from (select k, t, s, replace(base, '.', '') as digits, power,
+    from (select k, cast(rtrim(digits, '0') as integer) as m, power - fraction + length(digits) - length(rtrim(digits, '0')) as e
+      from (select k, replace(base, '.', '') as digits, power,
           case instr(base, '.') when 0 then 0 else length(base) - instr(base, '.') end as fraction
-        from (select k, t, s, case ep when 0 then s else substr(s, 1, ep - 1) end as base,
+        from (select k, case ep when 0 then s else substr(s, 1, ep - 1) end as base,
             case ep when 0 then 0 else cast(substr(s, ep + 1) as integer) end as power
-          from (select k, json_type(data, ${path}) as t, data -> ${path} as s, instr(data -> ${path}, 'e') as ep
-            from keyed where json_type(data, ${path}) in ('integer', 'real')))))
+          from (select k, s, instr(s, 'e') as ep
+            from (select k, data -> ${path} as s from keyed where json_type(data, ${path}) = 'real')))))
     group by k, e`;
 
 /**
