@@ -13,7 +13,7 @@ const { settings } = job;
 
 const options: Options = {
   url: job.url,
-  connections: settings.connections,
+  connections: workload.connections ?? settings.connections,
   pipelining: 1,
   timeout: settings.timeoutSeconds,
   requests: await workload.requests(job),

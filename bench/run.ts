@@ -106,6 +106,10 @@ const schedule: Step[] = [
   // The collection of 1,000,000 rows: two filtered pages, and a cursor walk's first and hundredth pages,
   // each pair taken to the (a) measured just before it.
   ...afterMemory('filter-equal'),
+  // The count of filter-equal's rows right after it (issue 46: at least half its rate), then the grouped
+  // aggregate of every row, reported, not judged.
+  { workload: 'aggregate-count-equal', ratioTo: 'baseline-memory' },
+  { workload: 'aggregate-grouped' },
   { workload: 'filter-range', ratioTo: 'baseline-memory' },
   ...afterMemory('million-cursor-page-1'),
   { workload: 'million-cursor-page-100', ratioTo: 'baseline-memory' },
@@ -136,6 +140,7 @@ const schedule: Step[] = [
     { workload: 'insert-1-typed-postgres', ratioTo: 'baseline-memory' },
     { workload: 'insert-1-postgres', ratioTo: 'baseline-memory' },
     { workload: 'insert-1-idempotent-postgres', ratioTo: 'baseline-memory' },
+    { workload: 'aggregate-grouped-postgres' },
   ]),
   // The feed (feed.ts): no baseline; its targets are absolute.
   { workload: 'fanout' },
@@ -259,9 +264,11 @@ async function main(): Promise<void> {
   if (million) servers['rowbase-million'] = million;
   if (onPostgresServers) {
     servers['rowbase-postgres'] = onPostgresServers.rowbase;
+    // The same rowbase, its database also holding `million` when a workload of it is measured.
+    servers['rowbase-postgres-million'] = onPostgresServers.rowbase;
     servers['postgres-read'] = onPostgresServers.read;
   }
-  const keyFor = (server: ServerName) => (server === 'rowbase-postgres' ? postgres.key! : key);
+  const keyFor = (server: ServerName) => (server === 'rowbase-postgres' || server === 'rowbase-postgres-million' ? postgres.key! : key);
   /** Every rowbase that served, for what it logged and its peak memory: the idle-sockets one joins when it runs. */
   const watched: Record<string, Started> = { ...servers, 'rowbase-feed': feed };
   const serverPeakRssKb: Record<string, number> = {};
@@ -464,6 +471,12 @@ async function startPostgres(): Promise<{ rowbase: Started; read: Started } | un
   const seconds = await seedCollections(rowbase.url, postgres.key, settings);
   await createCollections(rowbase.url, postgres.key, [baselineCollection]);
   if (measures('insert-1-idempotent-postgres')) await seedKeys(postgres.url);
+  if (measures('aggregate-grouped-postgres')) {
+    const millionSeconds = await seedMillion(rowbase.url, postgres.key, settings);
+    say(
+      `PostgreSQL: seeded ${settings.millionRows.toLocaleString('en-US')} rows of ${collections.million} in ${millionSeconds.toFixed(1)} s`,
+    );
+  }
   await vacuum(postgres.url);
   say(`PostgreSQL: database ${database} at ${where}, seeded ${settings.rows.toLocaleString('en-US')} rows in ${seconds.toFixed(1)} s`);
   const read = await startServer('bench/baseline-pg-read.ts', [postgres.url], 'baseline-pg-read is listening');
