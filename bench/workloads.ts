@@ -35,6 +35,12 @@ export interface HttpWorkload {
   requests(job: LoadJob): Request[] | Promise<Request[]>;
   /** The load generator's connections, when not settings.connections: fewer for a request that reads a whole collection. */
   connections?: number;
+  /**
+   * Seconds of its measurement and of its warm-up, when not the settings': longer, and none, for a request
+   * of seconds, which a short window would not see answered, and a warm-up would leave running into it.
+   */
+  durationSeconds?: number;
+  warmupSeconds?: number;
 }
 
 const json = (key: string) => ({ authorization: `Bearer ${key}`, 'content-type': 'application/json' });
@@ -113,6 +119,13 @@ const groupedCountAndSum = aggregate({ group_by: ['kind'], aggregates: { rows: {
  * time anyway), so that none waits past the load generator's timeout.
  */
 const GROUPED_CONNECTIONS = 2;
+const grouped = {
+  rowsPerRequest: one,
+  requests: groupedCountAndSum,
+  connections: GROUPED_CONNECTIONS,
+  durationSeconds: 30,
+  warmupSeconds: 0,
+};
 
 /** PATCH one field of a random row: its score, which the collection is indexed by, so its key moves. */
 const patchRandomRow = (job: LoadJob): Request[] => [
@@ -226,13 +239,8 @@ export const httpWorkloads: Record<string, HttpWorkload> = {
     rowsPerRequest: one,
     requests: aggregate({ filter: { tag: FULL_PAGE_TAG }, aggregates: { rows: { count: {} } } }),
   },
-  'aggregate-grouped': { server: 'rowbase-million', rowsPerRequest: one, requests: groupedCountAndSum, connections: GROUPED_CONNECTIONS },
-  'aggregate-grouped-postgres': {
-    server: 'rowbase-postgres-million',
-    rowsPerRequest: one,
-    requests: groupedCountAndSum,
-    connections: GROUPED_CONNECTIONS,
-  },
+  'aggregate-grouped': { server: 'rowbase-million', ...grouped },
+  'aggregate-grouped-postgres': { server: 'rowbase-postgres-million', ...grouped },
   /** cursor-page-1 and cursor-page-100 on 1,000,000 rows. */
   'million-cursor-page-1': { server: 'rowbase-million', rowsPerRequest: (s) => s.pageSize, requests: cursorPage(1, collections.million) },
   'million-cursor-page-100': {

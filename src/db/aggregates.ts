@@ -34,6 +34,8 @@ export interface AggregateSource extends PageSource {
   aggregateSql(collection: CollectionRef, query: AggregateQuery, where: Sql | undefined, maxGroups: number): Statement;
   /** A JSON text the statement answers, as its value (on PostgreSQL, its strings escaped as jsonb holds them, read back). */
   jsonOf(text: string): JsonValue;
+  /** Whether a sort index's key of the string `text` holds it whole (always on SQLite; on PostgreSQL, a short one). */
+  keyHoldsWhole(text: string): boolean;
 }
 
 /**
@@ -113,7 +115,9 @@ async function readInIndex(
 ): Promise<AggregateResult | undefined> {
   const ref = byId(id);
   const bounds = source.keyBoundsSql(index.bounds);
-  const exact = index.whole && oneValue(index.bounds) && (index.bounds.rank !== 2 || source.wholeStringKeys);
+  const [{ operand }] = index.bounds.conditions;
+  const exact =
+    index.whole && oneValue(index.bounds) && (index.bounds.rank !== 2 || source.wholeStringKeys || source.keyHoldsWhole(String(operand)));
   if (exact && query.groupBy.length === 0 && query.aggregates.every(({ op }) => op === 'count')) {
     const statement = keyCountSql(ref, index.slot, bounds);
     const [{ n, seq }] = await source.read<{ n: number | string; seq: number | string | null }>(statement.sql, statement.params, 'sort');
@@ -203,7 +207,8 @@ function groupOf(source: AggregateSource, query: AggregateQuery, { main, terms, 
         }
         const parts = terms.get(index) ?? [];
         if (sum !== null) parts.push(decimalOfText(sum));
-        if (typeof high === 'string' && typeof low === 'string') parts.push({ digits: BigInt(high) * 1_000_000_000n + BigInt(low), exponent: 0 });
+        if (typeof high === 'string' && typeof low === 'string')
+          parts.push({ digits: BigInt(high) * 1_000_000_000n + BigInt(low), exponent: 0 });
         const total = exactSum(parts);
         const value = aggregate.op === 'sum' ? total : total / Number(numbers);
         group[aggregate.alias] = Number.isFinite(value) ? value : null;

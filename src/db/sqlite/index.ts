@@ -106,6 +106,7 @@ export async function openSqliteStore(
       orderedPage,
       aggregateSql,
       jsonOf: (text) => JSON.parse(text),
+      keyHoldsWhole: () => true,
       filterSql,
       keyBoundsSql,
       filteredSortedPage,
