@@ -245,12 +245,12 @@ union all select 2 as part, ? as x, hex(k) as k, json_array(v || '') as v
 from (select k, min(case json_type(data, ?)
     when 'integer' then data ->> ? when 'real' then data ->> ? when 'text' then data ->> ?
     when 'false' then x'01' when 'true' then x'02' else unhex('03' || printf('%020d', id)) end) as best, data -> ? as v
-  from keyed where json_type(data, ?) <> 'null' group by k)
+  from keyed where json_type(data, ?) <> 'null' group by k limit +?)
 union all select 2 as part, ? as x, hex(k) as k, json_array(v || '') as v
 from (select k, max(case json_type(data, ?)
     when 'integer' then data ->> ? when 'real' then data ->> ? when 'text' then data ->> ?
     when 'false' then x'01' when 'true' then x'02' else unhex('03' || printf('%020d', id)) end) as best, data -> ? as v
-  from keyed where json_type(data, ?) <> 'null' group by k)
+  from keyed where json_type(data, ?) <> 'null' group by k limit +?)
 union all select 3 as part, null as x, null as k, json_array((select last_seq from collections where account_id = ? and name = ?)) as v;
 
 -- aggregateSql(one group, a count)

@@ -513,11 +513,12 @@ const extreme = (
   index: number,
   path: string,
   op: 'min' | 'max',
+  maxGroups: number,
 ) => sql`select 2 as part, ${index} as x, hex(k) as k, json_array(v || '') as v
     from (select k, ${raw(op)}(case json_type(data, ${path})
         when 'integer' then data ->> ${path} when 'real' then data ->> ${path} when 'text' then data ->> ${path}
         when 'false' then x'01' when 'true' then x'02' else unhex('03' || printf('%020d', id)) end) as best, data -> ${path} as v
-      from keyed where json_type(data, ${path}) <> 'null' group by k)`;
+      from keyed where json_type(data, ${path}) <> 'null' group by k limit +${maxGroups})`;
 
 /**
  * The statement of an aggregate (../aggregates.ts, AggregatePart): `keyed` is the rows the filter keeps
@@ -539,7 +540,9 @@ export const aggregateSql: AggregateSource['aggregateSql'] = (collection, query,
   const parts = [sql`select * from (${groups})`];
   query.aggregates.forEach((aggregate, index) => {
     if (aggregate.op === 'sum' || aggregate.op === 'avg') parts.push(sumTerms(index, aggregatePath(aggregate.field)));
-    if (aggregate.op === 'min' || aggregate.op === 'max') parts.push(extreme(index, aggregatePath(aggregate.field), aggregate.op));
+    // One row a group, at most as many as part 0 answers: past them the query is refused anyway.
+    if (aggregate.op === 'min' || aggregate.op === 'max')
+      parts.push(extreme(index, aggregatePath(aggregate.field), aggregate.op, maxGroups));
   });
   parts.push(sql`select 3 as part, null as x, null as k, json_array(${collection.lastSeq}) as v`);
   const filtered = where ? sql` and (${where})` : raw('');
