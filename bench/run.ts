@@ -122,6 +122,9 @@ const schedule: Step[] = [
   { workload: 'baseline-driver-rows', lastRoundOnly: true },
   { workload: 'baseline-driver-statement' },
   { workload: 'insert-batch', ratioTo: 'baseline-driver-statement' },
+  // A batch of 100 single-row inserts over two collections right after the same rows inserted as one request.
+  { workload: 'insert-100' },
+  { workload: 'batch-100' },
   // PostgreSQL (skipped when no server answers). Each read right after its bare pg server (d), both taken
   // to the same (a), so that its ratio to (d) is that of two neighbours; the batch right after a bare pg
   // client (c).
@@ -134,6 +137,8 @@ const schedule: Step[] = [
     { workload: 'list-postgres', ratioTo: 'baseline-memory' },
     { workload: 'baseline-postgres' },
     { workload: 'insert-batch-postgres', ratioTo: 'baseline-postgres' },
+    { workload: 'insert-100-postgres' },
+    { workload: 'batch-100-postgres' },
     // insert-1 and its keyed twin, side by side after one (a): what a key costs on PostgreSQL; and, just
     // before them, insert-1 into the typed collection (before, so that the keyed pair stays neighbours).
     { workload: 'baseline-memory' },

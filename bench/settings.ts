@@ -19,6 +19,8 @@ export interface Settings {
   answersKept: number;
   /** Rows per seeding request, and per insert-batch request (rowbase's largest batch). */
   batchSize: number;
+  /** Operations of batch-100's batches (POST /v1/batch, each a single-row insert), and rows of insert-100's inserts. */
+  batchOperations: number;
   /**
    * Open connections of the load generator, for every HTTP workload. Each keeps one request in flight,
    * so a workload that takes t seconds a request, one at a time, answers in about connections × t.
@@ -88,6 +90,7 @@ const full: Settings = {
   millionRows: 1_000_000,
   answersKept: 1_000_000,
   batchSize: 1000,
+  batchOperations: 100,
   connections: 64,
   warmupSeconds: 1,
   durationSeconds: 5,

@@ -156,6 +156,34 @@ const insertBatch: Omit<HttpWorkload, 'server'> = {
 };
 
 /**
+ * A batch (POST /v1/batch) of `batchOperations` single-row inserts, alternately into two collections, and
+ * the same rows as one insert of them all into one: what a transaction of many writes costs against the
+ * one statement of a plain batch (issue 44).
+ */
+const batchOfInserts: Omit<HttpWorkload, 'server'> = {
+  rowsPerRequest: (s) => s.batchOperations,
+  requests: (job) => {
+    const operations = batchOf(1, job.settings.batchOperations).map((row, index) => ({
+      op: 'insert',
+      collection: index % 2 === 0 ? collections.inserts : collections.batches,
+      rows: [row],
+    }));
+    return [{ method: 'POST', path: '/v1/batch', headers: json(job.key), body: JSON.stringify({ operations }) }];
+  },
+};
+const insertAsOne: Omit<HttpWorkload, 'server'> = {
+  rowsPerRequest: (s) => s.batchOperations,
+  requests: (job) => [
+    {
+      method: 'POST',
+      path: rowsPath(collections.inserts),
+      headers: json(job.key),
+      body: JSON.stringify(batchOf(1, job.settings.batchOperations)),
+    },
+  ],
+};
+
+/**
  * POST of one row, on SQLite or on PostgreSQL, each request carrying a UUID of its own in `header`.
  * insert-1 sends it in a header the service ignores, its keyed twin as the Idempotency-Key (as clients
  * send one), so that the two differ in that header's name alone: the load generator builds every
@@ -262,6 +290,11 @@ export const httpWorkloads: Record<string, HttpWorkload> = {
   /** insert-batch against rowbase on PostgreSQL (its ratio is to baseline (c), a bare pg client). */
   'insert-batch-postgres': { server: 'rowbase-postgres', ...insertBatch },
   patch: { server: 'rowbase', rowsPerRequest: one, requests: patchRandomRow },
+  /** A batch of 100 single-row inserts over two collections, beside the same rows inserted as one request, on each backend. */
+  'batch-100': { server: 'rowbase', ...batchOfInserts },
+  'insert-100': { server: 'rowbase', ...insertAsOne },
+  'batch-100-postgres': { server: 'rowbase-postgres', ...batchOfInserts },
+  'insert-100-postgres': { server: 'rowbase-postgres', ...insertAsOne },
   /** Baseline (d): node:http reading the row from rowbase's PostgreSQL database through pg, one named statement. */
   'baseline-pg-get-row': { server: 'postgres-read', ...rowRead },
   /** Baseline (d) for list: the same page through the same sort index, one named statement. */

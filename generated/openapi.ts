@@ -56,6 +56,59 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Several writes over any of the account's collections, all or none.
+         * @description Runs `operations` in one transaction, in the order sent: each `insert`, `update`, `delete` or
+         *     `upsert` is the write its own request makes (`insertRows`, `updateRow`, `deleteRow`,
+         *     `insertRows` with `on_conflict`), with the same rules (schemas, unique indexes, `If-Match`, the
+         *     row bound), and sees the writes of the operations before it. A batch holds 1 to 100 operations,
+         *     unless the server is configured with another bound (`ROWBASE_MAX_BATCH_OPERATIONS`); a larger
+         *     one is `400`, naming the body, before anything is read (the schema has no `maxItems` because the
+         *     bound is the server's setting); each `insert` or `upsert` holds at most as many rows as
+         *     `insertRows` takes (`ROWBASE_MAX_BATCH_ROWS`).
+         *
+         *     Success is `200` with one result per operation, in order: the status its own request answers and
+         *     the body it answers (the rows with their ids, the row as patched; none for a delete), with the
+         *     `ETag` of each row written (`etag` for an update, `etags` in row order for an insert or upsert).
+         *     The first operation that fails fails the batch: the answer is the problem its own request would
+         *     get (`404` for a collection or row that is not there, `412`, `409 unique_violation`, `422
+         *     row_invalid`, `413`, …) with `operation`, its index in `operations` counted from 0, and nothing
+         *     of the batch is written, no event sent. (An insert's rows are written with the inserts into the
+         *     same collection that follow it, when an operation next writes that collection or at the end: a
+         *     unique index they break fails the insert that sent the first of them then, so a batch that would
+         *     also fail at a later operation of another collection may be answered with that one's problem.) A
+         *     request that does not match this document (an unknown `op`, a missing `collection` or `id`) is
+         *     `400`, its `errors` naming the place (`/operations/2/id`), before anything is written; a malformed
+         *     `patch` or `if_match` is `400` with `operation`.
+         *
+         *     Once committed, the events of every operation go out in operation order: each collection's
+         *     changes of the batch have consecutive `seq` on the feed (one event per row written, as the
+         *     operation's own request sends them). A key limited to some collections meets every other
+         *     collection as `404` (with `operation`), as outside a batch. An `Idempotency-Key` covers the whole
+         *     batch: a retry is answered with the first batch's answer, nothing written again.
+         *
+         *     Toward the plan, a batch counts one request per operation (`RateLimit-Remaining` says so): its
+         *     arrival counts one, as every request does, and the others are counted before anything is
+         *     written; if the plan has fewer left, it is `429` and nothing is written. A batch runs at most
+         *     `ROWBASE_QUERY_TIMEOUT_MS` (5 s by default): one that would hold the database longer is stopped,
+         *     rolled back, and answered `503 query_timeout`.
+         */
+        post: operations["writeBatch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/collections": {
         parameters: {
             query?: never;
@@ -443,7 +496,9 @@ export interface paths {
         /**
          * Change some fields of every row a filter matches, all or none.
          * @description Patches every row of the collection that `filter` matches, as `PATCH` of one row patches it (a
-         *     top-level merge of the body's fields), in one transaction: every row or none. Each changed row
+         *     top-level merge, a JSON Merge Patch or a JSON Patch, by the body's `Content-Type`, as there), in
+         *     one transaction: every row or none. A patch that cannot apply to one of the rows is `409
+         *     patch_conflict`, its `detail` naming the row, and nothing is written. Each changed row
          *     is one `update` event, in id order, with consecutive `seq`. Answers how many rows changed, and
          *     with `return=rows` the rows as they now are, in id order. A filter that matches no row changes
          *     nothing: `{"count": 0}`.
@@ -457,7 +512,7 @@ export interface paths {
          *     `id` in the filter instead); the rows matched are read in the transaction that changes them, so
          *     no other write of the collection comes between.
          *
-         *     When the collection has a schema, every row as merged must match it, else `422 row_invalid`,
+         *     When the collection has a schema, every row as patched must match it, else `422 row_invalid`,
          *     whose `errors` name each failing row by its `id`, and nothing is written.
          */
         patch: operations["updateRows"];
@@ -512,10 +567,32 @@ export interface paths {
         head: operations["headRow"];
         /**
          * Change some fields of a row.
-         * @description A top-level merge: each given field replaces the old value whole (nested objects too), and
-         *     `null` stores `null`. Fields not given keep their values. Emits one `update` event.
-         *     This is not a JSON Merge Patch (RFC 7396, where `null` removes a field and nested objects merge):
-         *     `Content-Type: application/merge-patch+json` is `415`.
+         * @description The body's `Content-Type` says how it changes the row (the `200` and `304` of `GET`, `HEAD` and
+         *     `PATCH` of a row, and the `415` of a `PATCH`, name the three in `Accept-Patch`, RFC 5789; any
+         *     other type is `415`):
+         *
+         *     - `application/json`: a top-level merge. Each given field replaces the old value whole (nested
+         *       objects too), and `null` stores `null`. Fields not given keep their values.
+         *     - `application/merge-patch+json`: a JSON Merge Patch (RFC 7396). Nested objects merge member by
+         *       member, `null` removes a field, anything else replaces it.
+         *     - `application/json-patch+json`: a JSON Patch (RFC 6902): `add`, `remove`, `replace`, `move`,
+         *       `copy` and `test` at any depth, applied in order, all or none; and ours, `increment`, which adds
+         *       `value` (any finite number, negative too) to the number at `path`, in the write's own
+         *       transaction, so that concurrent increments all count. A missing field counts as `0` when the
+         *       object that would hold it exists. Integers stay exact up to 2^53 (9007199254740992).
+         *
+         *     A patch never changes `id`. A malformed patch (not an object, or not an array of operations, an
+         *     unknown `op`, a missing `path`, `from` or `value`, a `path` that is no JSON Pointer, one that
+         *     writes, removes or moves `id`) is `400 validation_failed`, its `errors` naming each place in the
+         *     body as a JSON Pointer (`/2/path`), before anything is read. A well-formed patch that cannot apply
+         *     to the row as it is (a `test` that fails, a path that does not exist or passes through a value
+         *     that is no object or array, an array index out of range, an increment of a field that is no
+         *     number) is `409 patch_conflict`, whose `detail` names the operation and whose `errors` hold one
+         *     entry named `/<index of the operation>`; so is an operation that would nest the row deeper than 64
+         *     levels (or than it was), while `copy` operations that copy more than 15 MiB of JSON text in all
+         *     are `413`. `test` of `/id` compares with the row's id. On the path `""` (the whole row) only
+         *     `test`, and `add` or `replace` by an object without `id` (which replaces every field), apply.
+         *     Emits one `update` event.
          *
          *     With `If-Match`, the row is patched only if its version is one of those named (or, for `*`, if
          *     it exists): otherwise `412 precondition_failed`, and nothing is written, no event sent. The
@@ -523,7 +600,7 @@ export interface paths {
          *     that read the same version and patch it, one gets `200` and the other `412`. An absent row is
          *     `404` whatever `If-Match` says (RFC 9110 §13.2.1).
          *
-         *     When the collection has a schema, the row as merged must match it, else `422 row_invalid` (`row`
+         *     When the collection has a schema, the row as patched must match it, else `422 row_invalid` (`row`
          *     0 in its `errors`), and nothing is written.
          */
         patch: operations["updateRow"];
@@ -910,6 +987,97 @@ export interface components {
             min?: components["schemas"]["AggregateField"];
             sum?: components["schemas"]["AggregateField"];
         };
+        /** @description Writes to make together, in order (`writeBatch`). */
+        Batch: {
+            /** @description 1 to 100 operations (`ROWBASE_MAX_BATCH_OPERATIONS`), done in this order. */
+            operations: components["schemas"]["BatchOperation"][];
+        };
+        /** @description Deletes a row, as `deleteRow` does; its result is `204`, with no body. */
+        BatchDelete: {
+            collection: components["schemas"]["CollectionName"];
+            id: components["schemas"]["RowId"];
+            /** @description As the `If-Match` header of `deleteRow`; `412` when none matches. */
+            if_match?: string;
+            op: components["schemas"]["BatchDeleteOp"];
+        };
+        /**
+         * @description The `op` of a delete.
+         * @enum {string}
+         */
+        BatchDeleteOp: "delete";
+        /** @description Inserts rows, as `insertRows` does; its result is `201` with the rows and their `etags`. */
+        BatchInsert: {
+            collection: components["schemas"]["CollectionName"];
+            op: components["schemas"]["BatchInsertOp"];
+            rows: components["schemas"]["NewRow"][];
+        };
+        /**
+         * @description The `op` of an insert.
+         * @enum {string}
+         */
+        BatchInsertOp: "insert";
+        /** @description One write of a batch, told apart by `op`. */
+        BatchOperation: components["schemas"]["BatchInsert"] | components["schemas"]["BatchUpdate"] | components["schemas"]["BatchDelete"] | components["schemas"]["BatchUpsert"];
+        /**
+         * @description A batch update's patch, as `patch_format` reads it: the fields to change (`merge`, as `RowPatch`), a
+         *     JSON Merge Patch (`merge-patch`, `MergePatch`), or a JSON Patch (`json-patch`, `JsonPatch`).
+         */
+        BatchPatch: components["schemas"]["MergePatch"] | components["schemas"]["JsonPatch"];
+        /**
+         * @description What the operation's own request would answer: its status (`201` insert, `200` update and upsert,
+         *     `204` delete), its body (none for a delete), and the version of each row it wrote.
+         */
+        BatchResult: {
+            body?: components["schemas"]["BatchResultBody"];
+            /** @description An update's row version, as `updateRow`'s `ETag`. */
+            etag?: string;
+            /** @description An insert's or upsert's row versions, one per row, in order. */
+            etags?: string[];
+            status: components["schemas"]["BatchResultStatus"];
+        };
+        /** @description The rows written (insert, upsert), or the row as patched (update). */
+        BatchResultBody: components["schemas"]["Row"] | components["schemas"]["RowList"];
+        /** @description The result of each operation of a batch, in the order sent. */
+        BatchResults: {
+            results: components["schemas"]["BatchResult"][];
+        };
+        /**
+         * @description The status the operation's own request answers.
+         * @enum {integer}
+         */
+        BatchResultStatus: 200 | 201 | 204;
+        /**
+         * @description Patches a row, as `updateRow` does; its result is `200` with the row and its `etag`. `patch` is
+         *     read as `patch_format` says: `merge` (the default) is the top-level merge of `application/json`,
+         *     `merge-patch` RFC 7396, `json-patch` RFC 6902 with `increment` (see `updateRow`).
+         */
+        BatchUpdate: {
+            collection: components["schemas"]["CollectionName"];
+            id: components["schemas"]["RowId"];
+            /** @description As the `If-Match` header of `updateRow`, `*` or `ETag`s, comma-separated; `412` when none matches. */
+            if_match?: string;
+            op: components["schemas"]["BatchUpdateOp"];
+            patch: components["schemas"]["BatchPatch"];
+            patch_format?: components["schemas"]["PatchFormat"];
+        };
+        /**
+         * @description The `op` of an update.
+         * @enum {string}
+         */
+        BatchUpdateOp: "update";
+        /** @description Upserts rows by a unique index, as `insertRows` with `on_conflict` does; its result is `200` with the rows and their `etags`. */
+        BatchUpsert: {
+            collection: components["schemas"]["CollectionName"];
+            /** @description The fields of a unique index of the collection. */
+            on_conflict: components["schemas"]["IndexField"][];
+            op: components["schemas"]["BatchUpsertOp"];
+            rows: components["schemas"]["NewRow"][];
+        };
+        /**
+         * @description The `op` of an upsert.
+         * @enum {string}
+         */
+        BatchUpsertOp: "upsert";
         /**
          * @description What a change by filter answers besides how many rows it changed.
          * @default count
@@ -1130,6 +1298,140 @@ export interface components {
          * @example email
          */
         IndexName: string;
+        /**
+         * @description A JSON Patch (RFC 6902): operations applied in order to the row (`{"id": …, …fields}`), all or
+         *     none. `path` and `from` are JSON Pointers (RFC 6901): `/tags/0`, `/a~1b` for the field `a/b`.
+         * @example [
+         *       {
+         *         "op": "test",
+         *         "path": "/status",
+         *         "value": "open"
+         *       },
+         *       {
+         *         "op": "increment",
+         *         "path": "/likes",
+         *         "value": 1
+         *       }
+         *     ]
+         */
+        JsonPatch: components["schemas"]["JsonPatchOperation"][];
+        /**
+         * @description RFC 6902 §4.1: adds a member (replacing one of the same name), or inserts an array element (`-`: at the end).
+         * @example {
+         *       "op": "add",
+         *       "path": "/tags/-",
+         *       "value": "popular"
+         *     }
+         */
+        JsonPatchAdd: {
+            op: components["schemas"]["JsonPatchAddOp"];
+            path: components["schemas"]["JsonPointer"];
+            /** @description Any JSON value. */
+            value: unknown;
+        };
+        /** @enum {string} */
+        JsonPatchAddOp: "add";
+        /**
+         * @description RFC 6902 §4.5: adds a copy of the value at `from` at `path`.
+         * @example {
+         *       "op": "copy",
+         *       "path": "/previous_title",
+         *       "from": "/title"
+         *     }
+         */
+        JsonPatchCopy: {
+            from: components["schemas"]["JsonPointer"];
+            op: components["schemas"]["JsonPatchCopyOp"];
+            path: components["schemas"]["JsonPointer"];
+        };
+        /** @enum {string} */
+        JsonPatchCopyOp: "copy";
+        /**
+         * @description Ours: adds `value` to the number at `path`, inside the write's transaction, so that concurrent
+         *     increments of one field all count. A missing member counts as `0` when the object that would
+         *     hold it exists; a value that is no number, or a sum past ±1.8e308, is `409 patch_conflict`.
+         *     Integers stay exact up to 2^53.
+         * @example {
+         *       "op": "increment",
+         *       "path": "/likes",
+         *       "value": 1
+         *     }
+         */
+        JsonPatchIncrement: {
+            op: components["schemas"]["JsonPatchIncrementOp"];
+            path: components["schemas"]["JsonPointer"];
+            /** @description Any finite number, negative too. */
+            value: number;
+        };
+        /** @enum {string} */
+        JsonPatchIncrementOp: "increment";
+        /**
+         * @description RFC 6902 §4.4: removes the value at `from` and adds it at `path`.
+         * @example {
+         *       "op": "move",
+         *       "path": "/archived/title",
+         *       "from": "/title"
+         *     }
+         */
+        JsonPatchMove: {
+            from: components["schemas"]["JsonPointer"];
+            op: components["schemas"]["JsonPatchMoveOp"];
+            path: components["schemas"]["JsonPointer"];
+        };
+        /** @enum {string} */
+        JsonPatchMoveOp: "move";
+        /** @description One operation of a JSON Patch, told apart by its `op`, which each kind names in an enum of one value. */
+        JsonPatchOperation: components["schemas"]["JsonPatchAdd"] | components["schemas"]["JsonPatchRemove"] | components["schemas"]["JsonPatchReplace"] | components["schemas"]["JsonPatchMove"] | components["schemas"]["JsonPatchCopy"] | components["schemas"]["JsonPatchTest"] | components["schemas"]["JsonPatchIncrement"];
+        /**
+         * @description RFC 6902 §4.2: removes the member or element, which must exist.
+         * @example {
+         *       "op": "remove",
+         *       "path": "/draft"
+         *     }
+         */
+        JsonPatchRemove: {
+            op: components["schemas"]["JsonPatchRemoveOp"];
+            path: components["schemas"]["JsonPointer"];
+        };
+        /** @enum {string} */
+        JsonPatchRemoveOp: "remove";
+        /**
+         * @description RFC 6902 §4.3: replaces the value, which must exist.
+         * @example {
+         *       "op": "replace",
+         *       "path": "/status",
+         *       "value": "closed"
+         *     }
+         */
+        JsonPatchReplace: {
+            op: components["schemas"]["JsonPatchReplaceOp"];
+            path: components["schemas"]["JsonPointer"];
+            /** @description Any JSON value. */
+            value: unknown;
+        };
+        /** @enum {string} */
+        JsonPatchReplaceOp: "replace";
+        /**
+         * @description RFC 6902 §4.6: the value at `path` must equal `value` (as JSON: `1` equals `1.0`, members in any order), else `409 patch_conflict` and nothing is written.
+         * @example {
+         *       "op": "test",
+         *       "path": "/status",
+         *       "value": "open"
+         *     }
+         */
+        JsonPatchTest: {
+            op: components["schemas"]["JsonPatchTestOp"];
+            path: components["schemas"]["JsonPointer"];
+            /** @description Any JSON value. */
+            value: unknown;
+        };
+        /** @enum {string} */
+        JsonPatchTestOp: "test";
+        /**
+         * @description A JSON Pointer (RFC 6901) into the row; empty for the whole row.
+         * @example /tags/0
+         */
+        JsonPointer: string;
         /** @description A key of the account, as listed; never the key itself. */
         Key: {
             collections: components["schemas"]["KeyCollections"];
@@ -1179,6 +1481,21 @@ export interface components {
          * @enum {string}
          */
         KeyScope: "read" | "write" | "admin";
+        /**
+         * @description A JSON Merge Patch (RFC 7396) of a row: each member merges into the field of its name (objects
+         *     member by member, at any depth), `null` removes the field, any other value replaces it. `id`
+         *     cannot be changed.
+         * @example {
+         *       "text": "hello again",
+         *       "draft": null
+         *     }
+         */
+        MergePatch: {
+            /** @description Not accepted; ids never change. */
+            id?: unknown;
+        } & {
+            [key: string]: unknown;
+        };
         /** @description A `Filter` inside `$and`, `$or` or `$not`, with the same members. */
         NestedFilter: {
             [key: string]: unknown;
@@ -1247,6 +1564,22 @@ export interface components {
          */
         OtherProblemCode: "method_not_allowed" | "request_timeout" | "expectation_failed" | "headers_too_large" | "internal" | "unavailable";
         /**
+         * @description The codes of a `PatchConflictProblem`.
+         * @enum {string}
+         */
+        PatchConflictCode: "patch_conflict" | "unique_violation" | "idempotency_key_in_use";
+        /** @description A `409` of a `PATCH` of rows: the patch cannot apply to a row as it is (`patch_conflict`, its `errors` naming the operation), the write would break a unique index (`unique_violation`), or a request with the same `Idempotency-Key` is still running (`idempotency_key_in_use`). */
+        PatchConflictProblem: {
+            code?: components["schemas"]["PatchConflictCode"];
+        } & components["schemas"]["Problem"];
+        /**
+         * @description How a patch is read: `merge`, the top-level merge of `application/json`; `merge-patch`, RFC 7396
+         *     (`application/merge-patch+json`); `json-patch`, RFC 6902 (`application/json-patch+json`).
+         * @default merge
+         * @enum {string}
+         */
+        PatchFormat: "merge" | "merge-patch" | "json-patch";
+        /**
          * @description The codes of a `PayloadTooLargeProblem`.
          * @enum {string}
          */
@@ -1296,6 +1629,11 @@ export interface components {
              * @example urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11
              */
             instance: string;
+            /**
+             * @description On a batch's problem (`writeBatch`), the index in `operations` (from 0) of the operation that
+             *     failed; nothing of the batch was written.
+             */
+            operation?: number;
             /** @example 404 */
             status: number;
             /**
@@ -1331,9 +1669,12 @@ export interface components {
          *     that stored rows break (`violations` and `total` say which). `unique_violation` (409) is answered to
          *     a write that would give two rows the values of a unique index (`fields` and `existing_id` say
          *     which), `unique_conflict` (409) to a unique index over rows that share values (`duplicates`).
+         *     `patch_conflict` (409) is answered to a `PATCH` of rows whose patch cannot apply to a row as it
+         *     is (a failing JSON Patch `test`, a path that does not exist, an increment of a field that is no
+         *     number): `errors` names the operation, and nothing is written.
          * @enum {string}
          */
-        ProblemCode: "validation_failed" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "idempotency_key_in_use" | "request_timeout" | "gone" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "expectation_failed" | "headers_too_large" | "quota_exceeded" | "rate_limited" | "too_many_connections" | "internal" | "unavailable" | "query_timeout" | "row_invalid" | "schema_conflict" | "unique_violation" | "unique_conflict";
+        ProblemCode: "validation_failed" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "idempotency_key_in_use" | "request_timeout" | "gone" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "expectation_failed" | "headers_too_large" | "quota_exceeded" | "rate_limited" | "too_many_connections" | "internal" | "unavailable" | "query_timeout" | "row_invalid" | "schema_conflict" | "unique_violation" | "unique_conflict" | "patch_conflict";
         /** @description A place where the request is wrong (`ValidationError`), or where a row breaks its collection's schema (`RowError`). */
         ProblemError: components["schemas"]["ValidationError"] | components["schemas"]["RowError"];
         /**
@@ -1393,6 +1734,8 @@ export interface components {
         RowInvalidProblem: {
             code?: components["schemas"]["RowInvalidCode"];
         } & components["schemas"]["Problem"];
+        /** @description Rows, in order. */
+        RowList: components["schemas"]["Row"][];
         /**
          * @description The fields to change; at least one. `id` cannot be changed.
          * @example {
@@ -1559,7 +1902,7 @@ export interface components {
          * @enum {string}
          */
         UnsupportedMediaTypeCode: "unsupported_media_type";
-        /** @description A `415`: the body is not `application/json` in UTF-8. */
+        /** @description A `415`: the body is not `application/json` (or, on a `PATCH` of rows, a media type `Accept-Patch` names) in UTF-8. */
         UnsupportedMediaTypeProblem: {
             code?: components["schemas"]["UnsupportedMediaTypeCode"];
         } & components["schemas"]["Problem"];
@@ -1699,6 +2042,35 @@ export interface components {
                  *     }
                  */
                 "application/problem+json": components["schemas"]["ValidationProblem"];
+            };
+        };
+        /**
+         * @description The problem of the batch's first operation that failed, as its own request would answer it
+         *     (`validation_failed`, `not_found`, `precondition_failed`, `unique_violation`, `row_invalid`,
+         *     `query_timeout`, …), with `operation`, its index; or a problem of the whole batch
+         *     (`idempotency_key_in_use`, `idempotency_key_reused`), without it. Nothing was written.
+         */
+        BatchProblem: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "urn:rowbase:problem:precondition_failed",
+                 *       "title": "Precondition failed",
+                 *       "status": 412,
+                 *       "detail": "Row 7 of collection stock has changed: its ETag matches none of If-Match.",
+                 *       "code": "precondition_failed",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11",
+                 *       "operation": 1
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
             };
         };
         /** @description `conflict`: the account already has a collection of that name, or holds as many collections as it may (10,000 by default; delete one to make another). */
@@ -1865,6 +2237,7 @@ export interface components {
         /** @description What GET answers with 200, without the body. */
         HeadOkRow: {
             headers: {
+                "Accept-Patch": components["headers"]["Accept-Patch"];
                 ETag: components["headers"]["RequiredETag"];
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
@@ -2013,6 +2386,7 @@ export interface components {
         /** @description The row's version is one of those `If-None-Match` names (RFC 9110 §15.4.5): its `ETag`, and no body. */
         NotModified: {
             headers: {
+                "Accept-Patch": components["headers"]["Accept-Patch"];
                 ETag: components["headers"]["RequiredETag"];
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
@@ -2021,6 +2395,42 @@ export interface components {
                 [name: string]: unknown;
             };
             content?: never;
+        };
+        /**
+         * @description `patch_conflict`: the patch is well-formed but cannot apply to a row as it is: a JSON Patch
+         *     `test` failed, a path does not exist or passes through a value that is no object or array, an
+         *     array index is out of range, or an increment meets a value that is no number. `detail` names
+         *     the operation and the row; `errors` holds one entry, named `/<index of the operation>`. Nothing
+         *     was written. Or `unique_violation`, as `UniqueViolation` says, or `idempotency_key_in_use`.
+         */
+        PatchConflict: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "urn:rowbase:problem:patch_conflict",
+                 *       "title": "Patch conflict",
+                 *       "status": 409,
+                 *       "detail": "Operation 0 of the patch (test at \"/status\") cannot apply to row 1: the value there is not \"open\". Nothing was written.",
+                 *       "code": "patch_conflict",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11",
+                 *       "errors": [
+                 *         {
+                 *           "in": "body",
+                 *           "name": "/0",
+                 *           "message": "the value there is not \"open\""
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["PatchConflictProblem"];
+            };
         };
         /** @description `payload_too_large`: the body is over 1 MiB, or the row it writes would weigh more than 15 MiB (the JSON text of its fields). */
         PayloadTooLarge: {
@@ -2380,6 +2790,30 @@ export interface components {
                 "application/problem+json": components["schemas"]["UnsupportedMediaTypeProblem"];
             };
         };
+        /** @description `unsupported_media_type`: the body is none of the media types `Accept-Patch` names. */
+        UnsupportedPatchMediaType: {
+            headers: {
+                "Accept-Patch": components["headers"]["Accept-Patch"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "urn:rowbase:problem:unsupported_media_type",
+                 *       "title": "Unsupported media type",
+                 *       "status": 415,
+                 *       "detail": "The request body must be one of application/json, application/merge-patch+json, application/json-patch+json.",
+                 *       "code": "unsupported_media_type",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["UnsupportedMediaTypeProblem"];
+            };
+        };
     };
     parameters: {
         /**
@@ -2524,6 +2958,13 @@ export interface components {
     };
     requestBodies: never;
     headers: {
+        /**
+         * @description The media types `PATCH` of a row takes (RFC 5789 §3.1): `application/json` (a top-level merge),
+         *     `application/merge-patch+json` (RFC 7396) and `application/json-patch+json` (RFC 6902, with
+         *     `increment`).
+         * @example application/json, application/merge-patch+json, application/json-patch+json
+         */
+        "Accept-Patch": string;
         /**
          * @description The version of an account's document, which changes when a collection or a schema does.
          * @example "k3Jd9sPq0aZxVb7Lw2Ny5Tg8Rc1"
@@ -2709,6 +3150,128 @@ export interface operations {
             200: components["responses"]["HeadOkDocument"];
             304: components["responses"]["DocumentNotModified"];
             default: components["responses"]["HeadProblem"];
+        };
+    };
+    writeBatch: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this request safe (draft-ietf-httpapi-idempotency-key-header): a key of the
+                 *     client's choosing, unique to the request, such as a UUID, 1 to 255 printable ASCII characters,
+                 *     sent bare or as a Structured Field String (`"…"`, RFC 8941). The first request with a key is
+                 *     processed, and its answer (status, headers, body) stored for the account, in the same
+                 *     transaction as its change, for 24 hours (`ROWBASE_IDEMPOTENCY_KEY_SECONDS`). A retry with the same
+                 *     key and the same request (method, path, query and body) gets that answer again, with
+                 *     `Idempotent-Replayed: true`, and writes nothing, sends no event. The same key with another
+                 *     request is `422 idempotency_key_reused`; a retry while the first request is still running (on any
+                 *     instance) `409 idempotency_key_in_use`. A request that fails (any `4xx` or `5xx`) writes nothing
+                 *     and stores no answer: its retry runs again. Keys are the account's: another account's same key
+                 *     is another key. An API key limited to some collections (`Key.collections`) has requests of its
+                 *     own: the answer another API key of the account stored under the same Idempotency-Key is for
+                 *     another request (`422`), so that a limited key is never shown a change it may not see. An empty key, a longer one, one of other characters, or two `Idempotency-Key`
+                 *     headers are `400 validation_failed`, its error naming the header. A replay counts toward the plan
+                 *     as any request.
+                 * @example 8e03978e-40d5-43e8-bc93-6894a57f9324
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "operations": [
+                 *         {
+                 *           "op": "insert",
+                 *           "collection": "orders",
+                 *           "rows": [
+                 *             {
+                 *               "customer": "ada",
+                 *               "total": 30
+                 *             }
+                 *           ]
+                 *         },
+                 *         {
+                 *           "op": "update",
+                 *           "collection": "stock",
+                 *           "id": 7,
+                 *           "patch": {
+                 *             "count": 4
+                 *           },
+                 *           "if_match": "\"3.41\""
+                 *         },
+                 *         {
+                 *           "op": "delete",
+                 *           "collection": "carts",
+                 *           "id": 12
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["Batch"];
+            };
+        };
+        responses: {
+            /** @description Every operation was done; their results, in order. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "results": [
+                     *         {
+                     *           "status": 201,
+                     *           "body": [
+                     *             {
+                     *               "id": 18,
+                     *               "customer": "ada",
+                     *               "total": 30
+                     *             }
+                     *           ],
+                     *           "etags": [
+                     *             "\"5.18\""
+                     *           ]
+                     *         },
+                     *         {
+                     *           "status": 200,
+                     *           "body": {
+                     *             "id": 7,
+                     *             "sku": "tea",
+                     *             "count": 4
+                     *           },
+                     *           "etag": "\"6.42\""
+                     *         },
+                     *         {
+                     *           "status": 204
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BatchResults"];
+                };
+            };
+            400: components["responses"]["BatchProblem"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["BatchProblem"];
+            409: components["responses"]["BatchProblem"];
+            412: components["responses"]["BatchProblem"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["BatchProblem"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["BatchProblem"];
+            default: components["responses"]["Error"];
         };
     };
     listCollections: {
@@ -3903,6 +4466,23 @@ export interface operations {
                  *     }
                  */
                 "application/json": components["schemas"]["RowPatch"];
+                /**
+                 * @example [
+                 *       {
+                 *         "op": "increment",
+                 *         "path": "/views",
+                 *         "value": 1
+                 *       }
+                 *     ]
+                 */
+                "application/json-patch+json": components["schemas"]["JsonPatch"];
+                /**
+                 * @example {
+                 *       "status": "archived",
+                 *       "pinned": null
+                 *     }
+                 */
+                "application/merge-patch+json": components["schemas"]["MergePatch"];
             };
         };
         responses: {
@@ -3924,9 +4504,9 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            409: components["responses"]["UniqueViolation"];
+            409: components["responses"]["PatchConflict"];
             413: components["responses"]["PayloadTooLarge"];
-            415: components["responses"]["UnsupportedMediaType"];
+            415: components["responses"]["UnsupportedPatchMediaType"];
             422: components["responses"]["RowInvalid"];
             429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Error"];
@@ -3964,6 +4544,7 @@ export interface operations {
             /** @description The row. */
             200: {
                 headers: {
+                    "Accept-Patch": components["headers"]["Accept-Patch"];
                     ETag: components["headers"]["RequiredETag"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
@@ -4152,12 +4733,43 @@ export interface operations {
                  *     }
                  */
                 "application/json": components["schemas"]["RowPatch"];
+                /**
+                 * @example [
+                 *       {
+                 *         "op": "test",
+                 *         "path": "/status",
+                 *         "value": "open"
+                 *       },
+                 *       {
+                 *         "op": "increment",
+                 *         "path": "/likes",
+                 *         "value": 1
+                 *       },
+                 *       {
+                 *         "op": "add",
+                 *         "path": "/tags/-",
+                 *         "value": "popular"
+                 *       }
+                 *     ]
+                 */
+                "application/json-patch+json": components["schemas"]["JsonPatch"];
+                /**
+                 * @example {
+                 *       "text": "hello again",
+                 *       "draft": null,
+                 *       "meta": {
+                 *         "author": "ana"
+                 *       }
+                 *     }
+                 */
+                "application/merge-patch+json": components["schemas"]["MergePatch"];
             };
         };
         responses: {
             /** @description The whole row after the change, and its new version as `ETag`. */
             200: {
                 headers: {
+                    "Accept-Patch": components["headers"]["Accept-Patch"];
                     ETag: components["headers"]["RequiredETag"];
                     "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
@@ -4180,10 +4792,10 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            409: components["responses"]["UniqueViolation"];
+            409: components["responses"]["PatchConflict"];
             412: components["responses"]["PreconditionFailed"];
             413: components["responses"]["PayloadTooLarge"];
-            415: components["responses"]["UnsupportedMediaType"];
+            415: components["responses"]["UnsupportedPatchMediaType"];
             422: components["responses"]["RowInvalid"];
             429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Error"];

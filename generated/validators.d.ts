@@ -3,3 +3,6 @@ import type { ValidateFunction } from 'ajv';
 
 /** Request validators of every operation, in openapi-backend's order. */
 export declare const requestValidators: Record<string, ValidateFunction[]>;
+
+/** By operationId, the body validator of each media type of its body but application/json. */
+export declare const otherBodyValidators: Record<string, Record<string, ValidateFunction>>;

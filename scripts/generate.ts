@@ -3,7 +3,8 @@
 // - generated/openapi.json: openapi.yaml validated and dereferenced, the document the server routes by.
 // - generated/openapi.ts:   TypeScript types of every path, operation and schema (openapi-typescript).
 // - generated/validators.js: the request validators openapi-backend would compile at start-up, compiled
-//   here once into standalone Ajv code, keyed by operationId.
+//   here once into standalone Ajv code, keyed by operationId; and a body validator of each other media
+//   type an operation's body may be sent in (`PATCH` of rows: application/merge-patch+json, …).
 // - generated/asyncapi.ts:  TypeScript types of the messages of the real-time feed, from asyncapi.yaml.
 // - generated/feed-validators.js: standalone Ajv validators of the feed's query parameters, which the
 //   server uses on each upgrade, and of each of its messages, by `type`, which tests use.
@@ -42,7 +43,7 @@ export async function generate(outDir: string): Promise<string[]> {
     'openapi.json': `${JSON.stringify(dereferenced, null, 2)}\n`,
     'openapi.ts': HEADER + astToString(await openapiTS(source as never, { alphabetize: true })),
     ...requestValidatorModules(dereferenced),
-    'validators.d.ts': `${HEADER}import type { ValidateFunction } from 'ajv';\n\n/** Request validators of every operation, in openapi-backend's order. */\nexport declare const requestValidators: Record<string, ValidateFunction[]>;\n`,
+    'validators.d.ts': `${HEADER}import type { ValidateFunction } from 'ajv';\n\n/** Request validators of every operation, in openapi-backend's order. */\nexport declare const requestValidators: Record<string, ValidateFunction[]>;\n\n/** By operationId, the body validator of each media type of its body but application/json. */\nexport declare const otherBodyValidators: Record<string, Record<string, ValidateFunction>>;\n`,
     ...(await feedModules(await readFile(join(root, 'asyncapi.yaml'), 'utf8'))),
     'sql/sqlite.sql': sqlListing('sqlite'),
     'sql/postgres.sql': sqlListing('postgres'),
@@ -63,12 +64,14 @@ export async function generate(outDir: string): Promise<string[]> {
 function requestValidatorModules(definition: OpenAPIV3.Document): Record<string, string> {
   const schemaBuilder = new OpenAPIValidator({ definition, lazyCompileValidators: true, ajvOpts: requestAjvOptions });
   const compilers = {
-    body: new Ajv({ ...requestAjvOptions, code: { source: true, esm: true, lines: true } }),
+    // Ajv's discriminator (withDiscriminators) reports the errors of the branch a property chose only.
+    body: new Ajv({ ...requestAjvOptions, discriminator: true, code: { source: true, esm: true, lines: true } }),
     params: new Ajv({ ...requestAjvOptions, coerceTypes: true, code: { source: true, esm: true, lines: true } }),
   };
   const exported = { body: {} as Record<string, string>, params: {} as Record<string, string> };
   const imports = { body: [] as string[], params: [] as string[] };
   const table: string[] = [];
+  const otherBodies: string[] = [];
   // A `head` operation is checked with the validators of its path's `get` (src/http/operations.ts), and
   // the feed's, on /ws, by the feed against asyncapi.yaml: neither has validators of its own.
   const operations = schemaBuilder.router
@@ -80,12 +83,29 @@ function requestValidatorModules(definition: OpenAPIV3.Document): Record<string,
     const names = validators.map((validate, index) => {
       const kind = index === validators.length - 1 ? 'params' : 'body';
       const name = `${operation.operationId}_${kind}`;
-      compilers[kind].addSchema(validate.schema as object, name);
+      compilers[kind].addSchema(withDiscriminators(validate.schema), name);
       exported[kind][name] = name;
       imports[kind].push(name);
       return name;
     });
     table.push(`  ${operation.operationId}: [${names.join(', ')}],`);
+    // openapi-backend builds a validator of the `application/json` body only: each other media type's is
+    // built as it builds that one, from the operation with that type's schema in its place.
+    const requestBody = operation.requestBody as OpenAPIV3.RequestBodyObject | undefined;
+    const mediaTypes = Object.keys(requestBody?.content ?? {})
+      .filter((mediaType) => mediaType !== 'application/json')
+      .sort();
+    if (!requestBody || mediaTypes.length === 0) continue;
+    const byType = mediaTypes.map((mediaType) => {
+      const alone = { ...operation, requestBody: { ...requestBody, content: { 'application/json': requestBody.content[mediaType] } } };
+      const [validate] = schemaBuilder.buildRequestValidatorsForOperation(alone as typeof operation) ?? [];
+      const name = `${operation.operationId}_body_${mediaType.replace(/^application\//, '').replace(/[^A-Za-z0-9]/g, '_')}`;
+      compilers.body.addSchema(withDiscriminators(validate.schema), name);
+      exported.body[name] = name;
+      imports.body.push(name);
+      return `'${mediaType}': ${name}`;
+    });
+    otherBodies.push(`  ${operation.operationId}: { ${byType.join(', ')} },`);
   }
   return {
     'request-body-validators.js': esmModule(standalone.default(compilers.body, exported.body)),
@@ -97,8 +117,32 @@ import { ${imports.params.join(', ')} } from './request-params-validators.js';
 export const requestValidators = {
 ${table.join('\n')}
 };
+
+/** By operationId, the body validator of each media type of its body but application/json. */
+export const otherBodyValidators = {
+${otherBodies.join('\n')}
+};
 `,
   };
+}
+
+/**
+ * A body schema as Ajv compiles it: each oneOf whose every branch requires one property that it names in
+ * an enum of one value (openapi.yaml, JsonPatchOperation's `op`) is marked with Ajv's discriminator, which
+ * validates the one branch that value chooses, so that a 400 names what is wrong with that branch alone
+ * (and an unknown value as such), not every branch's mismatch. It accepts exactly what the oneOf does.
+ */
+function withDiscriminators(schema: unknown): object {
+  return JSON.parse(
+    JSON.stringify(schema, (_key, value) => {
+      if (typeof value !== 'object' || value === null || !Array.isArray(value.oneOf) || value.discriminator) return value;
+      const [first, ...rest] = value.oneOf as { required?: string[]; properties?: Record<string, { enum?: unknown[] }> }[];
+      const tag = first?.required?.find((name) =>
+        [first, ...rest].every((branch) => branch.required?.includes(name) && branch.properties?.[name]?.enum?.length === 1),
+      );
+      return tag === undefined ? value : { ...value, discriminator: { propertyName: tag } };
+    }),
+  );
 }
 
 /**

@@ -36,6 +36,11 @@ export interface Config {
    */
   maxBatchRows: number;
   /**
+   * Most operations in one batch (openapi.yaml, writeBatch); a larger batch is 400, before anything is
+   * written. `ROWBASE_MAX_BATCH_OPERATIONS`, default 100, at least 1.
+   */
+  maxBatchOperations: number;
+  /**
    * Most rows one change by filter may change (openapi.yaml, updateRows and deleteRows); a filter that
    * matches more is 400, before anything is written. `ROWBASE_MAX_ROWS_BY_FILTER`, default 10000, at least 1.
    */
@@ -107,6 +112,7 @@ export const defaults: Config = {
   maxBodyBytesAtOnce: 1024 * 1024,
   maxJsonDepth: 64,
   maxBatchRows: 1000,
+  maxBatchOperations: 100,
   maxRowsByFilter: 10_000,
   idempotencyKeyMs: 24 * 60 * 60 * 1000,
   metering: true,
@@ -139,6 +145,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
     maxBodyBytesAtOnce: integer(env, 'ROWBASE_MAX_BODY_BYTES_AT_ONCE', defaults.maxBodyBytesAtOnce, 1, 2 ** 31),
     maxJsonDepth: integer(env, 'ROWBASE_MAX_JSON_DEPTH', defaults.maxJsonDepth, 1, 10_000),
     maxBatchRows: integer(env, 'ROWBASE_MAX_BATCH_ROWS', defaults.maxBatchRows, 1, 2 ** 31),
+    maxBatchOperations: integer(env, 'ROWBASE_MAX_BATCH_OPERATIONS', defaults.maxBatchOperations, 1, 100_000),
     maxRowsByFilter: integer(env, 'ROWBASE_MAX_ROWS_BY_FILTER', defaults.maxRowsByFilter, 1, 2 ** 31),
     idempotencyKeyMs: seconds(env, 'ROWBASE_IDEMPOTENCY_KEY_SECONDS', defaults.idempotencyKeyMs, 1, 365 * DAY),
     metering: onOff(env, 'ROWBASE_METERING', defaults.metering),

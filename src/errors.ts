@@ -35,6 +35,7 @@ const kinds: Record<ProblemCode, { status: number; title: string }> = {
   schema_conflict: { status: 409, title: 'Schema conflict' },
   unique_violation: { status: 409, title: 'Unique violation' },
   unique_conflict: { status: 409, title: 'Unique conflict' },
+  patch_conflict: { status: 409, title: 'Patch conflict' },
 };
 
 /** What a problem may carry besides its detail (openapi.yaml, Problem). */
@@ -49,6 +50,8 @@ export interface ProblemMembers {
   existing_id?: number;
   /** `unique_conflict`'s rows that share values. */
   duplicates?: Duplicate[];
+  /** The index of a batch's operation that failed (openapi.yaml, writeBatch). */
+  operation?: number;
   headers?: Record<string, string>;
 }
 
@@ -75,14 +78,26 @@ export class ApiError extends Error {
       code: this.code,
       instance,
     };
-    const { errors, violations, total, fields, existing_id, duplicates } = this.options;
+    const { errors, violations, total, fields, existing_id, duplicates, operation } = this.options;
     if (errors) problem.errors = errors;
     if (violations) problem.violations = violations;
     if (total !== undefined) problem.total = total;
     if (fields) problem.fields = fields;
     if (existing_id !== undefined) problem.existing_id = existing_id;
     if (duplicates) problem.duplicates = duplicates;
+    if (operation !== undefined) problem.operation = operation;
     return problem;
+  }
+
+  /**
+   * The same problem, met by the batch's operation `operation` (openapi.yaml, writeBatch); the places in
+   * the body its errors name are under `under` (a JSON Pointer into the batch's body), when given.
+   */
+  inOperation(operation: number, under?: string): ApiError {
+    const errors = under
+      ? this.options.errors?.map((error) => ('name' in error && error.in === 'body' ? { ...error, name: `${under}${error.name}` } : error))
+      : this.options.errors;
+    return new ApiError(this.code, this.detail, { ...this.options, errors, operation });
   }
 }
 

@@ -74,11 +74,22 @@ export const feedOperation = ['send', 'RowChanges'] as const;
 
 /**
  * The plain prefixes whose names openapi.yaml or asyncapi.yaml already gives to something, whatever kind
- * of component it is: `HeadOkRow` (a response), `NewRow`, `PreviousRow`, `RowPatch` and `RowQueryPage`,
- * `VersionedRow` and `listVersionedRows`. test/contract/account.test.ts checks this list against both
- * documents.
+ * of component it is: `BatchInsert` and `BatchPatch`, `HeadOkRow` (a response), `NewRow`, `PreviousRow`,
+ * `RowPatch` and `RowQueryPage`, `VersionedRow` and `listVersionedRows`, `MergePatch` and `JsonPatch` (the
+ * other formats of a patch), and the header `Accept-Patch`. test/contract/account.test.ts checks this list
+ * against both documents.
  */
-export const reservedPrefixes: ReadonlySet<string> = new Set(['HeadOk', 'New', 'Previous', 'Row', 'Versioned']);
+export const reservedPrefixes: ReadonlySet<string> = new Set([
+  'Accept-',
+  'Batch',
+  'HeadOk',
+  'Json',
+  'Merge',
+  'New',
+  'Previous',
+  'Row',
+  'Versioned',
+]);
 
 const ESCAPED = /^(.*)Alt(0|[1-9][0-9]*)$/;
 

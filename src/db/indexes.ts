@@ -210,6 +210,16 @@ export async function uniqueViolation(
   collection: string,
   rows: readonly WrittenRow[],
 ): Promise<ApiError | undefined> {
+  return (await uniqueViolationAt(db, accountId, collection, rows))?.problem;
+}
+
+/** uniqueViolation()'s 409, and the place among `rows` of the row that breaks the index. */
+export async function uniqueViolationAt(
+  db: Dialect,
+  accountId: number,
+  collection: string,
+  rows: readonly WrittenRow[],
+): Promise<{ problem: ApiError; place: number } | undefined> {
   const [found] = await db.query<{ id: number | string }>('select id from collections where account_id = ? and name = ?', [
     accountId,
     collection,
@@ -223,10 +233,10 @@ export async function uniqueViolation(
       const values = fields.map((field) => row.fields[field]);
       if (values.some((held) => held === undefined || held === null)) continue;
       const key = JSON.stringify(values);
-      if (seen.has(key)) return violation(collection, name, fields, seen.get(key), place);
+      if (seen.has(key)) return { problem: violation(collection, name, fields, seen.get(key), place), place };
       seen.set(key, row.id);
       const [holder] = await rowsHolding(db, db.query, collectionId, fields, values, 1, row.id);
-      if (holder !== undefined) return violation(collection, name, fields, holder);
+      if (holder !== undefined) return { problem: violation(collection, name, fields, holder), place };
     }
   }
   return undefined;

@@ -5,9 +5,11 @@
 // principals kept here (PrincipalCache).
 import type { Knex } from 'knex';
 import { ApiError, type FieldError } from '../errors.ts';
+import type { Patch } from '../patches/index.ts';
 import type { AggregateQuery } from '../query/aggregate.ts';
 import type { Filter } from '../query/filter.ts';
 import type { AggregateResult } from './aggregates.ts';
+import type { BatchOperation, BatchOptions, BatchResult } from './batch.ts';
 import type { Changes } from './changes.ts';
 import { createCollection, deleteCollection, getCollection, listCollectionSchemas, listCollections } from './collections.ts';
 import type { Dialect } from './dialect.ts';
@@ -66,6 +68,11 @@ export interface RowOperations {
     onConflict: string[],
     options?: { once?: Once<Upserted> },
   ): Promise<Upserted>;
+  /**
+   * Runs a batch's operations in order in one transaction (batch.ts): answers each one's result, or
+   * throws the problem of the first that failed, naming it, with nothing written.
+   */
+  writeBatch(accountId: number, operations: readonly BatchOperation[], options?: BatchOptions): Promise<BatchResult[]>;
   /** One page of rows (pages.ts); 404 when the collection does not exist. */
   listRows(accountId: number, collection: string, page: Page): Promise<RowsPage>;
   /**
@@ -82,14 +89,15 @@ export interface RowOperations {
   /** The row and its version; 404 for a missing row or collection. */
   getRow(accountId: number, collection: string, rowId: number): Promise<VersionedRow>;
   /**
-   * Top-level merge: each given field replaces the old value whole. One update event; answers the row
-   * and its new version. 412 when the row's version is none of `options.ifMatch`.
+   * Applies `patch` (../patches/: a top-level merge, a JSON Merge Patch or a JSON Patch) to the row read
+   * in the write's own transaction. One update event; answers the row and its new version. 412 when the
+   * row's version is none of `options.ifMatch`; 409 patch_conflict when the patch cannot apply to it.
    */
   updateRow(
     accountId: number,
     collection: string,
     rowId: number,
-    patch: Fields,
+    patch: Patch,
     options?: WriteOptions<VersionedRow>,
   ): Promise<VersionedRow>;
   /** Deletes the row, with one delete event carrying the row as it was. 412 when its version is none of `options.ifMatch`. */
@@ -97,13 +105,14 @@ export interface RowOperations {
   /**
    * Patches every row of the collection that `filter` matches as updateRow() does, all or none, each
    * with one update event, in id order, with consecutive seqs; 400 (nothing written) when more than
-   * `max` match. Answers the rows as they now are.
+   * `max` match, 409 patch_conflict (nothing written) when the patch cannot apply to one of them.
+   * Answers the rows as they now are.
    */
   updateRowsWhere(
     accountId: number,
     collection: string,
     filter: Filter,
-    patch: Fields,
+    patch: Patch,
     max: number,
     options?: WriteOptions<ChangedRows>,
   ): Promise<ChangedRows>;

@@ -3,7 +3,8 @@
 // all in one transaction that holds the collection's row from its start, so that no other write of the
 // collection comes between a row's look-up and its write. Each dialect writes a row with the statements
 // of its own inserts and patches (UpsertWrites), events and sort keys with them.
-import { validationFailed } from '../errors.ts';
+import { type FieldError, validationFailed } from '../errors.ts';
+import type { Patch } from '../patches/index.ts';
 import { advance } from './collections.ts';
 import type { Dialect, SqlValue, WriteTx } from './dialect.ts';
 import { beginOnce, type Once, recordOnce } from './idempotency.ts';
@@ -15,14 +16,15 @@ export interface UpsertWrites {
   /** Inserts `fields` as a new row, checked against the schema `schemaId` already. */
   insert(schemaId: number, fields: Fields): Promise<VersionedRow>;
   /** Patches the row `rowId` with `patch`, checking it as patched against the schema, its errors naming the row `place`. */
-  patch(rowId: number, patch: Fields, place: number): Promise<VersionedRow>;
+  patch(rowId: number, patch: Patch, place: number): Promise<VersionedRow>;
   /** Told the rows tried so far, as a unique index would see them (indexes.ts, keepingUnique). */
   tried(rows: WrittenRow[]): void;
 }
 
-/** What an upsert answers: the rows as stored, in the order sent, and its collection. */
+/** What an upsert answers: the rows as stored, in the order sent, their versions, and its collection. */
 export interface Upserted {
   json: Json<Row[]>;
+  versions: string[];
   collectionId: number;
 }
 
@@ -61,9 +63,9 @@ export async function upsertRows(
 
 /**
  * Upserts `items` into the account's collection by the unique index whose fields are `onConflict` (400
- * when it has none of exactly those fields); 404 for no such collection.
+ * naming `onConflictAt` when it has none of exactly those fields); 404 for no such collection.
  */
-async function upsertRowsIn(
+export async function upsertRowsIn(
   db: Dialect,
   trx: WriteTx,
   accountId: number,
@@ -71,6 +73,7 @@ async function upsertRowsIn(
   items: readonly Fields[],
   onConflict: readonly string[],
   writes: UpsertWrites,
+  onConflictAt: Omit<FieldError, 'message'> = { in: 'query', name: 'on_conflict' },
 ): Promise<Upserted> {
   const read = <T>(sql: string, params: SqlValue[]) => db.run<T>(trx, sql, params);
   const { id, schemaId } = await advance(db, trx, accountId, collection, 0);
@@ -79,10 +82,11 @@ async function upsertRowsIn(
   );
   if (!index) {
     throw validationFailed(`on_conflict names the fields of a unique index of collection ${collection}, and it has none of those.`, [
-      { in: 'query', name: 'on_conflict', message: 'must name the fields of a unique index' },
+      { ...onConflictAt, message: 'must name the fields of a unique index' },
     ]);
   }
   const rows: string[] = [];
+  const versions: string[] = [];
   const tried: WrittenRow[] = [];
   for (const [place, fields] of items.entries()) {
     const values = index.fields.map((field) => fields[field]);
@@ -90,12 +94,16 @@ async function upsertRowsIn(
     const [holder] = absent ? [] : await rowsHolding(db, read, id, index.fields, values, 1);
     tried.push({ id: holder, fields });
     writes.tried(tried);
+    let written: VersionedRow;
     if (holder === undefined) {
       await db.schemas.check(read, schemaId, collection, [fields], () => place);
-      rows.push((await writes.insert(schemaId, fields)).json);
+      written = await writes.insert(schemaId, fields);
     } else {
-      rows.push((await writes.patch(holder, fields, place)).json);
+      // A top-level merge of the row's fields, as PATCH with application/json.
+      written = await writes.patch(holder, { format: 'merge', fields }, place);
     }
+    rows.push(written.json);
+    versions.push(written.version);
   }
-  return { json: `[${rows.join(',')}]`, collectionId: id };
+  return { json: `[${rows.join(',')}]`, versions, collectionId: id };
 }

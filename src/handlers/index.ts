@@ -1,3 +1,4 @@
+import { batchHandlers } from './batch.ts';
 import { collectionHandlers } from './collections.ts';
 import { keyHandlers } from './keys.ts';
 import { rowHandlers } from './rows.ts';
@@ -9,6 +10,7 @@ import { usageHandlers } from './usage.ts';
 export const handlers: Handlers<OperationId> = {
   ...collectionHandlers,
   ...rowHandlers,
+  ...batchHandlers,
   ...usageHandlers,
   ...keyHandlers,
   ...serviceHandlers,

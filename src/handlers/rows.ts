@@ -8,6 +8,7 @@ import type { Store } from '../db/store.ts';
 import type { Upserted } from '../db/upserts.ts';
 import { validationFailed } from '../errors.ts';
 import { etagOf, ifMatch, ifNoneMatch } from '../http/request.ts';
+import { ACCEPT_PATCH, patchFormatOf, readPatch } from '../patches/index.ts';
 import { aggregateParameters, parseAggregateQuery } from '../query/aggregate.ts';
 import { type CursorScope, lastRow, makeCursor, readCursor } from '../query/cursor.ts';
 import { FILTER_PARAMETER, filterJson, parseFilter, parseFilterText } from '../query/filter.ts';
@@ -137,15 +138,16 @@ export const rowHandlers: Handlers<
   async getRow({ principal, path, headers }, { store }) {
     const held = ifNoneMatch(headers);
     const { json, version } = await store.getRow(principal.accountId, path.collection_name, path.row_id);
-    const etag = { ETag: etagOf(version) };
+    const etag = { ETag: etagOf(version), 'Accept-Patch': ACCEPT_PATCH };
     // RFC 9110 §13.1.2: the client holds this version already.
     if (held(version)) return { status: 304, headers: etag };
     return { status: 200, body: json, headers: etag };
   },
 
-  async updateRow({ principal, path, body, headers, once }, { store }) {
+  async updateRow({ principal, path, body, mediaType, headers, once }, { store }) {
+    const patch = readPatch(patchFormatOf[mediaType], body);
     const options = { ifMatch: ifMatch(headers), once: once && answerOnce(once, answerPatched) };
-    return answerPatched(await store.updateRow(principal.accountId, path.collection_name, path.row_id, body, options));
+    return answerPatched(await store.updateRow(principal.accountId, path.collection_name, path.row_id, patch, options));
   },
 
   async deleteRow({ principal, path, headers, once }, { store }) {
@@ -154,12 +156,13 @@ export const rowHandlers: Handlers<
     return answerDeleted();
   },
 
-  async updateRows({ principal, path, query, body, once }, { store, config }) {
+  async updateRows({ principal, path, query, body, mediaType, once }, { store, config }) {
     const filter = parseFilterText(query.filter, FILTER_PARAMETER);
+    const patch = readPatch(patchFormatOf[mediaType], body);
     // The rows only when asked for (openapi.yaml, ReturnParameter).
     const answer = query.return === 'rows' ? answerChangedRows : answerChangedCount;
     const options = { once: once && answerOnce(once, answer) };
-    return answer(await store.updateRowsWhere(principal.accountId, path.collection_name, filter, body, config.maxRowsByFilter, options));
+    return answer(await store.updateRowsWhere(principal.accountId, path.collection_name, filter, patch, config.maxRowsByFilter, options));
   },
 
   async deleteRows({ principal, path, query, once }, { store, config }) {
@@ -186,7 +189,7 @@ function answerUpserted({ json }: Upserted): Result {
 }
 
 function answerPatched({ json, version }: VersionedRow): Result {
-  return { status: 200, body: json, headers: { ETag: etagOf(version) } };
+  return { status: 200, body: json, headers: { ETag: etagOf(version), 'Accept-Patch': ACCEPT_PATCH } };
 }
 
 function answerDeleted(): Result {

@@ -7,7 +7,7 @@ import type { Principal } from '../db/keys.ts';
 import type { Store } from '../db/store.ts';
 import type { BodyBudget } from '../http/request.ts';
 import type { Result } from '../http/stages.ts';
-import type { Meter } from '../usage/meter.ts';
+import type { Admission, Meter } from '../usage/meter.ts';
 
 export type { Result } from '../http/stages.ts';
 
@@ -17,20 +17,28 @@ export type { Result } from '../http/stages.ts';
  */
 export type OperationId = Exclude<keyof operations, `head${string}` | 'openFeed'>;
 
-type JsonBody<K extends OperationId> = operations[K] extends { requestBody: { content: { 'application/json': infer B } } } ? B : undefined;
+type Content<K extends OperationId> = operations[K] extends { requestBody: { content: infer C } } ? C : undefined;
+/** The body of any media type the operation takes (most take `application/json` alone). */
+type Body<K extends OperationId> = Content<K> extends undefined ? undefined : Content<K>[keyof Content<K>];
+/** The media types the operation's body may be sent in, as openapi.yaml lists them. */
+export type MediaType<K extends OperationId> = Content<K> extends undefined ? undefined : keyof Content<K> & string;
 
 /** What a handler receives: the request as validated, coerced and defaulted against openapi.yaml. */
 export interface Input<K extends OperationId> {
   path: operations[K]['parameters']['path'];
   /** Every query parameter of ours has a default, so after validation every one is present. */
   query: Required<NonNullable<operations[K]['parameters']['query']>>;
-  body: JsonBody<K>;
+  body: Body<K>;
+  /** The body's media type, which says how to read it (a PATCH of rows: src/patches/). */
+  mediaType: MediaType<K>;
   /** The key's account; absent on the routes that need no key. */
   principal: Principal;
   /** The request's headers as Node reads them: the header parameters of openapi.yaml are read from here. */
   headers: IncomingHttpHeaders;
   /** A write's Idempotency-Key, when it carries one: its write stores its answer (http/request.ts; db/idempotency.ts, answerOnce). */
   once?: OnceRequest;
+  /** What the request counted toward its account's plan, when metered: a batch counts more (usage/meter.ts, admitMore). */
+  admission?: Admission;
 }
 
 export interface Deps {

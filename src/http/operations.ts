@@ -22,7 +22,7 @@ import type { Middleware } from 'koa';
 import { type Document, OpenAPIRouter, type Operation } from 'openapi-backend';
 import type { OpenAPIV3 } from 'openapi-types';
 import document from '../../generated/openapi.json' with { type: 'json' };
-import { requestValidators } from '../../generated/validators.js';
+import { otherBodyValidators, requestValidators } from '../../generated/validators.js';
 import { collectionNotFound } from '../db/collections.ts';
 import { type Principal, type Scope, scopes, scopesGranting } from '../db/keys.ts';
 import { ApiError, type FieldError, forbidden, notFound, unauthorized, validationFailed } from '../errors.ts';
@@ -32,7 +32,7 @@ import type { Deps, Handler, OperationId } from '../handlers/types.ts';
 import { FEED_PATH, notAnUpgrade } from '../ws/upgrade.ts';
 import { pageOperations } from './pages.ts';
 import type { OnceState } from './request.ts';
-import { type AuthState, respond } from './stages.ts';
+import { type AdmissionState, type AuthState, respond } from './stages.ts';
 
 const methods = ['get', 'head', 'put', 'post', 'delete', 'options', 'patch'] as const;
 
@@ -50,7 +50,7 @@ export interface Router {
    */
   authorize: Middleware<RouteState & Partial<AuthState>>;
   /** 404 or 405; else validation, the key's collections, the handler by operationId, and the one responder. */
-  handle: Middleware<RouteState & Partial<AuthState> & OnceState>;
+  handle: Middleware<RouteState & Partial<AuthState> & OnceState & AdmissionState>;
 }
 
 /** An operation with what its requests need, worked out at start. */
@@ -145,14 +145,24 @@ export function createRouter(deps: Deps): Router {
       const { principal } = ctx.state;
       const { querystring } = ctx;
       const query = queryFor(querystring, checks.queryNames);
-      const validated = validateRequest(checks, { params, query, querystring, body: ctx.request.body });
+      const { body, mediaType } = ctx.request;
+      const validated = validateRequest(checks, { params, query, querystring, body, mediaType });
       // A collection the key is not limited to does not exist for it: the 404 of one that does not.
       const collections = principal?.collections;
       if (ofCollection && collections && !collections.has(validated.path.collection_name as string)) {
         throw collectionNotFound(validated.path.collection_name as string);
       }
-      const { once } = ctx.state;
-      const input = { path: validated.path, query: validated.query, body: validated.body, principal, headers: ctx.req.headers, once };
+      const { once, admission } = ctx.state;
+      const input = {
+        path: validated.path,
+        query: validated.query,
+        body: validated.body,
+        mediaType,
+        principal,
+        headers: ctx.req.headers,
+        once,
+        admission,
+      };
       respond(ctx, await handler(input as never, deps));
     },
   };
@@ -178,7 +188,8 @@ function bind(operation: Operation): Bound {
   const ofCollection = ((operation.parameters ?? []) as OpenAPIV3.ParameterObject[]).some(
     (parameter) => parameter.in === 'path' && parameter.name === 'collection_name',
   );
-  return { handler, security, scope: scopeOf(operation, security), ofCollection, checks: requestChecks(operation, validators) };
+  const checks = requestChecks(operation, validators, otherBodyValidators[operationId]);
+  return { handler, security, scope: scopeOf(operation, security), ofCollection, checks };
 }
 
 /**
@@ -328,6 +339,8 @@ export interface RequestParts {
   querystring: string;
   /** The parsed JSON body, if one was read. */
   body: unknown;
+  /** The body's media type (http/request.ts, jsonBody), if one was read. */
+  mediaType?: string;
 }
 
 export interface Validated {
@@ -339,6 +352,11 @@ export interface Validated {
 /** What an operation's requests are checked with, worked out once. */
 export interface RequestChecks {
   validators: ValidateFunction[];
+  /**
+   * The validators of a body sent in another media type than `application/json` (a PATCH of rows'
+   * `application/merge-patch+json`, …), by media type: its body's validator, then the parameters'.
+   */
+  byMediaType: ReadonlyMap<string, ValidateFunction[]>;
   /** The integer parameters, whose values must be written in decimal digits. */
   integers: { in: 'path' | 'query'; name: string }[];
   /** The names of the query's parameters. */
@@ -356,7 +374,15 @@ export interface RequestChecks {
  */
 const MAX_QUERY_PARTS = 1000;
 
-export function requestChecks(operation: Operation, validators: ValidateFunction[]): RequestChecks {
+export function requestChecks(
+  operation: Operation,
+  validators: ValidateFunction[],
+  otherBodies: Record<string, ValidateFunction> = {},
+): RequestChecks {
+  // The last validator is the parameters' (openapi-backend's order); a body's, when there is one, comes first.
+  const byMediaType = new Map(
+    Object.entries(otherBodies).map(([mediaType, body]) => [mediaType, [body, validators[validators.length - 1]]]),
+  );
   const integers: RequestChecks['integers'] = [];
   const queryNames = new Set<string>();
   for (const parameter of (operation.parameters ?? []) as OpenAPIV3.ParameterObject[]) {
@@ -374,13 +400,19 @@ export function requestChecks(operation: Operation, validators: ValidateFunction
   }
   const ignoresQuery = (operation as { 'x-rowbase-query'?: unknown })['x-rowbase-query'] === 'ignored';
   if (ignoresQuery && queryNames.size > 0) throw new Error(`${operation.operationId}: ignores its query, yet has query parameters`);
-  return { validators, integers, queryNames, ignoresQuery };
+  return { validators, byMediaType, integers, queryNames, ignoresQuery };
 }
 
 const invalid = (errors: FieldError[]) => validationFailed('The request does not match the API description.', errors);
 
 /** The request's input as validated, coerced and defaulted, or a 400 `validation_failed` saying what is wrong. */
-export function validateRequest({ validators, integers, queryNames, ignoresQuery }: RequestChecks, request: RequestParts): Validated {
+export function validateRequest(checks: RequestChecks, request: RequestParts): Validated {
+  const { integers, queryNames, ignoresQuery } = checks;
+  // A plain JSON body is checked by the operation's own validators, found without a look-up.
+  const validators =
+    request.mediaType === undefined || request.mediaType === 'application/json'
+      ? checks.validators
+      : (checks.byMediaType.get(request.mediaType) ?? checks.validators);
   const unknown = ignoresQuery ? [] : unknownQueryNames(queryNames, request.querystring);
   if (unknown.length > 0) throw invalid(unknown);
   const path: Record<string, unknown> = {};
@@ -470,6 +502,10 @@ function fieldErrors(errors: ErrorObject[]): FieldError[] {
       message = 'is required';
     } else if (error.keyword === 'not') {
       message = 'is not allowed: the service assigns ids';
+    } else if (error.keyword === 'discriminator') {
+      // A oneOf chosen by a member's value (openapi.yaml, JsonPatchOperation's `op`): that member is wrong.
+      name = `${name}/${String(error.params.tag)}`;
+      message = 'is none of the values this member may have';
     }
     const key = `${place} ${name} ${message}`;
     if (seen.has(key)) return [];

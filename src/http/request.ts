@@ -28,17 +28,21 @@ import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { pipeline, type Transform } from 'node:stream';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import type { Context, Middleware } from 'koa';
+import type { Operation } from 'openapi-backend';
+import type { OpenAPIV3 } from 'openapi-types';
 import getRawBody from 'raw-body';
 import type { Config } from '../config.ts';
 import { type FoundAnswer, type OnceRequest, OnceTaken, onceInProgress } from '../db/idempotency.ts';
 import type { Store } from '../db/store.ts';
-import { ApiError, validationFailed } from '../errors.ts';
+import { ApiError, type FieldError, validationFailed } from '../errors.ts';
 import { type AdmissionState, type AuthState, headerLines, respond } from './stages.ts';
 
 declare module 'koa' {
   interface Request {
     /** The JSON body, as jsonBody() read it. */
     body?: unknown;
+    /** The body's media type, without parameters: `application/json`, or another its operation takes. */
+    mediaType?: string;
   }
 }
 
@@ -59,7 +63,8 @@ const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 const objectOrArray = /^[ \t\n\r]*[[{]/;
 
 /**
- * Reads a JSON body where the method carries one: anything but `application/json` in UTF-8 is 415,
+ * Reads a JSON body where the method carries one: anything but `application/json` (or another JSON
+ * media type the operation's requestBody lists, as a PATCH of rows takes RFC 7396's and RFC 6902's) in UTF-8 is 415,
  * over `maxBodyBytes` 413 (once decompressed: gzip, deflate and br are read; any other encoding is 415),
  * and 400 for a body that is not what its Content-Encoding says, not UTF-8 (never read as U+FFFD), not
  * a JSON object or array, nested deeper than `maxJsonDepth`, or holding a number no double can hold
@@ -67,16 +72,38 @@ const objectOrArray = /^[ \t\n\r]*[[{]/;
  * and method that openapi.yaml does not have (as the router's `route` stage found): routing answers
  * those with 404 or 405, whatever their body.
  */
-export function jsonBody(config: Config, budget: BodyBudget): Middleware<{ route: { operation?: unknown } }> {
-  return async (ctx, next) => {
+export function jsonBody(config: Config, budget: BodyBudget): Middleware<{ route: { operation?: Operation } }> {
+  return (ctx, next) => {
     const kind = bodyKind(ctx.req);
-    if (kind === 'none' || !ctx.state.route.operation) return next();
-    if (kind === 'other') checkMediaType(ctx);
-    return withJsonBody(ctx.req, config, budget, (body) => {
-      ctx.request.body = body;
-      return next();
-    });
+    const { operation } = ctx.state.route;
+    if (kind === 'none' || !operation) return next();
+    const read = readJsonBody(ctx, kind, operation, config, budget, next);
+    // A PATCH's 415 names the media types it takes (RFC 5789 §2.2), whatever it refused.
+    return operation.method === 'patch' ? read.catch((error) => Promise.reject(withAcceptPatch(error, operation))) : read;
   };
+}
+
+/** The body's media type (a 415 for one `operation` does not take) and its JSON, then the stages after. */
+async function readJsonBody(
+  ctx: Context,
+  kind: 'json' | 'other',
+  operation: Operation,
+  config: Config,
+  budget: BodyBudget,
+  next: () => Promise<unknown>,
+): Promise<unknown> {
+  ctx.request.mediaType = kind === 'json' ? 'application/json' : checkMediaType(ctx, operation);
+  return withJsonBody(ctx.req, config, budget, (body) => {
+    ctx.request.body = body;
+    return next();
+  });
+}
+
+/** The 415 `error` with Accept-Patch naming the media types `operation` takes; any other error as it is. */
+function withAcceptPatch(error: unknown, operation: Operation): unknown {
+  if (!(error instanceof ApiError) || error.code !== 'unsupported_media_type') return error;
+  const headers = { ...error.options.headers, 'Accept-Patch': mediaTypesOf(operation).join(', ') };
+  return new ApiError(error.code, error.detail, { ...error.options, headers });
 }
 
 /**
@@ -138,15 +165,34 @@ const plainJson = new Set([
   'application/json; charset=UTF-8',
 ]);
 
-/** Any other Content-Type: 415 unless it is `application/json`, with parameters, in UTF-8. */
-function checkMediaType(ctx: Context): void {
-  if (!ctx.is('application/json')) {
-    throw new ApiError('unsupported_media_type', 'The request body must be application/json.');
+/**
+ * Any other Content-Type: 415 unless it is one of the media types `operation` takes, with parameters,
+ * in UTF-8; else the one it is.
+ */
+function checkMediaType(ctx: Context, operation: Operation): string {
+  const accepted = mediaTypesOf(operation);
+  const found = ctx.is(accepted);
+  if (!found) {
+    const types = accepted.length === 1 ? accepted[0] : `one of ${accepted.join(', ')}`;
+    throw new ApiError('unsupported_media_type', `The request body must be ${types}.`);
   }
   const charset = ctx.request.charset.toLowerCase();
   if (charset !== '' && charset !== 'utf-8' && charset !== 'utf8') {
     throw new ApiError('unsupported_media_type', `The request body must be JSON in UTF-8, not ${charset}.`);
   }
+  return found;
+}
+
+/** The media types of each operation's body, in the order openapi.yaml lists them: worked out once. */
+const mediaTypes = new WeakMap<Operation, string[]>();
+function mediaTypesOf(operation: Operation): string[] {
+  let types = mediaTypes.get(operation);
+  if (!types) {
+    const listed = Object.keys((operation.requestBody as OpenAPIV3.RequestBodyObject | undefined)?.content ?? {});
+    types = listed.length > 0 ? listed : ['application/json'];
+    mediaTypes.set(operation, types);
+  }
+  return types;
 }
 
 function hasBody(headers: Record<string, string | string[] | undefined>): boolean {
@@ -338,7 +384,7 @@ export function idempotency(
     // A key limited to some collections is not shown the answers of the account's other keys: the
     // request it sends is its own, so another key's stored answer is for another request (422).
     const sender = principal.collections ? `key ${principal.keyId}\n` : '';
-    const hash = requestHash(ctx.method, `${sender}${ctx.path}`, ctx.querystring, ctx.request.body);
+    const hash = requestHash(ctx.method, `${sender}${ctx.path}`, ctx.querystring, ctx.request.body, ctx.request.mediaType);
     const ms = Date.now();
     if (ms !== clock.ms) {
       clock.ms = ms;
@@ -399,10 +445,16 @@ const badKey = (message: string) =>
     { in: 'header', name: 'idempotency-key', message },
   ]);
 
-/** The request as a retry must send it again: SHA-256 of its method, path, query and body (its JSON, as parsed). */
-function requestHash(method: string, path: string, querystring: string, body: unknown): string {
+/**
+ * The request as a retry must send it again: SHA-256 of its method, path, query and body (its JSON, as
+ * parsed), and of its body's media type when that is not `application/json` (the same JSON sent as a
+ * merge patch is another request; a plain JSON body's hash is what it always was).
+ */
+function requestHash(method: string, path: string, querystring: string, body: unknown, mediaType?: string): string {
+  const text = body === undefined ? '' : JSON.stringify(body);
+  const typed = mediaType === undefined || mediaType === 'application/json' ? text : `${mediaType}\n${text}`;
   // crypto.hash(): one call, where a Hash object costs twice as much for a text this short.
-  return digest('sha256', `${method}\n${path}\n${querystring}\n${body === undefined ? '' : JSON.stringify(body)}`, 'hex');
+  return digest('sha256', `${method}\n${path}\n${querystring}\n${typed}`, 'hex');
 }
 
 /** The ETag of a row of `version` (../db/rows.ts, versionOf): a strong entity tag (RFC 9110 §8.8.3). */
@@ -425,25 +477,28 @@ const element = /[ \t]*(?:(W\/)?"([\x21\x23-\x7e\x80-\xff]*)")?[ \t]*(?:,|$)/y;
  */
 function tagList(headers: IncomingHttpHeaders, name: 'if-match' | 'if-none-match'): TagList | undefined {
   const value = headers[name];
-  if (value === undefined) return undefined;
+  return value === undefined ? undefined : tagsOf(value, name, { in: 'header', name });
+}
+
+/** The tags of `value`, an If-Match or If-None-Match (`header`) sent at `place`; 400 naming it when malformed. */
+function tagsOf(value: string, header: string, place: Omit<FieldError, 'message'>): TagList {
+  const malformed = () =>
+    validationFailed(
+      `${header} must be "*" or a comma-separated list of entity-tags, each in double quotes, such as "12.34" (RFC 9110 §13.1).`,
+      [{ ...place, message: 'is not "*" or a list of entity-tags' }],
+    );
   if (value.trim() === '*') return '*';
   const tags: { weak: boolean; opaque: string }[] = [];
   for (let at = 0; at < value.length; ) {
     element.lastIndex = at;
     const match = element.exec(value);
-    if (!match || element.lastIndex === at) throw malformed(name);
+    if (!match || element.lastIndex === at) throw malformed();
     if (match[2] !== undefined) tags.push({ weak: match[1] !== undefined, opaque: match[2] });
     at = element.lastIndex;
   }
-  if (tags.length === 0) throw malformed(name);
+  if (tags.length === 0) throw malformed();
   return tags;
 }
-
-const malformed = (name: string) =>
-  validationFailed(
-    `${name} must be "*" or a comma-separated list of entity-tags, each in double quotes, such as "12.34" (RFC 9110 §13.1).`,
-    [{ in: 'header', name, message: 'is not "*" or a list of entity-tags' }],
-  );
 
 /**
  * The versions If-Match allows a write of the row at (RFC 9110 §13.1.1): its strong tags (a weak tag
@@ -452,10 +507,16 @@ const malformed = (name: string) =>
  * condition: §13.2.1).
  */
 export function ifMatch(headers: IncomingHttpHeaders): string[] | undefined {
-  const tags = tagList(headers, 'if-match');
-  if (tags === undefined || tags === '*') return undefined;
-  return tags.filter((tag) => !tag.weak).map((tag) => tag.opaque);
+  return strongTags(tagList(headers, 'if-match'));
 }
+
+/** ifMatch() of a value sent at `place` in a body (a batch's `if_match`, openapi.yaml BatchUpdate). */
+export function ifMatchAt(value: string | undefined, place: Omit<FieldError, 'message'>): string[] | undefined {
+  return strongTags(value === undefined ? undefined : tagsOf(value, 'if_match', place));
+}
+
+const strongTags = (tags: TagList | undefined) =>
+  tags === undefined || tags === '*' ? undefined : tags.filter((tag) => !tag.weak).map((tag) => tag.opaque);
 
 /**
  * If-None-Match (RFC 9110 §13.1.2): a test of whether it holds a tag that matches a row of `version`

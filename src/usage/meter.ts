@@ -86,27 +86,49 @@ export class Meter {
   }
 
   /**
-   * Counts one request of the account, or throws 429 (and counts nothing) when its plan allows none.
-   * Synchronous while the account's meter is fresh, as it is for all but about one request a second:
-   * no promise, and no turn of the microtask queue, per request.
+   * Counts `units` requests of the account (default 1; a batch counts one per operation, openapi.yaml
+   * writeBatch), or throws 429 (and counts nothing) when its plan's quota has fewer left, or its rate
+   * not one. The units past the first are taken from the rate's bucket all the same, which may go below
+   * zero: the requests after them wait until it fills again. Synchronous while the account's meter is
+   * fresh, as it is for all but about one request a second: no promise, and no turn of the microtask
+   * queue, per request.
    */
-  admit(accountId: number): Admission | Promise<Admission> {
+  admit(accountId: number, units = 1): Admission | Promise<Admission> {
     const meter = this.fresh(accountId);
-    return meter ? this.count(meter) : this.current(accountId).then((read) => this.count(read));
+    return meter ? this.count(meter, units) : this.current(accountId).then((read) => this.count(read, units));
   }
 
-  private count(meter: AccountMeter): Admission {
+  /**
+   * Counts `units` more requests of the account toward a request's `admission` (a batch's operations
+   * past the first), which then tells what remains; 429 as admit() when its plan has fewer left.
+   */
+  async admitMore(accountId: number, units: number, admission: Admission): Promise<void> {
+    try {
+      Object.assign(admission, await this.admit(accountId, units));
+    } catch (error) {
+      if (!(error instanceof TooMany)) throw error;
+      // The answer carries the request's admission as the refusal left it, and the refusal's Retry-After.
+      Object.assign(admission, error.admission);
+      throw new ApiError(error.code, error.detail, { headers: { 'Retry-After': String(error.retryAfter) } });
+    }
+  }
+
+  private count(meter: AccountMeter, units: number): Admission {
     const now = this.clock();
     const used = meter.base + meter.writing + meter.pending;
     const { quota, rate } = meter.plan;
     const reset = Math.max(0, Math.ceil((meter.periodEnd - now) / 1000));
-    if (used >= quota) {
+    if (used + units > quota) {
       this.counts.quota_exceeded++;
+      const until = new Date(meter.periodEnd).toISOString();
+      const left = Math.max(0, quota - used);
       throw tooMany(
         'quota_exceeded',
-        `The plan's quota of ${quota} requests a ${meter.plan.period} is used up until ${new Date(meter.periodEnd).toISOString()}.`,
+        left === 0
+          ? `The plan's quota of ${quota} requests a ${meter.plan.period} is used up until ${until}.`
+          : `This batch counts as ${units} requests, and the plan's quota of ${quota} requests a ${meter.plan.period} has ${left} left until ${until}.`,
         {
-          admission: { limit: quota, remaining: 0, reset },
+          admission: { limit: quota, remaining: left, reset },
           retryAfter: Math.max(1, reset),
         },
       );
@@ -121,12 +143,12 @@ export class Meter {
           retryAfter: Math.max(1, Math.ceil((1 - meter.tokens) / rate)),
         });
       }
-      meter.tokens -= 1;
+      meter.tokens -= units;
     }
-    meter.pending += 1;
+    meter.pending += units;
     meter.lastSeen = now;
     this.counts.admitted++;
-    return { limit: quota, remaining: quota - used - 1, reset };
+    return { limit: quota, remaining: quota - used - units, reset };
   }
 
   /** The account's usage in the current period, as counted so far. */
@@ -253,14 +275,26 @@ export function rateLimitHeaders({ limit, remaining, reset }: Admission): string
   return ['RateLimit-Limit', String(limit), 'RateLimit-Remaining', String(remaining), 'RateLimit-Reset', String(reset)];
 }
 
+/** A 429 of the meter, with the RateLimit-* headers of the `admission` it refused and its Retry-After. */
+class TooMany extends ApiError {
+  constructor(
+    code: 'quota_exceeded' | 'rate_limited',
+    detail: string,
+    readonly admission: Admission,
+    readonly retryAfter: number,
+  ) {
+    const headers: Record<string, string> = {};
+    const limits = rateLimitHeaders(admission);
+    for (let index = 0; index < limits.length; index += 2) headers[limits[index]] = limits[index + 1];
+    headers['Retry-After'] = String(retryAfter);
+    super(code, detail, { headers });
+  }
+}
+
 function tooMany(
   code: 'quota_exceeded' | 'rate_limited',
   detail: string,
   { admission, retryAfter }: { admission: Admission; retryAfter: number },
 ) {
-  const headers: Record<string, string> = {};
-  const limits = rateLimitHeaders(admission);
-  for (let index = 0; index < limits.length; index += 2) headers[limits[index]] = limits[index + 1];
-  headers['Retry-After'] = String(retryAfter);
-  return new ApiError(code, detail, { headers });
+  return new TooMany(code, detail, admission, retryAfter);
 }

@@ -247,7 +247,12 @@ describe("the account's contract", () => {
         content: { 'application/json': { schema: { type: 'array', minItems: 1, items: { $ref: '#/components/schemas/NotesInsert' } } } },
       });
       expect(refsOf(rows.get)).to.include('#/components/schemas/NotesRow').and.not.include('#/components/parameters/SelectParameter');
-      expect(refsOf(rows.patch!.requestBody)).to.deep.equal(['#/components/schemas/NotesPatch']);
+      // A merge patch and a JSON Patch are typed as openapi.yaml types them (docs/patches.md).
+      expect(refsOf(rows.patch!.requestBody)).to.deep.equal([
+        '#/components/schemas/NotesPatch',
+        '#/components/schemas/MergePatch',
+        '#/components/schemas/JsonPatch',
+      ]);
       expect(refsOf(paths['/v1/collections/notes/query']!.post!.requestBody)).to.deep.equal(['#/components/schemas/WholeRowQuery']);
       expect(refsOf(paths['/v1/collections/notes/versioned-rows']!.get)).to.include('#/components/schemas/NotesRowVersion');
       expect(paths['/v1/collections/notes/rows/{row_id}']!.parameters).to.deep.equal([{ $ref: '#/components/parameters/RowIdPath' }]);

@@ -81,10 +81,11 @@ describe('the contract documents', () => {
       for (const [kind, entries] of Object.entries<Record<string, Record<string, unknown>>>(document.components)) {
         for (const [name, value] of Object.entries(entries)) {
           if (kind === 'schemas') {
-            // The schema itself is named: its own enum, allOf or anyOf is fine; anything inside it is not.
-            const { enum: _enum, allOf: _allOf, anyOf: _anyOf, ...rest } = value;
+            // The schema itself is named: its own enum, allOf, anyOf or oneOf is fine; anything inside it is not.
+            const { enum: _enum, allOf: _allOf, anyOf: _anyOf, oneOf: _oneOf, ...rest } = value;
             if (_allOf) visit({ allOf: _allOf }, `#/components/${kind}/${name}`, true);
             if (_anyOf) visit({ anyOf: _anyOf }, `#/components/${kind}/${name}`, true);
+            if (_oneOf) visit({ oneOf: _oneOf }, `#/components/${kind}/${name}`, true);
             visit(rest, `#/components/${kind}/${name}`, false);
           } else visit(value, `#/components/${kind}/${name}`, false);
         }

@@ -52,6 +52,7 @@ const expectedStatuses = {
   deleteRow: 204,
   updateRows: 200,
   deleteRows: 200,
+  writeBatch: 200,
   listKeys: 200,
   headKeys: 200,
   createKey: 201,

@@ -20,6 +20,7 @@ const root = new URL('../../', import.meta.url).pathname;
 const prismCli = createRequire(import.meta.url).resolve('@stoplight/prism-cli/dist/index.js');
 
 interface Violation {
+  code?: string;
   location: string[];
   severity: string;
   message: string;
@@ -29,17 +30,28 @@ interface Scenario {
   name: string;
   method: string;
   path: string;
-  /** Sent as JSON. */
+  /** Sent as JSON, as `contentType` (default application/json). */
   body?: unknown;
+  contentType?: string;
   /** Default: the key, as `Authorization: Bearer`. */
   headers?: Record<string, string>;
   status: number;
   /** The request breaks openapi.yaml in a way Prism can tell, from the document alone. */
   refusedByPrism?: boolean;
+  /**
+   * A JSON Patch, which Prism (5.14) checks against the schema of `application/json` instead of its own:
+   * it matches a media type by its subtype's suffix alone (`json-patch+json` as `json`), and the first
+   * content of the operation that matches is `application/json`'s. So it reports that the body is no
+   * object, and only that.
+   */
+  prismReadsAsJson?: boolean;
 }
 
 const rows = '/v1/collections/proxied/rows';
 const versioned = '/v1/collections/proxied/versioned-rows';
+
+/** What Prism reports of a JSON Patch (Scenario's prismReadsAsJson). */
+const misreadAsJson: Violation = { location: ['request', 'body'], severity: 'Error', code: 'type', message: 'Request body must be object' };
 
 /** Requests the document calls valid: every operation, in an order that makes each succeed. */
 const valid: Scenario[] = [
@@ -81,6 +93,27 @@ const valid: Scenario[] = [
   { name: 'getRow', method: 'GET', path: `${rows}/1`, status: 200 },
   { name: 'headRow', method: 'HEAD', path: `${rows}/1`, status: 200 },
   { name: 'updateRow', method: 'PATCH', path: `${rows}/1`, body: { n: 3 }, status: 200 },
+  {
+    name: 'updateRow with a JSON Merge Patch',
+    method: 'PATCH',
+    path: `${rows}/1`,
+    body: { m: { a: 1 }, text: null },
+    contentType: 'application/merge-patch+json',
+    status: 200,
+  },
+  {
+    name: 'updateRow with a JSON Patch',
+    method: 'PATCH',
+    path: `${rows}/1`,
+    body: [
+      { op: 'test', path: '/n', value: 3 },
+      { op: 'increment', path: '/n', value: 2 },
+      { op: 'increment', path: '/n', value: -2 },
+    ],
+    contentType: 'application/json-patch+json',
+    status: 200,
+    prismReadsAsJson: true,
+  },
   { name: 'deleteRow', method: 'DELETE', path: `${rows}/2`, status: 204 },
   {
     name: 'updateRows',
@@ -90,6 +123,18 @@ const valid: Scenario[] = [
     status: 200,
   },
   { name: 'deleteRows', method: 'DELETE', path: `${rows}?filter=${encodeURIComponent('{"n":{"$gt":3}}')}`, status: 200 },
+  {
+    name: 'writeBatch',
+    method: 'POST',
+    path: '/v1/batch',
+    body: {
+      operations: [
+        { op: 'insert', collection: 'proxied', rows: [{ text: 'c' }] },
+        { op: 'delete', collection: 'proxied', id: 3 },
+      ],
+    },
+    status: 200,
+  },
   // A request to /ws that is no upgrade is refused, as the document says: fetch makes no upgrade.
   { name: 'openFeed', method: 'GET', path: '/ws?collection=proxied', status: 400 },
   { name: 'headFeed', method: 'HEAD', path: '/ws?collection=proxied', status: 400 },
@@ -121,6 +166,24 @@ const invalid: Scenario[] = [
   { name: 'insertRows with an id', method: 'POST', path: rows, body: [{ id: 5 }], status: 400, refusedByPrism: true },
   { name: 'insertRows of no row', method: 'POST', path: rows, body: [], status: 400, refusedByPrism: true },
   { name: 'updateRow with no field', method: 'PATCH', path: `${rows}/1`, body: {}, status: 400, refusedByPrism: true },
+  {
+    name: 'updateRow with an unknown JSON Patch op',
+    method: 'PATCH',
+    path: `${rows}/1`,
+    body: [{ op: 'merge', path: '/n' }],
+    contentType: 'application/json-patch+json',
+    status: 400,
+    refusedByPrism: true,
+  },
+  {
+    name: 'updateRow with a failing JSON Patch test',
+    method: 'PATCH',
+    path: `${rows}/1`,
+    body: [{ op: 'test', path: '/n', value: 0 }],
+    contentType: 'application/json-patch+json',
+    status: 409,
+    prismReadsAsJson: true,
+  },
   { name: 'updateRows without a filter', method: 'PATCH', path: rows, body: { n: 1 }, status: 400, refusedByPrism: true },
   { name: 'deleteRows with a filter that does not parse', method: 'DELETE', path: `${rows}?filter=%7B`, status: 400 },
   { name: 'openFeed without a collection', method: 'GET', path: '/ws', status: 400, refusedByPrism: true },
@@ -182,12 +245,12 @@ describe('a validating proxy (Prism) between a client and the server', function 
   });
 
   /** Sends `scenario` through Prism; gives the answer, checked against openapi.yaml, and Prism's violations. */
-  async function throughPrism({ method, path, body, headers }: Scenario) {
+  async function throughPrism({ method, path, body, contentType = 'application/json', headers }: Scenario) {
     const request = new Request(proxyUrl + path, {
       method,
       headers: {
         ...(headers ?? { authorization: `Bearer ${key}` }),
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...(body === undefined ? {} : { 'content-type': contentType }),
       },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
@@ -199,21 +262,27 @@ describe('a validating proxy (Prism) between a client and the server', function 
   }
 
   for (const scenario of valid) {
-    it(`reports no violation of ${scenario.name} (${scenario.method} ${scenario.path} → ${scenario.status})`, async () => {
+    const what = scenario.prismReadsAsJson ? "only Prism's misreading of a JSON Patch" : 'no violation';
+    it(`reports ${what} of ${scenario.name} (${scenario.method} ${scenario.path} → ${scenario.status})`, async () => {
       const { status, text, violations } = await throughPrism(scenario);
-      expect(violations).to.deep.equal([]);
+      expect(violations).to.deep.equal(scenario.prismReadsAsJson ? [misreadAsJson] : []);
       expect(status, text).to.equal(scenario.status);
     });
   }
 
   for (const scenario of invalid) {
-    const what = scenario.refusedByPrism ? 'a violation of the request alone' : 'no violation';
+    const what = scenario.prismReadsAsJson
+      ? "only Prism's misreading of a JSON Patch"
+      : scenario.refusedByPrism
+        ? 'a violation of the request alone'
+        : 'no violation';
     it(`reports ${what} for ${scenario.name} (→ ${scenario.status})`, async () => {
       const { status, text, violations } = await throughPrism(scenario);
       // The answer is the server's, forwarded, not one Prism made of its own.
       expect(status, text).to.equal(scenario.status);
       expect(violations.filter((violation) => violation.location[0] !== 'request')).to.deep.equal([]);
-      expect(violations.length > 0, JSON.stringify(violations)).to.equal(scenario.refusedByPrism ?? false);
+      if (scenario.prismReadsAsJson) expect(violations).to.deep.equal([misreadAsJson]);
+      else expect(violations.length > 0, JSON.stringify(violations)).to.equal(scenario.refusedByPrism ?? false);
     });
   }
 

@@ -15,10 +15,13 @@ import { startTestServer, type TestServer } from '../support/server.ts';
  * validator itself runs only for a collection with a schema). Then SQLite's rows.ts (the
  * operations and the writer's prepared statements), sql.ts and the writer's queue (db/batches.ts,
  * GroupedWrites); PostgreSQL's rows.ts (whose listener hears the NOTIFY of the change and leaves it to
- * this process's own) and statements.ts, with its SQL in sql.ts, made once at start. db/idempotency.ts
- * runs only for a write sent with a key.
+ * this process's own) and statements.ts, with its SQL in sql.ts, made once at start, and db/indexes.ts
+ * (keepingUnique, around the write). db/idempotency.ts runs only for a write sent with a key. And the
+ * patch's own module (patches/): read.ts reads the body as a patch of its Content-Type (the handler),
+ * and on PostgreSQL names the fields it changes (re-keying); apply.ts applies it to the row read in the
+ * write's transaction (PostgreSQL always; SQLite when the patch is not set field by field in SQL).
  */
-const MAX_FILES = 11;
+const MAX_FILES = 13;
 
 describeEachBackend('the path of a request through src/', (backend) => {
   let server: TestServer;

@@ -72,7 +72,7 @@ describe('migrations on PostgreSQL', () => {
       await store.createCollection(accountId, 'lone');
       await store.insertRows(accountId, 'lone', [{ a: 'a\u0001' }, { a: 'a\u0000' }]);
       await store.listRows(accountId, 'lone', page('a', 'asc'));
-      await store.updateRow(accountId, 'lone', 2, { z: '\ud800' });
+      await store.updateRow(accountId, 'lone', 2, { format: 'merge', fields: { z: '\ud800' } });
 
       // The keys as the code before the migration made them.
       const knex = store.knex;

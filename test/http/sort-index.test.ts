@@ -345,7 +345,7 @@ describeEachBackend('sort indexes', (backend) => {
     try {
       const { accountId } = (await server.store.findPrincipal(client.key!))!;
       await other.insertRows(accountId, name, [{ a: 2 }, { a: 0 }]);
-      await other.updateRow(accountId, name, 1, { a: -1 });
+      await other.updateRow(accountId, name, 1, { format: 'merge', fields: { a: -1 } });
       await other.deleteRow(accountId, name, 2);
     } finally {
       await other.close();

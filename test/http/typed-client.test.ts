@@ -149,6 +149,10 @@ describeEachBackend('a typed client generated from openapi.yaml', (backend) => {
         200,
       ],
       deleteRows: [() => api.DELETE('/v1/collections/{collection_name}/rows', { params: { path, query: { filter: '{"n":2}' } } }), 200],
+      writeBatch: [
+        () => api.POST('/v1/batch', { body: { operations: [{ op: 'insert', collection: 'every', rows: [{ text: 'b' }] }] } }),
+        200,
+      ],
       openFeed: [() => api.GET('/ws', { params: { query: { collection: 'every', api_key: key } } }), 400],
       listKeys: [() => api.GET('/v1/keys'), 200],
       headKeys: [() => api.HEAD('/v1/keys'), 200],

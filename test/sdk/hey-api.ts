@@ -36,6 +36,7 @@ export async function callEveryOperation(baseUrl: string, key: string, collectio
     deleteRow: () => sdk.deleteRow(row(2)),
     updateRows: () => sdk.updateRows({ path, query: { filter: '{"n":3}', return: 'rows' }, body: { done: true } }),
     deleteRows: () => sdk.deleteRows({ path, query: { filter: '{"n":{"$gt":3}}' } }),
+    writeBatch: () => sdk.writeBatch({ body: { operations: [{ op: 'insert', collection, rows }] } }),
     listKeys: () => sdk.listKeys(),
     headKeys: () => sdk.headKeys(),
     createKey: async () => {

@@ -47,6 +47,7 @@ export async function callEveryOperation(baseUrl: string, key: string, collectio
         body: { done: true },
       }),
     deleteRows: () => api.DELETE('/v1/collections/{collection_name}/rows', { params: { path, query: { filter: '{"n":{"$gt":3}}' } } }),
+    writeBatch: () => api.POST('/v1/batch', { body: { operations: [{ op: 'insert', collection, rows }] } }),
     listKeys: () => api.GET('/v1/keys'),
     headKeys: () => api.HEAD('/v1/keys'),
     createKey: async () => {

@@ -144,6 +144,7 @@ const statusOfCode: Record<string, number> = {
   schema_conflict: 409,
   unique_violation: 409,
   unique_conflict: 409,
+  patch_conflict: 409,
 };
 
 /** A problem's status is the HTTP status, its code is the one of that status, and its type names its code. */

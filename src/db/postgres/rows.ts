@@ -15,7 +15,9 @@
 import pg from 'pg';
 import { queryTimeout } from '../../errors.ts';
 import type { Logger } from '../../log.ts';
+import { applyPatch, type Patch, patchedFields } from '../../patches/index.ts';
 import { type AggregateSource, readAggregates } from '../aggregates.ts';
+import { type RowWrites, upsertWritesOf, writeBatch } from '../batch.ts';
 import { Batches } from '../batches.ts';
 import type { Changes } from '../changes.ts';
 import { advance, collectionId, collectionNotFound } from '../collections.ts';
@@ -165,16 +167,17 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
 
   /**
    * A patch of the row `rowId` inside `trx`: the collection's row held, the row read locked (no other
-   * write of it comes between), checked against If-Match and the collection's schema (its errors naming
-   * the row `place`), then written with its event and NOTIFY, and re-keyed. `seen` is told the row as
-   * patched before it is written.
+   * write of it comes between, so concurrent increments all count), checked against If-Match, patched
+   * (409 patch_conflict when the patch cannot apply to it), checked against the collection's schema
+   * (its errors naming the row `place`), then written with its event and NOTIFY, and re-keyed. `seen`
+   * is told the row as patched before it is written.
    */
   async function patchRowIn(
     trx: WriteTx,
     accountId: number,
     collection: string,
     rowId: number,
-    patch: Fields,
+    patch: Patch,
     options?: { ifMatch?: readonly string[] },
     seen?: (row: Fields) => void,
     place = 0,
@@ -191,7 +194,7 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
     if (!counters.current) throw rowNotFound(collection, rowId);
     const id = Number(counters.id);
     if (!versionMatches(options, versionOf(id, counters.version as number | string))) throw preconditionFailed(collection, rowId);
-    const row = { ...JSON.parse(counters.current), ...patch };
+    const row = applyPatch(patch, JSON.parse(counters.current), rowId);
     seen?.(row);
     // The schema the row commits under: the collection's row is held.
     await db.schemas.check(readIn(trx), Number(counters.schema_id), collection, [row], () => place);
@@ -203,9 +206,39 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
     const event = [json, rowJson(rowId, counters.current), new Date().toISOString()];
     // One after another: pg sends a client's queries one at a time whatever the caller does.
     await db.run(trx, updateRowSql, [data, seq, id, rowId, ...event, CHANNEL, `${changes.instance} ${id}`]);
-    await rekeyPatchedRows(db, trx, id, JSON.parse(counters.sorted), patch, [rowId]);
+    await rekeyPatchedRows(db, trx, id, JSON.parse(counters.sorted), patchedFields(patch), [rowId]);
     return { patched: { json, version: versionOf(id, seq) }, changed: id };
   }
+
+  /**
+   * The writes of a batch or an upsert inside `trx` (../batch.ts), each announced to this process's
+   * listeners once it commits (the others hear its NOTIFY).
+   */
+  const rowWritesIn = (trx: WriteTx, accountId: number): RowWrites => ({
+    async insert(collection, schemaId, inserts) {
+      const texts = inserts.flat();
+      const params = [accountId, collection, texts.length, texts.join('\n'), CHANNEL, changes.instance, schemaId];
+      const [written] = await db.run<Written>(trx, insertBatchSql, params);
+      // The transaction holds the collection's row, and its schema is `schemaId`.
+      announceOnCommit(trx, Number(written.id));
+      return firstsOf(
+        written,
+        inserts.map((texts) => ({ texts })),
+      );
+    },
+    async patch(collection, _schemaId, rowId, patch, options, place, seen) {
+      const { patched, changed } = await patchRowIn(trx, accountId, collection, rowId, patch, options, seen, place);
+      announceOnCommit(trx, changed);
+      return patched;
+    },
+  });
+
+  /** Tells this process's listeners of the change to the collection once `trx` has committed. */
+  const announceOnCommit = (trx: WriteTx, collectionId: number) =>
+    trx.executionPromise.then(
+      () => changes.emit('change', collectionId),
+      () => {},
+    );
 
   return {
     async insertRows(accountId, collection, items, options) {
@@ -281,8 +314,8 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
       return patched;
     },
 
-    async upsertRows(accountId, collection, items, onConflict, options) {
-      const upserted = await upsertRows(
+    upsertRows: (accountId, collection, items, onConflict, options) =>
+      upsertRows(
         db,
         (work) => knex.transaction(work),
         accountId,
@@ -290,21 +323,17 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
         items,
         onConflict,
         options,
-        (trx) => ({
-          async insert(schemaId, fields) {
-            const text = JSON.stringify(fields);
-            const params = [accountId, collection, 1, text, CHANNEL, changes.instance, schemaId];
-            const [written] = await db.run<Written>(trx, insertBatchSql, params);
-            return { json: rowJson(written.first_id, text), version: versionOf(written.id, written.first_seq) };
-          },
-          patch: async (rowId, patch, place) =>
-            (await patchRowIn(trx, accountId, collection, rowId, patch, undefined, undefined, place)).patched,
-        }),
-      );
-      // Committed: this process's listeners hear it now, the others through the NOTIFY.
-      changes.emit('change', upserted.collectionId);
-      return upserted;
-    },
+        (trx) => upsertWritesOf(rowWritesIn(trx, accountId), collection),
+      ),
+
+    writeBatch: (accountId, operations, options) =>
+      writeBatch(
+        db,
+        { inTransaction: (work) => knex.transaction(work), writesIn: rowWritesIn, timeoutMs: queryTimeoutMs },
+        accountId,
+        operations,
+        options,
+      ),
 
     async deleteRow(accountId, collection, rowId, options) {
       if (!assignable(rowId)) return noSuchRow(db, accountId, collection, rowId);
@@ -331,7 +360,7 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
               if (options?.once) await recordOnce(db, trx, accountId, options.once, none);
               return none;
             }
-            const rows = matched.map((row) => ({ ...JSON.parse(row.data), ...patch }));
+            const rows = matched.map((row) => applyPatch(patch, JSON.parse(row.data), row.id));
             attempted = matched.map((row, index) => ({ id: row.id, fields: rows[index] }));
             // Each row that fails is named by its id (openapi.yaml, RowError).
             await db.schemas.check(readIn(trx), schemaId, collection, rows, (index) => matched[index].id);
@@ -341,7 +370,7 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
             const first = lastSeq - patched.length;
             await db.run(trx, updateRowsSql, [first, JSON.stringify(patched.map((row) => [row.id, row.data])), id]);
             const ids = patched.map((row) => row.id);
-            await rekeyPatchedRows(db, trx, id, sorted, patch, ids);
+            await rekeyPatchedRows(db, trx, id, sorted, patchedFields(patch), ids);
             const events = patched.map((row) => eventRow(row.id, row.data, row.before));
             await appendEvents(db, trx, id, lastSeq, 'update', events);
             const changed = changedRows(events);
@@ -372,7 +401,7 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
 }
 
 /** Each insert's first id and seq: its rows follow those of the inserts before it in the batch. */
-function firstsOf(written: Written, batch: Insert[]): FirstInserted[] {
+function firstsOf(written: Written, batch: readonly { texts: string[] }[]): FirstInserted[] {
   const collectionId = Number(written.id);
   let id = Number(written.first_id);
   let seq = Number(written.first_seq);
@@ -386,11 +415,19 @@ function firstsOf(written: Written, batch: Insert[]): FirstInserted[] {
 
 /**
  * Re-keys the rows `ids` once their new texts are stored, one statement for each indexed field the
- * patch `patched` gave (the others cannot have moved).
+ * patch may have changed, `patched` (../../patches/, patchedFields: undefined for every field); the
+ * others cannot have moved.
  */
-async function rekeyPatchedRows(db: Dialect, trx: WriteTx, collectionId: number, sorted: string[], patched: object, ids: number[]) {
+async function rekeyPatchedRows(
+  db: Dialect,
+  trx: WriteTx,
+  collectionId: number,
+  sorted: string[],
+  patched: readonly string[] | undefined,
+  ids: number[],
+) {
   for (const [slot, field] of sorted.entries()) {
-    if (!Object.hasOwn(patched, field)) continue;
+    if (patched && !patched.includes(field)) continue;
     const { sql, bindings } = keysSql(field, idList, true);
     await db.run(trx, sql, [slot, ...bindings, collectionId, ids.join(',')]);
   }

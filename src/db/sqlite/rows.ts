@@ -9,8 +9,10 @@
 // (StatementCache, below): Knex has node-sqlite3 prepare and finalize a new statement for every query,
 // which costs more than running it.
 import type sqlite3 from 'sqlite3';
-import { queryTimeout } from '../../errors.ts';
+import { type ApiError, queryTimeout } from '../../errors.ts';
+import { applyPatch, type Patch } from '../../patches/index.ts';
 import { type AggregateSource, readAggregates } from '../aggregates.ts';
+import { type RowWrites, upsertWritesOf, writeBatch } from '../batch.ts';
 import type { GroupedWrites } from '../batches.ts';
 import type { Changes } from '../changes.ts';
 import { advance, collectionNotFound } from '../collections.ts';
@@ -172,19 +174,22 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
 
   /**
    * A patch of the row `rowId` made in Node inside `trx`: the row read (nothing changes it between the
-   * read and the write, on the writer's connection), checked against If-Match and the collection's
-   * schema (its errors naming the row `place`), and its whole text set by writePatches(). `schemaId`: the
-   * schema the patch was sent with in mind, which a missing row's 404 is told apart with.
+   * read and the write, on the writer's connection), checked against If-Match, patched (409
+   * patch_conflict when the patch cannot apply to it), checked against the collection's schema (its
+   * errors naming the row `place`), and its whole text set by writePatches(). `schemaId`: the schema the
+   * patch was sent with in mind, which a missing row's 404 is told apart with. `seen` is told the row as
+   * patched before it is written.
    */
   async function patchRowIn(
     trx: WriteTx,
     accountId: number,
     collection: string,
     rowId: number,
-    patch: Fields,
+    patch: Patch,
     schemaId: number,
     options?: { ifMatch?: readonly string[] },
     place = 0,
+    seen?: (row: Fields) => void,
   ): Promise<VersionedRow> {
     const [stored] = await writer.inTransaction<StoredRow>(trx, patchedRowSql, [accountId, collection, rowId]);
     if (stored && !versionMatches(options, versionOf(stored.collection_id, stored.version))) throw preconditionFailed(collection, rowId);
@@ -192,13 +197,28 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
     let fields: string[][] = [];
     const schema = stored ? Number(stored.schema_id) : schemaId;
     if (stored) {
-      const row = { ...JSON.parse(stored.data), ...patch };
+      const row = applyPatch(patch, JSON.parse(stored.data), rowId);
+      seen?.(row);
       await db.schemas.check(readIn(trx), schema, collection, [row], () => place);
       fields = [['$', JSON.stringify(row)]];
     }
     // A 404 stores no answer: the transaction rolls back (it wrote nothing).
     return orThrow((await writePatches(trx, accountId, collection, schema, [{ rowId, fields }]))[0]);
   }
+
+  /** The writes of a batch or an upsert inside `trx` (../batch.ts). */
+  const rowWritesIn = (trx: WriteTx, accountId: number): RowWrites => ({
+    insert: (collection, schemaId, inserts) =>
+      writeInserts(
+        trx,
+        accountId,
+        collection,
+        schemaId,
+        inserts.map((texts) => ({ texts })),
+      ),
+    patch: (collection, schemaId, rowId, patch, options, place, seen) =>
+      patchRowIn(trx, accountId, collection, rowId, patch, schemaId, options, place, seen),
+  });
 
   return {
     async insertRows(accountId, collection, items, options) {
@@ -236,20 +256,21 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
           items,
           onConflict,
           options,
-          (trx) => ({
-            async insert(schemaId, fields) {
-              const text = JSON.stringify(fields);
-              return insertedRowOf(await writeInserts(trx, accountId, collection, schemaId, [{ texts: [text] }]), text);
-            },
-            patch: (rowId, patch, place) => patchRowIn(trx, accountId, collection, rowId, patch, 0, undefined, place),
-          }),
+          (trx) => upsertWritesOf(rowWritesIn(trx, accountId), collection),
         );
       } catch (error) {
-        // Not a unique index (keepingUnique): the trigger's bound on a row's weight (sql.ts, row_patches).
-        if ((error as { code?: unknown }).code === 'SQLITE_CONSTRAINT') throw rowTooLarge();
-        throw error;
+        throw tooLargeRow(error) ?? error;
       }
     },
+
+    writeBatch: (accountId, operations, options) =>
+      writeBatch(
+        db,
+        { inTransaction: (work) => writes.run(work), writesIn: rowWritesIn, refusal: tooLargeRow, timeoutMs: queryTimeoutMs },
+        accountId,
+        operations,
+        options,
+      ),
 
     async listRows(accountId, collection, page) {
       try {
@@ -286,18 +307,20 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
     },
 
     /**
-     * The patch, merged with the other patches of the collection queued beside it into one statement:
-     * json_set sets each field in the stored text, which keeps the text JSON.stringify({ ...row, ...patch })
-     * gives. Not for a field name that a JSON path cannot spell (settableByPath()), nor for more than
-     * MAX_FIELDS_BY_PATH fields, nor for a row of a collection with a schema, which is checked as
-     * patched: then the row is read and the patch made in Node, in a transaction (nothing changes the
-     * row between the two), and the whole text set at `$` by the same statement. A patch under If-Match
-     * reads the row's version likewise, in the transaction that writes it.
+     * A top-level merge, merged with the other patches of the collection queued beside it into one
+     * statement: json_set sets each field in the stored text, which keeps the text
+     * JSON.stringify({ ...row, ...fields }) gives. Not for a field name that a JSON path cannot spell
+     * (settableByPath()), nor for more than MAX_FIELDS_BY_PATH fields, nor for a row of a collection
+     * with a schema, which is checked as patched, nor for a patch of another format (a JSON Merge Patch,
+     * a JSON Patch): then the row is read and the patch made in Node, in a transaction (nothing changes
+     * the row between the two, so concurrent increments all count), and the whole text set at `$` by the
+     * same statement. A patch under If-Match reads the row's version likewise, in the transaction that
+     * writes it.
      */
     async updateRow(accountId, collection, rowId, patch, options) {
       if (!assignable(rowId)) return noSuchRow(db, accountId, collection, rowId);
-      const names = Object.keys(patch);
-      const byPath = names.length <= MAX_FIELDS_BY_PATH && names.every(settableByPath);
+      const names = patch.format === 'merge' ? Object.keys(patch.fields) : [];
+      const byPath = patch.format === 'merge' && names.length <= MAX_FIELDS_BY_PATH && names.every(settableByPath);
       // Merged with the patches that set as many fields: a statement sets a number of them (patchSql).
       const key = `patch/${accountId}/${collection}/${names.length}`;
       const patchInNode = (schemaId: number) =>
@@ -310,13 +333,13 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
       // The row as patched, as a unique index would see it: read again once the patch was refused.
       const rows = async (): Promise<WrittenRow[]> => {
         const [stored] = await db.query<{ data: string }>(patchedRowSql, [accountId, collection, rowId]);
-        return stored ? [{ id: rowId, fields: { ...JSON.parse(stored.data), ...patch } }] : [];
+        return stored ? [{ id: rowId, fields: applyPatch(patch, JSON.parse(stored.data), rowId) }] : [];
       };
       try {
         return await db.schemas.retry(db.query, accountId, collection, async (schemaId) =>
           byPath && schemaId === 0 && options?.ifMatch === undefined && options?.once === undefined
             ? orThrow(
-                await writes.merge(key, 1, { rowId, fields: fieldsOf(patch) }, (trx, patches: FieldPatch[]) =>
+                await writes.merge(key, 1, { rowId, fields: fieldsOf(patch.fields) }, (trx, patches: FieldPatch[]) =>
                   writePatches(trx, accountId, collection, 0, patches),
                 ),
               )
@@ -339,17 +362,18 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
 
     /**
      * The matching rows read in the writer's transaction, then patched by one statement of row_patches
-     * (sql.ts), as a single patch is: by path where it can be, else each row's whole text made in Node.
-     * A row made too large aborts the statement, and the transaction rolls back: nothing is stored.
+     * (sql.ts), as a single patch is: by path where it can be, else each row's whole text made in Node
+     * (a patch that cannot apply to one of them is its 409, and nothing is stored). A row made too large
+     * aborts the statement, and the transaction rolls back: nothing is stored.
      */
     async updateRowsWhere(accountId, collection, filter, patch, max, options) {
       const where = pages.filterSql(filter);
-      const names = Object.keys(patch);
-      const byPath = names.length <= MAX_FIELDS_BY_PATH && names.every(settableByPath);
-      const fields = byPath ? fieldsOf(patch) : [];
+      const names = patch.format === 'merge' ? Object.keys(patch.fields) : [];
+      const byPath = patch.format === 'merge' && names.length <= MAX_FIELDS_BY_PATH && names.every(settableByPath);
+      const fields = patch.format === 'merge' && byPath ? fieldsOf(patch.fields) : [];
       // The rows as patched, as a unique index would see them.
       let seen: MatchedRow[] = [];
-      const attempted = () => seen.map((row) => ({ id: row.id, fields: { ...JSON.parse(row.data), ...patch } }));
+      const attempted = () => seen.map((row) => ({ id: row.id, fields: applyPatch(patch, JSON.parse(row.data), row.id) }));
       try {
         return await keepingUnique(db, accountId, collection, attempted, () =>
           writes.run(async (trx) => {
@@ -361,7 +385,7 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
             if (schemaId === 0 && byPath) {
               patches = matched.map((row) => ({ rowId: row.id, fields }));
             } else {
-              const rows = matched.map((row) => ({ ...JSON.parse(row.data), ...patch }));
+              const rows = matched.map((row) => applyPatch(patch, JSON.parse(row.data), row.id));
               // Each row that fails is named by its id (openapi.yaml, RowError).
               await db.schemas.check(readIn(trx), schemaId, collection, rows, (index) => matched[index].id);
               patches = matched.map((row, index) => ({ rowId: row.id, fields: [['$', JSON.stringify(rows[index])]] }));
@@ -374,9 +398,7 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
           }),
         );
       } catch (error) {
-        // Not a unique index (keepingUnique): the trigger's bound on a row's weight (sql.ts, row_patches).
-        if ((error as { code?: unknown }).code === 'SQLITE_CONSTRAINT') throw rowTooLarge();
-        throw error;
+        throw tooLargeRow(error) ?? error;
       }
     },
 
@@ -400,9 +422,12 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
   };
 }
 
-/** The one row of an insert of one, as upsertRows answers it. */
-function insertedRowOf([first]: FirstInserted[], text: string): VersionedRow {
-  return { json: rowJson(first.id, text), version: versionOf(first.collectionId, first.seq) };
+/**
+ * The 413 of a write that the database refused other than for a unique index (keepingUnique): the
+ * only other constraint it can break is the patch trigger's bound on a row's weight (sql.ts, row_patches).
+ */
+function tooLargeRow(error: unknown): ApiError | undefined {
+  return (error as { code?: unknown }).code === 'SQLITE_CONSTRAINT' ? rowTooLarge() : undefined;
 }
 
 /** The answer of one patch, or the error it met, thrown. */

@@ -44,7 +44,7 @@ describe('SQLite hot statements', () => {
     await store.insertRows(accountId, 'notes', [{ n: 1 }, { n: 2 }]);
     for (let n = 3; n < 10; n++) {
       expect(JSON.parse((await store.getRow(accountId, 'notes', 1)).json)).to.have.property('n', n - 2);
-      await store.updateRow(accountId, 'notes', 1, { n: n - 1 });
+      await store.updateRow(accountId, 'notes', 1, { format: 'merge', fields: { n: n - 1 } });
     }
     await store.deleteRow(accountId, 'notes', 2);
     let missing: unknown;
@@ -95,7 +95,7 @@ describe('SQLite hot statements', () => {
       Array.from({ length: 200 }, (_, n) => ({ id: n + 1, n: n + 1 })),
     );
     for (let round = 1; round <= 20; round++) {
-      await store.updateRow(accountId, 'notes', 1, { n: -round });
+      await store.updateRow(accountId, 'notes', 1, { format: 'merge', fields: { n: -round } });
       const seen = await Promise.all(Array.from({ length: 10 }, () => store.getRow(accountId, 'notes', 1)));
       expect(seen.map(({ json }) => JSON.parse(json).n)).to.deep.equal(Array(10).fill(-round));
     }

@@ -33,10 +33,10 @@ describe('grouped writes on SQLite', () => {
     const before = { ...writes().stats };
     const settled = await Promise.allSettled([
       ...Array.from({ length: 30 }, (_, n) => store.insertRows(accountId, 'notes', [{ n: n + 1 }])),
-      store.updateRow(accountId, 'notes', 999, { n: -1 }), // no such row
+      store.updateRow(accountId, 'notes', 999, { format: 'merge', fields: { n: -1 } }), // no such row
       store.deleteRow(accountId, 'notes', 998), // no such row
       store.insertRows(accountId, 'other', [{ n: -1 }]), // no such collection
-      store.updateRow(accountId, 'notes', 1, { patched: true }),
+      store.updateRow(accountId, 'notes', 1, { format: 'merge', fields: { patched: true } }),
     ]);
     expect(settled.map(codeOf)).to.deep.equal([...Array(30).fill('ok'), 'not_found', 'not_found', 'not_found', 'ok']);
     const groups = writes().stats.groups - before.groups;
@@ -94,7 +94,8 @@ describe('grouped writes on SQLite', () => {
     const answers = await Promise.all(
       Array.from(
         { length: 30 },
-        async (_, n) => JSON.parse((await store.updateRow(accountId, 'notes', 1 + (n % 3), { [`p${n}`]: n })).json) as Row,
+        async (_, n) =>
+          JSON.parse((await store.updateRow(accountId, 'notes', 1 + (n % 3), { format: 'merge', fields: { [`p${n}`]: n } })).json) as Row,
       ),
     );
     expect(writes().stats.merged - before).to.be.greaterThan(0, 'some patches were merged');
@@ -121,7 +122,7 @@ describe('grouped writes on SQLite', () => {
     const patches = Array.from({ length: 40 }, (_, n) =>
       Object.fromEntries(Array.from({ length: 1 + (n % 4) }, (_, i) => [`p${n}_${i}`, n])),
     );
-    await Promise.all(patches.map((patch, n) => store.updateRow(accountId, 'notes', 1 + (n % 2), patch)));
+    await Promise.all(patches.map((patch, n) => store.updateRow(accountId, 'notes', 1 + (n % 2), { format: 'merge', fields: patch })));
     expect(writes().stats.merged - before).to.be.greaterThan(0, 'some patches were merged');
     for (const id of [1, 2]) {
       const mine = patches.filter((_, n) => n % 2 === id - 1);
@@ -136,7 +137,9 @@ describe('grouped writes on SQLite', () => {
     const before = writes().stats.merged;
     // Ids 1..3 in notes, 7 and 8 that it never had, each three times over; `more` has rows 1..3 of its own.
     const ids = Array.from({ length: 15 }, (_, n) => [1, 7, 2, 8, 3][n % 5]);
-    const settled = await Promise.allSettled(ids.map((id, n) => store.updateRow(accountId, 'notes', id, { [`p${n}`]: n })));
+    const settled = await Promise.allSettled(
+      ids.map((id, n) => store.updateRow(accountId, 'notes', id, { format: 'merge', fields: { [`p${n}`]: n } })),
+    );
     expect(writes().stats.merged - before).to.be.greaterThan(0, 'some patches were merged');
     expect(settled.map(codeOf)).to.deep.equal(ids.map((id) => (id > 3 ? 'not_found' : 'ok')));
     for (const id of [1, 2, 3]) {
@@ -191,7 +194,9 @@ describe('grouped writes on SQLite', () => {
       try {
         // Each instance's writes go between the other's: a patch must be made from the row as the last write left it.
         const answers = await Promise.all(
-          Array.from({ length: 40 }, (_, n) => (n % 2 === 0 ? store : other).updateRow(accountId, 'notes', 1, { [field(n)]: n })),
+          Array.from({ length: 40 }, (_, n) =>
+            (n % 2 === 0 ? store : other).updateRow(accountId, 'notes', 1, { format: 'merge', fields: { [field(n)]: n } }),
+          ),
         );
         const fields = Object.fromEntries(Array.from({ length: 40 }, (_, n) => [field(n), n]));
         expect(JSON.parse((await store.getRow(accountId, 'notes', 1)).json)).to.deep.equal({ id: 1, row: 1, ...fields });
