@@ -216,10 +216,10 @@ select * from (select 0 as part, null as x, hex(k) as k,
   when 'array' then (select group_concat(json_array(fullkey, type, case when type in ('object', 'array') then null
     else data -> fullkey end), ',' order by fullkey) from json_tree(data, ?))
   else data -> ? end), json_array(count(case when json_type(data, ?) in ('integer', 'real') then 1 end), null,
-  cast(sum(case when json_type(data, ?) = 'integer' then (data ->> ?) / 1000000000 end) as text),
-  cast(sum(case when json_type(data, ?) = 'integer' then (data ->> ?) % 1000000000 end) as text)), json_array(count(case when json_type(data, ?) in ('integer', 'real') then 1 end), null,
-  cast(sum(case when json_type(data, ?) = 'integer' then (data ->> ?) / 1000000000 end) as text),
-  cast(sum(case when json_type(data, ?) = 'integer' then (data ->> ?) % 1000000000 end) as text)), null, null) as v
+  cast(sum(case when (json_type(data, ?) = 'integer' and typeof(data ->> ?) = 'integer') then (data ->> ?) / 1000000000 end) as text),
+  cast(sum(case when (json_type(data, ?) = 'integer' and typeof(data ->> ?) = 'integer') then (data ->> ?) % 1000000000 end) as text)), json_array(count(case when json_type(data, ?) in ('integer', 'real') then 1 end), null,
+  cast(sum(case when (json_type(data, ?) = 'integer' and typeof(data ->> ?) = 'integer') then (data ->> ?) / 1000000000 end) as text),
+  cast(sum(case when (json_type(data, ?) = 'integer' and typeof(data ->> ?) = 'integer') then (data ->> ?) % 1000000000 end) as text)), null, null) as v
 from keyed group by k limit +?)
 union all select 1 as part, ? as x, hex(k) as k,
   json_array(e, cast(sum(m / 1000000000) as text), cast(sum(m % 1000000000) as text)) as v
@@ -229,7 +229,7 @@ from (select k, cast(rtrim(digits, '0') as integer) as m, power - fraction + len
     from (select k, case ep when 0 then s else substr(s, 1, ep - 1) end as base,
         case ep when 0 then 0 else cast(substr(s, ep + 1) as integer) end as power
       from (select k, s, instr(s, 'e') as ep
-        from (select k, data -> ? as s from keyed where json_type(data, ?) = 'real')))))
+        from (select k, data -> ? as s from keyed where json_type(data, ?) in ('integer', 'real') and not (json_type(data, ?) = 'integer' and typeof(data ->> ?) = 'integer'))))))
 group by k, e
 union all select 1 as part, ? as x, hex(k) as k,
   json_array(e, cast(sum(m / 1000000000) as text), cast(sum(m % 1000000000) as text)) as v
@@ -239,7 +239,7 @@ from (select k, cast(rtrim(digits, '0') as integer) as m, power - fraction + len
     from (select k, case ep when 0 then s else substr(s, 1, ep - 1) end as base,
         case ep when 0 then 0 else cast(substr(s, ep + 1) as integer) end as power
       from (select k, s, instr(s, 'e') as ep
-        from (select k, data -> ? as s from keyed where json_type(data, ?) = 'real')))))
+        from (select k, data -> ? as s from keyed where json_type(data, ?) in ('integer', 'real') and not (json_type(data, ?) = 'integer' and typeof(data ->> ?) = 'integer'))))))
 group by k, e
 union all select 2 as part, ? as x, hex(k) as k, json_array(v || '') as v
 from (select k, min(case json_type(data, ?)

@@ -472,6 +472,13 @@ const treeKey = (path: string) => sql`(select group_concat(json_array(fullkey, t
         else data -> fullkey end), ',' order by fullkey) from json_tree(data, ${path}))`;
 
 /**
+ * Whether the field is an integer SQLite holds as one: json_type() calls an integer beyond 64 bits
+ * 'integer' too, and reads it as a real (JSON.stringify writes such a number with trailing zeros, which
+ * the reals' terms read exactly).
+ */
+const int64 = (path: string) => sql`(json_type(data, ${path}) = 'integer' and typeof(data ->> ${path}) = 'integer')`;
+
+/**
  * An aggregate's piece of its group's row (part 0, ../aggregates.ts): a count of distinct keys; a sum's
  * count of numbers and its integers' sum (its reals' terms come in part 1); nothing of a count, a min or
  * a max (part 2 brings those).
@@ -480,14 +487,14 @@ function groupPiece(aggregate: Aggregate): Sql {
   if (aggregate.op === 'count' || aggregate.op === 'min' || aggregate.op === 'max') return raw('null');
   const path = aggregatePath(aggregate.field);
   if (aggregate.op === 'count_distinct') return sql`count(distinct ${groupKey(path)})`;
-  // Integers (int64, SQLite's 'integer') are summed here in halves of nine digits; reals in part 1.
+  // Integers of 64 bits are summed here in halves of nine digits; reals (and larger integers) in part 1.
   return sql`json_array(count(case when json_type(data, ${path}) in ('integer', 'real') then 1 end), null,
-      cast(sum(case when json_type(data, ${path}) = 'integer' then (data ->> ${path}) / 1000000000 end) as text),
-      cast(sum(case when json_type(data, ${path}) = 'integer' then (data ->> ${path}) % 1000000000 end) as text))`;
+      cast(sum(case when ${int64(path)} then (data ->> ${path}) / 1000000000 end) as text),
+      cast(sum(case when ${int64(path)} then (data ->> ${path}) % 1000000000 end) as text))`;
 }
 
 /**
- * The terms of a sum's reals (part 1): each real's exact decimal `m` × 10^`e` read off its JSON text (its
+ * The terms of a sum's reals and integers beyond 64 bits (part 1): each one's exact decimal `m` × 10^`e` read off its JSON text (its
  * digits, its `.` and its exponent, trailing zeros dropped so that `m` has 17 digits at most), summed by
  * exponent in halves of nine digits, which no sum of a billion rows overflows. Node adds the terms
  * exactly (../aggregates.ts); the integers' come with the group (groupPiece()).
@@ -500,7 +507,7 @@ const sumTerms = (index: number, path: string) => sql`select 1 as part, ${index}
         from (select k, case ep when 0 then s else substr(s, 1, ep - 1) end as base,
             case ep when 0 then 0 else cast(substr(s, ep + 1) as integer) end as power
           from (select k, s, instr(s, 'e') as ep
-            from (select k, data -> ${path} as s from keyed where json_type(data, ${path}) = 'real')))))
+            from (select k, data -> ${path} as s from keyed where json_type(data, ${path}) in ('integer', 'real') and not ${int64(path)})))))
     group by k, e`;
 
 /**
