@@ -17,7 +17,9 @@ const ODD_FIELDS = ['x"y', 'a\\b', '__proto__', 'NUL\u0000', 'k\ud800'];
 // Values of every JSON type, few enough of each that groups gather several rows; numbers that add
 // inexactly as doubles (0.1, 1e16 + 1), integers near 2^53, and objects equal in another order.
 const scalar = fc.oneof(
-  fc.constantFrom(0, 1, -1, 2.5, 0.1, 0.2, 0.3, 1e16, 1e21, -3.75e-7, 2 ** 53 - 1, 2 ** 53, 2 ** 63, -(2 ** 63), 2 ** 64, 5e-324, 1.7976931348623157e308),
+  fc.constantFrom(0, 1, -1, 2.5, 0.1, 0.2, 0.3, 1e16, 1e21, -3.75e-7, 5e-324, 1.7976931348623157e308),
+  // Integers past a double's exact ones, and past 64 bits, which SQLite reads as reals.
+  fc.constantFrom(2 ** 53 - 1, 2 ** 53, 2 ** 63, -(2 ** 63), 2 ** 64),
   fc.integer({ min: -5, max: 5 }),
   fc.double({ noNaN: true, noDefaultInfinity: true }),
   fc.constantFrom('', 'x', 'y', 'X', 'é', 'e\u0301', '😀', '\uffff', '\u0000', 'a"b', 'a\\b', '\ud800', '\ud7ff', 'x\u0001'),
