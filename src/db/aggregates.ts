@@ -11,7 +11,7 @@ import { canonical, decimalOfText, exactSum, orderGroups } from '../query/aggreg
 import type { JsonValue } from '../query/filter.ts';
 import { collectionNotFound } from './collections.ts';
 import type { Sql } from './filter.ts';
-import { indexedFields, oneValue } from './filter-indexes.ts';
+import { indexedFields } from './filter-indexes.ts';
 import {
   byId,
   byName,
@@ -115,9 +115,13 @@ async function readInIndex(
 ): Promise<AggregateResult | undefined> {
   const ref = byId(id);
   const bounds = source.keyBoundsSql(index.bounds);
-  const [{ operand }] = index.bounds.conditions;
+  // One equality, the whole filter: its keys are exactly its rows where they hold the value whole.
+  const [{ op, operand }] = index.bounds.conditions;
   const exact =
-    index.whole && oneValue(index.bounds) && (index.bounds.rank !== 2 || source.wholeStringKeys || source.keyHoldsWhole(String(operand)));
+    index.whole &&
+    index.bounds.conditions.length === 1 &&
+    op === '$eq' &&
+    (index.bounds.rank !== 2 || source.wholeStringKeys || source.keyHoldsWhole(String(operand)));
   if (exact && query.groupBy.length === 0 && query.aggregates.every(({ op }) => op === 'count')) {
     const statement = keyCountSql(ref, index.slot, bounds);
     const [{ n, seq }] = await source.read<{ n: number | string; seq: number | string | null }>(statement.sql, statement.params, 'sort');
