@@ -217,10 +217,16 @@ function readOrder(value: unknown, names: ReadonlySet<string>, report: Report): 
  * that is no JSON is a 400 naming its parameter.
  */
 export function aggregateParameters(query: { filter?: string; group_by?: string; aggregates?: string; order?: string; limit?: number }) {
-  const json = (name: 'filter' | 'aggregates' | 'order', text: string | undefined) =>
-    text === undefined ? undefined : filterJson(text, { in: 'query', name });
+  const json = (name: 'aggregates' | 'order', text: string | undefined) => {
+    if (text === undefined) return undefined;
+    try {
+      return JSON.parse(text) as unknown;
+    } catch {
+      throw validationFailed('The aggregate query is not valid.', [{ in: 'query', name, message: 'is not valid JSON' }]);
+    }
+  };
   return {
-    filter: json('filter', query.filter),
+    filter: query.filter === undefined ? undefined : filterJson(query.filter, { in: 'query', name: 'filter' }),
     group_by: query.group_by === undefined ? undefined : query.group_by.split(','),
     aggregates: json('aggregates', query.aggregates),
     order: json('order', query.order),
