@@ -215,12 +215,10 @@ select * from (select 0 as part, null as x, hex(k) as k,
     else data -> fullkey end), ',' order by fullkey) from json_tree(data, ?))
   when 'array' then (select group_concat(json_array(fullkey, type, case when type in ('object', 'array') then null
     else data -> fullkey end), ',' order by fullkey) from json_tree(data, ?))
-  else data -> ? end), json_array(count(case when json_type(data, ?) in ('integer', 'real') then 1 end), null,
-  cast(sum(case when (json_type(data, ?) = 'integer' and typeof(data ->> ?) = 'integer') then (data ->> ?) / 1000000000 end) as text),
-  cast(sum(case when (json_type(data, ?) = 'integer' and typeof(data ->> ?) = 'integer') then (data ->> ?) % 1000000000 end) as text)), json_array(count(case when json_type(data, ?) in ('integer', 'real') then 1 end), null,
-  cast(sum(case when (json_type(data, ?) = 'integer' and typeof(data ->> ?) = 'integer') then (data ->> ?) / 1000000000 end) as text),
-  cast(sum(case when (json_type(data, ?) = 'integer' and typeof(data ->> ?) = 'integer') then (data ->> ?) % 1000000000 end) as text)), null, null) as v
-from keyed group by k limit +?)
+  else data -> ? end), json_array(count(case when t2 in ('integer', 'real') then 1 end), null,
+  cast(sum(case when (t2 = 'integer' and typeof(v2) = 'integer') then v2 / 1000000000 end) as text), cast(sum(case when (t2 = 'integer' and typeof(v2) = 'integer') then v2 % 1000000000 end) as text)), json_array(count(case when t3 in ('integer', 'real') then 1 end), null,
+  cast(sum(case when (t3 = 'integer' and typeof(v3) = 'integer') then v3 / 1000000000 end) as text), cast(sum(case when (t3 = 'integer' and typeof(v3) = 'integer') then v3 % 1000000000 end) as text)), null, null) as v
+from (select id, data, k, json_type(data, ?) as t1, data ->> ? as v1, json_type(data, ?) as t2, data ->> ? as v2, json_type(data, ?) as t3, data ->> ? as v3, json_type(data, ?) as t4, data ->> ? as v4, json_type(data, ?) as t5, data ->> ? as v5 from keyed limit -1) group by k limit +?)
 union all select 1 as part, ? as x, hex(k) as k,
   json_array(e, cast(sum(m / 1000000000) as text), cast(sum(m % 1000000000) as text)) as v
 from (select k, cast(rtrim(digits, '0') as integer) as m, power - fraction + length(digits) - length(rtrim(digits, '0')) as e
@@ -241,12 +239,14 @@ from (select k, cast(rtrim(digits, '0') as integer) as m, power - fraction + len
       from (select k, s, instr(s, 'e') as ep
         from (select k, data -> ? as s from keyed where json_type(data, ?) in ('integer', 'real') and not (json_type(data, ?) = 'integer' and typeof(data ->> ?) = 'integer'))))))
 group by k, e
-union all select 2 as part, ? as x, hex(k) as k, json_array(v || '') as v
+union all select 2 as part, ? as x, hex(k) as k,
+  json_array(v || '') as v
 from (select k, min(case json_type(data, ?)
     when 'integer' then data ->> ? when 'real' then data ->> ? when 'text' then data ->> ?
     when 'false' then x'01' when 'true' then x'02' else unhex('03' || printf('%020d', id)) end) as best, data -> ? as v
   from keyed where json_type(data, ?) <> 'null' group by k limit +?)
-union all select 2 as part, ? as x, hex(k) as k, json_array(v || '') as v
+union all select 2 as part, ? as x, hex(k) as k,
+  json_array(v || '') as v
 from (select k, max(case json_type(data, ?)
     when 'integer' then data ->> ? when 'real' then data ->> ? when 'text' then data ->> ?
     when 'false' then x'01' when 'true' then x'02' else unhex('03' || printf('%020d', id)) end) as best, data -> ? as v
@@ -257,7 +257,7 @@ union all select 3 as part, null as x, null as k, json_array((select last_seq fr
 with keyed as (select id, data, '[]' as k from rows where collection_id = (select id from collections where account_id = ? and name = ?))
 select * from (select 0 as part, null as x, hex('[]') as k,
   json_array(count(*), null) as v
-from keyed limit +?)
+from (select id, data, k from keyed limit -1) limit +?)
 union all select 3 as part, null as x, null as k, json_array((select last_seq from collections where account_id = ? and name = ?)) as v;
 
 -- keyCountSql
