@@ -13,16 +13,18 @@ const { settings } = job;
 
 const options: Options = {
   url: job.url,
-  connections: settings.connections,
+  connections: workload.connections ?? settings.connections,
   pipelining: 1,
   timeout: settings.timeoutSeconds,
   requests: await workload.requests(job),
 };
 
-if (settings.warmupSeconds > 0) {
+const warmupSeconds = workload.warmupSeconds ?? settings.warmupSeconds;
+const durationSeconds = workload.durationSeconds ?? settings.durationSeconds;
+if (warmupSeconds > 0) {
   // autocannon stops at its next sample, every sampleInt ms (1,000 by default): half a second of
   // warm-up would last a whole one.
-  await autocannon({ ...options, duration: settings.warmupSeconds, sampleInt: 100 });
+  await autocannon({ ...options, duration: warmupSeconds, sampleInt: 100 });
   await drained();
 }
 
@@ -30,7 +32,7 @@ const latencies: number[] = [];
 const statusCodes: Record<string, number> = {};
 const started = monotonicUs();
 // Without a callback autocannon answers its emitter made thenable; its types know only the promise.
-const instance = autocannon({ ...options, duration: settings.durationSeconds }) as unknown as Instance & PromiseLike<Result>;
+const instance = autocannon({ ...options, duration: durationSeconds }) as unknown as Instance & PromiseLike<Result>;
 instance.on('response', (_client, statusCode: number, _bytes, responseTimeMs: number) => {
   statusCodes[statusCode] = (statusCodes[statusCode] ?? 0) + 1;
   if (statusCode >= 200 && statusCode < 300) latencies.push(responseTimeMs);

@@ -94,6 +94,12 @@ const tableRows = (settings: Settings): { workload: string; label: string }[] =>
   { workload: 'cursor-page-1', label: 'cursor walk by score desc, page 1 (of 50)' },
   { workload: 'cursor-page-100', label: 'cursor walk by score desc, page 100 (of 50)' },
   { workload: 'filter-equal', label: `filter-equal (${thousands(settings.millionRows)} rows: 50 of one tag of 20,000)` },
+  // aggregate-grouped and its PostgreSQL twin are reported by the run (and in docs/performance.md), not
+  // here: BENCHMARKS.md stays within its 300 lines.
+  {
+    workload: 'aggregate-count-equal',
+    label: `aggregate-count-equal (${thousands(settings.millionRows)} rows: the count of filter-equal's tag)`,
+  },
   { workload: 'filter-range', label: `filter-range (${thousands(settings.millionRows)} rows: 50 of a tenth of the scores, by score desc)` },
   { workload: 'million-cursor-page-1', label: `cursor walk of ${thousands(settings.millionRows)} rows by score desc, page 1` },
   { workload: 'million-cursor-page-100', label: `cursor walk of ${thousands(settings.millionRows)} rows by score desc, page 100` },
@@ -169,6 +175,8 @@ const driverRatioTargets: Record<string, number> = { 'get-row-postgres': 0.49, '
 const sideBySideTargets: Record<string, { neighbour: string; min: number }> = {
   'cursor-page-100': { neighbour: 'cursor-page-1', min: 0.73 },
   'million-cursor-page-100': { neighbour: 'million-cursor-page-1', min: 0.73 },
+  // Issue 46: a count under an indexed equality at least half as fast as a page of 50 under it.
+  'aggregate-count-equal': { neighbour: 'filter-equal', min: 0.5 },
   'insert-1-idempotent': { neighbour: 'insert-1', min: 0.5 },
   'insert-1-idempotent-postgres': { neighbour: 'insert-1-postgres', min: 0.6 },
   'insert-1-typed': { neighbour: 'insert-1', min: 0.8 },
@@ -266,9 +274,13 @@ function feedSummary(mine: Measurement[]): Partial<Summary> {
   };
 }
 
-/** insert-batch and the driver baselines are compared in rows/s (their target is in rows), the rest in requests/s. */
+/**
+ * insert-batch and the driver baselines are compared in rows/s (their target is in rows), and the grouped
+ * aggregates, a fraction of a request a second, reported in the rows they read a second; the rest in requests/s.
+ */
 export const ratedByRows = (workload: string) =>
-  ['insert-batch', 'insert-batch-postgres', 'baseline-postgres'].includes(workload) || workload.startsWith('baseline-driver-');
+  ['insert-batch', 'insert-batch-postgres', 'baseline-postgres', 'aggregate-grouped', 'aggregate-grouped-postgres'].includes(workload) ||
+  workload.startsWith('baseline-driver-');
 /** The baselines that count transactions (of `batchSize` rows), not requests. */
 const countsTransactions = (workload: string) => workload === 'baseline-postgres' || workload.startsWith('baseline-driver-');
 const rateOf = (m: Measurement) => (ratedByRows(m.workload) ? m.measured.rows : m.measured.requests) / m.measured.seconds;

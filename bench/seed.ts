@@ -42,9 +42,15 @@ export const MILLION_TAGS = 20_000;
 /** A tag of 80 rows of the first 1,000,000 of `million`, the most of any: a filter on it fills a page of 50. */
 export const FULL_PAGE_TAG = 't14150';
 
-/** The fields of row `id` of `million`: benchRow()'s, and a tag shared with about 1 in MILLION_TAGS rows. */
-export function millionRow(id: number): BenchRow & { tag: string } {
-  return { ...benchRow(id), tag: `t${scramble(id ^ 0x5bd1e995) % MILLION_TAGS}` };
+/** The distinct kinds of the rows of `million`, which the grouped aggregates group by. */
+export const MILLION_KINDS = 100;
+
+/**
+ * The fields of row `id` of `million`: benchRow()'s, a tag shared with about 1 in MILLION_TAGS rows, and
+ * a kind shared with 1 in MILLION_KINDS.
+ */
+export function millionRow(id: number): BenchRow & { tag: string; kind: string } {
+  return { ...benchRow(id), tag: `t${scramble(id ^ 0x5bd1e995) % MILLION_TAGS}`, kind: `k${scramble(id ^ 0x27d4eb2f) % MILLION_KINDS}` };
 }
 
 /**

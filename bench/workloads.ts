@@ -16,6 +16,7 @@ export type ServerName =
   | 'rowbase-metering-off'
   | 'rowbase-metrics'
   | 'rowbase-postgres'
+  | 'rowbase-postgres-million'
   | 'postgres-read';
 
 /** What the orchestrator hands one load worker, as JSON in its first argument. */
@@ -32,6 +33,14 @@ export interface HttpWorkload {
   rowsPerRequest(settings: Settings): number;
   /** The requests to send; worked out before the warm-up, against the server itself if need be. */
   requests(job: LoadJob): Request[] | Promise<Request[]>;
+  /** The load generator's connections, when not settings.connections: fewer for a request that reads a whole collection. */
+  connections?: number;
+  /**
+   * Seconds of its measurement and of its warm-up, when not the settings': longer, and none, for a request
+   * of seconds, which a short window would not see answered, and a warm-up would leave running into it.
+   */
+  durationSeconds?: number;
+  warmupSeconds?: number;
 }
 
 const json = (key: string) => ({ authorization: `Bearer ${key}`, 'content-type': 'application/json' });
@@ -96,6 +105,28 @@ const filteredPage =
   ];
 
 const one = () => 1;
+
+/** POST an aggregate query of `million` (openapi.yaml, aggregateRows). */
+const aggregate =
+  (body: object) =>
+  (job: LoadJob): Request[] => [
+    { method: 'POST', path: `/v1/collections/${collections.million}/aggregate`, headers: json(job.key), body: JSON.stringify(body) },
+  ];
+/** The grouped count and sum of every row of `million`: 100 groups (seed.ts, MILLION_KINDS). */
+const groupedCountAndSum = aggregate({ group_by: ['kind'], aggregates: { rows: { count: {} }, score: { sum: 'score' } } });
+/**
+ * A grouped aggregate reads the whole collection, seconds each: two at a time (SQLite runs them one at a
+ * time anyway), so that none waits past the load generator's timeout.
+ */
+const GROUPED_CONNECTIONS = 2;
+/** Reported in the rows read a second (report.ts, ratedByRows): a fraction of a request a second reads as 0. */
+const grouped = {
+  rowsPerRequest: (settings: Settings) => settings.millionRows,
+  requests: groupedCountAndSum,
+  connections: GROUPED_CONNECTIONS,
+  durationSeconds: 30,
+  warmupSeconds: 0,
+};
 
 /** PATCH one field of a random row: its score, which the collection is indexed by, so its key moves. */
 const patchRandomRow = (job: LoadJob): Request[] => [
@@ -228,6 +259,17 @@ export const httpWorkloads: Record<string, HttpWorkload> = {
     rowsPerRequest: (s) => s.pageSize,
     requests: filteredPage({ score: { $gte: 500_000, $lt: 600_000 } }, '&order_by=score&order=desc'),
   },
+  /**
+   * On 1,000,000 rows (issue 46): the count of filter-equal's rows (its tag's keys counted, no row read),
+   * beside filter-equal; and a grouped count and sum of every row, 100 groups, on each backend.
+   */
+  'aggregate-count-equal': {
+    server: 'rowbase-million',
+    rowsPerRequest: one,
+    requests: aggregate({ filter: { tag: FULL_PAGE_TAG }, aggregates: { rows: { count: {} } } }),
+  },
+  'aggregate-grouped': { server: 'rowbase-million', ...grouped },
+  'aggregate-grouped-postgres': { server: 'rowbase-postgres-million', ...grouped },
   /** cursor-page-1 and cursor-page-100 on 1,000,000 rows. */
   'million-cursor-page-1': { server: 'rowbase-million', rowsPerRequest: (s) => s.pageSize, requests: cursorPage(1, collections.million) },
   'million-cursor-page-100': {
@@ -264,4 +306,5 @@ export const httpWorkloads: Record<string, HttpWorkload> = {
 
 /** Whether the workload is measured only when a PostgreSQL server answers: baseline (c), and those on its servers. */
 export const needsPostgres = (workload: string) =>
-  workload === 'baseline-postgres' || ['rowbase-postgres', 'postgres-read'].includes(httpWorkloads[workload]?.server);
+  workload === 'baseline-postgres' ||
+  ['rowbase-postgres', 'rowbase-postgres-million', 'postgres-read'].includes(httpWorkloads[workload]?.server);

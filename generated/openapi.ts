@@ -179,6 +179,80 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/collections/{collection_name}/aggregate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
+                 * @example notes
+                 */
+                collection_name: components["parameters"]["CollectionNamePath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * `POST /v1/collections/{collection_name}/aggregate` as a URL, for caches and curl.
+         * @description The query of `aggregateRows` in the URL, each member a parameter: `filter`, `aggregates` and
+         *     `order` as their JSON text, URL-encoded; `group_by` as the fields joined by commas; `limit` as a
+         *     number. The answer, the rules and the problems are `aggregateRows`'s, each problem naming its
+         *     parameter (and, in JSON text, `pointer` into it). For example
+         *     `?group_by=status&aggregates={"n":{"count":{}},"points":{"sum":"points"}}&order=[{"field":"n","direction":"desc"}]`,
+         *     URL-encoded.
+         */
+        get: operations["getAggregates"];
+        put?: never;
+        /**
+         * Count, sum, average, minimum and maximum of the rows a filter keeps, grouped.
+         * @description The answers of a query over a collection's rows (docs/aggregates.md): the rows `filter` keeps
+         *     (the filter language of `queryRows`; all rows without it) fall into groups by their values of
+         *     the `group_by` fields (top-level field names, at most 10; one group without them, there even
+         *     when no row is), and each group is answered with those values and one value per alias of
+         *     `aggregates` (at most 20): `{"count": {}}` counts its rows; `{"count_distinct": "field"}` counts
+         *     its distinct values of a field (missing and `null` not counted); `{"sum": "field"}` and
+         *     `{"avg": "field"}` add and average its numbers, any other value ignored (`null` when there are
+         *     none); `{"min": "field"}` and `{"max": "field"}` are the first value of a page of the group
+         *     ordered by the field, ascending and descending (numbers < strings < booleans < objects and
+         *     arrays, the first of those by `id` for `min` and the last for `max`; missing and `null` never;
+         *     `null` when there is no other value). Without `aggregates`, `{"count": {"count": {}}}`.
+         *
+         *     Groups: values compare by JSON equality (`1` and `1.0` alike, objects whatever the order of
+         *     their members, answered with their members sorted by name); a missing field and `null` are the
+         *     group `null`. Sums are exact: the exact sum of the numbers as their JSON text writes them, rounded
+         *     once to the nearest double, so integers add exactly up to 2^53 and the sum is the same double
+         *     whatever order the rows are read in, on either database; `avg` is that sum divided by the count
+         *     of numbers. A sum past ±1.8e308 is `null`.
+         *
+         *     `order` orders the groups by aliases and group fields (each by a page's order across types,
+         *     `null` last in both directions), then by the group fields ascending; `limit` (0 to
+         *     `ROWBASE_MAX_GROUPS`, 1,000 by default, which is also the default) bounds how many are answered,
+         *     and `truncated` says there were more. Rows that fall into more than 100 × `ROWBASE_MAX_GROUPS`
+         *     groups are refused with `400 validation_failed` naming `group_by`.
+         *
+         *     `seq` is the collection's latest event `seq` in the snapshot the groups were read from. A read
+         *     takes the database for `ROWBASE_QUERY_TIMEOUT_MS` at most (5 s by default), past which it answers
+         *     `503 query_timeout`, as a page does. A filter whose top level bounds a field with a sort index
+         *     reads only that range of rows; a count under an equality of an indexed field alone counts the
+         *     index's keys, never reading a row. An unknown aggregate, an alias that is also a group field, a
+         *     group field or alias that is not a plain name (a letter or `_`, then letters, digits or `_`, 64
+         *     characters at most; `id` is no group field), too many of either, an `order` of anything else,
+         *     or a filter the query language refuses: `400 validation_failed` naming it (`/aggregates/…`).
+         */
+        post: operations["aggregateRows"];
+        delete?: never;
+        options?: never;
+        /**
+         * `GET /v1/collections/{collection_name}/aggregate` without the body.
+         * @description The status and headers `GET /v1/collections/{collection_name}/aggregate` answers, without the body (RFC 9110 §9.3.2): counted
+         *     toward the plan, as GET is, and with the same query.
+         */
+        head: operations["headAggregates"];
+        patch?: never;
+        trace?: never;
+    };
     "/v1/collections/{collection_name}/indexes": {
         parameters: {
             query?: never;
@@ -814,6 +888,105 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /**
+         * @description The groups of an aggregate query.
+         * @example {
+         *       "groups": [
+         *         {
+         *           "status": "open",
+         *           "rows": 12,
+         *           "points": 31.5,
+         *           "latest": "2026-12-01"
+         *         },
+         *         {
+         *           "status": null,
+         *           "rows": 2,
+         *           "points": null,
+         *           "latest": null
+         *         }
+         *       ],
+         *       "seq": 214,
+         *       "truncated": false
+         *     }
+         */
+        AggregateAnswer: {
+            /** @description The groups, in the query's order; each holds its group fields' values and its aliases' values. */
+            groups: components["schemas"]["AggregateGroup"][];
+            /** @description The collection's latest event `seq` in the snapshot the groups were read from. */
+            seq: number;
+            /** @description Whether there were more groups than `limit`. */
+            truncated: boolean;
+        };
+        /** @description `{}`: the group's rows. */
+        AggregateCount: Record<string, never>;
+        /**
+         * @description A top-level field of the rows (not `id`).
+         * @example points
+         */
+        AggregateField: string;
+        /**
+         * @description One group: each group field's value (any JSON value; `null` for the rows missing it), and each
+         *     alias's: `count` and `count_distinct` integers, `sum` and `avg` numbers or `null`, `min` and `max`
+         *     any JSON value or `null`.
+         */
+        AggregateGroup: {
+            [key: string]: unknown;
+        };
+        /**
+         * @description A plain name, as group fields and aliases are.
+         * @example status
+         */
+        AggregateName: string;
+        /** @description An alias or a group field, and its direction. */
+        AggregateOrderKey: {
+            direction?: components["schemas"]["SortOrder"];
+            field: components["schemas"]["AggregateName"];
+        };
+        /** @description An aggregate query (`aggregateRows`); every member may be left out. */
+        AggregateQuery: {
+            aggregates?: components["schemas"]["Aggregates"];
+            filter?: components["schemas"]["Filter"];
+            /**
+             * @description The top-level fields whose values group the rows, each once, at most 10; plain names, not `id`.
+             * @example [
+             *       "status"
+             *     ]
+             */
+            group_by?: components["schemas"]["AggregateName"][];
+            /** @description The most groups to answer, up to `ROWBASE_MAX_GROUPS` (1,000 by default, also the default). */
+            limit?: number;
+            /** @description The aliases and group fields that order the groups, each once; by the group fields ascending after them. */
+            order?: components["schemas"]["AggregateOrderKey"][];
+        };
+        /**
+         * @description The aggregates to answer of each group, by alias (a plain name that is no group field), at most
+         *     20; `{"count": {"count": {}}}` when absent.
+         * @example {
+         *       "rows": {
+         *         "count": {}
+         *       },
+         *       "points": {
+         *         "sum": "points"
+         *       }
+         *     }
+         */
+        Aggregates: {
+            [key: string]: components["schemas"]["AggregateSpec"];
+        };
+        /**
+         * @description One aggregate, one member.
+         * @example {
+         *       "sum": "points"
+         *     }
+         */
+        AggregateSpec: {
+            avg?: components["schemas"]["AggregateField"];
+            count?: components["schemas"]["AggregateCount"];
+            count_distinct?: components["schemas"]["AggregateField"];
+            max?: components["schemas"]["AggregateField"];
+            min?: components["schemas"]["AggregateField"];
+            sum?: components["schemas"]["AggregateField"];
+        };
         /** @description Writes to make together, in order (`writeBatch`). */
         Batch: {
             /** @description 1 to 100 operations (`ROWBASE_MAX_BATCH_OPERATIONS`), done in this order. */
@@ -1795,6 +1968,20 @@ export interface components {
         };
     };
     responses: {
+        /** @description The groups, and the collection's seq in their snapshot. */
+        AggregateOk: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Rowbase-Seq": components["headers"]["Rowbase-Seq"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["AggregateAnswer"];
+            };
+        };
         /** @description `validation_failed`: malformed JSON, wrong types, unknown or missing fields, bad query values. */
         BadRequest: {
             headers: {
@@ -1994,6 +2181,18 @@ export interface components {
         /** @description What GET answers with 200, without the body. */
         HeadOk: {
             headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
+        /** @description What GET answers with 200, without the body. */
+        HeadOkAggregate: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Rowbase-Seq": components["headers"]["Rowbase-Seq"];
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
@@ -2625,6 +2824,21 @@ export interface components {
          */
         After: string;
         /**
+         * @description The most groups to answer, 0 to `ROWBASE_MAX_GROUPS` (1,000 by default, the default).
+         * @example 10
+         */
+        AggregateLimitParameter: number;
+        /**
+         * @description The groups' order, as the JSON text of `aggregateRows`' `order`, URL-encoded.
+         * @example [{"field":"n","direction":"desc"}]
+         */
+        AggregateOrderParameter: string;
+        /**
+         * @description The aggregates by alias, as the JSON text of `aggregateRows`' `aggregates`, URL-encoded.
+         * @example {"n":{"count":{}},"points":{"sum":"points"}}
+         */
+        AggregatesParameter: string;
+        /**
          * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
          *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
          *     broken percent-encoding is.
@@ -2654,6 +2868,11 @@ export interface components {
          * @example {"status":"open","score":{"$gte":10}}
          */
         FilterParameter: string;
+        /**
+         * @description The fields to group by, joined by commas (`aggregateRows`' `group_by`).
+         * @example status,owner
+         */
+        GroupByParameter: string;
         /**
          * @description Makes a retry of this request safe (draft-ietf-httpapi-idempotency-key-header): a key of the
          *     client's choosing, unique to the request, such as a UUID, 1 to 255 printable ASCII characters,
@@ -3304,6 +3523,193 @@ export interface operations {
         requestBody?: never;
         responses: {
             200: components["responses"]["HeadOkMetered"];
+            default: components["responses"]["HeadProblem"];
+        };
+    };
+    getAggregates: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The aggregates by alias, as the JSON text of `aggregateRows`' `aggregates`, URL-encoded.
+                 * @example {"n":{"count":{}},"points":{"sum":"points"}}
+                 */
+                aggregates?: components["parameters"]["AggregatesParameter"];
+                /**
+                 * @description The rows to keep: a filter of the filter language (docs/api.md, "Filters") as JSON text,
+                 *     URL-encoded; at most 4 KiB, 8 levels deep and 32 conditions. Each member of a filter object
+                 *     names a field (a top-level name, or a dotted path into nested objects, `.` and `\` in a name
+                 *     escaped with `\`; `id` is the row's id) with a value it must equal, or an object of operators:
+                 *     `$eq`, `$ne`, `$gt`, `$gte`, `$lt`, `$lte`, `$in`, `$nin`, `$exists`, `$prefix`, `$contains`;
+                 *     `$and` and `$or` take arrays of filters, `$not` a filter. A filter that does not parse is `400
+                 *     validation_failed`, its error naming `filter` and pointing into it (`pointer`, RFC 6901).
+                 *     Indexes: a filter whose top level holds an equality to a number, string or boolean, a range
+                 *     (`$gt` … `$lte`) or a `$prefix` on a top-level field reads only that range of the field's sort
+                 *     index, and tests the rest of the filter on those rows; the first such page of a collection of at
+                 *     least `ROWBASE_SORT_INDEX_MIN_ROWS` rows (1,000 by default) that has an index of none of those
+                 *     fields makes one (of the first with an equality, else the first), as the first page ordered by a
+                 *     field does. Conditions on `id` read the primary key. Any other filter tests every row, bounded by
+                 *     `ROWBASE_QUERY_TIMEOUT_MS` (docs/api.md, "Filters and indexes").
+                 * @example {"status":"open","score":{"$gte":10}}
+                 */
+                filter?: components["parameters"]["FilterParameter"];
+                /**
+                 * @description The fields to group by, joined by commas (`aggregateRows`' `group_by`).
+                 * @example status,owner
+                 */
+                group_by?: components["parameters"]["GroupByParameter"];
+                /**
+                 * @description The most groups to answer, 0 to `ROWBASE_MAX_GROUPS` (1,000 by default, the default).
+                 * @example 10
+                 */
+                limit?: components["parameters"]["AggregateLimitParameter"];
+                /**
+                 * @description The groups' order, as the JSON text of `aggregateRows`' `order`, URL-encoded.
+                 * @example [{"field":"n","direction":"desc"}]
+                 */
+                order?: components["parameters"]["AggregateOrderParameter"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
+                 * @example notes
+                 */
+                collection_name: components["parameters"]["CollectionNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["AggregateOk"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["QueryTimeout"];
+            default: components["responses"]["Error"];
+        };
+    };
+    aggregateRows: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
+                 * @example notes
+                 */
+                collection_name: components["parameters"]["CollectionNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "filter": {
+                 *         "done": false
+                 *       },
+                 *       "group_by": [
+                 *         "status"
+                 *       ],
+                 *       "aggregates": {
+                 *         "rows": {
+                 *           "count": {}
+                 *         },
+                 *         "points": {
+                 *           "sum": "points"
+                 *         },
+                 *         "latest": {
+                 *           "max": "due"
+                 *         }
+                 *       },
+                 *       "order": [
+                 *         {
+                 *           "field": "rows",
+                 *           "direction": "desc"
+                 *         }
+                 *       ],
+                 *       "limit": 10
+                 *     }
+                 */
+                "application/json": components["schemas"]["AggregateQuery"];
+            };
+        };
+        responses: {
+            200: components["responses"]["AggregateOk"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["QueryTimeout"];
+            default: components["responses"]["Error"];
+        };
+    };
+    headAggregates: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The aggregates by alias, as the JSON text of `aggregateRows`' `aggregates`, URL-encoded.
+                 * @example {"n":{"count":{}},"points":{"sum":"points"}}
+                 */
+                aggregates?: components["parameters"]["AggregatesParameter"];
+                /**
+                 * @description The rows to keep: a filter of the filter language (docs/api.md, "Filters") as JSON text,
+                 *     URL-encoded; at most 4 KiB, 8 levels deep and 32 conditions. Each member of a filter object
+                 *     names a field (a top-level name, or a dotted path into nested objects, `.` and `\` in a name
+                 *     escaped with `\`; `id` is the row's id) with a value it must equal, or an object of operators:
+                 *     `$eq`, `$ne`, `$gt`, `$gte`, `$lt`, `$lte`, `$in`, `$nin`, `$exists`, `$prefix`, `$contains`;
+                 *     `$and` and `$or` take arrays of filters, `$not` a filter. A filter that does not parse is `400
+                 *     validation_failed`, its error naming `filter` and pointing into it (`pointer`, RFC 6901).
+                 *     Indexes: a filter whose top level holds an equality to a number, string or boolean, a range
+                 *     (`$gt` … `$lte`) or a `$prefix` on a top-level field reads only that range of the field's sort
+                 *     index, and tests the rest of the filter on those rows; the first such page of a collection of at
+                 *     least `ROWBASE_SORT_INDEX_MIN_ROWS` rows (1,000 by default) that has an index of none of those
+                 *     fields makes one (of the first with an equality, else the first), as the first page ordered by a
+                 *     field does. Conditions on `id` read the primary key. Any other filter tests every row, bounded by
+                 *     `ROWBASE_QUERY_TIMEOUT_MS` (docs/api.md, "Filters and indexes").
+                 * @example {"status":"open","score":{"$gte":10}}
+                 */
+                filter?: components["parameters"]["FilterParameter"];
+                /**
+                 * @description The fields to group by, joined by commas (`aggregateRows`' `group_by`).
+                 * @example status,owner
+                 */
+                group_by?: components["parameters"]["GroupByParameter"];
+                /**
+                 * @description The most groups to answer, 0 to `ROWBASE_MAX_GROUPS` (1,000 by default, the default).
+                 * @example 10
+                 */
+                limit?: components["parameters"]["AggregateLimitParameter"];
+                /**
+                 * @description The groups' order, as the JSON text of `aggregateRows`' `order`, URL-encoded.
+                 * @example [{"field":"n","direction":"desc"}]
+                 */
+                order?: components["parameters"]["AggregateOrderParameter"];
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
+                 * @example notes
+                 */
+                collection_name: components["parameters"]["CollectionNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOkAggregate"];
             default: components["responses"]["HeadProblem"];
         };
     };

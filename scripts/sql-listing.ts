@@ -3,12 +3,14 @@
 // shape (a page's direction, a patch's number of fields) once for each shape. A reader finds here the
 // SQL of any request; the code that runs it names the same constants.
 
+import type { AggregateSource } from '../src/db/aggregates.ts';
 import { raw } from '../src/db/filter.ts';
 import { byId, byName, type Direction, type Page, type PageSource, type Position, withinIndex } from '../src/db/pages.ts';
 import * as postgres from '../src/db/postgres/sql.ts';
 import type { KeyRange } from '../src/db/sort-indexes.ts';
 import * as shared from '../src/db/sql.ts';
 import * as sqlite from '../src/db/sqlite/sql.ts';
+import type { AggregateQuery } from '../src/query/aggregate.ts';
 
 type Listing = [name: string, sql: string][];
 
@@ -123,9 +125,36 @@ function pageListing(
   ];
 }
 
+/** An aggregate of every kind, grouped by two fields, filtered; and the count that reads a sort index's keys alone. */
+const aggregate: AggregateQuery = {
+  groupBy: ['status', 'owner'],
+  aggregates: [
+    { alias: 'n', op: 'count' },
+    { alias: 'kinds', op: 'count_distinct', field: 'tag' },
+    { alias: 'total', op: 'sum', field: 'points' },
+    { alias: 'mean', op: 'avg', field: 'points' },
+    { alias: 'first', op: 'min', field: 'due' },
+    { alias: 'last', op: 'max', field: 'due' },
+  ],
+  order: [],
+  limit: 100,
+};
+const aggregateListing = (source: Pick<AggregateSource, 'aggregateSql'>): Listing => [
+  [
+    'aggregateSql(grouped by two fields, every aggregate, filtered)',
+    source.aggregateSql(byName(1, 'c'), aggregate, raw('<filter>'), 100_001).sql,
+  ],
+  [
+    'aggregateSql(one group, a count)',
+    source.aggregateSql(byName(1, 'c'), { ...aggregate, groupBy: [], aggregates: [aggregate.aggregates[0]] }, undefined, 100_001).sql,
+  ],
+  ['keyCountSql', shared.keyCountSql(byId(1), 0, raw('<bounds>')).sql],
+];
+
 function sqliteListing(): Listing {
   return [
     ...sharedListing(''),
+    ...aggregateListing(sqlite),
     ['rowsSql', sqlite.rowsSql],
     ['patchedRowSql', sqlite.patchedRowSql],
     ...directions.flatMap((order) => pageListing(sqlite, order)),
@@ -163,6 +192,7 @@ function sqliteListing(): Listing {
 function postgresListing(): Listing {
   return [
     ...sharedListing(' collate "C"'),
+    ...aggregateListing(postgres),
     ['getRowSql', postgres.getRowSql],
     ['advanceReadingRowSql', postgres.advanceReadingRowSql],
     ['updateRowSql', postgres.updateRowSql],

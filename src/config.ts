@@ -93,6 +93,11 @@ export interface Config {
    * `ROWBASE_QUERY_TIMEOUT_MS`, default 5000.
    */
   queryTimeoutMs: number;
+  /**
+   * Groups an aggregate answers at most (openapi.yaml, aggregateRows: `limit`, default and bound); the
+   * database may find 100 times as many before the query is refused. `ROWBASE_MAX_GROUPS`, default 1000.
+   */
+  maxGroups: number;
 }
 
 export const defaults: Config = {
@@ -122,6 +127,7 @@ export const defaults: Config = {
   maxCollectionsPerAccount: 10_000,
   maxKeysPerAccount: 1000,
   queryTimeoutMs: 5000,
+  maxGroups: 1000,
 };
 
 export class ConfigError extends Error {}
@@ -154,6 +160,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
     maxCollectionsPerAccount: integer(env, 'ROWBASE_MAX_COLLECTIONS_PER_ACCOUNT', defaults.maxCollectionsPerAccount, 1, 2 ** 31),
     maxKeysPerAccount: integer(env, 'ROWBASE_MAX_KEYS_PER_ACCOUNT', defaults.maxKeysPerAccount, 1, 2 ** 31),
     queryTimeoutMs: integer(env, 'ROWBASE_QUERY_TIMEOUT_MS', defaults.queryTimeoutMs, 1, 3_600_000),
+    maxGroups: integer(env, 'ROWBASE_MAX_GROUPS', defaults.maxGroups, 1, 1_000_000),
   };
 }
 

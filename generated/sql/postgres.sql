@@ -194,6 +194,37 @@ where account_id = ? and name = ? and last_row_id < ? returning id, last_seq, so
 -- lastRowIdSql
 select last_row_id from collections where account_id = ? and name = ?;
 
+-- aggregateSql(grouped by two fields, every aggregate, filtered)
+with keyed as (select rows.id, doc.j, case when jsonb_typeof((j -> ?::text)) = 'null' then null else (j -> ?::text) end as k0, case when jsonb_typeof((j -> ?::text)) = 'null' then null else (j -> ?::text) end as k1
+  from rows, lateral (select case when strpos(rows.data, '\') = 0 and strpos(rows.data, chr(55295)) = 0 then rows.data::jsonb
+else regexp_replace(replace(replace(replace(replace(rows.data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
+chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb end as j offset 0) doc
+  where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (<filter>))
+select * from (select 0 as part, null::integer as x, json_build_array(k0::text, k1::text)::text as k,
+    json_build_array(k0::text, k1::text, count(*), null, count(distinct case when jsonb_typeof((j -> ?::text)) = 'null' then null else (j -> ?::text) end), json_build_array(count(*) filter (where jsonb_typeof((j -> ?::text)) = 'number'),
+    (sum(case when jsonb_typeof((j -> ?::text)) = 'number' then ((j -> ?::text))::numeric end))::text), json_build_array(count(*) filter (where jsonb_typeof((j -> ?::text)) = 'number'),
+    (sum(case when jsonb_typeof((j -> ?::text)) = 'number' then ((j -> ?::text))::numeric end))::text), coalesce((min(case when jsonb_typeof((j -> ?::text)) = 'number' then ((j -> ?::text))::numeric end))::text, to_jsonb(min((case when jsonb_typeof((j -> ?::text)) = 'string' then (j -> ?::text) #>> '{}' end) collate "C"))::text, (bool_and(case when jsonb_typeof((j -> ?::text)) = 'boolean' then ((j -> ?::text))::boolean end))::text, substr(min((case when jsonb_typeof((j -> ?::text)) in ('object', 'array') then lpad(id::text, 20, '0') || ((j -> ?::text))::text end)
+    collate "C"), 21)), coalesce(substr(max((case when jsonb_typeof((j -> ?::text)) in ('object', 'array') then lpad(id::text, 20, '0') || ((j -> ?::text))::text end)
+    collate "C"), 21), (bool_or(case when jsonb_typeof((j -> ?::text)) = 'boolean' then ((j -> ?::text))::boolean end))::text, to_jsonb(max((case when jsonb_typeof((j -> ?::text)) = 'string' then (j -> ?::text) #>> '{}' end) collate "C"))::text, (max(case when jsonb_typeof((j -> ?::text)) = 'number' then ((j -> ?::text))::numeric end))::text))::text as v
+  from keyed group by k0, k1 limit ?) groups
+union all
+select 3 as part, null::integer as x, null as k, json_build_array((select last_seq from collections where account_id = ? and name = ?))::text as v;
+
+-- aggregateSql(one group, a count)
+with keyed as (select rows.id, doc.j
+  from rows, lateral (select case when strpos(rows.data, '\') = 0 and strpos(rows.data, chr(55295)) = 0 then rows.data::jsonb
+else regexp_replace(replace(replace(replace(replace(rows.data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
+chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb end as j offset 0) doc
+  where rows.collection_id = (select id from collections where account_id = ? and name = ?))
+select * from (select 0 as part, null::integer as x, '[]' as k,
+    json_build_array(count(*), null)::text as v
+  from keyed limit ?) groups
+union all
+select 3 as part, null::integer as x, null as k, json_build_array((select last_seq from collections where account_id = ? and name = ?))::text as v;
+
+-- keyCountSql
+select count(*) as n, (select last_seq from collections where id = ?) as seq from sort_keys where collection_id = ? and slot = ? and <bounds>;
+
 -- getRowSql
 select data, collection_id, version from rows
 where collection_id = (select id from collections where account_id = ? and name = ?) and id = ?;

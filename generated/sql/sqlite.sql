@@ -194,6 +194,75 @@ where account_id = ? and name = ? and last_row_id < ? returning id, last_seq, so
 -- lastRowIdSql
 select last_row_id from collections where account_id = ? and name = ?;
 
+-- aggregateSql(grouped by two fields, every aggregate, filtered)
+with keyed as (select id, data, json_array(case json_type(data, ?)
+  when 'null' then null
+  when 'object' then (select group_concat(json_array(fullkey, type, case when type in ('object', 'array') then null
+    else data -> fullkey end), ',' order by fullkey) from json_tree(data, ?))
+  when 'array' then (select group_concat(json_array(fullkey, type, case when type in ('object', 'array') then null
+    else data -> fullkey end), ',' order by fullkey) from json_tree(data, ?))
+  else data -> ? end, case json_type(data, ?)
+  when 'null' then null
+  when 'object' then (select group_concat(json_array(fullkey, type, case when type in ('object', 'array') then null
+    else data -> fullkey end), ',' order by fullkey) from json_tree(data, ?))
+  when 'array' then (select group_concat(json_array(fullkey, type, case when type in ('object', 'array') then null
+    else data -> fullkey end), ',' order by fullkey) from json_tree(data, ?))
+  else data -> ? end) as k from rows where collection_id = (select id from collections where account_id = ? and name = ?) and (<filter>))
+select * from (select 0 as part, null as x, hex(k) as k,
+  json_array(min((data -> ?) || ''), min((data -> ?) || ''), count(*), null, count(distinct case json_type(data, ?)
+  when 'null' then null
+  when 'object' then (select group_concat(json_array(fullkey, type, case when type in ('object', 'array') then null
+    else data -> fullkey end), ',' order by fullkey) from json_tree(data, ?))
+  when 'array' then (select group_concat(json_array(fullkey, type, case when type in ('object', 'array') then null
+    else data -> fullkey end), ',' order by fullkey) from json_tree(data, ?))
+  else data -> ? end), json_array(count(case when t2 in ('integer', 'real') then 1 end), null,
+  cast(sum(case when (t2 = 'integer' and typeof(v2) = 'integer') then v2 / 1000000000 end) as text), cast(sum(case when (t2 = 'integer' and typeof(v2) = 'integer') then v2 % 1000000000 end) as text)), json_array(count(case when t3 in ('integer', 'real') then 1 end), null,
+  cast(sum(case when (t3 = 'integer' and typeof(v3) = 'integer') then v3 / 1000000000 end) as text), cast(sum(case when (t3 = 'integer' and typeof(v3) = 'integer') then v3 % 1000000000 end) as text)), null, null) as v
+from (select id, data, k, json_type(data, ?) as t1, data ->> ? as v1, json_type(data, ?) as t2, data ->> ? as v2, json_type(data, ?) as t3, data ->> ? as v3, json_type(data, ?) as t4, data ->> ? as v4, json_type(data, ?) as t5, data ->> ? as v5 from keyed limit -1) group by k limit +?)
+union all select 1 as part, ? as x, hex(k) as k,
+  json_array(e, cast(sum(m / 1000000000) as text), cast(sum(m % 1000000000) as text)) as v
+from (select k, cast(rtrim(digits, '0') as integer) as m, power - fraction + length(digits) - length(rtrim(digits, '0')) as e
+  from (select k, replace(base, '.', '') as digits, power,
+      case instr(base, '.') when 0 then 0 else length(base) - instr(base, '.') end as fraction
+    from (select k, case ep when 0 then s else substr(s, 1, ep - 1) end as base,
+        case ep when 0 then 0 else cast(substr(s, ep + 1) as integer) end as power
+      from (select k, s, instr(s, 'e') as ep
+        from (select k, data -> ? as s from keyed where json_type(data, ?) in ('integer', 'real') and not (json_type(data, ?) = 'integer' and typeof(data ->> ?) = 'integer'))))))
+group by k, e
+union all select 1 as part, ? as x, hex(k) as k,
+  json_array(e, cast(sum(m / 1000000000) as text), cast(sum(m % 1000000000) as text)) as v
+from (select k, cast(rtrim(digits, '0') as integer) as m, power - fraction + length(digits) - length(rtrim(digits, '0')) as e
+  from (select k, replace(base, '.', '') as digits, power,
+      case instr(base, '.') when 0 then 0 else length(base) - instr(base, '.') end as fraction
+    from (select k, case ep when 0 then s else substr(s, 1, ep - 1) end as base,
+        case ep when 0 then 0 else cast(substr(s, ep + 1) as integer) end as power
+      from (select k, s, instr(s, 'e') as ep
+        from (select k, data -> ? as s from keyed where json_type(data, ?) in ('integer', 'real') and not (json_type(data, ?) = 'integer' and typeof(data ->> ?) = 'integer'))))))
+group by k, e
+union all select 2 as part, ? as x, hex(k) as k,
+  json_array(v || '') as v
+from (select k, min(case json_type(data, ?)
+    when 'integer' then data ->> ? when 'real' then data ->> ? when 'text' then data ->> ?
+    when 'false' then x'01' when 'true' then x'02' else unhex('03' || printf('%020d', id)) end) as best, data -> ? as v
+  from keyed where json_type(data, ?) <> 'null' group by k limit +?)
+union all select 2 as part, ? as x, hex(k) as k,
+  json_array(v || '') as v
+from (select k, max(case json_type(data, ?)
+    when 'integer' then data ->> ? when 'real' then data ->> ? when 'text' then data ->> ?
+    when 'false' then x'01' when 'true' then x'02' else unhex('03' || printf('%020d', id)) end) as best, data -> ? as v
+  from keyed where json_type(data, ?) <> 'null' group by k limit +?)
+union all select 3 as part, null as x, null as k, json_array((select last_seq from collections where account_id = ? and name = ?)) as v;
+
+-- aggregateSql(one group, a count)
+with keyed as (select id, data, '[]' as k from rows where collection_id = (select id from collections where account_id = ? and name = ?))
+select * from (select 0 as part, null as x, hex('[]') as k,
+  json_array(count(*), null) as v
+from (select id, data, k from keyed limit -1) limit +?)
+union all select 3 as part, null as x, null as k, json_array((select last_seq from collections where account_id = ? and name = ?)) as v;
+
+-- keyCountSql
+select count(*) as n, (select last_seq from collections where id = ?) as seq from sort_keys where collection_id = ? and slot = ? and <bounds>;
+
 -- rowsSql
 select j.key as i, r.data, c.id as collection_id, r.version from json_each(?) j
 cross join collections c on c.account_id = j.value ->> 0 and c.name = j.value ->> 1

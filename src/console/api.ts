@@ -11,6 +11,8 @@ export type Index = components['schemas']['Index'];
 export type RowSchema = components['schemas']['RowSchema'];
 export type RowError = components['schemas']['RowError'];
 export type Row = { id: number; [field: string]: unknown };
+export type AggregateQuery = components['schemas']['AggregateQuery'];
+export type AggregateAnswer = components['schemas']['AggregateAnswer'];
 
 /** A 4xx or 5xx answer, with its problem (openapi.yaml, Problem). */
 export class ApiError extends Error {
@@ -121,6 +123,11 @@ export class Api {
       seq: Number(headers.get('Rowbase-Seq')),
       next: nextCursor(headers.get('Link')),
     };
+  }
+
+  /** The groups of the rows `query` keeps (openapi.yaml, aggregateRows). */
+  aggregate(collection: string, query: AggregateQuery): Promise<AggregateAnswer> {
+    return this.call('POST', `${collectionPath(collection)}/aggregate`, { body: query });
   }
 
   insertRows(collection: string, rows: object[]): Promise<Row[]> {

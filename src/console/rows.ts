@@ -1,12 +1,13 @@
 // A collection's rows: a table whose columns are the fields present (or those selected), sorted by a
 // click on a column, narrowed by a filter in the filter language (docs/api.md, "Filters") with its
-// errors shown beside it, paged, counted; a row opened to edit or delete and rows inserted (editor.ts);
+// errors shown beside it, grouped (groups.ts), paged, counted; a row opened to edit or delete and rows inserted (editor.ts);
 // and, live, the feed's changes applied in place (live.ts) with the last of them listed beside the table.
 import { html } from 'htm/preact';
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { type Api, ApiError, describe, type Row, type RowsQuery } from './api.ts';
 import { type DialogContext, InsertRows, RowEditor } from './editor.ts';
 import { type Change, Feed, type FeedState } from './feed.ts';
+import { GroupPanel } from './groups.ts';
 import { applyChange, type ShownRow } from './live.ts';
 import { Modal, Status } from './parts.ts';
 import { readTyping, SchemaPanel, type Typing } from './schema.ts';
@@ -147,6 +148,7 @@ export function RowsView({ api, collection, admin, onChanged, onDeleted }: Props
         <label class="toggle"><input type="checkbox" checked=${live} onChange=${(event: Event) => setLive((event.target as HTMLInputElement).checked)} /> Live</label>
         <span class="feed-state" role="status">${live && feedState ? feedLabel(feedState) : ''}</span>
       </form>
+      <${GroupPanel} api=${api} collection=${collection} filter=${query.filter} />
       <${Status} error=${error} />
       <div class="table-and-panel">
         <div class="table-scroll">

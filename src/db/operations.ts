@@ -4,9 +4,11 @@
 // (sqlite/rows.ts, postgres/rows.ts). Every request's key is looked up through the cache of their
 // principals kept here (PrincipalCache).
 import type { Knex } from 'knex';
-import { ApiError } from '../errors.ts';
+import { ApiError, type FieldError } from '../errors.ts';
 import type { Patch } from '../patches/index.ts';
+import type { AggregateQuery } from '../query/aggregate.ts';
 import type { Filter } from '../query/filter.ts';
+import type { AggregateResult } from './aggregates.ts';
 import type { BatchOperation, BatchOptions, BatchResult } from './batch.ts';
 import type { Changes } from './changes.ts';
 import { createCollection, deleteCollection, getCollection, listCollectionSchemas, listCollections } from './collections.ts';
@@ -73,6 +75,17 @@ export interface RowOperations {
   writeBatch(accountId: number, operations: readonly BatchOperation[], options?: BatchOptions): Promise<BatchResult[]>;
   /** One page of rows (pages.ts); 404 when the collection does not exist. */
   listRows(accountId: number, collection: string, page: Page): Promise<RowsPage>;
+  /**
+   * The answer to an aggregate query (aggregates.ts); 404 when the collection does not exist, 400 (whose
+   * one error is `place`) when its rows fall into more than `maxGroupsRead` groups, 503 past the query timeout.
+   */
+  aggregateRows(
+    accountId: number,
+    collection: string,
+    query: AggregateQuery,
+    maxGroupsRead: number,
+    place: FieldError,
+  ): Promise<AggregateResult>;
   /** The row and its version; 404 for a missing row or collection. */
   getRow(accountId: number, collection: string, rowId: number): Promise<VersionedRow>;
   /**

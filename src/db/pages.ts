@@ -250,10 +250,10 @@ export const withinIndex = (collection: CollectionRef, slot: number, bounds: Sql
   allOf([sql`rows.id in (select row_id from sort_keys where collection_id = ${collection.id} and slot = ${slot} and ${bounds})`, filter]);
 
 /** The rows a filter keeps can be found in the index of `field`, in `slot`, within `bounds` (`whole`: IndexedField's). */
-type InIndex = { field: string; slot: number; bounds: KeyBounds; whole: boolean };
+export type InIndex = { field: string; slot: number; bounds: KeyBounds; whole: boolean };
 
 /** The first of `fields` the collection has a sort index of, and its slot. */
-function inIndex(sorted: readonly string[], fields: IndexedField[]): InIndex | undefined {
+export function inIndex(sorted: readonly string[], fields: IndexedField[]): InIndex | undefined {
   for (const { field, bounds, whole } of fields) {
     const slot = sorted.indexOf(field);
     if (slot >= 0) return { field, slot, bounds, whole };
@@ -346,7 +346,7 @@ async function indexedPage(
  * index of none of `fields` and is large enough, the index of the first is made now (unless it has as
  * many as it may). 404 when the collection does not exist.
  */
-async function lookUpIndex(
+export async function lookUpIndex(
   source: PageSource,
   accountId: number,
   collection: string,

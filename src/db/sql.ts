@@ -2,6 +2,7 @@
 // the pieces of SQL both build their own from. Each dialect's own statements are in sqlite/sql.ts and
 // postgres/sql.ts; `npm run generate` writes every statement of each dialect, whole, to generated/sql/.
 // Values a client sends are always bindings, never part of the text.
+import { type Sql, sql } from './filter.ts';
 
 /**
  * The first statement of every write transaction (collections.ts, advance()): moves the collection's
@@ -224,3 +225,11 @@ export const importAdvanceSql = `update collections set last_seq = last_seq + ?,
   where account_id = ? and name = ? and last_row_id < ? returning id, last_seq, sorted, schema_id`;
 /** The last row id the collection has handed out, where an import resumed goes on from. */
 export const lastRowIdSql = 'select last_row_id from collections where account_id = ? and name = ?';
+
+/**
+ * An aggregate's count of the rows whose keys in the sort index in `slot` are within `bounds` (the
+ * dialect's keyBoundsSql), read from the index alone (aggregates.ts), with the collection's latest
+ * event seq in the same statement.
+ */
+export const keyCountSql = (collection: { id: Sql; lastSeq: Sql }, slot: number, bounds: Sql): Sql =>
+  sql`select count(*) as n, ${collection.lastSeq} as seq from sort_keys where collection_id = ${collection.id} and slot = ${slot} and ${bounds}`;

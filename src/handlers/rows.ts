@@ -1,3 +1,4 @@
+import type { AggregateResult } from '../db/aggregates.ts';
 import { answerOnce } from '../db/idempotency.ts';
 import type { Principal } from '../db/keys.ts';
 import type { Page, RowsPage } from '../db/pages.ts';
@@ -8,13 +9,24 @@ import type { Upserted } from '../db/upserts.ts';
 import { validationFailed } from '../errors.ts';
 import { etagOf, ifMatch, ifNoneMatch } from '../http/request.ts';
 import { ACCEPT_PATCH, patchFormatOf, readPatch } from '../patches/index.ts';
+import { aggregateParameters, parseAggregateQuery } from '../query/aggregate.ts';
 import { type CursorScope, lastRow, makeCursor, readCursor } from '../query/cursor.ts';
 import { FILTER_PARAMETER, filterJson, parseFilter, parseFilterText } from '../query/filter.ts';
 import { orderFromBody, orderFromParameters } from '../query/order.ts';
 import type { Handlers, Result } from './types.ts';
 
 export const rowHandlers: Handlers<
-  'listRows' | 'listVersionedRows' | 'queryRows' | 'insertRows' | 'getRow' | 'updateRow' | 'deleteRow' | 'updateRows' | 'deleteRows'
+  | 'listRows'
+  | 'listVersionedRows'
+  | 'queryRows'
+  | 'aggregateRows'
+  | 'getAggregates'
+  | 'insertRows'
+  | 'getRow'
+  | 'updateRow'
+  | 'deleteRow'
+  | 'updateRows'
+  | 'deleteRows'
 > = {
   async listRows({ principal, path, query }, { store }) {
     const order = orderFromParameters(query.order_by, query.order);
@@ -88,6 +100,23 @@ export const rowHandlers: Handlers<
       contentType: 'application/json',
       headers: { 'Rowbase-Seq': String(seq) },
     };
+  },
+
+  async aggregateRows({ principal, path, body }, { store, config }) {
+    const query = parseAggregateQuery(body, 'body', config.maxGroups);
+    const place = { in: 'body', name: '/group_by', message: `makes more than ${config.maxGroups * GROUPS_READ} groups` } as const;
+    return answerAggregates(
+      await store.aggregateRows(principal.accountId, path.collection_name, query, config.maxGroups * GROUPS_READ, place),
+    );
+  },
+
+  /** aggregateRows' query in the URL: JSON texts, and group_by a comma list (openapi.yaml, getAggregates). */
+  async getAggregates({ principal, path, query }, { store, config }) {
+    const read = parseAggregateQuery(aggregateParameters(query), 'query', config.maxGroups);
+    const place = { in: 'query', name: 'group_by', message: `makes more than ${config.maxGroups * GROUPS_READ} groups` } as const;
+    return answerAggregates(
+      await store.aggregateRows(principal.accountId, path.collection_name, read, config.maxGroups * GROUPS_READ, place),
+    );
   },
 
   async insertRows({ principal, path, query, body, once }, { store, config }) {
@@ -174,6 +203,14 @@ function answerChangedCount({ count }: ChangedRows): Result {
 /** The rows as JSON text made by the data layer, never parsed. */
 function answerChangedRows({ count, json }: ChangedRows): Result {
   return { status: 200, body: `{"count":${count},"rows":${json}}` };
+}
+
+/** The groups an aggregate may find, per group it may answer, before it is refused (openapi.yaml, aggregateRows). */
+const GROUPS_READ = 100;
+
+/** An aggregate's answer, its seq also in `Rowbase-Seq`, as a page's. */
+function answerAggregates({ groups, seq, truncated }: AggregateResult): Result {
+  return { status: 200, body: { groups, seq, truncated }, headers: { 'Rowbase-Seq': String(seq) } };
 }
 
 /** A page's rows when a query leaves `limit` out (openapi.yaml, Limit and RowQuery). */

@@ -142,7 +142,7 @@ function compareValues(a: number | string | boolean, b: number | string | boolea
  * above) meets a unit of U+E000..U+FFFF; a lone surrogate counts as the code point of its unit, as
  * UTF-8 and PostgreSQL's escape (src/db/postgres/sql.ts) order it.
  */
-function compareCodePoints(a: number | string | boolean, b: number | string | boolean): number {
+export function compareCodePoints(a: number | string | boolean, b: number | string | boolean): number {
   const [x, y] = [a as string, b as string];
   const shorter = Math.min(x.length, y.length);
   let index = 0;

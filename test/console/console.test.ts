@@ -292,6 +292,43 @@ describe('the web console, in Chromium', function () {
     ).to.equal(true);
   });
 
+  it('groups the rows under the filter in the group by panel: counted, summed, a refused field named', async () => {
+    await client.post('/v1/collections', { name: 'tasks' });
+    await client.post('/v1/collections/tasks/rows', [
+      { status: 'open', points: 0.1 },
+      { status: 'open', points: 0.2 },
+      { status: 'done', points: 3 },
+      { points: 'many' },
+      { status: 'open', points: 4, hidden: true },
+    ]);
+    await signIn();
+    await openCollection('tasks');
+    await applyFilter('{"hidden": {"$exists": false}}');
+    await waitForIds([1, 2, 3, 4]);
+    await page.type('#group-by', 'status');
+    await page.type('#measure', 'points');
+    await page.click('.groups button[type=submit]');
+    await page.waitForSelector('.group-table');
+    const table = () =>
+      page.$$eval('.group-table tr', (rows) => rows.map((row) => [...row.children].map((cell) => cell.textContent ?? '')));
+    expect(await page.$eval('.group-table caption', (caption) => caption.textContent)).to.equal('3 groups of the rows matching the filter');
+    expect(await table()).to.deep.equal([
+      ['status', 'rows', 'sum', 'avg', 'min', 'max'],
+      ['open', '2', '0.3', '0.15', '0.1', '0.2'],
+      ['done', '1', '3', '3', '3', '3'],
+      ['null', '1', 'null', 'null', 'many', 'many'],
+    ]);
+    // A group field that is no plain name is refused, and the panel says where.
+    await page.$eval('#group-by', (input) => {
+      (input as HTMLInputElement).value = 'a.b';
+    });
+    await page.click('.groups button[type=submit]');
+    const refused = await page.waitForSelector('#groups-error:not(:empty)');
+    expect(await refused?.evaluate((node) => node.textContent)).to.include('/group_by/0');
+    watched.problems.splice(0, watched.problems.length, ...watched.problems.filter((problem) => !/status of 400/.test(problem)));
+    await page.screenshot({ path: `${screenshots}group-by.png` });
+  });
+
   it('applies another client’s changes live under the filter, and lists them with their seq', async () => {
     await client.post('/v1/collections', { name: 'live' });
     await client.post('/v1/collections/live/rows', notes);

@@ -194,6 +194,61 @@ describeEachBackend('any request generated from openapi.yaml', (backend) => {
     await fc.assert(fc.asyncProperty(request, answersWithinTheContract), runs);
   });
 
+  it('aggregates with any body or query without a 5xx', async () => {
+    const aggregates = fc.oneof(
+      fc.dictionary(
+        fieldName,
+        fc.oneof(
+          fc.record({ count: fc.constant({}) }),
+          fc.dictionary(fc.constantFrom('sum', 'avg', 'min', 'max', 'count_distinct', 'x'), fieldName, { maxKeys: 2 }),
+          jsonValue,
+        ),
+        { maxKeys: 4 },
+      ),
+      jsonValue,
+    );
+    const body = fc.oneof(
+      fc.record(
+        {
+          filter: fc.oneof(fc.dictionary(jsonFieldName, jsonValue, { maxKeys: 3 }), jsonValue),
+          group_by: fc.oneof(fc.array(fc.oneof(fc.constantFrom('text', 'n'), fieldName), { maxLength: 3 }), jsonValue),
+          aggregates,
+          order: fc.oneof(
+            fc.array(fc.record({ field: fieldName, direction: fc.constantFrom('asc', 'desc') }), { maxLength: 3 }),
+            jsonValue,
+          ),
+          limit: fc.oneof(fc.integer({ min: 0, max: 1000 }), jsonValue),
+        },
+        { requiredKeys: [] },
+      ),
+      jsonValue,
+    );
+    const request = fc.oneof(
+      fc
+        .record({ name: collectionName, body })
+        .map(({ name, body }): Request => ({ method: 'POST', path: `${collectionPath(name)}/aggregate`, body })),
+      fc
+        .record(
+          {
+            name: collectionName,
+            group_by: anyString(),
+            aggregates: fc.oneof(
+              aggregates.map((value) => JSON.stringify(value)),
+              anyString(),
+            ),
+          },
+          { requiredKeys: ['name'] },
+        )
+        .map(
+          ({ name, ...query }): Request => ({
+            method: 'GET',
+            path: `${collectionPath(name)}/aggregate?${new URLSearchParams(query as Record<string, string>)}`,
+          }),
+        ),
+    );
+    await fc.assert(fc.asyncProperty(request, answersWithinTheContract), runs);
+  });
+
   it('reads, patches and deletes rows of any id with any patch without a 5xx', async () => {
     const request = fc.oneof(
       fc.record({ name: collectionName, id: rowId }).map(({ name, id }): Request => ({ method: 'GET', path: rowPath(name, id) })),

@@ -53,6 +53,18 @@ describeEachBackend('the bound on a read’s time', (backend) => {
     expect((response.body as { code: string }).code).to.equal('query_timeout');
   });
 
+  it('answers 503 query_timeout for an aggregate alike, posted or got', async () => {
+    const body = { filter: slowFilter, group_by: ['n'], aggregates: { rows: { count: {} } } };
+    const posted = await client.post('/v1/collections/large/aggregate', body);
+    expect(posted.status, posted.text).to.equal(503);
+    expect((posted.body as { code: string }).code).to.equal('query_timeout');
+    const got = await client.get(`/v1/collections/large/aggregate?filter=${encodeURIComponent(JSON.stringify(slowFilter))}`);
+    expect(got.status, got.text).to.equal(503);
+    const small = await client.post<{ groups: unknown[] }>('/v1/collections/small/aggregate', body);
+    expect(small.status, small.text).to.equal(200);
+    expect(small.body.groups).to.deep.equal([]);
+  });
+
   it('goes on answering: the same filter on a small collection, pages by id, and writes', async () => {
     await Promise.all([filtered('large'), filtered('large')]);
     const small = await filtered('small');

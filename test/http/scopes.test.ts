@@ -59,6 +59,7 @@ const reads: [string, string, (target: Target) => string, ByScope][] = [
   ['listRows', '/v1/collections/{c}/rows', ({ c }) => `/v1/collections/${c}/rows`, each(404)],
   ['listVersionedRows', '/v1/collections/{c}/versioned-rows', ({ c }) => `/v1/collections/${c}/versioned-rows`, each(404)],
   ['getRow', '/v1/collections/{c}/rows/1', ({ c }) => `/v1/collections/${c}/rows/1`, each(404)],
+  ['getAggregates', '/v1/collections/{c}/aggregate', ({ c }) => `/v1/collections/${c}/aggregate?group_by=n`, each(404)],
 ];
 
 // biome-ignore format: a table
@@ -68,6 +69,7 @@ const operations: Operation[] = [
     { name: `HEAD ${name}`, operationId, run: http('HEAD', path), in: each(200), out },
   ]),
   { name: 'POST /v1/collections/{c}/query', operationId: 'queryRows', run: http('POST', ({ c }) => `/v1/collections/${c}/query`, () => ({ limit: 1 })), in: each(200), out: each(404) },
+  { name: 'POST /v1/collections/{c}/aggregate', operationId: 'aggregateRows', run: http('POST', ({ c }) => `/v1/collections/${c}/aggregate`, () => ({ aggregates: { n: { sum: 'n' } } })), in: each(200), out: each(404) },
   { name: 'POST /v1/batch', operationId: 'writeBatch', run: http('POST', () => '/v1/batch', ({ c }) => ({ operations: [{ op: 'insert', collection: c, rows: [{ n: 7 }] }] })), in: scoped(403, 200, 200), out: scoped(403, 404, 404) },
   { name: 'GET /ws?collection={c}', operationId: 'feed', run: feedStatus, in: each(101), out: each(404) },
   { name: 'GET /v1/keys', operationId: 'listKeys', run: http('GET', () => '/v1/keys'), in: scoped(403, 403, 200), out: scoped(403, 403, 200) },

@@ -123,6 +123,19 @@ describeEachBackend('a typed client generated from openapi.yaml', (backend) => {
           api.POST('/v1/collections/{collection_name}/query', { params: { path }, body: { filter: { text: { $prefix: 'a' } }, limit: 1 } }),
         200,
       ],
+      aggregateRows: [
+        () =>
+          api.POST('/v1/collections/{collection_name}/aggregate', {
+            params: { path },
+            body: { group_by: ['text'], aggregates: { n: { count: {} } } },
+          }),
+        200,
+      ],
+      getAggregates: [() => api.GET('/v1/collections/{collection_name}/aggregate', { params: { path, query: { group_by: 'text' } } }), 200],
+      headAggregates: [
+        () => api.HEAD('/v1/collections/{collection_name}/aggregate', { params: { path, query: { group_by: 'text' } } }),
+        200,
+      ],
       getRow: [() => api.GET('/v1/collections/{collection_name}/rows/{row_id}', row), 200],
       headRow: [() => api.HEAD('/v1/collections/{collection_name}/rows/{row_id}', row), 200],
       updateRow: [() => api.PATCH('/v1/collections/{collection_name}/rows/{row_id}', { ...row, body: { n: 1 } }), 200],

@@ -27,6 +27,16 @@ export async function callEveryOperation(baseUrl: string, key: string, collectio
     listVersionedRows: () => api.GET('/v1/collections/{collection_name}/versioned-rows', page),
     headVersionedRows: () => api.HEAD('/v1/collections/{collection_name}/versioned-rows', page),
     queryRows: () => api.POST('/v1/collections/{collection_name}/query', { params: { path }, body: rowQuery }),
+    aggregateRows: () =>
+      api.POST('/v1/collections/{collection_name}/aggregate', {
+        params: { path },
+        body: { group_by: ['text'], aggregates: { n: { count: {} }, total: { sum: 'n' } } },
+      }),
+    getAggregates: () =>
+      api.GET('/v1/collections/{collection_name}/aggregate', {
+        params: { path, query: { group_by: 'text', aggregates: '{"n":{"count":{}},"total":{"sum":"n"}}' } },
+      }),
+    headAggregates: () => api.HEAD('/v1/collections/{collection_name}/aggregate', { params: { path, query: { group_by: 'text' } } }),
     getRow: () => api.GET('/v1/collections/{collection_name}/rows/{row_id}', row(1)),
     headRow: () => api.HEAD('/v1/collections/{collection_name}/rows/{row_id}', row(1)),
     updateRow: () => api.PATCH('/v1/collections/{collection_name}/rows/{row_id}', { ...row(1), body: { n: 3 } }),

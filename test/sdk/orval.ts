@@ -34,6 +34,10 @@ export async function callEveryOperation(baseUrl: string, key: string, collectio
     listVersionedRows: () => api.listVersionedRows(collection, page, options),
     headVersionedRows: () => api.headVersionedRows(collection, page, options),
     queryRows: () => api.queryRows(collection, rowQuery, options),
+    aggregateRows: () =>
+      api.aggregateRows(collection, { group_by: ['text'], aggregates: { n: { count: {} }, total: { sum: 'n' } } }, options),
+    getAggregates: () => api.getAggregates(collection, { group_by: 'text', aggregates: '{"n":{"count":{}},"total":{"sum":"n"}}' }, options),
+    headAggregates: () => api.headAggregates(collection, { group_by: 'text' }, options),
     getRow: () => api.getRow(collection, 1, options),
     headRow: () => api.headRow(collection, 1, options),
     updateRow: () => api.updateRow(collection, 1, { n: 3 }, asJson),

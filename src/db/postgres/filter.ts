@@ -11,7 +11,7 @@
 import type { Filter, JsonValue } from '../../query/filter.ts';
 import { allOf, type DialectFilter, filterWith, raw, readsData, type Sql, sql } from '../filter.ts';
 import type { KeyBounds } from '../filter-indexes.ts';
-import { escapeString, jsonbOf, POSTGRES_KEY_CHARS } from './sql.ts';
+import { document, escapeString, POSTGRES_KEY_CHARS } from './sql.ts';
 
 /**
  * `filter` as SQL on the columns `id` and `data` of the table or alias `row` (default `rows`): true for
@@ -31,15 +31,6 @@ export function filterSql(filter: Filter, row = 'rows'): Sql {
   }
   return allOf(conditions);
 }
-
-/**
- * The row's text as jsonb: read by jsonbOf(); or, when it holds no backslash and no U+D7FF, read as it
- * is, the same jsonb without jsonbOf()'s five passes over the text. jsonbOf() changes only escapes and
- * U+D7FF, and JSON.stringify writes U+0000, U+0001 and lone surrogates only as escapes.
- */
-const document = (row: string) =>
-  raw(`case when strpos(${row}.data, '\\') = 0 and strpos(${row}.data, chr(55295)) = 0 then ${row}.data::jsonb
-    else ${jsonbOf(`${row}.data`)} end`);
 
 /** A JSON value as jsonb text, its strings and keys escaped as jsonbOf() escapes the rows'. */
 const jsonb = (value: JsonValue) => JSON.stringify(escaped(value));

@@ -17,13 +17,17 @@ import { postgresSchema } from './migrations.ts';
 import { CHANNEL, listenForChanges, postgresRows } from './rows.ts';
 import { makeSortIndex } from './sort-indexes.ts';
 import {
+  aggregateSql,
+  escapeString,
   filteredSortedPage,
   holdOnceSql,
   notifySql,
   orderedPage,
+  POSTGRES_KEY_CHARS,
   pruneOnceSql,
   sortedPage,
   sortedPageAfter,
+  unescapedJson,
   uniqueIndexSql,
 } from './sql.ts';
 import { runAlone, runInTransaction, runTimed } from './statements.ts';
@@ -85,6 +89,11 @@ export async function openPostgresStore(
         readOnly: true,
       }),
     orderedPage,
+    aggregateSql,
+    jsonOf: unescapedJson,
+    // A key holds a string's first POSTGRES_KEY_CHARS characters (sql.ts): a shorter one whole, and
+    // then equal keys are equal strings. UTF-16 units count a character once or twice: never fewer.
+    keyHoldsWhole: (text) => escapeString(text).length < POSTGRES_KEY_CHARS,
     filterSql,
     keyBoundsSql,
     filteredSortedPage,

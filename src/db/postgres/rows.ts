@@ -16,6 +16,7 @@ import pg from 'pg';
 import { queryTimeout } from '../../errors.ts';
 import type { Logger } from '../../log.ts';
 import { applyPatch, type Patch, patchedFields } from '../../patches/index.ts';
+import { type AggregateSource, readAggregates } from '../aggregates.ts';
 import { type RowWrites, upsertWritesOf, writeBatch } from '../batch.ts';
 import { Batches } from '../batches.ts';
 import type { Changes } from '../changes.ts';
@@ -27,7 +28,7 @@ import { beginOnce, type OnceRequest, OnceTaken, onceInProgress, recordOnce } fr
 import { importRowsIn, type RowImporter } from '../imports.ts';
 import { keepingUnique, type WrittenRow } from '../indexes.ts';
 import type { RowOperations } from '../operations.ts';
-import { type PageSource, readPage } from '../pages.ts';
+import { readPage } from '../pages.ts';
 import { changedRows, deleteRowIn, deleteRowsIn, matchedRows } from '../row-writes.ts';
 import {
   assignable,
@@ -81,7 +82,7 @@ type WrittenWithAnswers = Written & { held: boolean };
 const MAX_INSERT_ROWS = 5000;
 
 /** `queryTimeoutMs`: how long a page that sorts or filters may run before it is cancelled (connect.ts, StoreOptions). */
-export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: PageSource): RowOperations {
+export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: AggregateSource): RowOperations {
   const { knex, changes } = db;
   /** Reads inside the write `trx`. */
   const readIn =
@@ -260,6 +261,16 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: PageSou
     async listRows(accountId, collection, page) {
       try {
         return await readPage(pages, accountId, collection, page);
+      } catch (error) {
+        // query_canceled: cancelled by its statement_timeout (statements.ts, runTimed).
+        if ((error as { code?: unknown }).code === '57014') throw queryTimeout(queryTimeoutMs);
+        throw error;
+      }
+    },
+
+    async aggregateRows(accountId, collection, query, maxGroupsRead, place) {
+      try {
+        return await readAggregates(pages, accountId, collection, query, maxGroupsRead, place);
       } catch (error) {
         // query_canceled: cancelled by its statement_timeout (statements.ts, runTimed).
         if ((error as { code?: unknown }).code === '57014') throw queryTimeout(queryTimeoutMs);

@@ -2,8 +2,11 @@
 // (../sql.ts). `npm run generate` writes them all, both kinds, expanded, to generated/sql/postgres.sql. The hot ones run as named statements,
 // parsed and planned once per connection (statements.ts); each reads `?` as its next binding.
 
+import type { Aggregate } from '../../query/aggregate.ts';
+import type { JsonValue } from '../../query/filter.ts';
+import type { AggregateSource } from '../aggregates.ts';
 import type { UniqueIndexSql } from '../dialect.ts';
-import { raw, sql } from '../filter.ts';
+import { raw, type Sql, sql } from '../filter.ts';
 import { type FieldOrder, type PageSource, sortedPages, wholePage } from '../pages.ts';
 import { MAX_PAGE_BYTES } from '../rows.ts';
 import { keyOrder, replaceKey, rowJsonWith, versionedRowJsonWith } from '../sql.ts';
@@ -113,6 +116,36 @@ const escapeOne = (c: string) =>
         ? '\ud7ff\u0002'
         : `\ud7ff${String.fromCharCode(c.charCodeAt(0) - 0xd000)}`;
 
+/** A string escaped by escapeString(), as it was. */
+export const unescapeString = (text: string) => text.replace(unescaped, unescapeOne);
+
+// biome-ignore lint/suspicious/noControlCharactersInRegex: U+0001 and U+0002 are what escapeString() writes.
+const unescaped = /\u0001[\u0001\u0002]|\ud7ff[\u0002\u0800-\u0fff]/g;
+
+const unescapeOne = (code: string) =>
+  code === '\u0001\u0001'
+    ? '\u0000'
+    : code === '\u0001\u0002'
+      ? '\u0001'
+      : code === '\ud7ff\u0002'
+        ? '\ud7ff'
+        : String.fromCharCode(code.charCodeAt(1) + 0xd000);
+
+/** A JSON text PostgreSQL made of escaped jsonb (aggregateSql), its strings and names read back. */
+export function unescapedJson(text: string): JsonValue {
+  const read = (value: JsonValue): JsonValue => {
+    if (typeof value === 'string') return unescapeString(value);
+    if (value === null || typeof value !== 'object') return value;
+    if (Array.isArray(value)) return value.map(read);
+    const object: { [key: string]: JsonValue } = {};
+    for (const [key, item] of Object.entries(value)) {
+      Object.defineProperty(object, unescapeString(key), { value: read(item), enumerable: true, writable: true, configurable: true });
+    }
+    return object;
+  };
+  return read(JSON.parse(text));
+}
+
 /**
  * SQL: the JSON text `document` (written by JSON.stringify) as jsonb, its strings escaped as
  * escapeString() escapes them. JSON.stringify writes U+0000 and U+0001 as the escapes `\u0000` and
@@ -125,6 +158,15 @@ const escapeOne = (c: string) =>
 export const jsonbOf = (document: string) =>
   String.raw`regexp_replace(replace(replace(replace(replace(${document}, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
     chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb`;
+
+/**
+ * The row's text as jsonb: read by jsonbOf(); or, when it holds no backslash and no U+D7FF, read as it
+ * is, the same jsonb without jsonbOf()'s five passes over the text. jsonbOf() changes only escapes and
+ * U+D7FF, and JSON.stringify writes U+0000, U+0001 and lone surrogates only as escapes.
+ */
+export const document = (row: string) =>
+  raw(`case when strpos(${row}.data, '\\') = 0 and strpos(${row}.data, chr(55295)) = 0 then ${row}.data::jsonb
+    else ${jsonbOf(`${row}.data`)} end`);
 
 /** A field of a row as jsonb: its text `data` read by jsonbOf(), then the field, its name escaped likewise (one binding). */
 export function field(name: string) {
@@ -393,3 +435,79 @@ export const uniqueIndexSql: UniqueIndexSql = {
 };
 
 const uniqueKey = (field: string) => `md5(nullif((${jsonbOf('data')} -> '${field}')::text, 'null'))`;
+
+// Aggregates (../aggregates.ts): one statement reads the groups of the rows a filter keeps, each row's
+// text read as jsonb once (filter.ts, document()), its strings escaped as escapeString() escapes them.
+// jsonb's equality is JSON equality, so a group field's jsonb value is its group's key; numbers are
+// numeric, exact, so a sum is the exact sum of the numbers' texts; strings compare under "C", by code
+// point. Every JSON text answered holds escaped strings, which jsonOf() (index.ts) reads back.
+
+/** A top-level field of the row's jsonb `j`, its name escaped (a binding). */
+const member = (name: string) => sql`(j -> ${escapeString(name)}::text)`;
+
+/** A field's value as the key of its group: null for null and a missing field. */
+const groupKey = (name: string) => sql`case when jsonb_typeof(${member(name)}) = 'null' then null else ${member(name)} end`;
+
+/**
+ * A min's or a max's value as the first of a page ordered by the field would hold it: of the lowest
+ * rank among its values for min (numbers, strings, booleans, then objects and arrays, the first by id),
+ * of the highest for max (the last by id), as JSON text.
+ */
+function extremeSql(name: string, op: 'min' | 'max'): Sql {
+  const value = member(name);
+  const [number, string, boolean, other] = [
+    sql`(${raw(op)}(case when jsonb_typeof(${value}) = 'number' then (${value})::numeric end))::text`,
+    sql`to_jsonb(${raw(op)}((case when jsonb_typeof(${value}) = 'string' then ${value} #>> '{}' end) collate "C"))::text`,
+    sql`(${raw(op === 'min' ? 'bool_and' : 'bool_or')}(case when jsonb_typeof(${value}) = 'boolean' then (${value})::boolean end))::text`,
+    sql`substr(${raw(op)}((case when jsonb_typeof(${value}) in ('object', 'array') then lpad(id::text, 20, '0') || (${value})::text end)
+        collate "C"), 21)`,
+  ];
+  const ranks = op === 'min' ? [number, string, boolean, other] : [other, boolean, string, number];
+  return sql`coalesce(${joinSql(ranks)})`;
+}
+
+/** An aggregate's piece of its group's row (part 0, ../aggregates.ts, AggregatePart). */
+function groupPiece(aggregate: Aggregate): Sql {
+  if (aggregate.op === 'count') return raw('null');
+  const value = member(aggregate.field);
+  switch (aggregate.op) {
+    case 'count_distinct':
+      return sql`count(distinct ${groupKey(aggregate.field)})`;
+    case 'sum':
+    case 'avg':
+      return sql`json_build_array(count(*) filter (where jsonb_typeof(${value}) = 'number'),
+        (sum(case when jsonb_typeof(${value}) = 'number' then (${value})::numeric end))::text)`;
+    case 'min':
+    case 'max':
+      return extremeSql(aggregate.field, aggregate.op);
+  }
+}
+
+/**
+ * The statement of an aggregate (../aggregates.ts, AggregatePart): `keyed` is the rows the filter keeps
+ * with their jsonb; part 0 groups them by their group fields' values, at most `maxGroups`, each with
+ * those values' JSON text, its row count and its pieces (a sum's exact, a min's and a max's value: no
+ * other part); part 3 the collection's latest event seq.
+ */
+export const aggregateSql: AggregateSource['aggregateSql'] = (collection, query, where, maxGroups) => {
+  const keys = query.groupBy.map((name, index) => sql`${groupKey(name)} as k${raw(String(index))}`);
+  const keyNames = query.groupBy.map((_name, index) => raw(`k${index}`));
+  const texts = keyNames.map((name) => sql`${name}::text`);
+  const identity = keyNames.length === 0 ? raw(`'[]'`) : sql`json_build_array(${joinSql(texts)})::text`;
+  const pieces = query.aggregates.map(groupPiece);
+  const filtered = where ? sql` and (${where})` : raw('');
+  const grouped = keyNames.length === 0 ? raw('') : sql` group by ${joinSql(keyNames)}`;
+  return sql`with keyed as (select rows.id, doc.j${keys.length === 0 ? raw('') : sql`, ${joinSql(keys)}`}
+      from rows, lateral (select ${document('rows')} as j offset 0) doc
+      where rows.collection_id = ${collection.id}${filtered})
+    select * from (select 0 as part, null::integer as x, ${identity} as k,
+        json_build_array(${joinSql([...texts, raw('count(*)'), ...pieces])})::text as v
+      from keyed${grouped} limit ${maxGroups}) groups
+    union all
+    select 3 as part, null::integer as x, null as k, json_build_array(${collection.lastSeq})::text as v`;
+};
+
+/** `parts` one after another, separated by commas. */
+function joinSql(parts: Sql[]): Sql {
+  return parts.reduce((joined, part, index) => (index === 0 ? part : sql`${joined}, ${part}`), raw(''));
+}

@@ -21,6 +21,7 @@ import { SqliteReaders } from './readers.ts';
 import { announceOnCommit, SqliteWriter, sqliteRows } from './rows.ts';
 import { SortIndexMaker } from './sort-indexes.ts';
 import {
+  aggregateSql,
   filteredSortedPage,
   knexTablesSql,
   onceAnswersSql,
@@ -103,6 +104,9 @@ export async function openSqliteStore(
         kind === 'sort' || kind === 'once' ? readers.timedRead(sql, params, queryTimeoutMs) : readers.read(sql, params, kind),
       snapshot: (work) => readers.snapshot(work),
       orderedPage,
+      aggregateSql,
+      jsonOf: (text) => JSON.parse(text),
+      keyHoldsWhole: () => true,
       filterSql,
       keyBoundsSql,
       filteredSortedPage,

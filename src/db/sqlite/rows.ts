@@ -11,6 +11,7 @@
 import type sqlite3 from 'sqlite3';
 import { type ApiError, queryTimeout } from '../../errors.ts';
 import { applyPatch, type Patch } from '../../patches/index.ts';
+import { type AggregateSource, readAggregates } from '../aggregates.ts';
 import { type RowWrites, upsertWritesOf, writeBatch } from '../batch.ts';
 import type { GroupedWrites } from '../batches.ts';
 import type { Changes } from '../changes.ts';
@@ -22,7 +23,7 @@ import { beginOnce, type OnceRequest, OnceTaken, recordOnce } from '../idempoten
 import { importRowsIn, type RowImporter } from '../imports.ts';
 import { keepingUnique, uniqueViolation, type WrittenRow } from '../indexes.ts';
 import type { RowOperations } from '../operations.ts';
-import { type PageSource, readPage } from '../pages.ts';
+import { readPage } from '../pages.ts';
 import { changedRows, deleteRowIn, deleteRowsIn, type MatchedRow, matchedRows } from '../row-writes.ts';
 import {
   assignable,
@@ -73,7 +74,7 @@ export interface SqliteRowsParts {
   reads: RowReads;
   writes: GroupedWrites;
   /** Pages of rows, through the read-only connections (sort indexes made with the writer). */
-  pages: PageSource;
+  pages: AggregateSource;
 }
 
 /**
@@ -277,6 +278,16 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
       } catch (error) {
         // The page connections make no string longer than a page may be (readers.ts).
         if ((error as { code?: unknown }).code === 'SQLITE_TOOBIG') throw pageTooLarge();
+        // Interrupted once it had run for the query timeout (readers.ts, timedRead).
+        if ((error as { code?: unknown }).code === 'SQLITE_INTERRUPT') throw queryTimeout(queryTimeoutMs);
+        throw error;
+      }
+    },
+
+    async aggregateRows(accountId, collection, query, maxGroupsRead, place) {
+      try {
+        return await readAggregates(pages, accountId, collection, query, maxGroupsRead, place);
+      } catch (error) {
         // Interrupted once it had run for the query timeout (readers.ts, timedRead).
         if ((error as { code?: unknown }).code === 'SQLITE_INTERRUPT') throw queryTimeout(queryTimeoutMs);
         throw error;

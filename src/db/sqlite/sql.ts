@@ -19,6 +19,8 @@
 // id; a statement of patches looks each row up once too, and its trigger finds the row by rowid. Every
 // value a client sent arrives as a binding of the INSERT, never in the SQL.
 
+import type { Aggregate } from '../../query/aggregate.ts';
+import type { AggregateSource } from '../aggregates.ts';
 import type { UniqueIndexSql } from '../dialect.ts';
 import { raw, type Sql, sql } from '../filter.ts';
 import { type FieldOrder, type PageSource, sortedPages, wholePage } from '../pages.ts';
@@ -446,3 +448,129 @@ export const uniqueIndexSql: UniqueIndexSql = {
 };
 
 const uniqueKey = (field: string) => `nullif(data -> '$.${field}', 'null')`;
+
+// Aggregates (../aggregates.ts): one statement reads the groups of the rows a filter keeps. Each field is
+// read with a JSON path `$."name"` (a binding), its characters as JSON.stringify escapes them and a quote
+// as `\u0022`, as the filter's paths are (filter.ts). `->` answers a value's JSON text as the row holds
+// it, so a number's is its exact text.
+
+/** The JSON path of a top-level field. */
+const aggregatePath = (name: string) => `$."${JSON.stringify(name).slice(1, -1).replaceAll('"', 'u0022')}"`;
+
+/**
+ * A field's value as the key of its group: its JSON text; an object's or an array's, whose members may
+ * come in any order, the list of its nodes (json_tree's path, type and JSON text of each) in the order
+ * of their paths, so that JSON-equal values have one key; null for null and a missing field.
+ */
+const groupKey = (path: string) => sql`case json_type(data, ${path})
+      when 'null' then null
+      when 'object' then ${treeKey(path)}
+      when 'array' then ${treeKey(path)}
+      else data -> ${path} end`;
+
+const treeKey = (path: string) => sql`(select group_concat(json_array(fullkey, type, case when type in ('object', 'array') then null
+        else data -> fullkey end), ',' order by fullkey) from json_tree(data, ${path}))`;
+
+/**
+ * The columns part 0 reads the field of aggregate `index` in: its JSON type (`t<index>`) and its SQL
+ * value (`v<index>`), each read once a row, from a subquery that is not flattened into the grouping (a
+ * subquery with a LIMIT never is, into an aggregate), where each use would read the field again.
+ */
+const fieldColumns = (index: number) => {
+  const [t, v] = [raw(`t${index}`), raw(`v${index}`)];
+  return { t, v, number: sql`${t} in ('integer', 'real')`, int64: sql`(${t} = 'integer' and typeof(${v}) = 'integer')` };
+};
+
+/**
+ * Whether a field is an integer SQLite holds as one: an integer beyond 64 bits is 'integer' to
+ * json_type() and a real to json_extract(); JSON.stringify writes it with trailing zeros, which part 1
+ * reads exactly.
+ */
+const int64 = (path: string) => sql`(json_type(data, ${path}) = 'integer' and typeof(data ->> ${path}) = 'integer')`;
+
+/**
+ * An aggregate's piece of its group's row (part 0, ../aggregates.ts): a count of distinct keys; a sum's
+ * count of numbers and its integers' sum (the terms of the rest come in part 1); nothing of a count, a
+ * min or a max (part 2 brings those).
+ */
+function groupPiece(aggregate: Aggregate, index: number): Sql {
+  if (aggregate.op === 'count' || aggregate.op === 'min' || aggregate.op === 'max') return raw('null');
+  if (aggregate.op === 'count_distinct') return sql`count(distinct ${groupKey(aggregatePath(aggregate.field))})`;
+  const { v, number, int64 } = fieldColumns(index);
+  // Integers of 64 bits are summed here in halves of nine digits, which no sum of a billion rows overflows.
+  return sql`json_array(count(case when ${number} then 1 end), null,
+      cast(sum(case when ${int64} then ${v} / 1000000000 end) as text), cast(sum(case when ${int64} then ${v} % 1000000000 end) as text))`;
+}
+
+/**
+ * The terms of a sum's other numbers, reals and integers beyond 64 bits (part 1): each one's exact
+ * decimal `m` × 10^`e` read off its JSON text (its digits, its `.` and its exponent, trailing zeros
+ * dropped so that `m` has 17 digits at most), summed by exponent in halves of nine digits. Node adds the
+ * terms exactly (../aggregates.ts).
+ */
+const sumTerms = (index: number, path: string) => sql`select 1 as part, ${index} as x, hex(k) as k,
+      json_array(e, cast(sum(m / 1000000000) as text), cast(sum(m % 1000000000) as text)) as v
+    from (select k, cast(rtrim(digits, '0') as integer) as m, power - fraction + length(digits) - length(rtrim(digits, '0')) as e
+      from (select k, replace(base, '.', '') as digits, power,
+          case instr(base, '.') when 0 then 0 else length(base) - instr(base, '.') end as fraction
+        from (select k, case ep when 0 then s else substr(s, 1, ep - 1) end as base,
+            case ep when 0 then 0 else cast(substr(s, ep + 1) as integer) end as power
+          from (select k, s, instr(s, 'e') as ep
+            from (select k, data -> ${path} as s from keyed where json_type(data, ${path}) in ('integer', 'real') and not ${int64(path)})))))
+    group by k, e`;
+
+/**
+ * The value of a min or a max (part 2): the row of the least or greatest sort value, whose JSON text
+ * SQLite answers beside it (a bare column of a query with one min() or max()). Sort values follow a
+ * page's order across types: numbers (integers and reals), then text, then blobs: false 01, true 02,
+ * objects and arrays 03 and the row's id in 20 digits (the first id for min, the last for max). One row
+ * a group, at most as many as part 0 answers: past them the query is refused anyway.
+ */
+const extreme = (index: number, path: string, op: 'min' | 'max', maxGroups: number) => sql`select 2 as part, ${index} as x, hex(k) as k,
+      json_array(v || '') as v
+    from (select k, ${raw(op)}(case json_type(data, ${path})
+        when 'integer' then data ->> ${path} when 'real' then data ->> ${path} when 'text' then data ->> ${path}
+        when 'false' then x'01' when 'true' then x'02' else unhex('03' || printf('%020d', id)) end) as best, data -> ${path} as v
+      from keyed where json_type(data, ${path}) <> 'null' group by k limit +${maxGroups})`;
+
+/**
+ * The statement of an aggregate (../aggregates.ts, AggregatePart): `keyed` is the rows the filter keeps
+ * with their group's key `k` (a JSON array of the group fields' keys); part 0 groups them, at most
+ * `maxGroups` (a limit bound as `+?`: pageRange, ../sql.ts), each with the JSON text of each group
+ * field (the least, for an object's: any of its orders) and its pieces, each aggregate's field read once
+ * (fieldColumns()); parts 1 and 2 bring the sums' terms and the mins' and maxes' values, reading `keyed`
+ * again, where its key is made only for the rows that have what they read; part 3 the collection's latest
+ * event seq. `k` is answered in hex, which keeps the bytes of a lone surrogate that the driver would read
+ * as U+FFFD.
+ */
+export const aggregateSql: AggregateSource['aggregateSql'] = (collection, query, where, maxGroups) => {
+  const paths = query.groupBy.map(aggregatePath);
+  const key = paths.length === 0 ? raw(`'[]'`) : sql`json_array(${joinSql(paths.map(groupKey))})`;
+  const columns = query.aggregates.flatMap((aggregate, index) => {
+    if (aggregate.op === 'count') return [];
+    const path = aggregatePath(aggregate.field);
+    return [sql`json_type(data, ${path}) as t${raw(String(index))}`, sql`data ->> ${path} as v${raw(String(index))}`];
+  });
+  const fields = joinSql([raw('id'), raw('data'), raw('k'), ...columns]);
+  // `|| ''`: the text alone, without the JSON subtype that would have json_array() hold it as a value.
+  const texts = paths.map((path) => sql`min((data -> ${path}) || '')`);
+  const pieces = query.aggregates.map(groupPiece);
+  const groups = sql`select 0 as part, null as x, hex(${paths.length === 0 ? raw(`'[]'`) : raw('k')}) as k,
+      json_array(${joinSql([...texts, raw('count(*)'), ...pieces])}) as v
+    from (select ${fields} from keyed limit -1)${paths.length === 0 ? raw('') : raw(' group by k')} limit +${maxGroups}`;
+  const parts = [sql`select * from (${groups})`];
+  query.aggregates.forEach((aggregate, index) => {
+    if (aggregate.op === 'sum' || aggregate.op === 'avg') parts.push(sumTerms(index, aggregatePath(aggregate.field)));
+    if (aggregate.op === 'min' || aggregate.op === 'max')
+      parts.push(extreme(index, aggregatePath(aggregate.field), aggregate.op, maxGroups));
+  });
+  parts.push(sql`select 3 as part, null as x, null as k, json_array(${collection.lastSeq}) as v`);
+  const filtered = where ? sql` and (${where})` : raw('');
+  return sql`with keyed as (select id, data, ${key} as k from rows where collection_id = ${collection.id}${filtered})
+    ${joinSql(parts, '\n    union all ')}`;
+};
+
+/** `parts` one after another, separated by `separator` (a comma by default). */
+function joinSql(parts: Sql[], separator = ', '): Sql {
+  return parts.reduce((joined, part, index) => (index === 0 ? part : sql`${joined}${raw(separator)}${part}`), raw(''));
+}
