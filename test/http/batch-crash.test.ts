@@ -2,8 +2,8 @@
 // across two collections are being written and committed. After the restart every batch is there whole
 // or not at all: its rows in both collections, its events, and each collection's counters agree.
 import { expect } from 'chai';
-import knexFactory, { type Knex } from 'knex';
-import { type BackendName, createDatabase, describeEachBackend, type TestDatabase } from '../support/backends.ts';
+import type { Knex } from 'knex';
+import { type BackendName, createDatabase, describeEachBackend, knexOf, type TestDatabase } from '../support/backends.ts';
 import { Client } from '../support/client.ts';
 import { Workspace } from '../support/process.ts';
 
@@ -22,11 +22,7 @@ describeEachBackend('a batch through SIGKILL', (backend: BackendName) => {
   beforeEach(async () => {
     workspace = await Workspace.create();
     database = backend === 'sqlite' ? { url: workspace.databaseUrl, drop: async () => {} } : await createDatabase(backend);
-    knex = knexFactory(
-      backend === 'postgres'
-        ? { client: 'pg', connection: database.url }
-        : { client: 'sqlite3', connection: { filename: database.url.slice('sqlite:'.length) }, useNullAsDefault: true },
-    );
+    knex = knexOf(backend, database.url);
   });
   afterEach(async () => {
     await knex.destroy();

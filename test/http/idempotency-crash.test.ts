@@ -3,8 +3,8 @@
 // makes the change exactly once: it replays the stored answer, or, with nothing stored, runs the request.
 import { connect, type Socket } from 'node:net';
 import { expect } from 'chai';
-import knexFactory, { type Knex } from 'knex';
-import { type BackendName, createDatabase, describeEachBackend, type TestDatabase } from '../support/backends.ts';
+import type { Knex } from 'knex';
+import { type BackendName, createDatabase, describeEachBackend, knexOf, type TestDatabase } from '../support/backends.ts';
 import { Client } from '../support/client.ts';
 import { pollUntil, type ServeProcess, Workspace } from '../support/process.ts';
 
@@ -23,11 +23,7 @@ describeEachBackend('Idempotency-Key through SIGKILL', (backend: BackendName) =>
     const created = await workspace.run(['keys', 'create', '--account', 'crashing', '--json'], environment());
     expect(created.code, created.stderr).to.equal(0);
     key = JSON.parse(created.stdout).key;
-    knex = knexFactory(
-      backend === 'postgres'
-        ? { client: 'pg', connection: database.url }
-        : { client: 'sqlite3', connection: { filename: database.url.slice('sqlite:'.length) }, useNullAsDefault: true },
-    );
+    knex = knexOf(backend, database.url);
   });
   afterEach(async () => {
     await knex.destroy();

@@ -5,6 +5,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import knexFactory, { type Knex } from 'knex';
 import pg from 'pg';
 
 export type BackendName = 'sqlite' | 'postgres';
@@ -76,4 +77,13 @@ export function describeEachBackend(title: string, body: (backend: BackendName) 
       body(backend);
     });
   }
+}
+
+/** A Knex of its own on the database at `url` of `backend`, for a test's look at what a server stored. */
+export function knexOf(backend: BackendName, url: string): Knex {
+  return knexFactory(
+    backend === 'postgres'
+      ? { client: 'pg', connection: url }
+      : { client: 'sqlite3', connection: { filename: url.slice('sqlite:'.length) }, useNullAsDefault: true },
+  );
 }
