@@ -78,7 +78,7 @@ export const feedOperation = ['send', 'RowChanges'] as const;
  * `RowPatch` and `RowQueryPage`, `VersionedRow` and `listVersionedRows`. test/contract/account.test.ts checks this list against both
  * documents.
  */
-export const reservedPrefixes: ReadonlySet<string> = new Set(['Batch', 'HeadOk', 'New', 'Previous', 'Row', 'Versioned']);
+export const reservedPrefixes: ReadonlySet<string> = new Set(['Batch', 'HeadOk', 'New', 'Previous', 'Row', 'Versioned', 'Webhook']);
 
 const ESCAPED = /^(.*)Alt(0|[1-9][0-9]*)$/;
 

@@ -39,6 +39,24 @@ import { deleteSchema, getSchema, putSchema } from './schemas.ts';
 import type { Upserted } from './upserts.ts';
 import { addUsage, readUsage } from './usage.ts';
 import { type Waits, watchKnexPool } from './waits.ts';
+import {
+  ackStream,
+  anyWebhook,
+  claimStreams,
+  createWebhook,
+  deleteWebhook,
+  failStream,
+  getWebhook,
+  listWebhookDeliveries,
+  listWebhooks,
+  releaseStream,
+  rotateWebhookSecret,
+  skipDropped,
+  startCollectionStreams,
+  streamTarget,
+  updateWebhook,
+  webhookState,
+} from './webhooks.ts';
 
 /** How often the key uses the principal cache noted are written, in ms. */
 const KEY_USES_INTERVAL_MS = 1000;
@@ -172,6 +190,22 @@ const shared = {
   pruneEventBatch,
   findOnce,
   pruneOnceBatch,
+  createWebhook,
+  listWebhooks,
+  getWebhook,
+  webhookState,
+  updateWebhook,
+  rotateWebhookSecret,
+  deleteWebhook,
+  listWebhookDeliveries,
+  anyWebhook,
+  claimStreams,
+  streamTarget,
+  ackStream,
+  failStream,
+  skipDropped,
+  releaseStream,
+  startCollectionStreams,
   /** Answers when the database does. */
   ping: async ({ query }: Dialect) => {
     await query('select 1', []);

@@ -17,6 +17,7 @@ import { postgresSchema } from './migrations.ts';
 import { CHANNEL, listenForChanges, postgresRows } from './rows.ts';
 import { makeSortIndex } from './sort-indexes.ts';
 import {
+  claimStreamsSql,
   filteredSortedPage,
   holdOnceSql,
   notifySql,
@@ -64,6 +65,7 @@ export async function openPostgresStore(
     // whole table for a key from then on.
     readOnce: async (accountId, key, now) => (await runAlone<OnceRow>(knex, onceAnswerSql, [accountId, key, now], false))[0],
     pruneOnceSql,
+    claimStreamsSql,
     // The database's collation may not be code point order (en-US puts `a` before `B`); "C" is.
     codePointOrder: ' collate "C"',
     isUniqueViolation,

@@ -1,0 +1,114 @@
+import type { components } from '../../generated/openapi.ts';
+import type { EventType } from '../db/events.ts';
+import type { Principal } from '../db/keys.ts';
+import type { Store } from '../db/store.ts';
+import type { Webhook as StoredWebhook, WebhookSettings } from '../db/webhooks.ts';
+import { forbidden, notFound, validationFailed } from '../errors.ts';
+import { parseFilter } from '../query/filter.ts';
+import { urlProblem } from '../webhooks/address.ts';
+import type { Handlers } from './types.ts';
+
+type Webhook = components['schemas']['Webhook'];
+type WebhookPatch = components['schemas']['WebhookPatch'];
+
+/** Every kind of change, as a webhook takes them when it names none. */
+const allKinds: EventType[] = ['insert', 'update', 'delete'];
+
+// The account's webhooks (openapi.yaml, the `webhooks` tag; docs/webhooks.md), managed by its admin
+// keys. The delivery is the worker's (src/webhooks/worker.ts).
+export const webhookHandlers: Handlers<
+  'listWebhooks' | 'createWebhook' | 'getWebhook' | 'updateWebhook' | 'deleteWebhook' | 'rotateWebhookSecret' | 'listWebhookDeliveries'
+> = {
+  async listWebhooks({ principal }, { store }) {
+    const webhooks = await store.listWebhooks(principal.accountId);
+    return { status: 200, body: await Promise.all(webhooks.map((webhook) => shown(store, webhook))) };
+  },
+
+  async createWebhook({ principal, body }, { store, config }) {
+    const settings = await settingsOf(body, undefined, principal, config.webhooksAllowPrivate);
+    const { secret, ...made } = await store.createWebhook(principal.accountId, settings, config.maxWebhooksPerAccount);
+    return { status: 201, body: { ...(await shown(store, made)), secret } };
+  },
+
+  async getWebhook({ principal, path }, { store }) {
+    return { status: 200, body: await shown(store, await webhookOf(store, principal, path.webhook_id)) };
+  },
+
+  async updateWebhook({ principal, path, body }, { store, config }) {
+    const current = await webhookOf(store, principal, path.webhook_id);
+    const settings = await settingsOf(body, current, principal, config.webhooksAllowPrivate);
+    const enabled = body.enabled ?? current.enabled;
+    const updated = await store.updateWebhook(principal.accountId, path.webhook_id, () => ({ ...settings, enabled }));
+    if (!updated) throw webhookNotFound(path.webhook_id);
+    return { status: 200, body: await shown(store, updated) };
+  },
+
+  async deleteWebhook({ principal, path }, { store }) {
+    if (!(await store.deleteWebhook(principal.accountId, path.webhook_id))) throw webhookNotFound(path.webhook_id);
+    return { status: 204 };
+  },
+
+  async rotateWebhookSecret({ principal, path }, { store }) {
+    const secret = await store.rotateWebhookSecret(principal.accountId, path.webhook_id);
+    if (secret === undefined) throw webhookNotFound(path.webhook_id);
+    return { status: 200, body: { secret } };
+  },
+
+  async listWebhookDeliveries({ principal, path, query }, { store }) {
+    await webhookOf(store, principal, path.webhook_id);
+    const page = await store.listWebhookDeliveries(path.webhook_id, query.before, query.limit + 1);
+    const deliveries = page.slice(0, query.limit);
+    const next = page.length > query.limit ? deliveries[deliveries.length - 1].id : null;
+    return { status: 200, body: { deliveries, next } };
+  },
+};
+
+const webhookNotFound = (id: number) => notFound(`There is no webhook ${id}.`);
+
+async function webhookOf(store: Store, principal: Principal, id: number): Promise<StoredWebhook> {
+  const webhook = await store.getWebhook(principal.accountId, id);
+  if (!webhook) throw webhookNotFound(id);
+  return webhook;
+}
+
+/** The webhook as answered, with how its deliveries stand. */
+async function shown(store: Store, webhook: StoredWebhook): Promise<Webhook> {
+  const { last_delivery, ...state } = await store.webhookState(webhook.id);
+  return {
+    ...webhook,
+    filter: webhook.filter as Webhook['filter'],
+    state: last_delivery === null ? state : { ...state, last_delivery },
+  };
+}
+
+/**
+ * The settings a request asks for, over `current` (a change) or the defaults (a new webhook): 400 for a
+ * URL the rules refuse or a filter that is none, 403 for collections the key does not reach.
+ */
+async function settingsOf(
+  body: WebhookPatch,
+  current: StoredWebhook | undefined,
+  principal: Principal,
+  allowPrivate: boolean,
+): Promise<WebhookSettings> {
+  const url = body.url ?? (current?.url as string);
+  if (body.url !== undefined) {
+    const problem = await urlProblem(body.url, allowPrivate);
+    if (problem) throw validationFailed(`The url ${problem}.`, [{ in: 'body', name: '/url', message: problem }]);
+  }
+  let collections = body.collections === undefined ? (current?.collections ?? defaultCollections(principal)) : body.collections;
+  if (collections !== null) collections = [...collections];
+  if (principal.collections) {
+    if (collections === null) throw forbidden('This key is limited to collections: a webhook it makes or changes must name them.');
+    const outside = collections.find((name) => !principal.collections?.has(name));
+    if (outside !== undefined) throw forbidden(`This key is not limited to ${outside}.`);
+  }
+  const events = body.events === undefined ? (current?.events ?? allKinds) : allKinds.filter((kind) => body.events?.includes(kind));
+  const filter = body.filter === undefined ? (current?.filter ?? null) : body.filter;
+  if (filter !== null && body.filter !== undefined) parseFilter(filter, { in: 'body', name: '/filter' });
+  const description = body.description === undefined ? (current?.description ?? null) : body.description;
+  return { url, collections, events, filter, description };
+}
+
+/** The collections a key reaches: those it is limited to, or null for every one. */
+const defaultCollections = (principal: Principal): string[] | null => (principal.collections ? [...principal.collections] : null);
