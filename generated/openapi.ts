@@ -833,6 +833,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The attempt's id, as `listWebhookDeliveries` lists it.
+                 * @example 1
+                 */
+                delivery_id: components["parameters"]["DeliveryIdPath"];
+                /**
+                 * @description The webhook's id, as `createWebhook` answered it.
+                 * @example 1
+                 */
+                webhook_id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a failed delivery again now.
+         * @description Makes the next attempt of the change a failed attempt was of due now, rather than when the
+         *     schedule has it (within a second, on whichever instance delivers the webhook): `202`. A change
+         *     acknowledged since, or an attempt that delivered it, is `409`; a webhook that is disabled is sent
+         *     nothing until it is enabled again (`updateWebhook`).
+         */
+        post: operations["retryWebhookDelivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/webhooks/{webhook_id}/rotate-secret": {
         parameters: {
             query?: never;
@@ -1996,6 +2030,29 @@ export interface components {
                 "application/problem+json": components["schemas"]["ConflictProblem"];
             };
         };
+        /** @description `conflict`: the change of that attempt is delivered already. */
+        DeliveryConflict: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "urn:rowbase:problem:conflict",
+                 *       "title": "Conflict",
+                 *       "status": 409,
+                 *       "detail": "The change of attempt 12 is delivered already.",
+                 *       "code": "conflict",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["ConflictProblem"];
+            };
+        };
         /** @description The document is the version `If-None-Match` names (RFC 9110 §15.4.5): its `ETag`, and no body. */
         DocumentNotModified: {
             headers: {
@@ -2663,7 +2720,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["ConflictProblem"];
             };
         };
-        /** @description `not_found`: the account has no webhook of that id. */
+        /** @description `not_found`: the account has no webhook of that id (or the webhook no attempt of that id). */
         WebhookNotFound: {
             headers: {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
@@ -2707,6 +2764,11 @@ export interface components {
          * @example exact
          */
         CountParameter: components["schemas"]["CountMode"];
+        /**
+         * @description The attempt's id, as `listWebhookDeliveries` lists it.
+         * @example 1
+         */
+        DeliveryIdPath: number;
         /**
          * @description The rows to keep: a filter of the filter language (docs/api.md, "Filters") as JSON text,
          *     URL-encoded; at most 4 KiB, 8 levels deep and 32 conditions. Each member of a filter object
@@ -5408,6 +5470,46 @@ export interface operations {
         responses: {
             200: components["responses"]["HeadOkMetered"];
             default: components["responses"]["HeadProblem"];
+        };
+    };
+    retryWebhookDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The attempt's id, as `listWebhookDeliveries` lists it.
+                 * @example 1
+                 */
+                delivery_id: components["parameters"]["DeliveryIdPath"];
+                /**
+                 * @description The webhook's id, as `createWebhook` answered it.
+                 * @example 1
+                 */
+                webhook_id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The attempt is due now. */
+            202: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["WebhookNotFound"];
+            409: components["responses"]["DeliveryConflict"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Error"];
         };
     };
     rotateWebhookSecret: {

@@ -78,7 +78,7 @@ export async function startServer(
   const admit = config.metering ? async ({ accountId }: { accountId: number }) => void (await meter.admit(accountId)) : undefined;
   const feed = createFeed({ store, config, log, admit, observers });
   const webhooks = new WebhookWorker({ store, config, log });
-  const metrics = config.metricsPort === undefined ? undefined : new Metrics({ store, meter, feed });
+  const metrics = config.metricsPort === undefined ? undefined : new Metrics({ store, meter, feed, webhooks });
   if (metrics) observers.push(metrics);
   const responses = new Responses();
   server.on('request', createApp(deps, createRouter(deps), log, responses, observers).callback());

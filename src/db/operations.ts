@@ -50,11 +50,13 @@ import {
   listWebhookDeliveries,
   listWebhooks,
   releaseStream,
+  retryWebhookDelivery,
   rotateWebhookSecret,
   skipDropped,
   startCollectionStreams,
   streamTarget,
   updateWebhook,
+  webhookBacklog,
   webhookState,
 } from './webhooks.ts';
 
@@ -198,7 +200,9 @@ const shared = {
   rotateWebhookSecret,
   deleteWebhook,
   listWebhookDeliveries,
+  retryWebhookDelivery,
   anyWebhook,
+  webhookBacklog,
   claimStreams,
   streamTarget,
   ackStream,

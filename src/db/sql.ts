@@ -284,3 +284,12 @@ function deliveryColumns(): string {
 }
 /** Whether any webhook is enabled: the worker claims nothing until one is. */
 export const anyWebhookSql = 'select id from webhooks where enabled limit 1';
+/** One attempt of the webhook's log, by id. */
+export const webhookDeliverySql = 'select collection, seq, outcome from webhook_deliveries where webhook_id = ? and id = ?';
+/** The next attempt of the stream of the account's collection `?` made due at `?`, while it has not acknowledged the seq `?`. */
+export const retryWebhookStreamSql = `update webhook_streams set next_at = ? where webhook_id = ?
+  and collection_id = (select id from collections where account_id = ? and name = ?) and acked_seq < ? returning webhook_id`;
+/** Over every webhook: the changes owed, and when the oldest of those each stream is stuck on was made. */
+export const webhookBacklogSql = `select coalesce(sum(c.last_seq - s.acked_seq), 0) as pending, min(e.at) as oldest from webhook_streams s
+  join collections c on c.id = s.collection_id left join events e on e.collection_id = s.collection_id and e.seq = s.acked_seq + 1
+  where c.last_seq > s.acked_seq`;

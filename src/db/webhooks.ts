@@ -24,11 +24,14 @@ import {
   lockAccountSql,
   releaseWebhookStreamSql,
   resumeWebhookStreamsSql,
+  retryWebhookStreamSql,
   setWebhookSecretSql,
   skipDroppedSql,
   streamDeliverySql,
   updateWebhookSql,
+  webhookBacklogSql,
   webhookDeliveriesSql,
+  webhookDeliverySql,
   webhookSql,
   webhookStateSql,
   webhookStreamIdsSql,
@@ -394,4 +397,28 @@ export async function startCollectionStreams({ query }: Dialect, collectionId: n
 /** Whether any webhook of any account is enabled. */
 export async function anyWebhook({ query }: Dialect): Promise<boolean> {
   return (await query(anyWebhookSql, [])).length > 0;
+}
+
+/**
+ * Makes the next attempt of the change the webhook's attempt `deliveryId` failed to deliver due now:
+ * `retried`; `absent` when the webhook has no such attempt; `delivered` when the change has been
+ * acknowledged since (or the attempt delivered it), or its collection is gone.
+ */
+export async function retryWebhookDelivery(
+  { query }: Dialect,
+  accountId: number,
+  webhookId: number,
+  deliveryId: number,
+): Promise<'retried' | 'absent' | 'delivered'> {
+  const [attempt] = await query<{ collection: string; seq: number | string; outcome: string }>(webhookDeliverySql, [webhookId, deliveryId]);
+  if (!attempt) return 'absent';
+  if (attempt.outcome === 'delivered') return 'delivered';
+  const due = await query(retryWebhookStreamSql, [new Date().toISOString(), webhookId, accountId, attempt.collection, Number(attempt.seq)]);
+  return due.length > 0 ? 'retried' : 'delivered';
+}
+
+/** Over every webhook of every account: the changes owed, and the time of the oldest (ms since the epoch), if any. */
+export async function webhookBacklog({ query }: Dialect): Promise<{ pending: number; oldest: number | undefined }> {
+  const [row] = await query<{ pending: number | string; oldest: string | null }>(webhookBacklogSql, []);
+  return { pending: Number(row?.pending ?? 0), oldest: row?.oldest ? Date.parse(row.oldest) : undefined };
 }

@@ -3,7 +3,7 @@ import type { EventType } from '../db/events.ts';
 import type { Principal } from '../db/keys.ts';
 import type { Store } from '../db/store.ts';
 import type { Webhook as StoredWebhook, WebhookSettings } from '../db/webhooks.ts';
-import { forbidden, notFound, validationFailed } from '../errors.ts';
+import { conflict, forbidden, notFound, validationFailed } from '../errors.ts';
 import { parseFilter } from '../query/filter.ts';
 import { urlProblem } from '../webhooks/address.ts';
 import type { Handlers } from './types.ts';
@@ -17,7 +17,14 @@ const allKinds: EventType[] = ['insert', 'update', 'delete'];
 // The account's webhooks (openapi.yaml, the `webhooks` tag; docs/webhooks.md), managed by its admin
 // keys. The delivery is the worker's (src/webhooks/worker.ts).
 export const webhookHandlers: Handlers<
-  'listWebhooks' | 'createWebhook' | 'getWebhook' | 'updateWebhook' | 'deleteWebhook' | 'rotateWebhookSecret' | 'listWebhookDeliveries'
+  | 'listWebhooks'
+  | 'createWebhook'
+  | 'getWebhook'
+  | 'updateWebhook'
+  | 'deleteWebhook'
+  | 'rotateWebhookSecret'
+  | 'listWebhookDeliveries'
+  | 'retryWebhookDelivery'
 > = {
   async listWebhooks({ principal }, { store }) {
     const webhooks = await store.listWebhooks(principal.accountId);
@@ -60,6 +67,14 @@ export const webhookHandlers: Handlers<
     const deliveries = page.slice(0, query.limit);
     const next = page.length > query.limit ? deliveries[deliveries.length - 1].id : null;
     return { status: 200, body: { deliveries, next } };
+  },
+
+  async retryWebhookDelivery({ principal, path }, { store }) {
+    await webhookOf(store, principal, path.webhook_id);
+    const outcome = await store.retryWebhookDelivery(principal.accountId, path.webhook_id, path.delivery_id);
+    if (outcome === 'absent') throw notFound(`Webhook ${path.webhook_id} has no attempt ${path.delivery_id}.`);
+    if (outcome === 'delivered') throw conflict(`The change of attempt ${path.delivery_id} is delivered already.`);
+    return { status: 202 };
   },
 };
 

@@ -51,10 +51,13 @@ export class WebhookWorker {
   private readonly retryTimers = new Set<NodeJS.Timeout>();
   private readonly poll: NodeJS.Timeout;
   private claiming: Promise<void> | undefined;
+  private claimingNow = false;
   private again = false;
   private stopped = false;
   /** Whether any webhook is enabled, as last looked: none, and nothing is claimed. */
   private any = true;
+  /** Attempts made by this instance, by outcome, and the webhooks it disabled (metrics.ts). */
+  readonly counts = { delivered: 0, failed: 0, disabled: 0 };
 
   constructor(private readonly options: WorkerOptions) {
     const { config, store } = options;
@@ -104,31 +107,39 @@ export class WebhookWorker {
   /** Something may be due: claim it (after the claim under way, if any). */
   readonly wake = (): void => {
     this.again = true;
-    if (!this.claiming && !this.stopped) this.claiming = this.claim().finally(() => (this.claiming = undefined));
+    if (this.claimingNow || this.stopped) return;
+    this.claimingNow = true;
+    this.claiming = this.claim();
   };
 
+  /** Claims until nothing more was asked for. */
   private async claim(): Promise<void> {
-    while (this.again && !this.stopped && this.any) {
-      this.again = false;
-      const room = MAX_STREAMS - this.streams.size;
-      if (room <= 0) return; // a stream ending wakes the worker again
-      const now = Date.now();
-      let claimed: ClaimedStream[];
-      try {
-        claimed = await this.options.store.claimStreams(this.owner, iso(now), iso(now + this.leaseMs), room);
-      } catch (error) {
-        this.options.log.error({ err: error }, 'webhooks: could not claim streams');
-        return;
+    try {
+      while (this.again && !this.stopped && this.any) {
+        this.again = false;
+        const room = MAX_STREAMS - this.streams.size;
+        if (room <= 0) return; // a stream ending wakes the worker again
+        const now = Date.now();
+        let claimed: ClaimedStream[];
+        try {
+          claimed = await this.options.store.claimStreams(this.owner, iso(now), iso(now + this.leaseMs), room);
+        } catch (error) {
+          this.options.log.error({ err: error }, 'webhooks: could not claim streams');
+          return;
+        }
+        for (const stream of claimed) {
+          const delivering: Promise<void> = this.deliver(stream)
+            .catch((error) => this.options.log.error({ err: error, webhook: stream.webhookId }, 'webhooks: delivery failed'))
+            .finally(() => {
+              this.streams.delete(delivering);
+              this.wake();
+            });
+          this.streams.add(delivering);
+        }
       }
-      for (const stream of claimed) {
-        const delivering: Promise<void> = this.deliver(stream)
-          .catch((error) => this.options.log.error({ err: error, webhook: stream.webhookId }, 'webhooks: delivery failed'))
-          .finally(() => {
-            this.streams.delete(delivering);
-            this.wake();
-          });
-        this.streams.add(delivering);
-      }
+    } finally {
+      // In the turn `again` was last read: a wake-up from now on starts a claim of its own.
+      this.claimingNow = false;
     }
   }
 
@@ -176,6 +187,7 @@ export class WebhookWorker {
           error: sent.error,
           at: iso(now),
         };
+        this.counts[sent.ok ? 'delivered' : 'failed']++;
         if (sent.ok) {
           const held = await store.ackStream(stream, this.owner, event.seq, iso(now + this.leaseMs), {
             ...logged,
@@ -192,6 +204,7 @@ export class WebhookWorker {
         const reason = delay === undefined ? `its deliveries failed ${attempt} times in a row, the last: ${sent.error}` : undefined;
         await store.failStream(stream, this.owner, { ...logged, outcome: 'failed', next_attempt_at: next }, reason);
         if (delay !== undefined) this.wakeIn(delay);
+        else this.counts.disabled++;
         return;
       }
       if (passed > acked) {

@@ -63,6 +63,7 @@ const expectedStatuses = {
   rotateWebhookSecret: 200,
   listWebhookDeliveries: 200,
   headWebhookDeliveries: 200,
+  retryWebhookDelivery: 404,
   deleteWebhook: 204,
   openFeed: 400,
   headFeed: 400,

@@ -108,6 +108,8 @@ const valid: Scenario[] = [
   { name: 'rotateWebhookSecret', method: 'POST', path: '/v1/webhooks/1/rotate-secret', status: 200 },
   { name: 'listWebhookDeliveries', method: 'GET', path: '/v1/webhooks/1/deliveries?limit=5', status: 200 },
   { name: 'headWebhookDeliveries', method: 'HEAD', path: '/v1/webhooks/1/deliveries', status: 200 },
+  // Nothing was delivered to it: there is no attempt 1.
+  { name: 'retryWebhookDelivery', method: 'POST', path: '/v1/webhooks/1/deliveries/1/retry', status: 404 },
   { name: 'deleteWebhook', method: 'DELETE', path: '/v1/webhooks/1', status: 204 },
 ];
 

@@ -158,6 +158,10 @@ describeEachBackend('a typed client generated from openapi.yaml', (backend) => {
       rotateWebhookSecret: [() => api.POST('/v1/webhooks/{webhook_id}/rotate-secret', hook), 200],
       listWebhookDeliveries: [() => api.GET('/v1/webhooks/{webhook_id}/deliveries', hook), 200],
       headWebhookDeliveries: [() => api.HEAD('/v1/webhooks/{webhook_id}/deliveries', hook), 200],
+      retryWebhookDelivery: [
+        () => api.POST('/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/retry', { params: { path: { webhook_id: 1, delivery_id: 1 } } }),
+        404,
+      ],
       deleteWebhook: [() => api.DELETE('/v1/webhooks/{webhook_id}', hook), 204],
     };
     for (const [operationId, [call, status]] of Object.entries(calls)) {

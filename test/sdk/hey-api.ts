@@ -57,6 +57,8 @@ export async function callEveryOperation(baseUrl: string, key: string, collectio
     rotateWebhookSecret: () => sdk.rotateWebhookSecret({ path: { webhook_id } }),
     listWebhookDeliveries: () => sdk.listWebhookDeliveries({ path: { webhook_id }, query: { limit: 10 } }),
     headWebhookDeliveries: () => sdk.headWebhookDeliveries({ path: { webhook_id }, query: { limit: 10 } }),
+    // Nothing was delivered to it: there is no attempt 1.
+    retryWebhookDelivery: () => sdk.retryWebhookDelivery({ path: { webhook_id, delivery_id: 1 } }),
     deleteWebhook: () => sdk.deleteWebhook({ path: { webhook_id } }),
     openFeed: () => sdk.openFeed({ query: { collection } }),
     headFeed: () => sdk.headFeed({ query: { collection } }),

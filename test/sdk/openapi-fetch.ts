@@ -64,6 +64,9 @@ export async function callEveryOperation(baseUrl: string, key: string, collectio
       api.GET('/v1/webhooks/{webhook_id}/deliveries', { params: { path: { webhook_id }, query: { limit: 10 } } }),
     headWebhookDeliveries: () =>
       api.HEAD('/v1/webhooks/{webhook_id}/deliveries', { params: { path: { webhook_id }, query: { limit: 10 } } }),
+    // Nothing was delivered to it: there is no attempt 1.
+    retryWebhookDelivery: () =>
+      api.POST('/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/retry', { params: { path: { webhook_id, delivery_id: 1 } } }),
     deleteWebhook: () => api.DELETE('/v1/webhooks/{webhook_id}', hook()),
     openFeed: () => api.GET('/ws', { params: { query: { collection } } }),
     headFeed: () => api.HEAD('/ws', { params: { query: { collection } } }),

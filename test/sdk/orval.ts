@@ -61,6 +61,8 @@ export async function callEveryOperation(baseUrl: string, key: string, collectio
     rotateWebhookSecret: () => api.rotateWebhookSecret(webhookId, options),
     listWebhookDeliveries: () => api.listWebhookDeliveries(webhookId, { limit: 10 }, options),
     headWebhookDeliveries: () => api.headWebhookDeliveries(webhookId, { limit: 10 }, options),
+    // Nothing was delivered to it: there is no attempt 1.
+    retryWebhookDelivery: () => api.retryWebhookDelivery(webhookId, 1, options),
     deleteWebhook: () => api.deleteWebhook(webhookId, options),
     openFeed: () => api.openFeed({ collection }, options),
     headFeed: () => api.headFeed({ collection }, options),

@@ -139,6 +139,42 @@ describeEachBackend('webhook deliveries', (backend) => {
     ]);
   });
 
+  it('sends a failed change again at once when asked, and refuses to for one delivered', async () => {
+    receiver.answer = (_request, index, response) => response.writeHead(index === 0 ? 500 : 204).end();
+    // A server whose next attempt after a failure is an hour away.
+    const slow = await startTestServer({ webhooksAllowPrivate: true, webhookRetryDelaysMs: [3_600_000] }, { backend });
+    try {
+      await retried(await slow.client());
+    } finally {
+      await slow.stop();
+    }
+  });
+
+  async function retried(client: Client): Promise<void> {
+    await client.post('/v1/collections', { name: 'notes' });
+    const hook = (await client.post<Webhook>('/v1/webhooks', { url: receiver.url })).body;
+    await client.post('/v1/collections/notes/rows', [{ n: 1 }]);
+    await receiver.waitFor(1);
+    type Page = { deliveries: { id: number; outcome: string; next_attempt_at: string | null }[] };
+    let failed: Page['deliveries'] = [];
+    await pollUntil(async () => {
+      failed = (await client.get<Page>(`/v1/webhooks/${hook.id}/deliveries`)).body.deliveries;
+      return failed.length === 1;
+    }, 5000);
+    // Its next attempt is an hour away.
+    expect(Date.parse(failed[0].next_attempt_at as string) - Date.now()).to.be.above(30 * 60_000);
+    expect((await client.post(`/v1/webhooks/${hook.id}/deliveries/${failed[0].id}/retry`)).status).to.equal(202);
+    await receiver.waitFor(2);
+    expect(receiver.received[1].headers['webhook-id']).to.equal(receiver.received[0].headers['webhook-id']);
+    let delivered: Page['deliveries'] = [];
+    await pollUntil(async () => {
+      delivered = (await client.get<Page>(`/v1/webhooks/${hook.id}/deliveries`)).body.deliveries;
+      return delivered.length === 2;
+    }, 5000);
+    for (const { id } of delivered) expect((await client.post(`/v1/webhooks/${hook.id}/deliveries/${id}/retry`)).status).to.equal(409);
+    expect((await client.post(`/v1/webhooks/${hook.id}/deliveries/999999/retry`)).status).to.equal(404);
+  }
+
   it('keeps the changes a disabled webhook owes through retention, and delivers them once enabled', async () => {
     const { client, hook } = await setUp();
     await client.patch(`/v1/webhooks/${hook.id}`, { enabled: false });
