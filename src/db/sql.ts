@@ -293,3 +293,6 @@ export const retryWebhookStreamSql = `update webhook_streams set next_at = ? whe
 export const webhookBacklogSql = `select coalesce(sum(c.last_seq - s.acked_seq), 0) as pending, min(e.at) as oldest from webhook_streams s
   join collections c on c.id = s.collection_id left join events e on e.collection_id = s.collection_id and e.seq = s.acked_seq + 1
   where c.last_seq > s.acked_seq`;
+/** Deletes up to `?` (the second) attempts of the delivery log made before `?`, oldest first. */
+export const pruneWebhookDeliveriesSql = `delete from webhook_deliveries where id in
+  (select id from webhook_deliveries where at < ? order by id limit ?) returning id`;

@@ -22,6 +22,7 @@ import {
   lastWebhookDeliverySql,
   listWebhooksSql,
   lockAccountSql,
+  pruneWebhookDeliveriesSql,
   releaseWebhookStreamSql,
   resumeWebhookStreamsSql,
   retryWebhookStreamSql,
@@ -421,4 +422,12 @@ export async function retryWebhookDelivery(
 export async function webhookBacklog({ query }: Dialect): Promise<{ pending: number; oldest: number | undefined }> {
   const [row] = await query<{ pending: number | string; oldest: string | null }>(webhookBacklogSql, []);
   return { pending: Number(row?.pending ?? 0), oldest: row?.oldest ? Date.parse(row.oldest) : undefined };
+}
+
+/** How long the delivery log keeps an attempt: 7 days (docs/webhooks.md). */
+export const DELIVERY_LOG_MS = 7 * 24 * 60 * 60 * 1000;
+
+/** Deletes up to `limit` attempts of the delivery log made before `before` (ISO 8601), oldest first; answers how many went. */
+export async function pruneWebhookDeliveries({ query }: Dialect, before: string, limit: number): Promise<number> {
+  return (await query(pruneWebhookDeliveriesSql, [before, limit])).length;
 }

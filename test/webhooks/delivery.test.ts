@@ -200,6 +200,18 @@ describeEachBackend('webhook deliveries', (backend) => {
     expect((await client.get<Webhook>(`/v1/webhooks/${hook.id}`)).body.state.dropped).to.equal(3);
   });
 
+  it('keeps its delivery log for 7 days', async () => {
+    const { client, hook } = await setUp();
+    await client.post('/v1/collections/notes/rows', [{ n: 1 }, { n: 2 }]);
+    type Page = { deliveries: { seq: number }[] };
+    await pollUntil(async () => (await client.get<Page>(`/v1/webhooks/${hook.id}/deliveries`)).body.deliveries.length === 2, 5000);
+    const eightDaysAgo = new Date(Date.now() - 8 * 24 * 3_600_000).toISOString();
+    await server.store.knex('webhook_deliveries').where({ webhook_id: hook.id, seq: 1 }).update({ at: eightDaysAgo });
+    await server.feed.pruner.runOnce();
+    const kept = await client.get<Page>(`/v1/webhooks/${hook.id}/deliveries`);
+    expect(kept.body.deliveries.map(({ seq }) => seq)).to.deep.equal([2]);
+  });
+
   /** The id of the client's collection `notes`, as the feed knows it. */
   async function collectionOf(client: Client): Promise<{ id: number }> {
     const accountId = (await server.store.findPrincipal(client.key as string))?.accountId as number;
