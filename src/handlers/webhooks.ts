@@ -27,7 +27,7 @@ export const webhookHandlers: Handlers<
   | 'retryWebhookDelivery'
 > = {
   async listWebhooks({ principal }, { store }) {
-    const webhooks = await store.listWebhooks(principal.accountId);
+    const webhooks = (await store.listWebhooks(principal.accountId)).filter((webhook) => reaches(principal, webhook));
     return { status: 200, body: await Promise.all(webhooks.map((webhook) => shown(store, webhook))) };
   },
 
@@ -51,11 +51,13 @@ export const webhookHandlers: Handlers<
   },
 
   async deleteWebhook({ principal, path }, { store }) {
+    await webhookOf(store, principal, path.webhook_id);
     if (!(await store.deleteWebhook(principal.accountId, path.webhook_id))) throw webhookNotFound(path.webhook_id);
     return { status: 204 };
   },
 
   async rotateWebhookSecret({ principal, path }, { store }) {
+    await webhookOf(store, principal, path.webhook_id);
     const secret = await store.rotateWebhookSecret(principal.accountId, path.webhook_id);
     if (secret === undefined) throw webhookNotFound(path.webhook_id);
     return { status: 200, body: { secret } };
@@ -80,10 +82,20 @@ export const webhookHandlers: Handlers<
 
 const webhookNotFound = (id: number) => notFound(`There is no webhook ${id}.`);
 
+/** The account's webhook `id`, or 404 when it has none, or one of collections the key does not reach. */
 async function webhookOf(store: Store, principal: Principal, id: number): Promise<StoredWebhook> {
   const webhook = await store.getWebhook(principal.accountId, id);
-  if (!webhook) throw webhookNotFound(id);
+  if (!webhook || !reaches(principal, webhook)) throw webhookNotFound(id);
   return webhook;
+}
+
+/**
+ * Whether the key reaches every collection of the webhook: a key limited to collections sees only the
+ * webhooks it could have made, as it sees only such keys (openapi.yaml, the `keys` tag).
+ */
+function reaches(principal: Principal, webhook: StoredWebhook): boolean {
+  const reached = principal.collections;
+  return reached === null || (webhook.collections?.every((name) => reached.has(name)) ?? false);
 }
 
 /** The webhook as answered, with how its deliveries stand. */

@@ -108,12 +108,12 @@ const operations: Operation[] = [
   { name: 'POST /v1/webhooks {collections: [c]}', operationId: 'createWebhook', run: http('POST', () => '/v1/webhooks', ({ c }) => ({ url: WEBHOOK_URL, collections: [c] })), in: scoped(403, 403, 201), out: scoped(403, 403, 403) },
   { name: 'GET /v1/webhooks', operationId: 'listWebhooks', run: http('GET', () => '/v1/webhooks'), in: scoped(403, 403, 200), out: scoped(403, 403, 200) },
   { name: 'HEAD /v1/webhooks', operationId: 'listWebhooks', run: http('HEAD', () => '/v1/webhooks'), in: scoped(403, 403, 200), out: scoped(403, 403, 200) },
-  { name: 'GET /v1/webhooks/{a webhook of c}', operationId: 'getWebhook', run: onWebhook('GET'), in: scoped(403, 403, 200), out: scoped(403, 403, 200) },
-  { name: 'PATCH /v1/webhooks/{a webhook of c}', operationId: 'updateWebhook', run: onWebhook('PATCH', '', { description: 'scoped' }), in: scoped(403, 403, 200), out: scoped(403, 403, 403) },
-  { name: 'POST /v1/webhooks/{a webhook of c}/rotate-secret', operationId: 'rotateWebhookSecret', run: onWebhook('POST', '/rotate-secret'), in: scoped(403, 403, 200), out: scoped(403, 403, 200) },
-  { name: 'GET /v1/webhooks/{a webhook of c}/deliveries', operationId: 'listWebhookDeliveries', run: onWebhook('GET', '/deliveries'), in: scoped(403, 403, 200), out: scoped(403, 403, 200) },
+  { name: 'GET /v1/webhooks/{a webhook of c}', operationId: 'getWebhook', run: onWebhook('GET'), in: scoped(403, 403, 200), out: scoped(403, 403, 404) },
+  { name: 'PATCH /v1/webhooks/{a webhook of c}', operationId: 'updateWebhook', run: onWebhook('PATCH', '', { description: 'scoped' }), in: scoped(403, 403, 200), out: scoped(403, 403, 404) },
+  { name: 'POST /v1/webhooks/{a webhook of c}/rotate-secret', operationId: 'rotateWebhookSecret', run: onWebhook('POST', '/rotate-secret'), in: scoped(403, 403, 200), out: scoped(403, 403, 404) },
+  { name: 'GET /v1/webhooks/{a webhook of c}/deliveries', operationId: 'listWebhookDeliveries', run: onWebhook('GET', '/deliveries'), in: scoped(403, 403, 200), out: scoped(403, 403, 404) },
   { name: 'POST /v1/webhooks/{a webhook of c}/deliveries/1/retry', operationId: 'retryWebhookDelivery', run: onWebhook('POST', '/deliveries/1/retry'), in: scoped(403, 403, 404), out: scoped(403, 403, 404) },
-  { name: 'DELETE /v1/webhooks/{a webhook of c}', operationId: 'deleteWebhook', run: onWebhook('DELETE'), in: scoped(403, 403, 204), out: scoped(403, 403, 204) },
+  { name: 'DELETE /v1/webhooks/{a webhook of c}', operationId: 'deleteWebhook', run: onWebhook('DELETE'), in: scoped(403, 403, 204), out: scoped(403, 403, 404) },
 ];
 
 describeEachBackend('what a key may reach', (backend) => {

@@ -7,6 +7,7 @@ import type { Client } from '../support/client.ts';
 import { startTestServer, TEST_PLAN, type TestServer } from '../support/server.ts';
 
 const URL_HERE = 'http://127.0.0.1:9/hook';
+let limitedAccounts = 0;
 
 interface Webhook {
   id: number;
@@ -99,12 +100,19 @@ describeEachBackend('managing webhooks', (backend) => {
     expect((await client.get<Webhook>(path)).body.enabled).to.equal(true);
   });
 
-  it('takes the collections of a key limited to them by default, and no other', async () => {
-    const limited = await server.client(undefined, TEST_PLAN, { collections: ['a', 'b'] });
+  it('takes the collections of a key limited to them by default, and no other, and shows it only webhooks of those', async () => {
+    const account = `limited-${++limitedAccounts}`;
+    const every = await server.client(account);
+    const limited = await server.client(account, TEST_PLAN, { collections: ['a', 'b'] });
     const made = await limited.post<Webhook>('/v1/webhooks', { url: URL_HERE });
     expect(made.body.collections).to.deep.equal(['a', 'b']);
     expect((await limited.post('/v1/webhooks', { url: URL_HERE, collections: ['c'] })).status).to.equal(403);
     expect((await limited.post('/v1/webhooks', { url: URL_HERE, collections: null })).status).to.equal(403);
+    const wider = await every.post<Webhook>('/v1/webhooks', { url: URL_HERE });
+    expect((await limited.get<Webhook[]>('/v1/webhooks')).body.map(({ id }) => id)).to.deep.equal([made.body.id]);
+    expect((await limited.get(`/v1/webhooks/${wider.body.id}`)).status).to.equal(404);
+    expect((await limited.delete(`/v1/webhooks/${wider.body.id}`)).status).to.equal(404);
+    expect((await every.get<Webhook[]>('/v1/webhooks')).body.map(({ id }) => id)).to.deep.equal([made.body.id, wider.body.id]);
   });
 
   it('holds at most ROWBASE_MAX_WEBHOOKS_PER_ACCOUNT webhooks an account: 409 past it', async () => {
