@@ -884,8 +884,9 @@ export interface paths {
         put?: never;
         /**
          * Give a webhook a new secret.
-         * @description Answers the webhook's new secret, the only time it is shown; every delivery from now on is
-         *     signed with it, and no longer with the old one.
+         * @description Answers the webhook's new secret, the only time it is shown. Deliveries are signed with it from
+         *     the next page of changes the worker reads: a backlog being sent may have up to 100 more changes
+         *     signed with the old one, so a receiver should accept both for a moment.
          */
         post: operations["rotateWebhookSecret"];
         delete?: never;

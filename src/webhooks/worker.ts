@@ -146,18 +146,15 @@ export class WebhookWorker {
   /** Delivers the stream's changes, one after another, until it has sent them all, or one failed, or it lost the lease. */
   private async deliver(stream: ClaimedStream): Promise<void> {
     const { store, log } = this.options;
-    const target = await store.streamTarget(stream.webhookId, stream.collectionId);
-    if (!target?.enabled) return store.releaseStream(stream, this.owner);
-    let test: RowTest | undefined;
-    try {
-      test = target.filter === null ? undefined : compileFilter(parseFilter(target.filter));
-    } catch {
-      test = () => false; // checked when set; a filter the service no longer reads matches nothing
-    }
     let acked = stream.ackedSeq;
     let attempt = stream.attempt;
     for (;;) {
       if (this.stopped) return store.releaseStream(stream, this.owner);
+      // Read again for each page of events: a change of its settings, its secret or whether it is
+      // enabled holds from the next page on.
+      const target = await store.streamTarget(stream.webhookId, stream.collectionId);
+      if (!target?.enabled) return store.releaseStream(stream, this.owner);
+      const test = testOf(target.filter);
       const events = await store.readEvents(stream.collectionId, { after: acked, limit: EVENTS_PER_READ });
       if (events.length === 0) return store.releaseStream(stream, this.owner);
       if (events[0].seq !== acked + 1) {
@@ -236,3 +233,13 @@ export function messageFor(
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
+
+/** The test of a webhook's filter (its JSON), or undefined for every row. */
+function testOf(filter: unknown): RowTest | undefined {
+  if (filter === null) return undefined;
+  try {
+    return compileFilter(parseFilter(filter));
+  } catch {
+    return () => false; // checked when set; a filter the service no longer reads matches nothing
+  }
+}
