@@ -534,7 +534,7 @@ return errors === 0;
 }
 
 export const createWebhook_params = validate13;
-const schema14 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{},"required":[]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":[]};
+const schema14 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{},"required":[]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":[]};
 
 function validate13(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -593,9 +593,20 @@ errors++;
 if(data.header !== undefined){
 let data2 = data.header;
 if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
+if(data2["idempotency-key"] !== undefined){
+let data3 = data2["idempotency-key"];
+if(typeof data3 !== "string"){
+let dataType0 = typeof data3;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data3;
+}
+else if(data3 === null){
+coerced0 = "";
 }
 else {
-const err4 = {instancePath:instancePath+"/header",schemaPath:"#/properties/header/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err4 = {instancePath:instancePath+"/header/idempotency-key",schemaPath:"#/properties/header/properties/idempotency-key/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -605,12 +616,16 @@ vErrors.push(err4);
 errors++;
 }
 }
-if(data.cookie !== undefined){
-let data3 = data.cookie;
-if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
+if(coerced0 !== undefined){
+data3 = coerced0;
+if(data2 !== undefined){
+data2["idempotency-key"] = coerced0;
 }
-else {
-const err5 = {instancePath:instancePath+"/cookie",schemaPath:"#/properties/cookie/type",keyword:"type",params:{type: "object"},message:"must be object"};
+}
+}
+if(typeof data3 === "string"){
+if(func2(data3) > 257){
+const err5 = {instancePath:instancePath+"/header/idempotency-key",schemaPath:"#/properties/header/properties/idempotency-key/maxLength",keyword:"maxLength",params:{limit: 257},message:"must NOT have more than 257 characters"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -619,15 +634,53 @@ vErrors.push(err5);
 }
 errors++;
 }
-}
-}
-else {
-const err6 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(func2(data3) < 1){
+const err6 = {instancePath:instancePath+"/header/idempotency-key",schemaPath:"#/properties/header/properties/idempotency-key/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err6];
 }
 else {
 vErrors.push(err6);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err7 = {instancePath:instancePath+"/header",schemaPath:"#/properties/header/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.cookie !== undefined){
+let data4 = data.cookie;
+if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
+}
+else {
+const err8 = {instancePath:instancePath+"/cookie",schemaPath:"#/properties/cookie/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+}
+else {
+const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
 }
 errors++;
 }
@@ -1937,7 +1990,7 @@ return errors === 0;
 }
 
 export const deleteWebhook_params = validate19;
-const schema20 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"webhook_id":{"type":"integer","format":"int64"}},"required":["webhook_id"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+const schema20 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"webhook_id":{"type":"integer","format":"int64"}},"required":["webhook_id"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 
 function validate19(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -2047,9 +2100,20 @@ errors++;
 if(data.header !== undefined){
 let data3 = data.header;
 if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
+if(data3["idempotency-key"] !== undefined){
+let data4 = data3["idempotency-key"];
+if(typeof data4 !== "string"){
+let dataType1 = typeof data4;
+let coerced1 = undefined;
+if(!(coerced1 !== undefined)){
+if(dataType1 == "number" || dataType1 == "boolean"){
+coerced1 = "" + data4;
+}
+else if(data4 === null){
+coerced1 = "";
 }
 else {
-const err7 = {instancePath:instancePath+"/header",schemaPath:"#/properties/header/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err7 = {instancePath:instancePath+"/header/idempotency-key",schemaPath:"#/properties/header/properties/idempotency-key/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -2059,12 +2123,16 @@ vErrors.push(err7);
 errors++;
 }
 }
-if(data.cookie !== undefined){
-let data4 = data.cookie;
-if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
+if(coerced1 !== undefined){
+data4 = coerced1;
+if(data3 !== undefined){
+data3["idempotency-key"] = coerced1;
 }
-else {
-const err8 = {instancePath:instancePath+"/cookie",schemaPath:"#/properties/cookie/type",keyword:"type",params:{type: "object"},message:"must be object"};
+}
+}
+if(typeof data4 === "string"){
+if(func2(data4) > 257){
+const err8 = {instancePath:instancePath+"/header/idempotency-key",schemaPath:"#/properties/header/properties/idempotency-key/maxLength",keyword:"maxLength",params:{limit: 257},message:"must NOT have more than 257 characters"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -2073,15 +2141,53 @@ vErrors.push(err8);
 }
 errors++;
 }
-}
-}
-else {
-const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(func2(data4) < 1){
+const err9 = {instancePath:instancePath+"/header/idempotency-key",schemaPath:"#/properties/header/properties/idempotency-key/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err9];
 }
 else {
 vErrors.push(err9);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err10 = {instancePath:instancePath+"/header",schemaPath:"#/properties/header/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+if(data.cookie !== undefined){
+let data5 = data.cookie;
+if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
+}
+else {
+const err11 = {instancePath:instancePath+"/cookie",schemaPath:"#/properties/cookie/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+}
+else {
+const err12 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
 }
 errors++;
 }
@@ -6185,7 +6291,7 @@ return errors === 0;
 }
 
 export const rotateWebhookSecret_params = validate40;
-const schema41 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"webhook_id":{"type":"integer","format":"int64"}},"required":["webhook_id"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+const schema41 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"webhook_id":{"type":"integer","format":"int64"}},"required":["webhook_id"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 
 function validate40(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -6295,9 +6401,20 @@ errors++;
 if(data.header !== undefined){
 let data3 = data.header;
 if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
+if(data3["idempotency-key"] !== undefined){
+let data4 = data3["idempotency-key"];
+if(typeof data4 !== "string"){
+let dataType1 = typeof data4;
+let coerced1 = undefined;
+if(!(coerced1 !== undefined)){
+if(dataType1 == "number" || dataType1 == "boolean"){
+coerced1 = "" + data4;
+}
+else if(data4 === null){
+coerced1 = "";
 }
 else {
-const err7 = {instancePath:instancePath+"/header",schemaPath:"#/properties/header/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err7 = {instancePath:instancePath+"/header/idempotency-key",schemaPath:"#/properties/header/properties/idempotency-key/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -6307,12 +6424,16 @@ vErrors.push(err7);
 errors++;
 }
 }
-if(data.cookie !== undefined){
-let data4 = data.cookie;
-if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
+if(coerced1 !== undefined){
+data4 = coerced1;
+if(data3 !== undefined){
+data3["idempotency-key"] = coerced1;
 }
-else {
-const err8 = {instancePath:instancePath+"/cookie",schemaPath:"#/properties/cookie/type",keyword:"type",params:{type: "object"},message:"must be object"};
+}
+}
+if(typeof data4 === "string"){
+if(func2(data4) > 257){
+const err8 = {instancePath:instancePath+"/header/idempotency-key",schemaPath:"#/properties/header/properties/idempotency-key/maxLength",keyword:"maxLength",params:{limit: 257},message:"must NOT have more than 257 characters"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -6321,15 +6442,53 @@ vErrors.push(err8);
 }
 errors++;
 }
-}
-}
-else {
-const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(func2(data4) < 1){
+const err9 = {instancePath:instancePath+"/header/idempotency-key",schemaPath:"#/properties/header/properties/idempotency-key/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err9];
 }
 else {
 vErrors.push(err9);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err10 = {instancePath:instancePath+"/header",schemaPath:"#/properties/header/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+if(data.cookie !== undefined){
+let data5 = data.cookie;
+if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
+}
+else {
+const err11 = {instancePath:instancePath+"/cookie",schemaPath:"#/properties/cookie/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+}
+else {
+const err12 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
 }
 errors++;
 }

@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { conflict } from '../errors.ts';
 import type { Dialect, SqlValue, WriteTx } from './dialect.ts';
 import type { EventType } from './events.ts';
+import { beginOnce, type Once, recordOnce } from './idempotency.ts';
 import {
   accountCollectionSeqsSql,
   ackWebhookStreamSql,
@@ -123,19 +124,22 @@ const settingsValues = (settings: WebhookSettings): SqlValue[] => [
 /**
  * Makes the account's webhook, unless it holds `max` already (409), with a stream of each of its
  * collections the webhook takes, from the collection's latest seq on: it delivers the changes made from
- * now. Exact under concurrency, as createAccountKey is: the account's row is held until commit.
+ * now. Exact under concurrency, as createAccountKey is: the account's row is held until commit. With an
+ * Idempotency-Key, its answer is stored in the same transaction (idempotency.ts).
  */
 export async function createWebhook(
   db: Dialect,
   accountId: number,
   settings: WebhookSettings,
   max: number,
+  once?: Once<Webhook & { secret: string }>,
 ): Promise<Webhook & { secret: string }> {
   return db.knex.transaction(async (trx) => {
+    if (once) await beginOnce(db, trx, accountId, once);
     await db.run(trx, lockAccountSql, [accountId]);
     const now = new Date().toISOString();
     const secret = newSecret();
-    const [made] = await db.run<{ id: number | string }>(trx, insertWebhookSql, [
+    const [inserted] = await db.run<{ id: number | string }>(trx, insertWebhookSql, [
       accountId,
       ...settingsValues(settings),
       secret,
@@ -145,10 +149,12 @@ export async function createWebhook(
       accountId,
       max,
     ]);
-    if (!made) throw conflict(`The account holds ${max} webhooks, the most it may: delete one to make another.`);
-    const id = Number(made.id);
+    if (!inserted) throw conflict(`The account holds ${max} webhooks, the most it may: delete one to make another.`);
+    const id = Number(inserted.id);
     await startStreams(db, trx, accountId, id, settings.collections, now);
-    return { id, ...settings, enabled: true, disabled_reason: null, created_at: now, updated_at: now, secret };
+    const made = { id, ...settings, enabled: true, disabled_reason: null, created_at: now, updated_at: now, secret };
+    if (once) await recordOnce(db, trx, accountId, once, made);
+    return made;
   });
 }
 
@@ -215,19 +221,26 @@ export async function updateWebhook(
   });
 }
 
-/** A new secret for the webhook, answered once; undefined when the account has no such webhook. */
-export async function rotateWebhookSecret({ query }: Dialect, accountId: number, id: number): Promise<string | undefined> {
-  const [row] = await query<{ secret: string }>(setWebhookSecretSql, [newSecret(), new Date().toISOString(), accountId, id]);
-  return row?.secret;
+/** A new secret for the webhook, answered once; undefined when the account has no such webhook. With an Idempotency-Key, its answer stored. */
+export async function rotateWebhookSecret(db: Dialect, accountId: number, id: number, once?: Once<string>): Promise<string | undefined> {
+  return db.knex.transaction(async (trx) => {
+    if (once) await beginOnce(db, trx, accountId, once);
+    const [row] = await db.run<{ secret: string }>(trx, setWebhookSecretSql, [newSecret(), new Date().toISOString(), accountId, id]);
+    // A webhook not found is a 404, which stores no answer.
+    if (row && once) await recordOnce(db, trx, accountId, once, row.secret);
+    return row?.secret;
+  });
 }
 
-/** Deletes the webhook, its streams and its delivery log; false when the account has no such webhook. */
-export async function deleteWebhook(db: Dialect, accountId: number, id: number): Promise<boolean> {
+/** Deletes the webhook, its streams and its delivery log; false when the account has no such webhook. With an Idempotency-Key, its answer stored. */
+export async function deleteWebhook(db: Dialect, accountId: number, id: number, once?: Once<boolean>): Promise<boolean> {
   return db.knex.transaction(async (trx) => {
+    if (once) await beginOnce(db, trx, accountId, once);
     const deleted = await db.run(trx, deleteWebhookSql, [accountId, id]);
     if (deleted.length === 0) return false;
     await db.run(trx, deleteWebhookStreamsSql, [id]);
     await db.run(trx, deleteWebhookDeliveriesSql, [id]);
+    if (once) await recordOnce(db, trx, accountId, once, true);
     return true;
   });
 }

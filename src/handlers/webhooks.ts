@@ -1,12 +1,13 @@
 import type { components } from '../../generated/openapi.ts';
 import type { EventType } from '../db/events.ts';
+import { answerOnce } from '../db/idempotency.ts';
 import type { Principal } from '../db/keys.ts';
 import type { Store } from '../db/store.ts';
 import type { Webhook as StoredWebhook, WebhookSettings } from '../db/webhooks.ts';
 import { conflict, forbidden, notFound, validationFailed } from '../errors.ts';
 import { parseFilter } from '../query/filter.ts';
 import { urlProblem } from '../webhooks/address.ts';
-import type { Handlers } from './types.ts';
+import type { Handlers, Result } from './types.ts';
 
 type Webhook = components['schemas']['Webhook'];
 type WebhookPatch = components['schemas']['WebhookPatch'];
@@ -31,10 +32,15 @@ export const webhookHandlers: Handlers<
     return { status: 200, body: await Promise.all(webhooks.map((webhook) => shown(store, webhook))) };
   },
 
-  async createWebhook({ principal, body }, { store, config }) {
+  async createWebhook({ principal, body, once }, { store, config }) {
     const settings = await settingsOf(body, undefined, principal, config.webhooksAllowPrivate);
-    const { secret, ...made } = await store.createWebhook(principal.accountId, settings, config.maxWebhooksPerAccount);
-    return { status: 201, body: { ...(await shown(store, made)), secret } };
+    const made = await store.createWebhook(
+      principal.accountId,
+      settings,
+      config.maxWebhooksPerAccount,
+      once && answerOnce(once, answerCreated),
+    );
+    return answerCreated(made);
   },
 
   async getWebhook({ principal, path }, { store }) {
@@ -50,17 +56,19 @@ export const webhookHandlers: Handlers<
     return { status: 200, body: await shown(store, updated) };
   },
 
-  async deleteWebhook({ principal, path }, { store }) {
+  async deleteWebhook({ principal, path, once }, { store }) {
     await webhookOf(store, principal, path.webhook_id);
-    if (!(await store.deleteWebhook(principal.accountId, path.webhook_id))) throw webhookNotFound(path.webhook_id);
-    return { status: 204 };
+    if (!(await store.deleteWebhook(principal.accountId, path.webhook_id, once && answerOnce(once, answerDeleted)))) {
+      throw webhookNotFound(path.webhook_id);
+    }
+    return answerDeleted();
   },
 
-  async rotateWebhookSecret({ principal, path }, { store }) {
+  async rotateWebhookSecret({ principal, path, once }, { store }) {
     await webhookOf(store, principal, path.webhook_id);
-    const secret = await store.rotateWebhookSecret(principal.accountId, path.webhook_id);
+    const secret = await store.rotateWebhookSecret(principal.accountId, path.webhook_id, once && answerOnce(once, answerRotated));
     if (secret === undefined) throw webhookNotFound(path.webhook_id);
-    return { status: 200, body: { secret } };
+    return answerRotated(secret);
   },
 
   async listWebhookDeliveries({ principal, path, query }, { store }) {
@@ -79,6 +87,22 @@ export const webhookHandlers: Handlers<
     return { status: 202 };
   },
 };
+
+// The answers of the writes an Idempotency-Key may replay, each made by one function, which the write
+// is also handed to store the answer it makes (http/request.ts; db/idempotency.ts, answerOnce). A webhook
+// just made owes nothing yet, and has made no attempt.
+
+function answerCreated(made: StoredWebhook & { secret: string }): Result {
+  return { status: 201, body: { ...made, state: { pending: 0, failing_since: null, dropped: 0 } } };
+}
+
+function answerRotated(secret: string): Result {
+  return { status: 200, body: { secret } };
+}
+
+function answerDeleted(): Result {
+  return { status: 204 };
+}
 
 const webhookNotFound = (id: number) => notFound(`There is no webhook ${id}.`);
 

@@ -83,6 +83,27 @@ describeEachBackend('managing webhooks', (backend) => {
     expect((await client.delete(`/v1/webhooks/${made.id}`)).status).to.equal(404);
   });
 
+  it('makes, rotates and deletes once for one Idempotency-Key, replaying the first answer', async () => {
+    const send = (method: string, path: string, key: string, json?: unknown) =>
+      client.request<Webhook>(method, path, { json, headers: { 'idempotency-key': key } });
+    const first = await send('POST', '/v1/webhooks', 'make-1', { url: URL_HERE });
+    const again = await send('POST', '/v1/webhooks', 'make-1', { url: URL_HERE });
+    expect(first.status).to.equal(201);
+    expect(again.status).to.equal(201);
+    expect(again.headers.get('idempotent-replayed')).to.equal('true');
+    expect(again.body).to.deep.equal(first.body);
+    expect((await client.get<Webhook[]>('/v1/webhooks')).body.map(({ id }) => id)).to.deep.equal([first.body.id]);
+    const path = `/v1/webhooks/${first.body.id}`;
+    const rotated = await send('POST', `${path}/rotate-secret`, 'rotate-1');
+    const rotatedAgain = await send('POST', `${path}/rotate-secret`, 'rotate-1');
+    expect(rotatedAgain.body).to.deep.equal(rotated.body);
+    expect(rotated.body.secret).not.to.equal(first.body.secret);
+    expect((await send('DELETE', path, 'delete-1')).status).to.equal(204);
+    const deletedAgain = await send('DELETE', path, 'delete-1');
+    expect(deletedAgain.status).to.equal(204);
+    expect(deletedAgain.headers.get('idempotent-replayed')).to.equal('true');
+  });
+
   it("answers another account's webhook 404, whatever the operation", async () => {
     const { body: made } = await client.post<Webhook>('/v1/webhooks', { url: URL_HERE });
     const other = await server.client();
