@@ -55,6 +55,7 @@ import {
   rotateWebhookSecret,
   skipDropped,
   startCollectionStreams,
+  startMissingStreams,
   streamTarget,
   updateWebhook,
   webhookBacklog,
@@ -212,6 +213,7 @@ const shared = {
   skipDropped,
   releaseStream,
   startCollectionStreams,
+  startMissingStreams,
   /** Answers when the database does. */
   ping: async ({ query }: Dialect) => {
     await query('select 1', []);

@@ -296,3 +296,6 @@ export const webhookBacklogSql = `select coalesce(sum(c.last_seq - s.acked_seq),
 /** Deletes up to `?` (the second) attempts of the delivery log made before `?`, oldest first. */
 export const pruneWebhookDeliveriesSql = `delete from webhook_deliveries where id in
   (select id from webhook_deliveries where at < ? order by id limit ?) returning id`;
+/** Every webhook's collections of its account that it has no stream of (webhooksWithoutStreamSql, of every collection). */
+export const streamsMissingSql = `select w.id, w.collections, c.id as collection_id, c.name from webhooks w join collections c on c.account_id = w.account_id
+  where not exists (select 1 from webhook_streams s where s.webhook_id = w.id and s.collection_id = c.id)`;

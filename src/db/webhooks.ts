@@ -30,6 +30,7 @@ import {
   setWebhookSecretSql,
   skipDroppedSql,
   streamDeliverySql,
+  streamsMissingSql,
   updateWebhookSql,
   webhookBacklogSql,
   webhookDeliveriesSql,
@@ -443,4 +444,23 @@ export const DELIVERY_LOG_MS = 7 * 24 * 60 * 60 * 1000;
 /** Deletes up to `limit` attempts of the delivery log made before `before` (ISO 8601), oldest first; answers how many went. */
 export async function pruneWebhookDeliveries({ query }: Dialect, before: string, limit: number): Promise<number> {
   return (await query(pruneWebhookDeliveriesSql, [before, limit])).length;
+}
+
+/**
+ * startCollectionStreams() of every collection: when this instance begins to listen for changes (the
+ * first webhook), it may have missed the first change of a collection made since.
+ */
+export async function startMissingStreams({ query }: Dialect): Promise<number> {
+  const missing = await query<{ id: number | string; collections: string | null; collection_id: number | string; name: string }>(
+    streamsMissingSql,
+    [],
+  );
+  const now = new Date().toISOString();
+  let started = 0;
+  for (const { id, collections, collection_id, name } of missing) {
+    if (collections !== null && !(JSON.parse(collections) as string[]).includes(name)) continue;
+    await query(insertWebhookStreamSql, [Number(id), Number(collection_id), 0, now]);
+    started++;
+  }
+  return started;
 }

@@ -54,30 +54,45 @@ export class WebhookWorker {
   private claimingNow = false;
   private again = false;
   private stopped = false;
-  /** Whether any webhook is enabled, as last looked: none, and nothing is claimed. */
-  private any = true;
+  /** Whether any webhook is enabled, as last looked: while none is, nothing is claimed, and changes are not listened for. */
+  private any = false;
   /** Attempts made by this instance, by outcome, and the webhooks it disabled (metrics.ts). */
   readonly counts = { delivered: 0, failed: 0, disabled: 0 };
 
   constructor(private readonly options: WorkerOptions) {
-    const { config, store } = options;
+    const { config } = options;
     this.sender = new Sender(config.webhookTimeoutMs, config.webhooksAllowPrivate);
     this.leaseMs = config.webhookTimeoutMs + LEASE_MARGIN_MS;
-    store.changes.on('change', this.onChange);
-    store.changes.on('all', this.wake);
-    this.poll = setInterval(() => {
-      this.checked.clear();
-      this.options.store.anyWebhook().then(
-        (any) => {
-          this.any = any;
+    this.poll = setInterval(this.look, POLL_MS);
+    this.poll.unref();
+    this.look();
+  }
+
+  /**
+   * Looks whether any webhook is enabled: only then does the worker listen for changes, so that a
+   * service without webhooks spends nothing on them per write. Then looks for what is due.
+   */
+  private readonly look = (): void => {
+    this.checked.clear();
+    const { store, log } = this.options;
+    store
+      .anyWebhook()
+      .then(
+        async (any) => {
+          if (this.stopped) return;
+          if (any !== this.any) {
+            if (any) store.changes.on('change', this.onChange).on('all', this.wake);
+            else store.changes.off('change', this.onChange).off('all', this.wake);
+            this.any = any;
+            // Collections made while it did not listen have had their first change unheard.
+            if (any) await store.startMissingStreams();
+          }
           this.wake();
         },
-        (error) => this.options.log.error({ err: error }, 'webhooks: could not look for webhooks'),
-      );
-    }, POLL_MS);
-    this.poll.unref();
-    this.wake();
-  }
+        (error) => log.error({ err: error }, 'webhooks: could not look for webhooks'),
+      )
+      .catch((error) => log.error({ err: error }, 'webhooks: could not start the streams of new collections'));
+  };
 
   /** Stops claiming, waits for the attempts under way, and lets their streams go. */
   async stop(): Promise<void> {
@@ -92,7 +107,7 @@ export class WebhookWorker {
   }
 
   private readonly onChange = (collectionId: number): void => {
-    if (!this.any || this.stopped) return;
+    if (this.stopped) return;
     const now = Date.now();
     if ((this.checked.get(collectionId) ?? 0) > now - STREAMS_CHECKED_MS) {
       this.wake();
