@@ -819,6 +819,182 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the account's webhooks.
+         * @description The account's webhooks, oldest first, each with its settings and its state; never their secrets.
+         */
+        get: operations["listWebhooks"];
+        put?: never;
+        /**
+         * Make a webhook, which POSTs each change of the account's collections to a URL.
+         * @description Makes a webhook and answers it with its `secret`, the only time the secret is shown. From now
+         *     on, each change of the collections it names (`collections`; left out, every collection the key
+         *     may reach, those made later included when the key reaches every one) of the kinds it names
+         *     (`events`; left out, all three) whose row its `filter` matches, as the feed applies a filter,
+         *     is POSTed to `url`, signed (docs/webhooks.md). The URL must be `http` or `https`, at most 2,048
+         *     characters, without credentials, and, unless the server allows private addresses
+         *     (`ROWBASE_WEBHOOKS_ALLOW_PRIVATE`), its host must not be or resolve to a loopback, private,
+         *     link-local, CGNAT, multicast or unique-local address: `400`. An account holds at most
+         *     `ROWBASE_MAX_WEBHOOKS_PER_ACCOUNT` webhooks (20 by default): `409`.
+         */
+        post: operations["createWebhook"];
+        delete?: never;
+        options?: never;
+        /**
+         * `GET /v1/webhooks` without the body.
+         * @description The status and headers `GET /v1/webhooks` answers, without the body (RFC 9110 §9.3.2): counted
+         *     toward the plan, as GET is.
+         */
+        head: operations["headWebhooks"];
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{webhook_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook's id, as `createWebhook` answered it.
+                 * @example 1
+                 */
+                webhook_id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * A webhook and how its deliveries stand.
+         * @description The webhook's settings and its state: the changes it has yet to deliver, since when its deliveries
+         *     fail, the changes retention dropped past its backlog, and its last attempt. Another account's: `404`.
+         */
+        get: operations["getWebhook"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a webhook.
+         * @description Deletes the webhook with its delivery log; an attempt under way is its last.
+         */
+        delete: operations["deleteWebhook"];
+        options?: never;
+        /**
+         * `GET /v1/webhooks/{webhook_id}` without the body.
+         * @description The status and headers `GET /v1/webhooks/{webhook_id}` answers, without the body (RFC 9110
+         *     §9.3.2): counted toward the plan, as GET is.
+         */
+        head: operations["headWebhook"];
+        /**
+         * Change a webhook's settings, or enable or disable it.
+         * @description Sets the fields given, each as `createWebhook` takes it (`null` for `collections`, `filter` or
+         *     `description`: every collection, every row, none). Collections it takes anew are delivered from
+         *     their next change. `enabled: false` stops its deliveries; `enabled: true` resumes them where
+         *     they stopped, from the change it had not delivered, also after the service disabled it. An
+         *     `Idempotency-Key` stores no answer here: sent again, the same change runs again, to the same effect.
+         */
+        patch: operations["updateWebhook"];
+        trace?: never;
+    };
+    "/v1/webhooks/{webhook_id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook's id, as `createWebhook` answered it.
+                 * @example 1
+                 */
+                webhook_id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * A webhook's delivery log, newest first.
+         * @description One entry per attempt, newest first, `limit` a page; `next` is the `before` of the next page, or
+         *     `null` after the last.
+         */
+        get: operations["listWebhookDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        /**
+         * `GET /v1/webhooks/{webhook_id}/deliveries` without the body.
+         * @description The status and headers `GET /v1/webhooks/{webhook_id}/deliveries` answers, without the body
+         *     (RFC 9110 §9.3.2): counted toward the plan, as GET is.
+         */
+        head: operations["headWebhookDeliveries"];
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The attempt's id, as `listWebhookDeliveries` lists it.
+                 * @example 1
+                 */
+                delivery_id: components["parameters"]["DeliveryIdPath"];
+                /**
+                 * @description The webhook's id, as `createWebhook` answered it.
+                 * @example 1
+                 */
+                webhook_id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a failed delivery again now.
+         * @description Makes the next attempt of the change a failed attempt was of due now, rather than when the
+         *     schedule has it (within a second, on whichever instance delivers the webhook): `202`. A change
+         *     acknowledged since, or an attempt that delivered it, is `409`; a webhook that is disabled is sent
+         *     nothing until it is enabled again (`updateWebhook`). An `Idempotency-Key` stores no answer here:
+         *     sent again, the request runs again, to the same effect.
+         */
+        post: operations["retryWebhookDelivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/{webhook_id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook's id, as `createWebhook` answered it.
+                 * @example 1
+                 */
+                webhook_id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Give a webhook a new secret.
+         * @description Answers the webhook's new secret, the only time it is shown. Deliveries are signed with it from
+         *     the next page of changes the worker reads: a backlog being sent may have up to 100 more changes
+         *     signed with the old one, so a receiver should accept both for a moment.
+         */
+        post: operations["rotateWebhookSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/ws": {
         parameters: {
             query: {
@@ -1154,6 +1330,23 @@ export interface components {
             name: string | null;
             prefix: components["schemas"]["KeyPrefix"];
             scope: components["schemas"]["KeyScope"];
+        };
+        CreatedWebhook: {
+            collections: components["schemas"]["WebhookCollections"];
+            /** Format: date-time */
+            created_at: string;
+            description: components["schemas"]["WebhookDescription"];
+            disabled_reason: string | null;
+            enabled: boolean;
+            events: components["schemas"]["WebhookEvents"];
+            filter: components["schemas"]["WebhookFilter"];
+            /** Format: int64 */
+            id: number;
+            secret: components["schemas"]["WebhookSecretText"];
+            state: components["schemas"]["WebhookState"];
+            /** Format: date-time */
+            updated_at: string;
+            url: components["schemas"]["WebhookUrl"];
         };
         /**
          * @description What a deletion by filter deleted.
@@ -1535,6 +1728,13 @@ export interface components {
             id?: unknown;
         } & {
             [key: string]: unknown;
+        };
+        NewWebhook: {
+            collections?: components["schemas"]["WebhookCollections"];
+            description?: components["schemas"]["WebhookDescription"];
+            events?: components["schemas"]["WebhookEvents"];
+            filter?: components["schemas"]["WebhookFilter"];
+            url: components["schemas"]["WebhookUrl"];
         };
         /**
          * @description The codes of a `NotFoundProblem`.
@@ -1966,6 +2166,108 @@ export interface components {
             etag: string;
             row: components["schemas"]["Row"];
         };
+        Webhook: {
+            collections: components["schemas"]["WebhookCollections"];
+            /** Format: date-time */
+            created_at: string;
+            description: components["schemas"]["WebhookDescription"];
+            /** @description Why it is disabled (by its account, or by the service once its deliveries failed past the schedule); `null` while enabled. */
+            disabled_reason: string | null;
+            enabled: boolean;
+            events: components["schemas"]["WebhookEvents"];
+            filter: components["schemas"]["WebhookFilter"];
+            /** Format: int64 */
+            id: number;
+            state: components["schemas"]["WebhookState"];
+            /** Format: date-time */
+            updated_at: string;
+            url: components["schemas"]["WebhookUrl"];
+        };
+        /** @description The collections whose changes are delivered, by name, or `null` for every collection of the account. */
+        WebhookCollections: components["schemas"]["CollectionName"][] | null;
+        /** @description One attempt of a delivery. */
+        WebhookDelivery: {
+            /**
+             * Format: date-time
+             * @description When the attempt ended.
+             */
+            at: string;
+            /** @description Which attempt of the change this was, from 1. */
+            attempt: number;
+            collection: components["schemas"]["CollectionName"];
+            duration_ms: number;
+            /** @description Why the attempt failed, in a few words; `null` when delivered. */
+            error: string | null;
+            /** Format: int64 */
+            id: number;
+            /**
+             * Format: date-time
+             * @description When the next attempt of a failed one is due; `null` when delivered, or when none will be (the webhook was disabled).
+             */
+            next_attempt_at: string | null;
+            outcome: components["schemas"]["WebhookDeliveryOutcome"];
+            /**
+             * Format: int64
+             * @description The change's `seq` in its collection.
+             */
+            seq: number;
+            /** @description The status the receiver answered, or `null` when it answered none. */
+            status: number | null;
+            /** @description The `webhook-id` header sent, the same on every attempt of the change. */
+            webhook_id: string;
+        };
+        /** @enum {string} */
+        WebhookDeliveryOutcome: "delivered" | "failed";
+        WebhookDeliveryPage: {
+            deliveries: components["schemas"]["WebhookDelivery"][];
+            /** @description The `before` of the next page, or `null` after the last. */
+            next: number | null;
+        };
+        /** @description What the webhook is for, for its owner. */
+        WebhookDescription: string | null;
+        /** @enum {string} */
+        WebhookEventKind: "insert" | "update" | "delete";
+        /** @description The kinds of change delivered. */
+        WebhookEvents: components["schemas"]["WebhookEventKind"][];
+        /**
+         * @description The rows whose changes are delivered: a `Filter` (docs/api.md, "Filters"), applied as the feed
+         *     applies one (asyncapi.yaml: an update of a row that leaves the filter is sent with
+         *     `"matches": false`), or `null` for every row. One that is no filter is `400`.
+         */
+        WebhookFilter: {
+            [key: string]: unknown;
+        } | null;
+        WebhookList: components["schemas"]["Webhook"][];
+        WebhookPatch: {
+            collections?: components["schemas"]["WebhookCollections"];
+            description?: components["schemas"]["WebhookDescription"];
+            enabled?: boolean;
+            events?: components["schemas"]["WebhookEvents"];
+            filter?: components["schemas"]["WebhookFilter"];
+            url?: components["schemas"]["WebhookUrl"];
+        };
+        WebhookSecret: {
+            secret: components["schemas"]["WebhookSecretText"];
+        };
+        /** @description The secret that signs the deliveries (Standard Webhooks): `whsec_` and the base64 of 192 random bits. Shown once. */
+        WebhookSecretText: string;
+        WebhookState: {
+            /** @description Changes it owed that retention pruned past its backlog (docs/webhooks.md), never delivered. */
+            dropped: number;
+            /**
+             * Format: date-time
+             * @description When the first of the failed attempts in a row of the change it is stuck on was made; `null` while none fails.
+             */
+            failing_since: string | null;
+            last_delivery?: components["schemas"]["WebhookDelivery"];
+            /** @description Changes of its collections after the last it delivered (of every kind, matching its filter or not). */
+            pending: number;
+        };
+        /**
+         * @description Where the changes are POSTed: an `http` or `https` URL without credentials, whose host is no
+         *     private address unless the server allows them (`createWebhook`). Redirects are not followed.
+         */
+        WebhookUrl: string;
     };
     responses: {
         /** @description The groups, and the collection's seq in their snapshot. */
@@ -2089,6 +2391,29 @@ export interface components {
                  *       "title": "Conflict",
                  *       "status": 409,
                  *       "detail": "A collection named notes already exists.",
+                 *       "code": "conflict",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["ConflictProblem"];
+            };
+        };
+        /** @description `conflict`: the change of that attempt is delivered already. */
+        DeliveryConflict: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "urn:rowbase:problem:conflict",
+                 *       "title": "Conflict",
+                 *       "status": 409,
+                 *       "detail": "The change of attempt 12 is delivered already.",
                  *       "code": "conflict",
                  *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
                  *     }
@@ -2814,6 +3139,52 @@ export interface components {
                 "application/problem+json": components["schemas"]["UnsupportedMediaTypeProblem"];
             };
         };
+        /** @description `conflict`: the account holds `ROWBASE_MAX_WEBHOOKS_PER_ACCOUNT` webhooks already (20 by default; delete one to make another). */
+        WebhookConflict: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "urn:rowbase:problem:conflict",
+                 *       "title": "Conflict",
+                 *       "status": 409,
+                 *       "detail": "The account holds 20 webhooks, the most it may.",
+                 *       "code": "conflict",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["ConflictProblem"];
+            };
+        };
+        /** @description `not_found`: the account has no webhook of that id (or the webhook no attempt of that id). */
+        WebhookNotFound: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "urn:rowbase:problem:not_found",
+                 *       "title": "Not found",
+                 *       "status": 404,
+                 *       "detail": "There is no webhook 7.",
+                 *       "code": "not_found",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["NotFoundProblem"];
+            };
+        };
     };
     parameters: {
         /**
@@ -2850,6 +3221,11 @@ export interface components {
          * @example exact
          */
         CountParameter: components["schemas"]["CountMode"];
+        /**
+         * @description The attempt's id, as `listWebhookDeliveries` lists it.
+         * @example 1
+         */
+        DeliveryIdPath: number;
         /**
          * @description The rows to keep: a filter of the filter language (docs/api.md, "Filters") as JSON text,
          *     URL-encoded; at most 4 KiB, 8 levels deep and 32 conditions. Each member of a filter object
@@ -2955,6 +3331,11 @@ export interface components {
          * @example title,status
          */
         SelectParameter: string;
+        /**
+         * @description The webhook's id, as `createWebhook` answered it.
+         * @example 1
+         */
+        WebhookIdPath: number;
     };
     requestBodies: never;
     headers: {
@@ -5499,6 +5880,445 @@ export interface operations {
         responses: {
             200: components["responses"]["HeadOkMetered"];
             default: components["responses"]["HeadProblem"];
+        };
+    };
+    listWebhooks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The account's webhooks. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Error"];
+        };
+    };
+    createWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this request safe (draft-ietf-httpapi-idempotency-key-header): a key of the
+                 *     client's choosing, unique to the request, such as a UUID, 1 to 255 printable ASCII characters,
+                 *     sent bare or as a Structured Field String (`"…"`, RFC 8941). The first request with a key is
+                 *     processed, and its answer (status, headers, body) stored for the account, in the same
+                 *     transaction as its change, for 24 hours (`ROWBASE_IDEMPOTENCY_KEY_SECONDS`). A retry with the same
+                 *     key and the same request (method, path, query and body) gets that answer again, with
+                 *     `Idempotent-Replayed: true`, and writes nothing, sends no event. The same key with another
+                 *     request is `422 idempotency_key_reused`; a retry while the first request is still running (on any
+                 *     instance) `409 idempotency_key_in_use`. A request that fails (any `4xx` or `5xx`) writes nothing
+                 *     and stores no answer: its retry runs again. Keys are the account's: another account's same key
+                 *     is another key. An API key limited to some collections (`Key.collections`) has requests of its
+                 *     own: the answer another API key of the account stored under the same Idempotency-Key is for
+                 *     another request (`422`), so that a limited key is never shown a change it may not see. An empty key, a longer one, one of other characters, or two `Idempotency-Key`
+                 *     headers are `400 validation_failed`, its error naming the header. A replay counts toward the plan
+                 *     as any request.
+                 * @example 8e03978e-40d5-43e8-bc93-6894a57f9324
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "url": "https://example.com/rowbase",
+                 *       "collections": [
+                 *         "notes"
+                 *       ],
+                 *       "events": [
+                 *         "insert",
+                 *         "update"
+                 *       ],
+                 *       "filter": {
+                 *         "status": "open"
+                 *       },
+                 *       "description": "New and changed open notes."
+                 *     }
+                 */
+                "application/json": components["schemas"]["NewWebhook"];
+            };
+        };
+        responses: {
+            /** @description The webhook, with its secret, shown this once. */
+            201: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedWebhook"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["WebhookConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Error"];
+        };
+    };
+    headWebhooks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOkMetered"];
+            default: components["responses"]["HeadProblem"];
+        };
+    };
+    getWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook's id, as `createWebhook` answered it.
+                 * @example 1
+                 */
+                webhook_id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The webhook. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Webhook"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["WebhookNotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Error"];
+        };
+    };
+    deleteWebhook: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this request safe (draft-ietf-httpapi-idempotency-key-header): a key of the
+                 *     client's choosing, unique to the request, such as a UUID, 1 to 255 printable ASCII characters,
+                 *     sent bare or as a Structured Field String (`"…"`, RFC 8941). The first request with a key is
+                 *     processed, and its answer (status, headers, body) stored for the account, in the same
+                 *     transaction as its change, for 24 hours (`ROWBASE_IDEMPOTENCY_KEY_SECONDS`). A retry with the same
+                 *     key and the same request (method, path, query and body) gets that answer again, with
+                 *     `Idempotent-Replayed: true`, and writes nothing, sends no event. The same key with another
+                 *     request is `422 idempotency_key_reused`; a retry while the first request is still running (on any
+                 *     instance) `409 idempotency_key_in_use`. A request that fails (any `4xx` or `5xx`) writes nothing
+                 *     and stores no answer: its retry runs again. Keys are the account's: another account's same key
+                 *     is another key. An API key limited to some collections (`Key.collections`) has requests of its
+                 *     own: the answer another API key of the account stored under the same Idempotency-Key is for
+                 *     another request (`422`), so that a limited key is never shown a change it may not see. An empty key, a longer one, one of other characters, or two `Idempotency-Key`
+                 *     headers are `400 validation_failed`, its error naming the header. A replay counts toward the plan
+                 *     as any request.
+                 * @example 8e03978e-40d5-43e8-bc93-6894a57f9324
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The webhook's id, as `createWebhook` answered it.
+                 * @example 1
+                 */
+                webhook_id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The webhook is deleted. */
+            204: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["WebhookNotFound"];
+            409: components["responses"]["IdempotencyKeyInUse"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Error"];
+        };
+    };
+    headWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook's id, as `createWebhook` answered it.
+                 * @example 1
+                 */
+                webhook_id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOkMetered"];
+            default: components["responses"]["HeadProblem"];
+        };
+    };
+    updateWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook's id, as `createWebhook` answered it.
+                 * @example 1
+                 */
+                webhook_id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "enabled": true
+                 *     }
+                 */
+                "application/json": components["schemas"]["WebhookPatch"];
+            };
+        };
+        responses: {
+            /** @description The webhook as it now is. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Webhook"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["WebhookNotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Error"];
+        };
+    };
+    listWebhookDeliveries: {
+        parameters: {
+            query?: {
+                /** @description The `next` of the previous page; left out, the newest attempts. */
+                before?: number;
+                /** @description Attempts a page, 1 to 100. */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook's id, as `createWebhook` answered it.
+                 * @example 1
+                 */
+                webhook_id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the webhook's attempts. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveryPage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["WebhookNotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Error"];
+        };
+    };
+    headWebhookDeliveries: {
+        parameters: {
+            query?: {
+                /** @description The `next` of the previous page; left out, the newest attempts. */
+                before?: number;
+                /** @description Attempts a page, 1 to 100. */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The webhook's id, as `createWebhook` answered it.
+                 * @example 1
+                 */
+                webhook_id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOkMetered"];
+            default: components["responses"]["HeadProblem"];
+        };
+    };
+    retryWebhookDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The attempt's id, as `listWebhookDeliveries` lists it.
+                 * @example 1
+                 */
+                delivery_id: components["parameters"]["DeliveryIdPath"];
+                /**
+                 * @description The webhook's id, as `createWebhook` answered it.
+                 * @example 1
+                 */
+                webhook_id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The attempt is due now. */
+            202: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["WebhookNotFound"];
+            409: components["responses"]["DeliveryConflict"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Error"];
+        };
+    };
+    rotateWebhookSecret: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this request safe (draft-ietf-httpapi-idempotency-key-header): a key of the
+                 *     client's choosing, unique to the request, such as a UUID, 1 to 255 printable ASCII characters,
+                 *     sent bare or as a Structured Field String (`"…"`, RFC 8941). The first request with a key is
+                 *     processed, and its answer (status, headers, body) stored for the account, in the same
+                 *     transaction as its change, for 24 hours (`ROWBASE_IDEMPOTENCY_KEY_SECONDS`). A retry with the same
+                 *     key and the same request (method, path, query and body) gets that answer again, with
+                 *     `Idempotent-Replayed: true`, and writes nothing, sends no event. The same key with another
+                 *     request is `422 idempotency_key_reused`; a retry while the first request is still running (on any
+                 *     instance) `409 idempotency_key_in_use`. A request that fails (any `4xx` or `5xx`) writes nothing
+                 *     and stores no answer: its retry runs again. Keys are the account's: another account's same key
+                 *     is another key. An API key limited to some collections (`Key.collections`) has requests of its
+                 *     own: the answer another API key of the account stored under the same Idempotency-Key is for
+                 *     another request (`422`), so that a limited key is never shown a change it may not see. An empty key, a longer one, one of other characters, or two `Idempotency-Key`
+                 *     headers are `400 validation_failed`, its error naming the header. A replay counts toward the plan
+                 *     as any request.
+                 * @example 8e03978e-40d5-43e8-bc93-6894a57f9324
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The webhook's id, as `createWebhook` answered it.
+                 * @example 1
+                 */
+                webhook_id: components["parameters"]["WebhookIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new secret. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookSecret"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["WebhookNotFound"];
+            409: components["responses"]["IdempotencyKeyInUse"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Error"];
         };
     };
     openFeed: {

@@ -98,6 +98,24 @@ export interface Config {
    * database may find 100 times as many before the query is refused. `ROWBASE_MAX_GROUPS`, default 1000.
    */
   maxGroups: number;
+  /**
+   * How long a webhook's receiver has to answer a delivery, connecting included, in ms: past it the
+   * attempt has failed and is retried (docs/webhooks.md). `ROWBASE_WEBHOOK_TIMEOUT_MS`, default 10000.
+   */
+  webhookTimeoutMs: number;
+  /**
+   * Whether a webhook may point at loopback, private, link-local, CGNAT, multicast and unique-local
+   * addresses (cloud metadata included), for private deployments and tests. `ROWBASE_WEBHOOKS_ALLOW_PRIVATE`, default off.
+   */
+  webhooksAllowPrivate: boolean;
+  /**
+   * How long after each failed attempt of a webhook's delivery the next is made, in ms, before jitter
+   * (docs/webhooks.md, "Retries"): past the last, the webhook is disabled. Default 5 s, 5 min, 30 min,
+   * 2 h, 5 h, 10 h and 10 h: about a day and a quarter. Not read from the environment.
+   */
+  webhookRetryDelaysMs: readonly number[];
+  /** Webhooks one account may hold; making another is 409 `conflict`. `ROWBASE_MAX_WEBHOOKS_PER_ACCOUNT`, default 20. */
+  maxWebhooksPerAccount: number;
 }
 
 export const defaults: Config = {
@@ -128,6 +146,10 @@ export const defaults: Config = {
   maxKeysPerAccount: 1000,
   queryTimeoutMs: 5000,
   maxGroups: 1000,
+  webhookTimeoutMs: 10_000,
+  webhooksAllowPrivate: false,
+  webhookRetryDelaysMs: [5, 300, 1800, 7200, 18_000, 36_000, 36_000].map((seconds) => seconds * 1000),
+  maxWebhooksPerAccount: 20,
 };
 
 export class ConfigError extends Error {}
@@ -161,6 +183,10 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
     maxKeysPerAccount: integer(env, 'ROWBASE_MAX_KEYS_PER_ACCOUNT', defaults.maxKeysPerAccount, 1, 2 ** 31),
     queryTimeoutMs: integer(env, 'ROWBASE_QUERY_TIMEOUT_MS', defaults.queryTimeoutMs, 1, 3_600_000),
     maxGroups: integer(env, 'ROWBASE_MAX_GROUPS', defaults.maxGroups, 1, 1_000_000),
+    webhookTimeoutMs: integer(env, 'ROWBASE_WEBHOOK_TIMEOUT_MS', defaults.webhookTimeoutMs, 1, 3_600_000),
+    webhooksAllowPrivate: onOff(env, 'ROWBASE_WEBHOOKS_ALLOW_PRIVATE', defaults.webhooksAllowPrivate),
+    webhookRetryDelaysMs: defaults.webhookRetryDelaysMs,
+    maxWebhooksPerAccount: integer(env, 'ROWBASE_MAX_WEBHOOKS_PER_ACCOUNT', defaults.maxWebhooksPerAccount, 1, 100_000),
   };
 }
 

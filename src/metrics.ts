@@ -10,6 +10,7 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, type Metric, Registry
 import type { Store } from './db/store.ts';
 import type { Answer, Observer } from './http/observe.ts';
 import type { Meter } from './usage/meter.ts';
+import type { WebhookWorker } from './webhooks/worker.ts';
 import type { Feed } from './ws/feed.ts';
 
 /** Request durations, in seconds: a row read takes well under a millisecond, a large batch or page up to seconds. */
@@ -21,6 +22,7 @@ export interface MetricsSources {
   store: Store;
   meter: Meter;
   feed: Feed;
+  webhooks: WebhookWorker;
 }
 
 /** What one operation's answers came to: how many of each status, and their durations. */
@@ -42,7 +44,7 @@ export class Metrics implements Observer {
   private readonly tallies = new Map<string, Tally>();
   private readonly stopWaits: () => void;
 
-  constructor({ store, meter, feed }: MetricsSources) {
+  constructor({ store, meter, feed, webhooks }: MetricsSources) {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry });
     const tallies = this.tallies;
@@ -112,6 +114,42 @@ export class Metrics implements Observer {
         this.reset();
         this.inc({ reason: 'quota_exceeded' }, meter.counts.quota_exceeded);
         this.inc({ reason: 'rate_limited' }, meter.counts.rate_limited);
+      },
+    });
+    new Counter({
+      name: 'rowbase_webhook_deliveries_total',
+      help: 'Attempts of webhook deliveries this instance made, by outcome (delivered: a 2xx in time; failed: anything else).',
+      labelNames: ['outcome'],
+      registers,
+      collect() {
+        this.reset();
+        this.inc({ outcome: 'delivered' }, webhooks.counts.delivered);
+        this.inc({ outcome: 'failed' }, webhooks.counts.failed);
+      },
+    });
+    counterOf(
+      registers,
+      'rowbase_webhook_disabled_total',
+      'Webhooks this instance disabled, their deliveries failed past the retry schedule.',
+      () => webhooks.counts.disabled,
+    );
+    // Over every webhook: per webhook, its state is in the API (getWebhook), as labels here would be unbounded.
+    const backlog = async () => store.webhookBacklog();
+    new Gauge({
+      name: 'rowbase_webhook_pending_changes',
+      help: 'Changes of their collections that webhooks have yet to deliver, over every webhook (of every kind, matching their filters or not).',
+      registers,
+      async collect() {
+        this.set((await backlog()).pending);
+      },
+    });
+    new Gauge({
+      name: 'rowbase_webhook_lag_seconds',
+      help: 'How long ago the oldest change a webhook has yet to deliver was made (0 when none is owed).',
+      registers,
+      async collect() {
+        const { oldest } = await backlog();
+        this.set(oldest === undefined ? 0 : Math.max(0, (Date.now() - oldest) / 1000));
       },
     });
     const waits = new Histogram({

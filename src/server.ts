@@ -16,6 +16,7 @@ import { createLogger, type Logger } from './log.ts';
 import { Metrics } from './metrics.ts';
 import { root } from './root.ts';
 import { Meter } from './usage/meter.ts';
+import { WebhookWorker } from './webhooks/worker.ts';
 import { createFeed, type Feed } from './ws/feed.ts';
 
 export interface RunningServer {
@@ -27,6 +28,8 @@ export interface RunningServer {
   meter: Meter;
   /** The real-time feed on `GET /ws`. */
   feed: Feed;
+  /** The delivery of the webhooks' changes (docs/webhooks.md). */
+  webhooks: WebhookWorker;
   /** The bytes of request bodies worked on at once (http/request.ts, BodyBudget). */
   bodies: BodyBudget;
   /** With METRICS_PORT: the URL of the metrics (`http://host:port/metrics`), served by a listener of their own. */
@@ -74,7 +77,8 @@ export async function startServer(
   // quota or rate it is refused 429 and not counted.
   const admit = config.metering ? async ({ accountId }: { accountId: number }) => void (await meter.admit(accountId)) : undefined;
   const feed = createFeed({ store, config, log, admit, observers });
-  const metrics = config.metricsPort === undefined ? undefined : new Metrics({ store, meter, feed });
+  const webhooks = new WebhookWorker({ store, config, log });
+  const metrics = config.metricsPort === undefined ? undefined : new Metrics({ store, meter, feed, webhooks });
   if (metrics) observers.push(metrics);
   const responses = new Responses();
   server.on('request', createApp(deps, createRouter(deps), log, responses, observers).callback());
@@ -102,6 +106,7 @@ export async function startServer(
         await stopped;
       }
       metrics?.close();
+      await webhooks.stop();
       await meter.close();
       await store.close();
     })();
@@ -124,5 +129,5 @@ export async function startServer(
   const { port } = server.address() as AddressInfo;
   // An IPv6 address goes in brackets (RFC 3986, 3.2.2): http://[::1]:8080, not http://::1:8080.
   const host = isIPv6(config.host) ? `[${config.host}]` : config.host;
-  return { url: `http://${host}:${port}`, port, server, store, meter, feed, bodies, metricsUrl, close };
+  return { url: `http://${host}:${port}`, port, server, store, meter, feed, webhooks, bodies, metricsUrl, close };
 }

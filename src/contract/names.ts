@@ -89,6 +89,7 @@ export const reservedPrefixes: ReadonlySet<string> = new Set([
   'Previous',
   'Row',
   'Versioned',
+  'Webhook',
 ]);
 
 const ESCAPED = /^(.*)Alt(0|[1-9][0-9]*)$/;

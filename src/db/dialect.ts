@@ -55,6 +55,11 @@ export interface Dialect {
    * the keys are free again. None once it finds no more; SQLite looks among the oldest answers only.
    */
   pruneOnceSql: string;
+  /**
+   * Leases the webhooks' streams due for delivery (webhooks.ts, claimStreams): bound to when due by,
+   * when a lease has expired by, how many, the instance, the lease's end; answers each stream claimed.
+   */
+  claimStreamsSql: string;
   /** Runs one statement on its own (`sql` with `?` placeholders), and answers its rows. */
   query<T>(sql: string, params: SqlValue[]): Promise<T[]>;
   /** Announces from inside `trx` that the collection changed: listeners hear it after the commit, never after a rollback. */

@@ -245,6 +245,65 @@ const migrations = (schema: DialectSchema): Record<string, Knex.Migration> => ({
       await knex.schema.dropTable('collection_indexes');
     },
   },
+  '0016_webhooks': {
+    async up(knex) {
+      // The account's webhooks (openapi.yaml, Webhook; docs/webhooks.md). `collections` is a JSON array
+      // of names, or null for every collection of the account; `events` a JSON array of kinds; `filter`
+      // the filter's JSON text, or null. `secret` signs every delivery (whsec_ and base64 of its bytes).
+      await knex.schema.createTable('webhooks', (t) => {
+        t.increments('id');
+        t.integer('account_id').notNullable().references('accounts.id');
+        t.text('url').notNullable();
+        t.text('collections');
+        t.text('events').notNullable();
+        t.text('filter');
+        t.text('description');
+        t.string('secret', 64).notNullable();
+        t.boolean('enabled').notNullable();
+        // Why it was disabled, when the service disabled it (its deliveries failed past the schedule).
+        t.text('disabled_reason');
+        t.string('created_at', 32).notNullable();
+        t.string('updated_at', 32).notNullable();
+        t.index(['account_id'], 'webhooks_account');
+      });
+      // A webhook's progress through one collection's events (the event log is the outbox): the last seq
+      // it acknowledged, the attempts made of the next, when the next attempt is due, and the lease of
+      // the instance delivering it, so that one instance at a time does.
+      await knex.schema.createTable('webhook_streams', (t) => {
+        t.integer('webhook_id').notNullable();
+        t.integer('collection_id').notNullable();
+        t.bigInteger('acked_seq').notNullable();
+        t.integer('attempt').notNullable().defaultTo(0);
+        t.string('next_at', 32).notNullable();
+        t.string('lease_owner', 64);
+        t.string('lease_until', 32);
+        t.string('failing_since', 32);
+        // Events it owed that retention pruned past the backlog limit, never delivered.
+        t.bigInteger('dropped').notNullable().defaultTo(0);
+        t.primary(['webhook_id', 'collection_id']);
+        t.index(['collection_id'], 'webhook_streams_collection');
+      });
+      // One row per attempt of a delivery (openapi.yaml, WebhookDelivery).
+      await knex.schema.createTable('webhook_deliveries', (t) => {
+        t.bigIncrements('id');
+        t.integer('webhook_id').notNullable();
+        t.string('collection', 63).notNullable();
+        t.bigInteger('seq').notNullable();
+        t.string('message_id', 64).notNullable();
+        t.integer('attempt').notNullable();
+        t.string('outcome', 16).notNullable();
+        t.integer('status');
+        t.integer('duration_ms').notNullable();
+        t.text('error');
+        t.string('next_attempt_at', 32);
+        t.string('at', 32).notNullable();
+        t.index(['webhook_id', 'id'], 'webhook_deliveries_webhook');
+      });
+    },
+    async down(knex) {
+      for (const table of ['webhook_deliveries', 'webhook_streams', 'webhooks']) await knex.schema.dropTable(table);
+    },
+  },
 });
 
 /** A migration that changes nothing on a dialect. */

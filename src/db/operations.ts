@@ -42,6 +42,28 @@ import { deleteSchema, getSchema, putSchema } from './schemas.ts';
 import type { Upserted } from './upserts.ts';
 import { addUsage, readUsage } from './usage.ts';
 import { type Waits, watchKnexPool } from './waits.ts';
+import {
+  ackStream,
+  anyWebhook,
+  claimStreams,
+  createWebhook,
+  deleteWebhook,
+  failStream,
+  getWebhook,
+  listWebhookDeliveries,
+  listWebhooks,
+  pruneWebhookDeliveries,
+  releaseStream,
+  retryWebhookDelivery,
+  rotateWebhookSecret,
+  skipDropped,
+  startCollectionStreams,
+  startMissingStreams,
+  streamTarget,
+  updateWebhook,
+  webhookBacklog,
+  webhookState,
+} from './webhooks.ts';
 
 /** How often the key uses the principal cache noted are written, in ms. */
 const KEY_USES_INTERVAL_MS = 1000;
@@ -188,6 +210,26 @@ const shared = {
   pruneEventBatch,
   findOnce,
   pruneOnceBatch,
+  createWebhook,
+  listWebhooks,
+  getWebhook,
+  webhookState,
+  updateWebhook,
+  rotateWebhookSecret,
+  deleteWebhook,
+  listWebhookDeliveries,
+  retryWebhookDelivery,
+  anyWebhook,
+  webhookBacklog,
+  pruneWebhookDeliveries,
+  claimStreams,
+  streamTarget,
+  ackStream,
+  failStream,
+  skipDropped,
+  releaseStream,
+  startCollectionStreams,
+  startMissingStreams,
   /** Answers when the database does. */
   ping: async ({ query }: Dialect) => {
     await query('select 1', []);

@@ -3,7 +3,7 @@
 // so writers wait for at most one batch; and it only ever removes a collection's oldest events, so what
 // is retained always runs without a gap up to the latest seq.
 import type { Dialect } from './dialect.ts';
-import { collectionsAfterSql, oldestEventsSql, pruneEventsSql } from './sql.ts';
+import { collectionsAfterSql, oldestEventsSql, pruneEventsSql, webhookFloorSql } from './sql.ts';
 
 export interface RetentionPolicy {
   /** Events kept per collection, newest first. */
@@ -12,7 +12,15 @@ export interface RetentionPolicy {
   keepMs: number;
   /** The most events one statement deletes. */
   batchSize: number;
+  /**
+   * The most events of a collection kept for a webhook that still owes them (docs/webhooks.md,
+   * "Backlog"), whatever the count and age above: past it, the oldest go. Default WEBHOOK_BACKLOG.
+   */
+  webhookBacklog?: number;
 }
+
+/** The events of a collection a webhook may owe that retention keeps for it: 100,000. */
+export const WEBHOOK_BACKLOG = 100_000;
 
 /** One page of collections, by id, with their latest seq: what a pruning pass walks through. */
 export async function collectionsAfter({ query }: Dialect, afterId: number, limit: number): Promise<{ id: number; lastSeq: number }[]> {
@@ -34,9 +42,13 @@ export async function pruneEventBatch(
   const pastCount = lastSeq - policy.keepCount;
   const cutoff = new Date(now - policy.keepMs).toISOString();
   const oldest = await query<{ seq: number | string; at: string }>(oldestEventsSql, [collectionId, policy.batchSize]);
+  // What the webhooks of the collection still owe stays, up to the backlog.
+  const [{ floor } = { floor: null }] = await query<{ floor: number | string | null }>(webhookFloorSql, [collectionId]);
+  const owedAfter =
+    floor === null ? Number.POSITIVE_INFINITY : Math.max(Number(floor), lastSeq - (policy.webhookBacklog ?? WEBHOOK_BACKLOG));
   let past = 0;
   for (const event of oldest) {
-    if (Number(event.seq) > pastCount && event.at >= cutoff) break;
+    if ((Number(event.seq) > pastCount && event.at >= cutoff) || Number(event.seq) > owedAfter) break;
     past++;
   }
   if (past === 0) return 0;

@@ -5,6 +5,7 @@ import { rowHandlers } from './rows.ts';
 import { serviceHandlers } from './service.ts';
 import type { Handlers, OperationId } from './types.ts';
 import { usageHandlers } from './usage.ts';
+import { webhookHandlers } from './webhooks.ts';
 
 /** Every operation of openapi.yaml, bound by operationId; one module per tag. */
 export const handlers: Handlers<OperationId> = {
@@ -14,4 +15,5 @@ export const handlers: Handlers<OperationId> = {
   ...usageHandlers,
   ...keyHandlers,
   ...serviceHandlers,
+  ...webhookHandlers,
 };

@@ -30,13 +30,24 @@ export class Delivery {
    * which removes nothing a view should keep.
    */
   frameFor(test: RowTest | undefined): Buffer | undefined {
-    const { type, row, previous } = this.event;
-    if (!test || test(row)) {
+    const view = viewOf(this.event, test);
+    if (view === 'kept') {
       this.kept ??= textFrame(JSON.stringify(changeMessage(this.collection, this.event)));
       return this.kept;
     }
-    if (type !== 'update' || (previous !== undefined && !test(previous))) return undefined;
+    if (view === undefined) return undefined;
     this.left ??= textFrame(JSON.stringify(changeMessage(this.collection, this.event, true)));
     return this.left;
   }
+}
+
+/**
+ * How the change `event` touches the view of a filter `test` (undefined: every row), as frameFor()
+ * tells: `kept` (its message), `left` (an update whose row left the view: `"matches": false`), or
+ * undefined (not at all). Webhooks apply filters by the same rule (src/webhooks/worker.ts).
+ */
+export function viewOf({ type, row, previous }: StoredEvent, test: RowTest | undefined): 'kept' | 'left' | undefined {
+  if (!test || test(row)) return 'kept';
+  if (type !== 'update' || (previous !== undefined && !test(previous))) return undefined;
+  return 'left';
 }

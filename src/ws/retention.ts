@@ -2,13 +2,15 @@ import { EventEmitter } from 'node:events';
 import { setImmediate as yieldToWriters } from 'node:timers/promises';
 import type { RetentionPolicy } from '../db/retention.ts';
 import type { Store } from '../db/store.ts';
+import { DELIVERY_LOG_MS } from '../db/webhooks.ts';
 import type { Logger } from '../log.ts';
 
 const COLLECTIONS_PER_PAGE = 100;
 
 /**
- * Prunes every collection's events past retention (db/retention.ts), and the answers of
- * Idempotency-Keys past theirs (db/idempotency.ts), every `intervalMs`, one small batch at a time, so
+ * Prunes every collection's events past retention (db/retention.ts), the answers of Idempotency-Keys
+ * past theirs (db/idempotency.ts), and the webhooks' delivery log past its (db/webhooks.ts), every
+ * `intervalMs`, one small batch at a time, so
  * writes never wait long. Each pass emits `pass` with how many events went. Several
  * processes on one database may each run one: deleting what another already deleted is harmless.
  */
@@ -67,6 +69,8 @@ export class Pruner extends EventEmitter<{ pass: [deleted: number] }> {
     if (deleted > 0) this.log.debug({ deleted }, 'pruned events');
     const answers = await this.pruneAnswers();
     if (answers > 0) this.log.debug({ answers }, 'pruned idempotency keys');
+    const attempts = await this.pruneDeliveries();
+    if (attempts > 0) this.log.debug({ attempts }, 'pruned webhook delivery log');
     this.emit('pass', deleted);
     return deleted;
   }
@@ -78,6 +82,19 @@ export class Pruner extends EventEmitter<{ pass: [deleted: number] }> {
    * and may delete fewer than it could where some of those have not expired. Those expired by the
    * pass's start, so that answers expiring meanwhile do not keep it going.
    */
+  /** The webhooks' delivery log past DELIVERY_LOG_MS, in batches as events are (docs/webhooks.md). */
+  private async pruneDeliveries(): Promise<number> {
+    const before = new Date(Date.now() - DELIVERY_LOG_MS).toISOString();
+    let deleted = 0;
+    for (;;) {
+      if (this.stopped) return deleted;
+      const batch = await this.store.pruneWebhookDeliveries(before, this.policy.batchSize);
+      deleted += batch;
+      if (batch < this.policy.batchSize) return deleted;
+      await yieldToWriters();
+    }
+  }
+
   private async pruneAnswers(): Promise<number> {
     const now = new Date().toISOString();
     let deleted = 0;

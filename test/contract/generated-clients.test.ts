@@ -57,6 +57,17 @@ const expectedStatuses = {
   headKeys: 200,
   createKey: 201,
   revokeKey: 204,
+  createWebhook: 201,
+  listWebhooks: 200,
+  headWebhooks: 200,
+  getWebhook: 200,
+  headWebhook: 200,
+  updateWebhook: 200,
+  rotateWebhookSecret: 200,
+  listWebhookDeliveries: 200,
+  headWebhookDeliveries: 200,
+  retryWebhookDelivery: 404,
+  deleteWebhook: 204,
   openFeed: 400,
   headFeed: 400,
   putCollectionSchema: 200,
@@ -88,7 +99,8 @@ describe('clients generated from openapi.yaml', function () {
     await cp(join(root, 'test/sdk'), join(dir, 'sdk'), { recursive: true, filter: (source) => !source.includes('/out') });
     await writeStrictTsconfig(dir, ['sdk']);
 
-    server = await startTestServer();
+    // Webhooks to this machine's addresses, which the callers make (test/sdk/calls.ts, webhookUrl).
+    server = await startTestServer({ webhooksAllowPrivate: true });
     ({ key } = (await server.store.createKey('sdk-user', TEST_PLAN)) as { key: string });
     // Every response a generated client sees is checked against openapi.yaml, as the test client's are.
     globalThis.fetch = async (input, init) => {

@@ -139,6 +139,25 @@ const valid: Scenario[] = [
   { name: 'openFeed', method: 'GET', path: '/ws?collection=proxied', status: 400 },
   { name: 'headFeed', method: 'HEAD', path: '/ws?collection=proxied', status: 400 },
   { name: 'deleteCollection', method: 'DELETE', path: '/v1/collections/another', status: 204 },
+  // After the last write of rows, to a port of this machine: nothing is delivered anywhere else.
+  {
+    name: 'createWebhook',
+    method: 'POST',
+    path: '/v1/webhooks',
+    body: { url: 'http://127.0.0.1:9/hook', collections: ['proxied'], filter: { n: { $gte: 2 } }, description: 'proxied' },
+    status: 201,
+  },
+  { name: 'listWebhooks', method: 'GET', path: '/v1/webhooks', status: 200 },
+  { name: 'headWebhooks', method: 'HEAD', path: '/v1/webhooks', status: 200 },
+  { name: 'getWebhook', method: 'GET', path: '/v1/webhooks/1', status: 200 },
+  { name: 'headWebhook', method: 'HEAD', path: '/v1/webhooks/1', status: 200 },
+  { name: 'updateWebhook', method: 'PATCH', path: '/v1/webhooks/1', body: { enabled: false, events: ['delete'] }, status: 200 },
+  { name: 'rotateWebhookSecret', method: 'POST', path: '/v1/webhooks/1/rotate-secret', status: 200 },
+  { name: 'listWebhookDeliveries', method: 'GET', path: '/v1/webhooks/1/deliveries?limit=5', status: 200 },
+  { name: 'headWebhookDeliveries', method: 'HEAD', path: '/v1/webhooks/1/deliveries', status: 200 },
+  // Nothing was delivered to it: there is no attempt 1.
+  { name: 'retryWebhookDelivery', method: 'POST', path: '/v1/webhooks/1/deliveries/1/retry', status: 404 },
+  { name: 'deleteWebhook', method: 'DELETE', path: '/v1/webhooks/1', status: 204 },
 ];
 
 /** Requests the server refuses, each answered as the document says. */
@@ -191,6 +210,8 @@ const invalid: Scenario[] = [
   { name: 'headFeed without a key', method: 'HEAD', path: '/ws?collection=proxied', headers: {}, status: 400, refusedByPrism: true },
   { name: 'PUT, a method no route has', method: 'PUT', path: '/v1/collections', status: 405, refusedByPrism: true },
   { name: 'an unknown route', method: 'GET', path: '/v1/nothing', status: 404, refusedByPrism: true },
+  { name: 'getWebhook that is not', method: 'GET', path: '/v1/webhooks/99', status: 404 },
+  { name: 'createWebhook of an ftp URL', method: 'POST', path: '/v1/webhooks', body: { url: 'ftp://127.0.0.1/' }, status: 400 },
 ];
 
 describe('a validating proxy (Prism) between a client and the server', function () {
@@ -202,7 +223,8 @@ describe('a validating proxy (Prism) between a client and the server', function 
   let stderr = '';
 
   before(async () => {
-    server = await startTestServer();
+    // The webhook it makes points at a port of this machine.
+    server = await startTestServer({ webhooksAllowPrivate: true });
     ({ key } = (await server.store.createKey('proxied', TEST_PLAN)) as { key: string });
     expect((await new Client(server.url, key).post('/v1/collections', { name: 'another' })).status).to.equal(201);
     prism = spawn(process.execPath, [prismCli, 'proxy', join(root, 'openapi.yaml'), server.url, '--host', '127.0.0.1', '--port', '0'], {

@@ -52,6 +52,22 @@ async function revokeKeyOf(client: Client, { c }: Target, server: TestServer): P
   return (await client.delete(`/v1/keys/${prefix}`)).status;
 }
 
+/** Webhooks point at a port of this machine: nothing is delivered anywhere else. */
+const WEBHOOK_URL = 'http://127.0.0.1:9/hook';
+
+/** Runs `method` on a webhook of `c` (`suffix` after its path) that an admin key of every collection made, and deletes it. */
+const onWebhook =
+  (method: string, suffix = '', json?: unknown) =>
+  async (client: Client, { c }: Target, server: TestServer) => {
+    const admin = await server.client('scoped');
+    const { body } = await admin.post<{ id: number }>('/v1/webhooks', { url: WEBHOOK_URL, collections: [c] });
+    try {
+      return (await client.request(method, `/v1/webhooks/${body.id}${suffix}`, { json })).status;
+    } finally {
+      await admin.delete(`/v1/webhooks/${body.id}`);
+    }
+  };
+
 const reads: [string, string, (target: Target) => string, ByScope][] = [
   ['getUsage', '/v1/usage', () => '/v1/usage', each(200)],
   ['listCollections', '/v1/collections', () => '/v1/collections', each(200)],
@@ -91,13 +107,22 @@ const operations: Operation[] = [
   { name: 'DELETE /v1/collections/{c}/schema', operationId: 'deleteCollectionSchema', run: http('DELETE', ({ c }) => `/v1/collections/${c}/schema`), in: scoped(403, 403, 204), out: scoped(403, 403, 404) },
   { name: 'POST /v1/collections {fresh}', operationId: 'createCollection', run: http('POST', () => '/v1/collections', ({ fresh }) => ({ name: fresh })), in: scoped(403, 403, 201), out: scoped(403, 403, 403) },
   { name: 'DELETE /v1/collections/{c}', operationId: 'deleteCollection', run: http('DELETE', ({ c }) => `/v1/collections/${c}`), in: scoped(403, 403, 204), out: scoped(403, 403, 404) },
+  { name: 'POST /v1/webhooks {collections: [c]}', operationId: 'createWebhook', run: http('POST', () => '/v1/webhooks', ({ c }) => ({ url: WEBHOOK_URL, collections: [c] })), in: scoped(403, 403, 201), out: scoped(403, 403, 403) },
+  { name: 'GET /v1/webhooks', operationId: 'listWebhooks', run: http('GET', () => '/v1/webhooks'), in: scoped(403, 403, 200), out: scoped(403, 403, 200) },
+  { name: 'HEAD /v1/webhooks', operationId: 'listWebhooks', run: http('HEAD', () => '/v1/webhooks'), in: scoped(403, 403, 200), out: scoped(403, 403, 200) },
+  { name: 'GET /v1/webhooks/{a webhook of c}', operationId: 'getWebhook', run: onWebhook('GET'), in: scoped(403, 403, 200), out: scoped(403, 403, 404) },
+  { name: 'PATCH /v1/webhooks/{a webhook of c}', operationId: 'updateWebhook', run: onWebhook('PATCH', '', { description: 'scoped' }), in: scoped(403, 403, 200), out: scoped(403, 403, 404) },
+  { name: 'POST /v1/webhooks/{a webhook of c}/rotate-secret', operationId: 'rotateWebhookSecret', run: onWebhook('POST', '/rotate-secret'), in: scoped(403, 403, 200), out: scoped(403, 403, 404) },
+  { name: 'GET /v1/webhooks/{a webhook of c}/deliveries', operationId: 'listWebhookDeliveries', run: onWebhook('GET', '/deliveries'), in: scoped(403, 403, 200), out: scoped(403, 403, 404) },
+  { name: 'POST /v1/webhooks/{a webhook of c}/deliveries/1/retry', operationId: 'retryWebhookDelivery', run: onWebhook('POST', '/deliveries/1/retry'), in: scoped(403, 403, 404), out: scoped(403, 403, 404) },
+  { name: 'DELETE /v1/webhooks/{a webhook of c}', operationId: 'deleteWebhook', run: onWebhook('DELETE'), in: scoped(403, 403, 204), out: scoped(403, 403, 404) },
 ];
 
 describeEachBackend('what a key may reach', (backend) => {
   let server: TestServer;
   let owner: Client;
   before(async () => {
-    server = await startTestServer({}, { backend });
+    server = await startTestServer({ webhooksAllowPrivate: true }, { backend });
     owner = await server.client('scoped');
     for (const scope of scopes) {
       for (const c of [`in-${scope}`, `out-${scope}`, `all-${scope}`]) {

@@ -18,7 +18,8 @@ describeEachBackend('a typed client generated from openapi.yaml', (backend) => {
   let api: ReturnType<typeof createClient<paths>>;
   let key: string;
   before(async () => {
-    server = await startTestServer({}, { backend });
+    // The webhook it makes points at a port of this machine.
+    server = await startTestServer({ webhooksAllowPrivate: true }, { backend });
     ({ key } = (await server.store.createKey('sdk-user', TEST_PLAN)) as { key: string });
     api = createClient<paths>({ baseUrl: server.url, headers: { Authorization: `Bearer ${key}` } });
     api.use(contract);
@@ -79,6 +80,7 @@ describeEachBackend('a typed client generated from openapi.yaml', (backend) => {
     const path = { collection_name: 'every' };
     const { prefix } = await server.store.createKey('sdk-user', TEST_PLAN, { scope: 'read' });
     const row = { params: { path: { ...path, row_id: 1 } } };
+    const hook = { params: { path: { webhook_id: 1 } } };
     // A Record over every operationId: an operation added to openapi.yaml does not compile until it is called here.
     // The feed's operations are answered 400: fetch cannot make a WebSocket upgrade (asyncapi.yaml).
     const calls: Record<keyof operations, [() => Promise<{ response: Response }>, number]> = {
@@ -159,6 +161,21 @@ describeEachBackend('a typed client generated from openapi.yaml', (backend) => {
       createKey: [() => api.POST('/v1/keys', { body: { scope: 'read', collections: ['every'], expires_at: '2099-01-01T00:00:00Z' } }), 201],
       revokeKey: [() => api.DELETE('/v1/keys/{prefix}', { params: { path: { prefix } } }), 204],
       headFeed: [() => api.HEAD('/ws', { params: { query: { collection: 'every' } } }), 400],
+      // After the last write of rows, to a port of this machine: nothing is delivered anywhere else.
+      createWebhook: [() => api.POST('/v1/webhooks', { body: { url: 'http://127.0.0.1:9/hook', collections: ['every'] } }), 201],
+      listWebhooks: [() => api.GET('/v1/webhooks'), 200],
+      headWebhooks: [() => api.HEAD('/v1/webhooks'), 200],
+      getWebhook: [() => api.GET('/v1/webhooks/{webhook_id}', hook), 200],
+      headWebhook: [() => api.HEAD('/v1/webhooks/{webhook_id}', hook), 200],
+      updateWebhook: [() => api.PATCH('/v1/webhooks/{webhook_id}', { ...hook, body: { description: 'typed' } }), 200],
+      rotateWebhookSecret: [() => api.POST('/v1/webhooks/{webhook_id}/rotate-secret', hook), 200],
+      listWebhookDeliveries: [() => api.GET('/v1/webhooks/{webhook_id}/deliveries', hook), 200],
+      headWebhookDeliveries: [() => api.HEAD('/v1/webhooks/{webhook_id}/deliveries', hook), 200],
+      retryWebhookDelivery: [
+        () => api.POST('/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/retry', { params: { path: { webhook_id: 1, delivery_id: 1 } } }),
+        404,
+      ],
+      deleteWebhook: [() => api.DELETE('/v1/webhooks/{webhook_id}', hook), 204],
     };
     for (const [operationId, [call, status]] of Object.entries(calls)) {
       const { response } = await call();

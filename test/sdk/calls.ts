@@ -52,3 +52,6 @@ export async function inOrder<Calls extends Record<string, () => Promise<unknown
   // The one cast: Object.entries cannot say that every name of Calls is now in answers.
   return answers as Answers<Calls>;
 }
+
+/** The URL of the webhook each caller makes: a port of this machine (the discard port), never another host. */
+export const webhookUrl = 'http://127.0.0.1:9/hook';

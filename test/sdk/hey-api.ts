@@ -1,5 +1,5 @@
 // @hey-api/openapi-ts's SDK of openapi.yaml (its fetch client), called as an SDK user would.
-import { inOrder, type Outcome, query as rowQuery, rows } from './calls.ts';
+import { inOrder, type Outcome, query as rowQuery, rows, webhookUrl } from './calls.ts';
 import { client } from './out/hey-api/client.gen.ts';
 import * as sdk from './out/hey-api/sdk.gen.ts';
 import type { ListRowsData } from './out/hey-api/types.gen.ts';
@@ -10,6 +10,7 @@ export async function callEveryOperation(baseUrl: string, key: string, collectio
   const row = (row_id: number) => ({ path: { ...path, row_id } });
   const query: ListRowsData['query'] = { limit: 10, order_by: 'n', order: 'desc' };
   let prefix = '';
+  let webhook_id = 0;
 
   const answers = await inOrder({
     getHealth: () => sdk.getHealth(),
@@ -45,6 +46,23 @@ export async function callEveryOperation(baseUrl: string, key: string, collectio
       return created;
     },
     revokeKey: () => sdk.revokeKey({ path: { prefix } }),
+    // The webhook is made after the last write of rows, to a port of this machine: nothing leaves it.
+    createWebhook: async () => {
+      const created = await sdk.createWebhook({ body: { url: webhookUrl, collections: [collection], events: ['insert'] } });
+      webhook_id = created.data?.id ?? 0;
+      return created;
+    },
+    listWebhooks: () => sdk.listWebhooks(),
+    headWebhooks: () => sdk.headWebhooks(),
+    getWebhook: () => sdk.getWebhook({ path: { webhook_id } }),
+    headWebhook: () => sdk.headWebhook({ path: { webhook_id } }),
+    updateWebhook: () => sdk.updateWebhook({ path: { webhook_id }, body: { enabled: false } }),
+    rotateWebhookSecret: () => sdk.rotateWebhookSecret({ path: { webhook_id } }),
+    listWebhookDeliveries: () => sdk.listWebhookDeliveries({ path: { webhook_id }, query: { limit: 10 } }),
+    headWebhookDeliveries: () => sdk.headWebhookDeliveries({ path: { webhook_id }, query: { limit: 10 } }),
+    // Nothing was delivered to it: there is no attempt 1.
+    retryWebhookDelivery: () => sdk.retryWebhookDelivery({ path: { webhook_id, delivery_id: 1 } }),
+    deleteWebhook: () => sdk.deleteWebhook({ path: { webhook_id } }),
     openFeed: () => sdk.openFeed({ query: { collection } }),
     headFeed: () => sdk.headFeed({ query: { collection } }),
     putCollectionSchema: () => sdk.putCollectionSchema({ path, body: { type: 'object' } }),

@@ -1,6 +1,6 @@
 // openapi-typescript's types of openapi.yaml with openapi-fetch, called as an SDK user would.
 import createClient from 'openapi-fetch';
-import { inOrder, type Outcome, query as rowQuery, rows } from './calls.ts';
+import { inOrder, type Outcome, query as rowQuery, rows, webhookUrl } from './calls.ts';
 import type { operations, paths } from './out/openapi-typescript/schema.ts';
 
 export async function callEveryOperation(baseUrl: string, key: string, collection: string): Promise<Outcome> {
@@ -10,6 +10,8 @@ export async function callEveryOperation(baseUrl: string, key: string, collectio
   const query: operations['listRows']['parameters']['query'] = { limit: 10, order_by: 'n', order: 'desc' };
   const page = { params: { path, query } };
   let prefix = '';
+  let webhook_id = 0;
+  const hook = () => ({ params: { path: { webhook_id } } });
 
   const answers = await inOrder({
     getHealth: () => api.GET('/health'),
@@ -56,6 +58,26 @@ export async function callEveryOperation(baseUrl: string, key: string, collectio
       return created;
     },
     revokeKey: () => api.DELETE('/v1/keys/{prefix}', { params: { path: { prefix } } }),
+    // The webhook is made after the last write of rows, to a port of this machine: nothing leaves it.
+    createWebhook: async () => {
+      const created = await api.POST('/v1/webhooks', { body: { url: webhookUrl, collections: [collection], events: ['insert'] } });
+      webhook_id = created.data?.id ?? 0;
+      return created;
+    },
+    listWebhooks: () => api.GET('/v1/webhooks'),
+    headWebhooks: () => api.HEAD('/v1/webhooks'),
+    getWebhook: () => api.GET('/v1/webhooks/{webhook_id}', hook()),
+    headWebhook: () => api.HEAD('/v1/webhooks/{webhook_id}', hook()),
+    updateWebhook: () => api.PATCH('/v1/webhooks/{webhook_id}', { ...hook(), body: { enabled: false } }),
+    rotateWebhookSecret: () => api.POST('/v1/webhooks/{webhook_id}/rotate-secret', hook()),
+    listWebhookDeliveries: () =>
+      api.GET('/v1/webhooks/{webhook_id}/deliveries', { params: { path: { webhook_id }, query: { limit: 10 } } }),
+    headWebhookDeliveries: () =>
+      api.HEAD('/v1/webhooks/{webhook_id}/deliveries', { params: { path: { webhook_id }, query: { limit: 10 } } }),
+    // Nothing was delivered to it: there is no attempt 1.
+    retryWebhookDelivery: () =>
+      api.POST('/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/retry', { params: { path: { webhook_id, delivery_id: 1 } } }),
+    deleteWebhook: () => api.DELETE('/v1/webhooks/{webhook_id}', hook()),
     openFeed: () => api.GET('/ws', { params: { query: { collection } } }),
     headFeed: () => api.HEAD('/ws', { params: { query: { collection } } }),
     putCollectionSchema: () => api.PUT('/v1/collections/{collection_name}/schema', { params: { path }, body: { type: 'object' } }),

@@ -1,6 +1,6 @@
 // orval's fetch client of openapi.yaml, called as an SDK user would. Its base URL is read when each
 // request is made, from ROWBASE_URL (orval's `baseUrl.runtime`, set in the test's orval.config.mjs).
-import { inOrder, type Outcome, query as rowQuery, rows } from './calls.ts';
+import { inOrder, type Outcome, query as rowQuery, rows, webhookUrl } from './calls.ts';
 import * as api from './out/orval/api.ts';
 
 /** Every operation of the client: its functions but the URL builders (`getGetHealthUrl`, …). */
@@ -17,6 +17,7 @@ export async function callEveryOperation(baseUrl: string, key: string, collectio
   const asJson = { headers: { ...options.headers, 'Content-Type': 'application/json' } };
   const page: api.ListRowsParams = { limit: 10, order_by: 'n', order: 'desc' };
   let prefix = '';
+  let webhookId = 0;
 
   const answers = await inOrder({
     getHealth: () => api.getHealth(options),
@@ -53,6 +54,23 @@ export async function callEveryOperation(baseUrl: string, key: string, collectio
       return created;
     },
     revokeKey: () => api.revokeKey(prefix, options),
+    // The webhook is made after the last write of rows, to a port of this machine: nothing leaves it.
+    createWebhook: async () => {
+      const created = await api.createWebhook({ url: webhookUrl, collections: [collection], events: ['insert'] }, options);
+      webhookId = created.status === 201 ? created.data.id : 0;
+      return created;
+    },
+    listWebhooks: () => api.listWebhooks(options),
+    headWebhooks: () => api.headWebhooks(options),
+    getWebhook: () => api.getWebhook(webhookId, options),
+    headWebhook: () => api.headWebhook(webhookId, options),
+    updateWebhook: () => api.updateWebhook(webhookId, { enabled: false }, options),
+    rotateWebhookSecret: () => api.rotateWebhookSecret(webhookId, options),
+    listWebhookDeliveries: () => api.listWebhookDeliveries(webhookId, { limit: 10 }, options),
+    headWebhookDeliveries: () => api.headWebhookDeliveries(webhookId, { limit: 10 }, options),
+    // Nothing was delivered to it: there is no attempt 1.
+    retryWebhookDelivery: () => api.retryWebhookDelivery(webhookId, 1, options),
+    deleteWebhook: () => api.deleteWebhook(webhookId, options),
     openFeed: () => api.openFeed({ collection }, options),
     headFeed: () => api.headFeed({ collection }, options),
     putCollectionSchema: () => api.putCollectionSchema(collection, { type: 'object' }, options),

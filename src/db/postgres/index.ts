@@ -18,6 +18,7 @@ import { CHANNEL, listenForChanges, postgresRows } from './rows.ts';
 import { makeSortIndex } from './sort-indexes.ts';
 import {
   aggregateSql,
+  claimStreamsSql,
   escapeString,
   filteredSortedPage,
   holdOnceSql,
@@ -68,6 +69,7 @@ export async function openPostgresStore(
     // whole table for a key from then on.
     readOnce: async (accountId, key, now) => (await runAlone<OnceRow>(knex, onceAnswerSql, [accountId, key, now], false))[0],
     pruneOnceSql,
+    claimStreamsSql,
     // The database's collation may not be code point order (en-US puts `a` before `B`); "C" is.
     codePointOrder: ' collate "C"',
     isUniqueViolation,

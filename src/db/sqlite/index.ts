@@ -22,6 +22,7 @@ import { announceOnCommit, SqliteWriter, sqliteRows } from './rows.ts';
 import { SortIndexMaker } from './sort-indexes.ts';
 import {
   aggregateSql,
+  claimStreamsSql,
   filteredSortedPage,
   knexTablesSql,
   onceAnswersSql,
@@ -83,6 +84,7 @@ export async function openSqliteStore(
     // On the read-only connection of point reads, which sees every write committed before it begins.
     readOnce: async (accountId, key, now) => (await readers.readMerged<OnceRow>(onceAnswersSql, [accountId, key, now]))[0],
     pruneOnceSql,
+    claimStreamsSql,
     // Text compares as UTF-8 bytes (the BINARY collation), which is code point order.
     codePointOrder: '',
     isUniqueViolation,

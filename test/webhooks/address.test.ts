@@ -1,0 +1,93 @@
+// The address rule of webhooks (docs/webhooks.md, "Addresses"), on literals and on an injected lookup,
+// and at connection time on this machine's own receiver: no packet leaves 127.0.0.1.
+import { expect } from 'chai';
+import { isPublicAddress, urlProblem } from '../../src/webhooks/address.ts';
+import { Sender } from '../../src/webhooks/send.ts';
+import { Receiver } from '../support/receiver.ts';
+
+describe('webhook addresses', () => {
+  describe('isPublicAddress', () => {
+    const refused = [
+      '127.0.0.1',
+      '127.8.9.10',
+      '10.0.0.1',
+      '172.16.5.4',
+      '192.168.1.1',
+      '169.254.169.254',
+      '100.64.0.1',
+      '0.0.0.0',
+      '224.0.0.1',
+      '255.255.255.255',
+      '::1',
+      '::',
+      'fe80::1',
+      'fd00::1',
+      'ff02::1',
+      '::ffff:127.0.0.1',
+      '::ffff:10.0.0.1',
+      '::ffff:169.254.169.254',
+      'not an address',
+    ];
+    for (const address of refused) it(`refuses ${address}`, () => expect(isPublicAddress(address)).to.equal(false));
+    for (const address of ['93.184.216.34', '8.8.8.8', '2606:2800:220:1::1'])
+      it(`takes ${address}`, () => expect(isPublicAddress(address)).to.equal(true));
+  });
+
+  describe('urlProblem', () => {
+    // A lookup the test injects: no name is resolved by any server.
+    const names: Record<string, string[]> = { 'internal.example': ['93.184.216.34', '10.1.2.3'], 'public.example': ['93.184.216.34'] };
+    const resolve = async (host: string) => {
+      const addresses = names[host];
+      if (!addresses) throw Object.assign(new Error('not found'), { code: 'ENOTFOUND' });
+      return addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
+    };
+    const scenarios: [string, boolean, RegExp | undefined][] = [
+      ['https://public.example/hook', false, undefined],
+      ['http://93.184.216.34:8080/hook', false, undefined],
+      ['https://unknown.example/hook', false, undefined],
+      ['https://internal.example/hook', false, /internal\.example resolves to 10\.1\.2\.3/],
+      ['http://127.0.0.1:9/hook', false, /private address \(127\.0\.0\.1\)/],
+      ['http://[::1]:9/hook', false, /private address \(::1\)/],
+      ['http://[::ffff:7f00:1]/hook', false, /private address/],
+      ['http://169.254.169.254/latest/meta-data', false, /private address/],
+      ['http://0x7f.1/hook', false, /private address \(127\.0\.0\.1\)/],
+      ['http://127.0.0.1:9/hook', true, undefined],
+      ['ftp://public.example/hook', false, /http or https/],
+      ['https://user:pass@public.example/hook', false, /credentials/],
+      ['https://user@public.example/hook', true, /credentials/],
+      ['/relative', false, /absolute/],
+      [`https://public.example/${'a'.repeat(2030)}`, false, /2048 characters/],
+    ];
+    for (const [url, allowPrivate, problem] of scenarios) {
+      it(`${problem ? 'refuses' : 'takes'} ${url.slice(0, 60)}${allowPrivate ? ' where private addresses are allowed' : ''}`, async () => {
+        const found = await urlProblem(url, allowPrivate, resolve);
+        if (problem) expect(found).to.match(problem);
+        else expect(found).to.equal(undefined);
+      });
+    }
+  });
+
+  describe('at connection time', () => {
+    let receiver: Receiver;
+    let sender: Sender;
+    before(async () => {
+      receiver = await Receiver.start();
+      sender = new Sender(2000, false);
+    });
+    after(async () => {
+      await sender.close();
+      await receiver.stop();
+    });
+
+    it('refuses a loopback literal before connecting, and a name that resolves to one (localhost)', async () => {
+      const literal = await sender.send(receiver.url, 'whsec_c2VjcmV0', 'msg_1', '{}');
+      const port = new URL(receiver.url).port;
+      const named = await sender.send(`http://localhost:${port}/hook`, 'whsec_c2VjcmV0', 'msg_2', '{}');
+      for (const result of [literal, named]) {
+        expect(result).to.include({ ok: false, status: null });
+        expect(result.error).to.match(/^address refused/);
+      }
+      expect(receiver.received).to.deep.equal([]);
+    });
+  });
+});
