@@ -133,23 +133,39 @@ export class Metrics implements Observer {
       'Webhooks this instance disabled, their deliveries failed past the retry schedule.',
       () => webhooks.counts.disabled,
     );
-    // Over every webhook: per webhook, its state is in the API (getWebhook), as labels here would be unbounded.
-    const backlog = async () => store.webhookBacklog();
+    // One series per webhook, at most ROWBASE_MAX_WEBHOOKS_PER_ACCOUNT an account.
+    const backlogs = () => store.webhookBacklog();
     new Gauge({
       name: 'rowbase_webhook_pending_changes',
-      help: 'Changes of their collections that webhooks have yet to deliver, over every webhook (of every kind, matching their filters or not).',
+      help: 'Changes of its collections a webhook has yet to deliver, by webhook id (of every kind, matching its filter or not).',
+      labelNames: ['webhook'],
       registers,
       async collect() {
-        this.set((await backlog()).pending);
+        this.reset();
+        for (const { webhookId, pending } of await backlogs()) this.set({ webhook: String(webhookId) }, pending);
       },
     });
     new Gauge({
       name: 'rowbase_webhook_lag_seconds',
-      help: 'How long ago the oldest change a webhook has yet to deliver was made (0 when none is owed).',
+      help: 'How long ago the oldest change a webhook has yet to deliver was made, by webhook id (0 when it owes none).',
+      labelNames: ['webhook'],
       registers,
       async collect() {
-        const { oldest } = await backlog();
-        this.set(oldest === undefined ? 0 : Math.max(0, (Date.now() - oldest) / 1000));
+        this.reset();
+        const now = Date.now();
+        for (const { webhookId, oldest } of await backlogs()) {
+          this.set({ webhook: String(webhookId) }, oldest === undefined ? 0 : Math.max(0, (now - oldest) / 1000));
+        }
+      },
+    });
+    new Counter({
+      name: 'rowbase_webhook_dropped_changes_total',
+      help: 'Changes a webhook owed that retention pruned past its backlog limit, never delivered, by webhook id.',
+      labelNames: ['webhook'],
+      registers,
+      async collect() {
+        this.reset();
+        for (const { webhookId, dropped } of await backlogs()) this.inc({ webhook: String(webhookId) }, dropped);
       },
     });
     const waits = new Histogram({

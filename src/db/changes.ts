@@ -8,8 +8,11 @@ import { EventEmitter } from 'node:events';
  * reads it from there. In one process the wake-up is in-process, once the transaction has committed.
  * With several processes on one PostgreSQL database, every change is also a `pg_notify` inside its
  * transaction (PostgreSQL delivers it on commit, never on rollback), which every instance LISTENs for.
+ * `webhooks`, in-process only, says that a webhook's deliveries may be due now (one was made or enabled
+ * again, or an attempt is to be retried): this instance's worker looks at once, other instances at their
+ * next poll (webhooks/worker.ts).
  */
-export class Changes extends EventEmitter<{ change: [collectionId: number]; all: [] }> {
+export class Changes extends EventEmitter<{ change: [collectionId: number]; all: []; webhooks: [] }> {
   /** Tells this process's NOTIFYs from other instances': it hears its own changes in-process already. */
   readonly instance = randomUUID();
 }

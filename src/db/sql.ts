@@ -101,13 +101,14 @@ export const listCollectionSchemasSql = (collate: string) => `select c.name, s.s
 export const getCollectionSql = `select ${collectionColumns}, s.schema from collections c left join collection_schemas s on s.id = c.schema_id
   where c.account_id = ? and c.name = ?`;
 export const collectionIdSql = 'select id from collections where account_id = ? and name = ?';
-/** A collection's deletion, after advance() holds its row: its rows, events and sort keys, then itself. */
+/** A collection's deletion, after advance() holds its row: its rows, events, sort keys, indexes, webhook streams, then itself. */
 export const deleteCollectionSqls = [
   'delete from rows where collection_id = ?',
   'delete from events where collection_id = ?',
   'delete from sort_keys where collection_id = ?',
   'delete from collection_schemas where collection_id = ?',
   'delete from collection_indexes where collection_id = ?',
+  'delete from webhook_streams where collection_id = ?',
   'delete from collections where id = ?',
 ];
 
@@ -297,10 +298,11 @@ export const webhookDeliverySql = 'select collection, seq, outcome from webhook_
 /** The next attempt of the stream of the account's collection `?` made due at `?`, while it has not acknowledged the seq `?`. */
 export const retryWebhookStreamSql = `update webhook_streams set next_at = ? where webhook_id = ?
   and collection_id = (select id from collections where account_id = ? and name = ?) and acked_seq < ? returning webhook_id`;
-/** Over every webhook: the changes owed, and when the oldest of those each stream is stuck on was made. */
-export const webhookBacklogSql = `select coalesce(sum(c.last_seq - s.acked_seq), 0) as pending, min(e.at) as oldest from webhook_streams s
-  join collections c on c.id = s.collection_id left join events e on e.collection_id = s.collection_id and e.seq = s.acked_seq + 1
-  where c.last_seq > s.acked_seq`;
+/** Per webhook: the changes owed, when the oldest of those its streams are stuck on was made, and those retention dropped. */
+export const webhookBacklogSql = `select w.id as webhook_id, coalesce(sum(c.last_seq - s.acked_seq), 0) as pending, min(e.at) as oldest,
+  coalesce(sum(s.dropped), 0) as dropped from webhooks w left join webhook_streams s on s.webhook_id = w.id
+  left join collections c on c.id = s.collection_id left join events e on e.collection_id = s.collection_id and e.seq = s.acked_seq + 1
+  group by w.id order by w.id`;
 /** Deletes up to `?` (the second) attempts of the delivery log made before `?`, oldest first. */
 export const pruneWebhookDeliveriesSql = `delete from webhook_deliveries where id in
   (select id from webhook_deliveries where at < ? order by id limit ?) returning id`;

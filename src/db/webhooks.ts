@@ -135,7 +135,7 @@ export async function createWebhook(
   max: number,
   once?: Once<Webhook & { secret: string }>,
 ): Promise<Webhook & { secret: string }> {
-  return db.knex.transaction(async (trx) => {
+  const made = await db.knex.transaction(async (trx) => {
     if (once) await beginOnce(db, trx, accountId, once);
     await db.run(trx, lockAccountSql, [accountId]);
     const now = new Date().toISOString();
@@ -153,10 +153,12 @@ export async function createWebhook(
     if (!inserted) throw conflict(`The account holds ${max} webhooks, the most it may: delete one to make another.`);
     const id = Number(inserted.id);
     await startStreams(db, trx, accountId, id, settings.collections, now);
-    const made = { id, ...settings, enabled: true, disabled_reason: null, created_at: now, updated_at: now, secret };
-    if (once) await recordOnce(db, trx, accountId, once, made);
-    return made;
+    const webhook = { id, ...settings, enabled: true, disabled_reason: null, created_at: now, updated_at: now, secret };
+    if (once) await recordOnce(db, trx, accountId, once, webhook);
+    return webhook;
   });
+  db.changes.emit('webhooks');
+  return made;
 }
 
 /** Gives the webhook a stream of each collection of the account it takes and has none of, from its latest seq; drops those it no longer takes. */
@@ -207,7 +209,8 @@ export async function updateWebhook(
   id: number,
   change: (current: Webhook) => WebhookSettings & { enabled: boolean },
 ): Promise<Webhook | undefined> {
-  return db.knex.transaction(async (trx) => {
+  let resumed = false;
+  const updated = await db.knex.transaction(async (trx) => {
     const [row] = await db.run<WebhookRow>(trx, webhookSql, [accountId, id]);
     if (!row) return undefined;
     const current = webhookOf(row);
@@ -216,10 +219,13 @@ export async function updateWebhook(
     const reason = next.enabled ? null : current.enabled ? 'disabled by its account' : current.disabled_reason;
     await db.run(trx, updateWebhookSql, [...settingsValues(next), next.enabled ? 1 : 0, reason, now, accountId, id]);
     await startStreams(db, trx, accountId, id, next.collections, now);
-    if (next.enabled && !current.enabled) await db.run(trx, resumeWebhookStreamsSql, [now, id]);
+    resumed = next.enabled && !current.enabled;
+    if (resumed) await db.run(trx, resumeWebhookStreamsSql, [now, id]);
     const { url, collections, events, filter, description, enabled } = next;
     return { ...current, url, collections, events, filter, description, enabled, disabled_reason: reason, updated_at: now };
   });
+  if (resumed) db.changes.emit('webhooks');
+  return updated;
 }
 
 /** A new secret for the webhook, answered once; undefined when the account has no such webhook. With an Idempotency-Key, its answer stored. */
@@ -420,7 +426,7 @@ export async function anyWebhook({ query }: Dialect): Promise<boolean> {
  * acknowledged since (or the attempt delivered it), or its collection is gone.
  */
 export async function retryWebhookDelivery(
-  { query }: Dialect,
+  { query, changes }: Dialect,
   accountId: number,
   webhookId: number,
   deliveryId: number,
@@ -429,13 +435,31 @@ export async function retryWebhookDelivery(
   if (!attempt) return 'absent';
   if (attempt.outcome === 'delivered') return 'delivered';
   const due = await query(retryWebhookStreamSql, [new Date().toISOString(), webhookId, accountId, attempt.collection, Number(attempt.seq)]);
-  return due.length > 0 ? 'retried' : 'delivered';
+  if (due.length === 0) return 'delivered';
+  changes.emit('webhooks');
+  return 'retried';
 }
 
-/** Over every webhook of every account: the changes owed, and the time of the oldest (ms since the epoch), if any. */
-export async function webhookBacklog({ query }: Dialect): Promise<{ pending: number; oldest: number | undefined }> {
-  const [row] = await query<{ pending: number | string; oldest: string | null }>(webhookBacklogSql, []);
-  return { pending: Number(row?.pending ?? 0), oldest: row?.oldest ? Date.parse(row.oldest) : undefined };
+/** How far behind a webhook is (metrics.ts): the changes it owes, the time of the oldest (ms since the epoch), what retention dropped. */
+export interface WebhookBacklog {
+  webhookId: number;
+  pending: number;
+  oldest: number | undefined;
+  dropped: number;
+}
+
+/** The backlog of every webhook of every account, by id. */
+export async function webhookBacklog({ query }: Dialect): Promise<WebhookBacklog[]> {
+  const rows = await query<{ webhook_id: number | string; pending: number | string; oldest: string | null; dropped: number | string }>(
+    webhookBacklogSql,
+    [],
+  );
+  return rows.map((row) => ({
+    webhookId: Number(row.webhook_id),
+    pending: Number(row.pending),
+    oldest: row.oldest ? Date.parse(row.oldest) : undefined,
+    dropped: Number(row.dropped),
+  }));
 }
 
 /** How long the delivery log keeps an attempt: 7 days (docs/webhooks.md). */

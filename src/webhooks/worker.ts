@@ -2,7 +2,8 @@
 // webhook and collection (a stream, db/webhooks.ts), its state in the database, so that a crash loses
 // nothing: a stream's next change is sent until acknowledged, and only then the one after it. Woken by
 // every committed change (db/changes.ts; on PostgreSQL other instances' too), by the retries falling
-// due, and every second, for the leases of instances that died and the changes it was not told of.
+// due, by a webhook made, enabled again or asked to retry on this instance, and every second, for the
+// leases of instances that died and what it was not told of.
 import { randomUUID } from 'node:crypto';
 import type { Config } from '../config.ts';
 import type { StoredEvent } from '../db/events.ts';
@@ -65,6 +66,7 @@ export class WebhookWorker {
     this.leaseMs = config.webhookTimeoutMs + LEASE_MARGIN_MS;
     this.poll = setInterval(this.look, POLL_MS);
     this.poll.unref();
+    options.store.changes.on('webhooks', this.look);
     this.look();
   }
 
@@ -101,6 +103,7 @@ export class WebhookWorker {
     for (const timer of this.retryTimers) clearTimeout(timer);
     this.options.store.changes.off('change', this.onChange);
     this.options.store.changes.off('all', this.wake);
+    this.options.store.changes.off('webhooks', this.look);
     await this.claiming;
     await Promise.allSettled([...this.streams]);
     await this.sender.close();

@@ -5,7 +5,7 @@
 import { expect } from 'chai';
 import { type BackendName, createDatabase, describeEachBackend, postgresUnavailable, type TestDatabase } from '../support/backends.ts';
 import { Client } from '../support/client.ts';
-import { type ServeProcess, Workspace } from '../support/process.ts';
+import { pollUntil, type ServeProcess, Workspace } from '../support/process.ts';
 import { Receiver } from '../support/receiver.ts';
 
 /** The whole attempt; a dead instance's lease ends five seconds after the timeout. */
@@ -116,23 +116,40 @@ describe('webhooks of several instances on one PostgreSQL database', function ()
   });
 
   it("takes a dead instance's delivery over once its lease ends, with the same webhook-id", async () => {
+    // An attempt long enough to outlast the second instance's start: it is still under way at the kill,
+    // so the second takes the delivery over by the lease's end, not as a retry of a failed attempt.
+    const timeoutMs = 5000;
+    const slow = { ...environment, ROWBASE_WEBHOOK_TIMEOUT_MS: String(timeoutMs) };
     const receiver = await holdingTheFirst();
     try {
-      const first = await workspace.serve(environment);
+      const first = await workspace.serve(slow);
       const client = new Client(first.url, key);
       await client.post('/v1/collections', { name: 'shared' });
-      await client.post('/v1/webhooks', { url: receiver.url });
+      const hook = (await client.post<{ id: number }>('/v1/webhooks', { url: receiver.url })).body;
       await client.post('/v1/collections/shared/rows', [{ n: 1 }, { n: 2 }]);
       // The first instance holds the delivery: the second is not running yet.
       await receiver.waitFor(1);
-      await workspace.serve(environment);
+      const leased = performance.now();
+      const second = new Client((await workspace.serve(slow)).url, key);
+      type Page = { deliveries: { seq: number; attempt: number; outcome: string }[] };
+      expect((await client.get<Page>(`/v1/webhooks/${hook.id}/deliveries`)).body.deliveries).to.deep.equal([]);
       await killed(first);
-      const died = performance.now();
       await receiver.waitFor(3);
-      // The lease: the timeout and five seconds, from the attempt's start; then the next poll.
-      expect(performance.now() - died).to.be.below(TIMEOUT_MS + 5000 + 2000);
+      // The lease: the timeout and five seconds from the claim, just before the first attempt; then the next poll.
+      const took = performance.now() - leased;
+      expect(took).to.be.above(timeoutMs + 5000 - 1000);
+      expect(took).to.be.below(timeoutMs + 5000 + 2000);
       expect(seqsOf(receiver)).to.deep.equal([1, 1, 2]);
       expect(idsOf(receiver)[1]).to.equal(idsOf(receiver)[0]);
+      let log: Page['deliveries'] = [];
+      await pollUntil(async () => {
+        log = (await second.get<Page>(`/v1/webhooks/${hook.id}/deliveries`)).body.deliveries;
+        return log.length === 2;
+      }, 5000);
+      expect(log.map(({ seq, attempt, outcome }) => [seq, attempt, outcome])).to.deep.equal([
+        [2, 1, 'delivered'],
+        [1, 1, 'delivered'],
+      ]);
     } finally {
       await receiver.stop();
     }
