@@ -212,6 +212,31 @@ export interface components {
              */
             pointer?: string;
         };
+        /** @description The headers of a delivery to a webhook, per the Standard Webhooks specification. */
+        WebhookHeaders: {
+            /** @constant */
+            "content-type": "application/json";
+            /** @constant */
+            "user-agent"?: "rowbase-webhooks";
+            /**
+             * @description The change's id for this webhook, the same on every attempt of it, by every instance:
+             *     `msg_<webhook>_<collection>_<seq>`, the webhook's id, its collection's internal number and the
+             *     change's `seq`.
+             * @example msg_3_17_42
+             */
+            "webhook-id": string;
+            /**
+             * @description `v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>`, keyed with the
+             *     webhook's secret (the base64 bytes after `whsec_`). After a rotation, the new secret signs.
+             * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+             */
+            "webhook-signature": string;
+            /**
+             * @description When the attempt was made, in whole seconds since the epoch.
+             * @example 1795860000
+             */
+            "webhook-timestamp": string;
+        };
     };
     responses: never;
     parameters: never;

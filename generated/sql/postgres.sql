@@ -67,6 +67,9 @@ delete from collection_schemas where collection_id = ?;
 delete from collection_indexes where collection_id = ?;
 
 -- deleteCollectionSqls[5]
+delete from webhook_streams where collection_id = ?;
+
+-- deleteCollectionSqls[6]
 delete from collections where id = ?;
 
 -- ensureAccountSql

@@ -22,6 +22,13 @@ for (const message of document.channels().get('feed')?.messages() ?? []) {
   messageSchemas.set(message.name() as string, ajv.compile(message.payload()?.json() as object));
 }
 const problemSchema = ajv.compile<Problem>(document.components().schemas().get('Problem')?.json() as object);
+const deliverySchemas = new Map<string, { headers: ValidateFunction; payload: ValidateFunction }>();
+for (const message of document.channels().get('webhook')?.messages() ?? []) {
+  deliverySchemas.set(message.name() as string, {
+    headers: ajv.compile(message.headers()?.json() as object),
+    payload: ajv.compile(message.payload()?.json() as object),
+  });
+}
 
 /** Why a message breaks asyncapi.yaml, or undefined when it does not. */
 export function messageProblem(text: string): string | undefined {
@@ -34,6 +41,21 @@ export function messageProblem(text: string): string | undefined {
   const validate = messageSchemas.get(String(message?.type));
   if (!validate) return `no message of asyncapi.yaml has type ${JSON.stringify(message?.type)}`;
   if (!validate(message)) return `${ajv.errorsText(validate.errors)}: ${text.slice(0, 200)}`;
+  return undefined;
+}
+
+/** Why a request the service sent a webhook breaks asyncapi.yaml (the `webhook` channel), or undefined when it does not. */
+export function deliveryProblem(headers: IncomingHttpHeaders, text: string): string | undefined {
+  let message: { type?: unknown };
+  try {
+    message = JSON.parse(text);
+  } catch {
+    return `not JSON: ${text.slice(0, 200)}`;
+  }
+  const schemas = deliverySchemas.get(String(message?.type));
+  if (!schemas) return `no message of the webhook channel has type ${JSON.stringify(message?.type)}`;
+  if (!schemas.headers(headers)) return `headers: ${ajv.errorsText(schemas.headers.errors)}: ${JSON.stringify(headers)}`;
+  if (!schemas.payload(message)) return `${ajv.errorsText(schemas.payload.errors)}: ${text.slice(0, 200)}`;
   return undefined;
 }
 

@@ -1,8 +1,10 @@
 // A webhook receiver for tests: a real HTTP server on 127.0.0.1 that keeps every request it is sent,
-// and answers as the test says. Tests wait for requests to arrive, never for a fixed time.
+// checks it against asyncapi.yaml's `webhook` channel, and answers as the test says. Tests wait for
+// requests to arrive, never for a fixed time.
 import { once } from 'node:events';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { deliveryProblem } from './feed.ts';
 
 export interface Received {
   headers: IncomingHttpHeaders;
@@ -14,6 +16,8 @@ export type Answer = (request: Received, index: number, response: ServerResponse
 
 export class Receiver {
   readonly received: Received[] = [];
+  /** Why requests received break asyncapi.yaml (its `webhook` channel): a test fails at its next wait. */
+  readonly problems: string[] = [];
   private waiters: { count: number; resolve: () => void }[] = [];
   private constructor(
     private readonly server: Server,
@@ -29,6 +33,8 @@ export class Receiver {
       request.on('data', (chunk: string) => (body += chunk));
       request.on('end', () => {
         const received = { headers: request.headers, body };
+        const problem = deliveryProblem(request.headers, body);
+        if (problem !== undefined) receiver.problems.push(problem);
         const index = receiver.received.push(received) - 1;
         const met = receiver.waiters.filter((waiter) => receiver.received.length >= waiter.count);
         receiver.waiters = receiver.waiters.filter((waiter) => !met.includes(waiter));
@@ -50,10 +56,10 @@ export class Receiver {
     return this.received.map(({ body }) => JSON.parse(body));
   }
 
-  /** Resolves once `count` requests have arrived in all. */
-  waitFor(count: number): Promise<void> {
-    if (this.received.length >= count) return Promise.resolve();
-    return new Promise((resolve) => this.waiters.push({ count, resolve }));
+  /** Resolves once `count` requests have arrived in all; rejects when one broke asyncapi.yaml. */
+  async waitFor(count: number): Promise<void> {
+    if (this.received.length < count) await new Promise<void>((resolve) => this.waiters.push({ count, resolve }));
+    if (this.problems.length > 0) throw new Error(`a delivery breaks asyncapi.yaml: ${this.problems[0]}`);
   }
 
   async stop(): Promise<void> {
