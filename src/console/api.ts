@@ -13,6 +13,12 @@ export type RowError = components['schemas']['RowError'];
 export type Row = { id: number; [field: string]: unknown };
 export type AggregateQuery = components['schemas']['AggregateQuery'];
 export type AggregateAnswer = components['schemas']['AggregateAnswer'];
+export type Webhook = components['schemas']['Webhook'];
+export type NewWebhook = components['schemas']['NewWebhook'];
+/** A webhook as it was made: with its secret, which the service shows this once. */
+export type CreatedWebhook = components['schemas']['CreatedWebhook'];
+export type WebhookDelivery = components['schemas']['WebhookDelivery'];
+export type DeliveryPage = components['schemas']['WebhookDeliveryPage'];
 
 /** A 4xx or 5xx answer, with its problem (openapi.yaml, Problem). */
 export class ApiError extends Error {
@@ -150,6 +156,32 @@ export class Api {
     return this.call('DELETE', `${collectionPath(collection)}/rows/${id}`, { headers: { 'If-Match': etag } });
   }
 
+  /** The account's webhooks, oldest first, with their state; an admin key's only (403 forbidden for another). */
+  webhooks(): Promise<Webhook[]> {
+    return this.call('GET', '/v1/webhooks');
+  }
+
+  createWebhook(settings: NewWebhook): Promise<CreatedWebhook> {
+    return this.call('POST', '/v1/webhooks', { body: settings });
+  }
+
+  /** Resumes a webhook's deliveries where they stopped, or stops them. */
+  enableWebhook(id: number, enabled: boolean): Promise<Webhook> {
+    return this.call('PATCH', webhookPath(id), { body: { enabled } });
+  }
+
+  /** A page of `limit` of the webhook's attempts, newest first, from `before` (a page's `next`); the newest without. */
+  deliveries(id: number, limit: number, before?: number): Promise<DeliveryPage> {
+    const query: Record<string, string> = { limit: String(limit) };
+    if (before !== undefined) query.before = String(before);
+    return this.call('GET', `${webhookPath(id)}/deliveries`, { query });
+  }
+
+  /** Makes the next attempt of a failed attempt's change due now; 409 conflict if the change was delivered since. */
+  retryDelivery(id: number, delivery: number): Promise<void> {
+    return this.call('POST', `${webhookPath(id)}/deliveries/${delivery}/retry`);
+  }
+
   /**
    * The feed's address for `collection`, resuming after `since`, of the rows `filter` keeps (all without
    * one). A browser's WebSocket sends no headers: the key goes in the query.
@@ -209,6 +241,7 @@ function nextCursor(link: string | null): string | undefined {
 }
 
 const collectionPath = (name: string) => `/v1/collections/${encodeURIComponent(name)}`;
+const webhookPath = (id: number) => `/v1/webhooks/${id}`;
 
 /** A failure as a sentence and, when its problem lists places or rows, one line for each. */
 export interface Explained {

@@ -1,12 +1,17 @@
 // The web console (GET /console): sign in with a key, the account's collections, a collection's rows
-// (rows.ts), and the plan's usage. Rendered by Preact with htm's tagged templates (no build step of its
-// own beyond the bundle: src/console/files.ts); every request is one of openapi.yaml's (api.ts).
+// (rows.ts), the account's webhooks (webhooks.ts), and the plan's usage. Rendered by Preact with htm's
+// tagged templates (no build step of its own beyond the bundle: src/console/files.ts); every request is
+// one of openapi.yaml's (api.ts).
 import { html } from 'htm/preact';
 import { render } from 'preact';
 import { useCallback, useEffect, useState } from 'preact/hooks';
 import { Api, type Collection, describe, type Usage } from './api.ts';
 import { Status } from './parts.ts';
 import { RowsView } from './rows.ts';
+import { WebhooksView } from './webhooks.ts';
+
+/** What the main part of the console shows: a collection's rows, the account's webhooks, or neither yet. */
+type View = { collection: string } | 'webhooks' | undefined;
 
 /** Where the key is kept: this tab's session only, gone when the tab closes or the person signs out. */
 const KEY_ITEM = 'rowbase.key';
@@ -59,7 +64,8 @@ function SignIn({ onSignIn }: { onSignIn: (key: string) => void }) {
 
 function Console({ api, onSignOut }: { api: Api; onSignOut: () => void }) {
   const [collections, setCollections] = useState<Collection[]>([]);
-  const [chosen, setChosen] = useState<string>();
+  const [view, setView] = useState<View>();
+  const chosen = typeof view === 'object' ? view.collection : undefined;
   const [error, setError] = useState('');
   // Whether the key may change schemas and indexes; until known, it may not (the service would refuse).
   const [admin, setAdmin] = useState(false);
@@ -82,7 +88,7 @@ function Console({ api, onSignOut }: { api: Api; onSignOut: () => void }) {
       await api.createCollection(name);
       form.reset();
       setError('');
-      setChosen(name);
+      setView({ collection: name });
       changed();
     } catch (failure) {
       setError(describe(failure));
@@ -96,13 +102,13 @@ function Console({ api, onSignOut }: { api: Api; onSignOut: () => void }) {
       <button type="button" onClick=${onSignOut}>Sign out</button>
     </header>
     <div class="layout">
-      <nav aria-label="Collections">
+      <nav class="side" aria-label="Console">
         <h2>Collections</h2>
         <ul>
           ${collections.map(
             ({ name, row_count }) => html`
               <li key=${name}>
-                <button type="button" aria-current=${name === chosen ? 'page' : undefined} onClick=${() => setChosen(name)}>
+                <button type="button" aria-current=${name === chosen ? 'page' : undefined} onClick=${() => setView({ collection: name })}>
                   <span>${name}</span> <span class="count" aria-label=${`${row_count} rows`}>${row_count}</span>
                 </button>
               </li>
@@ -115,22 +121,30 @@ function Console({ api, onSignOut }: { api: Api; onSignOut: () => void }) {
           <button type="submit">Create</button>
         </form>
         <${Status} error=${error} />
+        <h2>Account</h2>
+        <ul>
+          <li>
+            <button type="button" aria-current=${view === 'webhooks' ? 'page' : undefined} onClick=${() => setView('webhooks')}>Webhooks</button>
+          </li>
+        </ul>
       </nav>
       <main>
         ${
-          chosen
-            ? html`<${RowsView}
+          view === 'webhooks'
+            ? html`<${WebhooksView} api=${api} />`
+            : chosen
+              ? html`<${RowsView}
                 key=${chosen}
                 api=${api}
                 collection=${chosen}
                 admin=${admin}
                 onChanged=${changed}
                 onDeleted=${() => {
-                  setChosen(undefined);
+                  setView(undefined);
                   changed();
                 }}
               />`
-            : html`<p class="empty">Choose a collection, or create one.</p>`
+              : html`<p class="empty">Choose a collection, or create one.</p>`
         }
       </main>
     </div>

@@ -1,5 +1,6 @@
 // Small parts the console's views share: a line that says what went wrong or what happened, read out by
-// screen readers, a failure said with the places or rows its problem lists, and a modal dialog.
+// screen readers, a failure said with the places or rows its problem lists, a modal dialog, a table's
+// header of columns and buttons, and a time.
 import { html } from 'htm/preact';
 import type { ComponentChildren } from 'preact';
 import { useEffect, useRef } from 'preact/hooks';
@@ -38,4 +39,20 @@ export function Modal({ title, onClose, children }: { title: string; onClose: ()
       ${children}
     </dialog>
   `;
+}
+
+/** A table's header row: a column for each of `columns`, then one, named for screen readers, for each row's buttons. */
+export function ColumnsWithActions({ columns }: { columns: string[] }) {
+  return html`
+    <tr>
+      ${columns.map((column) => html`<th scope="col" key=${column}>${column}</th>`)}
+      <th scope="col"><span class="visually-hidden">Actions</span></th>
+    </tr>
+  `;
+}
+
+/** A date-time of the service's (RFC 3339), in the person's own time and words; `null` as a dash. */
+export function When({ at }: { at: string | null | undefined }) {
+  if (!at) return '—';
+  return html`<time datetime=${at} title=${at}>${new Date(at).toLocaleString()}</time>`;
 }

@@ -10,7 +10,7 @@ import type { Browser, Page } from 'puppeteer-core';
 import { compileFilter } from '../../src/query/evaluate.ts';
 import { parseFilter } from '../../src/query/filter.ts';
 import { createDatabase } from '../support/backends.ts';
-import { chromiumMissing, launchBrowser, type WatchedPage, watchedPage } from '../support/browser.ts';
+import { launchBrowser, skipWithoutChromium, type WatchedPage, watchedPage } from '../support/browser.ts';
 import { Client } from '../support/client.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
@@ -35,12 +35,7 @@ describe('the web console, in Chromium', function () {
   let page: Page;
 
   before(async function () {
-    const missing = chromiumMissing();
-    if (missing) {
-      // CI installs Chromium (.ci/run): there, a missing browser is a failure, not a skip.
-      if (process.env.CI) throw new Error(missing);
-      this.skip();
-    }
+    skipWithoutChromium(this);
     await mkdir(screenshots, { recursive: true });
     server = await startTestServer();
     client = await server.client('console-person');
@@ -57,11 +52,7 @@ describe('the web console, in Chromium', function () {
     page = watched.page;
   });
 
-  afterEach(async () => {
-    await watched.settled();
-    expect(watched.problems, 'console errors, CSP violations and contract breaks on the page').to.deep.equal([]);
-    await page.close();
-  });
+  afterEach(() => watched.finish());
 
   /** The text of every cell of the table's column `field`, top to bottom. */
   async function cells(field: string): Promise<string[]> {
@@ -126,7 +117,7 @@ describe('the web console, in Chromium', function () {
     const refusal = await page.waitForSelector('.sign-in-form .error:not(:empty)');
     expect(await refusal?.evaluate((node) => node.textContent)).to.match(/^This key was refused: .*key/i);
     // A refused key is the page's expected answer, not an error of the page: the browser logs its 401.
-    watched.problems.splice(0, watched.problems.length, ...watched.problems.filter((problem) => !/status of 401/.test(problem)));
+    watched.expectRefusals(401);
 
     await page.$eval('#key', (input) => {
       (input as HTMLInputElement).value = '';
@@ -165,7 +156,7 @@ describe('the web console, in Chromium', function () {
     const refused = await page.waitForSelector('#filter-error:not(:empty)');
     expect(await refused?.evaluate((node) => node.textContent)).to.include('/n/$between');
     expect(await page.$eval('#filter', (input) => input.getAttribute('aria-invalid'))).to.equal('true');
-    watched.problems.splice(0, watched.problems.length, ...watched.problems.filter((problem) => !/status of 400/.test(problem)));
+    watched.expectRefusals(400);
 
     const filter = { $or: [{ n: { $gte: 5 } }, { done: { $exists: false } }] };
     await applyFilter(JSON.stringify(filter));
@@ -221,7 +212,7 @@ describe('the web console, in Chromium', function () {
     const conflict = await page.waitForSelector('dialog[open] .error:not(:empty)');
     expect(await conflict?.evaluate((node) => node.textContent)).to.include('changed by someone else');
     expect((await client.get<Row>('/v1/collections/notes/rows/4')).body).to.deep.equal({ id: 4, ...notes[3], n: 11 });
-    watched.problems.splice(0, watched.problems.length, ...watched.problems.filter((problem) => !/status of 412/.test(problem)));
+    watched.expectRefusals(412);
     await page.click('xpath/.//dialog[@open]//button[text()="Cancel"]');
     await page.waitForFunction(() => !document.querySelector('dialog[open]'));
 
@@ -325,7 +316,7 @@ describe('the web console, in Chromium', function () {
     await page.click('.groups button[type=submit]');
     const refused = await page.waitForSelector('#groups-error:not(:empty)');
     expect(await refused?.evaluate((node) => node.textContent)).to.include('/group_by/0');
-    watched.problems.splice(0, watched.problems.length, ...watched.problems.filter((problem) => !/status of 400/.test(problem)));
+    watched.expectRefusals(400);
     await page.screenshot({ path: `${screenshots}group-by.png` });
   });
 

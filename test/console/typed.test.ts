@@ -8,7 +8,7 @@
 import { mkdir } from 'node:fs/promises';
 import { expect } from 'chai';
 import type { Browser, Page } from 'puppeteer-core';
-import { chromiumMissing, launchBrowser, type WatchedPage, watchedPage } from '../support/browser.ts';
+import { launchBrowser, skipWithoutChromium, type WatchedPage, watchedPage } from '../support/browser.ts';
 import type { Client } from '../support/client.ts';
 import { startTestServer, TEST_PLAN, type TestServer } from '../support/server.ts';
 
@@ -44,12 +44,7 @@ describe('the web console, on typed collections, in Chromium', function () {
   let page: Page;
 
   before(async function () {
-    const missing = chromiumMissing();
-    if (missing) {
-      // CI installs Chromium (.ci/run): there, a missing browser is a failure, not a skip.
-      if (process.env.CI) throw new Error(missing);
-      this.skip();
-    }
+    skipWithoutChromium(this);
     await mkdir(screenshots, { recursive: true });
     server = await startTestServer();
     admin = await server.client('typed-person');
@@ -66,17 +61,7 @@ describe('the web console, on typed collections, in Chromium', function () {
     page = watched.page;
   });
 
-  afterEach(async () => {
-    await watched.settled();
-    expect(watched.problems, 'console errors, CSP violations and contract breaks on the page').to.deep.equal([]);
-    await page.close();
-  });
-
-  /** Forgets the browser's log of the answers `status` this test makes the service give: they are expected. */
-  function expectRefusals(status: number) {
-    const expected = new RegExp(`status of ${status}`);
-    watched.problems.splice(0, watched.problems.length, ...watched.problems.filter((problem) => !expected.test(problem)));
-  }
+  afterEach(() => watched.finish());
 
   /** A collection `name` typed by `schema`, `email` a unique index of it, holding `people`. */
   async function makePeople(name: string) {
@@ -274,7 +259,7 @@ describe('the web console, on typed collections, in Chromium', function () {
     // The first field found wrong has the focus, and is described by what is wrong with it.
     expect(await page.evaluate(() => (document.activeElement as HTMLInputElement | null)?.name)).to.equal('name');
     expect((await admin.get<Row>('/v1/collections/refusing/rows/1')).body).to.deep.equal({ id: 1, ...people[0] });
-    expectRefusals(422);
+    watched.expectRefusals(422);
     await page.screenshot({ path: `${screenshots}typed-refused-1280x800.png` });
   });
 
@@ -301,7 +286,7 @@ describe('the web console, on typed collections, in Chromium', function () {
     await page.waitForFunction((selector) => document.querySelector(selector)?.getAttribute('aria-invalid') === 'true', {}, field('email'));
     expect(await fieldError('email')).to.equal('row 2 holds this value already (unique index email)');
     expect((await admin.get<Row[]>('/v1/collections/unique/rows')).body).to.have.length(2);
-    expectRefusals(409);
+    watched.expectRefusals(409);
 
     await fill(field('email'), 'grace@example.com');
     await fill(field('joined'), '2024-12-09');
@@ -347,14 +332,14 @@ describe('the web console, on typed collections, in Chromium', function () {
       await page.$$eval('dialog[open] .problems li', (items) => items.map((item) => item.textContent?.replace(/: .*/, ''))),
     ).to.deep.equal(['row 2 at /n']);
     expect((await admin.get<{ schema: unknown }>('/v1/collections/loose')).body.schema).to.equal(null);
-    expectRefusals(409);
+    watched.expectRefusals(409);
 
     // A schema the service refuses: each place in it that is wrong.
     await setSchema({ type: 'object', properties: { n: { contains: {} } } });
     await page.waitForFunction(() =>
       document.querySelector('dialog[open] .problems li')?.textContent?.startsWith('/properties/n/contains'),
     );
-    expectRefusals(400);
+    watched.expectRefusals(400);
 
     const accepted = { type: 'object', properties: { n: { type: ['integer', 'string'] } } };
     await setSchema(accepted);
@@ -369,7 +354,7 @@ describe('the web console, on typed collections, in Chromium', function () {
     await page.click('.declare input[name="unique"]');
     await page.click('xpath/.//button[text()="Declare index"]');
     await page.waitForFunction(() => document.querySelector('details.typing .problems li')?.textContent === '1 in rows 1, 3');
-    expectRefusals(409);
+    watched.expectRefusals(409);
     await page.click('.declare input[name="unique"]');
     await page.click('xpath/.//button[text()="Declare index"]');
     await page.waitForSelector('table.indexes tr[data-index="n"]');
@@ -404,6 +389,6 @@ describe('the web console, on typed collections, in Chromium', function () {
     expect(await page.$$('details.typing button')).to.deep.equal([]);
     expect(await page.$('#index-fields')).to.equal(null);
     expect(JSON.parse(await page.$eval('.schema-json', (pre) => pre.textContent ?? ''))).to.deep.equal(schema);
-    expectRefusals(403);
+    watched.expectRefusals(403);
   });
 });

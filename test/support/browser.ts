@@ -4,6 +4,7 @@
 // every console error, uncaught exception and Content-Security-Policy violation is kept, for a test to
 // expect none. `.ci/run` installs the package when it is missing.
 import { existsSync } from 'node:fs';
+import { expect } from 'chai';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import { checkResponse } from './contract.ts';
 import { messageProblem } from './feed.ts';
@@ -13,6 +14,17 @@ export const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
 export const chromiumMissing = (): string | undefined =>
   existsSync(chromiumPath) ? undefined : `no Chromium at ${chromiumPath} (apt-get install -y chromium, or set CHROMIUM_PATH)`;
+
+/**
+ * Skips the suite of `context` (a `before` hook's `this`) when there is no Chromium; but on CI, which
+ * installs it (`.ci/run`), a missing browser is a failure.
+ */
+export function skipWithoutChromium(context: Mocha.Context): void {
+  const missing = chromiumMissing();
+  if (!missing) return;
+  if (process.env.CI) throw new Error(missing);
+  context.skip();
+}
 
 export interface WatchedPage {
   page: Page;
@@ -24,6 +36,10 @@ export interface WatchedPage {
   feedUrls: string[];
   /** Waits for the checks of the responses received so far. */
   settled(): Promise<void>;
+  /** Forgets the browser's log of the answers `status` the test makes the service give: they are expected. */
+  expectRefusals(status: number): void;
+  /** A test's end: waits for the checks, fails on any problem left, and closes the page. */
+  finish(): Promise<void>;
 }
 
 export async function launchBrowser(): Promise<Browser> {
@@ -80,6 +96,15 @@ export async function watchedPage(browser: Browser, width = 1280, height = 800):
     feedUrls,
     async settled() {
       await Promise.all(checks);
+    },
+    expectRefusals(status) {
+      const expected = new RegExp(`status of ${status}`);
+      problems.splice(0, problems.length, ...problems.filter((problem) => !expected.test(problem)));
+    },
+    async finish() {
+      await Promise.all(checks);
+      expect(problems, 'console errors, CSP violations and contract breaks on the page').to.deep.equal([]);
+      await page.close();
     },
   };
 }
