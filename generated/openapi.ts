@@ -2398,7 +2398,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["ConflictProblem"];
             };
         };
-        /** @description `conflict`: the change of that attempt is delivered already. */
+        /** @description `conflict`: the change of that delivery is delivered already. */
         DeliveryConflict: {
             headers: {
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
@@ -2413,7 +2413,7 @@ export interface components {
                  *       "type": "urn:rowbase:problem:conflict",
                  *       "title": "Conflict",
                  *       "status": 409,
-                 *       "detail": "The change of attempt 12 is delivered already.",
+                 *       "detail": "The change of delivery 12 is delivered already.",
                  *       "code": "conflict",
                  *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
                  *     }

@@ -48,7 +48,7 @@ export function WebhooksView({ api }: { api: Api }) {
     return html`
       <section class="webhooks" aria-labelledby="webhooks-title">
         <h2 id="webhooks-title">Webhooks</h2>
-        <p class="error" role="alert">Only an admin key may see and manage the account's webhooks, and this key is not one.</p>
+        <p class="error refused" role="alert">Only an admin key may see and manage the account's webhooks, and this key is not one.</p>
         <p class="hint">The service answered 403: ${refused}</p>
       </section>
     `;

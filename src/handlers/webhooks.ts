@@ -82,8 +82,8 @@ export const webhookHandlers: Handlers<
   async retryWebhookDelivery({ principal, path }, { store }) {
     await webhookOf(store, principal, path.webhook_id);
     const outcome = await store.retryWebhookDelivery(principal.accountId, path.webhook_id, path.delivery_id);
-    if (outcome === 'absent') throw notFound(`Webhook ${path.webhook_id} has no attempt ${path.delivery_id}.`);
-    if (outcome === 'delivered') throw conflict(`The change of attempt ${path.delivery_id} is delivered already.`);
+    if (outcome === 'absent') throw notFound(`Webhook ${path.webhook_id} has no delivery ${path.delivery_id} in its log.`);
+    if (outcome === 'delivered') throw conflict(`The change of delivery ${path.delivery_id} is delivered already.`);
     return { status: 202 };
   },
 };

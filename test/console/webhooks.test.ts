@@ -230,7 +230,7 @@ describe('the web console’s webhooks, in Chromium', function () {
     await page.click(`tr[data-delivery="${failed.id}"] button`);
     await page.waitForFunction(() => document.querySelector('.deliveries .error')?.textContent !== '');
     expect(await page.$eval('.deliveries .error', (line) => line.textContent)).to.equal(
-      `The change of attempt ${failed.id} is delivered already.`,
+      `The change of delivery ${failed.id} is delivered already.`,
     );
     expect(await page.$eval('.deliveries .note', (line) => line.textContent)).to.equal('');
     watched.expectRefusals(409);
@@ -283,7 +283,7 @@ describe('the web console’s webhooks, in Chromium', function () {
   it('tells a key without the admin scope plainly that webhooks are an admin key’s', async () => {
     const reader = await server.client('webhook-person', TEST_PLAN, { scope: 'read' });
     await openWebhooks(reader.key);
-    const refusal = await page.waitForSelector('.webhooks .error');
+    const refusal = await page.waitForSelector('.webhooks .refused');
     expect(await refusal?.evaluate((line) => line.textContent)).to.equal(
       "Only an admin key may see and manage the account's webhooks, and this key is not one.",
     );
