@@ -522,16 +522,18 @@ export function judgeTargets(
 
 /** The webhook workloads' targets (issue 45): each change once and in order, and each workload's latency or rate. */
 export function webhookTargets(summaries: Summary[]): Results['targets'] {
-  return summaries.flatMap(({ workload, p99Ms, requestsPerSecond, webhooks }) => {
+  return summaries.flatMap(({ workload, p50Ms, p99Ms, requestsPerSecond, webhooks }) => {
     if (!webhooks) return [];
-    const { expected, delivered, duplicates, outOfOrder, feedP99Ms, rounds, drained } = webhooks;
+    const { expected, delivered, duplicates, outOfOrder, feedP50Ms, feedP99Ms, rounds, drained } = webhooks;
     const orderly = duplicates === 0 && outOfOrder === 0;
     const wrong = `${duplicates ? `, ${thousands(duplicates)} twice` : ''}${outOfOrder ? `, ${thousands(outOfOrder)} out of order` : ''}`;
     if (workload.startsWith('webhook-latency')) {
       return {
         name: workload,
         target: `p99 < ${webhookP99LimitMs} ms, every change delivered once, in order`,
-        value: `p99 ${milliseconds(p99Ms)} ms (the feed socket beside it: ${milliseconds(feedP99Ms ?? Number.NaN)} ms), ${thousands(delivered)} of ${thousands(expected)} delivered${wrong}`,
+        value:
+          `p50 ${milliseconds(p50Ms)}, p99 ${milliseconds(p99Ms)} ms (the feed socket beside it: ${milliseconds(feedP50Ms ?? Number.NaN)}, ` +
+          `${milliseconds(feedP99Ms ?? Number.NaN)} ms), ${thousands(delivered)} of ${thousands(expected)} delivered${wrong}`,
         met: p99Ms < webhookP99LimitMs && expected > 0 && delivered === expected && orderly,
       };
     }
