@@ -156,7 +156,7 @@ export async function measureIdle(server: Started, key: string, settings: Settin
  * so that thousands of sockets never run short of ephemeral ports, and with room for its sockets in
  * its open-files limit.
  */
-function startClients(
+export function startClients(
   server: Started,
   key: string,
   settings: Settings,

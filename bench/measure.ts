@@ -13,6 +13,27 @@ export interface Measured {
   windowUs: [number, number];
   /** The feed workloads (fanout, idle-sockets): what their subscribers saw. */
   feed?: FeedMeasured;
+  /** The webhook workloads (webhook-latency, webhook-throughput): what their receivers saw. */
+  webhooks?: WebhooksMeasured;
+}
+
+export interface WebhooksMeasured {
+  /** Webhooks, each with a receiver of its own, over how many collections. */
+  webhooks: number;
+  collections: number;
+  /**
+   * Deliveries due (webhook-latency: the writes of the measured window; webhook-throughput: the backlog,
+   * webhooks × changes), arrived (webhook-throughput: within its window), and arrived twice or out of seq order.
+   */
+  expected: number;
+  delivered: number;
+  duplicates: number;
+  outOfOrder: number;
+  /** webhook-latency: receipt − the writer's 201, of every delivery, in 0.1 ms bins; and of the same writes to one feed socket beside it. */
+  latencyHistogram?: Histogram;
+  feedLatencyHistogram?: Histogram;
+  /** webhook-throughput: whether the backlog ran out before the window's end (the window is then shorter). */
+  drained?: boolean;
 }
 
 export interface FeedMeasured {

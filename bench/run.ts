@@ -3,20 +3,22 @@
 //   1. bin/rowbase's bundle made, if stale (scripts/bundle.js); a fresh SQLite file in a temp folder; a
 //      plan without a rate and a key, made with bin/rowbase;
 //   2. `rowbase serve` seeds it over HTTP, then stops; the file is copied for the other servers;
-//   3. eight servers: rowbase, rowbase with metering on and off and with metrics on (each on a copy), baseline (a) from memory,
-//      baseline (b) sqlite3 for get-row and for patch, and rowbase for the feed's fanout; and, when a
-//      PostgreSQL server answers, two more: rowbase on a database made for the run (dropped at the end),
-//      seeded as the SQLite file is, and baseline (d), a bare pg server reading that database;
+//   3. nine servers: rowbase, rowbase with metering on and off and with metrics on (each on a copy), baseline (a) from memory,
+//      baseline (b) sqlite3 for get-row and for patch, rowbase for the feed's fanout, and rowbase for the
+//      webhooks; and, when a PostgreSQL server answers, three more: rowbase on a database made for the
+//      run (dropped at the end), seeded as the SQLite file is, baseline (d), a bare pg server reading that
+//      database, and rowbase for the webhooks on a database of its own (dropped too);
 //   4. every round measures each workload right after its baseline, so that machine drift hits both;
 //      each measurement's load comes from a process of its own (load.ts; for the feed, subscribers.ts
-//      and writer.ts, see feed.ts); idle-sockets, once, in the last round, on a rowbase of its own;
+//      and writer.ts, see feed.ts; for the webhooks, receivers.ts too, see webhooks.ts); idle-sockets,
+//      once, in the last round, on a rowbase of its own;
 //   5. the table: printed, and written to bench/results.json and BENCHMARKS.md (a full run) or
 //      bench/results-quick.json (--quick, which leaves the record alone);
 //   6. (full run) rowbase again under `node --cpu-prof` for get-row, list and every missed target
 //      (fanout and insert-batch (postgres) too; idle-sockets' target is on memory, not CPU).
 //
 // Every child process is stopped at the end, on failure and on Ctrl-C too; the temp folder is removed, and
-// the PostgreSQL database dropped.
+// the PostgreSQL databases dropped.
 import {
   closeSync,
   copyFileSync,
@@ -68,10 +70,12 @@ import {
   ratedByRows,
   summarise,
   table,
+  webhookTargets,
   writeBenchmarksMd,
 } from './report.ts';
 import { collections, createCollections, seedAnswers, seedCollections, seedMillion } from './seed.ts';
 import { settingsFromArgs } from './settings.ts';
+import { measureWebhooks, webhookCollections, webhooksLine, webhookWorkloads } from './webhooks.ts';
 import { httpWorkloads, type LoadJob, type ServerName } from './workloads.ts';
 
 /**
@@ -147,9 +151,13 @@ const schedule: Step[] = [
     { workload: 'insert-1-idempotent-postgres', ratioTo: 'baseline-memory' },
     { workload: 'aggregate-grouped-postgres' },
   ]),
-  // The feed (feed.ts): no baseline; its targets are absolute.
+  // The feed (feed.ts): no baseline; its targets are absolute. Webhooks beside it (webhooks.ts): their
+  // latency is of the same writes as a feed socket's, measured with it.
   { workload: 'fanout' },
   { workload: 'fanout-filtered' },
+  { workload: 'webhook-latency' },
+  { workload: 'webhook-throughput' },
+  ...onPostgres([{ workload: 'webhook-latency-postgres' }, { workload: 'webhook-throughput-postgres' }]),
   // Once: 10,000 sockets take a while to open, and the server's memory with them all barely moves.
   { workload: 'idle-sockets', lastRoundOnly: true },
 ];
@@ -185,6 +193,7 @@ const files = {
   baseline: join(work, 'baseline.sqlite'),
   baselinePatch: join(work, 'baseline-patch.sqlite'),
   feed: join(work, 'feed.sqlite'),
+  webhooks: join(work, 'webhooks.sqlite'),
   idle: join(work, 'idle.sqlite'),
   profiles: join(work, 'profiles'),
 };
@@ -205,18 +214,22 @@ const serverFiles: Partial<Record<ServerName, string>> = {
  */
 const aggregateTimeout = { ROWBASE_QUERY_TIMEOUT_MS: '60000' };
 
-/** The PostgreSQL workloads: the database made for the run (dropped at the end), or why there is none. */
-const postgres: Results['postgres'] & { url?: string; key?: string } = {};
+/**
+ * The PostgreSQL workloads: the database made for the run (dropped at the end), or why there is none;
+ * and the webhooks' own database, made beside it when a webhook workload on PostgreSQL runs.
+ */
+const postgres: Results['postgres'] & { url?: string; key?: string; webhooks?: { database: string; url?: string; key?: string } } = {};
 const benchDir = join(repoRoot, 'bench');
 
 const cleanUp = async () => {
   await stopAll(settings.stopGraceMs);
   rmSync(work, { recursive: true, force: true });
-  if (postgres.database) {
-    const database = postgres.database;
-    postgres.database = undefined;
+  for (const database of [postgres.database, postgres.webhooks?.database]) {
+    if (!database) continue;
     await dropDatabase(database).catch((error) => process.stderr.write(`bench: could not drop database ${database}: ${error.message}\n`));
   }
+  postgres.database = undefined;
+  postgres.webhooks = undefined;
 };
 stopOnSignals(cleanUp);
 
@@ -245,25 +258,32 @@ async function main(): Promise<void> {
     files.baseline,
     files.baselinePatch,
     files.feed,
+    files.webhooks,
     files.idle,
   ]) {
     copyDatabase(files.rowbase, copy);
   }
   if (measures('insert-1-idempotent')) await seedKeys(`sqlite:${files.rowbase}`);
 
-  const [million, rowbase, meteringOn, meteringOff, metrics, memory, sqlite, sqlitePatch, feed, onPostgresServers] = await Promise.all([
-    serveMillion(key),
-    serveRowbase(`sqlite:${files.rowbase}`, 'on'),
-    serveRowbase(`sqlite:${files.meteringOn}`, 'on'),
-    serveRowbase(`sqlite:${files.meteringOff}`, 'off'),
-    serveRowbase(`sqlite:${files.metrics}`, 'on', [], {}, { METRICS_PORT: '0' }),
-    startServer('bench/baseline-memory.ts', [String(settings.rows)], 'baseline-memory is listening'),
-    startServer('bench/baseline-sqlite.ts', ['serve', files.baseline], 'baseline-sqlite is listening'),
-    startServer('bench/baseline-patch.ts', [files.baselinePatch], 'baseline-patch is listening'),
-    serveRowbase(`sqlite:${files.feed}`, 'on', [], { openFiles: settings.fanoutSubscribers + 1024 }),
-    startPostgres(),
-  ]);
+  const [million, rowbase, meteringOn, meteringOff, metrics, memory, sqlite, sqlitePatch, feed, webhooks, onPostgresServers] =
+    await Promise.all([
+      serveMillion(key),
+      serveRowbase(`sqlite:${files.rowbase}`, 'on'),
+      serveRowbase(`sqlite:${files.meteringOn}`, 'on'),
+      serveRowbase(`sqlite:${files.meteringOff}`, 'off'),
+      serveRowbase(`sqlite:${files.metrics}`, 'on', [], {}, { METRICS_PORT: '0' }),
+      startServer('bench/baseline-memory.ts', [String(settings.rows)], 'baseline-memory is listening'),
+      startServer('bench/baseline-sqlite.ts', ['serve', files.baseline], 'baseline-sqlite is listening'),
+      startServer('bench/baseline-patch.ts', [files.baselinePatch], 'baseline-patch is listening'),
+      serveRowbase(`sqlite:${files.feed}`, 'on', [], { openFiles: settings.fanoutSubscribers + 1024 }),
+      measuresWebhooks(false) ? serveWebhooks(`sqlite:${files.webhooks}`) : undefined,
+      startPostgres(),
+    ]);
   await createCollections(feed.url, key, [fanoutCollection]);
+  if (webhooks) await createCollections(webhooks.url, key, Object.values(webhookCollections));
+  /** The rowbase of a webhook workload, and its key. */
+  const webhooksOf = (workload: string): [Started, string] =>
+    workload.endsWith('-postgres') ? [onPostgresServers!.webhooks!, postgres.webhooks!.key!] : [webhooks!, key];
   const servers: Partial<Record<ServerName, Started>> = {
     rowbase,
     'rowbase-metering-on': meteringOn,
@@ -283,6 +303,8 @@ async function main(): Promise<void> {
   const keyFor = (server: ServerName) => (server === 'rowbase-postgres' || server === 'rowbase-postgres-million' ? postgres.key! : key);
   /** Every rowbase that served, for what it logged and its peak memory: the idle-sockets one joins when it runs. */
   const watched: Record<string, Started> = { ...servers, 'rowbase-feed': feed };
+  if (webhooks) watched['rowbase-webhooks'] = webhooks;
+  if (onPostgresServers?.webhooks) watched['rowbase-webhooks-postgres'] = onPostgresServers.webhooks;
   const serverPeakRssKb: Record<string, number> = {};
 
   const measurements: Measurement[] = [];
@@ -297,6 +319,10 @@ async function main(): Promise<void> {
       if (fanoutWorkloads.includes(workload)) {
         readIntoPageCache(files.feed);
         measurement = { workload, round, ...(await measureFanout(feed, key, settings, workload)) };
+      } else if (webhookWorkloads.includes(workload)) {
+        if (!workload.endsWith('-postgres')) readIntoPageCache(files.webhooks);
+        const [server, serverKey] = webhooksOf(workload);
+        measurement = { workload, round, ...(await measureWebhooks(server, serverKey, settings, workload)) };
       } else if (workload === 'idle-sockets') measurement = await measureIdleSockets(round, key, watched, serverPeakRssKb);
       else measurement = await measure(workload, round, servers, keyFor);
       report(measurement);
@@ -312,9 +338,10 @@ async function main(): Promise<void> {
     for (const s of summaries) {
       const rate = ratedByRows(s.workload) ? `${Math.round(s.rowsPerSecond)} rows/s` : `${Math.round(s.requestsPerSecond)} req/s`;
       say(
-        `${s.workload.padEnd(26)} ${rate.padStart(14)}  p99 ${s.p99Ms.toFixed(2)} ms${s.ratio === undefined ? '' : `  ratio ${s.ratio.toFixed(3)}`}${s.ofDriver === undefined ? '' : ` (${s.ofDriver.toFixed(3)} × its ${driverName(s.workload)})`}${s.sideBySide ? `  ${s.sideBySide.ratio.toFixed(3)} × ${s.sideBySide.neighbour}` : ''}${s.cpu ? `  CPU µs/req ${cpuCell(s.cpu)}` : ''}`,
+        `${s.workload.padEnd(26)} ${rate.padStart(14)}  ${Number.isNaN(s.p99Ms) ? '' : `p99 ${s.p99Ms.toFixed(2)} ms`}${s.ratio === undefined ? '' : `  ratio ${s.ratio.toFixed(3)}`}${s.ofDriver === undefined ? '' : ` (${s.ofDriver.toFixed(3)} × its ${driverName(s.workload)})`}${s.sideBySide ? `  ${s.sideBySide.ratio.toFixed(3)} × ${s.sideBySide.neighbour}` : ''}${s.cpu ? `  CPU µs/req ${cpuCell(s.cpu)}` : ''}`,
       );
     }
+    for (const t of webhookTargets(summaries)) say(`${t.met ? 'met   ' : 'MISSED'}  ${t.name} ${t.target}: ${t.value}`);
     say(`peak RSS of rowbase: ${Math.round((serverPeakRssKb.rowbase ?? 0) / 1024)} MB`);
     if (['get-row-metering-on', 'get-row-metering-off'].every((workload) => settings.only?.includes(workload))) {
       say(`metering costs ${(meteringCost(measurements) * 100).toFixed(1)}% of get-row`);
@@ -336,7 +363,9 @@ async function main(): Promise<void> {
   const profiles: Record<string, ProfileSummary> = {};
   if (settings.profile) {
     const profilable = (name: string) =>
-      fanoutWorkloads.includes(name) || ['rowbase', 'rowbase-postgres'].includes(httpWorkloads[name]?.server);
+      fanoutWorkloads.includes(name) ||
+      webhookWorkloads.includes(name) ||
+      ['rowbase', 'rowbase-postgres'].includes(httpWorkloads[name]?.server);
     const missed = targets.filter((t) => !t.met && profilable(t.name)).map((t) => t.name);
     for (const workload of new Set([...settings.profileWorkloads, ...missed])) {
       // A profile explains a result; a run's results stand without it.
@@ -421,6 +450,19 @@ async function serveMillion(key: string): Promise<Started | undefined> {
 }
 
 /**
+ * The rowbase of the webhook workloads (webhooks.ts) on `databaseUrl` (a copy of the seeded SQLite file,
+ * or a PostgreSQL database of its own): it lets webhooks reach 127.0.0.1, where the bench's receivers listen.
+ */
+function serveWebhooks(databaseUrl: string, nodeFlags: string[] = []): Promise<Started> {
+  return serveRowbase(databaseUrl, 'on', nodeFlags, {}, { ROWBASE_WEBHOOKS_ALLOW_PRIVATE: 'on' });
+}
+
+/** Whether this run measures a webhook workload on PostgreSQL (`postgres`), or on SQLite. */
+function measuresWebhooks(onPostgres: boolean): boolean {
+  return webhookWorkloads.some((workload) => workload.endsWith('-postgres') === onPostgres && measures(workload));
+}
+
+/**
  * `rowbase serve` on a free loopback port. LOG_LEVEL=info only because the line that says where it
  * listens is at info: rowbase logs nothing per request. The feed workloads hold all their sockets with one
  * key, more than the 1,000 an account may hold by default.
@@ -454,9 +496,11 @@ function serveRowbase(
  * rowbase on a database of its own on the PostgreSQL server of the settings, with a key, seeded as the
  * SQLite file is (the collection the reads read, with its sort index on score, and the one insert-batch
  * writes to), and the collection the bare pg client writes to; then baseline (d), the bare pg server
- * reading the same database. Undefined (and `postgres.unavailable` says why) when no server answers there.
+ * reading the same database; and, when a webhook workload on PostgreSQL runs, the webhooks' rowbase
+ * (serveWebhooks) on a database of its own. Undefined (and `postgres.unavailable` says why) when no
+ * server answers there.
  */
-async function startPostgres(): Promise<{ rowbase: Started; read: Started } | undefined> {
+async function startPostgres(): Promise<{ rowbase: Started; read: Started; webhooks?: Started } | undefined> {
   const where = settings.postgresUrl.replace(/\/\/[^@]*@/, '//');
   const admin = new pg.Client({ connectionString: settings.postgresUrl, connectionTimeoutMillis: 3000 });
   try {
@@ -469,15 +513,23 @@ async function startPostgres(): Promise<{ rowbase: Started; read: Started } | un
     return undefined;
   }
   const database = `rowbase_bench_${process.pid}_${Date.now()}`;
+  const hooked = measuresWebhooks(true);
   try {
     await admin.query(`create database ${database} encoding 'UTF8' template template0`);
     postgres.database = database; // dropped by cleanUp, whatever happens next
+    if (hooked) {
+      await admin.query(`create database ${database}_webhooks encoding 'UTF8' template template0`);
+      postgres.webhooks = { database: `${database}_webhooks` };
+    }
   } finally {
     await admin.end();
   }
-  const url = new URL(settings.postgresUrl);
-  url.pathname = `/${database}`;
-  postgres.url = url.toString();
+  const urlOf = (name: string) => {
+    const url = new URL(settings.postgresUrl);
+    url.pathname = `/${name}`;
+    return url.toString();
+  };
+  postgres.url = urlOf(database);
   postgres.key = await createKey(postgres.url);
   const rowbase = await serveRowbase(postgres.url, 'on', [], {}, aggregateTimeout);
   const seconds = await seedCollections(rowbase.url, postgres.key, settings);
@@ -492,7 +544,12 @@ async function startPostgres(): Promise<{ rowbase: Started; read: Started } | un
   await vacuum(postgres.url);
   say(`PostgreSQL: database ${database} at ${where}, seeded ${settings.rows.toLocaleString('en-US')} rows in ${seconds.toFixed(1)} s`);
   const read = await startServer('bench/baseline-pg-read.ts', [postgres.url], 'baseline-pg-read is listening');
-  return { rowbase, read };
+  if (!postgres.webhooks) return { rowbase, read };
+  postgres.webhooks.url = urlOf(postgres.webhooks.database);
+  postgres.webhooks.key = await createKey(postgres.webhooks.url);
+  const webhooks = await serveWebhooks(postgres.webhooks.url);
+  await createCollections(webhooks.url, postgres.webhooks.key, Object.values(webhookCollections));
+  return { rowbase, read, webhooks };
 }
 
 /**
@@ -597,6 +654,8 @@ function report({ workload, round, measured, peakRssKb, cpu }: Omit<Measurement,
       `${rate.padStart(15)}  delivery p50 ${milliseconds(measured.p50Ms)} ms  p99 ${milliseconds(measured.p99Ms)} ms  ` +
       `${feed.delivered} of ${feed.expected} delivered to ${feed.ready} sockets${feed.undue ? ` (and ${feed.undue} not due)` : ''}  ` +
       `CPU per insert: rowbase ${milliseconds(feed.serverCpuMsPerInsert ?? Number.NaN)} ms, subscribers ${milliseconds(feed.clientCpuMsPerInsert ?? Number.NaN)} ms`;
+  } else if (measured.webhooks) {
+    what = `${rate.padStart(15)}  ${webhooksLine(measured)}`;
   } else if (workload === 'idle-sockets' && feed) {
     what = `${feed.ready} of ${feed.subscribers} ready in ${measured.seconds.toFixed(1)} s (p50 ${milliseconds(measured.p50Ms)} ms, p99 ${milliseconds(measured.p99Ms)} ms)  RSS ${Math.round((feed.rssBeforeKb ?? Number.NaN) / 1024)} MB before, ${Math.round((feed.rssConnectedKb ?? Number.NaN) / 1024)} MB with all open`;
   }
@@ -614,14 +673,21 @@ async function profile(workload: string, key: string): Promise<ProfileSummary> {
   const dir = join(files.profiles, workload);
   const flags = ['--cpu-prof', `--cpu-prof-dir=${dir}`];
   const onPostgres = httpWorkloads[workload]?.server === 'rowbase-postgres';
-  const server = fanoutWorkloads.includes(workload)
-    ? await serveRowbase(`sqlite:${files.feed}`, 'on', flags, { openFiles: settings.fanoutSubscribers + 1024 })
-    : await serveRowbase(onPostgres ? postgres.url! : `sqlite:${profiledFile(workload)}`, 'on', flags, {}, withMetrics(workload));
+  const hookedPostgres = webhookWorkloads.includes(workload) && workload.endsWith('-postgres');
+  let server: Started;
+  if (fanoutWorkloads.includes(workload))
+    server = await serveRowbase(`sqlite:${files.feed}`, 'on', flags, { openFiles: settings.fanoutSubscribers + 1024 });
+  else if (webhookWorkloads.includes(workload))
+    server = await serveWebhooks(hookedPostgres ? postgres.webhooks!.url! : `sqlite:${files.webhooks}`, flags);
+  else server = await serveRowbase(onPostgres ? postgres.url! : `sqlite:${profiledFile(workload)}`, 'on', flags, {}, withMetrics(workload));
   let measured: Measured;
   try {
     if (fanoutWorkloads.includes(workload))
       measured = (await measureFanout(server, key, settings, workload, settings.profileSeconds)).measured;
-    else {
+    else if (webhookWorkloads.includes(workload)) {
+      const hooksKey = hookedPostgres ? postgres.webhooks!.key! : key;
+      measured = (await measureWebhooks(server, hooksKey, settings, workload, settings.profileSeconds)).measured;
+    } else {
       const jobKey = onPostgres ? postgres.key! : key;
       const job: LoadJob = { workload, url: server.url, key: jobKey, settings: { ...settings, durationSeconds: settings.profileSeconds } };
       measured = parseMeasured(await runToEnd('bench/load.ts', [JSON.stringify(job)]));

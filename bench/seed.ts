@@ -232,12 +232,13 @@ export async function createCollections(url: string, key: string, names: string[
   for (const name of names) await send(url, key, 'POST', '/v1/collections', { name });
 }
 
-async function send(url: string, key: string, method: string, path: string, body: unknown): Promise<unknown> {
+/** One request of the harness's own to rowbase, its answer's JSON (none for a 204); any other than a 2xx throws. */
+export async function send(url: string, key: string, method: string, path: string, body: unknown): Promise<unknown> {
   const response = await fetch(url + path, {
     method,
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
     body: JSON.stringify(body),
   });
-  if (!response.ok) throw new Error(`seeding: ${method} ${path} answered ${response.status}: ${await response.text()}`);
-  return response.json();
+  if (!response.ok) throw new Error(`bench: ${method} ${path} answered ${response.status}: ${await response.text()}`);
+  return response.status === 204 ? undefined : response.json();
 }

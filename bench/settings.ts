@@ -70,6 +70,14 @@ export interface Settings {
   idleHoldSeconds: number;
   /** Feed handshakes under way at once in each client process (opened, not yet `ready`). */
   feedConcurrency: number;
+  /** webhook-latency: the writer's steady rate of one-row inserts a second, each delivered to one idle receiver. */
+  webhookRate: number;
+  /**
+   * webhook-throughput: webhooks on one collection, each to a receiver of its own, and the changes written
+   * before they are enabled, each owed to every one: enough to outlast the warm-up and the measurement.
+   */
+  webhooks: number;
+  webhookBacklog: number;
   /**
    * The PostgreSQL server of the PostgreSQL workloads (get-row, list and insert-batch on PostgreSQL): the
    * run creates a database of its own there and drops it at the end. None answering: they are reported
@@ -111,6 +119,9 @@ const full: Settings = {
   idleProcesses: 4,
   idleHoldSeconds: 2,
   feedConcurrency: 50,
+  webhookRate: 50,
+  webhooks: 10,
+  webhookBacklog: 5000,
   postgresUrl: process.env.ROWBASE_BENCH_POSTGRES_URL || 'postgres://postgres@127.0.0.1:5432/postgres',
 };
 

@@ -304,7 +304,9 @@ export const httpWorkloads: Record<string, HttpWorkload> = {
   'list-postgres': { server: 'rowbase-postgres', ...firstPage },
 };
 
-/** Whether the workload is measured only when a PostgreSQL server answers: baseline (c), and those on its servers. */
+/** Whether the workload is measured only when a PostgreSQL server answers: baseline (c), the webhooks' on PostgreSQL, and those on its servers. */
 export const needsPostgres = (workload: string) =>
   workload === 'baseline-postgres' ||
+  workload === 'webhook-latency-postgres' ||
+  workload === 'webhook-throughput-postgres' ||
   ['rowbase-postgres', 'rowbase-postgres-million', 'postgres-read'].includes(httpWorkloads[workload]?.server);

@@ -5,7 +5,8 @@
 // to `maxWeight` (an item is never split), and at most `maxRunning` batches of one key run at once.
 // Items that come while a key's batches run wait for the next, which then holds them all: under load,
 // batches grow, and each request costs a share of one statement. PostgreSQL's inserts into one
-// collection (postgres/rows.ts) and SQLite's row reads by id (sqlite/readers.ts) queue here.
+// collection (postgres/rows.ts), SQLite's row reads by id (sqlite/readers.ts) and the webhooks'
+// acknowledgements, each a share of one transaction (webhooks.ts), queue here.
 //
 // GroupedWrites: the writes of a database that writes one transaction at a time, on one connection
 // (SQLite: sqlite/rows.ts, sqlite/sort-indexes.ts). A transaction of its own for each single-row write

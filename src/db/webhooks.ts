@@ -4,6 +4,7 @@
 // Every attempt is a row of the delivery log. The worker (src/webhooks/) claims streams with a lease.
 import { randomBytes } from 'node:crypto';
 import { conflict } from '../errors.ts';
+import { Batches } from './batches.ts';
 import type { Dialect, SqlValue, WriteTx } from './dialect.ts';
 import type { EventType } from './events.ts';
 import { beginOnce, type Once, recordOnce } from './idempotency.ts';
@@ -345,11 +346,22 @@ const attemptValues = (webhookId: number, a: Attempt): SqlValue[] => [
   a.at,
 ];
 
+/** An acknowledgement of a stream, waiting for its group (ackStream). */
+interface Ack {
+  stream: ClaimedStream;
+  owner: string;
+  seq: number;
+  leaseUntil: string;
+  attempt?: Attempt;
+}
+
 /**
  * The stream acknowledged up to `seq` (an attempt `delivered`, logged with it; or none, for changes the
  * webhook does not take), its lease renewed until `leaseUntil`; false when `owner` no longer holds it.
+ * Answered once committed, in one transaction with the acknowledgements of other streams that waited
+ * beside it (ackGroups).
  */
-export async function ackStream(
+export function ackStream(
   db: Dialect,
   stream: ClaimedStream,
   owner: string,
@@ -357,16 +369,41 @@ export async function ackStream(
   leaseUntil: string,
   attempt?: Attempt,
 ): Promise<boolean> {
-  const params = [seq, leaseUntil, stream.webhookId, stream.collectionId, owner];
-  if (!attempt) return (await db.query(ackReturning, params)).length > 0;
-  return db.knex.transaction(async (trx) => {
-    const held = (await db.run(trx, ackReturning, params)).length > 0;
-    if (held) await db.run(trx, insertWebhookDeliverySql, attemptValues(stream.webhookId, attempt));
-    return held;
-  });
+  return ackGroups(db).add('acks', { stream, owner, seq, leaseUntil, attempt });
 }
 
 const ackReturning = `${ackWebhookStreamSql} returning webhook_id`;
+
+/**
+ * The acknowledgements of each database's streams, committed in groups: those that come while a group
+ * commits wait, and go together in the next, one transaction, each checked against its own lease. A
+ * transaction of its own for each delivery spent most of its time beginning and committing (on SQLite,
+ * whose one writer commits one transaction at a time; on PostgreSQL, each commit waits for its WAL flush).
+ * Two groups under way at once: on PostgreSQL one runs its statements while the other waits for its
+ * flush; on SQLite the second waits for the writer. A group that fails runs each acknowledgement again
+ * alone (batches.ts).
+ */
+const acks = new WeakMap<Dialect, Batches<Ack, boolean>>();
+
+function ackGroups(db: Dialect): Batches<Ack, boolean> {
+  let groups = acks.get(db);
+  if (!groups) {
+    groups = new Batches({ run: (_key, group) => db.knex.transaction((trx) => ackIn(db, trx, group)), maxRunning: 2 });
+    acks.set(db, groups);
+  }
+  return groups;
+}
+
+/** Each acknowledgement of `group` in `trx`, in order: whether its owner still held its stream. */
+async function ackIn(db: Dialect, trx: WriteTx, group: Ack[]): Promise<boolean[]> {
+  const held: boolean[] = [];
+  for (const { stream, owner, seq, leaseUntil, attempt } of group) {
+    const holds = (await db.run(trx, ackReturning, [seq, leaseUntil, stream.webhookId, stream.collectionId, owner])).length > 0;
+    if (holds && attempt) await db.run(trx, insertWebhookDeliverySql, attemptValues(stream.webhookId, attempt));
+    held.push(holds);
+  }
+  return held;
+}
 
 /**
  * An attempt failed: logged, the next one due at its `next_attempt_at`, the lease let go; with no next

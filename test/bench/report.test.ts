@@ -1,5 +1,6 @@
 // How the bench judges a workload against its neighbour (bench/report.ts): by the median over the rounds
-// of the two rates measured side by side in each, not by each side's median to (a).
+// of the two rates measured side by side in each, not by each side's median to (a); and the webhooks'
+// targets (issue 45).
 import { expect } from 'chai';
 import type { Measured } from '../../bench/measure.ts';
 import { judgeTargets, type Measurement, summarise } from '../../bench/report.ts';
@@ -32,7 +33,59 @@ function target(measurements: Measurement[], name: string) {
   return targets.find((t) => t.name === name);
 }
 
+/** A round of webhook-throughput that delivered `perSecond` changes a second for 5 s, each once, in order. */
+const throughputRound = (round: number, perSecond: number): Measurement => ({
+  workload: 'webhook-throughput',
+  round,
+  measured: {
+    ...measured(perSecond * 5),
+    seconds: 5,
+    webhooks: { webhooks: 10, collections: 1, expected: 50_000, delivered: perSecond * 5, duplicates: 0, outOfOrder: 0 },
+  },
+  peakRssKb: 1,
+});
+
 describe('bench', () => {
+  describe('the webhook targets', () => {
+    it("judges webhook-throughput by the median of its rounds' deliveries a second", () => {
+      // Rounds 1,500, 2,500 and 2,100 a second: the total reads 2,033, the median 2,100.
+      const measurements = [throughputRound(1, 1500), throughputRound(2, 2500), throughputRound(3, 2100)];
+      expect(target(measurements, 'webhook-throughput')).to.deep.equal({
+        name: 'webhook-throughput',
+        target: '≥ 2,000 deliveries/s, none twice or out of order',
+        value: '2,100 deliveries/s, rounds 1,500, 2,500, 2,100',
+        met: true,
+      });
+    });
+
+    it('misses webhook-latency when a change did not arrive, however fast the others came', () => {
+      const latency: Measurement = {
+        workload: 'webhook-latency',
+        round: 1,
+        measured: {
+          ...measured(250),
+          webhooks: {
+            webhooks: 1,
+            collections: 1,
+            expected: 250,
+            delivered: 249,
+            duplicates: 0,
+            outOfOrder: 0,
+            latencyHistogram: { 20: 200, 40: 49 },
+            feedLatencyHistogram: { 10: 250 },
+          },
+        },
+        peakRssKb: 1,
+      };
+      expect(target([latency], 'webhook-latency')).to.deep.equal({
+        name: 'webhook-latency',
+        target: 'p99 < 100 ms, every change delivered once, in order',
+        value: 'p50 2.05, p99 4.05 ms (the feed socket beside it: 1.05, 1.05 ms), 249 of 250 delivered',
+        met: false,
+      });
+    });
+  });
+
   describe('the typed insert-1 guard', () => {
     for (const [plain, typed] of [
       ['insert-1', 'insert-1-typed'],
