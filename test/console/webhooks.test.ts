@@ -73,7 +73,9 @@ describe('the web console’s webhooks, in Chromium', function () {
     await page.type('#key', key);
     await page.click('.sign-in-form button[type=submit]');
     await page.waitForSelector('header.top');
-    await page.click('xpath/.//nav//li/button[text()="Webhooks"]');
+    // Clicked in the page, not at its place on the screen: the collections, read meanwhile, move it down.
+    const nav = await page.waitForSelector('xpath/.//nav//li/button[text()="Webhooks"]');
+    await nav?.evaluate((button) => (button as HTMLButtonElement).click());
     await page.waitForSelector('#webhooks-title');
   }
 
