@@ -8,6 +8,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, type Metric, Registry } from 'prom-client';
 import type { Store } from './db/store.ts';
+import type { WebhookBacklog } from './db/webhooks.ts';
 import type { Answer, Observer } from './http/observe.ts';
 import type { Meter } from './usage/meter.ts';
 import type { WebhookWorker } from './webhooks/worker.ts';
@@ -43,6 +44,8 @@ export class Metrics implements Observer {
    */
   private readonly tallies = new Map<string, Tally>();
   private readonly stopWaits: () => void;
+  /** Reads what several metrics of a scrape show, once, before the registry collects them. */
+  private readonly readBeforeScrape: () => Promise<void>;
 
   constructor({ store, meter, feed, webhooks }: MetricsSources) {
     const registers = [this.registry];
@@ -133,16 +136,19 @@ export class Metrics implements Observer {
       'Webhooks this instance disabled, their deliveries failed past the retry schedule.',
       () => webhooks.counts.disabled,
     );
-    // One series per webhook, at most ROWBASE_MAX_WEBHOOKS_PER_ACCOUNT an account.
-    const backlogs = () => store.webhookBacklog();
+    // One series per webhook, at most ROWBASE_MAX_WEBHOOKS_PER_ACCOUNT an account, of one read a scrape.
+    let backlogs: WebhookBacklog[] = [];
+    this.readBeforeScrape = async () => {
+      backlogs = await store.webhookBacklog();
+    };
     new Gauge({
       name: 'rowbase_webhook_pending_changes',
       help: 'Changes of its collections a webhook has yet to deliver, by webhook id (of every kind, matching its filter or not).',
       labelNames: ['webhook'],
       registers,
-      async collect() {
+      collect() {
         this.reset();
-        for (const { webhookId, pending } of await backlogs()) this.set({ webhook: String(webhookId) }, pending);
+        for (const { webhookId, pending } of backlogs) this.set({ webhook: String(webhookId) }, pending);
       },
     });
     new Gauge({
@@ -150,10 +156,10 @@ export class Metrics implements Observer {
       help: 'How long ago the oldest change a webhook has yet to deliver was made, by webhook id (0 when it owes none).',
       labelNames: ['webhook'],
       registers,
-      async collect() {
+      collect() {
         this.reset();
         const now = Date.now();
-        for (const { webhookId, oldest } of await backlogs()) {
+        for (const { webhookId, oldest } of backlogs) {
           this.set({ webhook: String(webhookId) }, oldest === undefined ? 0 : Math.max(0, (now - oldest) / 1000));
         }
       },
@@ -163,9 +169,9 @@ export class Metrics implements Observer {
       help: 'Changes a webhook owed that retention pruned past its backlog limit, never delivered, by webhook id.',
       labelNames: ['webhook'],
       registers,
-      async collect() {
+      collect() {
         this.reset();
-        for (const { webhookId, dropped } of await backlogs()) this.inc({ webhook: String(webhookId) }, dropped);
+        for (const { webhookId, dropped } of backlogs) this.inc({ webhook: String(webhookId) }, dropped);
       },
     });
     const waits = new Histogram({
@@ -209,6 +215,7 @@ export class Metrics implements Observer {
         return void response.end('The metrics are at GET /metrics.\n');
       }
       try {
+        await this.readBeforeScrape();
         const text = await this.registry.metrics();
         response.writeHead(200, { 'Content-Type': this.registry.contentType, 'Content-Length': Buffer.byteLength(text) });
         response.end(request.method === 'HEAD' ? undefined : text);

@@ -260,9 +260,6 @@ export const insertWebhookStreamSql = `insert into webhook_streams (webhook_id, 
 export const deleteWebhookStreamSql = 'delete from webhook_streams where webhook_id = ? and collection_id = ?';
 /** Re-enabled: each stream's next attempt is due now, its count of attempts starts over. */
 export const resumeWebhookStreamsSql = 'update webhook_streams set attempt = 0, next_at = ?, failing_since = null where webhook_id = ?';
-/** The webhooks of the collection `?`'s account that have no stream of it yet (it was made after them). */
-export const webhooksWithoutStreamSql = `select w.id, w.collections, c.name from collections c join webhooks w on w.account_id = c.account_id
-  where c.id = ? and not exists (select 1 from webhook_streams s where s.webhook_id = w.id and s.collection_id = c.id)`;
 /** What a stream claimed needs to deliver: its webhook's settings and its collection's name, by the stream's key. */
 export const streamDeliverySql = `select w.url, w.secret, w.events, w.filter, w.enabled, c.name as collection from webhook_streams s
   join webhooks w on w.id = s.webhook_id join collections c on c.id = s.collection_id where s.webhook_id = ? and s.collection_id = ?`;
@@ -306,6 +303,9 @@ export const webhookBacklogSql = `select w.id as webhook_id, coalesce(sum(c.last
 /** Deletes up to `?` (the second) attempts of the delivery log made before `?`, oldest first. */
 export const pruneWebhookDeliveriesSql = `delete from webhook_deliveries where id in
   (select id from webhook_deliveries where at < ? order by id limit ?) returning id`;
-/** Every webhook's collections of its account that it has no stream of (webhooksWithoutStreamSql, of every collection). */
-export const streamsMissingSql = `select w.id, w.collections, c.id as collection_id, c.name from webhooks w join collections c on c.account_id = w.account_id
+/** Every webhook's collections of its account that it has no stream of (they were made after it). */
+export const streamsMissingSql = `select w.id, w.collections, c.id as collection_id, c.name from webhooks w
+  join collections c on c.account_id = w.account_id
   where not exists (select 1 from webhook_streams s where s.webhook_id = w.id and s.collection_id = c.id)`;
+/** streamsMissingSql of the collection `?` alone. */
+export const collectionStreamsMissingSql = `${streamsMissingSql} and c.id = ?`;

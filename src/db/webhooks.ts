@@ -12,6 +12,7 @@ import {
   accountCollectionSeqsSql,
   ackWebhookStreamSql,
   anyWebhookSql,
+  collectionStreamsMissingSql,
   deleteWebhookDeliveriesSql,
   deleteWebhookSql,
   deleteWebhookStreamSql,
@@ -39,7 +40,6 @@ import {
   webhookSql,
   webhookStateSql,
   webhookStreamIdsSql,
-  webhooksWithoutStreamSql,
 } from './sql.ts';
 
 /** What a webhook's owner sets of it (openapi.yaml, NewWebhook). */
@@ -438,15 +438,31 @@ export async function releaseStream({ query }: Dialect, stream: ClaimedStream, o
 /**
  * Gives each webhook of the collection's account that takes it and has no stream of it one, from its
  * first event: the collection was made after the webhook (or after its streams were last set). Answers
- * how many webhooks of the account there are without one that take it (0: nothing to do).
+ * how many streams it started.
  */
-export async function startCollectionStreams({ query }: Dialect, collectionId: number): Promise<number> {
-  const missing = await query<{ id: number | string; collections: string | null; name: string }>(webhooksWithoutStreamSql, [collectionId]);
+export async function startCollectionStreams(db: Dialect, collectionId: number): Promise<number> {
+  return startStreamsOf(db, collectionStreamsMissingSql, [collectionId]);
+}
+
+/**
+ * startCollectionStreams() of every collection: when this instance begins to listen for changes (the
+ * first webhook), it may have missed the first change of a collection made since.
+ */
+export async function startMissingStreams(db: Dialect): Promise<number> {
+  return startStreamsOf(db, streamsMissingSql, []);
+}
+
+/** A stream from the first event of each collection `sql` finds a webhook without, that the webhook takes. */
+async function startStreamsOf({ query }: Dialect, sql: string, params: SqlValue[]): Promise<number> {
+  const missing = await query<{ id: number | string; collections: string | null; collection_id: number | string; name: string }>(
+    sql,
+    params,
+  );
   const now = new Date().toISOString();
   let started = 0;
-  for (const { id, collections, name } of missing) {
+  for (const { id, collections, collection_id, name } of missing) {
     if (collections !== null && !(JSON.parse(collections) as string[]).includes(name)) continue;
-    await query(insertWebhookStreamSql, [Number(id), collectionId, 0, now]);
+    await query(insertWebhookStreamSql, [Number(id), Number(collection_id), 0, now]);
     started++;
   }
   return started;
@@ -505,23 +521,4 @@ export const DELIVERY_LOG_MS = 7 * 24 * 60 * 60 * 1000;
 /** Deletes up to `limit` attempts of the delivery log made before `before` (ISO 8601), oldest first; answers how many went. */
 export async function pruneWebhookDeliveries({ query }: Dialect, before: string, limit: number): Promise<number> {
   return (await query(pruneWebhookDeliveriesSql, [before, limit])).length;
-}
-
-/**
- * startCollectionStreams() of every collection: when this instance begins to listen for changes (the
- * first webhook), it may have missed the first change of a collection made since.
- */
-export async function startMissingStreams({ query }: Dialect): Promise<number> {
-  const missing = await query<{ id: number | string; collections: string | null; collection_id: number | string; name: string }>(
-    streamsMissingSql,
-    [],
-  );
-  const now = new Date().toISOString();
-  let started = 0;
-  for (const { id, collections, collection_id, name } of missing) {
-    if (collections !== null && !(JSON.parse(collections) as string[]).includes(name)) continue;
-    await query(insertWebhookStreamSql, [Number(id), Number(collection_id), 0, now]);
-    started++;
-  }
-  return started;
 }
