@@ -5,7 +5,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import sqlite3 from 'sqlite3';
-import { createDatabase, postgresUnavailable } from '../support/backends.ts';
+import { createDatabase, skipWithoutPostgres } from '../support/backends.ts';
 import { Client } from '../support/client.ts';
 import { pollUntil, type ServeProcess, Workspace } from '../support/process.ts';
 
@@ -126,10 +126,7 @@ describe('rowbase backup (sqlite)', () => {
 
 describe('rowbase backup (postgres)', () => {
   before(async function () {
-    const why = await postgresUnavailable();
-    if (why === undefined) return;
-    if (process.env.CI === 'true') throw new Error(`${why} (CI=true needs it)`);
-    this.skip();
+    await skipWithoutPostgres(this);
   });
 
   it('says to use pg_dump, in one line, and exits 2', async () => {

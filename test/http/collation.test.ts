@@ -1,7 +1,7 @@
 // On a PostgreSQL database whose default collation is not "C" (ICU's en-US sorts a A b B), every order
 // the service gives over text is still by code point, as openapi.yaml says and as SQLite gives it.
 import { expect } from 'chai';
-import { createDatabase, postgresUnavailable, type TestDatabase } from '../support/backends.ts';
+import { createDatabase, skipWithoutPostgres, type TestDatabase } from '../support/backends.ts';
 import type { Client } from '../support/client.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
@@ -17,11 +17,7 @@ describe('on a PostgreSQL database whose collation is not C', () => {
   const running = () => server as TestServer;
 
   before(async function () {
-    const why = await postgresUnavailable();
-    if (why !== undefined) {
-      if (process.env.CI === 'true') throw new Error(`${why} (CI=true needs it)`);
-      this.skip();
-    }
+    await skipWithoutPostgres(this);
     let database: TestDatabase;
     try {
       database = await createDatabase('postgres', { icuLocale: 'en-US' });

@@ -38,6 +38,14 @@ export function postgresUnavailable(): Promise<string | undefined> {
   return reachable;
 }
 
+/** In a `before`: skips the suite when no PostgreSQL server answers, or fails it under CI, which needs one. */
+export async function skipWithoutPostgres(context: Mocha.Context): Promise<void> {
+  const why = await postgresUnavailable();
+  if (why === undefined) return;
+  if (process.env.CI === 'true') throw new Error(`${why} (CI=true needs it)`);
+  context.skip();
+}
+
 /**
  * A new database of its own on `backend`. On PostgreSQL its default collation is the server's, or with
  * `icuLocale` that ICU locale's (e.g. `en-US`, where text does not sort by code point): PostgreSQL 15
@@ -68,10 +76,7 @@ export function describeEachBackend(title: string, body: (backend: BackendName) 
     describe(`${title} (${backend})`, () => {
       if (backend === 'postgres') {
         before(async function () {
-          const why = await postgresUnavailable();
-          if (why === undefined) return;
-          if (process.env.CI === 'true') throw new Error(`${why} (CI=true needs it)`);
-          this.skip();
+          await skipWithoutPostgres(this);
         });
       }
       body(backend);

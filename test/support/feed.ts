@@ -30,14 +30,20 @@ for (const message of document.channels().get('webhook')?.messages() ?? []) {
   });
 }
 
+/** A message's JSON, or why it is none. */
+function parsed(text: string): { message: { type?: unknown } } | { problem: string } {
+  try {
+    return { message: JSON.parse(text) };
+  } catch {
+    return { problem: `not JSON: ${text.slice(0, 200)}` };
+  }
+}
+
 /** Why a message breaks asyncapi.yaml, or undefined when it does not. */
 export function messageProblem(text: string): string | undefined {
-  let message: { type?: unknown };
-  try {
-    message = JSON.parse(text);
-  } catch {
-    return `not JSON: ${text.slice(0, 200)}`;
-  }
+  const read = parsed(text);
+  if ('problem' in read) return read.problem;
+  const { message } = read;
   const validate = messageSchemas.get(String(message?.type));
   if (!validate) return `no message of asyncapi.yaml has type ${JSON.stringify(message?.type)}`;
   if (!validate(message)) return `${ajv.errorsText(validate.errors)}: ${text.slice(0, 200)}`;
@@ -46,12 +52,9 @@ export function messageProblem(text: string): string | undefined {
 
 /** Why a request the service sent a webhook breaks asyncapi.yaml (the `webhook` channel), or undefined when it does not. */
 export function deliveryProblem(headers: IncomingHttpHeaders, text: string): string | undefined {
-  let message: { type?: unknown };
-  try {
-    message = JSON.parse(text);
-  } catch {
-    return `not JSON: ${text.slice(0, 200)}`;
-  }
+  const read = parsed(text);
+  if ('problem' in read) return read.problem;
+  const { message } = read;
   const schemas = deliverySchemas.get(String(message?.type));
   if (!schemas) return `no message of the webhook channel has type ${JSON.stringify(message?.type)}`;
   if (!schemas.headers(headers)) return `headers: ${ajv.errorsText(schemas.headers.errors)}: ${JSON.stringify(headers)}`;

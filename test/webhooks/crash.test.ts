@@ -3,7 +3,7 @@
 // instance takes a dead one's deliveries over once its lease ends, while two live instances never have
 // one webhook's change in flight twice at once. Receivers are on 127.0.0.1.
 import { expect } from 'chai';
-import { type BackendName, createDatabase, describeEachBackend, postgresUnavailable, type TestDatabase } from '../support/backends.ts';
+import { type BackendName, createDatabase, describeEachBackend, skipWithoutPostgres, type TestDatabase } from '../support/backends.ts';
 import { Client } from '../support/client.ts';
 import { pollUntil, type ServeProcess, Workspace } from '../support/process.ts';
 import { Receiver } from '../support/receiver.ts';
@@ -69,11 +69,7 @@ describe('webhooks of several instances on one PostgreSQL database', function ()
   let environment: Record<string, string>;
   let key: string;
   before(async function () {
-    const why = await postgresUnavailable();
-    if (why !== undefined) {
-      if (process.env.CI === 'true') throw new Error(`${why} (CI=true needs it)`);
-      this.skip();
-    }
+    await skipWithoutPostgres(this);
   });
   beforeEach(async () => {
     workspace = await Workspace.create();

@@ -2,7 +2,7 @@
 // (contract.md, "Storage and scale"): each subscriber gets every event of its collection, whichever
 // instance made the change, in seq order and without gaps, and one instance's death stops nothing else.
 import { expect } from 'chai';
-import { createDatabase, postgresUnavailable, type TestDatabase } from '../support/backends.ts';
+import { createDatabase, skipWithoutPostgres, type TestDatabase } from '../support/backends.ts';
 import { Client } from '../support/client.ts';
 import { applyToView, FeedClient, type FeedMessage, type FeedRow } from '../support/feed.ts';
 import { pollUntil, type ServeProcess, Workspace } from '../support/process.ts';
@@ -15,11 +15,7 @@ describe('several instances on one PostgreSQL database', () => {
   let instances: ServeProcess[];
   let key: string;
   before(async function () {
-    const why = await postgresUnavailable();
-    if (why !== undefined) {
-      if (process.env.CI === 'true') throw new Error(`${why} (CI=true needs it)`);
-      this.skip();
-    }
+    await skipWithoutPostgres(this);
     workspace = await Workspace.create();
     database = await createDatabase('postgres');
     const env = { DATABASE_URL: database.url };
