@@ -8,8 +8,12 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Tell whether the service is up.
-         * @description Needs no key and does not count toward usage. Answers 503 when the database cannot be reached.
+         * Tell whether the service is up (liveness).
+         * @description Needs no key and does not count toward usage. A liveness answer: the process serves requests. It
+         *     runs no query and never waits for the database, its writer or its connections, so it answers at
+         *     once however busy or slow the database is; restarting a process that answers it would not help.
+         *     It answers 503 `unavailable` only once the service has closed its database (it is shutting down).
+         *     Whether the database answers is `GET /health/ready` (readiness).
          *     Its query string is ignored, whatever it holds (`x-rowbase-query: ignored`), so that a probe may add a
          *     cache-busting `?t=…`; every other route refuses a query parameter it does not know.
          */
@@ -24,6 +28,37 @@ export interface paths {
          *     key and does not count toward usage; its query string is ignored.
          */
         head: operations["headHealth"];
+        patch?: never;
+        trace?: never;
+    };
+    "/health/ready": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Tell whether the service can serve requests now (readiness).
+         * @description Needs no key and does not count toward usage. A readiness answer: a trivial query goes to the
+         *     database the way a write does (on SQLite through the one writer's queue, behind the writes
+         *     queued before it; on PostgreSQL through the pool of connections), and the answer is 200 once it
+         *     comes back. It answers 503 `unavailable` when the database cannot be reached or does not answer
+         *     within 2 seconds: a load balancer should then send requests elsewhere until it answers 200
+         *     again, and should not restart the process for it (that is `GET /health`).
+         *     Its query string is ignored (`x-rowbase-query: ignored`), as `GET /health`'s is.
+         */
+        get: operations["getReadiness"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        /**
+         * `GET /health/ready` without the body.
+         * @description The status and headers `GET /health/ready` answers, without the body (RFC 9110 §9.3.2). Needs
+         *     no key and does not count toward usage; its query string is ignored.
+         */
+        head: operations["headReadiness"];
         patch?: never;
         trace?: never;
     };
@@ -2983,7 +3018,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["UnauthorizedProblem"];
             };
         };
-        /** @description `unavailable`: the database cannot be reached. */
+        /** @description `unavailable`: the database cannot be reached, or the service is shutting down. */
         Unavailable: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3463,6 +3498,48 @@ export interface operations {
         };
     };
     headHealth: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOk"];
+            default: components["responses"]["HeadProblem"];
+        };
+    };
+    getReadiness: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The database answered. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "ok": true,
+                     *       "service": "rowbase"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Health"];
+                };
+            };
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["Error"];
+        };
+    };
+    headReadiness: {
         parameters: {
             query?: never;
             header?: never;

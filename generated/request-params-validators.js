@@ -3500,10 +3500,112 @@ validate26.errors = vErrors;
 return errors === 0;
 }
 
-export const getRow_params = validate27;
-const schema28 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"row_id":{"type":"integer","format":"int64"}},"required":["collection_name","row_id"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"if-none-match":{"type":"string","maxLength":8192}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+export const getReadiness_params = validate27;
+const schema28 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{},"required":[]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":[]};
 
 function validate27(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.path !== undefined){
+let data0 = data.path;
+if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
+for(const key0 in data0){
+const err0 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+else {
+const err1 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(data.query !== undefined){
+let data1 = data.query;
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+for(const key1 in data1){
+const err2 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+else {
+const err3 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.header !== undefined){
+let data2 = data.header;
+if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
+}
+else {
+const err4 = {instancePath:instancePath+"/header",schemaPath:"#/properties/header/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.cookie !== undefined){
+let data3 = data.cookie;
+if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
+}
+else {
+const err5 = {instancePath:instancePath+"/cookie",schemaPath:"#/properties/cookie/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+}
+else {
+const err6 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+validate27.errors = vErrors;
+return errors === 0;
+}
+
+export const getRow_params = validate28;
+const schema29 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"row_id":{"type":"integer","format":"int64"}},"required":["collection_name","row_id"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"if-none-match":{"type":"string","maxLength":8192}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+
+function validate28(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -3745,14 +3847,14 @@ vErrors.push(err14);
 }
 errors++;
 }
-validate27.errors = vErrors;
+validate28.errors = vErrors;
 return errors === 0;
 }
 
-export const getUsage_params = validate28;
-const schema29 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{},"required":[]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":[]};
+export const getUsage_params = validate29;
+const schema30 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{},"required":[]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":[]};
 
-function validate28(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate29(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -3847,14 +3949,14 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate28.errors = vErrors;
+validate29.errors = vErrors;
 return errors === 0;
 }
 
-export const getWebhook_params = validate29;
-const schema30 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"webhook_id":{"type":"integer","format":"int64"}},"required":["webhook_id"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+export const getWebhook_params = validate30;
+const schema31 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"webhook_id":{"type":"integer","format":"int64"}},"required":["webhook_id"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 
-function validate29(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate30(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -4000,14 +4102,14 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate29.errors = vErrors;
+validate30.errors = vErrors;
 return errors === 0;
 }
 
-export const insertRows_params = validate30;
-const schema31 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{"on_conflict":{"type":"string","description":"An index's name, its fields joined by commas.","pattern":"^[A-Za-z_][A-Za-z0-9_]{0,62}(,[A-Za-z_][A-Za-z0-9_]{0,62}){0,3}$","example":"email"}},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+export const insertRows_params = validate31;
+const schema32 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{"on_conflict":{"type":"string","description":"An index's name, its fields joined by commas.","pattern":"^[A-Za-z_][A-Za-z0-9_]{0,62}(,[A-Za-z_][A-Za-z0-9_]{0,62}){0,3}$","example":"email"}},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 
-function validate30(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate31(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -4265,14 +4367,14 @@ vErrors.push(err15);
 }
 errors++;
 }
-validate30.errors = vErrors;
+validate31.errors = vErrors;
 return errors === 0;
 }
 
-export const listCollections_params = validate31;
-const schema32 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{},"required":[]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":[]};
+export const listCollections_params = validate32;
+const schema33 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{},"required":[]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":[]};
 
-function validate31(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate32(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -4367,14 +4469,14 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate31.errors = vErrors;
+validate32.errors = vErrors;
 return errors === 0;
 }
 
-export const listIndexes_params = validate32;
-const schema33 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+export const listIndexes_params = validate33;
+const schema34 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 
-function validate32(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate33(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -4534,14 +4636,14 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate32.errors = vErrors;
+validate33.errors = vErrors;
 return errors === 0;
 }
 
-export const listKeys_params = validate33;
-const schema34 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{},"required":[]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":[]};
+export const listKeys_params = validate34;
+const schema35 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{},"required":[]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":[]};
 
-function validate33(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -4636,15 +4738,15 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate33.errors = vErrors;
+validate34.errors = vErrors;
 return errors === 0;
 }
 
-export const listRows_params = validate34;
-const schema35 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{"limit":{"type":"integer","minimum":0,"maximum":1000,"default":100},"offset":{"type":"integer","minimum":0,"maximum":9007199254740991},"order_by":{"type":"string","minLength":1,"maxLength":2048,"default":"id"},"order":{"type":"string","pattern":"^(asc|desc)(,(asc|desc)){0,7}$","default":"asc"},"filter":{"type":"string","maxLength":4096},"select":{"type":"string","minLength":1,"maxLength":4096},"count":{"description":"How `count` counts the rows that match (`exact`, the only one).","type":"string","enum":["exact"]},"after":{"type":"string","minLength":1,"maxLength":8192}},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+export const listRows_params = validate35;
+const schema36 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{"limit":{"type":"integer","minimum":0,"maximum":1000,"default":100},"offset":{"type":"integer","minimum":0,"maximum":9007199254740991},"order_by":{"type":"string","minLength":1,"maxLength":2048,"default":"id"},"order":{"type":"string","pattern":"^(asc|desc)(,(asc|desc)){0,7}$","default":"asc"},"filter":{"type":"string","maxLength":4096},"select":{"type":"string","minLength":1,"maxLength":4096},"count":{"description":"How `count` counts the rows that match (`exact`, the only one).","type":"string","enum":["exact"]},"after":{"type":"string","minLength":1,"maxLength":8192}},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 const pattern16 = new RegExp("^(asc|desc)(,(asc|desc)){0,7}$", "u");
 
-function validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate35(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -5081,7 +5183,7 @@ data2["count"] = coerced7;
 }
 }
 if(!(data9 === "exact")){
-const err24 = {instancePath:instancePath+"/query/count",schemaPath:"#/properties/query/properties/count/enum",keyword:"enum",params:{allowedValues: schema35.properties.query.properties.count.enum},message:"must be equal to one of the allowed values"};
+const err24 = {instancePath:instancePath+"/query/count",schemaPath:"#/properties/query/properties/count/enum",keyword:"enum",params:{allowedValues: schema36.properties.query.properties.count.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -5197,14 +5299,14 @@ vErrors.push(err31);
 }
 errors++;
 }
-validate34.errors = vErrors;
+validate35.errors = vErrors;
 return errors === 0;
 }
 
-export const listVersionedRows_params = validate35;
-const schema36 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{"limit":{"type":"integer","minimum":0,"maximum":1000,"default":100},"offset":{"type":"integer","minimum":0,"maximum":9007199254740991},"order_by":{"type":"string","minLength":1,"maxLength":2048,"default":"id"},"order":{"type":"string","pattern":"^(asc|desc)(,(asc|desc)){0,7}$","default":"asc"},"filter":{"type":"string","maxLength":4096},"select":{"type":"string","minLength":1,"maxLength":4096},"count":{"description":"How `count` counts the rows that match (`exact`, the only one).","type":"string","enum":["exact"]}},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+export const listVersionedRows_params = validate36;
+const schema37 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{"limit":{"type":"integer","minimum":0,"maximum":1000,"default":100},"offset":{"type":"integer","minimum":0,"maximum":9007199254740991},"order_by":{"type":"string","minLength":1,"maxLength":2048,"default":"id"},"order":{"type":"string","pattern":"^(asc|desc)(,(asc|desc)){0,7}$","default":"asc"},"filter":{"type":"string","maxLength":4096},"select":{"type":"string","minLength":1,"maxLength":4096},"count":{"description":"How `count` counts the rows that match (`exact`, the only one).","type":"string","enum":["exact"]}},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 
-function validate35(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate36(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -5641,7 +5743,7 @@ data2["count"] = coerced7;
 }
 }
 if(!(data9 === "exact")){
-const err24 = {instancePath:instancePath+"/query/count",schemaPath:"#/properties/query/properties/count/enum",keyword:"enum",params:{allowedValues: schema36.properties.query.properties.count.enum},message:"must be equal to one of the allowed values"};
+const err24 = {instancePath:instancePath+"/query/count",schemaPath:"#/properties/query/properties/count/enum",keyword:"enum",params:{allowedValues: schema37.properties.query.properties.count.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -5704,14 +5806,14 @@ vErrors.push(err28);
 }
 errors++;
 }
-validate35.errors = vErrors;
+validate36.errors = vErrors;
 return errors === 0;
 }
 
-export const listWebhookDeliveries_params = validate36;
-const schema37 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"webhook_id":{"type":"integer","format":"int64"}},"required":["webhook_id"]},"query":{"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":100,"default":50},"before":{"type":"integer","minimum":1,"maximum":9007199254740991,"default":9007199254740991}},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+export const listWebhookDeliveries_params = validate37;
+const schema38 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"webhook_id":{"type":"integer","format":"int64"}},"required":["webhook_id"]},"query":{"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":100,"default":50},"before":{"type":"integer","minimum":1,"maximum":9007199254740991,"default":9007199254740991}},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 
-function validate36(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -5963,14 +6065,14 @@ vErrors.push(err15);
 }
 errors++;
 }
-validate36.errors = vErrors;
+validate37.errors = vErrors;
 return errors === 0;
 }
 
-export const listWebhooks_params = validate37;
-const schema38 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{},"required":[]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":[]};
+export const listWebhooks_params = validate38;
+const schema39 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{},"required":[]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":[]};
 
-function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate38(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -6065,14 +6167,14 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate37.errors = vErrors;
+validate38.errors = vErrors;
 return errors === 0;
 }
 
-export const putCollectionSchema_params = validate38;
-const schema39 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+export const putCollectionSchema_params = validate39;
+const schema40 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 
-function validate38(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate39(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -6285,14 +6387,14 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate38.errors = vErrors;
+validate39.errors = vErrors;
 return errors === 0;
 }
 
-export const queryRows_params = validate39;
-const schema40 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+export const queryRows_params = validate40;
+const schema41 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 
-function validate39(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate40(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -6452,14 +6554,14 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate39.errors = vErrors;
+validate40.errors = vErrors;
 return errors === 0;
 }
 
-export const retryWebhookDelivery_params = validate40;
-const schema41 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"webhook_id":{"type":"integer","format":"int64"},"delivery_id":{"type":"integer","format":"int64"}},"required":["webhook_id","delivery_id"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+export const retryWebhookDelivery_params = validate41;
+const schema42 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"webhook_id":{"type":"integer","format":"int64"},"delivery_id":{"type":"integer","format":"int64"}},"required":["webhook_id","delivery_id"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 
-function validate40(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -6644,15 +6746,15 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate40.errors = vErrors;
+validate41.errors = vErrors;
 return errors === 0;
 }
 
-export const revokeKey_params = validate41;
-const schema42 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"prefix":{"type":"string","pattern":"^rb_[A-Za-z0-9_-]{8}$","description":"The key's first 11 characters, by which it is listed and revoked.","example":"rb_Qm3xT0aB"}},"required":["prefix"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+export const revokeKey_params = validate42;
+const schema43 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"prefix":{"type":"string","pattern":"^rb_[A-Za-z0-9_-]{8}$","description":"The key's first 11 characters, by which it is listed and revoked.","example":"rb_Qm3xT0aB"}},"required":["prefix"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 const pattern21 = new RegExp("^rb_[A-Za-z0-9_-]{8}$", "u");
 
-function validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate42(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -6865,14 +6967,14 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate41.errors = vErrors;
+validate42.errors = vErrors;
 return errors === 0;
 }
 
-export const rotateWebhookSecret_params = validate42;
-const schema43 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"webhook_id":{"type":"integer","format":"int64"}},"required":["webhook_id"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+export const rotateWebhookSecret_params = validate43;
+const schema44 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"webhook_id":{"type":"integer","format":"int64"}},"required":["webhook_id"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 
-function validate42(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -7071,14 +7173,14 @@ vErrors.push(err12);
 }
 errors++;
 }
-validate42.errors = vErrors;
+validate43.errors = vErrors;
 return errors === 0;
 }
 
-export const updateRow_params = validate43;
-const schema44 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"row_id":{"type":"integer","format":"int64"}},"required":["collection_name","row_id"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257},"if-match":{"type":"string","maxLength":8192}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+export const updateRow_params = validate44;
+const schema45 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"row_id":{"type":"integer","format":"int64"}},"required":["collection_name","row_id"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257},"if-match":{"type":"string","maxLength":8192}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 
-function validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate44(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -7373,14 +7475,14 @@ vErrors.push(err17);
 }
 errors++;
 }
-validate43.errors = vErrors;
+validate44.errors = vErrors;
 return errors === 0;
 }
 
-export const updateRows_params = validate44;
-const schema45 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{"filter":{"type":"string","maxLength":4096},"return":{"description":"What a change by filter answers besides how many rows it changed.","type":"string","enum":["count","rows"],"default":"count"}},"additionalProperties":false,"required":["filter"]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["query","path"]};
+export const updateRows_params = validate45;
+const schema46 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{"filter":{"type":"string","maxLength":4096},"return":{"description":"What a change by filter answers besides how many rows it changed.","type":"string","enum":["count","rows"],"default":"count"}},"additionalProperties":false,"required":["filter"]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["query","path"]};
 
-function validate44(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate45(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -7585,7 +7687,7 @@ data2["return"] = coerced2;
 }
 }
 if(!((data4 === "count") || (data4 === "rows"))){
-const err12 = {instancePath:instancePath+"/query/return",schemaPath:"#/properties/query/properties/return/enum",keyword:"enum",params:{allowedValues: schema45.properties.query.properties.return.enum},message:"must be equal to one of the allowed values"};
+const err12 = {instancePath:instancePath+"/query/return",schemaPath:"#/properties/query/properties/return/enum",keyword:"enum",params:{allowedValues: schema46.properties.query.properties.return.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -7700,14 +7802,14 @@ vErrors.push(err19);
 }
 errors++;
 }
-validate44.errors = vErrors;
+validate45.errors = vErrors;
 return errors === 0;
 }
 
-export const updateWebhook_params = validate45;
-const schema46 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"webhook_id":{"type":"integer","format":"int64"}},"required":["webhook_id"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+export const updateWebhook_params = validate46;
+const schema47 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"webhook_id":{"type":"integer","format":"int64"}},"required":["webhook_id"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 
-function validate45(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate46(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -7853,14 +7955,14 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate45.errors = vErrors;
+validate46.errors = vErrors;
 return errors === 0;
 }
 
-export const writeBatch_params = validate46;
-const schema47 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{},"required":[]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":[]};
+export const writeBatch_params = validate47;
+const schema48 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{},"required":[]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":[]};
 
-function validate46(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate47(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -8008,6 +8110,6 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate46.errors = vErrors;
+validate47.errors = vErrors;
 return errors === 0;
 }

@@ -252,6 +252,8 @@ export type Store = { [K in keyof typeof shared]: Bound<(typeof shared)[K]> } & 
     knex: Knex;
     /** Writes the key uses noted, waits for the statements under way, then closes every connection; later calls answer 503. */
     close(): Promise<void>;
+    /** Whether close() has not begun: the store still serves. */
+    isOpen(): boolean;
   };
 
 /**
@@ -260,6 +262,7 @@ export type Store = { [K in keyof typeof shared]: Bound<(typeof shared)[K]> } & 
  */
 export function assembleStore(db: Dialect, rows: RowOperations, backups: Backups, codes: ErrorCodes, close: () => Promise<void>): Store {
   let closed = false;
+  let closing = false;
   const translated =
     // biome-ignore lint/suspicious/noExplicitAny: forwarded as received.
       (operation: (...args: any[]) => Promise<unknown>) =>
@@ -273,7 +276,7 @@ export function assembleStore(db: Dialect, rows: RowOperations, backups: Backups
   const bound = Object.fromEntries([
     ...Object.entries(shared).map(([name, operation]) => [name, translated((...args) => (operation as SharedFunction)(db, ...args))]),
     ...Object.entries(rows).map(([name, operation]) => [name, translated(operation)]),
-  ]) as Omit<Store, 'findPrincipal' | 'changes' | 'waits' | 'knex' | 'close' | 'backup'>;
+  ]) as Omit<Store, 'findPrincipal' | 'changes' | 'waits' | 'knex' | 'close' | 'isOpen' | 'backup'>;
   const principals = new PrincipalCache((key) => bound.principalOf(hashKey(key)));
   // The key uses the cache noted, written every second; those that fail are tried again with the next.
   let noting: Promise<void> = Promise.resolve();
@@ -306,7 +309,9 @@ export function assembleStore(db: Dialect, rows: RowOperations, backups: Backups
     changes: db.changes,
     waits: db.waits,
     knex: db.knex,
+    isOpen: () => !closing,
     close: async () => {
+      closing = true;
       clearInterval(noteTimer);
       await noteUses();
       closed = true;

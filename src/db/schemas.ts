@@ -44,7 +44,8 @@ export class StaleSchema extends Error {}
 
 /** A store's schemas: the validators compiled, by schema id, and each collection's schema id as last seen. */
 export class RowSchemas implements SchemaCache {
-  private readonly validators = new Map<number, Promise<RowValidator>>();
+  /** The validators compiled, by schema id, in order of use. */
+  private readonly validators = new Map<number, RowValidator>();
   /** By `<account id>/<collection>`: the schema id last seen, for collections that had one. */
   private readonly hints = new Map<string, number>();
 
@@ -92,21 +93,32 @@ export class RowSchemas implements SchemaCache {
     if (this.hints.size > MAX_HINTS) this.hints.delete(this.hints.keys().next().value as string);
   }
 
-  /** The validator of schema `schemaId`, compiled from its text (read with `read`) the first time it is asked for. */
-  validator(read: Read, schemaId: number): Promise<RowValidator> {
-    let kept = this.validators.get(schemaId);
+  /**
+   * The validator of schema `schemaId`, compiled from its text the first time it is asked for. The text
+   * is read with the caller's own `read`, never awaited from another caller's read: a write in a
+   * transaction reads on the connection it holds, and waiting for a read that waits for that very
+   * connection (SQLite's one writer, or a pool of one) would hold every write until the driver gave up.
+   * Callers that miss at once each read the text; the first back compiles it, the others find it kept.
+   * StaleSchema when the schema is gone (replaced and dropped since its id was seen).
+   */
+  async validator(read: Read, schemaId: number): Promise<RowValidator> {
+    const kept = this.kept(schemaId);
+    if (kept) return kept;
+    const [row] = await read<{ schema: string }>(schemaTextSql, [schemaId]);
+    if (!row) throw new StaleSchema();
+    const compiled = this.kept(schemaId) ?? compileRowSchema(JSON.parse(row.schema) as RowSchema);
+    this.validators.set(schemaId, compiled);
+    if (this.validators.size > MAX_VALIDATORS) this.validators.delete(this.validators.keys().next().value as number);
+    return compiled;
+  }
+
+  /** The validator of `schemaId` if it is compiled, moved last (the map is in order of use). */
+  private kept(schemaId: number): RowValidator | undefined {
+    const kept = this.validators.get(schemaId);
     if (kept) {
-      this.validators.delete(schemaId); // moved last: the map is in order of use
-    } else {
-      // Kept while it is read and compiled, so that the writes that meet it at once share one compile;
-      // one that fails is forgotten, to be read again.
-      kept = read<{ schema: string }>(schemaTextSql, [schemaId]).then(([row]) => compileRowSchema(JSON.parse(row.schema) as RowSchema));
-      kept.catch(() => {
-        if (this.validators.get(schemaId) === kept) this.validators.delete(schemaId);
-      });
-      if (this.validators.size >= MAX_VALIDATORS) this.validators.delete(this.validators.keys().next().value as number);
+      this.validators.delete(schemaId);
+      this.validators.set(schemaId, kept);
     }
-    this.validators.set(schemaId, kept);
     return kept;
   }
 

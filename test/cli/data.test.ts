@@ -13,6 +13,7 @@ import { openStore, type Store } from '../../src/db/store.ts';
 import { type BackendName, createDatabase, describeEachBackend, type TestDatabase } from '../support/backends.ts';
 import { Client } from '../support/client.ts';
 import { type Environment, type Finished, type ServeProcess, Workspace } from '../support/process.ts';
+import { watchHealth } from '../support/watchdog.ts';
 
 const peakRssPreload = fileURLToPath(new URL('../support/peak-rss.cjs', import.meta.url));
 const rowbaseExecutable = fileURLToPath(new URL('../../bin/rowbase', import.meta.url));
@@ -72,6 +73,7 @@ describeEachBackend('rowbase export and import', (backend: BackendName) => {
     await workspace?.cleanUp();
     await database?.drop();
   });
+  watchHealth(() => server);
 
   /** A collection of `count` rows (rowAt), made through the Store, with `from` the first row's number. */
   async function collectionOf(name: string, count: number): Promise<void> {

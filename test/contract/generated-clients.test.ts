@@ -30,6 +30,8 @@ const generators = [
 const expectedStatuses = {
   getHealth: 200,
   headHealth: 200,
+  getReadiness: 200,
+  headReadiness: 200,
   getUsage: 200,
   headUsage: 200,
   createCollection: 201,

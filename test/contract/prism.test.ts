@@ -57,6 +57,8 @@ const misreadAsJson: Violation = { location: ['request', 'body'], severity: 'Err
 const valid: Scenario[] = [
   { name: 'getHealth', method: 'GET', path: '/health', status: 200 },
   { name: 'headHealth', method: 'HEAD', path: '/health', status: 200 },
+  { name: 'getReadiness', method: 'GET', path: '/health/ready', status: 200 },
+  { name: 'headReadiness', method: 'HEAD', path: '/health/ready', status: 200 },
   { name: 'getUsage', method: 'GET', path: '/v1/usage', status: 200 },
   { name: 'headUsage', method: 'HEAD', path: '/v1/usage', status: 200 },
   { name: 'createCollection', method: 'POST', path: '/v1/collections', body: { name: 'proxied' }, status: 201 },

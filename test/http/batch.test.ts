@@ -6,6 +6,7 @@ import { describeEachBackend } from '../support/backends.ts';
 import { Client } from '../support/client.ts';
 import { FeedClient, type FeedMessage, range, seqs } from '../support/feed.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
+import { watchHealth } from '../support/watchdog.ts';
 
 type Row = { id: number } & Record<string, unknown>;
 type Result = { status: number; body?: Row | Row[]; etag?: string; etags?: string[] };
@@ -37,6 +38,7 @@ describeEachBackend('POST /v1/batch', (backend) => {
     client = await server.client();
   });
   after(() => server.stop());
+  watchHealth(() => server);
 
   describe('success', () => {
     it('answers each operation as its own request would, in order, each seeing the writes before it', async () => {

@@ -3,6 +3,7 @@ import { expect } from 'chai';
 import { describeEachBackend } from '../support/backends.ts';
 import type { Client } from '../support/client.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
+import { watchHealth } from '../support/watchdog.ts';
 
 type Row = { id: number } & Record<string, unknown>;
 type Problem = { code: string; errors?: { in: string; name: string; message: string }[] };
@@ -35,6 +36,7 @@ describeEachBackend('changes by filter', (backend) => {
     client = await server.client();
   });
   after(() => server.stop());
+  watchHealth(() => server);
 
   describe('PATCH …/rows?filter=', () => {
     it('patches every matching row, one update event each in id order with consecutive seqs, and answers how many', async () => {

@@ -14,6 +14,7 @@ import { Client, type Response } from '../support/client.ts';
 import { FeedClient, type FeedMessage, range } from '../support/feed.ts';
 import { type ServeProcess, Workspace } from '../support/process.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
+import { watchHealth } from '../support/watchdog.ts';
 
 type Row = { id: number } & Record<string, unknown>;
 type Change = Extract<FeedMessage, { row: unknown }>;
@@ -85,6 +86,7 @@ describeEachBackend('concurrent writes and reads', (backend) => {
     await workspace?.cleanUp();
     await server?.stop();
   });
+  watchHealth(() => server);
 
   it('leave the rows, the events from seq 1 and the answers in agreement, whatever the mix', async function () {
     this.timeout(60_000);

@@ -4,6 +4,7 @@ import { expect } from 'chai';
 import { describeEachBackend } from '../support/backends.ts';
 import type { Client } from '../support/client.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
+import { watchHealth } from '../support/watchdog.ts';
 
 type Row = { id: number } & Record<string, unknown>;
 type Problem = {
@@ -35,6 +36,7 @@ describeEachBackend('indexes', (backend) => {
     client = await server.client();
   });
   after(() => server.stop());
+  watchHealth(() => server);
 
   describe('POST, GET and DELETE …/indexes', () => {
     it('declares indexes named after their fields, lists them, and drops one', async () => {

@@ -5,6 +5,7 @@ import { expect } from 'chai';
 import { describeEachBackend } from '../support/backends.ts';
 import { Client } from '../support/client.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
+import { watchHealth } from '../support/watchdog.ts';
 
 type Row = { id: number } & Record<string, unknown>;
 type Problem = {
@@ -48,6 +49,7 @@ describeEachBackend('schemas', (backend) => {
     client = await server.client();
   });
   after(() => server.stop());
+  watchHealth(() => server);
 
   describe('PUT, GET and DELETE …/schema', () => {
     it('sets a schema, answers it, shows it on the collection, and removes it', async () => {
@@ -301,6 +303,56 @@ describeEachBackend('schemas', (backend) => {
       }
       // Every round ended one way or the other; which, the race decided.
       expect(outcomes.set + outcomes.refused).to.equal(12);
+    });
+
+    it('answers every request within a second while writes that break it race the schema (20 rounds)', async () => {
+      // Issue 51's rounds: 48 rows; the schema set at once with 48 writes that break it, in turn an
+      // insert of two rows, a patch of a row and a patch by filter. The watchdog probes /health and
+      // /health/ready meanwhile; before the fix, a patch that compiled the schema in its transaction
+      // waited for an insert's compile, which waited for the writer that patch held.
+      const name = await collectionWith();
+      const schema = { type: 'object', properties: { v: { type: 'integer' }, bad: { type: 'boolean' }, grp: { type: 'integer' } } };
+      const timed = async <T>(request: Promise<T & { status: number }>, what: string) => {
+        const started = performance.now();
+        const response = await request;
+        expect(performance.now() - started, what).to.be.below(1000);
+        return response;
+      };
+      const outcomes = { set: 0, refused: 0 };
+      for (let round = 0; round < 20; round++) {
+        expect([204, 404]).to.include((await client.delete(`/v1/collections/${name}/schema`)).status);
+        expect((await client.delete(`/v1/collections/${name}/rows?${filter({ bad: true })}`)).status).to.equal(200);
+        const kept = await rowsOf(name);
+        const missing = Array.from({ length: 48 - kept.length }, (_, i) => ({ v: i, bad: false, grp: i % 3 }));
+        if (missing.length > 0) expect((await client.post(`/v1/collections/${name}/rows`, missing)).status).to.equal(201);
+        const ids = (await rowsOf(name)).map((row) => row.id);
+        const put = timed(client.put(`/v1/collections/${name}/schema`, schema), 'PUT …/schema');
+        const writes = ids.map((id, i) =>
+          i % 3 === 0
+            ? timed(
+                client.post(`/v1/collections/${name}/rows`, [
+                  { v: 'x7', bad: true, grp: 9 },
+                  { v: 'x7', bad: true, grp: 9 },
+                ]),
+                'POST …/rows',
+              )
+            : i % 3 === 1
+              ? timed(client.patch(`/v1/collections/${name}/rows/${id}`, { v: 's7', bad: true }), 'PATCH …/rows/{id}')
+              : timed(
+                  client.patch(`/v1/collections/${name}/rows?${filter({ grp: 1, bad: false })}`, { v: 'y', bad: true }),
+                  'PATCH …/rows?filter',
+                ),
+        );
+        const [set, ...written] = await Promise.all([put, ...writes]);
+        expect([200, 409]).to.include(set.status);
+        for (const { status } of written) expect([200, 201, 422]).to.include(status);
+        outcomes[set.status === 200 ? 'set' : 'refused']++;
+        // Every stored row meets the schema stored.
+        if ((await client.get(`/v1/collections/${name}/schema`)).status === 200) {
+          for (const row of await rowsOf(name)) expect(row.v, `row ${row.id}`).to.be.a('number');
+        }
+      }
+      expect(outcomes.set + outcomes.refused).to.equal(20);
     });
 
     it('is enforced by another instance at once, which saw the collection without it, and lifted there at once', async () => {

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { describeEachBackend } from '../support/backends.ts';
+import { createDatabase, describeEachBackend } from '../support/backends.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
 describeEachBackend('service routes', (backend) => {
@@ -82,13 +82,76 @@ describeEachBackend('service routes', (backend) => {
     });
   });
 
+  describe('GET /health/ready', () => {
+    it('answers ok once the database has, without a key, ignoring its query string', async () => {
+      for (const path of ['/health/ready', '/health/ready?t=1&t=2']) {
+        const response = await server.anonymous().get(path);
+        expect(response.status).to.equal(200);
+        expect(response.body).to.deep.equal({ ok: true, service: 'rowbase' });
+        const head = await server.anonymous().request('HEAD', path);
+        expect(head.status).to.equal(200);
+        expect(head.text).to.equal('');
+      }
+    });
+
+    it('answers 503 after 2 s while the database holds no connection for it, where /health answers at once', async () => {
+      // One connection (SQLite's writer; PostgreSQL's pool of one), held by a transaction meanwhile.
+      const database = await createDatabase(backend);
+      const url = backend === 'postgres' ? `${database.url}?pool_max=1` : database.url;
+      const cut = await startTestServer({ databaseUrl: url }, { backend, database });
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      let holding!: () => void;
+      const taken = new Promise<void>((resolve) => {
+        holding = resolve;
+      });
+      const transaction = cut.store.knex.transaction(async () => {
+        holding();
+        await held;
+      });
+      try {
+        await taken;
+        const started = performance.now();
+        const [live, ready] = await Promise.all([
+          cut
+            .anonymous()
+            .get('/health')
+            .then((response) => ({ response, ms: performance.now() - started })),
+          cut
+            .anonymous()
+            .get('/health/ready')
+            .then((response) => ({ response, ms: performance.now() - started })),
+        ]);
+        expect(live.response.status).to.equal(200);
+        expect(live.ms).to.be.below(1000);
+        expect(ready.response.status).to.equal(503);
+        expect(ready.response.body).to.include({ code: 'unavailable' });
+        expect(ready.ms).to.be.within(1900, 4000);
+        release();
+        await transaction;
+        expect((await cut.anonymous().get('/health/ready')).status).to.equal(200);
+      } finally {
+        release();
+        await transaction.catch(() => {});
+        await cut.stop();
+      }
+    });
+  });
+
   describe('when the database cannot be reached', () => {
-    it('answers 503 unavailable on /health and on /v1, and never a 500', async () => {
+    it('answers 503 unavailable on /health, /health/ready and on /v1, and never a 500', async () => {
       const cut = await startTestServer({}, { backend });
       const client = await cut.client();
       try {
         await cut.store.close();
-        for (const response of [await cut.anonymous().get('/health'), await client.get('/v1/collections')]) {
+        const anonymous = cut.anonymous();
+        for (const response of [
+          await anonymous.get('/health'),
+          await anonymous.get('/health/ready'),
+          await client.get('/v1/collections'),
+        ]) {
           expect(response.status).to.equal(503);
           expect(response.body).to.include({ code: 'unavailable' });
         }

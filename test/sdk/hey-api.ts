@@ -15,6 +15,8 @@ export async function callEveryOperation(baseUrl: string, key: string, collectio
   const answers = await inOrder({
     getHealth: () => sdk.getHealth(),
     headHealth: () => sdk.headHealth(),
+    getReadiness: () => sdk.getReadiness(),
+    headReadiness: () => sdk.headReadiness(),
     getUsage: () => sdk.getUsage(),
     headUsage: () => sdk.headUsage(),
     createCollection: () => sdk.createCollection({ body: { name: collection } }),

@@ -16,6 +16,8 @@ export async function callEveryOperation(baseUrl: string, key: string, collectio
   const answers = await inOrder({
     getHealth: () => api.GET('/health'),
     headHealth: () => api.HEAD('/health'),
+    getReadiness: () => api.GET('/health/ready'),
+    headReadiness: () => api.HEAD('/health/ready'),
     getUsage: () => api.GET('/v1/usage'),
     headUsage: () => api.HEAD('/v1/usage'),
     createCollection: () => api.POST('/v1/collections', { body: { name: collection } }),

@@ -22,6 +22,8 @@ export async function callEveryOperation(baseUrl: string, key: string, collectio
   const answers = await inOrder({
     getHealth: () => api.getHealth(options),
     headHealth: () => api.headHealth(options),
+    getReadiness: () => api.getReadiness(options),
+    headReadiness: () => api.headReadiness(options),
     getUsage: () => api.getUsage(options),
     headUsage: () => api.headUsage(options),
     createCollection: () => api.createCollection({ name: collection }, options),

@@ -9,6 +9,7 @@ import { scrape, value } from '../support/metrics.ts';
 import { pollUntil } from '../support/process.ts';
 import { Receiver } from '../support/receiver.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
+import { watchHealth } from '../support/watchdog.ts';
 
 interface Webhook {
   id: number;
@@ -28,6 +29,7 @@ describeEachBackend('webhook deliveries', (backend) => {
     );
   });
   after(() => server.stop());
+  watchHealth(() => server);
   beforeEach(async () => {
     receiver = await Receiver.start();
   });
