@@ -2,7 +2,7 @@
 // and at connection time on this machine's own receiver: no packet leaves 127.0.0.1.
 import { expect } from 'chai';
 import { isLoopbackName, isPublicAddress, urlProblem } from '../../src/webhooks/address.ts';
-import { Sender } from '../../src/webhooks/send.ts';
+import { type LookupAll, Sender } from '../../src/webhooks/send.ts';
 import { Receiver } from '../support/receiver.ts';
 
 describe('webhook addresses', () => {
@@ -89,20 +89,31 @@ describe('webhook addresses', () => {
     let sender: Sender;
     before(async () => {
       receiver = await Receiver.start();
-      sender = new Sender(2000, false);
+      // A lookup the test injects, by which one name is this machine's loopback address.
+      const lookupAll: LookupAll = (hostname, _options, callback) =>
+        hostname === 'internal.example'
+          ? callback(null, [{ address: '127.0.0.1', family: 4 }])
+          : callback(Object.assign(new Error('not found'), { code: 'ENOTFOUND' }), []);
+      sender = new Sender(2000, false, lookupAll);
     });
     after(async () => {
       await sender.close();
       await receiver.stop();
     });
 
-    it('refuses a loopback literal before connecting, and a name that resolves to one (localhost)', async () => {
-      const literal = await sender.send(receiver.url, 'whsec_c2VjcmV0', 'msg_1', '{}');
+    it('refuses a loopback literal before connecting, a name that resolves to one and a loopback name (RFC 6761)', async () => {
       const port = new URL(receiver.url).port;
-      const named = await sender.send(`http://localhost:${port}/hook`, 'whsec_c2VjcmV0', 'msg_2', '{}');
-      for (const result of [literal, named]) {
-        expect(result).to.include({ ok: false, status: null });
-        expect(result.error).to.match(/^address refused/);
+      const refusals: [string, RegExp][] = [
+        [receiver.url, /^address refused: 127\.0\.0\.1 is a private address/],
+        [`http://internal.example:${port}/hook`, /^address refused: internal\.example resolves to 127\.0\.0\.1/],
+        [`http://localhost:${port}/hook`, /^address refused: localhost is a loopback name/],
+        [`http://localhost.:${port}/hook`, /^address refused: localhost\. is a loopback name/],
+        [`http://sub.LOCALHOST:${port}/hook`, /^address refused: sub\.localhost is a loopback name/],
+      ];
+      for (const [n, [url, reason]] of refusals.entries()) {
+        const result = await sender.send(url, 'whsec_c2VjcmV0', `msg_${n}`, '{}');
+        expect(result, url).to.include({ ok: false, status: null });
+        expect(result.error, url).to.match(reason);
       }
       expect(receiver.received).to.deep.equal([]);
     });
