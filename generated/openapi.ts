@@ -876,7 +876,9 @@ export interface paths {
          *     is POSTed to `url`, signed (docs/webhooks.md). The URL must be `http` or `https`, at most 2,048
          *     characters, without credentials, and, unless the server allows private addresses
          *     (`ROWBASE_WEBHOOKS_ALLOW_PRIVATE`), its host must not be or resolve to a loopback, private,
-         *     link-local, CGNAT, multicast or unique-local address: `400`. An account holds at most
+         *     link-local, CGNAT, multicast or unique-local address, nor be `localhost` or a name under it
+         *     (`sub.localhost`), in any case and with or without trailing dots, which RFC 6761 makes
+         *     loopback names: `400`. An account holds at most
          *     `ROWBASE_MAX_WEBHOOKS_PER_ACCOUNT` webhooks (20 by default): `409`.
          */
         post: operations["createWebhook"];
@@ -2300,7 +2302,8 @@ export interface components {
         };
         /**
          * @description Where the changes are POSTed: an `http` or `https` URL without credentials, whose host is no
-         *     private address unless the server allows them (`createWebhook`). Redirects are not followed.
+         *     private address nor loopback name (RFC 6761: `localhost` and the names under it) unless the
+         *     server allows them (`createWebhook`). Redirects are not followed.
          */
         WebhookUrl: string;
     };

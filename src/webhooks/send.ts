@@ -1,14 +1,14 @@
 // How a delivery leaves (docs/webhooks.md, "Delivery"): one POST through undici, signed per Standard
 // Webhooks, acknowledged by any 2xx within the timeout. The address rule (address.ts) is checked on
-// every connection: on the addresses a name resolves to before connecting, and on the address the
-// socket did connect to, so that no DNS rebinding gets around it. Redirects are not followed, and at
-// most 64 KiB of an answer is read: a receiver that hangs, trickles or answers gigabytes is cut off at
-// the timeout, on its own connection, and holds up no other webhook.
+// every connection: on a loopback name before anything, on the addresses a name resolves to before
+// connecting, and on the address the socket did connect to, so that no DNS rebinding gets around it.
+// Redirects are not followed, and at most 64 KiB of an answer is read: a receiver that hangs, trickles
+// or answers gigabytes is cut off at the timeout, on its own connection, and holds up no other webhook.
 import { createHmac } from 'node:crypto';
-import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { lookup as dnsLookup, type LookupAddress, type LookupAllOptions } from 'node:dns';
 import { isIP } from 'node:net';
 import { Agent, buildConnector, request } from 'undici';
-import { isPublicAddress } from './address.ts';
+import { isLoopbackName, isPublicAddress } from './address.ts';
 
 /** The most of an answer read: the rest is not waited for. */
 export const MAX_ANSWER_BYTES = 64 * 1024;
@@ -27,28 +27,40 @@ export function sign(secret: string, id: string, timestamp: number, body: string
   return `v1,${createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64')}`;
 }
 
+/** dns.lookup with `all`: every address a name resolves to; injectable for tests. */
+export type LookupAll = (
+  hostname: string,
+  options: LookupAllOptions,
+  callback: (error: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void,
+) => void;
+
 type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
 
-/** dns.lookup that refuses a name any address of which the rule refuses. */
-function checkedLookup(hostname: string, options: { all?: boolean; family?: number }, callback: LookupCallback): void {
-  dnsLookup(hostname, { ...options, all: true }, (error, addresses) => {
-    if (error) return callback(error, []);
-    const refused = addresses.find(({ address }) => !isPublicAddress(address));
-    if (refused) return callback(new AddressRefusedError(`${hostname} resolves to ${refused.address}, a private address`), []);
-    if (options.all) return callback(null, addresses);
-    callback(null, addresses[0].address, addresses[0].family);
-  });
-}
+/** A dns.lookup, by `lookupAll`, that refuses a name any address of which the rule refuses. */
+const checkedLookup =
+  (lookupAll: LookupAll) =>
+  (hostname: string, options: { all?: boolean; family?: number }, callback: LookupCallback): void => {
+    lookupAll(hostname, { ...options, all: true }, (error, addresses) => {
+      if (error) return callback(error, []);
+      const refused = addresses.find(({ address }) => !isPublicAddress(address));
+      if (refused) return callback(new AddressRefusedError(`${hostname} resolves to ${refused.address}, a private address`), []);
+      if (options.all) return callback(null, addresses);
+      callback(null, addresses[0].address, addresses[0].family);
+    });
+  };
 
 /** The connector of webhook deliveries: undici's, with the address rule on every connection unless `allowPrivate`. */
-function checkedConnector(allowPrivate: boolean, timeoutMs: number): buildConnector.connector {
+function checkedConnector(allowPrivate: boolean, timeoutMs: number, lookupAll: LookupAll): buildConnector.connector {
   // BuildOptions wants a `port` it does not use (each connection's own is given): a cast, not a made-up port.
-  const connect = buildConnector({ timeout: timeoutMs, ...(allowPrivate ? {} : { lookup: checkedLookup }) } as buildConnector.BuildOptions);
+  const lookup = allowPrivate ? {} : { lookup: checkedLookup(lookupAll) };
+  const connect = buildConnector({ timeout: timeoutMs, ...lookup } as buildConnector.BuildOptions);
   if (allowPrivate) return connect;
   return (options, callback) => {
     const host = options.hostname.replace(/^\[(.*)\]$/, '$1');
     // A literal address is not looked up: it is judged as it is.
     if (isIP(host) !== 0 && !isPublicAddress(host)) return callback(new AddressRefusedError(`${host} is a private address`), null);
+    // Nor is a loopback name (RFC 6761), whatever a resolver would answer for it.
+    if (isLoopbackName(host)) return callback(new AddressRefusedError(`${host} is a loopback name`), null);
     connect(options, (error, socket) => {
       if (error) return callback(error, null);
       const remote = (socket as { remoteAddress?: string }).remoteAddress;
@@ -76,13 +88,15 @@ export class Sender {
   /**
    * `timeoutMs`: the whole attempt, connecting and reading the answer included (ROWBASE_WEBHOOK_TIMEOUT_MS).
    * `allowPrivate`: no address rule (ROWBASE_WEBHOOKS_ALLOW_PRIVATE).
+   * `lookupAll`: how names are resolved; dns.lookup by default.
    */
   constructor(
     private readonly timeoutMs: number,
     allowPrivate: boolean,
+    lookupAll: LookupAll = dnsLookup,
   ) {
     this.agent = new Agent({
-      connect: checkedConnector(allowPrivate, timeoutMs),
+      connect: checkedConnector(allowPrivate, timeoutMs, lookupAll),
       headersTimeout: timeoutMs,
       bodyTimeout: timeoutMs,
       connections: 16,

@@ -3,7 +3,7 @@
 // is ever delivered anywhere but 127.0.0.1.
 import { expect } from 'chai';
 import { describeEachBackend } from '../support/backends.ts';
-import type { Client } from '../support/client.ts';
+import type { Client, Response } from '../support/client.ts';
 import { startTestServer, TEST_PLAN, type TestServer } from '../support/server.ts';
 
 const URL_HERE = 'http://127.0.0.1:9/hook';
@@ -165,16 +165,26 @@ describeEachBackend('managing webhooks', (backend) => {
 });
 
 describeEachBackend('the address rule of webhooks', (backend) => {
-  // No write is made on this server: a webhook it took could point anywhere.
+  // No row is written on this server, and its one webhook points at a name of `.invalid`, which never
+  // resolves (RFC 6761): a webhook it took could point anywhere.
   let server: TestServer;
   before(async () => {
     server = await startTestServer({}, { backend });
   });
   after(() => server.stop());
 
+  // Loopback names (RFC 6761): `localhost` and the names under it, in any case, with trailing dots.
+  const loopbackNames = [
+    'http://localhost:9/hook',
+    'http://localhost.:8080/',
+    'http://LOCALHOST./hook',
+    'http://localhost../hook',
+    'http://sub.localhost/hook',
+    'http://a.b.LocalHost./hook',
+  ];
   const refused = [
     'http://127.0.0.1:9/hook',
-    'http://localhost:9/hook',
+    ...loopbackNames,
     'http://[::1]:9/hook',
     'http://10.0.0.1/hook',
     'http://192.168.0.10/hook',
@@ -184,14 +194,25 @@ describeEachBackend('the address rule of webhooks', (backend) => {
     'http://[::ffff:127.0.0.1]/hook',
     'http://224.0.0.1/hook',
   ];
+  const expectRefused = (answer: Response<{ errors: { name: string; message: string }[] }>) => {
+    expect(answer.status, answer.text).to.equal(400);
+    expect(answer.body.errors[0]).to.deep.include({ name: '/url' });
+    expect(answer.body.errors[0].message).to.match(/private address/);
+  };
   for (const url of refused) {
     it(`refuses ${url}: 400`, async () => {
       const client = await server.client();
-      const made = await client.post<{ code: string; errors: { name: string; message: string }[] }>('/v1/webhooks', { url });
-      expect(made.status, made.text).to.equal(400);
-      expect(made.body.errors[0]).to.deep.include({ name: '/url' });
-      expect(made.body.errors[0].message).to.match(/private address/);
+      expectRefused(await client.post('/v1/webhooks', { url }));
       expect((await client.get('/v1/webhooks')).body).to.deep.equal([]);
     });
   }
+
+  it('refuses a change of URL to a loopback name: 400, the URL kept', async () => {
+    const client = await server.client();
+    const url = 'https://hook.invalid/';
+    const made = await client.post<Webhook>('/v1/webhooks', { url });
+    expect(made.status, made.text).to.equal(201);
+    for (const loopback of loopbackNames) expectRefused(await client.patch(`/v1/webhooks/${made.body.id}`, { url: loopback }));
+    expect((await client.get<Webhook>(`/v1/webhooks/${made.body.id}`)).body.url).to.equal(url);
+  });
 });
