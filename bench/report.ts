@@ -655,7 +655,7 @@ function markdown(results: Results): string {
       `${settings.durationSeconds} s a measurement after ${settings.warmupSeconds} s of warm-up, ` +
       `${thousands(settings.rows)} rows, batches of ${thousands(settings.batchSize)}, pages of ${settings.pageSize}, ` +
       `fanout to ${thousands(settings.fanoutSubscribers)} subscribers at ${settings.fanoutRate} inserts a second, ` +
-      `${thousands(settings.idleSubscribers)} idle sockets. Every setting, measurement and profile is in \`bench/results.json\`.`,
+      `${thousands(settings.idleSubscribers)} idle sockets. Every setting, measurement and profile of the run is in \`bench/results.json\` (not kept in git).`,
     '',
     profiles.length
       ? `Profiles (self time on the main thread within the measured window; the raw profiles in \`bench/profiles/\`):\n\n${profiles.join('\n')}`

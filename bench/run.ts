@@ -12,7 +12,7 @@
 //      each measurement's load comes from a process of its own (load.ts; for the feed, subscribers.ts
 //      and writer.ts, see feed.ts; for the webhooks, receivers.ts too, see webhooks.ts); idle-sockets,
 //      once, in the last round, on a rowbase of its own;
-//   5. the table: printed, and written to bench/results.json and BENCHMARKS.md (a full run) or
+//   5. the table: printed, and written to BENCHMARKS.md and bench/results.json (a full run; not kept in git: BENCHMARKS.md is the record) or
 //      bench/results-quick.json (--quick, which leaves the record alone);
 //   6. (full run) rowbase again under `node --cpu-prof` for get-row, list and every missed target
 //      (fanout and insert-batch (postgres) too; idle-sockets' target is on memory, not CPU).
