@@ -3,9 +3,9 @@
 // process, into a temp folder. Beside them go the callers of test/sdk/, which call every operation with
 // each client and read its answers through the client's types, without a cast; tsc --strict compiles them
 // all, then each caller runs against a real server, every response it sees checked against openapi.yaml.
-// The types each generator exports are named after the document (its schemas, responses, parameters and
-// operations), never after where an unnamed schema sits (`ErrorResponseAllOf`, `GetDocsAsset404`) nor
-// numbered apart (`CollectionName2`).
+// The types each generator exports are named after the document (its schemas, request bodies, responses,
+// parameters and operations), never after where an unnamed schema sits (`ErrorResponseAllOf`,
+// `GetDocsAsset404`) nor numbered apart (`CollectionName2`).
 import { cp, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -155,6 +155,7 @@ describe('clients generated from openapi.yaml', function () {
     const schemas = Object.keys(document.components.schemas);
     const parameters = Object.keys(document.components.parameters);
     const responses = Object.keys(document.components.responses);
+    const requestBodies = Object.keys(document.components.requestBodies);
     const operations = Object.values<Record<string, { operationId?: string }>>(document.paths).flatMap((item) =>
       Object.values(item).flatMap((operation) => (operation.operationId ? [pascal(operation.operationId)] : [])),
     );
@@ -164,16 +165,18 @@ describe('clients generated from openapi.yaml', function () {
     const heyApiNames = new Set([
       'ClientOptions',
       ...schemas,
+      ...requestBodies,
       ...parameters,
       ...operations.flatMap((operation) => ['Data', 'Errors', 'Error', 'Responses', 'Response'].map((suffix) => `${operation}${suffix}`)),
     ]);
     expect(heyApi.filter((name) => !heyApiNames.has(name))).to.deep.equal([]);
 
-    // orval's fetch client also names each operation's answers (`getHealthResponse200`, lower case first),
-    // and its own status types (`HTTPStatusCode4xx`).
+    // orval names a request body `<name>Body`; its fetch client also names each operation's answers
+    // (`getHealthResponse200`, lower case first), and its own status types (`HTTPStatusCode4xx`).
     const orval = exported(await readFile(join(dir, 'sdk/out/orval/api.ts'), 'utf8')).filter((name) => /^[A-Z]/.test(name));
     const orvalNames = new Set([
       ...schemas,
+      ...requestBodies.map((requestBody) => `${requestBody}Body`),
       ...parameters.map((parameter) => `${parameter}Parameter`),
       ...responses.map((response) => `${response}Response`),
       ...operations.map((operation) => `${operation}Params`),
