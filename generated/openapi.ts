@@ -531,8 +531,9 @@ export interface paths {
         /**
          * Change some fields of every row a filter matches, all or none.
          * @description Patches every row of the collection that `filter` matches, as `PATCH` of one row patches it (a
-         *     top-level merge, a JSON Merge Patch or a JSON Patch, by the body's `Content-Type`, as there), in
-         *     one transaction: every row or none. A patch that cannot apply to one of the rows is `409
+         *     top-level merge, a JSON Merge Patch or a JSON Patch, by the body's `Content-Type`, as there: a
+         *     generated client sends `application/json` unless the call names another), in one transaction:
+         *     every row or none. A patch that cannot apply to one of the rows is `409
          *     patch_conflict`, its `detail` naming the row, and nothing is written. Each changed row
          *     is one `update` event, in id order, with consecutive `seq`. Answers how many rows changed, and
          *     with `return=rows` the rows as they now are, in id order. A filter that matches no row changes
@@ -604,7 +605,8 @@ export interface paths {
          * Change some fields of a row.
          * @description The body's `Content-Type` says how it changes the row (the `200` and `304` of `GET`, `HEAD` and
          *     `PATCH` of a row, and the `415` of a `PATCH`, name the three in `Accept-Patch`, RFC 5789; any
-         *     other type is `415`):
+         *     other type, or none, is `415`). A client generated from this document sends `application/json`,
+         *     the first of `RowPatchRequest`, unless the call names another `Content-Type`:
          *
          *     - `application/json`: a top-level merge. Each given field replaces the old value whole (nested
          *       objects too), and `null` stores `null`. Fields not given keep their values.
@@ -3375,7 +3377,61 @@ export interface components {
          */
         WebhookIdPath: number;
     };
-    requestBodies: never;
+    requestBodies: {
+        /**
+         * @description A patch of a row, in the format its `Content-Type` names (docs/patches.md):
+         *
+         *     - `application/json`: a top-level merge. Each given field replaces the old value whole (nested
+         *       objects too), and `null` stores `null`. Fields not given keep their values.
+         *     - `application/merge-patch+json`: a JSON Merge Patch (RFC 7396). Nested objects merge member by
+         *       member, `null` removes a field, anything else replaces it.
+         *     - `application/json-patch+json`: a JSON Patch (RFC 6902), and ours, `increment`.
+         *
+         *     `application/json` comes first: a client generated from this document sends it unless the call
+         *     names another `Content-Type` (a header of the call), so a top-level merge needs no header with any
+         *     of openapi-fetch, @hey-api/openapi-ts and orval. Any other type, or none, is `415`.
+         */
+        RowPatchRequest: {
+            content: {
+                /**
+                 * @example {
+                 *       "text": "hello again"
+                 *     }
+                 */
+                "application/json": components["schemas"]["RowPatch"];
+                /**
+                 * @example [
+                 *       {
+                 *         "op": "test",
+                 *         "path": "/status",
+                 *         "value": "open"
+                 *       },
+                 *       {
+                 *         "op": "increment",
+                 *         "path": "/likes",
+                 *         "value": 1
+                 *       },
+                 *       {
+                 *         "op": "add",
+                 *         "path": "/tags/-",
+                 *         "value": "popular"
+                 *       }
+                 *     ]
+                 */
+                "application/json-patch+json": components["schemas"]["JsonPatch"];
+                /**
+                 * @example {
+                 *       "text": "hello again",
+                 *       "draft": null,
+                 *       "meta": {
+                 *         "author": "ana"
+                 *       }
+                 *     }
+                 */
+                "application/merge-patch+json": components["schemas"]["MergePatch"];
+            };
+        };
+    };
     headers: {
         /**
          * @description The media types `PATCH` of a row takes (RFC 5789 §3.1): `application/json` (a top-level merge),
@@ -4919,33 +4975,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody: {
-            content: {
-                /**
-                 * @example {
-                 *       "status": "archived"
-                 *     }
-                 */
-                "application/json": components["schemas"]["RowPatch"];
-                /**
-                 * @example [
-                 *       {
-                 *         "op": "increment",
-                 *         "path": "/views",
-                 *         "value": 1
-                 *       }
-                 *     ]
-                 */
-                "application/json-patch+json": components["schemas"]["JsonPatch"];
-                /**
-                 * @example {
-                 *       "status": "archived",
-                 *       "pinned": null
-                 *     }
-                 */
-                "application/merge-patch+json": components["schemas"]["MergePatch"];
-            };
-        };
+        requestBody: components["requestBodies"]["RowPatchRequest"];
         responses: {
             /** @description Every matching row was changed (none, if none matched). */
             200: {
@@ -5186,46 +5216,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody: {
-            content: {
-                /**
-                 * @example {
-                 *       "text": "hello again"
-                 *     }
-                 */
-                "application/json": components["schemas"]["RowPatch"];
-                /**
-                 * @example [
-                 *       {
-                 *         "op": "test",
-                 *         "path": "/status",
-                 *         "value": "open"
-                 *       },
-                 *       {
-                 *         "op": "increment",
-                 *         "path": "/likes",
-                 *         "value": 1
-                 *       },
-                 *       {
-                 *         "op": "add",
-                 *         "path": "/tags/-",
-                 *         "value": "popular"
-                 *       }
-                 *     ]
-                 */
-                "application/json-patch+json": components["schemas"]["JsonPatch"];
-                /**
-                 * @example {
-                 *       "text": "hello again",
-                 *       "draft": null,
-                 *       "meta": {
-                 *         "author": "ana"
-                 *       }
-                 *     }
-                 */
-                "application/merge-patch+json": components["schemas"]["MergePatch"];
-            };
-        };
+        requestBody: components["requestBodies"]["RowPatchRequest"];
         responses: {
             /** @description The whole row after the change, and its new version as `ETag`. */
             200: {

@@ -33,6 +33,12 @@ const typedSchemas = {
   RowQueryPage: 'queryPage',
 } as const;
 
+/**
+ * The request bodies of openapi.yaml a typed collection has its own of, by kind: `RowPatchRequest`, the
+ * body of both PATCH of rows, whose top-level merge is the collection's `<Prefix>Patch`.
+ */
+const typedRequestBodies = { RowPatchRequest: 'patchRequest' } as const;
+
 /** The query of a typed collection's `query…Rows`: openapi.yaml's `RowQuery` without `select`. */
 const WHOLE_ROW_QUERY = 'WholeRowQuery';
 
@@ -58,16 +64,40 @@ function base31(base: object): JsonObject {
   return document;
 }
 
-/** `node` with every `$ref` to a schema of `renamed` pointing at its new name instead. A new value. */
+/** A `$ref` to a schema or a request body of the document: its kind of component, and its name. */
+const localComponent = /^#\/components\/(schemas|requestBodies)\/(.+)$/;
+
+/**
+ * `node` with every `$ref` to a schema or request body named in `renamed` pointing at its new name
+ * (of the same kind) instead. A new value.
+ */
 function retarget(node: unknown, renamed: Record<string, string>): unknown {
   if (Array.isArray(node)) return node.map((item) => retarget(item, renamed));
   if (!isObject(node)) return node;
   const out: JsonObject = {};
   for (const [key, value] of Object.entries(node)) {
-    const name = key === '$ref' && typeof value === 'string' && value.startsWith('#/components/schemas/') ? value.slice(21) : undefined;
-    out[key] = name !== undefined && name in renamed ? componentRef(renamed[name]!) : retarget(value, renamed);
+    const [, kind, name] = (key === '$ref' && typeof value === 'string' && localComponent.exec(value)) || [];
+    out[key] = name !== undefined && name in renamed ? `#/components/${kind}/${renamed[name]}` : retarget(value, renamed);
   }
   return out;
+}
+
+/** The generic request body `generic` of openapi.yaml as a typed collection's own: its types, no examples. */
+function collectionRequestBody(generic: JsonObject, collection: string, renamed: Record<string, string>): JsonObject {
+  const copy = retarget(generic, renamed) as JsonObject;
+  copy.description = `${String(generic.description).trimEnd()}\n\nOf the collection \`${collection}\`, its top-level merge typed by its schema.\n`;
+  withoutExamples(copy);
+  return copy;
+}
+
+/** Removes the examples of each media type of `holder` (a request body or a response), if it has any. */
+function withoutExamples(holder: unknown): void {
+  if (!isObject(holder) || !isObject(holder.content)) return;
+  for (const media of Object.values(holder.content)) {
+    if (!isObject(media)) continue;
+    delete media.example;
+    delete media.examples;
+  }
 }
 
 /** The generic operation of openapi.yaml as the copy of one collection: its path, its types, its names. */
@@ -87,14 +117,7 @@ function collectionOperation(operation: JsonObject, collection: string, typed: b
       );
     }
     // The examples of openapi.yaml are rows of no schema, which this collection's schema may refuse.
-    for (const holder of [copy.requestBody, ...Object.values(isObject(copy.responses) ? copy.responses : {})]) {
-      if (!isObject(holder) || !isObject(holder.content)) continue;
-      for (const media of Object.values(holder.content)) {
-        if (!isObject(media)) continue;
-        delete media.example;
-        delete media.examples;
-      }
-    }
+    for (const holder of [copy.requestBody, ...Object.values(isObject(copy.responses) ? copy.responses : {})]) withoutExamples(holder);
   }
   return copy;
 }
@@ -107,7 +130,8 @@ const collectionTag = (collection: string) => `rows of ${collection}`;
  * `collections`, the paths `/v1/collections/<name>/rows`, `…/rows/{row_id}`, `…/versioned-rows` and
  * `…/query`, whose operations are those of openapi.yaml (`insertRows` → `insert<Prefix>Rows`; names.ts)
  * typed by the collection's schema: `<Prefix>Row`, `<Prefix>Insert`, `<Prefix>Patch`, `<Prefix>RowVersion`,
- * `<Prefix>ChangedRows`, `<Prefix>QueryPage`, and the schema's `$defs` (row-schemas.ts). A typed operation
+ * `<Prefix>ChangedRows`, `<Prefix>QueryPage`, and the schema's `$defs` (row-schemas.ts), and the request
+ * body of its PATCH operations, `<Prefix>PatchRequest` (a component, as openapi.yaml's). A typed operation
  * answers whole rows: it takes no `select`. A collection without a schema gets the same paths, typed as
  * openapi.yaml types rows. The generic operations stay. Collections come in name order, whatever the
  * order given. A new document each call; its parts may be shared with earlier ones: do not change it.
@@ -115,9 +139,11 @@ const collectionTag = (collection: string) => `rows of ${collection}`;
 export function accountOpenApi(base: object, collections: readonly CollectionContract[]): object {
   const document = base31(base);
   const baseSchemas = (document.components as JsonObject).schemas as JsonObject;
+  const baseRequestBodies = (document.components as JsonObject).requestBodies as JsonObject;
   const basePaths = document.paths as JsonObject;
   const paths: JsonObject = { ...basePaths };
   const schemas: JsonObject = { ...baseSchemas };
+  const requestBodies: JsonObject = { ...baseRequestBodies };
   const tags = [...((document.tags as unknown[]) ?? [])];
   let anyTyped = false;
 
@@ -127,8 +153,11 @@ export function accountOpenApi(base: object, collections: readonly CollectionCon
     if (typed) {
       anyTyped = true;
       Object.assign(schemas, rowSchemas(name, schema, { id: { $ref: componentRef('RowId') } }).schemas);
-      for (const [generic, kind] of Object.entries(typedSchemas)) renamed[generic] = rowTypeName(name, kind);
+      for (const [generic, kind] of Object.entries({ ...typedSchemas, ...typedRequestBodies })) renamed[generic] = rowTypeName(name, kind);
       renamed.RowQuery = WHOLE_ROW_QUERY;
+      for (const generic of Object.keys(typedRequestBodies)) {
+        requestBodies[renamed[generic]!] = collectionRequestBody(baseRequestBodies[generic] as JsonObject, name, renamed);
+      }
       for (const generic of ['VersionedRow', 'ChangedRows', 'RowQueryPage'] as const) {
         schemas[renamed[generic]!] = {
           ...(retarget(baseSchemas[generic], renamed) as JsonObject),
@@ -159,7 +188,7 @@ export function accountOpenApi(base: object, collections: readonly CollectionCon
       properties,
     };
   }
-  return { ...document, tags, paths, components: { ...(document.components as JsonObject), schemas } };
+  return { ...document, tags, paths, components: { ...(document.components as JsonObject), schemas, requestBodies } };
 }
 
 /** The feed's generic payloads a collection has its own of, and the message of each. */

@@ -35,6 +35,8 @@ export const rowTypeSuffixes = {
   insert: 'Insert',
   /** The fields of a patch, none required. */
   patch: 'Patch',
+  /** The request body of a PATCH of rows (`RowPatchRequest`): a patch in any of its formats. */
+  patchRequest: 'PatchRequest',
   /** A row with its version (`VersionedRow`). */
   rowVersion: 'RowVersion',
   /** What a change by filter answers (`ChangedRows`). */

@@ -4,9 +4,11 @@
 // to themselves, and `orders`, with enums, nested objects, arrays, `$defs` and `$ref`s, formats and
 // nullable fields. The slow half lints the documents (Spectral, Redocly, the AsyncAPI parser) and runs
 // the three generators once on the OpenAPI document, then tsc --strict once over a program that inserts a
-// `notes` row with each client, and the same program with a number for `title`.
+// `notes` row with each client, and the same program with a number for `title`; and patches a `notes` row
+// with orval's client, which once sent no Content-Type for a body of several media types.
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { Parser } from '@asyncapi/parser';
 import { expect } from 'chai';
 import fc from 'fast-check';
@@ -247,12 +249,29 @@ describe("the account's contract", () => {
         content: { 'application/json': { schema: { type: 'array', minItems: 1, items: { $ref: '#/components/schemas/NotesInsert' } } } },
       });
       expect(refsOf(rows.get)).to.include('#/components/schemas/NotesRow').and.not.include('#/components/parameters/SelectParameter');
-      // A merge patch and a JSON Patch are typed as openapi.yaml types them (docs/patches.md).
-      expect(refsOf(rows.patch!.requestBody)).to.deep.equal([
+      // Both PATCH take the collection's own request body, a component as openapi.yaml's is, whose
+      // top-level merge (application/json, first) is its own type; a merge patch and a JSON Patch are typed
+      // as openapi.yaml types them (docs/patches.md).
+      const patchRequest = { $ref: '#/components/requestBodies/NotesPatchRequest' };
+      expect(rows.patch!.requestBody).to.deep.equal(patchRequest);
+      expect(paths['/v1/collections/notes/rows/{row_id}']!.patch!.requestBody).to.deep.equal(patchRequest);
+      const requestBodies = (document.components as Json).requestBodies as Record<string, Json>;
+      expect(Object.keys(requestBodies.NotesPatchRequest!.content as Json)[0]).to.equal('application/json');
+      expect(refsOf(requestBodies.NotesPatchRequest)).to.deep.equal([
         '#/components/schemas/NotesPatch',
         '#/components/schemas/MergePatch',
         '#/components/schemas/JsonPatch',
       ]);
+      expect(membersNamed(requestBodies.NotesPatchRequest, 'example')).to.deep.equal([]);
+      // A collection without a schema takes openapi.yaml's, as it is.
+      expect(refsOf(requestBodies.RowPatchRequest)).to.deep.equal([
+        '#/components/schemas/RowPatch',
+        '#/components/schemas/MergePatch',
+        '#/components/schemas/JsonPatch',
+      ]);
+      expect(paths['/v1/collections/scratch/rows']!.patch!.requestBody).to.deep.equal({
+        $ref: '#/components/requestBodies/RowPatchRequest',
+      });
       expect(refsOf(paths['/v1/collections/notes/query']!.post!.requestBody)).to.deep.equal(['#/components/schemas/WholeRowQuery']);
       expect(refsOf(paths['/v1/collections/notes/versioned-rows']!.get)).to.include('#/components/schemas/NotesRowVersion');
       expect(paths['/v1/collections/notes/rows/{row_id}']!.parameters).to.deep.equal([{ $ref: '#/components/parameters/RowIdPath' }]);
@@ -456,6 +475,8 @@ describe("the account's contract", () => {
     /** What tsc --strict said of the callers of the clients, by file. */
     let compiled: Map<string, string[]>;
     let server: TestServer | undefined;
+    /** The key of the account that holds the collections. */
+    let key: string | undefined;
 
     // The documents as a real server serves them to a key of the account that holds the collections,
     // each made with its schema over the API.
@@ -463,6 +484,7 @@ describe("the account's contract", () => {
       ({ dir, remove } = await sdkFolder());
       server = await startTestServer();
       const client = await server.client();
+      key = client.key;
       for (const { name, schema } of collections) {
         const made = await client.post('/v1/collections', schema ? { name, schema } : { name });
         expect(made.status, `${name}: ${made.text}`).to.equal(201);
@@ -476,6 +498,7 @@ describe("the account's contract", () => {
     });
 
     after(async () => {
+      delete process.env.ROWBASE_URL;
       await server?.stop();
       await remove?.();
     });
@@ -541,6 +564,22 @@ describe("the account's contract", () => {
     it('compiles a program that inserts a `notes` row with each client, with tsc --strict', () => {
       for (const name of Object.keys(callers)) expect(compiled.get(`callers/${name}.ts`) ?? [], name).to.deep.equal([]);
       expect([...compiled.keys()].filter((file) => !file.startsWith('callers/'))).to.deep.equal([]);
+    });
+
+    it("patches a `notes` row with orval's client, a top-level merge with no Content-Type named (docs/patches.md)", async () => {
+      const api = (await import(pathToFileURL(join(dir, 'out/orval/api.ts')).href)) as {
+        insertNotesRows: (rows: object[], params: undefined, options: RequestInit) => Promise<{ status: number; data: { id: number }[] }>;
+        updateNotesRow: (rowId: number, patch: object, options: RequestInit) => Promise<{ status: number; data: unknown }>;
+      };
+      process.env.ROWBASE_URL = server?.url;
+      const options = { headers: { Authorization: `Bearer ${key}` } };
+      const inserted = await api.insertNotesRows([{ title: 'hello' }], undefined, options);
+      expect(inserted.status).to.equal(201);
+      const [{ id }] = inserted.data;
+      expect(await api.updateNotesRow(id, { pinned: true }, options)).to.deep.include({
+        status: 200,
+        data: { id, title: 'hello', pinned: true },
+      });
     });
 
     it('refuses to compile the same program with a number for `title`, with each client', () => {

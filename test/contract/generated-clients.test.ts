@@ -3,15 +3,18 @@
 // process, into a temp folder. Beside them go the callers of test/sdk/, which call every operation with
 // each client and read its answers through the client's types, without a cast; tsc --strict compiles them
 // all, then each caller runs against a real server, every response it sees checked against openapi.yaml.
-// The types each generator exports are named after the document (its schemas, responses, parameters and
-// operations), never after where an unnamed schema sits (`ErrorResponseAllOf`, `GetDocsAsset404`) nor
-// numbered apart (`CollectionName2`).
+// Each client then PATCHes rows on each backend in every format its types let it send, a top-level merge
+// naming no Content-Type, as a call sends it by default (docs/patches.md).
+// The types each generator exports are named after the document (its schemas, request bodies, responses,
+// parameters and operations), never after where an unnamed schema sits (`ErrorResponseAllOf`,
+// `GetDocsAsset404`) nor numbered apart (`CollectionName2`).
 import { cp, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { expect } from 'chai';
 import { parse } from 'yaml';
-import type { Outcome } from '../sdk/calls.ts';
+import type { Outcome, Patched } from '../sdk/calls.ts';
+import { describeEachBackend } from '../support/backends.ts';
 import { checkFetched } from '../support/contract.ts';
 import { runTool } from '../support/process.ts';
 import { generateClients, sdkFolder, writeStrictTsconfig } from '../support/sdk.ts';
@@ -19,12 +22,27 @@ import { startTestServer, TEST_PLAN, type TestServer } from '../support/server.t
 
 const root = new URL('../../', import.meta.url).pathname;
 
-/** Each generator: how it is run into `out` (a folder of the temp folder's sdk/out/), and its caller in test/sdk/. */
+/**
+ * Each generator: how it is run into `out` (a folder of the temp folder's sdk/out/), its caller in
+ * test/sdk/, and the formats of a PATCH of rows its types let a caller send (@hey-api/openapi-ts types the
+ * body as its first media type's schema alone, an object, so not a JSON Patch).
+ */
 const generators = [
-  { name: 'openapi-typescript + openapi-fetch', caller: 'openapi-fetch', out: 'openapi-typescript' },
-  { name: '@hey-api/openapi-ts', caller: 'hey-api', out: 'hey-api' },
-  { name: 'orval', caller: 'orval', out: 'orval' },
+  {
+    name: 'openapi-typescript + openapi-fetch',
+    caller: 'openapi-fetch',
+    out: 'openapi-typescript',
+    patches: ['merge', 'merge-by-filter', 'merge-patch', 'json-patch'],
+  },
+  { name: '@hey-api/openapi-ts', caller: 'hey-api', out: 'hey-api', patches: ['merge', 'merge-by-filter', 'merge-patch'] },
+  { name: 'orval', caller: 'orval', out: 'orval', patches: ['merge', 'merge-by-filter', 'merge-patch', 'json-patch'] },
 ] as const;
+
+/** The rows after each caller's PATCHes (test/sdk/calls.ts, patching), with and without its JSON Patch. */
+const patchedRows = (jsonPatch: boolean) => [
+  { id: 1, text: 'a', n: jsonPatch ? 4 : 2, meta: { x: 1 } },
+  { id: 2, text: 'b', n: 5 },
+];
 
 /** What every caller must see: each operation's status (the feed's refuse a request that is no upgrade). */
 const expectedStatuses = {
@@ -143,6 +161,27 @@ describe('clients generated from openapi.yaml', function () {
     });
   }
 
+  describeEachBackend('PATCH of rows', (backend) => {
+    let patchServer: TestServer;
+    let patchKey: string;
+    before(async () => {
+      patchServer = await startTestServer({}, { backend });
+      ({ key: patchKey } = (await patchServer.store.createKey('sdk-patcher', TEST_PLAN)) as { key: string });
+    });
+    after(() => patchServer?.stop());
+
+    for (const { name, caller, patches } of generators) {
+      it(`patches rows with ${name} in ${patches.join(', ')}: a merge with no Content-Type named`, async () => {
+        const { patchEachWay } = (await import(pathToFileURL(join(dir, 'sdk', `${caller}.ts`)).href)) as {
+          patchEachWay: (baseUrl: string, key: string, collection: string) => Promise<Patched>;
+        };
+        const { statuses, rows } = await patchEachWay(patchServer.url, patchKey, `patch-${caller}`);
+        expect(statuses).to.deep.equal(Object.fromEntries(patches.map((format) => [format, 200])));
+        expect(rows).to.deep.equal(patchedRows((patches as readonly string[]).includes('json-patch')));
+      });
+    }
+  });
+
   it('covers every operation of openapi.yaml', async () => {
     const document = parse(await readFile(join(root, 'openapi.yaml'), 'utf8'));
     const operationIds = Object.values<Record<string, { operationId?: string }>>(document.paths).flatMap((item) =>
@@ -157,6 +196,7 @@ describe('clients generated from openapi.yaml', function () {
     const schemas = Object.keys(document.components.schemas);
     const parameters = Object.keys(document.components.parameters);
     const responses = Object.keys(document.components.responses);
+    const requestBodies = Object.keys(document.components.requestBodies);
     const operations = Object.values<Record<string, { operationId?: string }>>(document.paths).flatMap((item) =>
       Object.values(item).flatMap((operation) => (operation.operationId ? [pascal(operation.operationId)] : [])),
     );
@@ -166,16 +206,18 @@ describe('clients generated from openapi.yaml', function () {
     const heyApiNames = new Set([
       'ClientOptions',
       ...schemas,
+      ...requestBodies,
       ...parameters,
       ...operations.flatMap((operation) => ['Data', 'Errors', 'Error', 'Responses', 'Response'].map((suffix) => `${operation}${suffix}`)),
     ]);
     expect(heyApi.filter((name) => !heyApiNames.has(name))).to.deep.equal([]);
 
-    // orval's fetch client also names each operation's answers (`getHealthResponse200`, lower case first),
-    // and its own status types (`HTTPStatusCode4xx`).
+    // orval names a request body `<name>Body`; its fetch client also names each operation's answers
+    // (`getHealthResponse200`, lower case first), and its own status types (`HTTPStatusCode4xx`).
     const orval = exported(await readFile(join(dir, 'sdk/out/orval/api.ts'), 'utf8')).filter((name) => /^[A-Z]/.test(name));
     const orvalNames = new Set([
       ...schemas,
+      ...requestBodies.map((requestBody) => `${requestBody}Body`),
       ...parameters.map((parameter) => `${parameter}Parameter`),
       ...responses.map((response) => `${response}Response`),
       ...operations.map((operation) => `${operation}Params`),

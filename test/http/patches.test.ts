@@ -145,6 +145,24 @@ describeEachBackend('patches', (backend) => {
       expect((await client.get<Row>(path)).body).to.deep.equal({ id: 1, a: 1 });
     });
 
+    it('takes application/json, which generated clients send unless told otherwise; fetch’s label for an unnamed body, or none, is 415', async () => {
+      const name = await collectionWith([{ n: 1 }]);
+      const path = `/v1/collections/${name}/rows/1`;
+      for (const target of [path, `/v1/collections/${name}/rows?${filter({})}`]) {
+        // A string body with no type named: fetch labels it text/plain;charset=UTF-8. Then bytes unlabelled.
+        for (const raw of ['{"n":2}', Buffer.from('{"n":2}')]) {
+          const refused = await client.request<Problem>('PATCH', target, { raw });
+          expect(refused.status, refused.text).to.equal(415);
+          expect(refused.body.code).to.equal('unsupported_media_type');
+          expect(refused.headers.get('accept-patch')).to.equal(ACCEPT_PATCH);
+        }
+      }
+      expect((await client.get<Row>(path)).body).to.deep.equal({ id: 1, n: 1 });
+      const merged = await send(path, JSON_TYPE, { n: 2 });
+      expect(merged.status, merged.text).to.equal(200);
+      expect(merged.body).to.deep.equal({ id: 1, n: 2 });
+    });
+
     it('reads the media type with parameters and in any case', async () => {
       const name = await collectionWith([{ n: 1 }]);
       const response = await send(`/v1/collections/${name}/rows/1`, 'Application/JSON-Patch+JSON; charset=utf-8', [

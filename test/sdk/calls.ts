@@ -55,3 +55,30 @@ export async function inOrder<Calls extends Record<string, () => Promise<unknown
 
 /** The URL of the webhook each caller makes: a port of this machine (the discard port), never another host. */
 export const webhookUrl = 'http://127.0.0.1:9/hook';
+
+/**
+ * What each caller's PATCHes of rows tell: the status of each, by the format it sent (`merge`, a
+ * top-level merge of one row; `merge-by-filter`, of the rows a filter matches; `merge-patch`;
+ * `json-patch`), and the rows as the last left them. A top-level merge is sent as the client sends a body
+ * when the call names no Content-Type; another format names its own in the call's headers, where the
+ * client's types let its body be that format's.
+ */
+export interface Patched {
+  statuses: Record<string, number>;
+  rows: unknown;
+}
+
+/** The rows each caller patches, and its patches: the first row by each format, the second by filter. */
+export const patching = {
+  rows: [
+    { text: 'a', n: 1, meta: { x: 1, y: 2 } },
+    { text: 'b', n: 1 },
+  ],
+  merge: { n: 2 },
+  filter: '{"text":"b"}',
+  mergeByFilter: { n: 5 },
+  mergePatch: { meta: { y: null } },
+  jsonPatch: [{ op: 'increment' as const, path: '/n', value: 2 }],
+  mergePatchType: { 'Content-Type': 'application/merge-patch+json' },
+  jsonPatchType: { 'Content-Type': 'application/json-patch+json' },
+};

@@ -1,5 +1,5 @@
 // @hey-api/openapi-ts's SDK of openapi.yaml (its fetch client), called as an SDK user would.
-import { inOrder, type Outcome, query as rowQuery, rows, webhookUrl } from './calls.ts';
+import { inOrder, type Outcome, type Patched, patching, query as rowQuery, rows, webhookUrl } from './calls.ts';
 import { client } from './out/hey-api/client.gen.ts';
 import * as sdk from './out/hey-api/sdk.gen.ts';
 import type { ListRowsData } from './out/hey-api/types.gen.ts';
@@ -98,5 +98,29 @@ export async function callEveryOperation(baseUrl: string, key: string, collectio
       feedCode: answers.openFeed.error?.code,
       missingCode: missing.error?.code,
     },
+  };
+}
+
+/**
+ * PATCHes rows in every format @hey-api/openapi-ts's types let a caller send, naming a Content-Type only
+ * for a merge patch: its body is typed as the first media type's schema alone (`RowPatch`, an object),
+ * so a JSON Patch, an array, does not compile.
+ */
+export async function patchEachWay(baseUrl: string, key: string, collection: string): Promise<Patched> {
+  client.setConfig({ baseUrl, headers: { Authorization: `Bearer ${key}` } });
+  const path = { collection_name: collection };
+  const first = { path: { ...path, row_id: 1 } };
+
+  await sdk.createCollection({ body: { name: collection } });
+  await sdk.insertRows({ path, body: patching.rows });
+  const patches = await inOrder({
+    merge: () => sdk.updateRow({ ...first, body: patching.merge }),
+    'merge-by-filter': () => sdk.updateRows({ path, query: { filter: patching.filter }, body: patching.mergeByFilter }),
+    'merge-patch': () => sdk.updateRow({ ...first, body: patching.mergePatch, headers: patching.mergePatchType }),
+  });
+  const listed = await sdk.listRows({ path });
+  return {
+    statuses: Object.fromEntries(Object.entries(patches).map(([format, { response }]) => [format, response?.status ?? 0])),
+    rows: listed.data,
   };
 }

@@ -1,6 +1,6 @@
 // openapi-typescript's types of openapi.yaml with openapi-fetch, called as an SDK user would.
 import createClient from 'openapi-fetch';
-import { inOrder, type Outcome, query as rowQuery, rows, webhookUrl } from './calls.ts';
+import { inOrder, type Outcome, type Patched, patching, query as rowQuery, rows, webhookUrl } from './calls.ts';
 import type { operations, paths } from './out/openapi-typescript/schema.ts';
 
 export async function callEveryOperation(baseUrl: string, key: string, collection: string): Promise<Outcome> {
@@ -114,5 +114,34 @@ export async function callEveryOperation(baseUrl: string, key: string, collectio
       feedCode: answers.openFeed.error?.code,
       missingCode: missing.error?.code,
     },
+  };
+}
+
+/**
+ * PATCHes rows in every format openapi-fetch's types let a caller send (its body is any of the three
+ * media types' schemas), naming a Content-Type only for a merge patch and a JSON Patch.
+ */
+export async function patchEachWay(baseUrl: string, key: string, collection: string): Promise<Patched> {
+  const api = createClient<paths>({ baseUrl, headers: { Authorization: `Bearer ${key}` } });
+  const path = { collection_name: collection };
+  const first = { params: { path: { ...path, row_id: 1 } } };
+  const one = '/v1/collections/{collection_name}/rows/{row_id}';
+
+  await api.POST('/v1/collections', { body: { name: collection } });
+  await api.POST('/v1/collections/{collection_name}/rows', { params: { path }, body: patching.rows });
+  const patches = await inOrder({
+    merge: () => api.PATCH(one, { ...first, body: patching.merge }),
+    'merge-by-filter': () =>
+      api.PATCH('/v1/collections/{collection_name}/rows', {
+        params: { path, query: { filter: patching.filter } },
+        body: patching.mergeByFilter,
+      }),
+    'merge-patch': () => api.PATCH(one, { ...first, body: patching.mergePatch, headers: patching.mergePatchType }),
+    'json-patch': () => api.PATCH(one, { ...first, body: patching.jsonPatch, headers: patching.jsonPatchType }),
+  });
+  const listed = await api.GET('/v1/collections/{collection_name}/rows', { params: { path } });
+  return {
+    statuses: Object.fromEntries(Object.entries(patches).map(([format, { response }]) => [format, response.status])),
+    rows: listed.data,
   };
 }

@@ -1,6 +1,6 @@
 // orval's fetch client of openapi.yaml, called as an SDK user would. Its base URL is read when each
 // request is made, from ROWBASE_URL (orval's `baseUrl.runtime`, set in the test's orval.config.mjs).
-import { inOrder, type Outcome, query as rowQuery, rows, webhookUrl } from './calls.ts';
+import { inOrder, type Outcome, type Patched, patching, query as rowQuery, rows, webhookUrl } from './calls.ts';
 import * as api from './out/orval/api.ts';
 
 /** Every operation of the client: its functions but the URL builders (`getGetHealthUrl`, …). */
@@ -12,9 +12,6 @@ type Operation = Exclude<
 export async function callEveryOperation(baseUrl: string, key: string, collection: string): Promise<Outcome> {
   process.env.ROWBASE_URL = baseUrl;
   const options = { headers: { Authorization: `Bearer ${key}` } };
-  // orval's fetch client sends no Content-Type for a body that may be of several media types (a PATCH of
-  // rows: docs/patches.md), so fetch would send text/plain: the caller names the one it sends.
-  const asJson = { headers: { ...options.headers, 'Content-Type': 'application/json' } };
   const page: api.ListRowsParams = { limit: 10, order_by: 'n', order: 'desc' };
   let prefix = '';
   let webhookId = 0;
@@ -43,9 +40,9 @@ export async function callEveryOperation(baseUrl: string, key: string, collectio
     headAggregates: () => api.headAggregates(collection, { group_by: 'text' }, options),
     getRow: () => api.getRow(collection, 1, options),
     headRow: () => api.headRow(collection, 1, options),
-    updateRow: () => api.updateRow(collection, 1, { n: 3 }, asJson),
+    updateRow: () => api.updateRow(collection, 1, { n: 3 }, options),
     deleteRow: () => api.deleteRow(collection, 2, options),
-    updateRows: () => api.updateRows(collection, { done: true }, { filter: '{"n":3}', return: 'rows' }, asJson),
+    updateRows: () => api.updateRows(collection, { done: true }, { filter: '{"n":3}', return: 'rows' }, options),
     deleteRows: () => api.deleteRows(collection, { filter: '{"n":{"$gt":3}}' }, options),
     writeBatch: () => api.writeBatch({ operations: [{ op: 'insert', collection, rows }] }, options),
     listKeys: () => api.listKeys(options),
@@ -110,5 +107,29 @@ export async function callEveryOperation(baseUrl: string, key: string, collectio
       feedCode: openFeed.status === 400 ? openFeed.data.code : undefined,
       missingCode: missing.status === 404 ? missing.data.code : undefined,
     },
+  };
+}
+
+/**
+ * PATCHes rows in every format orval's types let a caller send (its body is any of the three media types'
+ * schemas), naming a Content-Type only for a merge patch and a JSON Patch.
+ */
+export async function patchEachWay(baseUrl: string, key: string, collection: string): Promise<Patched> {
+  process.env.ROWBASE_URL = baseUrl;
+  const options = { headers: { Authorization: `Bearer ${key}` } };
+  const as = (type: Record<string, string>) => ({ headers: { ...options.headers, ...type } });
+
+  await api.createCollection({ name: collection }, options);
+  await api.insertRows(collection, patching.rows, undefined, options);
+  const patches = await inOrder({
+    merge: () => api.updateRow(collection, 1, patching.merge, options),
+    'merge-by-filter': () => api.updateRows(collection, patching.mergeByFilter, { filter: patching.filter }, options),
+    'merge-patch': () => api.updateRow(collection, 1, patching.mergePatch, as(patching.mergePatchType)),
+    'json-patch': () => api.updateRow(collection, 1, patching.jsonPatch, as(patching.jsonPatchType)),
+  });
+  const listed = await api.listRows(collection, undefined, options);
+  return {
+    statuses: Object.fromEntries(Object.entries(patches).map(([format, { status }]) => [format, status])),
+    rows: listed.status === 200 ? listed.data : undefined,
   };
 }
