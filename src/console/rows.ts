@@ -125,14 +125,10 @@ export function RowsView({ api, collection, admin, onChanged, onDeleted }: Props
         <button type="button" onClick=${() => setDialog('insert')}>Insert rows</button>
         <button type="button" class="danger" onClick=${() => setDialog('delete-collection')}>Delete collection</button>
       </header>
-      ${
-        typing
-          ? html`<${SchemaPanel} api=${api} collection=${collection} typing=${typing} admin=${admin} onChanged=${() => {
-              retype();
-              onChanged();
-            }} />`
-          : null
-      }
+      <${SchemaPanel} api=${api} collection=${collection} typing=${typing} admin=${admin} onChanged=${() => {
+        retype();
+        onChanged();
+      }} />
       <form class="controls" onSubmit=${applyControls}>
         <div class="field">
           <label for="filter">Filter</label>

@@ -21,7 +21,8 @@ export async function readTyping(api: Api, collection: string): Promise<Typing> 
 interface Props {
   api: Api;
   collection: string;
-  typing: Typing;
+  /** Undefined until read. */
+  typing: Typing | undefined;
   /** Whether the key may change them (an admin key); others see them only. */
   admin: boolean;
   /** After a change made here: the schema and indexes are read again. */
@@ -29,10 +30,15 @@ interface Props {
 }
 
 export function SchemaPanel({ api, collection, typing, admin, onChanged }: Props) {
-  const { schema, indexes } = typing;
   const [editing, setEditing] = useState(false);
   const [removing, setRemoving] = useState(false);
   const [failure, setFailure] = useState<Explained>();
+  // The line takes its place at once, before the read: arriving later, it would push the controls
+  // below it down under a pointer already on its way to one of them.
+  if (!typing) {
+    return html`<details class="typing" aria-busy="true"><summary>Schema and indexes</summary></details>`;
+  }
+  const { schema, indexes } = typing;
 
   const act = async (change: () => Promise<unknown>) => {
     try {

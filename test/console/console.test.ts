@@ -392,19 +392,21 @@ describe('the web console, in Chromium', function () {
     // A server of this test's own, stopped and started again on the same port and database.
     const database = await createDatabase('sqlite');
     const first = await startTestServer({}, { database });
-    const own = await first.client('restarting');
-    await own.post('/v1/collections', { name: 'resume' });
-    await own.post('/v1/collections/resume/rows', [{ n: 1 }]);
-    await signIn(own.key, { at: first });
-    await openCollection('resume');
-    await page.click('.toggle input');
-    await page.waitForFunction(() => document.querySelector('.feed-state')?.textContent === 'Receiving changes');
-
-    await first.close();
-    await page.waitForFunction(() => document.querySelector('.feed-state')?.textContent !== 'Receiving changes');
-    const port = Number(new URL(first.url).port);
-    const second = await startTestServer({ port }, { database });
+    let second: TestServer | undefined;
+    // Closed and dropped whatever fails: a server left listening would keep mocha's process alive.
     try {
+      const own = await first.client('restarting');
+      await own.post('/v1/collections', { name: 'resume' });
+      await own.post('/v1/collections/resume/rows', [{ n: 1 }]);
+      await signIn(own.key, { at: first });
+      await openCollection('resume');
+      await page.click('.toggle input');
+      await page.waitForFunction(() => document.querySelector('.feed-state')?.textContent === 'Receiving changes');
+
+      await first.close();
+      await page.waitForFunction(() => document.querySelector('.feed-state')?.textContent !== 'Receiving changes');
+      const port = Number(new URL(first.url).port);
+      second = await startTestServer({ port }, { database });
       await new Client(second.url, own.key).post('/v1/collections/resume/rows', [{ n: 2 }, { n: 3 }]);
       await waitForIds([1, 2, 3]);
       await page.waitForFunction(() => document.querySelector('.feed-state')?.textContent === 'Receiving changes');
@@ -416,7 +418,10 @@ describe('the web console, in Chromium', function () {
         heard,
       ).to.have.length(2);
     } finally {
-      await second.stop();
+      // A server closes once: a second close() waits for the first.
+      await first.close();
+      await second?.close();
+      await database.drop();
     }
     // While the server was down the browser logged the reconnections it refused: what this test makes happen.
     watched.problems.splice(0, watched.problems.length, ...watched.problems.filter((problem) => !/WebSocket connection/.test(problem)));

@@ -38,7 +38,7 @@ export interface WatchedPage {
   settled(): Promise<void>;
   /** Forgets the browser's log of the answers `status` the test makes the service give: they are expected. */
   expectRefusals(status: number): void;
-  /** A test's end: waits for the checks, fails on any problem left, and closes the page. */
+  /** A test's end: waits for the checks, fails on any problem left, and closes the page (whatever it found). */
   finish(): Promise<void>;
 }
 
@@ -102,9 +102,13 @@ export async function watchedPage(browser: Browser, width = 1280, height = 800):
       problems.splice(0, problems.length, ...problems.filter((problem) => !expected.test(problem)));
     },
     async finish() {
-      await Promise.all(checks);
-      expect(problems, 'console errors, CSP violations and contract breaks on the page').to.deep.equal([]);
-      await page.close();
+      try {
+        await Promise.all(checks);
+        expect(problems, 'console errors, CSP violations and contract breaks on the page').to.deep.equal([]);
+      } finally {
+        // A page left open goes on with what it was doing (a live view reconnecting, say) until the browser closes.
+        await page.close();
+      }
     },
   };
 }
