@@ -86,7 +86,7 @@ export const collectionHandlers: Handlers<
 };
 
 // The answers of the writes, each made by one function, which a write sent with an Idempotency-Key also
-// hands the store, to keep the answer it makes (http/request.ts).
+// hands the store, to keep the answer it makes (http/idempotency.ts).
 
 function answerCreated(collection: Collection): Result {
   return { status: 201, body: collection, headers: { Location: `/v1/collections/${collection.name}` } };

@@ -30,9 +30,11 @@ import { handlers } from '../handlers/index.ts';
 import { type PageId, pageHandlers } from '../handlers/pages.ts';
 import type { Deps, Handler, OperationId } from '../handlers/types.ts';
 import { FEED_PATH, notAnUpgrade } from '../ws/upgrade.ts';
+import type { AuthState } from './authentication.ts';
+import type { OnceState } from './idempotency.ts';
+import type { AdmissionState } from './metering.ts';
 import { pageOperations } from './pages.ts';
-import type { OnceState } from './request.ts';
-import { type AdmissionState, type AuthState, respond } from './stages.ts';
+import { respond } from './responder.ts';
 
 const methods = ['get', 'head', 'put', 'post', 'delete', 'options', 'patch'] as const;
 
@@ -339,7 +341,7 @@ export interface RequestParts {
   querystring: string;
   /** The parsed JSON body, if one was read. */
   body: unknown;
-  /** The body's media type (http/request.ts, jsonBody), if one was read. */
+  /** The body's media type (http/body.ts, jsonBody), if one was read. */
   mediaType?: string;
 }
 
