@@ -5,10 +5,10 @@ import { jsonBody } from './http/body.ts';
 import { idempotency } from './http/idempotency.ts';
 import { meterUsage } from './http/metering.ts';
 import { type Observer, observe } from './http/observe.ts';
-import type { Router } from './http/operations.ts';
 import { problems } from './http/problems.ts';
 import { requestId } from './http/request-id.ts';
 import type { Responses } from './http/responses.ts';
+import type { Router } from './http/router.ts';
 import { checkRequest } from './http/target.ts';
 import type { Logger } from './log.ts';
 
@@ -21,7 +21,7 @@ import type { Logger } from './log.ts';
  *   observe       (with metrics or LOG_REQUESTS=on) tells the metrics and the access log of the answer (observe.ts)
  *   problems      the one error mapper: whatever a later stage throws leaves as problem+json (problems.ts)
  *   checkRequest  the request target and Host (400; target.ts)
- *   router.route  the operation of openapi.yaml at the method and path, matched once (operations.ts)
+ *   router.route  the operation of openapi.yaml at the method and path, matched once (router.ts)
  *   authenticate  the key of a /v1 request (401; authentication.ts)
  *   meterUsage    counts the request toward its account's plan (429 past it; metering.ts)
  *   router.authorize  the operation's security (401) and the scope it needs of the key (403)

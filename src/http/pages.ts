@@ -2,7 +2,7 @@
 // openapi.yaml for people (README.md, "The API in brief"; docs/api.md), and the web console (docs/console.md). They are not in openapi.yaml:
 // they are no operation of the API, a client generated from it has no use for them, and generators read
 // their YAML, HTML, CSS and JavaScript as JSON. They are routed by the router as the operations of
-// openapi.yaml are (operations.ts), and so answered alike: GET and HEAD, 404 for an unknown path, 405
+// openapi.yaml are (router.ts), and so answered alike: GET and HEAD, 404 for an unknown path, 405
 // with `Allow` for another method, 400 for any query parameter or broken percent-encoding, no key, not
 // counted; each by its handler (handlers/pages.ts) and the one responder.
 import type { Operation } from 'openapi-backend';
