@@ -14,7 +14,7 @@ import { toApiError, writeProblem } from '../http/problems.ts';
 import { requestIdOf } from '../http/request-id.ts';
 import type { Logger } from '../log.ts';
 import { closeCodes } from './messages.ts';
-import { Pruner } from './retention.ts';
+import { Pruner } from './pruner.ts';
 import { type FeedCounts, Subscriber } from './subscriber.ts';
 import { Tail } from './tail.ts';
 import { checkUpgrade, FEED_PATH, type FeedRequest } from './upgrade.ts';
