@@ -1,29 +1,37 @@
 import Koa from 'koa';
 import type { Deps } from './handlers/types.ts';
+import { authenticate } from './http/authentication.ts';
+import { jsonBody } from './http/body.ts';
+import { idempotency } from './http/idempotency.ts';
+import { meterUsage } from './http/metering.ts';
 import { type Observer, observe } from './http/observe.ts';
-import type { Router } from './http/operations.ts';
-import { idempotency, jsonBody } from './http/request.ts';
-import { authenticate, checkRequest, meterUsage, problems, type Responses, requestId } from './http/stages.ts';
+import { problems } from './http/problems.ts';
+import { requestId } from './http/request-id.ts';
+import type { Responses } from './http/responses.ts';
+import type { Router } from './http/router.ts';
+import { checkRequest } from './http/target.ts';
 import type { Logger } from './log.ts';
 
 /**
- * Every HTTP request the service answers, one stage after another:
+ * Every HTTP request the service answers, one stage after another, each in the file of http/ named
+ * after it:
  *
- *   responses.track  notes the response under way: once the server closes, it ends its connection
- *   requestId     the request's id: its X-Request-Id if sane, else a new one, on its answer and log lines
- *   observe       (with metrics or LOG_REQUESTS=on) tells the metrics and the access log of the answer
- *   problems      the one error mapper: whatever a later stage throws leaves as problem+json
- *   checkRequest  the request target and Host (400)
- *   router.route  the operation of openapi.yaml at the method and path, matched once
- *   authenticate  the key of a /v1 request (401)
- *   meterUsage    counts the request toward its account's plan (429 past it)
+ *   responses.track  notes the response under way: once the server closes, it ends its connection (responses.ts)
+ *   requestId     the request's id: its X-Request-Id if sane, else a new one, on its answer and log lines (request-id.ts)
+ *   observe       (with metrics or LOG_REQUESTS=on) tells the metrics and the access log of the answer (observe.ts)
+ *   problems      the one error mapper: whatever a later stage throws leaves as problem+json (problems.ts)
+ *   checkRequest  the request target and Host (400; target.ts)
+ *   router.route  the operation of openapi.yaml at the method and path, matched once (router.ts)
+ *   authenticate  the key of a /v1 request (401; authentication.ts)
+ *   meterUsage    counts the request toward its account's plan (429 past it; metering.ts)
  *   router.authorize  the operation's security (401) and the scope it needs of the key (403)
- *   jsonBody      the JSON body of a matched operation (400, 413, 415)
+ *   jsonBody      the JSON body of a matched operation (400, 413, 415; body.ts, within body-budget.ts)
  *   idempotency   a write's Idempotency-Key: its stored answer replayed (422 for another request, 409
- *                 while its first request runs), or the key handed to the write, which stores its answer
+ *                 while its first request runs), or the key handed to the write, which stores its
+ *                 answer (idempotency.ts)
  *   router.handle 404 or 405 (for `/ws`, the refusal of a request that is no WebSocket upgrade; the
  *                 feed takes the upgrades: server.ts), validation, the key's collections (404), its
- *                 handler by operationId, and the one responder
+ *                 handler by operationId, and the one responder (responder.ts)
  *
  * A replay comes after the count: replays count toward the plan as requests. The key, the count and the scope come before the body: a request without a key, or one its key may
  * not make, never makes us read its body, and a request refused for its scope or its body still counts.

@@ -24,7 +24,7 @@ export interface Config {
   maxBodyBytes: number;
   /**
    * Bytes of request bodies worked on at once: past it, requests wait, their bodies read but not yet
-   * parsed, until those before them are answered (http/request.ts, BodyBudget); a larger body runs alone.
+   * parsed, until those before them are answered (http/body-budget.ts, BodyBudget); a larger body runs alone.
    * `ROWBASE_MAX_BODY_BYTES_AT_ONCE`, default 1 MiB.
    */
   maxBodyBytesAtOnce: number;

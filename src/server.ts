@@ -7,11 +7,14 @@ import type { Config } from './config.ts';
 import { AccountContracts } from './contract/served.ts';
 import { openStore, type Store } from './db/store.ts';
 import { expectationFailed, noTunnel } from './errors.ts';
+import { BodyBudget } from './http/body-budget.ts';
+import { answerClientErrors } from './http/client-errors.ts';
 import { accessLog, type Observer } from './http/observe.ts';
-import { createRouter } from './http/operations.ts';
 import { serveWithoutUpgrade, wantsWebSocket } from './http/other-upgrades.ts';
-import { BodyBudget } from './http/request.ts';
-import { answerClientErrors, Responses, requestIdOf, writeProblem } from './http/stages.ts';
+import { writeProblem } from './http/problems.ts';
+import { requestIdOf } from './http/request-id.ts';
+import { Responses } from './http/responses.ts';
+import { createRouter } from './http/router.ts';
 import { createLogger, type Logger } from './log.ts';
 import { Metrics } from './metrics.ts';
 import { root } from './root.ts';
@@ -30,7 +33,7 @@ export interface RunningServer {
   feed: Feed;
   /** The delivery of the webhooks' changes (docs/webhooks.md). */
   webhooks: WebhookWorker;
-  /** The bytes of request bodies worked on at once (http/request.ts, BodyBudget). */
+  /** The bytes of request bodies worked on at once (http/body-budget.ts, BodyBudget). */
   bodies: BodyBudget;
   /** With METRICS_PORT: the URL of the metrics (`http://host:port/metrics`), served by a listener of their own. */
   metricsUrl?: string;

@@ -1,4 +1,4 @@
-// The files of the web console (GET /console, a page beside the API: src/http/pages.ts): its page and
+// The files of the web console (GET /console, a page beside the API: src/http/site.ts): its page and
 // stylesheet, beside this file, and its script, bundled from main.ts by scripts/bundle.js the first time
 // it is asked for (and again after a change to its sources, on the next start). Served under the same
 // Content-Security-Policy as /docs: this origin only, no inline script.

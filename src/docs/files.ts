@@ -1,4 +1,4 @@
-// The API reference of GET /docs (a page beside the API: src/http/pages.ts), with no request to any other host: Swagger UI,
+// The API reference of GET /docs (a page beside the API: src/http/site.ts), with no request to any other host: Swagger UI,
 // served from the files of the npm package swagger-ui-dist on this origin, rendering /openapi.yaml. The
 // page (index.html) and what starts Swagger UI on it (docs.js) are ours, beside this file.
 import { readFile } from 'node:fs/promises';

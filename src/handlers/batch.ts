@@ -2,7 +2,7 @@ import type { components } from '../../generated/openapi.ts';
 import type { BatchOperation, BatchResult } from '../db/batch.ts';
 import { answerOnce } from '../db/idempotency.ts';
 import { ApiError, validationFailed } from '../errors.ts';
-import { etagOf, ifMatchAt } from '../http/request.ts';
+import { etagOf, ifMatchAt } from '../http/conditional.ts';
 import { readPatch } from '../patches/index.ts';
 import type { Handlers, Result } from './types.ts';
 

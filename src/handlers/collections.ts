@@ -20,7 +20,7 @@ export const collectionHandlers: Handlers<
 > = {
   async listCollections({ principal }, { store }) {
     const listed = await store.listCollections(principal.accountId);
-    // A key limited to named collections sees only those (operations.ts answers 404 for the others).
+    // A key limited to named collections sees only those (http/router.ts answers 404 for the others).
     const { collections } = principal;
     return { status: 200, body: collections ? listed.filter(({ name }) => collections.has(name)) : listed };
   },
@@ -86,7 +86,7 @@ export const collectionHandlers: Handlers<
 };
 
 // The answers of the writes, each made by one function, which a write sent with an Idempotency-Key also
-// hands the store, to keep the answer it makes (http/request.ts).
+// hands the store, to keep the answer it makes (http/idempotency.ts).
 
 function answerCreated(collection: Collection): Result {
   return { status: 201, body: collection, headers: { Location: `/v1/collections/${collection.name}` } };

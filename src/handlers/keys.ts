@@ -46,7 +46,7 @@ export const keyHandlers: Handlers<'listKeys' | 'createKey' | 'revokeKey'> = {
 };
 
 // The answers of the writes, each made by one function, which a write sent with an Idempotency-Key also
-// hands the store, to keep the answer it makes (http/request.ts). The key made is kept in the stored
+// hands the store, to keep the answer it makes (http/idempotency.ts). The key made is kept in the stored
 // answer until it expires, as its one answer (openapi.yaml, IdempotencyKey).
 
 function answerCreated({ id: _, ...made }: AccountKey & { key: string }): Result {

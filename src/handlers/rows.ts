@@ -7,7 +7,7 @@ import type { ChangedRows, InsertedRows, VersionedRow } from '../db/rows.ts';
 import type { Store } from '../db/store.ts';
 import type { Upserted } from '../db/upserts.ts';
 import { validationFailed } from '../errors.ts';
-import { etagOf, ifMatch, ifNoneMatch } from '../http/request.ts';
+import { etagOf, ifMatch, ifNoneMatch } from '../http/conditional.ts';
 import { ACCEPT_PATCH, patchFormatOf, readPatch } from '../patches/index.ts';
 import { aggregateParameters, parseAggregateQuery } from '../query/aggregate.ts';
 import { type CursorScope, lastRow, makeCursor, readCursor } from '../query/cursor.ts';

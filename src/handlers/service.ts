@@ -1,7 +1,7 @@
 import type { ContractKind } from '../contract/served.ts';
 import type { Principal } from '../db/keys.ts';
 import { ApiError, unavailable } from '../errors.ts';
-import { ifNoneMatch } from '../http/request.ts';
+import { ifNoneMatch } from '../http/conditional.ts';
 import type { Deps, Handlers, Input, Result } from './types.ts';
 
 /** How long readiness waits for the database's answer before it answers 503 (openapi.yaml, getReadiness). */

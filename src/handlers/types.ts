@@ -5,15 +5,15 @@ import type { AccountContracts } from '../contract/served.ts';
 import type { OnceRequest } from '../db/idempotency.ts';
 import type { Principal } from '../db/keys.ts';
 import type { Store } from '../db/store.ts';
-import type { BodyBudget } from '../http/request.ts';
-import type { Result } from '../http/stages.ts';
+import type { BodyBudget } from '../http/body-budget.ts';
+import type { Result } from '../http/responder.ts';
 import type { Admission, Meter } from '../usage/meter.ts';
 
-export type { Result } from '../http/stages.ts';
+export type { Result } from '../http/responder.ts';
 
 /**
  * The operations of openapi.yaml that a handler answers: not its `head` operations, which their path's
- * `get` answers (http/operations.ts), nor the feed's `openFeed` (and `headFeed`), answered by the feed.
+ * `get` answers (http/router.ts), nor the feed's `openFeed` (and `headFeed`), answered by the feed.
  */
 export type OperationId = Exclude<keyof operations, `head${string}` | 'openFeed'>;
 
@@ -35,7 +35,7 @@ export interface Input<K extends OperationId> {
   principal: Principal;
   /** The request's headers as Node reads them: the header parameters of openapi.yaml are read from here. */
   headers: IncomingHttpHeaders;
-  /** A write's Idempotency-Key, when it carries one: its write stores its answer (http/request.ts; db/idempotency.ts, answerOnce). */
+  /** A write's Idempotency-Key, when it carries one: its write stores its answer (http/idempotency.ts; db/idempotency.ts, answerOnce). */
   once?: OnceRequest;
   /** What the request counted toward its account's plan, when metered: a batch counts more (usage/meter.ts, admitMore). */
   admission?: Admission;
@@ -45,7 +45,7 @@ export interface Deps {
   store: Store;
   config: Config;
   meter: Meter;
-  /** The bytes of request bodies worked on at once (http/request.ts, BodyBudget). */
+  /** The bytes of request bodies worked on at once (http/body-budget.ts, BodyBudget). */
   bodies: BodyBudget;
   /** The contract documents, as served. */
   documents: { openapi: string; asyncapi: string };

@@ -89,7 +89,7 @@ export const webhookHandlers: Handlers<
 };
 
 // The answers of the writes an Idempotency-Key may replay, each made by one function, which the write
-// is also handed to store the answer it makes (http/request.ts; db/idempotency.ts, answerOnce). A webhook
+// is also handed to store the answer it makes (http/idempotency.ts; db/idempotency.ts, answerOnce). A webhook
 // just made owes nothing yet, and has made no attempt.
 
 function answerCreated(made: StoredWebhook & { secret: string }): Result {

@@ -5,8 +5,11 @@
 import type { Middleware } from 'koa';
 import type { Logger } from '../log.ts';
 import { FEED_PATH } from '../ws/upgrade.ts';
-import type { RouteState } from './operations.ts';
-import { type AnsweredState, type AuthState, contextPath, type RequestIdState } from './stages.ts';
+import type { AuthState } from './authentication.ts';
+import type { RequestIdState } from './request-id.ts';
+import type { AnsweredState } from './responder.ts';
+import type { RouteState } from './router.ts';
+import { contextPath } from './target.ts';
 
 /** One answered request. */
 export interface Answer {

@@ -12,7 +12,8 @@ import type { EventType } from '../db/events.ts';
 import { hashKey, type Principal } from '../db/keys.ts';
 import type { Store } from '../db/store.ts';
 import { ApiError, type FieldError, gone, hostRepeated, hostRequired, notFound, unauthorized, validationFailed } from '../errors.ts';
-import { headerLines, keyOf, pathOf, targetOf } from '../http/stages.ts';
+import { keyOf } from '../http/authentication.ts';
+import { headerLines, pathOf, targetOf } from '../http/target.ts';
 import { type Filter, parseFilterText } from '../query/filter.ts';
 import { eventKinds } from './messages.ts';
 

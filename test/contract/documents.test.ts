@@ -7,7 +7,7 @@ import SwaggerParser from '@apidevtools/swagger-parser';
 import { expect } from 'chai';
 import { parse } from 'yaml';
 import { generate } from '../../scripts/generate.ts';
-import { pages } from '../../src/http/pages.ts';
+import { sitePages } from '../../src/http/site.ts';
 
 const run = promisify(execFile);
 const root = new URL('../../', import.meta.url).pathname;
@@ -120,10 +120,10 @@ describe('the contract documents', () => {
       ]);
     });
 
-    it('leaves out the pages served beside the API (src/http/pages.ts), which a generated client has no use for', async () => {
+    it('leaves out the pages served beside the API (src/http/site.ts), which a generated client has no use for', async () => {
       const document = parse(await readFile(join(root, 'openapi.yaml'), 'utf8'));
-      expect(pages.map((page) => page.path)).to.include.members(['/openapi.yaml', '/asyncapi.yaml', '/docs', '/docs/{asset}']);
-      for (const { path } of pages) expect(document.paths, path).not.to.have.property(path);
+      expect(sitePages.map((page) => page.path)).to.include.members(['/openapi.yaml', '/asyncapi.yaml', '/docs', '/docs/{asset}']);
+      for (const { path } of sitePages) expect(document.paths, path).not.to.have.property(path);
       for (const [path, item] of Object.entries<Record<string, { responses?: Record<string, { content?: object }> }>>(document.paths)) {
         for (const [method, operation] of Object.entries(item)) {
           for (const [status, response] of Object.entries(operation.responses ?? {})) {

@@ -1,10 +1,10 @@
-// The bytes of request bodies worked on at once (src/http/request.ts, BodyBudget; README "Configuration"): past
+// The bytes of request bodies worked on at once (src/http/body-budget.ts, BodyBudget; README "Configuration"): past
 // the budget, requests wait with their bodies read but not parsed, in the order they came, and every
 // request gives its share back once answered, whatever it is answered.
 import { gzipSync } from 'node:zlib';
 import { expect } from 'chai';
 import sqlite3 from 'sqlite3';
-import { BodyBudget } from '../../src/http/request.ts';
+import { BodyBudget } from '../../src/http/body-budget.ts';
 import type { Client } from '../support/client.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 

@@ -10,7 +10,7 @@ import { type Document, OpenAPIBackend, type Operation } from 'openapi-backend';
 import document from '../../generated/openapi.json' with { type: 'json' };
 import { requestValidators } from '../../generated/validators.js';
 import { ApiError } from '../../src/errors.ts';
-import { RouteTable, requestChecks, validateRequest } from '../../src/http/operations.ts';
+import { RouteTable, requestChecks, validateRequest } from '../../src/http/router.ts';
 import { requestAjvOptions } from '../../src/http/validation-options.ts';
 
 const reference = new OpenAPIBackend({

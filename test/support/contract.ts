@@ -3,7 +3,7 @@
 // it declares, the body must match that media type's schema, and declared headers must be present.
 // Unknown routes and wrong methods have no operation: their 404 and 405 must still be a Problem. A problem's
 // `code` must be one the response declares, of its status, and its `type` must name it. The pages served
-// beside the API (src/http/pages.ts: the documents and /docs) are not in openapi.yaml: a 200 of one must be
+// beside the API (src/http/site.ts: the documents and /docs) are not in openapi.yaml: a 200 of one must be
 // of a media type the page lists, anything else a Problem.
 import { readFile } from 'node:fs/promises';
 import SwaggerParser from '@apidevtools/swagger-parser';
@@ -12,7 +12,7 @@ import addFormats from 'ajv-formats';
 import { OpenAPIRouter } from 'openapi-backend';
 import type { OpenAPIV3 } from 'openapi-types';
 import { parse } from 'yaml';
-import { pages } from '../../src/http/pages.ts';
+import { sitePages } from '../../src/http/site.ts';
 
 const source = parse(await readFile(new URL('../../openapi.yaml', import.meta.url), 'utf8'));
 export const openapi = (await SwaggerParser.dereference(source)) as OpenAPIV3.Document;
@@ -81,7 +81,7 @@ export function checkResponse(response: SeenResponse): void {
 /** The page at `path` (trailing slashes ignored, as the router ignores them), if any. */
 function pageAt(path: string) {
   const trimmed = path.length > 1 ? path.replace(/\/+$/, '') : path;
-  return pages.find((page) => new RegExp(`^${page.path.replace(/\{[^}]+\}/g, '[^/]+').replaceAll('.', '\\.')}$`).test(trimmed));
+  return sitePages.find((page) => new RegExp(`^${page.path.replace(/\{[^}]+\}/g, '[^/]+').replaceAll('.', '\\.')}$`).test(trimmed));
 }
 
 function checkHeader(where: string, name: string, schema: OpenAPIV3.SchemaObject | undefined, value: string) {

@@ -27,12 +27,14 @@ import { collectionNotFound } from '../db/collections.ts';
 import { type Principal, type Scope, scopes, scopesGranting } from '../db/keys.ts';
 import { ApiError, type FieldError, forbidden, notFound, unauthorized, validationFailed } from '../errors.ts';
 import { handlers } from '../handlers/index.ts';
-import { type PageId, pageHandlers } from '../handlers/pages.ts';
+import { type SitePageId, siteHandlers } from '../handlers/site.ts';
 import type { Deps, Handler, OperationId } from '../handlers/types.ts';
 import { FEED_PATH, notAnUpgrade } from '../ws/upgrade.ts';
-import { pageOperations } from './pages.ts';
-import type { OnceState } from './request.ts';
-import { type AdmissionState, type AuthState, respond } from './stages.ts';
+import type { AuthState } from './authentication.ts';
+import type { OnceState } from './idempotency.ts';
+import type { AdmissionState } from './metering.ts';
+import { respond } from './responder.ts';
+import { siteOperations } from './site.ts';
 
 const methods = ['get', 'head', 'put', 'post', 'delete', 'options', 'patch'] as const;
 
@@ -55,7 +57,7 @@ export interface Router {
 
 /** An operation with what its requests need, worked out at start. */
 interface Bound {
-  /** Its handler, by operationId: one of openapi.yaml's operations, or one of the pages (pages.ts). */
+  /** Its handler, by operationId: one of openapi.yaml's operations, or one of the pages (site.ts). */
   handler: Handler<OperationId> | ((input: never, deps: Deps) => ReturnType<Handler<OperationId>>);
   /** The names of the schemes of each of its `security` requirements; one requirement met is enough. */
   security: string[][];
@@ -77,8 +79,8 @@ const securityHandlers: Record<string, (principal: Principal | undefined) => boo
 
 export function createRouter(deps: Deps): Router {
   const router = new OpenAPIRouter({ definition: document as unknown as Document });
-  // openapi.yaml's operations but the feed's, then the pages served beside them (pages.ts).
-  const table = new RouteTable([...router.getOperations().filter(routedHere), ...pageOperations()]);
+  // openapi.yaml's operations but the feed's, then the pages served beside them (site.ts).
+  const table = new RouteTable([...router.getOperations().filter(routedHere), ...siteOperations()]);
   const bound = new Map<Operation, Bound>();
   for (const operation of table.operations) if (operation.method !== 'head') bound.set(operation, bind(operation));
   // HEAD is GET without the body (RFC 9110 §9.3.2): a `head` operation is its path's `get`, whose
@@ -179,8 +181,8 @@ function routedHere(operation: Operation): boolean {
 function bind(operation: Operation): Bound {
   const operationId = operation.operationId as OperationId;
   // A page has no validators: it takes no query, and its path parameters are strings as sent.
-  if (operationId in pageHandlers)
-    return { handler: pageHandlers[operationId as PageId], security: [], ofCollection: false, checks: requestChecks(operation, []) };
+  if (operationId in siteHandlers)
+    return { handler: siteHandlers[operationId as SitePageId], security: [], ofCollection: false, checks: requestChecks(operation, []) };
   const handler = handlers[operationId] as Handler<OperationId> | undefined;
   const validators = (requestValidators as Record<string, RequestChecks['validators']>)[operationId];
   if (!handler || !validators) throw new Error(`operation ${operationId} has no ${handler ? 'validators: npm run generate' : 'handler'}`);
@@ -339,7 +341,7 @@ export interface RequestParts {
   querystring: string;
   /** The parsed JSON body, if one was read. */
   body: unknown;
-  /** The body's media type (http/request.ts, jsonBody), if one was read. */
+  /** The body's media type (http/body.ts, jsonBody), if one was read. */
   mediaType?: string;
 }
 

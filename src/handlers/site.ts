@@ -4,17 +4,17 @@ import { notFound } from '../errors.ts';
 import type { Deps, Result } from './types.ts';
 
 /** What a page's handler receives: its path parameters (percent-decoded), nothing else. */
-export interface PageInput {
+export interface SitePageInput {
   path: Record<string, string>;
 }
 
-export type PageHandler = (input: PageInput, deps: Deps) => Promise<Result> | Result;
+export type SitePageHandler = (input: SitePageInput, deps: Deps) => Promise<Result> | Result;
 
 /**
- * The pages the service serves beside the API of openapi.yaml (src/http/pages.ts lists their routes): the
+ * The pages the service serves beside the API of openapi.yaml (src/http/site.ts lists their routes): the
  * contract documents, and the reference that renders openapi.yaml for people. No key; not counted.
  */
-export const pageHandlers = {
+export const siteHandlers = {
   getOpenApiDocument(_input, { documents }) {
     return { status: 200, body: documents.openapi, contentType: YAML };
   },
@@ -44,9 +44,9 @@ export const pageHandlers = {
     // Checked again on every load: the console changes with the service, and its names carry no version.
     return serveAsset(await consoleFiles(), '/console', path.asset, 'no-cache');
   },
-} satisfies Record<string, PageHandler>;
+} satisfies Record<string, SitePageHandler>;
 
-export type PageId = keyof typeof pageHandlers;
+export type SitePageId = keyof typeof siteHandlers;
 
 const YAML = 'application/yaml; charset=utf-8';
 

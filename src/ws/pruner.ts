@@ -1,15 +1,18 @@
+// The feed's pruner: the timer that keeps the database to its retention, deleting every collection's
+// events past it, the answers of Idempotency-Keys past theirs, and the webhooks' delivery log past its
+// (webhooks/delivery-log.ts), in small batches, so that writes never wait long.
 import { EventEmitter } from 'node:events';
 import { setImmediate as yieldToWriters } from 'node:timers/promises';
 import type { RetentionPolicy } from '../db/retention.ts';
 import type { Store } from '../db/store.ts';
-import { DELIVERY_LOG_MS } from '../db/webhooks.ts';
 import type { Logger } from '../log.ts';
+import { pruneDeliveryLog } from '../webhooks/delivery-log.ts';
 
 const COLLECTIONS_PER_PAGE = 100;
 
 /**
  * Prunes every collection's events past retention (db/retention.ts), the answers of Idempotency-Keys
- * past theirs (db/idempotency.ts), and the webhooks' delivery log past its (db/webhooks.ts), every
+ * past theirs (db/idempotency.ts), and the webhooks' delivery log past its (webhooks/delivery-log.ts), every
  * `intervalMs`, one small batch at a time, so
  * writes never wait long. Each pass emits `pass` with how many events went. Several
  * processes on one database may each run one: deleting what another already deleted is harmless.
@@ -69,7 +72,7 @@ export class Pruner extends EventEmitter<{ pass: [deleted: number] }> {
     if (deleted > 0) this.log.debug({ deleted }, 'pruned events');
     const answers = await this.pruneAnswers();
     if (answers > 0) this.log.debug({ answers }, 'pruned idempotency keys');
-    const attempts = await this.pruneDeliveries();
+    const attempts = await pruneDeliveryLog(this.store, this.policy.batchSize, () => this.stopped);
     if (attempts > 0) this.log.debug({ attempts }, 'pruned webhook delivery log');
     this.emit('pass', deleted);
     return deleted;
@@ -82,19 +85,6 @@ export class Pruner extends EventEmitter<{ pass: [deleted: number] }> {
    * and may delete fewer than it could where some of those have not expired. Those expired by the
    * pass's start, so that answers expiring meanwhile do not keep it going.
    */
-  /** The webhooks' delivery log past DELIVERY_LOG_MS, in batches as events are (docs/webhooks.md). */
-  private async pruneDeliveries(): Promise<number> {
-    const before = new Date(Date.now() - DELIVERY_LOG_MS).toISOString();
-    let deleted = 0;
-    for (;;) {
-      if (this.stopped) return deleted;
-      const batch = await this.store.pruneWebhookDeliveries(before, this.policy.batchSize);
-      deleted += batch;
-      if (batch < this.policy.batchSize) return deleted;
-      await yieldToWriters();
-    }
-  }
-
   private async pruneAnswers(): Promise<number> {
     const now = new Date().toISOString();
     let deleted = 0;

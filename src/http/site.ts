@@ -1,21 +1,22 @@
-// The pages the service serves beside its API: the contract documents, the API reference that renders
-// openapi.yaml for people (README.md, "The API in brief"; docs/api.md), and the web console (docs/console.md). They are not in openapi.yaml:
+// The site the service serves beside its API, page by page: the contract documents (/openapi.yaml,
+// /asyncapi.yaml), the API reference that renders openapi.yaml for people (/docs; README.md, "The API in
+// brief"; docs/api.md), and the web console (/console; docs/console.md). They are not in openapi.yaml:
 // they are no operation of the API, a client generated from it has no use for them, and generators read
 // their YAML, HTML, CSS and JavaScript as JSON. They are routed by the router as the operations of
-// openapi.yaml are (operations.ts), and so answered alike: GET and HEAD, 404 for an unknown path, 405
+// openapi.yaml are (router.ts), and so answered alike: GET and HEAD, 404 for an unknown path, 405
 // with `Allow` for another method, 400 for any query parameter or broken percent-encoding, no key, not
-// counted; each by its handler (handlers/pages.ts) and the one responder.
+// counted; each by its handler (handlers/site.ts) and the one responder.
 import type { Operation } from 'openapi-backend';
-import type { PageId } from '../handlers/pages.ts';
+import type { SitePageId } from '../handlers/site.ts';
 
 /** A page: where it is, the handler that answers it, and the media types of its 200 (what tests check). */
-export interface Page {
+export interface SitePage {
   path: string;
-  operationId: PageId;
+  operationId: SitePageId;
   mediaTypes: string[];
 }
 
-export const pages: readonly Page[] = [
+export const sitePages: readonly SitePage[] = [
   { path: '/openapi.yaml', operationId: 'getOpenApiDocument', mediaTypes: ['application/yaml'] },
   { path: '/asyncapi.yaml', operationId: 'getAsyncApiDocument', mediaTypes: ['application/yaml'] },
   { path: '/docs', operationId: 'getDocs', mediaTypes: ['text/html'] },
@@ -27,8 +28,8 @@ export const pages: readonly Page[] = [
 ];
 
 /** Each page as operations the route table takes beside those of openapi.yaml: its GET and its HEAD, no key needed. */
-export function pageOperations(): Operation[] {
-  return pages.flatMap(({ path, operationId }) => {
+export function siteOperations(): Operation[] {
+  return sitePages.flatMap(({ path, operationId }) => {
     const parameters = [...path.matchAll(/\{([^}]+)\}/g)].map(([, name]) => ({
       name,
       in: 'path',

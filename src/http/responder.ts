@@ -1,0 +1,94 @@
+// The one responder: every answer the service writes, a handler's (respond, writeResult) and every
+// refusal's (problems.ts, writeProblem), with the request's id and the RateLimit-* headers of its
+// admission; on a response of the HTTP server, or on a socket Node has let go of (writeResultToSocket).
+import { type ServerResponse, STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { Context } from 'koa';
+import { type Admission, rateLimitHeaders } from '../usage/meter.ts';
+import type { AdmissionState } from './metering.ts';
+import { requestIdOf } from './request-id.ts';
+
+/** What a handler returns (../handlers/types.ts), and every answer: the one responder writes it (respond). */
+export interface Result {
+  status: number;
+  /** A string or Buffer is sent as it is; anything else as JSON. */
+  body?: unknown;
+  headers?: Record<string, string>;
+  /** Defaults to application/json when there is a body. */
+  contentType?: string;
+}
+
+/** What a JSON body is sent as: Koa's reading of `application/json`, which the API has always sent. */
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+/** What the responders note of the answer they wrote, for the access log and the metrics (observe.ts). */
+export interface AnsweredState {
+  /** The bytes of the body sent: 0 for none, and for HEAD. */
+  sentBytes?: number;
+}
+
+/**
+ * The one responder: writes a handler's result to the response itself (writeResult), with the
+ * RateLimit-* headers of the request's admission, and leaves Koa's own responder out.
+ */
+export function respond(ctx: Context & { state: AdmissionState & AnsweredState }, result: Result): void {
+  ctx.respond = false;
+  ctx.state.sentBytes = writeResult(ctx.res, result, ctx.method === 'HEAD', ctx.state.admission);
+}
+
+/**
+ * Writes a handler's result: its status, the request's id (X-Request-Id, requestIdOf), the
+ * RateLimit-* headers of the request's `admission` (if it was counted), the result's headers, then its
+ * body, if any, with its Content-Type (JSON unless it says) and Content-Length. A string or Buffer is
+ * sent as it is, anything else as JSON. `head`: the answer to HEAD, which is GET's without the body
+ * (RFC 9110 §9.3.2). The headers go to Node in one list (writeHead), not one setHeader each, which
+ * would also keep each in an object by its name. Answers the bytes of the body sent.
+ */
+export function writeResult(response: ServerResponse, result: Result, head = false, admission?: Admission): number {
+  const headers: string[] = admission ? rateLimitHeaders(admission) : [];
+  headers.push('X-Request-Id', requestIdOf(response.req));
+  if (result.headers) for (const name in result.headers) headers.push(name, result.headers[name]);
+  if (result.body === undefined) {
+    response.writeHead(result.status, headers);
+    response.end();
+    return 0;
+  }
+  const body = bodyOf(result);
+  const bytes = Buffer.byteLength(body);
+  headers.push('Content-Type', result.contentType ?? JSON_TYPE, 'Content-Length', String(bytes));
+  response.writeHead(result.status, headers);
+  if (head) {
+    response.end();
+    return 0;
+  }
+  response.end(body);
+  return bytes;
+}
+
+/**
+ * Writes a result as a whole HTTP/1.1 response on a socket that Node's server has let go of (an
+ * upgrade it handed over, a request its parser refused), then closes the connection, as `ws` does with
+ * its own refusals (abortHandshake). Answers the bytes of the body sent.
+ */
+export function writeResultToSocket(socket: Duplex, result: Result, requestId: string): number {
+  if (!socket.writable) {
+    socket.destroy();
+    return 0;
+  }
+  const body = bodyOf(result);
+  const bytes = Buffer.byteLength(body);
+  const headers: Record<string, string> = {
+    Connection: 'close',
+    'X-Request-Id': requestId,
+    'Content-Type': result.contentType ?? JSON_TYPE,
+    'Content-Length': String(bytes),
+    ...result.headers,
+  };
+  const head = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`);
+  socket.once('finish', () => socket.destroy());
+  socket.end(`HTTP/1.1 ${result.status} ${STATUS_CODES[result.status]}\r\n${head.join('')}\r\n${body}`);
+  return bytes;
+}
+
+const bodyOf = ({ body }: Result): string | Buffer =>
+  typeof body === 'string' || Buffer.isBuffer(body) ? body : body === undefined ? '' : JSON.stringify(body);
