@@ -7,7 +7,7 @@ export type ProblemCode = components['schemas']['ProblemCode'];
 export type FieldError = components['schemas']['ValidationError'];
 export type RowError = components['schemas']['RowError'];
 export type SchemaViolation = components['schemas']['SchemaViolation'];
-export type Duplicate = components['schemas']['Duplicate'];
+type Duplicate = components['schemas']['Duplicate'];
 
 const kinds: Record<ProblemCode, { status: number; title: string }> = {
   validation_failed: { status: 400, title: 'Validation failed' },

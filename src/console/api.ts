@@ -9,7 +9,6 @@ export type Problem = components['schemas']['Problem'];
 export type Index = components['schemas']['Index'];
 /** A collection's JSON Schema of its rows (docs/schemas.md), as it was set. */
 export type RowSchema = components['schemas']['RowSchema'];
-export type RowError = components['schemas']['RowError'];
 export type Row = { id: number; [field: string]: unknown };
 export type AggregateQuery = components['schemas']['AggregateQuery'];
 export type AggregateAnswer = components['schemas']['AggregateAnswer'];

@@ -269,7 +269,7 @@ function parseRow(text: string): Record<string, unknown> | string {
 }
 
 /** The fields of `edited` that differ from `row`'s, or why it cannot be saved. */
-export function changesOf(edited: Record<string, unknown>, row: Row): Record<string, unknown> | string {
+function changesOf(edited: Record<string, unknown>, row: Row): Record<string, unknown> | string {
   if (edited.id !== row.id) return 'The id cannot change.';
   const removed = Object.keys(row).filter((field) => !(field in edited));
   if (removed.length > 0) return `A field cannot be removed, only set (to null, say): ${removed.join(', ')}.`;

@@ -6,7 +6,7 @@
 // with 1006 whatever the status): such a refusal is tried again, as a dropped connection is.
 import type { Api, Row } from './api.ts';
 
-export type ChangeKind = 'insert' | 'update' | 'delete';
+type ChangeKind = 'insert' | 'update' | 'delete';
 
 export interface Change {
   type: ChangeKind;

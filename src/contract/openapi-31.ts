@@ -24,7 +24,7 @@ const SCHEMA_ARRAY_KEYWORDS = ['allOf', 'anyOf', 'oneOf', 'prefixItems'];
 const SCHEMA_MAP_KEYWORDS = ['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas'];
 
 /** A 3.0 Schema Object as 2020-12 says it (a new object; `schema` is not changed). */
-export function schemaTo31(schema: Json): Json {
+function schemaTo31(schema: Json): Json {
   if (!isObject(schema)) return schema;
   const out: JsonObject = {};
   for (const [key, value] of Object.entries(schema)) {

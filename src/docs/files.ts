@@ -96,7 +96,7 @@ async function readDocsFiles(): Promise<DocsFiles> {
  * UI resolves it against the document's URL; the host never comes from the request, so nothing a client
  * sends (a Host header, say) can point the page elsewhere.
  */
-export const DOCS_SERVER = { url: '/', description: 'This service: the origin this page was served from.' };
+const DOCS_SERVER = { url: '/', description: 'This service: the origin this page was served from.' };
 
 let rendered: { openapi: string; file: DocsFile } | undefined;
 

@@ -4,7 +4,7 @@ import { notFound } from '../errors.ts';
 import type { Deps, Result } from './types.ts';
 
 /** What a page's handler receives: its path parameters (percent-decoded), nothing else. */
-export interface SitePageInput {
+interface SitePageInput {
   path: Record<string, string>;
 }
 

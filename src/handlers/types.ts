@@ -21,7 +21,7 @@ type Content<K extends OperationId> = operations[K] extends { requestBody: { con
 /** The body of any media type the operation takes (most take `application/json` alone). */
 type Body<K extends OperationId> = Content<K> extends undefined ? undefined : Content<K>[keyof Content<K>];
 /** The media types the operation's body may be sent in, as openapi.yaml lists them. */
-export type MediaType<K extends OperationId> = Content<K> extends undefined ? undefined : keyof Content<K> & string;
+type MediaType<K extends OperationId> = Content<K> extends undefined ? undefined : keyof Content<K> & string;
 
 /** What a handler receives: the request as validated, coerced and defaulted against openapi.yaml. */
 export interface Input<K extends OperationId> {

@@ -25,7 +25,7 @@ export function authenticate(store: Store): Middleware<AuthState> {
 }
 
 /** The account of the request's key, or the 401 for a request without a live key. */
-export async function principalOf(store: Store, request: Pick<IncomingMessage, 'headers' | 'rawHeaders'>): Promise<Principal> {
+async function principalOf(store: Store, request: Pick<IncomingMessage, 'headers' | 'rawHeaders'>): Promise<Principal> {
   const key = keyOf(request);
   const principal = key === undefined ? undefined : await store.findPrincipal(key);
   if (!principal) throw unauthorized();

@@ -85,7 +85,7 @@ function withAcceptPatch(error: unknown, operation: Operation): unknown {
  * Whether a request has a body to read, and of what type: `none` for a method that carries none, or
  * none sent; `json` for a Content-Type known good as it is; `other` for one to check (checkMediaType).
  */
-export function bodyKind({ method, headers }: Pick<IncomingMessage, 'method' | 'headers'>): 'none' | 'json' | 'other' {
+function bodyKind({ method, headers }: Pick<IncomingMessage, 'method' | 'headers'>): 'none' | 'json' | 'other' {
   if (!methodsWithBody.has(method as string) || !hasBody(headers)) return 'none';
   return plainJson.has(headers['content-type'] as string) ? 'json' : 'other';
 }

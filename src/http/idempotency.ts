@@ -22,7 +22,7 @@ export interface OnceState {
 }
 
 /** The longest key, in characters (openapi.yaml, IdempotencyKey). */
-export const MAX_IDEMPOTENCY_KEY = 255;
+const MAX_IDEMPOTENCY_KEY = 255;
 
 /** The methods whose requests take a key: those that change something. */
 const changing = new Set(['POST', 'PATCH', 'DELETE']);

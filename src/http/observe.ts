@@ -33,7 +33,7 @@ export interface Observer {
 }
 
 /** The operation of a request that matched no route: one value, whatever path it asked for. */
-export const NO_OPERATION = 'none';
+const NO_OPERATION = 'none';
 
 /** The feed's operation (openapi.yaml, `GET /ws`): its upgrades, and the requests to `/ws` that are none. */
 export const FEED_OPERATION = 'openFeed';

@@ -12,7 +12,7 @@ import type { Middleware } from 'koa';
  * covers UUIDs, ULIDs, W3C trace ids and the ids proxies make. Anything else (empty, longer, two headers,
  * spaces, quotes, control characters) is replaced by a new id: it would go into log lines and a URN as it is.
  */
-export const SENT_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const SENT_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 const ID = Symbol('rowbase request id');
 

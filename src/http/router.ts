@@ -315,7 +315,7 @@ const MAX_LENGTH = 512;
  * dropped first. What it answers is shared by every request that sent the same string: read it, never
  * change it.
  */
-export class QueryMemo<T> {
+class QueryMemo<T> {
   private readonly entries = new Map<string, T>();
 
   constructor(private readonly read: (querystring: string) => T) {}

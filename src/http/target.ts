@@ -22,7 +22,7 @@ export function targetOf(target = '/'): URL {
  * Throws the 400 for a target that is no URL. A path (`/…`, but not `//…`, which reads as a host) always
  * is one: the check costs nothing on the requests every client sends.
  */
-export function checkTarget(target = '/'): void {
+function checkTarget(target = '/'): void {
   if (target.startsWith('/') && !target.startsWith('//')) return;
   if (!URL.canParse(target, BASE)) {
     throw validationFailed('The request target is not a valid URL.', [{ in: 'path', name: '', message: 'is not a valid URL' }]);

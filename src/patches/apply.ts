@@ -63,10 +63,10 @@ function mergePatch(target: unknown, patch: unknown): unknown {
 class Conflict extends Error {}
 
 /** The most JSON text a patch copies (`copy`), in characters: as much as a row may weigh (15 MiB). */
-export const MAX_COPIED = 15 * 1024 * 1024;
+const MAX_COPIED = 15 * 1024 * 1024;
 
 /** The deepest a JSON Patch makes a row, unless it was deeper already: as deep as a request body may be by default. */
-export const MAX_DEPTH = 64;
+const MAX_DEPTH = 64;
 
 /** A JSON array index (RFC 6901 §4): no sign, no leading zero. */
 const arrayIndex = /^(0|[1-9][0-9]*)$/;

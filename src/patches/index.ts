@@ -4,7 +4,7 @@ import type { operations } from '../../generated/openapi.ts';
 import type { PatchFormat } from './read.ts';
 
 export { applyPatch } from './apply.ts';
-export { type Patch, type PatchFormat, type PatchOperation, type PatchPlace, patchedFields, readPatch } from './read.ts';
+export { type Patch, type PatchFormat, patchedFields, readPatch } from './read.ts';
 
 /** The media types openapi.yaml lists for the body of a PATCH of rows (updateRow and updateRows alike). */
 export type PatchMediaType = keyof operations['updateRow']['requestBody']['content'] &
@@ -19,11 +19,6 @@ export const patchFormatOf: Readonly<Record<PatchMediaType, PatchFormat>> = {
   'application/merge-patch+json': 'merge-patch',
   'application/json-patch+json': 'json-patch',
 };
-
-/** The media type of each format. */
-export const patchMediaTypes = Object.fromEntries(Object.entries(patchFormatOf).map(([type, format]) => [format, type])) as Readonly<
-  Record<PatchFormat, string>
->;
 
 /** Accept-Patch (RFC 5789 §3.1): the media types a row's PATCH takes. */
 export const ACCEPT_PATCH = Object.keys(patchFormatOf).join(', ');

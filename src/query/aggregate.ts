@@ -27,21 +27,21 @@ import { compareCodePoints, matches, type Row } from './evaluate.ts';
 import { type Filter, type FilterSource, filterFieldErrors, filterJson, type JsonValue, readFilter } from './filter.ts';
 
 /** Group fields of one query at most. */
-export const MAX_GROUP_FIELDS = 10;
+const MAX_GROUP_FIELDS = 10;
 /** Aggregates of one query at most. */
-export const MAX_AGGREGATES = 20;
+const MAX_AGGREGATES = 20;
 /** Characters of a field's name at most, as an order's (order.ts, MAX_ORDER_FIELD_LENGTH). */
-export const MAX_AGGREGATE_FIELD_LENGTH = 256;
+const MAX_AGGREGATE_FIELD_LENGTH = 256;
 /** A plain name: what a group field and an alias must be. */
-export const PLAIN_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
+const PLAIN_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 
-export const AGGREGATE_OPS = ['count', 'sum', 'avg', 'min', 'max', 'count_distinct'] as const;
-export type AggregateOp = (typeof AGGREGATE_OPS)[number];
+const AGGREGATE_OPS = ['count', 'sum', 'avg', 'min', 'max', 'count_distinct'] as const;
+type AggregateOp = (typeof AGGREGATE_OPS)[number];
 
 /** One aggregate: its alias in the answer, its operation, and the field it reads (none for `count`). */
 export type Aggregate = { alias: string; op: 'count' } | { alias: string; op: Exclude<AggregateOp, 'count'>; field: string };
 
-export type Direction = 'asc' | 'desc';
+type Direction = 'asc' | 'desc';
 
 export interface AggregateQuery {
   filter?: Filter;
@@ -301,7 +301,7 @@ export function canonical(value: JsonValue): JsonValue {
 }
 
 /** The JSON type's place in a page's order: 5 for missing or null. */
-export function rankOf(value: unknown): 1 | 2 | 3 | 4 | 5 {
+function rankOf(value: unknown): 1 | 2 | 3 | 4 | 5 {
   switch (typeof value) {
     case 'number':
       return 1;
@@ -315,7 +315,7 @@ export function rankOf(value: unknown): 1 | 2 | 3 | 4 | 5 {
 }
 
 /** Two values in a page's ascending order (missing and null last); objects and arrays tie. */
-export function compareJson(a: unknown, b: unknown): number {
+function compareJson(a: unknown, b: unknown): number {
   const [ra, rb] = [rankOf(a), rankOf(b)];
   if (ra !== rb) return ra - rb;
   if (ra === 2) return compareCodePoints(a as string, b as string);

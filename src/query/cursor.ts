@@ -26,7 +26,7 @@ export interface CursorScope {
 /** Where the request carried the cursor, as its 400 names it. */
 export type CursorSource = Pick<FieldError, 'in' | 'name'>;
 
-export const AFTER_PARAMETER: CursorSource = { in: 'query', name: 'after' };
+const AFTER_PARAMETER: CursorSource = { in: 'query', name: 'after' };
 
 /** A sort key's value in a cursor: null when missing or null, `{}` for an object or array, else the value. */
 type CursorValue = null | number | string | boolean | Record<string, never>;

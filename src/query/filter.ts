@@ -30,7 +30,7 @@ export type FieldCondition = { kind: 'field'; path: FieldPath } & (
   | { op: '$prefix'; operand: string }
 );
 
-export type Operator = FieldCondition['op'];
+type Operator = FieldCondition['op'];
 
 /** A filter read: `and` of no filters holds for every row. */
 export type Filter = { kind: 'and' | 'or'; filters: Filter[] } | { kind: 'not'; filter: Filter } | FieldCondition;

@@ -6,9 +6,9 @@ import type { Direction, SortKey } from '../db/pages.ts';
 import { type FieldError, validationFailed } from '../errors.ts';
 
 /** Keys of one order at most: each is a column of the page's statement, and of its cursor. */
-export const MAX_ORDER_KEYS = 8;
+const MAX_ORDER_KEYS = 8;
 /** Characters of one field's name at most (openapi.yaml, OrderBy and OrderKey). */
-export const MAX_ORDER_FIELD_LENGTH = 256;
+const MAX_ORDER_FIELD_LENGTH = 256;
 
 /** The order that the list parameters `order_by` and `order` name, or a 400 naming the one that is wrong. */
 export function orderFromParameters(orderBy: string, order: string): SortKey[] {

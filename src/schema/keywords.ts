@@ -73,8 +73,8 @@ export interface SchemaParts {
  * (`[\p{L}0]{96}`), and a schema's patterns are compiled when it is checked and for its validator:
  * 64 KiB of such patterns would hold the service for seconds.
  */
-export const maxPatterns = 100;
-export const maxPatternInstructions = 5_000;
+const maxPatterns = 100;
+const maxPatternInstructions = 5_000;
 
 /** Walks the schema and every subschema in it, keyword by keyword. Values of the wrong type are left for the meta-schema to name. */
 export function walkSchema(schema: Record<string, unknown>): SchemaParts {

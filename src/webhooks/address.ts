@@ -10,7 +10,7 @@ import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
 
 /** The longest URL a webhook may have. */
-export const MAX_WEBHOOK_URL_LENGTH = 2048;
+const MAX_WEBHOOK_URL_LENGTH = 2048;
 
 /** Whether `address` (an IP literal) is a public unicast address, which a webhook may connect to. */
 export function isPublicAddress(address: string): boolean {
@@ -32,13 +32,13 @@ export function isLoopbackName(host: string): boolean {
 /** Looks a host name up: every address it resolves to (dns.lookup with `all`), injectable for tests. */
 export type Resolve = (hostname: string) => Promise<LookupAddress[]>;
 
-export const resolveHost: Resolve = (hostname) =>
+const resolveHost: Resolve = (hostname) =>
   new Promise((resolve, reject) =>
     dnsLookup(hostname, { all: true } satisfies LookupAllOptions, (error, addresses) => (error ? reject(error) : resolve(addresses))),
   );
 
 /** The host of a URL as an address or name: without the brackets of an IPv6 literal. */
-export const hostOf = (url: URL) => url.hostname.replace(/^\[(.*)\]$/, '$1');
+const hostOf = (url: URL) => url.hostname.replace(/^\[(.*)\]$/, '$1');
 
 /**
  * What is wrong with `text` as a webhook's URL, in words, or undefined when nothing is: it must be an

@@ -11,10 +11,10 @@ import { Agent, buildConnector, request } from 'undici';
 import { isLoopbackName, isPublicAddress } from './address.ts';
 
 /** The most of an answer read: the rest is not waited for. */
-export const MAX_ANSWER_BYTES = 64 * 1024;
+const MAX_ANSWER_BYTES = 64 * 1024;
 
 /** A connection the address rule refused. */
-export class AddressRefusedError extends Error {
+class AddressRefusedError extends Error {
   readonly code = 'ADDRESS_REFUSED';
 }
 
@@ -22,7 +22,7 @@ export class AddressRefusedError extends Error {
  * Standard Webhooks' signature (https://www.standardwebhooks.com, "Signature scheme"): the HMAC-SHA256,
  * keyed by the secret's bytes (base64 after `whsec_`), of `id.timestamp.body`, as `v1,` and its base64.
  */
-export function sign(secret: string, id: string, timestamp: number, body: string): string {
+function sign(secret: string, id: string, timestamp: number, body: string): string {
   const key = Buffer.from(secret.slice('whsec_'.length), 'base64');
   return `v1,${createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64')}`;
 }

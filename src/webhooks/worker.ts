@@ -34,10 +34,10 @@ export interface WorkerOptions {
 }
 
 /** The `webhook-id` of a change to a webhook: the same on every attempt, by every instance. */
-export const messageId = (webhookId: number, collectionId: number, seq: number) => `msg_${webhookId}_${collectionId}_${seq}`;
+const messageId = (webhookId: number, collectionId: number, seq: number) => `msg_${webhookId}_${collectionId}_${seq}`;
 
 /** The delay before the next attempt after `attempt` attempts failed, with ±20% jitter; undefined past the schedule. */
-export function retryDelay(delays: readonly number[], attempt: number): number | undefined {
+function retryDelay(delays: readonly number[], attempt: number): number | undefined {
   const base = delays[attempt - 1];
   return base === undefined ? undefined : Math.round(base * (0.8 + Math.random() * 0.4));
 }
@@ -240,7 +240,7 @@ export class WebhookWorker {
 }
 
 /** The message a webhook is sent of `event`, as the feed would send it with its kinds and filter, or undefined when it takes none. */
-export function messageFor(
+function messageFor(
   target: Pick<StreamTarget, 'events' | 'collection'>,
   event: StoredEvent,
   test: RowTest | undefined,

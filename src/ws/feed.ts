@@ -20,7 +20,7 @@ import { Tail } from './tail.ts';
 import { checkUpgrade, FEED_PATH, type FeedRequest } from './upgrade.ts';
 
 /** Clients send nothing; anything larger than this closes their socket with 1009. */
-export const MAX_CLIENT_MESSAGE_BYTES = 1024;
+const MAX_CLIENT_MESSAGE_BYTES = 1024;
 /** Events read from the database at a time, by a tail or a replay: at most 500, and about 1 MiB of rows. */
 const PAGE = { limit: 500, maxChars: 1024 * 1024 };
 /** Events one pruning statement deletes at most. */
@@ -30,7 +30,7 @@ const PRUNE_BATCH = 500;
  * of its expiry, and a revoked key's within a second of the revocation, wherever it was made, for which
  * they are looked up again (asyncapi.yaml, close code 4401). One query per pass for up to this many keys:
  */
-export const KEY_CHECK_INTERVAL_MS = 500;
+const KEY_CHECK_INTERVAL_MS = 500;
 const KEY_CHECK_BATCH = 500;
 
 export interface FeedOptions {

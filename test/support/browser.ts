@@ -10,9 +10,9 @@ import { checkResponse } from './contract.ts';
 import { messageProblem } from './feed.ts';
 
 /** Where the browser is: CHROMIUM_PATH, or Debian's. */
-export const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const chromiumPath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
-export const chromiumMissing = (): string | undefined =>
+const chromiumMissing = (): string | undefined =>
   existsSync(chromiumPath) ? undefined : `no Chromium at ${chromiumPath} (apt-get install -y chromium, or set CHROMIUM_PATH)`;
 
 /**

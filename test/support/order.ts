@@ -31,7 +31,7 @@ function compareSameRank(a: unknown, b: unknown): number {
 const fieldOf = (row: Row, field: string) => (field === 'id' ? row.id : Object.hasOwn(row, field) ? row[field] : undefined);
 
 /** How `a` and `b` compare in the order of `keys`. */
-export function compareRows(keys: readonly OrderKey[], a: Row, b: Row): number {
+function compareRows(keys: readonly OrderKey[], a: Row, b: Row): number {
   for (const { field, direction } of keys) {
     const [x, y] = [fieldOf(a, field), fieldOf(b, field)];
     const [rx, ry] = [rank(x), rank(y)];

@@ -1,0 +1,66 @@
+// The allowed imports of src/ (docs/development.md, "Layout"), checked by `npm run lint`: a wrong arrow
+// fails with the rule's name and its comment. The layers, outermost first: the HTTP app and the feed
+// (app.ts, http/, handlers/, ws/, the console's server side), the workers and the meter (webhooks/,
+// usage/), then the data layer (db/): its areas (db/<area>/), its engine (db/engine/) and one folder per
+// dialect (db/sqlite/, db/postgres/). Rules that hold no SQL live outside db/, where both sides import them.
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-circular',
+      severity: 'error',
+      comment: 'A circle of imports has no first module to read: break it by moving what both need into a module of its own.',
+      from: { path: '^src/' },
+      to: { circular: true },
+    },
+    {
+      name: 'db-imports-no-outer-layer',
+      severity: 'error',
+      comment: 'The data layer is called, never calls out: nothing in db/ imports the HTTP app, the handlers, the feed, the workers or the CLI.',
+      from: { path: '^src/db/' },
+      to: { path: '^src/(app|server|cli)\\.ts$|^src/(http|handlers|ws|webhooks|cli|console|docs|usage)/' },
+    },
+    {
+      name: 'dialects-apart',
+      severity: 'error',
+      comment: "A dialect's folder imports nothing of another dialect's.",
+      from: { path: '^src/db/(sqlite|postgres)/' },
+      to: { path: '^src/db/(sqlite|postgres)/', pathNot: '^src/db/$1/' },
+    },
+    {
+      name: 'dialects-only-through-the-engine',
+      severity: 'error',
+      comment: 'Only the opening of a store (db/engine/) chooses a dialect; the areas and everything outside db/ call the Store.',
+      from: { path: '^src/', pathNot: '^src/db/(engine|sqlite|postgres)/' },
+      to: { path: '^src/db/(sqlite|postgres)/' },
+    },
+    {
+      name: 'drivers-only-in-dialects',
+      severity: 'error',
+      comment: "A database driver is spoken to only in its dialect's folder, where its errors are read (errors.ts).",
+      from: { path: '^src/', pathNot: '^src/db/(sqlite|postgres)/' },
+      to: { path: '^node_modules/(sqlite3|pg|pg-[a-z-]+)/' },
+    },
+    {
+      name: 'handlers-not-the-http-stages',
+      severity: 'error',
+      comment: 'A handler takes the validated request and answers { status, body }: it imports no stage of the request path but the helpers of requests.',
+      from: { path: '^src/handlers/' },
+      to: { path: '^src/app\\.ts$|^src/server\\.ts$' },
+    },
+    {
+      name: 'not-to-tests',
+      severity: 'error',
+      comment: 'The service never imports its tests or benchmarks.',
+      from: { path: '^src/' },
+      to: { path: '^(test|bench)/' },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '^src/console/' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default', 'types'] },
+  },
+};
