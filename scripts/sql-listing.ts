@@ -3,11 +3,11 @@
 // shape (a page's direction, a patch's number of fields) once for each shape. A reader finds here the
 // SQL of any request; the code that runs it names the same constants.
 
-import type { AggregateSource } from '../src/db/aggregates.ts';
-import { raw } from '../src/db/filter.ts';
-import { byId, byName, type Direction, type Page, type PageSource, type Position, withinIndex } from '../src/db/pages.ts';
+import type { KeyRange } from '../src/db/collections/sort-indexes.ts';
 import * as postgres from '../src/db/postgres/sql.ts';
-import type { KeyRange } from '../src/db/sort-indexes.ts';
+import type { AggregateSource } from '../src/db/reads/aggregates.ts';
+import { raw } from '../src/db/reads/filter.ts';
+import { byId, byName, type Direction, type Page, type PageSource, type Position, withinIndex } from '../src/db/reads/pages.ts';
 import * as shared from '../src/db/sql.ts';
 import * as sqlite from '../src/db/sqlite/sql.ts';
 import type { AggregateQuery } from '../src/query/aggregate.ts';

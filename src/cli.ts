@@ -7,8 +7,8 @@ import { type Command, print, required, UsageError, withStore } from './cli/comm
 import { exportCommand } from './cli/export.ts';
 import { importCommand } from './cli/import.ts';
 import { ConfigError, configFromEnv } from './config.ts';
-import { instantOf, KeyError, type KeyInfo, type NewKey, type Scope, scopes } from './db/keys.ts';
-import { type Period, periods } from './db/plans.ts';
+import { instantOf, KeyError, type KeyInfo, type NewKey, type Scope, scopes } from './db/accounts/keys.ts';
+import { type Period, periods } from './db/accounts/plans.ts';
 import { createLogger } from './log.ts';
 import { root } from './root.ts';
 

@@ -2,7 +2,7 @@
 // the pieces of SQL both build their own from. Each dialect's own statements are in sqlite/sql.ts and
 // postgres/sql.ts; `npm run generate` writes every statement of each dialect, whole, to generated/sql/.
 // Values a client sends are always bindings, never part of the text.
-import { type Sql, sql } from './filter.ts';
+import { type Sql, sql } from './reads/filter.ts';
 
 /**
  * The first statement of every write transaction (collections.ts, advance()): moves the collection's

@@ -1,6 +1,6 @@
 import type { components } from '../../generated/openapi.ts';
-import type { BatchOperation, BatchResult } from '../db/batch.ts';
-import { answerOnce } from '../db/idempotency.ts';
+import type { BatchOperation, BatchResult } from '../db/rows/batch.ts';
+import { answerOnce } from '../db/rows/idempotency.ts';
 import { ApiError, validationFailed } from '../errors.ts';
 import { etagOf, ifMatchAt } from '../http/request.ts';
 import { readPatch } from '../patches/index.ts';

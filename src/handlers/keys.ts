@@ -1,6 +1,6 @@
 import type { components } from '../../generated/openapi.ts';
-import { answerOnce } from '../db/idempotency.ts';
-import { type AccountKey, instantOf, type KeyLimits, type Principal, scopes } from '../db/keys.ts';
+import { type AccountKey, instantOf, type KeyLimits, type Principal, scopes } from '../db/accounts/keys.ts';
+import { answerOnce } from '../db/rows/idempotency.ts';
 import { conflict, forbidden, notFound, validationFailed } from '../errors.ts';
 import type { Handlers, Result } from './types.ts';
 

@@ -1,9 +1,9 @@
 import type { components } from '../../generated/openapi.ts';
-import type { EventType } from '../db/events.ts';
-import { answerOnce } from '../db/idempotency.ts';
-import type { Principal } from '../db/keys.ts';
-import type { Store } from '../db/store.ts';
-import type { Webhook as StoredWebhook, WebhookSettings } from '../db/webhooks.ts';
+import type { Principal } from '../db/accounts/keys.ts';
+import type { Store } from '../db/engine/store.ts';
+import type { EventType } from '../db/events/events.ts';
+import { answerOnce } from '../db/rows/idempotency.ts';
+import type { Webhook as StoredWebhook, WebhookSettings } from '../db/webhooks/webhooks.ts';
 import { conflict, forbidden, notFound, validationFailed } from '../errors.ts';
 import { parseFilter } from '../query/filter.ts';
 import { urlProblem } from '../webhooks/address.ts';

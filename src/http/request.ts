@@ -32,8 +32,8 @@ import type { Operation } from 'openapi-backend';
 import type { OpenAPIV3 } from 'openapi-types';
 import getRawBody from 'raw-body';
 import type { Config } from '../config.ts';
-import { type FoundAnswer, type OnceRequest, OnceTaken, onceInProgress } from '../db/idempotency.ts';
-import type { Store } from '../db/store.ts';
+import type { Store } from '../db/engine/store.ts';
+import { type FoundAnswer, type OnceRequest, OnceTaken, onceInProgress } from '../db/rows/idempotency.ts';
 import { ApiError, type FieldError, validationFailed } from '../errors.ts';
 import { type AdmissionState, type AuthState, headerLines, respond } from './stages.ts';
 

@@ -9,7 +9,7 @@
 // nothing: it holds only values its client has read, and any key of the account could make one that
 // starts anywhere in what it may read anyway. The limit and `count` may change from page to page.
 import { hash } from 'node:crypto';
-import { keyValueOf, type Position, type SortKey } from '../db/pages.ts';
+import { keyValueOf, type Position, type SortKey } from '../db/reads/pages.ts';
 import { type FieldError, validationFailed } from '../errors.ts';
 
 /** The query a cursor belongs to. */

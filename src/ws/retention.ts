@@ -1,8 +1,8 @@
 import { EventEmitter } from 'node:events';
 import { setImmediate as yieldToWriters } from 'node:timers/promises';
-import type { RetentionPolicy } from '../db/retention.ts';
-import type { Store } from '../db/store.ts';
-import { DELIVERY_LOG_MS } from '../db/webhooks.ts';
+import type { Store } from '../db/engine/store.ts';
+import type { RetentionPolicy } from '../db/events/retention.ts';
+import { DELIVERY_LOG_MS } from '../db/webhooks/webhooks.ts';
 import type { Logger } from '../log.ts';
 
 const COLLECTIONS_PER_PAGE = 100;

@@ -1,7 +1,7 @@
 // PostgreSQL's own steps of the schema (../migrations.ts), and the type of a sort key's string: text in
 // the "C" collation, which compares by code point.
 import type { Knex } from 'knex';
-import type { DialectSchema } from '../migrations.ts';
+import type { DialectSchema } from '../engine/migrations.ts';
 import { replaceKey } from '../sql.ts';
 import { jsonbOf, keyColumns, ONCE_TAKEN } from './sql.ts';
 

@@ -16,20 +16,20 @@ import pg from 'pg';
 import { queryTimeout } from '../../errors.ts';
 import type { Logger } from '../../log.ts';
 import { applyPatch, type Patch, patchedFields } from '../../patches/index.ts';
-import { type AggregateSource, readAggregates } from '../aggregates.ts';
-import { type RowWrites, upsertWritesOf, writeBatch } from '../batch.ts';
-import { Batches } from '../batches.ts';
-import type { Changes } from '../changes.ts';
-import { advance, collectionId, collectionNotFound } from '../collections.ts';
-import type { Dialect, SqlValue, WriteTx } from '../dialect.ts';
-import { appendEvents, eventRow } from '../events.ts';
-import { exportCollection } from '../exports.ts';
-import { beginOnce, type OnceRequest, OnceTaken, onceInProgress, recordOnce } from '../idempotency.ts';
-import { importRowsIn, type RowImporter } from '../imports.ts';
-import { keepingUnique, type WrittenRow } from '../indexes.ts';
-import type { RowOperations } from '../operations.ts';
-import { readPage } from '../pages.ts';
-import { changedRows, deleteRowIn, deleteRowsIn, matchedRows } from '../row-writes.ts';
+import { advance, collectionId, collectionNotFound } from '../collections/collections.ts';
+import { keepingUnique, type WrittenRow } from '../collections/indexes.ts';
+import { StaleSchema } from '../collections/schemas.ts';
+import type { RowOperations } from '../engine/assemble.ts';
+import type { Changes } from '../engine/changes.ts';
+import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
+import { Groups } from '../engine/grouping.ts';
+import { appendEvents, eventRow } from '../events/events.ts';
+import { type AggregateSource, readAggregates } from '../reads/aggregates.ts';
+import { readPage } from '../reads/pages.ts';
+import { type RowWrites, upsertWritesOf, writeBatch } from '../rows/batch.ts';
+import { exportCollection } from '../rows/exports.ts';
+import { beginOnce, type OnceRequest, OnceTaken, onceInProgress, recordOnce } from '../rows/idempotency.ts';
+import { importRowsIn, type RowImporter } from '../rows/imports.ts';
 import {
   assignable,
   type Fields,
@@ -43,9 +43,9 @@ import {
   rowTooLarge,
   versionMatches,
   versionOf,
-} from '../rows.ts';
-import { StaleSchema } from '../schemas.ts';
-import { upsertRows } from '../upserts.ts';
+} from '../rows/rows.ts';
+import { upsertRows } from '../rows/upserts.ts';
+import { changedRows, deleteRowIn, deleteRowsIn, matchedRows } from '../rows/writes.ts';
 import {
   advanceReadingRowSql,
   getRowSql,
@@ -111,7 +111,7 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
    * still sending the next (BENCHMARKS.md, insert-batch on PostgreSQL); inserts that come meanwhile go
    * together in the statement after, each request's rows consecutive, in the order the requests came.
    */
-  const inserts = new Batches<Insert, FirstInserted>({
+  const inserts = new Groups<Insert, FirstInserted>({
     maxRunning: 3,
     maxWeight: MAX_INSERT_ROWS,
     async run(_key, batch) {

@@ -4,11 +4,11 @@
 
 import type { Aggregate } from '../../query/aggregate.ts';
 import type { JsonValue } from '../../query/filter.ts';
-import type { AggregateSource } from '../aggregates.ts';
-import type { UniqueIndexSql } from '../dialect.ts';
-import { raw, type Sql, sql } from '../filter.ts';
-import { type FieldOrder, type PageSource, sortedPages, wholePage } from '../pages.ts';
-import { MAX_PAGE_BYTES } from '../rows.ts';
+import type { UniqueIndexSql } from '../engine/dialect.ts';
+import type { AggregateSource } from '../reads/aggregates.ts';
+import { raw, type Sql, sql } from '../reads/filter.ts';
+import { type FieldOrder, type PageSource, sortedPages, wholePage } from '../reads/pages.ts';
+import { MAX_PAGE_BYTES } from '../rows/rows.ts';
 import { keyOrder, replaceKey, rowJsonWith, versionedRowJsonWith } from '../sql.ts';
 
 /** A row's JSON text (rowJsonWith). */

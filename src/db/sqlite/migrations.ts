@@ -1,5 +1,5 @@
 // SQLite's own steps of the schema (../migrations.ts).
-import type { DialectSchema } from '../migrations.ts';
+import type { DialectSchema } from '../engine/migrations.ts';
 
 export const sqliteSchema: DialectSchema = {
   codePointText: 'text',

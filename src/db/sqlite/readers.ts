@@ -5,12 +5,12 @@
 // slow page; a read sees every transaction committed before it began, so a client reads its own
 // acknowledged writes. Errors leave as the driver's and are translated at the store's edge (../errors.ts).
 import sqlite3 from 'sqlite3';
-import { Batches } from '../batches.ts';
-import type { SqlValue } from '../dialect.ts';
-import { DatabaseClosedError } from '../errors.ts';
-import type { SnapshotRead } from '../pages.ts';
-import { MAX_PAGE_BYTES } from '../rows.ts';
-import { Waits } from '../waits.ts';
+import type { SqlValue } from '../engine/dialect.ts';
+import { DatabaseClosedError } from '../engine/errors.ts';
+import { Groups } from '../engine/grouping.ts';
+import { Waits } from '../engine/waits.ts';
+import type { SnapshotRead } from '../reads/pages.ts';
+import { MAX_PAGE_BYTES } from '../rows/rows.ts';
 import { StatementCache } from './rows.ts';
 
 /**
@@ -82,7 +82,7 @@ export class SqliteReaders {
   /** The snapshots' waits for their connection (../waits.ts). */
   readonly waits = new Waits();
   /** Reads by the SQL text that reads them together (readMerged): one run of each text at a time. */
-  private readonly merged = new Batches<SqlValue[], unknown[]>({
+  private readonly merged = new Groups<SqlValue[], unknown[]>({
     maxWeight: MAX_MERGED_READS,
     run: async (sql, batch) => {
       const rows = await this.read<{ i: number }>(sql, [JSON.stringify(batch)]);

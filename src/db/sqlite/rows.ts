@@ -11,20 +11,20 @@
 import type sqlite3 from 'sqlite3';
 import { type ApiError, queryTimeout } from '../../errors.ts';
 import { applyPatch, type Patch } from '../../patches/index.ts';
-import { type AggregateSource, readAggregates } from '../aggregates.ts';
-import { type RowWrites, upsertWritesOf, writeBatch } from '../batch.ts';
-import type { GroupedWrites } from '../batches.ts';
-import type { Changes } from '../changes.ts';
-import { advance, collectionNotFound } from '../collections.ts';
-import type { Dialect, SqlValue, WriteTx } from '../dialect.ts';
-import { DatabaseClosedError } from '../errors.ts';
-import { exportCollection } from '../exports.ts';
-import { beginOnce, type OnceRequest, OnceTaken, recordOnce } from '../idempotency.ts';
-import { importRowsIn, type RowImporter } from '../imports.ts';
-import { keepingUnique, uniqueViolation, type WrittenRow } from '../indexes.ts';
-import type { RowOperations } from '../operations.ts';
-import { readPage } from '../pages.ts';
-import { changedRows, deleteRowIn, deleteRowsIn, type MatchedRow, matchedRows } from '../row-writes.ts';
+import { advance, collectionNotFound } from '../collections/collections.ts';
+import { keepingUnique, uniqueViolation, type WrittenRow } from '../collections/indexes.ts';
+import { StaleSchema } from '../collections/schemas.ts';
+import type { RowOperations } from '../engine/assemble.ts';
+import type { Changes } from '../engine/changes.ts';
+import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
+import { DatabaseClosedError } from '../engine/errors.ts';
+import type { GroupedWrites } from '../engine/grouping.ts';
+import { type AggregateSource, readAggregates } from '../reads/aggregates.ts';
+import { readPage } from '../reads/pages.ts';
+import { type RowWrites, upsertWritesOf, writeBatch } from '../rows/batch.ts';
+import { exportCollection } from '../rows/exports.ts';
+import { beginOnce, type OnceRequest, OnceTaken, recordOnce } from '../rows/idempotency.ts';
+import { importRowsIn, type RowImporter } from '../rows/imports.ts';
 import {
   assignable,
   type Fields,
@@ -40,10 +40,10 @@ import {
   type VersionedRow,
   versionMatches,
   versionOf,
-} from '../rows.ts';
-import { StaleSchema } from '../schemas.ts';
+} from '../rows/rows.ts';
+import { upsertRows } from '../rows/upserts.ts';
+import { changedRows, deleteRowIn, deleteRowsIn, type MatchedRow, matchedRows } from '../rows/writes.ts';
 import { collectionSql } from '../sql.ts';
-import { upsertRows } from '../upserts.ts';
 import { fieldName, importRowsSql, insertSql, keysSql, MAX_FIELDS_BY_PATH, patchedRowSql, patchSql, pathSafe, rowsSql } from './sql.ts';
 
 /** An insert as it waits in the writer's queue: its rows' texts, and its Idempotency-Key if it was sent with one. */

@@ -2,9 +2,10 @@
 // triggers of every write (sql.ts). Made in one pass, the index of a large collection would hold the
 // writer, and with it every account's writes, until it was done; a step holds it briefly, and the
 // writes queued meanwhile go between two steps.
-import type { GroupedWrites } from '../batches.ts';
-import { collectionNotFound } from '../collections.ts';
-import type { Dialect } from '../dialect.ts';
+
+import { collectionNotFound } from '../collections/collections.ts';
+import type { Dialect } from '../engine/dialect.ts';
+import type { GroupedWrites } from '../engine/grouping.ts';
 import { setSortedSql } from '../sql.ts';
 import {
   countersSql,

@@ -20,11 +20,11 @@
 // value a client sent arrives as a binding of the INSERT, never in the SQL.
 
 import type { Aggregate } from '../../query/aggregate.ts';
-import type { AggregateSource } from '../aggregates.ts';
-import type { UniqueIndexSql } from '../dialect.ts';
-import { raw, type Sql, sql } from '../filter.ts';
-import { type FieldOrder, type PageSource, sortedPages, wholePage } from '../pages.ts';
-import { MAX_ROW_BYTES } from '../rows.ts';
+import type { UniqueIndexSql } from '../engine/dialect.ts';
+import type { AggregateSource } from '../reads/aggregates.ts';
+import { raw, type Sql, sql } from '../reads/filter.ts';
+import { type FieldOrder, type PageSource, sortedPages, wholePage } from '../reads/pages.ts';
+import { MAX_ROW_BYTES } from '../rows/rows.ts';
 import { keyOrder, replaceKey, rowJsonWith, versionedRowJsonWith } from '../sql.ts';
 
 /**
