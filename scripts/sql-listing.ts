@@ -8,11 +8,18 @@ import * as postgres from '../src/db/postgres/sql.ts';
 import type { AggregateSource } from '../src/db/reads/aggregates.ts';
 import { raw } from '../src/db/reads/filter.ts';
 import { byId, byName, type Direction, type Page, type PageSource, type Position, withinIndex } from '../src/db/reads/pages.ts';
-import * as shared from '../src/db/sql.ts';
+import * as accounts from '../src/db/sql/accounts.ts';
+import * as collections from '../src/db/sql/collections.ts';
+import * as events from '../src/db/sql/events.ts';
+import * as reads from '../src/db/sql/reads.ts';
+import * as rows from '../src/db/sql/rows.ts';
 import * as sqlite from '../src/db/sqlite/sql.ts';
 import type { AggregateQuery } from '../src/query/aggregate.ts';
 
 type Listing = [name: string, sql: string][];
+
+/** The statements both dialects run, of every area. */
+const shared = { ...accounts, ...collections, ...events, ...reads, ...rows };
 
 const directions: Direction[] = ['asc', 'desc'];
 const ranges: KeyRange[] = ['all', 'present', 'missing'];

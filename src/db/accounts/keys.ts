@@ -11,14 +11,14 @@ import {
   listAccountKeysSql,
   listKeysSql,
   liveKeyHashesSql,
-  lockAccountSql,
   noteKeyUseSql,
   planExistsSql,
   principalSql,
   revokeAccountKeySql,
   revokeKeysSql,
   setAccountPlanSql,
-} from '../sql.ts';
+} from '../sql/accounts.ts';
+import { lockAccountSql } from '../sql/collections.ts';
 
 /** What a key may do (openapi.yaml, KeyScope), narrowest first: each scope grants what the ones before it grant. */
 export const scopes = ['read', 'write', 'admin'] as const;

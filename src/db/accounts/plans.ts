@@ -1,5 +1,5 @@
 import type { Dialect } from '../engine/dialect.ts';
-import { accountPlanSql, listPlansSql, setPlanSql } from '../sql.ts';
+import { accountPlanSql, listPlansSql, setPlanSql } from '../sql/accounts.ts';
 
 export const periods = ['hour', 'day', 'month'] as const;
 export type Period = (typeof periods)[number];

@@ -1,5 +1,5 @@
 import type { Dialect } from '../engine/dialect.ts';
-import { addUsageSql, readUsageSql } from '../sql.ts';
+import { addUsageSql, readUsageSql } from '../sql/accounts.ts';
 
 /** The requests counted for an account in the period starting at `periodStart`, by every instance. */
 export async function readUsage({ query }: Dialect, accountId: number, periodStart: string): Promise<number> {

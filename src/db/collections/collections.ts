@@ -16,7 +16,7 @@ import {
   setSchemaIdSql,
   uniqueIndexIdsSql,
   uniqueIndexName,
-} from '../sql.ts';
+} from '../sql/collections.ts';
 
 export type Collection = components['schemas']['Collection'];
 

@@ -10,7 +10,7 @@ import { ApiError, conflict, notFound } from '../../errors.ts';
 import type { Dialect, Read, SqlValue, WriteTx } from '../engine/dialect.ts';
 import { beginOnce, type Once, recordOnce } from '../rows/idempotency.ts';
 import type { Fields } from '../rows/rows.ts';
-import { uniqueIndexName } from '../sql.ts';
+import { uniqueIndexName } from '../sql/collections.ts';
 import { advance, collectionNotFound } from './collections.ts';
 
 /** An index as openapi.yaml's Index describes it. */

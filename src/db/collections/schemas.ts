@@ -14,15 +14,8 @@ import { compileRowSchema, type RowValidator } from '../../schema/compile.ts';
 import type { Dialect, Read, SchemaCache } from '../engine/dialect.ts';
 import { beginOnce, type Once, recordOnce } from '../rows/idempotency.ts';
 import type { Fields } from '../rows/rows.ts';
-import {
-  dropOtherSchemasSql,
-  EXPORT_PAGE_ROWS,
-  exportRowsSql,
-  insertSchemaSql,
-  schemaIdSql,
-  schemaTextSql,
-  setSchemaIdSql,
-} from '../sql.ts';
+import { dropOtherSchemasSql, insertSchemaSql, schemaIdSql, schemaTextSql, setSchemaIdSql } from '../sql/collections.ts';
+import { EXPORT_PAGE_ROWS, exportRowsSql } from '../sql/rows.ts';
 import { advance, collectionNotFound } from './collections.ts';
 
 export type { RowSchema } from '../../schema/check.ts';

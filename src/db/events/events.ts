@@ -1,7 +1,7 @@
 import { collectionNotFound } from '../collections/collections.ts';
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
 import { type Row, rowJson } from '../rows/rows.ts';
-import { eventSizesSql, eventsSql, feedStartSql, insertEventsSql, latestSeqSql } from '../sql.ts';
+import { eventSizesSql, eventsSql, feedStartSql, insertEventsSql, latestSeqSql } from '../sql/events.ts';
 
 export type EventType = 'insert' | 'update' | 'delete';
 

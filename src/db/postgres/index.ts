@@ -11,7 +11,7 @@ import { DatabaseOpenError, defaultSortIndexes, knexLog, type StoreOptions } fro
 import type { Dialect, OnceRow } from '../engine/dialect.ts';
 import { migrationSource } from '../engine/migrations.ts';
 import { Waits } from '../engine/waits.ts';
-import { onceAnswerSql } from '../sql.ts';
+import { onceAnswerSql } from '../sql/rows.ts';
 import { filterSql, keyBoundsSql } from './filter.ts';
 import { postgresSchema } from './migrations.ts';
 import { CHANNEL, listenForChanges, postgresRows } from './rows.ts';

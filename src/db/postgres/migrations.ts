@@ -2,7 +2,7 @@
 // the "C" collation, which compares by code point.
 import type { Knex } from 'knex';
 import type { DialectSchema } from '../engine/migrations.ts';
-import { replaceKey } from '../sql.ts';
+import { replaceKey } from '../sql/collections.ts';
 import { jsonbOf, keyColumns, ONCE_TAKEN } from './sql.ts';
 
 export const postgresSchema: DialectSchema = {

@@ -2,7 +2,7 @@
 // (sql.ts, insertBatchSql), a patch re-keys its rows after their update (rows.ts, rekeyPatchedRows).
 import { advance } from '../collections/collections.ts';
 import type { Dialect } from '../engine/dialect.ts';
-import { setSortedSql } from '../sql.ts';
+import { setSortedSql } from '../sql/collections.ts';
 import { keysSql } from './sql.ts';
 
 /**

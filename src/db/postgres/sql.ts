@@ -9,7 +9,8 @@ import type { AggregateSource } from '../reads/aggregates.ts';
 import { raw, type Sql, sql } from '../reads/filter.ts';
 import { type FieldOrder, type PageSource, sortedPages, wholePage } from '../reads/pages.ts';
 import { MAX_PAGE_BYTES } from '../rows/rows.ts';
-import { keyOrder, replaceKey, rowJsonWith, versionedRowJsonWith } from '../sql.ts';
+import { keyOrder, replaceKey } from '../sql/collections.ts';
+import { rowJsonWith, versionedRowJsonWith } from '../sql/reads.ts';
 
 /** A row's JSON text (rowJsonWith). */
 const rowJsonSql = rowJsonWith('substr(data, 2)');

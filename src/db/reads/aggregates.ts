@@ -10,7 +10,7 @@ import type { AggregateAnswer, AggregateQuery, Decimal, Group } from '../../quer
 import { canonical, decimalOfText, exactSum, orderGroups } from '../../query/aggregate.ts';
 import type { JsonValue } from '../../query/filter.ts';
 import { collectionNotFound } from '../collections/collections.ts';
-import { keyCountSql } from '../sql.ts';
+import { keyCountSql } from '../sql/reads.ts';
 import type { Sql } from './filter.ts';
 import { indexedFields } from './filter-indexes.ts';
 import {

@@ -20,7 +20,8 @@ import { collectionNotFound } from '../collections/collections.ts';
 import { type KeyRange, type KnownIndexes, ranks, type SortIndexLimits } from '../collections/sort-indexes.ts';
 import type { SqlValue } from '../engine/dialect.ts';
 import { type Json, pageTooLarge, type Row } from '../rows/rows.ts';
-import { collectionSql, keyOrder, pageColumns, presentCountSql } from '../sql.ts';
+import { keyOrder } from '../sql/collections.ts';
+import { collectionSql, pageColumns, presentCountSql } from '../sql/reads.ts';
 import { allOf, raw, type Sql, sql } from './filter.ts';
 import { type IndexedField, indexedFields, type KeyBounds, oneValue } from './filter-indexes.ts';
 

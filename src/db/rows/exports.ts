@@ -5,7 +5,7 @@
 import { collectionNotFound } from '../collections/collections.ts';
 import type { RowSchema } from '../collections/schemas.ts';
 import type { PageSource } from '../reads/pages.ts';
-import { EXPORT_PAGE_ROWS, exportedCollectionSql, exportedIndexesSql, exportRowsSql } from '../sql.ts';
+import { EXPORT_PAGE_ROWS, exportedCollectionSql, exportedIndexesSql, exportRowsSql } from '../sql/rows.ts';
 
 /** A collection as an export describes it, as of the snapshot it was read in. */
 export interface ExportedCollection {

@@ -4,7 +4,7 @@
 // retry makes it). A crash before the commit leaves neither the change nor the answer.
 import { ApiError } from '../../errors.ts';
 import type { Dialect, WriteTx } from '../engine/dialect.ts';
-import { recordOnceSql } from '../sql.ts';
+import { recordOnceSql } from '../sql/rows.ts';
 
 /** An answer as stored and replayed: its status, its own headers (not the RateLimit-* of the request) and its body. */
 export interface StoredAnswer {

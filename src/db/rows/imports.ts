@@ -9,7 +9,7 @@ import { conflict } from '../../errors.ts';
 import { collectionId } from '../collections/collections.ts';
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
 import { appendEvents, eventRow } from '../events/events.ts';
-import { importAdvanceSql, lastRowIdSql } from '../sql.ts';
+import { importAdvanceSql, lastRowIdSql } from '../sql/rows.ts';
 import { assignable, type Fields, overRowBound, rowTooLarge } from './rows.ts';
 
 /** A row to import: its id, and its text (its fields but id, as JSON.stringify writes them). */

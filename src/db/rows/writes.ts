@@ -4,7 +4,7 @@ import { advance } from '../collections/collections.ts';
 import type { Dialect, WriteTx } from '../engine/dialect.ts';
 import { appendEvents, type EventRow, eventRow } from '../events/events.ts';
 import type { Sql } from '../reads/filter.ts';
-import { deleteKeysWhereSql, deleteRowSql, deleteRowsWhereSql, deleteSortKeysSql, matchedRowsSql } from '../sql.ts';
+import { deleteKeysWhereSql, deleteRowSql, deleteRowsWhereSql, deleteSortKeysSql, matchedRowsSql } from '../sql/rows.ts';
 import { beginOnce, recordOnce } from './idempotency.ts';
 import { type ChangedRows, preconditionFailed, rowNotFound, versionMatches, versionOf, type WriteOptions } from './rows.ts';
 

@@ -43,7 +43,7 @@ import {
 } from '../rows/rows.ts';
 import { upsertRows } from '../rows/upserts.ts';
 import { changedRows, deleteRowIn, deleteRowsIn, type MatchedRow, matchedRows } from '../rows/writes.ts';
-import { collectionSql } from '../sql.ts';
+import { collectionSql } from '../sql/reads.ts';
 import { fieldName, importRowsSql, insertSql, keysSql, MAX_FIELDS_BY_PATH, patchedRowSql, patchSql, pathSafe, rowsSql } from './sql.ts';
 
 /** An insert as it waits in the writer's queue: its rows' texts, and its Idempotency-Key if it was sent with one. */

@@ -6,7 +6,7 @@
 import { collectionNotFound } from '../collections/collections.ts';
 import type { Dialect } from '../engine/dialect.ts';
 import type { GroupedWrites } from '../engine/grouping.ts';
-import { setSortedSql } from '../sql.ts';
+import { setSortedSql } from '../sql/collections.ts';
 import {
   countersSql,
   dropKeysFromSlotSql,

@@ -8,6 +8,7 @@ import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
 import { Groups } from '../engine/grouping.ts';
 import type { EventType } from '../events/events.ts';
 import { beginOnce, type Once, recordOnce } from '../rows/idempotency.ts';
+import { lockAccountSql } from '../sql/collections.ts';
 import {
   accountCollectionSeqsSql,
   ackWebhookStreamSql,
@@ -24,7 +25,6 @@ import {
   insertWebhookStreamSql,
   lastWebhookDeliverySql,
   listWebhooksSql,
-  lockAccountSql,
   pruneWebhookDeliveriesSql,
   releaseWebhookStreamSql,
   resumeWebhookStreamsSql,
@@ -40,7 +40,7 @@ import {
   webhookSql,
   webhookStateSql,
   webhookStreamIdsSql,
-} from '../sql.ts';
+} from '../sql/webhooks.ts';
 
 /** What a webhook's owner sets of it (openapi.yaml, NewWebhook). */
 export interface WebhookSettings {

@@ -7,7 +7,7 @@ import { migrationSource } from '../../../src/db/engine/migrations.ts';
 import { openStore, type Store } from '../../../src/db/engine/store.ts';
 import { postgresSchema } from '../../../src/db/postgres/migrations.ts';
 import { keyColumns } from '../../../src/db/postgres/sql.ts';
-import { replaceKey } from '../../../src/db/sql.ts';
+import { replaceKey } from '../../../src/db/sql/collections.ts';
 import { createDatabase, describeEachBackend, postgresUnavailable, type TestDatabase } from '../../support/backends.ts';
 import { Client } from '../../support/client.ts';
 import { FeedClient, type FeedMessage } from '../../support/feed.ts';
