@@ -14,7 +14,7 @@ import { createServer, type ServerResponse } from 'node:http';
 import sqlite3 from 'sqlite3';
 import { writerSetup } from '../src/db/sqlite/index.ts';
 import { SqliteReaders } from '../src/db/sqlite/readers.ts';
-import { patchSql } from '../src/db/sqlite/sql.ts';
+import { patchSql } from '../src/db/sqlite/sql/rows.ts';
 import { listen } from './listen.ts';
 import { collections } from './seed.ts';
 

@@ -13,13 +13,18 @@ import * as collections from '../src/db/sql/collections.ts';
 import * as events from '../src/db/sql/events.ts';
 import * as reads from '../src/db/sql/reads.ts';
 import * as rows from '../src/db/sql/rows.ts';
-import * as sqlite from '../src/db/sqlite/sql.ts';
+import * as sqliteCollections from '../src/db/sqlite/sql/collections.ts';
+import * as sqliteEngine from '../src/db/sqlite/sql/engine.ts';
+import * as sqliteReads from '../src/db/sqlite/sql/reads.ts';
+import * as sqliteRows from '../src/db/sqlite/sql/rows.ts';
 import type { AggregateQuery } from '../src/query/aggregate.ts';
 
 type Listing = [name: string, sql: string][];
 
 /** The statements both dialects run, of every area. */
 const shared = { ...accounts, ...collections, ...events, ...reads, ...rows };
+/** SQLite's own statements, of every area. */
+const sqlite = { ...sqliteCollections, ...sqliteEngine, ...sqliteReads, ...sqliteRows };
 
 const directions: Direction[] = ['asc', 'desc'];
 const ranges: KeyRange[] = ['all', 'present', 'missing'];

@@ -1,3 +1,5 @@
+// The SQL of accounts both dialects run: accounts, API keys, plans and usage. `collate` is the dialect's
+// clause that orders text by code point (Dialect.codePointOrder): names are listed so.
 /** The account, made on its first key; a write first, so that the transaction takes SQLite's write lock at once. */
 export const ensureAccountSql = "insert into accounts (name, plan, created_at) values (?, 'free', ?) on conflict (name) do nothing";
 export const planExistsSql = 'select name from plans where name = ?';

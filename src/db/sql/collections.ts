@@ -1,3 +1,6 @@
+// The SQL of collections both dialects run: making, listing and deleting them, their counters, their
+// schemas and unique indexes, and the sort keys of their sort indexes. A dialect's own SQL is in
+// sqlite/sql/ and postgres/sql/; `npm run generate` writes every statement of each, whole, to generated/sql/.
 /**
  * The first statement of every write transaction (collections.ts, advance()): moves the collection's
  * counters by `?` new row ids, `?` events and `?` rows, found by account and name, and answers its id,

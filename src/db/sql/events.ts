@@ -1,3 +1,4 @@
+// The SQL of events both dialects run: writing a change's events, the feed's reads, and retention.
 /** The events of a change, `n` of them, seven values each: collection, seq, type, row id, row, the row before (or null), time. */
 export const insertEventsSql = (n: number) =>
   `insert into events (collection_id, seq, type, row_id, row, previous, at) values ${Array.from({ length: n }, () => '(?, ?, ?, ?, ?, ?, ?)').join(', ')}`;

@@ -1,3 +1,5 @@
+// The SQL of rows both dialects run: deletes, changes by filter, Idempotency-Key answers, export and import.
+// Values a client sends are always bindings, never part of the text.
 /** Deletes a row of the collection by id and answers its text, as it was, for the event, and its version, for If-Match. */
 export const deleteRowSql = 'delete from rows where collection_id = ? and id = ? returning data, version';
 

@@ -1,3 +1,5 @@
+// The SQL of webhooks both dialects run (docs/webhooks.md): their settings, their streams and leases,
+// and the delivery log. `enabled` is bound as 1 or 0 and compared, which both dialects store as their boolean.
 const webhookColumns =
   'w.id, w.url, w.collections, w.events, w.filter, w.description, w.enabled, w.disabled_reason, w.created_at, w.updated_at';
 /** Makes the account's webhook, unless it holds `?` already: then no row is answered. */

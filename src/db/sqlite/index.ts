@@ -20,19 +20,11 @@ import { sqliteSchema } from './migrations.ts';
 import { SqliteReaders } from './readers.ts';
 import { announceOnCommit, SqliteWriter, sqliteRows } from './rows.ts';
 import { SortIndexMaker } from './sort-indexes.ts';
-import {
-  aggregateSql,
-  claimStreamsSql,
-  filteredSortedPage,
-  knexTablesSql,
-  onceAnswersSql,
-  orderedPage,
-  pruneOnceSql,
-  sortedPage,
-  sortedPageAfter,
-  sqliteProcedures,
-  uniqueIndexSql,
-} from './sql.ts';
+import { uniqueIndexSql } from './sql/collections.ts';
+import { knexTablesSql } from './sql/engine.ts';
+import { aggregateSql, filteredSortedPage, orderedPage, sortedPage, sortedPageAfter } from './sql/reads.ts';
+import { onceAnswersSql, pruneOnceSql, sqliteProcedures } from './sql/rows.ts';
+import { claimStreamsSql } from './sql/webhooks.ts';
 
 /**
  * What the writer's connection runs when it opens. WAL lets readers run beside the writer;

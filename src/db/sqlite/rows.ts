@@ -44,7 +44,9 @@ import {
 import { upsertRows } from '../rows/upserts.ts';
 import { changedRows, deleteRowIn, deleteRowsIn, type MatchedRow, matchedRows } from '../rows/writes.ts';
 import { collectionSql } from '../sql/reads.ts';
-import { fieldName, importRowsSql, insertSql, keysSql, MAX_FIELDS_BY_PATH, patchedRowSql, patchSql, pathSafe, rowsSql } from './sql.ts';
+import { keysSql } from './sql/collections.ts';
+import { fieldName, pathSafe, rowsSql } from './sql/reads.ts';
+import { importRowsSql, insertSql, MAX_FIELDS_BY_PATH, patchedRowSql, patchSql } from './sql/rows.ts';
 
 /** An insert as it waits in the writer's queue: its rows' texts, and its Idempotency-Key if it was sent with one. */
 type Insert = { texts: string[]; once?: OnceRequest };

@@ -12,11 +12,11 @@ import {
   dropKeysFromSlotSql,
   dropSlotKeysSql,
   dropTouchedKeysSql,
-  fieldName,
   keysSql,
   oldestEventSql,
   touchedRows,
-} from './sql.ts';
+} from './sql/collections.ts';
+import { fieldName } from './sql/reads.ts';
 
 /** The rows an index's making keys in one write at most. */
 export const SORT_INDEX_STEP_ROWS = 5000;
