@@ -11,7 +11,8 @@
 import type { Filter, JsonValue } from '../../query/filter.ts';
 import { allOf, type DialectFilter, filterWith, raw, readsData, type Sql, sql } from '../reads/filter.ts';
 import type { KeyBounds } from '../reads/filter-indexes.ts';
-import { document, escapeString, POSTGRES_KEY_CHARS } from './sql.ts';
+import { document, escapeString } from './jsonb.ts';
+import { POSTGRES_KEY_CHARS } from './sql/collections.ts';
 
 /**
  * `filter` as SQL on the columns `id` and `data` of the table or alias `row` (default `rows`): true for

@@ -13,24 +13,15 @@ import { migrationSource } from '../engine/migrations.ts';
 import { Waits } from '../engine/waits.ts';
 import { onceAnswerSql } from '../sql/rows.ts';
 import { filterSql, keyBoundsSql } from './filter.ts';
+import { escapeString, unescapedJson } from './jsonb.ts';
 import { postgresSchema } from './migrations.ts';
 import { CHANNEL, listenForChanges, postgresRows } from './rows.ts';
 import { makeSortIndex } from './sort-indexes.ts';
-import {
-  aggregateSql,
-  claimStreamsSql,
-  escapeString,
-  filteredSortedPage,
-  holdOnceSql,
-  notifySql,
-  orderedPage,
-  POSTGRES_KEY_CHARS,
-  pruneOnceSql,
-  sortedPage,
-  sortedPageAfter,
-  unescapedJson,
-  uniqueIndexSql,
-} from './sql.ts';
+import { POSTGRES_KEY_CHARS, uniqueIndexSql } from './sql/collections.ts';
+import { notifySql } from './sql/engine.ts';
+import { aggregateSql, filteredSortedPage, orderedPage, sortedPage, sortedPageAfter } from './sql/reads.ts';
+import { holdOnceSql, pruneOnceSql } from './sql/rows.ts';
+import { claimStreamsSql } from './sql/webhooks.ts';
 import { runAlone, runInTransaction, runTimed } from './statements.ts';
 
 /** Opens the database that `url` names and brings its schema up to date. */

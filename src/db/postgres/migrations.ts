@@ -3,7 +3,9 @@
 import type { Knex } from 'knex';
 import type { DialectSchema } from '../engine/migrations.ts';
 import { replaceKey } from '../sql/collections.ts';
-import { jsonbOf, keyColumns, ONCE_TAKEN } from './sql.ts';
+import { jsonbOf } from './jsonb.ts';
+import { keyColumns } from './sql/collections.ts';
+import { ONCE_TAKEN } from './sql/rows.ts';
 
 export const postgresSchema: DialectSchema = {
   codePointText: 'text collate "C"',

@@ -46,18 +46,17 @@ import {
 } from '../rows/rows.ts';
 import { upsertRows } from '../rows/upserts.ts';
 import { changedRows, deleteRowIn, deleteRowsIn, matchedRows } from '../rows/writes.ts';
+import { idList, keysSql } from './sql/collections.ts';
+import { getRowSql } from './sql/reads.ts';
 import {
   advanceReadingRowSql,
-  getRowSql,
-  idList,
   importRowsSql,
   insertBatchSql,
   insertBatchWithAnswersSql,
-  keysSql,
   ONCE_TAKEN,
   updateRowSql,
   updateRowsSql,
-} from './sql.ts';
+} from './sql/rows.ts';
 import { runAlone } from './statements.ts';
 
 /** The channel of the NOTIFYs; the payload is `<instance> <collection id>`. */

@@ -3,7 +3,7 @@
 import { advance } from '../collections/collections.ts';
 import type { Dialect } from '../engine/dialect.ts';
 import { setSortedSql } from '../sql/collections.ts';
-import { keysSql } from './sql.ts';
+import { keysSql } from './sql/collections.ts';
 
 /**
  * The slot of `field`'s sort index in the account's collection `name`, making the index (and every

@@ -6,7 +6,7 @@ import { hashKey } from '../../../src/db/accounts/keys.ts';
 import { migrationSource } from '../../../src/db/engine/migrations.ts';
 import { openStore, type Store } from '../../../src/db/engine/store.ts';
 import { postgresSchema } from '../../../src/db/postgres/migrations.ts';
-import { keyColumns } from '../../../src/db/postgres/sql.ts';
+import { keyColumns } from '../../../src/db/postgres/sql/collections.ts';
 import { replaceKey } from '../../../src/db/sql/collections.ts';
 import { createDatabase, describeEachBackend, postgresUnavailable, type TestDatabase } from '../../support/backends.ts';
 import { Client } from '../../support/client.ts';

@@ -5,7 +5,7 @@
 // key's answer is stored with its rows, and a key answered already fails its own insert alone.
 import { expect } from 'chai';
 import { openStore, type Store } from '../../../src/db/engine/store.ts';
-import { insertBatchWithAnswersSql } from '../../../src/db/postgres/sql.ts';
+import { insertBatchWithAnswersSql } from '../../../src/db/postgres/sql/rows.ts';
 import { type FoundAnswer, OnceTaken } from '../../../src/db/rows/idempotency.ts';
 import type { Fields, InsertedRows } from '../../../src/db/rows/rows.ts';
 import type { SqliteStore } from '../../../src/db/sqlite/index.ts';
