@@ -3,7 +3,7 @@ import type { Principal } from '../db/accounts/keys.ts';
 import type { Store } from '../db/engine/store.ts';
 import type { EventType } from '../db/events/events.ts';
 import { answerOnce } from '../db/rows/idempotency.ts';
-import type { Webhook as StoredWebhook, WebhookSettings } from '../db/webhooks/webhooks.ts';
+import type { Webhook as StoredWebhook, WebhookSettings } from '../db/webhooks/settings.ts';
 import { conflict, forbidden, notFound, validationFailed } from '../errors.ts';
 import { parseFilter } from '../query/filter.ts';
 import { urlProblem } from '../webhooks/address.ts';

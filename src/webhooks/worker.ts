@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import type { Config } from '../config.ts';
 import type { Store } from '../db/engine/store.ts';
 import type { StoredEvent } from '../db/events/events.ts';
-import type { ClaimedStream, StreamTarget } from '../db/webhooks/webhooks.ts';
+import type { ClaimedStream, StreamTarget } from '../db/webhooks/streams.ts';
 import type { Logger } from '../log.ts';
 import { compileFilter, type RowTest } from '../query/evaluate.ts';
 import { parseFilter } from '../query/filter.ts';

@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 import { setImmediate as yieldToWriters } from 'node:timers/promises';
 import type { Store } from '../db/engine/store.ts';
 import type { RetentionPolicy } from '../db/events/retention.ts';
-import { DELIVERY_LOG_MS } from '../db/webhooks/webhooks.ts';
+import { DELIVERY_LOG_MS } from '../db/webhooks/deliveries.ts';
 import type { Logger } from '../log.ts';
 
 const COLLECTIONS_PER_PAGE = 100;

@@ -38,28 +38,28 @@ import { findOnce, type Once, type OnceRequest, pruneOnceBatch } from '../rows/i
 import { type ImportedRow, lastRowIdOf } from '../rows/imports.ts';
 import type { ChangedRows, Fields, InsertedRows, VersionedRow, WriteOptions } from '../rows/rows.ts';
 import type { Upserted } from '../rows/upserts.ts';
+import { listWebhookDeliveries, pruneWebhookDeliveries, retryWebhookDelivery } from '../webhooks/deliveries.ts';
 import {
-  ackStream,
   anyWebhook,
-  claimStreams,
   createWebhook,
   deleteWebhook,
-  failStream,
   getWebhook,
-  listWebhookDeliveries,
   listWebhooks,
-  pruneWebhookDeliveries,
-  releaseStream,
-  retryWebhookDelivery,
   rotateWebhookSecret,
+  updateWebhook,
+  webhookState,
+} from '../webhooks/settings.ts';
+import {
+  ackStream,
+  claimStreams,
+  failStream,
+  releaseStream,
   skipDropped,
   startCollectionStreams,
   startMissingStreams,
   streamTarget,
-  updateWebhook,
   webhookBacklog,
-  webhookState,
-} from '../webhooks/webhooks.ts';
+} from '../webhooks/streams.ts';
 import type { Changes } from './changes.ts';
 import type { Dialect } from './dialect.ts';
 import { DatabaseClosedError, type ErrorCodes, translateError } from './errors.ts';

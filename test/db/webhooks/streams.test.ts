@@ -1,7 +1,7 @@
 // The webhooks' streams in the data layer (src/db/webhooks.ts): acknowledgements that wait together are
 // committed in one transaction, each against its own lease.
 import { expect } from 'chai';
-import type { Attempt } from '../../../src/db/webhooks/webhooks.ts';
+import type { Attempt } from '../../../src/db/webhooks/deliveries.ts';
 import { describeEachBackend } from '../../support/backends.ts';
 import { startTestServer, type TestServer } from '../../support/server.ts';
 
