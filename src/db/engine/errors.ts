@@ -1,6 +1,6 @@
 // The data layer's edge: driver errors become the product's errors here, told by their codes, so that no
 // handler ever sees a driver's message (which may carry SQL). Each dialect names its own codes
-// (sqlite/index.ts, postgres/index.ts); what is not recognised stays as it is and becomes a 500.
+// (sqlite/errors.ts, postgres/errors.ts); what is not recognised stays as it is and becomes a 500.
 import knex from 'knex';
 import { ApiError, conflict, unavailable } from '../../errors.ts';
 
@@ -19,7 +19,7 @@ export interface ErrorCodes {
   /** A unique constraint the statement broke: 409. */
   isUniqueViolation(error: unknown): boolean;
   /** The database cannot serve now (busy past its timeout, shut down, full): 503. */
-  unavailable: Set<string>;
+  isUnavailable(error: unknown): boolean;
 }
 
 /** The product's error for a driver's `error`, or `error` itself when it is none we know (a 500). */
@@ -28,6 +28,6 @@ export function translateError(error: unknown, codes: ErrorCodes): unknown {
   if (error instanceof DatabaseClosedError || error instanceof knex.KnexTimeoutError) return unavailable();
   if (codes.isUniqueViolation(error)) return conflict('That already exists.');
   const code = (error as { code?: unknown } | undefined)?.code;
-  if (typeof code === 'string' && (connectionCodes.has(code) || codes.unavailable.has(code))) return unavailable();
+  if ((typeof code === 'string' && connectionCodes.has(code)) || codes.isUnavailable(error)) return unavailable();
   return error;
 }

@@ -12,6 +12,7 @@ import type { Dialect, OnceRow } from '../engine/dialect.ts';
 import { migrationSource } from '../engine/migrations.ts';
 import { Waits } from '../engine/waits.ts';
 import { onceAnswerSql } from '../sql/rows.ts';
+import { isUnavailable, isUniqueViolation } from './errors.ts';
 import { filterSql, keyBoundsSql } from './filter.ts';
 import { escapeString, unescapedJson } from './jsonb.ts';
 import { postgresSchema } from './migrations.ts';
@@ -105,7 +106,7 @@ export async function openPostgresStore(
       await knex.destroy();
     }
   };
-  return assembleStore(db, rows, backups, { isUniqueViolation, unavailable }, close) satisfies Store;
+  return assembleStore(db, rows, backups, { isUniqueViolation, isUnavailable }, close) satisfies Store;
 }
 
 /** PostgreSQL's own tools copy a database while it serves: pg_dump (docs/operations.md, "Backup"). */
@@ -116,13 +117,6 @@ const backups: Backups = {
     );
   },
 };
-
-const isUniqueViolation = (error: unknown) => (error as { code?: unknown } | undefined)?.code === '23505';
-
-const unavailable = new Set([
-  '57P01', // admin shutdown
-  '53300', // too many connections
-]);
 
 /**
  * Brings the schema up to date, safely when several processes start at once on one database: they

@@ -46,6 +46,7 @@ import {
 } from '../rows/rows.ts';
 import { upsertRows } from '../rows/upserts.ts';
 import { changedRows, deleteRowIn, deleteRowsIn, matchedRows } from '../rows/writes.ts';
+import { isOnceTaken, isQueryCanceled } from './errors.ts';
 import { idList, keysSql } from './sql/collections.ts';
 import { getRowSql } from './sql/reads.ts';
 import {
@@ -53,7 +54,6 @@ import {
   importRowsSql,
   insertBatchSql,
   insertBatchWithAnswersSql,
-  ONCE_TAKEN,
   updateRowSql,
   updateRowsSql,
 } from './sql/rows.ts';
@@ -154,7 +154,7 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
         schemaId,
       ]);
     } catch (error) {
-      if ((error as { code?: unknown }).code === ONCE_TAKEN) throw new OnceTaken();
+      if (isOnceTaken(error)) throw new OnceTaken();
       throw error;
     }
     if (!written.held) throw onceInProgress();
@@ -262,7 +262,7 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
         return await readPage(pages, accountId, collection, page);
       } catch (error) {
         // query_canceled: cancelled by its statement_timeout (statements.ts, runTimed).
-        if ((error as { code?: unknown }).code === '57014') throw queryTimeout(queryTimeoutMs);
+        if (isQueryCanceled(error)) throw queryTimeout(queryTimeoutMs);
         throw error;
       }
     },
@@ -272,7 +272,7 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
         return await readAggregates(pages, accountId, collection, query, maxGroupsRead, place);
       } catch (error) {
         // query_canceled: cancelled by its statement_timeout (statements.ts, runTimed).
-        if ((error as { code?: unknown }).code === '57014') throw queryTimeout(queryTimeoutMs);
+        if (isQueryCanceled(error)) throw queryTimeout(queryTimeoutMs);
         throw error;
       }
     },

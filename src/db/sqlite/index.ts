@@ -15,6 +15,7 @@ import type { Dialect, OnceRow } from '../engine/dialect.ts';
 import { GroupedWrites } from '../engine/grouping.ts';
 import { migrationSource } from '../engine/migrations.ts';
 import { backupSqlite } from './backup.ts';
+import { isBusy, isUnavailable, isUniqueViolation } from './errors.ts';
 import { filterSql, keyBoundsSql } from './filter.ts';
 import { sqliteSchema } from './migrations.ts';
 import { SqliteReaders } from './readers.ts';
@@ -121,24 +122,11 @@ export async function openSqliteStore(
     }
   };
   const backups = { backup: (target: string, replace: boolean) => backupSqlite(filename, target, replace) };
-  return Object.assign(assembleStore(db, rows, backups, { isUniqueViolation, unavailable }, close), { readers, writes });
+  return Object.assign(assembleStore(db, rows, backups, { isUniqueViolation, isUnavailable }, close), { readers, writes });
 }
 
 /** A SQLite store, with what the tests look at: its read-only connections and its writer's queue. */
 export type SqliteStore = Store & { readers: SqliteReaders; writes: GroupedWrites };
-
-/**
- * A constraint broken. Where the service writes, the one a client can break is the unique name of a
- * collection; a patch's bound on a row's weight is told apart where it runs (rows.ts).
- */
-const isUniqueViolation = (error: unknown) => (error as { code?: unknown } | undefined)?.code === 'SQLITE_CONSTRAINT';
-
-const unavailable = new Set([
-  'SQLITE_BUSY', // another process held the write lock past busy_timeout
-  'SQLITE_CANTOPEN',
-  'SQLITE_FULL',
-  'SQLITE_IOERR',
-]);
 
 function knexConfig(filename: string): Knex.Config {
   return {
@@ -180,7 +168,7 @@ function makeDirectory(directory: string): void {
  * so two processes that both found them missing would race to make them: they are made here first, each
  * statement atomic (knexTablesSql). Then the file's write lock serialises the migrations: a process
  * that finds the lock taken (Knex's MigrationLocked) or the database busy past busy_timeout
- * (SQLITE_BUSY) tries again for up to MIGRATION_WAIT_MS. A lock left by a process killed while it
+ * (isBusy) tries again for up to MIGRATION_WAIT_MS. A lock left by a process killed while it
  * migrated is still reported then.
  */
 const MIGRATION_WAIT_MS = 30_000;
@@ -193,7 +181,7 @@ async function migrate(knex: Knex): Promise<void> {
       await knex.migrate.latest({ migrationSource: migrationSource(sqliteSchema) });
       return;
     } catch (error) {
-      const raced = (error as Error).name === 'MigrationLocked' || (error as { code?: unknown }).code === 'SQLITE_BUSY';
+      const raced = (error as Error).name === 'MigrationLocked' || isBusy(error);
       if (!raced || Date.now() >= deadline) throw error;
       await new Promise((resolve) => setTimeout(resolve, 50 + Math.random() * 250));
     }

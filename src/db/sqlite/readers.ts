@@ -124,7 +124,7 @@ export class SqliteReaders {
   }
 
   /**
-   * Runs `sql` on the `query` connection, and interrupts it (SQLITE_INTERRUPT) once it has run for
+   * Runs `sql` on the `query` connection, and interrupts it (errors.ts, isQueryCanceled) once it has run for
    * `ms`. sqlite3_interrupt() stops whatever runs on the connection, so timed reads take it one at a
    * time: the one interrupted is always the one that took too long. A read waiting its turn is not
    * timed meanwhile: it holds nothing of the database.
@@ -232,7 +232,7 @@ export class SqliteReaders {
         if (error) return reject(error);
         // As the writer's: wait up to 5 s for a lock (a read in WAL mode waits only during recovery).
         db.configure('busyTimeout', 5000);
-        // A page is one string made here: a longer one fails (SQLITE_TOOBIG) before it is made, where
+        // A page is one string made here: a longer one fails (errors.ts, isTooBig) before it is made, where
         // one longer than V8 can hold would end the process (../rows.ts, MAX_PAGE_BYTES).
         if (kind !== 'point') db.configure('limit', sqlite3.LIMIT_LENGTH, MAX_PAGE_BYTES);
         resolve({ db, cache: new StatementCache(db, kind === 'point' ? ROW_READ_COPIES : kind === 'scan' ? PAGE_READ_COPIES : 1) });

@@ -44,6 +44,7 @@ import {
 import { upsertRows } from '../rows/upserts.ts';
 import { changedRows, deleteRowIn, deleteRowsIn, type MatchedRow, matchedRows } from '../rows/writes.ts';
 import { collectionSql } from '../sql/reads.ts';
+import { isConstraintViolation, isQueryCanceled, isTooBig } from './errors.ts';
 import { keysSql } from './sql/collections.ts';
 import { fieldName, pathSafe, rowsSql } from './sql/reads.ts';
 import { importRowsSql, insertSql, MAX_FIELDS_BY_PATH, patchedRowSql, patchSql } from './sql/rows.ts';
@@ -241,7 +242,7 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
           return await keepingUnique(db, accountId, collection, rows, merged);
         } catch (error) {
           // No unique index broken: the only other constraint is the trigger's check of the keys.
-          if (options?.once && (error as { code?: unknown }).code === 'SQLITE_CONSTRAINT') throw new OnceTaken();
+          if (options?.once && isConstraintViolation(error)) throw new OnceTaken();
           throw error;
         }
       });
@@ -279,9 +280,9 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
         return await readPage(pages, accountId, collection, page);
       } catch (error) {
         // The page connections make no string longer than a page may be (readers.ts).
-        if ((error as { code?: unknown }).code === 'SQLITE_TOOBIG') throw pageTooLarge();
+        if (isTooBig(error)) throw pageTooLarge();
         // Interrupted once it had run for the query timeout (readers.ts, timedRead).
-        if ((error as { code?: unknown }).code === 'SQLITE_INTERRUPT') throw queryTimeout(queryTimeoutMs);
+        if (isQueryCanceled(error)) throw queryTimeout(queryTimeoutMs);
         throw error;
       }
     },
@@ -291,7 +292,7 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
         return await readAggregates(pages, accountId, collection, query, maxGroupsRead, place);
       } catch (error) {
         // Interrupted once it had run for the query timeout (readers.ts, timedRead).
-        if ((error as { code?: unknown }).code === 'SQLITE_INTERRUPT') throw queryTimeout(queryTimeoutMs);
+        if (isQueryCanceled(error)) throw queryTimeout(queryTimeoutMs);
         throw error;
       }
     },
@@ -348,7 +349,7 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
             : patchInNode(schemaId),
         );
       } catch (error) {
-        if ((error as { code?: unknown }).code !== 'SQLITE_CONSTRAINT') throw error;
+        if (!isConstraintViolation(error)) throw error;
         const violation = await uniqueViolation(db, accountId, collection, await rows());
         if (violation) throw violation;
         // The only other constraint a patch's statement can break is its trigger's bound on the row's
@@ -429,7 +430,7 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
  * only other constraint it can break is the patch trigger's bound on a row's weight (sql.ts, row_patches).
  */
 function tooLargeRow(error: unknown): ApiError | undefined {
-  return (error as { code?: unknown }).code === 'SQLITE_CONSTRAINT' ? rowTooLarge() : undefined;
+  return isConstraintViolation(error) ? rowTooLarge() : undefined;
 }
 
 /** The answer of one patch, or the error it met, thrown. */

@@ -63,7 +63,7 @@ const insertEvents = (select: string) => `insert into events (collection_id, seq
  * statement as its rows, so that it is stored if and only if they are: the answer of insertRows
  * (openapi.yaml), 201 with the rows as their insert events hold them (rowJsonSql), read in seq order
  * through the events' primary key, and the row's ETag when there is one row. A key whose answer is
- * stored and not expired aborts the statement, and nothing of it is written (SQLITE_CONSTRAINT):
+ * stored and not expired aborts the statement, and nothing of it is written (a constraint broken):
  * another request with the key was answered first (rows.ts). Its answer's insert finds it, through the
  * keys' primary key, and changes nothing (as on PostgreSQL); with no collection, nothing is inserted,
  * and the keys are looked for. CROSS JOIN keeps the keys sent the outer loop there: each is one primary
