@@ -1,8 +1,8 @@
 import type { Collection } from '../db/collections/collections.ts';
 import type { Index } from '../db/collections/indexes.ts';
 import type { RowSchema } from '../db/collections/schemas.ts';
-import { answerOnce } from '../db/rows/idempotency.ts';
 import { forbidden } from '../errors.ts';
+import { answerOnce } from '../idempotency/answers.ts';
 import { checkRowSchema } from '../schema/check.ts';
 import type { Handlers, Result } from './types.ts';
 

@@ -4,9 +4,9 @@ import type { Config } from '../config.ts';
 import type { AccountContracts } from '../contract/served.ts';
 import type { Principal } from '../db/accounts/keys.ts';
 import type { Store } from '../db/engine/store.ts';
-import type { OnceRequest } from '../db/rows/idempotency.ts';
 import type { BodyBudget } from '../http/request.ts';
 import type { Result } from '../http/stages.ts';
+import type { OnceRequest } from '../idempotency/answers.ts';
 import type { Admission, Meter } from '../usage/meter.ts';
 
 export type { Result } from '../http/stages.ts';

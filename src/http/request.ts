@@ -33,8 +33,8 @@ import type { OpenAPIV3 } from 'openapi-types';
 import getRawBody from 'raw-body';
 import type { Config } from '../config.ts';
 import type { Store } from '../db/engine/store.ts';
-import { type FoundAnswer, type OnceRequest, OnceTaken, onceInProgress } from '../db/rows/idempotency.ts';
 import { ApiError, type FieldError, validationFailed } from '../errors.ts';
+import { type FoundAnswer, type OnceRequest, OnceTaken, onceInProgress } from '../idempotency/answers.ts';
 import { type AdmissionState, type AuthState, headerLines, respond } from './stages.ts';
 
 declare module 'koa' {

@@ -8,10 +8,19 @@ import type { ErrorObject } from 'ajv';
 import type { components } from '../../generated/asyncapi.ts';
 import { validateFeedQuery } from '../../generated/feed-validators.js';
 import { hashKey, type Principal } from '../db/accounts/keys.ts';
-import { collectionNotFound } from '../db/collections/collections.ts';
 import type { Store } from '../db/engine/store.ts';
 import type { EventType } from '../db/events/events.ts';
-import { ApiError, type FieldError, gone, hostRepeated, hostRequired, notFound, unauthorized, validationFailed } from '../errors.ts';
+import {
+  ApiError,
+  collectionNotFound,
+  type FieldError,
+  gone,
+  hostRepeated,
+  hostRequired,
+  notFound,
+  unauthorized,
+  validationFailed,
+} from '../errors.ts';
 import { headerLines, keyOf, pathOf, targetOf } from '../http/stages.ts';
 import { type Filter, parseFilterText } from '../query/filter.ts';
 import { eventKinds } from './messages.ts';

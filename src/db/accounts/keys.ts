@@ -1,7 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto';
+import type { Scope } from '../../auth/scopes.ts';
 import { conflict } from '../../errors.ts';
+import type { Once } from '../../idempotency/answers.ts';
 import type { Dialect, WriteTx } from '../engine/dialect.ts';
-import { beginOnce, type Once, recordOnce } from '../rows/idempotency.ts';
+import { beginOnce, recordOnce } from '../rows/idempotency.ts';
 import {
   accountByIdSql,
   accountByNameSql,
@@ -19,13 +21,6 @@ import {
   setAccountPlanSql,
 } from '../sql/accounts.ts';
 import { lockAccountSql } from '../sql/collections.ts';
-
-/** What a key may do (openapi.yaml, KeyScope), narrowest first: each scope grants what the ones before it grant. */
-export const scopes = ['read', 'write', 'admin'] as const;
-export type Scope = (typeof scopes)[number];
-
-/** The scopes that grant what `scope` grants: `scope` and the wider ones. */
-export const scopesGranting = (scope: Scope): ReadonlySet<Scope> => new Set(scopes.slice(scopes.indexOf(scope)));
 
 /** What a key may reach of its account, besides its account (openapi.yaml, Key). */
 export interface KeyLimits {

@@ -1,8 +1,9 @@
 import type { components } from '../../../generated/openapi.ts';
-import { conflict, notFound } from '../../errors.ts';
+import { collectionNotFound, conflict } from '../../errors.ts';
+import type { Once } from '../../idempotency/answers.ts';
 import type { RowSchema } from '../../schema/check.ts';
 import type { Dialect, WriteTx } from '../engine/dialect.ts';
-import { beginOnce, type Once, recordOnce } from '../rows/idempotency.ts';
+import { beginOnce, recordOnce } from '../rows/idempotency.ts';
 import {
   advanceSql,
   collectionIdSql,
@@ -105,8 +106,6 @@ export async function collectionId({ query }: Dialect, accountId: number, name: 
   if (!row) throw collectionNotFound(name);
   return Number(row.id);
 }
-
-export const collectionNotFound = (name: string) => notFound(`There is no collection named ${name}.`);
 
 /**
  * Moves the counters of the account's collection by one change: `events` events, `rowIds` new ids and

@@ -6,12 +6,13 @@
 //
 // The DDL names the fields in the SQL text, as no binding can stand in an index's expression: only names
 // that IndexField's pattern takes reach it (plainField, checked again here).
-import { ApiError, conflict, notFound } from '../../errors.ts';
+import { ApiError, collectionNotFound, conflict, notFound } from '../../errors.ts';
+import type { Once } from '../../idempotency/answers.ts';
 import type { Dialect, Read, SqlValue, WriteTx } from '../engine/dialect.ts';
-import { beginOnce, type Once, recordOnce } from '../rows/idempotency.ts';
+import { beginOnce, recordOnce } from '../rows/idempotency.ts';
 import type { Fields } from '../rows/rows.ts';
 import { uniqueIndexName } from '../sql/collections.ts';
-import { advance, collectionNotFound } from './collections.ts';
+import { advance } from './collections.ts';
 
 /** An index as openapi.yaml's Index describes it. */
 export interface Index {

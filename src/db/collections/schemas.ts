@@ -8,15 +8,16 @@
 // (StaleSchema: the write looks the schema up again and starts over); a write that reads its rows in
 // its transaction (a patch) reads the schema id there too. Setting a schema holds the collection's row
 // while it checks every stored row, so no write of the collection commits in between.
-import { ApiError, notFound, type RowError, type SchemaViolation } from '../../errors.ts';
+import { ApiError, collectionNotFound, notFound, type RowError, type SchemaViolation } from '../../errors.ts';
+import type { Once } from '../../idempotency/answers.ts';
 import type { RowSchema } from '../../schema/check.ts';
 import { compileRowSchema, type RowValidator } from '../../schema/compile.ts';
 import type { Dialect, Read, SchemaCache } from '../engine/dialect.ts';
-import { beginOnce, type Once, recordOnce } from '../rows/idempotency.ts';
+import { beginOnce, recordOnce } from '../rows/idempotency.ts';
 import type { Fields } from '../rows/rows.ts';
 import { dropOtherSchemasSql, insertSchemaSql, schemaIdSql, schemaTextSql, setSchemaIdSql } from '../sql/collections.ts';
 import { EXPORT_PAGE_ROWS, exportRowsSql } from '../sql/rows.ts';
-import { advance, collectionNotFound } from './collections.ts';
+import { advance } from './collections.ts';
 
 export type { RowSchema } from '../../schema/check.ts';
 

@@ -1,4 +1,4 @@
-import { collectionNotFound } from '../collections/collections.ts';
+import { collectionNotFound } from '../../errors.ts';
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
 import { type Row, rowJson } from '../rows/rows.ts';
 import { eventSizesSql, eventsSql, feedStartSql, insertEventsSql, latestSeqSql } from '../sql/events.ts';

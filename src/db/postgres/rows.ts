@@ -13,10 +13,11 @@
 // process hears its own changes in-process already (../changes.ts).
 
 import pg from 'pg';
-import { queryTimeout } from '../../errors.ts';
+import { collectionNotFound, queryTimeout } from '../../errors.ts';
+import { type OnceRequest, OnceTaken, onceInProgress } from '../../idempotency/answers.ts';
 import type { Logger } from '../../log.ts';
 import { applyPatch, type Patch, patchedFields } from '../../patches/index.ts';
-import { advance, collectionId, collectionNotFound } from '../collections/collections.ts';
+import { advance, collectionId } from '../collections/collections.ts';
 import { keepingUnique, type WrittenRow } from '../collections/indexes.ts';
 import { StaleSchema } from '../collections/schemas.ts';
 import type { RowOperations } from '../engine/assemble.ts';
@@ -28,7 +29,7 @@ import { type AggregateSource, readAggregates } from '../reads/aggregates.ts';
 import { readPage } from '../reads/pages.ts';
 import { type RowWrites, upsertWritesOf, writeBatch } from '../rows/batch.ts';
 import { exportCollection } from '../rows/exports.ts';
-import { beginOnce, type OnceRequest, OnceTaken, onceInProgress, recordOnce } from '../rows/idempotency.ts';
+import { beginOnce, recordOnce } from '../rows/idempotency.ts';
 import { importRowsIn, type RowImporter } from '../rows/imports.ts';
 import {
   assignable,
@@ -49,14 +50,7 @@ import { changedRows, deleteRowIn, deleteRowsIn, matchedRows } from '../rows/wri
 import { isOnceTaken, isQueryCanceled } from './errors.ts';
 import { idList, keysSql } from './sql/collections.ts';
 import { getRowSql } from './sql/reads.ts';
-import {
-  advanceReadingRowSql,
-  importRowsSql,
-  insertBatchSql,
-  insertBatchWithAnswersSql,
-  updateRowSql,
-  updateRowsSql,
-} from './sql/rows.ts';
+import { advanceReadingRowSql, importRowsSql, insertBatchSql, insertBatchWithAnswersSql, updateRowSql, updateRowsSql } from './sql/rows.ts';
 import { runAlone } from './statements.ts';
 
 /** The channel of the NOTIFYs; the payload is `<instance> <collection id>`. */

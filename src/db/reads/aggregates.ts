@@ -5,11 +5,10 @@
 // statement runs as a filtered page does (pages.ts): timed, past ROWBASE_QUERY_TIMEOUT_MS stopped; on the
 // range of a sort index when the filter's top level bounds an indexed field; and a count under an
 // equality of an indexed field alone counts the index's keys, never reading a row.
-import { type FieldError, validationFailed } from '../../errors.ts';
+import { collectionNotFound, type FieldError, validationFailed } from '../../errors.ts';
 import type { AggregateAnswer, AggregateQuery, Decimal, Group } from '../../query/aggregate.ts';
 import { canonical, decimalOfText, exactSum, orderGroups } from '../../query/aggregate.ts';
 import type { JsonValue } from '../../query/filter.ts';
-import { collectionNotFound } from '../collections/collections.ts';
 import { keyCountSql } from '../sql/reads.ts';
 import type { Sql } from './filter.ts';
 import { indexedFields } from './filter-indexes.ts';

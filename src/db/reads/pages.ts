@@ -15,8 +15,10 @@
 // condition on the order's fields and the id. A page is one string made in the database (the rows' JSON
 // texts joined), never an object per row, with the collection's latest event seq read in the same
 // snapshot (openapi.yaml, Rowbase-Seq).
+
+import { collectionNotFound } from '../../errors.ts';
 import type { Filter } from '../../query/filter.ts';
-import { collectionNotFound } from '../collections/collections.ts';
+import type { KeyValue } from '../../query/sort-keys.ts';
 import { type KeyRange, type KnownIndexes, ranks, type SortIndexLimits } from '../collections/sort-indexes.ts';
 import type { SqlValue } from '../engine/dialect.ts';
 import { type Json, pageTooLarge, type Row } from '../rows/rows.ts';
@@ -31,18 +33,6 @@ export type Direction = 'asc' | 'desc';
 export interface SortKey {
   field: string;
   direction: Direction;
-}
-
-/**
- * Where a value falls among the JSON types in a page's order: 1 numbers, 2 strings, 3 booleans, 4
- * objects and arrays, 5 missing or null (last in both directions).
- */
-export type Rank = 1 | 2 | 3 | 4 | 5;
-
-/** A row's value of one sort key, as the order sees it: its rank, and the value itself for ranks 1 to 3. */
-export interface KeyValue {
-  rank: Rank;
-  scalar: number | string | boolean | null;
 }
 
 /**
@@ -70,20 +60,6 @@ export interface Page {
   versions?: boolean;
   /** Only the rows after this place in the order. */
   after?: Position;
-}
-
-/** The sort key value of a field's JSON value, `undefined` when the field is missing. */
-export function keyValueOf(value: unknown): KeyValue {
-  switch (typeof value) {
-    case 'number':
-      return { rank: 1, scalar: value };
-    case 'string':
-      return { rank: 2, scalar: value };
-    case 'boolean':
-      return { rank: 3, scalar: value };
-    default:
-      return value === null || value === undefined ? { rank: 5, scalar: null } : { rank: 4, scalar: null };
-  }
 }
 
 /** The direction ties between equal keys break by id in: the last key's. */
@@ -292,21 +268,6 @@ async function queryPage(source: PageSource, ref: CollectionRef, collection: str
     throw collectionNotFound(collection);
   }
   return page.count ? { json, n, seq, total: Number(part.total) } : { json, n, seq };
-}
-
-/**
- * `json`, a page's rows, with only the fields `fields` of each, and its id: a row without one of them
- * is answered without it.
- */
-export function selectFields(json: Json<Row[]>, fields: readonly string[], versions = false): Json<Row[]> {
-  // Object.fromEntries defines each field as its own, `__proto__` too, where assigning it would not.
-  const select = (row: Record<string, unknown>) =>
-    Object.fromEntries([['id', row.id], ...fields.filter((field) => Object.hasOwn(row, field)).map((field) => [field, row[field]])]);
-  if (versions) {
-    const rows = JSON.parse(json) as { etag: string; row: Record<string, unknown> }[];
-    return JSON.stringify(rows.map(({ etag, row }) => ({ etag, row: select(row) })));
-  }
-  return JSON.stringify((JSON.parse(json) as Record<string, unknown>[]).map(select));
 }
 
 /**

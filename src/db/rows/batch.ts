@@ -3,12 +3,13 @@
 // RowWrites, upserts.ts, row-writes.ts), so that a later operation sees the earlier ones' writes. The
 // first that fails rolls the whole batch back, and its problem names it (`operation`). Each write
 // announces its collection on commit, as alone, so the feed sends the batch's events once it committed.
-import { ApiError, queryTimeout } from '../../errors.ts';
+import { ApiError, collectionNotFound, queryTimeout } from '../../errors.ts';
+import type { Once } from '../../idempotency/answers.ts';
 import type { Patch } from '../../patches/index.ts';
-import { advance, collectionNotFound } from '../collections/collections.ts';
+import { advance } from '../collections/collections.ts';
 import { uniqueViolationAt, type WrittenRow } from '../collections/indexes.ts';
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
-import { beginOnce, type Once, recordOnce } from './idempotency.ts';
+import { beginOnce, recordOnce } from './idempotency.ts';
 import {
   assignable,
   type Fields,

@@ -2,7 +2,7 @@
 // description, then its rows by id in keyset pages, all in one snapshot, so that the rows are exactly
 // those the events up to the stated seq made, whatever is written meanwhile. The caller takes each
 // page before the next is read: one page is all that is held at once.
-import { collectionNotFound } from '../collections/collections.ts';
+import { collectionNotFound } from '../../errors.ts';
 import type { RowSchema } from '../collections/schemas.ts';
 import type { PageSource } from '../reads/pages.ts';
 import { EXPORT_PAGE_ROWS, exportedCollectionSql, exportedIndexesSql, exportRowsSql } from '../sql/rows.ts';

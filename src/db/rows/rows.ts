@@ -2,9 +2,9 @@
 // as the JSON text JSON.stringify wrote, and answered as JSON text made from it, never parsed again.
 import type { components } from '../../../generated/openapi.ts';
 import { ApiError, notFound, validationFailed } from '../../errors.ts';
+import type { Once } from '../../idempotency/answers.ts';
 import { collectionId } from '../collections/collections.ts';
 import type { Dialect } from '../engine/dialect.ts';
-import type { Once } from './idempotency.ts';
 
 export type Row = components['schemas']['Row'];
 export type Fields = Record<string, unknown>;

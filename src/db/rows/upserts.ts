@@ -4,11 +4,12 @@
 // collection comes between a row's look-up and its write. Each dialect writes a row with the statements
 // of its own inserts and patches (UpsertWrites), events and sort keys with them.
 import { type FieldError, validationFailed } from '../../errors.ts';
+import type { Once } from '../../idempotency/answers.ts';
 import type { Patch } from '../../patches/index.ts';
 import { advance } from '../collections/collections.ts';
 import { keepingUnique, rowsHolding, uniqueIndexesOf, type WrittenRow } from '../collections/indexes.ts';
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
-import { beginOnce, type Once, recordOnce } from './idempotency.ts';
+import { beginOnce, recordOnce } from './idempotency.ts';
 import { type Fields, type Json, overRowBound, type Row, rowTooLarge, type VersionedRow } from './rows.ts';
 
 /** How a dialect writes one row of an upsert inside its transaction. */

@@ -9,9 +9,10 @@
 // (StatementCache, below): Knex has node-sqlite3 prepare and finalize a new statement for every query,
 // which costs more than running it.
 import type sqlite3 from 'sqlite3';
-import { type ApiError, queryTimeout } from '../../errors.ts';
+import { type ApiError, collectionNotFound, queryTimeout } from '../../errors.ts';
+import { type OnceRequest, OnceTaken } from '../../idempotency/answers.ts';
 import { applyPatch, type Patch } from '../../patches/index.ts';
-import { advance, collectionNotFound } from '../collections/collections.ts';
+import { advance } from '../collections/collections.ts';
 import { keepingUnique, uniqueViolation, type WrittenRow } from '../collections/indexes.ts';
 import { StaleSchema } from '../collections/schemas.ts';
 import type { RowOperations } from '../engine/assemble.ts';
@@ -23,7 +24,7 @@ import { type AggregateSource, readAggregates } from '../reads/aggregates.ts';
 import { readPage } from '../reads/pages.ts';
 import { type RowWrites, upsertWritesOf, writeBatch } from '../rows/batch.ts';
 import { exportCollection } from '../rows/exports.ts';
-import { beginOnce, type OnceRequest, OnceTaken, recordOnce } from '../rows/idempotency.ts';
+import { beginOnce, recordOnce } from '../rows/idempotency.ts';
 import { importRowsIn, type RowImporter } from '../rows/imports.ts';
 import {
   assignable,

@@ -3,7 +3,7 @@
 // writer, and with it every account's writes, until it was done; a step holds it briefly, and the
 // writes queued meanwhile go between two steps.
 
-import { collectionNotFound } from '../collections/collections.ts';
+import { collectionNotFound } from '../../errors.ts';
 import type { Dialect } from '../engine/dialect.ts';
 import type { GroupedWrites } from '../engine/grouping.ts';
 import { setSortedSql } from '../sql/collections.ts';

@@ -4,9 +4,10 @@
 
 import { randomBytes } from 'node:crypto';
 import { conflict } from '../../errors.ts';
+import type { Once } from '../../idempotency/answers.ts';
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
 import type { EventType } from '../events/events.ts';
-import { beginOnce, type Once, recordOnce } from '../rows/idempotency.ts';
+import { beginOnce, recordOnce } from '../rows/idempotency.ts';
 import { lockAccountSql } from '../sql/collections.ts';
 import {
   accountCollectionSeqsSql,

@@ -2,7 +2,7 @@
 // long, and what it forgets.
 import { expect } from 'chai';
 import type { Principal } from '../../../src/db/accounts/keys.ts';
-import { PrincipalCache } from '../../../src/db/engine/assemble.ts';
+import { PrincipalCache } from '../../../src/db/accounts/principals.ts';
 
 describe('principal cache', () => {
   let now: number;

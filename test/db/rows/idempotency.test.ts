@@ -6,9 +6,9 @@
 import { expect } from 'chai';
 import { openStore, type Store } from '../../../src/db/engine/store.ts';
 import { insertBatchWithAnswersSql } from '../../../src/db/postgres/sql/rows.ts';
-import { type FoundAnswer, OnceTaken } from '../../../src/db/rows/idempotency.ts';
 import type { Fields, InsertedRows } from '../../../src/db/rows/rows.ts';
 import type { SqliteStore } from '../../../src/db/sqlite/index.ts';
+import { type FoundAnswer, OnceTaken } from '../../../src/idempotency/answers.ts';
 import { createDatabase, describeEachBackend, type TestDatabase } from '../../support/backends.ts';
 import { pollUntil } from '../../support/process.ts';
 
