@@ -1,4 +1,4 @@
-// Sort indexes (src/db/sort-indexes.ts): pages ordered by a field come from an index once the collection
+// Sort indexes (src/db/collections/sort-indexes.ts): pages ordered by a field come from an index once the collection
 // is large enough, and must be exactly the pages that sorting the whole collection gives (contract.md,
 // "Rows"), through every insert, patch and delete, from this instance or another.
 import { expect } from 'chai';

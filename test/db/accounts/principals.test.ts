@@ -1,4 +1,4 @@
-// The cache of key lookups (src/db/operations.ts, PrincipalCache), on a clock the tests move: what it trusts, for how
+// The cache of key lookups (src/db/accounts/principals.ts, PrincipalCache), on a clock the tests move: what it trusts, for how
 // long, and what it forgets.
 import { expect } from 'chai';
 import type { Principal } from '../../../src/db/accounts/keys.ts';

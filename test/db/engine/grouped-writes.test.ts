@@ -1,4 +1,4 @@
-// Grouped writes on SQLite (src/db/batches.ts, GroupedWrites): concurrent row writes share transactions, and each
+// Grouped writes on SQLite (src/db/engine/grouping.ts, GroupedWrites): concurrent row writes share transactions, and each
 // still succeeds or fails alone, with nothing of a failed one stored; inserts into one collection merge.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

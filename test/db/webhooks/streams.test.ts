@@ -1,4 +1,4 @@
-// The webhooks' streams in the data layer (src/db/webhooks.ts): acknowledgements that wait together are
+// The webhooks' streams in the data layer (src/db/webhooks/streams.ts): acknowledgements that wait together are
 // committed in one transaction, each against its own lease.
 import { expect } from 'chai';
 import type { Attempt } from '../../../src/db/webhooks/deliveries.ts';
