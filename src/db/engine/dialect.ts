@@ -17,7 +17,7 @@ export interface OnceRow {
 
 /**
  * A write transaction, as the statements in it need it: the connection it holds and its outcome. A
- * Knex transaction is one; so is a group of SQLite's writer (batches.ts, GroupedWrites), which holds Knex's
+ * Knex transaction is one; so is a group of SQLite's writer (grouping.ts, GroupedWrites), which holds Knex's
  * connection without Knex's transaction machinery.
  */
 export interface WriteTx {
@@ -46,7 +46,7 @@ export interface Dialect {
   run<T>(trx: WriteTx, sql: string, params: SqlValue[], once?: boolean): Promise<T[]>;
   /**
    * The stored answer to the account's Idempotency-Key `key` that has not expired by `now`, as
-   * onceAnswerSql (sql.ts) reads it: a read on every keyed write's path, made on a connection for reads
+   * onceAnswerSql (../sql/rows.ts) reads it: a read on every keyed write's path, made on a connection for reads
    * where the dialect has them (on SQLite, merged with those asked for beside it, as row reads are).
    */
   readOnce(accountId: number, key: string, now: string): Promise<OnceRow | undefined>;

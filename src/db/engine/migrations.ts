@@ -139,7 +139,7 @@ const migrations = (schema: DialectSchema): Record<string, Knex.Migration> => ({
         t.text('collections');
         t.string('expires_at', 32);
         t.string('name', 100);
-        // The start of the latest minute the key was used in, noted about once a minute (operations.ts, PrincipalCache).
+        // The start of the latest minute the key was used in, noted about once a minute (../accounts/principals.ts, PrincipalCache).
         t.string('last_used_at', 32);
         // An account's keys, listed over HTTP (GET /v1/keys) and counted when one is made.
         t.index(['account_id'], 'api_keys_account');

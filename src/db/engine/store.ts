@@ -1,5 +1,5 @@
 // The data layer's one door: openStore() opens the database a URL names with the module of its dialect,
-// sqlite/ or postgres/, each of which implements Store (operations.ts). Nothing else asks which dialect
+// sqlite/ or postgres/, each of which implements Store (assemble.ts). Nothing else asks which dialect
 // a database is.
 
 import { openPostgresStore } from '../postgres/index.ts';

@@ -1,5 +1,5 @@
 // PostgreSQL: the Store of a database (`postgres://…`), which several instances of the service may
-// share. Every change is announced to all of them (rows.ts, listenForChanges). The statements are in sql.ts.
+// share. Every change is announced to all of them (rows.ts, listenForChanges). The statements are in sql/.
 import knexFactory from 'knex';
 import pg from 'pg';
 import { defaults, postgresPoolMax } from '../../config.ts';
@@ -85,7 +85,7 @@ export async function openPostgresStore(
     orderedPage,
     aggregateSql,
     jsonOf: unescapedJson,
-    // A key holds a string's first POSTGRES_KEY_CHARS characters (sql.ts): a shorter one whole, and
+    // A key holds a string's first POSTGRES_KEY_CHARS characters (sql/): a shorter one whole, and
     // then equal keys are equal strings. UTF-16 units count a character once or twice: never fewer.
     keyHoldsWhole: (text) => escapeString(text).length < POSTGRES_KEY_CHARS,
     filterSql,

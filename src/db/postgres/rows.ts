@@ -1,10 +1,10 @@
-// PostgreSQL: the operations on rows (../operations.ts, RowOperations), and the changes they announce to
+// PostgreSQL: the operations on rows (../engine/assemble.ts, RowOperations), and the changes they announce to
 // every instance on the database. Each write is a transaction of its own, on a connection of the pool:
 // writers to different collections run at once. A batch insert is one statement that commits on its
-// own (sql.ts, insertBatchSql), batched with the other inserts into the collection that wait their turn
+// own (sql/, insertBatchSql), batched with the other inserts into the collection that wait their turn
 // in this process (inserts, below); a batch that holds inserts sent with an Idempotency-Key is one
-// statement too, which also stores their answers (sql.ts, insertBatchWithAnswersSql). A patch of one
-// row reads and holds the row, then writes it with its event and the NOTIFY in one statement (sql.ts,
+// statement too, which also stores their answers (sql/, insertBatchWithAnswersSql). A patch of one
+// row reads and holds the row, then writes it with its event and the NOTIFY in one statement (sql/,
 // advanceReadingRowSql, updateRowSql), and re-keys the fields it sets that have a sort index, all in
 // one transaction.
 //
@@ -129,7 +129,7 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
    * insertBatchWithAnswersSql, so that each key's answer is stored if and only if its rows are: 409
    * for a key another instance holds; OnceTaken (nothing written) for one answered first, before the
    * statement or while it ran, or before its collection was deleted. Either fails the batch, whose
-   * inserts then run each alone (../batches.ts).
+   * inserts then run each alone (../engine/grouping.ts).
    */
   async function insertWithAnswers(batch: Insert[], params: SqlValue[], schemaId: number): Promise<Written[]> {
     const onces: unknown[] = [];

@@ -1,5 +1,5 @@
 // PostgreSQL: making a sort index (../sort-indexes.ts). An insert keys its rows in its own statement
-// (sql.ts, insertBatchSql), a patch re-keys its rows after their update (rows.ts, rekeyPatchedRows).
+// (sql/, insertBatchSql), a patch re-keys its rows after their update (rows.ts, rekeyPatchedRows).
 import { advance } from '../collections/collections.ts';
 import type { Dialect } from '../engine/dialect.ts';
 import { setSortedSql } from '../sql/collections.ts';

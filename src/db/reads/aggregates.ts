@@ -1,5 +1,5 @@
 // Aggregates of a collection's rows (openapi.yaml, aggregateRows), read the same way on both dialects:
-// one statement of the dialect's (sqlite/sql.ts, postgres/sql.ts, aggregateSql) reads the groups of the
+// one statement of the dialect's (sqlite/sql/reads.ts, postgres/sql/reads.ts, aggregateSql) reads the groups of the
 // rows the filter keeps, with what each aggregate needs of them, and the collection's latest event seq,
 // all in one snapshot; here its rows become the answer, by the rules of src/query/aggregate.ts. The
 // statement runs as a filtered page does (pages.ts): timed, past ROWBASE_QUERY_TIMEOUT_MS stopped; on the

@@ -7,7 +7,7 @@
 // alone, instead of on every row of the collection.
 //
 // The range only ever holds more rows than the condition keeps, never fewer: on PostgreSQL a key holds
-// a string's first 400 characters (postgres/sql.ts, POSTGRES_KEY_CHARS), so its bounds are the cut
+// a string's first 400 characters (postgres/sql/collections.ts, POSTGRES_KEY_CHARS), so its bounds are the cut
 // strings, taken inclusive; the whole filter, tested on each row of the range, keeps exactly the rows
 // it keeps on the whole collection.
 import type { FieldCondition, Filter } from '../../query/filter.ts';

@@ -3,7 +3,7 @@
 // true; across types numbers < strings < booleans < objects and arrays (which tie with each other);
 // rows where the field is missing or null come last in both directions; rows equal in every field
 // break ties by id in the last field's direction. Both dialects give the same order for the same data;
-// each writes the SQL of it (sqlite/sql.ts, postgres/sql.ts), and this module reads pages through it,
+// each writes the SQL of it (sqlite/sql/reads.ts, postgres/sql/reads.ts), and this module reads pages through it,
 // the same way on both.
 //
 // A page ordered by one field reads the collection's sort index for it (sort-indexes.ts), made now if
@@ -115,7 +115,7 @@ export interface PageSource {
     limit: number,
     offset: number,
   ): Statement;
-  /** Whether a sort index keys strings whole (SQLite), or cut (PostgreSQL: postgres/sql.ts, POSTGRES_KEY_CHARS). */
+  /** Whether a sort index keys strings whole (SQLite), or cut (PostgreSQL: postgres/sql/collections.ts, POSTGRES_KEY_CHARS). */
   wholeStringKeys: boolean;
   /** The rows of `range` in the sort index in `slot`, from `offset`, at most `limit`; its one row is a PagePart. */
   sortedPage(collectionId: number, slot: number, order: Direction, range: KeyRange, limit: number, offset: number): Statement;
@@ -135,7 +135,7 @@ export interface PageSource {
  * What a page's statement answers, in one row: how many rows, their JSON texts joined by commas (null
  * for none; on PostgreSQL also null when they weigh more than a page may), the collection's latest event
  * seq in the same snapshot (null when the collection is gone), and on PostgreSQL whether the sort
- * index's order is exact (postgres/sql.ts, POSTGRES_KEY_CHARS).
+ * index's order is exact (postgres/sql/collections.ts, POSTGRES_KEY_CHARS).
  */
 type PagePart = { n: number | string; json: string | null; seq: number | string | null; exact?: boolean; total?: number | string };
 type CollectionRow = { id: number | string; row_count: number | string; sorted: string };
@@ -452,7 +452,7 @@ export type FieldOrder = (
  * and then by id, cut to the page and joined by `pageJson`; `seq` is read by the same statement, null
  * when there is no such collection. Its text depends only on the directions, how the fields are read
  * and how the collection is found, so a prepared statement serves every field name. Its LIMIT is `+?`,
- * as pageRange (sql.ts) says why.
+ * as pageRange (../sql/reads.ts) says why.
  */
 export function wholePage(
   pageJson: (order: string) => string,
@@ -542,7 +542,7 @@ type PlaceColumn = 'none' | 'num' | 'str';
  * A dialect's PageSource.sortedPage and sortedPageAfter from its statement `text`, given the SQL of the
  * keys a page reads (`rank, num, str, row_id` in the page's order), of that order, and the placeholder
  * of the collection's id: each text made once for each shape, since statements are kept by their text.
- * Their bindings are numbered as `binding` says; each LIMIT is `+` its binding, as pageRange (sql.ts)
+ * Their bindings are numbered as `binding` says; each LIMIT is `+` its binding, as pageRange (../sql/reads.ts)
  * says why.
  *
  * A page after a place is the keys of the index past it, as ranges of the index one after another,

@@ -1,6 +1,6 @@
 // A batch (openapi.yaml, writeBatch): several writes of rows, over any of the account's collections, in
 // one transaction, in the order sent, each made by the same steps its own request takes (the dialect's
-// RowWrites, upserts.ts, row-writes.ts), so that a later operation sees the earlier ones' writes. The
+// RowWrites, upserts.ts, writes.ts), so that a later operation sees the earlier ones' writes. The
 // first that fails rolls the whole batch back, and its problem names it (`operation`). Each write
 // announces its collection on commit, as alone, so the feed sends the batch's events once it committed.
 import { ApiError, collectionNotFound, queryTimeout } from '../../errors.ts';

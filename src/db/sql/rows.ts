@@ -4,7 +4,7 @@
 export const deleteRowSql = 'delete from rows where collection_id = ? and id = ? returning data, version';
 
 /**
- * Changes by filter (row-writes.ts): the rows of the collection `?` that the filter `where` (SQL on
+ * Changes by filter (../rows/writes.ts): the rows of the collection `?` that the filter `where` (SQL on
  * `id` and `data`, its bindings after the collection's id) matches, in id order, at most `?` of them.
  */
 export const matchedRowsSql = (where: string) => `select id, data from rows where collection_id = ? and (${where}) order by id limit ?`;

@@ -1,7 +1,7 @@
 // SQLite: the Store of a database file (`sqlite:<path>`). Knex's one connection is the writer (rows.ts,
 // SqliteWriter): SQLite writes one transaction at a time, and every write goes through its queue
-// (../batches.ts, GroupedWrites); read-only connections serve the reads beside it (readers.ts). The
-// statements are in sql.ts.
+// (../engine/grouping.ts, GroupedWrites); read-only connections serve the reads beside it (readers.ts). The
+// statements are in sql/.
 import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
@@ -33,7 +33,7 @@ import { claimStreamsSql } from './sql/webhooks.ts';
  * (kill -9), though not through a power cut. The writer leaves checkpoints to a connection of their own
  * (readers.ts), cuts the WAL file back to 64 MB when it starts it over, keeps its temporary tables
  * (the rows of a statement's RETURNING) in memory, and has the views through which a group of row
- * writes is one statement (sql.ts).
+ * writes is one statement (sql/).
  */
 export const writerSetup = `PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON;
   PRAGMA wal_autocheckpoint = 0; PRAGMA temp_store = MEMORY; PRAGMA journal_size_limit = 67108864; ${sqliteProcedures}`;

@@ -148,7 +148,7 @@ export class SqliteReaders {
   /**
    * The rows of one read among many alike, such as row reads by id, on the `point` connection: the
    * reads of `sql` asked for while a run of it is under way wait for it to end, then go out together,
-   * as one run (../batches.ts). `sql` reads them all: its one parameter is a JSON array of each read's `params`, and it
+   * as one run (../engine/grouping.ts). `sql` reads them all: its one parameter is a JSON array of each read's `params`, and it
    * answers each row with `i`, the index in that array of the read it belongs to (json_each's `key`).
    * A hand-off to the driver's thread costs the main thread far more than a read by primary key, the
    * more so under load, when the thread of the pool it wakes competes with it for the cores.

@@ -1,6 +1,6 @@
-// SQLite: the operations on rows (../operations.ts, RowOperations), and the writer they write with.
-// Writes go through the writer's queue (../batches.ts, GroupedWrites): inserts into one collection, and
-// patches of one collection that set as many fields, queued side by side become one statement (sql.ts),
+// SQLite: the operations on rows (../engine/assemble.ts, RowOperations), and the writer they write with.
+// Writes go through the writer's queue (../engine/grouping.ts, GroupedWrites): inserts into one collection, and
+// patches of one collection that set as many fields, queued side by side become one statement (sql/),
 // run on the writer's connection (SqliteWriter, below) and announced to the feed once committed
 // (announceOnCommit). Reads go to the read-only connections (readers.ts): row reads by id merged, pages
 // on a connection of their own.
@@ -53,9 +53,9 @@ import { importRowsSql, insertSql, MAX_FIELDS_BY_PATH, patchedRowSql, patchSql }
 /** An insert as it waits in the writer's queue: its rows' texts, and its Idempotency-Key if it was sent with one. */
 type Insert = { texts: string[]; once?: OnceRequest };
 
-/** A patch of row `rowId` as row_patches takes it (sql.ts): its fields as `[JSON path, JSON text]`. */
+/** A patch of row `rowId` as row_patches takes it (sql/): its fields as `[JSON path, JSON text]`. */
 type FieldPatch = { rowId: number; fields: string[][] };
-/** What patchSql answers of each patch (sql.ts). */
+/** What patchSql answers of each patch (sql/). */
 type PatchWritten = { id: number | null; i: number; data: string | null; version: number | null };
 /** A row as patchedRowSql reads it. */
 type StoredRow = { data: string; collection_id: number; version: number; schema_id: number };
@@ -139,7 +139,7 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
    * rows checked against the schema `schemaId` already: answers each request's first id and seq, its
    * rows following those of the requests before it. A key whose answer another request stored first
    * aborts the statement, which wrote nothing (OnceTaken); the inserts merged with it then run again
-   * each alone (../batches.ts). StaleSchema when the collection's schema is another (or there is no
+   * each alone (../engine/grouping.ts). StaleSchema when the collection's schema is another (or there is no
    * such collection): nothing written.
    */
   async function writeInserts(
@@ -150,7 +150,7 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
     inserts: Insert[],
   ): Promise<FirstInserted[]> {
     const all = inserts.length === 1 ? inserts[0].texts : inserts.flatMap(({ texts }) => texts);
-    // As row_inserts takes them (sql.ts); the hashes and the times are hex digits and ISO 8601, with nothing to escape.
+    // As row_inserts takes them (sql/); the hashes and the times are hex digits and ISO 8601, with nothing to escape.
     let onces = '';
     let place = 0;
     for (const { texts, once } of inserts) {
@@ -160,7 +160,7 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
       place += texts.length;
     }
     const params = [accountId, collection, all.length, JSON.stringify(all), new Date().toISOString(), `[${onces}]`, schemaId];
-    // A constraint it breaks (its trigger's check of the keys, sql.ts, row_inserts, or a unique index)
+    // A constraint it breaks (its trigger's check of the keys, sql/, row_inserts, or a unique index)
     // is told apart once the statement has rolled back (insertRows).
     const [written] = await writer.inTransaction<{ id: number | null; last_row_id: number; last_seq: number }>(trx, insertSql, params);
     if (written.id === null) throw new StaleSchema();
@@ -354,7 +354,7 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
         const violation = await uniqueViolation(db, accountId, collection, await rows());
         if (violation) throw violation;
         // The only other constraint a patch's statement can break is its trigger's bound on the row's
-        // weight (sql.ts, row_patches): it stored nothing of the patch.
+        // weight (sql/, row_patches): it stored nothing of the patch.
         throw rowTooLarge();
       }
     },
@@ -366,7 +366,7 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
 
     /**
      * The matching rows read in the writer's transaction, then patched by one statement of row_patches
-     * (sql.ts), as a single patch is: by path where it can be, else each row's whole text made in Node
+     * (sql/), as a single patch is: by path where it can be, else each row's whole text made in Node
      * (a patch that cannot apply to one of them is its 409, and nothing is stored). A row made too large
      * aborts the statement, and the transaction rolls back: nothing is stored.
      */
@@ -428,7 +428,7 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
 
 /**
  * The 413 of a write that the database refused other than for a unique index (keepingUnique): the
- * only other constraint it can break is the patch trigger's bound on a row's weight (sql.ts, row_patches).
+ * only other constraint it can break is the patch trigger's bound on a row's weight (sql/, row_patches).
  */
 function tooLargeRow(error: unknown): ApiError | undefined {
   return isConstraintViolation(error) ? rowTooLarge() : undefined;
@@ -457,7 +457,7 @@ const fieldsOf = (patch: Fields) => Object.entries(patch).map(([name, value]) =>
 
 /**
  * The writer: Knex's one connection, which every write runs on while the writer's queue holds it
- * (../batches.ts, GroupedWrites), with its statements prepared once (StatementCache).
+ * (../engine/grouping.ts, GroupedWrites), with its statements prepared once (StatementCache).
  */
 export class SqliteWriter {
   /** By connection: the one Knex's pool holds, and any it opens again after losing one. */

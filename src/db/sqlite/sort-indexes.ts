@@ -1,5 +1,5 @@
 // SQLite: making a sort index (../sort-indexes.ts) in steps. The rows' later keys are kept by the
-// triggers of every write (sql.ts). Made in one pass, the index of a large collection would hold the
+// triggers of every write (sql/). Made in one pass, the index of a large collection would hold the
 // writer, and with it every account's writes, until it was done; a step holds it briefly, and the
 // writes queued meanwhile go between two steps.
 

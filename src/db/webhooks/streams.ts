@@ -114,7 +114,7 @@ const ackReturning = `${ackWebhookStreamSql} returning webhook_id`;
  * whose one writer commits one transaction at a time; on PostgreSQL, each commit waits for its WAL flush).
  * Two groups under way at once: on PostgreSQL one runs its statements while the other waits for its
  * flush; on SQLite the second waits for the writer. A group that fails runs each acknowledgement again
- * alone (batches.ts).
+ * alone (../engine/grouping.ts).
  */
 const acks = new WeakMap<Dialect, Groups<Ack, boolean>>();
 

@@ -227,7 +227,7 @@ const extreme = (index: number, path: string, op: 'min' | 'max', maxGroups: numb
 /**
  * The statement of an aggregate (../aggregates.ts, AggregatePart): `keyed` is the rows the filter keeps
  * with their group's key `k` (a JSON array of the group fields' keys); part 0 groups them, at most
- * `maxGroups` (a limit bound as `+?`: pageRange, ../sql.ts), each with the JSON text of each group
+ * `maxGroups` (a limit bound as `+?`: pageRange, ../../sql/), each with the JSON text of each group
  * field (the least, for an object's: any of its orders) and its pieces, each aggregate's field read once
  * (fieldColumns()); parts 1 and 2 bring the sums' terms and the mins' and maxes' values, reading `keyed`
  * again, where its key is made only for the rows that have what they read; part 3 the collection's latest

@@ -215,7 +215,7 @@ const onePatchSqls = Array.from(
 );
 
 /**
- * onceAnswerSql (../sql.ts) of reads merged (readers.ts, readMerged): `?` is `[[account id, key, now], …]`.
+ * onceAnswerSql (../../sql/) of reads merged (readers.ts, readMerged): `?` is `[[account id, key, now], …]`.
  * CROSS JOIN keeps the keys the outer loop: each read is one primary key lookup.
  */
 export const onceAnswersSql = `select j.key as i, k.request_hash, k.status, k.headers, k.body from json_each(?) j
