@@ -246,7 +246,7 @@ export async function liveKeyHashes({ query }: Dialect, hashes: string[]): Promi
 /**
  * The principal of the unrevoked key whose hash is `hash`, or undefined for an unknown or revoked one.
  * Whether it has expired is for the caller to tell (`expiresAt`). The store answers requests through a
- * cache of these (operations.ts, PrincipalCache).
+ * cache of these (principals.ts, PrincipalCache).
  */
 export async function principalOf({ query }: Dialect, hash: string): Promise<Principal | undefined> {
   const [row] = await query<LimitsRow & { id: number | string; prefix: string; account_id: number | string; account: string }>(

@@ -3,7 +3,7 @@
 // For each field a collection is indexed by, sort_keys holds one key per row: where the row's value
 // of the field falls in the order of listRows (pages.ts). `rank` is the JSON type's place: 1 numbers,
 // 2 strings, 3 booleans, 4 objects and arrays, 5 missing or null; then `num` (numbers, and false 0,
-// true 1) or `str` (strings, by code point; on PostgreSQL escaped and cut: postgres/sql.ts); then the
+// true 1) or `str` (strings, by code point; on PostgreSQL escaped and cut: postgres/jsonb.ts, postgres/sql/collections.ts); then the
 // row id. An ascending page is one range of the index, in its order. Rows whose field is missing or
 // null come last in both directions, so a descending page reads the index backwards over rank < 5,
 // then, when it reaches past them, over rank 5 (by id, descending): both in one snapshot (pages.ts).
