@@ -8,13 +8,13 @@
 //     answers PATCH /v1/collections/bench/rows/{id}; prints one JSON line with its url.
 //
 // Each group runs on a thread of libuv's pool, as rowbase's do: a second group goes out while one is under
-// way once three patches wait (src/db/batches.ts, GroupedWrites). The connection is set up as rowbase's writer
+// way once three patches wait (src/db/engine/grouping.ts, GroupedWrites). The connection is set up as rowbase's writer
 // (writerSetup), with rowbase's own checkpoints (SqliteReaders).
 import { createServer, type ServerResponse } from 'node:http';
 import sqlite3 from 'sqlite3';
 import { writerSetup } from '../src/db/sqlite/index.ts';
 import { SqliteReaders } from '../src/db/sqlite/readers.ts';
-import { patchSql } from '../src/db/sqlite/sql.ts';
+import { patchSql } from '../src/db/sqlite/sql/rows.ts';
 import { listen } from './listen.ts';
 import { collections } from './seed.ts';
 

@@ -70,7 +70,7 @@ export function summariseProfile(file: string, windowUs?: [number, number], top 
 
 /**
  * Where a frame's code lives: its `area` is a package (`knex`, `@scope/name`), a node: module
- * (`node:streams`), a rowbase file (`src/db/rows.ts`), or what V8 calls the rest: `(garbage collector)`,
+ * (`node:streams`), a rowbase file (`src/db/rows/rows.ts`), or what V8 calls the rest: `(garbage collector)`,
  * `(program)` (V8 and native code outside JS), `(native)` for builtins such as JSON.parse. Its `file`
  * names the file within the area (`openapi-backend/router.js`). A line of bin/rowbase's bundle is
  * of the source file whose code it is (`lineNumber`, from 0).
@@ -97,7 +97,7 @@ let bundleSources: { line: number; file: string }[] | undefined;
 
 /**
  * The source file of a line of the bundle: esbuild, not minifying, starts the code of each with a
- * comment line naming it (`// src/db/rows.ts`). The bundle read is the one on disk now, the one the
+ * comment line naming it (`// src/db/rows/rows.ts`). The bundle read is the one on disk now, the one the
  * profiled server ran unless a source changed since.
  */
 function sourceOfBundleLine(lineNumber: number): string {

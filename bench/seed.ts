@@ -148,7 +148,7 @@ export async function seedCollections(url: string, key: string, settings: Settin
     // The workloads pick ids 1..rows: the collection must be fresh.
     if (stored[0].id !== first) throw new Error(`seeding: expected id ${first}, got ${stored[0].id}`);
   }
-  // The first page ordered by score makes the collection's sort index on it (src/db/sort-indexes.ts), as a
+  // The first page ordered by score makes the collection's sort index on it (src/db/collections/sort-indexes.ts), as a
   // production collection ordered by a field has: list reads through it, and every patch of a score
   // moves its key. Made here, every run measures list and patch with it, `--only=patch` too.
   await send(url, key, 'GET', `/v1/collections/${collections.rows}/rows?order_by=score&order=desc&limit=1`, undefined);

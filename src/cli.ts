@@ -2,13 +2,14 @@
 // failures of the work itself exit 1.
 import { parseArgs } from 'node:util';
 import document from '../generated/openapi.json' with { type: 'json' };
+import { type Scope, scopes } from './auth/scopes.ts';
 import { backupCommand } from './cli/backup.ts';
 import { type Command, print, required, UsageError, withStore } from './cli/command.ts';
 import { exportCommand } from './cli/export.ts';
 import { importCommand } from './cli/import.ts';
 import { ConfigError, configFromEnv } from './config.ts';
-import { instantOf, KeyError, type KeyInfo, type NewKey, type Scope, scopes } from './db/keys.ts';
-import { type Period, periods } from './db/plans.ts';
+import { instantOf, KeyError, type KeyInfo, type NewKey } from './db/accounts/keys.ts';
+import { type Period, periods } from './db/accounts/plans.ts';
 import { createLogger } from './log.ts';
 import { root } from './root.ts';
 

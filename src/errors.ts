@@ -124,3 +124,6 @@ export const queryTimeout = (ms: number) =>
 export const expectationFailed = () => new ApiError('expectation_failed', 'The only Expect rowbase meets is 100-continue.');
 /** RFC 9110 §9.3.6: CONNECT asks for a tunnel, which only a proxy opens. */
 export const noTunnel = () => validationFailed('CONNECT asks for a tunnel, and rowbase is no proxy.');
+
+/** 404 for a collection the account has none of by that name. */
+export const collectionNotFound = (name: string) => notFound(`There is no collection named ${name}.`);

@@ -2,8 +2,8 @@
 // NDJSON, its first line describing the collection, every other line one row with its id, in id order;
 // and the account and collection both commands name.
 import document from '../../generated/openapi.json' with { type: 'json' };
-import type { ExportedCollection } from '../db/exports.ts';
-import type { Store } from '../db/store.ts';
+import type { Store } from '../db/engine/store.ts';
+import type { ExportedCollection } from '../db/rows/exports.ts';
 import { required, UsageError, type Values } from './command.ts';
 
 /** What the first line of an export says it is, and the version of its format this rowbase writes and reads. */

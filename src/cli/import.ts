@@ -3,11 +3,11 @@
 import { open, stat } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import document from '../../generated/openapi.json' with { type: 'json' };
-import type { ImportedRow } from '../db/imports.ts';
-import { instantOf } from '../db/keys.ts';
-import { assignable, MAX_ROW_BYTES, overRowBound } from '../db/rows.ts';
-import type { RowSchema } from '../db/schemas.ts';
-import type { Store } from '../db/store.ts';
+import { instantOf } from '../db/accounts/keys.ts';
+import type { RowSchema } from '../db/collections/schemas.ts';
+import type { Store } from '../db/engine/store.ts';
+import type { ImportedRow } from '../db/rows/imports.ts';
+import { assignable, MAX_ROW_BYTES, overRowBound } from '../db/rows/rows.ts';
 import { ApiError } from '../errors.ts';
 import { checkRowSchema } from '../schema/check.ts';
 import { compileRowSchema, type RowValidator } from '../schema/compile.ts';

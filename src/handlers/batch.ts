@@ -1,8 +1,8 @@
 import type { components } from '../../generated/openapi.ts';
-import type { BatchOperation, BatchResult } from '../db/batch.ts';
-import { answerOnce } from '../db/idempotency.ts';
+import type { BatchOperation, BatchResult } from '../db/rows/batch.ts';
 import { ApiError, validationFailed } from '../errors.ts';
 import { etagOf, ifMatchAt } from '../http/conditional.ts';
+import { answerOnce } from '../idempotency/answers.ts';
 import { readPatch } from '../patches/index.ts';
 import type { Handlers, Result } from './types.ts';
 

@@ -1,8 +1,8 @@
-import type { Collection } from '../db/collections.ts';
-import { answerOnce } from '../db/idempotency.ts';
-import type { Index } from '../db/indexes.ts';
-import type { RowSchema } from '../db/schemas.ts';
+import type { Collection } from '../db/collections/collections.ts';
+import type { Index } from '../db/collections/indexes.ts';
+import type { RowSchema } from '../db/collections/schemas.ts';
 import { forbidden } from '../errors.ts';
+import { answerOnce } from '../idempotency/answers.ts';
 import { checkRowSchema } from '../schema/check.ts';
 import type { Handlers, Result } from './types.ts';
 

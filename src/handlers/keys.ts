@@ -1,7 +1,8 @@
 import type { components } from '../../generated/openapi.ts';
-import { answerOnce } from '../db/idempotency.ts';
-import { type AccountKey, instantOf, type KeyLimits, type Principal, scopes } from '../db/keys.ts';
+import { scopes } from '../auth/scopes.ts';
+import { type AccountKey, instantOf, type KeyLimits, type Principal } from '../db/accounts/keys.ts';
 import { conflict, forbidden, notFound, validationFailed } from '../errors.ts';
+import { answerOnce } from '../idempotency/answers.ts';
 import type { Handlers, Result } from './types.ts';
 
 type Key = components['schemas']['Key'];

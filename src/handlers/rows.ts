@@ -1,18 +1,18 @@
-import type { AggregateResult } from '../db/aggregates.ts';
-import { answerOnce } from '../db/idempotency.ts';
-import type { Principal } from '../db/keys.ts';
-import type { Page, RowsPage } from '../db/pages.ts';
-import { selectFields } from '../db/pages.ts';
-import type { ChangedRows, InsertedRows, VersionedRow } from '../db/rows.ts';
-import type { Store } from '../db/store.ts';
-import type { Upserted } from '../db/upserts.ts';
+import type { Principal } from '../db/accounts/keys.ts';
+import type { Store } from '../db/engine/store.ts';
+import type { AggregateResult } from '../db/reads/aggregates.ts';
+import type { Page, RowsPage } from '../db/reads/pages.ts';
+import type { ChangedRows, InsertedRows, VersionedRow } from '../db/rows/rows.ts';
+import type { Upserted } from '../db/rows/upserts.ts';
 import { validationFailed } from '../errors.ts';
 import { etagOf, ifMatch, ifNoneMatch } from '../http/conditional.ts';
+import { answerOnce } from '../idempotency/answers.ts';
 import { ACCEPT_PATCH, patchFormatOf, readPatch } from '../patches/index.ts';
 import { aggregateParameters, parseAggregateQuery } from '../query/aggregate.ts';
 import { type CursorScope, lastRow, makeCursor, readCursor } from '../query/cursor.ts';
 import { FILTER_PARAMETER, filterJson, parseFilter, parseFilterText } from '../query/filter.ts';
 import { orderFromBody, orderFromParameters } from '../query/order.ts';
+import { selectFields } from '../query/select.ts';
 import type { Handlers, Result } from './types.ts';
 
 export const rowHandlers: Handlers<

@@ -1,5 +1,5 @@
 import type { ContractKind } from '../contract/served.ts';
-import type { Principal } from '../db/keys.ts';
+import type { Principal } from '../db/accounts/keys.ts';
 import { ApiError, unavailable } from '../errors.ts';
 import { ifNoneMatch } from '../http/conditional.ts';
 import type { Deps, Handlers, Input, Result } from './types.ts';

@@ -2,11 +2,11 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { operations } from '../../generated/openapi.ts';
 import type { Config } from '../config.ts';
 import type { AccountContracts } from '../contract/served.ts';
-import type { OnceRequest } from '../db/idempotency.ts';
-import type { Principal } from '../db/keys.ts';
-import type { Store } from '../db/store.ts';
+import type { Principal } from '../db/accounts/keys.ts';
+import type { Store } from '../db/engine/store.ts';
 import type { BodyBudget } from '../http/body-budget.ts';
 import type { Result } from '../http/responder.ts';
+import type { OnceRequest } from '../idempotency/answers.ts';
 import type { Admission, Meter } from '../usage/meter.ts';
 
 export type { Result } from '../http/responder.ts';
@@ -35,7 +35,7 @@ export interface Input<K extends OperationId> {
   principal: Principal;
   /** The request's headers as Node reads them: the header parameters of openapi.yaml are read from here. */
   headers: IncomingHttpHeaders;
-  /** A write's Idempotency-Key, when it carries one: its write stores its answer (http/idempotency.ts; db/idempotency.ts, answerOnce). */
+  /** A write's Idempotency-Key, when it carries one: its write stores its answer (http/idempotency.ts; idempotency/answers.ts, answerOnce). */
   once?: OnceRequest;
   /** What the request counted toward its account's plan, when metered: a batch counts more (usage/meter.ts, admitMore). */
   admission?: Admission;

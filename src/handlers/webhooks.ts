@@ -1,10 +1,10 @@
 import type { components } from '../../generated/openapi.ts';
-import type { EventType } from '../db/events.ts';
-import { answerOnce } from '../db/idempotency.ts';
-import type { Principal } from '../db/keys.ts';
-import type { Store } from '../db/store.ts';
-import type { Webhook as StoredWebhook, WebhookSettings } from '../db/webhooks.ts';
+import type { Principal } from '../db/accounts/keys.ts';
+import type { Store } from '../db/engine/store.ts';
+import type { EventType } from '../db/events/events.ts';
+import type { Webhook as StoredWebhook, WebhookSettings } from '../db/webhooks/settings.ts';
 import { conflict, forbidden, notFound, validationFailed } from '../errors.ts';
+import { answerOnce } from '../idempotency/answers.ts';
 import { parseFilter } from '../query/filter.ts';
 import { urlProblem } from '../webhooks/address.ts';
 import type { Handlers, Result } from './types.ts';
@@ -89,7 +89,7 @@ export const webhookHandlers: Handlers<
 };
 
 // The answers of the writes an Idempotency-Key may replay, each made by one function, which the write
-// is also handed to store the answer it makes (http/idempotency.ts; db/idempotency.ts, answerOnce). A webhook
+// is also handed to store the answer it makes (http/idempotency.ts; idempotency/answers.ts, answerOnce). A webhook
 // just made owes nothing yet, and has made no attempt.
 
 function answerCreated(made: StoredWebhook & { secret: string }): Result {

@@ -3,8 +3,8 @@
 // (ws/upgrade.ts) read the key the same way (keyOf, principalOf).
 import type { IncomingMessage } from 'node:http';
 import type { Middleware } from 'koa';
-import type { Principal } from '../db/keys.ts';
-import type { Store } from '../db/store.ts';
+import type { Principal } from '../db/accounts/keys.ts';
+import type { Store } from '../db/engine/store.ts';
 import { unauthorized } from '../errors.ts';
 import { headerLines } from './target.ts';
 

@@ -207,7 +207,7 @@ async function readBody(request: IncomingMessage, limit: number): Promise<Buffer
 function readPlain(request: IncomingMessage, limit: number): Promise<Buffer> {
   if (Number(request.headers['content-length']) > limit) return Promise.reject(tooLarge());
   if (!request.readable) return Promise.reject(bodyError(500, 'stream is not readable', 'stream.not.readable'));
-  // The listeners are not named (`const onData = …`): tsx would name each again on every request (src/db/batches.ts, GroupedWrites.hold()).
+  // The listeners are not named (`const onData = …`): tsx would name each again on every request (src/db/engine/grouping.ts, GroupedWrites.hold()).
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let received = 0;

@@ -5,7 +5,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { type FieldError, validationFailed } from '../errors.ts';
 
-/** The ETag of a row of `version` (../db/rows.ts, versionOf): a strong entity tag (RFC 9110 §8.8.3). */
+/** The ETag of a row of `version` (../db/rows/rows.ts, versionOf): a strong entity tag (RFC 9110 §8.8.3). */
 export const etagOf = (version: string) => `"${version}"`;
 
 /** An entity-tag list as sent: `*`, or each tag's opaque text and whether it is weak. */

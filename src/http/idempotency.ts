@@ -3,12 +3,12 @@
 // key whose answer is stored (and not expired) is answered with it again, marked
 // `Idempotent-Replayed: true`, if it is the same request (method, path, query and body), else 422; one
 // whose first request is still running is 409. Otherwise the request runs, and its write stores its
-// answer in its own transaction (db/idempotency.ts): the handler says how (answerOnce there).
+// answer in its own transaction (db/rows/idempotency.ts): the handler says how (answerOnce there).
 import { hash as digest } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Middleware } from 'koa';
-import { type FoundAnswer, type OnceRequest, OnceTaken, onceInProgress } from '../db/idempotency.ts';
-import type { Store } from '../db/store.ts';
+import { type FoundAnswer, type OnceRequest, OnceTaken, onceInProgress } from '../idempotency/answers.ts';
+import type { Store } from '../db/engine/store.ts';
 import { ApiError, validationFailed } from '../errors.ts';
 import type { AuthState } from './authentication.ts';
 import type { AdmissionState } from './metering.ts';

@@ -9,8 +9,9 @@
 // nothing: it holds only values its client has read, and any key of the account could make one that
 // starts anywhere in what it may read anyway. The limit and `count` may change from page to page.
 import { hash } from 'node:crypto';
-import { keyValueOf, type Position, type SortKey } from '../db/pages.ts';
+import type { Position, SortKey } from '../db/reads/pages.ts';
 import { type FieldError, validationFailed } from '../errors.ts';
+import { keyValueOf } from './sort-keys.ts';
 
 /** The query a cursor belongs to. */
 export interface CursorScope {

@@ -3,8 +3,8 @@
 // least every second and on close, so a crash loses at most a second of counts. Deciding and counting
 // are one synchronous step, so on one instance a quota of N admits exactly N requests, whatever the
 // concurrency.
-import type { Plan } from '../db/plans.ts';
-import type { Store } from '../db/store.ts';
+import type { Plan } from '../db/accounts/plans.ts';
+import type { Store } from '../db/engine/store.ts';
 import { ApiError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { periodAt } from './periods.ts';

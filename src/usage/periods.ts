@@ -1,4 +1,4 @@
-import type { Period } from '../db/plans.ts';
+import type { Period } from '../db/accounts/plans.ts';
 
 /** The calendar period (in UTC) that holds the instant `now`, as [start, end). */
 export function periodAt(period: Period, now: number): { start: Date; end: Date } {

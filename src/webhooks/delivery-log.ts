@@ -2,8 +2,8 @@
 // attempts past DELIVERY_LOG_MS go in batches, in each pass of the feed's pruner (ws/pruner.ts), as the
 // events past their retention do.
 import { setImmediate as yieldToWriters } from 'node:timers/promises';
-import type { Store } from '../db/store.ts';
-import { DELIVERY_LOG_MS } from '../db/webhooks.ts';
+import type { Store } from '../db/engine/store.ts';
+import { DELIVERY_LOG_MS } from '../db/webhooks/deliveries.ts';
 
 /**
  * Deletes the delivery log's attempts older than DELIVERY_LOG_MS, `batchSize` at a time, yielding to

@@ -1,14 +1,14 @@
 // The delivery worker (docs/webhooks.md): a loop over the event log with a cursor and a lease per
-// webhook and collection (a stream, db/webhooks.ts), its state in the database, so that a crash loses
+// webhook and collection (a stream, db/webhooks/streams.ts), its state in the database, so that a crash loses
 // nothing: a stream's next change is sent until acknowledged, and only then the one after it. Woken by
 // every committed change (db/changes.ts; on PostgreSQL other instances' too), by the retries falling
 // due, by a webhook made, enabled again or asked to retry on this instance, and every second, for the
 // leases of instances that died and what it was not told of.
 import { randomUUID } from 'node:crypto';
 import type { Config } from '../config.ts';
-import type { StoredEvent } from '../db/events.ts';
-import type { Store } from '../db/store.ts';
-import type { ClaimedStream, StreamTarget } from '../db/webhooks.ts';
+import type { Store } from '../db/engine/store.ts';
+import type { StoredEvent } from '../db/events/events.ts';
+import type { ClaimedStream, StreamTarget } from '../db/webhooks/streams.ts';
 import type { Logger } from '../log.ts';
 import { compileFilter, type RowTest } from '../query/evaluate.ts';
 import { parseFilter } from '../query/filter.ts';
@@ -176,7 +176,7 @@ export class WebhookWorker {
       const events = await store.readEvents(stream.collectionId, { after: acked, limit: EVENTS_PER_READ });
       if (events.length === 0) return store.releaseStream(stream, this.owner);
       if (events[0].seq !== acked + 1) {
-        // Pruned past the backlog before they could be sent (db/retention.ts): counted, and passed.
+        // Pruned past the backlog before they could be sent (db/events/retention.ts): counted, and passed.
         log.warn({ webhook: stream.webhookId, after: acked, next: events[0].seq }, 'webhooks: events dropped past the backlog');
         await store.skipDropped({ ...stream, ackedSeq: acked }, this.owner, events[0].seq - 1);
         acked = events[0].seq - 1;

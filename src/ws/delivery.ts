@@ -2,7 +2,7 @@
 // made and framed once for all of them: a change has at most two messages, the one every subscriber
 // whose view holds the row after it gets, and, for an update, the one that tells a filtered subscriber
 // the row left its view (`"matches": false`).
-import type { StoredEvent } from '../db/events.ts';
+import type { StoredEvent } from '../db/events/events.ts';
 import type { RowTest } from '../query/evaluate.ts';
 import { textFrame } from './frames.ts';
 import { changeMessage } from './messages.ts';

@@ -1,7 +1,7 @@
 // The one bridge from stored events to the messages of the feed channel in asyncapi.yaml; the message
 // types are generated from that document (`npm run generate`).
 import type { CollectionDeletedMessage, FeedMessage, ReadyMessage } from '../../generated/asyncapi.ts';
-import type { EventType, StoredEvent } from '../db/events.ts';
+import type { EventType, StoredEvent } from '../db/events/events.ts';
 
 export type ChangeMessage = Extract<FeedMessage, { type: EventType }>;
 

@@ -3,16 +3,16 @@
 // (webhooks/delivery-log.ts), in small batches, so that writes never wait long.
 import { EventEmitter } from 'node:events';
 import { setImmediate as yieldToWriters } from 'node:timers/promises';
-import type { RetentionPolicy } from '../db/retention.ts';
-import type { Store } from '../db/store.ts';
+import type { Store } from '../db/engine/store.ts';
+import type { RetentionPolicy } from '../db/events/retention.ts';
 import type { Logger } from '../log.ts';
 import { pruneDeliveryLog } from '../webhooks/delivery-log.ts';
 
 const COLLECTIONS_PER_PAGE = 100;
 
 /**
- * Prunes every collection's events past retention (db/retention.ts), the answers of Idempotency-Keys
- * past theirs (db/idempotency.ts), and the webhooks' delivery log past its (webhooks/delivery-log.ts), every
+ * Prunes every collection's events past retention (db/events/retention.ts), the answers of Idempotency-Keys
+ * past theirs (db/rows/idempotency.ts), and the webhooks' delivery log past its (webhooks/delivery-log.ts), every
  * `intervalMs`, one small batch at a time, so
  * writes never wait long. Each pass emits `pass` with how many events went. Several
  * processes on one database may each run one: deleting what another already deleted is harmless.

@@ -1,7 +1,7 @@
 import { EventEmitter, once } from 'node:events';
 import type { Duplex } from 'node:stream';
 import type { WebSocket } from 'ws';
-import type { EventType, StoredEvent } from '../db/events.ts';
+import type { EventType, StoredEvent } from '../db/events/events.ts';
 import type { Logger } from '../log.ts';
 import { compileFilter, type RowTest } from '../query/evaluate.ts';
 import type { Filter } from '../query/filter.ts';

@@ -1,4 +1,4 @@
-import type { StoredEvent } from '../db/events.ts';
+import type { StoredEvent } from '../db/events/events.ts';
 import type { Logger } from '../log.ts';
 import { Delivery } from './delivery.ts';
 import { closeCodes } from './messages.ts';

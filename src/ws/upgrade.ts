@@ -7,11 +7,20 @@ import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { ErrorObject } from 'ajv';
 import type { components } from '../../generated/asyncapi.ts';
 import { validateFeedQuery } from '../../generated/feed-validators.js';
-import { collectionNotFound } from '../db/collections.ts';
-import type { EventType } from '../db/events.ts';
-import { hashKey, type Principal } from '../db/keys.ts';
-import type { Store } from '../db/store.ts';
-import { ApiError, type FieldError, gone, hostRepeated, hostRequired, notFound, unauthorized, validationFailed } from '../errors.ts';
+import { hashKey, type Principal } from '../db/accounts/keys.ts';
+import type { Store } from '../db/engine/store.ts';
+import type { EventType } from '../db/events/events.ts';
+import {
+  ApiError,
+  collectionNotFound,
+  type FieldError,
+  gone,
+  hostRepeated,
+  hostRequired,
+  notFound,
+  unauthorized,
+  validationFailed,
+} from '../errors.ts';
 import { keyOf } from '../http/authentication.ts';
 import { headerLines, pathOf, targetOf } from '../http/target.ts';
 import { type Filter, parseFilterText } from '../query/filter.ts';

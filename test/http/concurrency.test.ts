@@ -71,7 +71,7 @@ describeEachBackend('concurrent writes and reads', (backend) => {
 
   before(async function () {
     this.timeout(30_000);
-    // A page ordered by a field makes its sort index at once (src/db/sort-indexes.ts).
+    // A page ordered by a field makes its sort index at once (src/db/collections/sort-indexes.ts).
     server = await startTestServer({ sortIndexMinRows: 1 }, { backend });
     const client = await server.client();
     clients = [client];
@@ -251,7 +251,7 @@ describeEachBackend('concurrent writes and reads', (backend) => {
     const batches = range(0, 15).map((n) => range(0, 4).map((i) => ({ batch: n, s: `${n}-${i}` })));
     batches[7][2].s = long();
     const answers = await Promise.all(batches.map((batch, n) => clients[n % clients.length].post<Row[]>(`${base}/rows`, batch)));
-    // PostgreSQL keys the string's first 400 characters (src/db/sort-indexes.ts); it refused the write before.
+    // PostgreSQL keys the string's first 400 characters (src/db/collections/sort-indexes.ts); it refused the write before.
     for (const answer of answers) expect(answer.status, answer.text).to.equal(201);
 
     const latest = (await first.get<{ seq: number }>(base)).body.seq;

@@ -1,7 +1,7 @@
 // The account's keys over HTTP (openapi.yaml, the `keys` tag): listed by prefix, made no wider than the
 // key making them, revoked at once here and within a second on every other instance.
 import { expect } from 'chai';
-import type { NewKey } from '../../src/db/keys.ts';
+import type { NewKey } from '../../src/db/accounts/keys.ts';
 import { describeEachBackend } from '../support/backends.ts';
 import { Client } from '../support/client.ts';
 import { FeedClient } from '../support/feed.ts';

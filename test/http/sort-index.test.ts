@@ -1,9 +1,9 @@
-// Sort indexes (src/db/sort-indexes.ts): pages ordered by a field come from an index once the collection
+// Sort indexes (src/db/collections/sort-indexes.ts): pages ordered by a field come from an index once the collection
 // is large enough, and must be exactly the pages that sorting the whole collection gives (contract.md,
 // "Rows"), through every insert, patch and delete, from this instance or another.
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { openStore } from '../../src/db/store.ts';
+import { openStore } from '../../src/db/engine/store.ts';
 import { describeEachBackend } from '../support/backends.ts';
 import type { Client } from '../support/client.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';

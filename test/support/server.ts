@@ -1,7 +1,7 @@
 // The real server, in this process, on an ephemeral port, over a fresh database of its own: a SQLite
 // file in a temp folder, or a new PostgreSQL database (see backends.ts).
 import { type Config, defaults } from '../../src/config.ts';
-import type { NewKey } from '../../src/db/keys.ts';
+import type { NewKey } from '../../src/db/accounts/keys.ts';
 import { createLogger, type Logger } from '../../src/log.ts';
 import { type RunningServer, type ServerOptions, startServer } from '../../src/server.ts';
 import { type BackendName, createDatabase, type TestDatabase } from './backends.ts';

@@ -133,7 +133,7 @@ describeEachBackend('reading rows, then subscribing with since=Rowbase-Seq', (ba
         let writing = true;
         const write = async () => {
           for (let round = 1; round <= 40; round++) {
-            // Writes that run at once: on SQLite they may be merged into one transaction (src/db/batches.ts, GroupedWrites).
+            // Writes that run at once: on SQLite they may be merged into one transaction (src/db/engine/grouping.ts, GroupedWrites).
             const [patched, deleted] = live.length >= 2 ? [live[round % live.length], live.shift()] : [];
             const writes: Promise<unknown>[] = [client.post(rowsOf(name), [{ a: round % 7 }, {}, { a: -round }])];
             live.push(nextId, nextId + 1, nextId + 2);

@@ -1,7 +1,7 @@
 // PostgreSQL: a filter (src/query/filter.ts) as a condition on a row's `id` and `data`, meaning what
 // src/query/evaluate.ts says (../filter.ts writes $and, $or, $not, $ne, $in, $nin and the id).
 //
-// The row's text is read as jsonb once per row, its strings escaped as jsonbOf() escapes them (sql.ts:
+// The row's text is read as jsonb once per row, its strings escaped as jsonbOf() escapes them (jsonb.ts:
 // jsonb holds neither U+0000 nor a lone surrogate, both of which a row may), and every string and key
 // of the filter is escaped alike, so that no row makes a query fail and escaped strings compare as the
 // strings do. A field is `-> key` from there, a key a text binding: NULL when missing, also below a
@@ -9,9 +9,10 @@
 // are jsonb's numeric, exact, and the rows' numbers and the filter's are both JSON.stringify's text of
 // a double, which orders as the doubles do. Strings order under the "C" collation, by code point.
 import type { Filter, JsonValue } from '../../query/filter.ts';
-import { allOf, type DialectFilter, filterWith, raw, readsData, type Sql, sql } from '../filter.ts';
-import type { KeyBounds } from '../filter-indexes.ts';
-import { document, escapeString, POSTGRES_KEY_CHARS } from './sql.ts';
+import { allOf, type DialectFilter, filterWith, raw, readsData, type Sql, sql } from '../reads/filter.ts';
+import type { KeyBounds } from '../reads/filter-indexes.ts';
+import { document, escapeString } from './jsonb.ts';
+import { POSTGRES_KEY_CHARS } from './sql/collections.ts';
 
 /**
  * `filter` as SQL on the columns `id` and `data` of the table or alias `row` (default `rows`): true for
@@ -71,7 +72,7 @@ const postgres: DialectFilter<Sql> = {
 
 /**
  * The keys of a sort index within `bounds` (../filter-indexes.ts), as a condition on the columns of
- * `sort_keys`. A key holds a string's first POSTGRES_KEY_CHARS characters, escaped (sql.ts): a string
+ * `sort_keys`. A key holds a string's first POSTGRES_KEY_CHARS characters, escaped (sql/): a string
  * operand is escaped and cut alike, and its bounds taken inclusive, so that the keys of every string
  * that meets the condition are within them (more may be: the filter tested on each row decides). A
  * string's key has no number: `num is null` lets the index seek to the strings' range.

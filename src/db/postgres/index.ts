@@ -1,36 +1,28 @@
 // PostgreSQL: the Store of a database (`postgres://…`), which several instances of the service may
-// share. Every change is announced to all of them (rows.ts, listenForChanges). The statements are in sql.ts.
+// share. Every change is announced to all of them (rows.ts, listenForChanges). The statements are in sql/.
 import knexFactory from 'knex';
 import pg from 'pg';
 import { defaults, postgresPoolMax } from '../../config.ts';
-import { Changes } from '../changes.ts';
-import { DatabaseOpenError, defaultSortIndexes, knexLog, type StoreOptions } from '../connect.ts';
-import type { Dialect, OnceRow } from '../dialect.ts';
-import { migrationSource } from '../migrations.ts';
-import { assembleStore, BackupRefusedError, type Backups, type Store } from '../operations.ts';
-import { RowSchemas } from '../schemas.ts';
-import { KnownIndexes } from '../sort-indexes.ts';
-import { onceAnswerSql } from '../sql.ts';
-import { Waits } from '../waits.ts';
+import { RowSchemas } from '../collections/schemas.ts';
+import { KnownIndexes } from '../collections/sort-indexes.ts';
+import { assembleStore, BackupRefusedError, type Backups, type Store } from '../engine/assemble.ts';
+import { Changes } from '../engine/changes.ts';
+import { DatabaseOpenError, defaultSortIndexes, knexLog, type StoreOptions } from '../engine/connect.ts';
+import type { Dialect, OnceRow } from '../engine/dialect.ts';
+import { migrationSource } from '../engine/migrations.ts';
+import { Waits } from '../engine/waits.ts';
+import { onceAnswerSql } from '../sql/rows.ts';
+import { isUnavailable, isUniqueViolation } from './errors.ts';
 import { filterSql, keyBoundsSql } from './filter.ts';
+import { escapeString, unescapedJson } from './jsonb.ts';
 import { postgresSchema } from './migrations.ts';
 import { CHANNEL, listenForChanges, postgresRows } from './rows.ts';
 import { makeSortIndex } from './sort-indexes.ts';
-import {
-  aggregateSql,
-  claimStreamsSql,
-  escapeString,
-  filteredSortedPage,
-  holdOnceSql,
-  notifySql,
-  orderedPage,
-  POSTGRES_KEY_CHARS,
-  pruneOnceSql,
-  sortedPage,
-  sortedPageAfter,
-  unescapedJson,
-  uniqueIndexSql,
-} from './sql.ts';
+import { POSTGRES_KEY_CHARS, uniqueIndexSql } from './sql/collections.ts';
+import { notifySql } from './sql/engine.ts';
+import { aggregateSql, filteredSortedPage, orderedPage, sortedPage, sortedPageAfter } from './sql/reads.ts';
+import { holdOnceSql, pruneOnceSql } from './sql/rows.ts';
+import { claimStreamsSql } from './sql/webhooks.ts';
 import { runAlone, runInTransaction, runTimed } from './statements.ts';
 
 /** Opens the database that `url` names and brings its schema up to date. */
@@ -93,7 +85,7 @@ export async function openPostgresStore(
     orderedPage,
     aggregateSql,
     jsonOf: unescapedJson,
-    // A key holds a string's first POSTGRES_KEY_CHARS characters (sql.ts): a shorter one whole, and
+    // A key holds a string's first POSTGRES_KEY_CHARS characters (sql/): a shorter one whole, and
     // then equal keys are equal strings. UTF-16 units count a character once or twice: never fewer.
     keyHoldsWhole: (text) => escapeString(text).length < POSTGRES_KEY_CHARS,
     filterSql,
@@ -114,7 +106,7 @@ export async function openPostgresStore(
       await knex.destroy();
     }
   };
-  return assembleStore(db, rows, backups, { isUniqueViolation, unavailable }, close) satisfies Store;
+  return assembleStore(db, rows, backups, { isUniqueViolation, isUnavailable }, close) satisfies Store;
 }
 
 /** PostgreSQL's own tools copy a database while it serves: pg_dump (docs/operations.md, "Backup"). */
@@ -125,13 +117,6 @@ const backups: Backups = {
     );
   },
 };
-
-const isUniqueViolation = (error: unknown) => (error as { code?: unknown } | undefined)?.code === '23505';
-
-const unavailable = new Set([
-  '57P01', // admin shutdown
-  '53300', // too many connections
-]);
 
 /**
  * Brings the schema up to date, safely when several processes start at once on one database: they

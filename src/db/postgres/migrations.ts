@@ -1,9 +1,11 @@
 // PostgreSQL's own steps of the schema (../migrations.ts), and the type of a sort key's string: text in
 // the "C" collation, which compares by code point.
 import type { Knex } from 'knex';
-import type { DialectSchema } from '../migrations.ts';
-import { replaceKey } from '../sql.ts';
-import { jsonbOf, keyColumns, ONCE_TAKEN } from './sql.ts';
+import type { DialectSchema } from '../engine/migrations.ts';
+import { replaceKey } from '../sql/collections.ts';
+import { jsonbOf } from './jsonb.ts';
+import { keyColumns } from './sql/collections.ts';
+import { ONCE_TAKEN } from './sql/rows.ts';
 
 export const postgresSchema: DialectSchema = {
   codePointText: 'text collate "C"',
@@ -11,7 +13,7 @@ export const postgresSchema: DialectSchema = {
     '0004_postgres_sort_key_escape': {
       // PostgreSQL's sort keys were made with U+0000 read as U+0001 (in strings and in field names), so
       // that "a\u0000b" sorted after "a\u0001", and a field named with U+0000 was read from the one named
-      // with U+0001. They are made now with the order-preserving escape of sql.ts (jsonbOf); every
+      // with U+0001. They are made now with the order-preserving escape of jsonb.ts (jsonbOf); every
       // key it could change is one of a row whose text holds `\u0000` or `\u0001` (the escapes
       // JSON.stringify writes), and those are made again, each as sort-indexes.ts makes it. A row whose text
       // PostgreSQL cannot read as jsonb at all (a lone surrogate, which a patch of a field not indexed can
@@ -24,7 +26,7 @@ export const postgresSchema: DialectSchema = {
       async down() {},
     },
     '0005_postgres_sort_key_surrogates': {
-      // PostgreSQL's sort keys are made now with sql.ts's escape extended to lone surrogates, which
+      // PostgreSQL's sort keys are made now with jsonb.ts's escape extended to lone surrogates, which
       // its jsonb refuses, and to U+D7FF, which the escape of a lone surrogate begins with: a U+D7FF now
       // reads as U+D7FF U+0002. Every key this changes is one of a row whose text holds U+D7FF, or a lone
       // surrogate (the escape `\udXYZ` JSON.stringify writes; the test also takes the text of a backslash
@@ -40,7 +42,7 @@ export const postgresSchema: DialectSchema = {
       async down() {},
     },
     '0006_postgres_cut_sort_keys': {
-      // PostgreSQL: a string key holds a string's first 400 characters (sql.ts, POSTGRES_KEY_CHARS),
+      // PostgreSQL: a string key holds a string's first 400 characters (sql/, POSTGRES_KEY_CHARS),
       // so that no string is too long for the index (its keys are at most 2,704 bytes; a longer string
       // made the write fail). Keys made longer before are cut likewise; the partial index finds, at once,
       // the slots holding a key that may have been cut, whose pages then sort the collection whole.
@@ -54,7 +56,7 @@ export const postgresSchema: DialectSchema = {
       },
     },
     '0007_postgres_page_knows_cut_keys': {
-      // A page tells a cut key among its own keys (sql.ts, sortedPage), where it probed the partial index
+      // A page tells a cut key among its own keys (sql/, sortedPage), where it probed the partial index
       // of 0006 for the whole slot: the planner, which guesses a third of the keys long, scanned the
       // slot instead. The index has no reader left.
       async up(knex) {
@@ -65,7 +67,7 @@ export const postgresSchema: DialectSchema = {
       },
     },
     '0012_postgres_once_taken': {
-      // Inserts sent with an Idempotency-Key are one statement with their answers (sql.ts,
+      // Inserts sent with an Idempotency-Key are one statement with their answers (sql/,
       // insertBatchWithAnswersSql), run alone: one that finds another request's answer to one of its keys
       // stored while it ran stops itself with this error, so that nothing of it is written.
       async up(knex) {
@@ -82,7 +84,7 @@ export const postgresSchema: DialectSchema = {
 /**
  * Makes again, as sort-indexes.ts makes them, the sort keys of the rows that `rows`
  * picks (an SQL condition on `data`, the row's text, and `f.field`, the indexed field's name), each
- * with sql.ts's escape as it is now. A row PostgreSQL cannot read as jsonb at all is left as it
+ * with jsonb.ts's escape as it is now. A row PostgreSQL cannot read as jsonb at all is left as it
  * is, rather than stop the migration, and with it the service.
  */
 async function remakePostgresKeys(knex: Knex, rows: string): Promise<void> {

@@ -1,10 +1,10 @@
-// PostgreSQL: the operations on rows (../operations.ts, RowOperations), and the changes they announce to
+// PostgreSQL: the operations on rows (../engine/assemble.ts, RowOperations), and the changes they announce to
 // every instance on the database. Each write is a transaction of its own, on a connection of the pool:
 // writers to different collections run at once. A batch insert is one statement that commits on its
-// own (sql.ts, insertBatchSql), batched with the other inserts into the collection that wait their turn
+// own (sql/, insertBatchSql), batched with the other inserts into the collection that wait their turn
 // in this process (inserts, below); a batch that holds inserts sent with an Idempotency-Key is one
-// statement too, which also stores their answers (sql.ts, insertBatchWithAnswersSql). A patch of one
-// row reads and holds the row, then writes it with its event and the NOTIFY in one statement (sql.ts,
+// statement too, which also stores their answers (sql/, insertBatchWithAnswersSql). A patch of one
+// row reads and holds the row, then writes it with its event and the NOTIFY in one statement (sql/,
 // advanceReadingRowSql, updateRowSql), and re-keys the fields it sets that have a sort index, all in
 // one transaction.
 //
@@ -13,23 +13,24 @@
 // process hears its own changes in-process already (../changes.ts).
 
 import pg from 'pg';
-import { queryTimeout } from '../../errors.ts';
+import { collectionNotFound, queryTimeout } from '../../errors.ts';
+import { type OnceRequest, OnceTaken, onceInProgress } from '../../idempotency/answers.ts';
 import type { Logger } from '../../log.ts';
 import { applyPatch, type Patch, patchedFields } from '../../patches/index.ts';
-import { type AggregateSource, readAggregates } from '../aggregates.ts';
-import { type RowWrites, upsertWritesOf, writeBatch } from '../batch.ts';
-import { Batches } from '../batches.ts';
-import type { Changes } from '../changes.ts';
-import { advance, collectionId, collectionNotFound } from '../collections.ts';
-import type { Dialect, SqlValue, WriteTx } from '../dialect.ts';
-import { appendEvents, eventRow } from '../events.ts';
-import { exportCollection } from '../exports.ts';
-import { beginOnce, type OnceRequest, OnceTaken, onceInProgress, recordOnce } from '../idempotency.ts';
-import { importRowsIn, type RowImporter } from '../imports.ts';
-import { keepingUnique, type WrittenRow } from '../indexes.ts';
-import type { RowOperations } from '../operations.ts';
-import { readPage } from '../pages.ts';
-import { changedRows, deleteRowIn, deleteRowsIn, matchedRows } from '../row-writes.ts';
+import { advance, collectionId } from '../collections/collections.ts';
+import { keepingUnique, type WrittenRow } from '../collections/indexes.ts';
+import { StaleSchema } from '../collections/schemas.ts';
+import type { RowOperations } from '../engine/assemble.ts';
+import type { Changes } from '../engine/changes.ts';
+import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
+import { Groups } from '../engine/grouping.ts';
+import { appendEvents, eventRow } from '../events/events.ts';
+import { type AggregateSource, readAggregates } from '../reads/aggregates.ts';
+import { readPage } from '../reads/pages.ts';
+import { type RowWrites, upsertWritesOf, writeBatch } from '../rows/batch.ts';
+import { exportCollection } from '../rows/exports.ts';
+import { beginOnce, recordOnce } from '../rows/idempotency.ts';
+import { importRowsIn, type RowImporter } from '../rows/imports.ts';
 import {
   assignable,
   type Fields,
@@ -43,21 +44,13 @@ import {
   rowTooLarge,
   versionMatches,
   versionOf,
-} from '../rows.ts';
-import { StaleSchema } from '../schemas.ts';
-import { upsertRows } from '../upserts.ts';
-import {
-  advanceReadingRowSql,
-  getRowSql,
-  idList,
-  importRowsSql,
-  insertBatchSql,
-  insertBatchWithAnswersSql,
-  keysSql,
-  ONCE_TAKEN,
-  updateRowSql,
-  updateRowsSql,
-} from './sql.ts';
+} from '../rows/rows.ts';
+import { upsertRows } from '../rows/upserts.ts';
+import { changedRows, deleteRowIn, deleteRowsIn, matchedRows } from '../rows/writes.ts';
+import { isOnceTaken, isQueryCanceled } from './errors.ts';
+import { idList, keysSql } from './sql/collections.ts';
+import { getRowSql } from './sql/reads.ts';
+import { advanceReadingRowSql, importRowsSql, insertBatchSql, insertBatchWithAnswersSql, updateRowSql, updateRowsSql } from './sql/rows.ts';
 import { runAlone } from './statements.ts';
 
 /** The channel of the NOTIFYs; the payload is `<instance> <collection id>`. */
@@ -111,7 +104,7 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
    * still sending the next (BENCHMARKS.md, insert-batch on PostgreSQL); inserts that come meanwhile go
    * together in the statement after, each request's rows consecutive, in the order the requests came.
    */
-  const inserts = new Batches<Insert, FirstInserted>({
+  const inserts = new Groups<Insert, FirstInserted>({
     maxRunning: 3,
     maxWeight: MAX_INSERT_ROWS,
     async run(_key, batch) {
@@ -136,7 +129,7 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
    * insertBatchWithAnswersSql, so that each key's answer is stored if and only if its rows are: 409
    * for a key another instance holds; OnceTaken (nothing written) for one answered first, before the
    * statement or while it ran, or before its collection was deleted. Either fails the batch, whose
-   * inserts then run each alone (../batches.ts).
+   * inserts then run each alone (../engine/grouping.ts).
    */
   async function insertWithAnswers(batch: Insert[], params: SqlValue[], schemaId: number): Promise<Written[]> {
     const onces: unknown[] = [];
@@ -155,7 +148,7 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
         schemaId,
       ]);
     } catch (error) {
-      if ((error as { code?: unknown }).code === ONCE_TAKEN) throw new OnceTaken();
+      if (isOnceTaken(error)) throw new OnceTaken();
       throw error;
     }
     if (!written.held) throw onceInProgress();
@@ -263,7 +256,7 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
         return await readPage(pages, accountId, collection, page);
       } catch (error) {
         // query_canceled: cancelled by its statement_timeout (statements.ts, runTimed).
-        if ((error as { code?: unknown }).code === '57014') throw queryTimeout(queryTimeoutMs);
+        if (isQueryCanceled(error)) throw queryTimeout(queryTimeoutMs);
         throw error;
       }
     },
@@ -273,7 +266,7 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
         return await readAggregates(pages, accountId, collection, query, maxGroupsRead, place);
       } catch (error) {
         // query_canceled: cancelled by its statement_timeout (statements.ts, runTimed).
-        if ((error as { code?: unknown }).code === '57014') throw queryTimeout(queryTimeoutMs);
+        if (isQueryCanceled(error)) throw queryTimeout(queryTimeoutMs);
         throw error;
       }
     },

@@ -1,9 +1,9 @@
 // PostgreSQL: making a sort index (../sort-indexes.ts). An insert keys its rows in its own statement
-// (sql.ts, insertBatchSql), a patch re-keys its rows after their update (rows.ts, rekeyPatchedRows).
-import { advance } from '../collections.ts';
-import type { Dialect } from '../dialect.ts';
-import { setSortedSql } from '../sql.ts';
-import { keysSql } from './sql.ts';
+// (sql/, insertBatchSql), a patch re-keys its rows after their update (rows.ts, rekeyPatchedRows).
+import { advance } from '../collections/collections.ts';
+import type { Dialect } from '../engine/dialect.ts';
+import { setSortedSql } from '../sql/collections.ts';
+import { keysSql } from './sql/collections.ts';
 
 /**
  * The slot of `field`'s sort index in the account's collection `name`, making the index (and every

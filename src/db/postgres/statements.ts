@@ -2,7 +2,7 @@
 // Knex's raw() would rewrite every `?` on every call and have PostgreSQL parse the statement anew.
 import type { Knex } from 'knex';
 import type pg from 'pg';
-import type { SqlValue, WriteTx } from '../dialect.ts';
+import type { SqlValue, WriteTx } from '../engine/dialect.ts';
 
 /** Runs `sql` inside `trx`, on the connection the transaction holds, and answers its rows. */
 export async function runInTransaction<T>(trx: WriteTx, sql: string, params: SqlValue[], once = false): Promise<T[]> {

@@ -15,8 +15,8 @@
 // one rounded onto the other, could compare equal. A string with U+0000 or a lone surrogate arrives
 // whole, where the driver would bind the surrogate as U+FFFD.
 import type { Filter, JsonValue } from '../../query/filter.ts';
-import { allOf, type DialectFilter, filterWith, raw, type Sql, sql } from '../filter.ts';
-import type { KeyBounds } from '../filter-indexes.ts';
+import { allOf, type DialectFilter, filterWith, raw, type Sql, sql } from '../reads/filter.ts';
+import type { KeyBounds } from '../reads/filter-indexes.ts';
 
 /**
  * `filter` as SQL on the columns `id` and `data` of the table or alias `row` (default `rows`): true for

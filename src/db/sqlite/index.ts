@@ -1,38 +1,31 @@
 // SQLite: the Store of a database file (`sqlite:<path>`). Knex's one connection is the writer (rows.ts,
 // SqliteWriter): SQLite writes one transaction at a time, and every write goes through its queue
-// (../batches.ts, GroupedWrites); read-only connections serve the reads beside it (readers.ts). The
-// statements are in sql.ts.
+// (../engine/grouping.ts, GroupedWrites); read-only connections serve the reads beside it (readers.ts). The
+// statements are in sql/.
 import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import { defaults } from '../../config.ts';
-import { GroupedWrites } from '../batches.ts';
-import { Changes } from '../changes.ts';
-import { DatabaseOpenError, defaultSortIndexes, knexLog, type StoreOptions } from '../connect.ts';
-import type { Dialect, OnceRow } from '../dialect.ts';
-import { migrationSource } from '../migrations.ts';
-import { assembleStore, type Store } from '../operations.ts';
-import { RowSchemas } from '../schemas.ts';
-import { KnownIndexes } from '../sort-indexes.ts';
+import { RowSchemas } from '../collections/schemas.ts';
+import { KnownIndexes } from '../collections/sort-indexes.ts';
+import { assembleStore, type Store } from '../engine/assemble.ts';
+import { Changes } from '../engine/changes.ts';
+import { DatabaseOpenError, defaultSortIndexes, knexLog, type StoreOptions } from '../engine/connect.ts';
+import type { Dialect, OnceRow } from '../engine/dialect.ts';
+import { GroupedWrites } from '../engine/grouping.ts';
+import { migrationSource } from '../engine/migrations.ts';
 import { backupSqlite } from './backup.ts';
+import { isBusy, isUnavailable, isUniqueViolation } from './errors.ts';
 import { filterSql, keyBoundsSql } from './filter.ts';
 import { sqliteSchema } from './migrations.ts';
 import { SqliteReaders } from './readers.ts';
 import { announceOnCommit, SqliteWriter, sqliteRows } from './rows.ts';
 import { SortIndexMaker } from './sort-indexes.ts';
-import {
-  aggregateSql,
-  claimStreamsSql,
-  filteredSortedPage,
-  knexTablesSql,
-  onceAnswersSql,
-  orderedPage,
-  pruneOnceSql,
-  sortedPage,
-  sortedPageAfter,
-  sqliteProcedures,
-  uniqueIndexSql,
-} from './sql.ts';
+import { uniqueIndexSql } from './sql/collections.ts';
+import { knexTablesSql } from './sql/engine.ts';
+import { aggregateSql, filteredSortedPage, orderedPage, sortedPage, sortedPageAfter } from './sql/reads.ts';
+import { onceAnswersSql, pruneOnceSql, sqliteProcedures } from './sql/rows.ts';
+import { claimStreamsSql } from './sql/webhooks.ts';
 
 /**
  * What the writer's connection runs when it opens. WAL lets readers run beside the writer;
@@ -40,7 +33,7 @@ import {
  * (kill -9), though not through a power cut. The writer leaves checkpoints to a connection of their own
  * (readers.ts), cuts the WAL file back to 64 MB when it starts it over, keeps its temporary tables
  * (the rows of a statement's RETURNING) in memory, and has the views through which a group of row
- * writes is one statement (sql.ts).
+ * writes is one statement (sql/).
  */
 export const writerSetup = `PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON;
   PRAGMA wal_autocheckpoint = 0; PRAGMA temp_store = MEMORY; PRAGMA journal_size_limit = 67108864; ${sqliteProcedures}`;
@@ -129,24 +122,11 @@ export async function openSqliteStore(
     }
   };
   const backups = { backup: (target: string, replace: boolean) => backupSqlite(filename, target, replace) };
-  return Object.assign(assembleStore(db, rows, backups, { isUniqueViolation, unavailable }, close), { readers, writes });
+  return Object.assign(assembleStore(db, rows, backups, { isUniqueViolation, isUnavailable }, close), { readers, writes });
 }
 
 /** A SQLite store, with what the tests look at: its read-only connections and its writer's queue. */
 export type SqliteStore = Store & { readers: SqliteReaders; writes: GroupedWrites };
-
-/**
- * A constraint broken. Where the service writes, the one a client can break is the unique name of a
- * collection; a patch's bound on a row's weight is told apart where it runs (rows.ts).
- */
-const isUniqueViolation = (error: unknown) => (error as { code?: unknown } | undefined)?.code === 'SQLITE_CONSTRAINT';
-
-const unavailable = new Set([
-  'SQLITE_BUSY', // another process held the write lock past busy_timeout
-  'SQLITE_CANTOPEN',
-  'SQLITE_FULL',
-  'SQLITE_IOERR',
-]);
 
 function knexConfig(filename: string): Knex.Config {
   return {
@@ -188,7 +168,7 @@ function makeDirectory(directory: string): void {
  * so two processes that both found them missing would race to make them: they are made here first, each
  * statement atomic (knexTablesSql). Then the file's write lock serialises the migrations: a process
  * that finds the lock taken (Knex's MigrationLocked) or the database busy past busy_timeout
- * (SQLITE_BUSY) tries again for up to MIGRATION_WAIT_MS. A lock left by a process killed while it
+ * (isBusy) tries again for up to MIGRATION_WAIT_MS. A lock left by a process killed while it
  * migrated is still reported then.
  */
 const MIGRATION_WAIT_MS = 30_000;
@@ -201,7 +181,7 @@ async function migrate(knex: Knex): Promise<void> {
       await knex.migrate.latest({ migrationSource: migrationSource(sqliteSchema) });
       return;
     } catch (error) {
-      const raced = (error as Error).name === 'MigrationLocked' || (error as { code?: unknown }).code === 'SQLITE_BUSY';
+      const raced = (error as Error).name === 'MigrationLocked' || isBusy(error);
       if (!raced || Date.now() >= deadline) throw error;
       await new Promise((resolve) => setTimeout(resolve, 50 + Math.random() * 250));
     }

@@ -1,11 +1,11 @@
 // SQLite's own steps of the schema (../migrations.ts).
-import type { DialectSchema } from '../migrations.ts';
+import type { DialectSchema } from '../engine/migrations.ts';
 
 export const sqliteSchema: DialectSchema = {
   codePointText: 'text',
   own: {
     '0013_sqlite_answers_pruned_oldest_first': {
-      // The answers of Idempotency-Keys are pruned oldest first, in the order they were stored (sql.ts,
+      // The answers of Idempotency-Keys are pruned oldest first, in the order they were stored (sql/,
       // pruneOnceSql), so they need no index of their expiry: its entry was a tenth of a keyed insert's
       // cost on SQLite's one writer (docs/performance.md).
       async up(knex) {

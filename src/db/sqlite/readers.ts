@@ -5,12 +5,12 @@
 // slow page; a read sees every transaction committed before it began, so a client reads its own
 // acknowledged writes. Errors leave as the driver's and are translated at the store's edge (../errors.ts).
 import sqlite3 from 'sqlite3';
-import { Batches } from '../batches.ts';
-import type { SqlValue } from '../dialect.ts';
-import { DatabaseClosedError } from '../errors.ts';
-import type { SnapshotRead } from '../pages.ts';
-import { MAX_PAGE_BYTES } from '../rows.ts';
-import { Waits } from '../waits.ts';
+import type { SqlValue } from '../engine/dialect.ts';
+import { DatabaseClosedError } from '../engine/errors.ts';
+import { Groups } from '../engine/grouping.ts';
+import { Waits } from '../engine/waits.ts';
+import type { SnapshotRead } from '../reads/pages.ts';
+import { MAX_PAGE_BYTES } from '../rows/rows.ts';
 import { StatementCache } from './rows.ts';
 
 /**
@@ -82,7 +82,7 @@ export class SqliteReaders {
   /** The snapshots' waits for their connection (../waits.ts). */
   readonly waits = new Waits();
   /** Reads by the SQL text that reads them together (readMerged): one run of each text at a time. */
-  private readonly merged = new Batches<SqlValue[], unknown[]>({
+  private readonly merged = new Groups<SqlValue[], unknown[]>({
     maxWeight: MAX_MERGED_READS,
     run: async (sql, batch) => {
       const rows = await this.read<{ i: number }>(sql, [JSON.stringify(batch)]);
@@ -124,7 +124,7 @@ export class SqliteReaders {
   }
 
   /**
-   * Runs `sql` on the `query` connection, and interrupts it (SQLITE_INTERRUPT) once it has run for
+   * Runs `sql` on the `query` connection, and interrupts it (errors.ts, isQueryCanceled) once it has run for
    * `ms`. sqlite3_interrupt() stops whatever runs on the connection, so timed reads take it one at a
    * time: the one interrupted is always the one that took too long. A read waiting its turn is not
    * timed meanwhile: it holds nothing of the database.
@@ -148,7 +148,7 @@ export class SqliteReaders {
   /**
    * The rows of one read among many alike, such as row reads by id, on the `point` connection: the
    * reads of `sql` asked for while a run of it is under way wait for it to end, then go out together,
-   * as one run (../batches.ts). `sql` reads them all: its one parameter is a JSON array of each read's `params`, and it
+   * as one run (../engine/grouping.ts). `sql` reads them all: its one parameter is a JSON array of each read's `params`, and it
    * answers each row with `i`, the index in that array of the read it belongs to (json_each's `key`).
    * A hand-off to the driver's thread costs the main thread far more than a read by primary key, the
    * more so under load, when the thread of the pool it wakes competes with it for the cores.
@@ -232,7 +232,7 @@ export class SqliteReaders {
         if (error) return reject(error);
         // As the writer's: wait up to 5 s for a lock (a read in WAL mode waits only during recovery).
         db.configure('busyTimeout', 5000);
-        // A page is one string made here: a longer one fails (SQLITE_TOOBIG) before it is made, where
+        // A page is one string made here: a longer one fails (errors.ts, isTooBig) before it is made, where
         // one longer than V8 can hold would end the process (../rows.ts, MAX_PAGE_BYTES).
         if (kind !== 'point') db.configure('limit', sqlite3.LIMIT_LENGTH, MAX_PAGE_BYTES);
         resolve({ db, cache: new StatementCache(db, kind === 'point' ? ROW_READ_COPIES : kind === 'scan' ? PAGE_READ_COPIES : 1) });

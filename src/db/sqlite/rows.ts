@@ -1,6 +1,6 @@
-// SQLite: the operations on rows (../operations.ts, RowOperations), and the writer they write with.
-// Writes go through the writer's queue (../batches.ts, GroupedWrites): inserts into one collection, and
-// patches of one collection that set as many fields, queued side by side become one statement (sql.ts),
+// SQLite: the operations on rows (../engine/assemble.ts, RowOperations), and the writer they write with.
+// Writes go through the writer's queue (../engine/grouping.ts, GroupedWrites): inserts into one collection, and
+// patches of one collection that set as many fields, queued side by side become one statement (sql/),
 // run on the writer's connection (SqliteWriter, below) and announced to the feed once committed
 // (announceOnCommit). Reads go to the read-only connections (readers.ts): row reads by id merged, pages
 // on a connection of their own.
@@ -9,22 +9,23 @@
 // (StatementCache, below): Knex has node-sqlite3 prepare and finalize a new statement for every query,
 // which costs more than running it.
 import type sqlite3 from 'sqlite3';
-import { type ApiError, queryTimeout } from '../../errors.ts';
+import { type ApiError, collectionNotFound, queryTimeout } from '../../errors.ts';
+import { type OnceRequest, OnceTaken } from '../../idempotency/answers.ts';
 import { applyPatch, type Patch } from '../../patches/index.ts';
-import { type AggregateSource, readAggregates } from '../aggregates.ts';
-import { type RowWrites, upsertWritesOf, writeBatch } from '../batch.ts';
-import type { GroupedWrites } from '../batches.ts';
-import type { Changes } from '../changes.ts';
-import { advance, collectionNotFound } from '../collections.ts';
-import type { Dialect, SqlValue, WriteTx } from '../dialect.ts';
-import { DatabaseClosedError } from '../errors.ts';
-import { exportCollection } from '../exports.ts';
-import { beginOnce, type OnceRequest, OnceTaken, recordOnce } from '../idempotency.ts';
-import { importRowsIn, type RowImporter } from '../imports.ts';
-import { keepingUnique, uniqueViolation, type WrittenRow } from '../indexes.ts';
-import type { RowOperations } from '../operations.ts';
-import { readPage } from '../pages.ts';
-import { changedRows, deleteRowIn, deleteRowsIn, type MatchedRow, matchedRows } from '../row-writes.ts';
+import { advance } from '../collections/collections.ts';
+import { keepingUnique, uniqueViolation, type WrittenRow } from '../collections/indexes.ts';
+import { StaleSchema } from '../collections/schemas.ts';
+import type { RowOperations } from '../engine/assemble.ts';
+import type { Changes } from '../engine/changes.ts';
+import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
+import { DatabaseClosedError } from '../engine/errors.ts';
+import type { GroupedWrites } from '../engine/grouping.ts';
+import { type AggregateSource, readAggregates } from '../reads/aggregates.ts';
+import { readPage } from '../reads/pages.ts';
+import { type RowWrites, upsertWritesOf, writeBatch } from '../rows/batch.ts';
+import { exportCollection } from '../rows/exports.ts';
+import { beginOnce, recordOnce } from '../rows/idempotency.ts';
+import { importRowsIn, type RowImporter } from '../rows/imports.ts';
 import {
   assignable,
   type Fields,
@@ -40,18 +41,21 @@ import {
   type VersionedRow,
   versionMatches,
   versionOf,
-} from '../rows.ts';
-import { StaleSchema } from '../schemas.ts';
-import { collectionSql } from '../sql.ts';
-import { upsertRows } from '../upserts.ts';
-import { fieldName, importRowsSql, insertSql, keysSql, MAX_FIELDS_BY_PATH, patchedRowSql, patchSql, pathSafe, rowsSql } from './sql.ts';
+} from '../rows/rows.ts';
+import { upsertRows } from '../rows/upserts.ts';
+import { changedRows, deleteRowIn, deleteRowsIn, type MatchedRow, matchedRows } from '../rows/writes.ts';
+import { collectionSql } from '../sql/reads.ts';
+import { isConstraintViolation, isQueryCanceled, isTooBig } from './errors.ts';
+import { keysSql } from './sql/collections.ts';
+import { fieldName, pathSafe, rowsSql } from './sql/reads.ts';
+import { importRowsSql, insertSql, MAX_FIELDS_BY_PATH, patchedRowSql, patchSql } from './sql/rows.ts';
 
 /** An insert as it waits in the writer's queue: its rows' texts, and its Idempotency-Key if it was sent with one. */
 type Insert = { texts: string[]; once?: OnceRequest };
 
-/** A patch of row `rowId` as row_patches takes it (sql.ts): its fields as `[JSON path, JSON text]`. */
+/** A patch of row `rowId` as row_patches takes it (sql/): its fields as `[JSON path, JSON text]`. */
 type FieldPatch = { rowId: number; fields: string[][] };
-/** What patchSql answers of each patch (sql.ts). */
+/** What patchSql answers of each patch (sql/). */
 type PatchWritten = { id: number | null; i: number; data: string | null; version: number | null };
 /** A row as patchedRowSql reads it. */
 type StoredRow = { data: string; collection_id: number; version: number; schema_id: number };
@@ -135,7 +139,7 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
    * rows checked against the schema `schemaId` already: answers each request's first id and seq, its
    * rows following those of the requests before it. A key whose answer another request stored first
    * aborts the statement, which wrote nothing (OnceTaken); the inserts merged with it then run again
-   * each alone (../batches.ts). StaleSchema when the collection's schema is another (or there is no
+   * each alone (../engine/grouping.ts). StaleSchema when the collection's schema is another (or there is no
    * such collection): nothing written.
    */
   async function writeInserts(
@@ -146,7 +150,7 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
     inserts: Insert[],
   ): Promise<FirstInserted[]> {
     const all = inserts.length === 1 ? inserts[0].texts : inserts.flatMap(({ texts }) => texts);
-    // As row_inserts takes them (sql.ts); the hashes and the times are hex digits and ISO 8601, with nothing to escape.
+    // As row_inserts takes them (sql/); the hashes and the times are hex digits and ISO 8601, with nothing to escape.
     let onces = '';
     let place = 0;
     for (const { texts, once } of inserts) {
@@ -156,7 +160,7 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
       place += texts.length;
     }
     const params = [accountId, collection, all.length, JSON.stringify(all), new Date().toISOString(), `[${onces}]`, schemaId];
-    // A constraint it breaks (its trigger's check of the keys, sql.ts, row_inserts, or a unique index)
+    // A constraint it breaks (its trigger's check of the keys, sql/, row_inserts, or a unique index)
     // is told apart once the statement has rolled back (insertRows).
     const [written] = await writer.inTransaction<{ id: number | null; last_row_id: number; last_seq: number }>(trx, insertSql, params);
     if (written.id === null) throw new StaleSchema();
@@ -239,7 +243,7 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
           return await keepingUnique(db, accountId, collection, rows, merged);
         } catch (error) {
           // No unique index broken: the only other constraint is the trigger's check of the keys.
-          if (options?.once && (error as { code?: unknown }).code === 'SQLITE_CONSTRAINT') throw new OnceTaken();
+          if (options?.once && isConstraintViolation(error)) throw new OnceTaken();
           throw error;
         }
       });
@@ -277,9 +281,9 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
         return await readPage(pages, accountId, collection, page);
       } catch (error) {
         // The page connections make no string longer than a page may be (readers.ts).
-        if ((error as { code?: unknown }).code === 'SQLITE_TOOBIG') throw pageTooLarge();
+        if (isTooBig(error)) throw pageTooLarge();
         // Interrupted once it had run for the query timeout (readers.ts, timedRead).
-        if ((error as { code?: unknown }).code === 'SQLITE_INTERRUPT') throw queryTimeout(queryTimeoutMs);
+        if (isQueryCanceled(error)) throw queryTimeout(queryTimeoutMs);
         throw error;
       }
     },
@@ -289,7 +293,7 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
         return await readAggregates(pages, accountId, collection, query, maxGroupsRead, place);
       } catch (error) {
         // Interrupted once it had run for the query timeout (readers.ts, timedRead).
-        if ((error as { code?: unknown }).code === 'SQLITE_INTERRUPT') throw queryTimeout(queryTimeoutMs);
+        if (isQueryCanceled(error)) throw queryTimeout(queryTimeoutMs);
         throw error;
       }
     },
@@ -346,11 +350,11 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
             : patchInNode(schemaId),
         );
       } catch (error) {
-        if ((error as { code?: unknown }).code !== 'SQLITE_CONSTRAINT') throw error;
+        if (!isConstraintViolation(error)) throw error;
         const violation = await uniqueViolation(db, accountId, collection, await rows());
         if (violation) throw violation;
         // The only other constraint a patch's statement can break is its trigger's bound on the row's
-        // weight (sql.ts, row_patches): it stored nothing of the patch.
+        // weight (sql/, row_patches): it stored nothing of the patch.
         throw rowTooLarge();
       }
     },
@@ -362,7 +366,7 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
 
     /**
      * The matching rows read in the writer's transaction, then patched by one statement of row_patches
-     * (sql.ts), as a single patch is: by path where it can be, else each row's whole text made in Node
+     * (sql/), as a single patch is: by path where it can be, else each row's whole text made in Node
      * (a patch that cannot apply to one of them is its 409, and nothing is stored). A row made too large
      * aborts the statement, and the transaction rolls back: nothing is stored.
      */
@@ -424,10 +428,10 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
 
 /**
  * The 413 of a write that the database refused other than for a unique index (keepingUnique): the
- * only other constraint it can break is the patch trigger's bound on a row's weight (sql.ts, row_patches).
+ * only other constraint it can break is the patch trigger's bound on a row's weight (sql/, row_patches).
  */
 function tooLargeRow(error: unknown): ApiError | undefined {
-  return (error as { code?: unknown }).code === 'SQLITE_CONSTRAINT' ? rowTooLarge() : undefined;
+  return isConstraintViolation(error) ? rowTooLarge() : undefined;
 }
 
 /** The answer of one patch, or the error it met, thrown. */
@@ -453,7 +457,7 @@ const fieldsOf = (patch: Fields) => Object.entries(patch).map(([name, value]) =>
 
 /**
  * The writer: Knex's one connection, which every write runs on while the writer's queue holds it
- * (../batches.ts, GroupedWrites), with its statements prepared once (StatementCache).
+ * (../engine/grouping.ts, GroupedWrites), with its statements prepared once (StatementCache).
  */
 export class SqliteWriter {
   /** By connection: the one Knex's pool holds, and any it opens again after losing one. */

@@ -1,21 +1,22 @@
 // SQLite: making a sort index (../sort-indexes.ts) in steps. The rows' later keys are kept by the
-// triggers of every write (sql.ts). Made in one pass, the index of a large collection would hold the
+// triggers of every write (sql/). Made in one pass, the index of a large collection would hold the
 // writer, and with it every account's writes, until it was done; a step holds it briefly, and the
 // writes queued meanwhile go between two steps.
-import type { GroupedWrites } from '../batches.ts';
-import { collectionNotFound } from '../collections.ts';
-import type { Dialect } from '../dialect.ts';
-import { setSortedSql } from '../sql.ts';
+
+import { collectionNotFound } from '../../errors.ts';
+import type { Dialect } from '../engine/dialect.ts';
+import type { GroupedWrites } from '../engine/grouping.ts';
+import { setSortedSql } from '../sql/collections.ts';
 import {
   countersSql,
   dropKeysFromSlotSql,
   dropSlotKeysSql,
   dropTouchedKeysSql,
-  fieldName,
   keysSql,
   oldestEventSql,
   touchedRows,
-} from './sql.ts';
+} from './sql/collections.ts';
+import { fieldName } from './sql/reads.ts';
 
 /** The rows an index's making keys in one write at most. */
 export const SORT_INDEX_STEP_ROWS = 5000;

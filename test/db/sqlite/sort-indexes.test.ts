@@ -20,7 +20,7 @@ describe('sort index making on SQLite', () => {
   });
   after(() => server.stop());
 
-  /** Groups of writes run so far (src/db/batches.ts, GroupedWrites): each step of a making is one. */
+  /** Groups of writes run so far (src/db/engine/grouping.ts, GroupedWrites): each step of a making is one. */
   const groups = () => (server.store as SqliteStore).writes.stats.groups;
   const sortedOf = async (name: string) => JSON.parse((await server.store.knex('collections').where({ name }).first('sorted')).sorted);
 

@@ -5,9 +5,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
+import { openStore, type Store } from '../../../src/db/engine/store.ts';
 import type { SqliteStore } from '../../../src/db/sqlite/index.ts';
 import { SqliteReaders } from '../../../src/db/sqlite/readers.ts';
-import { openStore, type Store } from '../../../src/db/store.ts';
 import { ApiError } from '../../../src/errors.ts';
 import { pollUntil } from '../../support/process.ts';
 

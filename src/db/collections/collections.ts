@@ -1,0 +1,137 @@
+import type { components } from '../../../generated/openapi.ts';
+import { collectionNotFound, conflict } from '../../errors.ts';
+import type { Once } from '../../idempotency/answers.ts';
+import type { RowSchema } from '../../schema/check.ts';
+import type { Dialect, WriteTx } from '../engine/dialect.ts';
+import { beginOnce, recordOnce } from '../rows/idempotency.ts';
+import {
+  advanceSql,
+  collectionIdSql,
+  createCollectionSql,
+  deleteCollectionSqls,
+  getCollectionSql,
+  insertSchemaSql,
+  listCollectionSchemasSql,
+  listCollectionsSql,
+  lockAccountSql,
+  setSchemaIdSql,
+  uniqueIndexIdsSql,
+  uniqueIndexName,
+} from '../sql/collections.ts';
+
+export type Collection = components['schemas']['Collection'];
+
+// `seq` is last_seq, read with row_count from the same row: the count is that of the events up to it.
+type CollectionRow = { name: string; created_at: string; row_count: number | string; last_seq: number | string };
+const toCollection = (row: CollectionRow): Collection => ({
+  name: row.name,
+  created_at: row.created_at,
+  row_count: Number(row.row_count),
+  seq: Number(row.last_seq),
+});
+
+/** The account's collections, by name in code point order (openapi.yaml, listCollections). */
+export async function listCollections({ query, codePointOrder }: Dialect, accountId: number): Promise<Collection[]> {
+  return (await query<CollectionRow>(listCollectionsSql(codePointOrder), [accountId])).map(toCollection);
+}
+
+/**
+ * Makes the account's collection `name`, made at `created_at` (default now; an import keeps the time
+ * its collection was first made), with `schema` if given (checked already: checkRowSchema): 409 when
+ * the account has one of that name, or holds `max` collections already (default: no bound). Exact
+ * under concurrency: the transaction's first statement writes the account's row, which holds it until
+ * commit, so that creations of one account count one after another.
+ */
+export async function createCollection(
+  db: Dialect,
+  accountId: number,
+  name: string,
+  max = Number.MAX_SAFE_INTEGER,
+  created_at = new Date().toISOString(),
+  once?: Once<Collection>,
+  schema?: RowSchema,
+): Promise<Collection> {
+  const collection: Collection = { name, created_at, row_count: 0, seq: 0 };
+  if (schema) collection.schema = schema;
+  try {
+    await db.knex.transaction(async (trx) => {
+      if (once) await beginOnce(db, trx, accountId, once);
+      await db.run(trx, lockAccountSql, [accountId]);
+      const [inserted] = await db.run<{ id: number | string }>(trx, createCollectionSql, [accountId, name, created_at, accountId, max]);
+      if (!inserted) throw conflict(`The account holds ${max} collections, the most it may: delete one to make another.`);
+      if (schema) {
+        const [stored] = await db.run<{ id: number | string }>(trx, insertSchemaSql, [inserted.id, JSON.stringify(schema)]);
+        await db.run(trx, setSchemaIdSql, [stored.id, inserted.id]);
+      }
+      if (once) await recordOnce(db, trx, accountId, once, collection);
+    });
+  } catch (error) {
+    if (db.isUniqueViolation(error)) throw conflict(`A collection named ${name} already exists.`);
+    throw error;
+  }
+  return collection;
+}
+
+/** The account's collections, by name in code point order, each with its schema (null for none). */
+export async function listCollectionSchemas({ query, codePointOrder }: Dialect, accountId: number) {
+  const rows = await query<{ name: string; schema: string | null }>(listCollectionSchemasSql(codePointOrder), [accountId]);
+  return rows.map(({ name, schema }) => ({ name, schema: schema === null ? null : (JSON.parse(schema) as Record<string, unknown>) }));
+}
+
+/** The collection, with its schema (null for none). */
+export async function getCollection({ query }: Dialect, accountId: number, name: string): Promise<Collection> {
+  const [row] = await query<CollectionRow & { schema: string | null }>(getCollectionSql, [accountId, name]);
+  if (!row) throw collectionNotFound(name);
+  return { ...toCollection(row), schema: row.schema === null ? null : JSON.parse(row.schema) };
+}
+
+/** Deletes the collection with its rows and events; its feed subscribers are woken to hear it. */
+export async function deleteCollection(db: Dialect, accountId: number, name: string, once?: Once<void>): Promise<void> {
+  let dropped: string[] = [];
+  await db.knex.transaction(async (trx) => {
+    if (once) await beginOnce(db, trx, accountId, once);
+    const { id } = await advance(db, trx, accountId, name, 0);
+    // The database's unique indexes of its rows go once it has: a drop waits for the table's lock.
+    dropped = (await db.run<{ id: number | string }>(trx, uniqueIndexIdsSql, [id])).map((row) => uniqueIndexName(Number(row.id)));
+    for (const sql of deleteCollectionSqls) await db.run(trx, sql, [id]);
+    await db.announce(trx, id);
+    if (once) await recordOnce(db, trx, accountId, once, undefined);
+  });
+  for (const name of dropped) await db.query(db.uniqueIndexSql.drop(name), []);
+}
+
+/** The internal id of the account's collection `name`; 404 when the account has none of that name. */
+export async function collectionId({ query }: Dialect, accountId: number, name: string): Promise<number> {
+  const [row] = await query<{ id: number | string }>(collectionIdSql, [accountId, name]);
+  if (!row) throw collectionNotFound(name);
+  return Number(row.id);
+}
+
+/**
+ * Moves the counters of the account's collection by one change: `events` events, `rowIds` new ids and
+ * `rowDelta` rows added or removed. Returns the collection's id, the last row id and event seq, now
+ * taken, the fields it has sort indexes for (sort-indexes.ts) and its schema id (schemas.ts, 0 for
+ * none); 404 when the account has no such collection.
+ *
+ * It is the first statement of every write transaction, and a write: the transaction takes the write
+ * lock at once (waiting its turn, where a read first would fail on SQLite when another process wrote
+ * in between), and it holds the collection's row until commit, so writers to one collection take their
+ * seqs in commit order.
+ */
+export async function advance(db: Dialect, trx: WriteTx, accountId: number, collection: string, events: number, rowIds = 0, rowDelta = 0) {
+  const [counters] = await db.run<{
+    id: number | string;
+    last_row_id: number | string;
+    last_seq: number | string;
+    sorted: string;
+    schema_id: number | string;
+  }>(trx, advanceSql, [rowIds, events, rowDelta, accountId, collection]);
+  if (!counters) throw collectionNotFound(collection);
+  return {
+    id: Number(counters.id),
+    lastRowId: Number(counters.last_row_id),
+    lastSeq: Number(counters.last_seq),
+    sorted: JSON.parse(counters.sorted) as string[],
+    schemaId: Number(counters.schema_id),
+  };
+}

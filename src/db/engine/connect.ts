@@ -1,0 +1,59 @@
+// What opening a database takes on either dialect: Knex's log, and one error that says which database
+// could not be opened and why.
+import { resolve } from 'node:path';
+import type { Knex } from 'knex';
+import { defaults } from '../../config.ts';
+import type { Logger } from '../../log.ts';
+import type { SortIndexLimits } from '../collections/sort-indexes.ts';
+
+/**
+ * The database could not be opened or migrated: one line that names it (without its password) and
+ * says why, for an operator to act on.
+ */
+export class DatabaseOpenError extends Error {
+  constructor(url: string, cause: unknown) {
+    super(`cannot open the database ${withoutPassword(url)}: ${(cause as Error).message ?? cause}`, { cause });
+  }
+}
+
+/** A database URL as shown to people: a SQLite file by its absolute path, a PostgreSQL URL without its password. */
+export function withoutPassword(url: string): string {
+  if (url.startsWith('sqlite:')) return `sqlite:${resolve(url.slice('sqlite:'.length))}`;
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = '***';
+    return parsed.href;
+  } catch {
+    return 'postgres://…';
+  }
+}
+
+/**
+ * Knex's own warnings (a connection that could not be made, with its stack) go to the service's log
+ * at warn, or nowhere for the CLI, which reports the error it gets in one line.
+ */
+export function knexLog(log: Logger | undefined): Knex.Config['log'] {
+  const warn = (message: unknown) => log?.warn({ knex: String(message) }, 'database driver warning');
+  return { warn, error: warn, deprecate: warn, debug: () => {} };
+}
+
+/** How to open a store (store.ts, openStore). */
+export interface StoreOptions {
+  /** When a page ordered by a field makes a sort index for it (sort-indexes.ts). Default: defaultSortIndexes. */
+  sortIndexes?: SortIndexLimits;
+  /** Receives the database driver's warnings. Default: none are shown. */
+  log?: Logger;
+  /**
+   * Whether this process hears the changes other processes make to the database (PostgreSQL's
+   * LISTEN; SQLite has one process's writes). The service does; the CLI need not. Default false.
+   */
+  followOthers?: boolean;
+  /**
+   * How long a page that sorts or filters may hold the database, in ms, before it is stopped and
+   * answered 503 `query_timeout` (pages.ts, ReadKind). Default: config.ts, queryTimeoutMs.
+   */
+  queryTimeoutMs?: number;
+}
+
+/** The service's own defaults (config.ts, sortIndexMinRows and sortIndexMax). */
+export const defaultSortIndexes: SortIndexLimits = { minRows: defaults.sortIndexMinRows, max: defaults.sortIndexMax };

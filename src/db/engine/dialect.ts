@@ -1,0 +1,109 @@
+// What the operations both dialects share (collections.ts, events.ts, keys.ts, plans.ts, usage.ts,
+// retention.ts) need of the database they run on. Each dialect module (sqlite/, postgres/) makes one
+// when it opens its database, and hands it to them: they never ask which dialect it is.
+import type { Knex } from 'knex';
+import type { Changes } from './changes.ts';
+import type { Waits } from './waits.ts';
+
+export type SqlValue = string | number | null;
+
+/** A stored answer to an Idempotency-Key, as its table holds it (idempotency.ts). */
+export interface OnceRow {
+  request_hash: string;
+  status: number | string;
+  headers: string;
+  body: string | null;
+}
+
+/**
+ * A write transaction, as the statements in it need it: the connection it holds and its outcome. A
+ * Knex transaction is one; so is a group of SQLite's writer (grouping.ts, GroupedWrites), which holds Knex's
+ * connection without Knex's transaction machinery.
+ */
+export interface WriteTx {
+  /** `acquireConnection()` answers the connection the transaction holds. */
+  client: { acquireConnection(): Promise<unknown> };
+  /** Fulfilled once the transaction has committed, rejected once it has rolled back. */
+  executionPromise: Promise<unknown>;
+}
+
+export interface Dialect {
+  /** The database's Knex: its pool and its transactions. */
+  knex: Knex;
+  /** Wake-ups after each committed change of a collection (changes.ts). */
+  changes: Changes;
+  /** The collections' schemas as last seen, and their validators, each compiled once (schemas.ts, RowSchemas). */
+  schemas: SchemaCache;
+  /** How a unique index is made and read, in the dialect's SQL (indexes.ts). */
+  uniqueIndexSql: UniqueIndexSql;
+  /** Waits for a connection: Knex's pool is watched by the store, the dialect tells of its own queues (waits.ts). */
+  waits: Waits;
+  /**
+   * Runs one statement inside `trx` and answers its rows (none for a write without RETURNING): `sql`
+   * has `?` placeholders, and is prepared once per connection; `once`: made for one request (a filter's),
+   * so prepared for this run only, where kept it would take the place of a statement run again and again.
+   */
+  run<T>(trx: WriteTx, sql: string, params: SqlValue[], once?: boolean): Promise<T[]>;
+  /**
+   * The stored answer to the account's Idempotency-Key `key` that has not expired by `now`, as
+   * onceAnswerSql (../sql/rows.ts) reads it: a read on every keyed write's path, made on a connection for reads
+   * where the dialect has them (on SQLite, merged with those asked for beside it, as row reads are).
+   */
+  readOnce(accountId: number, key: string, now: string): Promise<OnceRow | undefined>;
+  /**
+   * Deletes up to `?` (the second) answers that expired by `?` (the first), answering a row for each:
+   * the keys are free again. None once it finds no more; SQLite looks among the oldest answers only.
+   */
+  pruneOnceSql: string;
+  /**
+   * Leases the webhooks' streams due for delivery (webhooks.ts, claimStreams): bound to when due by,
+   * when a lease has expired by, how many, the instance, the lease's end; answers each stream claimed.
+   */
+  claimStreamsSql: string;
+  /** Runs one statement on its own (`sql` with `?` placeholders), and answers its rows. */
+  query<T>(sql: string, params: SqlValue[]): Promise<T[]>;
+  /** Announces from inside `trx` that the collection changed: listeners hear it after the commit, never after a rollback. */
+  announce(trx: WriteTx, collectionId: number): Promise<void>;
+  /**
+   * Holds the account's Idempotency-Key `key` for the rest of `trx`, unless a transaction under way
+   * (of any instance) holds it: then false, and the request is still running elsewhere (409).
+   */
+  holdOnce(trx: WriteTx, accountId: number, key: string): Promise<boolean>;
+  /** What follows a text column in ORDER BY for code point order (openapi.yaml: names are listed so). */
+  codePointOrder: string;
+  /** Whether the driver's error is a unique constraint the statement broke, told by its code. */
+  isUniqueViolation(error: unknown): boolean;
+}
+
+/** Runs one statement and answers its rows: alone, or inside the write that needs it. */
+export type Read = <T>(sql: string, params: SqlValue[]) => Promise<T[]>;
+
+/** What the writes of rows ask of the collections' schemas (schemas.ts, RowSchemas, which has the details). */
+export interface SchemaCache {
+  /** Runs `write` with the collection's schema id as last seen, again with the stored one when it is stale; 404 for no collection. */
+  retry<T>(read: Read, accountId: number, collection: string, write: (schemaId: number) => Promise<T>): Promise<T>;
+  /** Remembers the collection's schema id (0: none). */
+  note(accountId: number, collection: string, schemaId: number): void;
+  /** 422 row_invalid when any of `rows` breaks the schema `schemaId` (none for 0), each named by `rowOf(index)`. */
+  check(
+    read: Read,
+    schemaId: number,
+    collection: string,
+    rows: readonly Record<string, unknown>[],
+    rowOf?: (index: number) => number,
+  ): Promise<void>;
+}
+
+/** What a dialect writes of a unique index in its own SQL (indexes.ts). */
+export interface UniqueIndexSql {
+  /** The statements that make the index `name` of the rows of collection `collectionId`, keyed by `fields`. */
+  create(name: string, collectionId: number, fields: readonly string[]): string[];
+  /** The statement that drops it. */
+  drop(name: string): string;
+  /** The SQL of a field's key in a row `data` (null when missing or null), as the index keys it. */
+  key(field: string): string;
+  /** The SQL of a value bound as its JSON text (`?`), as key() reads the same value in a row. */
+  value: string;
+  /** A statement run first in a transaction that makes an index, if the dialect needs one. */
+  lockRows?: string;
+}

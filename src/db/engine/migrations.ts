@@ -1,0 +1,320 @@
+// The schema, the same on both dialects but where a dialect says otherwise (DialectSchema): the type
+// of a sort key's string, the steps that only PostgreSQL's keys needed (postgres/migrations.ts), and
+// SQLite's answers of Idempotency-Keys kept without an index of their expiry (sqlite/migrations.ts).
+import type { Knex } from 'knex';
+
+type OwnStep =
+  | '0004_postgres_sort_key_escape'
+  | '0005_postgres_sort_key_surrogates'
+  | '0006_postgres_cut_sort_keys'
+  | '0007_postgres_page_knows_cut_keys'
+  | '0012_postgres_once_taken'
+  | '0013_sqlite_answers_pruned_oldest_first';
+
+/** What a dialect changes of the migrations. */
+export interface DialectSchema {
+  /** The column type of sort_keys.str: text that compares in code point order. */
+  codePointText: string;
+  /** Steps of this dialect's own, by migration; the migrations a dialect has none for change nothing on it. */
+  own: Partial<Record<OwnStep, Knex.Migration>>;
+}
+
+// Timestamps are ISO 8601 text in UTC: they sort as they compare, on every backend.
+const migrations = (schema: DialectSchema): Record<string, Knex.Migration> => ({
+  '0001_initial': {
+    async up(knex) {
+      await knex.schema.createTable('plans', (t) => {
+        t.string('name', 64).primary();
+        t.bigInteger('quota').notNullable();
+        t.string('period', 8).notNullable();
+        t.integer('rate');
+      });
+      await knex('plans').insert([
+        { name: 'free', quota: 10_000, period: 'month', rate: 10 },
+        { name: 'pro', quota: 1_000_000, period: 'month', rate: 100 },
+      ]);
+      await knex.schema.createTable('accounts', (t) => {
+        t.increments('id');
+        t.string('name', 255).notNullable().unique();
+        t.string('plan', 64).notNullable().references('plans.name');
+        t.string('created_at', 32).notNullable();
+      });
+      await knex.schema.createTable('api_keys', (t) => {
+        t.increments('id');
+        t.integer('account_id').notNullable().references('accounts.id');
+        t.string('prefix', 16).notNullable().index();
+        t.string('hash', 64).notNullable().unique();
+        t.string('created_at', 32).notNullable();
+        t.string('revoked_at', 32);
+      });
+      await knex.schema.createTable('collections', (t) => {
+        t.increments('id');
+        t.integer('account_id').notNullable().references('accounts.id');
+        t.string('name', 63).notNullable();
+        t.string('created_at', 32).notNullable();
+        t.bigInteger('row_count').notNullable().defaultTo(0);
+        // The last row id and event seq handed out: ids and seqs are never reused.
+        t.bigInteger('last_row_id').notNullable().defaultTo(0);
+        t.bigInteger('last_seq').notNullable().defaultTo(0);
+        t.unique(['account_id', 'name']);
+      });
+      await knex.schema.createTable('rows', (t) => {
+        t.integer('collection_id').notNullable();
+        t.bigInteger('id').notNullable();
+        // The row's fields but `id`, as JSON text.
+        t.text('data').notNullable();
+        t.primary(['collection_id', 'id']);
+      });
+      await knex.schema.createTable('events', (t) => {
+        t.integer('collection_id').notNullable();
+        t.bigInteger('seq').notNullable();
+        t.string('type', 16).notNullable();
+        t.bigInteger('row_id').notNullable();
+        // The whole row, with its id: after the change for insert and update, as it was for delete.
+        t.text('row').notNullable();
+        t.string('at', 32).notNullable();
+        t.primary(['collection_id', 'seq']);
+      });
+    },
+    async down(knex) {
+      for (const table of ['events', 'rows', 'collections', 'api_keys', 'accounts', 'plans']) {
+        await knex.schema.dropTable(table);
+      }
+    },
+  },
+  '0002_usage': {
+    async up(knex) {
+      // One row per account and period: the requests counted in it, added to by every instance.
+      await knex.schema.createTable('usage_counts', (t) => {
+        t.integer('account_id').notNullable().references('accounts.id');
+        t.string('period_start', 32).notNullable();
+        t.bigInteger('count').notNullable();
+        t.primary(['account_id', 'period_start']);
+      });
+    },
+    async down(knex) {
+      await knex.schema.dropTable('usage_counts');
+    },
+  },
+  '0003_sort_keys': {
+    async up(knex) {
+      // The fields the collection has a sort index for, as a JSON array of names: a name's position is
+      // its slot in sort_keys. Read and written under the collection row's lock (advance()).
+      await knex.schema.alterTable('collections', (t) => {
+        t.text('sorted').notNullable().defaultTo('[]');
+      });
+      // For each row and sort index, where the row's value of the field falls in the order of
+      // listRows (openapi.yaml): `rank` is the JSON type's place (1 numbers, 2 strings, 3 booleans,
+      // 4 objects and arrays, 5 missing or null), then `num` (numbers; false 0, true 1) or `str`
+      // (strings, by code point), then the row id. See sort-indexes.ts.
+      await knex.schema.createTable('sort_keys', (t) => {
+        t.integer('collection_id').notNullable();
+        t.integer('slot').notNullable();
+        t.bigInteger('row_id').notNullable();
+        t.integer('rank').notNullable();
+        t.specificType('num', 'numeric');
+        t.specificType('str', schema.codePointText);
+        t.primary(['collection_id', 'row_id', 'slot']);
+        t.index(['collection_id', 'slot', 'rank', 'num', 'str', 'row_id'], 'sort_keys_order');
+      });
+    },
+    async down(knex) {
+      await knex.schema.dropTable('sort_keys');
+      await knex.schema.alterTable('collections', (t) => {
+        t.dropColumn('sorted');
+      });
+    },
+  },
+  '0004_postgres_sort_key_escape': schema.own['0004_postgres_sort_key_escape'] ?? unchanged,
+  '0005_postgres_sort_key_surrogates': schema.own['0005_postgres_sort_key_surrogates'] ?? unchanged,
+  '0006_postgres_cut_sort_keys': schema.own['0006_postgres_cut_sort_keys'] ?? unchanged,
+  '0007_postgres_page_knows_cut_keys': schema.own['0007_postgres_page_knows_cut_keys'] ?? unchanged,
+  '0008_key_limits': {
+    async up(knex) {
+      // What a key may reach (openapi.yaml, Key). The defaults are what every key could do before:
+      // keys made earlier are admin keys of every collection of their account, and never expire.
+      await knex.schema.alterTable('api_keys', (t) => {
+        t.string('scope', 8).notNullable().defaultTo('admin');
+        // A JSON array of collection names, or null for every collection of the account.
+        t.text('collections');
+        t.string('expires_at', 32);
+        t.string('name', 100);
+        // The start of the latest minute the key was used in, noted about once a minute (../accounts/principals.ts, PrincipalCache).
+        t.string('last_used_at', 32);
+        // An account's keys, listed over HTTP (GET /v1/keys) and counted when one is made.
+        t.index(['account_id'], 'api_keys_account');
+      });
+    },
+    // Plain statements, which both dialects take (SQLite drops a column in place since 3.35), where
+    // Knex's dropColumn would make SQLite's table again.
+    async down(knex) {
+      await knex.raw('drop index api_keys_account');
+      for (const column of ['scope', 'collections', 'expires_at', 'name', 'last_used_at']) {
+        await knex.raw(`alter table api_keys drop column ${column}`);
+      }
+    },
+  },
+  '0009_event_previous': {
+    async up(knex) {
+      // The whole row, with its id, as it was before an update (asyncapi.yaml, UpdateMessage `previous`);
+      // null for inserts and deletes, and for the updates stored before this step.
+      await knex.schema.alterTable('events', (t) => {
+        t.text('previous');
+      });
+    },
+    async down(knex) {
+      await knex.raw('alter table events drop column previous');
+    },
+  },
+  '0010_row_versions': {
+    async up(knex) {
+      // The row's version (openapi.yaml, ETag): the collection's seq of the change that made it as it is,
+      // so that every write of a row gives it a version it never had. Rows written before versions
+      // existed take the seq of their latest event still retained, or, when none is, the collection's
+      // latest seq, which no later write can take again.
+      await knex.schema.alterTable('rows', (t) => {
+        t.bigInteger('version').notNullable().defaultTo(0);
+      });
+      await knex.raw('update rows set version = (select last_seq from collections where collections.id = rows.collection_id)');
+      await knex.raw(`update rows set version = e.seq
+        from (select collection_id, row_id, max(seq) as seq from events group by collection_id, row_id) e
+        where e.collection_id = rows.collection_id and e.row_id = rows.id`);
+    },
+    async down(knex) {
+      await knex.raw('alter table rows drop column version');
+    },
+  },
+  '0011_idempotency_keys': {
+    async up(knex) {
+      // The answers of the requests sent with an Idempotency-Key (openapi.yaml, IdempotencyKey), each
+      // written in the transaction of the change it answers, kept until `expires_at` (then pruned, and
+      // the key free again).
+      await knex.schema.createTable('idempotency_keys', (t) => {
+        t.integer('account_id').notNullable().references('accounts.id');
+        t.string('key', 255).notNullable();
+        // SHA-256 of the request's method, path, query and body, in hex: a retry must send the same.
+        t.string('request_hash', 64).notNullable();
+        t.integer('status').notNullable();
+        // The answer's own headers (ETag, Location, …) as a JSON object, and its body, if any.
+        t.text('headers').notNullable();
+        t.text('body');
+        t.string('created_at', 32).notNullable();
+        t.string('expires_at', 32).notNullable();
+        t.primary(['account_id', 'key']);
+        t.index(['expires_at'], 'idempotency_keys_expiry');
+      });
+    },
+    async down(knex) {
+      await knex.schema.dropTable('idempotency_keys');
+    },
+  },
+  '0012_postgres_once_taken': schema.own['0012_postgres_once_taken'] ?? unchanged,
+  '0013_sqlite_answers_pruned_oldest_first': schema.own['0013_sqlite_answers_pruned_oldest_first'] ?? unchanged,
+  '0014_collection_schemas': {
+    async up(knex) {
+      // A collection's schema (openapi.yaml, RowSchema), a row of its own: the collection's row, which
+      // every write updates, stays small. Schema ids are never reused, by any collection, so that an id
+      // names one schema for good: every write checks that the schema its rows were checked against is
+      // still its collection's (`schema_id`, 0 for none) in the statement that writes them (schemas.ts).
+      await knex.schema.createTable('collection_schemas', (t) => {
+        t.increments('id');
+        t.integer('collection_id').notNullable().index();
+        t.text('schema').notNullable();
+      });
+      await knex.schema.alterTable('collections', (t) => {
+        t.bigInteger('schema_id').notNullable().defaultTo(0);
+      });
+    },
+    async down(knex) {
+      await knex.raw('alter table collections drop column schema_id');
+      await knex.schema.dropTable('collection_schemas');
+    },
+  },
+  '0015_collection_indexes': {
+    async up(knex) {
+      // The indexes declared of a collection (openapi.yaml, createIndex; indexes.ts): its fields, a JSON
+      // array of names. A unique one is also an index of the database, named after this row's id.
+      await knex.schema.createTable('collection_indexes', (t) => {
+        t.increments('id');
+        t.integer('collection_id').notNullable().index();
+        t.text('fields').notNullable();
+        t.boolean('is_unique').notNullable();
+      });
+    },
+    async down(knex) {
+      await knex.schema.dropTable('collection_indexes');
+    },
+  },
+  '0016_webhooks': {
+    async up(knex) {
+      // The account's webhooks (openapi.yaml, Webhook; docs/webhooks.md). `collections` is a JSON array
+      // of names, or null for every collection of the account; `events` a JSON array of kinds; `filter`
+      // the filter's JSON text, or null. `secret` signs every delivery (whsec_ and base64 of its bytes).
+      await knex.schema.createTable('webhooks', (t) => {
+        t.increments('id');
+        t.integer('account_id').notNullable().references('accounts.id');
+        t.text('url').notNullable();
+        t.text('collections');
+        t.text('events').notNullable();
+        t.text('filter');
+        t.text('description');
+        t.string('secret', 64).notNullable();
+        t.boolean('enabled').notNullable();
+        // Why it was disabled, when the service disabled it (its deliveries failed past the schedule).
+        t.text('disabled_reason');
+        t.string('created_at', 32).notNullable();
+        t.string('updated_at', 32).notNullable();
+        t.index(['account_id'], 'webhooks_account');
+      });
+      // A webhook's progress through one collection's events (the event log is the outbox): the last seq
+      // it acknowledged, the attempts made of the next, when the next attempt is due, and the lease of
+      // the instance delivering it, so that one instance at a time does.
+      await knex.schema.createTable('webhook_streams', (t) => {
+        t.integer('webhook_id').notNullable();
+        t.integer('collection_id').notNullable();
+        t.bigInteger('acked_seq').notNullable();
+        t.integer('attempt').notNullable().defaultTo(0);
+        t.string('next_at', 32).notNullable();
+        t.string('lease_owner', 64);
+        t.string('lease_until', 32);
+        t.string('failing_since', 32);
+        // Events it owed that retention pruned past the backlog limit, never delivered.
+        t.bigInteger('dropped').notNullable().defaultTo(0);
+        t.primary(['webhook_id', 'collection_id']);
+        t.index(['collection_id'], 'webhook_streams_collection');
+      });
+      // One row per attempt of a delivery (openapi.yaml, WebhookDelivery).
+      await knex.schema.createTable('webhook_deliveries', (t) => {
+        t.bigIncrements('id');
+        t.integer('webhook_id').notNullable();
+        t.string('collection', 63).notNullable();
+        t.bigInteger('seq').notNullable();
+        t.string('message_id', 64).notNullable();
+        t.integer('attempt').notNullable();
+        t.string('outcome', 16).notNullable();
+        t.integer('status');
+        t.integer('duration_ms').notNullable();
+        t.text('error');
+        t.string('next_attempt_at', 32);
+        t.string('at', 32).notNullable();
+        t.index(['webhook_id', 'id'], 'webhook_deliveries_webhook');
+      });
+    },
+    async down(knex) {
+      for (const table of ['webhook_deliveries', 'webhook_streams', 'webhooks']) await knex.schema.dropTable(table);
+    },
+  },
+});
+
+/** A migration that changes nothing on a dialect. */
+const unchanged: Knex.Migration = { async up() {}, async down() {} };
+
+/** Migrations ship inside the code, so a bare `npm start` needs no migrations folder. */
+export function migrationSource(schema: DialectSchema): Knex.MigrationSource<string> {
+  const all = migrations(schema);
+  return {
+    getMigrations: async () => Object.keys(all),
+    getMigrationName: (name) => name,
+    getMigration: async (name) => all[name],
+  };
+}

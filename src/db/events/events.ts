@@ -1,0 +1,133 @@
+import { collectionNotFound } from '../../errors.ts';
+import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
+import { type Row, rowJson } from '../rows/rows.ts';
+import { eventSizesSql, eventsSql, feedStartSql, insertEventsSql, latestSeqSql } from '../sql/events.ts';
+
+export type EventType = 'insert' | 'update' | 'delete';
+
+export interface StoredEvent {
+  collectionId: number;
+  seq: number;
+  type: EventType;
+  row: Row;
+  /**
+   * An update's row as it was before (asyncapi.yaml, UpdateMessage): undefined for inserts and
+   * deletes, and for updates stored before events kept it.
+   */
+  previous?: Row;
+  at: string;
+}
+
+/** A row as an event carries it: its id, and the whole row (id included) as JSON text; an update's row before it too. */
+export interface EventRow {
+  id: number;
+  json: string;
+  previous?: string;
+}
+
+/** The event row of the row `id` whose stored text is `data`, and was `before` (an update's). */
+export const eventRow = (id: number, data: string, before?: string): EventRow => ({
+  id,
+  json: rowJson(id, data),
+  previous: before === undefined ? undefined : rowJson(id, before),
+});
+
+/**
+ * Writes the events of one change inside its transaction. `lastSeq` is the collection's seq after the
+ * change, so the events take the consecutive numbers that end there. The feed is woken after commit.
+ */
+export async function appendEvents(
+  db: Dialect,
+  trx: WriteTx,
+  collectionId: number,
+  lastSeq: number,
+  type: EventType,
+  rows: EventRow[],
+): Promise<void> {
+  const at = new Date().toISOString();
+  const first = lastSeq - rows.length + 1;
+  const values = rows.map((row, index) => [collectionId, first + index, type, row.id, row.json, row.previous ?? null, at]);
+  for (let start = 0; start < values.length; start += EVENTS_PER_STATEMENT) {
+    const chunk = values.slice(start, start + EVENTS_PER_STATEMENT);
+    await db.run(trx, insertEventsSql(chunk.length), chunk.flat() as SqlValue[]);
+  }
+  await db.announce(trx, collectionId);
+}
+
+/** SQLite's default limit on bound variables per statement is 32766: seven an event, well under it. */
+const EVENTS_PER_STATEMENT = 1000;
+
+/** Where a feed of the account's collection `name` can start. */
+export interface FeedStart {
+  collectionId: number;
+  /** The collection's latest seq; 0 before its first change. */
+  lastSeq: number;
+  /**
+   * The oldest `since` that can be resumed from: every event after it is still retained. Retained
+   * events always end at `lastSeq` and have no gaps (pruning removes the oldest first).
+   */
+  resumableFrom: number;
+}
+
+/**
+ * Read by one statement, so in one snapshot: read apart, a collection deleted in between (its events
+ * with it) looked like one whose events were all pruned, and a `since` was refused 410, not 404.
+ */
+export async function feedStart({ query }: Dialect, accountId: number, name: string): Promise<FeedStart> {
+  const [collection] = await query<{ id: number | string; last_seq: number | string; oldest: number | string | null }>(feedStartSql, [
+    accountId,
+    name,
+  ]);
+  if (!collection) throw collectionNotFound(name);
+  const collectionId = Number(collection.id);
+  const lastSeq = Number(collection.last_seq);
+  const resumableFrom = collection.oldest === null ? lastSeq : Number(collection.oldest) - 1;
+  return { collectionId, lastSeq, resumableFrom };
+}
+
+/** The collection's latest seq, or undefined once it has been deleted. */
+export async function latestSeq({ query }: Dialect, collectionId: number): Promise<number | undefined> {
+  const [collection] = await query<{ last_seq: number | string }>(latestSeqSql, [collectionId]);
+  return collection ? Number(collection.last_seq) : undefined;
+}
+
+/** Which of a collection's events to read: those with `after` < seq ≤ `upTo`, the first `limit` of them. */
+export interface EventPage {
+  after: number;
+  /** Default: no upper bound. */
+  upTo?: number;
+  limit: number;
+  /**
+   * Stop before the event that would take the rows read past this many characters (but always read one
+   * event): with rows of up to a request body each, a page bounded by count alone could be huge.
+   */
+  maxChars?: number;
+}
+
+/** One page of the collection's events, in seq order. */
+export async function readEvents({ query }: Dialect, collectionId: number, page: EventPage): Promise<StoredEvent[]> {
+  let upTo = page.upTo ?? Number.MAX_SAFE_INTEGER;
+  if (page.maxChars !== undefined) {
+    const sizes = await query<{ seq: number | string; size: number | string }>(eventSizesSql, [collectionId, page.after, upTo, page.limit]);
+    let total = 0;
+    for (const [index, { seq, size }] of sizes.entries()) {
+      total += Number(size);
+      if (index > 0 && total > page.maxChars) break;
+      upTo = Number(seq);
+    }
+  }
+  const rows = await query<{ seq: number | string; type: EventType; row: string; previous: string | null; at: string }>(eventsSql, [
+    collectionId,
+    page.after,
+    upTo,
+    page.limit,
+  ]);
+  return rows.map((event) => ({
+    collectionId,
+    seq: Number(event.seq),
+    type: event.type,
+    row: JSON.parse(event.row),
+    previous: event.previous === null ? undefined : JSON.parse(event.previous),
+    at: event.at,
+  }));
+}

@@ -1,0 +1,4 @@
+// PostgreSQL's SQL of the engine: the announcement of a change to every instance.
+
+/** Announces a change to every instance on commit (rows.ts, listenForChanges): the channel, then `<instance> <collection id>`. */
+export const notifySql = 'select pg_notify(?, ?)';

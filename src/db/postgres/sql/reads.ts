@@ -1,0 +1,183 @@
+// PostgreSQL's SQL of reads: a row by id, pages sorted whole or read through a sort index
+// (../../reads/pages.ts), and aggregates.
+import type { Aggregate } from '../../../query/aggregate.ts';
+import type { AggregateSource } from '../../reads/aggregates.ts';
+import { raw, type Sql, sql } from '../../reads/filter.ts';
+import { type FieldOrder, type PageSource, sortedPages, wholePage } from '../../reads/pages.ts';
+import { MAX_PAGE_BYTES } from '../../rows/rows.ts';
+import { keyOrder } from '../../sql/collections.ts';
+import { rowJsonWith, versionedRowJsonWith } from '../../sql/reads.ts';
+import { document, escapeString, field } from '../jsonb.ts';
+import { POSTGRES_KEY_CHARS } from './collections.ts';
+
+/** A row's JSON text (rowJsonWith). */
+export const rowJsonSql = rowJsonWith('substr(data, 2)');
+
+/** A page's rows as one JSON text, joined in `order`, only when they add up to at most MAX_PAGE_BYTES (null otherwise, beside a count above 0). */
+const pageJsonSql = (order: string) =>
+  `case when sum(octet_length(data)) <= ${MAX_PAGE_BYTES} then string_agg(${rowJsonSql}, ',' order by ${order}) end`;
+
+/** pageJsonSql of rows with their ETags (versionedRowJsonWith). */
+const versionedPageJsonSql = (order: string) =>
+  `case when sum(octet_length(data)) <= ${MAX_PAGE_BYTES} then string_agg(${versionedRowJsonWith('substr(data, 2)')}, ',' order by ${order}) end`;
+
+/** The row by collection and id, the collection found by account and name in the same statement. */
+export const getRowSql = `select data, collection_id, version from rows
+  where collection_id = (select id from collections where account_id = ? and name = ?) and id = ?`;
+
+/**
+ * One page of the account's collection, sorted whole, as one row `{ n, json, seq }` (pages.ts). Each
+ * field of the order is read as jsonb `j<i>` and ordered by its rank (the type's place, missing or null
+ * last in both directions), its number (false 0, true 1) and its string, as a sort index keys it; ties
+ * break by id. Strings compare under the "C" collation, which is code point order in UTF-8 (escaped:
+ * escapeString()). A page after a place keeps the rows past it (pages.ts, afterPlace).
+ */
+export const orderedPage: PageSource['orderedPage'] = (collection, page, where) =>
+  wholePage(page.versions ? versionedPageJsonSql : pageJsonSql, byField, collection, page, where);
+
+/** A field of orderedPage()'s order, read as jsonb `j<index>`. */
+const byField: FieldOrder = (named, index, direction, at) => {
+  const read = field(named);
+  const j = `j${index}`;
+  const missing = direction === 'asc' ? 5 : 0;
+  const rank = `case jsonb_typeof(${j}) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
+        when 'array' then 4 else ${missing} end`;
+  const number = `case jsonb_typeof(${j}) when 'number' then (${j})::numeric when 'boolean' then case when (${j})::boolean then 1 else 0 end end`;
+  const string = `(case when jsonb_typeof(${j}) = 'string' then ${j} #>> '{}' end) collate "C"`;
+  const scalar = at?.scalar ?? null;
+  return {
+    columns: `, ${read.value} as ${j}`,
+    bindings: read.bindings,
+    order: [
+      { column: { sql: rank, direction }, at: at ? sql`${at.rank === 5 ? missing : at.rank}` : undefined },
+      {
+        column: { sql: number, direction },
+        at: typeof scalar === 'number' || typeof scalar === 'boolean' ? sql`${JSON.stringify(Number(scalar))}::numeric` : undefined,
+      },
+      { column: { sql: string, direction }, at: typeof scalar === 'string' ? sql`${escapeString(scalar)}::text` : undefined },
+    ],
+  };
+};
+
+/**
+ * The rows of a range of the sort index in `slot`, or of the ranges after a place in it, as one row
+ * `{ n, json, seq, exact }` (pages.ts, sortedPages): `exact` whether every string key of the page is
+ * shorter than POSTGRES_KEY_CHARS. Each key's row is read by its primary key (LATERAL, kept a subquery
+ * by `offset 0`): as a join, the planner hashed the whole collection's rows for the page's few. A
+ * place's string is escaped as the keys' are, and one as long as a key is cut at has no exact place in
+ * the index.
+ */
+export const { sortedPage, sortedPageAfter } = sortedPages(
+  (keys, order, collectionId) => `select count(*) as n, ${pageJsonSql(order)} as json,
+      (select last_seq from collections where id = ${collectionId}) as seq,
+      bool_and(k.str is null or length(k.str) < ${POSTGRES_KEY_CHARS}) as exact
+    from (${keys}) k
+    cross join lateral (select id, data from rows where collection_id = ${collectionId} and id = k.row_id offset 0) r`,
+  {
+    param: (n) => `$${n}`,
+    sql: (value) => value,
+    value(scalar) {
+      if (typeof scalar === 'number') return JSON.stringify(scalar);
+      const key = escapeString(scalar);
+      return key.length < POSTGRES_KEY_CHARS ? key : undefined;
+    },
+  },
+);
+
+/**
+ * A filtered page ordered by a field with a sort index, the filter's rows within `bounds` of that
+ * index (../filter-indexes.ts), as one row `{ n, json, seq, exact }` (`exact` as sortedPage's): the
+ * keys of the range in the page's order, each key's row read by its primary key (LATERAL, as
+ * sortedPage's) and tested by `filter` (SQL on `rows`), the first `limit` after `offset` that match.
+ */
+export const filteredSortedPage: PageSource['filteredSortedPage'] = (
+  collectionId,
+  slot,
+  order,
+  bounds,
+  filter,
+  limit,
+  offset,
+) => sql`select count(*) as n, ${raw(pageJsonSql(keyOrder('k.', order)))} as json,
+      (select last_seq from collections where id = ${collectionId}) as seq,
+      bool_and(k.str is null or length(k.str) < ${raw(String(POSTGRES_KEY_CHARS))}) as exact
+    from (select k.rank, k.num, k.str, k.row_id, rows.id, rows.data from sort_keys k
+      cross join lateral (select id, data from rows where collection_id = ${collectionId} and id = k.row_id offset 0) rows
+      where k.collection_id = ${collectionId} and k.slot = ${slot} and ${bounds} and (${filter})
+      order by ${raw(keyOrder('k.', order))} limit +${limit} offset ${offset}) k`;
+
+// Aggregates (../aggregates.ts): one statement reads the groups of the rows a filter keeps, each row's
+// text read as jsonb once (filter.ts, document()), its strings escaped as escapeString() escapes them.
+// jsonb's equality is JSON equality, so a group field's jsonb value is its group's key; numbers are
+// numeric, exact, so a sum is the exact sum of the numbers' texts; strings compare under "C", by code
+// point. Every JSON text answered holds escaped strings, which jsonOf() (index.ts) reads back.
+
+/** A top-level field of the row's jsonb `j`, its name escaped (a binding). */
+const member = (name: string) => sql`(j -> ${escapeString(name)}::text)`;
+
+/** A field's value as the key of its group: null for null and a missing field. */
+const groupKey = (name: string) => sql`case when jsonb_typeof(${member(name)}) = 'null' then null else ${member(name)} end`;
+
+/**
+ * A min's or a max's value as the first of a page ordered by the field would hold it: of the lowest
+ * rank among its values for min (numbers, strings, booleans, then objects and arrays, the first by id),
+ * of the highest for max (the last by id), as JSON text.
+ */
+function extremeSql(name: string, op: 'min' | 'max'): Sql {
+  const value = member(name);
+  const [number, string, boolean, other] = [
+    sql`(${raw(op)}(case when jsonb_typeof(${value}) = 'number' then (${value})::numeric end))::text`,
+    sql`to_jsonb(${raw(op)}((case when jsonb_typeof(${value}) = 'string' then ${value} #>> '{}' end) collate "C"))::text`,
+    sql`(${raw(op === 'min' ? 'bool_and' : 'bool_or')}(case when jsonb_typeof(${value}) = 'boolean' then (${value})::boolean end))::text`,
+    sql`substr(${raw(op)}((case when jsonb_typeof(${value}) in ('object', 'array') then lpad(id::text, 20, '0') || (${value})::text end)
+        collate "C"), 21)`,
+  ];
+  const ranks = op === 'min' ? [number, string, boolean, other] : [other, boolean, string, number];
+  return sql`coalesce(${joinSql(ranks)})`;
+}
+
+/** An aggregate's piece of its group's row (part 0, ../aggregates.ts, AggregatePart). */
+function groupPiece(aggregate: Aggregate): Sql {
+  if (aggregate.op === 'count') return raw('null');
+  const value = member(aggregate.field);
+  switch (aggregate.op) {
+    case 'count_distinct':
+      return sql`count(distinct ${groupKey(aggregate.field)})`;
+    case 'sum':
+    case 'avg':
+      return sql`json_build_array(count(*) filter (where jsonb_typeof(${value}) = 'number'),
+        (sum(case when jsonb_typeof(${value}) = 'number' then (${value})::numeric end))::text)`;
+    case 'min':
+    case 'max':
+      return extremeSql(aggregate.field, aggregate.op);
+  }
+}
+
+/**
+ * The statement of an aggregate (../aggregates.ts, AggregatePart): `keyed` is the rows the filter keeps
+ * with their jsonb; part 0 groups them by their group fields' values, at most `maxGroups`, each with
+ * those values' JSON text, its row count and its pieces (a sum's exact, a min's and a max's value: no
+ * other part); part 3 the collection's latest event seq.
+ */
+export const aggregateSql: AggregateSource['aggregateSql'] = (collection, query, where, maxGroups) => {
+  const keys = query.groupBy.map((name, index) => sql`${groupKey(name)} as k${raw(String(index))}`);
+  const keyNames = query.groupBy.map((_name, index) => raw(`k${index}`));
+  const texts = keyNames.map((name) => sql`${name}::text`);
+  const identity = keyNames.length === 0 ? raw(`'[]'`) : sql`json_build_array(${joinSql(texts)})::text`;
+  const pieces = query.aggregates.map(groupPiece);
+  const filtered = where ? sql` and (${where})` : raw('');
+  const grouped = keyNames.length === 0 ? raw('') : sql` group by ${joinSql(keyNames)}`;
+  return sql`with keyed as (select rows.id, doc.j${keys.length === 0 ? raw('') : sql`, ${joinSql(keys)}`}
+      from rows, lateral (select ${document('rows')} as j offset 0) doc
+      where rows.collection_id = ${collection.id}${filtered})
+    select * from (select 0 as part, null::integer as x, ${identity} as k,
+        json_build_array(${joinSql([...texts, raw('count(*)'), ...pieces])})::text as v
+      from keyed${grouped} limit ${maxGroups}) groups
+    union all
+    select 3 as part, null::integer as x, null as k, json_build_array(${collection.lastSeq})::text as v`;
+};
+
+/** `parts` one after another, separated by commas. */
+function joinSql(parts: Sql[]): Sql {
+  return parts.reduce((joined, part, index) => (index === 0 ? part : sql`${joined}, ${part}`), raw(''));
+}

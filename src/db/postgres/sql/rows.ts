@@ -1,0 +1,172 @@
+// PostgreSQL's SQL of row writes (those both dialects share are in ../../sql/). `npm run generate`
+// writes every statement, expanded, to generated/sql/postgres.sql. The hot ones run as named statements,
+// parsed and planned once per connection (../statements.ts); each reads `?` as its next binding.
+import { jsonbOf } from '../jsonb.ts';
+import { keyColumns } from './collections.ts';
+import { rowJsonSql } from './reads.ts';
+
+/**
+ * advance() (../collections.ts) that also reads the row `?` of the collection as it is before the
+ * change: null when there is none. Locked, because a plain read would see the statement's snapshot,
+ * taken before it waited for the collection's row: a patch of the row committed meanwhile would be
+ * lost. A locked read in READ COMMITTED gets the row's latest committed version.
+ */
+export const advanceReadingRowSql = `with counters as (update collections
+    set last_row_id = last_row_id + ?, last_seq = last_seq + ?, row_count = row_count + ?
+    where account_id = ? and name = ?
+    returning id, last_row_id, last_seq, sorted, schema_id)
+  select c.*, r.data as current, r.version
+    from counters c left join lateral (select data, version from rows where collection_id = c.id and id = ? for update) r on true`;
+
+/** pruneOnceSql of the Dialect: up to `?` (the second) answers that expired by `?`, found through the index of their expiry. */
+export const pruneOnceSql = `delete from idempotency_keys where (account_id, key) in
+  (select account_id, key from idempotency_keys where expires_at <= ? limit ?) returning account_id`;
+
+/** holdOnce() of the Dialect: the account's Idempotency-Key, held until the transaction ends, if no other transaction holds it. */
+export const holdOnceSql = 'select pg_try_advisory_xact_lock(?, hashtext(?)) as held';
+
+/**
+ * Sets the texts of many rows of the collection `?` (a change by filter): `?` the seq before the first
+ * of their update events, `?` a JSON array of `[id, text]`, each row's version that seq plus its place.
+ */
+export const updateRowsSql = `update rows set data = x.value ->> 1, version = ?::bigint + x.ordinality
+  from json_array_elements(?::json) with ordinality x
+  where rows.collection_id = ? and rows.id = (x.value ->> 0)::bigint`;
+
+/**
+ * A patch of one row, once advanceReadingRowSql has held its collection and read it: the row's text
+ * and version, its update event and the NOTIFY of the change (rows.ts, listenForChanges), as one statement, where
+ * appendEvents() would send two more. $1 the row's new text, $2 the seq of its event (its version),
+ * $3 the collection's id, $4 the row's id; $5 and $6 the row and the row as it was, as eventRow() makes
+ * them; $7 the event's time; $8 and $9 the NOTIFY's channel and payload.
+ */
+export const updateRowSql = `with updated as (
+    update rows set data = $1, version = $2 where collection_id = $3 and id = $4
+  ), logged as (
+    insert into events (collection_id, seq, type, row_id, row, previous, at) values ($3, $2, 'update', $4, $5, $6, $7)
+  )
+  select pg_notify($8, $9)`;
+
+/**
+ * advance(), the rows, appendEvents() and writeSortKeys() as one statement (the keys of every indexed
+ * field, read from `sorted` as advance() answers it, strings escaped as jsonbOf() does).
+ * $1 the account, $2 the collection's name, $3 the number of rows, $4 their texts, one a line; $5 and
+ * $6 the NOTIFY's channel and this instance (rows.ts, listenForChanges); $7 the schema id the rows were
+ * checked with (../schemas.ts). No such collection, or its schema another: no row answered, and
+ * nothing written. Each event's row is made from the row's text as eventRow() makes it. The events'
+ * time is PostgreSQL's clock once the collection's row is held (where appendEvents() takes Node's,
+ * after advance()): a batch that waited its turn is not stamped before the one it waited for.
+ *
+ * The keys read the batch once per indexed field, from inside the field's lateral subquery (`offset 0`
+ * keeps the planner from flattening it into a join it may turn around): a collection with no sort
+ * index then reads no row of the batch for them. Written as a join of the batch with the fields, the
+ * plan would scan the whole batch against an empty list of fields, all while holding the collection's
+ * row.
+ */
+export const insertBatchSql = insertBatch({
+  before: '',
+  schemaId: '$7',
+  holdIf: '',
+  rows: 'unnest(string_to_array($4::text, chr(10))) with ordinality as t(data, ord)',
+  rowColumns: '',
+  after: '',
+  answer: `select id, before_id + 1 as first_id, before_seq + 1 as first_seq, pg_notify($5, $6 || ' ' || id) from counters`,
+});
+
+/**
+ * insertBatchSql for a batch of inserts of which some were sent with an Idempotency-Key (openapi.yaml,
+ * IdempotencyKey), as one statement run alone: $7 a JSON array of `[key, request hash, at, expires at,
+ * first, n]` for each of those, `first` the place in $4 of the request's first row and `n` its number
+ * of rows; $8 for each row of $4, joined by commas, the place in $7 of its request's key (-1 for none),
+ * by which each answer's rows are gathered in one pass; $9 the schema id the rows were checked with.
+ * Before anything is written it holds each key until the statement ends (holdOnceSql's lock); unless
+ * every key is held, it writes nothing and answers `held` alone. Else it stores each key's answer with
+ * the rows: the answer of insertRows (openapi.yaml), 201 with the request's rows as their insert
+ * events hold them, and the row's ETag when there is one row. A key whose answer is stored already (a
+ * retry's) is found by the answer's own insert, through the keys' primary key: then the statement
+ * fails with ONCE_TAKEN, and nothing of it is written. It does not look for answers before: a look
+ * planned once, while the table was empty, reads the whole table for every key.
+ */
+export const insertBatchWithAnswersSql = insertBatch({
+  schemaId: '$9',
+  before: `keys as materialized (
+    select k ->> 0 as key, k ->> 1 as hash, k ->> 2 as at, k ->> 3 as expires_at, (k ->> 4)::integer as first,
+      (k ->> 5)::integer as n, i
+    from jsonb_array_elements($7::jsonb) with ordinality as e(k, i)
+  ), holds as (
+    select bool_and(pg_try_advisory_xact_lock($1::integer, hashtext(key))) as held, count(*) as keys from keys
+  ), `,
+  holdIf: ' and (select held from holds)',
+  rows: `unnest(string_to_array($4::text, chr(10)), string_to_array($8::text, ',')::integer[]) with ordinality as t(data, request, ord)`,
+  rowColumns: ', t.request',
+  after: `, bodies as (
+    select request, string_agg(${rowJsonSql}, ',' order by seq) as rows from batch where request >= 0 group by request
+  ), recorded as (
+    insert into idempotency_keys (account_id, key, request_hash, status, headers, body, created_at, expires_at)
+      select $1::integer, k.key, k.hash, 201,
+        case when k.n = 1 then '{"ETag":"\\"' || c.id || '.' || (c.before_seq + 1 + k.first) || '\\""}' else '{}' end,
+        '[' || coalesce(b.rows, '') || ']', k.at, k.expires_at
+      from counters c cross join keys k left join bodies b on b.request = k.i - 1
+      on conflict (account_id, key) do update set request_hash = excluded.request_hash, status = excluded.status,
+        headers = excluded.headers, body = excluded.body, created_at = excluded.created_at, expires_at = excluded.expires_at
+        where idempotency_keys.expires_at <= excluded.created_at
+      returning key
+  )`,
+  answer: `select h.held, c.id, c.before_id + 1 as first_id, c.before_seq + 1 as first_seq,
+    case when c.id is not null then pg_notify($5, $6 || ' ' || c.id) end,
+    case when c.id is not null and (select count(*) from recorded) < h.keys then rowbase_once_taken() end
+    from holds h left join counters c on true`,
+});
+
+/** The SQLSTATE of insertBatchWithAnswersSql's failure when a key was answered meanwhile (migration 0012). */
+export const ONCE_TAKEN = 'RB409';
+
+/**
+ * What insertBatchSql and insertBatchWithAnswersSql write each their own way: the statements before the
+ * collection's row is held, the condition to hold it, the batch's rows and their columns, the
+ * statements after the rows are written, and the statement's one row of answer.
+ */
+interface BatchParts {
+  before: string;
+  /** The parameter of the schema id the rows were checked with (../schemas.ts): another, and the statement writes nothing. */
+  schemaId: string;
+  holdIf: string;
+  rows: string;
+  rowColumns: string;
+  after: string;
+  answer: string;
+}
+
+function insertBatch({ before, schemaId, holdIf, rows, rowColumns, after, answer }: BatchParts): string {
+  return `with ${before}counters as (
+    update collections set last_row_id = last_row_id + $3, last_seq = last_seq + $3, row_count = row_count + $3
+      where account_id = $1 and name = $2 and schema_id = ${schemaId}::bigint${holdIf}
+      returning id, last_row_id - $3 as before_id, last_seq - $3 as before_seq, sorted,
+        to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at
+  ), batch as (
+    select c.id as collection_id, c.before_id + t.ord as id, c.before_seq + t.ord as seq, t.data, c.at${rowColumns}
+      from counters c, ${rows}
+  ), stored as (
+    insert into rows (collection_id, id, data, version) select collection_id, id, data, seq from batch
+  ), logged as (
+    insert into events (collection_id, seq, type, row_id, row, at)
+      select collection_id, seq, 'insert', id, ${rowJsonSql}, at
+        from batch
+  ), keyed as (
+    insert into sort_keys (collection_id, slot, row_id, rank, num, str)
+      select k.collection_id, f.slot - 1, k.id, ${keyColumns('k.j')}
+        from counters c,
+          jsonb_array_elements_text(${jsonbOf('c.sorted')}) with ordinality as f(field, slot),
+          lateral (select b.collection_id, b.id, ${jsonbOf('b.data')} -> f.field as j from batch b offset 0) k
+  )${after}
+  ${answer}`;
+}
+
+/**
+ * An import's rows (../imports.ts), with the ids they bring: `?` the collection's id, `?` the version of
+ * the first (each next row's the next), `?` their ids joined by commas, `?` their texts one a line
+ * (JSON.stringify writes no line feed), in the same order.
+ */
+export const importRowsSql = `insert into rows (collection_id, id, data, version)
+  select ?::integer, t.id, t.data, ?::bigint + t.n - 1
+    from unnest(string_to_array(?::text, ',')::bigint[], string_to_array(?::text, chr(10))) with ordinality as t(id, data, n)`;

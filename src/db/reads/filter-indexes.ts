@@ -1,0 +1,78 @@
+// Filters read through sort indexes (openapi.yaml, listRows `filter`; docs/api.md, "Filters and
+// indexes"). A sort index (sort-indexes.ts) keys each row by where its value of a field falls in the
+// order of pages: its JSON type's rank, then its number or its string. So the rows whose field equals a
+// number, a string or a boolean, lies in a range of them, or starts with a prefix, are one range of the
+// field's keys. A filter whose top level (its members, all ANDed) holds such a condition on a top-level
+// field that has an index reads only that range of the index, and tests the whole filter on those rows
+// alone, instead of on every row of the collection.
+//
+// The range only ever holds more rows than the condition keeps, never fewer: on PostgreSQL a key holds
+// a string's first 400 characters (postgres/sql/collections.ts, POSTGRES_KEY_CHARS), so its bounds are the cut
+// strings, taken inclusive; the whole filter, tested on each row of the range, keeps exactly the rows
+// it keeps on the whole collection.
+import type { FieldCondition, Filter } from '../../query/filter.ts';
+
+/** The operators of a condition an index range can find the rows of. */
+export type IndexedOperator = '$eq' | '$gt' | '$gte' | '$lt' | '$lte' | '$prefix';
+
+/** A condition on an indexed field's value: only values of the operand's JSON type meet it. */
+export interface KeyCondition {
+  op: IndexedOperator;
+  operand: number | string | boolean;
+}
+
+/**
+ * A range of a sort index: the keys of one rank (1 numbers, 2 strings, 3 booleans) that meet every one
+ * of `conditions`, each on the value (a boolean's value is its number, false 0, true 1).
+ */
+export interface KeyBounds {
+  rank: 1 | 2 | 3;
+  conditions: KeyCondition[];
+}
+
+/** Whether the range holds one value only (an equality): its keys then come in the order of their rows' ids. */
+export const oneValue = ({ conditions }: KeyBounds) => conditions.some(({ op }) => op === '$eq');
+
+/** A field of the filter's top level, and the range of its index that holds every row the filter keeps. */
+export interface IndexedField {
+  field: string;
+  bounds: KeyBounds;
+  /** Whether the filter is these bounds and nothing else: where keys hold whole values, every row of the range matches. */
+  whole: boolean;
+}
+
+const rankOf = (operand: number | string | boolean): 1 | 2 | 3 => (typeof operand === 'number' ? 1 : typeof operand === 'string' ? 2 : 3);
+
+/** A condition an index range can find the rows of, or undefined. */
+function keyCondition(condition: FieldCondition): KeyCondition | undefined {
+  if (condition.path.length !== 1 || condition.path[0] === 'id') return undefined;
+  const { op, operand } = condition;
+  if (op === '$prefix') return { op, operand };
+  if (op !== '$eq' && op !== '$gt' && op !== '$gte' && op !== '$lt' && op !== '$lte') return undefined;
+  if (typeof operand !== 'number' && typeof operand !== 'string' && typeof operand !== 'boolean') return undefined;
+  return { op, operand };
+}
+
+/**
+ * The fields of the filter's top level whose index could find the rows it keeps, each with the range
+ * of its index that holds them (the conditions on the field of the first one's type: a value of one
+ * type never meets a condition of another): fields with an equality first, then the others, each in
+ * the order of the filter. `id` is not among them: its conditions read the primary key.
+ */
+export function indexedFields(filter: Filter): IndexedField[] {
+  const top = filter.kind === 'and' ? filter.filters : [filter];
+  const found = new Map<string, KeyBounds>();
+  for (const part of top) {
+    if (part.kind !== 'field') continue;
+    const condition = keyCondition(part);
+    if (!condition) continue;
+    const field = part.path[0];
+    const rank = condition.op === '$prefix' ? 2 : rankOf(condition.operand);
+    const bounds = found.get(field);
+    if (!bounds) found.set(field, { rank, conditions: [condition] });
+    else if (bounds.rank === rank) bounds.conditions.push(condition);
+  }
+  const fields = [...found].map(([field, bounds]) => ({ field, bounds, whole: bounds.conditions.length === top.length }));
+  const equal = ({ bounds }: IndexedField) => bounds.conditions.some((condition) => condition.op === '$eq');
+  return [...fields.filter(equal), ...fields.filter((field) => !equal(field))];
+}

@@ -1,0 +1,170 @@
+// A filter (src/query/filter.ts) as a condition of SQL on a row's columns `id` and `data`, the part both
+// dialects write alike: $and, $or and $not; $ne, $in and $nin made of equality; the row's id, and the
+// paths no row has. Each dialect writes each operator on the JSON fields of `data` (sqlite/filter.ts,
+// postgres/filter.ts) with the meaning src/query/evaluate.ts gives it. Every value of a filter, field
+// names included, is a binding: the text of the SQL is the code's own.
+import type { FieldCondition, FieldPath, Filter, JsonValue } from '../../query/filter.ts';
+import type { SqlValue } from '../engine/dialect.ts';
+
+/** SQL and its bindings, one for each `?` in it, in order. */
+export type Sql = { sql: string; params: SqlValue[] };
+
+/** SQL from a template: an Sql placed in it brings its text and bindings, any other value is a binding. */
+export function sql(strings: TemplateStringsArray, ...values: (Sql | SqlValue)[]): Sql {
+  let text = strings[0];
+  const params: SqlValue[] = [];
+  for (let index = 0; index < values.length; index++) {
+    const value = values[index];
+    if (value !== null && typeof value === 'object') {
+      text += value.sql;
+      for (const param of value.params) params.push(param);
+    } else {
+      text += '?';
+      params.push(value);
+    }
+    text += strings[index + 1];
+  }
+  return { sql: text, params };
+}
+
+/** SQL text the code makes (a table's alias, an operator's sign), never a client's. */
+export const raw = (text: string): Sql => ({ sql: text, params: [] });
+
+const TRUE = raw('true');
+const FALSE = raw('false');
+
+/**
+ * Every one of `parts`, `true` when there are none. Nested in halves, so that a long list nests no
+ * deeper than its logarithm: SQLite refuses an expression nested past a thousand levels.
+ */
+export const allOf = (parts: Sql[]) => joined(parts, 'and', TRUE);
+
+/** Any one of `parts`, `false` when there are none; nested as allOf() nests. */
+const anyOf = (parts: Sql[]) => joined(parts, 'or', FALSE);
+
+function joined(parts: Sql[], op: 'and' | 'or', none: Sql): Sql {
+  if (parts.length === 0) return none;
+  if (parts.length === 1) return parts[0];
+  const half = parts.length >> 1;
+  return sql`(${joined(parts.slice(0, half), op, none)}) ${raw(op)} (${joined(parts.slice(half), op, none)})`;
+}
+
+/**
+ * The rows for which `part` does not hold. A condition on a missing field is NULL in SQL, where the
+ * filter's is false: NOT of it would be NULL too, and `is not true` holds.
+ */
+const notTrue = (part: Sql) => sql`(${part}) is not true`;
+
+/** The operators that order values. */
+export type Comparison = '$gt' | '$gte' | '$lt' | '$lte';
+
+/**
+ * SQL of each operator on a value `V` (SQL of a JSON value, of the id, or of a value no row has). $ne,
+ * $in and $nin are made of `equal`.
+ */
+export interface ValueSql<V> {
+  /** JSON equality of the value and `operand`; NULL or false when the value is missing. */
+  equal(value: V, operand: JsonValue): Sql;
+  /** Whether the value is there (`present`), or missing. */
+  exists(value: V, present: boolean): Sql;
+  /** Only a value of the operand's JSON type compares. */
+  compare(value: V, op: Comparison, operand: number | string | boolean): Sql;
+  prefix(value: V, prefix: string): Sql;
+  /** Whether the value is an array with an item equal to `operand`. */
+  contains(value: V, operand: JsonValue): Sql;
+}
+
+/** What a dialect writes: the SQL of a field of a row's `data`, and of each operator on it. */
+export interface DialectFilter<V> extends ValueSql<V> {
+  /** The field at `path` (never `id`) of the `data` of the row `row`. */
+  field(row: string, path: FieldPath): V;
+}
+
+/**
+ * `filter` as a condition on the row `row` (a table's alias, or its name): true for the rows that match
+ * it, false or NULL for the others, as WHERE reads it. `dialect` writes the conditions on JSON fields.
+ */
+export function filterWith<V>(filter: Filter, row: string, dialect: DialectFilter<V>): Sql {
+  switch (filter.kind) {
+    case 'and':
+      return allOf(filter.filters.map((part) => filterWith(part, row, dialect)));
+    case 'or':
+      return anyOf(filter.filters.map((part) => filterWith(part, row, dialect)));
+    case 'not':
+      return notTrue(filterWith(filter.filter, row, dialect));
+    case 'field':
+      if (filter.path[0] !== 'id') return condition(dialect, dialect.field(row, filter.path), filter);
+      return filter.path.length === 1 ? condition(idSql, raw(`${row}.id`), filter) : condition(missingSql, null, filter);
+  }
+}
+
+/** Whether `filter` reads any field of the row's `data`: a filter of the id alone reads none. */
+export function readsData(filter: Filter): boolean {
+  switch (filter.kind) {
+    case 'and':
+    case 'or':
+      return filter.filters.some(readsData);
+    case 'not':
+      return readsData(filter.filter);
+    case 'field':
+      return filter.path[0] !== 'id';
+  }
+}
+
+function condition<V>(sqlOf: ValueSql<V>, value: V, { op, operand }: FieldCondition): Sql {
+  switch (op) {
+    case '$eq':
+      return sqlOf.equal(value, operand);
+    case '$ne':
+      return notTrue(sqlOf.equal(value, operand));
+    case '$in':
+      return anyOf(operand.map((item) => sqlOf.equal(value, item)));
+    case '$nin':
+      return notTrue(anyOf(operand.map((item) => sqlOf.equal(value, item))));
+    case '$exists':
+      return sqlOf.exists(value, operand);
+    case '$prefix':
+      return sqlOf.prefix(value, operand);
+    case '$contains':
+      return sqlOf.contains(value, operand);
+    default:
+      return sqlOf.compare(value, op, operand);
+  }
+}
+
+/** Ids are assigned from 1 and never reach 2^53 (rows.ts, assignable()). */
+const ID_RANGE = { min: -1, max: 2 ** 53 };
+
+/**
+ * The row's id, an integer column: a number compares with it, any other operand does not. A bound is
+ * made a whole number in range, so that PostgreSQL reads every binding as a bigint.
+ */
+const idSql: ValueSql<Sql> = {
+  equal: (id, operand) => (Number.isSafeInteger(operand) ? sql`${id} = ${operand as number}` : FALSE),
+  exists: (_id, present) => (present ? TRUE : FALSE),
+  compare(id, op, operand) {
+    if (typeof operand !== 'number') return FALSE;
+    const bound = Math.min(ID_RANGE.max, Math.max(ID_RANGE.min, operand));
+    switch (op) {
+      case '$gt':
+        return sql`${id} > ${Math.floor(bound)}`;
+      case '$gte':
+        return sql`${id} >= ${Math.ceil(bound)}`;
+      case '$lt':
+        return sql`${id} < ${Math.ceil(bound)}`;
+      case '$lte':
+        return sql`${id} <= ${Math.floor(bound)}`;
+    }
+  },
+  prefix: () => FALSE,
+  contains: () => FALSE,
+};
+
+/** A field no row has, a path below the id: missing in every row. */
+const missingSql: ValueSql<null> = {
+  equal: () => FALSE,
+  exists: (_value, present) => (present ? FALSE : TRUE),
+  compare: () => FALSE,
+  prefix: () => FALSE,
+  contains: () => FALSE,
+};

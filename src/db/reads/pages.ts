@@ -1,0 +1,628 @@
+// A page of a collection's rows (openapi.yaml, listRows and queryRows), ordered by top-level fields of
+// their JSON, one or more: within one JSON type numbers numerically, strings by code point and false <
+// true; across types numbers < strings < booleans < objects and arrays (which tie with each other);
+// rows where the field is missing or null come last in both directions; rows equal in every field
+// break ties by id in the last field's direction. Both dialects give the same order for the same data;
+// each writes the SQL of it (sqlite/sql/reads.ts, postgres/sql/reads.ts), and this module reads pages through it,
+// the same way on both.
+//
+// A page ordered by one field reads the collection's sort index for it (sort-indexes.ts), made now if
+// the collection is large enough and has none; otherwise, and for several fields or a count, it sorts
+// the rows whole, stopped past the query timeout. A filtered page reads the range of a sort index its
+// filter's top level bounds (filter-indexes.ts), in order when the page is ordered by that field alone,
+// else sorted whole; or every row, when no index can find them. A page after a place (a cursor's, keyset
+// paging) reads only the rows past it: through the sort index, from the place on; sorted whole, under a
+// condition on the order's fields and the id. A page is one string made in the database (the rows' JSON
+// texts joined), never an object per row, with the collection's latest event seq read in the same
+// snapshot (openapi.yaml, Rowbase-Seq).
+
+import { collectionNotFound } from '../../errors.ts';
+import type { Filter } from '../../query/filter.ts';
+import type { KeyValue } from '../../query/sort-keys.ts';
+import { type KeyRange, type KnownIndexes, ranks, type SortIndexLimits } from '../collections/sort-indexes.ts';
+import type { SqlValue } from '../engine/dialect.ts';
+import { type Json, pageTooLarge, type Row } from '../rows/rows.ts';
+import { keyOrder } from '../sql/collections.ts';
+import { collectionSql, pageColumns, presentCountSql } from '../sql/reads.ts';
+import { allOf, raw, type Sql, sql } from './filter.ts';
+import { type IndexedField, indexedFields, type KeyBounds, oneValue } from './filter-indexes.ts';
+
+export type Direction = 'asc' | 'desc';
+
+/** One key of a page's order: a top-level field (`id`, the row's id) and its direction. */
+export interface SortKey {
+  field: string;
+  direction: Direction;
+}
+
+/**
+ * A place in a page's order, just after a row: that row's value of each sort key but `id` (null for
+ * `id`), and its id. A page `after` it holds only the rows that come later (keyset paging).
+ */
+export interface Position {
+  values: readonly (KeyValue | null)[];
+  id: number;
+}
+
+export interface Page {
+  limit: number;
+  offset: number;
+  /**
+   * The keys that order the rows, at least one, each field once; ties break by id in the last key's
+   * direction (unless `id` is a key).
+   */
+  order: readonly SortKey[];
+  /** Only the rows that match (src/query/filter.ts); all of them when absent. */
+  filter?: Filter;
+  /** Also count the rows that match, in the page's snapshot (RowsPage.total). */
+  count?: boolean;
+  /** Answer each row with its ETag (openapi.yaml, VersionedRow), sorted whole as a filtered page is. */
+  versions?: boolean;
+  /** Only the rows after this place in the order. */
+  after?: Position;
+}
+
+/** The direction ties between equal keys break by id in: the last key's. */
+export const tieDirection = (order: readonly SortKey[]) => order[order.length - 1].direction;
+
+/**
+ * A page of rows as JSON text, and `seq`, the collection's latest event seq as of the snapshot the rows
+ * were read from: the rows are exactly what the events up to it made, so a feed resumed with
+ * `since=seq` brings every later change and none the page already shows.
+ */
+export type RowsPage = { json: Json<Row[]>; n: number; seq: number; total?: number };
+
+/** A statement and its bindings. */
+export type Statement = { sql: string; params: SqlValue[] };
+
+/**
+ * How a read is run: `point` for one row; `scan` for a page read through an index (by id, or a sort
+ * index), which reads no more than its offset and limit (the default); `sort` for a page that sorts or
+ * filters the collection, which may read all of it, and so is stopped past the query timeout
+ * (config.ts, queryTimeoutMs); `once` for such a page whose SQL is made for one request (a filter's),
+ * which is not worth preparing to keep.
+ */
+export type ReadKind = 'point' | 'scan' | 'sort' | 'once';
+
+/** Reads that all see one snapshot of the database. */
+export type SnapshotRead = <T>(sql: string, params: SqlValue[]) => Promise<T[]>;
+
+/** What a dialect gives the page reader. */
+export interface PageSource {
+  /** Runs a read outside any transaction, as `kind` says (default `scan`). */
+  read<T>(sql: string, params: SqlValue[], kind?: ReadKind): Promise<T[]>;
+  /** Runs `work` with reads that all see one snapshot. */
+  snapshot<T>(work: (read: SnapshotRead) => Promise<T>): Promise<T>;
+  /**
+   * One page of the account's collection, sorted whole, of the rows `where` keeps (all without it), and
+   * their count with `page.count`; its one row is a PagePart.
+   */
+  orderedPage(collection: CollectionRef, page: Page, where?: Sql): Statement;
+  /** A filter as a condition on the columns of `rows` (the dialect's filter.ts). */
+  filterSql(filter: Filter): Sql;
+  /** The keys of a sort index within `bounds`, as a condition on the columns of `sort_keys` (the dialect's filter.ts). */
+  keyBoundsSql(bounds: KeyBounds): Sql;
+  /**
+   * A page of the rows `filter` keeps among those whose keys in the sort index in `slot` are within
+   * `bounds`, in the index's order, from `offset`, at most `limit`; its one row is a PagePart.
+   */
+  filteredSortedPage(
+    collectionId: number,
+    slot: number,
+    order: Direction,
+    bounds: Sql,
+    filter: Sql,
+    limit: number,
+    offset: number,
+  ): Statement;
+  /** Whether a sort index keys strings whole (SQLite), or cut (PostgreSQL: postgres/sql/collections.ts, POSTGRES_KEY_CHARS). */
+  wholeStringKeys: boolean;
+  /** The rows of `range` in the sort index in `slot`, from `offset`, at most `limit`; its one row is a PagePart. */
+  sortedPage(collectionId: number, slot: number, order: Direction, range: KeyRange, limit: number, offset: number): Statement;
+  /**
+   * The rows after `place` in the order of the sort index in `slot`, at most `limit`, missing ones
+   * included; its one row is a PagePart. Undefined when the index cannot find the place exactly (on
+   * PostgreSQL, a string as long as a key is cut at): then the page sorts whole.
+   */
+  sortedPageAfter(collectionId: number, slot: number, order: Direction, place: Position, limit: number): Statement | undefined;
+  /** The slot of `field`'s sort index in the collection, made now if it has none; -1 when it holds `max` already. */
+  makeSortIndex(accountId: number, name: string, field: string, max: number): Promise<number>;
+  sortIndexes: SortIndexLimits;
+  knownIndexes: KnownIndexes;
+}
+
+/**
+ * What a page's statement answers, in one row: how many rows, their JSON texts joined by commas (null
+ * for none; on PostgreSQL also null when they weigh more than a page may), the collection's latest event
+ * seq in the same snapshot (null when the collection is gone), and on PostgreSQL whether the sort
+ * index's order is exact (postgres/sql/collections.ts, POSTGRES_KEY_CHARS).
+ */
+type PagePart = { n: number | string; json: string | null; seq: number | string | null; exact?: boolean; total?: number | string };
+type CollectionRow = { id: number | string; row_count: number | string; sorted: string };
+type Joined = { json: Json<Row[]>; n: number; seq: number | null; exact: boolean };
+
+/** One page of rows; 404 when the collection does not exist. */
+export async function readPage(source: PageSource, accountId: number, collection: string, page: Page): Promise<RowsPage> {
+  if (page.filter) return filteredPage(source, accountId, collection, page, page.filter);
+  if (page.count || page.order.length > 1 || page.versions) return queryPage(source, byName(accountId, collection), collection, page);
+  const [key] = page.order;
+  if (key.field !== 'id') {
+    const indexed = await indexedPage(source, accountId, collection, page, key);
+    if (indexed) return indexed;
+  }
+  if (page.after) return queryPage(source, byName(accountId, collection), collection, page);
+  const { sql, params } = source.orderedPage(byName(accountId, collection), page);
+  // By id, the primary key's order; by a field without a sort index, a sort of the whole collection.
+  const [part] = await source.read<PagePart>(sql, params, key.field === 'id' ? 'scan' : 'sort');
+  const { json, n, seq } = joinParts([part]);
+  if (seq === null) throw collectionNotFound(collection);
+  return { json, n, seq };
+}
+
+/**
+ * A filtered page. When the filter's top level holds an equality, a range or a prefix on a field with a
+ * sort index (filter-indexes.ts), only the rows of that index's range are read and tested, the
+ * collection found by its id, so that a collection gone since it was remembered (its seq null) is looked
+ * up again. Otherwise every row of the collection is tested. The first filter on such a field of a
+ * collection large enough, none of whose fields has an index, makes the index of the first (as the
+ * first page ordered by a field makes its); the field the page is ordered by comes first.
+ */
+async function filteredPage(source: PageSource, accountId: number, collection: string, page: Page, filter: Filter): Promise<RowsPage> {
+  const [key] = page.order;
+  const found = indexedFields(filter);
+  const fields = [...found.filter(({ field }) => field === key.field), ...found.filter(({ field }) => field !== key.field)];
+  if (fields.length === 0) return queryPage(source, byName(accountId, collection), collection, page);
+  const known = source.knownIndexes.get(accountId, collection);
+  const read = known && (await pageInIndex(source, known, collection, page, fields));
+  if (read) return read;
+  const index = await lookUpIndex(
+    source,
+    accountId,
+    collection,
+    fields.map(({ field }) => field),
+  );
+  return (await pageInIndex(source, index, collection, page, fields)) ?? queryPage(source, byName(accountId, collection), collection, page);
+}
+
+/**
+ * A filtered page read through the first of `fields` the collection has a sort index of. Ordered by
+ * that field alone, or by id under an equality (no count, cursor or versions), it reads the index's
+ * range in the page's order and stops once the page is full; otherwise it sorts the rows of the range
+ * whole. Undefined when the
+ * collection has an index of none of them, or when the collection of that id is gone.
+ */
+async function pageInIndex(
+  source: PageSource,
+  { id, sorted }: { id: number; sorted: readonly string[] },
+  collection: string,
+  page: Page,
+  fields: IndexedField[],
+): Promise<RowsPage | undefined> {
+  const index = inIndex(sorted, fields);
+  if (!index || !page.filter) return undefined;
+  const [key] = page.order;
+  // An equality's keys are of one value, in the order of their rows' ids.
+  const inOrder = index.field === key.field || (key.field === 'id' && oneValue(index.bounds));
+  if (page.order.length === 1 && inOrder && !page.after && !page.count && !page.versions) {
+    // Every key of the range a match: no row needs testing, and the page reads no more than its offset
+    // and limit, as an indexed page does.
+    const exact = index.whole && (index.bounds.rank !== 2 || source.wholeStringKeys);
+    const bounds = source.keyBoundsSql(index.bounds);
+    const filterSql = exact ? raw('true') : source.filterSql(page.filter);
+    const statement = source.filteredSortedPage(id, index.slot, key.direction, bounds, filterSql, page.limit, page.offset);
+    const [part] = await source.read<PagePart>(statement.sql, statement.params, exact ? 'scan' : 'once');
+    const read = joinParts([part]);
+    if (read.seq === null) return undefined;
+    // Not in exact order (PostgreSQL, strings as long as a key is cut at): the range sorted whole.
+    if (read.exact) return { json: read.json, n: read.n, seq: read.seq };
+  }
+  return queryPage(source, byId(id), collection, page, index);
+}
+
+/**
+ * A filter's condition `filter` on the rows whose keys in the sort index in `slot` of the collection are
+ * within `bounds` (the dialect's keyBoundsSql): the index finds them, the filter tests them.
+ */
+export const withinIndex = (collection: CollectionRef, slot: number, bounds: Sql, filter: Sql): Sql =>
+  allOf([sql`rows.id in (select row_id from sort_keys where collection_id = ${collection.id} and slot = ${slot} and ${bounds})`, filter]);
+
+/** The rows a filter keeps can be found in the index of `field`, in `slot`, within `bounds` (`whole`: IndexedField's). */
+export type InIndex = { field: string; slot: number; bounds: KeyBounds; whole: boolean };
+
+/** The first of `fields` the collection has a sort index of, and its slot. */
+export function inIndex(sorted: readonly string[], fields: IndexedField[]): InIndex | undefined {
+  for (const { field, bounds, whole } of fields) {
+    const slot = sorted.indexOf(field);
+    if (slot >= 0) return { field, slot, bounds, whole };
+  }
+  return undefined;
+}
+
+/**
+ * A page of the rows that match the page's filter, after its cursor's place, in its order of one key
+ * or more, sorted whole, with their count when asked: one statement, so that the rows, the count and
+ * the seq are of one snapshot. A page after a place reads only the rows past it (a condition on the
+ * sort keys and the id), so that the hundredth page of a walk costs no more than the first. With
+ * `index`, the rows tested are those of its range only; then undefined when the collection found by id
+ * is gone.
+ */
+async function queryPage(
+  source: PageSource,
+  ref: CollectionRef,
+  collection: string,
+  page: Page,
+  index: InIndex,
+): Promise<RowsPage | undefined>;
+async function queryPage(source: PageSource, ref: CollectionRef, collection: string, page: Page): Promise<RowsPage>;
+async function queryPage(source: PageSource, ref: CollectionRef, collection: string, page: Page, index?: InIndex) {
+  let where = page.filter && source.filterSql(page.filter);
+  if (where && index) where = withinIndex(ref, index.slot, source.keyBoundsSql(index.bounds), where);
+  const { sql: text, params } = source.orderedPage(ref, page, where);
+  // A filter's SQL is made for one request; a page after a place, of the same keys, has the same text.
+  // A page by id after a place is a range of the primary key: an index read, not timed.
+  const byIdOrder = page.order.length === 1 && page.order[0].field === 'id' && !page.count;
+  const [part] = await source.read<PagePart>(text, params, where ? 'once' : byIdOrder ? 'scan' : 'sort');
+  const { json, n, seq } = joinParts([part]);
+  if (seq === null) {
+    if (index) return undefined;
+    throw collectionNotFound(collection);
+  }
+  return page.count ? { json, n, seq, total: Number(part.total) } : { json, n, seq };
+}
+
+/**
+ * The page from the sort index of its field, made now if the collection is large enough and has none;
+ * undefined when there is no index to read, or when its order would not be exact: then the collection
+ * is sorted whole.
+ */
+async function indexedPage(
+  source: PageSource,
+  accountId: number,
+  collection: string,
+  page: Page,
+  { field, direction }: SortKey,
+): Promise<RowsPage | undefined> {
+  const { knownIndexes } = source;
+  const read = (collectionId: number, slot: number) =>
+    page.after
+      ? pageAfter(source, collectionId, slot, direction, page.after, page.limit)
+      : sortedPage(source, collectionId, slot, direction, page);
+  // A collection known to have the index: its page at once, unless the collection of that id is gone
+  // (ids are never reused: the name may now be another collection's, or none).
+  const known = knownIndexes.get(accountId, collection);
+  const knownSlot = known?.sorted.indexOf(field) ?? -1;
+  if (known && knownSlot >= 0) {
+    const { json, n, seq, exact } = await read(known.id, knownSlot);
+    if (seq !== null) return exact ? { json, n, seq } : undefined;
+  }
+  const index = await lookUpIndex(source, accountId, collection, [field]);
+  const slot = index.sorted.indexOf(field);
+  if (slot < 0) return undefined;
+  const { json, n, seq, exact } = await read(index.id, slot);
+  // No seq: the collection was deleted since it was looked up (and maybe made again): read by name.
+  return seq !== null && exact ? { json, n, seq } : undefined;
+}
+
+/**
+ * The collection's id and indexed fields, as the database has them now, and remembered: when it has an
+ * index of none of `fields` and is large enough, the index of the first is made now (unless it has as
+ * many as it may). 404 when the collection does not exist.
+ */
+export async function lookUpIndex(
+  source: PageSource,
+  accountId: number,
+  collection: string,
+  fields: readonly string[],
+): Promise<{ id: number; sorted: string[] }> {
+  const { sortIndexes } = source;
+  const [found] = await source.read<CollectionRow>(collectionSql, [accountId, collection], 'point');
+  if (!found) throw collectionNotFound(collection);
+  const sorted = JSON.parse(found.sorted) as string[];
+  if (!fields.some((field) => sorted.includes(field)) && Number(found.row_count) >= sortIndexes.minRows && sortIndexes.max > 0) {
+    const slot = await source.makeSortIndex(accountId, collection, fields[0], sortIndexes.max);
+    if (slot === sorted.length) sorted.push(fields[0]);
+  }
+  const id = Number(found.id);
+  source.knownIndexes.set(accountId, collection, id, sorted);
+  return { id, sorted };
+}
+
+/**
+ * A page from the sort index in `slot`. An ascending page, and a descending one that ends before the
+ * rows missing the field, is one statement. One that reaches them reads the rest from the missing
+ * ones, in the same snapshot, so that a change made meanwhile never shows half.
+ */
+async function sortedPage(source: PageSource, collectionId: number, slot: number, order: Direction, page: Page): Promise<Joined> {
+  const index: SortIndex = { source, collectionId, slot, order };
+  const present = await firstPart(source.read, index, page);
+  if (order === 'asc' || Number(present.n) === page.limit) return joinParts([present]);
+  return source.snapshot((read) => restOfDescendingPage(read, index, page));
+}
+
+/**
+ * A page of the rows after a place in the order of the sort index in `slot`: one statement, which
+ * seeks the index to the place (pages.ts, sortedPages) and so reads no key before it. Not exact when
+ * the index cannot find the place (then the page sorts whole).
+ */
+async function pageAfter(
+  source: PageSource,
+  collectionId: number,
+  slot: number,
+  order: Direction,
+  place: Position,
+  limit: number,
+): Promise<Joined> {
+  const statement = source.sortedPageAfter(collectionId, slot, order, place, limit);
+  // A place the index cannot find exactly: read as a page whose order is not exact, sorted whole.
+  if (!statement) return { json: '[]', n: 0, seq: 0, exact: false };
+  const [part] = await source.read<PagePart>(statement.sql, statement.params);
+  return joinParts([part]);
+}
+
+/** A descending page that reaches past the rows that have the field, read in one snapshot. */
+async function restOfDescendingPage(read: SnapshotRead, index: SortIndex, page: Page): Promise<Joined> {
+  const present = await firstPart(read, index, page);
+  if (Number(present.n) === page.limit) return joinParts([present]);
+  // Past the present values: the missing ones start at the offset's remainder, 0 on this page's own.
+  let offset = 0;
+  if (Number(present.n) === 0) {
+    const [{ n }] = await read<{ n: number | string }>(presentCountSql, [index.collectionId, index.slot]);
+    offset = page.offset - Number(n);
+  }
+  return joinParts([present, await readPart(read, index, 'missing', page.limit - Number(present.n), offset)]);
+}
+
+/** Where sortedPage() reads: the index of one collection's field, in the page's order. */
+interface SortIndex {
+  source: PageSource;
+  collectionId: number;
+  slot: number;
+  order: Direction;
+}
+
+/** A page's first part: all of it when ascending; descending, its rows that have the field. */
+const firstPart = (read: SnapshotRead, index: SortIndex, page: Page) =>
+  readPart(read, index, index.order === 'asc' ? 'all' : 'present', page.limit, page.offset);
+
+/** The rows of `range` in the sort index, from `offset`, at most `limit`, as one part of a page. */
+async function readPart(
+  read: SnapshotRead,
+  { source, collectionId, slot, order }: SortIndex,
+  range: KeyRange,
+  limit: number,
+  offset: number,
+) {
+  const { sql, params } = source.sortedPage(collectionId, slot, order, range, limit, offset);
+  const [part] = await read<PagePart>(sql, params);
+  return part;
+}
+
+/**
+ * A page made of its parts, in order (all read in one snapshot): its JSON text, the seq of that
+ * snapshot (null when the collection is gone), and whether its order is exact.
+ */
+function joinParts(parts: PagePart[]): Joined {
+  // No text for rows that are there: PostgreSQL found them longer than a page may be.
+  if (parts.some((part) => part.json === null && Number(part.n) > 0)) throw pageTooLarge();
+  const texts = parts.flatMap((part) => (part.json === null ? [] : [part.json]));
+  const seq = parts[0].seq === null ? null : Number(parts[0].seq);
+  let n = 0;
+  for (const part of parts) n += Number(part.n);
+  return { json: `[${texts.join(',')}]`, n, seq, exact: parts[0].exact !== false };
+}
+
+/** A collection as a page finds it: SQL of its id, and of its latest event seq (null when there is no such collection). */
+export interface CollectionRef {
+  id: Sql;
+  lastSeq: Sql;
+}
+
+/** The account's collection by name, as a page finds it. */
+export const byName = (accountId: number, name: string): CollectionRef => ({
+  id: sql`(select id from collections where account_id = ${accountId} and name = ${name})`,
+  lastSeq: sql`(select last_seq from collections where account_id = ${accountId} and name = ${name})`,
+});
+
+/** A collection by its id, as a page read through a sort index finds it (its seq null once it is gone). */
+export const byId = (id: number): CollectionRef => ({ id: sql`${id}`, lastSeq: sql`(select last_seq from collections where id = ${id})` });
+
+/** One column of a page's order beside the place's value of it (afterPlace()). */
+export interface PlacedColumn {
+  column: OrderColumn;
+  at?: Sql;
+}
+
+/**
+ * How a dialect orders a page sorted whole by a field other than the id: the `columns` that read it
+ * (after a comma, named by `index`, its place in the order), their `bindings`, and its columns of the
+ * order, each beside the value at the page's place (`at`, the place's key of the field, when the page
+ * comes after one).
+ */
+export type FieldOrder = (
+  field: string,
+  index: number,
+  direction: Direction,
+  at: KeyValue | null | undefined,
+) => { columns: string; bindings: SqlValue[]; order: PlacedColumn[] };
+
+/**
+ * A page sorted whole, as both dialects make it, in one row `{ n, json, seq }`: the rows of the
+ * collection with their `id`, `data` and what `byField` reads of each field of the order are kept by
+ * `where` (the filter's) and by the place the page comes after (afterPlace()), ordered by those fields
+ * and then by id, cut to the page and joined by `pageJson`; `seq` is read by the same statement, null
+ * when there is no such collection. Its text depends only on the directions, how the fields are read
+ * and how the collection is found, so a prepared statement serves every field name. Its LIMIT is `+?`,
+ * as pageRange (../sql/reads.ts) says why.
+ */
+export function wholePage(
+  pageJson: (order: string) => string,
+  byField: FieldOrder,
+  collection: CollectionRef,
+  page: Page,
+  where?: Sql,
+): Statement {
+  let columns = pageColumns(page.versions);
+  const bindings: SqlValue[] = [];
+  const placed: PlacedColumn[] = [];
+  const afterId = page.after && sql`${page.after.id}`;
+  page.order.forEach(({ field, direction }, index) => {
+    if (field === 'id') {
+      placed.push({ column: { sql: 'id', direction }, at: afterId });
+      return;
+    }
+    const read = byField(field, index, direction, page.after?.values[index]);
+    columns += read.columns;
+    bindings.push(...read.bindings);
+    placed.push(...read.order);
+  });
+  // Ties break by id.
+  if (!page.order.some((key) => key.field === 'id'))
+    placed.push({ column: { sql: 'id', direction: tieDirection(page.order) }, at: afterId });
+  const order = placed.map(({ column }) => `${column.sql} ${column.direction}`).join(',\n        ');
+  const after = page.after && afterPlace(placed);
+  const filtered = where ? sql` and (${where})` : raw('');
+  const total = page.count ? sql`, (select count(*) from rows where collection_id = ${collection.id}${filtered}) as total` : raw('');
+  const rows = sql`select ${{ sql: columns, params: bindings }} from rows where collection_id = ${collection.id}${filtered}`;
+  return sql`select count(*) as n, ${raw(pageJson(order))} as json,
+        ${collection.lastSeq} as seq${total}
+      from (select * from (${rows}) r${after ? sql` where ${after}` : raw('')} order by ${raw(order)} limit +${page.limit} offset ${page.offset}) r`;
+}
+
+/** One column of a page's order, as SQL on the columns `rows` selects, and its direction. */
+export interface OrderColumn {
+  sql: string;
+  direction: Direction;
+}
+
+/**
+ * The rows strictly after a place in the order of `columns` (the last of them the id), each column
+ * beside the place's value of it (`at`, SQL with its bindings; undefined where every row that ties on
+ * the columns before holds null, as an object's or a missing field's value does): later in the first
+ * column, or equal in it and later in the rest. Nested, so that it grows with the columns, not their
+ * square.
+ */
+export function afterPlace(columns: readonly PlacedColumn[]): Sql {
+  let condition: Sql | undefined;
+  for (let index = columns.length - 1; index >= 0; index--) {
+    const { column, at } = columns[index];
+    if (!at) continue;
+    const later = sql`${raw(column.sql)} ${raw(column.direction === 'asc' ? '>' : '<')} ${at}`;
+    condition = condition ? sql`${later} or (${raw(column.sql)} = ${at} and (${condition}))` : later;
+  }
+  return condition ?? raw('true');
+}
+
+/**
+ * How a dialect writes the statements of sortedPages: `param(n)`, the placeholder of a statement's n-th
+ * binding, numbered so that a binding used in several places is bound once; `sql(placeholder)`, a sort
+ * key's number or string where a statement compares it with the keys; and `value`, its binding, or
+ * undefined when no key can be compared with it exactly.
+ */
+export interface KeyBinding {
+  param(n: number): string;
+  sql(placeholder: string): string;
+  value(scalar: number | string): SqlValue | undefined;
+}
+
+/**
+ * The numbers of the bindings of sortedPages' statements: a page of a range binds the collection's id,
+ * the slot, the limit and the offset; a page after a place binds the collection's id, the slot, the
+ * limit, the place's rank, its row's id and, when the rank has one (a number, string or boolean), its
+ * value, last, so that a statement without it binds no more than it names.
+ */
+const binding = { collectionId: 1, slot: 2, limit: 3, offset: 4, rank: 4, id: 5, value: 6 } as const;
+
+/** The placeholder of the binding `name` (binding) in a statement of sortedPages. */
+const placeholder = (bind: KeyBinding, name: keyof typeof binding) => bind.param(binding[name]);
+
+/** Which of a sort key's columns place a page after a row (sortedPages): none (ranks 4 and 5), `num` or `str`. */
+type PlaceColumn = 'none' | 'num' | 'str';
+
+/**
+ * A dialect's PageSource.sortedPage and sortedPageAfter from its statement `text`, given the SQL of the
+ * keys a page reads (`rank, num, str, row_id` in the page's order), of that order, and the placeholder
+ * of the collection's id: each text made once for each shape, since statements are kept by their text.
+ * Their bindings are numbered as `binding` says; each LIMIT is `+` its binding, as pageRange (../sql/reads.ts)
+ * says why.
+ *
+ * A page after a place is the keys of the index past it, as ranges of the index one after another,
+ * each read from its start: the place's key with a later id; the same rank with a later value (for
+ * numbers, strings and booleans); the later ranks (descending: the lower ranks, then the missing ones).
+ * So a page deep into a walk reads no more of the index than the first. `part` numbers the ranges, for
+ * PostgreSQL's string_agg to order by.
+ */
+export function sortedPages(
+  text: (keys: string, order: string, collectionId: string) => string,
+  bind: KeyBinding,
+): Pick<PageSource, 'sortedPage' | 'sortedPageAfter'> {
+  const collectionId = placeholder(bind, 'collectionId');
+  const inIndex = `collection_id = ${collectionId} and slot = ${placeholder(bind, 'slot')}`;
+  const limit = `limit +${placeholder(bind, 'limit')}`;
+  const rangeText = (dir: Direction, range: KeyRange) =>
+    text(
+      `select rank, num, str, row_id from sort_keys where ${inIndex} ${ranks[range]}
+      order by ${keyOrder('', dir)} ${limit} offset ${placeholder(bind, 'offset')}`,
+      keyOrder('k.', dir),
+      collectionId,
+    );
+  const texts = {
+    asc: { all: rangeText('asc', 'all'), present: rangeText('asc', 'present'), missing: rangeText('asc', 'missing') },
+    desc: { all: rangeText('desc', 'all'), present: rangeText('desc', 'present'), missing: rangeText('desc', 'missing') },
+  };
+  const afterText = (order: Direction, column: PlaceColumn, laterRanks: boolean) => {
+    const parts = rangesAfter(order, column, laterRanks, bind).map(
+      (range, index) => `select * from (select ${index} as part, rank, num, str, row_id from sort_keys
+        where ${inIndex} and ${range} order by ${keyOrder('', order)} ${limit}) k${index}`,
+    );
+    return text(`${parts.join('\n      union all ')}\n      ${limit}`, `k.part, ${keyOrder('k.', order)}`, collectionId);
+  };
+  const afterTexts = new Map<string, string>();
+  return {
+    sortedPage: (id, slot, order, range, limit, offset) => ({ sql: texts[order][range], params: [id, slot, limit, offset] }),
+    sortedPageAfter(id, slot, order, place, limit) {
+      const { rank, scalar } = place.values[0] ?? { rank: 5, scalar: null };
+      const params: SqlValue[] = [id, slot, limit, rank, place.id];
+      if (scalar !== null) {
+        const value = bind.value(typeof scalar === 'boolean' ? Number(scalar) : scalar);
+        if (value === undefined) return undefined;
+        params.push(value);
+      }
+      const column: PlaceColumn = scalar === null ? 'none' : rank === 2 ? 'str' : 'num';
+      const shape = `${order} ${column} ${rank < 5}`;
+      let sql = afterTexts.get(shape);
+      if (!sql) {
+        sql = afterText(order, column, rank < 5);
+        afterTexts.set(shape, sql);
+      }
+      return { sql, params };
+    },
+  };
+}
+
+/**
+ * The ranges of a sort index after a place (sortedPages), each a condition on its keys, with the
+ * place's rank, row id and value bound as sortedPageAfter binds them.
+ */
+function rangesAfter(order: Direction, column: PlaceColumn, laterRanks: boolean, bind: KeyBinding): string[] {
+  const later = order === 'asc' ? '>' : '<';
+  const [rank, id] = [placeholder(bind, 'rank'), placeholder(bind, 'id')];
+  const ranges: string[] = [];
+  if (column === 'none') {
+    ranges.push(`rank = ${rank} and num is null and str is null and row_id ${later} ${id}`);
+  } else {
+    const value = bind.sql(placeholder(bind, 'value'));
+    // A number's or boolean's key has no string, a string's no number: `num is null` puts a string's
+    // range right after the rank's in the index, and a condition on `str` after the range of `num`
+    // would have SQLite sort each run of equal numbers again.
+    const [sameKey, laterKey] =
+      column === 'str'
+        ? [`num is null and str = ${value}`, `num is null and str ${later} ${value}`]
+        : [`num = ${value} and str is null`, `num ${later} ${value}`];
+    ranges.push(`rank = ${rank} and ${sameKey} and row_id ${later} ${id}`, `rank = ${rank} and ${laterKey}`);
+  }
+  if (laterRanks) {
+    if (order === 'asc') ranges.push(`rank > ${rank}`);
+    else ranges.push(`rank < ${rank}`, 'rank = 5');
+  }
+  return ranges;
+}

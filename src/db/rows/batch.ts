@@ -1,0 +1,243 @@
+// A batch (openapi.yaml, writeBatch): several writes of rows, over any of the account's collections, in
+// one transaction, in the order sent, each made by the same steps its own request takes (the dialect's
+// RowWrites, upserts.ts, writes.ts), so that a later operation sees the earlier ones' writes. The
+// first that fails rolls the whole batch back, and its problem names it (`operation`). Each write
+// announces its collection on commit, as alone, so the feed sends the batch's events once it committed.
+import { ApiError, collectionNotFound, queryTimeout } from '../../errors.ts';
+import type { Once } from '../../idempotency/answers.ts';
+import type { Patch } from '../../patches/index.ts';
+import { advance } from '../collections/collections.ts';
+import { uniqueViolationAt, type WrittenRow } from '../collections/indexes.ts';
+import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
+import { beginOnce, recordOnce } from './idempotency.ts';
+import {
+  assignable,
+  type Fields,
+  type FirstInserted,
+  type InsertedRows,
+  insertedRows,
+  overRowBound,
+  rowJson,
+  rowNotFound,
+  rowTooLarge,
+  type VersionedRow,
+  versionOf,
+} from './rows.ts';
+import { type Upserted, type UpsertWrites, upsertRowsIn } from './upserts.ts';
+import { deleteRowIn } from './writes.ts';
+
+/** One write of a batch, as the handler reads it from the request. */
+export type BatchOperation =
+  | { op: 'insert'; collection: string; rows: Fields[] }
+  | { op: 'update'; collection: string; id: number; patch: Patch; ifMatch?: readonly string[] }
+  | { op: 'delete'; collection: string; id: number; ifMatch?: readonly string[] }
+  | { op: 'upsert'; collection: string; rows: Fields[]; onConflict: string[] };
+
+/** What each operation wrote, in the order of the operations. */
+export type BatchResult =
+  | { op: 'insert'; rows: InsertedRows }
+  | { op: 'update'; row: VersionedRow }
+  | { op: 'delete' }
+  | { op: 'upsert'; rows: Upserted };
+
+export interface BatchOptions {
+  /** The batch's Idempotency-Key: its answer is stored in the batch's transaction (idempotency.ts). */
+  once?: Once<BatchResult[]>;
+  /** The collections the key is limited to: every other is not found, as outside a batch. Default: all. */
+  collections?: ReadonlySet<string>;
+}
+
+/** How a dialect writes rows inside a write transaction it runs: a batch's writes, and an upsert's. */
+export interface RowWrites {
+  /**
+   * Inserts the rows of `inserts`, each an operation's rows' texts, checked against the collection's
+   * schema `schemaId` already, one after another: the first id and seq of each.
+   */
+  insert(collection: string, schemaId: number, inserts: string[][]): Promise<FirstInserted[]>;
+  /**
+   * Patches the row `rowId` (If-Match in `options`), checking it as patched against the schema, its
+   * errors naming the row `place`; `seen` is told the row as patched before it is written. `schemaId`:
+   * the collection's, as the transaction holds it (0 when it holds the row already).
+   */
+  patch(
+    collection: string,
+    schemaId: number,
+    rowId: number,
+    patch: Patch,
+    options?: { ifMatch?: readonly string[] },
+    place?: number,
+    seen?: (row: Fields) => void,
+  ): Promise<VersionedRow>;
+}
+
+/** What a dialect gives a batch to run with. */
+export interface BatchDialect {
+  /** Runs `work` in a write transaction: SQLite's writer, or a transaction of PostgreSQL's pool. */
+  inTransaction<T>(work: (trx: WriteTx) => Promise<T>): Promise<T>;
+  /** The dialect's writes inside `trx`. */
+  writesIn(trx: WriteTx, accountId: number): RowWrites;
+  /** The problem of a refusal of the database other than a unique index's, if the dialect knows it. */
+  refusal?(error: unknown): ApiError | undefined;
+  /** How long a batch may hold the database, in ms (ROWBASE_QUERY_TIMEOUT_MS). */
+  timeoutMs: number;
+}
+
+/**
+ * Runs `operations` in order in one transaction and answers each one's result, or throws the problem
+ * of the first that failed, naming it, with nothing written. The collections named are held first, in
+ * the order of their names, so that two batches over the same collections never wait on each other
+ * in a circle (on PostgreSQL, a deadlock).
+ *
+ * An insert's rows are checked (its schema, its bound) at its turn, and written with the inserts into
+ * its collection that follow, as one statement, once another operation is about to write that
+ * collection, or at the end: no operation reads a collection between, so each sees what it would have
+ * seen, and a batch of single-row inserts costs a statement per collection, not one per row. A unique
+ * index those rows break fails the insert that sent the first of them.
+ */
+export async function writeBatch(
+  db: Dialect,
+  dialect: BatchDialect,
+  accountId: number,
+  operations: readonly BatchOperation[],
+  options: BatchOptions = {},
+): Promise<BatchResult[]> {
+  const visible = (collection: string) => options.collections?.has(collection) ?? true;
+  /** The operation under way (or, while a collection's inserts are written, the first of them): a failure names it. */
+  let at = -1;
+  /** By collection, the rows its operations wrote so far, as a unique index sees them, and the operation of each. */
+  const tried = new Map<string, { rows: WrittenRow[]; operations: number[] }>();
+  const note = (collection: string, operation: number, rows: WrittenRow[]) => {
+    const written = tried.get(collection) ?? { rows: [], operations: [] };
+    for (const row of rows) {
+      written.rows.push(row);
+      written.operations.push(operation);
+    }
+    tried.set(collection, written);
+  };
+  try {
+    return await dialect.inTransaction(async (trx) => {
+      const deadline = Date.now() + dialect.timeoutMs;
+      if (options.once) await beginOnce(db, trx, accountId, options.once);
+      const named = [...new Set(operations.map((operation) => operation.collection))].filter(visible);
+      const schemas = await holdCollections(db, trx, accountId, named);
+      const writes = dialect.writesIn(trx, accountId);
+      const read = <T>(sql: string, params: SqlValue[]) => db.run<T>(trx, sql, params);
+      /** The collection's schema id; 404 for one that is not there, or that the key may not see. */
+      const schemaOf = (collection: string) => {
+        const schemaId = schemas.get(collection);
+        if (schemaId === undefined) throw collectionNotFound(collection);
+        return schemaId;
+      };
+      const results: BatchResult[] = [];
+      /** By collection, the inserts checked and not yet written: each one's operation and its rows' texts. */
+      const pending = new Map<string, { operation: number; texts: string[] }[]>();
+      /** Writes the collection's pending inserts, as one statement, and answers each. */
+      const writePending = async (collection: string) => {
+        const inserts = pending.get(collection);
+        if (!inserts) return;
+        pending.delete(collection);
+        const before = at;
+        at = inserts[0].operation;
+        const firsts = await writes.insert(
+          collection,
+          schemaOf(collection),
+          inserts.map(({ texts }) => texts),
+        );
+        for (const [index, { operation, texts }] of inserts.entries()) {
+          results[operation] = { op: 'insert', rows: insertedRows(firsts[index], texts) };
+        }
+        at = before;
+      };
+      for (const [index, operation] of operations.entries()) {
+        at = index;
+        if (Date.now() > deadline) throw queryTimeout(dialect.timeoutMs);
+        const { collection } = operation;
+        const schemaId = schemaOf(collection);
+        if (operation.op === 'insert') {
+          const texts = operation.rows.map((fields) => JSON.stringify(fields));
+          if (texts.some(overRowBound)) throw rowTooLarge();
+          await db.schemas.check(read, schemaId, collection, operation.rows);
+          note(
+            collection,
+            index,
+            operation.rows.map((fields) => ({ fields })),
+          );
+          pending.set(collection, [...(pending.get(collection) ?? []), { operation: index, texts }]);
+          continue;
+        }
+        await writePending(collection);
+        switch (operation.op) {
+          case 'update': {
+            if (!assignable(operation.id)) throw rowNotFound(collection, operation.id);
+            const seen = (fields: Fields) => note(collection, index, [{ id: operation.id, fields }]);
+            const row = await writes.patch(collection, schemaId, operation.id, operation.patch, { ifMatch: operation.ifMatch }, 0, seen);
+            results[index] = { op: 'update', row };
+            break;
+          }
+          case 'delete':
+            if (!assignable(operation.id)) throw rowNotFound(collection, operation.id);
+            await deleteRowIn(db, trx, accountId, collection, operation.id, { ifMatch: operation.ifMatch });
+            results[index] = { op: 'delete' };
+            break;
+          case 'upsert': {
+            if (operation.rows.some((fields) => overRowBound(JSON.stringify(fields)))) throw rowTooLarge();
+            const upsertWrites = {
+              ...upsertWritesOf(writes, collection),
+              tried: (rows: WrittenRow[]) => note(collection, index, rows.slice(-1)),
+            };
+            const place = { in: 'body' as const, name: `/operations/${index}/on_conflict` };
+            results[index] = {
+              op: 'upsert',
+              rows: await upsertRowsIn(db, trx, accountId, collection, operation.rows, operation.onConflict, upsertWrites, place),
+            };
+            break;
+          }
+        }
+      }
+      for (const collection of pending.keys()) await writePending(collection);
+      if (Date.now() > deadline) throw queryTimeout(dialect.timeoutMs);
+      at = -1;
+      if (options.once) await recordOnce(db, trx, accountId, options.once, results);
+      return results;
+    });
+  } catch (error) {
+    if (at < 0) throw error;
+    const collection = operations[at].collection;
+    const { rows, operations: ofRows } = tried.get(collection) ?? { rows: [], operations: [] };
+    if (db.isUniqueViolation(error)) {
+      const violation = await uniqueViolationAt(db, accountId, collection, rows);
+      if (violation) throw violation.problem.inOperation(ofRows[violation.place]);
+    }
+    const problem = error instanceof ApiError ? error : dialect.refusal?.(error);
+    // A patch's errors name places in the patch (patch_conflict): here, in the operation's `patch`.
+    throw problem?.inOperation(at, operations[at].op === 'update' ? `/operations/${at}/patch` : undefined) ?? error;
+  }
+}
+
+/**
+ * Holds the account's `collections` for the rest of `trx`, in the order of their names, and answers the
+ * schema id of each that exists (a missing one fails its operation, when the batch comes to it).
+ */
+async function holdCollections(db: Dialect, trx: WriteTx, accountId: number, collections: string[]): Promise<Map<string, number>> {
+  const schemas = new Map<string, number>();
+  for (const collection of collections.sort()) {
+    try {
+      schemas.set(collection, (await advance(db, trx, accountId, collection, 0)).schemaId);
+    } catch (error) {
+      if ((error as ApiError).code !== 'not_found') throw error;
+    }
+  }
+  return schemas;
+}
+
+/** An upsert's writes of one collection, made with the dialect's RowWrites (upserts.ts). */
+export function upsertWritesOf(writes: RowWrites, collection: string): Omit<UpsertWrites, 'tried'> {
+  return {
+    async insert(schemaId, fields) {
+      const text = JSON.stringify(fields);
+      const [first] = await writes.insert(collection, schemaId, [[text]]);
+      return { json: rowJson(first.id, text), version: versionOf(first.collectionId, first.seq) };
+    },
+    patch: (rowId, patch, place) => writes.patch(collection, 0, rowId, patch, undefined, place),
+  };
+}

@@ -1,0 +1,80 @@
+// A collection read whole for `rowbase export` (docs/operations.md, "Export and import"): its
+// description, then its rows by id in keyset pages, all in one snapshot, so that the rows are exactly
+// those the events up to the stated seq made, whatever is written meanwhile. The caller takes each
+// page before the next is read: one page is all that is held at once.
+import { collectionNotFound } from '../../errors.ts';
+import type { RowSchema } from '../collections/schemas.ts';
+import type { PageSource } from '../reads/pages.ts';
+import { EXPORT_PAGE_ROWS, exportedCollectionSql, exportedIndexesSql, exportRowsSql } from '../sql/rows.ts';
+
+/** A collection as an export describes it, as of the snapshot it was read in. */
+export interface ExportedCollection {
+  name: string;
+  created_at: string;
+  /** The latest seq of its events: the rows are what the events up to it made. */
+  seq: number;
+  /** The last row id handed out; the next row inserted takes the one after. */
+  last_row_id: number;
+  row_count: number;
+  /** Its schema (openapi.yaml, RowSchema), when it has one. */
+  schema?: RowSchema;
+  /** Its declared indexes (openapi.yaml, NewIndex), when it has some. */
+  indexes?: { fields: string[]; unique: boolean }[];
+}
+
+/** A stored row: its id and its text (its fields but id, as JSON.stringify wrote them). */
+export interface StoredRow {
+  id: number;
+  data: string;
+}
+
+/** What an export hands its rows to; each promise settles once the part is taken (written out). */
+export interface CollectionReader {
+  collection(collection: ExportedCollection): Promise<void>;
+  /** One page of rows, in id order, of EXPORT_PAGE_ROWS rows at most. */
+  rows(rows: StoredRow[]): Promise<void>;
+}
+
+type CollectionRow = {
+  id: number | string;
+  name: string;
+  created_at: string;
+  row_count: number | string;
+  last_row_id: number | string;
+  last_seq: number | string;
+  schema: string | null;
+};
+
+/** Reads the account's collection `name` into `reader` in one snapshot of `snapshot`'s; 404 when there is no such collection. */
+export function exportCollection(
+  snapshot: PageSource['snapshot'],
+  accountId: number,
+  name: string,
+  reader: CollectionReader,
+): Promise<void> {
+  return snapshot(async (read) => {
+    const [found] = await read<CollectionRow>(exportedCollectionSql, [accountId, name]);
+    if (!found) throw collectionNotFound(name);
+    const collectionId = Number(found.id);
+    const described: ExportedCollection = {
+      name: found.name,
+      created_at: found.created_at,
+      seq: Number(found.last_seq),
+      last_row_id: Number(found.last_row_id),
+      row_count: Number(found.row_count),
+    };
+    if (found.schema !== null) described.schema = JSON.parse(found.schema) as RowSchema;
+    const indexes = await read<{ fields: string; is_unique: boolean | number }>(exportedIndexesSql, [collectionId]);
+    if (indexes.length > 0)
+      described.indexes = indexes.map((index) => ({ fields: JSON.parse(index.fields), unique: Boolean(index.is_unique) }));
+    await reader.collection(described);
+    for (let after = 0; ; ) {
+      const page = await read<{ id: number | string; data: string }>(exportRowsSql, [collectionId, after]);
+      if (page.length === 0) return;
+      const rows = page.map((row) => ({ id: Number(row.id), data: row.data }));
+      await reader.rows(rows);
+      if (page.length < EXPORT_PAGE_ROWS) return;
+      after = rows[rows.length - 1].id;
+    }
+  });
+}

@@ -1,0 +1,126 @@
+// Rows as both dialects store and answer them (openapi.yaml, Row): a row's fields but `id` are stored
+// as the JSON text JSON.stringify wrote, and answered as JSON text made from it, never parsed again.
+import type { components } from '../../../generated/openapi.ts';
+import { ApiError, notFound, validationFailed } from '../../errors.ts';
+import type { Once } from '../../idempotency/answers.ts';
+import { collectionId } from '../collections/collections.ts';
+import type { Dialect } from '../engine/dialect.ts';
+
+export type Row = components['schemas']['Row'];
+export type Fields = Record<string, unknown>;
+/** JSON text of a value of type T. */
+export type Json<T> = string & { readonly json?: T };
+
+/**
+ * A row's JSON text from its stored text (the fields but id, as JSON.stringify wrote them), the same
+ * as JSON.stringify of the row, without parsing it. rowJsonWith() in ../sql/reads.ts makes the same in SQL.
+ */
+export const rowJson = (id: number | string, data: string) => (data === '{}' ? `{"id":${id}}` : `{"id":${id},${data.slice(1)}`);
+
+/** Rows of consecutive ids from `firstId` as rowJson() makes each, as one JSON array, appended one by one. */
+export function rowsJson(firstId: number, texts: string[]): string {
+  let json = '[';
+  for (let index = 0; index < texts.length; index++) {
+    if (index > 0) json += ',';
+    json += rowJson(firstId + index, texts[index]);
+  }
+  return `${json}]`;
+}
+
+/** What an insert answers: the rows, and the version of each (versionOf), in order. */
+export interface InsertedRows {
+  json: Json<Row[]>;
+  versions: string[];
+}
+
+/** The first of a request's inserted rows: its collection, its id and the seq of its event; the others follow it. */
+export interface FirstInserted {
+  collectionId: number;
+  id: number;
+  seq: number;
+}
+
+/** Rows inserted with consecutive ids and seqs from `first`, whose stored texts are `texts`. */
+export function insertedRows({ collectionId, id, seq }: FirstInserted, texts: string[]): InsertedRows {
+  return { json: rowsJson(id, texts), versions: texts.map((_, index) => versionOf(collectionId, seq + index)) };
+}
+
+/**
+ * The most a page's rows may weigh, as JSON text: 16 MiB, sixteen rows of the largest body by default.
+ * A page is one string, made in the database and answered whole: a thousand rows of 1 MiB would be a
+ * string longer than V8 can hold. A larger page is refused (pageTooLarge()).
+ */
+export const MAX_PAGE_BYTES = 16 * 1024 * 1024;
+
+/**
+ * The most a row may weigh, as the JSON text of its fields: 15 MiB, so that a page of one row always
+ * fits. Patches add fields, so without a bound a row would grow by a body's worth with each one, until
+ * answering it made a string longer than V8 can hold (rowTooLarge()).
+ */
+export const MAX_ROW_BYTES = 15 * 1024 * 1024;
+
+/** Whether `text` weighs more than a row may: only a text of over a third of it can (3 bytes a UTF-16 unit at most). */
+export const overRowBound = (text: string) => text.length > MAX_ROW_BYTES / 3 && Buffer.byteLength(text) > MAX_ROW_BYTES;
+
+/** 413 for a write that would make a row weigh more than MAX_ROW_BYTES: nothing of it is stored. */
+export const rowTooLarge = () =>
+  new ApiError('payload_too_large', `A row may weigh ${MAX_ROW_BYTES} bytes at most, as the JSON text of its fields.`);
+
+/** 400 for a page whose rows weigh more than MAX_PAGE_BYTES: fewer rows at a time can be read. */
+export const pageTooLarge = () =>
+  validationFailed('The rows of this page are too large to answer at once.', [
+    { in: 'query', name: 'limit', message: `asks for rows that add up to more than ${MAX_PAGE_BYTES} bytes; ask for fewer` },
+  ]);
+
+/**
+ * A row's version as its ETag's opaque text (openapi.yaml, ETag): its collection's id, which a
+ * collection made again under the same name does not share, and the seq of the change that made the
+ * row as it is, which no other change of the collection takes.
+ */
+export const versionOf = (collectionId: number | string, seq: number | string) => `${collectionId}.${seq}`;
+
+/** The rows a change by filter changed, in id order: how many, and their JSON texts as one array. */
+export interface ChangedRows {
+  count: number;
+  json: Json<Row[]>;
+}
+
+/** A row's JSON text and its version (versionOf). */
+export interface VersionedRow {
+  json: Json<Row>;
+  version: string;
+}
+
+/** What a write of rows asks besides the change itself; `R` its result. */
+export interface WriteOptions<R> {
+  /**
+   * If-Match (RFC 9110 §13.1.1): the versions the row may have for the write to happen; any when
+   * absent. Checked in the write's own transaction, so that no write comes between the check and it.
+   */
+  ifMatch?: readonly string[];
+  /** Its Idempotency-Key: its answer is stored in the write's transaction (idempotency.ts). */
+  once?: Once<R>;
+}
+
+/** 412 for a row whose version is none of If-Match's: nothing of the write is stored. */
+export const preconditionFailed = (collection: string, id: number) =>
+  new ApiError('precondition_failed', `Row ${id} of collection ${collection} has changed: its ETag matches none of If-Match.`);
+
+/** Whether a row of `version` may be written under `options` (its If-Match). */
+export const versionMatches = (options: { ifMatch?: readonly string[] } | undefined, version: string) =>
+  options?.ifMatch === undefined || options.ifMatch.includes(version);
+
+export const rowNotFound = (collection: string, id: number) => notFound(`There is no row ${id} in collection ${collection}.`);
+
+/**
+ * Whether `id` may name a row: the service assigns ids from 1, and a JavaScript number names no integer
+ * past 2^53 − 1 exactly. Any other integer is a row that is absent (openapi.yaml, RowId: 404), and is
+ * never sent to the database: PostgreSQL's bigint refuses the largest.
+ */
+export const assignable = (id: number) => Number.isSafeInteger(id) && id >= 1;
+
+/** The 404 of a row id that is not assignable(): of the collection, when that is absent too. */
+export async function noSuchRow(db: Dialect, accountId: number, collection: string, rowId: number): Promise<never> {
+  await collectionId(db, accountId, collection);
+  throw rowNotFound(collection, rowId);
+}

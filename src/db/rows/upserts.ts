@@ -1,0 +1,110 @@
+// Upserts (openapi.yaml, insertRows with `on_conflict`): each row whose values of a unique index's fields
+// a stored row holds patches that row (a top-level merge), every other is inserted, in the order sent,
+// all in one transaction that holds the collection's row from its start, so that no other write of the
+// collection comes between a row's look-up and its write. Each dialect writes a row with the statements
+// of its own inserts and patches (UpsertWrites), events and sort keys with them.
+import { type FieldError, validationFailed } from '../../errors.ts';
+import type { Once } from '../../idempotency/answers.ts';
+import type { Patch } from '../../patches/index.ts';
+import { advance } from '../collections/collections.ts';
+import { keepingUnique, rowsHolding, uniqueIndexesOf, type WrittenRow } from '../collections/indexes.ts';
+import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
+import { beginOnce, recordOnce } from './idempotency.ts';
+import { type Fields, type Json, overRowBound, type Row, rowTooLarge, type VersionedRow } from './rows.ts';
+
+/** How a dialect writes one row of an upsert inside its transaction. */
+export interface UpsertWrites {
+  /** Inserts `fields` as a new row, checked against the schema `schemaId` already. */
+  insert(schemaId: number, fields: Fields): Promise<VersionedRow>;
+  /** Patches the row `rowId` with `patch`, checking it as patched against the schema, its errors naming the row `place`. */
+  patch(rowId: number, patch: Patch, place: number): Promise<VersionedRow>;
+  /** Told the rows tried so far, as a unique index would see them (indexes.ts, keepingUnique). */
+  tried(rows: WrittenRow[]): void;
+}
+
+/** What an upsert answers: the rows as stored, in the order sent, their versions, and its collection. */
+export interface Upserted {
+  json: Json<Row[]>;
+  versions: string[];
+  collectionId: number;
+}
+
+/**
+ * Upserts `items` into the account's collection in a transaction of `inTransaction`, each row written by
+ * the dialect's `writesIn(trx)`, with its Idempotency-Key's answer (`options.once`); a unique index the
+ * rows break is its 409 (indexes.ts, keepingUnique).
+ */
+export async function upsertRows(
+  db: Dialect,
+  inTransaction: <T>(work: (trx: WriteTx) => Promise<T>) => Promise<T>,
+  accountId: number,
+  collection: string,
+  items: readonly Fields[],
+  onConflict: readonly string[],
+  options: { once?: Once<Upserted> } | undefined,
+  writesIn: (trx: WriteTx) => Omit<UpsertWrites, 'tried'>,
+): Promise<Upserted> {
+  if (items.some((fields) => overRowBound(JSON.stringify(fields)))) throw rowTooLarge();
+  let tried: WrittenRow[] = [];
+  return keepingUnique(
+    db,
+    accountId,
+    collection,
+    () => tried,
+    () =>
+      inTransaction(async (trx) => {
+        if (options?.once) await beginOnce(db, trx, accountId, options.once);
+        const writes = { ...writesIn(trx), tried: (rows: WrittenRow[]) => (tried = rows) };
+        const upserted = await upsertRowsIn(db, trx, accountId, collection, items, onConflict, writes);
+        if (options?.once) await recordOnce(db, trx, accountId, options.once, upserted);
+        return upserted;
+      }),
+  );
+}
+
+/**
+ * Upserts `items` into the account's collection by the unique index whose fields are `onConflict` (400
+ * naming `onConflictAt` when it has none of exactly those fields); 404 for no such collection.
+ */
+export async function upsertRowsIn(
+  db: Dialect,
+  trx: WriteTx,
+  accountId: number,
+  collection: string,
+  items: readonly Fields[],
+  onConflict: readonly string[],
+  writes: UpsertWrites,
+  onConflictAt: Omit<FieldError, 'message'> = { in: 'query', name: 'on_conflict' },
+): Promise<Upserted> {
+  const read = <T>(sql: string, params: SqlValue[]) => db.run<T>(trx, sql, params);
+  const { id, schemaId } = await advance(db, trx, accountId, collection, 0);
+  const index = (await uniqueIndexesOf(read, id)).find(
+    ({ fields }) => fields.length === onConflict.length && fields.every((field) => onConflict.includes(field)),
+  );
+  if (!index) {
+    throw validationFailed(`on_conflict names the fields of a unique index of collection ${collection}, and it has none of those.`, [
+      { ...onConflictAt, message: 'must name the fields of a unique index' },
+    ]);
+  }
+  const rows: string[] = [];
+  const versions: string[] = [];
+  const tried: WrittenRow[] = [];
+  for (const [place, fields] of items.entries()) {
+    const values = index.fields.map((field) => fields[field]);
+    const absent = values.some((value) => value === undefined || value === null);
+    const [holder] = absent ? [] : await rowsHolding(db, read, id, index.fields, values, 1);
+    tried.push({ id: holder, fields });
+    writes.tried(tried);
+    let written: VersionedRow;
+    if (holder === undefined) {
+      await db.schemas.check(read, schemaId, collection, [fields], () => place);
+      written = await writes.insert(schemaId, fields);
+    } else {
+      // A top-level merge of the row's fields, as PATCH with application/json.
+      written = await writes.patch(holder, { format: 'merge', fields }, place);
+    }
+    rows.push(written.json);
+    versions.push(written.version);
+  }
+  return { json: `[${rows.join(',')}]`, versions, collectionId: id };
+}

@@ -1,0 +1,71 @@
+// The SQL of collections both dialects run: making, listing and deleting them, their counters, their
+// schemas and unique indexes, and the sort keys of their sort indexes. A dialect's own SQL is in
+// sqlite/sql/ and postgres/sql/; `npm run generate` writes every statement of each, whole, to generated/sql/.
+/**
+ * The first statement of every write transaction (collections.ts, advance()): moves the collection's
+ * counters by `?` new row ids, `?` events and `?` rows, found by account and name, and answers its id,
+ * counters and sorted fields.
+ */
+export const advanceSql = `update collections set last_row_id = last_row_id + ?, last_seq = last_seq + ?, row_count = row_count + ?
+  where account_id = ? and name = ? returning id, last_row_id, last_seq, sorted, schema_id`;
+
+/**
+ * The first statement of a collection's creation: writes the account's row, which holds it until
+ * commit, so that creations of one account count their collections one after another.
+ */
+export const lockAccountSql = 'update accounts set id = id where id = ?';
+
+/** Makes the account's collection, unless it holds `?` collections already: then no row is answered. */
+export const createCollectionSql = `insert into collections (account_id, name, created_at, row_count)
+  select ?, ?, ?, 0 where (select count(*) from collections where account_id = ?) < ? returning id`;
+
+/** Lists one more field among the collection's sort indexes: `sorted` is the JSON array of them all. */
+export const setSortedSql = 'update collections set sorted = ? where id = ?';
+
+/**
+ * After an INSERT … SELECT of sort keys, a row's key replaces the one it had (SQLite needs the WHERE to
+ * read the upsert's ON CONFLICT as one).
+ */
+export const replaceKey =
+  'where true on conflict (collection_id, row_id, slot) do update set rank = excluded.rank, num = excluded.num, str = excluded.str';
+
+/** The order of sort keys (`k` their table's alias and a dot, or empty), and of rows with equal keys by id. */
+export const keyOrder = (k: string, dir: 'asc' | 'desc') => `${k}rank ${dir}, ${k}num ${dir}, ${k}str ${dir}, ${k}row_id ${dir}`;
+
+const collectionColumns = 'name, created_at, row_count, last_seq';
+export const listCollectionsSql = (collate: string) =>
+  `select ${collectionColumns} from collections where account_id = ? order by name${collate}`;
+/** The collection, with its schema's text (null for none). */
+export const listCollectionSchemasSql = (collate: string) => `select c.name, s.schema from collections c
+  left join collection_schemas s on s.id = c.schema_id where c.account_id = ? order by c.name${collate}`;
+export const getCollectionSql = `select ${collectionColumns}, s.schema from collections c left join collection_schemas s on s.id = c.schema_id
+  where c.account_id = ? and c.name = ?`;
+export const collectionIdSql = 'select id from collections where account_id = ? and name = ?';
+/** A collection's deletion, after advance() holds its row: its rows, events, sort keys, indexes, webhook streams, then itself. */
+export const deleteCollectionSqls = [
+  'delete from rows where collection_id = ?',
+  'delete from events where collection_id = ?',
+  'delete from sort_keys where collection_id = ?',
+  'delete from collection_schemas where collection_id = ?',
+  'delete from collection_indexes where collection_id = ?',
+  'delete from webhook_streams where collection_id = ?',
+  'delete from collections where id = ?',
+];
+
+/** The name of the database's index that a unique index of a collection is (indexes.ts), by its id. */
+export const uniqueIndexName = (id: number) => `rows_unique_${id}`;
+/** The ids of the collection `?`'s unique indexes. */
+export const uniqueIndexIdsSql = 'select id from collection_indexes where collection_id = ? and is_unique';
+
+// Schemas (schemas.ts; openapi.yaml, RowSchema).
+
+/** The account's collection's schema id (0 for none), by name. */
+export const schemaIdSql = 'select schema_id from collections where account_id = ? and name = ?';
+/** A schema's text, by its id. */
+export const schemaTextSql = 'select schema from collection_schemas where id = ?';
+/** Stores a schema of the collection `?`, answering its new id. */
+export const insertSchemaSql = 'insert into collection_schemas (collection_id, schema) values (?, ?) returning id';
+/** Makes schema `?` the collection `?`'s (0: none). */
+export const setSchemaIdSql = 'update collections set schema_id = ? where id = ?';
+/** The collection `?`'s schemas but `?`, gone. */
+export const dropOtherSchemasSql = 'delete from collection_schemas where collection_id = ? and id <> ?';

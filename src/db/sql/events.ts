@@ -1,0 +1,18 @@
+// The SQL of events both dialects run: writing a change's events, the feed's reads, and retention.
+/** The events of a change, `n` of them, seven values each: collection, seq, type, row id, row, the row before (or null), time. */
+export const insertEventsSql = (n: number) =>
+  `insert into events (collection_id, seq, type, row_id, row, previous, at) values ${Array.from({ length: n }, () => '(?, ?, ?, ?, ?, ?, ?)').join(', ')}`;
+
+/** Where a feed can start, in one statement, so in one snapshot: the collection, its latest seq, its oldest retained event. */
+export const feedStartSql = `select id, last_seq, (select min(seq) from events where collection_id = collections.id) as oldest
+  from collections where account_id = ? and name = ?`;
+export const latestSeqSql = 'select last_seq from collections where id = ?';
+/** A page of a collection's events after a seq, up to a seq: their sizes (the row before an update counted too), then the events. */
+export const eventSizesSql = `select seq, length(row) + coalesce(length(previous), 0) as size from events
+  where collection_id = ? and seq > ? and seq <= ? order by seq limit ?`;
+export const eventsSql =
+  'select seq, type, row, previous, at from events where collection_id = ? and seq > ? and seq <= ? order by seq limit ?';
+
+export const collectionsAfterSql = 'select id, last_seq from collections where id > ? order by id limit ?';
+export const oldestEventsSql = 'select seq, at from events where collection_id = ? order by seq limit ?';
+export const pruneEventsSql = 'delete from events where collection_id = ? and seq <= ?';

@@ -1,0 +1,42 @@
+// The SQL of reads both dialects share: the pieces of a page (its range, a row's JSON text, the order of
+// sort keys) and the statements a page or an aggregate runs as they are.
+import { type Sql, sql } from '../reads/filter.ts';
+
+/** The account's collection by name, as a page ordered through a sort index needs it. */
+export const collectionSql = 'select id, row_count, sorted from collections where account_id = ? and name = ?';
+
+/** How many rows have a value for the field of the sort index in a slot: where its missing ones start. */
+export const presentCountSql = 'select count(*) as n from sort_keys where collection_id = ? and slot = ? and rank < 5';
+
+/**
+ * A page's LIMIT and OFFSET, each a binding. SQLite reads the value bound to a bare `limit ?` when it
+ * prepares the statement, and marks the statement to be prepared again whenever that binding is bound
+ * again, which the driver does on every run. A LIMIT of `+?` is an expression that SQLite reads when the
+ * statement runs, as it reads OFFSET; PostgreSQL takes it as it takes `?`.
+ */
+export const pageRange = 'limit +? offset ?';
+
+/**
+ * A row's JSON text from its columns `id` and `data` (its fields but id, as JSON.stringify wrote
+ * them; or the column named `data`), as rowJson() in rows.ts makes it: `rest` is the SQL of that
+ * text after its `{`.
+ */
+export const rowJsonWith = (rest: string, data = 'data') => `'{"id":' || id || case ${data} when '{}' then '}' else ',' || ${rest} end`;
+
+/**
+ * A row of a page read with `versions` (openapi.yaml, VersionedRow): its ETag, made of the columns
+ * `collection_id` and `version` as versionOf() in rows.ts makes its text, and the row as rowJsonWith(rest).
+ */
+export const versionedRowJsonWith = (rest: string) =>
+  `'{"etag":"\\"' || collection_id || '.' || version || '\\"","row":' || ${rowJsonWith(rest)} || '}'`;
+
+/** The columns of `rows` a page reads: the row, and its collection and version when it answers them (versionedRowJsonWith). */
+export const pageColumns = (versions: boolean | undefined) => (versions ? 'id, data, collection_id, version' : 'id, data');
+
+/**
+ * An aggregate's count of the rows whose keys in the sort index in `slot` are within `bounds` (the
+ * dialect's keyBoundsSql), read from the index alone (aggregates.ts), with the collection's latest
+ * event seq in the same statement.
+ */
+export const keyCountSql = (collection: { id: Sql; lastSeq: Sql }, slot: number, bounds: Sql): Sql =>
+  sql`select count(*) as n, ${collection.lastSeq} as seq from sort_keys where collection_id = ${collection.id} and slot = ${slot} and ${bounds}`;

@@ -1,0 +1,58 @@
+// The SQL of rows both dialects run: deletes, changes by filter, Idempotency-Key answers, export and import.
+// Values a client sends are always bindings, never part of the text.
+/** Deletes a row of the collection by id and answers its text, as it was, for the event, and its version, for If-Match. */
+export const deleteRowSql = 'delete from rows where collection_id = ? and id = ? returning data, version';
+
+/**
+ * Changes by filter (../rows/writes.ts): the rows of the collection `?` that the filter `where` (SQL on
+ * `id` and `data`, its bindings after the collection's id) matches, in id order, at most `?` of them.
+ */
+export const matchedRowsSql = (where: string) => `select id, data from rows where collection_id = ? and (${where}) order by id limit ?`;
+
+/** The rows of the collection `?` that `where` matches, deleted. */
+export const deleteRowsWhereSql = (where: string) => `delete from rows where collection_id = ? and (${where})`;
+
+/** The sort keys of the collection `?` of its rows (the collection `?` again) that `where` matches, deleted before the rows. */
+export const deleteKeysWhereSql = (where: string) =>
+  `delete from sort_keys where collection_id = ? and row_id in (select id from rows where collection_id = ? and (${where}))`;
+
+/** A row's keys, of every slot. */
+export const deleteSortKeysSql = 'delete from sort_keys where collection_id = ? and row_id = ?';
+
+/** The stored answer to the account's Idempotency-Key `?`, unless it expired (at `?`). */
+export const onceAnswerSql =
+  'select request_hash, status, headers, body from idempotency_keys where account_id = ? and key = ? and expires_at > ?';
+/**
+ * Stores the answer to a request sent with an Idempotency-Key, in the transaction of the change it
+ * answers: a new key, or one whose answer expired. Answers no row when the key holds an answer that
+ * has not expired (another request stored it first).
+ */
+export const recordOnceSql = `insert into idempotency_keys (account_id, key, request_hash, status, headers, body, created_at, expires_at)
+  values (?, ?, ?, ?, ?, ?, ?, ?)
+  on conflict (account_id, key) do update set request_hash = excluded.request_hash, status = excluded.status,
+    headers = excluded.headers, body = excluded.body, created_at = excluded.created_at, expires_at = excluded.expires_at
+    where idempotency_keys.expires_at <= excluded.created_at
+  returning account_id`;
+
+// Export and import (exports.ts, imports.ts; docs/operations.md, "Export and import").
+
+/** The rows of one page of an export at most: a bound on what the command holds at once. */
+export const EXPORT_PAGE_ROWS = 1000;
+/** The collection as an export describes it, read in the export's snapshot. */
+export const exportedCollectionSql = `select c.id, c.name, c.created_at, c.row_count, c.last_row_id, c.last_seq, s.schema
+  from collections c left join collection_schemas s on s.id = c.schema_id where c.account_id = ? and c.name = ?`;
+/** The collection's declared indexes, in the order they were made. */
+export const exportedIndexesSql = 'select fields, is_unique from collection_indexes where collection_id = ? order by id';
+/** The page of an export after row id `?`, by id: keyset pages, each found through the primary key. */
+export const exportRowsSql = `select id, data from rows where collection_id = ? and id > ? order by id limit ${EXPORT_PAGE_ROWS}`;
+/**
+ * An import's first statement (imports.ts), advance() for rows that bring their own ids: moves the
+ * collection's seq by `?` events and its row count by `?` rows, and its last row id up to `?` (never
+ * down); found by account and name, and only while its last row id is below `?`, the first id
+ * imported. Answers its id, its last seq, now taken, and its sorted fields.
+ */
+export const importAdvanceSql = `update collections set last_seq = last_seq + ?, row_count = row_count + ?,
+    last_row_id = case when last_row_id < ? then ? else last_row_id end
+  where account_id = ? and name = ? and last_row_id < ? returning id, last_seq, sorted, schema_id`;
+/** The last row id the collection has handed out, where an import resumed goes on from. */
+export const lastRowIdSql = 'select last_row_id from collections where account_id = ? and name = ?';

@@ -1,0 +1,32 @@
+// SQLite's errors, named once: the driver's codes the data layer tells apart are tested here, and only
+// here (the engine's errors.ts turns what they name into the product's errors).
+
+const codeOf = (error: unknown) => (error as { code?: unknown } | undefined)?.code;
+
+/**
+ * A constraint broken (SQLITE_CONSTRAINT). Where the service writes, the one a client can break is the
+ * unique name of a collection; a patch's bound on a row's weight is told apart where it runs (rows.ts).
+ */
+export const isConstraintViolation = (error: unknown) => codeOf(error) === 'SQLITE_CONSTRAINT';
+
+/** A unique constraint broken: on SQLite, any constraint (isConstraintViolation). */
+export const isUniqueViolation = isConstraintViolation;
+
+/** A statement interrupted past the query timeout (SQLITE_INTERRUPT). */
+export const isQueryCanceled = (error: unknown) => codeOf(error) === 'SQLITE_INTERRUPT';
+
+/** A string or blob larger than SQLite makes (SQLITE_TOOBIG). */
+export const isTooBig = (error: unknown) => codeOf(error) === 'SQLITE_TOOBIG';
+
+/** Another process held the write lock past busy_timeout (SQLITE_BUSY). */
+export const isBusy = (error: unknown) => codeOf(error) === 'SQLITE_BUSY';
+
+const unavailable = new Set([
+  'SQLITE_BUSY', // another process held the write lock past busy_timeout
+  'SQLITE_CANTOPEN',
+  'SQLITE_FULL',
+  'SQLITE_IOERR',
+]);
+
+/** The database cannot serve now: busy past its timeout, not to be opened, full, or failing to read or write. */
+export const isUnavailable = (error: unknown) => unavailable.has(codeOf(error) as string);

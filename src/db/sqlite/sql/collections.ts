@@ -1,0 +1,61 @@
+// SQLite's SQL of collections: the making of a sort index's keys, and unique indexes.
+import type { UniqueIndexSql } from '../../engine/dialect.ts';
+
+/** The key columns (rank, num, str) from `t`, the value's JSON type as json_each names it, and `v`, its SQL value (`atom`). */
+export const keyColumns = `case t when 'integer' then 1 when 'real' then 1 when 'text' then 2 when 'true' then 3 when 'false' then 3
+      when 'object' then 4 when 'array' then 4 else 5 end,
+    case t when 'integer' then v when 'real' then v when 'true' then v when 'false' then v end,
+    case when t = 'text' then v end`;
+
+/**
+ * The field `name` of the row text `data`, found among the row's keys with json_each, by name, which
+ * spells every name. A LEFT JOIN, so that a row without the field has a key too (rank 5); `k.type` and
+ * `k.atom` are the `t` and `v` of keyColumns. Every key is found this way: an index's first keys
+ * (keysSql), and those of rows written later (the triggers below).
+ */
+export const fieldJoin = (data: string, name: string) => `left join json_each(${data}) k on k.key = ${name}`;
+
+/**
+ * The keys of the stored rows that `rows` picks (a condition on `r.id`). Params: the collection's id,
+ * the slot, the field's name (`name`, as fieldName() gives it), then the collection's id and those of
+ * `rows`.
+ */
+export const keysSql = (name: string, rows: string) => `insert into sort_keys (collection_id, slot, row_id, rank, num, str)
+  select ?, ?, id, ${keyColumns}
+  from (select r.id, k.type as t, k.atom as v from rows r ${fieldJoin('r.data', name)}
+    where r.collection_id = ? and ${rows}) rows`;
+
+/** Keys of a slot and the slots after it, left by a making cut short. */
+export const dropKeysFromSlotSql = 'delete from sort_keys where collection_id = ? and slot >= ?';
+
+/** Every key of a slot. */
+export const dropSlotKeysSql = 'delete from sort_keys where collection_id = ? and slot = ?';
+
+/** The collection's oldest retained event. */
+export const oldestEventSql = 'select min(seq) as oldest from events where collection_id = ?';
+
+/** The rows an event after seq `?` of the collection `?` says were written. */
+export const touchedRows = '(select row_id from events where collection_id = ? and seq > ?)';
+
+/** The keys of a slot of the rows written after a seq (touchedRows). */
+export const dropTouchedKeysSql = `delete from sort_keys where collection_id = ? and slot = ? and row_id in ${touchedRows}`;
+
+/** The collection's counters, by account and name, as the making of a sort index reads them. */
+export const countersSql = 'select id, last_row_id, last_seq, sorted from collections where account_id = ? and name = ?';
+
+/**
+ * A unique index of SQLite (../indexes.ts): a partial index of the expressions of its fields' JSON texts,
+ * each null when the field is missing or null, which SQLite's unique indexes let repeat. The JSON text of
+ * a value is the one JSON.stringify wrote in the row, so `1` and `1.0` are one number, and an object's
+ * text keeps its fields' order.
+ */
+export const uniqueIndexSql: UniqueIndexSql = {
+  create: (name, collectionId, fields) => [
+    `create unique index ${name} on rows (${fields.map((field) => uniqueKey(field)).join(', ')}) where collection_id = ${collectionId}`,
+  ],
+  drop: (name) => `drop index if exists ${name}`,
+  key: (field) => uniqueKey(field),
+  value: "(? -> '$')",
+};
+
+const uniqueKey = (field: string) => `nullif(data -> '$.${field}', 'null')`;

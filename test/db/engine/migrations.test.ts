@@ -1,0 +1,354 @@
+// Migrations that change what stored data means (src/db/migrations.ts), run over a database written
+// the old way.
+import { expect } from 'chai';
+import knexFactory from 'knex';
+import { hashKey } from '../../../src/db/accounts/keys.ts';
+import { migrationSource } from '../../../src/db/engine/migrations.ts';
+import { openStore, type Store } from '../../../src/db/engine/store.ts';
+import { postgresSchema } from '../../../src/db/postgres/migrations.ts';
+import { keyColumns } from '../../../src/db/postgres/sql/collections.ts';
+import { replaceKey } from '../../../src/db/sql/collections.ts';
+import { createDatabase, describeEachBackend, postgresUnavailable, type TestDatabase } from '../../support/backends.ts';
+import { Client } from '../../support/client.ts';
+import { FeedClient, type FeedMessage } from '../../support/feed.ts';
+import { startTestServer } from '../../support/server.ts';
+
+type Row = { id: number } & Record<string, unknown>;
+
+describe('migrations on PostgreSQL', () => {
+  let database: TestDatabase;
+  let store: Store;
+  before(async function () {
+    if (await postgresUnavailable()) this.skip();
+    database = await createDatabase('postgres');
+  });
+  after(async () => {
+    await store?.close();
+    await database?.drop();
+  });
+
+  const page = (field: string, order: 'asc' | 'desc') => ({ limit: 1000, offset: 0, order: [{ field, direction: order }] });
+  /** The rows of `collection`'s page by `field`, all of them. */
+  const rowsOf = async (accountId: number, collection: string, field: string, order: 'asc' | 'desc' = 'asc') =>
+    JSON.parse((await store.listRows(accountId, collection, page(field, order))).json) as Row[];
+  /** The ids of `collection`'s page by `field`, both ways. */
+  const idsBothWays = (accountId: number, collection: string, field: string) =>
+    Promise.all((['asc', 'desc'] as const).map(async (order) => (await rowsOf(accountId, collection, field, order)).map((row) => row.id)));
+  const open = () => openStore(database.url, { sortIndexes: { minRows: 0, max: 16 } });
+  /** Forgets that `migration` ran, opens the database again, which runs it again, and checks that it did. */
+  async function runAgain(migration: string): Promise<void> {
+    await store.knex('knex_migrations').where({ name: migration }).delete();
+    await store.close();
+    store = await open();
+    expect(await store.knex('knex_migrations').where({ name: migration }).first('name')).to.deep.equal({ name: migration });
+  }
+
+  describe('0004_postgres_sort_key_escape', () => {
+    const nul = 'k\u0000';
+    const one = 'k\u0001';
+    const fields = ['a', nul, one];
+    const migration = '0004_postgres_sort_key_escape';
+    // In code point order, each with its place; stored shuffled.
+    const values = ['', '\u0000', '\u0001', '\\u0000', '\\u0001', 'a', 'a\u0000', 'a\u0000b', 'a\u0001', 'a\u0002'];
+    const shuffled = [7, 2, 9, 0, 4, 1, 8, 3, 6, 5].map((i) => values[i]);
+    const rows = shuffled.map((v, i) => ({ a: v, [nul]: v, [one]: shuffled[shuffled.length - 1 - i] }));
+    const pages = (accountId: number, field: string) => idsBothWays(accountId, 'old', field);
+    /** contract.md's order of the stored rows by `field`, both ways (no ties). */
+    const expected = (stored: Row[], field: string) => {
+      const asc = [...stored]
+        .sort((x, y) => Buffer.compare(Buffer.from(x[field] as string), Buffer.from(y[field] as string)))
+        .map((r) => r.id);
+      return [asc, [...asc].reverse()];
+    };
+
+    it('makes again the keys the old escape made (U+0000 read as U+0001), so that an old index orders by code point', async () => {
+      store = await open();
+      await store.createKey('old');
+      const accountId = Number((await store.knex('accounts').where({ name: 'old' }).first('id')).id);
+      await store.createCollection(accountId, 'old');
+      const stored = JSON.parse((await store.insertRows(accountId, 'old', rows)).json) as Row[];
+      for (const field of fields) await pages(accountId, field);
+      // A row a field it is not indexed by gives a lone surrogate (which PostgreSQL read as jsonb only since 0005's escape).
+      await store.createCollection(accountId, 'lone');
+      await store.insertRows(accountId, 'lone', [{ a: 'a\u0001' }, { a: 'a\u0000' }]);
+      await store.listRows(accountId, 'lone', page('a', 'asc'));
+      await store.updateRow(accountId, 'lone', 2, { format: 'merge', fields: { z: '\ud800' } });
+
+      // The keys as the code before the migration made them.
+      const knex = store.knex;
+      const { id } = await knex('collections').where({ name: 'old' }).first('id');
+      for (const [slot, field] of fields.entries()) {
+        await knex.raw(
+          `insert into sort_keys (collection_id, slot, row_id, rank, num, str)
+            select collection_id, ?::integer, id, ${keyColumns('j')}
+            from (select collection_id, id, replace(data, '\\u0000', '\\u0001')::jsonb -> ? as j from rows where collection_id = ?) r
+            ${replaceKey}`,
+          [slot, field.replaceAll('\u0000', '\u0001'), id],
+        );
+      }
+      for (const field of fields)
+        expect(await pages(accountId, field), `${JSON.stringify(field)} before`).not.to.deep.equal(expected(stored, field));
+      await runAgain(migration);
+      for (const field of fields) expect(await pages(accountId, field), JSON.stringify(field)).to.deep.equal(expected(stored, field));
+      const lone = await rowsOf(accountId, 'lone', 'a');
+      expect(lone.map((row) => row.id)).to.have.members([1, 2]);
+    });
+  });
+
+  describe('0005_postgres_sort_key_surrogates', () => {
+    const migration = '0005_postgres_sort_key_surrogates';
+    const named = 'k\ud7ff';
+    const fields = ['a', named];
+    // The old keys read U+D7FF as itself, above where a lone surrogate's key (U+D7FF U+0800..U+0FFF) now
+    // sorts; the rows with lone surrogates are written once the new keys are made.
+    const old = ['', 'b', '\ud7ff', '\ud7ff\u0001', '\ud7ff\u4e00', '\ud7ff\uffff', '\ue000'];
+    const lone = ['\ud7ff\ud800', '\ud800', '\udfff'];
+    // All of them in code point order.
+    const all = ['', 'b', '\ud7ff', '\ud7ff\u0001', '\ud7ff\u4e00', '\ud7ff\ud800', '\ud7ff\uffff', '\ud800', '\udfff', '\ue000'];
+    const pages = (accountId: number, field: string) => idsBothWays(accountId, 'd7ff', field);
+    /** The ids of the stored rows by code point of `field` (U+D7FF below a lone surrogate), both ways (no ties). */
+    const expected = (stored: Row[], field: string) => {
+      const asc = [...stored].sort((x, y) => all.indexOf(x[field] as string) - all.indexOf(y[field] as string)).map((r) => r.id);
+      return [asc, [...asc].reverse()];
+    };
+
+    it('makes again the keys of U+D7FF, so that they sort below those of lone surrogates', async () => {
+      if (!store) store = await open();
+      await store.createKey('d7ff');
+      const accountId = Number((await store.knex('accounts').where({ name: 'd7ff' }).first('id')).id);
+      await store.createCollection(accountId, 'd7ff');
+      const shuffled = [4, 0, 6, 2, 5, 1, 3].map((i) => old[i]);
+      const rows = shuffled.map((v, i) => ({ a: v, [named]: shuffled[shuffled.length - 1 - i] }));
+      await store.insertRows(accountId, 'd7ff', rows);
+      for (const field of fields) await pages(accountId, field);
+      // The keys as the code before the migration made them, of the rows it could read (no lone surrogate).
+      const knex = store.knex;
+      const { id } = await knex('collections').where({ name: 'd7ff', account_id: accountId }).first('id');
+      for (const [slot, field] of fields.entries()) {
+        await knex.raw(
+          `insert into sort_keys (collection_id, slot, row_id, rank, num, str)
+            select collection_id, ?::integer, id, ${keyColumns('j')}
+            from (select collection_id, id,
+                replace(replace(replace(data, '\\\\', '\\u005c'), '\\u0001', '\\u0001\\u0002'), '\\u0000', '\\u0001\\u0001')::jsonb -> ? as j
+              from rows where collection_id = ?) r
+            ${replaceKey}`,
+          [slot, field, id],
+        );
+      }
+      // Rows with lone surrogates, written (as they are now) beside the old keys.
+      await store.insertRows(
+        accountId,
+        'd7ff',
+        lone.map((v, i) => ({ a: v, [named]: lone[lone.length - 1 - i] })),
+      );
+      const stored = await rowsOf(accountId, 'd7ff', 'id');
+      for (const field of fields)
+        expect(await pages(accountId, field), `${JSON.stringify(field)} before`).not.to.deep.equal(expected(stored, field));
+      await runAgain(migration);
+      for (const field of fields) expect(await pages(accountId, field), JSON.stringify(field)).to.deep.equal(expected(stored, field));
+    });
+  });
+
+  describe('0006_postgres_cut_sort_keys', () => {
+    const migration = '0006_postgres_cut_sort_keys';
+
+    it('cuts the string keys made whole before to 400 characters, and pages by them still sort exactly', async () => {
+      if (!store) store = await open();
+      await store.createKey('cut');
+      const accountId = Number((await store.knex('accounts').where({ name: 'cut' }).first('id')).id);
+      await store.createCollection(accountId, 'cut');
+      const shared = 'q'.repeat(450);
+      const stored = JSON.parse(
+        (
+          await store.insertRows(
+            accountId,
+            'cut',
+            [`${shared}b`, 'a', shared, `${shared}a`, 'z'].map((s) => ({ s })),
+          )
+        ).json,
+      ) as Row[];
+      await rowsOf(accountId, 'cut', 's'); // makes the index
+      // The keys as the code before the migration made them: whole strings, with no partial index (which
+      // 0007 dropped again).
+      const { id } = await store.knex('collections').where({ name: 'cut', account_id: accountId }).first('id');
+      await store.knex.raw('drop index if exists sort_keys_long');
+      for (const row of stored) await store.knex('sort_keys').where({ collection_id: id, row_id: row.id }).update({ str: row.s });
+      const longest = async () =>
+        Number(
+          (
+            await store
+              .knex('sort_keys')
+              .where({ collection_id: id })
+              .max({ n: store.knex.raw('length(str)') })
+          )[0].n,
+        );
+      expect(await longest()).to.equal(451);
+      await runAgain(migration);
+      expect(await longest()).to.equal(400);
+      expect((await store.knex.raw("select 1 from pg_indexes where indexname = 'sort_keys_long'")).rows).to.have.length(1);
+      // ASCII: code unit order is code point order.
+      const asc = [...stored].sort((x, y) => ((x.s as string) < (y.s as string) ? -1 : 1)).map((row) => row.id);
+      expect(await idsBothWays(accountId, 'cut', 's')).to.deep.equal([asc, [...asc].reverse()]);
+    });
+  });
+});
+
+describeEachBackend('migration 0008_key_limits', (backend) => {
+  it('makes every key made before it an admin key of every collection that never expires: nothing changes for it', async () => {
+    const database = await createDatabase(backend);
+    // The schema as it was before, with a key made the old way.
+    const schema = backend === 'postgres' ? postgresSchema : { codePointText: 'text', own: {} };
+    const all = migrationSource(schema);
+    const before = {
+      ...all,
+      getMigrations: async (extensions: readonly string[]) => (await all.getMigrations(extensions)).filter((name) => name < '0008'),
+    };
+    const knex = knexFactory(
+      backend === 'postgres'
+        ? { client: 'pg', connection: database.url }
+        : { client: 'sqlite3', connection: { filename: database.url.slice('sqlite:'.length) }, useNullAsDefault: true },
+    );
+    const key = `rb_${'o'.repeat(32)}`;
+    try {
+      await knex.migrate.latest({ migrationSource: before });
+      await knex('accounts').insert({ name: 'old', plan: 'free', created_at: '2026-01-01T00:00:00.000Z' });
+      const { id } = await knex('accounts').where({ name: 'old' }).first('id');
+      await knex('api_keys').insert({
+        account_id: id,
+        prefix: key.slice(0, 11),
+        hash: hashKey(key),
+        created_at: '2026-01-01T00:00:00.000Z',
+      });
+    } finally {
+      await knex.destroy();
+    }
+
+    const server = await startTestServer({}, { backend, database });
+    try {
+      const principal = await server.store.findPrincipal(key);
+      expect(principal).to.include({ account: 'old', scope: 'admin', collections: null, expiresAt: null });
+      const [listed] = await server.store.listKeys('old');
+      expect(listed).to.include({ scope: 'admin', collections: null, expires_at: null, name: null, revoked_at: null });
+      const client = new Client(server.url, key);
+      expect((await client.post('/v1/collections', { name: 'notes' })).status).to.equal(201);
+      expect((await client.post('/v1/collections/notes/rows', [{ n: 1 }])).status).to.equal(201);
+      expect((await client.patch('/v1/collections/notes/rows/1', { n: 2 })).status).to.equal(200);
+      expect((await client.delete('/v1/collections/notes')).status).to.equal(204);
+    } finally {
+      await server.stop();
+    }
+  });
+});
+
+describeEachBackend('migration 0009_event_previous', (backend) => {
+  it('keeps the events stored before it, whose updates the feed sends without previous, and gives the later ones theirs', async () => {
+    const database = await createDatabase(backend);
+    const schema = backend === 'postgres' ? postgresSchema : { codePointText: 'text', own: {} };
+    const all = migrationSource(schema);
+    const before = {
+      ...all,
+      getMigrations: async (extensions: readonly string[]) => (await all.getMigrations(extensions)).filter((name) => name < '0009'),
+    };
+    const knex = knexFactory(
+      backend === 'postgres'
+        ? { client: 'pg', connection: database.url }
+        : { client: 'sqlite3', connection: { filename: database.url.slice('sqlite:'.length) }, useNullAsDefault: true },
+    );
+    const key = `rb_${'p'.repeat(32)}`;
+    const at = '2026-01-01T00:00:00.000Z';
+    try {
+      // A row inserted open, then closed, as the version before stored them and their events.
+      await knex.migrate.latest({ migrationSource: before });
+      await knex('accounts').insert({ name: 'old', plan: 'free', created_at: at });
+      const { id: accountId } = await knex('accounts').where({ name: 'old' }).first('id');
+      await knex('api_keys').insert({ account_id: accountId, prefix: key.slice(0, 11), hash: hashKey(key), created_at: at });
+      await knex('collections').insert({ account_id: accountId, name: 'notes', created_at: at, row_count: 1, last_row_id: 1, last_seq: 2 });
+      const { id: collectionId } = await knex('collections').where({ name: 'notes' }).first('id');
+      await knex('rows').insert({ collection_id: collectionId, id: 1, data: '{"status":"closed"}' });
+      await knex('events').insert([
+        { collection_id: collectionId, seq: 1, type: 'insert', row_id: 1, row: '{"id":1,"status":"open"}', at },
+        { collection_id: collectionId, seq: 2, type: 'update', row_id: 1, row: '{"id":1,"status":"closed"}', at },
+      ]);
+    } finally {
+      await knex.destroy();
+    }
+
+    const server = await startTestServer({}, { backend, database });
+    try {
+      const open = (query: Record<string, string>) => FeedClient.open(server.url, key, { collection: 'notes', since: 0, ...query });
+      const [everything, filtered] = await Promise.all([open({}), open({ filter: '{"status":"open"}' })]);
+      expect((await new Client(server.url, key).patch('/v1/collections/notes/rows/1', { status: 'open' })).status).to.equal(200);
+      const after = { type: 'update', seq: 3, row: { id: 1, status: 'open' }, previous: { id: 1, status: 'closed' } };
+      const shape = (message: FeedMessage) => {
+        const { at: _at, collection: _collection, ...rest } = message as FeedMessage & { at?: string };
+        return rest;
+      };
+      expect((await everything.changesCount(3)).map(shape)).to.deep.equal([
+        { type: 'insert', seq: 1, row: { id: 1, status: 'open' } },
+        { type: 'update', seq: 2, row: { id: 1, status: 'closed' } },
+        after,
+      ]);
+      // Without the row before it, the old update is sent to the filtered feed as one that left it.
+      expect((await filtered.changesCount(3)).map(shape)).to.deep.equal([
+        { type: 'insert', seq: 1, row: { id: 1, status: 'open' } },
+        { type: 'update', seq: 2, row: { id: 1, status: 'closed' }, matches: false },
+        after,
+      ]);
+      await Promise.all([everything.close(), filtered.close()]);
+    } finally {
+      await server.stop();
+    }
+  });
+});
+
+describeEachBackend('migration 0010_row_versions', (backend) => {
+  it('gives every row written before it a version: its latest retained event, else its collection latest seq', async () => {
+    const database = await createDatabase(backend);
+    const schema = backend === 'postgres' ? postgresSchema : { codePointText: 'text', own: {} };
+    const all = migrationSource(schema);
+    const before = {
+      ...all,
+      getMigrations: async (extensions: readonly string[]) => (await all.getMigrations(extensions)).filter((name) => name < '0010'),
+    };
+    const knex = knexFactory(
+      backend === 'postgres'
+        ? { client: 'pg', connection: database.url }
+        : { client: 'sqlite3', connection: { filename: database.url.slice('sqlite:'.length) }, useNullAsDefault: true },
+    );
+    const key = `rb_${'v'.repeat(32)}`;
+    const at = '2026-01-01T00:00:00.000Z';
+    try {
+      await knex.migrate.latest({ migrationSource: before });
+      await knex('accounts').insert({ name: 'old', plan: 'free', created_at: at });
+      const { id: accountId } = await knex('accounts').where({ name: 'old' }).first('id');
+      await knex('api_keys').insert({ account_id: accountId, prefix: key.slice(0, 11), hash: hashKey(key), created_at: at });
+      // Three rows and five changes; the events of row 1 are pruned, those of rows 2 and 3 retained.
+      await knex('collections').insert({ account_id: accountId, name: 'notes', created_at: at, row_count: 3, last_row_id: 3, last_seq: 5 });
+      const { id } = await knex('collections').where({ name: 'notes' }).first('id');
+      await knex('rows').insert([1, 2, 3].map((row) => ({ collection_id: id, id: row, data: '{}' })));
+      await knex('events').insert(
+        [
+          [2, 2],
+          [3, 3],
+          [4, 2],
+        ].map(([seq, row]) => ({ collection_id: id, seq, type: 'update', row_id: row, row: `{"id":${row}}`, at })),
+      );
+    } finally {
+      await knex.destroy();
+    }
+
+    const server = await startTestServer({}, { backend, database });
+    try {
+      const client = new Client(server.url, key);
+      const etags = [];
+      for (const row of [1, 2, 3]) etags.push((await client.get(`/v1/collections/notes/rows/${row}`)).headers.get('etag'));
+      const { id } = await server.store.knex('collections').where({ name: 'notes' }).first('id');
+      expect(etags).to.deep.equal([`"${id}.5"`, `"${id}.4"`, `"${id}.3"`]);
+      // The next write of a row gives it a version no row had.
+      const patched = await client.patch('/v1/collections/notes/rows/1', { n: 1 }, { headers: { 'if-match': etags[0] as string } });
+      expect(patched.headers.get('etag')).to.equal(`"${id}.6"`);
+    } finally {
+      await server.stop();
+    }
+  });
+});
