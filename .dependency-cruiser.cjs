@@ -35,6 +35,13 @@ module.exports = {
       to: { path: '^src/db/(sqlite|postgres)/' },
     },
     {
+      name: 'engine-below-the-areas',
+      severity: 'error',
+      comment: "The engine knows no area's code, but engine/assemble.ts, which binds every area's operations into the Store.",
+      from: { path: '^src/db/engine/', pathNot: '^src/db/engine/assemble\\.ts$' },
+      to: { path: '^src/db/(accounts|collections|rows|reads|events|webhooks|sql)/', dependencyTypesNot: ['type-only'] },
+    },
+    {
       name: 'drivers-only-in-dialects',
       severity: 'error',
       comment: "A database driver is spoken to only in its dialect's folder, where its errors are read (errors.ts).",

@@ -7,9 +7,9 @@
 import { hash as digest } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Middleware } from 'koa';
-import { type FoundAnswer, type OnceRequest, OnceTaken, onceInProgress } from '../idempotency/answers.ts';
 import type { Store } from '../db/engine/store.ts';
 import { ApiError, validationFailed } from '../errors.ts';
+import { type FoundAnswer, type OnceRequest, OnceTaken, onceInProgress } from '../idempotency/answers.ts';
 import type { AuthState } from './authentication.ts';
 import type { AdmissionState } from './metering.ts';
 import { respond } from './responder.ts';

@@ -5,7 +5,7 @@
  * Where a value falls among the JSON types in a page's order: 1 numbers, 2 strings, 3 booleans, 4
  * objects and arrays, 5 missing or null (last in both directions).
  */
-export type Rank = 1 | 2 | 3 | 4 | 5;
+type Rank = 1 | 2 | 3 | 4 | 5;
 
 /** A row's value of one sort key, as the order sees it: its rank, and the value itself for ranks 1 to 3. */
 export interface KeyValue {

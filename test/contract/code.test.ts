@@ -23,6 +23,14 @@ describe('the code', function () {
   it('lints and is formatted as biome.json says, warnings included (biome check)', async () => {
     expect(await runTool('biome', ['check', '--error-on-warnings', '.'])).to.match(/Checked \d+ files/);
   });
+
+  it('imports only along the arrows .dependency-cruiser.cjs allows (depcruise src)', async () => {
+    expect(await runTool('depcruise', ['src', '--config', '.dependency-cruiser.cjs'])).to.match(/no dependency violations found/);
+  });
+
+  it('has no file, export or dependency that nothing uses, but those knip.jsonc names (knip)', async () => {
+    expect(await runTool('knip', ['--no-progress'])).to.equal('');
+  });
 });
 
 describe('the source', () => {

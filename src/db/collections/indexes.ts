@@ -22,7 +22,7 @@ export interface Index {
 }
 
 /** Indexes a collection may have at most (openapi.yaml, createIndex). */
-export const MAX_INDEXES = 8;
+const MAX_INDEXES = 8;
 
 /** Sets of duplicates a unique_conflict lists at most, and rows named in each. */
 const MAX_DUPLICATES = 100;
@@ -123,7 +123,7 @@ export async function deleteIndex(db: Dialect, accountId: number, collection: st
  * crash before is harmless (an index of rows no collection holds) and dropped by nothing: it costs its
  * table a check per write.
  */
-export async function dropUniqueIndexes(db: Dialect, names: readonly string[]): Promise<void> {
+async function dropUniqueIndexes(db: Dialect, names: readonly string[]): Promise<void> {
   for (const name of names) await db.query(db.uniqueIndexSql.drop(name), []);
 }
 

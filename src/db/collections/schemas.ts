@@ -136,7 +136,7 @@ export class RowSchemas implements SchemaCache {
 }
 
 /** 422 for rows that break their collection's schema: nothing of the write is stored. */
-export const rowInvalid = (collection: string, failing: number, errors: RowError[]) =>
+const rowInvalid = (collection: string, failing: number, errors: RowError[]) =>
   new ApiError(
     'row_invalid',
     `${failing === 1 ? '1 row breaks' : `${failing} rows break`} the schema of collection ${collection}: nothing was written.`,

@@ -100,7 +100,7 @@ interface Settle<R> {
  * Runs `taken` as one group with `run`, and answers each; the rule of a failure (see the top): one item
  * fails alone, several run again each alone, in order.
  */
-export async function runGroup<I, R>(taken: (Settle<R> & { item: I })[], run: (items: I[]) => Promise<R[]>): Promise<void> {
+async function runGroup<I, R>(taken: (Settle<R> & { item: I })[], run: (items: I[]) => Promise<R[]>): Promise<void> {
   let results: R[];
   try {
     results = await run(taken.map(({ item }) => item));

@@ -21,7 +21,7 @@ export interface RetentionPolicy {
 }
 
 /** The events of a collection a webhook may owe that retention keeps for it: 100,000. */
-export const WEBHOOK_BACKLOG = 100_000;
+const WEBHOOK_BACKLOG = 100_000;
 
 /** One page of collections, by id, with their latest seq: what a pruning pass walks through. */
 export async function collectionsAfter({ query }: Dialect, afterId: number, limit: number): Promise<{ id: number; lastSeq: number }[]> {

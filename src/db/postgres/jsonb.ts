@@ -49,7 +49,7 @@ const escapeOne = (c: string) =>
         : `\ud7ff${String.fromCharCode(c.charCodeAt(0) - 0xd000)}`;
 
 /** A string escaped by escapeString(), as it was. */
-export const unescapeString = (text: string) => text.replace(unescaped, unescapeOne);
+const unescapeString = (text: string) => text.replace(unescaped, unescapeOne);
 
 // biome-ignore lint/suspicious/noControlCharactersInRegex: U+0001 and U+0002 are what escapeString() writes.
 const unescaped = /\u0001[\u0001\u0002]|\ud7ff[\u0002\u0800-\u0fff]/g;

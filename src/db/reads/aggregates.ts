@@ -50,7 +50,7 @@ export interface AggregateSource extends PageSource {
  * - part 2, the value of a `min` or `max` (aggregate `x`): `[its JSON text]`;
  * - part 3, once: `[the collection's latest event seq]`, null when there is no such collection.
  */
-export interface AggregatePart {
+interface AggregatePart {
   part: number | string;
   x: number | string | null;
   k: string | null;

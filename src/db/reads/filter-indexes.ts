@@ -13,10 +13,10 @@
 import type { FieldCondition, Filter } from '../../query/filter.ts';
 
 /** The operators of a condition an index range can find the rows of. */
-export type IndexedOperator = '$eq' | '$gt' | '$gte' | '$lt' | '$lte' | '$prefix';
+type IndexedOperator = '$eq' | '$gt' | '$gte' | '$lt' | '$lte' | '$prefix';
 
 /** A condition on an indexed field's value: only values of the operand's JSON type meet it. */
-export interface KeyCondition {
+interface KeyCondition {
   op: IndexedOperator;
   operand: number | string | boolean;
 }

@@ -56,13 +56,13 @@ function joined(parts: Sql[], op: 'and' | 'or', none: Sql): Sql {
 const notTrue = (part: Sql) => sql`(${part}) is not true`;
 
 /** The operators that order values. */
-export type Comparison = '$gt' | '$gte' | '$lt' | '$lte';
+type Comparison = '$gt' | '$gte' | '$lt' | '$lte';
 
 /**
  * SQL of each operator on a value `V` (SQL of a JSON value, of the id, or of a value no row has). $ne,
  * $in and $nin are made of `equal`.
  */
-export interface ValueSql<V> {
+interface ValueSql<V> {
   /** JSON equality of the value and `operand`; NULL or false when the value is missing. */
   equal(value: V, operand: JsonValue): Sql;
   /** Whether the value is there (`present`), or missing. */

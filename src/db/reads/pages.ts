@@ -63,7 +63,7 @@ export interface Page {
 }
 
 /** The direction ties between equal keys break by id in: the last key's. */
-export const tieDirection = (order: readonly SortKey[]) => order[order.length - 1].direction;
+const tieDirection = (order: readonly SortKey[]) => order[order.length - 1].direction;
 
 /**
  * A page of rows as JSON text, and `seq`, the collection's latest event seq as of the snapshot the rows
@@ -82,7 +82,7 @@ export type Statement = { sql: string; params: SqlValue[] };
  * (config.ts, queryTimeoutMs); `once` for such a page whose SQL is made for one request (a filter's),
  * which is not worth preparing to keep.
  */
-export type ReadKind = 'point' | 'scan' | 'sort' | 'once';
+type ReadKind = 'point' | 'scan' | 'sort' | 'once';
 
 /** Reads that all see one snapshot of the database. */
 export type SnapshotRead = <T>(sql: string, params: SqlValue[]) => Promise<T[]>;
@@ -427,7 +427,7 @@ export const byName = (accountId: number, name: string): CollectionRef => ({
 export const byId = (id: number): CollectionRef => ({ id: sql`${id}`, lastSeq: sql`(select last_seq from collections where id = ${id})` });
 
 /** One column of a page's order beside the place's value of it (afterPlace()). */
-export interface PlacedColumn {
+interface PlacedColumn {
   column: OrderColumn;
   at?: Sql;
 }
@@ -489,7 +489,7 @@ export function wholePage(
 }
 
 /** One column of a page's order, as SQL on the columns `rows` selects, and its direction. */
-export interface OrderColumn {
+interface OrderColumn {
   sql: string;
   direction: Direction;
 }
@@ -501,7 +501,7 @@ export interface OrderColumn {
  * column, or equal in it and later in the rest. Nested, so that it grows with the columns, not their
  * square.
  */
-export function afterPlace(columns: readonly PlacedColumn[]): Sql {
+function afterPlace(columns: readonly PlacedColumn[]): Sql {
   let condition: Sql | undefined;
   for (let index = columns.length - 1; index >= 0; index--) {
     const { column, at } = columns[index];

@@ -23,7 +23,7 @@ export interface ExportedCollection {
 }
 
 /** A stored row: its id and its text (its fields but id, as JSON.stringify wrote them). */
-export interface StoredRow {
+interface StoredRow {
   id: number;
   data: string;
 }

@@ -18,7 +18,7 @@ export type Json<T> = string & { readonly json?: T };
 export const rowJson = (id: number | string, data: string) => (data === '{}' ? `{"id":${id}}` : `{"id":${id},${data.slice(1)}`);
 
 /** Rows of consecutive ids from `firstId` as rowJson() makes each, as one JSON array, appended one by one. */
-export function rowsJson(firstId: number, texts: string[]): string {
+function rowsJson(firstId: number, texts: string[]): string {
   let json = '[';
   for (let index = 0; index < texts.length; index++) {
     if (index > 0) json += ',';

@@ -9,14 +9,6 @@ export const collectionSql = 'select id, row_count, sorted from collections wher
 export const presentCountSql = 'select count(*) as n from sort_keys where collection_id = ? and slot = ? and rank < 5';
 
 /**
- * A page's LIMIT and OFFSET, each a binding. SQLite reads the value bound to a bare `limit ?` when it
- * prepares the statement, and marks the statement to be prepared again whenever that binding is bound
- * again, which the driver does on every run. A LIMIT of `+?` is an expression that SQLite reads when the
- * statement runs, as it reads OFFSET; PostgreSQL takes it as it takes `?`.
- */
-export const pageRange = 'limit +? offset ?';
-
-/**
  * A row's JSON text from its columns `id` and `data` (its fields but id, as JSON.stringify wrote
  * them; or the column named `data`), as rowJson() in rows.ts makes it: `rest` is the SQL of that
  * text after its `{`.

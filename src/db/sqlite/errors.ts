@@ -10,7 +10,7 @@ const codeOf = (error: unknown) => (error as { code?: unknown } | undefined)?.co
 export const isConstraintViolation = (error: unknown) => codeOf(error) === 'SQLITE_CONSTRAINT';
 
 /** A unique constraint broken: on SQLite, any constraint (isConstraintViolation). */
-export const isUniqueViolation = isConstraintViolation;
+export const isUniqueViolation = (error: unknown) => isConstraintViolation(error);
 
 /** A statement interrupted past the query timeout (SQLITE_INTERRUPT). */
 export const isQueryCanceled = (error: unknown) => codeOf(error) === 'SQLITE_INTERRUPT';

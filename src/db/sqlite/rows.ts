@@ -61,7 +61,7 @@ type PatchWritten = { id: number | null; i: number; data: string | null; version
 type StoredRow = { data: string; collection_id: number; version: number; schema_id: number };
 
 /** What the operations read on the read-only connections (readers.ts, SqliteReaders). */
-export interface RowReads {
+interface RowReads {
   /** The rows `sql` answers, on the connection of single rows. */
   read<T>(sql: string, params: SqlValue[]): Promise<T[]>;
   /** The rows of one read among many alike, read together with those asked for beside it (readers.ts). */

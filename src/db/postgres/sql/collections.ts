@@ -21,7 +21,7 @@ export const keyColumns = (j: string) => `case jsonb_typeof(${j}) when 'number' 
     case when jsonb_typeof(${j}) = 'string' then left(${j} #>> '{}', ${POSTGRES_KEY_CHARS}) end`;
 
 /** The rows whose ids keysSql() is given: a range, `?` the first and `?` the last. */
-export const idRange = 'id between ? and ?';
+const idRange = 'id between ? and ?';
 /** The rows whose ids keysSql() is given: a list, `?` the ids joined by commas. */
 export const idList = "id = any(string_to_array(?::text, ',')::bigint[])";
 
