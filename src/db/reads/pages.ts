@@ -17,32 +17,18 @@
 // snapshot (openapi.yaml, Rowbase-Seq).
 
 import { collectionNotFound } from '../../errors.ts';
+import type { Position } from '../../query/cursor.ts';
 import type { Filter } from '../../query/filter.ts';
+import type { Direction, SortKey } from '../../query/order.ts';
 import type { KeyValue } from '../../query/sort-keys.ts';
+import type { Json, Row } from '../../rows.ts';
 import { type KeyRange, type KnownIndexes, ranks, type SortIndexLimits } from '../collections/sort-indexes.ts';
 import type { SqlValue } from '../engine/dialect.ts';
-import { type Json, pageTooLarge, type Row } from '../rows/rows.ts';
+import { pageTooLarge } from '../rows/rows.ts';
 import { keyOrder } from '../sql/collections.ts';
 import { collectionSql, pageColumns, presentCountSql } from '../sql/reads.ts';
 import { allOf, raw, type Sql, sql } from './filter.ts';
 import { type IndexedField, indexedFields, type KeyBounds, oneValue } from './filter-indexes.ts';
-
-export type Direction = 'asc' | 'desc';
-
-/** One key of a page's order: a top-level field (`id`, the row's id) and its direction. */
-export interface SortKey {
-  field: string;
-  direction: Direction;
-}
-
-/**
- * A place in a page's order, just after a row: that row's value of each sort key but `id` (null for
- * `id`), and its id. A page `after` it holds only the rows that come later (keyset paging).
- */
-export interface Position {
-  values: readonly (KeyValue | null)[];
-  id: number;
-}
 
 export interface Page {
   limit: number;

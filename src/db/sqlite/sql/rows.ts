@@ -17,7 +17,8 @@
 // nothing of the rows inserted, so SQLite runs it once a statement), and the triggers find it by that
 // id; a statement of patches looks each row up once too, and its trigger finds the row by rowid. Every
 // value a client sent arrives as a binding of the INSERT, never in the SQL.
-import { MAX_ROW_BYTES } from '../../rows/rows.ts';
+
+import { MAX_ROW_BYTES } from '../../../rows.ts';
 import { replaceKey } from '../../sql/collections.ts';
 import { rowJsonWith } from '../../sql/reads.ts';
 import { fieldJoin, keyColumns } from './collections.ts';
