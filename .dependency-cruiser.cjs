@@ -2,7 +2,8 @@
 // fails with the rule's name and its comment. The layers, outermost first: the HTTP app and the feed
 // (app.ts, http/, handlers/, ws/, the console's server side), the workers and the meter (webhooks/,
 // usage/), then the data layer (db/): its areas (db/<area>/), its engine (db/engine/) and one folder per
-// dialect (db/sqlite/, db/postgres/). Rules that hold no SQL live outside db/, where both sides import them.
+// dialect (db/sqlite/, db/postgres/). Rules that hold no SQL live outside db/, where both sides import them
+// (rules-import-no-db).
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
   forbidden: [
@@ -18,7 +19,19 @@ module.exports = {
       severity: 'error',
       comment: 'The data layer is called, never calls out: nothing in db/ imports the HTTP app, the handlers, the feed, the workers or the CLI.',
       from: { path: '^src/db/' },
-      to: { path: '^src/(app|server|cli)\\.ts$|^src/(http|handlers|ws|webhooks|cli|console|docs|usage)/' },
+      to: {
+        path: '^src/(app|server|cli)\\.ts$|^src/(http|handlers|ws|webhooks|cli|console|docs|usage)/',
+        // The calendar periods of plans are a rule both sides share (rules-import-no-db), not the meter.
+        pathNot: '^src/usage/periods\\.ts$',
+      },
+    },
+    {
+      name: 'rules-import-no-db',
+      severity: 'error',
+      comment:
+        'The rules that hold no SQL (the query rules, key hashing and scopes, idempotency answers, schemas, patches, the errors, rows as JSON text, date-times, plan periods) are imported by both the data layer and the HTTP side, so they import nothing of db/: a rule that did would tie the HTTP side to the data layer through it, and could not be read or tested without a database.',
+      from: { path: '^src/(query|auth|idempotency|schema|patches)/|^src/(errors|rows|date-time)\\.ts$|^src/usage/periods\\.ts$' },
+      to: { path: '^src/db/' },
     },
     {
       name: 'dialects-apart',

@@ -10,7 +10,7 @@ import * as postgresReads from '../src/db/postgres/sql/reads.ts';
 import * as postgresRows from '../src/db/postgres/sql/rows.ts';
 import type { AggregateSource } from '../src/db/reads/aggregates.ts';
 import { raw } from '../src/db/reads/filter.ts';
-import { byId, byName, type Direction, type Page, type PageSource, type Position, withinIndex } from '../src/db/reads/pages.ts';
+import { byId, byName, type Page, type PageSource, withinIndex } from '../src/db/reads/pages.ts';
 import * as accounts from '../src/db/sql/accounts.ts';
 import * as collections from '../src/db/sql/collections.ts';
 import * as events from '../src/db/sql/events.ts';
@@ -21,6 +21,8 @@ import * as sqliteEngine from '../src/db/sqlite/sql/engine.ts';
 import * as sqliteReads from '../src/db/sqlite/sql/reads.ts';
 import * as sqliteRows from '../src/db/sqlite/sql/rows.ts';
 import type { AggregateQuery } from '../src/query/aggregate.ts';
+import type { Position } from '../src/query/cursor.ts';
+import type { Direction } from '../src/query/order.ts';
 
 type Listing = [name: string, sql: string][];
 

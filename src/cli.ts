@@ -8,10 +8,12 @@ import { type Command, print, required, UsageError, withStore } from './cli/comm
 import { exportCommand } from './cli/export.ts';
 import { importCommand } from './cli/import.ts';
 import { ConfigError, configFromEnv } from './config.ts';
-import { instantOf, KeyError, type KeyInfo, type NewKey } from './db/accounts/keys.ts';
-import { type Period, periods } from './db/accounts/plans.ts';
+import { instantOf } from './date-time.ts';
+import type { KeyInfo, NewKey } from './db/accounts/keys.ts';
+import { KeyError } from './errors.ts';
 import { createLogger } from './log.ts';
 import { root } from './root.ts';
+import { type Period, periods } from './usage/periods.ts';
 
 const environment = `Environment:
   PORT          port to listen on (default 8080)

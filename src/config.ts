@@ -1,3 +1,5 @@
+import { resolve } from 'node:path';
+
 /** Settings read from the environment; every one has a default that works on a fresh machine. */
 export interface Config {
   /** TCP port to listen on. `PORT`, default 8080; 0 picks a free port. */
@@ -244,4 +246,16 @@ function onOff(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean
   if (text === 'on') return true;
   if (text === 'off') return false;
   throw new ConfigError(`${name} must be on or off, not ${JSON.stringify(text)}`);
+}
+
+/** A database URL as shown to people: a SQLite file by its absolute path, a PostgreSQL URL without its password. */
+export function withoutPassword(url: string): string {
+  if (url.startsWith('sqlite:')) return `sqlite:${resolve(url.slice('sqlite:'.length))}`;
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = '***';
+    return parsed.href;
+  } catch {
+    return 'postgres://…';
+  }
 }

@@ -1,5 +1,6 @@
 // Every error the API answers with: one class, one code each, and one way to write it as RFC 9457
-// problem details (https://www.rfc-editor.org/rfc/rfc9457).
+// problem details (https://www.rfc-editor.org/rfc/rfc9457). Last, the errors of the store's operations
+// that only the CLI meets, each reported in one line.
 import type { components } from '../generated/openapi.ts';
 
 export type Problem = components['schemas']['Problem'];
@@ -127,3 +128,9 @@ export const noTunnel = () => validationFailed('CONNECT asks for a tunnel, and r
 
 /** 404 for a collection the account has none of by that name. */
 export const collectionNotFound = (name: string) => notFound(`There is no collection named ${name}.`);
+
+/** A key the CLI cannot make or revoke as asked (`rowbase keys`); the message says why, in one line. */
+export class KeyError extends Error {}
+
+/** A backup that cannot be made as asked; the message says why, in one line. */
+export class BackupRefusedError extends Error {}

@@ -1,7 +1,7 @@
 // `rowbase backup`: a copy of a SQLite database made while the service serves (docs/operations.md,
 // "Backup"). PostgreSQL's is pg_dump's job: the command says so.
 import { resolve } from 'node:path';
-import { BackupRefusedError } from '../db/engine/assemble.ts';
+import { BackupRefusedError } from '../errors.ts';
 import { type Command, UsageError, withStore } from './command.ts';
 
 export const backupCommand: Command = {

@@ -3,12 +3,12 @@
 import { open, stat } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import document from '../../generated/openapi.json' with { type: 'json' };
-import { instantOf } from '../db/accounts/keys.ts';
+import { instantOf } from '../date-time.ts';
 import type { RowSchema } from '../db/collections/schemas.ts';
 import type { Store } from '../db/engine/store.ts';
 import type { ImportedRow } from '../db/rows/imports.ts';
-import { assignable, MAX_ROW_BYTES, overRowBound } from '../db/rows/rows.ts';
 import { ApiError } from '../errors.ts';
+import { assignable, MAX_ROW_BYTES, overRowBound } from '../rows.ts';
 import { checkRowSchema } from '../schema/check.ts';
 import { compileRowSchema, type RowValidator } from '../schema/compile.ts';
 import { accountAndCollection, accountId, FORMAT, type Header, VERSION } from './collection-file.ts';

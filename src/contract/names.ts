@@ -2,30 +2,7 @@
 // "Names"). A name depends on the collection's name alone, never on which other collections exist, so
 // that adding a collection never renames another's types; and no two collections' names meet, in the
 // documents nor in the clients generated from them.
-//
-// The rule. A collection's *prefix* is its name in PascalCase: split into words at each `_` or `-`, where
-// a lower-case letter meets a capital (`myNotes`), and where a digit meets a letter (`v2beta`); each word
-// capitalised, the rest of it in lower case (`my_notes` → `MyNotes`; a word of one letter joins a
-// neighbour, `a_b` → `Ab`, see `pascal`). Read back, a prefix says only `my_notes`: a name of lower-case
-// words joined by `_`, each word letters then digits (`notes`, `v2`) and, when there are several, of two
-// characters or more, is *plain*, and its prefix is that alone. Any other name (`my-notes`, `myNotes`,
-// `Notes`) adds `Alt` and a number that says what PascalCase dropped (`MyNotesAlt7`), as does a plain
-// name whose types would take a name that openapi.yaml or asyncapi.yaml already gives (`new`, whose row
-// would be `NewRow`) or whose prefix already ends in `Alt` and digits: those add `Alt0`.
-//
-// The number: 0 for a plain name; odd (2n − 1) for a name of the same words in another spelling, each
-// word letters then digits (of two characters or more when there are several), only its first letter
-// maybe a capital, the words joined by one `_`, one `-` or nothing (a capital, or a digit before,
-// shows the word boundary), where n counts, least significant first, whether the first word starts with
-// a capital (×1) and then for each boundary its joint (`_` 0, `-` 1, nothing 2) times 2 plus whether its
-// word starts with a capital, in base 6 (×2, ×12, …); and even (2n + 2) for any other name, n its
-// characters read as digits in base 4, least significant first (a lower-case letter or a digit 0, a
-// capital 1, `_` 2, `-` 3). So `my-notes` is `MyNotesAlt7`, `myNotes` `MyNotesAlt19`, `Notes`
-// `NotesAlt1`. `decodePrefix` reads a prefix back.
-//
-// Why not simply PascalCase, or `_`: @hey-api/openapi-ts and orval make type names of the component
-// names, PascalCase again, and orval keeps one of two names that meet (`my-notes` and `my_notes` would
-// leave one type). A prefix is already what both would make of it, so they keep it.
+// The rule, exactly: docs/contract.md, "The prefix, exactly"; why not plain PascalCase: "Names".
 
 /** What a collection's row types are called: `<prefix><suffix>`. No suffix ends another. */
 export const rowTypeSuffixes = {

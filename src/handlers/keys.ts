@@ -1,6 +1,7 @@
 import type { components } from '../../generated/openapi.ts';
 import { scopes } from '../auth/scopes.ts';
-import { type AccountKey, instantOf, type KeyLimits, type Principal } from '../db/accounts/keys.ts';
+import { instantOf } from '../date-time.ts';
+import type { AccountKey, KeyLimits, Principal } from '../db/accounts/keys.ts';
 import { conflict, forbidden, notFound, validationFailed } from '../errors.ts';
 import { answerOnce } from '../idempotency/answers.ts';
 import type { Handlers, Result } from './types.ts';

@@ -29,7 +29,7 @@ const changing = new Set(['POST', 'PATCH', 'DELETE']);
 
 /**
  * The operations whose write finds its key's stored answer itself, in the statement that would store
- * its own, and then writes nothing (an insert's: sqlite/sql.ts, row_inserts, and postgres/sql.ts,
+ * its own, and then writes nothing (an insert's: db/sqlite/sql/rows.ts, row_inserts, and db/postgres/sql/rows.ts,
  * insertBatchWithAnswersSql, each meet it when storing their own, and take back all they wrote): a retry
  * of one is answered with what its write finds (OnceTaken, below), so no read goes before it. An
  * insert is checked before its write only against its own request (its body and its size), which its

@@ -1,22 +1,9 @@
 // Each request goes to its operation in openapi.yaml and to the handler bound by its operationId, in
 // the order of openapi-backend's handleRequest: match (miss: 404 or 405), the operation's `security`
 // (401) and the scope it needs (403; `authorize`, before the body is read), validation (400), the
-// key's collections (404), the handler, the one responder. The operations are openapi-backend's reading
-// of the document and the validators those `npm run generate` compiled from it; what handleRequest
-// works out on every request (it parses each one three times, and its router rebuilds the routes on
-// every match) is worked out here once, at start.
-//
-// The route table (RouteTable) matches as OpenAPIRouter.matchOperation does with our options (apiRoot
-// `/`, trailing slashes ignored): an exact path with the method first, then every path template that
-// matches, the most specific first (the longest once its parameters are removed, ties in document
-// order); a path that none matches is a 404, a path without the method a 405. A match also reads the
-// path's parameters, as openapi-backend's parseRequest would (with bath-es5), but still
-// percent-encoded: decoding can fail, and that is the request's fault, said by validateRequest.
-//
-// A request's parameters and body are checked (validateRequest) by the validators `npm run generate`
-// compiled, and given to the handler validated, coerced and defaulted. The object validated is the one
-// openapi-backend's validateRequest builds (`{ path, query, requestBody }`), so that the validators,
-// compiled by openapi-backend's own schema builder, see what they were made for.
+// key's collections (404), the handler, the one responder.
+// What it works out once at start, how its route table matches and what it validates: docs/development.md,
+// "The router".
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import type { Middleware } from 'koa';
 import { type Document, OpenAPIRouter, type Operation } from 'openapi-backend';

@@ -3,21 +3,8 @@
 // (a failing `test`, a path that does not exist, a path through a value that is no object or array, an
 // array index out of range, an increment of a non-number) is a 409 patch_conflict: the write it is part
 // of stores nothing.
-//
-// Written here rather than taken from a library: in rowbase `__proto__` and `constructor` are field
-// names like any other (openapi.yaml, NewRow), and each library met them otherwise. json-merge-patch
-// stops at such a key (answering the target without the rest of the patch); rfc6902 skips such tokens
-// when it evaluates a pointer (so `/constructor/x` addresses the parent's `x`) and drops `__proto__` when
-// it clones; fast-json-patch refuses `__proto__` unless told not to, then sets it by assignment (which
-// sets the prototype of the objects its own copies make), counts an inherited `constructor` as present,
-// and compares objects with `b.hasOwnProperty(…)`. Here every read is of own properties, every write
-// defines one, and nothing the caller handed in is changed: the containers a patch changes are copied
-// first (and only those).
-//
-// A JSON Patch can grow a row as no other write can: `copy` of a value into itself doubles it, and into a
-// place deep inside itself doubles its depth. So a patch copies at most MAX_COPIED characters of JSON
-// text in all (413), and makes no row nest deeper than MAX_DEPTH levels, or than it did (409): a few
-// operations could otherwise exhaust the memory or the stack before the row's own bounds are checked.
+// Why it is ours and not a library's, and how it bounds what a patch copies: docs/patches.md,
+// "Applying a patch".
 import { ApiError } from '../errors.ts';
 import { isObject, type Patch, type PatchOperation, unescapeToken } from './read.ts';
 

@@ -1,27 +1,8 @@
 // Aggregates of a collection's rows (openapi.yaml, aggregateRows; docs/aggregates.md): a request read
 // into a query, or refused with every place that is wrong; and what the answer is, on rows in memory:
-// the rules both dialects' SQL must give (src/db/aggregates.ts), and the evaluation the tests hold
+// the rules both dialects' SQL must give (src/db/reads/aggregates.ts), and the evaluation the tests hold
 // them to.
-//
-// - Rows are those the filter keeps (evaluate.ts). They fall into groups by the values of the group
-//   fields, top-level fields compared by JSON equality (objects whatever the order of their members);
-//   a missing field and `null` are the group `null`. Without group fields, every row is one group, there
-//   even when no row is.
-// - `count` counts a group's rows; `count_distinct` its distinct values of a field, by JSON equality,
-//   missing and `null` not counted.
-// - `sum` adds the numbers of a field, any other value ignored: the exact sum of the numbers as their
-//   JSON text writes them (JSON.stringify's shortest decimal that reads back as the double), rounded once
-//   to the nearest double; so integers are exact up to 2^53, and the sum is one double whatever order the
-//   rows come in. `avg` is that sum divided by how many numbers there were (a division of doubles). No
-//   numbers: `null`.
-// - `min` and `max` are the first value of a page ordered by the field, ascending and descending: numbers
-//   < strings < booleans < objects and arrays (which tie, broken by id: `min` is the lowest id's, `max`
-//   the highest id's), missing and `null` never, and `null` when there is no other value.
-// - Groups are answered in `order` (aliases and group fields, each by the page order's rules, missing
-//   and `null` last in both directions), then by the group fields ascending, then by the JSON text of
-//   their values; `limit` of them at most, `truncated` when there were more.
-// - Objects in an answer have their members in code unit order of their names, whatever order a row
-//   had them in (one group holds rows of both orders).
+// The rules, one by one: docs/aggregates.md, "The rules, exactly".
 import { type FieldError, validationFailed } from '../errors.ts';
 import { compareCodePoints, matches, type Row } from './evaluate.ts';
 import { type Filter, type FilterSource, filterFieldErrors, filterJson, type JsonValue, readFilter } from './filter.ts';

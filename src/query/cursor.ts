@@ -9,9 +9,18 @@
 // nothing: it holds only values its client has read, and any key of the account could make one that
 // starts anywhere in what it may read anyway. The limit and `count` may change from page to page.
 import { hash } from 'node:crypto';
-import type { Position, SortKey } from '../db/reads/pages.ts';
 import { type FieldError, validationFailed } from '../errors.ts';
-import { keyValueOf } from './sort-keys.ts';
+import type { SortKey } from './order.ts';
+import { type KeyValue, keyValueOf } from './sort-keys.ts';
+
+/**
+ * A place in a page's order, just after a row: that row's value of each sort key but `id` (null for
+ * `id`), and its id. A page `after` it holds only the rows that come later (keyset paging).
+ */
+export interface Position {
+  values: readonly (KeyValue | null)[];
+  id: number;
+}
 
 /** The query a cursor belongs to. */
 export interface CursorScope {

@@ -2,8 +2,15 @@
 // with its direction. A list's `order_by` is a comma list of fields and its `order` one direction for
 // all of them or a comma list as long; a query's `order` is a list of `{field, direction}`. Ties break
 // by id in the direction of the last key, unless `id` is one of the keys.
-import type { Direction, SortKey } from '../db/reads/pages.ts';
 import { type FieldError, validationFailed } from '../errors.ts';
+
+export type Direction = 'asc' | 'desc';
+
+/** One key of a page's order: a top-level field (`id`, the row's id) and its direction. */
+export interface SortKey {
+  field: string;
+  direction: Direction;
+}
 
 /** Keys of one order at most: each is a column of the page's statement, and of its cursor. */
 const MAX_ORDER_KEYS = 8;

@@ -1,6 +1,6 @@
+import type { Json, Row } from '../rows.ts';
 // The fields of a page's rows a client asks for (openapi.yaml, listRows `fields`): a rule on JSON text,
 // applied to the page the data layer answers.
-import type { Json, Row } from '../db/rows/rows.ts';
 
 /**
  * `json`, a page's rows, with only the fields `fields` of each, and its id: a row without one of them

@@ -69,9 +69,9 @@ export interface SchemaParts {
 
 /**
  * The most patterns in a schema, and the most RE2 instructions they compile to in all. Compiling an RE2
- * program takes time in its instructions, up to about 70 µs each for a large class repeated
- * (`[\p{L}0]{96}`), and a schema's patterns are compiled when it is checked and for its validator:
- * 64 KiB of such patterns would hold the service for seconds.
+ * program takes time in its instructions, and a schema's patterns are compiled when it is checked and
+ * for its validator: a schema of large ones would hold the service for seconds (docs/performance.md,
+ * "Compiling a schema's patterns").
  */
 const maxPatterns = 100;
 const maxPatternInstructions = 5_000;

@@ -1,4 +1,8 @@
-import type { Period } from '../db/accounts/plans.ts';
+// The calendar periods of plans (openapi.yaml, Plan), in UTC.
+
+/** The periods a plan's quota may count requests in. */
+export const periods = ['hour', 'day', 'month'] as const;
+export type Period = (typeof periods)[number];
 
 /** The calendar period (in UTC) that holds the instant `now`, as [start, end). */
 export function periodAt(period: Period, now: number): { start: Date; end: Date } {

@@ -3,7 +3,9 @@
 // events past their retention do.
 import { setImmediate as yieldToWriters } from 'node:timers/promises';
 import type { Store } from '../db/engine/store.ts';
-import { DELIVERY_LOG_MS } from '../db/webhooks/deliveries.ts';
+
+/** How long the delivery log keeps an attempt: 7 days (docs/webhooks.md). */
+const DELIVERY_LOG_MS = 7 * 24 * 60 * 60 * 1000;
 
 /**
  * Deletes the delivery log's attempts older than DELIVERY_LOG_MS, `batchSize` at a time, yielding to

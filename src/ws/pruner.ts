@@ -81,7 +81,7 @@ export class Pruner extends EventEmitter<{ pass: [deleted: number] }> {
   /**
    * The stored answers of Idempotency-Keys past their retention (openapi.yaml, IdempotencyKey), in
    * batches as events are: a retry after it runs as a new request, so they are of no more use. Until a
-   * batch deletes none: on SQLite a batch looks at the oldest answers only (sqlite/sql.ts, pruneOnceSql),
+   * batch deletes none: on SQLite a batch looks at the oldest answers only (db/sqlite/sql/rows.ts, pruneOnceSql),
    * and may delete fewer than it could where some of those have not expired. Those expired by the
    * pass's start, so that answers expiring meanwhile do not keep it going.
    */

@@ -7,7 +7,8 @@ import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { ErrorObject } from 'ajv';
 import type { components } from '../../generated/asyncapi.ts';
 import { validateFeedQuery } from '../../generated/feed-validators.js';
-import { hashKey, type Principal } from '../db/accounts/keys.ts';
+import { hashKey } from '../auth/keys.ts';
+import type { Principal } from '../db/accounts/keys.ts';
 import type { Store } from '../db/engine/store.ts';
 import type { EventType } from '../db/events/events.ts';
 import {

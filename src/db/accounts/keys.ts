@@ -1,6 +1,7 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import { hashKey } from '../../auth/keys.ts';
 import type { Scope } from '../../auth/scopes.ts';
-import { conflict } from '../../errors.ts';
+import { conflict, KeyError } from '../../errors.ts';
 import type { Once } from '../../idempotency/answers.ts';
 import type { Dialect, WriteTx } from '../engine/dialect.ts';
 import { beginOnce, recordOnce } from '../rows/idempotency.ts';
@@ -67,15 +68,10 @@ export interface AccountKey extends KeyLimits {
   last_used_at: string | null;
 }
 
-export class KeyError extends Error {}
-
 const PREFIX_LENGTH = 11; // "rb_" and 8 characters of the random part: shown in listings, enough to revoke by.
 
 /** The longest a key can be: ours are 35 characters (`rb_` and 32 of base64url). */
 export const MAX_KEY_LENGTH = 64;
-
-/** SHA-256 suits keys of 192 random bits: there is nothing to guess that a slow hash would protect. */
-export const hashKey = (key: string) => createHash('sha256').update(key).digest('hex');
 
 /**
  * Makes a new key for `account`, creating the account on first use. `plan` (default `free` for a new
@@ -274,27 +270,4 @@ export async function noteKeyUses({ query }: Dialect, uses: ReadonlyMap<number, 
     const at = new Date(minute).toISOString();
     await query(noteKeyUseSql, [at, keyId, at]);
   }
-}
-
-/**
- * The time an RFC 3339 date-time (`2026-12-01T00:00:00Z`, `…T01:00:00.5+01:00`) names, in ms since the
- * epoch, or undefined for text that is none (Date.parse alone takes February 30th for March 2nd), or
- * that names a time from the year 10000 in UTC on: stored as ISO 8601 text, times compare as text only
- * while their years have four digits.
- */
-export function instantOf(text: string): number | undefined {
-  const parts = /^(\d{4})-(\d\d)-(\d\d)[Tt](\d\d):(\d\d):(\d\d)(\.\d{1,9})?([Zz]|[+-](\d\d):(\d\d))$/.exec(text);
-  if (!parts) return undefined;
-  const [year, month, day, hour, minute, second] = parts.slice(1, 7).map(Number);
-  const local = new Date(Date.UTC(year, month - 1, day, hour, minute, second));
-  const valid =
-    local.getUTCFullYear() === year &&
-    local.getUTCMonth() === month - 1 &&
-    local.getUTCDate() === day &&
-    local.getUTCHours() === hour &&
-    local.getUTCMinutes() === minute &&
-    Number(parts[9] ?? 0) < 24 &&
-    Number(parts[10] ?? 0) < 60;
-  const time = Date.parse(text);
-  return valid && time < Date.UTC(10_000, 0) ? time : undefined;
 }

@@ -1,8 +1,6 @@
+import type { Period } from '../../usage/periods.ts';
 import type { Dialect } from '../engine/dialect.ts';
 import { accountPlanSql, listPlansSql, setPlanSql } from '../sql/accounts.ts';
-
-export const periods = ['hour', 'day', 'month'] as const;
-export type Period = (typeof periods)[number];
 
 export interface Plan {
   name: string;

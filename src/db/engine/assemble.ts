@@ -4,6 +4,7 @@
 // (sqlite/rows.ts, postgres/rows.ts). Every request's key is looked up through the cache of their
 // principals (../accounts/principals.ts, PrincipalCache).
 import type { Knex } from 'knex';
+import { hashKey } from '../../auth/keys.ts';
 import { ApiError, type FieldError } from '../../errors.ts';
 import type { Once, OnceRequest } from '../../idempotency/answers.ts';
 import type { Patch } from '../../patches/index.ts';
@@ -13,7 +14,6 @@ import {
   accountIdOf,
   createAccountKey,
   createKey,
-  hashKey,
   listAccountKeys,
   listKeys,
   liveKeyHashes,
@@ -168,9 +168,6 @@ export interface Backups {
    */
   backup(target: string, replace: boolean): Promise<void>;
 }
-
-/** A backup that cannot be made as asked; the message says why, in one line. */
-export class BackupRefusedError extends Error {}
 
 // biome-ignore lint/suspicious/noExplicitAny: any argument list; the bound types below stay exact.
 type SharedFunction = (db: Dialect, ...args: any[]) => Promise<unknown>;

@@ -1,8 +1,7 @@
 // What opening a database takes on either dialect: Knex's log, and one error that says which database
 // could not be opened and why.
-import { resolve } from 'node:path';
 import type { Knex } from 'knex';
-import { defaults } from '../../config.ts';
+import { defaults, withoutPassword } from '../../config.ts';
 import type { Logger } from '../../log.ts';
 import type { SortIndexLimits } from '../collections/sort-indexes.ts';
 
@@ -13,18 +12,6 @@ import type { SortIndexLimits } from '../collections/sort-indexes.ts';
 export class DatabaseOpenError extends Error {
   constructor(url: string, cause: unknown) {
     super(`cannot open the database ${withoutPassword(url)}: ${(cause as Error).message ?? cause}`, { cause });
-  }
-}
-
-/** A database URL as shown to people: a SQLite file by its absolute path, a PostgreSQL URL without its password. */
-export function withoutPassword(url: string): string {
-  if (url.startsWith('sqlite:')) return `sqlite:${resolve(url.slice('sqlite:'.length))}`;
-  try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = '***';
-    return parsed.href;
-  } catch {
-    return 'postgres://…';
   }
 }
 

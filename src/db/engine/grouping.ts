@@ -1,29 +1,7 @@
 // Work that arrives together, done together: the one way the data layer groups work, in two queues that
 // keep one rule of failure.
-//
-// Groups: items wait by key; a group takes the items of its key that wait, in the order they came, up
-// to `maxWeight` (an item is never split), and at most `maxRunning` groups of one key run at once.
-// Items that come while a key's groups run wait for the next, which then holds them all: under load,
-// groups grow, and each request costs a share of one statement. PostgreSQL's inserts into one
-// collection (postgres/rows.ts), SQLite's row reads by id (sqlite/readers.ts) and the webhooks'
-// acknowledgements, each a share of one transaction (webhooks.ts), queue here.
-//
-// GroupedWrites: the writes of a database that writes one transaction at a time, on one connection
-// (SQLite: sqlite/rows.ts, sqlite/sort-indexes.ts). A transaction of its own for each single-row write
-// would spend most of its time beginning, committing and waiting its turn, so the writes that arrive
-// while one is under way go next, together. Writes queued side by side under one key (inserts into one
-// collection; patches of one collection that set as many fields) become one write, one statement,
-// atomic by itself: it runs with no transaction around it, one hand-off to the driver where BEGIN and
-// COMMIT would make three. Other writes (deletes) queued together share one transaction. A
-// transaction's steps run on Knex's connection, held from the pool while writes are under way: a Knex
-// transaction costs several times as much, in hand-offs to the driver's thread and on the main thread.
-// A write is answered only after its group is stored, so a 2xx still means stored.
-//
-// What a failure does, for every group of both: a group of one item fails as that item would alone; a
-// group of several that fails runs each of its items again alone, in the order they came, so that each
-// succeeds or fails exactly as it would have without the others (runGroup). A group's work is a
-// function of its items and the database, so running an item again is safe. (A patch of a missing row
-// is no failure of its merged write: it answers its own 404, and the others are stored.)
+// `Groups` queues items by key; `GroupedWrites` the writes of a database with one writer. How each
+// groups, and what a failure does: docs/development.md, "Work done together".
 import type { Knex } from 'knex';
 import type { WriteTx } from './dialect.ts';
 

@@ -1,6 +1,6 @@
 import { collectionNotFound } from '../../errors.ts';
+import { type Row, rowJson } from '../../rows.ts';
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
-import { type Row, rowJson } from '../rows/rows.ts';
 import { eventSizesSql, eventsSql, feedStartSql, insertEventsSql, latestSeqSql } from '../sql/events.ts';
 
 export type EventType = 'insert' | 'update' | 'delete';

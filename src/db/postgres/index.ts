@@ -3,9 +3,10 @@
 import knexFactory from 'knex';
 import pg from 'pg';
 import { defaults, postgresPoolMax } from '../../config.ts';
+import { BackupRefusedError } from '../../errors.ts';
 import { RowSchemas } from '../collections/schemas.ts';
 import { KnownIndexes } from '../collections/sort-indexes.ts';
-import { assembleStore, BackupRefusedError, type Backups, type Store } from '../engine/assemble.ts';
+import { assembleStore, type Backups, type Store } from '../engine/assemble.ts';
 import { Changes } from '../engine/changes.ts';
 import { DatabaseOpenError, defaultSortIndexes, knexLog, type StoreOptions } from '../engine/connect.ts';
 import type { Dialect, OnceRow } from '../engine/dialect.ts';

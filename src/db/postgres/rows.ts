@@ -17,6 +17,7 @@ import { collectionNotFound, queryTimeout } from '../../errors.ts';
 import { type OnceRequest, OnceTaken, onceInProgress } from '../../idempotency/answers.ts';
 import type { Logger } from '../../log.ts';
 import { applyPatch, type Patch, patchedFields } from '../../patches/index.ts';
+import { assignable, overRowBound, rowJson } from '../../rows.ts';
 import { advance, collectionId } from '../collections/collections.ts';
 import { keepingUnique, type WrittenRow } from '../collections/indexes.ts';
 import { StaleSchema } from '../collections/schemas.ts';
@@ -32,14 +33,11 @@ import { exportCollection } from '../rows/exports.ts';
 import { beginOnce, recordOnce } from '../rows/idempotency.ts';
 import { importRowsIn, type RowImporter } from '../rows/imports.ts';
 import {
-  assignable,
   type Fields,
   type FirstInserted,
   insertedRows,
   noSuchRow,
-  overRowBound,
   preconditionFailed,
-  rowJson,
   rowNotFound,
   rowTooLarge,
   versionMatches,

@@ -1,48 +1,20 @@
-// A page of a collection's rows (openapi.yaml, listRows and queryRows), ordered by top-level fields of
-// their JSON, one or more: within one JSON type numbers numerically, strings by code point and false <
-// true; across types numbers < strings < booleans < objects and arrays (which tie with each other);
-// rows where the field is missing or null come last in both directions; rows equal in every field
-// break ties by id in the last field's direction. Both dialects give the same order for the same data;
-// each writes the SQL of it (sqlite/sql/reads.ts, postgres/sql/reads.ts), and this module reads pages through it,
-// the same way on both.
-//
-// A page ordered by one field reads the collection's sort index for it (sort-indexes.ts), made now if
-// the collection is large enough and has none; otherwise, and for several fields or a count, it sorts
-// the rows whole, stopped past the query timeout. A filtered page reads the range of a sort index its
-// filter's top level bounds (filter-indexes.ts), in order when the page is ordered by that field alone,
-// else sorted whole; or every row, when no index can find them. A page after a place (a cursor's, keyset
-// paging) reads only the rows past it: through the sort index, from the place on; sorted whole, under a
-// condition on the order's fields and the id. A page is one string made in the database (the rows' JSON
-// texts joined), never an object per row, with the collection's latest event seq read in the same
-// snapshot (openapi.yaml, Rowbase-Seq).
+// A page of a collection's rows (openapi.yaml, listRows and queryRows), read the same way on both
+// dialects through the SQL each writes (sqlite/sql/reads.ts, postgres/sql/reads.ts). The order, and
+// how a page is read: docs/development.md, "Pages".
 
 import { collectionNotFound } from '../../errors.ts';
+import type { Position } from '../../query/cursor.ts';
 import type { Filter } from '../../query/filter.ts';
+import type { Direction, SortKey } from '../../query/order.ts';
 import type { KeyValue } from '../../query/sort-keys.ts';
+import type { Json, Row } from '../../rows.ts';
 import { type KeyRange, type KnownIndexes, ranks, type SortIndexLimits } from '../collections/sort-indexes.ts';
 import type { SqlValue } from '../engine/dialect.ts';
-import { type Json, pageTooLarge, type Row } from '../rows/rows.ts';
+import { pageTooLarge } from '../rows/rows.ts';
 import { keyOrder } from '../sql/collections.ts';
 import { collectionSql, pageColumns, presentCountSql } from '../sql/reads.ts';
 import { allOf, raw, type Sql, sql } from './filter.ts';
 import { type IndexedField, indexedFields, type KeyBounds, oneValue } from './filter-indexes.ts';
-
-export type Direction = 'asc' | 'desc';
-
-/** One key of a page's order: a top-level field (`id`, the row's id) and its direction. */
-export interface SortKey {
-  field: string;
-  direction: Direction;
-}
-
-/**
- * A place in a page's order, just after a row: that row's value of each sort key but `id` (null for
- * `id`), and its id. A page `after` it holds only the rows that come later (keyset paging).
- */
-export interface Position {
-  values: readonly (KeyValue | null)[];
-  id: number;
-}
 
 export interface Page {
   limit: number;

@@ -6,18 +6,16 @@
 import { ApiError, collectionNotFound, queryTimeout } from '../../errors.ts';
 import type { Once } from '../../idempotency/answers.ts';
 import type { Patch } from '../../patches/index.ts';
+import { assignable, overRowBound, rowJson } from '../../rows.ts';
 import { advance } from '../collections/collections.ts';
 import { uniqueViolationAt, type WrittenRow } from '../collections/indexes.ts';
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
 import { beginOnce, recordOnce } from './idempotency.ts';
 import {
-  assignable,
   type Fields,
   type FirstInserted,
   type InsertedRows,
   insertedRows,
-  overRowBound,
-  rowJson,
   rowNotFound,
   rowTooLarge,
   type VersionedRow,

@@ -6,11 +6,12 @@
 // row deleted before it), so that the next row inserted takes the id it would have taken where it came
 // from. Each dialect writes the rows and their sort keys in its own SQL (sqlite/rows.ts, postgres/rows.ts).
 import { conflict } from '../../errors.ts';
+import { assignable, overRowBound } from '../../rows.ts';
 import { collectionId } from '../collections/collections.ts';
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
 import { appendEvents, eventRow } from '../events/events.ts';
 import { importAdvanceSql, lastRowIdSql } from '../sql/rows.ts';
-import { assignable, type Fields, overRowBound, rowTooLarge } from './rows.ts';
+import { type Fields, rowTooLarge } from './rows.ts';
 
 /** A row to import: its id, and its text (its fields but id, as JSON.stringify writes them). */
 export interface ImportedRow {

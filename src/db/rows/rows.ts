@@ -1,21 +1,12 @@
 // Rows as both dialects store and answer them (openapi.yaml, Row): a row's fields but `id` are stored
 // as the JSON text JSON.stringify wrote, and answered as JSON text made from it, never parsed again.
-import type { components } from '../../../generated/openapi.ts';
 import { ApiError, notFound, validationFailed } from '../../errors.ts';
 import type { Once } from '../../idempotency/answers.ts';
+import { type Json, MAX_ROW_BYTES, type Row, rowJson } from '../../rows.ts';
 import { collectionId } from '../collections/collections.ts';
 import type { Dialect } from '../engine/dialect.ts';
 
-export type Row = components['schemas']['Row'];
 export type Fields = Record<string, unknown>;
-/** JSON text of a value of type T. */
-export type Json<T> = string & { readonly json?: T };
-
-/**
- * A row's JSON text from its stored text (the fields but id, as JSON.stringify wrote them), the same
- * as JSON.stringify of the row, without parsing it. rowJsonWith() in ../sql/reads.ts makes the same in SQL.
- */
-export const rowJson = (id: number | string, data: string) => (data === '{}' ? `{"id":${id}}` : `{"id":${id},${data.slice(1)}`);
 
 /** Rows of consecutive ids from `firstId` as rowJson() makes each, as one JSON array, appended one by one. */
 function rowsJson(firstId: number, texts: string[]): string {
@@ -51,16 +42,6 @@ export function insertedRows({ collectionId, id, seq }: FirstInserted, texts: st
  * string longer than V8 can hold. A larger page is refused (pageTooLarge()).
  */
 export const MAX_PAGE_BYTES = 16 * 1024 * 1024;
-
-/**
- * The most a row may weigh, as the JSON text of its fields: 15 MiB, so that a page of one row always
- * fits. Patches add fields, so without a bound a row would grow by a body's worth with each one, until
- * answering it made a string longer than V8 can hold (rowTooLarge()).
- */
-export const MAX_ROW_BYTES = 15 * 1024 * 1024;
-
-/** Whether `text` weighs more than a row may: only a text of over a third of it can (3 bytes a UTF-16 unit at most). */
-export const overRowBound = (text: string) => text.length > MAX_ROW_BYTES / 3 && Buffer.byteLength(text) > MAX_ROW_BYTES;
 
 /** 413 for a write that would make a row weigh more than MAX_ROW_BYTES: nothing of it is stored. */
 export const rowTooLarge = () =>
@@ -111,13 +92,6 @@ export const versionMatches = (options: { ifMatch?: readonly string[] } | undefi
   options?.ifMatch === undefined || options.ifMatch.includes(version);
 
 export const rowNotFound = (collection: string, id: number) => notFound(`There is no row ${id} in collection ${collection}.`);
-
-/**
- * Whether `id` may name a row: the service assigns ids from 1, and a JavaScript number names no integer
- * past 2^53 − 1 exactly. Any other integer is a row that is absent (openapi.yaml, RowId: 404), and is
- * never sent to the database: PostgreSQL's bigint refuses the largest.
- */
-export const assignable = (id: number) => Number.isSafeInteger(id) && id >= 1;
 
 /** The 404 of a row id that is not assignable(): of the collection, when that is absent too. */
 export async function noSuchRow(db: Dialect, accountId: number, collection: string, rowId: number): Promise<never> {

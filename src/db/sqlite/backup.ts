@@ -8,7 +8,7 @@ import { existsSync, realpathSync } from 'node:fs';
 import { rename, rm } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import sqlite3 from 'sqlite3';
-import { BackupRefusedError } from '../engine/assemble.ts';
+import { BackupRefusedError } from '../../errors.ts';
 
 /** node-sqlite3's Backup (its type declarations leave it out). */
 interface Backup {

@@ -1,19 +1,6 @@
 // SQLite: a filter (src/query/filter.ts) as a condition on a row's `id` and `data`, meaning what
 // src/query/evaluate.ts says (../filter.ts writes $and, $or, $not, $ne, $in, $nin and the id).
-//
-// A field is read with json_type(), which names its JSON type ('integer', 'real', 'text', 'true',
-// 'false', 'null', 'object', 'array'; NULL when missing), and json_extract(), its SQL value; both with
-// a JSON path `$."a"."b"` that is a binding. SQLite keeps the rows' parsed JSON between the calls of one
-// row, so reading a field twice parses the row once. An object or array operand is compared member by
-// member: the type, how many members, then each, so that the order of an object's members does not count.
-//
-// Strings compare as UTF-8 bytes (the BINARY collation), which is code point order, lone surrogates
-// included (SQLite reads the escape `\udXYZ` as the surrogate's own three bytes). Every string and
-// number of an operand is bound as its JSON text and read by SQLite's own JSON reader
-// (`json_extract(?, '$')`), as the row's are. That reader rounds a few numbers to the neighbouring
-// double: read alike on both sides, a number still equals itself, and only two neighbouring doubles,
-// one rounded onto the other, could compare equal. A string with U+0000 or a lone surrogate arrives
-// whole, where the driver would bind the surrogate as U+FFFD.
+// How fields are read and how strings and numbers compare: docs/development.md, "Filters on SQLite".
 import type { Filter, JsonValue } from '../../query/filter.ts';
 import { allOf, type DialectFilter, filterWith, raw, type Sql, sql } from '../reads/filter.ts';
 import type { KeyBounds } from '../reads/filter-indexes.ts';

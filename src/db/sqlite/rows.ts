@@ -12,6 +12,7 @@ import type sqlite3 from 'sqlite3';
 import { type ApiError, collectionNotFound, queryTimeout } from '../../errors.ts';
 import { type OnceRequest, OnceTaken } from '../../idempotency/answers.ts';
 import { applyPatch, type Patch } from '../../patches/index.ts';
+import { assignable, overRowBound, rowJson } from '../../rows.ts';
 import { advance } from '../collections/collections.ts';
 import { keepingUnique, uniqueViolation, type WrittenRow } from '../collections/indexes.ts';
 import { StaleSchema } from '../collections/schemas.ts';
@@ -27,15 +28,12 @@ import { exportCollection } from '../rows/exports.ts';
 import { beginOnce, recordOnce } from '../rows/idempotency.ts';
 import { importRowsIn, type RowImporter } from '../rows/imports.ts';
 import {
-  assignable,
   type Fields,
   type FirstInserted,
   insertedRows,
   noSuchRow,
-  overRowBound,
   pageTooLarge,
   preconditionFailed,
-  rowJson,
   rowNotFound,
   rowTooLarge,
   type VersionedRow,

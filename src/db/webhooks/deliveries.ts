@@ -1,5 +1,5 @@
 // Webhooks' delivery log (openapi.yaml, WebhookDelivery; docs/webhooks.md): every attempt, listed, retried,
-// and pruned after DELIVERY_LOG_MS.
+// and pruned after DELIVERY_LOG_MS (webhooks/delivery-log.ts).
 import type { Dialect, SqlValue } from '../engine/dialect.ts';
 import { pruneWebhookDeliveriesSql, retryWebhookStreamSql, webhookDeliveriesSql, webhookDeliverySql } from '../sql/webhooks.ts';
 
@@ -76,9 +76,6 @@ export async function retryWebhookDelivery(
   changes.emit('webhooks');
   return 'retried';
 }
-
-/** How long the delivery log keeps an attempt: 7 days (docs/webhooks.md). */
-export const DELIVERY_LOG_MS = 7 * 24 * 60 * 60 * 1000;
 
 /** Deletes up to `limit` attempts of the delivery log made before `before` (ISO 8601), oldest first; answers how many went. */
 export async function pruneWebhookDeliveries({ query }: Dialect, before: string, limit: number): Promise<number> {

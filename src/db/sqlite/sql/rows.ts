@@ -1,23 +1,9 @@
 // SQLite's SQL of row writes (those both dialects share are in ../../sql/). `npm run generate` writes
 // every statement, expanded, to generated/sql/sqlite.sql.
-//
-// Writes: a group of row writes as one statement. Each statement handed to the driver is a hand-off
-// to one of libuv's threads and back, which costs the main thread far more than writing a row, and
-// more under load. A group written as BEGIN, the counters, the rows, their events and sort keys, and
-// COMMIT would be six such hand-offs, four of them one after another while every other write waited.
-//
-// Here each kind of group is an INSERT into a view whose INSTEAD OF trigger does the whole write, in
-// the order it always had: the collection's counters first, then the rows, their events, their sort
-// keys. One statement needs no transaction around it: SQLite runs it whole or not at all, and it takes
-// the write lock for its whole run, so that events still take their seqs in commit order. The views
-// and triggers are TEMP, made on the writer's connection when it opens (index.ts): the SQL is the
-// code's, never the database's, so there is nothing to migrate when it changes.
-//
-// Each statement looks its collection up by account and name once (a subquery in its INSERT that reads
-// nothing of the rows inserted, so SQLite runs it once a statement), and the triggers find it by that
-// id; a statement of patches looks each row up once too, and its trigger finds the row by rowid. Every
-// value a client sent arrives as a binding of the INSERT, never in the SQL.
-import { MAX_ROW_BYTES } from '../../rows/rows.ts';
+// Each kind of group of row writes is one INSERT into a TEMP view whose trigger does the whole write; why:
+// docs/development.md, "SQLite's writes, one statement each".
+
+import { MAX_ROW_BYTES } from '../../../rows.ts';
 import { replaceKey } from '../../sql/collections.ts';
 import { rowJsonWith } from '../../sql/reads.ts';
 import { fieldJoin, keyColumns } from './collections.ts';

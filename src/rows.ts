@@ -1,0 +1,31 @@
+// What a row is outside any database (openapi.yaml, Row): its JSON text, which the service makes
+// without parsing, the ids it may have and the most it may weigh. The data layer, the CLI's import and
+// export and the query rules share these.
+import type { components } from '../generated/openapi.ts';
+
+export type Row = components['schemas']['Row'];
+/** JSON text of a value of type T. */
+export type Json<T> = string & { readonly json?: T };
+
+/**
+ * A row's JSON text from its stored text (the fields but id, as JSON.stringify wrote them), the same
+ * as JSON.stringify of the row, without parsing it. rowJsonWith() in db/sql/reads.ts makes the same in SQL.
+ */
+export const rowJson = (id: number | string, data: string) => (data === '{}' ? `{"id":${id}}` : `{"id":${id},${data.slice(1)}`);
+
+/**
+ * The most a row may weigh, as the JSON text of its fields: 15 MiB, so that a page of one row always
+ * fits. Patches add fields, so without a bound a row would grow by a body's worth with each one, until
+ * answering it made a string longer than V8 can hold (db/rows/rows.ts, rowTooLarge()).
+ */
+export const MAX_ROW_BYTES = 15 * 1024 * 1024;
+
+/** Whether `text` weighs more than a row may: only a text of over a third of it can (3 bytes a UTF-16 unit at most). */
+export const overRowBound = (text: string) => text.length > MAX_ROW_BYTES / 3 && Buffer.byteLength(text) > MAX_ROW_BYTES;
+
+/**
+ * Whether `id` may name a row: the service assigns ids from 1, and a JavaScript number names no integer
+ * past 2^53 − 1 exactly. Any other integer is a row that is absent (openapi.yaml, RowId: 404), and is
+ * never sent to the database: PostgreSQL's bigint refuses the largest.
+ */
+export const assignable = (id: number) => Number.isSafeInteger(id) && id >= 1;
