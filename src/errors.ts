@@ -36,6 +36,7 @@ const kinds: Record<ProblemCode, { status: number; title: string }> = {
   unique_violation: { status: 409, title: 'Unique violation' },
   unique_conflict: { status: 409, title: 'Unique conflict' },
   patch_conflict: { status: 409, title: 'Patch conflict' },
+  invalid_token: { status: 401, title: 'Invalid token' },
 };
 
 /** What a problem may carry besides its detail (openapi.yaml, Problem). */
