@@ -52,7 +52,7 @@ module.exports = {
       severity: 'error',
       comment: "The engine knows no area's code, but engine/assemble.ts, which binds every area's operations into the Store.",
       from: { path: '^src/db/engine/', pathNot: '^src/db/engine/assemble\\.ts$' },
-      to: { path: '^src/db/(accounts|collections|rows|reads|events|webhooks|sql)/', dependencyTypesNot: ['type-only'] },
+      to: { path: '^src/db/(accounts|auth|collections|rows|reads|events|webhooks|sql)/', dependencyTypesNot: ['type-only'] },
     },
     {
       name: 'drivers-only-in-dialects',

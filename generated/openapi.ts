@@ -91,6 +91,83 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/auth/issuers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the account's token issuers.
+         * @description The account's issuers of end users' tokens, by name in code point order; never their secrets.
+         */
+        get: operations["listIssuers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        /**
+         * `GET /v1/auth/issuers` without the body.
+         * @description The status and headers `GET /v1/auth/issuers` answers, without the body (RFC 9110 §9.3.2):
+         *     counted toward the plan, as GET is.
+         */
+        head: operations["headIssuers"];
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/issuers/{issuer_name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The issuer's name (`Issuer.name`).
+                 * @example auth0
+                 */
+                issuer_name: components["parameters"]["IssuerNamePath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * A token issuer of the account.
+         * @description The issuer's settings, without its secret (`key_source` says which key it has). Another account's, or none: `404`.
+         */
+        get: operations["getIssuer"];
+        /**
+         * Make or replace a token issuer of the account.
+         * @description Sets the issuer of this name to the settings sent, whole: `201` when it is new, `200` when it
+         *     replaces the one of that name. Tokens of end users are accepted when their `iss` is an issuer's
+         *     `issuer`, their `aud` names one of its `audiences`, and they are signed by its key
+         *     (docs/access.md, "Token issuers"): its JSON Web Key Set at `jwks_uri`, or at the `jwks_uri` of
+         *     its OpenID discovery document at `discovery_url`, for RS256, PS256, ES256 and EdDSA tokens; or
+         *     its shared `secret`, for HS256 tokens the account's own backend mints. Exactly one of the three
+         *     is given, else `400`, naming them. A URL must be `http` or `https`, at most 2,048 characters,
+         *     without credentials, and follows the address rule of webhooks (`createWebhook`): unless the
+         *     server allows private addresses (`ROWBASE_WEBHOOKS_ALLOW_PRIVATE`), a host that is or resolves to
+         *     a loopback, private, link-local, CGNAT, multicast or unique-local address, or a loopback name, is
+         *     `400`; the rule is checked again on every connection. Nothing is fetched here: the keys are read
+         *     when a token first needs them. The secret is never answered back. An account holds at most 20
+         *     issuers: `409`. Tokens verified with the settings replaced are verified again, on every
+         *     instance within a second.
+         */
+        put: operations["putIssuer"];
+        post?: never;
+        /**
+         * Delete a token issuer of the account.
+         * @description Its tokens are refused from now on, on every instance within a second.
+         */
+        delete: operations["deleteIssuer"];
+        options?: never;
+        /**
+         * `GET /v1/auth/issuers/{issuer_name}` without the body.
+         * @description The status and headers `GET /v1/auth/issuers/{issuer_name}` answers, without the body (RFC 9110
+         *     §9.3.2): counted toward the plan, as GET is.
+         */
+        head: operations["headIssuer"];
+        patch?: never;
+        trace?: never;
+    };
     "/v1/batch": {
         parameters: {
             query?: never;
@@ -1530,6 +1607,49 @@ export interface components {
          * @example email
          */
         IndexName: string;
+        /** @description An issuer of the account's end users' tokens; a `secret` is never shown, `key_source` says there is one. */
+        Issuer: {
+            audiences: string[];
+            /** Format: date-time */
+            created_at: string;
+            /** @description Where its OpenID discovery document is (`key_source` `discovery_url`). */
+            discovery_url: string | null;
+            issuer: string;
+            /** @description Where its JSON Web Key Set is, when it has one of its own (`key_source` `jwks_uri`). */
+            jwks_uri: string | null;
+            key_source: components["schemas"]["IssuerKeySource"];
+            name: components["schemas"]["IssuerName"];
+            /** Format: date-time */
+            updated_at: string;
+        };
+        /** @description An issuer's settings, with exactly one of `jwks_uri`, `discovery_url` and `secret`. */
+        IssuerInput: {
+            /** @description A token's `aud` must name one of these. */
+            audiences: string[];
+            discovery_url?: components["schemas"]["IssuerUrl"];
+            /** @description The `iss` of its tokens, compared exactly. */
+            issuer: string;
+            jwks_uri?: components["schemas"]["IssuerUrl"];
+            /**
+             * @description The key of its HS256 tokens (the key is the string's UTF-8 bytes): at least 32 characters.
+             *     Never answered back.
+             */
+            secret?: string;
+        };
+        /**
+         * @description Which of its settings holds the issuer's key.
+         * @enum {string}
+         */
+        IssuerKeySource: "jwks_uri" | "discovery_url" | "secret";
+        IssuerList: components["schemas"]["Issuer"][];
+        /** @description The issuer's name among the account's, as collections are named. */
+        IssuerName: string;
+        /**
+         * @description An `http` or `https` URL without credentials, whose host is no private address nor loopback name
+         *     unless the server allows them (`putIssuer`). Read with no redirect followed, at most 64 KiB, within
+         *     5 seconds.
+         */
+        IssuerUrl: string;
         /**
          * @description A JSON Patch (RFC 6902): operations applied in order to the row (`{"id": …, …fields}`), all or
          *     none. `path` and `from` are JSON Pointers (RFC 6901): `/tags/0`, `/a~1b` for the field `a/b`.
@@ -1910,10 +2030,13 @@ export interface components {
          *     which), `unique_conflict` (409) to a unique index over rows that share values (`duplicates`).
          *     `patch_conflict` (409) is answered to a `PATCH` of rows whose patch cannot apply to a row as it
          *     is (a failing JSON Patch `test`, a path that does not exist, an increment of a field that is no
-         *     number): `errors` names the operation, and nothing is written.
+         *     number): `errors` names the operation, and nothing is written. `invalid_token` (401) is answered
+         *     to an end user's token that is refused (docs/access.md, "Token issuers"): expired, not yet valid,
+         *     of an issuer the account does not have, for another audience, badly signed, of an algorithm its
+         *     issuer does not use, or too long; `detail` says which.
          * @enum {string}
          */
-        ProblemCode: "validation_failed" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "idempotency_key_in_use" | "request_timeout" | "gone" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "expectation_failed" | "headers_too_large" | "quota_exceeded" | "rate_limited" | "too_many_connections" | "internal" | "unavailable" | "query_timeout" | "row_invalid" | "schema_conflict" | "unique_violation" | "unique_conflict" | "patch_conflict";
+        ProblemCode: "validation_failed" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "idempotency_key_in_use" | "request_timeout" | "gone" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "expectation_failed" | "headers_too_large" | "quota_exceeded" | "rate_limited" | "too_many_connections" | "internal" | "unavailable" | "query_timeout" | "row_invalid" | "schema_conflict" | "unique_violation" | "unique_conflict" | "patch_conflict" | "invalid_token";
         /** @description A place where the request is wrong (`ValidationError`), or where a row breaks its collection's schema (`RowError`). */
         ProblemError: components["schemas"]["ValidationError"] | components["schemas"]["RowError"];
         /**
@@ -2104,8 +2227,8 @@ export interface components {
          * @description The codes of a `UnauthorizedProblem`.
          * @enum {string}
          */
-        UnauthorizedCode: "unauthorized";
-        /** @description A `401`: the key is missing, unknown or revoked. */
+        UnauthorizedCode: "unauthorized" | "invalid_token";
+        /** @description A `401`: the key is missing, unknown or revoked (`unauthorized`), or an end user's token is refused (`invalid_token`). */
         UnauthorizedProblem: {
             code?: components["schemas"]["UnauthorizedCode"];
         } & components["schemas"]["Problem"];
@@ -2674,6 +2797,55 @@ export interface components {
                  *     }
                  */
                 "application/problem+json": components["schemas"]["IdempotencyKeyReusedProblem"];
+            };
+        };
+        /**
+         * @description `conflict`: the account holds 20 token issuers already (delete one to make another); or
+         *     `idempotency_key_in_use`.
+         */
+        IssuerConflict: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "urn:rowbase:problem:conflict",
+                 *       "title": "Conflict",
+                 *       "status": 409,
+                 *       "detail": "The account holds 20 token issuers, the most it may: delete one to make another.",
+                 *       "code": "conflict",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["ConflictProblem"];
+            };
+        };
+        /** @description `not_found`: the account has no token issuer of that name. */
+        IssuerNotFound: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "urn:rowbase:problem:not_found",
+                 *       "title": "Not found",
+                 *       "status": 404,
+                 *       "detail": "There is no token issuer named auth0.",
+                 *       "code": "not_found",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["NotFoundProblem"];
             };
         };
         /**
@@ -3328,6 +3500,11 @@ export interface components {
          */
         IndexNamePath: components["schemas"]["IndexName"];
         /**
+         * @description The issuer's name (`Issuer.name`).
+         * @example auth0
+         */
+        IssuerNamePath: components["schemas"]["IssuerName"];
+        /**
          * @description The most rows to return.
          * @example 50
          */
@@ -3666,6 +3843,247 @@ export interface operations {
         responses: {
             200: components["responses"]["HeadOkDocument"];
             304: components["responses"]["DocumentNotModified"];
+            default: components["responses"]["HeadProblem"];
+        };
+    };
+    listIssuers: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The account's token issuers. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IssuerList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Error"];
+        };
+    };
+    headIssuers: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOkMetered"];
+            default: components["responses"]["HeadProblem"];
+        };
+    };
+    getIssuer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The issuer's name (`Issuer.name`).
+                 * @example auth0
+                 */
+                issuer_name: components["parameters"]["IssuerNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The issuer. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Issuer"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["IssuerNotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Error"];
+        };
+    };
+    putIssuer: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this request safe (draft-ietf-httpapi-idempotency-key-header): a key of the
+                 *     client's choosing, unique to the request, such as a UUID, 1 to 255 printable ASCII characters,
+                 *     sent bare or as a Structured Field String (`"…"`, RFC 8941). The first request with a key is
+                 *     processed, and its answer (status, headers, body) stored for the account, in the same
+                 *     transaction as its change, for 24 hours (`ROWBASE_IDEMPOTENCY_KEY_SECONDS`). A retry with the same
+                 *     key and the same request (method, path, query and body) gets that answer again, with
+                 *     `Idempotent-Replayed: true`, and writes nothing, sends no event. The same key with another
+                 *     request is `422 idempotency_key_reused`; a retry while the first request is still running (on any
+                 *     instance) `409 idempotency_key_in_use`. A request that fails (any `4xx` or `5xx`) writes nothing
+                 *     and stores no answer: its retry runs again. Keys are the account's: another account's same key
+                 *     is another key. An API key limited to some collections (`Key.collections`) has requests of its
+                 *     own: the answer another API key of the account stored under the same Idempotency-Key is for
+                 *     another request (`422`), so that a limited key is never shown a change it may not see. An empty key, a longer one, one of other characters, or two `Idempotency-Key`
+                 *     headers are `400 validation_failed`, its error naming the header. A replay counts toward the plan
+                 *     as any request.
+                 * @example 8e03978e-40d5-43e8-bc93-6894a57f9324
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The issuer's name (`Issuer.name`).
+                 * @example auth0
+                 */
+                issuer_name: components["parameters"]["IssuerNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "issuer": "https://auth.example.com/",
+                 *       "audiences": [
+                 *         "notes-app"
+                 *       ],
+                 *       "jwks_uri": "https://auth.example.com/.well-known/jwks.json"
+                 *     }
+                 */
+                "application/json": components["schemas"]["IssuerInput"];
+            };
+        };
+        responses: {
+            /** @description The issuer replaced, as it now is. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Issuer"];
+                };
+            };
+            /** @description The issuer, made. */
+            201: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Issuer"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["IssuerConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Error"];
+        };
+    };
+    deleteIssuer: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this request safe (draft-ietf-httpapi-idempotency-key-header): a key of the
+                 *     client's choosing, unique to the request, such as a UUID, 1 to 255 printable ASCII characters,
+                 *     sent bare or as a Structured Field String (`"…"`, RFC 8941). The first request with a key is
+                 *     processed, and its answer (status, headers, body) stored for the account, in the same
+                 *     transaction as its change, for 24 hours (`ROWBASE_IDEMPOTENCY_KEY_SECONDS`). A retry with the same
+                 *     key and the same request (method, path, query and body) gets that answer again, with
+                 *     `Idempotent-Replayed: true`, and writes nothing, sends no event. The same key with another
+                 *     request is `422 idempotency_key_reused`; a retry while the first request is still running (on any
+                 *     instance) `409 idempotency_key_in_use`. A request that fails (any `4xx` or `5xx`) writes nothing
+                 *     and stores no answer: its retry runs again. Keys are the account's: another account's same key
+                 *     is another key. An API key limited to some collections (`Key.collections`) has requests of its
+                 *     own: the answer another API key of the account stored under the same Idempotency-Key is for
+                 *     another request (`422`), so that a limited key is never shown a change it may not see. An empty key, a longer one, one of other characters, or two `Idempotency-Key`
+                 *     headers are `400 validation_failed`, its error naming the header. A replay counts toward the plan
+                 *     as any request.
+                 * @example 8e03978e-40d5-43e8-bc93-6894a57f9324
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The issuer's name (`Issuer.name`).
+                 * @example auth0
+                 */
+                issuer_name: components["parameters"]["IssuerNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The issuer is deleted. */
+            204: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["IssuerNotFound"];
+            409: components["responses"]["IdempotencyKeyInUse"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Error"];
+        };
+    };
+    headIssuer: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The issuer's name (`Issuer.name`).
+                 * @example auth0
+                 */
+                issuer_name: components["parameters"]["IssuerNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOkMetered"];
             default: components["responses"]["HeadProblem"];
         };
     };

@@ -1934,15 +1934,330 @@ validate20.errors = vErrors;
 return errors === 0;
 }
 
-export const queryRows_body = validate21;
-const schema32 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"A query of a collection's rows (`queryRows`); every member may be left out.","additionalProperties":false,"properties":{"filter":{"type":"object","description":"A filter of the filter language (docs/api.md, \"Filters\"): each member names a field path (a\ntop-level field, or a dotted path into nested objects, `.` and `\\` in a key escaped with `\\`;\n`id` is the row's id) with its `FilterCondition`, or is `$and` or `$or` (non-empty arrays of\nfilters) or `$not` (a filter); the members must all hold. At most 4 KiB as JSON, 8 levels deep,\n32 conditions; anything else is `400 validation_failed` pointing into it (`/filter/…`).\n","properties":{"$and":{"type":"array","minItems":1,"items":{"type":"object","description":"A `Filter` inside `$and`, `$or` or `$not`, with the same members.","additionalProperties":true},"description":"Filters that must all hold."},"$or":{"type":"array","minItems":1,"items":{"$ref":"#/properties/requestBody/properties/filter/properties/$and/items"},"description":"Filters of which one at least must hold."},"$not":{"$ref":"#/properties/requestBody/properties/filter/properties/$and/items"}},"additionalProperties":{"description":"A JSON value the field must equal (JSON equality: `1` equals `1.0`, objects whatever the order\nof their members), or a `FilterOperators` object: an object whose members all start with `$`.\n","anyOf":[{"type":"string","description":"A string, compared by code point."},{"type":"number","description":"A number, compared by value."},{"type":"boolean","description":"A boolean, `false` before `true`."},{"type":"object","nullable":true,"enum":[null],"description":"`null`: a stored `null`, not a missing field."},{"type":"array","items":{},"description":"An array, equal item by item."},{"type":"object","description":"Conditions on one field, all of which must hold. Comparisons hold only for a value of the\noperand's JSON type; a missing field is not `null`, and `$ne` and `$nin` hold for it. An object\nwithout `$` members is a value to equal.\n","properties":{"$eq":{"description":"JSON equality."},"$ne":{"description":"Not JSON-equal (a missing field too)."},"$gt":{"description":"A number, string or boolean to compare with values of its own JSON type.","anyOf":[{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/0"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/1"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/2"}]},"$gte":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$lt":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$lte":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$in":{"type":"array","items":{},"description":"Equal to one of these."},"$nin":{"type":"array","items":{},"description":"Equal to none of these (a missing field too)."},"$exists":{"type":"boolean","description":"Whether the field is there (`null` is there)."},"$prefix":{"type":"string","description":"A string that starts with this one."},"$contains":{"description":"An array with an item equal to this value."}},"additionalProperties":true}]},"example":{"status":"open","score":{"$gte":10},"$or":[{"owner.name":"ada"},{"tags":{"$contains":"urgent"}}]}},"select":{"type":"array","description":"The top-level fields to answer of each row (`id` is always answered); a row without one is answered without it.","minItems":1,"maxItems":256,"items":{"type":"string","minLength":1,"maxLength":256},"example":["title","score"]},"order":{"type":"array","description":"The fields that order the rows, each once, first to last; by `id` ascending when empty or absent.","maxItems":8,"items":{"type":"object","description":"One field of an order, and its direction.","required":["field"],"additionalProperties":false,"properties":{"field":{"type":"string","minLength":1,"maxLength":256,"description":"A top-level field; `id` is the row's own id.","example":"score"},"direction":{"type":"string","description":"The direction of a page's order.","enum":["asc","desc"],"default":"asc"}}}},"limit":{"type":"integer","minimum":0,"maximum":1000,"description":"The most rows to answer; 100 when absent."},"after":{"type":"string","minLength":1,"description":"The cursor of the page to follow (`next` of a page of the same query)."},"count":{"description":"How `count` counts the rows that match (`exact`, the only one).","type":"string","enum":["exact"]}}}},"required":["requestBody"]};
-const schema33 = {"type":"string","description":"A string, compared by code point."};
-const schema34 = {"type":"number","description":"A number, compared by value."};
-const schema35 = {"type":"boolean","description":"A boolean, `false` before `true`."};
-const schema40 = {"type":"object","description":"A `Filter` inside `$and`, `$or` or `$not`, with the same members.","additionalProperties":true};
-const schema36 = {"description":"A number, string or boolean to compare with values of its own JSON type.","anyOf":[{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/0"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/1"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/2"}]};
+export const putIssuer_body = validate21;
+const schema32 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","required":["issuer","audiences"],"additionalProperties":false,"description":"An issuer's settings, with exactly one of `jwks_uri`, `discovery_url` and `secret`.","properties":{"issuer":{"type":"string","minLength":1,"maxLength":2048,"description":"The `iss` of its tokens, compared exactly."},"audiences":{"type":"array","minItems":1,"maxItems":10,"uniqueItems":true,"items":{"type":"string","minLength":1,"maxLength":2048},"description":"A token's `aud` must name one of these."},"jwks_uri":{"type":"string","minLength":1,"maxLength":2048,"description":"An `http` or `https` URL without credentials, whose host is no private address nor loopback name\nunless the server allows them (`putIssuer`). Read with no redirect followed, at most 64 KiB, within\n5 seconds.\n"},"discovery_url":{"$ref":"#/properties/requestBody/properties/jwks_uri"},"secret":{"type":"string","minLength":32,"maxLength":1024,"description":"The key of its HS256 tokens (the key is the string's UTF-8 bytes): at least 32 characters.\nNever answered back.\n"}}}},"required":["requestBody"]};
+const schema33 = {"type":"string","minLength":1,"maxLength":2048,"description":"An `http` or `https` URL without credentials, whose host is no private address nor loopback name\nunless the server allows them (`putIssuer`). Read with no redirect followed, at most 64 KiB, within\n5 seconds.\n"};
 
-function validate22(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate21(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.requestBody === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "requestBody"},message:"must have required property '"+"requestBody"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.requestBody !== undefined){
+let data0 = data.requestBody;
+if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
+if(data0.issuer === undefined){
+const err1 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/required",keyword:"required",params:{missingProperty: "issuer"},message:"must have required property '"+"issuer"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data0.audiences === undefined){
+const err2 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/required",keyword:"required",params:{missingProperty: "audiences"},message:"must have required property '"+"audiences"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+for(const key0 in data0){
+if(!(((((key0 === "issuer") || (key0 === "audiences")) || (key0 === "jwks_uri")) || (key0 === "discovery_url")) || (key0 === "secret"))){
+const err3 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data0.issuer !== undefined){
+let data1 = data0.issuer;
+if(typeof data1 === "string"){
+if(func2(data1) > 2048){
+const err4 = {instancePath:instancePath+"/requestBody/issuer",schemaPath:"#/properties/requestBody/properties/issuer/maxLength",keyword:"maxLength",params:{limit: 2048},message:"must NOT have more than 2048 characters"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(func2(data1) < 1){
+const err5 = {instancePath:instancePath+"/requestBody/issuer",schemaPath:"#/properties/requestBody/properties/issuer/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+else {
+const err6 = {instancePath:instancePath+"/requestBody/issuer",schemaPath:"#/properties/requestBody/properties/issuer/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data0.audiences !== undefined){
+let data2 = data0.audiences;
+if(Array.isArray(data2)){
+if(data2.length > 10){
+const err7 = {instancePath:instancePath+"/requestBody/audiences",schemaPath:"#/properties/requestBody/properties/audiences/maxItems",keyword:"maxItems",params:{limit: 10},message:"must NOT have more than 10 items"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+if(data2.length < 1){
+const err8 = {instancePath:instancePath+"/requestBody/audiences",schemaPath:"#/properties/requestBody/properties/audiences/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+const len0 = data2.length;
+for(let i0=0; i0<len0; i0++){
+let data3 = data2[i0];
+if(typeof data3 === "string"){
+if(func2(data3) > 2048){
+const err9 = {instancePath:instancePath+"/requestBody/audiences/" + i0,schemaPath:"#/properties/requestBody/properties/audiences/items/maxLength",keyword:"maxLength",params:{limit: 2048},message:"must NOT have more than 2048 characters"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+if(func2(data3) < 1){
+const err10 = {instancePath:instancePath+"/requestBody/audiences/" + i0,schemaPath:"#/properties/requestBody/properties/audiences/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+else {
+const err11 = {instancePath:instancePath+"/requestBody/audiences/" + i0,schemaPath:"#/properties/requestBody/properties/audiences/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+let i1 = data2.length;
+let j0;
+if(i1 > 1){
+const indices0 = {};
+for(;i1--;){
+let item0 = data2[i1];
+if(typeof item0 !== "string"){
+continue;
+}
+if(typeof indices0[item0] == "number"){
+j0 = indices0[item0];
+const err12 = {instancePath:instancePath+"/requestBody/audiences",schemaPath:"#/properties/requestBody/properties/audiences/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+break;
+}
+indices0[item0] = i1;
+}
+}
+}
+else {
+const err13 = {instancePath:instancePath+"/requestBody/audiences",schemaPath:"#/properties/requestBody/properties/audiences/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+if(data0.jwks_uri !== undefined){
+let data4 = data0.jwks_uri;
+if(typeof data4 === "string"){
+if(func2(data4) > 2048){
+const err14 = {instancePath:instancePath+"/requestBody/jwks_uri",schemaPath:"#/properties/requestBody/properties/jwks_uri/maxLength",keyword:"maxLength",params:{limit: 2048},message:"must NOT have more than 2048 characters"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+if(func2(data4) < 1){
+const err15 = {instancePath:instancePath+"/requestBody/jwks_uri",schemaPath:"#/properties/requestBody/properties/jwks_uri/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+}
+else {
+const err16 = {instancePath:instancePath+"/requestBody/jwks_uri",schemaPath:"#/properties/requestBody/properties/jwks_uri/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+}
+if(data0.discovery_url !== undefined){
+let data5 = data0.discovery_url;
+if(typeof data5 === "string"){
+if(func2(data5) > 2048){
+const err17 = {instancePath:instancePath+"/requestBody/discovery_url",schemaPath:"#/properties/requestBody/properties/jwks_uri/maxLength",keyword:"maxLength",params:{limit: 2048},message:"must NOT have more than 2048 characters"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+if(func2(data5) < 1){
+const err18 = {instancePath:instancePath+"/requestBody/discovery_url",schemaPath:"#/properties/requestBody/properties/jwks_uri/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+}
+else {
+const err19 = {instancePath:instancePath+"/requestBody/discovery_url",schemaPath:"#/properties/requestBody/properties/jwks_uri/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+}
+if(data0.secret !== undefined){
+let data6 = data0.secret;
+if(typeof data6 === "string"){
+if(func2(data6) > 1024){
+const err20 = {instancePath:instancePath+"/requestBody/secret",schemaPath:"#/properties/requestBody/properties/secret/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+if(func2(data6) < 32){
+const err21 = {instancePath:instancePath+"/requestBody/secret",schemaPath:"#/properties/requestBody/properties/secret/minLength",keyword:"minLength",params:{limit: 32},message:"must NOT have fewer than 32 characters"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+}
+else {
+const err22 = {instancePath:instancePath+"/requestBody/secret",schemaPath:"#/properties/requestBody/properties/secret/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+}
+}
+else {
+const err23 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+}
+}
+else {
+const err24 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+validate21.errors = vErrors;
+return errors === 0;
+}
+
+export const queryRows_body = validate22;
+const schema34 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"A query of a collection's rows (`queryRows`); every member may be left out.","additionalProperties":false,"properties":{"filter":{"type":"object","description":"A filter of the filter language (docs/api.md, \"Filters\"): each member names a field path (a\ntop-level field, or a dotted path into nested objects, `.` and `\\` in a key escaped with `\\`;\n`id` is the row's id) with its `FilterCondition`, or is `$and` or `$or` (non-empty arrays of\nfilters) or `$not` (a filter); the members must all hold. At most 4 KiB as JSON, 8 levels deep,\n32 conditions; anything else is `400 validation_failed` pointing into it (`/filter/…`).\n","properties":{"$and":{"type":"array","minItems":1,"items":{"type":"object","description":"A `Filter` inside `$and`, `$or` or `$not`, with the same members.","additionalProperties":true},"description":"Filters that must all hold."},"$or":{"type":"array","minItems":1,"items":{"$ref":"#/properties/requestBody/properties/filter/properties/$and/items"},"description":"Filters of which one at least must hold."},"$not":{"$ref":"#/properties/requestBody/properties/filter/properties/$and/items"}},"additionalProperties":{"description":"A JSON value the field must equal (JSON equality: `1` equals `1.0`, objects whatever the order\nof their members), or a `FilterOperators` object: an object whose members all start with `$`.\n","anyOf":[{"type":"string","description":"A string, compared by code point."},{"type":"number","description":"A number, compared by value."},{"type":"boolean","description":"A boolean, `false` before `true`."},{"type":"object","nullable":true,"enum":[null],"description":"`null`: a stored `null`, not a missing field."},{"type":"array","items":{},"description":"An array, equal item by item."},{"type":"object","description":"Conditions on one field, all of which must hold. Comparisons hold only for a value of the\noperand's JSON type; a missing field is not `null`, and `$ne` and `$nin` hold for it. An object\nwithout `$` members is a value to equal.\n","properties":{"$eq":{"description":"JSON equality."},"$ne":{"description":"Not JSON-equal (a missing field too)."},"$gt":{"description":"A number, string or boolean to compare with values of its own JSON type.","anyOf":[{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/0"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/1"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/2"}]},"$gte":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$lt":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$lte":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$in":{"type":"array","items":{},"description":"Equal to one of these."},"$nin":{"type":"array","items":{},"description":"Equal to none of these (a missing field too)."},"$exists":{"type":"boolean","description":"Whether the field is there (`null` is there)."},"$prefix":{"type":"string","description":"A string that starts with this one."},"$contains":{"description":"An array with an item equal to this value."}},"additionalProperties":true}]},"example":{"status":"open","score":{"$gte":10},"$or":[{"owner.name":"ada"},{"tags":{"$contains":"urgent"}}]}},"select":{"type":"array","description":"The top-level fields to answer of each row (`id` is always answered); a row without one is answered without it.","minItems":1,"maxItems":256,"items":{"type":"string","minLength":1,"maxLength":256},"example":["title","score"]},"order":{"type":"array","description":"The fields that order the rows, each once, first to last; by `id` ascending when empty or absent.","maxItems":8,"items":{"type":"object","description":"One field of an order, and its direction.","required":["field"],"additionalProperties":false,"properties":{"field":{"type":"string","minLength":1,"maxLength":256,"description":"A top-level field; `id` is the row's own id.","example":"score"},"direction":{"type":"string","description":"The direction of a page's order.","enum":["asc","desc"],"default":"asc"}}}},"limit":{"type":"integer","minimum":0,"maximum":1000,"description":"The most rows to answer; 100 when absent."},"after":{"type":"string","minLength":1,"description":"The cursor of the page to follow (`next` of a page of the same query)."},"count":{"description":"How `count` counts the rows that match (`exact`, the only one).","type":"string","enum":["exact"]}}}},"required":["requestBody"]};
+const schema35 = {"type":"string","description":"A string, compared by code point."};
+const schema36 = {"type":"number","description":"A number, compared by value."};
+const schema37 = {"type":"boolean","description":"A boolean, `false` before `true`."};
+const schema42 = {"type":"object","description":"A `Filter` inside `$and`, `$or` or `$not`, with the same members.","additionalProperties":true};
+const schema38 = {"description":"A number, string or boolean to compare with values of its own JSON type.","anyOf":[{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/0"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/1"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/2"}]};
+
+function validate23(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 const _errs0 = errors;
@@ -2011,12 +2326,12 @@ vErrors = null;
 }
 }
 }
-validate22.errors = vErrors;
+validate23.errors = vErrors;
 return errors === 0;
 }
 
 
-function validate21(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate22(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -2107,7 +2422,7 @@ vErrors.push(err5);
 errors++;
 }
 if(!(data2 === null)){
-const err6 = {instancePath:instancePath+"/requestBody/filter/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/requestBody/properties/filter/additionalProperties/anyOf/3/enum",keyword:"enum",params:{allowedValues: schema32.properties.requestBody.properties.filter.additionalProperties.anyOf[3].enum},message:"must be equal to one of the allowed values"};
+const err6 = {instancePath:instancePath+"/requestBody/filter/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/requestBody/properties/filter/additionalProperties/anyOf/3/enum",keyword:"enum",params:{allowedValues: schema34.properties.requestBody.properties.filter.additionalProperties.anyOf[3].enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -2205,20 +2520,20 @@ vErrors = null;
 }
 }
 if(data2.$gte !== undefined){
-if(!(validate22(data2.$gte, {instancePath:instancePath+"/requestBody/filter/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/$gte",parentData:data2,parentDataProperty:"$gte",rootData}))){
-vErrors = vErrors === null ? validate22.errors : vErrors.concat(validate22.errors);
+if(!(validate23(data2.$gte, {instancePath:instancePath+"/requestBody/filter/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/$gte",parentData:data2,parentDataProperty:"$gte",rootData}))){
+vErrors = vErrors === null ? validate23.errors : vErrors.concat(validate23.errors);
 errors = vErrors.length;
 }
 }
 if(data2.$lt !== undefined){
-if(!(validate22(data2.$lt, {instancePath:instancePath+"/requestBody/filter/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/$lt",parentData:data2,parentDataProperty:"$lt",rootData}))){
-vErrors = vErrors === null ? validate22.errors : vErrors.concat(validate22.errors);
+if(!(validate23(data2.$lt, {instancePath:instancePath+"/requestBody/filter/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/$lt",parentData:data2,parentDataProperty:"$lt",rootData}))){
+vErrors = vErrors === null ? validate23.errors : vErrors.concat(validate23.errors);
 errors = vErrors.length;
 }
 }
 if(data2.$lte !== undefined){
-if(!(validate22(data2.$lte, {instancePath:instancePath+"/requestBody/filter/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/$lte",parentData:data2,parentDataProperty:"$lte",rootData}))){
-vErrors = vErrors === null ? validate22.errors : vErrors.concat(validate22.errors);
+if(!(validate23(data2.$lte, {instancePath:instancePath+"/requestBody/filter/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/$lte",parentData:data2,parentDataProperty:"$lte",rootData}))){
+vErrors = vErrors === null ? validate23.errors : vErrors.concat(validate23.errors);
 errors = vErrors.length;
 }
 }
@@ -2580,7 +2895,7 @@ vErrors.push(err38);
 errors++;
 }
 if(!((data21 === "asc") || (data21 === "desc"))){
-const err39 = {instancePath:instancePath+"/requestBody/order/" + i3+"/direction",schemaPath:"#/properties/requestBody/properties/order/items/properties/direction/enum",keyword:"enum",params:{allowedValues: schema32.properties.requestBody.properties.order.items.properties.direction.enum},message:"must be equal to one of the allowed values"};
+const err39 = {instancePath:instancePath+"/requestBody/order/" + i3+"/direction",schemaPath:"#/properties/requestBody/properties/order/items/properties/direction/enum",keyword:"enum",params:{allowedValues: schema34.properties.requestBody.properties.order.items.properties.direction.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -2686,7 +3001,7 @@ vErrors.push(err47);
 errors++;
 }
 if(!(data24 === "exact")){
-const err48 = {instancePath:instancePath+"/requestBody/count",schemaPath:"#/properties/requestBody/properties/count/enum",keyword:"enum",params:{allowedValues: schema32.properties.requestBody.properties.count.enum},message:"must be equal to one of the allowed values"};
+const err48 = {instancePath:instancePath+"/requestBody/count",schemaPath:"#/properties/requestBody/properties/count/enum",keyword:"enum",params:{allowedValues: schema34.properties.requestBody.properties.count.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -2719,14 +3034,14 @@ vErrors.push(err50);
 }
 errors++;
 }
-validate21.errors = vErrors;
+validate22.errors = vErrors;
 return errors === 0;
 }
 
-export const updateRow_body = validate26;
-const schema42 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"The fields to change; at least one. `id` cannot be changed.","minProperties":1,"properties":{"id":{"description":"Not accepted; ids never change.","not":{}}},"additionalProperties":true,"example":{"text":"hello again"}}},"required":["requestBody"]};
+export const updateRow_body = validate27;
+const schema44 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"The fields to change; at least one. `id` cannot be changed.","minProperties":1,"properties":{"id":{"description":"Not accepted; ids never change.","not":{}}},"additionalProperties":true,"example":{"text":"hello again"}}},"required":["requestBody"]};
 
-function validate26(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate27(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -2786,16 +3101,16 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate26.errors = vErrors;
+validate27.errors = vErrors;
 return errors === 0;
 }
 
-export const updateRow_body_json_patch_json = validate27;
-const schema43 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"array","description":"A JSON Patch (RFC 6902): operations applied in order to the row (`{\"id\": …, …fields}`), all or\nnone. `path` and `from` are JSON Pointers (RFC 6901): `/tags/0`, `/a~1b` for the field `a/b`.\n","items":{"description":"One operation of a JSON Patch, told apart by its `op`, which each kind names in an enum of one value.","oneOf":[{"type":"object","description":"RFC 6902 §4.1: adds a member (replacing one of the same name), or inserts an array element (`-`: at the end).","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["add"]},"path":{"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"},"value":{"description":"Any JSON value."}},"example":{"op":"add","path":"/tags/-","value":"popular"}},{"type":"object","description":"RFC 6902 §4.2: removes the member or element, which must exist.","required":["op","path"],"properties":{"op":{"type":"string","enum":["remove"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"remove","path":"/draft"}},{"type":"object","description":"RFC 6902 §4.3: replaces the value, which must exist.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["replace"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"replace","path":"/status","value":"closed"}},{"type":"object","description":"RFC 6902 §4.4: removes the value at `from` and adds it at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["move"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"move","path":"/archived/title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.5: adds a copy of the value at `from` at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["copy"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"copy","path":"/previous_title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.6: the value at `path` must equal `value` (as JSON: `1` equals `1.0`, members in any order), else `409 patch_conflict` and nothing is written.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["test"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"test","path":"/status","value":"open"}},{"type":"object","description":"Ours: adds `value` to the number at `path`, inside the write's transaction, so that concurrent\nincrements of one field all count. A missing member counts as `0` when the object that would\nhold it exists; a value that is no number, or a sum past ±1.8e308, is `409 patch_conflict`.\nIntegers stay exact up to 2^53.\n","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["increment"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"type":"number","description":"Any finite number, negative too."}},"example":{"op":"increment","path":"/likes","value":1}}],"discriminator":{"propertyName":"op"}},"example":[{"op":"test","path":"/status","value":"open"},{"op":"increment","path":"/likes","value":1}]}},"required":["requestBody"]};
-const schema44 = {"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"};
+export const updateRow_body_json_patch_json = validate28;
+const schema45 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"array","description":"A JSON Patch (RFC 6902): operations applied in order to the row (`{\"id\": …, …fields}`), all or\nnone. `path` and `from` are JSON Pointers (RFC 6901): `/tags/0`, `/a~1b` for the field `a/b`.\n","items":{"description":"One operation of a JSON Patch, told apart by its `op`, which each kind names in an enum of one value.","oneOf":[{"type":"object","description":"RFC 6902 §4.1: adds a member (replacing one of the same name), or inserts an array element (`-`: at the end).","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["add"]},"path":{"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"},"value":{"description":"Any JSON value."}},"example":{"op":"add","path":"/tags/-","value":"popular"}},{"type":"object","description":"RFC 6902 §4.2: removes the member or element, which must exist.","required":["op","path"],"properties":{"op":{"type":"string","enum":["remove"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"remove","path":"/draft"}},{"type":"object","description":"RFC 6902 §4.3: replaces the value, which must exist.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["replace"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"replace","path":"/status","value":"closed"}},{"type":"object","description":"RFC 6902 §4.4: removes the value at `from` and adds it at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["move"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"move","path":"/archived/title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.5: adds a copy of the value at `from` at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["copy"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"copy","path":"/previous_title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.6: the value at `path` must equal `value` (as JSON: `1` equals `1.0`, members in any order), else `409 patch_conflict` and nothing is written.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["test"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"test","path":"/status","value":"open"}},{"type":"object","description":"Ours: adds `value` to the number at `path`, inside the write's transaction, so that concurrent\nincrements of one field all count. A missing member counts as `0` when the object that would\nhold it exists; a value that is no number, or a sum past ±1.8e308, is `409 patch_conflict`.\nIntegers stay exact up to 2^53.\n","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["increment"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"type":"number","description":"Any finite number, negative too."}},"example":{"op":"increment","path":"/likes","value":1}}],"discriminator":{"propertyName":"op"}},"example":[{"op":"test","path":"/status","value":"open"},{"op":"increment","path":"/likes","value":1}]}},"required":["requestBody"]};
+const schema46 = {"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"};
 const pattern8 = new RegExp("^(/([^~/]|~[01])*)*$", "u");
 
-function validate27(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate28(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -2863,7 +3178,7 @@ vErrors.push(err4);
 errors++;
 }
 if(!(data2 === "add")){
-const err5 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/op/enum",keyword:"enum",params:{allowedValues: schema43.properties.requestBody.items.oneOf[0].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err5 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/op/enum",keyword:"enum",params:{allowedValues: schema45.properties.requestBody.items.oneOf[0].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -2945,7 +3260,7 @@ vErrors.push(err11);
 errors++;
 }
 if(!(data4 === "remove")){
-const err12 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/1/properties/op/enum",keyword:"enum",params:{allowedValues: schema43.properties.requestBody.items.oneOf[1].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err12 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/1/properties/op/enum",keyword:"enum",params:{allowedValues: schema45.properties.requestBody.items.oneOf[1].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -3037,7 +3352,7 @@ vErrors.push(err19);
 errors++;
 }
 if(!(data6 === "replace")){
-const err20 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/2/properties/op/enum",keyword:"enum",params:{allowedValues: schema43.properties.requestBody.items.oneOf[2].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err20 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/2/properties/op/enum",keyword:"enum",params:{allowedValues: schema45.properties.requestBody.items.oneOf[2].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -3129,7 +3444,7 @@ vErrors.push(err27);
 errors++;
 }
 if(!(data8 === "move")){
-const err28 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/3/properties/op/enum",keyword:"enum",params:{allowedValues: schema43.properties.requestBody.items.oneOf[3].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err28 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/3/properties/op/enum",keyword:"enum",params:{allowedValues: schema45.properties.requestBody.items.oneOf[3].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -3246,7 +3561,7 @@ vErrors.push(err37);
 errors++;
 }
 if(!(data11 === "copy")){
-const err38 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/4/properties/op/enum",keyword:"enum",params:{allowedValues: schema43.properties.requestBody.items.oneOf[4].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err38 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/4/properties/op/enum",keyword:"enum",params:{allowedValues: schema45.properties.requestBody.items.oneOf[4].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -3363,7 +3678,7 @@ vErrors.push(err47);
 errors++;
 }
 if(!(data14 === "test")){
-const err48 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/5/properties/op/enum",keyword:"enum",params:{allowedValues: schema43.properties.requestBody.items.oneOf[5].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err48 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/5/properties/op/enum",keyword:"enum",params:{allowedValues: schema45.properties.requestBody.items.oneOf[5].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -3455,7 +3770,7 @@ vErrors.push(err55);
 errors++;
 }
 if(!(data16 === "increment")){
-const err56 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/6/properties/op/enum",keyword:"enum",params:{allowedValues: schema43.properties.requestBody.items.oneOf[6].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err56 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/6/properties/op/enum",keyword:"enum",params:{allowedValues: schema45.properties.requestBody.items.oneOf[6].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err56];
 }
@@ -3560,69 +3875,12 @@ vErrors.push(err64);
 }
 errors++;
 }
-validate27.errors = vErrors;
-return errors === 0;
-}
-
-export const updateRow_body_merge_patch_json = validate28;
-const schema52 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"A JSON Merge Patch (RFC 7396) of a row: each member merges into the field of its name (objects\nmember by member, at any depth), `null` removes the field, any other value replaces it. `id`\ncannot be changed.\n","properties":{"id":{"description":"Not accepted; ids never change.","not":{}}},"additionalProperties":true,"example":{"text":"hello again","draft":null}}},"required":["requestBody"]};
-
-function validate28(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
-let vErrors = null;
-let errors = 0;
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.requestBody === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "requestBody"},message:"must have required property '"+"requestBody"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.requestBody !== undefined){
-let data0 = data.requestBody;
-if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
-if(data0.id !== undefined){
-const err1 = {instancePath:instancePath+"/requestBody/id",schemaPath:"#/properties/requestBody/properties/id/not",keyword:"not",params:{},message:"must NOT be valid"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-}
-else {
-const err2 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-}
-else {
-const err3 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
 validate28.errors = vErrors;
 return errors === 0;
 }
 
-export const updateRows_body = validate29;
-const schema53 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"The fields to change; at least one. `id` cannot be changed.","minProperties":1,"properties":{"id":{"description":"Not accepted; ids never change.","not":{}}},"additionalProperties":true,"example":{"text":"hello again"}}},"required":["requestBody"]};
+export const updateRow_body_merge_patch_json = validate29;
+const schema54 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"A JSON Merge Patch (RFC 7396) of a row: each member merges into the field of its name (objects\nmember by member, at any depth), `null` removes the field, any other value replaces it. `id`\ncannot be changed.\n","properties":{"id":{"description":"Not accepted; ids never change.","not":{}}},"additionalProperties":true,"example":{"text":"hello again","draft":null}}},"required":["requestBody"]};
 
 function validate29(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -3641,6 +3899,63 @@ errors++;
 if(data.requestBody !== undefined){
 let data0 = data.requestBody;
 if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
+if(data0.id !== undefined){
+const err1 = {instancePath:instancePath+"/requestBody/id",schemaPath:"#/properties/requestBody/properties/id/not",keyword:"not",params:{},message:"must NOT be valid"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+else {
+const err2 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+}
+else {
+const err3 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+validate29.errors = vErrors;
+return errors === 0;
+}
+
+export const updateRows_body = validate30;
+const schema55 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"The fields to change; at least one. `id` cannot be changed.","minProperties":1,"properties":{"id":{"description":"Not accepted; ids never change.","not":{}}},"additionalProperties":true,"example":{"text":"hello again"}}},"required":["requestBody"]};
+
+function validate30(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.requestBody === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "requestBody"},message:"must have required property '"+"requestBody"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.requestBody !== undefined){
+let data0 = data.requestBody;
+if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
 if(Object.keys(data0).length < 1){
 const err1 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties"};
 if(vErrors === null){
@@ -3684,15 +3999,15 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate29.errors = vErrors;
+validate30.errors = vErrors;
 return errors === 0;
 }
 
-export const updateRows_body_json_patch_json = validate30;
-const schema54 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"array","description":"A JSON Patch (RFC 6902): operations applied in order to the row (`{\"id\": …, …fields}`), all or\nnone. `path` and `from` are JSON Pointers (RFC 6901): `/tags/0`, `/a~1b` for the field `a/b`.\n","items":{"description":"One operation of a JSON Patch, told apart by its `op`, which each kind names in an enum of one value.","oneOf":[{"type":"object","description":"RFC 6902 §4.1: adds a member (replacing one of the same name), or inserts an array element (`-`: at the end).","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["add"]},"path":{"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"},"value":{"description":"Any JSON value."}},"example":{"op":"add","path":"/tags/-","value":"popular"}},{"type":"object","description":"RFC 6902 §4.2: removes the member or element, which must exist.","required":["op","path"],"properties":{"op":{"type":"string","enum":["remove"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"remove","path":"/draft"}},{"type":"object","description":"RFC 6902 §4.3: replaces the value, which must exist.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["replace"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"replace","path":"/status","value":"closed"}},{"type":"object","description":"RFC 6902 §4.4: removes the value at `from` and adds it at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["move"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"move","path":"/archived/title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.5: adds a copy of the value at `from` at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["copy"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"copy","path":"/previous_title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.6: the value at `path` must equal `value` (as JSON: `1` equals `1.0`, members in any order), else `409 patch_conflict` and nothing is written.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["test"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"test","path":"/status","value":"open"}},{"type":"object","description":"Ours: adds `value` to the number at `path`, inside the write's transaction, so that concurrent\nincrements of one field all count. A missing member counts as `0` when the object that would\nhold it exists; a value that is no number, or a sum past ±1.8e308, is `409 patch_conflict`.\nIntegers stay exact up to 2^53.\n","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["increment"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"type":"number","description":"Any finite number, negative too."}},"example":{"op":"increment","path":"/likes","value":1}}],"discriminator":{"propertyName":"op"}},"example":[{"op":"test","path":"/status","value":"open"},{"op":"increment","path":"/likes","value":1}]}},"required":["requestBody"]};
-const schema55 = {"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"};
+export const updateRows_body_json_patch_json = validate31;
+const schema56 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"array","description":"A JSON Patch (RFC 6902): operations applied in order to the row (`{\"id\": …, …fields}`), all or\nnone. `path` and `from` are JSON Pointers (RFC 6901): `/tags/0`, `/a~1b` for the field `a/b`.\n","items":{"description":"One operation of a JSON Patch, told apart by its `op`, which each kind names in an enum of one value.","oneOf":[{"type":"object","description":"RFC 6902 §4.1: adds a member (replacing one of the same name), or inserts an array element (`-`: at the end).","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["add"]},"path":{"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"},"value":{"description":"Any JSON value."}},"example":{"op":"add","path":"/tags/-","value":"popular"}},{"type":"object","description":"RFC 6902 §4.2: removes the member or element, which must exist.","required":["op","path"],"properties":{"op":{"type":"string","enum":["remove"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"remove","path":"/draft"}},{"type":"object","description":"RFC 6902 §4.3: replaces the value, which must exist.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["replace"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"replace","path":"/status","value":"closed"}},{"type":"object","description":"RFC 6902 §4.4: removes the value at `from` and adds it at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["move"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"move","path":"/archived/title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.5: adds a copy of the value at `from` at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["copy"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"copy","path":"/previous_title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.6: the value at `path` must equal `value` (as JSON: `1` equals `1.0`, members in any order), else `409 patch_conflict` and nothing is written.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["test"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"test","path":"/status","value":"open"}},{"type":"object","description":"Ours: adds `value` to the number at `path`, inside the write's transaction, so that concurrent\nincrements of one field all count. A missing member counts as `0` when the object that would\nhold it exists; a value that is no number, or a sum past ±1.8e308, is `409 patch_conflict`.\nIntegers stay exact up to 2^53.\n","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["increment"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"type":"number","description":"Any finite number, negative too."}},"example":{"op":"increment","path":"/likes","value":1}}],"discriminator":{"propertyName":"op"}},"example":[{"op":"test","path":"/status","value":"open"},{"op":"increment","path":"/likes","value":1}]}},"required":["requestBody"]};
+const schema57 = {"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"};
 
-function validate30(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate31(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -3760,7 +4075,7 @@ vErrors.push(err4);
 errors++;
 }
 if(!(data2 === "add")){
-const err5 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/op/enum",keyword:"enum",params:{allowedValues: schema54.properties.requestBody.items.oneOf[0].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err5 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/op/enum",keyword:"enum",params:{allowedValues: schema56.properties.requestBody.items.oneOf[0].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -3842,7 +4157,7 @@ vErrors.push(err11);
 errors++;
 }
 if(!(data4 === "remove")){
-const err12 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/1/properties/op/enum",keyword:"enum",params:{allowedValues: schema54.properties.requestBody.items.oneOf[1].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err12 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/1/properties/op/enum",keyword:"enum",params:{allowedValues: schema56.properties.requestBody.items.oneOf[1].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -3934,7 +4249,7 @@ vErrors.push(err19);
 errors++;
 }
 if(!(data6 === "replace")){
-const err20 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/2/properties/op/enum",keyword:"enum",params:{allowedValues: schema54.properties.requestBody.items.oneOf[2].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err20 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/2/properties/op/enum",keyword:"enum",params:{allowedValues: schema56.properties.requestBody.items.oneOf[2].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -4026,7 +4341,7 @@ vErrors.push(err27);
 errors++;
 }
 if(!(data8 === "move")){
-const err28 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/3/properties/op/enum",keyword:"enum",params:{allowedValues: schema54.properties.requestBody.items.oneOf[3].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err28 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/3/properties/op/enum",keyword:"enum",params:{allowedValues: schema56.properties.requestBody.items.oneOf[3].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -4143,7 +4458,7 @@ vErrors.push(err37);
 errors++;
 }
 if(!(data11 === "copy")){
-const err38 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/4/properties/op/enum",keyword:"enum",params:{allowedValues: schema54.properties.requestBody.items.oneOf[4].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err38 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/4/properties/op/enum",keyword:"enum",params:{allowedValues: schema56.properties.requestBody.items.oneOf[4].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -4260,7 +4575,7 @@ vErrors.push(err47);
 errors++;
 }
 if(!(data14 === "test")){
-const err48 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/5/properties/op/enum",keyword:"enum",params:{allowedValues: schema54.properties.requestBody.items.oneOf[5].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err48 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/5/properties/op/enum",keyword:"enum",params:{allowedValues: schema56.properties.requestBody.items.oneOf[5].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -4352,7 +4667,7 @@ vErrors.push(err55);
 errors++;
 }
 if(!(data16 === "increment")){
-const err56 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/6/properties/op/enum",keyword:"enum",params:{allowedValues: schema54.properties.requestBody.items.oneOf[6].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err56 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/6/properties/op/enum",keyword:"enum",params:{allowedValues: schema56.properties.requestBody.items.oneOf[6].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err56];
 }
@@ -4457,14 +4772,14 @@ vErrors.push(err64);
 }
 errors++;
 }
-validate30.errors = vErrors;
+validate31.errors = vErrors;
 return errors === 0;
 }
 
-export const updateRows_body_merge_patch_json = validate31;
-const schema63 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"A JSON Merge Patch (RFC 7396) of a row: each member merges into the field of its name (objects\nmember by member, at any depth), `null` removes the field, any other value replaces it. `id`\ncannot be changed.\n","properties":{"id":{"description":"Not accepted; ids never change.","not":{}}},"additionalProperties":true,"example":{"text":"hello again","draft":null}}},"required":["requestBody"]};
+export const updateRows_body_merge_patch_json = validate32;
+const schema65 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"A JSON Merge Patch (RFC 7396) of a row: each member merges into the field of its name (objects\nmember by member, at any depth), `null` removes the field, any other value replaces it. `id`\ncannot be changed.\n","properties":{"id":{"description":"Not accepted; ids never change.","not":{}}},"additionalProperties":true,"example":{"text":"hello again","draft":null}}},"required":["requestBody"]};
 
-function validate31(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate32(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -4514,14 +4829,14 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate31.errors = vErrors;
+validate32.errors = vErrors;
 return errors === 0;
 }
 
-export const updateWebhook_body = validate32;
-const schema64 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","additionalProperties":false,"properties":{"url":{"type":"string","minLength":1,"maxLength":2048,"description":"Where the changes are POSTed: an `http` or `https` URL without credentials, whose host is no\nprivate address nor loopback name (RFC 6761: `localhost` and the names under it) unless the\nserver allows them (`createWebhook`). Redirects are not followed.\n"},"collections":{"type":"array","nullable":true,"maxItems":1000,"uniqueItems":true,"items":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"description":"The collections whose changes are delivered, by name, or `null` for every collection of the account."},"events":{"type":"array","minItems":1,"uniqueItems":true,"items":{"type":"string","enum":["insert","update","delete"]},"description":"The kinds of change delivered."},"filter":{"type":"object","nullable":true,"additionalProperties":true,"description":"The rows whose changes are delivered: a `Filter` (docs/api.md, \"Filters\"), applied as the feed\napplies one (asyncapi.yaml: an update of a row that leaves the filter is sent with\n`\"matches\": false`), or `null` for every row. One that is no filter is `400`.\n"},"description":{"type":"string","nullable":true,"maxLength":500,"description":"What the webhook is for, for its owner."},"enabled":{"type":"boolean"}}}},"required":["requestBody"]};
+export const updateWebhook_body = validate33;
+const schema66 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","additionalProperties":false,"properties":{"url":{"type":"string","minLength":1,"maxLength":2048,"description":"Where the changes are POSTed: an `http` or `https` URL without credentials, whose host is no\nprivate address nor loopback name (RFC 6761: `localhost` and the names under it) unless the\nserver allows them (`createWebhook`). Redirects are not followed.\n"},"collections":{"type":"array","nullable":true,"maxItems":1000,"uniqueItems":true,"items":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"description":"The collections whose changes are delivered, by name, or `null` for every collection of the account."},"events":{"type":"array","minItems":1,"uniqueItems":true,"items":{"type":"string","enum":["insert","update","delete"]},"description":"The kinds of change delivered."},"filter":{"type":"object","nullable":true,"additionalProperties":true,"description":"The rows whose changes are delivered: a `Filter` (docs/api.md, \"Filters\"), applied as the feed\napplies one (asyncapi.yaml: an update of a row that leaves the filter is sent with\n`\"matches\": false`), or `null` for every row. One that is no filter is `400`.\n"},"description":{"type":"string","nullable":true,"maxLength":500,"description":"What the webhook is for, for its owner."},"enabled":{"type":"boolean"}}}},"required":["requestBody"]};
 
-function validate32(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate33(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -4687,7 +5002,7 @@ vErrors.push(err11);
 errors++;
 }
 if(!(((data5 === "insert") || (data5 === "update")) || (data5 === "delete"))){
-const err12 = {instancePath:instancePath+"/requestBody/events/" + i2,schemaPath:"#/properties/requestBody/properties/events/items/enum",keyword:"enum",params:{allowedValues: schema64.properties.requestBody.properties.events.items.enum},message:"must be equal to one of the allowed values"};
+const err12 = {instancePath:instancePath+"/requestBody/events/" + i2,schemaPath:"#/properties/requestBody/properties/events/items/enum",keyword:"enum",params:{allowedValues: schema66.properties.requestBody.properties.events.items.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -4806,18 +5121,18 @@ vErrors.push(err20);
 }
 errors++;
 }
-validate32.errors = vErrors;
+validate33.errors = vErrors;
 return errors === 0;
 }
 
-export const writeBatch_body = validate33;
-const schema65 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"Writes to make together, in order (`writeBatch`).","required":["operations"],"additionalProperties":false,"properties":{"operations":{"type":"array","minItems":1,"description":"1 to 100 operations (`ROWBASE_MAX_BATCH_OPERATIONS`), done in this order.","items":{"description":"One write of a batch, told apart by `op`.","oneOf":[{"type":"object","description":"Inserts rows, as `insertRows` does; its result is `201` with the rows and their `etags`.","required":["op","collection","rows"],"additionalProperties":false,"properties":{"op":{"type":"string","description":"The `op` of an insert.","enum":["insert"]},"collection":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"rows":{"type":"array","minItems":1,"items":{"type":"object","description":"A row to insert. Any top-level field name and any JSON value is the client's, except `id`; `__proto__` and `constructor` are field names like any other.","properties":{"id":{"description":"Not accepted; the service assigns ids.","not":{}}},"additionalProperties":true,"example":{"text":"hello"}}}}},{"type":"object","description":"Patches a row, as `updateRow` does; its result is `200` with the row and its `etag`. `patch` is\nread as `patch_format` says: `merge` (the default) is the top-level merge of `application/json`,\n`merge-patch` RFC 7396, `json-patch` RFC 6902 with `increment` (see `updateRow`).\n","required":["op","collection","id","patch"],"additionalProperties":false,"properties":{"op":{"type":"string","description":"The `op` of an update.","enum":["update"]},"collection":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection"},"id":{"type":"integer","format":"int64","minimum":1,"maximum":9007199254740991,"description":"Assigned by the service; unique and increasing within the collection, never reused.","example":1},"patch":{"description":"A batch update's patch, as `patch_format` reads it: the fields to change (`merge`, as `RowPatch`), a\nJSON Merge Patch (`merge-patch`, `MergePatch`), or a JSON Patch (`json-patch`, `JsonPatch`).\n","anyOf":[{"type":"object","description":"A JSON Merge Patch (RFC 7396) of a row: each member merges into the field of its name (objects\nmember by member, at any depth), `null` removes the field, any other value replaces it. `id`\ncannot be changed.\n","properties":{"id":{"description":"Not accepted; ids never change.","not":{}}},"additionalProperties":true,"example":{"text":"hello again","draft":null}},{"type":"array","description":"A JSON Patch (RFC 6902): operations applied in order to the row (`{\"id\": …, …fields}`), all or\nnone. `path` and `from` are JSON Pointers (RFC 6901): `/tags/0`, `/a~1b` for the field `a/b`.\n","items":{"description":"One operation of a JSON Patch, told apart by its `op`, which each kind names in an enum of one value.","oneOf":[{"type":"object","description":"RFC 6902 §4.1: adds a member (replacing one of the same name), or inserts an array element (`-`: at the end).","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["add"]},"path":{"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"},"value":{"description":"Any JSON value."}},"example":{"op":"add","path":"/tags/-","value":"popular"}},{"type":"object","description":"RFC 6902 §4.2: removes the member or element, which must exist.","required":["op","path"],"properties":{"op":{"type":"string","enum":["remove"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"}},"example":{"op":"remove","path":"/draft"}},{"type":"object","description":"RFC 6902 §4.3: replaces the value, which must exist.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["replace"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"replace","path":"/status","value":"closed"}},{"type":"object","description":"RFC 6902 §4.4: removes the value at `from` and adds it at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["move"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"}},"example":{"op":"move","path":"/archived/title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.5: adds a copy of the value at `from` at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["copy"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"}},"example":{"op":"copy","path":"/previous_title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.6: the value at `path` must equal `value` (as JSON: `1` equals `1.0`, members in any order), else `409 patch_conflict` and nothing is written.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["test"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"test","path":"/status","value":"open"}},{"type":"object","description":"Ours: adds `value` to the number at `path`, inside the write's transaction, so that concurrent\nincrements of one field all count. A missing member counts as `0` when the object that would\nhold it exists; a value that is no number, or a sum past ±1.8e308, is `409 patch_conflict`.\nIntegers stay exact up to 2^53.\n","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["increment"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"value":{"type":"number","description":"Any finite number, negative too."}},"example":{"op":"increment","path":"/likes","value":1}}],"discriminator":{"propertyName":"op"}},"example":[{"op":"test","path":"/status","value":"open"},{"op":"increment","path":"/likes","value":1}]}]},"patch_format":{"type":"string","description":"How a patch is read: `merge`, the top-level merge of `application/json`; `merge-patch`, RFC 7396\n(`application/merge-patch+json`); `json-patch`, RFC 6902 (`application/json-patch+json`).\n","enum":["merge","merge-patch","json-patch"],"default":"merge"},"if_match":{"type":"string","maxLength":8192,"description":"As the `If-Match` header of `updateRow`, `*` or `ETag`s, comma-separated; `412` when none matches."}}},{"type":"object","description":"Deletes a row, as `deleteRow` does; its result is `204`, with no body.","required":["op","collection","id"],"additionalProperties":false,"properties":{"op":{"type":"string","description":"The `op` of a delete.","enum":["delete"]},"collection":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection"},"id":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/id"},"if_match":{"type":"string","maxLength":8192,"description":"As the `If-Match` header of `deleteRow`; `412` when none matches."}}},{"type":"object","description":"Upserts rows by a unique index, as `insertRows` with `on_conflict` does; its result is `200` with the rows and their `etags`.","required":["op","collection","on_conflict","rows"],"additionalProperties":false,"properties":{"op":{"type":"string","description":"The `op` of an upsert.","enum":["upsert"]},"collection":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection"},"on_conflict":{"type":"array","description":"The fields of a unique index of the collection.","minItems":1,"maxItems":4,"items":{"type":"string","description":"A top-level field an index is over, a plain name.","pattern":"^[A-Za-z_][A-Za-z0-9_]{0,62}$","example":"email"}},"rows":{"type":"array","minItems":1,"items":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/0/properties/rows/items"}}}}],"discriminator":{"propertyName":"op"}}}}}},"required":["requestBody"]};
-const schema66 = {"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"};
-const schema67 = {"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"};
-const schema76 = {"type":"integer","format":"int64","minimum":1,"maximum":9007199254740991,"description":"Assigned by the service; unique and increasing within the collection, never reused.","example":1};
-const schema78 = {"type":"object","description":"A row to insert. Any top-level field name and any JSON value is the client's, except `id`; `__proto__` and `constructor` are field names like any other.","properties":{"id":{"description":"Not accepted; the service assigns ids.","not":{}}},"additionalProperties":true,"example":{"text":"hello"}};
+export const writeBatch_body = validate34;
+const schema67 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"Writes to make together, in order (`writeBatch`).","required":["operations"],"additionalProperties":false,"properties":{"operations":{"type":"array","minItems":1,"description":"1 to 100 operations (`ROWBASE_MAX_BATCH_OPERATIONS`), done in this order.","items":{"description":"One write of a batch, told apart by `op`.","oneOf":[{"type":"object","description":"Inserts rows, as `insertRows` does; its result is `201` with the rows and their `etags`.","required":["op","collection","rows"],"additionalProperties":false,"properties":{"op":{"type":"string","description":"The `op` of an insert.","enum":["insert"]},"collection":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"rows":{"type":"array","minItems":1,"items":{"type":"object","description":"A row to insert. Any top-level field name and any JSON value is the client's, except `id`; `__proto__` and `constructor` are field names like any other.","properties":{"id":{"description":"Not accepted; the service assigns ids.","not":{}}},"additionalProperties":true,"example":{"text":"hello"}}}}},{"type":"object","description":"Patches a row, as `updateRow` does; its result is `200` with the row and its `etag`. `patch` is\nread as `patch_format` says: `merge` (the default) is the top-level merge of `application/json`,\n`merge-patch` RFC 7396, `json-patch` RFC 6902 with `increment` (see `updateRow`).\n","required":["op","collection","id","patch"],"additionalProperties":false,"properties":{"op":{"type":"string","description":"The `op` of an update.","enum":["update"]},"collection":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection"},"id":{"type":"integer","format":"int64","minimum":1,"maximum":9007199254740991,"description":"Assigned by the service; unique and increasing within the collection, never reused.","example":1},"patch":{"description":"A batch update's patch, as `patch_format` reads it: the fields to change (`merge`, as `RowPatch`), a\nJSON Merge Patch (`merge-patch`, `MergePatch`), or a JSON Patch (`json-patch`, `JsonPatch`).\n","anyOf":[{"type":"object","description":"A JSON Merge Patch (RFC 7396) of a row: each member merges into the field of its name (objects\nmember by member, at any depth), `null` removes the field, any other value replaces it. `id`\ncannot be changed.\n","properties":{"id":{"description":"Not accepted; ids never change.","not":{}}},"additionalProperties":true,"example":{"text":"hello again","draft":null}},{"type":"array","description":"A JSON Patch (RFC 6902): operations applied in order to the row (`{\"id\": …, …fields}`), all or\nnone. `path` and `from` are JSON Pointers (RFC 6901): `/tags/0`, `/a~1b` for the field `a/b`.\n","items":{"description":"One operation of a JSON Patch, told apart by its `op`, which each kind names in an enum of one value.","oneOf":[{"type":"object","description":"RFC 6902 §4.1: adds a member (replacing one of the same name), or inserts an array element (`-`: at the end).","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["add"]},"path":{"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"},"value":{"description":"Any JSON value."}},"example":{"op":"add","path":"/tags/-","value":"popular"}},{"type":"object","description":"RFC 6902 §4.2: removes the member or element, which must exist.","required":["op","path"],"properties":{"op":{"type":"string","enum":["remove"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"}},"example":{"op":"remove","path":"/draft"}},{"type":"object","description":"RFC 6902 §4.3: replaces the value, which must exist.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["replace"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"replace","path":"/status","value":"closed"}},{"type":"object","description":"RFC 6902 §4.4: removes the value at `from` and adds it at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["move"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"}},"example":{"op":"move","path":"/archived/title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.5: adds a copy of the value at `from` at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["copy"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"}},"example":{"op":"copy","path":"/previous_title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.6: the value at `path` must equal `value` (as JSON: `1` equals `1.0`, members in any order), else `409 patch_conflict` and nothing is written.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["test"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"test","path":"/status","value":"open"}},{"type":"object","description":"Ours: adds `value` to the number at `path`, inside the write's transaction, so that concurrent\nincrements of one field all count. A missing member counts as `0` when the object that would\nhold it exists; a value that is no number, or a sum past ±1.8e308, is `409 patch_conflict`.\nIntegers stay exact up to 2^53.\n","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["increment"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"value":{"type":"number","description":"Any finite number, negative too."}},"example":{"op":"increment","path":"/likes","value":1}}],"discriminator":{"propertyName":"op"}},"example":[{"op":"test","path":"/status","value":"open"},{"op":"increment","path":"/likes","value":1}]}]},"patch_format":{"type":"string","description":"How a patch is read: `merge`, the top-level merge of `application/json`; `merge-patch`, RFC 7396\n(`application/merge-patch+json`); `json-patch`, RFC 6902 (`application/json-patch+json`).\n","enum":["merge","merge-patch","json-patch"],"default":"merge"},"if_match":{"type":"string","maxLength":8192,"description":"As the `If-Match` header of `updateRow`, `*` or `ETag`s, comma-separated; `412` when none matches."}}},{"type":"object","description":"Deletes a row, as `deleteRow` does; its result is `204`, with no body.","required":["op","collection","id"],"additionalProperties":false,"properties":{"op":{"type":"string","description":"The `op` of a delete.","enum":["delete"]},"collection":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection"},"id":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/id"},"if_match":{"type":"string","maxLength":8192,"description":"As the `If-Match` header of `deleteRow`; `412` when none matches."}}},{"type":"object","description":"Upserts rows by a unique index, as `insertRows` with `on_conflict` does; its result is `200` with the rows and their `etags`.","required":["op","collection","on_conflict","rows"],"additionalProperties":false,"properties":{"op":{"type":"string","description":"The `op` of an upsert.","enum":["upsert"]},"collection":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection"},"on_conflict":{"type":"array","description":"The fields of a unique index of the collection.","minItems":1,"maxItems":4,"items":{"type":"string","description":"A top-level field an index is over, a plain name.","pattern":"^[A-Za-z_][A-Za-z0-9_]{0,62}$","example":"email"}},"rows":{"type":"array","minItems":1,"items":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/0/properties/rows/items"}}}}],"discriminator":{"propertyName":"op"}}}}}},"required":["requestBody"]};
+const schema68 = {"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"};
+const schema69 = {"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"};
+const schema78 = {"type":"integer","format":"int64","minimum":1,"maximum":9007199254740991,"description":"Assigned by the service; unique and increasing within the collection, never reused.","example":1};
+const schema80 = {"type":"object","description":"A row to insert. Any top-level field name and any JSON value is the client's, except `id`; `__proto__` and `constructor` are field names like any other.","properties":{"id":{"description":"Not accepted; the service assigns ids.","not":{}}},"additionalProperties":true,"example":{"text":"hello"}};
 
-function validate33(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -4932,7 +5247,7 @@ vErrors.push(err8);
 errors++;
 }
 if(!(data3 === "insert")){
-const err9 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/op/enum",keyword:"enum",params:{allowedValues: schema65.properties.requestBody.properties.operations.items.oneOf[0].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err9 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/op/enum",keyword:"enum",params:{allowedValues: schema67.properties.requestBody.properties.operations.items.oneOf[0].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -5100,7 +5415,7 @@ vErrors.push(err22);
 errors++;
 }
 if(!(data8 === "update")){
-const err23 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/op/enum",keyword:"enum",params:{allowedValues: schema65.properties.requestBody.properties.operations.items.oneOf[1].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err23 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/op/enum",keyword:"enum",params:{allowedValues: schema67.properties.requestBody.properties.operations.items.oneOf[1].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -5253,7 +5568,7 @@ vErrors.push(err34);
 errors++;
 }
 if(!(data14 === "add")){
-const err35 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/op/enum",keyword:"enum",params:{allowedValues: schema65.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[0].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err35 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/op/enum",keyword:"enum",params:{allowedValues: schema67.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[0].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -5335,7 +5650,7 @@ vErrors.push(err41);
 errors++;
 }
 if(!(data16 === "remove")){
-const err42 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/1/properties/op/enum",keyword:"enum",params:{allowedValues: schema65.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[1].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err42 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/1/properties/op/enum",keyword:"enum",params:{allowedValues: schema67.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[1].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -5427,7 +5742,7 @@ vErrors.push(err49);
 errors++;
 }
 if(!(data18 === "replace")){
-const err50 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/2/properties/op/enum",keyword:"enum",params:{allowedValues: schema65.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[2].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err50 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/2/properties/op/enum",keyword:"enum",params:{allowedValues: schema67.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[2].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err50];
 }
@@ -5519,7 +5834,7 @@ vErrors.push(err57);
 errors++;
 }
 if(!(data20 === "move")){
-const err58 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/3/properties/op/enum",keyword:"enum",params:{allowedValues: schema65.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[3].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err58 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/3/properties/op/enum",keyword:"enum",params:{allowedValues: schema67.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[3].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err58];
 }
@@ -5636,7 +5951,7 @@ vErrors.push(err67);
 errors++;
 }
 if(!(data23 === "copy")){
-const err68 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/4/properties/op/enum",keyword:"enum",params:{allowedValues: schema65.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[4].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err68 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/4/properties/op/enum",keyword:"enum",params:{allowedValues: schema67.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[4].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err68];
 }
@@ -5753,7 +6068,7 @@ vErrors.push(err77);
 errors++;
 }
 if(!(data26 === "test")){
-const err78 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/5/properties/op/enum",keyword:"enum",params:{allowedValues: schema65.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[5].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err78 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/5/properties/op/enum",keyword:"enum",params:{allowedValues: schema67.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[5].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err78];
 }
@@ -5845,7 +6160,7 @@ vErrors.push(err85);
 errors++;
 }
 if(!(data28 === "increment")){
-const err86 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/6/properties/op/enum",keyword:"enum",params:{allowedValues: schema65.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[6].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err86 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/6/properties/op/enum",keyword:"enum",params:{allowedValues: schema67.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[6].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err86];
 }
@@ -5975,7 +6290,7 @@ vErrors.push(err95);
 errors++;
 }
 if(!(((data31 === "merge") || (data31 === "merge-patch")) || (data31 === "json-patch"))){
-const err96 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch_format",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch_format/enum",keyword:"enum",params:{allowedValues: schema65.properties.requestBody.properties.operations.items.oneOf[1].properties.patch_format.enum},message:"must be equal to one of the allowed values"};
+const err96 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch_format",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch_format/enum",keyword:"enum",params:{allowedValues: schema67.properties.requestBody.properties.operations.items.oneOf[1].properties.patch_format.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err96];
 }
@@ -6078,7 +6393,7 @@ vErrors.push(err104);
 errors++;
 }
 if(!(data33 === "delete")){
-const err105 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/2/properties/op/enum",keyword:"enum",params:{allowedValues: schema65.properties.requestBody.properties.operations.items.oneOf[2].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err105 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/2/properties/op/enum",keyword:"enum",params:{allowedValues: schema67.properties.requestBody.properties.operations.items.oneOf[2].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err105];
 }
@@ -6252,7 +6567,7 @@ vErrors.push(err119);
 errors++;
 }
 if(!(data37 === "upsert")){
-const err120 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/properties/op/enum",keyword:"enum",params:{allowedValues: schema65.properties.requestBody.properties.operations.items.oneOf[3].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err120 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/properties/op/enum",keyword:"enum",params:{allowedValues: schema67.properties.requestBody.properties.operations.items.oneOf[3].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err120];
 }
@@ -6469,6 +6784,6 @@ vErrors.push(err137);
 }
 errors++;
 }
-validate33.errors = vErrors;
+validate34.errors = vErrors;
 return errors === 0;
 }

@@ -37,6 +37,7 @@ const kinds: Record<ProblemCode, { status: number; title: string }> = {
   unique_violation: { status: 409, title: 'Unique violation' },
   unique_conflict: { status: 409, title: 'Unique conflict' },
   patch_conflict: { status: 409, title: 'Patch conflict' },
+  invalid_token: { status: 401, title: 'Invalid token' },
 };
 
 /** What a problem may carry besides its detail (openapi.yaml, Problem). */
@@ -109,6 +110,9 @@ export const hostRepeated: FieldError = { in: 'header', name: 'host', message: '
 export const validationFailed = (detail: string, errors: FieldError[] = []) => new ApiError('validation_failed', detail, { errors });
 export const unauthorized = () =>
   new ApiError('unauthorized', 'A valid API key is required.', { headers: { 'WWW-Authenticate': 'Bearer realm="rowbase"' } });
+/** An end user's token refused (src/auth/tokens.ts), `detail` saying why; RFC 6750 §3.1 names the error in WWW-Authenticate. */
+export const invalidToken = (detail: string) =>
+  new ApiError('invalid_token', detail, { headers: { 'WWW-Authenticate': 'Bearer realm="rowbase", error="invalid_token"' } });
 export const forbidden = (detail: string) => new ApiError('forbidden', detail);
 export const notFound = (detail: string) => new ApiError('not_found', detail);
 export const conflict = (detail: string) => new ApiError('conflict', detail);

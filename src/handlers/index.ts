@@ -1,3 +1,4 @@
+import { authHandlers } from './auth.ts';
 import { batchHandlers } from './batch.ts';
 import { collectionHandlers } from './collections.ts';
 import { keyHandlers } from './keys.ts';
@@ -16,4 +17,5 @@ export const handlers: Handlers<OperationId> = {
   ...keyHandlers,
   ...serviceHandlers,
   ...webhookHandlers,
+  ...authHandlers,
 };

@@ -1,22 +1,14 @@
 // How a delivery leaves (docs/webhooks.md, "Delivery"): one POST through undici, signed per Standard
 // Webhooks, acknowledged by any 2xx within the timeout. The address rule (address.ts) is checked on
-// every connection: on a loopback name before anything, on the addresses a name resolves to before
-// connecting, and on the address the socket did connect to, so that no DNS rebinding gets around it.
-// Redirects are not followed, and at most 64 KiB of an answer is read: a receiver that hangs, trickles
-// or answers gigabytes is cut off at the timeout, on its own connection, and holds up no other webhook.
+// every connection, by the connector of src/net/guarded-fetch.ts. Redirects are not followed, and at
+// most 64 KiB of an answer is read: a receiver that hangs, trickles or answers gigabytes is cut off at
+// the timeout, on its own connection, and holds up no other webhook.
 import { createHmac } from 'node:crypto';
-import { lookup as dnsLookup, type LookupAddress, type LookupAllOptions } from 'node:dns';
-import { isIP } from 'node:net';
-import { Agent, buildConnector, request } from 'undici';
-import { isLoopbackName, isPublicAddress } from './address.ts';
+import { Agent, request } from 'undici';
+import { AddressRefusedError, checkedConnector, type LookupAll } from '../net/guarded-fetch.ts';
 
 /** The most of an answer read: the rest is not waited for. */
 const MAX_ANSWER_BYTES = 64 * 1024;
-
-/** A connection the address rule refused. */
-class AddressRefusedError extends Error {
-  readonly code = 'ADDRESS_REFUSED';
-}
 
 /**
  * Standard Webhooks' signature (https://www.standardwebhooks.com, "Signature scheme"): the HMAC-SHA256,
@@ -25,52 +17,6 @@ class AddressRefusedError extends Error {
 function sign(secret: string, id: string, timestamp: number, body: string): string {
   const key = Buffer.from(secret.slice('whsec_'.length), 'base64');
   return `v1,${createHmac('sha256', key).update(`${id}.${timestamp}.${body}`).digest('base64')}`;
-}
-
-/** dns.lookup with `all`: every address a name resolves to; injectable for tests. */
-export type LookupAll = (
-  hostname: string,
-  options: LookupAllOptions,
-  callback: (error: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void,
-) => void;
-
-type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
-
-/** A dns.lookup, by `lookupAll`, that refuses a name any address of which the rule refuses. */
-const checkedLookup =
-  (lookupAll: LookupAll) =>
-  (hostname: string, options: { all?: boolean; family?: number }, callback: LookupCallback): void => {
-    lookupAll(hostname, { ...options, all: true }, (error, addresses) => {
-      if (error) return callback(error, []);
-      const refused = addresses.find(({ address }) => !isPublicAddress(address));
-      if (refused) return callback(new AddressRefusedError(`${hostname} resolves to ${refused.address}, a private address`), []);
-      if (options.all) return callback(null, addresses);
-      callback(null, addresses[0].address, addresses[0].family);
-    });
-  };
-
-/** The connector of webhook deliveries: undici's, with the address rule on every connection unless `allowPrivate`. */
-function checkedConnector(allowPrivate: boolean, timeoutMs: number, lookupAll: LookupAll): buildConnector.connector {
-  // BuildOptions wants a `port` it does not use (each connection's own is given): a cast, not a made-up port.
-  const lookup = allowPrivate ? {} : { lookup: checkedLookup(lookupAll) };
-  const connect = buildConnector({ timeout: timeoutMs, ...lookup } as buildConnector.BuildOptions);
-  if (allowPrivate) return connect;
-  return (options, callback) => {
-    const host = options.hostname.replace(/^\[(.*)\]$/, '$1');
-    // A literal address is not looked up: it is judged as it is.
-    if (isIP(host) !== 0 && !isPublicAddress(host)) return callback(new AddressRefusedError(`${host} is a private address`), null);
-    // Nor is a loopback name (RFC 6761), whatever a resolver would answer for it.
-    if (isLoopbackName(host)) return callback(new AddressRefusedError(`${host} is a loopback name`), null);
-    connect(options, (error, socket) => {
-      if (error) return callback(error, null);
-      const remote = (socket as { remoteAddress?: string }).remoteAddress;
-      if (remote === undefined || !isPublicAddress(remote)) {
-        socket?.destroy();
-        return callback(new AddressRefusedError(`connected to ${remote}, a private address`), null);
-      }
-      callback(null, socket as NonNullable<typeof socket>);
-    });
-  };
 }
 
 /** What an attempt came to: the status answered (none when there was no answer), or why it failed. */
@@ -93,7 +39,7 @@ export class Sender {
   constructor(
     private readonly timeoutMs: number,
     allowPrivate: boolean,
-    lookupAll: LookupAll = dnsLookup,
+    lookupAll?: LookupAll,
   ) {
     this.agent = new Agent({
       connect: checkedConnector(allowPrivate, timeoutMs, lookupAll),

@@ -160,6 +160,19 @@ const valid: Scenario[] = [
   // Nothing was delivered to it: there is no attempt 1.
   { name: 'retryWebhookDelivery', method: 'POST', path: '/v1/webhooks/1/deliveries/1/retry', status: 404 },
   { name: 'deleteWebhook', method: 'DELETE', path: '/v1/webhooks/1', status: 204 },
+  // An issuer of a shared secret: nothing is fetched for it.
+  {
+    name: 'putIssuer',
+    method: 'PUT',
+    path: '/v1/auth/issuers/app',
+    body: { issuer: 'https://auth.example/', audiences: ['app'], secret: 's'.repeat(32) },
+    status: 201,
+  },
+  { name: 'listIssuers', method: 'GET', path: '/v1/auth/issuers', status: 200 },
+  { name: 'headIssuers', method: 'HEAD', path: '/v1/auth/issuers', status: 200 },
+  { name: 'getIssuer', method: 'GET', path: '/v1/auth/issuers/app', status: 200 },
+  { name: 'headIssuer', method: 'HEAD', path: '/v1/auth/issuers/app', status: 200 },
+  { name: 'deleteIssuer', method: 'DELETE', path: '/v1/auth/issuers/app', status: 204 },
 ];
 
 /** Requests the server refuses, each answered as the document says. */
@@ -214,6 +227,14 @@ const invalid: Scenario[] = [
   { name: 'an unknown route', method: 'GET', path: '/v1/nothing', status: 404, refusedByPrism: true },
   { name: 'getWebhook that is not', method: 'GET', path: '/v1/webhooks/99', status: 404 },
   { name: 'createWebhook of an ftp URL', method: 'POST', path: '/v1/webhooks', body: { url: 'ftp://127.0.0.1/' }, status: 400 },
+  { name: 'getIssuer that is not', method: 'GET', path: '/v1/auth/issuers/none', status: 404 },
+  {
+    name: 'putIssuer with two keys',
+    method: 'PUT',
+    path: '/v1/auth/issuers/app',
+    body: { issuer: 'https://auth.example/', audiences: ['app'], secret: 's'.repeat(32), jwks_uri: 'https://auth.example/jwks' },
+    status: 400,
+  },
 ];
 
 describe('a validating proxy (Prism) between a client and the server', function () {

@@ -1,7 +1,7 @@
 // What a key may reach (openapi.yaml, `x-rowbase-scope` and Key): every operation under /v1, and the
 // feed, for a key of each scope, in and out of the collections it is limited to, and for a key of each
 // scope limited to none. Out of its collections, a key may still list keys, but not make or revoke a
-// key of a collection it does not reach. Each key runs the whole table, in order (reads, then writes, then the
+// key of a collection it does not reach; token issuers are managed by admin keys of every collection alone. Each key runs the whole table, in order (reads, then writes, then the
 // collection's deletion), and the statuses it met are compared whole with the table's.
 import { expect } from 'chai';
 import type { OpenAPIV3 } from 'openapi-types';
@@ -31,6 +31,8 @@ interface Operation {
   /** For a key in its collections (or limited to none), and out of them. */
   in: ByScope;
   out: ByScope;
+  /** For a key limited to none, where it differs from `in`: the account's own settings (token issuers). */
+  all?: ByScope;
 }
 
 const http =
@@ -54,6 +56,10 @@ async function revokeKeyOf(client: Client, { c }: Target, server: TestServer): P
 
 /** Webhooks point at a port of this machine: nothing is delivered anywhere else. */
 const WEBHOOK_URL = 'http://127.0.0.1:9/hook';
+
+/** A token issuer of a shared secret, which no limited key may manage: its tokens reach the whole account. */
+const ISSUER = { issuer: 'https://auth.example/', audiences: ['app'], secret: 's'.repeat(32) };
+const none = each(403);
 
 /** Runs `method` on a webhook of `c` (`suffix` after its path) that an admin key of every collection made, and deletes it. */
 const onWebhook =
@@ -116,6 +122,11 @@ const operations: Operation[] = [
   { name: 'GET /v1/webhooks/{a webhook of c}/deliveries', operationId: 'listWebhookDeliveries', run: onWebhook('GET', '/deliveries'), in: scoped(403, 403, 200), out: scoped(403, 403, 404) },
   { name: 'POST /v1/webhooks/{a webhook of c}/deliveries/1/retry', operationId: 'retryWebhookDelivery', run: onWebhook('POST', '/deliveries/1/retry'), in: scoped(403, 403, 404), out: scoped(403, 403, 404) },
   { name: 'DELETE /v1/webhooks/{a webhook of c}', operationId: 'deleteWebhook', run: onWebhook('DELETE'), in: scoped(403, 403, 204), out: scoped(403, 403, 404) },
+  { name: 'PUT /v1/auth/issuers/{c}', operationId: 'putIssuer', run: http('PUT', ({ c }) => `/v1/auth/issuers/${c}`, () => ISSUER), in: none, out: none, all: scoped(403, 403, 201) },
+  { name: 'GET /v1/auth/issuers', operationId: 'listIssuers', run: http('GET', () => '/v1/auth/issuers'), in: none, out: none, all: scoped(403, 403, 200) },
+  { name: 'HEAD /v1/auth/issuers', operationId: 'listIssuers', run: http('HEAD', () => '/v1/auth/issuers'), in: none, out: none, all: scoped(403, 403, 200) },
+  { name: 'GET /v1/auth/issuers/{c}', operationId: 'getIssuer', run: http('GET', ({ c }) => `/v1/auth/issuers/${c}`), in: none, out: none, all: scoped(403, 403, 200) },
+  { name: 'DELETE /v1/auth/issuers/{c}', operationId: 'deleteIssuer', run: http('DELETE', ({ c }) => `/v1/auth/issuers/${c}`), in: none, out: none, all: scoped(403, 403, 204) },
 ];
 
 describeEachBackend('what a key may reach', (backend) => {
@@ -139,8 +150,8 @@ describeEachBackend('what a key may reach', (backend) => {
     for (const operation of operations) met[operation.name] = await operation.run(client, target, server);
     return met;
   }
-  const expected = (scope: Scope, side: 'in' | 'out') =>
-    Object.fromEntries(operations.map((operation) => [operation.name, operation[side][scope]]));
+  const expected = (scope: Scope, side: 'in' | 'out' | 'all') =>
+    Object.fromEntries(operations.map((operation) => [operation.name, (operation[side] ?? operation.in)[scope]]));
 
   for (const scope of scopes) {
     describe(`${scope === 'admin' ? 'an' : 'a'} ${scope} key`, () => {
@@ -153,7 +164,7 @@ describeEachBackend('what a key may reach', (backend) => {
 
       it('of every collection, answers as the table says in them', async () => {
         const client = await server.client('scoped', TEST_PLAN, { scope });
-        expect(await statuses(client, { c: `all-${scope}`, fresh: `fresh-all-${scope}` })).to.deep.equal(expected(scope, 'in'));
+        expect(await statuses(client, { c: `all-${scope}`, fresh: `fresh-all-${scope}` })).to.deep.equal(expected(scope, 'all'));
       });
     });
   }

@@ -81,6 +81,7 @@ describeEachBackend('a typed client generated from openapi.yaml', (backend) => {
     const { prefix } = await server.store.createKey('sdk-user', TEST_PLAN, { scope: 'read' });
     const row = { params: { path: { ...path, row_id: 1 } } };
     const hook = { params: { path: { webhook_id: 1 } } };
+    const issuer = { params: { path: { issuer_name: 'app' } } };
     // A Record over every operationId: an operation added to openapi.yaml does not compile until it is called here.
     // The feed's operations are answered 400: fetch cannot make a WebSocket upgrade (asyncapi.yaml).
     const calls: Record<keyof operations, [() => Promise<{ response: Response }>, number]> = {
@@ -178,6 +179,20 @@ describeEachBackend('a typed client generated from openapi.yaml', (backend) => {
         404,
       ],
       deleteWebhook: [() => api.DELETE('/v1/webhooks/{webhook_id}', hook), 204],
+      // An issuer of a shared secret: nothing is fetched for it.
+      putIssuer: [
+        () =>
+          api.PUT('/v1/auth/issuers/{issuer_name}', {
+            ...issuer,
+            body: { issuer: 'https://auth.example/', audiences: ['app'], secret: 's'.repeat(32) },
+          }),
+        201,
+      ],
+      listIssuers: [() => api.GET('/v1/auth/issuers'), 200],
+      headIssuers: [() => api.HEAD('/v1/auth/issuers'), 200],
+      getIssuer: [() => api.GET('/v1/auth/issuers/{issuer_name}', issuer), 200],
+      headIssuer: [() => api.HEAD('/v1/auth/issuers/{issuer_name}', issuer), 200],
+      deleteIssuer: [() => api.DELETE('/v1/auth/issuers/{issuer_name}', issuer), 204],
     };
     for (const [operationId, [call, status]] of Object.entries(calls)) {
       const { response } = await call();

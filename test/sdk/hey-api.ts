@@ -1,5 +1,5 @@
 // @hey-api/openapi-ts's SDK of openapi.yaml (its fetch client), called as an SDK user would.
-import { inOrder, type Outcome, type Patched, patching, query as rowQuery, rows, webhookUrl } from './calls.ts';
+import { inOrder, issuerInput, type Outcome, type Patched, patching, query as rowQuery, rows, webhookUrl } from './calls.ts';
 import { client } from './out/hey-api/client.gen.ts';
 import * as sdk from './out/hey-api/sdk.gen.ts';
 import type { ListRowsData } from './out/hey-api/types.gen.ts';
@@ -65,6 +65,12 @@ export async function callEveryOperation(baseUrl: string, key: string, collectio
     // Nothing was delivered to it: there is no attempt 1.
     retryWebhookDelivery: () => sdk.retryWebhookDelivery({ path: { webhook_id, delivery_id: 1 } }),
     deleteWebhook: () => sdk.deleteWebhook({ path: { webhook_id } }),
+    putIssuer: () => sdk.putIssuer({ path: { issuer_name: collection }, body: issuerInput }),
+    listIssuers: () => sdk.listIssuers(),
+    headIssuers: () => sdk.headIssuers(),
+    getIssuer: () => sdk.getIssuer({ path: { issuer_name: collection } }),
+    headIssuer: () => sdk.headIssuer({ path: { issuer_name: collection } }),
+    deleteIssuer: () => sdk.deleteIssuer({ path: { issuer_name: collection } }),
     openFeed: () => sdk.openFeed({ query: { collection } }),
     headFeed: () => sdk.headFeed({ query: { collection } }),
     putCollectionSchema: () => sdk.putCollectionSchema({ path, body: { type: 'object' } }),

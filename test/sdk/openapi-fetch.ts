@@ -1,6 +1,6 @@
 // openapi-typescript's types of openapi.yaml with openapi-fetch, called as an SDK user would.
 import createClient from 'openapi-fetch';
-import { inOrder, type Outcome, type Patched, patching, query as rowQuery, rows, webhookUrl } from './calls.ts';
+import { inOrder, issuerInput, type Outcome, type Patched, patching, query as rowQuery, rows, webhookUrl } from './calls.ts';
 import type { operations, paths } from './out/openapi-typescript/schema.ts';
 
 export async function callEveryOperation(baseUrl: string, key: string, collection: string): Promise<Outcome> {
@@ -12,6 +12,7 @@ export async function callEveryOperation(baseUrl: string, key: string, collectio
   let prefix = '';
   let webhook_id = 0;
   const hook = () => ({ params: { path: { webhook_id } } });
+  const issuer = { params: { path: { issuer_name: collection } } };
 
   const answers = await inOrder({
     getHealth: () => api.GET('/health'),
@@ -80,6 +81,12 @@ export async function callEveryOperation(baseUrl: string, key: string, collectio
     retryWebhookDelivery: () =>
       api.POST('/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/retry', { params: { path: { webhook_id, delivery_id: 1 } } }),
     deleteWebhook: () => api.DELETE('/v1/webhooks/{webhook_id}', hook()),
+    putIssuer: () => api.PUT('/v1/auth/issuers/{issuer_name}', { ...issuer, body: issuerInput }),
+    listIssuers: () => api.GET('/v1/auth/issuers'),
+    headIssuers: () => api.HEAD('/v1/auth/issuers'),
+    getIssuer: () => api.GET('/v1/auth/issuers/{issuer_name}', issuer),
+    headIssuer: () => api.HEAD('/v1/auth/issuers/{issuer_name}', issuer),
+    deleteIssuer: () => api.DELETE('/v1/auth/issuers/{issuer_name}', issuer),
     openFeed: () => api.GET('/ws', { params: { query: { collection } } }),
     headFeed: () => api.HEAD('/ws', { params: { query: { collection } } }),
     putCollectionSchema: () => api.PUT('/v1/collections/{collection_name}/schema', { params: { path }, body: { type: 'object' } }),

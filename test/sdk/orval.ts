@@ -1,6 +1,6 @@
 // orval's fetch client of openapi.yaml, called as an SDK user would. Its base URL is read when each
 // request is made, from ROWBASE_URL (orval's `baseUrl.runtime`, set in the test's orval.config.mjs).
-import { inOrder, type Outcome, type Patched, patching, query as rowQuery, rows, webhookUrl } from './calls.ts';
+import { inOrder, issuerInput, type Outcome, type Patched, patching, query as rowQuery, rows, webhookUrl } from './calls.ts';
 import * as api from './out/orval/api.ts';
 
 /** Every operation of the client: its functions but the URL builders (`getGetHealthUrl`, …). */
@@ -70,6 +70,12 @@ export async function callEveryOperation(baseUrl: string, key: string, collectio
     // Nothing was delivered to it: there is no attempt 1.
     retryWebhookDelivery: () => api.retryWebhookDelivery(webhookId, 1, options),
     deleteWebhook: () => api.deleteWebhook(webhookId, options),
+    putIssuer: () => api.putIssuer(collection, issuerInput, options),
+    listIssuers: () => api.listIssuers(options),
+    headIssuers: () => api.headIssuers(options),
+    getIssuer: () => api.getIssuer(collection, options),
+    headIssuer: () => api.headIssuer(collection, options),
+    deleteIssuer: () => api.deleteIssuer(collection, options),
     openFeed: () => api.openFeed({ collection }, options),
     headFeed: () => api.headFeed({ collection }, options),
     putCollectionSchema: () => api.putCollectionSchema(collection, { type: 'object' }, options),

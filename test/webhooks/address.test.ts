@@ -1,8 +1,9 @@
 // The address rule of webhooks (docs/webhooks.md, "Addresses"), on literals and on an injected lookup,
 // and at connection time on this machine's own receiver: no packet leaves 127.0.0.1.
 import { expect } from 'chai';
+import type { LookupAll } from '../../src/net/guarded-fetch.ts';
 import { isLoopbackName, isPublicAddress, urlProblem } from '../../src/webhooks/address.ts';
-import { type LookupAll, Sender } from '../../src/webhooks/send.ts';
+import { Sender } from '../../src/webhooks/send.ts';
 import { Receiver } from '../support/receiver.ts';
 
 describe('webhook addresses', () => {

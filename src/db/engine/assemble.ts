@@ -27,6 +27,8 @@ import {
 import { accountPlan, listPlans, setPlan } from '../accounts/plans.ts';
 import { PrincipalCache } from '../accounts/principals.ts';
 import { addUsage, readUsage } from '../accounts/usage.ts';
+import { type AccountIssuers, IssuerCache } from '../auth/issuer-cache.ts';
+import { deleteIssuer, getIssuer, listIssuers, putIssuer } from '../auth/issuers.ts';
 import { createCollection, deleteCollection, getCollection, listCollectionSchemas, listCollections } from '../collections/collections.ts';
 import { createIndex, deleteIndex, listIndexes } from '../collections/indexes.ts';
 import { deleteSchema, getSchema, putSchema } from '../collections/schemas.ts';
@@ -229,6 +231,10 @@ const shared = {
   releaseStream,
   startCollectionStreams,
   startMissingStreams,
+  putIssuer,
+  listIssuers,
+  getIssuer,
+  deleteIssuer,
   /** Answers when the database does. */
   ping: async ({ query }: Dialect) => {
     await query('select 1', []);
@@ -243,6 +249,11 @@ export type Store = { [K in keyof typeof shared]: Bound<(typeof shared)[K]> } & 
      * answer notes the key's use, written about once a minute a key (`last_used_at`).
      */
     findPrincipal(key: string): Promise<Principal | undefined>;
+    /**
+     * The account's token issuers, as its end users' tokens are verified with them (src/auth/tokens.ts):
+     * answers are kept for up to half a second (IssuerCache), and forgotten when this store changes an issuer.
+     */
+    findIssuers(accountId: number): Promise<AccountIssuers>;
     /** Wake-ups after each committed change of a collection, this instance's and, on PostgreSQL, every other's. */
     changes: Changes;
     /** Each wait for a connection of the database, as it ends (waits.ts): what the metrics show of the pools. */
@@ -275,8 +286,9 @@ export function assembleStore(db: Dialect, rows: RowOperations, backups: Backups
   const bound = Object.fromEntries([
     ...Object.entries(shared).map(([name, operation]) => [name, translated((...args) => (operation as SharedFunction)(db, ...args))]),
     ...Object.entries(rows).map(([name, operation]) => [name, translated(operation)]),
-  ]) as Omit<Store, 'findPrincipal' | 'changes' | 'waits' | 'knex' | 'close' | 'isOpen' | 'backup'>;
+  ]) as Omit<Store, 'findPrincipal' | 'findIssuers' | 'changes' | 'waits' | 'knex' | 'close' | 'isOpen' | 'backup'>;
   const principals = new PrincipalCache((key) => bound.principalOf(hashKey(key)));
+  const issuers = new IssuerCache((accountId) => bound.listIssuers(accountId));
   // The key uses the cache noted, written every second; those that fail are tried again with the next.
   let noting: Promise<void> = Promise.resolve();
   const noteUses = () => {
@@ -303,6 +315,18 @@ export function assembleStore(db: Dialect, rows: RowOperations, backups: Backups
       const revoked = await bound.revokeAccountKey(accountId, keyId, once);
       principals.forget();
       return revoked;
+    },
+    findIssuers: (accountId) => issuers.find(accountId),
+    // In this process, a changed or deleted issuer takes effect at once.
+    async putIssuer(accountId, name, settings, max, once) {
+      const put = await bound.putIssuer(accountId, name, settings, max, once);
+      issuers.forget();
+      return put;
+    },
+    async deleteIssuer(accountId, name, once) {
+      const deleted = await bound.deleteIssuer(accountId, name, once);
+      issuers.forget();
+      return deleted;
     },
     backup: backups.backup,
     changes: db.changes,

@@ -304,6 +304,30 @@ const migrations = (schema: DialectSchema): Record<string, Knex.Migration> => ({
       for (const table of ['webhook_deliveries', 'webhook_streams', 'webhooks']) await knex.schema.dropTable(table);
     },
   },
+  // 0017 is the publishable keys' step.
+  '0018_auth_issuers': {
+    async up(knex) {
+      // The account's issuers of end users' tokens (openapi.yaml, Issuer; docs/access.md, "Token issuers").
+      // `audiences` is a JSON array of strings; exactly one of `jwks_uri`, `discovery_url` and `secret`
+      // (an HS256 key, never answered back) is set.
+      await knex.schema.createTable('auth_issuers', (t) => {
+        t.increments('id');
+        t.integer('account_id').notNullable().references('accounts.id');
+        t.string('name', 63).notNullable();
+        t.text('issuer').notNullable();
+        t.text('audiences').notNullable();
+        t.text('jwks_uri');
+        t.text('discovery_url');
+        t.text('secret');
+        t.string('created_at', 32).notNullable();
+        t.string('updated_at', 32).notNullable();
+        t.unique(['account_id', 'name']);
+      });
+    },
+    async down(knex) {
+      await knex.schema.dropTable('auth_issuers');
+    },
+  },
 });
 
 /** A migration that changes nothing on a dialect. */
