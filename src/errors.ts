@@ -110,7 +110,7 @@ export const hostRepeated: FieldError = { in: 'header', name: 'host', message: '
 export const validationFailed = (detail: string, errors: FieldError[] = []) => new ApiError('validation_failed', detail, { errors });
 export const unauthorized = () =>
   new ApiError('unauthorized', 'A valid API key is required.', { headers: { 'WWW-Authenticate': 'Bearer realm="rowbase"' } });
-/** An end user's token refused (src/auth/tokens.ts), `detail` saying why; RFC 6750 §3.1 names the error in WWW-Authenticate. */
+/** An end user's token refused (src/tokens/verifier.ts), `detail` saying why; RFC 6750 §3.1 names the error in WWW-Authenticate. */
 export const invalidToken = (detail: string) =>
   new ApiError('invalid_token', detail, { headers: { 'WWW-Authenticate': 'Bearer realm="rowbase", error="invalid_token"' } });
 export const forbidden = (detail: string) => new ApiError('forbidden', detail);

@@ -16,7 +16,7 @@ const MAX_ISSUERS_PER_ACCOUNT = 20;
 const keySources = ['jwks_uri', 'discovery_url', 'secret'] as const;
 
 // The account's issuers of end users' tokens (openapi.yaml, the `auth` tag; docs/access.md, "Token
-// issuers"), managed by its admin keys. Tokens are verified with them by src/auth/tokens.ts.
+// issuers"), managed by its admin keys. Tokens are verified with them by src/tokens/verifier.ts.
 export const authHandlers: Handlers<'listIssuers' | 'getIssuer' | 'putIssuer' | 'deleteIssuer'> = {
   async listIssuers({ principal }, { store }) {
     wholeAccount(principal);

@@ -1,7 +1,7 @@
 // The cache of accounts' token issuers that every end user's token is verified with (IssuerCache).
 import type { Issuer } from './issuers.ts';
 
-/** An account's issuers, as a token of the account is verified with them (src/auth/tokens.ts, verifyToken). */
+/** An account's issuers, as a token of the account is verified with them (src/tokens/verifier.ts, verifyToken). */
 export interface AccountIssuers {
   accountId: number;
   issuers: readonly Issuer[];

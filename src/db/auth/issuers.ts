@@ -1,6 +1,6 @@
 // The account's token issuers (openapi.yaml, the `auth` tag; docs/access.md, "Token issuers"): who may
 // sign the tokens of the account's end users, and with which keys. Tokens are verified outside the data
-// layer (src/auth/tokens.ts), with the issuers read here.
+// layer (src/tokens/verifier.ts), with the issuers read here.
 import { conflict } from '../../errors.ts';
 import type { Once } from '../../idempotency/answers.ts';
 import type { Dialect, SqlValue } from '../engine/dialect.ts';

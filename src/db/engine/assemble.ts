@@ -250,7 +250,7 @@ export type Store = { [K in keyof typeof shared]: Bound<(typeof shared)[K]> } & 
      */
     findPrincipal(key: string): Promise<Principal | undefined>;
     /**
-     * The account's token issuers, as its end users' tokens are verified with them (src/auth/tokens.ts):
+     * The account's token issuers, as its end users' tokens are verified with them (src/tokens/verifier.ts):
      * answers are kept for up to half a second (IssuerCache), and forgotten when this store changes an issuer.
      */
     findIssuers(accountId: number): Promise<AccountIssuers>;

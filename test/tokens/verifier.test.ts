@@ -1,4 +1,4 @@
-// Verifying end users' tokens (src/auth/tokens.ts; docs/access.md, "Token issuers"), and the attacks on
+// Verifying end users' tokens (src/tokens/verifier.ts; docs/access.md, "Token issuers"), and the attacks on
 // them (issue 53, "Bad input and attacks"): each refused with 401 invalid_token, saying why. The issuers
 // are made over HTTP on a real server, on each backend, that allows private addresses; their keys are
 // served by a server of this test on 127.0.0.1, the only address anything here connects to (10.0.0.1
@@ -7,10 +7,10 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { type CryptoKey, exportJWK, exportSPKI, generateKeyPair, type JWK, type JWTPayload, SignJWT, UnsecuredJWT } from 'jose';
-import { TokenVerifier, type TokenVerifierOptions } from '../../src/auth/tokens.ts';
 import type { AccountIssuers } from '../../src/db/auth/issuer-cache.ts';
 import { ApiError } from '../../src/errors.ts';
 import { GuardedFetcher } from '../../src/net/guarded-fetch.ts';
+import { TokenVerifier, type TokenVerifierOptions } from '../../src/tokens/verifier.ts';
 import { describeEachBackend } from '../support/backends.ts';
 import type { Client } from '../support/client.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
