@@ -127,3 +127,10 @@ export const noTunnel = () => validationFailed('CONNECT asks for a tunnel, and r
 
 /** 404 for a collection the account has none of by that name. */
 export const collectionNotFound = (name: string) => notFound(`There is no collection named ${name}.`);
+/**
+ * The 403 of a publishable key on an operation that does not take one (openapi.yaml,
+ * `x-rowbase-publishable`; docs/access.md): until the collections' rules govern an operation, a
+ * publishable key may not call it.
+ */
+export const secretKeyNeeded = (operation: string) =>
+  forbidden(`${operation} needs a secret key: publishable keys are accepted only where the collections' rules apply, and none do yet.`);

@@ -25,7 +25,16 @@ import document from '../../generated/openapi.json' with { type: 'json' };
 import { otherBodyValidators, requestValidators } from '../../generated/validators.js';
 import { type Scope, scopes, scopesGranting } from '../auth/scopes.ts';
 import type { Principal } from '../db/accounts/keys.ts';
-import { ApiError, collectionNotFound, type FieldError, forbidden, notFound, unauthorized, validationFailed } from '../errors.ts';
+import {
+  ApiError,
+  collectionNotFound,
+  type FieldError,
+  forbidden,
+  notFound,
+  secretKeyNeeded,
+  unauthorized,
+  validationFailed,
+} from '../errors.ts';
 import { handlers } from '../handlers/index.ts';
 import { type SitePageId, siteHandlers } from '../handlers/site.ts';
 import type { Deps, Handler, OperationId } from '../handlers/types.ts';
@@ -63,6 +72,11 @@ interface Bound {
   security: string[][];
   /** The key scopes that grant what its `x-rowbase-scope` names, and the refusal of the others; none for the routes without a key. */
   scope?: { granted: ReadonlySet<Scope>; needs: string };
+  /**
+   * Whether a publishable key may call it (its `x-rowbase-publishable: true`), and the operation as a
+   * refusal names it. Deny by default: an operation that does not say so answers a publishable key 403.
+   */
+  publishable?: { takes: boolean; named: string };
   /** Whether its path names a collection (`collection_name`): a key limited to others does not see it. */
   ofCollection: boolean;
   checks: RequestChecks;
@@ -124,12 +138,13 @@ export function createRouter(deps: Deps): Router {
     authorize: (ctx, next) => {
       const { operation } = ctx.state.route;
       if (!operation) return next(); // answered by handle
-      const { security, scope } = bound.get(operation) as Bound;
+      const { security, scope, publishable } = bound.get(operation) as Bound;
       const { principal } = ctx.state;
       // As openapi-backend: no requirement, or one whose every scheme's handler says yes.
       if (security.length > 0 && !security.some((schemes) => schemes.every((scheme) => securityHandlers[scheme]?.(principal)))) {
         throw unauthorized();
       }
+      if (publishable && !publishable.takes && principal?.kind === 'publishable') throw secretKeyNeeded(publishable.named);
       if (scope && !scope.granted.has((principal as Principal).scope)) {
         throw forbidden(`The key's scope is ${(principal as Principal).scope}; ${scope.needs}.`);
       }
@@ -191,7 +206,18 @@ function bind(operation: Operation): Bound {
     (parameter) => parameter.in === 'path' && parameter.name === 'collection_name',
   );
   const checks = requestChecks(operation, validators, otherBodyValidators[operationId]);
-  return { handler, security, scope: scopeOf(operation, security), ofCollection, checks };
+  return { handler, security, scope: scopeOf(operation, security), publishable: publishableOf(operation, security), ofCollection, checks };
+}
+
+/** Whether the operation takes a publishable key (`x-rowbase-publishable: true` in openapi.yaml); none that needs no key says so. */
+function publishableOf(operation: Operation, security: string[][]): Bound['publishable'] {
+  const takes = (operation as { 'x-rowbase-publishable'?: unknown })['x-rowbase-publishable'];
+  if (takes !== undefined && takes !== true) throw new Error(`${operation.operationId}: x-rowbase-publishable must be true, or absent`);
+  if (security.length === 0) {
+    if (takes) throw new Error(`${operation.operationId}: needs no key, yet says x-rowbase-publishable`);
+    return undefined;
+  }
+  return { takes: takes === true, named: `${operation.method.toUpperCase()} ${operation.path}` };
 }
 
 /**
