@@ -1506,7 +1506,7 @@ export interface components {
          * @description The codes of a `ForbiddenProblem`.
          * @enum {string}
          */
-        ForbiddenCode: "forbidden";
+        ForbiddenCode: "forbidden" | "origin_not_allowed";
         /** @description A `403`: the key may not do this (its scope, or its limits). */
         ForbiddenProblem: {
             code?: components["schemas"]["ForbiddenCode"];
@@ -1956,10 +1956,12 @@ export interface components {
          *     which), `unique_conflict` (409) to a unique index over rows that share values (`duplicates`).
          *     `patch_conflict` (409) is answered to a `PATCH` of rows whose patch cannot apply to a row as it
          *     is (a failing JSON Patch `test`, a path that does not exist, an increment of a field that is no
-         *     number): `errors` names the operation, and nothing is written.
+         *     number): `errors` names the operation, and nothing is written. `origin_not_allowed` (403) is
+         *     answered to a request with a publishable key whose `Origin` is not one of the key's `origins`,
+         *     before it is counted toward the plan (see "CORS" in `info`).
          * @enum {string}
          */
-        ProblemCode: "validation_failed" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "idempotency_key_in_use" | "request_timeout" | "gone" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "expectation_failed" | "headers_too_large" | "quota_exceeded" | "rate_limited" | "too_many_connections" | "internal" | "unavailable" | "query_timeout" | "row_invalid" | "schema_conflict" | "unique_violation" | "unique_conflict" | "patch_conflict";
+        ProblemCode: "validation_failed" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "idempotency_key_in_use" | "request_timeout" | "gone" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "expectation_failed" | "headers_too_large" | "quota_exceeded" | "rate_limited" | "too_many_connections" | "internal" | "unavailable" | "query_timeout" | "row_invalid" | "schema_conflict" | "unique_violation" | "unique_conflict" | "patch_conflict" | "origin_not_allowed";
         /** @description A place where the request is wrong (`ValidationError`), or where a row breaks its collection's schema (`RowError`). */
         ProblemError: components["schemas"]["ValidationError"] | components["schemas"]["RowError"];
         /**
@@ -2575,12 +2577,19 @@ export interface components {
          *     publishable key and the operation takes none (it does not say `x-rowbase-publishable`), or the
          *     request would reach past the key's own limits: a collection it is not limited to (creating one), a
          *     key wider than itself. Counted toward usage like any answer to a valid key.
+         *
+         *     `origin_not_allowed`: the key is a publishable key and the request's `Origin` is none of its
+         *     `origins`. Answered before the request is counted (a page on another origin cannot spend the
+         *     account's plan through its visitors' browsers), and so without the `RateLimit-*` headers.
          */
         Forbidden: {
             headers: {
-                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
-                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
-                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                /** @description The plan's quota of requests for the current period; absent on `origin_not_allowed`. */
+                "RateLimit-Limit"?: number;
+                /** @description How many requests are left in the current period; absent on `origin_not_allowed`. */
+                "RateLimit-Remaining"?: number;
+                /** @description Seconds until the current period ends; absent on `origin_not_allowed`. */
+                "RateLimit-Reset"?: number;
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };

@@ -36,6 +36,7 @@ const kinds: Record<ProblemCode, { status: number; title: string }> = {
   unique_violation: { status: 409, title: 'Unique violation' },
   unique_conflict: { status: 409, title: 'Unique conflict' },
   patch_conflict: { status: 409, title: 'Patch conflict' },
+  origin_not_allowed: { status: 403, title: 'Origin not allowed' },
 };
 
 /** What a problem may carry besides its detail (openapi.yaml, Problem). */

@@ -62,6 +62,8 @@ export interface Router {
   authorize: Middleware<RouteState & Partial<AuthState>>;
   /** 404 or 405; else validation, the key's collections, the handler by operationId, and the one responder. */
   handle: Middleware<RouteState & Partial<AuthState> & OnceState & AdmissionState>;
+  /** The methods openapi.yaml has at `path`, in capitals (HEAD with GET); none for a path it does not have. */
+  methodsAt(path: string): string[];
 }
 
 /** An operation with what its requests need, worked out at start. */
@@ -182,6 +184,7 @@ export function createRouter(deps: Deps): Router {
       };
       respond(ctx, await handler(input as never, deps));
     },
+    methodsAt: (path) => methodsAt(table, path),
   };
 }
 
@@ -235,15 +238,16 @@ function scopeOf(operation: Operation, security: string[][]): Bound['scope'] {
   return { granted: scopesGranting(scope as Scope), needs: `${operation.method.toUpperCase()} ${operation.path} needs ${scope}` };
 }
 
+function methodsAt(table: RouteTable, path: string): string[] {
+  return methods.filter((candidate) => table.match(candidate, path).operation).map((candidate) => candidate.toUpperCase());
+}
+
 /** 404 for a path openapi.yaml does not have, 405 (with `Allow`) for a method it does not have there. */
 function miss(table: RouteTable, status: 404 | 405, path: string): ApiError {
   // As openapi-backend's parseRequest shows the path.
   const shown = path.startsWith('/') ? path : `/${path}`;
   if (status === 404) return notFound(`There is no route ${shown}.`);
-  const allow = methods
-    .filter((candidate) => table.match(candidate, path).operation)
-    .map((candidate) => candidate.toUpperCase())
-    .join(', ');
+  const allow = methodsAt(table, path).join(', ');
   return new ApiError('method_not_allowed', `${shown} answers ${allow}.`, { headers: { Allow: allow } });
 }
 
