@@ -831,6 +831,12 @@ export interface paths {
          *     later than its own (or none, from a key that expires) is `403`. An `expires_at` not in the future
          *     is `400`. The new key works at once, on every instance. An account holds at most
          *     `ROWBASE_MAX_KEYS_PER_ACCOUNT` live keys (1,000 by default) for one more to be made here: `409`.
+         *
+         *     `{"kind": "publishable", "origins": [...]}` makes a publishable key (`rb_pub_…`; see `KeyKind` and
+         *     docs/access.md): its scope is `write`, and `origins` (1 to 50 web origins, each as browsers send
+         *     `Origin`) and an optional `end_user_rate` say where it may be used from. Every place wrong is a `400`
+         *     naming it: `/origins/<i>` for an origin that is none, `/origins` or `/end_user_rate` given for a
+         *     secret key, `/scope` other than `write` for a publishable key.
          */
         post: operations["createKey"];
         delete?: never;
@@ -1157,7 +1163,8 @@ export interface paths {
          *     `Sec-WebSocket-Version: 13`, no subprotocol and no body (else `400 validation_failed` naming the
          *     headers, whatever its key, and not counted; these headers are no parameters here, as HTTP
          *     client libraries may not set them: a WebSocket client sends them); the key (`401`); the plan
-         *     (`429`, before anything else about the subscription); the query (`400`); the collection
+         *     (`429`, before anything else about the subscription); a publishable key (`403`: the feed takes
+         *     none yet, see the `keys` tag); the query (`400`); the collection
          *     (`404`); `since` (`400` past the latest `seq`, `410 gone` before the oldest retained event). An upgrade with a valid key counts one toward the
          *     plan, accepted or refused, unless refused with `429`. Another method is `405` with `Allow`.
          */
@@ -1433,10 +1440,15 @@ export interface components {
             collections: components["schemas"]["KeyCollections"];
             /** Format: date-time */
             created_at: string;
+            end_user_rate: components["schemas"]["EndUserRate"];
             /** Format: date-time */
             expires_at: string | null;
-            /** @description The key, `rb_` and 192 random bits. Keep it: only a hash of it is stored. */
+            /**
+             * @description The key: `rb_` (`rb_pub_` for a publishable key) and 192 random bits. Keep it: only a hash of it
+             *     is stored.
+             */
             key: string;
+            kind: components["schemas"]["KeyKind"];
             /**
              * Format: date-time
              * @description Always `null`.
@@ -1444,6 +1456,7 @@ export interface components {
             last_used_at: string | null;
             /** @description The key's name (`KeyName`), or `null` for none. */
             name: string | null;
+            origins: components["schemas"]["KeyOrigins"];
             prefix: components["schemas"]["KeyPrefix"];
             scope: components["schemas"]["KeyScope"];
         };
@@ -1481,6 +1494,12 @@ export interface components {
             /** @description The values, in the order of the index's fields. */
             values: unknown[];
         };
+        /**
+         * @description A publishable key's requests per second per end user, or `null` for no limit of its own (the
+         *     account's plan still applies); always `null` for a secret key.
+         * @example 20
+         */
+        EndUserRate: number | null;
         /**
          * @description A filter of the filter language (docs/api.md, "Filters"): each member names a field path (a
          *     top-level field, or a dotted path into nested objects, `.` and `\` in a key escaped with `\`;
@@ -1564,7 +1583,7 @@ export interface components {
          * @description The codes of a `ForbiddenProblem`.
          * @enum {string}
          */
-        ForbiddenCode: "forbidden";
+        ForbiddenCode: "forbidden" | "origin_not_allowed";
         /** @description A `403`: the key may not do this (its scope, or its limits). */
         ForbiddenProblem: {
             code?: components["schemas"]["ForbiddenCode"];
@@ -1789,11 +1808,13 @@ export interface components {
             collections: components["schemas"]["KeyCollections"];
             /** Format: date-time */
             created_at: string;
+            end_user_rate: components["schemas"]["EndUserRate"];
             /**
              * Format: date-time
              * @description When the key stops working (UTC), or `null` for never.
              */
             expires_at: string | null;
+            kind: components["schemas"]["KeyKind"];
             /**
              * Format: date-time
              * @description The start of the minute the key was last used in, on any instance, as of about a second ago;
@@ -1802,6 +1823,7 @@ export interface components {
             last_used_at: string | null;
             /** @description The key's name (`KeyName`), or `null` for none. */
             name: string | null;
+            origins: components["schemas"]["KeyOrigins"];
             prefix: components["schemas"]["KeyPrefix"];
             scope: components["schemas"]["KeyScope"];
         };
@@ -1815,12 +1837,31 @@ export interface components {
          */
         KeyCollections: components["schemas"]["CollectionName"][] | null;
         /**
+         * @description `secret` (every key made before kinds existed, and the default): a key for a server, which must
+         *     never reach a browser or an app. `publishable`: a key safe to ship inside an app, `rb_pub_…`, used
+         *     from the web origins it lists; its scope is always `write`, and what it may reach will come from the
+         *     collections' rules. Until the step that brings rules, every operation answers a publishable key
+         *     `403 forbidden` (docs/access.md).
+         * @example publishable
+         * @enum {string}
+         */
+        KeyKind: "secret" | "publishable";
+        /**
          * @description A label to know the key by, up to 100 characters, no control character (Unicode category Cc).
          * @example dashboard
          */
         KeyName: string;
         /**
-         * @description The key's first 11 characters, by which it is listed and revoked.
+         * @description The web origins a publishable key may be used from, 1 to 50; `null` for a secret key. A request
+         *     that sends an `Origin` not listed here with the key answers `403 origin_not_allowed`.
+         * @example [
+         *       "https://app.example"
+         *     ]
+         */
+        KeyOrigins: components["schemas"]["WebOrigin"][] | null;
+        /**
+         * @description The key's start and the first 8 characters of its random part, by which it is listed and revoked:
+         *     11 characters for a secret key (`rb_…`), 15 for a publishable key (`rb_pub_…`).
          * @example rb_Qm3xT0aB
          */
         KeyPrefix: string;
@@ -1862,19 +1903,24 @@ export interface components {
             unique?: boolean;
         };
         /**
-         * @description A key to make: its `scope`, and, left out, the collections and expiry of the key making it. No
-         *     wider than that key, or `403`.
+         * @description A key to make: its `kind` (default `secret`), its `scope`, and, left out, the collections and expiry
+         *     of the key making it. No wider than that key, or `403`. A secret key needs its `scope`, and takes
+         *     neither `origins` nor `end_user_rate` (`400` naming them). A publishable key needs its `origins`;
+         *     its scope is `write` (left out, or `write`; another is `400`), and it may set an `end_user_rate`.
          */
         NewKey: {
             collections?: components["schemas"]["KeyCollections"];
+            end_user_rate?: components["schemas"]["EndUserRate"];
             /**
              * Format: date-time
              * @description When the key stops working, an RFC 3339 date-time in the future and before the year 10000 in
              *     UTC (any offset; answered in UTC), no later than the expiry of the key making it; `null` for never.
              */
             expires_at?: string | null;
+            kind?: components["schemas"]["KeyKind"];
             name?: components["schemas"]["KeyName"];
-            scope: components["schemas"]["KeyScope"];
+            origins?: components["schemas"]["KeyOrigins"];
+            scope?: components["schemas"]["KeyScope"];
         };
         /**
          * @description A row to insert. Any top-level field name and any JSON value is the client's, except `id`; `__proto__` and `constructor` are field names like any other.
@@ -2033,10 +2079,12 @@ export interface components {
          *     number): `errors` names the operation, and nothing is written. `invalid_token` (401) is answered
          *     to an end user's token that is refused (docs/access.md, "Token issuers"): expired, not yet valid,
          *     of an issuer the account does not have, for another audience, badly signed, of an algorithm its
-         *     issuer does not use, or too long; `detail` says which.
+         *     issuer does not use, or too long; `detail` says which. `origin_not_allowed` (403) is
+         *     answered to a request with a publishable key whose `Origin` is not one of the key's `origins`,
+         *     before it is counted toward the plan (see "CORS" in `info`).
          * @enum {string}
          */
-        ProblemCode: "validation_failed" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "idempotency_key_in_use" | "request_timeout" | "gone" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "expectation_failed" | "headers_too_large" | "quota_exceeded" | "rate_limited" | "too_many_connections" | "internal" | "unavailable" | "query_timeout" | "row_invalid" | "schema_conflict" | "unique_violation" | "unique_conflict" | "patch_conflict" | "invalid_token";
+        ProblemCode: "validation_failed" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "idempotency_key_in_use" | "request_timeout" | "gone" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "expectation_failed" | "headers_too_large" | "quota_exceeded" | "rate_limited" | "too_many_connections" | "internal" | "unavailable" | "query_timeout" | "row_invalid" | "schema_conflict" | "unique_violation" | "unique_conflict" | "patch_conflict" | "invalid_token" | "origin_not_allowed";
         /** @description A place where the request is wrong (`ValidationError`), or where a row breaks its collection's schema (`RowError`). */
         ProblemError: components["schemas"]["ValidationError"] | components["schemas"]["RowError"];
         /**
@@ -2431,6 +2479,14 @@ export interface components {
          *     server allows them (`createWebhook`). Redirects are not followed.
          */
         WebhookUrl: string;
+        /**
+         * @description A web origin, serialized as browsers send it in `Origin` (RFC 6454 §6.2): `http` or `https`, `://`,
+         *     the host in lowercase (an international name in punycode), and `:port` only when it is not the
+         *     scheme's default; no path (not even a trailing `/`), query, fragment or userinfo. `null` and `*`
+         *     are refused.
+         * @example https://app.example
+         */
+        WebOrigin: string;
     };
     responses: {
         /** @description The groups, and the collection's seq in their snapshot. */
@@ -2619,16 +2675,44 @@ export interface components {
                 "application/problem+json": components["schemas"]["OtherProblem"];
             };
         };
+        /** @description `forbidden`: the key is a publishable key, which the feed does not take yet (see the `keys` tag). */
+        FeedForbidden: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "urn:rowbase:problem:forbidden",
+                 *       "title": "Forbidden",
+                 *       "status": 403,
+                 *       "detail": "GET /ws needs a secret key: publishable keys are accepted only where the collections' rules apply, and none do yet.",
+                 *       "code": "forbidden",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["ForbiddenProblem"];
+            };
+        };
         /**
-         * @description `forbidden`: the key's scope does not allow the operation (its `x-rowbase-scope`), or the request
-         *     would reach past the key's own limits: a collection it is not limited to (creating one), a key
-         *     wider than itself. Counted toward usage like any answer to a valid key.
+         * @description `forbidden`: the key's scope does not allow the operation (its `x-rowbase-scope`), the key is a
+         *     publishable key and the operation takes none (it does not say `x-rowbase-publishable`), or the
+         *     request would reach past the key's own limits: a collection it is not limited to (creating one), a
+         *     key wider than itself. Counted toward usage like any answer to a valid key.
+         *
+         *     `origin_not_allowed`: the key is a publishable key and the request's `Origin` is none of its
+         *     `origins`. Answered before the request is counted (a page on another origin cannot spend the
+         *     account's plan through its visitors' browsers), and so without the `RateLimit-*` headers.
          */
         Forbidden: {
             headers: {
-                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
-                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
-                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                /** @description The plan's quota of requests for the current period; absent on `origin_not_allowed`. */
+                "RateLimit-Limit"?: number;
+                /** @description How many requests are left in the current period; absent on `origin_not_allowed`. */
+                "RateLimit-Remaining"?: number;
+                /** @description Seconds until the current period ends; absent on `origin_not_allowed`. */
+                "RateLimit-Reset"?: number;
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
@@ -3821,6 +3905,7 @@ export interface operations {
             304: components["responses"]["DocumentNotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Error"];
         };
@@ -4243,6 +4328,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Error"];
         };
@@ -4376,6 +4462,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Error"];
@@ -4691,6 +4778,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Error"];
@@ -5062,6 +5150,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["QueryTimeout"];
@@ -5474,6 +5563,7 @@ export interface operations {
             304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Error"];
@@ -5703,6 +5793,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Error"];
@@ -5976,6 +6067,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Error"];
@@ -6081,6 +6173,9 @@ export interface operations {
                      *         "scope": "admin",
                      *         "collections": null,
                      *         "expires_at": null,
+                     *         "kind": "secret",
+                     *         "origins": null,
+                     *         "end_user_rate": null,
                      *         "created_at": "2026-11-22T10:00:00.000Z",
                      *         "last_used_at": "2026-11-22T10:05:00.000Z"
                      *       },
@@ -6092,7 +6187,24 @@ export interface operations {
                      *           "notes"
                      *         ],
                      *         "expires_at": "2026-12-22T10:00:00.000Z",
+                     *         "kind": "secret",
+                     *         "origins": null,
+                     *         "end_user_rate": null,
                      *         "created_at": "2026-11-22T10:01:00.000Z",
+                     *         "last_used_at": null
+                     *       },
+                     *       {
+                     *         "prefix": "rb_pub_Xc81mQe2",
+                     *         "name": "web app",
+                     *         "scope": "write",
+                     *         "collections": null,
+                     *         "expires_at": null,
+                     *         "kind": "publishable",
+                     *         "origins": [
+                     *           "https://app.example"
+                     *         ],
+                     *         "end_user_rate": 20,
+                     *         "created_at": "2026-11-22T10:02:00.000Z",
                      *         "last_used_at": null
                      *       }
                      *     ]
@@ -6171,6 +6283,9 @@ export interface operations {
                      *         "notes"
                      *       ],
                      *       "expires_at": "2026-12-22T10:00:00.000Z",
+                     *       "kind": "secret",
+                     *       "origins": null,
+                     *       "end_user_rate": null,
                      *       "created_at": "2026-11-22T10:01:00.000Z",
                      *       "last_used_at": null
                      *     }
@@ -6292,6 +6407,7 @@ export interface operations {
             304: components["responses"]["DocumentNotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Error"];
         };
@@ -6354,6 +6470,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Error"];
         };
@@ -6858,6 +6975,7 @@ export interface operations {
             };
             400: components["responses"]["BadUpgrade"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["FeedForbidden"];
             404: components["responses"]["UnknownCollection"];
             410: components["responses"]["Gone"];
             429: components["responses"]["TooManyUpgrades"];

@@ -1266,7 +1266,7 @@ return errors === 0;
 }
 
 export const createKey_body = validate17;
-const schema28 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"A key to make: its `scope`, and, left out, the collections and expiry of the key making it. No\nwider than that key, or `403`.\n","required":["scope"],"additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":100,"pattern":"^[^\\x00-\\x1f\\x7f-\\x9f]*$","description":"A label to know the key by, up to 100 characters, no control character (Unicode category Cc).","example":"dashboard"},"scope":{"type":"string","enum":["read","write","admin"],"description":"What a key may do, each scope granting what the ones before it grant: `read`, every `GET` and\n`HEAD` under `/v1` and the feed; `write`, also inserting, patching and deleting rows; `admin`, also\ncreating and deleting collections and managing the account's keys. Each operation names the scope\nit needs in `x-rowbase-scope`.\n","example":"read"},"collections":{"type":"array","nullable":true,"minItems":1,"maxItems":100,"uniqueItems":true,"items":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"description":"The collections the key is limited to, by name (they need not exist yet), or `null` for every\ncollection of the account. To a key limited to some, every other collection answers `404`, is never\nlisted, and its feed is refused `404`.\n","example":["notes"]},"expires_at":{"type":"string","nullable":true,"format":"date-time","pattern":"^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,9})?([Zz]|[+-][0-9]{2}:[0-9]{2})$","description":"When the key stops working, an RFC 3339 date-time in the future and before the year 10000 in\nUTC (any offset; answered in UTC), no later than the expiry of the key making it; `null` for never.\n"}}}},"required":["requestBody"]};
+const schema28 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"A key to make: its `kind` (default `secret`), its `scope`, and, left out, the collections and expiry\nof the key making it. No wider than that key, or `403`. A secret key needs its `scope`, and takes\nneither `origins` nor `end_user_rate` (`400` naming them). A publishable key needs its `origins`;\nits scope is `write` (left out, or `write`; another is `400`), and it may set an `end_user_rate`.\n","additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":100,"pattern":"^[^\\x00-\\x1f\\x7f-\\x9f]*$","description":"A label to know the key by, up to 100 characters, no control character (Unicode category Cc).","example":"dashboard"},"kind":{"type":"string","enum":["secret","publishable"],"description":"`secret` (every key made before kinds existed, and the default): a key for a server, which must\nnever reach a browser or an app. `publishable`: a key safe to ship inside an app, `rb_pub_…`, used\nfrom the web origins it lists; its scope is always `write`, and what it may reach will come from the\ncollections' rules. Until the step that brings rules, every operation answers a publishable key\n`403 forbidden` (docs/access.md).\n","example":"publishable"},"scope":{"type":"string","enum":["read","write","admin"],"description":"What a key may do, each scope granting what the ones before it grant: `read`, every `GET` and\n`HEAD` under `/v1` and the feed; `write`, also inserting, patching and deleting rows; `admin`, also\ncreating and deleting collections and managing the account's keys. Each operation names the scope\nit needs in `x-rowbase-scope`.\n","example":"read"},"origins":{"type":"array","nullable":true,"minItems":1,"maxItems":50,"uniqueItems":true,"items":{"type":"string","minLength":1,"maxLength":2048,"description":"A web origin, serialized as browsers send it in `Origin` (RFC 6454 §6.2): `http` or `https`, `://`,\nthe host in lowercase (an international name in punycode), and `:port` only when it is not the\nscheme's default; no path (not even a trailing `/`), query, fragment or userinfo. `null` and `*`\nare refused.\n","example":"https://app.example"},"description":"The web origins a publishable key may be used from, 1 to 50; `null` for a secret key. A request\nthat sends an `Origin` not listed here with the key answers `403 origin_not_allowed`.\n","example":["https://app.example"]},"end_user_rate":{"type":"integer","nullable":true,"minimum":1,"maximum":10000,"description":"A publishable key's requests per second per end user, or `null` for no limit of its own (the\naccount's plan still applies); always `null` for a secret key.\n","example":20},"collections":{"type":"array","nullable":true,"minItems":1,"maxItems":100,"uniqueItems":true,"items":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"description":"The collections the key is limited to, by name (they need not exist yet), or `null` for every\ncollection of the account. To a key limited to some, every other collection answers `404`, is never\nlisted, and its feed is refused `404`.\n","example":["notes"]},"expires_at":{"type":"string","nullable":true,"format":"date-time","pattern":"^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,9})?([Zz]|[+-][0-9]{2}:[0-9]{2})$","description":"When the key stops working, an RFC 3339 date-time in the future and before the year 10000 in\nUTC (any offset; answered in UTC), no later than the expiry of the key making it; `null` for never.\n"}}}},"required":["requestBody"]};
 const pattern4 = new RegExp("^[^\\x00-\\x1f\\x7f-\\x9f]*$", "u");
 const pattern6 = new RegExp("^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,9})?([Zz]|[+-][0-9]{2}:[0-9]{2})$", "u");
 
@@ -1287,8 +1287,9 @@ errors++;
 if(data.requestBody !== undefined){
 let data0 = data.requestBody;
 if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
-if(data0.scope === undefined){
-const err1 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/required",keyword:"required",params:{missingProperty: "scope"},message:"must have required property '"+"scope"+"'"};
+for(const key0 in data0){
+if(!(((((((key0 === "name") || (key0 === "kind")) || (key0 === "scope")) || (key0 === "origins")) || (key0 === "end_user_rate")) || (key0 === "collections")) || (key0 === "expires_at"))){
+const err1 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -1297,9 +1298,12 @@ vErrors.push(err1);
 }
 errors++;
 }
-for(const key0 in data0){
-if(!((((key0 === "name") || (key0 === "scope")) || (key0 === "collections")) || (key0 === "expires_at"))){
-const err2 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+}
+if(data0.name !== undefined){
+let data1 = data0.name;
+if(typeof data1 === "string"){
+if(func2(data1) > 100){
+const err2 = {instancePath:instancePath+"/requestBody/name",schemaPath:"#/properties/requestBody/properties/name/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -1308,12 +1312,8 @@ vErrors.push(err2);
 }
 errors++;
 }
-}
-if(data0.name !== undefined){
-let data1 = data0.name;
-if(typeof data1 === "string"){
-if(func2(data1) > 100){
-const err3 = {instancePath:instancePath+"/requestBody/name",schemaPath:"#/properties/requestBody/properties/name/maxLength",keyword:"maxLength",params:{limit: 100},message:"must NOT have more than 100 characters"};
+if(func2(data1) < 1){
+const err3 = {instancePath:instancePath+"/requestBody/name",schemaPath:"#/properties/requestBody/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -1322,8 +1322,8 @@ vErrors.push(err3);
 }
 errors++;
 }
-if(func2(data1) < 1){
-const err4 = {instancePath:instancePath+"/requestBody/name",schemaPath:"#/properties/requestBody/properties/name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(!pattern4.test(data1)){
+const err4 = {instancePath:instancePath+"/requestBody/name",schemaPath:"#/properties/requestBody/properties/name/pattern",keyword:"pattern",params:{pattern: "^[^\\x00-\\x1f\\x7f-\\x9f]*$"},message:"must match pattern \""+"^[^\\x00-\\x1f\\x7f-\\x9f]*$"+"\""};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -1332,8 +1332,9 @@ vErrors.push(err4);
 }
 errors++;
 }
-if(!pattern4.test(data1)){
-const err5 = {instancePath:instancePath+"/requestBody/name",schemaPath:"#/properties/requestBody/properties/name/pattern",keyword:"pattern",params:{pattern: "^[^\\x00-\\x1f\\x7f-\\x9f]*$"},message:"must match pattern \""+"^[^\\x00-\\x1f\\x7f-\\x9f]*$"+"\""};
+}
+else {
+const err5 = {instancePath:instancePath+"/requestBody/name",schemaPath:"#/properties/requestBody/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -1343,8 +1344,10 @@ vErrors.push(err5);
 errors++;
 }
 }
-else {
-const err6 = {instancePath:instancePath+"/requestBody/name",schemaPath:"#/properties/requestBody/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data0.kind !== undefined){
+let data2 = data0.kind;
+if(typeof data2 !== "string"){
+const err6 = {instancePath:instancePath+"/requestBody/kind",schemaPath:"#/properties/requestBody/properties/kind/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -1353,11 +1356,8 @@ vErrors.push(err6);
 }
 errors++;
 }
-}
-if(data0.scope !== undefined){
-let data2 = data0.scope;
-if(typeof data2 !== "string"){
-const err7 = {instancePath:instancePath+"/requestBody/scope",schemaPath:"#/properties/requestBody/properties/scope/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(!((data2 === "secret") || (data2 === "publishable"))){
+const err7 = {instancePath:instancePath+"/requestBody/kind",schemaPath:"#/properties/requestBody/properties/kind/enum",keyword:"enum",params:{allowedValues: schema28.properties.requestBody.properties.kind.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -1366,8 +1366,11 @@ vErrors.push(err7);
 }
 errors++;
 }
-if(!(((data2 === "read") || (data2 === "write")) || (data2 === "admin"))){
-const err8 = {instancePath:instancePath+"/requestBody/scope",schemaPath:"#/properties/requestBody/properties/scope/enum",keyword:"enum",params:{allowedValues: schema28.properties.requestBody.properties.scope.enum},message:"must be equal to one of the allowed values"};
+}
+if(data0.scope !== undefined){
+let data3 = data0.scope;
+if(typeof data3 !== "string"){
+const err8 = {instancePath:instancePath+"/requestBody/scope",schemaPath:"#/properties/requestBody/properties/scope/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -1376,11 +1379,8 @@ vErrors.push(err8);
 }
 errors++;
 }
-}
-if(data0.collections !== undefined){
-let data3 = data0.collections;
-if((!(Array.isArray(data3))) && (data3 !== null)){
-const err9 = {instancePath:instancePath+"/requestBody/collections",schemaPath:"#/properties/requestBody/properties/collections/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(!(((data3 === "read") || (data3 === "write")) || (data3 === "admin"))){
+const err9 = {instancePath:instancePath+"/requestBody/scope",schemaPath:"#/properties/requestBody/properties/scope/enum",keyword:"enum",params:{allowedValues: schema28.properties.requestBody.properties.scope.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -1389,9 +1389,11 @@ vErrors.push(err9);
 }
 errors++;
 }
-if(Array.isArray(data3)){
-if(data3.length > 100){
-const err10 = {instancePath:instancePath+"/requestBody/collections",schemaPath:"#/properties/requestBody/properties/collections/maxItems",keyword:"maxItems",params:{limit: 100},message:"must NOT have more than 100 items"};
+}
+if(data0.origins !== undefined){
+let data4 = data0.origins;
+if((!(Array.isArray(data4))) && (data4 !== null)){
+const err10 = {instancePath:instancePath+"/requestBody/origins",schemaPath:"#/properties/requestBody/properties/origins/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -1400,8 +1402,9 @@ vErrors.push(err10);
 }
 errors++;
 }
-if(data3.length < 1){
-const err11 = {instancePath:instancePath+"/requestBody/collections",schemaPath:"#/properties/requestBody/properties/collections/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(Array.isArray(data4)){
+if(data4.length > 50){
+const err11 = {instancePath:instancePath+"/requestBody/origins",schemaPath:"#/properties/requestBody/properties/origins/maxItems",keyword:"maxItems",params:{limit: 50},message:"must NOT have more than 50 items"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -1410,12 +1413,8 @@ vErrors.push(err11);
 }
 errors++;
 }
-const len0 = data3.length;
-for(let i0=0; i0<len0; i0++){
-let data4 = data3[i0];
-if(typeof data4 === "string"){
-if(!pattern2.test(data4)){
-const err12 = {instancePath:instancePath+"/requestBody/collections/" + i0,schemaPath:"#/properties/requestBody/properties/collections/items/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z][A-Za-z0-9_-]{0,62}$"},message:"must match pattern \""+"^[A-Za-z][A-Za-z0-9_-]{0,62}$"+"\""};
+if(data4.length < 1){
+const err12 = {instancePath:instancePath+"/requestBody/origins",schemaPath:"#/properties/requestBody/properties/origins/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -1424,9 +1423,12 @@ vErrors.push(err12);
 }
 errors++;
 }
-}
-else {
-const err13 = {instancePath:instancePath+"/requestBody/collections/" + i0,schemaPath:"#/properties/requestBody/properties/collections/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const len0 = data4.length;
+for(let i0=0; i0<len0; i0++){
+let data5 = data4[i0];
+if(typeof data5 === "string"){
+if(func2(data5) > 2048){
+const err13 = {instancePath:instancePath+"/requestBody/origins/" + i0,schemaPath:"#/properties/requestBody/properties/origins/items/maxLength",keyword:"maxLength",params:{limit: 2048},message:"must NOT have more than 2048 characters"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -1435,24 +1437,45 @@ vErrors.push(err13);
 }
 errors++;
 }
-}
-let i1 = data3.length;
-let j0;
-if(i1 > 1){
-const indices0 = {};
-for(;i1--;){
-let item0 = data3[i1];
-if(typeof item0 !== "string"){
-continue;
-}
-if(typeof indices0[item0] == "number"){
-j0 = indices0[item0];
-const err14 = {instancePath:instancePath+"/requestBody/collections",schemaPath:"#/properties/requestBody/properties/collections/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"};
+if(func2(data5) < 1){
+const err14 = {instancePath:instancePath+"/requestBody/origins/" + i0,schemaPath:"#/properties/requestBody/properties/origins/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err14];
 }
 else {
 vErrors.push(err14);
+}
+errors++;
+}
+}
+else {
+const err15 = {instancePath:instancePath+"/requestBody/origins/" + i0,schemaPath:"#/properties/requestBody/properties/origins/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+}
+let i1 = data4.length;
+let j0;
+if(i1 > 1){
+const indices0 = {};
+for(;i1--;){
+let item0 = data4[i1];
+if(typeof item0 !== "string"){
+continue;
+}
+if(typeof indices0[item0] == "number"){
+j0 = indices0[item0];
+const err16 = {instancePath:instancePath+"/requestBody/origins",schemaPath:"#/properties/requestBody/properties/origins/uniqueItems",keyword:"uniqueItems",params:{i: i1, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i1+" are identical)"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
 }
 errors++;
 break;
@@ -1462,34 +1485,10 @@ indices0[item0] = i1;
 }
 }
 }
-if(data0.expires_at !== undefined){
-let data5 = data0.expires_at;
-if((typeof data5 !== "string") && (data5 !== null)){
-const err15 = {instancePath:instancePath+"/requestBody/expires_at",schemaPath:"#/properties/requestBody/properties/expires_at/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err15];
-}
-else {
-vErrors.push(err15);
-}
-errors++;
-}
-if(typeof data5 === "string"){
-if(!pattern6.test(data5)){
-const err16 = {instancePath:instancePath+"/requestBody/expires_at",schemaPath:"#/properties/requestBody/properties/expires_at/pattern",keyword:"pattern",params:{pattern: "^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,9})?([Zz]|[+-][0-9]{2}:[0-9]{2})$"},message:"must match pattern \""+"^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,9})?([Zz]|[+-][0-9]{2}:[0-9]{2})$"+"\""};
-if(vErrors === null){
-vErrors = [err16];
-}
-else {
-vErrors.push(err16);
-}
-errors++;
-}
-}
-}
-}
-else {
-const err17 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data0.end_user_rate !== undefined){
+let data6 = data0.end_user_rate;
+if((!((typeof data6 == "number") && (!(data6 % 1) && !isNaN(data6)))) && (data6 !== null)){
+const err17 = {instancePath:instancePath+"/requestBody/end_user_rate",schemaPath:"#/properties/requestBody/properties/end_user_rate/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -1498,15 +1497,159 @@ vErrors.push(err17);
 }
 errors++;
 }
-}
-}
-else {
-const err18 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(typeof data6 == "number"){
+if(data6 > 10000 || isNaN(data6)){
+const err18 = {instancePath:instancePath+"/requestBody/end_user_rate",schemaPath:"#/properties/requestBody/properties/end_user_rate/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000},message:"must be <= 10000"};
 if(vErrors === null){
 vErrors = [err18];
 }
 else {
 vErrors.push(err18);
+}
+errors++;
+}
+if(data6 < 1 || isNaN(data6)){
+const err19 = {instancePath:instancePath+"/requestBody/end_user_rate",schemaPath:"#/properties/requestBody/properties/end_user_rate/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+}
+}
+if(data0.collections !== undefined){
+let data7 = data0.collections;
+if((!(Array.isArray(data7))) && (data7 !== null)){
+const err20 = {instancePath:instancePath+"/requestBody/collections",schemaPath:"#/properties/requestBody/properties/collections/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+if(Array.isArray(data7)){
+if(data7.length > 100){
+const err21 = {instancePath:instancePath+"/requestBody/collections",schemaPath:"#/properties/requestBody/properties/collections/maxItems",keyword:"maxItems",params:{limit: 100},message:"must NOT have more than 100 items"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+if(data7.length < 1){
+const err22 = {instancePath:instancePath+"/requestBody/collections",schemaPath:"#/properties/requestBody/properties/collections/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+const len1 = data7.length;
+for(let i2=0; i2<len1; i2++){
+let data8 = data7[i2];
+if(typeof data8 === "string"){
+if(!pattern2.test(data8)){
+const err23 = {instancePath:instancePath+"/requestBody/collections/" + i2,schemaPath:"#/properties/requestBody/properties/collections/items/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z][A-Za-z0-9_-]{0,62}$"},message:"must match pattern \""+"^[A-Za-z][A-Za-z0-9_-]{0,62}$"+"\""};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+}
+else {
+const err24 = {instancePath:instancePath+"/requestBody/collections/" + i2,schemaPath:"#/properties/requestBody/properties/collections/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+}
+let i3 = data7.length;
+let j1;
+if(i3 > 1){
+const indices1 = {};
+for(;i3--;){
+let item1 = data7[i3];
+if(typeof item1 !== "string"){
+continue;
+}
+if(typeof indices1[item1] == "number"){
+j1 = indices1[item1];
+const err25 = {instancePath:instancePath+"/requestBody/collections",schemaPath:"#/properties/requestBody/properties/collections/uniqueItems",keyword:"uniqueItems",params:{i: i3, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i3+" are identical)"};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+break;
+}
+indices1[item1] = i3;
+}
+}
+}
+}
+if(data0.expires_at !== undefined){
+let data9 = data0.expires_at;
+if((typeof data9 !== "string") && (data9 !== null)){
+const err26 = {instancePath:instancePath+"/requestBody/expires_at",schemaPath:"#/properties/requestBody/properties/expires_at/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+if(typeof data9 === "string"){
+if(!pattern6.test(data9)){
+const err27 = {instancePath:instancePath+"/requestBody/expires_at",schemaPath:"#/properties/requestBody/properties/expires_at/pattern",keyword:"pattern",params:{pattern: "^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,9})?([Zz]|[+-][0-9]{2}:[0-9]{2})$"},message:"must match pattern \""+"^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,9})?([Zz]|[+-][0-9]{2}:[0-9]{2})$"+"\""};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err28 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+}
+}
+else {
+const err29 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
 }
 errors++;
 }

@@ -7460,8 +7460,8 @@ return errors === 0;
 }
 
 export const revokeKey_params = validate46;
-const schema47 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"prefix":{"type":"string","pattern":"^rb_[A-Za-z0-9_-]{8}$","description":"The key's first 11 characters, by which it is listed and revoked.","example":"rb_Qm3xT0aB"}},"required":["prefix"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
-const pattern24 = new RegExp("^rb_[A-Za-z0-9_-]{8}$", "u");
+const schema47 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"prefix":{"type":"string","pattern":"^rb_(pub_)?[A-Za-z0-9_-]{8}$","description":"The key's start and the first 8 characters of its random part, by which it is listed and revoked:\n11 characters for a secret key (`rb_…`), 15 for a publishable key (`rb_pub_…`).\n","example":"rb_Qm3xT0aB"}},"required":["prefix"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+const pattern24 = new RegExp("^rb_(pub_)?[A-Za-z0-9_-]{8}$", "u");
 
 function validate46(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -7534,7 +7534,7 @@ data0["prefix"] = coerced0;
 }
 if(typeof data1 === "string"){
 if(!pattern24.test(data1)){
-const err4 = {instancePath:instancePath+"/path/prefix",schemaPath:"#/properties/path/properties/prefix/pattern",keyword:"pattern",params:{pattern: "^rb_[A-Za-z0-9_-]{8}$"},message:"must match pattern \""+"^rb_[A-Za-z0-9_-]{8}$"+"\""};
+const err4 = {instancePath:instancePath+"/path/prefix",schemaPath:"#/properties/path/properties/prefix/pattern",keyword:"pattern",params:{pattern: "^rb_(pub_)?[A-Za-z0-9_-]{8}$"},message:"must match pattern \""+"^rb_(pub_)?[A-Za-z0-9_-]{8}$"+"\""};
 if(vErrors === null){
 vErrors = [err4];
 }

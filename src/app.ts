@@ -2,6 +2,7 @@ import Koa from 'koa';
 import type { Deps } from './handlers/types.ts';
 import { authenticate } from './http/authentication.ts';
 import { jsonBody } from './http/body.ts';
+import { allowOrigin, preflight } from './http/cors.ts';
 import { idempotency } from './http/idempotency.ts';
 import { meterUsage } from './http/metering.ts';
 import { type Observer, observe } from './http/observe.ts';
@@ -22,7 +23,9 @@ import type { Logger } from './log.ts';
  *   problems      the one error mapper: whatever a later stage throws leaves as problem+json (problems.ts)
  *   checkRequest  the request target and Host (400; target.ts)
  *   router.route  the operation of openapi.yaml at the method and path, matched once (router.ts)
+ *   preflight     a browser's CORS preflight under /v1, answered 204 with no key and not counted (cors.ts)
  *   authenticate  the key of a /v1 request (401; authentication.ts)
+ *   allowOrigin   a publishable key's Origin: CORS headers on the answer, or 403 if not its own (cors.ts)
  *   meterUsage    counts the request toward its account's plan (429 past it; metering.ts)
  *   router.authorize  the operation's security (401) and the scope it needs of the key (403)
  *   jsonBody      the JSON body of a matched operation (400, 413, 415; body.ts, within body-budget.ts)
@@ -46,7 +49,9 @@ export function createApp(deps: Deps, router: Router, log: Logger, responses: Re
   app.use(problems(log));
   app.use(checkRequest);
   app.use(router.route);
+  app.use(preflight(router.methodsAt));
   app.use(authenticate(deps.store));
+  app.use(allowOrigin);
   if (deps.config.metering) app.use(meterUsage(deps.meter));
   app.use(router.authorize);
   app.use(jsonBody(deps.config, deps.bodies));

@@ -2,6 +2,7 @@
 // failures of the work itself exit 1.
 import { parseArgs } from 'node:util';
 import document from '../generated/openapi.json' with { type: 'json' };
+import { originError } from './auth/origins.ts';
 import { type Scope, scopes } from './auth/scopes.ts';
 import { backupCommand } from './cli/backup.ts';
 import { type Command, print, required, UsageError, withStore } from './cli/command.ts';
@@ -47,7 +48,7 @@ const commands: Record<string, Command> = {
   },
   'keys create': {
     usage:
-      'rowbase keys create --account <name> [--plan <plan>] [--scope read|write|admin] [--collections <a,b>] [--expires-in <30d> | --expires-at <time>] [--name <name>] [--json]',
+      'rowbase keys create --account <name> [--plan <plan>] [--scope read|write|admin] [--collections <a,b>] [--expires-in <30d> | --expires-at <time>] [--name <name>] [--publishable --origins <https://a.example,…> [--end-user-rate <n>]] [--json]',
     summary:
       'Make an API key for an account (created on first use; plan free by default), shown once. By default an admin key of every collection that never expires.',
     options: {
@@ -61,6 +62,15 @@ const commands: Record<string, Command> = {
       'expires-in': { type: 'string', description: 'the key stops working after this long: a whole number and s, m, h or d (30d)' },
       'expires-at': { type: 'string', description: 'the key stops working at this RFC 3339 time (2026-12-31T23:59:59Z)' },
       name: { type: 'string', description: 'a name to know the key by in listings' },
+      publishable: {
+        type: 'boolean',
+        description: 'a publishable key (rb_pub_), to ship inside an app, of scope write; refused by every operation until rules exist',
+      },
+      origins: {
+        type: 'string',
+        description: 'the web origins a publishable key may be used from, comma-separated, as browsers send Origin (https://app.example)',
+      },
+      'end-user-rate': { type: 'string', description: "a publishable key's requests per second per end user, 1 to 10000" },
       json: { type: 'boolean', description: 'print one JSON object instead of text' },
     },
     async run(values) {
@@ -94,7 +104,21 @@ const commands: Record<string, Command> = {
       }
       print(
         table(
-          ['PREFIX', 'ACCOUNT', 'PLAN', 'NAME', 'SCOPE', 'COLLECTIONS', 'EXPIRES', 'CREATED', 'LAST USED', 'REVOKED'],
+          [
+            'PREFIX',
+            'ACCOUNT',
+            'PLAN',
+            'NAME',
+            'SCOPE',
+            'COLLECTIONS',
+            'EXPIRES',
+            'CREATED',
+            'LAST USED',
+            'REVOKED',
+            'KIND',
+            'ORIGINS',
+            'END-USER RATE',
+          ],
           keys.map((k) => [
             k.prefix,
             k.account,
@@ -106,6 +130,9 @@ const commands: Record<string, Command> = {
             k.created_at,
             k.last_used_at ?? '-',
             k.revoked_at ?? '-',
+            k.kind,
+            k.origins?.join(',') ?? '-',
+            k.end_user_rate === null ? '-' : String(k.end_user_rate),
           ]),
         ),
       );
@@ -168,6 +195,7 @@ const commands: Record<string, Command> = {
 };
 
 const collectionName = new RegExp(document.components.schemas.CollectionName.pattern);
+const { KeyOrigins, EndUserRate } = document.components.schemas;
 const unitMs: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
 /** What `keys create` is asked to limit the key to, checked as the HTTP API checks a new key's (openapi.yaml, NewKey). */
@@ -190,6 +218,7 @@ function keyLimits(values: Record<string, string | boolean | undefined>): NewKey
     if (!/^\P{Cc}{1,100}$/u.test(name)) throw new UsageError('--name must be 1 to 100 characters, none of them a control character');
     limits.name = name;
   }
+  Object.assign(limits, keyKind(values));
   const expiresIn = values['expires-in'] as string | undefined;
   const expiresAt = values['expires-at'] as string | undefined;
   if (expiresIn !== undefined && expiresAt !== undefined) throw new UsageError('give --expires-in or --expires-at, not both');
@@ -217,16 +246,51 @@ function keyLimits(values: Record<string, string | boolean | undefined>): NewKey
   return limits;
 }
 
-/** A key's limits in words: `scope read, collections a,b, expires <time>`. */
-function describeLimits({ scope, collections, expires_at }: Pick<KeyInfo, 'scope' | 'collections' | 'expires_at'>): string {
-  const reach = collections === null ? 'every collection' : `collections ${collections.join(',')}`;
-  return `scope ${scope}, ${reach}, ${expires_at === null ? 'never expires' : `expires ${expires_at}`}`;
+/**
+ * What `keys create --publishable` is asked for, checked as the HTTP API checks a new key's kind
+ * (openapi.yaml, NewKey): its origins, each one web origin, its scope write, and an optional rate per end
+ * user; none of them without --publishable.
+ */
+function keyKind(values: Record<string, string | boolean | undefined>): NewKey {
+  const origins = values.origins as string | undefined;
+  const rate = values['end-user-rate'] as string | undefined;
+  if (!values.publishable) {
+    if (origins !== undefined) throw new UsageError('--origins is only for a publishable key: add --publishable');
+    if (rate !== undefined) throw new UsageError('--end-user-rate is only for a publishable key: add --publishable');
+    return {};
+  }
+  if (values.scope !== undefined && values.scope !== 'write') throw new UsageError("a publishable key's scope is write: leave --scope out");
+  if (origins === undefined) throw new UsageError('a publishable key needs --origins, the web origins it may be used from');
+  const listed = origins.split(',');
+  for (const origin of listed) {
+    const wrong = originError(origin);
+    if (wrong !== undefined) throw new UsageError(`--origins: ${JSON.stringify(origin)} ${wrong}`);
+  }
+  if (listed.length > KeyOrigins.maxItems) throw new UsageError(`--origins lists at most ${KeyOrigins.maxItems} origins`);
+  if (new Set(listed).size < listed.length) throw new UsageError('--origins names an origin twice');
+  const made: NewKey = { kind: 'publishable', scope: 'write', origins: listed };
+  if (rate !== undefined) made.end_user_rate = wholeNumber(rate, '--end-user-rate', EndUserRate.minimum, EndUserRate.maximum);
+  return made;
 }
 
-function wholeNumber(text: string, name: string, min: number): number {
+/** A key's limits in words: `scope read, collections a,b, expires <time>`, and a publishable key's origins. */
+function describeLimits({
+  scope,
+  collections,
+  expires_at,
+  kind,
+  origins,
+}: Pick<KeyInfo, 'scope' | 'collections' | 'expires_at' | 'kind' | 'origins'>): string {
+  const reach = collections === null ? 'every collection' : `collections ${collections.join(',')}`;
+  const limits = `scope ${scope}, ${reach}, ${expires_at === null ? 'never expires' : `expires ${expires_at}`}`;
+  return kind === 'publishable' ? `publishable, origins ${origins?.join(',')}, ${limits}` : limits;
+}
+
+function wholeNumber(text: string, name: string, min: number, max = Number.MAX_SAFE_INTEGER): number {
   const value = Number(text);
-  if (!/^\d+$/.test(text) || !Number.isSafeInteger(value) || value < min) {
-    throw new UsageError(`${name} must be a whole number of at least ${min}, not ${JSON.stringify(text)}`);
+  if (!/^\d+$/.test(text) || !Number.isSafeInteger(value) || value < min || value > max) {
+    const bounds = max === Number.MAX_SAFE_INTEGER ? `of at least ${min}` : `from ${min} to ${max}`;
+    throw new UsageError(`${name} must be a whole number ${bounds}, not ${JSON.stringify(text)}`);
   }
   return value;
 }

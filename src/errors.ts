@@ -38,6 +38,7 @@ const kinds: Record<ProblemCode, { status: number; title: string }> = {
   unique_conflict: { status: 409, title: 'Unique conflict' },
   patch_conflict: { status: 409, title: 'Patch conflict' },
   invalid_token: { status: 401, title: 'Invalid token' },
+  origin_not_allowed: { status: 403, title: 'Origin not allowed' },
 };
 
 /** What a problem may carry besides its detail (openapi.yaml, Problem). */
@@ -138,3 +139,10 @@ export class KeyError extends Error {}
 
 /** A backup that cannot be made as asked; the message says why, in one line. */
 export class BackupRefusedError extends Error {}
+/**
+ * The 403 of a publishable key on an operation that does not take one (openapi.yaml,
+ * `x-rowbase-publishable`; docs/access.md): until the collections' rules govern an operation, a
+ * publishable key may not call it.
+ */
+export const secretKeyNeeded = (operation: string) =>
+  forbidden(`${operation} needs a secret key: publishable keys are accepted only where the collections' rules apply, and none do yet.`);

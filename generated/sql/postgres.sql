@@ -88,21 +88,22 @@ select id, plan from accounts where name = ?;
 select name, plan from accounts where id = ?;
 
 -- insertKeySql
-insert into api_keys (account_id, prefix, hash, created_at, name, scope, collections, expires_at)
-select ?, ?, ?, ?, ?, ?, ?, ?
+insert into api_keys (account_id, prefix, hash, created_at, name, scope, collections, expires_at,
+  kind, origins, end_user_rate)
+select ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
 where (select count(*) from api_keys where account_id = ? and revoked_at is null and (expires_at is null or expires_at > ?)) < ?
 returning id;
 
 -- listKeysSql(every account)
-select k.prefix, k.name, k.scope, k.collections, k.expires_at, k.created_at, k.last_used_at, a.name as account, a.plan, k.revoked_at
+select k.prefix, k.name, k.scope, k.collections, k.expires_at, k.kind, k.origins, k.end_user_rate, k.created_at, k.last_used_at, a.name as account, a.plan, k.revoked_at
 from api_keys k join accounts a on a.id = k.account_id  order by a.name collate "C", k.id;
 
 -- listKeysSql(one account)
-select k.prefix, k.name, k.scope, k.collections, k.expires_at, k.created_at, k.last_used_at, a.name as account, a.plan, k.revoked_at
+select k.prefix, k.name, k.scope, k.collections, k.expires_at, k.kind, k.origins, k.end_user_rate, k.created_at, k.last_used_at, a.name as account, a.plan, k.revoked_at
 from api_keys k join accounts a on a.id = k.account_id where a.name = ? order by a.name collate "C", k.id;
 
 -- listAccountKeysSql
-select k.id, k.prefix, k.name, k.scope, k.collections, k.expires_at, k.created_at, k.last_used_at from api_keys k
+select k.id, k.prefix, k.name, k.scope, k.collections, k.expires_at, k.kind, k.origins, k.end_user_rate, k.created_at, k.last_used_at from api_keys k
 where k.account_id = ? and k.revoked_at is null and (k.expires_at is null or k.expires_at > ?) order by k.id;
 
 -- revokeKeysSql
@@ -119,7 +120,8 @@ select prefix, revoked_at from api_keys where hash = ? or prefix = ? limit 1;
 select hash from api_keys where revoked_at is null and hash in (?, ?);
 
 -- principalSql
-select k.id, k.prefix, k.scope, k.collections, k.expires_at, a.id as account_id, a.name as account
+select k.id, k.prefix, k.scope, k.collections, k.expires_at, k.kind, k.origins, k.end_user_rate,
+a.id as account_id, a.name as account
 from api_keys k join accounts a on a.id = k.account_id where k.hash = ? and k.revoked_at is null;
 
 -- noteKeyUseSql

@@ -1,8 +1,9 @@
 import type { components } from '../../generated/openapi.ts';
+import { originError } from '../auth/origins.ts';
 import { scopes } from '../auth/scopes.ts';
 import { instantOf } from '../date-time.ts';
-import type { AccountKey, KeyLimits, Principal } from '../db/accounts/keys.ts';
-import { conflict, forbidden, notFound, validationFailed } from '../errors.ts';
+import type { AccountKey, KeyKindOf, KeyLimits, Principal } from '../db/accounts/keys.ts';
+import { conflict, type FieldError, forbidden, notFound, validationFailed } from '../errors.ts';
 import { answerOnce } from '../idempotency/answers.ts';
 import type { Handlers, Result } from './types.ts';
 
@@ -18,12 +19,13 @@ export const keyHandlers: Handlers<'listKeys' | 'createKey' | 'revokeKey'> = {
   },
 
   async createKey({ principal, body, once }, { store, config }) {
+    const kind = kindOf(body);
     const limits = limitsOf(body, principal);
     const wider = widerThan(principal, limits);
     if (wider !== undefined) throw forbidden(`A key makes only keys no wider than itself, and ${wider}.`);
     const made = await store.createAccountKey(
       principal.accountId,
-      { ...limits, name: body.name },
+      { ...limits, ...kind, name: body.name },
       config.maxKeysPerAccount,
       once && answerOnce(once, answerCreated),
     );
@@ -61,15 +63,43 @@ function answerRevoked(): Result {
 
 const shown = ({ id: _, ...key }: AccountKey): Key => key;
 
-/** The limits a new key asks for: `collections` and `expires_at` left out are the maker's own. */
+/**
+ * The limits a new key asks for: `collections` and `expires_at` left out are the maker's own; a
+ * publishable key's scope is write.
+ */
 function limitsOf(body: NewKey, maker: Principal): KeyLimits {
   let expiresAt = maker.expiresAt;
   if (body.expires_at !== undefined) expiresAt = body.expires_at === null ? null : expiryOf(body.expires_at);
   return {
-    scope: body.scope,
+    scope: body.scope ?? 'write',
     collections: body.collections === undefined ? maker.collections && [...maker.collections] : body.collections,
     expires_at: expiresAt === null ? null : new Date(expiresAt).toISOString(),
   };
+}
+
+/**
+ * What a new key's kind says of it (openapi.yaml, NewKey), or the 400 naming every place that does not
+ * fit its kind: a secret key needs a scope and takes no origins nor rate per end user; a publishable key
+ * needs its origins, each one web origin (auth/origins.ts), and its scope is write.
+ */
+function kindOf({ kind = 'secret', scope, origins, end_user_rate }: NewKey): KeyKindOf {
+  const errors: FieldError[] = [];
+  if (kind === 'secret') {
+    if (scope === undefined) errors.push({ in: 'body', name: '/scope', message: 'is required for a secret key' });
+    if (origins != null) errors.push({ in: 'body', name: '/origins', message: 'is only for a publishable key' });
+    if (end_user_rate != null) errors.push({ in: 'body', name: '/end_user_rate', message: 'is only for a publishable key' });
+  } else {
+    if (scope !== undefined && scope !== 'write') {
+      errors.push({ in: 'body', name: '/scope', message: "must be write, or left out: a publishable key's rights come from rules" });
+    }
+    if (origins == null) errors.push({ in: 'body', name: '/origins', message: 'is required for a publishable key' });
+    origins?.forEach((origin, i) => {
+      const wrong = originError(origin);
+      if (wrong !== undefined) errors.push({ in: 'body', name: `/origins/${i}`, message: wrong });
+    });
+  }
+  if (errors.length > 0) throw validationFailed(`The ${kind} key asked for is not one the service makes.`, errors);
+  return { kind, origins: origins ?? null, end_user_rate: end_user_rate ?? null };
 }
 
 /** The time a new key's `expires_at` names, or the 400 for one that is no time, or not in the future. */

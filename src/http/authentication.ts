@@ -32,7 +32,8 @@ async function principalOf(store: Store, request: Pick<IncomingMessage, 'headers
   return principal;
 }
 
-const isV1 = (path: string) => path === '/v1' || path.startsWith('/v1/');
+/** Whether `path` is under `/v1`, where every request needs a key. */
+export const isV1 = (path: string) => path === '/v1' || path.startsWith('/v1/');
 
 /**
  * The one key the request carries, or undefined when it carries none, a malformed one or two different

@@ -12,7 +12,16 @@ import document from '../../generated/openapi.json' with { type: 'json' };
 import { otherBodyValidators, requestValidators } from '../../generated/validators.js';
 import { type Scope, scopes, scopesGranting } from '../auth/scopes.ts';
 import type { Principal } from '../db/accounts/keys.ts';
-import { ApiError, collectionNotFound, type FieldError, forbidden, notFound, unauthorized, validationFailed } from '../errors.ts';
+import {
+  ApiError,
+  collectionNotFound,
+  type FieldError,
+  forbidden,
+  notFound,
+  secretKeyNeeded,
+  unauthorized,
+  validationFailed,
+} from '../errors.ts';
 import { handlers } from '../handlers/index.ts';
 import { type SitePageId, siteHandlers } from '../handlers/site.ts';
 import type { Deps, Handler, OperationId } from '../handlers/types.ts';
@@ -40,6 +49,8 @@ export interface Router {
   authorize: Middleware<RouteState & Partial<AuthState>>;
   /** 404 or 405; else validation, the key's collections, the handler by operationId, and the one responder. */
   handle: Middleware<RouteState & Partial<AuthState> & OnceState & AdmissionState>;
+  /** The methods openapi.yaml has at `path`, in capitals (HEAD with GET); none for a path it does not have. */
+  methodsAt(path: string): string[];
 }
 
 /** An operation with what its requests need, worked out at start. */
@@ -50,6 +61,11 @@ interface Bound {
   security: string[][];
   /** The key scopes that grant what its `x-rowbase-scope` names, and the refusal of the others; none for the routes without a key. */
   scope?: { granted: ReadonlySet<Scope>; needs: string };
+  /**
+   * Whether a publishable key may call it (its `x-rowbase-publishable: true`), and the operation as a
+   * refusal names it. Deny by default: an operation that does not say so answers a publishable key 403.
+   */
+  publishable?: { takes: boolean; named: string };
   /** Whether its path names a collection (`collection_name`): a key limited to others does not see it. */
   ofCollection: boolean;
   checks: RequestChecks;
@@ -111,12 +127,13 @@ export function createRouter(deps: Deps): Router {
     authorize: (ctx, next) => {
       const { operation } = ctx.state.route;
       if (!operation) return next(); // answered by handle
-      const { security, scope } = bound.get(operation) as Bound;
+      const { security, scope, publishable } = bound.get(operation) as Bound;
       const { principal } = ctx.state;
       // As openapi-backend: no requirement, or one whose every scheme's handler says yes.
       if (security.length > 0 && !security.some((schemes) => schemes.every((scheme) => securityHandlers[scheme]?.(principal)))) {
         throw unauthorized();
       }
+      if (publishable && !publishable.takes && principal?.kind === 'publishable') throw secretKeyNeeded(publishable.named);
       if (scope && !scope.granted.has((principal as Principal).scope)) {
         throw forbidden(`The key's scope is ${(principal as Principal).scope}; ${scope.needs}.`);
       }
@@ -154,6 +171,7 @@ export function createRouter(deps: Deps): Router {
       };
       respond(ctx, await handler(input as never, deps));
     },
+    methodsAt: (path) => methodsAt(table, path),
   };
 }
 
@@ -178,7 +196,18 @@ function bind(operation: Operation): Bound {
     (parameter) => parameter.in === 'path' && parameter.name === 'collection_name',
   );
   const checks = requestChecks(operation, validators, otherBodyValidators[operationId]);
-  return { handler, security, scope: scopeOf(operation, security), ofCollection, checks };
+  return { handler, security, scope: scopeOf(operation, security), publishable: publishableOf(operation, security), ofCollection, checks };
+}
+
+/** Whether the operation takes a publishable key (`x-rowbase-publishable: true` in openapi.yaml); none that needs no key says so. */
+function publishableOf(operation: Operation, security: string[][]): Bound['publishable'] {
+  const takes = (operation as { 'x-rowbase-publishable'?: unknown })['x-rowbase-publishable'];
+  if (takes !== undefined && takes !== true) throw new Error(`${operation.operationId}: x-rowbase-publishable must be true, or absent`);
+  if (security.length === 0) {
+    if (takes) throw new Error(`${operation.operationId}: needs no key, yet says x-rowbase-publishable`);
+    return undefined;
+  }
+  return { takes: takes === true, named: `${operation.method.toUpperCase()} ${operation.path}` };
 }
 
 /**
@@ -196,15 +225,16 @@ function scopeOf(operation: Operation, security: string[][]): Bound['scope'] {
   return { granted: scopesGranting(scope as Scope), needs: `${operation.method.toUpperCase()} ${operation.path} needs ${scope}` };
 }
 
+function methodsAt(table: RouteTable, path: string): string[] {
+  return methods.filter((candidate) => table.match(candidate, path).operation).map((candidate) => candidate.toUpperCase());
+}
+
 /** 404 for a path openapi.yaml does not have, 405 (with `Allow`) for a method it does not have there. */
 function miss(table: RouteTable, status: 404 | 405, path: string): ApiError {
   // As openapi-backend's parseRequest shows the path.
   const shown = path.startsWith('/') ? path : `/${path}`;
   if (status === 404) return notFound(`There is no route ${shown}.`);
-  const allow = methods
-    .filter((candidate) => table.match(candidate, path).operation)
-    .map((candidate) => candidate.toUpperCase())
-    .join(', ');
+  const allow = methodsAt(table, path).join(', ');
   return new ApiError('method_not_allowed', `${shown} answers ${allow}.`, { headers: { Allow: allow } });
 }
 

@@ -2,11 +2,13 @@
 // it does not (asyncapi.yaml, `x-upgrade-refusals`). Guard clauses in order: request target (400), route,
 // method, HTTP/1.1, handshake headers (Host, once; no subprotocol, no body), key (401), sockets and usage
 // (429), query (400; its filter read as the HTTP API reads one), collection (404, also for one the key
-// is not limited to), `since` (400, 410). Every key's scope grants the feed (`read`).
+// is not limited to), `since` (400, 410). Every key's scope grants the feed (`read`); a publishable key
+// is refused (403) unless openapi.yaml's openFeed takes one (`x-rowbase-publishable`), which it does not yet.
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { ErrorObject } from 'ajv';
 import type { components } from '../../generated/asyncapi.ts';
 import { validateFeedQuery } from '../../generated/feed-validators.js';
+import openapi from '../../generated/openapi.json' with { type: 'json' };
 import { hashKey } from '../auth/keys.ts';
 import type { Principal } from '../db/accounts/keys.ts';
 import type { Store } from '../db/engine/store.ts';
@@ -19,6 +21,7 @@ import {
   hostRepeated,
   hostRequired,
   notFound,
+  secretKeyNeeded,
   unauthorized,
   validationFailed,
 } from '../errors.ts';
@@ -46,6 +49,9 @@ export interface FeedRequest {
 
 export const FEED_PATH = '/ws';
 
+/** Whether the feed takes a publishable key: openapi.yaml's openFeed says so (`x-rowbase-publishable`), as the HTTP API's operations do. */
+const FEED_TAKES_PUBLISHABLE = (openapi.paths[FEED_PATH].get as { 'x-rowbase-publishable'?: boolean })['x-rowbase-publishable'] === true;
+
 /**
  * Throws the ApiError to refuse `request` with, or returns what it asks for. `admit` runs once the key
  * is known, before anything else about the subscription is checked: it counts the upgrade, or throws
@@ -70,6 +76,7 @@ export async function checkUpgrade(
   if (!principal || key === undefined) throw unauthorized();
   // As a /v1 request once its key is known: counted whatever the outcome, unless refused 429 here.
   await admit(principal);
+  if (principal.kind === 'publishable' && !FEED_TAKES_PUBLISHABLE) throw secretKeyNeeded(`GET ${FEED_PATH}`);
 
   const query = queryOf(url.searchParams);
   const filter = query.filter === undefined ? undefined : parseFilterText(query.filter);

@@ -14,6 +14,9 @@ interface Limits {
   scope: string;
   collections: string[] | null;
   expires_at: string | null;
+  kind: string;
+  origins: string[] | null;
+  end_user_rate: number | null;
 }
 
 interface CreatedKey extends Limits {
@@ -242,6 +245,9 @@ describe('rowbase keys', () => {
         'CREATED',
         'LAST USED',
         'REVOKED',
+        'KIND',
+        'ORIGINS',
+        'END-USER RATE',
       ]);
       expect(rows[0].split(/ +/).slice(3, 7)).to.deep.equal(['ci', 'write', 'a,b', '2099-06-01T00:00:00.000Z']);
       expect(rows[1].split(/ +/).slice(3, 7)).to.deep.equal(['-', 'admin', '*', 'never']);
@@ -257,6 +263,46 @@ describe('rowbase keys', () => {
       expect(table.stdout).to.include(aliceKey.prefix);
       expect(table.stdout).to.not.include(bobKey.prefix);
       expect(json.map((key) => [key.account, key.prefix])).to.deep.equal([[alice, aliceKey.prefix]]);
+    });
+  });
+
+  describe('keys create --publishable', () => {
+    it('makes an rb_pub_ key of scope write with its origins and rate, listed with them, refused by the server until rules exist, and revoked by its prefix', async () => {
+      const account = newAccount();
+      const created = await rowbase(
+        'keys',
+        'create',
+        '--account',
+        account,
+        '--publishable',
+        '--origins',
+        'https://a.example,https://b.example',
+        '--end-user-rate',
+        '20',
+      );
+      expect(created.code, created.stderr).to.equal(0);
+      const key = lastLineOf(created.stdout);
+      expect(key).to.match(/^rb_pub_[A-Za-z0-9_-]{32}$/);
+      expect(created.stdout.split('\n')[0]).to.include('publishable, origins https://a.example,https://b.example, scope write');
+
+      const [listed] = await listKeys('--account', account);
+      expect(listed).to.include({ prefix: key.slice(0, 15), kind: 'publishable', scope: 'write', end_user_rate: 20 });
+      expect(listed.origins).to.deep.equal(['https://a.example', 'https://b.example']);
+      const table = await rowbase('keys', 'list', '--account', account);
+      expect(table.stdout.trimEnd().split('\n')[1]).to.match(/publishable +https:\/\/a\.example,https:\/\/b\.example +20$/);
+
+      const refused = await collectionsSeenWith(key);
+      expect(refused.status).to.equal(403);
+      expect((refused.body as { detail: string }).detail).to.include('needs a secret key');
+
+      const revoking = await rowbase('keys', 'revoke', key.slice(0, 15));
+      expect(revoking.code, revoking.stderr).to.equal(0);
+      await pollUntil(async () => (await collectionsSeenWith(key)).status === 401, 1000);
+    });
+
+    it('makes a secret key, listed with kind secret and no origins, without --publishable', async () => {
+      const made = await createKey(newAccount());
+      expect(made).to.include({ kind: 'secret', origins: null, end_user_rate: null });
     });
   });
 
@@ -404,6 +450,35 @@ describe('rowbase keys', () => {
         reason: 'give --expires-in or --expires-at, not both',
       },
       { mistake: 'a --name with a control character', args: ['keys', 'create', '--account', 'a', '--name', 'a\tb'] },
+      { mistake: '--publishable without --origins', args: ['keys', 'create', '--account', 'a', '--publishable'] },
+      { mistake: '--origins without --publishable', args: ['keys', 'create', '--account', 'a', '--origins', 'https://a.example'] },
+      { mistake: '--end-user-rate without --publishable', args: ['keys', 'create', '--account', 'a', '--end-user-rate', '5'] },
+      ...['', 'https://a.example/', 'https://A.example', '*', 'null', 'ftp://a.example', 'https://a.example,https://a.example'].map(
+        (origins) => ({
+          mistake: `--origins ${JSON.stringify(origins)}`,
+          args: ['keys', 'create', '--account', 'a', '--publishable', '--origins', origins],
+        }),
+      ),
+      {
+        mistake: '51 --origins',
+        args: [
+          'keys',
+          'create',
+          '--account',
+          'a',
+          '--publishable',
+          '--origins',
+          Array.from({ length: 51 }, (_, n) => `https://a${n}.example`).join(','),
+        ],
+      },
+      {
+        mistake: '--scope admin with --publishable',
+        args: ['keys', 'create', '--account', 'a', '--publishable', '--origins', 'https://a.example', '--scope', 'admin'],
+      },
+      ...['0', '10001', '1.5', 'x'].map((rate) => ({
+        mistake: `--end-user-rate ${rate}`,
+        args: ['keys', 'create', '--account', 'a', '--publishable', '--origins', 'https://a.example', '--end-user-rate', rate],
+      })),
     ];
     for (const { mistake, args, reason } of mistakes as { mistake: string; args: string[]; reason?: string }[]) {
       it(`exits 2 with one line on stderr for ${mistake}`, async () => {

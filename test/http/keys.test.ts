@@ -14,12 +14,17 @@ interface Key {
   scope: string;
   collections: string[] | null;
   expires_at: string | null;
+  kind: string;
+  origins: string[] | null;
+  end_user_rate: number | null;
   created_at: string;
   last_used_at: string | null;
 }
 type CreatedKey = Key & { key: string };
 
 const HOUR = 3_600_000;
+/** What a secret key's listing says of its kind. */
+const secret = { kind: 'secret', origins: null, end_user_rate: null };
 const iso = (ms: number) => new Date(ms).toISOString();
 let accounts = 0;
 
@@ -64,6 +69,7 @@ describeEachBackend('the keys of an account', (backend) => {
           scope: 'admin',
           collections: null,
           expires_at: null,
+          ...secret,
           created_at: owner.created_at,
           last_used_at: listed.body[0].last_used_at,
         },
@@ -73,6 +79,7 @@ describeEachBackend('the keys of an account', (backend) => {
           scope: 'read',
           collections: ['notes'],
           expires_at: '2099-01-01T00:00:00.000Z',
+          ...secret,
           created_at: reader.created_at,
           last_used_at: null,
         },
@@ -120,6 +127,7 @@ describeEachBackend('the keys of an account', (backend) => {
         scope: 'read',
         collections: ['notes'],
         expires_at: '2099-01-01T00:00:00.500Z',
+        ...secret,
         created_at: shown.created_at,
         last_used_at: null,
       });

@@ -71,8 +71,9 @@ export async function watchedPage(browser: Browser, width = 1280, height = 800):
     const method = response.request().method();
     checks.push(
       (async () => {
-        // A redirect or a HEAD has no body to read; every other answer is read whole.
-        const text = method === 'HEAD' || (response.status() >= 300 && response.status() < 400) ? '' : await response.text();
+        // A redirect, a HEAD or a CORS preflight (OPTIONS) has no body to read; every other answer is read whole.
+        const bodiless = method === 'HEAD' || method === 'OPTIONS' || (response.status() >= 300 && response.status() < 400);
+        const text = bodiless ? '' : await response.text();
         const headers = new Headers(Object.entries(response.headers()));
         checkResponse({ method, path: url.pathname, status: response.status(), headers, text });
       })().catch((error: Error) => {

@@ -4,7 +4,8 @@
 // Unknown routes and wrong methods have no operation: their 404 and 405 must still be a Problem. A problem's
 // `code` must be one the response declares, of its status, and its `type` must name it. The pages served
 // beside the API (src/http/site.ts: the documents and /docs) are not in openapi.yaml: a 200 of one must be
-// of a media type the page lists, anything else a Problem.
+// of a media type the page lists, anything else a Problem. A CORS preflight under /v1 is no operation of
+// openapi.yaml either (its `info`, "CORS"): a 204 without a body that allows its origin.
 import { readFile } from 'node:fs/promises';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { Ajv, type ValidateFunction } from 'ajv';
@@ -49,6 +50,7 @@ export function checkResponse(response: SeenResponse): void {
     else if (!page.mediaTypes.includes(mediaType)) throw new ContractError(`${where}: media type ${mediaType} is not one of ${page.path}`);
     return;
   }
+  if (!operation && isPreflightAnswer(response)) return;
   if (!operation) {
     // Every /v1 route needs a key first (interface spec §5), known or not.
     const allowed = path === '/v1' || path.startsWith('/v1/') ? [401, 404, 405] : [404, 405];
@@ -76,6 +78,17 @@ export function checkResponse(response: SeenResponse): void {
   const media = declared.content[mediaType];
   if (!media) throw new ContractError(`${where}: media type ${JSON.stringify(mediaType)} is not declared`);
   checkBody(where, media.schema as object, mediaType, mediaType, text, status);
+}
+
+/** An answer to a CORS preflight, as openapi.yaml's `info` describes it: OPTIONS under /v1, 204, no body, its origin allowed. */
+function isPreflightAnswer({ method, path, status, headers, text }: SeenResponse): boolean {
+  if (method.toUpperCase() !== 'OPTIONS' || !(path === '/v1' || path.startsWith('/v1/')) || status !== 204) return false;
+  const where = `${method} ${path} → ${status}`;
+  if (text !== '') throw new ContractError(`${where}: a preflight's answer has no body`);
+  for (const name of ['access-control-allow-origin', 'access-control-allow-methods', 'access-control-allow-headers', 'vary']) {
+    if (headers.get(name) === null) throw new ContractError(`${where}: a preflight's answer lacks ${name}`);
+  }
+  return true;
 }
 
 /** The page at `path` (trailing slashes ignored, as the router ignores them), if any. */
@@ -145,6 +158,7 @@ const statusOfCode: Record<string, number> = {
   unique_violation: 409,
   unique_conflict: 409,
   patch_conflict: 409,
+  origin_not_allowed: 403,
 };
 
 /** A problem's status is the HTTP status, its code is the one of that status, and its type names its code. */

@@ -32,8 +32,24 @@ export interface KeyLimits {
   expires_at: string | null;
 }
 
-/** A key to make: its limits (default: admin, every collection, no expiry) and its name (default none). */
-export type NewKey = Partial<KeyLimits> & { name?: string | null };
+/** A key's kind (openapi.yaml, KeyKind; docs/access.md): a secret key, or a publishable key with its origins. */
+type KeyKind = 'secret' | 'publishable';
+
+/** What a key's kind says of it (openapi.yaml, Key). */
+export interface KeyKindOf {
+  kind: KeyKind;
+  /** The web origins a publishable key may be used from (serialized, as browsers send `Origin`); null for a secret key. */
+  origins: string[] | null;
+  /** A publishable key's requests per second per end user, or null for no such limit (always, for a secret key). */
+  end_user_rate: number | null;
+}
+
+/**
+ * A key to make: its limits (default: admin, every collection, no expiry), its kind (default secret,
+ * no origins, no rate per end user) and its name (default none). The caller has checked that the two
+ * agree (a publishable key's scope is write, and it lists its origins).
+ */
+export type NewKey = Partial<KeyLimits> & Partial<KeyKindOf> & { name?: string | null };
 
 /** The account a request acts for, and what its key may do, as the auth step found it. */
 export interface Principal {
@@ -46,10 +62,15 @@ export interface Principal {
   collections: ReadonlySet<string> | null;
   /** When the key stops working, in ms since the epoch, or null for never. */
   expiresAt: number | null;
+  kind: KeyKind;
+  /** The web origins a publishable key may be used from; null for a secret key. */
+  origins: ReadonlySet<string> | null;
+  /** A publishable key's requests per second per end user, or null. */
+  endUserRate: number | null;
 }
 
 /** A key as the CLI lists it: every key of every account, revoked ones too. */
-export interface KeyInfo extends KeyLimits {
+export interface KeyInfo extends KeyLimits, KeyKindOf {
   prefix: string;
   account: string;
   plan: string;
@@ -60,7 +81,7 @@ export interface KeyInfo extends KeyLimits {
 }
 
 /** A live key of an account, as its keys list it over HTTP (openapi.yaml, Key), with its id. */
-export interface AccountKey extends KeyLimits {
+export interface AccountKey extends KeyLimits, KeyKindOf {
   id: number;
   prefix: string;
   name: string | null;
@@ -68,9 +89,12 @@ export interface AccountKey extends KeyLimits {
   last_used_at: string | null;
 }
 
-const PREFIX_LENGTH = 11; // "rb_" and 8 characters of the random part: shown in listings, enough to revoke by.
+/** What each kind of key starts with, before its random part: a publishable key says so in its first characters. */
+const KEY_START: Record<KeyKind, string> = { secret: 'rb_', publishable: 'rb_pub_' };
+/** The characters of the random part shown in listings, after the key's start: enough to revoke by. */
+const PREFIX_RANDOM = 8;
 
-/** The longest a key can be: ours are 35 characters (`rb_` and 32 of base64url). */
+/** The longest a key can be: ours are 35 characters (`rb_` and 32 of base64url), or 39 (`rb_pub_` and 32). */
 export const MAX_KEY_LENGTH = 64;
 
 /**
@@ -118,9 +142,21 @@ export async function createAccountKey(
   });
 }
 
+/**
+ * A new key of `kind`: its start and 192 random bits in base64url. A secret key's random part never
+ * begins with `pub_` (one in 2^24 would), so that `rb_pub_` always says publishable.
+ */
+function newKey(kind: KeyKind): { key: string; prefix: string } {
+  let random: string;
+  do random = randomBytes(24).toString('base64url');
+  while (kind === 'secret' && random.startsWith('pub_'));
+  const key = KEY_START[kind] + random;
+  return { key, prefix: key.slice(0, KEY_START[kind].length + PREFIX_RANDOM) };
+}
+
 async function insertKey(db: Dialect, trx: WriteTx, accountId: number, limits: NewKey, maxLive = Number.MAX_SAFE_INTEGER) {
-  const key = `rb_${randomBytes(24).toString('base64url')}`;
-  const prefix = key.slice(0, PREFIX_LENGTH);
+  const kind = limits.kind ?? 'secret';
+  const { key, prefix } = newKey(kind);
   const created_at = new Date().toISOString();
   const made = {
     key,
@@ -129,10 +165,13 @@ async function insertKey(db: Dialect, trx: WriteTx, accountId: number, limits: N
     scope: limits.scope ?? 'admin',
     collections: limits.collections ?? null,
     expires_at: limits.expires_at ?? null,
+    kind,
+    origins: limits.origins ?? null,
+    end_user_rate: limits.end_user_rate ?? null,
     created_at,
     last_used_at: null,
   };
-  const { name, scope, collections, expires_at } = made;
+  const { name, scope, collections, expires_at, origins, end_user_rate } = made;
   const stored = collections === null ? null : JSON.stringify(collections);
   const [inserted] = await db.run<{ id: number | string }>(trx, insertKeySql, [
     accountId,
@@ -143,6 +182,9 @@ async function insertKey(db: Dialect, trx: WriteTx, accountId: number, limits: N
     scope,
     stored,
     expires_at,
+    kind,
+    origins === null ? null : JSON.stringify(origins),
+    end_user_rate,
     accountId,
     created_at,
     maxLive,
@@ -151,15 +193,25 @@ async function insertKey(db: Dialect, trx: WriteTx, accountId: number, limits: N
   return { id: Number(inserted.id), ...made };
 }
 
-type LimitsRow = { scope: Scope; collections: string | null; expires_at: string | null };
-const limitsOf = ({ scope, collections, expires_at }: LimitsRow): KeyLimits => ({
+type LimitsRow = {
+  scope: Scope;
+  collections: string | null;
+  expires_at: string | null;
+  kind: KeyKind;
+  origins: string | null;
+  end_user_rate: number | string | null;
+};
+const limitsOf = ({ scope, collections, expires_at, kind, origins, end_user_rate }: LimitsRow): KeyLimits & KeyKindOf => ({
   scope,
   collections: collections === null ? null : (JSON.parse(collections) as string[]),
   expires_at,
+  kind,
+  origins: origins === null ? null : (JSON.parse(origins) as string[]),
+  end_user_rate: end_user_rate === null ? null : Number(end_user_rate),
 });
 
 export async function listKeys({ query, codePointOrder }: Dialect, account?: string): Promise<KeyInfo[]> {
-  const rows = await query<Omit<KeyInfo, keyof KeyLimits> & LimitsRow>(
+  const rows = await query<Omit<KeyInfo, keyof KeyLimits | keyof KeyKindOf> & LimitsRow>(
     listKeysSql(codePointOrder, account !== undefined),
     account === undefined ? [] : [account],
   );
@@ -177,10 +229,10 @@ export async function listKeys({ query, codePointOrder }: Dialect, account?: str
 
 /** The account's live keys (neither revoked nor expired at `now`, ms since the epoch), oldest first. */
 export async function listAccountKeys({ query }: Dialect, accountId: number, now = Date.now()): Promise<AccountKey[]> {
-  const rows = await query<Omit<AccountKey, keyof KeyLimits | 'id'> & LimitsRow & { id: number | string }>(listAccountKeysSql, [
-    accountId,
-    new Date(now).toISOString(),
-  ]);
+  const rows = await query<Omit<AccountKey, keyof KeyLimits | keyof KeyKindOf | 'id'> & LimitsRow & { id: number | string }>(
+    listAccountKeysSql,
+    [accountId, new Date(now).toISOString()],
+  );
   return rows.map(({ id, prefix, name, created_at, last_used_at, ...limits }) => ({
     id: Number(id),
     prefix,
@@ -258,6 +310,9 @@ export async function principalOf({ query }: Dialect, hash: string): Promise<Pri
     scope: row.scope,
     collections: row.collections === null ? null : new Set(JSON.parse(row.collections) as string[]),
     expiresAt: row.expires_at === null ? null : Date.parse(row.expires_at),
+    kind: row.kind,
+    origins: row.origins === null ? null : new Set(JSON.parse(row.origins) as string[]),
+    endUserRate: row.end_user_rate === null ? null : Number(row.end_user_rate),
   };
 }
 

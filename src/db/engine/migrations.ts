@@ -304,7 +304,22 @@ const migrations = (schema: DialectSchema): Record<string, Knex.Migration> => ({
       for (const table of ['webhook_deliveries', 'webhook_streams', 'webhooks']) await knex.schema.dropTable(table);
     },
   },
-  // 0017 is the publishable keys' step.
+  '0017_publishable_keys': {
+    async up(knex) {
+      // A key's kind (openapi.yaml, Key; docs/access.md): every key made before is a secret key. A
+      // publishable key lists the web origins that may use it (`origins`, a JSON array of serialized
+      // origins; null for a secret key) and may set a rate per end user (requests per second, or null).
+      await knex.schema.alterTable('api_keys', (t) => {
+        t.string('kind', 16).notNullable().defaultTo('secret');
+        t.text('origins');
+        t.integer('end_user_rate');
+      });
+    },
+    // Plain statements, as 0008_key_limits's.
+    async down(knex) {
+      for (const column of ['kind', 'origins', 'end_user_rate']) await knex.raw(`alter table api_keys drop column ${column}`);
+    },
+  },
   '0018_auth_issuers': {
     async up(knex) {
       // The account's issuers of end users' tokens (openapi.yaml, Issuer; docs/access.md, "Token issuers").

@@ -10,11 +10,13 @@ export const accountByIdSql = 'select name, plan from accounts where id = ?';
  * Makes a key of the account, unless the account holds `?` live keys already (neither revoked nor
  * expired at `?`): then no row is answered.
  */
-export const insertKeySql = `insert into api_keys (account_id, prefix, hash, created_at, name, scope, collections, expires_at)
-  select ?, ?, ?, ?, ?, ?, ?, ?
+export const insertKeySql = `insert into api_keys (account_id, prefix, hash, created_at, name, scope, collections, expires_at,
+    kind, origins, end_user_rate)
+  select ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
   where (select count(*) from api_keys where account_id = ? and revoked_at is null and (expires_at is null or expires_at > ?)) < ?
   returning id`;
-const keyColumns = 'k.prefix, k.name, k.scope, k.collections, k.expires_at, k.created_at, k.last_used_at';
+const keyColumns =
+  'k.prefix, k.name, k.scope, k.collections, k.expires_at, k.kind, k.origins, k.end_user_rate, k.created_at, k.last_used_at';
 export const listKeysSql = (collate: string, ofOneAccount: boolean) =>
   `select ${keyColumns}, a.name as account, a.plan, k.revoked_at
   from api_keys k join accounts a on a.id = k.account_id ${ofOneAccount ? 'where a.name = ?' : ''} order by a.name${collate}, k.id`;
@@ -29,7 +31,8 @@ export const revokeAccountKeySql = 'update api_keys set revoked_at = ? where acc
 export const keyOfHashOrPrefixSql = 'select prefix, revoked_at from api_keys where hash = ? or prefix = ? limit 1';
 export const liveKeyHashesSql = (n: number) =>
   `select hash from api_keys where revoked_at is null and hash in (${Array.from({ length: n }, () => '?').join(', ')})`;
-export const principalSql = `select k.id, k.prefix, k.scope, k.collections, k.expires_at, a.id as account_id, a.name as account
+export const principalSql = `select k.id, k.prefix, k.scope, k.collections, k.expires_at, k.kind, k.origins, k.end_user_rate,
+  a.id as account_id, a.name as account
   from api_keys k join accounts a on a.id = k.account_id where k.hash = ? and k.revoked_at is null`;
 /** Notes the minute a key was last used (`?`), unless a later one is noted already. */
 export const noteKeyUseSql = 'update api_keys set last_used_at = ? where id = ? and (last_used_at is null or last_used_at < ?)';

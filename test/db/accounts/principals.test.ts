@@ -21,6 +21,9 @@ describe('principal cache', () => {
     scope: 'admin',
     collections: null,
     expiresAt,
+    kind: 'secret',
+    origins: null,
+    endUserRate: null,
   });
   const alice = principal(1, 'alice');
   beforeEach(() => {

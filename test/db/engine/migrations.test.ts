@@ -227,8 +227,11 @@ describeEachBackend('migration 0008_key_limits', (backend) => {
     try {
       const principal = await server.store.findPrincipal(key);
       expect(principal).to.include({ account: 'old', scope: 'admin', collections: null, expiresAt: null });
+      // 0017_publishable_keys: and a secret key, with no origins nor rate per end user.
+      expect(principal).to.include({ kind: 'secret', origins: null, endUserRate: null });
       const [listed] = await server.store.listKeys('old');
       expect(listed).to.include({ scope: 'admin', collections: null, expires_at: null, name: null, revoked_at: null });
+      expect(listed).to.include({ kind: 'secret', origins: null, end_user_rate: null });
       const client = new Client(server.url, key);
       expect((await client.post('/v1/collections', { name: 'notes' })).status).to.equal(201);
       expect((await client.post('/v1/collections/notes/rows', [{ n: 1 }])).status).to.equal(201);
