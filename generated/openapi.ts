@@ -3254,11 +3254,11 @@ export interface components {
                 "application/problem+json": components["schemas"]["TooManyUpgradesProblem"];
             };
         };
-        /** @description `unauthorized`: the key is missing, unknown, revoked or expired. */
+        /** @description `unauthorized`: the key is missing, unknown, revoked or expired; `invalid_token`: beside a publishable key, the end user's token is refused (docs/access.md). */
         Unauthorized: {
             headers: {
                 /**
-                 * @description Always `Bearer realm="rowbase"`.
+                 * @description `Bearer realm="rowbase"`, and for a refused token `Bearer realm="rowbase", error="invalid_token"` (RFC 6750 §3).
                  * @example Bearer realm="rowbase"
                  */
                 "WWW-Authenticate": string;

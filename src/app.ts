@@ -50,7 +50,7 @@ export function createApp(deps: Deps, router: Router, log: Logger, responses: Re
   app.use(checkRequest);
   app.use(router.route);
   app.use(preflight(router.methodsAt));
-  app.use(authenticate(deps.store));
+  app.use(authenticate(deps.store, deps.tokens));
   app.use(allowOrigin);
   if (deps.config.metering) app.use(meterUsage(deps.meter));
   app.use(router.authorize);

@@ -18,6 +18,7 @@ import { createRouter } from './http/router.ts';
 import { createLogger, type Logger } from './log.ts';
 import { Metrics } from './metrics.ts';
 import { root } from './root.ts';
+import { TokenVerifier } from './tokens/verifier.ts';
 import { Meter } from './usage/meter.ts';
 import { WebhookWorker } from './webhooks/worker.ts';
 import { createFeed, type Feed } from './ws/feed.ts';
@@ -63,7 +64,16 @@ export async function startServer(
   const [openapi, asyncapi] = await Promise.all(['openapi.yaml', 'asyncapi.yaml'].map((name) => readFile(new URL(name, root), 'utf8')));
   const meter = new Meter(store, log, { clock: options.clock });
   const bodies = new BodyBudget(config.maxBodyBytesAtOnce);
-  const deps = { store, config, meter, bodies, documents: { openapi, asyncapi }, contracts: new AccountContracts({ openapi, asyncapi }) };
+  const tokens = new TokenVerifier({ allowPrivate: config.webhooksAllowPrivate });
+  const deps = {
+    store,
+    config,
+    meter,
+    bodies,
+    documents: { openapi, asyncapi },
+    contracts: new AccountContracts({ openapi, asyncapi }),
+    tokens,
+  };
   // Told of every answer, the HTTP API's and the feed's upgrades' (filled before the first request).
   const observers: Observer[] = [];
   if (config.logRequests) observers.push(accessLog(log));
@@ -112,6 +122,7 @@ export async function startServer(
       await webhooks.stop();
       await meter.close();
       await store.close();
+      await tokens.close();
     })();
     return closing;
   };

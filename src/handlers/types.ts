@@ -7,6 +7,7 @@ import type { Store } from '../db/engine/store.ts';
 import type { BodyBudget } from '../http/body-budget.ts';
 import type { Result } from '../http/responder.ts';
 import type { OnceRequest } from '../idempotency/answers.ts';
+import type { TokenVerifier } from '../tokens/verifier.ts';
 import type { Admission, Meter } from '../usage/meter.ts';
 
 export type { Result } from '../http/responder.ts';
@@ -51,6 +52,8 @@ export interface Deps {
   documents: { openapi: string; asyncapi: string };
   /** The account's own documents, built from them (openapi.yaml, getAccountOpenApi). */
   contracts: AccountContracts;
+  /** Verifies end users' tokens against their account's issuers (docs/access.md). */
+  tokens: TokenVerifier;
 }
 
 export type Handler<K extends OperationId> = (input: Input<K>, deps: Deps) => Promise<Result> | Result;

@@ -1,25 +1,42 @@
 // The key of a request (authenticate, the stage of app.ts after the route): every /v1 request needs a
-// live one, and the account it belongs to is the request's principal. The feed's upgrade checks
+// live one, and the account it belongs to is the request's principal; beside a publishable key, the
+// end user's token, verified against the account's issuers (docs/access.md). The feed's upgrade checks
 // (ws/upgrade.ts) read the key the same way (keyOf, principalOf).
 import type { IncomingMessage } from 'node:http';
 import type { Middleware } from 'koa';
 import type { Principal } from '../db/accounts/keys.ts';
 import type { Store } from '../db/engine/store.ts';
 import { unauthorized } from '../errors.ts';
+import type { Claims, TokenVerifier } from '../tokens/verifier.ts';
 import { headerLines } from './target.ts';
 
 export interface AuthState {
   principal: Principal;
+  /**
+   * With a publishable key, the claims of the end user's verified token, or null for an anonymous
+   * caller (no token); undefined with a secret key, which rules never bind.
+   */
+  claims?: Claims | null;
 }
+
+/** What a publishable key starts with (openapi.yaml, KeyKind). */
+const PUBLISHABLE = 'rb_pub_';
 
 /**
  * Every /v1 request needs a live key (interface spec §5), as `Authorization: Bearer <key>` or
  * `x-api-key: <key>`. Missing, malformed, conflicting, unknown and revoked keys all get the same 401.
+ * A publishable key in `x-api-key` may come with the end user's token in `Authorization: Bearer`: a
+ * token that does not verify is 401 `invalid_token`, saying why.
  */
-export function authenticate(store: Store): Middleware<AuthState> {
+export function authenticate(store: Store, tokens: TokenVerifier): Middleware<AuthState> {
   return async (ctx, next) => {
     if (!isV1(ctx.path)) return next();
-    ctx.state.principal = await principalOf(store, ctx.req);
+    const token = endUserTokenOf(ctx.req);
+    ctx.state.principal = await principalOf(store, token === undefined ? ctx.req : withoutAuthorization(ctx.req));
+    if (ctx.state.principal.kind === 'publishable') {
+      ctx.state.claims =
+        token === undefined ? null : await tokens.verifyToken(token, await store.findIssuers(ctx.state.principal.accountId));
+    }
     return next();
   };
 }
@@ -31,6 +48,24 @@ async function principalOf(store: Store, request: Pick<IncomingMessage, 'headers
   if (!principal) throw unauthorized();
   return principal;
 }
+
+/**
+ * The end user's token: the one `Authorization: Bearer` value of a request whose `x-api-key` is a
+ * publishable key, when it is no key of ours (rowbase's keys all start `rb_`); else undefined.
+ */
+function endUserTokenOf({ headers, rawHeaders }: Pick<IncomingMessage, 'headers' | 'rawHeaders'>): string | undefined {
+  const { authorization, 'x-api-key': headerKey } = headers;
+  if (typeof headerKey !== 'string' || !headerKey.startsWith(PUBLISHABLE) || typeof authorization !== 'string') return undefined;
+  if (headerLines(rawHeaders, 'authorization') > 1) return undefined;
+  const bearer = /^Bearer +([^\s]+) *$/i.exec(authorization)?.[1];
+  return bearer === undefined || bearer.startsWith('rb_') ? undefined : bearer;
+}
+
+/** The request as keyOf() reads it once its Authorization is the end user's token: without it. */
+const withoutAuthorization = ({ headers, rawHeaders }: Pick<IncomingMessage, 'headers' | 'rawHeaders'>) => ({
+  headers: { ...headers, authorization: undefined },
+  rawHeaders,
+});
 
 /** Whether `path` is under `/v1`, where every request needs a key. */
 export const isV1 = (path: string) => path === '/v1' || path.startsWith('/v1/');

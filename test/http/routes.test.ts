@@ -13,6 +13,7 @@ import { BodyBudget } from '../../src/http/body-budget.ts';
 import { problems } from '../../src/http/problems.ts';
 import { createRouter } from '../../src/http/router.ts';
 import { createLogger } from '../../src/log.ts';
+import { TokenVerifier } from '../../src/tokens/verifier.ts';
 import { Client } from '../support/client.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
@@ -32,6 +33,7 @@ describe('router', () => {
       bodies: new BodyBudget(defaults.maxBodyBytesAtOnce),
       documents: { openapi: '', asyncapi: '' },
       contracts: new AccountContracts({ openapi: '{}', asyncapi: '{}' }),
+      tokens: new TokenVerifier(),
     });
     app.use(problems(createLogger('silent')));
     app.use(router.route);

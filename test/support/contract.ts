@@ -134,6 +134,7 @@ function checkBody(where: string, schema: object, mediaType: string, expectedTyp
 const statusOfCode: Record<string, number> = {
   validation_failed: 400,
   unauthorized: 401,
+  invalid_token: 401,
   forbidden: 403,
   not_found: 404,
   method_not_allowed: 405,
