@@ -1477,6 +1477,10 @@ export interface components {
             /** @description With `return=rows`, the changed rows as they now are, in id order. */
             rows?: components["schemas"]["Row"][];
         };
+        /** @description The claims of the caller's end-user token, as verified; null for an anonymous caller. */
+        Claims: {
+            [key: string]: unknown;
+        } | null;
         Collection: {
             /**
              * Format: date-time
@@ -2322,7 +2326,30 @@ export interface components {
          *     token lacks (or an anonymous caller) matches nothing, and so does `$in` of a claim that is no
          *     array.
          */
-        Rule: boolean | "authenticated" | {
+        Rule: components["schemas"]["RuleAllows"] | components["schemas"]["RuleAuthenticated"] | components["schemas"]["RuleFilter"];
+        /** @description `false`: no caller; `true`: any caller holding the publishable key. */
+        RuleAllows: boolean;
+        /**
+         * @description Any caller with a verified end-user token.
+         * @enum {string}
+         */
+        RuleAuthenticated: "authenticated";
+        /** @description For `update` only, and required there; the fields the update sets (a top-level merge). */
+        RuleChange: {
+            [key: string]: unknown;
+        };
+        /** @description By top-level field name (not `id`), the field's own rules. */
+        RuleFields: {
+            [key: string]: components["schemas"]["FieldRules"];
+        };
+        /** @description A filter of the query language (`Filter`) whose values may be claims: `{"$auth": "<claim>"}`. */
+        RuleFilter: {
+            [key: string]: unknown;
+        };
+        /** @enum {string} */
+        RuleOperation: "read" | "create" | "update" | "delete";
+        /** @description The row (for `create`, the row to make; for `update`, the row before the change), with its `id` if the rules name it. */
+        RuleRow: {
             [key: string]: unknown;
         };
         /**
@@ -2337,28 +2364,16 @@ export interface components {
         Rules: {
             create?: components["schemas"]["Rule"];
             delete?: components["schemas"]["Rule"];
-            fields?: {
-                [key: string]: components["schemas"]["FieldRules"];
-            };
+            fields?: components["schemas"]["RuleFields"];
             read?: components["schemas"]["Rule"];
             update?: components["schemas"]["Rule"];
         };
         /** @description One operation of one caller on one row, to check against the collection's rules. */
         RulesCheck: {
-            /** @description For `update` only, and required there; the fields the update sets (a top-level merge). */
-            change?: {
-                [key: string]: unknown;
-            };
-            /** @description The claims of the caller's end-user token, as verified; null for an anonymous caller. */
-            claims: {
-                [key: string]: unknown;
-            } | null;
-            /** @enum {string} */
-            operation: "read" | "create" | "update" | "delete";
-            /** @description The row (for `create`, the row to make; for `update`, the row before the change), with its `id` if the rules name it. */
-            row: {
-                [key: string]: unknown;
-            };
+            change?: components["schemas"]["RuleChange"];
+            claims: components["schemas"]["Claims"];
+            operation: components["schemas"]["RuleOperation"];
+            row: components["schemas"]["RuleRow"];
         };
         RulesCheckResult: {
             allowed: boolean;
