@@ -29,8 +29,8 @@ module.exports = {
       name: 'rules-import-no-db',
       severity: 'error',
       comment:
-        'The rules that hold no SQL (the query rules, key hashing and scopes, idempotency answers, schemas, patches, the errors, rows as JSON text, date-times, plan periods) are imported by both the data layer and the HTTP side, so they import nothing of db/: a rule that did would tie the HTTP side to the data layer through it, and could not be read or tested without a database.',
-      from: { path: '^src/(query|auth|idempotency|schema|patches)/|^src/(errors|rows|date-time)\\.ts$|^src/usage/periods\\.ts$' },
+        'The rules that hold no SQL (the query rules, key hashing and scopes, idempotency answers, schemas, patches, the rules of collections, the errors, rows as JSON text, date-times, plan periods) are imported by both the data layer and the HTTP side, so they import nothing of db/: a rule that did would tie the HTTP side to the data layer through it, and could not be read or tested without a database.',
+      from: { path: '^src/(query|auth|idempotency|schema|patches|rules)/|^src/(errors|rows|date-time)\\.ts$|^src/usage/periods\\.ts$' },
       to: { path: '^src/db/' },
     },
     {
@@ -52,7 +52,7 @@ module.exports = {
       severity: 'error',
       comment: "The engine knows no area's code, but engine/assemble.ts, which binds every area's operations into the Store.",
       from: { path: '^src/db/engine/', pathNot: '^src/db/engine/assemble\\.ts$' },
-      to: { path: '^src/db/(accounts|auth|collections|rows|reads|events|webhooks|sql)/', dependencyTypesNot: ['type-only'] },
+      to: { path: '^src/db/(accounts|auth|collections|rows|rules|reads|events|webhooks|sql)/', dependencyTypesNot: ['type-only'] },
     },
     {
       name: 'drivers-only-in-dialects',

@@ -720,6 +720,88 @@ export interface paths {
         patch: operations["updateRow"];
         trace?: never;
     };
+    "/v1/collections/{collection_name}/rules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
+                 * @example notes
+                 */
+                collection_name: components["parameters"]["CollectionNamePath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Read a collection's rules.
+         * @description The rules of the collection, as they were set, every member present (`false` for those left
+         *     out). `404` when the collection has none (a publishable key may then do nothing with it), or does
+         *     not exist.
+         */
+        get: operations["getCollectionRules"];
+        /**
+         * Set a collection's rules.
+         * @description Sets what a caller holding a publishable key may read and write of the collection, replacing the
+         *     rules it had, whole (`Rules`; docs/access.md, "Rules"). Every refusal is `400`, each error naming its
+         *     place by a JSON Pointer into the body (`/read/owner/$auth`, `/fields/email/read`). The rules are
+         *     stored and checked now; they are enforced on requests from the next step on, and until then every
+         *     operation still answers a publishable key `403`.
+         */
+        put: operations["putCollectionRules"];
+        post?: never;
+        /**
+         * Remove a collection's rules.
+         * @description The collection has no rules again: a publishable key may do nothing with it. `404` when it has none.
+         */
+        delete: operations["deleteCollectionRules"];
+        options?: never;
+        /**
+         * `GET /v1/collections/{collection_name}/rules` without the body.
+         * @description The status and headers `GET /v1/collections/{collection_name}/rules` answers, without the body (RFC
+         *     9110 §9.3.2): counted toward the plan, as GET is.
+         */
+        head: operations["headCollectionRules"];
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/collections/{collection_name}/rules/check": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
+                 * @example notes
+                 */
+                collection_name: components["parameters"]["CollectionNamePath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Check what the collection's rules decide for one caller and one row.
+         * @description Evaluates the collection's rules, in memory, as they will be on requests once they are enforced
+         *     (the next step), and answers whether `operation` is allowed to a caller with `claims` (null: an
+         *     anonymous caller) on `row`, and the rule or field that decided (`reason`). For an update, the
+         *     rule must hold for `row` and for the row after `change` is merged into it at top level; the write
+         *     rule of each field the create's row or the update's change sets must hold too. A read allowed
+         *     lists the fields whose read rule hides them from this caller (`hidden`). A collection without rules
+         *     denies everything. Nothing is read or written of the collection's rows: made for tests of the
+         *     rules, in CI.
+         */
+        post: operations["checkCollectionRules"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/collections/{collection_name}/schema": {
         parameters: {
             query?: never;
@@ -1395,6 +1477,10 @@ export interface components {
             /** @description With `return=rows`, the changed rows as they now are, in id order. */
             rows?: components["schemas"]["Row"][];
         };
+        /** @description The claims of the caller's end-user token, as verified; null for an anonymous caller. */
+        Claims: {
+            [key: string]: unknown;
+        } | null;
         Collection: {
             /**
              * Format: date-time
@@ -1500,6 +1586,11 @@ export interface components {
          * @example 20
          */
         EndUserRate: number | null;
+        /** @description A field's own rules; one left out follows the row's rule of the operation. */
+        FieldRules: {
+            read?: components["schemas"]["Rule"];
+            write?: components["schemas"]["Rule"];
+        };
         /**
          * @description A filter of the filter language (docs/api.md, "Filters"): each member names a field path (a
          *     top-level field, or a dotted path into nested objects, `.` and `\` in a key escaped with `\`;
@@ -2222,6 +2313,78 @@ export interface components {
         RowSchemaOrNone: {
             [key: string]: unknown;
         } | null;
+        /**
+         * @description `false` (no caller), `true` (any caller holding the publishable key, with or without a token),
+         *     `"authenticated"` (any caller with a verified end-user token), or a filter of the query language
+         *     (`Filter`) whose values may name a claim of the caller's token: `{"$auth": "sub"}`, a claim's name or
+         *     a dotted path into the claims (`"app_metadata.org"`). `{"$auth": …}` stands for a whole value: a
+         *     field's value (`{"owner": {"$auth": "sub"}}`), the operand of `$eq`, `$ne` or `$contains`, the
+         *     operand of `$in` or `$nin` (an array claim: `{"org": {"$in": {"$auth": "orgs"}}}`) or one of its
+         *     items; anywhere else (as a filter's member, in a field path, inside a value, beside operators) it
+         *     is `400`. A claim is always compared as a value, never read as an operator: a claim holding
+         *     `{"$ne": null}` matches only rows holding that very object. A rule naming a claim the caller's
+         *     token lacks (or an anonymous caller) matches nothing, and so does `$in` of a claim that is no
+         *     array.
+         */
+        Rule: components["schemas"]["RuleAllows"] | components["schemas"]["RuleAuthenticated"] | components["schemas"]["RuleFilter"];
+        /** @description `false`: no caller; `true`: any caller holding the publishable key. */
+        RuleAllows: boolean;
+        /**
+         * @description Any caller with a verified end-user token.
+         * @enum {string}
+         */
+        RuleAuthenticated: "authenticated";
+        /** @description For `update` only, and required there; the fields the update sets (a top-level merge). */
+        RuleChange: {
+            [key: string]: unknown;
+        };
+        /** @description By top-level field name (not `id`), the field's own rules. */
+        RuleFields: {
+            [key: string]: components["schemas"]["FieldRules"];
+        };
+        /** @description A filter of the query language (`Filter`) whose values may be claims: `{"$auth": "<claim>"}`. */
+        RuleFilter: {
+            [key: string]: unknown;
+        };
+        /** @enum {string} */
+        RuleOperation: "read" | "create" | "update" | "delete";
+        /** @description The row (for `create`, the row to make; for `update`, the row before the change), with its `id` if the rules name it. */
+        RuleRow: {
+            [key: string]: unknown;
+        };
+        /**
+         * @description What a caller holding a publishable key may do with the collection's rows (docs/access.md, "Rules").
+         *     `read` and `delete` say which rows; `create` is what every new row must match; `update` must hold
+         *     for the row before and after the change. A member left out is `false`. `fields` gives a top-level
+         *     field rules of its own: a field not listed follows the row's rules; a field whose read rule a
+         *     caller fails is hidden from that caller, and one whose write rule it fails may not be set by it.
+         *     `id` is no field of `fields`. At most 64 fields, and 16 KiB as JSON in all. Stored and checked now;
+         *     enforced on requests from the next step on. A secret key is never subject to rules.
+         */
+        Rules: {
+            create?: components["schemas"]["Rule"];
+            delete?: components["schemas"]["Rule"];
+            fields?: components["schemas"]["RuleFields"];
+            read?: components["schemas"]["Rule"];
+            update?: components["schemas"]["Rule"];
+        };
+        /** @description One operation of one caller on one row, to check against the collection's rules. */
+        RulesCheck: {
+            change?: components["schemas"]["RuleChange"];
+            claims: components["schemas"]["Claims"];
+            operation: components["schemas"]["RuleOperation"];
+            row: components["schemas"]["RuleRow"];
+        };
+        RulesCheckResult: {
+            allowed: boolean;
+            /** @description For a read allowed, the fields of `fields` whose read rule hides them from this caller, in code point order. */
+            hidden?: string[];
+            /**
+             * @description The rule or field that decided, and why: `read: the row does not match {"owner":{"$auth":"sub"}}
+             *     for these claims`, `fields.email.write: denied to anonymous callers`.
+             */
+            reason: string;
+        };
         /**
          * @description The codes of a `SchemaConflictProblem`.
          * @enum {string}
@@ -5757,6 +5920,275 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedPatchMediaType"];
             422: components["responses"]["RowInvalid"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getCollectionRules: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
+                 * @example notes
+                 */
+                collection_name: components["parameters"]["CollectionNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The collection's rules. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Rules"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Error"];
+        };
+    };
+    putCollectionRules: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this request safe (draft-ietf-httpapi-idempotency-key-header): a key of the
+                 *     client's choosing, unique to the request, such as a UUID, 1 to 255 printable ASCII characters,
+                 *     sent bare or as a Structured Field String (`"…"`, RFC 8941). The first request with a key is
+                 *     processed, and its answer (status, headers, body) stored for the account, in the same
+                 *     transaction as its change, for 24 hours (`ROWBASE_IDEMPOTENCY_KEY_SECONDS`). A retry with the same
+                 *     key and the same request (method, path, query and body) gets that answer again, with
+                 *     `Idempotent-Replayed: true`, and writes nothing, sends no event. The same key with another
+                 *     request is `422 idempotency_key_reused`; a retry while the first request is still running (on any
+                 *     instance) `409 idempotency_key_in_use`. A request that fails (any `4xx` or `5xx`) writes nothing
+                 *     and stores no answer: its retry runs again. Keys are the account's: another account's same key
+                 *     is another key. An API key limited to some collections (`Key.collections`) has requests of its
+                 *     own: the answer another API key of the account stored under the same Idempotency-Key is for
+                 *     another request (`422`), so that a limited key is never shown a change it may not see. An empty key, a longer one, one of other characters, or two `Idempotency-Key`
+                 *     headers are `400 validation_failed`, its error naming the header. A replay counts toward the plan
+                 *     as any request.
+                 * @example 8e03978e-40d5-43e8-bc93-6894a57f9324
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
+                 * @example notes
+                 */
+                collection_name: components["parameters"]["CollectionNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "read": {
+                 *         "owner": {
+                 *           "$auth": "sub"
+                 *         }
+                 *       },
+                 *       "create": {
+                 *         "owner": {
+                 *           "$auth": "sub"
+                 *         }
+                 *       },
+                 *       "update": {
+                 *         "owner": {
+                 *           "$auth": "sub"
+                 *         }
+                 *       },
+                 *       "delete": false,
+                 *       "fields": {
+                 *         "email": {
+                 *           "read": {
+                 *             "owner": {
+                 *               "$auth": "sub"
+                 *             }
+                 *           }
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["Rules"];
+            };
+        };
+        responses: {
+            /** @description The rules, now the collection's. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Rules"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Error"];
+        };
+    };
+    deleteCollectionRules: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this request safe (draft-ietf-httpapi-idempotency-key-header): a key of the
+                 *     client's choosing, unique to the request, such as a UUID, 1 to 255 printable ASCII characters,
+                 *     sent bare or as a Structured Field String (`"…"`, RFC 8941). The first request with a key is
+                 *     processed, and its answer (status, headers, body) stored for the account, in the same
+                 *     transaction as its change, for 24 hours (`ROWBASE_IDEMPOTENCY_KEY_SECONDS`). A retry with the same
+                 *     key and the same request (method, path, query and body) gets that answer again, with
+                 *     `Idempotent-Replayed: true`, and writes nothing, sends no event. The same key with another
+                 *     request is `422 idempotency_key_reused`; a retry while the first request is still running (on any
+                 *     instance) `409 idempotency_key_in_use`. A request that fails (any `4xx` or `5xx`) writes nothing
+                 *     and stores no answer: its retry runs again. Keys are the account's: another account's same key
+                 *     is another key. An API key limited to some collections (`Key.collections`) has requests of its
+                 *     own: the answer another API key of the account stored under the same Idempotency-Key is for
+                 *     another request (`422`), so that a limited key is never shown a change it may not see. An empty key, a longer one, one of other characters, or two `Idempotency-Key`
+                 *     headers are `400 validation_failed`, its error naming the header. A replay counts toward the plan
+                 *     as any request.
+                 * @example 8e03978e-40d5-43e8-bc93-6894a57f9324
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
+                 * @example notes
+                 */
+                collection_name: components["parameters"]["CollectionNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The rules are gone. */
+            204: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Error"];
+        };
+    };
+    headCollectionRules: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
+                 * @example notes
+                 */
+                collection_name: components["parameters"]["CollectionNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOkMetered"];
+            default: components["responses"]["HeadProblem"];
+        };
+    };
+    checkCollectionRules: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
+                 * @example notes
+                 */
+                collection_name: components["parameters"]["CollectionNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "operation": "read",
+                 *       "claims": {
+                 *         "sub": "user-1"
+                 *       },
+                 *       "row": {
+                 *         "id": 1,
+                 *         "owner": "user-1",
+                 *         "email": "a@example.com"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["RulesCheck"];
+            };
+        };
+        responses: {
+            /** @description What the rules decide. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RulesCheckResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             default: components["responses"]["Error"];
         };

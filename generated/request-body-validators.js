@@ -988,11 +988,166 @@ validate10.errors = vErrors;
 return errors === 0;
 }
 
-export const createCollection_body = validate15;
-const schema26 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","required":["name"],"additionalProperties":false,"properties":{"name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"schema":{"type":"object","description":"A JSON Schema (draft 2020-12) of a row's fields, which every write of the collection's rows must\nmatch (`422 row_invalid` otherwise). `id` is the service's and never checked: a schema need not\nlist it (even with `additionalProperties: false`), and one that declares it must declare it as\nan integer. The keywords: `type` (a type or an array of them, `null` included), `properties`,\n`required`, `additionalProperties`, `enum`, `const`, `minimum`, `maximum`, `exclusiveMinimum`,\n`exclusiveMaximum`, `multipleOf`, `minLength`, `maxLength`, `pattern` (RE2 syntax, matched in\nlinear time), `format` (`date-time`, `date`, `email`, `uri`, `uuid`), `items`, `prefixItems`,\n`minItems`, `maxItems`, `uniqueItems`, local `$ref` and `$defs`, and the annotations `title`,\n`description`, `default`, `examples`. Any other keyword, a `$ref` outside the schema (never\nfetched), a schema over 64 KiB or nested deeper than 32 levels is `400`, naming what and where.\nSee docs/schemas.md.\n","additionalProperties":true,"example":{"type":"object","required":["title"],"properties":{"title":{"type":"string"},"done":{"type":"boolean"}}}}}}},"required":["requestBody"]};
-const pattern2 = new RegExp("^[A-Za-z][A-Za-z0-9_-]{0,62}$", "u");
+export const checkCollectionRules_body = validate15;
+const schema26 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","additionalProperties":false,"required":["operation","claims","row"],"description":"One operation of one caller on one row, to check against the collection's rules.","properties":{"operation":{"type":"string","enum":["read","create","update","delete"]},"claims":{"type":"object","nullable":true,"additionalProperties":true,"description":"The claims of the caller's end-user token, as verified; null for an anonymous caller."},"row":{"type":"object","additionalProperties":true,"description":"The row (for `create`, the row to make; for `update`, the row before the change), with its `id` if the rules name it."},"change":{"type":"object","additionalProperties":true,"description":"For `update` only, and required there; the fields the update sets (a top-level merge)."}}}},"required":["requestBody"]};
 
 function validate15(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.requestBody === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "requestBody"},message:"must have required property '"+"requestBody"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.requestBody !== undefined){
+let data0 = data.requestBody;
+if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
+if(data0.operation === undefined){
+const err1 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/required",keyword:"required",params:{missingProperty: "operation"},message:"must have required property '"+"operation"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data0.claims === undefined){
+const err2 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/required",keyword:"required",params:{missingProperty: "claims"},message:"must have required property '"+"claims"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data0.row === undefined){
+const err3 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/required",keyword:"required",params:{missingProperty: "row"},message:"must have required property '"+"row"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+for(const key0 in data0){
+if(!((((key0 === "operation") || (key0 === "claims")) || (key0 === "row")) || (key0 === "change"))){
+const err4 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data0.operation !== undefined){
+let data1 = data0.operation;
+if(typeof data1 !== "string"){
+const err5 = {instancePath:instancePath+"/requestBody/operation",schemaPath:"#/properties/requestBody/properties/operation/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+if(!((((data1 === "read") || (data1 === "create")) || (data1 === "update")) || (data1 === "delete"))){
+const err6 = {instancePath:instancePath+"/requestBody/operation",schemaPath:"#/properties/requestBody/properties/operation/enum",keyword:"enum",params:{allowedValues: schema26.properties.requestBody.properties.operation.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data0.claims !== undefined){
+let data2 = data0.claims;
+if((!(data2 && typeof data2 == "object" && !Array.isArray(data2))) && (data2 !== null)){
+const err7 = {instancePath:instancePath+"/requestBody/claims",schemaPath:"#/properties/requestBody/properties/claims/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data0.row !== undefined){
+let data3 = data0.row;
+if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
+}
+else {
+const err8 = {instancePath:instancePath+"/requestBody/row",schemaPath:"#/properties/requestBody/properties/row/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+if(data0.change !== undefined){
+let data4 = data0.change;
+if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
+}
+else {
+const err9 = {instancePath:instancePath+"/requestBody/change",schemaPath:"#/properties/requestBody/properties/change/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+}
+else {
+const err10 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate15.errors = vErrors;
+return errors === 0;
+}
+
+export const createCollection_body = validate16;
+const schema27 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","required":["name"],"additionalProperties":false,"properties":{"name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"schema":{"type":"object","description":"A JSON Schema (draft 2020-12) of a row's fields, which every write of the collection's rows must\nmatch (`422 row_invalid` otherwise). `id` is the service's and never checked: a schema need not\nlist it (even with `additionalProperties: false`), and one that declares it must declare it as\nan integer. The keywords: `type` (a type or an array of them, `null` included), `properties`,\n`required`, `additionalProperties`, `enum`, `const`, `minimum`, `maximum`, `exclusiveMinimum`,\n`exclusiveMaximum`, `multipleOf`, `minLength`, `maxLength`, `pattern` (RE2 syntax, matched in\nlinear time), `format` (`date-time`, `date`, `email`, `uri`, `uuid`), `items`, `prefixItems`,\n`minItems`, `maxItems`, `uniqueItems`, local `$ref` and `$defs`, and the annotations `title`,\n`description`, `default`, `examples`. Any other keyword, a `$ref` outside the schema (never\nfetched), a schema over 64 KiB or nested deeper than 32 levels is `400`, naming what and where.\nSee docs/schemas.md.\n","additionalProperties":true,"example":{"type":"object","required":["title"],"properties":{"title":{"type":"string"},"done":{"type":"boolean"}}}}}}},"required":["requestBody"]};
+const pattern2 = new RegExp("^[A-Za-z][A-Za-z0-9_-]{0,62}$", "u");
+
+function validate16(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -1094,15 +1249,15 @@ vErrors.push(err7);
 }
 errors++;
 }
-validate15.errors = vErrors;
+validate16.errors = vErrors;
 return errors === 0;
 }
 
-export const createIndex_body = validate16;
-const schema27 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","required":["fields"],"additionalProperties":false,"properties":{"fields":{"type":"array","minItems":1,"maxItems":4,"uniqueItems":true,"items":{"type":"string","description":"A top-level field an index is over, a plain name.","pattern":"^[A-Za-z_][A-Za-z0-9_]{0,62}$","example":"email"}},"unique":{"type":"boolean","description":"Whether no two rows may hold the same values of the fields; absent, `false`."}}}},"required":["requestBody"]};
+export const createIndex_body = validate17;
+const schema28 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","required":["fields"],"additionalProperties":false,"properties":{"fields":{"type":"array","minItems":1,"maxItems":4,"uniqueItems":true,"items":{"type":"string","description":"A top-level field an index is over, a plain name.","pattern":"^[A-Za-z_][A-Za-z0-9_]{0,62}$","example":"email"}},"unique":{"type":"boolean","description":"Whether no two rows may hold the same values of the fields; absent, `false`."}}}},"required":["requestBody"]};
 const pattern3 = new RegExp("^[A-Za-z_][A-Za-z0-9_]{0,62}$", "u");
 
-function validate16(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate17(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -1261,16 +1416,16 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate16.errors = vErrors;
+validate17.errors = vErrors;
 return errors === 0;
 }
 
-export const createKey_body = validate17;
-const schema28 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"A key to make: its `kind` (default `secret`), its `scope`, and, left out, the collections and expiry\nof the key making it. No wider than that key, or `403`. A secret key needs its `scope`, and takes\nneither `origins` nor `end_user_rate` (`400` naming them). A publishable key needs its `origins`;\nits scope is `write` (left out, or `write`; another is `400`), and it may set an `end_user_rate`.\n","additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":100,"pattern":"^[^\\x00-\\x1f\\x7f-\\x9f]*$","description":"A label to know the key by, up to 100 characters, no control character (Unicode category Cc).","example":"dashboard"},"kind":{"type":"string","enum":["secret","publishable"],"description":"`secret` (every key made before kinds existed, and the default): a key for a server, which must\nnever reach a browser or an app. `publishable`: a key safe to ship inside an app, `rb_pub_…`, used\nfrom the web origins it lists; its scope is always `write`, and what it may reach will come from the\ncollections' rules. Until the step that brings rules, every operation answers a publishable key\n`403 forbidden` (docs/access.md).\n","example":"publishable"},"scope":{"type":"string","enum":["read","write","admin"],"description":"What a key may do, each scope granting what the ones before it grant: `read`, every `GET` and\n`HEAD` under `/v1` and the feed; `write`, also inserting, patching and deleting rows; `admin`, also\ncreating and deleting collections and managing the account's keys. Each operation names the scope\nit needs in `x-rowbase-scope`.\n","example":"read"},"origins":{"type":"array","nullable":true,"minItems":1,"maxItems":50,"uniqueItems":true,"items":{"type":"string","minLength":1,"maxLength":2048,"description":"A web origin, serialized as browsers send it in `Origin` (RFC 6454 §6.2): `http` or `https`, `://`,\nthe host in lowercase (an international name in punycode), and `:port` only when it is not the\nscheme's default; no path (not even a trailing `/`), query, fragment or userinfo. `null` and `*`\nare refused.\n","example":"https://app.example"},"description":"The web origins a publishable key may be used from, 1 to 50; `null` for a secret key. A request\nthat sends an `Origin` not listed here with the key answers `403 origin_not_allowed`.\n","example":["https://app.example"]},"end_user_rate":{"type":"integer","nullable":true,"minimum":1,"maximum":10000,"description":"A publishable key's requests per second per end user, or `null` for no limit of its own (the\naccount's plan still applies); always `null` for a secret key.\n","example":20},"collections":{"type":"array","nullable":true,"minItems":1,"maxItems":100,"uniqueItems":true,"items":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"description":"The collections the key is limited to, by name (they need not exist yet), or `null` for every\ncollection of the account. To a key limited to some, every other collection answers `404`, is never\nlisted, and its feed is refused `404`.\n","example":["notes"]},"expires_at":{"type":"string","nullable":true,"format":"date-time","pattern":"^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,9})?([Zz]|[+-][0-9]{2}:[0-9]{2})$","description":"When the key stops working, an RFC 3339 date-time in the future and before the year 10000 in\nUTC (any offset; answered in UTC), no later than the expiry of the key making it; `null` for never.\n"}}}},"required":["requestBody"]};
+export const createKey_body = validate18;
+const schema29 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"A key to make: its `kind` (default `secret`), its `scope`, and, left out, the collections and expiry\nof the key making it. No wider than that key, or `403`. A secret key needs its `scope`, and takes\nneither `origins` nor `end_user_rate` (`400` naming them). A publishable key needs its `origins`;\nits scope is `write` (left out, or `write`; another is `400`), and it may set an `end_user_rate`.\n","additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":100,"pattern":"^[^\\x00-\\x1f\\x7f-\\x9f]*$","description":"A label to know the key by, up to 100 characters, no control character (Unicode category Cc).","example":"dashboard"},"kind":{"type":"string","enum":["secret","publishable"],"description":"`secret` (every key made before kinds existed, and the default): a key for a server, which must\nnever reach a browser or an app. `publishable`: a key safe to ship inside an app, `rb_pub_…`, used\nfrom the web origins it lists; its scope is always `write`, and what it may reach will come from the\ncollections' rules. Until the step that brings rules, every operation answers a publishable key\n`403 forbidden` (docs/access.md).\n","example":"publishable"},"scope":{"type":"string","enum":["read","write","admin"],"description":"What a key may do, each scope granting what the ones before it grant: `read`, every `GET` and\n`HEAD` under `/v1` and the feed; `write`, also inserting, patching and deleting rows; `admin`, also\ncreating and deleting collections and managing the account's keys. Each operation names the scope\nit needs in `x-rowbase-scope`.\n","example":"read"},"origins":{"type":"array","nullable":true,"minItems":1,"maxItems":50,"uniqueItems":true,"items":{"type":"string","minLength":1,"maxLength":2048,"description":"A web origin, serialized as browsers send it in `Origin` (RFC 6454 §6.2): `http` or `https`, `://`,\nthe host in lowercase (an international name in punycode), and `:port` only when it is not the\nscheme's default; no path (not even a trailing `/`), query, fragment or userinfo. `null` and `*`\nare refused.\n","example":"https://app.example"},"description":"The web origins a publishable key may be used from, 1 to 50; `null` for a secret key. A request\nthat sends an `Origin` not listed here with the key answers `403 origin_not_allowed`.\n","example":["https://app.example"]},"end_user_rate":{"type":"integer","nullable":true,"minimum":1,"maximum":10000,"description":"A publishable key's requests per second per end user, or `null` for no limit of its own (the\naccount's plan still applies); always `null` for a secret key.\n","example":20},"collections":{"type":"array","nullable":true,"minItems":1,"maxItems":100,"uniqueItems":true,"items":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"description":"The collections the key is limited to, by name (they need not exist yet), or `null` for every\ncollection of the account. To a key limited to some, every other collection answers `404`, is never\nlisted, and its feed is refused `404`.\n","example":["notes"]},"expires_at":{"type":"string","nullable":true,"format":"date-time","pattern":"^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,9})?([Zz]|[+-][0-9]{2}:[0-9]{2})$","description":"When the key stops working, an RFC 3339 date-time in the future and before the year 10000 in\nUTC (any offset; answered in UTC), no later than the expiry of the key making it; `null` for never.\n"}}}},"required":["requestBody"]};
 const pattern4 = new RegExp("^[^\\x00-\\x1f\\x7f-\\x9f]*$", "u");
 const pattern6 = new RegExp("^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,9})?([Zz]|[+-][0-9]{2}:[0-9]{2})$", "u");
 
-function validate17(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate18(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -1357,7 +1512,7 @@ vErrors.push(err6);
 errors++;
 }
 if(!((data2 === "secret") || (data2 === "publishable"))){
-const err7 = {instancePath:instancePath+"/requestBody/kind",schemaPath:"#/properties/requestBody/properties/kind/enum",keyword:"enum",params:{allowedValues: schema28.properties.requestBody.properties.kind.enum},message:"must be equal to one of the allowed values"};
+const err7 = {instancePath:instancePath+"/requestBody/kind",schemaPath:"#/properties/requestBody/properties/kind/enum",keyword:"enum",params:{allowedValues: schema29.properties.requestBody.properties.kind.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -1380,7 +1535,7 @@ vErrors.push(err8);
 errors++;
 }
 if(!(((data3 === "read") || (data3 === "write")) || (data3 === "admin"))){
-const err9 = {instancePath:instancePath+"/requestBody/scope",schemaPath:"#/properties/requestBody/properties/scope/enum",keyword:"enum",params:{allowedValues: schema28.properties.requestBody.properties.scope.enum},message:"must be equal to one of the allowed values"};
+const err9 = {instancePath:instancePath+"/requestBody/scope",schemaPath:"#/properties/requestBody/properties/scope/enum",keyword:"enum",params:{allowedValues: schema29.properties.requestBody.properties.scope.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -1653,14 +1808,14 @@ vErrors.push(err29);
 }
 errors++;
 }
-validate17.errors = vErrors;
+validate18.errors = vErrors;
 return errors === 0;
 }
 
-export const createWebhook_body = validate18;
-const schema29 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","required":["url"],"additionalProperties":false,"properties":{"url":{"type":"string","minLength":1,"maxLength":2048,"description":"Where the changes are POSTed: an `http` or `https` URL without credentials, whose host is no\nprivate address nor loopback name (RFC 6761: `localhost` and the names under it) unless the\nserver allows them (`createWebhook`). Redirects are not followed.\n"},"collections":{"type":"array","nullable":true,"maxItems":1000,"uniqueItems":true,"items":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"description":"The collections whose changes are delivered, by name, or `null` for every collection of the account."},"events":{"type":"array","minItems":1,"uniqueItems":true,"items":{"type":"string","enum":["insert","update","delete"]},"description":"The kinds of change delivered."},"filter":{"type":"object","nullable":true,"additionalProperties":true,"description":"The rows whose changes are delivered: a `Filter` (docs/api.md, \"Filters\"), applied as the feed\napplies one (asyncapi.yaml: an update of a row that leaves the filter is sent with\n`\"matches\": false`), or `null` for every row. One that is no filter is `400`.\n"},"description":{"type":"string","nullable":true,"maxLength":500,"description":"What the webhook is for, for its owner."}}}},"required":["requestBody"]};
+export const createWebhook_body = validate19;
+const schema30 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","required":["url"],"additionalProperties":false,"properties":{"url":{"type":"string","minLength":1,"maxLength":2048,"description":"Where the changes are POSTed: an `http` or `https` URL without credentials, whose host is no\nprivate address nor loopback name (RFC 6761: `localhost` and the names under it) unless the\nserver allows them (`createWebhook`). Redirects are not followed.\n"},"collections":{"type":"array","nullable":true,"maxItems":1000,"uniqueItems":true,"items":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"description":"The collections whose changes are delivered, by name, or `null` for every collection of the account."},"events":{"type":"array","minItems":1,"uniqueItems":true,"items":{"type":"string","enum":["insert","update","delete"]},"description":"The kinds of change delivered."},"filter":{"type":"object","nullable":true,"additionalProperties":true,"description":"The rows whose changes are delivered: a `Filter` (docs/api.md, \"Filters\"), applied as the feed\napplies one (asyncapi.yaml: an update of a row that leaves the filter is sent with\n`\"matches\": false`), or `null` for every row. One that is no filter is `400`.\n"},"description":{"type":"string","nullable":true,"maxLength":500,"description":"What the webhook is for, for its owner."}}}},"required":["requestBody"]};
 
-function validate18(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate19(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -1836,7 +1991,7 @@ vErrors.push(err12);
 errors++;
 }
 if(!(((data5 === "insert") || (data5 === "update")) || (data5 === "delete"))){
-const err13 = {instancePath:instancePath+"/requestBody/events/" + i2,schemaPath:"#/properties/requestBody/properties/events/items/enum",keyword:"enum",params:{allowedValues: schema29.properties.requestBody.properties.events.items.enum},message:"must be equal to one of the allowed values"};
+const err13 = {instancePath:instancePath+"/requestBody/events/" + i2,schemaPath:"#/properties/requestBody/properties/events/items/enum",keyword:"enum",params:{allowedValues: schema30.properties.requestBody.properties.events.items.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -1943,14 +2098,14 @@ vErrors.push(err20);
 }
 errors++;
 }
-validate18.errors = vErrors;
+validate19.errors = vErrors;
 return errors === 0;
 }
 
-export const insertRows_body = validate19;
-const schema30 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"array","minItems":1,"items":{"type":"object","description":"A row to insert. Any top-level field name and any JSON value is the client's, except `id`; `__proto__` and `constructor` are field names like any other.","properties":{"id":{"description":"Not accepted; the service assigns ids.","not":{}}},"additionalProperties":true,"example":{"text":"hello"}}}},"required":["requestBody"]};
+export const insertRows_body = validate20;
+const schema31 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"array","minItems":1,"items":{"type":"object","description":"A row to insert. Any top-level field name and any JSON value is the client's, except `id`; `__proto__` and `constructor` are field names like any other.","properties":{"id":{"description":"Not accepted; the service assigns ids.","not":{}}},"additionalProperties":true,"example":{"text":"hello"}}}},"required":["requestBody"]};
 
-function validate19(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate20(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -2026,14 +2181,612 @@ vErrors.push(err5);
 }
 errors++;
 }
-validate19.errors = vErrors;
+validate20.errors = vErrors;
 return errors === 0;
 }
 
-export const putCollectionSchema_body = validate20;
-const schema31 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"A JSON Schema (draft 2020-12) of a row's fields, which every write of the collection's rows must\nmatch (`422 row_invalid` otherwise). `id` is the service's and never checked: a schema need not\nlist it (even with `additionalProperties: false`), and one that declares it must declare it as\nan integer. The keywords: `type` (a type or an array of them, `null` included), `properties`,\n`required`, `additionalProperties`, `enum`, `const`, `minimum`, `maximum`, `exclusiveMinimum`,\n`exclusiveMaximum`, `multipleOf`, `minLength`, `maxLength`, `pattern` (RE2 syntax, matched in\nlinear time), `format` (`date-time`, `date`, `email`, `uri`, `uuid`), `items`, `prefixItems`,\n`minItems`, `maxItems`, `uniqueItems`, local `$ref` and `$defs`, and the annotations `title`,\n`description`, `default`, `examples`. Any other keyword, a `$ref` outside the schema (never\nfetched), a schema over 64 KiB or nested deeper than 32 levels is `400`, naming what and where.\nSee docs/schemas.md.\n","additionalProperties":true,"example":{"type":"object","required":["title"],"properties":{"title":{"type":"string"},"done":{"type":"boolean"}}}}},"required":["requestBody"]};
+export const putCollectionRules_body = validate21;
+const schema32 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","additionalProperties":false,"description":"What a caller holding a publishable key may do with the collection's rows (docs/access.md, \"Rules\").\n`read` and `delete` say which rows; `create` is what every new row must match; `update` must hold\nfor the row before and after the change. A member left out is `false`. `fields` gives a top-level\nfield rules of its own: a field not listed follows the row's rules; a field whose read rule a\ncaller fails is hidden from that caller, and one whose write rule it fails may not be set by it.\n`id` is no field of `fields`. At most 64 fields, and 16 KiB as JSON in all. Stored and checked now;\nenforced on requests from the next step on. A secret key is never subject to rules.\n","properties":{"read":{"description":"`false` (no caller), `true` (any caller holding the publishable key, with or without a token),\n`\"authenticated\"` (any caller with a verified end-user token), or a filter of the query language\n(`Filter`) whose values may name a claim of the caller's token: `{\"$auth\": \"sub\"}`, a claim's name or\na dotted path into the claims (`\"app_metadata.org\"`). `{\"$auth\": …}` stands for a whole value: a\nfield's value (`{\"owner\": {\"$auth\": \"sub\"}}`), the operand of `$eq`, `$ne` or `$contains`, the\noperand of `$in` or `$nin` (an array claim: `{\"org\": {\"$in\": {\"$auth\": \"orgs\"}}}`) or one of its\nitems; anywhere else (as a filter's member, in a field path, inside a value, beside operators) it\nis `400`. A claim is always compared as a value, never read as an operator: a claim holding\n`{\"$ne\": null}` matches only rows holding that very object. A rule naming a claim the caller's\ntoken lacks (or an anonymous caller) matches nothing, and so does `$in` of a claim that is no\narray.\n","anyOf":[{"type":"boolean","description":"`false`: no caller; `true`: any caller holding the publishable key."},{"type":"string","enum":["authenticated"],"description":"Any caller with a verified end-user token."},{"type":"object","additionalProperties":true,"description":"A filter of the query language (`Filter`) whose values may be claims: `{\"$auth\": \"<claim>\"}`."}]},"create":{"$ref":"#/properties/requestBody/properties/read"},"update":{"$ref":"#/properties/requestBody/properties/read"},"delete":{"$ref":"#/properties/requestBody/properties/read"},"fields":{"type":"object","maxProperties":64,"description":"By top-level field name (not `id`), the field's own rules.","additionalProperties":{"type":"object","additionalProperties":false,"description":"A field's own rules; one left out follows the row's rule of the operation.","properties":{"read":{"$ref":"#/properties/requestBody/properties/read"},"write":{"$ref":"#/properties/requestBody/properties/read"}}}}}}},"required":["requestBody"]};
+const schema33 = {"description":"`false` (no caller), `true` (any caller holding the publishable key, with or without a token),\n`\"authenticated\"` (any caller with a verified end-user token), or a filter of the query language\n(`Filter`) whose values may name a claim of the caller's token: `{\"$auth\": \"sub\"}`, a claim's name or\na dotted path into the claims (`\"app_metadata.org\"`). `{\"$auth\": …}` stands for a whole value: a\nfield's value (`{\"owner\": {\"$auth\": \"sub\"}}`), the operand of `$eq`, `$ne` or `$contains`, the\noperand of `$in` or `$nin` (an array claim: `{\"org\": {\"$in\": {\"$auth\": \"orgs\"}}}`) or one of its\nitems; anywhere else (as a filter's member, in a field path, inside a value, beside operators) it\nis `400`. A claim is always compared as a value, never read as an operator: a claim holding\n`{\"$ne\": null}` matches only rows holding that very object. A rule naming a claim the caller's\ntoken lacks (or an anonymous caller) matches nothing, and so does `$in` of a claim that is no\narray.\n","anyOf":[{"type":"boolean","description":"`false`: no caller; `true`: any caller holding the publishable key."},{"type":"string","enum":["authenticated"],"description":"Any caller with a verified end-user token."},{"type":"object","additionalProperties":true,"description":"A filter of the query language (`Filter`) whose values may be claims: `{\"$auth\": \"<claim>\"}`."}]};
 
-function validate20(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate21(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.requestBody === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "requestBody"},message:"must have required property '"+"requestBody"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.requestBody !== undefined){
+let data0 = data.requestBody;
+if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
+for(const key0 in data0){
+if(!(((((key0 === "read") || (key0 === "create")) || (key0 === "update")) || (key0 === "delete")) || (key0 === "fields"))){
+const err1 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(data0.read !== undefined){
+let data1 = data0.read;
+const _errs6 = errors;
+let valid2 = false;
+const _errs7 = errors;
+if(typeof data1 !== "boolean"){
+const err2 = {instancePath:instancePath+"/requestBody/read",schemaPath:"#/properties/requestBody/properties/read/anyOf/0/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+var _valid0 = _errs7 === errors;
+valid2 = valid2 || _valid0;
+if(!valid2){
+const _errs9 = errors;
+if(typeof data1 !== "string"){
+const err3 = {instancePath:instancePath+"/requestBody/read",schemaPath:"#/properties/requestBody/properties/read/anyOf/1/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if(!(data1 === "authenticated")){
+const err4 = {instancePath:instancePath+"/requestBody/read",schemaPath:"#/properties/requestBody/properties/read/anyOf/1/enum",keyword:"enum",params:{allowedValues: schema32.properties.requestBody.properties.read.anyOf[1].enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+var _valid0 = _errs9 === errors;
+valid2 = valid2 || _valid0;
+if(!valid2){
+const _errs11 = errors;
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+}
+else {
+const err5 = {instancePath:instancePath+"/requestBody/read",schemaPath:"#/properties/requestBody/properties/read/anyOf/2/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+var _valid0 = _errs11 === errors;
+valid2 = valid2 || _valid0;
+}
+}
+if(!valid2){
+const err6 = {instancePath:instancePath+"/requestBody/read",schemaPath:"#/properties/requestBody/properties/read/anyOf",keyword:"anyOf",params:{},message:"must match a schema in anyOf"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+else {
+errors = _errs6;
+if(vErrors !== null){
+if(_errs6){
+vErrors.length = _errs6;
+}
+else {
+vErrors = null;
+}
+}
+}
+}
+if(data0.create !== undefined){
+let data2 = data0.create;
+const _errs16 = errors;
+let valid4 = false;
+const _errs17 = errors;
+if(typeof data2 !== "boolean"){
+const err7 = {instancePath:instancePath+"/requestBody/create",schemaPath:"#/properties/requestBody/properties/read/anyOf/0/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+var _valid1 = _errs17 === errors;
+valid4 = valid4 || _valid1;
+if(!valid4){
+const _errs19 = errors;
+if(typeof data2 !== "string"){
+const err8 = {instancePath:instancePath+"/requestBody/create",schemaPath:"#/properties/requestBody/properties/read/anyOf/1/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(!(data2 === "authenticated")){
+const err9 = {instancePath:instancePath+"/requestBody/create",schemaPath:"#/properties/requestBody/properties/read/anyOf/1/enum",keyword:"enum",params:{allowedValues: schema33.anyOf[1].enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+var _valid1 = _errs19 === errors;
+valid4 = valid4 || _valid1;
+if(!valid4){
+const _errs21 = errors;
+if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
+}
+else {
+const err10 = {instancePath:instancePath+"/requestBody/create",schemaPath:"#/properties/requestBody/properties/read/anyOf/2/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+var _valid1 = _errs21 === errors;
+valid4 = valid4 || _valid1;
+}
+}
+if(!valid4){
+const err11 = {instancePath:instancePath+"/requestBody/create",schemaPath:"#/properties/requestBody/properties/read/anyOf",keyword:"anyOf",params:{},message:"must match a schema in anyOf"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+else {
+errors = _errs16;
+if(vErrors !== null){
+if(_errs16){
+vErrors.length = _errs16;
+}
+else {
+vErrors = null;
+}
+}
+}
+}
+if(data0.update !== undefined){
+let data3 = data0.update;
+const _errs26 = errors;
+let valid6 = false;
+const _errs27 = errors;
+if(typeof data3 !== "boolean"){
+const err12 = {instancePath:instancePath+"/requestBody/update",schemaPath:"#/properties/requestBody/properties/read/anyOf/0/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+var _valid2 = _errs27 === errors;
+valid6 = valid6 || _valid2;
+if(!valid6){
+const _errs29 = errors;
+if(typeof data3 !== "string"){
+const err13 = {instancePath:instancePath+"/requestBody/update",schemaPath:"#/properties/requestBody/properties/read/anyOf/1/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+if(!(data3 === "authenticated")){
+const err14 = {instancePath:instancePath+"/requestBody/update",schemaPath:"#/properties/requestBody/properties/read/anyOf/1/enum",keyword:"enum",params:{allowedValues: schema33.anyOf[1].enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+var _valid2 = _errs29 === errors;
+valid6 = valid6 || _valid2;
+if(!valid6){
+const _errs31 = errors;
+if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
+}
+else {
+const err15 = {instancePath:instancePath+"/requestBody/update",schemaPath:"#/properties/requestBody/properties/read/anyOf/2/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+var _valid2 = _errs31 === errors;
+valid6 = valid6 || _valid2;
+}
+}
+if(!valid6){
+const err16 = {instancePath:instancePath+"/requestBody/update",schemaPath:"#/properties/requestBody/properties/read/anyOf",keyword:"anyOf",params:{},message:"must match a schema in anyOf"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+else {
+errors = _errs26;
+if(vErrors !== null){
+if(_errs26){
+vErrors.length = _errs26;
+}
+else {
+vErrors = null;
+}
+}
+}
+}
+if(data0.delete !== undefined){
+let data4 = data0.delete;
+const _errs36 = errors;
+let valid8 = false;
+const _errs37 = errors;
+if(typeof data4 !== "boolean"){
+const err17 = {instancePath:instancePath+"/requestBody/delete",schemaPath:"#/properties/requestBody/properties/read/anyOf/0/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+var _valid3 = _errs37 === errors;
+valid8 = valid8 || _valid3;
+if(!valid8){
+const _errs39 = errors;
+if(typeof data4 !== "string"){
+const err18 = {instancePath:instancePath+"/requestBody/delete",schemaPath:"#/properties/requestBody/properties/read/anyOf/1/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+if(!(data4 === "authenticated")){
+const err19 = {instancePath:instancePath+"/requestBody/delete",schemaPath:"#/properties/requestBody/properties/read/anyOf/1/enum",keyword:"enum",params:{allowedValues: schema33.anyOf[1].enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+var _valid3 = _errs39 === errors;
+valid8 = valid8 || _valid3;
+if(!valid8){
+const _errs41 = errors;
+if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
+}
+else {
+const err20 = {instancePath:instancePath+"/requestBody/delete",schemaPath:"#/properties/requestBody/properties/read/anyOf/2/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+var _valid3 = _errs41 === errors;
+valid8 = valid8 || _valid3;
+}
+}
+if(!valid8){
+const err21 = {instancePath:instancePath+"/requestBody/delete",schemaPath:"#/properties/requestBody/properties/read/anyOf",keyword:"anyOf",params:{},message:"must match a schema in anyOf"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+else {
+errors = _errs36;
+if(vErrors !== null){
+if(_errs36){
+vErrors.length = _errs36;
+}
+else {
+vErrors = null;
+}
+}
+}
+}
+if(data0.fields !== undefined){
+let data5 = data0.fields;
+if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
+if(Object.keys(data5).length > 64){
+const err22 = {instancePath:instancePath+"/requestBody/fields",schemaPath:"#/properties/requestBody/properties/fields/maxProperties",keyword:"maxProperties",params:{limit: 64},message:"must NOT have more than 64 properties"};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+for(const key1 in data5){
+let data6 = data5[key1];
+if(data6 && typeof data6 == "object" && !Array.isArray(data6)){
+for(const key2 in data6){
+if(!((key2 === "read") || (key2 === "write"))){
+const err23 = {instancePath:instancePath+"/requestBody/fields/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/requestBody/properties/fields/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+}
+if(data6.read !== undefined){
+let data7 = data6.read;
+const _errs52 = errors;
+let valid12 = false;
+const _errs53 = errors;
+if(typeof data7 !== "boolean"){
+const err24 = {instancePath:instancePath+"/requestBody/fields/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/read",schemaPath:"#/properties/requestBody/properties/read/anyOf/0/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+var _valid4 = _errs53 === errors;
+valid12 = valid12 || _valid4;
+if(!valid12){
+const _errs55 = errors;
+if(typeof data7 !== "string"){
+const err25 = {instancePath:instancePath+"/requestBody/fields/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/read",schemaPath:"#/properties/requestBody/properties/read/anyOf/1/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+if(!(data7 === "authenticated")){
+const err26 = {instancePath:instancePath+"/requestBody/fields/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/read",schemaPath:"#/properties/requestBody/properties/read/anyOf/1/enum",keyword:"enum",params:{allowedValues: schema33.anyOf[1].enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+var _valid4 = _errs55 === errors;
+valid12 = valid12 || _valid4;
+if(!valid12){
+const _errs57 = errors;
+if(data7 && typeof data7 == "object" && !Array.isArray(data7)){
+}
+else {
+const err27 = {instancePath:instancePath+"/requestBody/fields/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/read",schemaPath:"#/properties/requestBody/properties/read/anyOf/2/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+var _valid4 = _errs57 === errors;
+valid12 = valid12 || _valid4;
+}
+}
+if(!valid12){
+const err28 = {instancePath:instancePath+"/requestBody/fields/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/read",schemaPath:"#/properties/requestBody/properties/read/anyOf",keyword:"anyOf",params:{},message:"must match a schema in anyOf"};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+else {
+errors = _errs52;
+if(vErrors !== null){
+if(_errs52){
+vErrors.length = _errs52;
+}
+else {
+vErrors = null;
+}
+}
+}
+}
+if(data6.write !== undefined){
+let data8 = data6.write;
+const _errs62 = errors;
+let valid14 = false;
+const _errs63 = errors;
+if(typeof data8 !== "boolean"){
+const err29 = {instancePath:instancePath+"/requestBody/fields/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/write",schemaPath:"#/properties/requestBody/properties/read/anyOf/0/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
+}
+errors++;
+}
+var _valid5 = _errs63 === errors;
+valid14 = valid14 || _valid5;
+if(!valid14){
+const _errs65 = errors;
+if(typeof data8 !== "string"){
+const err30 = {instancePath:instancePath+"/requestBody/fields/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/write",schemaPath:"#/properties/requestBody/properties/read/anyOf/1/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
+}
+errors++;
+}
+if(!(data8 === "authenticated")){
+const err31 = {instancePath:instancePath+"/requestBody/fields/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/write",schemaPath:"#/properties/requestBody/properties/read/anyOf/1/enum",keyword:"enum",params:{allowedValues: schema33.anyOf[1].enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err31];
+}
+else {
+vErrors.push(err31);
+}
+errors++;
+}
+var _valid5 = _errs65 === errors;
+valid14 = valid14 || _valid5;
+if(!valid14){
+const _errs67 = errors;
+if(data8 && typeof data8 == "object" && !Array.isArray(data8)){
+}
+else {
+const err32 = {instancePath:instancePath+"/requestBody/fields/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/write",schemaPath:"#/properties/requestBody/properties/read/anyOf/2/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err32];
+}
+else {
+vErrors.push(err32);
+}
+errors++;
+}
+var _valid5 = _errs67 === errors;
+valid14 = valid14 || _valid5;
+}
+}
+if(!valid14){
+const err33 = {instancePath:instancePath+"/requestBody/fields/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/write",schemaPath:"#/properties/requestBody/properties/read/anyOf",keyword:"anyOf",params:{},message:"must match a schema in anyOf"};
+if(vErrors === null){
+vErrors = [err33];
+}
+else {
+vErrors.push(err33);
+}
+errors++;
+}
+else {
+errors = _errs62;
+if(vErrors !== null){
+if(_errs62){
+vErrors.length = _errs62;
+}
+else {
+vErrors = null;
+}
+}
+}
+}
+}
+else {
+const err34 = {instancePath:instancePath+"/requestBody/fields/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/requestBody/properties/fields/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err34];
+}
+else {
+vErrors.push(err34);
+}
+errors++;
+}
+}
+}
+else {
+const err35 = {instancePath:instancePath+"/requestBody/fields",schemaPath:"#/properties/requestBody/properties/fields/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err35];
+}
+else {
+vErrors.push(err35);
+}
+errors++;
+}
+}
+}
+else {
+const err36 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err36];
+}
+else {
+vErrors.push(err36);
+}
+errors++;
+}
+}
+}
+else {
+const err37 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err37];
+}
+else {
+vErrors.push(err37);
+}
+errors++;
+}
+validate21.errors = vErrors;
+return errors === 0;
+}
+
+export const putCollectionSchema_body = validate22;
+const schema38 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"A JSON Schema (draft 2020-12) of a row's fields, which every write of the collection's rows must\nmatch (`422 row_invalid` otherwise). `id` is the service's and never checked: a schema need not\nlist it (even with `additionalProperties: false`), and one that declares it must declare it as\nan integer. The keywords: `type` (a type or an array of them, `null` included), `properties`,\n`required`, `additionalProperties`, `enum`, `const`, `minimum`, `maximum`, `exclusiveMinimum`,\n`exclusiveMaximum`, `multipleOf`, `minLength`, `maxLength`, `pattern` (RE2 syntax, matched in\nlinear time), `format` (`date-time`, `date`, `email`, `uri`, `uuid`), `items`, `prefixItems`,\n`minItems`, `maxItems`, `uniqueItems`, local `$ref` and `$defs`, and the annotations `title`,\n`description`, `default`, `examples`. Any other keyword, a `$ref` outside the schema (never\nfetched), a schema over 64 KiB or nested deeper than 32 levels is `400`, naming what and where.\nSee docs/schemas.md.\n","additionalProperties":true,"example":{"type":"object","required":["title"],"properties":{"title":{"type":"string"},"done":{"type":"boolean"}}}}},"required":["requestBody"]};
+
+function validate22(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -2073,15 +2826,15 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate20.errors = vErrors;
+validate22.errors = vErrors;
 return errors === 0;
 }
 
-export const putIssuer_body = validate21;
-const schema32 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","required":["issuer","audiences"],"additionalProperties":false,"description":"An issuer's settings, with exactly one of `jwks_uri`, `discovery_url` and `secret`.","properties":{"issuer":{"type":"string","minLength":1,"maxLength":2048,"description":"The `iss` of its tokens, compared exactly."},"audiences":{"type":"array","minItems":1,"maxItems":10,"uniqueItems":true,"items":{"type":"string","minLength":1,"maxLength":2048},"description":"A token's `aud` must name one of these."},"jwks_uri":{"type":"string","minLength":1,"maxLength":2048,"description":"An `http` or `https` URL without credentials, whose host is no private address nor loopback name\nunless the server allows them (`putIssuer`). Read with no redirect followed, at most 64 KiB, within\n5 seconds.\n"},"discovery_url":{"$ref":"#/properties/requestBody/properties/jwks_uri"},"secret":{"type":"string","minLength":32,"maxLength":1024,"description":"The key of its HS256 tokens (the key is the string's UTF-8 bytes): at least 32 characters.\nNever answered back.\n"}}}},"required":["requestBody"]};
-const schema33 = {"type":"string","minLength":1,"maxLength":2048,"description":"An `http` or `https` URL without credentials, whose host is no private address nor loopback name\nunless the server allows them (`putIssuer`). Read with no redirect followed, at most 64 KiB, within\n5 seconds.\n"};
+export const putIssuer_body = validate23;
+const schema39 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","required":["issuer","audiences"],"additionalProperties":false,"description":"An issuer's settings, with exactly one of `jwks_uri`, `discovery_url` and `secret`.","properties":{"issuer":{"type":"string","minLength":1,"maxLength":2048,"description":"The `iss` of its tokens, compared exactly."},"audiences":{"type":"array","minItems":1,"maxItems":10,"uniqueItems":true,"items":{"type":"string","minLength":1,"maxLength":2048},"description":"A token's `aud` must name one of these."},"jwks_uri":{"type":"string","minLength":1,"maxLength":2048,"description":"An `http` or `https` URL without credentials, whose host is no private address nor loopback name\nunless the server allows them (`putIssuer`). Read with no redirect followed, at most 64 KiB, within\n5 seconds.\n"},"discovery_url":{"$ref":"#/properties/requestBody/properties/jwks_uri"},"secret":{"type":"string","minLength":32,"maxLength":1024,"description":"The key of its HS256 tokens (the key is the string's UTF-8 bytes): at least 32 characters.\nNever answered back.\n"}}}},"required":["requestBody"]};
+const schema40 = {"type":"string","minLength":1,"maxLength":2048,"description":"An `http` or `https` URL without credentials, whose host is no private address nor loopback name\nunless the server allows them (`putIssuer`). Read with no redirect followed, at most 64 KiB, within\n5 seconds.\n"};
 
-function validate21(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate23(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -2388,19 +3141,19 @@ vErrors.push(err24);
 }
 errors++;
 }
-validate21.errors = vErrors;
+validate23.errors = vErrors;
 return errors === 0;
 }
 
-export const queryRows_body = validate22;
-const schema34 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"A query of a collection's rows (`queryRows`); every member may be left out.","additionalProperties":false,"properties":{"filter":{"type":"object","description":"A filter of the filter language (docs/api.md, \"Filters\"): each member names a field path (a\ntop-level field, or a dotted path into nested objects, `.` and `\\` in a key escaped with `\\`;\n`id` is the row's id) with its `FilterCondition`, or is `$and` or `$or` (non-empty arrays of\nfilters) or `$not` (a filter); the members must all hold. At most 4 KiB as JSON, 8 levels deep,\n32 conditions; anything else is `400 validation_failed` pointing into it (`/filter/…`).\n","properties":{"$and":{"type":"array","minItems":1,"items":{"type":"object","description":"A `Filter` inside `$and`, `$or` or `$not`, with the same members.","additionalProperties":true},"description":"Filters that must all hold."},"$or":{"type":"array","minItems":1,"items":{"$ref":"#/properties/requestBody/properties/filter/properties/$and/items"},"description":"Filters of which one at least must hold."},"$not":{"$ref":"#/properties/requestBody/properties/filter/properties/$and/items"}},"additionalProperties":{"description":"A JSON value the field must equal (JSON equality: `1` equals `1.0`, objects whatever the order\nof their members), or a `FilterOperators` object: an object whose members all start with `$`.\n","anyOf":[{"type":"string","description":"A string, compared by code point."},{"type":"number","description":"A number, compared by value."},{"type":"boolean","description":"A boolean, `false` before `true`."},{"type":"object","nullable":true,"enum":[null],"description":"`null`: a stored `null`, not a missing field."},{"type":"array","items":{},"description":"An array, equal item by item."},{"type":"object","description":"Conditions on one field, all of which must hold. Comparisons hold only for a value of the\noperand's JSON type; a missing field is not `null`, and `$ne` and `$nin` hold for it. An object\nwithout `$` members is a value to equal.\n","properties":{"$eq":{"description":"JSON equality."},"$ne":{"description":"Not JSON-equal (a missing field too)."},"$gt":{"description":"A number, string or boolean to compare with values of its own JSON type.","anyOf":[{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/0"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/1"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/2"}]},"$gte":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$lt":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$lte":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$in":{"type":"array","items":{},"description":"Equal to one of these."},"$nin":{"type":"array","items":{},"description":"Equal to none of these (a missing field too)."},"$exists":{"type":"boolean","description":"Whether the field is there (`null` is there)."},"$prefix":{"type":"string","description":"A string that starts with this one."},"$contains":{"description":"An array with an item equal to this value."}},"additionalProperties":true}]},"example":{"status":"open","score":{"$gte":10},"$or":[{"owner.name":"ada"},{"tags":{"$contains":"urgent"}}]}},"select":{"type":"array","description":"The top-level fields to answer of each row (`id` is always answered); a row without one is answered without it.","minItems":1,"maxItems":256,"items":{"type":"string","minLength":1,"maxLength":256},"example":["title","score"]},"order":{"type":"array","description":"The fields that order the rows, each once, first to last; by `id` ascending when empty or absent.","maxItems":8,"items":{"type":"object","description":"One field of an order, and its direction.","required":["field"],"additionalProperties":false,"properties":{"field":{"type":"string","minLength":1,"maxLength":256,"description":"A top-level field; `id` is the row's own id.","example":"score"},"direction":{"type":"string","description":"The direction of a page's order.","enum":["asc","desc"],"default":"asc"}}}},"limit":{"type":"integer","minimum":0,"maximum":1000,"description":"The most rows to answer; 100 when absent."},"after":{"type":"string","minLength":1,"description":"The cursor of the page to follow (`next` of a page of the same query)."},"count":{"description":"How `count` counts the rows that match (`exact`, the only one).","type":"string","enum":["exact"]}}}},"required":["requestBody"]};
-const schema35 = {"type":"string","description":"A string, compared by code point."};
-const schema36 = {"type":"number","description":"A number, compared by value."};
-const schema37 = {"type":"boolean","description":"A boolean, `false` before `true`."};
-const schema42 = {"type":"object","description":"A `Filter` inside `$and`, `$or` or `$not`, with the same members.","additionalProperties":true};
-const schema38 = {"description":"A number, string or boolean to compare with values of its own JSON type.","anyOf":[{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/0"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/1"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/2"}]};
+export const queryRows_body = validate24;
+const schema41 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"A query of a collection's rows (`queryRows`); every member may be left out.","additionalProperties":false,"properties":{"filter":{"type":"object","description":"A filter of the filter language (docs/api.md, \"Filters\"): each member names a field path (a\ntop-level field, or a dotted path into nested objects, `.` and `\\` in a key escaped with `\\`;\n`id` is the row's id) with its `FilterCondition`, or is `$and` or `$or` (non-empty arrays of\nfilters) or `$not` (a filter); the members must all hold. At most 4 KiB as JSON, 8 levels deep,\n32 conditions; anything else is `400 validation_failed` pointing into it (`/filter/…`).\n","properties":{"$and":{"type":"array","minItems":1,"items":{"type":"object","description":"A `Filter` inside `$and`, `$or` or `$not`, with the same members.","additionalProperties":true},"description":"Filters that must all hold."},"$or":{"type":"array","minItems":1,"items":{"$ref":"#/properties/requestBody/properties/filter/properties/$and/items"},"description":"Filters of which one at least must hold."},"$not":{"$ref":"#/properties/requestBody/properties/filter/properties/$and/items"}},"additionalProperties":{"description":"A JSON value the field must equal (JSON equality: `1` equals `1.0`, objects whatever the order\nof their members), or a `FilterOperators` object: an object whose members all start with `$`.\n","anyOf":[{"type":"string","description":"A string, compared by code point."},{"type":"number","description":"A number, compared by value."},{"type":"boolean","description":"A boolean, `false` before `true`."},{"type":"object","nullable":true,"enum":[null],"description":"`null`: a stored `null`, not a missing field."},{"type":"array","items":{},"description":"An array, equal item by item."},{"type":"object","description":"Conditions on one field, all of which must hold. Comparisons hold only for a value of the\noperand's JSON type; a missing field is not `null`, and `$ne` and `$nin` hold for it. An object\nwithout `$` members is a value to equal.\n","properties":{"$eq":{"description":"JSON equality."},"$ne":{"description":"Not JSON-equal (a missing field too)."},"$gt":{"description":"A number, string or boolean to compare with values of its own JSON type.","anyOf":[{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/0"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/1"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/2"}]},"$gte":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$lt":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$lte":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$in":{"type":"array","items":{},"description":"Equal to one of these."},"$nin":{"type":"array","items":{},"description":"Equal to none of these (a missing field too)."},"$exists":{"type":"boolean","description":"Whether the field is there (`null` is there)."},"$prefix":{"type":"string","description":"A string that starts with this one."},"$contains":{"description":"An array with an item equal to this value."}},"additionalProperties":true}]},"example":{"status":"open","score":{"$gte":10},"$or":[{"owner.name":"ada"},{"tags":{"$contains":"urgent"}}]}},"select":{"type":"array","description":"The top-level fields to answer of each row (`id` is always answered); a row without one is answered without it.","minItems":1,"maxItems":256,"items":{"type":"string","minLength":1,"maxLength":256},"example":["title","score"]},"order":{"type":"array","description":"The fields that order the rows, each once, first to last; by `id` ascending when empty or absent.","maxItems":8,"items":{"type":"object","description":"One field of an order, and its direction.","required":["field"],"additionalProperties":false,"properties":{"field":{"type":"string","minLength":1,"maxLength":256,"description":"A top-level field; `id` is the row's own id.","example":"score"},"direction":{"type":"string","description":"The direction of a page's order.","enum":["asc","desc"],"default":"asc"}}}},"limit":{"type":"integer","minimum":0,"maximum":1000,"description":"The most rows to answer; 100 when absent."},"after":{"type":"string","minLength":1,"description":"The cursor of the page to follow (`next` of a page of the same query)."},"count":{"description":"How `count` counts the rows that match (`exact`, the only one).","type":"string","enum":["exact"]}}}},"required":["requestBody"]};
+const schema42 = {"type":"string","description":"A string, compared by code point."};
+const schema43 = {"type":"number","description":"A number, compared by value."};
+const schema44 = {"type":"boolean","description":"A boolean, `false` before `true`."};
+const schema49 = {"type":"object","description":"A `Filter` inside `$and`, `$or` or `$not`, with the same members.","additionalProperties":true};
+const schema45 = {"description":"A number, string or boolean to compare with values of its own JSON type.","anyOf":[{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/0"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/1"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/2"}]};
 
-function validate23(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate25(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 const _errs0 = errors;
@@ -2469,12 +3222,12 @@ vErrors = null;
 }
 }
 }
-validate23.errors = vErrors;
+validate25.errors = vErrors;
 return errors === 0;
 }
 
 
-function validate22(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate24(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -2565,7 +3318,7 @@ vErrors.push(err5);
 errors++;
 }
 if(!(data2 === null)){
-const err6 = {instancePath:instancePath+"/requestBody/filter/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/requestBody/properties/filter/additionalProperties/anyOf/3/enum",keyword:"enum",params:{allowedValues: schema34.properties.requestBody.properties.filter.additionalProperties.anyOf[3].enum},message:"must be equal to one of the allowed values"};
+const err6 = {instancePath:instancePath+"/requestBody/filter/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/requestBody/properties/filter/additionalProperties/anyOf/3/enum",keyword:"enum",params:{allowedValues: schema41.properties.requestBody.properties.filter.additionalProperties.anyOf[3].enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -2663,20 +3416,20 @@ vErrors = null;
 }
 }
 if(data2.$gte !== undefined){
-if(!(validate23(data2.$gte, {instancePath:instancePath+"/requestBody/filter/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/$gte",parentData:data2,parentDataProperty:"$gte",rootData}))){
-vErrors = vErrors === null ? validate23.errors : vErrors.concat(validate23.errors);
+if(!(validate25(data2.$gte, {instancePath:instancePath+"/requestBody/filter/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/$gte",parentData:data2,parentDataProperty:"$gte",rootData}))){
+vErrors = vErrors === null ? validate25.errors : vErrors.concat(validate25.errors);
 errors = vErrors.length;
 }
 }
 if(data2.$lt !== undefined){
-if(!(validate23(data2.$lt, {instancePath:instancePath+"/requestBody/filter/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/$lt",parentData:data2,parentDataProperty:"$lt",rootData}))){
-vErrors = vErrors === null ? validate23.errors : vErrors.concat(validate23.errors);
+if(!(validate25(data2.$lt, {instancePath:instancePath+"/requestBody/filter/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/$lt",parentData:data2,parentDataProperty:"$lt",rootData}))){
+vErrors = vErrors === null ? validate25.errors : vErrors.concat(validate25.errors);
 errors = vErrors.length;
 }
 }
 if(data2.$lte !== undefined){
-if(!(validate23(data2.$lte, {instancePath:instancePath+"/requestBody/filter/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/$lte",parentData:data2,parentDataProperty:"$lte",rootData}))){
-vErrors = vErrors === null ? validate23.errors : vErrors.concat(validate23.errors);
+if(!(validate25(data2.$lte, {instancePath:instancePath+"/requestBody/filter/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/$lte",parentData:data2,parentDataProperty:"$lte",rootData}))){
+vErrors = vErrors === null ? validate25.errors : vErrors.concat(validate25.errors);
 errors = vErrors.length;
 }
 }
@@ -3038,7 +3791,7 @@ vErrors.push(err38);
 errors++;
 }
 if(!((data21 === "asc") || (data21 === "desc"))){
-const err39 = {instancePath:instancePath+"/requestBody/order/" + i3+"/direction",schemaPath:"#/properties/requestBody/properties/order/items/properties/direction/enum",keyword:"enum",params:{allowedValues: schema34.properties.requestBody.properties.order.items.properties.direction.enum},message:"must be equal to one of the allowed values"};
+const err39 = {instancePath:instancePath+"/requestBody/order/" + i3+"/direction",schemaPath:"#/properties/requestBody/properties/order/items/properties/direction/enum",keyword:"enum",params:{allowedValues: schema41.properties.requestBody.properties.order.items.properties.direction.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -3144,7 +3897,7 @@ vErrors.push(err47);
 errors++;
 }
 if(!(data24 === "exact")){
-const err48 = {instancePath:instancePath+"/requestBody/count",schemaPath:"#/properties/requestBody/properties/count/enum",keyword:"enum",params:{allowedValues: schema34.properties.requestBody.properties.count.enum},message:"must be equal to one of the allowed values"};
+const err48 = {instancePath:instancePath+"/requestBody/count",schemaPath:"#/properties/requestBody/properties/count/enum",keyword:"enum",params:{allowedValues: schema41.properties.requestBody.properties.count.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -3177,853 +3930,12 @@ vErrors.push(err50);
 }
 errors++;
 }
-validate22.errors = vErrors;
+validate24.errors = vErrors;
 return errors === 0;
 }
 
-export const updateRow_body = validate27;
-const schema44 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"The fields to change; at least one. `id` cannot be changed.","minProperties":1,"properties":{"id":{"description":"Not accepted; ids never change.","not":{}}},"additionalProperties":true,"example":{"text":"hello again"}}},"required":["requestBody"]};
-
-function validate27(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
-let vErrors = null;
-let errors = 0;
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.requestBody === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "requestBody"},message:"must have required property '"+"requestBody"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.requestBody !== undefined){
-let data0 = data.requestBody;
-if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
-if(Object.keys(data0).length < 1){
-const err1 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data0.id !== undefined){
-const err2 = {instancePath:instancePath+"/requestBody/id",schemaPath:"#/properties/requestBody/properties/id/not",keyword:"not",params:{},message:"must NOT be valid"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-else {
-const err3 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-}
-}
-else {
-const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-validate27.errors = vErrors;
-return errors === 0;
-}
-
-export const updateRow_body_json_patch_json = validate28;
-const schema45 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"array","description":"A JSON Patch (RFC 6902): operations applied in order to the row (`{\"id\": …, …fields}`), all or\nnone. `path` and `from` are JSON Pointers (RFC 6901): `/tags/0`, `/a~1b` for the field `a/b`.\n","items":{"description":"One operation of a JSON Patch, told apart by its `op`, which each kind names in an enum of one value.","oneOf":[{"type":"object","description":"RFC 6902 §4.1: adds a member (replacing one of the same name), or inserts an array element (`-`: at the end).","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["add"]},"path":{"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"},"value":{"description":"Any JSON value."}},"example":{"op":"add","path":"/tags/-","value":"popular"}},{"type":"object","description":"RFC 6902 §4.2: removes the member or element, which must exist.","required":["op","path"],"properties":{"op":{"type":"string","enum":["remove"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"remove","path":"/draft"}},{"type":"object","description":"RFC 6902 §4.3: replaces the value, which must exist.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["replace"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"replace","path":"/status","value":"closed"}},{"type":"object","description":"RFC 6902 §4.4: removes the value at `from` and adds it at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["move"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"move","path":"/archived/title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.5: adds a copy of the value at `from` at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["copy"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"copy","path":"/previous_title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.6: the value at `path` must equal `value` (as JSON: `1` equals `1.0`, members in any order), else `409 patch_conflict` and nothing is written.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["test"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"test","path":"/status","value":"open"}},{"type":"object","description":"Ours: adds `value` to the number at `path`, inside the write's transaction, so that concurrent\nincrements of one field all count. A missing member counts as `0` when the object that would\nhold it exists; a value that is no number, or a sum past ±1.8e308, is `409 patch_conflict`.\nIntegers stay exact up to 2^53.\n","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["increment"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"type":"number","description":"Any finite number, negative too."}},"example":{"op":"increment","path":"/likes","value":1}}],"discriminator":{"propertyName":"op"}},"example":[{"op":"test","path":"/status","value":"open"},{"op":"increment","path":"/likes","value":1}]}},"required":["requestBody"]};
-const schema46 = {"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"};
-const pattern8 = new RegExp("^(/([^~/]|~[01])*)*$", "u");
-
-function validate28(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
-let vErrors = null;
-let errors = 0;
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.requestBody === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "requestBody"},message:"must have required property '"+"requestBody"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.requestBody !== undefined){
-let data0 = data.requestBody;
-if(Array.isArray(data0)){
-const len0 = data0.length;
-for(let i0=0; i0<len0; i0++){
-let data1 = data0[i0];
-if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
-const tag0 = data1.op;
-if(typeof tag0 == "string"){
-if(tag0 === "add"){
-if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
-if(data1.op === undefined){
-const err1 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/0/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data1.path === undefined){
-const err2 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/0/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data1.value === undefined){
-const err3 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/0/required",keyword:"required",params:{missingProperty: "value"},message:"must have required property '"+"value"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-if(data1.op !== undefined){
-let data2 = data1.op;
-if(typeof data2 !== "string"){
-const err4 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-if(!(data2 === "add")){
-const err5 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/op/enum",keyword:"enum",params:{allowedValues: schema45.properties.requestBody.items.oneOf[0].properties.op.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data1.path !== undefined){
-let data3 = data1.path;
-if(typeof data3 === "string"){
-if(!pattern8.test(data3)){
-const err6 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-}
-else {
-const err7 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-}
-else {
-const err8 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/0/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-}
-else if(tag0 === "remove"){
-if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
-if(data1.op === undefined){
-const err9 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/1/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-if(data1.path === undefined){
-const err10 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/1/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-if(data1.op !== undefined){
-let data4 = data1.op;
-if(typeof data4 !== "string"){
-const err11 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/1/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-if(!(data4 === "remove")){
-const err12 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/1/properties/op/enum",keyword:"enum",params:{allowedValues: schema45.properties.requestBody.items.oneOf[1].properties.op.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err12];
-}
-else {
-vErrors.push(err12);
-}
-errors++;
-}
-}
-if(data1.path !== undefined){
-let data5 = data1.path;
-if(typeof data5 === "string"){
-if(!pattern8.test(data5)){
-const err13 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
-if(vErrors === null){
-vErrors = [err13];
-}
-else {
-vErrors.push(err13);
-}
-errors++;
-}
-}
-else {
-const err14 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err14];
-}
-else {
-vErrors.push(err14);
-}
-errors++;
-}
-}
-}
-else {
-const err15 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/1/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err15];
-}
-else {
-vErrors.push(err15);
-}
-errors++;
-}
-}
-else if(tag0 === "replace"){
-if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
-if(data1.op === undefined){
-const err16 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/2/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
-if(vErrors === null){
-vErrors = [err16];
-}
-else {
-vErrors.push(err16);
-}
-errors++;
-}
-if(data1.path === undefined){
-const err17 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/2/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
-if(vErrors === null){
-vErrors = [err17];
-}
-else {
-vErrors.push(err17);
-}
-errors++;
-}
-if(data1.value === undefined){
-const err18 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/2/required",keyword:"required",params:{missingProperty: "value"},message:"must have required property '"+"value"+"'"};
-if(vErrors === null){
-vErrors = [err18];
-}
-else {
-vErrors.push(err18);
-}
-errors++;
-}
-if(data1.op !== undefined){
-let data6 = data1.op;
-if(typeof data6 !== "string"){
-const err19 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/2/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err19];
-}
-else {
-vErrors.push(err19);
-}
-errors++;
-}
-if(!(data6 === "replace")){
-const err20 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/2/properties/op/enum",keyword:"enum",params:{allowedValues: schema45.properties.requestBody.items.oneOf[2].properties.op.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err20];
-}
-else {
-vErrors.push(err20);
-}
-errors++;
-}
-}
-if(data1.path !== undefined){
-let data7 = data1.path;
-if(typeof data7 === "string"){
-if(!pattern8.test(data7)){
-const err21 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
-if(vErrors === null){
-vErrors = [err21];
-}
-else {
-vErrors.push(err21);
-}
-errors++;
-}
-}
-else {
-const err22 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err22];
-}
-else {
-vErrors.push(err22);
-}
-errors++;
-}
-}
-}
-else {
-const err23 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/2/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err23];
-}
-else {
-vErrors.push(err23);
-}
-errors++;
-}
-}
-else if(tag0 === "move"){
-if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
-if(data1.op === undefined){
-const err24 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/3/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
-if(vErrors === null){
-vErrors = [err24];
-}
-else {
-vErrors.push(err24);
-}
-errors++;
-}
-if(data1.path === undefined){
-const err25 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/3/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
-if(vErrors === null){
-vErrors = [err25];
-}
-else {
-vErrors.push(err25);
-}
-errors++;
-}
-if(data1.from === undefined){
-const err26 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/3/required",keyword:"required",params:{missingProperty: "from"},message:"must have required property '"+"from"+"'"};
-if(vErrors === null){
-vErrors = [err26];
-}
-else {
-vErrors.push(err26);
-}
-errors++;
-}
-if(data1.op !== undefined){
-let data8 = data1.op;
-if(typeof data8 !== "string"){
-const err27 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/3/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err27];
-}
-else {
-vErrors.push(err27);
-}
-errors++;
-}
-if(!(data8 === "move")){
-const err28 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/3/properties/op/enum",keyword:"enum",params:{allowedValues: schema45.properties.requestBody.items.oneOf[3].properties.op.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err28];
-}
-else {
-vErrors.push(err28);
-}
-errors++;
-}
-}
-if(data1.path !== undefined){
-let data9 = data1.path;
-if(typeof data9 === "string"){
-if(!pattern8.test(data9)){
-const err29 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
-if(vErrors === null){
-vErrors = [err29];
-}
-else {
-vErrors.push(err29);
-}
-errors++;
-}
-}
-else {
-const err30 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err30];
-}
-else {
-vErrors.push(err30);
-}
-errors++;
-}
-}
-if(data1.from !== undefined){
-let data10 = data1.from;
-if(typeof data10 === "string"){
-if(!pattern8.test(data10)){
-const err31 = {instancePath:instancePath+"/requestBody/" + i0+"/from",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
-if(vErrors === null){
-vErrors = [err31];
-}
-else {
-vErrors.push(err31);
-}
-errors++;
-}
-}
-else {
-const err32 = {instancePath:instancePath+"/requestBody/" + i0+"/from",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err32];
-}
-else {
-vErrors.push(err32);
-}
-errors++;
-}
-}
-}
-else {
-const err33 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/3/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err33];
-}
-else {
-vErrors.push(err33);
-}
-errors++;
-}
-}
-else if(tag0 === "copy"){
-if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
-if(data1.op === undefined){
-const err34 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/4/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
-if(vErrors === null){
-vErrors = [err34];
-}
-else {
-vErrors.push(err34);
-}
-errors++;
-}
-if(data1.path === undefined){
-const err35 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/4/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
-if(vErrors === null){
-vErrors = [err35];
-}
-else {
-vErrors.push(err35);
-}
-errors++;
-}
-if(data1.from === undefined){
-const err36 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/4/required",keyword:"required",params:{missingProperty: "from"},message:"must have required property '"+"from"+"'"};
-if(vErrors === null){
-vErrors = [err36];
-}
-else {
-vErrors.push(err36);
-}
-errors++;
-}
-if(data1.op !== undefined){
-let data11 = data1.op;
-if(typeof data11 !== "string"){
-const err37 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/4/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err37];
-}
-else {
-vErrors.push(err37);
-}
-errors++;
-}
-if(!(data11 === "copy")){
-const err38 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/4/properties/op/enum",keyword:"enum",params:{allowedValues: schema45.properties.requestBody.items.oneOf[4].properties.op.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err38];
-}
-else {
-vErrors.push(err38);
-}
-errors++;
-}
-}
-if(data1.path !== undefined){
-let data12 = data1.path;
-if(typeof data12 === "string"){
-if(!pattern8.test(data12)){
-const err39 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
-if(vErrors === null){
-vErrors = [err39];
-}
-else {
-vErrors.push(err39);
-}
-errors++;
-}
-}
-else {
-const err40 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err40];
-}
-else {
-vErrors.push(err40);
-}
-errors++;
-}
-}
-if(data1.from !== undefined){
-let data13 = data1.from;
-if(typeof data13 === "string"){
-if(!pattern8.test(data13)){
-const err41 = {instancePath:instancePath+"/requestBody/" + i0+"/from",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
-if(vErrors === null){
-vErrors = [err41];
-}
-else {
-vErrors.push(err41);
-}
-errors++;
-}
-}
-else {
-const err42 = {instancePath:instancePath+"/requestBody/" + i0+"/from",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err42];
-}
-else {
-vErrors.push(err42);
-}
-errors++;
-}
-}
-}
-else {
-const err43 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/4/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err43];
-}
-else {
-vErrors.push(err43);
-}
-errors++;
-}
-}
-else if(tag0 === "test"){
-if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
-if(data1.op === undefined){
-const err44 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/5/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
-if(vErrors === null){
-vErrors = [err44];
-}
-else {
-vErrors.push(err44);
-}
-errors++;
-}
-if(data1.path === undefined){
-const err45 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/5/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
-if(vErrors === null){
-vErrors = [err45];
-}
-else {
-vErrors.push(err45);
-}
-errors++;
-}
-if(data1.value === undefined){
-const err46 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/5/required",keyword:"required",params:{missingProperty: "value"},message:"must have required property '"+"value"+"'"};
-if(vErrors === null){
-vErrors = [err46];
-}
-else {
-vErrors.push(err46);
-}
-errors++;
-}
-if(data1.op !== undefined){
-let data14 = data1.op;
-if(typeof data14 !== "string"){
-const err47 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/5/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err47];
-}
-else {
-vErrors.push(err47);
-}
-errors++;
-}
-if(!(data14 === "test")){
-const err48 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/5/properties/op/enum",keyword:"enum",params:{allowedValues: schema45.properties.requestBody.items.oneOf[5].properties.op.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err48];
-}
-else {
-vErrors.push(err48);
-}
-errors++;
-}
-}
-if(data1.path !== undefined){
-let data15 = data1.path;
-if(typeof data15 === "string"){
-if(!pattern8.test(data15)){
-const err49 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
-if(vErrors === null){
-vErrors = [err49];
-}
-else {
-vErrors.push(err49);
-}
-errors++;
-}
-}
-else {
-const err50 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err50];
-}
-else {
-vErrors.push(err50);
-}
-errors++;
-}
-}
-}
-else {
-const err51 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/5/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err51];
-}
-else {
-vErrors.push(err51);
-}
-errors++;
-}
-}
-else if(tag0 === "increment"){
-if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
-if(data1.op === undefined){
-const err52 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/6/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
-if(vErrors === null){
-vErrors = [err52];
-}
-else {
-vErrors.push(err52);
-}
-errors++;
-}
-if(data1.path === undefined){
-const err53 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/6/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
-if(vErrors === null){
-vErrors = [err53];
-}
-else {
-vErrors.push(err53);
-}
-errors++;
-}
-if(data1.value === undefined){
-const err54 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/6/required",keyword:"required",params:{missingProperty: "value"},message:"must have required property '"+"value"+"'"};
-if(vErrors === null){
-vErrors = [err54];
-}
-else {
-vErrors.push(err54);
-}
-errors++;
-}
-if(data1.op !== undefined){
-let data16 = data1.op;
-if(typeof data16 !== "string"){
-const err55 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/6/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err55];
-}
-else {
-vErrors.push(err55);
-}
-errors++;
-}
-if(!(data16 === "increment")){
-const err56 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/6/properties/op/enum",keyword:"enum",params:{allowedValues: schema45.properties.requestBody.items.oneOf[6].properties.op.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err56];
-}
-else {
-vErrors.push(err56);
-}
-errors++;
-}
-}
-if(data1.path !== undefined){
-let data17 = data1.path;
-if(typeof data17 === "string"){
-if(!pattern8.test(data17)){
-const err57 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
-if(vErrors === null){
-vErrors = [err57];
-}
-else {
-vErrors.push(err57);
-}
-errors++;
-}
-}
-else {
-const err58 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err58];
-}
-else {
-vErrors.push(err58);
-}
-errors++;
-}
-}
-if(data1.value !== undefined){
-if(!(typeof data1.value == "number")){
-const err59 = {instancePath:instancePath+"/requestBody/" + i0+"/value",schemaPath:"#/properties/requestBody/items/oneOf/6/properties/value/type",keyword:"type",params:{type: "number"},message:"must be number"};
-if(vErrors === null){
-vErrors = [err59];
-}
-else {
-vErrors.push(err59);
-}
-errors++;
-}
-}
-}
-else {
-const err60 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/6/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err60];
-}
-else {
-vErrors.push(err60);
-}
-errors++;
-}
-}
-else {
-const err61 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/discriminator",keyword:"discriminator",params:{error: "mapping", tag: "op", tagValue: tag0},message:"value of tag \"op\" must be in oneOf"};
-if(vErrors === null){
-vErrors = [err61];
-}
-else {
-vErrors.push(err61);
-}
-errors++;
-}
-}
-else {
-const err62 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/discriminator",keyword:"discriminator",params:{error: "tag", tag: "op", tagValue: tag0},message:"tag \"op\" must be string"};
-if(vErrors === null){
-vErrors = [err62];
-}
-else {
-vErrors.push(err62);
-}
-errors++;
-}
-}
-}
-}
-else {
-const err63 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "array"},message:"must be array"};
-if(vErrors === null){
-vErrors = [err63];
-}
-else {
-vErrors.push(err63);
-}
-errors++;
-}
-}
-}
-else {
-const err64 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err64];
-}
-else {
-vErrors.push(err64);
-}
-errors++;
-}
-validate28.errors = vErrors;
-return errors === 0;
-}
-
-export const updateRow_body_merge_patch_json = validate29;
-const schema54 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"A JSON Merge Patch (RFC 7396) of a row: each member merges into the field of its name (objects\nmember by member, at any depth), `null` removes the field, any other value replaces it. `id`\ncannot be changed.\n","properties":{"id":{"description":"Not accepted; ids never change.","not":{}}},"additionalProperties":true,"example":{"text":"hello again","draft":null}}},"required":["requestBody"]};
+export const updateRow_body = validate29;
+const schema51 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"The fields to change; at least one. `id` cannot be changed.","minProperties":1,"properties":{"id":{"description":"Not accepted; ids never change.","not":{}}},"additionalProperties":true,"example":{"text":"hello again"}}},"required":["requestBody"]};
 
 function validate29(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -4042,63 +3954,6 @@ errors++;
 if(data.requestBody !== undefined){
 let data0 = data.requestBody;
 if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
-if(data0.id !== undefined){
-const err1 = {instancePath:instancePath+"/requestBody/id",schemaPath:"#/properties/requestBody/properties/id/not",keyword:"not",params:{},message:"must NOT be valid"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-}
-else {
-const err2 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-}
-else {
-const err3 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-validate29.errors = vErrors;
-return errors === 0;
-}
-
-export const updateRows_body = validate30;
-const schema55 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"The fields to change; at least one. `id` cannot be changed.","minProperties":1,"properties":{"id":{"description":"Not accepted; ids never change.","not":{}}},"additionalProperties":true,"example":{"text":"hello again"}}},"required":["requestBody"]};
-
-function validate30(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
-let vErrors = null;
-let errors = 0;
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.requestBody === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "requestBody"},message:"must have required property '"+"requestBody"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.requestBody !== undefined){
-let data0 = data.requestBody;
-if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
 if(Object.keys(data0).length < 1){
 const err1 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties"};
 if(vErrors === null){
@@ -4142,15 +3997,16 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate30.errors = vErrors;
+validate29.errors = vErrors;
 return errors === 0;
 }
 
-export const updateRows_body_json_patch_json = validate31;
-const schema56 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"array","description":"A JSON Patch (RFC 6902): operations applied in order to the row (`{\"id\": …, …fields}`), all or\nnone. `path` and `from` are JSON Pointers (RFC 6901): `/tags/0`, `/a~1b` for the field `a/b`.\n","items":{"description":"One operation of a JSON Patch, told apart by its `op`, which each kind names in an enum of one value.","oneOf":[{"type":"object","description":"RFC 6902 §4.1: adds a member (replacing one of the same name), or inserts an array element (`-`: at the end).","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["add"]},"path":{"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"},"value":{"description":"Any JSON value."}},"example":{"op":"add","path":"/tags/-","value":"popular"}},{"type":"object","description":"RFC 6902 §4.2: removes the member or element, which must exist.","required":["op","path"],"properties":{"op":{"type":"string","enum":["remove"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"remove","path":"/draft"}},{"type":"object","description":"RFC 6902 §4.3: replaces the value, which must exist.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["replace"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"replace","path":"/status","value":"closed"}},{"type":"object","description":"RFC 6902 §4.4: removes the value at `from` and adds it at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["move"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"move","path":"/archived/title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.5: adds a copy of the value at `from` at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["copy"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"copy","path":"/previous_title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.6: the value at `path` must equal `value` (as JSON: `1` equals `1.0`, members in any order), else `409 patch_conflict` and nothing is written.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["test"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"test","path":"/status","value":"open"}},{"type":"object","description":"Ours: adds `value` to the number at `path`, inside the write's transaction, so that concurrent\nincrements of one field all count. A missing member counts as `0` when the object that would\nhold it exists; a value that is no number, or a sum past ±1.8e308, is `409 patch_conflict`.\nIntegers stay exact up to 2^53.\n","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["increment"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"type":"number","description":"Any finite number, negative too."}},"example":{"op":"increment","path":"/likes","value":1}}],"discriminator":{"propertyName":"op"}},"example":[{"op":"test","path":"/status","value":"open"},{"op":"increment","path":"/likes","value":1}]}},"required":["requestBody"]};
-const schema57 = {"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"};
+export const updateRow_body_json_patch_json = validate30;
+const schema52 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"array","description":"A JSON Patch (RFC 6902): operations applied in order to the row (`{\"id\": …, …fields}`), all or\nnone. `path` and `from` are JSON Pointers (RFC 6901): `/tags/0`, `/a~1b` for the field `a/b`.\n","items":{"description":"One operation of a JSON Patch, told apart by its `op`, which each kind names in an enum of one value.","oneOf":[{"type":"object","description":"RFC 6902 §4.1: adds a member (replacing one of the same name), or inserts an array element (`-`: at the end).","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["add"]},"path":{"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"},"value":{"description":"Any JSON value."}},"example":{"op":"add","path":"/tags/-","value":"popular"}},{"type":"object","description":"RFC 6902 §4.2: removes the member or element, which must exist.","required":["op","path"],"properties":{"op":{"type":"string","enum":["remove"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"remove","path":"/draft"}},{"type":"object","description":"RFC 6902 §4.3: replaces the value, which must exist.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["replace"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"replace","path":"/status","value":"closed"}},{"type":"object","description":"RFC 6902 §4.4: removes the value at `from` and adds it at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["move"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"move","path":"/archived/title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.5: adds a copy of the value at `from` at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["copy"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"copy","path":"/previous_title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.6: the value at `path` must equal `value` (as JSON: `1` equals `1.0`, members in any order), else `409 patch_conflict` and nothing is written.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["test"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"test","path":"/status","value":"open"}},{"type":"object","description":"Ours: adds `value` to the number at `path`, inside the write's transaction, so that concurrent\nincrements of one field all count. A missing member counts as `0` when the object that would\nhold it exists; a value that is no number, or a sum past ±1.8e308, is `409 patch_conflict`.\nIntegers stay exact up to 2^53.\n","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["increment"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"type":"number","description":"Any finite number, negative too."}},"example":{"op":"increment","path":"/likes","value":1}}],"discriminator":{"propertyName":"op"}},"example":[{"op":"test","path":"/status","value":"open"},{"op":"increment","path":"/likes","value":1}]}},"required":["requestBody"]};
+const schema53 = {"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"};
+const pattern8 = new RegExp("^(/([^~/]|~[01])*)*$", "u");
 
-function validate31(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate30(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -4218,7 +4074,7 @@ vErrors.push(err4);
 errors++;
 }
 if(!(data2 === "add")){
-const err5 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/op/enum",keyword:"enum",params:{allowedValues: schema56.properties.requestBody.items.oneOf[0].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err5 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/op/enum",keyword:"enum",params:{allowedValues: schema52.properties.requestBody.items.oneOf[0].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -4300,7 +4156,7 @@ vErrors.push(err11);
 errors++;
 }
 if(!(data4 === "remove")){
-const err12 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/1/properties/op/enum",keyword:"enum",params:{allowedValues: schema56.properties.requestBody.items.oneOf[1].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err12 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/1/properties/op/enum",keyword:"enum",params:{allowedValues: schema52.properties.requestBody.items.oneOf[1].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -4392,7 +4248,7 @@ vErrors.push(err19);
 errors++;
 }
 if(!(data6 === "replace")){
-const err20 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/2/properties/op/enum",keyword:"enum",params:{allowedValues: schema56.properties.requestBody.items.oneOf[2].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err20 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/2/properties/op/enum",keyword:"enum",params:{allowedValues: schema52.properties.requestBody.items.oneOf[2].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -4484,7 +4340,7 @@ vErrors.push(err27);
 errors++;
 }
 if(!(data8 === "move")){
-const err28 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/3/properties/op/enum",keyword:"enum",params:{allowedValues: schema56.properties.requestBody.items.oneOf[3].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err28 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/3/properties/op/enum",keyword:"enum",params:{allowedValues: schema52.properties.requestBody.items.oneOf[3].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -4601,7 +4457,7 @@ vErrors.push(err37);
 errors++;
 }
 if(!(data11 === "copy")){
-const err38 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/4/properties/op/enum",keyword:"enum",params:{allowedValues: schema56.properties.requestBody.items.oneOf[4].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err38 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/4/properties/op/enum",keyword:"enum",params:{allowedValues: schema52.properties.requestBody.items.oneOf[4].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -4718,7 +4574,7 @@ vErrors.push(err47);
 errors++;
 }
 if(!(data14 === "test")){
-const err48 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/5/properties/op/enum",keyword:"enum",params:{allowedValues: schema56.properties.requestBody.items.oneOf[5].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err48 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/5/properties/op/enum",keyword:"enum",params:{allowedValues: schema52.properties.requestBody.items.oneOf[5].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -4810,7 +4666,7 @@ vErrors.push(err55);
 errors++;
 }
 if(!(data16 === "increment")){
-const err56 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/6/properties/op/enum",keyword:"enum",params:{allowedValues: schema56.properties.requestBody.items.oneOf[6].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err56 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/6/properties/op/enum",keyword:"enum",params:{allowedValues: schema52.properties.requestBody.items.oneOf[6].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err56];
 }
@@ -4915,14 +4771,14 @@ vErrors.push(err64);
 }
 errors++;
 }
-validate31.errors = vErrors;
+validate30.errors = vErrors;
 return errors === 0;
 }
 
-export const updateRows_body_merge_patch_json = validate32;
-const schema65 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"A JSON Merge Patch (RFC 7396) of a row: each member merges into the field of its name (objects\nmember by member, at any depth), `null` removes the field, any other value replaces it. `id`\ncannot be changed.\n","properties":{"id":{"description":"Not accepted; ids never change.","not":{}}},"additionalProperties":true,"example":{"text":"hello again","draft":null}}},"required":["requestBody"]};
+export const updateRow_body_merge_patch_json = validate31;
+const schema61 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"A JSON Merge Patch (RFC 7396) of a row: each member merges into the field of its name (objects\nmember by member, at any depth), `null` removes the field, any other value replaces it. `id`\ncannot be changed.\n","properties":{"id":{"description":"Not accepted; ids never change.","not":{}}},"additionalProperties":true,"example":{"text":"hello again","draft":null}}},"required":["requestBody"]};
 
-function validate32(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate31(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -4972,14 +4828,911 @@ vErrors.push(err3);
 }
 errors++;
 }
+validate31.errors = vErrors;
+return errors === 0;
+}
+
+export const updateRows_body = validate32;
+const schema62 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"The fields to change; at least one. `id` cannot be changed.","minProperties":1,"properties":{"id":{"description":"Not accepted; ids never change.","not":{}}},"additionalProperties":true,"example":{"text":"hello again"}}},"required":["requestBody"]};
+
+function validate32(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.requestBody === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "requestBody"},message:"must have required property '"+"requestBody"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.requestBody !== undefined){
+let data0 = data.requestBody;
+if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
+if(Object.keys(data0).length < 1){
+const err1 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data0.id !== undefined){
+const err2 = {instancePath:instancePath+"/requestBody/id",schemaPath:"#/properties/requestBody/properties/id/not",keyword:"not",params:{},message:"must NOT be valid"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+else {
+const err3 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+}
+else {
+const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
 validate32.errors = vErrors;
 return errors === 0;
 }
 
-export const updateWebhook_body = validate33;
-const schema66 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","additionalProperties":false,"properties":{"url":{"type":"string","minLength":1,"maxLength":2048,"description":"Where the changes are POSTed: an `http` or `https` URL without credentials, whose host is no\nprivate address nor loopback name (RFC 6761: `localhost` and the names under it) unless the\nserver allows them (`createWebhook`). Redirects are not followed.\n"},"collections":{"type":"array","nullable":true,"maxItems":1000,"uniqueItems":true,"items":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"description":"The collections whose changes are delivered, by name, or `null` for every collection of the account."},"events":{"type":"array","minItems":1,"uniqueItems":true,"items":{"type":"string","enum":["insert","update","delete"]},"description":"The kinds of change delivered."},"filter":{"type":"object","nullable":true,"additionalProperties":true,"description":"The rows whose changes are delivered: a `Filter` (docs/api.md, \"Filters\"), applied as the feed\napplies one (asyncapi.yaml: an update of a row that leaves the filter is sent with\n`\"matches\": false`), or `null` for every row. One that is no filter is `400`.\n"},"description":{"type":"string","nullable":true,"maxLength":500,"description":"What the webhook is for, for its owner."},"enabled":{"type":"boolean"}}}},"required":["requestBody"]};
+export const updateRows_body_json_patch_json = validate33;
+const schema63 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"array","description":"A JSON Patch (RFC 6902): operations applied in order to the row (`{\"id\": …, …fields}`), all or\nnone. `path` and `from` are JSON Pointers (RFC 6901): `/tags/0`, `/a~1b` for the field `a/b`.\n","items":{"description":"One operation of a JSON Patch, told apart by its `op`, which each kind names in an enum of one value.","oneOf":[{"type":"object","description":"RFC 6902 §4.1: adds a member (replacing one of the same name), or inserts an array element (`-`: at the end).","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["add"]},"path":{"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"},"value":{"description":"Any JSON value."}},"example":{"op":"add","path":"/tags/-","value":"popular"}},{"type":"object","description":"RFC 6902 §4.2: removes the member or element, which must exist.","required":["op","path"],"properties":{"op":{"type":"string","enum":["remove"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"remove","path":"/draft"}},{"type":"object","description":"RFC 6902 §4.3: replaces the value, which must exist.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["replace"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"replace","path":"/status","value":"closed"}},{"type":"object","description":"RFC 6902 §4.4: removes the value at `from` and adds it at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["move"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"move","path":"/archived/title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.5: adds a copy of the value at `from` at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["copy"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"copy","path":"/previous_title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.6: the value at `path` must equal `value` (as JSON: `1` equals `1.0`, members in any order), else `409 patch_conflict` and nothing is written.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["test"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"test","path":"/status","value":"open"}},{"type":"object","description":"Ours: adds `value` to the number at `path`, inside the write's transaction, so that concurrent\nincrements of one field all count. A missing member counts as `0` when the object that would\nhold it exists; a value that is no number, or a sum past ±1.8e308, is `409 patch_conflict`.\nIntegers stay exact up to 2^53.\n","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["increment"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"type":"number","description":"Any finite number, negative too."}},"example":{"op":"increment","path":"/likes","value":1}}],"discriminator":{"propertyName":"op"}},"example":[{"op":"test","path":"/status","value":"open"},{"op":"increment","path":"/likes","value":1}]}},"required":["requestBody"]};
+const schema64 = {"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"};
 
 function validate33(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.requestBody === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "requestBody"},message:"must have required property '"+"requestBody"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.requestBody !== undefined){
+let data0 = data.requestBody;
+if(Array.isArray(data0)){
+const len0 = data0.length;
+for(let i0=0; i0<len0; i0++){
+let data1 = data0[i0];
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+const tag0 = data1.op;
+if(typeof tag0 == "string"){
+if(tag0 === "add"){
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+if(data1.op === undefined){
+const err1 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/0/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data1.path === undefined){
+const err2 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/0/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data1.value === undefined){
+const err3 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/0/required",keyword:"required",params:{missingProperty: "value"},message:"must have required property '"+"value"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if(data1.op !== undefined){
+let data2 = data1.op;
+if(typeof data2 !== "string"){
+const err4 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(!(data2 === "add")){
+const err5 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/op/enum",keyword:"enum",params:{allowedValues: schema63.properties.requestBody.items.oneOf[0].properties.op.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data1.path !== undefined){
+let data3 = data1.path;
+if(typeof data3 === "string"){
+if(!pattern8.test(data3)){
+const err6 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+else {
+const err7 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+}
+else {
+const err8 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/0/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+else if(tag0 === "remove"){
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+if(data1.op === undefined){
+const err9 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/1/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+if(data1.path === undefined){
+const err10 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/1/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+if(data1.op !== undefined){
+let data4 = data1.op;
+if(typeof data4 !== "string"){
+const err11 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/1/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+if(!(data4 === "remove")){
+const err12 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/1/properties/op/enum",keyword:"enum",params:{allowedValues: schema63.properties.requestBody.items.oneOf[1].properties.op.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+if(data1.path !== undefined){
+let data5 = data1.path;
+if(typeof data5 === "string"){
+if(!pattern8.test(data5)){
+const err13 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+else {
+const err14 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+}
+else {
+const err15 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/1/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+}
+else if(tag0 === "replace"){
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+if(data1.op === undefined){
+const err16 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/2/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+if(data1.path === undefined){
+const err17 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/2/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+if(data1.value === undefined){
+const err18 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/2/required",keyword:"required",params:{missingProperty: "value"},message:"must have required property '"+"value"+"'"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+if(data1.op !== undefined){
+let data6 = data1.op;
+if(typeof data6 !== "string"){
+const err19 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/2/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+if(!(data6 === "replace")){
+const err20 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/2/properties/op/enum",keyword:"enum",params:{allowedValues: schema63.properties.requestBody.items.oneOf[2].properties.op.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+}
+if(data1.path !== undefined){
+let data7 = data1.path;
+if(typeof data7 === "string"){
+if(!pattern8.test(data7)){
+const err21 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+}
+else {
+const err22 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+}
+}
+else {
+const err23 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/2/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+}
+else if(tag0 === "move"){
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+if(data1.op === undefined){
+const err24 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/3/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+if(data1.path === undefined){
+const err25 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/3/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+if(data1.from === undefined){
+const err26 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/3/required",keyword:"required",params:{missingProperty: "from"},message:"must have required property '"+"from"+"'"};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+if(data1.op !== undefined){
+let data8 = data1.op;
+if(typeof data8 !== "string"){
+const err27 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/3/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+if(!(data8 === "move")){
+const err28 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/3/properties/op/enum",keyword:"enum",params:{allowedValues: schema63.properties.requestBody.items.oneOf[3].properties.op.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+}
+if(data1.path !== undefined){
+let data9 = data1.path;
+if(typeof data9 === "string"){
+if(!pattern8.test(data9)){
+const err29 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
+}
+errors++;
+}
+}
+else {
+const err30 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
+}
+errors++;
+}
+}
+if(data1.from !== undefined){
+let data10 = data1.from;
+if(typeof data10 === "string"){
+if(!pattern8.test(data10)){
+const err31 = {instancePath:instancePath+"/requestBody/" + i0+"/from",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
+if(vErrors === null){
+vErrors = [err31];
+}
+else {
+vErrors.push(err31);
+}
+errors++;
+}
+}
+else {
+const err32 = {instancePath:instancePath+"/requestBody/" + i0+"/from",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err32];
+}
+else {
+vErrors.push(err32);
+}
+errors++;
+}
+}
+}
+else {
+const err33 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/3/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err33];
+}
+else {
+vErrors.push(err33);
+}
+errors++;
+}
+}
+else if(tag0 === "copy"){
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+if(data1.op === undefined){
+const err34 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/4/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
+if(vErrors === null){
+vErrors = [err34];
+}
+else {
+vErrors.push(err34);
+}
+errors++;
+}
+if(data1.path === undefined){
+const err35 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/4/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
+if(vErrors === null){
+vErrors = [err35];
+}
+else {
+vErrors.push(err35);
+}
+errors++;
+}
+if(data1.from === undefined){
+const err36 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/4/required",keyword:"required",params:{missingProperty: "from"},message:"must have required property '"+"from"+"'"};
+if(vErrors === null){
+vErrors = [err36];
+}
+else {
+vErrors.push(err36);
+}
+errors++;
+}
+if(data1.op !== undefined){
+let data11 = data1.op;
+if(typeof data11 !== "string"){
+const err37 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/4/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err37];
+}
+else {
+vErrors.push(err37);
+}
+errors++;
+}
+if(!(data11 === "copy")){
+const err38 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/4/properties/op/enum",keyword:"enum",params:{allowedValues: schema63.properties.requestBody.items.oneOf[4].properties.op.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err38];
+}
+else {
+vErrors.push(err38);
+}
+errors++;
+}
+}
+if(data1.path !== undefined){
+let data12 = data1.path;
+if(typeof data12 === "string"){
+if(!pattern8.test(data12)){
+const err39 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
+if(vErrors === null){
+vErrors = [err39];
+}
+else {
+vErrors.push(err39);
+}
+errors++;
+}
+}
+else {
+const err40 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err40];
+}
+else {
+vErrors.push(err40);
+}
+errors++;
+}
+}
+if(data1.from !== undefined){
+let data13 = data1.from;
+if(typeof data13 === "string"){
+if(!pattern8.test(data13)){
+const err41 = {instancePath:instancePath+"/requestBody/" + i0+"/from",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
+if(vErrors === null){
+vErrors = [err41];
+}
+else {
+vErrors.push(err41);
+}
+errors++;
+}
+}
+else {
+const err42 = {instancePath:instancePath+"/requestBody/" + i0+"/from",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err42];
+}
+else {
+vErrors.push(err42);
+}
+errors++;
+}
+}
+}
+else {
+const err43 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/4/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err43];
+}
+else {
+vErrors.push(err43);
+}
+errors++;
+}
+}
+else if(tag0 === "test"){
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+if(data1.op === undefined){
+const err44 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/5/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
+if(vErrors === null){
+vErrors = [err44];
+}
+else {
+vErrors.push(err44);
+}
+errors++;
+}
+if(data1.path === undefined){
+const err45 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/5/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
+if(vErrors === null){
+vErrors = [err45];
+}
+else {
+vErrors.push(err45);
+}
+errors++;
+}
+if(data1.value === undefined){
+const err46 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/5/required",keyword:"required",params:{missingProperty: "value"},message:"must have required property '"+"value"+"'"};
+if(vErrors === null){
+vErrors = [err46];
+}
+else {
+vErrors.push(err46);
+}
+errors++;
+}
+if(data1.op !== undefined){
+let data14 = data1.op;
+if(typeof data14 !== "string"){
+const err47 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/5/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err47];
+}
+else {
+vErrors.push(err47);
+}
+errors++;
+}
+if(!(data14 === "test")){
+const err48 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/5/properties/op/enum",keyword:"enum",params:{allowedValues: schema63.properties.requestBody.items.oneOf[5].properties.op.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err48];
+}
+else {
+vErrors.push(err48);
+}
+errors++;
+}
+}
+if(data1.path !== undefined){
+let data15 = data1.path;
+if(typeof data15 === "string"){
+if(!pattern8.test(data15)){
+const err49 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
+if(vErrors === null){
+vErrors = [err49];
+}
+else {
+vErrors.push(err49);
+}
+errors++;
+}
+}
+else {
+const err50 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err50];
+}
+else {
+vErrors.push(err50);
+}
+errors++;
+}
+}
+}
+else {
+const err51 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/5/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err51];
+}
+else {
+vErrors.push(err51);
+}
+errors++;
+}
+}
+else if(tag0 === "increment"){
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+if(data1.op === undefined){
+const err52 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/6/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
+if(vErrors === null){
+vErrors = [err52];
+}
+else {
+vErrors.push(err52);
+}
+errors++;
+}
+if(data1.path === undefined){
+const err53 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/6/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
+if(vErrors === null){
+vErrors = [err53];
+}
+else {
+vErrors.push(err53);
+}
+errors++;
+}
+if(data1.value === undefined){
+const err54 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/6/required",keyword:"required",params:{missingProperty: "value"},message:"must have required property '"+"value"+"'"};
+if(vErrors === null){
+vErrors = [err54];
+}
+else {
+vErrors.push(err54);
+}
+errors++;
+}
+if(data1.op !== undefined){
+let data16 = data1.op;
+if(typeof data16 !== "string"){
+const err55 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/6/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err55];
+}
+else {
+vErrors.push(err55);
+}
+errors++;
+}
+if(!(data16 === "increment")){
+const err56 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/6/properties/op/enum",keyword:"enum",params:{allowedValues: schema63.properties.requestBody.items.oneOf[6].properties.op.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err56];
+}
+else {
+vErrors.push(err56);
+}
+errors++;
+}
+}
+if(data1.path !== undefined){
+let data17 = data1.path;
+if(typeof data17 === "string"){
+if(!pattern8.test(data17)){
+const err57 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
+if(vErrors === null){
+vErrors = [err57];
+}
+else {
+vErrors.push(err57);
+}
+errors++;
+}
+}
+else {
+const err58 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err58];
+}
+else {
+vErrors.push(err58);
+}
+errors++;
+}
+}
+if(data1.value !== undefined){
+if(!(typeof data1.value == "number")){
+const err59 = {instancePath:instancePath+"/requestBody/" + i0+"/value",schemaPath:"#/properties/requestBody/items/oneOf/6/properties/value/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err59];
+}
+else {
+vErrors.push(err59);
+}
+errors++;
+}
+}
+}
+else {
+const err60 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/6/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err60];
+}
+else {
+vErrors.push(err60);
+}
+errors++;
+}
+}
+else {
+const err61 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/discriminator",keyword:"discriminator",params:{error: "mapping", tag: "op", tagValue: tag0},message:"value of tag \"op\" must be in oneOf"};
+if(vErrors === null){
+vErrors = [err61];
+}
+else {
+vErrors.push(err61);
+}
+errors++;
+}
+}
+else {
+const err62 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/discriminator",keyword:"discriminator",params:{error: "tag", tag: "op", tagValue: tag0},message:"tag \"op\" must be string"};
+if(vErrors === null){
+vErrors = [err62];
+}
+else {
+vErrors.push(err62);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err63 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err63];
+}
+else {
+vErrors.push(err63);
+}
+errors++;
+}
+}
+}
+else {
+const err64 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err64];
+}
+else {
+vErrors.push(err64);
+}
+errors++;
+}
+validate33.errors = vErrors;
+return errors === 0;
+}
+
+export const updateRows_body_merge_patch_json = validate34;
+const schema72 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"A JSON Merge Patch (RFC 7396) of a row: each member merges into the field of its name (objects\nmember by member, at any depth), `null` removes the field, any other value replaces it. `id`\ncannot be changed.\n","properties":{"id":{"description":"Not accepted; ids never change.","not":{}}},"additionalProperties":true,"example":{"text":"hello again","draft":null}}},"required":["requestBody"]};
+
+function validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.requestBody === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "requestBody"},message:"must have required property '"+"requestBody"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.requestBody !== undefined){
+let data0 = data.requestBody;
+if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
+if(data0.id !== undefined){
+const err1 = {instancePath:instancePath+"/requestBody/id",schemaPath:"#/properties/requestBody/properties/id/not",keyword:"not",params:{},message:"must NOT be valid"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+else {
+const err2 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+}
+else {
+const err3 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+validate34.errors = vErrors;
+return errors === 0;
+}
+
+export const updateWebhook_body = validate35;
+const schema73 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","additionalProperties":false,"properties":{"url":{"type":"string","minLength":1,"maxLength":2048,"description":"Where the changes are POSTed: an `http` or `https` URL without credentials, whose host is no\nprivate address nor loopback name (RFC 6761: `localhost` and the names under it) unless the\nserver allows them (`createWebhook`). Redirects are not followed.\n"},"collections":{"type":"array","nullable":true,"maxItems":1000,"uniqueItems":true,"items":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"description":"The collections whose changes are delivered, by name, or `null` for every collection of the account."},"events":{"type":"array","minItems":1,"uniqueItems":true,"items":{"type":"string","enum":["insert","update","delete"]},"description":"The kinds of change delivered."},"filter":{"type":"object","nullable":true,"additionalProperties":true,"description":"The rows whose changes are delivered: a `Filter` (docs/api.md, \"Filters\"), applied as the feed\napplies one (asyncapi.yaml: an update of a row that leaves the filter is sent with\n`\"matches\": false`), or `null` for every row. One that is no filter is `400`.\n"},"description":{"type":"string","nullable":true,"maxLength":500,"description":"What the webhook is for, for its owner."},"enabled":{"type":"boolean"}}}},"required":["requestBody"]};
+
+function validate35(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -5145,7 +5898,7 @@ vErrors.push(err11);
 errors++;
 }
 if(!(((data5 === "insert") || (data5 === "update")) || (data5 === "delete"))){
-const err12 = {instancePath:instancePath+"/requestBody/events/" + i2,schemaPath:"#/properties/requestBody/properties/events/items/enum",keyword:"enum",params:{allowedValues: schema66.properties.requestBody.properties.events.items.enum},message:"must be equal to one of the allowed values"};
+const err12 = {instancePath:instancePath+"/requestBody/events/" + i2,schemaPath:"#/properties/requestBody/properties/events/items/enum",keyword:"enum",params:{allowedValues: schema73.properties.requestBody.properties.events.items.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -5264,18 +6017,18 @@ vErrors.push(err20);
 }
 errors++;
 }
-validate33.errors = vErrors;
+validate35.errors = vErrors;
 return errors === 0;
 }
 
-export const writeBatch_body = validate34;
-const schema67 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"Writes to make together, in order (`writeBatch`).","required":["operations"],"additionalProperties":false,"properties":{"operations":{"type":"array","minItems":1,"description":"1 to 100 operations (`ROWBASE_MAX_BATCH_OPERATIONS`), done in this order.","items":{"description":"One write of a batch, told apart by `op`.","oneOf":[{"type":"object","description":"Inserts rows, as `insertRows` does; its result is `201` with the rows and their `etags`.","required":["op","collection","rows"],"additionalProperties":false,"properties":{"op":{"type":"string","description":"The `op` of an insert.","enum":["insert"]},"collection":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"rows":{"type":"array","minItems":1,"items":{"type":"object","description":"A row to insert. Any top-level field name and any JSON value is the client's, except `id`; `__proto__` and `constructor` are field names like any other.","properties":{"id":{"description":"Not accepted; the service assigns ids.","not":{}}},"additionalProperties":true,"example":{"text":"hello"}}}}},{"type":"object","description":"Patches a row, as `updateRow` does; its result is `200` with the row and its `etag`. `patch` is\nread as `patch_format` says: `merge` (the default) is the top-level merge of `application/json`,\n`merge-patch` RFC 7396, `json-patch` RFC 6902 with `increment` (see `updateRow`).\n","required":["op","collection","id","patch"],"additionalProperties":false,"properties":{"op":{"type":"string","description":"The `op` of an update.","enum":["update"]},"collection":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection"},"id":{"type":"integer","format":"int64","minimum":1,"maximum":9007199254740991,"description":"Assigned by the service; unique and increasing within the collection, never reused.","example":1},"patch":{"description":"A batch update's patch, as `patch_format` reads it: the fields to change (`merge`, as `RowPatch`), a\nJSON Merge Patch (`merge-patch`, `MergePatch`), or a JSON Patch (`json-patch`, `JsonPatch`).\n","anyOf":[{"type":"object","description":"A JSON Merge Patch (RFC 7396) of a row: each member merges into the field of its name (objects\nmember by member, at any depth), `null` removes the field, any other value replaces it. `id`\ncannot be changed.\n","properties":{"id":{"description":"Not accepted; ids never change.","not":{}}},"additionalProperties":true,"example":{"text":"hello again","draft":null}},{"type":"array","description":"A JSON Patch (RFC 6902): operations applied in order to the row (`{\"id\": …, …fields}`), all or\nnone. `path` and `from` are JSON Pointers (RFC 6901): `/tags/0`, `/a~1b` for the field `a/b`.\n","items":{"description":"One operation of a JSON Patch, told apart by its `op`, which each kind names in an enum of one value.","oneOf":[{"type":"object","description":"RFC 6902 §4.1: adds a member (replacing one of the same name), or inserts an array element (`-`: at the end).","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["add"]},"path":{"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"},"value":{"description":"Any JSON value."}},"example":{"op":"add","path":"/tags/-","value":"popular"}},{"type":"object","description":"RFC 6902 §4.2: removes the member or element, which must exist.","required":["op","path"],"properties":{"op":{"type":"string","enum":["remove"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"}},"example":{"op":"remove","path":"/draft"}},{"type":"object","description":"RFC 6902 §4.3: replaces the value, which must exist.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["replace"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"replace","path":"/status","value":"closed"}},{"type":"object","description":"RFC 6902 §4.4: removes the value at `from` and adds it at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["move"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"}},"example":{"op":"move","path":"/archived/title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.5: adds a copy of the value at `from` at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["copy"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"}},"example":{"op":"copy","path":"/previous_title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.6: the value at `path` must equal `value` (as JSON: `1` equals `1.0`, members in any order), else `409 patch_conflict` and nothing is written.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["test"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"test","path":"/status","value":"open"}},{"type":"object","description":"Ours: adds `value` to the number at `path`, inside the write's transaction, so that concurrent\nincrements of one field all count. A missing member counts as `0` when the object that would\nhold it exists; a value that is no number, or a sum past ±1.8e308, is `409 patch_conflict`.\nIntegers stay exact up to 2^53.\n","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["increment"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"value":{"type":"number","description":"Any finite number, negative too."}},"example":{"op":"increment","path":"/likes","value":1}}],"discriminator":{"propertyName":"op"}},"example":[{"op":"test","path":"/status","value":"open"},{"op":"increment","path":"/likes","value":1}]}]},"patch_format":{"type":"string","description":"How a patch is read: `merge`, the top-level merge of `application/json`; `merge-patch`, RFC 7396\n(`application/merge-patch+json`); `json-patch`, RFC 6902 (`application/json-patch+json`).\n","enum":["merge","merge-patch","json-patch"],"default":"merge"},"if_match":{"type":"string","maxLength":8192,"description":"As the `If-Match` header of `updateRow`, `*` or `ETag`s, comma-separated; `412` when none matches."}}},{"type":"object","description":"Deletes a row, as `deleteRow` does; its result is `204`, with no body.","required":["op","collection","id"],"additionalProperties":false,"properties":{"op":{"type":"string","description":"The `op` of a delete.","enum":["delete"]},"collection":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection"},"id":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/id"},"if_match":{"type":"string","maxLength":8192,"description":"As the `If-Match` header of `deleteRow`; `412` when none matches."}}},{"type":"object","description":"Upserts rows by a unique index, as `insertRows` with `on_conflict` does; its result is `200` with the rows and their `etags`.","required":["op","collection","on_conflict","rows"],"additionalProperties":false,"properties":{"op":{"type":"string","description":"The `op` of an upsert.","enum":["upsert"]},"collection":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection"},"on_conflict":{"type":"array","description":"The fields of a unique index of the collection.","minItems":1,"maxItems":4,"items":{"type":"string","description":"A top-level field an index is over, a plain name.","pattern":"^[A-Za-z_][A-Za-z0-9_]{0,62}$","example":"email"}},"rows":{"type":"array","minItems":1,"items":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/0/properties/rows/items"}}}}],"discriminator":{"propertyName":"op"}}}}}},"required":["requestBody"]};
-const schema68 = {"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"};
-const schema69 = {"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"};
-const schema78 = {"type":"integer","format":"int64","minimum":1,"maximum":9007199254740991,"description":"Assigned by the service; unique and increasing within the collection, never reused.","example":1};
-const schema80 = {"type":"object","description":"A row to insert. Any top-level field name and any JSON value is the client's, except `id`; `__proto__` and `constructor` are field names like any other.","properties":{"id":{"description":"Not accepted; the service assigns ids.","not":{}}},"additionalProperties":true,"example":{"text":"hello"}};
+export const writeBatch_body = validate36;
+const schema74 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"Writes to make together, in order (`writeBatch`).","required":["operations"],"additionalProperties":false,"properties":{"operations":{"type":"array","minItems":1,"description":"1 to 100 operations (`ROWBASE_MAX_BATCH_OPERATIONS`), done in this order.","items":{"description":"One write of a batch, told apart by `op`.","oneOf":[{"type":"object","description":"Inserts rows, as `insertRows` does; its result is `201` with the rows and their `etags`.","required":["op","collection","rows"],"additionalProperties":false,"properties":{"op":{"type":"string","description":"The `op` of an insert.","enum":["insert"]},"collection":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"rows":{"type":"array","minItems":1,"items":{"type":"object","description":"A row to insert. Any top-level field name and any JSON value is the client's, except `id`; `__proto__` and `constructor` are field names like any other.","properties":{"id":{"description":"Not accepted; the service assigns ids.","not":{}}},"additionalProperties":true,"example":{"text":"hello"}}}}},{"type":"object","description":"Patches a row, as `updateRow` does; its result is `200` with the row and its `etag`. `patch` is\nread as `patch_format` says: `merge` (the default) is the top-level merge of `application/json`,\n`merge-patch` RFC 7396, `json-patch` RFC 6902 with `increment` (see `updateRow`).\n","required":["op","collection","id","patch"],"additionalProperties":false,"properties":{"op":{"type":"string","description":"The `op` of an update.","enum":["update"]},"collection":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection"},"id":{"type":"integer","format":"int64","minimum":1,"maximum":9007199254740991,"description":"Assigned by the service; unique and increasing within the collection, never reused.","example":1},"patch":{"description":"A batch update's patch, as `patch_format` reads it: the fields to change (`merge`, as `RowPatch`), a\nJSON Merge Patch (`merge-patch`, `MergePatch`), or a JSON Patch (`json-patch`, `JsonPatch`).\n","anyOf":[{"type":"object","description":"A JSON Merge Patch (RFC 7396) of a row: each member merges into the field of its name (objects\nmember by member, at any depth), `null` removes the field, any other value replaces it. `id`\ncannot be changed.\n","properties":{"id":{"description":"Not accepted; ids never change.","not":{}}},"additionalProperties":true,"example":{"text":"hello again","draft":null}},{"type":"array","description":"A JSON Patch (RFC 6902): operations applied in order to the row (`{\"id\": …, …fields}`), all or\nnone. `path` and `from` are JSON Pointers (RFC 6901): `/tags/0`, `/a~1b` for the field `a/b`.\n","items":{"description":"One operation of a JSON Patch, told apart by its `op`, which each kind names in an enum of one value.","oneOf":[{"type":"object","description":"RFC 6902 §4.1: adds a member (replacing one of the same name), or inserts an array element (`-`: at the end).","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["add"]},"path":{"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"},"value":{"description":"Any JSON value."}},"example":{"op":"add","path":"/tags/-","value":"popular"}},{"type":"object","description":"RFC 6902 §4.2: removes the member or element, which must exist.","required":["op","path"],"properties":{"op":{"type":"string","enum":["remove"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"}},"example":{"op":"remove","path":"/draft"}},{"type":"object","description":"RFC 6902 §4.3: replaces the value, which must exist.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["replace"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"replace","path":"/status","value":"closed"}},{"type":"object","description":"RFC 6902 §4.4: removes the value at `from` and adds it at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["move"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"}},"example":{"op":"move","path":"/archived/title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.5: adds a copy of the value at `from` at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["copy"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"}},"example":{"op":"copy","path":"/previous_title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.6: the value at `path` must equal `value` (as JSON: `1` equals `1.0`, members in any order), else `409 patch_conflict` and nothing is written.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["test"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"test","path":"/status","value":"open"}},{"type":"object","description":"Ours: adds `value` to the number at `path`, inside the write's transaction, so that concurrent\nincrements of one field all count. A missing member counts as `0` when the object that would\nhold it exists; a value that is no number, or a sum past ±1.8e308, is `409 patch_conflict`.\nIntegers stay exact up to 2^53.\n","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["increment"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"value":{"type":"number","description":"Any finite number, negative too."}},"example":{"op":"increment","path":"/likes","value":1}}],"discriminator":{"propertyName":"op"}},"example":[{"op":"test","path":"/status","value":"open"},{"op":"increment","path":"/likes","value":1}]}]},"patch_format":{"type":"string","description":"How a patch is read: `merge`, the top-level merge of `application/json`; `merge-patch`, RFC 7396\n(`application/merge-patch+json`); `json-patch`, RFC 6902 (`application/json-patch+json`).\n","enum":["merge","merge-patch","json-patch"],"default":"merge"},"if_match":{"type":"string","maxLength":8192,"description":"As the `If-Match` header of `updateRow`, `*` or `ETag`s, comma-separated; `412` when none matches."}}},{"type":"object","description":"Deletes a row, as `deleteRow` does; its result is `204`, with no body.","required":["op","collection","id"],"additionalProperties":false,"properties":{"op":{"type":"string","description":"The `op` of a delete.","enum":["delete"]},"collection":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection"},"id":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/id"},"if_match":{"type":"string","maxLength":8192,"description":"As the `If-Match` header of `deleteRow`; `412` when none matches."}}},{"type":"object","description":"Upserts rows by a unique index, as `insertRows` with `on_conflict` does; its result is `200` with the rows and their `etags`.","required":["op","collection","on_conflict","rows"],"additionalProperties":false,"properties":{"op":{"type":"string","description":"The `op` of an upsert.","enum":["upsert"]},"collection":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection"},"on_conflict":{"type":"array","description":"The fields of a unique index of the collection.","minItems":1,"maxItems":4,"items":{"type":"string","description":"A top-level field an index is over, a plain name.","pattern":"^[A-Za-z_][A-Za-z0-9_]{0,62}$","example":"email"}},"rows":{"type":"array","minItems":1,"items":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/0/properties/rows/items"}}}}],"discriminator":{"propertyName":"op"}}}}}},"required":["requestBody"]};
+const schema75 = {"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"};
+const schema76 = {"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"};
+const schema85 = {"type":"integer","format":"int64","minimum":1,"maximum":9007199254740991,"description":"Assigned by the service; unique and increasing within the collection, never reused.","example":1};
+const schema87 = {"type":"object","description":"A row to insert. Any top-level field name and any JSON value is the client's, except `id`; `__proto__` and `constructor` are field names like any other.","properties":{"id":{"description":"Not accepted; the service assigns ids.","not":{}}},"additionalProperties":true,"example":{"text":"hello"}};
 
-function validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate36(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -5390,7 +6143,7 @@ vErrors.push(err8);
 errors++;
 }
 if(!(data3 === "insert")){
-const err9 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/op/enum",keyword:"enum",params:{allowedValues: schema67.properties.requestBody.properties.operations.items.oneOf[0].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err9 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/op/enum",keyword:"enum",params:{allowedValues: schema74.properties.requestBody.properties.operations.items.oneOf[0].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -5558,7 +6311,7 @@ vErrors.push(err22);
 errors++;
 }
 if(!(data8 === "update")){
-const err23 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/op/enum",keyword:"enum",params:{allowedValues: schema67.properties.requestBody.properties.operations.items.oneOf[1].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err23 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/op/enum",keyword:"enum",params:{allowedValues: schema74.properties.requestBody.properties.operations.items.oneOf[1].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -5711,7 +6464,7 @@ vErrors.push(err34);
 errors++;
 }
 if(!(data14 === "add")){
-const err35 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/op/enum",keyword:"enum",params:{allowedValues: schema67.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[0].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err35 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/op/enum",keyword:"enum",params:{allowedValues: schema74.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[0].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -5793,7 +6546,7 @@ vErrors.push(err41);
 errors++;
 }
 if(!(data16 === "remove")){
-const err42 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/1/properties/op/enum",keyword:"enum",params:{allowedValues: schema67.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[1].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err42 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/1/properties/op/enum",keyword:"enum",params:{allowedValues: schema74.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[1].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -5885,7 +6638,7 @@ vErrors.push(err49);
 errors++;
 }
 if(!(data18 === "replace")){
-const err50 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/2/properties/op/enum",keyword:"enum",params:{allowedValues: schema67.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[2].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err50 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/2/properties/op/enum",keyword:"enum",params:{allowedValues: schema74.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[2].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err50];
 }
@@ -5977,7 +6730,7 @@ vErrors.push(err57);
 errors++;
 }
 if(!(data20 === "move")){
-const err58 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/3/properties/op/enum",keyword:"enum",params:{allowedValues: schema67.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[3].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err58 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/3/properties/op/enum",keyword:"enum",params:{allowedValues: schema74.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[3].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err58];
 }
@@ -6094,7 +6847,7 @@ vErrors.push(err67);
 errors++;
 }
 if(!(data23 === "copy")){
-const err68 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/4/properties/op/enum",keyword:"enum",params:{allowedValues: schema67.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[4].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err68 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/4/properties/op/enum",keyword:"enum",params:{allowedValues: schema74.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[4].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err68];
 }
@@ -6211,7 +6964,7 @@ vErrors.push(err77);
 errors++;
 }
 if(!(data26 === "test")){
-const err78 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/5/properties/op/enum",keyword:"enum",params:{allowedValues: schema67.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[5].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err78 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/5/properties/op/enum",keyword:"enum",params:{allowedValues: schema74.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[5].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err78];
 }
@@ -6303,7 +7056,7 @@ vErrors.push(err85);
 errors++;
 }
 if(!(data28 === "increment")){
-const err86 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/6/properties/op/enum",keyword:"enum",params:{allowedValues: schema67.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[6].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err86 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/6/properties/op/enum",keyword:"enum",params:{allowedValues: schema74.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[6].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err86];
 }
@@ -6433,7 +7186,7 @@ vErrors.push(err95);
 errors++;
 }
 if(!(((data31 === "merge") || (data31 === "merge-patch")) || (data31 === "json-patch"))){
-const err96 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch_format",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch_format/enum",keyword:"enum",params:{allowedValues: schema67.properties.requestBody.properties.operations.items.oneOf[1].properties.patch_format.enum},message:"must be equal to one of the allowed values"};
+const err96 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch_format",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch_format/enum",keyword:"enum",params:{allowedValues: schema74.properties.requestBody.properties.operations.items.oneOf[1].properties.patch_format.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err96];
 }
@@ -6536,7 +7289,7 @@ vErrors.push(err104);
 errors++;
 }
 if(!(data33 === "delete")){
-const err105 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/2/properties/op/enum",keyword:"enum",params:{allowedValues: schema67.properties.requestBody.properties.operations.items.oneOf[2].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err105 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/2/properties/op/enum",keyword:"enum",params:{allowedValues: schema74.properties.requestBody.properties.operations.items.oneOf[2].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err105];
 }
@@ -6710,7 +7463,7 @@ vErrors.push(err119);
 errors++;
 }
 if(!(data37 === "upsert")){
-const err120 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/properties/op/enum",keyword:"enum",params:{allowedValues: schema67.properties.requestBody.properties.operations.items.oneOf[3].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err120 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/properties/op/enum",keyword:"enum",params:{allowedValues: schema74.properties.requestBody.properties.operations.items.oneOf[3].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err120];
 }
@@ -6927,6 +7680,6 @@ vErrors.push(err137);
 }
 errors++;
 }
-validate34.errors = vErrors;
+validate36.errors = vErrors;
 return errors === 0;
 }

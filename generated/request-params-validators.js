@@ -169,11 +169,178 @@ validate10.errors = vErrors;
 return errors === 0;
 }
 
-export const createCollection_params = validate11;
-const schema12 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{},"required":[]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":[]};
-const func2 = require("ajv/dist/runtime/ucs2length").default;
+export const checkCollectionRules_params = validate11;
+const schema12 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 
 function validate11(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.path === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.path !== undefined){
+let data0 = data.path;
+if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
+if(data0.collection_name === undefined){
+const err1 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/required",keyword:"required",params:{missingProperty: "collection_name"},message:"must have required property '"+"collection_name"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data0){
+if(!(key0 === "collection_name")){
+const err2 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data0.collection_name !== undefined){
+let data1 = data0.collection_name;
+if(typeof data1 !== "string"){
+let dataType0 = typeof data1;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data1;
+}
+else if(data1 === null){
+coerced0 = "";
+}
+else {
+const err3 = {instancePath:instancePath+"/path/collection_name",schemaPath:"#/properties/path/properties/collection_name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data1 = coerced0;
+if(data0 !== undefined){
+data0["collection_name"] = coerced0;
+}
+}
+}
+if(typeof data1 === "string"){
+if(!pattern0.test(data1)){
+const err4 = {instancePath:instancePath+"/path/collection_name",schemaPath:"#/properties/path/properties/collection_name/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z][A-Za-z0-9_-]{0,62}$"},message:"must match pattern \""+"^[A-Za-z][A-Za-z0-9_-]{0,62}$"+"\""};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err5 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.query !== undefined){
+let data2 = data.query;
+if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
+for(const key1 in data2){
+const err6 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+else {
+const err7 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.header !== undefined){
+let data3 = data.header;
+if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
+}
+else {
+const err8 = {instancePath:instancePath+"/header",schemaPath:"#/properties/header/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+if(data.cookie !== undefined){
+let data4 = data.cookie;
+if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
+}
+else {
+const err9 = {instancePath:instancePath+"/cookie",schemaPath:"#/properties/cookie/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+}
+else {
+const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+validate11.errors = vErrors;
+return errors === 0;
+}
+
+export const createCollection_params = validate12;
+const schema13 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{},"required":[]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":[]};
+const func2 = require("ajv/dist/runtime/ucs2length").default;
+
+function validate12(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -321,14 +488,14 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate11.errors = vErrors;
+validate12.errors = vErrors;
 return errors === 0;
 }
 
-export const createIndex_params = validate12;
-const schema13 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+export const createIndex_params = validate13;
+const schema14 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 
-function validate12(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate13(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -541,166 +708,11 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate12.errors = vErrors;
-return errors === 0;
-}
-
-export const createKey_params = validate13;
-const schema14 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{},"required":[]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":[]};
-
-function validate13(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
-let vErrors = null;
-let errors = 0;
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.path !== undefined){
-let data0 = data.path;
-if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
-for(const key0 in data0){
-const err0 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-else {
-const err1 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-}
-if(data.query !== undefined){
-let data1 = data.query;
-if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
-for(const key1 in data1){
-const err2 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-else {
-const err3 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-}
-if(data.header !== undefined){
-let data2 = data.header;
-if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
-if(data2["idempotency-key"] !== undefined){
-let data3 = data2["idempotency-key"];
-if(typeof data3 !== "string"){
-let dataType0 = typeof data3;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data3;
-}
-else if(data3 === null){
-coerced0 = "";
-}
-else {
-const err4 = {instancePath:instancePath+"/header/idempotency-key",schemaPath:"#/properties/header/properties/idempotency-key/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data3 = coerced0;
-if(data2 !== undefined){
-data2["idempotency-key"] = coerced0;
-}
-}
-}
-if(typeof data3 === "string"){
-if(func2(data3) > 257){
-const err5 = {instancePath:instancePath+"/header/idempotency-key",schemaPath:"#/properties/header/properties/idempotency-key/maxLength",keyword:"maxLength",params:{limit: 257},message:"must NOT have more than 257 characters"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-if(func2(data3) < 1){
-const err6 = {instancePath:instancePath+"/header/idempotency-key",schemaPath:"#/properties/header/properties/idempotency-key/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-}
-}
-}
-else {
-const err7 = {instancePath:instancePath+"/header",schemaPath:"#/properties/header/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.cookie !== undefined){
-let data4 = data.cookie;
-if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
-}
-else {
-const err8 = {instancePath:instancePath+"/cookie",schemaPath:"#/properties/cookie/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-}
-}
-else {
-const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
 validate13.errors = vErrors;
 return errors === 0;
 }
 
-export const createWebhook_params = validate14;
+export const createKey_params = validate14;
 const schema15 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{},"required":[]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":[]};
 
 function validate14(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
@@ -855,15 +867,18 @@ validate14.errors = vErrors;
 return errors === 0;
 }
 
-export const deleteCollection_params = validate15;
-const schema16 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+export const createWebhook_params = validate15;
+const schema16 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{},"required":[]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":[]};
 
 function validate15(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.path === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
+if(data.path !== undefined){
+let data0 = data.path;
+if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
+for(const key0 in data0){
+const err0 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err0];
 }
@@ -872,11 +887,9 @@ vErrors.push(err0);
 }
 errors++;
 }
-if(data.path !== undefined){
-let data0 = data.path;
-if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
-if(data0.collection_name === undefined){
-const err1 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/required",keyword:"required",params:{missingProperty: "collection_name"},message:"must have required property '"+"collection_name"+"'"};
+}
+else {
+const err1 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err1];
 }
@@ -885,9 +898,12 @@ vErrors.push(err1);
 }
 errors++;
 }
-for(const key0 in data0){
-if(!(key0 === "collection_name")){
-const err2 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+}
+if(data.query !== undefined){
+let data1 = data.query;
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+for(const key1 in data1){
+const err2 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err2];
 }
@@ -897,20 +913,8 @@ vErrors.push(err2);
 errors++;
 }
 }
-if(data0.collection_name !== undefined){
-let data1 = data0.collection_name;
-if(typeof data1 !== "string"){
-let dataType0 = typeof data1;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data1;
-}
-else if(data1 === null){
-coerced0 = "";
-}
 else {
-const err3 = {instancePath:instancePath+"/path/collection_name",schemaPath:"#/properties/path/properties/collection_name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err3 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -920,16 +924,23 @@ vErrors.push(err3);
 errors++;
 }
 }
-if(coerced0 !== undefined){
-data1 = coerced0;
-if(data0 !== undefined){
-data0["collection_name"] = coerced0;
+if(data.header !== undefined){
+let data2 = data.header;
+if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
+if(data2["idempotency-key"] !== undefined){
+let data3 = data2["idempotency-key"];
+if(typeof data3 !== "string"){
+let dataType0 = typeof data3;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data3;
 }
+else if(data3 === null){
+coerced0 = "";
 }
-}
-if(typeof data1 === "string"){
-if(!pattern0.test(data1)){
-const err4 = {instancePath:instancePath+"/path/collection_name",schemaPath:"#/properties/path/properties/collection_name/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z][A-Za-z0-9_-]{0,62}$"},message:"must match pattern \""+"^[A-Za-z][A-Za-z0-9_-]{0,62}$"+"\""};
+else {
+const err4 = {instancePath:instancePath+"/header/idempotency-key",schemaPath:"#/properties/header/properties/idempotency-key/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -939,10 +950,16 @@ vErrors.push(err4);
 errors++;
 }
 }
+if(coerced0 !== undefined){
+data3 = coerced0;
+if(data2 !== undefined){
+data2["idempotency-key"] = coerced0;
 }
 }
-else {
-const err5 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/type",keyword:"type",params:{type: "object"},message:"must be object"};
+}
+if(typeof data3 === "string"){
+if(func2(data3) > 257){
+const err5 = {instancePath:instancePath+"/header/idempotency-key",schemaPath:"#/properties/header/properties/idempotency-key/maxLength",keyword:"maxLength",params:{limit: 257},message:"must NOT have more than 257 characters"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -951,12 +968,8 @@ vErrors.push(err5);
 }
 errors++;
 }
-}
-if(data.query !== undefined){
-let data2 = data.query;
-if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
-for(const key1 in data2){
-const err6 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(func2(data3) < 1){
+const err6 = {instancePath:instancePath+"/header/idempotency-key",schemaPath:"#/properties/header/properties/idempotency-key/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -966,8 +979,10 @@ vErrors.push(err6);
 errors++;
 }
 }
+}
+}
 else {
-const err7 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err7 = {instancePath:instancePath+"/header",schemaPath:"#/properties/header/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -977,23 +992,12 @@ vErrors.push(err7);
 errors++;
 }
 }
-if(data.header !== undefined){
-let data3 = data.header;
-if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
-if(data3["idempotency-key"] !== undefined){
-let data4 = data3["idempotency-key"];
-if(typeof data4 !== "string"){
-let dataType1 = typeof data4;
-let coerced1 = undefined;
-if(!(coerced1 !== undefined)){
-if(dataType1 == "number" || dataType1 == "boolean"){
-coerced1 = "" + data4;
-}
-else if(data4 === null){
-coerced1 = "";
+if(data.cookie !== undefined){
+let data4 = data.cookie;
+if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
 }
 else {
-const err8 = {instancePath:instancePath+"/header/idempotency-key",schemaPath:"#/properties/header/properties/idempotency-key/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err8 = {instancePath:instancePath+"/cookie",schemaPath:"#/properties/cookie/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -1003,16 +1007,9 @@ vErrors.push(err8);
 errors++;
 }
 }
-if(coerced1 !== undefined){
-data4 = coerced1;
-if(data3 !== undefined){
-data3["idempotency-key"] = coerced1;
 }
-}
-}
-if(typeof data4 === "string"){
-if(func2(data4) > 257){
-const err9 = {instancePath:instancePath+"/header/idempotency-key",schemaPath:"#/properties/header/properties/idempotency-key/maxLength",keyword:"maxLength",params:{limit: 257},message:"must NOT have more than 257 characters"};
+else {
+const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -1021,61 +1018,11 @@ vErrors.push(err9);
 }
 errors++;
 }
-if(func2(data4) < 1){
-const err10 = {instancePath:instancePath+"/header/idempotency-key",schemaPath:"#/properties/header/properties/idempotency-key/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-}
-}
-}
-else {
-const err11 = {instancePath:instancePath+"/header",schemaPath:"#/properties/header/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-}
-if(data.cookie !== undefined){
-let data5 = data.cookie;
-if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
-}
-else {
-const err12 = {instancePath:instancePath+"/cookie",schemaPath:"#/properties/cookie/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err12];
-}
-else {
-vErrors.push(err12);
-}
-errors++;
-}
-}
-}
-else {
-const err13 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err13];
-}
-else {
-vErrors.push(err13);
-}
-errors++;
-}
 validate15.errors = vErrors;
 return errors === 0;
 }
 
-export const deleteCollectionSchema_params = validate16;
+export const deleteCollection_params = validate16;
 const schema17 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 
 function validate16(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
@@ -1295,11 +1242,451 @@ validate16.errors = vErrors;
 return errors === 0;
 }
 
-export const deleteIndex_params = validate17;
-const schema18 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"index_name":{"type":"string","description":"An index's name, its fields joined by commas.","pattern":"^[A-Za-z_][A-Za-z0-9_]{0,62}(,[A-Za-z_][A-Za-z0-9_]{0,62}){0,3}$","example":"email"}},"required":["collection_name","index_name"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
-const pattern5 = new RegExp("^[A-Za-z_][A-Za-z0-9_]{0,62}(,[A-Za-z_][A-Za-z0-9_]{0,62}){0,3}$", "u");
+export const deleteCollectionRules_params = validate17;
+const schema18 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 
 function validate17(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.path === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.path !== undefined){
+let data0 = data.path;
+if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
+if(data0.collection_name === undefined){
+const err1 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/required",keyword:"required",params:{missingProperty: "collection_name"},message:"must have required property '"+"collection_name"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data0){
+if(!(key0 === "collection_name")){
+const err2 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data0.collection_name !== undefined){
+let data1 = data0.collection_name;
+if(typeof data1 !== "string"){
+let dataType0 = typeof data1;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data1;
+}
+else if(data1 === null){
+coerced0 = "";
+}
+else {
+const err3 = {instancePath:instancePath+"/path/collection_name",schemaPath:"#/properties/path/properties/collection_name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data1 = coerced0;
+if(data0 !== undefined){
+data0["collection_name"] = coerced0;
+}
+}
+}
+if(typeof data1 === "string"){
+if(!pattern0.test(data1)){
+const err4 = {instancePath:instancePath+"/path/collection_name",schemaPath:"#/properties/path/properties/collection_name/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z][A-Za-z0-9_-]{0,62}$"},message:"must match pattern \""+"^[A-Za-z][A-Za-z0-9_-]{0,62}$"+"\""};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err5 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.query !== undefined){
+let data2 = data.query;
+if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
+for(const key1 in data2){
+const err6 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+else {
+const err7 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.header !== undefined){
+let data3 = data.header;
+if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
+if(data3["idempotency-key"] !== undefined){
+let data4 = data3["idempotency-key"];
+if(typeof data4 !== "string"){
+let dataType1 = typeof data4;
+let coerced1 = undefined;
+if(!(coerced1 !== undefined)){
+if(dataType1 == "number" || dataType1 == "boolean"){
+coerced1 = "" + data4;
+}
+else if(data4 === null){
+coerced1 = "";
+}
+else {
+const err8 = {instancePath:instancePath+"/header/idempotency-key",schemaPath:"#/properties/header/properties/idempotency-key/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+if(coerced1 !== undefined){
+data4 = coerced1;
+if(data3 !== undefined){
+data3["idempotency-key"] = coerced1;
+}
+}
+}
+if(typeof data4 === "string"){
+if(func2(data4) > 257){
+const err9 = {instancePath:instancePath+"/header/idempotency-key",schemaPath:"#/properties/header/properties/idempotency-key/maxLength",keyword:"maxLength",params:{limit: 257},message:"must NOT have more than 257 characters"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+if(func2(data4) < 1){
+const err10 = {instancePath:instancePath+"/header/idempotency-key",schemaPath:"#/properties/header/properties/idempotency-key/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err11 = {instancePath:instancePath+"/header",schemaPath:"#/properties/header/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+if(data.cookie !== undefined){
+let data5 = data.cookie;
+if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
+}
+else {
+const err12 = {instancePath:instancePath+"/cookie",schemaPath:"#/properties/cookie/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+}
+else {
+const err13 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+validate17.errors = vErrors;
+return errors === 0;
+}
+
+export const deleteCollectionSchema_params = validate18;
+const schema19 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+
+function validate18(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.path === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.path !== undefined){
+let data0 = data.path;
+if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
+if(data0.collection_name === undefined){
+const err1 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/required",keyword:"required",params:{missingProperty: "collection_name"},message:"must have required property '"+"collection_name"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data0){
+if(!(key0 === "collection_name")){
+const err2 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data0.collection_name !== undefined){
+let data1 = data0.collection_name;
+if(typeof data1 !== "string"){
+let dataType0 = typeof data1;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data1;
+}
+else if(data1 === null){
+coerced0 = "";
+}
+else {
+const err3 = {instancePath:instancePath+"/path/collection_name",schemaPath:"#/properties/path/properties/collection_name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data1 = coerced0;
+if(data0 !== undefined){
+data0["collection_name"] = coerced0;
+}
+}
+}
+if(typeof data1 === "string"){
+if(!pattern0.test(data1)){
+const err4 = {instancePath:instancePath+"/path/collection_name",schemaPath:"#/properties/path/properties/collection_name/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z][A-Za-z0-9_-]{0,62}$"},message:"must match pattern \""+"^[A-Za-z][A-Za-z0-9_-]{0,62}$"+"\""};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err5 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.query !== undefined){
+let data2 = data.query;
+if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
+for(const key1 in data2){
+const err6 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+else {
+const err7 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.header !== undefined){
+let data3 = data.header;
+if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
+if(data3["idempotency-key"] !== undefined){
+let data4 = data3["idempotency-key"];
+if(typeof data4 !== "string"){
+let dataType1 = typeof data4;
+let coerced1 = undefined;
+if(!(coerced1 !== undefined)){
+if(dataType1 == "number" || dataType1 == "boolean"){
+coerced1 = "" + data4;
+}
+else if(data4 === null){
+coerced1 = "";
+}
+else {
+const err8 = {instancePath:instancePath+"/header/idempotency-key",schemaPath:"#/properties/header/properties/idempotency-key/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+if(coerced1 !== undefined){
+data4 = coerced1;
+if(data3 !== undefined){
+data3["idempotency-key"] = coerced1;
+}
+}
+}
+if(typeof data4 === "string"){
+if(func2(data4) > 257){
+const err9 = {instancePath:instancePath+"/header/idempotency-key",schemaPath:"#/properties/header/properties/idempotency-key/maxLength",keyword:"maxLength",params:{limit: 257},message:"must NOT have more than 257 characters"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+if(func2(data4) < 1){
+const err10 = {instancePath:instancePath+"/header/idempotency-key",schemaPath:"#/properties/header/properties/idempotency-key/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err11 = {instancePath:instancePath+"/header",schemaPath:"#/properties/header/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+if(data.cookie !== undefined){
+let data5 = data.cookie;
+if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
+}
+else {
+const err12 = {instancePath:instancePath+"/cookie",schemaPath:"#/properties/cookie/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+}
+else {
+const err13 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+validate18.errors = vErrors;
+return errors === 0;
+}
+
+export const deleteIndex_params = validate19;
+const schema20 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"index_name":{"type":"string","description":"An index's name, its fields joined by commas.","pattern":"^[A-Za-z_][A-Za-z0-9_]{0,62}(,[A-Za-z_][A-Za-z0-9_]{0,62}){0,3}$","example":"email"}},"required":["collection_name","index_name"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+const pattern7 = new RegExp("^[A-Za-z_][A-Za-z0-9_]{0,62}(,[A-Za-z_][A-Za-z0-9_]{0,62}){0,3}$", "u");
+
+function validate19(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -1422,7 +1809,7 @@ data0["index_name"] = coerced1;
 }
 }
 if(typeof data2 === "string"){
-if(!pattern5.test(data2)){
+if(!pattern7.test(data2)){
 const err7 = {instancePath:instancePath+"/path/index_name",schemaPath:"#/properties/path/properties/index_name/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z_][A-Za-z0-9_]{0,62}(,[A-Za-z_][A-Za-z0-9_]{0,62}){0,3}$"},message:"must match pattern \""+"^[A-Za-z_][A-Za-z0-9_]{0,62}(,[A-Za-z_][A-Za-z0-9_]{0,62}){0,3}$"+"\""};
 if(vErrors === null){
 vErrors = [err7];
@@ -1565,14 +1952,14 @@ vErrors.push(err16);
 }
 errors++;
 }
-validate17.errors = vErrors;
+validate19.errors = vErrors;
 return errors === 0;
 }
 
-export const deleteIssuer_params = validate18;
-const schema19 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"issuer_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"The issuer's name among the account's, as collections are named."}},"required":["issuer_name"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+export const deleteIssuer_params = validate20;
+const schema21 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"issuer_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"The issuer's name among the account's, as collections are named."}},"required":["issuer_name"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 
-function validate18(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate20(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -1785,14 +2172,14 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate18.errors = vErrors;
+validate20.errors = vErrors;
 return errors === 0;
 }
 
-export const deleteRow_params = validate19;
-const schema20 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"row_id":{"type":"integer","format":"int64"}},"required":["collection_name","row_id"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257},"if-match":{"type":"string","maxLength":8192}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+export const deleteRow_params = validate21;
+const schema22 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"row_id":{"type":"integer","format":"int64"}},"required":["collection_name","row_id"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257},"if-match":{"type":"string","maxLength":8192}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 
-function validate19(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate21(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -2087,14 +2474,14 @@ vErrors.push(err17);
 }
 errors++;
 }
-validate19.errors = vErrors;
+validate21.errors = vErrors;
 return errors === 0;
 }
 
-export const deleteRows_params = validate20;
-const schema21 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{"filter":{"type":"string","maxLength":4096}},"additionalProperties":false,"required":["filter"]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["query","path"]};
+export const deleteRows_params = validate22;
+const schema23 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{"filter":{"type":"string","maxLength":4096}},"additionalProperties":false,"required":["filter"]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["query","path"]};
 
-function validate20(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate22(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -2372,14 +2759,14 @@ vErrors.push(err17);
 }
 errors++;
 }
-validate20.errors = vErrors;
+validate22.errors = vErrors;
 return errors === 0;
 }
 
-export const deleteWebhook_params = validate21;
-const schema22 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"webhook_id":{"type":"integer","format":"int64"}},"required":["webhook_id"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+export const deleteWebhook_params = validate23;
+const schema24 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"webhook_id":{"type":"integer","format":"int64"}},"required":["webhook_id"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 
-function validate21(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate23(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -2578,304 +2965,304 @@ vErrors.push(err12);
 }
 errors++;
 }
-validate21.errors = vErrors;
-return errors === 0;
-}
-
-export const getAccountAsyncApi_params = validate22;
-const schema23 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{},"required":[]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"if-none-match":{"type":"string","maxLength":8192}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":[]};
-
-function validate22(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
-let vErrors = null;
-let errors = 0;
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.path !== undefined){
-let data0 = data.path;
-if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
-for(const key0 in data0){
-const err0 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-else {
-const err1 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-}
-if(data.query !== undefined){
-let data1 = data.query;
-if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
-for(const key1 in data1){
-const err2 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-else {
-const err3 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-}
-if(data.header !== undefined){
-let data2 = data.header;
-if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
-if(data2["if-none-match"] !== undefined){
-let data3 = data2["if-none-match"];
-if(typeof data3 !== "string"){
-let dataType0 = typeof data3;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data3;
-}
-else if(data3 === null){
-coerced0 = "";
-}
-else {
-const err4 = {instancePath:instancePath+"/header/if-none-match",schemaPath:"#/properties/header/properties/if-none-match/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data3 = coerced0;
-if(data2 !== undefined){
-data2["if-none-match"] = coerced0;
-}
-}
-}
-if(typeof data3 === "string"){
-if(func2(data3) > 8192){
-const err5 = {instancePath:instancePath+"/header/if-none-match",schemaPath:"#/properties/header/properties/if-none-match/maxLength",keyword:"maxLength",params:{limit: 8192},message:"must NOT have more than 8192 characters"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-}
-}
-else {
-const err6 = {instancePath:instancePath+"/header",schemaPath:"#/properties/header/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-}
-if(data.cookie !== undefined){
-let data4 = data.cookie;
-if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
-}
-else {
-const err7 = {instancePath:instancePath+"/cookie",schemaPath:"#/properties/cookie/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-}
-else {
-const err8 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-validate22.errors = vErrors;
-return errors === 0;
-}
-
-export const getAccountOpenApi_params = validate23;
-const schema24 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{},"required":[]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"if-none-match":{"type":"string","maxLength":8192}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":[]};
-
-function validate23(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
-let vErrors = null;
-let errors = 0;
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.path !== undefined){
-let data0 = data.path;
-if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
-for(const key0 in data0){
-const err0 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-}
-else {
-const err1 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-}
-if(data.query !== undefined){
-let data1 = data.query;
-if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
-for(const key1 in data1){
-const err2 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-else {
-const err3 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-}
-if(data.header !== undefined){
-let data2 = data.header;
-if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
-if(data2["if-none-match"] !== undefined){
-let data3 = data2["if-none-match"];
-if(typeof data3 !== "string"){
-let dataType0 = typeof data3;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data3;
-}
-else if(data3 === null){
-coerced0 = "";
-}
-else {
-const err4 = {instancePath:instancePath+"/header/if-none-match",schemaPath:"#/properties/header/properties/if-none-match/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data3 = coerced0;
-if(data2 !== undefined){
-data2["if-none-match"] = coerced0;
-}
-}
-}
-if(typeof data3 === "string"){
-if(func2(data3) > 8192){
-const err5 = {instancePath:instancePath+"/header/if-none-match",schemaPath:"#/properties/header/properties/if-none-match/maxLength",keyword:"maxLength",params:{limit: 8192},message:"must NOT have more than 8192 characters"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-}
-}
-else {
-const err6 = {instancePath:instancePath+"/header",schemaPath:"#/properties/header/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-}
-if(data.cookie !== undefined){
-let data4 = data.cookie;
-if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
-}
-else {
-const err7 = {instancePath:instancePath+"/cookie",schemaPath:"#/properties/cookie/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-}
-else {
-const err8 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
 validate23.errors = vErrors;
 return errors === 0;
 }
 
-export const getAggregates_params = validate24;
-const schema25 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{"filter":{"type":"string","maxLength":4096},"group_by":{"type":"string","minLength":1,"maxLength":1024},"aggregates":{"type":"string","minLength":2,"maxLength":4096},"order":{"type":"string","minLength":2,"maxLength":4096},"limit":{"type":"integer","minimum":0}},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+export const getAccountAsyncApi_params = validate24;
+const schema25 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{},"required":[]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"if-none-match":{"type":"string","maxLength":8192}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":[]};
 
 function validate24(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.path !== undefined){
+let data0 = data.path;
+if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
+for(const key0 in data0){
+const err0 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+else {
+const err1 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(data.query !== undefined){
+let data1 = data.query;
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+for(const key1 in data1){
+const err2 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+else {
+const err3 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.header !== undefined){
+let data2 = data.header;
+if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
+if(data2["if-none-match"] !== undefined){
+let data3 = data2["if-none-match"];
+if(typeof data3 !== "string"){
+let dataType0 = typeof data3;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data3;
+}
+else if(data3 === null){
+coerced0 = "";
+}
+else {
+const err4 = {instancePath:instancePath+"/header/if-none-match",schemaPath:"#/properties/header/properties/if-none-match/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data3 = coerced0;
+if(data2 !== undefined){
+data2["if-none-match"] = coerced0;
+}
+}
+}
+if(typeof data3 === "string"){
+if(func2(data3) > 8192){
+const err5 = {instancePath:instancePath+"/header/if-none-match",schemaPath:"#/properties/header/properties/if-none-match/maxLength",keyword:"maxLength",params:{limit: 8192},message:"must NOT have more than 8192 characters"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err6 = {instancePath:instancePath+"/header",schemaPath:"#/properties/header/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.cookie !== undefined){
+let data4 = data.cookie;
+if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
+}
+else {
+const err7 = {instancePath:instancePath+"/cookie",schemaPath:"#/properties/cookie/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+}
+else {
+const err8 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+validate24.errors = vErrors;
+return errors === 0;
+}
+
+export const getAccountOpenApi_params = validate25;
+const schema26 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{},"required":[]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"if-none-match":{"type":"string","maxLength":8192}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":[]};
+
+function validate25(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.path !== undefined){
+let data0 = data.path;
+if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
+for(const key0 in data0){
+const err0 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+}
+else {
+const err1 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(data.query !== undefined){
+let data1 = data.query;
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+for(const key1 in data1){
+const err2 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+else {
+const err3 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.header !== undefined){
+let data2 = data.header;
+if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
+if(data2["if-none-match"] !== undefined){
+let data3 = data2["if-none-match"];
+if(typeof data3 !== "string"){
+let dataType0 = typeof data3;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data3;
+}
+else if(data3 === null){
+coerced0 = "";
+}
+else {
+const err4 = {instancePath:instancePath+"/header/if-none-match",schemaPath:"#/properties/header/properties/if-none-match/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data3 = coerced0;
+if(data2 !== undefined){
+data2["if-none-match"] = coerced0;
+}
+}
+}
+if(typeof data3 === "string"){
+if(func2(data3) > 8192){
+const err5 = {instancePath:instancePath+"/header/if-none-match",schemaPath:"#/properties/header/properties/if-none-match/maxLength",keyword:"maxLength",params:{limit: 8192},message:"must NOT have more than 8192 characters"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err6 = {instancePath:instancePath+"/header",schemaPath:"#/properties/header/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.cookie !== undefined){
+let data4 = data.cookie;
+if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
+}
+else {
+const err7 = {instancePath:instancePath+"/cookie",schemaPath:"#/properties/cookie/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+}
+else {
+const err8 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+validate25.errors = vErrors;
+return errors === 0;
+}
+
+export const getAggregates_params = validate26;
+const schema27 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{"filter":{"type":"string","maxLength":4096},"group_by":{"type":"string","minLength":1,"maxLength":1024},"aggregates":{"type":"string","minLength":2,"maxLength":4096},"order":{"type":"string","minLength":2,"maxLength":4096},"limit":{"type":"integer","minimum":0}},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+
+function validate26(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -3280,348 +3667,515 @@ vErrors.push(err23);
 }
 errors++;
 }
-validate24.errors = vErrors;
-return errors === 0;
-}
-
-export const getCollection_params = validate25;
-const schema26 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
-
-function validate25(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
-let vErrors = null;
-let errors = 0;
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.path === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.path !== undefined){
-let data0 = data.path;
-if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
-if(data0.collection_name === undefined){
-const err1 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/required",keyword:"required",params:{missingProperty: "collection_name"},message:"must have required property '"+"collection_name"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-for(const key0 in data0){
-if(!(key0 === "collection_name")){
-const err2 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-if(data0.collection_name !== undefined){
-let data1 = data0.collection_name;
-if(typeof data1 !== "string"){
-let dataType0 = typeof data1;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data1;
-}
-else if(data1 === null){
-coerced0 = "";
-}
-else {
-const err3 = {instancePath:instancePath+"/path/collection_name",schemaPath:"#/properties/path/properties/collection_name/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data1 = coerced0;
-if(data0 !== undefined){
-data0["collection_name"] = coerced0;
-}
-}
-}
-if(typeof data1 === "string"){
-if(!pattern0.test(data1)){
-const err4 = {instancePath:instancePath+"/path/collection_name",schemaPath:"#/properties/path/properties/collection_name/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z][A-Za-z0-9_-]{0,62}$"},message:"must match pattern \""+"^[A-Za-z][A-Za-z0-9_-]{0,62}$"+"\""};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-}
-}
-else {
-const err5 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.query !== undefined){
-let data2 = data.query;
-if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
-for(const key1 in data2){
-const err6 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-}
-else {
-const err7 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.header !== undefined){
-let data3 = data.header;
-if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
-}
-else {
-const err8 = {instancePath:instancePath+"/header",schemaPath:"#/properties/header/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-}
-if(data.cookie !== undefined){
-let data4 = data.cookie;
-if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
-}
-else {
-const err9 = {instancePath:instancePath+"/cookie",schemaPath:"#/properties/cookie/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-}
-else {
-const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-validate25.errors = vErrors;
-return errors === 0;
-}
-
-export const getCollectionSchema_params = validate26;
-const schema27 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
-
-function validate26(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
-let vErrors = null;
-let errors = 0;
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.path === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.path !== undefined){
-let data0 = data.path;
-if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
-if(data0.collection_name === undefined){
-const err1 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/required",keyword:"required",params:{missingProperty: "collection_name"},message:"must have required property '"+"collection_name"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-for(const key0 in data0){
-if(!(key0 === "collection_name")){
-const err2 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-if(data0.collection_name !== undefined){
-let data1 = data0.collection_name;
-if(typeof data1 !== "string"){
-let dataType0 = typeof data1;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data1;
-}
-else if(data1 === null){
-coerced0 = "";
-}
-else {
-const err3 = {instancePath:instancePath+"/path/collection_name",schemaPath:"#/properties/path/properties/collection_name/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-}
-if(coerced0 !== undefined){
-data1 = coerced0;
-if(data0 !== undefined){
-data0["collection_name"] = coerced0;
-}
-}
-}
-if(typeof data1 === "string"){
-if(!pattern0.test(data1)){
-const err4 = {instancePath:instancePath+"/path/collection_name",schemaPath:"#/properties/path/properties/collection_name/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z][A-Za-z0-9_-]{0,62}$"},message:"must match pattern \""+"^[A-Za-z][A-Za-z0-9_-]{0,62}$"+"\""};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-}
-}
-else {
-const err5 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data.query !== undefined){
-let data2 = data.query;
-if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
-for(const key1 in data2){
-const err6 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-}
-else {
-const err7 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-if(data.header !== undefined){
-let data3 = data.header;
-if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
-}
-else {
-const err8 = {instancePath:instancePath+"/header",schemaPath:"#/properties/header/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-}
-if(data.cookie !== undefined){
-let data4 = data.cookie;
-if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
-}
-else {
-const err9 = {instancePath:instancePath+"/cookie",schemaPath:"#/properties/cookie/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-}
-}
-else {
-const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
 validate26.errors = vErrors;
 return errors === 0;
 }
 
-export const getHealth_params = validate27;
-const schema28 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{},"required":[]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":[]};
+export const getCollection_params = validate27;
+const schema28 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 
 function validate27(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.path === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.path !== undefined){
+let data0 = data.path;
+if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
+if(data0.collection_name === undefined){
+const err1 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/required",keyword:"required",params:{missingProperty: "collection_name"},message:"must have required property '"+"collection_name"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data0){
+if(!(key0 === "collection_name")){
+const err2 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data0.collection_name !== undefined){
+let data1 = data0.collection_name;
+if(typeof data1 !== "string"){
+let dataType0 = typeof data1;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data1;
+}
+else if(data1 === null){
+coerced0 = "";
+}
+else {
+const err3 = {instancePath:instancePath+"/path/collection_name",schemaPath:"#/properties/path/properties/collection_name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data1 = coerced0;
+if(data0 !== undefined){
+data0["collection_name"] = coerced0;
+}
+}
+}
+if(typeof data1 === "string"){
+if(!pattern0.test(data1)){
+const err4 = {instancePath:instancePath+"/path/collection_name",schemaPath:"#/properties/path/properties/collection_name/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z][A-Za-z0-9_-]{0,62}$"},message:"must match pattern \""+"^[A-Za-z][A-Za-z0-9_-]{0,62}$"+"\""};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err5 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.query !== undefined){
+let data2 = data.query;
+if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
+for(const key1 in data2){
+const err6 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+else {
+const err7 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.header !== undefined){
+let data3 = data.header;
+if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
+}
+else {
+const err8 = {instancePath:instancePath+"/header",schemaPath:"#/properties/header/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+if(data.cookie !== undefined){
+let data4 = data.cookie;
+if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
+}
+else {
+const err9 = {instancePath:instancePath+"/cookie",schemaPath:"#/properties/cookie/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+}
+else {
+const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+validate27.errors = vErrors;
+return errors === 0;
+}
+
+export const getCollectionRules_params = validate28;
+const schema29 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+
+function validate28(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.path === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.path !== undefined){
+let data0 = data.path;
+if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
+if(data0.collection_name === undefined){
+const err1 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/required",keyword:"required",params:{missingProperty: "collection_name"},message:"must have required property '"+"collection_name"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data0){
+if(!(key0 === "collection_name")){
+const err2 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data0.collection_name !== undefined){
+let data1 = data0.collection_name;
+if(typeof data1 !== "string"){
+let dataType0 = typeof data1;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data1;
+}
+else if(data1 === null){
+coerced0 = "";
+}
+else {
+const err3 = {instancePath:instancePath+"/path/collection_name",schemaPath:"#/properties/path/properties/collection_name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data1 = coerced0;
+if(data0 !== undefined){
+data0["collection_name"] = coerced0;
+}
+}
+}
+if(typeof data1 === "string"){
+if(!pattern0.test(data1)){
+const err4 = {instancePath:instancePath+"/path/collection_name",schemaPath:"#/properties/path/properties/collection_name/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z][A-Za-z0-9_-]{0,62}$"},message:"must match pattern \""+"^[A-Za-z][A-Za-z0-9_-]{0,62}$"+"\""};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err5 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.query !== undefined){
+let data2 = data.query;
+if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
+for(const key1 in data2){
+const err6 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+else {
+const err7 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.header !== undefined){
+let data3 = data.header;
+if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
+}
+else {
+const err8 = {instancePath:instancePath+"/header",schemaPath:"#/properties/header/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+if(data.cookie !== undefined){
+let data4 = data.cookie;
+if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
+}
+else {
+const err9 = {instancePath:instancePath+"/cookie",schemaPath:"#/properties/cookie/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+}
+else {
+const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+validate28.errors = vErrors;
+return errors === 0;
+}
+
+export const getCollectionSchema_params = validate29;
+const schema30 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+
+function validate29(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.path === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.path !== undefined){
+let data0 = data.path;
+if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
+if(data0.collection_name === undefined){
+const err1 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/required",keyword:"required",params:{missingProperty: "collection_name"},message:"must have required property '"+"collection_name"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data0){
+if(!(key0 === "collection_name")){
+const err2 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data0.collection_name !== undefined){
+let data1 = data0.collection_name;
+if(typeof data1 !== "string"){
+let dataType0 = typeof data1;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data1;
+}
+else if(data1 === null){
+coerced0 = "";
+}
+else {
+const err3 = {instancePath:instancePath+"/path/collection_name",schemaPath:"#/properties/path/properties/collection_name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data1 = coerced0;
+if(data0 !== undefined){
+data0["collection_name"] = coerced0;
+}
+}
+}
+if(typeof data1 === "string"){
+if(!pattern0.test(data1)){
+const err4 = {instancePath:instancePath+"/path/collection_name",schemaPath:"#/properties/path/properties/collection_name/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z][A-Za-z0-9_-]{0,62}$"},message:"must match pattern \""+"^[A-Za-z][A-Za-z0-9_-]{0,62}$"+"\""};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err5 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.query !== undefined){
+let data2 = data.query;
+if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
+for(const key1 in data2){
+const err6 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+else {
+const err7 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.header !== undefined){
+let data3 = data.header;
+if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
+}
+else {
+const err8 = {instancePath:instancePath+"/header",schemaPath:"#/properties/header/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+if(data.cookie !== undefined){
+let data4 = data.cookie;
+if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
+}
+else {
+const err9 = {instancePath:instancePath+"/cookie",schemaPath:"#/properties/cookie/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+}
+else {
+const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+validate29.errors = vErrors;
+return errors === 0;
+}
+
+export const getHealth_params = validate30;
+const schema31 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{},"required":[]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":[]};
+
+function validate30(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -3716,14 +4270,14 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate27.errors = vErrors;
+validate30.errors = vErrors;
 return errors === 0;
 }
 
-export const getIssuer_params = validate28;
-const schema29 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"issuer_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"The issuer's name among the account's, as collections are named."}},"required":["issuer_name"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+export const getIssuer_params = validate31;
+const schema32 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"issuer_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"The issuer's name among the account's, as collections are named."}},"required":["issuer_name"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 
-function validate28(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate31(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -3883,14 +4437,14 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate28.errors = vErrors;
+validate31.errors = vErrors;
 return errors === 0;
 }
 
-export const getReadiness_params = validate29;
-const schema30 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{},"required":[]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":[]};
+export const getReadiness_params = validate32;
+const schema33 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{},"required":[]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":[]};
 
-function validate29(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate32(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -3985,14 +4539,14 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate29.errors = vErrors;
+validate32.errors = vErrors;
 return errors === 0;
 }
 
-export const getRow_params = validate30;
-const schema31 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"row_id":{"type":"integer","format":"int64"}},"required":["collection_name","row_id"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"if-none-match":{"type":"string","maxLength":8192}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+export const getRow_params = validate33;
+const schema34 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"row_id":{"type":"integer","format":"int64"}},"required":["collection_name","row_id"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"if-none-match":{"type":"string","maxLength":8192}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 
-function validate30(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate33(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -4234,14 +4788,14 @@ vErrors.push(err14);
 }
 errors++;
 }
-validate30.errors = vErrors;
+validate33.errors = vErrors;
 return errors === 0;
 }
 
-export const getUsage_params = validate31;
-const schema32 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{},"required":[]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":[]};
+export const getUsage_params = validate34;
+const schema35 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{},"required":[]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":[]};
 
-function validate31(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -4336,14 +4890,14 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate31.errors = vErrors;
+validate34.errors = vErrors;
 return errors === 0;
 }
 
-export const getWebhook_params = validate32;
-const schema33 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"webhook_id":{"type":"integer","format":"int64"}},"required":["webhook_id"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+export const getWebhook_params = validate35;
+const schema36 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"webhook_id":{"type":"integer","format":"int64"}},"required":["webhook_id"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 
-function validate32(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate35(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -4489,14 +5043,14 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate32.errors = vErrors;
+validate35.errors = vErrors;
 return errors === 0;
 }
 
-export const insertRows_params = validate33;
-const schema34 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{"on_conflict":{"type":"string","description":"An index's name, its fields joined by commas.","pattern":"^[A-Za-z_][A-Za-z0-9_]{0,62}(,[A-Za-z_][A-Za-z0-9_]{0,62}){0,3}$","example":"email"}},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+export const insertRows_params = validate36;
+const schema37 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{"on_conflict":{"type":"string","description":"An index's name, its fields joined by commas.","pattern":"^[A-Za-z_][A-Za-z0-9_]{0,62}(,[A-Za-z_][A-Za-z0-9_]{0,62}){0,3}$","example":"email"}},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 
-function validate33(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate36(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -4636,7 +5190,7 @@ data2["on_conflict"] = coerced1;
 }
 }
 if(typeof data3 === "string"){
-if(!pattern5.test(data3)){
+if(!pattern7.test(data3)){
 const err8 = {instancePath:instancePath+"/query/on_conflict",schemaPath:"#/properties/query/properties/on_conflict/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z_][A-Za-z0-9_]{0,62}(,[A-Za-z_][A-Za-z0-9_]{0,62}){0,3}$"},message:"must match pattern \""+"^[A-Za-z_][A-Za-z0-9_]{0,62}(,[A-Za-z_][A-Za-z0-9_]{0,62}){0,3}$"+"\""};
 if(vErrors === null){
 vErrors = [err8];
@@ -4754,14 +5308,14 @@ vErrors.push(err15);
 }
 errors++;
 }
-validate33.errors = vErrors;
+validate36.errors = vErrors;
 return errors === 0;
 }
 
-export const listCollections_params = validate34;
-const schema35 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{},"required":[]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":[]};
+export const listCollections_params = validate37;
+const schema38 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{},"required":[]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":[]};
 
-function validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -4856,14 +5410,14 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate34.errors = vErrors;
+validate37.errors = vErrors;
 return errors === 0;
 }
 
-export const listIndexes_params = validate35;
-const schema36 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+export const listIndexes_params = validate38;
+const schema39 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 
-function validate35(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate38(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -5023,14 +5577,14 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate35.errors = vErrors;
+validate38.errors = vErrors;
 return errors === 0;
 }
 
-export const listIssuers_params = validate36;
-const schema37 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{},"required":[]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":[]};
+export const listIssuers_params = validate39;
+const schema40 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{},"required":[]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":[]};
 
-function validate36(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate39(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -5125,14 +5679,14 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate36.errors = vErrors;
+validate39.errors = vErrors;
 return errors === 0;
 }
 
-export const listKeys_params = validate37;
-const schema38 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{},"required":[]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":[]};
+export const listKeys_params = validate40;
+const schema41 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{},"required":[]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":[]};
 
-function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate40(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -5227,15 +5781,15 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate37.errors = vErrors;
+validate40.errors = vErrors;
 return errors === 0;
 }
 
-export const listRows_params = validate38;
-const schema39 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{"limit":{"type":"integer","minimum":0,"maximum":1000,"default":100},"offset":{"type":"integer","minimum":0,"maximum":9007199254740991},"order_by":{"type":"string","minLength":1,"maxLength":2048,"default":"id"},"order":{"type":"string","pattern":"^(asc|desc)(,(asc|desc)){0,7}$","default":"asc"},"filter":{"type":"string","maxLength":4096},"select":{"type":"string","minLength":1,"maxLength":4096},"count":{"description":"How `count` counts the rows that match (`exact`, the only one).","type":"string","enum":["exact"]},"after":{"type":"string","minLength":1,"maxLength":8192}},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
-const pattern18 = new RegExp("^(asc|desc)(,(asc|desc)){0,7}$", "u");
+export const listRows_params = validate41;
+const schema42 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{"limit":{"type":"integer","minimum":0,"maximum":1000,"default":100},"offset":{"type":"integer","minimum":0,"maximum":9007199254740991},"order_by":{"type":"string","minLength":1,"maxLength":2048,"default":"id"},"order":{"type":"string","pattern":"^(asc|desc)(,(asc|desc)){0,7}$","default":"asc"},"filter":{"type":"string","maxLength":4096},"select":{"type":"string","minLength":1,"maxLength":4096},"count":{"description":"How `count` counts the rows that match (`exact`, the only one).","type":"string","enum":["exact"]},"after":{"type":"string","minLength":1,"maxLength":8192}},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+const pattern21 = new RegExp("^(asc|desc)(,(asc|desc)){0,7}$", "u");
 
-function validate38(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -5534,7 +6088,7 @@ data2["order"] = coerced4;
 }
 }
 if(typeof data6 === "string"){
-if(!pattern18.test(data6)){
+if(!pattern21.test(data6)){
 const err17 = {instancePath:instancePath+"/query/order",schemaPath:"#/properties/query/properties/order/pattern",keyword:"pattern",params:{pattern: "^(asc|desc)(,(asc|desc)){0,7}$"},message:"must match pattern \""+"^(asc|desc)(,(asc|desc)){0,7}$"+"\""};
 if(vErrors === null){
 vErrors = [err17];
@@ -5672,7 +6226,7 @@ data2["count"] = coerced7;
 }
 }
 if(!(data9 === "exact")){
-const err24 = {instancePath:instancePath+"/query/count",schemaPath:"#/properties/query/properties/count/enum",keyword:"enum",params:{allowedValues: schema39.properties.query.properties.count.enum},message:"must be equal to one of the allowed values"};
+const err24 = {instancePath:instancePath+"/query/count",schemaPath:"#/properties/query/properties/count/enum",keyword:"enum",params:{allowedValues: schema42.properties.query.properties.count.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -5788,14 +6342,14 @@ vErrors.push(err31);
 }
 errors++;
 }
-validate38.errors = vErrors;
+validate41.errors = vErrors;
 return errors === 0;
 }
 
-export const listVersionedRows_params = validate39;
-const schema40 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{"limit":{"type":"integer","minimum":0,"maximum":1000,"default":100},"offset":{"type":"integer","minimum":0,"maximum":9007199254740991},"order_by":{"type":"string","minLength":1,"maxLength":2048,"default":"id"},"order":{"type":"string","pattern":"^(asc|desc)(,(asc|desc)){0,7}$","default":"asc"},"filter":{"type":"string","maxLength":4096},"select":{"type":"string","minLength":1,"maxLength":4096},"count":{"description":"How `count` counts the rows that match (`exact`, the only one).","type":"string","enum":["exact"]}},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+export const listVersionedRows_params = validate42;
+const schema43 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{"limit":{"type":"integer","minimum":0,"maximum":1000,"default":100},"offset":{"type":"integer","minimum":0,"maximum":9007199254740991},"order_by":{"type":"string","minLength":1,"maxLength":2048,"default":"id"},"order":{"type":"string","pattern":"^(asc|desc)(,(asc|desc)){0,7}$","default":"asc"},"filter":{"type":"string","maxLength":4096},"select":{"type":"string","minLength":1,"maxLength":4096},"count":{"description":"How `count` counts the rows that match (`exact`, the only one).","type":"string","enum":["exact"]}},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 
-function validate39(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate42(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -6094,7 +6648,7 @@ data2["order"] = coerced4;
 }
 }
 if(typeof data6 === "string"){
-if(!pattern18.test(data6)){
+if(!pattern21.test(data6)){
 const err17 = {instancePath:instancePath+"/query/order",schemaPath:"#/properties/query/properties/order/pattern",keyword:"pattern",params:{pattern: "^(asc|desc)(,(asc|desc)){0,7}$"},message:"must match pattern \""+"^(asc|desc)(,(asc|desc)){0,7}$"+"\""};
 if(vErrors === null){
 vErrors = [err17];
@@ -6232,7 +6786,7 @@ data2["count"] = coerced7;
 }
 }
 if(!(data9 === "exact")){
-const err24 = {instancePath:instancePath+"/query/count",schemaPath:"#/properties/query/properties/count/enum",keyword:"enum",params:{allowedValues: schema40.properties.query.properties.count.enum},message:"must be equal to one of the allowed values"};
+const err24 = {instancePath:instancePath+"/query/count",schemaPath:"#/properties/query/properties/count/enum",keyword:"enum",params:{allowedValues: schema43.properties.query.properties.count.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -6295,14 +6849,14 @@ vErrors.push(err28);
 }
 errors++;
 }
-validate39.errors = vErrors;
+validate42.errors = vErrors;
 return errors === 0;
 }
 
-export const listWebhookDeliveries_params = validate40;
-const schema41 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"webhook_id":{"type":"integer","format":"int64"}},"required":["webhook_id"]},"query":{"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":100,"default":50},"before":{"type":"integer","minimum":1,"maximum":9007199254740991,"default":9007199254740991}},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+export const listWebhookDeliveries_params = validate43;
+const schema44 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"webhook_id":{"type":"integer","format":"int64"}},"required":["webhook_id"]},"query":{"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":100,"default":50},"before":{"type":"integer","minimum":1,"maximum":9007199254740991,"default":9007199254740991}},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 
-function validate40(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -6554,14 +7108,14 @@ vErrors.push(err15);
 }
 errors++;
 }
-validate40.errors = vErrors;
+validate43.errors = vErrors;
 return errors === 0;
 }
 
-export const listWebhooks_params = validate41;
-const schema42 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{},"required":[]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":[]};
+export const listWebhooks_params = validate44;
+const schema45 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{},"required":[]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":[]};
 
-function validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate44(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -6656,14 +7210,14 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate41.errors = vErrors;
+validate44.errors = vErrors;
 return errors === 0;
 }
 
-export const putCollectionSchema_params = validate42;
-const schema43 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+export const putCollectionRules_params = validate45;
+const schema46 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 
-function validate42(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate45(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -6876,14 +7430,234 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate42.errors = vErrors;
+validate45.errors = vErrors;
 return errors === 0;
 }
 
-export const putIssuer_params = validate43;
-const schema44 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"issuer_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"The issuer's name among the account's, as collections are named."}},"required":["issuer_name"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+export const putCollectionSchema_params = validate46;
+const schema47 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 
-function validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate46(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.path === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.path !== undefined){
+let data0 = data.path;
+if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
+if(data0.collection_name === undefined){
+const err1 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/required",keyword:"required",params:{missingProperty: "collection_name"},message:"must have required property '"+"collection_name"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data0){
+if(!(key0 === "collection_name")){
+const err2 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data0.collection_name !== undefined){
+let data1 = data0.collection_name;
+if(typeof data1 !== "string"){
+let dataType0 = typeof data1;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data1;
+}
+else if(data1 === null){
+coerced0 = "";
+}
+else {
+const err3 = {instancePath:instancePath+"/path/collection_name",schemaPath:"#/properties/path/properties/collection_name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(coerced0 !== undefined){
+data1 = coerced0;
+if(data0 !== undefined){
+data0["collection_name"] = coerced0;
+}
+}
+}
+if(typeof data1 === "string"){
+if(!pattern0.test(data1)){
+const err4 = {instancePath:instancePath+"/path/collection_name",schemaPath:"#/properties/path/properties/collection_name/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z][A-Za-z0-9_-]{0,62}$"},message:"must match pattern \""+"^[A-Za-z][A-Za-z0-9_-]{0,62}$"+"\""};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err5 = {instancePath:instancePath+"/path",schemaPath:"#/properties/path/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.query !== undefined){
+let data2 = data.query;
+if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
+for(const key1 in data2){
+const err6 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+else {
+const err7 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.header !== undefined){
+let data3 = data.header;
+if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
+if(data3["idempotency-key"] !== undefined){
+let data4 = data3["idempotency-key"];
+if(typeof data4 !== "string"){
+let dataType1 = typeof data4;
+let coerced1 = undefined;
+if(!(coerced1 !== undefined)){
+if(dataType1 == "number" || dataType1 == "boolean"){
+coerced1 = "" + data4;
+}
+else if(data4 === null){
+coerced1 = "";
+}
+else {
+const err8 = {instancePath:instancePath+"/header/idempotency-key",schemaPath:"#/properties/header/properties/idempotency-key/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+if(coerced1 !== undefined){
+data4 = coerced1;
+if(data3 !== undefined){
+data3["idempotency-key"] = coerced1;
+}
+}
+}
+if(typeof data4 === "string"){
+if(func2(data4) > 257){
+const err9 = {instancePath:instancePath+"/header/idempotency-key",schemaPath:"#/properties/header/properties/idempotency-key/maxLength",keyword:"maxLength",params:{limit: 257},message:"must NOT have more than 257 characters"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+if(func2(data4) < 1){
+const err10 = {instancePath:instancePath+"/header/idempotency-key",schemaPath:"#/properties/header/properties/idempotency-key/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err11 = {instancePath:instancePath+"/header",schemaPath:"#/properties/header/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+if(data.cookie !== undefined){
+let data5 = data.cookie;
+if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
+}
+else {
+const err12 = {instancePath:instancePath+"/cookie",schemaPath:"#/properties/cookie/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+}
+else {
+const err13 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+validate46.errors = vErrors;
+return errors === 0;
+}
+
+export const putIssuer_params = validate47;
+const schema48 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"issuer_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"The issuer's name among the account's, as collections are named."}},"required":["issuer_name"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+
+function validate47(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -7096,14 +7870,14 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate43.errors = vErrors;
+validate47.errors = vErrors;
 return errors === 0;
 }
 
-export const queryRows_params = validate44;
-const schema45 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+export const queryRows_params = validate48;
+const schema49 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 
-function validate44(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate48(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -7263,14 +8037,14 @@ vErrors.push(err10);
 }
 errors++;
 }
-validate44.errors = vErrors;
+validate48.errors = vErrors;
 return errors === 0;
 }
 
-export const retryWebhookDelivery_params = validate45;
-const schema46 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"webhook_id":{"type":"integer","format":"int64"},"delivery_id":{"type":"integer","format":"int64"}},"required":["webhook_id","delivery_id"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+export const retryWebhookDelivery_params = validate49;
+const schema50 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"webhook_id":{"type":"integer","format":"int64"},"delivery_id":{"type":"integer","format":"int64"}},"required":["webhook_id","delivery_id"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 
-function validate45(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate49(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -7455,15 +8229,15 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate45.errors = vErrors;
+validate49.errors = vErrors;
 return errors === 0;
 }
 
-export const revokeKey_params = validate46;
-const schema47 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"prefix":{"type":"string","pattern":"^rb_(pub_)?[A-Za-z0-9_-]{8}$","description":"The key's start and the first 8 characters of its random part, by which it is listed and revoked:\n11 characters for a secret key (`rb_…`), 15 for a publishable key (`rb_pub_…`).\n","example":"rb_Qm3xT0aB"}},"required":["prefix"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
-const pattern24 = new RegExp("^rb_(pub_)?[A-Za-z0-9_-]{8}$", "u");
+export const revokeKey_params = validate50;
+const schema51 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"prefix":{"type":"string","pattern":"^rb_(pub_)?[A-Za-z0-9_-]{8}$","description":"The key's start and the first 8 characters of its random part, by which it is listed and revoked:\n11 characters for a secret key (`rb_…`), 15 for a publishable key (`rb_pub_…`).\n","example":"rb_Qm3xT0aB"}},"required":["prefix"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+const pattern28 = new RegExp("^rb_(pub_)?[A-Za-z0-9_-]{8}$", "u");
 
-function validate46(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate50(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -7533,7 +8307,7 @@ data0["prefix"] = coerced0;
 }
 }
 if(typeof data1 === "string"){
-if(!pattern24.test(data1)){
+if(!pattern28.test(data1)){
 const err4 = {instancePath:instancePath+"/path/prefix",schemaPath:"#/properties/path/properties/prefix/pattern",keyword:"pattern",params:{pattern: "^rb_(pub_)?[A-Za-z0-9_-]{8}$"},message:"must match pattern \""+"^rb_(pub_)?[A-Za-z0-9_-]{8}$"+"\""};
 if(vErrors === null){
 vErrors = [err4];
@@ -7676,14 +8450,14 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate46.errors = vErrors;
+validate50.errors = vErrors;
 return errors === 0;
 }
 
-export const rotateWebhookSecret_params = validate47;
-const schema48 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"webhook_id":{"type":"integer","format":"int64"}},"required":["webhook_id"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+export const rotateWebhookSecret_params = validate51;
+const schema52 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"webhook_id":{"type":"integer","format":"int64"}},"required":["webhook_id"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 
-function validate47(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate51(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -7882,14 +8656,14 @@ vErrors.push(err12);
 }
 errors++;
 }
-validate47.errors = vErrors;
+validate51.errors = vErrors;
 return errors === 0;
 }
 
-export const updateRow_params = validate48;
-const schema49 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"row_id":{"type":"integer","format":"int64"}},"required":["collection_name","row_id"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257},"if-match":{"type":"string","maxLength":8192}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+export const updateRow_params = validate52;
+const schema53 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"row_id":{"type":"integer","format":"int64"}},"required":["collection_name","row_id"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257},"if-match":{"type":"string","maxLength":8192}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 
-function validate48(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate52(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -8184,14 +8958,14 @@ vErrors.push(err17);
 }
 errors++;
 }
-validate48.errors = vErrors;
+validate52.errors = vErrors;
 return errors === 0;
 }
 
-export const updateRows_params = validate49;
-const schema50 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{"filter":{"type":"string","maxLength":4096},"return":{"description":"What a change by filter answers besides how many rows it changed.","type":"string","enum":["count","rows"],"default":"count"}},"additionalProperties":false,"required":["filter"]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["query","path"]};
+export const updateRows_params = validate53;
+const schema54 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{"filter":{"type":"string","maxLength":4096},"return":{"description":"What a change by filter answers besides how many rows it changed.","type":"string","enum":["count","rows"],"default":"count"}},"additionalProperties":false,"required":["filter"]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["query","path"]};
 
-function validate49(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate53(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -8396,7 +9170,7 @@ data2["return"] = coerced2;
 }
 }
 if(!((data4 === "count") || (data4 === "rows"))){
-const err12 = {instancePath:instancePath+"/query/return",schemaPath:"#/properties/query/properties/return/enum",keyword:"enum",params:{allowedValues: schema50.properties.query.properties.return.enum},message:"must be equal to one of the allowed values"};
+const err12 = {instancePath:instancePath+"/query/return",schemaPath:"#/properties/query/properties/return/enum",keyword:"enum",params:{allowedValues: schema54.properties.query.properties.return.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -8511,14 +9285,14 @@ vErrors.push(err19);
 }
 errors++;
 }
-validate49.errors = vErrors;
+validate53.errors = vErrors;
 return errors === 0;
 }
 
-export const updateWebhook_params = validate50;
-const schema51 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"webhook_id":{"type":"integer","format":"int64"}},"required":["webhook_id"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+export const updateWebhook_params = validate54;
+const schema55 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"webhook_id":{"type":"integer","format":"int64"}},"required":["webhook_id"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 
-function validate50(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate54(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -8664,14 +9438,14 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate50.errors = vErrors;
+validate54.errors = vErrors;
 return errors === 0;
 }
 
-export const writeBatch_params = validate51;
-const schema52 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{},"required":[]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":[]};
+export const writeBatch_params = validate55;
+const schema56 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{},"required":[]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"idempotency-key":{"type":"string","minLength":1,"maxLength":257}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":[]};
 
-function validate51(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate55(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -8819,6 +9593,6 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate51.errors = vErrors;
+validate55.errors = vErrors;
 return errors === 0;
 }

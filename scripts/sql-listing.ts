@@ -16,6 +16,7 @@ import * as collections from '../src/db/sql/collections.ts';
 import * as events from '../src/db/sql/events.ts';
 import * as reads from '../src/db/sql/reads.ts';
 import * as rows from '../src/db/sql/rows.ts';
+import * as rules from '../src/db/sql/rules.ts';
 import * as sqliteCollections from '../src/db/sqlite/sql/collections.ts';
 import * as sqliteEngine from '../src/db/sqlite/sql/engine.ts';
 import * as sqliteReads from '../src/db/sqlite/sql/reads.ts';
@@ -27,7 +28,7 @@ import type { Direction } from '../src/query/order.ts';
 type Listing = [name: string, sql: string][];
 
 /** The statements both dialects run, of every area. */
-const shared = { ...accounts, ...collections, ...events, ...reads, ...rows };
+const shared = { ...accounts, ...collections, ...events, ...reads, ...rows, ...rules };
 /** SQLite's own statements, of every area. */
 const sqlite = { ...sqliteCollections, ...sqliteEngine, ...sqliteReads, ...sqliteRows };
 /** PostgreSQL's own statements, of every area. */

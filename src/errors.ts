@@ -134,6 +134,10 @@ export const noTunnel = () => validationFailed('CONNECT asks for a tunnel, and r
 /** 404 for a collection the account has none of by that name. */
 export const collectionNotFound = (name: string) => notFound(`There is no collection named ${name}.`);
 
+/** 404 for the rules of a collection that has none (docs/access.md, "Rules"). */
+export const rulesNotFound = (collection: string) =>
+  notFound(`Collection ${collection} has no rules: a publishable key may do nothing with it.`);
+
 /** A key the CLI cannot make or revoke as asked (`rowbase keys`); the message says why, in one line. */
 export class KeyError extends Error {}
 

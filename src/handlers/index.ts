@@ -3,6 +3,7 @@ import { batchHandlers } from './batch.ts';
 import { collectionHandlers } from './collections.ts';
 import { keyHandlers } from './keys.ts';
 import { rowHandlers } from './rows.ts';
+import { ruleHandlers } from './rules.ts';
 import { serviceHandlers } from './service.ts';
 import type { Handlers, OperationId } from './types.ts';
 import { usageHandlers } from './usage.ts';
@@ -18,4 +19,5 @@ export const handlers: Handlers<OperationId> = {
   ...serviceHandlers,
   ...webhookHandlers,
   ...authHandlers,
+  ...ruleHandlers,
 };

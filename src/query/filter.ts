@@ -259,7 +259,7 @@ function readPath(text: string): FieldPath | string {
 }
 
 /** `key` as one token of a JSON Pointer (RFC 6901, section 3). */
-const pointerToken = (key: string) => key.replaceAll('~', '~0').replaceAll('/', '~1');
+export const pointerToken = (key: string) => key.replaceAll('~', '~0').replaceAll('/', '~1');
 
-const isObject = (value: unknown): value is { [key: string]: unknown } =>
+export const isObject = (value: unknown): value is { [key: string]: unknown } =>
   typeof value === 'object' && value !== null && !Array.isArray(value);

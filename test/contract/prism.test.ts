@@ -173,6 +173,23 @@ const valid: Scenario[] = [
   { name: 'getIssuer', method: 'GET', path: '/v1/auth/issuers/app', status: 200 },
   { name: 'headIssuer', method: 'HEAD', path: '/v1/auth/issuers/app', status: 200 },
   { name: 'deleteIssuer', method: 'DELETE', path: '/v1/auth/issuers/app', status: 204 },
+  {
+    name: 'putCollectionRules',
+    method: 'PUT',
+    path: '/v1/collections/proxied/rules',
+    body: { read: { owner: { $auth: 'sub' } } },
+    status: 200,
+  },
+  { name: 'getCollectionRules', method: 'GET', path: '/v1/collections/proxied/rules', status: 200 },
+  { name: 'headCollectionRules', method: 'HEAD', path: '/v1/collections/proxied/rules', status: 200 },
+  {
+    name: 'checkCollectionRules',
+    method: 'POST',
+    path: '/v1/collections/proxied/rules/check',
+    body: { operation: 'read', claims: { sub: 'u1' }, row: { id: 1, owner: 'u1' } },
+    status: 200,
+  },
+  { name: 'deleteCollectionRules', method: 'DELETE', path: '/v1/collections/proxied/rules', status: 204 },
 ];
 
 /** Requests the server refuses, each answered as the document says. */

@@ -104,6 +104,21 @@ describeEachBackend('a typed client generated from openapi.yaml', (backend) => {
       getCollectionSchema: [() => api.GET('/v1/collections/{collection_name}/schema', { params: { path } }), 200],
       headCollectionSchema: [() => api.HEAD('/v1/collections/{collection_name}/schema', { params: { path } }), 200],
       deleteCollectionSchema: [() => api.DELETE('/v1/collections/{collection_name}/schema', { params: { path } }), 204],
+      putCollectionRules: [
+        () => api.PUT('/v1/collections/{collection_name}/rules', { params: { path }, body: { read: { owner: { $auth: 'sub' } } } }),
+        200,
+      ],
+      getCollectionRules: [() => api.GET('/v1/collections/{collection_name}/rules', { params: { path } }), 200],
+      headCollectionRules: [() => api.HEAD('/v1/collections/{collection_name}/rules', { params: { path } }), 200],
+      checkCollectionRules: [
+        () =>
+          api.POST('/v1/collections/{collection_name}/rules/check', {
+            params: { path },
+            body: { operation: 'read', claims: null, row: {} },
+          }),
+        200,
+      ],
+      deleteCollectionRules: [() => api.DELETE('/v1/collections/{collection_name}/rules', { params: { path } }), 204],
       createIndex: [() => api.POST('/v1/collections/{collection_name}/indexes', { params: { path }, body: { fields: ['text'] } }), 201],
       listIndexes: [() => api.GET('/v1/collections/{collection_name}/indexes', { params: { path } }), 200],
       headIndexes: [() => api.HEAD('/v1/collections/{collection_name}/indexes', { params: { path } }), 200],

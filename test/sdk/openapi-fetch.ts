@@ -93,6 +93,13 @@ export async function callEveryOperation(baseUrl: string, key: string, collectio
     getCollectionSchema: () => api.GET('/v1/collections/{collection_name}/schema', { params: { path } }),
     headCollectionSchema: () => api.HEAD('/v1/collections/{collection_name}/schema', { params: { path } }),
     deleteCollectionSchema: () => api.DELETE('/v1/collections/{collection_name}/schema', { params: { path } }),
+    putCollectionRules: () =>
+      api.PUT('/v1/collections/{collection_name}/rules', { params: { path }, body: { read: { owner: { $auth: 'sub' } } } }),
+    getCollectionRules: () => api.GET('/v1/collections/{collection_name}/rules', { params: { path } }),
+    headCollectionRules: () => api.HEAD('/v1/collections/{collection_name}/rules', { params: { path } }),
+    checkCollectionRules: () =>
+      api.POST('/v1/collections/{collection_name}/rules/check', { params: { path }, body: { operation: 'read', claims: null, row: {} } }),
+    deleteCollectionRules: () => api.DELETE('/v1/collections/{collection_name}/rules', { params: { path } }),
     getAccountOpenApi: () => api.GET('/v1/openapi.json'),
     headAccountOpenApi: () => api.HEAD('/v1/openapi.json'),
     getAccountAsyncApi: () => api.GET('/v1/asyncapi.json'),

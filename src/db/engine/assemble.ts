@@ -42,6 +42,7 @@ import { findOnce, pruneOnceBatch } from '../rows/idempotency.ts';
 import { type ImportedRow, lastRowIdOf } from '../rows/imports.ts';
 import type { ChangedRows, Fields, InsertedRows, VersionedRow, WriteOptions } from '../rows/rows.ts';
 import type { Upserted } from '../rows/upserts.ts';
+import { deleteRules, getRules, putRules } from '../rules/rules.ts';
 import { listWebhookDeliveries, pruneWebhookDeliveries, retryWebhookDelivery } from '../webhooks/deliveries.ts';
 import {
   anyWebhook,
@@ -235,6 +236,9 @@ const shared = {
   listIssuers,
   getIssuer,
   deleteIssuer,
+  getRules,
+  putRules,
+  deleteRules,
   /** Answers when the database does. */
   ping: async ({ query }: Dialect) => {
     await query('select 1', []);

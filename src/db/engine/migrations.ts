@@ -343,6 +343,21 @@ const migrations = (schema: DialectSchema): Record<string, Knex.Migration> => ({
       await knex.schema.dropTable('auth_issuers');
     },
   },
+  '0019_collection_rules': {
+    async up(knex) {
+      // A collection's rules (openapi.yaml, Rules; docs/access.md, "Rules"): their JSON text, null for none,
+      // and their version, moved on by every change and never reused by the collection, which compiled
+      // rules are kept by (src/rules/compile.ts). Columns of the collection, so they go with it.
+      await knex.schema.alterTable('collections', (t) => {
+        t.text('rules');
+        t.integer('rules_version').notNullable().defaultTo(0);
+      });
+    },
+    // Plain statements, as 0008_key_limits's.
+    async down(knex) {
+      for (const column of ['rules', 'rules_version']) await knex.raw(`alter table collections drop column ${column}`);
+    },
+  },
 });
 
 /** A migration that changes nothing on a dialect. */

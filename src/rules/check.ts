@@ -1,0 +1,79 @@
+// What a collection's rules decide for one operation, one caller's claims and one row (openapi.yaml,
+// checkCollectionRules; docs/access.md, "Checking rules"): allowed or not, and the rule or field that
+// decided, evaluated in memory (src/query/evaluate.ts) as the rules will be on requests.
+import { compareCodePoints, matches, type Row } from '../query/evaluate.ts';
+import type { JsonValue } from '../query/filter.ts';
+import type { Access, Claims, CompiledRule, CompiledRules } from './compile.ts';
+import type { Operation } from './rules.ts';
+
+/** A check asked for: `change` holds the fields an update sets (ignored for the other operations). */
+export interface RulesCheck {
+  operation: Operation;
+  claims: Claims;
+  row: { [field: string]: JsonValue };
+  change?: { [field: string]: JsonValue };
+}
+
+export interface RulesCheckResult {
+  allowed: boolean;
+  reason: string;
+  /** For a read allowed: the fields named in `fields` whose read rule hides them from this caller. */
+  hidden?: string[];
+}
+
+/** A rule's decision on the rows it must hold for, as the reason names it (`read`, `fields.email.write`). */
+interface Decision {
+  allowed: boolean;
+  reason: string;
+}
+
+/**
+ * What `rules` decide of `check`: the operation's rule must hold for the row (for an update, the row before
+ * and after the change, the row merged with `change` at top level), and the write rule of each field the
+ * create's row or the update's change sets (in code point order of their names), the first refusal deciding.
+ */
+export function checkAccess(rules: CompiledRules, { operation, claims, row, change }: RulesCheck): RulesCheckResult {
+  const after = operation === 'update' ? { ...row, ...change } : row;
+  const rows = operation === 'update' ? [row, after] : [row];
+  const decided = decide(operation, rules.operations[operation], claims, rows);
+  if (!decided.allowed) return decided;
+  if (operation === 'read') {
+    const hidden = [...rules.fields]
+      .filter(([, field]) => field.read && !decide('', field.read, claims, rows).allowed)
+      .map(([name]) => name)
+      .sort(compareCodePoints);
+    return { ...decided, hidden };
+  }
+  if (operation === 'create' || operation === 'update') {
+    const set = Object.keys(operation === 'create' ? row : (change ?? {})).sort(compareCodePoints);
+    for (const name of set) {
+      const write = rules.fields.get(name)?.write;
+      if (!write) continue;
+      const field = decide(`fields.${name}.write`, write, claims, rows);
+      if (!field.allowed) return field;
+    }
+  }
+  return decided;
+}
+
+/** Whether `rule` (named `name`) holds for every one of `rows` for `claims`, and why. */
+function decide(name: string, rule: CompiledRule, claims: Claims, rows: readonly { [field: string]: JsonValue }[]): Decision {
+  const access: Access = rule.access(claims);
+  if (access.kind === 'all') {
+    return { allowed: true, reason: `${name}: ${rule.rule === true ? 'true allows every caller' : 'allowed to authenticated callers'}` };
+  }
+  if (access.kind === 'deny') {
+    const why = access.why;
+    if (why.kind === 'false') return { allowed: false, reason: `${name}: false denies every caller` };
+    if (why.kind === 'anonymous') return { allowed: false, reason: `${name}: denied to anonymous callers` };
+    return { allowed: false, reason: `${name}: the claim ${why.claim} is missing or unfit for its operator, so the rule matches nothing` };
+  }
+  const written = JSON.stringify(rule.rule);
+  for (const [index, each] of rows.entries()) {
+    if (!matches(access.filter, each as Row)) {
+      const which = rows.length === 1 ? 'the row' : index === 0 ? 'the row before the change' : 'the row after the change';
+      return { allowed: false, reason: `${name}: ${which} does not match ${written} for these claims` };
+    }
+  }
+  return { allowed: true, reason: `${name}: the row matches ${written} for these claims` };
+}
