@@ -54,7 +54,7 @@ export const feedOperation = ['send', 'RowChanges'] as const;
 /**
  * The plain prefixes whose names openapi.yaml or asyncapi.yaml already gives to something, whatever kind
  * of component it is: `BatchInsert` and `BatchPatch`, `HeadOkRow` (a response), `NewRow`, `PreviousRow`,
- * `RowPatch` and `RowQueryPage`, `VersionedRow` and `listVersionedRows`, `MergePatch` and `JsonPatch` (the
+ * `RowPatch` and `RowQueryPage`, `Rules` and `RulesCheck`, `VersionedRow` and `listVersionedRows`, `MergePatch` and `JsonPatch` (the
  * other formats of a patch), and the header `Accept-Patch`. test/contract/account.test.ts checks this list
  * against both documents.
  */
@@ -67,6 +67,7 @@ export const reservedPrefixes: ReadonlySet<string> = new Set([
   'New',
   'Previous',
   'Row',
+  'Rule',
   'Versioned',
   'Webhook',
 ]);

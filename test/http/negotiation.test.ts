@@ -126,11 +126,24 @@ describeEachBackend('what a client may send beside its request', (backend) => {
       'access-control-request-method': 'GET',
       'access-control-request-headers': 'authorization',
     };
+    // A preflight under /v1 is answered for any origin, with or without a key (docs/access.md, "CORS").
+    // biome-ignore format: a table
+    const answered = [
+      { name: 'a CORS preflight to /v1 (no key, as browsers send it)', path: '/v1/collections', keyed: false, methods: 'GET, HEAD, POST' },
+      { name: 'a CORS preflight to /v1 with a key', path: '/v1/collections', keyed: true, methods: 'GET, HEAD, POST' },
+      { name: 'a CORS preflight to a row with a key', path: `${rows}/1`, keyed: true, methods: 'GET, HEAD, DELETE, PATCH' },
+    ];
+    for (const { name, path, keyed, methods } of answered) {
+      it(`answers 204 to ${name}, allowing that origin and the path's methods`, async () => {
+        const response = await (keyed ? client : server.anonymous()).request('OPTIONS', path, { headers: preflight });
+        expect(response.status).to.equal(204);
+        expect(response.headers.get('access-control-allow-origin')).to.equal(preflight.origin);
+        expect(response.headers.get('access-control-allow-methods')).to.equal(methods);
+      });
+    }
+    // Outside /v1 nothing is called from another origin: OPTIONS is a 405 there, as before.
     // biome-ignore format: a table
     const scenarios = [
-      { name: 'a CORS preflight to /v1 (no key, as browsers send it)', path: '/v1/collections', keyed: false, status: 401 },
-      { name: 'OPTIONS to /v1 with a key', path: '/v1/collections', keyed: true, status: 405, allow: 'GET, HEAD, POST' },
-      { name: 'OPTIONS to a row with a key', path: `${rows}/1`, keyed: true, status: 405, allow: 'GET, HEAD, DELETE, PATCH' },
       { name: 'a CORS preflight to /health', path: '/health', keyed: false, status: 405, allow: 'GET, HEAD' },
       { name: 'a CORS preflight to /openapi.yaml', path: '/openapi.yaml', keyed: false, status: 405, allow: 'GET, HEAD' },
     ];
@@ -143,7 +156,7 @@ describeEachBackend('what a client may send beside its request', (backend) => {
       });
     }
 
-    it('sends no Access-Control-* header to a cross-origin GET either', async () => {
+    it('sends no Access-Control-* header to a cross-origin GET with a secret key, or outside /v1', async () => {
       for (const response of [
         await client.get('/v1/collections', { headers: { origin: 'https://app.example' } }),
         await server.anonymous().get('/health', { headers: { origin: 'https://app.example' } }),
