@@ -35,12 +35,12 @@ const rowAt = (i: number) => ({
  */
 const BASELINE_ROWS = 20_000;
 /**
- * How much more memory, in kB, the large collection may take than the baseline: a fraction of what its
- * 80,000 rows more weigh (checked below to be over twice as much; held in memory, as JavaScript strings,
- * they would take more than twice their file's bytes), so a command that held them would fail. On a host
- * busy with other test runs, V8 collects later: the import's peak read 17 MB over the baseline there.
+ * How much more memory, in kB, the large collection may take than the baseline: less than what its 80,000
+ * rows more weigh as a file (checked below), and held in memory as JavaScript strings they would take at
+ * least twice that, so a command that held them would fail. The peaks move by tens of MB with when V8
+ * collects: on one day's runs the import read from -17 to +32 MB over the baseline.
  */
-const MEMORY_BOUND_KB = 24 * 1024;
+const MEMORY_BOUND_KB = 40 * 1024;
 
 describeEachBackend('rowbase export and import', (backend: BackendName) => {
   let database: TestDatabase;
@@ -209,7 +209,7 @@ describeEachBackend('rowbase export and import', (backend: BackendName) => {
 
     const [large, baseline] = [await stat(file('large.ndjson')), await stat(file('small.ndjson'))];
     const size = large.size - baseline.size;
-    expect(size).to.be.above(2 * MEMORY_BOUND_KB * 1024);
+    expect(size).to.be.above(MEMORY_BOUND_KB * 1024);
     // What a command of this runtime takes holding little: the larger of the two small runs' peaks, since
     // one of them alone can read low by a collection that came at the right moment (21 MB once, on a busy host).
     const little = Math.max(baselineExport.peakKb, baselineImport.peakKb);
