@@ -7,7 +7,7 @@ import type { Store } from '../db/engine/store.ts';
 import type { BodyBudget } from '../http/body-budget.ts';
 import type { Result } from '../http/responder.ts';
 import type { OnceRequest } from '../idempotency/answers.ts';
-import type { TokenVerifier } from '../tokens/verifier.ts';
+import type { Claims, TokenVerifier } from '../tokens/verifier.ts';
 import type { Admission, Meter } from '../usage/meter.ts';
 
 export type { Result } from '../http/responder.ts';
@@ -40,6 +40,11 @@ export interface Input<K extends OperationId> {
   once?: OnceRequest;
   /** What the request counted toward its account's plan, when metered: a batch counts more (usage/meter.ts, admitMore). */
   admission?: Admission;
+  /**
+   * With a publishable key, the claims of the end user's verified token, or null for an anonymous
+   * caller; undefined with a secret key, which rules never bind (docs/access.md).
+   */
+  claims?: Claims | null;
 }
 
 export interface Deps {

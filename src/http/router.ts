@@ -158,7 +158,7 @@ export function createRouter(deps: Deps): Router {
       if (ofCollection && collections && !collections.has(validated.path.collection_name as string)) {
         throw collectionNotFound(validated.path.collection_name as string);
       }
-      const { once, admission } = ctx.state;
+      const { once, admission, claims } = ctx.state;
       const input = {
         path: validated.path,
         query: validated.query,
@@ -168,6 +168,7 @@ export function createRouter(deps: Deps): Router {
         headers: ctx.req.headers,
         once,
         admission,
+        claims,
       };
       respond(ctx, await handler(input as never, deps));
     },
