@@ -152,4 +152,6 @@ export class BackupRefusedError extends Error {}
  * publishable key may not call it.
  */
 export const secretKeyNeeded = (operation: string) =>
-  forbidden(`${operation} needs a secret key: publishable keys are accepted only where the collections' rules apply, and none do yet.`);
+  forbidden(
+    `${operation} needs a secret key: publishable keys are accepted only where the collections' rules apply, on a collection's rows.`,
+  );

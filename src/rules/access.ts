@@ -121,9 +121,14 @@ export class Grant {
     return JSON.stringify(rows.map(({ etag, row }) => ({ etag, row: this.mask(row) })));
   }
 
-  /** Whether the caller may read `row` (with its id): a row it may not is, for it, no row. */
+  /**
+   * Whether the caller may read `row` (with its id): a row it may not is, for it, no row. 403 when the
+   * read rule denies every row to the caller (`false`, or `"authenticated"` to an anonymous one), as a
+   * page would be.
+   */
   reads(row: Row): boolean {
-    const { access } = this.operations.read;
+    const { access, rule } = this.operations.read;
+    if (access.kind === 'deny' && access.why.kind !== 'claim') throw this.refused(decide('read', rule, access, []));
     return access.kind === 'all' || (access.kind === 'filter' && matches(access.filter, row));
   }
 
