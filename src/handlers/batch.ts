@@ -32,11 +32,15 @@ export const batchHandlers: Handlers<'writeBatch'> = {
     const grants = await grantsIn(store, principal, claims, visible(principal, read));
     if (grants) {
       for (const [index, operation] of read.entries()) {
-        if (operation.op !== 'update') continue;
+        if (operation.op !== 'update' && operation.op !== 'upsert') continue;
         const grant = grants.get(operation.collection) as Grant;
-        const at = { in: 'body' as const, name: `/operations/${index}/patch` };
+        const at = { in: 'body' as const, name: `/operations/${index}/${operation.op === 'update' ? 'patch' : 'on_conflict'}` };
         try {
-          grant.checkReadable(patchUses(operation.patch, at, grant.hideable));
+          grant.checkReadable(
+            operation.op === 'update'
+              ? patchUses(operation.patch, at, grant.hideable)
+              : operation.onConflict.map((field) => ({ field, at })),
+          );
         } catch (error) {
           throw error instanceof ApiError ? error.inOperation(index) : error;
         }

@@ -140,6 +140,8 @@ export const rowHandlers: Handlers<
     const grant = await grantIn(store, principal, claims, path.collection_name);
     if (query.on_conflict !== undefined) {
       const onConflict = query.on_conflict.split(',');
+      // Which row an upsert patches tells the values of its fields: they must be the caller's to see.
+      grant?.checkReadable(uses(onConflict, 'query', 'on_conflict'));
       // An upsert's answer holds the stored fields of the rows it patched: masked.
       const answer = (upserted: Upserted) => answerUpserted(grant ? { ...upserted, json: grant.maskRows(upserted.json) } : upserted);
       const options = { once: once && answerOnce(once, answer), guard: grant };

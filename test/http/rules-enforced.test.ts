@@ -186,6 +186,16 @@ describeEachBackend('rules on requests', (backend) => {
       expect(theirs.status).to.equal(404);
       const forged = await ada.post<Problem>(`/v1/collections/${name}/rows?on_conflict=n`, [{ owner: 'bob', n: 99 }]);
       expect(forged.status).to.equal(403);
+      // Which row an upsert patches would tell the value of a hidden field.
+      expect((await admin.post(`/v1/collections/${name}/indexes`, { fields: ['internal'], unique: true })).status).to.equal(201);
+      const probed = await ada.post<Problem>(`/v1/collections/${name}/rows?on_conflict=internal`, [{ owner: 'ada', internal: 'secret 0' }]);
+      expect(probed.status).to.equal(403);
+      expect(probed.body.errors?.[0].name).to.equal('on_conflict');
+      const batched = await ada.post<Problem>('/v1/batch', {
+        operations: [{ op: 'upsert', collection: name, on_conflict: ['internal'], rows: [{ owner: 'ada', internal: 'secret 0' }] }],
+      });
+      expect(batched.status).to.equal(403);
+      expect(batched.body.operation).to.equal(0);
       expect((await all(name)).find((row) => row.n === 1)?.kind).to.not.equal('z');
     });
 
@@ -303,7 +313,7 @@ describeEachBackend('rules on requests', (backend) => {
     });
   });
 
-  describe('rules changed', () => {
+  describe('rules and issuers changed', () => {
     it('takes changed and removed rules at once on this instance', async () => {
       const name = await notes(2);
       expect((await ada.get<Row[]>(`/v1/collections/${name}/rows`)).body).to.have.length(1);
@@ -311,6 +321,47 @@ describeEachBackend('rules on requests', (backend) => {
       expect((await ada.get<Row[]>(`/v1/collections/${name}/rows`)).body).to.have.length(2);
       await admin.delete(`/v1/collections/${name}/rules`);
       expect((await ada.get<Problem>(`/v1/collections/${name}/rows`)).status).to.equal(403);
+    });
+
+    describe('on another instance of the database', () => {
+      let other: TestServer;
+      before(async () => {
+        other = await startTestServer({}, { backend, database: { url: server.databaseUrl, drop: async () => {} } });
+      });
+      after(() => other.stop());
+
+      /** The status `request` answers within a second of `change`, asked again until it is `status`. */
+      async function within(request: () => Promise<{ status: number }>, status: number): Promise<number> {
+        const deadline = Date.now() + 1000;
+        let answer = await request();
+        while (answer.status !== status && Date.now() < deadline) answer = await request();
+        return answer.status;
+      }
+
+      it('sees changed rules within a second, while requests are under way', async () => {
+        const name = await notes(2);
+        const there = new EndUser(other.url, key, ada.token);
+        const [first] = await all(name);
+        const path = `/v1/collections/${name}/rows/${first.id}`;
+        expect((await there.get(path)).status).to.equal(200);
+        await admin.put(`/v1/collections/${name}/rules`, { ...RULES, read: { owner: 'nobody' } });
+        expect(await within(() => there.get(path), 404)).to.equal(404);
+        await admin.put(`/v1/collections/${name}/rules`, RULES);
+        expect(await within(() => there.get(path), 200)).to.equal(200);
+      });
+
+      it('refuses the tokens of a deleted issuer within a second', async () => {
+        const name = await notes(2);
+        const there = new EndUser(other.url, key, await tokenOf('ada'));
+        const path = `/v1/collections/${name}/rows`;
+        expect((await there.get(path)).status).to.equal(200);
+        expect((await admin.delete('/v1/auth/issuers/app')).status).to.equal(204);
+        try {
+          expect(await within(() => there.get(path), 401)).to.equal(401);
+        } finally {
+          await appKey(admin);
+        }
+      });
     });
   });
 });
