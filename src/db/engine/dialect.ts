@@ -36,6 +36,8 @@ export interface Dialect {
   schemas: SchemaCache;
   /** How a unique index is made and read, in the dialect's SQL (indexes.ts). */
   uniqueIndexSql: UniqueIndexSql;
+  /** How the words of a search index are written and searched, in the dialect's SQL (search-indexes.ts). */
+  searchSql: SearchSql;
   /** Waits for a connection: Knex's pool is watched by the store, the dialect tells of its own queues (waits.ts). */
   waits: Waits;
   /**
@@ -106,4 +108,22 @@ export interface UniqueIndexSql {
   value: string;
   /** A statement run first in a transaction that makes an index, if the dialect needs one. */
   lockRows?: string;
+}
+
+/**
+ * What a dialect writes of search indexes in its own SQL (../collections/search-indexes.ts): a row's
+ * words are its terms, joined by spaces, each a word of the row with its collection's id before it
+ * (searchTerms()).
+ */
+export interface SearchSql {
+  /** Sets the words of rows of collection `?`: `?` is a JSON array of `[row id, terms]`. */
+  put: string;
+  /** Removes the words of rows of collection `?`: `?` is a JSON array of their ids. */
+  remove: string;
+  /** Removes the words of every row of collection `?`. */
+  removeAll: string;
+  /** A condition on the row `row` (a table's alias): it holds the terms of the search `?`, as query() writes it. */
+  match(row: string): string;
+  /** The search of rows holding every one of the terms `words`, and a term starting with `prefix`, as match() takes it. */
+  query(words: readonly string[], prefix?: string): string;
 }

@@ -17,6 +17,8 @@ export interface DialectSchema {
   codePointText: string;
   /** Steps of this dialect's own, by migration; the migrations a dialect has none for change nothing on it. */
   own: Partial<Record<OwnStep, Knex.Migration>>;
+  /** The statements that make the tables of search indexes' words, each dialect's own (0020_search_indexes), and drop them. */
+  searchTables: { make: readonly string[]; drop: readonly string[] };
 }
 
 // Timestamps are ISO 8601 text in UTC: they sort as they compare, on every backend.
@@ -356,6 +358,27 @@ const migrations = (schema: DialectSchema): Record<string, Knex.Migration> => ({
     // Plain statements, as 0008_key_limits's.
     async down(knex) {
       for (const column of ['rules', 'rules_version']) await knex.raw(`alter table collections drop column ${column}`);
+    },
+  },
+  '0020_search_indexes': {
+    async up(knex) {
+      // Search indexes (openapi.yaml, createIndex; docs/search.md): a collection has one at most, its
+      // fields (a JSON array of names) in `search` of the collection's row, which every write reads, null
+      // for none; its declaration a row of collection_indexes too, which lists it with the others. The
+      // rows' words are in tables of each dialect's own.
+      await knex.schema.alterTable('collections', (t) => {
+        t.text('search');
+      });
+      await knex.schema.alterTable('collection_indexes', (t) => {
+        t.boolean('is_search').notNullable().defaultTo(false);
+      });
+      for (const sql of schema.searchTables.make) await knex.raw(sql);
+    },
+    // Plain statements, as 0008_key_limits's.
+    async down(knex) {
+      for (const sql of schema.searchTables.drop) await knex.raw(sql);
+      await knex.raw('alter table collection_indexes drop column is_search');
+      await knex.raw('alter table collections drop column search');
     },
   },
 });

@@ -23,6 +23,7 @@ import { POSTGRES_KEY_CHARS, uniqueIndexSql } from './sql/collections.ts';
 import { notifySql } from './sql/engine.ts';
 import { aggregateSql, filteredSortedPage, orderedPage, sortedPage, sortedPageAfter } from './sql/reads.ts';
 import { holdOnceSql, pruneOnceSql } from './sql/rows.ts';
+import { searchSql } from './sql/search.ts';
 import { claimStreamsSql } from './sql/webhooks.ts';
 import { runAlone, runInTransaction, runTimed } from './statements.ts';
 
@@ -45,6 +46,7 @@ export async function openPostgresStore(
     changes,
     schemas: new RowSchemas(),
     uniqueIndexSql,
+    searchSql,
     // Every connection comes from Knex's pool, which the store watches.
     waits: new Waits(),
     run: runInTransaction,

@@ -25,6 +25,7 @@ import { uniqueIndexSql } from './sql/collections.ts';
 import { knexTablesSql } from './sql/engine.ts';
 import { aggregateSql, filteredSortedPage, orderedPage, sortedPage, sortedPageAfter } from './sql/reads.ts';
 import { onceAnswersSql, pruneOnceSql, sqliteProcedures } from './sql/rows.ts';
+import { searchSql } from './sql/search.ts';
 import { claimStreamsSql } from './sql/webhooks.ts';
 
 /**
@@ -67,6 +68,7 @@ export async function openSqliteStore(
     changes,
     schemas: new RowSchemas(),
     uniqueIndexSql,
+    searchSql,
     waits: readers.waits,
     run: (trx, sql, params, once) => writer.inTransaction(trx, sql, params, once),
     async announce(trx, collectionId) {

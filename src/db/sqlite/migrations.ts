@@ -1,8 +1,10 @@
 // SQLite's own steps of the schema (../migrations.ts).
 import type { DialectSchema } from '../engine/migrations.ts';
+import { dropSearchTablesSql, searchTablesSql } from './sql/search.ts';
 
 export const sqliteSchema: DialectSchema = {
   codePointText: 'text',
+  searchTables: { make: searchTablesSql, drop: dropSearchTablesSql },
   own: {
     '0013_sqlite_answers_pruned_oldest_first': {
       // The answers of Idempotency-Keys are pruned oldest first, in the order they were stored (sql/,

@@ -8,6 +8,7 @@ import { openStore, type Store } from '../../../src/db/engine/store.ts';
 import { postgresSchema } from '../../../src/db/postgres/migrations.ts';
 import { keyColumns } from '../../../src/db/postgres/sql/collections.ts';
 import { replaceKey } from '../../../src/db/sql/collections.ts';
+import { sqliteSchema } from '../../../src/db/sqlite/migrations.ts';
 import { createDatabase, describeEachBackend, postgresUnavailable, type TestDatabase } from '../../support/backends.ts';
 import { Client } from '../../support/client.ts';
 import { FeedClient, type FeedMessage } from '../../support/feed.ts';
@@ -197,7 +198,7 @@ describeEachBackend('migration 0008_key_limits', (backend) => {
   it('makes every key made before it an admin key of every collection that never expires: nothing changes for it', async () => {
     const database = await createDatabase(backend);
     // The schema as it was before, with a key made the old way.
-    const schema = backend === 'postgres' ? postgresSchema : { codePointText: 'text', own: {} };
+    const schema = backend === 'postgres' ? postgresSchema : sqliteSchema;
     const all = migrationSource(schema);
     const before = {
       ...all,
@@ -246,7 +247,7 @@ describeEachBackend('migration 0008_key_limits', (backend) => {
 describeEachBackend('migration 0009_event_previous', (backend) => {
   it('keeps the events stored before it, whose updates the feed sends without previous, and gives the later ones theirs', async () => {
     const database = await createDatabase(backend);
-    const schema = backend === 'postgres' ? postgresSchema : { codePointText: 'text', own: {} };
+    const schema = backend === 'postgres' ? postgresSchema : sqliteSchema;
     const all = migrationSource(schema);
     const before = {
       ...all,
@@ -307,7 +308,7 @@ describeEachBackend('migration 0009_event_previous', (backend) => {
 describeEachBackend('migration 0010_row_versions', (backend) => {
   it('gives every row written before it a version: its latest retained event, else its collection latest seq', async () => {
     const database = await createDatabase(backend);
-    const schema = backend === 'postgres' ? postgresSchema : { codePointText: 'text', own: {} };
+    const schema = backend === 'postgres' ? postgresSchema : sqliteSchema;
     const all = migrationSource(schema);
     const before = {
       ...all,

@@ -1,0 +1,40 @@
+// SQLite's SQL of search indexes (docs/search.md, "How the databases are fed"): each row's words in
+// search_rows, and FTS5's index of them in search_words, an external content table over search_rows kept
+// by search_rows' triggers (the FTS5 documentation's pattern), so that every change of a row's words is
+// one statement of ours.
+import type { SearchSql } from '../../engine/dialect.ts';
+
+/**
+ * The tables, made by the migration 0020_search_indexes. FTS5's `ascii` tokenizer splits at ASCII
+ * characters that are not letters or digits only, here also not `_` (tokenchars), and takes every
+ * other character as part of a token: the words written (searchTerms(), ../../collections/search-indexes.ts)
+ * read back as themselves.
+ */
+export const searchTablesSql = [
+  'create table search_rows (id integer primary key, collection_id integer not null, row_id integer not null, words text not null)',
+  'create unique index search_rows_row on search_rows (collection_id, row_id)',
+  `create virtual table search_words using fts5(words, content = 'search_rows', content_rowid = 'id', tokenize = "ascii tokenchars '_'")`,
+  `create trigger search_rows_inserted after insert on search_rows begin
+    insert into search_words (rowid, words) values (new.id, new.words);
+  end`,
+  `create trigger search_rows_deleted after delete on search_rows begin
+    insert into search_words (search_words, rowid, words) values ('delete', old.id, old.words);
+  end`,
+  `create trigger search_rows_updated after update of words on search_rows begin
+    insert into search_words (search_words, rowid, words) values ('delete', old.id, old.words);
+    insert into search_words (rowid, words) values (new.id, new.words);
+  end`,
+];
+
+export const dropSearchTablesSql = ['drop table search_words', 'drop table search_rows'];
+
+export const searchSql: SearchSql = {
+  put: `insert into search_rows (collection_id, row_id, words) select ?, value ->> 0, value ->> 1 from json_each(?)
+    where true on conflict (collection_id, row_id) do update set words = excluded.words`,
+  remove: 'delete from search_rows where collection_id = ? and row_id in (select value from json_each(?))',
+  removeAll: 'delete from search_rows where collection_id = ?',
+  // The terms of a collection are its own (searchTerms()): FTS5 finds that collection's rows only.
+  match: (row) =>
+    `${row}.id in (select s.row_id from search_rows s where s.id in (select rowid from search_words where search_words match ?))`,
+  query: (words, prefix) => [...words.map((word) => `"${word}"`), ...(prefix === undefined ? [] : [`"${prefix}"*`])].join(' '),
+};
