@@ -400,8 +400,13 @@ export interface paths {
          *     in SQL). Declaring a unique index over rows that already share values is `409 unique_conflict`,
          *     listing them, and declares nothing. Unique indexes are what `on_conflict` upserts by.
          *
-         *     Any index also orders and filters by each of its fields through a sort index from the start,
+         *     Any index of values also orders and filters by each of its fields through a sort index from the start,
          *     where undeclared fields are indexed only once a collection is large and pages ask for them.
+         *
+         *     A search index (`"type": "search"`, named `search:` and its fields) holds the words of the rows'
+         *     strings in its fields, which `$search` finds rows by (docs/search.md); made over the rows already
+         *     there, and kept by every write of a row in the write's own transaction. A collection has one at
+         *     most (a second is `409 conflict`); it may not be `unique` (`400`).
          */
         post: operations["createIndex"];
         delete?: never;
@@ -1595,7 +1600,7 @@ export interface components {
          * @description A filter of the filter language (docs/api.md, "Filters"): each member names a field path (a
          *     top-level field, or a dotted path into nested objects, `.` and `\` in a key escaped with `\`;
          *     `id` is the row's id) with its `FilterCondition`, or is `$and` or `$or` (non-empty arrays of
-         *     filters) or `$not` (a filter); the members must all hold. At most 4 KiB as JSON, 8 levels deep,
+         *     filters), `$not` (a filter) or `$search` (words); the members must all hold. At most 4 KiB as JSON, 8 levels deep,
          *     32 conditions; anything else is `400 validation_failed` pointing into it (`/filter/…`).
          * @example {
          *       "status": "open",
@@ -1620,6 +1625,15 @@ export interface components {
             $not?: components["schemas"]["NestedFilter"];
             /** @description Filters of which one at least must hold. */
             $or?: components["schemas"]["NestedFilter"][];
+            /**
+             * @description The rows whose words in the fields of the collection's search index (createIndex, `"type": "search"`)
+             *     hold every word of this text, the last also as the beginning of a word unless the text ends outside a
+             *     word (docs/search.md): case and diacritics do not matter, each Chinese or Japanese character is a word.
+             *     Combines with every other condition, inside `$and`, `$or` and `$not` too. A collection without a search
+             *     index, a text of no word, of more than 256 characters or of more than 32 words: `400`.
+             * @example red sho
+             */
+            $search?: string;
         } & {
             [key: string]: components["schemas"]["FilterCondition"];
         };
@@ -1705,6 +1719,11 @@ export interface components {
         Index: {
             fields: components["schemas"]["IndexField"][];
             name: components["schemas"]["IndexName"];
+            /**
+             * @description `search` for a search index (`NewIndex.type`), absent for an index of values.
+             * @enum {string}
+             */
+            type?: "search";
             unique: boolean;
         };
         /**
@@ -1713,7 +1732,7 @@ export interface components {
          */
         IndexField: string;
         /**
-         * @description An index's name, its fields joined by commas.
+         * @description An index's name, its fields joined by commas; a search index's with `search:` before them.
          * @example email
          */
         IndexName: string;
@@ -1990,7 +2009,13 @@ export interface components {
         };
         NewIndex: {
             fields: components["schemas"]["IndexField"][];
-            /** @description Whether no two rows may hold the same values of the fields; absent, `false`. */
+            /**
+             * @description `search`: a search index, which `$search` finds rows by the words of (docs/search.md); a collection has one
+             *     at most. Absent: an index of the fields' values.
+             * @enum {string}
+             */
+            type?: "search";
+            /** @description Whether no two rows may hold the same values of the fields; absent, `false`. Not of a search index. */
             unique?: boolean;
         };
         /**
@@ -3691,7 +3716,8 @@ export interface components {
          *     names a field (a top-level name, or a dotted path into nested objects, `.` and `\` in a name
          *     escaped with `\`; `id` is the row's id) with a value it must equal, or an object of operators:
          *     `$eq`, `$ne`, `$gt`, `$gte`, `$lt`, `$lte`, `$in`, `$nin`, `$exists`, `$prefix`, `$contains`;
-         *     `$and` and `$or` take arrays of filters, `$not` a filter. A filter that does not parse is `400
+         *     `$and` and `$or` take arrays of filters, `$not` a filter; `$search` the words to find through the
+         *     collection's search index (`{"$search":"red sho"}`, docs/search.md). A filter that does not parse is `400
          *     validation_failed`, its error naming `filter` and pointing into it (`pointer`, RFC 6901).
          *     Indexes: a filter whose top level holds an equality to a number, string or boolean, a range
          *     (`$gt` … `$lte`) or a `$prefix` on a top-level field reads only that range of the field's sort
@@ -4725,7 +4751,8 @@ export interface operations {
                  *     names a field (a top-level name, or a dotted path into nested objects, `.` and `\` in a name
                  *     escaped with `\`; `id` is the row's id) with a value it must equal, or an object of operators:
                  *     `$eq`, `$ne`, `$gt`, `$gte`, `$lt`, `$lte`, `$in`, `$nin`, `$exists`, `$prefix`, `$contains`;
-                 *     `$and` and `$or` take arrays of filters, `$not` a filter. A filter that does not parse is `400
+                 *     `$and` and `$or` take arrays of filters, `$not` a filter; `$search` the words to find through the
+                 *     collection's search index (`{"$search":"red sho"}`, docs/search.md). A filter that does not parse is `400
                  *     validation_failed`, its error naming `filter` and pointing into it (`pointer`, RFC 6901).
                  *     Indexes: a filter whose top level holds an equality to a number, string or boolean, a range
                  *     (`$gt` … `$lte`) or a `$prefix` on a top-level field reads only that range of the field's sort
@@ -4852,7 +4879,8 @@ export interface operations {
                  *     names a field (a top-level name, or a dotted path into nested objects, `.` and `\` in a name
                  *     escaped with `\`; `id` is the row's id) with a value it must equal, or an object of operators:
                  *     `$eq`, `$ne`, `$gt`, `$gte`, `$lt`, `$lte`, `$in`, `$nin`, `$exists`, `$prefix`, `$contains`;
-                 *     `$and` and `$or` take arrays of filters, `$not` a filter. A filter that does not parse is `400
+                 *     `$and` and `$or` take arrays of filters, `$not` a filter; `$search` the words to find through the
+                 *     collection's search index (`{"$search":"red sho"}`, docs/search.md). A filter that does not parse is `400
                  *     validation_failed`, its error naming `filter` and pointing into it (`pointer`, RFC 6901).
                  *     Indexes: a filter whose top level holds an equality to a number, string or boolean, a range
                  *     (`$gt` … `$lte`) or a `$prefix` on a top-level field reads only that range of the field's sort
@@ -4984,14 +5012,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "fields": [
-                 *         "email"
-                 *       ],
-                 *       "unique": true
-                 *     }
-                 */
                 "application/json": components["schemas"]["NewIndex"];
             };
         };
@@ -5228,7 +5248,8 @@ export interface operations {
                  *     names a field (a top-level name, or a dotted path into nested objects, `.` and `\` in a name
                  *     escaped with `\`; `id` is the row's id) with a value it must equal, or an object of operators:
                  *     `$eq`, `$ne`, `$gt`, `$gte`, `$lt`, `$lte`, `$in`, `$nin`, `$exists`, `$prefix`, `$contains`;
-                 *     `$and` and `$or` take arrays of filters, `$not` a filter. A filter that does not parse is `400
+                 *     `$and` and `$or` take arrays of filters, `$not` a filter; `$search` the words to find through the
+                 *     collection's search index (`{"$search":"red sho"}`, docs/search.md). A filter that does not parse is `400
                  *     validation_failed`, its error naming `filter` and pointing into it (`pointer`, RFC 6901).
                  *     Indexes: a filter whose top level holds an equality to a number, string or boolean, a range
                  *     (`$gt` … `$lte`) or a `$prefix` on a top-level field reads only that range of the field's sort
@@ -5539,7 +5560,8 @@ export interface operations {
                  *     names a field (a top-level name, or a dotted path into nested objects, `.` and `\` in a name
                  *     escaped with `\`; `id` is the row's id) with a value it must equal, or an object of operators:
                  *     `$eq`, `$ne`, `$gt`, `$gte`, `$lt`, `$lte`, `$in`, `$nin`, `$exists`, `$prefix`, `$contains`;
-                 *     `$and` and `$or` take arrays of filters, `$not` a filter. A filter that does not parse is `400
+                 *     `$and` and `$or` take arrays of filters, `$not` a filter; `$search` the words to find through the
+                 *     collection's search index (`{"$search":"red sho"}`, docs/search.md). A filter that does not parse is `400
                  *     validation_failed`, its error naming `filter` and pointing into it (`pointer`, RFC 6901).
                  *     Indexes: a filter whose top level holds an equality to a number, string or boolean, a range
                  *     (`$gt` … `$lte`) or a `$prefix` on a top-level field reads only that range of the field's sort
@@ -6409,7 +6431,8 @@ export interface operations {
                  *     names a field (a top-level name, or a dotted path into nested objects, `.` and `\` in a name
                  *     escaped with `\`; `id` is the row's id) with a value it must equal, or an object of operators:
                  *     `$eq`, `$ne`, `$gt`, `$gte`, `$lt`, `$lte`, `$in`, `$nin`, `$exists`, `$prefix`, `$contains`;
-                 *     `$and` and `$or` take arrays of filters, `$not` a filter. A filter that does not parse is `400
+                 *     `$and` and `$or` take arrays of filters, `$not` a filter; `$search` the words to find through the
+                 *     collection's search index (`{"$search":"red sho"}`, docs/search.md). A filter that does not parse is `400
                  *     validation_failed`, its error naming `filter` and pointing into it (`pointer`, RFC 6901).
                  *     Indexes: a filter whose top level holds an equality to a number, string or boolean, a range
                  *     (`$gt` … `$lte`) or a `$prefix` on a top-level field reads only that range of the field's sort
@@ -6519,7 +6542,8 @@ export interface operations {
                  *     names a field (a top-level name, or a dotted path into nested objects, `.` and `\` in a name
                  *     escaped with `\`; `id` is the row's id) with a value it must equal, or an object of operators:
                  *     `$eq`, `$ne`, `$gt`, `$gte`, `$lt`, `$lte`, `$in`, `$nin`, `$exists`, `$prefix`, `$contains`;
-                 *     `$and` and `$or` take arrays of filters, `$not` a filter. A filter that does not parse is `400
+                 *     `$and` and `$or` take arrays of filters, `$not` a filter; `$search` the words to find through the
+                 *     collection's search index (`{"$search":"red sho"}`, docs/search.md). A filter that does not parse is `400
                  *     validation_failed`, its error naming `filter` and pointing into it (`pointer`, RFC 6901).
                  *     Indexes: a filter whose top level holds an equality to a number, string or boolean, a range
                  *     (`$gt` … `$lte`) or a `$prefix` on a top-level field reads only that range of the field's sort

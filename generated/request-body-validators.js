@@ -2,7 +2,7 @@
 import { createRequire } from 'node:module';
 const require = createRequire(import.meta.url);
 export const aggregateRows_body = validate10;
-const schema11 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"An aggregate query (`aggregateRows`); every member may be left out.","additionalProperties":false,"properties":{"filter":{"type":"object","description":"A filter of the filter language (docs/api.md, \"Filters\"): each member names a field path (a\ntop-level field, or a dotted path into nested objects, `.` and `\\` in a key escaped with `\\`;\n`id` is the row's id) with its `FilterCondition`, or is `$and` or `$or` (non-empty arrays of\nfilters) or `$not` (a filter); the members must all hold. At most 4 KiB as JSON, 8 levels deep,\n32 conditions; anything else is `400 validation_failed` pointing into it (`/filter/…`).\n","properties":{"$and":{"type":"array","minItems":1,"items":{"type":"object","description":"A `Filter` inside `$and`, `$or` or `$not`, with the same members.","additionalProperties":true},"description":"Filters that must all hold."},"$or":{"type":"array","minItems":1,"items":{"$ref":"#/properties/requestBody/properties/filter/properties/$and/items"},"description":"Filters of which one at least must hold."},"$not":{"$ref":"#/properties/requestBody/properties/filter/properties/$and/items"}},"additionalProperties":{"description":"A JSON value the field must equal (JSON equality: `1` equals `1.0`, objects whatever the order\nof their members), or a `FilterOperators` object: an object whose members all start with `$`.\n","anyOf":[{"type":"string","description":"A string, compared by code point."},{"type":"number","description":"A number, compared by value."},{"type":"boolean","description":"A boolean, `false` before `true`."},{"type":"object","nullable":true,"enum":[null],"description":"`null`: a stored `null`, not a missing field."},{"type":"array","items":{},"description":"An array, equal item by item."},{"type":"object","description":"Conditions on one field, all of which must hold. Comparisons hold only for a value of the\noperand's JSON type; a missing field is not `null`, and `$ne` and `$nin` hold for it. An object\nwithout `$` members is a value to equal.\n","properties":{"$eq":{"description":"JSON equality."},"$ne":{"description":"Not JSON-equal (a missing field too)."},"$gt":{"description":"A number, string or boolean to compare with values of its own JSON type.","anyOf":[{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/0"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/1"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/2"}]},"$gte":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$lt":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$lte":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$in":{"type":"array","items":{},"description":"Equal to one of these."},"$nin":{"type":"array","items":{},"description":"Equal to none of these (a missing field too)."},"$exists":{"type":"boolean","description":"Whether the field is there (`null` is there)."},"$prefix":{"type":"string","description":"A string that starts with this one."},"$contains":{"description":"An array with an item equal to this value."}},"additionalProperties":true}]},"example":{"status":"open","score":{"$gte":10},"$or":[{"owner.name":"ada"},{"tags":{"$contains":"urgent"}}]}},"group_by":{"type":"array","description":"The top-level fields whose values group the rows, each once, at most 10; plain names, not `id`.","maxItems":10,"items":{"type":"string","description":"A plain name, as group fields and aliases are.","pattern":"^[A-Za-z_][A-Za-z0-9_]{0,63}$","example":"status"},"example":["status"]},"aggregates":{"type":"object","description":"The aggregates to answer of each group, by alias (a plain name that is no group field), at most\n20; `{\"count\": {\"count\": {}}}` when absent.\n","minProperties":1,"maxProperties":20,"additionalProperties":{"type":"object","description":"One aggregate, one member.","minProperties":1,"maxProperties":1,"additionalProperties":false,"properties":{"count":{"type":"object","description":"`{}`: the group's rows.","maxProperties":0},"count_distinct":{"type":"string","description":"A top-level field of the rows (not `id`).","minLength":1,"maxLength":256,"example":"points"},"sum":{"$ref":"#/properties/requestBody/properties/aggregates/additionalProperties/properties/count_distinct"},"avg":{"$ref":"#/properties/requestBody/properties/aggregates/additionalProperties/properties/count_distinct"},"min":{"$ref":"#/properties/requestBody/properties/aggregates/additionalProperties/properties/count_distinct"},"max":{"$ref":"#/properties/requestBody/properties/aggregates/additionalProperties/properties/count_distinct"}},"example":{"sum":"points"}},"example":{"rows":{"count":{}},"points":{"sum":"points"}}},"order":{"type":"array","description":"The aliases and group fields that order the groups, each once; by the group fields ascending after them.","maxItems":30,"items":{"type":"object","description":"An alias or a group field, and its direction.","required":["field"],"additionalProperties":false,"properties":{"field":{"$ref":"#/properties/requestBody/properties/group_by/items"},"direction":{"type":"string","description":"The direction of a page's order.","enum":["asc","desc"],"default":"asc"}}}},"limit":{"type":"integer","minimum":0,"description":"The most groups to answer, up to `ROWBASE_MAX_GROUPS` (1,000 by default, also the default)."}}}},"required":["requestBody"]};
+const schema11 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"An aggregate query (`aggregateRows`); every member may be left out.","additionalProperties":false,"properties":{"filter":{"type":"object","description":"A filter of the filter language (docs/api.md, \"Filters\"): each member names a field path (a\ntop-level field, or a dotted path into nested objects, `.` and `\\` in a key escaped with `\\`;\n`id` is the row's id) with its `FilterCondition`, or is `$and` or `$or` (non-empty arrays of\nfilters), `$not` (a filter) or `$search` (words); the members must all hold. At most 4 KiB as JSON, 8 levels deep,\n32 conditions; anything else is `400 validation_failed` pointing into it (`/filter/…`).\n","properties":{"$search":{"type":"string","description":"The rows whose words in the fields of the collection's search index (createIndex, `\"type\": \"search\"`)\nhold every word of this text, the last also as the beginning of a word unless the text ends outside a\nword (docs/search.md): case and diacritics do not matter, each Chinese or Japanese character is a word.\nCombines with every other condition, inside `$and`, `$or` and `$not` too. A collection without a search\nindex, a text of no word, of more than 256 characters or of more than 32 words: `400`.\n","example":"red sho"},"$and":{"type":"array","minItems":1,"items":{"type":"object","description":"A `Filter` inside `$and`, `$or` or `$not`, with the same members.","additionalProperties":true},"description":"Filters that must all hold."},"$or":{"type":"array","minItems":1,"items":{"$ref":"#/properties/requestBody/properties/filter/properties/$and/items"},"description":"Filters of which one at least must hold."},"$not":{"$ref":"#/properties/requestBody/properties/filter/properties/$and/items"}},"additionalProperties":{"description":"A JSON value the field must equal (JSON equality: `1` equals `1.0`, objects whatever the order\nof their members), or a `FilterOperators` object: an object whose members all start with `$`.\n","anyOf":[{"type":"string","description":"A string, compared by code point."},{"type":"number","description":"A number, compared by value."},{"type":"boolean","description":"A boolean, `false` before `true`."},{"type":"object","nullable":true,"enum":[null],"description":"`null`: a stored `null`, not a missing field."},{"type":"array","items":{},"description":"An array, equal item by item."},{"type":"object","description":"Conditions on one field, all of which must hold. Comparisons hold only for a value of the\noperand's JSON type; a missing field is not `null`, and `$ne` and `$nin` hold for it. An object\nwithout `$` members is a value to equal.\n","properties":{"$eq":{"description":"JSON equality."},"$ne":{"description":"Not JSON-equal (a missing field too)."},"$gt":{"description":"A number, string or boolean to compare with values of its own JSON type.","anyOf":[{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/0"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/1"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/2"}]},"$gte":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$lt":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$lte":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$in":{"type":"array","items":{},"description":"Equal to one of these."},"$nin":{"type":"array","items":{},"description":"Equal to none of these (a missing field too)."},"$exists":{"type":"boolean","description":"Whether the field is there (`null` is there)."},"$prefix":{"type":"string","description":"A string that starts with this one."},"$contains":{"description":"An array with an item equal to this value."}},"additionalProperties":true}]},"example":{"status":"open","score":{"$gte":10},"$or":[{"owner.name":"ada"},{"tags":{"$contains":"urgent"}}]}},"group_by":{"type":"array","description":"The top-level fields whose values group the rows, each once, at most 10; plain names, not `id`.","maxItems":10,"items":{"type":"string","description":"A plain name, as group fields and aliases are.","pattern":"^[A-Za-z_][A-Za-z0-9_]{0,63}$","example":"status"},"example":["status"]},"aggregates":{"type":"object","description":"The aggregates to answer of each group, by alias (a plain name that is no group field), at most\n20; `{\"count\": {\"count\": {}}}` when absent.\n","minProperties":1,"maxProperties":20,"additionalProperties":{"type":"object","description":"One aggregate, one member.","minProperties":1,"maxProperties":1,"additionalProperties":false,"properties":{"count":{"type":"object","description":"`{}`: the group's rows.","maxProperties":0},"count_distinct":{"type":"string","description":"A top-level field of the rows (not `id`).","minLength":1,"maxLength":256,"example":"points"},"sum":{"$ref":"#/properties/requestBody/properties/aggregates/additionalProperties/properties/count_distinct"},"avg":{"$ref":"#/properties/requestBody/properties/aggregates/additionalProperties/properties/count_distinct"},"min":{"$ref":"#/properties/requestBody/properties/aggregates/additionalProperties/properties/count_distinct"},"max":{"$ref":"#/properties/requestBody/properties/aggregates/additionalProperties/properties/count_distinct"}},"example":{"sum":"points"}},"example":{"rows":{"count":{}},"points":{"sum":"points"}}},"order":{"type":"array","description":"The aliases and group fields that order the groups, each once; by the group fields ascending after them.","maxItems":30,"items":{"type":"object","description":"An alias or a group field, and its direction.","required":["field"],"additionalProperties":false,"properties":{"field":{"$ref":"#/properties/requestBody/properties/group_by/items"},"direction":{"type":"string","description":"The direction of a page's order.","enum":["asc","desc"],"default":"asc"}}}},"limit":{"type":"integer","minimum":0,"description":"The most groups to answer, up to `ROWBASE_MAX_GROUPS` (1,000 by default, also the default)."}}}},"required":["requestBody"]};
 const schema12 = {"type":"string","description":"A string, compared by code point."};
 const schema13 = {"type":"number","description":"A number, compared by value."};
 const schema14 = {"type":"boolean","description":"A boolean, `false` before `true`."};
@@ -120,7 +120,7 @@ if(data0.filter !== undefined){
 let data1 = data0.filter;
 if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
 for(const key1 in data1){
-if(!(((key1 === "$and") || (key1 === "$or")) || (key1 === "$not"))){
+if(!((((key1 === "$search") || (key1 === "$and")) || (key1 === "$or")) || (key1 === "$not"))){
 let data2 = data1[key1];
 const _errs9 = errors;
 let valid3 = false;
@@ -382,11 +382,9 @@ vErrors = null;
 }
 }
 }
-if(data1.$and !== undefined){
-let data11 = data1.$and;
-if(Array.isArray(data11)){
-if(data11.length < 1){
-const err18 = {instancePath:instancePath+"/requestBody/filter/$and",schemaPath:"#/properties/requestBody/properties/filter/properties/%24and/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(data1.$search !== undefined){
+if(typeof data1.$search !== "string"){
+const err18 = {instancePath:instancePath+"/requestBody/filter/$search",schemaPath:"#/properties/requestBody/properties/filter/properties/%24search/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -395,13 +393,12 @@ vErrors.push(err18);
 }
 errors++;
 }
-const len0 = data11.length;
-for(let i0=0; i0<len0; i0++){
-let data12 = data11[i0];
-if(data12 && typeof data12 == "object" && !Array.isArray(data12)){
 }
-else {
-const err19 = {instancePath:instancePath+"/requestBody/filter/$and/" + i0,schemaPath:"#/properties/requestBody/properties/filter/properties/%24and/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data1.$and !== undefined){
+let data12 = data1.$and;
+if(Array.isArray(data12)){
+if(data12.length < 1){
+const err19 = {instancePath:instancePath+"/requestBody/filter/$and",schemaPath:"#/properties/requestBody/properties/filter/properties/%24and/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -410,10 +407,13 @@ vErrors.push(err19);
 }
 errors++;
 }
-}
+const len0 = data12.length;
+for(let i0=0; i0<len0; i0++){
+let data13 = data12[i0];
+if(data13 && typeof data13 == "object" && !Array.isArray(data13)){
 }
 else {
-const err20 = {instancePath:instancePath+"/requestBody/filter/$and",schemaPath:"#/properties/requestBody/properties/filter/properties/%24and/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err20 = {instancePath:instancePath+"/requestBody/filter/$and/" + i0,schemaPath:"#/properties/requestBody/properties/filter/properties/%24and/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -423,11 +423,9 @@ vErrors.push(err20);
 errors++;
 }
 }
-if(data1.$or !== undefined){
-let data13 = data1.$or;
-if(Array.isArray(data13)){
-if(data13.length < 1){
-const err21 = {instancePath:instancePath+"/requestBody/filter/$or",schemaPath:"#/properties/requestBody/properties/filter/properties/%24or/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+}
+else {
+const err21 = {instancePath:instancePath+"/requestBody/filter/$and",schemaPath:"#/properties/requestBody/properties/filter/properties/%24and/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -436,13 +434,12 @@ vErrors.push(err21);
 }
 errors++;
 }
-const len1 = data13.length;
-for(let i1=0; i1<len1; i1++){
-let data14 = data13[i1];
-if(data14 && typeof data14 == "object" && !Array.isArray(data14)){
 }
-else {
-const err22 = {instancePath:instancePath+"/requestBody/filter/$or/" + i1,schemaPath:"#/properties/requestBody/properties/filter/properties/$and/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data1.$or !== undefined){
+let data14 = data1.$or;
+if(Array.isArray(data14)){
+if(data14.length < 1){
+const err22 = {instancePath:instancePath+"/requestBody/filter/$or",schemaPath:"#/properties/requestBody/properties/filter/properties/%24or/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -451,10 +448,13 @@ vErrors.push(err22);
 }
 errors++;
 }
-}
+const len1 = data14.length;
+for(let i1=0; i1<len1; i1++){
+let data15 = data14[i1];
+if(data15 && typeof data15 == "object" && !Array.isArray(data15)){
 }
 else {
-const err23 = {instancePath:instancePath+"/requestBody/filter/$or",schemaPath:"#/properties/requestBody/properties/filter/properties/%24or/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err23 = {instancePath:instancePath+"/requestBody/filter/$or/" + i1,schemaPath:"#/properties/requestBody/properties/filter/properties/$and/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -464,12 +464,9 @@ vErrors.push(err23);
 errors++;
 }
 }
-if(data1.$not !== undefined){
-let data15 = data1.$not;
-if(data15 && typeof data15 == "object" && !Array.isArray(data15)){
 }
 else {
-const err24 = {instancePath:instancePath+"/requestBody/filter/$not",schemaPath:"#/properties/requestBody/properties/filter/properties/$and/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err24 = {instancePath:instancePath+"/requestBody/filter/$or",schemaPath:"#/properties/requestBody/properties/filter/properties/%24or/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -479,9 +476,12 @@ vErrors.push(err24);
 errors++;
 }
 }
+if(data1.$not !== undefined){
+let data16 = data1.$not;
+if(data16 && typeof data16 == "object" && !Array.isArray(data16)){
 }
 else {
-const err25 = {instancePath:instancePath+"/requestBody/filter",schemaPath:"#/properties/requestBody/properties/filter/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err25 = {instancePath:instancePath+"/requestBody/filter/$not",schemaPath:"#/properties/requestBody/properties/filter/properties/$and/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -491,11 +491,9 @@ vErrors.push(err25);
 errors++;
 }
 }
-if(data0.group_by !== undefined){
-let data16 = data0.group_by;
-if(Array.isArray(data16)){
-if(data16.length > 10){
-const err26 = {instancePath:instancePath+"/requestBody/group_by",schemaPath:"#/properties/requestBody/properties/group_by/maxItems",keyword:"maxItems",params:{limit: 10},message:"must NOT have more than 10 items"};
+}
+else {
+const err26 = {instancePath:instancePath+"/requestBody/filter",schemaPath:"#/properties/requestBody/properties/filter/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -504,12 +502,12 @@ vErrors.push(err26);
 }
 errors++;
 }
-const len2 = data16.length;
-for(let i2=0; i2<len2; i2++){
-let data17 = data16[i2];
-if(typeof data17 === "string"){
-if(!pattern0.test(data17)){
-const err27 = {instancePath:instancePath+"/requestBody/group_by/" + i2,schemaPath:"#/properties/requestBody/properties/group_by/items/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z_][A-Za-z0-9_]{0,63}$"},message:"must match pattern \""+"^[A-Za-z_][A-Za-z0-9_]{0,63}$"+"\""};
+}
+if(data0.group_by !== undefined){
+let data17 = data0.group_by;
+if(Array.isArray(data17)){
+if(data17.length > 10){
+const err27 = {instancePath:instancePath+"/requestBody/group_by",schemaPath:"#/properties/requestBody/properties/group_by/maxItems",keyword:"maxItems",params:{limit: 10},message:"must NOT have more than 10 items"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -518,9 +516,12 @@ vErrors.push(err27);
 }
 errors++;
 }
-}
-else {
-const err28 = {instancePath:instancePath+"/requestBody/group_by/" + i2,schemaPath:"#/properties/requestBody/properties/group_by/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const len2 = data17.length;
+for(let i2=0; i2<len2; i2++){
+let data18 = data17[i2];
+if(typeof data18 === "string"){
+if(!pattern0.test(data18)){
+const err28 = {instancePath:instancePath+"/requestBody/group_by/" + i2,schemaPath:"#/properties/requestBody/properties/group_by/items/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z_][A-Za-z0-9_]{0,63}$"},message:"must match pattern \""+"^[A-Za-z_][A-Za-z0-9_]{0,63}$"+"\""};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -530,9 +531,8 @@ vErrors.push(err28);
 errors++;
 }
 }
-}
 else {
-const err29 = {instancePath:instancePath+"/requestBody/group_by",schemaPath:"#/properties/requestBody/properties/group_by/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err29 = {instancePath:instancePath+"/requestBody/group_by/" + i2,schemaPath:"#/properties/requestBody/properties/group_by/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -542,11 +542,9 @@ vErrors.push(err29);
 errors++;
 }
 }
-if(data0.aggregates !== undefined){
-let data18 = data0.aggregates;
-if(data18 && typeof data18 == "object" && !Array.isArray(data18)){
-if(Object.keys(data18).length > 20){
-const err30 = {instancePath:instancePath+"/requestBody/aggregates",schemaPath:"#/properties/requestBody/properties/aggregates/maxProperties",keyword:"maxProperties",params:{limit: 20},message:"must NOT have more than 20 properties"};
+}
+else {
+const err30 = {instancePath:instancePath+"/requestBody/group_by",schemaPath:"#/properties/requestBody/properties/group_by/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -555,8 +553,12 @@ vErrors.push(err30);
 }
 errors++;
 }
-if(Object.keys(data18).length < 1){
-const err31 = {instancePath:instancePath+"/requestBody/aggregates",schemaPath:"#/properties/requestBody/properties/aggregates/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties"};
+}
+if(data0.aggregates !== undefined){
+let data19 = data0.aggregates;
+if(data19 && typeof data19 == "object" && !Array.isArray(data19)){
+if(Object.keys(data19).length > 20){
+const err31 = {instancePath:instancePath+"/requestBody/aggregates",schemaPath:"#/properties/requestBody/properties/aggregates/maxProperties",keyword:"maxProperties",params:{limit: 20},message:"must NOT have more than 20 properties"};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -565,11 +567,8 @@ vErrors.push(err31);
 }
 errors++;
 }
-for(const key2 in data18){
-let data19 = data18[key2];
-if(data19 && typeof data19 == "object" && !Array.isArray(data19)){
-if(Object.keys(data19).length > 1){
-const err32 = {instancePath:instancePath+"/requestBody/aggregates/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/requestBody/properties/aggregates/additionalProperties/maxProperties",keyword:"maxProperties",params:{limit: 1},message:"must NOT have more than 1 properties"};
+if(Object.keys(data19).length < 1){
+const err32 = {instancePath:instancePath+"/requestBody/aggregates",schemaPath:"#/properties/requestBody/properties/aggregates/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties"};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -578,8 +577,11 @@ vErrors.push(err32);
 }
 errors++;
 }
-if(Object.keys(data19).length < 1){
-const err33 = {instancePath:instancePath+"/requestBody/aggregates/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/requestBody/properties/aggregates/additionalProperties/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties"};
+for(const key2 in data19){
+let data20 = data19[key2];
+if(data20 && typeof data20 == "object" && !Array.isArray(data20)){
+if(Object.keys(data20).length > 1){
+const err33 = {instancePath:instancePath+"/requestBody/aggregates/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/requestBody/properties/aggregates/additionalProperties/maxProperties",keyword:"maxProperties",params:{limit: 1},message:"must NOT have more than 1 properties"};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -588,9 +590,8 @@ vErrors.push(err33);
 }
 errors++;
 }
-for(const key3 in data19){
-if(!((((((key3 === "count") || (key3 === "count_distinct")) || (key3 === "sum")) || (key3 === "avg")) || (key3 === "min")) || (key3 === "max"))){
-const err34 = {instancePath:instancePath+"/requestBody/aggregates/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/requestBody/properties/aggregates/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"};
+if(Object.keys(data20).length < 1){
+const err34 = {instancePath:instancePath+"/requestBody/aggregates/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/requestBody/properties/aggregates/additionalProperties/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties"};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -599,12 +600,9 @@ vErrors.push(err34);
 }
 errors++;
 }
-}
-if(data19.count !== undefined){
-let data20 = data19.count;
-if(data20 && typeof data20 == "object" && !Array.isArray(data20)){
-if(Object.keys(data20).length > 0){
-const err35 = {instancePath:instancePath+"/requestBody/aggregates/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/count",schemaPath:"#/properties/requestBody/properties/aggregates/additionalProperties/properties/count/maxProperties",keyword:"maxProperties",params:{limit: 0},message:"must NOT have more than 0 properties"};
+for(const key3 in data20){
+if(!((((((key3 === "count") || (key3 === "count_distinct")) || (key3 === "sum")) || (key3 === "avg")) || (key3 === "min")) || (key3 === "max"))){
+const err35 = {instancePath:instancePath+"/requestBody/aggregates/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/requestBody/properties/aggregates/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -614,8 +612,11 @@ vErrors.push(err35);
 errors++;
 }
 }
-else {
-const err36 = {instancePath:instancePath+"/requestBody/aggregates/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/count",schemaPath:"#/properties/requestBody/properties/aggregates/additionalProperties/properties/count/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data20.count !== undefined){
+let data21 = data20.count;
+if(data21 && typeof data21 == "object" && !Array.isArray(data21)){
+if(Object.keys(data21).length > 0){
+const err36 = {instancePath:instancePath+"/requestBody/aggregates/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/count",schemaPath:"#/properties/requestBody/properties/aggregates/additionalProperties/properties/count/maxProperties",keyword:"maxProperties",params:{limit: 0},message:"must NOT have more than 0 properties"};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -625,11 +626,8 @@ vErrors.push(err36);
 errors++;
 }
 }
-if(data19.count_distinct !== undefined){
-let data21 = data19.count_distinct;
-if(typeof data21 === "string"){
-if(func2(data21) > 256){
-const err37 = {instancePath:instancePath+"/requestBody/aggregates/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/count_distinct",schemaPath:"#/properties/requestBody/properties/aggregates/additionalProperties/properties/count_distinct/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+else {
+const err37 = {instancePath:instancePath+"/requestBody/aggregates/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/count",schemaPath:"#/properties/requestBody/properties/aggregates/additionalProperties/properties/count/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -638,8 +636,12 @@ vErrors.push(err37);
 }
 errors++;
 }
-if(func2(data21) < 1){
-const err38 = {instancePath:instancePath+"/requestBody/aggregates/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/count_distinct",schemaPath:"#/properties/requestBody/properties/aggregates/additionalProperties/properties/count_distinct/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+if(data20.count_distinct !== undefined){
+let data22 = data20.count_distinct;
+if(typeof data22 === "string"){
+if(func2(data22) > 256){
+const err38 = {instancePath:instancePath+"/requestBody/aggregates/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/count_distinct",schemaPath:"#/properties/requestBody/properties/aggregates/additionalProperties/properties/count_distinct/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -648,9 +650,8 @@ vErrors.push(err38);
 }
 errors++;
 }
-}
-else {
-const err39 = {instancePath:instancePath+"/requestBody/aggregates/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/count_distinct",schemaPath:"#/properties/requestBody/properties/aggregates/additionalProperties/properties/count_distinct/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(func2(data22) < 1){
+const err39 = {instancePath:instancePath+"/requestBody/aggregates/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/count_distinct",schemaPath:"#/properties/requestBody/properties/aggregates/additionalProperties/properties/count_distinct/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -660,11 +661,8 @@ vErrors.push(err39);
 errors++;
 }
 }
-if(data19.sum !== undefined){
-let data22 = data19.sum;
-if(typeof data22 === "string"){
-if(func2(data22) > 256){
-const err40 = {instancePath:instancePath+"/requestBody/aggregates/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/sum",schemaPath:"#/properties/requestBody/properties/aggregates/additionalProperties/properties/count_distinct/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+else {
+const err40 = {instancePath:instancePath+"/requestBody/aggregates/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/count_distinct",schemaPath:"#/properties/requestBody/properties/aggregates/additionalProperties/properties/count_distinct/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -673,8 +671,12 @@ vErrors.push(err40);
 }
 errors++;
 }
-if(func2(data22) < 1){
-const err41 = {instancePath:instancePath+"/requestBody/aggregates/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/sum",schemaPath:"#/properties/requestBody/properties/aggregates/additionalProperties/properties/count_distinct/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+if(data20.sum !== undefined){
+let data23 = data20.sum;
+if(typeof data23 === "string"){
+if(func2(data23) > 256){
+const err41 = {instancePath:instancePath+"/requestBody/aggregates/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/sum",schemaPath:"#/properties/requestBody/properties/aggregates/additionalProperties/properties/count_distinct/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -683,9 +685,8 @@ vErrors.push(err41);
 }
 errors++;
 }
-}
-else {
-const err42 = {instancePath:instancePath+"/requestBody/aggregates/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/sum",schemaPath:"#/properties/requestBody/properties/aggregates/additionalProperties/properties/count_distinct/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(func2(data23) < 1){
+const err42 = {instancePath:instancePath+"/requestBody/aggregates/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/sum",schemaPath:"#/properties/requestBody/properties/aggregates/additionalProperties/properties/count_distinct/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -695,11 +696,8 @@ vErrors.push(err42);
 errors++;
 }
 }
-if(data19.avg !== undefined){
-let data23 = data19.avg;
-if(typeof data23 === "string"){
-if(func2(data23) > 256){
-const err43 = {instancePath:instancePath+"/requestBody/aggregates/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/avg",schemaPath:"#/properties/requestBody/properties/aggregates/additionalProperties/properties/count_distinct/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+else {
+const err43 = {instancePath:instancePath+"/requestBody/aggregates/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/sum",schemaPath:"#/properties/requestBody/properties/aggregates/additionalProperties/properties/count_distinct/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -708,8 +706,12 @@ vErrors.push(err43);
 }
 errors++;
 }
-if(func2(data23) < 1){
-const err44 = {instancePath:instancePath+"/requestBody/aggregates/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/avg",schemaPath:"#/properties/requestBody/properties/aggregates/additionalProperties/properties/count_distinct/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+if(data20.avg !== undefined){
+let data24 = data20.avg;
+if(typeof data24 === "string"){
+if(func2(data24) > 256){
+const err44 = {instancePath:instancePath+"/requestBody/aggregates/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/avg",schemaPath:"#/properties/requestBody/properties/aggregates/additionalProperties/properties/count_distinct/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -718,9 +720,8 @@ vErrors.push(err44);
 }
 errors++;
 }
-}
-else {
-const err45 = {instancePath:instancePath+"/requestBody/aggregates/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/avg",schemaPath:"#/properties/requestBody/properties/aggregates/additionalProperties/properties/count_distinct/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(func2(data24) < 1){
+const err45 = {instancePath:instancePath+"/requestBody/aggregates/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/avg",schemaPath:"#/properties/requestBody/properties/aggregates/additionalProperties/properties/count_distinct/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err45];
 }
@@ -730,11 +731,8 @@ vErrors.push(err45);
 errors++;
 }
 }
-if(data19.min !== undefined){
-let data24 = data19.min;
-if(typeof data24 === "string"){
-if(func2(data24) > 256){
-const err46 = {instancePath:instancePath+"/requestBody/aggregates/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/min",schemaPath:"#/properties/requestBody/properties/aggregates/additionalProperties/properties/count_distinct/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+else {
+const err46 = {instancePath:instancePath+"/requestBody/aggregates/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/avg",schemaPath:"#/properties/requestBody/properties/aggregates/additionalProperties/properties/count_distinct/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err46];
 }
@@ -743,8 +741,12 @@ vErrors.push(err46);
 }
 errors++;
 }
-if(func2(data24) < 1){
-const err47 = {instancePath:instancePath+"/requestBody/aggregates/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/min",schemaPath:"#/properties/requestBody/properties/aggregates/additionalProperties/properties/count_distinct/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+if(data20.min !== undefined){
+let data25 = data20.min;
+if(typeof data25 === "string"){
+if(func2(data25) > 256){
+const err47 = {instancePath:instancePath+"/requestBody/aggregates/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/min",schemaPath:"#/properties/requestBody/properties/aggregates/additionalProperties/properties/count_distinct/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
 if(vErrors === null){
 vErrors = [err47];
 }
@@ -753,9 +755,8 @@ vErrors.push(err47);
 }
 errors++;
 }
-}
-else {
-const err48 = {instancePath:instancePath+"/requestBody/aggregates/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/min",schemaPath:"#/properties/requestBody/properties/aggregates/additionalProperties/properties/count_distinct/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(func2(data25) < 1){
+const err48 = {instancePath:instancePath+"/requestBody/aggregates/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/min",schemaPath:"#/properties/requestBody/properties/aggregates/additionalProperties/properties/count_distinct/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -765,11 +766,8 @@ vErrors.push(err48);
 errors++;
 }
 }
-if(data19.max !== undefined){
-let data25 = data19.max;
-if(typeof data25 === "string"){
-if(func2(data25) > 256){
-const err49 = {instancePath:instancePath+"/requestBody/aggregates/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/max",schemaPath:"#/properties/requestBody/properties/aggregates/additionalProperties/properties/count_distinct/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+else {
+const err49 = {instancePath:instancePath+"/requestBody/aggregates/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/min",schemaPath:"#/properties/requestBody/properties/aggregates/additionalProperties/properties/count_distinct/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err49];
 }
@@ -778,8 +776,12 @@ vErrors.push(err49);
 }
 errors++;
 }
-if(func2(data25) < 1){
-const err50 = {instancePath:instancePath+"/requestBody/aggregates/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/max",schemaPath:"#/properties/requestBody/properties/aggregates/additionalProperties/properties/count_distinct/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+if(data20.max !== undefined){
+let data26 = data20.max;
+if(typeof data26 === "string"){
+if(func2(data26) > 256){
+const err50 = {instancePath:instancePath+"/requestBody/aggregates/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/max",schemaPath:"#/properties/requestBody/properties/aggregates/additionalProperties/properties/count_distinct/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
 if(vErrors === null){
 vErrors = [err50];
 }
@@ -788,9 +790,8 @@ vErrors.push(err50);
 }
 errors++;
 }
-}
-else {
-const err51 = {instancePath:instancePath+"/requestBody/aggregates/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/max",schemaPath:"#/properties/requestBody/properties/aggregates/additionalProperties/properties/count_distinct/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(func2(data26) < 1){
+const err51 = {instancePath:instancePath+"/requestBody/aggregates/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/max",schemaPath:"#/properties/requestBody/properties/aggregates/additionalProperties/properties/count_distinct/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err51];
 }
@@ -800,9 +801,8 @@ vErrors.push(err51);
 errors++;
 }
 }
-}
 else {
-const err52 = {instancePath:instancePath+"/requestBody/aggregates/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/requestBody/properties/aggregates/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err52 = {instancePath:instancePath+"/requestBody/aggregates/" + key2.replace(/~/g, "~0").replace(/\//g, "~1")+"/max",schemaPath:"#/properties/requestBody/properties/aggregates/additionalProperties/properties/count_distinct/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err52];
 }
@@ -814,7 +814,7 @@ errors++;
 }
 }
 else {
-const err53 = {instancePath:instancePath+"/requestBody/aggregates",schemaPath:"#/properties/requestBody/properties/aggregates/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err53 = {instancePath:instancePath+"/requestBody/aggregates/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/requestBody/properties/aggregates/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err53];
 }
@@ -824,11 +824,9 @@ vErrors.push(err53);
 errors++;
 }
 }
-if(data0.order !== undefined){
-let data26 = data0.order;
-if(Array.isArray(data26)){
-if(data26.length > 30){
-const err54 = {instancePath:instancePath+"/requestBody/order",schemaPath:"#/properties/requestBody/properties/order/maxItems",keyword:"maxItems",params:{limit: 30},message:"must NOT have more than 30 items"};
+}
+else {
+const err54 = {instancePath:instancePath+"/requestBody/aggregates",schemaPath:"#/properties/requestBody/properties/aggregates/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err54];
 }
@@ -837,15 +835,12 @@ vErrors.push(err54);
 }
 errors++;
 }
-const len3 = data26.length;
-for(let i3=0; i3<len3; i3++){
-let data27 = data26[i3];
-if(data27 && typeof data27 == "object" && !Array.isArray(data27)){
-if(data27.direction === undefined){
-data27.direction = "asc";
 }
-if(data27.field === undefined){
-const err55 = {instancePath:instancePath+"/requestBody/order/" + i3,schemaPath:"#/properties/requestBody/properties/order/items/required",keyword:"required",params:{missingProperty: "field"},message:"must have required property '"+"field"+"'"};
+if(data0.order !== undefined){
+let data27 = data0.order;
+if(Array.isArray(data27)){
+if(data27.length > 30){
+const err55 = {instancePath:instancePath+"/requestBody/order",schemaPath:"#/properties/requestBody/properties/order/maxItems",keyword:"maxItems",params:{limit: 30},message:"must NOT have more than 30 items"};
 if(vErrors === null){
 vErrors = [err55];
 }
@@ -854,9 +849,15 @@ vErrors.push(err55);
 }
 errors++;
 }
-for(const key4 in data27){
-if(!((key4 === "field") || (key4 === "direction"))){
-const err56 = {instancePath:instancePath+"/requestBody/order/" + i3,schemaPath:"#/properties/requestBody/properties/order/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
+const len3 = data27.length;
+for(let i3=0; i3<len3; i3++){
+let data28 = data27[i3];
+if(data28 && typeof data28 == "object" && !Array.isArray(data28)){
+if(data28.direction === undefined){
+data28.direction = "asc";
+}
+if(data28.field === undefined){
+const err56 = {instancePath:instancePath+"/requestBody/order/" + i3,schemaPath:"#/properties/requestBody/properties/order/items/required",keyword:"required",params:{missingProperty: "field"},message:"must have required property '"+"field"+"'"};
 if(vErrors === null){
 vErrors = [err56];
 }
@@ -865,12 +866,9 @@ vErrors.push(err56);
 }
 errors++;
 }
-}
-if(data27.field !== undefined){
-let data28 = data27.field;
-if(typeof data28 === "string"){
-if(!pattern0.test(data28)){
-const err57 = {instancePath:instancePath+"/requestBody/order/" + i3+"/field",schemaPath:"#/properties/requestBody/properties/group_by/items/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z_][A-Za-z0-9_]{0,63}$"},message:"must match pattern \""+"^[A-Za-z_][A-Za-z0-9_]{0,63}$"+"\""};
+for(const key4 in data28){
+if(!((key4 === "field") || (key4 === "direction"))){
+const err57 = {instancePath:instancePath+"/requestBody/order/" + i3,schemaPath:"#/properties/requestBody/properties/order/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err57];
 }
@@ -880,8 +878,11 @@ vErrors.push(err57);
 errors++;
 }
 }
-else {
-const err58 = {instancePath:instancePath+"/requestBody/order/" + i3+"/field",schemaPath:"#/properties/requestBody/properties/group_by/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data28.field !== undefined){
+let data29 = data28.field;
+if(typeof data29 === "string"){
+if(!pattern0.test(data29)){
+const err58 = {instancePath:instancePath+"/requestBody/order/" + i3+"/field",schemaPath:"#/properties/requestBody/properties/group_by/items/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z_][A-Za-z0-9_]{0,63}$"},message:"must match pattern \""+"^[A-Za-z_][A-Za-z0-9_]{0,63}$"+"\""};
 if(vErrors === null){
 vErrors = [err58];
 }
@@ -891,9 +892,8 @@ vErrors.push(err58);
 errors++;
 }
 }
-let data29 = data27.direction;
-if(typeof data29 !== "string"){
-const err59 = {instancePath:instancePath+"/requestBody/order/" + i3+"/direction",schemaPath:"#/properties/requestBody/properties/order/items/properties/direction/type",keyword:"type",params:{type: "string"},message:"must be string"};
+else {
+const err59 = {instancePath:instancePath+"/requestBody/order/" + i3+"/field",schemaPath:"#/properties/requestBody/properties/group_by/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err59];
 }
@@ -902,8 +902,10 @@ vErrors.push(err59);
 }
 errors++;
 }
-if(!((data29 === "asc") || (data29 === "desc"))){
-const err60 = {instancePath:instancePath+"/requestBody/order/" + i3+"/direction",schemaPath:"#/properties/requestBody/properties/order/items/properties/direction/enum",keyword:"enum",params:{allowedValues: schema11.properties.requestBody.properties.order.items.properties.direction.enum},message:"must be equal to one of the allowed values"};
+}
+let data30 = data28.direction;
+if(typeof data30 !== "string"){
+const err60 = {instancePath:instancePath+"/requestBody/order/" + i3+"/direction",schemaPath:"#/properties/requestBody/properties/order/items/properties/direction/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err60];
 }
@@ -912,9 +914,8 @@ vErrors.push(err60);
 }
 errors++;
 }
-}
-else {
-const err61 = {instancePath:instancePath+"/requestBody/order/" + i3,schemaPath:"#/properties/requestBody/properties/order/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(!((data30 === "asc") || (data30 === "desc"))){
+const err61 = {instancePath:instancePath+"/requestBody/order/" + i3+"/direction",schemaPath:"#/properties/requestBody/properties/order/items/properties/direction/enum",keyword:"enum",params:{allowedValues: schema11.properties.requestBody.properties.order.items.properties.direction.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err61];
 }
@@ -924,9 +925,8 @@ vErrors.push(err61);
 errors++;
 }
 }
-}
 else {
-const err62 = {instancePath:instancePath+"/requestBody/order",schemaPath:"#/properties/requestBody/properties/order/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err62 = {instancePath:instancePath+"/requestBody/order/" + i3,schemaPath:"#/properties/requestBody/properties/order/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err62];
 }
@@ -936,10 +936,9 @@ vErrors.push(err62);
 errors++;
 }
 }
-if(data0.limit !== undefined){
-let data30 = data0.limit;
-if(!((typeof data30 == "number") && (!(data30 % 1) && !isNaN(data30)))){
-const err63 = {instancePath:instancePath+"/requestBody/limit",schemaPath:"#/properties/requestBody/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+}
+else {
+const err63 = {instancePath:instancePath+"/requestBody/order",schemaPath:"#/properties/requestBody/properties/order/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err63];
 }
@@ -948,9 +947,11 @@ vErrors.push(err63);
 }
 errors++;
 }
-if(typeof data30 == "number"){
-if(data30 < 0 || isNaN(data30)){
-const err64 = {instancePath:instancePath+"/requestBody/limit",schemaPath:"#/properties/requestBody/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+if(data0.limit !== undefined){
+let data31 = data0.limit;
+if(!((typeof data31 == "number") && (!(data31 % 1) && !isNaN(data31)))){
+const err64 = {instancePath:instancePath+"/requestBody/limit",schemaPath:"#/properties/requestBody/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err64];
 }
@@ -959,11 +960,9 @@ vErrors.push(err64);
 }
 errors++;
 }
-}
-}
-}
-else {
-const err65 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(typeof data31 == "number"){
+if(data31 < 0 || isNaN(data31)){
+const err65 = {instancePath:instancePath+"/requestBody/limit",schemaPath:"#/properties/requestBody/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err65];
 }
@@ -974,13 +973,26 @@ errors++;
 }
 }
 }
+}
 else {
-const err66 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err66 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err66];
 }
 else {
 vErrors.push(err66);
+}
+errors++;
+}
+}
+}
+else {
+const err67 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err67];
+}
+else {
+vErrors.push(err67);
 }
 errors++;
 }
@@ -1254,7 +1266,7 @@ return errors === 0;
 }
 
 export const createIndex_body = validate17;
-const schema28 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","required":["fields"],"additionalProperties":false,"properties":{"fields":{"type":"array","minItems":1,"maxItems":4,"uniqueItems":true,"items":{"type":"string","description":"A top-level field an index is over, a plain name.","pattern":"^[A-Za-z_][A-Za-z0-9_]{0,62}$","example":"email"}},"unique":{"type":"boolean","description":"Whether no two rows may hold the same values of the fields; absent, `false`."}}}},"required":["requestBody"]};
+const schema28 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","required":["fields"],"additionalProperties":false,"properties":{"fields":{"type":"array","minItems":1,"maxItems":4,"uniqueItems":true,"items":{"type":"string","description":"A top-level field an index is over, a plain name.","pattern":"^[A-Za-z_][A-Za-z0-9_]{0,62}$","example":"email"}},"unique":{"type":"boolean","description":"Whether no two rows may hold the same values of the fields; absent, `false`. Not of a search index."},"type":{"type":"string","enum":["search"],"description":"`search`: a search index, which `$search` finds rows by the words of (docs/search.md); a collection has one\nat most. Absent: an index of the fields' values.\n"}}}},"required":["requestBody"]};
 const pattern3 = new RegExp("^[A-Za-z_][A-Za-z0-9_]{0,62}$", "u");
 
 function validate17(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
@@ -1285,7 +1297,7 @@ vErrors.push(err1);
 errors++;
 }
 for(const key0 in data0){
-if(!((key0 === "fields") || (key0 === "unique"))){
+if(!(((key0 === "fields") || (key0 === "unique")) || (key0 === "type"))){
 const err2 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err2];
@@ -1393,9 +1405,10 @@ vErrors.push(err9);
 errors++;
 }
 }
-}
-else {
-const err10 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data0.type !== undefined){
+let data4 = data0.type;
+if(typeof data4 !== "string"){
+const err10 = {instancePath:instancePath+"/requestBody/type",schemaPath:"#/properties/requestBody/properties/type/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -1404,15 +1417,37 @@ vErrors.push(err10);
 }
 errors++;
 }
-}
-}
-else {
-const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(!(data4 === "search")){
+const err11 = {instancePath:instancePath+"/requestBody/type",schemaPath:"#/properties/requestBody/properties/type/enum",keyword:"enum",params:{allowedValues: schema28.properties.requestBody.properties.type.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err11];
 }
 else {
 vErrors.push(err11);
+}
+errors++;
+}
+}
+}
+else {
+const err12 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+}
+else {
+const err13 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
 }
 errors++;
 }
@@ -3146,7 +3181,7 @@ return errors === 0;
 }
 
 export const queryRows_body = validate24;
-const schema41 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"A query of a collection's rows (`queryRows`); every member may be left out.","additionalProperties":false,"properties":{"filter":{"type":"object","description":"A filter of the filter language (docs/api.md, \"Filters\"): each member names a field path (a\ntop-level field, or a dotted path into nested objects, `.` and `\\` in a key escaped with `\\`;\n`id` is the row's id) with its `FilterCondition`, or is `$and` or `$or` (non-empty arrays of\nfilters) or `$not` (a filter); the members must all hold. At most 4 KiB as JSON, 8 levels deep,\n32 conditions; anything else is `400 validation_failed` pointing into it (`/filter/…`).\n","properties":{"$and":{"type":"array","minItems":1,"items":{"type":"object","description":"A `Filter` inside `$and`, `$or` or `$not`, with the same members.","additionalProperties":true},"description":"Filters that must all hold."},"$or":{"type":"array","minItems":1,"items":{"$ref":"#/properties/requestBody/properties/filter/properties/$and/items"},"description":"Filters of which one at least must hold."},"$not":{"$ref":"#/properties/requestBody/properties/filter/properties/$and/items"}},"additionalProperties":{"description":"A JSON value the field must equal (JSON equality: `1` equals `1.0`, objects whatever the order\nof their members), or a `FilterOperators` object: an object whose members all start with `$`.\n","anyOf":[{"type":"string","description":"A string, compared by code point."},{"type":"number","description":"A number, compared by value."},{"type":"boolean","description":"A boolean, `false` before `true`."},{"type":"object","nullable":true,"enum":[null],"description":"`null`: a stored `null`, not a missing field."},{"type":"array","items":{},"description":"An array, equal item by item."},{"type":"object","description":"Conditions on one field, all of which must hold. Comparisons hold only for a value of the\noperand's JSON type; a missing field is not `null`, and `$ne` and `$nin` hold for it. An object\nwithout `$` members is a value to equal.\n","properties":{"$eq":{"description":"JSON equality."},"$ne":{"description":"Not JSON-equal (a missing field too)."},"$gt":{"description":"A number, string or boolean to compare with values of its own JSON type.","anyOf":[{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/0"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/1"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/2"}]},"$gte":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$lt":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$lte":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$in":{"type":"array","items":{},"description":"Equal to one of these."},"$nin":{"type":"array","items":{},"description":"Equal to none of these (a missing field too)."},"$exists":{"type":"boolean","description":"Whether the field is there (`null` is there)."},"$prefix":{"type":"string","description":"A string that starts with this one."},"$contains":{"description":"An array with an item equal to this value."}},"additionalProperties":true}]},"example":{"status":"open","score":{"$gte":10},"$or":[{"owner.name":"ada"},{"tags":{"$contains":"urgent"}}]}},"select":{"type":"array","description":"The top-level fields to answer of each row (`id` is always answered); a row without one is answered without it.","minItems":1,"maxItems":256,"items":{"type":"string","minLength":1,"maxLength":256},"example":["title","score"]},"order":{"type":"array","description":"The fields that order the rows, each once, first to last; by `id` ascending when empty or absent.","maxItems":8,"items":{"type":"object","description":"One field of an order, and its direction.","required":["field"],"additionalProperties":false,"properties":{"field":{"type":"string","minLength":1,"maxLength":256,"description":"A top-level field; `id` is the row's own id.","example":"score"},"direction":{"type":"string","description":"The direction of a page's order.","enum":["asc","desc"],"default":"asc"}}}},"limit":{"type":"integer","minimum":0,"maximum":1000,"description":"The most rows to answer; 100 when absent."},"after":{"type":"string","minLength":1,"description":"The cursor of the page to follow (`next` of a page of the same query)."},"count":{"description":"How `count` counts the rows that match (`exact`, the only one).","type":"string","enum":["exact"]}}}},"required":["requestBody"]};
+const schema41 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"A query of a collection's rows (`queryRows`); every member may be left out.","additionalProperties":false,"properties":{"filter":{"type":"object","description":"A filter of the filter language (docs/api.md, \"Filters\"): each member names a field path (a\ntop-level field, or a dotted path into nested objects, `.` and `\\` in a key escaped with `\\`;\n`id` is the row's id) with its `FilterCondition`, or is `$and` or `$or` (non-empty arrays of\nfilters), `$not` (a filter) or `$search` (words); the members must all hold. At most 4 KiB as JSON, 8 levels deep,\n32 conditions; anything else is `400 validation_failed` pointing into it (`/filter/…`).\n","properties":{"$search":{"type":"string","description":"The rows whose words in the fields of the collection's search index (createIndex, `\"type\": \"search\"`)\nhold every word of this text, the last also as the beginning of a word unless the text ends outside a\nword (docs/search.md): case and diacritics do not matter, each Chinese or Japanese character is a word.\nCombines with every other condition, inside `$and`, `$or` and `$not` too. A collection without a search\nindex, a text of no word, of more than 256 characters or of more than 32 words: `400`.\n","example":"red sho"},"$and":{"type":"array","minItems":1,"items":{"type":"object","description":"A `Filter` inside `$and`, `$or` or `$not`, with the same members.","additionalProperties":true},"description":"Filters that must all hold."},"$or":{"type":"array","minItems":1,"items":{"$ref":"#/properties/requestBody/properties/filter/properties/$and/items"},"description":"Filters of which one at least must hold."},"$not":{"$ref":"#/properties/requestBody/properties/filter/properties/$and/items"}},"additionalProperties":{"description":"A JSON value the field must equal (JSON equality: `1` equals `1.0`, objects whatever the order\nof their members), or a `FilterOperators` object: an object whose members all start with `$`.\n","anyOf":[{"type":"string","description":"A string, compared by code point."},{"type":"number","description":"A number, compared by value."},{"type":"boolean","description":"A boolean, `false` before `true`."},{"type":"object","nullable":true,"enum":[null],"description":"`null`: a stored `null`, not a missing field."},{"type":"array","items":{},"description":"An array, equal item by item."},{"type":"object","description":"Conditions on one field, all of which must hold. Comparisons hold only for a value of the\noperand's JSON type; a missing field is not `null`, and `$ne` and `$nin` hold for it. An object\nwithout `$` members is a value to equal.\n","properties":{"$eq":{"description":"JSON equality."},"$ne":{"description":"Not JSON-equal (a missing field too)."},"$gt":{"description":"A number, string or boolean to compare with values of its own JSON type.","anyOf":[{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/0"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/1"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/2"}]},"$gte":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$lt":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$lte":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$in":{"type":"array","items":{},"description":"Equal to one of these."},"$nin":{"type":"array","items":{},"description":"Equal to none of these (a missing field too)."},"$exists":{"type":"boolean","description":"Whether the field is there (`null` is there)."},"$prefix":{"type":"string","description":"A string that starts with this one."},"$contains":{"description":"An array with an item equal to this value."}},"additionalProperties":true}]},"example":{"status":"open","score":{"$gte":10},"$or":[{"owner.name":"ada"},{"tags":{"$contains":"urgent"}}]}},"select":{"type":"array","description":"The top-level fields to answer of each row (`id` is always answered); a row without one is answered without it.","minItems":1,"maxItems":256,"items":{"type":"string","minLength":1,"maxLength":256},"example":["title","score"]},"order":{"type":"array","description":"The fields that order the rows, each once, first to last; by `id` ascending when empty or absent.","maxItems":8,"items":{"type":"object","description":"One field of an order, and its direction.","required":["field"],"additionalProperties":false,"properties":{"field":{"type":"string","minLength":1,"maxLength":256,"description":"A top-level field; `id` is the row's own id.","example":"score"},"direction":{"type":"string","description":"The direction of a page's order.","enum":["asc","desc"],"default":"asc"}}}},"limit":{"type":"integer","minimum":0,"maximum":1000,"description":"The most rows to answer; 100 when absent."},"after":{"type":"string","minLength":1,"description":"The cursor of the page to follow (`next` of a page of the same query)."},"count":{"description":"How `count` counts the rows that match (`exact`, the only one).","type":"string","enum":["exact"]}}}},"required":["requestBody"]};
 const schema42 = {"type":"string","description":"A string, compared by code point."};
 const schema43 = {"type":"number","description":"A number, compared by value."};
 const schema44 = {"type":"boolean","description":"A boolean, `false` before `true`."};
@@ -3260,7 +3295,7 @@ if(data0.filter !== undefined){
 let data1 = data0.filter;
 if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
 for(const key1 in data1){
-if(!(((key1 === "$and") || (key1 === "$or")) || (key1 === "$not"))){
+if(!((((key1 === "$search") || (key1 === "$and")) || (key1 === "$or")) || (key1 === "$not"))){
 let data2 = data1[key1];
 const _errs9 = errors;
 let valid3 = false;
@@ -3522,11 +3557,9 @@ vErrors = null;
 }
 }
 }
-if(data1.$and !== undefined){
-let data11 = data1.$and;
-if(Array.isArray(data11)){
-if(data11.length < 1){
-const err18 = {instancePath:instancePath+"/requestBody/filter/$and",schemaPath:"#/properties/requestBody/properties/filter/properties/%24and/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(data1.$search !== undefined){
+if(typeof data1.$search !== "string"){
+const err18 = {instancePath:instancePath+"/requestBody/filter/$search",schemaPath:"#/properties/requestBody/properties/filter/properties/%24search/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -3535,13 +3568,12 @@ vErrors.push(err18);
 }
 errors++;
 }
-const len0 = data11.length;
-for(let i0=0; i0<len0; i0++){
-let data12 = data11[i0];
-if(data12 && typeof data12 == "object" && !Array.isArray(data12)){
 }
-else {
-const err19 = {instancePath:instancePath+"/requestBody/filter/$and/" + i0,schemaPath:"#/properties/requestBody/properties/filter/properties/%24and/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data1.$and !== undefined){
+let data12 = data1.$and;
+if(Array.isArray(data12)){
+if(data12.length < 1){
+const err19 = {instancePath:instancePath+"/requestBody/filter/$and",schemaPath:"#/properties/requestBody/properties/filter/properties/%24and/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -3550,10 +3582,13 @@ vErrors.push(err19);
 }
 errors++;
 }
-}
+const len0 = data12.length;
+for(let i0=0; i0<len0; i0++){
+let data13 = data12[i0];
+if(data13 && typeof data13 == "object" && !Array.isArray(data13)){
 }
 else {
-const err20 = {instancePath:instancePath+"/requestBody/filter/$and",schemaPath:"#/properties/requestBody/properties/filter/properties/%24and/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err20 = {instancePath:instancePath+"/requestBody/filter/$and/" + i0,schemaPath:"#/properties/requestBody/properties/filter/properties/%24and/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -3563,11 +3598,9 @@ vErrors.push(err20);
 errors++;
 }
 }
-if(data1.$or !== undefined){
-let data13 = data1.$or;
-if(Array.isArray(data13)){
-if(data13.length < 1){
-const err21 = {instancePath:instancePath+"/requestBody/filter/$or",schemaPath:"#/properties/requestBody/properties/filter/properties/%24or/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+}
+else {
+const err21 = {instancePath:instancePath+"/requestBody/filter/$and",schemaPath:"#/properties/requestBody/properties/filter/properties/%24and/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -3576,13 +3609,12 @@ vErrors.push(err21);
 }
 errors++;
 }
-const len1 = data13.length;
-for(let i1=0; i1<len1; i1++){
-let data14 = data13[i1];
-if(data14 && typeof data14 == "object" && !Array.isArray(data14)){
 }
-else {
-const err22 = {instancePath:instancePath+"/requestBody/filter/$or/" + i1,schemaPath:"#/properties/requestBody/properties/filter/properties/$and/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data1.$or !== undefined){
+let data14 = data1.$or;
+if(Array.isArray(data14)){
+if(data14.length < 1){
+const err22 = {instancePath:instancePath+"/requestBody/filter/$or",schemaPath:"#/properties/requestBody/properties/filter/properties/%24or/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -3591,10 +3623,13 @@ vErrors.push(err22);
 }
 errors++;
 }
-}
+const len1 = data14.length;
+for(let i1=0; i1<len1; i1++){
+let data15 = data14[i1];
+if(data15 && typeof data15 == "object" && !Array.isArray(data15)){
 }
 else {
-const err23 = {instancePath:instancePath+"/requestBody/filter/$or",schemaPath:"#/properties/requestBody/properties/filter/properties/%24or/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err23 = {instancePath:instancePath+"/requestBody/filter/$or/" + i1,schemaPath:"#/properties/requestBody/properties/filter/properties/$and/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -3604,12 +3639,9 @@ vErrors.push(err23);
 errors++;
 }
 }
-if(data1.$not !== undefined){
-let data15 = data1.$not;
-if(data15 && typeof data15 == "object" && !Array.isArray(data15)){
 }
 else {
-const err24 = {instancePath:instancePath+"/requestBody/filter/$not",schemaPath:"#/properties/requestBody/properties/filter/properties/$and/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err24 = {instancePath:instancePath+"/requestBody/filter/$or",schemaPath:"#/properties/requestBody/properties/filter/properties/%24or/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -3619,9 +3651,12 @@ vErrors.push(err24);
 errors++;
 }
 }
+if(data1.$not !== undefined){
+let data16 = data1.$not;
+if(data16 && typeof data16 == "object" && !Array.isArray(data16)){
 }
 else {
-const err25 = {instancePath:instancePath+"/requestBody/filter",schemaPath:"#/properties/requestBody/properties/filter/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err25 = {instancePath:instancePath+"/requestBody/filter/$not",schemaPath:"#/properties/requestBody/properties/filter/properties/$and/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -3631,11 +3666,9 @@ vErrors.push(err25);
 errors++;
 }
 }
-if(data0.select !== undefined){
-let data16 = data0.select;
-if(Array.isArray(data16)){
-if(data16.length > 256){
-const err26 = {instancePath:instancePath+"/requestBody/select",schemaPath:"#/properties/requestBody/properties/select/maxItems",keyword:"maxItems",params:{limit: 256},message:"must NOT have more than 256 items"};
+}
+else {
+const err26 = {instancePath:instancePath+"/requestBody/filter",schemaPath:"#/properties/requestBody/properties/filter/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -3644,8 +3677,12 @@ vErrors.push(err26);
 }
 errors++;
 }
-if(data16.length < 1){
-const err27 = {instancePath:instancePath+"/requestBody/select",schemaPath:"#/properties/requestBody/properties/select/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+}
+if(data0.select !== undefined){
+let data17 = data0.select;
+if(Array.isArray(data17)){
+if(data17.length > 256){
+const err27 = {instancePath:instancePath+"/requestBody/select",schemaPath:"#/properties/requestBody/properties/select/maxItems",keyword:"maxItems",params:{limit: 256},message:"must NOT have more than 256 items"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -3654,12 +3691,8 @@ vErrors.push(err27);
 }
 errors++;
 }
-const len2 = data16.length;
-for(let i2=0; i2<len2; i2++){
-let data17 = data16[i2];
-if(typeof data17 === "string"){
-if(func2(data17) > 256){
-const err28 = {instancePath:instancePath+"/requestBody/select/" + i2,schemaPath:"#/properties/requestBody/properties/select/items/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+if(data17.length < 1){
+const err28 = {instancePath:instancePath+"/requestBody/select",schemaPath:"#/properties/requestBody/properties/select/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -3668,8 +3701,12 @@ vErrors.push(err28);
 }
 errors++;
 }
-if(func2(data17) < 1){
-const err29 = {instancePath:instancePath+"/requestBody/select/" + i2,schemaPath:"#/properties/requestBody/properties/select/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+const len2 = data17.length;
+for(let i2=0; i2<len2; i2++){
+let data18 = data17[i2];
+if(typeof data18 === "string"){
+if(func2(data18) > 256){
+const err29 = {instancePath:instancePath+"/requestBody/select/" + i2,schemaPath:"#/properties/requestBody/properties/select/items/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -3678,9 +3715,8 @@ vErrors.push(err29);
 }
 errors++;
 }
-}
-else {
-const err30 = {instancePath:instancePath+"/requestBody/select/" + i2,schemaPath:"#/properties/requestBody/properties/select/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(func2(data18) < 1){
+const err30 = {instancePath:instancePath+"/requestBody/select/" + i2,schemaPath:"#/properties/requestBody/properties/select/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -3690,9 +3726,8 @@ vErrors.push(err30);
 errors++;
 }
 }
-}
 else {
-const err31 = {instancePath:instancePath+"/requestBody/select",schemaPath:"#/properties/requestBody/properties/select/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err31 = {instancePath:instancePath+"/requestBody/select/" + i2,schemaPath:"#/properties/requestBody/properties/select/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -3702,11 +3737,9 @@ vErrors.push(err31);
 errors++;
 }
 }
-if(data0.order !== undefined){
-let data18 = data0.order;
-if(Array.isArray(data18)){
-if(data18.length > 8){
-const err32 = {instancePath:instancePath+"/requestBody/order",schemaPath:"#/properties/requestBody/properties/order/maxItems",keyword:"maxItems",params:{limit: 8},message:"must NOT have more than 8 items"};
+}
+else {
+const err32 = {instancePath:instancePath+"/requestBody/select",schemaPath:"#/properties/requestBody/properties/select/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -3715,15 +3748,12 @@ vErrors.push(err32);
 }
 errors++;
 }
-const len3 = data18.length;
-for(let i3=0; i3<len3; i3++){
-let data19 = data18[i3];
-if(data19 && typeof data19 == "object" && !Array.isArray(data19)){
-if(data19.direction === undefined){
-data19.direction = "asc";
 }
-if(data19.field === undefined){
-const err33 = {instancePath:instancePath+"/requestBody/order/" + i3,schemaPath:"#/properties/requestBody/properties/order/items/required",keyword:"required",params:{missingProperty: "field"},message:"must have required property '"+"field"+"'"};
+if(data0.order !== undefined){
+let data19 = data0.order;
+if(Array.isArray(data19)){
+if(data19.length > 8){
+const err33 = {instancePath:instancePath+"/requestBody/order",schemaPath:"#/properties/requestBody/properties/order/maxItems",keyword:"maxItems",params:{limit: 8},message:"must NOT have more than 8 items"};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -3732,9 +3762,15 @@ vErrors.push(err33);
 }
 errors++;
 }
-for(const key2 in data19){
-if(!((key2 === "field") || (key2 === "direction"))){
-const err34 = {instancePath:instancePath+"/requestBody/order/" + i3,schemaPath:"#/properties/requestBody/properties/order/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"};
+const len3 = data19.length;
+for(let i3=0; i3<len3; i3++){
+let data20 = data19[i3];
+if(data20 && typeof data20 == "object" && !Array.isArray(data20)){
+if(data20.direction === undefined){
+data20.direction = "asc";
+}
+if(data20.field === undefined){
+const err34 = {instancePath:instancePath+"/requestBody/order/" + i3,schemaPath:"#/properties/requestBody/properties/order/items/required",keyword:"required",params:{missingProperty: "field"},message:"must have required property '"+"field"+"'"};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -3743,12 +3779,9 @@ vErrors.push(err34);
 }
 errors++;
 }
-}
-if(data19.field !== undefined){
-let data20 = data19.field;
-if(typeof data20 === "string"){
-if(func2(data20) > 256){
-const err35 = {instancePath:instancePath+"/requestBody/order/" + i3+"/field",schemaPath:"#/properties/requestBody/properties/order/items/properties/field/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+for(const key2 in data20){
+if(!((key2 === "field") || (key2 === "direction"))){
+const err35 = {instancePath:instancePath+"/requestBody/order/" + i3,schemaPath:"#/properties/requestBody/properties/order/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -3757,8 +3790,12 @@ vErrors.push(err35);
 }
 errors++;
 }
-if(func2(data20) < 1){
-const err36 = {instancePath:instancePath+"/requestBody/order/" + i3+"/field",schemaPath:"#/properties/requestBody/properties/order/items/properties/field/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+}
+if(data20.field !== undefined){
+let data21 = data20.field;
+if(typeof data21 === "string"){
+if(func2(data21) > 256){
+const err36 = {instancePath:instancePath+"/requestBody/order/" + i3+"/field",schemaPath:"#/properties/requestBody/properties/order/items/properties/field/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -3767,9 +3804,8 @@ vErrors.push(err36);
 }
 errors++;
 }
-}
-else {
-const err37 = {instancePath:instancePath+"/requestBody/order/" + i3+"/field",schemaPath:"#/properties/requestBody/properties/order/items/properties/field/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(func2(data21) < 1){
+const err37 = {instancePath:instancePath+"/requestBody/order/" + i3+"/field",schemaPath:"#/properties/requestBody/properties/order/items/properties/field/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -3779,9 +3815,8 @@ vErrors.push(err37);
 errors++;
 }
 }
-let data21 = data19.direction;
-if(typeof data21 !== "string"){
-const err38 = {instancePath:instancePath+"/requestBody/order/" + i3+"/direction",schemaPath:"#/properties/requestBody/properties/order/items/properties/direction/type",keyword:"type",params:{type: "string"},message:"must be string"};
+else {
+const err38 = {instancePath:instancePath+"/requestBody/order/" + i3+"/field",schemaPath:"#/properties/requestBody/properties/order/items/properties/field/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -3790,8 +3825,10 @@ vErrors.push(err38);
 }
 errors++;
 }
-if(!((data21 === "asc") || (data21 === "desc"))){
-const err39 = {instancePath:instancePath+"/requestBody/order/" + i3+"/direction",schemaPath:"#/properties/requestBody/properties/order/items/properties/direction/enum",keyword:"enum",params:{allowedValues: schema41.properties.requestBody.properties.order.items.properties.direction.enum},message:"must be equal to one of the allowed values"};
+}
+let data22 = data20.direction;
+if(typeof data22 !== "string"){
+const err39 = {instancePath:instancePath+"/requestBody/order/" + i3+"/direction",schemaPath:"#/properties/requestBody/properties/order/items/properties/direction/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -3800,9 +3837,8 @@ vErrors.push(err39);
 }
 errors++;
 }
-}
-else {
-const err40 = {instancePath:instancePath+"/requestBody/order/" + i3,schemaPath:"#/properties/requestBody/properties/order/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(!((data22 === "asc") || (data22 === "desc"))){
+const err40 = {instancePath:instancePath+"/requestBody/order/" + i3+"/direction",schemaPath:"#/properties/requestBody/properties/order/items/properties/direction/enum",keyword:"enum",params:{allowedValues: schema41.properties.requestBody.properties.order.items.properties.direction.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -3812,9 +3848,8 @@ vErrors.push(err40);
 errors++;
 }
 }
-}
 else {
-const err41 = {instancePath:instancePath+"/requestBody/order",schemaPath:"#/properties/requestBody/properties/order/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err41 = {instancePath:instancePath+"/requestBody/order/" + i3,schemaPath:"#/properties/requestBody/properties/order/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -3824,10 +3859,9 @@ vErrors.push(err41);
 errors++;
 }
 }
-if(data0.limit !== undefined){
-let data22 = data0.limit;
-if(!((typeof data22 == "number") && (!(data22 % 1) && !isNaN(data22)))){
-const err42 = {instancePath:instancePath+"/requestBody/limit",schemaPath:"#/properties/requestBody/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+}
+else {
+const err42 = {instancePath:instancePath+"/requestBody/order",schemaPath:"#/properties/requestBody/properties/order/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -3836,9 +3870,11 @@ vErrors.push(err42);
 }
 errors++;
 }
-if(typeof data22 == "number"){
-if(data22 > 1000 || isNaN(data22)){
-const err43 = {instancePath:instancePath+"/requestBody/limit",schemaPath:"#/properties/requestBody/properties/limit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
+}
+if(data0.limit !== undefined){
+let data23 = data0.limit;
+if(!((typeof data23 == "number") && (!(data23 % 1) && !isNaN(data23)))){
+const err43 = {instancePath:instancePath+"/requestBody/limit",schemaPath:"#/properties/requestBody/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -3847,8 +3883,9 @@ vErrors.push(err43);
 }
 errors++;
 }
-if(data22 < 0 || isNaN(data22)){
-const err44 = {instancePath:instancePath+"/requestBody/limit",schemaPath:"#/properties/requestBody/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(typeof data23 == "number"){
+if(data23 > 1000 || isNaN(data23)){
+const err44 = {instancePath:instancePath+"/requestBody/limit",schemaPath:"#/properties/requestBody/properties/limit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -3857,13 +3894,8 @@ vErrors.push(err44);
 }
 errors++;
 }
-}
-}
-if(data0.after !== undefined){
-let data23 = data0.after;
-if(typeof data23 === "string"){
-if(func2(data23) < 1){
-const err45 = {instancePath:instancePath+"/requestBody/after",schemaPath:"#/properties/requestBody/properties/after/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(data23 < 0 || isNaN(data23)){
+const err45 = {instancePath:instancePath+"/requestBody/limit",schemaPath:"#/properties/requestBody/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err45];
 }
@@ -3873,8 +3905,12 @@ vErrors.push(err45);
 errors++;
 }
 }
-else {
-const err46 = {instancePath:instancePath+"/requestBody/after",schemaPath:"#/properties/requestBody/properties/after/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+if(data0.after !== undefined){
+let data24 = data0.after;
+if(typeof data24 === "string"){
+if(func2(data24) < 1){
+const err46 = {instancePath:instancePath+"/requestBody/after",schemaPath:"#/properties/requestBody/properties/after/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err46];
 }
@@ -3884,10 +3920,8 @@ vErrors.push(err46);
 errors++;
 }
 }
-if(data0.count !== undefined){
-let data24 = data0.count;
-if(typeof data24 !== "string"){
-const err47 = {instancePath:instancePath+"/requestBody/count",schemaPath:"#/properties/requestBody/properties/count/type",keyword:"type",params:{type: "string"},message:"must be string"};
+else {
+const err47 = {instancePath:instancePath+"/requestBody/after",schemaPath:"#/properties/requestBody/properties/after/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err47];
 }
@@ -3896,8 +3930,11 @@ vErrors.push(err47);
 }
 errors++;
 }
-if(!(data24 === "exact")){
-const err48 = {instancePath:instancePath+"/requestBody/count",schemaPath:"#/properties/requestBody/properties/count/enum",keyword:"enum",params:{allowedValues: schema41.properties.requestBody.properties.count.enum},message:"must be equal to one of the allowed values"};
+}
+if(data0.count !== undefined){
+let data25 = data0.count;
+if(typeof data25 !== "string"){
+const err48 = {instancePath:instancePath+"/requestBody/count",schemaPath:"#/properties/requestBody/properties/count/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -3906,10 +3943,8 @@ vErrors.push(err48);
 }
 errors++;
 }
-}
-}
-else {
-const err49 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(!(data25 === "exact")){
+const err49 = {instancePath:instancePath+"/requestBody/count",schemaPath:"#/properties/requestBody/properties/count/enum",keyword:"enum",params:{allowedValues: schema41.properties.requestBody.properties.count.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err49];
 }
@@ -3921,12 +3956,24 @@ errors++;
 }
 }
 else {
-const err50 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err50 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err50];
 }
 else {
 vErrors.push(err50);
+}
+errors++;
+}
+}
+}
+else {
+const err51 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err51];
+}
+else {
+vErrors.push(err51);
 }
 errors++;
 }

@@ -5,7 +5,7 @@
 
 -- advanceSql
 update collections set last_row_id = last_row_id + ?, last_seq = last_seq + ?, row_count = row_count + ?
-where account_id = ? and name = ? returning id, last_row_id, last_seq, sorted, schema_id;
+where account_id = ? and name = ? returning id, last_row_id, last_seq, sorted, schema_id, search;
 
 -- lockAccountSql
 update accounts set id = id where id = ?;
@@ -52,24 +52,27 @@ where c.account_id = ? and c.name = ?;
 select id from collections where account_id = ? and name = ?;
 
 -- deleteCollectionSqls[0]
-delete from rows where collection_id = ?;
+delete from search_rows where collection_id = ?;
 
 -- deleteCollectionSqls[1]
-delete from events where collection_id = ?;
+delete from rows where collection_id = ?;
 
 -- deleteCollectionSqls[2]
-delete from sort_keys where collection_id = ?;
+delete from events where collection_id = ?;
 
 -- deleteCollectionSqls[3]
-delete from collection_schemas where collection_id = ?;
+delete from sort_keys where collection_id = ?;
 
 -- deleteCollectionSqls[4]
-delete from collection_indexes where collection_id = ?;
+delete from collection_schemas where collection_id = ?;
 
 -- deleteCollectionSqls[5]
-delete from webhook_streams where collection_id = ?;
+delete from collection_indexes where collection_id = ?;
 
 -- deleteCollectionSqls[6]
+delete from webhook_streams where collection_id = ?;
+
+-- deleteCollectionSqls[7]
 delete from collections where id = ?;
 
 -- ensureAccountSql
@@ -194,7 +197,7 @@ select id, data from rows where collection_id = ? and id > ? order by id limit 1
 -- importAdvanceSql
 update collections set last_seq = last_seq + ?, row_count = row_count + ?,
   last_row_id = case when last_row_id < ? then ? else last_row_id end
-where account_id = ? and name = ? and last_row_id < ? returning id, last_seq, sorted, schema_id;
+where account_id = ? and name = ? and last_row_id < ? returning id, last_seq, sorted, schema_id, search;
 
 -- lastRowIdSql
 select last_row_id from collections where account_id = ? and name = ?;
@@ -238,7 +241,7 @@ where collection_id = (select id from collections where account_id = ? and name 
 with counters as (update collections
   set last_row_id = last_row_id + ?, last_seq = last_seq + ?, row_count = row_count + ?
   where account_id = ? and name = ?
-  returning id, last_row_id, last_seq, sorted, schema_id)
+  returning id, last_row_id, last_seq, sorted, schema_id, search)
 select c.*, r.data as current, r.version
   from counters c left join lateral (select data, version from rows where collection_id = c.id and id = ? for update) r on true;
 
@@ -562,8 +565,8 @@ cross join lateral (select id, data from rows where collection_id = $1 and id = 
 -- insertBatchSql
 with counters as (
   update collections set last_row_id = last_row_id + $3, last_seq = last_seq + $3, row_count = row_count + $3
-    where account_id = $1 and name = $2 and schema_id = $7::bigint
-    returning id, last_row_id - $3 as before_id, last_seq - $3 as before_seq, sorted,
+    where account_id = $1 and name = $2 and schema_id = $7::bigint and search is null
+    returning id, last_row_id - $3 as before_id, last_seq - $3 as before_seq, sorted, search,
       to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at
 ), batch as (
   select c.id as collection_id, c.before_id + t.ord as id, c.before_seq + t.ord as seq, t.data, c.at
@@ -586,7 +589,7 @@ with counters as (
         lateral (select b.collection_id, b.id, regexp_replace(replace(replace(replace(replace(b.data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
   chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> f.field as j from batch b offset 0) k
 )
-select id, before_id + 1 as first_id, before_seq + 1 as first_seq, pg_notify($5, $6 || ' ' || id) from counters;
+select id, before_id + 1 as first_id, before_seq + 1 as first_seq, search, pg_notify($5, $6 || ' ' || id) from counters;
 
 -- insertBatchWithAnswersSql
 with keys as materialized (
@@ -597,8 +600,8 @@ with keys as materialized (
   select bool_and(pg_try_advisory_xact_lock($1::integer, hashtext(key))) as held, count(*) as keys from keys
 ), counters as (
   update collections set last_row_id = last_row_id + $3, last_seq = last_seq + $3, row_count = row_count + $3
-    where account_id = $1 and name = $2 and schema_id = $9::bigint and (select held from holds)
-    returning id, last_row_id - $3 as before_id, last_seq - $3 as before_seq, sorted,
+    where account_id = $1 and name = $2 and schema_id = $9::bigint and (select held from holds) and search is null
+    returning id, last_row_id - $3 as before_id, last_seq - $3 as before_seq, sorted, search,
       to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at
 ), batch as (
   select c.id as collection_id, c.before_id + t.ord as id, c.before_seq + t.ord as seq, t.data, c.at, t.request
@@ -633,7 +636,7 @@ with keys as materialized (
       where idempotency_keys.expires_at <= excluded.created_at
     returning key
 )
-select h.held, c.id, c.before_id + 1 as first_id, c.before_seq + 1 as first_seq,
+select h.held, c.id, c.before_id + 1 as first_id, c.before_seq + 1 as first_seq, c.search,
   case when c.id is not null then pg_notify($5, $6 || ' ' || c.id) end,
   case when c.id is not null and (select count(*) from recorded) < h.keys then rowbase_once_taken() end
   from holds h left join counters c on true;

@@ -5,7 +5,7 @@
 
 -- advanceSql
 update collections set last_row_id = last_row_id + ?, last_seq = last_seq + ?, row_count = row_count + ?
-where account_id = ? and name = ? returning id, last_row_id, last_seq, sorted, schema_id;
+where account_id = ? and name = ? returning id, last_row_id, last_seq, sorted, schema_id, search;
 
 -- lockAccountSql
 update accounts set id = id where id = ?;
@@ -52,24 +52,27 @@ where c.account_id = ? and c.name = ?;
 select id from collections where account_id = ? and name = ?;
 
 -- deleteCollectionSqls[0]
-delete from rows where collection_id = ?;
+delete from search_rows where collection_id = ?;
 
 -- deleteCollectionSqls[1]
-delete from events where collection_id = ?;
+delete from rows where collection_id = ?;
 
 -- deleteCollectionSqls[2]
-delete from sort_keys where collection_id = ?;
+delete from events where collection_id = ?;
 
 -- deleteCollectionSqls[3]
-delete from collection_schemas where collection_id = ?;
+delete from sort_keys where collection_id = ?;
 
 -- deleteCollectionSqls[4]
-delete from collection_indexes where collection_id = ?;
+delete from collection_schemas where collection_id = ?;
 
 -- deleteCollectionSqls[5]
-delete from webhook_streams where collection_id = ?;
+delete from collection_indexes where collection_id = ?;
 
 -- deleteCollectionSqls[6]
+delete from webhook_streams where collection_id = ?;
+
+-- deleteCollectionSqls[7]
 delete from collections where id = ?;
 
 -- ensureAccountSql
@@ -194,7 +197,7 @@ select id, data from rows where collection_id = ? and id > ? order by id limit 1
 -- importAdvanceSql
 update collections set last_seq = last_seq + ?, row_count = row_count + ?,
   last_row_id = case when last_row_id < ? then ? else last_row_id end
-where account_id = ? and name = ? and last_row_id < ? returning id, last_seq, sorted, schema_id;
+where account_id = ? and name = ? and last_row_id < ? returning id, last_seq, sorted, schema_id, search;
 
 -- lastRowIdSql
 select last_row_id from collections where account_id = ? and name = ?;
@@ -522,7 +525,8 @@ from (select * from (select id, data, (select type from json_each(rows.data) whe
 -- insertSql
 insert into row_inserts values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?7), ?3, ?4, ?5, ?1, ?6)
 returning collection_id as id, (select last_row_id from collections where id = row_inserts.collection_id) as last_row_id,
-  (select last_seq from collections where id = row_inserts.collection_id) as last_seq;
+  (select last_seq from collections where id = row_inserts.collection_id) as last_seq,
+  (select search from collections where id = row_inserts.collection_id) as search;
 
 -- onceAnswersSql
 select j.key as i, k.request_hash, k.status, k.headers, k.body from json_each(?) j
@@ -537,222 +541,256 @@ returning account_id;
 insert into row_patches_0
   values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_0.rid) as data,
-  (select r.version from rows r where r.rowid = row_patches_0.rid) as version;
+  (select r.version from rows r where r.rowid = row_patches_0.rid) as version,
+  (select search from collections where id = row_patches_0.collection_id) as search;
 
 -- patchSql(0 fields, a group)
 insert into row_patches_0
   select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_0.rid) as data,
-  (select r.version from rows r where r.rowid = row_patches_0.rid) as version;
+  (select r.version from rows r where r.rowid = row_patches_0.rid) as version,
+  (select search from collections where id = row_patches_0.collection_id) as search;
 
 -- patchSql(1 fields, a patch alone)
 insert into row_patches_1
   values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_1.rid) as data,
-  (select r.version from rows r where r.rowid = row_patches_1.rid) as version;
+  (select r.version from rows r where r.rowid = row_patches_1.rid) as version,
+  (select search from collections where id = row_patches_1.collection_id) as search;
 
 -- patchSql(1 fields, a group)
 insert into row_patches_1
   select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_1.rid) as data,
-  (select r.version from rows r where r.rowid = row_patches_1.rid) as version;
+  (select r.version from rows r where r.rowid = row_patches_1.rid) as version,
+  (select search from collections where id = row_patches_1.collection_id) as search;
 
 -- patchSql(2 fields, a patch alone)
 insert into row_patches_2
   values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_2.rid) as data,
-  (select r.version from rows r where r.rowid = row_patches_2.rid) as version;
+  (select r.version from rows r where r.rowid = row_patches_2.rid) as version,
+  (select search from collections where id = row_patches_2.collection_id) as search;
 
 -- patchSql(2 fields, a group)
 insert into row_patches_2
   select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_2.rid) as data,
-  (select r.version from rows r where r.rowid = row_patches_2.rid) as version;
+  (select r.version from rows r where r.rowid = row_patches_2.rid) as version,
+  (select search from collections where id = row_patches_2.collection_id) as search;
 
 -- patchSql(3 fields, a patch alone)
 insert into row_patches_3
   values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_3.rid) as data,
-  (select r.version from rows r where r.rowid = row_patches_3.rid) as version;
+  (select r.version from rows r where r.rowid = row_patches_3.rid) as version,
+  (select search from collections where id = row_patches_3.collection_id) as search;
 
 -- patchSql(3 fields, a group)
 insert into row_patches_3
   select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_3.rid) as data,
-  (select r.version from rows r where r.rowid = row_patches_3.rid) as version;
+  (select r.version from rows r where r.rowid = row_patches_3.rid) as version,
+  (select search from collections where id = row_patches_3.collection_id) as search;
 
 -- patchSql(4 fields, a patch alone)
 insert into row_patches_4
   values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_4.rid) as data,
-  (select r.version from rows r where r.rowid = row_patches_4.rid) as version;
+  (select r.version from rows r where r.rowid = row_patches_4.rid) as version,
+  (select search from collections where id = row_patches_4.collection_id) as search;
 
 -- patchSql(4 fields, a group)
 insert into row_patches_4
   select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_4.rid) as data,
-  (select r.version from rows r where r.rowid = row_patches_4.rid) as version;
+  (select r.version from rows r where r.rowid = row_patches_4.rid) as version,
+  (select search from collections where id = row_patches_4.collection_id) as search;
 
 -- patchSql(5 fields, a patch alone)
 insert into row_patches_5
   values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_5.rid) as data,
-  (select r.version from rows r where r.rowid = row_patches_5.rid) as version;
+  (select r.version from rows r where r.rowid = row_patches_5.rid) as version,
+  (select search from collections where id = row_patches_5.collection_id) as search;
 
 -- patchSql(5 fields, a group)
 insert into row_patches_5
   select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_5.rid) as data,
-  (select r.version from rows r where r.rowid = row_patches_5.rid) as version;
+  (select r.version from rows r where r.rowid = row_patches_5.rid) as version,
+  (select search from collections where id = row_patches_5.collection_id) as search;
 
 -- patchSql(6 fields, a patch alone)
 insert into row_patches_6
   values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_6.rid) as data,
-  (select r.version from rows r where r.rowid = row_patches_6.rid) as version;
+  (select r.version from rows r where r.rowid = row_patches_6.rid) as version,
+  (select search from collections where id = row_patches_6.collection_id) as search;
 
 -- patchSql(6 fields, a group)
 insert into row_patches_6
   select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_6.rid) as data,
-  (select r.version from rows r where r.rowid = row_patches_6.rid) as version;
+  (select r.version from rows r where r.rowid = row_patches_6.rid) as version,
+  (select search from collections where id = row_patches_6.collection_id) as search;
 
 -- patchSql(7 fields, a patch alone)
 insert into row_patches_7
   values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_7.rid) as data,
-  (select r.version from rows r where r.rowid = row_patches_7.rid) as version;
+  (select r.version from rows r where r.rowid = row_patches_7.rid) as version,
+  (select search from collections where id = row_patches_7.collection_id) as search;
 
 -- patchSql(7 fields, a group)
 insert into row_patches_7
   select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_7.rid) as data,
-  (select r.version from rows r where r.rowid = row_patches_7.rid) as version;
+  (select r.version from rows r where r.rowid = row_patches_7.rid) as version,
+  (select search from collections where id = row_patches_7.collection_id) as search;
 
 -- patchSql(8 fields, a patch alone)
 insert into row_patches_8
   values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_8.rid) as data,
-  (select r.version from rows r where r.rowid = row_patches_8.rid) as version;
+  (select r.version from rows r where r.rowid = row_patches_8.rid) as version,
+  (select search from collections where id = row_patches_8.collection_id) as search;
 
 -- patchSql(8 fields, a group)
 insert into row_patches_8
   select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_8.rid) as data,
-  (select r.version from rows r where r.rowid = row_patches_8.rid) as version;
+  (select r.version from rows r where r.rowid = row_patches_8.rid) as version,
+  (select search from collections where id = row_patches_8.collection_id) as search;
 
 -- patchSql(9 fields, a patch alone)
 insert into row_patches_9
   values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_9.rid) as data,
-  (select r.version from rows r where r.rowid = row_patches_9.rid) as version;
+  (select r.version from rows r where r.rowid = row_patches_9.rid) as version,
+  (select search from collections where id = row_patches_9.collection_id) as search;
 
 -- patchSql(9 fields, a group)
 insert into row_patches_9
   select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_9.rid) as data,
-  (select r.version from rows r where r.rowid = row_patches_9.rid) as version;
+  (select r.version from rows r where r.rowid = row_patches_9.rid) as version,
+  (select search from collections where id = row_patches_9.collection_id) as search;
 
 -- patchSql(10 fields, a patch alone)
 insert into row_patches_10
   values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_10.rid) as data,
-  (select r.version from rows r where r.rowid = row_patches_10.rid) as version;
+  (select r.version from rows r where r.rowid = row_patches_10.rid) as version,
+  (select search from collections where id = row_patches_10.collection_id) as search;
 
 -- patchSql(10 fields, a group)
 insert into row_patches_10
   select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_10.rid) as data,
-  (select r.version from rows r where r.rowid = row_patches_10.rid) as version;
+  (select r.version from rows r where r.rowid = row_patches_10.rid) as version,
+  (select search from collections where id = row_patches_10.collection_id) as search;
 
 -- patchSql(11 fields, a patch alone)
 insert into row_patches_11
   values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_11.rid) as data,
-  (select r.version from rows r where r.rowid = row_patches_11.rid) as version;
+  (select r.version from rows r where r.rowid = row_patches_11.rid) as version,
+  (select search from collections where id = row_patches_11.collection_id) as search;
 
 -- patchSql(11 fields, a group)
 insert into row_patches_11
   select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_11.rid) as data,
-  (select r.version from rows r where r.rowid = row_patches_11.rid) as version;
+  (select r.version from rows r where r.rowid = row_patches_11.rid) as version,
+  (select search from collections where id = row_patches_11.collection_id) as search;
 
 -- patchSql(12 fields, a patch alone)
 insert into row_patches_12
   values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_12.rid) as data,
-  (select r.version from rows r where r.rowid = row_patches_12.rid) as version;
+  (select r.version from rows r where r.rowid = row_patches_12.rid) as version,
+  (select search from collections where id = row_patches_12.collection_id) as search;
 
 -- patchSql(12 fields, a group)
 insert into row_patches_12
   select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_12.rid) as data,
-  (select r.version from rows r where r.rowid = row_patches_12.rid) as version;
+  (select r.version from rows r where r.rowid = row_patches_12.rid) as version,
+  (select search from collections where id = row_patches_12.collection_id) as search;
 
 -- patchSql(13 fields, a patch alone)
 insert into row_patches_13
   values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_13.rid) as data,
-  (select r.version from rows r where r.rowid = row_patches_13.rid) as version;
+  (select r.version from rows r where r.rowid = row_patches_13.rid) as version,
+  (select search from collections where id = row_patches_13.collection_id) as search;
 
 -- patchSql(13 fields, a group)
 insert into row_patches_13
   select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_13.rid) as data,
-  (select r.version from rows r where r.rowid = row_patches_13.rid) as version;
+  (select r.version from rows r where r.rowid = row_patches_13.rid) as version,
+  (select search from collections where id = row_patches_13.collection_id) as search;
 
 -- patchSql(14 fields, a patch alone)
 insert into row_patches_14
   values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_14.rid) as data,
-  (select r.version from rows r where r.rowid = row_patches_14.rid) as version;
+  (select r.version from rows r where r.rowid = row_patches_14.rid) as version,
+  (select search from collections where id = row_patches_14.collection_id) as search;
 
 -- patchSql(14 fields, a group)
 insert into row_patches_14
   select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_14.rid) as data,
-  (select r.version from rows r where r.rowid = row_patches_14.rid) as version;
+  (select r.version from rows r where r.rowid = row_patches_14.rid) as version,
+  (select search from collections where id = row_patches_14.collection_id) as search;
 
 -- patchSql(15 fields, a patch alone)
 insert into row_patches_15
   values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_15.rid) as data,
-  (select r.version from rows r where r.rowid = row_patches_15.rid) as version;
+  (select r.version from rows r where r.rowid = row_patches_15.rid) as version,
+  (select search from collections where id = row_patches_15.collection_id) as search;
 
 -- patchSql(15 fields, a group)
 insert into row_patches_15
   select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_15.rid) as data,
-  (select r.version from rows r where r.rowid = row_patches_15.rid) as version;
+  (select r.version from rows r where r.rowid = row_patches_15.rid) as version,
+  (select search from collections where id = row_patches_15.collection_id) as search;
 
 -- patchSql(16 fields, a patch alone)
 insert into row_patches_16
   values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_16.rid) as data,
-  (select r.version from rows r where r.rowid = row_patches_16.rid) as version;
+  (select r.version from rows r where r.rowid = row_patches_16.rid) as version,
+  (select search from collections where id = row_patches_16.collection_id) as search;
 
 -- patchSql(16 fields, a group)
 insert into row_patches_16
   select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_16.rid) as data,
-  (select r.version from rows r where r.rowid = row_patches_16.rid) as version;
+  (select r.version from rows r where r.rowid = row_patches_16.rid) as version,
+  (select search from collections where id = row_patches_16.collection_id) as search;
 
 -- keysSql(rows by id range)
 insert into sort_keys (collection_id, slot, row_id, rank, num, str)

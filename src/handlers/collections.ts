@@ -1,7 +1,7 @@
 import type { Collection } from '../db/collections/collections.ts';
 import type { Index } from '../db/collections/indexes.ts';
 import type { RowSchema } from '../db/collections/schemas.ts';
-import { forbidden } from '../errors.ts';
+import { forbidden, validationFailed } from '../errors.ts';
 import { answerOnce } from '../idempotency/answers.ts';
 import { checkRowSchema } from '../schema/check.ts';
 import type { Handlers, Result } from './types.ts';
@@ -67,15 +67,22 @@ export const collectionHandlers: Handlers<
   async createIndex({ principal, path, body, once }, { store }) {
     const collection = path.collection_name;
     const answer = (index: Index) => answerIndexCreated(collection, index);
+    const search = body.type === 'search';
+    if (search && body.unique) {
+      throw validationFailed('A search index is not unique.', [
+        { in: 'body', name: '/unique', message: 'must not be true for a search index: declare an index of values for that' },
+      ]);
+    }
     const index = await store.createIndex(
       principal.accountId,
       collection,
       body.fields,
       body.unique ?? false,
       once && answerOnce(once, answer),
+      search,
     );
-    // Pages ordered or filtered by its fields are read through sort indexes from now on.
-    for (const field of index.fields) await store.sortBy(principal.accountId, collection, field);
+    // Pages ordered or filtered by an index of values' fields are read through sort indexes from now on.
+    if (!search) for (const field of index.fields) await store.sortBy(principal.accountId, collection, field);
     return answer(index);
   },
 

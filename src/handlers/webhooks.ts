@@ -5,7 +5,7 @@ import type { EventType } from '../db/events/events.ts';
 import type { Webhook as StoredWebhook, WebhookSettings } from '../db/webhooks/settings.ts';
 import { conflict, forbidden, notFound, validationFailed } from '../errors.ts';
 import { answerOnce } from '../idempotency/answers.ts';
-import { parseFilter } from '../query/filter.ts';
+import { holdsSearch, parseFilter } from '../query/filter.ts';
 import { urlProblem } from '../webhooks/address.ts';
 import type { Handlers, Result } from './types.ts';
 
@@ -156,7 +156,12 @@ async function settingsOf(
   }
   const events = body.events === undefined ? (current?.events ?? allKinds) : allKinds.filter((kind) => body.events?.includes(kind));
   const filter = body.filter === undefined ? (current?.filter ?? null) : body.filter;
-  if (filter !== null && body.filter !== undefined) parseFilter(filter, { in: 'body', name: '/filter' });
+  if (filter !== null && body.filter !== undefined && holdsSearch(parseFilter(filter, { in: 'body', name: '/filter' }))) {
+    // A webhook may follow several collections, each with its own search index, or none.
+    throw validationFailed('A webhook filter may not search.', [
+      { in: 'body', name: '/filter', message: "holds $search: a webhook's filter names fields and their values" },
+    ]);
+  }
   const description = body.description === undefined ? (current?.description ?? null) : body.description;
   return { url, collections, events, filter, description };
 }

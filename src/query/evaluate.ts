@@ -9,6 +9,9 @@
 // - $gt, $gte, $lt and $lte hold only for a value of the operand's JSON type: numbers by value, strings
 //   by Unicode code point (not by UTF-16 unit: U+FFFF comes before U+10000), false before true.
 // - $prefix holds for a string that starts with the operand, code point by code point.
+// - $search holds for a row whose words in the fields of its collection's search index hold the search
+//   (src/search/words.ts, matchesSearch): the reference both engines' indexes are held to.
+import { matchesSearch, rowWords } from '../search/words.ts';
 import type { FieldCondition, FieldPath, Filter, JsonValue } from './filter.ts';
 
 /** A row as a subscriber sees it: its `id` and its fields. */
@@ -53,6 +56,11 @@ export function compileFilter(filter: Filter): RowTest {
       const read = fieldReader(filter.path);
       const test = valueTest(filter);
       return (row) => test(read(row));
+    }
+    case 'search': {
+      const { search, index } = filter;
+      if (!index) throw new Error('a search is tested once bound to its collection (bindSearch)');
+      return (row) => matchesSearch(rowWords(row, index.fields), search);
     }
   }
 }

@@ -8,6 +8,7 @@
 // part of a key (`a\.b` is the top-level field `a.b`). `id` is the row's id. A condition is a plain JSON
 // value (equal to it), or an object of operators, each one more condition the field must meet.
 import { type FieldError, validationFailed } from '../errors.ts';
+import { type Search, SearchRefused, searchOf } from '../search/words.ts';
 
 /** A filter's JSON text, as JSON.stringify writes it, weighs this many bytes of UTF-8 at most. */
 export const MAX_FILTER_BYTES = 4096;
@@ -32,8 +33,20 @@ export type FieldCondition = { kind: 'field'; path: FieldPath } & (
 
 type Operator = FieldCondition['op'];
 
+/**
+ * `$search` (docs/search.md): the rows whose words in the collection's search index hold the search.
+ * Read from the filter, it knows neither the collection nor the index: `index` is set once the data
+ * layer has looked them up (bindSearch, src/db/collections/search-indexes.ts), and a search is tested
+ * or written as SQL only then.
+ */
+interface SearchCondition {
+  kind: 'search';
+  search: Search;
+  index?: { collectionId: number; fields: readonly string[] };
+}
+
 /** A filter read: `and` of no filters holds for every row. */
-export type Filter = { kind: 'and' | 'or'; filters: Filter[] } | { kind: 'not'; filter: Filter } | FieldCondition;
+export type Filter = { kind: 'and' | 'or'; filters: Filter[] } | { kind: 'not'; filter: Filter } | FieldCondition | SearchCondition;
 
 /** What is wrong with a filter, and where: `pointer` is a JSON Pointer into the filter, empty for all of it. */
 export interface FilterError {
@@ -138,14 +151,31 @@ class Reader {
   private member(key: string, value: unknown, pointer: string, depth: number): Filter[] {
     if (key === '$and' || key === '$or') return [{ kind: key === '$and' ? 'and' : 'or', filters: this.list(value, pointer, depth) }];
     if (key === '$not') return [{ kind: 'not', filter: this.nested(value, pointer, depth) }];
+    if (key === '$search') return this.search(value, pointer);
     if (key.startsWith('$')) {
-      this.errors.push({ pointer, message: 'is not an operator of a filter: $and, $or, $not, or a field path' });
+      this.errors.push({ pointer, message: 'is not an operator of a filter: $and, $or, $not, $search, or a field path' });
       return [];
     }
     const path = readPath(key);
     if (typeof path !== 'string') return this.conditionsOf(path, value, pointer, depth);
     this.errors.push({ pointer, message: `is not a field path: ${path}` });
     return [];
+  }
+
+  /** `$search`: one condition, its text a search searchOf() takes. */
+  private search(value: unknown, pointer: string): SearchCondition[] {
+    this.conditions++;
+    if (typeof value !== 'string') {
+      this.errors.push({ pointer, message: 'must be a string: the words to search for' });
+      return [];
+    }
+    try {
+      return [{ kind: 'search', search: searchOf(value) }];
+    } catch (error) {
+      if (!(error instanceof SearchRefused)) throw error;
+      this.errors.push({ pointer, message: error.message });
+      return [];
+    }
   }
 
   private nested(value: unknown, pointer: string, depth: number): Filter {
@@ -257,6 +287,11 @@ function readPath(text: string): FieldPath | string {
   keys.push(key);
   return keys;
 }
+
+/** Whether `filter` holds a `$search`. */
+export const holdsSearch = (filter: Filter): boolean =>
+  filter.kind === 'search' ||
+  (filter.kind === 'not' ? holdsSearch(filter.filter) : filter.kind !== 'field' && filter.filters.some(holdsSearch));
 
 /** `key` as one token of a JSON Pointer (RFC 6901, section 3). */
 export const pointerToken = (key: string) => key.replaceAll('~', '~0').replaceAll('/', '~1');

@@ -77,6 +77,13 @@ export class Grant {
   /** 403 naming the first of `uses` that names a field the caller may not read (a filter on it would be an oracle). */
   checkReadable(uses: readonly FieldUse[]): void {
     for (const { field, at } of uses) {
+      if (field === SEARCHED && this.hidden.length > 0) {
+        throw new ApiError(
+          'forbidden',
+          `The rules of collection ${this.collection} hide fields from this caller, whose words a search index may hold: it may not search.`,
+          { errors: [{ ...at, message: 'holds $search, which the rules refuse a caller they hide fields from' }] },
+        );
+      }
       if (!this.hidden.some(([name]) => name === field)) continue;
       throw new ApiError(
         'forbidden',
@@ -210,7 +217,13 @@ export function patchUses(patch: Patch, at: Omit<FieldError, 'message'>, everyFi
   );
 }
 
-/** The top-level fields a filter names (its paths' first keys), but the row's id. */
+/**
+ * What filterFields() names for a `$search`, which reads the fields of the collection's search index: a
+ * caller with any field hidden may not search (checkReadable), as the index may hold that field's words.
+ */
+const SEARCHED = '$search';
+
+/** The top-level fields a filter names (its paths' first keys), but the row's id; SEARCHED for a search. */
 export function filterFields(filter: Filter | undefined): string[] {
   if (!filter) return [];
   switch (filter.kind) {
@@ -219,6 +232,8 @@ export function filterFields(filter: Filter | undefined): string[] {
       return filter.filters.flatMap(filterFields);
     case 'not':
       return filterFields(filter.filter);
+    case 'search':
+      return [SEARCHED];
     default:
       return filter.path[0] === 'id' && filter.path.length === 1 ? [] : [filter.path[0]];
   }

@@ -85,6 +85,8 @@ function fill(filter: Filter, slots: Map<object, ClaimSlot>, claims: Claims, mis
       return { kind: filter.kind, filters: filter.filters.map((each) => fill(each, slots, claims, missing)) };
     case 'not':
       return { kind: 'not', filter: fill(filter.filter, slots, claims, missing) };
+    case 'search':
+      return filter; // none in a rule (rules.ts refuses it)
     default:
       return { ...filter, operand: operandOf(filter, slots, claims, missing) } as FieldCondition;
   }

@@ -172,6 +172,11 @@ class Placeholders {
         this.errors.push({ pointer: at, message });
         continue;
       }
+      if (key === '$search') {
+        // A rule holds for a row whatever the collection's search index is, which may change or go.
+        this.errors.push({ pointer: at, message: "is a search: a rule's filter names fields and their values" });
+        continue;
+      }
       if ((key === '$and' || key === '$or') && Array.isArray(member)) {
         copied = member.map((item, index) => (isObject(item) ? this.filter(item, `${at}/${index}`) : item));
       } else if (key === '$not' && isObject(member)) copied = this.filter(member, at);

@@ -107,7 +107,7 @@ export function searchOf(text: string): Search {
 const wordCharacter = /^[\p{L}\p{N}]$/u;
 
 /** Whether a row holding `words` (rowWords) matches the search: the reference both engines are held to. */
-export function matches(words: readonly string[], search: Search): boolean {
+export function matchesSearch(words: readonly string[], search: Search): boolean {
   const held = new Set(words);
   if (!search.words.every((word) => held.has(word))) return false;
   const { prefix } = search;

@@ -79,8 +79,10 @@ export async function checkUpgrade(
   if (principal.kind === 'publishable' && !FEED_TAKES_PUBLISHABLE) throw secretKeyNeeded(`GET ${FEED_PATH}`);
 
   const query = queryOf(url.searchParams);
-  const filter = query.filter === undefined ? undefined : parseFilterText(query.filter);
+  const read = query.filter === undefined ? undefined : parseFilterText(query.filter);
   if (principal.collections && !principal.collections.has(query.collection)) throw collectionNotFound(query.collection);
+  // A search tests the rows' words in the fields of the collection's search index as it is now.
+  const filter = await store.searchFilter(principal.accountId, query.collection, read);
   const { collectionId, lastSeq, resumableFrom } = await store.feedStart(principal.accountId, query.collection);
   const feed: FeedRequest = {
     principal,

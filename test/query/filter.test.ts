@@ -127,7 +127,7 @@ describe('filters', () => {
       {
         name: 'another $ member of a filter',
         filter: { $nor: [{ a: 1 }] },
-        errors: [{ pointer: '/$nor', message: 'is not an operator of a filter: $and, $or, $not, or a field path' }],
+        errors: [{ pointer: '/$nor', message: 'is not an operator of a filter: $and, $or, $not, $search, or a field path' }],
       },
       { name: 'an empty path', filter: { '': 1 }, errors: [{ pointer: '/', message: 'is not a field path: a key in it is empty' }] },
       { name: 'an empty key', filter: { 'a..b': 1 }, errors: [{ pointer: '/a..b', message: 'is not a field path: a key in it is empty' }] },

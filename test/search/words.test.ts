@@ -7,7 +7,7 @@ import {
   MAX_SEARCH_CHARS,
   MAX_SEARCH_WORDS,
   MAX_WORD_CHARS,
-  matches,
+  matchesSearch,
   rowWords,
   SearchRefused,
   searchOf,
@@ -121,13 +121,13 @@ describe('search', () => {
 
     it('matches a row holding every word, and a word beginning with the prefix', () => {
       const row = wordsOf('Red running shoes, size 42');
-      expect(matches(row, searchOf('red shoe'))).to.equal(true);
-      expect(matches(row, searchOf('SHOES RED'))).to.equal(true);
-      expect(matches(row, searchOf('run'))).to.equal(true);
-      expect(matches(row, searchOf('run '))).to.equal(false);
-      expect(matches(row, searchOf('red boots'))).to.equal(false);
-      expect(matches(row, searchOf('hoes'))).to.equal(false);
-      expect(matches([], searchOf('red'))).to.equal(false);
+      expect(matchesSearch(row, searchOf('red shoe'))).to.equal(true);
+      expect(matchesSearch(row, searchOf('SHOES RED'))).to.equal(true);
+      expect(matchesSearch(row, searchOf('run'))).to.equal(true);
+      expect(matchesSearch(row, searchOf('run '))).to.equal(false);
+      expect(matchesSearch(row, searchOf('red boots'))).to.equal(false);
+      expect(matchesSearch(row, searchOf('hoes'))).to.equal(false);
+      expect(matchesSearch([], searchOf('red'))).to.equal(false);
     });
   });
 });

@@ -235,7 +235,12 @@ describeEachBackend('filtered subscriptions', (backend) => {
       const refused = await refusal(server.url, client.key, { collection: 'absent', filter: '{"$nope":1}' });
       expect(refused.status).to.equal(400);
       expect(refused.problem.errors).to.deep.equal([
-        { in: 'query', name: 'filter', pointer: '/$nope', message: 'is not an operator of a filter: $and, $or, $not, or a field path' },
+        {
+          in: 'query',
+          name: 'filter',
+          pointer: '/$nope',
+          message: 'is not an operator of a filter: $and, $or, $not, $search, or a field path',
+        },
       ]);
     });
   });

@@ -18,6 +18,7 @@ import {
   uniqueIndexIdsSql,
   uniqueIndexName,
 } from '../sql/collections.ts';
+import { searchIndexOf } from './search-indexes.ts';
 
 export type Collection = components['schemas']['Collection'];
 
@@ -110,8 +111,8 @@ export async function collectionId({ query }: Dialect, accountId: number, name: 
 /**
  * Moves the counters of the account's collection by one change: `events` events, `rowIds` new ids and
  * `rowDelta` rows added or removed. Returns the collection's id, the last row id and event seq, now
- * taken, the fields it has sort indexes for (sort-indexes.ts) and its schema id (schemas.ts, 0 for
- * none); 404 when the account has no such collection.
+ * taken, the fields it has sort indexes for (sort-indexes.ts), its schema id (schemas.ts, 0 for
+ * none) and its search index (search-indexes.ts), if it has one; 404 when the account has no such collection.
  *
  * It is the first statement of every write transaction, and a write: the transaction takes the write
  * lock at once (waiting its turn, where a read first would fail on SQLite when another process wrote
@@ -125,13 +126,16 @@ export async function advance(db: Dialect, trx: WriteTx, accountId: number, coll
     last_seq: number | string;
     sorted: string;
     schema_id: number | string;
+    search: string | null;
   }>(trx, advanceSql, [rowIds, events, rowDelta, accountId, collection]);
   if (!counters) throw collectionNotFound(collection);
+  const id = Number(counters.id);
   return {
-    id: Number(counters.id),
+    id,
     lastRowId: Number(counters.last_row_id),
     lastSeq: Number(counters.last_seq),
     sorted: JSON.parse(counters.sorted) as string[],
     schemaId: Number(counters.schema_id),
+    search: searchIndexOf(id, counters.search),
   };
 }

@@ -13,12 +13,15 @@ import { beginOnce, recordOnce } from '../rows/idempotency.ts';
 import type { Fields } from '../rows/rows.ts';
 import { uniqueIndexName } from '../sql/collections.ts';
 import { advance } from './collections.ts';
+import { dropSearchIndex, makeSearchIndex } from './search-indexes.ts';
 
 /** An index as openapi.yaml's Index describes it. */
 export interface Index {
   name: string;
   fields: string[];
   unique: boolean;
+  /** `search` for a search index (search-indexes.ts); absent for an index of values. */
+  type?: 'search';
 }
 
 /** Indexes a collection may have at most (openapi.yaml, createIndex). */
@@ -31,19 +34,21 @@ const MAX_DUPLICATE_IDS = 10;
 /** A field an index may be over (openapi.yaml, IndexField). */
 const plainField = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 
-const indexName = (fields: readonly string[]) => fields.join(',');
+const indexName = (fields: readonly string[], search: boolean) => `${search ? 'search:' : ''}${fields.join(',')}`;
 
-type IndexRow = { id: number | string; fields: string; is_unique: boolean | number };
+type IndexRow = { id: number | string; fields: string; is_unique: boolean | number; is_search: boolean | number };
 const toIndex = (row: IndexRow): Index => {
   const fields = JSON.parse(row.fields) as string[];
-  return { name: indexName(fields), fields, unique: Boolean(row.is_unique) };
+  const search = Boolean(row.is_search);
+  return { name: indexName(fields, search), fields, unique: Boolean(row.is_unique), ...(search ? { type: 'search' } : {}) };
 };
 
-const indexesSql = `select i.id, i.fields, i.is_unique from collection_indexes i join collections c on c.id = i.collection_id
+const indexesSql = `select i.id, i.fields, i.is_unique, i.is_search from collection_indexes i join collections c on c.id = i.collection_id
   where c.account_id = ? and c.name = ? order by i.id`;
-const indexesOfIdSql = 'select id, fields, is_unique from collection_indexes where collection_id = ? order by id';
-/** `?` (the third) is 1 for a unique index, 0 for another. */
-const insertIndexSql = 'insert into collection_indexes (collection_id, fields, is_unique) values (?, ?, ? = 1) returning id';
+const indexesOfIdSql = 'select id, fields, is_unique, is_search from collection_indexes where collection_id = ? order by id';
+/** `?` (the third) is 1 for a unique index, 0 for another; `?` (the fourth) 1 for a search index. */
+const insertIndexSql =
+  'insert into collection_indexes (collection_id, fields, is_unique, is_search) values (?, ?, ? = 1, ? = 1) returning id';
 const deleteIndexSql = 'delete from collection_indexes where id = ?';
 
 /** The collection's declared indexes, in the order they were made; 404 when there is no such collection. */
@@ -61,7 +66,9 @@ async function collectionOrNotFound(db: Dialect, accountId: number, collection: 
 /**
  * Declares an index of the collection over `fields`: 409 when one over the same fields exists or the
  * collection has MAX_INDEXES; a unique one is made only when no two rows share values of them, else 409
- * unique_conflict naming them. Then a sort index of each field (`sortBy`), made by the dialect.
+ * unique_conflict naming them. Then a sort index of each field (`sortBy`), made by the dialect. A search
+ * index (`search`, never unique) holds the words of every row from the start (search-indexes.ts); 409
+ * when the collection has one.
  */
 export async function createIndex(
   db: Dialect,
@@ -70,9 +77,11 @@ export async function createIndex(
   fields: string[],
   unique: boolean,
   once?: Once<Index>,
+  search = false,
 ): Promise<Index> {
   if (!fields.every((field) => plainField.test(field))) throw new Error('index fields are plain names (openapi.yaml, IndexField)');
-  const index: Index = { name: indexName(fields), fields, unique };
+  if (search && unique) throw new Error('a search index is not unique (openapi.yaml, NewIndex)');
+  const index: Index = { name: indexName(fields, search), fields, unique, ...(search ? { type: 'search' } : {}) };
   await db.knex.transaction(async (trx) => {
     if (once) await beginOnce(db, trx, accountId, once);
     if (db.uniqueIndexSql.lockRows) await db.run(trx, db.uniqueIndexSql.lockRows, []);
@@ -82,7 +91,15 @@ export async function createIndex(
       throw conflict(`Collection ${collection} has an index of ${index.name} already.`);
     if (existing.length >= MAX_INDEXES)
       throw conflict(`Collection ${collection} has ${MAX_INDEXES} indexes, the most it may: drop one first.`);
-    const [stored] = await db.run<{ id: number | string }>(trx, insertIndexSql, [id, JSON.stringify(fields), unique ? 1 : 0]);
+    if (search && existing.some((other) => other.type === 'search'))
+      throw conflict(`Collection ${collection} has a search index already, the one it may have: drop it first.`);
+    const [stored] = await db.run<{ id: number | string }>(trx, insertIndexSql, [
+      id,
+      JSON.stringify(fields),
+      unique ? 1 : 0,
+      search ? 1 : 0,
+    ]);
+    if (search) await makeSearchIndex(db, trx, { collectionId: id, fields });
     if (unique) {
       const duplicates = await duplicatesOf(db, trx, id, fields);
       if (duplicates.length > 0) {
@@ -111,6 +128,7 @@ export async function deleteIndex(db: Dialect, accountId: number, collection: st
     const found = (await db.run<IndexRow>(trx, indexesOfIdSql, [id])).find((row) => toIndex(row).name === name);
     if (!found) throw notFound(`Collection ${collection} has no index named ${name}.`);
     if (toIndex(found).unique) dropped = [uniqueIndexName(Number(found.id))];
+    if (toIndex(found).type === 'search') await dropSearchIndex(db, trx, id);
     await db.run(trx, deleteIndexSql, [found.id]);
     if (once) await recordOnce(db, trx, accountId, once, undefined);
   });

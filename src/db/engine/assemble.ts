@@ -32,6 +32,7 @@ import { type AccountIssuers, deleteIssuer, getIssuer, listIssuers, putIssuer } 
 import { createCollection, deleteCollection, getCollection, listCollectionSchemas, listCollections } from '../collections/collections.ts';
 import { createIndex, deleteIndex, listIndexes } from '../collections/indexes.ts';
 import { deleteSchema, getSchema, putSchema } from '../collections/schemas.ts';
+import { searchFilter } from '../collections/search-indexes.ts';
 import { feedStart, latestSeq, readEvents } from '../events/events.ts';
 import { collectionsAfter, pruneEventBatch } from '../events/retention.ts';
 import type { AggregateResult } from '../reads/aggregates.ts';
@@ -191,6 +192,7 @@ const shared = {
   listIndexes,
   createIndex,
   deleteIndex,
+  searchFilter,
   createKey,
   createAccountKey,
   listKeys,

@@ -113,13 +113,11 @@ export interface UniqueIndexSql {
 /**
  * What a dialect writes of search indexes in its own SQL (../collections/search-indexes.ts): a row's
  * words are its terms, joined by spaces, each a word of the row with its collection's id before it
- * (searchTerms()).
+ * (searchTerms()). A row's words are deleted with it (a foreign key of the words' table).
  */
 export interface SearchSql {
   /** Sets the words of rows of collection `?`: `?` is a JSON array of `[row id, terms]`. */
   put: string;
-  /** Removes the words of rows of collection `?`: `?` is a JSON array of their ids. */
-  remove: string;
   /** Removes the words of every row of collection `?`. */
   removeAll: string;
   /** A condition on the row `row` (a table's alias): it holds the terms of the search `?`, as query() writes it. */

@@ -13,6 +13,7 @@ import { allOf, type DialectFilter, filterWith, raw, readsData, type Sql, sql } 
 import type { KeyBounds } from '../reads/filter-indexes.ts';
 import { document, escapeString } from './jsonb.ts';
 import { POSTGRES_KEY_CHARS } from './sql/collections.ts';
+import { searchSql } from './sql/search.ts';
 
 /**
  * `filter` as SQL on the columns `id` and `data` of the table or alias `row` (default `rows`): true for
@@ -47,6 +48,7 @@ const signs = { $gt: '>', $gte: '>=', $lt: '<', $lte: '<=' };
 
 /** Fields are jsonb, read from the row's document (`filter_row.j`) one key at a time. */
 const postgres: DialectFilter<Sql> = {
+  search: (row, words, prefix) => ({ sql: searchSql.match(row), params: [searchSql.query(words, prefix)] }),
   field: (_row, path) => path.reduce((json, key) => sql`${json} -> ${escapeString(key)}::text`, raw('filter_row.j')),
   equal: (field, operand) => sql`${field} = ${jsonb(operand)}::jsonb`,
   exists: (field, present) => (present ? sql`${field} is not null` : sql`${field} is null`),

@@ -21,6 +21,7 @@ import { assignable, overRowBound, rowJson } from '../../rows.ts';
 import { advance, collectionId } from '../collections/collections.ts';
 import { keepingUnique, type WrittenRow } from '../collections/indexes.ts';
 import { StaleSchema } from '../collections/schemas.ts';
+import { bindSearch, putWords, searchIndexOf } from '../collections/search-indexes.ts';
 import type { RowOperations } from '../engine/assemble.ts';
 import type { Changes } from '../engine/changes.ts';
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
@@ -48,7 +49,16 @@ import { changedRows, deleteRowIn, deleteRowsIn, matchedRows } from '../rows/wri
 import { isOnceTaken, isQueryCanceled } from './errors.ts';
 import { idList, keysSql } from './sql/collections.ts';
 import { getRowSql } from './sql/reads.ts';
-import { advanceReadingRowSql, importRowsSql, insertBatchSql, insertBatchWithAnswersSql, updateRowSql, updateRowsSql } from './sql/rows.ts';
+import {
+  advanceReadingRowSql,
+  importRowsSql,
+  insertBatchSql,
+  insertBatchWithAnswersSql,
+  searchedInsertBatchSql,
+  searchedInsertBatchWithAnswersSql,
+  updateRowSql,
+  updateRowsSql,
+} from './sql/rows.ts';
 import { runAlone } from './statements.ts';
 
 /** The channel of the NOTIFYs; the payload is `<instance> <collection id>`. */
@@ -65,7 +75,10 @@ interface Insert {
 }
 
 /** What insertBatchSql answers: the collection's id, and the first row's id and seq (none: no such collection). */
-type Written = { id: number; first_id: number | string; first_seq: number | string };
+/** Collections postgresRows remembers having a search index, at most. */
+const MAX_SEARCHED = 10_000;
+
+type Written = { id: number; first_id: number | string; first_seq: number | string; search: string | null };
 /** What insertBatchWithAnswersSql answers: Written (a null id: nothing written), and its keys' fate. */
 type WrittenWithAnswers = Written & { held: boolean };
 
@@ -102,19 +115,40 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
    * still sending the next (BENCHMARKS.md, insert-batch on PostgreSQL); inserts that come meanwhile go
    * together in the statement after, each request's rows consecutive, in the order the requests came.
    */
+  /**
+   * The keys of inserts (`<account>/<collection>/<schema>`) last seen to go into a collection with a
+   * search index, the least recently seen forgotten first past MAX_SEARCHED. Never wrong in a way that
+   * shows: an insert into a collection that has one no more goes in a transaction all the same.
+   */
+  const searched = new Set<string>();
+
   const inserts = new Groups<Insert, FirstInserted>({
     maxRunning: 3,
     maxWeight: MAX_INSERT_ROWS,
-    async run(_key, batch) {
+    async run(key, batch) {
       const { accountId, collection, schemaId } = batch[0];
       const rows = batch.flatMap(({ texts }) => texts);
       // JSON.stringify's output never holds a line feed (it escapes every control character), so the
       // lines of one string are the rows: one parameter, where an array would be escaped item by item.
       const params = [accountId, collection, rows.length, rows.join('\n'), CHANNEL, changes.instance];
       const keyed = batch.some(({ once }) => once);
-      const [written] = keyed
-        ? await insertWithAnswers(batch, params, schemaId)
-        : await runAlone<Written>(knex, insertBatchSql, [...params, schemaId]);
+      // Alone, a statement writes nothing into a collection with a search index (sql/, insertBatch): the
+      // rows then go in a transaction with their words. Those seen to have one go there at once.
+      let [written] = searched.has(key)
+        ? []
+        : keyed
+          ? await insertWithAnswers(batch, params, schemaId, (sql, values) => runAlone(knex, sql, values), insertBatchWithAnswersSql)
+          : await runAlone<Written>(knex, insertBatchSql, [...params, schemaId]);
+      if (!written) {
+        written = await knex.transaction(async (trx) => {
+          const run = <T>(sql: string, values: SqlValue[]) => db.run<T>(trx, sql, values);
+          const [stored] = keyed
+            ? await insertWithAnswers(batch, params, schemaId, run, searchedInsertBatchWithAnswersSql)
+            : await run<Written>(searchedInsertBatchSql, [...params, schemaId]);
+          if (stored) await putInsertedWords(trx, stored, rows, key);
+          return stored;
+        });
+      }
       // No such collection, or its schema another: nothing written.
       if (!written) throw new StaleSchema();
       // Committed already: this process's listeners hear it now, the others through the NOTIFY.
@@ -129,7 +163,13 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
    * statement or while it ran, or before its collection was deleted. Either fails the batch, whose
    * inserts then run each alone (../engine/grouping.ts).
    */
-  async function insertWithAnswers(batch: Insert[], params: SqlValue[], schemaId: number): Promise<Written[]> {
+  async function insertWithAnswers(
+    batch: Insert[],
+    params: SqlValue[],
+    schemaId: number,
+    run: <T>(sql: string, params: SqlValue[]) => Promise<T[]>,
+    sql: string,
+  ): Promise<Written[]> {
     const onces: unknown[] = [];
     // For each row, the place in `onces` of its request's key (-1 for none).
     const keyOfRow: number[] = [];
@@ -139,12 +179,7 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
     }
     let written: WrittenWithAnswers;
     try {
-      [written] = await runAlone<WrittenWithAnswers>(knex, insertBatchWithAnswersSql, [
-        ...params,
-        JSON.stringify(onces),
-        keyOfRow.join(','),
-        schemaId,
-      ]);
+      [written] = await run<WrittenWithAnswers>(sql, [...params, JSON.stringify(onces), keyOfRow.join(','), schemaId]);
     } catch (error) {
       if (isOnceTaken(error)) throw new OnceTaken();
       throw error;
@@ -154,6 +189,27 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
     // No such collection: a retry of an insert stored before its collection went is answered as it was.
     for (const { accountId, once } of batch) if (once && (await db.readOnce(accountId, once.key, once.at))) throw new OnceTaken();
     return [];
+  }
+
+  /**
+   * Writes the words of the rows `texts`, inserted by the statement that answered `written` inside
+   * `trx`, when their collection has a search index; remembers, by the inserts' `key`, whether it has.
+   */
+  async function putInsertedWords(trx: WriteTx, written: Written, texts: string[], key?: string) {
+    const search = searchIndexOf(Number(written.id), written.search);
+    if (key !== undefined) {
+      searched.delete(key);
+      if (search) searched.add(key);
+      if (searched.size > MAX_SEARCHED) searched.delete(searched.values().next().value as string);
+    }
+    if (!search) return;
+    const first = Number(written.first_id);
+    await putWords(
+      db,
+      trx,
+      search,
+      texts.map((text, index) => ({ id: first + index, fields: JSON.parse(text) as Fields })),
+    );
   }
 
   /**
@@ -180,6 +236,7 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
       current: string | null;
       version: number | string | null;
       schema_id: number | string;
+      search: string | null;
     }>(trx, advanceReadingRowSql, [0, 1, 0, accountId, collection, rowId]);
     if (!counters) throw collectionNotFound(collection);
     if (!counters.current) throw rowNotFound(collection, rowId);
@@ -200,6 +257,8 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
     // One after another: pg sends a client's queries one at a time whatever the caller does.
     await db.run(trx, updateRowSql, [data, seq, id, rowId, ...event, CHANNEL, `${changes.instance} ${id}`]);
     await rekeyPatchedRows(db, trx, id, JSON.parse(counters.sorted), patchedFields(patch), [rowId]);
+    const search = searchIndexOf(id, counters.search);
+    if (search) await putWords(db, trx, search, [{ id: rowId, fields: row }]);
     return { patched: { json, version: versionOf(id, seq) }, changed: id };
   }
 
@@ -211,7 +270,8 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
     async insert(collection, schemaId, inserts) {
       const texts = inserts.flat();
       const params = [accountId, collection, texts.length, texts.join('\n'), CHANNEL, changes.instance, schemaId];
-      const [written] = await db.run<Written>(trx, insertBatchSql, params);
+      const [written] = await db.run<Written>(trx, searchedInsertBatchSql, params);
+      await putInsertedWords(trx, written, texts);
       // The transaction holds the collection's row, and its schema is `schemaId`.
       announceOnCommit(trx, Number(written.id));
       return firstsOf(
@@ -335,7 +395,7 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
     },
 
     async updateRowsWhere(accountId, collection, filter, patch, max, options) {
-      const where = pages.filterSql(filter);
+      const where = pages.filterSql(await bindSearch(db.query, accountId, collection, filter));
       // The rows as patched, as a unique index would see them.
       let attempted: WrittenRow[] = [];
       return keepingUnique(
@@ -361,11 +421,12 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
             await db.schemas.check(readIn(trx), schemaId, collection, rows, (index) => matched[index].id);
             const patched = matched.map((row, index) => ({ id: row.id, data: JSON.stringify(rows[index]), before: row.data }));
             if (patched.some((row) => overRowBound(row.data))) throw rowTooLarge();
-            const { lastSeq, sorted } = await advance(db, trx, accountId, collection, patched.length);
+            const { lastSeq, sorted, search } = await advance(db, trx, accountId, collection, patched.length);
             const first = lastSeq - patched.length;
             await db.run(trx, updateRowsSql, [first, JSON.stringify(patched.map((row) => [row.id, row.data])), id]);
             const ids = patched.map((row) => row.id);
             await rekeyPatchedRows(db, trx, id, sorted, patchedFields(patch), ids);
+            if (search) await putWords(db, trx, search, attempted as { id: number; fields: Fields }[]);
             const events = patched.map((row) => eventRow(row.id, row.data, row.before));
             await appendEvents(db, trx, id, lastSeq, 'update', events);
             const changed = changedRows(events);
@@ -376,7 +437,7 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
     },
 
     async deleteRowsWhere(accountId, collection, filter, max, options) {
-      const where = pages.filterSql(filter);
+      const where = pages.filterSql(await bindSearch(db.query, accountId, collection, filter));
       return knex.transaction((trx) => deleteRowsIn(db, trx, accountId, collection, where, max, options));
     },
 

@@ -9,6 +9,7 @@ import { collectionNotFound, type FieldError, validationFailed } from '../../err
 import type { AggregateAnswer, AggregateQuery, Decimal, Group } from '../../query/aggregate.ts';
 import { canonical, decimalOfText, exactSum, orderGroups } from '../../query/aggregate.ts';
 import type { JsonValue } from '../../query/filter.ts';
+import { bindSearch } from '../collections/search-indexes.ts';
 import { keyCountSql } from '../sql/reads.ts';
 import type { Sql } from './filter.ts';
 import { indexedFields } from './filter-indexes.ts';
@@ -61,18 +62,21 @@ interface AggregatePart {
 export type AggregateResult = AggregateAnswer & { seq: number };
 
 /**
- * The answer to `query` over the account's collection; 404 when there is none. `maxGroupsRead`: the
- * groups the database may find at most before the query is refused as too wide, a 400 whose one error
- * is `place` (the request's group_by).
+ * The answer to `asked` over the account's collection, its `$search` bound to the collection's search
+ * index (400 when it has none); 404 when there is none. `maxGroupsRead`: the groups the database may
+ * find at most before the query is refused as too wide, a 400 whose one error is `place` (the
+ * request's group_by).
  */
 export async function readAggregates(
   source: AggregateSource,
   accountId: number,
   collection: string,
-  query: AggregateQuery,
+  asked: AggregateQuery,
   maxGroupsRead: number,
   place: FieldError,
 ): Promise<AggregateResult> {
+  const filter = await bindSearch((sql, params) => source.read(sql, params, 'point'), accountId, collection, asked.filter);
+  const query = { ...asked, filter };
   const index = query.filter && indexedFields(query.filter).length > 0 ? await findIndex(source, accountId, collection, query) : undefined;
   if (index) {
     const read = await readInIndex(source, query, maxGroupsRead, place, index);

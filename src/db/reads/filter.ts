@@ -4,6 +4,7 @@
 // postgres/filter.ts) with the meaning src/query/evaluate.ts gives it. Every value of a filter, field
 // names included, is a binding: the text of the SQL is the code's own.
 import type { FieldCondition, FieldPath, Filter, JsonValue } from '../../query/filter.ts';
+import { searchTerms } from '../collections/search-indexes.ts';
 import type { SqlValue } from '../engine/dialect.ts';
 
 /** SQL and its bindings, one for each `?` in it, in order. */
@@ -78,6 +79,8 @@ interface ValueSql<V> {
 export interface DialectFilter<V> extends ValueSql<V> {
   /** The field at `path` (never `id`) of the `data` of the row `row`. */
   field(row: string, path: FieldPath): V;
+  /** The row `row` holds the terms `words`, and one starting with `prefix` (../collections/search-indexes.ts, searchTerms). */
+  search(row: string, words: readonly string[], prefix?: string): Sql;
 }
 
 /**
@@ -95,6 +98,12 @@ export function filterWith<V>(filter: Filter, row: string, dialect: DialectFilte
     case 'field':
       if (filter.path[0] !== 'id') return condition(dialect, dialect.field(row, filter.path), filter);
       return filter.path.length === 1 ? condition(idSql, raw(`${row}.id`), filter) : condition(missingSql, null, filter);
+    case 'search': {
+      const { search, index } = filter;
+      if (!index) throw new Error('a search is written as SQL once bound to its collection (bindSearch)');
+      const prefix = search.prefix === undefined ? undefined : searchTerms(index.collectionId, [search.prefix])[0];
+      return dialect.search(row, searchTerms(index.collectionId, search.words), prefix);
+    }
   }
 }
 
@@ -108,6 +117,8 @@ export function readsData(filter: Filter): boolean {
       return readsData(filter.filter);
     case 'field':
       return filter.path[0] !== 'id';
+    case 'search':
+      return true;
   }
 }
 

@@ -8,6 +8,7 @@ import type { Filter } from '../../query/filter.ts';
 import type { Direction, SortKey } from '../../query/order.ts';
 import type { KeyValue } from '../../query/sort-keys.ts';
 import type { Json, Row } from '../../rows.ts';
+import { bindSearch } from '../collections/search-indexes.ts';
 import { type KeyRange, type KnownIndexes, ranks, type SortIndexLimits } from '../collections/sort-indexes.ts';
 import type { SqlValue } from '../engine/dialect.ts';
 import { pageTooLarge } from '../rows/rows.ts';
@@ -115,7 +116,10 @@ type Joined = { json: Json<Row[]>; n: number; seq: number | null; exact: boolean
 
 /** One page of rows; 404 when the collection does not exist. */
 export async function readPage(source: PageSource, accountId: number, collection: string, page: Page): Promise<RowsPage> {
-  if (page.filter) return filteredPage(source, accountId, collection, page, page.filter);
+  if (page.filter) {
+    const filter = await bindSearch((sql, params) => source.read(sql, params, 'point'), accountId, collection, page.filter);
+    return filteredPage(source, accountId, collection, { ...page, filter }, filter);
+  }
   if (page.count || page.order.length > 1 || page.versions) return queryPage(source, byName(accountId, collection), collection, page);
   const [key] = page.order;
   if (key.field !== 'id') {

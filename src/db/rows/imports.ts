@@ -8,6 +8,7 @@
 import { conflict } from '../../errors.ts';
 import { assignable, overRowBound } from '../../rows.ts';
 import { collectionId } from '../collections/collections.ts';
+import { putWords, searchIndexOf } from '../collections/search-indexes.ts';
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
 import { appendEvents, eventRow } from '../events/events.ts';
 import { importAdvanceSql, lastRowIdSql } from '../sql/rows.ts';
@@ -55,11 +56,13 @@ export async function importRowsIn(
   const upTo = Math.max(last, lastRowId);
   // No rows: none can clash with the collection's, which only moves its last row id.
   const first = rows.length > 0 ? rows[0].id : Number.MAX_SAFE_INTEGER;
-  const [counters] = await db.run<{ id: number | string; last_seq: number | string; sorted: string; schema_id: number | string }>(
-    trx,
-    importAdvanceSql,
-    [rows.length, rows.length, upTo, upTo, accountId, name, first],
-  );
+  const [counters] = await db.run<{
+    id: number | string;
+    last_seq: number | string;
+    sorted: string;
+    schema_id: number | string;
+    search: string | null;
+  }>(trx, importAdvanceSql, [rows.length, rows.length, upTo, upTo, accountId, name, first]);
   if (!counters) {
     await collectionId(db, accountId, name); // 404 when the collection is not there
     throw conflict(`The ids of collection ${name} reach ${first} already: imported rows take ids above its last one.`);
@@ -73,6 +76,14 @@ export async function importRowsIn(
   await importer.insertRows(trx, id, rows, Number(counters.last_seq) - rows.length + 1);
   const sorted = JSON.parse(counters.sorted) as string[];
   for (const [slot, field] of sorted.entries()) await importer.keyRows(trx, id, slot, field, first, last);
+  const search = searchIndexOf(id, counters.search);
+  if (search)
+    await putWords(
+      db,
+      trx,
+      search,
+      rows.map((row, index) => ({ id: row.id, fields: fields[index] })),
+    );
   await appendEvents(
     db,
     trx,

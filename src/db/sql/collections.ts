@@ -7,7 +7,7 @@
  * counters and sorted fields.
  */
 export const advanceSql = `update collections set last_row_id = last_row_id + ?, last_seq = last_seq + ?, row_count = row_count + ?
-  where account_id = ? and name = ? returning id, last_row_id, last_seq, sorted, schema_id`;
+  where account_id = ? and name = ? returning id, last_row_id, last_seq, sorted, schema_id, search`;
 
 /**
  * The first statement of a collection's creation: writes the account's row, which holds it until
@@ -41,8 +41,9 @@ export const listCollectionSchemasSql = (collate: string) => `select c.name, s.s
 export const getCollectionSql = `select ${collectionColumns}, s.schema from collections c left join collection_schemas s on s.id = c.schema_id
   where c.account_id = ? and c.name = ?`;
 export const collectionIdSql = 'select id from collections where account_id = ? and name = ?';
-/** A collection's deletion, after advance() holds its row: its rows, events, sort keys, indexes, webhook streams, then itself. */
+/** A collection's deletion, after advance() holds its row: its rows, events, sort keys, indexes and words, webhook streams, then itself. */
 export const deleteCollectionSqls = [
+  'delete from search_rows where collection_id = ?',
   'delete from rows where collection_id = ?',
   'delete from events where collection_id = ?',
   'delete from sort_keys where collection_id = ?',

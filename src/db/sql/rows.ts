@@ -53,6 +53,6 @@ export const exportRowsSql = `select id, data from rows where collection_id = ? 
  */
 export const importAdvanceSql = `update collections set last_seq = last_seq + ?, row_count = row_count + ?,
     last_row_id = case when last_row_id < ? then ? else last_row_id end
-  where account_id = ? and name = ? and last_row_id < ? returning id, last_seq, sorted, schema_id`;
+  where account_id = ? and name = ? and last_row_id < ? returning id, last_seq, sorted, schema_id, search`;
 /** The last row id the collection has handed out, where an import resumed goes on from. */
 export const lastRowIdSql = 'select last_row_id from collections where account_id = ? and name = ?';

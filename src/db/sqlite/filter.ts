@@ -4,6 +4,7 @@
 import type { Filter, JsonValue } from '../../query/filter.ts';
 import { allOf, type DialectFilter, filterWith, raw, type Sql, sql } from '../reads/filter.ts';
 import type { KeyBounds } from '../reads/filter-indexes.ts';
+import { searchSql } from './sql/search.ts';
 
 /**
  * `filter` as SQL on the columns `id` and `data` of the table or alias `row` (default `rows`): true for
@@ -56,6 +57,7 @@ const decoded = (value: string | number) => sql`json_extract(${JSON.stringify(va
 const signs = { $gt: '>', $gte: '>=', $lt: '<', $lte: '<=' };
 
 const sqlite: DialectFilter<Node> = {
+  search: (row, words, prefix) => ({ sql: searchSql.match(row), params: [searchSql.query(words, prefix)] }),
   field: (row, path) => path.reduce(childNode, pathNode(raw(`${row}.data`), '$')),
   equal,
   exists: (node, present) => (present ? sql`${node.type} is not null` : sql`${node.type} is null`),

@@ -16,6 +16,7 @@ import { assignable, overRowBound, rowJson } from '../../rows.ts';
 import { advance } from '../collections/collections.ts';
 import { keepingUnique, uniqueViolation, type WrittenRow } from '../collections/indexes.ts';
 import { StaleSchema } from '../collections/schemas.ts';
+import { bindSearch, putWords, searchIndexOf } from '../collections/search-indexes.ts';
 import type { RowOperations } from '../engine/assemble.ts';
 import type { Changes } from '../engine/changes.ts';
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
@@ -54,7 +55,7 @@ type Insert = { texts: string[]; once?: OnceRequest };
 /** A patch of row `rowId` as row_patches takes it (sql/): its fields as `[JSON path, JSON text]`. */
 type FieldPatch = { rowId: number; fields: string[][] };
 /** What patchSql answers of each patch (sql/). */
-type PatchWritten = { id: number | null; i: number; data: string | null; version: number | null };
+type PatchWritten = { id: number | null; i: number; data: string | null; version: number | null; search: string | null };
 /** A row as patchedRowSql reads it. */
 type StoredRow = { data: string; collection_id: number; version: number; schema_id: number };
 
@@ -120,6 +121,13 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
     const sql = patchSql(patches[0].fields.length, patches.length);
     const written = await writer.inTransaction<PatchWritten>(trx, sql, params);
     const byIndex = new Map(written.map((row) => [Number(row.i), row]));
+    // The rows' words, when the collection has a search index: each row as its last patch left it.
+    const search = written[0]?.id != null ? searchIndexOf(written[0].id, written[0].search) : undefined;
+    if (search) {
+      const rows = new Map(patches.map(({ rowId }, index) => [rowId, byIndex.get(index)?.data ?? null]));
+      const patched = [...rows].flatMap(([id, data]) => (data === null ? [] : [{ id, fields: JSON.parse(data) as Fields }]));
+      await putWords(db, trx, search, patched);
+    }
     let changed: number | undefined;
     const answers = patches.map(({ rowId }, index): VersionedRow | Error => {
       const { id = null, data = null, version = null } = byIndex.get(index) ?? {};
@@ -160,8 +168,21 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
     const params = [accountId, collection, all.length, JSON.stringify(all), new Date().toISOString(), `[${onces}]`, schemaId];
     // A constraint it breaks (its trigger's check of the keys, sql/, row_inserts, or a unique index)
     // is told apart once the statement has rolled back (insertRows).
-    const [written] = await writer.inTransaction<{ id: number | null; last_row_id: number; last_seq: number }>(trx, insertSql, params);
+    const [written] = await writer.inTransaction<{ id: number | null; last_row_id: number; last_seq: number; search: string | null }>(
+      trx,
+      insertSql,
+      params,
+    );
     if (written.id === null) throw new StaleSchema();
+    const search = searchIndexOf(written.id, written.search);
+    const firstId = written.last_row_id - all.length + 1;
+    if (search)
+      await putWords(
+        db,
+        trx,
+        search,
+        all.map((text, index) => ({ id: firstId + index, fields: JSON.parse(text) as Fields })),
+      );
     announceOnCommit(db.changes, trx, written.id);
     const firsts: FirstInserted[] = [];
     let id = written.last_row_id - all.length + 1;
@@ -373,7 +394,7 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
      * aborts the statement, and the transaction rolls back: nothing is stored.
      */
     async updateRowsWhere(accountId, collection, filter, patch, max, options) {
-      const where = pages.filterSql(filter);
+      const where = pages.filterSql(await bindSearch(db.query, accountId, collection, filter));
       const names = patch.format === 'merge' ? Object.keys(patch.fields) : [];
       const byPath = patch.format === 'merge' && names.length <= MAX_FIELDS_BY_PATH && names.every(settableByPath);
       const fields = patch.format === 'merge' && byPath ? fieldsOf(patch.fields) : [];
@@ -410,7 +431,7 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
     },
 
     async deleteRowsWhere(accountId, collection, filter, max, options) {
-      const where = pages.filterSql(filter);
+      const where = pages.filterSql(await bindSearch(db.query, accountId, collection, filter));
       return writes.run((trx) => deleteRowsIn(db, trx, accountId, collection, where, max, options));
     },
 

@@ -14,7 +14,7 @@ import { rowJsonSql } from './reads.ts';
 export const advanceReadingRowSql = `with counters as (update collections
     set last_row_id = last_row_id + ?, last_seq = last_seq + ?, row_count = row_count + ?
     where account_id = ? and name = ?
-    returning id, last_row_id, last_seq, sorted, schema_id)
+    returning id, last_row_id, last_seq, sorted, schema_id, search)
   select c.*, r.data as current, r.version
     from counters c left join lateral (select data, version from rows where collection_id = c.id and id = ? for update) r on true`;
 
@@ -52,8 +52,8 @@ export const updateRowSql = `with updated as (
  * field, read from `sorted` as advance() answers it, strings escaped as jsonbOf() does).
  * $1 the account, $2 the collection's name, $3 the number of rows, $4 their texts, one a line; $5 and
  * $6 the NOTIFY's channel and this instance (rows.ts, listenForChanges); $7 the schema id the rows were
- * checked with (../schemas.ts). No such collection, or its schema another: no row answered, and
- * nothing written. Each event's row is made from the row's text as eventRow() makes it. The events'
+ * checked with (../schemas.ts). No such collection, or its schema another, or a search index
+ * (searchedInsertBatchSql writes into that): no row answered, and nothing written. Each event's row is made from the row's text as eventRow() makes it. The events'
  * time is PostgreSQL's clock once the collection's row is held (where appendEvents() takes Node's,
  * after advance()): a batch that waited its turn is not stamped before the one it waited for.
  *
@@ -63,15 +63,22 @@ export const updateRowSql = `with updated as (
  * plan would scan the whole batch against an empty list of fields, all while holding the collection's
  * row.
  */
-export const insertBatchSql = insertBatch({
+const plainBatch = {
   before: '',
   schemaId: '$7',
   holdIf: '',
   rows: 'unnest(string_to_array($4::text, chr(10))) with ordinality as t(data, ord)',
   rowColumns: '',
   after: '',
-  answer: `select id, before_id + 1 as first_id, before_seq + 1 as first_seq, pg_notify($5, $6 || ' ' || id) from counters`,
-});
+  answer: `select id, before_id + 1 as first_id, before_seq + 1 as first_seq, search, pg_notify($5, $6 || ' ' || id) from counters`,
+};
+export const insertBatchSql = insertBatch({ ...plainBatch, searched: false });
+
+/**
+ * insertBatchSql into a collection that may have a search index (../../collections/search-indexes.ts),
+ * inside a transaction that then writes the rows' words: the statement answers the collection's `search`.
+ */
+export const searchedInsertBatchSql = insertBatch({ ...plainBatch, searched: true });
 
 /**
  * insertBatchSql for a batch of inserts of which some were sent with an Idempotency-Key (openapi.yaml,
@@ -87,7 +94,7 @@ export const insertBatchSql = insertBatch({
  * fails with ONCE_TAKEN, and nothing of it is written. It does not look for answers before: a look
  * planned once, while the table was empty, reads the whole table for every key.
  */
-export const insertBatchWithAnswersSql = insertBatch({
+const batchWithAnswers = {
   schemaId: '$9',
   before: `keys as materialized (
     select k ->> 0 as key, k ->> 1 as hash, k ->> 2 as at, k ->> 3 as expires_at, (k ->> 4)::integer as first,
@@ -112,11 +119,15 @@ export const insertBatchWithAnswersSql = insertBatch({
         where idempotency_keys.expires_at <= excluded.created_at
       returning key
   )`,
-  answer: `select h.held, c.id, c.before_id + 1 as first_id, c.before_seq + 1 as first_seq,
+  answer: `select h.held, c.id, c.before_id + 1 as first_id, c.before_seq + 1 as first_seq, c.search,
     case when c.id is not null then pg_notify($5, $6 || ' ' || c.id) end,
     case when c.id is not null and (select count(*) from recorded) < h.keys then rowbase_once_taken() end
     from holds h left join counters c on true`,
-});
+};
+export const insertBatchWithAnswersSql = insertBatch({ ...batchWithAnswers, searched: false });
+
+/** insertBatchWithAnswersSql as searchedInsertBatchSql is insertBatchSql. */
+export const searchedInsertBatchWithAnswersSql = insertBatch({ ...batchWithAnswers, searched: true });
 
 /** The SQLSTATE of insertBatchWithAnswersSql's failure when a key was answered meanwhile (migration 0012). */
 export const ONCE_TAKEN = 'RB409';
@@ -127,6 +138,12 @@ export const ONCE_TAKEN = 'RB409';
  * statements after the rows are written, and the statement's one row of answer.
  */
 interface BatchParts {
+  /**
+   * Whether the statement runs inside a transaction that writes the rows' words when the collection has
+   * a search index. Run alone, it writes nothing into a collection that has one, as into no collection:
+   * the rows would be committed without their words.
+   */
+  searched: boolean;
   before: string;
   /** The parameter of the schema id the rows were checked with (../schemas.ts): another, and the statement writes nothing. */
   schemaId: string;
@@ -137,11 +154,11 @@ interface BatchParts {
   answer: string;
 }
 
-function insertBatch({ before, schemaId, holdIf, rows, rowColumns, after, answer }: BatchParts): string {
+function insertBatch({ searched, before, schemaId, holdIf, rows, rowColumns, after, answer }: BatchParts): string {
   return `with ${before}counters as (
     update collections set last_row_id = last_row_id + $3, last_seq = last_seq + $3, row_count = row_count + $3
-      where account_id = $1 and name = $2 and schema_id = ${schemaId}::bigint${holdIf}
-      returning id, last_row_id - $3 as before_id, last_seq - $3 as before_seq, sorted,
+      where account_id = $1 and name = $2 and schema_id = ${schemaId}::bigint${holdIf}${searched ? '' : ' and search is null'}
+      returning id, last_row_id - $3 as before_id, last_seq - $3 as before_seq, sorted, search,
         to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at
   ), batch as (
     select c.id as collection_id, c.before_id + t.ord as id, c.before_seq + t.ord as seq, t.data, c.at${rowColumns}

@@ -6,8 +6,9 @@ import type { SearchSql } from '../../engine/dialect.ts';
 
 /** The table, made by the migration 0020_search_indexes. */
 export const searchTablesSql = [
-  `create table search_rows (collection_id bigint not null, row_id bigint not null, words tsvector not null,
-    primary key (collection_id, row_id))`,
+  // A row's words go with it.
+  `create table search_rows (collection_id integer not null, row_id bigint not null, words tsvector not null,
+    primary key (collection_id, row_id), foreign key (collection_id, row_id) references rows (collection_id, id) on delete cascade)`,
   'create index search_rows_words on search_rows using gin (words)',
 ];
 
@@ -17,7 +18,6 @@ export const searchSql: SearchSql = {
   put: `insert into search_rows (collection_id, row_id, words)
     select ?, (e ->> 0)::bigint, array_to_tsvector(string_to_array(e ->> 1, ' ')) from jsonb_array_elements(?::jsonb) e
     on conflict (collection_id, row_id) do update set words = excluded.words`,
-  remove: 'delete from search_rows where collection_id = ? and row_id in (select (jsonb_array_elements_text(?::jsonb))::bigint)',
   removeAll: 'delete from search_rows where collection_id = ?',
   // The terms of a collection are its own (searchTerms()): the GIN index finds that collection's rows only.
   match: (row) => `${row}.id in (select row_id from search_rows where words @@ (?)::tsquery)`,

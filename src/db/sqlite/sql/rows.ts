@@ -163,14 +163,16 @@ export const sqliteProcedures = rowInserts + Array.from({ length: MAX_FIELDS_BY_
  */
 export const insertSql = `insert into row_inserts values (${collectionId('?7')}, ?3, ?4, ?5, ?1, ?6)
   returning collection_id as id, (select last_row_id from collections where id = row_inserts.collection_id) as last_row_id,
-    (select last_seq from collections where id = row_inserts.collection_id) as last_seq`;
+    (select last_seq from collections where id = row_inserts.collection_id) as last_seq,
+    (select search from collections where id = row_inserts.collection_id) as search`;
 
 /**
  * A group of patches that each set `n` fields: `?1` account, `?2` collection, `?3` a JSON array of
  * `[row id, fields]` (as row_patches_<n> takes them), `?4` at, `?5` the schema id the rows as patched
  * were checked with. Answers a row for each patch, with `id` the collection's (null when there is no
  * such collection, or its schema is another), `i` the patch's index in `?3`, and `data`
- * the row's text as that patch left it (null for a row that does not exist) and `version` its version, read right after the
+ * the row's text as that patch left it (null for a row that does not exist) and `version` its version, and the
+ * collection's `search` (the rows' words are then written in the same transaction), read right after the
  * patch's own trigger has run (RETURNING runs once each inserted row's INSTEAD OF trigger has). The
  * collection is looked up once, in a FROM item of one row; each row once, by the collection's id and
  * its own. The same text each time for each `n` and either kind of group, as the statement cache wants.
@@ -183,7 +185,8 @@ export const patchSql = (n: number, patches: number) => (patches === 1 ? onePatc
 
 const returning = (n: number) =>
   `returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_${n}.rid) as data,
-    (select r.version from rows r where r.rowid = row_patches_${n}.rid) as version`;
+    (select r.version from rows r where r.rowid = row_patches_${n}.rid) as version,
+    (select search from collections where id = row_patches_${n}.collection_id) as search`;
 
 const patchSqls = Array.from(
   { length: MAX_FIELDS_BY_PATH + 1 },

@@ -11,7 +11,9 @@ import type { SearchSql } from '../../engine/dialect.ts';
  * read back as themselves.
  */
 export const searchTablesSql = [
-  'create table search_rows (id integer primary key, collection_id integer not null, row_id integer not null, words text not null)',
+  // A row's words go with it (the writer's connection enforces foreign keys), its FTS5 entry with them (search_rows_deleted).
+  `create table search_rows (id integer primary key, collection_id integer not null, row_id integer not null, words text not null,
+    foreign key (collection_id, row_id) references rows (collection_id, id) on delete cascade)`,
   'create unique index search_rows_row on search_rows (collection_id, row_id)',
   `create virtual table search_words using fts5(words, content = 'search_rows', content_rowid = 'id', tokenize = "ascii tokenchars '_'")`,
   `create trigger search_rows_inserted after insert on search_rows begin
@@ -31,7 +33,6 @@ export const dropSearchTablesSql = ['drop table search_words', 'drop table searc
 export const searchSql: SearchSql = {
   put: `insert into search_rows (collection_id, row_id, words) select ?, value ->> 0, value ->> 1 from json_each(?)
     where true on conflict (collection_id, row_id) do update set words = excluded.words`,
-  remove: 'delete from search_rows where collection_id = ? and row_id in (select value from json_each(?))',
   removeAll: 'delete from search_rows where collection_id = ?',
   // The terms of a collection are its own (searchTerms()): FTS5 finds that collection's rows only.
   match: (row) =>

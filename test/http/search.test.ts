@@ -1,0 +1,265 @@
+// Search (docs/search.md; openapi.yaml, createIndex and Filter's `$search`): a search index declared over
+// rows already there, kept by every write of a row, and `$search` finding the rows the in-memory
+// reference (src/search/words.ts) finds, on each backend.
+import { expect } from 'chai';
+import { matchesSearch, rowWords, searchOf } from '../../src/search/words.ts';
+import { describeEachBackend } from '../support/backends.ts';
+import type { Client } from '../support/client.ts';
+import { FeedClient } from '../support/feed.ts';
+import { startTestServer, type TestServer } from '../support/server.ts';
+import { watchHealth } from '../support/watchdog.ts';
+
+type Row = { id: number } & Record<string, unknown>;
+type Problem = { code: string; detail: string; errors?: { name: string; message: string }[] };
+
+const filter = (value: object) => `filter=${encodeURIComponent(JSON.stringify(value))}`;
+const FIELDS = ['title', 'body'];
+
+/** Searches that tell the rows of the write paths' test apart. */
+const searches = ['red', 'red shoes', 'cafe', 'Café', 'sho', 'blue', '東京', 'green', 'naive', 'zebra', 'ΟΔΟΣ', 'boot', 'x '];
+
+describeEachBackend('search', (backend) => {
+  let server: TestServer;
+  let client: Client;
+  let collections = 0;
+
+  before(async () => {
+    server = await startTestServer({}, { backend });
+    client = await server.client();
+  });
+  after(() => server.stop());
+  watchHealth(() => server);
+
+  async function collectionWith(rows: object[] = []): Promise<string> {
+    const name = `s${++collections}`;
+    expect((await client.post('/v1/collections', { name })).status).to.equal(201);
+    if (rows.length > 0) expect((await client.post(`/v1/collections/${name}/rows`, rows)).status).to.equal(201);
+    return name;
+  }
+  const declare = (name: string, fields = FIELDS) => client.post(`/v1/collections/${name}/indexes`, { type: 'search', fields });
+  const rowsOf = async (name: string) => (await client.get<Row[]>(`/v1/collections/${name}/rows?limit=1000`)).body;
+  const found = async (name: string, text: string) => {
+    const answer = await client.get<Row[]>(`/v1/collections/${name}/rows?limit=1000&${filter({ $search: text })}`);
+    expect(answer.status, text).to.equal(200);
+    return answer.body.map((row) => row.id);
+  };
+
+  /** Every search of `searches` finds, in the collection, the rows matchesSearch() finds among its rows as GET lists them. */
+  async function expectSearchesAgree(name: string, step: string) {
+    const rows = await rowsOf(name);
+    for (const text of searches) {
+      const expected = rows.filter((row) => matchesSearch(rowWords(row, FIELDS), searchOf(text))).map((row) => row.id);
+      expect(await found(name, text), `${step}: ${JSON.stringify(text)}`).to.deep.equal(expected);
+    }
+  }
+
+  describe('search indexes', () => {
+    it('is declared over the rows already there, listed, and dropped', async () => {
+      const name = await collectionWith([{ title: 'Red shoes' }, { title: 'Blue boots', body: 'café' }, { title: 42 }]);
+      const made = await declare(name);
+      expect(made.status).to.equal(201);
+      expect(made.body).to.deep.equal({ name: 'search:title,body', fields: FIELDS, unique: false, type: 'search' });
+      expect(made.headers.get('location')).to.equal(`/v1/collections/${name}/indexes/search:title,body`);
+      expect(await found(name, 'CAFE')).to.deep.equal([2]);
+      expect((await client.get(`/v1/collections/${name}/indexes`)).body).to.deep.equal([made.body]);
+      expect((await client.delete(`/v1/collections/${name}/indexes/search:title,body`)).status).to.equal(204);
+      expect((await client.get(`/v1/collections/${name}/indexes`)).body).to.deep.equal([]);
+      const refused = await client.get<Problem>(`/v1/collections/${name}/rows?${filter({ $search: 'red' })}`);
+      expect(refused.status).to.equal(400);
+      expect(refused.body.detail).to.include('no search index').and.include('"type": "search"');
+      // Declared again, over the rows as they are now.
+      expect((await declare(name, ['body'])).status).to.equal(201);
+      expect(await found(name, 'cafe')).to.deep.equal([2]);
+      expect(await found(name, 'red')).to.deep.equal([]);
+    });
+
+    it('is one a collection at most, never unique, and its fields plain names', async () => {
+      const name = await collectionWith();
+      expect((await declare(name)).status).to.equal(201);
+      const second = await declare(name, ['title']);
+      expect(second.status).to.equal(409);
+      const unique = await client.post<Problem>(`/v1/collections/${name}/indexes`, { type: 'search', fields: ['title'], unique: true });
+      expect(unique.status).to.equal(400);
+      expect(unique.body.errors?.[0].name).to.equal('/unique');
+      expect((await client.post(`/v1/collections/${name}/indexes`, { type: 'search', fields: ['a.b'] })).status).to.equal(400);
+      expect((await client.post(`/v1/collections/${name}/indexes`, { type: 'words', fields: ['title'] })).status).to.equal(400);
+      // An index of values over the same fields is another index.
+      expect((await client.post(`/v1/collections/${name}/indexes`, { fields: FIELDS })).status).to.equal(201);
+    });
+
+    it('goes with its collection: a collection made again under the name has none', async () => {
+      const name = await collectionWith([{ title: 'red' }]);
+      expect((await declare(name)).status).to.equal(201);
+      expect((await client.delete(`/v1/collections/${name}`)).status).to.equal(204);
+      expect((await client.post('/v1/collections', { name })).status).to.equal(201);
+      expect((await client.post(`/v1/collections/${name}/rows`, [{ title: 'red' }])).status).to.equal(201);
+      expect((await client.get(`/v1/collections/${name}/rows?${filter({ $search: 'red' })}`)).status).to.equal(400);
+      expect((await declare(name)).status).to.equal(201);
+      expect(await found(name, 'red')).to.deep.equal([1]);
+    });
+  });
+
+  describe('every write keeps the index', () => {
+    it('inserts, upserts, patches of every format, changes by filter, batches, deletes and imports', async () => {
+      const name = await collectionWith([
+        { title: 'Red shoes', body: 'size 42', email: 'a@x' },
+        { title: 'Café crème', body: 'naïve', email: 'b@x' },
+      ]);
+      expect((await declare(name)).status).to.equal(201);
+      expect((await client.post(`/v1/collections/${name}/indexes`, { fields: ['email'], unique: true })).status).to.equal(201);
+      await expectSearchesAgree(name, 'declared');
+
+      const rows = `/v1/collections/${name}/rows`;
+      expect(
+        (await client.post(rows, [{ title: 'Blue shoes' }, { title: '東京の靴', body: 'RED' }, { title: 7, body: 'zebra' }])).status,
+      ).to.equal(201);
+      await expectSearchesAgree(name, 'inserted');
+      // Inserts sent at once, merged into one statement.
+      const many = await Promise.all(['green boots', 'ΟΔΟΣ red', 'x y'].map((title) => client.post(rows, [{ title }])));
+      for (const answer of many) expect(answer.status).to.equal(201);
+      await expectSearchesAgree(name, 'inserted at once');
+
+      const upsert = await client.post(`${rows}?on_conflict=email`, [
+        { email: 'a@x', title: 'Green shoes', body: '' },
+        { email: 'c@x', title: 'Zebra boots' },
+      ]);
+      expect(upsert.status).to.equal(200);
+      await expectSearchesAgree(name, 'upserted');
+
+      expect((await client.patch(`${rows}/1`, { title: 'Blue cafe' })).status).to.equal(200);
+      await expectSearchesAgree(name, 'patched by path');
+      // Patches sent at once, merged into one statement.
+      const patched = await Promise.all([3, 4, 5].map((id) => client.patch(`${rows}/${id}`, { body: `naive ${id}` })));
+      for (const answer of patched) expect(answer.status).to.equal(200);
+      await expectSearchesAgree(name, 'patched at once');
+      const mergePatch = await client.request('PATCH', `${rows}/2`, {
+        raw: JSON.stringify({ title: null, body: 'boots' }),
+        headers: { 'content-type': 'application/merge-patch+json' },
+      });
+      expect(mergePatch.status).to.equal(200);
+      await expectSearchesAgree(name, 'merge-patched');
+      const jsonPatch = await client.request('PATCH', `${rows}/3`, {
+        raw: JSON.stringify([{ op: 'replace', path: '/title', value: 'red zebra' }]),
+        headers: { 'content-type': 'application/json-patch+json' },
+      });
+      expect(jsonPatch.status).to.equal(200);
+      await expectSearchesAgree(name, 'json-patched');
+      const etag = (await client.get(`${rows}/4`)).headers.get('etag') as string;
+      expect((await client.patch(`${rows}/4`, { title: 'green' }, { headers: { 'if-match': etag } })).status).to.equal(200);
+      await expectSearchesAgree(name, 'patched under If-Match');
+
+      const byFilter = await client.patch<{ count: number }>(`${rows}?${filter({ $search: 'zebra' })}`, { body: 'boot' });
+      expect(byFilter.status).to.equal(200);
+      expect(byFilter.body.count).to.be.greaterThan(0);
+      await expectSearchesAgree(name, 'changed by filter');
+
+      const batch = await client.post('/v1/batch', {
+        operations: [
+          { op: 'insert', collection: name, rows: [{ title: 'batch red' }] },
+          { op: 'update', collection: name, id: 5, patch: { title: 'café' } },
+          { op: 'delete', collection: name, id: 6 },
+        ],
+      });
+      expect(batch.status).to.equal(200);
+      await expectSearchesAgree(name, 'batch');
+
+      expect((await client.delete(`${rows}/1`)).status).to.equal(204);
+      await expectSearchesAgree(name, 'deleted');
+      expect((await client.delete(`${rows}?${filter({ $search: 'green' })}`)).status).to.equal(200);
+      await expectSearchesAgree(name, 'deleted by filter');
+
+      const accountId = Number((await server.store.knex('collections').where({ name }).first('account_id')).account_id);
+      const last = Math.max(...(await rowsOf(name)).map((row) => row.id));
+      await server.store.importRows(accountId, name, [{ id: last + 10, text: JSON.stringify({ title: 'imported RED café' }) }], last + 10);
+      await expectSearchesAgree(name, 'imported');
+      expect(await found(name, 'imported')).to.deep.equal([last + 10]);
+    });
+  });
+
+  describe('$search', () => {
+    it('combines with every condition, inside $or and $not too, in lists, counts, queries and aggregates', async () => {
+      const name = await collectionWith([
+        { title: 'Red shoes', price: 10 },
+        { title: 'red boots', price: 20 },
+        { title: 'Blue shoes', price: 30 },
+      ]);
+      expect((await declare(name, ['title'])).status).to.equal(201);
+      const ids = async (value: object) =>
+        (await client.get<Row[]>(`/v1/collections/${name}/rows?${filter(value)}`)).body.map((row) => row.id);
+      expect(await ids({ $search: 'red', price: { $gt: 15 } })).to.deep.equal([2]);
+      expect(await ids({ $or: [{ $search: 'blue' }, { price: 10 }] })).to.deep.equal([1, 3]);
+      expect(await ids({ $not: { $search: 'shoes' } })).to.deep.equal([2]);
+      expect(await ids({ $and: [{ $search: 'red' }, { $search: 'sho' }] })).to.deep.equal([1]);
+      const counted = await client.get<Row[]>(`/v1/collections/${name}/rows?count=exact&${filter({ $search: 'shoes' })}`);
+      expect(counted.headers.get('rowbase-total-count')).to.equal('2');
+      const query = await client.post<{ rows: Row[] }>(`/v1/collections/${name}/query`, { filter: { $search: 'red' } });
+      expect(query.status).to.equal(200);
+      expect(JSON.stringify(query.body)).to.include('red boots').and.include('Red shoes').and.not.include('Blue');
+      const aggregate = await client.post<{ groups: { rows: number }[] }>(`/v1/collections/${name}/aggregate`, {
+        filter: { $search: 'shoes' },
+      });
+      expect(aggregate.status).to.equal(200);
+      expect(aggregate.body.groups).to.deep.equal([{ count: 2 }]);
+    });
+
+    const refusals: [string, unknown, string][] = [
+      ['an empty search', '', 'holds no word'],
+      ['a search of punctuation and emoji', '!? 🎉', 'holds no word'],
+      ['a search over 256 characters', 'a'.repeat(257), '256 at most'],
+      ['a search of more than 32 words', Array.from({ length: 33 }, (_, n) => `w${n}`).join(' '), '32 at most'],
+      ['a search that is no string', ['red'], 'must be a string'],
+    ];
+    for (const [title, value, message] of refusals) {
+      it(`refuses ${title}: 400 naming it`, async () => {
+        const name = await collectionWith();
+        expect((await declare(name)).status).to.equal(201);
+        const refused = await client.get<Problem>(`/v1/collections/${name}/rows?${filter({ $search: value })}`);
+        expect(refused.status).to.equal(400);
+        expect(refused.body.code).to.equal('validation_failed');
+        expect(refused.body.errors).to.deep.include({
+          in: 'query',
+          name: 'filter',
+          pointer: '/$search',
+          message: refused.body.errors?.[0].message,
+        });
+        expect(refused.body.errors?.[0].message).to.include(message);
+      });
+    }
+
+    it("filters the feed's subscriptions by the same words", async () => {
+      const name = await collectionWith();
+      expect((await declare(name)).status).to.equal(201);
+      const feed = await FeedClient.open(server.url, client.key, { collection: name, filter: JSON.stringify({ $search: 'café sho' }) });
+      try {
+        const rows = [{ title: 'CAFE shop' }, { title: 'café' }, { body: 'cafe', title: 'Shoes' }, { title: 'shoes' }];
+        expect((await client.post(`/v1/collections/${name}/rows`, rows)).status).to.equal(201);
+        // The last message that matches: the ones between that do not were left out.
+        const seen = await feed.seqReached(3);
+        expect(seen.map((message) => (message as { row: Row }).row.id)).to.deep.equal([1, 3]);
+        const refused = await FeedClient.open(server.url, client.key, {
+          collection: await collectionWith(),
+          filter: JSON.stringify({ $search: 'red' }),
+        }).then(
+          () => 'opened',
+          (error: Error) => error.message,
+        );
+        expect(refused).to.include('400');
+      } finally {
+        await feed.close();
+      }
+    });
+
+    it('is refused in a webhook filter and in a rule', async () => {
+      const name = await collectionWith();
+      const webhook = await client.post<Problem>('/v1/webhooks', {
+        url: 'https://example.com/hook',
+        collections: [name],
+        filter: { $search: 'red' },
+      });
+      expect(webhook.status).to.equal(400);
+      expect(webhook.body.errors?.[0].name).to.equal('/filter');
+      const rules = await client.put<Problem>(`/v1/collections/${name}/rules`, { read: { $search: 'red' } });
+      expect(rules.status).to.equal(400);
+    });
+  });
+});
