@@ -78,7 +78,9 @@ function parseHeader(text: string): Header {
   }
   if (header.schema !== undefined) checked('"schema" is no schema', () => checkRowSchema(header.schema, '/schema'));
   if (header.indexes !== undefined && !validIndexes(header.indexes)) {
-    throw new MalformedFileError('line 1: "indexes" must be a list of {"fields": [1 to 4 plain names], "unique": true or false}');
+    throw new MalformedFileError(
+      'line 1: "indexes" must be a list of {"fields": [1 to 4 plain names], "unique": true or false}, a search index with "type": "search" and "unique": false',
+    );
   }
   // Stored as a PUT of them stores them: the members left out made false.
   if (header.rules !== undefined) header.rules = checked('"rules" are no rules', () => checkRules(header.rules), '/rules');
@@ -110,6 +112,7 @@ function validIndexes(indexes: unknown): boolean {
         index !== null &&
         typeof index === 'object' &&
         typeof index.unique === 'boolean' &&
+        (index.type === undefined || (index.type === 'search' && !index.unique)) &&
         Array.isArray(index.fields) &&
         index.fields.length >= 1 &&
         index.fields.length <= 4 &&
@@ -144,9 +147,10 @@ async function importRows(store: Store, accountId: number, collection: string, f
       // leaves nothing behind.
       if (skipUpTo === undefined) {
         await store.createCollection(accountId, collection, undefined, header?.created_at, undefined, header?.schema);
-        for (const { fields, unique } of header?.indexes ?? []) {
-          await store.createIndex(accountId, collection, fields, unique);
-          for (const field of fields) await store.sortBy(accountId, collection, field);
+        for (const { fields, unique, type } of header?.indexes ?? []) {
+          // A search index, made over no row yet, holds the words of each row imported (importRows).
+          await store.createIndex(accountId, collection, fields, unique, undefined, type === 'search');
+          if (type !== 'search') for (const field of fields) await store.sortBy(accountId, collection, field);
         }
         if (header?.rules) await store.putRules(accountId, collection, header.rules);
         skipUpTo = 0;

@@ -300,6 +300,7 @@ describeEachBackend('rowbase export and import', (backend: BackendName) => {
     await collectionRows(source, 5);
     expect((await client.post(`/v1/collections/${source}/indexes`, { fields: ['text'], unique: true })).status).to.equal(201);
     expect((await client.post(`/v1/collections/${source}/indexes`, { fields: ['n', 'tag'] })).status).to.equal(201);
+    expect((await client.post(`/v1/collections/${source}/indexes`, { type: 'search', fields: ['tag', 'text'] })).status).to.equal(201);
     const indexes = (await client.get(`/v1/collections/${source}/indexes`)).body;
     const exported = file(`${source}.ndjson`);
     expect((await rowbase('export', '--account', 'acme', '--collection', source, '--out', exported)).code).to.equal(0);
@@ -308,6 +309,7 @@ describeEachBackend('rowbase export and import', (backend: BackendName) => {
     expect(header.indexes).to.deep.equal([
       { fields: ['text'], unique: true },
       { fields: ['n', 'tag'], unique: false },
+      { fields: ['tag', 'text'], unique: false, type: 'search' },
     ]);
     expect(header).to.not.have.property('rules');
     const target = newName('typed-copy');
@@ -319,6 +321,12 @@ describeEachBackend('rowbase export and import', (backend: BackendName) => {
     expect((await client.get(`/v1/collections/${target}/indexes`)).body).to.deep.equal(indexes);
     expect((await client.get(`/v1/collections/${target}/rules`)).status).to.equal(404);
     expect(await digestOf(target)).to.deep.equal(await digestOf(source));
+    // The search index holds the words of the rows imported.
+    const searched = async (name: string) =>
+      (await client.get<{ id: number }[]>(`/v1/collections/${name}/rows?filter=${encodeURIComponent('{"$search":"TAG 3"}')}`)).body;
+    expect((await searched(target)).map((row) => row.id))
+      .to.deep.equal([3])
+      .and.deep.equal((await searched(source)).map((row) => row.id));
     const copied = await client.post<{ code: string }>(`/v1/collections/${target}/rows`, [{ n: 1, text: rowAt(1).text }]);
     expect(copied.body.code).to.equal('unique_violation');
     expect((await client.post(`/v1/collections/${target}/rows`, [{ n: 'one' }])).status).to.equal(422);

@@ -20,7 +20,7 @@ export interface ExportedCollection {
   /** Its schema (openapi.yaml, RowSchema), when it has one. */
   schema?: RowSchema;
   /** Its declared indexes (openapi.yaml, NewIndex), when it has some. */
-  indexes?: { fields: string[]; unique: boolean }[];
+  indexes?: { fields: string[]; unique: boolean; type?: 'search' }[];
   /** Its rules (openapi.yaml, Rules), when it has some. */
   rules?: Rules;
 }
@@ -68,9 +68,16 @@ export function exportCollection(
       row_count: Number(found.row_count),
     };
     if (found.schema !== null) described.schema = JSON.parse(found.schema) as RowSchema;
-    const indexes = await read<{ fields: string; is_unique: boolean | number }>(exportedIndexesSql, [collectionId]);
-    if (indexes.length > 0)
-      described.indexes = indexes.map((index) => ({ fields: JSON.parse(index.fields), unique: Boolean(index.is_unique) }));
+    const indexes = await read<{ fields: string; is_unique: boolean | number; is_search: boolean | number }>(exportedIndexesSql, [
+      collectionId,
+    ]);
+    if (indexes.length > 0) {
+      described.indexes = indexes.map((index) => ({
+        fields: JSON.parse(index.fields),
+        unique: Boolean(index.is_unique),
+        ...(index.is_search ? { type: 'search' as const } : {}),
+      }));
+    }
     if (found.rules !== null) described.rules = JSON.parse(found.rules) as Rules;
     await reader.collection(described);
     for (let after = 0; ; ) {

@@ -42,7 +42,7 @@ export const EXPORT_PAGE_ROWS = 1000;
 export const exportedCollectionSql = `select c.id, c.name, c.created_at, c.row_count, c.last_row_id, c.last_seq, s.schema, c.rules
   from collections c left join collection_schemas s on s.id = c.schema_id where c.account_id = ? and c.name = ?`;
 /** The collection's declared indexes, in the order they were made. */
-export const exportedIndexesSql = 'select fields, is_unique from collection_indexes where collection_id = ? order by id';
+export const exportedIndexesSql = 'select fields, is_unique, is_search from collection_indexes where collection_id = ? order by id';
 /** The page of an export after row id `?`, by id: keyset pages, each found through the primary key. */
 export const exportRowsSql = `select id, data from rows where collection_id = ? and id > ? order by id limit ${EXPORT_PAGE_ROWS}`;
 /**
