@@ -4,10 +4,12 @@
 // SQL of any request; the code that runs it names the same constants.
 
 import type { KeyRange } from '../src/db/collections/sort-indexes.ts';
+import type { SearchSql } from '../src/db/engine/dialect.ts';
 import * as postgresCollections from '../src/db/postgres/sql/collections.ts';
 import * as postgresEngine from '../src/db/postgres/sql/engine.ts';
 import * as postgresReads from '../src/db/postgres/sql/reads.ts';
 import * as postgresRows from '../src/db/postgres/sql/rows.ts';
+import { searchSql as postgresSearchSql } from '../src/db/postgres/sql/search.ts';
 import type { AggregateSource } from '../src/db/reads/aggregates.ts';
 import { raw } from '../src/db/reads/filter.ts';
 import { byId, byName, type Page, type PageSource, withinIndex } from '../src/db/reads/pages.ts';
@@ -21,6 +23,7 @@ import * as sqliteCollections from '../src/db/sqlite/sql/collections.ts';
 import * as sqliteEngine from '../src/db/sqlite/sql/engine.ts';
 import * as sqliteReads from '../src/db/sqlite/sql/reads.ts';
 import * as sqliteRows from '../src/db/sqlite/sql/rows.ts';
+import { searchSql as sqliteSearchSql } from '../src/db/sqlite/sql/search.ts';
 import type { AggregateQuery } from '../src/query/aggregate.ts';
 import type { Position } from '../src/query/cursor.ts';
 import type { Direction } from '../src/query/order.ts';
@@ -60,6 +63,14 @@ const walk = (direction: Direction): Page => ({
     id: 1,
   },
 });
+
+/** A dialect's statements of search indexes (docs/search.md), a search of two words, the last a prefix, in a filter. */
+const searchListing = (search: SearchSql): Listing => [
+  ['searchSql.put', search.put],
+  ['searchSql.removeAll', search.removeAll],
+  ['searchSql.match (in a filter of the rows r)', search.match('r')],
+  ['searchSql.query (its binding, of two words)', search.query(['17_red'], '17_sho')],
+];
 
 /** The statements both dialects run, with the clause that orders text by code point on the dialect. */
 const sharedListing = (collate: string): Listing => [
@@ -201,6 +212,7 @@ function sqliteListing(): Listing {
     ['dropTouchedKeysSql', sqlite.dropTouchedKeysSql],
     ['oldestEventSql', sqlite.oldestEventSql],
     ['importRowsSql', sqlite.importRowsSql],
+    ...searchListing(sqliteSearchSql),
     ...sqlite.knexTablesSql.map((sql, index): [string, string] => [`knexTablesSql[${index}]`, sql]),
     // The writer's views and triggers, made when its connection opens: one statement each.
     ...sqlite.sqliteProcedures
@@ -223,6 +235,9 @@ function postgresListing(): Listing {
     ...directions.flatMap((order) => pageListing(postgres, order)),
     ['insertBatchSql', postgres.insertBatchSql],
     ['insertBatchWithAnswersSql', postgres.insertBatchWithAnswersSql],
+    ['searchedInsertBatchSql', postgres.searchedInsertBatchSql],
+    ['searchedInsertBatchWithAnswersSql', postgres.searchedInsertBatchWithAnswersSql],
+    ...searchListing(postgresSearchSql),
     ['keysSql(rows by id range)', postgres.keysSql('n').sql],
     ['keysSql(rows listed by id, replacing their keys)', postgres.keysSql('n', postgres.idList, true).sql],
     ['importRowsSql', postgres.importRowsSql],

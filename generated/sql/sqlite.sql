@@ -828,6 +828,19 @@ select min(seq) as oldest from events where collection_id = ?;
 -- importRowsSql
 insert into rows (collection_id, id, data, version) select ?, value ->> 0, value ->> 1, ? + key from json_each(?);
 
+-- searchSql.put
+insert into search_rows (collection_id, row_id, words) select ?, value ->> 0, value ->> 1 from json_each(?)
+where true on conflict (collection_id, row_id) do update set words = excluded.words;
+
+-- searchSql.removeAll
+delete from search_rows where collection_id = ?;
+
+-- searchSql.match (in a filter of the rows r)
+r.id in (select s.row_id from search_rows s where s.id in (select rowid from search_words where search_words match ?));
+
+-- searchSql.query (its binding, of two words)
+"17_red" "17_sho"*;
+
 -- knexTablesSql[0]
 create table if not exists knex_migrations
 (id integer not null primary key autoincrement, name varchar(255), batch integer, migration_time datetime);
