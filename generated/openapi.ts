@@ -1719,11 +1719,7 @@ export interface components {
         Index: {
             fields: components["schemas"]["IndexField"][];
             name: components["schemas"]["IndexName"];
-            /**
-             * @description `search` for a search index (`NewIndex.type`), absent for an index of values.
-             * @enum {string}
-             */
-            type?: "search";
+            type?: components["schemas"]["IndexType"];
             unique: boolean;
         };
         /**
@@ -1736,6 +1732,12 @@ export interface components {
          * @example email
          */
         IndexName: string;
+        /**
+         * @description `search`: a search index, which `$search` finds rows by the words of (docs/search.md); a collection has one
+         *     at most. Absent: an index of the fields' values.
+         * @enum {string}
+         */
+        IndexType: "search";
         /** @description An issuer of the account's end users' tokens; a `secret` is never shown, `key_source` says there is one. */
         Issuer: {
             audiences: string[];
@@ -2009,12 +2011,7 @@ export interface components {
         };
         NewIndex: {
             fields: components["schemas"]["IndexField"][];
-            /**
-             * @description `search`: a search index, which `$search` finds rows by the words of (docs/search.md); a collection has one
-             *     at most. Absent: an index of the fields' values.
-             * @enum {string}
-             */
-            type?: "search";
+            type?: components["schemas"]["IndexType"];
             /** @description Whether no two rows may hold the same values of the fields; absent, `false`. Not of a search index. */
             unique?: boolean;
         };
