@@ -2,12 +2,14 @@
 // rows already there, kept by every write of a row, and `$search` finding the rows the in-memory
 // reference (src/search/words.ts) finds, on each backend.
 import { expect } from 'chai';
+import fc from 'fast-check';
 import { matchesSearch, rowWords, searchOf } from '../../src/search/words.ts';
 import { describeEachBackend } from '../support/backends.ts';
 import type { Client } from '../support/client.ts';
 import { FeedClient } from '../support/feed.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { watchHealth } from '../support/watchdog.ts';
+import { row, search } from '../support/words.ts';
 
 type Row = { id: number } & Record<string, unknown>;
 type Problem = { code: string; detail: string; errors?: { name: string; message: string }[] };
@@ -96,6 +98,31 @@ describeEachBackend('search', (backend) => {
       expect((await client.get(`/v1/collections/${name}/rows?${filter({ $search: 'red' })}`)).status).to.equal(400);
       expect((await declare(name)).status).to.equal(201);
       expect(await found(name, 'red')).to.deep.equal([1]);
+    });
+  });
+
+  describe('random rows and searches', () => {
+    it('find the rows the in-memory reference finds, alone and beside another condition', async () => {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.array(row, { minLength: 1, maxLength: 20 }),
+          fc.array(search, { minLength: 1, maxLength: 6 }),
+          async (rows, texts) => {
+            const name = await collectionWith(rows.map((fields, index) => ({ ...fields, n: index % 3 })));
+            expect((await declare(name)).status).to.equal(201);
+            const stored = await rowsOf(name);
+            for (const text of texts) {
+              const holds = (each: Row) => matchesSearch(rowWords(each, FIELDS), searchOf(text));
+              expect(await found(name, text), text).to.deep.equal(stored.filter(holds).map((each) => each.id));
+              const beside = await client.get<Row[]>(`/v1/collections/${name}/rows?${filter({ $or: [{ $search: text }, { n: 0 }] })}`);
+              expect(beside.body.map((each) => each.id)).to.deep.equal(
+                stored.filter((each) => holds(each) || each.n === 0).map((each) => each.id),
+              );
+            }
+          },
+        ),
+        { numRuns: 25 },
+      );
     });
   });
 

@@ -1,5 +1,5 @@
 // The engines fed with the words of src/search/words.ts (docs/search.md, "How the databases are fed")
-// find exactly the rows the in-memory reference, matches(), finds: random rows of accents, mixed case,
+// find exactly the rows the in-memory reference, matchesSearch(), finds: random rows of accents, mixed case,
 // punctuation, CJK and emoji, their terms written with each dialect's searchSql, and random searches
 // run through its match(), on SQLite's FTS5 and on PostgreSQL's tsvector and GIN index alike.
 import { expect } from 'chai';
@@ -11,32 +11,7 @@ import { searchSql as postgresSearchSql } from '../../../src/db/postgres/sql/sea
 import { searchSql as sqliteSearchSql } from '../../../src/db/sqlite/sql/search.ts';
 import { matchesSearch, rowWords, type Search, searchOf } from '../../../src/search/words.ts';
 import { createDatabase, describeEachBackend, type TestDatabase } from '../../support/backends.ts';
-import { textPool } from '../../support/words.ts';
-
-/** Words in several spellings each, so that searches often name what rows hold. */
-const vocabulary = ['red', 'Red', 'RÉD', 'réd', 'shoes', 'Shoe', 'café', 'CAFE', 'naïve', 'NAIVE', '東京', '京都', '한국', 'Straße'];
-vocabulary.push('ΟΔΟΣ', 'οδος', 'e-mail', 'x_y', 'don’t', '42', '4²', 'a', 'ab', 'abc', 'ﬁle', 'Ｆｕｌｌ', '🎉', 'カタカナ');
-const separators = [' ', '  ', ', ', '.', '\n', '—', '🎉', '_', "'"];
-const text = fc
-  .array(fc.tuple(fc.constantFrom(...vocabulary, ...textPool), fc.constantFrom(...separators)), { maxLength: 8 })
-  .map((parts) => parts.flat().join(''));
-const row = fc.record({ title: fc.oneof(text, fc.constant(42), fc.constant(null)), body: text }, { requiredKeys: [] });
-const searchText = fc
-  .tuple(fc.array(fc.constantFrom(...vocabulary), { minLength: 1, maxLength: 3 }), fc.nat(4), fc.boolean())
-  .map(([words, cut, whole]) => {
-    const joined = words.join(' ');
-    const typed = cut > 0 && joined.length > cut ? joined.slice(0, joined.length - cut) : joined;
-    return whole ? `${typed} ` : typed;
-  });
-/** A search the service would run: one that searchOf() refuses is left out. */
-const search = searchText.filter((value) => {
-  try {
-    searchOf(value);
-    return true;
-  } catch {
-    return false;
-  }
-});
+import { row, search } from '../../support/words.ts';
 
 const dialects: Record<string, SearchSql> = { sqlite: sqliteSearchSql, postgres: postgresSearchSql };
 
@@ -80,7 +55,7 @@ describeEachBackend('search: the engines fed with our words', (backend) => {
     return rowsOf(await store.knex.raw(sql, [collectionId, query])).map((row) => Number(row.id));
   }
 
-  it('find the rows matches() finds, for random rows and searches, in their collection only', async () => {
+  it('find the rows matchesSearch() finds, for random rows and searches, in their collection only', async () => {
     let telling = 0;
     let searches = 0;
     await fc.assert(
