@@ -74,10 +74,13 @@ interface Insert {
   once?: OnceRequest;
 }
 
-/** What insertBatchSql answers: the collection's id, and the first row's id and seq (none: no such collection). */
 /** Collections postgresRows remembers having a search index, at most. */
 const MAX_SEARCHED = 10_000;
 
+/**
+ * What insertBatchSql answers: the collection's id, the first row's id and seq, and the collection's
+ * search index fields (none: no such collection).
+ */
 type Written = { id: number; first_id: number | string; first_seq: number | string; search: string | null };
 /** What insertBatchWithAnswersSql answers: Written (a null id: nothing written), and its keys' fate. */
 type WrittenWithAnswers = Written & { held: boolean };
@@ -107,6 +110,13 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
   };
 
   /**
+   * The keys of inserts (`<account>/<collection>/<schema>`) last seen to go into a collection with a
+   * search index, the least recently seen forgotten first past MAX_SEARCHED. Never wrong in a way that
+   * shows: an insert into a collection that has one no more goes in a transaction all the same.
+   */
+  const searched = new Set<string>();
+
+  /**
    * An insert holds its collection's row from its statement's start to its commit, so the inserts of a
    * collection run one after another whatever the pool. Sent as they come, the waiting ones would wait
    * inside PostgreSQL, one backend each, and every turn would cost a statement, a commit and its WAL
@@ -115,13 +125,6 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
    * still sending the next (BENCHMARKS.md, insert-batch on PostgreSQL); inserts that come meanwhile go
    * together in the statement after, each request's rows consecutive, in the order the requests came.
    */
-  /**
-   * The keys of inserts (`<account>/<collection>/<schema>`) last seen to go into a collection with a
-   * search index, the least recently seen forgotten first past MAX_SEARCHED. Never wrong in a way that
-   * shows: an insert into a collection that has one no more goes in a transaction all the same.
-   */
-  const searched = new Set<string>();
-
   const inserts = new Groups<Insert, FirstInserted>({
     maxRunning: 3,
     maxWeight: MAX_INSERT_ROWS,

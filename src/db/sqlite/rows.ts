@@ -92,6 +92,8 @@ export function announceOnCommit(changes: Changes, trx: WriteTx, collectionId: n
 }
 
 export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }: SqliteRowsParts): RowOperations {
+  /** A point read on a read-only connection (a change by filter's look at the collection's search index). */
+  const readPoint = <T>(sql: string, params: SqlValue[]) => pages.read<T>(sql, params, 'point');
   /** Reads inside the write `trx`, on the writer's connection, which it holds. */
   const readIn =
     (trx: WriteTx) =>
@@ -122,7 +124,8 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
     const written = await writer.inTransaction<PatchWritten>(trx, sql, params);
     const byIndex = new Map(written.map((row) => [Number(row.i), row]));
     // The rows' words, when the collection has a search index: each row as its last patch left it.
-    const search = written[0]?.id != null ? searchIndexOf(written[0].id, written[0].search) : undefined;
+    const [first] = written;
+    const search = first && first.id !== null ? searchIndexOf(first.id, first.search) : undefined;
     if (search) {
       const rows = new Map(patches.map(({ rowId }, index) => [rowId, byIndex.get(index)?.data ?? null]));
       const patched = [...rows].flatMap(([id, data]) => (data === null ? [] : [{ id, fields: JSON.parse(data) as Fields }]));
@@ -174,8 +177,8 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
       params,
     );
     if (written.id === null) throw new StaleSchema();
-    const search = searchIndexOf(written.id, written.search);
     const firstId = written.last_row_id - all.length + 1;
+    const search = searchIndexOf(written.id, written.search);
     if (search)
       await putWords(
         db,
@@ -185,7 +188,7 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
       );
     announceOnCommit(db.changes, trx, written.id);
     const firsts: FirstInserted[] = [];
-    let id = written.last_row_id - all.length + 1;
+    let id = firstId;
     let seq = written.last_seq - all.length + 1;
     for (const { texts } of inserts) {
       firsts.push({ collectionId: written.id, id, seq });
@@ -394,7 +397,7 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
      * aborts the statement, and the transaction rolls back: nothing is stored.
      */
     async updateRowsWhere(accountId, collection, filter, patch, max, options) {
-      const where = pages.filterSql(await bindSearch(db.query, accountId, collection, filter));
+      const where = pages.filterSql(await bindSearch(readPoint, accountId, collection, filter));
       const names = patch.format === 'merge' ? Object.keys(patch.fields) : [];
       const byPath = patch.format === 'merge' && names.length <= MAX_FIELDS_BY_PATH && names.every(settableByPath);
       const fields = patch.format === 'merge' && byPath ? fieldsOf(patch.fields) : [];
@@ -431,7 +434,7 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
     },
 
     async deleteRowsWhere(accountId, collection, filter, max, options) {
-      const where = pages.filterSql(await bindSearch(db.query, accountId, collection, filter));
+      const where = pages.filterSql(await bindSearch(readPoint, accountId, collection, filter));
       return writes.run((trx) => deleteRowsIn(db, trx, accountId, collection, where, max, options));
     },
 
