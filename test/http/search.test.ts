@@ -6,6 +6,7 @@ import fc from 'fast-check';
 import { matchesSearch, rowWords, searchOf } from '../../src/search/words.ts';
 import { describeEachBackend } from '../support/backends.ts';
 import type { Client } from '../support/client.ts';
+import { appKey, EndUser, tokenOf } from '../support/end-users.ts';
 import { FeedClient } from '../support/feed.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { watchHealth } from '../support/watchdog.ts';
@@ -127,6 +128,20 @@ describeEachBackend('search', (backend) => {
   });
 
   describe('every write keeps the index', () => {
+    it('holds the rows inserted while it is declared, each once', async () => {
+      const name = await collectionWith([{ title: 'red 0' }]);
+      const inserts = Array.from({ length: 24 }, (_, n) => client.post(`/v1/collections/${name}/rows`, [{ title: `red ${n + 1}` }]));
+      const declared = declare(name);
+      for (const answer of await Promise.all(inserts)) expect(answer.status).to.equal(201);
+      expect((await declared).status).to.equal(201);
+      expect(await found(name, 'red')).to.deep.equal((await rowsOf(name)).map((row) => row.id));
+      expect(await found(name, 'red')).to.have.length(25);
+      // And those inserted after, at once.
+      const after = await Promise.all(Array.from({ length: 8 }, () => client.post(`/v1/collections/${name}/rows`, [{ title: 'red' }])));
+      for (const answer of after) expect(answer.status).to.equal(201);
+      expect(await found(name, 'red')).to.have.length(33);
+    });
+
     it('inserts, upserts, patches of every format, changes by filter, batches, deletes and imports', async () => {
       const name = await collectionWith([
         { title: 'Red shoes', body: 'size 42', email: 'a@x' },
@@ -276,6 +291,30 @@ describeEachBackend('search', (backend) => {
       }
     });
 
+    it("finds an end user's own rows only, and is refused to a caller the rules hide a field from", async () => {
+      const name = await collectionWith([
+        { owner: 'ada', title: 'red shoes', secret: 'x' },
+        { owner: 'bob', title: 'red boots', secret: 'y' },
+        { owner: 'ada', title: 'blue shoes', secret: 'z' },
+      ]);
+      expect((await declare(name, ['title'])).status).to.equal(201);
+      const mine = { owner: { $auth: 'sub' } };
+      const rules = { read: mine, create: mine, update: mine, delete: mine };
+      expect((await client.put(`/v1/collections/${name}/rules`, rules)).status).to.equal(200);
+      const ada = new EndUser(server.url, await appKey(client), await tokenOf('ada'));
+      const red = await ada.get<Row[]>(`/v1/collections/${name}/rows?${filter({ $search: 'red' })}`);
+      expect(red.status).to.equal(200);
+      expect(red.body.map((row) => row.id)).to.deep.equal([1]);
+      expect((await ada.get<Row[]>(`/v1/collections/${name}/rows?${filter({ $search: 'sho' })}`)).body.map((row) => row.id)).to.deep.equal([
+        1, 3,
+      ]);
+      // A hidden field: the search index may hold its words.
+      expect((await client.put(`/v1/collections/${name}/rules`, { ...rules, fields: { secret: { read: false } } })).status).to.equal(200);
+      const refused = await ada.get<Problem>(`/v1/collections/${name}/rows?${filter({ $search: 'red' })}`);
+      expect(refused.status).to.equal(403);
+      expect(refused.body.errors?.[0].message).to.include('$search');
+    });
+
     it('is refused in a webhook filter and in a rule', async () => {
       const name = await collectionWith();
       const webhook = await client.post<Problem>('/v1/webhooks', {
@@ -287,6 +326,7 @@ describeEachBackend('search', (backend) => {
       expect(webhook.body.errors?.[0].name).to.equal('/filter');
       const rules = await client.put<Problem>(`/v1/collections/${name}/rules`, { read: { $search: 'red' } });
       expect(rules.status).to.equal(400);
+      expect(rules.body.errors?.[0]).to.deep.include({ name: '/read/$search' });
     });
   });
 });
