@@ -37,8 +37,16 @@ const runPattern = /[\p{L}\p{N}]+/gu;
  */
 const partPattern = /[\p{scx=Han}\p{scx=Hiragana}\p{scx=Katakana}]|[^\p{scx=Han}\p{scx=Hiragana}\p{scx=Katakana}]+/gu;
 
+/** A character of the scripts whose characters are each a word (or of their punctuation or symbols). */
+const ownWordPattern = /[\p{scx=Han}\p{scx=Hiragana}\p{scx=Katakana}]/u;
+
+/** Text of ASCII characters only, which folded() only lower-cases. */
+const asciiPattern = /^\p{ASCII}*$/u;
+
 /** The text with diacritics removed and case folded, as the words are made from it. */
 function folded(text: string): string {
+  // ASCII has no mark, no decomposition and no final sigma.
+  if (asciiPattern.test(text)) return text.toLowerCase();
   // Again after toLowerCase: a lower case letter may decompose where its capital did not.
   const bare = text.normalize('NFKD').replace(marks, '').toLowerCase();
   // Composed again (NFC) once bare: a Hangul syllable is one character, not its two or three jamo.
@@ -53,8 +61,14 @@ function bounded(word: string): string {
 
 /** The words of `text`, in order, repeated where it repeats them. */
 export function wordsOf(text: string): string[] {
+  const bare = folded(text);
   const words: string[] = [];
-  for (const [run] of folded(text).matchAll(runPattern)) for (const [part] of run.matchAll(partPattern)) words.push(bounded(part));
+  // Most text holds no character that is a word of its own: its runs are its words.
+  const split = ownWordPattern.test(bare);
+  for (const [run] of bare.matchAll(runPattern)) {
+    if (!split) words.push(bounded(run));
+    else for (const [part] of run.matchAll(partPattern)) words.push(bounded(part));
+  }
   return words;
 }
 
