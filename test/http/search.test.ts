@@ -76,6 +76,22 @@ describeEachBackend('search', (backend) => {
       expect(await found(name, 'red')).to.deep.equal([]);
     });
 
+    it('holds the words of the fields it has now, once dropped and declared again over others', async () => {
+      const name = await collectionWith();
+      const insert = async (row: object) => expect((await client.post(`/v1/collections/${name}/rows`, [row])).status).to.equal(201);
+      expect((await declare(name, ['title'])).status).to.equal(201);
+      await insert({ title: 'red', body: 'blue' });
+      await insert({ title: 'red', body: 'blue' });
+      expect((await client.delete(`/v1/collections/${name}/indexes/search:title`)).status).to.equal(204);
+      await insert({ title: 'red', body: 'blue' });
+      expect((await declare(name, ['body'])).status).to.equal(201);
+      await insert({ title: 'red', body: 'green blue' });
+      await insert({ title: 'red', body: 'blue' });
+      expect(await found(name, 'red')).to.deep.equal([]);
+      expect(await found(name, 'blue')).to.deep.equal([1, 2, 3, 4, 5]);
+      expect(await found(name, 'green')).to.deep.equal([4]);
+    });
+
     it('is one a collection at most, never unique, and its fields plain names', async () => {
       const name = await collectionWith();
       expect((await declare(name)).status).to.equal(201);

@@ -18,6 +18,7 @@ import { type OnceRequest, OnceTaken, onceInProgress } from '../../idempotency/a
 import type { Logger } from '../../log.ts';
 import { applyPatch, type Patch, patchedFields } from '../../patches/index.ts';
 import { assignable, overRowBound, rowJson } from '../../rows.ts';
+import { rowWords } from '../../search/words.ts';
 import { advance, collectionId } from '../collections/collections.ts';
 import { keepingUnique, type WrittenRow } from '../collections/indexes.ts';
 import { StaleSchema } from '../collections/schemas.ts';
@@ -58,6 +59,7 @@ import {
   searchedInsertBatchWithAnswersSql,
   updateRowSql,
   updateRowsSql,
+  wordedInsertBatchSql,
 } from './sql/rows.ts';
 import { runAlone } from './statements.ts';
 
@@ -110,11 +112,12 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
   };
 
   /**
-   * The keys of inserts (`<account>/<collection>/<schema>`) last seen to go into a collection with a
-   * search index, the least recently seen forgotten first past MAX_SEARCHED. Never wrong in a way that
-   * shows: an insert into a collection that has one no more goes in a transaction all the same.
+   * By the keys of inserts (`<account>/<collection>/<schema>`), the fields of the search index of the
+   * collection they were last seen to go into (its `search`), the least recently seen forgotten first
+   * past MAX_SEARCHED. Never wrong in a way that shows: an insert whose collection's index is over other
+   * fields now, or none, writes nothing (wordedInsertBatchSql), and goes in a transaction.
    */
-  const searched = new Set<string>();
+  const searched = new Map<string, string>();
 
   /**
    * An insert holds its collection's row from its statement's start to its commit, so the inserts of a
@@ -135,13 +138,18 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
       // lines of one string are the rows: one parameter, where an array would be escaped item by item.
       const params = [accountId, collection, rows.length, rows.join('\n'), CHANNEL, changes.instance];
       const keyed = batch.some(({ once }) => once);
-      // Alone, a statement writes nothing into a collection with a search index (sql/, insertBatch): the
-      // rows then go in a transaction with their words. Those seen to have one go there at once.
-      let [written] = searched.has(key)
-        ? []
-        : keyed
-          ? await insertWithAnswers(batch, params, schemaId, (sql, values) => runAlone(knex, sql, values), insertBatchWithAnswersSql)
-          : await runAlone<Written>(knex, insertBatchSql, [...params, schemaId]);
+      // Alone, a statement writes nothing into a collection with a search index (sql/, insertBatch) but
+      // with the words of the fields it was last seen to have; else the rows go in a transaction with
+      // their words, and the fields are remembered.
+      const fields = searched.get(key);
+      let [written] =
+        fields !== undefined
+          ? keyed
+            ? []
+            : await runAlone<Written>(knex, wordedInsertBatchSql, [...params, schemaId, wordLines(rows, fields), fields])
+          : keyed
+            ? await insertWithAnswers(batch, params, schemaId, (sql, values) => runAlone(knex, sql, values), insertBatchWithAnswersSql)
+            : await runAlone<Written>(knex, insertBatchSql, [...params, schemaId]);
       if (!written) {
         written = await knex.transaction(async (trx) => {
           const run = <T>(sql: string, values: SqlValue[]) => db.run<T>(trx, sql, values);
@@ -202,8 +210,8 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
     const search = searchIndexOf(Number(written.id), written.search);
     if (key !== undefined) {
       searched.delete(key);
-      if (search) searched.add(key);
-      if (searched.size > MAX_SEARCHED) searched.delete(searched.values().next().value as string);
+      if (written.search) searched.set(key, written.search);
+      if (searched.size > MAX_SEARCHED) searched.delete(searched.keys().next().value as string);
     }
     if (!search) return;
     const first = Number(written.first_id);
@@ -457,6 +465,12 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
       );
     },
   };
+}
+
+/** The words of the rows `texts` in the search index's `fields` (their JSON text), as wordedInsertBatchSql takes them. */
+function wordLines(texts: readonly string[], fields: string): string {
+  const names = JSON.parse(fields) as string[];
+  return texts.map((text) => rowWords(JSON.parse(text) as Fields, names).join(' ')).join('\n');
 }
 
 /** Each insert's first id and seq: its rows follow those of the inserts before it in the batch. */

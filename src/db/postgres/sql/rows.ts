@@ -47,6 +47,9 @@ export const updateRowSql = `with updated as (
   )
   select pg_notify($8, $9)`;
 
+/** The condition on the collection's search index of each kind of insertBatch(). */
+const searchedIf: Record<string, string> = { false: ' and search is null', true: '', words: ' and search = $9::text' };
+
 /**
  * advance(), the rows, appendEvents() and writeSortKeys() as one statement (the keys of every indexed
  * field, read from `sorted` as advance() answers it, strings escaped as jsonbOf() does).
@@ -79,6 +82,25 @@ export const insertBatchSql = insertBatch({ ...plainBatch, searched: false });
  * inside a transaction that then writes the rows' words: the statement answers the collection's `search`.
  */
 export const searchedInsertBatchSql = insertBatch({ ...plainBatch, searched: true });
+
+/**
+ * insertBatchSql into a collection whose search index is over the fields $9 (its `search`, as JSON
+ * text), run alone, with the rows' words: $8 each row's words joined by spaces, one row a line (a row
+ * of no words an empty line), each written with the collection's id before it (searchTerms()). A
+ * collection whose search index is now over other fields, or none, is written nothing, as no collection.
+ */
+export const wordedInsertBatchSql = insertBatch({
+  ...plainBatch,
+  searched: 'words',
+  rows: 'unnest(string_to_array($4::text, chr(10)), string_to_array($8::text, chr(10))) with ordinality as t(data, words, ord)',
+  rowColumns: ', t.words',
+  after: `, worded as (
+    insert into search_rows (collection_id, row_id, words)
+      select collection_id, id, array_to_tsvector(array(
+          select collection_id || '_' || w from unnest(string_to_array(coalesce(words, ''), ' ')) as w))
+        from batch
+  )`,
+});
 
 /**
  * insertBatchSql for a batch of inserts of which some were sent with an Idempotency-Key (openapi.yaml,
@@ -141,9 +163,9 @@ interface BatchParts {
   /**
    * Whether the statement runs inside a transaction that writes the rows' words when the collection has
    * a search index. Run alone, it writes nothing into a collection that has one, as into no collection:
-   * the rows would be committed without their words.
+   * the rows would be committed without their words. `words`: the statement writes them itself.
    */
-  searched: boolean;
+  searched: boolean | 'words';
   before: string;
   /** The parameter of the schema id the rows were checked with (../schemas.ts): another, and the statement writes nothing. */
   schemaId: string;
@@ -157,7 +179,7 @@ interface BatchParts {
 function insertBatch({ searched, before, schemaId, holdIf, rows, rowColumns, after, answer }: BatchParts): string {
   return `with ${before}counters as (
     update collections set last_row_id = last_row_id + $3, last_seq = last_seq + $3, row_count = row_count + $3
-      where account_id = $1 and name = $2 and schema_id = ${schemaId}::bigint${holdIf}${searched ? '' : ' and search is null'}
+      where account_id = $1 and name = $2 and schema_id = ${schemaId}::bigint${holdIf}${searchedIf[String(searched)]}
       returning id, last_row_id - $3 as before_id, last_seq - $3 as before_seq, sorted, search,
         to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at
   ), batch as (
