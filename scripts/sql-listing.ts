@@ -237,6 +237,7 @@ function postgresListing(): Listing {
     ['insertBatchWithAnswersSql', postgres.insertBatchWithAnswersSql],
     ['searchedInsertBatchSql', postgres.searchedInsertBatchSql],
     ['searchedInsertBatchWithAnswersSql', postgres.searchedInsertBatchWithAnswersSql],
+    ['wordedInsertBatchSql', postgres.wordedInsertBatchSql],
     ...searchListing(postgresSearchSql),
     ['keysSql(rows by id range)', postgres.keysSql('n').sql],
     ['keysSql(rows listed by id, replacing their keys)', postgres.keysSql('n', postgres.idList, true).sql],
