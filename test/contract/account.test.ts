@@ -25,8 +25,9 @@ import {
   rowTypeSuffixes,
 } from '../../src/contract/names.ts';
 import { defName, rowSchemas } from '../../src/contract/row-schemas.ts';
+import { refsOf, resolve } from '../support/documents.ts';
 import { runTool } from '../support/process.ts';
-import { generateClients, sdkFolder, writeStrictTsconfig } from '../support/sdk.ts';
+import { generateClients, sdkFolder, strictErrors } from '../support/sdk.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
 const root = new URL('../../', import.meta.url).pathname;
@@ -96,24 +97,6 @@ const collections: CollectionContract[] = [
   },
   { name: 'orders', schema: orders },
 ];
-
-/** The value a local `$ref` (`#/…`) points at in `document`, or undefined. */
-function resolve(document: unknown, ref: string): unknown {
-  let node = document;
-  for (const token of ref.slice(2).split('/')) {
-    const key = decodeURIComponent(token).replaceAll('~1', '/').replaceAll('~0', '~');
-    if (typeof node !== 'object' || node === null || !Object.hasOwn(node, key)) return undefined;
-    node = (node as Json)[key];
-  }
-  return node;
-}
-
-/** Every `$ref` string of `node`. */
-function refsOf(node: unknown): string[] {
-  if (Array.isArray(node)) return node.flatMap(refsOf);
-  if (typeof node !== 'object' || node === null) return [];
-  return Object.entries(node).flatMap(([key, value]) => (key === '$ref' && typeof value === 'string' ? [value] : refsOf(value)));
-}
 
 /** Every member of `node`, anywhere, named `key`: where it is, and its value. */
 function membersNamed(node: unknown, key: string, where = '#'): [string, unknown][] {
@@ -630,16 +613,7 @@ async function compileCallers(dir: string): Promise<Map<string, string[]>> {
     await writeFile(join(dir, 'callers', `${name}.ts`), caller("'hello'"));
     await writeFile(join(dir, 'callers', `${name}-wrong.ts`), caller('42'));
   }
-  await writeStrictTsconfig(dir, ['callers']);
-  const output = await runTool('tsc', ['-p', join(dir, 'tsconfig.json')], dir).then(
-    (printed) => printed,
-    (error: Error) => error.message,
-  );
-  const errors = new Map<string, string[]>();
-  for (const [, file, message] of output.matchAll(/^(\S+?)\(\d+,\d+\): error (.*)$/gm)) {
-    errors.set(file!, [...(errors.get(file!) ?? []), message!]);
-  }
-  return errors;
+  return strictErrors(dir, ['callers']);
 }
 
 /**
