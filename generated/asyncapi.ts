@@ -49,6 +49,8 @@ export interface components {
         };
         /** @description The query parameters of `GET /ws`. Any other parameter, or one given twice, is a `400`; `api_key` given twice is a `401`, whatever its values. */
         FeedQuery: {
+            /** @description The end user's token, as `Authorization: Bearer` would carry it, beside a publishable key. */
+            access_token?: string;
             /**
              * @description The API key, when it is not sent in a header.
              * @example rb_1z7kzo53DFv3lFNOk3iWKdl66zM3d2UE

@@ -2,7 +2,7 @@
 import { createRequire } from 'node:module';
 const require = createRequire(import.meta.url);
 export const validateFeedQuery = validate10;
-const schema11 = {"type":"object","description":"The query parameters of `GET /ws`. Any other parameter, or one given twice, is a `400`; `api_key` given twice is a `401`, whatever its values.","required":["collection"],"additionalProperties":false,"properties":{"api_key":{"type":"string","description":"The API key, when it is not sent in a header.","examples":["rb_1z7kzo53DFv3lFNOk3iWKdl66zM3d2UE"]},"collection":{"$ref":"CollectionName"},"events":{"type":"string","description":"A comma-separated list of `insert`, `update` and `delete`, in any order; omitted means all\nthree. An empty list or another word is a `400`.\n","pattern":"^(insert|update|delete)(,(insert|update|delete))*$","default":"insert,update,delete","examples":["insert,delete"]},"filter":{"type":"string","description":"Only the changes of the rows that match this filter, before or after the change (\"Filtered\nsubscriptions\" above): a filter of the HTTP API's filter language (`openapi.yaml`, the\n`filter` parameter of `listRows`) as JSON text, at most 4 KiB (as compact JSON), 8 levels\ndeep and 32 conditions. One that is not valid is a `400` whose errors point into it.\n","maxLength":4096,"examples":["{\"status\":\"open\",\"score\":{\"$gte\":10}}"]},"since":{"type":"string","description":"Resume after this `seq`: a decimal integer from 0 to the collection's latest `seq`, such as\nthe `seq` of the last message handled or the `Rowbase-Seq` header of a page of rows. Replays\nthe retained events after it before going live; `410` when one of them was pruned.\n","pattern":"^(0|[1-9][0-9]{0,15})$","examples":["41"]}}};
+const schema11 = {"type":"object","description":"The query parameters of `GET /ws`. Any other parameter, or one given twice, is a `400`; `api_key` given twice is a `401`, whatever its values.","required":["collection"],"additionalProperties":false,"properties":{"api_key":{"type":"string","description":"The API key, when it is not sent in a header.","examples":["rb_1z7kzo53DFv3lFNOk3iWKdl66zM3d2UE"]},"access_token":{"type":"string","description":"The end user's token, as `Authorization: Bearer` would carry it, beside a publishable key."},"collection":{"$ref":"CollectionName"},"events":{"type":"string","description":"A comma-separated list of `insert`, `update` and `delete`, in any order; omitted means all\nthree. An empty list or another word is a `400`.\n","pattern":"^(insert|update|delete)(,(insert|update|delete))*$","default":"insert,update,delete","examples":["insert,delete"]},"filter":{"type":"string","description":"Only the changes of the rows that match this filter, before or after the change (\"Filtered\nsubscriptions\" above): a filter of the HTTP API's filter language (`openapi.yaml`, the\n`filter` parameter of `listRows`) as JSON text, at most 4 KiB (as compact JSON), 8 levels\ndeep and 32 conditions. One that is not valid is a `400` whose errors point into it.\n","maxLength":4096,"examples":["{\"status\":\"open\",\"score\":{\"$gte\":10}}"]},"since":{"type":"string","description":"Resume after this `seq`: a decimal integer from 0 to the collection's latest `seq`, such as\nthe `seq` of the last message handled or the `Rowbase-Seq` header of a page of rows. Replays\nthe retained events after it before going live; `410` when one of them was pruned.\n","pattern":"^(0|[1-9][0-9]{0,15})$","examples":["41"]}}};
 const schema12 = {"type":"string","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","examples":["notes"]};
 const pattern0 = new RegExp("^[A-Za-z][A-Za-z0-9_-]{0,62}$", "u");
 const pattern1 = new RegExp("^(insert|update|delete)(,(insert|update|delete))*$", "u");
@@ -27,7 +27,7 @@ vErrors.push(err0);
 errors++;
 }
 for(const key0 in data){
-if(!(((((key0 === "api_key") || (key0 === "collection")) || (key0 === "events")) || (key0 === "filter")) || (key0 === "since"))){
+if(!((((((key0 === "api_key") || (key0 === "access_token")) || (key0 === "collection")) || (key0 === "events")) || (key0 === "filter")) || (key0 === "since"))){
 const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err1];
@@ -50,11 +50,9 @@ vErrors.push(err2);
 errors++;
 }
 }
-if(data.collection !== undefined){
-let data1 = data.collection;
-if(typeof data1 === "string"){
-if(!pattern0.test(data1)){
-const err3 = {instancePath:instancePath+"/collection",schemaPath:"CollectionName/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z][A-Za-z0-9_-]{0,62}$"},message:"must match pattern \""+"^[A-Za-z][A-Za-z0-9_-]{0,62}$"+"\""};
+if(data.access_token !== undefined){
+if(typeof data.access_token !== "string"){
+const err3 = {instancePath:instancePath+"/access_token",schemaPath:"#/properties/access_token/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -64,8 +62,11 @@ vErrors.push(err3);
 errors++;
 }
 }
-else {
-const err4 = {instancePath:instancePath+"/collection",schemaPath:"CollectionName/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.collection !== undefined){
+let data2 = data.collection;
+if(typeof data2 === "string"){
+if(!pattern0.test(data2)){
+const err4 = {instancePath:instancePath+"/collection",schemaPath:"CollectionName/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z][A-Za-z0-9_-]{0,62}$"},message:"must match pattern \""+"^[A-Za-z][A-Za-z0-9_-]{0,62}$"+"\""};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -75,10 +76,8 @@ vErrors.push(err4);
 errors++;
 }
 }
-let data2 = data.events;
-if(typeof data2 === "string"){
-if(!pattern1.test(data2)){
-const err5 = {instancePath:instancePath+"/events",schemaPath:"#/properties/events/pattern",keyword:"pattern",params:{pattern: "^(insert|update|delete)(,(insert|update|delete))*$"},message:"must match pattern \""+"^(insert|update|delete)(,(insert|update|delete))*$"+"\""};
+else {
+const err5 = {instancePath:instancePath+"/collection",schemaPath:"CollectionName/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -88,8 +87,10 @@ vErrors.push(err5);
 errors++;
 }
 }
-else {
-const err6 = {instancePath:instancePath+"/events",schemaPath:"#/properties/events/type",keyword:"type",params:{type: "string"},message:"must be string"};
+let data3 = data.events;
+if(typeof data3 === "string"){
+if(!pattern1.test(data3)){
+const err6 = {instancePath:instancePath+"/events",schemaPath:"#/properties/events/pattern",keyword:"pattern",params:{pattern: "^(insert|update|delete)(,(insert|update|delete))*$"},message:"must match pattern \""+"^(insert|update|delete)(,(insert|update|delete))*$"+"\""};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -98,11 +99,9 @@ vErrors.push(err6);
 }
 errors++;
 }
-if(data.filter !== undefined){
-let data3 = data.filter;
-if(typeof data3 === "string"){
-if(func2(data3) > 4096){
-const err7 = {instancePath:instancePath+"/filter",schemaPath:"#/properties/filter/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
+}
+else {
+const err7 = {instancePath:instancePath+"/events",schemaPath:"#/properties/events/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -111,9 +110,11 @@ vErrors.push(err7);
 }
 errors++;
 }
-}
-else {
-const err8 = {instancePath:instancePath+"/filter",schemaPath:"#/properties/filter/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.filter !== undefined){
+let data4 = data.filter;
+if(typeof data4 === "string"){
+if(func2(data4) > 4096){
+const err8 = {instancePath:instancePath+"/filter",schemaPath:"#/properties/filter/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -123,11 +124,8 @@ vErrors.push(err8);
 errors++;
 }
 }
-if(data.since !== undefined){
-let data4 = data.since;
-if(typeof data4 === "string"){
-if(!pattern2.test(data4)){
-const err9 = {instancePath:instancePath+"/since",schemaPath:"#/properties/since/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9][0-9]{0,15})$"},message:"must match pattern \""+"^(0|[1-9][0-9]{0,15})$"+"\""};
+else {
+const err9 = {instancePath:instancePath+"/filter",schemaPath:"#/properties/filter/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -137,8 +135,11 @@ vErrors.push(err9);
 errors++;
 }
 }
-else {
-const err10 = {instancePath:instancePath+"/since",schemaPath:"#/properties/since/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.since !== undefined){
+let data5 = data.since;
+if(typeof data5 === "string"){
+if(!pattern2.test(data5)){
+const err10 = {instancePath:instancePath+"/since",schemaPath:"#/properties/since/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9][0-9]{0,15})$"},message:"must match pattern \""+"^(0|[1-9][0-9]{0,15})$"+"\""};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -148,14 +149,25 @@ vErrors.push(err10);
 errors++;
 }
 }
-}
 else {
-const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err11 = {instancePath:instancePath+"/since",schemaPath:"#/properties/since/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err11];
 }
 else {
 vErrors.push(err11);
+}
+errors++;
+}
+}
+}
+else {
+const err12 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
 }
 errors++;
 }

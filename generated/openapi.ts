@@ -76,6 +76,12 @@ export interface paths {
          *     It changes when a collection the key can see is made or deleted or its schema changes, and so
          *     does its `ETag`; with `If-None-Match` naming that `ETag`, the answer is `304 Not Modified`.
          *     How collections are named in it: docs/contract.md.
+         *
+         *     To a publishable key, the feed as its caller may use it (as `getAccountOpenApi` says): the
+         *     messages of the collections whose rules grant this caller `read`, their rows without the fields
+         *     hidden from it, `collection` naming only those; the key in `api_key` (or `x-api-key`), the end
+         *     user's token in `access_token` (or `Authorization: Bearer`). No channel while the feed takes no
+         *     publishable key (`openFeed`), and no webhooks, which are the account's backend's.
          */
         get: operations["getAccountAsyncApi"];
         put?: never;
@@ -978,6 +984,19 @@ export interface paths {
          *     It changes when a collection the key can see is made or deleted or its schema changes, and so
          *     does its `ETag`; with `If-None-Match` naming that `ETag`, the answer is `304 Not Modified`.
          *     How collections are named in it: docs/contract.md.
+         *
+         *     To a publishable key, the API as its caller may use it: the end user of the token beside it
+         *     (`Authorization: Bearer`), or an anonymous caller without one. Only the operations marked
+         *     `x-rowbase-publishable: true`; of those that act on a collection's rows, only those the
+         *     collection's rules grant this caller for some rows at least (`read` for reads, aggregates and the
+         *     feed, `create` for inserts, `update` and `delete` for theirs; a collection without rules grants
+         *     nothing), a generic one (`listRows`) naming in `collection_name` only the collections that grant
+         *     it. A collection's types leave out the fields hidden from this caller (a field whose own `read`
+         *     rule grants it less than every row), and the types of what it writes the fields it may not set. Its
+         *     security schemes are the publishable key in `x-api-key` and the end user's token as a bearer JWT,
+         *     the token optional. The rules are read with each request, so a change of them shows in the next
+         *     answer, on every instance; the `ETag` follows what the rules grant, so that end users they grant
+         *     alike share a document. docs/access.md, "The contract follows the caller".
          */
         get: operations["getAccountOpenApi"];
         put?: never;

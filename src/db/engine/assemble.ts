@@ -29,7 +29,7 @@ import { PrincipalCache } from '../accounts/principals.ts';
 import { addUsage, readUsage } from '../accounts/usage.ts';
 import { type AccountIssuers, IssuerCache } from '../auth/issuer-cache.ts';
 import { deleteIssuer, getIssuer, listIssuers, putIssuer } from '../auth/issuers.ts';
-import { createCollection, deleteCollection, getCollection, listCollectionSchemas, listCollections } from '../collections/collections.ts';
+import { createCollection, deleteCollection, getCollection, listCollectionContracts, listCollections } from '../collections/collections.ts';
 import { createIndex, deleteIndex, listIndexes } from '../collections/indexes.ts';
 import { deleteSchema, getSchema, putSchema } from '../collections/schemas.ts';
 import { feedStart, latestSeq, readEvents } from '../events/events.ts';
@@ -183,7 +183,7 @@ const shared = {
   deleteCollection,
   getCollection,
   listCollections,
-  listCollectionSchemas,
+  listCollectionContracts,
   getSchema,
   putSchema,
   deleteSchema,
