@@ -1222,6 +1222,14 @@ export interface paths {
         parameters: {
             query: {
                 /**
+                 * @description Beside a publishable key, the end user's token (a JWT of one of the account's issuers), as
+                 *     browsers set no headers on a WebSocket; or send it in `Authorization: Bearer` beside the key in
+                 *     `x-api-key`, as every operation takes it. Without it the caller is anonymous. The collection's
+                 *     rules hold the subscription (`asyncapi.yaml`, "Rules"). A token that does not verify is `401
+                 *     invalid_token`; with a secret key it is `400`.
+                 */
+                access_token?: string;
+                /**
                  * @description The collection to follow, of the key's account.
                  * @example notes
                  */
@@ -1263,11 +1271,15 @@ export interface paths {
          *     with `Connection: Upgrade`, `Upgrade: websocket`, `Sec-WebSocket-Key` (16 bytes in base64) and
          *     `Sec-WebSocket-Version: 13`, no subprotocol and no body (else `400 validation_failed` naming the
          *     headers, whatever its key, and not counted; these headers are no parameters here, as HTTP
-         *     client libraries may not set them: a WebSocket client sends them); the key (`401`); the plan
-         *     (`429`, before anything else about the subscription); a publishable key (`403`: the feed takes
-         *     none yet, see the `keys` tag); the query (`400`); the collection
-         *     (`404`); `since` (`400` past the latest `seq`, `410 gone` before the oldest retained event). An upgrade with a valid key counts one toward the
-         *     plan, accepted or refused, unless refused with `429`. Another method is `405` with `Allow`.
+         *     client libraries may not set them: a WebSocket client sends them); the key (`401`); beside a
+         *     publishable key, the end user's token (`access_token`, or `Authorization: Bearer` beside the key
+         *     in `x-api-key`: `401 invalid_token`) and the page's `Origin` (`403 origin_not_allowed`), neither
+         *     counted; the plan (`429`, before anything else about the subscription); the query (`400`); the
+         *     collection (`404`); with a publishable key, the collection's rules (`403`: a `read` rule that
+         *     grants the caller no row, a `filter` naming a field they hide; `asyncapi.yaml`, "Rules"); `since`
+         *     (`400` past the latest `seq`, `410 gone` before the oldest retained event). An upgrade with a
+         *     valid key counts one toward the plan, accepted or refused, unless refused with `429`,
+         *     `invalid_token` or `origin_not_allowed`. Another method is `405` with `Allow`.
          */
         get: operations["openFeed"];
         put?: never;
@@ -2857,7 +2869,12 @@ export interface components {
                 "application/problem+json": components["schemas"]["OtherProblem"];
             };
         };
-        /** @description `forbidden`: the key is a publishable key, which the feed does not take yet (see the `keys` tag). */
+        /**
+         * @description `forbidden`: the key is a publishable key, and the collection's rules refuse the subscription: its
+         *     `read` rule grants the caller no row at all, or its `filter` names a field they hide (its error
+         *     names `filter`). Counted toward usage. `origin_not_allowed`: the key is a publishable key and the
+         *     upgrade's `Origin` is none of its `origins`; not counted.
+         */
         FeedForbidden: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2869,7 +2886,7 @@ export interface components {
                  *       "type": "urn:rowbase:problem:forbidden",
                  *       "title": "Forbidden",
                  *       "status": 403,
-                 *       "detail": "GET /ws needs a secret key: publishable keys are accepted only where the collections' rules apply, and none do yet.",
+                 *       "detail": "GET /v1/keys needs a secret key: publishable keys are accepted only where the collections' rules apply, on a collection's rows.",
                  *       "code": "forbidden",
                  *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
                  *     }
@@ -7382,6 +7399,14 @@ export interface operations {
         parameters: {
             query: {
                 /**
+                 * @description Beside a publishable key, the end user's token (a JWT of one of the account's issuers), as
+                 *     browsers set no headers on a WebSocket; or send it in `Authorization: Bearer` beside the key in
+                 *     `x-api-key`, as every operation takes it. Without it the caller is anonymous. The collection's
+                 *     rules hold the subscription (`asyncapi.yaml`, "Rules"). A token that does not verify is `401
+                 *     invalid_token`; with a secret key it is `400`.
+                 */
+                access_token?: string;
+                /**
                  * @description The collection to follow, of the key's account.
                  * @example notes
                  */
@@ -7437,6 +7462,14 @@ export interface operations {
     headFeed: {
         parameters: {
             query: {
+                /**
+                 * @description Beside a publishable key, the end user's token (a JWT of one of the account's issuers), as
+                 *     browsers set no headers on a WebSocket; or send it in `Authorization: Bearer` beside the key in
+                 *     `x-api-key`, as every operation takes it. Without it the caller is anonymous. The collection's
+                 *     rules hold the subscription (`asyncapi.yaml`, "Rules"). A token that does not verify is `401
+                 *     invalid_token`; with a secret key it is `400`.
+                 */
+                access_token?: string;
                 /**
                  * @description The collection to follow, of the key's account.
                  * @example notes

@@ -89,7 +89,7 @@ export async function startServer(
   // Every upgrade with a valid key counts toward the plan like a /v1 request, whatever its outcome; over
   // quota or rate it is refused 429 and not counted.
   const admit = config.metering ? async ({ accountId }: { accountId: number }) => void (await meter.admit(accountId)) : undefined;
-  const feed = createFeed({ store, config, log, admit, observers });
+  const feed = createFeed({ store, config, log, tokens, admit, observers });
   const webhooks = new WebhookWorker({ store, config, log });
   const metrics = config.metricsPort === undefined ? undefined : new Metrics({ store, meter, feed, webhooks });
   if (metrics) observers.push(metrics);

@@ -5,8 +5,7 @@
 // algorithm list per key, never `none`); this module chooses the key and says why a token is refused.
 import { createHash } from 'node:crypto';
 import { decodeJwt, decodeProtectedHeader, errors, type JWTPayload, type JWTVerifyGetKey, jwtVerify } from 'jose';
-import type { AccountIssuers } from '../db/auth/issuer-cache.ts';
-import type { Issuer } from '../db/auth/issuers.ts';
+import type { AccountIssuers, Issuer } from '../db/auth/issuers.ts';
 import { ApiError, invalidToken } from '../errors.ts';
 import { GuardedFetcher } from '../net/guarded-fetch.ts';
 import { KeySets, KeysUnavailable } from './key-sets.ts';
@@ -136,6 +135,12 @@ export class TokenVerifier {
     return fingerprint;
   }
 }
+
+/**
+ * The moment, in ms since the epoch, from which a verified token with these claims is refused as expired:
+ * its `exp` (which every verified token has) and the skew allowed. The feed closes a socket then.
+ */
+export const refusedFrom = (claims: Claims): number => ((claims.exp as number) + CLOCK_TOLERANCE_S) * 1000;
 
 /**
  * The issuer a token names by its `iss` (read before it is verified, to choose the key): of several with

@@ -1,12 +1,10 @@
 // The account's contract for a caller holding a publishable key (src/contract/caller.ts; docs/access.md,
 // "The contract follows the caller"): only the operations openapi.yaml lets a publishable key call and the
-// collection's rules grant this caller, typed without the fields hidden from it. Every expectation is
-// computed from the marks `x-rowbase-publishable` of openapi.yaml, so these tests hold whichever
-// operations it marks; each runs twice, on openapi.yaml as it is and on openapi.yaml with the operations of
-// rows marked as the step that enforces the rules marks them (a copy, in memory), so that the typed rows
-// are checked before that step too. The slow half lints the documents (Spectral, Redocly, the AsyncAPI
-// parser), runs the three generators on the document with the rows' operations, and compiles programs
-// with each client: one that names a hidden field, or sets a field the caller may not, does not compile.
+// collection's rules grant this caller, typed without the fields hidden from it. Which operations are there
+// is computed from the marks `x-rowbase-publishable` of openapi.yaml, so that marking another operation
+// changes no test here. The slow half lints the documents (Spectral, Redocly, the AsyncAPI parser), runs the
+// three generators on the OpenAPI document, and compiles programs with each client: one that names a hidden
+// field, or sets a field the caller may not, does not compile.
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Parser } from '@asyncapi/parser';
@@ -28,28 +26,6 @@ const readYaml = async (name: string) => parse(await readFile(join(root, name), 
 
 type Json = Record<string, unknown>;
 type Operation = Json & { operationId: string; parameters?: Json[]; security?: unknown };
-
-/** The operations the step that enforces the rules marks `x-rowbase-publishable: true` (issue 53). */
-const ROW_OPERATIONS = [
-  'listRows',
-  'headRows',
-  'listVersionedRows',
-  'headVersionedRows',
-  'queryRows',
-  'aggregateRows',
-  'getAggregates',
-  'headAggregates',
-  'insertRows',
-  'getRow',
-  'headRow',
-  'updateRow',
-  'deleteRow',
-  'updateRows',
-  'deleteRows',
-  'writeBatch',
-  'openFeed',
-  'headFeed',
-];
 
 /** The operations on a collection's rows, by the rule of the collection each needs (docs/access.md). */
 const OPERATIONS_OF_RULE = {
@@ -73,14 +49,6 @@ const operationsOf = (document: Json) =>
 /** The operationIds `document` marks `x-rowbase-publishable: true`. */
 const marksOf = (document: Json) =>
   new Set(operationsOf(document).flatMap(({ operation }) => (operation['x-rowbase-publishable'] === true ? [operation.operationId] : [])));
-
-/** openapi.yaml with the operations of rows marked too: a copy. */
-function withRowOperationsMarked(openapi: Json): Json {
-  const copy = structuredClone(openapi);
-  for (const { operation } of operationsOf(copy))
-    if (ROW_OPERATIONS.includes(operation.operationId)) operation['x-rowbase-publishable'] = true;
-  return copy;
-}
 
 /** The components of `document` that nothing outside the components leads to by `$ref`, as `<kind>/<name>`. */
 function unusedComponents(document: Json): string[] {
@@ -164,104 +132,98 @@ describe('the contract for a publishable key', () => {
     });
   });
 
-  for (const marked of [false, true]) {
-    describe(`accountOpenApi for a publishable key, on openapi.yaml${marked ? ' with the operations of rows marked' : ''}`, () => {
-      let base: Json;
-      let user: Json;
-      let anonymous: Json;
-      before(() => {
-        base = marked ? withRowOperationsMarked(openapi) : openapi;
-        user = accountOpenApi(base, viewedCollections('user'), { publishable: true }) as Json;
-        anonymous = accountOpenApi(base, viewedCollections('anonymous'), { publishable: true }) as Json;
-      });
-
-      it('holds the operations openapi.yaml marks and the rules grant, and no other', () => {
-        for (const [document, who] of [
-          [user, 'user'],
-          [anonymous, 'anonymous'],
-        ] as const) {
-          const ids = operationsOf(document).map(({ operation }) => operation.operationId);
-          expect(ids, who).to.have.members(expectedOperations(base, viewedCollections(who)));
-        }
-        expect(operationsOf(user).map(({ operation }) => operation.operationId)).to.include.members([
-          'getAccountOpenApi',
-          'headAccountOpenApi',
-          'getAccountAsyncApi',
-          'headAccountAsyncApi',
-        ]);
-        // `notes` grants no delete, nor anything to an anonymous caller.
-        expect(JSON.stringify(user)).to.not.include('deleteNotesRow');
-        expect(Object.keys(anonymous.paths as Json).filter((path) => path.includes('/notes/'))).to.deep.equal([]);
-      });
-
-      it('names in a generic operation of rows only the collections that grant its rule', () => {
-        for (const { path, method, operation } of operationsOf(user)) {
-          const rule = RULE[operation.operationId];
-          if (rule === undefined || !(path.includes('{collection_name}') || path === '/ws')) continue;
-          const named = operation.parameters?.find((parameter) => parameter.name === 'collection_name' || parameter.name === 'collection');
-          const granting = viewedCollections('user')
-            .filter(({ view }) => view?.operations.includes(rule))
-            .map(({ name }) => name);
-          expect(named?.schema, `${method} ${path}`).to.deep.include({ enum: granting });
-          expect(((user.paths as Json)[path] as Json).parameters ?? []).to.not.deep.include({
-            $ref: '#/components/parameters/CollectionNamePath',
-          });
-        }
-      });
-
-      it('types the rows without the hidden fields, and what the caller writes without the fields it may not set', () => {
-        expect(JSON.stringify(user)).to.not.include('salary');
-        const schemas = (user.components as Json).schemas as Record<string, Json>;
-        const marks = marksOf(base);
-        if (marks.has('getRow')) expect(Object.keys(schemas.NotesRow!.properties as Json)).to.deep.equal(['id', 'title', 'owner', 'phone']);
-        if (marks.has('insertRows')) expect(Object.keys(schemas.NotesInsert!.properties as Json)).to.deep.equal(['id', 'title', 'phone']);
-        if (marks.has('updateRow')) expect(Object.keys(schemas.NotesPatch!.properties as Json)).to.deep.equal(['id', 'title', 'phone']);
-        expect(marked, 'the rows are typed when their operations are marked').to.equal(marks.has('getRow'));
-      });
-
-      it('takes the publishable key in x-api-key and the end user’s token as an optional bearer JWT', () => {
-        const schemes = (user.components as Json).securitySchemes as Record<string, Json>;
-        expect(schemes.publishableKey).to.deep.include({ type: 'apiKey', in: 'header', name: 'x-api-key' });
-        expect(schemes.endUserToken).to.deep.include({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' });
-        expect(user.security).to.deep.equal([{ publishableKey: [], endUserToken: [] }, { publishableKey: [] }]);
-        const feed = marksOf(base).has('openFeed');
-        expect(Object.keys(schemes)).to.have.members([
-          'publishableKey',
-          'endUserToken',
-          ...(feed ? ['publishableQueryKey', 'endUserQueryToken'] : []),
-        ]);
-        if (feed) {
-          expect(schemes.endUserQueryToken).to.deep.include({ type: 'apiKey', in: 'query', name: 'access_token' });
-          expect(((user.paths as Json)['/ws'] as Record<string, Operation>).get!.security).to.deep.include({
-            publishableQueryKey: [],
-            endUserQueryToken: [],
-          });
-        }
-        for (const { operation } of operationsOf(user)) {
-          expect(JSON.stringify(operation.security ?? []), operation.operationId).to.not.match(/bearerKey|headerKey|"queryKey/);
-        }
-      });
-
-      it('keeps no component, tag or security scheme that nothing uses, and every $ref resolves', () => {
-        for (const document of [user, anonymous]) {
-          expect(unusedComponents(document)).to.deep.equal([]);
-          expect(refsOf(document).filter((ref) => resolve(document, ref) === undefined)).to.deep.equal([]);
-          const tags = new Set(operationsOf(document).flatMap(({ operation }) => operation.tags as string[]));
-          expect((document.tags as Json[]).map(({ name }) => name)).to.have.members([...tags]);
-        }
-      });
-
-      it('leaves openapi.yaml as parsed, and the document of a secret key as it was', async () => {
-        expect(openapi).to.deep.equal(await readYaml('openapi.yaml'));
-        const secret = accountOpenApi(base, viewedCollections('user')) as Json;
-        const plain = accountOpenApi(
-          base,
-          viewedCollections('user').map(({ name, schema }) => ({ name, schema })),
-        );
-        expect(secret).to.deep.equal(plain);
-      });
+  describe('accountOpenApi for a publishable key', () => {
+    let user: Json;
+    let anonymous: Json;
+    before(() => {
+      user = accountOpenApi(openapi, viewedCollections('user'), { publishable: true }) as Json;
+      anonymous = accountOpenApi(openapi, viewedCollections('anonymous'), { publishable: true }) as Json;
     });
-  }
+
+    it('holds the operations openapi.yaml marks and the rules grant, and no other', () => {
+      for (const [document, who] of [
+        [user, 'user'],
+        [anonymous, 'anonymous'],
+      ] as const) {
+        const ids = operationsOf(document).map(({ operation }) => operation.operationId);
+        expect(ids, who).to.have.members(expectedOperations(openapi, viewedCollections(who)));
+      }
+      expect(operationsOf(user).map(({ operation }) => operation.operationId)).to.include.members([
+        'getAccountOpenApi',
+        'headAccountOpenApi',
+        'getAccountAsyncApi',
+        'headAccountAsyncApi',
+      ]);
+      // `notes` grants no delete, nor anything to an anonymous caller.
+      expect(JSON.stringify(user)).to.not.include('deleteNotesRow');
+      expect(Object.keys(anonymous.paths as Json).filter((path) => path.includes('/notes/'))).to.deep.equal([]);
+    });
+
+    it('names in a generic operation of rows only the collections that grant its rule', () => {
+      for (const { path, method, operation } of operationsOf(user)) {
+        const rule = RULE[operation.operationId];
+        if (rule === undefined || !(path.includes('{collection_name}') || path === '/ws')) continue;
+        const named = operation.parameters?.find((parameter) => parameter.name === 'collection_name' || parameter.name === 'collection');
+        const granting = viewedCollections('user')
+          .filter(({ view }) => view?.operations.includes(rule))
+          .map(({ name }) => name);
+        expect(named?.schema, `${method} ${path}`).to.deep.include({ enum: granting });
+        expect(((user.paths as Json)[path] as Json).parameters ?? []).to.not.deep.include({
+          $ref: '#/components/parameters/CollectionNamePath',
+        });
+      }
+    });
+
+    it('types the rows without the hidden fields, and what the caller writes without the fields it may not set', () => {
+      expect(JSON.stringify(user)).to.not.include('salary');
+      const schemas = (user.components as Json).schemas as Record<string, Json>;
+      expect(Object.keys(schemas.NotesRow!.properties as Json)).to.deep.equal(['id', 'title', 'owner', 'phone']);
+      expect(Object.keys(schemas.NotesInsert!.properties as Json)).to.deep.equal(['id', 'title', 'phone']);
+      expect(Object.keys(schemas.NotesPatch!.properties as Json)).to.deep.equal(['id', 'title', 'phone']);
+    });
+
+    it('takes the publishable key in x-api-key and the end user’s token as an optional bearer JWT', () => {
+      const schemes = (user.components as Json).securitySchemes as Record<string, Json>;
+      expect(schemes.publishableKey).to.deep.include({ type: 'apiKey', in: 'header', name: 'x-api-key' });
+      expect(schemes.endUserToken).to.deep.include({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' });
+      expect(user.security).to.deep.equal([{ publishableKey: [], endUserToken: [] }, { publishableKey: [] }]);
+      const feed = marksOf(openapi).has('openFeed');
+      expect(Object.keys(schemes)).to.have.members([
+        'publishableKey',
+        'endUserToken',
+        ...(feed ? ['publishableQueryKey', 'endUserQueryToken'] : []),
+      ]);
+      if (feed) {
+        expect(schemes.endUserQueryToken).to.deep.include({ type: 'apiKey', in: 'query', name: 'access_token' });
+        expect(((user.paths as Json)['/ws'] as Record<string, Operation>).get!.security).to.deep.include({
+          publishableQueryKey: [],
+          endUserQueryToken: [],
+        });
+      }
+      for (const { operation } of operationsOf(user)) {
+        expect(JSON.stringify(operation.security ?? []), operation.operationId).to.not.match(/bearerKey|headerKey|"queryKey/);
+      }
+    });
+
+    it('keeps no component, tag or security scheme that nothing uses, and every $ref resolves', () => {
+      for (const document of [user, anonymous]) {
+        expect(unusedComponents(document)).to.deep.equal([]);
+        expect(refsOf(document).filter((ref) => resolve(document, ref) === undefined)).to.deep.equal([]);
+        const tags = new Set(operationsOf(document).flatMap(({ operation }) => operation.tags as string[]));
+        expect((document.tags as Json[]).map(({ name }) => name)).to.have.members([...tags]);
+      }
+    });
+
+    it('leaves openapi.yaml as parsed, and the document of a secret key as it was', async () => {
+      expect(openapi).to.deep.equal(await readYaml('openapi.yaml'));
+      const secret = accountOpenApi(openapi, viewedCollections('user')) as Json;
+      const plain = accountOpenApi(
+        openapi,
+        viewedCollections('user').map(({ name, schema }) => ({ name, schema })),
+      );
+      expect(secret).to.deep.equal(plain);
+    });
+  });
 
   describe('accountAsyncApi for a publishable key', () => {
     it('holds the feed of the collections the caller may read, without the hidden fields, when the feed takes the key', () => {
@@ -345,32 +307,29 @@ describe('the contract for a publishable key', () => {
     /** What tsc --strict said of the callers of the clients, by file. */
     let compiled: Map<string, string[]>;
 
-    // As openapi.yaml marks its operations, and with the operations of rows marked too: the clients are
-    // generated from the second, whose rows are typed.
+    // The documents of an end user, the feed's as the feed takes a publishable key and as it would take none.
     before(async () => {
       ({ dir, remove } = await sdkFolder());
       const documents = {
         'openapi.json': accountOpenApi(openapi, viewedCollections('user'), { publishable: true }),
-        'openapi-rows.json': accountOpenApi(withRowOperationsMarked(openapi), viewedCollections('user'), { publishable: true }),
         'asyncapi.json': accountAsyncApi(asyncapi, viewedCollections('user'), { publishable: true, feed: true }),
         'asyncapi-closed.json': accountAsyncApi(asyncapi, viewedCollections('user'), { publishable: true, feed: false }),
       };
       for (const [name, document] of Object.entries(documents)) await writeFile(join(dir, name), JSON.stringify(document, null, 2));
-      await generateClients(dir, join(dir, 'openapi-rows.json'), join(dir, 'out'));
+      await generateClients(dir, join(dir, 'openapi.json'), join(dir, 'out'));
       compiled = await compileCallers(dir);
     });
     after(() => remove?.());
 
-    it('lints the OpenAPI documents clean with Spectral (spectral:oas, warnings included)', async () => {
+    it('lints the OpenAPI document clean with Spectral (spectral:oas, warnings included)', async () => {
+      // As .spectral.yaml says of openapi.yaml: `/ws` succeeds with 101, no 2xx.
       await writeFile(
         join(dir, '.spectral.yaml'),
-        'extends: ["spectral:oas"]\noverrides:\n  - files: ["openapi-rows.json#/paths/~1ws"]\n    rules:\n      operation-success-response: "off"\n',
+        'extends: ["spectral:oas"]\noverrides:\n  - files: ["openapi.json#/paths/~1ws"]\n    rules:\n      operation-success-response: "off"\n',
       );
-      for (const name of ['openapi.json', 'openapi-rows.json']) {
-        expect(await runTool('spectral', ['lint', name, '--ruleset', '.spectral.yaml', '--fail-severity', 'warn'], dir), name).to.include(
-          'No results',
-        );
-      }
+      expect(await runTool('spectral', ['lint', 'openapi.json', '--ruleset', '.spectral.yaml', '--fail-severity', 'warn'], dir)).to.include(
+        'No results',
+      );
     });
 
     it('lints every document clean with Redocly (recommended, warnings included)', async () => {
@@ -383,7 +342,7 @@ describe('the contract for a publishable key', () => {
         join(dir, '.redocly.lint-ignore.yaml'),
         ['asyncapi.json', 'asyncapi-closed.json'].map((name) => `${name}:\n  struct:\n    - '#/servers/local/title'\n`).join(''),
       );
-      for (const name of ['openapi.json', 'openapi-rows.json', 'asyncapi.json', 'asyncapi-closed.json']) {
+      for (const name of ['openapi.json', 'asyncapi.json', 'asyncapi-closed.json']) {
         const linted = await runTool('redocly', ['lint', name, '--config', 'redocly.yaml', '--max-problems', '1000'], dir, {
           REDOCLY_TELEMETRY: 'off',
           REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true',

@@ -4,6 +4,8 @@
 // every console error, uncaught exception and Content-Security-Policy violation is kept, for a test to
 // expect none. `.ci/run` installs the package when it is missing.
 import { existsSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import { checkResponse } from './contract.ts';
@@ -112,4 +114,37 @@ export async function watchedPage(browser: Browser, width = 1280, height = 800):
       }
     },
   };
+}
+
+/**
+ * The hooks of a suite whose tests each drive a page of `browser()`: a new watched page before each test,
+ * finished after it (its checks awaited, any problem failing the test, then closed). A test reads its
+ * page from what this returns.
+ */
+export function pageForEachTest(browser: () => Browser): { watched: WatchedPage; page: Page } {
+  const tab = {} as { watched: WatchedPage; page: Page };
+  beforeEach(async () => {
+    tab.watched = await watchedPage(browser());
+    tab.page = tab.watched.page;
+  });
+  afterEach(() => tab.watched.finish());
+  return tab;
+}
+
+/** Opens the console of the server at `url` on `page`, signs in with `key`, and waits for the console. */
+export async function signInToConsole(page: Page, url: string, key: string): Promise<void> {
+  await page.goto(`${url}/console`);
+  await page.type('#key', key);
+  await page.click('.sign-in-form button[type=submit]');
+  await page.waitForSelector('header.top');
+}
+
+/** A server of one empty page on an ephemeral loopback port: an origin of its own for the browser, as an app's. */
+export async function pageServer(): Promise<{ server: Server; origin: string }> {
+  const server = createServer((_request, response) => {
+    response.writeHead(200, { 'Content-Type': 'text/html; charset=utf-8' });
+    response.end('<!doctype html><title>an app</title><link rel="icon" href="data:,">'); // no favicon asked for
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { server, origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
 }
