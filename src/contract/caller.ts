@@ -97,6 +97,9 @@ const collectionParameter = (parameter: unknown): parameter is JsonObject =>
   isObject(parameter) &&
   (parameter.$ref === '#/components/parameters/CollectionNamePath' || (parameter.name === 'collection' && parameter.in === 'query'));
 
+/** The feed's query parameter of the end user's token. */
+const tokenParameter = (parameter: unknown) => isObject(parameter) && parameter.name === 'access_token' && parameter.in === 'query';
+
 const METHODS = ['get', 'head', 'post', 'put', 'patch', 'delete'] as const;
 
 /** The security schemes of the OpenAPI document for a publishable key: the key in a header, the end user's token as a bearer JWT. */
@@ -193,9 +196,12 @@ export function publishableOpenApi(document: JsonObject, collections: readonly V
     const { parameters, ...rest } = Object.fromEntries(
       Object.entries(item).filter(([key]) => !(METHODS as readonly string[]).includes(key)),
     );
-    // Every operation names the collection itself: the path's parameter, which names them all, goes.
-    const left = named === methods ? ((parameters as unknown[]) ?? []).filter((parameter) => !collectionParameter(parameter)) : parameters;
-    paths[path] = { ...rest, ...(Array.isArray(left) && left.length > 0 && { parameters: left }), ...kept };
+    // Every operation names the collection itself: the path's parameter, which names them all, goes. The
+    // feed's `access_token` is a security scheme here (endUserQueryToken), as its `api_key` is.
+    const left = ((parameters as unknown[]) ?? []).filter(
+      (parameter) => !(named === methods && collectionParameter(parameter)) && !tokenParameter(parameter),
+    );
+    paths[path] = { ...rest, ...(left.length > 0 && { parameters: left }), ...kept };
   }
   const tagged = new Set(
     Object.values(paths).flatMap((item) =>

@@ -195,6 +195,9 @@ describe('the contract for a publishable key', () => {
       ]);
       if (feed) {
         expect(schemes.endUserQueryToken).to.deep.include({ type: 'apiKey', in: 'query', name: 'access_token' });
+        // The token is the scheme's, as the key is queryKey's: no parameter names it too.
+        const ws = (user.paths as Json)['/ws'] as { parameters?: Json[] };
+        expect((ws.parameters ?? []).map(({ name }) => name)).to.not.include('access_token');
         expect(((user.paths as Json)['/ws'] as Record<string, Operation>).get!.security).to.deep.include({
           publishableQueryKey: [],
           endUserQueryToken: [],
