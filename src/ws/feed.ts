@@ -41,9 +41,10 @@ export interface FeedOptions {
    * Runs for each upgrade with a valid key, before its query and collection are checked: the seam for
    * usage and plans (such an upgrade counts as one request whatever its outcome, as a /v1 request does;
    * over quota or rate it is refused with 429, whatever else is wrong with it, and not counted).
-   * Throw an ApiError to refuse the upgrade with it. Default: admit everyone.
+   * Throw an ApiError to refuse the upgrade with it. Takes the upgrade's request too: its client's
+   * address is a publishable key's end user. Default: admit everyone.
    */
-  admit?: (principal: Principal) => Promise<void> | void;
+  admit?: (principal: Principal, request: IncomingMessage) => Promise<void> | void;
   /** Told of every upgrade answered, accepted (101) or refused, as the HTTP API's requests are (http/observe.ts). Default none. */
   observers?: readonly Observer[];
 }
@@ -155,7 +156,7 @@ export function createFeed({ store, config, log, admit, observers = [] }: FeedOp
       const feedRequest = await checkUpgrade(request, store, async (principal) => {
         accountId = principal.accountId;
         takePlace(principal.accountId, socket);
-        await admit?.(principal);
+        await admit?.(principal, request);
       });
       if (closing) throw unavailable('The server is shutting down.');
       server.handleUpgrade(request, socket, head, (websocket) => {
