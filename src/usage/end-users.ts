@@ -46,6 +46,11 @@ const PRUNE_EVERY_MS = 60_000;
 export class EndUserMeter {
   private readonly buckets = new Map<string, Bucket>();
   private prunedAt = 0;
+  /**
+   * When this instance last wrote counts: it prunes until what it wrote then is past PRUNE_AFTER_MS, and
+   * an instance that never writes any (no key has end_user_rate) writes nothing at all.
+   */
+  private wroteAt = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly store: Store,
@@ -80,7 +85,7 @@ export class EndUserMeter {
       else buckets.push(bucket);
     }
     if (buckets.length > 0) await this.add(buckets, now);
-    if (now - this.prunedAt >= PRUNE_EVERY_MS) {
+    if (now - this.prunedAt >= PRUNE_EVERY_MS && this.prunedAt <= this.wroteAt + PRUNE_AFTER_MS) {
       this.prunedAt = now;
       await this.store.pruneEndUserCounts(new Date(now - PRUNE_AFTER_MS).toISOString()).catch((error: unknown) => {
         this.log.error({ err: error }, 'could not prune end users’ counts');
@@ -96,6 +101,7 @@ export class EndUserMeter {
       const counts = buckets.map(({ keyId, hash }, index) => ({ keyId, endUser: hash, count: written[index] }));
       const stored = await this.store.addEndUserCounts(counts, new Date(now).toISOString());
       totals = new Map(stored.map(({ keyId, endUser, count }) => [`${keyId} ${endUser}`, count]));
+      this.wroteAt = now;
     } catch (error) {
       buckets.forEach((bucket, index) => {
         bucket.pending += written[index];
