@@ -2856,7 +2856,7 @@ export interface components {
                  *       "type": "urn:rowbase:problem:forbidden",
                  *       "title": "Forbidden",
                  *       "status": 403,
-                 *       "detail": "GET /ws needs a secret key: publishable keys are accepted only where the collections' rules apply, and none do yet.",
+                 *       "detail": "GET /v1/keys needs a secret key: publishable keys are accepted only where the collections' rules apply, on a collection's rows.",
                  *       "code": "forbidden",
                  *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
                  *     }

@@ -134,6 +134,9 @@ export const noTunnel = () => validationFailed('CONNECT asks for a tunnel, and r
 /** 404 for a collection the account has none of by that name. */
 export const collectionNotFound = (name: string) => notFound(`There is no collection named ${name}.`);
 
+/** 404 for a row the collection has none of by that id (or that the caller's rules do not let it see). */
+export const rowNotFound = (collection: string, id: number) => notFound(`There is no row ${id} in collection ${collection}.`);
+
 /** 404 for the rules of a collection that has none (docs/access.md, "Rules"). */
 export const rulesNotFound = (collection: string) =>
   notFound(`Collection ${collection} has no rules: a publishable key may do nothing with it.`);
@@ -149,4 +152,6 @@ export class BackupRefusedError extends Error {}
  * publishable key may not call it.
  */
 export const secretKeyNeeded = (operation: string) =>
-  forbidden(`${operation} needs a secret key: publishable keys are accepted only where the collections' rules apply, and none do yet.`);
+  forbidden(
+    `${operation} needs a secret key: publishable keys are accepted only where the collections' rules apply, on a collection's rows.`,
+  );

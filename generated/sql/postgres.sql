@@ -185,7 +185,7 @@ select seq, at from events where collection_id = ? order by seq limit ?;
 delete from events where collection_id = ? and seq <= ?;
 
 -- exportedCollectionSql
-select c.id, c.name, c.created_at, c.row_count, c.last_row_id, c.last_seq, s.schema
+select c.id, c.name, c.created_at, c.row_count, c.last_row_id, c.last_seq, s.schema, c.rules
 from collections c left join collection_schemas s on s.id = c.schema_id where c.account_id = ? and c.name = ?;
 
 -- exportRowsSql

@@ -9,6 +9,7 @@ import type { Store } from '../db/engine/store.ts';
 import type { ImportedRow } from '../db/rows/imports.ts';
 import { ApiError } from '../errors.ts';
 import { assignable, MAX_ROW_BYTES, overRowBound } from '../rows.ts';
+import { checkRules } from '../rules/rules.ts';
 import { checkRowSchema } from '../schema/check.ts';
 import { compileRowSchema, type RowValidator } from '../schema/compile.ts';
 import { accountAndCollection, accountId, FORMAT, type Header, VERSION } from './collection-file.ts';
@@ -75,19 +76,27 @@ function parseHeader(text: string): Header {
   if (typeof header.created_at !== 'string' || instantOf(header.created_at) === undefined) {
     throw new MalformedFileError('line 1: "created_at" must be an RFC 3339 time');
   }
-  if (header.schema !== undefined) {
-    try {
-      checkRowSchema(header.schema, '/schema');
-    } catch (error) {
-      if (!(error instanceof ApiError)) throw error;
-      const where = (error.options.errors ?? []).map((place) => ('name' in place ? `${place.name}: ${place.message}` : place.message));
-      throw new MalformedFileError(`line 1: "schema" is no schema rowbase takes: ${[error.detail, ...where].join(' ')}`);
-    }
-  }
+  if (header.schema !== undefined) checked('"schema" is no schema', () => checkRowSchema(header.schema, '/schema'));
   if (header.indexes !== undefined && !validIndexes(header.indexes)) {
     throw new MalformedFileError('line 1: "indexes" must be a list of {"fields": [1 to 4 plain names], "unique": true or false}');
   }
+  // Stored as a PUT of them stores them: the members left out made false.
+  if (header.rules !== undefined) header.rules = checked('"rules" are no rules', () => checkRules(header.rules), '/rules');
   return header as unknown as Header;
+}
+
+/**
+ * What `check` answers, or, for the 400 it throws, a MalformedFileError saying that a member of line 1
+ * (`what`) is no such thing as rowbase takes, with each place named in it, under `at` in line 1.
+ */
+function checked<T>(what: string, check: () => T, at = ''): T {
+  try {
+    return check();
+  } catch (error) {
+    if (!(error instanceof ApiError)) throw error;
+    const where = (error.options.errors ?? []).map((place) => ('name' in place ? `${at}${place.name}: ${place.message}` : place.message));
+    throw new MalformedFileError(`line 1: ${what} rowbase takes: ${[error.detail, ...where].join(' ')}`);
+  }
 }
 
 const indexField = new RegExp(document.components.schemas.IndexField.pattern);
@@ -139,6 +148,7 @@ async function importRows(store: Store, accountId: number, collection: string, f
           await store.createIndex(accountId, collection, fields, unique);
           for (const field of fields) await store.sortBy(accountId, collection, field);
         }
+        if (header?.rules) await store.putRules(accountId, collection, header.rules);
         skipUpTo = 0;
       }
       await store.importRows(accountId, collection, batch, lastRowId).catch((error) => {

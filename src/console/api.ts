@@ -18,6 +18,13 @@ export type NewWebhook = components['schemas']['NewWebhook'];
 export type CreatedWebhook = components['schemas']['CreatedWebhook'];
 export type WebhookDelivery = components['schemas']['WebhookDelivery'];
 export type DeliveryPage = components['schemas']['WebhookDeliveryPage'];
+/** What a publishable key's callers may do with a collection's rows (docs/access.md, "Rules"). */
+export type Rules = components['schemas']['Rules'];
+/** The claims of an end user's token; `null` for an anonymous caller. */
+export type Claims = components['schemas']['Claims'];
+/** A token issuer as the service shows it: never its secret (`key_source` says it has one). */
+export type Issuer = components['schemas']['Issuer'];
+export type IssuerInput = components['schemas']['IssuerInput'];
 
 /** A 4xx or 5xx answer, with its problem (openapi.yaml, Problem). */
 export class ApiError extends Error {
@@ -181,6 +188,45 @@ export class Api {
     return this.call('POST', `${webhookPath(id)}/deliveries/${delivery}/retry`);
   }
 
+  /** The collection's rules, as they were set; `null` when it has none (its 404). */
+  async rules(collection: string): Promise<Rules | null> {
+    try {
+      return await this.call('GET', rulesPath(collection));
+    } catch (failure) {
+      if (failure instanceof ApiError && failure.problem.status === 404) return null;
+      throw failure;
+    }
+  }
+
+  /** Makes `rules` the collection's, whole: 400 with a JSON Pointer to each place that is wrong. */
+  putRules(collection: string, rules: Rules): Promise<Rules> {
+    return this.call('PUT', rulesPath(collection), { body: rules });
+  }
+
+  deleteRules(collection: string): Promise<void> {
+    return this.call('DELETE', rulesPath(collection));
+  }
+
+  /** Whether the rules let a caller with `claims` (`null`: anonymous) read `row`, why, and the fields hidden from it. */
+  checkRead(collection: string, claims: Claims, row: Row): Promise<components['schemas']['RulesCheckResult']> {
+    return this.call('POST', `${rulesPath(collection)}/check`, { body: { operation: 'read', claims, row } });
+  }
+
+  /** The account's token issuers, by name; an admin key of every collection's only (403 forbidden for another). */
+  issuers(): Promise<Issuer[]> {
+    return this.call('GET', '/v1/auth/issuers');
+  }
+
+  /** Sets the issuer `name` to `settings`, whole; `made` when there was none of that name (its 201). */
+  async putIssuer(name: string, settings: IssuerInput): Promise<{ issuer: Issuer; made: boolean }> {
+    const { body, status } = await this.exchange<Issuer>('PUT', issuerPath(name), { body: settings });
+    return { issuer: body, made: status === 201 };
+  }
+
+  deleteIssuer(name: string): Promise<void> {
+    return this.call('DELETE', issuerPath(name));
+  }
+
   /**
    * The feed's address for `collection`, resuming after `since`, of the rows `filter` keeps (all without
    * one). A browser's WebSocket sends no headers: the key goes in the query.
@@ -202,7 +248,7 @@ export class Api {
     method: string,
     path: string,
     { query, body, headers: extra }: Exchange,
-  ): Promise<{ body: T; headers: Headers }> {
+  ): Promise<{ body: T; headers: Headers; status: number }> {
     const url = new URL(path, location.href);
     if (query) url.search = new URLSearchParams(query).toString();
     const headers: Record<string, string> = { ...extra, Authorization: `Bearer ${this.key}` };
@@ -210,7 +256,7 @@ export class Api {
     const response = await fetch(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
     const text = await response.text();
     if (!response.ok) throw new ApiError(problemOf(response, text));
-    return { body: (text ? JSON.parse(text) : undefined) as T, headers: response.headers };
+    return { body: (text ? JSON.parse(text) : undefined) as T, headers: response.headers, status: response.status };
   }
 }
 
@@ -241,6 +287,8 @@ function nextCursor(link: string | null): string | undefined {
 
 const collectionPath = (name: string) => `/v1/collections/${encodeURIComponent(name)}`;
 const webhookPath = (id: number) => `/v1/webhooks/${id}`;
+const rulesPath = (collection: string) => `${collectionPath(collection)}/rules`;
+const issuerPath = (name: string) => `/v1/auth/issuers/${encodeURIComponent(name)}`;
 
 /** A failure as a sentence and, when its problem lists places or rows, one line for each. */
 export interface Explained {

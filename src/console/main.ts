@@ -1,17 +1,19 @@
 // The web console (GET /console): sign in with a key, the account's collections, a collection's rows
-// (rows.ts), the account's webhooks (webhooks.ts), and the plan's usage. Rendered by Preact with htm's
+// (rows.ts) and rules (rules.ts), the account's webhooks (webhooks.ts) and token issuers (issuers.ts),
+// and the plan's usage. Rendered by Preact with htm's
 // tagged templates (no build step of its own beyond the bundle: src/console/files.ts); every request is
 // one of openapi.yaml's (api.ts).
 import { html } from 'htm/preact';
 import { render } from 'preact';
 import { useCallback, useEffect, useState } from 'preact/hooks';
 import { Api, type Collection, describe, type Usage } from './api.ts';
+import { IssuersView } from './issuers.ts';
 import { Status } from './parts.ts';
 import { RowsView } from './rows.ts';
 import { WebhooksView } from './webhooks.ts';
 
-/** What the main part of the console shows: a collection's rows, the account's webhooks, or neither yet. */
-type View = { collection: string } | 'webhooks' | undefined;
+/** What the main part of the console shows: a collection's rows, the account's webhooks or token issuers, or none yet. */
+type View = { collection: string } | 'webhooks' | 'issuers' | undefined;
 
 /** Where the key is kept: this tab's session only, gone when the tab closes or the person signs out. */
 const KEY_ITEM = 'rowbase.key';
@@ -126,14 +128,19 @@ function Console({ api, onSignOut }: { api: Api; onSignOut: () => void }) {
           <li>
             <button type="button" aria-current=${view === 'webhooks' ? 'page' : undefined} onClick=${() => setView('webhooks')}>Webhooks</button>
           </li>
+          <li>
+            <button type="button" aria-current=${view === 'issuers' ? 'page' : undefined} onClick=${() => setView('issuers')}>Token issuers</button>
+          </li>
         </ul>
       </nav>
       <main>
         ${
           view === 'webhooks'
             ? html`<${WebhooksView} api=${api} />`
-            : chosen
-              ? html`<${RowsView}
+            : view === 'issuers'
+              ? html`<${IssuersView} api=${api} />`
+              : chosen
+                ? html`<${RowsView}
                 key=${chosen}
                 api=${api}
                 collection=${chosen}
@@ -144,7 +151,7 @@ function Console({ api, onSignOut }: { api: Api; onSignOut: () => void }) {
                   changed();
                 }}
               />`
-              : html`<p class="empty">Choose a collection, or create one.</p>`
+                : html`<p class="empty">Choose a collection, or create one.</p>`
         }
       </main>
     </div>

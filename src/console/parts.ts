@@ -1,10 +1,11 @@
 // Small parts the console's views share: a line that says what went wrong or what happened, read out by
-// screen readers, a failure said with the places or rows its problem lists, a modal dialog, a table's
-// header of columns and buttons, and a time.
+// screen readers, a failure said with the places or rows its problem lists, a modal dialog, a value
+// edited as JSON in one, a table's header of columns and buttons, a time, and the list an admin key's
+// view reads, with the sentence that takes its place for a key that may not read it.
 import { html } from 'htm/preact';
 import type { ComponentChildren } from 'preact';
-import { useEffect, useRef } from 'preact/hooks';
-import type { Explained } from './api.ts';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { ApiError, describe, type Explained, explain } from './api.ts';
 
 /** An error (announced at once) or a note (announced politely); nothing when both are empty. */
 export function Status({ error, note }: { error?: string; note?: string }) {
@@ -41,6 +42,61 @@ export function Modal({ title, onClose, children }: { title: string; onClose: ()
   `;
 }
 
+interface JsonEditorProps {
+  title: string;
+  /** The textarea's id and name. */
+  name: string;
+  /** The textarea's label. */
+  label: string;
+  /** What the text starts as. */
+  value: unknown;
+  /** Said under the text. */
+  hint: ComponentChildren;
+  /** The save button's words. */
+  saveLabel: string;
+  /** Sends the value the text holds; a failure is listed under the text, and the dialog stays open. */
+  save: (value: unknown) => Promise<void>;
+  close: () => void;
+}
+
+/**
+ * A value edited as JSON in a modal dialog: text that is no JSON is said before anything is sent, and
+ * the service's refusal is listed beside the text, each place it names on a line of its own.
+ */
+export function JsonEditor({ title, name, label, value, hint, saveLabel, save, close }: JsonEditorProps) {
+  const [failure, setFailure] = useState<Explained>();
+  const submit = async (event: Event) => {
+    event.preventDefault();
+    const text = String(new FormData(event.target as HTMLFormElement).get(name) ?? '');
+    let asked: unknown;
+    try {
+      asked = JSON.parse(text);
+    } catch (error) {
+      return setFailure({ summary: `Not JSON: ${(error as Error).message}`, lines: [] });
+    }
+    try {
+      await save(asked);
+    } catch (error) {
+      setFailure(explain(error));
+    }
+  };
+  return html`
+    <${Modal} title=${title} onClose=${close}>
+      <form method="dialog" onSubmit=${submit}>
+        <label for=${name}>${label}</label>
+        <textarea id=${name} name=${name} rows="14" spellcheck=${false} aria-describedby=${`${name}-hint ${name}-problems`}
+          aria-invalid=${failure ? 'true' : 'false'} defaultValue=${JSON.stringify(value, null, 2)}></textarea>
+        <p class="hint" id=${`${name}-hint`}>${hint}</p>
+        <div id=${`${name}-problems`}><${Problems} failure=${failure} /></div>
+        <div class="buttons">
+          <button type="submit">${saveLabel}</button>
+          <button type="button" onClick=${close}>Cancel</button>
+        </div>
+      </form>
+    <//>
+  `;
+}
+
 /** A table's header row: a column for each of `columns`, then one, named for screen readers, for each row's buttons. */
 export function ColumnsWithActions({ columns }: { columns: string[] }) {
   return html`
@@ -55,4 +111,39 @@ export function ColumnsWithActions({ columns }: { columns: string[] }) {
 export function When({ at }: { at: string | null | undefined }) {
   if (!at) return '—';
   return html`<time datetime=${at} title=${at}>${new Date(at).toLocaleString()}</time>`;
+}
+
+/**
+ * The list an admin key's view shows, read by `read` (again by `reload`): undefined until read.
+ * `refused` is the service's reason when the key may not read it at all (its 403, said in place of the
+ * view: Refused), `error` another failure, described.
+ */
+export function useAdminList<T>(read: () => Promise<T[]>) {
+  const [list, setList] = useState<T[]>();
+  const [refused, setRefused] = useState('');
+  const [error, setError] = useState('');
+  /** Reads the list again; whether it was read. */
+  const reload = async (): Promise<boolean> => {
+    try {
+      setList(await read());
+      setError('');
+      return true;
+    } catch (failure) {
+      if (failure instanceof ApiError && failure.problem.status === 403) setRefused(failure.problem.detail);
+      else setError(describe(failure));
+      return false;
+    }
+  };
+  useEffect(() => {
+    reload();
+  }, []);
+  return { list, setList, refused, error, setError, reload };
+}
+
+/** In place of what a key may not see: `sentence`, which says whose it is, and the service's reason (`detail`, its 403's). */
+export function Refused({ sentence, detail }: { sentence: string; detail: string }) {
+  return html`
+    <p class="error refused" role="alert">${sentence}</p>
+    <p class="hint">The service answered 403: ${detail}</p>
+  `;
 }

@@ -2,6 +2,8 @@
 // click on a column, narrowed by a filter in the filter language (docs/api.md, "Filters") with its
 // errors shown beside it, grouped (groups.ts), paged, counted; a row opened to edit or delete and rows inserted (editor.ts);
 // and, live, the feed's changes applied in place (live.ts) with the last of them listed beside the table.
+// Above the table, the collection's schema and indexes (schema.ts) and its rules, with the table's page
+// previewed as a user would see it (rules.ts).
 import { html } from 'htm/preact';
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { type Api, ApiError, describe, type Row, type RowsQuery } from './api.ts';
@@ -10,6 +12,7 @@ import { type Change, Feed, type FeedState } from './feed.ts';
 import { GroupPanel } from './groups.ts';
 import { applyChange, type ShownRow } from './live.ts';
 import { Modal, Status } from './parts.ts';
+import { RulesPanel } from './rules.ts';
 import { readTyping, SchemaPanel, type Typing } from './schema.ts';
 
 const PAGE_SIZE = 25;
@@ -129,6 +132,7 @@ export function RowsView({ api, collection, admin, onChanged, onDeleted }: Props
         retype();
         onChanged();
       }} />
+      <${RulesPanel} api=${api} collection=${collection} query=${query} />
       <form class="controls" onSubmit=${applyControls}>
         <div class="field">
           <label for="filter">Filter</label>

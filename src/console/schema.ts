@@ -5,7 +5,7 @@
 import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
 import { type Api, type Explained, explain, type Index, type RowSchema } from './api.ts';
-import { Modal, Problems } from './parts.ts';
+import { JsonEditor, Problems } from './parts.ts';
 
 /** What types a collection: its schema (`null` for none) and its declared indexes. */
 export interface Typing {
@@ -186,36 +186,18 @@ function SchemaEditor({
   close: () => void;
   onSaved: () => void;
 }) {
-  const [failure, setFailure] = useState<Explained>();
-  const save = async (event: Event) => {
-    event.preventDefault();
-    const text = String(new FormData(event.target as HTMLFormElement).get('schema') ?? '');
-    let asked: unknown;
-    try {
-      asked = JSON.parse(text);
-    } catch (error) {
-      return setFailure({ summary: `Not JSON: ${(error as Error).message}`, lines: [] });
-    }
-    try {
-      await api.putSchema(collection, asked as RowSchema);
-      onSaved();
-    } catch (error) {
-      setFailure(explain(error));
-    }
+  const save = async (asked: unknown) => {
+    await api.putSchema(collection, asked as RowSchema);
+    onSaved();
   };
-  const starting = schema ?? { type: 'object', properties: {} };
-  return html`
-    <${Modal} title=${`Schema of ${collection}`} onClose=${close}>
-      <form method="dialog" onSubmit=${save}>
-        <label for="schema-text">The schema, as JSON (JSON Schema 2020-12, the keywords of docs/schemas.md)</label>
-        <textarea id="schema-text" name="schema" rows="14" spellcheck=${false} defaultValue=${JSON.stringify(starting, null, 2)}></textarea>
-        <p class="hint">Every stored row is checked first: if any breaks it, nothing changes.</p>
-        <${Problems} failure=${failure} />
-        <div class="buttons">
-          <button type="submit">Save schema</button>
-          <button type="button" onClick=${close}>Cancel</button>
-        </div>
-      </form>
-    <//>
-  `;
+  return html`<${JsonEditor}
+    title=${`Schema of ${collection}`}
+    name="schema-text"
+    label="The schema, as JSON (JSON Schema 2020-12, the keywords of docs/schemas.md)"
+    value=${schema ?? { type: 'object', properties: {} }}
+    hint="Every stored row is checked first: if any breaks it, nothing changes."
+    saveLabel="Save schema"
+    save=${save}
+    close=${close}
+  />`;
 }

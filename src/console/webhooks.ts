@@ -3,36 +3,23 @@
 // chosen, its delivery log (deliveries.ts). Only an admin key may read them (x-rowbase-scope): another
 // key's 403 is said in words, in place of the list.
 import { html } from 'htm/preact';
-import { useEffect, useState } from 'preact/hooks';
-import { type Api, ApiError, type CreatedWebhook, describe, type NewWebhook, type Webhook } from './api.ts';
+import { useState } from 'preact/hooks';
+import { type Api, type CreatedWebhook, describe, type NewWebhook, type Webhook } from './api.ts';
 import { DeliveryLog } from './deliveries.ts';
-import { ColumnsWithActions, Modal, Status, When } from './parts.ts';
+import { ColumnsWithActions, Modal, Refused, Status, useAdminList, When } from './parts.ts';
 
 const EVENTS = ['insert', 'update', 'delete'] as const;
 
 export function WebhooksView({ api }: { api: Api }) {
-  const [webhooks, setWebhooks] = useState<Webhook[]>();
-  // The service's reason when the key may not read webhooks at all.
-  const [refused, setRefused] = useState('');
-  const [error, setError] = useState('');
+  const { list: webhooks, setList: setWebhooks, refused, error, setError, reload: read } = useAdminList(() => api.webhooks());
   const [chosen, setChosen] = useState<number>();
   // Moved on by every read of the list, so that the chosen webhook's log is read again from its newest page.
   const [reads, setReads] = useState(0);
   const [made, setMade] = useState<CreatedWebhook>();
 
   const reload = async () => {
-    try {
-      setWebhooks(await api.webhooks());
-      setReads((count) => count + 1);
-      setError('');
-    } catch (failure) {
-      if (failure instanceof ApiError && failure.problem.status === 403) setRefused(failure.problem.detail);
-      else setError(describe(failure));
-    }
+    if (await read()) setReads((count) => count + 1);
   };
-  useEffect(() => {
-    reload();
-  }, []);
 
   const toggle = async ({ id, enabled }: Webhook) => {
     try {
@@ -48,8 +35,7 @@ export function WebhooksView({ api }: { api: Api }) {
     return html`
       <section class="webhooks" aria-labelledby="webhooks-title">
         <h2 id="webhooks-title">Webhooks</h2>
-        <p class="error refused" role="alert">Only an admin key may see and manage the account's webhooks, and this key is not one.</p>
-        <p class="hint">The service answered 403: ${refused}</p>
+        <${Refused} sentence="Only an admin key may see and manage the account's webhooks, and this key is not one." detail=${refused} />
       </section>
     `;
   }

@@ -1,15 +1,18 @@
 import type { components } from '../../generated/openapi.ts';
+import type { Principal } from '../db/accounts/keys.ts';
 import type { BatchOperation, BatchResult } from '../db/rows/batch.ts';
 import { ApiError, validationFailed } from '../errors.ts';
 import { etagOf, ifMatchAt } from '../http/conditional.ts';
 import { answerOnce } from '../idempotency/answers.ts';
 import { readPatch } from '../patches/index.ts';
+import { type Grant, patchUses } from '../rules/access.ts';
+import { grantsIn } from './grants.ts';
 import type { Handlers, Result } from './types.ts';
 
 type Operation = components['schemas']['BatchOperation'];
 
 export const batchHandlers: Handlers<'writeBatch'> = {
-  async writeBatch({ principal, body, once, admission }, { store, config, meter }) {
+  async writeBatch({ principal, body, once, admission, claims }, { store, config, meter }) {
     const { operations } = body;
     // The bounds are the server's settings, so openapi.yaml states them in words, not as maxItems.
     if (operations.length > config.maxBatchOperations) {
@@ -26,8 +29,32 @@ export const batchHandlers: Handlers<'writeBatch'> = {
     });
     // One request per operation (openapi.yaml, writeBatch): its arrival counted the first.
     if (admission && operations.length > 1) await meter.admitMore(principal.accountId, operations.length - 1, admission);
-    const options = { collections: principal.collections ?? undefined, once: once && answerOnce(once, answerBatch) };
-    return answerBatch(await store.writeBatch(principal.accountId, read, options));
+    const grants = await grantsIn(store, principal, claims, visible(principal, read));
+    if (grants) {
+      for (const [index, operation] of read.entries()) {
+        if (operation.op !== 'update' && operation.op !== 'upsert') continue;
+        const grant = grants.get(operation.collection) as Grant;
+        const at = { in: 'body' as const, name: `/operations/${index}/${operation.op === 'update' ? 'patch' : 'on_conflict'}` };
+        try {
+          grant.checkReadable(
+            operation.op === 'update'
+              ? patchUses(operation.patch, at, grant.hideable)
+              : operation.onConflict.map((field) => ({ field, at })),
+          );
+        } catch (error) {
+          throw error instanceof ApiError ? error.inOperation(index) : error;
+        }
+      }
+    }
+    // The rows of each result as the caller may see them.
+    const answer = (results: BatchResult[]) =>
+      answerBatch(grants ? results.map((result, index) => maskedResult(result, grants.get(read[index].collection) as Grant)) : results);
+    const options = {
+      collections: principal.collections ?? undefined,
+      once: once && answerOnce(once, answer),
+      guards: grants && ((collection: string) => grants.get(collection) as Grant),
+    };
+    return answer(await store.writeBatch(principal.accountId, read, options));
   },
 };
 
@@ -58,6 +85,23 @@ function readOperation(operation: Operation, index: number, maxRows: number): Ba
       };
     case 'delete':
       return { op: 'delete', collection: operation.collection, id: operation.id, ifMatch: ifMatchAt(operation.if_match, at('if_match')) };
+  }
+}
+
+/** The collections a batch names that the key may reach: another is not found, as outside a batch. */
+function visible(principal: Principal, operations: readonly BatchOperation[]): string[] {
+  return operations.map((operation) => operation.collection).filter((collection) => principal.collections?.has(collection) ?? true);
+}
+
+/** A result's rows without the fields its collection's rules hide from the caller; a new row's as it was sent. */
+function maskedResult(result: BatchResult, grant: Grant): BatchResult {
+  switch (result.op) {
+    case 'update':
+      return { ...result, row: { ...result.row, json: JSON.stringify(grant.mask(JSON.parse(result.row.json))) } };
+    case 'upsert':
+      return { ...result, rows: { ...result.rows, json: grant.maskRows(result.rows.json) } };
+    default:
+      return result;
   }
 }
 

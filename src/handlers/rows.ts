@@ -8,11 +8,13 @@ import { validationFailed } from '../errors.ts';
 import { etagOf, ifMatch, ifNoneMatch } from '../http/conditional.ts';
 import { answerOnce } from '../idempotency/answers.ts';
 import { ACCEPT_PATCH, patchFormatOf, readPatch } from '../patches/index.ts';
-import { aggregateParameters, parseAggregateQuery } from '../query/aggregate.ts';
+import { type AggregateQuery, aggregateParameters, parseAggregateQuery } from '../query/aggregate.ts';
 import { type CursorScope, lastRow, makeCursor, readCursor } from '../query/cursor.ts';
-import { FILTER_PARAMETER, filterJson, parseFilter, parseFilterText } from '../query/filter.ts';
-import { orderFromBody, orderFromParameters } from '../query/order.ts';
+import { FILTER_PARAMETER, type Filter, filterJson, parseFilter, parseFilterText } from '../query/filter.ts';
+import { orderFromBody, orderFromParameters, type SortKey } from '../query/order.ts';
 import { selectFields } from '../query/select.ts';
+import { type FieldUse, filterFields, type Grant, patchUses } from '../rules/access.ts';
+import { grantIn } from './grants.ts';
 import type { Handlers, Result } from './types.ts';
 
 export const rowHandlers: Handlers<
@@ -28,7 +30,7 @@ export const rowHandlers: Handlers<
   | 'updateRows'
   | 'deleteRows'
 > = {
-  async listRows({ principal, path, query }, { store }) {
+  async listRows({ principal, path, query, claims }, { store }) {
     const order = orderFromParameters(query.order_by, query.order);
     if (query.after !== undefined && query.offset !== undefined) {
       throw validationFailed('A page follows a cursor or skips rows, not both.', [
@@ -39,6 +41,7 @@ export const rowHandlers: Handlers<
     const filterValue = query.filter === undefined ? undefined : filterJson(query.filter, FILTER_PARAMETER);
     const filter = filterValue === undefined ? undefined : parseFilter(filterValue, FILTER_PARAMETER);
     const select = query.select === undefined ? undefined : selectedFields(query.select);
+    const grant = await grantIn(store, principal, claims, path.collection_name);
     const scope: CursorScope = {
       accountId: principal.accountId,
       collection: path.collection_name,
@@ -50,11 +53,11 @@ export const rowHandlers: Handlers<
       limit: query.limit,
       offset: query.offset ?? 0,
       order,
-      filter,
+      filter: scopedRead(grant, { filter, order, select }, 'query'),
       count: query.count === 'exact',
       after: query.after === undefined ? undefined : readCursor(query.after, scope),
     };
-    const { json, seq, total, next } = await readRows(store, principal, scope, page);
+    const { json, seq, total, next } = await readRows(store, principal, scope, page, grant);
     // Where the feed resumes from this page with no change missed or repeated (openapi.yaml, Rowbase-Seq).
     const headers: Record<string, string> = { 'Rowbase-Seq': String(seq) };
     if (total !== undefined) headers['Rowbase-Total-Count'] = String(total);
@@ -63,35 +66,41 @@ export const rowHandlers: Handlers<
   },
 
   /** The page listRows answers for the same query (but a cursor), each row with its ETag beside it. */
-  async listVersionedRows({ principal, path, query }, { store }) {
+  async listVersionedRows({ principal, path, query, claims }, { store }) {
+    const order = orderFromParameters(query.order_by, query.order);
+    const filter = query.filter === undefined ? undefined : parseFilterText(query.filter, FILTER_PARAMETER);
+    const select = query.select === undefined ? undefined : selectedFields(query.select);
+    const grant = await grantIn(store, principal, claims, path.collection_name);
     const page: Page = {
       limit: query.limit,
       offset: query.offset ?? 0,
-      order: orderFromParameters(query.order_by, query.order),
-      filter: query.filter === undefined ? undefined : parseFilterText(query.filter, FILTER_PARAMETER),
+      order,
+      filter: scopedRead(grant, { filter, order, select }, 'query'),
       count: query.count === 'exact',
       versions: true,
     };
-    const { json, seq, total } = await store.listRows(principal.accountId, path.collection_name, page);
-    const headers: Record<string, string> = { 'Rowbase-Seq': String(seq) };
-    if (total !== undefined) headers['Rowbase-Total-Count'] = String(total);
-    return { status: 200, body: query.select === undefined ? json : selectFields(json, selectedFields(query.select), true), headers };
+    const read = await store.listRows(principal.accountId, path.collection_name, page);
+    const json = grant ? grant.maskVersionedRows(read.json) : read.json;
+    const headers: Record<string, string> = { 'Rowbase-Seq': String(read.seq) };
+    if (read.total !== undefined) headers['Rowbase-Total-Count'] = String(read.total);
+    return { status: 200, body: select === undefined ? json : selectFields(json, select, true), headers };
   },
 
-  async queryRows({ principal, path, body }, { store }) {
+  async queryRows({ principal, path, body, claims }, { store }) {
     const order = orderFromBody(body.order);
     const filter = body.filter === undefined ? undefined : parseFilter(body.filter, { in: 'body', name: '/filter' });
     const select = body.select === undefined ? undefined : [...new Set(body.select)].filter((field) => field !== 'id');
+    const grant = await grantIn(store, principal, claims, path.collection_name);
     const scope: CursorScope = { accountId: principal.accountId, collection: path.collection_name, filter: body.filter, order, select };
     const page: Page = {
       limit: body.limit ?? DEFAULT_LIMIT,
       offset: 0,
       order,
-      filter,
+      filter: scopedRead(grant, { filter, order, select }, 'body'),
       count: body.count === 'exact',
       after: body.after === undefined ? undefined : readCursor(body.after, scope, { in: 'body', name: '/after' }),
     };
-    const { json, seq, total, next } = await readRows(store, principal, scope, page);
+    const { json, seq, total, next } = await readRows(store, principal, scope, page, grant);
     const totalMember = total === undefined ? '' : `,"total":${total}`;
     return {
       status: 200,
@@ -102,8 +111,9 @@ export const rowHandlers: Handlers<
     };
   },
 
-  async aggregateRows({ principal, path, body }, { store, config }) {
-    const query = parseAggregateQuery(body, 'body', config.maxGroups);
+  async aggregateRows({ principal, path, body, claims }, { store, config }) {
+    const grant = await grantIn(store, principal, claims, path.collection_name);
+    const query = scopedAggregate(parseAggregateQuery(body, 'body', config.maxGroups), grant, 'body');
     const place = { in: 'body', name: '/group_by', message: `makes more than ${config.maxGroups * GROUPS_READ} groups` } as const;
     return answerAggregates(
       await store.aggregateRows(principal.accountId, path.collection_name, query, config.maxGroups * GROUPS_READ, place),
@@ -111,65 +121,88 @@ export const rowHandlers: Handlers<
   },
 
   /** aggregateRows' query in the URL: JSON texts, and group_by a comma list (openapi.yaml, getAggregates). */
-  async getAggregates({ principal, path, query }, { store, config }) {
-    const read = parseAggregateQuery(aggregateParameters(query), 'query', config.maxGroups);
+  async getAggregates({ principal, path, query, claims }, { store, config }) {
+    const grant = await grantIn(store, principal, claims, path.collection_name);
+    const read = scopedAggregate(parseAggregateQuery(aggregateParameters(query), 'query', config.maxGroups), grant, 'query');
     const place = { in: 'query', name: 'group_by', message: `makes more than ${config.maxGroups * GROUPS_READ} groups` } as const;
     return answerAggregates(
       await store.aggregateRows(principal.accountId, path.collection_name, read, config.maxGroups * GROUPS_READ, place),
     );
   },
 
-  async insertRows({ principal, path, query, body, once }, { store, config }) {
+  async insertRows({ principal, path, query, body, once, claims }, { store, config }) {
     // The bound is the server's setting, so openapi.yaml states it in words, not as maxItems (see there).
     if (body.length > config.maxBatchRows) {
       throw validationFailed(`A batch holds at most ${config.maxBatchRows} rows; this one has ${body.length}.`, [
         { in: 'body', name: '', message: `must NOT have more than ${config.maxBatchRows} items` },
       ]);
     }
+    const grant = await grantIn(store, principal, claims, path.collection_name);
     if (query.on_conflict !== undefined) {
       const onConflict = query.on_conflict.split(',');
-      const options = { once: once && answerOnce(once, answerUpserted) };
-      return answerUpserted(await store.upsertRows(principal.accountId, path.collection_name, body, onConflict, options));
+      // Which row an upsert patches tells the values of its fields: they must be the caller's to see.
+      grant?.checkReadable(uses(onConflict, 'query', 'on_conflict'));
+      // An upsert's answer holds the stored fields of the rows it patched: masked.
+      const answer = (upserted: Upserted) => answerUpserted(grant ? { ...upserted, json: grant.maskRows(upserted.json) } : upserted);
+      const options = { once: once && answerOnce(once, answer), guard: grant };
+      return answer(await store.upsertRows(principal.accountId, path.collection_name, body, onConflict, options));
     }
+    // New rows hold what the caller sent, and their ids: answered as they are.
+    if (grant) for (const fields of body) grant.creating(fields);
     // The insert's statement stores its answer, made in SQL as answerInserted() makes it.
     return answerInserted(await store.insertRows(principal.accountId, path.collection_name, body, { once }));
   },
 
-  async getRow({ principal, path, headers }, { store }) {
+  async getRow({ principal, path, headers, claims }, { store }) {
     const held = ifNoneMatch(headers);
-    const { json, version } = await store.getRow(principal.accountId, path.collection_name, path.row_id);
+    const grant = await grantIn(store, principal, claims, path.collection_name);
+    const row = await store.getRow(principal.accountId, path.collection_name, path.row_id);
+    // A row the caller may not read is none: its 404 comes before any answer to If-None-Match.
+    const json = grant ? JSON.stringify(grant.readable(JSON.parse(row.json))) : row.json;
+    const { version } = row;
     const etag = { ETag: etagOf(version), 'Accept-Patch': ACCEPT_PATCH };
     // RFC 9110 §13.1.2: the client holds this version already.
     if (held(version)) return { status: 304, headers: etag };
     return { status: 200, body: json, headers: etag };
   },
 
-  async updateRow({ principal, path, body, mediaType, headers, once }, { store }) {
+  async updateRow({ principal, path, body, mediaType, headers, once, claims }, { store }) {
     const patch = readPatch(patchFormatOf[mediaType], body);
-    const options = { ifMatch: ifMatch(headers), once: once && answerOnce(once, answerPatched) };
-    return answerPatched(await store.updateRow(principal.accountId, path.collection_name, path.row_id, patch, options));
+    const grant = await grantIn(store, principal, claims, path.collection_name);
+    grant?.checkReadable(patchUses(patch, { in: 'body', name: '' }, grant.hideable));
+    const answer = (row: VersionedRow) => answerPatched(grant ? { ...row, json: JSON.stringify(grant.mask(JSON.parse(row.json))) } : row);
+    const options = { ifMatch: ifMatch(headers), once: once && answerOnce(once, answer), guard: grant };
+    return answer(await store.updateRow(principal.accountId, path.collection_name, path.row_id, patch, options));
   },
 
-  async deleteRow({ principal, path, headers, once }, { store }) {
-    const options = { ifMatch: ifMatch(headers), once: once && answerOnce(once, answerDeleted) };
+  async deleteRow({ principal, path, headers, once, claims }, { store }) {
+    const guard = await grantIn(store, principal, claims, path.collection_name);
+    const options = { ifMatch: ifMatch(headers), once: once && answerOnce(once, answerDeleted), guard };
     await store.deleteRow(principal.accountId, path.collection_name, path.row_id, options);
     return answerDeleted();
   },
 
-  async updateRows({ principal, path, query, body, mediaType, once }, { store, config }) {
+  async updateRows({ principal, path, query, body, mediaType, once, claims }, { store, config }) {
     const filter = parseFilterText(query.filter, FILTER_PARAMETER);
     const patch = readPatch(patchFormatOf[mediaType], body);
+    const grant = await grantIn(store, principal, claims, path.collection_name);
+    grant?.checkReadable([...uses(filterFields(filter), 'query', 'filter'), ...patchUses(patch, { in: 'body', name: '' }, grant.hideable)]);
     // The rows only when asked for (openapi.yaml, ReturnParameter).
-    const answer = query.return === 'rows' ? answerChangedRows : answerChangedCount;
-    const options = { once: once && answerOnce(once, answer) };
-    return answer(await store.updateRowsWhere(principal.accountId, path.collection_name, filter, patch, config.maxRowsByFilter, options));
+    const answerRows = (changed: ChangedRows) => answerChangedRows(grant ? { ...changed, json: grant.maskRows(changed.json) } : changed);
+    const answer = query.return === 'rows' ? answerRows : answerChangedCount;
+    const options = { once: once && answerOnce(once, answer), guard: grant };
+    const scoped = grant ? (grant.scope(filter, 'update') as typeof filter) : filter;
+    return answer(await store.updateRowsWhere(principal.accountId, path.collection_name, scoped, patch, config.maxRowsByFilter, options));
   },
 
-  async deleteRows({ principal, path, query, once }, { store, config }) {
+  async deleteRows({ principal, path, query, once, claims }, { store, config }) {
     const filter = parseFilterText(query.filter, FILTER_PARAMETER);
+    const grant = await grantIn(store, principal, claims, path.collection_name);
+    grant?.checkReadable(uses(filterFields(filter), 'query', 'filter'));
     const options = { once: once && answerOnce(once, answerChangedCount) };
+    const scoped = grant ? (grant.scope(filter, 'delete') as typeof filter) : filter;
     return answerChangedCount(
-      await store.deleteRowsWhere(principal.accountId, path.collection_name, filter, config.maxRowsByFilter, options),
+      await store.deleteRowsWhere(principal.accountId, path.collection_name, scoped, config.maxRowsByFilter, options),
     );
   },
 };
@@ -225,10 +258,60 @@ async function readRows(
   principal: Principal,
   scope: CursorScope,
   page: Page,
+  grant: Grant | undefined,
 ): Promise<Omit<RowsPage, 'n'> & { next: string | null }> {
-  const { json, n, seq, total } = await store.listRows(principal.accountId, scope.collection, page);
-  const next = n > 0 && n === page.limit ? makeCursor(scope, lastRow(json)) : null;
+  const read = await store.listRows(principal.accountId, scope.collection, page);
+  const { n, seq, total } = read;
+  const next = n > 0 && n === page.limit ? makeCursor(scope, lastRow(read.json)) : null;
+  const json = grant ? grant.maskRows(read.json) : read.json;
   return { json: scope.select ? selectFields(json, scope.select) : json, seq, total, next };
+}
+
+/** A read's filter for a caller held to rules: 403 for a hidden field it names, and the read rule ANDed in. */
+function scopedRead(
+  grant: Grant | undefined,
+  read: { filter?: Filter; order: readonly SortKey[]; select?: readonly string[] },
+  where: 'query' | 'body',
+): Filter | undefined {
+  if (!grant) return read.filter;
+  const at = where === 'query' ? { filter: 'filter', select: 'select' } : { filter: '/filter', select: '/select' };
+  grant.checkReadable([
+    ...uses(filterFields(read.filter), where, at.filter),
+    ...orderUses(read.order, where),
+    ...uses(read.select, where, at.select),
+  ]);
+  return grant.scope(read.filter, 'read');
+}
+
+/** Each of `fields` (top-level names) as used at one place of the request. */
+function uses(fields: readonly string[] | undefined, where: 'query' | 'body', name: string): FieldUse[] {
+  return (fields ?? []).map((field) => ({ field, at: { in: where, name } }));
+}
+
+/** The fields of an order, each at its place: `order_by`, or the body's `/order/<i>/field`. */
+function orderUses(order: readonly SortKey[], where: 'query' | 'body'): FieldUse[] {
+  return order
+    .filter(({ field }) => field !== 'id')
+    .map(({ field }, index) => ({
+      field,
+      at: where === 'query' ? { in: where, name: 'order_by' } : { in: where, name: `/order/${index}/field` },
+    }));
+}
+
+/** An aggregate's query for a caller held to rules: its filter scoped, and 403 for a hidden field it reads. */
+function scopedAggregate(query: AggregateQuery, grant: Grant | undefined, where: 'query' | 'body'): AggregateQuery {
+  if (!grant) return query;
+  const place = (name: string) => (where === 'query' ? name : `/${name}`);
+  grant.checkReadable([
+    ...uses(filterFields(query.filter), where, place('filter')),
+    ...uses(query.groupBy, where, place('group_by')),
+    ...uses(
+      query.aggregates.flatMap((aggregate) => ('field' in aggregate ? [aggregate.field] : [])),
+      where,
+      place('aggregates'),
+    ),
+  ]);
+  return { ...query, filter: grant.scope(query.filter, 'read') };
 }
 
 /**

@@ -2,15 +2,9 @@ import { rulesNotFound, validationFailed } from '../errors.ts';
 import { answerOnce } from '../idempotency/answers.ts';
 import type { JsonValue } from '../query/filter.ts';
 import { checkAccess } from '../rules/check.ts';
-import { type Claims, CompiledRulesCache } from '../rules/compile.ts';
+import type { Claims } from '../rules/compile.ts';
 import { checkRules, type Rules } from '../rules/rules.ts';
 import type { Handlers, Result } from './types.ts';
-
-/** The rules of a collection that has none: nothing is allowed (docs/access.md, "Rules"). */
-const NO_RULES: Rules = { read: false, create: false, update: false, delete: false, fields: {} };
-
-/** Rules compiled once per collection and version, for the checks. */
-const compiled = new CompiledRulesCache();
 
 export const ruleHandlers: Handlers<'getCollectionRules' | 'putCollectionRules' | 'deleteCollectionRules' | 'checkCollectionRules'> = {
   async getCollectionRules({ principal, path }, { store }) {
@@ -36,9 +30,7 @@ export const ruleHandlers: Handlers<'getCollectionRules' | 'putCollectionRules' 
     if (operation !== 'update' && body.change !== undefined)
       throw validationFailed('Only an update has a change.', [changeError('is only for an update')]);
     // A collection without rules is checked against none, which deny everything.
-    const stored = await store.getRules(principal.accountId, path.collection_name);
-    const rules = stored ? compiled.get(stored.collectionId, stored.version, stored.rules) : compiled.get(0, 0, NO_RULES);
-    const answer = checkAccess(rules, {
+    const answer = checkAccess(await store.findRules(principal.accountId, path.collection_name), {
       operation,
       claims: body.claims as Claims,
       row: row as { [field: string]: JsonValue },

@@ -53,8 +53,11 @@ export function idempotency(
     if (ctx.req.headers['idempotency-key'] === undefined || !principal || !route.operation || !changing.has(ctx.method)) return next();
     const key = keyOf(ctx.req);
     // A key limited to some collections is not shown the answers of the account's other keys: the
-    // request it sends is its own, so another key's stored answer is for another request (422).
-    const sender = principal.collections ? `key ${principal.keyId}\n` : '';
+    // request it sends is its own, so another key's stored answer is for another request (422). An end
+    // user's answer is theirs alone: by their token's issuer and subject, or their address when anonymous.
+    const { claims } = ctx.state;
+    const user = claims === undefined ? '' : claims === null ? `address ${ctx.ip}\n` : `user ${JSON.stringify([claims.iss, claims.sub])}\n`;
+    const sender = principal.collections || claims !== undefined ? `key ${principal.keyId}\n${user}` : '';
     const hash = requestHash(ctx.method, `${sender}${ctx.path}`, ctx.querystring, ctx.request.body, ctx.request.mediaType);
     const ms = Date.now();
     if (ms !== clock.ms) {

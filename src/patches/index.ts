@@ -4,7 +4,7 @@ import type { operations } from '../../generated/openapi.ts';
 import type { PatchFormat } from './read.ts';
 
 export { applyPatch } from './apply.ts';
-export { type Patch, type PatchFormat, patchedFields, readPatch } from './read.ts';
+export { type Patch, type PatchFormat, patchedFields, readPatch, topField } from './read.ts';
 
 /** The media types openapi.yaml lists for the body of a PATCH of rows (updateRow and updateRows alike). */
 export type PatchMediaType = keyof operations['updateRow']['requestBody']['content'] &

@@ -155,7 +155,7 @@ export function patchedFields(patch: Patch): readonly string[] | undefined {
 }
 
 /** The top-level field a non-empty pointer is in. */
-const topField = (path: string) => unescapeToken(path.slice(1).split('/')[0]);
+export const topField = (path: string) => unescapeToken(path.slice(1).split('/')[0]);
 
 /** RFC 6901 §4: `~1` is `/`, then `~0` is `~`. */
 export const unescapeToken = (token: string) => token.replaceAll('~1', '/').replaceAll('~0', '~');

@@ -22,7 +22,7 @@ export interface RulesCheckResult {
 }
 
 /** A rule's decision on the rows it must hold for, as the reason names it (`read`, `fields.email.write`). */
-interface Decision {
+export interface Decision {
   allowed: boolean;
   reason: string;
 }
@@ -35,11 +35,11 @@ interface Decision {
 export function checkAccess(rules: CompiledRules, { operation, claims, row, change }: RulesCheck): RulesCheckResult {
   const after = operation === 'update' ? { ...row, ...change } : row;
   const rows = operation === 'update' ? [row, after] : [row];
-  const decided = decide(operation, rules.operations[operation], claims, rows);
+  const decided = decide(operation, rules.operations[operation], rules.operations[operation].access(claims), rows);
   if (!decided.allowed) return decided;
   if (operation === 'read') {
     const hidden = [...rules.fields]
-      .filter(([, field]) => field.read && !decide('', field.read, claims, rows).allowed)
+      .filter(([, field]) => field.read && !decide('', field.read, field.read.access(claims), rows).allowed)
       .map(([name]) => name)
       .sort(compareCodePoints);
     return { ...decided, hidden };
@@ -49,16 +49,15 @@ export function checkAccess(rules: CompiledRules, { operation, claims, row, chan
     for (const name of set) {
       const write = rules.fields.get(name)?.write;
       if (!write) continue;
-      const field = decide(`fields.${name}.write`, write, claims, rows);
+      const field = decide(`fields.${name}.write`, write, write.access(claims), rows);
       if (!field.allowed) return field;
     }
   }
   return decided;
 }
 
-/** Whether `rule` (named `name`) holds for every one of `rows` for `claims`, and why. */
-function decide(name: string, rule: CompiledRule, claims: Claims, rows: readonly { [field: string]: JsonValue }[]): Decision {
-  const access: Access = rule.access(claims);
+/** Whether `rule` (named `name`), whose access for the caller's claims is `access`, holds for every one of `rows`, and why. */
+export function decide(name: string, rule: CompiledRule, access: Access, rows: readonly { readonly [field: string]: unknown }[]): Decision {
   if (access.kind === 'all') {
     return { allowed: true, reason: `${name}: ${rule.rule === true ? 'true allows every caller' : 'allowed to authenticated callers'}` };
   }

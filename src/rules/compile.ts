@@ -55,6 +55,9 @@ export function compileRules(rules: Rules): CompiledRules {
   return { operations, fields };
 }
 
+/** The rules of a collection that has none: nothing is allowed (docs/access.md, "Rules"). */
+export const NO_ACCESS = compileRules({ read: false, create: false, update: false, delete: false, fields: {} });
+
 function compileRule(rule: Rule): CompiledRule {
   if (rule === true) return { rule, access: () => ALL };
   if (rule === false) return { rule, access: () => ({ kind: 'deny', why: { kind: 'false' } }) };

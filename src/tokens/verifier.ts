@@ -5,8 +5,7 @@
 // algorithm list per key, never `none`); this module chooses the key and says why a token is refused.
 import { createHash } from 'node:crypto';
 import { decodeJwt, decodeProtectedHeader, errors, type JWTPayload, type JWTVerifyGetKey, jwtVerify } from 'jose';
-import type { AccountIssuers } from '../db/auth/issuer-cache.ts';
-import type { Issuer } from '../db/auth/issuers.ts';
+import type { AccountIssuers, Issuer } from '../db/auth/issuers.ts';
 import { ApiError, invalidToken } from '../errors.ts';
 import { GuardedFetcher } from '../net/guarded-fetch.ts';
 import { KeySets, KeysUnavailable } from './key-sets.ts';

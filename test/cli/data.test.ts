@@ -309,6 +309,7 @@ describeEachBackend('rowbase export and import', (backend: BackendName) => {
       { fields: ['text'], unique: true },
       { fields: ['n', 'tag'], unique: false },
     ]);
+    expect(header).to.not.have.property('rules');
     const target = newName('typed-copy');
 
     const imported = await rowbase('import', '--account', 'acme', '--collection', target, exported);
@@ -316,6 +317,7 @@ describeEachBackend('rowbase export and import', (backend: BackendName) => {
     expect(imported.code, imported.stderr).to.equal(0);
     expect((await client.get(`/v1/collections/${target}/schema`)).body).to.deep.equal(schema);
     expect((await client.get(`/v1/collections/${target}/indexes`)).body).to.deep.equal(indexes);
+    expect((await client.get(`/v1/collections/${target}/rules`)).status).to.equal(404);
     expect(await digestOf(target)).to.deep.equal(await digestOf(source));
     const copied = await client.post<{ code: string }>(`/v1/collections/${target}/rows`, [{ n: 1, text: rowAt(1).text }]);
     expect(copied.body.code).to.equal('unique_violation');
@@ -351,6 +353,61 @@ describeEachBackend('rowbase export and import', (backend: BackendName) => {
     expect(refused.code).to.equal(1);
     expect(refused.stderr).to.match(/line 1: "schema" is no schema rowbase takes/);
     expect((await client.get(`/v1/collections/${target}`)).status).to.equal(404);
+  });
+
+  it("carries the collection's rules into another account: the export names them, and GET answers them there as here", async () => {
+    const source = newName('ruled');
+    await collectionOf(source, 3);
+    const rules = {
+      read: { $or: [{ owner: { $auth: 'sub' } }, { public: true }] },
+      create: { owner: { $auth: 'sub' } },
+      delete: 'authenticated',
+      fields: { text: { read: { owner: { $auth: 'sub' } }, write: false } },
+    };
+    const set = await client.put(`/v1/collections/${source}/rules`, rules);
+    expect(set.status).to.equal(200);
+    const exported = file(`${source}.ndjson`);
+    expect((await rowbase('export', '--account', 'acme', '--collection', source, '--out', exported)).code).to.equal(0);
+    expect(JSON.parse((await readFile(exported, 'utf8')).split('\n')[0]).rules).to.deep.equal(set.body);
+    const created = await rowbase('keys', 'create', '--account', 'acme-elsewhere', '--plan', 'bulk', '--json');
+    expect(created.code, created.stderr).to.equal(0);
+    const elsewhere = new Client(server.url, JSON.parse(created.stdout).key);
+
+    const imported = await rowbase('import', '--account', 'acme-elsewhere', '--collection', source, exported);
+
+    expect(imported.code, imported.stderr).to.equal(0);
+    const copied = await elsewhere.get(`/v1/collections/${source}/rules`);
+    expect(copied.status).to.equal(200);
+    expect(copied.body).to.deep.equal(set.body);
+    expect((await elsewhere.get<{ row_count: number }>(`/v1/collections/${source}`)).body.row_count).to.equal(3);
+  });
+
+  it('refuses rules in line 1 that a PUT of them would refuse, naming the place, before it writes anything', async () => {
+    const source = newName('ruled');
+    await collectionOf(source, 2);
+    expect((await client.put(`/v1/collections/${source}/rules`, { read: true })).status).to.equal(200);
+    const good = file(`${source}.ndjson`);
+    expect((await rowbase('export', '--account', 'acme', '--collection', source, '--out', good)).code).to.equal(0);
+    const [first, ...rows] = (await readFile(good, 'utf8')).split('\n');
+    const bad = file(`${source}-bad.ndjson`);
+    const target = newName('ruled-target');
+    const cases: [unknown, string][] = [
+      [{ read: { $auth: 'sub' } }, `/rules/read/$auth: names a claim, a value: it may stand for a condition's value, not a filter`],
+      [{ fields: { id: { read: false } } }, "/rules/fields/id: is the row's id, which only the row's rules govern"],
+      ['everyone', '/rules: must be a JSON object'],
+    ];
+    for (const [rules, place] of cases) {
+      await writeFile(bad, [JSON.stringify({ ...JSON.parse(first), rules }), ...rows].join('\n'));
+
+      const refused = await rowbase('import', '--account', 'acme', '--collection', target, bad);
+
+      expectOneLine(
+        refused,
+        1,
+        `rowbase: ${bad}: line 1: "rules" are no rules rowbase takes: The rules are not valid. ${place}; nothing is imported\n`,
+      );
+      expect((await client.get(`/v1/collections/${target}`)).status).to.equal(404);
+    }
   });
 
   it('sends an insert event for every imported row, in id order', async () => {

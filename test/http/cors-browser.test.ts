@@ -1,18 +1,16 @@
 // CORS as a browser enforces it (openapi.yaml, `info`, "CORS"; docs/access.md): a page served from another
-// loopback port fetches the API in a real headless Chromium with a publishable key. From an origin the
-// key lists, the preflight passes and the page reads the answer (the 403 every operation gives a
-// publishable key until rules exist); from one it does not list, the browser withholds the answer and
-// fetch fails with a TypeError. Every response the page receives is checked against openapi.yaml.
+// loopback port fetches the API in a real headless Chromium with a publishable key and its user's token.
+// From an origin the key lists, the preflight passes and the page reads the user's own rows, as the
+// collection's rules grant; from one it does not list, the browser withholds the answer and fetch fails
+// with a TypeError. Every response the page receives is checked against openapi.yaml.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import type { Browser } from 'puppeteer-core';
-import type { components } from '../../generated/openapi.ts';
 import { launchBrowser, skipWithoutChromium, watchedPage } from '../support/browser.ts';
 import { Client } from '../support/client.ts';
+import { appKey, tokenOf } from '../support/end-users.ts';
 import { startTestServer, TEST_PLAN, type TestServer } from '../support/server.ts';
-
-type CreatedKey = components['schemas']['CreatedKey'];
 
 /** A server of one empty page on an ephemeral loopback port: an origin of its own for the browser. */
 async function pageServer(): Promise<{ server: Server; origin: string }> {
@@ -25,7 +23,7 @@ async function pageServer(): Promise<{ server: Server; origin: string }> {
 }
 
 /** What the page's fetch gave: the status and body it could read, or the error it threw. */
-type Fetched = { status: number; body: { code: string; detail: string } } | { error: string; message: string };
+type Fetched = { status: number; body: unknown } | { error: string; message: string };
 
 describe('CORS in Chromium', function () {
   this.timeout(60_000);
@@ -34,6 +32,7 @@ describe('CORS in Chromium', function () {
   let listed: Awaited<ReturnType<typeof pageServer>>;
   let unlisted: Awaited<ReturnType<typeof pageServer>>;
   let key: string;
+  let token: string;
 
   before(async function () {
     skipWithoutChromium(this);
@@ -41,7 +40,13 @@ describe('CORS in Chromium', function () {
     const made = await api.store.createKey('cors-browser', TEST_PLAN);
     const admin = new Client(api.url, made.key);
     await admin.post('/v1/collections', { name: 'notes' });
-    key = (await admin.post<CreatedKey>('/v1/keys', { kind: 'publishable', origins: [listed.origin] })).body.key;
+    await admin.put('/v1/collections/notes/rules', { read: { owner: { $auth: 'sub' } } });
+    await admin.post('/v1/collections/notes/rows', [
+      { owner: 'ada', text: 'mine' },
+      { owner: 'bob', text: 'theirs' },
+    ]);
+    key = await appKey(admin, { origins: [listed.origin] });
+    token = await tokenOf('ada');
     browser = await launchBrowser();
   });
 
@@ -59,9 +64,9 @@ describe('CORS in Chromium', function () {
     await watched.settled();
     watched.problems.length = 0;
     const fetched = (await watched.page.evaluate(
-      async (url: string, publishable: string) => {
+      async (url: string, publishable: string, bearer: string) => {
         try {
-          const response = await fetch(url, { headers: { 'x-api-key': publishable } });
+          const response = await fetch(url, { headers: { 'x-api-key': publishable, authorization: `Bearer ${bearer}` } });
           return { status: response.status, body: await response.json() };
         } catch (error) {
           return { error: (error as Error).name, message: (error as Error).message };
@@ -69,16 +74,14 @@ describe('CORS in Chromium', function () {
       },
       `${api.url}/v1/collections/notes/rows`,
       key,
+      token,
     )) as Fetched;
     return { watched, fetched };
   }
 
-  it("lets a page of one of the key's origins through the preflight and read the answer, a 403 problem until rules exist", async () => {
+  it("lets a page of one of the key's origins through the preflight and read its user's rows, and only those", async () => {
     const { watched, fetched } = await fetchFrom(listed.origin);
-    expect(fetched).to.have.property('status', 403);
-    expect(fetched).to.have.nested.property('body.code', 'forbidden');
-    expect((fetched as { body: { detail: string } }).body.detail).to.include('needs a secret key');
-    watched.expectRefusals(403);
+    expect(fetched).to.deep.equal({ status: 200, body: [{ id: 1, owner: 'ada', text: 'mine' }] });
     await watched.finish();
   });
 

@@ -1,7 +1,7 @@
 // End users' tokens on requests (docs/access.md): beside a publishable key in x-api-key, the token in
 // `Authorization: Bearer` is verified against the account's issuers before anything else of the
-// request; a token that does not verify is 401 invalid_token. Until rules govern an operation, a
-// verified user still gets the publishable key's 403.
+// request; a token that does not verify is 401 invalid_token. An operation that needs a secret key
+// (here, listing collections) answers a verified user the publishable key's 403.
 import { expect } from 'chai';
 import { SignJWT } from 'jose';
 import { describeEachBackend } from '../support/backends.ts';
@@ -44,7 +44,7 @@ describeEachBackend('end users’ tokens on requests', (backend) => {
   });
   after(() => server.stop());
 
-  it('verifies a good token, then answers the publishable key’s 403 (no operation takes one yet)', async () => {
+  it('verifies a good token, then answers the publishable key’s 403 where a secret key is needed', async () => {
     const answer = await asApp(`Bearer ${await tokenOf('ada')}`);
     expect(answer.status).to.equal(403);
     expect(answer.body.code).to.equal('forbidden');

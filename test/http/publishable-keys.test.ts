@@ -126,7 +126,7 @@ describeEachBackend('publishable keys', (backend) => {
     }
   });
 
-  describe('until rules exist', () => {
+  describe('without rules', () => {
     let publishableKey: string;
     before(async () => {
       const admin = await owner();
@@ -135,13 +135,26 @@ describeEachBackend('publishable keys', (backend) => {
       publishableKey = (await admin.post<CreatedKey>('/v1/keys', { kind: 'publishable', origins: ['https://app.example'] })).body.key;
     });
 
-    const requests: [string, string, unknown?][] = [
+    // A collection's rows take a publishable key, and a collection without rules grants it nothing.
+    const rows: [string, string, unknown?][] = [
       ['GET', '/v1/collections/notes/rows'],
       ['GET', '/v1/collections/notes/rows/1'],
       ['HEAD', '/v1/collections/notes/rows'],
       ['POST', '/v1/collections/notes/rows', [{ n: 2 }]],
       ['PATCH', '/v1/collections/notes/rows/1', { n: 3 }],
       ['DELETE', '/v1/collections/notes/rows/1'],
+    ];
+    for (const [method, path, json] of rows) {
+      it(`answers ${method} ${path} with a publishable key 403: the collection has no rules, which grant nothing`, async () => {
+        const answer = await new Client(server.url, publishableKey).request<Problem>(method, path, { json });
+        expect(answer.status).to.equal(403);
+        if (method === 'HEAD') return;
+        expect(answer.body.code).to.equal('forbidden');
+        expect(answer.body.detail).to.include('false denies every caller');
+      });
+    }
+
+    const requests: [string, string, unknown?][] = [
       ['GET', '/v1/collections'],
       ['GET', '/v1/usage'],
       ['GET', '/v1/keys'],

@@ -1,5 +1,5 @@
 // Collections' rules (openapi.yaml, the `rules` tag; docs/access.md, "Rules"): set, read, removed and
-// checked by admin keys, every refusal a 400 naming its place; stored, not yet enforced.
+// checked by admin keys, every refusal a 400 naming its place; test/http/rules-enforced.test.ts holds requests to them.
 import { expect } from 'chai';
 import { describeEachBackend } from '../support/backends.ts';
 import { Client } from '../support/client.ts';

@@ -113,3 +113,26 @@ export async function watchedPage(browser: Browser, width = 1280, height = 800):
     },
   };
 }
+
+/**
+ * The hooks of a suite whose tests each drive a page of `browser()`: a new watched page before each test,
+ * finished after it (its checks awaited, any problem failing the test, then closed). A test reads its
+ * page from what this returns.
+ */
+export function pageForEachTest(browser: () => Browser): { watched: WatchedPage; page: Page } {
+  const tab = {} as { watched: WatchedPage; page: Page };
+  beforeEach(async () => {
+    tab.watched = await watchedPage(browser());
+    tab.page = tab.watched.page;
+  });
+  afterEach(() => tab.watched.finish());
+  return tab;
+}
+
+/** Opens the console of the server at `url` on `page`, signs in with `key`, and waits for the console. */
+export async function signInToConsole(page: Page, url: string, key: string): Promise<void> {
+  await page.goto(`${url}/console`);
+  await page.type('#key', key);
+  await page.click('.sign-in-form button[type=submit]');
+  await page.waitForSelector('header.top');
+}

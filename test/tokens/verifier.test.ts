@@ -7,7 +7,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { type CryptoKey, exportJWK, exportSPKI, generateKeyPair, type JWK, type JWTPayload, SignJWT, UnsecuredJWT } from 'jose';
-import type { AccountIssuers } from '../../src/db/auth/issuer-cache.ts';
+import type { AccountIssuers } from '../../src/db/auth/issuers.ts';
 import { ApiError } from '../../src/errors.ts';
 import { GuardedFetcher } from '../../src/net/guarded-fetch.ts';
 import { TokenVerifier, type TokenVerifierOptions } from '../../src/tokens/verifier.ts';

@@ -30,6 +30,12 @@ export interface Issuer extends IssuerSettings {
   updated_at: string;
 }
 
+/** An account's issuers, as a token of the account is verified with them (src/tokens/verifier.ts, verifyToken). */
+export interface AccountIssuers {
+  accountId: number;
+  issuers: readonly Issuer[];
+}
+
 /** What a PUT of an issuer came to: the issuer as it now is, and whether it was made (else replaced). */
 export interface PutIssuer {
   issuer: Issuer;

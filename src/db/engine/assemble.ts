@@ -10,6 +10,7 @@ import type { Once, OnceRequest } from '../../idempotency/answers.ts';
 import type { Patch } from '../../patches/index.ts';
 import type { AggregateQuery } from '../../query/aggregate.ts';
 import type { Filter } from '../../query/filter.ts';
+import { type CompiledRules, CompiledRulesCache, NO_ACCESS } from '../../rules/compile.ts';
 import {
   accountIdOf,
   createAccountKey,
@@ -27,8 +28,7 @@ import {
 import { accountPlan, listPlans, setPlan } from '../accounts/plans.ts';
 import { PrincipalCache } from '../accounts/principals.ts';
 import { addEndUserCounts, addUsage, pruneEndUserCounts, readUsage } from '../accounts/usage.ts';
-import { type AccountIssuers, IssuerCache } from '../auth/issuer-cache.ts';
-import { deleteIssuer, getIssuer, listIssuers, putIssuer } from '../auth/issuers.ts';
+import { type AccountIssuers, deleteIssuer, getIssuer, listIssuers, putIssuer } from '../auth/issuers.ts';
 import { createCollection, deleteCollection, getCollection, listCollectionSchemas, listCollections } from '../collections/collections.ts';
 import { createIndex, deleteIndex, listIndexes } from '../collections/indexes.ts';
 import { deleteSchema, getSchema, putSchema } from '../collections/schemas.ts';
@@ -40,7 +40,7 @@ import type { BatchOperation, BatchOptions, BatchResult } from '../rows/batch.ts
 import type { CollectionReader } from '../rows/exports.ts';
 import { findOnce, pruneOnceBatch } from '../rows/idempotency.ts';
 import { type ImportedRow, lastRowIdOf } from '../rows/imports.ts';
-import type { ChangedRows, Fields, InsertedRows, VersionedRow, WriteOptions } from '../rows/rows.ts';
+import type { ChangedRows, Fields, InsertedRows, RowGuard, VersionedRow, WriteOptions } from '../rows/rows.ts';
 import type { Upserted } from '../rows/upserts.ts';
 import { deleteRules, getRules, putRules } from '../rules/rules.ts';
 import { listWebhookDeliveries, pruneWebhookDeliveries, retryWebhookDelivery } from '../webhooks/deliveries.ts';
@@ -68,6 +68,7 @@ import {
 import type { Changes } from './changes.ts';
 import type { Dialect } from './dialect.ts';
 import { DatabaseClosedError, type ErrorCodes, translateError } from './errors.ts';
+import { ReadCache } from './read-cache.ts';
 import { type Waits, watchKnexPool } from './waits.ts';
 
 /** How often the key uses the principal cache noted are written, in ms. */
@@ -93,7 +94,7 @@ export interface RowOperations {
     collection: string,
     items: Fields[],
     onConflict: string[],
-    options?: { once?: Once<Upserted> },
+    options?: { once?: Once<Upserted>; guard?: RowGuard },
   ): Promise<Upserted>;
   /**
    * Runs a batch's operations in order in one transaction (batch.ts): answers each one's result, or
@@ -257,9 +258,15 @@ export type Store = { [K in keyof typeof shared]: Bound<(typeof shared)[K]> } & 
     findPrincipal(key: string): Promise<Principal | undefined>;
     /**
      * The account's token issuers, as its end users' tokens are verified with them (src/tokens/verifier.ts):
-     * answers are kept for up to half a second (IssuerCache), and forgotten when this store changes an issuer.
+     * answers are kept for up to half a second (ReadCache), and forgotten when this store changes an issuer.
      */
     findIssuers(accountId: number): Promise<AccountIssuers>;
+    /**
+     * The collection's rules compiled (src/rules/compile.ts), as requests with a publishable key are held
+     * to them; a collection without rules has rules that deny everything; 404 for no such collection.
+     * Kept for up to half a second (ReadCache), and forgotten when this store changes rules or collections.
+     */
+    findRules(accountId: number, collection: string): Promise<CompiledRules>;
     /** Wake-ups after each committed change of a collection, this instance's and, on PostgreSQL, every other's. */
     changes: Changes;
     /** Each wait for a connection of the database, as it ends (waits.ts): what the metrics show of the pools. */
@@ -292,9 +299,18 @@ export function assembleStore(db: Dialect, rows: RowOperations, backups: Backups
   const bound = Object.fromEntries([
     ...Object.entries(shared).map(([name, operation]) => [name, translated((...args) => (operation as SharedFunction)(db, ...args))]),
     ...Object.entries(rows).map(([name, operation]) => [name, translated(operation)]),
-  ]) as Omit<Store, 'findPrincipal' | 'findIssuers' | 'changes' | 'waits' | 'knex' | 'close' | 'isOpen' | 'backup'>;
+  ]) as Omit<Store, 'findPrincipal' | 'findIssuers' | 'findRules' | 'changes' | 'waits' | 'knex' | 'close' | 'isOpen' | 'backup'>;
+  const compiled = new CompiledRulesCache();
+  // By `<account id> <collection>`: a collection's name holds no space.
+  const rules = new ReadCache(async (key: string) => {
+    const space = key.indexOf(' ');
+    const stored = await bound.getRules(Number(key.slice(0, space)), key.slice(space + 1));
+    return stored ? compiled.get(stored.collectionId, stored.version, stored.rules) : NO_ACCESS;
+  });
   const principals = new PrincipalCache((key) => bound.principalOf(hashKey(key)));
-  const issuers = new IssuerCache((accountId) => bound.listIssuers(accountId));
+  const issuers = new ReadCache(
+    async (accountId: number): Promise<AccountIssuers> => ({ accountId, issuers: await bound.listIssuers(accountId) }),
+  );
   // The key uses the cache noted, written every second; those that fail are tried again with the next.
   let noting: Promise<void> = Promise.resolve();
   const noteUses = () => {
@@ -333,6 +349,26 @@ export function assembleStore(db: Dialect, rows: RowOperations, backups: Backups
       const deleted = await bound.deleteIssuer(accountId, name, once);
       issuers.forget();
       return deleted;
+    },
+    findRules: (accountId, collection) => rules.find(`${accountId} ${collection}`),
+    // In this process, changed rules, and a collection made or deleted, take effect at once.
+    async putRules(accountId, collection, set, once) {
+      const put = await bound.putRules(accountId, collection, set, once);
+      rules.forget();
+      return put;
+    },
+    async deleteRules(accountId, collection, once) {
+      await bound.deleteRules(accountId, collection, once);
+      rules.forget();
+    },
+    async createCollection(...args) {
+      const created = await bound.createCollection(...args);
+      rules.forget();
+      return created;
+    },
+    async deleteCollection(...args) {
+      await bound.deleteCollection(...args);
+      rules.forget();
     },
     backup: backups.backup,
     changes: db.changes,

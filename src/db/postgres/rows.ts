@@ -13,7 +13,7 @@
 // process hears its own changes in-process already (../changes.ts).
 
 import pg from 'pg';
-import { collectionNotFound, queryTimeout } from '../../errors.ts';
+import { collectionNotFound, queryTimeout, rowNotFound } from '../../errors.ts';
 import { type OnceRequest, OnceTaken, onceInProgress } from '../../idempotency/answers.ts';
 import type { Logger } from '../../log.ts';
 import { applyPatch, type Patch, patchedFields } from '../../patches/index.ts';
@@ -38,7 +38,7 @@ import {
   insertedRows,
   noSuchRow,
   preconditionFailed,
-  rowNotFound,
+  type RowGuard,
   rowTooLarge,
   versionMatches,
   versionOf,
@@ -161,7 +161,7 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
    * write of it comes between, so concurrent increments all count), checked against If-Match, patched
    * (409 patch_conflict when the patch cannot apply to it), checked against the collection's schema
    * (its errors naming the row `place`), then written with its event and NOTIFY, and re-keyed. `seen`
-   * is told the row as patched before it is written.
+   * is told the row as patched, and as it was, before it is written.
    */
   async function patchRowIn(
     trx: WriteTx,
@@ -169,8 +169,8 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
     collection: string,
     rowId: number,
     patch: Patch,
-    options?: { ifMatch?: readonly string[] },
-    seen?: (row: Fields) => void,
+    options?: { ifMatch?: readonly string[]; guard?: RowGuard },
+    seen?: (row: Fields, before: Fields) => void,
     place = 0,
   ) {
     const [counters] = await db.run<{
@@ -184,9 +184,11 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
     if (!counters) throw collectionNotFound(collection);
     if (!counters.current) throw rowNotFound(collection, rowId);
     const id = Number(counters.id);
+    const before = JSON.parse(counters.current);
+    options?.guard?.reading(rowId, before);
     if (!versionMatches(options, versionOf(id, counters.version as number | string))) throw preconditionFailed(collection, rowId);
-    const row = applyPatch(patch, JSON.parse(counters.current), rowId);
-    seen?.(row);
+    const row = applyPatch(patch, before, rowId);
+    seen?.(row, before);
     // The schema the row commits under: the collection's row is held.
     await db.schemas.check(readIn(trx), Number(counters.schema_id), collection, [row], () => place);
     const data = JSON.stringify(row);
@@ -293,7 +295,8 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
         () =>
           knex.transaction(async (trx) => {
             if (options?.once) await beginOnce(db, trx, accountId, options.once);
-            const written = await patchRowIn(trx, accountId, collection, rowId, patch, options, (row) => {
+            const written = await patchRowIn(trx, accountId, collection, rowId, patch, options, (row, before) => {
+              options?.guard?.updating(rowId, before, row);
               attempted = [{ id: rowId, fields: row }];
             });
             if (options?.once) await recordOnce(db, trx, accountId, options.once, written.patched);
@@ -314,7 +317,7 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
         items,
         onConflict,
         options,
-        (trx) => upsertWritesOf(rowWritesIn(trx, accountId), collection),
+        (trx) => upsertWritesOf(rowWritesIn(trx, accountId), collection, options?.guard),
       ),
 
     writeBatch: (accountId, operations, options) =>
@@ -352,6 +355,7 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
               return none;
             }
             const rows = matched.map((row) => applyPatch(patch, JSON.parse(row.data), row.id));
+            for (const [index, row] of matched.entries()) options?.guard?.updating(row.id, JSON.parse(row.data), rows[index]);
             attempted = matched.map((row, index) => ({ id: row.id, fields: rows[index] }));
             // Each row that fails is named by its id (openapi.yaml, RowError).
             await db.schemas.check(readIn(trx), schemaId, collection, rows, (index) => matched[index].id);

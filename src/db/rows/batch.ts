@@ -3,7 +3,7 @@
 // RowWrites, upserts.ts, writes.ts), so that a later operation sees the earlier ones' writes. The
 // first that fails rolls the whole batch back, and its problem names it (`operation`). Each write
 // announces its collection on commit, as alone, so the feed sends the batch's events once it committed.
-import { ApiError, collectionNotFound, queryTimeout } from '../../errors.ts';
+import { ApiError, collectionNotFound, queryTimeout, rowNotFound } from '../../errors.ts';
 import type { Once } from '../../idempotency/answers.ts';
 import type { Patch } from '../../patches/index.ts';
 import { assignable, overRowBound, rowJson } from '../../rows.ts';
@@ -16,7 +16,7 @@ import {
   type FirstInserted,
   type InsertedRows,
   insertedRows,
-  rowNotFound,
+  type RowGuard,
   rowTooLarge,
   type VersionedRow,
   versionOf,
@@ -43,6 +43,8 @@ export interface BatchOptions {
   once?: Once<BatchResult[]>;
   /** The collections the key is limited to: every other is not found, as outside a batch. Default: all. */
   collections?: ReadonlySet<string>;
+  /** With a publishable key, the rules each collection holds the caller to (rows.ts, RowGuard). */
+  guards?: (collection: string) => RowGuard;
 }
 
 /** How a dialect writes rows inside a write transaction it runs: a batch's writes, and an upsert's. */
@@ -54,7 +56,7 @@ export interface RowWrites {
   insert(collection: string, schemaId: number, inserts: string[][]): Promise<FirstInserted[]>;
   /**
    * Patches the row `rowId` (If-Match in `options`), checking it as patched against the schema, its
-   * errors naming the row `place`; `seen` is told the row as patched before it is written. `schemaId`:
+   * errors naming the row `place`; `seen` is told the row as patched, and as it was, before it is written. `schemaId`:
    * the collection's, as the transaction holds it (0 when it holds the row already).
    */
   patch(
@@ -62,9 +64,9 @@ export interface RowWrites {
     schemaId: number,
     rowId: number,
     patch: Patch,
-    options?: { ifMatch?: readonly string[] },
+    options?: { ifMatch?: readonly string[]; guard?: RowGuard },
     place?: number,
-    seen?: (row: Fields) => void,
+    seen?: (row: Fields, before: Fields) => void,
   ): Promise<VersionedRow>;
 }
 
@@ -151,7 +153,9 @@ export async function writeBatch(
         if (Date.now() > deadline) throw queryTimeout(dialect.timeoutMs);
         const { collection } = operation;
         const schemaId = schemaOf(collection);
+        const guard = options.guards?.(collection);
         if (operation.op === 'insert') {
+          if (guard) for (const fields of operation.rows) guard.creating(fields);
           const texts = operation.rows.map((fields) => JSON.stringify(fields));
           if (texts.some(overRowBound)) throw rowTooLarge();
           await db.schemas.check(read, schemaId, collection, operation.rows);
@@ -167,20 +171,31 @@ export async function writeBatch(
         switch (operation.op) {
           case 'update': {
             if (!assignable(operation.id)) throw rowNotFound(collection, operation.id);
-            const seen = (fields: Fields) => note(collection, index, [{ id: operation.id, fields }]);
-            const row = await writes.patch(collection, schemaId, operation.id, operation.patch, { ifMatch: operation.ifMatch }, 0, seen);
+            const seen = (fields: Fields, before: Fields) => {
+              guard?.updating(operation.id, before, fields);
+              note(collection, index, [{ id: operation.id, fields }]);
+            };
+            const row = await writes.patch(
+              collection,
+              schemaId,
+              operation.id,
+              operation.patch,
+              { ifMatch: operation.ifMatch, guard },
+              0,
+              seen,
+            );
             results[index] = { op: 'update', row };
             break;
           }
           case 'delete':
             if (!assignable(operation.id)) throw rowNotFound(collection, operation.id);
-            await deleteRowIn(db, trx, accountId, collection, operation.id, { ifMatch: operation.ifMatch });
+            await deleteRowIn(db, trx, accountId, collection, operation.id, { ifMatch: operation.ifMatch, guard });
             results[index] = { op: 'delete' };
             break;
           case 'upsert': {
             if (operation.rows.some((fields) => overRowBound(JSON.stringify(fields)))) throw rowTooLarge();
             const upsertWrites = {
-              ...upsertWritesOf(writes, collection),
+              ...upsertWritesOf(writes, collection, guard),
               tried: (rows: WrittenRow[]) => note(collection, index, rows.slice(-1)),
             };
             const place = { in: 'body' as const, name: `/operations/${index}/on_conflict` };
@@ -229,13 +244,15 @@ async function holdCollections(db: Dialect, trx: WriteTx, accountId: number, col
 }
 
 /** An upsert's writes of one collection, made with the dialect's RowWrites (upserts.ts). */
-export function upsertWritesOf(writes: RowWrites, collection: string): Omit<UpsertWrites, 'tried'> {
+export function upsertWritesOf(writes: RowWrites, collection: string, guard?: RowGuard): Omit<UpsertWrites, 'tried'> {
   return {
     async insert(schemaId, fields) {
+      guard?.creating(fields);
       const text = JSON.stringify(fields);
       const [first] = await writes.insert(collection, schemaId, [[text]]);
       return { json: rowJson(first.id, text), version: versionOf(first.collectionId, first.seq) };
     },
-    patch: (rowId, patch, place) => writes.patch(collection, 0, rowId, patch, undefined, place),
+    patch: (rowId, patch, place) =>
+      writes.patch(collection, 0, rowId, patch, undefined, place, guard && ((row, before) => guard.updating(rowId, before, row))),
   };
 }

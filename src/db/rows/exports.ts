@@ -3,6 +3,7 @@
 // those the events up to the stated seq made, whatever is written meanwhile. The caller takes each
 // page before the next is read: one page is all that is held at once.
 import { collectionNotFound } from '../../errors.ts';
+import type { Rules } from '../../rules/rules.ts';
 import type { RowSchema } from '../collections/schemas.ts';
 import type { PageSource } from '../reads/pages.ts';
 import { EXPORT_PAGE_ROWS, exportedCollectionSql, exportedIndexesSql, exportRowsSql } from '../sql/rows.ts';
@@ -20,6 +21,8 @@ export interface ExportedCollection {
   schema?: RowSchema;
   /** Its declared indexes (openapi.yaml, NewIndex), when it has some. */
   indexes?: { fields: string[]; unique: boolean }[];
+  /** Its rules (openapi.yaml, Rules), when it has some. */
+  rules?: Rules;
 }
 
 /** A stored row: its id and its text (its fields but id, as JSON.stringify wrote them). */
@@ -43,6 +46,7 @@ type CollectionRow = {
   last_row_id: number | string;
   last_seq: number | string;
   schema: string | null;
+  rules: string | null;
 };
 
 /** Reads the account's collection `name` into `reader` in one snapshot of `snapshot`'s; 404 when there is no such collection. */
@@ -67,6 +71,7 @@ export function exportCollection(
     const indexes = await read<{ fields: string; is_unique: boolean | number }>(exportedIndexesSql, [collectionId]);
     if (indexes.length > 0)
       described.indexes = indexes.map((index) => ({ fields: JSON.parse(index.fields), unique: Boolean(index.is_unique) }));
+    if (found.rules !== null) described.rules = JSON.parse(found.rules) as Rules;
     await reader.collection(described);
     for (let after = 0; ; ) {
       const page = await read<{ id: number | string; data: string }>(exportRowsSql, [collectionId, after]);

@@ -1,6 +1,6 @@
 // Rows as both dialects store and answer them (openapi.yaml, Row): a row's fields but `id` are stored
 // as the JSON text JSON.stringify wrote, and answered as JSON text made from it, never parsed again.
-import { ApiError, notFound, validationFailed } from '../../errors.ts';
+import { ApiError, rowNotFound, validationFailed } from '../../errors.ts';
 import type { Once } from '../../idempotency/answers.ts';
 import { type Json, MAX_ROW_BYTES, type Row, rowJson } from '../../rows.ts';
 import { collectionId } from '../collections/collections.ts';
@@ -72,6 +72,22 @@ export interface VersionedRow {
   version: string;
 }
 
+/**
+ * The checks of a caller held to a collection's rules (src/rules/access.ts, Grant), made inside a
+ * write's transaction on the rows as stored, before anything of the write is: each throws the write's
+ * refusal (404 for a row the caller may not see, 403 for a write the rules refuse), which rolls it back.
+ */
+export interface RowGuard {
+  /** A row about to be written, as it is: 404 when the caller may not see it, before any other check of the write. */
+  reading(id: number, fields: Fields): void;
+  /** A new row, as it is to be stored. */
+  creating(fields: Fields): void;
+  /** A row about to be patched, as it was and as it will be. */
+  updating(id: number, before: Fields, after: Fields): void;
+  /** A row about to be deleted, as it was. */
+  deleting(id: number, before: Fields): void;
+}
+
 /** What a write of rows asks besides the change itself; `R` its result. */
 export interface WriteOptions<R> {
   /**
@@ -81,6 +97,8 @@ export interface WriteOptions<R> {
   ifMatch?: readonly string[];
   /** Its Idempotency-Key: its answer is stored in the write's transaction (idempotency.ts). */
   once?: Once<R>;
+  /** The rules the caller is held to, when it holds a publishable key. */
+  guard?: RowGuard;
 }
 
 /** 412 for a row whose version is none of If-Match's: nothing of the write is stored. */
@@ -90,8 +108,6 @@ export const preconditionFailed = (collection: string, id: number) =>
 /** Whether a row of `version` may be written under `options` (its If-Match). */
 export const versionMatches = (options: { ifMatch?: readonly string[] } | undefined, version: string) =>
   options?.ifMatch === undefined || options.ifMatch.includes(version);
-
-export const rowNotFound = (collection: string, id: number) => notFound(`There is no row ${id} in collection ${collection}.`);
 
 /** The 404 of a row id that is not assignable(): of the collection, when that is absent too. */
 export async function noSuchRow(db: Dialect, accountId: number, collection: string, rowId: number): Promise<never> {

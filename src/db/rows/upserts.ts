@@ -11,7 +11,7 @@ import { advance } from '../collections/collections.ts';
 import { keepingUnique, rowsHolding, uniqueIndexesOf, type WrittenRow } from '../collections/indexes.ts';
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
 import { beginOnce, recordOnce } from './idempotency.ts';
-import { type Fields, rowTooLarge, type VersionedRow } from './rows.ts';
+import { type Fields, type RowGuard, rowTooLarge, type VersionedRow } from './rows.ts';
 
 /** How a dialect writes one row of an upsert inside its transaction. */
 export interface UpsertWrites {
@@ -42,7 +42,7 @@ export async function upsertRows(
   collection: string,
   items: readonly Fields[],
   onConflict: readonly string[],
-  options: { once?: Once<Upserted> } | undefined,
+  options: { once?: Once<Upserted>; guard?: RowGuard } | undefined,
   writesIn: (trx: WriteTx) => Omit<UpsertWrites, 'tried'>,
 ): Promise<Upserted> {
   if (items.some((fields) => overRowBound(JSON.stringify(fields)))) throw rowTooLarge();

@@ -1,12 +1,12 @@
 // The steps of a row write that both dialects take alike, inside a write transaction of theirs.
-import { validationFailed } from '../../errors.ts';
+import { rowNotFound, validationFailed } from '../../errors.ts';
 import { advance } from '../collections/collections.ts';
 import type { Dialect, WriteTx } from '../engine/dialect.ts';
 import { appendEvents, type EventRow, eventRow } from '../events/events.ts';
 import type { Sql } from '../reads/filter.ts';
 import { deleteKeysWhereSql, deleteRowSql, deleteRowsWhereSql, deleteSortKeysSql, matchedRowsSql } from '../sql/rows.ts';
 import { beginOnce, recordOnce } from './idempotency.ts';
-import { type ChangedRows, preconditionFailed, rowNotFound, versionMatches, versionOf, type WriteOptions } from './rows.ts';
+import { type ChangedRows, preconditionFailed, versionMatches, versionOf, type WriteOptions } from './rows.ts';
 
 /**
  * Deletes the row, its sort keys, and writes one delete event carrying the row as it was; 404 for a
@@ -25,6 +25,8 @@ export async function deleteRowIn(
   const { id, lastSeq, sorted } = await advance(db, trx, accountId, collection, 1, 0, -1);
   const [deleted] = await db.run<{ data: string; version: number | string }>(trx, deleteRowSql, [id, rowId]);
   if (!deleted) throw rowNotFound(collection, rowId);
+  // The row's 404 for a caller that may not see it, before If-Match's 412.
+  options?.guard?.deleting(rowId, JSON.parse(deleted.data));
   if (!versionMatches(options, versionOf(id, deleted.version))) throw preconditionFailed(collection, rowId);
   if (sorted.length > 0) await db.run(trx, deleteSortKeysSql, [id, rowId]);
   await appendEvents(db, trx, id, lastSeq, 'delete', [eventRow(rowId, deleted.data)]);

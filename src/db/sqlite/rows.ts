@@ -9,7 +9,7 @@
 // (StatementCache, below): Knex has node-sqlite3 prepare and finalize a new statement for every query,
 // which costs more than running it.
 import type sqlite3 from 'sqlite3';
-import { type ApiError, collectionNotFound, queryTimeout } from '../../errors.ts';
+import { type ApiError, collectionNotFound, queryTimeout, rowNotFound } from '../../errors.ts';
 import { type OnceRequest, OnceTaken } from '../../idempotency/answers.ts';
 import { applyPatch, type Patch } from '../../patches/index.ts';
 import { assignable, overRowBound, rowJson } from '../../rows.ts';
@@ -34,7 +34,7 @@ import {
   noSuchRow,
   pageTooLarge,
   preconditionFailed,
-  rowNotFound,
+  type RowGuard,
   rowTooLarge,
   type VersionedRow,
   versionMatches,
@@ -180,7 +180,7 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
    * patch_conflict when the patch cannot apply to it), checked against the collection's schema (its
    * errors naming the row `place`), and its whole text set by writePatches(). `schemaId`: the schema the
    * patch was sent with in mind, which a missing row's 404 is told apart with. `seen` is told the row as
-   * patched before it is written.
+   * patched, and as it was, before it is written.
    */
   async function patchRowIn(
     trx: WriteTx,
@@ -189,18 +189,20 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
     rowId: number,
     patch: Patch,
     schemaId: number,
-    options?: { ifMatch?: readonly string[] },
+    options?: { ifMatch?: readonly string[]; guard?: RowGuard },
     place = 0,
-    seen?: (row: Fields) => void,
+    seen?: (row: Fields, before: Fields) => void,
   ): Promise<VersionedRow> {
     const [stored] = await writer.inTransaction<StoredRow>(trx, patchedRowSql, [accountId, collection, rowId]);
+    const before = stored && JSON.parse(stored.data);
+    if (stored) options?.guard?.reading(rowId, before);
     if (stored && !versionMatches(options, versionOf(stored.collection_id, stored.version))) throw preconditionFailed(collection, rowId);
     // No row: no field to set, and writePatches() answers the 404, of the row or its collection.
     let fields: string[][] = [];
     const schema = stored ? Number(stored.schema_id) : schemaId;
     if (stored) {
-      const row = applyPatch(patch, JSON.parse(stored.data), rowId);
-      seen?.(row);
+      const row = applyPatch(patch, before, rowId);
+      seen?.(row, before);
       await db.schemas.check(readIn(trx), schema, collection, [row], () => place);
       fields = [['$', JSON.stringify(row)]];
     }
@@ -258,7 +260,7 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
           items,
           onConflict,
           options,
-          (trx) => upsertWritesOf(rowWritesIn(trx, accountId), collection),
+          (trx) => upsertWritesOf(rowWritesIn(trx, accountId), collection, options?.guard),
         );
       } catch (error) {
         throw tooLargeRow(error) ?? error;
@@ -328,7 +330,9 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
       const patchInNode = (schemaId: number) =>
         writes.run(async (trx) => {
           if (options?.once) await beginOnce(db, trx, accountId, options.once);
-          const patched = await patchRowIn(trx, accountId, collection, rowId, patch, schemaId, options);
+          const { guard } = options ?? {};
+          const seen = guard && ((row: Fields, before: Fields) => guard.updating(rowId, before, row));
+          const patched = await patchRowIn(trx, accountId, collection, rowId, patch, schemaId, options, 0, seen);
           if (options?.once) await recordOnce(db, trx, accountId, options.once, patched);
           return patched;
         });
@@ -339,7 +343,7 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
       };
       try {
         return await db.schemas.retry(db.query, accountId, collection, async (schemaId) =>
-          byPath && schemaId === 0 && options?.ifMatch === undefined && options?.once === undefined
+          byPath && schemaId === 0 && options?.ifMatch === undefined && options?.once === undefined && options?.guard === undefined
             ? orThrow(
                 await writes.merge(key, 1, { rowId, fields: fieldsOf(patch.fields) }, (trx, patches: FieldPatch[]) =>
                   writePatches(trx, accountId, collection, 0, patches),
@@ -384,10 +388,11 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
             const matched = await matchedRows(db, trx, id, where, max);
             seen = matched;
             let patches: FieldPatch[];
-            if (schemaId === 0 && byPath) {
+            if (schemaId === 0 && byPath && !options?.guard) {
               patches = matched.map((row) => ({ rowId: row.id, fields }));
             } else {
               const rows = matched.map((row) => applyPatch(patch, JSON.parse(row.data), row.id));
+              for (const [index, row] of matched.entries()) options?.guard?.updating(row.id, JSON.parse(row.data), rows[index]);
               // Each row that fails is named by its id (openapi.yaml, RowError).
               await db.schemas.check(readIn(trx), schemaId, collection, rows, (index) => matched[index].id);
               patches = matched.map((row, index) => ({ rowId: row.id, fields: [['$', JSON.stringify(rows[index])]] }));
