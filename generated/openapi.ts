@@ -1613,7 +1613,13 @@ export interface components {
         };
         /**
          * @description A publishable key's requests per second per end user, or `null` for no limit of its own (the
-         *     account's plan still applies); always `null` for a secret key.
+         *     account's plan still applies); always `null` for a secret key. An end user is the issuer and `sub`
+         *     of a verified token, or else the client's address (an IPv6 address by its `/64`). Every request with
+         *     the key counts toward its end user's rate, whatever its answer, as toward the plan; past it, `429
+         *     rate_limited` with the plan's `RateLimit-*` headers and `Retry-After`, the `detail` naming the key's
+         *     `end_user_rate`. A token bucket, as the plan's rate: up to this many at once, refilled at this many a
+         *     second; shared by the instances of one database within about a second (docs/access.md, "A rate per
+         *     end user").
          * @example 20
          */
         EndUserRate: number | null;
@@ -3403,8 +3409,9 @@ export interface components {
         };
         /**
          * @description `quota_exceeded`: the account has used its plan's quota for this period (`Retry-After` says when the
-         *     next period starts), or `rate_limited`: more requests per second than the plan allows. Refused requests
-         *     are not counted.
+         *     next period starts), or `rate_limited`: more requests per second than the plan allows, or, with a
+         *     publishable key, than its `end_user_rate` allows the request's end user (`EndUserRate`); `detail` says
+         *     which. `RateLimit-*` tell the plan's quota as it stands. Refused requests are not counted.
          */
         TooManyRequests: {
             headers: {
@@ -3430,8 +3437,8 @@ export interface components {
             };
         };
         /**
-         * @description `quota_exceeded` or `rate_limited`, with `Retry-After` and the `RateLimit-*` headers, as on the
-         *     HTTP API; or `too_many_connections`: the account holds as many feed sockets as it may on this
+         * @description `quota_exceeded` or `rate_limited` (the plan's rate, or a publishable key's `end_user_rate` for the
+         *     client's address), with `Retry-After` and the `RateLimit-*` headers, as on the HTTP API; or `too_many_connections`: the account holds as many feed sockets as it may on this
          *     instance (`ROWBASE_FEED_MAX_SOCKETS_PER_ACCOUNT`), and no header says when one frees up.
          */
         TooManyUpgrades: {

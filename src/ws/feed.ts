@@ -14,6 +14,7 @@ import { FEED_OPERATION, type Observer } from '../http/observe.ts';
 import { toApiError, writeProblem } from '../http/problems.ts';
 import { requestIdOf } from '../http/request-id.ts';
 import type { Logger } from '../log.ts';
+import type { Claims as RuleClaims } from '../rules/compile.ts';
 import type { TokenVerifier } from '../tokens/verifier.ts';
 import { closeCodes } from './messages.ts';
 import { Pruner } from './pruner.ts';
@@ -64,9 +65,10 @@ export interface FeedOptions {
    * Runs for each upgrade with a valid key, before its query and collection are checked: the seam for
    * usage and plans (such an upgrade counts as one request whatever its outcome, as a /v1 request does;
    * over quota or rate it is refused with 429, whatever else is wrong with it, and not counted).
-   * Throw an ApiError to refuse the upgrade with it. Default: admit everyone.
+   * Throw an ApiError to refuse the upgrade with it. Takes the upgrade's request and, with a publishable
+   * key, the claims of its end user's token (null when anonymous): its end user is one or the other. Default: admit everyone.
    */
-  admit?: (principal: Principal) => Promise<void> | void;
+  admit?: (principal: Principal, request: IncomingMessage, claims: RuleClaims | null | undefined) => Promise<void> | void;
   /** Told of every upgrade answered, accepted (101) or refused, as the HTTP API's requests are (http/observe.ts). Default none. */
   observers?: readonly Observer[];
 }
@@ -183,10 +185,10 @@ export function createFeed({ store, config, log, tokens, admit, observers = [] }
       const feedRequest = await checkUpgrade(request, {
         store,
         tokens,
-        admit: async (principal) => {
+        admit: async (principal, claims) => {
           accountId = principal.accountId;
           takePlace(principal.accountId, socket);
-          await admit?.(principal);
+          await admit?.(principal, request, claims);
         },
       });
       if (closing) throw unavailable('The server is shutting down.');

@@ -65,9 +65,10 @@ export interface UpgradeChecks {
   tokens: TokenVerifier;
   /**
    * Runs once the key (and its token and Origin) are known, before anything else about the subscription
-   * is checked: it counts the upgrade, or throws to refuse it (429). Default: admit everyone.
+   * is checked: it counts the upgrade, or throws to refuse it (429). `claims`: a publishable key's end
+   * user's (null when anonymous), undefined for a secret key. Default: admit everyone.
    */
-  admit?: (principal: Principal) => Promise<void> | void;
+  admit?: (principal: Principal, claims: RuleClaims | null | undefined) => Promise<void> | void;
 }
 
 export const FEED_PATH = '/ws';
@@ -105,7 +106,7 @@ export async function checkUpgrade(request: IncomingMessage, { store, tokens, ad
     if (origin !== undefined && !allows(principal, origin)) throw originNotAllowed(origin);
   }
   // As a /v1 request once its key is known: counted whatever the outcome, unless refused 429 here.
-  await admit(principal);
+  await admit(principal, endUser?.claims);
   if (principal.kind === 'publishable' && !FEED_TAKES_PUBLISHABLE) throw secretKeyNeeded(`GET ${FEED_PATH}`);
 
   const query = queryOf(url.searchParams);

@@ -27,7 +27,7 @@ import {
 } from '../accounts/keys.ts';
 import { accountPlan, listPlans, setPlan } from '../accounts/plans.ts';
 import { PrincipalCache } from '../accounts/principals.ts';
-import { addUsage, readUsage } from '../accounts/usage.ts';
+import { addEndUserCounts, addUsage, pruneEndUserCounts, readUsage } from '../accounts/usage.ts';
 import { type AccountIssuers, deleteIssuer, getIssuer, listIssuers, putIssuer } from '../auth/issuers.ts';
 import { createCollection, deleteCollection, getCollection, listCollectionContracts, listCollections } from '../collections/collections.ts';
 import { createIndex, deleteIndex, listIndexes } from '../collections/indexes.ts';
@@ -205,6 +205,8 @@ const shared = {
   accountPlan,
   readUsage,
   addUsage,
+  addEndUserCounts,
+  pruneEndUserCounts,
   feedStart,
   latestSeq,
   readEvents,
