@@ -34,13 +34,19 @@ export interface components {
          * @enum {string}
          */
         EventKind: "insert" | "update" | "delete";
-        /** @description Headers of the upgrade request that may carry the key. */
+        /** @description Headers of the upgrade request that may carry the key, the end user's token, and the page's origin. */
         FeedHeaders: {
             /**
-             * @description `Bearer <key>`.
+             * @description `Bearer <key>`; or, beside a publishable key in `x-api-key`, `Bearer <token>`, the end user's token (as `access_token`).
              * @example Bearer rb_1z7kzo53DFv3lFNOk3iWKdl66zM3d2UE
              */
             Authorization?: string;
+            /**
+             * @description Sent by browsers. With a publishable key, one of the key's `origins`, else `403
+             *     origin_not_allowed`; with a secret key, not checked.
+             * @example https://app.example
+             */
+            Origin?: string;
             /**
              * @description The key.
              * @example rb_1z7kzo53DFv3lFNOk3iWKdl66zM3d2UE
@@ -49,6 +55,17 @@ export interface components {
         };
         /** @description The query parameters of `GET /ws`. Any other parameter, or one given twice, is a `400`; `api_key` given twice is a `401`, whatever its values. */
         FeedQuery: {
+            /**
+             * @description Beside a publishable key (`rb_pub_…`), the end user's token (a JWT of one of the account's
+             *     issuers): browsers set no headers on a WebSocket, so it goes here, or in `Authorization:
+             *     Bearer <token>` beside the key in `x-api-key`, as on the HTTP API (both given: they must be
+             *     equal). Without it the caller is anonymous. A token that does not verify, or given twice, is
+             *     `401 invalid_token`; with a secret key, which rules never hold, it is `400`. The socket closes
+             *     with 4401 when the token expires (`exp`, with the 60 seconds of skew tokens are allowed) or
+             *     no longer verifies ("Rules" above).
+             * @example eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhZGEiLCJhdWQiOiJhcHAiLCJpc3MiOiJodHRwczovL2JhY2tlbmQuZXhhbXBsZS8iLCJleHAiOjE3OTU4NjM2MDB9.c2lnbmF0dXJl
+             */
+            access_token?: string;
             /**
              * @description The API key, when it is not sent in a header.
              * @example rb_1z7kzo53DFv3lFNOk3iWKdl66zM3d2UE
@@ -95,6 +112,8 @@ export interface components {
         /**
          * @description The whole row as it was before the update, with its `id`. On every update, filtered or not;
          *     absent only from updates stored before the service kept it (an upgrade of an older version).
+         *     To a subscription held to rules, without the fields they hide, and its `id` alone when the
+         *     update brought the row into the end user's reach ("Rules").
          * @example {
          *       "id": 7,
          *       "text": "hello"
@@ -160,7 +179,9 @@ export interface components {
             type: "ready";
         };
         /**
-         * @description A whole row, with its `id` and the client's fields.
+         * @description A whole row, with its `id` and the client's fields; to a subscription held to rules, without the
+         *     fields they hide, and its `id` alone in an update with `"matches": false` that took it out of the
+         *     end user's reach ("Rules").
          * @example {
          *       "id": 7,
          *       "text": "hello"
@@ -183,9 +204,10 @@ export interface components {
             at: components["schemas"]["At"];
             collection: components["schemas"]["CollectionName"];
             /**
-             * @description Only to a subscription with a `filter`, and only when the row matched it before the change
-             *     and no longer does: the row left the client's view, drop it. Absent, the row after the
-             *     change matches (or there is no filter).
+             * @description Only to a subscription with a `filter`, or held to rules, and only when the row matched its
+             *     view before the change and no longer does: the row left the client's view, drop it. Absent,
+             *     the row after the change matches (or there is no filter). When the row left the end user's
+             *     reach, `row` is its `id` alone.
              * @constant
              */
             matches?: false;

@@ -2,7 +2,7 @@
 import { createRequire } from 'node:module';
 const require = createRequire(import.meta.url);
 export const validateFeedQuery = validate10;
-const schema11 = {"type":"object","description":"The query parameters of `GET /ws`. Any other parameter, or one given twice, is a `400`; `api_key` given twice is a `401`, whatever its values.","required":["collection"],"additionalProperties":false,"properties":{"api_key":{"type":"string","description":"The API key, when it is not sent in a header.","examples":["rb_1z7kzo53DFv3lFNOk3iWKdl66zM3d2UE"]},"collection":{"$ref":"CollectionName"},"events":{"type":"string","description":"A comma-separated list of `insert`, `update` and `delete`, in any order; omitted means all\nthree. An empty list or another word is a `400`.\n","pattern":"^(insert|update|delete)(,(insert|update|delete))*$","default":"insert,update,delete","examples":["insert,delete"]},"filter":{"type":"string","description":"Only the changes of the rows that match this filter, before or after the change (\"Filtered\nsubscriptions\" above): a filter of the HTTP API's filter language (`openapi.yaml`, the\n`filter` parameter of `listRows`) as JSON text, at most 4 KiB (as compact JSON), 8 levels\ndeep and 32 conditions. One that is not valid is a `400` whose errors point into it.\n","maxLength":4096,"examples":["{\"status\":\"open\",\"score\":{\"$gte\":10}}"]},"since":{"type":"string","description":"Resume after this `seq`: a decimal integer from 0 to the collection's latest `seq`, such as\nthe `seq` of the last message handled or the `Rowbase-Seq` header of a page of rows. Replays\nthe retained events after it before going live; `410` when one of them was pruned.\n","pattern":"^(0|[1-9][0-9]{0,15})$","examples":["41"]}}};
+const schema11 = {"type":"object","description":"The query parameters of `GET /ws`. Any other parameter, or one given twice, is a `400`; `api_key` given twice is a `401`, whatever its values.","required":["collection"],"additionalProperties":false,"properties":{"api_key":{"type":"string","description":"The API key, when it is not sent in a header.","examples":["rb_1z7kzo53DFv3lFNOk3iWKdl66zM3d2UE"]},"access_token":{"type":"string","description":"Beside a publishable key (`rb_pub_…`), the end user's token (a JWT of one of the account's\nissuers): browsers set no headers on a WebSocket, so it goes here, or in `Authorization:\nBearer <token>` beside the key in `x-api-key`, as on the HTTP API (both given: they must be\nequal). Without it the caller is anonymous. A token that does not verify, or given twice, is\n`401 invalid_token`; with a secret key, which rules never hold, it is `400`. The socket closes\nwith 4401 when the token expires (`exp`, with the 60 seconds of skew tokens are allowed) or\nno longer verifies (\"Rules\" above).\n","examples":["eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhZGEiLCJhdWQiOiJhcHAiLCJpc3MiOiJodHRwczovL2JhY2tlbmQuZXhhbXBsZS8iLCJleHAiOjE3OTU4NjM2MDB9.c2lnbmF0dXJl"]},"collection":{"$ref":"CollectionName"},"events":{"type":"string","description":"A comma-separated list of `insert`, `update` and `delete`, in any order; omitted means all\nthree. An empty list or another word is a `400`.\n","pattern":"^(insert|update|delete)(,(insert|update|delete))*$","default":"insert,update,delete","examples":["insert,delete"]},"filter":{"type":"string","description":"Only the changes of the rows that match this filter, before or after the change (\"Filtered\nsubscriptions\" above): a filter of the HTTP API's filter language (`openapi.yaml`, the\n`filter` parameter of `listRows`) as JSON text, at most 4 KiB (as compact JSON), 8 levels\ndeep and 32 conditions. One that is not valid is a `400` whose errors point into it.\n","maxLength":4096,"examples":["{\"status\":\"open\",\"score\":{\"$gte\":10}}"]},"since":{"type":"string","description":"Resume after this `seq`: a decimal integer from 0 to the collection's latest `seq`, such as\nthe `seq` of the last message handled or the `Rowbase-Seq` header of a page of rows. Replays\nthe retained events after it before going live; `410` when one of them was pruned.\n","pattern":"^(0|[1-9][0-9]{0,15})$","examples":["41"]}}};
 const schema12 = {"type":"string","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","examples":["notes"]};
 const pattern0 = new RegExp("^[A-Za-z][A-Za-z0-9_-]{0,62}$", "u");
 const pattern1 = new RegExp("^(insert|update|delete)(,(insert|update|delete))*$", "u");
@@ -27,7 +27,7 @@ vErrors.push(err0);
 errors++;
 }
 for(const key0 in data){
-if(!(((((key0 === "api_key") || (key0 === "collection")) || (key0 === "events")) || (key0 === "filter")) || (key0 === "since"))){
+if(!((((((key0 === "api_key") || (key0 === "access_token")) || (key0 === "collection")) || (key0 === "events")) || (key0 === "filter")) || (key0 === "since"))){
 const err1 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err1];
@@ -50,11 +50,9 @@ vErrors.push(err2);
 errors++;
 }
 }
-if(data.collection !== undefined){
-let data1 = data.collection;
-if(typeof data1 === "string"){
-if(!pattern0.test(data1)){
-const err3 = {instancePath:instancePath+"/collection",schemaPath:"CollectionName/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z][A-Za-z0-9_-]{0,62}$"},message:"must match pattern \""+"^[A-Za-z][A-Za-z0-9_-]{0,62}$"+"\""};
+if(data.access_token !== undefined){
+if(typeof data.access_token !== "string"){
+const err3 = {instancePath:instancePath+"/access_token",schemaPath:"#/properties/access_token/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -64,8 +62,11 @@ vErrors.push(err3);
 errors++;
 }
 }
-else {
-const err4 = {instancePath:instancePath+"/collection",schemaPath:"CollectionName/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.collection !== undefined){
+let data2 = data.collection;
+if(typeof data2 === "string"){
+if(!pattern0.test(data2)){
+const err4 = {instancePath:instancePath+"/collection",schemaPath:"CollectionName/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z][A-Za-z0-9_-]{0,62}$"},message:"must match pattern \""+"^[A-Za-z][A-Za-z0-9_-]{0,62}$"+"\""};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -75,10 +76,8 @@ vErrors.push(err4);
 errors++;
 }
 }
-let data2 = data.events;
-if(typeof data2 === "string"){
-if(!pattern1.test(data2)){
-const err5 = {instancePath:instancePath+"/events",schemaPath:"#/properties/events/pattern",keyword:"pattern",params:{pattern: "^(insert|update|delete)(,(insert|update|delete))*$"},message:"must match pattern \""+"^(insert|update|delete)(,(insert|update|delete))*$"+"\""};
+else {
+const err5 = {instancePath:instancePath+"/collection",schemaPath:"CollectionName/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -88,8 +87,10 @@ vErrors.push(err5);
 errors++;
 }
 }
-else {
-const err6 = {instancePath:instancePath+"/events",schemaPath:"#/properties/events/type",keyword:"type",params:{type: "string"},message:"must be string"};
+let data3 = data.events;
+if(typeof data3 === "string"){
+if(!pattern1.test(data3)){
+const err6 = {instancePath:instancePath+"/events",schemaPath:"#/properties/events/pattern",keyword:"pattern",params:{pattern: "^(insert|update|delete)(,(insert|update|delete))*$"},message:"must match pattern \""+"^(insert|update|delete)(,(insert|update|delete))*$"+"\""};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -98,11 +99,9 @@ vErrors.push(err6);
 }
 errors++;
 }
-if(data.filter !== undefined){
-let data3 = data.filter;
-if(typeof data3 === "string"){
-if(func2(data3) > 4096){
-const err7 = {instancePath:instancePath+"/filter",schemaPath:"#/properties/filter/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
+}
+else {
+const err7 = {instancePath:instancePath+"/events",schemaPath:"#/properties/events/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -111,9 +110,11 @@ vErrors.push(err7);
 }
 errors++;
 }
-}
-else {
-const err8 = {instancePath:instancePath+"/filter",schemaPath:"#/properties/filter/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.filter !== undefined){
+let data4 = data.filter;
+if(typeof data4 === "string"){
+if(func2(data4) > 4096){
+const err8 = {instancePath:instancePath+"/filter",schemaPath:"#/properties/filter/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -123,11 +124,8 @@ vErrors.push(err8);
 errors++;
 }
 }
-if(data.since !== undefined){
-let data4 = data.since;
-if(typeof data4 === "string"){
-if(!pattern2.test(data4)){
-const err9 = {instancePath:instancePath+"/since",schemaPath:"#/properties/since/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9][0-9]{0,15})$"},message:"must match pattern \""+"^(0|[1-9][0-9]{0,15})$"+"\""};
+else {
+const err9 = {instancePath:instancePath+"/filter",schemaPath:"#/properties/filter/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -137,8 +135,11 @@ vErrors.push(err9);
 errors++;
 }
 }
-else {
-const err10 = {instancePath:instancePath+"/since",schemaPath:"#/properties/since/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.since !== undefined){
+let data5 = data.since;
+if(typeof data5 === "string"){
+if(!pattern2.test(data5)){
+const err10 = {instancePath:instancePath+"/since",schemaPath:"#/properties/since/pattern",keyword:"pattern",params:{pattern: "^(0|[1-9][0-9]{0,15})$"},message:"must match pattern \""+"^(0|[1-9][0-9]{0,15})$"+"\""};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -148,14 +149,25 @@ vErrors.push(err10);
 errors++;
 }
 }
-}
 else {
-const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err11 = {instancePath:instancePath+"/since",schemaPath:"#/properties/since/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err11];
 }
 else {
 vErrors.push(err11);
+}
+errors++;
+}
+}
+}
+else {
+const err12 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
 }
 errors++;
 }
@@ -406,7 +418,7 @@ export const InsertMessage = validate12;
 const schema17 = {"type":"object","description":"A row was inserted.","required":["type","collection","seq","at","row"],"additionalProperties":false,"properties":{"type":{"type":"string","const":"insert"},"collection":{"$ref":"CollectionName"},"seq":{"$ref":"Seq"},"at":{"$ref":"At"},"row":{"$ref":"Row"}}};
 const schema19 = {"type":"integer","description":"The event's number in its collection; starts at 1, no gaps, in commit order. A subscription\nwith `events` or `filter` sees only some of the numbers.\n","minimum":1,"maximum":9007199254740991,"examples":[42]};
 const schema20 = {"type":"string","format":"date-time","description":"When the change was committed (ISO 8601, UTC).","examples":["2026-11-22T10:00:00.000Z"]};
-const schema21 = {"type":"object","description":"A whole row, with its `id` and the client's fields.","required":["id"],"additionalProperties":true,"properties":{"id":{"type":"integer","description":"Assigned by the service; unique and increasing within the collection, never reused.","minimum":1,"maximum":9007199254740991}},"examples":[{"id":7,"text":"hello"}]};
+const schema21 = {"type":"object","description":"A whole row, with its `id` and the client's fields; to a subscription held to rules, without the\nfields they hide, and its `id` alone in an update with `\"matches\": false` that took it out of the\nend user's reach (\"Rules\").\n","required":["id"],"additionalProperties":true,"properties":{"id":{"type":"integer","description":"Assigned by the service; unique and increasing within the collection, never reused.","minimum":1,"maximum":9007199254740991}},"examples":[{"id":7,"text":"hello"}]};
 const formats0 = require("ajv-formats/dist/formats").fullFormats["date-time"];
 
 function validate12(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
@@ -659,8 +671,8 @@ return errors === 0;
 }
 
 export const UpdateMessage = validate13;
-const schema22 = {"type":"object","description":"A row was updated.","required":["type","collection","seq","at","row"],"additionalProperties":false,"properties":{"type":{"type":"string","const":"update"},"collection":{"$ref":"CollectionName"},"seq":{"$ref":"Seq"},"at":{"$ref":"At"},"row":{"$ref":"Row"},"previous":{"$ref":"PreviousRow"},"matches":{"type":"boolean","const":false,"description":"Only to a subscription with a `filter`, and only when the row matched it before the change\nand no longer does: the row left the client's view, drop it. Absent, the row after the\nchange matches (or there is no filter).\n"}}};
-const schema27 = {"type":"object","description":"The whole row as it was before the update, with its `id`. On every update, filtered or not;\nabsent only from updates stored before the service kept it (an upgrade of an older version).\n","required":["id"],"additionalProperties":true,"properties":{"id":{"type":"integer","minimum":1,"maximum":9007199254740991}},"examples":[{"id":7,"text":"hello"}]};
+const schema22 = {"type":"object","description":"A row was updated.","required":["type","collection","seq","at","row"],"additionalProperties":false,"properties":{"type":{"type":"string","const":"update"},"collection":{"$ref":"CollectionName"},"seq":{"$ref":"Seq"},"at":{"$ref":"At"},"row":{"$ref":"Row"},"previous":{"$ref":"PreviousRow"},"matches":{"type":"boolean","const":false,"description":"Only to a subscription with a `filter`, or held to rules, and only when the row matched its\nview before the change and no longer does: the row left the client's view, drop it. Absent,\nthe row after the change matches (or there is no filter). When the row left the end user's\nreach, `row` is its `id` alone.\n"}}};
+const schema27 = {"type":"object","description":"The whole row as it was before the update, with its `id`. On every update, filtered or not;\nabsent only from updates stored before the service kept it (an upgrade of an older version).\nTo a subscription held to rules, without the fields they hide, and its `id` alone when the\nupdate brought the row into the end user's reach (\"Rules\").\n","required":["id"],"additionalProperties":true,"properties":{"id":{"type":"integer","minimum":1,"maximum":9007199254740991}},"examples":[{"id":7,"text":"hello"}]};
 
 function validate13(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;

@@ -76,6 +76,12 @@ export interface paths {
          *     It changes when a collection the key can see is made or deleted or its schema changes, and so
          *     does its `ETag`; with `If-None-Match` naming that `ETag`, the answer is `304 Not Modified`.
          *     How collections are named in it: docs/contract.md.
+         *
+         *     To a publishable key, the feed as its caller may use it (as `getAccountOpenApi` says): the
+         *     messages of the collections whose rules grant this caller `read`, their rows without the fields
+         *     hidden from it, `collection` naming only those; the key in `api_key` (or `x-api-key`), the end
+         *     user's token in `access_token` (or `Authorization: Bearer`). No channel while the feed takes no
+         *     publishable key (`openFeed`), and no webhooks, which are the account's backend's.
          */
         get: operations["getAccountAsyncApi"];
         put?: never;
@@ -983,6 +989,19 @@ export interface paths {
          *     It changes when a collection the key can see is made or deleted or its schema changes, and so
          *     does its `ETag`; with `If-None-Match` naming that `ETag`, the answer is `304 Not Modified`.
          *     How collections are named in it: docs/contract.md.
+         *
+         *     To a publishable key, the API as its caller may use it: the end user of the token beside it
+         *     (`Authorization: Bearer`), or an anonymous caller without one. Only the operations marked
+         *     `x-rowbase-publishable: true`; of those that act on a collection's rows, only those the
+         *     collection's rules grant this caller for some rows at least (`read` for reads, aggregates and the
+         *     feed, `create` for inserts, `update` and `delete` for theirs; a collection without rules grants
+         *     nothing), a generic one (`listRows`) naming in `collection_name` only the collections that grant
+         *     it. A collection's types leave out the fields hidden from this caller (a field whose own `read`
+         *     rule grants it less than every row), and the types of what it writes the fields it may not set. Its
+         *     security schemes are the publishable key in `x-api-key` and the end user's token as a bearer JWT,
+         *     the token optional. The rules are read with each request, so a change of them shows in the next
+         *     answer, on every instance; the `ETag` follows what the rules grant, so that end users they grant
+         *     alike share a document. docs/access.md, "The contract follows the caller".
          */
         get: operations["getAccountOpenApi"];
         put?: never;
@@ -1208,6 +1227,14 @@ export interface paths {
         parameters: {
             query: {
                 /**
+                 * @description Beside a publishable key, the end user's token (a JWT of one of the account's issuers), as
+                 *     browsers set no headers on a WebSocket; or send it in `Authorization: Bearer` beside the key in
+                 *     `x-api-key`, as every operation takes it. Without it the caller is anonymous. The collection's
+                 *     rules hold the subscription (`asyncapi.yaml`, "Rules"). A token that does not verify is `401
+                 *     invalid_token`; with a secret key it is `400`.
+                 */
+                access_token?: string;
+                /**
                  * @description The collection to follow, of the key's account.
                  * @example notes
                  */
@@ -1249,11 +1276,15 @@ export interface paths {
          *     with `Connection: Upgrade`, `Upgrade: websocket`, `Sec-WebSocket-Key` (16 bytes in base64) and
          *     `Sec-WebSocket-Version: 13`, no subprotocol and no body (else `400 validation_failed` naming the
          *     headers, whatever its key, and not counted; these headers are no parameters here, as HTTP
-         *     client libraries may not set them: a WebSocket client sends them); the key (`401`); the plan
-         *     (`429`, before anything else about the subscription); a publishable key (`403`: the feed takes
-         *     none yet, see the `keys` tag); the query (`400`); the collection
-         *     (`404`); `since` (`400` past the latest `seq`, `410 gone` before the oldest retained event). An upgrade with a valid key counts one toward the
-         *     plan, accepted or refused, unless refused with `429`. Another method is `405` with `Allow`.
+         *     client libraries may not set them: a WebSocket client sends them); the key (`401`); beside a
+         *     publishable key, the end user's token (`access_token`, or `Authorization: Bearer` beside the key
+         *     in `x-api-key`: `401 invalid_token`) and the page's `Origin` (`403 origin_not_allowed`), neither
+         *     counted; the plan (`429`, before anything else about the subscription); the query (`400`); the
+         *     collection (`404`); with a publishable key, the collection's rules (`403`: a `read` rule that
+         *     grants the caller no row, a `filter` naming a field they hide; `asyncapi.yaml`, "Rules"); `since`
+         *     (`400` past the latest `seq`, `410 gone` before the oldest retained event). An upgrade with a
+         *     valid key counts one toward the plan, accepted or refused, unless refused with `429`,
+         *     `invalid_token` or `origin_not_allowed`. Another method is `405` with `Allow`.
          */
         get: operations["openFeed"];
         put?: never;
@@ -1587,7 +1618,13 @@ export interface components {
         };
         /**
          * @description A publishable key's requests per second per end user, or `null` for no limit of its own (the
-         *     account's plan still applies); always `null` for a secret key.
+         *     account's plan still applies); always `null` for a secret key. An end user is the issuer and `sub`
+         *     of a verified token, or else the client's address (an IPv6 address by its `/64`). Every request with
+         *     the key counts toward its end user's rate, whatever its answer, as toward the plan; past it, `429
+         *     rate_limited` with the plan's `RateLimit-*` headers and `Retry-After`, the `detail` naming the key's
+         *     `end_user_rate`. A token bucket, as the plan's rate: up to this many at once, refilled at this many a
+         *     second; shared by the instances of one database within about a second (docs/access.md, "A rate per
+         *     end user").
          * @example 20
          */
         EndUserRate: number | null;
@@ -2860,7 +2897,12 @@ export interface components {
                 "application/problem+json": components["schemas"]["OtherProblem"];
             };
         };
-        /** @description `forbidden`: the key is a publishable key, which the feed does not take yet (see the `keys` tag). */
+        /**
+         * @description `forbidden`: the key is a publishable key, and the collection's rules refuse the subscription: its
+         *     `read` rule grants the caller no row at all, or its `filter` names a field they hide (its error
+         *     names `filter`). Counted toward usage. `origin_not_allowed`: the key is a publishable key and the
+         *     upgrade's `Origin` is none of its `origins`; not counted.
+         */
         FeedForbidden: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3389,8 +3431,9 @@ export interface components {
         };
         /**
          * @description `quota_exceeded`: the account has used its plan's quota for this period (`Retry-After` says when the
-         *     next period starts), or `rate_limited`: more requests per second than the plan allows. Refused requests
-         *     are not counted.
+         *     next period starts), or `rate_limited`: more requests per second than the plan allows, or, with a
+         *     publishable key, than its `end_user_rate` allows the request's end user (`EndUserRate`); `detail` says
+         *     which. `RateLimit-*` tell the plan's quota as it stands. Refused requests are not counted.
          */
         TooManyRequests: {
             headers: {
@@ -3416,8 +3459,8 @@ export interface components {
             };
         };
         /**
-         * @description `quota_exceeded` or `rate_limited`, with `Retry-After` and the `RateLimit-*` headers, as on the
-         *     HTTP API; or `too_many_connections`: the account holds as many feed sockets as it may on this
+         * @description `quota_exceeded` or `rate_limited` (the plan's rate, or a publishable key's `end_user_rate` for the
+         *     client's address), with `Retry-After` and the `RateLimit-*` headers, as on the HTTP API; or `too_many_connections`: the account holds as many feed sockets as it may on this
          *     instance (`ROWBASE_FEED_MAX_SOCKETS_PER_ACCOUNT`), and no header says when one frees up.
          */
         TooManyUpgrades: {
@@ -7384,6 +7427,14 @@ export interface operations {
         parameters: {
             query: {
                 /**
+                 * @description Beside a publishable key, the end user's token (a JWT of one of the account's issuers), as
+                 *     browsers set no headers on a WebSocket; or send it in `Authorization: Bearer` beside the key in
+                 *     `x-api-key`, as every operation takes it. Without it the caller is anonymous. The collection's
+                 *     rules hold the subscription (`asyncapi.yaml`, "Rules"). A token that does not verify is `401
+                 *     invalid_token`; with a secret key it is `400`.
+                 */
+                access_token?: string;
+                /**
                  * @description The collection to follow, of the key's account.
                  * @example notes
                  */
@@ -7439,6 +7490,14 @@ export interface operations {
     headFeed: {
         parameters: {
             query: {
+                /**
+                 * @description Beside a publishable key, the end user's token (a JWT of one of the account's issuers), as
+                 *     browsers set no headers on a WebSocket; or send it in `Authorization: Bearer` beside the key in
+                 *     `x-api-key`, as every operation takes it. Without it the caller is anonymous. The collection's
+                 *     rules hold the subscription (`asyncapi.yaml`, "Rules"). A token that does not verify is `401
+                 *     invalid_token`; with a secret key it is `400`.
+                 */
+                access_token?: string;
                 /**
                  * @description The collection to follow, of the key's account.
                  * @example notes

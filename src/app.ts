@@ -26,7 +26,8 @@ import type { Logger } from './log.ts';
  *   preflight     a browser's CORS preflight under /v1, answered 204 with no key and not counted (cors.ts)
  *   authenticate  the key of a /v1 request (401; authentication.ts)
  *   allowOrigin   a publishable key's Origin: CORS headers on the answer, or 403 if not its own (cors.ts)
- *   meterUsage    counts the request toward its account's plan (429 past it; metering.ts)
+ *   meterUsage    counts the request toward its account's plan, and a publishable key's toward its end
+ *                 user's rate (429 past either; metering.ts)
  *   router.authorize  the operation's security (401) and the scope it needs of the key (403)
  *   jsonBody      the JSON body of a matched operation (400, 413, 415; body.ts, within body-budget.ts)
  *   idempotency   a write's Idempotency-Key: its stored answer replayed (422 for another request, 409
@@ -52,7 +53,7 @@ export function createApp(deps: Deps, router: Router, log: Logger, responses: Re
   app.use(preflight(router.methodsAt));
   app.use(authenticate(deps.store, deps.tokens));
   app.use(allowOrigin);
-  if (deps.config.metering) app.use(meterUsage(deps.meter));
+  if (deps.config.metering) app.use(meterUsage(deps.meter, deps.config.trustedProxies));
   app.use(router.authorize);
   app.use(jsonBody(deps.config, deps.bodies));
   app.use(idempotency(deps.store, deps.config.idempotencyKeyMs));

@@ -54,6 +54,14 @@ export interface Config {
   idempotencyKeyMs: number;
   /** Count and limit requests by plan. `ROWBASE_METERING=off` turns it off (for benchmarks); default on. */
   metering: boolean;
+  /**
+   * Proxies in front of the service that each append the address they were reached from to
+   * `X-Forwarded-For`: the client's address (which the rate per end user of a publishable key tells
+   * anonymous callers apart by; docs/access.md) is read there, this many entries from its end, rather
+   * than from the connection. `ROWBASE_TRUSTED_PROXIES`, default 0: the connection's address, and
+   * `X-Forwarded-For` is not read, as any client may send one.
+   */
+  trustedProxies: number;
   /** Events each collection keeps for feed clients to resume from. `ROWBASE_EVENTS_RETAIN_COUNT`, default 10000. */
   eventsRetainCount: number;
   /** Events older than this are pruned. `ROWBASE_EVENTS_RETAIN_SECONDS` × 1000, default one day. */
@@ -136,6 +144,7 @@ export const defaults: Config = {
   maxRowsByFilter: 10_000,
   idempotencyKeyMs: 24 * 60 * 60 * 1000,
   metering: true,
+  trustedProxies: 0,
   eventsRetainCount: 10_000,
   eventsRetainMs: 24 * 60 * 60 * 1000,
   eventsPruneIntervalMs: 60 * 1000,
@@ -173,6 +182,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
     maxRowsByFilter: integer(env, 'ROWBASE_MAX_ROWS_BY_FILTER', defaults.maxRowsByFilter, 1, 2 ** 31),
     idempotencyKeyMs: seconds(env, 'ROWBASE_IDEMPOTENCY_KEY_SECONDS', defaults.idempotencyKeyMs, 1, 365 * DAY),
     metering: onOff(env, 'ROWBASE_METERING', defaults.metering),
+    trustedProxies: integer(env, 'ROWBASE_TRUSTED_PROXIES', defaults.trustedProxies, 0, 100),
     eventsRetainCount: integer(env, 'ROWBASE_EVENTS_RETAIN_COUNT', defaults.eventsRetainCount, 1, 2 ** 31),
     eventsRetainMs: seconds(env, 'ROWBASE_EVENTS_RETAIN_SECONDS', defaults.eventsRetainMs, 1, 10 * 365 * DAY),
     eventsPruneIntervalMs: seconds(env, 'ROWBASE_EVENTS_PRUNE_SECONDS', defaults.eventsPruneIntervalMs, 1, DAY),

@@ -110,13 +110,14 @@ export class Metrics implements Observer {
     );
     new Counter({
       name: 'rowbase_usage_refused_total',
-      help: 'Requests and feed upgrades refused with 429 by their plan, by reason (quota_exceeded, rate_limited).',
+      help: "Requests and feed upgrades refused with 429 by their plan or their end user's rate, by reason (quota_exceeded, rate_limited, end_user_rate_limited).",
       labelNames: ['reason'],
       registers,
       collect() {
         this.reset();
         this.inc({ reason: 'quota_exceeded' }, meter.counts.quota_exceeded);
         this.inc({ reason: 'rate_limited' }, meter.counts.rate_limited);
+        this.inc({ reason: 'end_user_rate_limited' }, meter.counts.end_user_rate_limited);
       },
     });
     new Counter({

@@ -9,6 +9,7 @@ import { openStore, type Store } from './db/engine/store.ts';
 import { expectationFailed, noTunnel } from './errors.ts';
 import { BodyBudget } from './http/body-budget.ts';
 import { answerClientErrors } from './http/client-errors.ts';
+import { endUserOf } from './http/metering.ts';
 import { accessLog, type Observer } from './http/observe.ts';
 import { serveWithoutUpgrade, wantsWebSocket } from './http/other-upgrades.ts';
 import { writeProblem } from './http/problems.ts';
@@ -21,7 +22,7 @@ import { root } from './root.ts';
 import { TokenVerifier } from './tokens/verifier.ts';
 import { Meter } from './usage/meter.ts';
 import { WebhookWorker } from './webhooks/worker.ts';
-import { createFeed, type Feed } from './ws/feed.ts';
+import { createFeed, type Feed, type FeedOptions } from './ws/feed.ts';
 
 export interface RunningServer {
   /** Base URL, e.g. http://127.0.0.1:8080 */
@@ -86,10 +87,14 @@ export async function startServer(
     writeProblem(response, expectationFailed(), { head: request.method === 'HEAD' });
   });
   server.on('connect', (request, socket) => writeProblem(socket, noTunnel(), { requestId: requestIdOf(request) }));
-  // Every upgrade with a valid key counts toward the plan like a /v1 request, whatever its outcome; over
-  // quota or rate it is refused 429 and not counted.
-  const admit = config.metering ? async ({ accountId }: { accountId: number }) => void (await meter.admit(accountId)) : undefined;
-  const feed = createFeed({ store, config, log, admit, observers });
+  // Every upgrade with a valid key counts toward the plan like a /v1 request, whatever its outcome, and a
+  // publishable key's toward its end user's rate (by the token's subject, or by address); over quota or
+  // rate it is refused 429 and not counted.
+  const admit: FeedOptions['admit'] = config.metering
+    ? async (principal, request, claims) =>
+        void (await meter.admit(principal.accountId, 1, endUserOf(principal, claims, request, config.trustedProxies)))
+    : undefined;
+  const feed = createFeed({ store, config, log, tokens, admit, observers });
   const webhooks = new WebhookWorker({ store, config, log });
   const metrics = config.metricsPort === undefined ? undefined : new Metrics({ store, meter, feed, webhooks });
   if (metrics) observers.push(metrics);

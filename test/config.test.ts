@@ -31,4 +31,12 @@ describe('config', () => {
       expect(() => configFromEnv({ ROWBASE_MAX_BODY_BYTES_AT_ONCE: value }), value).to.throw(ConfigError, /ROWBASE_MAX_BODY_BYTES_AT_ONCE/);
     }
   });
+
+  it('trusts no proxy by default, or ROWBASE_TRUSTED_PROXIES in front, from 0 to 100', () => {
+    expect(configFromEnv({}).trustedProxies).to.equal(0);
+    expect(configFromEnv({ ROWBASE_TRUSTED_PROXIES: '2' }).trustedProxies).to.equal(2);
+    for (const value of ['-1', '101', 'yes']) {
+      expect(() => configFromEnv({ ROWBASE_TRUSTED_PROXIES: value }), value).to.throw(ConfigError, /ROWBASE_TRUSTED_PROXIES/);
+    }
+  });
 });

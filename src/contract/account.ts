@@ -7,6 +7,8 @@
 // its collections cost; `documentTag` costs a hash of the collections, so that a server can answer
 // `304 Not Modified`, or serve the document it built for the same tag (cache.ts), before building one.
 import { createHash } from 'node:crypto';
+import { type CollectionView, type DocumentCaller, publishableOpenApi } from './caller.ts';
+import { publishableAsyncApi } from './caller-feed.ts';
 import { collectionPrefix, feedOperation, rowOperationId, type rowOperations, rowTypeName } from './names.ts';
 import { openApiTo31 } from './openapi-31.ts';
 import { componentRef, type JsonObject, rowSchemas } from './row-schemas.ts';
@@ -15,6 +17,8 @@ import { componentRef, type JsonObject, rowSchemas } from './row-schemas.ts';
 export interface CollectionContract {
   name: string;
   schema: Record<string, unknown> | null;
+  /** For a document of a publishable key: what its caller may use of the collection (caller.ts). */
+  view?: CollectionView;
 }
 
 const isObject = (value: unknown): value is JsonObject => typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -135,8 +139,11 @@ const collectionTag = (collection: string) => `rows of ${collection}`;
  * answers whole rows: it takes no `select`. A collection without a schema gets the same paths, typed as
  * openapi.yaml types rows. The generic operations stay. Collections come in name order, whatever the
  * order given. A new document each call; its parts may be shared with earlier ones: do not change it.
+ *
+ * For a publishable key (`caller.publishable`), only what its caller may use, as each collection's `view`
+ * says, the types without the fields hidden from it (caller.ts, publishableOpenApi).
  */
-export function accountOpenApi(base: object, collections: readonly CollectionContract[]): object {
+export function accountOpenApi(base: object, collections: readonly CollectionContract[], caller: DocumentCaller = {}): object {
   const document = base31(base);
   const baseSchemas = (document.components as JsonObject).schemas as JsonObject;
   const baseRequestBodies = (document.components as JsonObject).requestBodies as JsonObject;
@@ -147,12 +154,13 @@ export function accountOpenApi(base: object, collections: readonly CollectionCon
   const tags = [...((document.tags as unknown[]) ?? [])];
   let anyTyped = false;
 
-  for (const { name, schema } of inOrder(collections)) {
+  for (const { name, schema, view } of inOrder(collections)) {
     const typed = schema !== null;
     const renamed: Record<string, string> = {};
     if (typed) {
       anyTyped = true;
-      Object.assign(schemas, rowSchemas(name, schema, { id: { $ref: componentRef('RowId') } }).schemas);
+      const fields = caller.publishable ? { hidden: view?.hidden, unwritable: view?.unwritable } : {};
+      Object.assign(schemas, rowSchemas(name, schema, { id: { $ref: componentRef('RowId') }, ...fields }).schemas);
       for (const [generic, kind] of Object.entries({ ...typedSchemas, ...typedRequestBodies })) renamed[generic] = rowTypeName(name, kind);
       renamed.RowQuery = WHOLE_ROW_QUERY;
       for (const generic of Object.keys(typedRequestBodies)) {
@@ -188,7 +196,8 @@ export function accountOpenApi(base: object, collections: readonly CollectionCon
       properties,
     };
   }
-  return { ...document, tags, paths, components: { ...(document.components as JsonObject), schemas, requestBodies } };
+  const account = { ...document, tags, paths, components: { ...(document.components as JsonObject), schemas, requestBodies } };
+  return caller.publishable ? publishableOpenApi(account, collections) : account;
 }
 
 /** The feed's generic payloads a collection has its own of, and the message of each. */
@@ -205,8 +214,12 @@ const feedMessages = [
  * collection's name and whose `row` and `previous` are `<Prefix>Row` (the collection's schema, with `id`;
  * asyncapi.yaml's `Row` and `PreviousRow` for a collection without one), messages `<Prefix>Insert`, … on the channel
  * `feed`, and the operation `send<Prefix>RowChanges`. The generic messages stay. A new document each call.
+ *
+ * For a publishable key (`caller.publishable`), the feed of the collections its caller may read, if the
+ * feed takes a publishable key (`caller.feed`), their rows without the fields hidden from it (caller.ts,
+ * publishableAsyncApi).
  */
-export function accountAsyncApi(base: object, collections: readonly CollectionContract[]): object {
+export function accountAsyncApi(base: object, collections: readonly CollectionContract[], caller: DocumentCaller = {}): object {
   const document = base as JsonObject;
   const components = document.components as JsonObject;
   const baseSchemas = components.schemas as JsonObject;
@@ -218,12 +231,14 @@ export function accountAsyncApi(base: object, collections: readonly CollectionCo
   const operations: JsonObject = { ...(document.operations as JsonObject) };
   const idSchema = ((baseSchemas.Row as JsonObject).properties as JsonObject).id as JsonObject;
 
-  for (const { name, schema } of inOrder(collections)) {
+  for (const { name, schema, view } of inOrder(collections)) {
+    if (caller.publishable && !view?.operations.includes('read')) continue;
+    const hidden = caller.publishable ? view?.hidden : undefined;
     const prefix = collectionPrefix(name);
     const row = rowTypeName(name, 'row');
     // A collection without a schema has rows as asyncapi.yaml's `Row`, and no row type of its own.
     const renamed: Record<string, string> = schema === null ? {} : { Row: row, PreviousRow: row };
-    if (schema !== null) Object.assign(schemas, rowSchemas(name, schema, { id: idSchema, kinds: ['row'] }).schemas);
+    if (schema !== null) Object.assign(schemas, rowSchemas(name, schema, { id: idSchema, kinds: ['row'], hidden }).schemas);
     const operationMessages: unknown[] = [];
     for (const { message, schema: payload, kind, key } of feedMessages) {
       const generic = baseSchemas[payload] as JsonObject;
@@ -253,23 +268,26 @@ export function accountAsyncApi(base: object, collections: readonly CollectionCo
       messages: operationMessages,
     };
   }
-  return {
+  const account = {
     ...document,
     channels: { ...channels, feed: { ...feed, messages: channelMessages } },
     operations,
     components: { ...components, schemas, messages },
   };
+  return caller.publishable ? publishableAsyncApi(account, collections, caller.feed ?? false) : account;
 }
 
 const baseTags = new WeakMap<object, string>();
 
 /**
- * A strong entity tag (RFC 9110 §8.8.3) of the document `accountOpenApi(base, collections)` or
- * `accountAsyncApi(base, collections)` answers: equal for equal inputs, different when a collection, its
- * schema or the base document differs. A hash of the inputs (the base's hashed once per parsed document),
- * so it costs far less than the document: compare it with `If-None-Match` first.
+ * A strong entity tag (RFC 9110 §8.8.3) of the document `accountOpenApi(base, collections, caller)` or
+ * `accountAsyncApi(base, collections, caller)` answers: equal for equal inputs, different when a
+ * collection, its schema, what it grants a publishable key's caller (its `view`), the caller or the base
+ * document differs. A hash of the inputs (the base's hashed once per parsed document), so it costs far less
+ * than the document: compare it with `If-None-Match` first. Two end users whose claims the rules grant the
+ * same share a tag, and so a document.
  */
-export function documentTag(base: object, collections: readonly CollectionContract[]): string {
+export function documentTag(base: object, collections: readonly CollectionContract[], caller: DocumentCaller = {}): string {
   let baseHash = baseTags.get(base);
   if (baseHash === undefined) {
     baseHash = createHash('sha256').update(JSON.stringify(base)).digest('base64url');
@@ -277,7 +295,11 @@ export function documentTag(base: object, collections: readonly CollectionContra
   }
   const hash = createHash('sha256')
     .update(baseHash)
-    .update(JSON.stringify(inOrder(collections).map(({ name, schema }) => [name, schema])))
-    .digest('base64url');
-  return `"${hash.slice(0, 27)}"`;
+    .update(
+      JSON.stringify(
+        inOrder(collections).map(({ name, schema, view }) => (caller.publishable ? [name, schema, view ?? null] : [name, schema])),
+      ),
+    );
+  if (caller.publishable) hash.update(JSON.stringify({ publishable: true, feed: caller.feed ?? false }));
+  return `"${hash.digest('base64url').slice(0, 27)}"`;
 }

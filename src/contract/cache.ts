@@ -1,5 +1,7 @@
 // The account's documents kept by their tag (`documentTag`), so that keys that see the same collections,
-// and requests between two changes of a schema, share one document built once.
+// end users whom the collections' rules grant alike, and requests between two changes of a schema or of
+// the rules, share one document built once. The tag holds everything a document is built from, the
+// caller's view of the rules included: a change makes a new tag, never a stale document.
 
 /** What a `DocumentCache` keeps: by default the JSON text a route answers. */
 export class DocumentCache<Document = string> {

@@ -8,7 +8,8 @@ import { collectionPrefix, defSuffix, rowTypeName } from './names.ts';
 
 export type JsonObject = { [key: string]: unknown };
 
-const isObject = (value: unknown): value is JsonObject => typeof value === 'object' && value !== null && !Array.isArray(value);
+/** Whether `value` is a JSON object (not an array, not null). */
+export const isObject = (value: unknown): value is JsonObject => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 const COMPONENT = '#/components/schemas/';
 
@@ -59,6 +60,10 @@ export interface RowSchemaOptions {
   id: JsonObject;
   /** Which types to make: the feed needs the row alone. Default: all three. */
   kinds?: readonly ('row' | 'insert' | 'patch')[];
+  /** Top-level fields left out of every type: those hidden from the caller the document is for. Default: none. */
+  hidden?: readonly string[];
+  /** Top-level fields left out of the row to insert and the patch: those the caller may not set. Default: none. */
+  unwritable?: readonly string[];
 }
 
 /**
@@ -129,10 +134,13 @@ export function rowSchemas(collection: string, schema: JsonObject, options: RowS
     return out;
   };
 
-  const given = rewrite(Object.fromEntries(Object.entries(schema).filter(([key]) => !DROPPED_KEYWORDS.includes(key)))) as JsonObject;
-  const properties = isObject(given.properties) ? { ...given.properties } : {};
-  delete properties.id;
-  const required = Array.isArray(given.required) ? given.required.filter((name) => name !== 'id') : [];
+  const rewritten = rewrite(Object.fromEntries(Object.entries(schema).filter(([key]) => !DROPPED_KEYWORDS.includes(key)))) as JsonObject;
+  const hidden = options.hidden ?? [];
+  // What the caller reads, and what it writes: a field it may not see it may not set either.
+  const given = withoutFields(rewritten, hidden);
+  const written = withoutFields(rewritten, [...hidden, ...(options.unwritable ?? [])]);
+  const properties = propertiesOf(given);
+  const required = requiredOf(given);
   const notAccepted = (why: string) => ({ description: `Not accepted; ${why}.`, not: {} });
   // The schema's own title and description follow what each type is.
   const told = [schema.title, schema.description].filter((text) => typeof text === 'string' && text).join('\n\n');
@@ -164,27 +172,70 @@ export function rowSchemas(collection: string, schema: JsonObject, options: RowS
     };
   }
   if (kinds.has('insert')) {
-    const { required: _required, ...rest } = given;
+    const { required: _required, ...rest } = written;
+    const writtenRequired = requiredOf(written);
     schemas[insertName] = {
       // A row is an object: a schema that does not say so (`{}`, or of properties alone) still types one.
       ...(rest.type === undefined && { type: 'object' }),
       ...rest,
       description: describe(`A row to insert into \`${collection}\`: the collection's schema; the service assigns \`id\`.`),
-      ...(required.length > 0 && { required }),
-      properties: { id: notAccepted('the service assigns ids'), ...properties },
+      ...(writtenRequired.length > 0 && { required: writtenRequired }),
+      properties: { id: notAccepted('the service assigns ids'), ...propertiesOf(written) },
     };
   }
   if (kinds.has('patch')) {
-    const kept = Object.fromEntries(PATCH_KEYWORDS.filter((key) => key in given).map((key) => [key, given[key]]));
+    const kept = Object.fromEntries(PATCH_KEYWORDS.filter((key) => key in written).map((key) => [key, written[key]]));
     schemas[rowTypeName(collection, 'patch')] = {
       ...kept,
       type: 'object',
       description: describe(`The fields of a row of \`${collection}\` to change, none required (a top-level merge); at least one.`),
       minProperties: 1,
-      properties: { id: notAccepted('ids never change'), ...properties },
+      properties: { id: notAccepted('ids never change'), ...propertiesOf(written) },
     };
   }
   return { schemas: { ...schemas, ...relocated } };
+}
+
+/** The top-level `properties` of a schema, without `id`, which the service's own takes the place of. */
+function propertiesOf(schema: JsonObject): JsonObject {
+  const properties = isObject(schema.properties) ? { ...schema.properties } : {};
+  delete properties.id;
+  return properties;
+}
+
+/** The top-level `required` of a schema, without `id`. */
+const requiredOf = (schema: JsonObject): unknown[] =>
+  Array.isArray(schema.required) ? schema.required.filter((name) => name !== 'id') : [];
+
+/** The keywords whose schemas apply to the row itself, as the top level does: where a top-level field is named too. */
+const IN_PLACE_KEYWORDS = ['allOf', 'anyOf', 'oneOf', 'if', 'then', 'else'];
+
+/**
+ * `schema` (a schema of the row, rewritten) without the top-level fields `names`, a new value: out of its
+ * `properties`, `required`, `dependentRequired` and `dependentSchemas`, and those of the schemas that apply
+ * to the row in place (`allOf`, `if`, …), and out of its examples, so that no type of the document names
+ * them. A field the caller may not see is never named to it (docs/access.md, "The contract follows the caller").
+ */
+function withoutFields(schema: JsonObject, names: readonly string[]): JsonObject {
+  if (names.length === 0) return schema;
+  const left = new Set(names);
+  const without = (map: unknown) => (isObject(map) ? Object.fromEntries(Object.entries(map).filter(([name]) => !left.has(name))) : map);
+  const out: JsonObject = { ...schema };
+  const named = (list: unknown) => (Array.isArray(list) ? list.filter((name) => !left.has(name as string)) : list);
+  for (const keyword of ['properties', 'dependentSchemas']) if (keyword in out) out[keyword] = without(out[keyword]);
+  if (isObject(out.dependentRequired))
+    out.dependentRequired = Object.fromEntries(
+      Object.entries(without(out.dependentRequired) as JsonObject).map(([name, list]) => [name, named(list)]),
+    );
+  if ('required' in out) out.required = named(out.required);
+  if (Array.isArray(out.examples)) out.examples = out.examples.map(without);
+  if ('example' in out) out.example = without(out.example);
+  for (const keyword of IN_PLACE_KEYWORDS) {
+    const value = out[keyword];
+    if (Array.isArray(value)) out[keyword] = value.map((each) => (isObject(each) ? withoutFields(each, names) : each));
+    else if (isObject(value)) out[keyword] = withoutFields(value, names);
+  }
+  return out;
 }
 
 /** Whether the JSON Pointer `tokens` names a member of `node`. */

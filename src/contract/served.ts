@@ -1,27 +1,67 @@
 // The account's documents as the API serves them (openapi.yaml, getAccountOpenApi and getAccountAsyncApi):
-// the base documents parsed once, each document built once for its tag and kept (cache.ts).
+// the base documents parsed once, each document built once for its tag and kept (cache.ts). For a
+// publishable key, what its caller may use: each collection's rules compiled once per version, and the
+// caller's view of them (caller.ts) part of the tag, so that a change of the rules, read with the
+// collections on every request, shows at once, on every instance.
 import { parse } from 'yaml';
+import type { StoredRules } from '../db/rules/rules.ts';
+import { type Claims, CompiledRulesCache } from '../rules/compile.ts';
 import { accountAsyncApi, accountOpenApi, type CollectionContract, documentTag } from './account.ts';
 import { DocumentCache } from './cache.ts';
+import { collectionView, type DocumentCaller, takesPublishable } from './caller.ts';
 
 /** Which of the two documents. */
 export type ContractKind = 'openapi' | 'asyncapi';
 
 const build = { openapi: accountOpenApi, asyncapi: accountAsyncApi };
 
+/** A collection as the server reads it: its name, its schema, and its rules (null for none). */
+export interface ServedCollection {
+  name: string;
+  schema: Record<string, unknown> | null;
+  rules: StoredRules | null;
+}
+
 /** The account documents of one server: `documents` are the texts of openapi.yaml and asyncapi.yaml it serves. */
 export class AccountContracts {
   private readonly bases: Record<ContractKind, object>;
   private readonly documents = new DocumentCache();
+  private readonly compiled = new CompiledRulesCache();
+  /** Whether the feed takes a publishable key (openapi.yaml marks `openFeed`): its AsyncAPI document then shows it. */
+  private readonly feedTakesPublishable: boolean;
 
   constructor(documents: Record<ContractKind, string>) {
     this.bases = { openapi: parse(documents.openapi), asyncapi: parse(documents.asyncapi) };
+    this.feedTakesPublishable = takesPublishable(this.bases.openapi, 'openFeed');
   }
 
-  /** The document's tag for `collections` (its ETag), and its JSON text, built only when asked for. */
-  document(kind: ContractKind, collections: readonly CollectionContract[]): { tag: string; json: () => string } {
+  /**
+   * The document's tag for `collections` (its ETag), and its JSON text, built only when asked for. With
+   * `publishable`, for a caller holding a publishable key whose end user has `claims` (null: anonymous):
+   * only what the collections' rules grant it, a collection without rules none of it.
+   */
+  document(
+    kind: ContractKind,
+    collections: readonly ServedCollection[],
+    publishable?: { claims: Claims },
+  ): { tag: string; json: () => string } {
     const base = this.bases[kind];
-    const tag = documentTag(base, collections);
-    return { tag, json: () => this.documents.get(tag, () => JSON.stringify(build[kind](base, collections))) };
+    const caller: DocumentCaller = publishable ? { publishable: true, feed: this.feedTakesPublishable } : {};
+    const contracts = publishable
+      ? this.viewed(collections, publishable.claims)
+      : collections.map(({ name, schema }) => ({ name, schema }));
+    const tag = documentTag(base, contracts, caller);
+    return { tag, json: () => this.documents.get(tag, () => JSON.stringify(build[kind](base, contracts, caller))) };
+  }
+
+  /** The collections whose rules grant a caller with `claims` anything, each with what they grant. */
+  private viewed(collections: readonly ServedCollection[], claims: Claims): CollectionContract[] {
+    const viewed: CollectionContract[] = [];
+    for (const { name, schema, rules } of collections) {
+      if (rules === null) continue;
+      const view = collectionView(this.compiled.get(rules.collectionId, rules.version, rules.rules), claims);
+      if (view.operations.length > 0) viewed.push({ name, schema, view });
+    }
+    return viewed;
   }
 }

@@ -2,6 +2,7 @@ import type { ContractKind } from '../contract/served.ts';
 import type { Principal } from '../db/accounts/keys.ts';
 import { ApiError, unavailable } from '../errors.ts';
 import { ifNoneMatch } from '../http/conditional.ts';
+import type { Claims as RuleClaims } from '../rules/compile.ts';
 import type { Deps, Handlers, Input, Result } from './types.ts';
 
 /** How long readiness waits for the database's answer before it answers 503 (openapi.yaml, getReadiness). */
@@ -38,23 +39,26 @@ export const serviceHandlers: Handlers<'getHealth' | 'getReadiness' | 'getAccoun
 
 /**
  * The account's document of `kind`, with the collections the key can see and their schemas, and its
- * ETag; 304 when If-None-Match names it (RFC 9110 §13.1.2).
+ * ETag; 304 when If-None-Match names it (RFC 9110 §13.1.2). To a publishable key, what its caller may use
+ * (docs/access.md, "The contract follows the caller").
  */
 async function answerDocument(
   kind: ContractKind,
-  { principal, headers }: Pick<Input<'getAccountOpenApi'>, 'principal' | 'headers'>,
+  { principal, headers, claims }: Pick<Input<'getAccountOpenApi'>, 'principal' | 'headers' | 'claims'>,
   { store, contracts }: Deps,
 ): Promise<Result> {
-  const { tag, json } = contracts.document(kind, await visibleCollections(store, principal));
+  // The claims of a verified token are plain JSON data (src/tokens/verifier.ts).
+  const publishable = principal.kind === 'publishable' ? { claims: (claims ?? null) as RuleClaims } : undefined;
+  const { tag, json } = contracts.document(kind, await visibleCollections(store, principal), publishable);
   const etag = { ETag: tag };
   // The tag is quoted already (documentTag); If-None-Match names its opaque text.
   if (ifNoneMatch(headers)(tag.slice(1, -1))) return { status: 304, headers: etag };
   return { status: 200, body: json(), contentType: 'application/json', headers: etag };
 }
 
-/** The account's collections with their schemas, those the key is limited to if it is. */
+/** The account's collections with their schemas and rules, those the key is limited to if it is. */
 async function visibleCollections(store: Deps['store'], principal: Principal) {
-  const all = await store.listCollectionSchemas(principal.accountId);
+  const all = await store.listCollectionContracts(principal.accountId);
   const { collections } = principal;
   return collections ? all.filter(({ name }) => collections.has(name)) : all;
 }

@@ -1,7 +1,7 @@
 // The key of a request (authenticate, the stage of app.ts after the route): every /v1 request needs a
 // live one, and the account it belongs to is the request's principal; beside a publishable key, the
 // end user's token, verified against the account's issuers (docs/access.md). The feed's upgrade checks
-// (ws/upgrade.ts) read the key the same way (keyOf, principalOf).
+// (ws/upgrade.ts) read the key and the token the same way (keyOf, endUserTokenOf).
 import type { IncomingMessage } from 'node:http';
 import type { Middleware } from 'koa';
 import type { Principal } from '../db/accounts/keys.ts';
@@ -53,7 +53,7 @@ async function principalOf(store: Store, request: Pick<IncomingMessage, 'headers
  * The end user's token: the one `Authorization: Bearer` value of a request whose `x-api-key` is a
  * publishable key, when it is no key of ours (rowbase's keys all start `rb_`); else undefined.
  */
-function endUserTokenOf({ headers, rawHeaders }: Pick<IncomingMessage, 'headers' | 'rawHeaders'>): string | undefined {
+export function endUserTokenOf({ headers, rawHeaders }: Pick<IncomingMessage, 'headers' | 'rawHeaders'>): string | undefined {
   const { authorization, 'x-api-key': headerKey } = headers;
   if (typeof headerKey !== 'string' || !headerKey.startsWith(PUBLISHABLE) || typeof authorization !== 'string') return undefined;
   if (headerLines(rawHeaders, 'authorization') > 1) return undefined;
@@ -62,7 +62,7 @@ function endUserTokenOf({ headers, rawHeaders }: Pick<IncomingMessage, 'headers'
 }
 
 /** The request as keyOf() reads it once its Authorization is the end user's token: without it. */
-const withoutAuthorization = ({ headers, rawHeaders }: Pick<IncomingMessage, 'headers' | 'rawHeaders'>) => ({
+export const withoutAuthorization = ({ headers, rawHeaders }: Pick<IncomingMessage, 'headers' | 'rawHeaders'>) => ({
   headers: { ...headers, authorization: undefined },
   rawHeaders,
 });

@@ -96,9 +96,10 @@ export const allowOrigin: Middleware<Partial<AuthState>> = (ctx, next) => {
   return next();
 };
 
-const allows = (principal: Principal, origin: string) => principal.origins?.has(origin) === true;
+/** Whether a page of `origin` may use the publishable key of `principal`: the key lists it. The feed's upgrade asks too (ws/upgrade.ts). */
+export const allows = (principal: Principal, origin: string) => principal.origins?.has(origin) === true;
 
-const originNotAllowed = (origin: string) =>
+export const originNotAllowed = (origin: string) =>
   new ApiError('origin_not_allowed', `The key is not for pages of ${origin}: it lists the origins it may be used from.`, {
     headers: { Vary: 'Origin' },
   });

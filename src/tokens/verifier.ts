@@ -137,6 +137,12 @@ export class TokenVerifier {
 }
 
 /**
+ * The moment, in ms since the epoch, from which a verified token with these claims is refused as expired:
+ * its `exp` (which every verified token has) and the skew allowed. The feed closes a socket then.
+ */
+export const refusedFrom = (claims: Claims): number => ((claims.exp as number) + CLOCK_TOLERANCE_S) * 1000;
+
+/**
  * The issuer a token names by its `iss` (read before it is verified, to choose the key): of several with
  * that `iss`, the first whose audiences its `aud` names. 401 for a token that is no JWT, or names no issuer
  * of the account.

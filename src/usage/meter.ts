@@ -1,12 +1,13 @@
-// Usage metering and enforcement (openapi.yaml, getUsage and the RateLimit-* headers). Counting
-// happens in memory, so it costs no write per request; pending counts are added to the database at
-// least every second and on close, so a crash loses at most a second of counts. Deciding and counting
-// are one synchronous step, so on one instance a quota of N admits exactly N requests, whatever the
-// concurrency.
+// Usage metering and enforcement (openapi.yaml, getUsage and the RateLimit-* headers), and the rate per
+// end user of a publishable key (end-users.ts). Counting happens in memory, so it costs no write per
+// request; pending counts are added to the database at least every second and on close, so a crash
+// loses at most a second of counts. Deciding and counting are one synchronous step, so on one instance
+// a quota of N admits exactly N requests, whatever the concurrency.
 import type { Plan } from '../db/accounts/plans.ts';
 import type { Store } from '../db/engine/store.ts';
 import { ApiError } from '../errors.ts';
 import type { Logger } from '../log.ts';
+import { type EndUser, EndUserMeter } from './end-users.ts';
 import { periodAt } from './periods.ts';
 
 export interface MeterOptions {
@@ -24,6 +25,8 @@ export interface Admission {
   remaining: number;
   /** Seconds until the period ends. */
   reset: number;
+  /** The end user the request counted for, if any: a batch's operations past the first count for them too (admitMore). */
+  endUser?: EndUser;
 }
 
 export interface Usage {
@@ -60,12 +63,15 @@ export interface AdmissionCounts {
   admitted: number;
   quota_exceeded: number;
   rate_limited: number;
+  /** Refused for the rate per end user of their publishable key (answered `rate_limited`, as the plan's rate). */
+  end_user_rate_limited: number;
 }
 
 export class Meter {
   /** What admit() decided, counted since the start. */
-  readonly counts: AdmissionCounts = { admitted: 0, quota_exceeded: 0, rate_limited: 0 };
+  readonly counts: AdmissionCounts = { admitted: 0, quota_exceeded: 0, rate_limited: 0, end_user_rate_limited: 0 };
   private readonly accounts = new Map<number, AccountMeter>();
+  private readonly endUsers: EndUserMeter;
   private readonly refreshing = new Map<number, Promise<AccountMeter>>();
   /** Counts of periods that ended before they were written. */
   private retired: { accountId: number; periodStart: string; count: number }[] = [];
@@ -81,6 +87,7 @@ export class Meter {
   ) {
     this.clock = options.clock ?? Date.now;
     this.refreshMs = options.refreshMs ?? 1000;
+    this.endUsers = new EndUserMeter(store, log);
     this.timer = setInterval(() => void this.flush(), options.flushIntervalMs ?? 1000);
     this.timer.unref();
   }
@@ -88,23 +95,25 @@ export class Meter {
   /**
    * Counts `units` requests of the account (default 1; a batch counts one per operation, openapi.yaml
    * writeBatch), or throws 429 (and counts nothing) when its plan's quota has fewer left, or its rate
-   * not one. The units past the first are taken from the rate's bucket all the same, which may go below
-   * zero: the requests after them wait until it fills again. Synchronous while the account's meter is
-   * fresh, as it is for all but about one request a second: no promise, and no turn of the microtask
-   * queue, per request.
+   * not one, or, for a request of `endUser` (default none: a secret key's, or a publishable key's
+   * without a rate per end user), that end user's rate not one. The units past the first are taken from
+   * the rates' buckets all the same, which may go below zero: the requests after them wait until they
+   * fill again. Synchronous while the account's meter is fresh, as it is for all but about one request
+   * a second: no promise, and no turn of the microtask queue, per request.
    */
-  admit(accountId: number, units = 1): Admission | Promise<Admission> {
+  admit(accountId: number, units = 1, endUser?: EndUser): Admission | Promise<Admission> {
     const meter = this.fresh(accountId);
-    return meter ? this.count(meter, units) : this.current(accountId).then((read) => this.count(read, units));
+    return meter ? this.count(meter, units, endUser) : this.current(accountId).then((read) => this.count(read, units, endUser));
   }
 
   /**
-   * Counts `units` more requests of the account toward a request's `admission` (a batch's operations
-   * past the first), which then tells what remains; 429 as admit() when its plan has fewer left.
+   * Counts `units` more requests of the account, and of the end user it counted for, toward a request's
+   * `admission` (a batch's operations past the first), which then tells what remains; 429 as admit()
+   * when its plan or the end user's rate has fewer left.
    */
   async admitMore(accountId: number, units: number, admission: Admission): Promise<void> {
     try {
-      Object.assign(admission, await this.admit(accountId, units));
+      Object.assign(admission, await this.admit(accountId, units, admission.endUser));
     } catch (error) {
       if (!(error instanceof TooMany)) throw error;
       // The answer carries the request's admission as the refusal left it, and the refusal's Retry-After.
@@ -113,7 +122,7 @@ export class Meter {
     }
   }
 
-  private count(meter: AccountMeter, units: number): Admission {
+  private count(meter: AccountMeter, units: number, endUser: EndUser | undefined): Admission {
     const now = this.clock();
     const used = meter.base + meter.writing + meter.pending;
     const { quota, rate } = meter.plan;
@@ -143,12 +152,21 @@ export class Meter {
           retryAfter: Math.max(1, Math.ceil((1 - meter.tokens) / rate)),
         });
       }
-      meter.tokens -= units;
     }
+    // Last, as it takes from the end user's bucket when it admits: nothing refuses the request after it.
+    const endUserWait = endUser && this.endUsers.admit(endUser, units, now);
+    if (endUser && endUserWait !== undefined) {
+      this.counts.end_user_rate_limited++;
+      throw tooMany('rate_limited', endUserRateDetail(endUser), {
+        admission: { limit: quota, remaining: quota - used, reset },
+        retryAfter: endUserWait,
+      });
+    }
+    if (rate !== null) meter.tokens -= units;
     meter.pending += units;
     meter.lastSeen = now;
     this.counts.admitted++;
-    return { limit: quota, remaining: quota - used - units, reset };
+    return { limit: quota, remaining: quota - used - units, reset, endUser };
   }
 
   /** The account's usage in the current period, as counted so far. */
@@ -208,6 +226,7 @@ export class Meter {
         meter.writing -= count;
       }
     }
+    await this.endUsers.write(this.clock());
   }
 
   private async readTotal(accountId: number, meter: AccountMeter): Promise<number> {
@@ -269,6 +288,12 @@ export class Meter {
     return fresh;
   }
 }
+
+/** A 429's detail for an end user past their rate: which limit it is, and how the end user was told apart. */
+const endUserRateDetail = ({ rate, by }: EndUser) =>
+  `The key's end_user_rate allows ${rate} requests a second to each end user, and this one (${
+    by === 'token' ? "the token's sub" : 'the client address: the request has no token with a sub'
+  }) has made them.`;
 
 /** The RateLimit-* headers (openapi.yaml) of an admission: names and values in turn, as writeHead takes them. */
 export function rateLimitHeaders({ limit, remaining, reset }: Admission): string[] {

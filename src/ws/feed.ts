@@ -7,12 +7,15 @@ import type { Duplex } from 'node:stream';
 import { type WebSocket, WebSocketServer } from 'ws';
 import type { Config } from '../config.ts';
 import type { Principal } from '../db/accounts/keys.ts';
+import type { AccountIssuers } from '../db/auth/issuers.ts';
 import type { Store } from '../db/engine/store.ts';
 import { ApiError, unavailable } from '../errors.ts';
 import { FEED_OPERATION, type Observer } from '../http/observe.ts';
 import { toApiError, writeProblem } from '../http/problems.ts';
 import { requestIdOf } from '../http/request-id.ts';
 import type { Logger } from '../log.ts';
+import type { Claims as RuleClaims } from '../rules/compile.ts';
+import type { TokenVerifier } from '../tokens/verifier.ts';
 import { closeCodes } from './messages.ts';
 import { Pruner } from './pruner.ts';
 import { type FeedCounts, Subscriber } from './subscriber.ts';
@@ -26,24 +29,46 @@ const PAGE = { limit: 500, maxChars: 1024 * 1024 };
 /** Events one pruning statement deletes at most. */
 const PRUNE_BATCH = 500;
 /**
- * How often the keys of open sockets are checked: an expired key's sockets close (4401) within a second
- * of its expiry, and a revoked key's within a second of the revocation, wherever it was made, for which
- * they are looked up again (asyncapi.yaml, close code 4401). One query per pass for up to this many keys:
+ * How often the keys and tokens of open sockets are checked: an expired key's or token's sockets close
+ * (4401) within a second of its expiry, a revoked key's within a second of the revocation, wherever it
+ * was made, for which they are looked up again, and a token's within a second of the change of its
+ * account's issuers that refuses it, for which they are read again (asyncapi.yaml, close code 4401). One
+ * query per pass for up to this many keys, and one for each account whose sockets hold tokens:
  */
 const KEY_CHECK_INTERVAL_MS = 500;
 const KEY_CHECK_BATCH = 500;
+
+/** What a socket was opened with, checked while it is open. */
+interface Credentials {
+  /** The hash of its key. */
+  hash: string;
+  /** When its key expires (ms since the epoch), or null. */
+  expiresAt: number | null;
+  accountId: number;
+  /** Beside a publishable key, the end user's token; absent for a secret key or an anonymous caller. */
+  token?: EndUserToken;
+}
+
+interface EndUserToken {
+  token: string;
+  /** When it is refused as expired (ms since the epoch). */
+  refusedFrom: number;
+}
 
 export interface FeedOptions {
   store: Store;
   config: Config;
   log: Logger;
+  /** Verifies end users' tokens beside publishable keys, at the upgrade and while their sockets are open. */
+  tokens: TokenVerifier;
   /**
    * Runs for each upgrade with a valid key, before its query and collection are checked: the seam for
    * usage and plans (such an upgrade counts as one request whatever its outcome, as a /v1 request does;
    * over quota or rate it is refused with 429, whatever else is wrong with it, and not counted).
-   * Throw an ApiError to refuse the upgrade with it. Default: admit everyone.
+   * Throw an ApiError to refuse the upgrade with it. Takes the upgrade's request and, with a publishable
+   * key, the claims of its end user's token (null when anonymous): its end user is one or the other. Default: admit everyone.
    */
-  admit?: (principal: Principal) => Promise<void> | void;
+  admit?: (principal: Principal, request: IncomingMessage, claims: RuleClaims | null | undefined) => Promise<void> | void;
   /** Told of every upgrade answered, accepted (101) or refused, as the HTTP API's requests are (http/observe.ts). Default none. */
   observers?: readonly Observer[];
 }
@@ -68,7 +93,7 @@ export interface Feed {
   close(graceMs?: number): Promise<void>;
 }
 
-export function createFeed({ store, config, log, admit, observers = [] }: FeedOptions): Feed {
+export function createFeed({ store, config, log, tokens, admit, observers = [] }: FeedOptions): Feed {
   const server = new WebSocketServer({
     noServer: true,
     clientTracking: false,
@@ -80,8 +105,8 @@ export function createFeed({ store, config, log, admit, observers = [] }: FeedOp
   server.on('headers', (headers, request) => headers.push(`X-Request-Id: ${requestIdOf(request)}`));
   const counts: FeedCounts = { messagesSent: 0, slowConsumerCloses: 0 };
   const tails = new Map<number, Tail>();
-  /** Every open subscriber, with the hash of its key and when that expires (ms since the epoch, or null). */
-  const subscribers = new Map<Subscriber, { hash: string; expiresAt: number | null }>();
+  /** Every open subscriber, with the hash of its key and when that expires (ms since the epoch, or null), and its end user's token. */
+  const subscribers = new Map<Subscriber, Credentials>();
   const checking = new Set<Promise<void>>();
   let closing = false;
 
@@ -98,9 +123,14 @@ export function createFeed({ store, config, log, admit, observers = [] }: FeedOp
   let keyPass: Promise<void> | undefined;
   const keyCheck = setInterval(() => {
     closeExpired();
-    keyPass ??= closeRevoked().finally(() => {
-      keyPass = undefined;
-    });
+    keyPass ??= Promise.all([closeRevoked(), closeRefused()]).then(
+      () => {
+        keyPass = undefined;
+      },
+      () => {
+        keyPass = undefined;
+      },
+    );
   }, KEY_CHECK_INTERVAL_MS);
   keyCheck.unref();
   const pruner = new Pruner(
@@ -152,10 +182,14 @@ export function createFeed({ store, config, log, admit, observers = [] }: FeedOp
     };
     try {
       if (closing) throw unavailable('The server is shutting down.');
-      const feedRequest = await checkUpgrade(request, store, async (principal) => {
-        accountId = principal.accountId;
-        takePlace(principal.accountId, socket);
-        await admit?.(principal);
+      const feedRequest = await checkUpgrade(request, {
+        store,
+        tokens,
+        admit: async (principal, claims) => {
+          accountId = principal.accountId;
+          takePlace(principal.accountId, socket);
+          await admit?.(principal, request, claims);
+        },
       });
       if (closing) throw unavailable('The server is shutting down.');
       server.handleUpgrade(request, socket, head, (websocket) => {
@@ -171,11 +205,47 @@ export function createFeed({ store, config, log, admit, observers = [] }: FeedOp
     }
   }
 
-  /** Closes the sockets whose key has expired: the key's expiry is known, and never changes. */
+  /** Closes the sockets whose key or token has expired: the expiry of each is known, and never changes. */
   function closeExpired(): void {
     const now = Date.now();
-    for (const [subscriber, { expiresAt }] of subscribers) {
+    for (const [subscriber, { expiresAt, token }] of subscribers) {
       if (expiresAt !== null && now >= expiresAt) subscriber.close(closeCodes.keyExpired);
+      else if (token && now >= token.refusedFrom) subscriber.close(closeCodes.tokenExpired);
+    }
+  }
+
+  /**
+   * Closes the sockets whose end user's token no longer verifies with its account's issuers, read again
+   * (not the half-second-old answer of Store.findIssuers, which would add its age to the second a change
+   * may take): one deleted, or changed so that it refuses the token. A token verified is remembered by
+   * the verifier while its issuer is unchanged, so that most passes verify nothing again. Issuers that
+   * cannot be read close nothing.
+   */
+  async function closeRefused(): Promise<void> {
+    const byAccount = new Map<number, [Subscriber, EndUserToken][]>();
+    for (const [subscriber, { accountId, token }] of subscribers) {
+      if (!token) continue;
+      const held = byAccount.get(accountId) ?? [];
+      held.push([subscriber, token]);
+      byAccount.set(accountId, held);
+    }
+    for (const [accountId, held] of byAccount) {
+      let issuers: AccountIssuers;
+      try {
+        issuers = { accountId, issuers: await store.listIssuers(accountId) };
+      } catch (error) {
+        log.warn({ err: error }, 'feed could not check the tokens of its sockets');
+        continue;
+      }
+      for (const [subscriber, { token, refusedFrom }] of held) {
+        try {
+          await tokens.verifyToken(token, issuers);
+        } catch (error) {
+          if (!(error instanceof ApiError && error.code === 'invalid_token')) {
+            log.warn({ err: error }, 'feed could not check the token of a socket');
+          } else subscriber.close(Date.now() >= refusedFrom ? closeCodes.tokenExpired : closeCodes.tokenRefused);
+        }
+      }
     }
   }
 
@@ -197,19 +267,24 @@ export function createFeed({ store, config, log, admit, observers = [] }: FeedOp
 
   /** `connectionLog`: the log of this connection, whose lines carry its request id. */
   function subscribe(socket: WebSocket, connection: Duplex, request: FeedRequest, connectionLog: Logger): void {
-    const { collectionId, collection, kinds, since, filter } = request;
+    const { collectionId, collection, kinds, since, filter, view, endUser, principal } = request;
+    const rules = () => store.findRules(principal.accountId, collection);
     const subscriber = new Subscriber(socket, connection, {
       collection,
       kinds,
       since,
       filter,
+      view,
+      endUser,
+      rules,
       maxBufferBytes: config.feedMaxBufferBytes,
       readEvents: (after, upTo) => store.readEvents(collectionId, { ...PAGE, after, upTo }),
       latestSeq: () => store.latestSeq(collectionId),
       counts,
       log: connectionLog,
     });
-    subscribers.set(subscriber, { hash: request.keyHash, expiresAt: request.principal.expiresAt });
+    const token = endUser?.token === undefined ? undefined : { token: endUser.token, refusedFrom: endUser.refusedFrom as number };
+    subscribers.set(subscriber, { hash: request.keyHash, expiresAt: principal.expiresAt, accountId: principal.accountId, token });
     socket.once('close', (code) => {
       subscribers.delete(subscriber);
       connectionLog.info({ collection, code }, 'feed closed');
@@ -221,6 +296,7 @@ export function createFeed({ store, config, log, admit, observers = [] }: FeedOp
         collection,
         latestSeq: () => store.latestSeq(collectionId),
         readEvents: (after) => store.readEvents(collectionId, { ...PAGE, after }),
+        rules,
         onEnd: () => {
           if (tails.get(collectionId) !== created) return;
           tails.delete(collectionId);
@@ -234,7 +310,14 @@ export function createFeed({ store, config, log, admit, observers = [] }: FeedOp
     }
     tail.join(subscriber);
     connectionLog.info(
-      { account: request.principal.account, collection, events: kinds, since, filtered: filter !== undefined },
+      {
+        account: principal.account,
+        collection,
+        events: kinds,
+        since,
+        filtered: filter !== undefined,
+        endUser: endUser === undefined ? undefined : endUser.token === undefined ? 'anonymous' : 'token',
+      },
       'feed subscribed',
     );
   }

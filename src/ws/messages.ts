@@ -40,6 +40,9 @@ export const closeCodes = {
   slowConsumer: { code: 4008, reason: 'slow consumer' },
   keyRevoked: { code: 4401, reason: 'key revoked' },
   keyExpired: { code: 4401, reason: 'key expired' },
+  tokenExpired: { code: 4401, reason: 'token expired' },
+  tokenRefused: { code: 4401, reason: 'token refused' },
+  rulesChanged: { code: 4403, reason: 'rules changed' },
   collectionDeleted: { code: 4404, reason: 'collection deleted' },
   gone: { code: 4410, reason: 'gone' },
 } as const;

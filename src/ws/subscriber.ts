@@ -2,12 +2,14 @@ import { EventEmitter, once } from 'node:events';
 import type { Duplex } from 'node:stream';
 import type { WebSocket } from 'ws';
 import type { EventType, StoredEvent } from '../db/events/events.ts';
+import { ApiError } from '../errors.ts';
 import type { Logger } from '../log.ts';
-import { compileFilter, type RowTest } from '../query/evaluate.ts';
 import type { Filter } from '../query/filter.ts';
+import type { CompiledRules } from '../rules/compile.ts';
 import { Delivery } from './delivery.ts';
 import { textFrame, writeFrame } from './frames.ts';
 import { type CloseCode, closeCodes, collectionDeletedMessage, readyMessage } from './messages.ts';
+import { type EndUser, endUserView, type FeedView, NOTHING } from './view.ts';
 
 /** What the feed's subscribers have done since the start, counted for the metrics (docs/operations.md). */
 export interface FeedCounts {
@@ -22,6 +24,12 @@ export interface SubscriberOptions {
   kinds: EventType[];
   /** Only the changes that touch the rows matching it (asyncapi.yaml, "Filtered subscriptions"); default: every change. */
   filter?: Filter;
+  /** What the client sees of each change, as the upgrade found it: its filter, and its end user's rules (view.ts, feedView). */
+  view: FeedView;
+  /** With a publishable key, the end user whose rules the view follows as they change (useRules); absent with a secret key. */
+  endUser?: EndUser;
+  /** The collection's compiled rules now (Store.findRules: read at most half a second ago), asked for before each page of a replay. */
+  rules(): Promise<CompiledRules>;
   /** Replay the retained events after this seq before going live. */
   since?: number;
   /** Bytes the client may fall behind by (not yet taken by its socket, or held back) before 4008. */
@@ -47,8 +55,10 @@ export class Subscriber extends EventEmitter<{ end: [] }> {
   /** Settles when the replay (if any) is over. */
   replaying: Promise<void> = Promise.resolve();
   private readonly kinds: Set<EventType>;
-  /** The filter, compiled once: each change is tested against it for this client alone. */
-  private readonly test: RowTest | undefined;
+  /** The filter and the rules, compiled once: each change is tested against them for this client alone. */
+  private view: FeedView;
+  /** The rules `view` was made from: those of the upgrade, then the latest given to useRules(). */
+  private rules: CompiledRules | undefined;
   private ended = false;
   private alive = true;
   private held: Buffer[] | undefined;
@@ -62,7 +72,8 @@ export class Subscriber extends EventEmitter<{ end: [] }> {
   ) {
     super();
     this.kinds = new Set(options.kinds);
-    this.test = options.filter && compileFilter(options.filter);
+    this.view = options.view;
+    this.rules = options.endUser?.rules;
     this.closed = once(socket, 'close').catch(() => {});
     socket.on('pong', () => {
       this.alive = true;
@@ -76,6 +87,37 @@ export class Subscriber extends EventEmitter<{ end: [] }> {
 
   get open(): boolean {
     return !this.ended;
+  }
+
+  /** Whether the collection's rules hold this client: it subscribed with a publishable key. */
+  get heldToRules(): boolean {
+    return this.options.endUser !== undefined;
+  }
+
+  /**
+   * The collection's compiled rules now: when they are others than the view was made from (changed, or
+   * removed), the view is made again from them, for the messages from now on. Rules that would refuse
+   * the upgrade now (no row readable, a filter naming a hidden field) close the socket with 4403; rules
+   * that cannot be worked out for this client show it nothing, and are logged.
+   */
+  useRules(rules: CompiledRules): void {
+    const { endUser } = this.options;
+    if (!endUser || rules === this.rules || this.ended) return;
+    this.rules = rules;
+    try {
+      this.view = endUserView(this.options.filter, endUser, rules, this.options.collection);
+    } catch (error) {
+      if (error instanceof ApiError) {
+        this.options.log.info(
+          { collection: this.options.collection, code: error.code, detail: error.detail },
+          'feed refused by changed rules',
+        );
+        this.close(closeCodes.rulesChanged);
+        return;
+      }
+      this.options.log.error({ err: error, collection: this.options.collection }, 'feed rules could not be worked out for a subscriber');
+      this.view = NOTHING;
+    }
   }
 
   /**
@@ -148,9 +190,20 @@ export class Subscriber extends EventEmitter<{ end: [] }> {
     this.socket.close(code, reason);
   }
 
-  /** What this client gets of a change: undefined for a kind it did not choose, or a change outside its view. */
+  /**
+   * What this client gets of a change: undefined for a kind it did not choose, or a change outside its
+   * view. A rule that throws on the change denies this client this change alone, and is logged: the
+   * others, and this client's next changes, are delivered as ever.
+   */
   private frameOf(delivery: Delivery): Buffer | undefined {
-    return this.kinds.has(delivery.type) ? delivery.frameFor(this.test) : undefined;
+    if (!this.kinds.has(delivery.type)) return undefined;
+    try {
+      return delivery.frameFor(this.view);
+    } catch (error) {
+      const { collection, log } = this.options;
+      log.error({ err: error, collection, seq: delivery.event.seq }, 'feed rules failed on a change: not sent to this subscriber');
+      return undefined;
+    }
   }
 
   /** Keeps a live message back while the replay runs. */
@@ -185,6 +238,12 @@ export class Subscriber extends EventEmitter<{ end: [] }> {
     let after = since;
     let written: Promise<void> | undefined;
     while (!this.ended && after < upTo) {
+      if (this.heldToRules) {
+        // Rules that cannot be read now (a database that does not answer, which the read below meets too) change nothing.
+        const rules = await this.options.rules().catch(() => undefined);
+        if (rules) this.useRules(rules);
+        if (this.ended) return;
+      }
       const events = await this.options.readEvents(after, upTo);
       for (const event of events) {
         if (event.seq !== after + 1) break;

@@ -1,5 +1,7 @@
 import type { StoredEvent } from '../db/events/events.ts';
+import { ApiError } from '../errors.ts';
 import type { Logger } from '../log.ts';
+import type { CompiledRules } from '../rules/compile.ts';
 import { Delivery } from './delivery.ts';
 import { closeCodes } from './messages.ts';
 import type { Subscriber } from './subscriber.ts';
@@ -11,6 +13,8 @@ export interface TailOptions {
   latestSeq(): Promise<number | undefined>;
   /** One page of the collection's events after `after`, in seq order. */
   readEvents(after: number): Promise<StoredEvent[]>;
+  /** The collection's compiled rules now (Store.findRules: read at most half a second ago). */
+  rules(): Promise<CompiledRules>;
   /** The tail has no one left to serve, or its collection is gone: forget it. */
   onEnd(): void;
   log: Logger;
@@ -22,7 +26,9 @@ export interface TailOptions {
  * source of truth, and hands every subscriber each message, serialized and framed once (delivery.ts:
  * once for each of a change's messages, which filtered subscribers may differ in). One read at a time,
  * so messages leave in seq order; and subscribers join only between reads, at the seq forwarded last,
- * so each gets every later event exactly once.
+ * so each gets every later event exactly once. Before each page, the subscribers held to the
+ * collection's rules are given the rules as they are now (one read for all of them, kept half a second
+ * by the store): a change of the rules reaches the messages of every instance within a second.
  */
 export class Tail {
   /** The last seq forwarded; undefined until the first read. */
@@ -104,6 +110,7 @@ export class Tail {
         if (event.seq !== this.cursor + deliveries.length + 1) break;
         deliveries.push(new Delivery(this.options.collection, event));
       }
+      await this.giveRules();
       for (const subscriber of this.subscribers) subscriber.deliver(deliveries);
       this.cursor += deliveries.length;
     }
@@ -112,6 +119,27 @@ export class Tail {
       subscriber.start(this.cursor);
     }
     this.joining.clear();
+  }
+
+  /**
+   * Gives the subscribers held to rules the collection's rules now. Rules that cannot be read change
+   * nothing: a collection deleted meanwhile is told by the next read, a database that does not answer
+   * is logged.
+   */
+  private async giveRules(): Promise<void> {
+    let held = false;
+    for (const subscriber of this.subscribers) held ||= subscriber.heldToRules;
+    if (!held) return;
+    let rules: CompiledRules;
+    try {
+      rules = await this.options.rules();
+    } catch (error) {
+      if (!(error instanceof ApiError && error.code === 'not_found')) {
+        this.options.log.warn({ err: error, collection: this.options.collection }, 'feed could not read the rules');
+      }
+      return;
+    }
+    for (const subscriber of this.subscribers) subscriber.useRules(rules);
   }
 
   /** Stops following, after doing `farewell` to every subscriber. */

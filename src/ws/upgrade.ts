@@ -1,9 +1,12 @@
 // The checks an upgrade to `GET /ws` passes before it becomes a WebSocket, and the HTTP refusal when
 // it does not (asyncapi.yaml, `x-upgrade-refusals`). Guard clauses in order: request target (400), route,
-// method, HTTP/1.1, handshake headers (Host, once; no subprotocol, no body), key (401), sockets and usage
-// (429), query (400; its filter read as the HTTP API reads one), collection (404, also for one the key
-// is not limited to), `since` (400, 410). Every key's scope grants the feed (`read`); a publishable key
-// is refused (403) unless openapi.yaml's openFeed takes one (`x-rowbase-publishable`), which it does not yet.
+// method, HTTP/1.1, handshake headers (Host, once; no subprotocol, no body), key (401), beside a
+// publishable key the end user's token (401 invalid_token) and the page's Origin (403
+// origin_not_allowed), sockets and usage (429), query (400; its filter read as the HTTP API reads one),
+// collection (404, also for one the key is not limited to), with a publishable key the collection's rules
+// (403), `since` (400, 410): the order of the HTTP API's stages (app.ts). Every key's scope grants the
+// feed (`read`); a publishable key is refused (403) unless openapi.yaml's openFeed takes one
+// (`x-rowbase-publishable`).
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { ErrorObject } from 'ajv';
 import type { components } from '../../generated/asyncapi.ts';
@@ -20,15 +23,20 @@ import {
   gone,
   hostRepeated,
   hostRequired,
+  invalidToken,
   notFound,
   secretKeyNeeded,
   unauthorized,
   validationFailed,
 } from '../errors.ts';
-import { keyOf } from '../http/authentication.ts';
+import { endUserTokenOf, keyOf, withoutAuthorization } from '../http/authentication.ts';
+import { allows, originNotAllowed } from '../http/cors.ts';
 import { headerLines, pathOf, targetOf } from '../http/target.ts';
 import { type Filter, parseFilterText } from '../query/filter.ts';
+import type { Claims as RuleClaims } from '../rules/compile.ts';
+import { refusedFrom, type TokenVerifier } from '../tokens/verifier.ts';
 import { eventKinds } from './messages.ts';
+import { type EndUser, endUserView, type FeedView, feedView } from './view.ts';
 
 type FeedQuery = components['schemas']['FeedQuery'];
 
@@ -45,6 +53,22 @@ export interface FeedRequest {
   since?: number;
   /** Only the changes of the rows that match it, before or after; absent: every change. */
   filter?: Filter;
+  /** What the subscriber sees of each change: the filter's rows, and with a publishable key its end user's (view.ts). */
+  view: FeedView;
+  /** With a publishable key, the end user (anonymous, or of a verified token) whose rules hold the subscription. */
+  endUser?: EndUser;
+}
+
+export interface UpgradeChecks {
+  store: Store;
+  /** Verifies the end user's token beside a publishable key, against the account's issuers. */
+  tokens: TokenVerifier;
+  /**
+   * Runs once the key (and its token and Origin) are known, before anything else about the subscription
+   * is checked: it counts the upgrade, or throws to refuse it (429). `claims`: a publishable key's end
+   * user's (null when anonymous), undefined for a secret key. Default: admit everyone.
+   */
+  admit?: (principal: Principal, claims: RuleClaims | null | undefined) => Promise<void> | void;
 }
 
 export const FEED_PATH = '/ws';
@@ -52,16 +76,8 @@ export const FEED_PATH = '/ws';
 /** Whether the feed takes a publishable key: openapi.yaml's openFeed says so (`x-rowbase-publishable`), as the HTTP API's operations do. */
 const FEED_TAKES_PUBLISHABLE = (openapi.paths[FEED_PATH].get as { 'x-rowbase-publishable'?: boolean })['x-rowbase-publishable'] === true;
 
-/**
- * Throws the ApiError to refuse `request` with, or returns what it asks for. `admit` runs once the key
- * is known, before anything else about the subscription is checked: it counts the upgrade, or throws
- * to refuse it (429). Default: admit everyone.
- */
-export async function checkUpgrade(
-  request: IncomingMessage,
-  store: Store,
-  admit: (principal: Principal) => Promise<void> | void = () => {},
-): Promise<FeedRequest> {
+/** Throws the ApiError to refuse `request` with, or returns what it asks for. */
+export async function checkUpgrade(request: IncomingMessage, { store, tokens, admit = () => {} }: UpgradeChecks): Promise<FeedRequest> {
   const url = targetOf(request.url);
   const path = pathOf(request.url);
   if (path !== FEED_PATH) throw notFound(`There is no WebSocket route ${path}; the feed is on ${FEED_PATH}.`);
@@ -71,19 +87,41 @@ export async function checkUpgrade(
   const errors = [...handshakeErrors(request), ...upgradeOnlyErrors(request.headers)];
   if (errors.length > 0) throw validationFailed('The request is not a valid WebSocket upgrade.', errors);
 
-  const key = keyIn(request, url.searchParams);
+  const headerToken = endUserTokenOf(request);
+  const key = keyIn(headerToken === undefined ? request : withoutAuthorization(request), url.searchParams);
   const principal = key === undefined ? undefined : await store.findPrincipal(key);
   if (!principal || key === undefined) throw unauthorized();
+  // As the HTTP API does, the token and the Origin before the count: neither a forged token nor a page
+  // of another origin spends the account's plan.
+  let endUser: Omit<EndUser, 'rules'> | undefined;
+  if (principal.kind === 'publishable') {
+    const token = tokenIn(url.searchParams, headerToken);
+    if (token === undefined) endUser = { claims: null };
+    else {
+      const claims = await tokens.verifyToken(token, await store.findIssuers(principal.accountId));
+      // A verified token's claims are JSON, as parsed from it.
+      endUser = { token, claims: claims as RuleClaims, refusedFrom: refusedFrom(claims) };
+    }
+    const { origin } = request.headers;
+    if (origin !== undefined && !allows(principal, origin)) throw originNotAllowed(origin);
+  }
   // As a /v1 request once its key is known: counted whatever the outcome, unless refused 429 here.
-  await admit(principal);
+  await admit(principal, endUser?.claims);
   if (principal.kind === 'publishable' && !FEED_TAKES_PUBLISHABLE) throw secretKeyNeeded(`GET ${FEED_PATH}`);
 
   const query = queryOf(url.searchParams);
+  if (query.access_token !== undefined && !endUser) {
+    throw validationFailed('A secret key takes no end-user token: it is never held to rules.', [
+      { in: 'query', name: 'access_token', message: 'is taken only beside a publishable key' },
+    ]);
+  }
   const read = query.filter === undefined ? undefined : parseFilterText(query.filter);
   if (principal.collections && !principal.collections.has(query.collection)) throw collectionNotFound(query.collection);
   // A search tests the rows' words in the fields of the collection's search index as it is now.
   const filter = await store.searchFilter(principal.accountId, query.collection, read);
   const { collectionId, lastSeq, resumableFrom } = await store.feedStart(principal.accountId, query.collection);
+  // With a publishable key, 403 where the rules refuse the subscription, as they refuse a read.
+  const heldToRules = endUser && { ...endUser, rules: await store.findRules(principal.accountId, query.collection) };
   const feed: FeedRequest = {
     principal,
     keyHash: hashKey(key),
@@ -91,6 +129,8 @@ export async function checkUpgrade(
     collectionId,
     kinds: kindsOf(query.events),
     filter,
+    view: heldToRules ? endUserView(filter, heldToRules, heldToRules.rules, query.collection) : feedView(filter, undefined),
+    endUser: heldToRules,
   };
   if (query.since === undefined) return feed;
 
@@ -163,10 +203,11 @@ function upgradeOnlyErrors(headers: IncomingHttpHeaders): FieldError[] {
 }
 
 /**
- * The key from the `api_key` query parameter or the headers the HTTP API takes. Keys given in two
- * places must be equal; a malformed header or a repeated `api_key` counts as a bad key.
+ * The key from the `api_key` query parameter or the headers the HTTP API takes (`request` without its
+ * Authorization when that holds the end user's token). Keys given in two places must be equal; a
+ * malformed header or a repeated `api_key` counts as a bad key.
  */
-function keyIn(request: IncomingMessage, params: URLSearchParams): string | undefined {
+function keyIn(request: Pick<IncomingMessage, 'headers' | 'rawHeaders'>, params: URLSearchParams): string | undefined {
   const { authorization, 'x-api-key': headerKey } = request.headers;
   const fromHeaders = keyOf(request);
   if ((authorization !== undefined || headerKey !== undefined) && fromHeaders === undefined) return undefined;
@@ -174,6 +215,22 @@ function keyIn(request: IncomingMessage, params: URLSearchParams): string | unde
   if (fromQuery.length > 1 || fromQuery[0] === '') return undefined;
   if (fromQuery.length === 1 && fromHeaders !== undefined && fromQuery[0] !== fromHeaders) return undefined;
   return fromQuery[0] ?? fromHeaders;
+}
+
+/**
+ * The end user's token beside a publishable key: the `access_token` query parameter (browsers set no
+ * headers on a WebSocket) or `Authorization: Bearer` beside the key in `x-api-key`, as the HTTP API
+ * takes it; undefined for an anonymous caller. Given twice, or in both places differently, it is no
+ * token: 401 invalid_token.
+ */
+function tokenIn(params: URLSearchParams, fromHeader: string | undefined): string | undefined {
+  const fromQuery = params.getAll('access_token');
+  if (fromQuery.length > 1) throw invalidToken('access_token is given more than once.');
+  if (fromQuery[0] === '') throw invalidToken('access_token is empty.');
+  if (fromQuery.length === 1 && fromHeader !== undefined && fromQuery[0] !== fromHeader) {
+    throw invalidToken('The token in access_token differs from the one in Authorization.');
+  }
+  return fromQuery[0] ?? fromHeader;
 }
 
 /** The query validated against asyncapi.yaml's FeedQuery, with its defaults; each parameter at most once. */

@@ -25,8 +25,9 @@ import {
   rowTypeSuffixes,
 } from '../../src/contract/names.ts';
 import { defName, rowSchemas } from '../../src/contract/row-schemas.ts';
-import { runTool } from '../support/process.ts';
-import { generateClients, sdkFolder, writeStrictTsconfig } from '../support/sdk.ts';
+import { refsOf, resolve } from '../support/documents.ts';
+import { redoclyLint, spectralAsyncApi, spectralOpenApi } from '../support/lint.ts';
+import { generateClients, sdkFolder, strictErrors } from '../support/sdk.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
 const root = new URL('../../', import.meta.url).pathname;
@@ -96,24 +97,6 @@ const collections: CollectionContract[] = [
   },
   { name: 'orders', schema: orders },
 ];
-
-/** The value a local `$ref` (`#/…`) points at in `document`, or undefined. */
-function resolve(document: unknown, ref: string): unknown {
-  let node = document;
-  for (const token of ref.slice(2).split('/')) {
-    const key = decodeURIComponent(token).replaceAll('~1', '/').replaceAll('~0', '~');
-    if (typeof node !== 'object' || node === null || !Object.hasOwn(node, key)) return undefined;
-    node = (node as Json)[key];
-  }
-  return node;
-}
-
-/** Every `$ref` string of `node`. */
-function refsOf(node: unknown): string[] {
-  if (Array.isArray(node)) return node.flatMap(refsOf);
-  if (typeof node !== 'object' || node === null) return [];
-  return Object.entries(node).flatMap(([key, value]) => (key === '$ref' && typeof value === 'string' ? [value] : refsOf(value)));
-}
 
 /** Every member of `node`, anywhere, named `key`: where it is, and its value. */
 function membersNamed(node: unknown, key: string, where = '#'): [string, unknown][] {
@@ -510,38 +493,20 @@ describe("the account's contract", () => {
     });
 
     it('lints the OpenAPI document clean with Spectral (spectral:oas, warnings included)', async () => {
-      // As .spectral.yaml says of openapi.yaml: `/ws` succeeds with 101, no 2xx.
-      await writeFile(
-        join(dir, '.spectral.yaml'),
-        'extends: ["spectral:oas"]\noverrides:\n  - files: ["openapi.json#/paths/~1ws"]\n    rules:\n      operation-success-response: "off"\n',
-      );
-      expect(await runTool('spectral', ['lint', 'openapi.json', '--ruleset', '.spectral.yaml', '--fail-severity', 'warn'], dir)).to.include(
-        'No results',
-      );
+      expect(await spectralOpenApi(dir, 'openapi.json')).to.include('No results');
     });
 
     it('lints both documents clean with Redocly (recommended, warnings included)', async () => {
-      await writeFile(join(dir, 'redocly.yaml'), REDOCLY_CONFIG);
-      await writeFile(join(dir, '.redocly.lint-ignore.yaml'), REDOCLY_IGNORED);
-      const lint = (name: string) =>
-        runTool('redocly', ['lint', name, '--config', 'redocly.yaml', '--max-problems', '1000'], dir, {
-          REDOCLY_TELEMETRY: 'off',
-          REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true',
-        });
       // Redocly also prints a notice of the Node.js versions it will support, whose box says "warning".
-      for (const name of ['openapi.json', 'asyncapi.json']) {
-        expect(await lint(name), name)
+      for (const [name, said] of await redoclyLint(dir, ['openapi.json', 'asyncapi.json'])) {
+        expect(said, name)
           .to.include('Your API description is valid')
           .and.not.match(/You have \d+ warning/);
       }
     });
 
     it('lints the AsyncAPI document clean with Spectral (spectral:asyncapi, warnings included)', async () => {
-      await runTool(
-        'spectral',
-        ['lint', 'asyncapi.json', '--ruleset', join(root, '.spectral-asyncapi.yaml'), '--fail-severity', 'warn'],
-        dir,
-      );
+      await spectralAsyncApi(dir, 'asyncapi.json');
     });
 
     it("names each collection's types in @hey-api/openapi-ts's and orval's clients as the document does", async () => {
@@ -630,36 +595,5 @@ async function compileCallers(dir: string): Promise<Map<string, string[]>> {
     await writeFile(join(dir, 'callers', `${name}.ts`), caller("'hello'"));
     await writeFile(join(dir, 'callers', `${name}-wrong.ts`), caller('42'));
   }
-  await writeStrictTsconfig(dir, ['callers']);
-  const output = await runTool('tsc', ['-p', join(dir, 'tsconfig.json')], dir).then(
-    (printed) => printed,
-    (error: Error) => error.message,
-  );
-  const errors = new Map<string, string[]>();
-  for (const [, file, message] of output.matchAll(/^(\S+?)\(\d+,\d+\): error (.*)$/gm)) {
-    errors.set(file!, [...(errors.get(file!) ?? []), message!]);
-  }
-  return errors;
+  return strictErrors(dir, ['callers']);
 }
-
-/**
- * Redocly's recommended rules, but two that openapi.yaml and asyncapi.yaml break on purpose: their
- * license is `UNLICENSED`, which has no URL nor SPDX identifier; and a `HEAD` operation answers its
- * problems as `default` (no body to type), and `GET /health` needs no key and refuses nothing, so they
- * list no `4XX`.
- */
-const REDOCLY_CONFIG = `extends:
-  - recommended
-rules:
-  info-license-strict: off
-  operation-4xx-response: off
-`;
-
-/**
- * Redocly's AsyncAPI 3 structure misses the `title` of a Server Object, which AsyncAPI 3.0.0 defines
- * (asyncapi.yaml's server has one): that one problem is ignored, where it is.
- */
-const REDOCLY_IGNORED = `asyncapi.json:
-  struct:
-    - '#/servers/local/title'
-`;

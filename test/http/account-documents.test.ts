@@ -1,7 +1,17 @@
 // The account's documents (openapi.yaml, getAccountOpenApi and getAccountAsyncApi): its collections typed,
-// as its key sees them, with an ETag that moves when a collection or a schema does.
+// as its key sees them, with an ETag that moves when a collection or a schema does. To a publishable key,
+// what its caller may use (docs/access.md, "The contract follows the caller"), as the collections' rules
+// grant it when the request is made: a change of the rules, on any instance, shows in the next answer.
+import { readFile } from 'node:fs/promises';
 import { expect } from 'chai';
+import { SignJWT } from 'jose';
+import { parse } from 'yaml';
+import { accountAsyncApi, accountOpenApi } from '../../src/contract/account.ts';
+import { takesPublishable } from '../../src/contract/caller.ts';
+import { openStore, type Store } from '../../src/db/engine/store.ts';
+import { checkRules } from '../../src/rules/rules.ts';
 import { describeEachBackend } from '../support/backends.ts';
+import { callerViews, notesRules, notesSchema, scratchRules, viewedCollections } from '../support/caller.ts';
 import { Client } from '../support/client.ts';
 import { startTestServer, TEST_PLAN, type TestServer } from '../support/server.ts';
 
@@ -63,5 +73,117 @@ describeEachBackend("the account's documents", (backend) => {
     expect(document.body.paths).to.have.property('/v1/collections/tasks/rows');
     expect(document.body.paths).to.not.have.property('/v1/collections/hidden/rows');
     expect((await client.get<Document>('/v1/openapi.json')).body.paths).to.have.property('/v1/collections/hidden/rows');
+  });
+});
+
+const SECRET = 'a shared secret of at least 32 bytes';
+const ISSUER = 'https://backend.example/';
+
+/** An HS256 token of the app's backend for `sub`. */
+const tokenOf = (sub: string) =>
+  new SignJWT({ sub })
+    .setProtectedHeader({ alg: 'HS256' })
+    .setIssuer(ISSUER)
+    .setAudience('app')
+    .setExpirationTime('5 minutes')
+    .sign(new TextEncoder().encode(SECRET));
+
+describeEachBackend("the account's documents for a publishable key", (backend) => {
+  let server: TestServer;
+  let admin: Client;
+  /** A store of its own on the same database: another instance. */
+  let other: Store;
+  let accountId: number;
+  let publishable: string;
+  let openapi: object;
+  let asyncapi: object;
+  /** The publishable key's request for the document at `path`, with the token of `sub` (none: anonymous), and `headers`. */
+  const asApp = async (path: string, sub?: string, headers: Record<string, string> = {}, key = publishable) =>
+    new Client(server.url).get<Record<string, unknown>>(path, {
+      headers: { 'x-api-key': key, ...(sub ? { authorization: `Bearer ${await tokenOf(sub)}` } : {}), ...headers },
+    });
+
+  before(async () => {
+    server = await startTestServer({}, { backend });
+    other = await openStore(server.databaseUrl);
+    admin = await server.client();
+    accountId = (await server.store.findPrincipal(admin.key!))!.accountId;
+    [openapi, asyncapi] = await Promise.all(
+      ['openapi.yaml', 'asyncapi.yaml'].map(async (name) => parse(await readFile(new URL(`../../${name}`, import.meta.url), 'utf8'))),
+    );
+    for (const body of [{ name: 'notes', schema: notesSchema }, { name: 'scratch' }, { name: 'drafts' }]) {
+      expect((await admin.post('/v1/collections', body)).status).to.equal(201);
+    }
+    // `drafts` has no rules: it grants a publishable key nothing.
+    expect((await admin.put('/v1/collections/notes/rules', notesRules)).status).to.equal(200);
+    expect((await admin.put('/v1/collections/scratch/rules', scratchRules)).status).to.equal(200);
+    expect((await admin.put('/v1/auth/issuers/backend', { issuer: ISSUER, audiences: ['app'], secret: SECRET })).status).to.equal(201);
+    publishable = (await admin.post<{ key: string }>('/v1/keys', { kind: 'publishable', origins: ['https://app.example'] })).body.key;
+  });
+  after(async () => {
+    await other.close();
+    await server.stop();
+  });
+
+  it('answers an end user the operations and fields the rules grant them, with the security of a publishable key', async () => {
+    const [open, feed] = await Promise.all([asApp('/v1/openapi.json', 'ada'), asApp('/v1/asyncapi.json', 'ada')]);
+    expect([open.status, feed.status]).to.deep.equal([200, 200]);
+    expect(open.body).to.deep.equal(accountOpenApi(openapi, viewedCollections('user'), { publishable: true }));
+    const caller = { publishable: true, feed: takesPublishable(openapi, 'openFeed') };
+    expect(feed.body).to.deep.equal(accountAsyncApi(asyncapi, viewedCollections('user'), caller));
+    expect(open.text).to.not.include('salary').and.not.include('drafts');
+    const { endUserToken } = (open.body.components as { securitySchemes: Record<string, object> }).securitySchemes;
+    expect(endUserToken).to.deep.include({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' });
+  });
+
+  it('answers an anonymous caller what the rules grant one, and two users the rules grant alike one document', async () => {
+    const [ada, bob, anonymous] = await Promise.all([
+      asApp('/v1/openapi.json', 'ada'),
+      asApp('/v1/openapi.json', 'bob'),
+      asApp('/v1/openapi.json'),
+    ]);
+    expect(anonymous.status).to.equal(200);
+    expect(anonymous.body).to.deep.equal(accountOpenApi(openapi, viewedCollections('anonymous'), { publishable: true }));
+    expect(bob.headers.get('etag')).to.equal(ada.headers.get('etag'));
+    expect(anonymous.headers.get('etag')).to.not.equal(ada.headers.get('etag'));
+    const secret = await admin.get('/v1/openapi.json');
+    expect(secret.headers.get('etag')).to.not.equal(ada.headers.get('etag'));
+    expect((await asApp('/v1/openapi.json', 'bob', { 'If-None-Match': ada.headers.get('etag')! })).status).to.equal(304);
+    const head = await new Client(server.url).request('HEAD', '/v1/asyncapi.json', { headers: { 'x-api-key': publishable } });
+    expect([head.status, head.headers.get('etag')]).to.deep.equal([200, (await asApp('/v1/asyncapi.json')).headers.get('etag')]);
+  });
+
+  it('answers a secret key every collection, as before', async () => {
+    const secret = await admin.get<{ paths: object }>('/v1/openapi.json');
+    expect(secret.body.paths).to.have.property('/v1/collections/drafts/rows');
+    expect(secret.text).to.include('salary');
+  });
+
+  it('shows a change of the rules made on another instance in the next answer', async () => {
+    const before = await asApp('/v1/openapi.json', 'ada');
+    // The fields of `notes` no longer hidden: another instance sets the rules.
+    await other.putRules(accountId, 'notes', checkRules({ ...notesRules, fields: {} }));
+    const widened = await asApp('/v1/openapi.json', 'ada');
+    expect(widened.headers.get('etag')).to.not.equal(before.headers.get('etag'));
+    const notes = { operations: callerViews.user.notes.operations, hidden: [], unwritable: [] };
+    const collections = viewedCollections('user').map((each) => (each.name === 'notes' ? { ...each, view: notes } : each));
+    expect(widened.body).to.deep.equal(accountOpenApi(openapi, collections, { publishable: true }));
+
+    // Without rules, `notes` grants nothing: it leaves the document.
+    await other.deleteRules(accountId, 'notes');
+    const gone = await asApp('/v1/openapi.json', 'ada');
+    expect(gone.body).to.deep.equal(accountOpenApi(openapi, viewedCollections('anonymous'), { publishable: true }));
+    expect(gone.headers.get('etag')).to.equal((await asApp('/v1/openapi.json')).headers.get('etag'));
+    expect((await admin.put('/v1/collections/notes/rules', notesRules)).status).to.equal(200);
+    expect((await asApp('/v1/openapi.json', 'ada')).headers.get('etag')).to.equal(before.headers.get('etag'));
+  });
+
+  it('shows a publishable key limited to some collections only those', async () => {
+    const limited = (
+      await admin.post<{ key: string }>('/v1/keys', { kind: 'publishable', origins: ['https://app.example'], collections: ['notes'] })
+    ).body.key;
+    const answer = await asApp('/v1/openapi.json', 'ada', {}, limited);
+    const notes = viewedCollections('user').filter(({ name }) => name === 'notes');
+    expect(answer.body).to.deep.equal(accountOpenApi(openapi, notes, { publishable: true }));
   });
 });

@@ -3,24 +3,12 @@
 // From an origin the key lists, the preflight passes and the page reads the user's own rows, as the
 // collection's rules grant; from one it does not list, the browser withholds the answer and fetch fails
 // with a TypeError. Every response the page receives is checked against openapi.yaml.
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import type { Browser } from 'puppeteer-core';
-import { launchBrowser, skipWithoutChromium, watchedPage } from '../support/browser.ts';
+import { launchBrowser, pageServer, skipWithoutChromium, watchedPage } from '../support/browser.ts';
 import { Client } from '../support/client.ts';
 import { appKey, tokenOf } from '../support/end-users.ts';
 import { startTestServer, TEST_PLAN, type TestServer } from '../support/server.ts';
-
-/** A server of one empty page on an ephemeral loopback port: an origin of its own for the browser. */
-async function pageServer(): Promise<{ server: Server; origin: string }> {
-  const server = createServer((_request, response) => {
-    response.writeHead(200, { 'Content-Type': 'text/html; charset=utf-8' });
-    response.end('<!doctype html><title>an app</title><link rel="icon" href="data:,">'); // no favicon asked for
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { server, origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
-}
 
 /** What the page's fetch gave: the status and body it could read, or the error it threw. */
 type Fetched = { status: number; body: unknown } | { error: string; message: string };

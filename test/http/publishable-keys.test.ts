@@ -172,12 +172,12 @@ describeEachBackend('publishable keys', (backend) => {
       });
     }
 
-    it('refuses the feed to a publishable key with 403 before the upgrade', async () => {
+    it('refuses the feed of a collection without rules to a publishable key with 403 before the upgrade', async () => {
       for (const via of ['query', 'bearer'] as const) {
         const refused = await refusal(server.url, publishableKey, { collection: 'notes' }, { via });
         expect(refused.status).to.equal(403);
         expect(refused.problem.code).to.equal('forbidden');
-        expect(refused.problem.detail).to.include('needs a secret key');
+        expect(refused.problem.detail).to.include('read: false');
       }
     });
 

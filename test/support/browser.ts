@@ -4,6 +4,8 @@
 // every console error, uncaught exception and Content-Security-Policy violation is kept, for a test to
 // expect none. `.ci/run` installs the package when it is missing.
 import { existsSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import { checkResponse } from './contract.ts';
@@ -135,4 +137,14 @@ export async function signInToConsole(page: Page, url: string, key: string): Pro
   await page.type('#key', key);
   await page.click('.sign-in-form button[type=submit]');
   await page.waitForSelector('header.top');
+}
+
+/** A server of one empty page on an ephemeral loopback port: an origin of its own for the browser, as an app's. */
+export async function pageServer(): Promise<{ server: Server; origin: string }> {
+  const server = createServer((_request, response) => {
+    response.writeHead(200, { 'Content-Type': 'text/html; charset=utf-8' });
+    response.end('<!doctype html><title>an app</title><link rel="icon" href="data:,">'); // no favicon asked for
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { server, origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
 }

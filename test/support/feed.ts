@@ -250,7 +250,11 @@ export function refusalProblem(status: number, contentType: string | null | unde
  * asyncapi.yaml, and the whole answer against openapi.yaml's openFeed.
  */
 export function refusal(base: string, key: string | undefined, query: Query, options: OpenOptions = {}): Promise<Refusal> {
-  const socket = connect(base, key, query, options);
+  return refusalOf(connect(base, key, query, options));
+}
+
+/** The refusal of the upgrade `socket` asks for (a `ws` client), checked as refusal() checks it. */
+export function refusalOf(socket: WebSocket): Promise<Refusal> {
   return new Promise((resolve, reject) => {
     socket.on('open', () => {
       socket.terminate();

@@ -48,3 +48,17 @@ export async function writeStrictTsconfig(dir: string, include: readonly string[
   };
   await writeFile(join(dir, 'tsconfig.json'), `${JSON.stringify({ compilerOptions, include }, null, 2)}\n`);
 }
+
+/** tsc --strict over the folders of `include` of `dir` (writeStrictTsconfig), run once: its errors, by file. */
+export async function strictErrors(dir: string, include: readonly string[]): Promise<Map<string, string[]>> {
+  await writeStrictTsconfig(dir, include);
+  const output = await runTool('tsc', ['-p', join(dir, 'tsconfig.json')], dir).then(
+    (printed) => printed,
+    (error: Error) => error.message,
+  );
+  const errors = new Map<string, string[]>();
+  for (const [, file, message] of output.matchAll(/^(\S+?)\(\d+,\d+\): error (.*)$/gm)) {
+    errors.set(file!, [...(errors.get(file!) ?? []), message!]);
+  }
+  return errors;
+}

@@ -1,9 +1,11 @@
 import type { components } from '../../../generated/openapi.ts';
 import { collectionNotFound, conflict } from '../../errors.ts';
 import type { Once } from '../../idempotency/answers.ts';
+import type { Rules } from '../../rules/rules.ts';
 import type { RowSchema } from '../../schema/check.ts';
 import type { Dialect, WriteTx } from '../engine/dialect.ts';
 import { beginOnce, recordOnce } from '../rows/idempotency.ts';
+import type { StoredRules } from '../rules/rules.ts';
 import {
   advanceSql,
   collectionIdSql,
@@ -11,7 +13,7 @@ import {
   deleteCollectionSqls,
   getCollectionSql,
   insertSchemaSql,
-  listCollectionSchemasSql,
+  listCollectionContractsSql,
   listCollectionsSql,
   lockAccountSql,
   setSchemaIdSql,
@@ -73,10 +75,31 @@ export async function createCollection(
   return collection;
 }
 
-/** The account's collections, by name in code point order, each with its schema (null for none). */
-export async function listCollectionSchemas({ query, codePointOrder }: Dialect, accountId: number) {
-  const rows = await query<{ name: string; schema: string | null }>(listCollectionSchemasSql(codePointOrder), [accountId]);
-  return rows.map(({ name, schema }) => ({ name, schema: schema === null ? null : (JSON.parse(schema) as Record<string, unknown>) }));
+/**
+ * The account's collections, by name in code point order, each with what its contract documents are built
+ * from (src/contract/): its schema and its rules (null for none), read afresh on every call, so that a
+ * change made on any instance shows at once.
+ */
+export async function listCollectionContracts({ query, codePointOrder }: Dialect, accountId: number): Promise<CollectionContractData[]> {
+  const rows = await query<{
+    id: number | string;
+    name: string;
+    schema: string | null;
+    rules: string | null;
+    rules_version: number | string;
+  }>(listCollectionContractsSql(codePointOrder), [accountId]);
+  return rows.map(({ id, name, schema, rules, rules_version }) => ({
+    name,
+    schema: schema === null ? null : (JSON.parse(schema) as Record<string, unknown>),
+    rules: rules === null ? null : { collectionId: Number(id), version: Number(rules_version), rules: JSON.parse(rules) as Rules },
+  }));
+}
+
+/** A collection as listCollectionContracts() answers it. */
+export interface CollectionContractData {
+  name: string;
+  schema: Record<string, unknown> | null;
+  rules: StoredRules | null;
 }
 
 /** The collection, with its schema (null for none). */

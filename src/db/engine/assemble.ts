@@ -27,9 +27,9 @@ import {
 } from '../accounts/keys.ts';
 import { accountPlan, listPlans, setPlan } from '../accounts/plans.ts';
 import { PrincipalCache } from '../accounts/principals.ts';
-import { addUsage, readUsage } from '../accounts/usage.ts';
+import { addEndUserCounts, addUsage, pruneEndUserCounts, readUsage } from '../accounts/usage.ts';
 import { type AccountIssuers, deleteIssuer, getIssuer, listIssuers, putIssuer } from '../auth/issuers.ts';
-import { createCollection, deleteCollection, getCollection, listCollectionSchemas, listCollections } from '../collections/collections.ts';
+import { createCollection, deleteCollection, getCollection, listCollectionContracts, listCollections } from '../collections/collections.ts';
 import { createIndex, deleteIndex, listIndexes } from '../collections/indexes.ts';
 import { deleteSchema, getSchema, putSchema } from '../collections/schemas.ts';
 import { searchFilter } from '../collections/search-indexes.ts';
@@ -185,7 +185,7 @@ const shared = {
   deleteCollection,
   getCollection,
   listCollections,
-  listCollectionSchemas,
+  listCollectionContracts,
   getSchema,
   putSchema,
   deleteSchema,
@@ -207,6 +207,8 @@ const shared = {
   accountPlan,
   readUsage,
   addUsage,
+  addEndUserCounts,
+  pruneEndUserCounts,
   feedStart,
   latestSeq,
   readEvents,

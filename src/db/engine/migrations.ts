@@ -17,7 +17,7 @@ export interface DialectSchema {
   codePointText: string;
   /** Steps of this dialect's own, by migration; the migrations a dialect has none for change nothing on it. */
   own: Partial<Record<OwnStep, Knex.Migration>>;
-  /** The statements that make the tables of search indexes' words, each dialect's own (0020_search_indexes), and drop them. */
+  /** The statements that make the tables of search indexes' words, each dialect's own (0021_search_indexes), and drop them. */
   searchTables: { make: readonly string[]; drop: readonly string[] };
 }
 
@@ -360,7 +360,26 @@ const migrations = (schema: DialectSchema): Record<string, Knex.Migration> => ({
       for (const column of ['rules', 'rules_version']) await knex.raw(`alter table collections drop column ${column}`);
     },
   },
-  '0020_search_indexes': {
+  '0020_end_user_counts': {
+    async up(knex) {
+      // The requests of each end user of a publishable key (docs/access.md, "A rate per end user"), added
+      // to by every instance, as usage_counts is: `end_user` is a hash of who the end user is (the token's
+      // issuer and subject, or the client's address), never the claim or the address itself. A row no
+      // instance has written for a while is pruned (`updated_at`).
+      await knex.schema.createTable('end_user_counts', (t) => {
+        t.integer('key_id').notNullable().references('api_keys.id');
+        t.string('end_user', 43).notNullable();
+        t.bigInteger('count').notNullable();
+        t.string('updated_at', 32).notNullable();
+        t.primary(['key_id', 'end_user']);
+        t.index(['updated_at'], 'end_user_counts_updated');
+      });
+    },
+    async down(knex) {
+      await knex.schema.dropTable('end_user_counts');
+    },
+  },
+  '0021_search_indexes': {
     async up(knex) {
       // Search indexes (openapi.yaml, createIndex; docs/search.md): a collection has one at most, its
       // fields (a JSON array of names) in `search` of the collection's row, which every write reads, null

@@ -47,3 +47,15 @@ export const accountPlanSql = 'select p.name, p.quota, p.period, p.rate from acc
 export const readUsageSql = 'select count from usage_counts where account_id = ? and period_start = ?';
 export const addUsageSql = `insert into usage_counts (account_id, period_start, count) values (?, ?, ?)
   on conflict (account_id, period_start) do update set count = usage_counts.count + excluded.count returning count`;
+
+/**
+ * Adds each of `n` end users' counts (key id, end user, count, when: `?` four times a row) to what every
+ * instance counted of them, and answers the new totals. A count of 0 only reads the total, and keeps the
+ * row from being pruned.
+ */
+export const addEndUserCountsSql = (n: number) => `insert into end_user_counts (key_id, end_user, count, updated_at)
+  values ${Array.from({ length: n }, () => '(?, ?, ?, ?)').join(', ')}
+  on conflict (key_id, end_user) do update set count = end_user_counts.count + excluded.count, updated_at = excluded.updated_at
+  returning key_id, end_user, count`;
+/** Deletes the end users' counts no instance has written since `?`. */
+export const pruneEndUserCountsSql = 'delete from end_user_counts where updated_at < ?';

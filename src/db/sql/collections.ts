@@ -35,8 +35,8 @@ export const keyOrder = (k: string, dir: 'asc' | 'desc') => `${k}rank ${dir}, ${
 const collectionColumns = 'name, created_at, row_count, last_seq';
 export const listCollectionsSql = (collate: string) =>
   `select ${collectionColumns} from collections where account_id = ? order by name${collate}`;
-/** The collection, with its schema's text (null for none). */
-export const listCollectionSchemasSql = (collate: string) => `select c.name, s.schema from collections c
+/** The collections, each with its schema's text (null for none), its id, and its rules' text (null for none) and their version. */
+export const listCollectionContractsSql = (collate: string) => `select c.id, c.name, s.schema, c.rules, c.rules_version from collections c
   left join collection_schemas s on s.id = c.schema_id where c.account_id = ? order by c.name${collate}`;
 export const getCollectionSql = `select ${collectionColumns}, s.schema from collections c left join collection_schemas s on s.id = c.schema_id
   where c.account_id = ? and c.name = ?`;

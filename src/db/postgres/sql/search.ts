@@ -4,7 +4,7 @@
 // a GIN index of them.
 import type { SearchSql } from '../../engine/dialect.ts';
 
-/** The table, made by the migration 0020_search_indexes. */
+/** The table, made by the migration 0021_search_indexes. */
 export const searchTablesSql = [
   // A row's words go with it.
   `create table search_rows (collection_id integer not null, row_id bigint not null, words tsvector not null,
