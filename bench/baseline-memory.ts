@@ -3,10 +3,10 @@
 // its id). `node --import tsx bench/baseline-memory.ts <rows>`; prints one JSON line with its url.
 import { createServer } from 'node:http';
 import { listen } from './listen.ts';
-import { benchRow, collections } from './seed.ts';
+import { collections, ownedRow } from './seed.ts';
 
 const count = Number(process.argv[2]);
-const rows = Array.from({ length: count }, (_, index) => ({ id: index + 1, ...benchRow(index + 1) }));
+const rows = Array.from({ length: count }, (_, index) => ({ id: index + 1, ...ownedRow(index + 1) }));
 const prefix = `/v1/collections/${collections.rows}/rows/`;
 
 const server = createServer((request, response) => {

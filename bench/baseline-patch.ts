@@ -35,12 +35,14 @@ if (!file) throw new Error('usage: baseline-patch.ts <file>');
 // rowbase's checkpoints: SqliteReaders checkpoints from the start, and opens nothing else until a read.
 new SqliteReaders(file);
 let queue: Patch[] = [];
-let accountId: number;
+/** The collection's account and schema id (0: none), which the patch statement finds it by, as rowbase's patches do. */
+let collection: { accountId: number; schemaId: number };
 const params = (group: Patch[]) => [
-  accountId,
+  collection.accountId,
   collections.rows,
   JSON.stringify(group.map(({ id, fields }) => [id, fields])),
   new Date().toISOString(),
+  collection.schemaId,
 ];
 const answer = (group: Patch[], written: Written[]) => {
   const byIndex = new Map(written.map((row) => [Number(row.i), row.data]));
@@ -71,9 +73,11 @@ await listen(server, 'baseline-patch');
 async function onPoolThread(): Promise<() => void> {
   const db = new sqlite3.Database(file);
   await new Promise<void>((resolve, reject) => db.exec(writerSetup, (error) => (error ? reject(error) : resolve())));
-  accountId = await new Promise<number>((resolve, reject) =>
-    db.get<{ id: number }>('select account_id as id from collections where name = ?', [collections.rows], (error, row) =>
-      error || !row ? reject(error ?? new Error(`no collection ${collections.rows} in ${file}`)) : resolve(row.id),
+  collection = await new Promise((resolve, reject) =>
+    db.get<{ accountId: number; schemaId: number }>(
+      'select account_id as accountId, schema_id as schemaId from collections where name = ?',
+      [collections.rows],
+      (error, row) => (error || !row ? reject(error ?? new Error(`no collection ${collections.rows} in ${file}`)) : resolve(row)),
     ),
   );
   // The bench's patches set one field. patchSql() says which statement a group of its size takes; each

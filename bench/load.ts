@@ -4,7 +4,7 @@
 import autocannon, { type Instance, type Options, type Result } from 'autocannon';
 import { type Measured, monotonicUs, percentile } from './measure.ts';
 import { collections } from './seed.ts';
-import { httpWorkloads, type LoadJob } from './workloads.ts';
+import { authHeaders, httpWorkloads, type LoadJob } from './workloads.ts';
 
 const job: LoadJob = JSON.parse(process.argv[2]);
 const workload = httpWorkloads[job.workload];
@@ -56,11 +56,11 @@ process.stdout.write(`${JSON.stringify(measured)}\n`);
 /**
  * autocannon stops without waiting for the answers under way, and the server still works through
  * them: one request more, queued behind them, answers when they are done, so that the warm-up's
- * leftovers do not eat into the measured window. Every server answers GET of row 1.
+ * leftovers do not eat into the measured window. Every server answers GET of row 1, to the bench user too.
  */
 async function drained(): Promise<void> {
   const response = await fetch(`${job.url}/v1/collections/${collections.rows}/rows/1`, {
-    headers: { authorization: `Bearer ${job.key}` },
+    headers: authHeaders(job),
     signal: AbortSignal.timeout(settings.timeoutSeconds * 1000),
   });
   await response.arrayBuffer();

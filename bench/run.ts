@@ -2,7 +2,8 @@
 //
 //   1. bin/rowbase's bundle made, if stale (scripts/bundle.js); a fresh SQLite file in a temp folder; a
 //      plan without a rate and a key, made with bin/rowbase;
-//   2. `rowbase serve` seeds it over HTTP, then stops; the file is copied for the other servers;
+//   2. `rowbase serve` seeds it over HTTP, and sets up the app of the end user's workloads (end-user.ts),
+//      then stops; the file is copied for the other servers;
 //   3. nine servers: rowbase, rowbase with metering on and off and with metrics on (each on a copy), baseline (a) from memory,
 //      baseline (b) sqlite3 for get-row and for patch, rowbase for the feed's fanout, and rowbase for the
 //      webhooks; and, when a PostgreSQL server answers, three more: rowbase on a database made for the
@@ -36,6 +37,7 @@ import os from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { bundle } from '../scripts/bundle.js';
+import { endUserToken, setUpApp } from './end-user.ts';
 import { fanoutCollection, fanoutWorkloads, idleCollections, measureFanout, measureIdle } from './feed.ts';
 import { createKey } from './key.ts';
 import { type Measured, milliseconds, parseMeasured } from './measure.ts';
@@ -88,6 +90,8 @@ type Step = { workload: string; ratioTo?: string; lastRoundOnly?: boolean; postg
 const onPostgres = (steps: Step[]) => steps.map((step) => ({ ...step, postgresOnly: true }));
 const schedule: Step[] = [
   ...afterMemory('get-row'),
+  // get-row as an app's user makes it, right after get-row (issue 53: ≥ 0.8 × it, side by side).
+  { workload: 'get-row-app', ratioTo: 'baseline-memory' },
   // Metering's cost is the ratio of these two: rowbase with metering on and off, side by side, each on
   // a copy of the seeded file that serves nothing else (the rowbase above serves every write workload).
   // On, off, off, on: a drift of the machine during the four moves both sides alike. The metrics' cost
@@ -101,6 +105,7 @@ const schedule: Step[] = [
   ...afterMemory('baseline-sqlite'),
   ...afterMemory('baseline-sqlite-patch'),
   ...afterMemory('list'),
+  { workload: 'list-app', ratioTo: 'baseline-memory' },
   // list-deep and the driver's one-row INSERTs are reported, not judged: once a run, in the last round,
   // which keeps the full run under ten minutes (with settle()'s waits, three rounds of both took it to 621 s).
   ...afterMemory('list-deep').map((step) => ({ ...step, lastRoundOnly: true })),
@@ -136,9 +141,11 @@ const schedule: Step[] = [
     { workload: 'baseline-memory' },
     { workload: 'baseline-pg-get-row', ratioTo: 'baseline-memory' },
     { workload: 'get-row-postgres', ratioTo: 'baseline-memory' },
+    { workload: 'get-row-app-postgres', ratioTo: 'baseline-memory' },
     { workload: 'baseline-memory' },
     { workload: 'baseline-pg-list', ratioTo: 'baseline-memory' },
     { workload: 'list-postgres', ratioTo: 'baseline-memory' },
+    { workload: 'list-app-postgres', ratioTo: 'baseline-memory' },
     { workload: 'baseline-postgres' },
     { workload: 'insert-batch-postgres', ratioTo: 'baseline-postgres' },
     { workload: 'insert-100-postgres' },
@@ -218,7 +225,20 @@ const aggregateTimeout = { ROWBASE_QUERY_TIMEOUT_MS: '60000' };
  * The PostgreSQL workloads: the database made for the run (dropped at the end), or why there is none;
  * and the webhooks' own database, made beside it when a webhook workload on PostgreSQL runs.
  */
-const postgres: Results['postgres'] & { url?: string; key?: string; webhooks?: { database: string; url?: string; key?: string } } = {};
+const postgres: Results['postgres'] & {
+  url?: string;
+  key?: string;
+  /** The publishable key of the end user's workloads on PostgreSQL (end-user.ts). */
+  appKey?: string;
+  webhooks?: { database: string; url?: string; key?: string };
+} = {};
+/**
+ * The end user's workloads on SQLite (end-user.ts): the publishable key of the seeded file, and the user's
+ * token, minted once a run, as an app's user holds one token for its session.
+ */
+const app: { key?: string; token?: string } = {};
+/** How long the user's token is valid: longer than any run. */
+const TOKEN_SECONDS = 24 * 3600;
 const benchDir = join(repoRoot, 'bench');
 
 const cleanUp = async () => {
@@ -249,6 +269,7 @@ async function main(): Promise<void> {
   const openFiles = openFilesLimit();
   say(`open files: ulimit -n ${openFiles.soft} (hard ${openFiles.hard})`);
   const key = await createKey(`sqlite:${files.rowbase}`);
+  app.token = await endUserToken(TOKEN_SECONDS);
   const seedSeconds = await seed(key);
   for (const copy of [
     files.million,
@@ -300,7 +321,6 @@ async function main(): Promise<void> {
     servers['rowbase-postgres-million'] = onPostgresServers.rowbase;
     servers['postgres-read'] = onPostgresServers.read;
   }
-  const keyFor = (server: ServerName) => (server === 'rowbase-postgres' || server === 'rowbase-postgres-million' ? postgres.key! : key);
   /** Every rowbase that served, for what it logged and its peak memory: the idle-sockets one joins when it runs. */
   const watched: Record<string, Started> = { ...servers, 'rowbase-feed': feed };
   if (webhooks) watched['rowbase-webhooks'] = webhooks;
@@ -324,7 +344,7 @@ async function main(): Promise<void> {
         const [server, serverKey] = webhooksOf(workload);
         measurement = { workload, round, ...(await measureWebhooks(server, serverKey, settings, workload)) };
       } else if (workload === 'idle-sockets') measurement = await measureIdleSockets(round, key, watched, serverPeakRssKb);
-      else measurement = await measure(workload, round, servers, keyFor);
+      else measurement = await measure(workload, round, servers, key);
       report(measurement);
       measurements.push({ ...measurement, ratioTo });
     }
@@ -416,6 +436,7 @@ async function main(): Promise<void> {
 async function seed(key: string): Promise<number> {
   const seeder = await serveRowbase(`sqlite:${files.rowbase}`, 'on');
   const seconds = await seedCollections(seeder.url, key, settings);
+  app.key = await setUpApp(seeder.url, key);
   say(`seeded ${settings.rows.toLocaleString('en-US')} rows in ${seconds.toFixed(1)} s`);
   // A clean stop closes the last connection, which checkpoints the WAL into the file that is copied next.
   await stop(seeder.child, settings.stopGraceMs);
@@ -533,6 +554,7 @@ async function startPostgres(): Promise<{ rowbase: Started; read: Started; webho
   postgres.key = await createKey(postgres.url);
   const rowbase = await serveRowbase(postgres.url, 'on', [], {}, aggregateTimeout);
   const seconds = await seedCollections(rowbase.url, postgres.key, settings);
+  postgres.appKey = await setUpApp(rowbase.url, postgres.key);
   await createCollections(rowbase.url, postgres.key, [baselineCollection]);
   if (measures('insert-1-idempotent-postgres')) await seedKeys(postgres.url);
   if (measures('aggregate-grouped-postgres')) {
@@ -582,7 +604,7 @@ async function measure(
   workload: string,
   round: number,
   servers: Partial<Record<ServerName, Started>>,
-  keyFor: (server: ServerName) => string,
+  key: string,
 ): Promise<Omit<Measurement, 'ratioTo'>> {
   let child: ReturnType<typeof spawnNode>;
   let watched: number;
@@ -600,7 +622,7 @@ async function measure(
     if (!server) throw new Error(`no server ${name} for ${workload}`);
     const file = serverFiles[name];
     if (file) readIntoPageCache(file);
-    const job: LoadJob = { workload, url: server.url, key: keyFor(name), settings };
+    const job: LoadJob = { workload, url: server.url, ...credentialsOf(workload, key), settings };
     child = spawnNode('bench/load.ts', [JSON.stringify(job)]);
     watched = server.pid;
   }
@@ -688,8 +710,12 @@ async function profile(workload: string, key: string): Promise<ProfileSummary> {
       const hooksKey = hookedPostgres ? postgres.webhooks!.key! : key;
       measured = (await measureWebhooks(server, hooksKey, settings, workload, settings.profileSeconds)).measured;
     } else {
-      const jobKey = onPostgres ? postgres.key! : key;
-      const job: LoadJob = { workload, url: server.url, key: jobKey, settings: { ...settings, durationSeconds: settings.profileSeconds } };
+      const job: LoadJob = {
+        workload,
+        url: server.url,
+        ...credentialsOf(workload, key),
+        settings: { ...settings, durationSeconds: settings.profileSeconds },
+      };
       measured = parseMeasured(await runToEnd('bench/load.ts', [JSON.stringify(job)]));
     }
   } finally {
@@ -709,6 +735,17 @@ async function profile(workload: string, key: string): Promise<ProfileSummary> {
       .join(', ')}`,
   );
   return summary;
+}
+
+/**
+ * What a workload's requests carry: the secret key of its server's database (`key` on SQLite), or, for an
+ * end user's workload, the publishable key of that database and the user's token.
+ */
+function credentialsOf(workload: string, key: string): Pick<LoadJob, 'key' | 'token'> {
+  const { server, endUser } = httpWorkloads[workload];
+  const onPostgres = server === 'rowbase-postgres' || server === 'rowbase-postgres-million';
+  if (!endUser) return { key: onPostgres ? postgres.key! : key };
+  return { key: onPostgres ? postgres.appKey! : app.key!, token: app.token };
 }
 
 /** The SQLite file a workload's rowbase is profiled on: that of its server (the million's own), else the main one. */

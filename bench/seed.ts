@@ -1,6 +1,7 @@
 // The data every measurement reads: one account `bench` on a plan without a rate limit, and the
-// collection `bench` of `settings.rows` rows, each `{ score, name, text }`. Rows are a pure function
-// of their id, so the in-memory baseline answers exactly what rowbase stores. Before the keyed inserts,
+// collection `bench` of `settings.rows` rows, each `{ score, name, text, owner }`, every one the bench
+// user's (end-user.ts). Rows are a pure function of their id, so the in-memory baseline answers exactly
+// what rowbase stores. Before the keyed inserts,
 // the answers of Idempotency-Keys the account keeps. The typed collection's schema and its rows.
 import pg from 'pg';
 import sqlite3 from 'sqlite3';
@@ -29,12 +30,22 @@ export const plan = { name: 'bench', quota: 1_000_000_000, period: 'month' } as 
 
 const words = ['alpha', 'bravo', 'charlie', 'delta', 'echo', 'foxtrot', 'golf', 'hotel', 'india', 'juliet', 'kilo', 'lima'];
 
-/** The fields of row `id` (1-based) as seeded. */
+/** The fields of row `id` (1-based), as the workloads that write send them. */
 export function benchRow(id: number): BenchRow {
   const h = scramble(id);
   const text = Array.from({ length: 8 }, (_, i) => words[(h >>> (i * 3)) % words.length]).join(' ');
   return { score: h % 1_000_000, name: `row ${id}`, text };
 }
+
+/**
+ * The end user every row of `bench` belongs to: the `sub` of the token get-row-app and list-app send
+ * (end-user.ts), whose rule reads the rows a user owns. All of them, so that a user's token reads the
+ * rows the secret key's get-row and list read, and its page of 50 is theirs.
+ */
+export const BENCH_USER = 'bench-user';
+
+/** Row `id` of `bench` as seeded: benchRow()'s fields and its owner. */
+export const ownedRow = (id: number): BenchRow & { owner: string } => ({ ...benchRow(id), owner: BENCH_USER });
 
 /** The distinct tags of the rows of `million`: an equality on one keeps about settings.millionRows / MILLION_TAGS rows. */
 export const MILLION_TAGS = 20_000;
@@ -133,7 +144,7 @@ export const batchOf = (first: number, count: number): BenchRow[] => Array.from(
 
 /**
  * Creates the four collections over HTTP (`typed` with its schema and unique index), fills `bench` with
- * `settings.rows` rows, `batchSize` per request, one request at a time, and has it indexed by score.
+ * `settings.rows` rows, `batchSize` per request, one request at a time, and has it indexed by score and by owner.
  * Returns the seconds it took.
  */
 export async function seedCollections(url: string, key: string, settings: Settings): Promise<number> {
@@ -144,7 +155,8 @@ export async function seedCollections(url: string, key: string, settings: Settin
   await send(url, key, 'POST', `/v1/collections/${collections.typed}/indexes`, typedIndex);
   for (let first = 1; first <= settings.rows; first += settings.batchSize) {
     const count = Math.min(settings.batchSize, settings.rows - first + 1);
-    const stored = (await send(url, key, 'POST', `/v1/collections/${collections.rows}/rows`, batchOf(first, count))) as { id: number }[];
+    const rows = Array.from({ length: count }, (_, i) => ownedRow(first + i));
+    const stored = (await send(url, key, 'POST', `/v1/collections/${collections.rows}/rows`, rows)) as { id: number }[];
     // The workloads pick ids 1..rows: the collection must be fresh.
     if (stored[0].id !== first) throw new Error(`seeding: expected id ${first}, got ${stored[0].id}`);
   }
@@ -152,6 +164,10 @@ export async function seedCollections(url: string, key: string, settings: Settin
   // production collection ordered by a field has: list reads through it, and every patch of a score
   // moves its key. Made here, every run measures list and patch with it, `--only=patch` too.
   await send(url, key, 'GET', `/v1/collections/${collections.rows}/rows?order_by=score&order=desc&limit=1`, undefined);
+  // And the first filter by owner its index on owner, which the rule of the app's user (end-user.ts) reads
+  // through: made here, every rowbase serves every workload with both, from its first request.
+  const byOwner = encodeURIComponent(JSON.stringify({ owner: BENCH_USER }));
+  await send(url, key, 'GET', `/v1/collections/${collections.rows}/rows?filter=${byOwner}&limit=1`, undefined);
   return (performance.now() - started) / 1000;
 }
 

@@ -23,7 +23,10 @@ export type ServerName =
 export interface LoadJob {
   workload: string;
   url: string;
+  /** The secret key; a publishable one for a workload of an app's user (HttpWorkload.endUser). */
   key: string;
+  /** With a publishable key, the end user's token (end-user.ts), sent beside it. */
+  token?: string;
   settings: Settings;
 }
 
@@ -41,9 +44,20 @@ export interface HttpWorkload {
    */
   durationSeconds?: number;
   warmupSeconds?: number;
+  /**
+   * Sent as an app's user sends it (issue 53): the account's publishable key in `x-api-key` and the user's
+   * token in `Authorization` (end-user.ts), not the secret key; its server and data are its twin's. Default false.
+   */
+  endUser?: boolean;
 }
 
-const json = (key: string) => ({ authorization: `Bearer ${key}`, 'content-type': 'application/json' });
+/**
+ * The job's key, as a server sends it (`Authorization: Bearer <secret key>`), or as an app does (the
+ * publishable key in `x-api-key`, the user's token in `Authorization`).
+ */
+export const authHeaders = ({ key, token }: Pick<LoadJob, 'key' | 'token'>): Record<string, string> =>
+  token === undefined ? { authorization: `Bearer ${key}` } : { 'x-api-key': key, authorization: `Bearer ${token}` };
+const json = (job: LoadJob) => ({ ...authHeaders(job), 'content-type': 'application/json' });
 const randomId = (rows: number) => 1 + Math.floor(Math.random() * rows);
 const rowsPath = (collection: string) => `/v1/collections/${collection}/rows`;
 
@@ -52,7 +66,7 @@ const getRandomRow = (job: LoadJob): Request[] => [
   {
     method: 'GET',
     path: rowsPath(collections.rows),
-    headers: json(job.key),
+    headers: json(job),
     setupRequest: (request) => ({ ...request, path: `${rowsPath(collections.rows)}/${randomId(job.settings.rows)}` }),
   },
 ];
@@ -64,7 +78,7 @@ const listPage =
     {
       method: 'GET',
       path: `${rowsPath(collections.rows)}?limit=${job.settings.pageSize}&offset=${offset(job.settings)}&order_by=score&order=desc`,
-      headers: json(job.key),
+      headers: json(job),
     },
   ];
 
@@ -80,13 +94,13 @@ const cursorPage =
   async (job: LoadJob): Promise<Request[]> => {
     let path = walkStart(job, collection);
     for (let before = 1; before < page; before++) {
-      const response = await fetch(`${job.url}${path}`, { headers: json(job.key) });
+      const response = await fetch(`${job.url}${path}`, { headers: json(job) });
       await response.arrayBuffer();
       const next = /^<([^>]+)>; rel="next"$/.exec(response.headers.get('link') ?? '')?.[1];
       if (!next) throw new Error(`page ${before} of the walk has no next page (${response.status})`);
       path = next;
     }
-    return [{ method: 'GET', path, headers: json(job.key) }];
+    return [{ method: 'GET', path, headers: json(job) }];
   };
 
 /**
@@ -100,7 +114,7 @@ const filteredPage =
     {
       method: 'GET',
       path: `${rowsPath(collections.million)}?limit=${job.settings.pageSize}&filter=${encodeURIComponent(JSON.stringify(filter))}${more}`,
-      headers: json(job.key),
+      headers: json(job),
     },
   ];
 
@@ -110,7 +124,7 @@ const one = () => 1;
 const aggregate =
   (body: object) =>
   (job: LoadJob): Request[] => [
-    { method: 'POST', path: `/v1/collections/${collections.million}/aggregate`, headers: json(job.key), body: JSON.stringify(body) },
+    { method: 'POST', path: `/v1/collections/${collections.million}/aggregate`, headers: json(job), body: JSON.stringify(body) },
   ];
 /** The grouped count and sum of every row of `million`: 100 groups (seed.ts, MILLION_KINDS). */
 const groupedCountAndSum = aggregate({ group_by: ['kind'], aggregates: { rows: { count: {} }, score: { sum: 'score' } } });
@@ -133,7 +147,7 @@ const patchRandomRow = (job: LoadJob): Request[] => [
   {
     method: 'PATCH',
     path: rowsPath(collections.rows),
-    headers: json(job.key),
+    headers: json(job),
     setupRequest: (request) => ({
       ...request,
       path: `${rowsPath(collections.rows)}/${randomId(job.settings.rows)}`,
@@ -149,7 +163,7 @@ const insertBatch: Omit<HttpWorkload, 'server'> = {
     {
       method: 'POST',
       path: rowsPath(collections.batches),
-      headers: json(job.key),
+      headers: json(job),
       body: JSON.stringify(batchOf(1, job.settings.batchSize)),
     },
   ],
@@ -168,7 +182,7 @@ const batchOfInserts: Omit<HttpWorkload, 'server'> = {
       collection: index % 2 === 0 ? collections.inserts : collections.batches,
       rows: [row],
     }));
-    return [{ method: 'POST', path: '/v1/batch', headers: json(job.key), body: JSON.stringify({ operations }) }];
+    return [{ method: 'POST', path: '/v1/batch', headers: json(job), body: JSON.stringify({ operations }) }];
   },
 };
 const insertAsOne: Omit<HttpWorkload, 'server'> = {
@@ -177,7 +191,7 @@ const insertAsOne: Omit<HttpWorkload, 'server'> = {
     {
       method: 'POST',
       path: rowsPath(collections.inserts),
-      headers: json(job.key),
+      headers: json(job),
       body: JSON.stringify(batchOf(1, job.settings.batchOperations)),
     },
   ],
@@ -196,7 +210,7 @@ const insertOne = (header: string): Omit<HttpWorkload, 'server'> => ({
     {
       method: 'POST',
       path: rowsPath(collections.inserts),
-      headers: json(job.key),
+      headers: json(job),
       body: JSON.stringify([benchRow(1)]),
       setupRequest: (request) => ({ ...request, headers: { ...request.headers, [header]: randomUUID() } }),
     },
@@ -220,7 +234,7 @@ const typedInsertOne: Omit<HttpWorkload, 'server'> = {
       {
         method: 'POST',
         path: rowsPath(collections.typed),
-        headers: json(job.key),
+        headers: json(job),
         body: before + randomUUID() + after,
         setupRequest: (request) => {
           const unique = randomUUID();
@@ -234,6 +248,14 @@ const typedInsertOne: Omit<HttpWorkload, 'server'> = {
 /** get-row's and list's requests, on any server. */
 const rowRead: Omit<HttpWorkload, 'server'> = { rowsPerRequest: one, requests: getRandomRow };
 const firstPage: Omit<HttpWorkload, 'server'> = { rowsPerRequest: (s) => s.pageSize, requests: listPage(() => 0) };
+/**
+ * list as an app's user makes it. Its rule's equality on `owner` reads the user's rows through the index
+ * of `owner` and sorts them whole by score (docs/api.md, "Filters and indexes"): every row of `bench`, the
+ * user's, seconds a page on PostgreSQL. As few connections as a grouped aggregate, for the same reason: at
+ * 64 a page waits past PostgreSQL's query timeout and the load generator's. list's 64 once the page reads
+ * the index on score and stops when it is full, as list does.
+ */
+const appPage: Omit<HttpWorkload, 'server'> = { ...firstPage, endUser: true, connections: GROUPED_CONNECTIONS };
 
 export const httpWorkloads: Record<string, HttpWorkload> = {
   /** Baseline (a): node:http answering the same row from memory. */
@@ -243,6 +265,9 @@ export const httpWorkloads: Record<string, HttpWorkload> = {
   /** Baseline (b) for patch: node:http running rowbase's patch statement through the sqlite3 driver, and nothing else. */
   'baseline-sqlite-patch': { server: 'sqlite-patch', rowsPerRequest: one, requests: patchRandomRow },
   'get-row': { server: 'rowbase', ...rowRead },
+  /** get-row and list as an app's user makes them, with a publishable key, a token and a one-field rule (issue 53). */
+  'get-row-app': { server: 'rowbase', ...rowRead, endUser: true },
+  'list-app': { server: 'rowbase', ...appPage },
   'get-row-metering-on': { server: 'rowbase-metering-on', ...rowRead },
   'get-row-metering-off': { server: 'rowbase-metering-off', ...rowRead },
   /** get-row with metering on and METRICS_PORT set: beside get-row-metering-on, the cost of the metrics. */
@@ -302,6 +327,8 @@ export const httpWorkloads: Record<string, HttpWorkload> = {
   /** get-row and list against rowbase on PostgreSQL, seeded as the SQLite one is (each judged by its (d)). */
   'get-row-postgres': { server: 'rowbase-postgres', ...rowRead },
   'list-postgres': { server: 'rowbase-postgres', ...firstPage },
+  'get-row-app-postgres': { server: 'rowbase-postgres', ...rowRead, endUser: true },
+  'list-app-postgres': { server: 'rowbase-postgres', ...appPage },
 };
 
 /** Whether the workload is measured only when a PostgreSQL server answers: baseline (c), the webhooks' on PostgreSQL, and those on its servers. */

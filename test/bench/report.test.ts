@@ -119,4 +119,29 @@ describe('bench', () => {
       });
     }
   });
+
+  describe("the targets of an app's user (issue 53)", () => {
+    for (const [secret, app] of [
+      ['get-row', 'get-row-app'],
+      ['list', 'list-app'],
+      ['get-row-postgres', 'get-row-app-postgres'],
+      ['list-postgres', 'list-app-postgres'],
+    ]) {
+      it(`judges ${app} by the median of its rounds' rates beside ${secret}, against 0.8`, () => {
+        const met = rounds(secret, app, [
+          [10_000, 5_000, 4_500],
+          [10_000, 4_000, 1_000],
+          [10_000, 5_000, 4_100],
+        ]);
+        expect(target(met, app)).to.deep.equal({
+          name: app,
+          target: `≥ 0.8 × ${secret}`,
+          value: `0.82 × ${secret}, rounds 0.90, 0.25, 0.82`,
+          met: true,
+        });
+        const missed = rounds(secret, app, [[10_000, 5_000, 3_950]]);
+        expect(target(missed, app)).to.include({ value: `0.79 × ${secret}`, met: false });
+      });
+    }
+  });
 });
