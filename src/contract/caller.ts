@@ -5,6 +5,7 @@
 // at least; a collection's types leave out the fields hidden from the caller (row-schemas.ts). What no
 // operation left names is left out too, and the security schemes are the publishable key's and the end
 // user's token's. A client generated from the document cannot name what the caller may not use.
+import { Grant } from '../rules/access.ts';
 import type { Claims, CompiledRules } from '../rules/compile.ts';
 import { OPERATIONS, type Operation } from '../rules/rules.ts';
 import { rowOperationId, rowOperations } from './names.ts';
@@ -43,14 +44,10 @@ const byCodePoint = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 /** What `rules` grant a caller with `claims` (null: anonymous), as the documents show it. */
 export function collectionView(rules: CompiledRules, claims: Claims): CollectionView {
-  const operations = OPERATIONS.filter((operation) => rules.operations[operation].access(claims).kind !== 'deny');
-  const hidden: string[] = [];
-  const unwritable: string[] = [];
-  for (const [name, field] of rules.fields) {
-    if (field.read && field.read.access(claims).kind !== 'all') hidden.push(name);
-    else if (field.write?.access(claims).kind === 'deny') unwritable.push(name);
-  }
-  return { operations, hidden: hidden.sort(byCodePoint), unwritable: unwritable.sort(byCodePoint) };
+  // The Grant requests are held to (src/rules/access.ts), so that the documents show what requests may do;
+  // it refuses nothing here, so it needs no collection's name for a refusal's detail.
+  const grant = new Grant(rules, claims, '');
+  return { operations: grant.granted, hidden: grant.hideable.sort(byCodePoint), unwritable: grant.unwritable.sort(byCodePoint) };
 }
 
 /** Whether openapi.yaml (parsed) marks the operation `operationId` `x-rowbase-publishable: true`. */

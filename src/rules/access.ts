@@ -62,7 +62,9 @@ export class Grant {
    * token lacks matches no row.
    */
   scope(filter: Filter | undefined, operation: 'read' | 'update' | 'delete'): Filter | undefined {
-    const filters = filter ? [filter] : [];
+    // The caller's own conditions stay at the top level, beside the rule's, where a page's plan looks for
+    // an index (src/db/reads/pages.ts): nested in an `$and` of their own, they would choose none.
+    const filters = !filter ? [] : filter.kind === 'and' ? [...filter.filters] : [filter];
     for (const each of operation === 'read' ? (['read'] as const) : (['read', operation] as const)) {
       const { access } = this.operations[each];
       if (access.kind === 'filter') filters.push(access.filter);
@@ -96,6 +98,17 @@ export class Grant {
   /** The fields whose read rule may hide them from this caller. */
   get hideable(): string[] {
     return this.hidden.map(([name]) => name);
+  }
+
+  /** The operations whose rule grants the caller some rows at least (an access other than `deny`), in the order of OPERATIONS. */
+  get granted(): Operation[] {
+    return OPERATIONS.filter((operation) => this.operations[operation].access.kind !== 'deny');
+  }
+
+  /** The fields the caller sees (none of hideable) but may not set: their write access is `deny`. */
+  get unwritable(): string[] {
+    const hidden = new Set(this.hideable);
+    return [...this.writes].filter(([name, { access }]) => access.kind === 'deny' && !hidden.has(name)).map(([name]) => name);
   }
 
   /** Whether an answer may lose fields for this caller: when not, rows pass as they are. */
