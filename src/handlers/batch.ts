@@ -97,7 +97,7 @@ function visible(principal: Principal, operations: readonly BatchOperation[]): s
 function maskedResult(result: BatchResult, grant: Grant): BatchResult {
   switch (result.op) {
     case 'update':
-      return { ...result, row: { ...result.row, json: JSON.stringify(grant.mask(JSON.parse(result.row.json))) } };
+      return { ...result, row: { ...result.row, json: grant.maskRow(result.row.json) } };
     case 'upsert':
       return { ...result, rows: { ...result.rows, json: grant.maskRows(result.rows.json) } };
     default:

@@ -158,7 +158,10 @@ export const rowHandlers: Handlers<
     const grant = await grantIn(store, principal, claims, path.collection_name);
     const row = await store.getRow(principal.accountId, path.collection_name, path.row_id);
     // A row the caller may not read is none: its 404 comes before any answer to If-None-Match.
-    const json = grant ? JSON.stringify(grant.readable(JSON.parse(row.json))) : row.json;
+    const parsed = grant && JSON.parse(row.json);
+    const visible = grant?.readable(parsed);
+    // Answered as stored unless the rules took a field out of it.
+    const json = visible === parsed ? row.json : JSON.stringify(visible);
     const { version } = row;
     const etag = { ETag: etagOf(version), 'Accept-Patch': ACCEPT_PATCH };
     // RFC 9110 §13.1.2: the client holds this version already.
@@ -170,7 +173,7 @@ export const rowHandlers: Handlers<
     const patch = readPatch(patchFormatOf[mediaType], body);
     const grant = await grantIn(store, principal, claims, path.collection_name);
     grant?.checkReadable(patchUses(patch, { in: 'body', name: '' }, grant.hideable));
-    const answer = (row: VersionedRow) => answerPatched(grant ? { ...row, json: JSON.stringify(grant.mask(JSON.parse(row.json))) } : row);
+    const answer = (row: VersionedRow) => answerPatched(grant ? { ...row, json: grant.maskRow(row.json) } : row);
     const options = { ifMatch: ifMatch(headers), once: once && answerOnce(once, answer), guard: grant };
     return answer(await store.updateRow(principal.accountId, path.collection_name, path.row_id, patch, options));
   },

@@ -128,6 +128,11 @@ export class Grant {
     return masked ?? row;
   }
 
+  /** A row as JSON text, masked; the text as it is when nothing can be hidden. */
+  maskRow<T>(json: Json<T>): Json<T> {
+    return this.hides ? JSON.stringify(this.mask(JSON.parse(json))) : json;
+  }
+
   /** Rows as JSON text (an array), each masked; the text as it is when nothing can be hidden. */
   maskRows<T>(json: Json<T>): Json<T> {
     if (!this.hides) return json;
