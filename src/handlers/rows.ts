@@ -11,7 +11,7 @@ import { ACCEPT_PATCH, patchFormatOf, readPatch } from '../patches/index.ts';
 import { type AggregateQuery, aggregateParameters, parseAggregateQuery } from '../query/aggregate.ts';
 import { type CursorScope, lastRow, makeCursor, readCursor } from '../query/cursor.ts';
 import { FILTER_PARAMETER, type Filter, filterJson, parseFilter, parseFilterText } from '../query/filter.ts';
-import { orderFromBody, orderFromParameters, type SortKey } from '../query/order.ts';
+import { orderFromBody, orderFromParameters, readsScore, SCORE, type SortKey } from '../query/order.ts';
 import { selectFields } from '../query/select.ts';
 import { type FieldUse, filterFields, type Grant, patchUses } from '../rules/access.ts';
 import { grantIn } from './grants.ts';
@@ -41,6 +41,7 @@ export const rowHandlers: Handlers<
     const filterValue = query.filter === undefined ? undefined : filterJson(query.filter, FILTER_PARAMETER);
     const filter = filterValue === undefined ? undefined : parseFilter(filterValue, FILTER_PARAMETER);
     const select = query.select === undefined ? undefined : selectedFields(query.select);
+    const scored = readsScore({ order, select, filter }, 'query');
     const grant = await grantIn(store, principal, claims, path.collection_name);
     const scope: CursorScope = {
       accountId: principal.accountId,
@@ -56,6 +57,7 @@ export const rowHandlers: Handlers<
       filter: scopedRead(grant, { filter, order, select }, 'query'),
       count: query.count === 'exact',
       after: query.after === undefined ? undefined : readCursor(query.after, scope),
+      scored,
     };
     const { json, seq, total, next } = await readRows(store, principal, scope, page, grant);
     // Where the feed resumes from this page with no change missed or repeated (openapi.yaml, Rowbase-Seq).
@@ -70,6 +72,7 @@ export const rowHandlers: Handlers<
     const order = orderFromParameters(query.order_by, query.order);
     const filter = query.filter === undefined ? undefined : parseFilterText(query.filter, FILTER_PARAMETER);
     const select = query.select === undefined ? undefined : selectedFields(query.select);
+    const scored = readsScore({ order, select, filter }, 'query');
     const grant = await grantIn(store, principal, claims, path.collection_name);
     const page: Page = {
       limit: query.limit,
@@ -78,18 +81,20 @@ export const rowHandlers: Handlers<
       filter: scopedRead(grant, { filter, order, select }, 'query'),
       count: query.count === 'exact',
       versions: true,
+      scored,
     };
     const read = await store.listRows(principal.accountId, path.collection_name, page);
     const json = grant ? grant.maskVersionedRows(read.json) : read.json;
     const headers: Record<string, string> = { 'Rowbase-Seq': String(read.seq) };
     if (read.total !== undefined) headers['Rowbase-Total-Count'] = String(read.total);
-    return { status: 200, body: select === undefined ? json : selectFields(json, select, true), headers };
+    return { status: 200, body: select === undefined ? json : selectFields(json, select, true, read.scores), headers };
   },
 
   async queryRows({ principal, path, body, claims }, { store }) {
     const order = orderFromBody(body.order);
     const filter = body.filter === undefined ? undefined : parseFilter(body.filter, { in: 'body', name: '/filter' });
     const select = body.select === undefined ? undefined : [...new Set(body.select)].filter((field) => field !== 'id');
+    const scored = readsScore({ order, select, filter }, 'body');
     const grant = await grantIn(store, principal, claims, path.collection_name);
     const scope: CursorScope = { accountId: principal.accountId, collection: path.collection_name, filter: body.filter, order, select };
     const page: Page = {
@@ -99,6 +104,7 @@ export const rowHandlers: Handlers<
       filter: scopedRead(grant, { filter, order, select }, 'body'),
       count: body.count === 'exact',
       after: body.after === undefined ? undefined : readCursor(body.after, scope, { in: 'body', name: '/after' }),
+      scored,
     };
     const { json, seq, total, next } = await readRows(store, principal, scope, page, grant);
     const totalMember = total === undefined ? '' : `,"total":${total}`;
@@ -264,10 +270,15 @@ async function readRows(
   grant: Grant | undefined,
 ): Promise<Omit<RowsPage, 'n'> & { next: string | null }> {
   const read = await store.listRows(principal.accountId, scope.collection, page);
-  const { n, seq, total } = read;
-  const next = n > 0 && n === page.limit ? makeCursor(scope, lastRow(read.json)) : null;
+  const { n, seq, total, scores } = read;
+  const next = n > 0 && n === page.limit ? makeCursor(scope, placeOf(lastRow(read.json), scores)) : null;
   const json = grant ? grant.maskRows(read.json) : read.json;
-  return { json: scope.select ? selectFields(json, scope.select) : json, seq, total, next };
+  return { json: scope.select ? selectFields(json, scope.select, false, scores) : json, seq, total, next };
+}
+
+/** A page's last row as its cursor's place: with its score as `_score` (SCORE) in a scored page. */
+function placeOf(row: Record<string, unknown>, scores: readonly number[] | undefined): Record<string, unknown> {
+  return scores ? { ...row, [SCORE]: scores.at(-1) } : row;
 }
 
 /** A read's filter for a caller held to rules: 403 for a hidden field it names, and the read rule ANDed in. */
@@ -281,7 +292,11 @@ function scopedRead(
   grant.checkReadable([
     ...uses(filterFields(read.filter), where, at.filter),
     ...orderUses(read.order, where),
-    ...uses(read.select, where, at.select),
+    ...uses(
+      read.select?.filter((field) => field !== SCORE),
+      where,
+      at.select,
+    ),
   ]);
   return grant.scope(read.filter, 'read');
 }
@@ -294,7 +309,7 @@ function uses(fields: readonly string[] | undefined, where: 'query' | 'body', na
 /** The fields of an order, each at its place: `order_by`, or the body's `/order/<i>/field`. */
 function orderUses(order: readonly SortKey[], where: 'query' | 'body'): FieldUse[] {
   return order
-    .filter(({ field }) => field !== 'id')
+    .filter(({ field }) => field !== 'id' && field !== SCORE)
     .map(({ field }, index) => ({
       field,
       at: where === 'query' ? { in: where, name: 'order_by' } : { in: where, name: `/order/${index}/field` },

@@ -39,7 +39,7 @@ type Operator = FieldCondition['op'];
  * layer has looked them up (bindSearch, src/db/collections/search-indexes.ts), and a search is tested
  * or written as SQL only then.
  */
-interface SearchCondition {
+export interface SearchCondition {
   kind: 'search';
   search: Search;
   index?: { collectionId: number; fields: readonly string[] };
@@ -292,6 +292,21 @@ function readPath(text: string): FieldPath | string {
 export const holdsSearch = (filter: Filter): boolean =>
   filter.kind === 'search' ||
   (filter.kind === 'not' ? holdsSearch(filter.filter) : filter.kind !== 'field' && filter.filters.some(holdsSearch));
+
+/**
+ * The search a page's relevance (`_score`) is of: the first `$search` at the filter's top level, reached
+ * through `$and`s only (a search under `$or` or `$not` may not hold for a row that matches), or none.
+ */
+export function rankedSearch(filter: Filter | undefined): SearchCondition | undefined {
+  if (!filter) return undefined;
+  if (filter.kind === 'search') return filter;
+  if (filter.kind !== 'and') return undefined;
+  for (const part of filter.filters) {
+    const found = rankedSearch(part);
+    if (found) return found;
+  }
+  return undefined;
+}
 
 /** `key` as one token of a JSON Pointer (RFC 6901, section 3). */
 export const pointerToken = (key: string) => key.replaceAll('~', '~0').replaceAll('/', '~1');

@@ -3,6 +3,7 @@
 // all of them or a comma list as long; a query's `order` is a list of `{field, direction}`. Ties break
 // by id in the direction of the last key, unless `id` is one of the keys.
 import { type FieldError, validationFailed } from '../errors.ts';
+import { type Filter, rankedSearch } from './filter.ts';
 
 export type Direction = 'asc' | 'desc';
 
@@ -31,7 +32,8 @@ export function orderFromParameters(orderBy: string, order: string): SortKey[] {
   const keys = fields.map((field, index) => ({ field, direction: directions.length === 1 ? directions[0] : directions[index] }));
   const wrong = keysError(keys);
   if (wrong) throw orderInvalid({ in: 'query', name: 'order_by', message: wrong });
-  return keys;
+  if (scoreDirectionError(keys)) throw orderInvalid({ in: 'query', name: 'order', message: SCORE_DIRECTION });
+  return scoreFirst(keys);
 }
 
 /** The order of a query's body (`order`, default by id ascending), or a 400 pointing into it. */
@@ -40,13 +42,48 @@ export function orderFromBody(order: readonly { field: string; direction?: Direc
   const keys = order.map(({ field, direction = 'asc' }) => ({ field, direction }));
   const wrong = keysError(keys);
   if (wrong) throw orderInvalid({ in: 'body', name: '/order', message: wrong });
-  return keys;
+  if (scoreDirectionError(keys)) throw orderInvalid({ in: 'body', name: '/order/0/direction', message: SCORE_DIRECTION });
+  return scoreFirst(keys);
+}
+
+/**
+ * The relevance of a row to the search at its filter's top level (docs/search.md, "Ranking"): not a
+ * field of the row, but a key of an order and a field of `select` (a stored field of the name is
+ * neither ordered by nor selected).
+ */
+export const SCORE = '_score';
+
+const SCORE_DIRECTION = `${SCORE} orders by relevance, most relevant first: it takes no direction but asc, the default`;
+
+/** Whether `keys` order by `_score` in a direction it does not take (`desc`). */
+const scoreDirectionError = (keys: readonly SortKey[]) => keys.some(({ field, direction }) => field === SCORE && direction === 'desc');
+
+/** `keys`, with `_score`'s direction the one it orders in: the highest score first. */
+const scoreFirst = (keys: SortKey[]): SortKey[] => (keys[0].field === SCORE ? [{ field: SCORE, direction: 'desc' }] : keys);
+
+/**
+ * Whether a page reads its rows' relevance (`_score`), ordered by it or selecting it: then its filter's
+ * top level must hold a `$search` (rankedSearch()), or the request is a 400 naming where it asked.
+ */
+export function readsScore(
+  read: { order: readonly SortKey[]; select?: readonly string[]; filter?: Filter },
+  where: 'query' | 'body',
+): boolean {
+  const ordered = read.order.some(({ field }) => field === SCORE);
+  const selected = read.select?.includes(SCORE) ?? false;
+  if (!ordered && !selected) return false;
+  if (rankedSearch(read.filter)) return true;
+  const name = ordered ? (where === 'query' ? 'order_by' : '/order/0/field') : where === 'query' ? 'select' : '/select';
+  throw validationFailed(`${SCORE} is the relevance of the rows to a search: the filter's top level must hold a $search.`, [
+    { in: where, name, message: `names ${SCORE} without a $search at the filter's top level (beside its other members, or in its $and)` },
+  ]);
 }
 
 /** What is wrong with `keys` as an order, or undefined. */
 function keysError(keys: readonly SortKey[]): string | undefined {
   if (keys.length > MAX_ORDER_KEYS) return `names ${keys.length} fields, and may name ${MAX_ORDER_KEYS} at most`;
   if (keys.some(({ field }) => field === '')) return 'names an empty field';
+  if (keys.length > 1 && keys.some(({ field }) => field === SCORE)) return `names ${SCORE}, which orders a page alone (ties by id)`;
   if (keys.some(({ field }) => field.length > MAX_ORDER_FIELD_LENGTH)) {
     return `names a field longer than ${MAX_ORDER_FIELD_LENGTH} characters`;
   }

@@ -1,6 +1,8 @@
 // Search (docs/search.md; openapi.yaml, createIndex and Filter's `$search`): a search index declared over
 // rows already there, kept by every write of a row, and `$search` finding the rows the in-memory
-// reference (src/search/words.ts) finds, on each backend.
+// reference (src/search/words.ts) finds, on each backend; ranked by `_score`, most relevant first, ties
+// by id ascending, through lists, versioned lists, queries and their cursors, each backend by its
+// engine's own measure.
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { matchesSearch, rowWords, searchOf } from '../../src/search/words.ts';
@@ -12,8 +14,9 @@ import { startTestServer, type TestServer } from '../support/server.ts';
 import { watchHealth } from '../support/watchdog.ts';
 import { row, search } from '../support/words.ts';
 
-type Row = { id: number } & Record<string, unknown>;
-type Problem = { code: string; detail: string; errors?: { name: string; message: string }[] };
+type Row = { id: number; _score?: number } & Record<string, unknown>;
+type Problem = { code: string; detail: string; errors?: { in?: string; name: string; message: string }[] };
+type QueryPage = { rows: Row[]; next: string | null; total?: number };
 
 const filter = (value: object) => `filter=${encodeURIComponent(JSON.stringify(value))}`;
 const FIELDS = ['title', 'body'];
@@ -324,6 +327,10 @@ describeEachBackend('search', (backend) => {
       expect((await ada.get<Row[]>(`/v1/collections/${name}/rows?${filter({ $search: 'sho' })}`)).body.map((row) => row.id)).to.deep.equal([
         1, 3,
       ]);
+      // Ranked: the rule's condition beside the caller's search keeps it at the filter's top level.
+      const rankedRed = await ada.get<Row[]>(`/v1/collections/${name}/rows?order_by=_score&select=_score&${filter({ $search: 'sho' })}`);
+      expect(rankedRed.status).to.equal(200);
+      expect(rankedRed.body.map((row) => row.id)).to.have.members([1, 3]);
       // A hidden field: the search index may hold its words.
       expect((await client.put(`/v1/collections/${name}/rules`, { ...rules, fields: { secret: { read: false } } })).status).to.equal(200);
       const refused = await ada.get<Problem>(`/v1/collections/${name}/rows?${filter({ $search: 'red' })}`);
@@ -343,6 +350,162 @@ describeEachBackend('search', (backend) => {
       const rules = await client.put<Problem>(`/v1/collections/${name}/rules`, { read: { $search: 'red' } });
       expect(rules.status).to.equal(400);
       expect(rules.body.errors?.[0]).to.deep.include({ name: '/read/$search' });
+    });
+  });
+
+  describe('ranking', () => {
+    /** A collection of `rows` with a search index of FIELDS. */
+    const ranked = async (rows: object[]) => {
+      const name = await collectionWith(rows);
+      expect((await declare(name)).status).to.equal(201);
+      return name;
+    };
+    const list = async (name: string, query: string) => {
+      const answer = await client.get<Row[]>(`/v1/collections/${name}/rows?${query}`);
+      expect(answer.status, query).to.equal(200);
+      return answer;
+    };
+    const refusal = async (path: string, body?: object) => {
+      const answer = body ? await client.post<Problem>(path, body) : await client.get<Problem>(path);
+      expect(answer.status, path).to.equal(400);
+      return answer.body;
+    };
+
+    /** Each row's score is no higher than the one before, and rows of one score come by id ascending. */
+    function expectRanked(rows: Row[]) {
+      for (let index = 1; index < rows.length; index++) {
+        const [before, at] = [rows[index - 1], rows[index]];
+        expect(at._score, `row ${at.id}`)
+          .to.be.a('number')
+          .and.at.most(before._score as number);
+        if (at._score === before._score) expect(at.id, 'ties by id').to.be.above(before.id);
+      }
+    }
+
+    it('orders by relevance: the rows holding the words more often, in fewer words, first; ties by id ascending', async () => {
+      const name = await ranked([
+        { title: 'A red car', body: 'with many other words beside it, long and longer' },
+        { title: 'Red red', body: 'red' },
+        { title: 'blue' },
+        { title: 'Red shoes' },
+        { title: 'Red shoes' },
+      ]);
+      const { body } = await list(name, `order_by=_score&select=title,_score&${filter({ $search: 'red' })}`);
+      // Three times in three words first, once in many last; 4 and 5 hold the same words, and tie.
+      expect(body.map((each) => each.id)).to.deep.equal([2, 4, 5, 1]);
+      expectRanked(body);
+      expect(body[1]._score).to.equal(body[2]._score);
+      // The same rows, in another order, without `_score`; the score selected beside another order.
+      expect((await list(name, filter({ $search: 'red' }))).body.map((each) => each.id)).to.deep.equal([1, 2, 4, 5]);
+      const byId = (await list(name, `select=_score&${filter({ $search: 'red' })}`)).body;
+      expect(byId.map((each) => each.id)).to.deep.equal([1, 2, 4, 5]);
+      for (const each of byId) expect(each._score).to.equal(body.find((ranked) => ranked.id === each.id)?._score);
+      expect(Object.keys(byId[0])).to.deep.equal(['id', '_score']);
+    });
+
+    it('ranks beside other conditions, with a prefix, counted, and through a query and a versioned list', async () => {
+      const name = await ranked([
+        { title: 'red shoes', n: 1 },
+        { title: 'red shoe shop', n: 2 },
+        { title: 'red', n: 1 },
+        { title: 'shoes shoes', body: 'red', n: 1 },
+      ]);
+      const query = { $search: 'red sho', n: 1 };
+      const listed = await list(name, `order_by=_score&select=_score&count=exact&${filter(query)}`);
+      expect(listed.headers.get('rowbase-total-count')).to.equal('2');
+      expectRanked(listed.body);
+      expect(listed.body.map((each) => each.id)).to.have.members([1, 4]);
+      const queried = await client.post<QueryPage>(`/v1/collections/${name}/query`, {
+        filter: { $and: [{ n: 1 }, { $search: 'red sho' }] },
+        order: [{ field: '_score' }],
+        select: ['_score'],
+        count: 'exact',
+      });
+      expect(queried.status).to.equal(200);
+      expect(queried.body.rows).to.deep.equal(listed.body);
+      expect(queried.body.total).to.equal(2);
+      const versioned = await client.get<{ etag: string; row: Row }[]>(
+        `/v1/collections/${name}/versioned-rows?order_by=_score&select=_score&${filter(query)}`,
+      );
+      expect(versioned.status).to.equal(200);
+      expect(versioned.body.map((each) => each.row)).to.deep.equal(listed.body);
+    });
+
+    it('pages through a ranking by cursors as one page holds it: no row repeated or skipped', async () => {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.array(row, { minLength: 1, maxLength: 25 }),
+          search,
+          fc.integer({ min: 1, max: 4 }),
+          async (rows, text, limit) => {
+            // Rows repeated, so that scores tie.
+            const name = await ranked([...rows, ...rows.slice(0, 5)]);
+            const stored = (await list(name, 'limit=1000')).body;
+            const holds = stored.filter((each) => matchesSearch(rowWords(each, FIELDS), searchOf(text)));
+            const whole = (await list(name, `order_by=_score&select=_score&limit=1000&${filter({ $search: text })}`)).body;
+            expect(whole.map((each) => each.id)).to.have.members(holds.map((each) => each.id));
+            expectRanked(whole);
+            // A list, following its Link headers.
+            const walked: Row[] = [];
+            let next: string | undefined =
+              `/v1/collections/${name}/rows?order_by=_score&select=_score&limit=${limit}&${filter({ $search: text })}`;
+            while (next) {
+              const answer: { status: number; body: Row[]; headers: Headers } = await client.get<Row[]>(next);
+              expect(answer.status).to.equal(200);
+              walked.push(...answer.body);
+              next = answer.headers.get('link')?.match(/^<([^>]+)>; rel="next"$/)?.[1];
+            }
+            expect(walked).to.deep.equal(whole);
+            // A query, following `next`.
+            const queried: Row[] = [];
+            let after: string | null | undefined;
+            do {
+              const body: Record<string, unknown> = { filter: { $search: text }, order: [{ field: '_score' }], select: ['_score'], limit };
+              if (after) body.after = after;
+              const answer = await client.post<QueryPage>(`/v1/collections/${name}/query`, body);
+              expect(answer.status).to.equal(200);
+              queried.push(...answer.body.rows);
+              after = answer.body.next;
+            } while (after);
+            expect(queried).to.deep.equal(whole);
+          },
+        ),
+        { numRuns: 15 },
+      );
+    });
+
+    it('answers a stored field named _score as stored, unless selected: then it is the score', async () => {
+      const name = await ranked([{ title: 'red', _score: 'mine' }]);
+      const whole = (await list(name, `order_by=_score&${filter({ $search: 'red' })}`)).body;
+      expect(whole).to.deep.equal([{ id: 1, title: 'red', _score: 'mine' }]);
+      const selected = (await list(name, `order_by=_score&select=_score,title&${filter({ $search: 'red' })}`)).body;
+      expect(selected[0]._score).to.be.a('number');
+      expect(selected[0].title).to.equal('red');
+      // A filter still reads the stored field.
+      expect((await list(name, filter({ $search: 'red', _score: 'mine' }))).body).to.have.length(1);
+    });
+
+    it('refuses _score without a $search at the filter top level, in another direction, or beside other keys', async () => {
+      const name = await ranked([{ title: 'red' }]);
+      const rows = `/v1/collections/${name}/rows`;
+      const named = (problem: Problem) => problem.errors?.map(({ name: at }) => at);
+      expect(named(await refusal(`${rows}?order_by=_score`))).to.deep.equal(['order_by']);
+      expect(named(await refusal(`${rows}?order_by=_score&${filter({ $or: [{ $search: 'red' }, { n: 1 }] })}`))).to.deep.equal([
+        'order_by',
+      ]);
+      expect(named(await refusal(`${rows}?order_by=_score&${filter({ $not: { $search: 'red' } })}`))).to.deep.equal(['order_by']);
+      expect(named(await refusal(`${rows}?select=title,_score&${filter({ title: 'red' })}`))).to.deep.equal(['select']);
+      expect(named(await refusal(`${rows}?order_by=_score&order=desc&${filter({ $search: 'red' })}`))).to.deep.equal(['order']);
+      expect(named(await refusal(`${rows}?order_by=_score,title&${filter({ $search: 'red' })}`))).to.deep.equal(['order_by']);
+      const query = `/v1/collections/${name}/query`;
+      expect(named(await refusal(query, { order: [{ field: '_score' }] }))).to.deep.equal(['/order/0/field']);
+      expect(named(await refusal(query, { select: ['_score'], filter: { title: 'red' } }))).to.deep.equal(['/select']);
+      expect(named(await refusal(query, { order: [{ field: '_score', direction: 'desc' }], filter: { $search: 'red' } }))).to.deep.equal([
+        '/order/0/direction',
+      ]);
+      // Nested $and keep the search at the top level.
+      const nested = await list(name, `order_by=_score&${filter({ $and: [{ $and: [{ $search: 'red' }] }] })}`);
+      expect(nested.body.map((each) => each.id)).to.deep.equal([1]);
     });
   });
 });

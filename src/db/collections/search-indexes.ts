@@ -36,7 +36,7 @@ export const searchTerms = (collectionId: number, words: readonly string[]) => w
 /** Sets the words of `rows` (their ids and fields) in the collection's search index, inside the write `trx`. */
 export async function putWords(db: Dialect, trx: WriteTx, index: SearchIndex, rows: readonly { id: number; fields: Fields }[]) {
   if (rows.length === 0) return;
-  const entries = rows.map(({ id, fields }) => [id, searchTerms(index.collectionId, rowWords(fields, index.fields)).join(' ')]);
+  const entries = rows.map(({ id, fields }) => [id, db.searchSql.words(searchTerms(index.collectionId, rowWords(fields, index.fields)))]);
   await db.run(trx, db.searchSql.put, [index.collectionId, JSON.stringify(entries)]);
 }
 

@@ -116,8 +116,15 @@ export interface UniqueIndexSql {
  * (searchTerms()). A row's words are deleted with it (a foreign key of the words' table).
  */
 export interface SearchSql {
-  /** Sets the words of rows of collection `?`: `?` is a JSON array of `[row id, terms]`. */
+  /** Sets the words of rows of collection `?`: `?` is a JSON array of `[row id, terms]`, each row's terms as words() writes them. */
   put: string;
+  /** A row's terms, in order, as put takes them. */
+  words(terms: readonly string[]): string;
+  /**
+   * A table of `row_id` and `score`: the rows holding the search `query` (as query() writes it), each
+   * with its relevance to it, the higher the more relevant (docs/search.md, "Ranking"); its bindings.
+   */
+  scores(query: string): { sql: string; params: string[] };
   /** Removes the words of every row of collection `?`. */
   removeAll: string;
   /** A condition on the row `row` (a table's alias): it holds the terms of the search `?`, as query() writes it. */

@@ -23,6 +23,7 @@ import { POSTGRES_KEY_CHARS, uniqueIndexSql } from './sql/collections.ts';
 import { notifySql } from './sql/engine.ts';
 import { aggregateSql, filteredSortedPage, orderedPage, sortedPage, sortedPageAfter } from './sql/reads.ts';
 import { holdOnceSql, pruneOnceSql } from './sql/rows.ts';
+import { scoresWith } from '../reads/filter.ts';
 import { searchSql } from './sql/search.ts';
 import { claimStreamsSql } from './sql/webhooks.ts';
 import { runAlone, runInTransaction, runTimed } from './statements.ts';
@@ -93,6 +94,7 @@ export async function openPostgresStore(
     keyHoldsWhole: (text) => escapeString(text).length < POSTGRES_KEY_CHARS,
     filterSql,
     keyBoundsSql,
+    scoresSql: scoresWith(searchSql),
     filteredSortedPage,
     wholeStringKeys: false,
     sortedPage,

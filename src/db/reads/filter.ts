@@ -3,9 +3,9 @@
 // paths no row has. Each dialect writes each operator on the JSON fields of `data` (sqlite/filter.ts,
 // postgres/filter.ts) with the meaning src/query/evaluate.ts gives it. Every value of a filter, field
 // names included, is a binding: the text of the SQL is the code's own.
-import type { FieldCondition, FieldPath, Filter, JsonValue } from '../../query/filter.ts';
+import type { FieldCondition, FieldPath, Filter, JsonValue, SearchCondition } from '../../query/filter.ts';
 import { searchTerms } from '../collections/search-indexes.ts';
-import type { SqlValue } from '../engine/dialect.ts';
+import type { SearchSql, SqlValue } from '../engine/dialect.ts';
 
 /** SQL and its bindings, one for each `?` in it, in order. */
 export type Sql = { sql: string; params: SqlValue[] };
@@ -99,13 +99,26 @@ export function filterWith<V>(filter: Filter, row: string, dialect: DialectFilte
       if (filter.path[0] !== 'id') return condition(dialect, dialect.field(row, filter.path), filter);
       return filter.path.length === 1 ? condition(idSql, raw(`${row}.id`), filter) : condition(missingSql, null, filter);
     case 'search': {
-      const { search, index } = filter;
-      if (!index) throw new Error('a search is written as SQL once bound to its collection (bindSearch)');
-      const prefix = search.prefix === undefined ? undefined : searchTerms(index.collectionId, [search.prefix])[0];
-      return dialect.search(row, searchTerms(index.collectionId, search.words), prefix);
+      const { words, prefix } = termsOf(filter);
+      return dialect.search(row, words, prefix);
     }
   }
 }
+
+/** The terms of a search bound to its collection's index (bindSearch): its words', and its prefix's. */
+export function termsOf({ search, index }: SearchCondition): { words: string[]; prefix?: string } {
+  if (!index) throw new Error('a search is written as SQL once bound to its collection (bindSearch)');
+  const prefix = search.prefix === undefined ? undefined : searchTerms(index.collectionId, [search.prefix])[0];
+  return { words: searchTerms(index.collectionId, search.words), prefix };
+}
+
+/** A dialect's table of the scores of the rows holding a bound search (PageSource.scoresSql), from its SearchSql. */
+export const scoresWith =
+  (searchSql: SearchSql) =>
+  (search: SearchCondition): Sql => {
+    const { words, prefix } = termsOf(search);
+    return searchSql.scores(searchSql.query(words, prefix));
+  };
 
 /** Whether `filter` reads any field of the row's `data`: a filter of the id alone reads none. */
 export function readsData(filter: Filter): boolean {

@@ -4,8 +4,8 @@
 
 import { collectionNotFound } from '../../errors.ts';
 import type { Position } from '../../query/cursor.ts';
-import type { Filter } from '../../query/filter.ts';
-import type { Direction, SortKey } from '../../query/order.ts';
+import { type Filter, rankedSearch, type SearchCondition } from '../../query/filter.ts';
+import { type Direction, SCORE, type SortKey } from '../../query/order.ts';
 import type { KeyValue } from '../../query/sort-keys.ts';
 import type { Json, Row } from '../../rows.ts';
 import { bindSearch } from '../collections/search-indexes.ts';
@@ -33,6 +33,11 @@ export interface Page {
   versions?: boolean;
   /** Only the rows after this place in the order. */
   after?: Position;
+  /**
+   * Read each row's relevance to the search at the filter's top level (rankedSearch()), which the page
+   * then holds: ordered by it when the order is `_score`, and answered in RowsPage.scores.
+   */
+  scored?: boolean;
 }
 
 /** The direction ties between equal keys break by id in: the last key's. */
@@ -43,7 +48,7 @@ const tieDirection = (order: readonly SortKey[]) => order[order.length - 1].dire
  * were read from: the rows are exactly what the events up to it made, so a feed resumed with
  * `since=seq` brings every later change and none the page already shows.
  */
-export type RowsPage = { json: Json<Row[]>; n: number; seq: number; total?: number };
+export type RowsPage = { json: Json<Row[]>; n: number; seq: number; total?: number; scores?: number[] };
 
 /** A statement and its bindings. */
 export type Statement = { sql: string; params: SqlValue[] };
@@ -70,7 +75,12 @@ export interface PageSource {
    * One page of the account's collection, sorted whole, of the rows `where` keeps (all without it), and
    * their count with `page.count`; its one row is a PagePart.
    */
-  orderedPage(collection: CollectionRef, page: Page, where?: Sql): Statement;
+  orderedPage(collection: CollectionRef, page: Page, where?: Sql, scores?: Sql): Statement;
+  /**
+   * The relevance of each row holding `search` (bound: bindSearch()), as a table of `row_id` and
+   * `score`, the higher the more relevant (docs/search.md, "Ranking").
+   */
+  scoresSql(search: SearchCondition): Sql;
   /** A filter as a condition on the columns of `rows` (the dialect's filter.ts). */
   filterSql(filter: Filter): Sql;
   /** The keys of a sort index within `bounds`, as a condition on the columns of `sort_keys` (the dialect's filter.ts). */
@@ -110,7 +120,15 @@ export interface PageSource {
  * seq in the same snapshot (null when the collection is gone), and on PostgreSQL whether the sort
  * index's order is exact (postgres/sql/collections.ts, POSTGRES_KEY_CHARS).
  */
-type PagePart = { n: number | string; json: string | null; seq: number | string | null; exact?: boolean; total?: number | string };
+type PagePart = {
+  n: number | string;
+  json: string | null;
+  seq: number | string | null;
+  exact?: boolean;
+  total?: number | string;
+  /** A scored page's scores, in its order, joined by commas (JSON numbers' text). */
+  scores?: string | null;
+};
 type CollectionRow = { id: number | string; row_count: number | string; sorted: string };
 type Joined = { json: Json<Row[]>; n: number; seq: number | null; exact: boolean };
 
@@ -118,6 +136,7 @@ type Joined = { json: Json<Row[]>; n: number; seq: number | null; exact: boolean
 export async function readPage(source: PageSource, accountId: number, collection: string, page: Page): Promise<RowsPage> {
   if (page.filter) {
     const filter = await bindSearch((sql, params) => source.read(sql, params, 'point'), accountId, collection, page.filter);
+    if (page.scored) return scoredPage(source, byName(accountId, collection), collection, { ...page, filter });
     return filteredPage(source, accountId, collection, { ...page, filter }, filter);
   }
   if (page.count || page.order.length > 1 || page.versions) return queryPage(source, byName(accountId, collection), collection, page);
@@ -244,6 +263,22 @@ async function queryPage(source: PageSource, ref: CollectionRef, collection: str
     throw collectionNotFound(collection);
   }
   return page.count ? { json, n, seq, total: Number(part.total) } : { json, n, seq };
+}
+
+/**
+ * A page whose rows' relevance to the search at the top level of its filter is read beside them (the
+ * dialect's scoresSql, joined), sorted whole as queryPage() sorts, by `_score` or by its order, its
+ * rows' scores answered in its order.
+ */
+async function scoredPage(source: PageSource, ref: CollectionRef, collection: string, page: Page): Promise<RowsPage> {
+  const search = rankedSearch(page.filter);
+  if (!page.filter || !search) throw new Error('a scored page has a $search at the top level of its filter (readsScore)');
+  const { sql: text, params } = source.orderedPage(ref, page, source.filterSql(page.filter), source.scoresSql(search));
+  const [part] = await source.read<PagePart>(text, params, 'once');
+  const { json, n, seq } = joinParts([part]);
+  if (seq === null) throw collectionNotFound(collection);
+  const scores = JSON.parse(`[${part.scores ?? ''}]`) as number[];
+  return page.count ? { json, n, seq, total: Number(part.total), scores } : { json, n, seq, scores };
 }
 
 /**
@@ -431,11 +466,12 @@ export type FieldOrder = (
  * as pageRange (../sql/reads.ts) says why.
  */
 export function wholePage(
-  pageJson: (order: string) => string,
+  pageJson: PageJson,
   byField: FieldOrder,
   collection: CollectionRef,
   page: Page,
   where?: Sql,
+  scores?: Sql,
 ): Statement {
   let columns = pageColumns(page.versions);
   const bindings: SqlValue[] = [];
@@ -446,22 +482,40 @@ export function wholePage(
       placed.push({ column: { sql: 'id', direction }, at: afterId });
       return;
     }
+    if (field === SCORE) {
+      // The most relevant first, ties by id ascending (docs/search.md, "Ranking").
+      const at = page.after?.values[index]?.scalar;
+      placed.push({ column: { sql: 'score', direction: 'desc' }, at: typeof at === 'number' ? sql`${at}` : undefined });
+      placed.push({ column: { sql: 'id', direction: 'asc' }, at: afterId });
+      return;
+    }
     const read = byField(field, index, direction, page.after?.values[index]);
     columns += read.columns;
     bindings.push(...read.bindings);
     placed.push(...read.order);
   });
   // Ties break by id.
-  if (!page.order.some((key) => key.field === 'id'))
+  if (!page.order.some((key) => key.field === 'id' || key.field === SCORE))
     placed.push({ column: { sql: 'id', direction: tieDirection(page.order) }, at: afterId });
   const order = placed.map(({ column }) => `${column.sql} ${column.direction}`).join(',\n        ');
   const after = page.after && afterPlace(placed);
   const filtered = where ? sql` and (${where})` : raw('');
   const total = page.count ? sql`, (select count(*) from rows where collection_id = ${collection.id}${filtered}) as total` : raw('');
-  const rows = sql`select ${{ sql: columns, params: bindings }} from rows where collection_id = ${collection.id}${filtered}`;
-  return sql`select count(*) as n, ${raw(pageJson(order))} as json,
+  const scored = scores ? sql`, scored.score from rows join ${scores} scored on scored.row_id = rows.id` : raw(' from rows');
+  const rows = sql`select ${{ sql: columns, params: bindings }}${scored} where collection_id = ${collection.id}${filtered}`;
+  const scoresJson = scores ? raw(`, ${pageJson.scores(order)} as scores`) : raw('');
+  return sql`select count(*) as n, ${raw(pageJson.rows(order))} as json${scoresJson},
         ${collection.lastSeq} as seq${total}
       from (select * from (${rows}) r${after ? sql` where ${after}` : raw('')} order by ${raw(order)} limit +${page.limit} offset ${page.offset}) r`;
+}
+
+/**
+ * How a dialect joins a page's rows sorted whole, each in `order` (SQL of the page's order): `rows`,
+ * their JSON texts, as PagePart's `json`; `scores`, a scored page's rows' `score` as PagePart's `scores`.
+ */
+export interface PageJson {
+  rows(order: string): string;
+  scores(order: string): string;
 }
 
 /** One column of a page's order, as SQL on the columns `rows` selects, and its direction. */

@@ -25,6 +25,7 @@ import { uniqueIndexSql } from './sql/collections.ts';
 import { knexTablesSql } from './sql/engine.ts';
 import { aggregateSql, filteredSortedPage, orderedPage, sortedPage, sortedPageAfter } from './sql/reads.ts';
 import { onceAnswersSql, pruneOnceSql, sqliteProcedures } from './sql/rows.ts';
+import { scoresWith } from '../reads/filter.ts';
 import { searchSql } from './sql/search.ts';
 import { claimStreamsSql } from './sql/webhooks.ts';
 
@@ -106,6 +107,7 @@ export async function openSqliteStore(
       keyHoldsWhole: () => true,
       filterSql,
       keyBoundsSql,
+      scoresSql: scoresWith(searchSql),
       filteredSortedPage,
       wholeStringKeys: true,
       sortedPage,

@@ -3,7 +3,7 @@
 import type { Aggregate } from '../../../query/aggregate.ts';
 import type { AggregateSource } from '../../reads/aggregates.ts';
 import { raw, type Sql, sql } from '../../reads/filter.ts';
-import { type FieldOrder, type PageSource, sortedPages, wholePage } from '../../reads/pages.ts';
+import { type FieldOrder, type PageJson, type PageSource, sortedPages, wholePage } from '../../reads/pages.ts';
 import { MAX_PAGE_BYTES } from '../../rows/rows.ts';
 import { keyOrder } from '../../sql/collections.ts';
 import { rowJsonWith, versionedRowJsonWith } from '../../sql/reads.ts';
@@ -32,8 +32,12 @@ export const getRowSql = `select data, collection_id, version from rows
  * break by id. Strings compare under the "C" collation, which is code point order in UTF-8 (escaped:
  * escapeString()). A page after a place keeps the rows past it (pages.ts, afterPlace).
  */
-export const orderedPage: PageSource['orderedPage'] = (collection, page, where) =>
-  wholePage(page.versions ? versionedPageJsonSql : pageJsonSql, byField, collection, page, where);
+export const orderedPage: PageSource['orderedPage'] = (collection, page, where, scores) =>
+  wholePage(page.versions ? versionedPageJson : pageJson, byField, collection, page, where, scores);
+
+/** A page's rows and a scored page's scores joined in its order: each score a float8's text, the shortest that reads back as the same number. */
+const pageJson: PageJson = { rows: pageJsonSql, scores: (order) => `string_agg(score::text, ',' order by ${order})` };
+const versionedPageJson: PageJson = { ...pageJson, rows: versionedPageJsonSql };
 
 /** A field of orderedPage()'s order, read as jsonb `j<index>`. */
 const byField: FieldOrder = (named, index, direction, at) => {

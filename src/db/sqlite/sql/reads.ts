@@ -3,7 +3,7 @@
 import type { Aggregate } from '../../../query/aggregate.ts';
 import type { AggregateSource } from '../../reads/aggregates.ts';
 import { raw, type Sql, sql } from '../../reads/filter.ts';
-import { type FieldOrder, type PageSource, sortedPages, wholePage } from '../../reads/pages.ts';
+import { type FieldOrder, type PageJson, type PageSource, sortedPages, wholePage } from '../../reads/pages.ts';
 import { keyOrder } from '../../sql/collections.ts';
 import { rowJsonWith, versionedRowJsonWith } from '../../sql/reads.ts';
 
@@ -72,8 +72,15 @@ export const rowsSql = `select j.key as i, r.data, c.id as collection_id, r.vers
  * serves every field name. Strings compare as UTF-8 bytes (the BINARY collation), which is code
  * point order. A page after a place keeps the rows past it (pages.ts, afterPlace).
  */
-export const orderedPage: PageSource['orderedPage'] = (collection, page, where) =>
-  wholePage(page.versions ? () => versionedPageJsonSql : () => pageJsonSql, byField, collection, page, where);
+export const orderedPage: PageSource['orderedPage'] = (collection, page, where, scores) =>
+  wholePage(page.versions ? versionedPageJson : pageJson, byField, collection, page, where, scores);
+
+/**
+ * A page's rows and a scored page's scores joined as they come, in order (pageJsonSql): each score as
+ * SQLite casts a real to text, the shortest that reads back as the same number.
+ */
+const pageJson: PageJson = { rows: () => pageJsonSql, scores: () => `group_concat(cast(score as text), ',')` };
+const versionedPageJson: PageJson = { ...pageJson, rows: () => versionedPageJsonSql };
 
 /** A field of orderedPage()'s order, read as its JSON type `t<index>` and SQL value `v<index>`. */
 const byField: FieldOrder = (named, index, direction, at) => {

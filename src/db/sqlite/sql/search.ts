@@ -33,6 +33,13 @@ export const dropSearchTablesSql = ['drop table search_words', 'drop table searc
 export const searchSql: SearchSql = {
   put: `insert into search_rows (collection_id, row_id, words) select ?, value ->> 0, value ->> 1 from json_each(?)
     where true on conflict (collection_id, row_id) do update set words = excluded.words`,
+  words: (terms) => terms.join(' '),
+  // FTS5's BM25 (bm25(), its k1 1.2 and b 0.75), lower the more relevant: negated.
+  scores: (query) => ({
+    sql: `(select s.row_id, -bm25(search_words) as score from search_words join search_rows s on s.id = search_words.rowid
+      where search_words match ?)`,
+    params: [query],
+  }),
   removeAll: 'delete from search_rows where collection_id = ?',
   // The terms of a collection are its own (searchTerms()): FTS5 finds that collection's rows only.
   match: (row) =>
