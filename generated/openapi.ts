@@ -486,7 +486,8 @@ export interface paths {
          *     `Link`) and `count` (`exact` adds `total`). Its rules are those of `listRows`: the order across
          *     types, ties by `id`, cursors that never repeat or skip a row that stays in place, a cursor bound
          *     to its query (another's, or an altered one, is `400`), the bound on a read's time (`503
-         *     query_timeout`). It changes nothing, needs a `read` key and counts toward the plan like any
+         *     query_timeout`), and ranking: `"order": [{"field": "_score"}]` and `"select": [..., "_score"]` under a
+         *     filter whose top level holds a `$search` (docs/search.md, "Ranking"). It changes nothing, needs a `read` key and counts toward the plan like any
          *     request.
          *
          *     The answer is `{rows, next, total}`: `next` is the cursor of the next page when this one's rows
@@ -546,6 +547,17 @@ export interface paths {
          *     index, made by the first such page of a large collection as ordering makes it; ordered by that
          *     field (or by `id` under an equality), the page reads the range in order and stops when it is
          *     full (docs/api.md, "Filters and indexes").
+         *
+         *     Ranking (docs/search.md, "Ranking"): under a filter whose top level holds a `$search` (beside its
+         *     other members, or in its `$and`), `order_by=_score` orders the rows by their relevance to it, most
+         *     relevant first, rows of one score by `id` ascending (`_score` orders alone, and `order=desc` with it
+         *     is `400`); `select=_score` answers each row's score as its member `_score`, a number, the higher the
+         *     more relevant, in place of a stored field of that name. For example
+         *     `order_by=_score&select=title,_score&filter={"$search":"red sho"}` answers
+         *     `[{"id":4,"title":"Red shoes","_score":1.52},{"id":9,"title":"red shoe shop","_score":1.03}]`. The
+         *     score is each engine's own measure (BM25 on SQLite, `ts_rank` on PostgreSQL): the rows that match
+         *     are the same on both backends, their scores and so their order may differ. `_score` in `order_by`
+         *     or `select` without such a `$search` is `400` naming it.
          *
          *     To edit a list of rows safely, read it from `GET …/versioned-rows` (`listVersionedRows`), which
          *     answers each row with its `ETag`.
@@ -1666,8 +1678,10 @@ export interface components {
              * @description The rows whose words in the fields of the collection's search index (createIndex, `"type": "search"`)
              *     hold every word of this text, the last also as the beginning of a word unless the text ends outside a
              *     word (docs/search.md): case and diacritics do not matter, each Chinese or Japanese character is a word.
-             *     Combines with every other condition, inside `$and`, `$or` and `$not` too. A collection without a search
-             *     index, a text of no word, of more than 256 characters or of more than 32 words: `400`.
+             *     Combines with every other condition, inside `$and`, `$or` and `$not` too. No word is ignored: there are
+             *     no stopwords, and a word of one letter is a word. A collection without a search index (`400` naming the
+             *     index to declare), a text of no word, of more than 256 characters or of more than 32 words: `400`. At
+             *     the filter's top level, it ranks the rows: `_score` in an order and a selection.
              * @example red sho
              */
             $search?: string;
@@ -2104,7 +2118,7 @@ export interface components {
         OrderKey: {
             direction?: components["schemas"]["SortOrder"];
             /**
-             * @description A top-level field; `id` is the row's own id.
+             * @description A top-level field; `id` is the row's own id, `_score` the relevance to a search (OrderBy).
              * @example score
              */
             field: string;
@@ -2308,7 +2322,25 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
-        /** @description A query of a collection's rows (`queryRows`); every member may be left out. */
+        /**
+         * @description A query of a collection's rows (`queryRows`); every member may be left out.
+         * @example {
+         *       "filter": {
+         *         "$search": "red sho",
+         *         "status": "open"
+         *       },
+         *       "order": [
+         *         {
+         *           "field": "_score"
+         *         }
+         *       ],
+         *       "select": [
+         *         "title",
+         *         "_score"
+         *       ],
+         *       "limit": 20
+         *     }
+         */
         RowQuery: {
             /** @description The cursor of the page to follow (`next` of a page of the same query). */
             after?: string;
@@ -2316,10 +2348,14 @@ export interface components {
             filter?: components["schemas"]["Filter"];
             /** @description The most rows to answer; 100 when absent. */
             limit?: number;
-            /** @description The fields that order the rows, each once, first to last; by `id` ascending when empty or absent. */
+            /**
+             * @description The fields that order the rows, each once, first to last; by `id` ascending when empty or absent.
+             *     `[{"field": "_score"}]` orders by relevance to the `$search` at the filter's top level (OrderBy).
+             */
             order?: components["schemas"]["OrderKey"][];
             /**
              * @description The top-level fields to answer of each row (`id` is always answered); a row without one is answered without it.
+             *     `_score`: each row's relevance to the `$search` at the filter's top level (SelectParameter).
              * @example [
              *       "title",
              *       "score"
@@ -3828,14 +3864,16 @@ export interface components {
          */
         Offset: number;
         /**
-         * @description The direction of every field of `order_by`, or a comma list of one for each.
+         * @description The direction of every field of `order_by`, or a comma list of one for each (`_score` takes `asc` only, and orders most relevant first).
          * @example desc
          */
         Order: string;
         /**
          * @description The top-level fields to order by, comma-separated, at most 8, each once and at most 256
          *     characters; `id` is the row's own id. A field whose name holds a comma cannot be ordered by here
-         *     (it can through `queryRows`).
+         *     (it can through `queryRows`). `_score` orders by relevance to the `$search` at the filter's top
+         *     level, most relevant first, ties by `id` ascending: alone, in no direction but `asc` (the default),
+         *     and only under such a `$search` (docs/search.md, "Ranking"); else `400`.
          * @example status,id
          */
         OrderBy: string;
@@ -3858,6 +3896,8 @@ export interface components {
         /**
          * @description The top-level fields to answer of each row, comma-separated (`id` is always answered); a row
          *     without a field is answered without it. A field whose name holds a comma cannot be selected.
+         *     `_score` is not a stored field but each row's relevance to the `$search` at the filter's top level,
+         *     a number (docs/search.md, "Ranking"); without such a `$search` it is `400`.
          * @example title,status
          */
         SelectParameter: string;
@@ -5312,20 +5352,24 @@ export interface operations {
                  */
                 offset?: components["parameters"]["Offset"];
                 /**
-                 * @description The direction of every field of `order_by`, or a comma list of one for each.
+                 * @description The direction of every field of `order_by`, or a comma list of one for each (`_score` takes `asc` only, and orders most relevant first).
                  * @example desc
                  */
                 order?: components["parameters"]["Order"];
                 /**
                  * @description The top-level fields to order by, comma-separated, at most 8, each once and at most 256
                  *     characters; `id` is the row's own id. A field whose name holds a comma cannot be ordered by here
-                 *     (it can through `queryRows`).
+                 *     (it can through `queryRows`). `_score` orders by relevance to the `$search` at the filter's top
+                 *     level, most relevant first, ties by `id` ascending: alone, in no direction but `asc` (the default),
+                 *     and only under such a `$search` (docs/search.md, "Ranking"); else `400`.
                  * @example status,id
                  */
                 order_by?: components["parameters"]["OrderBy"];
                 /**
                  * @description The top-level fields to answer of each row, comma-separated (`id` is always answered); a row
                  *     without a field is answered without it. A field whose name holds a comma cannot be selected.
+                 *     `_score` is not a stored field but each row's relevance to the `$search` at the filter's top level,
+                 *     a number (docs/search.md, "Ranking"); without such a `$search` it is `400`.
                  * @example title,status
                  */
                 select?: components["parameters"]["SelectParameter"];
@@ -5624,20 +5668,24 @@ export interface operations {
                  */
                 offset?: components["parameters"]["Offset"];
                 /**
-                 * @description The direction of every field of `order_by`, or a comma list of one for each.
+                 * @description The direction of every field of `order_by`, or a comma list of one for each (`_score` takes `asc` only, and orders most relevant first).
                  * @example desc
                  */
                 order?: components["parameters"]["Order"];
                 /**
                  * @description The top-level fields to order by, comma-separated, at most 8, each once and at most 256
                  *     characters; `id` is the row's own id. A field whose name holds a comma cannot be ordered by here
-                 *     (it can through `queryRows`).
+                 *     (it can through `queryRows`). `_score` orders by relevance to the `$search` at the filter's top
+                 *     level, most relevant first, ties by `id` ascending: alone, in no direction but `asc` (the default),
+                 *     and only under such a `$search` (docs/search.md, "Ranking"); else `400`.
                  * @example status,id
                  */
                 order_by?: components["parameters"]["OrderBy"];
                 /**
                  * @description The top-level fields to answer of each row, comma-separated (`id` is always answered); a row
                  *     without a field is answered without it. A field whose name holds a comma cannot be selected.
+                 *     `_score` is not a stored field but each row's relevance to the `$search` at the filter's top level,
+                 *     a number (docs/search.md, "Ranking"); without such a `$search` it is `400`.
                  * @example title,status
                  */
                 select?: components["parameters"]["SelectParameter"];
@@ -6495,20 +6543,24 @@ export interface operations {
                  */
                 offset?: components["parameters"]["Offset"];
                 /**
-                 * @description The direction of every field of `order_by`, or a comma list of one for each.
+                 * @description The direction of every field of `order_by`, or a comma list of one for each (`_score` takes `asc` only, and orders most relevant first).
                  * @example desc
                  */
                 order?: components["parameters"]["Order"];
                 /**
                  * @description The top-level fields to order by, comma-separated, at most 8, each once and at most 256
                  *     characters; `id` is the row's own id. A field whose name holds a comma cannot be ordered by here
-                 *     (it can through `queryRows`).
+                 *     (it can through `queryRows`). `_score` orders by relevance to the `$search` at the filter's top
+                 *     level, most relevant first, ties by `id` ascending: alone, in no direction but `asc` (the default),
+                 *     and only under such a `$search` (docs/search.md, "Ranking"); else `400`.
                  * @example status,id
                  */
                 order_by?: components["parameters"]["OrderBy"];
                 /**
                  * @description The top-level fields to answer of each row, comma-separated (`id` is always answered); a row
                  *     without a field is answered without it. A field whose name holds a comma cannot be selected.
+                 *     `_score` is not a stored field but each row's relevance to the `$search` at the filter's top level,
+                 *     a number (docs/search.md, "Ranking"); without such a `$search` it is `400`.
                  * @example title,status
                  */
                 select?: components["parameters"]["SelectParameter"];
@@ -6606,20 +6658,24 @@ export interface operations {
                  */
                 offset?: components["parameters"]["Offset"];
                 /**
-                 * @description The direction of every field of `order_by`, or a comma list of one for each.
+                 * @description The direction of every field of `order_by`, or a comma list of one for each (`_score` takes `asc` only, and orders most relevant first).
                  * @example desc
                  */
                 order?: components["parameters"]["Order"];
                 /**
                  * @description The top-level fields to order by, comma-separated, at most 8, each once and at most 256
                  *     characters; `id` is the row's own id. A field whose name holds a comma cannot be ordered by here
-                 *     (it can through `queryRows`).
+                 *     (it can through `queryRows`). `_score` orders by relevance to the `$search` at the filter's top
+                 *     level, most relevant first, ties by `id` ascending: alone, in no direction but `asc` (the default),
+                 *     and only under such a `$search` (docs/search.md, "Ranking"); else `400`.
                  * @example status,id
                  */
                 order_by?: components["parameters"]["OrderBy"];
                 /**
                  * @description The top-level fields to answer of each row, comma-separated (`id` is always answered); a row
                  *     without a field is answered without it. A field whose name holds a comma cannot be selected.
+                 *     `_score` is not a stored field but each row's relevance to the `$search` at the filter's top level,
+                 *     a number (docs/search.md, "Ranking"); without such a `$search` it is `400`.
                  * @example title,status
                  */
                 select?: components["parameters"]["SelectParameter"];

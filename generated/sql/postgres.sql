@@ -756,7 +756,7 @@ select id, before_id + 1 as first_id, before_seq + 1 as first_seq, search, pg_no
 
 -- searchSql.put
 insert into search_rows (collection_id, row_id, words)
-select ?, (e ->> 0)::bigint, array_to_tsvector(string_to_array(e ->> 1, ' ')) from jsonb_array_elements(?::jsonb) e
+select ?, (e ->> 0)::bigint, (e ->> 1)::tsvector from jsonb_array_elements(?::jsonb) e
 on conflict (collection_id, row_id) do update set words = excluded.words;
 
 -- searchSql.removeAll

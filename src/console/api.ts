@@ -36,6 +36,8 @@ export class ApiError extends Error {
 /** What a list asks for: GET …/rows's parameters, as the console's controls set them. */
 export interface RowsQuery {
   filter?: string;
+  /** Words to search the collection's search index for (docs/search.md), sent as a `$search` beside the filter. */
+  search?: string;
   select?: string;
   orderBy?: string;
   order: 'asc' | 'desc';
@@ -53,6 +55,16 @@ export interface RowsPage {
   total: number;
   seq: number;
   next?: string;
+}
+
+/**
+ * The filter a page of `query` is read with, as its text: the filter, and its search as a `$search` at
+ * the top level beside it (in `$and`), where it may rank the rows (`_score`).
+ */
+export function rowsFilter({ filter, search }: Pick<RowsQuery, 'filter' | 'search'>): string | undefined {
+  if (!search) return filter;
+  const searched = `{"$search":${JSON.stringify(search)}}`;
+  return filter ? `{"$and":[${searched},${filter}]}` : searched;
 }
 
 /** What a request sends besides its method and path. */
@@ -125,7 +137,8 @@ export class Api {
   async rows(collection: string, query: RowsQuery): Promise<RowsPage> {
     const parameters: Record<string, string> = { limit: String(query.limit), count: 'exact' };
     if (query.after) parameters.after = query.after;
-    if (query.filter) parameters.filter = query.filter;
+    const filter = rowsFilter(query);
+    if (filter) parameters.filter = filter;
     if (query.select) parameters.select = query.select;
     if (query.orderBy) Object.assign(parameters, { order_by: query.orderBy, order: query.order });
     const { body, headers } = await this.exchange<Row[]>('GET', `${collectionPath(collection)}/rows`, { query: parameters });

@@ -6,7 +6,8 @@
 // previewed as a user would see it (rules.ts).
 import { html } from 'htm/preact';
 import { useEffect, useMemo, useState } from 'preact/hooks';
-import { type Api, ApiError, describe, type Row, type RowsQuery } from './api.ts';
+import { SCORE } from '../query/order.ts';
+import { type Api, ApiError, describe, type Row, type RowsQuery, rowsFilter } from './api.ts';
 import { type DialogContext, InsertRows, RowEditor } from './editor.ts';
 import { type Change, Feed, type FeedState } from './feed.ts';
 import { GroupPanel } from './groups.ts';
@@ -80,7 +81,7 @@ export function RowsView({ api, collection, admin, onChanged, onDeleted }: Props
   // Not before the first page is read: from seq 0 it would replay every retained change of the collection.
   useEffect(() => {
     if (!live || page.loads === 0) return;
-    const feed = new Feed(api, collection, page.seq, query.filter, {
+    const feed = new Feed(api, collection, page.seq, rowsFilter(query), {
       change(change) {
         setView(({ shown, total }) => {
           const after = applyChange(shown, change);
@@ -96,6 +97,8 @@ export function RowsView({ api, collection, admin, onChanged, onDeleted }: Props
   }, [live, page.loads]);
 
   const { shown, total } = view;
+  // A collection with a search index has a search box.
+  const searchable = typing?.indexes.some((index) => index.type === 'search') ?? false;
   const columns = useMemo(() => columnsOf(shown, query.select), [shown, query.select]);
 
   const applyControls = (event: Event) => {
@@ -103,11 +106,16 @@ export function RowsView({ api, collection, admin, onChanged, onDeleted }: Props
     const form = new FormData(event.target as HTMLFormElement);
     const filter = String(form.get('filter') ?? '').trim();
     const select = String(form.get('select') ?? '').replace(/\s+/g, '');
-    reload({ ...query, filter: filter || undefined, select: select || undefined, after: undefined }, []);
+    const search = String(form.get('search') ?? '').trim() || undefined;
+    // A new search orders by relevance; none, nothing does.
+    const orderBy = search ? (search === query.search ? query.orderBy : SCORE) : query.orderBy === SCORE ? undefined : query.orderBy;
+    const order = orderBy === SCORE ? 'asc' : query.order;
+    reload({ ...query, filter: filter || undefined, select: select || undefined, search, orderBy, order, after: undefined }, []);
   };
 
   const sortBy = (field: string) => {
-    const order = query.orderBy === field && query.order === 'asc' ? 'desc' : 'asc';
+    // Relevance has one direction: the most relevant first.
+    const order = query.orderBy === field && query.order === 'asc' && field !== SCORE ? 'desc' : 'asc';
     reload({ ...query, orderBy: field, order, after: undefined }, []);
   };
 
@@ -140,6 +148,17 @@ export function RowsView({ api, collection, admin, onChanged, onDeleted }: Props
             aria-describedby="filter-error" aria-invalid=${filterError ? 'true' : 'false'} spellcheck=${false} />
           <p id="filter-error" class="error" role="alert">${filterError}</p>
         </div>
+        ${
+          searchable
+            ? html`
+              <div class="field">
+                <label for="search">Search</label>
+                <input id="search" name="search" type="search" defaultValue=${query.search ?? ''} placeholder="words; the most relevant first"
+                  title="Rows holding every word, the most relevant first: select _score to see each one's score" spellcheck=${false} />
+              </div>
+            `
+            : null
+        }
         <div class="field">
           <label for="select">Fields</label>
           <input id="select" name="select" defaultValue=${query.select ?? ''} placeholder="all; or text,done" spellcheck=${false} />
@@ -148,12 +167,12 @@ export function RowsView({ api, collection, admin, onChanged, onDeleted }: Props
         <label class="toggle"><input type="checkbox" checked=${live} onChange=${(event: Event) => setLive((event.target as HTMLInputElement).checked)} /> Live</label>
         <span class="feed-state" role="status">${live && feedState ? feedLabel(feedState) : ''}</span>
       </form>
-      <${GroupPanel} api=${api} collection=${collection} filter=${query.filter} />
+      <${GroupPanel} api=${api} collection=${collection} filter=${rowsFilter(query)} />
       <${Status} error=${error} />
       <div class="table-and-panel">
         <div class="table-scroll">
           <table>
-            <caption>Rows ${first}–${last} of ${total}${query.filter ? ' matching the filter' : ''}</caption>
+            <caption>Rows ${first}–${last} of ${total}${captionOf(query)}</caption>
             <thead>
               <tr>
                 ${columns.map(
@@ -237,6 +256,12 @@ function columnsOf(shown: ShownRow[], select: string | undefined): string[] {
   return [...fields];
 }
 
+/** What the rows of the caption match: the search, the filter, or both. */
+function captionOf({ filter, search }: RowsQuery): string {
+  if (search) return filter ? ' matching the search and the filter' : ' matching the search';
+  return filter ? ' matching the filter' : '';
+}
+
 function cell(value: unknown): string {
   if (value === undefined) return '';
   return typeof value === 'string' ? value : JSON.stringify(value);
@@ -245,7 +270,8 @@ function cell(value: unknown): string {
 function sortState(query: RowsQuery, field: string): string | undefined {
   const by = query.orderBy ?? 'id';
   if (by !== field) return undefined;
-  return query.order === 'asc' ? 'ascending' : 'descending';
+  // By relevance: the highest score first.
+  return query.order === 'asc' && by !== SCORE ? 'ascending' : 'descending';
 }
 
 function sortMark(query: RowsQuery, field: string): string {

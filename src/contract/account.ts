@@ -194,6 +194,7 @@ export function accountOpenApi(base: object, collections: readonly CollectionCon
       ...query,
       description: 'A query of a collection typed by its schema: `RowQuery` without `select`, as its answers are whole rows.',
       properties,
+      ...(Array.isArray(query.examples) ? { examples: query.examples.map(withoutSelect) } : {}),
     };
   }
   const account = { ...document, tags, paths, components: { ...(document.components as JsonObject), schemas, requestBodies } };
@@ -302,4 +303,11 @@ export function documentTag(base: object, collections: readonly CollectionContra
     );
   if (caller.publishable) hash.update(JSON.stringify({ publishable: true, feed: caller.feed ?? false }));
   return `"${hash.digest('base64url').slice(0, 27)}"`;
+}
+
+/** An example of `RowQuery` as one of `WholeRowQuery`: without its `select`. */
+function withoutSelect(example: unknown): unknown {
+  if (!isObject(example)) return example;
+  const { select: _select, ...rest } = example;
+  return rest;
 }

@@ -54,12 +54,14 @@ describe('the web console, in Chromium', function () {
 
   afterEach(() => watched.finish());
 
-  /** The text of every cell of the table's column `field`, top to bottom. */
+  /** The text of every cell of the rows' table's column `field`, top to bottom (the indexes' table is another). */
   async function cells(field: string): Promise<string[]> {
-    const headers = await page.$$eval('thead th', (ths) => ths.map((th) => th.textContent?.replace(/[▲▼]/g, '').trim() ?? ''));
+    const headers = await page.$$eval('.table-scroll thead th', (ths) =>
+      ths.map((th) => th.textContent?.replace(/[▲▼]/g, '').trim() ?? ''),
+    );
     const index = headers.indexOf(field);
     expect(index, `column ${field} among ${headers.join(', ')}`).to.be.at.least(0);
-    return page.$$eval('tbody tr', (rows, at) => rows.map((row) => row.children[at as number]?.textContent ?? ''), index);
+    return page.$$eval('.table-scroll tbody tr', (rows, at) => rows.map((row) => row.children[at as number]?.textContent ?? ''), index);
   }
 
   const ids = async () => (await cells('id')).map(Number);
@@ -67,7 +69,8 @@ describe('the web console, in Chromium', function () {
   /** Waits until the table's ids are `expected`, in order. */
   async function waitForIds(expected: number[]) {
     await page.waitForFunction(
-      (want) => JSON.stringify([...document.querySelectorAll('tbody tr')].map((row) => Number(row.getAttribute('data-id')))) === want,
+      (want) =>
+        JSON.stringify([...document.querySelectorAll('.table-scroll tbody tr')].map((row) => Number(row.getAttribute('data-id')))) === want,
       { timeout: 10_000 },
       JSON.stringify(expected),
     );
@@ -281,6 +284,54 @@ describe('the web console, in Chromium', function () {
     expect(
       await page.$eval('xpath/.//nav[@aria-label="Pages"]/button[text()="Previous"]', (button) => (button as HTMLButtonElement).disabled),
     ).to.equal(true);
+  });
+
+  it('searches a collection with a search index from its search box, the most relevant rows first', async () => {
+    await client.post('/v1/collections', { name: 'articles' });
+    await client.post('/v1/collections/articles/rows', [
+      { title: 'A red car among many other words', n: 1 },
+      { title: 'Red red red', n: 2 },
+      { title: 'Blue shoes', n: 1 },
+      { title: 'Red shoes', n: 1 },
+    ]);
+    await client.post('/v1/collections', { name: 'unsearched' });
+    await signIn();
+    await openCollection('unsearched');
+    await page.waitForSelector('#filter');
+    expect(await page.$('#search')).to.equal(null);
+    await client.post('/v1/collections/articles/indexes', { type: 'search', fields: ['title'] });
+    await openCollection('articles');
+    await page.waitForSelector('#search');
+    /** The ids the API ranks for `filter`, most relevant first. */
+    const ranked = async (filter: object) => {
+      const query = `order_by=_score&filter=${encodeURIComponent(JSON.stringify(filter))}`;
+      return (await client.get<Row[]>(`/v1/collections/articles/rows?${query}`)).body.map((row) => row.id);
+    };
+    const [read] = await Promise.all([
+      page.waitForResponse((answer) => new URL(answer.url()).pathname === '/v1/collections/articles/rows'),
+      page.type('#search', 'red'),
+      page.click('.controls button[type=submit]'),
+    ]);
+    const asked = new URL(read.url()).searchParams;
+    expect(asked.get('order_by')).to.equal('_score');
+    expect(JSON.parse(asked.get('filter') as string)).to.deep.equal({ $search: 'red' });
+    const expected = await ranked({ $search: 'red' });
+    expect(expected).to.have.members([1, 2, 4]);
+    await waitForIds(expected);
+    expect(await page.$eval('caption', (node) => node.textContent)).to.equal('Rows 1–3 of 3 matching the search');
+    // Beside a filter, with the score shown.
+    await applyFilter('{"n": 1}', 'title,_score');
+    await waitForIds(await ranked({ $and: [{ $search: 'red' }, { n: 1 }] }));
+    const scores = (await cells('_score')).map(Number);
+    expect(scores).to.have.length(2);
+    expect(scores[0]).to.be.at.least(scores[1] as number);
+    await page.screenshot({ path: `${screenshots}search-1280.png` });
+    // The search cleared: every row, by id.
+    await page.$eval('#search', (input) => {
+      (input as HTMLInputElement).value = '';
+    });
+    await applyFilter('', '');
+    await waitForIds([1, 2, 3, 4]);
   });
 
   it('groups the rows under the filter in the group by panel: counted, summed, a refused field named', async () => {

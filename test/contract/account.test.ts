@@ -271,6 +271,20 @@ describe("the account's contract", () => {
       expect(refsOf(schemas.NotesQueryPage)).to.deep.equal(['#/components/schemas/NotesRow']);
       expect(refsOf(schemas.NotesChangedRows)).to.deep.equal(['#/components/schemas/NotesRow']);
       expect(schemas.WholeRowQuery.properties).to.not.have.property('select');
+      expect(schemas.WholeRowQuery.examples).to.deep.equal([
+        { filter: { $search: 'red sho', status: 'open' }, order: [{ field: '_score' }], limit: 20 },
+      ]);
+    });
+
+    it('types filters, orders and selections as openapi.yaml does, `$search` and `_score` included', () => {
+      // No enum of a collection's fields: `_score` is a field name to order by as any other, described where they are.
+      expect((schemas.Filter.properties as Json).$search).to.deep.include({ type: 'string' });
+      expect(((schemas.OrderKey.properties as Json).field as Json).description).to.include('`_score`');
+      const parameters = (document.components as Json).parameters as Record<string, Json>;
+      expect(parameters.OrderBy!.description).to.include('`_score`');
+      expect(parameters.SelectParameter!.description).to.include('`_score`');
+      const paths = document.paths as Record<string, Record<string, Json>>;
+      expect(refsOf(paths['/v1/collections/notes/rows']!.get)).to.include('#/components/parameters/OrderBy');
     });
 
     it('keeps `my-notes` and `my_notes` apart', () => {

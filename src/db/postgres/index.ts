@@ -12,6 +12,7 @@ import { DatabaseOpenError, defaultSortIndexes, knexLog, type StoreOptions } fro
 import type { Dialect, OnceRow } from '../engine/dialect.ts';
 import { migrationSource } from '../engine/migrations.ts';
 import { Waits } from '../engine/waits.ts';
+import { scoresWith } from '../reads/filter.ts';
 import { onceAnswerSql } from '../sql/rows.ts';
 import { isUnavailable, isUniqueViolation } from './errors.ts';
 import { filterSql, keyBoundsSql } from './filter.ts';
@@ -23,7 +24,6 @@ import { POSTGRES_KEY_CHARS, uniqueIndexSql } from './sql/collections.ts';
 import { notifySql } from './sql/engine.ts';
 import { aggregateSql, filteredSortedPage, orderedPage, sortedPage, sortedPageAfter } from './sql/reads.ts';
 import { holdOnceSql, pruneOnceSql } from './sql/rows.ts';
-import { scoresWith } from '../reads/filter.ts';
 import { searchSql } from './sql/search.ts';
 import { claimStreamsSql } from './sql/webhooks.ts';
 import { runAlone, runInTransaction, runTimed } from './statements.ts';

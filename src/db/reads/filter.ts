@@ -106,7 +106,7 @@ export function filterWith<V>(filter: Filter, row: string, dialect: DialectFilte
 }
 
 /** The terms of a search bound to its collection's index (bindSearch): its words', and its prefix's. */
-export function termsOf({ search, index }: SearchCondition): { words: string[]; prefix?: string } {
+function termsOf({ search, index }: SearchCondition): { words: string[]; prefix?: string } {
   if (!index) throw new Error('a search is written as SQL once bound to its collection (bindSearch)');
   const prefix = search.prefix === undefined ? undefined : searchTerms(index.collectionId, [search.prefix])[0];
   return { words: searchTerms(index.collectionId, search.words), prefix };

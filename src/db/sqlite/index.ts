@@ -14,6 +14,7 @@ import { DatabaseOpenError, defaultSortIndexes, knexLog, type StoreOptions } fro
 import type { Dialect, OnceRow } from '../engine/dialect.ts';
 import { GroupedWrites } from '../engine/grouping.ts';
 import { migrationSource } from '../engine/migrations.ts';
+import { scoresWith } from '../reads/filter.ts';
 import { backupSqlite } from './backup.ts';
 import { isBusy, isUnavailable, isUniqueViolation } from './errors.ts';
 import { filterSql, keyBoundsSql } from './filter.ts';
@@ -25,7 +26,6 @@ import { uniqueIndexSql } from './sql/collections.ts';
 import { knexTablesSql } from './sql/engine.ts';
 import { aggregateSql, filteredSortedPage, orderedPage, sortedPage, sortedPageAfter } from './sql/reads.ts';
 import { onceAnswersSql, pruneOnceSql, sqliteProcedures } from './sql/rows.ts';
-import { scoresWith } from '../reads/filter.ts';
 import { searchSql } from './sql/search.ts';
 import { claimStreamsSql } from './sql/webhooks.ts';
 
