@@ -556,8 +556,11 @@ export interface paths {
          *     `order_by=_score&select=title,_score&filter={"$search":"red sho"}` answers
          *     `[{"id":4,"title":"Red shoes","_score":1.52},{"id":9,"title":"red shoe shop","_score":1.03}]`. The
          *     score is each engine's own measure (BM25 on SQLite, `ts_rank` on PostgreSQL): the rows that match
-         *     are the same on both backends, their scores and so their order may differ. `_score` in `order_by`
-         *     or `select` without such a `$search` is `400` naming it.
+         *     are the same on both backends, their scores and so their order may differ. `select=_highlight`
+         *     answers where the search matched: for each field of the search index whose text holds a word it
+         *     matches, the text cut into pieces alternately outside and inside those words (`{"title": ["",
+         *     "Red", " shoes"]}`; docs/search.md, "Highlights"). `_score` in `order_by` or `select`, or
+         *     `_highlight` in `select`, without such a `$search` is `400` naming it.
          *
          *     To edit a list of rows safely, read it from `GET …/versioned-rows` (`listVersionedRows`), which
          *     answers each row with its `ETag`.
@@ -2336,7 +2339,8 @@ export interface components {
          *       ],
          *       "select": [
          *         "title",
-         *         "_score"
+         *         "_score",
+         *         "_highlight"
          *       ],
          *       "limit": 20
          *     }
@@ -2355,7 +2359,7 @@ export interface components {
             order?: components["schemas"]["OrderKey"][];
             /**
              * @description The top-level fields to answer of each row (`id` is always answered); a row without one is answered without it.
-             *     `_score`: each row's relevance to the `$search` at the filter's top level (SelectParameter).
+             *     `_score` and `_highlight`: each row's relevance to the `$search` at the filter's top level, and where it matched (SelectParameter).
              * @example [
              *       "title",
              *       "score"
@@ -3897,7 +3901,9 @@ export interface components {
          * @description The top-level fields to answer of each row, comma-separated (`id` is always answered); a row
          *     without a field is answered without it. A field whose name holds a comma cannot be selected.
          *     `_score` is not a stored field but each row's relevance to the `$search` at the filter's top level,
-         *     a number (docs/search.md, "Ranking"); without such a `$search` it is `400`.
+         *     a number (docs/search.md, "Ranking"), and `_highlight` where that search matched in each field of
+         *     the search index, its text cut into pieces alternately outside and inside the words matched (docs/search.md,
+         *     "Highlights"); without such a `$search` either is `400`.
          * @example title,status
          */
         SelectParameter: string;
@@ -5369,7 +5375,9 @@ export interface operations {
                  * @description The top-level fields to answer of each row, comma-separated (`id` is always answered); a row
                  *     without a field is answered without it. A field whose name holds a comma cannot be selected.
                  *     `_score` is not a stored field but each row's relevance to the `$search` at the filter's top level,
-                 *     a number (docs/search.md, "Ranking"); without such a `$search` it is `400`.
+                 *     a number (docs/search.md, "Ranking"), and `_highlight` where that search matched in each field of
+                 *     the search index, its text cut into pieces alternately outside and inside the words matched (docs/search.md,
+                 *     "Highlights"); without such a `$search` either is `400`.
                  * @example title,status
                  */
                 select?: components["parameters"]["SelectParameter"];
@@ -5685,7 +5693,9 @@ export interface operations {
                  * @description The top-level fields to answer of each row, comma-separated (`id` is always answered); a row
                  *     without a field is answered without it. A field whose name holds a comma cannot be selected.
                  *     `_score` is not a stored field but each row's relevance to the `$search` at the filter's top level,
-                 *     a number (docs/search.md, "Ranking"); without such a `$search` it is `400`.
+                 *     a number (docs/search.md, "Ranking"), and `_highlight` where that search matched in each field of
+                 *     the search index, its text cut into pieces alternately outside and inside the words matched (docs/search.md,
+                 *     "Highlights"); without such a `$search` either is `400`.
                  * @example title,status
                  */
                 select?: components["parameters"]["SelectParameter"];
@@ -6560,7 +6570,9 @@ export interface operations {
                  * @description The top-level fields to answer of each row, comma-separated (`id` is always answered); a row
                  *     without a field is answered without it. A field whose name holds a comma cannot be selected.
                  *     `_score` is not a stored field but each row's relevance to the `$search` at the filter's top level,
-                 *     a number (docs/search.md, "Ranking"); without such a `$search` it is `400`.
+                 *     a number (docs/search.md, "Ranking"), and `_highlight` where that search matched in each field of
+                 *     the search index, its text cut into pieces alternately outside and inside the words matched (docs/search.md,
+                 *     "Highlights"); without such a `$search` either is `400`.
                  * @example title,status
                  */
                 select?: components["parameters"]["SelectParameter"];
@@ -6675,7 +6687,9 @@ export interface operations {
                  * @description The top-level fields to answer of each row, comma-separated (`id` is always answered); a row
                  *     without a field is answered without it. A field whose name holds a comma cannot be selected.
                  *     `_score` is not a stored field but each row's relevance to the `$search` at the filter's top level,
-                 *     a number (docs/search.md, "Ranking"); without such a `$search` it is `400`.
+                 *     a number (docs/search.md, "Ranking"), and `_highlight` where that search matched in each field of
+                 *     the search index, its text cut into pieces alternately outside and inside the words matched (docs/search.md,
+                 *     "Highlights"); without such a `$search` either is `400`.
                  * @example title,status
                  */
                 select?: components["parameters"]["SelectParameter"];

@@ -11,7 +11,7 @@ import { ACCEPT_PATCH, patchFormatOf, readPatch } from '../patches/index.ts';
 import { type AggregateQuery, aggregateParameters, parseAggregateQuery } from '../query/aggregate.ts';
 import { type CursorScope, lastRow, makeCursor, readCursor } from '../query/cursor.ts';
 import { FILTER_PARAMETER, type Filter, filterJson, parseFilter, parseFilterText } from '../query/filter.ts';
-import { orderFromBody, orderFromParameters, readsScore, SCORE, type SortKey } from '../query/order.ts';
+import { HIGHLIGHT, orderFromBody, orderFromParameters, readsRelevance, SCORE, type SortKey } from '../query/order.ts';
 import { selectFields } from '../query/select.ts';
 import { type FieldUse, filterFields, type Grant, patchUses } from '../rules/access.ts';
 import { grantIn } from './grants.ts';
@@ -41,7 +41,7 @@ export const rowHandlers: Handlers<
     const filterValue = query.filter === undefined ? undefined : filterJson(query.filter, FILTER_PARAMETER);
     const filter = filterValue === undefined ? undefined : parseFilter(filterValue, FILTER_PARAMETER);
     const select = query.select === undefined ? undefined : selectedFields(query.select);
-    const scored = readsScore({ order, select, filter }, 'query');
+    const scored = readsRelevance({ order, select, filter }, 'query');
     const grant = await grantIn(store, principal, claims, path.collection_name);
     const scope: CursorScope = {
       accountId: principal.accountId,
@@ -72,7 +72,7 @@ export const rowHandlers: Handlers<
     const order = orderFromParameters(query.order_by, query.order);
     const filter = query.filter === undefined ? undefined : parseFilterText(query.filter, FILTER_PARAMETER);
     const select = query.select === undefined ? undefined : selectedFields(query.select);
-    const scored = readsScore({ order, select, filter }, 'query');
+    const scored = readsRelevance({ order, select, filter }, 'query');
     const grant = await grantIn(store, principal, claims, path.collection_name);
     const page: Page = {
       limit: query.limit,
@@ -87,14 +87,14 @@ export const rowHandlers: Handlers<
     const json = grant ? grant.maskVersionedRows(read.json) : read.json;
     const headers: Record<string, string> = { 'Rowbase-Seq': String(read.seq) };
     if (read.total !== undefined) headers['Rowbase-Total-Count'] = String(read.total);
-    return { status: 200, body: select === undefined ? json : selectFields(json, select, true, read.scores), headers };
+    return { status: 200, body: select === undefined ? json : selectFields(json, select, true, read), headers };
   },
 
   async queryRows({ principal, path, body, claims }, { store }) {
     const order = orderFromBody(body.order);
     const filter = body.filter === undefined ? undefined : parseFilter(body.filter, { in: 'body', name: '/filter' });
     const select = body.select === undefined ? undefined : [...new Set(body.select)].filter((field) => field !== 'id');
-    const scored = readsScore({ order, select, filter }, 'body');
+    const scored = readsRelevance({ order, select, filter }, 'body');
     const grant = await grantIn(store, principal, claims, path.collection_name);
     const scope: CursorScope = { accountId: principal.accountId, collection: path.collection_name, filter: body.filter, order, select };
     const page: Page = {
@@ -273,7 +273,7 @@ async function readRows(
   const { n, seq, total, scores } = read;
   const next = n > 0 && n === page.limit ? makeCursor(scope, placeOf(lastRow(read.json), scores)) : null;
   const json = grant ? grant.maskRows(read.json) : read.json;
-  return { json: scope.select ? selectFields(json, scope.select, false, scores) : json, seq, total, next };
+  return { json: scope.select ? selectFields(json, scope.select, false, read) : json, seq, total, next };
 }
 
 /** A page's last row as its cursor's place: with its score as `_score` (SCORE) in a scored page. */
@@ -293,7 +293,7 @@ function scopedRead(
     ...uses(filterFields(read.filter), where, at.filter),
     ...orderUses(read.order, where),
     ...uses(
-      read.select?.filter((field) => field !== SCORE),
+      read.select?.filter((field) => field !== SCORE && field !== HIGHLIGHT),
       where,
       at.select,
     ),

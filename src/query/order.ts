@@ -62,20 +62,28 @@ const scoreDirectionError = (keys: readonly SortKey[]) => keys.some(({ field, di
 const scoreFirst = (keys: SortKey[]): SortKey[] => (keys[0].field === SCORE ? [{ field: SCORE, direction: 'desc' }] : keys);
 
 /**
- * Whether a page reads its rows' relevance (`_score`), ordered by it or selecting it: then its filter's
- * top level must hold a `$search` (rankedSearch()), or the request is a 400 naming where it asked.
+ * Where a row's words match the search at its filter's top level (docs/search.md, "Highlights"): not a
+ * field of the row, but a field of `select` (a stored field of the name is not selected).
  */
-export function readsScore(
+export const HIGHLIGHT = '_highlight';
+
+/**
+ * Whether a page reads its rows' relevance (`_score`), ordered by it or selecting it, or selects their
+ * highlights (`_highlight`): then its filter's top level must hold a `$search` (rankedSearch()), or the
+ * request is a 400 naming where it asked.
+ */
+export function readsRelevance(
   read: { order: readonly SortKey[]; select?: readonly string[]; filter?: Filter },
   where: 'query' | 'body',
 ): boolean {
   const ordered = read.order.some(({ field }) => field === SCORE);
-  const selected = read.select?.includes(SCORE) ?? false;
+  const selected = read.select?.find((field) => field === SCORE || field === HIGHLIGHT);
   if (!ordered && !selected) return false;
   if (rankedSearch(read.filter)) return true;
   const name = ordered ? (where === 'query' ? 'order_by' : '/order/0/field') : where === 'query' ? 'select' : '/select';
-  throw validationFailed(`${SCORE} is the relevance of the rows to a search: the filter's top level must hold a $search.`, [
-    { in: where, name, message: `names ${SCORE} without a $search at the filter's top level (beside its other members, or in its $and)` },
+  const named = ordered ? SCORE : (selected as string);
+  throw validationFailed(`${named} is of the rows' words matching a search: the filter's top level must hold a $search.`, [
+    { in: where, name, message: `names ${named} without a $search at the filter's top level (beside its other members, or in its $and)` },
   ]);
 }
 

@@ -38,13 +38,13 @@ const runPattern = /[\p{L}\p{N}]+/gu;
 const partPattern = /[\p{scx=Han}\p{scx=Hiragana}\p{scx=Katakana}]|[^\p{scx=Han}\p{scx=Hiragana}\p{scx=Katakana}]+/gu;
 
 /** A character of the scripts whose characters are each a word (or of their punctuation or symbols). */
-const ownWordPattern = /[\p{scx=Han}\p{scx=Hiragana}\p{scx=Katakana}]/u;
+export const ownWordPattern = /[\p{scx=Han}\p{scx=Hiragana}\p{scx=Katakana}]/u;
 
 /** Text of ASCII characters only, which folded() only lower-cases. */
 const asciiPattern = /^\p{ASCII}*$/u;
 
 /** The text with diacritics removed and case folded, as the words are made from it. */
-function folded(text: string): string {
+export function folded(text: string): string {
   // ASCII has no mark, no decomposition and no final sigma.
   if (asciiPattern.test(text)) return text.toLowerCase();
   // Again after toLowerCase: a lower case letter may decompose where its capital did not.

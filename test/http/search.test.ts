@@ -485,6 +485,29 @@ describeEachBackend('search', (backend) => {
       expect((await list(name, filter({ $search: 'red', _score: 'mine' }))).body).to.have.length(1);
     });
 
+    it('answers where the search matched in each indexed field, selected as _highlight', async () => {
+      const name = await ranked([
+        { title: 'Red shoes', body: 'Café au lait, RED' },
+        { title: 'blue', body: 'red cafe\u0301' },
+        { title: 'Red', body: 7 },
+      ]);
+      const { body } = await list(name, `select=title,_highlight&${filter({ $search: 'red caf' })}`);
+      expect(body).to.deep.equal([
+        { id: 1, title: 'Red shoes', _highlight: { title: ['', 'Red', ' shoes'], body: ['', 'Café', ' au lait, ', 'RED', ''] } },
+        { id: 2, title: 'blue', _highlight: { body: ['', 'red', ' ', 'cafe\u0301', ''] } },
+      ]);
+      const queried = await client.post<QueryPage>(`/v1/collections/${name}/query`, {
+        filter: { $search: 'red' },
+        select: ['_highlight'],
+        order: [{ field: '_score' }],
+      });
+      expect(queried.status).to.equal(200);
+      expect(queried.body.rows.find((each) => each.id === 3)).to.deep.equal({ id: 3, _highlight: { title: ['', 'Red', ''] } });
+      const refused = await refusal(`/v1/collections/${name}/rows?select=_highlight`);
+      expect(refused.errors?.map((error) => error.name)).to.deep.equal(['select']);
+      expect(refused.detail).to.include('_highlight');
+    });
+
     it('refuses _score without a $search at the filter top level, in another direction, or beside other keys', async () => {
       const name = await ranked([{ title: 'red' }]);
       const rows = `/v1/collections/${name}/rows`;

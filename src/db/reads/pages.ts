@@ -6,6 +6,7 @@ import { collectionNotFound } from '../../errors.ts';
 import type { Position } from '../../query/cursor.ts';
 import { type Filter, rankedSearch, type SearchCondition } from '../../query/filter.ts';
 import { type Direction, SCORE, type SortKey } from '../../query/order.ts';
+import type { Relevance } from '../../query/select.ts';
 import type { KeyValue } from '../../query/sort-keys.ts';
 import type { Json, Row } from '../../rows.ts';
 import { bindSearch } from '../collections/search-indexes.ts';
@@ -48,7 +49,7 @@ const tieDirection = (order: readonly SortKey[]) => order[order.length - 1].dire
  * were read from: the rows are exactly what the events up to it made, so a feed resumed with
  * `since=seq` brings every later change and none the page already shows.
  */
-export type RowsPage = { json: Json<Row[]>; n: number; seq: number; total?: number; scores?: number[] };
+export type RowsPage = { json: Json<Row[]>; n: number; seq: number; total?: number } & Relevance;
 
 /** A statement and its bindings. */
 export type Statement = { sql: string; params: SqlValue[] };
@@ -268,7 +269,7 @@ async function queryPage(source: PageSource, ref: CollectionRef, collection: str
 /**
  * A page whose rows' relevance to the search at the top level of its filter is read beside them (the
  * dialect's scoresSql, joined), sorted whole as queryPage() sorts, by `_score` or by its order, its
- * rows' scores answered in its order.
+ * rows' scores answered in its order, and the search, bound, that the rows' highlights are of.
  */
 async function scoredPage(source: PageSource, ref: CollectionRef, collection: string, page: Page): Promise<RowsPage> {
   const search = rankedSearch(page.filter);
@@ -278,7 +279,7 @@ async function scoredPage(source: PageSource, ref: CollectionRef, collection: st
   const { json, n, seq } = joinParts([part]);
   if (seq === null) throw collectionNotFound(collection);
   const scores = JSON.parse(`[${part.scores ?? ''}]`) as number[];
-  return page.count ? { json, n, seq, total: Number(part.total), scores } : { json, n, seq, scores };
+  return page.count ? { json, n, seq, total: Number(part.total), scores, search } : { json, n, seq, scores, search };
 }
 
 /**
