@@ -1,7 +1,8 @@
 // The order of a page of rows (openapi.yaml, listRows and queryRows): one top-level field or more, each
 // with its direction. A list's `order_by` is a comma list of fields and its `order` one direction for
 // all of them or a comma list as long; a query's `order` is a list of `{field, direction}`. Ties break
-// by id in the direction of the last key, unless `id` is one of the keys.
+// by id in the direction of the last key, unless `id` is one of the keys. `_score`, a search's relevance,
+// orders alone, the most relevant first, ties by id ascending.
 import { type FieldError, validationFailed } from '../errors.ts';
 import { type Filter, rankedSearch } from './filter.ts';
 
@@ -33,7 +34,7 @@ export function orderFromParameters(orderBy: string, order: string): SortKey[] {
   const wrong = keysError(keys);
   if (wrong) throw orderInvalid({ in: 'query', name: 'order_by', message: wrong });
   if (scoreDirectionError(keys)) throw orderInvalid({ in: 'query', name: 'order', message: SCORE_DIRECTION });
-  return scoreFirst(keys);
+  return withScoreDirection(keys);
 }
 
 /** The order of a query's body (`order`, default by id ascending), or a 400 pointing into it. */
@@ -43,7 +44,7 @@ export function orderFromBody(order: readonly { field: string; direction?: Direc
   const wrong = keysError(keys);
   if (wrong) throw orderInvalid({ in: 'body', name: '/order', message: wrong });
   if (scoreDirectionError(keys)) throw orderInvalid({ in: 'body', name: '/order/0/direction', message: SCORE_DIRECTION });
-  return scoreFirst(keys);
+  return withScoreDirection(keys);
 }
 
 /**
@@ -59,7 +60,7 @@ const SCORE_DIRECTION = `${SCORE} orders by relevance, most relevant first: it t
 const scoreDirectionError = (keys: readonly SortKey[]) => keys.some(({ field, direction }) => field === SCORE && direction === 'desc');
 
 /** `keys`, with `_score`'s direction the one it orders in: the highest score first. */
-const scoreFirst = (keys: SortKey[]): SortKey[] => (keys[0].field === SCORE ? [{ field: SCORE, direction: 'desc' }] : keys);
+const withScoreDirection = (keys: SortKey[]): SortKey[] => (keys[0].field === SCORE ? [{ field: SCORE, direction: 'desc' }] : keys);
 
 /**
  * Where a row's words match the search at its filter's top level (docs/search.md, "Highlights"): not a

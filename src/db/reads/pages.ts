@@ -273,7 +273,7 @@ async function queryPage(source: PageSource, ref: CollectionRef, collection: str
  */
 async function scoredPage(source: PageSource, ref: CollectionRef, collection: string, page: Page): Promise<RowsPage> {
   const search = rankedSearch(page.filter);
-  if (!page.filter || !search) throw new Error('a scored page has a $search at the top level of its filter (readsScore)');
+  if (!page.filter || !search) throw new Error('a scored page has a $search at the top level of its filter (readsRelevance)');
   const { sql: text, params } = source.orderedPage(ref, page, source.filterSql(page.filter), source.scoresSql(search));
   const [part] = await source.read<PagePart>(text, params, 'once');
   const { json, n, seq } = joinParts([part]);
