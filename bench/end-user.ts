@@ -31,13 +31,19 @@ export async function setUpApp(url: string, key: string): Promise<string> {
   return created.key;
 }
 
-/** The bench user's token, as the app's backend mints it, valid for `seconds` from now. */
-export function endUserToken(seconds: number): Promise<string> {
-  return new SignJWT({})
+/**
+ * The rules of the feed's `fanout` for fanout-rules: a user reads the rows of the teams its token names
+ * (seed.ts, fanoutClaims), and no row's `text`: each subscriber's own rows, each message masked.
+ */
+export const fanoutRules = { read: { team: { $in: { $auth: 'teams' } } }, fields: { text: { read: false } } };
+
+/** A token of the app's user `subject` (the bench user's by default), as the app's backend mints it, valid for `seconds` from now. */
+export function endUserToken(seconds: number, claims: Record<string, unknown> = {}, subject: string = BENCH_USER): Promise<string> {
+  return new SignJWT(claims)
     .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
     .setIssuer(issuer.issuer)
     .setAudience(issuer.audiences[0])
-    .setSubject(BENCH_USER)
+    .setSubject(subject)
     .setIssuedAt()
     .setExpirationTime(Math.floor(Date.now() / 1000) + seconds)
     .sign(new TextEncoder().encode(issuer.secret));

@@ -8,6 +8,9 @@
 //   (process.hrtime, CLOCK_MONOTONIC on Linux). Every pair due must arrive, each once.
 // fanout-filtered: fanout, each subscriber with a filter of its own (seed.ts, fanoutFilter()): a pair is
 //   due when the row matches the subscriber's filter, and none other may arrive.
+// fanout-rules: fanout, each subscriber an app's user of its own (a publishable key and a token whose
+//   claims give it a tenth of the scores, end-user.ts, fanoutRules): a pair is due when the rule grants
+//   the user the row, none other may arrive, and none may show the hidden `text`.
 // idle-sockets: `idleSubscribers` sockets, one collection per client process, on a server of their own
 //   (nothing else ran in it); its VmRSS before the first, and its highest while all are open.
 import { once } from 'node:events';
@@ -30,22 +33,34 @@ export interface FeedMeasurement {
 /** Client processes' answers have no deadline of their own beyond this (each socket has `timeoutSeconds`). */
 const readyTimeoutMs = 10 * 60 * 1000;
 
-/** The fanout workloads: every subscriber gets every insert, or (fanout-filtered) those its own filter matches. */
-export const fanoutWorkloads = ['fanout', 'fanout-filtered'];
+/**
+ * The fanout workloads: every subscriber gets every insert, or those its own filter matches
+ * (fanout-filtered), or those the collection's rule grants its user (fanout-rules).
+ */
+export const fanoutWorkloads = ['fanout', 'fanout-filtered', 'fanout-rules'];
 
-/** fanout or fanout-filtered, once: subscribers, then the writer, then every subscriber's deliveries. */
+/**
+ * A fanout workload, once: subscribers, then the writer, then every subscriber's deliveries. `appKey`:
+ * fanout-rules' publishable key, whose account's issuer signs its users' tokens (end-user.ts).
+ */
 export async function measureFanout(
   server: Started,
   key: string,
   settings: Settings,
   workload: string,
   durationSeconds = settings.durationSeconds,
+  appKey?: string,
 ) {
   const rss = sampleRss(server.pid, settings.rssSampleMs);
   const counts = split(settings.fanoutSubscribers, settings.fanoutProcesses);
-  const filteredFrom = (index: number) =>
-    workload === 'fanout-filtered' ? counts.slice(0, index).reduce((sum, count) => sum + count, 0) : undefined;
-  const clients = startClients(server, key, settings, counts, () => fanoutCollection, filteredFrom);
+  const first = (index: number) => counts.slice(0, index).reduce((sum, count) => sum + count, 0);
+  const own = (index: number): Partial<SubscribersJob> =>
+    workload === 'fanout-filtered'
+      ? { filteredFrom: first(index) }
+      : workload === 'fanout-rules'
+        ? { ruledFrom: first(index), key: appKey }
+        : {};
+  const clients = startClients(server, key, settings, counts, () => fanoutCollection, own);
   try {
     const ready = await Promise.all(clients.map((client) => client.lines.next('ready', readyTimeoutMs)));
     const writerJob: WriterJob = {
@@ -58,6 +73,7 @@ export async function measureFanout(
       warmupSeconds: Math.max(1, settings.warmupSeconds),
       durationSeconds,
       timeoutSeconds: settings.timeoutSeconds,
+      teams: workload === 'fanout-rules',
     };
     const serverCpuBefore = cpuMs(server.pid);
     const written: Written = JSON.parse(await outputOf(spawnNode('bench/writer.ts', [JSON.stringify(writerJob)])));
@@ -162,11 +178,10 @@ export function startClients(
   settings: Settings,
   counts: number[],
   collection: (index: number) => string,
-  filteredFrom: (index: number) => number | undefined = () => undefined,
+  own: (index: number) => Partial<SubscribersJob> = () => ({}),
 ) {
   return counts.map((sockets, index) => {
     const job: SubscribersJob = {
-      filteredFrom: filteredFrom(index),
       url: server.url,
       key,
       collection: collection(index),
@@ -174,6 +189,7 @@ export function startClients(
       concurrency: settings.feedConcurrency,
       localAddress: `127.0.0.${2 + index}`,
       timeoutSeconds: settings.timeoutSeconds,
+      ...own(index),
     };
     const child = spawnNode('bench/subscribers.ts', [JSON.stringify(job)], {}, [], { stdin: true, openFiles: sockets + 1024 });
     child.stdin!.on('error', () => {}); // it may be gone already when told to stop

@@ -37,7 +37,7 @@ import os from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { bundle } from '../scripts/bundle.js';
-import { endUserToken, setUpApp } from './end-user.ts';
+import { endUserToken, fanoutRules, setUpApp } from './end-user.ts';
 import { fanoutCollection, fanoutWorkloads, idleCollections, measureFanout, measureIdle } from './feed.ts';
 import { createKey } from './key.ts';
 import { type Measured, milliseconds, parseMeasured } from './measure.ts';
@@ -75,7 +75,7 @@ import {
   webhookTargets,
   writeBenchmarksMd,
 } from './report.ts';
-import { collections, createCollections, seedAnswers, seedCollections, seedMillion } from './seed.ts';
+import { collections, createCollections, seedAnswers, seedCollections, seedMillion, send } from './seed.ts';
 import { settingsFromArgs } from './settings.ts';
 import { measureWebhooks, webhookCollections, webhooksLine, webhookWorkloads } from './webhooks.ts';
 import { httpWorkloads, type LoadJob, type ServerName } from './workloads.ts';
@@ -162,6 +162,7 @@ const schedule: Step[] = [
   // latency is of the same writes as a feed socket's, measured with it.
   { workload: 'fanout' },
   { workload: 'fanout-filtered' },
+  { workload: 'fanout-rules' },
   { workload: 'webhook-latency' },
   { workload: 'webhook-throughput' },
   ...onPostgres([{ workload: 'webhook-latency-postgres' }, { workload: 'webhook-throughput-postgres' }]),
@@ -301,6 +302,8 @@ async function main(): Promise<void> {
       startPostgres(),
     ]);
   await createCollections(feed.url, key, [fanoutCollection]);
+  // The feed's file is a copy of the seeded one: it holds the app's issuer and publishable key (end-user.ts).
+  await send(feed.url, key, 'PUT', `/v1/collections/${fanoutCollection}/rules`, fanoutRules);
   if (webhooks) await createCollections(webhooks.url, key, Object.values(webhookCollections));
   /** The rowbase of a webhook workload, and its key. */
   const webhooksOf = (workload: string): [Started, string] =>
@@ -338,7 +341,7 @@ async function main(): Promise<void> {
       let measurement: Omit<Measurement, 'ratioTo'>;
       if (fanoutWorkloads.includes(workload)) {
         readIntoPageCache(files.feed);
-        measurement = { workload, round, ...(await measureFanout(feed, key, settings, workload)) };
+        measurement = { workload, round, ...(await measureFanout(feed, key, settings, workload, undefined, app.key)) };
       } else if (webhookWorkloads.includes(workload)) {
         if (!workload.endsWith('-postgres')) readIntoPageCache(files.webhooks);
         const [server, serverKey] = webhooksOf(workload);
@@ -705,7 +708,7 @@ async function profile(workload: string, key: string): Promise<ProfileSummary> {
   let measured: Measured;
   try {
     if (fanoutWorkloads.includes(workload))
-      measured = (await measureFanout(server, key, settings, workload, settings.profileSeconds)).measured;
+      measured = (await measureFanout(server, key, settings, workload, settings.profileSeconds, app.key)).measured;
     else if (webhookWorkloads.includes(workload)) {
       const hooksKey = hookedPostgres ? postgres.webhooks!.key! : key;
       measured = (await measureWebhooks(server, hooksKey, settings, workload, settings.profileSeconds)).measured;

@@ -64,6 +64,15 @@ export function millionRow(id: number): BenchRow & { tag: string; kind: string }
   return { ...benchRow(id), tag: `t${scramble(id ^ 0x5bd1e995) % MILLION_TAGS}`, kind: `k${scramble(id ^ 0x27d4eb2f) % MILLION_KINDS}` };
 }
 
+/** The teams fanout-rules' writer spreads its rows over (writer.ts): row `id`'s is fanoutTeam(id). */
+export const FANOUT_TEAMS = 10;
+export const fanoutTeam = (id: number) => `team-${id % FANOUT_TEAMS}`;
+
+/** The claims of fanout-rules' subscriber `socket` (0-based): two teams of ten, whose rows its rule grants it (end-user.ts, fanoutRules). */
+export function fanoutClaims(socket: number): { teams: string[] } {
+  return { teams: [fanoutTeam(socket), fanoutTeam(socket + 3)] };
+}
+
 /**
  * The filter of fanout-filtered's subscriber `socket` (0-based), each different: a tenth of the scores
  * from its own start, or the names of a ninth of the rows. A row as benchRow() makes it matches about

@@ -1,6 +1,7 @@
 // One process of feed subscribers, for fanout, fanout-filtered and idle-sockets: `node --import tsx
 // bench/subscribers.ts '<SubscribersJob as JSON>'`. It opens `sockets` WebSockets to /ws with the key in
-// `api_key` (for fanout-filtered, each with its own filter, seed.ts), at most `concurrency` handshakes
+// `api_key` (for fanout-filtered, each with its own filter, seed.ts; for fanout-rules, `key` is a publishable
+// key and each socket has a token of its own user and claims in `access_token`), at most `concurrency` handshakes
 // under way at a time, and prints one JSON line once every socket has its
 // `ready` (or failed): {"event":"ready", …}. From then on it notes, for every insert message, its row
 // id and the time it arrived (the monotonic clock every process on the machine shares, as the writer's).
@@ -16,8 +17,9 @@ import { createInterface } from 'node:readline';
 import WebSocket from 'ws';
 import { compileFilter, type Row, type RowTest } from '../src/query/evaluate.ts';
 import { parseFilter } from '../src/query/filter.ts';
+import { endUserToken } from './end-user.ts';
 import { monotonicUs } from './measure.ts';
-import { fanoutFilter } from './seed.ts';
+import { fanoutClaims, fanoutFilter } from './seed.ts';
 
 export interface SubscribersJob {
   url: string;
@@ -32,6 +34,8 @@ export interface SubscribersJob {
   timeoutSeconds: number;
   /** fanout-filtered: the index of this process's first socket among all, each socket subscribing with fanoutFilter() of its own. */
   filteredFrom?: number;
+  /** fanout-rules: the index of this process's first socket among all, each socket a user of its own with fanoutClaims() (end-user.ts, fanoutRules). */
+  ruledFrom?: number;
 }
 
 /** What a socket heard: the row ids of the insert messages, and when each arrived. */
@@ -45,8 +49,13 @@ interface Heard {
 }
 
 const job: SubscribersJob = JSON.parse(process.argv[2]);
-const feedUrl = (filter?: unknown) =>
-  `${job.url.replace(/^http/, 'ws')}/ws?${new URLSearchParams({ api_key: job.key, collection: job.collection, ...(filter ? { filter: JSON.stringify(filter) } : {}) })}`;
+const feedUrl = (filter?: unknown, token?: string) =>
+  `${job.url.replace(/^http/, 'ws')}/ws?${new URLSearchParams({
+    api_key: job.key,
+    collection: job.collection,
+    ...(filter ? { filter: JSON.stringify(filter) } : {}),
+    ...(token ? { access_token: token } : {}),
+  })}`;
 const heard: Heard[] = [];
 const readyMs: number[] = [];
 const failures: Record<string, number> = {};
@@ -82,11 +91,16 @@ async function openAll(): Promise<void> {
   await Promise.all(Array.from({ length: Math.min(job.concurrency, job.sockets) }, lane));
 }
 
-function open(): Promise<void> {
+async function open(): Promise<void> {
+  const index = heard.length;
+  const filter = job.filteredFrom === undefined ? undefined : fanoutFilter(job.filteredFrom + index);
+  // A user's rows are those its rule grants: the rule's filter with the user's claims.
+  const claims = job.ruledFrom === undefined ? undefined : fanoutClaims(job.ruledFrom + index);
+  const token = claims && (await endUserToken(job.timeoutSeconds + 3600, claims, `fanout-user-${job.ruledFrom! + index}`));
+  const due = filter ?? (claims && { team: { $in: claims.teams } });
   const openedUs = monotonicUs();
-  const filter = job.filteredFrom === undefined ? undefined : fanoutFilter(job.filteredFrom + heard.length);
-  const socket = new WebSocket(feedUrl(filter), { localAddress: job.localAddress, perMessageDeflate: false });
-  const mine: Heard = { socket, test: filter && compileFilter(parseFilter(filter)), ready: false, ids: [], atUs: [] };
+  const socket = new WebSocket(feedUrl(filter, token), { localAddress: job.localAddress, perMessageDeflate: false });
+  const mine: Heard = { socket, test: due && compileFilter(parseFilter(due)), ready: false, ids: [], atUs: [] };
   heard.push(mine);
   return new Promise((resolve) => {
     let failed = false;
@@ -103,6 +117,8 @@ function open(): Promise<void> {
       const atUs = monotonicUs();
       const message = JSON.parse(data.toString());
       if (message.type === 'insert') {
+        // fanoutRules hides `text` from every user.
+        if (claims && 'text' in message.row) count('a hidden field shown');
         mine.ids.push(message.row.id);
         mine.atUs.push(atUs);
       } else if (message.type === 'ready' && !mine.ready) {

@@ -4,7 +4,7 @@
 // every row inserted in the measured window, the row, and the time its 201 came, on the monotonic clock
 // that the subscriber processes read too.
 import { type Measured, monotonicUs, percentile } from './measure.ts';
-import { benchRow } from './seed.ts';
+import { benchRow, fanoutTeam } from './seed.ts';
 
 export interface WriterJob {
   url: string;
@@ -15,6 +15,8 @@ export interface WriterJob {
   warmupSeconds: number;
   durationSeconds: number;
   timeoutSeconds: number;
+  /** fanout-rules: each row with its team (seed.ts, fanoutTeam), which the collection's rule reads. */
+  teams?: boolean;
 }
 
 export interface Written extends Measured {
@@ -79,7 +81,7 @@ async function paced(seconds: number, inserted: (row: Record<string, unknown>, a
     const response = await fetch(endpoint, {
       method: 'POST',
       headers,
-      body: JSON.stringify([benchRow(i + 1)]),
+      body: JSON.stringify([job.teams ? { ...benchRow(i + 1), team: fanoutTeam(i + 1) } : benchRow(i + 1)]),
       signal: AbortSignal.timeout(job.timeoutSeconds * 1000),
     });
     const atUs = monotonicUs();

@@ -323,7 +323,8 @@ from (select * from (select id, data, json_type(data, ?) as t0, json_extract(dat
 
 -- filteredSortedPage(asc)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json, (select last_seq from collections where id = ?) as seq
-from (select rows.id, rows.data from sort_keys k cross join rows on rows.collection_id = k.collection_id and rows.id = k.row_id
+from (select rows.id, rows.data from sort_keys k
+  cross join rows on rows.collection_id = k.collection_id and rows.id = k.row_id
   where k.collection_id = ? and k.slot = ? and <bounds> and (<filter>)
   order by k.rank asc, k.num asc, k.str asc, k.row_id asc limit +? offset ?) r;
 
@@ -433,7 +434,8 @@ from (select * from (select id, data, json_type(data, ?) as t0, json_extract(dat
 
 -- filteredSortedPage(desc)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json, (select last_seq from collections where id = ?) as seq
-from (select rows.id, rows.data from sort_keys k cross join rows on rows.collection_id = k.collection_id and rows.id = k.row_id
+from (select rows.id, rows.data from sort_keys k
+  cross join rows on rows.collection_id = k.collection_id and rows.id = k.row_id
   where k.collection_id = ? and k.slot = ? and <bounds> and (<filter>)
   order by k.rank desc, k.num desc, k.str desc, k.row_id desc limit +? offset ?) r;
 

@@ -200,7 +200,7 @@ export const rowHandlers: Handlers<
     const answerRows = (changed: ChangedRows) => answerChangedRows(grant ? { ...changed, json: grant.maskRows(changed.json) } : changed);
     const answer = query.return === 'rows' ? answerRows : answerChangedCount;
     const options = { once: once && answerOnce(once, answer), guard: grant };
-    const scoped = grant ? (grant.scope(filter, 'update') as typeof filter) : filter;
+    const scoped = grant ? grant.scope(filter, 'update') : filter;
     return answer(await store.updateRowsWhere(principal.accountId, path.collection_name, scoped, patch, config.maxRowsByFilter, options));
   },
 
@@ -209,7 +209,7 @@ export const rowHandlers: Handlers<
     const grant = await grantIn(store, principal, claims, path.collection_name);
     grant?.checkReadable(uses(filterFields(filter), 'query', 'filter'));
     const options = { once: once && answerOnce(once, answerChangedCount) };
-    const scoped = grant ? (grant.scope(filter, 'delete') as typeof filter) : filter;
+    const scoped = grant ? grant.scope(filter, 'delete') : filter;
     return answerChangedCount(
       await store.deleteRowsWhere(principal.accountId, path.collection_name, scoped, config.maxRowsByFilter, options),
     );

@@ -61,6 +61,8 @@ export class Grant {
    * every row (`false`, or `"authenticated"` to an anonymous caller); a rule that names a claim the
    * token lacks matches no row.
    */
+  scope(filter: Filter, operation: 'read' | 'update' | 'delete'): Filter;
+  scope(filter: Filter | undefined, operation: 'read' | 'update' | 'delete'): Filter | undefined;
   scope(filter: Filter | undefined, operation: 'read' | 'update' | 'delete'): Filter | undefined {
     // The caller's own conditions stay at the top level, beside the rule's, where a page's plan looks for
     // an index (src/db/reads/pages.ts): nested in an `$and` of their own, they would choose none.

@@ -14,7 +14,7 @@ import { type KeyRange, type KnownIndexes, ranks, type SortIndexLimits } from '.
 import type { SqlValue } from '../engine/dialect.ts';
 import { pageTooLarge } from '../rows/rows.ts';
 import { keyOrder } from '../sql/collections.ts';
-import { collectionSql, pageColumns, presentCountSql } from '../sql/reads.ts';
+import { collectionSql, keyCountUpToSql, pageColumns, presentCountSql } from '../sql/reads.ts';
 import { allOf, raw, type Sql, sql } from './filter.ts';
 import { type IndexedField, indexedFields, type KeyBounds, oneValue } from './filter-indexes.ts';
 
@@ -88,7 +88,8 @@ export interface PageSource {
   keyBoundsSql(bounds: KeyBounds): Sql;
   /**
    * A page of the rows `filter` keeps among those whose keys in the sort index in `slot` are within
-   * `bounds`, in the index's order, from `offset`, at most `limit`; its one row is a PagePart.
+   * `bounds`, in the index's order, from `offset`, at most `limit`, of the first `scan` keys only when
+   * given; its one row is a PagePart.
    */
   filteredSortedPage(
     collectionId: number,
@@ -98,6 +99,7 @@ export interface PageSource {
     filter: Sql,
     limit: number,
     offset: number,
+    scan?: number,
   ): Statement;
   /** Whether a sort index keys strings whole (SQLite), or cut (PostgreSQL: postgres/sql/collections.ts, POSTGRES_KEY_CHARS). */
   wholeStringKeys: boolean;
@@ -211,8 +213,45 @@ async function pageInIndex(
     if (read.seq === null) return undefined;
     // Not in exact order (PostgreSQL, strings as long as a key is cut at): the range sorted whole.
     if (read.exact) return { json: read.json, n: read.n, seq: read.seq };
+  } else {
+    const walked = await walkedPage(source, { id, sorted }, page, index);
+    if (walked) return walked;
   }
   return queryPage(source, byId(id), collection, page, index);
+}
+
+/**
+ * A filtered page ordered by a field with a sort index, whose filter's index range (`index`) is large,
+ * holding as many keys as make a collection worth a sort index (SortIndexLimits.minRows): the keys of
+ * the order's index read from its start, each key's row tested by the whole filter, no more than that
+ * many (or the page's offset and limit); the page when they fill it, else undefined (the range is then
+ * sorted whole). A rule such as `owner = sub` over a user's many rows keeps most of the collection,
+ * whose first rows in the order are the page; the walk costs at most as many rows as the range it spares.
+ */
+async function walkedPage(
+  source: PageSource,
+  { id, sorted }: { id: number; sorted: readonly string[] },
+  page: Page,
+  index: InIndex,
+): Promise<RowsPage | undefined> {
+  const [key] = page.order;
+  const slot = sorted.indexOf(key.field);
+  const plain = page.order.length === 1 && !page.after && !page.count && !page.versions;
+  if (slot < 0 || !plain || !page.filter) return undefined;
+  const large = source.sortIndexes.minRows;
+  const range = keyCountUpToSql(id, index.slot, source.keyBoundsSql(index.bounds), large);
+  const [{ n }] = await source.read<{ n: number | string }>(range.sql, range.params, 'point');
+  if (Number(n) < large) return undefined;
+  // Descending, the rows missing the field come after the others (KeyRange).
+  const present = raw(key.direction === 'asc' ? 'true' : `rank < 5`);
+  const filter = source.filterSql(page.filter);
+  const scan = Math.max(large, page.offset + page.limit);
+  const statement = source.filteredSortedPage(id, slot, key.direction, present, filter, page.limit, page.offset, scan);
+  // Bounded by the keys it reads, as an indexed page is: not a timed read.
+  const [part] = await source.read<PagePart>(statement.sql, statement.params, 'scan');
+  const read = joinParts([part]);
+  if (read.seq === null || !read.exact || read.n < page.limit) return undefined;
+  return { json: read.json, n: read.n, seq: read.seq };
 }
 
 /**

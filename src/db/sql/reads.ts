@@ -1,6 +1,8 @@
 // The SQL of reads both dialects share: the pieces of a page (its range, a row's JSON text, the order of
 // sort keys) and the statements a page or an aggregate runs as they are.
-import { type Sql, sql } from '../reads/filter.ts';
+import type { Direction } from '../../query/order.ts';
+import { raw, type Sql, sql } from '../reads/filter.ts';
+import { keyOrder } from './collections.ts';
 
 /** The account's collection by name, as a page ordered through a sort index needs it. */
 export const collectionSql = 'select id, row_count, sorted from collections where account_id = ? and name = ?';
@@ -32,3 +34,14 @@ export const pageColumns = (versions: boolean | undefined) => (versions ? 'id, d
  */
 export const keyCountSql = (collection: { id: Sql; lastSeq: Sql }, slot: number, bounds: Sql): Sql =>
   sql`select count(*) as n, ${collection.lastSeq} as seq from sort_keys where collection_id = ${collection.id} and slot = ${slot} and ${bounds}`;
+
+/** How many keys of the sort index in `slot` are within `bounds`, counted up to `most` only. */
+export const keyCountUpToSql = (collectionId: number, slot: number, bounds: Sql, most: number): Sql =>
+  sql`select count(*) as n from (select 1 from sort_keys where collection_id = ${collectionId} and slot = ${slot} and ${bounds} limit ${most}) k`;
+
+/** The keys a filtered page reads: all of `sort_keys`, or with `scan` the first `scan` keys of `slot` within `bounds`, in the page's order. */
+export const firstKeys = (collectionId: number, slot: number, order: Direction, bounds: Sql, scan: number | undefined): Sql =>
+  scan === undefined
+    ? raw('sort_keys')
+    : sql`(select * from sort_keys where collection_id = ${collectionId} and slot = ${slot} and ${bounds}
+      order by ${raw(keyOrder('', order))} limit ${scan})`;

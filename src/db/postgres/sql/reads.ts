@@ -6,7 +6,7 @@ import { raw, type Sql, sql } from '../../reads/filter.ts';
 import { type FieldOrder, type PageJson, type PageSource, sortedPages, wholePage } from '../../reads/pages.ts';
 import { MAX_PAGE_BYTES } from '../../rows/rows.ts';
 import { keyOrder } from '../../sql/collections.ts';
-import { rowJsonWith, versionedRowJsonWith } from '../../sql/reads.ts';
+import { firstKeys, rowJsonWith, versionedRowJsonWith } from '../../sql/reads.ts';
 import { document, escapeString, field } from '../jsonb.ts';
 import { POSTGRES_KEY_CHARS } from './collections.ts';
 
@@ -92,7 +92,8 @@ export const { sortedPage, sortedPageAfter } = sortedPages(
  * A filtered page ordered by a field with a sort index, the filter's rows within `bounds` of that
  * index (../filter-indexes.ts), as one row `{ n, json, seq, exact }` (`exact` as sortedPage's): the
  * keys of the range in the page's order, each key's row read by its primary key (LATERAL, as
- * sortedPage's) and tested by `filter` (SQL on `rows`), the first `limit` after `offset` that match.
+ * sortedPage's) and tested by `filter` (SQL on `rows`), the first `limit` after `offset` that match, of
+ * the first `scan` keys only when given.
  */
 export const filteredSortedPage: PageSource['filteredSortedPage'] = (
   collectionId,
@@ -102,10 +103,11 @@ export const filteredSortedPage: PageSource['filteredSortedPage'] = (
   filter,
   limit,
   offset,
+  scan,
 ) => sql`select count(*) as n, ${raw(pageJsonSql(keyOrder('k.', order)))} as json,
       (select last_seq from collections where id = ${collectionId}) as seq,
       bool_and(k.str is null or length(k.str) < ${raw(String(POSTGRES_KEY_CHARS))}) as exact
-    from (select k.rank, k.num, k.str, k.row_id, rows.id, rows.data from sort_keys k
+    from (select k.rank, k.num, k.str, k.row_id, rows.id, rows.data from ${firstKeys(collectionId, slot, order, bounds, scan)} k
       cross join lateral (select id, data from rows where collection_id = ${collectionId} and id = k.row_id offset 0) rows
       where k.collection_id = ${collectionId} and k.slot = ${slot} and ${bounds} and (${filter})
       order by ${raw(keyOrder('k.', order))} limit +${limit} offset ${offset}) k`;

@@ -5,7 +5,7 @@ import type { AggregateSource } from '../../reads/aggregates.ts';
 import { raw, type Sql, sql } from '../../reads/filter.ts';
 import { type FieldOrder, type PageJson, type PageSource, sortedPages, wholePage } from '../../reads/pages.ts';
 import { keyOrder } from '../../sql/collections.ts';
-import { rowJsonWith, versionedRowJsonWith } from '../../sql/reads.ts';
+import { firstKeys, rowJsonWith, versionedRowJsonWith } from '../../sql/reads.ts';
 
 /**
  * A row's JSON text (rowJsonWith), the row's own text cut after its first byte. SQLite's substr() of a
@@ -132,7 +132,8 @@ export const { sortedPage, sortedPageAfter } = sortedPages(
  * A filtered page ordered by a field with a sort index, the filter's rows within `bounds` of that
  * index (../filter-indexes.ts), as one row `{ n, json, seq }`: the keys of the range in the page's
  * order (CROSS JOIN keeps them the outer loop), each key's row tested by `filter` (SQL on `rows`), the
- * first `limit` after `offset` that match. It reads no more of the range than it needs to fill the page.
+ * first `limit` after `offset` that match. It reads no more of the range than it needs to fill the
+ * page, nor more than its first `scan` keys.
  */
 export const filteredSortedPage: PageSource['filteredSortedPage'] = (
   collectionId,
@@ -142,8 +143,10 @@ export const filteredSortedPage: PageSource['filteredSortedPage'] = (
   filter,
   limit,
   offset,
+  scan,
 ) => sql`select count(*) as n, ${raw(pageJsonSql)} as json, (select last_seq from collections where id = ${collectionId}) as seq
-    from (select rows.id, rows.data from sort_keys k cross join rows on rows.collection_id = k.collection_id and rows.id = k.row_id
+    from (select rows.id, rows.data from ${firstKeys(collectionId, slot, order, bounds, scan)} k
+      cross join rows on rows.collection_id = k.collection_id and rows.id = k.row_id
       where k.collection_id = ${collectionId} and k.slot = ${slot} and ${bounds} and (${filter})
       order by ${raw(keyOrder('k.', order))} limit +${limit} offset ${offset}) r`;
 
