@@ -308,6 +308,13 @@ export function rankedSearch(filter: Filter | undefined): SearchCondition | unde
   return undefined;
 }
 
+/** `filter` without `search` (one of its conditions, rankedSearch()'s), which holds for every row in its place. */
+export function without(filter: Filter, search: SearchCondition): Filter {
+  if (filter === search) return { kind: 'and', filters: [] };
+  if (filter.kind !== 'and') return filter;
+  return { kind: 'and', filters: filter.filters.map((part) => without(part, search)) };
+}
+
 /** `key` as one token of a JSON Pointer (RFC 6901, section 3). */
 export const pointerToken = (key: string) => key.replaceAll('~', '~0').replaceAll('/', '~1');
 

@@ -4,7 +4,7 @@
 
 import { collectionNotFound } from '../../errors.ts';
 import type { Position } from '../../query/cursor.ts';
-import { type Filter, rankedSearch, type SearchCondition } from '../../query/filter.ts';
+import { type Filter, rankedSearch, type SearchCondition, without } from '../../query/filter.ts';
 import { type Direction, SCORE, type SortKey } from '../../query/order.ts';
 import type { Relevance } from '../../query/select.ts';
 import type { KeyValue } from '../../query/sort-keys.ts';
@@ -74,7 +74,8 @@ export interface PageSource {
   snapshot<T>(work: (read: SnapshotRead) => Promise<T>): Promise<T>;
   /**
    * One page of the account's collection, sorted whole, of the rows `where` keeps (all without it), and
-   * their count with `page.count`; its one row is a PagePart.
+   * their count with `page.count`; its one row is a PagePart. With `scores` (scoresSql()), of the rows
+   * it scores only, each with its `score`.
    */
   orderedPage(collection: CollectionRef, page: Page, where?: Sql, scores?: Sql): Statement;
   /**
@@ -313,7 +314,8 @@ async function queryPage(source: PageSource, ref: CollectionRef, collection: str
 async function scoredPage(source: PageSource, ref: CollectionRef, collection: string, page: Page): Promise<RowsPage> {
   const search = rankedSearch(page.filter);
   if (!page.filter || !search) throw new Error('a scored page has a $search at the top level of its filter (readsRelevance)');
-  const { sql: text, params } = source.orderedPage(ref, page, source.filterSql(page.filter), source.scoresSql(search));
+  // The rows joined with their scores are those the search finds: the rest of the filter tests them.
+  const { sql: text, params } = source.orderedPage(ref, page, source.filterSql(without(page.filter, search)), source.scoresSql(search));
   const [part] = await source.read<PagePart>(text, params, 'once');
   const { json, n, seq } = joinParts([part]);
   if (seq === null) throw collectionNotFound(collection);
@@ -503,7 +505,8 @@ export type FieldOrder = (
  * and then by id, cut to the page and joined by `pageJson`; `seq` is read by the same statement, null
  * when there is no such collection. Its text depends only on the directions, how the fields are read
  * and how the collection is found, so a prepared statement serves every field name. Its LIMIT is `+?`,
- * as pageRange (../sql/reads.ts) says why.
+ * as pageRange (../sql/reads.ts) says why. With `scores`, the rows are those it scores, each with its
+ * `score` (an order's `_score`), and `{ scores }` their scores, joined by `pageJson` too.
  */
 export function wholePage(
   pageJson: PageJson,
@@ -540,9 +543,11 @@ export function wholePage(
   const order = placed.map(({ column }) => `${column.sql} ${column.direction}`).join(',\n        ');
   const after = page.after && afterPlace(placed);
   const filtered = where ? sql` and (${where})` : raw('');
-  const total = page.count ? sql`, (select count(*) from rows where collection_id = ${collection.id}${filtered}) as total` : raw('');
-  const scored = scores ? sql`, scored.score from rows join ${scores} scored on scored.row_id = rows.id` : raw(' from rows');
-  const rows = sql`select ${{ sql: columns, params: bindings }}${scored} where collection_id = ${collection.id}${filtered}`;
+  // A scored page's rows, and their count, are those of its scores: `where` tests them.
+  const from = scores ? sql`rows join ${scores} scored on scored.row_id = rows.id` : raw('rows');
+  const total = page.count ? sql`, (select count(*) from ${from} where collection_id = ${collection.id}${filtered}) as total` : raw('');
+  const scored = scores ? raw(', scored.score') : raw('');
+  const rows = sql`select ${{ sql: columns, params: bindings }}${scored} from ${from} where collection_id = ${collection.id}${filtered}`;
   const scoresJson = scores ? raw(`, ${pageJson.scores(order)} as scores`) : raw('');
   return sql`select count(*) as n, ${raw(pageJson.rows(order))} as json${scoresJson},
         ${collection.lastSeq} as seq${total}
