@@ -335,7 +335,7 @@ async function main(): Promise<void> {
   if (corpus) servers['rowbase-corpus'] = corpus;
   if (onPostgresServers) {
     servers['rowbase-postgres'] = onPostgresServers.rowbase;
-    // The same rowbase, its database also holding `million` when a workload of it is measured.
+    // The same rowbase, its database also holding `million` and `corpus` when a workload of them is measured.
     servers['rowbase-postgres-million'] = onPostgresServers.rowbase;
     servers['rowbase-postgres-corpus'] = onPostgresServers.rowbase;
     servers['postgres-read'] = onPostgresServers.read;
