@@ -5,7 +5,7 @@ import { fanoutWorkloads } from './feed.ts';
 import { type FeedMeasured, histogramPercentile, type Measured, mergeHistograms, milliseconds, type WebhooksMeasured } from './measure.ts';
 import type { ProfileSummary } from './profile.ts';
 import type { Settings } from './settings.ts';
-import { needsPostgres } from './workloads.ts';
+import { needsPostgres, SEARCH_CONNECTIONS, SEARCH_ORDER_BY, SEARCH_PAGE } from './workloads.ts';
 
 /** One measurement: a workload in one round, with the peak resident memory of the process under load. */
 export interface Measurement {
@@ -68,6 +68,8 @@ export interface Results {
   machine: { cores: number; cpu: string; memoryGb: number; node: string; os: string };
   settings: Settings;
   seedSeconds: number;
+  /** The seconds the search index of `corpus` took to build over its rows, on each backend that built it (search's runs). */
+  searchIndexSeconds: { sqlite?: number; postgres?: number };
   /** VmHWM of each long-running server at the end of the measurements. */
   serverPeakRssKb: Record<string, number>;
   /** What each server logged at warn or above during the measurements, by message. */
@@ -115,15 +117,22 @@ const tableRows = (settings: Settings): { workload: string; label: string }[] =>
   { workload: 'filter-range', label: `filter-range (${thousands(settings.millionRows)} rows: 50 of a tenth of the scores, by score desc)` },
   { workload: 'million-cursor-page-1', label: `cursor walk of ${thousands(settings.millionRows)} rows by score desc, page 1` },
   { workload: 'million-cursor-page-100', label: `cursor walk of ${thousands(settings.millionRows)} rows by score desc, page 100` },
+  {
+    workload: 'search',
+    label: `search (${thousands(settings.millionRows)} rows of ~30 words: the first ${SEARCH_PAGE} of two words, by ${SEARCH_ORDER_BY}; ${SEARCH_CONNECTIONS} connections)`,
+  },
+  { workload: 'search-postgres', label: 'search (postgres)' },
   { workload: 'insert-1', label: 'insert-1' },
   { workload: 'insert-1-idempotent', label: 'insert-1, each with an Idempotency-Key' },
   { workload: 'insert-1-typed', label: 'insert-1 into a collection with a schema of 10 fields and a unique index' },
+  { workload: 'insert-1-search', label: 'insert-1 into a collection with a search index over two fields' },
   { workload: 'insert-batch', label: 'insert-batch (1,000 rows per request)' },
   { workload: 'insert-100', label: 'insert-100 (100 rows in one insert)' },
   { workload: 'batch-100', label: 'batch-100 (the same 100 rows as single-row inserts over two collections, one batch)' },
   { workload: 'insert-1-postgres', label: 'insert-1 (postgres)' },
   { workload: 'insert-1-idempotent-postgres', label: 'insert-1 (postgres), each with an Idempotency-Key' },
   { workload: 'insert-1-typed-postgres', label: 'insert-1 (postgres) into a collection with a schema of 10 fields and a unique index' },
+  { workload: 'insert-1-search-postgres', label: 'insert-1 (postgres) into a collection with a search index over two fields' },
   { workload: 'insert-batch-postgres', label: 'insert-batch (postgres)' },
   { workload: 'insert-100-postgres', label: 'insert-100 (postgres)' },
   { workload: 'batch-100-postgres', label: 'batch-100 (postgres)' },
@@ -210,6 +219,9 @@ const sideBySideTargets: Record<string, { neighbour: string; min: number }> = {
   'insert-1-idempotent-postgres': { neighbour: 'insert-1-postgres', min: 0.6 },
   'insert-1-typed': { neighbour: 'insert-1', min: 0.8 },
   'insert-1-typed-postgres': { neighbour: 'insert-1-postgres', min: 0.8 },
+  // Issue 55: insert-1 into a collection with a search index over two fields, on each backend.
+  'insert-1-search': { neighbour: 'insert-1', min: 0.6 },
+  'insert-1-search-postgres': { neighbour: 'insert-1-postgres', min: 0.6 },
   'batch-100': { neighbour: 'insert-100', min: 0.5 },
   'batch-100-postgres': { neighbour: 'insert-100-postgres', min: 0.5 },
   'get-row-app': { neighbour: 'get-row', min: 0.8 },
@@ -232,6 +244,11 @@ const fanoutP99LimitMs: Record<string, number> = { fanout: 30, 'fanout-filtered'
  */
 const webhookP99LimitMs = 100;
 const webhookDeliveriesPerSecond = 2000;
+/**
+ * Issue 55's, on each backend: a two-word search of the corpus answers its first 20 within 50 ms at p99.
+ * A goal, MISSED until met.
+ */
+const searchP99LimitMs: Record<string, number> = { search: 50, 'search-postgres': 50 };
 /**
  * get-row's rate with metering (the metrics) on at 80% or more of its rate beside it off on a quiet run:
  * each cost is of two processes, whose rates differ by more than what they do.
@@ -499,7 +516,7 @@ export function judgeTargets(
       met: fanout.p99Ms < fanoutP99LimitMs[name] && expected > 0 && delivered === expected && duplicates === 0 && undue === 0,
     });
   }
-  targets.push(...webhookTargets(summaries));
+  targets.push(...webhookTargets(summaries), ...searchTargets(summaries));
   const idle = of('idle-sockets');
   if (idle?.feed && settings.idleSubscribers >= idleTargetSockets) {
     const { ready, subscribers, rssBeforeKb, rssConnectedKb } = idle.feed;
@@ -560,6 +577,20 @@ export function webhookTargets(summaries: Summary[]): Results['targets'] {
   });
 }
 
+/** The search workloads' targets (issue 55): each backend's p99, the median of its rounds'. */
+export function searchTargets(summaries: Summary[]): Results['targets'] {
+  return summaries.flatMap(({ workload, p50Ms, p99Ms }) => {
+    const limit = searchP99LimitMs[workload];
+    if (limit === undefined) return [];
+    return {
+      name: workload,
+      target: `p99 < ${limit} ms`,
+      value: `p50 ${milliseconds(p50Ms)}, p99 ${milliseconds(p99Ms)} ms`,
+      met: p99Ms < limit,
+    };
+  });
+}
+
 /** The table, as Markdown with aligned columns: it reads the same in a terminal and in BENCHMARKS.md. */
 export function table(results: Results): string {
   const header = ['workload', 'req/s', 'rows/s', 'p50 ms', 'p99 ms', 'ratio', 'target', 'peak RSS MB', 'CPU µs/req: main, all (busy)'];
@@ -581,6 +612,7 @@ export function table(results: Results): string {
       workload.startsWith('fanout') ||
       workload.startsWith('webhook-') ||
       workload === 'idle-sockets' ||
+      searchP99LimitMs[workload] !== undefined ||
       s.sideBySide !== undefined;
     const idle = workload === 'idle-sockets';
     return [
@@ -655,7 +687,8 @@ function markdown(results: Results): string {
     '',
     `${machine.cores} cores (${machine.cpu}), ${machine.memoryGb} GB, Node ${machine.node}, ${machine.os}. ` +
       `Open files: ulimit -n ${results.openFiles.soft}, hard ${results.openFiles.hard}. ` +
-      `The whole run took ${Math.round(results.wallSeconds)} s; seeding ${thousands(results.settings.rows)} rows took ${results.seedSeconds.toFixed(1)} s.`,
+      `The whole run took ${Math.round(results.wallSeconds)} s; seeding ${thousands(results.settings.rows)} rows took ${results.seedSeconds.toFixed(1)} s.` +
+      searchIndexLine(results),
     '',
     table(results),
     '',
@@ -675,6 +708,17 @@ function markdown(results: Results): string {
       ? `Profiles (self time on the main thread within the measured window; the raw profiles in \`bench/profiles/\`):\n\n${profiles.join('\n')}`
       : 'Not profiled in this run (`--quick` skips profiling).',
   ].join('\n');
+}
+
+/** The seconds the search index of `corpus` took to build, on each backend that built it: a sentence, or nothing. */
+function searchIndexLine({ searchIndexSeconds, settings }: Results): string {
+  const built = [
+    ['SQLite', searchIndexSeconds.sqlite],
+    ['PostgreSQL', searchIndexSeconds.postgres],
+  ].flatMap(([backend, seconds]) => (seconds === undefined ? [] : [`${(seconds as number).toFixed(1)} s on ${backend}`]));
+  return built.length
+    ? ` Building the search index of ${thousands(settings.millionRows)} rows (search's corpus) took ${built.join(', ')}.`
+    : '';
 }
 
 /** How much baseline (a) moved over the run: the machine's own noise, which every ratio carries. */

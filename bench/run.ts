@@ -70,12 +70,13 @@ import {
   noise,
   type Results,
   ratedByRows,
+  searchTargets,
   summarise,
   table,
   webhookTargets,
   writeBenchmarksMd,
 } from './report.ts';
-import { collections, createCollections, seedAnswers, seedCollections, seedMillion, send } from './seed.ts';
+import { collections, createCollections, seedAnswers, seedCollections, seedCorpus, seedMillion, send } from './seed.ts';
 import { settingsFromArgs } from './settings.ts';
 import { measureWebhooks, webhookCollections, webhooksLine, webhookWorkloads } from './webhooks.ts';
 import { httpWorkloads, type LoadJob, type ServerName } from './workloads.ts';
@@ -122,10 +123,14 @@ const schedule: Step[] = [
   { workload: 'filter-range', ratioTo: 'baseline-memory' },
   ...afterMemory('million-cursor-page-1'),
   { workload: 'million-cursor-page-100', ratioTo: 'baseline-memory' },
+  // Issue 55: a two-word search of the corpus of 1,000,000 rows; its target is a latency, judged alone.
+  { workload: 'search' },
   // insert-1 into the typed collection right after insert-1, both taken to the same (a): what a schema
   // and a unique index cost an insert.
   ...afterMemory('insert-1'),
   { workload: 'insert-1-typed', ratioTo: 'baseline-memory' },
+  // And into a collection with a search index over two fields (issue 55: ≥ 0.6 × insert-1, side by side).
+  { workload: 'insert-1-search', ratioTo: 'baseline-memory' },
   ...afterMemory('insert-1-idempotent'),
   ...afterMemory('patch'),
   { workload: 'baseline-driver-rows', lastRoundOnly: true },
@@ -151,12 +156,15 @@ const schedule: Step[] = [
     { workload: 'insert-100-postgres' },
     { workload: 'batch-100-postgres' },
     // insert-1 and its keyed twin, side by side after one (a): what a key costs on PostgreSQL; and, just
-    // before them, insert-1 into the typed collection (before, so that the keyed pair stays neighbours).
+    // before them, insert-1 into the typed collection and into one with a search index (before, so that
+    // the keyed pair stays neighbours).
     { workload: 'baseline-memory' },
+    { workload: 'insert-1-search-postgres', ratioTo: 'baseline-memory' },
     { workload: 'insert-1-typed-postgres', ratioTo: 'baseline-memory' },
     { workload: 'insert-1-postgres', ratioTo: 'baseline-memory' },
     { workload: 'insert-1-idempotent-postgres', ratioTo: 'baseline-memory' },
     { workload: 'aggregate-grouped-postgres' },
+    { workload: 'search-postgres' },
   ]),
   // The feed (feed.ts): no baseline; its targets are absolute. Webhooks beside it (webhooks.ts): their
   // latency is of the same writes as a feed socket's, measured with it.
@@ -195,6 +203,7 @@ const work = await mkdtemp(join(os.tmpdir(), 'rowbase-bench-'));
 const files = {
   rowbase: join(work, 'rowbase.sqlite'),
   million: join(work, 'million.sqlite'),
+  corpus: join(work, 'corpus.sqlite'),
   meteringOn: join(work, 'metering-on.sqlite'),
   meteringOff: join(work, 'metering-off.sqlite'),
   metrics: join(work, 'metrics.sqlite'),
@@ -209,6 +218,7 @@ const files = {
 const serverFiles: Partial<Record<ServerName, string>> = {
   rowbase: files.rowbase,
   'rowbase-million': files.million,
+  'rowbase-corpus': files.corpus,
   'rowbase-metering-on': files.meteringOn,
   'rowbase-metering-off': files.meteringOff,
   'rowbase-metrics': files.metrics,
@@ -238,6 +248,8 @@ const postgres: Results['postgres'] & {
  * token, minted once a run, as an app's user holds one token for its session.
  */
 const app: { key?: string; token?: string } = {};
+/** The seconds the search index of `corpus` took to build over its rows, on each backend that built it (serveCorpus, startPostgres). */
+const searchIndexSeconds: Results['searchIndexSeconds'] = {};
 /** How long the user's token is valid: longer than any run. */
 const TOKEN_SECONDS = 24 * 3600;
 const benchDir = join(repoRoot, 'bench');
@@ -274,6 +286,7 @@ async function main(): Promise<void> {
   const seedSeconds = await seed(key);
   for (const copy of [
     files.million,
+    files.corpus,
     files.meteringOn,
     files.meteringOff,
     files.metrics,
@@ -287,9 +300,10 @@ async function main(): Promise<void> {
   }
   if (measures('insert-1-idempotent')) await seedKeys(`sqlite:${files.rowbase}`);
 
-  const [million, rowbase, meteringOn, meteringOff, metrics, memory, sqlite, sqlitePatch, feed, webhooks, onPostgresServers] =
+  const [million, corpus, rowbase, meteringOn, meteringOff, metrics, memory, sqlite, sqlitePatch, feed, webhooks, onPostgresServers] =
     await Promise.all([
       serveMillion(key),
+      serveCorpus(key),
       serveRowbase(`sqlite:${files.rowbase}`, 'on'),
       serveRowbase(`sqlite:${files.meteringOn}`, 'on'),
       serveRowbase(`sqlite:${files.meteringOff}`, 'off'),
@@ -318,10 +332,12 @@ async function main(): Promise<void> {
     'sqlite-patch': sqlitePatch,
   };
   if (million) servers['rowbase-million'] = million;
+  if (corpus) servers['rowbase-corpus'] = corpus;
   if (onPostgresServers) {
     servers['rowbase-postgres'] = onPostgresServers.rowbase;
-    // The same rowbase, its database also holding `million` when a workload of it is measured.
+    // The same rowbase, its database also holding `million` and `corpus` when a workload of them is measured.
     servers['rowbase-postgres-million'] = onPostgresServers.rowbase;
+    servers['rowbase-postgres-corpus'] = onPostgresServers.rowbase;
     servers['postgres-read'] = onPostgresServers.read;
   }
   /** Every rowbase that served, for what it logged and its peak memory: the idle-sockets one joins when it runs. */
@@ -364,7 +380,8 @@ async function main(): Promise<void> {
         `${s.workload.padEnd(26)} ${rate.padStart(14)}  ${Number.isNaN(s.p99Ms) ? '' : `p99 ${s.p99Ms.toFixed(2)} ms`}${s.ratio === undefined ? '' : `  ratio ${s.ratio.toFixed(3)}`}${s.ofDriver === undefined ? '' : ` (${s.ofDriver.toFixed(3)} × its ${driverName(s.workload)})`}${s.sideBySide ? `  ${s.sideBySide.ratio.toFixed(3)} × ${s.sideBySide.neighbour}` : ''}${s.cpu ? `  CPU µs/req ${cpuCell(s.cpu)}` : ''}`,
       );
     }
-    for (const t of webhookTargets(summaries)) say(`${t.met ? 'met   ' : 'MISSED'}  ${t.name} ${t.target}: ${t.value}`);
+    for (const t of [...webhookTargets(summaries), ...searchTargets(summaries)])
+      say(`${t.met ? 'met   ' : 'MISSED'}  ${t.name} ${t.target}: ${t.value}`);
     say(`peak RSS of rowbase: ${Math.round((serverPeakRssKb.rowbase ?? 0) / 1024)} MB`);
     if (['get-row-metering-on', 'get-row-metering-off'].every((workload) => settings.only?.includes(workload))) {
       say(`metering costs ${(meteringCost(measurements) * 100).toFixed(1)}% of get-row`);
@@ -388,7 +405,7 @@ async function main(): Promise<void> {
     const profilable = (name: string) =>
       fanoutWorkloads.includes(name) ||
       webhookWorkloads.includes(name) ||
-      ['rowbase', 'rowbase-postgres'].includes(httpWorkloads[name]?.server);
+      ['rowbase', 'rowbase-postgres', 'rowbase-corpus', 'rowbase-postgres-corpus'].includes(httpWorkloads[name]?.server);
     const missed = targets.filter((t) => !t.met && profilable(t.name)).map((t) => t.name);
     for (const workload of new Set([...settings.profileWorkloads, ...missed])) {
       // A profile explains a result; a run's results stand without it.
@@ -414,6 +431,7 @@ async function main(): Promise<void> {
     // A password in ROWBASE_BENCH_POSTGRES_URL stays out of the record.
     settings: { ...settings, postgresUrl: settings.postgresUrl.replace(/:[^:@/]*@/, ':***@') },
     seedSeconds,
+    searchIndexSeconds,
     serverPeakRssKb,
     serverProblems,
     openFiles,
@@ -471,6 +489,32 @@ async function serveMillion(key: string): Promise<Started | undefined> {
     `seeded ${settings.millionRows.toLocaleString('en-US')} rows of ${collections.million}, indexed by score and tag, in ${seconds.toFixed(1)} s`,
   );
   return server;
+}
+
+/**
+ * The rowbase of search, on a copy of the seeded file with the `corpus` collection and its search index
+ * added (seed.ts, seedCorpus); undefined when search is not measured (`--only`).
+ */
+async function serveCorpus(key: string): Promise<Started | undefined> {
+  if (!measuresOn('rowbase-corpus')) return undefined;
+  const server = await serveRowbase(`sqlite:${files.corpus}`, 'on');
+  searchIndexSeconds.sqlite = await seedSearchCorpus(server.url, key, 'SQLite');
+  return server;
+}
+
+/** Seeds `corpus` and builds its search index (seedCorpus), says how long each took; the index's seconds. */
+async function seedSearchCorpus(url: string, key: string, backend: string): Promise<number> {
+  const { seedSeconds, indexSeconds } = await seedCorpus(url, key, settings);
+  say(
+    `${backend}: seeded ${settings.millionRows.toLocaleString('en-US')} rows of ${collections.corpus} in ${seedSeconds.toFixed(1)} s; ` +
+      `its search index over ${settings.millionRows.toLocaleString('en-US')} rows took ${indexSeconds.toFixed(1)} s to build`,
+  );
+  return indexSeconds;
+}
+
+/** Whether this run measures a workload on `server`. */
+function measuresOn(server: ServerName): boolean {
+  return !settings.only || settings.only.some((workload) => httpWorkloads[workload]?.server === server);
 }
 
 /**
@@ -566,6 +610,7 @@ async function startPostgres(): Promise<{ rowbase: Started; read: Started; webho
       `PostgreSQL: seeded ${settings.millionRows.toLocaleString('en-US')} rows of ${collections.million} in ${millionSeconds.toFixed(1)} s`,
     );
   }
+  if (measuresOn('rowbase-postgres-corpus')) searchIndexSeconds.postgres = await seedSearchCorpus(rowbase.url, postgres.key, 'PostgreSQL');
   await vacuum(postgres.url);
   say(`PostgreSQL: database ${database} at ${where}, seeded ${settings.rows.toLocaleString('en-US')} rows in ${seconds.toFixed(1)} s`);
   const read = await startServer('bench/baseline-pg-read.ts', [postgres.url], 'baseline-pg-read is listening');
@@ -697,7 +742,7 @@ function report({ workload, round, measured, peakRssKb, cpu }: Omit<Measurement,
 async function profile(workload: string, key: string): Promise<ProfileSummary> {
   const dir = join(files.profiles, workload);
   const flags = ['--cpu-prof', `--cpu-prof-dir=${dir}`];
-  const onPostgres = httpWorkloads[workload]?.server === 'rowbase-postgres';
+  const onPostgres = httpWorkloads[workload]?.server.startsWith('rowbase-postgres') ?? false;
   const hookedPostgres = webhookWorkloads.includes(workload) && workload.endsWith('-postgres');
   let server: Started;
   if (fanoutWorkloads.includes(workload))
@@ -746,14 +791,15 @@ async function profile(workload: string, key: string): Promise<ProfileSummary> {
  */
 function credentialsOf(workload: string, key: string): Pick<LoadJob, 'key' | 'token'> {
   const { server, endUser } = httpWorkloads[workload];
-  const onPostgres = server === 'rowbase-postgres' || server === 'rowbase-postgres-million';
+  const onPostgres = server.startsWith('rowbase-postgres');
   if (!endUser) return { key: onPostgres ? postgres.key! : key };
   return { key: onPostgres ? postgres.appKey! : app.key!, token: app.token };
 }
 
-/** The SQLite file a workload's rowbase is profiled on: that of its server (the million's own), else the main one. */
+/** The SQLite file a workload's rowbase is profiled on: that of its server (the million's, the corpus's own), else the main one. */
 function profiledFile(workload: string): string {
-  return httpWorkloads[workload]?.server === 'rowbase-million' ? files.million : files.rowbase;
+  const server = httpWorkloads[workload]?.server;
+  return server === 'rowbase-million' || server === 'rowbase-corpus' ? serverFiles[server]! : files.rowbase;
 }
 
 /** The environment a workload's server adds: METRICS_PORT for the one of the metrics' cost. */

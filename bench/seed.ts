@@ -2,8 +2,10 @@
 // collection `bench` of `settings.rows` rows, each `{ score, name, text, owner }`, every one the bench
 // user's (end-user.ts). Rows are a pure function of their id, so the in-memory baseline answers exactly
 // what rowbase stores. Before the keyed inserts,
-// the answers of Idempotency-Keys the account keeps. The typed collection's schema and its rows.
+// the answers of Idempotency-Keys the account keeps. The typed collection's schema and its rows. The
+// search corpus (issue 55) and its search index.
 import pg from 'pg';
+import { words as popularWords } from 'popular-english-words';
 import sqlite3 from 'sqlite3';
 import type { Settings } from './settings.ts';
 
@@ -15,10 +17,18 @@ export interface BenchRow {
 }
 
 /**
- * The collections the workloads use: reads and patches, insert-1, insert-batch, insert-1-typed; and the
- * large one of filters and long walks.
+ * The collections the workloads use: reads and patches, insert-1, insert-batch, insert-1-typed,
+ * insert-1-search; the large one of filters and long walks; and the search corpus.
  */
-export const collections = { rows: 'bench', inserts: 'inserts', batches: 'batches', typed: 'typed', million: 'million' } as const;
+export const collections = {
+  rows: 'bench',
+  inserts: 'inserts',
+  batches: 'batches',
+  typed: 'typed',
+  notes: 'notes',
+  million: 'million',
+  corpus: 'corpus',
+} as const;
 
 /**
  * The plan of the bench account: no rate, and a quota no run comes near (a full run sends a few million
@@ -148,6 +158,62 @@ export function typedRow(id: number, unique: string): Record<string, unknown> {
   };
 }
 
+/** The search index of `corpus` and of `notes` (docs/search.md): over both their fields. */
+export const searchIndex = { type: 'search', fields: ['title', 'body'] } as const;
+
+/**
+ * The words of `corpus` (issue 55, "Speed"): the 5,000 most popular English words of the package
+ * popular-english-words, most popular first, as ranked there.
+ */
+export const VOCABULARY: readonly string[] = popularWords.getMostPopular(5000);
+
+/** Words of a corpus row's title and of its body. */
+export const TITLE_WORDS = 5;
+export const BODY_WORDS = 25;
+
+/**
+ * Zipf's law of exponent 1 over VOCABULARY: the word of rank r (1-based) drawn with a probability of
+ * 1 / (r × H), H the sum of 1/r; here as the running totals of those probabilities, for a binary search.
+ */
+const zipfTotals = (() => {
+  const totals = VOCABULARY.map((_, index) => 1 / (index + 1));
+  for (let i = 1; i < totals.length; i++) totals[i] += totals[i - 1];
+  return totals.map((total) => total / totals[totals.length - 1]);
+})();
+
+/** The word of VOCABULARY whose share of zipfTotals holds `u` (from 0 to 1). */
+function zipfWord(u: number): string {
+  let low = 0;
+  let high = zipfTotals.length - 1;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if (zipfTotals[middle] > u) high = middle;
+    else low = middle + 1;
+  }
+  return VOCABULARY[low];
+}
+
+/** A seeded pseudo-random generator of numbers from 0 to 1 (mulberry32): the same seed, the same numbers. */
+function seeded(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(state ^ (state >>> 15), state | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+  };
+}
+
+/**
+ * Row `id` of `corpus` (and what insert-1-search writes): a title of TITLE_WORDS words and a body of
+ * BODY_WORDS, each word drawn by zipfWord() from a generator seeded with the id.
+ */
+export function corpusRow(id: number): { title: string; body: string } {
+  const next = seeded(scramble(id ^ 0x9e3779b9));
+  const draw = (count: number) => Array.from({ length: count }, () => zipfWord(next())).join(' ');
+  return { title: draw(TITLE_WORDS), body: draw(BODY_WORDS) };
+}
+
 /** Rows `first`..`first + count - 1`, as one request body. */
 export const batchOf = (first: number, count: number): BenchRow[] => Array.from({ length: count }, (_, i) => benchRow(first + i));
 
@@ -162,6 +228,8 @@ export async function seedCollections(url: string, key: string, settings: Settin
     await send(url, key, 'POST', '/v1/collections', { name });
   await send(url, key, 'POST', '/v1/collections', { name: collections.typed, schema: typedSchema });
   await send(url, key, 'POST', `/v1/collections/${collections.typed}/indexes`, typedIndex);
+  await send(url, key, 'POST', '/v1/collections', { name: collections.notes });
+  await send(url, key, 'POST', `/v1/collections/${collections.notes}/indexes`, searchIndex);
   for (let first = 1; first <= settings.rows; first += settings.batchSize) {
     const count = Math.min(settings.batchSize, settings.rows - first + 1);
     const rows = Array.from({ length: count }, (_, i) => ownedRow(first + i));
@@ -181,15 +249,11 @@ export async function seedCollections(url: string, key: string, settings: Settin
 }
 
 /**
- * Creates `million` over HTTP and fills it with `settings.millionRows` rows, `batchSize` per request,
- * two requests under way at a time (a server merges the inserts of one collection); then has it
- * indexed by score (as list's collection is) and by tag (its first filter by tag makes the index,
- * docs/api.md "Filters and indexes"), so that no measurement waits for an index. Returns the seconds it took.
+ * Creates `collection` over HTTP and fills it with `settings.millionRows` rows, `rowOf` of each id,
+ * `batchSize` per request, two requests under way at a time (a server merges the inserts of one collection).
  */
-export async function seedMillion(url: string, key: string, settings: Settings): Promise<number> {
-  const started = performance.now();
-  const path = `/v1/collections/${collections.million}/rows`;
-  await send(url, key, 'POST', '/v1/collections', { name: collections.million });
+async function fillMillion(url: string, key: string, settings: Settings, collection: string, rowOf: (id: number) => object) {
+  await send(url, key, 'POST', '/v1/collections', { name: collection });
   const firsts = Array.from({ length: Math.ceil(settings.millionRows / settings.batchSize) }, (_, i) => 1 + i * settings.batchSize);
   const insertNext = async (): Promise<void> => {
     for (let first = firsts.shift(); first !== undefined; first = firsts.shift()) {
@@ -198,15 +262,38 @@ export async function seedMillion(url: string, key: string, settings: Settings):
         url,
         key,
         'POST',
-        path,
-        Array.from({ length: count }, (_, i) => millionRow(first + i)),
+        `/v1/collections/${collection}/rows`,
+        Array.from({ length: count }, (_, i) => rowOf(first + i)),
       );
     }
   };
   await Promise.all([insertNext(), insertNext()]);
+}
+
+/**
+ * Creates `million` and fills it with `settings.millionRows` rows (fillMillion()); then has it
+ * indexed by score (as list's collection is) and by tag (its first filter by tag makes the index,
+ * docs/api.md "Filters and indexes"), so that no measurement waits for an index. Returns the seconds it took.
+ */
+export async function seedMillion(url: string, key: string, settings: Settings): Promise<number> {
+  const started = performance.now();
+  const path = `/v1/collections/${collections.million}/rows`;
+  await fillMillion(url, key, settings, collections.million, millionRow);
   await send(url, key, 'GET', `${path}?order_by=score&order=desc&limit=1`, undefined);
   await send(url, key, 'GET', `${path}?limit=1&filter=${encodeURIComponent(JSON.stringify({ tag: 't0' }))}`, undefined);
   return (performance.now() - started) / 1000;
+}
+
+/**
+ * Creates `corpus` and fills it with `settings.millionRows` rows of corpusRow() (fillMillion()), then
+ * declares its search index over them: the seconds each took, the index's those of its one request.
+ */
+export async function seedCorpus(url: string, key: string, settings: Settings): Promise<{ seedSeconds: number; indexSeconds: number }> {
+  const started = performance.now();
+  await fillMillion(url, key, settings, collections.corpus, corpusRow);
+  const seeded = performance.now();
+  await send(url, key, 'POST', `/v1/collections/${collections.corpus}/indexes`, searchIndex);
+  return { seedSeconds: (seeded - started) / 1000, indexSeconds: (performance.now() - seeded) / 1000 };
 }
 
 /**

@@ -2,7 +2,7 @@
 // requests from here; the orchestrator (run.ts) resolves the server to its url.
 import { randomUUID } from 'node:crypto';
 import type { Request } from 'autocannon';
-import { batchOf, benchRow, collections, FULL_PAGE_TAG, typedRow } from './seed.ts';
+import { batchOf, benchRow, collections, corpusRow, FULL_PAGE_TAG, typedRow, VOCABULARY } from './seed.ts';
 import type { Settings } from './settings.ts';
 
 /** The processes a workload can be aimed at (see run.ts). */
@@ -12,11 +12,13 @@ export type ServerName =
   | 'sqlite-patch'
   | 'rowbase'
   | 'rowbase-million'
+  | 'rowbase-corpus'
   | 'rowbase-metering-on'
   | 'rowbase-metering-off'
   | 'rowbase-metrics'
   | 'rowbase-postgres'
   | 'rowbase-postgres-million'
+  | 'rowbase-postgres-corpus'
   | 'postgres-read';
 
 /** What the orchestrator hands one load worker, as JSON in its first argument. */
@@ -202,22 +204,90 @@ const insertAsOne: Omit<HttpWorkload, 'server'> = {
  * insert-1 sends it in a header the service ignores, its keyed twin as the Idempotency-Key (as clients
  * send one), so that the two differ in that header's name alone: the load generator builds every
  * request of both as it sends it (autocannon reuses a request's bytes only when nothing changes them,
- * and that work shares the host's cores with the service), as it does get-row's and patch's.
+ * and that work shares the host's cores with the service), as it does get-row's and patch's. Into
+ * `collection`, the bodies of `bodies()` in turn (insert-1's: one, of benchRow(1)).
  */
-const insertOne = (header: string): Omit<HttpWorkload, 'server'> => ({
+const insertOne = (
+  header: string,
+  collection: string = collections.inserts,
+  bodies: () => string[] = () => [JSON.stringify([benchRow(1)])],
+): Omit<HttpWorkload, 'server'> => ({
   rowsPerRequest: one,
-  requests: (job) => [
-    {
-      method: 'POST',
-      path: rowsPath(collections.inserts),
-      headers: json(job),
-      body: JSON.stringify([benchRow(1)]),
-      setupRequest: (request) => ({ ...request, headers: { ...request.headers, [header]: randomUUID() } }),
-    },
-  ],
+  requests: (job) => {
+    const sent = bodies();
+    let next = 0;
+    return [
+      {
+        method: 'POST',
+        path: rowsPath(collection),
+        headers: json(job),
+        body: sent[0],
+        setupRequest: (request) => ({
+          ...request,
+          headers: { ...request.headers, [header]: randomUUID() },
+          body: sent[next++ % sent.length],
+        }),
+      },
+    ];
+  },
 });
 const plainInsertOne = insertOne('x-bench-request');
 const keyedInsertOne = insertOne('idempotency-key');
+
+/** Rows of `corpus` insert-1-search writes into `notes` in turn, each request's JSON text made before the warm-up. */
+const SEARCHED_ROWS = 1000;
+/**
+ * insert-1 into `notes`, whose search index is over `title` and `body` (seed.ts, searchIndex): insert-1's
+ * headers, and the first SEARCHED_ROWS rows of `corpus` in turn (about 30 words, 180 bytes against
+ * insert-1's 91), so that the index takes words of a real text, not one row's again and again.
+ */
+const searchedInsertOne = insertOne('x-bench-request', collections.notes, () =>
+  Array.from({ length: SEARCHED_ROWS }, (_, i) => JSON.stringify([corpusRow(i + 1)])),
+);
+
+/** The order of search's page (issue 55: "its first 20 by relevance"). */
+export const SEARCH_ORDER_BY = '_score';
+/** Rows of search's page. */
+export const SEARCH_PAGE = 20;
+/**
+ * The ranks (0-based, from, to excluded) of VOCABULARY that search's words are drawn from, uniformly:
+ * past the hundred commonest words, which nearly every row holds, and within the thousand commonest, so
+ * that a pair finds a page or more (docs/performance.md, "Search").
+ */
+export const SEARCH_BAND = { from: 100, to: 1000 } as const;
+/**
+ * Connections of search: a latency target, so a few searches at once, not a queue of 64. Four keep both
+ * cores busy (SQLite's reads run on the driver's four threads; on PostgreSQL each on a backend of its
+ * own), each search answered in its own time plus a short wait.
+ */
+export const SEARCH_CONNECTIONS = 4;
+
+/** Two different words drawn at random from SEARCH_BAND of VOCABULARY, as a search: `w1 w2`. */
+export function searchWords(): string {
+  const draw = () => VOCABULARY[SEARCH_BAND.from + Math.floor(Math.random() * (SEARCH_BAND.to - SEARCH_BAND.from))];
+  const first = draw();
+  let second = draw();
+  while (second === first) second = draw();
+  return `${first} ${second}`;
+}
+
+/** The path of search's page of `corpus` for `words`. */
+export const searchPath = (words: string) =>
+  `${rowsPath(collections.corpus)}?filter=${encodeURIComponent(JSON.stringify({ $search: words }))}&order_by=${SEARCH_ORDER_BY}&limit=${SEARCH_PAGE}`;
+
+/** GET the first SEARCH_PAGE rows of `corpus` holding two words of a random pair, each request its own pair. */
+const searchCorpus: Omit<HttpWorkload, 'server'> = {
+  rowsPerRequest: () => SEARCH_PAGE,
+  connections: SEARCH_CONNECTIONS,
+  requests: (job) => [
+    {
+      method: 'GET',
+      path: searchPath(searchWords()),
+      headers: json(job),
+      setupRequest: (request) => ({ ...request, path: searchPath(searchWords()) }),
+    },
+  ],
+};
 
 /**
  * insert-1 into `typed`, whose schema has ten fields and whose `email` is unique (seed.ts, typedSchema):
@@ -308,6 +378,14 @@ export const httpWorkloads: Record<string, HttpWorkload> = {
   /** insert-1 into a collection with a schema of ten fields and a unique index: what they cost an insert, on each backend. */
   'insert-1-typed': { server: 'rowbase', ...typedInsertOne },
   'insert-1-typed-postgres': { server: 'rowbase-postgres', ...typedInsertOne },
+  /**
+   * Issue 55, on each backend: a two-word search of `corpus` (1,000,000 rows of about 30 words), its first
+   * SEARCH_PAGE; and insert-1 into a collection with a search index over two fields.
+   */
+  search: { server: 'rowbase-corpus', ...searchCorpus },
+  'search-postgres': { server: 'rowbase-postgres-corpus', ...searchCorpus },
+  'insert-1-search': { server: 'rowbase', ...searchedInsertOne },
+  'insert-1-search-postgres': { server: 'rowbase-postgres', ...searchedInsertOne },
   'insert-batch': { server: 'rowbase', ...insertBatch },
   /** insert-batch against rowbase on PostgreSQL (its ratio is to baseline (c), a bare pg client). */
   'insert-batch-postgres': { server: 'rowbase-postgres', ...insertBatch },
@@ -333,4 +411,4 @@ export const needsPostgres = (workload: string) =>
   workload === 'baseline-postgres' ||
   workload === 'webhook-latency-postgres' ||
   workload === 'webhook-throughput-postgres' ||
-  ['rowbase-postgres', 'rowbase-postgres-million', 'postgres-read'].includes(httpWorkloads[workload]?.server);
+  ['rowbase-postgres', 'rowbase-postgres-million', 'rowbase-postgres-corpus', 'postgres-read'].includes(httpWorkloads[workload]?.server);

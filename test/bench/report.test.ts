@@ -1,6 +1,6 @@
 // How the bench judges a workload against its neighbour (bench/report.ts): by the median over the rounds
 // of the two rates measured side by side in each, not by each side's median to (a); and the webhooks'
-// targets (issue 45).
+// targets (issue 45); and the search's (issue 55).
 import { expect } from 'chai';
 import type { Measured } from '../../bench/measure.ts';
 import { judgeTargets, type Measurement, summarise } from '../../bench/report.ts';
@@ -120,27 +120,51 @@ describe('bench', () => {
     }
   });
 
-  describe("the targets of an app's user (issue 53)", () => {
-    for (const [secret, app] of [
-      ['get-row', 'get-row-app'],
-      ['list', 'list-app'],
-      ['get-row-postgres', 'get-row-app-postgres'],
-      ['list-postgres', 'list-app-postgres'],
-    ]) {
-      it(`judges ${app} by the median of its rounds' rates beside ${secret}, against 0.8`, () => {
-        const met = rounds(secret, app, [
-          [10_000, 5_000, 4_500],
+  describe("the targets judged beside a neighbour: an app's user (issue 53), an insert with a search index (issue 55)", () => {
+    for (const [neighbour, workload, min] of [
+      ['get-row', 'get-row-app', 0.8],
+      ['list', 'list-app', 0.8],
+      ['get-row-postgres', 'get-row-app-postgres', 0.8],
+      ['list-postgres', 'list-app-postgres', 0.8],
+      ['insert-1', 'insert-1-search', 0.6],
+      ['insert-1-postgres', 'insert-1-search-postgres', 0.6],
+    ] as const) {
+      it(`judges ${workload} by the median of its rounds' rates beside ${neighbour}, against ${min}`, () => {
+        // Rounds of min + 0.10, 0.25 and min + 0.02 × the neighbour: the median is min + 0.02.
+        const [above, just, under] = [min + 0.1, min + 0.02, min - 0.01];
+        const met = rounds(neighbour, workload, [
+          [10_000, 5_000, Math.round(5_000 * above)],
           [10_000, 4_000, 1_000],
-          [10_000, 5_000, 4_100],
+          [10_000, 5_000, Math.round(5_000 * just)],
         ]);
-        expect(target(met, app)).to.deep.equal({
-          name: app,
-          target: `≥ 0.8 × ${secret}`,
-          value: `0.82 × ${secret}, rounds 0.90, 0.25, 0.82`,
+        expect(target(met, workload)).to.deep.equal({
+          name: workload,
+          target: `≥ ${min} × ${neighbour}`,
+          value: `${just.toFixed(2)} × ${neighbour}, rounds ${above.toFixed(2)}, 0.25, ${just.toFixed(2)}`,
           met: true,
         });
-        const missed = rounds(secret, app, [[10_000, 5_000, 3_950]]);
-        expect(target(missed, app)).to.include({ value: `0.79 × ${secret}`, met: false });
+        const missed = rounds(neighbour, workload, [[10_000, 5_000, Math.round(5_000 * under)]]);
+        expect(target(missed, workload)).to.include({ value: `${under.toFixed(2)} × ${neighbour}`, met: false });
+      });
+    }
+  });
+
+  describe('the targets of search (issue 55)', () => {
+    for (const workload of ['search', 'search-postgres']) {
+      it(`judges ${workload} by the median of its rounds' p99, against 50 ms`, () => {
+        const round = (index: number, p99Ms: number): Measurement => ({
+          workload,
+          round: index + 1,
+          measured: { ...measured(500), p50Ms: 3, p99Ms },
+          peakRssKb: 1,
+        });
+        expect(target([round(0, 20), round(1, 90), round(2, 45)], workload)).to.deep.equal({
+          name: workload,
+          target: 'p99 < 50 ms',
+          value: 'p50 3.00, p99 45.0 ms',
+          met: true,
+        });
+        expect(target([round(0, 51)], workload)).to.include({ met: false });
       });
     }
   });

@@ -1,18 +1,21 @@
 // What the bench's workloads send (bench/workloads.ts): insert-1-typed's rows must all be written (a 2xx
 // each), so each must meet the typed collection's schema and hold an email no other request holds; the
 // app's user's workloads must send what their secret-key twins send, with a publishable key and a token
-// whose user the rule of `bench` grants every seeded row.
+// whose user the rule of `bench` grants every seeded row. The search corpus (issue 55) is a function of
+// the row id, of real words drawn commonest most often; search asks for two words of its band, and
+// insert-1-search sends insert-1's headers with rows of that corpus.
 import type { Request } from 'autocannon';
 import { expect } from 'chai';
 import { jwtVerify } from 'jose';
 import { endUserToken, issuer, rules } from '../../bench/end-user.ts';
-import { ownedRow, typedIndex, typedSchema } from '../../bench/seed.ts';
+import { BODY_WORDS, corpusRow, ownedRow, searchIndex, TITLE_WORDS, typedIndex, typedSchema, VOCABULARY } from '../../bench/seed.ts';
 import { settingsFromArgs } from '../../bench/settings.ts';
-import { httpWorkloads, type LoadJob } from '../../bench/workloads.ts';
+import { httpWorkloads, type LoadJob, SEARCH_BAND, SEARCH_ORDER_BY, SEARCH_PAGE } from '../../bench/workloads.ts';
 import { checkAccess } from '../../src/rules/check.ts';
 import { type Claims, compileRules } from '../../src/rules/compile.ts';
 import { checkRules } from '../../src/rules/rules.ts';
 import { checkRowSchema, compileRowSchema } from '../../src/schema/index.ts';
+import { wordsOf } from '../../src/search/words.ts';
 
 const job: LoadJob = { workload: 'insert-1-typed', url: 'http://127.0.0.1:1', key: 'rb_key', settings: settingsFromArgs([]) };
 
@@ -99,5 +102,74 @@ describe('bench', () => {
       const another = { ...claims, sub: 'another-user' };
       expect(checkAccess(compiled, { operation: 'read', claims: another, row: { id: 1, ...ownedRow(1) } }).allowed).to.equal(false);
     });
+  });
+
+  describe('the search corpus and its workloads (issue 55)', () => {
+    it('makes each row of real words from its id alone: a title of 5 and a body of 25', () => {
+      const vocabulary = new Set(VOCABULARY);
+      expect(vocabulary.size).to.equal(5000);
+      expect(corpusRow(7)).to.deep.equal(corpusRow(7));
+      expect(corpusRow(7)).to.not.deep.equal(corpusRow(8));
+      for (const id of [1, 2, 500_000, 1_000_000]) {
+        const { title, body } = corpusRow(id);
+        // The words a search reads (src/search/words.ts) are the words drawn, as they were drawn.
+        expect(wordsOf(title)).to.deep.equal(title.split(' ')).and.have.length(TITLE_WORDS);
+        expect(wordsOf(body)).to.deep.equal(body.split(' ')).and.have.length(BODY_WORDS);
+        for (const word of wordsOf(`${title} ${body}`)) expect(vocabulary.has(word), word).to.equal(true);
+      }
+    });
+
+    it('draws the commonest words most often (Zipf-like)', () => {
+      const counts = new Map<string, number>();
+      for (let id = 1; id <= 2000; id++) {
+        const { title, body } = corpusRow(id);
+        for (const word of `${title} ${body}`.split(' ')) counts.set(word, (counts.get(word) ?? 0) + 1);
+      }
+      const [first, tenth, hundredth, thousandth] = [0, 9, 99, 999].map((rank) => counts.get(VOCABULARY[rank]) ?? 0);
+      expect(first).to.be.above(5 * tenth);
+      expect(tenth).to.be.above(5 * hundredth);
+      expect(hundredth).to.be.above(3 * thousandth);
+    });
+
+    for (const workload of ['search', 'search-postgres']) {
+      it(`${workload} asks for the first page of two different words of its band, a pair of its own a request, at a few connections`, async () => {
+        const band = new Set(VOCABULARY.slice(SEARCH_BAND.from, SEARCH_BAND.to));
+        const requests = await sent(workload, 100);
+        const pairs = new Set<string>();
+        for (const request of requests) {
+          expect(request.method).to.equal('GET');
+          const url = new URL(String(request.path), 'http://127.0.0.1');
+          expect(url.pathname).to.equal('/v1/collections/corpus/rows');
+          expect(url.searchParams.get('order_by')).to.equal(SEARCH_ORDER_BY);
+          expect(url.searchParams.get('limit')).to.equal(String(SEARCH_PAGE));
+          const { $search } = JSON.parse(url.searchParams.get('filter') ?? '');
+          const words = $search.split(' ');
+          expect(words).to.have.length(2);
+          expect(words[0]).to.not.equal(words[1]);
+          for (const word of words) expect(band.has(word), word).to.equal(true);
+          pairs.add($search);
+        }
+        expect(pairs.size).to.be.above(90);
+        expect(httpWorkloads[workload].connections).to.be.below(job.settings.connections);
+      });
+    }
+
+    for (const workload of ['insert-1-search', 'insert-1-search-postgres']) {
+      it(`${workload} sends insert-1's headers and one corpus row a request, of the fields of the search index of notes`, async () => {
+        const [plain] = await sent('insert-1', 1);
+        const requests = await sent(workload, 50);
+        expect(searchIndex.fields).to.have.length(2);
+        const bodies = new Set<string>();
+        for (const request of requests) {
+          expect(request.path).to.equal('/v1/collections/notes/rows');
+          expect(Object.keys(request.headers ?? {}).sort()).to.deep.equal(Object.keys(plain.headers ?? {}).sort());
+          const rows = JSON.parse(String(request.body));
+          expect(rows).to.have.length(1);
+          expect(Object.keys(rows[0])).to.deep.equal([...searchIndex.fields]);
+          bodies.add(String(request.body));
+        }
+        expect(bodies.size).to.equal(requests.length);
+      });
+    }
   });
 });

@@ -20,8 +20,9 @@ import { searchSql } from './sql/search.ts';
  * the rows that match, false or NULL for the others, as WHERE reads it (`(…) is not true` for the
  * others). Its bindings are `?`, in the order of `params`, as Knex's raw() and statements.ts take them.
  *
- * The conditions on the id alone stand apart, where the planner can use the primary key for them; the
- * others read the row's jsonb from one subquery, so that it is made once a row however many read it.
+ * The conditions on the id alone, and searches, stand apart, where the planner can use the primary key
+ * or the search index for them; the others read the row's jsonb from one subquery, so that it is made
+ * once a row however many read it.
  */
 export function filterSql(filter: Filter, row = 'rows'): Sql {
   const parts = filter.kind === 'and' ? filter.filters : [filter];

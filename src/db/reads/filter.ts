@@ -120,7 +120,10 @@ export const scoresWith =
     return searchSql.scores(searchSql.query(words, prefix));
   };
 
-/** Whether `filter` reads any field of the row's `data`: a filter of the id alone reads none. */
+/**
+ * Whether `filter` reads any field of the row's `data`: a filter of the id alone reads none, nor does a
+ * search, which reads the row's words by its id (search_rows).
+ */
 export function readsData(filter: Filter): boolean {
   switch (filter.kind) {
     case 'and':
@@ -131,7 +134,7 @@ export function readsData(filter: Filter): boolean {
     case 'field':
       return filter.path[0] !== 'id';
     case 'search':
-      return true;
+      return false;
   }
 }
 
