@@ -431,7 +431,7 @@ describeEachBackend('search', (backend) => {
       expect(versioned.body.map((each) => each.row)).to.deep.equal(listed.body);
     });
 
-    it('pages through a ranking by cursors as one page holds it: no row repeated or skipped', async () => {
+    it('pages through a ranking by cursors and by offsets as one page holds it: no row repeated or skipped', async () => {
       await fc.assert(
         fc.asyncProperty(
           fc.array(row, { minLength: 1, maxLength: 25 }),
@@ -468,6 +468,11 @@ describeEachBackend('search', (backend) => {
               after = answer.body.next;
             } while (after);
             expect(queried).to.deep.equal(whole);
+            // Pages by offset: a search alone reads its best scores first (pages.ts, bestScores).
+            for (let offset = 0; offset < whole.length; offset += limit) {
+              const answer = await list(name, `order_by=_score&select=_score&limit=${limit}&offset=${offset}&${filter({ $search: text })}`);
+              expect(answer.body).to.deep.equal(whole.slice(offset, offset + limit));
+            }
           },
         ),
         { numRuns: 15 },

@@ -314,8 +314,10 @@ async function queryPage(source: PageSource, ref: CollectionRef, collection: str
 async function scoredPage(source: PageSource, ref: CollectionRef, collection: string, page: Page): Promise<RowsPage> {
   const search = rankedSearch(page.filter);
   if (!page.filter || !search) throw new Error('a scored page has a $search at the top level of its filter (readsRelevance)');
-  // The rows joined with their scores are those the search finds: the rest of the filter tests them.
-  const { sql: text, params } = source.orderedPage(ref, page, source.filterSql(without(page.filter, search)), source.scoresSql(search));
+  // The rows joined with their scores are those the search finds: the rest of the filter, if any, tests them.
+  const rest = without(page.filter, search);
+  const where = holdsForEveryRow(rest) ? undefined : source.filterSql(rest);
+  const { sql: text, params } = source.orderedPage(ref, page, where, source.scoresSql(search));
   const [part] = await source.read<PagePart>(text, params, 'once');
   const { json, n, seq } = joinParts([part]);
   if (seq === null) throw collectionNotFound(collection);
@@ -544,7 +546,7 @@ export function wholePage(
   const after = page.after && afterPlace(placed);
   const filtered = where ? sql` and (${where})` : raw('');
   // A scored page's rows, and their count, are those of its scores: `where` tests them.
-  const from = scores ? sql`rows join ${scores} scored on scored.row_id = rows.id` : raw('rows');
+  const from = scores ? sql`rows join ${bestScores(scores, page, where)} scored on scored.row_id = rows.id` : raw('rows');
   const total = page.count ? sql`, (select count(*) from ${from} where collection_id = ${collection.id}${filtered}) as total` : raw('');
   const scored = scores ? raw(', scored.score') : raw('');
   const rows = sql`select ${{ sql: columns, params: bindings }}${scored} from ${from} where collection_id = ${collection.id}${filtered}`;
@@ -552,6 +554,24 @@ export function wholePage(
   return sql`select count(*) as n, ${raw(pageJson.rows(order))} as json${scoresJson},
         ${collection.lastSeq} as seq${total}
       from (select * from (${rows}) r${after ? sql` where ${after}` : raw('')} order by ${raw(order)} limit +${page.limit} offset ${page.offset}) r`;
+}
+
+/** Whether a filter holds for every row: an `$and` of nothing (what without() leaves of a search alone). */
+const holdsForEveryRow = (filter: Filter): boolean => filter.kind === 'and' && filter.filters.every(holdsForEveryRow);
+
+/**
+ * A search's `scores`, cut to the page's when nothing else tests its rows and the page is in their order
+ * without a count: the best `offset + limit` past the page's place, found before any row is read, so
+ * that a search matching many rows sorts their scores, not the rows.
+ */
+function bestScores(scores: Sql, page: Page, where: Sql | undefined): Sql {
+  const [key] = page.order;
+  if (where || page.count || page.order.length !== 1 || key.field !== SCORE) return scores;
+  const best = (past: Sql) =>
+    sql`(select row_id, score from ${scores} s${past} order by score desc, row_id asc limit ${page.offset + page.limit})`;
+  if (!page.after) return best(raw(''));
+  const at = page.after.values[0]?.scalar;
+  return typeof at === 'number' ? best(sql` where score < ${at} or (score = ${at} and row_id > ${page.after.id})`) : scores;
 }
 
 /**
