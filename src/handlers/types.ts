@@ -9,6 +9,7 @@ import type { Result } from '../http/responder.ts';
 import type { OnceRequest } from '../idempotency/answers.ts';
 import type { Claims, TokenVerifier } from '../tokens/verifier.ts';
 import type { Admission, Meter } from '../usage/meter.ts';
+import type { Feed } from '../ws/feed.ts';
 
 export type { Result } from '../http/responder.ts';
 
@@ -59,6 +60,8 @@ export interface Deps {
   contracts: AccountContracts;
   /** Verifies end users' tokens against their account's issuers (docs/access.md). */
   tokens: TokenVerifier;
+  /** The real-time feed, which serves the changes' streams and wakes their long polls (handlers/changes.ts). */
+  feed: Pick<Feed, 'openStream' | 'waitForChange'>;
 }
 
 export type Handler<K extends OperationId> = (input: Input<K>, deps: Deps) => Promise<Result> | Result;

@@ -129,6 +129,8 @@ describeEachBackend('a typed client generated from openapi.yaml', (backend) => {
       deleteCollection: [() => api.DELETE('/v1/collections/{collection_name}', { params: { path: { collection_name: 'another' } } }), 204],
       insertRows: [() => api.POST('/v1/collections/{collection_name}/rows', { params: { path }, body: [{ text: 'a' }] }), 201],
       listRows: [() => api.GET('/v1/collections/{collection_name}/rows', { params: { path, query: { limit: 0 } } }), 200],
+      getChanges: [() => api.GET('/v1/collections/{collection_name}/changes', { params: { path, query: { limit: 1 } } }), 200],
+      headChanges: [() => api.HEAD('/v1/collections/{collection_name}/changes', { params: { path } }), 200],
       headRows: [() => api.HEAD('/v1/collections/{collection_name}/rows', { params: { path, query: { limit: 0 } } }), 200],
       listVersionedRows: [
         () => api.GET('/v1/collections/{collection_name}/versioned-rows', { params: { path, query: { limit: 0 } } }),
