@@ -4,6 +4,7 @@
 // bad input is refused.
 import { expect } from 'chai';
 import { describeEachBackend } from '../support/backends.ts';
+import { eventually } from '../support/changes.ts';
 import { Client } from '../support/client.ts';
 import { FeedClient, type FeedMessage, range, seqs } from '../support/feed.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
@@ -156,7 +157,7 @@ describeEachBackend('changes over plain HTTP: pages and long polls', (backend) =
       const startedAt = Date.now();
       const poll = client.get<Page>(changesOf('polled', { since: 0, wait: 30, events: 'insert', filter: '{"n":2}' }));
       // The poll follows the collection once the feed follows it for it.
-      await until(() => server.feed.collections > 0, 'the poll to wait');
+      await eventually(() => server.feed.collections > 0, 'the poll to wait');
       expect((await client.post(rows, [{ n: 1 }])).status).to.equal(201);
       expect((await client.post(rows, [{ n: 2 }])).status).to.equal(201);
       const page = await poll;
@@ -211,7 +212,7 @@ describeEachBackend('changes over plain HTTP: pages and long polls', (backend) =
         try {
           await client.post('/v1/collections', { name: 'shared' });
           const poll = client.get<Page>(changesOf('shared', { wait: 30 }));
-          await until(() => server.feed.collections > 0, 'the poll to wait');
+          await eventually(() => server.feed.collections > 0, 'the poll to wait');
           // Written on the other instance, with a key of the same account.
           const created = await client.post<{ key: string }>('/v1/keys', { scope: 'write' });
           expect(created.status, created.text).to.equal(201);
@@ -226,12 +227,3 @@ describeEachBackend('changes over plain HTTP: pages and long polls', (backend) =
     });
   }
 });
-
-/** Resolves once `done()` holds, looked at every 5 ms; rejects after 10 s. */
-async function until(done: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while (!done()) {
-    if (Date.now() > deadline) throw new Error(`no ${what} within 10 s`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}

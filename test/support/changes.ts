@@ -3,9 +3,8 @@
 // EventStream reads server-sent events as an EventSource does (WHATWG HTML, "Server-sent events": the
 // fields, `retry`, reconnecting with Last-Event-ID once the server ends the stream, stopping at an answer
 // that is not 200); no EventSource package is installed here (the lead was asked to add `eventsource`).
-// Both read through node:http, so that a test can stop reading (tcp().pause()) as a slow client would.
+// Both read through node:http, so that a test can stop reading (pause()) as a slow client would.
 import { request as httpRequest, type IncomingMessage } from 'node:http';
-import type { Socket } from 'node:net';
 import { checkResponse } from './contract.ts';
 import { type FeedMessage, messageProblem } from './feed.ts';
 
@@ -46,9 +45,18 @@ abstract class StreamClient {
     protected readonly options: StreamOptions,
   ) {}
 
-  /** The TCP connection of the current response: pause() it to stop reading. */
-  tcp(): Socket {
-    return this.response?.socket as Socket;
+  /** The current response's headers. */
+  get headers(): IncomingMessage['headers'] {
+    return this.response?.headers ?? {};
+  }
+
+  /** Stops reading the current response, as a slow client does: once its buffer is full, its connection is read no more. */
+  pause(): void {
+    this.response?.pause();
+  }
+
+  resume(): void {
+    this.response?.resume();
   }
 
   /** Change messages (not `ready` nor `collection_deleted`), in the order they came. */
@@ -69,6 +77,9 @@ abstract class StreamClient {
     return new Promise((resolve, reject) => {
       request.once('error', reject);
       request.once('response', (response) => {
+        // A connection the server drops (a slow reader) ends in an error here: the close below tells it.
+        request.on('error', () => {});
+        response.on('error', () => {});
         this.response = response;
         const contentHeaders = new Headers();
         for (const [name, value] of Object.entries(response.headers)) {
@@ -263,5 +274,14 @@ export class LineStream extends StreamClient {
     const lines = this.buffer.split('\n');
     this.buffer = lines.pop() as string;
     for (const line of lines) this.take(line);
+  }
+}
+
+/** Resolves once `done()` holds, looked at every 5 ms (for what the server holds, which no message tells); rejects at the deadline. */
+export async function eventually(done: () => boolean, what: string, deadlineMs = DEADLINE_MS): Promise<void> {
+  const deadline = Date.now() + deadlineMs;
+  while (!done()) {
+    if (Date.now() > deadline) throw new Error(`no ${what} within ${deadlineMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
   }
 }
