@@ -25,7 +25,7 @@ interface StreamOptions {
 }
 
 /** What ended a connection of a stream: its status when it was no 200 (its problem's text), or the server ending it. */
-export interface Ended {
+interface Ended {
   status: number;
   text: string;
 }
