@@ -4,8 +4,9 @@
 // bad input is refused.
 import { expect } from 'chai';
 import { describeEachBackend } from '../support/backends.ts';
-import { eventually } from '../support/changes.ts';
+import { EventStream, eventually } from '../support/changes.ts';
 import { Client } from '../support/client.ts';
+import { appKey, EndUser, tokenOf } from '../support/end-users.ts';
 import { FeedClient, type FeedMessage, range, seqs } from '../support/feed.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
@@ -92,6 +93,49 @@ describeEachBackend('changes over plain HTTP: pages and long polls', (backend) =
       const ahead = await client.get<{ errors: { name: string }[] }>(changesOf('notes', { since: latest + 1 }));
       expect(ahead.status).to.equal(400);
       expect(ahead.body.errors[0].name).to.equal('since');
+    });
+  });
+
+  describe('held to rules, with a publishable key and an end user', () => {
+    it('pages and streams what the feed sends the same end user: their rows, without the hidden fields', async () => {
+      const mine = { owner: { $auth: 'sub' } };
+      await client.post('/v1/collections', { name: 'owned' });
+      await client.put('/v1/collections/owned/rules', { read: mine, fields: { internal: { read: false } } });
+      const key = await appKey(client);
+      const token = await tokenOf('ada');
+      const rows = '/v1/collections/owned/rows';
+      await client.post(
+        rows,
+        range(1, 12).map((n) => ({ n, owner: n % 2 === 0 ? 'ada' : 'bob', internal: `secret ${n}` })),
+      );
+      for (const id of range(1, 6)) await client.patch(`${rows}/${id}`, { owner: id % 2 === 0 ? 'bob' : 'ada' });
+      for (const id of [7, 8]) await client.delete(`${rows}/${id}`);
+      const feed = await FeedClient.open(server.url, key, { collection: 'owned', since: 0, access_token: token });
+      try {
+        const ada = new EndUser(server.url, key, token);
+        const paged: FeedMessage[] = [];
+        let since = 0;
+        for (;;) {
+          const page = await ada.get<Page>(changesOf('owned', { since, limit: 4 }));
+          expect(page.status, page.text).to.equal(200);
+          paged.push(...page.body.changes);
+          since = page.body.next_since;
+          if (page.body.caught_up) break;
+        }
+        await feed.until(() => feed.changes.length >= paged.length, `${paged.length} messages`);
+        expect(paged).to.deep.equal(feed.changes);
+        expect(JSON.stringify(paged)).not.to.include('secret');
+        expect(paged.some((message) => message.type === 'update' && message.matches === false)).to.equal(true);
+        const stream = await EventStream.open(`${server.url}${changesOf('owned')}`, key, {
+          'x-api-key': key,
+          authorization: `Bearer ${token}`,
+        });
+        await stream.until(() => stream.changes.length >= paged.length, 'the replay');
+        expect(stream.changes).to.deep.equal(paged);
+        stream.close();
+      } finally {
+        await feed.close();
+      }
     });
   });
 
