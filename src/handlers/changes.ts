@@ -26,8 +26,8 @@ type MediaType = keyof typeof FORMS;
 
 /** A page of changes that never changes may be kept by the client's caches; the last one may not. */
 const IMMUTABLE = 'private, max-age=31536000, immutable';
-/** What an answer depends on beside its URL: the form asked for, and whose view it is. */
-const VARY = 'Accept, Authorization, X-Api-Key';
+/** What an answer depends on beside its URL: the form asked for, whose view it is, and (CORS) the page's origin. */
+const VARY = 'Accept, Authorization, X-Api-Key, Origin';
 
 export const changeHandlers: Handlers<'getChanges'> = {
   async getChanges(input, { store, feed }) {
