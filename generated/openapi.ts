@@ -1657,6 +1657,20 @@ export interface components {
              */
             seq: number;
         };
+        /** @description The collection was deleted; the stream ends. */
+        CollectionDeletedMessage: {
+            collection: components["schemas"]["CollectionName"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "collection_deleted";
+        };
+        /**
+         * @description The type of a CollectionDeletedMessage.
+         * @enum {string}
+         */
+        CollectionDeletedType: "collection_deleted";
         /**
          * @description A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.
          * @example notes
@@ -1768,6 +1782,13 @@ export interface components {
          * @example 20
          */
         EndUserRate: number | null;
+        /**
+         * @description A kind of row change.
+         * @enum {string}
+         */
+        EventKind: "insert" | "update" | "delete";
+        /** @description A message of the feed (`asyncapi.yaml`), one item of a changes stream. */
+        FeedMessage: components["schemas"]["ReadyMessage"] | components["schemas"]["InsertMessage"] | components["schemas"]["UpdateMessage"] | components["schemas"]["DeleteMessage"] | components["schemas"]["CollectionDeletedMessage"];
         /** @description A field's own rules; one left out follows the row's rule of the operation. */
         FieldRules: {
             read?: components["schemas"]["Rule"];
@@ -2425,6 +2446,23 @@ export interface components {
         QueryTimeoutProblem: {
             code?: components["schemas"]["QueryTimeoutCode"];
         } & components["schemas"]["Problem"];
+        /** @description The first message of a stream, once it is live; `seq` the collection's latest. */
+        ReadyMessage: {
+            collection: components["schemas"]["CollectionName"];
+            /** @description The kinds of change the stream sends, in the order insert, update, delete. */
+            events: components["schemas"]["EventKind"][];
+            seq: number;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "ready";
+        };
+        /**
+         * @description The type of a ReadyMessage.
+         * @enum {string}
+         */
+        ReadyType: "ready";
         /**
          * @description A stored row, with its `id` and the client's fields.
          * @example {
@@ -5268,7 +5306,7 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                    /** @description `Accept`, `Authorization`, `X-Api-Key`: what the answer depends on beside its URL. */
+                    /** @description `Accept, Authorization, X-Api-Key, Origin`: what the answer depends on beside its URL. */
                     Vary?: string;
                     /** @description `no` on a stream: a proxy that reads it (nginx) passes each message on at once. */
                     "X-Accel-Buffering"?: components["schemas"]["NoBuffering"];
