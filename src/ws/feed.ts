@@ -1,7 +1,9 @@
 // The real-time feed on `GET /ws` (asyncapi.yaml). It shares the HTTP server: each upgrade request is
 // checked and refused with a real HTTP response before anything is upgraded (upgrade.ts); an accepted
 // socket becomes a Subscriber of its collection's Tail, which forwards committed events from the events
-// table when the data layer announces a commit (db/changes.ts).
+// table when the data layer announces a commit (db/changes.ts). The changes over plain HTTP
+// (handlers/changes.ts) are served here too: a stream is a Subscriber writing to its response
+// (sinks.ts), a long poll a Waiter of the same tail (waiter.ts).
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';

@@ -25,9 +25,9 @@ export interface TailOptions {
 }
 
 /**
- * Follows one collection's events for this process's subscribers. Woken after each commit (see
- * db/changes.ts), it reads the events after the last one it forwarded from the events table, the
- * source of truth, and hands every subscriber each message, serialized and framed once (delivery.ts:
+ * Follows one collection's events for this process's subscribers (feed sockets and changes streams) and
+ * long polls (waiter.ts). Woken after each commit (see db/changes.ts), it reads the events after the
+ * last one it forwarded from the events table, the source of truth, and hands every subscriber each message, serialized and framed once (delivery.ts:
  * once for each of a change's messages, which filtered subscribers may differ in). One read at a time,
  * so messages leave in seq order; and subscribers join only between reads, at the seq forwarded last,
  * so each gets every later event exactly once. Before each page, the subscribers held to the
