@@ -1090,7 +1090,8 @@ export interface paths {
          *     Generators (openapi-typescript, @hey-api/openapi-ts, orval) make a typed client of it as it is.
          *     It changes when a collection the key can see is made or deleted or its schema changes, and so
          *     does its `ETag`; with `If-None-Match` naming that `ETag`, the answer is `304 Not Modified`.
-         *     How collections are named in it: docs/contract.md.
+         *     How collections are named in it: docs/contract.md. `version=3.2`: the same document as OpenAPI 3.2,
+         *     whose `itemSchema` types the items of the changes streams (`getChanges`), with an `ETag` of its own.
          *
          *     To a publishable key, the API as its caller may use it: the end user of the token beside it
          *     (`Authorization: Bearer`), or an anonymous caller without one. Only the operations marked
@@ -2297,6 +2298,12 @@ export interface components {
         NotFoundProblem: {
             code?: components["schemas"]["NotFoundCode"];
         } & components["schemas"]["Problem"];
+        /**
+         * @description The OpenAPI version the account's document is written in.
+         * @default 3.1
+         * @enum {string}
+         */
+        OpenApiVersion: "3.1" | "3.2";
         /** @description One field of an order, and its direction. */
         OrderKey: {
             direction?: components["schemas"]["SortOrder"];
@@ -4089,6 +4096,11 @@ export interface components {
          * @example 0
          */
         Offset: number;
+        /**
+         * @description The OpenAPI version of the document; 3.2 types the items of streams (`itemSchema`).
+         * @example 3.2
+         */
+        OpenApiVersionParameter: components["schemas"]["OpenApiVersion"];
         /**
          * @description The direction of every field of `order_by`, or a comma list of one for each.
          * @example desc
@@ -7341,7 +7353,13 @@ export interface operations {
     };
     getAccountOpenApi: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description The OpenAPI version of the document; 3.2 types the items of streams (`itemSchema`).
+                 * @example 3.2
+                 */
+                version?: components["parameters"]["OpenApiVersionParameter"];
+            };
             header?: {
                 /**
                  * @description `304 Not Modified` when the row's version is one of these (RFC 9110 §13.1.2; weak comparison:
@@ -7379,7 +7397,13 @@ export interface operations {
     };
     headAccountOpenApi: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description The OpenAPI version of the document; 3.2 types the items of streams (`itemSchema`).
+                 * @example 3.2
+                 */
+                version?: components["parameters"]["OpenApiVersionParameter"];
+            };
             header?: {
                 /**
                  * @description `304 Not Modified` when the row's version is one of these (RFC 9110 §13.1.2; weak comparison:

@@ -3115,7 +3115,7 @@ return errors === 0;
 }
 
 export const getAccountOpenApi_params = validate25;
-const schema26 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{},"required":[]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"if-none-match":{"type":"string","maxLength":8192}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":[]};
+const schema26 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{},"required":[]},"query":{"type":"object","properties":{"version":{"description":"The OpenAPI version the account's document is written in.","type":"string","enum":["3.1","3.2"],"default":"3.1"}},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"if-none-match":{"type":"string","maxLength":8192}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":[]};
 
 function validate25(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -3149,7 +3149,11 @@ errors++;
 if(data.query !== undefined){
 let data1 = data.query;
 if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+if(data1.version === undefined){
+data1.version = "3.1";
+}
 for(const key1 in data1){
+if(!(key1 === "version")){
 const err2 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err2];
@@ -3160,8 +3164,19 @@ vErrors.push(err2);
 errors++;
 }
 }
+let data2 = data1.version;
+if(typeof data2 !== "string"){
+let dataType0 = typeof data2;
+let coerced0 = undefined;
+if(!(coerced0 !== undefined)){
+if(dataType0 == "number" || dataType0 == "boolean"){
+coerced0 = "" + data2;
+}
+else if(data2 === null){
+coerced0 = "";
+}
 else {
-const err3 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err3 = {instancePath:instancePath+"/query/version",schemaPath:"#/properties/query/properties/version/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -3171,23 +3186,15 @@ vErrors.push(err3);
 errors++;
 }
 }
-if(data.header !== undefined){
-let data2 = data.header;
-if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
-if(data2["if-none-match"] !== undefined){
-let data3 = data2["if-none-match"];
-if(typeof data3 !== "string"){
-let dataType0 = typeof data3;
-let coerced0 = undefined;
-if(!(coerced0 !== undefined)){
-if(dataType0 == "number" || dataType0 == "boolean"){
-coerced0 = "" + data3;
+if(coerced0 !== undefined){
+data2 = coerced0;
+if(data1 !== undefined){
+data1["version"] = coerced0;
 }
-else if(data3 === null){
-coerced0 = "";
 }
-else {
-const err4 = {instancePath:instancePath+"/header/if-none-match",schemaPath:"#/properties/header/properties/if-none-match/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+if(!((data2 === "3.1") || (data2 === "3.2"))){
+const err4 = {instancePath:instancePath+"/query/version",schemaPath:"#/properties/query/properties/version/enum",keyword:"enum",params:{allowedValues: schema26.properties.query.properties.version.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -3197,16 +3204,8 @@ vErrors.push(err4);
 errors++;
 }
 }
-if(coerced0 !== undefined){
-data3 = coerced0;
-if(data2 !== undefined){
-data2["if-none-match"] = coerced0;
-}
-}
-}
-if(typeof data3 === "string"){
-if(func2(data3) > 8192){
-const err5 = {instancePath:instancePath+"/header/if-none-match",schemaPath:"#/properties/header/properties/if-none-match/maxLength",keyword:"maxLength",params:{limit: 8192},message:"must NOT have more than 8192 characters"};
+else {
+const err5 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -3216,10 +3215,23 @@ vErrors.push(err5);
 errors++;
 }
 }
+if(data.header !== undefined){
+let data3 = data.header;
+if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
+if(data3["if-none-match"] !== undefined){
+let data4 = data3["if-none-match"];
+if(typeof data4 !== "string"){
+let dataType1 = typeof data4;
+let coerced1 = undefined;
+if(!(coerced1 !== undefined)){
+if(dataType1 == "number" || dataType1 == "boolean"){
+coerced1 = "" + data4;
 }
+else if(data4 === null){
+coerced1 = "";
 }
 else {
-const err6 = {instancePath:instancePath+"/header",schemaPath:"#/properties/header/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err6 = {instancePath:instancePath+"/header/if-none-match",schemaPath:"#/properties/header/properties/if-none-match/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -3229,12 +3241,16 @@ vErrors.push(err6);
 errors++;
 }
 }
-if(data.cookie !== undefined){
-let data4 = data.cookie;
-if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
+if(coerced1 !== undefined){
+data4 = coerced1;
+if(data3 !== undefined){
+data3["if-none-match"] = coerced1;
 }
-else {
-const err7 = {instancePath:instancePath+"/cookie",schemaPath:"#/properties/cookie/type",keyword:"type",params:{type: "object"},message:"must be object"};
+}
+}
+if(typeof data4 === "string"){
+if(func2(data4) > 8192){
+const err7 = {instancePath:instancePath+"/header/if-none-match",schemaPath:"#/properties/header/properties/if-none-match/maxLength",keyword:"maxLength",params:{limit: 8192},message:"must NOT have more than 8192 characters"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -3245,13 +3261,41 @@ errors++;
 }
 }
 }
+}
 else {
-const err8 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err8 = {instancePath:instancePath+"/header",schemaPath:"#/properties/header/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err8];
 }
 else {
 vErrors.push(err8);
+}
+errors++;
+}
+}
+if(data.cookie !== undefined){
+let data5 = data.cookie;
+if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
+}
+else {
+const err9 = {instancePath:instancePath+"/cookie",schemaPath:"#/properties/cookie/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+}
+else {
+const err10 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
 }
 errors++;
 }

@@ -9,6 +9,7 @@ import { type Claims, CompiledRulesCache } from '../rules/compile.ts';
 import { accountAsyncApi, accountOpenApi, type CollectionContract, documentTag } from './account.ts';
 import { DocumentCache } from './cache.ts';
 import { collectionView, type DocumentCaller, takesPublishable } from './caller.ts';
+import { openApi31To32 } from './openapi-32.ts';
 
 /** Which of the two documents. */
 export type ContractKind = 'openapi' | 'asyncapi';
@@ -44,14 +45,21 @@ export class AccountContracts {
     kind: ContractKind,
     collections: readonly ServedCollection[],
     publishable?: { claims: Claims },
+    version: '3.1' | '3.2' = '3.1',
   ): { tag: string; json: () => string } {
     const base = this.bases[kind];
     const caller: DocumentCaller = publishable ? { publishable: true, feed: this.feedTakesPublishable } : {};
     const contracts = publishable
       ? this.viewed(collections, publishable.claims)
       : collections.map(({ name, schema }) => ({ name, schema }));
+    const built = () => build[kind](base, contracts, caller);
     const tag = documentTag(base, contracts, caller);
-    return { tag, json: () => this.documents.get(tag, () => JSON.stringify(build[kind](base, contracts, caller))) };
+    if (kind === 'openapi' && version === '3.2') {
+      // The same document as OpenAPI 3.2 (openapi-32.ts), under a tag of its own.
+      const tag32 = `${tag.slice(0, -1)}-32"`;
+      return { tag: tag32, json: () => this.documents.get(tag32, () => JSON.stringify(openApi31To32(built()))) };
+    }
+    return { tag, json: () => this.documents.get(tag, () => JSON.stringify(built())) };
   }
 
   /** The collections whose rules grant a caller with `claims` anything, each with what they grant. */

@@ -41,6 +41,32 @@ describe('openapi.yaml as OpenAPI 3.2', () => {
     }
   });
 
+  it("serves the account's document as 3.2 too, with a tag of its own, linted clean by Redocly", async function () {
+    this.timeout(120_000);
+    const client = await server.client();
+    await client.post('/v1/collections', { name: 'notes', schema: { type: 'object', properties: { text: { type: 'string' } } } });
+    const v31 = await client.get<{ openapi: string }>('/v1/openapi.json');
+    const v32 = await client.get<{ openapi: string; paths: Record<string, { get: { responses: Record<string, { content: object }> } }> }>(
+      '/v1/openapi.json?version=3.2',
+    );
+    expect(v31.body.openapi).to.equal('3.1.0');
+    expect(v32.body.openapi).to.equal('3.2.0');
+    expect(v32.headers.get('etag')).to.not.equal(v31.headers.get('etag'));
+    expect(v32.headers.get('etag')).to.match(/-32"$/);
+    const again = await client.get('/v1/openapi.json?version=3.2', { headers: { 'if-none-match': v32.headers.get('etag') as string } });
+    expect(again.status).to.equal(304);
+    const content = v32.body.paths['/v1/collections/{collection_name}/changes'].get.responses['200'].content as Record<string, object>;
+    expect(content['application/jsonl']).to.have.property('itemSchema');
+    expect((await client.get('/v1/openapi.json?version=3.0')).status).to.equal(400);
+    const dir = await mkdtemp(join(tmpdir(), 'rowbase-openapi-32-'));
+    try {
+      await writeFile(join(dir, 'openapi.json'), v32.text);
+      for (const [name, said] of await redoclyLint(dir, ['openapi.json'])) expect(said, name).to.include('Your API description is valid');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it('is served as written without a version, and refuses another version with 400', async () => {
     const client = server.anonymous();
     const written = await client.get('/openapi.yaml');
