@@ -1686,7 +1686,7 @@ export interface components {
         ConflictProblem: {
             code?: components["schemas"]["ConflictCode"];
         } & components["schemas"]["Problem"];
-        /** @description An OpenAPI 3.1 or AsyncAPI 3.0 document, as JSON. */
+        /** @description An OpenAPI 3.1 (or, asked for, 3.2) or AsyncAPI 3.0 document, as JSON. */
         ContractDocument: {
             [key: string]: unknown;
         };
