@@ -204,6 +204,27 @@ describeEachBackend('changes over plain HTTP: streams', (backend) => {
       }
     });
 
+    it('comes within a second of its key’s expiry', async () => {
+      const server = await startTestServer({}, { backend });
+      try {
+        const owner = await server.client('expiring');
+        await owner.post('/v1/collections', { name: 'notes' });
+        const expiresAt = Date.now() + 2500;
+        const { key } = await server.store.createKey('expiring', TEST_PLAN, {
+          scope: 'read',
+          expires_at: new Date(expiresAt).toISOString(),
+        });
+        const stream = await LineStream.open(changesUrl(server, 'notes'), key);
+        await stream.until(() => stream.messages.length > 0, 'ready');
+        await stream.until(() => stream.ends.length > 0, 'the end', 5000);
+        expect(Date.now()).to.be.at.least(expiresAt);
+        expect(Date.now() - expiresAt).to.be.below(1500);
+        stream.close();
+      } finally {
+        await server.stop();
+      }
+    });
+
     it('comes after collection_deleted when the collection is deleted', async () => {
       const server = await startTestServer({}, { backend });
       try {
