@@ -1621,7 +1621,7 @@ export interface components {
             /** @description With `return=rows`, the changed rows as they now are, in id order. */
             rows?: components["schemas"]["Row"][];
         };
-        /** @description A change, as the feed sends it (`asyncapi.yaml`, InsertMessage, UpdateMessage, DeleteMessage). */
+        /** @description A change, as the feed sends it (`asyncapi.yaml`, InsertMessage, UpdateMessage, DeleteMessage), told apart by its `type`. */
         ChangeMessage: components["schemas"]["InsertMessage"] | components["schemas"]["UpdateMessage"] | components["schemas"]["DeleteMessage"];
         /** @description The event's number in its collection; starts at 1, no gaps, in commit order. */
         ChangeSeq: number;
@@ -1661,11 +1661,7 @@ export interface components {
         /** @description The collection was deleted; the stream ends. */
         CollectionDeletedMessage: {
             collection: components["schemas"]["CollectionName"];
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
-            type: "collection_deleted";
+            type: components["schemas"]["CollectionDeletedType"];
         };
         /**
          * @description The type of a CollectionDeletedMessage.
@@ -1753,11 +1749,7 @@ export interface components {
             collection: components["schemas"]["CollectionName"];
             row: components["schemas"]["Row"];
             seq: components["schemas"]["ChangeSeq"];
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
-            type: "delete";
+            type: components["schemas"]["DeleteType"];
         };
         /**
          * @description The type of a DeleteMessage.
@@ -1788,7 +1780,7 @@ export interface components {
          * @enum {string}
          */
         EventKind: "insert" | "update" | "delete";
-        /** @description A message of the feed (`asyncapi.yaml`), one item of a changes stream. */
+        /** @description A message of the feed (`asyncapi.yaml`), one item of a changes stream, told apart by its `type`. */
         FeedMessage: components["schemas"]["ReadyMessage"] | components["schemas"]["InsertMessage"] | components["schemas"]["UpdateMessage"] | components["schemas"]["DeleteMessage"] | components["schemas"]["CollectionDeletedMessage"];
         /** @description A field's own rules; one left out follows the row's rule of the operation. */
         FieldRules: {
@@ -1943,11 +1935,7 @@ export interface components {
             collection: components["schemas"]["CollectionName"];
             row: components["schemas"]["Row"];
             seq: components["schemas"]["ChangeSeq"];
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
-            type: "insert";
+            type: components["schemas"]["InsertType"];
         };
         /**
          * @description The type of an InsertMessage.
@@ -2459,11 +2447,7 @@ export interface components {
             /** @description The kinds of change the stream sends, in the order insert, update, delete. */
             events: components["schemas"]["EventKind"][];
             seq: number;
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
-            type: "ready";
+            type: components["schemas"]["ReadyType"];
         };
         /**
          * @description The type of a ReadyMessage.
@@ -2773,11 +2757,7 @@ export interface components {
             previous?: components["schemas"]["Row"];
             row: components["schemas"]["Row"];
             seq: components["schemas"]["ChangeSeq"];
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
-            type: "update";
+            type: components["schemas"]["UpdateType"];
         };
         /**
          * @description The type of an UpdateMessage.
