@@ -168,7 +168,7 @@ export interface components {
          * @description A stable, machine-readable name for the kind of problem.
          * @enum {string}
          */
-        ProblemCode: "validation_failed" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "idempotency_key_in_use" | "request_timeout" | "gone" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "expectation_failed" | "headers_too_large" | "quota_exceeded" | "rate_limited" | "too_many_connections" | "internal" | "unavailable" | "query_timeout" | "row_invalid" | "schema_conflict" | "unique_violation" | "unique_conflict" | "patch_conflict" | "invalid_token" | "origin_not_allowed";
+        ProblemCode: "validation_failed" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "idempotency_key_in_use" | "request_timeout" | "gone" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "not_acceptable" | "idempotency_key_reused" | "expectation_failed" | "headers_too_large" | "quota_exceeded" | "rate_limited" | "too_many_connections" | "internal" | "unavailable" | "query_timeout" | "row_invalid" | "schema_conflict" | "unique_violation" | "unique_conflict" | "patch_conflict" | "invalid_token" | "origin_not_allowed";
         /** @description The first message of every connection. */
         ReadyMessage: {
             collection: components["schemas"]["CollectionName"];

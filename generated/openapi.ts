@@ -371,6 +371,108 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/collections/{collection_name}/changes": {
+        parameters: {
+            query?: {
+                /**
+                 * @description A comma-separated list of `insert`, `update` and `delete`, in any order; omitted means all
+                 *     three.
+                 * @example insert,delete
+                 */
+                events?: string;
+                /**
+                 * @description Only the changes of the rows that match this filter, before or after the change, as the feed
+                 *     sends them (`asyncapi.yaml`, "Filtered subscriptions"): a filter as `listRows` takes it, as
+                 *     JSON text, URL-encoded.
+                 * @example {"status":"open"}
+                 */
+                filter?: string;
+                /**
+                 * @description At most this many events are looked at for a page.
+                 * @example 1000
+                 */
+                limit?: number;
+                /**
+                 * @description The `seq` after which to read: `next_since` of the previous page, the `seq` of the last message
+                 *     handled, or a page of rows' `Rowbase-Seq`. Past the collection's latest `seq`: `400`; before the
+                 *     oldest retained event: `410 gone`.
+                 * @example 41
+                 */
+                since?: number;
+                /**
+                 * @description A long poll: seconds to hold a page that would be caught up with no message, until a change it
+                 *     would show is committed. 0: answer at once.
+                 * @example 30
+                 */
+                wait?: number;
+            };
+            header?: {
+                /**
+                 * @description With `text/event-stream`, the `seq` to resume after, as an `EventSource` sends it when it
+                 *     reconnects: wins over `since`. Not a decimal integer: `400`.
+                 * @example 41
+                 */
+                "Last-Event-ID"?: string;
+            };
+            path: {
+                /**
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
+                 * @example notes
+                 */
+                collection_name: components["parameters"]["CollectionNamePath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Read a collection's changes over plain HTTP, a page at a time, by long poll, or as a stream.
+         * @description The feed's change messages (`asyncapi.yaml`: `insert`, `update`, `delete`), from the same log, with
+         *     the same `events`, `filter` and rules, for clients that hold no WebSocket (docs/feed.md, "Changes
+         *     over plain HTTP"). `Accept` picks the form:
+         *
+         *     * `application/json` (or none, or `*\/*`): a **page**, `{"changes", "next_since", "caught_up"}`:
+         *       the messages of the events after `since` (default 0), oldest first, looking at `limit` events
+         *       at most (and about 1 MiB of rows): with `events` or `filter`, a page may hold fewer messages,
+         *       even none, and still not be the last. Read the next with `since=<next_since>` until
+         *       `caught_up`. A page that is not caught up is immutable: it answers an `ETag` and `Cache-Control:
+         *       private, max-age=31536000, immutable` (`If-None-Match` naming it: `304`); the last page,
+         *       `caught_up`, answers `Cache-Control: no-store`.
+         *     * **Long poll**: `wait=<seconds>` (at most 60) holds a page that would be caught up and empty until
+         *       a change it shows is committed (on any instance) or the time passes, then answers it (empty
+         *       after the time).
+         *     * `text/event-stream`: **server-sent events**, each message an event whose `event` is its type
+         *       and, for a change, whose `id` is its `seq`: `ready` first (its `id` the seq a client resumes
+         *       after), the replay of the events after `since`, or after `Last-Event-ID` (which wins, as an
+         *       `EventSource` sends it when it reconnects), then the live changes, with no gap and no
+         *       duplicate; a `retry` hint, a comment every `ROWBASE_FEED_PING_SECONDS`, and `X-Accel-Buffering:
+         *       no` for proxies that buffer.
+         *     * `application/jsonl`: the same messages, one JSON object a line.
+         *
+         *     A stream is a feed subscription: it counts once toward the plan, as the request it is; the
+         *     account holds at most `ROWBASE_FEED_MAX_SOCKETS_PER_ACCOUNT` feed sockets and streams on an
+         *     instance (`429 too_many_connections`); one that falls `ROWBASE_FEED_MAX_BUFFER_BYTES` behind is
+         *     dropped; it ends when its key is revoked or expires, when the end user's token expires or no
+         *     longer verifies, when the rules change to refuse it, when events it had yet to get are pruned,
+         *     after `collection_deleted`, and when the server shuts down (a comment before the end names the
+         *     feed's close code). `limit` and `wait` are for pages. An `Accept` naming none of the three forms
+         *     is `406`.
+         */
+        get: operations["getChanges"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        /**
+         * `GET /v1/collections/{collection_name}/changes` without the body.
+         * @description The status and headers `GET /v1/collections/{collection_name}/changes` answers, without the body
+         *     (RFC 9110 §9.3.2): counted toward the plan, as GET is, and with the same query. A stream's head is
+         *     answered, and the stream not opened.
+         */
+        head: operations["headChanges"];
+        patch?: never;
+        trace?: never;
+    };
     "/v1/collections/{collection_name}/indexes": {
         parameters: {
             query?: never;
@@ -1003,7 +1105,8 @@ export interface paths {
          *     Generators (openapi-typescript, @hey-api/openapi-ts, orval) make a typed client of it as it is.
          *     It changes when a collection the key can see is made or deleted or its schema changes, and so
          *     does its `ETag`; with `If-None-Match` naming that `ETag`, the answer is `304 Not Modified`.
-         *     How collections are named in it: docs/contract.md.
+         *     How collections are named in it: docs/contract.md. `version=3.2`: the same document as OpenAPI 3.2,
+         *     whose `itemSchema` types the items of the changes streams (`getChanges`), with an `ETag` of its own.
          *
          *     To a publishable key, the API as its caller may use it: the end user of the token beside it
          *     (`Authorization: Bearer`), or an anonymous caller without one. Only the operations marked
@@ -1517,6 +1620,11 @@ export interface components {
          */
         ChangeAnswer: "count" | "rows";
         /**
+         * Format: date-time
+         * @description When the change was committed (ISO 8601, UTC).
+         */
+        ChangeAt: string;
+        /**
          * @description What a change by filter changed.
          * @example {
          *       "count": 2
@@ -1527,6 +1635,22 @@ export interface components {
             count: number;
             /** @description With `return=rows`, the changed rows as they now are, in id order. */
             rows?: components["schemas"]["Row"][];
+        };
+        /** @description A change, as the feed sends it (`asyncapi.yaml`, InsertMessage, UpdateMessage, DeleteMessage), told apart by its `type`. */
+        ChangeMessage: components["schemas"]["InsertMessage"] | components["schemas"]["UpdateMessage"] | components["schemas"]["DeleteMessage"];
+        /** @description The event's number in its collection; starts at 1, no gaps, in commit order. */
+        ChangeSeq: number;
+        /** @description A page of a collection's changes (`getChanges`). */
+        ChangesPage: {
+            /**
+             * @description Whether the page reached the collection's latest `seq` when it was read: the last page, never
+             *     cached. `false`: read the next page now.
+             */
+            caught_up: boolean;
+            /** @description The feed's messages of the events the page looked at, oldest first, as `asyncapi.yaml` describes them. */
+            changes: components["schemas"]["ChangeMessage"][];
+            /** @description The `since` of the next page (the `seq` of the last event this page looked at). */
+            next_since: number;
         };
         /** @description The claims of the caller's end-user token, as verified; null for an anonymous caller. */
         Claims: {
@@ -1549,6 +1673,16 @@ export interface components {
              */
             seq: number;
         };
+        /** @description The collection was deleted; the stream ends. */
+        CollectionDeletedMessage: {
+            collection: components["schemas"]["CollectionName"];
+            type: components["schemas"]["CollectionDeletedType"];
+        };
+        /**
+         * @description The type of a CollectionDeletedMessage.
+         * @enum {string}
+         */
+        CollectionDeletedType: "collection_deleted";
         /**
          * @description A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.
          * @example notes
@@ -1563,7 +1697,7 @@ export interface components {
         ConflictProblem: {
             code?: components["schemas"]["ConflictCode"];
         } & components["schemas"]["Problem"];
-        /** @description An OpenAPI 3.1 or AsyncAPI 3.0 document, as JSON. */
+        /** @description An OpenAPI 3.1 (or, asked for, 3.2) or AsyncAPI 3.0 document, as JSON. */
         ContractDocument: {
             [key: string]: unknown;
         };
@@ -1624,6 +1758,19 @@ export interface components {
             /** @description How many rows were deleted. */
             count: number;
         };
+        /** @description A row was deleted; `row` as it was. */
+        DeleteMessage: {
+            at: components["schemas"]["ChangeAt"];
+            collection: components["schemas"]["CollectionName"];
+            row: components["schemas"]["Row"];
+            seq: components["schemas"]["ChangeSeq"];
+            type: components["schemas"]["DeleteType"];
+        };
+        /**
+         * @description The type of a DeleteMessage.
+         * @enum {string}
+         */
+        DeleteType: "delete";
         /** @description Rows that hold the same values of an index's fields. */
         Duplicate: {
             /** @description The rows that hold them, by id (at most 10 named). */
@@ -1643,6 +1790,13 @@ export interface components {
          * @example 20
          */
         EndUserRate: number | null;
+        /**
+         * @description A kind of row change.
+         * @enum {string}
+         */
+        EventKind: "insert" | "update" | "delete";
+        /** @description A message of the feed (`asyncapi.yaml`), one item of a changes stream, told apart by its `type`. */
+        FeedMessage: components["schemas"]["ReadyMessage"] | components["schemas"]["InsertMessage"] | components["schemas"]["UpdateMessage"] | components["schemas"]["DeleteMessage"] | components["schemas"]["CollectionDeletedMessage"];
         /** @description A field's own rules; one left out follows the row's rule of the operation. */
         FieldRules: {
             read?: components["schemas"]["Rule"];
@@ -1752,7 +1906,7 @@ export interface components {
          * @enum {string}
          */
         GoneCode: "gone";
-        /** @description A `410`, from the feed only: events after `since` are no longer retained. */
+        /** @description A `410`, from the feed and the changes over HTTP only: events after `since` are no longer retained. */
         GoneProblem: {
             code?: components["schemas"]["GoneCode"];
         } & components["schemas"]["Problem"];
@@ -1792,6 +1946,19 @@ export interface components {
          * @enum {string}
          */
         IndexType: "search";
+        /** @description A row was inserted. */
+        InsertMessage: {
+            at: components["schemas"]["ChangeAt"];
+            collection: components["schemas"]["CollectionName"];
+            row: components["schemas"]["Row"];
+            seq: components["schemas"]["ChangeSeq"];
+            type: components["schemas"]["InsertType"];
+        };
+        /**
+         * @description The type of an InsertMessage.
+         * @enum {string}
+         */
+        InsertType: "insert";
         /** @description An issuer of the account's end users' tokens; a `secret` is never shown, `key_source` says there is one. */
         Issuer: {
             audiences: string[];
@@ -2041,6 +2208,11 @@ export interface components {
          */
         KeyScope: "read" | "write" | "admin";
         /**
+         * @description `false`: the row left the view of a `filter` or of rules (asyncapi.yaml, UpdateMessage).
+         * @enum {boolean}
+         */
+        LeftView: false;
+        /**
          * @description A JSON Merge Patch (RFC 7396) of a row: each member merges into the field of its name (objects
          *     member by member, at any depth), `null` removes the field, any other value replaces it. `id`
          *     cannot be changed.
@@ -2109,6 +2281,20 @@ export interface components {
             url: components["schemas"]["WebhookUrl"];
         };
         /**
+         * @description The `X-Accel-Buffering` of a stream.
+         * @enum {string}
+         */
+        NoBuffering: "no";
+        /**
+         * @description The codes of a `NotAcceptableProblem`.
+         * @enum {string}
+         */
+        NotAcceptableCode: "not_acceptable";
+        /** @description A `406`: `Accept` names none of the forms the operation answers. */
+        NotAcceptableProblem: {
+            code?: components["schemas"]["NotAcceptableCode"];
+        } & components["schemas"]["Problem"];
+        /**
          * @description The codes of a `NotFoundProblem`.
          * @enum {string}
          */
@@ -2117,6 +2303,12 @@ export interface components {
         NotFoundProblem: {
             code?: components["schemas"]["NotFoundCode"];
         } & components["schemas"]["Problem"];
+        /**
+         * @description The OpenAPI version the account's document is written in.
+         * @default 3.1
+         * @enum {string}
+         */
+        OpenApiVersion: "3.1" | "3.2";
         /** @description One field of an order, and its direction. */
         OrderKey: {
             direction?: components["schemas"]["SortOrder"];
@@ -2225,12 +2417,15 @@ export interface components {
         };
         /**
          * @description A stable, machine-readable name for the kind of problem. `gone` (410) is answered only by the
-         *     real-time feed, to a `since` older than the events it retains (see asyncapi.yaml).
+         *     real-time feed and the changes over HTTP, to a `since` older than the events they retain (see
+         *     asyncapi.yaml). `not_acceptable` (406) is answered only by the changes over HTTP (`getChanges`),
+         *     to an `Accept` naming none of their forms.
          *     `request_timeout` (408) and `headers_too_large` (431, past 16 KiB of headers) are answered to
          *     requests refused before they reach a route, on any path, and close the connection; so is
          *     `validation_failed` (400) for a request that is not valid HTTP/1.1, and for `CONNECT`.
          *     `expectation_failed` (417) is answered, on any path, to an `Expect` other than `100-continue`. `too_many_connections` (429)
-         *     is answered only by the real-time feed, to an account holding as many sockets as it may.
+         *     is answered only by the real-time feed and the changes streams, to an account holding as many
+         *     sockets and streams as it may.
          *     `forbidden` (403) is answered to a request its key's scope does not allow, or that would reach
          *     past the key's own limits (a collection, a key). `precondition_failed` (412) is answered to a
          *     `PATCH` or `DELETE` of a row whose version is none of its `If-Match`. `idempotency_key_in_use`
@@ -2251,7 +2446,7 @@ export interface components {
          *     before it is counted toward the plan (see "CORS" in `info`).
          * @enum {string}
          */
-        ProblemCode: "validation_failed" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "idempotency_key_in_use" | "request_timeout" | "gone" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "expectation_failed" | "headers_too_large" | "quota_exceeded" | "rate_limited" | "too_many_connections" | "internal" | "unavailable" | "query_timeout" | "row_invalid" | "schema_conflict" | "unique_violation" | "unique_conflict" | "patch_conflict" | "invalid_token" | "origin_not_allowed";
+        ProblemCode: "validation_failed" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "idempotency_key_in_use" | "request_timeout" | "gone" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "not_acceptable" | "idempotency_key_reused" | "expectation_failed" | "headers_too_large" | "quota_exceeded" | "rate_limited" | "too_many_connections" | "internal" | "unavailable" | "query_timeout" | "row_invalid" | "schema_conflict" | "unique_violation" | "unique_conflict" | "patch_conflict" | "invalid_token" | "origin_not_allowed";
         /** @description A place where the request is wrong (`ValidationError`), or where a row breaks its collection's schema (`RowError`). */
         ProblemError: components["schemas"]["ValidationError"] | components["schemas"]["RowError"];
         /**
@@ -2263,6 +2458,19 @@ export interface components {
         QueryTimeoutProblem: {
             code?: components["schemas"]["QueryTimeoutCode"];
         } & components["schemas"]["Problem"];
+        /** @description The first message of a stream, once it is live; `seq` the collection's latest. */
+        ReadyMessage: {
+            collection: components["schemas"]["CollectionName"];
+            /** @description The kinds of change the stream sends, in the order insert, update, delete. */
+            events: components["schemas"]["EventKind"][];
+            seq: number;
+            type: components["schemas"]["ReadyType"];
+        };
+        /**
+         * @description The type of a ReadyMessage.
+         * @enum {string}
+         */
+        ReadyType: "ready";
         /**
          * @description A stored row, with its `id` and the client's fields.
          * @example {
@@ -2578,6 +2786,24 @@ export interface components {
         UnsupportedMediaTypeProblem: {
             code?: components["schemas"]["UnsupportedMediaTypeCode"];
         } & components["schemas"]["Problem"];
+        /**
+         * @description A row was updated: `row` after the change, `previous` before it (absent from updates stored before
+         *     the service kept it). `matches: false`, to a `filter` or rules, only when the row left the view.
+         */
+        UpdateMessage: {
+            at: components["schemas"]["ChangeAt"];
+            collection: components["schemas"]["CollectionName"];
+            matches?: components["schemas"]["LeftView"];
+            previous?: components["schemas"]["Row"];
+            row: components["schemas"]["Row"];
+            seq: components["schemas"]["ChangeSeq"];
+            type: components["schemas"]["UpdateType"];
+        };
+        /**
+         * @description The type of an UpdateMessage.
+         * @enum {string}
+         */
+        UpdateType: "update";
         Usage: {
             /** @description The account's name. */
             account: string;
@@ -3248,6 +3474,29 @@ export interface components {
                 "application/problem+json": components["schemas"]["NotFoundProblem"];
             };
         };
+        /** @description `not_acceptable`: `Accept` names none of `application/json`, `text/event-stream`, `application/jsonl`. */
+        NotAcceptable: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "urn:rowbase:problem:not_acceptable",
+                 *       "title": "Not acceptable",
+                 *       "status": 406,
+                 *       "detail": "Accept names none of the forms of the changes: application/json, text/event-stream, application/jsonl.",
+                 *       "code": "not_acceptable",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["NotAcceptableProblem"];
+            };
+        };
         /** @description `not_found`: no such collection or row for this account, or a collection the key is not limited to. */
         NotFound: {
             headers: {
@@ -3868,6 +4117,11 @@ export interface components {
          */
         Offset: number;
         /**
+         * @description The OpenAPI version of the document; 3.2 types the items of streams (`itemSchema`).
+         * @example 3.2
+         */
+        OpenApiVersionParameter: components["schemas"]["OpenApiVersion"];
+        /**
          * @description The direction of every field of `order_by`, or a comma list of one for each (`_score` takes `asc` only, and orders most relevant first).
          * @example desc
          */
@@ -3976,6 +4230,12 @@ export interface components {
          * @example application/json, application/merge-patch+json, application/json-patch+json
          */
         "Accept-Patch": string;
+        /**
+         * @description On a page of changes that is not caught up: its version, a strong entity tag (RFC 9110 §8.8.3), to
+         *     send back as `If-None-Match`. Absent on the last page, which is never cached.
+         * @example "Kq3v0b9YwJ1sT5mXzR8aLg"
+         */
+        ChangesETag: string;
         /**
          * @description The version of an account's document, which changes when a collection or a schema does.
          * @example "k3Jd9sPq0aZxVb7Lw2Ny5Tg8Rc1"
@@ -5009,6 +5269,207 @@ export interface operations {
         requestBody?: never;
         responses: {
             200: components["responses"]["HeadOkAggregate"];
+            default: components["responses"]["HeadProblem"];
+        };
+    };
+    getChanges: {
+        parameters: {
+            query?: {
+                /**
+                 * @description A comma-separated list of `insert`, `update` and `delete`, in any order; omitted means all
+                 *     three.
+                 * @example insert,delete
+                 */
+                events?: string;
+                /**
+                 * @description Only the changes of the rows that match this filter, before or after the change, as the feed
+                 *     sends them (`asyncapi.yaml`, "Filtered subscriptions"): a filter as `listRows` takes it, as
+                 *     JSON text, URL-encoded.
+                 * @example {"status":"open"}
+                 */
+                filter?: string;
+                /**
+                 * @description At most this many events are looked at for a page.
+                 * @example 1000
+                 */
+                limit?: number;
+                /**
+                 * @description The `seq` after which to read: `next_since` of the previous page, the `seq` of the last message
+                 *     handled, or a page of rows' `Rowbase-Seq`. Past the collection's latest `seq`: `400`; before the
+                 *     oldest retained event: `410 gone`.
+                 * @example 41
+                 */
+                since?: number;
+                /**
+                 * @description A long poll: seconds to hold a page that would be caught up with no message, until a change it
+                 *     would show is committed. 0: answer at once.
+                 * @example 30
+                 */
+                wait?: number;
+            };
+            header?: {
+                /**
+                 * @description With `text/event-stream`, the `seq` to resume after, as an `EventSource` sends it when it
+                 *     reconnects: wins over `since`. Not a decimal integer: `400`.
+                 * @example 41
+                 */
+                "Last-Event-ID"?: string;
+            };
+            path: {
+                /**
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
+                 * @example notes
+                 */
+                collection_name: components["parameters"]["CollectionNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /**
+             * @description A page of changes (`application/json`), or a stream of them (`text/event-stream`,
+             *     `application/jsonl`).
+             */
+            200: {
+                headers: {
+                    /**
+                     * @description `private, max-age=31536000, immutable` on a page that is not caught up, which never changes;
+                     *     `no-store` on the last page and on streams.
+                     * @example private, max-age=31536000, immutable
+                     */
+                    "Cache-Control": string;
+                    ETag: components["headers"]["ChangesETag"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    /** @description `Accept, Authorization, X-Api-Key, Origin`: what the answer depends on beside its URL. */
+                    Vary?: string;
+                    /** @description `no` on a stream: a proxy that reads it (nginx) passes each message on at once. */
+                    "X-Accel-Buffering"?: components["schemas"]["NoBuffering"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "changes": [
+                     *         {
+                     *           "type": "insert",
+                     *           "collection": "notes",
+                     *           "seq": 42,
+                     *           "at": "2026-11-22T10:00:00.000Z",
+                     *           "row": {
+                     *             "id": 7,
+                     *             "text": "hello"
+                     *           }
+                     *         }
+                     *       ],
+                     *       "next_since": 42,
+                     *       "caught_up": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ChangesPage"];
+                    /**
+                     * @example {"type":"ready","collection":"notes","events":["insert","update","delete"],"seq":41}
+                     *     {"type":"insert","collection":"notes","seq":42,"at":"2026-11-22T10:00:00.000Z","row":{"id":7,"text":"hello"}}
+                     */
+                    "application/jsonl": string;
+                    /**
+                     * @example retry: 1000
+                     *
+                     *     id: 41
+                     *     event: ready
+                     *     data: {"type":"ready","collection":"notes","events":["insert","update","delete"],"seq":41}
+                     *
+                     *     id: 42
+                     *     event: insert
+                     *     data: {"type":"insert","collection":"notes","seq":42,"at":"2026-11-22T10:00:00.000Z","row":{"id":7,"text":"hello"}}
+                     */
+                    "text/event-stream": string;
+                };
+            };
+            /** @description The page is the one `If-None-Match` names: its `ETag`, and no body. */
+            304: {
+                headers: {
+                    ETag: components["headers"]["ChangesETag"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            406: components["responses"]["NotAcceptable"];
+            410: components["responses"]["Gone"];
+            429: components["responses"]["TooManyUpgrades"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["Error"];
+        };
+    };
+    headChanges: {
+        parameters: {
+            query?: {
+                /**
+                 * @description A comma-separated list of `insert`, `update` and `delete`, in any order; omitted means all
+                 *     three.
+                 * @example insert,delete
+                 */
+                events?: string;
+                /**
+                 * @description Only the changes of the rows that match this filter, before or after the change, as the feed
+                 *     sends them (`asyncapi.yaml`, "Filtered subscriptions"): a filter as `listRows` takes it, as
+                 *     JSON text, URL-encoded.
+                 * @example {"status":"open"}
+                 */
+                filter?: string;
+                /**
+                 * @description At most this many events are looked at for a page.
+                 * @example 1000
+                 */
+                limit?: number;
+                /**
+                 * @description The `seq` after which to read: `next_since` of the previous page, the `seq` of the last message
+                 *     handled, or a page of rows' `Rowbase-Seq`. Past the collection's latest `seq`: `400`; before the
+                 *     oldest retained event: `410 gone`.
+                 * @example 41
+                 */
+                since?: number;
+                /**
+                 * @description A long poll: seconds to hold a page that would be caught up with no message, until a change it
+                 *     would show is committed. 0: answer at once.
+                 * @example 30
+                 */
+                wait?: number;
+            };
+            header?: {
+                /**
+                 * @description With `text/event-stream`, the `seq` to resume after, as an `EventSource` sends it when it
+                 *     reconnects: wins over `since`. Not a decimal integer: `400`.
+                 * @example 41
+                 */
+                "Last-Event-ID"?: string;
+            };
+            path: {
+                /**
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
+                 * @example notes
+                 */
+                collection_name: components["parameters"]["CollectionNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOk"];
             default: components["responses"]["HeadProblem"];
         };
     };
@@ -6942,7 +7403,13 @@ export interface operations {
     };
     getAccountOpenApi: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description The OpenAPI version of the document; 3.2 types the items of streams (`itemSchema`).
+                 * @example 3.2
+                 */
+                version?: components["parameters"]["OpenApiVersionParameter"];
+            };
             header?: {
                 /**
                  * @description `304 Not Modified` when the row's version is one of these (RFC 9110 §13.1.2; weak comparison:
@@ -6980,7 +7447,13 @@ export interface operations {
     };
     headAccountOpenApi: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description The OpenAPI version of the document; 3.2 types the items of streams (`itemSchema`).
+                 * @example 3.2
+                 */
+                version?: components["parameters"]["OpenApiVersionParameter"];
+            };
             header?: {
                 /**
                  * @description `304 Not Modified` when the row's version is one of these (RFC 9110 §13.1.2; weak comparison:

@@ -23,6 +23,7 @@ const kinds: Record<ProblemCode, { status: number; title: string }> = {
   precondition_failed: { status: 412, title: 'Precondition failed' },
   payload_too_large: { status: 413, title: 'Payload too large' },
   unsupported_media_type: { status: 415, title: 'Unsupported media type' },
+  not_acceptable: { status: 406, title: 'Not acceptable' },
   idempotency_key_reused: { status: 422, title: 'Idempotency key reused' },
   expectation_failed: { status: 417, title: 'Expectation failed' },
   headers_too_large: { status: 431, title: 'Request header fields too large' },

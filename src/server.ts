@@ -66,7 +66,18 @@ export async function startServer(
   const meter = new Meter(store, log, { clock: options.clock });
   const bodies = new BodyBudget(config.maxBodyBytesAtOnce);
   const tokens = new TokenVerifier({ allowPrivate: config.webhooksAllowPrivate });
+  // Told of every answer, the HTTP API's and the feed's upgrades' (filled before the first request).
+  const observers: Observer[] = [];
+  // Every upgrade with a valid key counts toward the plan like a /v1 request, whatever its outcome, and a
+  // publishable key's toward its end user's rate (by the token's subject, or by address); over quota or
+  // rate it is refused 429 and not counted.
+  const admit: FeedOptions['admit'] = config.metering
+    ? async (principal, request, claims) =>
+        void (await meter.admit(principal.accountId, 1, endUserOf(principal, claims, request, config.trustedProxies)))
+    : undefined;
+  const feed = createFeed({ store, config, log, tokens, admit, observers });
   const deps = {
+    feed,
     store,
     config,
     meter,
@@ -75,8 +86,6 @@ export async function startServer(
     contracts: new AccountContracts({ openapi, asyncapi }),
     tokens,
   };
-  // Told of every answer, the HTTP API's and the feed's upgrades' (filled before the first request).
-  const observers: Observer[] = [];
   if (config.logRequests) observers.push(accessLog(log));
   // A request without Host is refused by the app with a problem body (checkRequest), not by Node with an empty one.
   const server = createServer({ requireHostHeader: false });
@@ -87,14 +96,6 @@ export async function startServer(
     writeProblem(response, expectationFailed(), { head: request.method === 'HEAD' });
   });
   server.on('connect', (request, socket) => writeProblem(socket, noTunnel(), { requestId: requestIdOf(request) }));
-  // Every upgrade with a valid key counts toward the plan like a /v1 request, whatever its outcome, and a
-  // publishable key's toward its end user's rate (by the token's subject, or by address); over quota or
-  // rate it is refused 429 and not counted.
-  const admit: FeedOptions['admit'] = config.metering
-    ? async (principal, request, claims) =>
-        void (await meter.admit(principal.accountId, 1, endUserOf(principal, claims, request, config.trustedProxies)))
-    : undefined;
-  const feed = createFeed({ store, config, log, tokens, admit, observers });
   const webhooks = new WebhookWorker({ store, config, log });
   const metrics = config.metricsPort === undefined ? undefined : new Metrics({ store, meter, feed, webhooks });
   if (metrics) observers.push(metrics);

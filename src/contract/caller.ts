@@ -78,6 +78,8 @@ const RULE_OF: { [Id in keyof typeof rowOperations]: Operation } & Record<string
   headAggregates: 'read',
   openFeed: 'read',
   headFeed: 'read',
+  getChanges: 'read',
+  headChanges: 'read',
   insertRows: 'create',
   updateRows: 'update',
   updateRow: 'update',

@@ -9,10 +9,17 @@
 // - `example` of a Schema Object is deprecated in 3.1: it becomes `examples: [example]`. (`example` of a
 //   parameter, header or media type stays: those are no schemas.)
 //
+// - `x-rowbase-item-schema`, the item of a changes stream, which 3.2 names `itemSchema` (openapi-32.ts),
+//   goes, and so do the schemas only it named: linters (Redocly) read no `$ref` inside an extension, and
+//   would call them unused.
+//
 // Everything else of openapi.yaml reads the same in 3.1.
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 type JsonObject = { [key: string]: Json };
+
+/** Where openapi.yaml gives the item of a stream (openapi-32.ts). */
+export const ITEM_EXTENSION = 'x-rowbase-item-schema';
 
 const isObject = (value: unknown): value is JsonObject => typeof value === 'object' && value !== null && !Array.isArray(value);
 
@@ -62,6 +69,7 @@ function schemaTo31(schema: Json): Json {
 function withSchemas(container: Json): Json {
   if (!isObject(container)) return container;
   const out: JsonObject = { ...container };
+  delete out[ITEM_EXTENSION];
   if ('schema' in out) out.schema = schemaTo31(out.schema);
   if (isObject(out.content)) out.content = mapValues(out.content, withSchemas);
   if (isObject(out.headers)) out.headers = mapValues(out.headers, withSchemas);
@@ -111,5 +119,49 @@ export function openApiTo31(document: object): JsonObject {
       ...(isObject(components.requestBodies) && { requestBodies: mapValues(components.requestBodies, withSchemas) }),
     },
   };
-  return converted;
+  return withoutItemOnly(converted, source);
+}
+
+/**
+ * `converted` without the schemas that only `x-rowbase-item-schema` of `source` named, directly or
+ * through others: those the extension reaches that nothing else does (the paths, or another schema).
+ */
+function withoutItemOnly(converted: JsonObject, source: JsonObject): JsonObject {
+  const schemas = (converted.components as JsonObject).schemas;
+  if (!isObject(schemas)) return converted;
+  const reached = (from: Json[]): Set<string> => {
+    const names = new Set<string>();
+    const visit = (node: Json): void => {
+      if (Array.isArray(node)) for (const item of node) visit(item);
+      if (!isObject(node)) return;
+      for (const [key, value] of Object.entries(node)) {
+        const name = key === '$ref' && typeof value === 'string' ? /^#\/components\/schemas\/(.+)$/.exec(value)?.[1] : undefined;
+        if (name === undefined) {
+          if (key !== ITEM_EXTENSION) visit(value);
+        } else if (!names.has(name)) {
+          names.add(name);
+          visit(schemas[name] ?? null);
+        }
+      }
+    };
+    for (const node of from) visit(node);
+    return names;
+  };
+  const items: Json[] = [];
+  const collect = (node: Json): void => {
+    if (Array.isArray(node)) for (const item of node) collect(item);
+    if (!isObject(node)) return;
+    for (const [key, value] of Object.entries(node)) key === ITEM_EXTENSION ? items.push(value) : collect(value);
+  };
+  collect(source);
+  const candidates = reached(items);
+  const { components, ...outside } = converted;
+  const others = Object.entries(schemas)
+    .filter(([name]) => !candidates.has(name))
+    .map(([, schema]) => schema);
+  const used = reached([outside as JsonObject, { ...(components as JsonObject), schemas: null }, ...others]);
+  const gone = [...candidates].filter((name) => !used.has(name));
+  if (gone.length === 0) return converted;
+  const kept = Object.fromEntries(Object.entries(schemas).filter(([name]) => !gone.includes(name)));
+  return { ...converted, components: { ...(components as JsonObject), schemas: kept } };
 }

@@ -1,5 +1,6 @@
 import { authHandlers } from './auth.ts';
 import { batchHandlers } from './batch.ts';
+import { changeHandlers } from './changes.ts';
 import { collectionHandlers } from './collections.ts';
 import { keyHandlers } from './keys.ts';
 import { rowHandlers } from './rows.ts';
@@ -20,4 +21,5 @@ export const handlers: Handlers<OperationId> = {
   ...webhookHandlers,
   ...authHandlers,
   ...ruleHandlers,
+  ...changeHandlers,
 };

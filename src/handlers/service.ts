@@ -33,7 +33,7 @@ export const serviceHandlers: Handlers<'getHealth' | 'getReadiness' | 'getAccoun
     return up;
   },
 
-  getAccountOpenApi: (input, deps) => answerDocument('openapi', input, deps),
+  getAccountOpenApi: (input, deps) => answerDocument('openapi', input, deps, input.query.version),
   getAccountAsyncApi: (input, deps) => answerDocument('asyncapi', input, deps),
 };
 
@@ -46,10 +46,11 @@ async function answerDocument(
   kind: ContractKind,
   { principal, headers, claims }: Pick<Input<'getAccountOpenApi'>, 'principal' | 'headers' | 'claims'>,
   { store, contracts }: Deps,
+  version?: '3.1' | '3.2',
 ): Promise<Result> {
   // The claims of a verified token are plain JSON data (src/tokens/verifier.ts).
   const publishable = principal.kind === 'publishable' ? { claims: (claims ?? null) as RuleClaims } : undefined;
-  const { tag, json } = contracts.document(kind, await visibleCollections(store, principal), publishable);
+  const { tag, json } = contracts.document(kind, await visibleCollections(store, principal), publishable, version);
   const etag = { ETag: tag };
   // The tag is quoted already (documentTag); If-None-Match names its opaque text.
   if (ifNoneMatch(headers)(tag.slice(1, -1))) return { status: 304, headers: etag };

@@ -1,11 +1,14 @@
+import { parse, stringify } from 'yaml';
 import { consoleFiles } from '../console/files.ts';
+import { openApiTo32 } from '../contract/openapi-32.ts';
 import { DOCS_CONTENT_SECURITY_POLICY, type DocsFile, type DocsFiles, docsDocument, docsFiles } from '../docs/files.ts';
-import { notFound } from '../errors.ts';
+import { notFound, validationFailed } from '../errors.ts';
 import type { Deps, Result } from './types.ts';
 
-/** What a page's handler receives: its path parameters (percent-decoded), nothing else. */
+/** What a page's handler receives: its path parameters (percent-decoded), and its query parameters (http/site.ts) as sent. */
 interface SitePageInput {
   path: Record<string, string>;
+  query: Record<string, unknown>;
 }
 
 export type SitePageHandler = (input: SitePageInput, deps: Deps) => Promise<Result> | Result;
@@ -15,8 +18,15 @@ export type SitePageHandler = (input: SitePageInput, deps: Deps) => Promise<Resu
  * contract documents, and the reference that renders openapi.yaml for people. No key; not counted.
  */
 export const siteHandlers = {
-  getOpenApiDocument(_input, { documents }) {
-    return { status: 200, body: documents.openapi, contentType: YAML };
+  /** openapi.yaml as written (OpenAPI 3.0.3), or with `version=3.2` as OpenAPI 3.2 (contract/openapi-32.ts). */
+  getOpenApiDocument({ query }, { documents }) {
+    if (query.version === undefined) return { status: 200, body: documents.openapi, contentType: YAML };
+    if (query.version !== '3.2') {
+      throw validationFailed('This document is served as OpenAPI 3.0.3 (no version), or 3.2.', [
+        { in: 'query', name: 'version', message: 'must be 3.2, or absent' },
+      ]);
+    }
+    return { status: 200, body: openApi32(documents.openapi), contentType: YAML };
   },
 
   getAsyncApiDocument(_input, { documents }) {
@@ -49,6 +59,18 @@ export const siteHandlers = {
 export type SitePageId = keyof typeof siteHandlers;
 
 const YAML = 'application/yaml; charset=utf-8';
+
+/** openapi.yaml as OpenAPI 3.2, made once for the text it is made from. */
+const converted32 = new Map<string, string>();
+function openApi32(openapi: string): string {
+  let text = converted32.get(openapi);
+  if (text === undefined) {
+    text = stringify(openApiTo32(parse(openapi)), { lineWidth: 0 });
+    converted32.clear();
+    converted32.set(openapi, text);
+  }
+  return text;
+}
 
 /** The asset of `files` named `name`, a 404 for any other name: a name from a request is only looked up, never joined to a path. */
 function serveAsset(files: DocsFiles, under: string, name: string, cacheControl: string): Result {

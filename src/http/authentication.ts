@@ -31,8 +31,10 @@ const PUBLISHABLE = 'rb_pub_';
 export function authenticate(store: Store, tokens: TokenVerifier): Middleware<AuthState> {
   return async (ctx, next) => {
     if (!isV1(ctx.path)) return next();
-    const token = endUserTokenOf(ctx.req);
-    ctx.state.principal = await principalOf(store, token === undefined ? ctx.req : withoutAuthorization(ctx.req));
+    const { key, token } = credentialsOf(ctx.req);
+    const principal = key === undefined ? undefined : await store.findPrincipal(key);
+    if (!principal) throw unauthorized();
+    ctx.state.principal = principal;
     if (ctx.state.principal.kind === 'publishable') {
       ctx.state.claims =
         token === undefined ? null : await tokens.verifyToken(token, await store.findIssuers(ctx.state.principal.accountId));
@@ -41,12 +43,13 @@ export function authenticate(store: Store, tokens: TokenVerifier): Middleware<Au
   };
 }
 
-/** The account of the request's key, or the 401 for a request without a live key. */
-async function principalOf(store: Store, request: Pick<IncomingMessage, 'headers' | 'rawHeaders'>): Promise<Principal> {
-  const key = keyOf(request);
-  const principal = key === undefined ? undefined : await store.findPrincipal(key);
-  if (!principal) throw unauthorized();
-  return principal;
+/**
+ * The key a request carries (undefined when none, a malformed one or two different ones: keyOf) and,
+ * beside a publishable key in `x-api-key`, the end user's token in its Authorization (endUserTokenOf).
+ */
+export function credentialsOf(request: Pick<IncomingMessage, 'headers' | 'rawHeaders'>): { key?: string; token?: string } {
+  const token = endUserTokenOf(request);
+  return { key: keyOf(token === undefined ? request : withoutAuthorization(request)), token };
 }
 
 /**

@@ -16,6 +16,16 @@ export interface Result {
   headers?: Record<string, string>;
   /** Defaults to application/json when there is a body. */
   contentType?: string;
+  /** A body written as it comes, after the head (a changes stream), instead of `body`. */
+  stream?: StreamedBody;
+}
+
+/** A body written as it comes: a changes stream (ws/feed.ts, openStream). */
+export interface StreamedBody {
+  /** Writes the body to `response`, whose head is written, until one side ends it. */
+  start(response: ServerResponse): void;
+  /** The body will not be written (an answer to HEAD): lets go of what was taken for it. */
+  drop(): void;
 }
 
 /** What a JSON body is sent as: Koa's reading of `application/json`, which the API has always sent. */
@@ -48,6 +58,18 @@ export function writeResult(response: ServerResponse, result: Result, head = fal
   const headers: string[] = admission ? rateLimitHeaders(admission) : [];
   headers.push('X-Request-Id', requestIdOf(response.req));
   if (result.headers) for (const name in result.headers) headers.push(name, result.headers[name]);
+  if (result.stream) {
+    headers.push('Content-Type', result.contentType as string);
+    response.writeHead(result.status, headers);
+    if (head) {
+      result.stream.drop();
+      response.end();
+    } else {
+      response.flushHeaders();
+      result.stream.start(response);
+    }
+    return 0;
+  }
   if (result.body === undefined) {
     response.writeHead(result.status, headers);
     response.end();

@@ -186,7 +186,7 @@ function routedHere(operation: Operation): boolean {
 
 function bind(operation: Operation): Bound {
   const operationId = operation.operationId as OperationId;
-  // A page has no validators: it takes no query, and its path parameters are strings as sent.
+  // A page has no validators: its path and query parameters (http/site.ts) are strings as sent.
   if (operationId in siteHandlers)
     return { handler: siteHandlers[operationId as SitePageId], security: [], ofCollection: false, checks: requestChecks(operation, []) };
   const handler = handlers[operationId] as Handler<OperationId> | undefined;

@@ -3,21 +3,21 @@
 // messages for subscribers its rows reach whole, the one every subscriber whose view holds the row after
 // it gets, and, for an update, the one that tells a subscriber the row left its view (`"matches":
 // false`). A subscriber held to rules may be shown a row by its id alone, or without the fields hidden
-// from it: its message is framed once for every subscriber shown the same.
+// from it: its message is framed once for every subscriber shown the same. The changes over plain HTTP
+// (handlers/changes.ts) take the same messages: as JSON in their pages, encoded in their streams.
 import type { StoredEvent } from '../db/events/events.ts';
 import type { RowTest } from '../query/evaluate.ts';
 import type { Row } from '../rows.ts';
-import type { Grant } from '../rules/access.ts';
-import { textFrame } from './frames.ts';
-import { changeMessage } from './messages.ts';
+import { type Encoding, websocketFrames } from './encodings.ts';
+import { type ChangeMessage, changeMessage } from './messages.ts';
 import type { FeedView } from './view.ts';
 
-/** A committed change on its way to the subscribers: its event, and its messages framed once, when first asked for. */
+/** A committed change on its way to the subscribers: its event, and its messages as JSON and encoded once, when first asked for. */
 export class Delivery {
-  private kept: Buffer | undefined;
-  private left: Buffer | undefined;
-  /** The messages of subscribers held to rules, by what they show of the rows (shownAs). */
-  private readonly shown = new Map<string, Buffer>();
+  /** The JSON of each message of the change, by what it shows (shownFor). */
+  private readonly texts = new Map<string, string>();
+  /** Each message encoded, by encoding and what it shows. */
+  private readonly encoded = new Map<string, Buffer>();
 
   constructor(
     private readonly collection: string,
@@ -28,43 +28,61 @@ export class Delivery {
     return this.event.type;
   }
 
-  /**
-   * The frame for a subscriber of `view`, or undefined when the change never touched its view. An
-   * insert goes when its row matches the view's test, a delete when the deleted row did, an update when
-   * its row matches after the change (an ordinary update) or before it (the row left: `"matches":
-   * false`). An update whose event kept no row before it (stored by an older version) goes to every
-   * filtered subscriber: as one that left when its row does not match now, which removes nothing a view
-   * should keep. Rules may throw: the caller answers for one subscriber's failure.
-   */
-  frameFor({ test, grant }: FeedView): Buffer | undefined {
-    const touch = viewOf(this.event, test);
-    if (touch === undefined) return undefined;
-    if (grant) return this.ruledFrame(touch, grant);
-    if (touch === 'kept') {
-      this.kept ??= textFrame(JSON.stringify(changeMessage(this.collection, this.event)));
-      return this.kept;
-    }
-    this.left ??= textFrame(JSON.stringify(changeMessage(this.collection, this.event, true)));
-    return this.left;
+  /** The WebSocket frame for a subscriber of `view` (encodedFor). */
+  frameFor(view: FeedView): Buffer | undefined {
+    return this.encodedFor(view, websocketFrames);
   }
 
   /**
-   * The frame for a subscriber held to `grant`: a row the message carries that the end user may not read
-   * (the row after an update that took it out of their reach, or before one that brought it in) is shown
-   * by its id alone, and every other without the fields the grant hides.
+   * The message for a subscriber of `view` in `encoding`, or undefined when the change never touched
+   * its view. An insert goes when its row matches the view's test, a delete when the deleted row did,
+   * an update when its row matches after the change (an ordinary update) or before it (the row left:
+   * `"matches": false`). An update whose event kept no row before it (stored by an older version) goes
+   * to every filtered subscriber: as one that left when its row does not match now, which removes
+   * nothing a view should keep. Rules may throw: the caller answers for one subscriber's failure.
    */
-  private ruledFrame(touch: 'kept' | 'left', grant: Grant): Buffer {
-    const { row, previous } = this.event;
-    const shownRow = touch === 'left' && !grant.reads(row) ? { id: row.id } : grant.mask(row);
-    const shownPrevious = previous && (touch === 'kept' && !grant.reads(previous) ? { id: previous.id } : grant.mask(previous));
-    const key = JSON.stringify([touch, shownAs(row, shownRow), previous && shownAs(previous, shownPrevious as Row)]);
-    let frame = this.shown.get(key);
-    if (!frame) {
-      const event = { ...this.event, row: shownRow, previous: shownPrevious };
-      frame = textFrame(JSON.stringify(changeMessage(this.collection, event, touch === 'left')));
-      this.shown.set(key, frame);
+  encodedFor(view: FeedView, encoding: Encoding): Buffer | undefined {
+    const shown = this.shownFor(view);
+    if (!shown) return undefined;
+    const key = `${encoding.name} ${shown.key}`;
+    let bytes = this.encoded.get(key);
+    if (!bytes) {
+      bytes = encoding.encode(shown.text, this.event.type, this.event.seq);
+      this.encoded.set(key, bytes);
     }
-    return frame;
+    return bytes;
+  }
+
+  /** The message's JSON for a subscriber of `view`, or undefined (as encodedFor). */
+  textFor(view: FeedView): string | undefined {
+    return this.shownFor(view)?.text;
+  }
+
+  /**
+   * The message a subscriber of `view` gets, and what it shows of the rows (its key among the change's
+   * messages). Held to a grant, a row the message carries that the end user may not read (the row after
+   * an update that took it out of their reach, or before one that brought it in) is shown by its id
+   * alone, and every other without the fields the grant hides.
+   */
+  private shownFor({ test, grant }: FeedView): { key: string; text: string } | undefined {
+    const touch = viewOf(this.event, test);
+    if (touch === undefined) return undefined;
+    const left = touch === 'left';
+    if (!grant) return this.message(touch, () => changeMessage(this.collection, this.event, left));
+    const { row, previous } = this.event;
+    const shownRow = left && !grant.reads(row) ? { id: row.id } : grant.mask(row);
+    const shownPrevious = previous && (!left && !grant.reads(previous) ? { id: previous.id } : grant.mask(previous));
+    const key = JSON.stringify([touch, shownAs(row, shownRow), previous && shownAs(previous, shownPrevious as Row)]);
+    return this.message(key, () => changeMessage(this.collection, { ...this.event, row: shownRow, previous: shownPrevious }, left));
+  }
+
+  private message(key: string, make: () => ChangeMessage): { key: string; text: string } {
+    let text = this.texts.get(key);
+    if (text === undefined) {
+      text = JSON.stringify(make());
+      this.texts.set(key, text);
+    }
+    return { key, text };
   }
 }
 

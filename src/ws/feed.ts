@@ -1,10 +1,12 @@
 // The real-time feed on `GET /ws` (asyncapi.yaml). It shares the HTTP server: each upgrade request is
 // checked and refused with a real HTTP response before anything is upgraded (upgrade.ts); an accepted
 // socket becomes a Subscriber of its collection's Tail, which forwards committed events from the events
-// table when the data layer announces a commit (db/changes.ts).
+// table when the data layer announces a commit (db/changes.ts). The changes over plain HTTP
+// (handlers/changes.ts) are served here too: a stream is a Subscriber writing to its response
+// (sinks.ts), a long poll a Waiter of the same tail (waiter.ts).
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { type WebSocket, WebSocketServer } from 'ws';
+import { WebSocketServer } from 'ws';
 import type { Config } from '../config.ts';
 import type { Principal } from '../db/accounts/keys.ts';
 import type { AccountIssuers } from '../db/auth/issuers.ts';
@@ -13,14 +15,18 @@ import { ApiError, unavailable } from '../errors.ts';
 import { FEED_OPERATION, type Observer } from '../http/observe.ts';
 import { toApiError, writeProblem } from '../http/problems.ts';
 import { requestIdOf } from '../http/request-id.ts';
+import type { StreamedBody } from '../http/responder.ts';
 import type { Logger } from '../log.ts';
 import type { Claims as RuleClaims } from '../rules/compile.ts';
 import type { TokenVerifier } from '../tokens/verifier.ts';
+import type { Encoding } from './encodings.ts';
 import { closeCodes } from './messages.ts';
 import { Pruner } from './pruner.ts';
+import { ResponseSink, type Sink, WebSocketSink } from './sinks.ts';
 import { type FeedCounts, Subscriber } from './subscriber.ts';
 import { Tail } from './tail.ts';
 import { checkUpgrade, FEED_PATH, type FeedRequest } from './upgrade.ts';
+import { type ChangeWait, Waiter } from './waiter.ts';
 
 /** Clients send nothing; anything larger than this closes their socket with 1009. */
 const MAX_CLIENT_MESSAGE_BYTES = 1024;
@@ -89,6 +95,18 @@ export interface Feed {
   lag(): Promise<number>;
   /** Prunes events past retention (also done every `eventsPruneIntervalMs`). */
   readonly pruner: Pruner;
+  /**
+   * A changes stream over HTTP (handlers/changes.ts) of `request`, checked as an upgrade is (upgrade.ts,
+   * subscriptionOf): it takes one of the account's places now (429 too_many_connections), and is then a
+   * subscriber as a feed socket is, its messages in `encoding`, once its response's head is written.
+   */
+  openStream(request: FeedRequest, encoding: Encoding): StreamedBody;
+  /**
+   * Settles once a change after seq `after` that `kinds` and `view` let through is committed (or once
+   * the collection is deleted, the feed closes, or `signal` aborts): what a long poll waits for
+   * (handlers/changes.ts), woken as the feed's sockets are, with no read of its own while nothing changes.
+   */
+  waitForChange(wait: ChangeWait, signal: AbortSignal): Promise<void>;
   /** Refuses new upgrades, closes every socket with 1001 (terminating those still open after `graceMs`, default 10 s), and stops. */
   close(graceMs?: number): Promise<void>;
 }
@@ -140,27 +158,32 @@ export function createFeed({ store, config, log, tokens, admit, observers = [] }
     log,
   );
 
-  /** Feed sockets open, or being upgraded, by account: each holds its place until its connection closes. */
+  /** Feed sockets and changes streams open, or being opened, by account: each holds its place until its connection closes. */
   const socketsByAccount = new Map<number, number>();
   /**
-   * Takes one of the account's places for `socket`, before the upgrade is counted (a refusal with 429
-   * is not), or throws the 429 when it has none left.
+   * Takes one of the account's places, before the upgrade is counted (a refusal with 429 is not), or
+   * throws the 429 when it has none left. Answers what gives it back (once, however often called).
    */
-  function takePlace(accountId: number, socket: Duplex): void {
+  function takePlace(accountId: number): () => void {
     const held = socketsByAccount.get(accountId) ?? 0;
     if (held >= config.feedMaxSocketsPerAccount) {
       throw new ApiError(
         'too_many_connections',
-        `The account holds ${held} feed sockets on this server, as many as it may; close one first.`,
+        `The account holds ${held} feed sockets and changes streams on this server, as many as it may; close one first.`,
       );
     }
     socketsByAccount.set(accountId, held + 1);
-    socket.once('close', () => {
+    let given = false;
+    return () => {
+      if (given) return;
+      given = true;
       const left = (socketsByAccount.get(accountId) ?? 1) - 1;
       if (left > 0) socketsByAccount.set(accountId, left);
       else socketsByAccount.delete(accountId);
-    });
+    };
   }
+  /** The long polls waiting (waitForChange): told when the feed closes. */
+  const waiters = new Set<Waiter>();
 
   async function upgrade(request: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     const startedAt = performance.now();
@@ -187,14 +210,17 @@ export function createFeed({ store, config, log, tokens, admit, observers = [] }
         tokens,
         admit: async (principal, claims) => {
           accountId = principal.accountId;
-          takePlace(principal.accountId, socket);
+          socket.once('close', takePlace(principal.accountId));
           await admit?.(principal, request, claims);
         },
       });
       if (closing) throw unavailable('The server is shutting down.');
       server.handleUpgrade(request, socket, head, (websocket) => {
         answered(101, 0);
-        subscribe(websocket, socket, feedRequest, log.child({ requestId }));
+        const connectionLog = log.child({ requestId });
+        const subscriber = subscribe(new WebSocketSink(websocket, socket, connectionLog), feedRequest, connectionLog);
+        websocket.once('close', (code) => connectionLog.info({ collection: feedRequest.collection, code }, 'feed closed'));
+        logSubscribed(connectionLog, feedRequest, subscriber);
       });
     } catch (error) {
       const problem = toApiError(error);
@@ -266,17 +292,16 @@ export function createFeed({ store, config, log, tokens, admit, observers = [] }
   }
 
   /** `connectionLog`: the log of this connection, whose lines carry its request id. */
-  function subscribe(socket: WebSocket, connection: Duplex, request: FeedRequest, connectionLog: Logger): void {
+  function subscribe(sink: Sink, request: FeedRequest, connectionLog: Logger): Subscriber {
     const { collectionId, collection, kinds, since, filter, view, endUser, principal } = request;
-    const rules = () => store.findRules(principal.accountId, collection);
-    const subscriber = new Subscriber(socket, connection, {
+    const subscriber = new Subscriber(sink, {
       collection,
       kinds,
       since,
       filter,
       view,
       endUser,
-      rules,
+      rules: () => store.findRules(principal.accountId, collection),
       maxBufferBytes: config.feedMaxBufferBytes,
       readEvents: (after, upTo) => store.readEvents(collectionId, { ...PAGE, after, upTo }),
       latestSeq: () => store.latestSeq(collectionId),
@@ -285,30 +310,13 @@ export function createFeed({ store, config, log, tokens, admit, observers = [] }
     });
     const token = endUser?.token === undefined ? undefined : { token: endUser.token, refusedFrom: endUser.refusedFrom as number };
     subscribers.set(subscriber, { hash: request.keyHash, expiresAt: principal.expiresAt, accountId: principal.accountId, token });
-    socket.once('close', (code) => {
-      subscribers.delete(subscriber);
-      connectionLog.info({ collection, code }, 'feed closed');
-    });
-    let tail = tails.get(collectionId);
-    if (!tail) {
-      const created: Tail = new Tail({
-        collectionId,
-        collection,
-        latestSeq: () => store.latestSeq(collectionId),
-        readEvents: (after) => store.readEvents(collectionId, { ...PAGE, after }),
-        rules,
-        onEnd: () => {
-          if (tails.get(collectionId) !== created) return;
-          tails.delete(collectionId);
-          if (tails.size === 0) store.changes.off('change', wake);
-        },
-        log,
-      });
-      tail = created;
-      if (tails.size === 0) store.changes.on('change', wake);
-      tails.set(collectionId, tail);
-    }
-    tail.join(subscriber);
+    sink.onClose(() => subscribers.delete(subscriber));
+    tailOf(principal.accountId, collectionId, collection).join(subscriber);
+    return subscriber;
+  }
+
+  function logSubscribed(connectionLog: Logger, request: FeedRequest, subscriber: Subscriber): void {
+    const { principal, collection, kinds, since, filter, endUser } = request;
     connectionLog.info(
       {
         account: principal.account,
@@ -317,9 +325,32 @@ export function createFeed({ store, config, log, tokens, admit, observers = [] }
         since,
         filtered: filter !== undefined,
         endUser: endUser === undefined ? undefined : endUser.token === undefined ? 'anonymous' : 'token',
+        encoding: subscriber.sink.encoding.name,
       },
       'feed subscribed',
     );
+  }
+
+  /** The tail that follows the account's collection for this instance, made when none does. */
+  function tailOf(accountId: number, collectionId: number, collection: string): Tail {
+    const existing = tails.get(collectionId);
+    if (existing) return existing;
+    const created: Tail = new Tail({
+      collectionId,
+      collection,
+      latestSeq: () => store.latestSeq(collectionId),
+      readEvents: (after) => store.readEvents(collectionId, { ...PAGE, after }),
+      rules: () => store.findRules(accountId, collection),
+      onEnd: () => {
+        if (tails.get(collectionId) !== created) return;
+        tails.delete(collectionId);
+        if (tails.size === 0) store.changes.off('change', wake);
+      },
+      log,
+    });
+    if (tails.size === 0) store.changes.on('change', wake);
+    tails.set(collectionId, created);
+    return created;
   }
 
   return {
@@ -336,6 +367,31 @@ export function createFeed({ store, config, log, tokens, admit, observers = [] }
       return tails.size;
     },
     counts,
+    openStream(request, encoding) {
+      if (closing) throw unavailable('The server is shutting down.');
+      const release = takePlace(request.principal.accountId);
+      return {
+        start(response) {
+          response.once('close', release);
+          const connectionLog = log.child({ requestId: requestIdOf(response.req) });
+          const subscriber = subscribe(new ResponseSink(response, encoding, config.feedPingIntervalMs), request, connectionLog);
+          response.once('close', () => connectionLog.info({ collection: request.collection }, 'changes stream closed'));
+          logSubscribed(connectionLog, request, subscriber);
+        },
+        drop: release,
+      };
+    },
+    async waitForChange(wait, signal) {
+      if (closing || signal.aborted) return;
+      const waiter = new Waiter(wait);
+      waiters.add(waiter);
+      const stop = () => waiter.close();
+      signal.addEventListener('abort', stop, { once: true });
+      tailOf(wait.accountId, wait.collectionId, wait.collection).join(waiter);
+      await waiter.woken;
+      signal.removeEventListener('abort', stop);
+      waiters.delete(waiter);
+    },
     async lag() {
       let behind = 0;
       for (const tail of [...tails.values()]) {
@@ -356,8 +412,9 @@ export function createFeed({ store, config, log, tokens, admit, observers = [] }
       await Promise.all([pruner.stop(), keyPass, ...checking]);
       const open = [...subscribers.keys()];
       for (const subscriber of open) subscriber.close(closeCodes.shuttingDown);
+      for (const waiter of waiters) waiter.close();
       const timer = setTimeout(() => {
-        for (const subscriber of open) subscriber.socket.terminate();
+        for (const subscriber of open) subscriber.sink.terminate();
       }, graceMs);
       await Promise.all(open.map((subscriber) => subscriber.closed));
       clearTimeout(timer);

@@ -1,14 +1,12 @@
-import { EventEmitter, once } from 'node:events';
-import type { Duplex } from 'node:stream';
-import type { WebSocket } from 'ws';
+import { EventEmitter } from 'node:events';
 import type { EventType, StoredEvent } from '../db/events/events.ts';
 import { ApiError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { Filter } from '../query/filter.ts';
 import type { CompiledRules } from '../rules/compile.ts';
 import { Delivery } from './delivery.ts';
-import { textFrame, writeFrame } from './frames.ts';
 import { type CloseCode, closeCodes, collectionDeletedMessage, readyMessage } from './messages.ts';
+import type { Sink } from './sinks.ts';
 import { type EndUser, endUserView, type FeedView, NOTHING } from './view.ts';
 
 /** What the feed's subscribers have done since the start, counted for the metrics (docs/operations.md). */
@@ -45,9 +43,10 @@ export interface SubscriberOptions {
 }
 
 /**
- * One feed client. Messages go straight to its socket while it keeps up; during a replay, live messages
- * are held back until the replay is done. Either way a client that falls more than `maxBufferBytes`
- * behind is closed with 4008, so what the server holds for it stays bounded whatever it does.
+ * One feed client: a feed socket, or a changes stream over HTTP (sinks.ts). Messages go straight to
+ * its socket while it keeps up; during a replay, live messages are held back until the replay is done.
+ * Either way a client that falls more than `maxBufferBytes` behind is closed with 4008, so what the
+ * server holds for it stays bounded whatever it does.
  */
 export class Subscriber extends EventEmitter<{ end: [] }> {
   /** Settles when the socket has closed. */
@@ -60,29 +59,19 @@ export class Subscriber extends EventEmitter<{ end: [] }> {
   /** The rules `view` was made from: those of the upgrade, then the latest given to useRules(). */
   private rules: CompiledRules | undefined;
   private ended = false;
-  private alive = true;
   private held: Buffer[] | undefined;
   private heldBytes = 0;
 
-  /** `connection`: the socket `socket` was upgraded from, which frames made once are written to (frames.ts). */
   constructor(
-    readonly socket: WebSocket,
-    private readonly connection: Duplex,
+    readonly sink: Sink,
     private readonly options: SubscriberOptions,
   ) {
     super();
     this.kinds = new Set(options.kinds);
     this.view = options.view;
     this.rules = options.endUser?.rules;
-    this.closed = once(socket, 'close').catch(() => {});
-    socket.on('pong', () => {
-      this.alive = true;
-    });
-    // Clients send nothing (asyncapi.yaml): what they send anyway is ignored, and `ws` closes with 1009
-    // on anything over its maxPayload.
-    socket.on('message', () => {});
-    socket.on('error', (error) => options.log.debug({ err: error }, 'feed socket error'));
-    socket.on('close', () => this.end());
+    this.closed = sink.closed;
+    sink.onClose(() => this.end());
   }
 
   get open(): boolean {
@@ -126,8 +115,11 @@ export class Subscriber extends EventEmitter<{ end: [] }> {
    */
   start(seq: number): void {
     if (this.ended) return;
-    this.send(textFrame(JSON.stringify(readyMessage(this.options.collection, this.options.kinds, seq))));
     const { since } = this.options;
+    // Its id (a server-sent event's) is where a client that has handled it resumes with no gap: the
+    // replay's start, or the seq it is live from.
+    const ready = JSON.stringify(readyMessage(this.options.collection, this.options.kinds, seq));
+    this.send(this.sink.encoding.encode(ready, 'ready', since ?? seq));
     if (since === undefined || since >= seq) return;
     this.held = [];
     this.replaying = this.replay(since, seq).catch((error) => {
@@ -149,45 +141,41 @@ export class Subscriber extends EventEmitter<{ end: [] }> {
       for (const delivery of deliveries) this.hold(delivery);
       return;
     }
-    if (this.socket.bufferedAmount > this.options.maxBufferBytes) {
+    if (this.sink.bufferedAmount > this.options.maxBufferBytes) {
       this.close(closeCodes.slowConsumer);
       return;
     }
     let sent = 0;
-    this.connection.cork();
+    this.sink.cork();
     for (const delivery of deliveries) {
       const frame = this.frameOf(delivery);
       if (!frame) continue;
-      writeFrame(this.socket, this.connection, frame);
+      this.sink.write(frame);
       sent++;
     }
-    this.connection.uncork();
+    this.sink.uncork();
     this.options.counts.messagesSent += sent;
   }
 
   /** Tells the client its collection is gone, then closes. */
   collectionDeleted(): void {
     if (this.ended) return;
-    this.socket.send(JSON.stringify(collectionDeletedMessage(this.options.collection)));
+    const deleted = JSON.stringify(collectionDeletedMessage(this.options.collection));
+    this.sink.write(this.sink.encoding.encode(deleted, 'collection_deleted'));
     this.options.counts.messagesSent++;
     this.close(closeCodes.collectionDeleted);
   }
 
-  /** Called every ping interval: a client that did not answer the last ping is dropped. */
+  /** Called every ping interval: a feed client that did not answer the last ping is dropped (sinks.ts). */
   heartbeat(): void {
-    if (!this.alive) {
-      this.socket.terminate();
-      return;
-    }
-    this.alive = false;
-    this.socket.ping();
+    this.sink.heartbeat();
   }
 
-  close({ code, reason }: CloseCode): void {
+  close(code: CloseCode): void {
     if (this.ended) return;
-    if (code === closeCodes.slowConsumer.code) this.options.counts.slowConsumerCloses++;
+    if (code.code === closeCodes.slowConsumer.code) this.options.counts.slowConsumerCloses++;
     this.end();
-    this.socket.close(code, reason);
+    this.sink.close(code);
   }
 
   /**
@@ -198,7 +186,7 @@ export class Subscriber extends EventEmitter<{ end: [] }> {
   private frameOf(delivery: Delivery): Buffer | undefined {
     if (!this.kinds.has(delivery.type)) return undefined;
     try {
-      return delivery.frameFor(this.view);
+      return delivery.encodedFor(this.view, this.sink.encoding);
     } catch (error) {
       const { collection, log } = this.options;
       log.error({ err: error, collection, seq: delivery.event.seq }, 'feed rules failed on a change: not sent to this subscriber');
@@ -213,18 +201,18 @@ export class Subscriber extends EventEmitter<{ end: [] }> {
     if (!frame) return;
     this.held.push(frame);
     this.heldBytes += frame.length;
-    if (this.heldBytes + this.socket.bufferedAmount > this.options.maxBufferBytes) this.close(closeCodes.slowConsumer);
+    if (this.heldBytes + this.sink.bufferedAmount > this.options.maxBufferBytes) this.close(closeCodes.slowConsumer);
   }
 
   /** Sends unless the client is already too far behind; `written` runs once the socket has taken it (or will not). */
   private send(frame: Buffer, written?: () => void): void {
-    if (this.socket.bufferedAmount > this.options.maxBufferBytes) {
+    if (this.sink.bufferedAmount > this.options.maxBufferBytes) {
       this.close(closeCodes.slowConsumer);
       written?.();
       return;
     }
     this.options.counts.messagesSent++;
-    if (!writeFrame(this.socket, this.connection, frame, written && (() => written()))) written?.();
+    if (!this.sink.write(frame, written && (() => written()))) written?.();
   }
 
   /**
@@ -250,7 +238,7 @@ export class Subscriber extends EventEmitter<{ end: [] }> {
         after = event.seq;
         const frame = this.frameOf(new Delivery(this.options.collection, event));
         if (!frame) continue;
-        if (this.socket.bufferedAmount > this.options.maxBufferBytes / 2) await written;
+        if (this.sink.bufferedAmount > this.options.maxBufferBytes / 2) await written;
         if (this.ended) return;
         written = new Promise((resolve) => this.send(frame, resolve));
       }

@@ -5,6 +5,10 @@ import type { CompiledRules } from '../rules/compile.ts';
 import { Delivery } from './delivery.ts';
 import { closeCodes } from './messages.ts';
 import type { Subscriber } from './subscriber.ts';
+import type { Waiter } from './waiter.ts';
+
+/** Who follows a tail: a feed socket or changes stream (Subscriber), or a long poll (Waiter). */
+type Follower = Pick<Subscriber | Waiter, 'deliver' | 'start' | 'collectionDeleted' | 'close' | 'useRules' | 'heldToRules' | 'once'>;
 
 export interface TailOptions {
   collectionId: number;
@@ -21,9 +25,9 @@ export interface TailOptions {
 }
 
 /**
- * Follows one collection's events for this process's subscribers. Woken after each commit (see
- * db/changes.ts), it reads the events after the last one it forwarded from the events table, the
- * source of truth, and hands every subscriber each message, serialized and framed once (delivery.ts:
+ * Follows one collection's events for this process's subscribers (feed sockets and changes streams) and
+ * long polls (waiter.ts). Woken after each commit (see db/changes.ts), it reads the events after the
+ * last one it forwarded from the events table, the source of truth, and hands every subscriber each message, serialized and framed once (delivery.ts:
  * once for each of a change's messages, which filtered subscribers may differ in). One read at a time,
  * so messages leave in seq order; and subscribers join only between reads, at the seq forwarded last,
  * so each gets every later event exactly once. Before each page, the subscribers held to the
@@ -33,8 +37,8 @@ export interface TailOptions {
 export class Tail {
   /** The last seq forwarded; undefined until the first read. */
   private cursor: number | undefined;
-  private readonly subscribers = new Set<Subscriber>();
-  private readonly joining = new Set<Subscriber>();
+  private readonly subscribers = new Set<Follower>();
+  private readonly joining = new Set<Follower>();
   private reading = false;
   private again = false;
   private ended = false;
@@ -49,7 +53,7 @@ export class Tail {
   }
 
   /** Makes `subscriber` live as soon as the tail has caught up with what is committed now. */
-  join(subscriber: Subscriber): void {
+  join(subscriber: Follower): void {
     this.joining.add(subscriber);
     subscriber.once('end', () => this.leave(subscriber));
     this.wake();
@@ -61,7 +65,7 @@ export class Tail {
     if (!this.reading) this.idle = this.run();
   }
 
-  private leave(subscriber: Subscriber): void {
+  private leave(subscriber: Follower): void {
     this.subscribers.delete(subscriber);
     this.joining.delete(subscriber);
     if (this.subscribers.size === 0 && this.joining.size === 0) this.end(() => {});
@@ -143,7 +147,7 @@ export class Tail {
   }
 
   /** Stops following, after doing `farewell` to every subscriber. */
-  private end(farewell: (subscriber: Subscriber) => void): void {
+  private end(farewell: (subscriber: Follower) => void): void {
     if (this.ended) return;
     this.ended = true;
     const everyone = [...this.subscribers, ...this.joining];

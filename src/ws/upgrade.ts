@@ -115,6 +115,48 @@ export async function checkUpgrade(request: IncomingMessage, { store, tokens, ad
       { in: 'query', name: 'access_token', message: 'is taken only beside a publishable key' },
     ]);
   }
+  const { since, ...subscription } = await subscriptionOf(store, principal, endUser, {
+    collection: query.collection,
+    events: query.events,
+    filter: query.filter,
+    since: query.since === undefined ? undefined : Number(query.since),
+  });
+  return { ...subscription, keyHash: hashKey(key), since: query.since === undefined ? undefined : since };
+}
+
+/** What a subscription asks for, as its query says it (the feed's, or a changes request's: handlers/changes.ts). */
+export interface SubscriptionQuery {
+  collection: string;
+  /** A comma list of the kinds of change. */
+  events: string;
+  /** The filter's JSON text. */
+  filter?: string;
+  /** Start after this seq; absent: from the latest. */
+  since?: number;
+  /** The name of the parameter that holds `since`, for its errors. Default `since`. */
+  sinceName?: string;
+}
+
+/** A subscription checked: what FeedRequest says, and where it starts. */
+export interface Subscription extends Omit<FeedRequest, 'keyHash' | 'since'> {
+  /** The collection's latest seq when it was checked. */
+  lastSeq: number;
+  /** Where it starts: the query's `since`, or `lastSeq`. */
+  since: number;
+}
+
+/**
+ * Checks what `principal` (with a publishable key, as `endUser`) subscribes to, as the feed and the
+ * changes over HTTP check it, in the order of the HTTP API's stages: its filter (400, its errors
+ * pointing into it), its collection (404, also for one the key is not limited to), with a publishable key
+ * the collection's rules (403), `since` (400 past the latest seq, 410 before the oldest retained event).
+ */
+export async function subscriptionOf(
+  store: Store,
+  principal: Principal,
+  endUser: Omit<EndUser, 'rules'> | undefined,
+  query: SubscriptionQuery,
+): Promise<Subscription> {
   const read = query.filter === undefined ? undefined : parseFilterText(query.filter);
   if (principal.collections && !principal.collections.has(query.collection)) throw collectionNotFound(query.collection);
   // A search tests the rows' words in the fields of the collection's search index as it is now.
@@ -122,22 +164,26 @@ export async function checkUpgrade(request: IncomingMessage, { store, tokens, ad
   const { collectionId, lastSeq, resumableFrom } = await store.feedStart(principal.accountId, query.collection);
   // With a publishable key, 403 where the rules refuse the subscription, as they refuse a read.
   const heldToRules = endUser && { ...endUser, rules: await store.findRules(principal.accountId, query.collection) };
-  const feed: FeedRequest = {
+  const subscription: Subscription = {
     principal,
-    keyHash: hashKey(key),
     collection: query.collection,
     collectionId,
     kinds: kindsOf(query.events),
     filter,
     view: heldToRules ? endUserView(filter, heldToRules, heldToRules.rules, query.collection) : feedView(filter, undefined),
     endUser: heldToRules,
+    lastSeq,
+    since: lastSeq,
   };
-  if (query.since === undefined) return feed;
-
-  const since = Number(query.since);
+  const { since, sinceName = 'since' } = query;
+  if (since === undefined) return subscription;
   if (since > lastSeq) {
-    throw validationFailed(`since is after the latest seq of ${query.collection}.`, [
-      { in: 'query', name: 'since', message: `must be at most ${lastSeq}, the collection's latest seq` },
+    throw validationFailed(`${sinceName} is after the latest seq of ${query.collection}.`, [
+      {
+        in: sinceName === 'since' ? 'query' : 'header',
+        name: sinceName,
+        message: `must be at most ${lastSeq}, the collection's latest seq`,
+      },
     ]);
   }
   if (since < resumableFrom) {
@@ -146,7 +192,7 @@ export async function checkUpgrade(request: IncomingMessage, { store, tokens, ad
         'Read the rows again, then subscribe without since.',
     );
   }
-  return { ...feed, since };
+  return { ...subscription, since };
 }
 
 /**

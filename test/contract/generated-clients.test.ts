@@ -60,6 +60,8 @@ const expectedStatuses = {
   insertRows: 201,
   listRows: 200,
   headRows: 200,
+  getChanges: 200,
+  headChanges: 200,
   listVersionedRows: 200,
   headVersionedRows: 200,
   queryRows: 200,

@@ -69,6 +69,8 @@ const valid: Scenario[] = [
   { name: 'insertRows', method: 'POST', path: rows, body: [{ text: 'a' }, { text: 'b', n: 2 }], status: 201 },
   { name: 'listRows', method: 'GET', path: `${rows}?limit=10&order_by=n&order=desc`, status: 200 },
   { name: 'headRows', method: 'HEAD', path: `${rows}?limit=10`, status: 200 },
+  { name: 'getChanges', method: 'GET', path: '/v1/collections/proxied/changes?since=0&limit=1', status: 200 },
+  { name: 'headChanges', method: 'HEAD', path: '/v1/collections/proxied/changes', status: 200 },
   { name: 'listVersionedRows', method: 'GET', path: `${versioned}?limit=10&order_by=n`, status: 200 },
   { name: 'headVersionedRows', method: 'HEAD', path: `${versioned}?limit=10`, status: 200 },
   {

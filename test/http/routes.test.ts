@@ -34,6 +34,7 @@ describe('router', () => {
       documents: { openapi: '', asyncapi: '' },
       contracts: new AccountContracts({ openapi: '{}', asyncapi: '{}' }),
       tokens: new TokenVerifier(),
+      feed: server.feed,
     });
     app.use(problems(createLogger('silent')));
     app.use(router.route);

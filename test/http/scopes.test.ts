@@ -82,6 +82,7 @@ const reads: [string, string, (target: Target) => string, ByScope][] = [
   ['listVersionedRows', '/v1/collections/{c}/versioned-rows', ({ c }) => `/v1/collections/${c}/versioned-rows`, each(404)],
   ['getRow', '/v1/collections/{c}/rows/1', ({ c }) => `/v1/collections/${c}/rows/1`, each(404)],
   ['getAggregates', '/v1/collections/{c}/aggregate', ({ c }) => `/v1/collections/${c}/aggregate?group_by=n`, each(404)],
+  ['getChanges', '/v1/collections/{c}/changes', ({ c }) => `/v1/collections/${c}/changes`, each(404)],
 ];
 
 // biome-ignore format: a table

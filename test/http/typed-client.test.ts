@@ -3,7 +3,7 @@
 // calls stop compiling or stop matching.
 import { expect } from 'chai';
 import createClient, { type Middleware } from 'openapi-fetch';
-import type { operations, paths } from '../../generated/openapi.ts';
+import type { components, operations, paths } from '../../generated/openapi.ts';
 import { describeEachBackend } from '../support/backends.ts';
 import { checkFetched } from '../support/contract.ts';
 import { startTestServer, TEST_PLAN, type TestServer } from '../support/server.ts';
@@ -75,6 +75,37 @@ describeEachBackend('a typed client generated from openapi.yaml', (backend) => {
     expect(again.error?.code).to.equal('conflict');
   });
 
+  it('pages changes, then reads their stream as JSON Lines, each line typed as a FeedMessage', async () => {
+    await api.POST('/v1/collections', { body: { name: 'streamed' } });
+    const path = { collection_name: 'streamed' };
+    await api.POST('/v1/collections/{collection_name}/rows', { params: { path }, body: [{ text: 'a' }, { text: 'b' }] });
+    const page = await api.GET('/v1/collections/{collection_name}/changes', { params: { path, query: { since: 0, limit: 1 } } });
+    // Typed by openapi.yaml: the page (its other forms, the streams, are strings), whose messages narrow on their type.
+    if (typeof page.data !== 'object') throw new Error('no page');
+    const [first] = page.data.changes;
+    expect(first?.type === 'insert' ? first.row : undefined).to.deep.equal({ id: 1, text: 'a' });
+    expect(page.data.next_since).to.equal(1);
+    // The stream: its items are FeedMessage (the itemSchema of /openapi.yaml?version=3.2; x-rowbase-item-schema here).
+    const response = await fetch(`${server.url}/v1/collections/streamed/changes?since=${page.data.next_since}`, {
+      headers: { Authorization: `Bearer ${key}`, Accept: 'application/jsonl' },
+    });
+    const seen: string[] = [];
+    const decoder = new TextDecoder();
+    let buffered = '';
+    for await (const chunk of response.body as AsyncIterable<Uint8Array>) {
+      buffered += decoder.decode(chunk, { stream: true });
+      const lines = buffered.split('\n');
+      buffered = lines.pop() as string;
+      for (const line of lines) {
+        const message = JSON.parse(line) as components['schemas']['FeedMessage'];
+        if (message.type === 'ready') seen.push(`ready ${message.seq}`);
+        else if (message.type === 'insert') seen.push(`insert ${message.row.id}`);
+      }
+      if (seen.length === 2) break;
+    }
+    expect(seen).to.deep.equal(['ready 2', 'insert 2']);
+  });
+
   it('calls every operation of openapi.yaml, each answered as declared', async () => {
     await api.POST('/v1/collections', { body: { name: 'every' } });
     const path = { collection_name: 'every' };
@@ -129,6 +160,8 @@ describeEachBackend('a typed client generated from openapi.yaml', (backend) => {
       deleteCollection: [() => api.DELETE('/v1/collections/{collection_name}', { params: { path: { collection_name: 'another' } } }), 204],
       insertRows: [() => api.POST('/v1/collections/{collection_name}/rows', { params: { path }, body: [{ text: 'a' }] }), 201],
       listRows: [() => api.GET('/v1/collections/{collection_name}/rows', { params: { path, query: { limit: 0 } } }), 200],
+      getChanges: [() => api.GET('/v1/collections/{collection_name}/changes', { params: { path, query: { limit: 1 } } }), 200],
+      headChanges: [() => api.HEAD('/v1/collections/{collection_name}/changes', { params: { path } }), 200],
       headRows: [() => api.HEAD('/v1/collections/{collection_name}/rows', { params: { path, query: { limit: 0 } } }), 200],
       listVersionedRows: [
         () => api.GET('/v1/collections/{collection_name}/versioned-rows', { params: { path, query: { limit: 0 } } }),

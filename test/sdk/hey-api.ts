@@ -27,6 +27,8 @@ export async function callEveryOperation(baseUrl: string, key: string, collectio
     insertRows: () => sdk.insertRows({ path, body: rows }),
     listRows: () => sdk.listRows({ path, query }),
     headRows: () => sdk.headRows({ path, query }),
+    getChanges: () => sdk.getChanges({ path, query: { limit: 1 } }),
+    headChanges: () => sdk.headChanges({ path }),
     listVersionedRows: () => sdk.listVersionedRows({ path, query }),
     headVersionedRows: () => sdk.headVersionedRows({ path, query }),
     queryRows: () => sdk.queryRows({ path, body: rowQuery }),

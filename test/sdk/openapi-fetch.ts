@@ -29,6 +29,8 @@ export async function callEveryOperation(baseUrl: string, key: string, collectio
     insertRows: () => api.POST('/v1/collections/{collection_name}/rows', { params: { path }, body: rows }),
     listRows: () => api.GET('/v1/collections/{collection_name}/rows', page),
     headRows: () => api.HEAD('/v1/collections/{collection_name}/rows', page),
+    getChanges: () => api.GET('/v1/collections/{collection_name}/changes', { params: { path, query: { limit: 1 } } }),
+    headChanges: () => api.HEAD('/v1/collections/{collection_name}/changes', { params: { path } }),
     listVersionedRows: () => api.GET('/v1/collections/{collection_name}/versioned-rows', page),
     headVersionedRows: () => api.HEAD('/v1/collections/{collection_name}/versioned-rows', page),
     queryRows: () => api.POST('/v1/collections/{collection_name}/query', { params: { path }, body: rowQuery }),

@@ -146,6 +146,7 @@ const statusOfCode: Record<string, number> = {
   precondition_failed: 412,
   payload_too_large: 413,
   unsupported_media_type: 415,
+  not_acceptable: 406,
   expectation_failed: 417,
   headers_too_large: 431,
   quota_exceeded: 429,

@@ -14,6 +14,7 @@ import { createLogger } from '../../src/log.ts';
 import { Grant } from '../../src/rules/access.ts';
 import { type CompiledRules, compileRules } from '../../src/rules/compile.ts';
 import { Delivery } from '../../src/ws/delivery.ts';
+import { WebSocketSink } from '../../src/ws/sinks.ts';
 import { type FeedCounts, Subscriber, type SubscriberOptions } from '../../src/ws/subscriber.ts';
 import { type EndUser, type FeedView, feedView } from '../../src/ws/view.ts';
 import { type FeedMessage, messageProblem } from '../support/feed.ts';
@@ -95,7 +96,7 @@ describe('a subscriber held to rules', () => {
       counts,
       log,
     };
-    const subscriber = new Subscriber(websocket, socket, options);
+    const subscriber = new Subscriber(new WebSocketSink(websocket, socket, log), options);
     subscriber.start(0);
     const received = async (count: number) => {
       while (messages.length < count + 1) await once(client, 'counted');

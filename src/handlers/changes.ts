@@ -1,0 +1,172 @@
+// A collection's changes over plain HTTP (openapi.yaml, getChanges; docs/feed.md, "Changes over plain
+// HTTP"): the feed's messages, from the same events table and checked as a subscription is
+// (ws/upgrade.ts, subscriptionOf), as a page, a long poll, or a stream of server-sent events or JSON
+// lines, which the feed serves as one of its subscribers (ws/feed.ts, openStream).
+import { createHash } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
+import { hashKey } from '../auth/keys.ts';
+import type { Store } from '../db/engine/store.ts';
+import { ApiError, collectionNotFound, gone, validationFailed } from '../errors.ts';
+import { credentialsOf } from '../http/authentication.ts';
+import { etagOf, ifNoneMatch } from '../http/conditional.ts';
+import type { Claims as RuleClaims } from '../rules/compile.ts';
+import { refusedFrom } from '../tokens/verifier.ts';
+import { Delivery } from '../ws/delivery.ts';
+import { type Encoding, jsonLines, serverSentEvents } from '../ws/encodings.ts';
+import { type Subscription, subscriptionOf } from '../ws/upgrade.ts';
+import type { EndUser } from '../ws/view.ts';
+import type { Deps, Handlers, Input, Result } from './types.ts';
+
+/** The rows a page reads at most (their JSON text), beside `limit`: the feed's page. */
+const PAGE_CHARS = 1024 * 1024;
+
+/** The forms of the changes, by the media type `Accept` picks, in the order a tie picks them. */
+const FORMS = { 'application/json': undefined, 'text/event-stream': serverSentEvents, 'application/jsonl': jsonLines } as const;
+type MediaType = keyof typeof FORMS;
+
+/** A page of changes that never changes may be kept by the client's caches; the last one may not. */
+const IMMUTABLE = 'private, max-age=31536000, immutable';
+/** What an answer depends on beside its URL: the form asked for, whose view it is, and (CORS) the page's origin. */
+const VARY = 'Accept, Authorization, X-Api-Key, Origin';
+
+export const changeHandlers: Handlers<'getChanges'> = {
+  async getChanges(input, { store, feed }) {
+    const { principal, path, query, headers, claims } = input;
+    const mediaType = acceptedForm(headers.accept);
+    const encoding = FORMS[mediaType];
+    const resumeFrom = encoding === serverSentEvents ? lastEventId(headers) : undefined;
+    // authenticate() has read the key and the token, once each: here they are only looked up again.
+    const { key, token } = credentialsOf({ headers, rawHeaders: [] });
+    const subscription = await subscriptionOf(store, principal, endUserOf(claims, token), {
+      collection: path.collection_name,
+      events: query.events,
+      filter: query.filter,
+      since: resumeFrom ?? query.since,
+      sinceName: resumeFrom === undefined ? 'since' : 'last-event-id',
+    });
+    if (encoding) {
+      return {
+        status: 200,
+        contentType: mediaType === 'text/event-stream' ? 'text/event-stream; charset=utf-8' : 'application/jsonl; charset=utf-8',
+        headers: { 'Cache-Control': 'no-store', 'X-Accel-Buffering': 'no', Vary: VARY },
+        stream: feed.openStream({ ...subscription, keyHash: hashKey(key as string) }, encoding as Encoding),
+      };
+    }
+    return answerPage(input, await longPoll(store, feed, subscription, query.limit, query.wait));
+  },
+};
+
+/** A page read: the messages' JSON, where the next starts, and whether it reached the latest seq. */
+interface PageRead {
+  texts: string[];
+  nextSince: number;
+  caughtUp: boolean;
+}
+
+/**
+ * The page after `subscription.since`; with `waitSeconds`, a page that would be caught up and empty
+ * waits for a change it shows, woken as the feed's sockets are (Feed.waitForChange), then is read again.
+ */
+async function longPoll(
+  store: Store,
+  feed: Deps['feed'],
+  subscription: Subscription,
+  limit: number,
+  waitSeconds: number,
+): Promise<PageRead> {
+  const deadline = Date.now() + waitSeconds * 1000;
+  let page = await readPage(store, subscription, subscription.since, limit);
+  while (page.caughtUp && page.texts.length === 0 && Date.now() < deadline) {
+    const { principal, collectionId, collection, kinds, view } = subscription;
+    await feed.waitForChange(
+      { accountId: principal.accountId, collectionId, collection, after: page.nextSince, kinds, view },
+      AbortSignal.timeout(deadline - Date.now()),
+    );
+    page = await readPage(store, subscription, page.nextSince, limit);
+  }
+  return page;
+}
+
+/**
+ * The messages of the events after `since`, `limit` events at most (and about PAGE_CHARS of rows), as
+ * the subscription's subscriber would get them (Delivery). Retained events have no gaps: one missing
+ * was pruned since the request was checked (410), or went with the collection (404).
+ */
+async function readPage(store: Store, subscription: Subscription, since: number, limit: number): Promise<PageRead> {
+  const { collectionId, collection, kinds, view } = subscription;
+  const latest = await store.latestSeq(collectionId);
+  if (latest === undefined) throw collectionNotFound(collection);
+  if (since >= latest) return { texts: [], nextSince: since, caughtUp: true };
+  const events = await store.readEvents(collectionId, { after: since, upTo: latest, limit, maxChars: PAGE_CHARS });
+  if (events[0]?.seq !== since + 1) {
+    if ((await store.latestSeq(collectionId)) === undefined) throw collectionNotFound(collection);
+    throw gone(
+      `Events after seq ${since} of ${collection} are no longer retained. Read the rows again, then read changes after their Rowbase-Seq.`,
+    );
+  }
+  const texts: string[] = [];
+  for (const event of events) {
+    if (!kinds.includes(event.type)) continue;
+    const text = new Delivery(collection, event).textFor(view);
+    if (text !== undefined) texts.push(text);
+  }
+  const nextSince = (events.at(-1) as (typeof events)[number]).seq;
+  return { texts, nextSince, caughtUp: nextSince >= latest };
+}
+
+/** A page, cached when it is not the last (its ETag, and 304 to an If-None-Match naming it). */
+function answerPage({ headers }: Input<'getChanges'>, { texts, nextSince, caughtUp }: PageRead): Result {
+  // The messages are JSON text already: placed in the answer as they are.
+  const body = `{"changes":[${texts.join(',')}],"next_since":${nextSince},"caught_up":${caughtUp}}`;
+  if (caughtUp) return { status: 200, body, contentType: 'application/json', headers: { 'Cache-Control': 'no-store', Vary: VARY } };
+  const version = createHash('sha256').update(body).digest('base64url').slice(0, 22);
+  const cached = { ETag: etagOf(version), 'Cache-Control': IMMUTABLE, Vary: VARY };
+  if (ifNoneMatch(headers)(version)) return { status: 304, headers: { ETag: cached.ETag } };
+  return { status: 200, body, contentType: 'application/json', headers: cached };
+}
+
+/** With a publishable key (`claims` defined), the end user the subscription is held to. */
+function endUserOf(claims: Input<'getChanges'>['claims'], token: string | undefined): Omit<EndUser, 'rules'> | undefined {
+  if (claims === undefined) return undefined;
+  if (claims === null || token === undefined) return { claims: null };
+  // A verified token's claims are JSON, as parsed from it.
+  return { token, claims: claims as RuleClaims, refusedFrom: refusedFrom(claims) };
+}
+
+/** `Last-Event-ID`, the seq an EventSource resumes after; undefined when absent. */
+function lastEventId(headers: IncomingHttpHeaders): number | undefined {
+  const value = headers['last-event-id'];
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string' || !/^(0|[1-9][0-9]{0,15})$/.test(value.trim())) {
+    throw validationFailed('Last-Event-ID is not a seq.', [{ in: 'header', name: 'last-event-id', message: 'must be a decimal integer' }]);
+  }
+  return Number(value.trim());
+}
+
+/**
+ * The form `Accept` picks (RFC 9110 §12.5.1): of the media types the changes are answered in, the one
+ * of the highest quality, a type named exactly before `type/*` before `*\/*`, ties in the order of
+ * FORMS; none, or no Accept: a page. 406 when it accepts none of them.
+ */
+function acceptedForm(accept: string | undefined): MediaType {
+  if (accept === undefined || accept.trim() === '') return 'application/json';
+  const ranges = accept.split(',').map((part) => {
+    const [range, ...parameters] = part.split(';').map((piece) => piece.trim().toLowerCase());
+    const q = parameters.find((parameter) => parameter.startsWith('q='));
+    const quality = q === undefined ? 1 : Number(q.slice(2));
+    return { range, quality: Number.isFinite(quality) ? quality : 0 };
+  });
+  let best: { type: MediaType; quality: number } | undefined;
+  for (const type of Object.keys(FORMS) as MediaType[]) {
+    const family = `${type.split('/')[0]}/*`;
+    const match =
+      ranges.find(({ range }) => range === type) ??
+      ranges.find(({ range }) => range === family) ??
+      ranges.find(({ range }) => range === '*/*');
+    if (match && match.quality > 0 && (!best || match.quality > best.quality)) best = { type, quality: match.quality };
+  }
+  if (!best) {
+    throw new ApiError('not_acceptable', `Accept names none of the forms of the changes: ${Object.keys(FORMS).join(', ')}.`);
+  }
+  return best.type;
+}

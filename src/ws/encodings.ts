@@ -1,0 +1,29 @@
+// How a feed message travels: as a WebSocket text frame on the feed's sockets, or, on the changes
+// streams over plain HTTP (handlers/changes.ts), as a server-sent event or a line of JSON Lines. Each
+// message is encoded once for every client it goes to in the same encoding (delivery.ts).
+import { textFrame } from './frames.ts';
+
+export interface Encoding {
+  /** Tells the encodings apart where messages encoded once are kept (delivery.ts). */
+  readonly name: 'websocket' | 'sse' | 'jsonl';
+  /**
+   * The bytes of the message whose JSON is `text` and whose type is `type`; `id`: the seq a client
+   * resumes after once it has handled the message (a server-sent event's `id`), when it has one.
+   */
+  encode(text: string, type: string, id?: number): Buffer;
+}
+
+export const websocketFrames: Encoding = { name: 'websocket', encode: (text) => textFrame(text) };
+
+/**
+ * A server-sent event (WHATWG HTML, "Server-sent events"): `id` the seq, so that `Last-Event-ID` resumes
+ * where the client stopped; `event` the message's type; `data` its JSON, one line (JSON.stringify
+ * escapes every line break).
+ */
+export const serverSentEvents: Encoding = {
+  name: 'sse',
+  encode: (text, type, id) => Buffer.from(`${id === undefined ? '' : `id: ${id}\n`}event: ${type}\ndata: ${text}\n\n`),
+};
+
+/** One message a line (JSON Lines). */
+export const jsonLines: Encoding = { name: 'jsonl', encode: (text) => Buffer.from(`${text}\n`) };

@@ -1,0 +1,267 @@
+// The changes over plain HTTP as streams (openapi.yaml, getChanges; docs/feed.md, "Changes over plain
+// HTTP"): server-sent events read and resumed as an EventSource does (test/support/changes.ts) and JSON
+// Lines, each message checked against asyncapi.yaml; catch-up then live with no gap and no duplicate
+// under concurrent writers, across a close by the server; bounded per account like feed sockets; ended
+// by a revoked key, a deleted collection and a shutdown.
+import { expect } from 'chai';
+import { describeEachBackend } from '../support/backends.ts';
+import { EventStream, eventually, LineStream } from '../support/changes.ts';
+import { Client } from '../support/client.ts';
+import { range, seqs } from '../support/feed.ts';
+import { startTestServer, TEST_PLAN, type TestServer } from '../support/server.ts';
+
+const changesUrl = (server: TestServer, collection: string, query: Record<string, string | number> = {}) =>
+  `${server.url}/v1/collections/${collection}/changes?${new URLSearchParams(Object.entries(query).map(([name, value]) => [name, String(value)]))}`;
+
+/**
+ * Writers that insert and update rows of `collection` at once, each on its own, until stop(): `text`
+ * in every row. Answers the seq of the last change they made.
+ */
+function writers(client: Client, collection: string, count: number, text: string) {
+  let stopped = false;
+  const rows = `/v1/collections/${collection}/rows`;
+  const loops = range(1, count).map(async (writer) => {
+    let last = 0;
+    for (let round = 0; !stopped; round++) {
+      const inserted = await client.post<{ id: number }[]>(
+        rows,
+        range(1, 20).map((n) => ({ writer, round, n, text })),
+      );
+      expect(inserted.status, inserted.text).to.equal(201);
+      const id = inserted.body[0].id;
+      const patched = await client.patch(`${rows}/${id}`, { patched: true });
+      expect(patched.status, patched.text).to.equal(200);
+      last = Math.max(last, id);
+    }
+    return last;
+  });
+  return {
+    async stop(): Promise<void> {
+      stopped = true;
+      await Promise.all(loops);
+    },
+  };
+}
+
+/** The collection's latest seq, from its last page of changes. */
+async function latestSeq(client: Client, collection: string): Promise<number> {
+  let since = 0;
+  for (;;) {
+    const page = await client.get<{ next_since: number; caught_up: boolean }>(
+      `/v1/collections/${collection}/changes?since=${since}&limit=1000`,
+    );
+    since = page.body.next_since;
+    if (page.body.caught_up) return since;
+  }
+}
+
+describeEachBackend('changes over plain HTTP: streams', (backend) => {
+  describe('server-sent events', () => {
+    it('catch up, go live, and resume with Last-Event-ID after the server drops a slow reader, with no gap and no duplicate under concurrent writers', async function () {
+      this.timeout(180_000);
+      const server = await startTestServer({ feedMaxBufferBytes: 64 * 1024 }, { backend });
+      try {
+        const client = await server.client();
+        await client.post('/v1/collections', { name: 'notes' });
+        await client.post(
+          '/v1/collections/notes/rows',
+          range(1, 50).map((n) => ({ n })),
+        );
+        const stream = await EventStream.open(changesUrl(server, 'notes', { since: 10 }), client.key as string);
+        expect(stream.status).to.equal(200);
+        await stream.seqReached(50);
+        expect(stream.messages[0]).to.deep.include({ type: 'ready', seq: 50 });
+        expect(stream.events[0].lastEventId, "ready's id: where the replay starts").to.equal('10');
+        expect(seqs(stream.changes)).to.deep.equal(range(11, 50));
+        expect(stream.events[1]).to.include({ type: 'insert', lastEventId: '11' });
+        // Live: writers at once, and a reader that stops reading until the server drops it.
+        const writing = writers(client, 'notes', 3, 'x'.repeat(8 * 1024));
+        stream.pause();
+        await eventually(() => server.feed.counts.slowConsumerCloses > 0, 'the server to drop the stream', 120_000);
+        stream.resume();
+        await stream.until(() => stream.connections > 1, 'a reconnection', 30_000);
+        // Written after the reconnection too.
+        await stream.seqReached((await latestSeq(client, 'notes')) + 40, 60_000);
+        await writing.stop();
+        const latest = await latestSeq(client, 'notes');
+        await stream.seqReached(latest, 60_000);
+        const got = seqs(stream.changes);
+        expect(got.length, 'no duplicate').to.equal(new Set(got).size);
+        expect(got, 'no gap').to.deep.equal(range(11, latest));
+        expect(stream.ends[0]).to.deep.equal({ status: 200, text: '' });
+        expect(stream.connections).to.be.at.least(2);
+        for (const event of stream.events.slice(1)) {
+          const message = JSON.parse(event.data);
+          if (message.type !== 'ready') expect(event.lastEventId).to.equal(String(message.seq));
+        }
+        stream.close();
+      } finally {
+        await server.stop();
+      }
+    });
+
+    it('send a heartbeat comment, X-Accel-Buffering: no, no-store and a retry hint', async () => {
+      const server = await startTestServer({ feedPingIntervalMs: 100 }, { backend });
+      try {
+        const client = await server.client();
+        await client.post('/v1/collections', { name: 'notes' });
+        const stream = await EventStream.open(changesUrl(server, 'notes'), client.key as string);
+        const { headers } = stream;
+        expect(headers['x-accel-buffering']).to.equal('no');
+        expect(headers['cache-control']).to.equal('no-store');
+        expect(headers['content-type']).to.equal('text/event-stream; charset=utf-8');
+        await stream.until(() => stream.comments.includes('heartbeat'), 'a heartbeat');
+        expect(stream.retryMs).to.equal(1000);
+        expect(stream.messages).to.deep.equal([{ type: 'ready', collection: 'notes', events: ['insert', 'update', 'delete'], seq: 0 }]);
+        stream.close();
+      } finally {
+        await server.stop();
+      }
+    });
+  });
+
+  describe('JSON Lines', () => {
+    it('catch up and go live with no gap and no duplicate under concurrent writers, and resume from since', async function () {
+      this.timeout(120_000);
+      const server = await startTestServer({}, { backend });
+      try {
+        const client = await server.client();
+        await client.post('/v1/collections', { name: 'notes' });
+        await client.post(
+          '/v1/collections/notes/rows',
+          range(1, 30).map((n) => ({ n })),
+        );
+        const first = await LineStream.open(changesUrl(server, 'notes', { since: 0, events: 'insert,update' }), client.key as string);
+        await first.seqReached(30);
+        const writing = writers(client, 'notes', 3, 'y');
+        await first.until(() => first.changes.length > 100, 'live changes');
+        first.close();
+        const resumeFrom = first.changes.at(-1)?.seq as number;
+        const second = await LineStream.open(
+          changesUrl(server, 'notes', { since: resumeFrom, events: 'insert,update' }),
+          client.key as string,
+        );
+        await second.until(() => second.changes.length > 50, 'live changes again');
+        await writing.stop();
+        const latest = await latestSeq(client, 'notes');
+        await second.seqReached(latest);
+        const got = [...seqs(first.changes), ...seqs(second.changes)];
+        expect(got, 'no gap, no duplicate').to.deep.equal(range(1, latest));
+        expect(second.messages[0]).to.deep.include({ type: 'ready' });
+        second.close();
+      } finally {
+        await server.stop();
+      }
+    });
+  });
+
+  describe('bounds', () => {
+    it('count with feed sockets toward the account’s places: one more is 429, a HEAD takes none for long', async () => {
+      const server = await startTestServer({ feedMaxSocketsPerAccount: 2 }, { backend });
+      try {
+        const client = await server.client();
+        await client.post('/v1/collections', { name: 'notes' });
+        const url = changesUrl(server, 'notes');
+        for (let i = 0; i < 3; i++) {
+          const head = await client.request('HEAD', '/v1/collections/notes/changes', { headers: { accept: 'text/event-stream' } });
+          expect(head.status).to.equal(200);
+          expect(head.headers.get('content-type')).to.equal('text/event-stream; charset=utf-8');
+        }
+        const streams = [await EventStream.open(url, client.key as string), await LineStream.open(url, client.key as string)];
+        await Promise.all(streams.map((stream) => stream.until(() => stream.messages.length > 0, 'ready')));
+        const third = await EventStream.open(url, client.key as string);
+        expect(third.status).to.equal(429);
+        await third.until(() => third.ends.length > 0, 'the refusal');
+        expect(JSON.parse(third.ends[0].text).code).to.equal('too_many_connections');
+        // A page is no stream: it takes no place.
+        expect((await client.get(`/v1/collections/notes/changes`)).status).to.equal(200);
+        streams[0].close();
+        const again = await waitForPlace(url, client.key as string);
+        expect(again.status).to.equal(200);
+        again.close();
+        streams[1].close();
+      } finally {
+        await server.stop();
+      }
+    });
+  });
+
+  describe('the end of a stream', () => {
+    it('comes when its key is revoked, and an EventSource then stops at the 401', async () => {
+      const server = await startTestServer({}, { backend });
+      try {
+        const revoked = await server.store.createKey('revoking', TEST_PLAN);
+        const owner = new Client(server.url, revoked.key);
+        await owner.post('/v1/collections', { name: 'notes' });
+        const stream = await EventStream.open(changesUrl(server, 'notes'), revoked.key);
+        await stream.until(() => stream.messages.length > 0, 'ready');
+        await server.store.revokeKey(revoked.prefix);
+        await stream.until(() => stream.ends.some((end) => end.status === 401), 'the 401 of the reconnection', 10_000);
+        expect(stream.comments).to.include('closed 4401 key revoked');
+        stream.close();
+      } finally {
+        await server.stop();
+      }
+    });
+
+    it('comes within a second of its key’s expiry', async () => {
+      const server = await startTestServer({}, { backend });
+      try {
+        const owner = await server.client('expiring');
+        await owner.post('/v1/collections', { name: 'notes' });
+        const expiresAt = Date.now() + 2500;
+        const { key } = await server.store.createKey('expiring', TEST_PLAN, {
+          scope: 'read',
+          expires_at: new Date(expiresAt).toISOString(),
+        });
+        const stream = await LineStream.open(changesUrl(server, 'notes'), key);
+        await stream.until(() => stream.messages.length > 0, 'ready');
+        await stream.until(() => stream.ends.length > 0, 'the end', 5000);
+        expect(Date.now()).to.be.at.least(expiresAt);
+        expect(Date.now() - expiresAt).to.be.below(1500);
+        stream.close();
+      } finally {
+        await server.stop();
+      }
+    });
+
+    it('comes after collection_deleted when the collection is deleted', async () => {
+      const server = await startTestServer({}, { backend });
+      try {
+        const client = await server.client();
+        await client.post('/v1/collections', { name: 'notes' });
+        const stream = await LineStream.open(changesUrl(server, 'notes'), client.key as string);
+        await stream.until(() => stream.messages.length > 0, 'ready');
+        expect((await client.delete('/v1/collections/notes')).status).to.equal(204);
+        await stream.until(() => stream.ends.length > 0, 'the end');
+        expect(stream.messages.at(-1)).to.deep.equal({ type: 'collection_deleted', collection: 'notes' });
+        stream.close();
+      } finally {
+        await server.stop();
+      }
+    });
+
+    it('comes when the server shuts down', async () => {
+      const server = await startTestServer({}, { backend });
+      const client = await server.client();
+      await client.post('/v1/collections', { name: 'notes' });
+      const stream = await EventStream.open(changesUrl(server, 'notes'), client.key as string);
+      await stream.until(() => stream.messages.length > 0, 'ready');
+      await server.stop();
+      await stream.until(() => stream.ends.length > 0, 'the end');
+      expect(stream.comments).to.include('closed 1001 server shutting down');
+      stream.close();
+    });
+  });
+});
+
+/** Opens a stream once the account has a place again (a closed stream gives it back when its connection closes). */
+async function waitForPlace(url: string, key: string): Promise<EventStream> {
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const stream = await EventStream.open(url, key);
+    if (stream.status === 200) return stream;
+    stream.close();
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  throw new Error('no place came free');
+}

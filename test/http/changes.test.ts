@@ -1,0 +1,273 @@
+// The changes over plain HTTP as pages and long polls (openapi.yaml, getChanges; docs/feed.md, "Changes
+// over plain HTTP"): the whole log paged equals what a feed socket gets, pages are cached but the last,
+// a long poll is woken by a change (on another instance too, on PostgreSQL), pruned history is 410, and
+// bad input is refused.
+import { expect } from 'chai';
+import { describeEachBackend } from '../support/backends.ts';
+import { EventStream, eventually } from '../support/changes.ts';
+import { Client } from '../support/client.ts';
+import { appKey, EndUser, tokenOf } from '../support/end-users.ts';
+import { FeedClient, type FeedMessage, range, seqs } from '../support/feed.ts';
+import { startTestServer, type TestServer } from '../support/server.ts';
+
+interface Page {
+  changes: FeedMessage[];
+  next_since: number;
+  caught_up: boolean;
+}
+
+const changesOf = (collection: string, query: Record<string, string | number> = {}) =>
+  `/v1/collections/${collection}/changes?${new URLSearchParams(Object.entries(query).map(([name, value]) => [name, String(value)]))}`;
+
+/** Every page from `since` until caught up, by `limit`. */
+async function pageAll(client: Client, collection: string, query: Record<string, string | number> = {}): Promise<FeedMessage[]> {
+  const messages: FeedMessage[] = [];
+  let since = Number(query.since ?? 0);
+  for (let pages = 0; pages < 10_000; pages++) {
+    const page = await client.get<Page>(changesOf(collection, { ...query, since }));
+    expect(page.status, page.text).to.equal(200);
+    messages.push(...page.body.changes);
+    expect(page.body.next_since).to.be.at.least(since);
+    since = page.body.next_since;
+    if (page.body.caught_up) return messages;
+  }
+  throw new Error('never caught up');
+}
+
+/** Inserts, updates and deletes rows of `collection`, some in batches: a log of every kind of event. */
+async function writeLog(client: Client, collection: string): Promise<void> {
+  const rows = `/v1/collections/${collection}/rows`;
+  await client.post(
+    rows,
+    range(1, 30).map((n) => ({ n, status: n % 3 === 0 ? 'open' : 'closed' })),
+  );
+  for (const id of range(1, 12))
+    expect((await client.patch(`${rows}/${id}`, { status: id % 2 === 0 ? 'open' : 'closed' })).status).to.equal(200);
+  for (const id of range(20, 25)) expect((await client.delete(`${rows}/${id}`)).status).to.equal(204);
+  await client.post(
+    rows,
+    range(31, 40).map((n) => ({ n, status: 'open' })),
+  );
+}
+
+describeEachBackend('changes over plain HTTP: pages and long polls', (backend) => {
+  let server: TestServer;
+  let client: Client;
+  before(async () => {
+    server = await startTestServer({}, { backend });
+    client = await server.client();
+    expect((await client.post('/v1/collections', { name: 'notes' })).status).to.equal(201);
+    await writeLog(client, 'notes');
+  });
+  after(() => server.stop());
+
+  describe('paging the whole log', () => {
+    const queries: Record<string, string>[] = [{}, { events: 'update,delete' }, { filter: JSON.stringify({ status: 'open' }) }];
+    for (const query of queries) {
+      it(`equals the feed's messages (${JSON.stringify(query)})`, async () => {
+        const feed = await FeedClient.open(server.url, client.key, { collection: 'notes', since: 0, ...query });
+        const latest = feed.ready.seq;
+        try {
+          await feed.until(
+            () => feed.changes.some((message) => 'seq' in message && message.seq === latest) || feed.changes.length > 0,
+            'the replay',
+          );
+          for (const limit of [1, 7, 1000]) {
+            const paged = await pageAll(client, 'notes', { ...query, limit });
+            // The feed's replay ends at ready.seq; wait for every message of it that paging found.
+            await feed.until(() => feed.changes.length >= paged.length, `${paged.length} messages`);
+            expect(paged, `limit ${limit}`).to.deep.equal(feed.changes.slice(0, paged.length));
+            expect(feed.changes.length).to.equal(paged.length);
+          }
+        } finally {
+          await feed.close();
+        }
+      });
+    }
+
+    it('answers nothing after the latest seq, caught up, and refuses a since ahead of it', async () => {
+      const last = await client.get<Page>(changesOf('notes', { since: 0, limit: 1000 }));
+      const latest = last.body.next_since;
+      const empty = await client.get<Page>(changesOf('notes', { since: latest }));
+      expect(empty.body).to.deep.equal({ changes: [], next_since: latest, caught_up: true });
+      const ahead = await client.get<{ errors: { name: string }[] }>(changesOf('notes', { since: latest + 1 }));
+      expect(ahead.status).to.equal(400);
+      expect(ahead.body.errors[0].name).to.equal('since');
+    });
+  });
+
+  describe('held to rules, with a publishable key and an end user', () => {
+    it('pages and streams what the feed sends the same end user: their rows, without the hidden fields', async () => {
+      const mine = { owner: { $auth: 'sub' } };
+      await client.post('/v1/collections', { name: 'owned' });
+      await client.put('/v1/collections/owned/rules', { read: mine, fields: { internal: { read: false } } });
+      const key = await appKey(client);
+      const token = await tokenOf('ada');
+      const rows = '/v1/collections/owned/rows';
+      await client.post(
+        rows,
+        range(1, 12).map((n) => ({ n, owner: n % 2 === 0 ? 'ada' : 'bob', internal: `secret ${n}` })),
+      );
+      for (const id of range(1, 6)) await client.patch(`${rows}/${id}`, { owner: id % 2 === 0 ? 'bob' : 'ada' });
+      for (const id of [7, 8]) await client.delete(`${rows}/${id}`);
+      const feed = await FeedClient.open(server.url, key, { collection: 'owned', since: 0, access_token: token });
+      try {
+        const ada = new EndUser(server.url, key, token);
+        const paged: FeedMessage[] = [];
+        let since = 0;
+        for (;;) {
+          const page = await ada.get<Page>(changesOf('owned', { since, limit: 4 }));
+          expect(page.status, page.text).to.equal(200);
+          paged.push(...page.body.changes);
+          since = page.body.next_since;
+          if (page.body.caught_up) break;
+        }
+        await feed.until(() => feed.changes.length >= paged.length, `${paged.length} messages`);
+        expect(paged).to.deep.equal(feed.changes);
+        expect(JSON.stringify(paged)).not.to.include('secret');
+        expect(paged.some((message) => message.type === 'update' && message.matches === false)).to.equal(true);
+        const stream = await EventStream.open(`${server.url}${changesOf('owned')}`, key, {
+          'x-api-key': key,
+          authorization: `Bearer ${token}`,
+        });
+        await stream.until(() => stream.changes.length >= paged.length, 'the replay');
+        expect(stream.changes).to.deep.equal(paged);
+        stream.close();
+      } finally {
+        await feed.close();
+      }
+    });
+  });
+
+  describe('caching', () => {
+    it('answers a full page with an ETag and immutable caching (304 for it), the last with no-store', async () => {
+      const first = await client.get<Page>(changesOf('notes', { since: 0, limit: 5 }));
+      expect(seqs(first.body.changes)).to.deep.equal(range(1, 5));
+      expect(first.body.caught_up).to.equal(false);
+      expect(first.headers.get('cache-control')).to.equal('private, max-age=31536000, immutable');
+      const etag = first.headers.get('etag') as string;
+      expect(etag).to.match(/^"[A-Za-z0-9_-]+"$/);
+      const again = await client.get(changesOf('notes', { since: 0, limit: 5 }), { headers: { 'if-none-match': etag } });
+      expect(again.status).to.equal(304);
+      expect(again.headers.get('etag')).to.equal(etag);
+      const last = await client.get<Page>(changesOf('notes', { since: first.body.next_since, limit: 1000 }));
+      expect(last.body.caught_up).to.equal(true);
+      expect(last.headers.get('cache-control')).to.equal('no-store');
+      expect(last.headers.has('etag')).to.equal(false);
+    });
+  });
+
+  describe('bad input', () => {
+    const refusals: [string, Record<string, string | number>, Record<string, string>, number, string?][] = [
+      ['a since that is no integer', { since: 'abc' }, {}, 400, 'since'],
+      ['a negative since', { since: -1 }, {}, 400, 'since'],
+      ['a since written loosely', { since: '1e3' }, {}, 400, 'since'],
+      ['a wait over 60', { wait: 61 }, {}, 400, 'wait'],
+      ['a limit of 0', { limit: 0 }, {}, 400, 'limit'],
+      ['a limit over 1000', { limit: 1001 }, {}, 400, 'limit'],
+      ['an unknown kind of event', { events: 'insert,upsert' }, {}, 400, 'events'],
+      ['a filter that is no JSON', { filter: '{status' }, {}, 400, 'filter'],
+      ['an unknown parameter', { collection: 'notes' }, {}, 400, 'collection'],
+      ['an Accept naming none of the forms', {}, { accept: 'text/html' }, 406],
+      ['an Accept refusing every form', {}, { accept: 'application/json;q=0, text/*;q=0, application/jsonl;q=0' }, 406],
+      ['a Last-Event-ID that is no seq', {}, { accept: 'text/event-stream', 'last-event-id': 'x' }, 400, 'last-event-id'],
+    ];
+    for (const [what, query, headers, status, name] of refusals) {
+      it(`refuses ${what} with ${status}`, async () => {
+        const answer = await client.get<{ errors?: { name: string }[]; code: string }>(changesOf('notes', query), { headers });
+        expect(answer.status, answer.text).to.equal(status);
+        if (name) expect(answer.body.errors?.map((error) => error.name)).to.include(name);
+        else expect(answer.body.code).to.equal('not_acceptable');
+      });
+    }
+
+    it('answers 404 for a collection that does not exist', async () => {
+      expect((await client.get(changesOf('nowhere'))).status).to.equal(404);
+    });
+
+    it('takes a browser Accept, or */*, for a page', async () => {
+      for (const accept of ['text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8', '*/*', 'application/*']) {
+        const page = await client.get<Page>(changesOf('notes', { limit: 1 }), { headers: { accept } });
+        expect(page.status, accept).to.equal(200);
+        expect(page.body.changes).to.have.length(1);
+      }
+    });
+  });
+
+  describe('a long poll', () => {
+    it('is woken by a change it shows, and not by one it does not', async () => {
+      await client.post('/v1/collections', { name: 'polled' });
+      const rows = '/v1/collections/polled/rows';
+      const startedAt = Date.now();
+      const poll = client.get<Page>(changesOf('polled', { since: 0, wait: 30, events: 'insert', filter: '{"n":2}' }));
+      // The poll follows the collection once the feed follows it for it.
+      await eventually(() => server.feed.collections > 0, 'the poll to wait');
+      expect((await client.post(rows, [{ n: 1 }])).status).to.equal(201);
+      expect((await client.post(rows, [{ n: 2 }])).status).to.equal(201);
+      const page = await poll;
+      expect(page.status).to.equal(200);
+      expect(page.body.changes.map((message) => 'row' in message && message.row)).to.deep.equal([{ id: 2, n: 2 }]);
+      expect(page.body).to.include({ next_since: 2, caught_up: true });
+      expect(Date.now() - startedAt).to.be.below(30_000);
+    });
+
+    it('answers an empty page once its time has passed', async () => {
+      await client.post('/v1/collections', { name: 'quiet' });
+      const startedAt = Date.now();
+      const page = await client.get<Page>(changesOf('quiet', { wait: 1 }));
+      expect(page.body).to.deep.equal({ changes: [], next_since: 0, caught_up: true });
+      expect(Date.now() - startedAt).to.be.within(900, 10_000);
+    });
+
+    it('answers at once when there are changes already', async () => {
+      const page = await client.get<Page>(changesOf('notes', { wait: 60, limit: 3 }));
+      expect(seqs(page.body.changes)).to.deep.equal([1, 2, 3]);
+    });
+  });
+
+  describe('pruned history', () => {
+    it('is 410 gone for a since whose next events were pruned', async () => {
+      const small = await startTestServer({ eventsRetainCount: 3 }, { backend });
+      try {
+        const owner = await small.client();
+        await owner.post('/v1/collections', { name: 'notes' });
+        await owner.post(
+          '/v1/collections/notes/rows',
+          range(1, 10).map((n) => ({ n })),
+        );
+        expect(await small.feed.pruner.runOnce()).to.equal(7);
+        for (const since of [0, 6]) {
+          const answer = await owner.get<{ code: string }>(changesOf('notes', { since }));
+          expect(answer.status, `since=${since}`).to.equal(410);
+          expect(answer.body.code).to.equal('gone');
+        }
+        const kept = await owner.get<Page>(changesOf('notes', { since: 7 }));
+        expect(seqs(kept.body.changes)).to.deep.equal([8, 9, 10]);
+      } finally {
+        await small.stop();
+      }
+    });
+  });
+
+  if (backend === 'postgres') {
+    describe('on several instances', () => {
+      it('a long poll on one is woken by a change written on another', async () => {
+        const other = await startTestServer({}, { backend, database: { url: server.databaseUrl, drop: async () => {} } });
+        try {
+          await client.post('/v1/collections', { name: 'shared' });
+          const poll = client.get<Page>(changesOf('shared', { wait: 30 }));
+          await eventually(() => server.feed.collections > 0, 'the poll to wait');
+          // Written on the other instance, with a key of the same account.
+          const created = await client.post<{ key: string }>('/v1/keys', { scope: 'write' });
+          expect(created.status, created.text).to.equal(201);
+          const writer = new Client(other.url, created.body.key);
+          expect((await writer.post('/v1/collections/shared/rows', [{ n: 1 }])).status).to.equal(201);
+          const page = await poll;
+          expect(seqs(page.body.changes)).to.deep.equal([1]);
+        } finally {
+          await other.close();
+        }
+      });
+    });
+  }
+});
