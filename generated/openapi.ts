@@ -500,6 +500,105 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/collections/{collection_name}/relations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
+                 * @example notes
+                 */
+                collection_name: components["parameters"]["CollectionNamePath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a collection's relations.
+         * @description Every relation of the collection, both directions: the to-one relations declared of it, in the
+         *     order they were declared, then the to-many reverses of those other collections (or itself)
+         *     declared naming it with a `reverse`.
+         */
+        get: operations["listRelations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        /**
+         * `GET /v1/collections/{collection_name}/relations` without the body.
+         * @description The status and headers `GET /v1/collections/{collection_name}/relations` answers, without the body
+         *     (RFC 9110 §9.3.2): counted toward the plan, as GET is.
+         */
+        head: operations["headRelations"];
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/collections/{collection_name}/relations/{relation_name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
+                 * @example notes
+                 */
+                collection_name: components["parameters"]["CollectionNamePath"];
+                /**
+                 * @description The relation's name (`Relation.name`).
+                 * @example author
+                 */
+                relation_name: components["parameters"]["RelationNamePath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Read one of a collection's relations.
+         * @description The relation of that name, a to-one declared of the collection or a to-many reverse; `404` for none.
+         */
+        get: operations["getRelation"];
+        /**
+         * Declare a to-one relation of the collection, and its reverse.
+         * @description Declares the relation `relation_name` of the collection: its top-level `field` holds the id of a
+         *     row of `collection` (or null, or nothing), and deleting that row does `on_delete` to it (`restrict`
+         *     by default: `409`, nothing deleted; `cascade`: the rows naming it are deleted in the same
+         *     transaction, each with its `delete` event; `set_null`: their field becomes null, each with its
+         *     `update` event). `reverse` names the to-many relation of `collection` back to these rows (for
+         *     `expand`). A declaration of an existing name replaces it. The field gets a sort index, as
+         *     `listRows` makes one, so that the rows naming a row are found through it.
+         *
+         *     `400`, naming the place, for: a `collection` that does not exist, a `field`, name or `reverse`
+         *     that is not a plain name (letters, digits and `_`, not starting with a digit, 63 at most; not
+         *     `id`), a name or `reverse` either collection uses for another relation, a field another relation
+         *     of the collection holds, more than 16 relations of either collection (both directions counted),
+         *     and a `cascade` that would come back to the collection it starts from (to itself, or through
+         *     others). `409 schema_conflict` when stored rows of the collection hold, in `field`, anything but
+         *     null or the id of a row of `collection` that exists: its `violations` list them (100 at most),
+         *     `total` counts them, and nothing changes. Holds both collections while it reads their rows: their
+         *     writes wait, their reads go on.
+         */
+        put: operations["putRelation"];
+        post?: never;
+        /**
+         * Remove a to-one relation of the collection, and its reverse.
+         * @description The relation, declared of this collection, is gone with its reverse; the values of its field stay
+         *     as they are, and are no longer checked. `404` when the collection declares no relation of that name
+         *     (a reverse is removed with the relation it belongs to).
+         */
+        delete: operations["deleteRelation"];
+        options?: never;
+        /**
+         * `GET /v1/collections/{collection_name}/relations/{relation_name}` without the body.
+         * @description The status and headers `GET /v1/collections/{collection_name}/relations/{relation_name}` answers,
+         *     without the body (RFC 9110 §9.3.2): counted toward the plan, as GET is.
+         */
+        head: operations["headRelation"];
+        patch?: never;
+        trace?: never;
+    };
     "/v1/collections/{collection_name}/rows": {
         parameters: {
             query?: never;
@@ -1524,6 +1623,8 @@ export interface components {
              */
             created_at: string;
             name: components["schemas"]["CollectionName"];
+            /** @description Its relations, both directions, as `listRelations` answers them (on `getCollection`). */
+            relations?: components["schemas"]["Relation"][];
             /** @description How many rows it holds. */
             row_count: number;
             schema?: components["schemas"]["RowSchemaOrNone"];
@@ -2100,6 +2201,14 @@ export interface components {
         NotFoundProblem: {
             code?: components["schemas"]["NotFoundCode"];
         } & components["schemas"]["Problem"];
+        /**
+         * @description What deleting a row does to the rows whose field names it: `restrict` refuses the delete (`409`,
+         *     nothing deleted); `cascade` deletes them too, in the same transaction, each with its `delete` event
+         *     (and what deleting them does in turn); `set_null` sets their field to null, each with its `update`
+         *     event.
+         * @enum {string}
+         */
+        OnDelete: "restrict" | "cascade" | "set_null";
         /** @description One field of an order, and its direction. */
         OrderKey: {
             direction?: components["schemas"]["SortOrder"];
@@ -2246,6 +2355,44 @@ export interface components {
         QueryTimeoutProblem: {
             code?: components["schemas"]["QueryTimeoutCode"];
         } & components["schemas"]["Problem"];
+        /**
+         * @description A relation of a collection. `to_one`: declared of it, its `field` holds the id of a row of
+         *     `collection`. `to_many`: the reverse of a to-one relation `reverse` of `collection`, whose rows'
+         *     `field` holds the ids of this collection's rows. `on_delete` is what deleting the named row does
+         *     to the rows naming it.
+         * @example {
+         *       "name": "author",
+         *       "kind": "to_one",
+         *       "collection": "people",
+         *       "field": "author_id",
+         *       "on_delete": "restrict",
+         *       "reverse": "posts"
+         *     }
+         */
+        Relation: {
+            collection: components["schemas"]["CollectionName"];
+            field: components["schemas"]["RelationName"];
+            /** @enum {string} */
+            kind: "to_one" | "to_many";
+            name: components["schemas"]["RelationName"];
+            on_delete: components["schemas"]["OnDelete"];
+            /** @description `to_one`: the name of its reverse, null for none; `to_many`: the name of the to-one relation it is the reverse of. */
+            reverse: string | null;
+        };
+        /** @description A to-one relation as it is declared (`putRelation`). */
+        RelationDeclaration: {
+            collection: components["schemas"]["CollectionName"];
+            field: components["schemas"]["RelationName"];
+            on_delete?: components["schemas"]["OnDelete"];
+            /** @description The name (a `RelationName`) of the to-many relation of `collection` back to these rows; none when null or absent. */
+            reverse?: string | null;
+        };
+        /**
+         * @description A relation's name, or a field holding one's ids: a plain name, letters, digits and `_`, not
+         *     starting with a digit, 63 characters at most; never `id`.
+         * @example author
+         */
+        RelationName: string;
         /**
          * @description A stored row, with its `id` and the client's fields.
          * @example {
@@ -3840,6 +3987,11 @@ export interface components {
          */
         OrderBy: string;
         /**
+         * @description The relation's name (`Relation.name`).
+         * @example author
+         */
+        RelationNamePath: components["schemas"]["RelationName"];
+        /**
          * @description The rows to change: a filter of the filter language, as `filter` of `GET …/rows` takes it
          *     (docs/api.md, "Filters"). Required: `{}` matches every row. One that does not parse is `400
          *     validation_failed`, its error naming `filter`.
@@ -5265,6 +5417,278 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["QueryTimeout"];
             default: components["responses"]["Error"];
+        };
+    };
+    listRelations: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
+                 * @example notes
+                 */
+                collection_name: components["parameters"]["CollectionNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The collection's relations. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Relation"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Error"];
+        };
+    };
+    headRelations: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
+                 * @example notes
+                 */
+                collection_name: components["parameters"]["CollectionNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOkMetered"];
+            default: components["responses"]["HeadProblem"];
+        };
+    };
+    getRelation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
+                 * @example notes
+                 */
+                collection_name: components["parameters"]["CollectionNamePath"];
+                /**
+                 * @description The relation's name (`Relation.name`).
+                 * @example author
+                 */
+                relation_name: components["parameters"]["RelationNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The relation. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Relation"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Error"];
+        };
+    };
+    putRelation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this request safe (draft-ietf-httpapi-idempotency-key-header): a key of the
+                 *     client's choosing, unique to the request, such as a UUID, 1 to 255 printable ASCII characters,
+                 *     sent bare or as a Structured Field String (`"…"`, RFC 8941). The first request with a key is
+                 *     processed, and its answer (status, headers, body) stored for the account, in the same
+                 *     transaction as its change, for 24 hours (`ROWBASE_IDEMPOTENCY_KEY_SECONDS`). A retry with the same
+                 *     key and the same request (method, path, query and body) gets that answer again, with
+                 *     `Idempotent-Replayed: true`, and writes nothing, sends no event. The same key with another
+                 *     request is `422 idempotency_key_reused`; a retry while the first request is still running (on any
+                 *     instance) `409 idempotency_key_in_use`. A request that fails (any `4xx` or `5xx`) writes nothing
+                 *     and stores no answer: its retry runs again. Keys are the account's: another account's same key
+                 *     is another key. An API key limited to some collections (`Key.collections`) has requests of its
+                 *     own: the answer another API key of the account stored under the same Idempotency-Key is for
+                 *     another request (`422`), so that a limited key is never shown a change it may not see. An empty key, a longer one, one of other characters, or two `Idempotency-Key`
+                 *     headers are `400 validation_failed`, its error naming the header. A replay counts toward the plan
+                 *     as any request.
+                 * @example 8e03978e-40d5-43e8-bc93-6894a57f9324
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
+                 * @example notes
+                 */
+                collection_name: components["parameters"]["CollectionNamePath"];
+                /**
+                 * @description The relation's name (`Relation.name`).
+                 * @example author
+                 */
+                relation_name: components["parameters"]["RelationNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "field": "author_id",
+                 *       "collection": "people",
+                 *       "on_delete": "restrict",
+                 *       "reverse": "posts"
+                 *     }
+                 */
+                "application/json": components["schemas"]["RelationDeclaration"];
+            };
+        };
+        responses: {
+            /** @description The relation, now declared. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Relation"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["SchemaConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Error"];
+        };
+    };
+    deleteRelation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this request safe (draft-ietf-httpapi-idempotency-key-header): a key of the
+                 *     client's choosing, unique to the request, such as a UUID, 1 to 255 printable ASCII characters,
+                 *     sent bare or as a Structured Field String (`"…"`, RFC 8941). The first request with a key is
+                 *     processed, and its answer (status, headers, body) stored for the account, in the same
+                 *     transaction as its change, for 24 hours (`ROWBASE_IDEMPOTENCY_KEY_SECONDS`). A retry with the same
+                 *     key and the same request (method, path, query and body) gets that answer again, with
+                 *     `Idempotent-Replayed: true`, and writes nothing, sends no event. The same key with another
+                 *     request is `422 idempotency_key_reused`; a retry while the first request is still running (on any
+                 *     instance) `409 idempotency_key_in_use`. A request that fails (any `4xx` or `5xx`) writes nothing
+                 *     and stores no answer: its retry runs again. Keys are the account's: another account's same key
+                 *     is another key. An API key limited to some collections (`Key.collections`) has requests of its
+                 *     own: the answer another API key of the account stored under the same Idempotency-Key is for
+                 *     another request (`422`), so that a limited key is never shown a change it may not see. An empty key, a longer one, one of other characters, or two `Idempotency-Key`
+                 *     headers are `400 validation_failed`, its error naming the header. A replay counts toward the plan
+                 *     as any request.
+                 * @example 8e03978e-40d5-43e8-bc93-6894a57f9324
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
+                 * @example notes
+                 */
+                collection_name: components["parameters"]["CollectionNamePath"];
+                /**
+                 * @description The relation's name (`Relation.name`).
+                 * @example author
+                 */
+                relation_name: components["parameters"]["RelationNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The relation is gone. */
+            204: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyKeyInUse"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Error"];
+        };
+    };
+    headRelation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
+                 * @example notes
+                 */
+                collection_name: components["parameters"]["CollectionNamePath"];
+                /**
+                 * @description The relation's name (`Relation.name`).
+                 * @example author
+                 */
+                relation_name: components["parameters"]["RelationNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOkMetered"];
+            default: components["responses"]["HeadProblem"];
         };
     };
     listRows: {

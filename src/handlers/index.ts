@@ -2,6 +2,7 @@ import { authHandlers } from './auth.ts';
 import { batchHandlers } from './batch.ts';
 import { collectionHandlers } from './collections.ts';
 import { keyHandlers } from './keys.ts';
+import { relationHandlers } from './relations.ts';
 import { rowHandlers } from './rows.ts';
 import { ruleHandlers } from './rules.ts';
 import { serviceHandlers } from './service.ts';
@@ -20,4 +21,5 @@ export const handlers: Handlers<OperationId> = {
   ...webhookHandlers,
   ...authHandlers,
   ...ruleHandlers,
+  ...relationHandlers,
 };

@@ -87,6 +87,13 @@ export async function callEveryOperation(baseUrl: string, key: string, collectio
     headCollectionRules: () => api.headCollectionRules(collection, options),
     checkCollectionRules: () => api.checkCollectionRules(collection, { operation: 'read', claims: null, row: {} }, options),
     deleteCollectionRules: () => api.deleteCollectionRules(collection, options),
+    putRelation: () =>
+      api.putRelation(collection, 'parent', { field: 'parent_id', collection, on_delete: 'set_null', reverse: 'children' }, options),
+    listRelations: () => api.listRelations(collection, options),
+    headRelations: () => api.headRelations(collection, options),
+    getRelation: () => api.getRelation(collection, 'parent', options),
+    headRelation: () => api.headRelation(collection, 'parent', options),
+    deleteRelation: () => api.deleteRelation(collection, 'parent', options),
     getAccountOpenApi: () => api.getAccountOpenApi(options),
     headAccountOpenApi: () => api.headAccountOpenApi(options),
     getAccountAsyncApi: () => api.getAccountAsyncApi(options),

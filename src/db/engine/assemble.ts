@@ -29,7 +29,8 @@ import { accountPlan, listPlans, setPlan } from '../accounts/plans.ts';
 import { PrincipalCache } from '../accounts/principals.ts';
 import { addEndUserCounts, addUsage, pruneEndUserCounts, readUsage } from '../accounts/usage.ts';
 import { type AccountIssuers, deleteIssuer, getIssuer, listIssuers, putIssuer } from '../auth/issuers.ts';
-import { createCollection, deleteCollection, getCollection, listCollectionContracts, listCollections } from '../collections/collections.ts';
+import { createCollection, getCollection, listCollectionContracts, listCollections } from '../collections/collections.ts';
+import { deleteCollection } from '../collections/deletion.ts';
 import { createIndex, deleteIndex, listIndexes } from '../collections/indexes.ts';
 import { deleteSchema, getSchema, putSchema } from '../collections/schemas.ts';
 import { searchFilter } from '../collections/search-indexes.ts';
@@ -37,6 +38,7 @@ import { feedStart, latestSeq, readEvents } from '../events/events.ts';
 import { collectionsAfter, pruneEventBatch } from '../events/retention.ts';
 import type { AggregateResult } from '../reads/aggregates.ts';
 import type { Page, RowsPage } from '../reads/pages.ts';
+import { deleteRelation, getRelation, listRelations, putRelation } from '../relations/relations.ts';
 import type { BatchOperation, BatchOptions, BatchResult } from '../rows/batch.ts';
 import type { CollectionReader } from '../rows/exports.ts';
 import { findOnce, pruneOnceBatch } from '../rows/idempotency.ts';
@@ -244,6 +246,10 @@ const shared = {
   getRules,
   putRules,
   deleteRules,
+  listRelations,
+  getRelation,
+  putRelation,
+  deleteRelation,
   /** Answers when the database does. */
   ping: async ({ query }: Dialect) => {
     await query('select 1', []);

@@ -39,7 +39,7 @@ export const recordOnceSql = `insert into idempotency_keys (account_id, key, req
 /** The rows of one page of an export at most: a bound on what the command holds at once. */
 export const EXPORT_PAGE_ROWS = 1000;
 /** The collection as an export describes it, read in the export's snapshot. */
-export const exportedCollectionSql = `select c.id, c.name, c.created_at, c.row_count, c.last_row_id, c.last_seq, s.schema, c.rules
+export const exportedCollectionSql = `select c.id, c.name, c.created_at, c.row_count, c.last_row_id, c.last_seq, nullif(s.schema, '') as schema, c.rules
   from collections c left join collection_schemas s on s.id = c.schema_id where c.account_id = ? and c.name = ?`;
 /** The collection's declared indexes, in the order they were made. */
 export const exportedIndexesSql = 'select fields, is_unique, is_search from collection_indexes where collection_id = ? order by id';
