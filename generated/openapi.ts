@@ -769,6 +769,10 @@ export interface paths {
          *     With `If-None-Match` naming the row's `ETag` (or `*`), the answer is `304 Not Modified`, with the
          *     `ETag` and no body: the client's copy is current (RFC 9110 §13.1.2; weak comparison, so
          *     `W/"3.7"` matches too). An absent row is `404` whatever `If-None-Match` says.
+         *
+         *     With `expand`, the rows related to it are in its member `_expand`, read in one snapshot with it
+         *     (docs/relations.md); `If-None-Match` is then not read (its `ETag` is the row's own version, which
+         *     the related rows do not move).
          */
         get: operations["getRow"];
         put?: never;
@@ -1729,6 +1733,93 @@ export interface components {
          * @example 20
          */
         EndUserRate: number | null;
+        /**
+         * @description The member `_expand` of a row answered with `expand` (docs/relations.md): by relation name, a to-one
+         *     relation's row (null when the row names none, names one that is gone, or one the caller may not
+         *     read) and a to-many relation's rows (an array, at most its limit). `$cut` lists the to-many
+         *     relations whose rows were more than the limit. No stored field is named `_expand`: a write holding
+         *     it is a `400`; a row stored with one before answers it as stored when `expand` is not asked for,
+         *     and never as an expansion.
+         */
+        Expanded: {
+            $cut?: string[];
+        } & {
+            [key: string]: components["schemas"]["ExpandedValue"];
+        };
+        /** @description null, for a to-one relation naming no row the caller may read. */
+        ExpandedNone: Record<string, never> | null;
+        /** @description A related row, as `Row` (its own `_expand` when the expansion goes deeper). */
+        ExpandedRow: {
+            id: components["schemas"]["RowId"];
+        } & {
+            [key: string]: unknown;
+        };
+        /** @description A to-many relation's rows. */
+        ExpandedRows: components["schemas"]["ExpandedRow"][];
+        /** @description One relation expanded into a row, a to-one's row or null, or a to-many's rows. */
+        ExpandedValue: components["schemas"]["ExpandedRow"] | components["schemas"]["ExpandedRows"] | components["schemas"]["ExpandedNone"];
+        /**
+         * @description How one relation is expanded. `filter`, `order` and `limit` only for a to-many relation: the related
+         *     rows kept, their order (by id when absent) and how many of each row at most (10 when absent, 100 at
+         *     most; a list cut short is named in `$cut` of `_expand`). `select`: the fields answered of each related
+         *     row (`id` and its own `_expand` always). `expand`: the relations of the related rows to expand in
+         *     turn.
+         */
+        ExpandOptions: {
+            /** @description The relations of the related rows to expand, the second level. */
+            expand?: {
+                [key: string]: components["schemas"]["ExpandOptions2"];
+            };
+            filter?: components["schemas"]["Filter"];
+            limit?: number;
+            order?: components["schemas"]["OrderKey"][];
+            select?: string[];
+        };
+        /** @description An expansion of the second level, as `ExpandOptions`. */
+        ExpandOptions2: {
+            /** @description The relations of the related rows to expand, the third and last level. */
+            expand?: {
+                [key: string]: components["schemas"]["ExpandOptions3"];
+            };
+            filter?: components["schemas"]["Filter"];
+            limit?: number;
+            order?: components["schemas"]["OrderKey"][];
+            select?: string[];
+        };
+        /** @description An expansion of the third and last level, as `ExpandOptions` without `expand`. */
+        ExpandOptions3: {
+            filter?: components["schemas"]["Filter"];
+            limit?: number;
+            order?: components["schemas"]["OrderKey"][];
+            select?: string[];
+        };
+        /**
+         * @description Relations of the collection to expand into each row answered, by name (docs/relations.md), 3 deep
+         *     at most (`ExpandOptions`, `ExpandOptions2`, `ExpandOptions3`: a fourth is a `400` naming it): each
+         *     related row, or list of rows, sits in the row's member `_expand` (`Expanded`). A name that is no
+         *     relation of its collection is a `400` naming it.
+         * @example {
+         *       "author": {},
+         *       "comments": {
+         *         "order": [
+         *           {
+         *             "field": "id",
+         *             "direction": "desc"
+         *           }
+         *         ],
+         *         "limit": 5,
+         *         "select": [
+         *           "text"
+         *         ],
+         *         "expand": {
+         *           "author": {}
+         *         }
+         *       }
+         *     }
+         */
+        ExpandQuery: {
+            [key: string]: components["schemas"]["ExpandOptions"];
+        };
         /** @description A field's own rules; one left out follows the row's rule of the operation. */
         FieldRules: {
             read?: components["schemas"]["Rule"];
@@ -2174,12 +2265,15 @@ export interface components {
             scope?: components["schemas"]["KeyScope"];
         };
         /**
-         * @description A row to insert. Any top-level field name and any JSON value is the client's, except `id`; `__proto__` and `constructor` are field names like any other.
+         * @description A row to insert. Any top-level field name and any JSON value is the client's, except `id` and
+         *     `_expand`; `__proto__` and `constructor` are field names like any other.
          * @example {
          *       "text": "hello"
          *     }
          */
         NewRow: {
+            /** @description Not accepted (`400`): reserved for the rows an answer expands into a row (`expand`, docs/relations.md). */
+            _expand?: unknown;
             /** @description Not accepted; the service assigns ids. */
             id?: unknown;
         } & {
@@ -2372,8 +2466,7 @@ export interface components {
         Relation: {
             collection: components["schemas"]["CollectionName"];
             field: components["schemas"]["RelationName"];
-            /** @enum {string} */
-            kind: "to_one" | "to_many";
+            kind: components["schemas"]["RelationKind"];
             name: components["schemas"]["RelationName"];
             on_delete: components["schemas"]["OnDelete"];
             /** @description `to_one`: the name of its reverse, null for none; `to_many`: the name of the to-one relation it is the reverse of. */
@@ -2388,19 +2481,26 @@ export interface components {
             reverse?: string | null;
         };
         /**
+         * @description `to_one`: declared of the collection; `to_many`: the reverse of one declared of another (or itself).
+         * @enum {string}
+         */
+        RelationKind: "to_one" | "to_many";
+        /**
          * @description A relation's name, or a field holding one's ids: a plain name, letters, digits and `_`, not
          *     starting with a digit, 63 characters at most; never `id`.
          * @example author
          */
         RelationName: string;
         /**
-         * @description A stored row, with its `id` and the client's fields.
+         * @description A stored row, with its `id` and the client's fields; answered with `expand`, also `_expand`, the
+         *     rows related to it (`Expanded`).
          * @example {
          *       "id": 1,
          *       "text": "hello"
          *     }
          */
         Row: {
+            _expand?: components["schemas"]["Expanded"];
             id: components["schemas"]["RowId"];
         } & {
             [key: string]: unknown;
@@ -2444,12 +2544,14 @@ export interface components {
         /** @description Rows, in order. */
         RowList: components["schemas"]["Row"][];
         /**
-         * @description The fields to change; at least one. `id` cannot be changed.
+         * @description The fields to change; at least one. `id` cannot be changed, and `_expand` is reserved.
          * @example {
          *       "text": "hello again"
          *     }
          */
         RowPatch: {
+            /** @description Not accepted (`400`): reserved for the rows an answer expands into a row (`expand`, docs/relations.md). */
+            _expand?: unknown;
             /** @description Not accepted; ids never change. */
             id?: unknown;
         } & {
@@ -2460,6 +2562,7 @@ export interface components {
             /** @description The cursor of the page to follow (`next` of a page of the same query). */
             after?: string;
             count?: components["schemas"]["CountMode"];
+            expand?: components["schemas"]["ExpandQuery"];
             filter?: components["schemas"]["Filter"];
             /** @description The most rows to answer; 100 when absent. */
             limit?: number;
@@ -3897,6 +4000,16 @@ export interface components {
          * @example 1
          */
         DeliveryIdPath: number;
+        /**
+         * @description Relations of the collection to expand into each row answered, comma-separated; a dotted name
+         *     expands a relation of the related rows (`comments.author`), 3 deep at most. The related rows sit
+         *     in the row's member `_expand` (`Expanded`), read in the page's own snapshot: a to-one relation's
+         *     row, or null (none named, or one the caller may not read); a to-many relation's rows, ordered by id,
+         *     10 of each row at most (`POST …/query` chooses a filter, an order, a limit up to 100 and the
+         *     fields of each). A name that is no relation of its collection, or deeper than 3, is a `400` naming it.
+         * @example author,comments
+         */
+        ExpandParameter: string;
         /**
          * @description The rows to keep: a filter of the filter language (docs/api.md, "Filters") as JSON text,
          *     URL-encoded; at most 4 KiB, 8 levels deep and 32 conditions. Each member of a filter object
@@ -5707,6 +5820,16 @@ export interface operations {
                  */
                 count?: components["parameters"]["CountParameter"];
                 /**
+                 * @description Relations of the collection to expand into each row answered, comma-separated; a dotted name
+                 *     expands a relation of the related rows (`comments.author`), 3 deep at most. The related rows sit
+                 *     in the row's member `_expand` (`Expanded`), read in the page's own snapshot: a to-one relation's
+                 *     row, or null (none named, or one the caller may not read); a to-many relation's rows, ordered by id,
+                 *     10 of each row at most (`POST …/query` chooses a filter, an order, a limit up to 100 and the
+                 *     fields of each). A name that is no relation of its collection, or deeper than 3, is a `400` naming it.
+                 * @example author,comments
+                 */
+                expand?: components["parameters"]["ExpandParameter"];
+                /**
                  * @description The rows to keep: a filter of the filter language (docs/api.md, "Filters") as JSON text,
                  *     URL-encoded; at most 4 KiB, 8 levels deep and 32 conditions. Each member of a filter object
                  *     names a field (a top-level name, or a dotted path into nested objects, `.` and `\` in a name
@@ -6019,6 +6142,16 @@ export interface operations {
                  */
                 count?: components["parameters"]["CountParameter"];
                 /**
+                 * @description Relations of the collection to expand into each row answered, comma-separated; a dotted name
+                 *     expands a relation of the related rows (`comments.author`), 3 deep at most. The related rows sit
+                 *     in the row's member `_expand` (`Expanded`), read in the page's own snapshot: a to-one relation's
+                 *     row, or null (none named, or one the caller may not read); a to-many relation's rows, ordered by id,
+                 *     10 of each row at most (`POST …/query` chooses a filter, an order, a limit up to 100 and the
+                 *     fields of each). A name that is no relation of its collection, or deeper than 3, is a `400` naming it.
+                 * @example author,comments
+                 */
+                expand?: components["parameters"]["ExpandParameter"];
+                /**
                  * @description The rows to keep: a filter of the filter language (docs/api.md, "Filters") as JSON text,
                  *     URL-encoded; at most 4 KiB, 8 levels deep and 32 conditions. Each member of a filter object
                  *     names a field (a top-level name, or a dotted path into nested objects, `.` and `\` in a name
@@ -6161,7 +6294,18 @@ export interface operations {
     };
     getRow: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description Relations of the collection to expand into each row answered, comma-separated; a dotted name
+                 *     expands a relation of the related rows (`comments.author`), 3 deep at most. The related rows sit
+                 *     in the row's member `_expand` (`Expanded`), read in the page's own snapshot: a to-one relation's
+                 *     row, or null (none named, or one the caller may not read); a to-many relation's rows, ordered by id,
+                 *     10 of each row at most (`POST …/query` chooses a filter, an order, a limit up to 100 and the
+                 *     fields of each). A name that is no relation of its collection, or deeper than 3, is a `400` naming it.
+                 * @example author,comments
+                 */
+                expand?: components["parameters"]["ExpandParameter"];
+            };
             header?: {
                 /**
                  * @description `304 Not Modified` when the row's version is one of these (RFC 9110 §13.1.2; weak comparison:
@@ -6293,7 +6437,18 @@ export interface operations {
     };
     headRow: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description Relations of the collection to expand into each row answered, comma-separated; a dotted name
+                 *     expands a relation of the related rows (`comments.author`), 3 deep at most. The related rows sit
+                 *     in the row's member `_expand` (`Expanded`), read in the page's own snapshot: a to-one relation's
+                 *     row, or null (none named, or one the caller may not read); a to-many relation's rows, ordered by id,
+                 *     10 of each row at most (`POST …/query` chooses a filter, an order, a limit up to 100 and the
+                 *     fields of each). A name that is no relation of its collection, or deeper than 3, is a `400` naming it.
+                 * @example author,comments
+                 */
+                expand?: components["parameters"]["ExpandParameter"];
+            };
             header?: {
                 /**
                  * @description `304 Not Modified` when the row's version is one of these (RFC 9110 §13.1.2; weak comparison:

@@ -5038,7 +5038,7 @@ return errors === 0;
 }
 
 export const getRow_params = validate35;
-const schema36 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"row_id":{"type":"integer","format":"int64"}},"required":["collection_name","row_id"]},"query":{"type":"object","properties":{},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"if-none-match":{"type":"string","maxLength":8192}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+const schema36 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"row_id":{"type":"integer","format":"int64"}},"required":["collection_name","row_id"]},"query":{"type":"object","properties":{"expand":{"type":"string","minLength":1,"maxLength":1024}},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"if-none-match":{"type":"string","maxLength":8192}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 
 function validate35(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -5177,6 +5177,7 @@ if(data.query !== undefined){
 let data3 = data.query;
 if(data3 && typeof data3 == "object" && !Array.isArray(data3)){
 for(const key1 in data3){
+if(!(key1 === "expand")){
 const err8 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err8];
@@ -5187,8 +5188,20 @@ vErrors.push(err8);
 errors++;
 }
 }
+if(data3.expand !== undefined){
+let data4 = data3.expand;
+if(typeof data4 !== "string"){
+let dataType2 = typeof data4;
+let coerced2 = undefined;
+if(!(coerced2 !== undefined)){
+if(dataType2 == "number" || dataType2 == "boolean"){
+coerced2 = "" + data4;
+}
+else if(data4 === null){
+coerced2 = "";
+}
 else {
-const err9 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err9 = {instancePath:instancePath+"/query/expand",schemaPath:"#/properties/query/properties/expand/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -5198,23 +5211,16 @@ vErrors.push(err9);
 errors++;
 }
 }
-if(data.header !== undefined){
-let data4 = data.header;
-if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
-if(data4["if-none-match"] !== undefined){
-let data5 = data4["if-none-match"];
-if(typeof data5 !== "string"){
-let dataType2 = typeof data5;
-let coerced2 = undefined;
-if(!(coerced2 !== undefined)){
-if(dataType2 == "number" || dataType2 == "boolean"){
-coerced2 = "" + data5;
+if(coerced2 !== undefined){
+data4 = coerced2;
+if(data3 !== undefined){
+data3["expand"] = coerced2;
 }
-else if(data5 === null){
-coerced2 = "";
 }
-else {
-const err10 = {instancePath:instancePath+"/header/if-none-match",schemaPath:"#/properties/header/properties/if-none-match/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+if(typeof data4 === "string"){
+if(func2(data4) > 1024){
+const err10 = {instancePath:instancePath+"/query/expand",schemaPath:"#/properties/query/properties/expand/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -5223,17 +5229,8 @@ vErrors.push(err10);
 }
 errors++;
 }
-}
-if(coerced2 !== undefined){
-data5 = coerced2;
-if(data4 !== undefined){
-data4["if-none-match"] = coerced2;
-}
-}
-}
-if(typeof data5 === "string"){
-if(func2(data5) > 8192){
-const err11 = {instancePath:instancePath+"/header/if-none-match",schemaPath:"#/properties/header/properties/if-none-match/maxLength",keyword:"maxLength",params:{limit: 8192},message:"must NOT have more than 8192 characters"};
+if(func2(data4) < 1){
+const err11 = {instancePath:instancePath+"/query/expand",schemaPath:"#/properties/query/properties/expand/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -5246,7 +5243,7 @@ errors++;
 }
 }
 else {
-const err12 = {instancePath:instancePath+"/header",schemaPath:"#/properties/header/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err12 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -5256,12 +5253,23 @@ vErrors.push(err12);
 errors++;
 }
 }
-if(data.cookie !== undefined){
-let data6 = data.cookie;
-if(data6 && typeof data6 == "object" && !Array.isArray(data6)){
+if(data.header !== undefined){
+let data5 = data.header;
+if(data5 && typeof data5 == "object" && !Array.isArray(data5)){
+if(data5["if-none-match"] !== undefined){
+let data6 = data5["if-none-match"];
+if(typeof data6 !== "string"){
+let dataType3 = typeof data6;
+let coerced3 = undefined;
+if(!(coerced3 !== undefined)){
+if(dataType3 == "number" || dataType3 == "boolean"){
+coerced3 = "" + data6;
+}
+else if(data6 === null){
+coerced3 = "";
 }
 else {
-const err13 = {instancePath:instancePath+"/cookie",schemaPath:"#/properties/cookie/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err13 = {instancePath:instancePath+"/header/if-none-match",schemaPath:"#/properties/header/properties/if-none-match/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -5271,14 +5279,61 @@ vErrors.push(err13);
 errors++;
 }
 }
+if(coerced3 !== undefined){
+data6 = coerced3;
+if(data5 !== undefined){
+data5["if-none-match"] = coerced3;
 }
-else {
-const err14 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+}
+}
+if(typeof data6 === "string"){
+if(func2(data6) > 8192){
+const err14 = {instancePath:instancePath+"/header/if-none-match",schemaPath:"#/properties/header/properties/if-none-match/maxLength",keyword:"maxLength",params:{limit: 8192},message:"must NOT have more than 8192 characters"};
 if(vErrors === null){
 vErrors = [err14];
 }
 else {
 vErrors.push(err14);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err15 = {instancePath:instancePath+"/header",schemaPath:"#/properties/header/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+}
+if(data.cookie !== undefined){
+let data7 = data.cookie;
+if(data7 && typeof data7 == "object" && !Array.isArray(data7)){
+}
+else {
+const err16 = {instancePath:instancePath+"/cookie",schemaPath:"#/properties/cookie/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+}
+}
+else {
+const err17 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
 }
 errors++;
 }
@@ -6447,8 +6502,9 @@ return errors === 0;
 }
 
 export const listRows_params = validate44;
-const schema45 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{"limit":{"type":"integer","minimum":0,"maximum":1000,"default":100},"offset":{"type":"integer","minimum":0,"maximum":9007199254740991},"order_by":{"type":"string","minLength":1,"maxLength":2048,"default":"id"},"order":{"type":"string","pattern":"^(asc|desc)(,(asc|desc)){0,7}$","default":"asc"},"filter":{"type":"string","maxLength":4096},"select":{"type":"string","minLength":1,"maxLength":4096},"count":{"description":"How `count` counts the rows that match (`exact`, the only one).","type":"string","enum":["exact"]},"after":{"type":"string","minLength":1,"maxLength":8192}},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+const schema45 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{"limit":{"type":"integer","minimum":0,"maximum":1000,"default":100},"offset":{"type":"integer","minimum":0,"maximum":9007199254740991},"order_by":{"type":"string","minLength":1,"maxLength":2048,"default":"id"},"order":{"type":"string","pattern":"^(asc|desc)(,(asc|desc)){0,7}$","default":"asc"},"filter":{"type":"string","maxLength":4096},"select":{"type":"string","minLength":1,"maxLength":4096},"count":{"description":"How `count` counts the rows that match (`exact`, the only one).","type":"string","enum":["exact"]},"after":{"type":"string","minLength":1,"maxLength":8192},"expand":{"type":"string","minLength":1,"maxLength":1024}},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 const pattern26 = new RegExp("^(asc|desc)(,(asc|desc)){0,7}$", "u");
+const func44 = Object.prototype.hasOwnProperty;
 
 function validate44(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -6557,7 +6613,7 @@ if(data2.order === undefined){
 data2.order = "asc";
 }
 for(const key1 in data2){
-if(!((((((((key1 === "limit") || (key1 === "offset")) || (key1 === "order_by")) || (key1 === "order")) || (key1 === "filter")) || (key1 === "select")) || (key1 === "count")) || (key1 === "after"))){
+if(!(func44.call(schema45.properties.query.properties, key1))){
 const err6 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err6];
@@ -6950,9 +7006,20 @@ errors++;
 }
 }
 }
+if(data2.expand !== undefined){
+let data11 = data2.expand;
+if(typeof data11 !== "string"){
+let dataType9 = typeof data11;
+let coerced9 = undefined;
+if(!(coerced9 !== undefined)){
+if(dataType9 == "number" || dataType9 == "boolean"){
+coerced9 = "" + data11;
+}
+else if(data11 === null){
+coerced9 = "";
 }
 else {
-const err28 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err28 = {instancePath:instancePath+"/query/expand",schemaPath:"#/properties/query/properties/expand/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -6962,12 +7029,16 @@ vErrors.push(err28);
 errors++;
 }
 }
-if(data.header !== undefined){
-let data11 = data.header;
-if(data11 && typeof data11 == "object" && !Array.isArray(data11)){
+if(coerced9 !== undefined){
+data11 = coerced9;
+if(data2 !== undefined){
+data2["expand"] = coerced9;
 }
-else {
-const err29 = {instancePath:instancePath+"/header",schemaPath:"#/properties/header/type",keyword:"type",params:{type: "object"},message:"must be object"};
+}
+}
+if(typeof data11 === "string"){
+if(func2(data11) > 1024){
+const err29 = {instancePath:instancePath+"/query/expand",schemaPath:"#/properties/query/properties/expand/maxLength",keyword:"maxLength",params:{limit: 1024},message:"must NOT have more than 1024 characters"};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -6976,13 +7047,8 @@ vErrors.push(err29);
 }
 errors++;
 }
-}
-if(data.cookie !== undefined){
-let data12 = data.cookie;
-if(data12 && typeof data12 == "object" && !Array.isArray(data12)){
-}
-else {
-const err30 = {instancePath:instancePath+"/cookie",schemaPath:"#/properties/cookie/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(func2(data11) < 1){
+const err30 = {instancePath:instancePath+"/query/expand",schemaPath:"#/properties/query/properties/expand/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -6993,13 +7059,56 @@ errors++;
 }
 }
 }
+}
 else {
-const err31 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err31 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err31];
 }
 else {
 vErrors.push(err31);
+}
+errors++;
+}
+}
+if(data.header !== undefined){
+let data12 = data.header;
+if(data12 && typeof data12 == "object" && !Array.isArray(data12)){
+}
+else {
+const err32 = {instancePath:instancePath+"/header",schemaPath:"#/properties/header/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err32];
+}
+else {
+vErrors.push(err32);
+}
+errors++;
+}
+}
+if(data.cookie !== undefined){
+let data13 = data.cookie;
+if(data13 && typeof data13 == "object" && !Array.isArray(data13)){
+}
+else {
+const err33 = {instancePath:instancePath+"/cookie",schemaPath:"#/properties/cookie/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err33];
+}
+else {
+vErrors.push(err33);
+}
+errors++;
+}
+}
+}
+else {
+const err34 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err34];
+}
+else {
+vErrors.push(err34);
 }
 errors++;
 }

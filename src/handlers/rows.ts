@@ -1,10 +1,11 @@
 import type { Principal } from '../db/accounts/keys.ts';
 import type { Store } from '../db/engine/store.ts';
 import type { AggregateResult } from '../db/reads/aggregates.ts';
+import type { Expansion } from '../db/reads/expand.ts';
 import type { Page, RowsPage } from '../db/reads/pages.ts';
 import type { ChangedRows, InsertedRows, VersionedRow } from '../db/rows/rows.ts';
 import type { Upserted } from '../db/rows/upserts.ts';
-import { validationFailed } from '../errors.ts';
+import { rowNotFound, validationFailed } from '../errors.ts';
 import { etagOf, ifMatch, ifNoneMatch } from '../http/conditional.ts';
 import { answerOnce } from '../idempotency/answers.ts';
 import { ACCEPT_PATCH, patchFormatOf, readPatch } from '../patches/index.ts';
@@ -13,7 +14,9 @@ import { type CursorScope, lastRow, makeCursor, readCursor } from '../query/curs
 import { FILTER_PARAMETER, type Filter, filterJson, parseFilter, parseFilterText } from '../query/filter.ts';
 import { orderFromBody, orderFromParameters, type SortKey } from '../query/order.ts';
 import { selectFields } from '../query/select.ts';
+import { EXPANDED, type Row } from '../rows.ts';
 import { type FieldUse, filterFields, type Grant, patchUses } from '../rules/access.ts';
+import { expandParameter, expansionsOf } from './expand.ts';
 import { grantIn } from './grants.ts';
 import type { Handlers, Result } from './types.ts';
 
@@ -57,7 +60,11 @@ export const rowHandlers: Handlers<
       count: query.count === 'exact',
       after: query.after === undefined ? undefined : readCursor(query.after, scope),
     };
-    const { json, seq, total, next } = await readRows(store, principal, scope, page, grant);
+    const expansions =
+      query.expand === undefined
+        ? undefined
+        : await expansionsOf(store, principal, claims, path.collection_name, expandParameter(query.expand), { in: 'query' });
+    const { json, seq, total, next } = await readRows(store, principal, scope, page, grant, expansions);
     // Where the feed resumes from this page with no change missed or repeated (openapi.yaml, Rowbase-Seq).
     const headers: Record<string, string> = { 'Rowbase-Seq': String(seq) };
     if (total !== undefined) headers['Rowbase-Total-Count'] = String(total);
@@ -100,7 +107,11 @@ export const rowHandlers: Handlers<
       count: body.count === 'exact',
       after: body.after === undefined ? undefined : readCursor(body.after, scope, { in: 'body', name: '/after' }),
     };
-    const { json, seq, total, next } = await readRows(store, principal, scope, page, grant);
+    const expansions =
+      body.expand === undefined
+        ? undefined
+        : await expansionsOf(store, principal, claims, path.collection_name, body.expand, { in: 'body', pointer: '/expand' });
+    const { json, seq, total, next } = await readRows(store, principal, scope, page, grant, expansions);
     const totalMember = total === undefined ? '' : `,"total":${total}`;
     return {
       status: 200,
@@ -153,9 +164,10 @@ export const rowHandlers: Handlers<
     return answerInserted(await store.insertRows(principal.accountId, path.collection_name, body, { once }));
   },
 
-  async getRow({ principal, path, headers, claims }, { store }) {
+  async getRow({ principal, path, query, headers, claims }, { store }) {
     const held = ifNoneMatch(headers);
     const grant = await grantIn(store, principal, claims, path.collection_name);
+    if (query.expand !== undefined) return expandedRow(store, principal, claims, path.collection_name, path.row_id, query.expand, grant);
     const row = await store.getRow(principal.accountId, path.collection_name, path.row_id);
     // A row the caller may not read is none: its 404 comes before any answer to If-None-Match.
     const parsed = grant && JSON.parse(row.json);
@@ -228,6 +240,39 @@ function answerPatched({ json, version }: VersionedRow): Result {
   return { status: 200, body: json, headers: { ETag: etagOf(version), 'Accept-Patch': ACCEPT_PATCH } };
 }
 
+/**
+ * The row with the rows related to it (`expand`), read in one snapshot, as a page of it alone; its ETag
+ * the row's version. A row the caller may not read is none (404), as without `expand`.
+ */
+async function expandedRow(
+  store: Store,
+  principal: Principal,
+  claims: Parameters<typeof grantIn>[2],
+  collection: string,
+  rowId: number,
+  expand: string,
+  grant: Grant | undefined,
+): Promise<Result> {
+  const expansions = await expansionsOf(store, principal, claims, collection, expandParameter(expand), { in: 'query' });
+  const byId: Filter = { kind: 'field', path: ['id'], op: '$eq', operand: rowId };
+  const page: Page = {
+    limit: 1,
+    offset: 0,
+    order: [{ field: 'id', direction: 'asc' }],
+    filter: grant ? grant.scope(byId, 'read') : byId,
+    versions: true,
+  };
+  const [found] = JSON.parse((await store.listRows(principal.accountId, collection, page, expansions)).json) as {
+    etag: string;
+    row: Row;
+  }[];
+  // None: the 404 of the row, or of its collection.
+  if (!found) await store.getRow(principal.accountId, collection, rowId);
+  if (!found) throw rowNotFound(collection, rowId);
+  const row = grant ? JSON.parse(grant.maskRow(JSON.stringify(found.row))) : found.row;
+  return { status: 200, body: JSON.stringify(row), headers: { ETag: found.etag, 'Accept-Patch': ACCEPT_PATCH } };
+}
+
 function answerDeleted(): Result {
   return { status: 204 };
 }
@@ -262,12 +307,15 @@ async function readRows(
   scope: CursorScope,
   page: Page,
   grant: Grant | undefined,
+  expansions?: readonly Expansion[],
 ): Promise<Omit<RowsPage, 'n'> & { next: string | null }> {
-  const read = await store.listRows(principal.accountId, scope.collection, page);
+  const read = await store.listRows(principal.accountId, scope.collection, page, expansions);
   const { n, seq, total } = read;
   const next = n > 0 && n === page.limit ? makeCursor(scope, lastRow(read.json)) : null;
   const json = grant ? grant.maskRows(read.json) : read.json;
-  return { json: scope.select ? selectFields(json, scope.select) : json, seq, total, next };
+  // The expanded rows stay whatever fields are selected.
+  const select = scope.select && expansions ? [...scope.select, EXPANDED] : scope.select;
+  return { json: select ? selectFields(json, select) : json, seq, total, next };
 }
 
 /** A read's filter for a caller held to rules: 403 for a hidden field it names, and the read rule ANDed in. */
@@ -323,7 +371,7 @@ function scopedAggregate(query: AggregateQuery, grant: Grant | undefined, where:
  */
 function nextPage(collection: string, query: { [name: string]: unknown }, after: string): string {
   const parameters = new URLSearchParams();
-  for (const name of ['limit', 'order_by', 'order', 'filter', 'select', 'count'] as const) {
+  for (const name of ['limit', 'order_by', 'order', 'filter', 'select', 'count', 'expand'] as const) {
     const value = query[name];
     if (value !== undefined && !(name === 'order_by' && value === 'id') && !(name === 'order' && value === 'asc')) {
       parameters.set(name, String(value));

@@ -37,6 +37,7 @@ import { searchFilter } from '../collections/search-indexes.ts';
 import { feedStart, latestSeq, readEvents } from '../events/events.ts';
 import { collectionsAfter, pruneEventBatch } from '../events/retention.ts';
 import type { AggregateResult } from '../reads/aggregates.ts';
+import type { Expansion } from '../reads/expand.ts';
 import type { Page, RowsPage } from '../reads/pages.ts';
 import { deleteRelation, getRelation, listRelations, putRelation } from '../relations/relations.ts';
 import type { BatchOperation, BatchOptions, BatchResult } from '../rows/batch.ts';
@@ -104,8 +105,11 @@ export interface RowOperations {
    * throws the problem of the first that failed, naming it, with nothing written.
    */
   writeBatch(accountId: number, operations: readonly BatchOperation[], options?: BatchOptions): Promise<BatchResult[]>;
-  /** One page of rows (pages.ts); 404 when the collection does not exist. */
-  listRows(accountId: number, collection: string, page: Page): Promise<RowsPage>;
+  /**
+   * One page of rows (pages.ts); 404 when the collection does not exist. With `expansions`, the rows
+   * related to its rows are set into them, all read in one snapshot (../reads/expand.ts).
+   */
+  listRows(accountId: number, collection: string, page: Page, expansions?: readonly Expansion[]): Promise<RowsPage>;
   /**
    * The answer to an aggregate query (aggregates.ts); 404 when the collection does not exist, 400 (whose
    * one error is `place`) when its rows fall into more than `maxGroupsRead` groups, 503 past the query timeout.

@@ -29,6 +29,7 @@ import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
 import { Groups } from '../engine/grouping.ts';
 import { appendEvents, eventRow } from '../events/events.ts';
 import { type AggregateSource, readAggregates } from '../reads/aggregates.ts';
+import { readExpandedPage } from '../reads/expand.ts';
 import type { Sql } from '../reads/filter.ts';
 import { readPage } from '../reads/pages.ts';
 import { upsertWritesOf, writeBatch } from '../rows/batch.ts';
@@ -384,8 +385,9 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
       return insertedRows(first, texts);
     },
 
-    async listRows(accountId, collection, page) {
+    async listRows(accountId, collection, page, expansions) {
       try {
+        if (expansions && expansions.length > 0) return await readExpandedPage(pages, accountId, collection, page, expansions);
         return await readPage(pages, accountId, collection, page);
       } catch (error) {
         // query_canceled: cancelled by its statement_timeout (statements.ts, runTimed).

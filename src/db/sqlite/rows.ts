@@ -23,6 +23,7 @@ import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
 import { DatabaseClosedError } from '../engine/errors.ts';
 import type { GroupedWrites } from '../engine/grouping.ts';
 import { type AggregateSource, readAggregates } from '../reads/aggregates.ts';
+import { readExpandedPage } from '../reads/expand.ts';
 import type { Sql } from '../reads/filter.ts';
 import { readPage } from '../reads/pages.ts';
 import { upsertWritesOf, writeBatch } from '../rows/batch.ts';
@@ -346,8 +347,9 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
         options,
       ),
 
-    async listRows(accountId, collection, page) {
+    async listRows(accountId, collection, page, expansions) {
       try {
+        if (expansions && expansions.length > 0) return await readExpandedPage(pages, accountId, collection, page, expansions);
         return await readPage(pages, accountId, collection, page);
       } catch (error) {
         // The page connections make no string longer than a page may be (readers.ts).

@@ -1,0 +1,179 @@
+// Expanded rows (openapi.yaml, `expand`; docs/relations.md) against an in-memory reference on random
+// data, on both backends: rows, pages, cursors and queries, nested, bounded, and what is refused.
+import { expect } from 'chai';
+import { describeEachBackend } from '../support/backends.ts';
+import type { Client } from '../support/client.ts';
+import { startTestServer, type TestServer } from '../support/server.ts';
+import { watchHealth } from '../support/watchdog.ts';
+
+type Row = { id: number } & Record<string, unknown>;
+type Problem = { code: string; errors?: { in: string; name: string; message: string }[] };
+
+/** A small deterministic generator (mulberry32), so that a failure can be run again. */
+function random(seed: number) {
+  let state = seed;
+  return (below: number) => {
+    state = (state + 0x6d2b79f5) | 0;
+    let t = Math.imul(state ^ (state >>> 15), 1 | state);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return Math.floor((((t ^ (t >>> 14)) >>> 0) / 4294967296) * below);
+  };
+}
+
+describeEachBackend('expand', (backend) => {
+  let server: TestServer;
+  let client: Client;
+  const people: Row[] = [];
+  const posts: Row[] = [];
+  const comments: Row[] = [];
+
+  before(async () => {
+    server = await startTestServer({ sortIndexMinRows: 0 }, { backend });
+    client = await server.client();
+    const next = random(54);
+    for (let i = 1; i <= 30; i++) people.push({ id: i, name: `p${i}`, age: next(90) });
+    for (let i = 1; i <= 120; i++) posts.push({ id: i, title: `t${i}`, author_id: next(8) === 0 ? null : 1 + next(30) });
+    for (let i = 1; i <= 400; i++)
+      comments.push({
+        id: i,
+        post_id: next(4) === 0 ? 1 + next(5) : 1 + next(120),
+        author_id: 1 + next(30),
+        score: next(10),
+        text: `c${i}`,
+      });
+    for (const [name, rows] of [
+      ['people', people],
+      ['posts', posts],
+      ['comments', comments],
+    ] as const) {
+      expect((await client.post('/v1/collections', { name })).status).to.equal(201);
+      const stored = await client.post<Row[]>(
+        `/v1/collections/${name}/rows`,
+        rows.map(({ id, ...fields }) => fields),
+      );
+      expect(stored.status).to.equal(201);
+    }
+    const relate = async (collection: string, name: string, body: object) =>
+      expect((await client.put(`/v1/collections/${collection}/relations/${name}`, body)).status).to.equal(200);
+    await relate('posts', 'author', { field: 'author_id', collection: 'people', reverse: 'posts' });
+    await relate('comments', 'post', { field: 'post_id', collection: 'posts', on_delete: 'cascade', reverse: 'comments' });
+    await relate('comments', 'author', { field: 'author_id', collection: 'people', reverse: 'comments' });
+  });
+  after(() => server.stop());
+  watchHealth(() => server);
+
+  const person = (id: unknown) => people.find((row) => row.id === id) ?? null;
+  /** The reference: a post's comments by id, at most `limit`, with $cut when there were more. */
+  function commentsOf(post: Row, limit = 10, keep = (_: Row) => true, order = (a: Row, b: Row) => a.id - b.id) {
+    const all = comments.filter((comment) => comment.post_id === post.id && keep(comment)).sort(order);
+    return { rows: all.slice(0, limit), cut: all.length > limit };
+  }
+  function expandedPost(post: Row): Row {
+    const { rows, cut } = commentsOf(post);
+    return { ...post, _expand: { author: person(post.author_id), comments: rows, ...(cut ? { $cut: ['comments'] } : {}) } };
+  }
+
+  it('expands a page: to-one as an object or null, to-many as an array of at most 10, $cut naming those cut', async () => {
+    const page = await client.get<Row[]>('/v1/collections/posts/rows?expand=author,comments&limit=50');
+    expect(page.status).to.equal(200);
+    expect(page.body).to.deep.equal(posts.slice(0, 50).map(expandedPost));
+    expect(page.body.some((post) => (post._expand as { $cut?: string[] }).$cut)).to.equal(true);
+    expect(page.body.some((post) => (post._expand as { author: unknown }).author === null)).to.equal(true);
+  });
+
+  it('follows cursors with the same expansions, page after page', async () => {
+    const seen: Row[] = [];
+    let url: string | undefined = '/v1/collections/posts/rows?expand=author,comments&limit=35';
+    while (url) {
+      const page: { status: number; body: Row[]; headers: Headers } = await client.get<Row[]>(url);
+      expect(page.status).to.equal(200);
+      seen.push(...page.body);
+      const link: string | null = page.headers.get('link');
+      url = link ? (/<([^>]+)>/.exec(link) as RegExpExecArray)[1] : undefined;
+    }
+    expect(seen).to.deep.equal(posts.map(expandedPost));
+  });
+
+  it('expands one row, and answers its ETag', async () => {
+    const answer = await client.get<Row>('/v1/collections/posts/rows/7?expand=comments,author');
+    expect(answer.status).to.equal(200);
+    expect(answer.body).to.deep.equal(expandedPost(posts[6]));
+    expect(answer.headers.get('etag')).to.equal((await client.get('/v1/collections/posts/rows/7')).headers.get('etag'));
+    expect((await client.get('/v1/collections/posts/rows/999?expand=author')).status).to.equal(404);
+  });
+
+  it('queries with a filter, an order, a limit and a select of each to-many, nested three deep', async () => {
+    const answer = await client.post<{ rows: Row[] }>('/v1/collections/people/query', {
+      filter: { age: { $gte: 30 } },
+      limit: 20,
+      expand: {
+        posts: {
+          limit: 3,
+          order: [{ field: 'id', direction: 'desc' }],
+          select: ['title'],
+          expand: {
+            comments: {
+              filter: { score: { $gte: 5 } },
+              order: [{ field: 'score', direction: 'desc' }],
+              limit: 2,
+              select: ['score'],
+              expand: { author: {} },
+            },
+          },
+        },
+      },
+    });
+    expect(answer.status, JSON.stringify(answer.body)).to.equal(200);
+    const byScore = (a: Row, b: Row) => (b.score as number) - (a.score as number) || b.id - a.id;
+    const expected = people
+      .filter((row) => (row.age as number) >= 30)
+      .slice(0, 20)
+      .map((row) => {
+        const all = posts.filter((post) => post.author_id === row.id).sort((a, b) => b.id - a.id);
+        const kept = all.slice(0, 3).map((post) => {
+          const { rows, cut } = commentsOf(post, 2, (comment) => (comment.score as number) >= 5, byScore);
+          const shown = rows.map((comment) => ({ id: comment.id, score: comment.score, _expand: { author: person(comment.author_id) } }));
+          return { id: post.id, title: post.title, _expand: { comments: shown, ...(cut ? { $cut: ['comments'] } : {}) } };
+        });
+        return { ...row, _expand: { posts: kept, ...(all.length > 3 ? { $cut: ['posts'] } : {}) } };
+      });
+    expect(answer.body.rows).to.deep.equal(expected);
+  });
+
+  it('refuses a relation that is none, one deeper than 3, and a to-one with a limit, naming each', async () => {
+    const refused = async (url: string, body?: object) => {
+      const answer = body ? await client.post<Problem>(url, body) : await client.get<Problem>(url);
+      expect(answer.status, JSON.stringify(answer.body)).to.equal(400);
+      return answer.body.errors?.map((error) => [error.name, error.message]);
+    };
+    expect(await refused('/v1/collections/posts/rows?expand=author,editor')).to.deep.equal([
+      ['expand', 'editor names no relation of posts'],
+    ]);
+    expect(await refused('/v1/collections/posts/rows?expand=comments.author.posts.author')).to.deep.equal([
+      ['expand', 'comments.author.posts.author expands deeper than 3 relations'],
+    ]);
+    const deep = await refused('/v1/collections/posts/query', {
+      expand: { comments: { expand: { author: { expand: { posts: { expand: { author: {} } } } } } } },
+    });
+    // The fourth level is no member the third may have.
+    expect(deep?.[0][0]).to.equal('/expand/comments/expand/author/expand/posts/expand');
+    expect(await refused('/v1/collections/posts/query', { expand: { author: { limit: 2 } } })).to.deep.equal([
+      ['/expand/author/limit', 'is for a to-many relation only'],
+    ]);
+    expect(await refused('/v1/collections/posts/query', { expand: { nothing: {} } })).to.deep.equal([
+      ['/expand/nothing', 'names no relation of posts'],
+    ]);
+  });
+
+  it('reserves _expand: a write holding it is 400; a row stored with one answers it only when not expanded', async () => {
+    expect((await client.post('/v1/collections/people/rows', [{ _expand: 1 }])).status).to.equal(400);
+    expect((await client.patch('/v1/collections/people/rows/1', { _expand: 1 })).status).to.equal(400);
+    const jsonPatch = await client.request('PATCH', '/v1/collections/people/rows/1', {
+      raw: JSON.stringify([{ op: 'add', path: '/_expand', value: 1 }]),
+      headers: { 'content-type': 'application/json-patch+json' },
+    });
+    expect(jsonPatch.status).to.equal(400);
+    const batch = await client.post('/v1/batch', { operations: [{ op: 'insert', collection: 'people', rows: [{ _expand: {} }] }] });
+    expect(batch.status).to.equal(400);
+  });
+});
