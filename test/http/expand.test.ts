@@ -3,6 +3,7 @@
 import { expect } from 'chai';
 import { describeEachBackend } from '../support/backends.ts';
 import type { Client } from '../support/client.ts';
+import { appKey, EndUser, tokenOf } from '../support/end-users.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { watchHealth } from '../support/watchdog.ts';
 
@@ -175,5 +176,50 @@ describeEachBackend('expand', (backend) => {
     expect(jsonPatch.status).to.equal(400);
     const batch = await client.post('/v1/batch', { operations: [{ op: 'insert', collection: 'people', rows: [{ _expand: {} }] }] });
     expect(batch.status).to.equal(400);
+  });
+
+  it("holds each expanded row to its own collection's rules: one the caller may not read is null or absent, its hidden fields gone", async () => {
+    const mine = { owner: { $auth: 'sub' } };
+    for (const name of ['owners', 'things']) expect((await client.post('/v1/collections', { name })).status).to.equal(201);
+    expect((await client.put('/v1/collections/owners/rules', { read: mine, fields: { secret: { read: false } } })).status).to.equal(200);
+    expect((await client.put('/v1/collections/things/rules', { read: mine })).status).to.equal(200);
+    const owners = [
+      { owner: 'ada', name: 'A', secret: 's1' },
+      { owner: 'bob', name: 'B', secret: 's2' },
+    ];
+    const things = [
+      { owner: 'ada', owner_id: 1 },
+      { owner: 'ada', owner_id: 2 },
+      { owner: 'bob', owner_id: 1 },
+      { owner: 'ada', owner_id: 1 },
+    ];
+    expect((await client.post('/v1/collections/owners/rows', owners)).status).to.equal(201);
+    expect((await client.post('/v1/collections/things/rows', things)).status).to.equal(201);
+    expect(
+      (await client.put('/v1/collections/things/relations/holder', { field: 'owner_id', collection: 'owners', reverse: 'things' })).status,
+    ).to.equal(200);
+    const ada = new EndUser(server.url, await appKey(client), await tokenOf('ada'));
+    const page = await ada.get<Row[]>('/v1/collections/things/rows?expand=holder');
+    expect(page.status, JSON.stringify(page.body)).to.equal(200);
+    const shownOwner = { id: 1, owner: 'ada', name: 'A' };
+    expect(page.body).to.deep.equal([
+      { id: 1, owner: 'ada', owner_id: 1, _expand: { holder: shownOwner } },
+      { id: 2, owner: 'ada', owner_id: 2, _expand: { holder: null } },
+      { id: 4, owner: 'ada', owner_id: 1, _expand: { holder: shownOwner } },
+    ]);
+    const one = await ada.get<Row>('/v1/collections/owners/rows/1?expand=things');
+    expect(one.body).to.deep.equal({
+      ...shownOwner,
+      _expand: {
+        things: [
+          { id: 1, owner: 'ada', owner_id: 1 },
+          { id: 4, owner: 'ada', owner_id: 1 },
+        ],
+      },
+    });
+    expect((await ada.get('/v1/collections/owners/rows/2?expand=things')).status).to.equal(404);
+    // A filter on a hidden field of the related rows is refused, as on their own collection.
+    const hidden = await ada.post<Problem>('/v1/collections/things/query', { expand: { holder: { select: ['secret'] } } });
+    expect(hidden.status).to.equal(403);
   });
 });
