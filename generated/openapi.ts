@@ -1758,6 +1758,24 @@ export interface components {
         ExpandedRows: components["schemas"]["ExpandedRow"][];
         /** @description One relation expanded into a row, a to-one's row or null, or a to-many's rows. */
         ExpandedValue: components["schemas"]["ExpandedRow"] | components["schemas"]["ExpandedRows"] | components["schemas"]["ExpandedNone"];
+        /** @description An expansion of the third and last level, as `ExpandOptions` without `expand`. */
+        ExpandLast: {
+            filter?: components["schemas"]["Filter"];
+            limit?: number;
+            order?: components["schemas"]["OrderKey"][];
+            select?: string[];
+        };
+        /** @description An expansion of the second level, as `ExpandOptions`. */
+        ExpandNested: {
+            /** @description The relations of the related rows to expand, the third and last level. */
+            expand?: {
+                [key: string]: components["schemas"]["ExpandLast"];
+            };
+            filter?: components["schemas"]["Filter"];
+            limit?: number;
+            order?: components["schemas"]["OrderKey"][];
+            select?: string[];
+        };
         /**
          * @description How one relation is expanded. `filter`, `order` and `limit` only for a to-many relation: the related
          *     rows kept, their order (by id when absent) and how many of each row at most (10 when absent, 100 at
@@ -1768,26 +1786,8 @@ export interface components {
         ExpandOptions: {
             /** @description The relations of the related rows to expand, the second level. */
             expand?: {
-                [key: string]: components["schemas"]["ExpandOptions2"];
+                [key: string]: components["schemas"]["ExpandNested"];
             };
-            filter?: components["schemas"]["Filter"];
-            limit?: number;
-            order?: components["schemas"]["OrderKey"][];
-            select?: string[];
-        };
-        /** @description An expansion of the second level, as `ExpandOptions`. */
-        ExpandOptions2: {
-            /** @description The relations of the related rows to expand, the third and last level. */
-            expand?: {
-                [key: string]: components["schemas"]["ExpandOptions3"];
-            };
-            filter?: components["schemas"]["Filter"];
-            limit?: number;
-            order?: components["schemas"]["OrderKey"][];
-            select?: string[];
-        };
-        /** @description An expansion of the third and last level, as `ExpandOptions` without `expand`. */
-        ExpandOptions3: {
             filter?: components["schemas"]["Filter"];
             limit?: number;
             order?: components["schemas"]["OrderKey"][];
@@ -1795,7 +1795,7 @@ export interface components {
         };
         /**
          * @description Relations of the collection to expand into each row answered, by name (docs/relations.md), 3 deep
-         *     at most (`ExpandOptions`, `ExpandOptions2`, `ExpandOptions3`: a fourth is a `400` naming it): each
+         *     at most (`ExpandOptions`, `ExpandNested`, `ExpandLast`: a fourth is a `400` naming it): each
          *     related row, or list of rows, sits in the row's member `_expand` (`Expanded`). A name that is no
          *     relation of its collection is a `400` naming it.
          * @example {

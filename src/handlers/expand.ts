@@ -11,7 +11,7 @@ import { filterFields } from '../rules/access.ts';
 import type { Claims } from '../tokens/verifier.ts';
 import { grantIn } from './grants.ts';
 
-type ExpandOptions = components['schemas']['ExpandOptions3'] & { expand?: Record<string, ExpandOptions> };
+type ExpandOptions = components['schemas']['ExpandLast'] & { expand?: Record<string, ExpandOptions> };
 type ExpandQuery = Record<string, ExpandOptions>;
 
 /** Relations expanded one within another at most. */
