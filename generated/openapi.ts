@@ -1831,6 +1831,11 @@ export interface components {
          *     `id` is the row's id) with its `FilterCondition`, or is `$and` or `$or` (non-empty arrays of
          *     filters), `$not` (a filter) or `$search` (words); the members must all hold. At most 4 KiB as JSON, 8 levels deep,
          *     32 conditions; anything else is `400 validation_failed` pointing into it (`/filter/…`).
+         *     Through a relation (docs/relations.md): `{"author": {"$match": {…}}}` holds for a row whose to-one
+         *     relation `author` names a row that matches, `{"comments": {"$some": {…}}}` for one whose to-many
+         *     relation `comments` has a row that matches (10,000 related rows found at most, else `400`); in lists,
+         *     counts, queries, aggregates and changes by filter, with a secret key (`403` with a publishable one),
+         *     never in the feed or a webhook (`400`).
          * @example {
          *       "status": "open",
          *       "score": {

@@ -5,13 +5,13 @@ import type { Expansion } from '../db/reads/expand.ts';
 import type { Page, RowsPage } from '../db/reads/pages.ts';
 import type { ChangedRows, InsertedRows, VersionedRow } from '../db/rows/rows.ts';
 import type { Upserted } from '../db/rows/upserts.ts';
-import { rowNotFound, validationFailed } from '../errors.ts';
+import { forbidden, rowNotFound, validationFailed } from '../errors.ts';
 import { etagOf, ifMatch, ifNoneMatch } from '../http/conditional.ts';
 import { answerOnce } from '../idempotency/answers.ts';
 import { ACCEPT_PATCH, patchFormatOf, readPatch } from '../patches/index.ts';
 import { type AggregateQuery, aggregateParameters, parseAggregateQuery } from '../query/aggregate.ts';
 import { type CursorScope, lastRow, makeCursor, readCursor } from '../query/cursor.ts';
-import { FILTER_PARAMETER, type Filter, filterJson, parseFilter, parseFilterText } from '../query/filter.ts';
+import { FILTER_PARAMETER, type Filter, filterJson, holdsRelated, parseFilter, parseFilterText } from '../query/filter.ts';
 import { orderFromBody, orderFromParameters, type SortKey } from '../query/order.ts';
 import { selectFields } from '../query/select.ts';
 import { EXPANDED, type Row } from '../rows.ts';
@@ -42,7 +42,13 @@ export const rowHandlers: Handlers<
     }
     // The filter's JSON value scopes the cursor, as queryRows' body does (../query/cursor.ts).
     const filterValue = query.filter === undefined ? undefined : filterJson(query.filter, FILTER_PARAMETER);
-    const filter = filterValue === undefined ? undefined : parseFilter(filterValue, FILTER_PARAMETER);
+    const filter = await throughRelations(
+      store,
+      principal,
+      claims,
+      path.collection_name,
+      filterValue === undefined ? undefined : parseFilter(filterValue, FILTER_PARAMETER),
+    );
     const select = query.select === undefined ? undefined : selectedFields(query.select);
     const grant = await grantIn(store, principal, claims, path.collection_name);
     const scope: CursorScope = {
@@ -75,7 +81,13 @@ export const rowHandlers: Handlers<
   /** The page listRows answers for the same query (but a cursor), each row with its ETag beside it. */
   async listVersionedRows({ principal, path, query, claims }, { store }) {
     const order = orderFromParameters(query.order_by, query.order);
-    const filter = query.filter === undefined ? undefined : parseFilterText(query.filter, FILTER_PARAMETER);
+    const filter = await throughRelations(
+      store,
+      principal,
+      claims,
+      path.collection_name,
+      query.filter === undefined ? undefined : parseFilterText(query.filter, FILTER_PARAMETER),
+    );
     const select = query.select === undefined ? undefined : selectedFields(query.select);
     const grant = await grantIn(store, principal, claims, path.collection_name);
     const page: Page = {
@@ -95,7 +107,13 @@ export const rowHandlers: Handlers<
 
   async queryRows({ principal, path, body, claims }, { store }) {
     const order = orderFromBody(body.order);
-    const filter = body.filter === undefined ? undefined : parseFilter(body.filter, { in: 'body', name: '/filter' });
+    const filter = await throughRelations(
+      store,
+      principal,
+      claims,
+      path.collection_name,
+      body.filter === undefined ? undefined : parseFilter(body.filter, { in: 'body', name: '/filter' }),
+    );
     const select = body.select === undefined ? undefined : [...new Set(body.select)].filter((field) => field !== 'id');
     const grant = await grantIn(store, principal, claims, path.collection_name);
     const scope: CursorScope = { accountId: principal.accountId, collection: path.collection_name, filter: body.filter, order, select };
@@ -124,7 +142,11 @@ export const rowHandlers: Handlers<
 
   async aggregateRows({ principal, path, body, claims }, { store, config }) {
     const grant = await grantIn(store, principal, claims, path.collection_name);
-    const query = scopedAggregate(parseAggregateQuery(body, 'body', config.maxGroups), grant, 'body');
+    const query = scopedAggregate(
+      await aggregateThroughRelations(store, principal, claims, path.collection_name, parseAggregateQuery(body, 'body', config.maxGroups)),
+      grant,
+      'body',
+    );
     const place = { in: 'body', name: '/group_by', message: `makes more than ${config.maxGroups * GROUPS_READ} groups` } as const;
     return answerAggregates(
       await store.aggregateRows(principal.accountId, path.collection_name, query, config.maxGroups * GROUPS_READ, place),
@@ -134,7 +156,17 @@ export const rowHandlers: Handlers<
   /** aggregateRows' query in the URL: JSON texts, and group_by a comma list (openapi.yaml, getAggregates). */
   async getAggregates({ principal, path, query, claims }, { store, config }) {
     const grant = await grantIn(store, principal, claims, path.collection_name);
-    const read = scopedAggregate(parseAggregateQuery(aggregateParameters(query), 'query', config.maxGroups), grant, 'query');
+    const read = scopedAggregate(
+      await aggregateThroughRelations(
+        store,
+        principal,
+        claims,
+        path.collection_name,
+        parseAggregateQuery(aggregateParameters(query), 'query', config.maxGroups),
+      ),
+      grant,
+      'query',
+    );
     const place = { in: 'query', name: 'group_by', message: `makes more than ${config.maxGroups * GROUPS_READ} groups` } as const;
     return answerAggregates(
       await store.aggregateRows(principal.accountId, path.collection_name, read, config.maxGroups * GROUPS_READ, place),
@@ -198,7 +230,7 @@ export const rowHandlers: Handlers<
   },
 
   async updateRows({ principal, path, query, body, mediaType, once, claims }, { store, config }) {
-    const filter = parseFilterText(query.filter, FILTER_PARAMETER);
+    const filter = await throughRelations(store, principal, claims, path.collection_name, parseFilterText(query.filter, FILTER_PARAMETER));
     const patch = readPatch(patchFormatOf[mediaType], body);
     const grant = await grantIn(store, principal, claims, path.collection_name);
     grant?.checkReadable([...uses(filterFields(filter), 'query', 'filter'), ...patchUses(patch, { in: 'body', name: '' }, grant.hideable)]);
@@ -211,7 +243,7 @@ export const rowHandlers: Handlers<
   },
 
   async deleteRows({ principal, path, query, once, claims }, { store, config }) {
-    const filter = parseFilterText(query.filter, FILTER_PARAMETER);
+    const filter = await throughRelations(store, principal, claims, path.collection_name, parseFilterText(query.filter, FILTER_PARAMETER));
     const grant = await grantIn(store, principal, claims, path.collection_name);
     grant?.checkReadable(uses(filterFields(filter), 'query', 'filter'));
     const options = { once: once && answerOnce(once, answerChangedCount) };
@@ -350,6 +382,34 @@ function orderUses(order: readonly SortKey[], where: 'query' | 'body'): FieldUse
 }
 
 /** An aggregate's query for a caller held to rules: its filter scoped, and 403 for a hidden field it reads. */
+/**
+ * `filter` with its conditions through relations (`$match`, `$some`) replaced by the ids they find
+ * (docs/relations.md); a publishable key's caller may not use them yet (403): the related rows would not
+ * be held to their own collection's rules.
+ */
+async function throughRelations<F extends Filter | undefined>(
+  store: Store,
+  principal: Principal,
+  claims: Parameters<typeof grantIn>[2],
+  collection: string,
+  filter: F,
+): Promise<F> {
+  if (!filter || !holdsRelated(filter)) return filter;
+  if (claims !== undefined) throw forbidden('A filter through a relation ($match, $some) takes a secret key.');
+  return (await store.bindRelations(principal.accountId, collection, filter)) as F;
+}
+
+/** An aggregate query whose filter goes through relations, as throughRelations() binds it. */
+async function aggregateThroughRelations(
+  store: Store,
+  principal: Principal,
+  claims: Parameters<typeof grantIn>[2],
+  collection: string,
+  query: AggregateQuery,
+): Promise<AggregateQuery> {
+  return { ...query, filter: await throughRelations(store, principal, claims, collection, query.filter) };
+}
+
 function scopedAggregate(query: AggregateQuery, grant: Grant | undefined, where: 'query' | 'body'): AggregateQuery {
   if (!grant) return query;
   const place = (name: string) => (where === 'query' ? name : `/${name}`);

@@ -222,4 +222,54 @@ describeEachBackend('expand', (backend) => {
     const hidden = await ada.post<Problem>('/v1/collections/things/query', { expand: { holder: { select: ['secret'] } } });
     expect(hidden.status).to.equal(403);
   });
+
+  describe('filters through relations', () => {
+    const filtered = async (collection: string, filter: object, extra = '') => {
+      const answer = await client.get<Row[]>(
+        `/v1/collections/${collection}/rows?limit=1000&filter=${encodeURIComponent(JSON.stringify(filter))}${extra}`,
+      );
+      expect(answer.status, JSON.stringify(answer.body)).to.equal(200);
+      return answer;
+    };
+    const ids = (rows: Row[]) => rows.map((row) => row.id);
+
+    it('$match: a to-one relation names a row that matches; $some: a to-many relation has one, nested, counted', async () => {
+      const old = (id: unknown) => ((person(id)?.age as number | undefined) ?? -1) >= 50;
+      expect(ids((await filtered('posts', { author: { $match: { age: { $gte: 50 } } } })).body)).to.deep.equal(
+        ids(posts.filter((post) => old(post.author_id))),
+      );
+      const someNine = (row: Row) => comments.some((comment) => comment.author_id === row.id && comment.score === 9);
+      const counted = await filtered('people', { comments: { $some: { score: 9 } } }, '&count=exact');
+      expect(ids(counted.body)).to.deep.equal(ids(people.filter(someNine)));
+      expect(counted.headers.get('rowbase-total-count')).to.equal(String(people.filter(someNine).length));
+      // Nested, beside a condition of the row's own, and under $not.
+      const young = (id: unknown) => ((person(id)?.age as number | undefined) ?? 99) < 20;
+      const nested = { comments: { $some: { author: { $match: { age: { $lt: 20 } } } } }, title: { $ne: 't1' } };
+      const byYoung = (post: Row) => post.title !== 't1' && comments.some((c) => c.post_id === post.id && young(c.author_id));
+      expect(ids((await filtered('posts', nested)).body)).to.deep.equal(ids(posts.filter(byYoung)));
+      const none = await filtered('posts', { $not: { author: { $match: { name: { $in: ['p1', 'p2'] } } } } });
+      expect(ids(none.body)).to.deep.equal(ids(posts.filter((post) => post.author_id !== 1 && post.author_id !== 2)));
+      expect((await filtered('posts', { author: { $match: { name: 'nobody' } } })).body).to.deep.equal([]);
+    });
+
+    it('changes by filter through a relation, and refuses a name that is none, a feed and a publishable key', async () => {
+      const chosen = posts.filter((post) => post.author_id === 3);
+      const patched = await client.patch<{ count: number }>(
+        `/v1/collections/posts/rows?filter=${encodeURIComponent(JSON.stringify({ author: { $match: { name: 'p3' } } }))}`,
+        { flagged: true },
+      );
+      expect(patched.body).to.deep.equal({ count: chosen.length });
+      for (const post of chosen) post.flagged = true;
+      expect(ids((await filtered('posts', { flagged: true })).body)).to.deep.equal(ids(chosen));
+      const refused = await client.get<Problem>(
+        `/v1/collections/posts/rows?filter=${encodeURIComponent(JSON.stringify({ editor: { $match: {} } }))}`,
+      );
+      expect([refused.status, refused.body.errors?.[0].message]).to.deep.equal([400, 'editor: $match names no to-one relation of posts']);
+      const ada = new EndUser(server.url, await appKey(client), await tokenOf('ada'));
+      const publishable = await ada.get(
+        `/v1/collections/things/rows?filter=${encodeURIComponent(JSON.stringify({ holder: { $match: {} } }))}`,
+      );
+      expect(publishable.status).to.equal(403);
+    });
+  });
 });

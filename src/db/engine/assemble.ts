@@ -39,6 +39,7 @@ import { collectionsAfter, pruneEventBatch } from '../events/retention.ts';
 import type { AggregateResult } from '../reads/aggregates.ts';
 import type { Expansion } from '../reads/expand.ts';
 import type { Page, RowsPage } from '../reads/pages.ts';
+import { bindRelations } from '../relations/filters.ts';
 import { deleteRelation, getRelation, listRelations, putRelation } from '../relations/relations.ts';
 import type { BatchOperation, BatchOptions, BatchResult } from '../rows/batch.ts';
 import type { CollectionReader } from '../rows/exports.ts';
@@ -254,6 +255,7 @@ const shared = {
   getRelation,
   putRelation,
   deleteRelation,
+  bindRelations,
   /** Answers when the database does. */
   ping: async ({ query }: Dialect) => {
     await query('select 1', []);

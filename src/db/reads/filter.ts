@@ -104,6 +104,8 @@ export function filterWith<V>(filter: Filter, row: string, dialect: DialectFilte
       const prefix = search.prefix === undefined ? undefined : searchTerms(index.collectionId, [search.prefix])[0];
       return dialect.search(row, searchTerms(index.collectionId, search.words), prefix);
     }
+    case 'related':
+      throw new Error('a relation is written as SQL once bound to the ids it finds (bindRelations)');
   }
 }
 
@@ -118,6 +120,7 @@ export function readsData(filter: Filter): boolean {
     case 'field':
       return filter.path[0] !== 'id';
     case 'search':
+    case 'related':
       return true;
   }
 }
