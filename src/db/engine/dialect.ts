@@ -3,6 +3,7 @@
 // when it opens its database, and hands it to them: they never ask which dialect it is.
 import type { Knex } from 'knex';
 import type { Filter } from '../../query/filter.ts';
+import type { KeyBounds } from '../reads/filter-indexes.ts';
 import type { RelationLinks } from '../relations/links.ts';
 import type { Changes } from './changes.ts';
 import type { Waits } from './waits.ts';
@@ -79,6 +80,8 @@ export interface Dialect {
   isUniqueViolation(error: unknown): boolean;
   /** A filter as the condition of a change by filter (../reads/filter.ts), in the dialect's SQL: a relation's rows are found so. */
   filterSql(filter: Filter): { sql: string; params: SqlValue[] };
+  /** The keys of a sort index within `bounds`, as a condition on the columns of `sort_keys` (the dialect's filter.ts). */
+  keyBoundsSql(bounds: KeyBounds): { sql: string; params: SqlValue[] };
 }
 
 /** Runs one statement and answers its rows: alone, or inside the write that needs it. */

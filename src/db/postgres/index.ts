@@ -70,6 +70,7 @@ export async function openPostgresStore(
     codePointOrder: ' collate "C"',
     isUniqueViolation,
     filterSql,
+    keyBoundsSql,
     // An advisory lock held until the transaction ends, commit or rollback (a crash included), by account
     // and the key's hash: two keys of one hash wait for each other, which only costs a 409 to a retry.
     async holdOnce(trx, accountId, key) {

@@ -5,7 +5,10 @@ import { advance } from '../collections/collections.ts';
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
 import { appendEvents, type EventRow, eventRow } from '../events/events.ts';
 import type { Sql } from '../reads/filter.ts';
+import type { KeyBounds } from '../reads/filter-indexes.ts';
+import { byId, withinIndex } from '../reads/pages.ts';
 import type { RelationLinks, StoredRelation } from '../relations/links.ts';
+import { sortedSql } from '../sql/relations.ts';
 import { deleteKeysWhereSql, deleteRowSql, deleteRowsWhereSql, deleteSortKeysSql, matchedRowsSql } from '../sql/rows.ts';
 import { beginOnce, recordOnce } from './idempotency.ts';
 import {
@@ -48,6 +51,9 @@ export interface RowWrites {
 /** The rows one relation's cascade or set_null changes at most, each delete: past it, nothing of the delete is written. */
 const MAX_FOLLOWING_ROWS = 100_000;
 
+/** The rows a cascade deletes in one statement at most. */
+const IDS_PER_DELETE = 1000;
+
 /** 409 for a delete of rows that rows of a relation with on_delete restrict name: nothing was deleted. */
 const restricted = (relation: StoredRelation, namingId: number) =>
   conflict(
@@ -76,14 +82,36 @@ async function holdFollowers(db: Dialect, trx: WriteTx, accountId: number, links
  * what deleting them does in turn), set_null sets their field to null (each with its update event).
  */
 async function followDeletes(db: Dialect, trx: WriteTx, writes: RowWrites, accountId: number, links: RelationLinks, ids: number[]) {
+  const least = Math.min(...ids);
+  const most = Math.max(...ids);
+  const bounds: KeyBounds = {
+    rank: 1,
+    conditions:
+      least === most
+        ? [{ op: '$eq', operand: least }]
+        : [
+            { op: '$gte', operand: least },
+            { op: '$lte', operand: most },
+          ],
+  };
   for (const relation of links.in) {
-    const where = db.filterSql({ kind: 'field', path: [relation.field], op: '$in', operand: ids });
+    let where = db.filterSql({ kind: 'field', path: [relation.field], op: '$in', operand: ids });
+    // The rows naming them found through the field's sort index (made when the relation was declared): the range of their ids.
+    const [source] = await db.run<{ sorted: string }>(trx, sortedSql, [relation.source]);
+    const slot = source ? (JSON.parse(source.sorted) as string[]).indexOf(relation.field) : -1;
+    if (slot >= 0) where = withinIndex(byId(relation.source), slot, db.keyBoundsSql(bounds), where);
     if (relation.onDelete === 'restrict') {
       const params = [relation.source, ...where.params, 1];
       const [naming] = await db.run<{ id: number | string }>(trx, matchedRowsSql(where.sql), params, true);
       if (naming) throw restricted(relation, Number(naming.id));
     } else if (relation.onDelete === 'cascade') {
-      await deleteRowsIn(db, trx, writes, accountId, relation.sourceName, where, MAX_FOLLOWING_ROWS);
+      // Found through the index, then deleted by id, a part at a time (the index's keys go with them).
+      const naming = await matchedRows(db, trx, relation.source, where, MAX_FOLLOWING_ROWS);
+      for (let from = 0; from < naming.length; from += IDS_PER_DELETE) {
+        const part = naming.slice(from, from + IDS_PER_DELETE).map((row) => row.id);
+        const byIds = db.filterSql({ kind: 'field', path: ['id'], op: '$in', operand: part });
+        await deleteRowsIn(db, trx, writes, accountId, relation.sourceName, byIds, part.length);
+      }
     } else {
       await writes.patchWhere(relation.sourceName, where, { format: 'merge', fields: { [relation.field]: null } }, MAX_FOLLOWING_ROWS);
     }

@@ -18,3 +18,5 @@ export const dropRelationsSql =
   'delete from collection_relations where collection_id = ? or target_id = ? returning collection_id, target_id';
 /** The collection `?`'s schema id and name. */
 export const collectionByIdSql = 'select schema_id, name from collections where id = ?';
+/** The fields the collection `?` has sort indexes of, by id, as a JSON array (a name's place its slot). */
+export const sortedSql = 'select sorted from collections where id = ?';

@@ -85,6 +85,7 @@ export async function openSqliteStore(
     codePointOrder: '',
     isUniqueViolation,
     filterSql,
+    keyBoundsSql,
     // One writer at a time: a request of another process with the same key waits for this one's commit,
     // then finds its answer stored (recordOnce()), and rolls its own change back.
     holdOnce: async () => true,
