@@ -1765,16 +1765,21 @@ export interface components {
             order?: components["schemas"]["OrderKey"][];
             select?: string[];
         };
+        /** @description The relations of the related rows to expand, the third and last level. */
+        ExpandLastQuery: {
+            [key: string]: components["schemas"]["ExpandLast"];
+        };
         /** @description An expansion of the second level, as `ExpandOptions`. */
         ExpandNested: {
-            /** @description The relations of the related rows to expand, the third and last level. */
-            expand?: {
-                [key: string]: components["schemas"]["ExpandLast"];
-            };
+            expand?: components["schemas"]["ExpandLastQuery"];
             filter?: components["schemas"]["Filter"];
             limit?: number;
             order?: components["schemas"]["OrderKey"][];
             select?: string[];
+        };
+        /** @description The relations of the related rows to expand, the second level. */
+        ExpandNestedQuery: {
+            [key: string]: components["schemas"]["ExpandNested"];
         };
         /**
          * @description How one relation is expanded. `filter`, `order` and `limit` only for a to-many relation: the related
@@ -1784,10 +1789,7 @@ export interface components {
          *     turn.
          */
         ExpandOptions: {
-            /** @description The relations of the related rows to expand, the second level. */
-            expand?: {
-                [key: string]: components["schemas"]["ExpandNested"];
-            };
+            expand?: components["schemas"]["ExpandNestedQuery"];
             filter?: components["schemas"]["Filter"];
             limit?: number;
             order?: components["schemas"]["OrderKey"][];
