@@ -1,13 +1,17 @@
 // Filters through relations (docs/relations.md, "Filtering through a relation"): `{"author": {"$match":
-// {…}}}` and `{"comments": {"$some": {…}}}`, each replaced by the ids its related rows give, read first, so
+// {…}}}` and `{"comments": {"$some": {…}}}`, each replaced by the ids its related rows give, read first
+// (through a sort index of theirs when the inner filter's top level names an indexed field: a range), so
 // that the filter left names only fields of the row and runs as any other (through the field's sort index,
 // which a relation's field has).
 import { collectionNotFound, validationFailed } from '../../errors.ts';
 import type { Filter, RelatedCondition } from '../../query/filter.ts';
 import { assignable } from '../../rows.ts';
+import { bindSearch } from '../collections/search-indexes.ts';
 import type { Dialect } from '../engine/dialect.ts';
+import { indexedFields } from '../reads/filter-indexes.ts';
+import { byId, inIndex, withinIndex } from '../reads/pages.ts';
 import { collectionIdSql } from '../sql/collections.ts';
-import { relationsOfSql } from '../sql/relations.ts';
+import { relationsOfSql, sortedSql } from '../sql/relations.ts';
 import { matchedRowsSql } from '../sql/rows.ts';
 
 /** The related rows one condition may find at most: past it, a 400 asks for a narrower filter. */
@@ -90,8 +94,12 @@ async function related(
   }
   const [otherName, otherId] =
     condition.op === '$match' ? [relation.target_name, relation.target_id] : [relation.source_name, relation.collection_id];
-  const inner = await bindRelations(db, accountId, otherName, condition.filter);
-  const where = db.filterSql(inner);
+  const inner = await bindSearch(db.query, accountId, otherName, await bindRelations(db, accountId, otherName, condition.filter));
+  // Through a sort index of the related collection, when the inner filter's top level holds a condition on one of its fields.
+  const [other] = await db.query<{ sorted: string }>(sortedSql, [Number(otherId)]);
+  const index = other && inIndex(JSON.parse(other.sorted) as string[], indexedFields(inner));
+  let where = db.filterSql(inner);
+  if (index) where = withinIndex(byId(Number(otherId)), index.slot, db.keyBoundsSql(index.bounds), where);
   const rows = await db.query<{ id: number | string; data: string }>(matchedRowsSql(where.sql), [
     Number(otherId),
     ...where.params,
