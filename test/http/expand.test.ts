@@ -4,6 +4,7 @@ import { expect } from 'chai';
 import { describeEachBackend } from '../support/backends.ts';
 import type { Client } from '../support/client.ts';
 import { appKey, EndUser, tokenOf } from '../support/end-users.ts';
+import { FeedClient } from '../support/feed.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { watchHealth } from '../support/watchdog.ts';
 
@@ -267,6 +268,12 @@ describeEachBackend('expand', (backend) => {
         `/v1/collections/posts/rows?filter=${encodeURIComponent(JSON.stringify({ editor: { $match: {} } }))}`,
       );
       expect([refused.status, refused.body.errors?.[0].message]).to.deep.equal([400, 'editor: $match names no to-one relation of posts']);
+      // The feed tests each change alone, in memory: no related row at hand.
+      const feed = FeedClient.open(server.url, client.key, { collection: 'posts', filter: JSON.stringify({ author: { $match: {} } }) });
+      await feed.then(
+        (opened) => opened.close().then(() => expect.fail('the feed took a filter through a relation')),
+        (error: Error) => expect(error.message).to.equal('upgrade refused with 400'),
+      );
       const ada = new EndUser(server.url, await appKey(client), await tokenOf('ada'));
       const publishable = await ada.get(
         `/v1/collections/things/rows?filter=${encodeURIComponent(JSON.stringify({ holder: { $match: {} } }))}`,
