@@ -603,6 +603,105 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/collections/{collection_name}/relations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
+                 * @example notes
+                 */
+                collection_name: components["parameters"]["CollectionNamePath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a collection's relations.
+         * @description Every relation of the collection, both directions: the to-one relations declared of it, in the
+         *     order they were declared, then the to-many reverses of those other collections (or itself)
+         *     declared naming it with a `reverse`.
+         */
+        get: operations["listRelations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        /**
+         * `GET /v1/collections/{collection_name}/relations` without the body.
+         * @description The status and headers `GET /v1/collections/{collection_name}/relations` answers, without the body
+         *     (RFC 9110 §9.3.2): counted toward the plan, as GET is.
+         */
+        head: operations["headRelations"];
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/collections/{collection_name}/relations/{relation_name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
+                 * @example notes
+                 */
+                collection_name: components["parameters"]["CollectionNamePath"];
+                /**
+                 * @description The relation's name (`Relation.name`).
+                 * @example author
+                 */
+                relation_name: components["parameters"]["RelationNamePath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Read one of a collection's relations.
+         * @description The relation of that name, a to-one declared of the collection or a to-many reverse; `404` for none.
+         */
+        get: operations["getRelation"];
+        /**
+         * Declare a to-one relation of the collection, and its reverse.
+         * @description Declares the relation `relation_name` of the collection: its top-level `field` holds the id of a
+         *     row of `collection` (or null, or nothing), and deleting that row does `on_delete` to it (`restrict`
+         *     by default: `409`, nothing deleted; `cascade`: the rows naming it are deleted in the same
+         *     transaction, each with its `delete` event; `set_null`: their field becomes null, each with its
+         *     `update` event). `reverse` names the to-many relation of `collection` back to these rows (for
+         *     `expand`). A declaration of an existing name replaces it. The field gets a sort index, as
+         *     `listRows` makes one, so that the rows naming a row are found through it.
+         *
+         *     `400`, naming the place, for: a `collection` that does not exist, a `field`, name or `reverse`
+         *     that is not a plain name (letters, digits and `_`, not starting with a digit, 63 at most; not
+         *     `id`), a name or `reverse` either collection uses for another relation, a field another relation
+         *     of the collection holds, more than 16 relations of either collection (both directions counted),
+         *     and a `cascade` that would come back to the collection it starts from (to itself, or through
+         *     others). `409 schema_conflict` when stored rows of the collection hold, in `field`, anything but
+         *     null or the id of a row of `collection` that exists: its `violations` list them (100 at most),
+         *     `total` counts them, and nothing changes. Holds both collections while it reads their rows: their
+         *     writes wait, their reads go on.
+         */
+        put: operations["putRelation"];
+        post?: never;
+        /**
+         * Remove a to-one relation of the collection, and its reverse.
+         * @description The relation, declared of this collection, is gone with its reverse; the values of its field stay
+         *     as they are, and are no longer checked. `404` when the collection declares no relation of that name
+         *     (a reverse is removed with the relation it belongs to).
+         */
+        delete: operations["deleteRelation"];
+        options?: never;
+        /**
+         * `GET /v1/collections/{collection_name}/relations/{relation_name}` without the body.
+         * @description The status and headers `GET /v1/collections/{collection_name}/relations/{relation_name}` answers,
+         *     without the body (RFC 9110 §9.3.2): counted toward the plan, as GET is.
+         */
+        head: operations["headRelation"];
+        patch?: never;
+        trace?: never;
+    };
     "/v1/collections/{collection_name}/rows": {
         parameters: {
             query?: never;
@@ -787,6 +886,10 @@ export interface paths {
          *     With `If-None-Match` naming the row's `ETag` (or `*`), the answer is `304 Not Modified`, with the
          *     `ETag` and no body: the client's copy is current (RFC 9110 §13.1.2; weak comparison, so
          *     `W/"3.7"` matches too). An absent row is `404` whatever `If-None-Match` says.
+         *
+         *     With `expand`, the rows related to it are in its member `_expand`, read in one snapshot with it
+         *     (docs/relations.md); `If-None-Match` is then not read (its `ETag` is the row's own version, which
+         *     the related rows do not move).
          */
         get: operations["getRow"];
         put?: never;
@@ -1663,6 +1766,8 @@ export interface components {
              */
             created_at: string;
             name: components["schemas"]["CollectionName"];
+            /** @description Its relations, both directions, as `listRelations` answers them (on `getCollection`). */
+            relations?: components["schemas"]["Relation"][];
             /** @description How many rows it holds. */
             row_count: number;
             schema?: components["schemas"]["RowSchemaOrNone"];
@@ -1795,6 +1900,95 @@ export interface components {
          * @enum {string}
          */
         EventKind: "insert" | "update" | "delete";
+        /**
+         * @description The member `_expand` of a row answered with `expand` (docs/relations.md): by relation name, a to-one
+         *     relation's row (null when the row names none, names one that is gone, or one the caller may not
+         *     read) and a to-many relation's rows (an array, at most its limit). `$cut` lists the to-many
+         *     relations whose rows were more than the limit. No stored field is named `_expand`: a write holding
+         *     it is a `400`; a row stored with one before answers it as stored when `expand` is not asked for,
+         *     and never as an expansion.
+         */
+        Expanded: {
+            $cut?: string[];
+        } & {
+            [key: string]: components["schemas"]["ExpandedValue"];
+        };
+        /** @description null, for a to-one relation naming no row the caller may read. */
+        ExpandedNone: Record<string, never> | null;
+        /** @description A related row, as `Row` (its own `_expand` when the expansion goes deeper). */
+        ExpandedRow: {
+            id: components["schemas"]["RowId"];
+        } & {
+            [key: string]: unknown;
+        };
+        /** @description A to-many relation's rows. */
+        ExpandedRows: components["schemas"]["ExpandedRow"][];
+        /** @description One relation expanded into a row, a to-one's row or null, or a to-many's rows. */
+        ExpandedValue: components["schemas"]["ExpandedRow"] | components["schemas"]["ExpandedRows"] | components["schemas"]["ExpandedNone"];
+        /** @description An expansion of the third and last level, as `ExpandOptions` without `expand`. */
+        ExpandLast: {
+            filter?: components["schemas"]["Filter"];
+            limit?: number;
+            order?: components["schemas"]["OrderKey"][];
+            select?: string[];
+        };
+        /** @description The relations of the related rows to expand, the third and last level. */
+        ExpandLastQuery: {
+            [key: string]: components["schemas"]["ExpandLast"];
+        };
+        /** @description An expansion of the second level, as `ExpandOptions`. */
+        ExpandNested: {
+            expand?: components["schemas"]["ExpandLastQuery"];
+            filter?: components["schemas"]["Filter"];
+            limit?: number;
+            order?: components["schemas"]["OrderKey"][];
+            select?: string[];
+        };
+        /** @description The relations of the related rows to expand, the second level. */
+        ExpandNestedQuery: {
+            [key: string]: components["schemas"]["ExpandNested"];
+        };
+        /**
+         * @description How one relation is expanded. `filter`, `order` and `limit` only for a to-many relation: the related
+         *     rows kept, their order (by id when absent) and how many of each row at most (10 when absent, 100 at
+         *     most; a list cut short is named in `$cut` of `_expand`). `select`: the fields answered of each related
+         *     row (`id` and its own `_expand` always). `expand`: the relations of the related rows to expand in
+         *     turn.
+         */
+        ExpandOptions: {
+            expand?: components["schemas"]["ExpandNestedQuery"];
+            filter?: components["schemas"]["Filter"];
+            limit?: number;
+            order?: components["schemas"]["OrderKey"][];
+            select?: string[];
+        };
+        /**
+         * @description Relations of the collection to expand into each row answered, by name (docs/relations.md), 3 deep
+         *     at most (`ExpandOptions`, `ExpandNested`, `ExpandLast`: a fourth is a `400` naming it): each
+         *     related row, or list of rows, sits in the row's member `_expand` (`Expanded`). A name that is no
+         *     relation of its collection is a `400` naming it.
+         * @example {
+         *       "author": {},
+         *       "comments": {
+         *         "order": [
+         *           {
+         *             "field": "id",
+         *             "direction": "desc"
+         *           }
+         *         ],
+         *         "limit": 5,
+         *         "select": [
+         *           "text"
+         *         ],
+         *         "expand": {
+         *           "author": {}
+         *         }
+         *       }
+         *     }
+         */
+        ExpandQuery: {
+            [key: string]: components["schemas"]["ExpandOptions"];
+        };
         /** @description A message of the feed (`asyncapi.yaml`), one item of a changes stream, told apart by its `type`. */
         FeedMessage: components["schemas"]["ReadyMessage"] | components["schemas"]["InsertMessage"] | components["schemas"]["UpdateMessage"] | components["schemas"]["DeleteMessage"] | components["schemas"]["CollectionDeletedMessage"];
         /** @description A field's own rules; one left out follows the row's rule of the operation. */
@@ -1808,6 +2002,11 @@ export interface components {
          *     `id` is the row's id) with its `FilterCondition`, or is `$and` or `$or` (non-empty arrays of
          *     filters), `$not` (a filter) or `$search` (words); the members must all hold. At most 4 KiB as JSON, 8 levels deep,
          *     32 conditions; anything else is `400 validation_failed` pointing into it (`/filter/…`).
+         *     Through a relation (docs/relations.md): `{"author": {"$match": {…}}}` holds for a row whose to-one
+         *     relation `author` names a row that matches, `{"comments": {"$some": {…}}}` for one whose to-many
+         *     relation `comments` has a row that matches (10,000 related rows found at most, else `400`); in lists,
+         *     counts, queries, aggregates and changes by filter, with a secret key (`403` with a publishable one),
+         *     never in the feed or a webhook (`400`).
          * @example {
          *       "status": "open",
          *       "score": {
@@ -2262,12 +2461,15 @@ export interface components {
             scope?: components["schemas"]["KeyScope"];
         };
         /**
-         * @description A row to insert. Any top-level field name and any JSON value is the client's, except `id`; `__proto__` and `constructor` are field names like any other.
+         * @description A row to insert. Any top-level field name and any JSON value is the client's, except `id` and
+         *     `_expand`; `__proto__` and `constructor` are field names like any other.
          * @example {
          *       "text": "hello"
          *     }
          */
         NewRow: {
+            /** @description Not accepted (`400`): reserved for the rows an answer expands into a row (`expand`, docs/relations.md). */
+            _expand?: unknown;
             /** @description Not accepted; the service assigns ids. */
             id?: unknown;
         } & {
@@ -2303,6 +2505,14 @@ export interface components {
         NotFoundProblem: {
             code?: components["schemas"]["NotFoundCode"];
         } & components["schemas"]["Problem"];
+        /**
+         * @description What deleting a row does to the rows whose field names it: `restrict` refuses the delete (`409`,
+         *     nothing deleted); `cascade` deletes them too, in the same transaction, each with its `delete` event
+         *     (and what deleting them does in turn); `set_null` sets their field to null, each with its `update`
+         *     event.
+         * @enum {string}
+         */
+        OnDelete: "restrict" | "cascade" | "set_null";
         /**
          * @description The OpenAPI version the account's document is written in.
          * @default 3.1
@@ -2472,13 +2682,57 @@ export interface components {
          */
         ReadyType: "ready";
         /**
-         * @description A stored row, with its `id` and the client's fields.
+         * @description A relation of a collection. `to_one`: declared of it, its `field` holds the id of a row of
+         *     `collection`. `to_many`: the reverse of a to-one relation `reverse` of `collection`, whose rows'
+         *     `field` holds the ids of this collection's rows. `on_delete` is what deleting the named row does
+         *     to the rows naming it.
+         * @example {
+         *       "name": "author",
+         *       "kind": "to_one",
+         *       "collection": "people",
+         *       "field": "author_id",
+         *       "on_delete": "restrict",
+         *       "reverse": "posts"
+         *     }
+         */
+        Relation: {
+            collection: components["schemas"]["CollectionName"];
+            field: components["schemas"]["RelationName"];
+            kind: components["schemas"]["RelationKind"];
+            name: components["schemas"]["RelationName"];
+            on_delete: components["schemas"]["OnDelete"];
+            /** @description `to_one`: the name of its reverse, null for none; `to_many`: the name of the to-one relation it is the reverse of. */
+            reverse: string | null;
+        };
+        /** @description A to-one relation as it is declared (`putRelation`). */
+        RelationDeclaration: {
+            collection: components["schemas"]["CollectionName"];
+            field: components["schemas"]["RelationName"];
+            on_delete?: components["schemas"]["OnDelete"];
+            /** @description The name (a `RelationName`) of the to-many relation of `collection` back to these rows; none when null or absent. */
+            reverse?: string | null;
+        };
+        /**
+         * @description `to_one`: declared of the collection; `to_many`: the reverse of one declared of another (or itself).
+         * @enum {string}
+         */
+        RelationKind: "to_one" | "to_many";
+        /**
+         * @description A relation's name, or a field holding one's ids: a plain name, letters, digits and `_`, not
+         *     starting with a digit, 63 characters at most; never `id`.
+         * @example author
+         */
+        RelationName: string;
+        /**
+         * @description A stored row, with its `id` and the client's fields; answered with `expand`, also `_expand`, the
+         *     rows related to it (`Expanded`).
          * @example {
          *       "id": 1,
          *       "text": "hello"
          *     }
          */
         Row: {
+            _expand?: components["schemas"]["Expanded"];
             id: components["schemas"]["RowId"];
         } & {
             [key: string]: unknown;
@@ -2522,12 +2776,14 @@ export interface components {
         /** @description Rows, in order. */
         RowList: components["schemas"]["Row"][];
         /**
-         * @description The fields to change; at least one. `id` cannot be changed.
+         * @description The fields to change; at least one. `id` cannot be changed, and `_expand` is reserved.
          * @example {
          *       "text": "hello again"
          *     }
          */
         RowPatch: {
+            /** @description Not accepted (`400`): reserved for the rows an answer expands into a row (`expand`, docs/relations.md). */
+            _expand?: unknown;
             /** @description Not accepted; ids never change. */
             id?: unknown;
         } & {
@@ -2557,6 +2813,7 @@ export interface components {
             /** @description The cursor of the page to follow (`next` of a page of the same query). */
             after?: string;
             count?: components["schemas"]["CountMode"];
+            expand?: components["schemas"]["ExpandQuery"];
             filter?: components["schemas"]["Filter"];
             /** @description The most rows to answer; 100 when absent. */
             limit?: number;
@@ -4040,6 +4297,16 @@ export interface components {
          */
         DeliveryIdPath: number;
         /**
+         * @description Relations of the collection to expand into each row answered, comma-separated; a dotted name
+         *     expands a relation of the related rows (`comments.author`), 3 deep at most. The related rows sit
+         *     in the row's member `_expand` (`Expanded`), read in the page's own snapshot: a to-one relation's
+         *     row, or null (none named, or one the caller may not read); a to-many relation's rows, ordered by id,
+         *     10 of each row at most (`POST …/query` chooses a filter, an order, a limit up to 100 and the
+         *     fields of each). A name that is no relation of its collection, or deeper than 3, is a `400` naming it.
+         * @example author,comments
+         */
+        ExpandParameter: string;
+        /**
          * @description The rows to keep: a filter of the filter language (docs/api.md, "Filters") as JSON text,
          *     URL-encoded; at most 4 KiB, 8 levels deep and 32 conditions. Each member of a filter object
          *     names a field (a top-level name, or a dotted path into nested objects, `.` and `\` in a name
@@ -4135,6 +4402,11 @@ export interface components {
          * @example status,id
          */
         OrderBy: string;
+        /**
+         * @description The relation's name (`Relation.name`).
+         * @example author
+         */
+        RelationNamePath: components["schemas"]["RelationName"];
         /**
          * @description The rows to change: a filter of the filter language, as `filter` of `GET …/rows` takes it
          *     (docs/api.md, "Filters"). Required: `{}` matches every row. One that does not parse is `400
@@ -5774,6 +6046,278 @@ export interface operations {
             default: components["responses"]["Error"];
         };
     };
+    listRelations: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
+                 * @example notes
+                 */
+                collection_name: components["parameters"]["CollectionNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The collection's relations. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Relation"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Error"];
+        };
+    };
+    headRelations: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
+                 * @example notes
+                 */
+                collection_name: components["parameters"]["CollectionNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOkMetered"];
+            default: components["responses"]["HeadProblem"];
+        };
+    };
+    getRelation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
+                 * @example notes
+                 */
+                collection_name: components["parameters"]["CollectionNamePath"];
+                /**
+                 * @description The relation's name (`Relation.name`).
+                 * @example author
+                 */
+                relation_name: components["parameters"]["RelationNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The relation. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Relation"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Error"];
+        };
+    };
+    putRelation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this request safe (draft-ietf-httpapi-idempotency-key-header): a key of the
+                 *     client's choosing, unique to the request, such as a UUID, 1 to 255 printable ASCII characters,
+                 *     sent bare or as a Structured Field String (`"…"`, RFC 8941). The first request with a key is
+                 *     processed, and its answer (status, headers, body) stored for the account, in the same
+                 *     transaction as its change, for 24 hours (`ROWBASE_IDEMPOTENCY_KEY_SECONDS`). A retry with the same
+                 *     key and the same request (method, path, query and body) gets that answer again, with
+                 *     `Idempotent-Replayed: true`, and writes nothing, sends no event. The same key with another
+                 *     request is `422 idempotency_key_reused`; a retry while the first request is still running (on any
+                 *     instance) `409 idempotency_key_in_use`. A request that fails (any `4xx` or `5xx`) writes nothing
+                 *     and stores no answer: its retry runs again. Keys are the account's: another account's same key
+                 *     is another key. An API key limited to some collections (`Key.collections`) has requests of its
+                 *     own: the answer another API key of the account stored under the same Idempotency-Key is for
+                 *     another request (`422`), so that a limited key is never shown a change it may not see. An empty key, a longer one, one of other characters, or two `Idempotency-Key`
+                 *     headers are `400 validation_failed`, its error naming the header. A replay counts toward the plan
+                 *     as any request.
+                 * @example 8e03978e-40d5-43e8-bc93-6894a57f9324
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
+                 * @example notes
+                 */
+                collection_name: components["parameters"]["CollectionNamePath"];
+                /**
+                 * @description The relation's name (`Relation.name`).
+                 * @example author
+                 */
+                relation_name: components["parameters"]["RelationNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "field": "author_id",
+                 *       "collection": "people",
+                 *       "on_delete": "restrict",
+                 *       "reverse": "posts"
+                 *     }
+                 */
+                "application/json": components["schemas"]["RelationDeclaration"];
+            };
+        };
+        responses: {
+            /** @description The relation, now declared. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Relation"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["SchemaConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Error"];
+        };
+    };
+    deleteRelation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this request safe (draft-ietf-httpapi-idempotency-key-header): a key of the
+                 *     client's choosing, unique to the request, such as a UUID, 1 to 255 printable ASCII characters,
+                 *     sent bare or as a Structured Field String (`"…"`, RFC 8941). The first request with a key is
+                 *     processed, and its answer (status, headers, body) stored for the account, in the same
+                 *     transaction as its change, for 24 hours (`ROWBASE_IDEMPOTENCY_KEY_SECONDS`). A retry with the same
+                 *     key and the same request (method, path, query and body) gets that answer again, with
+                 *     `Idempotent-Replayed: true`, and writes nothing, sends no event. The same key with another
+                 *     request is `422 idempotency_key_reused`; a retry while the first request is still running (on any
+                 *     instance) `409 idempotency_key_in_use`. A request that fails (any `4xx` or `5xx`) writes nothing
+                 *     and stores no answer: its retry runs again. Keys are the account's: another account's same key
+                 *     is another key. An API key limited to some collections (`Key.collections`) has requests of its
+                 *     own: the answer another API key of the account stored under the same Idempotency-Key is for
+                 *     another request (`422`), so that a limited key is never shown a change it may not see. An empty key, a longer one, one of other characters, or two `Idempotency-Key`
+                 *     headers are `400 validation_failed`, its error naming the header. A replay counts toward the plan
+                 *     as any request.
+                 * @example 8e03978e-40d5-43e8-bc93-6894a57f9324
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
+                 * @example notes
+                 */
+                collection_name: components["parameters"]["CollectionNamePath"];
+                /**
+                 * @description The relation's name (`Relation.name`).
+                 * @example author
+                 */
+                relation_name: components["parameters"]["RelationNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The relation is gone. */
+            204: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyKeyInUse"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Error"];
+        };
+    };
+    headRelation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
+                 * @example notes
+                 */
+                collection_name: components["parameters"]["CollectionNamePath"];
+                /**
+                 * @description The relation's name (`Relation.name`).
+                 * @example author
+                 */
+                relation_name: components["parameters"]["RelationNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOkMetered"];
+            default: components["responses"]["HeadProblem"];
+        };
+    };
     listRows: {
         parameters: {
             query?: {
@@ -5789,6 +6333,16 @@ export interface operations {
                  * @example exact
                  */
                 count?: components["parameters"]["CountParameter"];
+                /**
+                 * @description Relations of the collection to expand into each row answered, comma-separated; a dotted name
+                 *     expands a relation of the related rows (`comments.author`), 3 deep at most. The related rows sit
+                 *     in the row's member `_expand` (`Expanded`), read in the page's own snapshot: a to-one relation's
+                 *     row, or null (none named, or one the caller may not read); a to-many relation's rows, ordered by id,
+                 *     10 of each row at most (`POST …/query` chooses a filter, an order, a limit up to 100 and the
+                 *     fields of each). A name that is no relation of its collection, or deeper than 3, is a `400` naming it.
+                 * @example author,comments
+                 */
+                expand?: components["parameters"]["ExpandParameter"];
                 /**
                  * @description The rows to keep: a filter of the filter language (docs/api.md, "Filters") as JSON text,
                  *     URL-encoded; at most 4 KiB, 8 levels deep and 32 conditions. Each member of a filter object
@@ -6108,6 +6662,16 @@ export interface operations {
                  */
                 count?: components["parameters"]["CountParameter"];
                 /**
+                 * @description Relations of the collection to expand into each row answered, comma-separated; a dotted name
+                 *     expands a relation of the related rows (`comments.author`), 3 deep at most. The related rows sit
+                 *     in the row's member `_expand` (`Expanded`), read in the page's own snapshot: a to-one relation's
+                 *     row, or null (none named, or one the caller may not read); a to-many relation's rows, ordered by id,
+                 *     10 of each row at most (`POST …/query` chooses a filter, an order, a limit up to 100 and the
+                 *     fields of each). A name that is no relation of its collection, or deeper than 3, is a `400` naming it.
+                 * @example author,comments
+                 */
+                expand?: components["parameters"]["ExpandParameter"];
+                /**
                  * @description The rows to keep: a filter of the filter language (docs/api.md, "Filters") as JSON text,
                  *     URL-encoded; at most 4 KiB, 8 levels deep and 32 conditions. Each member of a filter object
                  *     names a field (a top-level name, or a dotted path into nested objects, `.` and `\` in a name
@@ -6256,7 +6820,18 @@ export interface operations {
     };
     getRow: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description Relations of the collection to expand into each row answered, comma-separated; a dotted name
+                 *     expands a relation of the related rows (`comments.author`), 3 deep at most. The related rows sit
+                 *     in the row's member `_expand` (`Expanded`), read in the page's own snapshot: a to-one relation's
+                 *     row, or null (none named, or one the caller may not read); a to-many relation's rows, ordered by id,
+                 *     10 of each row at most (`POST …/query` chooses a filter, an order, a limit up to 100 and the
+                 *     fields of each). A name that is no relation of its collection, or deeper than 3, is a `400` naming it.
+                 * @example author,comments
+                 */
+                expand?: components["parameters"]["ExpandParameter"];
+            };
             header?: {
                 /**
                  * @description `304 Not Modified` when the row's version is one of these (RFC 9110 §13.1.2; weak comparison:
@@ -6388,7 +6963,18 @@ export interface operations {
     };
     headRow: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description Relations of the collection to expand into each row answered, comma-separated; a dotted name
+                 *     expands a relation of the related rows (`comments.author`), 3 deep at most. The related rows sit
+                 *     in the row's member `_expand` (`Expanded`), read in the page's own snapshot: a to-one relation's
+                 *     row, or null (none named, or one the caller may not read); a to-many relation's rows, ordered by id,
+                 *     10 of each row at most (`POST …/query` chooses a filter, an order, a limit up to 100 and the
+                 *     fields of each). A name that is no relation of its collection, or deeper than 3, is a `400` naming it.
+                 * @example author,comments
+                 */
+                expand?: components["parameters"]["ExpandParameter"];
+            };
             header?: {
                 /**
                  * @description `304 Not Modified` when the row's version is one of these (RFC 9110 §13.1.2; weak comparison:

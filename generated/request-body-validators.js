@@ -2,7 +2,7 @@
 import { createRequire } from 'node:module';
 const require = createRequire(import.meta.url);
 export const aggregateRows_body = validate10;
-const schema11 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"An aggregate query (`aggregateRows`); every member may be left out.","additionalProperties":false,"properties":{"filter":{"type":"object","description":"A filter of the filter language (docs/api.md, \"Filters\"): each member names a field path (a\ntop-level field, or a dotted path into nested objects, `.` and `\\` in a key escaped with `\\`;\n`id` is the row's id) with its `FilterCondition`, or is `$and` or `$or` (non-empty arrays of\nfilters), `$not` (a filter) or `$search` (words); the members must all hold. At most 4 KiB as JSON, 8 levels deep,\n32 conditions; anything else is `400 validation_failed` pointing into it (`/filter/…`).\n","properties":{"$search":{"type":"string","description":"The rows whose words in the fields of the collection's search index (createIndex, `\"type\": \"search\"`)\nhold every word of this text, the last also as the beginning of a word unless the text ends outside a\nword (docs/search.md): case and diacritics do not matter, each Chinese or Japanese character is a word.\nCombines with every other condition, inside `$and`, `$or` and `$not` too. No word is ignored: there are\nno stopwords, and a word of one letter is a word. A collection without a search index (`400` naming the\nindex to declare), a text of no word, of more than 256 characters or of more than 32 words: `400`. At\nthe filter's top level, it ranks the rows: `_score` in an order and a selection.\n","example":"red sho"},"$and":{"type":"array","minItems":1,"items":{"type":"object","description":"A `Filter` inside `$and`, `$or` or `$not`, with the same members.","additionalProperties":true},"description":"Filters that must all hold."},"$or":{"type":"array","minItems":1,"items":{"$ref":"#/properties/requestBody/properties/filter/properties/$and/items"},"description":"Filters of which one at least must hold."},"$not":{"$ref":"#/properties/requestBody/properties/filter/properties/$and/items"}},"additionalProperties":{"description":"A JSON value the field must equal (JSON equality: `1` equals `1.0`, objects whatever the order\nof their members), or a `FilterOperators` object: an object whose members all start with `$`.\n","anyOf":[{"type":"string","description":"A string, compared by code point."},{"type":"number","description":"A number, compared by value."},{"type":"boolean","description":"A boolean, `false` before `true`."},{"type":"object","nullable":true,"enum":[null],"description":"`null`: a stored `null`, not a missing field."},{"type":"array","items":{},"description":"An array, equal item by item."},{"type":"object","description":"Conditions on one field, all of which must hold. Comparisons hold only for a value of the\noperand's JSON type; a missing field is not `null`, and `$ne` and `$nin` hold for it. An object\nwithout `$` members is a value to equal.\n","properties":{"$eq":{"description":"JSON equality."},"$ne":{"description":"Not JSON-equal (a missing field too)."},"$gt":{"description":"A number, string or boolean to compare with values of its own JSON type.","anyOf":[{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/0"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/1"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/2"}]},"$gte":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$lt":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$lte":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$in":{"type":"array","items":{},"description":"Equal to one of these."},"$nin":{"type":"array","items":{},"description":"Equal to none of these (a missing field too)."},"$exists":{"type":"boolean","description":"Whether the field is there (`null` is there)."},"$prefix":{"type":"string","description":"A string that starts with this one."},"$contains":{"description":"An array with an item equal to this value."}},"additionalProperties":true}]},"example":{"status":"open","score":{"$gte":10},"$or":[{"owner.name":"ada"},{"tags":{"$contains":"urgent"}}]}},"group_by":{"type":"array","description":"The top-level fields whose values group the rows, each once, at most 10; plain names, not `id`.","maxItems":10,"items":{"type":"string","description":"A plain name, as group fields and aliases are.","pattern":"^[A-Za-z_][A-Za-z0-9_]{0,63}$","example":"status"},"example":["status"]},"aggregates":{"type":"object","description":"The aggregates to answer of each group, by alias (a plain name that is no group field), at most\n20; `{\"count\": {\"count\": {}}}` when absent.\n","minProperties":1,"maxProperties":20,"additionalProperties":{"type":"object","description":"One aggregate, one member.","minProperties":1,"maxProperties":1,"additionalProperties":false,"properties":{"count":{"type":"object","description":"`{}`: the group's rows.","maxProperties":0},"count_distinct":{"type":"string","description":"A top-level field of the rows (not `id`).","minLength":1,"maxLength":256,"example":"points"},"sum":{"$ref":"#/properties/requestBody/properties/aggregates/additionalProperties/properties/count_distinct"},"avg":{"$ref":"#/properties/requestBody/properties/aggregates/additionalProperties/properties/count_distinct"},"min":{"$ref":"#/properties/requestBody/properties/aggregates/additionalProperties/properties/count_distinct"},"max":{"$ref":"#/properties/requestBody/properties/aggregates/additionalProperties/properties/count_distinct"}},"example":{"sum":"points"}},"example":{"rows":{"count":{}},"points":{"sum":"points"}}},"order":{"type":"array","description":"The aliases and group fields that order the groups, each once; by the group fields ascending after them.","maxItems":30,"items":{"type":"object","description":"An alias or a group field, and its direction.","required":["field"],"additionalProperties":false,"properties":{"field":{"$ref":"#/properties/requestBody/properties/group_by/items"},"direction":{"type":"string","description":"The direction of a page's order.","enum":["asc","desc"],"default":"asc"}}}},"limit":{"type":"integer","minimum":0,"description":"The most groups to answer, up to `ROWBASE_MAX_GROUPS` (1,000 by default, also the default)."}}}},"required":["requestBody"]};
+const schema11 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"An aggregate query (`aggregateRows`); every member may be left out.","additionalProperties":false,"properties":{"filter":{"type":"object","description":"A filter of the filter language (docs/api.md, \"Filters\"): each member names a field path (a\ntop-level field, or a dotted path into nested objects, `.` and `\\` in a key escaped with `\\`;\n`id` is the row's id) with its `FilterCondition`, or is `$and` or `$or` (non-empty arrays of\nfilters), `$not` (a filter) or `$search` (words); the members must all hold. At most 4 KiB as JSON, 8 levels deep,\n32 conditions; anything else is `400 validation_failed` pointing into it (`/filter/…`).\nThrough a relation (docs/relations.md): `{\"author\": {\"$match\": {…}}}` holds for a row whose to-one\nrelation `author` names a row that matches, `{\"comments\": {\"$some\": {…}}}` for one whose to-many\nrelation `comments` has a row that matches (10,000 related rows found at most, else `400`); in lists,\ncounts, queries, aggregates and changes by filter, with a secret key (`403` with a publishable one),\nnever in the feed or a webhook (`400`).\n","properties":{"$search":{"type":"string","description":"The rows whose words in the fields of the collection's search index (createIndex, `\"type\": \"search\"`)\nhold every word of this text, the last also as the beginning of a word unless the text ends outside a\nword (docs/search.md): case and diacritics do not matter, each Chinese or Japanese character is a word.\nCombines with every other condition, inside `$and`, `$or` and `$not` too. No word is ignored: there are\nno stopwords, and a word of one letter is a word. A collection without a search index (`400` naming the\nindex to declare), a text of no word, of more than 256 characters or of more than 32 words: `400`. At\nthe filter's top level, it ranks the rows: `_score` in an order and a selection.\n","example":"red sho"},"$and":{"type":"array","minItems":1,"items":{"type":"object","description":"A `Filter` inside `$and`, `$or` or `$not`, with the same members.","additionalProperties":true},"description":"Filters that must all hold."},"$or":{"type":"array","minItems":1,"items":{"$ref":"#/properties/requestBody/properties/filter/properties/$and/items"},"description":"Filters of which one at least must hold."},"$not":{"$ref":"#/properties/requestBody/properties/filter/properties/$and/items"}},"additionalProperties":{"description":"A JSON value the field must equal (JSON equality: `1` equals `1.0`, objects whatever the order\nof their members), or a `FilterOperators` object: an object whose members all start with `$`.\n","anyOf":[{"type":"string","description":"A string, compared by code point."},{"type":"number","description":"A number, compared by value."},{"type":"boolean","description":"A boolean, `false` before `true`."},{"type":"object","nullable":true,"enum":[null],"description":"`null`: a stored `null`, not a missing field."},{"type":"array","items":{},"description":"An array, equal item by item."},{"type":"object","description":"Conditions on one field, all of which must hold. Comparisons hold only for a value of the\noperand's JSON type; a missing field is not `null`, and `$ne` and `$nin` hold for it. An object\nwithout `$` members is a value to equal.\n","properties":{"$eq":{"description":"JSON equality."},"$ne":{"description":"Not JSON-equal (a missing field too)."},"$gt":{"description":"A number, string or boolean to compare with values of its own JSON type.","anyOf":[{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/0"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/1"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/2"}]},"$gte":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$lt":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$lte":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$in":{"type":"array","items":{},"description":"Equal to one of these."},"$nin":{"type":"array","items":{},"description":"Equal to none of these (a missing field too)."},"$exists":{"type":"boolean","description":"Whether the field is there (`null` is there)."},"$prefix":{"type":"string","description":"A string that starts with this one."},"$contains":{"description":"An array with an item equal to this value."}},"additionalProperties":true}]},"example":{"status":"open","score":{"$gte":10},"$or":[{"owner.name":"ada"},{"tags":{"$contains":"urgent"}}]}},"group_by":{"type":"array","description":"The top-level fields whose values group the rows, each once, at most 10; plain names, not `id`.","maxItems":10,"items":{"type":"string","description":"A plain name, as group fields and aliases are.","pattern":"^[A-Za-z_][A-Za-z0-9_]{0,63}$","example":"status"},"example":["status"]},"aggregates":{"type":"object","description":"The aggregates to answer of each group, by alias (a plain name that is no group field), at most\n20; `{\"count\": {\"count\": {}}}` when absent.\n","minProperties":1,"maxProperties":20,"additionalProperties":{"type":"object","description":"One aggregate, one member.","minProperties":1,"maxProperties":1,"additionalProperties":false,"properties":{"count":{"type":"object","description":"`{}`: the group's rows.","maxProperties":0},"count_distinct":{"type":"string","description":"A top-level field of the rows (not `id`).","minLength":1,"maxLength":256,"example":"points"},"sum":{"$ref":"#/properties/requestBody/properties/aggregates/additionalProperties/properties/count_distinct"},"avg":{"$ref":"#/properties/requestBody/properties/aggregates/additionalProperties/properties/count_distinct"},"min":{"$ref":"#/properties/requestBody/properties/aggregates/additionalProperties/properties/count_distinct"},"max":{"$ref":"#/properties/requestBody/properties/aggregates/additionalProperties/properties/count_distinct"}},"example":{"sum":"points"}},"example":{"rows":{"count":{}},"points":{"sum":"points"}}},"order":{"type":"array","description":"The aliases and group fields that order the groups, each once; by the group fields ascending after them.","maxItems":30,"items":{"type":"object","description":"An alias or a group field, and its direction.","required":["field"],"additionalProperties":false,"properties":{"field":{"$ref":"#/properties/requestBody/properties/group_by/items"},"direction":{"type":"string","description":"The direction of a page's order.","enum":["asc","desc"],"default":"asc"}}}},"limit":{"type":"integer","minimum":0,"description":"The most groups to answer, up to `ROWBASE_MAX_GROUPS` (1,000 by default, also the default)."}}}},"required":["requestBody"]};
 const schema12 = {"type":"string","description":"A string, compared by code point."};
 const schema13 = {"type":"number","description":"A number, compared by value."};
 const schema14 = {"type":"boolean","description":"A boolean, `false` before `true`."};
@@ -2138,7 +2138,7 @@ return errors === 0;
 }
 
 export const insertRows_body = validate20;
-const schema31 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"array","minItems":1,"items":{"type":"object","description":"A row to insert. Any top-level field name and any JSON value is the client's, except `id`; `__proto__` and `constructor` are field names like any other.","properties":{"id":{"description":"Not accepted; the service assigns ids.","not":{}}},"additionalProperties":true,"example":{"text":"hello"}}}},"required":["requestBody"]};
+const schema31 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"array","minItems":1,"items":{"type":"object","description":"A row to insert. Any top-level field name and any JSON value is the client's, except `id` and\n`_expand`; `__proto__` and `constructor` are field names like any other.\n","properties":{"id":{"description":"Not accepted; the service assigns ids.","not":{}},"_expand":{"description":"Not accepted (`400`): reserved for the rows an answer expands into a row (`expand`, docs/relations.md).","not":{}}},"additionalProperties":true,"example":{"text":"hello"}}}},"required":["requestBody"]};
 
 function validate20(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -2181,9 +2181,8 @@ vErrors.push(err2);
 }
 errors++;
 }
-}
-else {
-const err3 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data1._expand !== undefined){
+const err3 = {instancePath:instancePath+"/requestBody/" + i0+"/_expand",schemaPath:"#/properties/requestBody/items/properties/_expand/not",keyword:"not",params:{},message:"must NOT be valid"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -2193,9 +2192,8 @@ vErrors.push(err3);
 errors++;
 }
 }
-}
 else {
-const err4 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err4 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -2207,12 +2205,24 @@ errors++;
 }
 }
 else {
-const err5 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err5 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err5];
 }
 else {
 vErrors.push(err5);
+}
+errors++;
+}
+}
+}
+else {
+const err6 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
 }
 errors++;
 }
@@ -3180,15 +3190,194 @@ validate23.errors = vErrors;
 return errors === 0;
 }
 
-export const queryRows_body = validate24;
-const schema41 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"A query of a collection's rows (`queryRows`); every member may be left out.","additionalProperties":false,"properties":{"filter":{"type":"object","description":"A filter of the filter language (docs/api.md, \"Filters\"): each member names a field path (a\ntop-level field, or a dotted path into nested objects, `.` and `\\` in a key escaped with `\\`;\n`id` is the row's id) with its `FilterCondition`, or is `$and` or `$or` (non-empty arrays of\nfilters), `$not` (a filter) or `$search` (words); the members must all hold. At most 4 KiB as JSON, 8 levels deep,\n32 conditions; anything else is `400 validation_failed` pointing into it (`/filter/…`).\n","properties":{"$search":{"type":"string","description":"The rows whose words in the fields of the collection's search index (createIndex, `\"type\": \"search\"`)\nhold every word of this text, the last also as the beginning of a word unless the text ends outside a\nword (docs/search.md): case and diacritics do not matter, each Chinese or Japanese character is a word.\nCombines with every other condition, inside `$and`, `$or` and `$not` too. No word is ignored: there are\nno stopwords, and a word of one letter is a word. A collection without a search index (`400` naming the\nindex to declare), a text of no word, of more than 256 characters or of more than 32 words: `400`. At\nthe filter's top level, it ranks the rows: `_score` in an order and a selection.\n","example":"red sho"},"$and":{"type":"array","minItems":1,"items":{"type":"object","description":"A `Filter` inside `$and`, `$or` or `$not`, with the same members.","additionalProperties":true},"description":"Filters that must all hold."},"$or":{"type":"array","minItems":1,"items":{"$ref":"#/properties/requestBody/properties/filter/properties/$and/items"},"description":"Filters of which one at least must hold."},"$not":{"$ref":"#/properties/requestBody/properties/filter/properties/$and/items"}},"additionalProperties":{"description":"A JSON value the field must equal (JSON equality: `1` equals `1.0`, objects whatever the order\nof their members), or a `FilterOperators` object: an object whose members all start with `$`.\n","anyOf":[{"type":"string","description":"A string, compared by code point."},{"type":"number","description":"A number, compared by value."},{"type":"boolean","description":"A boolean, `false` before `true`."},{"type":"object","nullable":true,"enum":[null],"description":"`null`: a stored `null`, not a missing field."},{"type":"array","items":{},"description":"An array, equal item by item."},{"type":"object","description":"Conditions on one field, all of which must hold. Comparisons hold only for a value of the\noperand's JSON type; a missing field is not `null`, and `$ne` and `$nin` hold for it. An object\nwithout `$` members is a value to equal.\n","properties":{"$eq":{"description":"JSON equality."},"$ne":{"description":"Not JSON-equal (a missing field too)."},"$gt":{"description":"A number, string or boolean to compare with values of its own JSON type.","anyOf":[{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/0"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/1"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/2"}]},"$gte":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$lt":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$lte":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$in":{"type":"array","items":{},"description":"Equal to one of these."},"$nin":{"type":"array","items":{},"description":"Equal to none of these (a missing field too)."},"$exists":{"type":"boolean","description":"Whether the field is there (`null` is there)."},"$prefix":{"type":"string","description":"A string that starts with this one."},"$contains":{"description":"An array with an item equal to this value."}},"additionalProperties":true}]},"example":{"status":"open","score":{"$gte":10},"$or":[{"owner.name":"ada"},{"tags":{"$contains":"urgent"}}]}},"select":{"type":"array","description":"The top-level fields to answer of each row (`id` is always answered); a row without one is answered without it.\n`_score` and `_highlight`: each row's relevance to the `$search` at the filter's top level, and where it matched (SelectParameter).\n","minItems":1,"maxItems":256,"items":{"type":"string","minLength":1,"maxLength":256},"example":["title","score"]},"order":{"type":"array","description":"The fields that order the rows, each once, first to last; by `id` ascending when empty or absent.\n`[{\"field\": \"_score\"}]` orders by relevance to the `$search` at the filter's top level (OrderBy).\n","maxItems":8,"items":{"type":"object","description":"One field of an order, and its direction.","required":["field"],"additionalProperties":false,"properties":{"field":{"type":"string","minLength":1,"maxLength":256,"description":"A top-level field; `id` is the row's own id, `_score` the relevance to a search (OrderBy).","example":"score"},"direction":{"type":"string","description":"The direction of a page's order.","enum":["asc","desc"],"default":"asc"}}}},"limit":{"type":"integer","minimum":0,"maximum":1000,"description":"The most rows to answer; 100 when absent."},"after":{"type":"string","minLength":1,"description":"The cursor of the page to follow (`next` of a page of the same query)."},"count":{"description":"How `count` counts the rows that match (`exact`, the only one).","type":"string","enum":["exact"]}},"example":{"filter":{"$search":"red sho","status":"open"},"order":[{"field":"_score"}],"select":["title","_score","_highlight"],"limit":20}}},"required":["requestBody"]};
-const schema42 = {"type":"string","description":"A string, compared by code point."};
-const schema43 = {"type":"number","description":"A number, compared by value."};
-const schema44 = {"type":"boolean","description":"A boolean, `false` before `true`."};
-const schema49 = {"type":"object","description":"A `Filter` inside `$and`, `$or` or `$not`, with the same members.","additionalProperties":true};
-const schema45 = {"description":"A number, string or boolean to compare with values of its own JSON type.","anyOf":[{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/0"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/1"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/2"}]};
+export const putRelation_body = validate24;
+const schema41 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"A to-one relation as it is declared (`putRelation`).","required":["field","collection"],"additionalProperties":false,"properties":{"field":{"type":"string","description":"A relation's name, or a field holding one's ids: a plain name, letters, digits and `_`, not\nstarting with a digit, 63 characters at most; never `id`.\n","pattern":"^(?!id$)[A-Za-z_][A-Za-z0-9_]{0,62}$","example":"author"},"collection":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"on_delete":{"type":"string","enum":["restrict","cascade","set_null"],"description":"What deleting a row does to the rows whose field names it: `restrict` refuses the delete (`409`,\nnothing deleted); `cascade` deletes them too, in the same transaction, each with its `delete` event\n(and what deleting them does in turn); `set_null` sets their field to null, each with its `update`\nevent.\n"},"reverse":{"type":"string","nullable":true,"pattern":"^(?!id$)[A-Za-z_][A-Za-z0-9_]{0,62}$","description":"The name (a `RelationName`) of the to-many relation of `collection` back to these rows; none when null or absent."}}}},"required":["requestBody"]};
+const pattern8 = new RegExp("^(?!id$)[A-Za-z_][A-Za-z0-9_]{0,62}$", "u");
 
-function validate25(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate24(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.requestBody === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "requestBody"},message:"must have required property '"+"requestBody"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.requestBody !== undefined){
+let data0 = data.requestBody;
+if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
+if(data0.field === undefined){
+const err1 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/required",keyword:"required",params:{missingProperty: "field"},message:"must have required property '"+"field"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data0.collection === undefined){
+const err2 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/required",keyword:"required",params:{missingProperty: "collection"},message:"must have required property '"+"collection"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+for(const key0 in data0){
+if(!((((key0 === "field") || (key0 === "collection")) || (key0 === "on_delete")) || (key0 === "reverse"))){
+const err3 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data0.field !== undefined){
+let data1 = data0.field;
+if(typeof data1 === "string"){
+if(!pattern8.test(data1)){
+const err4 = {instancePath:instancePath+"/requestBody/field",schemaPath:"#/properties/requestBody/properties/field/pattern",keyword:"pattern",params:{pattern: "^(?!id$)[A-Za-z_][A-Za-z0-9_]{0,62}$"},message:"must match pattern \""+"^(?!id$)[A-Za-z_][A-Za-z0-9_]{0,62}$"+"\""};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+else {
+const err5 = {instancePath:instancePath+"/requestBody/field",schemaPath:"#/properties/requestBody/properties/field/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data0.collection !== undefined){
+let data2 = data0.collection;
+if(typeof data2 === "string"){
+if(!pattern2.test(data2)){
+const err6 = {instancePath:instancePath+"/requestBody/collection",schemaPath:"#/properties/requestBody/properties/collection/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z][A-Za-z0-9_-]{0,62}$"},message:"must match pattern \""+"^[A-Za-z][A-Za-z0-9_-]{0,62}$"+"\""};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+else {
+const err7 = {instancePath:instancePath+"/requestBody/collection",schemaPath:"#/properties/requestBody/properties/collection/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data0.on_delete !== undefined){
+let data3 = data0.on_delete;
+if(typeof data3 !== "string"){
+const err8 = {instancePath:instancePath+"/requestBody/on_delete",schemaPath:"#/properties/requestBody/properties/on_delete/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(!(((data3 === "restrict") || (data3 === "cascade")) || (data3 === "set_null"))){
+const err9 = {instancePath:instancePath+"/requestBody/on_delete",schemaPath:"#/properties/requestBody/properties/on_delete/enum",keyword:"enum",params:{allowedValues: schema41.properties.requestBody.properties.on_delete.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data0.reverse !== undefined){
+let data4 = data0.reverse;
+if((typeof data4 !== "string") && (data4 !== null)){
+const err10 = {instancePath:instancePath+"/requestBody/reverse",schemaPath:"#/properties/requestBody/properties/reverse/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+if(typeof data4 === "string"){
+if(!pattern8.test(data4)){
+const err11 = {instancePath:instancePath+"/requestBody/reverse",schemaPath:"#/properties/requestBody/properties/reverse/pattern",keyword:"pattern",params:{pattern: "^(?!id$)[A-Za-z_][A-Za-z0-9_]{0,62}$"},message:"must match pattern \""+"^(?!id$)[A-Za-z_][A-Za-z0-9_]{0,62}$"+"\""};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err12 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+}
+else {
+const err13 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+validate24.errors = vErrors;
+return errors === 0;
+}
+
+export const queryRows_body = validate25;
+const schema42 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"A query of a collection's rows (`queryRows`); every member may be left out.","additionalProperties":false,"properties":{"filter":{"type":"object","description":"A filter of the filter language (docs/api.md, \"Filters\"): each member names a field path (a\ntop-level field, or a dotted path into nested objects, `.` and `\\` in a key escaped with `\\`;\n`id` is the row's id) with its `FilterCondition`, or is `$and` or `$or` (non-empty arrays of\nfilters), `$not` (a filter) or `$search` (words); the members must all hold. At most 4 KiB as JSON, 8 levels deep,\n32 conditions; anything else is `400 validation_failed` pointing into it (`/filter/…`).\nThrough a relation (docs/relations.md): `{\"author\": {\"$match\": {…}}}` holds for a row whose to-one\nrelation `author` names a row that matches, `{\"comments\": {\"$some\": {…}}}` for one whose to-many\nrelation `comments` has a row that matches (10,000 related rows found at most, else `400`); in lists,\ncounts, queries, aggregates and changes by filter, with a secret key (`403` with a publishable one),\nnever in the feed or a webhook (`400`).\n","properties":{"$search":{"type":"string","description":"The rows whose words in the fields of the collection's search index (createIndex, `\"type\": \"search\"`)\nhold every word of this text, the last also as the beginning of a word unless the text ends outside a\nword (docs/search.md): case and diacritics do not matter, each Chinese or Japanese character is a word.\nCombines with every other condition, inside `$and`, `$or` and `$not` too. No word is ignored: there are\nno stopwords, and a word of one letter is a word. A collection without a search index (`400` naming the\nindex to declare), a text of no word, of more than 256 characters or of more than 32 words: `400`. At\nthe filter's top level, it ranks the rows: `_score` in an order and a selection.\n","example":"red sho"},"$and":{"type":"array","minItems":1,"items":{"type":"object","description":"A `Filter` inside `$and`, `$or` or `$not`, with the same members.","additionalProperties":true},"description":"Filters that must all hold."},"$or":{"type":"array","minItems":1,"items":{"$ref":"#/properties/requestBody/properties/filter/properties/$and/items"},"description":"Filters of which one at least must hold."},"$not":{"$ref":"#/properties/requestBody/properties/filter/properties/$and/items"}},"additionalProperties":{"description":"A JSON value the field must equal (JSON equality: `1` equals `1.0`, objects whatever the order\nof their members), or a `FilterOperators` object: an object whose members all start with `$`.\n","anyOf":[{"type":"string","description":"A string, compared by code point."},{"type":"number","description":"A number, compared by value."},{"type":"boolean","description":"A boolean, `false` before `true`."},{"type":"object","nullable":true,"enum":[null],"description":"`null`: a stored `null`, not a missing field."},{"type":"array","items":{},"description":"An array, equal item by item."},{"type":"object","description":"Conditions on one field, all of which must hold. Comparisons hold only for a value of the\noperand's JSON type; a missing field is not `null`, and `$ne` and `$nin` hold for it. An object\nwithout `$` members is a value to equal.\n","properties":{"$eq":{"description":"JSON equality."},"$ne":{"description":"Not JSON-equal (a missing field too)."},"$gt":{"description":"A number, string or boolean to compare with values of its own JSON type.","anyOf":[{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/0"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/1"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/2"}]},"$gte":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$lt":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$lte":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$in":{"type":"array","items":{},"description":"Equal to one of these."},"$nin":{"type":"array","items":{},"description":"Equal to none of these (a missing field too)."},"$exists":{"type":"boolean","description":"Whether the field is there (`null` is there)."},"$prefix":{"type":"string","description":"A string that starts with this one."},"$contains":{"description":"An array with an item equal to this value."}},"additionalProperties":true}]},"example":{"status":"open","score":{"$gte":10},"$or":[{"owner.name":"ada"},{"tags":{"$contains":"urgent"}}]}},"select":{"type":"array","description":"The top-level fields to answer of each row (`id` is always answered); a row without one is answered without it.\n`_score` and `_highlight`: each row's relevance to the `$search` at the filter's top level, and where it matched (SelectParameter).\n","minItems":1,"maxItems":256,"items":{"type":"string","minLength":1,"maxLength":256},"example":["title","score"]},"order":{"type":"array","description":"The fields that order the rows, each once, first to last; by `id` ascending when empty or absent.\n`[{\"field\": \"_score\"}]` orders by relevance to the `$search` at the filter's top level (OrderBy).\n","maxItems":8,"items":{"type":"object","description":"One field of an order, and its direction.","required":["field"],"additionalProperties":false,"properties":{"field":{"type":"string","minLength":1,"maxLength":256,"description":"A top-level field; `id` is the row's own id, `_score` the relevance to a search (OrderBy).","example":"score"},"direction":{"type":"string","description":"The direction of a page's order.","enum":["asc","desc"],"default":"asc"}}}},"limit":{"type":"integer","minimum":0,"maximum":1000,"description":"The most rows to answer; 100 when absent."},"after":{"type":"string","minLength":1,"description":"The cursor of the page to follow (`next` of a page of the same query)."},"count":{"description":"How `count` counts the rows that match (`exact`, the only one).","type":"string","enum":["exact"]},"expand":{"type":"object","description":"Relations of the collection to expand into each row answered, by name (docs/relations.md), 3 deep\nat most (`ExpandOptions`, `ExpandNested`, `ExpandLast`: a fourth is a `400` naming it): each\nrelated row, or list of rows, sits in the row's member `_expand` (`Expanded`). A name that is no\nrelation of its collection is a `400` naming it.\n","maxProperties":16,"additionalProperties":{"type":"object","description":"How one relation is expanded. `filter`, `order` and `limit` only for a to-many relation: the related\nrows kept, their order (by id when absent) and how many of each row at most (10 when absent, 100 at\nmost; a list cut short is named in `$cut` of `_expand`). `select`: the fields answered of each related\nrow (`id` and its own `_expand` always). `expand`: the relations of the related rows to expand in\nturn.\n","additionalProperties":false,"properties":{"filter":{"$ref":"#/properties/requestBody/properties/filter"},"order":{"type":"array","maxItems":8,"items":{"$ref":"#/properties/requestBody/properties/order/items"}},"limit":{"type":"integer","minimum":1,"maximum":100},"select":{"type":"array","minItems":1,"maxItems":256,"items":{"type":"string","minLength":1,"maxLength":256}},"expand":{"type":"object","description":"The relations of the related rows to expand, the second level.","maxProperties":16,"additionalProperties":{"type":"object","description":"An expansion of the second level, as `ExpandOptions`.","additionalProperties":false,"properties":{"filter":{"$ref":"#/properties/requestBody/properties/filter"},"order":{"type":"array","maxItems":8,"items":{"$ref":"#/properties/requestBody/properties/order/items"}},"limit":{"type":"integer","minimum":1,"maximum":100},"select":{"type":"array","minItems":1,"maxItems":256,"items":{"type":"string","minLength":1,"maxLength":256}},"expand":{"type":"object","description":"The relations of the related rows to expand, the third and last level.","maxProperties":16,"additionalProperties":{"type":"object","description":"An expansion of the third and last level, as `ExpandOptions` without `expand`.","additionalProperties":false,"properties":{"filter":{"$ref":"#/properties/requestBody/properties/filter"},"order":{"type":"array","maxItems":8,"items":{"$ref":"#/properties/requestBody/properties/order/items"}},"limit":{"type":"integer","minimum":1,"maximum":100},"select":{"type":"array","minItems":1,"maxItems":256,"items":{"type":"string","minLength":1,"maxLength":256}}}}}}}}}},"example":{"author":{},"comments":{"order":[{"field":"id","direction":"desc"}],"limit":5,"select":["text"],"expand":{"author":{}}}}}},"example":{"filter":{"$search":"red sho","status":"open"},"order":[{"field":"_score"}],"select":["title","_score","_highlight"],"limit":20}}},"required":["requestBody"]};
+const schema43 = {"type":"string","description":"A string, compared by code point."};
+const schema44 = {"type":"number","description":"A number, compared by value."};
+const schema45 = {"type":"boolean","description":"A boolean, `false` before `true`."};
+const schema50 = {"type":"object","description":"A `Filter` inside `$and`, `$or` or `$not`, with the same members.","additionalProperties":true};
+const schema58 = {"type":"object","description":"One field of an order, and its direction.","required":["field"],"additionalProperties":false,"properties":{"field":{"type":"string","minLength":1,"maxLength":256,"description":"A top-level field; `id` is the row's own id, `_score` the relevance to a search (OrderBy).","example":"score"},"direction":{"type":"string","description":"The direction of a page's order.","enum":["asc","desc"],"default":"asc"}}};
+const schema46 = {"description":"A number, string or boolean to compare with values of its own JSON type.","anyOf":[{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/0"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/1"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/2"}]};
+
+function validate26(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 const _errs0 = errors;
@@ -3257,12 +3446,405 @@ vErrors = null;
 }
 }
 }
-validate25.errors = vErrors;
+validate26.errors = vErrors;
+return errors === 0;
+}
+
+const schema52 = {"type":"object","description":"A filter of the filter language (docs/api.md, \"Filters\"): each member names a field path (a\ntop-level field, or a dotted path into nested objects, `.` and `\\` in a key escaped with `\\`;\n`id` is the row's id) with its `FilterCondition`, or is `$and` or `$or` (non-empty arrays of\nfilters), `$not` (a filter) or `$search` (words); the members must all hold. At most 4 KiB as JSON, 8 levels deep,\n32 conditions; anything else is `400 validation_failed` pointing into it (`/filter/…`).\nThrough a relation (docs/relations.md): `{\"author\": {\"$match\": {…}}}` holds for a row whose to-one\nrelation `author` names a row that matches, `{\"comments\": {\"$some\": {…}}}` for one whose to-many\nrelation `comments` has a row that matches (10,000 related rows found at most, else `400`); in lists,\ncounts, queries, aggregates and changes by filter, with a secret key (`403` with a publishable one),\nnever in the feed or a webhook (`400`).\n","properties":{"$search":{"type":"string","description":"The rows whose words in the fields of the collection's search index (createIndex, `\"type\": \"search\"`)\nhold every word of this text, the last also as the beginning of a word unless the text ends outside a\nword (docs/search.md): case and diacritics do not matter, each Chinese or Japanese character is a word.\nCombines with every other condition, inside `$and`, `$or` and `$not` too. No word is ignored: there are\nno stopwords, and a word of one letter is a word. A collection without a search index (`400` naming the\nindex to declare), a text of no word, of more than 256 characters or of more than 32 words: `400`. At\nthe filter's top level, it ranks the rows: `_score` in an order and a selection.\n","example":"red sho"},"$and":{"type":"array","minItems":1,"items":{"type":"object","description":"A `Filter` inside `$and`, `$or` or `$not`, with the same members.","additionalProperties":true},"description":"Filters that must all hold."},"$or":{"type":"array","minItems":1,"items":{"$ref":"#/properties/requestBody/properties/filter/properties/$and/items"},"description":"Filters of which one at least must hold."},"$not":{"$ref":"#/properties/requestBody/properties/filter/properties/$and/items"}},"additionalProperties":{"description":"A JSON value the field must equal (JSON equality: `1` equals `1.0`, objects whatever the order\nof their members), or a `FilterOperators` object: an object whose members all start with `$`.\n","anyOf":[{"type":"string","description":"A string, compared by code point."},{"type":"number","description":"A number, compared by value."},{"type":"boolean","description":"A boolean, `false` before `true`."},{"type":"object","nullable":true,"enum":[null],"description":"`null`: a stored `null`, not a missing field."},{"type":"array","items":{},"description":"An array, equal item by item."},{"type":"object","description":"Conditions on one field, all of which must hold. Comparisons hold only for a value of the\noperand's JSON type; a missing field is not `null`, and `$ne` and `$nin` hold for it. An object\nwithout `$` members is a value to equal.\n","properties":{"$eq":{"description":"JSON equality."},"$ne":{"description":"Not JSON-equal (a missing field too)."},"$gt":{"description":"A number, string or boolean to compare with values of its own JSON type.","anyOf":[{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/0"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/1"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/2"}]},"$gte":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$lt":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$lte":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$in":{"type":"array","items":{},"description":"Equal to one of these."},"$nin":{"type":"array","items":{},"description":"Equal to none of these (a missing field too)."},"$exists":{"type":"boolean","description":"Whether the field is there (`null` is there)."},"$prefix":{"type":"string","description":"A string that starts with this one."},"$contains":{"description":"An array with an item equal to this value."}},"additionalProperties":true}]},"example":{"status":"open","score":{"$gte":10},"$or":[{"owner.name":"ada"},{"tags":{"$contains":"urgent"}}]}};
+
+function validate30(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+for(const key0 in data){
+if(!((((key0 === "$search") || (key0 === "$and")) || (key0 === "$or")) || (key0 === "$not"))){
+let data0 = data[key0];
+const _errs3 = errors;
+let valid1 = false;
+const _errs4 = errors;
+if(typeof data0 !== "string"){
+const err0 = {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/additionalProperties/anyOf/0/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+var _valid0 = _errs4 === errors;
+valid1 = valid1 || _valid0;
+if(!valid1){
+const _errs6 = errors;
+if(!(typeof data0 == "number")){
+const err1 = {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/additionalProperties/anyOf/1/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+var _valid0 = _errs6 === errors;
+valid1 = valid1 || _valid0;
+if(!valid1){
+const _errs8 = errors;
+if(typeof data0 !== "boolean"){
+const err2 = {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/additionalProperties/anyOf/2/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+var _valid0 = _errs8 === errors;
+valid1 = valid1 || _valid0;
+if(!valid1){
+const _errs10 = errors;
+if((!(data0 && typeof data0 == "object" && !Array.isArray(data0))) && (data0 !== null)){
+const err3 = {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/additionalProperties/anyOf/3/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if(!(data0 === null)){
+const err4 = {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/additionalProperties/anyOf/3/enum",keyword:"enum",params:{allowedValues: schema52.additionalProperties.anyOf[3].enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+var _valid0 = _errs10 === errors;
+valid1 = valid1 || _valid0;
+if(!valid1){
+const _errs13 = errors;
+if(!(Array.isArray(data0))){
+const err5 = {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/additionalProperties/anyOf/4/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+var _valid0 = _errs13 === errors;
+valid1 = valid1 || _valid0;
+if(!valid1){
+const _errs15 = errors;
+if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
+if(data0.$gt !== undefined){
+let data1 = data0.$gt;
+const _errs19 = errors;
+let valid3 = false;
+const _errs20 = errors;
+if(typeof data1 !== "string"){
+const err6 = {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/$gt",schemaPath:"#/properties/requestBody/properties/filter/additionalProperties/anyOf/0/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+var _valid1 = _errs20 === errors;
+valid3 = valid3 || _valid1;
+if(!valid3){
+const _errs23 = errors;
+if(!(typeof data1 == "number")){
+const err7 = {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/$gt",schemaPath:"#/properties/requestBody/properties/filter/additionalProperties/anyOf/1/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+var _valid1 = _errs23 === errors;
+valid3 = valid3 || _valid1;
+if(!valid3){
+const _errs26 = errors;
+if(typeof data1 !== "boolean"){
+const err8 = {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/$gt",schemaPath:"#/properties/requestBody/properties/filter/additionalProperties/anyOf/2/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+var _valid1 = _errs26 === errors;
+valid3 = valid3 || _valid1;
+}
+}
+if(!valid3){
+const err9 = {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/$gt",schemaPath:"#/additionalProperties/anyOf/5/properties/%24gt/anyOf",keyword:"anyOf",params:{},message:"must match a schema in anyOf"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+else {
+errors = _errs19;
+if(vErrors !== null){
+if(_errs19){
+vErrors.length = _errs19;
+}
+else {
+vErrors = null;
+}
+}
+}
+}
+if(data0.$gte !== undefined){
+if(!(validate26(data0.$gte, {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/$gte",parentData:data0,parentDataProperty:"$gte",rootData}))){
+vErrors = vErrors === null ? validate26.errors : vErrors.concat(validate26.errors);
+errors = vErrors.length;
+}
+}
+if(data0.$lt !== undefined){
+if(!(validate26(data0.$lt, {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/$lt",parentData:data0,parentDataProperty:"$lt",rootData}))){
+vErrors = vErrors === null ? validate26.errors : vErrors.concat(validate26.errors);
+errors = vErrors.length;
+}
+}
+if(data0.$lte !== undefined){
+if(!(validate26(data0.$lte, {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/$lte",parentData:data0,parentDataProperty:"$lte",rootData}))){
+vErrors = vErrors === null ? validate26.errors : vErrors.concat(validate26.errors);
+errors = vErrors.length;
+}
+}
+if(data0.$in !== undefined){
+if(!(Array.isArray(data0.$in))){
+const err10 = {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/$in",schemaPath:"#/additionalProperties/anyOf/5/properties/%24in/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+if(data0.$nin !== undefined){
+if(!(Array.isArray(data0.$nin))){
+const err11 = {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/$nin",schemaPath:"#/additionalProperties/anyOf/5/properties/%24nin/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+if(data0.$exists !== undefined){
+if(typeof data0.$exists !== "boolean"){
+const err12 = {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/$exists",schemaPath:"#/additionalProperties/anyOf/5/properties/%24exists/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+if(data0.$prefix !== undefined){
+if(typeof data0.$prefix !== "string"){
+const err13 = {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/$prefix",schemaPath:"#/additionalProperties/anyOf/5/properties/%24prefix/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+}
+else {
+const err14 = {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/additionalProperties/anyOf/5/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+var _valid0 = _errs15 === errors;
+valid1 = valid1 || _valid0;
+}
+}
+}
+}
+}
+if(!valid1){
+const err15 = {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/additionalProperties/anyOf",keyword:"anyOf",params:{},message:"must match a schema in anyOf"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+else {
+errors = _errs3;
+if(vErrors !== null){
+if(_errs3){
+vErrors.length = _errs3;
+}
+else {
+vErrors = null;
+}
+}
+}
+}
+}
+if(data.$search !== undefined){
+if(typeof data.$search !== "string"){
+const err16 = {instancePath:instancePath+"/$search",schemaPath:"#/properties/%24search/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+}
+if(data.$and !== undefined){
+let data10 = data.$and;
+if(Array.isArray(data10)){
+if(data10.length < 1){
+const err17 = {instancePath:instancePath+"/$and",schemaPath:"#/properties/%24and/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+const len0 = data10.length;
+for(let i0=0; i0<len0; i0++){
+let data11 = data10[i0];
+if(data11 && typeof data11 == "object" && !Array.isArray(data11)){
+}
+else {
+const err18 = {instancePath:instancePath+"/$and/" + i0,schemaPath:"#/properties/%24and/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+}
+}
+else {
+const err19 = {instancePath:instancePath+"/$and",schemaPath:"#/properties/%24and/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+}
+if(data.$or !== undefined){
+let data12 = data.$or;
+if(Array.isArray(data12)){
+if(data12.length < 1){
+const err20 = {instancePath:instancePath+"/$or",schemaPath:"#/properties/%24or/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+const len1 = data12.length;
+for(let i1=0; i1<len1; i1++){
+let data13 = data12[i1];
+if(data13 && typeof data13 == "object" && !Array.isArray(data13)){
+}
+else {
+const err21 = {instancePath:instancePath+"/$or/" + i1,schemaPath:"#/properties/requestBody/properties/filter/properties/$and/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+}
+}
+else {
+const err22 = {instancePath:instancePath+"/$or",schemaPath:"#/properties/%24or/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+}
+if(data.$not !== undefined){
+let data14 = data.$not;
+if(data14 && typeof data14 == "object" && !Array.isArray(data14)){
+}
+else {
+const err23 = {instancePath:instancePath+"/$not",schemaPath:"#/properties/requestBody/properties/filter/properties/$and/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+}
+}
+else {
+const err24 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+validate30.errors = vErrors;
 return errors === 0;
 }
 
 
-function validate24(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate25(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -3280,7 +3862,7 @@ if(data.requestBody !== undefined){
 let data0 = data.requestBody;
 if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
 for(const key0 in data0){
-if(!((((((key0 === "filter") || (key0 === "select")) || (key0 === "order")) || (key0 === "limit")) || (key0 === "after")) || (key0 === "count"))){
+if(!(((((((key0 === "filter") || (key0 === "select")) || (key0 === "order")) || (key0 === "limit")) || (key0 === "after")) || (key0 === "count")) || (key0 === "expand"))){
 const err1 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err1];
@@ -3353,7 +3935,7 @@ vErrors.push(err5);
 errors++;
 }
 if(!(data2 === null)){
-const err6 = {instancePath:instancePath+"/requestBody/filter/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/requestBody/properties/filter/additionalProperties/anyOf/3/enum",keyword:"enum",params:{allowedValues: schema41.properties.requestBody.properties.filter.additionalProperties.anyOf[3].enum},message:"must be equal to one of the allowed values"};
+const err6 = {instancePath:instancePath+"/requestBody/filter/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/requestBody/properties/filter/additionalProperties/anyOf/3/enum",keyword:"enum",params:{allowedValues: schema42.properties.requestBody.properties.filter.additionalProperties.anyOf[3].enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -3451,20 +4033,20 @@ vErrors = null;
 }
 }
 if(data2.$gte !== undefined){
-if(!(validate25(data2.$gte, {instancePath:instancePath+"/requestBody/filter/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/$gte",parentData:data2,parentDataProperty:"$gte",rootData}))){
-vErrors = vErrors === null ? validate25.errors : vErrors.concat(validate25.errors);
+if(!(validate26(data2.$gte, {instancePath:instancePath+"/requestBody/filter/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/$gte",parentData:data2,parentDataProperty:"$gte",rootData}))){
+vErrors = vErrors === null ? validate26.errors : vErrors.concat(validate26.errors);
 errors = vErrors.length;
 }
 }
 if(data2.$lt !== undefined){
-if(!(validate25(data2.$lt, {instancePath:instancePath+"/requestBody/filter/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/$lt",parentData:data2,parentDataProperty:"$lt",rootData}))){
-vErrors = vErrors === null ? validate25.errors : vErrors.concat(validate25.errors);
+if(!(validate26(data2.$lt, {instancePath:instancePath+"/requestBody/filter/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/$lt",parentData:data2,parentDataProperty:"$lt",rootData}))){
+vErrors = vErrors === null ? validate26.errors : vErrors.concat(validate26.errors);
 errors = vErrors.length;
 }
 }
 if(data2.$lte !== undefined){
-if(!(validate25(data2.$lte, {instancePath:instancePath+"/requestBody/filter/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/$lte",parentData:data2,parentDataProperty:"$lte",rootData}))){
-vErrors = vErrors === null ? validate25.errors : vErrors.concat(validate25.errors);
+if(!(validate26(data2.$lte, {instancePath:instancePath+"/requestBody/filter/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/$lte",parentData:data2,parentDataProperty:"$lte",rootData}))){
+vErrors = vErrors === null ? validate26.errors : vErrors.concat(validate26.errors);
 errors = vErrors.length;
 }
 }
@@ -3838,7 +4420,7 @@ vErrors.push(err39);
 errors++;
 }
 if(!((data22 === "asc") || (data22 === "desc"))){
-const err40 = {instancePath:instancePath+"/requestBody/order/" + i3+"/direction",schemaPath:"#/properties/requestBody/properties/order/items/properties/direction/enum",keyword:"enum",params:{allowedValues: schema41.properties.requestBody.properties.order.items.properties.direction.enum},message:"must be equal to one of the allowed values"};
+const err40 = {instancePath:instancePath+"/requestBody/order/" + i3+"/direction",schemaPath:"#/properties/requestBody/properties/order/items/properties/direction/enum",keyword:"enum",params:{allowedValues: schema42.properties.requestBody.properties.order.items.properties.direction.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -3944,7 +4526,7 @@ vErrors.push(err48);
 errors++;
 }
 if(!(data25 === "exact")){
-const err49 = {instancePath:instancePath+"/requestBody/count",schemaPath:"#/properties/requestBody/properties/count/enum",keyword:"enum",params:{allowedValues: schema41.properties.requestBody.properties.count.enum},message:"must be equal to one of the allowed values"};
+const err49 = {instancePath:instancePath+"/requestBody/count",schemaPath:"#/properties/requestBody/properties/count/enum",keyword:"enum",params:{allowedValues: schema42.properties.requestBody.properties.count.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err49];
 }
@@ -3954,9 +4536,11 @@ vErrors.push(err49);
 errors++;
 }
 }
-}
-else {
-const err50 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data0.expand !== undefined){
+let data26 = data0.expand;
+if(data26 && typeof data26 == "object" && !Array.isArray(data26)){
+if(Object.keys(data26).length > 16){
+const err50 = {instancePath:instancePath+"/requestBody/expand",schemaPath:"#/properties/requestBody/properties/expand/maxProperties",keyword:"maxProperties",params:{limit: 16},message:"must NOT have more than 16 properties"};
 if(vErrors === null){
 vErrors = [err50];
 }
@@ -3965,10 +4549,12 @@ vErrors.push(err50);
 }
 errors++;
 }
-}
-}
-else {
-const err51 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+for(const key3 in data26){
+let data27 = data26[key3];
+if(data27 && typeof data27 == "object" && !Array.isArray(data27)){
+for(const key4 in data27){
+if(!(((((key4 === "filter") || (key4 === "order")) || (key4 === "limit")) || (key4 === "select")) || (key4 === "expand"))){
+const err51 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/requestBody/properties/expand/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err51];
 }
@@ -3977,14 +4563,868 @@ vErrors.push(err51);
 }
 errors++;
 }
-validate24.errors = vErrors;
+}
+if(data27.filter !== undefined){
+if(!(validate30(data27.filter, {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/filter",parentData:data27,parentDataProperty:"filter",rootData}))){
+vErrors = vErrors === null ? validate30.errors : vErrors.concat(validate30.errors);
+errors = vErrors.length;
+}
+}
+if(data27.order !== undefined){
+let data29 = data27.order;
+if(Array.isArray(data29)){
+if(data29.length > 8){
+const err52 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/order",schemaPath:"#/properties/requestBody/properties/expand/additionalProperties/properties/order/maxItems",keyword:"maxItems",params:{limit: 8},message:"must NOT have more than 8 items"};
+if(vErrors === null){
+vErrors = [err52];
+}
+else {
+vErrors.push(err52);
+}
+errors++;
+}
+const len4 = data29.length;
+for(let i4=0; i4<len4; i4++){
+let data30 = data29[i4];
+if(data30 && typeof data30 == "object" && !Array.isArray(data30)){
+if(data30.direction === undefined){
+data30.direction = "asc";
+}
+if(data30.field === undefined){
+const err53 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/order/" + i4,schemaPath:"#/properties/requestBody/properties/order/items/required",keyword:"required",params:{missingProperty: "field"},message:"must have required property '"+"field"+"'"};
+if(vErrors === null){
+vErrors = [err53];
+}
+else {
+vErrors.push(err53);
+}
+errors++;
+}
+for(const key5 in data30){
+if(!((key5 === "field") || (key5 === "direction"))){
+const err54 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/order/" + i4,schemaPath:"#/properties/requestBody/properties/order/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err54];
+}
+else {
+vErrors.push(err54);
+}
+errors++;
+}
+}
+if(data30.field !== undefined){
+let data31 = data30.field;
+if(typeof data31 === "string"){
+if(func2(data31) > 256){
+const err55 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/order/" + i4+"/field",schemaPath:"#/properties/requestBody/properties/order/items/properties/field/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+if(vErrors === null){
+vErrors = [err55];
+}
+else {
+vErrors.push(err55);
+}
+errors++;
+}
+if(func2(data31) < 1){
+const err56 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/order/" + i4+"/field",schemaPath:"#/properties/requestBody/properties/order/items/properties/field/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err56];
+}
+else {
+vErrors.push(err56);
+}
+errors++;
+}
+}
+else {
+const err57 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/order/" + i4+"/field",schemaPath:"#/properties/requestBody/properties/order/items/properties/field/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err57];
+}
+else {
+vErrors.push(err57);
+}
+errors++;
+}
+}
+let data32 = data30.direction;
+if(typeof data32 !== "string"){
+const err58 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/order/" + i4+"/direction",schemaPath:"#/properties/requestBody/properties/order/items/properties/direction/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err58];
+}
+else {
+vErrors.push(err58);
+}
+errors++;
+}
+if(!((data32 === "asc") || (data32 === "desc"))){
+const err59 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/order/" + i4+"/direction",schemaPath:"#/properties/requestBody/properties/order/items/properties/direction/enum",keyword:"enum",params:{allowedValues: schema58.properties.direction.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err59];
+}
+else {
+vErrors.push(err59);
+}
+errors++;
+}
+}
+else {
+const err60 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/order/" + i4,schemaPath:"#/properties/requestBody/properties/order/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err60];
+}
+else {
+vErrors.push(err60);
+}
+errors++;
+}
+}
+}
+else {
+const err61 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/order",schemaPath:"#/properties/requestBody/properties/expand/additionalProperties/properties/order/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err61];
+}
+else {
+vErrors.push(err61);
+}
+errors++;
+}
+}
+if(data27.limit !== undefined){
+let data33 = data27.limit;
+if(!((typeof data33 == "number") && (!(data33 % 1) && !isNaN(data33)))){
+const err62 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/limit",schemaPath:"#/properties/requestBody/properties/expand/additionalProperties/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err62];
+}
+else {
+vErrors.push(err62);
+}
+errors++;
+}
+if(typeof data33 == "number"){
+if(data33 > 100 || isNaN(data33)){
+const err63 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/limit",schemaPath:"#/properties/requestBody/properties/expand/additionalProperties/properties/limit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100},message:"must be <= 100"};
+if(vErrors === null){
+vErrors = [err63];
+}
+else {
+vErrors.push(err63);
+}
+errors++;
+}
+if(data33 < 1 || isNaN(data33)){
+const err64 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/limit",schemaPath:"#/properties/requestBody/properties/expand/additionalProperties/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err64];
+}
+else {
+vErrors.push(err64);
+}
+errors++;
+}
+}
+}
+if(data27.select !== undefined){
+let data34 = data27.select;
+if(Array.isArray(data34)){
+if(data34.length > 256){
+const err65 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/select",schemaPath:"#/properties/requestBody/properties/expand/additionalProperties/properties/select/maxItems",keyword:"maxItems",params:{limit: 256},message:"must NOT have more than 256 items"};
+if(vErrors === null){
+vErrors = [err65];
+}
+else {
+vErrors.push(err65);
+}
+errors++;
+}
+if(data34.length < 1){
+const err66 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/select",schemaPath:"#/properties/requestBody/properties/expand/additionalProperties/properties/select/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(vErrors === null){
+vErrors = [err66];
+}
+else {
+vErrors.push(err66);
+}
+errors++;
+}
+const len5 = data34.length;
+for(let i5=0; i5<len5; i5++){
+let data35 = data34[i5];
+if(typeof data35 === "string"){
+if(func2(data35) > 256){
+const err67 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/select/" + i5,schemaPath:"#/properties/requestBody/properties/expand/additionalProperties/properties/select/items/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+if(vErrors === null){
+vErrors = [err67];
+}
+else {
+vErrors.push(err67);
+}
+errors++;
+}
+if(func2(data35) < 1){
+const err68 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/select/" + i5,schemaPath:"#/properties/requestBody/properties/expand/additionalProperties/properties/select/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err68];
+}
+else {
+vErrors.push(err68);
+}
+errors++;
+}
+}
+else {
+const err69 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/select/" + i5,schemaPath:"#/properties/requestBody/properties/expand/additionalProperties/properties/select/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err69];
+}
+else {
+vErrors.push(err69);
+}
+errors++;
+}
+}
+}
+else {
+const err70 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/select",schemaPath:"#/properties/requestBody/properties/expand/additionalProperties/properties/select/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err70];
+}
+else {
+vErrors.push(err70);
+}
+errors++;
+}
+}
+if(data27.expand !== undefined){
+let data36 = data27.expand;
+if(data36 && typeof data36 == "object" && !Array.isArray(data36)){
+if(Object.keys(data36).length > 16){
+const err71 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand",schemaPath:"#/properties/requestBody/properties/expand/additionalProperties/properties/expand/maxProperties",keyword:"maxProperties",params:{limit: 16},message:"must NOT have more than 16 properties"};
+if(vErrors === null){
+vErrors = [err71];
+}
+else {
+vErrors.push(err71);
+}
+errors++;
+}
+for(const key6 in data36){
+let data37 = data36[key6];
+if(data37 && typeof data37 == "object" && !Array.isArray(data37)){
+for(const key7 in data37){
+if(!(((((key7 === "filter") || (key7 === "order")) || (key7 === "limit")) || (key7 === "select")) || (key7 === "expand"))){
+const err72 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/requestBody/properties/expand/additionalProperties/properties/expand/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key7},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err72];
+}
+else {
+vErrors.push(err72);
+}
+errors++;
+}
+}
+if(data37.filter !== undefined){
+if(!(validate30(data37.filter, {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/filter",parentData:data37,parentDataProperty:"filter",rootData}))){
+vErrors = vErrors === null ? validate30.errors : vErrors.concat(validate30.errors);
+errors = vErrors.length;
+}
+}
+if(data37.order !== undefined){
+let data39 = data37.order;
+if(Array.isArray(data39)){
+if(data39.length > 8){
+const err73 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/order",schemaPath:"#/properties/requestBody/properties/expand/additionalProperties/properties/expand/additionalProperties/properties/order/maxItems",keyword:"maxItems",params:{limit: 8},message:"must NOT have more than 8 items"};
+if(vErrors === null){
+vErrors = [err73];
+}
+else {
+vErrors.push(err73);
+}
+errors++;
+}
+const len6 = data39.length;
+for(let i6=0; i6<len6; i6++){
+let data40 = data39[i6];
+if(data40 && typeof data40 == "object" && !Array.isArray(data40)){
+if(data40.direction === undefined){
+data40.direction = "asc";
+}
+if(data40.field === undefined){
+const err74 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/order/" + i6,schemaPath:"#/properties/requestBody/properties/order/items/required",keyword:"required",params:{missingProperty: "field"},message:"must have required property '"+"field"+"'"};
+if(vErrors === null){
+vErrors = [err74];
+}
+else {
+vErrors.push(err74);
+}
+errors++;
+}
+for(const key8 in data40){
+if(!((key8 === "field") || (key8 === "direction"))){
+const err75 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/order/" + i6,schemaPath:"#/properties/requestBody/properties/order/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key8},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err75];
+}
+else {
+vErrors.push(err75);
+}
+errors++;
+}
+}
+if(data40.field !== undefined){
+let data41 = data40.field;
+if(typeof data41 === "string"){
+if(func2(data41) > 256){
+const err76 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/order/" + i6+"/field",schemaPath:"#/properties/requestBody/properties/order/items/properties/field/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+if(vErrors === null){
+vErrors = [err76];
+}
+else {
+vErrors.push(err76);
+}
+errors++;
+}
+if(func2(data41) < 1){
+const err77 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/order/" + i6+"/field",schemaPath:"#/properties/requestBody/properties/order/items/properties/field/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err77];
+}
+else {
+vErrors.push(err77);
+}
+errors++;
+}
+}
+else {
+const err78 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/order/" + i6+"/field",schemaPath:"#/properties/requestBody/properties/order/items/properties/field/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err78];
+}
+else {
+vErrors.push(err78);
+}
+errors++;
+}
+}
+let data42 = data40.direction;
+if(typeof data42 !== "string"){
+const err79 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/order/" + i6+"/direction",schemaPath:"#/properties/requestBody/properties/order/items/properties/direction/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err79];
+}
+else {
+vErrors.push(err79);
+}
+errors++;
+}
+if(!((data42 === "asc") || (data42 === "desc"))){
+const err80 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/order/" + i6+"/direction",schemaPath:"#/properties/requestBody/properties/order/items/properties/direction/enum",keyword:"enum",params:{allowedValues: schema58.properties.direction.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err80];
+}
+else {
+vErrors.push(err80);
+}
+errors++;
+}
+}
+else {
+const err81 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/order/" + i6,schemaPath:"#/properties/requestBody/properties/order/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err81];
+}
+else {
+vErrors.push(err81);
+}
+errors++;
+}
+}
+}
+else {
+const err82 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/order",schemaPath:"#/properties/requestBody/properties/expand/additionalProperties/properties/expand/additionalProperties/properties/order/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err82];
+}
+else {
+vErrors.push(err82);
+}
+errors++;
+}
+}
+if(data37.limit !== undefined){
+let data43 = data37.limit;
+if(!((typeof data43 == "number") && (!(data43 % 1) && !isNaN(data43)))){
+const err83 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/limit",schemaPath:"#/properties/requestBody/properties/expand/additionalProperties/properties/expand/additionalProperties/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err83];
+}
+else {
+vErrors.push(err83);
+}
+errors++;
+}
+if(typeof data43 == "number"){
+if(data43 > 100 || isNaN(data43)){
+const err84 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/limit",schemaPath:"#/properties/requestBody/properties/expand/additionalProperties/properties/expand/additionalProperties/properties/limit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100},message:"must be <= 100"};
+if(vErrors === null){
+vErrors = [err84];
+}
+else {
+vErrors.push(err84);
+}
+errors++;
+}
+if(data43 < 1 || isNaN(data43)){
+const err85 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/limit",schemaPath:"#/properties/requestBody/properties/expand/additionalProperties/properties/expand/additionalProperties/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err85];
+}
+else {
+vErrors.push(err85);
+}
+errors++;
+}
+}
+}
+if(data37.select !== undefined){
+let data44 = data37.select;
+if(Array.isArray(data44)){
+if(data44.length > 256){
+const err86 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/select",schemaPath:"#/properties/requestBody/properties/expand/additionalProperties/properties/expand/additionalProperties/properties/select/maxItems",keyword:"maxItems",params:{limit: 256},message:"must NOT have more than 256 items"};
+if(vErrors === null){
+vErrors = [err86];
+}
+else {
+vErrors.push(err86);
+}
+errors++;
+}
+if(data44.length < 1){
+const err87 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/select",schemaPath:"#/properties/requestBody/properties/expand/additionalProperties/properties/expand/additionalProperties/properties/select/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(vErrors === null){
+vErrors = [err87];
+}
+else {
+vErrors.push(err87);
+}
+errors++;
+}
+const len7 = data44.length;
+for(let i7=0; i7<len7; i7++){
+let data45 = data44[i7];
+if(typeof data45 === "string"){
+if(func2(data45) > 256){
+const err88 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/select/" + i7,schemaPath:"#/properties/requestBody/properties/expand/additionalProperties/properties/expand/additionalProperties/properties/select/items/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+if(vErrors === null){
+vErrors = [err88];
+}
+else {
+vErrors.push(err88);
+}
+errors++;
+}
+if(func2(data45) < 1){
+const err89 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/select/" + i7,schemaPath:"#/properties/requestBody/properties/expand/additionalProperties/properties/expand/additionalProperties/properties/select/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err89];
+}
+else {
+vErrors.push(err89);
+}
+errors++;
+}
+}
+else {
+const err90 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/select/" + i7,schemaPath:"#/properties/requestBody/properties/expand/additionalProperties/properties/expand/additionalProperties/properties/select/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err90];
+}
+else {
+vErrors.push(err90);
+}
+errors++;
+}
+}
+}
+else {
+const err91 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/select",schemaPath:"#/properties/requestBody/properties/expand/additionalProperties/properties/expand/additionalProperties/properties/select/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err91];
+}
+else {
+vErrors.push(err91);
+}
+errors++;
+}
+}
+if(data37.expand !== undefined){
+let data46 = data37.expand;
+if(data46 && typeof data46 == "object" && !Array.isArray(data46)){
+if(Object.keys(data46).length > 16){
+const err92 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand",schemaPath:"#/properties/requestBody/properties/expand/additionalProperties/properties/expand/additionalProperties/properties/expand/maxProperties",keyword:"maxProperties",params:{limit: 16},message:"must NOT have more than 16 properties"};
+if(vErrors === null){
+vErrors = [err92];
+}
+else {
+vErrors.push(err92);
+}
+errors++;
+}
+for(const key9 in data46){
+let data47 = data46[key9];
+if(data47 && typeof data47 == "object" && !Array.isArray(data47)){
+for(const key10 in data47){
+if(!((((key10 === "filter") || (key10 === "order")) || (key10 === "limit")) || (key10 === "select"))){
+const err93 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key9.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/requestBody/properties/expand/additionalProperties/properties/expand/additionalProperties/properties/expand/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key10},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err93];
+}
+else {
+vErrors.push(err93);
+}
+errors++;
+}
+}
+if(data47.filter !== undefined){
+if(!(validate30(data47.filter, {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/filter",parentData:data47,parentDataProperty:"filter",rootData}))){
+vErrors = vErrors === null ? validate30.errors : vErrors.concat(validate30.errors);
+errors = vErrors.length;
+}
+}
+if(data47.order !== undefined){
+let data49 = data47.order;
+if(Array.isArray(data49)){
+if(data49.length > 8){
+const err94 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/order",schemaPath:"#/properties/requestBody/properties/expand/additionalProperties/properties/expand/additionalProperties/properties/expand/additionalProperties/properties/order/maxItems",keyword:"maxItems",params:{limit: 8},message:"must NOT have more than 8 items"};
+if(vErrors === null){
+vErrors = [err94];
+}
+else {
+vErrors.push(err94);
+}
+errors++;
+}
+const len8 = data49.length;
+for(let i8=0; i8<len8; i8++){
+let data50 = data49[i8];
+if(data50 && typeof data50 == "object" && !Array.isArray(data50)){
+if(data50.direction === undefined){
+data50.direction = "asc";
+}
+if(data50.field === undefined){
+const err95 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/order/" + i8,schemaPath:"#/properties/requestBody/properties/order/items/required",keyword:"required",params:{missingProperty: "field"},message:"must have required property '"+"field"+"'"};
+if(vErrors === null){
+vErrors = [err95];
+}
+else {
+vErrors.push(err95);
+}
+errors++;
+}
+for(const key11 in data50){
+if(!((key11 === "field") || (key11 === "direction"))){
+const err96 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/order/" + i8,schemaPath:"#/properties/requestBody/properties/order/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key11},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err96];
+}
+else {
+vErrors.push(err96);
+}
+errors++;
+}
+}
+if(data50.field !== undefined){
+let data51 = data50.field;
+if(typeof data51 === "string"){
+if(func2(data51) > 256){
+const err97 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/order/" + i8+"/field",schemaPath:"#/properties/requestBody/properties/order/items/properties/field/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+if(vErrors === null){
+vErrors = [err97];
+}
+else {
+vErrors.push(err97);
+}
+errors++;
+}
+if(func2(data51) < 1){
+const err98 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/order/" + i8+"/field",schemaPath:"#/properties/requestBody/properties/order/items/properties/field/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err98];
+}
+else {
+vErrors.push(err98);
+}
+errors++;
+}
+}
+else {
+const err99 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/order/" + i8+"/field",schemaPath:"#/properties/requestBody/properties/order/items/properties/field/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err99];
+}
+else {
+vErrors.push(err99);
+}
+errors++;
+}
+}
+let data52 = data50.direction;
+if(typeof data52 !== "string"){
+const err100 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/order/" + i8+"/direction",schemaPath:"#/properties/requestBody/properties/order/items/properties/direction/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err100];
+}
+else {
+vErrors.push(err100);
+}
+errors++;
+}
+if(!((data52 === "asc") || (data52 === "desc"))){
+const err101 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/order/" + i8+"/direction",schemaPath:"#/properties/requestBody/properties/order/items/properties/direction/enum",keyword:"enum",params:{allowedValues: schema58.properties.direction.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err101];
+}
+else {
+vErrors.push(err101);
+}
+errors++;
+}
+}
+else {
+const err102 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/order/" + i8,schemaPath:"#/properties/requestBody/properties/order/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err102];
+}
+else {
+vErrors.push(err102);
+}
+errors++;
+}
+}
+}
+else {
+const err103 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/order",schemaPath:"#/properties/requestBody/properties/expand/additionalProperties/properties/expand/additionalProperties/properties/expand/additionalProperties/properties/order/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err103];
+}
+else {
+vErrors.push(err103);
+}
+errors++;
+}
+}
+if(data47.limit !== undefined){
+let data53 = data47.limit;
+if(!((typeof data53 == "number") && (!(data53 % 1) && !isNaN(data53)))){
+const err104 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/limit",schemaPath:"#/properties/requestBody/properties/expand/additionalProperties/properties/expand/additionalProperties/properties/expand/additionalProperties/properties/limit/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err104];
+}
+else {
+vErrors.push(err104);
+}
+errors++;
+}
+if(typeof data53 == "number"){
+if(data53 > 100 || isNaN(data53)){
+const err105 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/limit",schemaPath:"#/properties/requestBody/properties/expand/additionalProperties/properties/expand/additionalProperties/properties/expand/additionalProperties/properties/limit/maximum",keyword:"maximum",params:{comparison: "<=", limit: 100},message:"must be <= 100"};
+if(vErrors === null){
+vErrors = [err105];
+}
+else {
+vErrors.push(err105);
+}
+errors++;
+}
+if(data53 < 1 || isNaN(data53)){
+const err106 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/limit",schemaPath:"#/properties/requestBody/properties/expand/additionalProperties/properties/expand/additionalProperties/properties/expand/additionalProperties/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err106];
+}
+else {
+vErrors.push(err106);
+}
+errors++;
+}
+}
+}
+if(data47.select !== undefined){
+let data54 = data47.select;
+if(Array.isArray(data54)){
+if(data54.length > 256){
+const err107 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/select",schemaPath:"#/properties/requestBody/properties/expand/additionalProperties/properties/expand/additionalProperties/properties/expand/additionalProperties/properties/select/maxItems",keyword:"maxItems",params:{limit: 256},message:"must NOT have more than 256 items"};
+if(vErrors === null){
+vErrors = [err107];
+}
+else {
+vErrors.push(err107);
+}
+errors++;
+}
+if(data54.length < 1){
+const err108 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/select",schemaPath:"#/properties/requestBody/properties/expand/additionalProperties/properties/expand/additionalProperties/properties/expand/additionalProperties/properties/select/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(vErrors === null){
+vErrors = [err108];
+}
+else {
+vErrors.push(err108);
+}
+errors++;
+}
+const len9 = data54.length;
+for(let i9=0; i9<len9; i9++){
+let data55 = data54[i9];
+if(typeof data55 === "string"){
+if(func2(data55) > 256){
+const err109 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/select/" + i9,schemaPath:"#/properties/requestBody/properties/expand/additionalProperties/properties/expand/additionalProperties/properties/expand/additionalProperties/properties/select/items/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+if(vErrors === null){
+vErrors = [err109];
+}
+else {
+vErrors.push(err109);
+}
+errors++;
+}
+if(func2(data55) < 1){
+const err110 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/select/" + i9,schemaPath:"#/properties/requestBody/properties/expand/additionalProperties/properties/expand/additionalProperties/properties/expand/additionalProperties/properties/select/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err110];
+}
+else {
+vErrors.push(err110);
+}
+errors++;
+}
+}
+else {
+const err111 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/select/" + i9,schemaPath:"#/properties/requestBody/properties/expand/additionalProperties/properties/expand/additionalProperties/properties/expand/additionalProperties/properties/select/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err111];
+}
+else {
+vErrors.push(err111);
+}
+errors++;
+}
+}
+}
+else {
+const err112 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/select",schemaPath:"#/properties/requestBody/properties/expand/additionalProperties/properties/expand/additionalProperties/properties/expand/additionalProperties/properties/select/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err112];
+}
+else {
+vErrors.push(err112);
+}
+errors++;
+}
+}
+}
+else {
+const err113 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key9.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/requestBody/properties/expand/additionalProperties/properties/expand/additionalProperties/properties/expand/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err113];
+}
+else {
+vErrors.push(err113);
+}
+errors++;
+}
+}
+}
+else {
+const err114 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand",schemaPath:"#/properties/requestBody/properties/expand/additionalProperties/properties/expand/additionalProperties/properties/expand/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err114];
+}
+else {
+vErrors.push(err114);
+}
+errors++;
+}
+}
+}
+else {
+const err115 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/requestBody/properties/expand/additionalProperties/properties/expand/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err115];
+}
+else {
+vErrors.push(err115);
+}
+errors++;
+}
+}
+}
+else {
+const err116 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand",schemaPath:"#/properties/requestBody/properties/expand/additionalProperties/properties/expand/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err116];
+}
+else {
+vErrors.push(err116);
+}
+errors++;
+}
+}
+}
+else {
+const err117 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/requestBody/properties/expand/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err117];
+}
+else {
+vErrors.push(err117);
+}
+errors++;
+}
+}
+}
+else {
+const err118 = {instancePath:instancePath+"/requestBody/expand",schemaPath:"#/properties/requestBody/properties/expand/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err118];
+}
+else {
+vErrors.push(err118);
+}
+errors++;
+}
+}
+}
+else {
+const err119 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err119];
+}
+else {
+vErrors.push(err119);
+}
+errors++;
+}
+}
+}
+else {
+const err120 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err120];
+}
+else {
+vErrors.push(err120);
+}
+errors++;
+}
+validate25.errors = vErrors;
 return errors === 0;
 }
 
-export const updateRow_body = validate29;
-const schema51 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"The fields to change; at least one. `id` cannot be changed.","minProperties":1,"properties":{"id":{"description":"Not accepted; ids never change.","not":{}}},"additionalProperties":true,"example":{"text":"hello again"}}},"required":["requestBody"]};
+export const updateRow_body = validate37;
+const schema61 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"The fields to change; at least one. `id` cannot be changed, and `_expand` is reserved.","minProperties":1,"properties":{"id":{"description":"Not accepted; ids never change.","not":{}},"_expand":{"description":"Not accepted (`400`): reserved for the rows an answer expands into a row (`expand`, docs/relations.md).","not":{}}},"additionalProperties":true,"example":{"text":"hello again"}}},"required":["requestBody"]};
 
-function validate29(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -4021,9 +5461,8 @@ vErrors.push(err2);
 }
 errors++;
 }
-}
-else {
-const err3 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data0._expand !== undefined){
+const err3 = {instancePath:instancePath+"/requestBody/_expand",schemaPath:"#/properties/requestBody/properties/_expand/not",keyword:"not",params:{},message:"must NOT be valid"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -4033,9 +5472,8 @@ vErrors.push(err3);
 errors++;
 }
 }
-}
 else {
-const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err4 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -4044,16 +5482,28 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate29.errors = vErrors;
+}
+}
+else {
+const err5 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+validate37.errors = vErrors;
 return errors === 0;
 }
 
-export const updateRow_body_json_patch_json = validate30;
-const schema52 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"array","description":"A JSON Patch (RFC 6902): operations applied in order to the row (`{\"id\": …, …fields}`), all or\nnone. `path` and `from` are JSON Pointers (RFC 6901): `/tags/0`, `/a~1b` for the field `a/b`.\n","items":{"description":"One operation of a JSON Patch, told apart by its `op`, which each kind names in an enum of one value.","oneOf":[{"type":"object","description":"RFC 6902 §4.1: adds a member (replacing one of the same name), or inserts an array element (`-`: at the end).","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["add"]},"path":{"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"},"value":{"description":"Any JSON value."}},"example":{"op":"add","path":"/tags/-","value":"popular"}},{"type":"object","description":"RFC 6902 §4.2: removes the member or element, which must exist.","required":["op","path"],"properties":{"op":{"type":"string","enum":["remove"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"remove","path":"/draft"}},{"type":"object","description":"RFC 6902 §4.3: replaces the value, which must exist.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["replace"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"replace","path":"/status","value":"closed"}},{"type":"object","description":"RFC 6902 §4.4: removes the value at `from` and adds it at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["move"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"move","path":"/archived/title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.5: adds a copy of the value at `from` at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["copy"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"copy","path":"/previous_title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.6: the value at `path` must equal `value` (as JSON: `1` equals `1.0`, members in any order), else `409 patch_conflict` and nothing is written.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["test"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"test","path":"/status","value":"open"}},{"type":"object","description":"Ours: adds `value` to the number at `path`, inside the write's transaction, so that concurrent\nincrements of one field all count. A missing member counts as `0` when the object that would\nhold it exists; a value that is no number, or a sum past ±1.8e308, is `409 patch_conflict`.\nIntegers stay exact up to 2^53.\n","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["increment"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"type":"number","description":"Any finite number, negative too."}},"example":{"op":"increment","path":"/likes","value":1}}],"discriminator":{"propertyName":"op"}},"example":[{"op":"test","path":"/status","value":"open"},{"op":"increment","path":"/likes","value":1}]}},"required":["requestBody"]};
-const schema53 = {"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"};
-const pattern8 = new RegExp("^(/([^~/]|~[01])*)*$", "u");
+export const updateRow_body_json_patch_json = validate38;
+const schema62 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"array","description":"A JSON Patch (RFC 6902): operations applied in order to the row (`{\"id\": …, …fields}`), all or\nnone. `path` and `from` are JSON Pointers (RFC 6901): `/tags/0`, `/a~1b` for the field `a/b`.\n","items":{"description":"One operation of a JSON Patch, told apart by its `op`, which each kind names in an enum of one value.","oneOf":[{"type":"object","description":"RFC 6902 §4.1: adds a member (replacing one of the same name), or inserts an array element (`-`: at the end).","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["add"]},"path":{"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"},"value":{"description":"Any JSON value."}},"example":{"op":"add","path":"/tags/-","value":"popular"}},{"type":"object","description":"RFC 6902 §4.2: removes the member or element, which must exist.","required":["op","path"],"properties":{"op":{"type":"string","enum":["remove"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"remove","path":"/draft"}},{"type":"object","description":"RFC 6902 §4.3: replaces the value, which must exist.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["replace"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"replace","path":"/status","value":"closed"}},{"type":"object","description":"RFC 6902 §4.4: removes the value at `from` and adds it at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["move"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"move","path":"/archived/title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.5: adds a copy of the value at `from` at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["copy"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"copy","path":"/previous_title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.6: the value at `path` must equal `value` (as JSON: `1` equals `1.0`, members in any order), else `409 patch_conflict` and nothing is written.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["test"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"test","path":"/status","value":"open"}},{"type":"object","description":"Ours: adds `value` to the number at `path`, inside the write's transaction, so that concurrent\nincrements of one field all count. A missing member counts as `0` when the object that would\nhold it exists; a value that is no number, or a sum past ±1.8e308, is `409 patch_conflict`.\nIntegers stay exact up to 2^53.\n","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["increment"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"type":"number","description":"Any finite number, negative too."}},"example":{"op":"increment","path":"/likes","value":1}}],"discriminator":{"propertyName":"op"}},"example":[{"op":"test","path":"/status","value":"open"},{"op":"increment","path":"/likes","value":1}]}},"required":["requestBody"]};
+const schema63 = {"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"};
+const pattern11 = new RegExp("^(/([^~/]|~[01])*)*$", "u");
 
-function validate30(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate38(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -4121,7 +5571,7 @@ vErrors.push(err4);
 errors++;
 }
 if(!(data2 === "add")){
-const err5 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/op/enum",keyword:"enum",params:{allowedValues: schema52.properties.requestBody.items.oneOf[0].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err5 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/op/enum",keyword:"enum",params:{allowedValues: schema62.properties.requestBody.items.oneOf[0].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -4134,7 +5584,7 @@ errors++;
 if(data1.path !== undefined){
 let data3 = data1.path;
 if(typeof data3 === "string"){
-if(!pattern8.test(data3)){
+if(!pattern11.test(data3)){
 const err6 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err6];
@@ -4203,7 +5653,7 @@ vErrors.push(err11);
 errors++;
 }
 if(!(data4 === "remove")){
-const err12 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/1/properties/op/enum",keyword:"enum",params:{allowedValues: schema52.properties.requestBody.items.oneOf[1].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err12 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/1/properties/op/enum",keyword:"enum",params:{allowedValues: schema62.properties.requestBody.items.oneOf[1].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -4216,7 +5666,7 @@ errors++;
 if(data1.path !== undefined){
 let data5 = data1.path;
 if(typeof data5 === "string"){
-if(!pattern8.test(data5)){
+if(!pattern11.test(data5)){
 const err13 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err13];
@@ -4295,7 +5745,7 @@ vErrors.push(err19);
 errors++;
 }
 if(!(data6 === "replace")){
-const err20 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/2/properties/op/enum",keyword:"enum",params:{allowedValues: schema52.properties.requestBody.items.oneOf[2].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err20 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/2/properties/op/enum",keyword:"enum",params:{allowedValues: schema62.properties.requestBody.items.oneOf[2].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -4308,7 +5758,7 @@ errors++;
 if(data1.path !== undefined){
 let data7 = data1.path;
 if(typeof data7 === "string"){
-if(!pattern8.test(data7)){
+if(!pattern11.test(data7)){
 const err21 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err21];
@@ -4387,7 +5837,7 @@ vErrors.push(err27);
 errors++;
 }
 if(!(data8 === "move")){
-const err28 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/3/properties/op/enum",keyword:"enum",params:{allowedValues: schema52.properties.requestBody.items.oneOf[3].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err28 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/3/properties/op/enum",keyword:"enum",params:{allowedValues: schema62.properties.requestBody.items.oneOf[3].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -4400,7 +5850,7 @@ errors++;
 if(data1.path !== undefined){
 let data9 = data1.path;
 if(typeof data9 === "string"){
-if(!pattern8.test(data9)){
+if(!pattern11.test(data9)){
 const err29 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err29];
@@ -4425,7 +5875,7 @@ errors++;
 if(data1.from !== undefined){
 let data10 = data1.from;
 if(typeof data10 === "string"){
-if(!pattern8.test(data10)){
+if(!pattern11.test(data10)){
 const err31 = {instancePath:instancePath+"/requestBody/" + i0+"/from",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err31];
@@ -4504,7 +5954,7 @@ vErrors.push(err37);
 errors++;
 }
 if(!(data11 === "copy")){
-const err38 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/4/properties/op/enum",keyword:"enum",params:{allowedValues: schema52.properties.requestBody.items.oneOf[4].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err38 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/4/properties/op/enum",keyword:"enum",params:{allowedValues: schema62.properties.requestBody.items.oneOf[4].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -4517,7 +5967,7 @@ errors++;
 if(data1.path !== undefined){
 let data12 = data1.path;
 if(typeof data12 === "string"){
-if(!pattern8.test(data12)){
+if(!pattern11.test(data12)){
 const err39 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err39];
@@ -4542,7 +5992,7 @@ errors++;
 if(data1.from !== undefined){
 let data13 = data1.from;
 if(typeof data13 === "string"){
-if(!pattern8.test(data13)){
+if(!pattern11.test(data13)){
 const err41 = {instancePath:instancePath+"/requestBody/" + i0+"/from",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err41];
@@ -4621,7 +6071,7 @@ vErrors.push(err47);
 errors++;
 }
 if(!(data14 === "test")){
-const err48 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/5/properties/op/enum",keyword:"enum",params:{allowedValues: schema52.properties.requestBody.items.oneOf[5].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err48 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/5/properties/op/enum",keyword:"enum",params:{allowedValues: schema62.properties.requestBody.items.oneOf[5].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -4634,7 +6084,7 @@ errors++;
 if(data1.path !== undefined){
 let data15 = data1.path;
 if(typeof data15 === "string"){
-if(!pattern8.test(data15)){
+if(!pattern11.test(data15)){
 const err49 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err49];
@@ -4713,7 +6163,7 @@ vErrors.push(err55);
 errors++;
 }
 if(!(data16 === "increment")){
-const err56 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/6/properties/op/enum",keyword:"enum",params:{allowedValues: schema52.properties.requestBody.items.oneOf[6].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err56 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/6/properties/op/enum",keyword:"enum",params:{allowedValues: schema62.properties.requestBody.items.oneOf[6].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err56];
 }
@@ -4726,7 +6176,7 @@ errors++;
 if(data1.path !== undefined){
 let data17 = data1.path;
 if(typeof data17 === "string"){
-if(!pattern8.test(data17)){
+if(!pattern11.test(data17)){
 const err57 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err57];
@@ -4818,14 +6268,14 @@ vErrors.push(err64);
 }
 errors++;
 }
-validate30.errors = vErrors;
+validate38.errors = vErrors;
 return errors === 0;
 }
 
-export const updateRow_body_merge_patch_json = validate31;
-const schema61 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"A JSON Merge Patch (RFC 7396) of a row: each member merges into the field of its name (objects\nmember by member, at any depth), `null` removes the field, any other value replaces it. `id`\ncannot be changed.\n","properties":{"id":{"description":"Not accepted; ids never change.","not":{}}},"additionalProperties":true,"example":{"text":"hello again","draft":null}}},"required":["requestBody"]};
+export const updateRow_body_merge_patch_json = validate39;
+const schema71 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"A JSON Merge Patch (RFC 7396) of a row: each member merges into the field of its name (objects\nmember by member, at any depth), `null` removes the field, any other value replaces it. `id`\ncannot be changed.\n","properties":{"id":{"description":"Not accepted; ids never change.","not":{}}},"additionalProperties":true,"example":{"text":"hello again","draft":null}}},"required":["requestBody"]};
 
-function validate31(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate39(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -4875,14 +6325,14 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate31.errors = vErrors;
+validate39.errors = vErrors;
 return errors === 0;
 }
 
-export const updateRows_body = validate32;
-const schema62 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"The fields to change; at least one. `id` cannot be changed.","minProperties":1,"properties":{"id":{"description":"Not accepted; ids never change.","not":{}}},"additionalProperties":true,"example":{"text":"hello again"}}},"required":["requestBody"]};
+export const updateRows_body = validate40;
+const schema72 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"The fields to change; at least one. `id` cannot be changed, and `_expand` is reserved.","minProperties":1,"properties":{"id":{"description":"Not accepted; ids never change.","not":{}},"_expand":{"description":"Not accepted (`400`): reserved for the rows an answer expands into a row (`expand`, docs/relations.md).","not":{}}},"additionalProperties":true,"example":{"text":"hello again"}}},"required":["requestBody"]};
 
-function validate32(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate40(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -4919,9 +6369,8 @@ vErrors.push(err2);
 }
 errors++;
 }
-}
-else {
-const err3 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data0._expand !== undefined){
+const err3 = {instancePath:instancePath+"/requestBody/_expand",schemaPath:"#/properties/requestBody/properties/_expand/not",keyword:"not",params:{},message:"must NOT be valid"};
 if(vErrors === null){
 vErrors = [err3];
 }
@@ -4931,9 +6380,8 @@ vErrors.push(err3);
 errors++;
 }
 }
-}
 else {
-const err4 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err4 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -4942,15 +6390,27 @@ vErrors.push(err4);
 }
 errors++;
 }
-validate32.errors = vErrors;
+}
+}
+else {
+const err5 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+validate40.errors = vErrors;
 return errors === 0;
 }
 
-export const updateRows_body_json_patch_json = validate33;
-const schema63 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"array","description":"A JSON Patch (RFC 6902): operations applied in order to the row (`{\"id\": …, …fields}`), all or\nnone. `path` and `from` are JSON Pointers (RFC 6901): `/tags/0`, `/a~1b` for the field `a/b`.\n","items":{"description":"One operation of a JSON Patch, told apart by its `op`, which each kind names in an enum of one value.","oneOf":[{"type":"object","description":"RFC 6902 §4.1: adds a member (replacing one of the same name), or inserts an array element (`-`: at the end).","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["add"]},"path":{"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"},"value":{"description":"Any JSON value."}},"example":{"op":"add","path":"/tags/-","value":"popular"}},{"type":"object","description":"RFC 6902 §4.2: removes the member or element, which must exist.","required":["op","path"],"properties":{"op":{"type":"string","enum":["remove"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"remove","path":"/draft"}},{"type":"object","description":"RFC 6902 §4.3: replaces the value, which must exist.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["replace"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"replace","path":"/status","value":"closed"}},{"type":"object","description":"RFC 6902 §4.4: removes the value at `from` and adds it at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["move"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"move","path":"/archived/title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.5: adds a copy of the value at `from` at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["copy"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"copy","path":"/previous_title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.6: the value at `path` must equal `value` (as JSON: `1` equals `1.0`, members in any order), else `409 patch_conflict` and nothing is written.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["test"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"test","path":"/status","value":"open"}},{"type":"object","description":"Ours: adds `value` to the number at `path`, inside the write's transaction, so that concurrent\nincrements of one field all count. A missing member counts as `0` when the object that would\nhold it exists; a value that is no number, or a sum past ±1.8e308, is `409 patch_conflict`.\nIntegers stay exact up to 2^53.\n","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["increment"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"type":"number","description":"Any finite number, negative too."}},"example":{"op":"increment","path":"/likes","value":1}}],"discriminator":{"propertyName":"op"}},"example":[{"op":"test","path":"/status","value":"open"},{"op":"increment","path":"/likes","value":1}]}},"required":["requestBody"]};
-const schema64 = {"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"};
+export const updateRows_body_json_patch_json = validate41;
+const schema73 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"array","description":"A JSON Patch (RFC 6902): operations applied in order to the row (`{\"id\": …, …fields}`), all or\nnone. `path` and `from` are JSON Pointers (RFC 6901): `/tags/0`, `/a~1b` for the field `a/b`.\n","items":{"description":"One operation of a JSON Patch, told apart by its `op`, which each kind names in an enum of one value.","oneOf":[{"type":"object","description":"RFC 6902 §4.1: adds a member (replacing one of the same name), or inserts an array element (`-`: at the end).","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["add"]},"path":{"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"},"value":{"description":"Any JSON value."}},"example":{"op":"add","path":"/tags/-","value":"popular"}},{"type":"object","description":"RFC 6902 §4.2: removes the member or element, which must exist.","required":["op","path"],"properties":{"op":{"type":"string","enum":["remove"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"remove","path":"/draft"}},{"type":"object","description":"RFC 6902 §4.3: replaces the value, which must exist.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["replace"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"replace","path":"/status","value":"closed"}},{"type":"object","description":"RFC 6902 §4.4: removes the value at `from` and adds it at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["move"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"move","path":"/archived/title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.5: adds a copy of the value at `from` at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["copy"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"copy","path":"/previous_title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.6: the value at `path` must equal `value` (as JSON: `1` equals `1.0`, members in any order), else `409 patch_conflict` and nothing is written.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["test"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"test","path":"/status","value":"open"}},{"type":"object","description":"Ours: adds `value` to the number at `path`, inside the write's transaction, so that concurrent\nincrements of one field all count. A missing member counts as `0` when the object that would\nhold it exists; a value that is no number, or a sum past ±1.8e308, is `409 patch_conflict`.\nIntegers stay exact up to 2^53.\n","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["increment"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"type":"number","description":"Any finite number, negative too."}},"example":{"op":"increment","path":"/likes","value":1}}],"discriminator":{"propertyName":"op"}},"example":[{"op":"test","path":"/status","value":"open"},{"op":"increment","path":"/likes","value":1}]}},"required":["requestBody"]};
+const schema74 = {"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"};
 
-function validate33(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -5018,7 +6478,7 @@ vErrors.push(err4);
 errors++;
 }
 if(!(data2 === "add")){
-const err5 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/op/enum",keyword:"enum",params:{allowedValues: schema63.properties.requestBody.items.oneOf[0].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err5 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/op/enum",keyword:"enum",params:{allowedValues: schema73.properties.requestBody.items.oneOf[0].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -5031,7 +6491,7 @@ errors++;
 if(data1.path !== undefined){
 let data3 = data1.path;
 if(typeof data3 === "string"){
-if(!pattern8.test(data3)){
+if(!pattern11.test(data3)){
 const err6 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err6];
@@ -5100,7 +6560,7 @@ vErrors.push(err11);
 errors++;
 }
 if(!(data4 === "remove")){
-const err12 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/1/properties/op/enum",keyword:"enum",params:{allowedValues: schema63.properties.requestBody.items.oneOf[1].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err12 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/1/properties/op/enum",keyword:"enum",params:{allowedValues: schema73.properties.requestBody.items.oneOf[1].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -5113,7 +6573,7 @@ errors++;
 if(data1.path !== undefined){
 let data5 = data1.path;
 if(typeof data5 === "string"){
-if(!pattern8.test(data5)){
+if(!pattern11.test(data5)){
 const err13 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err13];
@@ -5192,7 +6652,7 @@ vErrors.push(err19);
 errors++;
 }
 if(!(data6 === "replace")){
-const err20 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/2/properties/op/enum",keyword:"enum",params:{allowedValues: schema63.properties.requestBody.items.oneOf[2].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err20 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/2/properties/op/enum",keyword:"enum",params:{allowedValues: schema73.properties.requestBody.items.oneOf[2].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -5205,7 +6665,7 @@ errors++;
 if(data1.path !== undefined){
 let data7 = data1.path;
 if(typeof data7 === "string"){
-if(!pattern8.test(data7)){
+if(!pattern11.test(data7)){
 const err21 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err21];
@@ -5284,7 +6744,7 @@ vErrors.push(err27);
 errors++;
 }
 if(!(data8 === "move")){
-const err28 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/3/properties/op/enum",keyword:"enum",params:{allowedValues: schema63.properties.requestBody.items.oneOf[3].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err28 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/3/properties/op/enum",keyword:"enum",params:{allowedValues: schema73.properties.requestBody.items.oneOf[3].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -5297,7 +6757,7 @@ errors++;
 if(data1.path !== undefined){
 let data9 = data1.path;
 if(typeof data9 === "string"){
-if(!pattern8.test(data9)){
+if(!pattern11.test(data9)){
 const err29 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err29];
@@ -5322,7 +6782,7 @@ errors++;
 if(data1.from !== undefined){
 let data10 = data1.from;
 if(typeof data10 === "string"){
-if(!pattern8.test(data10)){
+if(!pattern11.test(data10)){
 const err31 = {instancePath:instancePath+"/requestBody/" + i0+"/from",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err31];
@@ -5401,7 +6861,7 @@ vErrors.push(err37);
 errors++;
 }
 if(!(data11 === "copy")){
-const err38 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/4/properties/op/enum",keyword:"enum",params:{allowedValues: schema63.properties.requestBody.items.oneOf[4].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err38 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/4/properties/op/enum",keyword:"enum",params:{allowedValues: schema73.properties.requestBody.items.oneOf[4].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -5414,7 +6874,7 @@ errors++;
 if(data1.path !== undefined){
 let data12 = data1.path;
 if(typeof data12 === "string"){
-if(!pattern8.test(data12)){
+if(!pattern11.test(data12)){
 const err39 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err39];
@@ -5439,7 +6899,7 @@ errors++;
 if(data1.from !== undefined){
 let data13 = data1.from;
 if(typeof data13 === "string"){
-if(!pattern8.test(data13)){
+if(!pattern11.test(data13)){
 const err41 = {instancePath:instancePath+"/requestBody/" + i0+"/from",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err41];
@@ -5518,7 +6978,7 @@ vErrors.push(err47);
 errors++;
 }
 if(!(data14 === "test")){
-const err48 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/5/properties/op/enum",keyword:"enum",params:{allowedValues: schema63.properties.requestBody.items.oneOf[5].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err48 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/5/properties/op/enum",keyword:"enum",params:{allowedValues: schema73.properties.requestBody.items.oneOf[5].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -5531,7 +6991,7 @@ errors++;
 if(data1.path !== undefined){
 let data15 = data1.path;
 if(typeof data15 === "string"){
-if(!pattern8.test(data15)){
+if(!pattern11.test(data15)){
 const err49 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err49];
@@ -5610,7 +7070,7 @@ vErrors.push(err55);
 errors++;
 }
 if(!(data16 === "increment")){
-const err56 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/6/properties/op/enum",keyword:"enum",params:{allowedValues: schema63.properties.requestBody.items.oneOf[6].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err56 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/6/properties/op/enum",keyword:"enum",params:{allowedValues: schema73.properties.requestBody.items.oneOf[6].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err56];
 }
@@ -5623,7 +7083,7 @@ errors++;
 if(data1.path !== undefined){
 let data17 = data1.path;
 if(typeof data17 === "string"){
-if(!pattern8.test(data17)){
+if(!pattern11.test(data17)){
 const err57 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err57];
@@ -5715,14 +7175,14 @@ vErrors.push(err64);
 }
 errors++;
 }
-validate33.errors = vErrors;
+validate41.errors = vErrors;
 return errors === 0;
 }
 
-export const updateRows_body_merge_patch_json = validate34;
-const schema72 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"A JSON Merge Patch (RFC 7396) of a row: each member merges into the field of its name (objects\nmember by member, at any depth), `null` removes the field, any other value replaces it. `id`\ncannot be changed.\n","properties":{"id":{"description":"Not accepted; ids never change.","not":{}}},"additionalProperties":true,"example":{"text":"hello again","draft":null}}},"required":["requestBody"]};
+export const updateRows_body_merge_patch_json = validate42;
+const schema82 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"A JSON Merge Patch (RFC 7396) of a row: each member merges into the field of its name (objects\nmember by member, at any depth), `null` removes the field, any other value replaces it. `id`\ncannot be changed.\n","properties":{"id":{"description":"Not accepted; ids never change.","not":{}}},"additionalProperties":true,"example":{"text":"hello again","draft":null}}},"required":["requestBody"]};
 
-function validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate42(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -5772,14 +7232,14 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate34.errors = vErrors;
+validate42.errors = vErrors;
 return errors === 0;
 }
 
-export const updateWebhook_body = validate35;
-const schema73 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","additionalProperties":false,"properties":{"url":{"type":"string","minLength":1,"maxLength":2048,"description":"Where the changes are POSTed: an `http` or `https` URL without credentials, whose host is no\nprivate address nor loopback name (RFC 6761: `localhost` and the names under it) unless the\nserver allows them (`createWebhook`). Redirects are not followed.\n"},"collections":{"type":"array","nullable":true,"maxItems":1000,"uniqueItems":true,"items":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"description":"The collections whose changes are delivered, by name, or `null` for every collection of the account."},"events":{"type":"array","minItems":1,"uniqueItems":true,"items":{"type":"string","enum":["insert","update","delete"]},"description":"The kinds of change delivered."},"filter":{"type":"object","nullable":true,"additionalProperties":true,"description":"The rows whose changes are delivered: a `Filter` (docs/api.md, \"Filters\"), applied as the feed\napplies one (asyncapi.yaml: an update of a row that leaves the filter is sent with\n`\"matches\": false`), or `null` for every row. One that is no filter is `400`.\n"},"description":{"type":"string","nullable":true,"maxLength":500,"description":"What the webhook is for, for its owner."},"enabled":{"type":"boolean"}}}},"required":["requestBody"]};
+export const updateWebhook_body = validate43;
+const schema83 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","additionalProperties":false,"properties":{"url":{"type":"string","minLength":1,"maxLength":2048,"description":"Where the changes are POSTed: an `http` or `https` URL without credentials, whose host is no\nprivate address nor loopback name (RFC 6761: `localhost` and the names under it) unless the\nserver allows them (`createWebhook`). Redirects are not followed.\n"},"collections":{"type":"array","nullable":true,"maxItems":1000,"uniqueItems":true,"items":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"description":"The collections whose changes are delivered, by name, or `null` for every collection of the account."},"events":{"type":"array","minItems":1,"uniqueItems":true,"items":{"type":"string","enum":["insert","update","delete"]},"description":"The kinds of change delivered."},"filter":{"type":"object","nullable":true,"additionalProperties":true,"description":"The rows whose changes are delivered: a `Filter` (docs/api.md, \"Filters\"), applied as the feed\napplies one (asyncapi.yaml: an update of a row that leaves the filter is sent with\n`\"matches\": false`), or `null` for every row. One that is no filter is `400`.\n"},"description":{"type":"string","nullable":true,"maxLength":500,"description":"What the webhook is for, for its owner."},"enabled":{"type":"boolean"}}}},"required":["requestBody"]};
 
-function validate35(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -5945,7 +7405,7 @@ vErrors.push(err11);
 errors++;
 }
 if(!(((data5 === "insert") || (data5 === "update")) || (data5 === "delete"))){
-const err12 = {instancePath:instancePath+"/requestBody/events/" + i2,schemaPath:"#/properties/requestBody/properties/events/items/enum",keyword:"enum",params:{allowedValues: schema73.properties.requestBody.properties.events.items.enum},message:"must be equal to one of the allowed values"};
+const err12 = {instancePath:instancePath+"/requestBody/events/" + i2,schemaPath:"#/properties/requestBody/properties/events/items/enum",keyword:"enum",params:{allowedValues: schema83.properties.requestBody.properties.events.items.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -6064,18 +7524,18 @@ vErrors.push(err20);
 }
 errors++;
 }
-validate35.errors = vErrors;
+validate43.errors = vErrors;
 return errors === 0;
 }
 
-export const writeBatch_body = validate36;
-const schema74 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"Writes to make together, in order (`writeBatch`).","required":["operations"],"additionalProperties":false,"properties":{"operations":{"type":"array","minItems":1,"description":"1 to 100 operations (`ROWBASE_MAX_BATCH_OPERATIONS`), done in this order.","items":{"description":"One write of a batch, told apart by `op`.","oneOf":[{"type":"object","description":"Inserts rows, as `insertRows` does; its result is `201` with the rows and their `etags`.","required":["op","collection","rows"],"additionalProperties":false,"properties":{"op":{"type":"string","description":"The `op` of an insert.","enum":["insert"]},"collection":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"rows":{"type":"array","minItems":1,"items":{"type":"object","description":"A row to insert. Any top-level field name and any JSON value is the client's, except `id`; `__proto__` and `constructor` are field names like any other.","properties":{"id":{"description":"Not accepted; the service assigns ids.","not":{}}},"additionalProperties":true,"example":{"text":"hello"}}}}},{"type":"object","description":"Patches a row, as `updateRow` does; its result is `200` with the row and its `etag`. `patch` is\nread as `patch_format` says: `merge` (the default) is the top-level merge of `application/json`,\n`merge-patch` RFC 7396, `json-patch` RFC 6902 with `increment` (see `updateRow`).\n","required":["op","collection","id","patch"],"additionalProperties":false,"properties":{"op":{"type":"string","description":"The `op` of an update.","enum":["update"]},"collection":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection"},"id":{"type":"integer","format":"int64","minimum":1,"maximum":9007199254740991,"description":"Assigned by the service; unique and increasing within the collection, never reused.","example":1},"patch":{"description":"A batch update's patch, as `patch_format` reads it: the fields to change (`merge`, as `RowPatch`), a\nJSON Merge Patch (`merge-patch`, `MergePatch`), or a JSON Patch (`json-patch`, `JsonPatch`).\n","anyOf":[{"type":"object","description":"A JSON Merge Patch (RFC 7396) of a row: each member merges into the field of its name (objects\nmember by member, at any depth), `null` removes the field, any other value replaces it. `id`\ncannot be changed.\n","properties":{"id":{"description":"Not accepted; ids never change.","not":{}}},"additionalProperties":true,"example":{"text":"hello again","draft":null}},{"type":"array","description":"A JSON Patch (RFC 6902): operations applied in order to the row (`{\"id\": …, …fields}`), all or\nnone. `path` and `from` are JSON Pointers (RFC 6901): `/tags/0`, `/a~1b` for the field `a/b`.\n","items":{"description":"One operation of a JSON Patch, told apart by its `op`, which each kind names in an enum of one value.","oneOf":[{"type":"object","description":"RFC 6902 §4.1: adds a member (replacing one of the same name), or inserts an array element (`-`: at the end).","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["add"]},"path":{"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"},"value":{"description":"Any JSON value."}},"example":{"op":"add","path":"/tags/-","value":"popular"}},{"type":"object","description":"RFC 6902 §4.2: removes the member or element, which must exist.","required":["op","path"],"properties":{"op":{"type":"string","enum":["remove"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"}},"example":{"op":"remove","path":"/draft"}},{"type":"object","description":"RFC 6902 §4.3: replaces the value, which must exist.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["replace"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"replace","path":"/status","value":"closed"}},{"type":"object","description":"RFC 6902 §4.4: removes the value at `from` and adds it at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["move"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"}},"example":{"op":"move","path":"/archived/title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.5: adds a copy of the value at `from` at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["copy"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"}},"example":{"op":"copy","path":"/previous_title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.6: the value at `path` must equal `value` (as JSON: `1` equals `1.0`, members in any order), else `409 patch_conflict` and nothing is written.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["test"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"test","path":"/status","value":"open"}},{"type":"object","description":"Ours: adds `value` to the number at `path`, inside the write's transaction, so that concurrent\nincrements of one field all count. A missing member counts as `0` when the object that would\nhold it exists; a value that is no number, or a sum past ±1.8e308, is `409 patch_conflict`.\nIntegers stay exact up to 2^53.\n","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["increment"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"value":{"type":"number","description":"Any finite number, negative too."}},"example":{"op":"increment","path":"/likes","value":1}}],"discriminator":{"propertyName":"op"}},"example":[{"op":"test","path":"/status","value":"open"},{"op":"increment","path":"/likes","value":1}]}]},"patch_format":{"type":"string","description":"How a patch is read: `merge`, the top-level merge of `application/json`; `merge-patch`, RFC 7396\n(`application/merge-patch+json`); `json-patch`, RFC 6902 (`application/json-patch+json`).\n","enum":["merge","merge-patch","json-patch"],"default":"merge"},"if_match":{"type":"string","maxLength":8192,"description":"As the `If-Match` header of `updateRow`, `*` or `ETag`s, comma-separated; `412` when none matches."}}},{"type":"object","description":"Deletes a row, as `deleteRow` does; its result is `204`, with no body.","required":["op","collection","id"],"additionalProperties":false,"properties":{"op":{"type":"string","description":"The `op` of a delete.","enum":["delete"]},"collection":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection"},"id":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/id"},"if_match":{"type":"string","maxLength":8192,"description":"As the `If-Match` header of `deleteRow`; `412` when none matches."}}},{"type":"object","description":"Upserts rows by a unique index, as `insertRows` with `on_conflict` does; its result is `200` with the rows and their `etags`.","required":["op","collection","on_conflict","rows"],"additionalProperties":false,"properties":{"op":{"type":"string","description":"The `op` of an upsert.","enum":["upsert"]},"collection":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection"},"on_conflict":{"type":"array","description":"The fields of a unique index of the collection.","minItems":1,"maxItems":4,"items":{"type":"string","description":"A top-level field an index is over, a plain name.","pattern":"^[A-Za-z_][A-Za-z0-9_]{0,62}$","example":"email"}},"rows":{"type":"array","minItems":1,"items":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/0/properties/rows/items"}}}}],"discriminator":{"propertyName":"op"}}}}}},"required":["requestBody"]};
-const schema75 = {"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"};
-const schema76 = {"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"};
-const schema85 = {"type":"integer","format":"int64","minimum":1,"maximum":9007199254740991,"description":"Assigned by the service; unique and increasing within the collection, never reused.","example":1};
-const schema87 = {"type":"object","description":"A row to insert. Any top-level field name and any JSON value is the client's, except `id`; `__proto__` and `constructor` are field names like any other.","properties":{"id":{"description":"Not accepted; the service assigns ids.","not":{}}},"additionalProperties":true,"example":{"text":"hello"}};
+export const writeBatch_body = validate44;
+const schema84 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"Writes to make together, in order (`writeBatch`).","required":["operations"],"additionalProperties":false,"properties":{"operations":{"type":"array","minItems":1,"description":"1 to 100 operations (`ROWBASE_MAX_BATCH_OPERATIONS`), done in this order.","items":{"description":"One write of a batch, told apart by `op`.","oneOf":[{"type":"object","description":"Inserts rows, as `insertRows` does; its result is `201` with the rows and their `etags`.","required":["op","collection","rows"],"additionalProperties":false,"properties":{"op":{"type":"string","description":"The `op` of an insert.","enum":["insert"]},"collection":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"rows":{"type":"array","minItems":1,"items":{"type":"object","description":"A row to insert. Any top-level field name and any JSON value is the client's, except `id` and\n`_expand`; `__proto__` and `constructor` are field names like any other.\n","properties":{"id":{"description":"Not accepted; the service assigns ids.","not":{}},"_expand":{"description":"Not accepted (`400`): reserved for the rows an answer expands into a row (`expand`, docs/relations.md).","not":{}}},"additionalProperties":true,"example":{"text":"hello"}}}}},{"type":"object","description":"Patches a row, as `updateRow` does; its result is `200` with the row and its `etag`. `patch` is\nread as `patch_format` says: `merge` (the default) is the top-level merge of `application/json`,\n`merge-patch` RFC 7396, `json-patch` RFC 6902 with `increment` (see `updateRow`).\n","required":["op","collection","id","patch"],"additionalProperties":false,"properties":{"op":{"type":"string","description":"The `op` of an update.","enum":["update"]},"collection":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection"},"id":{"type":"integer","format":"int64","minimum":1,"maximum":9007199254740991,"description":"Assigned by the service; unique and increasing within the collection, never reused.","example":1},"patch":{"description":"A batch update's patch, as `patch_format` reads it: the fields to change (`merge`, as `RowPatch`), a\nJSON Merge Patch (`merge-patch`, `MergePatch`), or a JSON Patch (`json-patch`, `JsonPatch`).\n","anyOf":[{"type":"object","description":"A JSON Merge Patch (RFC 7396) of a row: each member merges into the field of its name (objects\nmember by member, at any depth), `null` removes the field, any other value replaces it. `id`\ncannot be changed.\n","properties":{"id":{"description":"Not accepted; ids never change.","not":{}}},"additionalProperties":true,"example":{"text":"hello again","draft":null}},{"type":"array","description":"A JSON Patch (RFC 6902): operations applied in order to the row (`{\"id\": …, …fields}`), all or\nnone. `path` and `from` are JSON Pointers (RFC 6901): `/tags/0`, `/a~1b` for the field `a/b`.\n","items":{"description":"One operation of a JSON Patch, told apart by its `op`, which each kind names in an enum of one value.","oneOf":[{"type":"object","description":"RFC 6902 §4.1: adds a member (replacing one of the same name), or inserts an array element (`-`: at the end).","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["add"]},"path":{"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"},"value":{"description":"Any JSON value."}},"example":{"op":"add","path":"/tags/-","value":"popular"}},{"type":"object","description":"RFC 6902 §4.2: removes the member or element, which must exist.","required":["op","path"],"properties":{"op":{"type":"string","enum":["remove"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"}},"example":{"op":"remove","path":"/draft"}},{"type":"object","description":"RFC 6902 §4.3: replaces the value, which must exist.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["replace"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"replace","path":"/status","value":"closed"}},{"type":"object","description":"RFC 6902 §4.4: removes the value at `from` and adds it at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["move"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"}},"example":{"op":"move","path":"/archived/title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.5: adds a copy of the value at `from` at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["copy"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"}},"example":{"op":"copy","path":"/previous_title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.6: the value at `path` must equal `value` (as JSON: `1` equals `1.0`, members in any order), else `409 patch_conflict` and nothing is written.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["test"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"test","path":"/status","value":"open"}},{"type":"object","description":"Ours: adds `value` to the number at `path`, inside the write's transaction, so that concurrent\nincrements of one field all count. A missing member counts as `0` when the object that would\nhold it exists; a value that is no number, or a sum past ±1.8e308, is `409 patch_conflict`.\nIntegers stay exact up to 2^53.\n","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["increment"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"value":{"type":"number","description":"Any finite number, negative too."}},"example":{"op":"increment","path":"/likes","value":1}}],"discriminator":{"propertyName":"op"}},"example":[{"op":"test","path":"/status","value":"open"},{"op":"increment","path":"/likes","value":1}]}]},"patch_format":{"type":"string","description":"How a patch is read: `merge`, the top-level merge of `application/json`; `merge-patch`, RFC 7396\n(`application/merge-patch+json`); `json-patch`, RFC 6902 (`application/json-patch+json`).\n","enum":["merge","merge-patch","json-patch"],"default":"merge"},"if_match":{"type":"string","maxLength":8192,"description":"As the `If-Match` header of `updateRow`, `*` or `ETag`s, comma-separated; `412` when none matches."}}},{"type":"object","description":"Deletes a row, as `deleteRow` does; its result is `204`, with no body.","required":["op","collection","id"],"additionalProperties":false,"properties":{"op":{"type":"string","description":"The `op` of a delete.","enum":["delete"]},"collection":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection"},"id":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/id"},"if_match":{"type":"string","maxLength":8192,"description":"As the `If-Match` header of `deleteRow`; `412` when none matches."}}},{"type":"object","description":"Upserts rows by a unique index, as `insertRows` with `on_conflict` does; its result is `200` with the rows and their `etags`.","required":["op","collection","on_conflict","rows"],"additionalProperties":false,"properties":{"op":{"type":"string","description":"The `op` of an upsert.","enum":["upsert"]},"collection":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection"},"on_conflict":{"type":"array","description":"The fields of a unique index of the collection.","minItems":1,"maxItems":4,"items":{"type":"string","description":"A top-level field an index is over, a plain name.","pattern":"^[A-Za-z_][A-Za-z0-9_]{0,62}$","example":"email"}},"rows":{"type":"array","minItems":1,"items":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/0/properties/rows/items"}}}}],"discriminator":{"propertyName":"op"}}}}}},"required":["requestBody"]};
+const schema85 = {"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"};
+const schema86 = {"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"};
+const schema95 = {"type":"integer","format":"int64","minimum":1,"maximum":9007199254740991,"description":"Assigned by the service; unique and increasing within the collection, never reused.","example":1};
+const schema97 = {"type":"object","description":"A row to insert. Any top-level field name and any JSON value is the client's, except `id` and\n`_expand`; `__proto__` and `constructor` are field names like any other.\n","properties":{"id":{"description":"Not accepted; the service assigns ids.","not":{}},"_expand":{"description":"Not accepted (`400`): reserved for the rows an answer expands into a row (`expand`, docs/relations.md).","not":{}}},"additionalProperties":true,"example":{"text":"hello"}};
 
-function validate36(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate44(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -6190,7 +7650,7 @@ vErrors.push(err8);
 errors++;
 }
 if(!(data3 === "insert")){
-const err9 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/op/enum",keyword:"enum",params:{allowedValues: schema74.properties.requestBody.properties.operations.items.oneOf[0].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err9 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/op/enum",keyword:"enum",params:{allowedValues: schema84.properties.requestBody.properties.operations.items.oneOf[0].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -6252,9 +7712,8 @@ vErrors.push(err13);
 }
 errors++;
 }
-}
-else {
-const err14 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/rows/" + i1,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/rows/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data6._expand !== undefined){
+const err14 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/rows/" + i1+"/_expand",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/rows/items/properties/_expand/not",keyword:"not",params:{},message:"must NOT be valid"};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -6264,9 +7723,8 @@ vErrors.push(err14);
 errors++;
 }
 }
-}
 else {
-const err15 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/rows",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/rows/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err15 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/rows/" + i1,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/rows/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -6278,12 +7736,24 @@ errors++;
 }
 }
 else {
-const err16 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err16 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/rows",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/rows/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err16];
 }
 else {
 vErrors.push(err16);
+}
+errors++;
+}
+}
+}
+else {
+const err17 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
 }
 errors++;
 }
@@ -6294,17 +7764,7 @@ if(data2.patch_format === undefined){
 data2.patch_format = "merge";
 }
 if(data2.op === undefined){
-const err17 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
-if(vErrors === null){
-vErrors = [err17];
-}
-else {
-vErrors.push(err17);
-}
-errors++;
-}
-if(data2.collection === undefined){
-const err18 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/required",keyword:"required",params:{missingProperty: "collection"},message:"must have required property '"+"collection"+"'"};
+const err18 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -6313,8 +7773,8 @@ vErrors.push(err18);
 }
 errors++;
 }
-if(data2.id === undefined){
-const err19 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(data2.collection === undefined){
+const err19 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/required",keyword:"required",params:{missingProperty: "collection"},message:"must have required property '"+"collection"+"'"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -6323,8 +7783,8 @@ vErrors.push(err19);
 }
 errors++;
 }
-if(data2.patch === undefined){
-const err20 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/required",keyword:"required",params:{missingProperty: "patch"},message:"must have required property '"+"patch"+"'"};
+if(data2.id === undefined){
+const err20 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -6333,9 +7793,8 @@ vErrors.push(err20);
 }
 errors++;
 }
-for(const key2 in data2){
-if(!((((((key2 === "op") || (key2 === "collection")) || (key2 === "id")) || (key2 === "patch")) || (key2 === "patch_format")) || (key2 === "if_match"))){
-const err21 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"};
+if(data2.patch === undefined){
+const err21 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/required",keyword:"required",params:{missingProperty: "patch"},message:"must have required property '"+"patch"+"'"};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -6344,11 +7803,9 @@ vErrors.push(err21);
 }
 errors++;
 }
-}
-if(data2.op !== undefined){
-let data8 = data2.op;
-if(typeof data8 !== "string"){
-const err22 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
+for(const key2 in data2){
+if(!((((((key2 === "op") || (key2 === "collection")) || (key2 === "id")) || (key2 === "patch")) || (key2 === "patch_format")) || (key2 === "if_match"))){
+const err22 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -6357,8 +7814,11 @@ vErrors.push(err22);
 }
 errors++;
 }
-if(!(data8 === "update")){
-const err23 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/op/enum",keyword:"enum",params:{allowedValues: schema74.properties.requestBody.properties.operations.items.oneOf[1].properties.op.enum},message:"must be equal to one of the allowed values"};
+}
+if(data2.op !== undefined){
+let data9 = data2.op;
+if(typeof data9 !== "string"){
+const err23 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -6367,12 +7827,8 @@ vErrors.push(err23);
 }
 errors++;
 }
-}
-if(data2.collection !== undefined){
-let data9 = data2.collection;
-if(typeof data9 === "string"){
-if(!pattern2.test(data9)){
-const err24 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/collection",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z][A-Za-z0-9_-]{0,62}$"},message:"must match pattern \""+"^[A-Za-z][A-Za-z0-9_-]{0,62}$"+"\""};
+if(!(data9 === "update")){
+const err24 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/op/enum",keyword:"enum",params:{allowedValues: schema84.properties.requestBody.properties.operations.items.oneOf[1].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -6382,8 +7838,11 @@ vErrors.push(err24);
 errors++;
 }
 }
-else {
-const err25 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/collection",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data2.collection !== undefined){
+let data10 = data2.collection;
+if(typeof data10 === "string"){
+if(!pattern2.test(data10)){
+const err25 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/collection",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z][A-Za-z0-9_-]{0,62}$"},message:"must match pattern \""+"^[A-Za-z][A-Za-z0-9_-]{0,62}$"+"\""};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -6393,10 +7852,8 @@ vErrors.push(err25);
 errors++;
 }
 }
-if(data2.id !== undefined){
-let data10 = data2.id;
-if(!((typeof data10 == "number") && (!(data10 % 1) && !isNaN(data10)))){
-const err26 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/id",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/id/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+else {
+const err26 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/collection",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -6405,9 +7862,11 @@ vErrors.push(err26);
 }
 errors++;
 }
-if(typeof data10 == "number"){
-if(data10 > 9007199254740991 || isNaN(data10)){
-const err27 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/id",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/id/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9007199254740991},message:"must be <= 9007199254740991"};
+}
+if(data2.id !== undefined){
+let data11 = data2.id;
+if(!((typeof data11 == "number") && (!(data11 % 1) && !isNaN(data11)))){
+const err27 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/id",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/id/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -6416,8 +7875,9 @@ vErrors.push(err27);
 }
 errors++;
 }
-if(data10 < 1 || isNaN(data10)){
-const err28 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/id",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/id/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(typeof data11 == "number"){
+if(data11 > 9007199254740991 || isNaN(data11)){
+const err28 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/id",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/id/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9007199254740991},message:"must be <= 9007199254740991"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -6426,16 +7886,8 @@ vErrors.push(err28);
 }
 errors++;
 }
-}
-}
-if(data2.patch !== undefined){
-let data11 = data2.patch;
-const _errs34 = errors;
-let valid13 = false;
-const _errs35 = errors;
-if(data11 && typeof data11 == "object" && !Array.isArray(data11)){
-if(data11.id !== undefined){
-const err29 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/id",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/0/properties/id/not",keyword:"not",params:{},message:"must NOT be valid"};
+if(data11 < 1 || isNaN(data11)){
+const err29 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/id",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/id/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -6445,8 +7897,15 @@ vErrors.push(err29);
 errors++;
 }
 }
-else {
-const err30 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/0/type",keyword:"type",params:{type: "object"},message:"must be object"};
+}
+if(data2.patch !== undefined){
+let data12 = data2.patch;
+const _errs36 = errors;
+let valid13 = false;
+const _errs37 = errors;
+if(data12 && typeof data12 == "object" && !Array.isArray(data12)){
+if(data12.id !== undefined){
+const err30 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/id",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/0/properties/id/not",keyword:"not",params:{},message:"must NOT be valid"};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -6455,21 +7914,9 @@ vErrors.push(err30);
 }
 errors++;
 }
-var _valid0 = _errs35 === errors;
-valid13 = valid13 || _valid0;
-if(!valid13){
-const _errs40 = errors;
-if(Array.isArray(data11)){
-const len2 = data11.length;
-for(let i2=0; i2<len2; i2++){
-let data13 = data11[i2];
-if(data13 && typeof data13 == "object" && !Array.isArray(data13)){
-const tag1 = data13.op;
-if(typeof tag1 == "string"){
-if(tag1 === "add"){
-if(data13 && typeof data13 == "object" && !Array.isArray(data13)){
-if(data13.op === undefined){
-const err31 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
+}
+else {
+const err31 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/0/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -6478,8 +7925,21 @@ vErrors.push(err31);
 }
 errors++;
 }
-if(data13.path === undefined){
-const err32 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
+var _valid0 = _errs37 === errors;
+valid13 = valid13 || _valid0;
+if(!valid13){
+const _errs42 = errors;
+if(Array.isArray(data12)){
+const len2 = data12.length;
+for(let i2=0; i2<len2; i2++){
+let data14 = data12[i2];
+if(data14 && typeof data14 == "object" && !Array.isArray(data14)){
+const tag1 = data14.op;
+if(typeof tag1 == "string"){
+if(tag1 === "add"){
+if(data14 && typeof data14 == "object" && !Array.isArray(data14)){
+if(data14.op === undefined){
+const err32 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -6488,8 +7948,8 @@ vErrors.push(err32);
 }
 errors++;
 }
-if(data13.value === undefined){
-const err33 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/required",keyword:"required",params:{missingProperty: "value"},message:"must have required property '"+"value"+"'"};
+if(data14.path === undefined){
+const err33 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -6498,10 +7958,8 @@ vErrors.push(err33);
 }
 errors++;
 }
-if(data13.op !== undefined){
-let data14 = data13.op;
-if(typeof data14 !== "string"){
-const err34 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data14.value === undefined){
+const err34 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/required",keyword:"required",params:{missingProperty: "value"},message:"must have required property '"+"value"+"'"};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -6510,8 +7968,10 @@ vErrors.push(err34);
 }
 errors++;
 }
-if(!(data14 === "add")){
-const err35 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/op/enum",keyword:"enum",params:{allowedValues: schema74.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[0].properties.op.enum},message:"must be equal to one of the allowed values"};
+if(data14.op !== undefined){
+let data15 = data14.op;
+if(typeof data15 !== "string"){
+const err35 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -6520,12 +7980,8 @@ vErrors.push(err35);
 }
 errors++;
 }
-}
-if(data13.path !== undefined){
-let data15 = data13.path;
-if(typeof data15 === "string"){
-if(!pattern8.test(data15)){
-const err36 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/path",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
+if(!(data15 === "add")){
+const err36 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/op/enum",keyword:"enum",params:{allowedValues: schema84.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[0].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -6535,8 +7991,11 @@ vErrors.push(err36);
 errors++;
 }
 }
-else {
-const err37 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/path",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data14.path !== undefined){
+let data16 = data14.path;
+if(typeof data16 === "string"){
+if(!pattern11.test(data16)){
+const err37 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/path",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -6546,9 +8005,8 @@ vErrors.push(err37);
 errors++;
 }
 }
-}
 else {
-const err38 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err38 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/path",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -6558,10 +8016,9 @@ vErrors.push(err38);
 errors++;
 }
 }
-else if(tag1 === "remove"){
-if(data13 && typeof data13 == "object" && !Array.isArray(data13)){
-if(data13.op === undefined){
-const err39 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/1/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
+}
+else {
+const err39 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -6570,8 +8027,11 @@ vErrors.push(err39);
 }
 errors++;
 }
-if(data13.path === undefined){
-const err40 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/1/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
+}
+else if(tag1 === "remove"){
+if(data14 && typeof data14 == "object" && !Array.isArray(data14)){
+if(data14.op === undefined){
+const err40 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/1/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -6580,10 +8040,8 @@ vErrors.push(err40);
 }
 errors++;
 }
-if(data13.op !== undefined){
-let data16 = data13.op;
-if(typeof data16 !== "string"){
-const err41 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/1/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data14.path === undefined){
+const err41 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/1/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -6592,8 +8050,10 @@ vErrors.push(err41);
 }
 errors++;
 }
-if(!(data16 === "remove")){
-const err42 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/1/properties/op/enum",keyword:"enum",params:{allowedValues: schema74.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[1].properties.op.enum},message:"must be equal to one of the allowed values"};
+if(data14.op !== undefined){
+let data17 = data14.op;
+if(typeof data17 !== "string"){
+const err42 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/1/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -6602,12 +8062,8 @@ vErrors.push(err42);
 }
 errors++;
 }
-}
-if(data13.path !== undefined){
-let data17 = data13.path;
-if(typeof data17 === "string"){
-if(!pattern8.test(data17)){
-const err43 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/path",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
+if(!(data17 === "remove")){
+const err43 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/1/properties/op/enum",keyword:"enum",params:{allowedValues: schema84.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[1].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -6617,8 +8073,11 @@ vErrors.push(err43);
 errors++;
 }
 }
-else {
-const err44 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/path",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data14.path !== undefined){
+let data18 = data14.path;
+if(typeof data18 === "string"){
+if(!pattern11.test(data18)){
+const err44 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/path",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -6628,9 +8087,8 @@ vErrors.push(err44);
 errors++;
 }
 }
-}
 else {
-const err45 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/1/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err45 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/path",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err45];
 }
@@ -6640,10 +8098,9 @@ vErrors.push(err45);
 errors++;
 }
 }
-else if(tag1 === "replace"){
-if(data13 && typeof data13 == "object" && !Array.isArray(data13)){
-if(data13.op === undefined){
-const err46 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/2/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
+}
+else {
+const err46 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/1/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err46];
 }
@@ -6652,8 +8109,11 @@ vErrors.push(err46);
 }
 errors++;
 }
-if(data13.path === undefined){
-const err47 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/2/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
+}
+else if(tag1 === "replace"){
+if(data14 && typeof data14 == "object" && !Array.isArray(data14)){
+if(data14.op === undefined){
+const err47 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/2/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
 if(vErrors === null){
 vErrors = [err47];
 }
@@ -6662,8 +8122,8 @@ vErrors.push(err47);
 }
 errors++;
 }
-if(data13.value === undefined){
-const err48 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/2/required",keyword:"required",params:{missingProperty: "value"},message:"must have required property '"+"value"+"'"};
+if(data14.path === undefined){
+const err48 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/2/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -6672,10 +8132,8 @@ vErrors.push(err48);
 }
 errors++;
 }
-if(data13.op !== undefined){
-let data18 = data13.op;
-if(typeof data18 !== "string"){
-const err49 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/2/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data14.value === undefined){
+const err49 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/2/required",keyword:"required",params:{missingProperty: "value"},message:"must have required property '"+"value"+"'"};
 if(vErrors === null){
 vErrors = [err49];
 }
@@ -6684,8 +8142,10 @@ vErrors.push(err49);
 }
 errors++;
 }
-if(!(data18 === "replace")){
-const err50 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/2/properties/op/enum",keyword:"enum",params:{allowedValues: schema74.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[2].properties.op.enum},message:"must be equal to one of the allowed values"};
+if(data14.op !== undefined){
+let data19 = data14.op;
+if(typeof data19 !== "string"){
+const err50 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/2/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err50];
 }
@@ -6694,12 +8154,8 @@ vErrors.push(err50);
 }
 errors++;
 }
-}
-if(data13.path !== undefined){
-let data19 = data13.path;
-if(typeof data19 === "string"){
-if(!pattern8.test(data19)){
-const err51 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/path",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
+if(!(data19 === "replace")){
+const err51 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/2/properties/op/enum",keyword:"enum",params:{allowedValues: schema84.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[2].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err51];
 }
@@ -6709,8 +8165,11 @@ vErrors.push(err51);
 errors++;
 }
 }
-else {
-const err52 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/path",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data14.path !== undefined){
+let data20 = data14.path;
+if(typeof data20 === "string"){
+if(!pattern11.test(data20)){
+const err52 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/path",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err52];
 }
@@ -6720,9 +8179,8 @@ vErrors.push(err52);
 errors++;
 }
 }
-}
 else {
-const err53 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/2/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err53 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/path",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err53];
 }
@@ -6732,10 +8190,9 @@ vErrors.push(err53);
 errors++;
 }
 }
-else if(tag1 === "move"){
-if(data13 && typeof data13 == "object" && !Array.isArray(data13)){
-if(data13.op === undefined){
-const err54 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/3/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
+}
+else {
+const err54 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/2/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err54];
 }
@@ -6744,8 +8201,11 @@ vErrors.push(err54);
 }
 errors++;
 }
-if(data13.path === undefined){
-const err55 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/3/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
+}
+else if(tag1 === "move"){
+if(data14 && typeof data14 == "object" && !Array.isArray(data14)){
+if(data14.op === undefined){
+const err55 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/3/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
 if(vErrors === null){
 vErrors = [err55];
 }
@@ -6754,8 +8214,8 @@ vErrors.push(err55);
 }
 errors++;
 }
-if(data13.from === undefined){
-const err56 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/3/required",keyword:"required",params:{missingProperty: "from"},message:"must have required property '"+"from"+"'"};
+if(data14.path === undefined){
+const err56 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/3/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
 if(vErrors === null){
 vErrors = [err56];
 }
@@ -6764,10 +8224,8 @@ vErrors.push(err56);
 }
 errors++;
 }
-if(data13.op !== undefined){
-let data20 = data13.op;
-if(typeof data20 !== "string"){
-const err57 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/3/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data14.from === undefined){
+const err57 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/3/required",keyword:"required",params:{missingProperty: "from"},message:"must have required property '"+"from"+"'"};
 if(vErrors === null){
 vErrors = [err57];
 }
@@ -6776,8 +8234,10 @@ vErrors.push(err57);
 }
 errors++;
 }
-if(!(data20 === "move")){
-const err58 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/3/properties/op/enum",keyword:"enum",params:{allowedValues: schema74.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[3].properties.op.enum},message:"must be equal to one of the allowed values"};
+if(data14.op !== undefined){
+let data21 = data14.op;
+if(typeof data21 !== "string"){
+const err58 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/3/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err58];
 }
@@ -6786,12 +8246,8 @@ vErrors.push(err58);
 }
 errors++;
 }
-}
-if(data13.path !== undefined){
-let data21 = data13.path;
-if(typeof data21 === "string"){
-if(!pattern8.test(data21)){
-const err59 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/path",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
+if(!(data21 === "move")){
+const err59 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/3/properties/op/enum",keyword:"enum",params:{allowedValues: schema84.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[3].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err59];
 }
@@ -6801,8 +8257,11 @@ vErrors.push(err59);
 errors++;
 }
 }
-else {
-const err60 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/path",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data14.path !== undefined){
+let data22 = data14.path;
+if(typeof data22 === "string"){
+if(!pattern11.test(data22)){
+const err60 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/path",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err60];
 }
@@ -6812,11 +8271,8 @@ vErrors.push(err60);
 errors++;
 }
 }
-if(data13.from !== undefined){
-let data22 = data13.from;
-if(typeof data22 === "string"){
-if(!pattern8.test(data22)){
-const err61 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/from",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
+else {
+const err61 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/path",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err61];
 }
@@ -6826,8 +8282,11 @@ vErrors.push(err61);
 errors++;
 }
 }
-else {
-const err62 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/from",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data14.from !== undefined){
+let data23 = data14.from;
+if(typeof data23 === "string"){
+if(!pattern11.test(data23)){
+const err62 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/from",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err62];
 }
@@ -6837,9 +8296,8 @@ vErrors.push(err62);
 errors++;
 }
 }
-}
 else {
-const err63 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/3/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err63 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/from",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err63];
 }
@@ -6849,10 +8307,9 @@ vErrors.push(err63);
 errors++;
 }
 }
-else if(tag1 === "copy"){
-if(data13 && typeof data13 == "object" && !Array.isArray(data13)){
-if(data13.op === undefined){
-const err64 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/4/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
+}
+else {
+const err64 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/3/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err64];
 }
@@ -6861,8 +8318,11 @@ vErrors.push(err64);
 }
 errors++;
 }
-if(data13.path === undefined){
-const err65 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/4/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
+}
+else if(tag1 === "copy"){
+if(data14 && typeof data14 == "object" && !Array.isArray(data14)){
+if(data14.op === undefined){
+const err65 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/4/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
 if(vErrors === null){
 vErrors = [err65];
 }
@@ -6871,8 +8331,8 @@ vErrors.push(err65);
 }
 errors++;
 }
-if(data13.from === undefined){
-const err66 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/4/required",keyword:"required",params:{missingProperty: "from"},message:"must have required property '"+"from"+"'"};
+if(data14.path === undefined){
+const err66 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/4/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
 if(vErrors === null){
 vErrors = [err66];
 }
@@ -6881,10 +8341,8 @@ vErrors.push(err66);
 }
 errors++;
 }
-if(data13.op !== undefined){
-let data23 = data13.op;
-if(typeof data23 !== "string"){
-const err67 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/4/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data14.from === undefined){
+const err67 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/4/required",keyword:"required",params:{missingProperty: "from"},message:"must have required property '"+"from"+"'"};
 if(vErrors === null){
 vErrors = [err67];
 }
@@ -6893,8 +8351,10 @@ vErrors.push(err67);
 }
 errors++;
 }
-if(!(data23 === "copy")){
-const err68 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/4/properties/op/enum",keyword:"enum",params:{allowedValues: schema74.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[4].properties.op.enum},message:"must be equal to one of the allowed values"};
+if(data14.op !== undefined){
+let data24 = data14.op;
+if(typeof data24 !== "string"){
+const err68 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/4/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err68];
 }
@@ -6903,12 +8363,8 @@ vErrors.push(err68);
 }
 errors++;
 }
-}
-if(data13.path !== undefined){
-let data24 = data13.path;
-if(typeof data24 === "string"){
-if(!pattern8.test(data24)){
-const err69 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/path",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
+if(!(data24 === "copy")){
+const err69 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/4/properties/op/enum",keyword:"enum",params:{allowedValues: schema84.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[4].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err69];
 }
@@ -6918,8 +8374,11 @@ vErrors.push(err69);
 errors++;
 }
 }
-else {
-const err70 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/path",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data14.path !== undefined){
+let data25 = data14.path;
+if(typeof data25 === "string"){
+if(!pattern11.test(data25)){
+const err70 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/path",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err70];
 }
@@ -6929,11 +8388,8 @@ vErrors.push(err70);
 errors++;
 }
 }
-if(data13.from !== undefined){
-let data25 = data13.from;
-if(typeof data25 === "string"){
-if(!pattern8.test(data25)){
-const err71 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/from",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
+else {
+const err71 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/path",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err71];
 }
@@ -6943,8 +8399,11 @@ vErrors.push(err71);
 errors++;
 }
 }
-else {
-const err72 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/from",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data14.from !== undefined){
+let data26 = data14.from;
+if(typeof data26 === "string"){
+if(!pattern11.test(data26)){
+const err72 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/from",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err72];
 }
@@ -6954,9 +8413,8 @@ vErrors.push(err72);
 errors++;
 }
 }
-}
 else {
-const err73 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/4/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err73 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/from",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err73];
 }
@@ -6966,10 +8424,9 @@ vErrors.push(err73);
 errors++;
 }
 }
-else if(tag1 === "test"){
-if(data13 && typeof data13 == "object" && !Array.isArray(data13)){
-if(data13.op === undefined){
-const err74 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/5/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
+}
+else {
+const err74 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/4/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err74];
 }
@@ -6978,8 +8435,11 @@ vErrors.push(err74);
 }
 errors++;
 }
-if(data13.path === undefined){
-const err75 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/5/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
+}
+else if(tag1 === "test"){
+if(data14 && typeof data14 == "object" && !Array.isArray(data14)){
+if(data14.op === undefined){
+const err75 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/5/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
 if(vErrors === null){
 vErrors = [err75];
 }
@@ -6988,8 +8448,8 @@ vErrors.push(err75);
 }
 errors++;
 }
-if(data13.value === undefined){
-const err76 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/5/required",keyword:"required",params:{missingProperty: "value"},message:"must have required property '"+"value"+"'"};
+if(data14.path === undefined){
+const err76 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/5/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
 if(vErrors === null){
 vErrors = [err76];
 }
@@ -6998,10 +8458,8 @@ vErrors.push(err76);
 }
 errors++;
 }
-if(data13.op !== undefined){
-let data26 = data13.op;
-if(typeof data26 !== "string"){
-const err77 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/5/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data14.value === undefined){
+const err77 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/5/required",keyword:"required",params:{missingProperty: "value"},message:"must have required property '"+"value"+"'"};
 if(vErrors === null){
 vErrors = [err77];
 }
@@ -7010,8 +8468,10 @@ vErrors.push(err77);
 }
 errors++;
 }
-if(!(data26 === "test")){
-const err78 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/5/properties/op/enum",keyword:"enum",params:{allowedValues: schema74.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[5].properties.op.enum},message:"must be equal to one of the allowed values"};
+if(data14.op !== undefined){
+let data27 = data14.op;
+if(typeof data27 !== "string"){
+const err78 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/5/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err78];
 }
@@ -7020,12 +8480,8 @@ vErrors.push(err78);
 }
 errors++;
 }
-}
-if(data13.path !== undefined){
-let data27 = data13.path;
-if(typeof data27 === "string"){
-if(!pattern8.test(data27)){
-const err79 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/path",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
+if(!(data27 === "test")){
+const err79 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/5/properties/op/enum",keyword:"enum",params:{allowedValues: schema84.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[5].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err79];
 }
@@ -7035,8 +8491,11 @@ vErrors.push(err79);
 errors++;
 }
 }
-else {
-const err80 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/path",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data14.path !== undefined){
+let data28 = data14.path;
+if(typeof data28 === "string"){
+if(!pattern11.test(data28)){
+const err80 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/path",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err80];
 }
@@ -7046,9 +8505,8 @@ vErrors.push(err80);
 errors++;
 }
 }
-}
 else {
-const err81 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/5/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err81 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/path",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err81];
 }
@@ -7058,10 +8516,9 @@ vErrors.push(err81);
 errors++;
 }
 }
-else if(tag1 === "increment"){
-if(data13 && typeof data13 == "object" && !Array.isArray(data13)){
-if(data13.op === undefined){
-const err82 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/6/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
+}
+else {
+const err82 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/5/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err82];
 }
@@ -7070,8 +8527,11 @@ vErrors.push(err82);
 }
 errors++;
 }
-if(data13.path === undefined){
-const err83 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/6/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
+}
+else if(tag1 === "increment"){
+if(data14 && typeof data14 == "object" && !Array.isArray(data14)){
+if(data14.op === undefined){
+const err83 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/6/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
 if(vErrors === null){
 vErrors = [err83];
 }
@@ -7080,8 +8540,8 @@ vErrors.push(err83);
 }
 errors++;
 }
-if(data13.value === undefined){
-const err84 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/6/required",keyword:"required",params:{missingProperty: "value"},message:"must have required property '"+"value"+"'"};
+if(data14.path === undefined){
+const err84 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/6/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
 if(vErrors === null){
 vErrors = [err84];
 }
@@ -7090,10 +8550,8 @@ vErrors.push(err84);
 }
 errors++;
 }
-if(data13.op !== undefined){
-let data28 = data13.op;
-if(typeof data28 !== "string"){
-const err85 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/6/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data14.value === undefined){
+const err85 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/6/required",keyword:"required",params:{missingProperty: "value"},message:"must have required property '"+"value"+"'"};
 if(vErrors === null){
 vErrors = [err85];
 }
@@ -7102,8 +8560,10 @@ vErrors.push(err85);
 }
 errors++;
 }
-if(!(data28 === "increment")){
-const err86 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/6/properties/op/enum",keyword:"enum",params:{allowedValues: schema74.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[6].properties.op.enum},message:"must be equal to one of the allowed values"};
+if(data14.op !== undefined){
+let data29 = data14.op;
+if(typeof data29 !== "string"){
+const err86 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/6/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err86];
 }
@@ -7112,12 +8572,8 @@ vErrors.push(err86);
 }
 errors++;
 }
-}
-if(data13.path !== undefined){
-let data29 = data13.path;
-if(typeof data29 === "string"){
-if(!pattern8.test(data29)){
-const err87 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/path",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
+if(!(data29 === "increment")){
+const err87 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/6/properties/op/enum",keyword:"enum",params:{allowedValues: schema84.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[6].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err87];
 }
@@ -7127,8 +8583,11 @@ vErrors.push(err87);
 errors++;
 }
 }
-else {
-const err88 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/path",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data14.path !== undefined){
+let data30 = data14.path;
+if(typeof data30 === "string"){
+if(!pattern11.test(data30)){
+const err88 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/path",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err88];
 }
@@ -7138,9 +8597,8 @@ vErrors.push(err88);
 errors++;
 }
 }
-if(data13.value !== undefined){
-if(!(typeof data13.value == "number")){
-const err89 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/value",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/6/properties/value/type",keyword:"type",params:{type: "number"},message:"must be number"};
+else {
+const err89 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/path",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err89];
 }
@@ -7150,9 +8608,9 @@ vErrors.push(err89);
 errors++;
 }
 }
-}
-else {
-const err90 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/6/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data14.value !== undefined){
+if(!(typeof data14.value == "number")){
+const err90 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/value",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/6/properties/value/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err90];
 }
@@ -7162,8 +8620,9 @@ vErrors.push(err90);
 errors++;
 }
 }
+}
 else {
-const err91 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/discriminator",keyword:"discriminator",params:{error: "mapping", tag: "op", tagValue: tag1},message:"value of tag \"op\" must be in oneOf"};
+const err91 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/6/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err91];
 }
@@ -7174,7 +8633,7 @@ errors++;
 }
 }
 else {
-const err92 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/discriminator",keyword:"discriminator",params:{error: "tag", tag: "op", tagValue: tag1},message:"tag \"op\" must be string"};
+const err92 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/discriminator",keyword:"discriminator",params:{error: "mapping", tag: "op", tagValue: tag1},message:"value of tag \"op\" must be in oneOf"};
 if(vErrors === null){
 vErrors = [err92];
 }
@@ -7184,10 +8643,8 @@ vErrors.push(err92);
 errors++;
 }
 }
-}
-}
 else {
-const err93 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err93 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/discriminator",keyword:"discriminator",params:{error: "tag", tag: "op", tagValue: tag1},message:"tag \"op\" must be string"};
 if(vErrors === null){
 vErrors = [err93];
 }
@@ -7196,11 +8653,11 @@ vErrors.push(err93);
 }
 errors++;
 }
-var _valid0 = _errs40 === errors;
-valid13 = valid13 || _valid0;
 }
-if(!valid13){
-const err94 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf",keyword:"anyOf",params:{},message:"must match a schema in anyOf"};
+}
+}
+else {
+const err94 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err94];
 }
@@ -7209,21 +8666,11 @@ vErrors.push(err94);
 }
 errors++;
 }
-else {
-errors = _errs34;
-if(vErrors !== null){
-if(_errs34){
-vErrors.length = _errs34;
+var _valid0 = _errs42 === errors;
+valid13 = valid13 || _valid0;
 }
-else {
-vErrors = null;
-}
-}
-}
-}
-let data31 = data2.patch_format;
-if(typeof data31 !== "string"){
-const err95 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch_format",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch_format/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(!valid13){
+const err95 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf",keyword:"anyOf",params:{},message:"must match a schema in anyOf"};
 if(vErrors === null){
 vErrors = [err95];
 }
@@ -7232,8 +8679,21 @@ vErrors.push(err95);
 }
 errors++;
 }
-if(!(((data31 === "merge") || (data31 === "merge-patch")) || (data31 === "json-patch"))){
-const err96 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch_format",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch_format/enum",keyword:"enum",params:{allowedValues: schema74.properties.requestBody.properties.operations.items.oneOf[1].properties.patch_format.enum},message:"must be equal to one of the allowed values"};
+else {
+errors = _errs36;
+if(vErrors !== null){
+if(_errs36){
+vErrors.length = _errs36;
+}
+else {
+vErrors = null;
+}
+}
+}
+}
+let data32 = data2.patch_format;
+if(typeof data32 !== "string"){
+const err96 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch_format",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch_format/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err96];
 }
@@ -7242,11 +8702,8 @@ vErrors.push(err96);
 }
 errors++;
 }
-if(data2.if_match !== undefined){
-let data32 = data2.if_match;
-if(typeof data32 === "string"){
-if(func2(data32) > 8192){
-const err97 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/if_match",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/if_match/maxLength",keyword:"maxLength",params:{limit: 8192},message:"must NOT have more than 8192 characters"};
+if(!(((data32 === "merge") || (data32 === "merge-patch")) || (data32 === "json-patch"))){
+const err97 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch_format",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch_format/enum",keyword:"enum",params:{allowedValues: schema84.properties.requestBody.properties.operations.items.oneOf[1].properties.patch_format.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err97];
 }
@@ -7255,9 +8712,11 @@ vErrors.push(err97);
 }
 errors++;
 }
-}
-else {
-const err98 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/if_match",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/if_match/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data2.if_match !== undefined){
+let data33 = data2.if_match;
+if(typeof data33 === "string"){
+if(func2(data33) > 8192){
+const err98 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/if_match",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/if_match/maxLength",keyword:"maxLength",params:{limit: 8192},message:"must NOT have more than 8192 characters"};
 if(vErrors === null){
 vErrors = [err98];
 }
@@ -7267,9 +8726,8 @@ vErrors.push(err98);
 errors++;
 }
 }
-}
 else {
-const err99 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err99 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/if_match",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/if_match/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err99];
 }
@@ -7279,10 +8737,9 @@ vErrors.push(err99);
 errors++;
 }
 }
-else if(tag0 === "delete"){
-if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
-if(data2.op === undefined){
-const err100 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/2/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
+}
+else {
+const err100 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err100];
 }
@@ -7291,8 +8748,11 @@ vErrors.push(err100);
 }
 errors++;
 }
-if(data2.collection === undefined){
-const err101 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/2/required",keyword:"required",params:{missingProperty: "collection"},message:"must have required property '"+"collection"+"'"};
+}
+else if(tag0 === "delete"){
+if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
+if(data2.op === undefined){
+const err101 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/2/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
 if(vErrors === null){
 vErrors = [err101];
 }
@@ -7301,8 +8761,8 @@ vErrors.push(err101);
 }
 errors++;
 }
-if(data2.id === undefined){
-const err102 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/2/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(data2.collection === undefined){
+const err102 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/2/required",keyword:"required",params:{missingProperty: "collection"},message:"must have required property '"+"collection"+"'"};
 if(vErrors === null){
 vErrors = [err102];
 }
@@ -7311,9 +8771,8 @@ vErrors.push(err102);
 }
 errors++;
 }
-for(const key3 in data2){
-if(!((((key3 === "op") || (key3 === "collection")) || (key3 === "id")) || (key3 === "if_match"))){
-const err103 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/2/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"};
+if(data2.id === undefined){
+const err103 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/2/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
 if(vErrors === null){
 vErrors = [err103];
 }
@@ -7322,11 +8781,9 @@ vErrors.push(err103);
 }
 errors++;
 }
-}
-if(data2.op !== undefined){
-let data33 = data2.op;
-if(typeof data33 !== "string"){
-const err104 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/2/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
+for(const key3 in data2){
+if(!((((key3 === "op") || (key3 === "collection")) || (key3 === "id")) || (key3 === "if_match"))){
+const err104 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/2/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err104];
 }
@@ -7335,8 +8792,11 @@ vErrors.push(err104);
 }
 errors++;
 }
-if(!(data33 === "delete")){
-const err105 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/2/properties/op/enum",keyword:"enum",params:{allowedValues: schema74.properties.requestBody.properties.operations.items.oneOf[2].properties.op.enum},message:"must be equal to one of the allowed values"};
+}
+if(data2.op !== undefined){
+let data34 = data2.op;
+if(typeof data34 !== "string"){
+const err105 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/2/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err105];
 }
@@ -7345,12 +8805,8 @@ vErrors.push(err105);
 }
 errors++;
 }
-}
-if(data2.collection !== undefined){
-let data34 = data2.collection;
-if(typeof data34 === "string"){
-if(!pattern2.test(data34)){
-const err106 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/collection",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z][A-Za-z0-9_-]{0,62}$"},message:"must match pattern \""+"^[A-Za-z][A-Za-z0-9_-]{0,62}$"+"\""};
+if(!(data34 === "delete")){
+const err106 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/2/properties/op/enum",keyword:"enum",params:{allowedValues: schema84.properties.requestBody.properties.operations.items.oneOf[2].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err106];
 }
@@ -7360,8 +8816,11 @@ vErrors.push(err106);
 errors++;
 }
 }
-else {
-const err107 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/collection",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data2.collection !== undefined){
+let data35 = data2.collection;
+if(typeof data35 === "string"){
+if(!pattern2.test(data35)){
+const err107 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/collection",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z][A-Za-z0-9_-]{0,62}$"},message:"must match pattern \""+"^[A-Za-z][A-Za-z0-9_-]{0,62}$"+"\""};
 if(vErrors === null){
 vErrors = [err107];
 }
@@ -7371,10 +8830,8 @@ vErrors.push(err107);
 errors++;
 }
 }
-if(data2.id !== undefined){
-let data35 = data2.id;
-if(!((typeof data35 == "number") && (!(data35 % 1) && !isNaN(data35)))){
-const err108 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/id",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/id/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+else {
+const err108 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/collection",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err108];
 }
@@ -7383,9 +8840,11 @@ vErrors.push(err108);
 }
 errors++;
 }
-if(typeof data35 == "number"){
-if(data35 > 9007199254740991 || isNaN(data35)){
-const err109 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/id",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/id/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9007199254740991},message:"must be <= 9007199254740991"};
+}
+if(data2.id !== undefined){
+let data36 = data2.id;
+if(!((typeof data36 == "number") && (!(data36 % 1) && !isNaN(data36)))){
+const err109 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/id",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/id/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err109];
 }
@@ -7394,8 +8853,9 @@ vErrors.push(err109);
 }
 errors++;
 }
-if(data35 < 1 || isNaN(data35)){
-const err110 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/id",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/id/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(typeof data36 == "number"){
+if(data36 > 9007199254740991 || isNaN(data36)){
+const err110 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/id",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/id/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9007199254740991},message:"must be <= 9007199254740991"};
 if(vErrors === null){
 vErrors = [err110];
 }
@@ -7404,13 +8864,8 @@ vErrors.push(err110);
 }
 errors++;
 }
-}
-}
-if(data2.if_match !== undefined){
-let data36 = data2.if_match;
-if(typeof data36 === "string"){
-if(func2(data36) > 8192){
-const err111 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/if_match",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/2/properties/if_match/maxLength",keyword:"maxLength",params:{limit: 8192},message:"must NOT have more than 8192 characters"};
+if(data36 < 1 || isNaN(data36)){
+const err111 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/id",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/id/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err111];
 }
@@ -7420,8 +8875,12 @@ vErrors.push(err111);
 errors++;
 }
 }
-else {
-const err112 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/if_match",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/2/properties/if_match/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+if(data2.if_match !== undefined){
+let data37 = data2.if_match;
+if(typeof data37 === "string"){
+if(func2(data37) > 8192){
+const err112 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/if_match",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/2/properties/if_match/maxLength",keyword:"maxLength",params:{limit: 8192},message:"must NOT have more than 8192 characters"};
 if(vErrors === null){
 vErrors = [err112];
 }
@@ -7431,9 +8890,8 @@ vErrors.push(err112);
 errors++;
 }
 }
-}
 else {
-const err113 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/2/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err113 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/if_match",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/2/properties/if_match/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err113];
 }
@@ -7443,10 +8901,9 @@ vErrors.push(err113);
 errors++;
 }
 }
-else if(tag0 === "upsert"){
-if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
-if(data2.op === undefined){
-const err114 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
+}
+else {
+const err114 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/2/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err114];
 }
@@ -7455,8 +8912,11 @@ vErrors.push(err114);
 }
 errors++;
 }
-if(data2.collection === undefined){
-const err115 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/required",keyword:"required",params:{missingProperty: "collection"},message:"must have required property '"+"collection"+"'"};
+}
+else if(tag0 === "upsert"){
+if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
+if(data2.op === undefined){
+const err115 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
 if(vErrors === null){
 vErrors = [err115];
 }
@@ -7465,8 +8925,8 @@ vErrors.push(err115);
 }
 errors++;
 }
-if(data2.on_conflict === undefined){
-const err116 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/required",keyword:"required",params:{missingProperty: "on_conflict"},message:"must have required property '"+"on_conflict"+"'"};
+if(data2.collection === undefined){
+const err116 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/required",keyword:"required",params:{missingProperty: "collection"},message:"must have required property '"+"collection"+"'"};
 if(vErrors === null){
 vErrors = [err116];
 }
@@ -7475,8 +8935,8 @@ vErrors.push(err116);
 }
 errors++;
 }
-if(data2.rows === undefined){
-const err117 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/required",keyword:"required",params:{missingProperty: "rows"},message:"must have required property '"+"rows"+"'"};
+if(data2.on_conflict === undefined){
+const err117 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/required",keyword:"required",params:{missingProperty: "on_conflict"},message:"must have required property '"+"on_conflict"+"'"};
 if(vErrors === null){
 vErrors = [err117];
 }
@@ -7485,9 +8945,8 @@ vErrors.push(err117);
 }
 errors++;
 }
-for(const key4 in data2){
-if(!((((key4 === "op") || (key4 === "collection")) || (key4 === "on_conflict")) || (key4 === "rows"))){
-const err118 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
+if(data2.rows === undefined){
+const err118 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/required",keyword:"required",params:{missingProperty: "rows"},message:"must have required property '"+"rows"+"'"};
 if(vErrors === null){
 vErrors = [err118];
 }
@@ -7496,11 +8955,9 @@ vErrors.push(err118);
 }
 errors++;
 }
-}
-if(data2.op !== undefined){
-let data37 = data2.op;
-if(typeof data37 !== "string"){
-const err119 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
+for(const key4 in data2){
+if(!((((key4 === "op") || (key4 === "collection")) || (key4 === "on_conflict")) || (key4 === "rows"))){
+const err119 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err119];
 }
@@ -7509,8 +8966,11 @@ vErrors.push(err119);
 }
 errors++;
 }
-if(!(data37 === "upsert")){
-const err120 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/properties/op/enum",keyword:"enum",params:{allowedValues: schema74.properties.requestBody.properties.operations.items.oneOf[3].properties.op.enum},message:"must be equal to one of the allowed values"};
+}
+if(data2.op !== undefined){
+let data38 = data2.op;
+if(typeof data38 !== "string"){
+const err120 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err120];
 }
@@ -7519,12 +8979,8 @@ vErrors.push(err120);
 }
 errors++;
 }
-}
-if(data2.collection !== undefined){
-let data38 = data2.collection;
-if(typeof data38 === "string"){
-if(!pattern2.test(data38)){
-const err121 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/collection",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z][A-Za-z0-9_-]{0,62}$"},message:"must match pattern \""+"^[A-Za-z][A-Za-z0-9_-]{0,62}$"+"\""};
+if(!(data38 === "upsert")){
+const err121 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/properties/op/enum",keyword:"enum",params:{allowedValues: schema84.properties.requestBody.properties.operations.items.oneOf[3].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err121];
 }
@@ -7534,8 +8990,11 @@ vErrors.push(err121);
 errors++;
 }
 }
-else {
-const err122 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/collection",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data2.collection !== undefined){
+let data39 = data2.collection;
+if(typeof data39 === "string"){
+if(!pattern2.test(data39)){
+const err122 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/collection",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z][A-Za-z0-9_-]{0,62}$"},message:"must match pattern \""+"^[A-Za-z][A-Za-z0-9_-]{0,62}$"+"\""};
 if(vErrors === null){
 vErrors = [err122];
 }
@@ -7545,11 +9004,8 @@ vErrors.push(err122);
 errors++;
 }
 }
-if(data2.on_conflict !== undefined){
-let data39 = data2.on_conflict;
-if(Array.isArray(data39)){
-if(data39.length > 4){
-const err123 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/on_conflict",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/properties/on_conflict/maxItems",keyword:"maxItems",params:{limit: 4},message:"must NOT have more than 4 items"};
+else {
+const err123 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/collection",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err123];
 }
@@ -7558,8 +9014,12 @@ vErrors.push(err123);
 }
 errors++;
 }
-if(data39.length < 1){
-const err124 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/on_conflict",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/properties/on_conflict/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+}
+if(data2.on_conflict !== undefined){
+let data40 = data2.on_conflict;
+if(Array.isArray(data40)){
+if(data40.length > 4){
+const err124 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/on_conflict",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/properties/on_conflict/maxItems",keyword:"maxItems",params:{limit: 4},message:"must NOT have more than 4 items"};
 if(vErrors === null){
 vErrors = [err124];
 }
@@ -7568,12 +9028,8 @@ vErrors.push(err124);
 }
 errors++;
 }
-const len3 = data39.length;
-for(let i3=0; i3<len3; i3++){
-let data40 = data39[i3];
-if(typeof data40 === "string"){
-if(!pattern3.test(data40)){
-const err125 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/on_conflict/" + i3,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/properties/on_conflict/items/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z_][A-Za-z0-9_]{0,62}$"},message:"must match pattern \""+"^[A-Za-z_][A-Za-z0-9_]{0,62}$"+"\""};
+if(data40.length < 1){
+const err125 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/on_conflict",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/properties/on_conflict/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err125];
 }
@@ -7582,9 +9038,12 @@ vErrors.push(err125);
 }
 errors++;
 }
-}
-else {
-const err126 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/on_conflict/" + i3,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/properties/on_conflict/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const len3 = data40.length;
+for(let i3=0; i3<len3; i3++){
+let data41 = data40[i3];
+if(typeof data41 === "string"){
+if(!pattern3.test(data41)){
+const err126 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/on_conflict/" + i3,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/properties/on_conflict/items/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z_][A-Za-z0-9_]{0,62}$"},message:"must match pattern \""+"^[A-Za-z_][A-Za-z0-9_]{0,62}$"+"\""};
 if(vErrors === null){
 vErrors = [err126];
 }
@@ -7594,9 +9053,8 @@ vErrors.push(err126);
 errors++;
 }
 }
-}
 else {
-const err127 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/on_conflict",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/properties/on_conflict/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err127 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/on_conflict/" + i3,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/properties/on_conflict/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err127];
 }
@@ -7606,11 +9064,9 @@ vErrors.push(err127);
 errors++;
 }
 }
-if(data2.rows !== undefined){
-let data41 = data2.rows;
-if(Array.isArray(data41)){
-if(data41.length < 1){
-const err128 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/rows",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/properties/rows/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+}
+else {
+const err128 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/on_conflict",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/properties/on_conflict/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err128];
 }
@@ -7619,12 +9075,12 @@ vErrors.push(err128);
 }
 errors++;
 }
-const len4 = data41.length;
-for(let i4=0; i4<len4; i4++){
-let data42 = data41[i4];
-if(data42 && typeof data42 == "object" && !Array.isArray(data42)){
-if(data42.id !== undefined){
-const err129 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/rows/" + i4+"/id",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/rows/items/properties/id/not",keyword:"not",params:{},message:"must NOT be valid"};
+}
+if(data2.rows !== undefined){
+let data42 = data2.rows;
+if(Array.isArray(data42)){
+if(data42.length < 1){
+const err129 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/rows",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/properties/rows/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err129];
 }
@@ -7633,9 +9089,12 @@ vErrors.push(err129);
 }
 errors++;
 }
-}
-else {
-const err130 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/rows/" + i4,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/rows/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const len4 = data42.length;
+for(let i4=0; i4<len4; i4++){
+let data43 = data42[i4];
+if(data43 && typeof data43 == "object" && !Array.isArray(data43)){
+if(data43.id !== undefined){
+const err130 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/rows/" + i4+"/id",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/rows/items/properties/id/not",keyword:"not",params:{},message:"must NOT be valid"};
 if(vErrors === null){
 vErrors = [err130];
 }
@@ -7644,10 +9103,8 @@ vErrors.push(err130);
 }
 errors++;
 }
-}
-}
-else {
-const err131 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/rows",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/properties/rows/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data43._expand !== undefined){
+const err131 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/rows/" + i4+"/_expand",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/rows/items/properties/_expand/not",keyword:"not",params:{},message:"must NOT be valid"};
 if(vErrors === null){
 vErrors = [err131];
 }
@@ -7657,9 +9114,8 @@ vErrors.push(err131);
 errors++;
 }
 }
-}
 else {
-const err132 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err132 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/rows/" + i4,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/rows/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err132];
 }
@@ -7669,8 +9125,9 @@ vErrors.push(err132);
 errors++;
 }
 }
+}
 else {
-const err133 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/discriminator",keyword:"discriminator",params:{error: "mapping", tag: "op", tagValue: tag0},message:"value of tag \"op\" must be in oneOf"};
+const err133 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/rows",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/properties/rows/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err133];
 }
@@ -7680,8 +9137,9 @@ vErrors.push(err133);
 errors++;
 }
 }
+}
 else {
-const err134 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/discriminator",keyword:"discriminator",params:{error: "tag", tag: "op", tagValue: tag0},message:"tag \"op\" must be string"};
+const err134 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err134];
 }
@@ -7691,10 +9149,8 @@ vErrors.push(err134);
 errors++;
 }
 }
-}
-}
 else {
-const err135 = {instancePath:instancePath+"/requestBody/operations",schemaPath:"#/properties/requestBody/properties/operations/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err135 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/discriminator",keyword:"discriminator",params:{error: "mapping", tag: "op", tagValue: tag0},message:"value of tag \"op\" must be in oneOf"};
 if(vErrors === null){
 vErrors = [err135];
 }
@@ -7704,9 +9160,8 @@ vErrors.push(err135);
 errors++;
 }
 }
-}
 else {
-const err136 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err136 = {instancePath:instancePath+"/requestBody/operations/" + i0,schemaPath:"#/properties/requestBody/properties/operations/items/discriminator",keyword:"discriminator",params:{error: "tag", tag: "op", tagValue: tag0},message:"tag \"op\" must be string"};
 if(vErrors === null){
 vErrors = [err136];
 }
@@ -7717,8 +9172,9 @@ errors++;
 }
 }
 }
+}
 else {
-const err137 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err137 = {instancePath:instancePath+"/requestBody/operations",schemaPath:"#/properties/requestBody/properties/operations/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err137];
 }
@@ -7727,6 +9183,30 @@ vErrors.push(err137);
 }
 errors++;
 }
-validate36.errors = vErrors;
+}
+}
+else {
+const err138 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err138];
+}
+else {
+vErrors.push(err138);
+}
+errors++;
+}
+}
+}
+else {
+const err139 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err139];
+}
+else {
+vErrors.push(err139);
+}
+errors++;
+}
+validate44.errors = vErrors;
 return errors === 0;
 }

@@ -29,3 +29,9 @@ export const overRowBound = (text: string) => text.length > MAX_ROW_BYTES / 3 &&
  * never sent to the database: PostgreSQL's bigint refuses the largest.
  */
 export const assignable = (id: number) => Number.isSafeInteger(id) && id >= 1;
+
+/**
+ * The top-level member of an answered row that holds the rows expanded into it (openapi.yaml, `expand`;
+ * docs/relations.md): reserved, so that no stored field shares it. A write holding it is a 400.
+ */
+export const EXPANDED = '_expand';

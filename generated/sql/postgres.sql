@@ -45,7 +45,7 @@ select count(*) as n from sort_keys where collection_id = ? and slot = ? and ran
 select name, created_at, row_count, last_seq from collections where account_id = ? order by name collate "C";
 
 -- getCollectionSql
-select name, created_at, row_count, last_seq, s.schema from collections c left join collection_schemas s on s.id = c.schema_id
+select name, created_at, row_count, last_seq, nullif(s.schema, '') as schema, s.relations from collections c left join collection_schemas s on s.id = c.schema_id
 where c.account_id = ? and c.name = ?;
 
 -- collectionIdSql
@@ -188,7 +188,7 @@ select seq, at from events where collection_id = ? order by seq limit ?;
 delete from events where collection_id = ? and seq <= ?;
 
 -- exportedCollectionSql
-select c.id, c.name, c.created_at, c.row_count, c.last_row_id, c.last_seq, s.schema, c.rules
+select c.id, c.name, c.created_at, c.row_count, c.last_row_id, c.last_seq, nullif(s.schema, '') as schema, c.rules
 from collections c left join collection_schemas s on s.id = c.schema_id where c.account_id = ? and c.name = ?;
 
 -- exportRowsSql

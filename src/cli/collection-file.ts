@@ -17,7 +17,7 @@ export interface Header extends ExportedCollection {
   exported_at: string;
 }
 
-const collectionName = new RegExp(document.components.schemas.CollectionName.pattern);
+export const collectionName = new RegExp(document.components.schemas.CollectionName.pattern);
 
 /** The account and collection a command names: --account and --collection, checked as the HTTP API checks a name. */
 export function accountAndCollection(values: Values): { account: string; collection: string } {

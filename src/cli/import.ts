@@ -6,13 +6,14 @@ import document from '../../generated/openapi.json' with { type: 'json' };
 import { instantOf } from '../date-time.ts';
 import type { RowSchema } from '../db/collections/schemas.ts';
 import type { Store } from '../db/engine/store.ts';
+import type { ExportedRelation } from '../db/rows/exports.ts';
 import type { ImportedRow } from '../db/rows/imports.ts';
 import { ApiError } from '../errors.ts';
 import { assignable, MAX_ROW_BYTES, overRowBound } from '../rows.ts';
 import { checkRules } from '../rules/rules.ts';
 import { checkRowSchema } from '../schema/check.ts';
 import { compileRowSchema, type RowValidator } from '../schema/compile.ts';
-import { accountAndCollection, accountId, FORMAT, type Header, VERSION } from './collection-file.ts';
+import { accountAndCollection, accountId, collectionName, FORMAT, type Header, VERSION } from './collection-file.ts';
 import { type Command, UsageError, withStore } from './command.ts';
 import { Progress } from './progress.ts';
 
@@ -84,6 +85,11 @@ function parseHeader(text: string): Header {
   }
   // Stored as a PUT of them stores them: the members left out made false.
   if (header.rules !== undefined) header.rules = checked('"rules" are no rules', () => checkRules(header.rules), '/rules');
+  if (header.relations !== undefined && !validRelations(header.relations)) {
+    throw new MalformedFileError(
+      'line 1: "relations" must be a list of {"name", "field": plain names, "collection": a collection name, "on_delete": "restrict", "cascade" or "set_null", "reverse": a plain name or null}',
+    );
+  }
   return header as unknown as Header;
 }
 
@@ -102,6 +108,26 @@ function checked<T>(what: string, check: () => T, at = ''): T {
 }
 
 const indexField = new RegExp(document.components.schemas.IndexField.pattern);
+const relationName = new RegExp(document.components.schemas.RelationName.pattern);
+
+/** Whether `relations` is a list of relations as openapi.yaml's RelationDeclaration describes them, each with its name. */
+function validRelations(relations: unknown): boolean {
+  const plain = (name: unknown) => typeof name === 'string' && relationName.test(name);
+  return (
+    Array.isArray(relations) &&
+    relations.every(
+      (relation) =>
+        relation !== null &&
+        typeof relation === 'object' &&
+        plain(relation.name) &&
+        plain(relation.field) &&
+        typeof relation.collection === 'string' &&
+        collectionName.test(relation.collection) &&
+        ['restrict', 'cascade', 'set_null'].includes(relation.on_delete) &&
+        (relation.reverse === null || plain(relation.reverse)),
+    )
+  );
+}
 
 /** Whether `indexes` is a list of indexes as openapi.yaml's NewIndex describes them. */
 function validIndexes(indexes: unknown): boolean {
@@ -204,6 +230,7 @@ async function importRows(store: Store, accountId: number, collection: string, f
     }
     // The last batch moves the collection's last row id to the export's, past rows deleted before it.
     await flush(header.last_row_id);
+    await declareRelations(store, accountId, collection, header.relations ?? []);
     progress?.done(`into collection ${collection}${skipped > 0 ? `, ${skipped} of them there already (--resume)` : ''}`);
   } catch (error) {
     progress?.stop();
@@ -216,6 +243,29 @@ async function importRows(store: Store, accountId: number, collection: string, f
   } finally {
     lines.close();
     await handle.close();
+  }
+}
+
+/**
+ * Declares the relations of the imported collection, once its rows are in, each checked over them as a
+ * PUT of it is (a row naming a missing row stops the import: the rows stay). One naming a collection
+ * that is not there yet is left out, said on stderr: import that collection, then import this one again
+ * with --resume (or PUT the relation).
+ */
+async function declareRelations(store: Store, accountId: number, collection: string, relations: ExportedRelation[]): Promise<void> {
+  for (const { name, ...declaration } of relations) {
+    try {
+      await store.putRelation(accountId, collection, name, declaration);
+      await store.sortBy(accountId, collection, declaration.field);
+    } catch (error) {
+      if (!(error instanceof ApiError)) throw error;
+      const missing =
+        error.code === 'validation_failed' && error.options.errors?.some((place) => 'name' in place && place.name === '/collection');
+      if (!missing) throw new MalformedFileError(`line 1: relation ${name}: ${error.detail}`);
+      process.stderr.write(
+        `relation ${name} of ${collection} names collection ${declaration.collection}, which is not there yet: import it, then this file again with --resume\n`,
+      );
+    }
   }
 }
 

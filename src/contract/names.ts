@@ -53,7 +53,7 @@ export const feedOperation = ['send', 'RowChanges'] as const;
 
 /**
  * The plain prefixes whose names openapi.yaml or asyncapi.yaml already gives to something, whatever kind
- * of component it is: `BatchInsert` and `BatchPatch`, `HeadOkRow` (a response), `NewRow`, `PreviousRow`,
+ * of component it is: `BatchInsert` and `BatchPatch`, `ExpandedRow` (a related row), `HeadOkRow` (a response), `NewRow`, `PreviousRow`,
  * `RowPatch` and `RowQueryPage`, `Rules` and `RulesCheck`, `VersionedRow` and `listVersionedRows`, `MergePatch` and `JsonPatch` (the
  * other formats of a patch), and the header `Accept-Patch`. test/contract/account.test.ts checks this list
  * against both documents.
@@ -61,6 +61,7 @@ export const feedOperation = ['send', 'RowChanges'] as const;
 export const reservedPrefixes: ReadonlySet<string> = new Set([
   'Accept-',
   'Batch',
+  'Expanded',
   'HeadOk',
   'Json',
   'Merge',

@@ -3,6 +3,7 @@ import { batchHandlers } from './batch.ts';
 import { changeHandlers } from './changes.ts';
 import { collectionHandlers } from './collections.ts';
 import { keyHandlers } from './keys.ts';
+import { relationHandlers } from './relations.ts';
 import { rowHandlers } from './rows.ts';
 import { ruleHandlers } from './rules.ts';
 import { serviceHandlers } from './service.ts';
@@ -22,4 +23,5 @@ export const handlers: Handlers<OperationId> = {
   ...authHandlers,
   ...ruleHandlers,
   ...changeHandlers,
+  ...relationHandlers,
 };

@@ -1,19 +1,22 @@
 import type { Principal } from '../db/accounts/keys.ts';
 import type { Store } from '../db/engine/store.ts';
 import type { AggregateResult } from '../db/reads/aggregates.ts';
+import type { Expansion } from '../db/reads/expand.ts';
 import type { Page, RowsPage } from '../db/reads/pages.ts';
 import type { ChangedRows, InsertedRows, VersionedRow } from '../db/rows/rows.ts';
 import type { Upserted } from '../db/rows/upserts.ts';
-import { validationFailed } from '../errors.ts';
+import { forbidden, rowNotFound, validationFailed } from '../errors.ts';
 import { etagOf, ifMatch, ifNoneMatch } from '../http/conditional.ts';
 import { answerOnce } from '../idempotency/answers.ts';
 import { ACCEPT_PATCH, patchFormatOf, readPatch } from '../patches/index.ts';
 import { type AggregateQuery, aggregateParameters, parseAggregateQuery } from '../query/aggregate.ts';
 import { type CursorScope, lastRow, makeCursor, readCursor } from '../query/cursor.ts';
-import { FILTER_PARAMETER, type Filter, filterJson, parseFilter, parseFilterText } from '../query/filter.ts';
+import { FILTER_PARAMETER, type Filter, filterJson, holdsRelated, parseFilter, parseFilterText } from '../query/filter.ts';
 import { HIGHLIGHT, orderFromBody, orderFromParameters, readsRelevance, SCORE, type SortKey } from '../query/order.ts';
 import { selectFields } from '../query/select.ts';
+import { EXPANDED, type Row } from '../rows.ts';
 import { type FieldUse, filterFields, type Grant, patchUses } from '../rules/access.ts';
+import { expandParameter, expansionsOf } from './expand.ts';
 import { grantIn } from './grants.ts';
 import type { Handlers, Result } from './types.ts';
 
@@ -39,7 +42,13 @@ export const rowHandlers: Handlers<
     }
     // The filter's JSON value scopes the cursor, as queryRows' body does (../query/cursor.ts).
     const filterValue = query.filter === undefined ? undefined : filterJson(query.filter, FILTER_PARAMETER);
-    const filter = filterValue === undefined ? undefined : parseFilter(filterValue, FILTER_PARAMETER);
+    const filter = await throughRelations(
+      store,
+      principal,
+      claims,
+      path.collection_name,
+      filterValue === undefined ? undefined : parseFilter(filterValue, FILTER_PARAMETER),
+    );
     const select = query.select === undefined ? undefined : selectedFields(query.select);
     const scored = readsRelevance({ order, select, filter }, 'query');
     const grant = await grantIn(store, principal, claims, path.collection_name);
@@ -59,7 +68,11 @@ export const rowHandlers: Handlers<
       after: query.after === undefined ? undefined : readCursor(query.after, scope),
       scored,
     };
-    const { json, seq, total, next } = await readRows(store, principal, scope, page, grant);
+    const expansions =
+      query.expand === undefined
+        ? undefined
+        : await expansionsOf(store, principal, claims, path.collection_name, expandParameter(query.expand), { in: 'query' });
+    const { json, seq, total, next } = await readRows(store, principal, scope, page, grant, expansions);
     // Where the feed resumes from this page with no change missed or repeated (openapi.yaml, Rowbase-Seq).
     const headers: Record<string, string> = { 'Rowbase-Seq': String(seq) };
     if (total !== undefined) headers['Rowbase-Total-Count'] = String(total);
@@ -70,7 +83,13 @@ export const rowHandlers: Handlers<
   /** The page listRows answers for the same query (but a cursor), each row with its ETag beside it. */
   async listVersionedRows({ principal, path, query, claims }, { store }) {
     const order = orderFromParameters(query.order_by, query.order);
-    const filter = query.filter === undefined ? undefined : parseFilterText(query.filter, FILTER_PARAMETER);
+    const filter = await throughRelations(
+      store,
+      principal,
+      claims,
+      path.collection_name,
+      query.filter === undefined ? undefined : parseFilterText(query.filter, FILTER_PARAMETER),
+    );
     const select = query.select === undefined ? undefined : selectedFields(query.select);
     const scored = readsRelevance({ order, select, filter }, 'query');
     const grant = await grantIn(store, principal, claims, path.collection_name);
@@ -92,7 +111,13 @@ export const rowHandlers: Handlers<
 
   async queryRows({ principal, path, body, claims }, { store }) {
     const order = orderFromBody(body.order);
-    const filter = body.filter === undefined ? undefined : parseFilter(body.filter, { in: 'body', name: '/filter' });
+    const filter = await throughRelations(
+      store,
+      principal,
+      claims,
+      path.collection_name,
+      body.filter === undefined ? undefined : parseFilter(body.filter, { in: 'body', name: '/filter' }),
+    );
     const select = body.select === undefined ? undefined : [...new Set(body.select)].filter((field) => field !== 'id');
     const scored = readsRelevance({ order, select, filter }, 'body');
     const grant = await grantIn(store, principal, claims, path.collection_name);
@@ -106,7 +131,11 @@ export const rowHandlers: Handlers<
       after: body.after === undefined ? undefined : readCursor(body.after, scope, { in: 'body', name: '/after' }),
       scored,
     };
-    const { json, seq, total, next } = await readRows(store, principal, scope, page, grant);
+    const expansions =
+      body.expand === undefined
+        ? undefined
+        : await expansionsOf(store, principal, claims, path.collection_name, body.expand, { in: 'body', pointer: '/expand' });
+    const { json, seq, total, next } = await readRows(store, principal, scope, page, grant, expansions);
     const totalMember = total === undefined ? '' : `,"total":${total}`;
     return {
       status: 200,
@@ -119,7 +148,11 @@ export const rowHandlers: Handlers<
 
   async aggregateRows({ principal, path, body, claims }, { store, config }) {
     const grant = await grantIn(store, principal, claims, path.collection_name);
-    const query = scopedAggregate(parseAggregateQuery(body, 'body', config.maxGroups), grant, 'body');
+    const query = scopedAggregate(
+      await aggregateThroughRelations(store, principal, claims, path.collection_name, parseAggregateQuery(body, 'body', config.maxGroups)),
+      grant,
+      'body',
+    );
     const place = { in: 'body', name: '/group_by', message: `makes more than ${config.maxGroups * GROUPS_READ} groups` } as const;
     return answerAggregates(
       await store.aggregateRows(principal.accountId, path.collection_name, query, config.maxGroups * GROUPS_READ, place),
@@ -129,7 +162,17 @@ export const rowHandlers: Handlers<
   /** aggregateRows' query in the URL: JSON texts, and group_by a comma list (openapi.yaml, getAggregates). */
   async getAggregates({ principal, path, query, claims }, { store, config }) {
     const grant = await grantIn(store, principal, claims, path.collection_name);
-    const read = scopedAggregate(parseAggregateQuery(aggregateParameters(query), 'query', config.maxGroups), grant, 'query');
+    const read = scopedAggregate(
+      await aggregateThroughRelations(
+        store,
+        principal,
+        claims,
+        path.collection_name,
+        parseAggregateQuery(aggregateParameters(query), 'query', config.maxGroups),
+      ),
+      grant,
+      'query',
+    );
     const place = { in: 'query', name: 'group_by', message: `makes more than ${config.maxGroups * GROUPS_READ} groups` } as const;
     return answerAggregates(
       await store.aggregateRows(principal.accountId, path.collection_name, read, config.maxGroups * GROUPS_READ, place),
@@ -159,9 +202,10 @@ export const rowHandlers: Handlers<
     return answerInserted(await store.insertRows(principal.accountId, path.collection_name, body, { once }));
   },
 
-  async getRow({ principal, path, headers, claims }, { store }) {
+  async getRow({ principal, path, query, headers, claims }, { store }) {
     const held = ifNoneMatch(headers);
     const grant = await grantIn(store, principal, claims, path.collection_name);
+    if (query.expand !== undefined) return expandedRow(store, principal, claims, path.collection_name, path.row_id, query.expand, grant);
     const row = await store.getRow(principal.accountId, path.collection_name, path.row_id);
     // A row the caller may not read is none: its 404 comes before any answer to If-None-Match.
     const parsed = grant && JSON.parse(row.json);
@@ -192,7 +236,7 @@ export const rowHandlers: Handlers<
   },
 
   async updateRows({ principal, path, query, body, mediaType, once, claims }, { store, config }) {
-    const filter = parseFilterText(query.filter, FILTER_PARAMETER);
+    const filter = await throughRelations(store, principal, claims, path.collection_name, parseFilterText(query.filter, FILTER_PARAMETER));
     const patch = readPatch(patchFormatOf[mediaType], body);
     const grant = await grantIn(store, principal, claims, path.collection_name);
     grant?.checkReadable([...uses(filterFields(filter), 'query', 'filter'), ...patchUses(patch, { in: 'body', name: '' }, grant.hideable)]);
@@ -205,7 +249,7 @@ export const rowHandlers: Handlers<
   },
 
   async deleteRows({ principal, path, query, once, claims }, { store, config }) {
-    const filter = parseFilterText(query.filter, FILTER_PARAMETER);
+    const filter = await throughRelations(store, principal, claims, path.collection_name, parseFilterText(query.filter, FILTER_PARAMETER));
     const grant = await grantIn(store, principal, claims, path.collection_name);
     grant?.checkReadable(uses(filterFields(filter), 'query', 'filter'));
     const options = { once: once && answerOnce(once, answerChangedCount) };
@@ -232,6 +276,39 @@ function answerUpserted({ json }: Upserted): Result {
 
 function answerPatched({ json, version }: VersionedRow): Result {
   return { status: 200, body: json, headers: { ETag: etagOf(version), 'Accept-Patch': ACCEPT_PATCH } };
+}
+
+/**
+ * The row with the rows related to it (`expand`), read in one snapshot, as a page of it alone; its ETag
+ * the row's version. A row the caller may not read is none (404), as without `expand`.
+ */
+async function expandedRow(
+  store: Store,
+  principal: Principal,
+  claims: Parameters<typeof grantIn>[2],
+  collection: string,
+  rowId: number,
+  expand: string,
+  grant: Grant | undefined,
+): Promise<Result> {
+  const expansions = await expansionsOf(store, principal, claims, collection, expandParameter(expand), { in: 'query' });
+  const byId: Filter = { kind: 'field', path: ['id'], op: '$eq', operand: rowId };
+  const page: Page = {
+    limit: 1,
+    offset: 0,
+    order: [{ field: 'id', direction: 'asc' }],
+    filter: grant ? grant.scope(byId, 'read') : byId,
+    versions: true,
+  };
+  const [found] = JSON.parse((await store.listRows(principal.accountId, collection, page, expansions)).json) as {
+    etag: string;
+    row: Row;
+  }[];
+  // None: the 404 of the row, or of its collection.
+  if (!found) await store.getRow(principal.accountId, collection, rowId);
+  if (!found) throw rowNotFound(collection, rowId);
+  const row = grant ? JSON.parse(grant.maskRow(JSON.stringify(found.row))) : found.row;
+  return { status: 200, body: JSON.stringify(row), headers: { ETag: found.etag, 'Accept-Patch': ACCEPT_PATCH } };
 }
 
 function answerDeleted(): Result {
@@ -268,12 +345,15 @@ async function readRows(
   scope: CursorScope,
   page: Page,
   grant: Grant | undefined,
+  expansions?: readonly Expansion[],
 ): Promise<Omit<RowsPage, 'n'> & { next: string | null }> {
-  const read = await store.listRows(principal.accountId, scope.collection, page);
+  const read = await store.listRows(principal.accountId, scope.collection, page, expansions);
   const { n, seq, total, scores } = read;
   const next = n > 0 && n === page.limit ? makeCursor(scope, placeOf(lastRow(read.json), scores)) : null;
   const json = grant ? grant.maskRows(read.json) : read.json;
-  return { json: scope.select ? selectFields(json, scope.select, false, read) : json, seq, total, next };
+  // The expanded rows stay whatever fields are selected.
+  const select = scope.select && expansions ? [...scope.select, EXPANDED] : scope.select;
+  return { json: select ? selectFields(json, select, false, read) : json, seq, total, next };
 }
 
 /** A page's last row as its cursor's place: with its score as `_score` (SCORE) in a scored page. */
@@ -317,6 +397,34 @@ function orderUses(order: readonly SortKey[], where: 'query' | 'body'): FieldUse
 }
 
 /** An aggregate's query for a caller held to rules: its filter scoped, and 403 for a hidden field it reads. */
+/**
+ * `filter` with its conditions through relations (`$match`, `$some`) replaced by the ids they find
+ * (docs/relations.md); a publishable key's caller may not use them yet (403): the related rows would not
+ * be held to their own collection's rules.
+ */
+async function throughRelations<F extends Filter | undefined>(
+  store: Store,
+  principal: Principal,
+  claims: Parameters<typeof grantIn>[2],
+  collection: string,
+  filter: F,
+): Promise<F> {
+  if (!filter || !holdsRelated(filter)) return filter;
+  if (claims !== undefined) throw forbidden('A filter through a relation ($match, $some) takes a secret key.');
+  return (await store.bindRelations(principal.accountId, collection, filter)) as F;
+}
+
+/** An aggregate query whose filter goes through relations, as throughRelations() binds it. */
+async function aggregateThroughRelations(
+  store: Store,
+  principal: Principal,
+  claims: Parameters<typeof grantIn>[2],
+  collection: string,
+  query: AggregateQuery,
+): Promise<AggregateQuery> {
+  return { ...query, filter: await throughRelations(store, principal, claims, collection, query.filter) };
+}
+
 function scopedAggregate(query: AggregateQuery, grant: Grant | undefined, where: 'query' | 'body'): AggregateQuery {
   if (!grant) return query;
   const place = (name: string) => (where === 'query' ? name : `/${name}`);
@@ -338,7 +446,7 @@ function scopedAggregate(query: AggregateQuery, grant: Grant | undefined, where:
  */
 function nextPage(collection: string, query: { [name: string]: unknown }, after: string): string {
   const parameters = new URLSearchParams();
-  for (const name of ['limit', 'order_by', 'order', 'filter', 'select', 'count'] as const) {
+  for (const name of ['limit', 'order_by', 'order', 'filter', 'select', 'count', 'expand'] as const) {
     const value = query[name];
     if (value !== undefined && !(name === 'order_by' && value === 'id') && !(name === 'order' && value === 'asc')) {
       parameters.set(name, String(value));

@@ -5,7 +5,7 @@ import type { EventType } from '../db/events/events.ts';
 import type { Webhook as StoredWebhook, WebhookSettings } from '../db/webhooks/settings.ts';
 import { conflict, forbidden, notFound, validationFailed } from '../errors.ts';
 import { answerOnce } from '../idempotency/answers.ts';
-import { holdsSearch, parseFilter } from '../query/filter.ts';
+import { holdsRelated, holdsSearch, parseFilter } from '../query/filter.ts';
 import { urlProblem } from '../webhooks/address.ts';
 import type { Handlers, Result } from './types.ts';
 
@@ -156,7 +156,12 @@ async function settingsOf(
   }
   const events = body.events === undefined ? (current?.events ?? allKinds) : allKinds.filter((kind) => body.events?.includes(kind));
   const filter = body.filter === undefined ? (current?.filter ?? null) : body.filter;
-  if (filter !== null && body.filter !== undefined && holdsSearch(parseFilter(filter, { in: 'body', name: '/filter' }))) {
+  const parsed = filter !== null && body.filter !== undefined ? parseFilter(filter, { in: 'body', name: '/filter' }) : undefined;
+  if (parsed && holdsRelated(parsed))
+    throw validationFailed('A webhook filter may not reach into related rows.', [
+      { in: 'body', name: '/filter', message: "holds $match or $some: a webhook's filter names fields of the row and their values" },
+    ]);
+  if (parsed && holdsSearch(parsed)) {
     // A webhook may follow several collections, each with its own search index, or none.
     throw validationFailed('A webhook filter may not search.', [
       { in: 'body', name: '/filter', message: "holds $search: a webhook's filter names fields and their values" },

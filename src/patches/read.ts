@@ -3,6 +3,7 @@
 // (media-types.ts): today's top-level merge, JSON Merge Patch (RFC 7396) and JSON Patch (RFC 6902) with
 // our `increment` operation. Whether a well-formed patch applies to a row is apply.ts's to say (409).
 import { type FieldError, validationFailed } from '../errors.ts';
+import { EXPANDED } from '../rows.ts';
 
 export type PatchFormat = 'merge' | 'merge-patch' | 'json-patch';
 
@@ -50,6 +51,7 @@ export function readPatch(format: PatchFormat, body: unknown, at: PatchPlace = w
   let message: string | undefined;
   if (!isObject(body)) message = format === 'merge' ? 'must be an object of fields' : 'must be an object (RFC 7396)';
   else if (Object.hasOwn(body, 'id')) [where, message] = ['/id', 'is not allowed: ids never change'];
+  else if (Object.hasOwn(body, EXPANDED)) [where, message] = [`/${EXPANDED}`, reservedMessage];
   else if (format === 'merge' && !hasMember(body)) message = 'must NOT have fewer than 1 properties';
   if (message !== undefined) throw malformed([{ in: at.in, name: `${at.name}${where}`, message }]);
   const fields = body as Record<string, unknown>;
@@ -110,11 +112,13 @@ function checkOperation(operation: unknown, problems: Problems): void {
   // The row's id is the service's: no operation writes, removes or moves it (reads are fine).
   if (op !== 'test' && namesId(path)) problems.add('/path', 'must not name id: ids never change');
   if (op === 'move' && typeof from === 'string' && namesId(from)) problems.add('/from', 'must not name id: ids never change');
+  if (op !== 'test' && op !== 'remove' && namesExpanded(path)) problems.add('/path', `must not name ${EXPANDED}: ${reservedMessage}`);
   if (path === '') {
     // The whole row: tested, or replaced by an object of fields (but id); nothing else applies to it.
     if (op === 'add' || op === 'replace') {
       if (!isObject(value)) problems.add('/value', 'must be an object of fields: it replaces the row (but id)');
       else if (Object.hasOwn(value, 'id')) problems.add('/value/id', 'is not allowed: ids never change');
+      else if (Object.hasOwn(value, EXPANDED)) problems.add(`/value/${EXPANDED}`, reservedMessage);
     } else if (op !== 'test') {
       problems.add('/path', `must not be empty: ${op} cannot apply to the whole row`);
     }
@@ -130,6 +134,11 @@ function hasMember(object: object): boolean {
   for (const _ in object) return true;
   return false;
 }
+
+/** Whether `path` is the top-level field EXPANDED or a place inside it. */
+const namesExpanded = (path: string) => path === `/${EXPANDED}` || path.startsWith(`/${EXPANDED}/`);
+
+const reservedMessage = `is reserved: an answered row holds the rows expanded into it there (docs/relations.md)`;
 
 /** Whether `path` is `/id` or a place inside it. */
 const namesId = (path: string) => path === '/id' || path.startsWith('/id/');

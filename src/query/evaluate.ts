@@ -62,6 +62,8 @@ export function compileFilter(filter: Filter): RowTest {
       if (!index) throw new Error('a search is tested once bound to its collection (bindSearch)');
       return (row) => matchesSearch(rowWords(row, index.fields), search);
     }
+    case 'related':
+      throw new Error('a relation is tested in the database only (bindRelations): the feed and webhooks refuse it');
   }
 }
 

@@ -45,8 +45,26 @@ export interface SearchCondition {
   index?: { collectionId: number; fields: readonly string[] };
 }
 
+/**
+ * `{"author": {"$match": {…}}}`: the row's to-one relation `author` names a row that matches the filter;
+ * `{"comments": {"$some": {…}}}`: some row of its to-many relation `comments` matches it (docs/relations.md).
+ * Read from the filter, it knows no relation: the data layer replaces it by the ids it finds
+ * (src/db/relations/filters.ts, bindRelations) before the filter is tested or written as SQL.
+ */
+export interface RelatedCondition {
+  kind: 'related';
+  relation: string;
+  op: '$match' | '$some';
+  filter: Filter;
+}
+
 /** A filter read: `and` of no filters holds for every row. */
-export type Filter = { kind: 'and' | 'or'; filters: Filter[] } | { kind: 'not'; filter: Filter } | FieldCondition | SearchCondition;
+export type Filter =
+  | { kind: 'and' | 'or'; filters: Filter[] }
+  | { kind: 'not'; filter: Filter }
+  | FieldCondition
+  | SearchCondition
+  | RelatedCondition;
 
 /** What is wrong with a filter, and where: `pointer` is a JSON Pointer into the filter, empty for all of it. */
 export interface FilterError {
@@ -157,6 +175,12 @@ class Reader {
       return [];
     }
     const path = readPath(key);
+    const related = isObject(value) && Object.keys(value).length === 1 ? Object.keys(value)[0] : undefined;
+    if (typeof path !== 'string' && path.length === 1 && (related === '$match' || related === '$some')) {
+      this.conditions++;
+      const inner = this.nested((value as { [key: string]: unknown })[related], `${pointer}/${related}`, depth);
+      return [{ kind: 'related', relation: path[0], op: related, filter: inner }];
+    }
     if (typeof path !== 'string') return this.conditionsOf(path, value, pointer, depth);
     this.errors.push({ pointer, message: `is not a field path: ${path}` });
     return [];
@@ -288,10 +312,20 @@ function readPath(text: string): FieldPath | string {
   return keys;
 }
 
+/** Whether `filter` holds a condition of `kind`, at any depth (a relation's own filter left out). */
+const holds =
+  (kind: 'search' | 'related') =>
+  (filter: Filter): boolean =>
+    filter.kind === kind ||
+    (filter.kind === 'not'
+      ? holds(kind)(filter.filter)
+      : (filter.kind === 'and' || filter.kind === 'or') && filter.filters.some(holds(kind)));
+
 /** Whether `filter` holds a `$search`. */
-export const holdsSearch = (filter: Filter): boolean =>
-  filter.kind === 'search' ||
-  (filter.kind === 'not' ? holdsSearch(filter.filter) : filter.kind !== 'field' && filter.filters.some(holdsSearch));
+export const holdsSearch = holds('search');
+
+/** Whether `filter` reaches into related rows (`$match`, `$some`). */
+export const holdsRelated = holds('related');
 
 /**
  * The search a page's relevance (`_score`) is of: the first `$search` at the filter's top level, reached

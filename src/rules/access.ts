@@ -254,6 +254,8 @@ export function filterFields(filter: Filter | undefined): string[] {
       return filterFields(filter.filter);
     case 'search':
       return [SEARCHED];
+    case 'related':
+      return [filter.relation];
     default:
       return filter.path[0] === 'id' && filter.path.length === 1 ? [] : [filter.path[0]];
   }

@@ -86,7 +86,8 @@ function fill(filter: Filter, slots: Map<object, ClaimSlot>, claims: Claims, mis
     case 'not':
       return { kind: 'not', filter: fill(filter.filter, slots, claims, missing) };
     case 'search':
-      return filter; // none in a rule (rules.ts refuses it)
+    case 'related':
+      return filter; // none in a rule (rules.ts refuses them)
     default:
       return { ...filter, operand: operandOf(filter, slots, claims, missing) } as FieldCondition;
   }

@@ -177,6 +177,11 @@ class Placeholders {
         this.errors.push({ pointer: at, message: "is a search: a rule's filter names fields and their values" });
         continue;
       }
+      if (!key.startsWith('$') && isObject(member) && (Object.hasOwn(member, '$match') || Object.hasOwn(member, '$some'))) {
+        // A rule is tested on a row alone, in memory too (the feed), where no related row is at hand.
+        this.errors.push({ pointer: at, message: "reaches into related rows: a rule's filter names fields of the row and their values" });
+        continue;
+      }
       if ((key === '$and' || key === '$or') && Array.isArray(member)) {
         copied = member.map((item, index) => (isObject(item) ? this.filter(item, `${at}/${index}`) : item));
       } else if (key === '$not' && isObject(member)) copied = this.filter(member, at);

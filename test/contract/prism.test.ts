@@ -192,6 +192,18 @@ const valid: Scenario[] = [
     status: 200,
   },
   { name: 'deleteCollectionRules', method: 'DELETE', path: '/v1/collections/proxied/rules', status: 204 },
+  {
+    name: 'putRelation',
+    method: 'PUT',
+    path: '/v1/collections/proxied/relations/parent',
+    body: { field: 'parent_id', collection: 'proxied', on_delete: 'set_null', reverse: 'children' },
+    status: 200,
+  },
+  { name: 'listRelations', method: 'GET', path: '/v1/collections/proxied/relations', status: 200 },
+  { name: 'headRelations', method: 'HEAD', path: '/v1/collections/proxied/relations', status: 200 },
+  { name: 'getRelation', method: 'GET', path: '/v1/collections/proxied/relations/children', status: 200 },
+  { name: 'headRelation', method: 'HEAD', path: '/v1/collections/proxied/relations/parent', status: 200 },
+  { name: 'deleteRelation', method: 'DELETE', path: '/v1/collections/proxied/relations/parent', status: 204 },
 ];
 
 /** Requests the server refuses, each answered as the document says. */

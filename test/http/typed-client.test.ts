@@ -140,6 +140,37 @@ describeEachBackend('a typed client generated from openapi.yaml', (backend) => {
         200,
       ],
       getCollectionRules: [() => api.GET('/v1/collections/{collection_name}/rules', { params: { path } }), 200],
+      putRelation: [
+        () =>
+          api.PUT('/v1/collections/{collection_name}/relations/{relation_name}', {
+            params: { path: { ...path, relation_name: 'parent' } },
+            body: { field: 'parent_id', collection: 'every', on_delete: 'set_null', reverse: 'children' },
+          }),
+        200,
+      ],
+      listRelations: [() => api.GET('/v1/collections/{collection_name}/relations', { params: { path } }), 200],
+      headRelations: [() => api.HEAD('/v1/collections/{collection_name}/relations', { params: { path } }), 200],
+      getRelation: [
+        () =>
+          api.GET('/v1/collections/{collection_name}/relations/{relation_name}', {
+            params: { path: { ...path, relation_name: 'children' } },
+          }),
+        200,
+      ],
+      headRelation: [
+        () =>
+          api.HEAD('/v1/collections/{collection_name}/relations/{relation_name}', {
+            params: { path: { ...path, relation_name: 'parent' } },
+          }),
+        200,
+      ],
+      deleteRelation: [
+        () =>
+          api.DELETE('/v1/collections/{collection_name}/relations/{relation_name}', {
+            params: { path: { ...path, relation_name: 'parent' } },
+          }),
+        204,
+      ],
       headCollectionRules: [() => api.HEAD('/v1/collections/{collection_name}/rules', { params: { path } }), 200],
       checkCollectionRules: [
         () =>

@@ -84,6 +84,16 @@ export async function callEveryOperation(baseUrl: string, key: string, collectio
     headCollectionRules: () => sdk.headCollectionRules({ path }),
     checkCollectionRules: () => sdk.checkCollectionRules({ path, body: { operation: 'read', claims: null, row: {} } }),
     deleteCollectionRules: () => sdk.deleteCollectionRules({ path }),
+    putRelation: () =>
+      sdk.putRelation({
+        path: { ...path, relation_name: 'parent' },
+        body: { field: 'parent_id', collection, on_delete: 'set_null', reverse: 'children' },
+      }),
+    listRelations: () => sdk.listRelations({ path }),
+    headRelations: () => sdk.headRelations({ path }),
+    getRelation: () => sdk.getRelation({ path: { ...path, relation_name: 'parent' } }),
+    headRelation: () => sdk.headRelation({ path: { ...path, relation_name: 'parent' } }),
+    deleteRelation: () => sdk.deleteRelation({ path: { ...path, relation_name: 'parent' } }),
     getAccountOpenApi: () => sdk.getAccountOpenApi(),
     headAccountOpenApi: () => sdk.headAccountOpenApi(),
     getAccountAsyncApi: () => sdk.getAccountAsyncApi(),

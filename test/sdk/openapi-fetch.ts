@@ -102,6 +102,19 @@ export async function callEveryOperation(baseUrl: string, key: string, collectio
     checkCollectionRules: () =>
       api.POST('/v1/collections/{collection_name}/rules/check', { params: { path }, body: { operation: 'read', claims: null, row: {} } }),
     deleteCollectionRules: () => api.DELETE('/v1/collections/{collection_name}/rules', { params: { path } }),
+    putRelation: () =>
+      api.PUT('/v1/collections/{collection_name}/relations/{relation_name}', {
+        params: { path: { ...path, relation_name: 'parent' } },
+        body: { field: 'parent_id', collection, on_delete: 'set_null', reverse: 'children' },
+      }),
+    listRelations: () => api.GET('/v1/collections/{collection_name}/relations', { params: { path } }),
+    headRelations: () => api.HEAD('/v1/collections/{collection_name}/relations', { params: { path } }),
+    getRelation: () =>
+      api.GET('/v1/collections/{collection_name}/relations/{relation_name}', { params: { path: { ...path, relation_name: 'parent' } } }),
+    headRelation: () =>
+      api.HEAD('/v1/collections/{collection_name}/relations/{relation_name}', { params: { path: { ...path, relation_name: 'parent' } } }),
+    deleteRelation: () =>
+      api.DELETE('/v1/collections/{collection_name}/relations/{relation_name}', { params: { path: { ...path, relation_name: 'parent' } } }),
     getAccountOpenApi: () => api.GET('/v1/openapi.json'),
     headAccountOpenApi: () => api.HEAD('/v1/openapi.json'),
     getAccountAsyncApi: () => api.GET('/v1/asyncapi.json'),

@@ -4,21 +4,19 @@ import type { Once } from '../../idempotency/answers.ts';
 import type { Rules } from '../../rules/rules.ts';
 import type { RowSchema } from '../../schema/check.ts';
 import type { Dialect, WriteTx } from '../engine/dialect.ts';
+import { type RelationLinks, shownRelations } from '../relations/links.ts';
 import { beginOnce, recordOnce } from '../rows/idempotency.ts';
 import type { StoredRules } from '../rules/rules.ts';
 import {
   advanceSql,
   collectionIdSql,
   createCollectionSql,
-  deleteCollectionSqls,
   getCollectionSql,
   insertSchemaSql,
   listCollectionContractsSql,
   listCollectionsSql,
   lockAccountSql,
   setSchemaIdSql,
-  uniqueIndexIdsSql,
-  uniqueIndexName,
 } from '../sql/collections.ts';
 import { searchIndexOf } from './search-indexes.ts';
 
@@ -63,7 +61,7 @@ export async function createCollection(
       const [inserted] = await db.run<{ id: number | string }>(trx, createCollectionSql, [accountId, name, created_at, accountId, max]);
       if (!inserted) throw conflict(`The account holds ${max} collections, the most it may: delete one to make another.`);
       if (schema) {
-        const [stored] = await db.run<{ id: number | string }>(trx, insertSchemaSql, [inserted.id, JSON.stringify(schema)]);
+        const [stored] = await db.run<{ id: number | string }>(trx, insertSchemaSql, [inserted.id, JSON.stringify(schema), null]);
         await db.run(trx, setSchemaIdSql, [stored.id, inserted.id]);
       }
       if (once) await recordOnce(db, trx, accountId, once, collection);
@@ -102,26 +100,12 @@ export interface CollectionContractData {
   rules: StoredRules | null;
 }
 
-/** The collection, with its schema (null for none). */
+/** The collection, with its schema (null for none) and its relations, both directions. */
 export async function getCollection({ query }: Dialect, accountId: number, name: string): Promise<Collection> {
-  const [row] = await query<CollectionRow & { schema: string | null }>(getCollectionSql, [accountId, name]);
+  const [row] = await query<CollectionRow & { schema: string | null; relations: string | null }>(getCollectionSql, [accountId, name]);
   if (!row) throw collectionNotFound(name);
-  return { ...toCollection(row), schema: row.schema === null ? null : JSON.parse(row.schema) };
-}
-
-/** Deletes the collection with its rows and events; its feed subscribers are woken to hear it. */
-export async function deleteCollection(db: Dialect, accountId: number, name: string, once?: Once<void>): Promise<void> {
-  let dropped: string[] = [];
-  await db.knex.transaction(async (trx) => {
-    if (once) await beginOnce(db, trx, accountId, once);
-    const { id } = await advance(db, trx, accountId, name, 0);
-    // The database's unique indexes of its rows go once it has: a drop waits for the table's lock.
-    dropped = (await db.run<{ id: number | string }>(trx, uniqueIndexIdsSql, [id])).map((row) => uniqueIndexName(Number(row.id)));
-    for (const sql of deleteCollectionSqls) await db.run(trx, sql, [id]);
-    await db.announce(trx, id);
-    if (once) await recordOnce(db, trx, accountId, once, undefined);
-  });
-  for (const name of dropped) await db.query(db.uniqueIndexSql.drop(name), []);
+  const relations = shownRelations(row.relations === null ? null : (JSON.parse(row.relations) as RelationLinks));
+  return { ...toCollection(row), schema: row.schema === null ? null : JSON.parse(row.schema), relations };
 }
 
 /** The internal id of the account's collection `name`; 404 when the account has none of that name. */

@@ -12,7 +12,8 @@ import { ApiError, collectionNotFound, notFound, type RowError, type SchemaViola
 import type { Once } from '../../idempotency/answers.ts';
 import type { RowSchema } from '../../schema/check.ts';
 import { compileRowSchema, type RowValidator } from '../../schema/compile.ts';
-import type { Dialect, Read, SchemaCache } from '../engine/dialect.ts';
+import type { Dialect, Read, SchemaCache, WriteTx } from '../engine/dialect.ts';
+import { checkNamed, type RelationLinks } from '../relations/links.ts';
 import { beginOnce, recordOnce } from '../rows/idempotency.ts';
 import type { Fields } from '../rows/rows.ts';
 import { dropOtherSchemasSql, insertSchemaSql, schemaIdSql, schemaTextSql, setSchemaIdSql } from '../sql/collections.ts';
@@ -36,12 +37,21 @@ const MAX_HINTS = 10_000;
  */
 export class StaleSchema extends Error {}
 
+/** What a schema id stands for: the collection's schema compiled (none for a collection with relations and no schema), and its relations. */
+interface Compiled {
+  validate?: RowValidator;
+  links?: RelationLinks;
+}
+
 /** A store's schemas: the validators compiled, by schema id, and each collection's schema id as last seen. */
 export class RowSchemas implements SchemaCache {
-  /** The validators compiled, by schema id, in order of use. */
-  private readonly validators = new Map<number, RowValidator>();
+  /** The schemas compiled, by schema id, in order of use. */
+  private readonly validators = new Map<number, Compiled>();
   /** By `<account id>/<collection>`: the schema id last seen, for collections that had one. */
   private readonly hints = new Map<string, number>();
+
+  /** `existingSql`: the dialect's read of which ids are rows of a collection (../relations/links.ts, checkNamed). */
+  constructor(readonly existingSql: string) {}
 
   /**
    * The schema id an insert into the collection checks its rows with: the one last seen, or 0 (none)
@@ -88,26 +98,29 @@ export class RowSchemas implements SchemaCache {
   }
 
   /**
-   * The validator of schema `schemaId`, compiled from its text the first time it is asked for. The text
+   * The schema `schemaId` compiled, from its text the first time it is asked for. The text
    * is read with the caller's own `read`, never awaited from another caller's read: a write in a
    * transaction reads on the connection it holds, and waiting for a read that waits for that very
    * connection (SQLite's one writer, or a pool of one) would hold every write until the driver gave up.
    * Callers that miss at once each read the text; the first back compiles it, the others find it kept.
    * StaleSchema when the schema is gone (replaced and dropped since its id was seen).
    */
-  async validator(read: Read, schemaId: number): Promise<RowValidator> {
+  private async compiled(read: Read, schemaId: number): Promise<Compiled> {
     const kept = this.kept(schemaId);
     if (kept) return kept;
-    const [row] = await read<{ schema: string }>(schemaTextSql, [schemaId]);
+    const [row] = await read<{ schema: string; relations: string | null }>(schemaTextSql, [schemaId]);
     if (!row) throw new StaleSchema();
-    const compiled = this.kept(schemaId) ?? compileRowSchema(JSON.parse(row.schema) as RowSchema);
+    const compiled = this.kept(schemaId) ?? {
+      validate: row.schema === '' ? undefined : compileRowSchema(JSON.parse(row.schema) as RowSchema),
+      links: row.relations === null ? undefined : (JSON.parse(row.relations) as RelationLinks),
+    };
     this.validators.set(schemaId, compiled);
     if (this.validators.size > MAX_VALIDATORS) this.validators.delete(this.validators.keys().next().value as number);
     return compiled;
   }
 
-  /** The validator of `schemaId` if it is compiled, moved last (the map is in order of use). */
-  private kept(schemaId: number): RowValidator | undefined {
+  /** The schema of `schemaId` if it is compiled, moved last (the map is in order of use). */
+  private kept(schemaId: number): Compiled | undefined {
     const kept = this.validators.get(schemaId);
     if (kept) {
       this.validators.delete(schemaId);
@@ -116,13 +129,33 @@ export class RowSchemas implements SchemaCache {
     return kept;
   }
 
+  /** The relations of and to the collection whose schema id is `schemaId` (none for 0). */
+  async links(read: Read, schemaId: number): Promise<RelationLinks | undefined> {
+    return schemaId === 0 ? undefined : (await this.compiled(read, schemaId)).links;
+  }
+
+  /** Whether rows checked against `schemaId` may name rows of other collections: true when its relations are not known yet. */
+  names(schemaId: number): boolean {
+    if (schemaId === 0) return false;
+    const links = this.validators.get(schemaId)?.links;
+    return links === undefined ? !this.validators.has(schemaId) : links.out.length > 0;
+  }
+
+  /** 422 row_invalid when any of `rows` names a row that does not exist in a relation of the schema `schemaId` (checkNamed). */
+  async named(read: Read, schemaId: number, collection: string, rows: readonly Fields[], rowOf = (index: number) => index): Promise<void> {
+    const links = await this.links(read, schemaId);
+    if (links && links.out.length > 0) await checkNamed(read, this.existingSql, links.out, collection, rows, rowOf);
+  }
+
   /**
-   * 422 row_invalid when any of `rows` breaks the schema `schemaId` (none for 0): each row is named by
-   * `rowOf(index)`, its index by default.
+   * 422 row_invalid when any of `rows` breaks the schema `schemaId` (none for 0), or names a row that
+   * does not exist in one of its relations: each row is named by `rowOf(index)`, its index by default.
    */
   async check(read: Read, schemaId: number, collection: string, rows: readonly Fields[], rowOf = (index: number) => index): Promise<void> {
     if (schemaId === 0) return;
-    const validate = await this.validator(read, schemaId);
+    const { validate, links } = await this.compiled(read, schemaId);
+    if (links && links.out.length > 0) await checkNamed(read, this.existingSql, links.out, collection, rows, rowOf);
+    if (!validate) return;
     const errors: RowError[] = [];
     let failing = 0;
     for (let index = 0; index < rows.length; index++) {
@@ -151,8 +184,8 @@ export async function getSchema({ query }: Dialect, accountId: number, collectio
   if (!found) throw collectionNotFound(collection);
   if (Number(found.schema_id) === 0) throw noSchema(collection);
   const [row] = await query<{ schema: string }>(schemaTextSql, [Number(found.schema_id)]);
-  // Deleted between the two reads: as if read after.
-  if (!row) throw noSchema(collection);
+  // Deleted between the two reads: as if read after. '': relations and no schema.
+  if (!row || row.schema === '') throw noSchema(collection);
   return JSON.parse(row.schema) as RowSchema;
 }
 
@@ -167,7 +200,7 @@ export async function putSchema(db: Dialect, accountId: number, collection: stri
   const text = JSON.stringify(schema);
   const schemaId = await db.knex.transaction(async (trx) => {
     if (once) await beginOnce(db, trx, accountId, once);
-    const { id } = await advance(db, trx, accountId, collection, 0);
+    const { id, schemaId: current } = await advance(db, trx, accountId, collection, 0);
     const violations: SchemaViolation[] = [];
     let total = 0;
     for (let after = 0; ; ) {
@@ -182,10 +215,7 @@ export async function putSchema(db: Dialect, accountId: number, collection: stri
       after = Number(page[page.length - 1].id);
     }
     if (total > 0) throw schemaConflict(collection, total, violations);
-    const [stored] = await db.run<{ id: number | string }>(trx, insertSchemaSql, [id, text]);
-    const schemaId = Number(stored.id);
-    await db.run(trx, setSchemaIdSql, [schemaId, id]);
-    await db.run(trx, dropOtherSchemasSql, [id, schemaId]);
+    const schemaId = await setSchemaRow(db, trx, id, text, (await schemaRow(db, trx, current))?.relations ?? null);
     if (once) await recordOnce(db, trx, accountId, once, schema);
     return schemaId;
   });
@@ -195,15 +225,39 @@ export async function putSchema(db: Dialect, accountId: number, collection: stri
 
 /** The collection is schemaless again; 404 when it has no schema. */
 export async function deleteSchema(db: Dialect, accountId: number, collection: string, once?: Once<void>): Promise<void> {
-  await db.knex.transaction(async (trx) => {
+  const schemaId = await db.knex.transaction(async (trx) => {
     if (once) await beginOnce(db, trx, accountId, once);
-    const { id, schemaId } = await advance(db, trx, accountId, collection, 0);
-    if (schemaId === 0) throw noSchema(collection);
-    await db.run(trx, setSchemaIdSql, [0, id]);
-    await db.run(trx, dropOtherSchemasSql, [id, 0]);
+    const { id, schemaId: current } = await advance(db, trx, accountId, collection, 0);
+    const row = await schemaRow(db, trx, current);
+    if (!row || row.schema === '') throw noSchema(collection);
+    // Its relations stay: kept with no schema.
+    const schemaId = await setSchemaRow(db, trx, id, '', row.relations);
     if (once) await recordOnce(db, trx, accountId, once, undefined);
+    return schemaId;
   });
-  db.schemas.note(accountId, collection, 0);
+  db.schemas.note(accountId, collection, schemaId);
+}
+
+/** The schema row `schemaId` (none for 0), read inside `trx`: its schema text ('' for none) and relations (null for none). */
+export async function schemaRow(db: Dialect, trx: WriteTx, schemaId: number) {
+  if (schemaId === 0) return undefined;
+  const [row] = await db.run<{ schema: string; relations: string | null }>(trx, schemaTextSql, [schemaId]);
+  return row;
+}
+
+/**
+ * Gives the collection `collectionId` (its row held) a schema row anew, holding `schema` ('' for none)
+ * and `relations` (null for none), and drops the others; none (0) for neither. Answers its schema id.
+ */
+export async function setSchemaRow(db: Dialect, trx: WriteTx, collectionId: number, schema: string, relations: string | null) {
+  let schemaId = 0;
+  if (schema !== '' || relations !== null) {
+    const [stored] = await db.run<{ id: number | string }>(trx, insertSchemaSql, [collectionId, schema, relations]);
+    schemaId = Number(stored.id);
+  }
+  await db.run(trx, setSchemaIdSql, [schemaId, collectionId]);
+  await db.run(trx, dropOtherSchemasSql, [collectionId, schemaId]);
+  return schemaId;
 }
 
 /** 409 for a schema that stored rows break: it was not set. */

@@ -29,14 +29,18 @@ import { accountPlan, listPlans, setPlan } from '../accounts/plans.ts';
 import { PrincipalCache } from '../accounts/principals.ts';
 import { addEndUserCounts, addUsage, pruneEndUserCounts, readUsage } from '../accounts/usage.ts';
 import { type AccountIssuers, deleteIssuer, getIssuer, listIssuers, putIssuer } from '../auth/issuers.ts';
-import { createCollection, deleteCollection, getCollection, listCollectionContracts, listCollections } from '../collections/collections.ts';
+import { createCollection, getCollection, listCollectionContracts, listCollections } from '../collections/collections.ts';
+import { deleteCollection } from '../collections/deletion.ts';
 import { createIndex, deleteIndex, listIndexes } from '../collections/indexes.ts';
 import { deleteSchema, getSchema, putSchema } from '../collections/schemas.ts';
 import { searchFilter } from '../collections/search-indexes.ts';
 import { feedStart, latestSeq, readEvents } from '../events/events.ts';
 import { collectionsAfter, pruneEventBatch } from '../events/retention.ts';
 import type { AggregateResult } from '../reads/aggregates.ts';
+import type { Expansion } from '../reads/expand.ts';
 import type { Page, RowsPage } from '../reads/pages.ts';
+import { bindRelations } from '../relations/filters.ts';
+import { deleteRelation, getRelation, listRelations, putRelation } from '../relations/relations.ts';
 import type { BatchOperation, BatchOptions, BatchResult } from '../rows/batch.ts';
 import type { CollectionReader } from '../rows/exports.ts';
 import { findOnce, pruneOnceBatch } from '../rows/idempotency.ts';
@@ -102,8 +106,11 @@ export interface RowOperations {
    * throws the problem of the first that failed, naming it, with nothing written.
    */
   writeBatch(accountId: number, operations: readonly BatchOperation[], options?: BatchOptions): Promise<BatchResult[]>;
-  /** One page of rows (pages.ts); 404 when the collection does not exist. */
-  listRows(accountId: number, collection: string, page: Page): Promise<RowsPage>;
+  /**
+   * One page of rows (pages.ts); 404 when the collection does not exist. With `expansions`, the rows
+   * related to its rows are set into them, all read in one snapshot (../reads/expand.ts).
+   */
+  listRows(accountId: number, collection: string, page: Page, expansions?: readonly Expansion[]): Promise<RowsPage>;
   /**
    * The answer to an aggregate query (aggregates.ts); 404 when the collection does not exist, 400 (whose
    * one error is `place`) when its rows fall into more than `maxGroupsRead` groups, 503 past the query timeout.
@@ -244,6 +251,11 @@ const shared = {
   getRules,
   putRules,
   deleteRules,
+  listRelations,
+  getRelation,
+  putRelation,
+  deleteRelation,
+  bindRelations,
   /** Answers when the database does. */
   ping: async ({ query }: Dialect) => {
     await query('select 1', []);

@@ -2,6 +2,9 @@
 // retention.ts) need of the database they run on. Each dialect module (sqlite/, postgres/) makes one
 // when it opens its database, and hands it to them: they never ask which dialect it is.
 import type { Knex } from 'knex';
+import type { Filter } from '../../query/filter.ts';
+import type { KeyBounds } from '../reads/filter-indexes.ts';
+import type { RelationLinks } from '../relations/links.ts';
 import type { Changes } from './changes.ts';
 import type { Waits } from './waits.ts';
 
@@ -75,6 +78,10 @@ export interface Dialect {
   codePointOrder: string;
   /** Whether the driver's error is a unique constraint the statement broke, told by its code. */
   isUniqueViolation(error: unknown): boolean;
+  /** A filter as the condition of a change by filter (../reads/filter.ts), in the dialect's SQL: a relation's rows are found so. */
+  filterSql(filter: Filter): { sql: string; params: SqlValue[] };
+  /** The keys of a sort index within `bounds`, as a condition on the columns of `sort_keys` (the dialect's filter.ts). */
+  keyBoundsSql(bounds: KeyBounds): { sql: string; params: SqlValue[] };
 }
 
 /** Runs one statement and answers its rows: alone, or inside the write that needs it. */
@@ -86,7 +93,18 @@ export interface SchemaCache {
   retry<T>(read: Read, accountId: number, collection: string, write: (schemaId: number) => Promise<T>): Promise<T>;
   /** Remembers the collection's schema id (0: none). */
   note(accountId: number, collection: string, schemaId: number): void;
-  /** 422 row_invalid when any of `rows` breaks the schema `schemaId` (none for 0), each named by `rowOf(index)`. */
+  /** Answers which of the ids `?` (joined by commas) are rows of the collection `?`, held on PostgreSQL (../relations/links.ts). */
+  readonly existingSql: string;
+  /** The relations of and to the collection whose schema id is `schemaId` (none for 0). */
+  links(read: Read, schemaId: number): Promise<RelationLinks | undefined>;
+  /** Whether rows checked against `schemaId` may name rows of other collections (true while that is not known). */
+  names(schemaId: number): boolean;
+  /** 422 row_invalid when any of `rows` names a row that does not exist in a relation of the schema `schemaId`. */
+  named(read: Read, schemaId: number, collection: string, rows: readonly Record<string, unknown>[]): Promise<void>;
+  /**
+   * 422 row_invalid when any of `rows` breaks the schema `schemaId` (none for 0), or names a row that does
+   * not exist in one of its relations, each named by `rowOf(index)`.
+   */
   check(
     read: Read,
     schemaId: number,

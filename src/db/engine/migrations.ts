@@ -400,6 +400,35 @@ const migrations = (schema: DialectSchema): Record<string, Knex.Migration> => ({
       await knex.raw('alter table collections drop column search');
     },
   },
+  '0022_collection_relations': {
+    async up(knex) {
+      // Relations between collections (openapi.yaml, Relation; docs/relations.md): each declared of its
+      // collection (`collection_id`), from its top-level `field`, holding ids of the rows of `target_id`.
+      // What every write needs of them is also kept with the collection's schema (`relations` of its
+      // current collection_schemas row, the JSON of both directions; `schema` '' when the collection has
+      // relations and no schema), so that a write checked against a schema id is checked against its
+      // relations too, and a change of relations gives both collections a schema id anew (schemas.ts).
+      await knex.schema.createTable('collection_relations', (t) => {
+        t.increments('id');
+        t.integer('collection_id').notNullable();
+        t.string('name', 63).notNullable();
+        t.string('field', 63).notNullable();
+        t.integer('target_id').notNullable();
+        t.string('on_delete', 16).notNullable();
+        t.string('reverse', 63);
+        t.string('created_at', 32).notNullable();
+        t.unique(['collection_id', 'name']);
+        t.index(['target_id'], 'collection_relations_target');
+      });
+      await knex.schema.alterTable('collection_schemas', (t) => {
+        t.text('relations');
+      });
+    },
+    async down(knex) {
+      await knex.raw('alter table collection_schemas drop column relations');
+      await knex.schema.dropTable('collection_relations');
+    },
+  },
 });
 
 /** A migration that changes nothing on a dialect. */

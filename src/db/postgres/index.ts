@@ -23,6 +23,7 @@ import { makeSortIndex } from './sort-indexes.ts';
 import { POSTGRES_KEY_CHARS, uniqueIndexSql } from './sql/collections.ts';
 import { notifySql } from './sql/engine.ts';
 import { aggregateSql, filteredSortedPage, orderedPage, sortedPage, sortedPageAfter } from './sql/reads.ts';
+import { existingIdsSql } from './sql/relations.ts';
 import { holdOnceSql, pruneOnceSql } from './sql/rows.ts';
 import { searchSql } from './sql/search.ts';
 import { claimStreamsSql } from './sql/webhooks.ts';
@@ -45,7 +46,7 @@ export async function openPostgresStore(
   const db: Dialect = {
     knex,
     changes,
-    schemas: new RowSchemas(),
+    schemas: new RowSchemas(existingIdsSql),
     uniqueIndexSql,
     searchSql,
     // Every connection comes from Knex's pool, which the store watches.
@@ -69,6 +70,8 @@ export async function openPostgresStore(
     // The database's collation may not be code point order (en-US puts `a` before `B`); "C" is.
     codePointOrder: ' collate "C"',
     isUniqueViolation,
+    filterSql,
+    keyBoundsSql,
     // An advisory lock held until the transaction ends, commit or rollback (a crash included), by account
     // and the key's hash: two keys of one hash wait for each other, which only costs a 409 to a retry.
     async holdOnce(trx, accountId, key) {

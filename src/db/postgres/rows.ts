@@ -29,12 +29,15 @@ import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
 import { Groups } from '../engine/grouping.ts';
 import { appendEvents, eventRow } from '../events/events.ts';
 import { type AggregateSource, readAggregates } from '../reads/aggregates.ts';
+import { readExpandedPage } from '../reads/expand.ts';
+import type { Sql } from '../reads/filter.ts';
 import { readPage } from '../reads/pages.ts';
-import { type RowWrites, upsertWritesOf, writeBatch } from '../rows/batch.ts';
+import { upsertWritesOf, writeBatch } from '../rows/batch.ts';
 import { exportCollection } from '../rows/exports.ts';
 import { beginOnce, recordOnce } from '../rows/idempotency.ts';
 import { importRowsIn, type RowImporter } from '../rows/imports.ts';
 import {
+  type ChangedRows,
   type Fields,
   type FirstInserted,
   insertedRows,
@@ -46,7 +49,7 @@ import {
   versionOf,
 } from '../rows/rows.ts';
 import { upsertRows } from '../rows/upserts.ts';
-import { changedRows, deleteRowIn, deleteRowsIn, matchedRows } from '../rows/writes.ts';
+import { changedRows, deleteRowIn, deleteRowsIn, matchedRows, type RowWrites } from '../rows/writes.ts';
 import { isOnceTaken, isQueryCanceled } from './errors.ts';
 import { idList, keysSql } from './sql/collections.ts';
 import { getRowSql } from './sql/reads.ts';
@@ -142,8 +145,11 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
       // with the words of the fields it was last seen to have; else the rows go in a transaction with
       // their words, and the fields are remembered.
       const fields = searched.get(key);
-      let [written] =
-        fields !== undefined
+      // Rows that may name rows of other collections go in a transaction that holds those first (below).
+      const naming = db.schemas.names(schemaId);
+      let [written]: (Written | undefined)[] = naming
+        ? []
+        : fields !== undefined
           ? keyed
             ? []
             : await runAlone<Written>(knex, wordedInsertBatchSql, [...params, schemaId, wordLines(rows, fields), fields])
@@ -151,8 +157,9 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
             ? await insertWithAnswers(batch, params, schemaId, (sql, values) => runAlone(knex, sql, values), insertBatchWithAnswersSql)
             : await runAlone<Written>(knex, insertBatchSql, [...params, schemaId]);
       if (!written) {
-        written = await knex.transaction(async (trx) => {
+        written = await knex.transaction(async (trx): Promise<Written | undefined> => {
           const run = <T>(sql: string, values: SqlValue[]) => db.run<T>(trx, sql, values);
+          if (naming && !(await holdNamed(trx, accountId, collection, schemaId, rows))) return undefined;
           const [stored] = keyed
             ? await insertWithAnswers(batch, params, schemaId, run, searchedInsertBatchWithAnswersSql)
             : await run<Written>(searchedInsertBatchSql, [...params, schemaId]);
@@ -167,6 +174,23 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
       return firstsOf(written, batch);
     },
   });
+
+  /**
+   * Holds the collection's row, then checks that the rows `texts` name rows that exist in its relations
+   * (as of `schemaId`), holding those (FOR KEY SHARE), in that order, as every write that names rows
+   * does (../rows/writes.ts, holdFollowers). False for no such collection: nothing to write.
+   */
+  async function holdNamed(trx: WriteTx, accountId: number, collection: string, schemaId: number, texts: string[]): Promise<boolean> {
+    try {
+      await advance(db, trx, accountId, collection, 0);
+    } catch (error) {
+      if ((error as { code?: string }).code === 'not_found') return false;
+      throw error;
+    }
+    const rows = texts.map((text) => JSON.parse(text) as Fields);
+    await db.schemas.named(readIn(trx), schemaId, collection, rows);
+    return true;
+  }
 
   /**
    * insertBatchWithAnswersSql, so that each key's answer is stored if and only if its rows are: 409
@@ -278,6 +302,7 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
    * listeners once it commits (the others hear its NOTIFY).
    */
   const rowWritesIn = (trx: WriteTx, accountId: number): RowWrites => ({
+    patchWhere: (collection, where, patch, max) => patchRowsIn(trx, accountId, collection, where, patch, max),
     async insert(collection, schemaId, inserts) {
       const texts = inserts.flat();
       const params = [accountId, collection, texts.length, texts.join('\n'), CHANNEL, changes.instance, schemaId];
@@ -296,6 +321,44 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
       return patched;
     },
   });
+
+  /**
+   * Patches the rows of the collection that `where` matches inside `trx`, each with its update event, in
+   * id order: the collection's row held first, so no write of the collection comes between the match and
+   * the change; each row checked as patched against the schema (409 patch_conflict, 422, nothing
+   * written). `attempted` is told the rows as patched, before they are written.
+   */
+  async function patchRowsIn(
+    trx: WriteTx,
+    accountId: number,
+    collection: string,
+    where: Sql,
+    patch: Patch,
+    max: number,
+    guard?: RowGuard,
+    attempted?: (rows: WrittenRow[]) => void,
+  ): Promise<ChangedRows> {
+    const { id, schemaId } = await advance(db, trx, accountId, collection, 0);
+    const matched = await matchedRows(db, trx, id, where, max);
+    if (matched.length === 0) return changedRows([]);
+    const rows = matched.map((row) => applyPatch(patch, JSON.parse(row.data), row.id));
+    for (const [index, row] of matched.entries()) guard?.updating(row.id, JSON.parse(row.data), rows[index]);
+    const written = matched.map((row, index) => ({ id: row.id, fields: rows[index] }));
+    attempted?.(written);
+    // Each row that fails is named by its id (openapi.yaml, RowError).
+    await db.schemas.check(readIn(trx), schemaId, collection, rows, (index) => matched[index].id);
+    const patched = matched.map((row, index) => ({ id: row.id, data: JSON.stringify(rows[index]), before: row.data }));
+    if (patched.some((row) => overRowBound(row.data))) throw rowTooLarge();
+    const { lastSeq, sorted, search } = await advance(db, trx, accountId, collection, patched.length);
+    const first = lastSeq - patched.length;
+    await db.run(trx, updateRowsSql, [first, JSON.stringify(patched.map((row) => [row.id, row.data])), id]);
+    const ids = patched.map((row) => row.id);
+    await rekeyPatchedRows(db, trx, id, sorted, patchedFields(patch), ids);
+    if (search) await putWords(db, trx, search, written);
+    const events = patched.map((row) => eventRow(row.id, row.data, row.before));
+    await appendEvents(db, trx, id, lastSeq, 'update', events);
+    return changedRows(events);
+  }
 
   /** Tells this process's listeners of the change to the collection once `trx` has committed. */
   const announceOnCommit = (trx: WriteTx, collectionId: number) =>
@@ -322,8 +385,9 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
       return insertedRows(first, texts);
     },
 
-    async listRows(accountId, collection, page) {
+    async listRows(accountId, collection, page, expansions) {
       try {
+        if (expansions && expansions.length > 0) return await readExpandedPage(pages, accountId, collection, page, expansions);
         return await readPage(pages, accountId, collection, page);
       } catch (error) {
         // query_canceled: cancelled by its statement_timeout (statements.ts, runTimed).
@@ -402,7 +466,7 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
 
     async deleteRow(accountId, collection, rowId, options) {
       if (!assignable(rowId)) return noSuchRow(db, accountId, collection, rowId);
-      await knex.transaction((trx) => deleteRowIn(db, trx, accountId, collection, rowId, options));
+      await knex.transaction((trx) => deleteRowIn(db, trx, rowWritesIn(trx, accountId), accountId, collection, rowId, options));
     },
 
     async updateRowsWhere(accountId, collection, filter, patch, max, options) {
@@ -417,30 +481,9 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
         () =>
           knex.transaction(async (trx) => {
             if (options?.once) await beginOnce(db, trx, accountId, options.once);
-            // The collection's row first, held until commit: no write of the collection comes between the match and the change.
-            const { id, schemaId } = await advance(db, trx, accountId, collection, 0);
-            const matched = await matchedRows(db, trx, id, where, max);
-            if (matched.length === 0) {
-              const none = changedRows([]);
-              if (options?.once) await recordOnce(db, trx, accountId, options.once, none);
-              return none;
-            }
-            const rows = matched.map((row) => applyPatch(patch, JSON.parse(row.data), row.id));
-            for (const [index, row] of matched.entries()) options?.guard?.updating(row.id, JSON.parse(row.data), rows[index]);
-            attempted = matched.map((row, index) => ({ id: row.id, fields: rows[index] }));
-            // Each row that fails is named by its id (openapi.yaml, RowError).
-            await db.schemas.check(readIn(trx), schemaId, collection, rows, (index) => matched[index].id);
-            const patched = matched.map((row, index) => ({ id: row.id, data: JSON.stringify(rows[index]), before: row.data }));
-            if (patched.some((row) => overRowBound(row.data))) throw rowTooLarge();
-            const { lastSeq, sorted, search } = await advance(db, trx, accountId, collection, patched.length);
-            const first = lastSeq - patched.length;
-            await db.run(trx, updateRowsSql, [first, JSON.stringify(patched.map((row) => [row.id, row.data])), id]);
-            const ids = patched.map((row) => row.id);
-            await rekeyPatchedRows(db, trx, id, sorted, patchedFields(patch), ids);
-            if (search) await putWords(db, trx, search, attempted as { id: number; fields: Fields }[]);
-            const events = patched.map((row) => eventRow(row.id, row.data, row.before));
-            await appendEvents(db, trx, id, lastSeq, 'update', events);
-            const changed = changedRows(events);
+            const changed = await patchRowsIn(trx, accountId, collection, where, patch, max, options?.guard, (rows) => {
+              attempted = rows;
+            });
             if (options?.once) await recordOnce(db, trx, accountId, options.once, changed);
             return changed;
           }),
@@ -449,7 +492,7 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
 
     async deleteRowsWhere(accountId, collection, filter, max, options) {
       const where = pages.filterSql(await bindSearch(db.query, accountId, collection, filter));
-      return knex.transaction((trx) => deleteRowsIn(db, trx, accountId, collection, where, max, options));
+      return knex.transaction((trx) => deleteRowsIn(db, trx, rowWritesIn(trx, accountId), accountId, collection, where, max, options));
     },
 
     exportCollection: (accountId, collection, reader) => exportCollection(pages.snapshot, accountId, collection, reader),

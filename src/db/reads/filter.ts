@@ -102,6 +102,8 @@ export function filterWith<V>(filter: Filter, row: string, dialect: DialectFilte
       const { words, prefix } = termsOf(filter);
       return dialect.search(row, words, prefix);
     }
+    case 'related':
+      throw new Error('a relation is written as SQL once bound to the ids it finds (bindRelations)');
   }
 }
 
@@ -135,6 +137,8 @@ export function readsData(filter: Filter): boolean {
       return filter.path[0] !== 'id';
     case 'search':
       return false;
+    case 'related':
+      return true;
   }
 }
 

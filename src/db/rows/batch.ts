@@ -11,18 +11,9 @@ import { advance } from '../collections/collections.ts';
 import { uniqueViolationAt, type WrittenRow } from '../collections/indexes.ts';
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
 import { beginOnce, recordOnce } from './idempotency.ts';
-import {
-  type Fields,
-  type FirstInserted,
-  type InsertedRows,
-  insertedRows,
-  type RowGuard,
-  rowTooLarge,
-  type VersionedRow,
-  versionOf,
-} from './rows.ts';
+import { type Fields, type InsertedRows, insertedRows, type RowGuard, rowTooLarge, type VersionedRow, versionOf } from './rows.ts';
 import { type Upserted, type UpsertWrites, upsertRowsIn } from './upserts.ts';
-import { deleteRowIn } from './writes.ts';
+import { deleteRowIn, type RowWrites } from './writes.ts';
 
 /** One write of a batch, as the handler reads it from the request. */
 export type BatchOperation =
@@ -45,29 +36,6 @@ export interface BatchOptions {
   collections?: ReadonlySet<string>;
   /** With a publishable key, the rules each collection holds the caller to (rows.ts, RowGuard). */
   guards?: (collection: string) => RowGuard;
-}
-
-/** How a dialect writes rows inside a write transaction it runs: a batch's writes, and an upsert's. */
-export interface RowWrites {
-  /**
-   * Inserts the rows of `inserts`, each an operation's rows' texts, checked against the collection's
-   * schema `schemaId` already, one after another: the first id and seq of each.
-   */
-  insert(collection: string, schemaId: number, inserts: string[][]): Promise<FirstInserted[]>;
-  /**
-   * Patches the row `rowId` (If-Match in `options`), checking it as patched against the schema, its
-   * errors naming the row `place`; `seen` is told the row as patched, and as it was, before it is written. `schemaId`:
-   * the collection's, as the transaction holds it (0 when it holds the row already).
-   */
-  patch(
-    collection: string,
-    schemaId: number,
-    rowId: number,
-    patch: Patch,
-    options?: { ifMatch?: readonly string[]; guard?: RowGuard },
-    place?: number,
-    seen?: (row: Fields, before: Fields) => void,
-  ): Promise<VersionedRow>;
 }
 
 /** What a dialect gives a batch to run with. */
@@ -153,6 +121,8 @@ export async function writeBatch(
         if (Date.now() > deadline) throw queryTimeout(dialect.timeoutMs);
         const { collection } = operation;
         const schemaId = schemaOf(collection);
+        // Rows that may name rows of other collections see the rows inserted before them.
+        if (db.schemas.names(schemaId)) for (const other of [...pending.keys()]) if (other !== collection) await writePending(other);
         const guard = options.guards?.(collection);
         if (operation.op === 'insert') {
           if (guard) for (const fields of operation.rows) guard.creating(fields);
@@ -189,7 +159,7 @@ export async function writeBatch(
           }
           case 'delete':
             if (!assignable(operation.id)) throw rowNotFound(collection, operation.id);
-            await deleteRowIn(db, trx, accountId, collection, operation.id, { ifMatch: operation.ifMatch, guard });
+            await deleteRowIn(db, trx, writes, accountId, collection, operation.id, { ifMatch: operation.ifMatch, guard });
             results[index] = { op: 'delete' };
             break;
           case 'upsert': {

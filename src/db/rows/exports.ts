@@ -6,7 +6,8 @@ import { collectionNotFound } from '../../errors.ts';
 import type { Rules } from '../../rules/rules.ts';
 import type { RowSchema } from '../collections/schemas.ts';
 import type { PageSource } from '../reads/pages.ts';
-import { EXPORT_PAGE_ROWS, exportedCollectionSql, exportedIndexesSql, exportRowsSql } from '../sql/rows.ts';
+import type { RelationDeclaration } from '../relations/relations.ts';
+import { EXPORT_PAGE_ROWS, exportedCollectionSql, exportedIndexesSql, exportedRelationsSql, exportRowsSql } from '../sql/rows.ts';
 
 /** A collection as an export describes it, as of the snapshot it was read in. */
 export interface ExportedCollection {
@@ -23,7 +24,12 @@ export interface ExportedCollection {
   indexes?: { fields: string[]; unique: boolean; type?: 'search' }[];
   /** Its rules (openapi.yaml, Rules), when it has some. */
   rules?: Rules;
+  /** The relations declared of it (openapi.yaml, RelationDeclaration, each with its name), when it has some. */
+  relations?: ExportedRelation[];
 }
+
+/** A relation declared of an exported collection, as putRelation takes it, with its name. */
+export type ExportedRelation = Required<RelationDeclaration> & { name: string };
 
 /** A stored row: its id and its text (its fields but id, as JSON.stringify wrote them). */
 interface StoredRow {
@@ -79,6 +85,15 @@ export function exportCollection(
       }));
     }
     if (found.rules !== null) described.rules = JSON.parse(found.rules) as Rules;
+    const relations = await read<ExportedRelation>(exportedRelationsSql, [collectionId]);
+    if (relations.length > 0)
+      described.relations = relations.map(({ name, field, collection, on_delete, reverse }) => ({
+        name,
+        field,
+        collection,
+        on_delete,
+        reverse,
+      }));
     await reader.collection(described);
     for (let after = 0; ; ) {
       const page = await read<{ id: number | string; data: string }>(exportRowsSql, [collectionId, after]);

@@ -1,28 +1,146 @@
 // The steps of a row write that both dialects take alike, inside a write transaction of theirs.
-import { rowNotFound, validationFailed } from '../../errors.ts';
+import { conflict, rowNotFound, validationFailed } from '../../errors.ts';
+import type { Patch } from '../../patches/index.ts';
 import { advance } from '../collections/collections.ts';
-import type { Dialect, WriteTx } from '../engine/dialect.ts';
+import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
 import { appendEvents, type EventRow, eventRow } from '../events/events.ts';
 import type { Sql } from '../reads/filter.ts';
+import type { KeyBounds } from '../reads/filter-indexes.ts';
+import { byId, withinIndex } from '../reads/pages.ts';
+import type { RelationLinks, StoredRelation } from '../relations/links.ts';
+import { sortedSql } from '../sql/relations.ts';
 import { deleteKeysWhereSql, deleteRowSql, deleteRowsWhereSql, deleteSortKeysSql, matchedRowsSql } from '../sql/rows.ts';
 import { beginOnce, recordOnce } from './idempotency.ts';
-import { type ChangedRows, preconditionFailed, versionMatches, versionOf, type WriteOptions } from './rows.ts';
+import {
+  type ChangedRows,
+  type Fields,
+  type FirstInserted,
+  preconditionFailed,
+  type RowGuard,
+  type VersionedRow,
+  versionMatches,
+  versionOf,
+  type WriteOptions,
+} from './rows.ts';
+
+/** How a dialect writes rows inside a write transaction it runs: a batch's writes, an upsert's, and a delete's followers'. */
+export interface RowWrites {
+  /**
+   * Inserts the rows of `inserts`, each an operation's rows' texts, checked against the collection's
+   * schema `schemaId` already, one after another: the first id and seq of each.
+   */
+  insert(collection: string, schemaId: number, inserts: string[][]): Promise<FirstInserted[]>;
+  /**
+   * Patches the row `rowId` (If-Match in `options`), checking it as patched against the schema, its
+   * errors naming the row `place`; `seen` is told the row as patched, and as it was, before it is written. `schemaId`:
+   * the collection's, as the transaction holds it (0 when it holds the row already).
+   */
+  patch(
+    collection: string,
+    schemaId: number,
+    rowId: number,
+    patch: Patch,
+    options?: { ifMatch?: readonly string[]; guard?: RowGuard },
+    place?: number,
+    seen?: (row: Fields, before: Fields) => void,
+  ): Promise<VersionedRow>;
+  /** Patches every row of the collection that `where` matches, as a change by filter does (at most `max`, else 400): a relation's set_null. */
+  patchWhere(collection: string, where: Sql, patch: Patch, max: number): Promise<ChangedRows>;
+}
+
+/** The rows one relation's cascade or set_null changes at most, each delete: past it, nothing of the delete is written. */
+const MAX_FOLLOWING_ROWS = 100_000;
+
+/** The rows a cascade deletes in one statement at most. */
+const IDS_PER_DELETE = 1000;
+
+/** 409 for a delete of rows that rows of a relation with on_delete restrict name: nothing was deleted. */
+const restricted = (relation: StoredRelation, namingId: number) =>
+  conflict(
+    `Row ${namingId} of collection ${relation.sourceName} names a row being deleted (relation ${relation.name}, on_delete restrict): nothing was deleted.`,
+  );
+
+/**
+ * Holds, for the rest of `trx`, the collections whose rows a delete of the collection of `links` may
+ * change (set_null, cascade, and the cascades' own, and so on), before it deletes anything: a write
+ * that names a row holds its collection first, then the row named (FOR KEY SHARE), so a delete that
+ * held a row first and then waited for that collection would wait in a circle (on PostgreSQL, a deadlock).
+ */
+async function holdFollowers(db: Dialect, trx: WriteTx, accountId: number, links: RelationLinks, held: Set<number>): Promise<void> {
+  for (const relation of links.in) {
+    if (relation.onDelete === 'restrict' || held.has(relation.source)) continue;
+    held.add(relation.source);
+    const { schemaId } = await advance(db, trx, accountId, relation.sourceName, 0);
+    const next = relation.onDelete === 'cascade' ? await db.schemas.links(readIn(db, trx), schemaId) : undefined;
+    if (next) await holdFollowers(db, trx, accountId, next, held);
+  }
+}
+
+/**
+ * What deleting the rows `ids` of a collection does to the rows that name them, by the relations
+ * `links.in`: restrict refuses the delete (409), cascade deletes them (each with its delete event, and
+ * what deleting them does in turn), set_null sets their field to null (each with its update event).
+ */
+async function followDeletes(db: Dialect, trx: WriteTx, writes: RowWrites, accountId: number, links: RelationLinks, ids: number[]) {
+  const least = Math.min(...ids);
+  const most = Math.max(...ids);
+  const bounds: KeyBounds = {
+    rank: 1,
+    conditions:
+      least === most
+        ? [{ op: '$eq', operand: least }]
+        : [
+            { op: '$gte', operand: least },
+            { op: '$lte', operand: most },
+          ],
+  };
+  for (const relation of links.in) {
+    let where = db.filterSql({ kind: 'field', path: [relation.field], op: '$in', operand: ids });
+    // The rows naming them found through the field's sort index (made when the relation was declared): the range of their ids.
+    const [source] = await db.run<{ sorted: string }>(trx, sortedSql, [relation.source]);
+    const slot = source ? (JSON.parse(source.sorted) as string[]).indexOf(relation.field) : -1;
+    if (slot >= 0) where = withinIndex(byId(relation.source), slot, db.keyBoundsSql(bounds), where);
+    if (relation.onDelete === 'restrict') {
+      const params = [relation.source, ...where.params, 1];
+      const [naming] = await db.run<{ id: number | string }>(trx, matchedRowsSql(where.sql), params, true);
+      if (naming) throw restricted(relation, Number(naming.id));
+    } else if (relation.onDelete === 'cascade') {
+      // Found through the index, then deleted by id, a part at a time (the index's keys go with them).
+      const naming = await matchedRows(db, trx, relation.source, where, MAX_FOLLOWING_ROWS);
+      for (let from = 0; from < naming.length; from += IDS_PER_DELETE) {
+        const part = naming.slice(from, from + IDS_PER_DELETE).map((row) => row.id);
+        const byIds = db.filterSql({ kind: 'field', path: ['id'], op: '$in', operand: part });
+        await deleteRowsIn(db, trx, writes, accountId, relation.sourceName, byIds, part.length);
+      }
+    } else {
+      await writes.patchWhere(relation.sourceName, where, { format: 'merge', fields: { [relation.field]: null } }, MAX_FOLLOWING_ROWS);
+    }
+  }
+}
+
+const readIn =
+  (db: Dialect, trx: WriteTx) =>
+  <T>(sql: string, params: SqlValue[]) =>
+    db.run<T>(trx, sql, params);
 
 /**
  * Deletes the row, its sort keys, and writes one delete event carrying the row as it was; 404 for a
  * missing row or collection, 412 (and nothing deleted: the transaction rolls back) for a row whose
- * version is none of `options.ifMatch`.
+ * version is none of `options.ifMatch`. Then follows the relations naming it (followDeletes).
  */
 export async function deleteRowIn(
   db: Dialect,
   trx: WriteTx,
+  writes: RowWrites,
   accountId: number,
   collection: string,
   rowId: number,
   options?: WriteOptions<void>,
 ): Promise<void> {
   if (options?.once) await beginOnce(db, trx, accountId, options.once);
-  const { id, lastSeq, sorted } = await advance(db, trx, accountId, collection, 1, 0, -1);
+  const { id, lastSeq, sorted, schemaId } = await advance(db, trx, accountId, collection, 1, 0, -1);
+  const links = await db.schemas.links(readIn(db, trx), schemaId);
+  if (links) await holdFollowers(db, trx, accountId, links, new Set([id]));
   const [deleted] = await db.run<{ data: string; version: number | string }>(trx, deleteRowSql, [id, rowId]);
   if (!deleted) throw rowNotFound(collection, rowId);
   // The row's 404 for a caller that may not see it, before If-Match's 412.
@@ -30,6 +148,7 @@ export async function deleteRowIn(
   if (!versionMatches(options, versionOf(id, deleted.version))) throw preconditionFailed(collection, rowId);
   if (sorted.length > 0) await db.run(trx, deleteSortKeysSql, [id, rowId]);
   await appendEvents(db, trx, id, lastSeq, 'delete', [eventRow(rowId, deleted.data)]);
+  if (links) await followDeletes(db, trx, writes, accountId, links, [rowId]);
   if (options?.once) await recordOnce(db, trx, accountId, options.once, undefined);
 }
 
@@ -61,12 +180,13 @@ export async function matchedRows(db: Dialect, trx: WriteTx, collectionId: numbe
 
 /**
  * Deletes every row of the collection that `where` matches, all or none (at most `max`, else 400 with
- * nothing deleted), with one delete event each, in id order, with consecutive seqs; answers them as
- * their events carry them.
+ * nothing deleted), with one delete event each, in id order, with consecutive seqs, and follows the
+ * relations naming them (followDeletes); answers them as their events carry them.
  */
 export async function deleteRowsIn(
   db: Dialect,
   trx: WriteTx,
+  writes: RowWrites,
   accountId: number,
   collection: string,
   where: Sql,
@@ -75,15 +195,26 @@ export async function deleteRowsIn(
 ): Promise<ChangedRows> {
   if (options?.once) await beginOnce(db, trx, accountId, options.once);
   // The collection's row first, held until commit: no write of the collection comes between the match and the delete.
-  const { id } = await advance(db, trx, accountId, collection, 0);
+  const { id, schemaId } = await advance(db, trx, accountId, collection, 0);
   const matched = await matchedRows(db, trx, id, where, max);
   let rows: EventRow[] = [];
   if (matched.length > 0) {
+    const links = await db.schemas.links(readIn(db, trx), schemaId);
+    if (links) await holdFollowers(db, trx, accountId, links, new Set([id]));
     const { lastSeq, sorted } = await advance(db, trx, accountId, collection, matched.length, 0, -matched.length);
     if (sorted.length > 0) await db.run(trx, deleteKeysWhereSql(where.sql), [id, id, ...where.params], true);
     await db.run(trx, deleteRowsWhereSql(where.sql), [id, ...where.params], true);
     rows = matched.map((row) => eventRow(row.id, row.data));
     await appendEvents(db, trx, id, lastSeq, 'delete', rows);
+    if (links)
+      await followDeletes(
+        db,
+        trx,
+        writes,
+        accountId,
+        links,
+        matched.map((row) => row.id),
+      );
   }
   const changed = changedRows(rows);
   if (options?.once) await recordOnce(db, trx, accountId, options.once, changed);

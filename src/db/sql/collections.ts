@@ -35,10 +35,15 @@ export const keyOrder = (k: string, dir: 'asc' | 'desc') => `${k}rank ${dir}, ${
 const collectionColumns = 'name, created_at, row_count, last_seq';
 export const listCollectionsSql = (collate: string) =>
   `select ${collectionColumns} from collections where account_id = ? order by name${collate}`;
-/** The collections, each with its schema's text (null for none), its id, and its rules' text (null for none) and their version. */
-export const listCollectionContractsSql = (collate: string) => `select c.id, c.name, s.schema, c.rules, c.rules_version from collections c
+/**
+ * The collections, each with its schema's text (null for none), its id, and its rules' text (null for none) and their version. A
+ * schema row of a collection with relations and no schema holds the text '' (../relations/relations.ts).
+ */
+export const listCollectionContractsSql = (
+  collate: string,
+) => `select c.id, c.name, nullif(s.schema, '') as schema, c.rules, c.rules_version from collections c
   left join collection_schemas s on s.id = c.schema_id where c.account_id = ? order by c.name${collate}`;
-export const getCollectionSql = `select ${collectionColumns}, s.schema from collections c left join collection_schemas s on s.id = c.schema_id
+export const getCollectionSql = `select ${collectionColumns}, nullif(s.schema, '') as schema, s.relations from collections c left join collection_schemas s on s.id = c.schema_id
   where c.account_id = ? and c.name = ?`;
 export const collectionIdSql = 'select id from collections where account_id = ? and name = ?';
 /** A collection's deletion, after advance() holds its row: its rows, events, sort keys, indexes and words, webhook streams, then itself. */
@@ -62,10 +67,10 @@ export const uniqueIndexIdsSql = 'select id from collection_indexes where collec
 
 /** The account's collection's schema id (0 for none), by name. */
 export const schemaIdSql = 'select schema_id from collections where account_id = ? and name = ?';
-/** A schema's text, by its id. */
-export const schemaTextSql = 'select schema from collection_schemas where id = ?';
-/** Stores a schema of the collection `?`, answering its new id. */
-export const insertSchemaSql = 'insert into collection_schemas (collection_id, schema) values (?, ?) returning id';
+/** A schema's text ('' for none) and the relations that its collection had with it (null for none), by its id. */
+export const schemaTextSql = 'select schema, relations from collection_schemas where id = ?';
+/** Stores a schema of the collection `?` ('' for none) with its relations (`?`, null for none), answering its new id. */
+export const insertSchemaSql = 'insert into collection_schemas (collection_id, schema, relations) values (?, ?, ?) returning id';
 /** Makes schema `?` the collection `?`'s (0: none). */
 export const setSchemaIdSql = 'update collections set schema_id = ? where id = ?';
 /** The collection `?`'s schemas but `?`, gone. */

@@ -39,10 +39,13 @@ export const recordOnceSql = `insert into idempotency_keys (account_id, key, req
 /** The rows of one page of an export at most: a bound on what the command holds at once. */
 export const EXPORT_PAGE_ROWS = 1000;
 /** The collection as an export describes it, read in the export's snapshot. */
-export const exportedCollectionSql = `select c.id, c.name, c.created_at, c.row_count, c.last_row_id, c.last_seq, s.schema, c.rules
+export const exportedCollectionSql = `select c.id, c.name, c.created_at, c.row_count, c.last_row_id, c.last_seq, nullif(s.schema, '') as schema, c.rules
   from collections c left join collection_schemas s on s.id = c.schema_id where c.account_id = ? and c.name = ?`;
 /** The collection's declared indexes, in the order they were made. */
 export const exportedIndexesSql = 'select fields, is_unique, is_search from collection_indexes where collection_id = ? order by id';
+/** The relations declared of the collection, in the order they were declared, each with the name of the collection it names. */
+export const exportedRelationsSql = `select r.name, r.field, t.name as collection, r.on_delete, r.reverse
+  from collection_relations r join collections t on t.id = r.target_id where r.collection_id = ? order by r.id`;
 /** The page of an export after row id `?`, by id: keyset pages, each found through the primary key. */
 export const exportRowsSql = `select id, data from rows where collection_id = ? and id > ? order by id limit ${EXPORT_PAGE_ROWS}`;
 /**

@@ -25,6 +25,7 @@ import { SortIndexMaker } from './sort-indexes.ts';
 import { uniqueIndexSql } from './sql/collections.ts';
 import { knexTablesSql } from './sql/engine.ts';
 import { aggregateSql, filteredSortedPage, orderedPage, sortedPage, sortedPageAfter } from './sql/reads.ts';
+import { existingIdsSql } from './sql/relations.ts';
 import { onceAnswersSql, pruneOnceSql, sqliteProcedures } from './sql/rows.ts';
 import { searchSql } from './sql/search.ts';
 import { claimStreamsSql } from './sql/webhooks.ts';
@@ -67,7 +68,7 @@ export async function openSqliteStore(
   const db: Dialect = {
     knex,
     changes,
-    schemas: new RowSchemas(),
+    schemas: new RowSchemas(existingIdsSql),
     uniqueIndexSql,
     searchSql,
     waits: readers.waits,
@@ -84,6 +85,8 @@ export async function openSqliteStore(
     // Text compares as UTF-8 bytes (the BINARY collation), which is code point order.
     codePointOrder: '',
     isUniqueViolation,
+    filterSql,
+    keyBoundsSql,
     // One writer at a time: a request of another process with the same key waits for this one's commit,
     // then finds its answer stored (recordOnce()), and rolls its own change back.
     holdOnce: async () => true,

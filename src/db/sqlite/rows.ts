@@ -23,12 +23,15 @@ import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
 import { DatabaseClosedError } from '../engine/errors.ts';
 import type { GroupedWrites } from '../engine/grouping.ts';
 import { type AggregateSource, readAggregates } from '../reads/aggregates.ts';
+import { readExpandedPage } from '../reads/expand.ts';
+import type { Sql } from '../reads/filter.ts';
 import { readPage } from '../reads/pages.ts';
-import { type RowWrites, upsertWritesOf, writeBatch } from '../rows/batch.ts';
+import { upsertWritesOf, writeBatch } from '../rows/batch.ts';
 import { exportCollection } from '../rows/exports.ts';
 import { beginOnce, recordOnce } from '../rows/idempotency.ts';
 import { importRowsIn, type RowImporter } from '../rows/imports.ts';
 import {
+  type ChangedRows,
   type Fields,
   type FirstInserted,
   insertedRows,
@@ -42,7 +45,7 @@ import {
   versionOf,
 } from '../rows/rows.ts';
 import { upsertRows } from '../rows/upserts.ts';
-import { changedRows, deleteRowIn, deleteRowsIn, type MatchedRow, matchedRows } from '../rows/writes.ts';
+import { changedRows, deleteRowIn, deleteRowsIn, type MatchedRow, matchedRows, type RowWrites } from '../rows/writes.ts';
 import { collectionSql } from '../sql/reads.ts';
 import { isConstraintViolation, isQueryCanceled, isTooBig } from './errors.ts';
 import { keysSql } from './sql/collections.ts';
@@ -159,6 +162,14 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
     inserts: Insert[],
   ): Promise<FirstInserted[]> {
     const all = inserts.length === 1 ? inserts[0].texts : inserts.flatMap(({ texts }) => texts);
+    // The rows they name, looked up on the writer, which no other write comes between this and the statement.
+    if (db.schemas.names(schemaId))
+      await db.schemas.named(
+        readIn(trx),
+        schemaId,
+        collection,
+        all.map((text) => JSON.parse(text) as Fields),
+      );
     // As row_inserts takes them (sql/); the hashes and the times are hex digits and ISO 8601, with nothing to escape.
     let onces = '';
     let place = 0;
@@ -234,8 +245,44 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
     return orThrow((await writePatches(trx, accountId, collection, schema, [{ rowId, fields }]))[0]);
   }
 
-  /** The writes of a batch or an upsert inside `trx` (../batch.ts). */
+  /**
+   * Patches the rows of the collection that `where` matches, read in the writer's transaction, by one
+   * statement of row_patches (sql/), as a single patch is: by path where it can be, else each row's whole
+   * text made in Node and checked against the schema (a patch that cannot apply to one of them is its
+   * 409, and nothing is stored). `matched` is told the rows matched, as they were.
+   */
+  async function patchRowsIn(
+    trx: WriteTx,
+    accountId: number,
+    collection: string,
+    where: Sql,
+    patch: Patch,
+    max: number,
+    guard?: RowGuard,
+    matched?: (rows: MatchedRow[]) => void,
+  ): Promise<ChangedRows> {
+    const names = patch.format === 'merge' ? Object.keys(patch.fields) : [];
+    const byPath = patch.format === 'merge' && names.length <= MAX_FIELDS_BY_PATH && names.every(settableByPath);
+    const { id, schemaId } = await advance(db, trx, accountId, collection, 0);
+    const rows = await matchedRows(db, trx, id, where, max);
+    matched?.(rows);
+    let patches: FieldPatch[];
+    if (schemaId === 0 && byPath && !guard) {
+      const fields = fieldsOf((patch as { fields: Fields }).fields);
+      patches = rows.map((row) => ({ rowId: row.id, fields }));
+    } else {
+      const patched = rows.map((row) => applyPatch(patch, JSON.parse(row.data), row.id));
+      for (const [index, row] of rows.entries()) guard?.updating(row.id, JSON.parse(row.data), patched[index]);
+      // Each row that fails is named by its id (openapi.yaml, RowError).
+      await db.schemas.check(readIn(trx), schemaId, collection, patched, (index) => rows[index].id);
+      patches = rows.map((row, index) => ({ rowId: row.id, fields: [['$', JSON.stringify(patched[index])]] }));
+    }
+    return changedRows(patches.length > 0 ? ((await writePatches(trx, accountId, collection, schemaId, patches)) as VersionedRow[]) : []);
+  }
+
+  /** The writes of a batch, an upsert or a delete's followers inside `trx` (../rows/writes.ts). */
   const rowWritesIn = (trx: WriteTx, accountId: number): RowWrites => ({
+    patchWhere: (collection, where, patch, max) => patchRowsIn(trx, accountId, collection, where, patch, max),
     insert: (collection, schemaId, inserts) =>
       writeInserts(
         trx,
@@ -300,8 +347,9 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
         options,
       ),
 
-    async listRows(accountId, collection, page) {
+    async listRows(accountId, collection, page, expansions) {
       try {
+        if (expansions && expansions.length > 0) return await readExpandedPage(pages, accountId, collection, page, expansions);
         return await readPage(pages, accountId, collection, page);
       } catch (error) {
         // The page connections make no string longer than a page may be (readers.ts).
@@ -385,22 +433,13 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
       }
     },
 
-    async deleteRow(accountId, collection, rowId, options) {
-      if (!assignable(rowId)) return noSuchRow(db, accountId, collection, rowId);
-      await writes.run((trx) => deleteRowIn(db, trx, accountId, collection, rowId, options));
-    },
-
     /**
      * The matching rows read in the writer's transaction, then patched by one statement of row_patches
-     * (sql/), as a single patch is: by path where it can be, else each row's whole text made in Node
-     * (a patch that cannot apply to one of them is its 409, and nothing is stored). A row made too large
-     * aborts the statement, and the transaction rolls back: nothing is stored.
+     * (sql/): patchRowsIn(). A row made too large aborts the statement, and the transaction rolls back:
+     * nothing is stored.
      */
     async updateRowsWhere(accountId, collection, filter, patch, max, options) {
       const where = pages.filterSql(await bindSearch(readPoint, accountId, collection, filter));
-      const names = patch.format === 'merge' ? Object.keys(patch.fields) : [];
-      const byPath = patch.format === 'merge' && names.length <= MAX_FIELDS_BY_PATH && names.every(settableByPath);
-      const fields = patch.format === 'merge' && byPath ? fieldsOf(patch.fields) : [];
       // The rows as patched, as a unique index would see them.
       let seen: MatchedRow[] = [];
       const attempted = () => seen.map((row) => ({ id: row.id, fields: applyPatch(patch, JSON.parse(row.data), row.id) }));
@@ -408,22 +447,9 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
         return await keepingUnique(db, accountId, collection, attempted, () =>
           writes.run(async (trx) => {
             if (options?.once) await beginOnce(db, trx, accountId, options.once);
-            const { id, schemaId } = await advance(db, trx, accountId, collection, 0);
-            const matched = await matchedRows(db, trx, id, where, max);
-            seen = matched;
-            let patches: FieldPatch[];
-            if (schemaId === 0 && byPath && !options?.guard) {
-              patches = matched.map((row) => ({ rowId: row.id, fields }));
-            } else {
-              const rows = matched.map((row) => applyPatch(patch, JSON.parse(row.data), row.id));
-              for (const [index, row] of matched.entries()) options?.guard?.updating(row.id, JSON.parse(row.data), rows[index]);
-              // Each row that fails is named by its id (openapi.yaml, RowError).
-              await db.schemas.check(readIn(trx), schemaId, collection, rows, (index) => matched[index].id);
-              patches = matched.map((row, index) => ({ rowId: row.id, fields: [['$', JSON.stringify(rows[index])]] }));
-            }
-            const changed = changedRows(
-              patches.length > 0 ? ((await writePatches(trx, accountId, collection, schemaId, patches)) as VersionedRow[]) : [],
-            );
+            const changed = await patchRowsIn(trx, accountId, collection, where, patch, max, options?.guard, (matched) => {
+              seen = matched;
+            });
             if (options?.once) await recordOnce(db, trx, accountId, options.once, changed);
             return changed;
           }),
@@ -433,9 +459,14 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
       }
     },
 
+    async deleteRow(accountId, collection, rowId, options) {
+      if (!assignable(rowId)) return noSuchRow(db, accountId, collection, rowId);
+      await writes.run((trx) => deleteRowIn(db, trx, rowWritesIn(trx, accountId), accountId, collection, rowId, options));
+    },
+
     async deleteRowsWhere(accountId, collection, filter, max, options) {
       const where = pages.filterSql(await bindSearch(readPoint, accountId, collection, filter));
-      return writes.run((trx) => deleteRowsIn(db, trx, accountId, collection, where, max, options));
+      return writes.run((trx) => deleteRowsIn(db, trx, rowWritesIn(trx, accountId), accountId, collection, where, max, options));
     },
 
     exportCollection: (accountId, collection, reader) => exportCollection(pages.snapshot, accountId, collection, reader),

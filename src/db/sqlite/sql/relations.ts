@@ -1,0 +1,6 @@
+// SQLite's SQL of relations (../../relations/, docs/relations.md).
+/**
+ * Which of the ids `?` (joined by commas) are rows of the collection `?`: read on the writer's connection
+ * inside the write, which no other write comes between.
+ */
+export const existingIdsSql = "select id from rows where collection_id = ?1 and id in (select value from json_each('[' || ?2 || ']'))";
