@@ -71,6 +71,7 @@ function withSchemas(container: Json): Json {
   const out: JsonObject = { ...container };
   delete out[ITEM_EXTENSION];
   if ('schema' in out) out.schema = schemaTo31(out.schema);
+  if ('itemSchema' in out) out.itemSchema = schemaTo31(out.itemSchema);
   if (isObject(out.content)) out.content = mapValues(out.content, withSchemas);
   if (isObject(out.headers)) out.headers = mapValues(out.headers, withSchemas);
   return out;
