@@ -4,9 +4,10 @@
 //      plan without a rate and a key, made with bin/rowbase;
 //   2. `rowbase serve` seeds it over HTTP, and sets up the app of the end user's workloads (end-user.ts),
 //      then stops; the file is copied for the other servers;
-//   3. nine servers: rowbase, rowbase with metering on and off and with metrics on (each on a copy), baseline (a) from memory,
-//      baseline (b) sqlite3 for get-row and for patch, rowbase for the feed's fanout, and rowbase for the
-//      webhooks; and, when a PostgreSQL server answers, three more: rowbase on a database made for the
+//   3. ten servers: rowbase, rowbase with metering on and off and with metrics on (each on a copy), baseline (a) from memory,
+//      baseline (b) sqlite3 for get-row and for patch, rowbase for the feed's fanout (and the streams and
+//      long polls of the changes beside it), rowbase for the webhooks, and rowbase for the catch-up of the
+//      changes (a copy with a log of `changesLog` changes added, all retained); and, when a PostgreSQL server answers, three more: rowbase on a database made for the
 //      run (dropped at the end), seeded as the SQLite file is, baseline (d), a bare pg server reading that
 //      database, and rowbase for the webhooks on a database of its own (dropped too);
 //   4. every round measures each workload right after its baseline, so that machine drift hits both;
