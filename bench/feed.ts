@@ -11,8 +11,12 @@
 // fanout-rules: fanout, each subscriber an app's user of its own (a publishable key and a token whose
 //   claims give it a tenth of the scores, end-user.ts, fanoutRules): a pair is due when the rule grants
 //   the user the row, none other may arrive, and none may show the hidden `text`.
+// fanout-sse, fanout-long-poll (issue 56): fanout, each subscriber a client of the changes over plain HTTP
+//   (subscribers.ts): a server-sent event stream (`fanoutSubscribers` of them), or a long-polling client
+//   (`longPollSubscribers`); the same writer at the same rate, the same clock, every pair due once.
 // idle-sockets: `idleSubscribers` sockets, one collection per client process, on a server of their own
 //   (nothing else ran in it); its VmRSS before the first, and its highest while all are open.
+// idle-streams (issue 56): idle-sockets, each socket a server-sent event stream of the changes.
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { type Histogram, histogramOf, type Measured, monotonicUs, percentile } from './measure.ts';
@@ -37,7 +41,15 @@ const readyTimeoutMs = 10 * 60 * 1000;
  * The fanout workloads: every subscriber gets every insert, or those its own filter matches
  * (fanout-filtered), or those the collection's rule grants its user (fanout-rules).
  */
-export const fanoutWorkloads = ['fanout', 'fanout-filtered', 'fanout-rules'];
+export const fanoutWorkloads = ['fanout', 'fanout-filtered', 'fanout-rules', 'fanout-sse', 'fanout-long-poll'];
+/** The idle workloads, and how their clients hold on: feed sockets, or streams of the changes. */
+export const idleWorkloads: Record<string, SubscribersJob['transport']> = { 'idle-sockets': 'websocket', 'idle-streams': 'sse' };
+
+/** How a fanout workload's subscribers hear the changes. */
+const transports: Record<string, SubscribersJob['transport']> = { 'fanout-sse': 'sse', 'fanout-long-poll': 'long-poll' };
+/** A fanout workload's subscribers. */
+export const fanoutCount = (settings: Settings, workload: string) =>
+  workload === 'fanout-long-poll' ? settings.longPollSubscribers : settings.fanoutSubscribers;
 
 /**
  * A fanout workload, once: subscribers, then the writer, then every subscriber's deliveries. `appKey`:
@@ -52,14 +64,14 @@ export async function measureFanout(
   appKey?: string,
 ) {
   const rss = sampleRss(server.pid, settings.rssSampleMs);
-  const counts = split(settings.fanoutSubscribers, settings.fanoutProcesses);
+  const counts = split(fanoutCount(settings, workload), settings.fanoutProcesses);
   const first = (index: number) => counts.slice(0, index).reduce((sum, count) => sum + count, 0);
   const own = (index: number): Partial<SubscribersJob> =>
     workload === 'fanout-filtered'
       ? { filteredFrom: first(index) }
       : workload === 'fanout-rules'
         ? { ruledFrom: first(index), key: appKey }
-        : {};
+        : { transport: transports[workload] };
   const clients = startClients(server, key, settings, counts, () => fanoutCollection, own);
   try {
     const ready = await Promise.all(clients.map((client) => client.lines.next('ready', readyTimeoutMs)));
@@ -98,7 +110,7 @@ export async function measureFanout(
       statusCodes: written.statusCodes,
       windowUs: written.windowUs,
       feed: {
-        subscribers: settings.fanoutSubscribers,
+        subscribers: fanoutCount(settings, workload),
         clientProcesses: clients.length,
         collections: 1,
         ready: sumOf(ready, 'ready'),
@@ -119,13 +131,27 @@ export async function measureFanout(
   }
 }
 
-/** idle-sockets, once, on a server that has served nothing else: its RSS before, and with every socket open. */
-export async function measureIdle(server: Started, key: string, settings: Settings): Promise<FeedMeasurement & { hwmKb: number }> {
+/** An idle workload, once, on a server that has served nothing else: its RSS before, and with every socket open. */
+export async function measureIdle(
+  server: Started,
+  key: string,
+  settings: Settings,
+  workload: string,
+): Promise<FeedMeasurement & { hwmKb: number }> {
   const rssBeforeKb = memoryKb(server.pid, 'VmRSS');
   const rss = sampleRss(server.pid, settings.rssSampleMs);
   const started = monotonicUs();
   const names = idleCollections(settings);
-  const clients = startClients(server, key, settings, split(settings.idleSubscribers, settings.idleProcesses), (i) => names[i]);
+  const clients = startClients(
+    server,
+    key,
+    settings,
+    split(settings.idleSubscribers, settings.idleProcesses),
+    (i) => names[i],
+    () => ({
+      transport: idleWorkloads[workload],
+    }),
+  );
   try {
     const ready = await Promise.all(clients.map((client) => client.lines.next('ready', readyTimeoutMs)));
     const connected = monotonicUs();

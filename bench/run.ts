@@ -4,19 +4,21 @@
 //      plan without a rate and a key, made with bin/rowbase;
 //   2. `rowbase serve` seeds it over HTTP, and sets up the app of the end user's workloads (end-user.ts),
 //      then stops; the file is copied for the other servers;
-//   3. nine servers: rowbase, rowbase with metering on and off and with metrics on (each on a copy), baseline (a) from memory,
-//      baseline (b) sqlite3 for get-row and for patch, rowbase for the feed's fanout, and rowbase for the
-//      webhooks; and, when a PostgreSQL server answers, three more: rowbase on a database made for the
+//   3. ten servers: rowbase, rowbase with metering on and off and with metrics on (each on a copy), baseline (a) from memory,
+//      baseline (b) sqlite3 for get-row and for patch, rowbase for the feed's fanout (and the streams and
+//      long polls of the changes beside it), rowbase for the webhooks, and rowbase for the catch-up of the
+//      changes (a copy with a log of `changesLog` changes added, all retained); and, when a PostgreSQL server answers, three more: rowbase on a database made for the
 //      run (dropped at the end), seeded as the SQLite file is, baseline (d), a bare pg server reading that
 //      database, and rowbase for the webhooks on a database of its own (dropped too);
 //   4. every round measures each workload right after its baseline, so that machine drift hits both;
 //      each measurement's load comes from a process of its own (load.ts; for the feed, subscribers.ts
-//      and writer.ts, see feed.ts; for the webhooks, receivers.ts too, see webhooks.ts); idle-sockets,
-//      once, in the last round, on a rowbase of its own;
+//      and writer.ts, see feed.ts; for the webhooks, receivers.ts too, see webhooks.ts; for the catch-up of
+//      the changes, catch-up.ts, on a rowbase of its own whose log holds them); idle-sockets and
+//      idle-streams, once, in the last round, each on a rowbase of its own;
 //   5. the table: printed, and written to BENCHMARKS.md and bench/results.json (a full run; not kept in git: BENCHMARKS.md is the record) or
 //      bench/results-quick.json (--quick, which leaves the record alone);
 //   6. (full run) rowbase again under `node --cpu-prof` for get-row, list and every missed target
-//      (fanout and insert-batch (postgres) too; idle-sockets' target is on memory, not CPU).
+//      (fanout and insert-batch (postgres) too; the idle workloads' targets are on memory, not CPU).
 //
 // Every child process is stopped at the end, on failure and on Ctrl-C too; the temp folder is removed, and
 // the PostgreSQL databases dropped.
@@ -37,8 +39,9 @@ import os from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { bundle } from '../scripts/bundle.js';
+import type { CatchUpJob } from './catch-up.ts';
 import { endUserToken, fanoutRules, setUpApp } from './end-user.ts';
-import { fanoutCollection, fanoutWorkloads, idleCollections, measureFanout, measureIdle } from './feed.ts';
+import { fanoutCollection, fanoutCount, fanoutWorkloads, idleCollections, idleWorkloads, measureFanout, measureIdle } from './feed.ts';
 import { createKey } from './key.ts';
 import { type Measured, milliseconds, parseMeasured } from './measure.ts';
 import {
@@ -60,6 +63,7 @@ import {
 } from './processes.ts';
 import { type ProfileSummary, summariseProfile } from './profile.ts';
 import {
+  changesTargets,
   cpuCell,
   driverBaselines,
   driverName,
@@ -76,7 +80,7 @@ import {
   webhookTargets,
   writeBenchmarksMd,
 } from './report.ts';
-import { collections, createCollections, seedAnswers, seedCollections, seedCorpus, seedMillion, send } from './seed.ts';
+import { collections, createCollections, seedAnswers, seedChanges, seedCollections, seedCorpus, seedMillion, send } from './seed.ts';
 import { settingsFromArgs } from './settings.ts';
 import { measureWebhooks, webhookCollections, webhooksLine, webhookWorkloads } from './webhooks.ts';
 import { httpWorkloads, type LoadJob, type ServerName } from './workloads.ts';
@@ -169,6 +173,11 @@ const schedule: Step[] = [
   // The feed (feed.ts): no baseline; its targets are absolute. Webhooks beside it (webhooks.ts): their
   // latency is of the same writes as a feed socket's, measured with it.
   { workload: 'fanout' },
+  // Issue 56: the same writes heard by streams and long polls of the changes over plain HTTP, right after
+  // the sockets; and a client catching up the changes by pages, on a rowbase of its own.
+  { workload: 'fanout-sse' },
+  { workload: 'fanout-long-poll' },
+  { workload: 'changes-catch-up' },
   { workload: 'fanout-filtered' },
   { workload: 'fanout-rules' },
   { workload: 'webhook-latency' },
@@ -176,6 +185,8 @@ const schedule: Step[] = [
   ...onPostgres([{ workload: 'webhook-latency-postgres' }, { workload: 'webhook-throughput-postgres' }]),
   // Once: 10,000 sockets take a while to open, and the server's memory with them all barely moves.
   { workload: 'idle-sockets', lastRoundOnly: true },
+  // Issue 56: as many idle streams of the changes, judged against idle-sockets' memory just before.
+  { workload: 'idle-streams', lastRoundOnly: true },
 ];
 /**
  * With `--only`: the steps of the workloads asked for, each with the baseline step just before it, and
@@ -212,6 +223,8 @@ const files = {
   feed: join(work, 'feed.sqlite'),
   webhooks: join(work, 'webhooks.sqlite'),
   idle: join(work, 'idle.sqlite'),
+  idleStreams: join(work, 'idle-streams.sqlite'),
+  changes: join(work, 'changes.sqlite'),
   profiles: join(work, 'profiles'),
 };
 /** The SQLite file each server of the HTTP workloads reads (baseline (a) and rowbase-postgres read none). */
@@ -231,6 +244,8 @@ const serverFiles: Partial<Record<ServerName, string>> = {
  * (docs/performance.md, "Aggregates"). No other workload reads that long.
  */
 const aggregateTimeout = { ROWBASE_QUERY_TIMEOUT_MS: '60000' };
+/** Every change of changes-catch-up's log retained (by age, the default keeps a day's: more than a run). */
+const changesRetained = { ROWBASE_EVENTS_RETAIN_COUNT: String(settings.changesLog) };
 
 /**
  * The PostgreSQL workloads: the database made for the run (dropped at the end), or why there is none;
@@ -295,26 +310,42 @@ async function main(): Promise<void> {
     files.feed,
     files.webhooks,
     files.idle,
+    files.idleStreams,
+    files.changes,
   ]) {
     copyDatabase(files.rowbase, copy);
   }
   if (measures('insert-1-idempotent')) await seedKeys(`sqlite:${files.rowbase}`);
 
-  const [million, corpus, rowbase, meteringOn, meteringOff, metrics, memory, sqlite, sqlitePatch, feed, webhooks, onPostgresServers] =
-    await Promise.all([
-      serveMillion(key),
-      serveCorpus(key),
-      serveRowbase(`sqlite:${files.rowbase}`, 'on'),
-      serveRowbase(`sqlite:${files.meteringOn}`, 'on'),
-      serveRowbase(`sqlite:${files.meteringOff}`, 'off'),
-      serveRowbase(`sqlite:${files.metrics}`, 'on', [], {}, { METRICS_PORT: '0' }),
-      startServer('bench/baseline-memory.ts', [String(settings.rows)], 'baseline-memory is listening'),
-      startServer('bench/baseline-sqlite.ts', ['serve', files.baseline], 'baseline-sqlite is listening'),
-      startServer('bench/baseline-patch.ts', [files.baselinePatch], 'baseline-patch is listening'),
-      serveRowbase(`sqlite:${files.feed}`, 'on', [], { openFiles: settings.fanoutSubscribers + 1024 }),
-      measuresWebhooks(false) ? serveWebhooks(`sqlite:${files.webhooks}`) : undefined,
-      startPostgres(),
-    ]);
+  const [
+    million,
+    corpus,
+    changes,
+    rowbase,
+    meteringOn,
+    meteringOff,
+    metrics,
+    memory,
+    sqlite,
+    sqlitePatch,
+    feed,
+    webhooks,
+    onPostgresServers,
+  ] = await Promise.all([
+    serveMillion(key),
+    serveCorpus(key),
+    serveChanges(key),
+    serveRowbase(`sqlite:${files.rowbase}`, 'on'),
+    serveRowbase(`sqlite:${files.meteringOn}`, 'on'),
+    serveRowbase(`sqlite:${files.meteringOff}`, 'off'),
+    serveRowbase(`sqlite:${files.metrics}`, 'on', [], {}, { METRICS_PORT: '0' }),
+    startServer('bench/baseline-memory.ts', [String(settings.rows)], 'baseline-memory is listening'),
+    startServer('bench/baseline-sqlite.ts', ['serve', files.baseline], 'baseline-sqlite is listening'),
+    startServer('bench/baseline-patch.ts', [files.baselinePatch], 'baseline-patch is listening'),
+    serveRowbase(`sqlite:${files.feed}`, 'on', [], { openFiles: settings.fanoutSubscribers + 1024 }),
+    measuresWebhooks(false) ? serveWebhooks(`sqlite:${files.webhooks}`) : undefined,
+    startPostgres(),
+  ]);
   await createCollections(feed.url, key, [fanoutCollection]);
   // The feed's file is a copy of the seeded one: it holds the app's issuer and publishable key (end-user.ts).
   await send(feed.url, key, 'PUT', `/v1/collections/${fanoutCollection}/rules`, fanoutRules);
@@ -333,6 +364,7 @@ async function main(): Promise<void> {
   };
   if (million) servers['rowbase-million'] = million;
   if (corpus) servers['rowbase-corpus'] = corpus;
+  if (changes) servers['rowbase-changes'] = changes;
   if (onPostgresServers) {
     servers['rowbase-postgres'] = onPostgresServers.rowbase;
     // The same rowbase, its database also holding `million` and `corpus` when a workload of them is measured.
@@ -362,7 +394,7 @@ async function main(): Promise<void> {
         if (!workload.endsWith('-postgres')) readIntoPageCache(files.webhooks);
         const [server, serverKey] = webhooksOf(workload);
         measurement = { workload, round, ...(await measureWebhooks(server, serverKey, settings, workload)) };
-      } else if (workload === 'idle-sockets') measurement = await measureIdleSockets(round, key, watched, serverPeakRssKb);
+      } else if (idleWorkloads[workload]) measurement = await measureIdleSockets(workload, round, key, watched, serverPeakRssKb);
       else measurement = await measure(workload, round, servers, key);
       report(measurement);
       measurements.push({ ...measurement, ratioTo });
@@ -380,7 +412,7 @@ async function main(): Promise<void> {
         `${s.workload.padEnd(26)} ${rate.padStart(14)}  ${Number.isNaN(s.p99Ms) ? '' : `p99 ${s.p99Ms.toFixed(2)} ms`}${s.ratio === undefined ? '' : `  ratio ${s.ratio.toFixed(3)}`}${s.ofDriver === undefined ? '' : ` (${s.ofDriver.toFixed(3)} × its ${driverName(s.workload)})`}${s.sideBySide ? `  ${s.sideBySide.ratio.toFixed(3)} × ${s.sideBySide.neighbour}` : ''}${s.cpu ? `  CPU µs/req ${cpuCell(s.cpu)}` : ''}`,
       );
     }
-    for (const t of [...webhookTargets(summaries), ...searchTargets(summaries)])
+    for (const t of [...webhookTargets(summaries), ...searchTargets(summaries), ...changesTargets(summaries, settings)])
       say(`${t.met ? 'met   ' : 'MISSED'}  ${t.name} ${t.target}: ${t.value}`);
     say(`peak RSS of rowbase: ${Math.round((serverPeakRssKb.rowbase ?? 0) / 1024)} MB`);
     if (['get-row-metering-on', 'get-row-metering-off'].every((workload) => settings.only?.includes(workload))) {
@@ -403,6 +435,7 @@ async function main(): Promise<void> {
   const profiles: Record<string, ProfileSummary> = {};
   if (settings.profile) {
     const profilable = (name: string) =>
+      name === 'changes-catch-up' ||
       fanoutWorkloads.includes(name) ||
       webhookWorkloads.includes(name) ||
       ['rowbase', 'rowbase-postgres', 'rowbase-corpus', 'rowbase-postgres-corpus'].includes(httpWorkloads[name]?.server);
@@ -489,6 +522,33 @@ async function serveMillion(key: string): Promise<Started | undefined> {
     `seeded ${settings.millionRows.toLocaleString('en-US')} rows of ${collections.million}, indexed by score and tag, in ${seconds.toFixed(1)} s`,
   );
   return server;
+}
+
+/**
+ * The rowbase of changes-catch-up, on a copy of the seeded file with the collection `changes` added, its
+ * log of `changesLog` changes kept whole (ROWBASE_EVENTS_RETAIN_COUNT); undefined when it is not measured.
+ */
+async function serveChanges(key: string, nodeFlags: string[] = []): Promise<Started | undefined> {
+  if (!measures('changes-catch-up')) return undefined;
+  const server = await serveRowbase(`sqlite:${files.changes}`, 'on', nodeFlags, {}, changesRetained);
+  if (nodeFlags.length > 0) return server;
+  const seconds = await seedChanges(server.url, key, settings);
+  say(`seeded ${settings.changesLog.toLocaleString('en-US')} changes of ${collections.changes} in ${seconds.toFixed(1)} s`);
+  return server;
+}
+
+/** What changes-catch-up's client (catch-up.ts) is handed. */
+function catchUpJob(server: Started, key: string, durationSeconds = settings.durationSeconds): CatchUpJob {
+  return {
+    url: server.url,
+    key,
+    collection: collections.changes,
+    changes: settings.changesLog,
+    limit: settings.changesPageSize,
+    warmupSeconds: settings.warmupSeconds,
+    durationSeconds,
+    timeoutSeconds: settings.timeoutSeconds,
+  };
 }
 
 /**
@@ -664,6 +724,11 @@ async function measure(
   } else if (workload === 'baseline-postgres') {
     child = spawnNode('bench/baseline-postgres.ts', [postgres.url!, baselineCollection, JSON.stringify(settings)]);
     watched = child.pid!;
+  } else if (workload === 'changes-catch-up') {
+    const server = servers['rowbase-changes']!;
+    readIntoPageCache(files.changes);
+    child = spawnNode('bench/catch-up.ts', [JSON.stringify(catchUpJob(server, key))]);
+    watched = server.pid;
   } else {
     const name = httpWorkloads[workload].server;
     const server = servers[name];
@@ -690,22 +755,25 @@ async function measure(
 }
 
 /**
- * idle-sockets on a rowbase of its own (a copy of the seeded file, one collection per client process),
- * stopped right after: its RSS is that of a server that has served nothing but these sockets.
+ * An idle workload on a rowbase of its own (a copy of the seeded file, one collection per client process),
+ * stopped right after: its RSS is that of a server that has served nothing but these sockets (streams).
  */
 async function measureIdleSockets(
+  workload: string,
   round: number,
   key: string,
   watched: Record<string, Started>,
   serverPeakRssKb: Record<string, number>,
 ): Promise<Omit<Measurement, 'ratioTo'>> {
-  const server = await serveRowbase(`sqlite:${files.idle}`, 'on', [], { openFiles: settings.idleSubscribers + 1024 });
-  watched['rowbase-idle'] = server;
+  const file = workload === 'idle-streams' ? files.idleStreams : files.idle;
+  const server = await serveRowbase(`sqlite:${file}`, 'on', [], { openFiles: settings.idleSubscribers + 1024 });
+  const name = workload === 'idle-streams' ? 'rowbase-idle-streams' : 'rowbase-idle';
+  watched[name] = server;
   try {
     await createCollections(server.url, key, idleCollections(settings));
-    const { measured, peakRssKb, hwmKb } = await measureIdle(server, key, settings);
-    serverPeakRssKb['rowbase-idle'] = hwmKb;
-    return { workload: 'idle-sockets', round, measured, peakRssKb };
+    const { measured, peakRssKb, hwmKb } = await measureIdle(server, key, settings, workload);
+    serverPeakRssKb[name] = hwmKb;
+    return { workload, round, measured, peakRssKb };
   } finally {
     await stop(server.child, settings.stopGraceMs);
   }
@@ -726,7 +794,7 @@ function report({ workload, round, measured, peakRssKb, cpu }: Omit<Measurement,
       `CPU per insert: rowbase ${milliseconds(feed.serverCpuMsPerInsert ?? Number.NaN)} ms, subscribers ${milliseconds(feed.clientCpuMsPerInsert ?? Number.NaN)} ms`;
   } else if (measured.webhooks) {
     what = `${rate.padStart(15)}  ${webhooksLine(measured)}`;
-  } else if (workload === 'idle-sockets' && feed) {
+  } else if (idleWorkloads[workload] && feed) {
     what = `${feed.ready} of ${feed.subscribers} ready in ${measured.seconds.toFixed(1)} s (p50 ${milliseconds(measured.p50Ms)} ms, p99 ${milliseconds(measured.p99Ms)} ms)  RSS ${Math.round((feed.rssBeforeKb ?? Number.NaN) / 1024)} MB before, ${Math.round((feed.rssConnectedKb ?? Number.NaN) / 1024)} MB with all open`;
   }
   const socketFailures = feed && Object.keys(feed.socketFailures).length ? `  sockets: ${JSON.stringify(feed.socketFailures)}` : '';
@@ -745,14 +813,17 @@ async function profile(workload: string, key: string): Promise<ProfileSummary> {
   const onPostgres = httpWorkloads[workload]?.server.startsWith('rowbase-postgres') ?? false;
   const hookedPostgres = webhookWorkloads.includes(workload) && workload.endsWith('-postgres');
   let server: Started;
-  if (fanoutWorkloads.includes(workload))
-    server = await serveRowbase(`sqlite:${files.feed}`, 'on', flags, { openFiles: settings.fanoutSubscribers + 1024 });
+  if (workload === 'changes-catch-up') server = (await serveChanges(key, flags))!;
+  else if (fanoutWorkloads.includes(workload))
+    server = await serveRowbase(`sqlite:${files.feed}`, 'on', flags, { openFiles: fanoutCount(settings, workload) + 1024 });
   else if (webhookWorkloads.includes(workload))
     server = await serveWebhooks(hookedPostgres ? postgres.webhooks!.url! : `sqlite:${files.webhooks}`, flags);
   else server = await serveRowbase(onPostgres ? postgres.url! : `sqlite:${profiledFile(workload)}`, 'on', flags, {}, withMetrics(workload));
   let measured: Measured;
   try {
-    if (fanoutWorkloads.includes(workload))
+    if (workload === 'changes-catch-up')
+      measured = parseMeasured(await runToEnd('bench/catch-up.ts', [JSON.stringify(catchUpJob(server, key, settings.profileSeconds))]));
+    else if (fanoutWorkloads.includes(workload))
       measured = (await measureFanout(server, key, settings, workload, settings.profileSeconds, app.key)).measured;
     else if (webhookWorkloads.includes(workload)) {
       const hooksKey = hookedPostgres ? postgres.webhooks!.key! : key;

@@ -28,6 +28,7 @@ export const collections = {
   notes: 'notes',
   million: 'million',
   corpus: 'corpus',
+  changes: 'changes',
 } as const;
 
 /**
@@ -249,15 +250,15 @@ export async function seedCollections(url: string, key: string, settings: Settin
 }
 
 /**
- * Creates `collection` over HTTP and fills it with `settings.millionRows` rows, `rowOf` of each id,
+ * Creates `collection` over HTTP and fills it with `rows` rows, `rowOf` of each id,
  * `batchSize` per request, two requests under way at a time (a server merges the inserts of one collection).
  */
-async function fillMillion(url: string, key: string, settings: Settings, collection: string, rowOf: (id: number) => object) {
+async function fill(url: string, key: string, settings: Settings, collection: string, rows: number, rowOf: (id: number) => object) {
   await send(url, key, 'POST', '/v1/collections', { name: collection });
-  const firsts = Array.from({ length: Math.ceil(settings.millionRows / settings.batchSize) }, (_, i) => 1 + i * settings.batchSize);
+  const firsts = Array.from({ length: Math.ceil(rows / settings.batchSize) }, (_, i) => 1 + i * settings.batchSize);
   const insertNext = async (): Promise<void> => {
     for (let first = firsts.shift(); first !== undefined; first = firsts.shift()) {
-      const count = Math.min(settings.batchSize, settings.millionRows - first + 1);
+      const count = Math.min(settings.batchSize, rows - first + 1);
       await send(
         url,
         key,
@@ -271,26 +272,36 @@ async function fillMillion(url: string, key: string, settings: Settings, collect
 }
 
 /**
- * Creates `million` and fills it with `settings.millionRows` rows (fillMillion()); then has it
+ * Creates `million` and fills it with `settings.millionRows` rows (fill()); then has it
  * indexed by score (as list's collection is) and by tag (its first filter by tag makes the index,
  * docs/api.md "Filters and indexes"), so that no measurement waits for an index. Returns the seconds it took.
  */
 export async function seedMillion(url: string, key: string, settings: Settings): Promise<number> {
   const started = performance.now();
   const path = `/v1/collections/${collections.million}/rows`;
-  await fillMillion(url, key, settings, collections.million, millionRow);
+  await fill(url, key, settings, collections.million, settings.millionRows, millionRow);
   await send(url, key, 'GET', `${path}?order_by=score&order=desc&limit=1`, undefined);
   await send(url, key, 'GET', `${path}?limit=1&filter=${encodeURIComponent(JSON.stringify({ tag: 't0' }))}`, undefined);
   return (performance.now() - started) / 1000;
 }
 
 /**
- * Creates `corpus` and fills it with `settings.millionRows` rows of corpusRow() (fillMillion()), then
+ * Creates `changes` and fills it with `settings.changesLog` rows, one insert event each: the log
+ * changes-catch-up walks (its rowbase retains them all, run.ts). Returns the seconds it took.
+ */
+export async function seedChanges(url: string, key: string, settings: Settings): Promise<number> {
+  const started = performance.now();
+  await fill(url, key, settings, collections.changes, settings.changesLog, benchRow);
+  return (performance.now() - started) / 1000;
+}
+
+/**
+ * Creates `corpus` and fills it with `settings.millionRows` rows of corpusRow() (fill()), then
  * declares its search index over them: the seconds each took, the index's those of its one request.
  */
 export async function seedCorpus(url: string, key: string, settings: Settings): Promise<{ seedSeconds: number; indexSeconds: number }> {
   const started = performance.now();
-  await fillMillion(url, key, settings, collections.corpus, corpusRow);
+  await fill(url, key, settings, collections.corpus, settings.millionRows, corpusRow);
   const seeded = performance.now();
   await send(url, key, 'POST', `/v1/collections/${collections.corpus}/indexes`, searchIndex);
   return { seedSeconds: (seeded - started) / 1000, indexSeconds: (performance.now() - seeded) / 1000 };

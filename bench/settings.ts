@@ -70,6 +70,19 @@ export interface Settings {
   idleHoldSeconds: number;
   /** Feed handshakes under way at once in each client process (opened, not yet `ready`). */
   feedConcurrency: number;
+  /**
+   * changes-catch-up (issue 56): the changes the log of the collection `changes` holds, on a rowbase of
+   * its own that retains them all, walked from the first by pages of `changesPageSize` (GET …/changes).
+   */
+  changesLog: number;
+  changesPageSize: number;
+  /**
+   * fanout-long-poll: long-polling clients of the fanout collection (`wait=30` from each answer's
+   * next_since), under fanout's writer. Each change costs each of them a request: 1,000 of them at fanout's
+   * 20 inserts/s would ask 20,000 requests a second of two cores (docs/performance.md). fanout-sse has
+   * fanout's count of streams, and idle-streams idle-sockets' count.
+   */
+  longPollSubscribers: number;
   /** webhook-latency: the writer's steady rate of one-row inserts a second, each delivered to one idle receiver. */
   webhookRate: number;
   /**
@@ -119,6 +132,9 @@ const full: Settings = {
   idleProcesses: 4,
   idleHoldSeconds: 2,
   feedConcurrency: 50,
+  changesLog: 100_000,
+  changesPageSize: 1000,
+  longPollSubscribers: 100,
   webhookRate: 50,
   webhooks: 10,
   webhookBacklog: 5000,

@@ -1,9 +1,11 @@
-// One process of feed subscribers, for fanout, fanout-filtered and idle-sockets: `node --import tsx
+// One process of feed subscribers, for the fanout workloads and the idle ones: `node --import tsx
 // bench/subscribers.ts '<SubscribersJob as JSON>'`. It opens `sockets` WebSockets to /ws with the key in
 // `api_key` (for fanout-filtered, each with its own filter, seed.ts; for fanout-rules, `key` is a publishable
-// key and each socket has a token of its own user and claims in `access_token`), at most `concurrency` handshakes
-// under way at a time, and prints one JSON line once every socket has its
-// `ready` (or failed): {"event":"ready", …}. From then on it notes, for every insert message, its row
+// key and each socket has a token of its own user and claims in `access_token`), or with `transport`, as many
+// clients of the changes over plain HTTP (issue 56): server-sent event streams (fanout-sse, idle-streams), or
+// long polls, each asking `wait=30` from its last answer's next_since as soon as that answer came
+// (fanout-long-poll); at most `concurrency` handshakes under way at a time, and prints one JSON line once
+// every socket has its `ready` (a long poll: its first answer) (or failed): {"event":"ready", …}. From then on it notes, for every insert message, its row
 // id and the time it arrived (the monotonic clock every process on the machine shares, as the writer's).
 //
 // Then it waits for one line on stdin:
@@ -14,6 +16,7 @@
 //   {"stop":true}  (idle-sockets) prints {"event":"done", …} with the sockets the server closed meanwhile.
 // It then drops every socket and exits; it exits too when stdin closes (the harness went away).
 import { createInterface } from 'node:readline';
+import { Agent, request } from 'undici';
 import WebSocket from 'ws';
 import { compileFilter, type Row, type RowTest } from '../src/query/evaluate.ts';
 import { parseFilter } from '../src/query/filter.ts';
@@ -36,11 +39,14 @@ export interface SubscribersJob {
   filteredFrom?: number;
   /** fanout-rules: the index of this process's first socket among all, each socket a user of its own with fanoutClaims() (end-user.ts, fanoutRules). */
   ruledFrom?: number;
+  /** How each client hears the changes: a feed socket (the default), a server-sent event stream, or long polls. */
+  transport?: 'websocket' | 'sse' | 'long-poll';
 }
 
 /** What a socket heard: the row ids of the insert messages, and when each arrived. */
 interface Heard {
-  socket: WebSocket;
+  /** Drops its socket, stream or poll. */
+  close: () => void;
   /** Its filter, as a test of a row; none: every row is due. */
   test?: RowTest;
   ready: boolean;
@@ -63,6 +69,10 @@ const count = (reason: string) => {
   failures[reason] = (failures[reason] ?? 0) + 1;
 };
 let stopping = false;
+/** The HTTP clients' connections, each from the process's own address, none timed out (a stream may idle for minutes). */
+const dispatcher = new Agent({ localAddress: job.localAddress, headersTimeout: 0, bodyTimeout: 0, keepAliveTimeout: 60_000 });
+const changesUrl = `${job.url}/v1/collections/${job.collection}/changes`;
+const authorization = `Bearer ${job.key}`;
 
 await openAll();
 say({ event: 'ready', ready: heard.filter((h) => h.ready).length, failures: { ...failures }, readyMs });
@@ -91,7 +101,13 @@ async function openAll(): Promise<void> {
   await Promise.all(Array.from({ length: Math.min(job.concurrency, job.sockets) }, lane));
 }
 
-async function open(): Promise<void> {
+function open(): Promise<void> {
+  if (job.transport === 'sse') return openStream();
+  if (job.transport === 'long-poll') return openPoll();
+  return openSocket();
+}
+
+async function openSocket(): Promise<void> {
   const index = heard.length;
   const filter = job.filteredFrom === undefined ? undefined : fanoutFilter(job.filteredFrom + index);
   // A user's rows are those its rule grants: the rule's filter with the user's claims.
@@ -100,40 +116,124 @@ async function open(): Promise<void> {
   const due = filter ?? (claims && { team: { $in: claims.teams } });
   const openedUs = monotonicUs();
   const socket = new WebSocket(feedUrl(filter, token), { localAddress: job.localAddress, perMessageDeflate: false });
-  const mine: Heard = { socket, test: due && compileFilter(parseFilter(due)), ready: false, ids: [], atUs: [] };
+  const mine: Heard = { close: () => socket.terminate(), test: due && compileFilter(parseFilter(due)), ready: false, ids: [], atUs: [] };
   heard.push(mine);
   return new Promise((resolve) => {
-    let failed = false;
-    const fail = (reason: string) => {
-      if (mine.ready || failed) return;
-      failed = true;
-      clearTimeout(timer);
-      count(reason);
-      socket.terminate();
-      resolve();
-    };
-    const timer = setTimeout(() => fail(`no ready within ${job.timeoutSeconds} s`), job.timeoutSeconds * 1000);
+    const { ready, lost } = handshake(mine, openedUs, resolve);
     socket.on('message', (data: Buffer) => {
       const atUs = monotonicUs();
       const message = JSON.parse(data.toString());
-      if (message.type === 'insert') {
-        // fanoutRules hides `text` from every user.
-        if (claims && 'text' in message.row) count('a hidden field shown');
-        mine.ids.push(message.row.id);
-        mine.atUs.push(atUs);
-      } else if (message.type === 'ready' && !mine.ready) {
-        mine.ready = true;
-        clearTimeout(timer);
-        readyMs.push((atUs - openedUs) / 1000);
-        resolve();
+      // fanoutRules hides `text` from every user.
+      if (claims && message.type === 'insert' && 'text' in message.row) count('a hidden field shown');
+      if (message.type === 'ready') ready(atUs);
+      else note(mine, message, atUs);
+    });
+    socket.on('unexpected-response', (_request, response) => lost(`upgrade refused with ${response.statusCode}`));
+    // After `ready`, the close that follows counts.
+    socket.on('error', (error) => mine.ready || lost(error.message));
+    socket.on('close', (code) => lost(mine.ready ? `closed by the server with ${code}` : `closed with ${code} before ready`));
+  });
+}
+
+/** Notes an insert message's row id and when it arrived. */
+function note(mine: Heard, message: { type: string; row?: { id: number } }, atUs: number): void {
+  if (message.type !== 'insert') return;
+  mine.ids.push(message.row!.id);
+  mine.atUs.push(atUs);
+}
+
+/** The handshake's end for a client: its `ready`, or why it failed (then it is dropped). */
+function handshake(mine: Heard, openedUs: number, resolve: () => void) {
+  let settled = false;
+  const timer = setTimeout(() => fail(`no ready within ${job.timeoutSeconds} s`), job.timeoutSeconds * 1000);
+  function fail(reason: string) {
+    if (settled) return;
+    settled = true;
+    clearTimeout(timer);
+    count(reason);
+    mine.close();
+    resolve();
+  }
+  function ready(atUs: number) {
+    if (settled) return;
+    settled = true;
+    mine.ready = true;
+    clearTimeout(timer);
+    readyMs.push((atUs - openedUs) / 1000);
+    resolve();
+  }
+  /** A failure after `ready`, unless the process is stopping. */
+  const lost = (reason: string) => (mine.ready ? !stopping && count(reason) : fail(reason));
+  return { ready, lost };
+}
+
+/** A server-sent event stream of the changes after the latest (`Accept: text/event-stream`); ready at its `ready` event. */
+function openStream(): Promise<void> {
+  const aborted = new AbortController();
+  const mine: Heard = { close: () => aborted.abort(), ready: false, ids: [], atUs: [] };
+  heard.push(mine);
+  const openedUs = monotonicUs();
+  return new Promise((resolve) => {
+    const { ready, lost } = handshake(mine, openedUs, resolve);
+    request(changesUrl, { dispatcher, signal: aborted.signal, headers: { authorization, accept: 'text/event-stream' } }).then(
+      ({ statusCode, body }) => {
+        if (statusCode !== 200) {
+          body.dump().catch(() => {});
+          return lost(`answered ${statusCode}`);
+        }
+        let pending = '';
+        body.setEncoding('utf8');
+        body.on('data', (chunk: string) => {
+          const atUs = monotonicUs();
+          const events = (pending + chunk).split('\n\n');
+          pending = events.pop()!;
+          for (const event of events) {
+            const data = event.split('\n').find((line) => line.startsWith('data: '));
+            if (!data) continue; // a heartbeat, or a comment
+            const message = JSON.parse(data.slice('data: '.length));
+            if (message.type === 'ready') ready(atUs);
+            else note(mine, message, atUs);
+          }
+        });
+        body.on('error', (error: Error) => lost(error.message));
+        body.on('end', () => lost('closed by the server'));
+      },
+      (error: Error) => lost(error.message),
+    );
+  });
+}
+
+/**
+ * A long-polling client: a first page from the latest seq (the collection's Rowbase-Seq) with no wait,
+ * its `ready`; then `wait=30` from each answer's next_since, asked as soon as that answer came.
+ */
+function openPoll(): Promise<void> {
+  const aborted = new AbortController();
+  const mine: Heard = { close: () => aborted.abort(), ready: false, ids: [], atUs: [] };
+  heard.push(mine);
+  const openedUs = monotonicUs();
+  const get = async (url: string) => {
+    const { statusCode, headers, body } = await request(url, { dispatcher, signal: aborted.signal, headers: { authorization } });
+    const text = await body.text();
+    return { statusCode, headers, text, atUs: monotonicUs() };
+  };
+  return new Promise((resolve) => {
+    const { ready, lost } = handshake(mine, openedUs, resolve);
+    (async () => {
+      const rows = await get(`${job.url}/v1/collections/${job.collection}/rows?limit=1`);
+      if (rows.statusCode !== 200) return lost(`rows answered ${rows.statusCode}`);
+      let since = Number(rows.headers['rowbase-seq']);
+      let wait = 0;
+      for (;;) {
+        const page = await get(`${changesUrl}?since=${since}&limit=1000&wait=${wait}`);
+        if (page.statusCode !== 200) return lost(`answered ${page.statusCode}`);
+        const { changes, next_since } = JSON.parse(page.text) as { changes: { type: string; row?: { id: number } }[]; next_since: number };
+        if (wait === 0) ready(page.atUs);
+        for (const message of changes) note(mine, message, page.atUs);
+        since = next_since;
+        wait = 30;
       }
-    });
-    socket.on('unexpected-response', (_request, response) => fail(`upgrade refused with ${response.statusCode}`));
-    socket.on('error', (error) => fail(error.message));
-    socket.on('close', (code) => {
-      if (mine.ready && !stopping) count(`closed by the server with ${code}`);
-      else fail(`closed with ${code} before ready`);
-    });
+    })().catch((error: Error) => lost(error.message));
   });
 }
 
@@ -178,7 +278,7 @@ async function deliveries({ ids, rows, sentUs }: { ids: number[]; rows: Row[]; s
 function finish(): void {
   if (stopping) return;
   stopping = true;
-  for (const h of heard) h.socket.terminate();
+  for (const h of heard) h.close();
   // stdout is a pipe: let it flush before leaving.
   process.stdout.write('', () => process.exit(0));
 }

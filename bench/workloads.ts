@@ -19,6 +19,7 @@ export type ServerName =
   | 'rowbase-postgres'
   | 'rowbase-postgres-million'
   | 'rowbase-postgres-corpus'
+  | 'rowbase-changes'
   | 'postgres-read';
 
 /** What the orchestrator hands one load worker, as JSON in its first argument. */

@@ -1,9 +1,9 @@
 // How the bench judges a workload against its neighbour (bench/report.ts): by the median over the rounds
 // of the two rates measured side by side in each, not by each side's median to (a); and the webhooks'
-// targets (issue 45); and the search's (issue 55).
+// targets (issue 45); the search's (issue 55); and those of the changes over plain HTTP (issue 56).
 import { expect } from 'chai';
-import type { Measured } from '../../bench/measure.ts';
-import { judgeTargets, type Measurement, summarise } from '../../bench/report.ts';
+import { type FeedMeasured, histogramOf, type Measured } from '../../bench/measure.ts';
+import { judgeTargets, type Measurement, summarise, table } from '../../bench/report.ts';
 import { settingsFromArgs } from '../../bench/settings.ts';
 
 /** A measurement of `requests` answers in one second. */
@@ -167,5 +167,98 @@ describe('bench', () => {
         expect(target([round(0, 51)], workload)).to.include({ met: false });
       });
     }
+  });
+
+  describe('the targets of the changes over plain HTTP (issue 56)', () => {
+    /** A round of a feed workload: its subscribers' deliveries, or (an idle one) its server's memory with every client open. */
+    const feedRound = (workload: string, feed: Partial<FeedMeasured>, p99Ms = 2): Measurement => ({
+      workload,
+      round: 1,
+      measured: {
+        ...measured(100),
+        p99Ms,
+        feed: {
+          subscribers: 10_000,
+          clientProcesses: 4,
+          collections: 4,
+          ready: 10_000,
+          socketFailures: {},
+          expected: 0,
+          delivered: 0,
+          duplicates: 0,
+          ...feed,
+        },
+      },
+      peakRssKb: 1,
+    });
+
+    it('judges changes-catch-up by the changes read a second, every walk whole', () => {
+      const walk = (rows: number, failures = 0): Measurement => ({
+        workload: 'changes-catch-up',
+        round: 1,
+        measured: { ...measured(100), rows, failures, seconds: 2 },
+        peakRssKb: 1,
+      });
+      expect(target([walk(100_000)], 'changes-catch-up')).to.deep.equal({
+        name: 'changes-catch-up',
+        target: '≥ 50,000 changes/s, every change read',
+        value: '50,000 changes/s, p99 2.00 ms a page',
+        met: true,
+      });
+      expect(target([walk(99_000)], 'changes-catch-up')).to.include({ met: false });
+      expect(target([walk(200_000, 1)], 'changes-catch-up')).to.include({ met: false });
+    });
+
+    for (const workload of ['fanout-sse', 'fanout-long-poll']) {
+      it(`judges ${workload} as fanout: p99 under 50 ms, every message delivered once`, () => {
+        const round = (p99Ms: number, delivered: number, duplicates = 0) =>
+          feedRound(
+            workload,
+            { expected: 1000, delivered, duplicates, latencyHistogram: histogramOf(Array(delivered).fill(p99Ms * 1000)) },
+            p99Ms,
+          );
+        expect(target([round(40, 1000)], workload)).to.include({ target: 'p99 < 50 ms, every message delivered', met: true });
+        expect(target([round(60, 1000)], workload)).to.include({ met: false });
+        expect(target([round(40, 999)], workload)).to.include({ met: false });
+        expect(target([round(40, 1000, 1)], workload)).to.include({ met: false });
+      });
+    }
+
+    it("judges idle-streams' memory against idle-sockets' in the same run, else against idle-sockets' target", () => {
+      const sockets = feedRound('idle-sockets', { rssBeforeKb: 150 * 1024, rssConnectedKb: 230 * 1024 });
+      const streams = (mb: number, ready = 10_000) =>
+        feedRound('idle-streams', { ready, rssBeforeKb: 150 * 1024, rssConnectedKb: mb * 1024 });
+      expect(target([sockets, streams(220)], 'idle-streams')).to.deep.equal({
+        name: 'idle-streams',
+        target: "RSS < idle-sockets' 230 MB with 10,000 open",
+        value: '220 MB (150 MB before), 10,000 of 10,000 ready',
+        met: true,
+      });
+      expect(target([sockets, streams(240)], 'idle-streams')).to.include({ met: false });
+      expect(target([sockets, streams(220, 9_999)], 'idle-streams')).to.include({ met: false });
+      expect(target([streams(250)], 'idle-streams')).to.include({
+        target: "RSS < 260 MB (idle-sockets' target) with 10,000 open",
+        met: true,
+      });
+    });
+
+    it('labels each workload of issue 56 in the table', () => {
+      const settings = settingsFromArgs([]);
+      const lines = table({
+        settings,
+        summaries: [],
+        targets: [{ name: 'rowbase peak RSS', target: '< 240 MB', value: '1 MB', met: true }],
+        serverPeakRssKb: {},
+        postgres: {},
+      } as unknown as Parameters<typeof table>[0]).split('\n');
+      for (const label of [
+        'fanout-sse (the same, 1,000 server-sent event streams of the changes; p50, p99: delivery)',
+        'fanout-long-poll (the same, 100 long-polling clients, wait=30; p50, p99: delivery)',
+        'changes-catch-up (100,000 changes by pages of 1,000, one client; req/s: pages, rows/s: changes)',
+        'idle-streams (10,000 idle server-sent event streams of the changes; p50, p99: to ready)',
+      ]) {
+        expect(lines.some((line) => line.startsWith(`| ${label}`))).to.equal(true, label);
+      }
+    });
   });
 });
