@@ -1,11 +1,14 @@
 // The account's contract (src/contract/): openapi.yaml and asyncapi.yaml as a key sees them, each
 // collection typed by its JSON Schema. Built here from the real documents and a few collections: one
 // without a schema, `my-notes` beside `my_notes`, `notes` (what the clients insert), one whose rows refer
-// to themselves, and `orders`, with enums, nested objects, arrays, `$defs` and `$ref`s, formats and
-// nullable fields. The slow half lints the documents (Spectral, Redocly, the AsyncAPI parser) and runs
-// the three generators once on the OpenAPI document, then tsc --strict once over a program that inserts a
-// `notes` row with each client, and the same program with a number for `title`; and patches a `notes` row
-// with orval's client, which once sent no Content-Type for a body of several media types.
+// to themselves, `orders`, with enums, nested objects, arrays, `$defs` and `$ref`s, formats and nullable
+// fields, and `people`, `posts` and `comments`, related (docs/relations.md). The slow half lints the
+// documents (Spectral, Redocly, the AsyncAPI parser) and runs the three generators once on the OpenAPI
+// document, then tsc --strict once over a program that inserts a `notes` row with each client, and the
+// same program with a number for `title`, and a program that reads a post's author expanded into it, and
+// the same reading the to-one relation as an array (or the to-many as a row); runs the reader on SQLite
+// and PostgreSQL; and patches a `notes` row with orval's client, which once sent no Content-Type for a
+// body of several media types.
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -661,15 +664,21 @@ describe("the account's contract", () => {
       });
     });
 
-    it("reads a post's author, asked for with `expand=author`, through each client's types, without a cast", async () => {
-      const client = new Client(server!.url, key);
-      const [ada] = (await client.post('/v1/collections/people/rows', [{ name: 'Ada' }])).body as { id: number }[];
-      const [post] = (await client.post('/v1/collections/posts/rows', [{ title: 'Notes', author_id: ada!.id }])).body as { id: number }[];
-      for (const name of Object.keys(expandCallers)) {
-        const { authorName } = (await import(pathToFileURL(join(dir, 'callers', `expand-${name}.ts`)).href)) as {
-          authorName: (baseUrl: string, key: string, id: number) => Promise<string | undefined>;
-        };
-        expect(await authorName(server!.url, key!, post!.id), name).to.equal('Ada');
+    it("reads a post's author, asked for with `expand=author`, through each client's types, without a cast (SQLite)", async () => {
+      await readsAuthorWithEachClient(dir, server!, key!);
+    });
+
+    it("reads a post's author so on PostgreSQL too", async () => {
+      const postgres = await startTestServer({}, { backend: 'postgres' });
+      try {
+        const client = await postgres.client();
+        for (const { name, schema } of related) expect((await client.post('/v1/collections', { name, schema })).status).to.equal(201);
+        for (const { collection, name, body } of declared) {
+          expect((await client.put(`/v1/collections/${collection}/relations/${name}`, body)).status).to.equal(200);
+        }
+        await readsAuthorWithEachClient(dir, postgres, client.key!);
+      } finally {
+        await postgres.stop();
       }
     });
 
@@ -720,6 +729,22 @@ export async function insertNote(): Promise<string | undefined> {
 }
 `,
 };
+
+/**
+ * Inserts Ada and her post with `key` into `server`'s `people` and `posts` (`related`, relations declared),
+ * then reads her name through each program of `expandCallers` (in `dir`/callers), asking for `expand=author`.
+ */
+async function readsAuthorWithEachClient(dir: string, server: TestServer, key: string): Promise<void> {
+  const client = new Client(server.url, key);
+  const [ada] = (await client.post('/v1/collections/people/rows', [{ name: 'Ada' }])).body as { id: number }[];
+  const [post] = (await client.post('/v1/collections/posts/rows', [{ title: 'Notes', author_id: ada!.id }])).body as { id: number }[];
+  for (const name of Object.keys(expandCallers)) {
+    const { authorName } = (await import(pathToFileURL(join(dir, 'callers', `expand-${name}.ts`)).href)) as {
+      authorName: (baseUrl: string, key: string, id: number) => Promise<string | undefined>;
+    };
+    expect(await authorName(server.url, key, post!.id), name).to.equal('Ada');
+  }
+}
 
 /**
  * Each client's program that reads the name of a post's author, asked for with `expand=author`: `read` is
