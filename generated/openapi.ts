@@ -1209,7 +1209,9 @@ export interface paths {
          *     It changes when a collection the key can see is made or deleted or its schema changes, and so
          *     does its `ETag`; with `If-None-Match` naming that `ETag`, the answer is `304 Not Modified`.
          *     How collections are named in it: docs/contract.md. `version=3.2`: the same document as OpenAPI 3.2,
-         *     whose `itemSchema` types the items of the changes streams (`getChanges`), with an `ETag` of its own.
+         *     whose `itemSchema` types the items of the changes streams (`getChanges`), and where each collection
+         *     has its changes too (`/v1/collections/notes/changes`, `getNotesChanges`), their page and the items
+         *     of their streams typed by its schema (`NotesChangesPage`, `NotesFeedMessage`), with an `ETag` of its own.
          *
          *     To a publishable key, the API as its caller may use it: the end user of the token beside it
          *     (`Authorization: Bearer`), or an anonymous caller without one. Only the operations marked

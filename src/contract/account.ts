@@ -12,6 +12,7 @@ import { type CollectionView, type DocumentCaller, publishableOpenApi } from './
 import { publishableAsyncApi } from './caller-feed.ts';
 import { collectionPrefix, feedOperation, rowOperationId, type rowOperations, rowTypeName } from './names.ts';
 import { openApiTo31 } from './openapi-31.ts';
+import { openApiTo32 } from './openapi-32.ts';
 import { componentRef, type JsonObject, rowSchemas } from './row-schemas.ts';
 
 /** A collection as the documents need it: its name, and its JSON Schema (2020-12), or null for none. */
@@ -74,16 +75,39 @@ const ROW_PATHS = [
   '/v1/collections/{collection_name}/rows/{row_id}',
 ] as const;
 
+/** The path of a collection's changes over HTTP in openapi.yaml: the 3.2 document gives each collection its own. */
+const CHANGES_PATH = '/v1/collections/{collection_name}/changes';
+
+/**
+ * The generic schemas of the changes over HTTP a typed collection has its own of in the 3.2 document, by
+ * kind: its messages, whose `row` and `previous` are its `<Prefix>Row`, the page of them, and the item of
+ * its streams (`itemSchema`).
+ */
+const typedChangeSchemas = {
+  InsertMessage: 'insertMessage',
+  UpdateMessage: 'updateMessage',
+  DeleteMessage: 'deleteMessage',
+  ChangeMessage: 'changeMessage',
+  FeedMessage: 'feedMessage',
+  ChangesPage: 'changesPage',
+} as const;
+
+/** The messages of a change, whose `collection` is the collection's name in a typed collection's own. */
+const changeMessages: readonly string[] = ['InsertMessage', 'UpdateMessage', 'DeleteMessage'];
+
 const METHODS = ['get', 'head', 'post', 'put', 'patch', 'delete'] as const;
 
-const converted = new WeakMap<object, JsonObject>();
+/** The OpenAPI version of the account's document: 3.1, or 3.2, whose streams type their items. */
+export type AccountVersion = '3.1' | '3.2';
 
-/** openapi.yaml as OpenAPI 3.1, converted once per parsed document. */
-function base31(base: object): JsonObject {
-  let document = converted.get(base);
+const converted = { '3.1': new WeakMap<object, JsonObject>(), '3.2': new WeakMap<object, JsonObject>() };
+
+/** openapi.yaml as OpenAPI 3.1 or 3.2 (openapi-32.ts), converted once per parsed document and version. */
+function baseOf(base: object, version: AccountVersion): JsonObject {
+  let document = converted[version].get(base);
   if (!document) {
-    document = openApiTo31(base);
-    converted.set(base, document);
+    document = version === '3.2' ? openApiTo32(base) : openApiTo31(base);
+    converted[version].set(base, document);
   }
   return document;
 }
@@ -131,9 +155,11 @@ function collectionOperation(operation: JsonObject, collection: string, typed: b
   copy.operationId = rowOperationId(collection, generic);
   copy.tags = [collectionTag(collection)];
   copy.summary = `${String(operation.summary).replace(/\.$/, '')} (\`${collection}\`).`;
-  copy.description = typed
-    ? `\`${generic}\` of the collection \`${collection}\`, its rows typed by the collection's schema. It answers whole rows: to ask for some fields of each (\`select\`), use \`${generic}\`.`
-    : `\`${generic}\` of the collection \`${collection}\`, which has no schema: its rows are typed as \`${generic}\` types them.`;
+  copy.description = !typed
+    ? `\`${generic}\` of the collection \`${collection}\`, which has no schema: its rows are typed as \`${generic}\` types them.`
+    : generic === 'getChanges' || generic === 'headChanges'
+      ? `\`${generic}\` of the collection \`${collection}\`, the rows of its messages typed by the collection's schema, in its page and in the items of its streams (\`itemSchema\`).`
+      : `\`${generic}\` of the collection \`${collection}\`, its rows typed by the collection's schema. It answers whole rows: to ask for some fields of each (\`select\`), use \`${generic}\`.`;
   if (typed) {
     if (Array.isArray(copy.parameters)) {
       copy.parameters = copy.parameters.filter(
@@ -160,11 +186,23 @@ const collectionTag = (collection: string) => `rows of ${collection}`;
  * openapi.yaml types rows. The generic operations stay. Collections come in name order, whatever the
  * order given. A new document each call; its parts may be shared with earlier ones: do not change it.
  *
+ * As `version` 3.2 (openapi-32.ts: its streams' items are `itemSchema`), each collection also has the path
+ * `/v1/collections/<name>/changes` (`get<Prefix>Changes`, `head<Prefix>Changes`), whose messages' rows a
+ * typed collection's `<Prefix>Row` types: `<Prefix>InsertMessage`, `<Prefix>UpdateMessage`,
+ * `<Prefix>DeleteMessage`, `<Prefix>ChangeMessage` (one of them), `<Prefix>ChangesPage` (its page) and
+ * `<Prefix>FeedMessage`, the item of its streams.
+ *
  * For a publishable key (`caller.publishable`), only what its caller may use, as each collection's `view`
  * says, the types without the fields hidden from it (caller.ts, publishableOpenApi).
  */
-export function accountOpenApi(base: object, collections: readonly CollectionContract[], caller: DocumentCaller = {}): object {
-  const document = base31(base);
+export function accountOpenApi(
+  base: object,
+  collections: readonly CollectionContract[],
+  caller: DocumentCaller = {},
+  version: AccountVersion = '3.1',
+): object {
+  const document = baseOf(base, version);
+  const copiedPaths = version === '3.2' ? [...ROW_PATHS, CHANGES_PATH] : ROW_PATHS;
   const baseSchemas = (document.components as JsonObject).schemas as JsonObject;
   const baseRequestBodies = (document.components as JsonObject).requestBodies as JsonObject;
   const basePaths = document.paths as JsonObject;
@@ -183,6 +221,11 @@ export function accountOpenApi(base: object, collections: readonly CollectionCon
       Object.assign(schemas, rowSchemas(name, schema, { id: { $ref: componentRef('RowId') }, ...fields }).schemas);
       for (const [generic, kind] of Object.entries({ ...typedSchemas, ...typedRequestBodies })) renamed[generic] = rowTypeName(name, kind);
       renamed.RowQuery = WHOLE_ROW_QUERY;
+      if (version === '3.2') {
+        for (const [generic, kind] of Object.entries(typedChangeSchemas)) renamed[generic] = rowTypeName(name, kind);
+        for (const generic of Object.keys(typedChangeSchemas))
+          schemas[renamed[generic]!] = changeSchema(baseSchemas, generic, name, renamed);
+      }
       for (const generic of Object.keys(typedRequestBodies)) {
         requestBodies[renamed[generic]!] = collectionRequestBody(baseRequestBodies[generic] as JsonObject, name, renamed);
       }
@@ -194,7 +237,7 @@ export function accountOpenApi(base: object, collections: readonly CollectionCon
         };
       }
     }
-    for (const path of ROW_PATHS) {
+    for (const path of copiedPaths) {
       const item = basePaths[path] as JsonObject;
       const copy: JsonObject = {};
       const parameters = ((item.parameters as unknown[]) ?? []).filter(
@@ -370,6 +413,20 @@ export function accountAsyncApi(base: object, collections: readonly CollectionCo
     components: { ...components, schemas, messages },
   };
   return caller.publishable ? publishableAsyncApi(account, collections, caller.feed ?? false) : account;
+}
+
+/**
+ * The generic schema `generic` of the changes over HTTP as a typed collection's own (`renamed` names its
+ * types): a message of a change names the collection (`const`).
+ */
+function changeSchema(baseSchemas: JsonObject, generic: string, collection: string, renamed: Record<string, string>): JsonObject {
+  const schema = baseSchemas[generic] as JsonObject;
+  const copy = retarget(schema, renamed) as JsonObject;
+  copy.description = `${String(schema.description).trimEnd()}\n\nOf the collection \`${collection}\`, its rows typed by its schema.`;
+  if (changeMessages.includes(generic)) {
+    copy.properties = { ...(copy.properties as JsonObject), collection: { type: 'string', const: collection } };
+  }
+  return copy;
 }
 
 const baseTags = new WeakMap<object, string>();

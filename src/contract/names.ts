@@ -26,6 +26,10 @@ export const rowTypeSuffixes = {
   insertMessage: 'InsertMessage',
   updateMessage: 'UpdateMessage',
   deleteMessage: 'DeleteMessage',
+  /** Of the changes over HTTP, in the OpenAPI 3.2 document: a change (`ChangeMessage`), any message of a stream (`FeedMessage`), a page (`ChangesPage`). */
+  changeMessage: 'ChangeMessage',
+  feedMessage: 'FeedMessage',
+  changesPage: 'ChangesPage',
 } as const;
 
 /** A schema of `$defs`, relocated: `<prefix>Alt<number><Def name>Def` (see `defName`). */
@@ -48,6 +52,9 @@ export const rowOperations = {
   headRow: ['head', 'Row'],
   updateRow: ['update', 'Row'],
   deleteRow: ['delete', 'Row'],
+  /** Of the OpenAPI 3.2 document only (account.ts): a collection's changes over HTTP. */
+  getChanges: ['get', 'Changes'],
+  headChanges: ['head', 'Changes'],
 } as const satisfies Record<string, readonly [string, string]>;
 
 /** The feed's operation of a collection's row changes (asyncapi.yaml's `sendRowChanges`). */

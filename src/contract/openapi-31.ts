@@ -11,7 +11,8 @@
 //
 // - `x-rowbase-item-schema`, the item of a changes stream, which 3.2 names `itemSchema` (openapi-32.ts),
 //   goes, and so do the schemas only it named: linters (Redocly) read no `$ref` inside an extension, and
-//   would call them unused.
+//   would call them unused. (Where it is named `itemSchema` already, for 3.2, its schema is converted as a
+//   `schema` is.)
 //
 // Everything else of openapi.yaml reads the same in 3.1.
 
@@ -71,6 +72,7 @@ function withSchemas(container: Json): Json {
   const out: JsonObject = { ...container };
   delete out[ITEM_EXTENSION];
   if ('schema' in out) out.schema = schemaTo31(out.schema);
+  if ('itemSchema' in out) out.itemSchema = schemaTo31(out.itemSchema);
   if (isObject(out.content)) out.content = mapValues(out.content, withSchemas);
   if (isObject(out.headers)) out.headers = mapValues(out.headers, withSchemas);
   return out;

@@ -9,7 +9,6 @@ import { type Claims, CompiledRulesCache } from '../rules/compile.ts';
 import { accountAsyncApi, accountOpenApi, type CollectionContract, documentTag } from './account.ts';
 import { DocumentCache } from './cache.ts';
 import { collectionView, type DocumentCaller, takesPublishable } from './caller.ts';
-import { withItemSchemas } from './openapi-32.ts';
 
 /** Which of the two documents. */
 export type ContractKind = 'openapi' | 'asyncapi';
@@ -27,8 +26,6 @@ export interface ServedCollection {
 /** The account documents of one server: `documents` are the texts of openapi.yaml and asyncapi.yaml it serves. */
 export class AccountContracts {
   private readonly bases: Record<ContractKind, object>;
-  /** openapi.yaml whose streams' items are named as OpenAPI 3.2 names them: the base of the 3.2 document. */
-  private readonly base32: object;
   private readonly documents = new DocumentCache();
   private readonly compiled = new CompiledRulesCache();
   /** Whether the feed takes a publishable key (openapi.yaml marks `openFeed`): its AsyncAPI document then shows it. */
@@ -36,7 +33,6 @@ export class AccountContracts {
 
   constructor(documents: Record<ContractKind, string>) {
     this.bases = { openapi: parse(documents.openapi), asyncapi: parse(documents.asyncapi) };
-    this.base32 = withItemSchemas(this.bases.openapi);
     this.feedTakesPublishable = takesPublishable(this.bases.openapi, 'openFeed');
   }
 
@@ -60,8 +56,7 @@ export class AccountContracts {
     if (kind === 'openapi' && version === '3.2') {
       // The same document as OpenAPI 3.2 (openapi-32.ts), under a tag of its own.
       const tag32 = `${tag.slice(0, -1)}-32"`;
-      const built = () => ({ ...accountOpenApi(this.base32, contracts, caller), openapi: '3.2.0' });
-      return { tag: tag32, json: () => this.documents.get(tag32, () => JSON.stringify(built())) };
+      return { tag: tag32, json: () => this.documents.get(tag32, () => JSON.stringify(accountOpenApi(base, contracts, caller, '3.2'))) };
     }
     return { tag, json: () => this.documents.get(tag, () => JSON.stringify(build[kind](base, contracts, caller))) };
   }

@@ -1,13 +1,39 @@
 // openapi.yaml served as OpenAPI 3.2 (`GET /openapi.yaml?version=3.2`, contract/openapi-32.ts): the 3.1
 // document with the item of each changes stream typed by `itemSchema`, linted clean by Redocly, which reads
 // 3.2 (Spectral does not yet).
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { parse } from 'yaml';
+import { accountOpenApi } from '../../src/contract/account.ts';
 import { redoclyLint } from '../support/lint.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
+
+// biome-ignore lint/suspicious/noExplicitAny: a parsed document, read by its paths
+type Json = any;
+
+/**
+ * Checks that the 3.2 `document` gives `collection` (whose types are `<prefix>…`) its changes path, whose
+ * page and streams' items are its own messages, their rows its `<prefix>Row`.
+ */
+function expectTypedChanges(document: Json, collection: string, prefix: string): void {
+  const ref = (name: string) => ({ $ref: `#/components/schemas/${prefix}${name}` });
+  const get = document.paths[`/v1/collections/${collection}/changes`].get;
+  expect(get.operationId).to.equal(`get${prefix}Changes`);
+  const content = get.responses['200'].content;
+  expect(content['application/json'].schema).to.deep.equal(ref('ChangesPage'));
+  expect(content['application/jsonl'].itemSchema).to.deep.equal(ref('FeedMessage'));
+  expect(content['text/event-stream'].itemSchema.properties.data.contentSchema).to.deep.equal(ref('FeedMessage'));
+  const schemas = document.components.schemas;
+  expect(schemas[`${prefix}FeedMessage`].oneOf).to.deep.include(ref('InsertMessage'));
+  expect(schemas[`${prefix}ChangesPage`].properties.changes.items).to.deep.equal(ref('ChangeMessage'));
+  for (const kind of ['Insert', 'Update', 'Delete']) {
+    expect(schemas[`${prefix}${kind}Message`].properties.row, kind).to.deep.equal(ref('Row'));
+    expect(schemas[`${prefix}${kind}Message`].properties.collection, kind).to.deep.equal({ type: 'string', const: collection });
+  }
+  expect(schemas[`${prefix}UpdateMessage`].properties.previous).to.deep.equal(ref('Row'));
+}
 
 describe('openapi.yaml as OpenAPI 3.2', () => {
   let server: TestServer;
@@ -57,11 +83,37 @@ describe('openapi.yaml as OpenAPI 3.2', () => {
     expect(again.status).to.equal(304);
     const content = v32.body.paths['/v1/collections/{collection_name}/changes'].get.responses['200'].content as Record<string, object>;
     expect(content['application/jsonl']).to.have.property('itemSchema');
+    // The collection's own changes, its stream's items typed by its schema; not in 3.1.
+    expect(v31.body).not.to.have.nested.property('paths./v1/collections/notes/changes');
+    expectTypedChanges(v32.body, 'notes', 'Notes');
     expect((await client.get('/v1/openapi.json?version=3.0')).status).to.equal(400);
     const dir = await mkdtemp(join(tmpdir(), 'rowbase-openapi-32-'));
     try {
       await writeFile(join(dir, 'openapi.json'), v32.text);
       for (const [name, said] of await redoclyLint(dir, ['openapi.json'])) expect(said, name).to.include('Your API description is valid');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("types a publishable key's caller's stream items without the fields hidden from it, linted clean by Redocly", async function () {
+    this.timeout(120_000);
+    const base = parse(await readFile(new URL('../../openapi.yaml', import.meta.url), 'utf8'));
+    const schema = { type: 'object', properties: { name: { type: 'string' }, salary: { type: 'integer' } } };
+    const view = { operations: ['read'] as const, hidden: ['salary'], unwritable: [] };
+    const document = accountOpenApi(base, [{ name: 'people', schema, view }], { publishable: true }, '3.2') as Json;
+    expect(document.openapi).to.equal('3.2.0');
+    expectTypedChanges(document, 'people', 'People');
+    expect(Object.keys(document.components.schemas.PeopleRow.properties)).to.deep.equal(['id', 'name']);
+    expect(document.paths['/v1/collections/people/changes'].head.operationId).to.equal('headPeopleChanges');
+    const dir = await mkdtemp(join(tmpdir(), 'rowbase-openapi-32-'));
+    try {
+      await writeFile(join(dir, 'openapi.json'), JSON.stringify(document));
+      for (const [name, said] of await redoclyLint(dir, ['openapi.json'])) {
+        expect(said, name)
+          .to.include('Your API description is valid')
+          .and.not.match(/You have \d+ warning/);
+      }
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

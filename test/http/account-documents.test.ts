@@ -171,6 +171,15 @@ describeEachBackend("the account's documents for a publishable key", (backend) =
     expect(endUserToken).to.deep.include({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' });
   });
 
+  it('answers an end user the 3.2 document, whose changes of notes are typed without the hidden field', async () => {
+    const answer = await asApp('/v1/openapi.json?version=3.2', 'ada');
+    expect(answer.status).to.equal(200);
+    expect(answer.body).to.deep.equal(accountOpenApi(openapi, viewedCollections('user'), { publishable: true }, '3.2'));
+    const changes = (answer.body.paths as Record<string, { get: { operationId: string } }>)['/v1/collections/notes/changes'];
+    expect(changes?.get.operationId).to.equal('getNotesChanges');
+    expect(answer.text).to.include('"NotesFeedMessage"').and.not.include('salary').and.not.include('drafts');
+  });
+
   it('answers an anonymous caller what the rules grant one, and two users the rules grant alike one document', async () => {
     const [ada, bob, anonymous] = await Promise.all([
       asApp('/v1/openapi.json', 'ada'),
