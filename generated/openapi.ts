@@ -1908,7 +1908,9 @@ export interface components {
          *     read) and a to-many relation's rows (an array, at most its limit). `$cut` lists the to-many
          *     relations whose rows were more than the limit. No stored field is named `_expand`: a write holding
          *     it is a `400`; a row stored with one before answers it as stored when `expand` is not asked for,
-         *     and never as an expansion.
+         *     and never as an expansion. The account's document (`getAccountOpenApi`) types it for each collection
+         *     with a schema and relations (`<Prefix>Expand`: each to-one as its collection's row or null, each
+         *     to-many as an array of them; docs/contract.md).
          */
         Expanded: {
             $cut?: string[];

@@ -7,6 +7,7 @@
 // its collections cost; `documentTag` costs a hash of the collections, so that a server can answer
 // `304 Not Modified`, or serve the document it built for the same tag (cache.ts), before building one.
 import { createHash } from 'node:crypto';
+import { EXPANDED } from '../rows.ts';
 import { type CollectionView, type DocumentCaller, publishableOpenApi } from './caller.ts';
 import { publishableAsyncApi } from './caller-feed.ts';
 import { collectionPrefix, feedOperation, rowOperationId, type rowOperations, rowTypeName } from './names.ts';
@@ -20,6 +21,15 @@ export interface CollectionContract {
   schema: Record<string, unknown> | null;
   /** For a document of a publishable key: what its caller may use of the collection (caller.ts). */
   view?: CollectionView;
+  /** Its relations, both directions (docs/relations.md), which its `<Prefix>Expand` types. Default: none. */
+  relations?: readonly ContractRelation[];
+}
+
+/** A relation of a collection, as its `<Prefix>Expand` needs it: its name, its kind, and the collection of its rows. */
+interface ContractRelation {
+  name: string;
+  kind: 'to_one' | 'to_many';
+  collection: string;
 }
 
 const isObject = (value: unknown): value is JsonObject => typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -46,6 +56,16 @@ const typedRequestBodies = { RowPatchRequest: 'patchRequest' } as const;
 
 /** The query of a typed collection's `query…Rows`: openapi.yaml's `RowQuery` without `select`. */
 const WHOLE_ROW_QUERY = 'WholeRowQuery';
+
+/** The expansions of `WholeRowQuery`: openapi.yaml's, without `select`, by the name of each. */
+const WHOLE_EXPAND = {
+  ExpandQuery: 'WholeExpandQuery',
+  ExpandOptions: 'WholeExpandOptions',
+  ExpandNestedQuery: 'WholeExpandNestedQuery',
+  ExpandNested: 'WholeExpandNested',
+  ExpandLastQuery: 'WholeExpandLastQuery',
+  ExpandLast: 'WholeExpandLast',
+} as const;
 
 /** The paths of rows in openapi.yaml, and what takes the place of `{collection_name}`. */
 const ROW_PATHS = [
@@ -192,7 +212,7 @@ export function accountOpenApi(
   const tags = [...((document.tags as unknown[]) ?? [])];
   let anyTyped = false;
 
-  for (const { name, schema, view } of inOrder(collections)) {
+  for (const { name, schema, view, relations } of inOrder(collections)) {
     const typed = schema !== null;
     const renamed: Record<string, string> = {};
     if (typed) {
@@ -209,6 +229,7 @@ export function accountOpenApi(
       for (const generic of Object.keys(typedRequestBodies)) {
         requestBodies[renamed[generic]!] = collectionRequestBody(baseRequestBodies[generic] as JsonObject, name, renamed);
       }
+      Object.assign(schemas, expandSchemas(name, relations ?? [], schemas, collections, caller));
       for (const generic of ['VersionedRow', 'ChangedRows', 'RowQueryPage'] as const) {
         schemas[renamed[generic]!] = {
           ...(retarget(baseSchemas[generic], renamed) as JsonObject),
@@ -236,12 +257,85 @@ export function accountOpenApi(
     schemas[WHOLE_ROW_QUERY] = {
       ...query,
       description: 'A query of a collection typed by its schema: `RowQuery` without `select`, as its answers are whole rows.',
-      properties,
+      properties: { ...properties, expand: { $ref: componentRef(WHOLE_EXPAND.ExpandQuery) } },
       ...(Array.isArray(query.examples) ? { examples: query.examples.map(withoutSelect) } : {}),
     };
+    // Its expansions answer whole rows too, typed as their collections' rows: no `select` at any level.
+    for (const [generic, whole] of Object.entries(WHOLE_EXPAND)) {
+      const { properties: options, examples, ...rest } = retarget(baseSchemas[generic], WHOLE_EXPAND) as JsonObject;
+      schemas[whole] = {
+        ...rest,
+        description: `${String(rest.description).trimEnd()}\n\nOf a collection typed by its schema: whole rows, no \`select\`.`,
+        ...(isObject(options) && { properties: withoutSelect(options) }),
+        ...(Array.isArray(examples) && {
+          examples: examples.map((example) =>
+            isObject(example) ? Object.fromEntries(Object.entries(example).map(([name, each]) => [name, withoutSelect(each)])) : example,
+          ),
+        }),
+      };
+    }
   }
   const account = { ...document, tags, paths, components: { ...(document.components as JsonObject), schemas, requestBodies } };
   return caller.publishable ? publishableOpenApi(account, collections) : account;
+}
+
+/**
+ * The type `<Prefix>Expand` of the member `_expand` of a typed collection's rows, and its `<Prefix>Row` (of
+ * `schemas`) with `_expand` of that type, optional: each relation whose collection is in the document
+ * (and, to a publishable key, grants its caller `read`) by name, a to-one as that collection's row type
+ * or null, a to-many as an array of it, and `$cut` naming the to-many relations. A related row's own
+ * `_expand` is its own collection's `<Prefix>Expand`, so each level of an expansion is typed.
+ * Nothing when no relation is shown.
+ */
+function expandSchemas(
+  collection: string,
+  relations: readonly ContractRelation[],
+  schemas: JsonObject,
+  collections: readonly CollectionContract[],
+  caller: DocumentCaller,
+): JsonObject {
+  const shown = relations.flatMap((relation) => {
+    const target = collections.find(({ name }) => name === relation.collection);
+    if (!target || (caller.publishable && !target.view?.operations.includes('read'))) return [];
+    // A collection without a schema has rows as openapi.yaml's `Row`.
+    return [{ ...relation, row: componentRef(target.schema === null ? 'Row' : rowTypeName(target.name, 'row')) }];
+  });
+  if (shown.length === 0) return {};
+  const expand = rowTypeName(collection, 'expand');
+  const toMany = shown.filter(({ kind }) => kind === 'to_many').map(({ name }) => name);
+  const properties: JsonObject = Object.fromEntries(
+    shown.map(({ name, kind, collection: target, row }) => [
+      name,
+      kind === 'to_one'
+        ? {
+            description: `The row of \`${target}\` it names: null for none, or one the caller may not read.`,
+            oneOf: [{ $ref: row }, { type: 'null' }],
+          }
+        : { description: `The rows of \`${target}\` naming it, at most the relation's limit.`, type: 'array', items: { $ref: row } },
+    ]),
+  );
+  if (toMany.length > 0) {
+    properties.$cut = {
+      description: 'The to-many relations whose rows were more than the limit.',
+      type: 'array',
+      items: { type: 'string', enum: toMany },
+    };
+  }
+  const rowName = rowTypeName(collection, 'row');
+  const row = schemas[rowName] as JsonObject;
+  return {
+    [rowName]: {
+      ...row,
+      ...(Array.isArray(row.required) && { required: row.required.filter((field) => field !== EXPANDED) }),
+      properties: { ...(row.properties as JsonObject), [EXPANDED]: { $ref: componentRef(expand) } },
+    },
+    [expand]: {
+      type: 'object',
+      description: `The member \`_expand\` of a row of \`${collection}\` answered with \`expand\` (\`Expanded\`, docs/relations.md): the relations asked for, by name.`,
+      additionalProperties: false,
+      properties,
+    },
+  };
 }
 
 /** The feed's generic payloads a collection has its own of, and the message of each. */
@@ -340,7 +434,7 @@ const baseTags = new WeakMap<object, string>();
 /**
  * A strong entity tag (RFC 9110 §8.8.3) of the document `accountOpenApi(base, collections, caller)` or
  * `accountAsyncApi(base, collections, caller)` answers: equal for equal inputs, different when a
- * collection, its schema, what it grants a publishable key's caller (its `view`), the caller or the base
+ * collection, its schema, its relations, what it grants a publishable key's caller (its `view`), the caller or the base
  * document differs. A hash of the inputs (the base's hashed once per parsed document), so it costs far less
  * than the document: compare it with `If-None-Match` first. Two end users whose claims the rules grant the
  * same share a tag, and so a document.
@@ -355,7 +449,9 @@ export function documentTag(base: object, collections: readonly CollectionContra
     .update(baseHash)
     .update(
       JSON.stringify(
-        inOrder(collections).map(({ name, schema, view }) => (caller.publishable ? [name, schema, view ?? null] : [name, schema])),
+        inOrder(collections).map(({ name, schema, view, relations = [] }) =>
+          caller.publishable ? [name, schema, relations, view ?? null] : [name, schema, relations],
+        ),
       ),
     );
   if (caller.publishable) hash.update(JSON.stringify({ publishable: true, feed: caller.feed ?? false }));

@@ -20,6 +20,8 @@ export const rowTypeSuffixes = {
   changedRows: 'ChangedRows',
   /** A page of a query (`RowQueryPage`). */
   queryPage: 'QueryPage',
+  /** The rows related to a row, its member `_expand` (`Expanded`): by relation, as the collection's relations say. */
+  expand: 'Expand',
   /** The feed's messages (asyncapi.yaml). */
   insertMessage: 'InsertMessage',
   updateMessage: 'UpdateMessage',

@@ -15,10 +15,11 @@ export type ContractKind = 'openapi' | 'asyncapi';
 
 const build = { openapi: accountOpenApi, asyncapi: accountAsyncApi };
 
-/** A collection as the server reads it: its name, its schema, and its rules (null for none). */
+/** A collection as the server reads it: its name, its schema, its relations, and its rules (null for none). */
 export interface ServedCollection {
   name: string;
   schema: Record<string, unknown> | null;
+  relations: CollectionContract['relations'];
   rules: StoredRules | null;
 }
 
@@ -50,7 +51,7 @@ export class AccountContracts {
     const caller: DocumentCaller = publishable ? { publishable: true, feed: this.feedTakesPublishable } : {};
     const contracts = publishable
       ? this.viewed(collections, publishable.claims)
-      : collections.map(({ name, schema }) => ({ name, schema }));
+      : collections.map(({ name, schema, relations }) => ({ name, schema, relations }));
     const tag = documentTag(base, contracts, caller);
     if (kind === 'openapi' && version === '3.2') {
       // The same document as OpenAPI 3.2 (openapi-32.ts), under a tag of its own.
@@ -63,10 +64,10 @@ export class AccountContracts {
   /** The collections whose rules grant a caller with `claims` anything, each with what they grant. */
   private viewed(collections: readonly ServedCollection[], claims: Claims): CollectionContract[] {
     const viewed: CollectionContract[] = [];
-    for (const { name, schema, rules } of collections) {
+    for (const { name, schema, relations, rules } of collections) {
       if (rules === null) continue;
       const view = collectionView(this.compiled.get(rules.collectionId, rules.version, rules.rules), claims);
-      if (view.operations.length > 0) viewed.push({ name, schema, view });
+      if (view.operations.length > 0) viewed.push({ name, schema, view, relations });
     }
     return viewed;
   }

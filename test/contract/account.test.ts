@@ -1,11 +1,14 @@
 // The account's contract (src/contract/): openapi.yaml and asyncapi.yaml as a key sees them, each
 // collection typed by its JSON Schema. Built here from the real documents and a few collections: one
 // without a schema, `my-notes` beside `my_notes`, `notes` (what the clients insert), one whose rows refer
-// to themselves, and `orders`, with enums, nested objects, arrays, `$defs` and `$ref`s, formats and
-// nullable fields. The slow half lints the documents (Spectral, Redocly, the AsyncAPI parser) and runs
-// the three generators once on the OpenAPI document, then tsc --strict once over a program that inserts a
-// `notes` row with each client, and the same program with a number for `title`; and patches a `notes` row
-// with orval's client, which once sent no Content-Type for a body of several media types.
+// to themselves, `orders`, with enums, nested objects, arrays, `$defs` and `$ref`s, formats and nullable
+// fields, and `people`, `posts` and `comments`, related (docs/relations.md). The slow half lints the
+// documents (Spectral, Redocly, the AsyncAPI parser) and runs the three generators once on the OpenAPI
+// document, then tsc --strict once over a program that inserts a `notes` row with each client, and the
+// same program with a number for `title`, and a program that reads a post's author expanded into it, and
+// the same reading the to-one relation as an array (or the to-many as a row); runs the reader on SQLite
+// and PostgreSQL; and patches a `notes` row with orval's client, which once sent no Content-Type for a
+// body of several media types.
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -25,6 +28,7 @@ import {
   rowTypeSuffixes,
 } from '../../src/contract/names.ts';
 import { defName, rowSchemas } from '../../src/contract/row-schemas.ts';
+import { Client } from '../support/client.ts';
 import { refsOf, resolve } from '../support/documents.ts';
 import { redoclyLint, spectralAsyncApi, spectralOpenApi } from '../support/lint.ts';
 import { generateClients, sdkFolder, strictErrors } from '../support/sdk.ts';
@@ -86,6 +90,34 @@ const orders = {
   examples: [{ status: 'open', customer: { email: 'ada@example.com' }, lines: [{ sku: 'A-1', quantity: 2 }] }],
 };
 
+/** Posts naming their author, comments naming their post (docs/relations.md), each typed by a schema. */
+const related: CollectionContract[] = [
+  {
+    name: 'people',
+    schema: { type: 'object', required: ['name'], properties: { name: { type: 'string' }, email: { type: 'string' } } },
+    relations: [{ name: 'posts', kind: 'to_many', collection: 'posts' }],
+  },
+  {
+    name: 'posts',
+    schema: { type: 'object', required: ['title'], properties: { title: { type: 'string' }, author_id: { type: ['integer', 'null'] } } },
+    relations: [
+      { name: 'author', kind: 'to_one', collection: 'people' },
+      { name: 'comments', kind: 'to_many', collection: 'comments' },
+    ],
+  },
+  {
+    name: 'comments',
+    schema: { type: 'object', required: ['text'], properties: { text: { type: 'string' }, post_id: { type: 'integer' } } },
+    relations: [{ name: 'post', kind: 'to_one', collection: 'posts' }],
+  },
+];
+
+/** The relations of `related`, as declared over the API: the to-one of each, with its reverse. */
+const declared = [
+  { collection: 'posts', name: 'author', body: { field: 'author_id', collection: 'people', reverse: 'posts' } },
+  { collection: 'comments', name: 'post', body: { field: 'post_id', collection: 'posts', reverse: 'comments' } },
+];
+
 const collections: CollectionContract[] = [
   { name: 'scratch', schema: null },
   { name: 'notes', schema: notes },
@@ -96,6 +128,7 @@ const collections: CollectionContract[] = [
     schema: { type: 'object', properties: { text: { type: 'string' }, replies: { type: 'array', items: { $ref: '#' } } } },
   },
   { name: 'orders', schema: orders },
+  ...related,
 ];
 
 /** Every member of `node`, anywhere, named `key`: where it is, and its value. */
@@ -392,6 +425,69 @@ describe("the account's contract", () => {
       }
     });
 
+    it("types each relation's expansion exactly: `<Prefix>Expand`, the row's `_expand`, each level its own", () => {
+      const row = (name: string) => ({ $ref: `#/components/schemas/${name}Row` });
+      expect(schemas.PostsExpand).to.deep.equal({
+        type: 'object',
+        description:
+          'The member `_expand` of a row of `posts` answered with `expand` (`Expanded`, docs/relations.md): the relations asked for, by name.',
+        additionalProperties: false,
+        properties: {
+          author: {
+            description: 'The row of `people` it names: null for none, or one the caller may not read.',
+            oneOf: [row('People'), { type: 'null' }],
+          },
+          comments: {
+            description: "The rows of `comments` naming it, at most the relation's limit.",
+            type: 'array',
+            items: row('Comments'),
+          },
+          $cut: {
+            description: 'The to-many relations whose rows were more than the limit.',
+            type: 'array',
+            items: { type: 'string', enum: ['comments'] },
+          },
+        },
+      });
+      expect((schemas.PostsRow.properties as Json)._expand).to.deep.equal({ $ref: '#/components/schemas/PostsExpand' });
+      // An expanded row is its collection's row, whose own `_expand` is typed in turn (comments.post.author).
+      expect((schemas.CommentsRow.properties as Json)._expand).to.deep.equal({ $ref: '#/components/schemas/CommentsExpand' });
+      expect((schemas.CommentsExpand.properties as Json).post).to.deep.include({ oneOf: [row('Posts'), { type: 'null' }] });
+      expect(schemas.CommentsExpand.properties).to.not.have.property('$cut');
+      expect(schemas.PeopleExpand.properties).to.have.keys('posts', '$cut');
+      // A collection without relations has no `_expand` of its own.
+      expect(schemas.NotesRow.properties).to.not.have.property('_expand');
+      expect(schemas).to.not.have.property('NotesExpand');
+      // The typed query expands whole rows, as it answers them: no `select` at any level.
+      expect((schemas.WholeRowQuery.properties as Json).expand).to.deep.equal({ $ref: '#/components/schemas/WholeExpandQuery' });
+      for (const name of ['WholeExpandOptions', 'WholeExpandNested', 'WholeExpandLast']) {
+        expect(schemas[name]!.properties, name).to.not.have.property('select');
+      }
+      expect(membersNamed(schemas.WholeExpandQuery, 'select')).to.deep.equal([]);
+      expect(refsOf(schemas.WholeExpandNested)).to.include('#/components/schemas/WholeExpandLastQuery');
+    });
+
+    it('leaves out a relation to a collection the key does not see, and one whose collection the caller may not read', () => {
+      const postsAlone = accountOpenApi(openapi, [related[1]!, related[2]!]) as Json;
+      const alone = (postsAlone.components as Json).schemas as Record<string, Json>;
+      expect(alone.PostsExpand!.properties).to.have.keys('comments', '$cut');
+      expect(refsOf(postsAlone).filter((ref) => resolve(postsAlone, ref) === undefined)).to.deep.equal([]);
+      const noRelations = accountOpenApi(openapi, [related[1]!]) as Json;
+      expect((noRelations.components as Json).schemas).to.not.have.property('PostsExpand');
+
+      // A publishable key's caller who reads posts and people, without their `email`, and only writes comments.
+      const view = (operations: ('read' | 'create')[], hidden: string[] = []) => ({ operations, hidden, unwritable: [] });
+      const viewed = related.map((each) => ({
+        ...each,
+        view: each.name === 'comments' ? view(['create']) : view(['read'], each.name === 'people' ? ['email'] : []),
+      }));
+      const caller = accountOpenApi(openapi, viewed, { publishable: true }) as Json;
+      const seen = (caller.components as Json).schemas as Record<string, Json>;
+      expect(seen.PostsExpand!.properties).to.have.keys('author');
+      expect(seen.PeopleRow!.properties).to.have.keys('id', 'name', '_expand');
+      expect(refsOf(caller).filter((ref) => resolve(caller, ref) === undefined)).to.deep.equal([]);
+    });
+
     it('does not depend on the order of the collections, and leaves openapi.yaml as parsed', async () => {
       expect(accountOpenApi(openapi, [...collections].reverse())).to.deep.equal(document);
       expect(openapi).to.deep.equal(await readYaml('openapi.yaml'));
@@ -446,6 +542,8 @@ describe("the account's contract", () => {
       expect(documentTag(openapi, [...collections, { name: 'more', schema: null }])).to.not.equal(tag);
       const changed = collections.map((each) => (each.name === 'notes' ? { name: 'notes', schema: { ...notes, required: [] } } : each));
       expect(documentTag(openapi, changed)).to.not.equal(tag);
+      const unrelated = collections.map((each) => (each.name === 'posts' ? { ...each, relations: [] } : each));
+      expect(documentTag(openapi, unrelated)).to.not.equal(tag);
       expect(documentTag(asyncapi, collections)).to.not.equal(tag);
     });
   });
@@ -490,6 +588,10 @@ describe("the account's contract", () => {
       for (const { name, schema } of collections) {
         const made = await client.post('/v1/collections', schema ? { name, schema } : { name });
         expect(made.status, `${name}: ${made.text}`).to.equal(201);
+      }
+      for (const { collection, name, body } of declared) {
+        const put = await client.put(`/v1/collections/${collection}/relations/${name}`, body);
+        expect(put.status, `${collection}.${name}: ${put.text}`).to.equal(200);
       }
       const [openapi, asyncapi] = await Promise.all([client.get('/v1/openapi.json'), client.get('/v1/asyncapi.json')]);
       expect([openapi.status, asyncapi.status]).to.deep.equal([200, 200]);
@@ -547,6 +649,7 @@ describe("the account's contract", () => {
 
     it('compiles a program that inserts a `notes` row with each client, with tsc --strict', () => {
       for (const name of Object.keys(callers)) expect(compiled.get(`callers/${name}.ts`) ?? [], name).to.deep.equal([]);
+      for (const name of Object.keys(expandCallers)) expect(compiled.get(`callers/expand-${name}.ts`) ?? [], name).to.deep.equal([]);
       expect([...compiled.keys()].filter((file) => !file.startsWith('callers/'))).to.deep.equal([]);
     });
 
@@ -564,6 +667,34 @@ describe("the account's contract", () => {
         status: 200,
         data: { id, title: 'hello', pinned: true },
       });
+    });
+
+    it("reads a post's author, asked for with `expand=author`, through each client's types, without a cast (SQLite)", async () => {
+      await readsAuthorWithEachClient(dir, server!, key!);
+    });
+
+    it("reads a post's author so on PostgreSQL too", async () => {
+      const postgres = await startTestServer({}, { backend: 'postgres' });
+      try {
+        const client = await postgres.client();
+        for (const { name, schema } of related) expect((await client.post('/v1/collections', { name, schema })).status).to.equal(201);
+        for (const { collection, name, body } of declared) {
+          expect((await client.put(`/v1/collections/${collection}/relations/${name}`, body)).status).to.equal(200);
+        }
+        await readsAuthorWithEachClient(dir, postgres, client.key!);
+      } finally {
+        await postgres.stop();
+      }
+    });
+
+    it('refuses to compile a program that reads a to-one relation as an array, or a to-many one as a row, with each client', () => {
+      for (const name of Object.keys(expandCallers)) {
+        for (const file of ['expand-to-one-as-array', 'expand-to-many-as-row']) {
+          const errors = compiled.get(`callers/${file}-${name}.ts`) ?? [];
+          expect(errors, `${file} ${name}`).to.have.length(1);
+          expect(errors[0], `${file} ${name}`).to.match(/TS(7053|2339)/);
+        }
+      }
     });
 
     it('refuses to compile the same program with a number for `title`, with each client', () => {
@@ -605,14 +736,74 @@ export async function insertNote(): Promise<string | undefined> {
 };
 
 /**
- * Writes each caller twice in `dir`/callers, with a string for `title` and with a number, and compiles
- * them all, with the clients they import, with tsc --strict, once: its errors, by file.
+ * Inserts Ada and her post with `key` into `server`'s `people` and `posts` (`related`, relations declared),
+ * then reads her name through each program of `expandCallers` (in `dir`/callers), asking for `expand=author`.
+ */
+async function readsAuthorWithEachClient(dir: string, server: TestServer, key: string): Promise<void> {
+  const client = new Client(server.url, key);
+  const [ada] = (await client.post('/v1/collections/people/rows', [{ name: 'Ada' }])).body as { id: number }[];
+  const [post] = (await client.post('/v1/collections/posts/rows', [{ title: 'Notes', author_id: ada!.id }])).body as { id: number }[];
+  for (const name of Object.keys(expandCallers)) {
+    const { authorName } = (await import(pathToFileURL(join(dir, 'callers', `expand-${name}.ts`)).href)) as {
+      authorName: (baseUrl: string, key: string, id: number) => Promise<string | undefined>;
+    };
+    expect(await authorName(server.url, key, post!.id), name).to.equal('Ada');
+  }
+}
+
+/**
+ * Each client's program that reads the name of a post's author, asked for with `expand=author`: `read` is
+ * what it reads of the post's `_expand` (TypeScript source), its answer a string or undefined.
+ */
+const expandCallers: Record<string, (read: string) => string> = {
+  'openapi-fetch': (read) => `import createClient from 'openapi-fetch';
+import type { paths } from '../out/openapi-typescript/schema.ts';
+
+export async function authorName(baseUrl: string, key: string, id: number): Promise<string | undefined> {
+  const api = createClient<paths>({ baseUrl, headers: { Authorization: \`Bearer \${key}\` } });
+  const { data } = await api.GET('/v1/collections/posts/rows/{row_id}', { params: { path: { row_id: id }, query: { expand: 'author' } } });
+  return data?._expand${read};
+}
+`,
+  'hey-api': (read) => `import { client } from '../out/hey-api/client.gen.ts';
+import { getPostsRow } from '../out/hey-api/sdk.gen.ts';
+
+export async function authorName(baseUrl: string, key: string, id: number): Promise<string | undefined> {
+  client.setConfig({ baseUrl, headers: { Authorization: \`Bearer \${key}\` } });
+  const { data } = await getPostsRow({ path: { row_id: id }, query: { expand: 'author' } });
+  return data?._expand${read};
+}
+`,
+  orval: (read) => `import { getPostsRow } from '../out/orval/api.ts';
+
+export async function authorName(baseUrl: string, key: string, id: number): Promise<string | undefined> {
+  process.env.ROWBASE_URL = baseUrl;
+  const answer = await getPostsRow(id, { expand: 'author' }, { headers: { Authorization: \`Bearer \${key}\` } });
+  return answer.status === 200 ? answer.data._expand${read} : undefined;
+}
+`,
+};
+
+/** What the programs of `expandCallers` read: the author's name, and two wrong reads of the relations. */
+const expandReads = {
+  expand: '?.author?.name',
+  'expand-to-one-as-array': '?.author?.[0]?.name',
+  'expand-to-many-as-row': '?.comments?.text',
+};
+
+/**
+ * Writes each caller twice in `dir`/callers, with a string for `title` and with a number, and each
+ * program of `expandCallers` with each of `expandReads`, and compiles them all, with the clients they
+ * import, with tsc --strict, once: its errors, by file.
  */
 async function compileCallers(dir: string): Promise<Map<string, string[]>> {
   await mkdir(join(dir, 'callers'), { recursive: true });
   for (const [name, caller] of Object.entries(callers)) {
     await writeFile(join(dir, 'callers', `${name}.ts`), caller("'hello'"));
     await writeFile(join(dir, 'callers', `${name}-wrong.ts`), caller('42'));
+  }
+  for (const [name, caller] of Object.entries(expandCallers)) {
+    for (const [file, read] of Object.entries(expandReads)) await writeFile(join(dir, 'callers', `${file}-${name}.ts`), caller(read));
   }
   return strictErrors(dir, ['callers']);
 }

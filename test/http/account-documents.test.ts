@@ -74,6 +74,41 @@ describeEachBackend("the account's documents", (backend) => {
     expect(document.body.paths).to.not.have.property('/v1/collections/hidden/rows');
     expect((await client.get<Document>('/v1/openapi.json')).body.paths).to.have.property('/v1/collections/hidden/rows');
   });
+
+  it("types the expansions of a collection's relations, moves the ETag when one is declared or removed, and leaves out those the key does not see", async () => {
+    const people = { type: 'object', required: ['name'], properties: { name: { type: 'string' } } };
+    const posts = { type: 'object', properties: { title: { type: 'string' }, author_id: { type: ['integer', 'null'] } } };
+    for (const body of [
+      { name: 'people', schema: people },
+      { name: 'posts', schema: posts },
+    ]) {
+      expect((await client.post('/v1/collections', body)).status).to.equal(201);
+    }
+    const before = await client.get<Document>('/v1/openapi.json');
+    expect(before.body.components.schemas).to.not.have.property('PostsExpand');
+    const author = { field: 'author_id', collection: 'people', reverse: 'posts' };
+    expect((await client.put('/v1/collections/posts/relations/author', author)).status).to.equal(200);
+
+    const related = await client.get<Document>('/v1/openapi.json', { headers: { 'If-None-Match': before.headers.get('etag') ?? '' } });
+    expect(related.status).to.equal(200);
+    const schemas = related.body.components.schemas as Record<string, { properties: Record<string, unknown> }>;
+    expect(schemas.PostsExpand!.properties.author).to.deep.include({
+      oneOf: [{ $ref: '#/components/schemas/PeopleRow' }, { type: 'null' }],
+    });
+    expect(schemas.PeopleExpand!.properties.posts).to.deep.include({ type: 'array', items: { $ref: '#/components/schemas/PostsRow' } });
+    expect(schemas.PostsRow!.properties._expand).to.deep.equal({ $ref: '#/components/schemas/PostsExpand' });
+
+    // A key limited to `posts` does not see `people`: no relation of `posts` is typed for it.
+    const { key } = await server.store.createKey('documents', TEST_PLAN, { scope: 'read', collections: ['posts'] });
+    const limited = await new Client(server.url, key).get<Document>('/v1/openapi.json');
+    expect(limited.body.components.schemas).to.not.have.property('PostsExpand');
+    expect((limited.body.components.schemas.PostsRow as { properties: object }).properties).to.not.have.property('_expand');
+
+    expect((await client.delete('/v1/collections/posts/relations/author')).status).to.equal(204);
+    const removed = await client.get<Document>('/v1/openapi.json');
+    expect(removed.headers.get('etag')).to.not.equal(related.headers.get('etag'));
+    expect(removed.body.components.schemas).to.not.have.property('PostsExpand');
+  });
 });
 
 const SECRET = 'a shared secret of at least 32 bytes';

@@ -75,7 +75,7 @@ export async function createCollection(
 
 /**
  * The account's collections, by name in code point order, each with what its contract documents are built
- * from (src/contract/): its schema and its rules (null for none), read afresh on every call, so that a
+ * from (src/contract/): its schema, its relations and its rules (null for none), read afresh on every call, so that a
  * change made on any instance shows at once.
  */
 export async function listCollectionContracts({ query, codePointOrder }: Dialect, accountId: number): Promise<CollectionContractData[]> {
@@ -83,12 +83,16 @@ export async function listCollectionContracts({ query, codePointOrder }: Dialect
     id: number | string;
     name: string;
     schema: string | null;
+    relations: string | null;
     rules: string | null;
     rules_version: number | string;
   }>(listCollectionContractsSql(codePointOrder), [accountId]);
-  return rows.map(({ id, name, schema, rules, rules_version }) => ({
+  return rows.map(({ id, name, schema, relations, rules, rules_version }) => ({
     name,
     schema: schema === null ? null : (JSON.parse(schema) as Record<string, unknown>),
+    relations: shownRelations(relations === null ? null : (JSON.parse(relations) as RelationLinks)).map(
+      ({ name: relation, kind, collection }) => ({ name: relation, kind, collection }),
+    ),
     rules: rules === null ? null : { collectionId: Number(id), version: Number(rules_version), rules: JSON.parse(rules) as Rules },
   }));
 }
@@ -97,6 +101,8 @@ export async function listCollectionContracts({ query, codePointOrder }: Dialect
 export interface CollectionContractData {
   name: string;
   schema: Record<string, unknown> | null;
+  /** Its relations, both directions: each one's name, kind and the collection of its rows. */
+  relations: { name: string; kind: 'to_one' | 'to_many'; collection: string }[];
   rules: StoredRules | null;
 }
 
