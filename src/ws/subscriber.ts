@@ -30,7 +30,7 @@ export interface SubscriberOptions {
   rules(): Promise<CompiledRules>;
   /** Replay the retained events after this seq before going live. */
   since?: number;
-  /** Bytes the client may fall behind by (not yet taken by its socket, or held back) before 4008. */
+  /** Bytes the client may fall behind by (not yet taken by its socket) before 4008, and the most a replay holds back. */
   maxBufferBytes: number;
   /** One page of the collection's events with `after` < seq ≤ `upTo`, in seq order. */
   readEvents(after: number, upTo: number): Promise<StoredEvent[]>;
@@ -44,9 +44,10 @@ export interface SubscriberOptions {
 
 /**
  * One feed client: a feed socket, or a changes stream over HTTP (sinks.ts). Messages go straight to
- * its socket while it keeps up; during a replay, live messages are held back until the replay is done.
- * Either way a client that falls more than `maxBufferBytes` behind is closed with 4008, so what the
- * server holds for it stays bounded whatever it does.
+ * its socket while it keeps up; a client that falls more than `maxBufferBytes` behind is closed with
+ * 4008. During a replay, live messages are held back until the replay is done; once they outgrow
+ * `maxBufferBytes` they are let go and the replay reads them from the log too, so a client that reads
+ * catches up however fast others write. What the server holds for a client stays bounded whatever it does.
  */
 export class Subscriber extends EventEmitter<{ end: [] }> {
   /** Settles when the socket has closed. */
@@ -59,8 +60,16 @@ export class Subscriber extends EventEmitter<{ end: [] }> {
   /** The rules `view` was made from: those of the upgrade, then the latest given to useRules(). */
   private rules: CompiledRules | undefined;
   private ended = false;
+  /** During a replay, the live messages held back (none while they are let go). */
   private held: Buffer[] | undefined;
   private heldBytes = 0;
+  /** The seq the replay reads up to: where the subscription went live, or the latest change let go since. */
+  private replayTo = 0;
+  /** Whether live messages are let go, to be read by the replay: they outgrew the bound. */
+  private letGo = false;
+  /** The seq the replay has reached, and what it had reached at the last heartbeat. */
+  private replayed = 0;
+  private replayedAtHeartbeat = 0;
 
   constructor(
     readonly sink: Sink,
@@ -122,7 +131,8 @@ export class Subscriber extends EventEmitter<{ end: [] }> {
     this.send(this.sink.encoding.encode(ready, 'ready', since ?? seq));
     if (since === undefined || since >= seq) return;
     this.held = [];
-    this.replaying = this.replay(since, seq).catch((error) => {
+    this.replayTo = seq;
+    this.replaying = this.replay(since).catch((error) => {
       this.options.log.error({ err: error, collection: this.options.collection }, 'feed replay failed');
       this.close(closeCodes.internal);
     });
@@ -166,8 +176,16 @@ export class Subscriber extends EventEmitter<{ end: [] }> {
     this.close(closeCodes.collectionDeleted);
   }
 
-  /** Called every ping interval: a feed client that did not answer the last ping is dropped (sinks.ts). */
+  /**
+   * Called every ping interval: a feed client that did not answer the last ping is dropped (sinks.ts),
+   * and so is one whose replay took nothing since the last while live messages were let go.
+   */
   heartbeat(): void {
+    if (this.letGo && this.replayed === this.replayedAtHeartbeat) {
+      this.close(closeCodes.slowConsumer);
+      return;
+    }
+    this.replayedAtHeartbeat = this.replayed;
     this.sink.heartbeat();
   }
 
@@ -194,14 +212,26 @@ export class Subscriber extends EventEmitter<{ end: [] }> {
     }
   }
 
-  /** Keeps a live message back while the replay runs. */
+  /**
+   * Keeps a live message back while the replay runs; once those held outgrow the bound, lets them all
+   * go, and this one and the next, for the replay to read from the log.
+   */
   private hold(delivery: Delivery): void {
     if (!this.held) return;
+    if (this.letGo) {
+      this.replayTo = delivery.event.seq;
+      return;
+    }
     const frame = this.frameOf(delivery);
     if (!frame) return;
     this.held.push(frame);
     this.heldBytes += frame.length;
-    if (this.heldBytes + this.sink.bufferedAmount > this.options.maxBufferBytes) this.close(closeCodes.slowConsumer);
+    if (this.heldBytes > this.options.maxBufferBytes) {
+      this.held = [];
+      this.heldBytes = 0;
+      this.letGo = true;
+      this.replayTo = delivery.event.seq;
+    }
   }
 
   /** Sends unless the client is already too far behind; `written` runs once the socket has taken it (or will not). */
@@ -216,41 +246,51 @@ export class Subscriber extends EventEmitter<{ end: [] }> {
   }
 
   /**
-   * Replays the events with `since` < seq ≤ `upTo`, as this client would have got them live (frameOf()),
-   * a page at a time, at the pace the socket takes them: whenever half the buffer bound is waiting, it
-   * waits for the socket to take the last message sent. So a client that reads, however much it has to
-   * catch up on, is never closed as slow, and a replay holds at most a page in memory. Retained events have no gaps: one found here means they were pruned
-   * since the upgrade was checked, and the client is told so (4410).
+   * Replays the events with `since` < seq ≤ `replayTo`, as this client would have got them live
+   * (frameOf()), a page at a time, at the pace the socket takes them: whenever half the buffer bound is
+   * waiting, it waits for the socket to take the last message sent. So a client that reads, however much
+   * it has to catch up on, is never closed as slow, and a replay holds at most a page in memory. Live
+   * messages let go meanwhile move `replayTo` on; once it is reached with none let go, the held ones
+   * follow. Retained events have no gaps: one found here means they were pruned since the upgrade was
+   * checked, and the client is told so (4410).
    */
-  private async replay(since: number, upTo: number): Promise<void> {
+  private async replay(since: number): Promise<void> {
     let after = since;
     let written: Promise<void> | undefined;
-    while (!this.ended && after < upTo) {
-      if (this.heldToRules) {
-        // Rules that cannot be read now (a database that does not answer, which the read below meets too) change nothing.
-        const rules = await this.options.rules().catch(() => undefined);
-        if (rules) this.useRules(rules);
-        if (this.ended) return;
+    for (;;) {
+      while (!this.ended && after < this.replayTo) {
+        if (this.heldToRules) {
+          // Rules that cannot be read now (a database that does not answer, which the read below meets too) change nothing.
+          const rules = await this.options.rules().catch(() => undefined);
+          if (rules) this.useRules(rules);
+          if (this.ended) return;
+        }
+        const events = await this.options.readEvents(after, this.replayTo);
+        for (const event of events) {
+          if (event.seq !== after + 1) break;
+          after = event.seq;
+          this.replayed = after;
+          const frame = this.frameOf(new Delivery(this.options.collection, event));
+          if (!frame) continue;
+          if (this.sink.bufferedAmount > this.options.maxBufferBytes / 2) await written;
+          if (this.ended) return;
+          written = new Promise((resolve) => this.send(frame, resolve));
+        }
+        if (after !== events.at(-1)?.seq) {
+          // Gone with the collection, deleted meanwhile (the tail tells the others the same), or pruned.
+          if ((await this.options.latestSeq()) === undefined) this.collectionDeleted();
+          else this.close(closeCodes.gone);
+          return;
+        }
       }
-      const events = await this.options.readEvents(after, upTo);
-      for (const event of events) {
-        if (event.seq !== after + 1) break;
-        after = event.seq;
-        const frame = this.frameOf(new Delivery(this.options.collection, event));
-        if (!frame) continue;
-        if (this.sink.bufferedAmount > this.options.maxBufferBytes / 2) await written;
-        if (this.ended) return;
-        written = new Promise((resolve) => this.send(frame, resolve));
-      }
-      if (after !== events.at(-1)?.seq) {
-        // Gone with the collection, deleted meanwhile (the tail tells the others the same), or pruned.
-        if ((await this.options.latestSeq()) === undefined) this.collectionDeleted();
-        else this.close(closeCodes.gone);
-        return;
-      }
+      if (this.ended) return;
+      // Every change let go is replayed: the next ones are held, unless they outgrow the bound again
+      // while the socket takes the last replayed.
+      this.letGo = false;
+      await written;
+      if (this.ended) return;
+      if (!this.letGo) break;
     }
-    await written;
-    if (this.ended) return;
     const held = this.held ?? [];
     this.held = undefined;
     this.heldBytes = 0;

@@ -140,8 +140,28 @@ describeEachBackend('resuming the feed with since', (backend) => {
       }
     });
 
-    it('closes with 4008 a client whose held-back events outgrow the buffer bound', async () => {
+    it('lets held-back events go once they outgrow the buffer bound, and replays them from the log: every change, in order', async () => {
       const held = await startTestServer({ feedMaxBufferBytes: 4096 }, { backend });
+      try {
+        const owner = await held.client();
+        await owner.post('/v1/collections', { name: 'notes' });
+        await owner.post('/v1/collections/notes/rows', [{ n: 1 }, { n: 2 }]);
+        const release = holdReplays(held);
+        const feed = await FeedClient.open(held.url, owner.key, { collection: 'notes', since: 0 });
+        for (const n of range(3, 12)) await owner.post('/v1/collections/notes/rows', [{ n, text: 'x'.repeat(1000) }]);
+        release();
+        await owner.post('/v1/collections/notes/rows', [{ n: 13 }]);
+        expect(seqs(await feed.changesCount(13))).to.deep.equal(range(1, 13));
+        expect(feed.closed, 'still open').to.equal(undefined);
+        expect(held.feed.counts.slowConsumerCloses).to.equal(0);
+        await feed.close();
+      } finally {
+        await held.stop();
+      }
+    });
+
+    it('closes with 4008 a client whose replay takes nothing for a ping interval while live events are let go', async () => {
+      const held = await startTestServer({ feedMaxBufferBytes: 4096, feedPingIntervalMs: 200 }, { backend });
       try {
         const owner = await held.client();
         await owner.post('/v1/collections', { name: 'notes' });
