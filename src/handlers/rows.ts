@@ -42,13 +42,7 @@ export const rowHandlers: Handlers<
     }
     // The filter's JSON value scopes the cursor, as queryRows' body does (../query/cursor.ts).
     const filterValue = query.filter === undefined ? undefined : filterJson(query.filter, FILTER_PARAMETER);
-    const filter = await throughRelations(
-      store,
-      principal,
-      claims,
-      path.collection_name,
-      filterValue === undefined ? undefined : parseFilter(filterValue, FILTER_PARAMETER),
-    );
+    const filter = readThroughRelations(claims, filterValue === undefined ? undefined : parseFilter(filterValue, FILTER_PARAMETER));
     const select = query.select === undefined ? undefined : selectedFields(query.select);
     const scored = readsRelevance({ order, select, filter }, 'query');
     const grant = await grantIn(store, principal, claims, path.collection_name);
@@ -83,13 +77,7 @@ export const rowHandlers: Handlers<
   /** The page listRows answers for the same query (but a cursor), each row with its ETag beside it. */
   async listVersionedRows({ principal, path, query, claims }, { store }) {
     const order = orderFromParameters(query.order_by, query.order);
-    const filter = await throughRelations(
-      store,
-      principal,
-      claims,
-      path.collection_name,
-      query.filter === undefined ? undefined : parseFilterText(query.filter, FILTER_PARAMETER),
-    );
+    const filter = readThroughRelations(claims, query.filter === undefined ? undefined : parseFilterText(query.filter, FILTER_PARAMETER));
     const select = query.select === undefined ? undefined : selectedFields(query.select);
     const scored = readsRelevance({ order, select, filter }, 'query');
     const grant = await grantIn(store, principal, claims, path.collection_name);
@@ -111,11 +99,8 @@ export const rowHandlers: Handlers<
 
   async queryRows({ principal, path, body, claims }, { store }) {
     const order = orderFromBody(body.order);
-    const filter = await throughRelations(
-      store,
-      principal,
+    const filter = readThroughRelations(
       claims,
-      path.collection_name,
       body.filter === undefined ? undefined : parseFilter(body.filter, { in: 'body', name: '/filter' }),
     );
     const select = body.select === undefined ? undefined : [...new Set(body.select)].filter((field) => field !== 'id');
@@ -148,11 +133,7 @@ export const rowHandlers: Handlers<
 
   async aggregateRows({ principal, path, body, claims }, { store, config }) {
     const grant = await grantIn(store, principal, claims, path.collection_name);
-    const query = scopedAggregate(
-      await aggregateThroughRelations(store, principal, claims, path.collection_name, parseAggregateQuery(body, 'body', config.maxGroups)),
-      grant,
-      'body',
-    );
+    const query = scopedAggregate(aggregateThroughRelations(claims, parseAggregateQuery(body, 'body', config.maxGroups)), grant, 'body');
     const place = { in: 'body', name: '/group_by', message: `makes more than ${config.maxGroups * GROUPS_READ} groups` } as const;
     return answerAggregates(
       await store.aggregateRows(principal.accountId, path.collection_name, query, config.maxGroups * GROUPS_READ, place),
@@ -163,13 +144,7 @@ export const rowHandlers: Handlers<
   async getAggregates({ principal, path, query, claims }, { store, config }) {
     const grant = await grantIn(store, principal, claims, path.collection_name);
     const read = scopedAggregate(
-      await aggregateThroughRelations(
-        store,
-        principal,
-        claims,
-        path.collection_name,
-        parseAggregateQuery(aggregateParameters(query), 'query', config.maxGroups),
-      ),
+      aggregateThroughRelations(claims, parseAggregateQuery(aggregateParameters(query), 'query', config.maxGroups)),
       grant,
       'query',
     );
@@ -236,7 +211,7 @@ export const rowHandlers: Handlers<
   },
 
   async updateRows({ principal, path, query, body, mediaType, once, claims }, { store, config }) {
-    const filter = await throughRelations(store, principal, claims, path.collection_name, parseFilterText(query.filter, FILTER_PARAMETER));
+    const filter = await changeFilter(store, principal, claims, path.collection_name, query.filter);
     const patch = readPatch(patchFormatOf[mediaType], body);
     const grant = await grantIn(store, principal, claims, path.collection_name);
     grant?.checkReadable([...uses(filterFields(filter), 'query', 'filter'), ...patchUses(patch, { in: 'body', name: '' }, grant.hideable)]);
@@ -249,7 +224,7 @@ export const rowHandlers: Handlers<
   },
 
   async deleteRows({ principal, path, query, once, claims }, { store, config }) {
-    const filter = await throughRelations(store, principal, claims, path.collection_name, parseFilterText(query.filter, FILTER_PARAMETER));
+    const filter = await changeFilter(store, principal, claims, path.collection_name, query.filter);
     const grant = await grantIn(store, principal, claims, path.collection_name);
     grant?.checkReadable(uses(filterFields(filter), 'query', 'filter'));
     const options = { once: once && answerOnce(once, answerChangedCount) };
@@ -396,35 +371,36 @@ function orderUses(order: readonly SortKey[], where: 'query' | 'body'): FieldUse
     }));
 }
 
-/** An aggregate's query for a caller held to rules: its filter scoped, and 403 for a hidden field it reads. */
 /**
- * `filter` with its conditions through relations (`$match`, `$some`) replaced by the ids they find
- * (docs/relations.md); a publishable key's caller may not use them yet (403): the related rows would not
- * be held to their own collection's rules.
+ * A read's `filter`, whose conditions through relations (`$match`, `$some`) the store binds to the related
+ * rows they find in the read's own snapshot (docs/relations.md); a publishable key's caller may not use
+ * them yet (403): the related rows would not be held to their own collection's rules.
  */
-async function throughRelations<F extends Filter | undefined>(
+function readThroughRelations<F extends Filter | undefined>(claims: Parameters<typeof grantIn>[2], filter: F): F {
+  if (filter && holdsRelated(filter) && claims !== undefined)
+    throw forbidden('A filter through a relation ($match, $some) takes a secret key.');
+  return filter;
+}
+
+/** A change's filter (the parameter's `text`), its conditions through relations replaced by the ids they find, read before the change. */
+async function changeFilter(
   store: Store,
   principal: Principal,
   claims: Parameters<typeof grantIn>[2],
   collection: string,
-  filter: F,
-): Promise<F> {
-  if (!filter || !holdsRelated(filter)) return filter;
-  if (claims !== undefined) throw forbidden('A filter through a relation ($match, $some) takes a secret key.');
-  return (await store.bindRelations(principal.accountId, collection, filter)) as F;
+  text: string,
+): Promise<Filter> {
+  const filter = readThroughRelations(claims, parseFilterText(text, FILTER_PARAMETER));
+  if (!holdsRelated(filter)) return filter;
+  return (await store.bindRelations(principal.accountId, collection, filter)) as Filter;
 }
 
-/** An aggregate query whose filter goes through relations, as throughRelations() binds it. */
-async function aggregateThroughRelations(
-  store: Store,
-  principal: Principal,
-  claims: Parameters<typeof grantIn>[2],
-  collection: string,
-  query: AggregateQuery,
-): Promise<AggregateQuery> {
-  return { ...query, filter: await throughRelations(store, principal, claims, collection, query.filter) };
+/** An aggregate query whose filter goes through relations, as readThroughRelations() takes it. */
+function aggregateThroughRelations(claims: Parameters<typeof grantIn>[2], query: AggregateQuery): AggregateQuery {
+  return { ...query, filter: readThroughRelations(claims, query.filter) };
 }
 
+/** An aggregate's query for a caller held to rules: its filter scoped, and 403 for a hidden field it reads. */
 function scopedAggregate(query: AggregateQuery, grant: Grant | undefined, where: 'query' | 'body'): AggregateQuery {
   if (!grant) return query;
   const place = (name: string) => (where === 'query' ? name : `/${name}`);
