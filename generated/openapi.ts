@@ -2009,8 +2009,9 @@ export interface components {
          *     Through a relation (docs/relations.md): `{"author": {"$match": {…}}}` holds for a row whose to-one
          *     relation `author` names a row that matches, `{"comments": {"$some": {…}}}` for one whose to-many
          *     relation `comments` has a row that matches (10,000 related rows found at most, else `400`); in lists,
-         *     counts, queries, aggregates and changes by filter, with a secret key (`403` with a publishable one),
-         *     never in the feed or a webhook (`400`).
+         *     counts, queries, aggregates and changes by filter, never in the feed or a webhook (`400`). With a
+         *     publishable key the inner filter is held to the related collection's rules: a related row the caller
+         *     may not read never matches, and a field they hide is `403` naming it, as in a filter of that collection.
          * @example {
          *       "status": "open",
          *       "score": {

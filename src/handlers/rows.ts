@@ -5,7 +5,7 @@ import type { Expansion } from '../db/reads/expand.ts';
 import type { Page, RowsPage } from '../db/reads/pages.ts';
 import type { ChangedRows, InsertedRows, VersionedRow } from '../db/rows/rows.ts';
 import type { Upserted } from '../db/rows/upserts.ts';
-import { forbidden, rowNotFound, validationFailed } from '../errors.ts';
+import { rowNotFound, validationFailed } from '../errors.ts';
 import { etagOf, ifMatch, ifNoneMatch } from '../http/conditional.ts';
 import { answerOnce } from '../idempotency/answers.ts';
 import { ACCEPT_PATCH, patchFormatOf, readPatch } from '../patches/index.ts';
@@ -18,6 +18,7 @@ import { EXPANDED, type Row } from '../rows.ts';
 import { type FieldUse, filterFields, type Grant, patchUses } from '../rules/access.ts';
 import { expandParameter, expansionsOf } from './expand.ts';
 import { grantIn } from './grants.ts';
+import { type FilterPlace, relatedFilter } from './related.ts';
 import type { Handlers, Result } from './types.ts';
 
 export const rowHandlers: Handlers<
@@ -42,10 +43,11 @@ export const rowHandlers: Handlers<
     }
     // The filter's JSON value scopes the cursor, as queryRows' body does (../query/cursor.ts).
     const filterValue = query.filter === undefined ? undefined : filterJson(query.filter, FILTER_PARAMETER);
-    const filter = readThroughRelations(claims, filterValue === undefined ? undefined : parseFilter(filterValue, FILTER_PARAMETER));
+    const filter = filterValue === undefined ? undefined : parseFilter(filterValue, FILTER_PARAMETER);
     const select = query.select === undefined ? undefined : selectedFields(query.select);
     const scored = readsRelevance({ order, select, filter }, 'query');
     const grant = await grantIn(store, principal, claims, path.collection_name);
+    const reader: Reader = { store, principal, claims, collection: path.collection_name, grant };
     const scope: CursorScope = {
       accountId: principal.accountId,
       collection: path.collection_name,
@@ -57,7 +59,7 @@ export const rowHandlers: Handlers<
       limit: query.limit,
       offset: query.offset ?? 0,
       order,
-      filter: scopedRead(grant, { filter, order, select }, 'query'),
+      filter: await scopedRead(reader, { filter, order, select }, 'query'),
       count: query.count === 'exact',
       after: query.after === undefined ? undefined : readCursor(query.after, scope),
       scored,
@@ -77,15 +79,16 @@ export const rowHandlers: Handlers<
   /** The page listRows answers for the same query (but a cursor), each row with its ETag beside it. */
   async listVersionedRows({ principal, path, query, claims }, { store }) {
     const order = orderFromParameters(query.order_by, query.order);
-    const filter = readThroughRelations(claims, query.filter === undefined ? undefined : parseFilterText(query.filter, FILTER_PARAMETER));
+    const filter = query.filter === undefined ? undefined : parseFilterText(query.filter, FILTER_PARAMETER);
     const select = query.select === undefined ? undefined : selectedFields(query.select);
     const scored = readsRelevance({ order, select, filter }, 'query');
     const grant = await grantIn(store, principal, claims, path.collection_name);
+    const reader: Reader = { store, principal, claims, collection: path.collection_name, grant };
     const page: Page = {
       limit: query.limit,
       offset: query.offset ?? 0,
       order,
-      filter: scopedRead(grant, { filter, order, select }, 'query'),
+      filter: await scopedRead(reader, { filter, order, select }, 'query'),
       count: query.count === 'exact',
       versions: true,
       scored,
@@ -99,19 +102,17 @@ export const rowHandlers: Handlers<
 
   async queryRows({ principal, path, body, claims }, { store }) {
     const order = orderFromBody(body.order);
-    const filter = readThroughRelations(
-      claims,
-      body.filter === undefined ? undefined : parseFilter(body.filter, { in: 'body', name: '/filter' }),
-    );
+    const filter = body.filter === undefined ? undefined : parseFilter(body.filter, { in: 'body', name: '/filter' });
     const select = body.select === undefined ? undefined : [...new Set(body.select)].filter((field) => field !== 'id');
     const scored = readsRelevance({ order, select, filter }, 'body');
     const grant = await grantIn(store, principal, claims, path.collection_name);
+    const reader: Reader = { store, principal, claims, collection: path.collection_name, grant };
     const scope: CursorScope = { accountId: principal.accountId, collection: path.collection_name, filter: body.filter, order, select };
     const page: Page = {
       limit: body.limit ?? DEFAULT_LIMIT,
       offset: 0,
       order,
-      filter: scopedRead(grant, { filter, order, select }, 'body'),
+      filter: await scopedRead(reader, { filter, order, select }, 'body'),
       count: body.count === 'exact',
       after: body.after === undefined ? undefined : readCursor(body.after, scope, { in: 'body', name: '/after' }),
       scored,
@@ -133,7 +134,8 @@ export const rowHandlers: Handlers<
 
   async aggregateRows({ principal, path, body, claims }, { store, config }) {
     const grant = await grantIn(store, principal, claims, path.collection_name);
-    const query = scopedAggregate(aggregateThroughRelations(claims, parseAggregateQuery(body, 'body', config.maxGroups)), grant, 'body');
+    const reader: Reader = { store, principal, claims, collection: path.collection_name, grant };
+    const query = await scopedAggregate(reader, parseAggregateQuery(body, 'body', config.maxGroups), 'body');
     const place = { in: 'body', name: '/group_by', message: `makes more than ${config.maxGroups * GROUPS_READ} groups` } as const;
     return answerAggregates(
       await store.aggregateRows(principal.accountId, path.collection_name, query, config.maxGroups * GROUPS_READ, place),
@@ -143,11 +145,8 @@ export const rowHandlers: Handlers<
   /** aggregateRows' query in the URL: JSON texts, and group_by a comma list (openapi.yaml, getAggregates). */
   async getAggregates({ principal, path, query, claims }, { store, config }) {
     const grant = await grantIn(store, principal, claims, path.collection_name);
-    const read = scopedAggregate(
-      aggregateThroughRelations(claims, parseAggregateQuery(aggregateParameters(query), 'query', config.maxGroups)),
-      grant,
-      'query',
-    );
+    const reader: Reader = { store, principal, claims, collection: path.collection_name, grant };
+    const read = await scopedAggregate(reader, parseAggregateQuery(aggregateParameters(query), 'query', config.maxGroups), 'query');
     const place = { in: 'query', name: 'group_by', message: `makes more than ${config.maxGroups * GROUPS_READ} groups` } as const;
     return answerAggregates(
       await store.aggregateRows(principal.accountId, path.collection_name, read, config.maxGroups * GROUPS_READ, place),
@@ -211,9 +210,9 @@ export const rowHandlers: Handlers<
   },
 
   async updateRows({ principal, path, query, body, mediaType, once, claims }, { store, config }) {
-    const filter = await changeFilter(store, principal, claims, path.collection_name, query.filter);
-    const patch = readPatch(patchFormatOf[mediaType], body);
     const grant = await grantIn(store, principal, claims, path.collection_name);
+    const filter = await changeFilter({ store, principal, claims, collection: path.collection_name, grant }, query.filter);
+    const patch = readPatch(patchFormatOf[mediaType], body);
     grant?.checkReadable([...uses(filterFields(filter), 'query', 'filter'), ...patchUses(patch, { in: 'body', name: '' }, grant.hideable)]);
     // The rows only when asked for (openapi.yaml, ReturnParameter).
     const answerRows = (changed: ChangedRows) => answerChangedRows(grant ? { ...changed, json: grant.maskRows(changed.json) } : changed);
@@ -224,8 +223,8 @@ export const rowHandlers: Handlers<
   },
 
   async deleteRows({ principal, path, query, once, claims }, { store, config }) {
-    const filter = await changeFilter(store, principal, claims, path.collection_name, query.filter);
     const grant = await grantIn(store, principal, claims, path.collection_name);
+    const filter = await changeFilter({ store, principal, claims, collection: path.collection_name, grant }, query.filter);
     grant?.checkReadable(uses(filterFields(filter), 'query', 'filter'));
     const options = { once: once && answerOnce(once, answerChangedCount) };
     const scoped = grant ? grant.scope(filter, 'delete') : filter;
@@ -336,16 +335,31 @@ function placeOf(row: Record<string, unknown>, scores: readonly number[] | undef
   return scores ? { ...row, [SCORE]: scores.at(-1) } : row;
 }
 
-/** A read's filter for a caller held to rules: 403 for a hidden field it names, and the read rule ANDed in. */
-function scopedRead(
-  grant: Grant | undefined,
+/** Who reads which collection, held to which rules (undefined for a secret key): what a read's relations are resolved with. */
+interface Reader {
+  store: Store;
+  principal: Principal;
+  claims: Parameters<typeof grantIn>[2];
+  collection: string;
+  grant: Grant | undefined;
+}
+
+/**
+ * A read's filter, its conditions through relations resolved as the caller may use them (./related.ts)
+ * and bound by the store in the read's own snapshot; for a caller held to rules, 403 for a hidden field
+ * it names, and the read rule ANDed in.
+ */
+async function scopedRead(
+  reader: Reader,
   read: { filter?: Filter; order: readonly SortKey[]; select?: readonly string[] },
   where: 'query' | 'body',
-): Filter | undefined {
-  if (!grant) return read.filter;
+): Promise<Filter | undefined> {
+  const { grant } = reader;
   const at = where === 'query' ? { filter: 'filter', select: 'select' } : { filter: '/filter', select: '/select' };
+  const filter = await throughRelations(reader, read.filter, { in: where, name: at.filter });
+  if (!grant) return filter;
   grant.checkReadable([
-    ...uses(filterFields(read.filter), where, at.filter),
+    ...uses(filterFields(filter), where, at.filter),
     ...orderUses(read.order, where),
     ...uses(
       read.select?.filter((field) => field !== SCORE && field !== HIGHLIGHT),
@@ -353,8 +367,15 @@ function scopedRead(
       at.select,
     ),
   ]);
-  return grant.scope(read.filter, 'read');
+  return grant.scope(filter, 'read');
 }
+
+/** `filter` with its conditions through relations resolved as the reader may use them (./related.ts). */
+const throughRelations = <F extends Filter | undefined>(
+  { store, principal, claims, collection, grant }: Reader,
+  filter: F,
+  at: FilterPlace,
+) => relatedFilter(store, principal, claims, collection, filter, grant, at);
 
 /** Each of `fields` (top-level names) as used at one place of the request. */
 function uses(fields: readonly string[] | undefined, where: 'query' | 'body', name: string): FieldUse[] {
@@ -372,38 +393,21 @@ function orderUses(order: readonly SortKey[], where: 'query' | 'body'): FieldUse
 }
 
 /**
- * A read's `filter`, whose conditions through relations (`$match`, `$some`) the store binds to the related
- * rows they find in the read's own snapshot (docs/relations.md); a publishable key's caller may not use
- * them yet (403): the related rows would not be held to their own collection's rules.
+ * A change's filter (the parameter's `text`), its conditions through relations resolved as the reader may
+ * use them and replaced by the ids they find, read just before the change.
  */
-function readThroughRelations<F extends Filter | undefined>(claims: Parameters<typeof grantIn>[2], filter: F): F {
-  if (filter && holdsRelated(filter) && claims !== undefined)
-    throw forbidden('A filter through a relation ($match, $some) takes a secret key.');
-  return filter;
-}
-
-/** A change's filter (the parameter's `text`), its conditions through relations replaced by the ids they find, read before the change. */
-async function changeFilter(
-  store: Store,
-  principal: Principal,
-  claims: Parameters<typeof grantIn>[2],
-  collection: string,
-  text: string,
-): Promise<Filter> {
-  const filter = readThroughRelations(claims, parseFilterText(text, FILTER_PARAMETER));
+async function changeFilter(reader: Reader, text: string): Promise<Filter> {
+  const filter = await throughRelations(reader, parseFilterText(text, FILTER_PARAMETER), FILTER_PARAMETER);
   if (!holdsRelated(filter)) return filter;
-  return (await store.bindRelations(principal.accountId, collection, filter)) as Filter;
+  return (await reader.store.bindRelations(reader.principal.accountId, reader.collection, filter)) as Filter;
 }
 
-/** An aggregate query whose filter goes through relations, as readThroughRelations() takes it. */
-function aggregateThroughRelations(claims: Parameters<typeof grantIn>[2], query: AggregateQuery): AggregateQuery {
-  return { ...query, filter: readThroughRelations(claims, query.filter) };
-}
-
-/** An aggregate's query for a caller held to rules: its filter scoped, and 403 for a hidden field it reads. */
-function scopedAggregate(query: AggregateQuery, grant: Grant | undefined, where: 'query' | 'body'): AggregateQuery {
-  if (!grant) return query;
+/** An aggregate's query, its filter's conditions through relations resolved; for a caller held to rules, its filter scoped, and 403 for a hidden field it reads. */
+async function scopedAggregate(reader: Reader, asked: AggregateQuery, where: 'query' | 'body'): Promise<AggregateQuery> {
+  const { grant } = reader;
   const place = (name: string) => (where === 'query' ? name : `/${name}`);
+  const query = { ...asked, filter: await throughRelations(reader, asked.filter, { in: where, name: place('filter') }) };
+  if (!grant) return query;
   grant.checkReadable([
     ...uses(filterFields(query.filter), where, place('filter')),
     ...uses(query.groupBy, where, place('group_by')),

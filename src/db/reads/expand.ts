@@ -6,6 +6,7 @@
 import type { Filter } from '../../query/filter.ts';
 import type { SortKey } from '../../query/order.ts';
 import { EXPANDED, type Json, type Row } from '../../rows.ts';
+import { bindRelations, relatedReadsOf } from '../relations/filters.ts';
 import { type PageSource, readPage } from './pages.ts';
 
 type Fields = Record<string, unknown>;
@@ -50,7 +51,10 @@ export async function expandRows(source: PageSource, accountId: number, rows: Fi
     if (expansions.length > 0) row[EXPANDED] = {};
     else delete row[EXPANDED];
   }
-  for (const expansion of expansions) {
+  for (const asked of expansions) {
+    // A to-many's filter through relations of its own, bound once for every row it is read for.
+    const filter = await bindRelations(relatedReadsOf(source), accountId, asked.collection, asked.filter);
+    const expansion = { ...asked, filter };
     const related: Fields[] = [];
     if (expansion.kind === 'to_one') {
       const ids = [...new Set(rows.map((row) => row[expansion.field]).filter(isId))];

@@ -6,7 +6,7 @@ import type { FieldError } from '../../errors.ts';
 import type { AggregateQuery } from '../../query/aggregate.ts';
 import { holdsRelated } from '../../query/filter.ts';
 import { KnownIndexes } from '../collections/sort-indexes.ts';
-import { bindRelations } from '../relations/filters.ts';
+import { bindRelations, relatedReadsOf } from '../relations/filters.ts';
 import { type AggregateResult, type AggregateSource, readAggregates } from './aggregates.ts';
 import { type Expansion, expandRows } from './expand.ts';
 import { type Page, type PageSource, type RowsPage, readPage, type SnapshotRead } from './pages.ts';
@@ -29,7 +29,7 @@ export function readRelatedPage(
   if (!expanding && !(page.filter && holdsRelated(page.filter))) return readPage(source, accountId, collection, page);
   return source.snapshot(async (read) => {
     const reads = inSnapshot(source, read);
-    const filter = await bindRelations(relatedReads(reads), accountId, collection, page.filter);
+    const filter = await bindRelations(relatedReadsOf(reads), accountId, collection, page.filter);
     const answer = await readPage(reads, accountId, collection, { ...page, filter });
     if (!expanding) return answer;
     const rows = JSON.parse(answer.json) as Fields[];
@@ -50,7 +50,7 @@ export function readRelatedAggregates(
   if (!query.filter || !holdsRelated(query.filter)) return readAggregates(source, accountId, collection, query, maxGroupsRead, place);
   return source.snapshot(async (read) => {
     const reads = inSnapshot(source, read);
-    const filter = await bindRelations(relatedReads(reads), accountId, collection, query.filter);
+    const filter = await bindRelations(relatedReadsOf(reads), accountId, collection, query.filter);
     return readAggregates(reads, accountId, collection, { ...query, filter }, maxGroupsRead, place);
   });
 }
@@ -64,11 +64,4 @@ const inSnapshot = <S extends PageSource>(source: S, read: SnapshotRead): S => (
   read: (sql, params) => read(sql, params),
   knownIndexes: new KnownIndexes(),
   sortIndexes: { ...source.sortIndexes, max: 0 },
-});
-
-/** What bindRelations() reads the related rows with: the snapshot's reads. */
-const relatedReads = (source: PageSource) => ({
-  query: <T>(sql: string, params: Parameters<SnapshotRead>[1]) => source.read<T>(sql, params),
-  filterSql: source.filterSql,
-  keyBoundsSql: source.keyBoundsSql,
 });

@@ -10,7 +10,7 @@ import { assignable } from '../../rows.ts';
 import { bindSearch } from '../collections/search-indexes.ts';
 import type { Dialect, Read } from '../engine/dialect.ts';
 import { indexedFields } from '../reads/filter-indexes.ts';
-import { byId, inIndex, withinIndex } from '../reads/pages.ts';
+import { byId, inIndex, type PageSource, withinIndex } from '../reads/pages.ts';
 import { collectionIdSql } from '../sql/collections.ts';
 import { relationsOfSql, sortedSql } from '../sql/relations.ts';
 import { matchedRowsSql } from '../sql/rows.ts';
@@ -34,6 +34,13 @@ type RelationRow = {
  * dialect does. A Dialect is one.
  */
 export type RelatedReads = Pick<Dialect, 'filterSql' | 'keyBoundsSql'> & { query: Read };
+
+/** What a page's source reads the related rows with: its reads (in a snapshot, the snapshot's). */
+export const relatedReadsOf = (source: PageSource): RelatedReads => ({
+  query: (sql, params) => source.read(sql, params),
+  filterSql: source.filterSql,
+  keyBoundsSql: source.keyBoundsSql,
+});
 
 /**
  * `filter` with each `$match` and `$some` of the account's collection replaced by a condition on the ids
