@@ -775,8 +775,9 @@ export interface paths {
          *     `offset` is `400`. A cursor is bound to the account, the collection, the filter, the order and
          *     `select` of the page that answered it: used with any other, or altered, it is `400
          *     validation_failed` naming `after`; `limit` and `count` may change from page to page. It holds
-         *     the last row's values of the order's fields, so ordering by long strings makes long cursors
-         *     (`queryRows` takes them in its body).
+         *     the last row's values of the order's fields (a key through a relation, `author.name`: the related
+         *     row's value, read with the page), so ordering by long strings makes long cursors (`queryRows` takes
+         *     them in its body).
          *
          *     A read takes the database for `ROWBASE_QUERY_TIMEOUT_MS` at most (5 s by default): a page that
          *     would take longer (a filter that must read a large collection whole) is stopped and answers
@@ -2528,8 +2529,9 @@ export interface components {
         OrderKey: {
             direction?: components["schemas"]["SortOrder"];
             /**
-             * @description A top-level field; `id` is the row's own id, `_score` the relevance to a search (OrderBy).
-             * @example score
+             * @description A top-level field; `id` is the row's own id, `_score` the relevance to a search, `author.name` a
+             *     field of the row a to-one relation `author` names (OrderBy).
+             * @example author.name
              */
             field: string;
         };
@@ -4404,7 +4406,18 @@ export interface components {
          *     (it can through `queryRows`). `_score` orders by relevance to the `$search` at the filter's top
          *     level, most relevant first, ties by `id` ascending: alone, in no direction but `asc` (the default),
          *     and only under such a `$search` (docs/search.md, "Ranking"); else `400`.
-         * @example status,id
+         *
+         *     Through a to-one relation (docs/relations.md, "Ordering by a related row's field"): `author.name`,
+         *     the relation's name, a dot and a top-level field of the related row (`id` its id), orders by that
+         *     field of the row the relation names, as a field of the row's own would order (its direction from
+         *     `order`, ties by `id`); a row naming none, or a related row missing the field, sorts as a missing
+         *     field does, last in both directions. A name before the first dot that is no to-one relation of the
+         *     collection leaves the key a top-level field of the row, as before relations; `author.` alone is `400`.
+         *     A cursor carries the last row's related value: a row stays in place, and is neither repeated nor
+         *     skipped, while its relation's field and its related row's field stay as they were. With a
+         *     publishable key the field must not be hidden from the caller in the related collection, nor the
+         *     relation's field in this one (`403` naming it), and a related row the caller may not read sorts
+         *     as missing.
          */
         OrderBy: string;
         /**
@@ -6388,7 +6401,18 @@ export interface operations {
                  *     (it can through `queryRows`). `_score` orders by relevance to the `$search` at the filter's top
                  *     level, most relevant first, ties by `id` ascending: alone, in no direction but `asc` (the default),
                  *     and only under such a `$search` (docs/search.md, "Ranking"); else `400`.
-                 * @example status,id
+                 *
+                 *     Through a to-one relation (docs/relations.md, "Ordering by a related row's field"): `author.name`,
+                 *     the relation's name, a dot and a top-level field of the related row (`id` its id), orders by that
+                 *     field of the row the relation names, as a field of the row's own would order (its direction from
+                 *     `order`, ties by `id`); a row naming none, or a related row missing the field, sorts as a missing
+                 *     field does, last in both directions. A name before the first dot that is no to-one relation of the
+                 *     collection leaves the key a top-level field of the row, as before relations; `author.` alone is `400`.
+                 *     A cursor carries the last row's related value: a row stays in place, and is neither repeated nor
+                 *     skipped, while its relation's field and its related row's field stay as they were. With a
+                 *     publishable key the field must not be hidden from the caller in the related collection, nor the
+                 *     relation's field in this one (`403` naming it), and a related row the caller may not read sorts
+                 *     as missing.
                  */
                 order_by?: components["parameters"]["OrderBy"];
                 /**
@@ -6716,7 +6740,18 @@ export interface operations {
                  *     (it can through `queryRows`). `_score` orders by relevance to the `$search` at the filter's top
                  *     level, most relevant first, ties by `id` ascending: alone, in no direction but `asc` (the default),
                  *     and only under such a `$search` (docs/search.md, "Ranking"); else `400`.
-                 * @example status,id
+                 *
+                 *     Through a to-one relation (docs/relations.md, "Ordering by a related row's field"): `author.name`,
+                 *     the relation's name, a dot and a top-level field of the related row (`id` its id), orders by that
+                 *     field of the row the relation names, as a field of the row's own would order (its direction from
+                 *     `order`, ties by `id`); a row naming none, or a related row missing the field, sorts as a missing
+                 *     field does, last in both directions. A name before the first dot that is no to-one relation of the
+                 *     collection leaves the key a top-level field of the row, as before relations; `author.` alone is `400`.
+                 *     A cursor carries the last row's related value: a row stays in place, and is neither repeated nor
+                 *     skipped, while its relation's field and its related row's field stay as they were. With a
+                 *     publishable key the field must not be hidden from the caller in the related collection, nor the
+                 *     relation's field in this one (`403` naming it), and a related row the caller may not read sorts
+                 *     as missing.
                  */
                 order_by?: components["parameters"]["OrderBy"];
                 /**
@@ -7615,7 +7650,18 @@ export interface operations {
                  *     (it can through `queryRows`). `_score` orders by relevance to the `$search` at the filter's top
                  *     level, most relevant first, ties by `id` ascending: alone, in no direction but `asc` (the default),
                  *     and only under such a `$search` (docs/search.md, "Ranking"); else `400`.
-                 * @example status,id
+                 *
+                 *     Through a to-one relation (docs/relations.md, "Ordering by a related row's field"): `author.name`,
+                 *     the relation's name, a dot and a top-level field of the related row (`id` its id), orders by that
+                 *     field of the row the relation names, as a field of the row's own would order (its direction from
+                 *     `order`, ties by `id`); a row naming none, or a related row missing the field, sorts as a missing
+                 *     field does, last in both directions. A name before the first dot that is no to-one relation of the
+                 *     collection leaves the key a top-level field of the row, as before relations; `author.` alone is `400`.
+                 *     A cursor carries the last row's related value: a row stays in place, and is neither repeated nor
+                 *     skipped, while its relation's field and its related row's field stay as they were. With a
+                 *     publishable key the field must not be hidden from the caller in the related collection, nor the
+                 *     relation's field in this one (`403` naming it), and a related row the caller may not read sorts
+                 *     as missing.
                  */
                 order_by?: components["parameters"]["OrderBy"];
                 /**
@@ -7732,7 +7778,18 @@ export interface operations {
                  *     (it can through `queryRows`). `_score` orders by relevance to the `$search` at the filter's top
                  *     level, most relevant first, ties by `id` ascending: alone, in no direction but `asc` (the default),
                  *     and only under such a `$search` (docs/search.md, "Ranking"); else `400`.
-                 * @example status,id
+                 *
+                 *     Through a to-one relation (docs/relations.md, "Ordering by a related row's field"): `author.name`,
+                 *     the relation's name, a dot and a top-level field of the related row (`id` its id), orders by that
+                 *     field of the row the relation names, as a field of the row's own would order (its direction from
+                 *     `order`, ties by `id`); a row naming none, or a related row missing the field, sorts as a missing
+                 *     field does, last in both directions. A name before the first dot that is no to-one relation of the
+                 *     collection leaves the key a top-level field of the row, as before relations; `author.` alone is `400`.
+                 *     A cursor carries the last row's related value: a row stays in place, and is neither repeated nor
+                 *     skipped, while its relation's field and its related row's field stay as they were. With a
+                 *     publishable key the field must not be hidden from the caller in the related collection, nor the
+                 *     relation's field in this one (`403` naming it), and a related row the caller may not read sorts
+                 *     as missing.
                  */
                 order_by?: components["parameters"]["OrderBy"];
                 /**

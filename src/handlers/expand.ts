@@ -10,7 +10,7 @@ import { orderFromBody } from '../query/order.ts';
 import { filterFields } from '../rules/access.ts';
 import type { Claims } from '../tokens/verifier.ts';
 import { grantIn } from './grants.ts';
-import { checkReaches, relatedFilter } from './related.ts';
+import { checkReaches, relatedFilter, relatedOrder } from './related.ts';
 
 type ExpandOptions = components['schemas']['ExpandLast'] & { expand?: Record<string, ExpandOptions> };
 type ExpandQuery = Record<string, ExpandOptions>;
@@ -84,8 +84,14 @@ export async function expansionsOf(
     const asked = options.filter === undefined ? undefined : parseFilter(options.filter, filterPlace);
     // Its conditions through relations of the related collection, held to the rules of theirs.
     const filter = await relatedFilter(store, principal, claims, relation.collection, asked, grant, filterPlace);
+    const orderPlace = (index: number) =>
+      place.in === 'query'
+        ? { in: 'query' as const, name: 'expand' }
+        : { in: 'body' as const, name: `${at(name, 'order').name}/${index}/field` };
+    // Its keys through relations of the related collection (`author.name`), held to the rules of theirs.
+    const order = await relatedOrder(store, principal, claims, relation.collection, orderFromBody(options.order), grant, orderPlace);
     grant?.checkReadable(
-      [...filterFields(filter), ...(options.select ?? []), ...(options.order ?? []).map(({ field }) => field)]
+      [...filterFields(filter), ...(options.select ?? []), ...order.flatMap(({ field, related }) => (related ? [] : [field]))]
         .filter((field) => field !== 'id')
         .map((field) => ({ field, at: { in: filterPlace.in, name: filterPlace.name } })),
     );
@@ -96,7 +102,7 @@ export async function expansionsOf(
       collection: relation.collection,
       field: relation.field,
       filter: grant ? grant.scope(filter, 'read') : filter,
-      order: orderFromBody(options.order),
+      order,
       limit: options.limit ?? DEFAULT_MANY,
       mask: grant && ((json) => grant.maskRows(json)),
       select: options.select?.filter((field) => field !== 'id'),

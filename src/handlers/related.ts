@@ -1,14 +1,16 @@
-// Filters through relations (`$match`, `$some`; docs/relations.md) as the caller may use them: each resolved
-// against the relations of the collection it is a filter of, a related collection the key is not limited to
-// refused (403), and for a caller held to rules (a publishable key) the related collection's rules
-// applied, as a read of that collection would apply them: its read rule ANDed into the inner filter, so
-// that a related row the caller may not read never matches, and a field it hides refused (403 naming it),
-// as a filter on a hidden field is. The store then binds them to the related rows they find.
+// Filters through relations (`$match`, `$some`) and orders by a related row's field (`author.name`;
+// docs/relations.md) as the caller may use them: each resolved against the relations of the collection it
+// is a filter or an order of, a related collection the key is not limited to refused (403), and for a
+// caller held to rules (a publishable key) the related collection's rules applied, as a read of that
+// collection would apply them: its read rule ANDed into the inner filter, so that a related row the caller
+// may not read never matches (and orders as a missing value), and a field it hides refused (403 naming
+// it), as a filter or an order on a hidden field is. The store then reads them.
 import type { components } from '../../generated/openapi.ts';
 import type { Principal } from '../db/accounts/keys.ts';
 import type { Store } from '../db/engine/store.ts';
 import { type FieldError, forbidden, validationFailed } from '../errors.ts';
 import { type Filter, holdsRelated, type RelatedCondition } from '../query/filter.ts';
+import type { SortKey } from '../query/order.ts';
 import { filterFields, type Grant } from '../rules/access.ts';
 import type { Claims } from '../tokens/verifier.ts';
 import { grantIn } from './grants.ts';
@@ -101,4 +103,46 @@ class Resolver {
       { ...this.at, message: `${condition.relation}: ${condition.op} names no ${named} relation of ${collection}` },
     ]);
   }
+}
+
+/**
+ * `order` (of `collection`), each key that names a to-one relation's field (`author.name`: the relation,
+ * a dot, a top-level field of the related row) resolved to a key through it; a key whose part before its
+ * first dot names no to-one relation stays a top-level field of the row, as before relations. `grant` as
+ * relatedFilter()'s; `at(index)` is where the request names the key. 400 for a relation followed by no
+ * field; 403 for a related collection the key does not reach, whose rules deny the caller every row, or
+ * that hide the field (or the relation's field, hidden in this collection).
+ */
+export async function relatedOrder(
+  store: Store,
+  principal: Principal,
+  claims: Claims | null | undefined,
+  collection: string,
+  order: SortKey[],
+  grant: Grant | undefined,
+  at: (index: number) => FilterPlace,
+): Promise<SortKey[]> {
+  if (!order.some(({ field }) => field.includes('.'))) return order;
+  const relations = (await store.listRelations(principal.accountId, collection)).filter((relation) => relation.kind === 'to_one');
+  const keys: SortKey[] = [];
+  for (const [index, key] of order.entries()) {
+    const dot = key.field.indexOf('.');
+    const relation = dot > 0 ? relations.find(({ name }) => name === key.field.slice(0, dot)) : undefined;
+    if (!relation) {
+      keys.push(key);
+      continue;
+    }
+    const name = key.field.slice(dot + 1);
+    if (name === '')
+      throw validationFailed(`An order through the relation ${relation.name} names a field of its rows after the dot.`, [
+        { ...at(index), message: `${key.field} names no field of ${relation.collection}` },
+      ]);
+    checkReaches(principal, relation);
+    const related = await grantIn(store, principal, claims, relation.collection);
+    grant?.checkReadable([{ field: relation.field, at: at(index) }]);
+    if (name !== 'id') related?.checkReadable([{ field: name, at: at(index) }]);
+    const filter = related?.scope(undefined, 'read');
+    keys.push({ ...key, related: { field: relation.field, collection: relation.collection, name, ...(filter ? { filter } : {}) } });
+  }
+  return keys;
 }

@@ -12,13 +12,13 @@ import { ACCEPT_PATCH, patchFormatOf, readPatch } from '../patches/index.ts';
 import { type AggregateQuery, aggregateParameters, parseAggregateQuery } from '../query/aggregate.ts';
 import { type CursorScope, lastRow, makeCursor, readCursor } from '../query/cursor.ts';
 import { FILTER_PARAMETER, type Filter, filterJson, holdsRelated, parseFilter, parseFilterText } from '../query/filter.ts';
-import { HIGHLIGHT, orderFromBody, orderFromParameters, readsRelevance, SCORE, type SortKey } from '../query/order.ts';
+import { HIGHLIGHT, orderFromBody, orderFromParameters, ordersRelated, readsRelevance, SCORE, type SortKey } from '../query/order.ts';
 import { selectFields } from '../query/select.ts';
 import { EXPANDED, type Row } from '../rows.ts';
 import { type FieldUse, filterFields, type Grant, patchUses } from '../rules/access.ts';
 import { expandParameter, expansionsOf } from './expand.ts';
 import { grantIn } from './grants.ts';
-import { type FilterPlace, relatedFilter } from './related.ts';
+import { type FilterPlace, relatedFilter, relatedOrder } from './related.ts';
 import type { Handlers, Result } from './types.ts';
 
 export const rowHandlers: Handlers<
@@ -55,11 +55,12 @@ export const rowHandlers: Handlers<
       order,
       select,
     };
+    const ordered = await orderThroughRelations(reader, order, 'query');
     const page: Page = {
       limit: query.limit,
       offset: query.offset ?? 0,
-      order,
-      filter: await scopedRead(reader, { filter, order, select }, 'query'),
+      order: ordered,
+      filter: await scopedRead(reader, { filter, order: ordered, select }, 'query'),
       count: query.count === 'exact',
       after: query.after === undefined ? undefined : readCursor(query.after, scope),
       scored,
@@ -84,11 +85,12 @@ export const rowHandlers: Handlers<
     const scored = readsRelevance({ order, select, filter }, 'query');
     const grant = await grantIn(store, principal, claims, path.collection_name);
     const reader: Reader = { store, principal, claims, collection: path.collection_name, grant };
+    const ordered = await orderThroughRelations(reader, order, 'query');
     const page: Page = {
       limit: query.limit,
       offset: query.offset ?? 0,
-      order,
-      filter: await scopedRead(reader, { filter, order, select }, 'query'),
+      order: ordered,
+      filter: await scopedRead(reader, { filter, order: ordered, select }, 'query'),
       count: query.count === 'exact',
       versions: true,
       scored,
@@ -108,11 +110,12 @@ export const rowHandlers: Handlers<
     const grant = await grantIn(store, principal, claims, path.collection_name);
     const reader: Reader = { store, principal, claims, collection: path.collection_name, grant };
     const scope: CursorScope = { accountId: principal.accountId, collection: path.collection_name, filter: body.filter, order, select };
+    const ordered = await orderThroughRelations(reader, order, 'body');
     const page: Page = {
       limit: body.limit ?? DEFAULT_LIMIT,
       offset: 0,
-      order,
-      filter: await scopedRead(reader, { filter, order, select }, 'body'),
+      order: ordered,
+      filter: await scopedRead(reader, { filter, order: ordered, select }, 'body'),
       count: body.count === 'exact',
       after: body.after === undefined ? undefined : readCursor(body.after, scope, { in: 'body', name: '/after' }),
       scored,
@@ -322,17 +325,29 @@ async function readRows(
   expansions?: readonly Expansion[],
 ): Promise<Omit<RowsPage, 'n'> & { next: string | null }> {
   const read = await store.listRows(principal.accountId, scope.collection, page, expansions);
-  const { n, seq, total, scores } = read;
-  const next = n > 0 && n === page.limit ? makeCursor(scope, placeOf(lastRow(read.json), scores)) : null;
+  const { n, seq, total } = read;
+  const next = n > 0 && n === page.limit ? makeCursor(scope, placeOf(lastRow(read.json), read, page.order)) : null;
   const json = grant ? grant.maskRows(read.json) : read.json;
   // The expanded rows stay whatever fields are selected.
   const select = scope.select && expansions ? [...scope.select, EXPANDED] : scope.select;
   return { json: select ? selectFields(json, select, false, read) : json, seq, total, next };
 }
 
-/** A page's last row as its cursor's place: with its score as `_score` (SCORE) in a scored page. */
-function placeOf(row: Record<string, unknown>, scores: readonly number[] | undefined): Record<string, unknown> {
-  return scores ? { ...row, [SCORE]: scores.at(-1) } : row;
+/**
+ * A page's last row as its cursor's place: with its score as `_score` (SCORE) in a scored page, and with
+ * its values of the order's keys through relations (`author.name`; RowsPage.related) under the keys'
+ * names, none where it has none.
+ */
+function placeOf(row: Record<string, unknown>, { scores, related }: RowsPage, order: readonly SortKey[]): Record<string, unknown> {
+  const place = scores ? { ...row, [SCORE]: scores.at(-1) } : row;
+  if (!ordersRelated(order)) return place;
+  const values = { ...place };
+  for (const { field, related: through } of order) {
+    if (!through) continue;
+    if (related && Object.hasOwn(related, field)) values[field] = related[field];
+    else delete values[field];
+  }
+  return values;
 }
 
 /** Who reads which collection, held to which rules (undefined for a secret key): what a read's relations are resolved with. */
@@ -382,15 +397,21 @@ function uses(fields: readonly string[] | undefined, where: 'query' | 'body', na
   return (fields ?? []).map((field) => ({ field, at: { in: where, name } }));
 }
 
-/** The fields of an order, each at its place: `order_by`, or the body's `/order/<i>/field`. */
+/** The fields of an order, each at its place (orderPlace()); a key through a relation is checked where it is resolved (./related.ts). */
 function orderUses(order: readonly SortKey[], where: 'query' | 'body'): FieldUse[] {
   return order
-    .filter(({ field }) => field !== 'id' && field !== SCORE)
-    .map(({ field }, index) => ({
-      field,
-      at: where === 'query' ? { in: where, name: 'order_by' } : { in: where, name: `/order/${index}/field` },
-    }));
+    .map(({ field, related }, index) => ({ field, related, at: orderPlace(where)(index) }))
+    .filter(({ field, related }) => field !== 'id' && field !== SCORE && !related)
+    .map(({ field, at }) => ({ field, at }));
 }
+
+/** Where the request names the key `index` of its order: `order_by`, or the body's `/order/<index>/field`. */
+const orderPlace = (where: 'query' | 'body') => (index: number) =>
+  where === 'query' ? { in: where, name: 'order_by' } : { in: where, name: `/order/${index}/field` };
+
+/** The order of a read, its keys through relations resolved as the reader may use them (./related.ts). */
+const orderThroughRelations = ({ store, principal, claims, collection, grant }: Reader, order: SortKey[], where: 'query' | 'body') =>
+  relatedOrder(store, principal, claims, collection, order, grant, orderPlace(where));
 
 /**
  * A change's filter (the parameter's `text`), its conditions through relations resolved as the reader may

@@ -266,6 +266,22 @@ describeEachBackend('expand', (backend) => {
       );
     });
 
+    it("orders a to-many expansion's rows by a field of their own related rows", async () => {
+      const answer = await client.post<{ rows: Row[] }>('/v1/collections/posts/query', {
+        limit: 30,
+        expand: { comments: { order: [{ field: 'author.name', direction: 'desc' }], limit: 3 } },
+      });
+      expect(answer.status, JSON.stringify(answer.body)).to.equal(200);
+      const name = (comment: Row) => Buffer.from(person(comment.author_id)?.name as string);
+      const byName = (a: Row, b: Row) => Buffer.compare(name(b), name(a)) || b.id - a.id;
+      expect(answer.body.rows).to.deep.equal(
+        posts.slice(0, 30).map((post) => {
+          const { rows, cut } = commentsOf(post, 3, () => true, byName);
+          return { ...post, _expand: { comments: rows, ...(cut ? { $cut: ['comments'] } : {}) } };
+        }),
+      );
+    });
+
     it("filters a to-many expansion's rows through their own relations", async () => {
       const answer = await client.post<{ rows: Row[] }>('/v1/collections/posts/query', {
         limit: 40,

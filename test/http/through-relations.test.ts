@@ -5,8 +5,9 @@
 // where a filter through a relation is refused, saying why.
 import { expect } from 'chai';
 import { describeEachBackend } from '../support/backends.ts';
-import { Client } from '../support/client.ts';
+import { Client, type Response } from '../support/client.ts';
 import { appKey, EndUser, tokenOf } from '../support/end-users.ts';
+import { type OrderKey, sortRows } from '../support/order.ts';
 import { random } from '../support/random.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { watchHealth } from '../support/watchdog.ts';
@@ -15,6 +16,22 @@ type Row = { id: number } & Record<string, unknown>;
 type Problem = { code: string; detail: string; errors?: { in: string; name: string; message: string }[] };
 
 const filterQuery = (filter: object) => `filter=${encodeURIComponent(JSON.stringify(filter))}`;
+
+const ids = (rows: readonly Row[]) => rows.map((row) => row.id);
+
+/** The next of a page's `Link`, as a path and query, or undefined when it has none. */
+const nextLink = (response: Response<unknown>) => /^<([^>]+)>; rel="next"$/.exec(response.headers.get('link') ?? '')?.[1];
+
+/**
+ * `rows` with each one's value of the key `field` through a relation set under that name, as the order
+ * reads it (`read`: undefined when the related row is none, unreadable, or lacks the field), for
+ * sortRows() to order them as the service does.
+ */
+const withRelated = (rows: readonly Row[], field: string, read: (row: Row) => unknown): Row[] =>
+  rows.map((row) => {
+    const value = read(row);
+    return value === undefined ? row : { ...row, [field]: value };
+  });
 
 describeEachBackend('reads through relations', (backend) => {
   let server: TestServer;
@@ -150,7 +167,6 @@ describeEachBackend('reads through relations', (backend) => {
     const readsNote = (user: string, row: Row) => row.owner === user || row.owner === 'shared';
     /** A note as the user is answered it: without `private`. */
     const shownNote = ({ private: _, ...row }: Row) => row;
-    const ids = (rows: Row[]) => rows.map((row) => row.id);
 
     it('matches only related rows the caller may read, in pages, counts, $not, $some and aggregates, as the reference says', async () => {
       const next = random(40);
@@ -257,6 +273,191 @@ describeEachBackend('reads through relations', (backend) => {
         403,
         'The key is limited to collections it names, and members, which member relates to, is not one of them.',
       ]);
+    });
+
+    it("orders by a related row's field it may read: a related row it may not read orders as missing; a hidden field is 403", async () => {
+      const caller = callers.get('u2') as EndUser;
+      const name = (user: string) => (note: Row) => {
+        const related = member(note.member_id);
+        return readsMember(user, related) ? (related as Row).name : undefined;
+      };
+      const visible = withRelated(
+        notes.filter((note) => readsNote('u2', note)),
+        'member.name',
+        name('u2'),
+      );
+      for (const [order, keys] of [
+        ['asc', [{ field: 'member.name', direction: 'asc' }]],
+        ['desc', [{ field: 'member.name', direction: 'desc' }]],
+      ] as [string, OrderKey[]][]) {
+        const expected = ids(sortRows(visible, keys));
+        const walked: number[] = [];
+        let next: string | undefined = `/v1/collections/notes/rows?order_by=member.name&order=${order}&limit=9`;
+        while (next) {
+          const page: Response<Row[]> = await caller.get<Row[]>(next);
+          expect(page.status, page.text).to.equal(200);
+          walked.push(...ids(page.body));
+          next = nextLink(page);
+        }
+        expect(walked).to.deep.equal(expected);
+      }
+      // With a secret key the other user's members order by their names.
+      const all = await client.get<Row[]>('/v1/collections/notes/rows?order_by=member.name&limit=1000');
+      const everyName = (note: Row) => member(note.member_id)?.name;
+      expect(ids(all.body)).to.deep.equal(
+        ids(sortRows(withRelated(notes, 'member.name', everyName), [{ field: 'member.name', direction: 'asc' }])),
+      );
+      const refused = async (query: string, body?: object) => {
+        const answer = body
+          ? await caller.post<Problem>('/v1/collections/notes/query', body)
+          : await caller.get<Problem>(`/v1/collections/notes/rows?${query}`);
+        expect(answer.status, answer.text).to.equal(403);
+        return [answer.body.detail, answer.body.errors?.[0]];
+      };
+      expect(await refused('order_by=n,member.secret')).to.deep.equal([
+        'The rules of collection members hide field secret from this caller (fields.secret.read): it may not be filtered, ordered, grouped, aggregated or selected.',
+        { in: 'query', name: 'order_by', message: 'names field secret, which the rules hide' },
+      ]);
+      expect((await refused('', { order: [{ field: 'n' }, { field: 'member.secret', direction: 'desc' }] }))[1]).to.deep.equal({
+        in: 'body',
+        name: '/order/1/field',
+        message: 'names field secret, which the rules hide',
+      });
+      expect((await refused('order_by=vault.gold'))[0]).to.equal(
+        'The rules of collection vaults refuse this: read: false denies every caller.',
+      );
+      // Which member a card names would tell its hidden `ref`.
+      const cards = await caller.get<Problem>('/v1/collections/cards/rows?order_by=holder.name');
+      expect([cards.status, cards.body.errors?.[0].message]).to.deep.equal([403, 'names field ref, which the rules hide']);
+    });
+  });
+
+  describe("ordered by a to-one relation's field", () => {
+    /** Values of every JSON type, missing and null among them, and ties. */
+    const values = [3, -1, 2.5, 3, 'b', 'a', 'B', '', 'é', true, false, null, { k: 1 }, [1], undefined];
+    let made = 0;
+
+    /** A collection of writers of every kind of name and one of stories naming them (or none), related by `author`. */
+    async function storiesAndWriters() {
+      const n = ++made;
+      const [writers, stories] = [`writers${n}`, `stories${n}`];
+      await collections(writers, stories);
+      const next = random(100 + n);
+      const people: Row[] = values.map((name, index) =>
+        name === undefined ? { id: index + 1, age: index } : { id: index + 1, name, age: index },
+      );
+      const rows: Row[] = Array.from({ length: 50 }, (_, index) => {
+        const row: Row = { id: index + 1, score: next(4) };
+        const pick = next(10);
+        if (pick > 0) row.author_id = pick === 1 ? null : 1 + next(people.length);
+        return row;
+      });
+      await insert(writers, people);
+      await insert(stories, rows);
+      await relate(stories, 'author', { field: 'author_id', collection: writers });
+      return { writers, stories, people, rows };
+    }
+
+    /** Each order as `order_by` and `order`: every direction, related keys first, last and beside `id`. */
+    const orders = [
+      ['author.name', 'asc'],
+      ['author.name', 'desc'],
+      ['author.name,score', 'desc,asc'],
+      ['score,author.name', 'asc,desc'],
+      ['author.age,id', 'desc,asc'],
+    ];
+    /** The keys of `order_by` and `order`, for the reference. */
+    const keysOf = (orderBy: string, order: string): OrderKey[] =>
+      orderBy.split(',').map((field, index) => ({ field, direction: order.split(',')[index] as OrderKey['direction'] }));
+
+    for (const [orderBy, order] of orders) {
+      it(`orders by ${orderBy} ${order} as the reference does, and walks it by cursors while rows and related rows change`, async () => {
+        const keys = keysOf(orderBy, order);
+        const { writers, stories, people, rows } = await storiesAndWriters();
+        const related = (field: string) => (row: Row) => {
+          const writer = people.find((person) => person.id === row.author_id);
+          return writer && Object.hasOwn(writer, field) ? writer[field] : undefined;
+        };
+        const reference = (list: readonly Row[]) => {
+          let keyed = [...list];
+          for (const { field } of keys) if (field.startsWith('author.')) keyed = withRelated(keyed, field, related(field.slice(7)));
+          return ids(sortRows(keyed, keys));
+        };
+        const expected = reference(rows);
+        const whole = await client.get<Row[]>(`/v1/collections/${stories}/rows?order_by=${orderBy}&order=${order}&limit=1000`);
+        expect(whole.status, whole.text).to.equal(200);
+        expect(ids(whole.body)).to.deep.equal(expected);
+        const some = await client.get<Row[]>(`/v1/collections/${stories}/rows?order_by=${orderBy}&order=${order}&limit=10&offset=20`);
+        expect(ids(some.body)).to.deep.equal(expected.slice(20, 30));
+        const queried = await client.post<{ rows: Row[] }>(`/v1/collections/${stories}/query`, {
+          order: keys,
+          limit: 1000,
+          count: 'exact',
+        });
+        expect(ids(queried.body.rows)).to.deep.equal(expected);
+
+        // The walk: between pages a story is inserted, one moves to another writer, a writer is renamed
+        // (its stories move), a story changes outside the order, and one is deleted.
+        const moved = new Set<number>();
+        const renamed = new Set<number>();
+        const walked: Row[] = [];
+        let next: string | undefined = `/v1/collections/${stories}/rows?order_by=${orderBy}&order=${order}&limit=7`;
+        for (let step = 1; next; step++) {
+          const page: Response<Row[]> = await client.get<Row[]>(next);
+          expect(page.status, page.text).to.equal(200);
+          walked.push(...page.body);
+          next = nextLink(page);
+          const at = (k: number) => rows[(step * k) % rows.length].id;
+          expect(
+            (await client.post(`/v1/collections/${stories}/rows`, [{ author_id: 1 + (step % people.length), score: step % 4 }])).status,
+          ).to.equal(201);
+          if (
+            (await client.patch(`/v1/collections/${stories}/rows/${at(29)}`, { author_id: 1 + ((step * 5) % people.length) })).status ===
+            200
+          )
+            moved.add(at(29));
+          const writer = 1 + ((step * 7) % people.length);
+          expect(
+            (
+              await client.patch(`/v1/collections/${writers}/rows/${writer}`, {
+                name: values[(step * 3) % values.length] ?? 'z',
+                age: 100 - step,
+              })
+            ).status,
+          ).to.equal(200);
+          renamed.add(writer);
+          await client.patch(`/v1/collections/${stories}/rows/${at(17)}`, { note: step });
+          if ((await client.delete(`/v1/collections/${stories}/rows/${at(13)}`)).status === 204) moved.add(at(13));
+        }
+        const stayed = rows.filter((row) => !moved.has(row.id) && !(typeof row.author_id === 'number' && renamed.has(row.author_id)));
+        const seen = walked.filter((row) => stayed.some((kept) => kept.id === row.id));
+        expect(ids(seen), 'every row that stayed in place, once, in order').to.deep.equal(reference(stayed));
+        expect(stayed.length).to.be.greaterThan(10);
+      });
+    }
+
+    it('takes a cursor of a list in a query, and refuses one of another order; a relation followed by no field is 400', async () => {
+      const { stories } = await storiesAndWriters();
+      const first = await client.get<Row[]>(`/v1/collections/${stories}/rows?order_by=author.name&order=desc&limit=5`);
+      const after = new URL(nextLink(first) ?? '', server.url).searchParams.get('after') ?? '';
+      const queried = await client.post<{ rows: Row[] }>(`/v1/collections/${stories}/query`, {
+        order: [{ field: 'author.name', direction: 'desc' }],
+        limit: 5,
+        after,
+      });
+      const listed = await client.get<Row[]>(nextLink(first) ?? '');
+      expect(ids(queried.body.rows)).to.deep.equal(ids(listed.body));
+      expect((await client.get(`/v1/collections/${stories}/rows?order_by=author.age&order=desc&limit=5&after=${after}`)).status).to.equal(
+        400,
+      );
+      const empty = await client.get<Problem>(`/v1/collections/${stories}/rows?order_by=author.`);
+      expect([empty.status, empty.body.errors?.[0]]).to.deep.equal([
+        400,
+        { in: 'query', name: 'order_by', message: `author. names no field of writers${made}` },
+      ]);
+      // A name before the dot that is no to-one relation is a top-level field, as before relations.
+      const plain = await client.get<Row[]>(`/v1/collections/${stories}/rows?order_by=score.x&limit=3`);
+      expect(ids(plain.body)).to.deep.equal([1, 2, 3]);
     });
   });
 });
