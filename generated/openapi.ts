@@ -2010,7 +2010,9 @@ export interface components {
          *     Through a relation (docs/relations.md): `{"author": {"$match": {…}}}` holds for a row whose to-one
          *     relation `author` names a row that matches, `{"comments": {"$some": {…}}}` for one whose to-many
          *     relation `comments` has a row that matches (10,000 related rows found at most, else `400`); in lists,
-         *     counts, queries, aggregates and changes by filter, never in the feed or a webhook (`400`). With a
+         *     counts, queries, aggregates and changes by filter, never in the feed, a webhook or a rule (`400`, its
+         *     detail saying why: a change to a related row is no change of this collection, so no event would say
+         *     when a row comes to match or stops matching). With a
          *     publishable key the inner filter is held to the related collection's rules: a related row the caller
          *     may not read never matches, and a field they hide is `403` naming it, as in a filter of that collection.
          * @example {
@@ -2895,7 +2897,9 @@ export interface components {
          *     is `400`. A claim is always compared as a value, never read as an operator: a claim holding
          *     `{"$ne": null}` matches only rows holding that very object. A rule naming a claim the caller's
          *     token lacks (or an anonymous caller) matches nothing, and so does `$in` of a claim that is no
-         *     array.
+         *     array. A rule's filter may not search, nor reach into related rows (`$match`, `$some`: `400`, its
+         *     detail saying why: a change to a related row is no change of this collection, and the feed holds
+         *     each change to the rules as it comes).
          */
         Rule: components["schemas"]["RuleAllows"] | components["schemas"]["RuleAuthenticated"] | components["schemas"]["RuleFilter"];
         /** @description `false`: no caller; `true`: any caller holding the publishable key. */
@@ -3194,7 +3198,9 @@ export interface components {
         /**
          * @description The rows whose changes are delivered: a `Filter` (docs/api.md, "Filters"), applied as the feed
          *     applies one (asyncapi.yaml: an update of a row that leaves the filter is sent with
-         *     `"matches": false`), or `null` for every row. One that is no filter is `400`.
+         *     `"matches": false`), or `null` for every row. One that is no filter is `400`, and so is one that
+         *     searches or reaches into related rows (`$match`, `$some`: a change to a related row is no change of
+         *     the webhook's collections, so no event would say when a row comes to match or stops matching).
          */
         WebhookFilter: {
             [key: string]: unknown;

@@ -38,7 +38,7 @@ describeEachBackend('reads through relations', (backend) => {
   let client: Client;
 
   before(async () => {
-    server = await startTestServer({ sortIndexMinRows: 0 }, { backend });
+    server = await startTestServer({ sortIndexMinRows: 0, webhooksAllowPrivate: true }, { backend });
     client = await server.client();
   });
   after(() => server.stop());
@@ -459,5 +459,31 @@ describeEachBackend('reads through relations', (backend) => {
       const plain = await client.get<Row[]>(`/v1/collections/${stories}/rows?order_by=score.x&limit=3`);
       expect(ids(plain.body)).to.deep.equal([1, 2, 3]);
     });
+  });
+
+  it('refuses a filter through a relation in the feed, a webhook and a rule with a 400 saying why', async () => {
+    await collections('shelves', 'boxes');
+    await relate('boxes', 'shelf', { field: 'shelf_id', collection: 'shelves' });
+    const why =
+      'a change to a related row is no change of this collection: no event would say when a row comes to match or stops matching.';
+    const through = { shelf: { $match: { label: 'top' } } };
+    // The feed's changes over HTTP are its subscriptions, checked as a socket's upgrade is.
+    const changes = await client.get<Problem>(`/v1/collections/boxes/changes?${filterQuery(through)}`);
+    expect([changes.status, changes.body.detail, changes.body.errors]).to.deep.equal([
+      400,
+      `A feed's filter may not reach into related rows ($match, $some): ${why}`,
+      [{ in: 'query', name: 'filter', message: 'holds $match or $some' }],
+    ]);
+    const hook = await client.post<Problem>('/v1/webhooks', { url: 'http://127.0.0.1:9/hook', collections: ['boxes'], filter: through });
+    expect([hook.status, hook.body.detail]).to.deep.equal([
+      400,
+      `A webhook's filter may not reach into related rows ($match, $some): ${why}`,
+    ]);
+    const rules = await client.put<Problem>('/v1/collections/boxes/rules', { read: { $or: [{ mine: true }, { shelf: { $some: {} } }] } });
+    expect([rules.status, rules.body.detail, rules.body.errors?.[0].name]).to.deep.equal([
+      400,
+      `The rules are not valid: a rule's filter may not reach into related rows ($match, $some): ${why}`,
+      '/read/$or/1/shelf',
+    ]);
   });
 });
