@@ -562,7 +562,8 @@ export function wholePage(
   const from = scores ? sql`rows join ${bestScores(scores, page, where)} scored on scored.row_id = rows.id` : raw('rows');
   const total = page.count ? sql`, (select count(*) from ${from} where collection_id = ${collection.id}${filtered}) as total` : raw('');
   const scored = scores ? raw(', scored.score') : raw('');
-  const rows = sql`select ${{ sql: columns, params: bindings }}${scored} from ${from} where collection_id = ${collection.id}${filtered}`;
+  const fence = raw(ordersRelated(page.order) ? ` ${pageJson.fence}` : '');
+  const rows = sql`select ${{ sql: columns, params: bindings }}${scored} from ${from} where collection_id = ${collection.id}${filtered}${fence}`;
   const scoresJson = scores ? raw(`, ${pageJson.scores(order)} as scores`) : raw('');
   return sql`select count(*) as n, ${raw(pageJson.rows(order))} as json${scoresJson},
         ${collection.lastSeq} as seq${total}
@@ -590,10 +591,14 @@ function bestScores(scores: Sql, page: Page, where: Sql | undefined): Sql {
 /**
  * How a dialect joins a page's rows sorted whole, each in `order` (SQL of the page's order): `rows`,
  * their JSON texts, as PagePart's `json`; `scores`, a scored page's rows' `score` as PagePart's `scores`.
+ * `fence` ends the subquery of the rows of a page ordered through a relation, so that the database runs
+ * it as it is: merged into the query that sorts it, each use of a related row's field in the order would
+ * look the related row up again.
  */
 export interface PageJson {
   rows(order: string): string;
   scores(order: string): string;
+  fence: string;
 }
 
 /** One column of a page's order, as SQL on the columns `rows` selects, and its direction. */

@@ -38,7 +38,12 @@ export const orderedPage: PageSource['orderedPage'] = (collection, page, where, 
   wholePage(page.versions ? versionedPageJson : pageJson, byField, collection, page, where, scores);
 
 /** A page's rows and a scored page's scores joined in its order: each score a float8's text, the shortest that reads back as the same number. */
-const pageJson: PageJson = { rows: pageJsonSql, scores: (order) => `string_agg(score::text, ',' order by ${order})` };
+const pageJson: PageJson = {
+  rows: pageJsonSql,
+  scores: (order) => `string_agg(score::text, ',' order by ${order})`,
+  // PostgreSQL pulls no subquery with an OFFSET up into the query around it.
+  fence: 'offset 0',
+};
 const versionedPageJson: PageJson = { ...pageJson, rows: versionedPageJsonSql };
 
 /**

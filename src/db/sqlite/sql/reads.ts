@@ -79,9 +79,15 @@ export const orderedPage: PageSource['orderedPage'] = (collection, page, where, 
 
 /**
  * A page's rows and a scored page's scores joined as they come, in order (pageJsonSql): each score as
- * SQLite casts a real to text, the shortest that reads back as the same number.
+ * SQLite casts a real to text, the shortest that reads back as the same number; the fence of the rows
+ * ordered through a relation (PageJson).
  */
-const pageJson: PageJson = { rows: () => pageJsonSql, scores: () => `group_concat(cast(score as text), ',')` };
+const pageJson: PageJson = {
+  rows: () => pageJsonSql,
+  scores: () => `group_concat(cast(score as text), ',')`,
+  // SQLite merges no subquery with an OFFSET into the query around it.
+  fence: 'limit -1 offset 0',
+};
 const versionedPageJson: PageJson = { ...pageJson, rows: () => versionedPageJsonSql };
 
 /**
