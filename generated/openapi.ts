@@ -775,8 +775,9 @@ export interface paths {
          *     `offset` is `400`. A cursor is bound to the account, the collection, the filter, the order and
          *     `select` of the page that answered it: used with any other, or altered, it is `400
          *     validation_failed` naming `after`; `limit` and `count` may change from page to page. It holds
-         *     the last row's values of the order's fields, so ordering by long strings makes long cursors
-         *     (`queryRows` takes them in its body).
+         *     the last row's values of the order's fields (a key through a relation, `author.name`: the related
+         *     row's value, read with the page), so ordering by long strings makes long cursors (`queryRows` takes
+         *     them in its body).
          *
          *     A read takes the database for `ROWBASE_QUERY_TIMEOUT_MS` at most (5 s by default): a page that
          *     would take longer (a filter that must read a large collection whole) is stopped and answers
@@ -2009,8 +2010,11 @@ export interface components {
          *     Through a relation (docs/relations.md): `{"author": {"$match": {…}}}` holds for a row whose to-one
          *     relation `author` names a row that matches, `{"comments": {"$some": {…}}}` for one whose to-many
          *     relation `comments` has a row that matches (10,000 related rows found at most, else `400`); in lists,
-         *     counts, queries, aggregates and changes by filter, with a secret key (`403` with a publishable one),
-         *     never in the feed or a webhook (`400`).
+         *     counts, queries, aggregates and changes by filter, never in the feed, a webhook or a rule (`400`, its
+         *     detail saying why: a change to a related row is no change of this collection, so no event would say
+         *     when a row comes to match or stops matching). With a
+         *     publishable key the inner filter is held to the related collection's rules: a related row the caller
+         *     may not read never matches, and a field they hide is `403` naming it, as in a filter of that collection.
          * @example {
          *       "status": "open",
          *       "score": {
@@ -2527,8 +2531,9 @@ export interface components {
         OrderKey: {
             direction?: components["schemas"]["SortOrder"];
             /**
-             * @description A top-level field; `id` is the row's own id, `_score` the relevance to a search (OrderBy).
-             * @example score
+             * @description A top-level field; `id` is the row's own id, `_score` the relevance to a search, `author.name` a
+             *     field of the row a to-one relation `author` names (OrderBy).
+             * @example author.name
              */
             field: string;
         };
@@ -2892,7 +2897,9 @@ export interface components {
          *     is `400`. A claim is always compared as a value, never read as an operator: a claim holding
          *     `{"$ne": null}` matches only rows holding that very object. A rule naming a claim the caller's
          *     token lacks (or an anonymous caller) matches nothing, and so does `$in` of a claim that is no
-         *     array.
+         *     array. A rule's filter may not search, nor reach into related rows (`$match`, `$some`: `400`, its
+         *     detail saying why: a change to a related row is no change of this collection, and the feed holds
+         *     each change to the rules as it comes).
          */
         Rule: components["schemas"]["RuleAllows"] | components["schemas"]["RuleAuthenticated"] | components["schemas"]["RuleFilter"];
         /** @description `false`: no caller; `true`: any caller holding the publishable key. */
@@ -3191,7 +3198,9 @@ export interface components {
         /**
          * @description The rows whose changes are delivered: a `Filter` (docs/api.md, "Filters"), applied as the feed
          *     applies one (asyncapi.yaml: an update of a row that leaves the filter is sent with
-         *     `"matches": false`), or `null` for every row. One that is no filter is `400`.
+         *     `"matches": false`), or `null` for every row. One that is no filter is `400`, and so is one that
+         *     searches or reaches into related rows (`$match`, `$some`: a change to a related row is no change of
+         *     the webhook's collections, so no event would say when a row comes to match or stops matching).
          */
         WebhookFilter: {
             [key: string]: unknown;
@@ -4403,7 +4412,18 @@ export interface components {
          *     (it can through `queryRows`). `_score` orders by relevance to the `$search` at the filter's top
          *     level, most relevant first, ties by `id` ascending: alone, in no direction but `asc` (the default),
          *     and only under such a `$search` (docs/search.md, "Ranking"); else `400`.
-         * @example status,id
+         *
+         *     Through a to-one relation (docs/relations.md, "Ordering by a related row's field"): `author.name`,
+         *     the relation's name, a dot and a top-level field of the related row (`id` its id), orders by that
+         *     field of the row the relation names, as a field of the row's own would order (its direction from
+         *     `order`, ties by `id`); a row naming none, or a related row missing the field, sorts as a missing
+         *     field does, last in both directions. A name before the first dot that is no to-one relation of the
+         *     collection leaves the key a top-level field of the row, as before relations; `author.` alone is `400`.
+         *     A cursor carries the last row's related value: a row stays in place, and is neither repeated nor
+         *     skipped, while its relation's field and its related row's field stay as they were. With a
+         *     publishable key the field must not be hidden from the caller in the related collection, nor the
+         *     relation's field in this one (`403` naming it), and a related row the caller may not read sorts
+         *     as missing.
          */
         OrderBy: string;
         /**
@@ -6387,7 +6407,18 @@ export interface operations {
                  *     (it can through `queryRows`). `_score` orders by relevance to the `$search` at the filter's top
                  *     level, most relevant first, ties by `id` ascending: alone, in no direction but `asc` (the default),
                  *     and only under such a `$search` (docs/search.md, "Ranking"); else `400`.
-                 * @example status,id
+                 *
+                 *     Through a to-one relation (docs/relations.md, "Ordering by a related row's field"): `author.name`,
+                 *     the relation's name, a dot and a top-level field of the related row (`id` its id), orders by that
+                 *     field of the row the relation names, as a field of the row's own would order (its direction from
+                 *     `order`, ties by `id`); a row naming none, or a related row missing the field, sorts as a missing
+                 *     field does, last in both directions. A name before the first dot that is no to-one relation of the
+                 *     collection leaves the key a top-level field of the row, as before relations; `author.` alone is `400`.
+                 *     A cursor carries the last row's related value: a row stays in place, and is neither repeated nor
+                 *     skipped, while its relation's field and its related row's field stay as they were. With a
+                 *     publishable key the field must not be hidden from the caller in the related collection, nor the
+                 *     relation's field in this one (`403` naming it), and a related row the caller may not read sorts
+                 *     as missing.
                  */
                 order_by?: components["parameters"]["OrderBy"];
                 /**
@@ -6715,7 +6746,18 @@ export interface operations {
                  *     (it can through `queryRows`). `_score` orders by relevance to the `$search` at the filter's top
                  *     level, most relevant first, ties by `id` ascending: alone, in no direction but `asc` (the default),
                  *     and only under such a `$search` (docs/search.md, "Ranking"); else `400`.
-                 * @example status,id
+                 *
+                 *     Through a to-one relation (docs/relations.md, "Ordering by a related row's field"): `author.name`,
+                 *     the relation's name, a dot and a top-level field of the related row (`id` its id), orders by that
+                 *     field of the row the relation names, as a field of the row's own would order (its direction from
+                 *     `order`, ties by `id`); a row naming none, or a related row missing the field, sorts as a missing
+                 *     field does, last in both directions. A name before the first dot that is no to-one relation of the
+                 *     collection leaves the key a top-level field of the row, as before relations; `author.` alone is `400`.
+                 *     A cursor carries the last row's related value: a row stays in place, and is neither repeated nor
+                 *     skipped, while its relation's field and its related row's field stay as they were. With a
+                 *     publishable key the field must not be hidden from the caller in the related collection, nor the
+                 *     relation's field in this one (`403` naming it), and a related row the caller may not read sorts
+                 *     as missing.
                  */
                 order_by?: components["parameters"]["OrderBy"];
                 /**
@@ -7614,7 +7656,18 @@ export interface operations {
                  *     (it can through `queryRows`). `_score` orders by relevance to the `$search` at the filter's top
                  *     level, most relevant first, ties by `id` ascending: alone, in no direction but `asc` (the default),
                  *     and only under such a `$search` (docs/search.md, "Ranking"); else `400`.
-                 * @example status,id
+                 *
+                 *     Through a to-one relation (docs/relations.md, "Ordering by a related row's field"): `author.name`,
+                 *     the relation's name, a dot and a top-level field of the related row (`id` its id), orders by that
+                 *     field of the row the relation names, as a field of the row's own would order (its direction from
+                 *     `order`, ties by `id`); a row naming none, or a related row missing the field, sorts as a missing
+                 *     field does, last in both directions. A name before the first dot that is no to-one relation of the
+                 *     collection leaves the key a top-level field of the row, as before relations; `author.` alone is `400`.
+                 *     A cursor carries the last row's related value: a row stays in place, and is neither repeated nor
+                 *     skipped, while its relation's field and its related row's field stay as they were. With a
+                 *     publishable key the field must not be hidden from the caller in the related collection, nor the
+                 *     relation's field in this one (`403` naming it), and a related row the caller may not read sorts
+                 *     as missing.
                  */
                 order_by?: components["parameters"]["OrderBy"];
                 /**
@@ -7731,7 +7784,18 @@ export interface operations {
                  *     (it can through `queryRows`). `_score` orders by relevance to the `$search` at the filter's top
                  *     level, most relevant first, ties by `id` ascending: alone, in no direction but `asc` (the default),
                  *     and only under such a `$search` (docs/search.md, "Ranking"); else `400`.
-                 * @example status,id
+                 *
+                 *     Through a to-one relation (docs/relations.md, "Ordering by a related row's field"): `author.name`,
+                 *     the relation's name, a dot and a top-level field of the related row (`id` its id), orders by that
+                 *     field of the row the relation names, as a field of the row's own would order (its direction from
+                 *     `order`, ties by `id`); a row naming none, or a related row missing the field, sorts as a missing
+                 *     field does, last in both directions. A name before the first dot that is no to-one relation of the
+                 *     collection leaves the key a top-level field of the row, as before relations; `author.` alone is `400`.
+                 *     A cursor carries the last row's related value: a row stays in place, and is neither repeated nor
+                 *     skipped, while its relation's field and its related row's field stay as they were. With a
+                 *     publishable key the field must not be hidden from the caller in the related collection, nor the
+                 *     relation's field in this one (`403` naming it), and a related row the caller may not read sorts
+                 *     as missing.
                  */
                 order_by?: components["parameters"]["OrderBy"];
                 /**

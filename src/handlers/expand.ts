@@ -4,12 +4,13 @@ import type { components } from '../../generated/openapi.ts';
 import type { Principal } from '../db/accounts/keys.ts';
 import type { Store } from '../db/engine/store.ts';
 import type { Expansion } from '../db/reads/expand.ts';
-import { type FieldError, forbidden, validationFailed } from '../errors.ts';
+import { type FieldError, validationFailed } from '../errors.ts';
 import { parseFilter } from '../query/filter.ts';
 import { orderFromBody } from '../query/order.ts';
 import { filterFields } from '../rules/access.ts';
 import type { Claims } from '../tokens/verifier.ts';
 import { grantIn } from './grants.ts';
+import { checkReaches, relatedFilter, relatedOrder } from './related.ts';
 
 type ExpandOptions = components['schemas']['ExpandLast'] & { expand?: Record<string, ExpandOptions> };
 type ExpandQuery = Record<string, ExpandOptions>;
@@ -70,10 +71,7 @@ export async function expansionsOf(
       throw validationFailed(`Collection ${collection} has no relation named ${name}.`, [
         { ...at(name), message: `${at(name).message} names no relation of ${collection}`.trim() },
       ]);
-    if (principal.collections && !principal.collections.has(relation.collection))
-      throw forbidden(
-        `The key is limited to collections it names, and ${relation.collection}, which ${name} relates to, is not one of them.`,
-      );
+    checkReaches(principal, relation);
     const toMany = relation.kind === 'to_many';
     for (const member of ['filter', 'order', 'limit'] as const)
       if (!toMany && options[member] !== undefined)
@@ -82,10 +80,18 @@ export async function expansionsOf(
         ]);
     const filterPlace =
       place.in === 'query' ? { in: 'query' as const, name: 'expand' } : { in: 'body' as const, name: at(name, 'filter').name };
-    const filter = options.filter === undefined ? undefined : parseFilter(options.filter, filterPlace);
     const grant = await grantIn(store, principal, claims, relation.collection);
+    const asked = options.filter === undefined ? undefined : parseFilter(options.filter, filterPlace);
+    // Its conditions through relations of the related collection, held to the rules of theirs.
+    const filter = await relatedFilter(store, principal, claims, relation.collection, asked, grant, filterPlace);
+    const orderPlace = (index: number) =>
+      place.in === 'query'
+        ? { in: 'query' as const, name: 'expand' }
+        : { in: 'body' as const, name: `${at(name, 'order').name}/${index}/field` };
+    // Its keys through relations of the related collection (`author.name`), held to the rules of theirs.
+    const order = await relatedOrder(store, principal, claims, relation.collection, orderFromBody(options.order), grant, orderPlace);
     grant?.checkReadable(
-      [...filterFields(filter), ...(options.select ?? []), ...(options.order ?? []).map(({ field }) => field)]
+      [...filterFields(filter), ...(options.select ?? []), ...order.flatMap(({ field, related }) => (related ? [] : [field]))]
         .filter((field) => field !== 'id')
         .map((field) => ({ field, at: { in: filterPlace.in, name: filterPlace.name } })),
     );
@@ -96,7 +102,7 @@ export async function expansionsOf(
       collection: relation.collection,
       field: relation.field,
       filter: grant ? grant.scope(filter, 'read') : filter,
-      order: orderFromBody(options.order),
+      order,
       limit: options.limit ?? DEFAULT_MANY,
       mask: grant && ((json) => grant.maskRows(json)),
       select: options.select?.filter((field) => field !== 'id'),

@@ -5,19 +5,20 @@ import type { Expansion } from '../db/reads/expand.ts';
 import type { Page, RowsPage } from '../db/reads/pages.ts';
 import type { ChangedRows, InsertedRows, VersionedRow } from '../db/rows/rows.ts';
 import type { Upserted } from '../db/rows/upserts.ts';
-import { forbidden, rowNotFound, validationFailed } from '../errors.ts';
+import { rowNotFound, validationFailed } from '../errors.ts';
 import { etagOf, ifMatch, ifNoneMatch } from '../http/conditional.ts';
 import { answerOnce } from '../idempotency/answers.ts';
 import { ACCEPT_PATCH, patchFormatOf, readPatch } from '../patches/index.ts';
 import { type AggregateQuery, aggregateParameters, parseAggregateQuery } from '../query/aggregate.ts';
 import { type CursorScope, lastRow, makeCursor, readCursor } from '../query/cursor.ts';
 import { FILTER_PARAMETER, type Filter, filterJson, holdsRelated, parseFilter, parseFilterText } from '../query/filter.ts';
-import { HIGHLIGHT, orderFromBody, orderFromParameters, readsRelevance, SCORE, type SortKey } from '../query/order.ts';
+import { HIGHLIGHT, orderFromBody, orderFromParameters, ordersRelated, readsRelevance, SCORE, type SortKey } from '../query/order.ts';
 import { selectFields } from '../query/select.ts';
 import { EXPANDED, type Row } from '../rows.ts';
 import { type FieldUse, filterFields, type Grant, patchUses } from '../rules/access.ts';
 import { expandParameter, expansionsOf } from './expand.ts';
 import { grantIn } from './grants.ts';
+import { type FilterPlace, relatedFilter, relatedOrder } from './related.ts';
 import type { Handlers, Result } from './types.ts';
 
 export const rowHandlers: Handlers<
@@ -42,16 +43,11 @@ export const rowHandlers: Handlers<
     }
     // The filter's JSON value scopes the cursor, as queryRows' body does (../query/cursor.ts).
     const filterValue = query.filter === undefined ? undefined : filterJson(query.filter, FILTER_PARAMETER);
-    const filter = await throughRelations(
-      store,
-      principal,
-      claims,
-      path.collection_name,
-      filterValue === undefined ? undefined : parseFilter(filterValue, FILTER_PARAMETER),
-    );
+    const filter = filterValue === undefined ? undefined : parseFilter(filterValue, FILTER_PARAMETER);
     const select = query.select === undefined ? undefined : selectedFields(query.select);
     const scored = readsRelevance({ order, select, filter }, 'query');
     const grant = await grantIn(store, principal, claims, path.collection_name);
+    const reader: Reader = { store, principal, claims, collection: path.collection_name, grant };
     const scope: CursorScope = {
       accountId: principal.accountId,
       collection: path.collection_name,
@@ -59,11 +55,12 @@ export const rowHandlers: Handlers<
       order,
       select,
     };
+    const ordered = await orderThroughRelations(reader, order, 'query');
     const page: Page = {
       limit: query.limit,
       offset: query.offset ?? 0,
-      order,
-      filter: scopedRead(grant, { filter, order, select }, 'query'),
+      order: ordered,
+      filter: await scopedRead(reader, { filter, order: ordered, select }, 'query'),
       count: query.count === 'exact',
       after: query.after === undefined ? undefined : readCursor(query.after, scope),
       scored,
@@ -83,21 +80,17 @@ export const rowHandlers: Handlers<
   /** The page listRows answers for the same query (but a cursor), each row with its ETag beside it. */
   async listVersionedRows({ principal, path, query, claims }, { store }) {
     const order = orderFromParameters(query.order_by, query.order);
-    const filter = await throughRelations(
-      store,
-      principal,
-      claims,
-      path.collection_name,
-      query.filter === undefined ? undefined : parseFilterText(query.filter, FILTER_PARAMETER),
-    );
+    const filter = query.filter === undefined ? undefined : parseFilterText(query.filter, FILTER_PARAMETER);
     const select = query.select === undefined ? undefined : selectedFields(query.select);
     const scored = readsRelevance({ order, select, filter }, 'query');
     const grant = await grantIn(store, principal, claims, path.collection_name);
+    const reader: Reader = { store, principal, claims, collection: path.collection_name, grant };
+    const ordered = await orderThroughRelations(reader, order, 'query');
     const page: Page = {
       limit: query.limit,
       offset: query.offset ?? 0,
-      order,
-      filter: scopedRead(grant, { filter, order, select }, 'query'),
+      order: ordered,
+      filter: await scopedRead(reader, { filter, order: ordered, select }, 'query'),
       count: query.count === 'exact',
       versions: true,
       scored,
@@ -111,22 +104,18 @@ export const rowHandlers: Handlers<
 
   async queryRows({ principal, path, body, claims }, { store }) {
     const order = orderFromBody(body.order);
-    const filter = await throughRelations(
-      store,
-      principal,
-      claims,
-      path.collection_name,
-      body.filter === undefined ? undefined : parseFilter(body.filter, { in: 'body', name: '/filter' }),
-    );
+    const filter = body.filter === undefined ? undefined : parseFilter(body.filter, { in: 'body', name: '/filter' });
     const select = body.select === undefined ? undefined : [...new Set(body.select)].filter((field) => field !== 'id');
     const scored = readsRelevance({ order, select, filter }, 'body');
     const grant = await grantIn(store, principal, claims, path.collection_name);
+    const reader: Reader = { store, principal, claims, collection: path.collection_name, grant };
     const scope: CursorScope = { accountId: principal.accountId, collection: path.collection_name, filter: body.filter, order, select };
+    const ordered = await orderThroughRelations(reader, order, 'body');
     const page: Page = {
       limit: body.limit ?? DEFAULT_LIMIT,
       offset: 0,
-      order,
-      filter: scopedRead(grant, { filter, order, select }, 'body'),
+      order: ordered,
+      filter: await scopedRead(reader, { filter, order: ordered, select }, 'body'),
       count: body.count === 'exact',
       after: body.after === undefined ? undefined : readCursor(body.after, scope, { in: 'body', name: '/after' }),
       scored,
@@ -148,11 +137,8 @@ export const rowHandlers: Handlers<
 
   async aggregateRows({ principal, path, body, claims }, { store, config }) {
     const grant = await grantIn(store, principal, claims, path.collection_name);
-    const query = scopedAggregate(
-      await aggregateThroughRelations(store, principal, claims, path.collection_name, parseAggregateQuery(body, 'body', config.maxGroups)),
-      grant,
-      'body',
-    );
+    const reader: Reader = { store, principal, claims, collection: path.collection_name, grant };
+    const query = await scopedAggregate(reader, parseAggregateQuery(body, 'body', config.maxGroups), 'body');
     const place = { in: 'body', name: '/group_by', message: `makes more than ${config.maxGroups * GROUPS_READ} groups` } as const;
     return answerAggregates(
       await store.aggregateRows(principal.accountId, path.collection_name, query, config.maxGroups * GROUPS_READ, place),
@@ -162,17 +148,8 @@ export const rowHandlers: Handlers<
   /** aggregateRows' query in the URL: JSON texts, and group_by a comma list (openapi.yaml, getAggregates). */
   async getAggregates({ principal, path, query, claims }, { store, config }) {
     const grant = await grantIn(store, principal, claims, path.collection_name);
-    const read = scopedAggregate(
-      await aggregateThroughRelations(
-        store,
-        principal,
-        claims,
-        path.collection_name,
-        parseAggregateQuery(aggregateParameters(query), 'query', config.maxGroups),
-      ),
-      grant,
-      'query',
-    );
+    const reader: Reader = { store, principal, claims, collection: path.collection_name, grant };
+    const read = await scopedAggregate(reader, parseAggregateQuery(aggregateParameters(query), 'query', config.maxGroups), 'query');
     const place = { in: 'query', name: 'group_by', message: `makes more than ${config.maxGroups * GROUPS_READ} groups` } as const;
     return answerAggregates(
       await store.aggregateRows(principal.accountId, path.collection_name, read, config.maxGroups * GROUPS_READ, place),
@@ -236,9 +213,9 @@ export const rowHandlers: Handlers<
   },
 
   async updateRows({ principal, path, query, body, mediaType, once, claims }, { store, config }) {
-    const filter = await throughRelations(store, principal, claims, path.collection_name, parseFilterText(query.filter, FILTER_PARAMETER));
-    const patch = readPatch(patchFormatOf[mediaType], body);
     const grant = await grantIn(store, principal, claims, path.collection_name);
+    const filter = await changeFilter({ store, principal, claims, collection: path.collection_name, grant }, query.filter);
+    const patch = readPatch(patchFormatOf[mediaType], body);
     grant?.checkReadable([...uses(filterFields(filter), 'query', 'filter'), ...patchUses(patch, { in: 'body', name: '' }, grant.hideable)]);
     // The rows only when asked for (openapi.yaml, ReturnParameter).
     const answerRows = (changed: ChangedRows) => answerChangedRows(grant ? { ...changed, json: grant.maskRows(changed.json) } : changed);
@@ -249,8 +226,8 @@ export const rowHandlers: Handlers<
   },
 
   async deleteRows({ principal, path, query, once, claims }, { store, config }) {
-    const filter = await throughRelations(store, principal, claims, path.collection_name, parseFilterText(query.filter, FILTER_PARAMETER));
     const grant = await grantIn(store, principal, claims, path.collection_name);
+    const filter = await changeFilter({ store, principal, claims, collection: path.collection_name, grant }, query.filter);
     grant?.checkReadable(uses(filterFields(filter), 'query', 'filter'));
     const options = { once: once && answerOnce(once, answerChangedCount) };
     const scoped = grant ? grant.scope(filter, 'delete') : filter;
@@ -348,29 +325,56 @@ async function readRows(
   expansions?: readonly Expansion[],
 ): Promise<Omit<RowsPage, 'n'> & { next: string | null }> {
   const read = await store.listRows(principal.accountId, scope.collection, page, expansions);
-  const { n, seq, total, scores } = read;
-  const next = n > 0 && n === page.limit ? makeCursor(scope, placeOf(lastRow(read.json), scores)) : null;
+  const { n, seq, total } = read;
+  const next = n > 0 && n === page.limit ? makeCursor(scope, placeOf(lastRow(read.json), read, page.order)) : null;
   const json = grant ? grant.maskRows(read.json) : read.json;
   // The expanded rows stay whatever fields are selected.
   const select = scope.select && expansions ? [...scope.select, EXPANDED] : scope.select;
   return { json: select ? selectFields(json, select, false, read) : json, seq, total, next };
 }
 
-/** A page's last row as its cursor's place: with its score as `_score` (SCORE) in a scored page. */
-function placeOf(row: Record<string, unknown>, scores: readonly number[] | undefined): Record<string, unknown> {
-  return scores ? { ...row, [SCORE]: scores.at(-1) } : row;
+/**
+ * A page's last row as its cursor's place: with its score as `_score` (SCORE) in a scored page, and with
+ * its values of the order's keys through relations (`author.name`; RowsPage.related) under the keys'
+ * names, none where it has none.
+ */
+function placeOf(row: Record<string, unknown>, { scores, related }: RowsPage, order: readonly SortKey[]): Record<string, unknown> {
+  const place = scores ? { ...row, [SCORE]: scores.at(-1) } : row;
+  if (!ordersRelated(order)) return place;
+  const values = { ...place };
+  for (const { field, related: through } of order) {
+    if (!through) continue;
+    if (related && Object.hasOwn(related, field)) values[field] = related[field];
+    else delete values[field];
+  }
+  return values;
 }
 
-/** A read's filter for a caller held to rules: 403 for a hidden field it names, and the read rule ANDed in. */
-function scopedRead(
-  grant: Grant | undefined,
+/** Who reads which collection, held to which rules (undefined for a secret key): what a read's relations are resolved with. */
+interface Reader {
+  store: Store;
+  principal: Principal;
+  claims: Parameters<typeof grantIn>[2];
+  collection: string;
+  grant: Grant | undefined;
+}
+
+/**
+ * A read's filter, its conditions through relations resolved as the caller may use them (./related.ts)
+ * and bound by the store in the read's own snapshot; for a caller held to rules, 403 for a hidden field
+ * it names, and the read rule ANDed in.
+ */
+async function scopedRead(
+  reader: Reader,
   read: { filter?: Filter; order: readonly SortKey[]; select?: readonly string[] },
   where: 'query' | 'body',
-): Filter | undefined {
-  if (!grant) return read.filter;
+): Promise<Filter | undefined> {
+  const { grant } = reader;
   const at = where === 'query' ? { filter: 'filter', select: 'select' } : { filter: '/filter', select: '/select' };
+  const filter = await throughRelations(reader, read.filter, { in: where, name: at.filter });
+  if (!grant) return filter;
   grant.checkReadable([
-    ...uses(filterFields(read.filter), where, at.filter),
+    ...uses(filterFields(filter), where, at.filter),
     ...orderUses(read.order, where),
     ...uses(
       read.select?.filter((field) => field !== SCORE && field !== HIGHLIGHT),
@@ -378,56 +382,53 @@ function scopedRead(
       at.select,
     ),
   ]);
-  return grant.scope(read.filter, 'read');
+  return grant.scope(filter, 'read');
 }
+
+/** `filter` with its conditions through relations resolved as the reader may use them (./related.ts). */
+const throughRelations = <F extends Filter | undefined>(
+  { store, principal, claims, collection, grant }: Reader,
+  filter: F,
+  at: FilterPlace,
+) => relatedFilter(store, principal, claims, collection, filter, grant, at);
 
 /** Each of `fields` (top-level names) as used at one place of the request. */
 function uses(fields: readonly string[] | undefined, where: 'query' | 'body', name: string): FieldUse[] {
   return (fields ?? []).map((field) => ({ field, at: { in: where, name } }));
 }
 
-/** The fields of an order, each at its place: `order_by`, or the body's `/order/<i>/field`. */
+/** The fields of an order, each at its place (orderPlace()); a key through a relation is checked where it is resolved (./related.ts). */
 function orderUses(order: readonly SortKey[], where: 'query' | 'body'): FieldUse[] {
   return order
-    .filter(({ field }) => field !== 'id' && field !== SCORE)
-    .map(({ field }, index) => ({
-      field,
-      at: where === 'query' ? { in: where, name: 'order_by' } : { in: where, name: `/order/${index}/field` },
-    }));
+    .map(({ field, related }, index) => ({ field, related, at: orderPlace(where)(index) }))
+    .filter(({ field, related }) => field !== 'id' && field !== SCORE && !related)
+    .map(({ field, at }) => ({ field, at }));
 }
 
-/** An aggregate's query for a caller held to rules: its filter scoped, and 403 for a hidden field it reads. */
+/** Where the request names the key `index` of its order: `order_by`, or the body's `/order/<index>/field`. */
+const orderPlace = (where: 'query' | 'body') => (index: number) =>
+  where === 'query' ? { in: where, name: 'order_by' } : { in: where, name: `/order/${index}/field` };
+
+/** The order of a read, its keys through relations resolved as the reader may use them (./related.ts). */
+const orderThroughRelations = ({ store, principal, claims, collection, grant }: Reader, order: SortKey[], where: 'query' | 'body') =>
+  relatedOrder(store, principal, claims, collection, order, grant, orderPlace(where));
+
 /**
- * `filter` with its conditions through relations (`$match`, `$some`) replaced by the ids they find
- * (docs/relations.md); a publishable key's caller may not use them yet (403): the related rows would not
- * be held to their own collection's rules.
+ * A change's filter (the parameter's `text`), its conditions through relations resolved as the reader may
+ * use them and replaced by the ids they find, read just before the change.
  */
-async function throughRelations<F extends Filter | undefined>(
-  store: Store,
-  principal: Principal,
-  claims: Parameters<typeof grantIn>[2],
-  collection: string,
-  filter: F,
-): Promise<F> {
-  if (!filter || !holdsRelated(filter)) return filter;
-  if (claims !== undefined) throw forbidden('A filter through a relation ($match, $some) takes a secret key.');
-  return (await store.bindRelations(principal.accountId, collection, filter)) as F;
+async function changeFilter(reader: Reader, text: string): Promise<Filter> {
+  const filter = await throughRelations(reader, parseFilterText(text, FILTER_PARAMETER), FILTER_PARAMETER);
+  if (!holdsRelated(filter)) return filter;
+  return (await reader.store.bindRelations(reader.principal.accountId, reader.collection, filter)) as Filter;
 }
 
-/** An aggregate query whose filter goes through relations, as throughRelations() binds it. */
-async function aggregateThroughRelations(
-  store: Store,
-  principal: Principal,
-  claims: Parameters<typeof grantIn>[2],
-  collection: string,
-  query: AggregateQuery,
-): Promise<AggregateQuery> {
-  return { ...query, filter: await throughRelations(store, principal, claims, collection, query.filter) };
-}
-
-function scopedAggregate(query: AggregateQuery, grant: Grant | undefined, where: 'query' | 'body'): AggregateQuery {
-  if (!grant) return query;
+/** An aggregate's query, its filter's conditions through relations resolved; for a caller held to rules, its filter scoped, and 403 for a hidden field it reads. */
+async function scopedAggregate(reader: Reader, asked: AggregateQuery, where: 'query' | 'body'): Promise<AggregateQuery> {
+  const { grant } = reader;
   const place = (name: string) => (where === 'query' ? name : `/${name}`);
+  const query = { ...asked, filter: await throughRelations(reader, asked.filter, { in: where, name: place('filter') }) };
+  if (!grant) return query;
   grant.checkReadable([
     ...uses(filterFields(query.filter), where, place('filter')),
     ...uses(query.groupBy, where, place('group_by')),

@@ -5,7 +5,7 @@ import type { EventType } from '../db/events/events.ts';
 import type { Webhook as StoredWebhook, WebhookSettings } from '../db/webhooks/settings.ts';
 import { conflict, forbidden, notFound, validationFailed } from '../errors.ts';
 import { answerOnce } from '../idempotency/answers.ts';
-import { holdsRelated, holdsSearch, parseFilter } from '../query/filter.ts';
+import { holdsRelated, holdsSearch, parseFilter, relatedRefused } from '../query/filter.ts';
 import { urlProblem } from '../webhooks/address.ts';
 import type { Handlers, Result } from './types.ts';
 
@@ -158,7 +158,7 @@ async function settingsOf(
   const filter = body.filter === undefined ? (current?.filter ?? null) : body.filter;
   const parsed = filter !== null && body.filter !== undefined ? parseFilter(filter, { in: 'body', name: '/filter' }) : undefined;
   if (parsed && holdsRelated(parsed))
-    throw validationFailed('A webhook filter may not reach into related rows.', [
+    throw validationFailed(relatedRefused("A webhook's"), [
       { in: 'body', name: '/filter', message: "holds $match or $some: a webhook's filter names fields of the row and their values" },
     ]);
   if (parsed && holdsSearch(parsed)) {

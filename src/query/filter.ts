@@ -328,6 +328,16 @@ export const holdsSearch = holds('search');
 export const holdsRelated = holds('related');
 
 /**
+ * Why the feed, webhooks and rules refuse a filter through a relation (docs/relations.md): each tests a
+ * change of one collection's rows as it comes, and the related rows can change without it.
+ */
+const RELATED_CHANGE =
+  'a change to a related row is no change of this collection: no event would say when a row comes to match or stops matching';
+
+/** The detail of the 400 of a filter through a relation where `whose` filter (a feed's, a webhook's, a rule's) may not go. */
+export const relatedRefused = (whose: string) => `${whose} filter may not reach into related rows ($match, $some): ${RELATED_CHANGE}.`;
+
+/**
  * The search a page's relevance (`_score`) is of: the first `$search` at the filter's top level, reached
  * through `$and`s only (a search under `$or` or `$not` may not hold for a row that matches), or none.
  */

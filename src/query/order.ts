@@ -8,11 +8,31 @@ import { type Filter, rankedSearch } from './filter.ts';
 
 export type Direction = 'asc' | 'desc';
 
-/** One key of a page's order: a top-level field (`id`, the row's id) and its direction. */
+/**
+ * One key of a page's order: a top-level field (`id`, the row's id) and its direction; or, with `related`,
+ * a field of the row its to-one relation names (`author.name`, the key's `field` as the request names it).
+ */
 export interface SortKey {
   field: string;
   direction: Direction;
+  related?: RelatedKey;
 }
+
+/**
+ * What a key of an order through a to-one relation reads (docs/relations.md, "Ordering by a related row's
+ * field"): the related row's top-level field `name` (`id`: its id), of the row of `collection` whose id the
+ * row's field `field` holds; a row naming none, or one `filter` does not keep (a caller's read rule), or
+ * one missing the field, orders as a missing value does.
+ */
+export interface RelatedKey {
+  field: string;
+  collection: string;
+  name: string;
+  filter?: Filter;
+}
+
+/** Whether the order has a key through a relation: such a page is sorted whole, never read through a sort index. */
+export const ordersRelated = (order: readonly SortKey[]) => order.some((key) => key.related !== undefined);
 
 /** Keys of one order at most: each is a column of the page's statement, and of its cursor. */
 const MAX_ORDER_KEYS = 8;

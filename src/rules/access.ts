@@ -243,7 +243,7 @@ export function patchUses(patch: Patch, at: Omit<FieldError, 'message'>, everyFi
  */
 const SEARCHED = '$search';
 
-/** The top-level fields a filter names (its paths' first keys), but the row's id; SEARCHED for a search. */
+/** The top-level fields a filter names (its paths' first keys), but the row's id and its relations'; SEARCHED for a search. */
 export function filterFields(filter: Filter | undefined): string[] {
   if (!filter) return [];
   switch (filter.kind) {
@@ -255,7 +255,9 @@ export function filterFields(filter: Filter | undefined): string[] {
     case 'search':
       return [SEARCHED];
     case 'related':
-      return [filter.relation];
+      // Its filter names fields of the related collection, held to that collection's rules where the
+      // condition is resolved (src/handlers/related.ts), with the relation's field.
+      return [];
     default:
       return filter.path[0] === 'id' && filter.path.length === 1 ? [] : [filter.path[0]];
   }

@@ -6,7 +6,7 @@
 // with a verified end-user token) or a filter of the query language (src/query/filter.ts) whose values may
 // name a claim of the token: `{"$auth": "sub"}`, or a dotted path into the claims (`"app_metadata.org"`).
 import { type FieldError, validationFailed } from '../errors.ts';
-import { type FilterError, isObject, type JsonValue, pointerToken, readFilter } from '../query/filter.ts';
+import { type FilterError, isObject, type JsonValue, pointerToken, readFilter, relatedRefused } from '../query/filter.ts';
 
 export type Rule = boolean | 'authenticated' | { [key: string]: JsonValue };
 
@@ -51,6 +51,9 @@ export interface RuleFilter {
   slots: Map<object, ClaimSlot>;
 }
 
+/** The error of a rule's filter through a relation, which the 400's detail says why of (relatedRefused()). */
+const THROUGH_RELATION = "reaches into related rows: a rule's filter names fields of the row and their values";
+
 /**
  * `body` as rules, members left out made `false` (and `fields` `{}`), or a 400 validation_failed whose
  * errors each name a place in the body (`/read/owner/$auth`, `/fields/email/read`).
@@ -59,8 +62,9 @@ export function checkRules(body: unknown): Rules {
   const errors: FilterError[] = [];
   const rules = readRules(body, errors);
   if (errors.length > 0 || !rules) {
+    const related = errors.some(({ message }) => message === THROUGH_RELATION);
     throw validationFailed(
-      'The rules are not valid.',
+      related ? `The rules are not valid: ${relatedRefused("a rule's")}` : 'The rules are not valid.',
       errors.map(({ pointer, message }): FieldError => ({ in: 'body', name: pointer, message })),
     );
   }
@@ -179,7 +183,7 @@ class Placeholders {
       }
       if (!key.startsWith('$') && isObject(member) && (Object.hasOwn(member, '$match') || Object.hasOwn(member, '$some'))) {
         // A rule is tested on a row alone, in memory too (the feed), where no related row is at hand.
-        this.errors.push({ pointer: at, message: "reaches into related rows: a rule's filter names fields of the row and their values" });
+        this.errors.push({ pointer: at, message: THROUGH_RELATION });
         continue;
       }
       if ((key === '$and' || key === '$or') && Array.isArray(member)) {

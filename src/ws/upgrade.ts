@@ -32,7 +32,7 @@ import {
 import { endUserTokenOf, keyOf, withoutAuthorization } from '../http/authentication.ts';
 import { allows, originNotAllowed } from '../http/cors.ts';
 import { headerLines, pathOf, targetOf } from '../http/target.ts';
-import { type Filter, holdsRelated, parseFilterText } from '../query/filter.ts';
+import { type Filter, holdsRelated, parseFilterText, relatedRefused } from '../query/filter.ts';
 import type { Claims as RuleClaims } from '../rules/compile.ts';
 import { refusedFrom, type TokenVerifier } from '../tokens/verifier.ts';
 import { eventKinds } from './messages.ts';
@@ -160,9 +160,7 @@ export async function subscriptionOf(
   const read = query.filter === undefined ? undefined : parseFilterText(query.filter);
   // A change is tested alone, in memory, where no related row is at hand.
   if (read && holdsRelated(read))
-    throw validationFailed("A feed's filter names fields of the row: it cannot reach into related rows.", [
-      { in: 'query', name: 'filter', message: 'holds $match or $some' },
-    ]);
+    throw validationFailed(relatedRefused("A feed's"), [{ in: 'query', name: 'filter', message: 'holds $match or $some' }]);
   if (principal.collections && !principal.collections.has(query.collection)) throw collectionNotFound(query.collection);
   // A search tests the rows' words in the fields of the collection's search index as it is now.
   const filter = await store.searchFilter(principal.accountId, query.collection, read);

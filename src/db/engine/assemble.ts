@@ -107,12 +107,14 @@ export interface RowOperations {
    */
   writeBatch(accountId: number, operations: readonly BatchOperation[], options?: BatchOptions): Promise<BatchResult[]>;
   /**
-   * One page of rows (pages.ts); 404 when the collection does not exist. With `expansions`, the rows
-   * related to its rows are set into them, all read in one snapshot (../reads/expand.ts).
+   * One page of rows (pages.ts); 404 when the collection does not exist. Its filter's conditions through
+   * relations are bound to the related rows they find, and with `expansions` the rows related to its rows
+   * are set into them, all read in one snapshot with the page (../reads/related.ts).
    */
   listRows(accountId: number, collection: string, page: Page, expansions?: readonly Expansion[]): Promise<RowsPage>;
   /**
-   * The answer to an aggregate query (aggregates.ts); 404 when the collection does not exist, 400 (whose
+   * The answer to an aggregate query (aggregates.ts), its filter's conditions through relations bound in
+   * its snapshot (../reads/related.ts); 404 when the collection does not exist, 400 (whose
    * one error is `place`) when its rows fall into more than `maxGroupsRead` groups, 503 past the query timeout.
    */
   aggregateRows(

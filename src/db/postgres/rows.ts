@@ -28,10 +28,9 @@ import type { Changes } from '../engine/changes.ts';
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
 import { Groups } from '../engine/grouping.ts';
 import { appendEvents, eventRow } from '../events/events.ts';
-import { type AggregateSource, readAggregates } from '../reads/aggregates.ts';
-import { readExpandedPage } from '../reads/expand.ts';
+import type { AggregateSource } from '../reads/aggregates.ts';
 import type { Sql } from '../reads/filter.ts';
-import { readPage } from '../reads/pages.ts';
+import { readRelatedAggregates, readRelatedPage } from '../reads/related.ts';
 import { upsertWritesOf, writeBatch } from '../rows/batch.ts';
 import { exportCollection } from '../rows/exports.ts';
 import { beginOnce, recordOnce } from '../rows/idempotency.ts';
@@ -387,8 +386,7 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
 
     async listRows(accountId, collection, page, expansions) {
       try {
-        if (expansions && expansions.length > 0) return await readExpandedPage(pages, accountId, collection, page, expansions);
-        return await readPage(pages, accountId, collection, page);
+        return await readRelatedPage(pages, accountId, collection, page, expansions);
       } catch (error) {
         // query_canceled: cancelled by its statement_timeout (statements.ts, runTimed).
         if (isQueryCanceled(error)) throw queryTimeout(queryTimeoutMs);
@@ -398,7 +396,7 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
 
     async aggregateRows(accountId, collection, query, maxGroupsRead, place) {
       try {
-        return await readAggregates(pages, accountId, collection, query, maxGroupsRead, place);
+        return await readRelatedAggregates(pages, accountId, collection, query, maxGroupsRead, place);
       } catch (error) {
         // query_canceled: cancelled by its statement_timeout (statements.ts, runTimed).
         if (isQueryCanceled(error)) throw queryTimeout(queryTimeoutMs);

@@ -1,13 +1,13 @@
 // Expanded rows (openapi.yaml, `expand`; docs/relations.md): the rows related to those of a page, read in
-// the page's own snapshot, each set in the top-level member EXPANDED of the row it is related to: a
+// the page's own snapshot (related.ts), each set in the top-level member EXPANDED of the row it is related to: a
 // to-one relation's row (or null), a to-many relation's rows (at most its limit; `$cut` names those cut
 // short). Each related row is read as a page of its own collection (readPage), so it is filtered,
 // ordered, found through its indexes and held to its collection's rules as any page is.
 import type { Filter } from '../../query/filter.ts';
 import type { SortKey } from '../../query/order.ts';
 import { EXPANDED, type Json, type Row } from '../../rows.ts';
-import { KnownIndexes } from '../collections/sort-indexes.ts';
-import { type Page, type PageSource, type RowsPage, readPage } from './pages.ts';
+import { bindRelations, relatedReadsOf } from '../relations/filters.ts';
+import { type PageSource, readPage } from './pages.ts';
 
 type Fields = Record<string, unknown>;
 
@@ -35,46 +35,26 @@ export interface Expansion {
 /** The member of EXPANDED that lists the to-many relations whose rows were cut at their limit. */
 const CUT = '$cut';
 
-/**
- * The page `page` of the collection, with `expansions` set into each of its rows, all read in one
- * snapshot. Inside it, no sort index is made (one made meanwhile would not be in the snapshot): a page
- * whose field has none yet sorts whole.
- */
-export function readExpandedPage(
-  source: PageSource,
-  accountId: number,
-  collection: string,
-  page: Page,
-  expansions: readonly Expansion[],
-): Promise<RowsPage> {
-  return source.snapshot(async (read) => {
-    const inSnapshot: PageSource = {
-      ...source,
-      read: (sql, params) => read(sql, params),
-      knownIndexes: new KnownIndexes(),
-      sortIndexes: { ...source.sortIndexes, max: 0 },
-    };
-    const answer = await readPage(inSnapshot, accountId, collection, page);
-    const rows = JSON.parse(answer.json) as Fields[];
-    await expandRows(inSnapshot, accountId, page.versions ? rows.map((item) => item.row as Fields) : rows, expansions);
-    return { ...answer, json: JSON.stringify(rows) };
-  });
-}
-
 const expandedOf = (row: Fields) => row[EXPANDED] as Fields;
 
 const isId = (value: unknown): value is number => typeof value === 'number' && Number.isSafeInteger(value) && value >= 1;
 const both = (a: Filter, b: Filter | undefined): Filter => (b ? { kind: 'and', filters: [a, b] } : a);
 
-/** Sets each of `expansions` into `rows`, then theirs into the related rows, and so on. */
-async function expandRows(source: PageSource, accountId: number, rows: Fields[], expansions: readonly Expansion[]): Promise<void> {
+/**
+ * Sets each of `expansions` into `rows`, then theirs into the related rows, and so on: each read from
+ * `source`, in the snapshot the rows were read in (related.ts, readRelatedPage).
+ */
+export async function expandRows(source: PageSource, accountId: number, rows: Fields[], expansions: readonly Expansion[]): Promise<void> {
   // The member made afresh (or, for rows expanding nothing, taken out): a field of that name stored
   // before it was reserved is never answered as an expansion.
   for (const row of rows) {
     if (expansions.length > 0) row[EXPANDED] = {};
     else delete row[EXPANDED];
   }
-  for (const expansion of expansions) {
+  for (const asked of expansions) {
+    // A to-many's filter through relations of its own, bound once for every row it is read for.
+    const filter = await bindRelations(relatedReadsOf(source), accountId, asked.collection, asked.filter);
+    const expansion = { ...asked, filter };
     const related: Fields[] = [];
     if (expansion.kind === 'to_one') {
       const ids = [...new Set(rows.map((row) => row[expansion.field]).filter(isId))];

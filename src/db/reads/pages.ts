@@ -5,7 +5,7 @@
 import { collectionNotFound } from '../../errors.ts';
 import type { Position } from '../../query/cursor.ts';
 import { type Filter, rankedSearch, type SearchCondition, without } from '../../query/filter.ts';
-import { type Direction, SCORE, type SortKey } from '../../query/order.ts';
+import { type Direction, ordersRelated, SCORE, type SortKey } from '../../query/order.ts';
 import type { Relevance } from '../../query/select.ts';
 import type { KeyValue } from '../../query/sort-keys.ts';
 import type { Json, Row } from '../../rows.ts';
@@ -49,7 +49,17 @@ const tieDirection = (order: readonly SortKey[]) => order[order.length - 1].dire
  * were read from: the rows are exactly what the events up to it made, so a feed resumed with
  * `since=seq` brings every later change and none the page already shows.
  */
-export type RowsPage = { json: Json<Row[]>; n: number; seq: number; total?: number } & Relevance;
+export type RowsPage = {
+  json: Json<Row[]>;
+  n: number;
+  seq: number;
+  total?: number;
+  /**
+   * The last row's value of each key of the order through a relation (SortKey.related), by the key's
+   * `field`, read in the page's snapshot; none where the row has none (related.ts): its cursor's place.
+   */
+  related?: Record<string, unknown>;
+} & Relevance;
 
 /** A statement and its bindings. */
 export type Statement = { sql: string; params: SqlValue[] };
@@ -143,7 +153,9 @@ export async function readPage(source: PageSource, accountId: number, collection
     if (page.scored) return scoredPage(source, byName(accountId, collection), collection, { ...page, filter });
     return filteredPage(source, accountId, collection, { ...page, filter }, filter);
   }
-  if (page.count || page.order.length > 1 || page.versions) return queryPage(source, byName(accountId, collection), collection, page);
+  // A related row's field has no sort index: sorted whole.
+  if (page.count || page.order.length > 1 || page.versions || ordersRelated(page.order))
+    return queryPage(source, byName(accountId, collection), collection, page);
   const [key] = page.order;
   if (key.field !== 'id') {
     const indexed = await indexedPage(source, accountId, collection, page, key);
@@ -201,7 +213,7 @@ async function pageInIndex(
   if (!index || !page.filter) return undefined;
   const [key] = page.order;
   // An equality's keys are of one value, in the order of their rows' ids.
-  const inOrder = index.field === key.field || (key.field === 'id' && oneValue(index.bounds));
+  const inOrder = !key.related && (index.field === key.field || (key.field === 'id' && oneValue(index.bounds)));
   if (page.order.length === 1 && inOrder && !page.after && !page.count && !page.versions) {
     // Every key of the range a match: no row needs testing, and the page reads no more than its offset
     // and limit, as an indexed page does.
@@ -236,7 +248,7 @@ async function walkedPage(
   index: InIndex,
 ): Promise<RowsPage | undefined> {
   const [key] = page.order;
-  const slot = sorted.indexOf(key.field);
+  const slot = key.related ? -1 : sorted.indexOf(key.field);
   const plain = page.order.length === 1 && !page.after && !page.count && !page.versions;
   if (slot < 0 || !plain || !page.filter) return undefined;
   const large = source.sortIndexes.minRows;
@@ -488,16 +500,17 @@ interface PlacedColumn {
 }
 
 /**
- * How a dialect orders a page sorted whole by a field other than the id: the `columns` that read it
+ * How a dialect orders a page sorted whole by a key other than the id: the `columns` that read its field
  * (after a comma, named by `index`, its place in the order), their `bindings`, and its columns of the
  * order, each beside the value at the page's place (`at`, the place's key of the field, when the page
- * comes after one).
+ * comes after one). A key through a relation (SortKey.related) reads the field of the related row of the
+ * page's `collection`'s account, found by its id (relatedRow()).
  */
 export type FieldOrder = (
-  field: string,
+  key: SortKey,
   index: number,
-  direction: Direction,
   at: KeyValue | null | undefined,
+  collection: CollectionRef,
 ) => { columns: string; bindings: SqlValue[]; order: PlacedColumn[] };
 
 /**
@@ -534,7 +547,7 @@ export function wholePage(
       placed.push({ column: { sql: 'id', direction: 'asc' }, at: afterId });
       return;
     }
-    const read = byField(field, index, direction, page.after?.values[index]);
+    const read = byField(page.order[index], index, page.after?.values[index], collection);
     columns += read.columns;
     bindings.push(...read.bindings);
     placed.push(...read.order);
@@ -549,7 +562,8 @@ export function wholePage(
   const from = scores ? sql`rows join ${bestScores(scores, page, where)} scored on scored.row_id = rows.id` : raw('rows');
   const total = page.count ? sql`, (select count(*) from ${from} where collection_id = ${collection.id}${filtered}) as total` : raw('');
   const scored = scores ? raw(', scored.score') : raw('');
-  const rows = sql`select ${{ sql: columns, params: bindings }}${scored} from ${from} where collection_id = ${collection.id}${filtered}`;
+  const fence = raw(ordersRelated(page.order) ? ` ${pageJson.fence}` : '');
+  const rows = sql`select ${{ sql: columns, params: bindings }}${scored} from ${from} where collection_id = ${collection.id}${filtered}${fence}`;
   const scoresJson = scores ? raw(`, ${pageJson.scores(order)} as scores`) : raw('');
   return sql`select count(*) as n, ${raw(pageJson.rows(order))} as json${scoresJson},
         ${collection.lastSeq} as seq${total}
@@ -577,10 +591,14 @@ function bestScores(scores: Sql, page: Page, where: Sql | undefined): Sql {
 /**
  * How a dialect joins a page's rows sorted whole, each in `order` (SQL of the page's order): `rows`,
  * their JSON texts, as PagePart's `json`; `scores`, a scored page's rows' `score` as PagePart's `scores`.
+ * `fence` ends the subquery of the rows of a page ordered through a relation, so that the database runs
+ * it as it is: merged into the query that sorts it, each use of a related row's field in the order would
+ * look the related row up again.
  */
 export interface PageJson {
   rows(order: string): string;
   scores(order: string): string;
+  fence: string;
 }
 
 /** One column of a page's order, as SQL on the columns `rows` selects, and its direction. */

@@ -2,14 +2,15 @@
 // {…}}}` and `{"comments": {"$some": {…}}}`, each replaced by the ids its related rows give, read first
 // (through a sort index of theirs when the inner filter's top level names an indexed field: a range), so
 // that the filter left names only fields of the row and runs as any other (through the field's sort index,
-// which a relation's field has).
+// which a relation's field has). A page and an aggregate read them in their own snapshot
+// (../reads/related.ts); a change by filter just before its transaction (the Store's bindRelations).
 import { collectionNotFound, validationFailed } from '../../errors.ts';
 import type { Filter, RelatedCondition } from '../../query/filter.ts';
 import { assignable } from '../../rows.ts';
 import { bindSearch } from '../collections/search-indexes.ts';
-import type { Dialect } from '../engine/dialect.ts';
+import type { Dialect, Read } from '../engine/dialect.ts';
 import { indexedFields } from '../reads/filter-indexes.ts';
-import { byId, inIndex, withinIndex } from '../reads/pages.ts';
+import { byId, inIndex, type PageSource, withinIndex } from '../reads/pages.ts';
 import { collectionIdSql } from '../sql/collections.ts';
 import { relationsOfSql, sortedSql } from '../sql/relations.ts';
 import { matchedRowsSql } from '../sql/rows.ts';
@@ -28,12 +29,26 @@ type RelationRow = {
 };
 
 /**
+ * How the related rows are read: `query` runs a read (alone, or in a page's snapshot:
+ * ../reads/related.ts), `filterSql` and `keyBoundsSql` write a filter and a sort index's range as the
+ * dialect does. A Dialect is one.
+ */
+export type RelatedReads = Pick<Dialect, 'filterSql' | 'keyBoundsSql'> & { query: Read };
+
+/** What a page's source reads the related rows with: its reads (in a snapshot, the snapshot's). */
+export const relatedReadsOf = (source: PageSource): RelatedReads => ({
+  query: (sql, params) => source.read(sql, params),
+  filterSql: source.filterSql,
+  keyBoundsSql: source.keyBoundsSql,
+});
+
+/**
  * `filter` with each `$match` and `$some` of the account's collection replaced by a condition on the ids
  * its related rows give (nested ones first); a filter without them comes back as it is, unread. 400 for a
  * name that is no relation of its collection, or a condition that finds more than MAX_RELATED_ROWS rows.
  */
 export async function bindRelations<F extends Filter | undefined>(
-  db: Dialect,
+  db: RelatedReads,
   accountId: number,
   collection: string,
   filter: F,
@@ -51,7 +66,7 @@ const holds = (filter: Filter): boolean =>
   (filter.kind === 'not' ? holds(filter.filter) : (filter.kind === 'and' || filter.kind === 'or') && filter.filters.some(holds));
 
 async function bound(
-  db: Dialect,
+  db: RelatedReads,
   accountId: number,
   collection: string,
   id: number,
@@ -76,7 +91,7 @@ async function bound(
 
 /** One `$match` (a to-one: its field among the ids of the rows that match) or `$some` (a to-many: the row's id among their fields). */
 async function related(
-  db: Dialect,
+  db: RelatedReads,
   accountId: number,
   collection: string,
   id: number,

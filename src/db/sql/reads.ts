@@ -45,3 +45,15 @@ export const firstKeys = (collectionId: number, slot: number, order: Direction, 
     ? raw('sort_keys')
     : sql`(select * from sort_keys where collection_id = ${collectionId} and slot = ${slot} and ${bounds}
       order by ${raw(keyOrder('', order))} limit ${scan})`;
+
+/**
+ * The related row a key of an order through a relation reads (../reads/pages.ts, FieldOrder), as a scalar
+ * subquery of `what` (SQL on the alias `rel`): the row of the related collection, found by name in the
+ * account of the page's collection (`collectionId`, SQL of its id), whose id is `id` (SQL on the page's
+ * `rows`: the relation's field as an id, or null), and that `filter` keeps (SQL on `rel`: a caller's read
+ * rule). Each row's related row is one lookup of the primary key; the collections are looked up once a
+ * statement.
+ */
+export const relatedRowSql = (what: Sql, collection: string, collectionId: Sql, id: Sql, filter: Sql | undefined): Sql =>
+  sql`(select ${what} from rows rel where rel.collection_id = (select id from collections where name = ${collection}
+        and account_id = (select account_id from collections where id = ${collectionId})) and rel.id = ${id}${filter ? sql` and (${filter})` : raw('')})`;

@@ -22,10 +22,9 @@ import type { Changes } from '../engine/changes.ts';
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
 import { DatabaseClosedError } from '../engine/errors.ts';
 import type { GroupedWrites } from '../engine/grouping.ts';
-import { type AggregateSource, readAggregates } from '../reads/aggregates.ts';
-import { readExpandedPage } from '../reads/expand.ts';
+import type { AggregateSource } from '../reads/aggregates.ts';
 import type { Sql } from '../reads/filter.ts';
-import { readPage } from '../reads/pages.ts';
+import { readRelatedAggregates, readRelatedPage } from '../reads/related.ts';
 import { upsertWritesOf, writeBatch } from '../rows/batch.ts';
 import { exportCollection } from '../rows/exports.ts';
 import { beginOnce, recordOnce } from '../rows/idempotency.ts';
@@ -349,8 +348,7 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
 
     async listRows(accountId, collection, page, expansions) {
       try {
-        if (expansions && expansions.length > 0) return await readExpandedPage(pages, accountId, collection, page, expansions);
-        return await readPage(pages, accountId, collection, page);
+        return await readRelatedPage(pages, accountId, collection, page, expansions);
       } catch (error) {
         // The page connections make no string longer than a page may be (readers.ts).
         if (isTooBig(error)) throw pageTooLarge();
@@ -362,7 +360,7 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
 
     async aggregateRows(accountId, collection, query, maxGroupsRead, place) {
       try {
-        return await readAggregates(pages, accountId, collection, query, maxGroupsRead, place);
+        return await readRelatedAggregates(pages, accountId, collection, query, maxGroupsRead, place);
       } catch (error) {
         // Interrupted once it had run for the query timeout (readers.ts, timedRead).
         if (isQueryCanceled(error)) throw queryTimeout(queryTimeoutMs);

@@ -1,12 +1,14 @@
 // PostgreSQL's SQL of reads: a row by id, pages sorted whole or read through a sort index
 // (../../reads/pages.ts), and aggregates.
 import type { Aggregate } from '../../../query/aggregate.ts';
+import type { RelatedKey } from '../../../query/order.ts';
 import type { AggregateSource } from '../../reads/aggregates.ts';
 import { raw, type Sql, sql } from '../../reads/filter.ts';
-import { type FieldOrder, type PageJson, type PageSource, sortedPages, wholePage } from '../../reads/pages.ts';
+import { type CollectionRef, type FieldOrder, type PageJson, type PageSource, sortedPages, wholePage } from '../../reads/pages.ts';
 import { MAX_PAGE_BYTES } from '../../rows/rows.ts';
 import { keyOrder } from '../../sql/collections.ts';
-import { firstKeys, rowJsonWith, versionedRowJsonWith } from '../../sql/reads.ts';
+import { firstKeys, relatedRowSql, rowJsonWith, versionedRowJsonWith } from '../../sql/reads.ts';
+import { filterSql } from '../filter.ts';
 import { document, escapeString, field } from '../jsonb.ts';
 import { POSTGRES_KEY_CHARS } from './collections.ts';
 
@@ -36,12 +38,21 @@ export const orderedPage: PageSource['orderedPage'] = (collection, page, where, 
   wholePage(page.versions ? versionedPageJson : pageJson, byField, collection, page, where, scores);
 
 /** A page's rows and a scored page's scores joined in its order: each score a float8's text, the shortest that reads back as the same number. */
-const pageJson: PageJson = { rows: pageJsonSql, scores: (order) => `string_agg(score::text, ',' order by ${order})` };
+const pageJson: PageJson = {
+  rows: pageJsonSql,
+  scores: (order) => `string_agg(score::text, ',' order by ${order})`,
+  // PostgreSQL pulls no subquery with an OFFSET up into the query around it.
+  fence: 'offset 0',
+};
 const versionedPageJson: PageJson = { ...pageJson, rows: versionedPageJsonSql };
 
-/** A field of orderedPage()'s order, read as jsonb `j<index>`. */
-const byField: FieldOrder = (named, index, direction, at) => {
-  const read = field(named);
+/**
+ * A key of orderedPage()'s order, its field read as jsonb `j<index>`: of the row, or of the related row
+ * for a key through a relation (relatedRowSql), null when missing.
+ */
+const byField: FieldOrder = (key, index, at, collection) => {
+  const { direction } = key;
+  const read = key.related ? relatedField(key.related, collection) : field(key.field);
   const j = `j${index}`;
   const missing = direction === 'asc' ? 5 : 0;
   const rank = `case jsonb_typeof(${j}) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
@@ -62,6 +73,21 @@ const byField: FieldOrder = (named, index, direction, at) => {
     ],
   };
 };
+
+/** Ids are assigned from 1 and never reach 2^53 (rows.ts, assignable()). */
+const MAX_ID = String(2 ** 53 - 1);
+
+/**
+ * A field of the related row (RelatedKey) as jsonb, its strings escaped as the row's are; the row's own
+ * field read as an id (a bigint) only when it is a number in the ids' range, which no cast can overflow.
+ */
+function relatedField(related: RelatedKey, collection: CollectionRef) {
+  const id = sql`(select case when jsonb_typeof(v) = 'number' then case when (v)::numeric between 1 and ${raw(MAX_ID)} then (v)::numeric::bigint end end
+        from (select ${document('rows')} -> ${escapeString(related.field)}::text as v offset 0) relation_id)`;
+  const what = related.name === 'id' ? raw('to_jsonb(rel.id)') : sql`${document('rel')} -> ${escapeString(related.name)}::text`;
+  const text = relatedRowSql(what, related.collection, collection.id, id, related.filter && filterSql(related.filter, 'rel'));
+  return { value: text.sql, bindings: text.params };
+}
 
 /**
  * The rows of a range of the sort index in `slot`, or of the ranges after a place in it, as one row

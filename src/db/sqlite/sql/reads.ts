@@ -1,11 +1,13 @@
 // SQLite's SQL of reads: rows by id (merged), pages sorted whole or read through a sort index
 // (../../reads/pages.ts), and aggregates.
 import type { Aggregate } from '../../../query/aggregate.ts';
+import type { RelatedKey } from '../../../query/order.ts';
 import type { AggregateSource } from '../../reads/aggregates.ts';
 import { raw, type Sql, sql } from '../../reads/filter.ts';
-import { type FieldOrder, type PageJson, type PageSource, sortedPages, wholePage } from '../../reads/pages.ts';
+import { type CollectionRef, type FieldOrder, type PageJson, type PageSource, sortedPages, wholePage } from '../../reads/pages.ts';
 import { keyOrder } from '../../sql/collections.ts';
-import { firstKeys, rowJsonWith, versionedRowJsonWith } from '../../sql/reads.ts';
+import { firstKeys, relatedRowSql, rowJsonWith, versionedRowJsonWith } from '../../sql/reads.ts';
+import { filterSql } from '../filter.ts';
 
 /**
  * A row's JSON text (rowJsonWith), the row's own text cut after its first byte. SQLite's substr() of a
@@ -77,21 +79,32 @@ export const orderedPage: PageSource['orderedPage'] = (collection, page, where, 
 
 /**
  * A page's rows and a scored page's scores joined as they come, in order (pageJsonSql): each score as
- * SQLite casts a real to text, the shortest that reads back as the same number.
+ * SQLite casts a real to text, the shortest that reads back as the same number; the fence of the rows
+ * ordered through a relation (PageJson).
  */
-const pageJson: PageJson = { rows: () => pageJsonSql, scores: () => `group_concat(cast(score as text), ',')` };
+const pageJson: PageJson = {
+  rows: () => pageJsonSql,
+  scores: () => `group_concat(cast(score as text), ',')`,
+  // SQLite merges no subquery with an OFFSET into the query around it.
+  fence: 'limit -1 offset 0',
+};
 const versionedPageJson: PageJson = { ...pageJson, rows: () => versionedPageJsonSql };
 
-/** A field of orderedPage()'s order, read as its JSON type `t<index>` and SQL value `v<index>`. */
-const byField: FieldOrder = (named, index, direction, at) => {
-  const { type, value, key } = field(named);
-  const [t, v] = [`t${index}`, `v${index}`];
+/**
+ * A key of orderedPage()'s order, its field read as its JSON type `t<index>` and SQL value `v<index>`; a
+ * key through a relation, as the JSON text `x<index>` of the related row's field (relatedRowSql; `->`
+ * answers it as the row holds it, null when missing), whose type and value are read from it.
+ */
+const byField: FieldOrder = (key, index, at, collection) => {
+  const { direction } = key;
+  const read = key.related ? relatedField(key.related, index, collection) : rowField(key.field, index);
+  const { t, v } = read;
   const missing = direction === 'asc' ? 5 : 0;
   const rank = `case when ${t} is null or ${t} = 'null' then ${missing} when ${t} in ('integer', 'real') then 1 when ${t} = 'text' then 2
         when ${t} in ('true', 'false') then 3 else 4 end`;
   return {
-    columns: `, ${type} as ${t}, ${value} as ${v}`,
-    bindings: [key, key],
+    columns: read.columns,
+    bindings: read.bindings,
     order: [
       { column: { sql: rank, direction }, at: at ? sql`${at.rank === 5 ? missing : at.rank}` : undefined },
       {
@@ -101,6 +114,24 @@ const byField: FieldOrder = (named, index, direction, at) => {
     ],
   };
 };
+
+/** A field of the row, as the columns `t<index>` and `v<index>`. */
+function rowField(named: string, index: number) {
+  const { type, value, key } = field(named);
+  const [t, v] = [`t${index}`, `v${index}`];
+  return { columns: `, ${type} as ${t}, ${value} as ${v}`, bindings: [key, key], t, v };
+}
+
+/** A field of the related row (RelatedKey), as the column `x<index>`, its JSON text. */
+function relatedField(related: RelatedKey, index: number, collection: CollectionRef) {
+  const idPath = aggregatePath(related.field);
+  const id = sql`case when json_type(rows.data, ${idPath}) = 'integer' then json_extract(rows.data, ${idPath}) end`;
+  const what = related.name === 'id' ? raw('cast(rel.id as text)') : sql`rel.data -> ${aggregatePath(related.name)}`;
+  const filter = related.filter && filterSql(related.filter, 'rel');
+  const text = relatedRowSql(what, related.collection, collection.id, id, filter);
+  const x = `x${index}`;
+  return { columns: `, ${text.sql} as ${x}`, bindings: text.params, t: `json_type(${x})`, v: `json_extract(${x}, '$')` };
+}
 
 /**
  * A sort key's value as SQLite reads a row's (json_extract): a number or a string through SQLite's own

@@ -1,0 +1,93 @@
+// Reads that reach into related rows (docs/relations.md), each read in one snapshot with them: a page
+// whose filter goes through relations (`$match`, `$some`: the related rows it finds, then the page), that
+// is ordered by a related row's field (its last row's related values, for its cursor) or that expands
+// its rows (the related rows set into them), and an aggregate whose filter goes through relations. A read that reaches no related row is read as it is, outside any snapshot.
+import type { FieldError } from '../../errors.ts';
+import type { AggregateQuery } from '../../query/aggregate.ts';
+import { lastRow } from '../../query/cursor.ts';
+import { type Filter, holdsRelated } from '../../query/filter.ts';
+import { ordersRelated, type SortKey } from '../../query/order.ts';
+import { assignable } from '../../rows.ts';
+import { KnownIndexes } from '../collections/sort-indexes.ts';
+import { bindRelations, relatedReadsOf } from '../relations/filters.ts';
+import { type AggregateResult, type AggregateSource, readAggregates } from './aggregates.ts';
+import { type Expansion, expandRows } from './expand.ts';
+import { type Page, type PageSource, type RowsPage, readPage, type SnapshotRead } from './pages.ts';
+
+type Fields = Record<string, unknown>;
+
+/**
+ * The page `page` of the collection (readPage), its filter's conditions through relations bound to the
+ * related rows they find, with `expansions` set into its rows, and for an order through a relation its
+ * last row's related values (RowsPage.related): the related rows and the page all read in one snapshot,
+ * so that the page is exactly as of the related rows it was chosen and ordered by.
+ */
+export function readRelatedPage(
+  source: PageSource,
+  accountId: number,
+  collection: string,
+  page: Page,
+  expansions: readonly Expansion[] | undefined,
+): Promise<RowsPage> {
+  const expanding = expansions !== undefined && expansions.length > 0;
+  const ordered = ordersRelated(page.order);
+  if (!expanding && !ordered && !(page.filter && holdsRelated(page.filter))) return readPage(source, accountId, collection, page);
+  return source.snapshot(async (read) => {
+    const reads = inSnapshot(source, read);
+    const filter = await bindRelations(relatedReadsOf(reads), accountId, collection, page.filter);
+    const answer = await readPage(reads, accountId, collection, { ...page, filter });
+    if (ordered && answer.n > 0 && !page.versions) answer.related = await relatedValues(reads, accountId, page, lastRow(answer.json));
+    if (!expanding) return answer;
+    const rows = JSON.parse(answer.json) as Fields[];
+    await expandRows(reads, accountId, page.versions ? rows.map((item) => item.row as Fields) : rows, expansions);
+    return { ...answer, json: JSON.stringify(rows) };
+  });
+}
+
+/**
+ * `row`'s value of each key of the page's order through a relation: the field of the related row, read
+ * as the order read it (kept by the key's filter; its `id` for `id`); none when it has none.
+ */
+async function relatedValues(source: PageSource, accountId: number, page: Page, row: Fields): Promise<Fields> {
+  const values: Fields = {};
+  for (const { field, related } of page.order) {
+    const id = related && row[related.field];
+    if (!related || typeof id !== 'number' || !assignable(id)) continue;
+    const byId: Filter = { kind: 'field', path: ['id'], op: '$eq', operand: id };
+    const filter: Filter = related.filter ? { kind: 'and', filters: [byId, related.filter] } : byId;
+    const read = await readPage(source, accountId, related.collection, { limit: 1, offset: 0, order: BY_ID, filter });
+    const [found] = JSON.parse(read.json) as Fields[];
+    if (found && Object.hasOwn(found, related.name)) values[field] = found[related.name];
+  }
+  return values;
+}
+
+const BY_ID: SortKey[] = [{ field: 'id', direction: 'asc' }];
+
+/** The answer to an aggregate query (readAggregates), its filter's conditions through relations bound in its snapshot, as a page's. */
+export function readRelatedAggregates(
+  source: AggregateSource,
+  accountId: number,
+  collection: string,
+  query: AggregateQuery,
+  maxGroupsRead: number,
+  place: FieldError,
+): Promise<AggregateResult> {
+  if (!query.filter || !holdsRelated(query.filter)) return readAggregates(source, accountId, collection, query, maxGroupsRead, place);
+  return source.snapshot(async (read) => {
+    const reads = inSnapshot(source, read);
+    const filter = await bindRelations(relatedReadsOf(reads), accountId, collection, query.filter);
+    return readAggregates(reads, accountId, collection, { ...query, filter }, maxGroupsRead, place);
+  });
+}
+
+/**
+ * `source` with every read in the snapshot `read`. Inside it, no sort index is made (one made meanwhile
+ * would not be in the snapshot): a page whose field has none yet sorts whole.
+ */
+const inSnapshot = <S extends PageSource>(source: S, read: SnapshotRead): S => ({
+  ...source,
+  read: (sql, params) => read(sql, params),
+  knownIndexes: new KnownIndexes(),
+  sortIndexes: { ...source.sortIndexes, max: 0 },
+});
