@@ -11,7 +11,7 @@ import { expect } from 'chai';
 import { parse } from 'yaml';
 import { notesRules, notesSchema, scratchRules } from '../support/caller.ts';
 import type { Client } from '../support/client.ts';
-import { openApi30Ajv } from '../support/contract.ts';
+import { ContractError, checkResponse, checkStreamItem, openApi30Ajv, type SeenResponse } from '../support/contract.ts';
 import { examplesOf, resolve } from '../support/documents.ts';
 import { appKey, EndUser, tokenOf } from '../support/end-users.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
@@ -225,5 +225,101 @@ describe('what contract testers need of every document the service serves', () =
     }
     expect(failures, failures.join('\n')).to.deep.equal([]);
     expect(checked).to.be.above(300);
+  });
+});
+
+describe("the tests' own response checker (test/support/contract.ts)", () => {
+  const problem = (status: number, code: string) =>
+    JSON.stringify({
+      type: `urn:rowbase:problem:${code}`,
+      title: code,
+      status,
+      detail: code,
+      code,
+      instance: 'urn:rowbase:request:1',
+    });
+  const headers = (more: Record<string, string> = {}) =>
+    new Headers({
+      'x-request-id': '1',
+      'ratelimit-limit': '10',
+      'ratelimit-remaining': '9',
+      'ratelimit-reset': '60',
+      ...more,
+    });
+  const problemHeaders = headers({ 'content-type': 'application/problem+json' });
+  const row = '/v1/collections/notes/rows/1';
+  const cases: [string, SeenResponse, RegExp | undefined][] = [
+    [
+      'a problem of the default',
+      { method: 'GET', path: row, status: 503, headers: problemHeaders, text: problem(503, 'unavailable') },
+      undefined,
+    ],
+    [
+      'a status neither declared nor the default’s',
+      { method: 'GET', path: row, status: 202, headers: problemHeaders, text: problem(503, 'unavailable') },
+      /status not declared/,
+    ],
+    [
+      'a problem of another status than the default’s',
+      { method: 'GET', path: row, status: 422, headers: problemHeaders, text: problem(422, 'row_invalid') },
+      /status not declared/,
+    ],
+    ['a HEAD of a status GET answers', { method: 'HEAD', path: row, status: 404, headers: problemHeaders, text: '' }, undefined],
+    [
+      'a HEAD of a status GET never answers',
+      { method: 'HEAD', path: row, status: 409, headers: problemHeaders, text: '' },
+      /status not declared/,
+    ],
+    [
+      "a HEAD without a header GET's answer requires",
+      { method: 'HEAD', path: row, status: 404, headers: new Headers({ 'content-type': 'application/problem+json' }), text: '' },
+      /required header X-Request-Id/i,
+    ],
+    [
+      'a HEAD of a media type GET does not answer',
+      { method: 'HEAD', path: row, status: 404, headers: headers({ 'content-type': 'text/html' }), text: '' },
+      /media type "text\/html" is not declared/,
+    ],
+    [
+      'a media type the response does not declare',
+      {
+        method: 'GET',
+        path: row,
+        status: 200,
+        headers: headers({
+          'content-type': 'text/plain',
+          etag: '"1.1"',
+          'accept-patch': 'application/json, application/merge-patch+json, application/json-patch+json',
+        }),
+        text: '{"id":1}',
+      },
+      /media type "text\/plain" is not declared/,
+    ],
+    [
+      'a required header missing',
+      { method: 'GET', path: row, status: 200, headers: headers({ 'content-type': 'application/json' }), text: '{"id":1}' },
+      /required header ETag is missing/,
+    ],
+  ];
+  for (const [what, response, fails] of cases) {
+    it(`${fails ? 'refuses' : 'takes'} ${what}`, () => {
+      if (fails) expect(() => checkResponse(response)).to.throw(ContractError, fails);
+      else expect(() => checkResponse(response)).to.not.throw();
+    });
+  }
+
+  it("holds each item of a changes stream to the stream's item, an event's data to its contentSchema", () => {
+    const changes = '/v1/collections/notes/changes';
+    const ready = '{"type":"ready","collection":"notes","events":["insert"],"seq":0}';
+    expect(() => checkStreamItem(changes, 'application/jsonl', ready)).to.not.throw();
+    expect(() => checkStreamItem(changes, 'text/event-stream', { id: '0', event: 'ready', data: ready })).to.not.throw();
+    expect(() => checkStreamItem(changes, 'application/jsonl', '{"type":"insert"}')).to.throw(ContractError, /a line does not match/);
+    expect(() => checkStreamItem(changes, 'application/jsonl', 'ready')).to.throw(ContractError, /is not JSON/);
+    expect(() => checkStreamItem(changes, 'text/event-stream', { data: ready })).to.throw(ContractError, /an event does not match/);
+    expect(() => checkStreamItem(changes, 'text/event-stream', { event: 'insert', data: '{"type":"insert"}' })).to.throw(
+      ContractError,
+      /an event's data does not match/,
+    );
+    expect(() => checkStreamItem(changes, 'application/json', ready)).to.throw(ContractError, /no stream of items/);
   });
 });
