@@ -3,11 +3,13 @@
 // /v1/openapi.json`, 3.1, and `?version=3.2`) for a secret key and for a publishable key's end user.
 // Every operation declares a `default` problem response, so that a generated client types its errors
 // (openapi-typescript#1386); a created row and a read row link to its read, patch and delete, which
-// a tester follows here against the server; no example fails the schema beside it.
+// a tester follows here against the server; no example fails the schema beside it, nor an item of a
+// stream's example the stream's item.
 
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { expect } from 'chai';
+import { createParser } from 'eventsource-parser';
 import { parse } from 'yaml';
 import { notesRules, notesSchema, scratchRules } from '../support/caller.ts';
 import type { Client } from '../support/client.ts';
@@ -225,6 +227,25 @@ describe('what contract testers need of every document the service serves', () =
     }
     expect(failures, failures.join('\n')).to.deep.equal([]);
     expect(checked).to.be.above(300);
+  });
+
+  it("hold stream examples whose every item is the stream's item", () => {
+    const { document } = served[0] as Served;
+    const path = '/v1/collections/{collection_name}/changes';
+    const content = document.paths[path].get.responses['200'].content;
+    const concrete = path.replace('{collection_name}', 'notes');
+    const events: { id?: string; event?: string; data: string }[] = [];
+    const parser = createParser({ onEvent: ({ id, event, data }) => events.push({ ...(id && { id }), ...(event && { event }), data }) });
+    parser.feed(content['text/event-stream'].example);
+    expect(events.map(({ event }) => event)).to.deep.equal(['ready', 'insert']);
+    for (const event of events) checkStreamItem(concrete, 'text/event-stream', event);
+    const lines = (content['application/jsonl'].example as string).split('\n');
+    expect(lines.pop(), 'each line ends').to.equal('');
+    expect(lines).to.have.length(2);
+    for (const line of lines) checkStreamItem(concrete, 'application/jsonl', line);
+    expect(() => checkStreamItem(concrete, 'application/jsonl', '{"type":"insert"}'), 'a message without its fields').to.throw(
+      /does not match/,
+    );
   });
 });
 

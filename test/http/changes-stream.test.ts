@@ -1,14 +1,15 @@
 // The changes over plain HTTP as streams (openapi.yaml, getChanges; docs/feed.md, "Changes over plain
-// HTTP"): server-sent events read and resumed as an EventSource does (test/support/changes.ts) and JSON
-// Lines, each message checked against asyncapi.yaml; catch-up then live with no gap and no duplicate
-// under concurrent writers, across a close by the server; bounded per account like feed sockets; ended
-// by a revoked key, a deleted collection and a shutdown.
+// HTTP"): server-sent events read and resumed by a real EventSource (the `eventsource` package; the
+// bytes it reads read again with eventsource-parser, test/support/changes.ts) and JSON Lines, each item
+// checked against openapi.yaml and each message against asyncapi.yaml; catch-up then live with no gap
+// and no duplicate under concurrent writers, across a close by the server; bounded per account like feed
+// sockets; ended by a revoked key, a deleted collection and a shutdown.
 import { expect } from 'chai';
 import { describeEachBackend } from '../support/backends.ts';
 import { EventStream, eventually, LineStream } from '../support/changes.ts';
 import { Client } from '../support/client.ts';
 import { range, seqs } from '../support/feed.ts';
-import { startTestServer, TEST_PLAN, type TestServer } from '../support/server.ts';
+import { expiringKey, startTestServer, TEST_PLAN, type TestServer, withTestServer } from '../support/server.ts';
 
 const changesUrl = (server: TestServer, collection: string, query: Record<string, string | number> = {}) =>
   `${server.url}/v1/collections/${collection}/changes?${new URLSearchParams(Object.entries(query).map(([name, value]) => [name, String(value)]))}`;
@@ -59,8 +60,7 @@ describeEachBackend('changes over plain HTTP: streams', (backend) => {
   describe('server-sent events', () => {
     it('catch up, go live, and resume with Last-Event-ID after the server drops a slow reader, with no gap and no duplicate under concurrent writers', async function () {
       this.timeout(180_000);
-      const server = await startTestServer({ feedMaxBufferBytes: 64 * 1024 }, { backend });
-      try {
+      await withTestServer({ feedMaxBufferBytes: 64 * 1024 }, { backend }, async (server) => {
         const client = await server.client();
         await client.post('/v1/collections', { name: 'notes' });
         await client.post(
@@ -95,36 +95,30 @@ describeEachBackend('changes over plain HTTP: streams', (backend) => {
           if (message.type !== 'ready') expect(event.lastEventId).to.equal(String(message.seq));
         }
         stream.close();
-      } finally {
-        await server.stop();
-      }
+      });
     });
 
     it('send a heartbeat comment, X-Accel-Buffering: no, no-store and a retry hint', async () => {
-      const server = await startTestServer({ feedPingIntervalMs: 100 }, { backend });
-      try {
+      await withTestServer({ feedPingIntervalMs: 100 }, { backend }, async (server) => {
         const client = await server.client();
         await client.post('/v1/collections', { name: 'notes' });
         const stream = await EventStream.open(changesUrl(server, 'notes'), client.key as string);
         const { headers } = stream;
-        expect(headers['x-accel-buffering']).to.equal('no');
-        expect(headers['cache-control']).to.equal('no-store');
-        expect(headers['content-type']).to.equal('text/event-stream; charset=utf-8');
+        expect(headers.get('x-accel-buffering')).to.equal('no');
+        expect(headers.get('cache-control')).to.equal('no-store');
+        expect(headers.get('content-type')).to.equal('text/event-stream; charset=utf-8');
         await stream.until(() => stream.comments.includes('heartbeat'), 'a heartbeat');
         expect(stream.retryMs).to.equal(1000);
         expect(stream.messages).to.deep.equal([{ type: 'ready', collection: 'notes', events: ['insert', 'update', 'delete'], seq: 0 }]);
         stream.close();
-      } finally {
-        await server.stop();
-      }
+      });
     });
   });
 
   describe('JSON Lines', () => {
     it('catch up and go live with no gap and no duplicate under concurrent writers, and resume from since', async function () {
       this.timeout(120_000);
-      const server = await startTestServer({}, { backend });
-      try {
+      await withTestServer({}, { backend }, async (server) => {
         const client = await server.client();
         await client.post('/v1/collections', { name: 'notes' });
         await client.post(
@@ -149,16 +143,13 @@ describeEachBackend('changes over plain HTTP: streams', (backend) => {
         expect(got, 'no gap, no duplicate').to.deep.equal(range(1, latest));
         expect(second.messages[0]).to.deep.include({ type: 'ready' });
         second.close();
-      } finally {
-        await server.stop();
-      }
+      });
     });
   });
 
   describe('bounds', () => {
     it('count with feed sockets toward the account’s places: one more is 429, a HEAD takes none for long', async () => {
-      const server = await startTestServer({ feedMaxSocketsPerAccount: 2 }, { backend });
-      try {
+      await withTestServer({ feedMaxSocketsPerAccount: 2 }, { backend }, async (server) => {
         const client = await server.client();
         await client.post('/v1/collections', { name: 'notes' });
         const url = changesUrl(server, 'notes');
@@ -180,16 +171,13 @@ describeEachBackend('changes over plain HTTP: streams', (backend) => {
         expect(again.status).to.equal(200);
         again.close();
         streams[1].close();
-      } finally {
-        await server.stop();
-      }
+      });
     });
   });
 
   describe('the end of a stream', () => {
     it('comes when its key is revoked, and an EventSource then stops at the 401', async () => {
-      const server = await startTestServer({}, { backend });
-      try {
+      await withTestServer({}, { backend }, async (server) => {
         const revoked = await server.store.createKey('revoking', TEST_PLAN);
         const owner = new Client(server.url, revoked.key);
         await owner.post('/v1/collections', { name: 'notes' });
@@ -198,36 +186,26 @@ describeEachBackend('changes over plain HTTP: streams', (backend) => {
         await server.store.revokeKey(revoked.prefix);
         await stream.until(() => stream.ends.some((end) => end.status === 401), 'the 401 of the reconnection', 10_000);
         expect(stream.comments).to.include('closed 4401 key revoked');
+        await eventually(() => stream.failed, 'the EventSource to give up');
+        expect(stream.connections).to.equal(2);
         stream.close();
-      } finally {
-        await server.stop();
-      }
+      });
     });
 
     it('comes within a second of its key’s expiry', async () => {
-      const server = await startTestServer({}, { backend });
-      try {
-        const owner = await server.client('expiring');
-        await owner.post('/v1/collections', { name: 'notes' });
-        const expiresAt = Date.now() + 2500;
-        const { key } = await server.store.createKey('expiring', TEST_PLAN, {
-          scope: 'read',
-          expires_at: new Date(expiresAt).toISOString(),
-        });
+      await withTestServer({}, { backend }, async (server) => {
+        const { key, expiresAt } = await expiringKey(server);
         const stream = await LineStream.open(changesUrl(server, 'notes'), key);
         await stream.until(() => stream.messages.length > 0, 'ready');
         await stream.until(() => stream.ends.length > 0, 'the end', 5000);
         expect(Date.now()).to.be.at.least(expiresAt);
         expect(Date.now() - expiresAt).to.be.below(1500);
         stream.close();
-      } finally {
-        await server.stop();
-      }
+      });
     });
 
     it('comes after collection_deleted when the collection is deleted', async () => {
-      const server = await startTestServer({}, { backend });
-      try {
+      await withTestServer({}, { backend }, async (server) => {
         const client = await server.client();
         await client.post('/v1/collections', { name: 'notes' });
         const stream = await LineStream.open(changesUrl(server, 'notes'), client.key as string);
@@ -236,9 +214,7 @@ describeEachBackend('changes over plain HTTP: streams', (backend) => {
         await stream.until(() => stream.ends.length > 0, 'the end');
         expect(stream.messages.at(-1)).to.deep.equal({ type: 'collection_deleted', collection: 'notes' });
         stream.close();
-      } finally {
-        await server.stop();
-      }
+      });
     });
 
     it('comes when the server shuts down', async () => {
