@@ -3,10 +3,11 @@
 // bytes it reads read again with eventsource-parser, test/support/changes.ts) and JSON Lines, each item
 // checked against openapi.yaml and each message against asyncapi.yaml; catch-up then live with no gap
 // and no duplicate under concurrent writers, across a close by the server; bounded per account like feed
-// sockets; ended by a revoked key, a deleted collection and a shutdown.
+// sockets, and so are waiting long polls; ended by a revoked key, a deleted collection and a shutdown.
+import { request as httpRequest } from 'node:http';
 import { expect } from 'chai';
-import { describeEachBackend } from '../support/backends.ts';
-import { EventStream, eventually, LineStream } from '../support/changes.ts';
+import { type BackendName, describeEachBackend } from '../support/backends.ts';
+import { EventStream, eventually, LineStream, type ChangesPage as Page } from '../support/changes.ts';
 import { Client } from '../support/client.ts';
 import { range, seqs } from '../support/feed.ts';
 import { expiringKey, startTestServer, TEST_PLAN, type TestServer, withTestServer } from '../support/server.ts';
@@ -149,28 +150,79 @@ describeEachBackend('changes over plain HTTP: streams', (backend) => {
 
   describe('bounds', () => {
     it('count with feed sockets toward the account’s places: one more is 429, a HEAD takes none for long', async () => {
-      await withTestServer({ feedMaxSocketsPerAccount: 2 }, { backend }, async (server) => {
-        const client = await server.client();
-        await client.post('/v1/collections', { name: 'notes' });
-        const url = changesUrl(server, 'notes');
+      await withPlaces(backend, 2, async ({ client, key, url }) => {
         for (let i = 0; i < 3; i++) {
           const head = await client.request('HEAD', '/v1/collections/notes/changes', { headers: { accept: 'text/event-stream' } });
           expect(head.status).to.equal(200);
           expect(head.headers.get('content-type')).to.equal('text/event-stream; charset=utf-8');
         }
-        const streams = [await EventStream.open(url, client.key as string), await LineStream.open(url, client.key as string)];
+        const streams = [await EventStream.open(url, key), await LineStream.open(url, key)];
         await Promise.all(streams.map((stream) => stream.until(() => stream.messages.length > 0, 'ready')));
-        const third = await EventStream.open(url, client.key as string);
+        const third = await EventStream.open(url, key);
         expect(third.status).to.equal(429);
         await third.until(() => third.ends.length > 0, 'the refusal');
         expect(JSON.parse(third.ends[0].text).code).to.equal('too_many_connections');
         // A page is no stream: it takes no place.
         expect((await client.get(`/v1/collections/notes/changes`)).status).to.equal(200);
         streams[0].close();
-        const again = await waitForPlace(url, client.key as string);
+        const again = await waitForPlace(url, key);
         expect(again.status).to.equal(200);
         again.close();
         streams[1].close();
+      });
+    });
+
+    it('hold one of them for a waiting long poll: a stream beyond is 429, a poll beyond answers at once, saying it did not wait', async () => {
+      await withPlaces(backend, 2, async ({ server, client, key, url }) => {
+        const stream = await EventStream.open(url, key);
+        await stream.until(() => stream.messages.length > 0, 'ready');
+        const waiting = client.get<Page>('/v1/collections/notes/changes?wait=30');
+        await eventually(() => server.feed.waitingPolls === 1, 'the poll to wait');
+        const refused = await EventStream.open(url, key);
+        expect(refused.status, 'the poll holds the second place').to.equal(429);
+        refused.close();
+        const startedAt = Date.now();
+        const skipped = await client.get<Page>('/v1/collections/notes/changes?wait=30');
+        expect(Date.now() - startedAt, 'answered without waiting').to.be.below(5000);
+        expect(skipped.status).to.equal(200);
+        expect(skipped.headers.get('rowbase-wait-skipped')).to.equal('too_many_connections');
+        expect(skipped.body).to.deep.equal({ changes: [], next_since: 0, caught_up: true });
+        expect(server.feed.waitingPolls).to.equal(1);
+        // A change wakes the waiting poll, which gives its place back before it answers.
+        expect((await client.post('/v1/collections/notes/rows', [{ n: 1 }])).status).to.equal(201);
+        const woken = await waiting;
+        expect(seqs(woken.body.changes)).to.deep.equal([1]);
+        expect(woken.headers.has('rowbase-wait-skipped')).to.equal(false);
+        const next = await EventStream.open(url, key);
+        expect(next.status, 'the place the poll gave back').to.equal(200);
+        next.close();
+        stream.close();
+      });
+    });
+
+    it('give a long poll’s place back as soon as its client goes away: the next stream takes it', async () => {
+      await withPlaces(backend, 1, async ({ server, key, url }) => {
+        // A connection of its own, which the client closes: no answer comes, so there is none to check.
+        const poll = httpRequest(changesUrl(server, 'notes', { wait: 60 }), { headers: { authorization: `Bearer ${key}` } });
+        const answered = new Promise<boolean>((resolve) => {
+          poll.once('response', () => resolve(true));
+          poll.once('close', () => resolve(false));
+        });
+        poll.on('error', () => {});
+        poll.end();
+        await eventually(() => server.feed.waitingPolls === 1, 'the poll to wait');
+        const refused = await EventStream.open(url, key);
+        expect(refused.status, 'the poll holds the one place').to.equal(429);
+        refused.close();
+        const goneAt = Date.now();
+        poll.destroy();
+        expect(await answered, 'the poll went before its answer').to.equal(false);
+        await eventually(() => server.feed.waitingPolls === 0, 'the poll to stop waiting', 5000);
+        const stream = await EventStream.open(url, key);
+        expect(stream.status, 'the place the poll gave back').to.equal(200);
+        expect(Date.now() - goneAt, 'long before its 60 s').to.be.below(5000);
+        await stream.until(() => stream.messages.length > 0, 'ready');
+        stream.close();
       });
     });
   });
@@ -230,6 +282,22 @@ describeEachBackend('changes over plain HTTP: streams', (backend) => {
     });
   });
 });
+
+/**
+ * Runs `test` on a server whose accounts hold at most `places` feed sockets, streams and waiting polls,
+ * with a client of an account that has the collection `notes`, its key, and the URL of its changes.
+ */
+function withPlaces(
+  backend: BackendName,
+  places: number,
+  test: (context: { server: TestServer; client: Client; key: string; url: string }) => Promise<void>,
+): Promise<void> {
+  return withTestServer({ feedMaxSocketsPerAccount: places }, { backend }, async (server) => {
+    const client = await server.client();
+    await client.post('/v1/collections', { name: 'notes' });
+    await test({ server, client, key: client.key as string, url: changesUrl(server, 'notes') });
+  });
+}
 
 /** Opens a stream once the account has a place again (a closed stream gives it back when its connection closes). */
 async function waitForPlace(url: string, key: string): Promise<EventStream> {

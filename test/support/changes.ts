@@ -16,6 +16,13 @@ import { Waits } from './waits.ts';
 
 const DEADLINE_MS = 20_000;
 
+/** A page of changes (openapi.yaml's ChangesPage), its messages as asyncapi.yaml types them. */
+export interface ChangesPage {
+  changes: FeedMessage[];
+  next_since: number;
+  caught_up: boolean;
+}
+
 /** A server-sent event as the EventSource dispatched it. */
 export interface ServerSentEvent {
   type: string;
