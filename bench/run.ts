@@ -609,7 +609,10 @@ function serveRowbase(
     DATABASE_URL: databaseUrl,
     LOG_LEVEL: 'info',
     ROWBASE_METERING: metering,
-    ROWBASE_FEED_MAX_SOCKETS_PER_ACCOUNT: String(Math.max(settings.idleSubscribers, settings.fanoutSubscribers)),
+    // Waiting long polls hold places too (fanout-long-poll): none of a workload's clients may find none.
+    ROWBASE_FEED_MAX_SOCKETS_PER_ACCOUNT: String(
+      Math.max(settings.idleSubscribers, settings.fanoutSubscribers, settings.longPollSubscribers),
+    ),
     // Events past retention are deleted within a second of the writes that made them (every 60 s by
     // default), so that this work falls in the write workload that causes it, as under steady load it
     // would, and not in whichever measurement the next minute's tick lands in: after insert-batch, the

@@ -440,7 +440,11 @@ export interface paths {
          *       `caught_up`, answers `Cache-Control: no-store`.
          *     * **Long poll**: `wait=<seconds>` (at most 60) holds a page that would be caught up and empty until
          *       a change it shows is committed (on any instance) or the time passes, then answers it (empty
-         *       after the time).
+         *       after the time). While it waits, it holds one of the account's places, as a stream does
+         *       (below); it stops waiting, and gives its place back, as soon as its client goes away. When the
+         *       account has no place left, the poll does not wait and is not refused: it answers the page at
+         *       once, with `Rowbase-Wait-Skipped: too_many_connections` (a cron job gets its page; a client
+         *       that polls in a loop should then wait as long as it asked before it asks again).
          *     * `text/event-stream`: **server-sent events**, each message an event whose `event` is its type
          *       and, for a change, whose `id` is its `seq`: `ready` first (its `id` the seq a client resumes
          *       after), the replay of the events after `since`, or after `Last-Event-ID` (which wins, as an
@@ -450,8 +454,8 @@ export interface paths {
          *     * `application/jsonl`: the same messages, one JSON object a line.
          *
          *     A stream is a feed subscription: it counts once toward the plan, as the request it is; the
-         *     account holds at most `ROWBASE_FEED_MAX_SOCKETS_PER_ACCOUNT` feed sockets and streams on an
-         *     instance (`429 too_many_connections`); one that falls `ROWBASE_FEED_MAX_BUFFER_BYTES` behind is
+         *     account holds at most `ROWBASE_FEED_MAX_SOCKETS_PER_ACCOUNT` feed sockets, streams and waiting
+         *     long polls on an instance (a stream beyond: `429 too_many_connections`); one that falls `ROWBASE_FEED_MAX_BUFFER_BYTES` behind is
          *     dropped; it ends when its key is revoked or expires, when the end user's token expires or no
          *     longer verifies, when the rules change to refuse it, when events it had yet to get are pruned,
          *     after `collection_deleted`, and when the server shuts down (a comment before the end names the
@@ -3132,6 +3136,11 @@ export interface components {
             etag: string;
             row: components["schemas"]["Row"];
         };
+        /**
+         * @description The `Rowbase-Wait-Skipped` of a long poll that did not wait: why, as the code a stream would be refused with.
+         * @enum {string}
+         */
+        WaitSkipped: "too_many_connections";
         Webhook: {
             collections: components["schemas"]["WebhookCollections"];
             /** Format: date-time */
@@ -4019,8 +4028,8 @@ export interface components {
         };
         /**
          * @description `quota_exceeded` or `rate_limited` (the plan's rate, or a publishable key's `end_user_rate` for the
-         *     client's address), with `Retry-After` and the `RateLimit-*` headers, as on the HTTP API; or `too_many_connections`: the account holds as many feed sockets as it may on this
-         *     instance (`ROWBASE_FEED_MAX_SOCKETS_PER_ACCOUNT`), and no header says when one frees up.
+         *     client's address), with `Retry-After` and the `RateLimit-*` headers, as on the HTTP API; or `too_many_connections`: the account holds as many feed sockets (with changes
+         *     streams and waiting long polls) as it may on this instance (`ROWBASE_FEED_MAX_SOCKETS_PER_ACCOUNT`), and no header says when one frees up.
          */
         TooManyUpgrades: {
             headers: {
@@ -5640,6 +5649,12 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    /**
+                     * @description On a long poll's page (`wait`) that did not wait, as the account held as many feed
+                     *     sockets, streams and waiting polls on the instance as it may: the code a stream would
+                     *     have been refused with. The page is the one a poll without `wait` gets.
+                     */
+                    "Rowbase-Wait-Skipped"?: components["schemas"]["WaitSkipped"];
                     /** @description `Accept, Authorization, X-Api-Key, Origin`: what the answer depends on beside its URL. */
                     Vary?: string;
                     /** @description `no` on a stream: a proxy that reads it (nginx) passes each message on at once. */

@@ -73,8 +73,9 @@ export interface Config {
   /** Bytes a feed client may fall behind by before it is closed with 4008. `ROWBASE_FEED_MAX_BUFFER_BYTES`, default 4 MiB. */
   feedMaxBufferBytes: number;
   /**
-   * Feed sockets one account may hold open on one instance; more upgrades are refused with 429
-   * `too_many_connections` until one closes. `ROWBASE_FEED_MAX_SOCKETS_PER_ACCOUNT`, default 1000.
+   * Feed sockets, changes streams and waiting long polls one account may hold on one instance; more
+   * upgrades and streams are refused with 429 `too_many_connections` until one closes, and a long poll
+   * answers without waiting. `ROWBASE_FEED_MAX_SOCKETS_PER_ACCOUNT`, default 1000.
    */
   feedMaxSocketsPerAccount: number;
   /**

@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 import { EXPANDED } from '../rows.ts';
 import { type CollectionView, type DocumentCaller, publishableOpenApi } from './caller.ts';
 import { publishableAsyncApi } from './caller-feed.ts';
-import { collectionPrefix, feedOperation, rowOperationId, type rowOperations, rowTypeName } from './names.ts';
+import { collectionPrefix, feedOperation, rowOperationId, rowOperations, rowTypeName } from './names.ts';
 import { openApiTo31 } from './openapi-31.ts';
 import { openApiTo32 } from './openapi-32.ts';
 import { componentRef, type JsonObject, rowSchemas } from './row-schemas.ts';
@@ -148,10 +148,20 @@ function withoutExamples(holder: unknown): void {
   }
 }
 
-/** The generic operation of openapi.yaml as the copy of one collection: its path, its types, its names. */
-function collectionOperation(operation: JsonObject, collection: string, typed: boolean, renamed: Record<string, string>): JsonObject {
+/**
+ * The generic operation of openapi.yaml as the copy of one collection: its path, its types, its names,
+ * and its links (`links`: the document's components) to the collection's own copies (collectionLinks).
+ */
+function collectionOperation(
+  operation: JsonObject,
+  collection: string,
+  typed: boolean,
+  renamed: Record<string, string>,
+  links: JsonObject,
+): JsonObject {
   const generic = operation.operationId as keyof typeof rowOperations;
   const copy = retarget(operation, renamed) as JsonObject;
+  if (isObject(copy.responses)) for (const response of Object.values(copy.responses)) collectionLinks(response, collection, links);
   copy.operationId = rowOperationId(collection, generic);
   copy.tags = [collectionTag(collection)];
   copy.summary = `${String(operation.summary).replace(/\.$/, '')} (\`${collection}\`).`;
@@ -170,6 +180,29 @@ function collectionOperation(operation: JsonObject, collection: string, typed: b
     for (const holder of [copy.requestBody, ...Object.values(isObject(copy.responses) ? copy.responses : {})]) withoutExamples(holder);
   }
   return copy;
+}
+
+/** A `$ref` to a link of the document's components. */
+const localLink = /^#\/components\/links\/(.+)$/;
+
+/**
+ * The links of `response` (of a collection's copy of an operation; a new object, changed in place), each
+ * to the collection's own copy of the row operation it names (`getRow` → `get<Prefix>Row`), without
+ * `collection_name`, which that copy's path names: so a stateful tester chains a created row of the
+ * collection to its read, patch and delete, typed as the collection's. `links` resolves a `$ref`.
+ */
+function collectionLinks(response: unknown, collection: string, links: JsonObject): void {
+  if (!isObject(response) || !isObject(response.links)) return;
+  response.links = Object.fromEntries(
+    Object.entries(response.links).map(([name, link]) => {
+      const ref = isObject(link) && typeof link.$ref === 'string' ? localLink.exec(link.$ref)?.[1] : undefined;
+      const resolved = (ref === undefined ? link : links[ref]) as JsonObject;
+      const generic = resolved.operationId as keyof typeof rowOperations;
+      if (!Object.hasOwn(rowOperations, generic)) return [name, link];
+      const { collection_name: _named, ...parameters } = resolved.parameters as JsonObject;
+      return [name, { ...resolved, operationId: rowOperationId(collection, generic), parameters }];
+    }),
+  );
 }
 
 /** The tag of a collection's operations. Tags of openapi.yaml are one word: this one never is. */
@@ -205,6 +238,7 @@ export function accountOpenApi(
   const copiedPaths = version === '3.2' ? [...ROW_PATHS, CHANGES_PATH] : ROW_PATHS;
   const baseSchemas = (document.components as JsonObject).schemas as JsonObject;
   const baseRequestBodies = (document.components as JsonObject).requestBodies as JsonObject;
+  const baseLinks = ((document.components as JsonObject).links ?? {}) as JsonObject;
   const basePaths = document.paths as JsonObject;
   const paths: JsonObject = { ...basePaths };
   const schemas: JsonObject = { ...baseSchemas };
@@ -245,7 +279,7 @@ export function accountOpenApi(
       );
       if (parameters.length > 0) copy.parameters = parameters;
       for (const method of METHODS) {
-        if (isObject(item[method])) copy[method] = collectionOperation(item[method], name, typed, renamed);
+        if (isObject(item[method])) copy[method] = collectionOperation(item[method], name, typed, renamed, baseLinks);
       }
       paths[path.replace('{collection_name}', name)] = copy;
     }

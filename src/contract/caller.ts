@@ -202,6 +202,7 @@ export function publishableOpenApi(document: JsonObject, collections: readonly V
     );
     paths[path] = { ...rest, ...(left.length > 0 && { parameters: left }), ...kept };
   }
+  withoutDeadLinks(paths, components);
   const tagged = new Set(
     Object.values(paths).flatMap((item) =>
       Object.values(item as JsonObject).flatMap((each) => (isObject(each) && Array.isArray(each.tags) ? each.tags : [])),
@@ -216,6 +217,41 @@ export function publishableOpenApi(document: JsonObject, collections: readonly V
     components: { ...components, securitySchemes: OPENAPI_SCHEMES },
   };
   return withoutUnused(pruned);
+}
+
+/**
+ * Leaves out of the operations of `paths` (changed in place: each operation's `responses` and the
+ * responses holding links are new objects) the links to operations `paths` no longer holds: a caller
+ * may create rows it may not read or delete. A link of the components (`components.links`) is
+ * resolved to see whom it names; what no link names any more withoutUnused leaves out.
+ */
+function withoutDeadLinks(paths: JsonObject, components: JsonObject): void {
+  const operations = Object.values(paths).flatMap((item) => Object.values(item as JsonObject).filter(isObject));
+  const present = new Set(operations.map((operation) => operation.operationId));
+  const componentLinks = (components.links ?? {}) as JsonObject;
+  const target = (link: unknown): unknown => {
+    const ref = isObject(link) && typeof link.$ref === 'string' ? /^#\/components\/links\/(.+)$/.exec(link.$ref)?.[1] : undefined;
+    const resolved = ref === undefined ? link : componentLinks[ref];
+    return isObject(resolved) ? resolved.operationId : undefined;
+  };
+  for (const item of Object.values(paths) as JsonObject[]) {
+    for (const [method, operation] of Object.entries(item)) {
+      if (!isObject(operation) || !isObject(operation.responses)) continue;
+      const responses = Object.entries(operation.responses);
+      if (!responses.some(([, response]) => isObject(response) && isObject(response.links))) continue;
+      item[method] = {
+        ...operation,
+        responses: Object.fromEntries(
+          responses.map(([status, response]) => {
+            if (!isObject(response) || !isObject(response.links)) return [status, response];
+            const { links, ...rest } = response;
+            const kept = Object.entries(links).filter(([, link]) => present.has(target(link)));
+            return [status, kept.length === 0 ? rest : { ...rest, links: Object.fromEntries(kept) }];
+          }),
+        ),
+      };
+    }
+  }
 }
 
 /** The operation with the publishable key's security, its query parameters too where it took the key there (the feed). */

@@ -52,7 +52,7 @@ export const changeHandlers: Handlers<'getChanges'> = {
         stream: feed.openStream({ ...subscription, keyHash: hashKey(key as string) }, encoding as Encoding),
       };
     }
-    return answerPage(input, await longPoll(store, feed, subscription, query.limit, query.wait));
+    return answerPage(input, await longPoll(store, feed, subscription, query.limit, query.wait, input.disconnected));
   },
 };
 
@@ -61,11 +61,16 @@ interface PageRead {
   texts: string[];
   nextSince: number;
   caughtUp: boolean;
+  /** A long poll that did not wait, as the account had no place left for it (openapi.yaml, getChanges: `Rowbase-Wait-Skipped`). */
+  waitSkipped?: true;
 }
 
 /**
  * The page after `subscription.since`; with `waitSeconds`, a page that would be caught up and empty
  * waits for a change it shows, woken as the feed's sockets are (Feed.waitForChange), then is read again.
+ * While it waits, it holds one of the account's places, as a stream does: with none left, it answers at
+ * once (`waitSkipped`). It stops waiting, and gives the place back, as soon as its client goes away
+ * (`disconnected`): its answer then goes nowhere, and is not read.
  */
 async function longPoll(
   store: Store,
@@ -73,16 +78,27 @@ async function longPoll(
   subscription: Subscription,
   limit: number,
   waitSeconds: number,
+  disconnected: () => AbortSignal,
 ): Promise<PageRead> {
   const deadline = Date.now() + waitSeconds * 1000;
   let page = await readPage(store, subscription, subscription.since, limit);
-  while (page.caughtUp && page.texts.length === 0 && Date.now() < deadline) {
-    const { principal, collectionId, collection, kinds, view } = subscription;
-    await feed.waitForChange(
-      { accountId: principal.accountId, collectionId, collection, after: page.nextSince, kinds, view },
-      AbortSignal.timeout(deadline - Date.now()),
-    );
-    page = await readPage(store, subscription, page.nextSince, limit);
+  const waits = () => page.caughtUp && page.texts.length === 0 && Date.now() < deadline;
+  if (!waits()) return page;
+  const { principal, collectionId, collection, kinds, view } = subscription;
+  const release = feed.placeForPoll(principal.accountId);
+  if (!release) return { ...page, waitSkipped: true };
+  try {
+    const gone = disconnected();
+    while (waits() && !gone.aborted) {
+      await feed.waitForChange(
+        { accountId: principal.accountId, collectionId, collection, after: page.nextSince, kinds, view },
+        AbortSignal.any([AbortSignal.timeout(Math.max(0, deadline - Date.now())), gone]),
+      );
+      if (gone.aborted) break;
+      page = await readPage(store, subscription, page.nextSince, limit);
+    }
+  } finally {
+    release();
   }
   return page;
 }
@@ -115,10 +131,13 @@ async function readPage(store: Store, subscription: Subscription, since: number,
 }
 
 /** A page, cached when it is not the last (its ETag, and 304 to an If-None-Match naming it). */
-function answerPage({ headers }: Input<'getChanges'>, { texts, nextSince, caughtUp }: PageRead): Result {
+function answerPage({ headers }: Input<'getChanges'>, { texts, nextSince, caughtUp, waitSkipped }: PageRead): Result {
   // The messages are JSON text already: placed in the answer as they are.
   const body = `{"changes":[${texts.join(',')}],"next_since":${nextSince},"caught_up":${caughtUp}}`;
-  if (caughtUp) return { status: 200, body, contentType: 'application/json', headers: { 'Cache-Control': 'no-store', Vary: VARY } };
+  if (caughtUp) {
+    const last = { 'Cache-Control': 'no-store', Vary: VARY, ...(waitSkipped && { 'Rowbase-Wait-Skipped': 'too_many_connections' }) };
+    return { status: 200, body, contentType: 'application/json', headers: last };
+  }
   const version = createHash('sha256').update(body).digest('base64url').slice(0, 22);
   const cached = { ETag: etagOf(version), 'Cache-Control': IMMUTABLE, Vary: VARY };
   if (ifNoneMatch(headers)(version)) return { status: 304, headers: { ETag: cached.ETag } };

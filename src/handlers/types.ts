@@ -48,6 +48,11 @@ export interface Input<K extends OperationId> {
    * caller; undefined with a secret key, which rules never bind (docs/access.md).
    */
   claims?: Claims | null;
+  /**
+   * A signal aborted once the client goes away (its connection closes) before the answer is written:
+   * what a handler that waits (a long poll) stops at. Made when first asked for.
+   */
+  disconnected: () => AbortSignal;
 }
 
 export interface Deps {
@@ -66,9 +71,10 @@ export interface Deps {
   feed: ChangesFeed;
 }
 
-/** What the changes over HTTP use of the real-time feed (ws/feed.ts, Feed: openStream, waitForChange). */
+/** What the changes over HTTP use of the real-time feed (ws/feed.ts, Feed: openStream, placeForPoll, waitForChange). */
 interface ChangesFeed {
   openStream(request: FeedRequest, encoding: Encoding): StreamedBody;
+  placeForPoll(accountId: number): (() => void) | undefined;
   waitForChange(wait: ChangeWait, signal: AbortSignal): Promise<void>;
 }
 

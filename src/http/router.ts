@@ -4,6 +4,7 @@
 // key's collections (404), the handler, the one responder.
 // What it works out once at start, how its route table matches and what it validates: docs/development.md,
 // "The router".
+import type { ServerResponse } from 'node:http';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import type { Middleware } from 'koa';
 import { type Document, OpenAPIRouter, type Operation } from 'openapi-backend';
@@ -169,11 +170,26 @@ export function createRouter(deps: Deps): Router {
         once,
         admission,
         claims,
+        disconnected: () => disconnectedOf(ctx.res),
       };
       respond(ctx, await handler(input as never, deps));
     },
     methodsAt: (path) => methodsAt(table, path),
   };
+}
+
+/**
+ * A signal aborted once the connection of `response` closes before its answer is written: the client
+ * went away (Node emits `close` on the response then, and after an answer is written too).
+ */
+function disconnectedOf(response: ServerResponse): AbortSignal {
+  const controller = new AbortController();
+  if (response.destroyed || response.socket?.destroyed !== false) controller.abort();
+  else
+    response.once('close', () => {
+      if (!response.writableFinished) controller.abort();
+    });
+  return controller.signal;
 }
 
 /**

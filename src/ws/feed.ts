@@ -102,11 +102,19 @@ export interface Feed {
    */
   openStream(request: FeedRequest, encoding: Encoding): StreamedBody;
   /**
+   * One of the account's places for a long poll while it waits (handlers/changes.ts), as a stream and a
+   * feed socket hold one while open: what gives it back (once, however often called), or undefined when
+   * the account holds as many as it may (the poll then answers at once, without waiting).
+   */
+  placeForPoll(accountId: number): (() => void) | undefined;
+  /**
    * Settles once a change after seq `after` that `kinds` and `view` let through is committed (or once
    * the collection is deleted, the feed closes, or `signal` aborts): what a long poll waits for
    * (handlers/changes.ts), woken as the feed's sockets are, with no read of its own while nothing changes.
    */
   waitForChange(wait: ChangeWait, signal: AbortSignal): Promise<void>;
+  /** Long polls waiting on this instance (waitForChange). */
+  readonly waitingPolls: number;
   /** Refuses new upgrades, closes every socket with 1001 (terminating those still open after `graceMs`, default 10 s), and stops. */
   close(graceMs?: number): Promise<void>;
 }
@@ -158,20 +166,18 @@ export function createFeed({ store, config, log, tokens, admit, observers = [] }
     log,
   );
 
-  /** Feed sockets and changes streams open, or being opened, by account: each holds its place until its connection closes. */
+  /**
+   * Feed sockets and changes streams open, or being opened, and long polls waiting, by account: each
+   * holds its place until its connection closes, or until the poll stops waiting.
+   */
   const socketsByAccount = new Map<number, number>();
   /**
-   * Takes one of the account's places, before the upgrade is counted (a refusal with 429 is not), or
-   * throws the 429 when it has none left. Answers what gives it back (once, however often called).
+   * Takes one of the account's places, or answers undefined when it has none left. Answers what gives it
+   * back (once, however often called).
    */
-  function takePlace(accountId: number): () => void {
+  function freePlace(accountId: number): (() => void) | undefined {
     const held = socketsByAccount.get(accountId) ?? 0;
-    if (held >= config.feedMaxSocketsPerAccount) {
-      throw new ApiError(
-        'too_many_connections',
-        `The account holds ${held} feed sockets and changes streams on this server, as many as it may; close one first.`,
-      );
-    }
+    if (held >= config.feedMaxSocketsPerAccount) return undefined;
     socketsByAccount.set(accountId, held + 1);
     let given = false;
     return () => {
@@ -181,6 +187,18 @@ export function createFeed({ store, config, log, tokens, admit, observers = [] }
       if (left > 0) socketsByAccount.set(accountId, left);
       else socketsByAccount.delete(accountId);
     };
+  }
+  /**
+   * Takes one of the account's places, before the upgrade is counted (a refusal with 429 is not), or
+   * throws the 429 when it has none left. Answers what gives it back (once, however often called).
+   */
+  function takePlace(accountId: number): () => void {
+    const release = freePlace(accountId);
+    if (release) return release;
+    throw new ApiError(
+      'too_many_connections',
+      `The account holds ${socketsByAccount.get(accountId)} feed sockets, changes streams and waiting long polls on this server, as many as it may; close one first.`,
+    );
   }
   /** The long polls waiting (waitForChange): told when the feed closes. */
   const waiters = new Set<Waiter>();
@@ -380,6 +398,10 @@ export function createFeed({ store, config, log, tokens, admit, observers = [] }
         },
         drop: release,
       };
+    },
+    placeForPoll: freePlace,
+    get waitingPolls() {
+      return waiters.size;
     },
     async waitForChange(wait, signal) {
       if (closing || signal.aborted) return;

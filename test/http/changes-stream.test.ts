@@ -1,14 +1,16 @@
 // The changes over plain HTTP as streams (openapi.yaml, getChanges; docs/feed.md, "Changes over plain
-// HTTP"): server-sent events read and resumed as an EventSource does (test/support/changes.ts) and JSON
-// Lines, each message checked against asyncapi.yaml; catch-up then live with no gap and no duplicate
-// under concurrent writers, across a close by the server; bounded per account like feed sockets; ended
-// by a revoked key, a deleted collection and a shutdown.
+// HTTP"): server-sent events read and resumed by a real EventSource (the `eventsource` package; the
+// bytes it reads read again with eventsource-parser, test/support/changes.ts) and JSON Lines, each item
+// checked against openapi.yaml and each message against asyncapi.yaml; catch-up then live with no gap
+// and no duplicate under concurrent writers, across a close by the server; bounded per account like feed
+// sockets, and so are waiting long polls; ended by a revoked key, a deleted collection and a shutdown.
+import { request as httpRequest } from 'node:http';
 import { expect } from 'chai';
-import { describeEachBackend } from '../support/backends.ts';
-import { EventStream, eventually, LineStream } from '../support/changes.ts';
+import { type BackendName, describeEachBackend } from '../support/backends.ts';
+import { EventStream, eventually, LineStream, type ChangesPage as Page } from '../support/changes.ts';
 import { Client } from '../support/client.ts';
 import { range, seqs } from '../support/feed.ts';
-import { startTestServer, TEST_PLAN, type TestServer } from '../support/server.ts';
+import { expiringKey, startTestServer, TEST_PLAN, type TestServer, withTestServer } from '../support/server.ts';
 
 const changesUrl = (server: TestServer, collection: string, query: Record<string, string | number> = {}) =>
   `${server.url}/v1/collections/${collection}/changes?${new URLSearchParams(Object.entries(query).map(([name, value]) => [name, String(value)]))}`;
@@ -59,8 +61,7 @@ describeEachBackend('changes over plain HTTP: streams', (backend) => {
   describe('server-sent events', () => {
     it('catch up, go live, and resume with Last-Event-ID after the server drops a slow reader, with no gap and no duplicate under concurrent writers', async function () {
       this.timeout(180_000);
-      const server = await startTestServer({ feedMaxBufferBytes: 64 * 1024 }, { backend });
-      try {
+      await withTestServer({ feedMaxBufferBytes: 64 * 1024 }, { backend }, async (server) => {
         const client = await server.client();
         await client.post('/v1/collections', { name: 'notes' });
         await client.post(
@@ -95,36 +96,30 @@ describeEachBackend('changes over plain HTTP: streams', (backend) => {
           if (message.type !== 'ready') expect(event.lastEventId).to.equal(String(message.seq));
         }
         stream.close();
-      } finally {
-        await server.stop();
-      }
+      });
     });
 
     it('send a heartbeat comment, X-Accel-Buffering: no, no-store and a retry hint', async () => {
-      const server = await startTestServer({ feedPingIntervalMs: 100 }, { backend });
-      try {
+      await withTestServer({ feedPingIntervalMs: 100 }, { backend }, async (server) => {
         const client = await server.client();
         await client.post('/v1/collections', { name: 'notes' });
         const stream = await EventStream.open(changesUrl(server, 'notes'), client.key as string);
         const { headers } = stream;
-        expect(headers['x-accel-buffering']).to.equal('no');
-        expect(headers['cache-control']).to.equal('no-store');
-        expect(headers['content-type']).to.equal('text/event-stream; charset=utf-8');
+        expect(headers.get('x-accel-buffering')).to.equal('no');
+        expect(headers.get('cache-control')).to.equal('no-store');
+        expect(headers.get('content-type')).to.equal('text/event-stream; charset=utf-8');
         await stream.until(() => stream.comments.includes('heartbeat'), 'a heartbeat');
         expect(stream.retryMs).to.equal(1000);
         expect(stream.messages).to.deep.equal([{ type: 'ready', collection: 'notes', events: ['insert', 'update', 'delete'], seq: 0 }]);
         stream.close();
-      } finally {
-        await server.stop();
-      }
+      });
     });
   });
 
   describe('JSON Lines', () => {
     it('catch up and go live with no gap and no duplicate under concurrent writers, and resume from since', async function () {
       this.timeout(120_000);
-      const server = await startTestServer({}, { backend });
-      try {
+      await withTestServer({}, { backend }, async (server) => {
         const client = await server.client();
         await client.post('/v1/collections', { name: 'notes' });
         await client.post(
@@ -149,47 +144,92 @@ describeEachBackend('changes over plain HTTP: streams', (backend) => {
         expect(got, 'no gap, no duplicate').to.deep.equal(range(1, latest));
         expect(second.messages[0]).to.deep.include({ type: 'ready' });
         second.close();
-      } finally {
-        await server.stop();
-      }
+      });
     });
   });
 
   describe('bounds', () => {
     it('count with feed sockets toward the account’s places: one more is 429, a HEAD takes none for long', async () => {
-      const server = await startTestServer({ feedMaxSocketsPerAccount: 2 }, { backend });
-      try {
-        const client = await server.client();
-        await client.post('/v1/collections', { name: 'notes' });
-        const url = changesUrl(server, 'notes');
+      await withPlaces(backend, 2, async ({ client, key, url }) => {
         for (let i = 0; i < 3; i++) {
           const head = await client.request('HEAD', '/v1/collections/notes/changes', { headers: { accept: 'text/event-stream' } });
           expect(head.status).to.equal(200);
           expect(head.headers.get('content-type')).to.equal('text/event-stream; charset=utf-8');
         }
-        const streams = [await EventStream.open(url, client.key as string), await LineStream.open(url, client.key as string)];
+        const streams = [await EventStream.open(url, key), await LineStream.open(url, key)];
         await Promise.all(streams.map((stream) => stream.until(() => stream.messages.length > 0, 'ready')));
-        const third = await EventStream.open(url, client.key as string);
+        const third = await EventStream.open(url, key);
         expect(third.status).to.equal(429);
         await third.until(() => third.ends.length > 0, 'the refusal');
         expect(JSON.parse(third.ends[0].text).code).to.equal('too_many_connections');
         // A page is no stream: it takes no place.
         expect((await client.get(`/v1/collections/notes/changes`)).status).to.equal(200);
         streams[0].close();
-        const again = await waitForPlace(url, client.key as string);
+        const again = await waitForPlace(url, key);
         expect(again.status).to.equal(200);
         again.close();
         streams[1].close();
-      } finally {
-        await server.stop();
-      }
+      });
+    });
+
+    it('hold one of them for a waiting long poll: a stream beyond is 429, a poll beyond answers at once, saying it did not wait', async () => {
+      await withPlaces(backend, 2, async ({ server, client, key, url }) => {
+        const stream = await EventStream.open(url, key);
+        await stream.until(() => stream.messages.length > 0, 'ready');
+        const waiting = client.get<Page>('/v1/collections/notes/changes?wait=30');
+        await eventually(() => server.feed.waitingPolls === 1, 'the poll to wait');
+        const refused = await EventStream.open(url, key);
+        expect(refused.status, 'the poll holds the second place').to.equal(429);
+        refused.close();
+        const startedAt = Date.now();
+        const skipped = await client.get<Page>('/v1/collections/notes/changes?wait=30');
+        expect(Date.now() - startedAt, 'answered without waiting').to.be.below(5000);
+        expect(skipped.status).to.equal(200);
+        expect(skipped.headers.get('rowbase-wait-skipped')).to.equal('too_many_connections');
+        expect(skipped.body).to.deep.equal({ changes: [], next_since: 0, caught_up: true });
+        expect(server.feed.waitingPolls).to.equal(1);
+        // A change wakes the waiting poll, which gives its place back before it answers.
+        expect((await client.post('/v1/collections/notes/rows', [{ n: 1 }])).status).to.equal(201);
+        const woken = await waiting;
+        expect(seqs(woken.body.changes)).to.deep.equal([1]);
+        expect(woken.headers.has('rowbase-wait-skipped')).to.equal(false);
+        const next = await EventStream.open(url, key);
+        expect(next.status, 'the place the poll gave back').to.equal(200);
+        next.close();
+        stream.close();
+      });
+    });
+
+    it('give a long poll’s place back as soon as its client goes away: the next stream takes it', async () => {
+      await withPlaces(backend, 1, async ({ server, key, url }) => {
+        // A connection of its own, which the client closes: no answer comes, so there is none to check.
+        const poll = httpRequest(changesUrl(server, 'notes', { wait: 60 }), { headers: { authorization: `Bearer ${key}` } });
+        const answered = new Promise<boolean>((resolve) => {
+          poll.once('response', () => resolve(true));
+          poll.once('close', () => resolve(false));
+        });
+        poll.on('error', () => {});
+        poll.end();
+        await eventually(() => server.feed.waitingPolls === 1, 'the poll to wait');
+        const refused = await EventStream.open(url, key);
+        expect(refused.status, 'the poll holds the one place').to.equal(429);
+        refused.close();
+        const goneAt = Date.now();
+        poll.destroy();
+        expect(await answered, 'the poll went before its answer').to.equal(false);
+        await eventually(() => server.feed.waitingPolls === 0, 'the poll to stop waiting', 5000);
+        const stream = await EventStream.open(url, key);
+        expect(stream.status, 'the place the poll gave back').to.equal(200);
+        expect(Date.now() - goneAt, 'long before its 60 s').to.be.below(5000);
+        await stream.until(() => stream.messages.length > 0, 'ready');
+        stream.close();
+      });
     });
   });
 
   describe('the end of a stream', () => {
     it('comes when its key is revoked, and an EventSource then stops at the 401', async () => {
-      const server = await startTestServer({}, { backend });
-      try {
+      await withTestServer({}, { backend }, async (server) => {
         const revoked = await server.store.createKey('revoking', TEST_PLAN);
         const owner = new Client(server.url, revoked.key);
         await owner.post('/v1/collections', { name: 'notes' });
@@ -198,36 +238,26 @@ describeEachBackend('changes over plain HTTP: streams', (backend) => {
         await server.store.revokeKey(revoked.prefix);
         await stream.until(() => stream.ends.some((end) => end.status === 401), 'the 401 of the reconnection', 10_000);
         expect(stream.comments).to.include('closed 4401 key revoked');
+        await eventually(() => stream.failed, 'the EventSource to give up');
+        expect(stream.connections).to.equal(2);
         stream.close();
-      } finally {
-        await server.stop();
-      }
+      });
     });
 
     it('comes within a second of its key’s expiry', async () => {
-      const server = await startTestServer({}, { backend });
-      try {
-        const owner = await server.client('expiring');
-        await owner.post('/v1/collections', { name: 'notes' });
-        const expiresAt = Date.now() + 2500;
-        const { key } = await server.store.createKey('expiring', TEST_PLAN, {
-          scope: 'read',
-          expires_at: new Date(expiresAt).toISOString(),
-        });
+      await withTestServer({}, { backend }, async (server) => {
+        const { key, expiresAt } = await expiringKey(server);
         const stream = await LineStream.open(changesUrl(server, 'notes'), key);
         await stream.until(() => stream.messages.length > 0, 'ready');
         await stream.until(() => stream.ends.length > 0, 'the end', 5000);
         expect(Date.now()).to.be.at.least(expiresAt);
         expect(Date.now() - expiresAt).to.be.below(1500);
         stream.close();
-      } finally {
-        await server.stop();
-      }
+      });
     });
 
     it('comes after collection_deleted when the collection is deleted', async () => {
-      const server = await startTestServer({}, { backend });
-      try {
+      await withTestServer({}, { backend }, async (server) => {
         const client = await server.client();
         await client.post('/v1/collections', { name: 'notes' });
         const stream = await LineStream.open(changesUrl(server, 'notes'), client.key as string);
@@ -236,9 +266,7 @@ describeEachBackend('changes over plain HTTP: streams', (backend) => {
         await stream.until(() => stream.ends.length > 0, 'the end');
         expect(stream.messages.at(-1)).to.deep.equal({ type: 'collection_deleted', collection: 'notes' });
         stream.close();
-      } finally {
-        await server.stop();
-      }
+      });
     });
 
     it('comes when the server shuts down', async () => {
@@ -254,6 +282,22 @@ describeEachBackend('changes over plain HTTP: streams', (backend) => {
     });
   });
 });
+
+/**
+ * Runs `test` on a server whose accounts hold at most `places` feed sockets, streams and waiting polls,
+ * with a client of an account that has the collection `notes`, its key, and the URL of its changes.
+ */
+function withPlaces(
+  backend: BackendName,
+  places: number,
+  test: (context: { server: TestServer; client: Client; key: string; url: string }) => Promise<void>,
+): Promise<void> {
+  return withTestServer({ feedMaxSocketsPerAccount: places }, { backend }, async (server) => {
+    const client = await server.client();
+    await client.post('/v1/collections', { name: 'notes' });
+    await test({ server, client, key: client.key as string, url: changesUrl(server, 'notes') });
+  });
+}
 
 /** Opens a stream once the account has a place again (a closed stream gives it back when its connection closes). */
 async function waitForPlace(url: string, key: string): Promise<EventStream> {

@@ -4,17 +4,11 @@
 // bad input is refused.
 import { expect } from 'chai';
 import { describeEachBackend } from '../support/backends.ts';
-import { EventStream, eventually } from '../support/changes.ts';
+import { EventStream, eventually, type ChangesPage as Page } from '../support/changes.ts';
 import { Client } from '../support/client.ts';
 import { appKey, EndUser, tokenOf } from '../support/end-users.ts';
 import { FeedClient, type FeedMessage, range, seqs } from '../support/feed.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
-
-interface Page {
-  changes: FeedMessage[];
-  next_since: number;
-  caught_up: boolean;
-}
 
 const changesOf = (collection: string, query: Record<string, string | number> = {}) =>
   `/v1/collections/${collection}/changes?${new URLSearchParams(Object.entries(query).map(([name, value]) => [name, String(value)]))}`;

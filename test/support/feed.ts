@@ -9,6 +9,7 @@ import addFormats from 'ajv-formats';
 import WebSocket from 'ws';
 import type { components, FeedMessage } from '../../generated/asyncapi.ts';
 import { checkResponse } from './contract.ts';
+import { Waits } from './waits.ts';
 
 export type Problem = components['schemas']['Problem'];
 export type { FeedMessage };
@@ -119,7 +120,7 @@ export class FeedClient {
   readonly messages: FeedMessage[] = [];
   closed: Closed | undefined;
   private readonly invalid: string[] = [];
-  private readonly listeners = new Set<() => void>();
+  private readonly waits = new Waits();
 
   private constructor(readonly socket: WebSocket) {
     socket.on('message', (data) => {
@@ -194,42 +195,23 @@ export class FeedClient {
 
   /** Resolves once `done()` holds; rejects on an invalid message, on a close (unless waiting for one) or at the deadline. */
   until(done: () => boolean, what: string, deadlineMs = DEADLINE_MS, closeIsFine = false): Promise<void> {
-    return new Promise((resolve, reject) => {
-      const check = () => {
-        try {
-          this.checkValid();
-        } catch (error) {
-          finish();
-          reject(error);
-          return;
-        }
-        if (done()) {
-          finish();
-          resolve();
-        } else if (this.closed && !closeIsFine) {
-          finish();
-          reject(
-            new Error(
+    return this.waits.until({
+      done,
+      what,
+      deadlineMs,
+      check: () => this.checkValid(),
+      ended: () =>
+        this.closed && !closeIsFine
+          ? new Error(
               `closed with ${this.closed.code} ${this.closed.reason} while waiting for ${what}; got ${this.messages.length} messages`,
-            ),
-          );
-        }
-      };
-      const timer = setTimeout(() => {
-        finish();
-        reject(new Error(`no ${what} within ${deadlineMs} ms; got ${this.messages.length} messages`));
-      }, deadlineMs);
-      const finish = () => {
-        clearTimeout(timer);
-        this.listeners.delete(check);
-      };
-      this.listeners.add(check);
-      check();
+            )
+          : undefined,
+      progress: () => `got ${this.messages.length} messages`,
     });
   }
 
   private changed(): void {
-    for (const listener of [...this.listeners]) listener();
+    this.waits.changed();
   }
 }
 

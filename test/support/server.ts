@@ -55,3 +55,32 @@ export async function startTestServer(overrides: Partial<Config> = {}, options: 
     },
   };
 }
+
+/**
+ * Runs `test` with a test server of its own (startTestServer's `overrides` and `options`), stopped
+ * after it, whatever it did: what it answers.
+ */
+export async function withTestServer<T>(
+  overrides: Partial<Config>,
+  options: TestServerOptions,
+  test: (server: TestServer) => Promise<T>,
+): Promise<T> {
+  const server = await startTestServer(overrides, options);
+  try {
+    return await test(server);
+  } finally {
+    await server.stop();
+  }
+}
+
+/**
+ * A `read` key of the account `expiring` that expires `inMs` (default 2.5 s) from now, time enough to
+ * subscribe on a loaded host, and `owner`, another key of the account, which made the collection `notes`.
+ */
+export async function expiringKey(server: TestServer, inMs = 2500): Promise<{ owner: Client; key: string; expiresAt: number }> {
+  const owner = await server.client('expiring');
+  await owner.post('/v1/collections', { name: 'notes' });
+  const expiresAt = Date.now() + inMs;
+  const { key } = await server.store.createKey('expiring', TEST_PLAN, { scope: 'read', expires_at: new Date(expiresAt).toISOString() });
+  return { owner, key, expiresAt };
+}

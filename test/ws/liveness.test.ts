@@ -8,7 +8,7 @@ import { Client } from '../support/client.ts';
 import { FeedClient, feedUrl, range, refusal, seqs } from '../support/feed.ts';
 import { scrape, value } from '../support/metrics.ts';
 import { pollUntil } from '../support/process.ts';
-import { startTestServer, TEST_PLAN } from '../support/server.ts';
+import { expiringKey, startTestServer, TEST_PLAN, withTestServer } from '../support/server.ts';
 
 const tcpOf = (feed: FeedClient) => (feed.socket as unknown as { _socket: Socket })._socket;
 
@@ -17,8 +17,7 @@ describeEachBackend('feed connections', (backend) => {
     it('pings, keeps a peer that answers, and terminates one that does not', async () => {
       // A peer has one interval to answer: long enough that a pause of the one event loop this test
       // shares with the server (a garbage collection, a loaded CI host) does not drop the peer that answers.
-      const server = await startTestServer({ feedPingIntervalMs: 250 }, { backend });
-      try {
+      await withTestServer({ feedPingIntervalMs: 250 }, { backend }, async (server) => {
         const client = await server.client();
         await client.post('/v1/collections', { name: 'notes' });
         const answering = await FeedClient.open(server.url, client.key, { collection: 'notes' });
@@ -30,9 +29,7 @@ describeEachBackend('feed connections', (backend) => {
         await client.post('/v1/collections/notes/rows', [{ n: 1 }]);
         expect(seqs(await answering.changesCount(1))).to.deep.equal([1]);
         await answering.close();
-      } finally {
-        await server.stop();
-      }
+      });
     });
   });
 
@@ -40,8 +37,7 @@ describeEachBackend('feed connections', (backend) => {
   // it leaked must not go on streaming its account's changes to whoever holds it.
   describe('a key revoked while subscribed', () => {
     it('has its sockets closed with 4401 within a second, however revoked, and other keys of the account go on', async () => {
-      const server = await startTestServer({}, { backend });
-      try {
+      await withTestServer({}, { backend }, async (server) => {
         const revokedHere = await server.store.createKey('revoking', TEST_PLAN);
         const revokedElsewhere = await server.store.createKey('revoking', TEST_PLAN);
         const kept = new Client(server.url, (await server.store.createKey('revoking', TEST_PLAN)).key);
@@ -67,24 +63,15 @@ describeEachBackend('feed connections', (backend) => {
         expect(seqs(await feeds[3].changesCount(1))).to.deep.equal([1]);
         for (const feed of feeds.slice(0, 3)) expect(feed.changes, 'nothing after the revocation').to.deep.equal([]);
         await feeds[3].close();
-      } finally {
-        await server.stop();
-      }
+      });
     });
   });
 
   describe('a key that expires while subscribed', () => {
     it('has its sockets closed with 4401 within a second of its expiry, and is refused from then on as an unknown key', async () => {
-      const server = await startTestServer({}, { backend });
-      try {
-        const owner = await server.client('expiring');
-        await owner.post('/v1/collections', { name: 'notes' });
+      await withTestServer({}, { backend }, async (server) => {
         // Time to open the feed and see one change before the key expires, on a loaded host.
-        const expiresAt = Date.now() + 2500;
-        const { key } = await server.store.createKey('expiring', TEST_PLAN, {
-          scope: 'read',
-          expires_at: new Date(expiresAt).toISOString(),
-        });
+        const { owner, key, expiresAt } = await expiringKey(server);
         const feed = await FeedClient.open(server.url, key, { collection: 'notes' });
         await owner.post('/v1/collections/notes/rows', [{ n: 1 }]);
         expect(seqs(await feed.changesCount(1))).to.deep.equal([1]);
@@ -100,9 +87,7 @@ describeEachBackend('feed connections', (backend) => {
         expect(expired.status).to.equal(401);
         expect(expired.problem).to.deep.equal(unknown.problem);
         expect((await owner.get('/v1/collections/notes')).status, 'other keys of the account go on').to.equal(200);
-      } finally {
-        await server.stop();
-      }
+      });
     });
   });
 
@@ -110,8 +95,7 @@ describeEachBackend('feed connections', (backend) => {
   // hold as many sockets as its plan has requests.
   describe('sockets of one account', () => {
     it('are at most feedMaxSocketsPerAccount on an instance: more are refused 429, not counted, until one closes', async () => {
-      const server = await startTestServer({ feedMaxSocketsPerAccount: 2 }, { backend });
-      try {
+      await withTestServer({ feedMaxSocketsPerAccount: 2 }, { backend }, async (server) => {
         const client = await server.client('capped');
         const otherKey = await server.client('capped');
         const stranger = await server.client();
@@ -133,17 +117,14 @@ describeEachBackend('feed connections', (backend) => {
           return feed !== undefined;
         }, 5000);
         await Promise.all([second.close(), strangers.close()]);
-      } finally {
-        await server.stop();
-      }
+      });
     });
   });
 
   describe('a client that stops reading', () => {
     it('is closed with 4008 slow consumer, while a fast one on the same collection gets everything', async function () {
       this.timeout(120_000);
-      const server = await startTestServer({ feedMaxBufferBytes: 64 * 1024, metricsPort: 0 }, { backend });
-      try {
+      await withTestServer({ feedMaxBufferBytes: 64 * 1024, metricsPort: 0 }, { backend }, async (server) => {
         const client = await server.client();
         await client.post('/v1/collections', { name: 'notes' });
         const fast = await FeedClient.open(server.url, client.key, { collection: 'notes' });
@@ -170,30 +151,24 @@ describeEachBackend('feed connections', (backend) => {
         slow.checkValid();
         expect(value(await scrape(server.metricsUrl as string), 'rowbase_feed_slow_consumer_closes_total'), 'the metric').to.equal(1);
         await fast.close();
-      } finally {
-        await server.stop();
-      }
+      });
     });
   });
 
   describe('when events cannot be delivered', () => {
     it('closes with 1011 internal error when the events cannot be read', async () => {
-      const server = await startTestServer({}, { backend });
-      try {
+      await withTestServer({}, { backend }, async (server) => {
         const client = await server.client();
         await client.post('/v1/collections', { name: 'notes' });
         const feed = await FeedClient.open(server.url, client.key, { collection: 'notes' });
         server.store.latestSeq = () => Promise.reject(new Error('the disk is on fire'));
         expect((await client.post('/v1/collections/notes/rows', [{ n: 1 }])).status, 'the write itself succeeds').to.equal(201);
         expect(await feed.closing()).to.deep.equal({ code: 1011, reason: 'internal error' });
-      } finally {
-        await server.stop();
-      }
+      });
     });
 
     it('closes with 4410 gone when events were pruned before they could be forwarded', async () => {
-      const server = await startTestServer({ eventsRetainCount: 2 }, { backend });
-      try {
+      await withTestServer({ eventsRetainCount: 2 }, { backend }, async (server) => {
         const client = await server.client();
         await client.post('/v1/collections', { name: 'notes' });
         const feed = await FeedClient.open(server.url, client.key, { collection: 'notes' });
@@ -215,9 +190,7 @@ describeEachBackend('feed connections', (backend) => {
         release();
         expect(await feed.closing()).to.deep.equal({ code: 4410, reason: 'gone' });
         expect(feed.changes).to.deep.equal([]);
-      } finally {
-        await server.stop();
-      }
+      });
     });
   });
 
