@@ -112,6 +112,8 @@ export interface SchemaCache {
     rows: readonly Record<string, unknown>[],
     rowOf?: (index: number) => number,
   ): Promise<void>;
+  /** check() but the rows named, which the write's own transaction looks up (named()): an insert's. */
+  validate(read: Read, schemaId: number, collection: string, rows: readonly Record<string, unknown>[]): Promise<void>;
 }
 
 /** What a dialect writes of a unique index in its own SQL (indexes.ts). */

@@ -1,6 +1,6 @@
 // PostgreSQL's errors, named once: the SQLSTATEs the data layer tells apart are tested here, and only
 // here (the engine's errors.ts turns what they name into the product's errors).
-import { ONCE_TAKEN } from './sql/rows.ts';
+import { ONCE_TAKEN, RELATION_MISSING } from './sql/rows.ts';
 
 const codeOf = (error: unknown) => (error as { code?: unknown } | undefined)?.code;
 
@@ -12,6 +12,9 @@ export const isQueryCanceled = (error: unknown) => codeOf(error) === '57014';
 
 /** insertBatchWithAnswersSql's own failure: an Idempotency-Key was answered meanwhile (ONCE_TAKEN). */
 export const isOnceTaken = (error: unknown) => codeOf(error) === ONCE_TAKEN;
+
+/** namingInsertBatchSql's own failure: a row the inserted rows name was not found (RELATION_MISSING). */
+export const isRelationMissing = (error: unknown) => codeOf(error) === RELATION_MISSING;
 
 const unavailable = new Set([
   '57P01', // admin shutdown
