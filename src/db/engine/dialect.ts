@@ -82,6 +82,8 @@ export interface Dialect {
   filterSql(filter: Filter): { sql: string; params: SqlValue[] };
   /** The keys of a sort index within `bounds`, as a condition on the columns of `sort_keys` (the dialect's filter.ts). */
   keyBoundsSql(bounds: KeyBounds): { sql: string; params: SqlValue[] };
+  /** The rows whose id is one of `ids`, as a condition on `rows`, with one binding (the dialect's sql/relations.ts). */
+  rowIdsSql(ids: readonly number[]): { sql: string; params: SqlValue[] };
 }
 
 /** Runs one statement and answers its rows: alone, or inside the write that needs it. */

@@ -23,7 +23,7 @@ import { makeSortIndex } from './sort-indexes.ts';
 import { POSTGRES_KEY_CHARS, uniqueIndexSql } from './sql/collections.ts';
 import { notifySql } from './sql/engine.ts';
 import { aggregateSql, filteredSortedPage, orderedPage, sortedPage, sortedPageAfter } from './sql/reads.ts';
-import { existingIdsSql } from './sql/relations.ts';
+import { existingIdsSql, rowIdsSql } from './sql/relations.ts';
 import { holdOnceSql, pruneOnceSql } from './sql/rows.ts';
 import { searchSql } from './sql/search.ts';
 import { claimStreamsSql } from './sql/webhooks.ts';
@@ -72,6 +72,7 @@ export async function openPostgresStore(
     isUniqueViolation,
     filterSql,
     keyBoundsSql,
+    rowIdsSql,
     // An advisory lock held until the transaction ends, commit or rollback (a crash included), by account
     // and the key's hash: two keys of one hash wait for each other, which only costs a 409 to a retry.
     async holdOnce(trx, accountId, key) {

@@ -25,7 +25,7 @@ import { SortIndexMaker } from './sort-indexes.ts';
 import { uniqueIndexSql } from './sql/collections.ts';
 import { knexTablesSql } from './sql/engine.ts';
 import { aggregateSql, filteredSortedPage, orderedPage, sortedPage, sortedPageAfter } from './sql/reads.ts';
-import { existingIdsSql } from './sql/relations.ts';
+import { existingIdsSql, rowIdsSql } from './sql/relations.ts';
 import { onceAnswersSql, pruneOnceSql, sqliteProcedures } from './sql/rows.ts';
 import { searchSql } from './sql/search.ts';
 import { claimStreamsSql } from './sql/webhooks.ts';
@@ -87,6 +87,7 @@ export async function openSqliteStore(
     isUniqueViolation,
     filterSql,
     keyBoundsSql,
+    rowIdsSql,
     // One writer at a time: a request of another process with the same key waits for this one's commit,
     // then finds its answer stored (recordOnce()), and rolls its own change back.
     holdOnce: async () => true,
