@@ -78,6 +78,8 @@ export interface Dialect {
   codePointOrder: string;
   /** Whether the driver's error is a unique constraint the statement broke, told by its code. */
   isUniqueViolation(error: unknown): boolean;
+  /** Whether the driver's error aborted the transaction as one of several waiting for each other (nothing of it written). */
+  isDeadlock(error: unknown): boolean;
   /** A filter as the condition of a change by filter (../reads/filter.ts), in the dialect's SQL: a relation's rows are found so. */
   filterSql(filter: Filter): { sql: string; params: SqlValue[] };
   /** The keys of a sort index within `bounds`, as a condition on the columns of `sort_keys` (the dialect's filter.ts). */

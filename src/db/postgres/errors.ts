@@ -7,6 +7,9 @@ const codeOf = (error: unknown) => (error as { code?: unknown } | undefined)?.co
 /** A unique constraint broken (23505, unique_violation). */
 export const isUniqueViolation = (error: unknown) => codeOf(error) === '23505';
 
+/** A transaction aborted as one of a circle waiting for each other's locks (40P01, deadlock_detected). */
+export const isDeadlock = (error: unknown) => codeOf(error) === '40P01';
+
 /** A statement canceled past its statement_timeout (57014, query_canceled). */
 export const isQueryCanceled = (error: unknown) => codeOf(error) === '57014';
 

@@ -14,7 +14,7 @@ import { migrationSource } from '../engine/migrations.ts';
 import { Waits } from '../engine/waits.ts';
 import { scoresWith } from '../reads/filter.ts';
 import { onceAnswerSql } from '../sql/rows.ts';
-import { isUnavailable, isUniqueViolation } from './errors.ts';
+import { isDeadlock, isUnavailable, isUniqueViolation } from './errors.ts';
 import { filterSql, keyBoundsSql } from './filter.ts';
 import { escapeString, unescapedJson } from './jsonb.ts';
 import { postgresSchema } from './migrations.ts';
@@ -70,6 +70,7 @@ export async function openPostgresStore(
     // The database's collation may not be code point order (en-US puts `a` before `B`); "C" is.
     codePointOrder: ' collate "C"',
     isUniqueViolation,
+    isDeadlock,
     filterSql,
     keyBoundsSql,
     rowIdsSql,

@@ -16,7 +16,7 @@ import { GroupedWrites } from '../engine/grouping.ts';
 import { migrationSource } from '../engine/migrations.ts';
 import { scoresWith } from '../reads/filter.ts';
 import { backupSqlite } from './backup.ts';
-import { isBusy, isUnavailable, isUniqueViolation } from './errors.ts';
+import { isBusy, isDeadlock, isUnavailable, isUniqueViolation } from './errors.ts';
 import { filterSql, keyBoundsSql } from './filter.ts';
 import { sqliteSchema } from './migrations.ts';
 import { SqliteReaders } from './readers.ts';
@@ -85,6 +85,7 @@ export async function openSqliteStore(
     // Text compares as UTF-8 bytes (the BINARY collation), which is code point order.
     codePointOrder: '',
     isUniqueViolation,
+    isDeadlock,
     filterSql,
     keyBoundsSql,
     rowIdsSql,
