@@ -27,7 +27,7 @@ import { existingIdsSql, rowIdsSql } from './sql/relations.ts';
 import { holdOnceSql, pruneOnceSql } from './sql/rows.ts';
 import { searchSql } from './sql/search.ts';
 import { claimStreamsSql } from './sql/webhooks.ts';
-import { runAlone, runInTransaction, runTimed } from './statements.ts';
+import { runAlone, runInTransaction, runSnapshot, runTimed } from './statements.ts';
 
 /** Opens the database that `url` names and brings its schema up to date. */
 export async function openPostgresStore(
@@ -86,11 +86,7 @@ export async function openPostgresStore(
     // sorts or filters in a read-only transaction of its own with a statement_timeout.
     read: (sql, params, kind) =>
       kind === 'sort' || kind === 'once' ? runTimed(knex, sql, params, queryTimeoutMs, kind === 'sort') : runAlone(knex, sql, params),
-    snapshot: (work) =>
-      knex.transaction((trx) => work((sql, params) => runInTransaction(trx, sql, params)), {
-        isolationLevel: 'repeatable read',
-        readOnly: true,
-      }),
+    snapshot: (work) => runSnapshot(knex, work),
     orderedPage,
     aggregateSql,
     jsonOf: unescapedJson,
