@@ -34,6 +34,16 @@ function target(measurements: Measurement[], name: string) {
   return targets.find((t) => t.name === name);
 }
 
+/** The lines of the table of a run that measured nothing: every workload's label, none measured. */
+const emptyTable = () =>
+  table({
+    settings: settingsFromArgs([]),
+    summaries: [],
+    targets: [{ name: 'rowbase peak RSS', target: '< 240 MB', value: '1 MB', met: true }],
+    serverPeakRssKb: {},
+    postgres: {},
+  } as unknown as Parameters<typeof table>[0]).split('\n');
+
 /** A round of webhook-throughput that delivered `perSecond` changes a second for 5 s, each once, in order. */
 const throughputRound = (round: number, perSecond: number): Measurement => ({
   workload: 'webhook-throughput',
@@ -244,14 +254,7 @@ describe('bench', () => {
     });
 
     it('labels each workload of issue 56 in the table', () => {
-      const settings = settingsFromArgs([]);
-      const lines = table({
-        settings,
-        summaries: [],
-        targets: [{ name: 'rowbase peak RSS', target: '< 240 MB', value: '1 MB', met: true }],
-        serverPeakRssKb: {},
-        postgres: {},
-      } as unknown as Parameters<typeof table>[0]).split('\n');
+      const lines = emptyTable();
       for (const label of [
         'fanout-sse (the same, 1,000 server-sent event streams of the changes; p50, p99: delivery)',
         'fanout-long-poll (the same, 100 long-polling clients, wait=30; p50, p99: delivery)',
@@ -305,13 +308,7 @@ describe('bench', () => {
     }
 
     it('labels each workload of issue 54 in the table', () => {
-      const lines = table({
-        settings: settingsFromArgs([]),
-        summaries: [],
-        targets: [{ name: 'rowbase peak RSS', target: '< 240 MB', value: '1 MB', met: true }],
-        serverPeakRssKb: {},
-        postgres: {},
-      } as unknown as Parameters<typeof table>[0]).split('\n');
+      const lines = emptyTable();
       for (const label of [
         'insert-1 into a collection with one enforced relation',
         'list-posts (a page of 50 posts)',
