@@ -6,7 +6,7 @@
 // requests, their latencies as its p50 and p99; a walk that does not read every change of the log, each
 // once and in order, counts as a failure.
 import { Agent, request } from 'undici';
-import { type Measured, monotonicUs, percentile } from './measure.ts';
+import { measuredOf, monotonicUs } from './measure.ts';
 
 export interface CatchUpJob {
   url: string;
@@ -38,17 +38,7 @@ while (performance.now() < until);
 const finished = monotonicUs();
 await dispatcher.close();
 
-latencies.sort((a, b) => a - b);
-const measured: Measured = {
-  requests: latencies.length,
-  rows: changes,
-  seconds: (finished - started) / 1e6,
-  p50Ms: percentile(latencies, 0.5),
-  p99Ms: percentile(latencies, 0.99),
-  failures,
-  statusCodes,
-  windowUs: [started, finished],
-};
+const measured = measuredOf(latencies, changes, [started, finished], failures, statusCodes);
 process.stdout.write(`${JSON.stringify(measured)}\n`);
 
 /** One walk of the whole log, each page's latency to `paged`: the changes it read. */

@@ -73,6 +73,31 @@ export const monotonicUs = (): number => Number(process.hrtime.bigint() / 1000n)
 export const percentile = (sorted: number[], p: number): number =>
   sorted.length === 0 ? Number.NaN : sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))];
 
+/**
+ * What a measurement of one request at a time (or of many, each timed) measured: `latencies` (ms, each a
+ * 2xx's, sorted here) as its requests, p50 and p99, `rows` carried, over the window from `started` to
+ * `finished` (monotonicUs()).
+ */
+export function measuredOf(
+  latencies: number[],
+  rows: number,
+  [started, finished]: [number, number],
+  failures: number,
+  statusCodes: Record<string, number>,
+): Measured {
+  latencies.sort((a, b) => a - b);
+  return {
+    requests: latencies.length,
+    rows,
+    seconds: (finished - started) / 1e6,
+    p50Ms: percentile(latencies, 0.5),
+    p99Ms: percentile(latencies, 0.99),
+    failures,
+    statusCodes,
+    windowUs: [started, finished],
+  };
+}
+
 /** A Measured line as printed; JSON has no NaN, so a latency of no answers at all comes back as null. */
 export function parseMeasured(line: string): Measured {
   const measured = JSON.parse(line);

@@ -39,6 +39,7 @@ import os from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { bundle } from '../scripts/bundle.js';
+import type { CascadeJob } from './cascade.ts';
 import type { CatchUpJob } from './catch-up.ts';
 import { endUserToken, fanoutRules, setUpApp } from './end-user.ts';
 import { fanoutCollection, fanoutCount, fanoutWorkloads, idleCollections, idleWorkloads, measureFanout, measureIdle } from './feed.ts';
@@ -63,6 +64,7 @@ import {
 } from './processes.ts';
 import { type ProfileSummary, summariseProfile } from './profile.ts';
 import {
+  cascadeTargets,
   changesTargets,
   cpuCell,
   driverBaselines,
@@ -80,10 +82,20 @@ import {
   webhookTargets,
   writeBenchmarksMd,
 } from './report.ts';
-import { collections, createCollections, seedAnswers, seedChanges, seedCollections, seedCorpus, seedMillion, send } from './seed.ts';
+import {
+  collections,
+  createCollections,
+  seedAnswers,
+  seedChanges,
+  seedCollections,
+  seedCorpus,
+  seedMillion,
+  seedRelations,
+  send,
+} from './seed.ts';
 import { settingsFromArgs } from './settings.ts';
 import { measureWebhooks, webhookCollections, webhooksLine, webhookWorkloads } from './webhooks.ts';
-import { httpWorkloads, type LoadJob, type ServerName } from './workloads.ts';
+import { cascadeWorkloads, httpWorkloads, type LoadJob, type ServerName, usesRelations } from './workloads.ts';
 
 /**
  * Each round, in this order. A workload with `ratioTo` is measured right after that baseline, and its
@@ -135,6 +147,8 @@ const schedule: Step[] = [
   { workload: 'insert-1-typed', ratioTo: 'baseline-memory' },
   // And into a collection with a search index over two fields (issue 55: ≥ 0.6 × insert-1, side by side).
   { workload: 'insert-1-search', ratioTo: 'baseline-memory' },
+  // And into a collection with one enforced relation (issue 54: ≥ 0.8 × insert-1, side by side).
+  { workload: 'insert-1-related', ratioTo: 'baseline-memory' },
   ...afterMemory('insert-1-idempotent'),
   ...afterMemory('patch'),
   { workload: 'baseline-driver-rows', lastRoundOnly: true },
@@ -143,6 +157,12 @@ const schedule: Step[] = [
   // A batch of 100 single-row inserts over two collections right after the same rows inserted as one request.
   { workload: 'insert-100' },
   { workload: 'batch-100' },
+  // Issue 54: a page of 50 posts, then the same page with each post's author (≥ 0.5 × it, side by side)
+  // and with each post's 10 comments (≥ 0.25 ×); and a row named by 1,000 others deleted with them (< 1 s).
+  ...afterMemory('list-posts'),
+  { workload: 'list-posts-author', ratioTo: 'baseline-memory' },
+  { workload: 'list-posts-comments', ratioTo: 'baseline-memory' },
+  { workload: 'cascade-1000' },
   // PostgreSQL (skipped when no server answers). Each read right after its bare pg server (d), both taken
   // to the same (a), so that its ratio to (d) is that of two neighbours; the batch right after a bare pg
   // client (c).
@@ -165,10 +185,16 @@ const schedule: Step[] = [
     { workload: 'baseline-memory' },
     { workload: 'insert-1-search-postgres', ratioTo: 'baseline-memory' },
     { workload: 'insert-1-typed-postgres', ratioTo: 'baseline-memory' },
+    { workload: 'insert-1-related-postgres', ratioTo: 'baseline-memory' },
     { workload: 'insert-1-postgres', ratioTo: 'baseline-memory' },
     { workload: 'insert-1-idempotent-postgres', ratioTo: 'baseline-memory' },
     { workload: 'aggregate-grouped-postgres' },
     { workload: 'search-postgres' },
+    { workload: 'baseline-memory' },
+    { workload: 'list-posts-postgres', ratioTo: 'baseline-memory' },
+    { workload: 'list-posts-author-postgres', ratioTo: 'baseline-memory' },
+    { workload: 'list-posts-comments-postgres', ratioTo: 'baseline-memory' },
+    { workload: 'cascade-1000-postgres' },
   ]),
   // The feed (feed.ts): no baseline; its targets are absolute. Webhooks beside it (webhooks.ts): their
   // latency is of the same writes as a feed socket's, measured with it.
@@ -346,6 +372,10 @@ async function main(): Promise<void> {
     measuresWebhooks(false) ? serveWebhooks(`sqlite:${files.webhooks}`) : undefined,
     startPostgres(),
   ]);
+  if (measuresRelations()) {
+    const seconds = await seedRelations(rowbase.url, key, settings);
+    say(`seeded the related rows (${relatedRows()}) in ${seconds.toFixed(1)} s`);
+  }
   await createCollections(feed.url, key, [fanoutCollection]);
   // The feed's file is a copy of the seeded one: it holds the app's issuer and publishable key (end-user.ts).
   await send(feed.url, key, 'PUT', `/v1/collections/${fanoutCollection}/rules`, fanoutRules);
@@ -412,7 +442,12 @@ async function main(): Promise<void> {
         `${s.workload.padEnd(26)} ${rate.padStart(14)}  ${Number.isNaN(s.p99Ms) ? '' : `p99 ${s.p99Ms.toFixed(2)} ms`}${s.ratio === undefined ? '' : `  ratio ${s.ratio.toFixed(3)}`}${s.ofDriver === undefined ? '' : ` (${s.ofDriver.toFixed(3)} × its ${driverName(s.workload)})`}${s.sideBySide ? `  ${s.sideBySide.ratio.toFixed(3)} × ${s.sideBySide.neighbour}` : ''}${s.cpu ? `  CPU µs/req ${cpuCell(s.cpu)}` : ''}`,
       );
     }
-    for (const t of [...webhookTargets(summaries), ...searchTargets(summaries), ...changesTargets(summaries, settings)])
+    for (const t of [
+      ...webhookTargets(summaries),
+      ...searchTargets(summaries),
+      ...changesTargets(summaries, settings),
+      ...cascadeTargets(summaries),
+    ])
       say(`${t.met ? 'met   ' : 'MISSED'}  ${t.name} ${t.target}: ${t.value}`);
     say(`peak RSS of rowbase: ${Math.round((serverPeakRssKb.rowbase ?? 0) / 1024)} MB`);
     if (['get-row-metering-on', 'get-row-metering-off'].every((workload) => settings.only?.includes(workload))) {
@@ -436,6 +471,7 @@ async function main(): Promise<void> {
   if (settings.profile) {
     const profilable = (name: string) =>
       name === 'changes-catch-up' ||
+      cascadeWorkloads[name] !== undefined ||
       fanoutWorkloads.includes(name) ||
       webhookWorkloads.includes(name) ||
       ['rowbase', 'rowbase-postgres', 'rowbase-corpus', 'rowbase-postgres-corpus'].includes(httpWorkloads[name]?.server);
@@ -535,6 +571,33 @@ async function serveChanges(key: string, nodeFlags: string[] = []): Promise<Star
   const seconds = await seedChanges(server.url, key, settings);
   say(`seeded ${settings.changesLog.toLocaleString('en-US')} changes of ${collections.changes} in ${seconds.toFixed(1)} s`);
   return server;
+}
+
+/** Whether this run measures a workload of the related rows (issue 54), whose servers are then seeded with them. */
+function measuresRelations(): boolean {
+  return !settings.only || settings.only.some(usesRelations);
+}
+
+/** The related rows seeded, in words. */
+function relatedRows(): string {
+  return (
+    `${settings.people.toLocaleString('en-US')} people, ${settings.posts.toLocaleString('en-US')} posts, ` +
+    `${(settings.posts * settings.commentsPerPost).toLocaleString('en-US')} comments`
+  );
+}
+
+/** What cascade-1000's client (cascade.ts) is handed. */
+function cascadeJob(server: Started, key: string, durationSeconds = settings.durationSeconds): CascadeJob {
+  return {
+    url: server.url,
+    key,
+    parents: collections.parents,
+    children: collections.children,
+    naming: settings.cascadeNaming,
+    warmupSeconds: settings.warmupSeconds,
+    durationSeconds,
+    timeoutSeconds: settings.timeoutSeconds,
+  };
 }
 
 /** What changes-catch-up's client (catch-up.ts) is handed. */
@@ -674,6 +737,10 @@ async function startPostgres(): Promise<{ rowbase: Started; read: Started; webho
     );
   }
   if (measuresOn('rowbase-postgres-corpus')) searchIndexSeconds.postgres = await seedSearchCorpus(rowbase.url, postgres.key, 'PostgreSQL');
+  if (measuresRelations()) {
+    const relatedSeconds = await seedRelations(rowbase.url, postgres.key, settings);
+    say(`PostgreSQL: seeded the related rows (${relatedRows()}) in ${relatedSeconds.toFixed(1)} s`);
+  }
   await vacuum(postgres.url);
   say(`PostgreSQL: database ${database} at ${where}, seeded ${settings.rows.toLocaleString('en-US')} rows in ${seconds.toFixed(1)} s`);
   const read = await startServer('bench/baseline-pg-read.ts', [postgres.url], 'baseline-pg-read is listening');
@@ -731,6 +798,12 @@ async function measure(
     const server = servers['rowbase-changes']!;
     readIntoPageCache(files.changes);
     child = spawnNode('bench/catch-up.ts', [JSON.stringify(catchUpJob(server, key))]);
+    watched = server.pid;
+  } else if (cascadeWorkloads[workload]) {
+    const name = cascadeWorkloads[workload];
+    const server = servers[name]!;
+    if (name === 'rowbase') readIntoPageCache(files.rowbase);
+    child = spawnNode('bench/cascade.ts', [JSON.stringify(cascadeJob(server, name === 'rowbase' ? key : postgres.key!))]);
     watched = server.pid;
   } else {
     const name = httpWorkloads[workload].server;
@@ -813,7 +886,7 @@ function report({ workload, round, measured, peakRssKb, cpu }: Omit<Measurement,
 async function profile(workload: string, key: string): Promise<ProfileSummary> {
   const dir = join(files.profiles, workload);
   const flags = ['--cpu-prof', `--cpu-prof-dir=${dir}`];
-  const onPostgres = httpWorkloads[workload]?.server.startsWith('rowbase-postgres') ?? false;
+  const onPostgres = (httpWorkloads[workload]?.server ?? cascadeWorkloads[workload])?.startsWith('rowbase-postgres') ?? false;
   const hookedPostgres = webhookWorkloads.includes(workload) && workload.endsWith('-postgres');
   let server: Started;
   if (workload === 'changes-catch-up') server = (await serveChanges(key, flags))!;
@@ -826,7 +899,10 @@ async function profile(workload: string, key: string): Promise<ProfileSummary> {
   try {
     if (workload === 'changes-catch-up')
       measured = parseMeasured(await runToEnd('bench/catch-up.ts', [JSON.stringify(catchUpJob(server, key, settings.profileSeconds))]));
-    else if (fanoutWorkloads.includes(workload))
+    else if (cascadeWorkloads[workload]) {
+      const job = cascadeJob(server, onPostgres ? postgres.key! : key, settings.profileSeconds);
+      measured = parseMeasured(await runToEnd('bench/cascade.ts', [JSON.stringify(job)]));
+    } else if (fanoutWorkloads.includes(workload))
       measured = (await measureFanout(server, key, settings, workload, settings.profileSeconds, app.key)).measured;
     else if (webhookWorkloads.includes(workload)) {
       const hooksKey = hookedPostgres ? postgres.webhooks!.key! : key;

@@ -29,6 +29,12 @@ export const collections = {
   million: 'million',
   corpus: 'corpus',
   changes: 'changes',
+  people: 'people',
+  posts: 'posts',
+  comments: 'comments',
+  linked: 'linked',
+  parents: 'parents',
+  children: 'children',
 } as const;
 
 /**
@@ -213,6 +219,55 @@ export function corpusRow(id: number): { title: string; body: string } {
   const next = seeded(scramble(id ^ 0x9e3779b9));
   const draw = (count: number) => Array.from({ length: count }, () => zipfWord(next())).join(' ');
   return { title: draw(TITLE_WORDS), body: draw(BODY_WORDS) };
+}
+
+/** Person `id` of `people`. */
+export const personRow = (id: number) => ({ name: `person ${id}`, email: `person${id}@example.com` });
+
+/** The person (of `people` of them) who wrote post `id`, or whom row `id` of `linked` names: scattered over them all. */
+export const personOf = (id: number, people: number) => 1 + (scramble(id ^ 0x1b873593) % people);
+
+/** Post `id` of `posts`, naming its author among `people`. */
+export const postRow = (id: number, people: number) => ({
+  title: benchRow(id).name,
+  text: benchRow(id).text,
+  author_id: personOf(id, people),
+});
+
+/** Comment `id` of `comments`: the first `perPost` name post 1, the next post 2, and so on. */
+export const commentRow = (id: number, perPost: number) => ({ text: benchRow(id).text, post_id: 1 + Math.floor((id - 1) / perPost) });
+
+/** Row `id` of `linked` (insert-1-related): insert-1's fields, and a person of `people` it names. */
+export const linkedRow = (id: number, people: number) => ({ ...benchRow(1), person_id: personOf(id, people) });
+
+/**
+ * The relations of the related rows (docs/relations.md), each declared of the first collection: a post's
+ * author, a comment's post (deleting a post deletes its comments), insert-1-related's one relation, and
+ * cascade-1000's parent, which deleting a parent cascades through.
+ */
+export const benchRelations = [
+  [collections.posts, 'author', { field: 'author_id', collection: collections.people, on_delete: 'restrict', reverse: 'posts' }],
+  [collections.comments, 'post', { field: 'post_id', collection: collections.posts, on_delete: 'cascade', reverse: 'comments' }],
+  [collections.linked, 'person', { field: 'person_id', collection: collections.people, on_delete: 'restrict', reverse: 'linked' }],
+  [collections.children, 'parent', { field: 'parent_id', collection: collections.parents, on_delete: 'cascade', reverse: 'children' }],
+] as const;
+
+/**
+ * The related rows (issue 54) over HTTP: `people`, `posts` naming them, `comments` naming the posts (fill()),
+ * the empty `linked`, `parents` and `children`, then the relations between them (benchRelations), each
+ * declared over the rows already in. Returns the seconds it took.
+ */
+export async function seedRelations(url: string, key: string, settings: Settings): Promise<number> {
+  const started = performance.now();
+  await fill(url, key, settings, collections.people, settings.people, personRow);
+  await fill(url, key, settings, collections.posts, settings.posts, (id) => postRow(id, settings.people));
+  await fill(url, key, settings, collections.comments, settings.posts * settings.commentsPerPost, (id) =>
+    commentRow(id, settings.commentsPerPost),
+  );
+  await createCollections(url, key, [collections.linked, collections.parents, collections.children]);
+  for (const [collection, name, declaration] of benchRelations)
+    await send(url, key, 'PUT', `/v1/collections/${collection}/relations/${name}`, declaration);
+  return (performance.now() - started) / 1000;
 }
 
 /** Rows `first`..`first + count - 1`, as one request body. */

@@ -92,6 +92,15 @@ export interface Settings {
   webhooks: number;
   webhookBacklog: number;
   /**
+   * The related rows (issue 54): `people`, `posts` (each naming its author among them) and `comments`
+   * (`commentsPerPost` of each post, naming it), on the rowbase of the write workloads and its
+   * PostgreSQL twin; and the rows naming one row that cascade-1000 deletes with it, in one request.
+   */
+  people: number;
+  posts: number;
+  commentsPerPost: number;
+  cascadeNaming: number;
+  /**
    * The PostgreSQL server of the PostgreSQL workloads (get-row, list and insert-batch on PostgreSQL): the
    * run creates a database of its own there and drops it at the end. None answering: they are reported
    * as not measured. Another server:
@@ -138,6 +147,10 @@ const full: Settings = {
   webhookRate: 50,
   webhooks: 10,
   webhookBacklog: 5000,
+  people: 1000,
+  posts: 10_000,
+  commentsPerPost: 10,
+  cascadeNaming: 1000,
   postgresUrl: process.env.ROWBASE_BENCH_POSTGRES_URL || 'postgres://postgres@127.0.0.1:5432/postgres',
 };
 

@@ -2,7 +2,7 @@
 // requests from here; the orchestrator (run.ts) resolves the server to its url.
 import { randomUUID } from 'node:crypto';
 import type { Request } from 'autocannon';
-import { batchOf, benchRow, collections, corpusRow, FULL_PAGE_TAG, typedRow, VOCABULARY } from './seed.ts';
+import { batchOf, benchRow, collections, corpusRow, FULL_PAGE_TAG, linkedRow, typedRow, VOCABULARY } from './seed.ts';
 import type { Settings } from './settings.ts';
 
 /** The processes a workload can be aimed at (see run.ts). */
@@ -211,11 +211,11 @@ const insertAsOne: Omit<HttpWorkload, 'server'> = {
 const insertOne = (
   header: string,
   collection: string = collections.inserts,
-  bodies: () => string[] = () => [JSON.stringify([benchRow(1)])],
+  bodies: (settings: Settings) => string[] = () => [JSON.stringify([benchRow(1)])],
 ): Omit<HttpWorkload, 'server'> => ({
   rowsPerRequest: one,
   requests: (job) => {
-    const sent = bodies();
+    const sent = bodies(job.settings);
     let next = 0;
     return [
       {
@@ -245,6 +245,26 @@ const SEARCHED_ROWS = 1000;
 const searchedInsertOne = insertOne('x-bench-request', collections.notes, () =>
   Array.from({ length: SEARCHED_ROWS }, (_, i) => JSON.stringify([corpusRow(i + 1)])),
 );
+
+/** Rows of `linked` insert-1-related writes in turn, each naming another person (seed.ts, linkedRow). */
+const LINKED_ROWS = 1000;
+/**
+ * insert-1 into `linked`, whose one relation (`person`, restrict) names a row of `people`: insert-1's
+ * headers and row, with the id of an existing person beside its fields, LINKED_ROWS persons in turn (issue 54).
+ */
+const relatedInsertOne = insertOne('x-bench-request', collections.linked, (settings) =>
+  Array.from({ length: LINKED_ROWS }, (_, i) => JSON.stringify([linkedRow(i + 1, settings.people)])),
+);
+
+/** The path of the first page of `pageSize` posts (by id), expanding `expand` when given (issue 54). */
+export const postsPath = (settings: Settings, expand?: string) =>
+  `${rowsPath(collections.posts)}?limit=${settings.pageSize}${expand ? `&expand=${expand}` : ''}`;
+
+/** GET the first page of posts: alone, with each post's author, or with each post's comments (10 each, the default limit). */
+const postsPage = (expand?: string): Omit<HttpWorkload, 'server'> => ({
+  rowsPerRequest: (s) => s.pageSize,
+  requests: (job) => [{ method: 'GET', path: postsPath(job.settings, expand), headers: json(job) }],
+});
 
 /** The order of search's page (issue 55: "its first 20 by relevance"). */
 export const SEARCH_ORDER_BY = '_score';
@@ -387,6 +407,16 @@ export const httpWorkloads: Record<string, HttpWorkload> = {
   'search-postgres': { server: 'rowbase-postgres-corpus', ...searchCorpus },
   'insert-1-search': { server: 'rowbase', ...searchedInsertOne },
   'insert-1-search-postgres': { server: 'rowbase-postgres', ...searchedInsertOne },
+  /** Issue 54, on each backend: insert-1 into a collection with one enforced relation. */
+  'insert-1-related': { server: 'rowbase', ...relatedInsertOne },
+  'insert-1-related-postgres': { server: 'rowbase-postgres', ...relatedInsertOne },
+  /** Issue 54, on each backend: a page of 50 posts, and the same page expanding each post's author, or its 10 comments. */
+  'list-posts': { server: 'rowbase', ...postsPage() },
+  'list-posts-author': { server: 'rowbase', ...postsPage('author') },
+  'list-posts-comments': { server: 'rowbase', ...postsPage('comments') },
+  'list-posts-postgres': { server: 'rowbase-postgres', ...postsPage() },
+  'list-posts-author-postgres': { server: 'rowbase-postgres', ...postsPage('author') },
+  'list-posts-comments-postgres': { server: 'rowbase-postgres', ...postsPage('comments') },
   'insert-batch': { server: 'rowbase', ...insertBatch },
   /** insert-batch against rowbase on PostgreSQL (its ratio is to baseline (c), a bare pg client). */
   'insert-batch-postgres': { server: 'rowbase-postgres', ...insertBatch },
@@ -407,9 +437,23 @@ export const httpWorkloads: Record<string, HttpWorkload> = {
   'list-app-postgres': { server: 'rowbase-postgres', ...appPage },
 };
 
+/**
+ * Issue 54's cascade-1000 (cascade.ts), not an HTTP load: one client deleting, one request at a time, a row
+ * of `parents` that `cascadeNaming` rows of `children` name, on the rowbase of each backend.
+ */
+export const cascadeWorkloads: Record<string, ServerName> = {
+  'cascade-1000': 'rowbase',
+  'cascade-1000-postgres': 'rowbase-postgres',
+};
+
+/** Whether the workload reads or writes the related rows (seed.ts, seedRelations): its server is seeded with them. */
+export const usesRelations = (workload: string) =>
+  workload in cascadeWorkloads || workload.startsWith('list-posts') || workload.startsWith('insert-1-related');
+
 /** Whether the workload is measured only when a PostgreSQL server answers: baseline (c), the webhooks' on PostgreSQL, and those on its servers. */
 export const needsPostgres = (workload: string) =>
   workload === 'baseline-postgres' ||
+  cascadeWorkloads[workload] === 'rowbase-postgres' ||
   workload === 'webhook-latency-postgres' ||
   workload === 'webhook-throughput-postgres' ||
   ['rowbase-postgres', 'rowbase-postgres-million', 'rowbase-postgres-corpus', 'postgres-read'].includes(httpWorkloads[workload]?.server);

@@ -3,7 +3,7 @@
 // for `durationSeconds`. Prints one JSON line: Measured (the requests' own latency), plus the id of
 // every row inserted in the measured window, the row, and the time its 201 came, on the monotonic clock
 // that the subscriber processes read too.
-import { type Measured, monotonicUs, percentile } from './measure.ts';
+import { type Measured, measuredOf, monotonicUs } from './measure.ts';
 import { benchRow, fanoutTeam } from './seed.ts';
 
 export interface WriterJob {
@@ -54,16 +54,8 @@ await paced(job.durationSeconds, (row, atUs, ms) => {
 });
 const finished = monotonicUs();
 
-latencies.sort((a, b) => a - b);
 const written: Written = {
-  requests: ids.length,
-  rows: ids.length,
-  seconds: (finished - started) / 1e6,
-  p50Ms: percentile(latencies, 0.5),
-  p99Ms: percentile(latencies, 0.99),
-  failures,
-  statusCodes,
-  windowUs: [started, finished],
+  ...measuredOf(latencies, ids.length, [started, finished], failures, statusCodes),
   ids,
   stored,
   sentUs,

@@ -235,6 +235,7 @@ function postgresListing(): Listing {
     ...directions.flatMap((order) => pageListing(postgres, order)),
     ['insertBatchSql', postgres.insertBatchSql],
     ['insertBatchWithAnswersSql', postgres.insertBatchWithAnswersSql],
+    ['namingInsertBatchSql', postgres.namingInsertBatchSql],
     ['searchedInsertBatchSql', postgres.searchedInsertBatchSql],
     ['searchedInsertBatchWithAnswersSql', postgres.searchedInsertBatchWithAnswersSql],
     ['wordedInsertBatchSql', postgres.wordedInsertBatchSql],

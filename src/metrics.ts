@@ -177,7 +177,7 @@ export class Metrics implements Observer {
     });
     const waits = new Histogram({
       name: 'rowbase_db_pool_wait_seconds',
-      help: "Waits for a database connection that found none free, by queue: knex (Knex's pool: PostgreSQL's connections, SQLite's writer), sqlite_snapshot (SQLite's connection for reads in one snapshot).",
+      help: "Waits for a database connection that found none free, by queue: knex (Knex's pool: PostgreSQL's connections, SQLite's writer), sqlite_snapshot (SQLite's connections for reads in one snapshot, four).",
       labelNames: ['queue'],
       buckets: WAIT_BUCKETS,
       registers,

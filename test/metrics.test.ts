@@ -152,7 +152,8 @@ describeEachBackend('metrics', (backend) => {
     expect(labelValues(scraped, 'rowbase_db_pool_wait_seconds_count', 'queue').sort()).to.deep.equal(['knex', 'sqlite_snapshot']);
     if (backend !== 'sqlite') return;
     // SQLite reads a descending page that reaches past a field's values into the rows that miss it in a
-    // snapshot, on one connection that takes them one at a time: such pages asked for together wait for it.
+    // snapshot, on four connections that take them one at a time each: twenty such pages asked for
+    // together wait for them.
     const waited = () => value(scraped, 'rowbase_db_pool_wait_seconds_count', { queue: 'sqlite_snapshot' });
     const before = waited();
     await Promise.all(range(1, 20).map(() => client.get('/v1/collections/busy/rows?order_by=n&order=desc&limit=50')));

@@ -641,6 +641,44 @@ select h.held, c.id, c.before_id + 1 as first_id, c.before_seq + 1 as first_seq,
   case when c.id is not null and (select count(*) from recorded) < h.keys then rowbase_once_taken() end
   from holds h left join counters c on true;
 
+-- namingInsertBatchSql
+with counters as (
+  update collections set last_row_id = last_row_id + $3, last_seq = last_seq + $3, row_count = row_count + $3
+    where account_id = $1 and name = $2 and schema_id = $7::bigint and search is null
+    returning id, last_row_id - $3 as before_id, last_seq - $3 as before_seq, sorted, search,
+      to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as at
+), batch as (
+  select c.id as collection_id, c.before_id + t.ord as id, c.before_seq + t.ord as seq, t.data, c.at
+    from counters c, unnest(string_to_array($4::text, chr(10))) with ordinality as t(data, ord)
+), stored as (
+  insert into rows (collection_id, id, data, version) select collection_id, id, data, seq from batch
+), logged as (
+  insert into events (collection_id, seq, type, row_id, row, at)
+    select collection_id, seq, 'insert', id, '{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, at
+      from batch
+), keyed as (
+  insert into sort_keys (collection_id, slot, row_id, rank, num, str)
+    select k.collection_id, f.slot - 1, k.id, case jsonb_typeof(k.j) when 'number' then 1 when 'string' then 2 when 'boolean' then 3
+    when 'object' then 4 when 'array' then 4 else 5 end,
+  case jsonb_typeof(k.j) when 'number' then (k.j)::numeric when 'boolean' then case when (k.j)::boolean then 1 else 0 end end,
+  case when jsonb_typeof(k.j) = 'string' then left(k.j #>> '{}', 400) end
+      from counters c,
+        jsonb_array_elements_text(regexp_replace(replace(replace(replace(replace(c.sorted, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
+  chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb) with ordinality as f(field, slot),
+        lateral (select b.collection_id, b.id, regexp_replace(replace(replace(replace(replace(b.data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
+  chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> f.field as j from batch b offset 0) k
+), named as (
+  select r.id
+    from counters c
+      cross join unnest(string_to_array($8::text, ',')::integer[], string_to_array($9::text, ',')::bigint[]) as n(collection_id, id)
+      join rows r on r.collection_id = n.collection_id and r.id = n.id
+    order by r.collection_id, r.id
+    for key share of r
+)
+select id, before_id + 1 as first_id, before_seq + 1 as first_seq, search, pg_notify($5, $6 || ' ' || id),
+  case when (select count(*) from named) < $10 then rowbase_relation_missing() end
+  from counters;
+
 -- searchedInsertBatchSql
 with counters as (
   update collections set last_row_id = last_row_id + $3, last_seq = last_seq + $3, row_count = row_count + $3

@@ -7,9 +7,14 @@ export type Collection = components['schemas']['Collection'];
 export type Usage = components['schemas']['Usage'];
 export type Problem = components['schemas']['Problem'];
 export type Index = components['schemas']['Index'];
+/** A relation of a collection, either direction (docs/relations.md). */
+export type Relation = components['schemas']['Relation'];
+export type RelationDeclaration = components['schemas']['RelationDeclaration'];
 /** A collection's JSON Schema of its rows (docs/schemas.md), as it was set. */
 export type RowSchema = components['schemas']['RowSchema'];
 export type Row = { id: number; [field: string]: unknown };
+/** A row's related rows, by relation: a to-one's row or null, a to-many's rows; `$cut` the to-many relations cut at their limit. */
+export type Expanded = { $cut?: string[]; [relation: string]: Row | Row[] | null | string[] | undefined };
 export type AggregateQuery = components['schemas']['AggregateQuery'];
 export type AggregateAnswer = components['schemas']['AggregateAnswer'];
 export type Webhook = components['schemas']['Webhook'];
@@ -120,6 +125,16 @@ export class Api {
     return this.call('DELETE', `${collectionPath(collection)}/indexes/${encodeURIComponent(name)}`);
   }
 
+  /** Declares the collection's to-one relation `name` (replacing one of that name): 400 naming the place, 409 schema_conflict listing the rows that name no row. */
+  putRelation(collection: string, name: string, declaration: RelationDeclaration): Promise<Relation> {
+    return this.call('PUT', relationPath(collection, name), { body: declaration });
+  }
+
+  /** Removes the collection's to-one relation `name` with its reverse (the values of its field stay). */
+  deleteRelation(collection: string, name: string): Promise<void> {
+    return this.call('DELETE', relationPath(collection, name));
+  }
+
   /**
    * Whether the key is an `admin` key. The API says a key's scope only in the list of keys, which only
    * an admin key may read (listKeys): its 200 is the answer, its 403 forbidden says another scope.
@@ -163,6 +178,11 @@ export class Api {
   async row(collection: string, id: number): Promise<{ row: Row; etag: string }> {
     const { body, headers } = await this.exchange<Row>('GET', `${collectionPath(collection)}/rows/${id}`, {});
     return { row: body, etag: headers.get('ETag') ?? '*' };
+  }
+
+  /** The row with the rows its relations `expand` name in its member `_expand` (docs/relations.md). */
+  related(collection: string, id: number, expand: string[]): Promise<Row & { _expand?: Expanded }> {
+    return this.call('GET', `${collectionPath(collection)}/rows/${id}`, { query: { expand: expand.join(',') } });
   }
 
   /** Sets `fields` of a row whose version is still `etag`; 412 precondition_failed if it changed. */
@@ -299,6 +319,7 @@ function nextCursor(link: string | null): string | undefined {
 }
 
 const collectionPath = (name: string) => `/v1/collections/${encodeURIComponent(name)}`;
+const relationPath = (collection: string, name: string) => `${collectionPath(collection)}/relations/${encodeURIComponent(name)}`;
 const webhookPath = (id: number) => `/v1/webhooks/${id}`;
 const rulesPath = (collection: string) => `${collectionPath(collection)}/rules`;
 const issuerPath = (name: string) => `/v1/auth/issuers/${encodeURIComponent(name)}`;

@@ -1,13 +1,16 @@
 // The dialogs that write rows: a row opened to edit or delete, and rows inserted. A row of a collection
-// with a schema is edited in a form of inputs by type (form.ts) or as JSON, the person's choice; any
-// other as JSON. Each sends one request of openapi.yaml's and says plainly what the service refused: a
-// 422 row_invalid's errors and a 409 unique_violation at the fields they are about.
+// with a schema or relations is edited in a form of inputs by type, its relations' fields picked from
+// lists of the related rows (form.ts), or as JSON, the person's choice; any other as JSON. An opened row
+// shows its related rows as links (related.ts). Each sends one request of openapi.yaml's and says plainly
+// what the service refused: a 422 row_invalid's errors and a 409 unique_violation at the fields they are
+// about.
 import { html } from 'htm/preact';
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { type Api, ApiError, type Explained, explain, type Row, type RowSchema } from './api.ts';
-import { formFields, placeErrors } from './fields.ts';
+import { type Api, ApiError, type Expanded, type Explained, explain, type Relation, type Row, type RowSchema } from './api.ts';
+import { formFields, placeErrors, withRelations } from './fields.ts';
 import { RowForm, readForm } from './form.ts';
 import { Modal, Problems } from './parts.ts';
+import { RelatedRows } from './related.ts';
 
 /** What a dialog over the rows is handed (rows.ts). */
 export interface DialogContext {
@@ -15,6 +18,8 @@ export interface DialogContext {
   collection: string;
   /** The collection's schema, `null` for none: a row of one with a schema is edited in a form too. */
   schema: RowSchema | null;
+  /** The collection's relations: a to-one's field is picked from a list, and an opened row shows its related rows. */
+  relations: Relation[];
   close: () => void;
   afterChange: () => void;
   onDeleted: () => void;
@@ -27,8 +32,8 @@ type View = 'form' | 'json';
  * fields), and what is wrong, in the message area and at the fields; the first field found wrong takes
  * the focus.
  */
-function useEditing(schema: RowSchema | null) {
-  const fields = useMemo(() => formFields(schema), [schema]);
+function useEditing(schema: RowSchema | null, relations: Relation[]) {
+  const fields = useMemo(() => withRelations(formFields(schema), relations), [schema, relations]);
   const [view, setView] = useState<View>(fields.length > 0 ? 'form' : 'json');
   const [failure, setFailure] = useState<Explained>();
   const [atFields, setAtFields] = useState<Map<string, string[]>>(new Map());
@@ -87,8 +92,8 @@ function ViewSwitch({ view, onSwitch }: { view: View; onSwitch: (view: View) => 
  * Rows to insert: in the form, one; as JSON, a pasted array of objects (or one object). All or none
  * are inserted.
  */
-export function InsertRows({ api, collection, schema, close, afterChange }: DialogContext) {
-  const editing = useEditing(schema);
+export function InsertRows({ api, collection, schema, relations, close, afterChange }: DialogContext) {
+  const editing = useEditing(schema, relations);
   const { fields, view, form, say, textOf } = editing;
   // The row of the form, kept across switches to JSON and back.
   const [draft, setDraft] = useState<Record<string, unknown>>({});
@@ -140,7 +145,7 @@ export function InsertRows({ api, collection, schema, close, afterChange }: Dial
         ${fields.length > 0 ? html`<${ViewSwitch} view=${view} onSwitch=${switchTo} />` : null}
         ${
           view === 'form'
-            ? html`<${RowForm} key="form" fields=${fields} draft=${draft} errors=${editing.atFields} />`
+            ? html`<${RowForm} key="form" api=${api} fields=${fields} draft=${draft} errors=${editing.atFields} schema=${schema !== null} />`
             : html`
               <label for="insert-rows">Rows, as a JSON array of objects</label>
               <textarea id="insert-rows" key="json" name="rows" rows="10" spellcheck=${false} placeholder='[{"text": "hello"}]' defaultValue=${drafted}></textarea>
@@ -161,8 +166,8 @@ export function InsertRows({ api, collection, schema, close, afterChange }: Dial
  * each field given whole). A field cannot be removed by PATCH: the editor says so rather than send a
  * patch that would keep it.
  */
-export function RowEditor({ api, collection, schema, row: listed, close, afterChange }: DialogContext & { row: Row }) {
-  const editing = useEditing(schema);
+export function RowEditor({ api, collection, schema, relations, row: listed, close, afterChange }: DialogContext & { row: Row }) {
+  const editing = useEditing(schema, relations);
   const { fields, view, form, say, textOf } = editing;
   // The row as it is now, whole (the table may show only some fields), with its version: saving and
   // deleting are refused (412) if someone else changed it since.
@@ -170,6 +175,8 @@ export function RowEditor({ api, collection, schema, row: listed, close, afterCh
   // The row as edited so far, kept across switches between the form and JSON.
   const [draft, setDraft] = useState<Record<string, unknown>>();
   const [confirming, setConfirming] = useState(false);
+  // The rows its relations name, once read (RelatedRows): their names in the form's lists.
+  const [related, setRelated] = useState<Expanded>();
   useEffect(() => {
     api.row(collection, listed.id).then(
       (read) => {
@@ -235,12 +242,14 @@ export function RowEditor({ api, collection, schema, row: listed, close, afterCh
           !draft
             ? html`<p role="status">Reading row ${listed.id}…</p>`
             : view === 'form'
-              ? html`<${RowForm} key="form" fields=${fields} draft=${draft} errors=${editing.atFields} />`
+              ? html`<${RowForm} key="form" api=${api} fields=${fields} draft=${draft} errors=${editing.atFields}
+                  schema=${schema !== null} related=${related} />`
               : html`
                 <label for="row-json">The row as JSON</label>
                 <textarea id="row-json" key="json" name="row" rows="14" spellcheck=${false} defaultValue=${JSON.stringify(draft, null, 2)}></textarea>
               `
         }
+        <${RelatedRows} api=${api} collection=${collection} id=${listed.id} relations=${relations} onRead=${setRelated} />
         <${Problems} failure=${editing.failure} />
         <div class="buttons">
           <button type="submit" disabled=${!current}>Save</button>

@@ -1,10 +1,12 @@
 // What the typed row form (form.ts) is made of, without the page: the input for each top-level property
-// of a collection's schema (docs/schemas.md), by type; what an input's content is as a field's value; and
-// where the errors of a refused write go, by the first segment of their JSON Pointer (RFC 6901).
-import type { Problem, RowSchema } from './api.ts';
+// of a collection's schema (docs/schemas.md), by type, and for the field of each of its to-one relations
+// (docs/relations.md) a list of the related collection's rows to pick from; what an input's content is as
+// a field's value; and where the errors of a refused write go, by the first segment of their JSON Pointer
+// (RFC 6901).
+import type { Problem, Relation, RowSchema } from './api.ts';
 
 /** The input a field is edited with. */
-export type FieldKind = 'text' | 'date' | 'email' | 'url' | 'number' | 'integer' | 'boolean' | 'choice' | 'json';
+export type FieldKind = 'text' | 'date' | 'email' | 'url' | 'number' | 'integer' | 'boolean' | 'choice' | 'relation' | 'json';
 
 /** A top-level property of the schema, as the form shows it. */
 export interface FormField {
@@ -15,6 +17,8 @@ export interface FormField {
   required: boolean;
   /** What the field takes, in words: its type, its format, its bounds. */
   hint: string;
+  /** For `relation`: the to-one relation the field holds the ids of, and the collection it names rows of. */
+  relation?: { name: string; collection: string };
 }
 
 type Subschema = Record<string, unknown>;
@@ -30,6 +34,32 @@ export function formFields(schema: RowSchema | null | undefined): FormField[] {
   return Object.entries(properties)
     .filter(([name]) => name !== 'id')
     .map(([name, declared]) => fieldOf(name, resolve(declared, schema), required.includes(name)));
+}
+
+/**
+ * The form's fields with the field of each to-one relation of `relations` picked from a list of its
+ * related rows: a field the schema declares in its place (required as the schema says), any other after
+ * them. None of a collection without to-one relations added.
+ */
+export function withRelations(fields: readonly FormField[], relations: readonly Relation[]): FormField[] {
+  const toOne = relations.filter((relation) => relation.kind === 'to_one');
+  const pickedOf = (field: FormField, relation: Relation): FormField => ({
+    ...field,
+    kind: 'relation',
+    choices: [],
+    hint: `the id of a row of ${relation.collection} (relation ${relation.name}), or none`,
+    relation: { name: relation.name, collection: relation.collection },
+  });
+  const held = new Map(toOne.map((relation) => [relation.field, relation]));
+  const shownFields = fields.map((field) => {
+    const relation = held.get(field.name);
+    return relation ? pickedOf(field, relation) : field;
+  });
+  const declared = new Set(fields.map((field) => field.name));
+  const added = toOne
+    .filter((relation) => !declared.has(relation.field))
+    .map((relation) => pickedOf({ name: relation.field, kind: 'relation', choices: [], required: false, hint: '' }, relation));
+  return [...shownFields, ...added];
 }
 
 function fieldOf(name: string, declared: unknown, required: boolean): FormField {
@@ -107,6 +137,7 @@ export function inputKind(field: FormField, value: unknown): FieldKind {
     integer: typeof value === 'number',
     boolean: typeof value === 'boolean',
     choice: true,
+    relation: typeof value === 'number' && Number.isSafeInteger(value) && value >= 1,
     json: true,
   }[field.kind];
   return fits ? field.kind : 'json';
@@ -127,6 +158,9 @@ export type Reading = { keep: true } | { keep?: false; value: unknown } | { keep
 
 /** The option of a select that keeps a field as it is (absent, or a value not among the choices). */
 export const KEEP_CHOICE = '';
+
+/** The option of a relation's list that names no row. */
+export const NO_ROW = '';
 
 /**
  * What `input`, `field`'s input, makes of the field, which held `before` (undefined when the row lacks
@@ -151,6 +185,10 @@ export function readInput(field: FormField, input: InputState, before: unknown, 
       return input.checked || typeof before === 'boolean' || inserting ? { value: input.checked } : { keep: true };
     case 'choice':
       return input.value === KEEP_CHOICE ? { keep: true } : { value: field.choices[Number(input.value)] };
+    case 'relation':
+      // The list's value: a row's id, or none (NO_ROW), which makes null of a field that named a row.
+      if (input.value === NO_ROW) return empty ? { keep: true } : { value: null };
+      return { value: Number(input.value) };
     case 'json':
       if (input.value.trim() === '') return before === undefined ? { keep: true } : { error: 'cannot be removed, only set (to null, say)' };
       try {
@@ -228,3 +266,52 @@ const isScalar = (value: unknown) => value === null || ['string', 'number', 'boo
 
 /** A choice as a person reads it: a string as itself, anything else as JSON. */
 export const shown = (value: unknown) => (typeof value === 'string' ? value : JSON.stringify(value));
+
+/** The fields a row is named by in a list, when it has one of them: the first found. */
+const NAMING_FIELDS = ['name', 'title', 'label', 'email', 'text'];
+
+/**
+ * The field the rows of a related collection are named by in a list (a relation's picker, its related
+ * rows): the first of NAMING_FIELDS the schema declares a string, else its first string property; without
+ * a schema, the first of NAMING_FIELDS the rows hold a string in, else the first string field of the first
+ * row. None: the rows are named by their ids alone.
+ */
+export function labelFieldOf(schema: RowSchema | null | undefined, rows: readonly Record<string, unknown>[]): string | undefined {
+  const properties = schema?.properties;
+  if (isObject(properties)) {
+    const strings = Object.entries(properties)
+      .filter(
+        ([, declared]) =>
+          isObject(declared) && (declared.type === 'string' || (Array.isArray(declared.type) && declared.type.includes('string'))),
+      )
+      .map(([name]) => name);
+    return NAMING_FIELDS.find((name) => strings.includes(name)) ?? strings[0];
+  }
+  const held = (name: string) => rows.some((row) => typeof row[name] === 'string');
+  return NAMING_FIELDS.find(held) ?? Object.keys(rows[0] ?? {}).find((name) => typeof rows[0][name] === 'string');
+}
+
+/** A row as a list names it: its id and, when it holds one, its `labelField` (cut to 60 characters). */
+export function rowLabel(row: Record<string, unknown>, labelField: string | undefined): string {
+  const value = labelField === undefined ? undefined : row[labelField];
+  if (typeof value !== 'string' || value === '') return `row ${row.id}`;
+  return `${row.id} · ${value.length > 60 ? `${value.slice(0, 59)}…` : value}`;
+}
+
+/**
+ * The filter a picker's search box asks for, in the filter language (docs/api.md): a filter as it is
+ * typed (`{…}`), a row's id, or words (the collection's search index's, when it has one; else a prefix of
+ * its rows' `labelField`); none for an empty box. An error when words cannot be searched for.
+ */
+export function pickerFilter(
+  words: string,
+  how: { searchable: boolean; labelField: string | undefined },
+): { filter?: string } | { error: string } {
+  const text = words.trim();
+  if (text === '') return {};
+  if (text.startsWith('{')) return { filter: text };
+  if (/^[1-9]\d{0,15}$/.test(text)) return { filter: JSON.stringify({ id: Number(text) }) };
+  if (how.searchable) return { filter: JSON.stringify({ $search: text }) };
+  if (how.labelField !== undefined) return { filter: JSON.stringify({ [how.labelField]: { $prefix: text } }) };
+  return { error: 'These rows have no field to find words in: type an id, or a filter ({"field": value}).' };
+}

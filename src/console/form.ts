@@ -1,32 +1,59 @@
 // The typed row form: one input per top-level property of the collection's schema, by type (fields.ts),
+// and a list of the related rows to pick from for the field of each of its to-one relations (related.ts),
 // each with what it takes and, after a refused write, what is wrong with it, and the fields of the row
-// the schema does not declare named, to edit as JSON. Its inputs start from the row and are read when
-// it is saved: readForm().
+// the form does not show named, to edit as JSON. Its inputs start from the row and are read when it is
+// saved: readForm().
 import { html } from 'htm/preact';
+import type { Api, Expanded, Row } from './api.ts';
 import { type FormField, inputKind, inputText, KEEP_CHOICE, readInput, shown } from './fields.ts';
+import { RelationPicker } from './related.ts';
 
 interface Props {
+  api: Api;
   fields: FormField[];
   /** The row as edited so far: each input starts from its field's value. */
   draft: Record<string, unknown>;
   /** What is wrong, by field name. */
   errors: Map<string, string[]>;
+  /** Whether the collection has a schema: the fields the form does not show are then those it does not declare. */
+  schema: boolean;
+  /** The rows the row's to-one relations name, when they were read: their names in the pickers. */
+  related?: Expanded;
 }
 
 const inputId = (at: number) => `row-field-${at}`;
 
-export function RowForm({ fields, draft, errors }: Props) {
+export function RowForm({ api, fields, draft, errors, schema, related }: Props) {
   const declared = new Set(fields.map((field) => field.name));
   const others = Object.keys(draft).filter((name) => name !== 'id' && !declared.has(name));
+  const othersSaid = schema ? 'Not in the schema, to edit as JSON' : 'Other fields, to edit as JSON';
   return html`
     <div class="row-form">
-      ${fields.map((field, at) => html`<${FieldInput} key=${field.name} field=${field} at=${at} value=${draft[field.name]} errors=${errors.get(field.name) ?? []} />`)}
-      ${others.length > 0 ? html`<p class="hint">Not in the schema, to edit as JSON: ${others.join(', ')}.</p>` : null}
+      ${fields.map(
+        (field, at) =>
+          html`<${FieldInput} key=${field.name} api=${api} field=${field} at=${at} value=${draft[field.name]} errors=${errors.get(field.name) ?? []}
+            current=${field.relation ? (related?.[field.relation.name] as Row | null | undefined) : undefined} />`,
+      )}
+      ${others.length > 0 ? html`<p class="hint">${othersSaid}: ${others.join(', ')}.</p>` : null}
     </div>
   `;
 }
 
-function FieldInput({ field, at, value, errors }: { field: FormField; at: number; value: unknown; errors: string[] }) {
+function FieldInput({
+  api,
+  field,
+  at,
+  value,
+  errors,
+  current,
+}: {
+  api: Api;
+  field: FormField;
+  at: number;
+  value: unknown;
+  errors: string[];
+  current?: Row | null;
+}) {
   const id = inputId(at);
   const kind = inputKind(field, value);
   const text = inputText(field, value);
@@ -40,7 +67,9 @@ function FieldInput({ field, at, value, errors }: { field: FormField; at: number
   const label = html`<label for=${id}>${field.name}</label>`;
   const hint = `${field.hint}${field.required ? '; required' : ''}`;
   let input: unknown;
-  if (kind === 'boolean') {
+  if (kind === 'relation') {
+    input = html`${label}<${RelationPicker} api=${api} field=${field} attributes=${attributes} value=${value} current=${current} />`;
+  } else if (kind === 'boolean') {
     input = html`<label class="check"><input type="checkbox" ...${attributes} defaultChecked=${value === true} /> ${field.name}</label>`;
   } else if (kind === 'choice') {
     // A field the row lacks, or holds a value that is not a choice (never, under the schema), keeps it;

@@ -1,6 +1,7 @@
 // The web console (GET /console): sign in with a key, the account's collections, a collection's rows
-// (rows.ts) and rules (rules.ts), the account's webhooks (webhooks.ts) and token issuers (issuers.ts),
-// and the plan's usage. Rendered by Preact with htm's
+// (rows.ts), relations (relations.ts) and rules (rules.ts), the account's webhooks (webhooks.ts) and token
+// issuers (issuers.ts), and the plan's usage. Where it is, is the address's fragment (route.ts): links
+// between related rows are links. Rendered by Preact with htm's
 // tagged templates (no build step of its own beyond the bundle: src/console/files.ts); every request is
 // one of openapi.yaml's (api.ts).
 import { html } from 'htm/preact';
@@ -9,11 +10,9 @@ import { useCallback, useEffect, useState } from 'preact/hooks';
 import { Api, type Collection, describe, type Usage } from './api.ts';
 import { IssuersView } from './issuers.ts';
 import { Status } from './parts.ts';
+import { parseRoute, type Route, routeHash } from './route.ts';
 import { RowsView } from './rows.ts';
 import { WebhooksView } from './webhooks.ts';
-
-/** What the main part of the console shows: a collection's rows, the account's webhooks or token issuers, or none yet. */
-type View = { collection: string } | 'webhooks' | 'issuers' | undefined;
 
 /** Where the key is kept: this tab's session only, gone when the tab closes or the person signs out. */
 const KEY_ITEM = 'rowbase.key';
@@ -66,8 +65,22 @@ function SignIn({ onSignIn }: { onSignIn: (key: string) => void }) {
 
 function Console({ api, onSignOut }: { api: Api; onSignOut: () => void }) {
   const [collections, setCollections] = useState<Collection[]>([]);
-  const [view, setView] = useState<View>();
+  // Where the console is: the address's fragment, and how many times a route was followed (a link to
+  // the row already open opens it again).
+  const [{ view, followed }, setRoute] = useState(() => ({ view: parseRoute(location.hash), followed: 0 }));
   const chosen = typeof view === 'object' ? view.collection : undefined;
+  useEffect(() => {
+    const follow = () => setRoute(({ followed }) => ({ view: parseRoute(location.hash), followed: followed + 1 }));
+    addEventListener('hashchange', follow);
+    return () => removeEventListener('hashchange', follow);
+  }, []);
+  /** Goes to `route`: the address says it (the browser's history keeps it), and the view follows. */
+  const setView = (route: Route) => {
+    const hash = routeHash(route);
+    if (location.hash === hash || (hash === '#' && location.hash === ''))
+      setRoute(({ followed }) => ({ view: route, followed: followed + 1 }));
+    else location.hash = hash;
+  };
   const [error, setError] = useState('');
   // Whether the key may change schemas and indexes; until known, it may not (the service would refuse).
   const [admin, setAdmin] = useState(false);
@@ -141,10 +154,14 @@ function Console({ api, onSignOut }: { api: Api; onSignOut: () => void }) {
               ? html`<${IssuersView} api=${api} />`
               : chosen
                 ? html`<${RowsView}
-                key=${chosen}
+                key=${routeHash({ collection: chosen, filter: typeof view === 'object' ? view.filter : undefined })}
                 api=${api}
                 collection=${chosen}
                 admin=${admin}
+                collections=${collections.map((collection) => collection.name)}
+                filter=${typeof view === 'object' ? view.filter : undefined}
+                open=${typeof view === 'object' ? view.open : undefined}
+                opened=${followed}
                 onChanged=${changed}
                 onDeleted=${() => {
                   setView(undefined);

@@ -26,6 +26,24 @@ export function Problems({ failure }: { failure?: Explained }) {
 }
 
 /**
+ * A change an admin key's panel makes (a schema's, an index's, a relation's): `act(change)` runs it, then
+ * `done()`; a failure is kept, explained, for Problems to list, until the next change goes through.
+ */
+export function useChange(done: () => void) {
+  const [failure, setFailure] = useState<Explained>();
+  const act = async (change: () => Promise<unknown>) => {
+    try {
+      await change();
+      setFailure(undefined);
+      done();
+    } catch (error) {
+      setFailure(explain(error));
+    }
+  };
+  return { failure, setFailure, act };
+}
+
+/**
  * A dialog shown modal (the browser keeps focus in it, Escape closes it), titled `title`; `onClose` is
  * called however it closes.
  */

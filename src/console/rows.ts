@@ -2,17 +2,21 @@
 // click on a column, narrowed by a filter in the filter language (docs/api.md, "Filters") with its
 // errors shown beside it, grouped (groups.ts), paged, counted; a row opened to edit or delete and rows inserted (editor.ts);
 // and, live, the feed's changes applied in place (live.ts) with the last of them listed beside the table.
-// Above the table, the collection's schema and indexes (schema.ts) and its rules, with the table's page
-// previewed as a user would see it (rules.ts).
+// Above the table, the collection's schema and indexes (schema.ts), its relations (relations.ts) and its
+// rules, with the table's page previewed as a user would see it (rules.ts). A to-one relation's field
+// links each row to the row it names (related.ts); the view opens at a route's filter and row (route.ts).
 import { html } from 'htm/preact';
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { SCORE } from '../query/order.ts';
-import { type Api, ApiError, describe, type Row, type RowsQuery, rowsFilter } from './api.ts';
+import { type Api, ApiError, describe, type Relation, type Row, type RowsQuery, rowsFilter } from './api.ts';
 import { type DialogContext, InsertRows, RowEditor } from './editor.ts';
 import { type Change, Feed, type FeedState } from './feed.ts';
 import { GroupPanel } from './groups.ts';
 import { applyChange, type ShownRow } from './live.ts';
 import { Modal, Status } from './parts.ts';
+import { rowLink } from './related.ts';
+import { RelationsPanel } from './relations.ts';
+import { routeHash } from './route.ts';
 import { RulesPanel } from './rules.ts';
 import { readTyping, SchemaPanel, type Typing } from './schema.ts';
 
@@ -23,15 +27,21 @@ const PANEL_SIZE = 50;
 interface Props {
   api: Api;
   collection: string;
-  /** Whether the key is an admin key, which may change the collection's schema and indexes. */
+  /** Whether the key is an admin key, which may change the collection's schema, indexes and relations. */
   admin: boolean;
+  /** The account's collections, which a relation may name. */
+  collections: string[];
+  /** The filter the view opens with, and the row it opens (a route's: route.ts); `opened` moves each time the route is followed. */
+  filter?: string;
+  open?: number;
+  opened?: number;
   /** After a change made here: the counts around the view are read again. */
   onChanged: () => void;
   onDeleted: () => void;
 }
 
-export function RowsView({ api, collection, admin, onChanged, onDeleted }: Props) {
-  const [query, setQuery] = useState<RowsQuery>({ order: 'asc', limit: PAGE_SIZE });
+export function RowsView({ api, collection, admin, collections, filter, open, opened, onChanged, onDeleted }: Props) {
+  const [query, setQuery] = useState<RowsQuery>({ order: 'asc', limit: PAGE_SIZE, filter });
   // The cursors of the pages before this one, for Previous: a cursor only leads forward.
   const [before, setBefore] = useState<(string | undefined)[]>([]);
   const [next, setNext] = useState<string>();
@@ -76,6 +86,12 @@ export function RowsView({ api, collection, admin, onChanged, onDeleted }: Props
     reload();
     retype();
   }, []);
+  // A route naming a row opens it, each time it is followed, once the collection's schema and relations
+  // are read (they say whether it opens in the form).
+  const typed = typing !== undefined;
+  useEffect(() => {
+    if (open !== undefined && typed) setDialog({ id: open });
+  }, [open, opened, typed]);
 
   // Live from the page's own snapshot (Rowbase-Seq): no change between the read and the feed is missed.
   // Not before the first page is read: from seq 0 it would replay every retained change of the collection.
@@ -119,11 +135,25 @@ export function RowsView({ api, collection, admin, onChanged, onDeleted }: Props
     reload({ ...query, orderBy: field, order, after: undefined }, []);
   };
 
-  const afterChange = () => {
+  /**
+   * Closes the dialog; one a route opened leaves the route for the view's (the address's row gone, with
+   * no new entry in the history), so that following the row's link again opens it again.
+   */
+  const closeDialog = () => {
     setDialog(undefined);
+    const viewed = routeHash({ collection, filter });
+    if (open !== undefined && location.hash !== viewed) history.replaceState(null, '', viewed);
+  };
+  const afterChange = () => {
+    closeDialog();
     onChanged();
     reload();
   };
+  // Each to-one relation by the field that holds its ids: that column's ids link to the rows they name.
+  const linked = useMemo(
+    () => new Map((typing?.relations ?? []).filter((relation) => relation.kind === 'to_one').map((relation) => [relation.field, relation])),
+    [typing],
+  );
 
   const skipped = before.length * query.limit;
   const first = shown.length === 0 ? 0 : skipped + 1;
@@ -137,6 +167,10 @@ export function RowsView({ api, collection, admin, onChanged, onDeleted }: Props
         <button type="button" class="danger" onClick=${() => setDialog('delete-collection')}>Delete collection</button>
       </header>
       <${SchemaPanel} api=${api} collection=${collection} typing=${typing} admin=${admin} onChanged=${() => {
+        retype();
+        onChanged();
+      }} />
+      <${RelationsPanel} api=${api} collection=${collection} relations=${typing?.relations} collections=${collections} admin=${admin} onChanged=${() => {
         retype();
         onChanged();
       }} />
@@ -189,7 +223,7 @@ export function RowsView({ api, collection, admin, onChanged, onDeleted }: Props
               ${shown.map(
                 ({ row, fresh, seq }) => html`
                   <tr key=${`${row.id}:${seq ?? ''}`} class=${fresh ?? ''} data-id=${row.id}>
-                    ${columns.map((field) => html`<td key=${field} class=${field in row ? '' : 'missing'}>${cell(row[field])}</td>`)}
+                    ${columns.map((field) => html`<td key=${field} class=${field in row ? '' : 'missing'}>${cell(row[field], linked.get(field))}</td>`)}
                     <td><button type="button" onClick=${() => setDialog(row)} aria-label=${`Open row ${row.id}`}>Open</button></td>
                   </tr>
                 `,
@@ -214,7 +248,15 @@ export function RowsView({ api, collection, admin, onChanged, onDeleted }: Props
         <button type="button" disabled=${before.length === 0} onClick=${() => reload({ ...query, after: before.at(-1) }, before.slice(0, -1))}>Previous</button>
         <button type="button" disabled=${next === undefined || last >= total} onClick=${() => reload({ ...query, after: next }, [...before, query.after])}>Next</button>
       </nav>
-      ${dialogFor(dialog, { api, collection, schema: typing?.schema ?? null, close: () => setDialog(undefined), afterChange, onDeleted })}
+      ${dialogFor(dialog, {
+        api,
+        collection,
+        schema: typing?.schema ?? null,
+        relations: typing?.relations ?? [],
+        close: closeDialog,
+        afterChange,
+        onDeleted,
+      })}
     </section>
   `;
 }
@@ -262,8 +304,11 @@ function captionOf({ filter, search }: RowsQuery): string {
   return filter ? ' matching the filter' : '';
 }
 
-function cell(value: unknown): string {
+/** A field's value in the table: a to-one relation's id as a link to the row it names. */
+function cell(value: unknown, relation?: Relation) {
   if (value === undefined) return '';
+  if (relation && typeof value === 'number' && Number.isSafeInteger(value) && value >= 1)
+    return html`<a href=${rowLink(relation.collection, value)} aria-label=${`${relation.collection} row ${value}`}>${value}</a>`;
   return typeof value === 'string' ? value : JSON.stringify(value);
 }
 

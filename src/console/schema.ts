@@ -4,18 +4,19 @@
 // 400 with each place in it that is wrong, a 409 schema_conflict with the stored rows that break it.
 import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
-import { type Api, type Explained, explain, type Index, type RowSchema } from './api.ts';
-import { JsonEditor, Problems } from './parts.ts';
+import type { Api, Index, Relation, RowSchema } from './api.ts';
+import { JsonEditor, Problems, useChange } from './parts.ts';
 
-/** What types a collection: its schema (`null` for none) and its declared indexes. */
+/** What types a collection: its schema (`null` for none), its declared indexes and its relations (relations.ts). */
 export interface Typing {
   schema: RowSchema | null;
   indexes: Index[];
+  relations: Relation[];
 }
 
 export async function readTyping(api: Api, collection: string): Promise<Typing> {
-  const [{ schema }, indexes] = await Promise.all([api.collection(collection), api.indexes(collection)]);
-  return { schema: schema ?? null, indexes };
+  const [{ schema, relations }, indexes] = await Promise.all([api.collection(collection), api.indexes(collection)]);
+  return { schema: schema ?? null, indexes, relations: relations ?? [] };
 }
 
 interface Props {
@@ -32,24 +33,16 @@ interface Props {
 export function SchemaPanel({ api, collection, typing, admin, onChanged }: Props) {
   const [editing, setEditing] = useState(false);
   const [removing, setRemoving] = useState(false);
-  const [failure, setFailure] = useState<Explained>();
+  const { failure, setFailure, act } = useChange(() => {
+    setRemoving(false);
+    onChanged();
+  });
   // The line takes its place at once, before the read: arriving later, it would push the controls
   // below it down under a pointer already on its way to one of them.
   if (!typing) {
     return html`<details class="typing" aria-busy="true"><summary>Schema and indexes</summary></details>`;
   }
   const { schema, indexes } = typing;
-
-  const act = async (change: () => Promise<unknown>) => {
-    try {
-      await change();
-      setFailure(undefined);
-      setRemoving(false);
-      onChanged();
-    } catch (error) {
-      setFailure(explain(error));
-    }
-  };
 
   const declare = (event: Event) => {
     event.preventDefault();

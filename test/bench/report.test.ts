@@ -1,6 +1,7 @@
 // How the bench judges a workload against its neighbour (bench/report.ts): by the median over the rounds
 // of the two rates measured side by side in each, not by each side's median to (a); and the webhooks'
-// targets (issue 45); the search's (issue 55); and those of the changes over plain HTTP (issue 56).
+// targets (issue 45); the search's (issue 55); those of the changes over plain HTTP (issue 56); and the
+// related rows' (issue 54).
 import { expect } from 'chai';
 import { type FeedMeasured, histogramOf, type Measured } from '../../bench/measure.ts';
 import { judgeTargets, type Measurement, summarise, table } from '../../bench/report.ts';
@@ -32,6 +33,16 @@ function target(measurements: Measurement[], name: string) {
   const targets = judgeTargets(summarise(measurements), { metering: 0, metrics: 0 }, 1024, settingsFromArgs([]));
   return targets.find((t) => t.name === name);
 }
+
+/** The lines of the table of a run that measured nothing: every workload's label, none measured. */
+const emptyTable = () =>
+  table({
+    settings: settingsFromArgs([]),
+    summaries: [],
+    targets: [{ name: 'rowbase peak RSS', target: '< 240 MB', value: '1 MB', met: true }],
+    serverPeakRssKb: {},
+    postgres: {},
+  } as unknown as Parameters<typeof table>[0]).split('\n');
 
 /** A round of webhook-throughput that delivered `perSecond` changes a second for 5 s, each once, in order. */
 const throughputRound = (round: number, perSecond: number): Measurement => ({
@@ -243,14 +254,7 @@ describe('bench', () => {
     });
 
     it('labels each workload of issue 56 in the table', () => {
-      const settings = settingsFromArgs([]);
-      const lines = table({
-        settings,
-        summaries: [],
-        targets: [{ name: 'rowbase peak RSS', target: '< 240 MB', value: '1 MB', met: true }],
-        serverPeakRssKb: {},
-        postgres: {},
-      } as unknown as Parameters<typeof table>[0]).split('\n');
+      const lines = emptyTable();
       for (const label of [
         'fanout-sse (the same, 1,000 server-sent event streams of the changes; p50, p99: delivery)',
         'fanout-long-poll (the same, 100 long-polling clients, wait=30; p50, p99: delivery)',
@@ -258,6 +262,67 @@ describe('bench', () => {
         'idle-streams (10,000 idle server-sent event streams of the changes; p50, p99: to ready)',
       ]) {
         expect(lines.some((line) => line.startsWith(`| ${label}`))).to.equal(true, label);
+      }
+    });
+  });
+
+  describe('the targets of the related rows (issue 54)', () => {
+    for (const [neighbour, workload, min] of [
+      ['list-posts', 'list-posts-author', 0.5],
+      ['list-posts', 'list-posts-comments', 0.25],
+      ['insert-1', 'insert-1-related', 0.8],
+      ['list-posts-postgres', 'list-posts-author-postgres', 0.5],
+      ['list-posts-postgres', 'list-posts-comments-postgres', 0.25],
+      ['insert-1-postgres', 'insert-1-related-postgres', 0.8],
+    ] as const) {
+      it(`judges ${workload} beside ${neighbour}, against ${min}`, () => {
+        const met = rounds(neighbour, workload, [[10_000, 4_000, Math.round(4_000 * (min + 0.01))]]);
+        expect(target(met, workload)).to.deep.equal({
+          name: workload,
+          target: `≥ ${min} × ${neighbour}`,
+          value: `${(min + 0.01).toFixed(2)} × ${neighbour}`,
+          met: true,
+        });
+        const missed = rounds(neighbour, workload, [[10_000, 4_000, Math.round(4_000 * (min - 0.01))]]);
+        expect(target(missed, workload)).to.include({ met: false });
+      });
+    }
+
+    for (const workload of ['cascade-1000', 'cascade-1000-postgres']) {
+      it(`judges ${workload} by its deletes' p99 (the median of the rounds'), every naming row deleted`, () => {
+        const round = (index: number, p99Ms: number, failures = 0): Measurement => ({
+          workload,
+          round: index + 1,
+          measured: { ...measured(10), p50Ms: 80, p99Ms, failures },
+          peakRssKb: 1,
+        });
+        expect(target([round(0, 300), round(1, 1500), round(2, 950)], workload)).to.deep.equal({
+          name: workload,
+          target: 'p99 < 1,000 ms, every naming row deleted',
+          value: 'p50 80.0, p99 950 ms',
+          met: true,
+        });
+        expect(target([round(0, 1000)], workload)).to.include({ met: false });
+        expect(target([round(0, 300, 1)], workload)).to.deep.include({ value: 'p50 80.0, p99 300 ms, 1 deletes wrong', met: false });
+      });
+    }
+
+    it('labels each workload of issue 54 in the table', () => {
+      const lines = emptyTable();
+      for (const label of [
+        'insert-1 into a collection with one enforced relation',
+        'list-posts (a page of 50 posts)',
+        "list-posts expanding each post's author",
+        "list-posts expanding each post's 10 comments (limit 10)",
+        'cascade-1000 (a row named by 1,000 rows, deleted with them in one request; p50, p99: the delete)',
+        'insert-1 (postgres) into a collection with one enforced relation',
+        'list-posts (postgres)',
+        'cascade-1000 (postgres)',
+      ]) {
+        expect(
+          lines.some((line) => line.startsWith(`| ${label} `)),
+          label,
+        ).to.equal(true);
       }
     });
   });

@@ -8,9 +8,33 @@ import type { Request } from 'autocannon';
 import { expect } from 'chai';
 import { jwtVerify } from 'jose';
 import { endUserToken, issuer, rules } from '../../bench/end-user.ts';
-import { BODY_WORDS, corpusRow, ownedRow, searchIndex, TITLE_WORDS, typedIndex, typedSchema, VOCABULARY } from '../../bench/seed.ts';
+import {
+  BODY_WORDS,
+  benchRelations,
+  benchRow,
+  collections,
+  commentRow,
+  corpusRow,
+  ownedRow,
+  personOf,
+  postRow,
+  searchIndex,
+  TITLE_WORDS,
+  typedIndex,
+  typedSchema,
+  VOCABULARY,
+} from '../../bench/seed.ts';
 import { settingsFromArgs } from '../../bench/settings.ts';
-import { httpWorkloads, type LoadJob, SEARCH_BAND, SEARCH_ORDER_BY, SEARCH_PAGE } from '../../bench/workloads.ts';
+import {
+  cascadeWorkloads,
+  httpWorkloads,
+  type LoadJob,
+  needsPostgres,
+  SEARCH_BAND,
+  SEARCH_ORDER_BY,
+  SEARCH_PAGE,
+  usesRelations,
+} from '../../bench/workloads.ts';
 import { checkAccess } from '../../src/rules/check.ts';
 import { type Claims, compileRules } from '../../src/rules/compile.ts';
 import { checkRules } from '../../src/rules/rules.ts';
@@ -171,5 +195,86 @@ describe('bench', () => {
         expect(bodies.size).to.equal(requests.length);
       });
     }
+  });
+
+  describe('the related rows and their workloads (issue 54)', () => {
+    const { settings } = job;
+
+    it('seeds posts naming people, and comments naming the posts, commentsPerPost each, every id one that exists', () => {
+      const authors = new Set<number>();
+      for (let id = 1; id <= settings.posts; id++) {
+        const { author_id } = postRow(id, settings.people);
+        expect(author_id).to.be.within(1, settings.people);
+        authors.add(author_id);
+      }
+      // Scattered over every person, not one.
+      expect(authors.size).to.be.above(settings.people * 0.9);
+      const perPost = new Map<number, number>();
+      for (let id = 1; id <= settings.posts * settings.commentsPerPost; id++) {
+        const { post_id } = commentRow(id, settings.commentsPerPost);
+        perPost.set(post_id, (perPost.get(post_id) ?? 0) + 1);
+      }
+      expect(perPost.size).to.equal(settings.posts);
+      expect(new Set(perPost.values())).to.deep.equal(new Set([settings.commentsPerPost]));
+      expect(
+        benchRelations.map(([collection, name, { field, collection: target, on_delete }]) => [collection, name, field, target, on_delete]),
+      ).to.deep.equal([
+        [collections.posts, 'author', 'author_id', collections.people, 'restrict'],
+        [collections.comments, 'post', 'post_id', collections.posts, 'cascade'],
+        [collections.linked, 'person', 'person_id', collections.people, 'restrict'],
+        [collections.children, 'parent', 'parent_id', collections.parents, 'cascade'],
+      ]);
+    });
+
+    for (const workload of ['insert-1-related', 'insert-1-related-postgres']) {
+      it(`${workload} sends insert-1's headers and row with a person that exists, a thousand in turn`, async () => {
+        const [plain] = await sent('insert-1', 1);
+        const requests = await sent(workload, 1000);
+        const persons = new Set<number>();
+        for (const request of requests) {
+          expect(request.path).to.equal(`/v1/collections/${collections.linked}/rows`);
+          expect(Object.keys(request.headers ?? {}).sort()).to.deep.equal(Object.keys(plain.headers ?? {}).sort());
+          const [row, ...more] = JSON.parse(String(request.body));
+          expect(more).to.deep.equal([]);
+          const { person_id, ...fields } = row;
+          expect(fields).to.deep.equal(benchRow(1));
+          expect(person_id).to.be.within(1, settings.people);
+          persons.add(person_id);
+        }
+        expect(persons.size).to.be.above(500);
+        expect(personOf(1, settings.people)).to.equal(personOf(1, settings.people));
+      });
+    }
+
+    for (const [suffix, server] of [
+      ['', 'rowbase'],
+      ['-postgres', 'rowbase-postgres'],
+    ]) {
+      it(`list-posts${suffix} and its expanding twins read the same first page of posts, on ${server}`, async () => {
+        const paths = [];
+        for (const name of ['list-posts', 'list-posts-author', 'list-posts-comments']) {
+          const workload = `${name}${suffix}`;
+          expect(httpWorkloads[workload].server).to.equal(server);
+          expect(httpWorkloads[workload].rowsPerRequest(settings)).to.equal(settings.pageSize);
+          expect(usesRelations(workload)).to.equal(true);
+          const [request] = await httpWorkloads[workload].requests({ ...job, workload });
+          expect(request.method).to.equal('GET');
+          paths.push(String(request.path));
+        }
+        expect(paths).to.deep.equal([
+          `/v1/collections/posts/rows?limit=${settings.pageSize}`,
+          `/v1/collections/posts/rows?limit=${settings.pageSize}&expand=author`,
+          `/v1/collections/posts/rows?limit=${settings.pageSize}&expand=comments`,
+        ]);
+      });
+    }
+
+    it('deletes a row named by cascadeNaming others on each backend, measured when PostgreSQL answers on it', () => {
+      expect(cascadeWorkloads).to.deep.equal({ 'cascade-1000': 'rowbase', 'cascade-1000-postgres': 'rowbase-postgres' });
+      expect(settings.cascadeNaming).to.equal(1000);
+      expect([needsPostgres('cascade-1000'), needsPostgres('cascade-1000-postgres')]).to.deep.equal([false, true]);
+      expect(usesRelations('cascade-1000')).to.equal(true);
+      expect(usesRelations('insert-1')).to.equal(false);
+    });
   });
 });

@@ -3,7 +3,20 @@
 // What a person sees of them in a page is typed.test.ts.
 import { expect } from 'chai';
 import type { Problem } from '../../src/console/api.ts';
-import { type FormField, formFields, type InputState, placeErrors, readInput } from '../../src/console/fields.ts';
+import {
+  type FormField,
+  formFields,
+  type InputState,
+  inputKind,
+  inputText,
+  labelFieldOf,
+  pickerFilter,
+  placeErrors,
+  readInput,
+  rowLabel,
+  withRelations,
+} from '../../src/console/fields.ts';
+import { parseRoute, routeHash } from '../../src/console/route.ts';
 
 const problem = (members: Partial<Problem>): Problem => ({
   type: 'urn:rowbase:problem:x',
@@ -181,5 +194,82 @@ describe('console: the typed row form', () => {
       const within = placeErrors(problem({ status: 409, code: 'unique_violation', fields: ['email'] }), fields);
       expect(within.atFields.get('email')).to.deep.equal(['two rows of this write share this value of the unique index email']);
     });
+  });
+
+  describe('a relation’s field', () => {
+    const relations = [
+      { name: 'author', kind: 'to_one', collection: 'people', field: 'author_id', on_delete: 'restrict', reverse: 'posts' },
+      { name: 'editor', kind: 'to_one', collection: 'people', field: 'editor_id', on_delete: 'set_null', reverse: null },
+      { name: 'comments', kind: 'to_many', collection: 'comments', field: 'post_id', on_delete: 'cascade', reverse: 'post' },
+    ] as const;
+
+    it('is picked from a list of the related rows: in its place when the schema declares it, after the others when not', () => {
+      const fields = withRelations(
+        formFields({ type: 'object', required: ['author_id'], properties: { title: { type: 'string' }, author_id: { type: 'integer' } } }),
+        [...relations],
+      );
+      expect(fields.map(({ name, kind, required, relation }) => ({ name, kind, required, relation }))).to.deep.equal([
+        { name: 'title', kind: 'text', required: false, relation: undefined },
+        { name: 'author_id', kind: 'relation', required: true, relation: { name: 'author', collection: 'people' } },
+        { name: 'editor_id', kind: 'relation', required: false, relation: { name: 'editor', collection: 'people' } },
+      ]);
+      expect(fields[1].hint).to.equal('the id of a row of people (relation author), or none');
+      // A collection without a schema or relations has no form.
+      expect(withRelations([], [relations[2]])).to.deep.equal([]);
+    });
+
+    it('reads the list’s value as a row id, or none: null of a field that named a row, nothing of one that named none', () => {
+      const [field] = withRelations([], [relations[0]]);
+      expect(inputKind(field, 7)).to.equal('relation');
+      expect(inputKind(field, 'seven')).to.equal('json');
+      expect(inputText(field, 7)).to.equal('7');
+      expect(inputText(field, null)).to.equal('');
+      expect(readInput(field, input({ value: '12' }), 7, false)).to.deep.equal({ value: 12 });
+      expect(readInput(field, input({ value: '' }), 7, false)).to.deep.equal({ value: null });
+      expect(readInput(field, input({ value: '' }), undefined, true)).to.deep.equal({ keep: true });
+      expect(readInput(field, input({ value: '' }), null, false)).to.deep.equal({ keep: true });
+    });
+
+    it('names each related row by the field its schema or its rows name it by, and finds rows by an id, words or a filter', () => {
+      expect(
+        labelFieldOf({ type: 'object', properties: { n: { type: 'integer' }, email: { type: 'string' }, name: { type: 'string' } } }, []),
+      ).to.equal('name');
+      expect(labelFieldOf({ type: 'object', properties: { code: { type: ['string', 'null'] } } }, [])).to.equal('code');
+      expect(labelFieldOf(null, [{ id: 1, n: 2, title: 'A title' }])).to.equal('title');
+      expect(labelFieldOf(null, [{ id: 1, sku: 'X-1' }])).to.equal('sku');
+      expect(labelFieldOf(null, [{ id: 1, n: 2 }])).to.equal(undefined);
+      expect(rowLabel({ id: 3, name: 'Ada' }, 'name')).to.equal('3 · Ada');
+      expect(rowLabel({ id: 3 }, 'name')).to.equal('row 3');
+      expect(rowLabel({ id: 3, name: 'x'.repeat(80) }, 'name')).to.equal(`3 · ${'x'.repeat(59)}…`);
+
+      const how = { searchable: false, labelField: 'name' };
+      expect(pickerFilter('  ', how)).to.deep.equal({});
+      expect(pickerFilter('12', how)).to.deep.equal({ filter: '{"id":12}' });
+      expect(pickerFilter('Gra', how)).to.deep.equal({ filter: '{"name":{"$prefix":"Gra"}}' });
+      expect(pickerFilter('grace hopper', { ...how, searchable: true })).to.deep.equal({ filter: '{"$search":"grace hopper"}' });
+      expect(pickerFilter('{"team": 3}', how)).to.deep.equal({ filter: '{"team": 3}' });
+      expect(pickerFilter('Gra', { searchable: false, labelField: undefined })).to.have.property('error');
+    });
+  });
+});
+
+describe('console: where it is (the address’s fragment)', () => {
+  it('reads and writes a collection, its filter and the row open, the webhooks and the issuers', () => {
+    const routes = [
+      { collection: 'posts' },
+      { collection: 'people', open: 7 },
+      { collection: 'comments', filter: '{"post_id":1}' },
+      { collection: 'a b/c', filter: '{"x":"#&?"}', open: 2 },
+      'webhooks',
+      'issuers',
+    ] as const;
+    for (const route of routes) expect(parseRoute(routeHash(route)), routeHash(route)).to.deep.equal(route);
+    expect(routeHash({ collection: 'people', open: 7 })).to.equal('#/collections/people/rows/7');
+    expect(decodeURIComponent(routeHash({ collection: 'comments', filter: '{"post_id":1}' }))).to.equal(
+      '#/collections/comments?filter={"post_id":1}',
+    );
+    for (const unknown of ['', '#', '#/nothing', '#/collections/', '#/collections/posts/rows/0', '#/collections/%E0%A4%A']) {
+      expect(parseRoute(unknown), unknown).to.equal(undefined);
+    }
   });
 });

@@ -257,6 +257,42 @@ describeEachBackend('relations', (backend) => {
       }
     });
 
+    it('declares relations while cascading deletes run between the same collections, whichever name sorts first', async () => {
+      // A declaration holds both collections, as a cascading delete holds the collection of the row it
+      // deletes and then the collection its rows cascade into: taken in two orders, PostgreSQL would
+      // abort one of the two as a deadlock.
+      for (const [target, source] of [
+        [fresh('a_parents'), fresh('b_children')],
+        [fresh('b_parents'), fresh('a_children')],
+      ]) {
+        await collection(
+          target,
+          Array.from({ length: 30 }, (_, n) => ({ n })),
+        );
+        await collection(
+          source,
+          Array.from({ length: 90 }, (_, n) => ({ parent_id: (n % 30) + 1, other_id: null })),
+        );
+        expect((await relate(source, 'parent', { field: 'parent_id', collection: target, on_delete: 'cascade' })).status).to.equal(200);
+        const statuses = await Promise.all(
+          Array.from({ length: 30 }, async (_, n) => {
+            // A third declare a relation of their own, and every other of those deletes it again.
+            if (n % 3 === 0) {
+              const declared = await relate(source, `other${n}`, { field: `other${n}_id`, collection: target, on_delete: 'set_null' });
+              if (n % 6 !== 0 || declared.status !== 200) return declared.status;
+              return (await client.delete(`/v1/collections/${source}/relations/other${n}`)).status;
+            }
+            return (await client.delete(`/v1/collections/${target}/rows/${n + 1}`)).status;
+          }),
+        );
+        expect(statuses.filter((status) => status !== 200 && status !== 204)).to.deep.equal([]);
+        // Each delete took the rows naming its row along.
+        const left = new Set((await rowsOf(target)).map((row) => row.id));
+        for (const child of await rowsOf(source)) expect(left.has(child.parent_id as number), `child ${child.id}`).to.equal(true);
+        expect((await client.get<unknown[]>(`/v1/collections/${source}/relations`)).body).to.have.length(6);
+      }
+    });
+
     it('drops the relations of and to a deleted collection', async () => {
       const { people, posts } = await authored('restrict');
       expect((await client.delete(`/v1/collections/${people}`)).status).to.equal(204);

@@ -153,8 +153,25 @@ export class RowSchemas implements SchemaCache {
    */
   async check(read: Read, schemaId: number, collection: string, rows: readonly Fields[], rowOf = (index: number) => index): Promise<void> {
     if (schemaId === 0) return;
-    const { validate, links } = await this.compiled(read, schemaId);
+    const { links } = await this.compiled(read, schemaId);
     if (links && links.out.length > 0) await checkNamed(read, this.existingSql, links.out, collection, rows, rowOf);
+    await this.validate(read, schemaId, collection, rows, rowOf);
+  }
+
+  /**
+   * 422 row_invalid when any of `rows` breaks the schema `schemaId` (none for 0), as check() does, but
+   * the rows they name left for the write's own transaction to look up: an insert's (named()), which
+   * checks them where no delete can come between the look-up and the write.
+   */
+  async validate(
+    read: Read,
+    schemaId: number,
+    collection: string,
+    rows: readonly Fields[],
+    rowOf = (index: number) => index,
+  ): Promise<void> {
+    if (schemaId === 0) return;
+    const { validate } = await this.compiled(read, schemaId);
     if (!validate) return;
     const errors: RowError[] = [];
     let failing = 0;

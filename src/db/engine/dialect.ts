@@ -78,10 +78,14 @@ export interface Dialect {
   codePointOrder: string;
   /** Whether the driver's error is a unique constraint the statement broke, told by its code. */
   isUniqueViolation(error: unknown): boolean;
+  /** Whether the driver's error aborted the transaction as one of several waiting for each other (nothing of it written). */
+  isDeadlock(error: unknown): boolean;
   /** A filter as the condition of a change by filter (../reads/filter.ts), in the dialect's SQL: a relation's rows are found so. */
   filterSql(filter: Filter): { sql: string; params: SqlValue[] };
   /** The keys of a sort index within `bounds`, as a condition on the columns of `sort_keys` (the dialect's filter.ts). */
   keyBoundsSql(bounds: KeyBounds): { sql: string; params: SqlValue[] };
+  /** The rows whose id is one of `ids`, as a condition on `rows`, with one binding (the dialect's sql/relations.ts). */
+  rowIdsSql(ids: readonly number[]): { sql: string; params: SqlValue[] };
 }
 
 /** Runs one statement and answers its rows: alone, or inside the write that needs it. */
@@ -112,6 +116,8 @@ export interface SchemaCache {
     rows: readonly Record<string, unknown>[],
     rowOf?: (index: number) => number,
   ): Promise<void>;
+  /** check() but the rows named, which the write's own transaction looks up (named()): an insert's. */
+  validate(read: Read, schemaId: number, collection: string, rows: readonly Record<string, unknown>[]): Promise<void>;
 }
 
 /** What a dialect writes of a unique index in its own SQL (indexes.ts). */

@@ -9,6 +9,7 @@ type OwnStep =
   | '0006_postgres_cut_sort_keys'
   | '0007_postgres_page_knows_cut_keys'
   | '0012_postgres_once_taken'
+  | '0023_postgres_relation_missing'
   | '0013_sqlite_answers_pruned_oldest_first';
 
 /** What a dialect changes of the migrations. */
@@ -429,6 +430,7 @@ const migrations = (schema: DialectSchema): Record<string, Knex.Migration> => ({
       await knex.schema.dropTable('collection_relations');
     },
   },
+  '0023_postgres_relation_missing': schema.own['0023_postgres_relation_missing'] ?? unchanged,
 });
 
 /** A migration that changes nothing on a dialect. */

@@ -3,7 +3,7 @@ import { EventEmitter } from 'node:events';
 /**
  * Time spent waiting for a connection of the database, told as it ends, by the queue waited in:
  * `knex` (Knex's pool: PostgreSQL's connections, SQLite's writer) and `sqlite_snapshot` (SQLite's
- * connection for reads in one snapshot, which takes them one at a time). Only waits are told: a
+ * connections for reads in one snapshot, four, each taking one at a time). Only waits are told: a
  * connection free when asked for costs nothing here. The metrics listen (docs/operations.md).
  */
 export class Waits extends EventEmitter<{ wait: [queue: WaitQueue, seconds: number] }> {}

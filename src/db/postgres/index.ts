@@ -14,7 +14,7 @@ import { migrationSource } from '../engine/migrations.ts';
 import { Waits } from '../engine/waits.ts';
 import { scoresWith } from '../reads/filter.ts';
 import { onceAnswerSql } from '../sql/rows.ts';
-import { isUnavailable, isUniqueViolation } from './errors.ts';
+import { isDeadlock, isUnavailable, isUniqueViolation } from './errors.ts';
 import { filterSql, keyBoundsSql } from './filter.ts';
 import { escapeString, unescapedJson } from './jsonb.ts';
 import { postgresSchema } from './migrations.ts';
@@ -23,11 +23,11 @@ import { makeSortIndex } from './sort-indexes.ts';
 import { POSTGRES_KEY_CHARS, uniqueIndexSql } from './sql/collections.ts';
 import { notifySql } from './sql/engine.ts';
 import { aggregateSql, filteredSortedPage, orderedPage, sortedPage, sortedPageAfter } from './sql/reads.ts';
-import { existingIdsSql } from './sql/relations.ts';
+import { existingIdsSql, rowIdsSql } from './sql/relations.ts';
 import { holdOnceSql, pruneOnceSql } from './sql/rows.ts';
 import { searchSql } from './sql/search.ts';
 import { claimStreamsSql } from './sql/webhooks.ts';
-import { runAlone, runInTransaction, runTimed } from './statements.ts';
+import { runAlone, runInTransaction, runSnapshot, runTimed } from './statements.ts';
 
 /** Opens the database that `url` names and brings its schema up to date. */
 export async function openPostgresStore(
@@ -70,8 +70,10 @@ export async function openPostgresStore(
     // The database's collation may not be code point order (en-US puts `a` before `B`); "C" is.
     codePointOrder: ' collate "C"',
     isUniqueViolation,
+    isDeadlock,
     filterSql,
     keyBoundsSql,
+    rowIdsSql,
     // An advisory lock held until the transaction ends, commit or rollback (a crash included), by account
     // and the key's hash: two keys of one hash wait for each other, which only costs a 409 to a retry.
     async holdOnce(trx, accountId, key) {
@@ -84,11 +86,7 @@ export async function openPostgresStore(
     // sorts or filters in a read-only transaction of its own with a statement_timeout.
     read: (sql, params, kind) =>
       kind === 'sort' || kind === 'once' ? runTimed(knex, sql, params, queryTimeoutMs, kind === 'sort') : runAlone(knex, sql, params),
-    snapshot: (work) =>
-      knex.transaction((trx) => work((sql, params) => runInTransaction(trx, sql, params)), {
-        isolationLevel: 'repeatable read',
-        readOnly: true,
-      }),
+    snapshot: (work) => runSnapshot(knex, work),
     orderedPage,
     aggregateSql,
     jsonOf: unescapedJson,

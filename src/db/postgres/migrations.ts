@@ -5,7 +5,7 @@ import type { DialectSchema } from '../engine/migrations.ts';
 import { replaceKey } from '../sql/collections.ts';
 import { jsonbOf } from './jsonb.ts';
 import { keyColumns } from './sql/collections.ts';
-import { ONCE_TAKEN } from './sql/rows.ts';
+import { ONCE_TAKEN, RELATION_MISSING } from './sql/rows.ts';
 import { dropSearchTablesSql, searchTablesSql } from './sql/search.ts';
 
 export const postgresSchema: DialectSchema = {
@@ -78,6 +78,18 @@ export const postgresSchema: DialectSchema = {
       },
       async down(knex) {
         await knex.raw('drop function if exists rowbase_once_taken()');
+      },
+    },
+    '0023_postgres_relation_missing': {
+      // An insert of rows that name rows of other collections is one statement, run alone, that holds the
+      // rows named (sql/, namingInsertBatchSql): one that does not find them all stops itself with this
+      // error, so that nothing of it is written, and the insert looks again in a transaction.
+      async up(knex) {
+        await knex.raw(`create or replace function rowbase_relation_missing() returns boolean language plpgsql as $$
+          begin raise exception 'a row the inserted rows name was not found' using errcode = '${RELATION_MISSING}'; end $$`);
+      },
+      async down(knex) {
+        await knex.raw('drop function if exists rowbase_relation_missing()');
       },
     },
   },

@@ -31,6 +31,7 @@ import { appendEvents, eventRow } from '../events/events.ts';
 import type { AggregateSource } from '../reads/aggregates.ts';
 import type { Sql } from '../reads/filter.ts';
 import { readRelatedAggregates, readRelatedPage } from '../reads/related.ts';
+import { namedRows } from '../relations/links.ts';
 import { upsertWritesOf, writeBatch } from '../rows/batch.ts';
 import { exportCollection } from '../rows/exports.ts';
 import { beginOnce, recordOnce } from '../rows/idempotency.ts';
@@ -49,7 +50,7 @@ import {
 } from '../rows/rows.ts';
 import { upsertRows } from '../rows/upserts.ts';
 import { changedRows, deleteRowIn, deleteRowsIn, matchedRows, type RowWrites } from '../rows/writes.ts';
-import { isOnceTaken, isQueryCanceled } from './errors.ts';
+import { isOnceTaken, isQueryCanceled, isRelationMissing } from './errors.ts';
 import { idList, keysSql } from './sql/collections.ts';
 import { getRowSql } from './sql/reads.ts';
 import {
@@ -57,6 +58,7 @@ import {
   importRowsSql,
   insertBatchSql,
   insertBatchWithAnswersSql,
+  namingInsertBatchSql,
   searchedInsertBatchSql,
   searchedInsertBatchWithAnswersSql,
   updateRowSql,
@@ -144,10 +146,13 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
       // with the words of the fields it was last seen to have; else the rows go in a transaction with
       // their words, and the fields are remembered.
       const fields = searched.get(key);
-      // Rows that may name rows of other collections go in a transaction that holds those first (below).
+      // Rows that may name rows of other collections go in one statement that holds those too
+      // (namingAlone), else in a transaction that holds them first (below).
       const naming = db.schemas.names(schemaId);
       let [written]: (Written | undefined)[] = naming
-        ? []
+        ? fields === undefined && !keyed
+          ? await namingAlone(rows, params, schemaId)
+          : []
         : fields !== undefined
           ? keyed
             ? []
@@ -173,6 +178,35 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
       return firstsOf(written, batch);
     },
   });
+
+  /**
+   * The rows `texts`, checked with the schema `schemaId`, whose relations name rows of other collections,
+   * inserted alone by one statement that holds the rows they name (namingInsertBatchSql), or by
+   * insertBatchSql when they name none: nothing when it found no collection of that schema without a
+   * search index, or not every row named (RELATION_MISSING), or when a value is not a row id. The
+   * transaction of holdNamed() then looks again, and says which.
+   */
+  async function namingAlone(texts: string[], params: SqlValue[], schemaId: number): Promise<Written[]> {
+    const links = await db.schemas.links(db.query, schemaId);
+    const named = namedRows(
+      links?.out ?? [],
+      texts.map((text) => JSON.parse(text) as Fields),
+    );
+    if (!named) return [];
+    if (named.ids.length === 0) return runAlone<Written>(knex, insertBatchSql, [...params, schemaId]);
+    try {
+      return await runAlone<Written>(knex, namingInsertBatchSql, [
+        ...params,
+        schemaId,
+        named.collections.join(','),
+        named.ids.join(','),
+        named.ids.length,
+      ]);
+    } catch (error) {
+      if (isRelationMissing(error)) return [];
+      throw error;
+    }
+  }
 
   /**
    * Holds the collection's row, then checks that the rows `texts` name rows that exist in its relations
@@ -371,9 +405,10 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
       // Node's work comes first: the write holds the collection's row from its first statement to its commit.
       const texts = items.map((fields) => JSON.stringify(fields));
       if (texts.some(overRowBound)) throw rowTooLarge();
-      // Checked against the collection's schema as last seen, which the statement makes sure is still its.
+      // Checked against the collection's schema as last seen, which the statement makes sure is still its;
+      // the rows they name, by the statement that writes them (inserts).
       const first = await db.schemas.retry(db.query, accountId, collection, async (schemaId) => {
-        await db.schemas.check(db.query, schemaId, collection, items);
+        await db.schemas.validate(db.query, schemaId, collection, items);
         // Batched with the inserts into the collection that wait their turn, sent with an Idempotency-Key or not.
         const insert: Insert = { accountId, collection, texts, schemaId, once: options?.once };
         const rows = () => items.map((fields) => ({ fields }));

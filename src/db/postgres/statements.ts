@@ -48,6 +48,32 @@ export async function runTimed<T>(knex: Knex, sql: string, params: SqlValue[], m
   }
 }
 
+/**
+ * Runs `work` with reads that all see one snapshot (../reads/pages.ts, PageSource.snapshot): a read-only
+ * REPEATABLE READ transaction on a connection of Knex's pool, begun in one round trip, each read a named
+ * statement as runAlone()'s. Knex's own transaction (a query builder's begin and commit, its events)
+ * cost a page with expanded rows more of the main thread than its reads.
+ */
+export async function runSnapshot<T>(
+  knex: Knex,
+  work: (read: <R>(sql: string, params: SqlValue[]) => Promise<R[]>) => Promise<T>,
+): Promise<T> {
+  const connection = await knex.client.acquireConnection();
+  try {
+    await connection.query('begin isolation level repeatable read read only');
+    try {
+      const result = await work((sql, params) => runNamed(connection, sql, params));
+      await connection.query('commit');
+      return result;
+    } catch (error) {
+      await connection.query('rollback').catch(() => {});
+      throw error;
+    }
+  } finally {
+    await knex.client.releaseConnection(connection);
+  }
+}
+
 async function runNamed<T>(connection: pg.Client, sql: string, params: SqlValue[], keep = true): Promise<T[]> {
   const result = await connection.query({ ...(keep ? named(sql) : unnamed(sql)), values: params });
   return result.rows as T[];

@@ -100,6 +100,37 @@ export async function missingNamed(read: Read, existingSql: string, relation: St
   return missing.sort((a, b) => a.index - b.index);
 }
 
+/**
+ * The rows that `rows` name in `relations`, each once, in order of collection and id: their collections'
+ * ids and their ids, side by side. Undefined when a field of a relation holds anything but null (or
+ * nothing) or a row id: the rows are then checked one by one (checkNamed), which says what is wrong.
+ */
+export function namedRows(
+  relations: readonly StoredRelation[],
+  rows: readonly Fields[],
+): { collections: number[]; ids: number[] } | undefined {
+  const named = new Map<number, Set<number>>();
+  for (const relation of relations) {
+    const ids = named.get(relation.target) ?? new Set<number>();
+    named.set(relation.target, ids);
+    for (const row of rows) {
+      const value = row[relation.field];
+      if (value === undefined || value === null) continue;
+      if (typeof value !== 'number' || !assignable(value)) return undefined;
+      ids.add(value);
+    }
+  }
+  const collections: number[] = [];
+  const ids: number[] = [];
+  for (const target of [...named.keys()].sort((a, b) => a - b)) {
+    for (const id of [...(named.get(target) as Set<number>)].sort((a, b) => a - b)) {
+      collections.push(target);
+      ids.push(id);
+    }
+  }
+  return { collections, ids };
+}
+
 /** 422 row_invalid when any of `rows` names a row that does not exist in one of `relations` (missingNamed), each row named by `rowOf(index)`. */
 export async function checkNamed(
   read: Read,

@@ -101,11 +101,21 @@ export async function putRelation(
   const onDelete = declaration.on_delete ?? 'restrict';
   const reverse = declaration.reverse ?? null;
   const noted: [string, number][] = [];
-  const relation = await db.knex.transaction(async (trx) => {
+  const relation = await retryDeadlocks(
+    db,
+    () => (noted.length = 0),
+    (trx) => declare(trx),
+  );
+  for (const [name, schemaId] of noted) db.schemas.note(accountId, name, schemaId);
+  return relation;
+
+  async function declare(trx: WriteTx): Promise<Relation> {
     if (once) await beginOnce(db, trx, accountId, once);
-    // Both collections held, in the order of their names, as a batch holds them.
+    // Both collections held, the related one first: the order a delete of its rows holds them in (it
+    // holds its own collection, then those its rows cascade into or set null in: ../rows/writes.ts,
+    // holdFollowers), so that a delete of a related row and the declaration never wait for each other.
     const held = new Map<string, number>();
-    for (const held_ of [...new Set([collection, declaration.collection])].sort()) {
+    for (const held_ of new Set([declaration.collection, collection])) {
       try {
         held.set(held_, (await advance(db, trx, accountId, held_, 0)).id);
       } catch (error) {
@@ -137,9 +147,28 @@ export async function putRelation(
     const [shown] = shownRelations({ out: [declared], in: [] });
     if (once) await recordOnce(db, trx, accountId, once, shown);
     return shown;
-  });
-  for (const [name, schemaId] of noted) db.schemas.note(accountId, name, schemaId);
-  return relation;
+  }
+}
+
+/** Times a change of relations is tried when the database aborts it as one of transactions waiting for each other. */
+const DEADLOCK_TRIES = 3;
+
+/**
+ * Runs `change` in a transaction of its own, and again, after `again`, when PostgreSQL aborted it as part
+ * of a circle of transactions waiting for each other (Dialect.isDeadlock), up to DEADLOCK_TRIES times:
+ * nothing of it was written. A change of relations holds two collections in a delete's order, but a
+ * batch holds the collections it names in the order of their names, and two declarations in opposite
+ * directions each the related collection first.
+ */
+async function retryDeadlocks<T>(db: Dialect, again: () => void, change: (trx: WriteTx) => Promise<T>): Promise<T> {
+  for (let tries = 1; ; tries++) {
+    try {
+      return await db.knex.transaction(change);
+    } catch (error) {
+      if (tries >= DEADLOCK_TRIES || !db.isDeadlock(error)) throw error;
+      again();
+    }
+  }
 }
 
 /** 400 for a declaration that clashes with the relations `others` of the account (putRelation). */
@@ -223,16 +252,29 @@ async function refuseMissing(db: Dialect, trx: WriteTx, relation: StoredRelation
 
 /** The collection's relation `name` gone (the values of its field stay); 404 for no such relation declared of it. */
 export async function deleteRelation(db: Dialect, accountId: number, collection: string, name: string, once?: Once<void>): Promise<void> {
+  // The collection it relates to, held first, as putRelation holds it; read before, so it may be
+  // another by then (the relation declared anew meanwhile), which is then held when its schema is.
+  const related = (await listRelations(db, accountId, collection)).find((relation) => relation.kind === 'to_one' && relation.name === name);
   const noted: [string, number][] = [];
-  await db.knex.transaction(async (trx) => {
-    if (once) await beginOnce(db, trx, accountId, once);
-    const { id } = await advance(db, trx, accountId, collection, 0);
-    const [deleted] = await db.run<{ target_id: number | string }>(trx, deleteRelationSql, [id, name]);
-    if (!deleted) throw relationNotFound(collection, name);
-    for (const changed of new Set([id, Number(deleted.target_id)])) noted.push(await refreshLinks(db, trx, changed));
-    if (once) await recordOnce(db, trx, accountId, once, undefined);
-  });
+  await retryDeadlocks(
+    db,
+    () => (noted.length = 0),
+    async (trx) => {
+      if (once) await beginOnce(db, trx, accountId, once);
+      if (related && related.collection !== collection) await advance(db, trx, accountId, related.collection, 0).catch(ignoreGone);
+      const { id } = await advance(db, trx, accountId, collection, 0);
+      const [deleted] = await db.run<{ target_id: number | string }>(trx, deleteRelationSql, [id, name]);
+      if (!deleted) throw relationNotFound(collection, name);
+      for (const changed of new Set([id, Number(deleted.target_id)])) noted.push(await refreshLinks(db, trx, changed));
+      if (once) await recordOnce(db, trx, accountId, once, undefined);
+    },
+  );
   for (const [name, schemaId] of noted) db.schemas.note(accountId, name, schemaId);
+}
+
+/** A collection gone meanwhile: nothing to hold. */
+function ignoreGone(error: unknown): void {
+  if ((error as ApiError).code !== 'not_found') throw error;
 }
 
 /** Every relation of and to the collection `collectionId`, gone with it (../collections/collections.ts, deleteCollection). */

@@ -105,12 +105,12 @@ async function followDeletes(db: Dialect, trx: WriteTx, writes: RowWrites, accou
       const [naming] = await db.run<{ id: number | string }>(trx, matchedRowsSql(where.sql), params, true);
       if (naming) throw restricted(relation, Number(naming.id));
     } else if (relation.onDelete === 'cascade') {
-      // Found through the index, then deleted by id, a part at a time (the index's keys go with them).
+      // Found through the index, then deleted by id through the primary key, a part at a time (the
+      // index's keys go with them).
       const naming = await matchedRows(db, trx, relation.source, where, MAX_FOLLOWING_ROWS);
       for (let from = 0; from < naming.length; from += IDS_PER_DELETE) {
         const part = naming.slice(from, from + IDS_PER_DELETE).map((row) => row.id);
-        const byIds = db.filterSql({ kind: 'field', path: ['id'], op: '$in', operand: part });
-        await deleteRowsIn(db, trx, writes, accountId, relation.sourceName, byIds, part.length);
+        await deleteRowsIn(db, trx, writes, accountId, relation.sourceName, db.rowIdsSql(part), part.length);
       }
     } else {
       await writes.patchWhere(relation.sourceName, where, { format: 'merge', fields: { [relation.field]: null } }, MAX_FOLLOWING_ROWS);

@@ -12,6 +12,9 @@ export const isConstraintViolation = (error: unknown) => codeOf(error) === 'SQLI
 /** A unique constraint broken: on SQLite, any constraint (isConstraintViolation). */
 export const isUniqueViolation = (error: unknown) => isConstraintViolation(error);
 
+/** Never: one writer, whose transactions wait for no other's. */
+export const isDeadlock = (_error: unknown) => false;
+
 /** A statement interrupted past the query timeout (SQLITE_INTERRUPT). */
 export const isQueryCanceled = (error: unknown) => codeOf(error) === 'SQLITE_INTERRUPT';
 

@@ -16,7 +16,7 @@ import { GroupedWrites } from '../engine/grouping.ts';
 import { migrationSource } from '../engine/migrations.ts';
 import { scoresWith } from '../reads/filter.ts';
 import { backupSqlite } from './backup.ts';
-import { isBusy, isUnavailable, isUniqueViolation } from './errors.ts';
+import { isBusy, isDeadlock, isUnavailable, isUniqueViolation } from './errors.ts';
 import { filterSql, keyBoundsSql } from './filter.ts';
 import { sqliteSchema } from './migrations.ts';
 import { SqliteReaders } from './readers.ts';
@@ -25,7 +25,7 @@ import { SortIndexMaker } from './sort-indexes.ts';
 import { uniqueIndexSql } from './sql/collections.ts';
 import { knexTablesSql } from './sql/engine.ts';
 import { aggregateSql, filteredSortedPage, orderedPage, sortedPage, sortedPageAfter } from './sql/reads.ts';
-import { existingIdsSql } from './sql/relations.ts';
+import { existingIdsSql, rowIdsSql } from './sql/relations.ts';
 import { onceAnswersSql, pruneOnceSql, sqliteProcedures } from './sql/rows.ts';
 import { searchSql } from './sql/search.ts';
 import { claimStreamsSql } from './sql/webhooks.ts';
@@ -85,8 +85,10 @@ export async function openSqliteStore(
     // Text compares as UTF-8 bytes (the BINARY collation), which is code point order.
     codePointOrder: '',
     isUniqueViolation,
+    isDeadlock,
     filterSql,
     keyBoundsSql,
+    rowIdsSql,
     // One writer at a time: a request of another process with the same key waits for this one's commit,
     // then finds its answer stored (recordOnce()), and rolls its own change back.
     holdOnce: async () => true,

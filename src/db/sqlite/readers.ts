@@ -56,11 +56,19 @@ const RESTART_FRAMES = 4096;
 const RESTART_WAIT_MS = 25;
 
 /**
+ * Read-only connections of snapshots (a page with its expanded rows, a page that needs two reads): each
+ * snapshot has one to itself until it ends, so snapshots run as many at a time, and the others queue.
+ * One made every page with expanded rows wait for the one before, its reads and the main thread's work
+ * between them end to end (docs/performance.md, "Related rows"); four are as many as the driver's threads.
+ */
+const SNAPSHOT_CONNECTIONS = 4;
+
+/**
  * Which read-only connection a read takes: `point` for the reads of one row, `scan` for pages of rows
  * read through an index, `query` for pages that sort or filter, which may read a whole collection: a
  * slow page then holds up neither a row read, nor an indexed page, nor a write.
  */
-export type ReadKind = 'point' | 'scan' | 'query' | 'snapshot';
+export type ReadKind = 'point' | 'scan' | 'query' | `snapshot${number}`;
 
 interface Reader {
   db: sqlite3.Database;
@@ -75,10 +83,10 @@ export class SqliteReaders {
   private readonly readers = new Map<ReadKind, Promise<Reader>>();
   /** The last timed read run or queued: they take the `query` connection one at a time (timedRead). */
   private timed: Promise<unknown> = Promise.resolve();
-  /** The last snapshot taken or queued: snapshots take the `snapshot` connection one at a time. */
-  private snapshots: Promise<unknown> = Promise.resolve();
-  /** Snapshots taken or queued: one asked for while any is waits its turn, which `waits` is told of. */
-  private snapshotsUnderWay = 0;
+  /** The snapshots' connections free now, by number; a snapshot asked for while none is waits its turn, which `waits` is told of. */
+  private readonly freeSnapshots = Array.from({ length: SNAPSHOT_CONNECTIONS }, (_, index) => index);
+  /** The snapshots waiting for a connection, in the order they asked. */
+  private readonly waitingSnapshots: ((connection: number) => void)[] = [];
   /** The snapshots' waits for their connection (../waits.ts). */
   readonly waits = new Waits();
   /** Reads by the SQL text that reads them together (readMerged): one run of each text at a time. */
@@ -158,29 +166,32 @@ export class SqliteReaders {
   }
 
   /**
-   * Runs `work` with reads that all see one snapshot: a read transaction on a read-only connection
-   * of its own, which it has to itself until `work` settles (others queue for it).
+   * Runs `work` with reads that all see one snapshot: a read transaction on a read-only connection of
+   * the snapshots', which it has to itself until `work` settles (SNAPSHOT_CONNECTIONS at a time; others
+   * queue for one).
    */
-  snapshot<T>(work: (read: SnapshotRead) => Promise<T>): Promise<T> {
-    const askedAt = this.snapshotsUnderWay++ > 0 ? performance.now() : undefined;
-    const run = async () => {
+  async snapshot<T>(work: (read: SnapshotRead) => Promise<T>): Promise<T> {
+    let connection = this.freeSnapshots.pop();
+    if (connection === undefined) {
+      const askedAt = performance.now();
+      connection = await new Promise<number>((resolve) => this.waitingSnapshots.push(resolve));
+      this.waits.emit('wait', 'sqlite_snapshot', (performance.now() - askedAt) / 1000);
+    }
+    try {
+      if (this.closed) throw new DatabaseClosedError();
+      const { cache } = await this.reader(`snapshot${connection}`);
+      await cache.all('begin', []);
       try {
-        if (askedAt !== undefined) this.waits.emit('wait', 'sqlite_snapshot', (performance.now() - askedAt) / 1000);
-        if (this.closed) throw new DatabaseClosedError();
-        const { cache } = await this.reader('snapshot');
-        await cache.all('begin', []);
-        try {
-          return await work((sql, params) => cache.all(sql, params));
-        } finally {
-          await cache.all('commit', []);
-        }
+        return await work((sql, params) => cache.all(sql, params));
       } finally {
-        this.snapshotsUnderWay--;
+        await cache.all('commit', []);
       }
-    };
-    const result = this.snapshots.then(run, run);
-    this.snapshots = result.catch(() => {});
-    return result;
+    } finally {
+      // Handed to the snapshot that waited longest, or freed.
+      const next = this.waitingSnapshots.shift();
+      if (next) next(connection);
+      else this.freeSnapshots.push(connection);
+    }
   }
 
   /**

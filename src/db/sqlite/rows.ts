@@ -301,9 +301,10 @@ export function sqliteRows({ db, queryTimeoutMs, writer, reads, writes, pages }:
       if (texts.some(overRowBound)) throw rowTooLarge();
       const insert: Insert = { texts, once: options?.once };
       const rows = () => items.map((fields) => ({ fields }));
-      // Checked against the collection's schema as last seen, which the statement makes sure is still its.
+      // Checked against the collection's schema as last seen, which the statement makes sure is still its;
+      // the rows they name, on the writer (writeInserts).
       const first = await db.schemas.retry(db.query, accountId, collection, async (schemaId) => {
-        await db.schemas.check(db.query, schemaId, collection, items);
+        await db.schemas.validate(db.query, schemaId, collection, items);
         // Merged with the inserts into the collection queued beside it, sent with an Idempotency-Key or not.
         const merged = () =>
           writes.merge(`insert/${accountId}/${collection}/${schemaId}`, texts.length, insert, (trx, inserts: Insert[]) =>

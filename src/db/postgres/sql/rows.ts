@@ -78,6 +78,35 @@ const plainBatch = {
 export const insertBatchSql = insertBatch({ ...plainBatch, searched: false });
 
 /**
+ * insertBatchSql of rows that name rows of other collections (../../relations/, docs/relations.md), with
+ * those rows held as a write that names rows holds them (../../rows/writes.ts, holdFollowers): the
+ * collection's row first (`counters`), then each named row FOR KEY SHARE until the commit, in order of
+ * collection and id, so that a delete of one waits for the insert's commit, then sees its rows. $8 the
+ * named rows' collection ids and $9 their ids, joined by commas, each pair once; $10 how many pairs. When
+ * fewer are found the statement stops with RELATION_MISSING, and nothing of it is written: one of them
+ * was deleted, or is not in the statement's snapshot (taken before it waited for the collection's row),
+ * which the transaction that looks again tells apart (../rows.ts, holdNamed).
+ */
+export const namingInsertBatchSql = insertBatch({
+  ...plainBatch,
+  searched: false,
+  after: `, named as (
+    select r.id
+      from counters c
+        cross join unnest(string_to_array($8::text, ',')::integer[], string_to_array($9::text, ',')::bigint[]) as n(collection_id, id)
+        join rows r on r.collection_id = n.collection_id and r.id = n.id
+      order by r.collection_id, r.id
+      for key share of r
+  )`,
+  answer: `select id, before_id + 1 as first_id, before_seq + 1 as first_seq, search, pg_notify($5, $6 || ' ' || id),
+    case when (select count(*) from named) < $10 then rowbase_relation_missing() end
+    from counters`,
+});
+
+/** The SQLSTATE of namingInsertBatchSql's failure when a row it names is not found (migration 0023). */
+export const RELATION_MISSING = 'RB422';
+
+/**
  * insertBatchSql into a collection that may have a search index (../../collections/search-indexes.ts),
  * inside a transaction that then writes the rows' words: the statement answers the collection's `search`.
  */
