@@ -25,6 +25,7 @@ import { StaleSchema } from '../collections/schemas.ts';
 import { bindSearch, putWords, searchIndexOf } from '../collections/search-indexes.ts';
 import type { RowOperations } from '../engine/assemble.ts';
 import type { Changes } from '../engine/changes.ts';
+import { retryDeadlocks } from '../engine/deadlocks.ts';
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
 import { Groups } from '../engine/grouping.ts';
 import { appendEvents, eventRow } from '../events/events.ts';
@@ -393,6 +394,12 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
     return changedRows(events);
   }
 
+  /**
+   * A write transaction that may hold several collections (a batch, a delete that cascades or sets null, a
+   * change by filter): tried again from the start when PostgreSQL aborts it as a deadlock (../engine/deadlocks.ts).
+   */
+  const severalHeld = <T>(work: (trx: WriteTx) => Promise<T>) => retryDeadlocks(db, () => knex.transaction(work));
+
   /** Tells this process's listeners of the change to the collection once `trx` has committed. */
   const announceOnCommit = (trx: WriteTx, collectionId: number) =>
     trx.executionPromise.then(
@@ -489,17 +496,11 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
       ),
 
     writeBatch: (accountId, operations, options) =>
-      writeBatch(
-        db,
-        { inTransaction: (work) => knex.transaction(work), writesIn: rowWritesIn, timeoutMs: queryTimeoutMs },
-        accountId,
-        operations,
-        options,
-      ),
+      writeBatch(db, { inTransaction: severalHeld, writesIn: rowWritesIn, timeoutMs: queryTimeoutMs }, accountId, operations, options),
 
     async deleteRow(accountId, collection, rowId, options) {
       if (!assignable(rowId)) return noSuchRow(db, accountId, collection, rowId);
-      await knex.transaction((trx) => deleteRowIn(db, trx, rowWritesIn(trx, accountId), accountId, collection, rowId, options));
+      await severalHeld((trx) => deleteRowIn(db, trx, rowWritesIn(trx, accountId), accountId, collection, rowId, options));
     },
 
     async updateRowsWhere(accountId, collection, filter, patch, max, options) {
@@ -512,7 +513,7 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
         collection,
         () => attempted,
         () =>
-          knex.transaction(async (trx) => {
+          severalHeld(async (trx) => {
             if (options?.once) await beginOnce(db, trx, accountId, options.once);
             const changed = await patchRowsIn(trx, accountId, collection, where, patch, max, options?.guard, (rows) => {
               attempted = rows;
@@ -525,7 +526,7 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
 
     async deleteRowsWhere(accountId, collection, filter, max, options) {
       const where = pages.filterSql(await bindSearch(db.query, accountId, collection, filter));
-      return knex.transaction((trx) => deleteRowsIn(db, trx, rowWritesIn(trx, accountId), accountId, collection, where, max, options));
+      return severalHeld((trx) => deleteRowsIn(db, trx, rowWritesIn(trx, accountId), accountId, collection, where, max, options));
     },
 
     exportCollection: (accountId, collection, reader) => exportCollection(pages.snapshot, accountId, collection, reader),

@@ -154,3 +154,35 @@ export async function checkNamed(
     errors: errors.slice(0, MAX_LISTED),
   });
 }
+
+/**
+ * The collections `names` in the order a write holding several of them holds them (../rows/batch.ts): each
+ * before the collections a delete of its rows may change by `relations` (its set_null and cascade, and
+ * the cascades' own: ../rows/writes.ts, holdFollowers), as that delete holds them, else in the order of
+ * their names. Where relations go round in a circle (set_null both ways), by name: the transaction that
+ * the database then aborts as a deadlock is tried again (../engine/deadlocks.ts).
+ */
+export function holdingOrder(relations: readonly StoredRelation[], names: readonly string[]): string[] {
+  const followers = (name: string) => {
+    const found = new Set<string>();
+    const next = [name];
+    while (next.length > 0) {
+      const at = next.pop() as string;
+      for (const r of relations) {
+        if (r.targetName !== at || r.onDelete === 'restrict' || found.has(r.sourceName)) continue;
+        found.add(r.sourceName);
+        if (r.onDelete === 'cascade') next.push(r.sourceName);
+      }
+    }
+    return found;
+  };
+  const left = [...names].sort();
+  const changed = new Map(left.map((name) => [name, followers(name)]));
+  const order: string[] = [];
+  while (left.length > 0) {
+    // The first by name that no other collection left may change; none such: the first by name.
+    const free = left.findIndex((name) => !left.some((other) => other !== name && changed.get(other)?.has(name)));
+    order.push(...left.splice(Math.max(free, 0), 1));
+  }
+  return order;
+}

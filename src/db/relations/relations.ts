@@ -6,6 +6,7 @@ import { ApiError, collectionNotFound, notFound, type SchemaViolation, validatio
 import type { Once } from '../../idempotency/answers.ts';
 import { advance } from '../collections/collections.ts';
 import { schemaRow, setSchemaRow } from '../collections/schemas.ts';
+import { retryDeadlocks } from '../engine/deadlocks.ts';
 import type { Dialect, WriteTx } from '../engine/dialect.ts';
 import { beginOnce, recordOnce } from '../rows/idempotency.ts';
 import type { Fields } from '../rows/rows.ts';
@@ -101,15 +102,15 @@ export async function putRelation(
   const onDelete = declaration.on_delete ?? 'restrict';
   const reverse = declaration.reverse ?? null;
   const noted: [string, number][] = [];
-  const relation = await retryDeadlocks(
-    db,
-    () => (noted.length = 0),
-    (trx) => declare(trx),
-  );
+  // Tried again when PostgreSQL aborts it as a deadlock (../engine/deadlocks.ts): a batch holds the
+  // collections it names in the order of their names, and two declarations in opposite directions each
+  // the related collection first.
+  const relation = await retryDeadlocks(db, () => db.knex.transaction(declare));
   for (const [name, schemaId] of noted) db.schemas.note(accountId, name, schemaId);
   return relation;
 
   async function declare(trx: WriteTx): Promise<Relation> {
+    noted.length = 0;
     if (once) await beginOnce(db, trx, accountId, once);
     // Both collections held, the related one first: the order a delete of its rows holds them in (it
     // holds its own collection, then those its rows cascade into or set null in: ../rows/writes.ts,
@@ -126,7 +127,7 @@ export async function putRelation(
     }
     const source = held.get(collection) as number;
     const target = held.get(declaration.collection) as number;
-    const all = (await db.run<RelationRow>(trx, accountRelationsSql, [accountId])).map(storedOf);
+    const all = await accountRelations(db, trx, accountId);
     const replaced = all.find((relation) => relation.source === source && relation.name === name);
     const others = all.filter((relation) => relation !== replaced);
     const declared: StoredRelation = {
@@ -150,25 +151,9 @@ export async function putRelation(
   }
 }
 
-/** Times a change of relations is tried when the database aborts it as one of transactions waiting for each other. */
-const DEADLOCK_TRIES = 3;
-
-/**
- * Runs `change` in a transaction of its own, and again, after `again`, when PostgreSQL aborted it as part
- * of a circle of transactions waiting for each other (Dialect.isDeadlock), up to DEADLOCK_TRIES times:
- * nothing of it was written. A change of relations holds two collections in a delete's order, but a
- * batch holds the collections it names in the order of their names, and two declarations in opposite
- * directions each the related collection first.
- */
-async function retryDeadlocks<T>(db: Dialect, again: () => void, change: (trx: WriteTx) => Promise<T>): Promise<T> {
-  for (let tries = 1; ; tries++) {
-    try {
-      return await db.knex.transaction(change);
-    } catch (error) {
-      if (tries >= DEADLOCK_TRIES || !db.isDeadlock(error)) throw error;
-      again();
-    }
-  }
+/** The account's relations, as the write `trx` reads them: a batch holds its collections in their order (links.ts, holdingOrder). */
+export async function accountRelations(db: Dialect, trx: WriteTx, accountId: number): Promise<StoredRelation[]> {
+  return (await db.run<RelationRow>(trx, accountRelationsSql, [accountId])).map(storedOf);
 }
 
 /** 400 for a declaration that clashes with the relations `others` of the account (putRelation). */
@@ -256,10 +241,9 @@ export async function deleteRelation(db: Dialect, accountId: number, collection:
   // another by then (the relation declared anew meanwhile), which is then held when its schema is.
   const related = (await listRelations(db, accountId, collection)).find((relation) => relation.kind === 'to_one' && relation.name === name);
   const noted: [string, number][] = [];
-  await retryDeadlocks(
-    db,
-    () => (noted.length = 0),
-    async (trx) => {
+  await retryDeadlocks(db, () =>
+    db.knex.transaction(async (trx) => {
+      noted.length = 0;
       if (once) await beginOnce(db, trx, accountId, once);
       if (related && related.collection !== collection) await advance(db, trx, accountId, related.collection, 0).catch(ignoreGone);
       const { id } = await advance(db, trx, accountId, collection, 0);
@@ -267,7 +251,7 @@ export async function deleteRelation(db: Dialect, accountId: number, collection:
       if (!deleted) throw relationNotFound(collection, name);
       for (const changed of new Set([id, Number(deleted.target_id)])) noted.push(await refreshLinks(db, trx, changed));
       if (once) await recordOnce(db, trx, accountId, once, undefined);
-    },
+    }),
   );
   for (const [name, schemaId] of noted) db.schemas.note(accountId, name, schemaId);
 }

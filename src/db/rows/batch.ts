@@ -10,6 +10,8 @@ import { assignable, overRowBound, rowJson } from '../../rows.ts';
 import { advance } from '../collections/collections.ts';
 import { uniqueViolationAt, type WrittenRow } from '../collections/indexes.ts';
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
+import { holdingOrder } from '../relations/links.ts';
+import { accountRelations } from '../relations/relations.ts';
 import { beginOnce, recordOnce } from './idempotency.ts';
 import { type Fields, type InsertedRows, insertedRows, type RowGuard, rowTooLarge, type VersionedRow, versionOf } from './rows.ts';
 import { type Upserted, type UpsertWrites, upsertRowsIn } from './upserts.ts';
@@ -40,7 +42,10 @@ export interface BatchOptions {
 
 /** What a dialect gives a batch to run with. */
 export interface BatchDialect {
-  /** Runs `work` in a write transaction: SQLite's writer, or a transaction of PostgreSQL's pool. */
+  /**
+   * Runs `work` in a write transaction: SQLite's writer, or a transaction of PostgreSQL's pool, run again
+   * from the start when PostgreSQL aborts it as a deadlock (../engine/deadlocks.ts).
+   */
   inTransaction<T>(work: (trx: WriteTx) => Promise<T>): Promise<T>;
   /** The dialect's writes inside `trx`. */
   writesIn(trx: WriteTx, accountId: number): RowWrites;
@@ -53,8 +58,11 @@ export interface BatchDialect {
 /**
  * Runs `operations` in order in one transaction and answers each one's result, or throws the problem
  * of the first that failed, naming it, with nothing written. The collections named are held first, in
- * the order of their names, so that two batches over the same collections never wait on each other
- * in a circle (on PostgreSQL, a deadlock).
+ * the order a delete holds them (each before those its rows cascade into or set null in: writes.ts,
+ * holdFollowers), else in the order of their names, so that two batches over the same collections, or
+ * a batch and a delete, never wait on each other in a circle (on PostgreSQL, a deadlock). Where they
+ * still may (a delete in the batch cascading into a collection it does not name, relations declared
+ * meanwhile), the one PostgreSQL aborts is run again from the start (BatchDialect.inTransaction).
  *
  * An insert's rows are checked (its schema, its bound) at its turn, and written with the inserts into
  * its collection that follow, as one statement, once another operation is about to write that
@@ -84,6 +92,7 @@ export async function writeBatch(
   };
   try {
     return await dialect.inTransaction(async (trx) => {
+      tried.clear();
       const deadline = Date.now() + dialect.timeoutMs;
       if (options.once) await beginOnce(db, trx, accountId, options.once);
       const named = [...new Set(operations.map((operation) => operation.collection))].filter(visible);
@@ -198,12 +207,14 @@ export async function writeBatch(
 }
 
 /**
- * Holds the account's `collections` for the rest of `trx`, in the order of their names, and answers the
+ * Holds the account's `collections` for the rest of `trx`, each before those a delete of its rows may
+ * change, else in the order of their names (../relations/links.ts, holdingOrder), and answers the
  * schema id of each that exists (a missing one fails its operation, when the batch comes to it).
  */
 async function holdCollections(db: Dialect, trx: WriteTx, accountId: number, collections: string[]): Promise<Map<string, number>> {
   const schemas = new Map<string, number>();
-  for (const collection of collections.sort()) {
+  const order = collections.length > 1 ? holdingOrder(await accountRelations(db, trx, accountId), collections) : collections;
+  for (const collection of order) {
     try {
       schemas.set(collection, (await advance(db, trx, accountId, collection, 0)).schemaId);
     } catch (error) {
