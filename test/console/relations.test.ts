@@ -212,9 +212,11 @@ describe('the web console’s relations, in Chromium', function () {
     expect(await hash()).to.equal(`#/collections/${blog.people}`);
     await page.goBack();
     await page.waitForSelector(`xpath/.//h2[@id="collection-title"][text()="${blog.posts}"]`);
+    // The posts' rows, not the rows shown before them: a post's author links to a person.
+    await page.waitForSelector(`tbody tr[data-id="1"] a[href="#/collections/${blog.people}/rows/1"]`);
 
     // An opened row lists its related rows as links: its author, its comments (the first 10 of 11, cut).
-    await page.click('button[aria-label="Open row 1"]');
+    await (await page.waitForSelector('button[aria-label="Open row 1"]'))?.click();
     await page.waitForSelector('dialog[open] .related dl');
     expect(await page.$eval('dialog[open] .related dd[data-relation="author"]', (item) => item.textContent)).to.equal(
       `${blog.people} row 1 Ada`,
@@ -243,7 +245,9 @@ describe('the web console’s relations, in Chromium', function () {
     // A post with no author, and no comments: nothing to follow.
     await page.goBack();
     await page.waitForSelector(`xpath/.//h2[@id="collection-title"][text()="${blog.posts}"]`);
-    await page.click('button[aria-label="Open row 3"]');
+    // The posts' rows, not the rows shown before them: a post's author links to a person.
+    await page.waitForSelector(`tbody tr[data-id="1"] a[href="#/collections/${blog.people}/rows/1"]`);
+    await (await page.waitForSelector('button[aria-label="Open row 3"]'))?.click();
     await page.waitForSelector('dialog[open] .related dl');
     expect(await page.$eval('dialog[open] .related dd[data-relation="author"]', (item) => item.textContent)).to.equal('none');
     expect(await page.$eval('dialog[open] .related dd[data-relation="comments"] .empty', (item) => item.textContent)).to.equal('none');
@@ -261,7 +265,7 @@ describe('the web console’s relations, in Chromium', function () {
     });
     await signIn();
     await openCollection(blog.posts);
-    await page.click('button[aria-label="Open row 1"]');
+    await (await page.waitForSelector('button[aria-label="Open row 1"]'))?.click();
     const picker = 'dialog[open] select[name="author_id"]';
     await page.waitForSelector(`${picker} option[value="8"]`);
     // The row it names, read with the row's related rows, names it in the list.
