@@ -140,14 +140,20 @@ describeEachBackend('resuming the feed with since', (backend) => {
       }
     });
 
+    /** Two rows in notes, then a feed client replaying them from since 0, its replay held until `release()`. */
+    const replayingTwo = async (held: TestServer) => {
+      const owner = await held.client();
+      await owner.post('/v1/collections', { name: 'notes' });
+      await owner.post('/v1/collections/notes/rows', [{ n: 1 }, { n: 2 }]);
+      const release = holdReplays(held);
+      const feed = await FeedClient.open(held.url, owner.key, { collection: 'notes', since: 0 });
+      return { owner, feed, release };
+    };
+
     it('lets held-back events go once they outgrow the buffer bound, and replays them from the log: every change, in order', async () => {
       const held = await startTestServer({ feedMaxBufferBytes: 4096 }, { backend });
       try {
-        const owner = await held.client();
-        await owner.post('/v1/collections', { name: 'notes' });
-        await owner.post('/v1/collections/notes/rows', [{ n: 1 }, { n: 2 }]);
-        const release = holdReplays(held);
-        const feed = await FeedClient.open(held.url, owner.key, { collection: 'notes', since: 0 });
+        const { owner, feed, release } = await replayingTwo(held);
         for (const n of range(3, 12)) await owner.post('/v1/collections/notes/rows', [{ n, text: 'x'.repeat(1000) }]);
         release();
         await owner.post('/v1/collections/notes/rows', [{ n: 13 }]);
@@ -163,11 +169,7 @@ describeEachBackend('resuming the feed with since', (backend) => {
     it('closes with 4008 a client whose replay takes nothing for a ping interval while live events are let go', async () => {
       const held = await startTestServer({ feedMaxBufferBytes: 4096, feedPingIntervalMs: 200 }, { backend });
       try {
-        const owner = await held.client();
-        await owner.post('/v1/collections', { name: 'notes' });
-        await owner.post('/v1/collections/notes/rows', [{ n: 1 }, { n: 2 }]);
-        const release = holdReplays(held);
-        const feed = await FeedClient.open(held.url, owner.key, { collection: 'notes', since: 0 });
+        const { owner, feed, release } = await replayingTwo(held);
         await owner.post(
           '/v1/collections/notes/rows',
           range(1, 10).map(() => ({ text: 'x'.repeat(1000) })),
