@@ -20,7 +20,7 @@ module.exports = {
       comment: 'The data layer is called, never calls out: nothing in db/ imports the HTTP app, the handlers, the feed, the workers or the CLI.',
       from: { path: '^src/db/' },
       to: {
-        path: '^src/(app|server|cli)\\.ts$|^src/(http|handlers|ws|webhooks|cli|console|docs|usage)/',
+        path: '^src/(app|server|cli|pruner)\\.ts$|^src/(http|handlers|feed|webhooks|cli|console|docs|usage)/',
         // The calendar periods of plans are a rule both sides share (rules-import-no-db), not the meter.
         pathNot: '^src/usage/periods\\.ts$',
       },
@@ -30,7 +30,7 @@ module.exports = {
       severity: 'error',
       comment:
         'The rules that hold no SQL (the query rules, the words of a search, key hashing and scopes, idempotency answers, schemas, patches, the rules of collections, the errors, rows as JSON text, date-times, plan periods) are imported by both the data layer and the HTTP side, so they import nothing of db/: a rule that did would tie the HTTP side to the data layer through it, and could not be read or tested without a database.',
-      from: { path: '^src/(query|auth|idempotency|schema|patches|rules|search)/|^src/(errors|rows|date-time)\\.ts$|^src/usage/periods\\.ts$' },
+      from: { path: '^src/(query|api-keys|idempotency|schema|patches|rules|search)/|^src/(errors|rows|date-time)\\.ts$|^src/usage/periods\\.ts$' },
       to: { path: '^src/db/' },
     },
     {

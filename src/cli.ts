@@ -2,8 +2,8 @@
 // failures of the work itself exit 1.
 import { parseArgs } from 'node:util';
 import document from '../generated/openapi.json' with { type: 'json' };
-import { originError } from './auth/origins.ts';
-import { type Scope, scopes } from './auth/scopes.ts';
+import { originError } from './api-keys/origins.ts';
+import { type Scope, scopes } from './api-keys/scopes.ts';
 import { backupCommand } from './cli/backup.ts';
 import { type Command, print, required, UsageError, withStore } from './cli/command.ts';
 import { exportCommand } from './cli/export.ts';

@@ -9,10 +9,10 @@ import type { AddressInfo } from 'node:net';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, type Metric, Registry } from 'prom-client';
 import type { Store } from './db/engine/store.ts';
 import type { WebhookBacklog } from './db/webhooks/streams.ts';
+import type { Feed } from './feed/feed.ts';
 import type { Answer, Observer } from './http/observe.ts';
 import type { Meter } from './usage/meter.ts';
 import type { WebhookWorker } from './webhooks/worker.ts';
-import type { Feed } from './ws/feed.ts';
 
 /** Request durations, in seconds: a row read takes well under a millisecond, a large batch or page up to seconds. */
 const REQUEST_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];

@@ -7,6 +7,7 @@ import type { Config } from './config.ts';
 import { AccountContracts } from './contract/served.ts';
 import { openStore, type Store } from './db/engine/store.ts';
 import { expectationFailed, noTunnel } from './errors.ts';
+import { createFeed, type Feed, type FeedOptions } from './feed/feed.ts';
 import { BodyBudget } from './http/body-budget.ts';
 import { answerClientErrors } from './http/client-errors.ts';
 import { endUserOf } from './http/metering.ts';
@@ -22,7 +23,6 @@ import { root } from './root.ts';
 import { TokenVerifier } from './tokens/verifier.ts';
 import { Meter } from './usage/meter.ts';
 import { WebhookWorker } from './webhooks/worker.ts';
-import { createFeed, type Feed, type FeedOptions } from './ws/feed.ts';
 
 export interface RunningServer {
   /** Base URL, e.g. http://127.0.0.1:8080 */

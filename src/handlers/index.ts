@@ -1,7 +1,7 @@
 import { authHandlers } from './auth.ts';
 import { batchHandlers } from './batch.ts';
-import { changeHandlers } from './changes.ts';
 import { collectionHandlers } from './collections.ts';
+import { feedHandlers } from './feed.ts';
 import { keyHandlers } from './keys.ts';
 import { relationHandlers } from './relations.ts';
 import { rowHandlers } from './rows.ts';
@@ -22,6 +22,6 @@ export const handlers: Handlers<OperationId> = {
   ...webhookHandlers,
   ...authHandlers,
   ...ruleHandlers,
-  ...changeHandlers,
+  ...feedHandlers,
   ...relationHandlers,
 };

@@ -1,6 +1,6 @@
 import type { components } from '../../generated/openapi.ts';
-import { originError } from '../auth/origins.ts';
-import { scopes } from '../auth/scopes.ts';
+import { originError } from '../api-keys/origins.ts';
+import { scopes } from '../api-keys/scopes.ts';
 import { instantOf } from '../date-time.ts';
 import type { AccountKey, KeyKindOf, KeyLimits, Principal } from '../db/accounts/keys.ts';
 import { conflict, type FieldError, forbidden, notFound, validationFailed } from '../errors.ts';
@@ -80,7 +80,7 @@ function limitsOf(body: NewKey, maker: Principal): KeyLimits {
 /**
  * What a new key's kind says of it (openapi.yaml, NewKey), or the 400 naming every place that does not
  * fit its kind: a secret key needs a scope and takes no origins nor rate per end user; a publishable key
- * needs its origins, each one web origin (auth/origins.ts), and its scope is write.
+ * needs its origins, each one web origin (api-keys/origins.ts), and its scope is write.
  */
 function kindOf({ kind = 'secret', scope, origins, end_user_rate }: NewKey): KeyKindOf {
   const errors: FieldError[] = [];

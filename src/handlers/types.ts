@@ -4,14 +4,14 @@ import type { Config } from '../config.ts';
 import type { AccountContracts } from '../contract/served.ts';
 import type { Principal } from '../db/accounts/keys.ts';
 import type { Store } from '../db/engine/store.ts';
+import type { Encoding } from '../feed/encodings.ts';
+import type { FeedRequest } from '../feed/upgrade.ts';
+import type { ChangeWait } from '../feed/waiter.ts';
 import type { BodyBudget } from '../http/body-budget.ts';
 import type { Result, StreamedBody } from '../http/responder.ts';
 import type { OnceRequest } from '../idempotency/answers.ts';
 import type { Claims, TokenVerifier } from '../tokens/verifier.ts';
 import type { Admission, Meter } from '../usage/meter.ts';
-import type { Encoding } from '../ws/encodings.ts';
-import type { FeedRequest } from '../ws/upgrade.ts';
-import type { ChangeWait } from '../ws/waiter.ts';
 
 export type { Result } from '../http/responder.ts';
 
@@ -67,11 +67,11 @@ export interface Deps {
   contracts: AccountContracts;
   /** Verifies end users' tokens against their account's issuers (docs/access.md). */
   tokens: TokenVerifier;
-  /** The real-time feed, which serves the changes' streams and wakes their long polls (handlers/changes.ts). */
+  /** The real-time feed, which serves the changes' streams and wakes their long polls (handlers/feed.ts). */
   feed: ChangesFeed;
 }
 
-/** What the changes over HTTP use of the real-time feed (ws/feed.ts, Feed: openStream, placeForPoll, waitForChange). */
+/** What the changes over HTTP use of the real-time feed (feed/feed.ts, Feed: openStream, placeForPoll, waitForChange). */
 interface ChangesFeed {
   openStream(request: FeedRequest, encoding: Encoding): StreamedBody;
   placeForPoll(accountId: number): (() => void) | undefined;

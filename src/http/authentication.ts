@@ -1,7 +1,7 @@
 // The key of a request (authenticate, the stage of app.ts after the route): every /v1 request needs a
 // live one, and the account it belongs to is the request's principal; beside a publishable key, the
 // end user's token, verified against the account's issuers (docs/access.md). The feed's upgrade checks
-// (ws/upgrade.ts) read the key and the token the same way (keyOf, endUserTokenOf).
+// (feed/upgrade.ts) read the key and the token the same way (keyOf, endUserTokenOf).
 import type { IncomingMessage } from 'node:http';
 import type { Middleware } from 'koa';
 import type { Principal } from '../db/accounts/keys.ts';

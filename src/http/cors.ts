@@ -96,7 +96,7 @@ export const allowOrigin: Middleware<Partial<AuthState>> = (ctx, next) => {
   return next();
 };
 
-/** Whether a page of `origin` may use the publishable key of `principal`: the key lists it. The feed's upgrade asks too (ws/upgrade.ts). */
+/** Whether a page of `origin` may use the publishable key of `principal`: the key lists it. The feed's upgrade asks too (feed/upgrade.ts). */
 export const allows = (principal: Principal, origin: string) => principal.origins?.has(origin) === true;
 
 export const originNotAllowed = (origin: string) =>

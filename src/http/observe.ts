@@ -1,10 +1,10 @@
 // What is noted of each request once it is answered, by the HTTP API (the `observe` stage of app.ts) and
-// the feed's upgrades (ws/feed.ts) alike: the metrics (metrics.ts) and the access log (LOG_REQUESTS=on,
+// the feed's upgrades (feed/feed.ts) alike: the metrics (metrics.ts) and the access log (LOG_REQUESTS=on,
 // docs/operations.md). Neither reads the request's path or query as sent, its headers or its body: an
 // answer is named by its operation and route template, never by a collection, a row or a key.
 import type { Middleware } from 'koa';
+import { FEED_PATH } from '../feed/upgrade.ts';
 import type { Logger } from '../log.ts';
-import { FEED_PATH } from '../ws/upgrade.ts';
 import type { AuthState } from './authentication.ts';
 import type { RequestIdState } from './request-id.ts';
 import type { AnsweredState } from './responder.ts';

@@ -1,7 +1,7 @@
 // The one error mapper and the one problem writer: every refusal leaves as RFC 9457
 // application/problem+json (openapi.yaml, Problem). Three places meet an error: the HTTP API's
 // middleware (problems(), the outermost stage of app.ts after the request's id), the feed's upgrade
-// checks (ws/feed.ts), and the requests Node's parser refuses before any of ours runs
+// checks (feed/feed.ts), and the requests Node's parser refuses before any of ours runs
 // (client-errors.ts). All three answer through writeProblem(), on a response or, where Node has let go
 // of the connection, on its socket.
 import { ServerResponse } from 'node:http';

@@ -20,7 +20,7 @@ export interface Result {
   stream?: StreamedBody;
 }
 
-/** A body written as it comes: a changes stream (ws/feed.ts, openStream). */
+/** A body written as it comes: a changes stream (feed/feed.ts, openStream). */
 export interface StreamedBody {
   /** Writes the body to `response`, whose head is written, until one side ends it. */
   start(response: ServerResponse): void;

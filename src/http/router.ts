@@ -11,7 +11,7 @@ import { type Document, OpenAPIRouter, type Operation } from 'openapi-backend';
 import type { OpenAPIV3 } from 'openapi-types';
 import document from '../../generated/openapi.json' with { type: 'json' };
 import { otherBodyValidators, requestValidators } from '../../generated/validators.js';
-import { type Scope, scopes, scopesGranting } from '../auth/scopes.ts';
+import { type Scope, scopes, scopesGranting } from '../api-keys/scopes.ts';
 import type { Principal } from '../db/accounts/keys.ts';
 import {
   ApiError,
@@ -23,10 +23,10 @@ import {
   unauthorized,
   validationFailed,
 } from '../errors.ts';
+import { FEED_PATH, notAnUpgrade } from '../feed/upgrade.ts';
 import { handlers } from '../handlers/index.ts';
 import { type SitePageId, siteHandlers } from '../handlers/site.ts';
 import type { Deps, Handler, OperationId } from '../handlers/types.ts';
-import { FEED_PATH, notAnUpgrade } from '../ws/upgrade.ts';
 import type { AuthState } from './authentication.ts';
 import type { OnceState } from './idempotency.ts';
 import type { AdmissionState } from './metering.ts';

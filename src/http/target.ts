@@ -1,5 +1,5 @@
 // The request target as a URL, read the same way by the HTTP API (checkRequest, the stage of app.ts that
-// checks the target and Host) and the feed (ws/upgrade.ts). Node's parser lets through targets that are
+// checks the target and Host) and the feed (feed/upgrade.ts). Node's parser lets through targets that are
 // no URL (`http://[::1/health`, `//a:99999/ws`, `//%zz/ws`, `http://x:abc/health`): they are 400. Read
 // any other way they do harm: `new URL` throws with the whole target, `api_key` and all, in the error's
 // `input` (for the log), and Koa's url.parse throws, or prints the whole target to stderr (DEP0170, a

@@ -1,5 +1,5 @@
 // The pruning of the webhooks' delivery log (GET /v1/webhooks/{id}/deliveries; docs/webhooks.md): its
-// attempts past DELIVERY_LOG_MS go in batches, in each pass of the feed's pruner (ws/pruner.ts), as the
+// attempts past DELIVERY_LOG_MS go in batches, in each pass of the feed's pruner (src/pruner.ts), as the
 // events past their retention do.
 import { setImmediate as yieldToWriters } from 'node:timers/promises';
 import type { Store } from '../db/engine/store.ts';

@@ -9,11 +9,11 @@ import type { Config } from '../config.ts';
 import type { Store } from '../db/engine/store.ts';
 import type { StoredEvent } from '../db/events/events.ts';
 import type { ClaimedStream, StreamTarget } from '../db/webhooks/streams.ts';
+import { viewOf } from '../feed/delivery.ts';
+import { type ChangeMessage, changeMessage } from '../feed/messages.ts';
 import type { Logger } from '../log.ts';
 import { compileFilter, type RowTest } from '../query/evaluate.ts';
 import { parseFilter } from '../query/filter.ts';
-import { viewOf } from '../ws/delivery.ts';
-import { type ChangeMessage, changeMessage } from '../ws/messages.ts';
 import { Sender } from './send.ts';
 
 /** How often the worker looks for due streams it was not woken for, in ms. */

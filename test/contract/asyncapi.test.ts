@@ -6,7 +6,7 @@ import { fromFile, Parser } from '@asyncapi/parser';
 import { expect } from 'chai';
 import { parse } from 'yaml';
 import { messageValidators } from '../../generated/feed-validators.js';
-import { closeCodes } from '../../src/ws/messages.ts';
+import { closeCodes } from '../../src/feed/messages.ts';
 
 const run = promisify(execFile);
 const root = new URL('../../', import.meta.url).pathname;

@@ -5,7 +5,7 @@
 // collection's deletion), and the statuses it met are compared whole with the table's.
 import { expect } from 'chai';
 import type { OpenAPIV3 } from 'openapi-types';
-import { type Scope, scopes } from '../../src/auth/scopes.ts';
+import { type Scope, scopes } from '../../src/api-keys/scopes.ts';
 import { describeEachBackend } from '../support/backends.ts';
 import type { Client } from '../support/client.ts';
 import { openapi } from '../support/contract.ts';

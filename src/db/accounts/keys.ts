@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { hashKey } from '../../auth/keys.ts';
-import type { Scope } from '../../auth/scopes.ts';
+import { hashKey } from '../../api-keys/hash.ts';
+import type { Scope } from '../../api-keys/scopes.ts';
 import { conflict, KeyError } from '../../errors.ts';
 import type { Once } from '../../idempotency/answers.ts';
 import type { Dialect, WriteTx } from '../engine/dialect.ts';

@@ -4,7 +4,7 @@
 // (sqlite/rows.ts, postgres/rows.ts). Every request's key is looked up through the cache of their
 // principals (../accounts/principals.ts, PrincipalCache).
 import type { Knex } from 'knex';
-import { hashKey } from '../../auth/keys.ts';
+import { hashKey } from '../../api-keys/hash.ts';
 import { ApiError, type FieldError } from '../../errors.ts';
 import type { Once, OnceRequest } from '../../idempotency/answers.ts';
 import type { Patch } from '../../patches/index.ts';

@@ -2,7 +2,7 @@
 // the old way.
 import { expect } from 'chai';
 import knexFactory from 'knex';
-import { hashKey } from '../../../src/auth/keys.ts';
+import { hashKey } from '../../../src/api-keys/hash.ts';
 import { migrationSource } from '../../../src/db/engine/migrations.ts';
 import { openStore, type Store } from '../../../src/db/engine/store.ts';
 import { postgresSchema } from '../../../src/db/postgres/migrations.ts';

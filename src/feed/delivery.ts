@@ -4,7 +4,7 @@
 // it gets, and, for an update, the one that tells a subscriber the row left its view (`"matches":
 // false`). A subscriber held to rules may be shown a row by its id alone, or without the fields hidden
 // from it: its message is framed once for every subscriber shown the same. The changes over plain HTTP
-// (handlers/changes.ts) take the same messages: as JSON in their pages, encoded in their streams.
+// (handlers/feed.ts) take the same messages: as JSON in their pages, encoded in their streams.
 import type { StoredEvent } from '../db/events/events.ts';
 import type { RowTest } from '../query/evaluate.ts';
 import type { Row } from '../rows.ts';

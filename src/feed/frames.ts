@@ -31,7 +31,7 @@ export function textFrame(text: string): Buffer {
  * `written` runs once the socket has taken it, or failed to. Nothing is written once `websocket` is no
  * longer open: after a close frame, data frames would break the protocol. Answers whether it wrote.
  *
- * This relies on two things `ws` does not document (test/ws/frames.test.ts checks both, so that an
+ * This relies on two things `ws` does not document (test/feed/frames.test.ts checks both, so that an
  * upgrade of `ws` that changes them fails there): `ws` writes each frame of its own to the socket whole
  * and at once, holding none back, as long as it compresses nothing (the feed turns perMessageDeflate
  * off) and is given no Blob; and its `bufferedAmount` counts what waits in the socket, so the feed's

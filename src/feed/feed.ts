@@ -2,7 +2,7 @@
 // checked and refused with a real HTTP response before anything is upgraded (upgrade.ts); an accepted
 // socket becomes a Subscriber of its collection's Tail, which forwards committed events from the events
 // table when the data layer announces a commit (db/changes.ts). The changes over plain HTTP
-// (handlers/changes.ts) are served here too: a stream is a Subscriber writing to its response
+// (handlers/feed.ts) are served here too: a stream is a Subscriber writing to its response
 // (sinks.ts), a long poll a Waiter of the same tail (waiter.ts).
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -17,11 +17,11 @@ import { toApiError, writeProblem } from '../http/problems.ts';
 import { requestIdOf } from '../http/request-id.ts';
 import type { StreamedBody } from '../http/responder.ts';
 import type { Logger } from '../log.ts';
+import { Pruner } from '../pruner.ts';
 import type { Claims as RuleClaims } from '../rules/compile.ts';
 import type { TokenVerifier } from '../tokens/verifier.ts';
 import type { Encoding } from './encodings.ts';
 import { closeCodes } from './messages.ts';
-import { Pruner } from './pruner.ts';
 import { ResponseSink, type Sink, WebSocketSink } from './sinks.ts';
 import { type FeedCounts, Subscriber } from './subscriber.ts';
 import { Tail } from './tail.ts';
@@ -96,13 +96,13 @@ export interface Feed {
   /** Prunes events past retention (also done every `eventsPruneIntervalMs`). */
   readonly pruner: Pruner;
   /**
-   * A changes stream over HTTP (handlers/changes.ts) of `request`, checked as an upgrade is (upgrade.ts,
+   * A changes stream over HTTP (handlers/feed.ts) of `request`, checked as an upgrade is (upgrade.ts,
    * subscriptionOf): it takes one of the account's places now (429 too_many_connections), and is then a
    * subscriber as a feed socket is, its messages in `encoding`, once its response's head is written.
    */
   openStream(request: FeedRequest, encoding: Encoding): StreamedBody;
   /**
-   * One of the account's places for a long poll while it waits (handlers/changes.ts), as a stream and a
+   * One of the account's places for a long poll while it waits (handlers/feed.ts), as a stream and a
    * feed socket hold one while open: what gives it back (once, however often called), or undefined when
    * the account holds as many as it may (the poll then answers at once, without waiting).
    */
@@ -110,7 +110,7 @@ export interface Feed {
   /**
    * Settles once a change after seq `after` that `kinds` and `view` let through is committed (or once
    * the collection is deleted, the feed closes, or `signal` aborts): what a long poll waits for
-   * (handlers/changes.ts), woken as the feed's sockets are, with no read of its own while nothing changes.
+   * (handlers/feed.ts), woken as the feed's sockets are, with no read of its own while nothing changes.
    */
   waitForChange(wait: ChangeWait, signal: AbortSignal): Promise<void>;
   /** Long polls waiting on this instance (waitForChange). */

@@ -1,4 +1,4 @@
-// A long poll of the changes over HTTP (handlers/changes.ts) waiting for its collection's next change:
+// A long poll of the changes over HTTP (handlers/feed.ts) waiting for its collection's next change:
 // it follows the collection's tail as a feed socket does, woken by the same commits, and costs nothing
 // while nothing changes.
 import { EventEmitter } from 'node:events';

@@ -362,7 +362,7 @@ describeEachBackend('GET /ws', (backend) => {
     });
 
     // Off: compressing costs memory per socket (a deflate context each), and frames are made once for
-    // every socket (src/ws/frames.ts).
+    // every socket (src/feed/frames.ts).
     it('without permessage-deflate, though the client offers it', async () => {
       const socket = new WebSocket(feedUrl(server.url, owner.key, { collection: 'notes' }), { perMessageDeflate: true });
       const upgraded = once(socket, 'upgrade');

@@ -9,7 +9,7 @@ import { connect, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { expect } from 'chai';
 import WebSocket, { WebSocketServer } from 'ws';
-import { textFrame, writeFrame } from '../../src/ws/frames.ts';
+import { textFrame, writeFrame } from '../../src/feed/frames.ts';
 
 interface Accepted {
   websocket: WebSocket;

@@ -1,5 +1,5 @@
 // Where a subscriber's messages go (subscriber.ts): a feed socket, or the response of a changes stream
-// over plain HTTP (handlers/changes.ts). Either way the server holds at most what the peer has not taken
+// over plain HTTP (handlers/feed.ts). Either way the server holds at most what the peer has not taken
 // (bufferedAmount), which the subscriber bounds.
 import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';

@@ -1,20 +1,20 @@
 // A collection's changes over plain HTTP (openapi.yaml, getChanges; docs/feed.md, "Changes over plain
 // HTTP"): the feed's messages, from the same events table and checked as a subscription is
-// (ws/upgrade.ts, subscriptionOf), as a page, a long poll, or a stream of server-sent events or JSON
-// lines, which the feed serves as one of its subscribers (ws/feed.ts, openStream).
+// (feed/upgrade.ts, subscriptionOf), as a page, a long poll, or a stream of server-sent events or JSON
+// lines, which the feed serves as one of its subscribers (feed/feed.ts, openStream).
 import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
-import { hashKey } from '../auth/keys.ts';
+import { hashKey } from '../api-keys/hash.ts';
 import type { Store } from '../db/engine/store.ts';
 import { ApiError, collectionNotFound, gone, validationFailed } from '../errors.ts';
+import { Delivery } from '../feed/delivery.ts';
+import { type Encoding, jsonLines, serverSentEvents } from '../feed/encodings.ts';
+import { type Subscription, subscriptionOf } from '../feed/upgrade.ts';
+import type { EndUser } from '../feed/view.ts';
 import { credentialsOf } from '../http/authentication.ts';
 import { etagOf, ifNoneMatch } from '../http/conditional.ts';
 import type { Claims as RuleClaims } from '../rules/compile.ts';
 import { refusedFrom } from '../tokens/verifier.ts';
-import { Delivery } from '../ws/delivery.ts';
-import { type Encoding, jsonLines, serverSentEvents } from '../ws/encodings.ts';
-import { type Subscription, subscriptionOf } from '../ws/upgrade.ts';
-import type { EndUser } from '../ws/view.ts';
 import type { Deps, Handlers, Input, Result } from './types.ts';
 
 /** The rows a page reads at most (their JSON text), beside `limit`: the feed's page. */
@@ -29,7 +29,7 @@ const IMMUTABLE = 'private, max-age=31536000, immutable';
 /** What an answer depends on beside its URL: the form asked for, whose view it is, and (CORS) the page's origin. */
 const VARY = 'Accept, Authorization, X-Api-Key, Origin';
 
-export const changeHandlers: Handlers<'getChanges'> = {
+export const feedHandlers: Handlers<'getChanges'> = {
   async getChanges(input, { store, feed }) {
     const { principal, path, query, headers, claims } = input;
     const mediaType = acceptedForm(headers.accept);

@@ -1,5 +1,5 @@
 // How a feed message travels: as a WebSocket text frame on the feed's sockets, or, on the changes
-// streams over plain HTTP (handlers/changes.ts), as a server-sent event or a line of JSON Lines. Each
+// streams over plain HTTP (handlers/feed.ts), as a server-sent event or a line of JSON Lines. Each
 // message is encoded once for every client it goes to in the same encoding (delivery.ts).
 import { textFrame } from './frames.ts';
 

@@ -12,7 +12,7 @@ import type { ErrorObject } from 'ajv';
 import type { components } from '../../generated/asyncapi.ts';
 import { validateFeedQuery } from '../../generated/feed-validators.js';
 import openapi from '../../generated/openapi.json' with { type: 'json' };
-import { hashKey } from '../auth/keys.ts';
+import { hashKey } from '../api-keys/hash.ts';
 import type { Principal } from '../db/accounts/keys.ts';
 import type { Store } from '../db/engine/store.ts';
 import type { EventType } from '../db/events/events.ts';
@@ -124,7 +124,7 @@ export async function checkUpgrade(request: IncomingMessage, { store, tokens, ad
   return { ...subscription, keyHash: hashKey(key), since: query.since === undefined ? undefined : since };
 }
 
-/** What a subscription asks for, as its query says it (the feed's, or a changes request's: handlers/changes.ts). */
+/** What a subscription asks for, as its query says it (the feed's, or a changes request's: handlers/feed.ts). */
 export interface SubscriptionQuery {
   collection: string;
   /** A comma list of the kinds of change. */

@@ -1,4 +1,4 @@
-// A subscriber held to rules, on its own (src/ws/subscriber.ts, delivery.ts): a rule that throws on one
+// A subscriber held to rules, on its own (src/feed/subscriber.ts, delivery.ts): a rule that throws on one
 // change denies that change to that subscriber alone, is logged, and stops nothing else; rules that
 // cannot be worked out show it nothing until they change; and a change's message is framed once for
 // every subscriber shown the same. The server's rules cannot be made to throw (they are checked when
@@ -10,13 +10,13 @@ import type { Duplex } from 'node:stream';
 import { expect } from 'chai';
 import WebSocket, { WebSocketServer } from 'ws';
 import type { StoredEvent } from '../../src/db/events/events.ts';
+import { Delivery } from '../../src/feed/delivery.ts';
+import { WebSocketSink } from '../../src/feed/sinks.ts';
+import { type FeedCounts, Subscriber, type SubscriberOptions } from '../../src/feed/subscriber.ts';
+import { type EndUser, type FeedView, feedView } from '../../src/feed/view.ts';
 import { createLogger } from '../../src/log.ts';
 import { Grant } from '../../src/rules/access.ts';
 import { type CompiledRules, compileRules } from '../../src/rules/compile.ts';
-import { Delivery } from '../../src/ws/delivery.ts';
-import { WebSocketSink } from '../../src/ws/sinks.ts';
-import { type FeedCounts, Subscriber, type SubscriberOptions } from '../../src/ws/subscriber.ts';
-import { type EndUser, type FeedView, feedView } from '../../src/ws/view.ts';
 import { type FeedMessage, messageProblem } from '../support/feed.ts';
 
 const COLLECTION = 'notes';

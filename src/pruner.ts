@@ -1,12 +1,12 @@
-// The feed's pruner: the timer that keeps the database to its retention, deleting every collection's
+// The pruner: the timer that keeps the database to its retention, deleting every collection's
 // events past it, the answers of Idempotency-Keys past theirs, and the webhooks' delivery log past its
 // (webhooks/delivery-log.ts), in small batches, so that writes never wait long.
 import { EventEmitter } from 'node:events';
 import { setImmediate as yieldToWriters } from 'node:timers/promises';
-import type { Store } from '../db/engine/store.ts';
-import type { RetentionPolicy } from '../db/events/retention.ts';
-import type { Logger } from '../log.ts';
-import { pruneDeliveryLog } from '../webhooks/delivery-log.ts';
+import type { Store } from './db/engine/store.ts';
+import type { RetentionPolicy } from './db/events/retention.ts';
+import type { Logger } from './log.ts';
+import { pruneDeliveryLog } from './webhooks/delivery-log.ts';
 
 const COLLECTIONS_PER_PAGE = 100;
 
