@@ -72,7 +72,7 @@ function requestValidatorModules(definition: OpenAPIV3.Document): Record<string,
   const imports = { body: [] as string[], params: [] as string[] };
   const table: string[] = [];
   const otherBodies: string[] = [];
-  // A `head` operation is checked with the validators of its path's `get` (src/http/router.ts), and
+  // A `head` operation is checked with the validators of its path's `get` (src/http/operations.ts), and
   // the feed's, on /ws, by the feed against asyncapi.yaml: neither has validators of its own.
   const operations = schemaBuilder.router
     .getOperations()

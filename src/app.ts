@@ -1,15 +1,18 @@
 import Koa from 'koa';
 import type { Deps } from './handlers/types.ts';
 import { authenticate } from './http/authentication.ts';
+import { authorize } from './http/authorize.ts';
 import { jsonBody } from './http/body.ts';
 import { allowOrigin, preflight } from './http/cors.ts';
+import { handle } from './http/handle.ts';
 import { idempotency } from './http/idempotency.ts';
 import { meterUsage } from './http/metering.ts';
 import { type Observer, observe } from './http/observe.ts';
+import type { Operations } from './http/operations.ts';
 import { problems } from './http/problems.ts';
 import { requestId } from './http/request-id.ts';
 import type { Responses } from './http/responses.ts';
-import type { Router } from './http/router.ts';
+import { route } from './http/route.ts';
 import { checkRequest } from './http/target.ts';
 import type { Logger } from './log.ts';
 
@@ -22,26 +25,27 @@ import type { Logger } from './log.ts';
  *   observe       (with metrics or LOG_REQUESTS=on) tells the metrics and the access log of the answer (observe.ts)
  *   problems      the one error mapper: whatever a later stage throws leaves as problem+json (problems.ts)
  *   checkRequest  the request target and Host (400; target.ts)
- *   router.route  the operation of openapi.yaml at the method and path, matched once (router.ts)
+ *   route         the operation of openapi.yaml at the method and path, matched once (route.ts, from the
+ *                 operations bound at start: operations.ts)
  *   preflight     a browser's CORS preflight under /v1, answered 204 with no key and not counted (cors.ts)
  *   authenticate  the key of a /v1 request (401; authentication.ts)
  *   allowOrigin   a publishable key's Origin: CORS headers on the answer, or 403 if not its own (cors.ts)
  *   meterUsage    counts the request toward its account's plan, and a publishable key's toward its end
  *                 user's rate (429 past either; metering.ts)
- *   router.authorize  the operation's security (401) and the scope it needs of the key (403)
+ *   authorize     the operation's security (401) and the scope it needs of the key (403; authorize.ts)
  *   jsonBody      the JSON body of a matched operation (400, 413, 415; body.ts, within body-budget.ts)
  *   idempotency   a write's Idempotency-Key: its stored answer replayed (422 for another request, 409
  *                 while its first request runs), or the key handed to the write, which stores its
  *                 answer (idempotency.ts)
- *   router.handle 404 or 405 (for `/ws`, the refusal of a request that is no WebSocket upgrade; the
+ *   handle        404 or 405 (for `/ws`, the refusal of a request that is no WebSocket upgrade; the
  *                 feed takes the upgrades: server.ts), validation, the key's collections (404), its
- *                 handler by operationId, and the one responder (responder.ts)
+ *                 handler by operationId, and the one responder (handle.ts, validation.ts, responder.ts)
  *
  * A replay comes after the count: replays count toward the plan as requests. The key, the count and the scope come before the body: a request without a key, or one its key may
  * not make, never makes us read its body, and a request refused for its scope or its body still counts.
  * A route that does not exist is answered after the key, so that it tells nothing to a client without one.
  */
-export function createApp(deps: Deps, router: Router, log: Logger, responses: Responses, observers: readonly Observer[] = []): Koa {
+export function createApp(deps: Deps, operations: Operations, log: Logger, responses: Responses, observers: readonly Observer[] = []): Koa {
   const app = new Koa();
   app.silent = true; // every error is handled, and logged, by problems()
   app.use(responses.track);
@@ -49,14 +53,14 @@ export function createApp(deps: Deps, router: Router, log: Logger, responses: Re
   if (observers.length > 0) app.use(observe(observers));
   app.use(problems(log));
   app.use(checkRequest);
-  app.use(router.route);
-  app.use(preflight(router.methodsAt));
+  app.use(route(operations));
+  app.use(preflight(operations.methodsAt));
   app.use(authenticate(deps.store, deps.tokens));
   app.use(allowOrigin);
   if (deps.config.metering) app.use(meterUsage(deps.meter, deps.config.trustedProxies));
-  app.use(router.authorize);
+  app.use(authorize(operations));
   app.use(jsonBody(deps.config, deps.bodies));
   app.use(idempotency(deps.store, deps.config.idempotencyKeyMs));
-  app.use(router.handle);
+  app.use(handle(operations, deps));
   return app;
 }

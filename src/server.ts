@@ -12,11 +12,11 @@ import { BodyBudget } from './http/body-budget.ts';
 import { answerClientErrors } from './http/client-errors.ts';
 import { endUserOf } from './http/metering.ts';
 import { accessLog, type Observer } from './http/observe.ts';
+import { bindOperations } from './http/operations.ts';
 import { serveWithoutUpgrade, wantsWebSocket } from './http/other-upgrades.ts';
 import { writeProblem } from './http/problems.ts';
 import { requestIdOf } from './http/request-id.ts';
 import { Responses } from './http/responses.ts';
-import { createRouter } from './http/router.ts';
 import { createLogger, type Logger } from './log.ts';
 import { Metrics } from './metrics.ts';
 import { root } from './root.ts';
@@ -100,7 +100,7 @@ export async function startServer(
   const metrics = config.metricsPort === undefined ? undefined : new Metrics({ store, meter, feed, webhooks });
   if (metrics) observers.push(metrics);
   const responses = new Responses();
-  server.on('request', createApp(deps, createRouter(deps), log, responses, observers).callback());
+  server.on('request', createApp(deps, bindOperations(), log, responses, observers).callback());
   // Node hands the 'upgrade' listener every request with an Upgrade header: only WebSocket goes to the feed.
   server.on('upgrade', (request, socket, head) => {
     if (wantsWebSocket(request)) feed.handleUpgrade(request, socket, head);

@@ -20,7 +20,7 @@ export const collectionHandlers: Handlers<
 > = {
   async listCollections({ principal }, { store }) {
     const listed = await store.listCollections(principal.accountId);
-    // A key limited to named collections sees only those (http/router.ts answers 404 for the others).
+    // A key limited to named collections sees only those (http/handle.ts answers 404 for the others).
     const { collections } = principal;
     return { status: 200, body: collections ? listed.filter(({ name }) => collections.has(name)) : listed };
   },

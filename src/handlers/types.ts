@@ -17,7 +17,7 @@ export type { Result } from '../http/responder.ts';
 
 /**
  * The operations of openapi.yaml that a handler answers: not its `head` operations, which their path's
- * `get` answers (http/router.ts), nor the feed's `openFeed` (and `headFeed`), answered by the feed.
+ * `get` answers (http/operations.ts), nor the feed's `openFeed` (and `headFeed`), answered by the feed.
  */
 export type OperationId = Exclude<keyof operations, `head${string}` | 'openFeed'>;
 

@@ -8,7 +8,7 @@ import type { Logger } from '../log.ts';
 import type { AuthState } from './authentication.ts';
 import type { RequestIdState } from './request-id.ts';
 import type { AnsweredState } from './responder.ts';
-import type { RouteState } from './router.ts';
+import type { RouteState } from './route.ts';
 import { contextPath } from './target.ts';
 
 /** One answered request. */

@@ -3,7 +3,7 @@
 // brief"; docs/api.md), and the web console (/console; docs/console.md). They are not in openapi.yaml:
 // they are no operation of the API, a client generated from it has no use for them, and generators read
 // their YAML, HTML, CSS and JavaScript as JSON. They are routed by the router as the operations of
-// openapi.yaml are (router.ts), and so answered alike: GET and HEAD, 404 for an unknown path, 405
+// openapi.yaml are (operations.ts), and so answered alike: GET and HEAD, 404 for an unknown path, 405
 // with `Allow` for another method, 400 for any query parameter but a page's own (`version` of
 // /openapi.yaml) or broken percent-encoding, no key, not counted; each by its handler (handlers/site.ts)
 // and the one responder.

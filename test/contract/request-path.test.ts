@@ -9,7 +9,7 @@ import { startTestServer, type TestServer } from '../support/server.ts';
 
 /**
  * A PATCH of a row crosses the stages of app.ts (http/) and the router
- * (http/router.ts), the meter, its handler (handlers/rows.ts), the patch's own module (patches/:
+ * (http/operations.ts), the meter, its handler (handlers/rows.ts), the patch's own module (patches/:
  * read.ts reads the body as a patch of its Content-Type; apply.ts applies it where the dialect does not
  * set it field by field in SQL), the store's edge and the rules of rows in db/, then the dialect's own
  * files and its SQL. The walk finds them whatever they are; the test checks only that it found the

@@ -4,7 +4,7 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import { type Document, OpenAPIRouter } from 'openapi-backend';
 import document from '../../generated/openapi.json' with { type: 'json' };
-import { RouteTable } from '../../src/http/router.ts';
+import { RouteTable } from '../../src/http/route-table.ts';
 
 const reference = new OpenAPIRouter({ definition: document as unknown as Document });
 const table = new RouteTable(reference.getOperations());

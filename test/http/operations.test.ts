@@ -9,9 +9,12 @@ import { expect } from 'chai';
 import Koa from 'koa';
 import { defaults } from '../../src/config.ts';
 import { AccountContracts } from '../../src/contract/served.ts';
+import { authorize } from '../../src/http/authorize.ts';
 import { BodyBudget } from '../../src/http/body-budget.ts';
+import { handle } from '../../src/http/handle.ts';
+import { bindOperations } from '../../src/http/operations.ts';
 import { problems } from '../../src/http/problems.ts';
-import { createRouter } from '../../src/http/router.ts';
+import { route } from '../../src/http/route.ts';
 import { createLogger } from '../../src/log.ts';
 import { TokenVerifier } from '../../src/tokens/verifier.ts';
 import { Client } from '../support/client.ts';
@@ -26,7 +29,8 @@ describe('router', () => {
     server = await startTestServer();
     const app = new Koa();
     app.silent = true;
-    const router = createRouter({
+    const operations = bindOperations();
+    const deps = {
       store: server.store,
       meter: server.meter,
       config: defaults,
@@ -35,11 +39,11 @@ describe('router', () => {
       contracts: new AccountContracts({ openapi: '{}', asyncapi: '{}' }),
       tokens: new TokenVerifier(),
       feed: server.feed,
-    });
+    };
     app.use(problems(createLogger('silent')));
-    app.use(router.route);
-    app.use(router.authorize);
-    app.use(router.handle);
+    app.use(route(operations));
+    app.use(authorize(operations));
+    app.use(handle(operations, deps));
     bare = createServer(app.callback()).listen(0, '127.0.0.1');
     await once(bare, 'listening');
     client = new Client(`http://127.0.0.1:${(bare.address() as AddressInfo).port}`);

@@ -10,7 +10,8 @@ import { type Document, OpenAPIBackend, type Operation } from 'openapi-backend';
 import document from '../../generated/openapi.json' with { type: 'json' };
 import { requestValidators } from '../../generated/validators.js';
 import { ApiError } from '../../src/errors.ts';
-import { RouteTable, requestChecks, validateRequest } from '../../src/http/router.ts';
+import { RouteTable } from '../../src/http/route-table.ts';
+import { requestChecks, validateRequest } from '../../src/http/validation.ts';
 import { requestAjvOptions } from '../../src/http/validation-options.ts';
 
 const reference = new OpenAPIBackend({
