@@ -69,6 +69,21 @@ module.exports = {
       to: { path: '^src/app\\.ts$|^src/server\\.ts$' },
     },
     {
+      name: 'console-page-apart',
+      severity: 'error',
+      comment:
+        "The console's page (src/console/, but files.ts, which serves it) runs in the browser: it imports itself, generated/'s types and the query rules that hold no SQL (src/query/), and nothing of the server.",
+      from: { path: '^src/console/', pathNot: '^src/console/files\\.ts$' },
+      to: { path: '^src/', pathNot: '^src/(console|query)/' },
+    },
+    {
+      name: 'console-served-by-files',
+      severity: 'error',
+      comment: "The server reaches the console's page only through src/console/files.ts, which bundles and serves it.",
+      from: { path: '^src/', pathNot: '^src/console/' },
+      to: { path: '^src/console/', pathNot: '^src/console/files\\.ts$' },
+    },
+    {
       name: 'not-to-tests',
       severity: 'error',
       comment: 'The service never imports its tests or benchmarks.',
@@ -78,7 +93,6 @@ module.exports = {
   ],
   options: {
     doNotFollow: { path: 'node_modules' },
-    exclude: { path: '^src/console/' },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
     enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default', 'types'] },
