@@ -66,3 +66,22 @@ describe('the source', () => {
     expect(asking.map((file) => relative(root, file))).to.deep.equal([]);
   });
 });
+
+describe('the map of the code (docs/development.md)', () => {
+  const tracked = readdirSync(root, { recursive: true, encoding: 'utf8' })
+    .filter((path) => !/^(node_modules|\.git|tmp|data|dist)(\/|$)/.test(path))
+    .map((path) => `/${path}`);
+
+  it('names only files and folders that exist: from the root, or as the end of a path that does', () => {
+    const text = readFileSync(join(root, 'docs/development.md'), 'utf8');
+    const named = new Set([...text.matchAll(/`([\w./-]+\/|[\w./-]+\.(?:ts|js|cjs|json|yaml|md|sql))`/g)].map(([, path]) => path));
+    const missing = [...named].filter((path) => {
+      if (path.startsWith('tmp/')) return false; // made by a run, ignored by git
+      if (/^(src|test|bench|scripts|generated|docs)\//.test(path) || path.startsWith('.')) {
+        return !tracked.includes(`/${path.replace(/\/$/, '')}`);
+      }
+      return !tracked.some((candidate) => candidate.endsWith(`/${path.replace(/\/$/, '')}`));
+    });
+    expect(missing).to.deep.equal([]);
+  });
+});
