@@ -3,9 +3,9 @@
 // signed-in one marked; a publishable key made with its origins (a wrong origin refused first, at its
 // place, with nothing made), shown once and copied, listed, then used from a listed origin over HTTP and,
 // revoked in the page, refused 401; a secret key made limited to a collection with an expiry, after a
-// wider one is refused 403 in the dialog; and a key without the admin scope told plainly that keys are not
-// its to see. Every response the page sees is checked against openapi.yaml (support/browser.ts).
-// Screenshots go to tmp/console-screenshots/.
+// wider one is refused 403 in the dialog; the console's own key revoked; and a key without the admin
+// scope told plainly that keys are not its to see. Every response the page sees is checked against
+// openapi.yaml (support/browser.ts). Screenshots go to tmp/console-screenshots/.
 import { mkdir } from 'node:fs/promises';
 import { expect } from 'chai';
 import type { Browser } from 'puppeteer-core';
@@ -228,6 +228,23 @@ describeEachBackend('the web console’s API keys, in Chromium', (backend) => {
     });
     const reader = new Client(server.url, key);
     expect((await reader.get('/v1/collections/notes/rows')).status).to.equal(200);
+  });
+
+  it('revokes the key it is signed in with, and says to sign in with another, at 390 px too', async () => {
+    const throwaway = await server.client(ACCOUNT);
+    await tab.page.setViewport({ width: 390, height: 844 });
+    await openKeys(throwaway.key);
+    const prefix = prefixOf(throwaway.key as string);
+    expect(await row(prefix)).to.include({ own: true });
+    await tab.page.screenshot({ path: `${screenshots}keys-390-${backend}.png`, fullPage: true });
+    await tab.page.click(`button[aria-label="Revoke key ${prefix}…"]`);
+    await tab.page.click(`xpath/.//tr[@data-key="${prefix}"]//button[text()="Revoke key ${prefix}, this console's own"]`);
+    await tab.page.waitForFunction((gone) => !document.querySelector(`tr[data-key="${gone}"]`), {}, prefix);
+    expect(await text('.keys .note')).to.equal(
+      `The key ${prefix} is revoked: it was this console's own, which the service now refuses. Sign out, and in with another key.`,
+    );
+    expect((await throwaway.get('/v1/usage')).status).to.equal(401);
+    expect(await prefixes()).not.to.include(prefix);
   });
 
   it('tells a key without the admin scope that keys are not its to see', async () => {
