@@ -30,6 +30,13 @@ export type Claims = components['schemas']['Claims'];
 /** A token issuer as the service shows it: never its secret (`key_source` says it has one). */
 export type Issuer = components['schemas']['Issuer'];
 export type IssuerInput = components['schemas']['IssuerInput'];
+/** A key of the account as listed: by its prefix, never the key itself. */
+export type Key = components['schemas']['Key'];
+export type NewKey = components['schemas']['NewKey'];
+/** `secret`, a server's, or `publishable`, safe inside an app (docs/access.md). */
+export type KeyKind = components['schemas']['KeyKind'];
+/** A key as it was made: with the key itself, which the service shows this once. */
+export type CreatedKey = components['schemas']['CreatedKey'];
 
 /** A 4xx or 5xx answer, with its problem (openapi.yaml, Problem). */
 export class ApiError extends Error {
@@ -141,7 +148,7 @@ export class Api {
    */
   async isAdmin(): Promise<boolean> {
     try {
-      await this.call('GET', '/v1/keys');
+      await this.keys();
       return true;
     } catch (failure) {
       if (failure instanceof ApiError && failure.problem.code === 'forbidden') return false;
@@ -258,6 +265,21 @@ export class Api {
 
   deleteIssuer(name: string): Promise<void> {
     return this.call('DELETE', issuerPath(name));
+  }
+
+  /** The account's live keys the key asking could have made itself, oldest first; an admin key's only (403 forbidden for another). */
+  keys(): Promise<Key[]> {
+    return this.call('GET', '/v1/keys');
+  }
+
+  /** Makes a key no wider than this one (403 forbidden for a wider one), answered whole this once. */
+  createKey(settings: NewKey): Promise<CreatedKey> {
+    return this.call('POST', '/v1/keys', { body: settings });
+  }
+
+  /** Revokes the live key with `prefix`: it stops working at once (404 for none this key may see). */
+  revokeKey(prefix: string): Promise<void> {
+    return this.call('DELETE', `/v1/keys/${encodeURIComponent(prefix)}`);
   }
 
   /**

@@ -1,7 +1,7 @@
 // The web console (GET /console): sign in with a key, the account's collections, a collection's rows
-// (rows.ts), relations (relations.ts) and rules (rules.ts), the account's webhooks (webhooks.ts) and token
-// issuers (issuers.ts), and the plan's usage. Where it is, is the address's fragment (route.ts): links
-// between related rows are links. Rendered by Preact with htm's
+// (rows.ts), relations (relations.ts) and rules (rules.ts), the account's webhooks (webhooks.ts), token
+// issuers (issuers.ts) and keys (keys.ts), and the plan's usage. Where it is, is the address's fragment
+// (route.ts): links between related rows are links. Rendered by Preact with htm's
 // tagged templates (no build step of its own beyond the bundle: src/console/files.ts); every request is
 // one of openapi.yaml's (api.ts).
 import { html } from 'htm/preact';
@@ -9,10 +9,18 @@ import { render } from 'preact';
 import { useCallback, useEffect, useState } from 'preact/hooks';
 import { Api, type Collection, describe, type Usage } from './api.ts';
 import { IssuersView } from './issuers.ts';
+import { KeysView } from './keys.ts';
 import { Status } from './parts.ts';
-import { parseRoute, type Route, routeHash } from './route.ts';
+import { type AccountPage, parseRoute, type Route, routeHash } from './route.ts';
 import { RowsView } from './rows.ts';
 import { WebhooksView } from './webhooks.ts';
+
+/** The account's pages, by their route: each one's name in the navigation (in this order) and its view. */
+const ACCOUNT_PAGES: Record<AccountPage, { title: string; View: (props: { api: Api }) => unknown }> = {
+  webhooks: { title: 'Webhooks', View: WebhooksView },
+  issuers: { title: 'Token issuers', View: IssuersView },
+  keys: { title: 'API keys', View: KeysView },
+};
 
 /** Where the key is kept: this tab's session only, gone when the tab closes or the person signs out. */
 const KEY_ITEM = 'rowbase.key';
@@ -138,22 +146,21 @@ function Console({ api, onSignOut }: { api: Api; onSignOut: () => void }) {
         <${Status} error=${error} />
         <h2>Account</h2>
         <ul>
-          <li>
-            <button type="button" aria-current=${view === 'webhooks' ? 'page' : undefined} onClick=${() => setView('webhooks')}>Webhooks</button>
-          </li>
-          <li>
-            <button type="button" aria-current=${view === 'issuers' ? 'page' : undefined} onClick=${() => setView('issuers')}>Token issuers</button>
-          </li>
+          ${(Object.keys(ACCOUNT_PAGES) as AccountPage[]).map(
+            (page) => html`
+              <li key=${page}>
+                <button type="button" aria-current=${view === page ? 'page' : undefined} onClick=${() => setView(page)}>${ACCOUNT_PAGES[page].title}</button>
+              </li>
+            `,
+          )}
         </ul>
       </nav>
       <main>
         ${
-          view === 'webhooks'
-            ? html`<${WebhooksView} api=${api} />`
-            : view === 'issuers'
-              ? html`<${IssuersView} api=${api} />`
-              : chosen
-                ? html`<${RowsView}
+          typeof view === 'string'
+            ? html`<${ACCOUNT_PAGES[view].View} api=${api} />`
+            : chosen
+              ? html`<${RowsView}
                 key=${routeHash({ collection: chosen, filter: typeof view === 'object' ? view.filter : undefined })}
                 api=${api}
                 collection=${chosen}
@@ -168,7 +175,7 @@ function Console({ api, onSignOut }: { api: Api; onSignOut: () => void }) {
                   changed();
                 }}
               />`
-                : html`<p class="empty">Choose a collection, or create one.</p>`
+              : html`<p class="empty">Choose a collection, or create one.</p>`
         }
       </main>
     </div>

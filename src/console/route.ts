@@ -5,17 +5,21 @@
 //   #/collections/posts                        a collection's rows
 //   #/collections/comments?filter={"post_id":7} its rows under a filter (the filter language, docs/api.md)
 //   #/collections/people/rows/7                its rows, with row 7 open
-//   #/webhooks, #/issuers                      the account's webhooks, its token issuers
+//   #/webhooks, #/issuers, #/keys              the account's webhooks, its token issuers, its keys
 
-/** What the main part of the console shows: a collection's rows (under a filter, a row open), the account's webhooks or token issuers, or none yet. */
-export type Route = { collection: string; filter?: string; open?: number } | 'webhooks' | 'issuers' | undefined;
+/** The account's pages, each at `#/<name>`: its webhooks, its token issuers, its keys. */
+const ACCOUNT_PAGES = ['webhooks', 'issuers', 'keys'] as const;
+export type AccountPage = (typeof ACCOUNT_PAGES)[number];
+
+/** What the main part of the console shows: a collection's rows (under a filter, a row open), one of the account's pages, or none yet. */
+export type Route = { collection: string; filter?: string; open?: number } | AccountPage | undefined;
 
 const COLLECTION = /^#\/collections\/([^/?]+)(?:\/rows\/([1-9]\d{0,15}))?(?:\?(.*))?$/;
 
 /** The route a fragment names (`location.hash`); none for one the console does not know. */
 export function parseRoute(hash: string): Route {
-  if (hash === '#/webhooks') return 'webhooks';
-  if (hash === '#/issuers') return 'issuers';
+  const page = ACCOUNT_PAGES.find((name) => hash === `#/${name}`);
+  if (page) return page;
   const match = COLLECTION.exec(hash);
   if (!match) return undefined;
   let collection: string;
@@ -34,7 +38,7 @@ export function parseRoute(hash: string): Route {
 /** The fragment of a route, as a link's `href`: parseRoute's inverse. */
 export function routeHash(route: Route): string {
   if (route === undefined) return '#';
-  if (route === 'webhooks' || route === 'issuers') return `#/${route}`;
+  if (typeof route === 'string') return `#/${route}`;
   const rows = route.open === undefined ? '' : `/rows/${route.open}`;
   const query = route.filter ? `?${new URLSearchParams({ filter: route.filter })}` : '';
   return `#/collections/${encodeURIComponent(route.collection)}${rows}${query}`;

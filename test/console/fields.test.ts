@@ -254,7 +254,7 @@ describe('console: the typed row form', () => {
 });
 
 describe('console: where it is (the address’s fragment)', () => {
-  it('reads and writes a collection, its filter and the row open, the webhooks and the issuers', () => {
+  it('reads and writes a collection, its filter and the row open, the webhooks, the issuers and the keys', () => {
     const routes = [
       { collection: 'posts' },
       { collection: 'people', open: 7 },
@@ -262,6 +262,7 @@ describe('console: where it is (the address’s fragment)', () => {
       { collection: 'a b/c', filter: '{"x":"#&?"}', open: 2 },
       'webhooks',
       'issuers',
+      'keys',
     ] as const;
     for (const route of routes) expect(parseRoute(routeHash(route)), routeHash(route)).to.deep.equal(route);
     expect(routeHash({ collection: 'people', open: 7 })).to.equal('#/collections/people/rows/7');

@@ -11,7 +11,7 @@ import { mkdir } from 'node:fs/promises';
 import { expect } from 'chai';
 import type { Browser } from 'puppeteer-core';
 import { describeEachBackend } from '../support/backends.ts';
-import { launchBrowser, pageForEachTest, signInToConsole, skipWithoutChromium } from '../support/browser.ts';
+import { fillInput, launchBrowser, pageForEachTest, signInToConsole, skipWithoutChromium } from '../support/browser.ts';
 import type { Client } from '../support/client.ts';
 import { startTestServer, TEST_PLAN, type TestServer } from '../support/server.ts';
 
@@ -94,16 +94,7 @@ describeEachBackend('the web console’s rules, preview and token issuers, in Ch
     await tab.page.waitForSelector('#issuers-title');
   }
 
-  /** Sets the value of the input (or textarea) `selector` as a person would leave it. */
-  async function fill(selector: string, value: string) {
-    await tab.page.$eval(
-      selector,
-      (input, text) => {
-        (input as HTMLInputElement).value = text as string;
-      },
-      value,
-    );
-  }
+  const fill = (selector: string, value: string) => fillInput(tab.page, selector, value);
 
   const text = (selector: string) => tab.page.$eval(selector, (element) => element.textContent ?? '');
   const dialogClosed = () => tab.page.waitForFunction(() => !document.querySelector('dialog[open]'));

@@ -8,7 +8,7 @@
 import { mkdir } from 'node:fs/promises';
 import { expect } from 'chai';
 import type { Browser, Page } from 'puppeteer-core';
-import { launchBrowser, skipWithoutChromium, type WatchedPage, watchedPage } from '../support/browser.ts';
+import { fillInput, launchBrowser, skipWithoutChromium, type WatchedPage, watchedPage } from '../support/browser.ts';
 import type { Client } from '../support/client.ts';
 import { startTestServer, TEST_PLAN, type TestServer } from '../support/server.ts';
 
@@ -99,16 +99,7 @@ describe('the web console, on typed collections, in Chromium', function () {
   /** The input of the form's field `name`. */
   const field = (name: string) => `dialog[open] .row-form [name="${name}"]`;
 
-  /** Sets the value of the input (or textarea) `selector` as a person would leave it. */
-  async function fill(selector: string, value: string) {
-    await page.$eval(
-      selector,
-      (input, text) => {
-        (input as HTMLInputElement).value = text as string;
-      },
-      value,
-    );
-  }
+  const fill = (selector: string, value: string) => fillInput(page, selector, value);
 
   /** What the form says is wrong with field `name` (its error, which the input is described by). */
   const fieldError = (name: string) => page.$eval(field(name), (input) => document.getElementById(`${input.id}-error`)?.textContent ?? '');

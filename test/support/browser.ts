@@ -139,6 +139,17 @@ export async function signInToConsole(page: Page, url: string, key: string): Pro
   await page.waitForSelector('header.top');
 }
 
+/** Sets the value of the input (or textarea) `selector` of `page` as a person would leave it. */
+export async function fillInput(page: Page, selector: string, value: string): Promise<void> {
+  await page.$eval(
+    selector,
+    (input, text) => {
+      (input as HTMLInputElement).value = text as string;
+    },
+    value,
+  );
+}
+
 /** A server of one empty page on an ephemeral loopback port: an origin of its own for the browser, as an app's. */
 export async function pageServer(): Promise<{ server: Server; origin: string }> {
   const server = createServer((_request, response) => {
