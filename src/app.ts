@@ -2,7 +2,7 @@ import Koa from 'koa';
 import type { Deps } from './handlers/types.ts';
 import { authenticate } from './http/authentication.ts';
 import { jsonBody } from './http/body.ts';
-import { allowOrigin, preflight } from './http/cors.ts';
+import { allowOrigin, preflight, readableRefusals } from './http/cors.ts';
 import { idempotency } from './http/idempotency.ts';
 import { meterUsage } from './http/metering.ts';
 import { type Observer, observe } from './http/observe.ts';
@@ -24,7 +24,9 @@ import type { Logger } from './log.ts';
  *   checkRequest  the request target and Host (400; target.ts)
  *   router.route  the operation of openapi.yaml at the method and path, matched once (router.ts)
  *   preflight     a browser's CORS preflight under /v1, answered 204 with no key and not counted (cors.ts)
- *   authenticate  the key of a /v1 request (401; authentication.ts)
+ *   readableRefusals  a page may read a refusal of its key, token (401) or origin (403) (cors.ts)
+ *   authenticate  the key of a /v1 request, and beside a publishable key the end user's token (401;
+ *                 authentication.ts); in the query too where the operation takes it there (the changes)
  *   allowOrigin   a publishable key's Origin: CORS headers on the answer, or 403 if not its own (cors.ts)
  *   meterUsage    counts the request toward its account's plan, and a publishable key's toward its end
  *                 user's rate (429 past either; metering.ts)
@@ -51,6 +53,7 @@ export function createApp(deps: Deps, router: Router, log: Logger, responses: Re
   app.use(checkRequest);
   app.use(router.route);
   app.use(preflight(router.methodsAt));
+  app.use(readableRefusals);
   app.use(authenticate(deps.store, deps.tokens));
   app.use(allowOrigin);
   if (deps.config.metering) app.use(meterUsage(deps.meter, deps.config.trustedProxies));

@@ -79,6 +79,9 @@ interface Bound {
 const securityHandlers: Record<string, (principal: Principal | undefined) => boolean> = {
   bearerKey: (principal) => principal !== undefined,
   headerKey: (principal) => principal !== undefined,
+  queryKey: (principal) => principal !== undefined,
+  // Optional beside a publishable key (an anonymous caller sends none); when sent, authenticate() verified it.
+  endUserToken: (principal) => principal !== undefined,
 };
 
 export function createRouter(deps: Deps): Router {
@@ -159,7 +162,7 @@ export function createRouter(deps: Deps): Router {
       if (ofCollection && collections && !collections.has(validated.path.collection_name as string)) {
         throw collectionNotFound(validated.path.collection_name as string);
       }
-      const { once, admission, claims } = ctx.state;
+      const { once, admission, claims, credentials } = ctx.state;
       const input = {
         path: validated.path,
         query: validated.query,
@@ -170,6 +173,7 @@ export function createRouter(deps: Deps): Router {
         once,
         admission,
         claims,
+        credentials,
         disconnected: () => disconnectedOf(ctx.res),
       };
       respond(ctx, await handler(input as never, deps));
@@ -397,6 +401,8 @@ export interface RequestChecks {
   integers: { in: 'path' | 'query'; name: string }[];
   /** The names of the query's parameters. */
   queryNames: Set<string>;
+  /** The query's names of its security schemes (`api_key`), read by authenticate(): known, and not validated here. */
+  credentialNames: Set<string>;
   /**
    * The operation reads no query and refuses none (`x-rowbase-query: ignored` in openapi.yaml): GET /health,
    * which probes may call with a cache-busting `?t=…`.
@@ -436,20 +442,27 @@ export function requestChecks(
   }
   const ignoresQuery = (operation as { 'x-rowbase-query'?: unknown })['x-rowbase-query'] === 'ignored';
   if (ignoresQuery && queryNames.size > 0) throw new Error(`${operation.operationId}: ignores its query, yet has query parameters`);
-  return { validators, byMediaType, integers, queryNames, ignoresQuery };
+  const schemes = (document.components.securitySchemes ?? {}) as Record<string, OpenAPIV3.SecuritySchemeObject>;
+  const credentialNames = new Set(
+    (operation.security ?? [])
+      .flatMap(Object.keys)
+      .map((name) => schemes[name])
+      .flatMap((scheme) => (scheme?.type === 'apiKey' && scheme.in === 'query' ? [scheme.name] : [])),
+  );
+  return { validators, byMediaType, integers, queryNames, credentialNames, ignoresQuery };
 }
 
 const invalid = (errors: FieldError[]) => validationFailed('The request does not match the API description.', errors);
 
 /** The request's input as validated, coerced and defaulted, or a 400 `validation_failed` saying what is wrong. */
 export function validateRequest(checks: RequestChecks, request: RequestParts): Validated {
-  const { integers, queryNames, ignoresQuery } = checks;
+  const { integers, queryNames, credentialNames, ignoresQuery } = checks;
   // A plain JSON body is checked by the operation's own validators, found without a look-up.
   const validators =
     request.mediaType === undefined || request.mediaType === 'application/json'
       ? checks.validators
       : (checks.byMediaType.get(request.mediaType) ?? checks.validators);
-  const unknown = ignoresQuery ? [] : unknownQueryNames(queryNames, request.querystring);
+  const unknown = ignoresQuery ? [] : unknownQueryNames(queryNames, credentialNames, request.querystring);
   if (unknown.length > 0) throw invalid(unknown);
   const path: Record<string, unknown> = {};
   for (const [name, value] of Object.entries(request.params)) {
@@ -475,12 +488,13 @@ export function validateRequest(checks: RequestChecks, request: RequestParts): V
  * names such as `constructor`, `toString` or `__proto__[limit]` (it will not set what an object
  * inherits), and every parameter past its limit: here every name counts, as sent.
  */
-function unknownQueryNames(known: Set<string>, querystring: string): FieldError[] {
+function unknownQueryNames(known: Set<string>, credentials: Set<string>, querystring: string): FieldError[] {
   if (querystring === '') return []; // most requests: nothing to split or parse
   const { names } = readings.get(querystring);
   if (!names) return [{ in: 'query', name: '', message: `has more than ${MAX_QUERY_PARTS} parameters` }];
   const unknown: FieldError[] = [];
-  for (const name of names) if (!known.has(name)) unknown.push({ in: 'query', name, message: 'is not a known parameter' });
+  for (const name of names)
+    if (!known.has(name) && !credentials.has(name)) unknown.push({ in: 'query', name, message: 'is not a known parameter' });
   return unknown;
 }
 
