@@ -375,6 +375,15 @@ export interface paths {
         parameters: {
             query?: {
                 /**
+                 * @description Beside a publishable key, the end user's token (a JWT of one of the account's issuers), as a
+                 *     browser's `EventSource` sets no headers: with the key in `api_key` (`queryKey`), a page reads
+                 *     its user's changes with `new EventSource(url)`. Or send it in `Authorization: Bearer` beside the
+                 *     key in `x-api-key` (`endUserToken`). Without it the caller is anonymous. A token that does not
+                 *     verify, one given twice or empty, or one that differs from the one in `Authorization`, is `401
+                 *     invalid_token`; with a secret key it is `400`.
+                 */
+                access_token?: string;
+                /**
                  * @description A comma-separated list of `insert`, `update` and `delete`, in any order; omitted means all
                  *     three.
                  * @example insert,delete
@@ -461,6 +470,14 @@ export interface paths {
          *     after `collection_deleted`, and when the server shuts down (a comment before the end names the
          *     feed's close code). `limit` and `wait` are for pages. An `Accept` naming none of the three forms
          *     is `406`.
+         *
+         *     **From a browser**, a page's `EventSource` sets no headers: the key goes in `api_key` (`queryKey`)
+         *     and the end user's token in `access_token`, as on `GET /ws`, and the key's `origins` must list the
+         *     page's origin (`403 origin_not_allowed`, which the page can read, as it can a `401`: see CORS in
+         *     this document's description). The `EventSource` resumes by itself after a dropped connection or
+         *     a restart of the service, sending `Last-Event-ID`; one refused (a `401`, a `403`) is closed for good
+         *     (`readyState` 2) and says only `error`: a page that wants the reason fetches the same URL
+         *     (docs/feed.md, "From a browser").
          */
         get: operations["getChanges"];
         put?: never;
@@ -5581,6 +5598,15 @@ export interface operations {
         parameters: {
             query?: {
                 /**
+                 * @description Beside a publishable key, the end user's token (a JWT of one of the account's issuers), as a
+                 *     browser's `EventSource` sets no headers: with the key in `api_key` (`queryKey`), a page reads
+                 *     its user's changes with `new EventSource(url)`. Or send it in `Authorization: Bearer` beside the
+                 *     key in `x-api-key` (`endUserToken`). Without it the caller is anonymous. A token that does not
+                 *     verify, one given twice or empty, or one that differs from the one in `Authorization`, is `401
+                 *     invalid_token`; with a secret key it is `400`.
+                 */
+                access_token?: string;
+                /**
                  * @description A comma-separated list of `insert`, `update` and `delete`, in any order; omitted means all
                  *     three.
                  * @example insert,delete
@@ -5727,6 +5753,15 @@ export interface operations {
     headChanges: {
         parameters: {
             query?: {
+                /**
+                 * @description Beside a publishable key, the end user's token (a JWT of one of the account's issuers), as a
+                 *     browser's `EventSource` sets no headers: with the key in `api_key` (`queryKey`), a page reads
+                 *     its user's changes with `new EventSource(url)`. Or send it in `Authorization: Bearer` beside the
+                 *     key in `x-api-key` (`endUserToken`). Without it the caller is anonymous. A token that does not
+                 *     verify, one given twice or empty, or one that differs from the one in `Authorization`, is `401
+                 *     invalid_token`; with a secret key it is `400`.
+                 */
+                access_token?: string;
                 /**
                  * @description A comma-separated list of `insert`, `update` and `delete`, in any order; omitted means all
                  *     three.

@@ -3990,7 +3990,7 @@ return errors === 0;
 }
 
 export const getChanges_params = validate28;
-const schema29 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{"since":{"type":"integer","minimum":0,"maximum":9007199254740991,"default":0},"limit":{"type":"integer","minimum":1,"maximum":1000,"default":100},"events":{"type":"string","pattern":"^(insert|update|delete)(,(insert|update|delete))*$","default":"insert,update,delete"},"filter":{"type":"string","maxLength":4096},"wait":{"type":"integer","minimum":0,"maximum":60,"default":0}},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"last-event-id":{"type":"string"}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
+const schema29 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"path":{"type":"object","additionalProperties":false,"properties":{"collection_name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"}},"required":["collection_name"]},"query":{"type":"object","properties":{"since":{"type":"integer","minimum":0,"maximum":9007199254740991,"default":0},"limit":{"type":"integer","minimum":1,"maximum":1000,"default":100},"events":{"type":"string","pattern":"^(insert|update|delete)(,(insert|update|delete))*$","default":"insert,update,delete"},"filter":{"type":"string","maxLength":4096},"wait":{"type":"integer","minimum":0,"maximum":60,"default":0},"access_token":{"type":"string"}},"additionalProperties":false,"required":[]},"header":{"type":"object","additionalProperties":true,"properties":{"last-event-id":{"type":"string"}},"required":[]},"cookie":{"type":"object","additionalProperties":true,"properties":{},"required":[]}},"required":["path"]};
 const pattern15 = new RegExp("^(insert|update|delete)(,(insert|update|delete))*$", "u");
 
 function validate28(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
@@ -4103,7 +4103,7 @@ if(data2.wait === undefined){
 data2.wait = 0;
 }
 for(const key1 in data2){
-if(!(((((key1 === "since") || (key1 === "limit")) || (key1 === "events")) || (key1 === "filter")) || (key1 === "wait"))){
+if(!((((((key1 === "since") || (key1 === "limit")) || (key1 === "events")) || (key1 === "filter")) || (key1 === "wait")) || (key1 === "access_token"))){
 const err6 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err6];
@@ -4345,9 +4345,20 @@ vErrors.push(err19);
 errors++;
 }
 }
+if(data2.access_token !== undefined){
+let data8 = data2.access_token;
+if(typeof data8 !== "string"){
+let dataType6 = typeof data8;
+let coerced6 = undefined;
+if(!(coerced6 !== undefined)){
+if(dataType6 == "number" || dataType6 == "boolean"){
+coerced6 = "" + data8;
+}
+else if(data8 === null){
+coerced6 = "";
 }
 else {
-const err20 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err20 = {instancePath:instancePath+"/query/access_token",schemaPath:"#/properties/query/properties/access_token/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -4357,23 +4368,17 @@ vErrors.push(err20);
 errors++;
 }
 }
-if(data.header !== undefined){
-let data8 = data.header;
-if(data8 && typeof data8 == "object" && !Array.isArray(data8)){
-if(data8["last-event-id"] !== undefined){
-let data9 = data8["last-event-id"];
-if(typeof data9 !== "string"){
-let dataType6 = typeof data9;
-let coerced6 = undefined;
-if(!(coerced6 !== undefined)){
-if(dataType6 == "number" || dataType6 == "boolean"){
-coerced6 = "" + data9;
+if(coerced6 !== undefined){
+data8 = coerced6;
+if(data2 !== undefined){
+data2["access_token"] = coerced6;
 }
-else if(data9 === null){
-coerced6 = "";
+}
+}
+}
 }
 else {
-const err21 = {instancePath:instancePath+"/header/last-event-id",schemaPath:"#/properties/header/properties/last-event-id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err21 = {instancePath:instancePath+"/query",schemaPath:"#/properties/query/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -4383,17 +4388,23 @@ vErrors.push(err21);
 errors++;
 }
 }
-if(coerced6 !== undefined){
-data9 = coerced6;
-if(data8 !== undefined){
-data8["last-event-id"] = coerced6;
+if(data.header !== undefined){
+let data9 = data.header;
+if(data9 && typeof data9 == "object" && !Array.isArray(data9)){
+if(data9["last-event-id"] !== undefined){
+let data10 = data9["last-event-id"];
+if(typeof data10 !== "string"){
+let dataType7 = typeof data10;
+let coerced7 = undefined;
+if(!(coerced7 !== undefined)){
+if(dataType7 == "number" || dataType7 == "boolean"){
+coerced7 = "" + data10;
 }
-}
-}
-}
+else if(data10 === null){
+coerced7 = "";
 }
 else {
-const err22 = {instancePath:instancePath+"/header",schemaPath:"#/properties/header/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err22 = {instancePath:instancePath+"/header/last-event-id",schemaPath:"#/properties/header/properties/last-event-id/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -4403,12 +4414,17 @@ vErrors.push(err22);
 errors++;
 }
 }
-if(data.cookie !== undefined){
-let data10 = data.cookie;
-if(data10 && typeof data10 == "object" && !Array.isArray(data10)){
+if(coerced7 !== undefined){
+data10 = coerced7;
+if(data9 !== undefined){
+data9["last-event-id"] = coerced7;
+}
+}
+}
+}
 }
 else {
-const err23 = {instancePath:instancePath+"/cookie",schemaPath:"#/properties/cookie/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err23 = {instancePath:instancePath+"/header",schemaPath:"#/properties/header/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -4418,14 +4434,29 @@ vErrors.push(err23);
 errors++;
 }
 }
+if(data.cookie !== undefined){
+let data11 = data.cookie;
+if(data11 && typeof data11 == "object" && !Array.isArray(data11)){
 }
 else {
-const err24 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err24 = {instancePath:instancePath+"/cookie",schemaPath:"#/properties/cookie/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err24];
 }
 else {
 vErrors.push(err24);
+}
+errors++;
+}
+}
+}
+else {
+const err25 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
 }
 errors++;
 }

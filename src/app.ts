@@ -3,7 +3,7 @@ import type { Deps } from './handlers/types.ts';
 import { authenticate } from './http/authentication.ts';
 import { authorize } from './http/authorize.ts';
 import { jsonBody } from './http/body.ts';
-import { allowOrigin, preflight } from './http/cors.ts';
+import { allowOrigin, preflight, readableRefusals } from './http/cors.ts';
 import { handle } from './http/handle.ts';
 import { idempotency } from './http/idempotency.ts';
 import { meterUsage } from './http/metering.ts';
@@ -28,7 +28,9 @@ import type { Logger } from './log.ts';
  *   route         the operation of openapi.yaml at the method and path, matched once (route.ts, from the
  *                 operations bound at start: operations.ts)
  *   preflight     a browser's CORS preflight under /v1, answered 204 with no key and not counted (cors.ts)
- *   authenticate  the key of a /v1 request (401; authentication.ts)
+ *   readableRefusals  a page may read a refusal of its key, token (401) or origin (403) (cors.ts)
+ *   authenticate  the key of a /v1 request, and beside a publishable key the end user's token (401;
+ *                 authentication.ts); in the query too where the operation takes it there (the changes)
  *   allowOrigin   a publishable key's Origin: CORS headers on the answer, or 403 if not its own (cors.ts)
  *   meterUsage    counts the request toward its account's plan, and a publishable key's toward its end
  *                 user's rate (429 past either; metering.ts)
@@ -55,6 +57,7 @@ export function createApp(deps: Deps, operations: Operations, log: Logger, respo
   app.use(checkRequest);
   app.use(route(operations));
   app.use(preflight(operations.methodsAt));
+  app.use(readableRefusals);
   app.use(authenticate(deps.store, deps.tokens));
   app.use(allowOrigin);
   if (deps.config.metering) app.use(meterUsage(deps.meter, deps.config.trustedProxies));

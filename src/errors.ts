@@ -115,6 +115,11 @@ export const unauthorized = () =>
 /** An end user's token refused (src/tokens/verifier.ts), `detail` saying why; RFC 6750 §3.1 names the error in WWW-Authenticate. */
 export const invalidToken = (detail: string) =>
   new ApiError('invalid_token', detail, { headers: { 'WWW-Authenticate': 'Bearer realm="rowbase", error="invalid_token"' } });
+/** An end user's token in `access_token` beside a secret key, which rules never hold (the feed, the changes). */
+export const tokenBesideSecretKey = () =>
+  validationFailed('A secret key takes no end-user token: it is never held to rules.', [
+    { in: 'query', name: 'access_token', message: 'is taken only beside a publishable key' },
+  ]);
 export const forbidden = (detail: string) => new ApiError('forbidden', detail);
 export const notFound = (detail: string) => new ApiError('not_found', detail);
 export const conflict = (detail: string) => new ApiError('conflict', detail);

@@ -96,7 +96,7 @@ const collectionParameter = (parameter: unknown): parameter is JsonObject =>
   isObject(parameter) &&
   (parameter.$ref === '#/components/parameters/CollectionNamePath' || (parameter.name === 'collection' && parameter.in === 'query'));
 
-/** The feed's query parameter of the end user's token. */
+/** The query parameter of the end user's token, of the feed and the changes. */
 const tokenParameter = (parameter: unknown) => isObject(parameter) && parameter.name === 'access_token' && parameter.in === 'query';
 
 const METHODS = ['get', 'head', 'post', 'put', 'patch', 'delete'] as const;
@@ -120,20 +120,21 @@ const OPENAPI_SCHEMES: Record<string, JsonObject> = {
     type: 'apiKey',
     in: 'query',
     name: 'api_key',
-    description: 'Only on `GET /ws`: the publishable key in the `api_key` query parameter, as browsers cannot set headers on a WebSocket.',
+    description:
+      "Only on `GET /ws` and a collection's changes: the publishable key in the `api_key` query parameter, as browsers set no headers on a WebSocket or an EventSource.",
   },
   endUserQueryToken: {
     type: 'apiKey',
     in: 'query',
     name: 'access_token',
     description:
-      "Only on `GET /ws`: the end user's token in the `access_token` query parameter, as `Authorization: Bearer` would carry it.",
+      "Only on `GET /ws` and a collection's changes: the end user's token in the `access_token` query parameter, as `Authorization: Bearer` would carry it.",
   },
 };
 
 /** The key with the end user's token, or the key alone (an anonymous caller). */
 const SECURITY = [{ publishableKey: [], endUserToken: [] }, { publishableKey: [] }];
-/** The feed's: its query parameters too. */
+/** The feed's and the changes': their query parameters too. */
 const FEED_SECURITY = [{ publishableQueryKey: [], endUserQueryToken: [] }, { publishableQueryKey: [] }, ...SECURITY];
 
 /**
@@ -196,7 +197,7 @@ export function publishableOpenApi(document: JsonObject, collections: readonly V
       Object.entries(item).filter(([key]) => !(METHODS as readonly string[]).includes(key)),
     );
     // Every operation names the collection itself: the path's parameter, which names them all, goes. The
-    // feed's `access_token` is a security scheme here (endUserQueryToken), as its `api_key` is.
+    // `access_token` of the feed and the changes is a security scheme here (endUserQueryToken), as their `api_key` is.
     const left = ((parameters as unknown[]) ?? []).filter(
       (parameter) => !(named === methods && collectionParameter(parameter)) && !tokenParameter(parameter),
     );
@@ -254,7 +255,7 @@ function withoutDeadLinks(paths: JsonObject, components: JsonObject): void {
   }
 }
 
-/** The operation with the publishable key's security, its query parameters too where it took the key there (the feed). */
+/** The operation with the publishable key's security, its query parameters too where it took the key there (the feed, the changes). */
 function secured(operation: JsonObject): JsonObject {
   if (!Array.isArray(operation.security)) return operation;
   const queried = operation.security.some((requirement) => isObject(requirement) && 'queryKey' in requirement);

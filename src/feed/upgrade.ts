@@ -23,13 +23,13 @@ import {
   gone,
   hostRepeated,
   hostRequired,
-  invalidToken,
   notFound,
   secretKeyNeeded,
+  tokenBesideSecretKey,
   unauthorized,
   validationFailed,
 } from '../errors.ts';
-import { endUserTokenOf, keyOf, withoutAuthorization } from '../http/authentication.ts';
+import { keyIn, tokenIn } from '../http/authentication.ts';
 import { allows, originNotAllowed } from '../http/cors.ts';
 import { headerLines, pathOf, targetOf } from '../http/target.ts';
 import { type Filter, holdsRelated, parseFilterText, relatedRefused } from '../query/filter.ts';
@@ -87,15 +87,14 @@ export async function checkUpgrade(request: IncomingMessage, { store, tokens, ad
   const errors = [...handshakeErrors(request), ...upgradeOnlyErrors(request.headers)];
   if (errors.length > 0) throw validationFailed('The request is not a valid WebSocket upgrade.', errors);
 
-  const headerToken = endUserTokenOf(request);
-  const key = keyIn(headerToken === undefined ? request : withoutAuthorization(request), url.searchParams);
+  const key = keyIn(request, url.searchParams);
   const principal = key === undefined ? undefined : await store.findPrincipal(key);
   if (!principal || key === undefined) throw unauthorized();
   // As the HTTP API does, the token and the Origin before the count: neither a forged token nor a page
   // of another origin spends the account's plan.
   let endUser: Omit<EndUser, 'rules'> | undefined;
   if (principal.kind === 'publishable') {
-    const token = tokenIn(url.searchParams, headerToken);
+    const token = tokenIn(request, url.searchParams);
     if (token === undefined) endUser = { claims: null };
     else {
       const claims = await tokens.verifyToken(token, await store.findIssuers(principal.accountId));
@@ -110,11 +109,7 @@ export async function checkUpgrade(request: IncomingMessage, { store, tokens, ad
   if (principal.kind === 'publishable' && !FEED_TAKES_PUBLISHABLE) throw secretKeyNeeded(`GET ${FEED_PATH}`);
 
   const query = queryOf(url.searchParams);
-  if (query.access_token !== undefined && !endUser) {
-    throw validationFailed('A secret key takes no end-user token: it is never held to rules.', [
-      { in: 'query', name: 'access_token', message: 'is taken only beside a publishable key' },
-    ]);
-  }
+  if (query.access_token !== undefined && !endUser) throw tokenBesideSecretKey();
   const { since, ...subscription } = await subscriptionOf(store, principal, endUser, {
     collection: query.collection,
     events: query.events,
@@ -249,37 +244,6 @@ function upgradeOnlyErrors(headers: IncomingHttpHeaders): FieldError[] {
     errors.push({ in: 'header', name: 'transfer-encoding', message: 'must be absent: an upgrade request has no body' });
   }
   return errors;
-}
-
-/**
- * The key from the `api_key` query parameter or the headers the HTTP API takes (`request` without its
- * Authorization when that holds the end user's token). Keys given in two places must be equal; a
- * malformed header or a repeated `api_key` counts as a bad key.
- */
-function keyIn(request: Pick<IncomingMessage, 'headers' | 'rawHeaders'>, params: URLSearchParams): string | undefined {
-  const { authorization, 'x-api-key': headerKey } = request.headers;
-  const fromHeaders = keyOf(request);
-  if ((authorization !== undefined || headerKey !== undefined) && fromHeaders === undefined) return undefined;
-  const fromQuery = params.getAll('api_key');
-  if (fromQuery.length > 1 || fromQuery[0] === '') return undefined;
-  if (fromQuery.length === 1 && fromHeaders !== undefined && fromQuery[0] !== fromHeaders) return undefined;
-  return fromQuery[0] ?? fromHeaders;
-}
-
-/**
- * The end user's token beside a publishable key: the `access_token` query parameter (browsers set no
- * headers on a WebSocket) or `Authorization: Bearer` beside the key in `x-api-key`, as the HTTP API
- * takes it; undefined for an anonymous caller. Given twice, or in both places differently, it is no
- * token: 401 invalid_token.
- */
-function tokenIn(params: URLSearchParams, fromHeader: string | undefined): string | undefined {
-  const fromQuery = params.getAll('access_token');
-  if (fromQuery.length > 1) throw invalidToken('access_token is given more than once.');
-  if (fromQuery[0] === '') throw invalidToken('access_token is empty.');
-  if (fromQuery.length === 1 && fromHeader !== undefined && fromQuery[0] !== fromHeader) {
-    throw invalidToken('The token in access_token differs from the one in Authorization.');
-  }
-  return fromQuery[0] ?? fromHeader;
 }
 
 /** The query validated against asyncapi.yaml's FeedQuery, with its defaults; each parameter at most once. */

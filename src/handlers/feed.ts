@@ -6,12 +6,11 @@ import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { hashKey } from '../api-keys/hash.ts';
 import type { Store } from '../db/engine/store.ts';
-import { ApiError, collectionNotFound, gone, validationFailed } from '../errors.ts';
+import { ApiError, collectionNotFound, gone, tokenBesideSecretKey, validationFailed } from '../errors.ts';
 import { Delivery } from '../feed/delivery.ts';
 import { type Encoding, jsonLines, serverSentEvents } from '../feed/encodings.ts';
 import { type Subscription, subscriptionOf } from '../feed/upgrade.ts';
 import type { EndUser } from '../feed/view.ts';
-import { credentialsOf } from '../http/authentication.ts';
 import { etagOf, ifNoneMatch } from '../http/conditional.ts';
 import type { Claims as RuleClaims } from '../rules/compile.ts';
 import { refusedFrom } from '../tokens/verifier.ts';
@@ -31,13 +30,12 @@ const VARY = 'Accept, Authorization, X-Api-Key, Origin';
 
 export const feedHandlers: Handlers<'getChanges'> = {
   async getChanges(input, { store, feed }) {
-    const { principal, path, query, headers, claims } = input;
+    const { principal, path, query, headers, claims, credentials } = input;
     const mediaType = acceptedForm(headers.accept);
     const encoding = FORMS[mediaType];
     const resumeFrom = encoding === serverSentEvents ? lastEventId(headers) : undefined;
-    // authenticate() has read the key and the token, once each: here they are only looked up again.
-    const { key, token } = credentialsOf({ headers, rawHeaders: [] });
-    const subscription = await subscriptionOf(store, principal, endUserOf(claims, token), {
+    if (query.access_token !== undefined && claims === undefined) throw tokenBesideSecretKey();
+    const subscription = await subscriptionOf(store, principal, endUserOf(claims, credentials.token), {
       collection: path.collection_name,
       events: query.events,
       filter: query.filter,
@@ -49,7 +47,7 @@ export const feedHandlers: Handlers<'getChanges'> = {
         status: 200,
         contentType: mediaType === 'text/event-stream' ? 'text/event-stream; charset=utf-8' : 'application/jsonl; charset=utf-8',
         headers: { 'Cache-Control': 'no-store', 'X-Accel-Buffering': 'no', Vary: VARY },
-        stream: feed.openStream({ ...subscription, keyHash: hashKey(key as string) }, encoding as Encoding),
+        stream: feed.openStream({ ...subscription, keyHash: hashKey(credentials.key) }, encoding as Encoding),
       };
     }
     return answerPage(input, await longPoll(store, feed, subscription, query.limit, query.wait, input.disconnected));

@@ -7,6 +7,7 @@ import type { Store } from '../db/engine/store.ts';
 import type { Encoding } from '../feed/encodings.ts';
 import type { FeedRequest } from '../feed/upgrade.ts';
 import type { ChangeWait } from '../feed/waiter.ts';
+import type { Credentials } from '../http/authentication.ts';
 import type { BodyBudget } from '../http/body-budget.ts';
 import type { Result, StreamedBody } from '../http/responder.ts';
 import type { OnceRequest } from '../idempotency/answers.ts';
@@ -48,6 +49,8 @@ export interface Input<K extends OperationId> {
    * caller; undefined with a secret key, which rules never bind (docs/access.md).
    */
   claims?: Claims | null;
+  /** What the key's request authenticated with: the key, and the end user's token (http/authentication.ts); absent where no key is needed. */
+  credentials: Credentials;
   /**
    * A signal aborted once the client goes away (its connection closes) before the answer is written:
    * what a handler that waits (a long poll) stops at. Made when first asked for.

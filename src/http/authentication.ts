@@ -1,12 +1,13 @@
 // The key of a request (authenticate, the stage of app.ts after the route): every /v1 request needs a
 // live one, and the account it belongs to is the request's principal; beside a publishable key, the
-// end user's token, verified against the account's issuers (docs/access.md). The feed's upgrade checks
-// (feed/upgrade.ts) read the key and the token the same way (keyOf, endUserTokenOf).
-import type { IncomingMessage } from 'node:http';
+// end user's token, verified against the account's issuers (docs/access.md). The operations a browser
+// calls without setting headers (the feed's upgrade, feed/upgrade.ts, and the changes, openapi.yaml's
+// `queryKey`) take them in the query too, read the same way here (keyIn, tokenIn).
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Middleware } from 'koa';
 import type { Principal } from '../db/accounts/keys.ts';
 import type { Store } from '../db/engine/store.ts';
-import { unauthorized } from '../errors.ts';
+import { invalidToken, unauthorized } from '../errors.ts';
 import type { Claims, TokenVerifier } from '../tokens/verifier.ts';
 import { headerLines } from './target.ts';
 
@@ -17,46 +18,92 @@ export interface AuthState {
    * caller (no token); undefined with a secret key, which rules never bind.
    */
   claims?: Claims | null;
+  /** What the request authenticated with: its key, and the end user's token whose claims are `claims`. */
+  credentials: Credentials;
 }
+
+export interface Credentials {
+  key: string;
+  /** Beside a publishable key, the end user's token as sent; undefined for an anonymous caller and with a secret key. */
+  token?: string;
+}
+
+/** The operation a request matched, as authenticate() reads it: its security requirements (openapi.yaml). */
+type MatchedState = { route?: { operation?: { security?: object[] } } };
 
 /** What a publishable key starts with (openapi.yaml, KeyKind). */
 const PUBLISHABLE = 'rb_pub_';
 
 /**
  * Every /v1 request needs a live key (interface spec §5), as `Authorization: Bearer <key>` or
- * `x-api-key: <key>`. Missing, malformed, conflicting, unknown and revoked keys all get the same 401.
- * A publishable key in `x-api-key` may come with the end user's token in `Authorization: Bearer`: a
- * token that does not verify is 401 `invalid_token`, saying why.
+ * `x-api-key: <key>`, or in `api_key` where the operation takes it in the query (`queryKey` among its
+ * security). Missing, malformed, conflicting, unknown and revoked keys all get the same 401. A
+ * publishable key may come with the end user's token in `Authorization: Bearer` (beside the key in
+ * `x-api-key`), or in `access_token` where the key may be in the query: a token that does not verify is
+ * 401 `invalid_token`, saying why.
  */
-export function authenticate(store: Store, tokens: TokenVerifier): Middleware<AuthState> {
+export function authenticate(store: Store, tokens: TokenVerifier): Middleware<AuthState & MatchedState> {
   return async (ctx, next) => {
     if (!isV1(ctx.path)) return next();
-    const { key, token } = credentialsOf(ctx.req);
+    const query = takesQueryKey(ctx.state.route?.operation) ? new URLSearchParams(ctx.querystring) : undefined;
+    const key = keyIn(ctx.req, query);
     const principal = key === undefined ? undefined : await store.findPrincipal(key);
-    if (!principal) throw unauthorized();
+    if (!principal || key === undefined) throw unauthorized();
     ctx.state.principal = principal;
-    if (ctx.state.principal.kind === 'publishable') {
-      ctx.state.claims =
-        token === undefined ? null : await tokens.verifyToken(token, await store.findIssuers(ctx.state.principal.accountId));
+    ctx.state.credentials = { key };
+    if (principal.kind === 'publishable') {
+      const token = tokenIn(ctx.req, query);
+      ctx.state.credentials.token = token;
+      ctx.state.claims = token === undefined ? null : await tokens.verifyToken(token, await store.findIssuers(principal.accountId));
     }
     return next();
   };
 }
 
+/** Whether an operation takes the key in the query: openapi.yaml names `queryKey` among its security (the feed, the changes). */
+const takesQueryKey = (operation: { security?: object[] } | undefined) =>
+  operation?.security?.some((requirement) => 'queryKey' in requirement) === true;
+
 /**
- * The key a request carries (undefined when none, a malformed one or two different ones: keyOf) and,
- * beside a publishable key in `x-api-key`, the end user's token in its Authorization (endUserTokenOf).
+ * The one key of a request: in its headers (keyOf, without the Authorization that holds the end user's
+ * token), and with `query`, in its `api_key` too. Given in two places, the keys must be equal; none, a
+ * malformed header, two different keys, a repeated or empty `api_key`: undefined (401).
  */
-export function credentialsOf(request: Pick<IncomingMessage, 'headers' | 'rawHeaders'>): { key?: string; token?: string } {
-  const token = endUserTokenOf(request);
-  return { key: keyOf(token === undefined ? request : withoutAuthorization(request)), token };
+export function keyIn(request: Pick<IncomingMessage, 'headers' | 'rawHeaders'>, query?: URLSearchParams): string | undefined {
+  const headers = endUserTokenOf(request) === undefined ? request : withoutAuthorization(request);
+  const fromHeaders = keyOf(headers);
+  if (query === undefined) return fromHeaders;
+  const sent: IncomingHttpHeaders = headers.headers;
+  const { authorization, 'x-api-key': headerKey } = sent;
+  if ((authorization !== undefined || headerKey !== undefined) && fromHeaders === undefined) return undefined;
+  const fromQuery = query.getAll('api_key');
+  if (fromQuery.length > 1 || fromQuery[0] === '') return undefined;
+  if (fromQuery.length === 1 && fromHeaders !== undefined && fromQuery[0] !== fromHeaders) return undefined;
+  return fromQuery[0] ?? fromHeaders;
+}
+
+/**
+ * Beside a publishable key, the end user's token: `Authorization: Bearer` beside the key in `x-api-key`
+ * (endUserTokenOf), and with `query`, its `access_token` too (browsers set no headers on a WebSocket or
+ * an EventSource); undefined for an anonymous caller. Given twice, empty, or in both places differently,
+ * it is no token: 401 invalid_token.
+ */
+export function tokenIn(request: Pick<IncomingMessage, 'headers' | 'rawHeaders'>, query?: URLSearchParams): string | undefined {
+  const fromHeader = endUserTokenOf(request);
+  const fromQuery = query?.getAll('access_token') ?? [];
+  if (fromQuery.length > 1) throw invalidToken('access_token is given more than once.');
+  if (fromQuery[0] === '') throw invalidToken('access_token is empty.');
+  if (fromQuery.length === 1 && fromHeader !== undefined && fromQuery[0] !== fromHeader) {
+    throw invalidToken('The token in access_token differs from the one in Authorization.');
+  }
+  return fromQuery[0] ?? fromHeader;
 }
 
 /**
  * The end user's token: the one `Authorization: Bearer` value of a request whose `x-api-key` is a
  * publishable key, when it is no key of ours (rowbase's keys all start `rb_`); else undefined.
  */
-export function endUserTokenOf({ headers, rawHeaders }: Pick<IncomingMessage, 'headers' | 'rawHeaders'>): string | undefined {
+function endUserTokenOf({ headers, rawHeaders }: Pick<IncomingMessage, 'headers' | 'rawHeaders'>): string | undefined {
   const { authorization, 'x-api-key': headerKey } = headers;
   if (typeof headerKey !== 'string' || !headerKey.startsWith(PUBLISHABLE) || typeof authorization !== 'string') return undefined;
   if (headerLines(rawHeaders, 'authorization') > 1) return undefined;
@@ -65,7 +112,7 @@ export function endUserTokenOf({ headers, rawHeaders }: Pick<IncomingMessage, 'h
 }
 
 /** The request as keyOf() reads it once its Authorization is the end user's token: without it. */
-export const withoutAuthorization = ({ headers, rawHeaders }: Pick<IncomingMessage, 'headers' | 'rawHeaders'>) => ({
+const withoutAuthorization = ({ headers, rawHeaders }: Pick<IncomingMessage, 'headers' | 'rawHeaders'>) => ({
   headers: { ...headers, authorization: undefined },
   rawHeaders,
 });
@@ -78,7 +125,7 @@ export const isV1 = (path: string) => path === '/v1' || path.startsWith('/v1/');
  * ones. Two Authorization lines are refused whatever they hold: Node keeps the first and drops the
  * second from `headers` (two x-api-key lines it joins with a comma, which is no key).
  */
-export function keyOf({ headers, rawHeaders }: Pick<IncomingMessage, 'headers' | 'rawHeaders'>): string | undefined {
+function keyOf({ headers, rawHeaders }: Pick<IncomingMessage, 'headers' | 'rawHeaders'>): string | undefined {
   const { authorization, 'x-api-key': headerKey } = headers;
   if (Array.isArray(headerKey) || Array.isArray(authorization)) return undefined;
   if (authorization !== undefined && headerLines(rawHeaders, 'authorization') > 1) return undefined;

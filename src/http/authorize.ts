@@ -15,6 +15,9 @@ import type { RouteState } from './route.ts';
 const securityHandlers: Record<string, (principal: Principal | undefined) => boolean> = {
   bearerKey: (principal) => principal !== undefined,
   headerKey: (principal) => principal !== undefined,
+  queryKey: (principal) => principal !== undefined,
+  // Optional beside a publishable key (an anonymous caller sends none); when sent, authenticate() verified it.
+  endUserToken: (principal) => principal !== undefined,
 };
 
 export function authorize(operations: Operations): Middleware<RouteState & Partial<AuthState>> {

@@ -1,9 +1,11 @@
 // CORS, for browsers (the Fetch standard, "CORS protocol"; openapi.yaml, `info`, "CORS"; docs/api.md,
-// "HTTP"; docs/access.md). Two stages of app.ts: `preflight` answers a browser's preflight under /v1,
-// before any key is asked for (a preflight carries none) or counted; `allowOrigin`, once the key is
-// known, lets a page of one of a publishable key's origins read the answer, and refuses the others.
+// "HTTP"; docs/access.md). Three stages of app.ts: `preflight` answers a browser's preflight under /v1,
+// before any key is asked for (a preflight carries none) or counted; `readableRefusals` lets a page read
+// why its key, token or origin was refused; `allowOrigin`, once the key is known, lets a page of one of
+// a publishable key's origins read the answer, and refuses the others.
 // A secret key never gets CORS headers: a browser then cannot read its answers, and a secret key does
 // not belong in a page.
+import type { ServerResponse } from 'node:http';
 import type { Middleware } from 'koa';
 import type { Principal } from '../db/accounts/keys.ts';
 import { ApiError } from '../errors.ts';
@@ -25,6 +27,7 @@ const ALLOWED_HEADERS = [
   'idempotency-key',
   'prefer',
   'x-request-id',
+  'last-event-id',
 ].join(', ');
 
 /** Every response header of openapi.yaml that a page may read, besides those the Fetch standard lets it read always. */
@@ -43,6 +46,7 @@ const EXPOSED_HEADERS = [
   'Retry-After',
   'X-Request-Id',
   'Idempotent-Replayed',
+  'Rowbase-Wait-Skipped',
 ].join(', ');
 
 /** The methods of the API, allowed in a preflight to a path it does not have (whose request then answers 404). */
@@ -79,6 +83,31 @@ export function preflight(methodsAt: (path: string) => string[]): Middleware {
 }
 
 /**
+ * A request under /v1 with `Origin` refused for what it authenticated with (401: no key, an unknown one,
+ * a token that does not verify) or for its origin (`403 origin_not_allowed`): the page may read the
+ * refusal, so that it can tell its user why, where it would otherwise see only a CORS error (and an
+ * EventSource only that it failed). Such a problem holds nothing of the account's. The page is never
+ * allowed credentials (no Access-Control-Allow-Credentials: the API reads no cookie).
+ */
+export const readableRefusals: Middleware = async (ctx, next) => {
+  const { origin } = ctx.req.headers;
+  if (origin === undefined || !isV1(ctx.path)) return next();
+  try {
+    await next();
+  } catch (error) {
+    if (error instanceof ApiError && (error.status === 401 || error.code === 'origin_not_allowed')) readableBy(ctx.res, origin);
+    throw error;
+  }
+};
+
+/** Lets a page of `origin` read the answer `response` is to be: its body and the headers of EXPOSED_HEADERS. */
+function readableBy(response: ServerResponse, origin: string): void {
+  response.setHeader('Access-Control-Allow-Origin', origin);
+  response.setHeader('Access-Control-Expose-Headers', EXPOSED_HEADERS);
+  response.setHeader('Vary', 'Origin');
+}
+
+/**
  * A request with `Origin` and a publishable key: from one of the key's origins, every answer it gets,
  * success or problem, says that the page may read it; from another, `403 origin_not_allowed`, before
  * the request is counted, so that a page of another origin cannot spend the account's plan through its
@@ -90,9 +119,7 @@ export const allowOrigin: Middleware<Partial<AuthState>> = (ctx, next) => {
   const { principal } = ctx.state;
   if (origin === undefined || principal?.kind !== 'publishable') return next();
   if (!allows(principal, origin)) throw originNotAllowed(origin);
-  ctx.res.setHeader('Access-Control-Allow-Origin', origin);
-  ctx.res.setHeader('Access-Control-Expose-Headers', EXPOSED_HEADERS);
-  ctx.res.setHeader('Vary', 'Origin');
+  readableBy(ctx.res, origin);
   return next();
 };
 

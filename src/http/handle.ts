@@ -37,7 +37,7 @@ export function handle(operations: Operations, deps: Deps): Middleware<RouteStat
     if (ofCollection && collections && !collections.has(validated.path.collection_name as string)) {
       throw collectionNotFound(validated.path.collection_name as string);
     }
-    const { once, admission, claims } = ctx.state;
+    const { once, admission, claims, credentials } = ctx.state;
     const input = {
       path: validated.path,
       query: validated.query,
@@ -48,6 +48,7 @@ export function handle(operations: Operations, deps: Deps): Middleware<RouteStat
       once,
       admission,
       claims,
+      credentials,
       disconnected: () => disconnectedOf(ctx.res),
     };
     respond(ctx, await handler(input as never, deps));

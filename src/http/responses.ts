@@ -25,6 +25,14 @@ export class Responses {
   /** From now on every response, those under way included, ends its connection. */
   endConnections(): void {
     this.closing = true;
-    for (const response of this.unfinished) response.shouldKeepAlive = false;
+    for (const response of this.unfinished) {
+      response.shouldKeepAlive = false;
+      // A response whose head is sent (a stream of changes) promised keep-alive, which Node holds to:
+      // its connection is ended once it is written, or a client's next request on it (an EventSource
+      // reconnecting) would be answered 503 while the server drains, which an EventSource takes as final.
+      // (Node has let go of the socket by then: it is taken now.)
+      const { socket } = response;
+      if (response.headersSent && socket) response.once('finish', () => socket.end());
+    }
   }
 }

@@ -4,6 +4,7 @@
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import type { Operation } from 'openapi-backend';
 import type { OpenAPIV3 } from 'openapi-types';
+import document from '../../generated/openapi.json' with { type: 'json' };
 import { type FieldError, validationFailed } from '../errors.ts';
 
 /** Query strings kept at most, and the longest kept: a longer one is read apart every time. */
@@ -66,6 +67,8 @@ export interface RequestChecks {
   integers: { in: 'path' | 'query'; name: string }[];
   /** The names of the query's parameters. */
   queryNames: Set<string>;
+  /** The query's names of its security schemes (`api_key`), read by authenticate(): known, and not validated here. */
+  credentialNames: Set<string>;
   /**
    * The operation reads no query and refuses none (`x-rowbase-query: ignored` in openapi.yaml): GET /health,
    * which probes may call with a cache-busting `?t=…`.
@@ -105,20 +108,27 @@ export function requestChecks(
   }
   const ignoresQuery = (operation as { 'x-rowbase-query'?: unknown })['x-rowbase-query'] === 'ignored';
   if (ignoresQuery && queryNames.size > 0) throw new Error(`${operation.operationId}: ignores its query, yet has query parameters`);
-  return { validators, byMediaType, integers, queryNames, ignoresQuery };
+  const schemes = (document.components.securitySchemes ?? {}) as Record<string, OpenAPIV3.SecuritySchemeObject>;
+  const credentialNames = new Set(
+    (operation.security ?? [])
+      .flatMap(Object.keys)
+      .map((name) => schemes[name])
+      .flatMap((scheme) => (scheme?.type === 'apiKey' && scheme.in === 'query' ? [scheme.name] : [])),
+  );
+  return { validators, byMediaType, integers, queryNames, credentialNames, ignoresQuery };
 }
 
 const invalid = (errors: FieldError[]) => validationFailed('The request does not match the API description.', errors);
 
 /** The request's input as validated, coerced and defaulted, or a 400 `validation_failed` saying what is wrong. */
 export function validateRequest(checks: RequestChecks, request: RequestParts): Validated {
-  const { integers, queryNames, ignoresQuery } = checks;
+  const { integers, queryNames, credentialNames, ignoresQuery } = checks;
   // A plain JSON body is checked by the operation's own validators, found without a look-up.
   const validators =
     request.mediaType === undefined || request.mediaType === 'application/json'
       ? checks.validators
       : (checks.byMediaType.get(request.mediaType) ?? checks.validators);
-  const unknown = ignoresQuery ? [] : unknownQueryNames(queryNames, request.querystring);
+  const unknown = ignoresQuery ? [] : unknownQueryNames(queryNames, credentialNames, request.querystring);
   if (unknown.length > 0) throw invalid(unknown);
   const path: Record<string, unknown> = {};
   for (const [name, value] of Object.entries(request.params)) {
@@ -144,12 +154,13 @@ export function validateRequest(checks: RequestChecks, request: RequestParts): V
  * names such as `constructor`, `toString` or `__proto__[limit]` (it will not set what an object
  * inherits), and every parameter past its limit: here every name counts, as sent.
  */
-function unknownQueryNames(known: Set<string>, querystring: string): FieldError[] {
+function unknownQueryNames(known: Set<string>, credentials: Set<string>, querystring: string): FieldError[] {
   if (querystring === '') return []; // most requests: nothing to split or parse
   const { names } = readings.get(querystring);
   if (!names) return [{ in: 'query', name: '', message: `has more than ${MAX_QUERY_PARTS} parameters` }];
   const unknown: FieldError[] = [];
-  for (const name of names) if (!known.has(name)) unknown.push({ in: 'query', name, message: 'is not a known parameter' });
+  for (const name of names)
+    if (!known.has(name) && !credentials.has(name)) unknown.push({ in: 'query', name, message: 'is not a known parameter' });
   return unknown;
 }
 

@@ -7,6 +7,8 @@ import SwaggerParser from '@apidevtools/swagger-parser';
 import { expect } from 'chai';
 import { parse } from 'yaml';
 import { generate } from '../../scripts/generate.ts';
+import { openApiTo31 } from '../../src/contract/openapi-31.ts';
+import { openApiTo32 } from '../../src/contract/openapi-32.ts';
 import { sitePages } from '../../src/http/site.ts';
 
 const run = promisify(execFile);
@@ -54,6 +56,54 @@ describe('the contract documents', () => {
         expect(item.head.parameters, `HEAD ${path} parameters`).to.deep.equal(item.get.parameters);
         expect(item.head.security, `HEAD ${path} security`).to.deep.equal(item.get.security);
       }
+    });
+
+    it("declares the end user's token (endUserToken, a bearer JWT) beside the key on every operation that takes a publishable key, and only there, in 3.0, 3.1 and 3.2 alike", async () => {
+      const written = parse(await readFile(join(root, 'openapi.yaml'), 'utf8'));
+      for (const [version, document] of [
+        ['3.0', written],
+        ['3.1', openApiTo31(written)],
+        ['3.2', openApiTo32(written)],
+      ] as const) {
+        const schemes = (document.components as { securitySchemes: Record<string, object> }).securitySchemes;
+        // The name and the form of the scheme the account's documents for a publishable key use (contract/caller.ts).
+        expect(schemes.endUserToken, version).to.deep.include({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' });
+        let publishable = 0;
+        for (const [path, item] of Object.entries<Record<string, Record<string, unknown>>>(document.paths as never)) {
+          for (const [method, operation] of Object.entries(item)) {
+            if (method === 'parameters') continue;
+            const where = `${version} ${method.toUpperCase()} ${path}`;
+            const security = (operation.security ?? document.security) as Record<string, unknown>[];
+            const withToken = security.filter((requirement) => 'endUserToken' in requirement);
+            if (operation['x-rowbase-publishable'] !== true) {
+              expect(withToken, where).to.deep.equal([]);
+              continue;
+            }
+            publishable += 1;
+            // The key alone (an anonymous caller, or a secret key), or the publishable key in x-api-key with the token in Authorization.
+            expect(withToken, where).to.deep.equal([{ headerKey: [], endUserToken: [] }]);
+            expect(security, where).to.deep.include.members([{ bearerKey: [] }, { headerKey: [] }]);
+          }
+        }
+        expect(publishable, version).to.be.at.least(20);
+      }
+    });
+
+    it('takes the key and the token in the query where a browser can set no header: the feed and the changes, and nowhere else', async () => {
+      const document = parse(await readFile(join(root, 'openapi.yaml'), 'utf8'));
+      const queried: string[] = [];
+      for (const item of Object.values<Record<string, { operationId: string; security?: object[] }>>(document.paths)) {
+        const tokenParameter = ((item.parameters ?? []) as unknown as { name: string; in: string }[]).some(
+          (parameter) => parameter.name === 'access_token' && parameter.in === 'query',
+        );
+        for (const [method, operation] of Object.entries(item)) {
+          if (method === 'parameters') continue;
+          const takesKey = (operation.security ?? []).some((requirement) => 'queryKey' in requirement);
+          expect(tokenParameter, operation.operationId).to.equal(takesKey);
+          if (takesKey) queried.push(operation.operationId);
+        }
+      }
+      expect(queried).to.have.members(['getChanges', 'headChanges', 'openFeed', 'headFeed']);
     });
 
     it('names every schema a generator would otherwise name itself', async () => {

@@ -77,6 +77,10 @@ describeEachBackend('the access log', (backend) => {
     await client.get(`/v1/collections/secretive/rows?filter=${encodeURIComponent('{"text":"query-value-never-logged"}')}&limit=7`);
     await client.get('/v1/collections/secretive/rows?limit=not-a-number');
     await client.get('/v1/collections/secretive/rows?api_key=query-key-never-logged');
+    // The changes take the key and the end user's token in the query (a browser's EventSource sets no header).
+    const changes = await server.anonymous().get(`/v1/collections/secretive/changes?api_key=${client.key}`);
+    expect(changes.status).to.equal(200);
+    await server.anonymous().get(`/v1/collections/secretive/changes?api_key=${client.key}&access_token=query-token-never-logged`);
     await server.anonymous().get('/v1/collections', { headers: { 'x-api-key': 'rb_unknownKeyNeverLogged' } });
     await client.get('/no/such/route/secretive');
     const text = logged.text();
@@ -84,6 +88,7 @@ describeEachBackend('the access log', (backend) => {
       client.key as string,
       'rb_unknownKeyNeverLogged',
       'query-key-never-logged',
+      'query-token-never-logged',
       'query-value-never-logged',
       'confidential-body-value',
       'not-a-number',

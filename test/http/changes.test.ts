@@ -133,6 +133,84 @@ describeEachBackend('changes over plain HTTP: pages and long polls', (backend) =
     });
   });
 
+  describe('the key and the token in the query (api_key, access_token), as a browser sends them', () => {
+    let key: string;
+    let token: string;
+    before(async () => {
+      await client.post('/v1/collections', { name: 'queried' });
+      await client.put('/v1/collections/queried/rules', { read: { owner: { $auth: 'sub' } } });
+      await client.post('/v1/collections/queried/rows', [
+        { owner: 'ada', n: 1 },
+        { owner: 'bob', n: 2 },
+      ]);
+      key = await appKey(client);
+      token = await tokenOf('ada');
+    });
+
+    it("read the end user's changes as the headers do", async () => {
+      const queried = await server.anonymous().get<Page>(changesOf('queried', { since: 0, api_key: key, access_token: token }));
+      expect(queried.status, queried.text).to.equal(200);
+      expect(queried.body.changes.map((change) => change.type === 'insert' && change.row)).to.deep.equal([{ id: 1, owner: 'ada', n: 1 }]);
+      expect(queried.body).to.deep.equal((await new EndUser(server.url, key, token).get<Page>(changesOf('queried', { since: 0 }))).body);
+      const head = await server.anonymous().request('HEAD', changesOf('queried', { api_key: key, access_token: token }));
+      expect(head.status).to.equal(200);
+    });
+
+    const scenarios: {
+      name: string;
+      query: (key: string, token: string) => string;
+      headers?: (key: string) => Record<string, string>;
+      status: number;
+      code: string;
+    }[] = [
+      { name: 'a key given twice', query: (key) => `api_key=${key}&api_key=${key}`, status: 401, code: 'unauthorized' },
+      { name: 'an empty key', query: () => 'api_key=', status: 401, code: 'unauthorized' },
+      { name: 'an unknown key', query: () => 'api_key=rb_pub_noSuchKey', status: 401, code: 'unauthorized' },
+      {
+        name: 'a key that differs from the one in x-api-key',
+        query: (key) => `api_key=${key}`,
+        headers: () => ({ 'x-api-key': 'rb_pub_another' }),
+        status: 401,
+        code: 'unauthorized',
+      },
+      {
+        name: 'a token given twice',
+        query: (key, token) => `api_key=${key}&access_token=${token}&access_token=${token}`,
+        status: 401,
+        code: 'invalid_token',
+      },
+      { name: 'an empty token', query: (key) => `api_key=${key}&access_token=`, status: 401, code: 'invalid_token' },
+      {
+        name: 'a token that does not verify',
+        query: (key) => `api_key=${key}&access_token=not.a.token`,
+        status: 401,
+        code: 'invalid_token',
+      },
+      {
+        name: 'a token that differs from the one in Authorization',
+        query: (key, token) => `api_key=${key}&access_token=${token}`,
+        headers: (key) => ({ 'x-api-key': key, authorization: 'Bearer another.token.here' }),
+        status: 401,
+        code: 'invalid_token',
+      },
+    ];
+    for (const { name, query, headers, status, code } of scenarios) {
+      it(`refuse ${name}: ${status} ${code}`, async () => {
+        const answer = await server.anonymous().get(`/v1/collections/queried/changes?${query(key, token)}`, { headers: headers?.(key) });
+        expect(answer.status, answer.text).to.equal(status);
+        expect((answer.body as { code: string }).code).to.equal(code);
+      });
+    }
+
+    it('refuse a token beside a secret key (400), and are no parameters of other operations (400)', async () => {
+      const secret = await server.anonymous().get(`/v1/collections/queried/changes?api_key=${client.key}&access_token=${token}`);
+      expect(secret.status, secret.text).to.equal(400);
+      expect((secret.body as { errors: { name: string }[] }).errors.map(({ name }) => name)).to.deep.equal(['access_token']);
+      const rows = await client.get(`/v1/collections/queried/rows?api_key=${client.key}`);
+      expect(rows.status, rows.text).to.equal(400);
+    });
+  });
+
   describe('caching', () => {
     it('answers a full page with an ETag and immutable caching (304 for it), the last with no-store', async () => {
       const first = await client.get<Page>(changesOf('notes', { since: 0, limit: 5 }));

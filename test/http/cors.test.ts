@@ -1,6 +1,6 @@
 // CORS (openapi.yaml, `info`, "CORS"; docs/api.md, "HTTP"): preflights under /v1 answered for any origin
 // with no key and not counted; a publishable key's answers readable from its own origins only, 403
-// from another; a secret key's never.
+// from another; a secret key's never; the refusals of a key, a token or an origin readable by any page.
 import { expect } from 'chai';
 import type { components } from '../../generated/openapi.ts';
 import { describeEachBackend } from '../support/backends.ts';
@@ -12,6 +12,8 @@ type Usage = components['schemas']['Usage'];
 
 const APP = 'https://app.example';
 const OTHER = 'https://evil.example';
+const EXPOSED =
+  'ETag, Link, Location, Rowbase-Seq, Rowbase-Total-Count, Accept-Patch, Allow, WWW-Authenticate, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Retry-After, X-Request-Id, Idempotent-Replayed, Rowbase-Wait-Skipped';
 let accounts = 0;
 
 describeEachBackend('CORS', (backend) => {
@@ -52,7 +54,7 @@ describeEachBackend('CORS', (backend) => {
         expect(answer.headers.get('access-control-allow-origin')).to.equal(OTHER);
         expect(answer.headers.get('access-control-allow-methods')?.split(', ').sort()).to.deep.equal(methods.split(', ').sort());
         expect(answer.headers.get('access-control-allow-headers')).to.equal(
-          'authorization, x-api-key, content-type, content-encoding, if-match, if-none-match, idempotency-key, prefer, x-request-id',
+          'authorization, x-api-key, content-type, content-encoding, if-match, if-none-match, idempotency-key, prefer, x-request-id, last-event-id',
         );
         expect(answer.headers.get('access-control-max-age')).to.equal('600');
         expect(answer.headers.get('vary')).to.equal('Origin');
@@ -92,21 +94,22 @@ describeEachBackend('CORS', (backend) => {
         expect((answer.body as { code: string }).code).to.equal('forbidden');
         expect(answer.headers.get('access-control-allow-origin')).to.equal(origin);
         expect(answer.headers.get('vary')).to.equal('Origin');
-        expect(answer.headers.get('access-control-expose-headers')).to.equal(
-          'ETag, Link, Location, Rowbase-Seq, Rowbase-Total-Count, Accept-Patch, Allow, WWW-Authenticate, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Retry-After, X-Request-Id, Idempotent-Replayed',
-        );
+        expect(answer.headers.get('access-control-expose-headers')).to.equal(EXPOSED);
         expect(answer.headers.get('ratelimit-limit')).to.be.a('string');
       }
     });
 
     for (const origin of [OTHER, 'https://app.example:8443', 'http://app.example', 'null']) {
-      it(`from ${origin}, not on the key's list, answers 403 origin_not_allowed without CORS headers, and is not counted`, async () => {
+      it(`from ${origin}, not on the key's list, answers 403 origin_not_allowed, which the page may read, and is not counted`, async () => {
         const { secret, publishable } = await keys();
         const before = await used(secret);
         const answer = await publishable.get('/v1/collections/notes/rows', { headers: { origin } });
         expect(answer.status).to.equal(403);
         expect((answer.body as { code: string }).code).to.equal('origin_not_allowed');
-        expect(answer.headers.get('access-control-allow-origin')).to.equal(null);
+        // The refusal alone is readable (it says only which origin the page sent), and never with credentials.
+        expect(answer.headers.get('access-control-allow-origin')).to.equal(origin);
+        expect(answer.headers.get('access-control-expose-headers')).to.equal(EXPOSED);
+        expect(answer.headers.get('access-control-allow-credentials')).to.equal(null);
         expect(answer.headers.get('vary')).to.equal('Origin');
         expect(answer.headers.get('ratelimit-limit')).to.equal(null);
         expect(await used(secret)).to.equal(before + 1);
@@ -118,6 +121,44 @@ describeEachBackend('CORS', (backend) => {
       const answer = await publishable.get('/v1/collections/notes/rows');
       expect(answer.status).to.equal(403);
       expect((answer.body as { code: string }).code).to.equal('forbidden');
+      expect(answer.headers.get('access-control-allow-origin')).to.equal(null);
+    });
+  });
+
+  describe('a request with Origin refused for its key or token', () => {
+    const refusals: { name: string; headers?: Record<string, string>; path?: string; code: string }[] = [
+      { name: 'no key', code: 'unauthorized' },
+      { name: 'an unknown key', headers: { 'x-api-key': 'rb_pub_noSuchKey' }, code: 'unauthorized' },
+      {
+        name: 'an unknown key in api_key, on the changes',
+        path: '/v1/collections/notes/changes?api_key=rb_pub_noSuchKey',
+        code: 'unauthorized',
+      },
+    ];
+    for (const { name, headers, path, code } of refusals) {
+      it(`answers ${name} 401 ${code}, which the page may read, WWW-Authenticate included`, async () => {
+        const answer = await new Client(server.url).get(path ?? '/v1/collections/notes/rows', { headers: { ...headers, origin: OTHER } });
+        expect(answer.status).to.equal(401);
+        expect((answer.body as { code: string }).code).to.equal(code);
+        expect(answer.headers.get('access-control-allow-origin')).to.equal(OTHER);
+        expect(answer.headers.get('access-control-expose-headers')).to.equal(EXPOSED);
+        expect(answer.headers.get('access-control-allow-credentials')).to.equal(null);
+        expect(answer.headers.get('www-authenticate')).to.equal('Bearer realm="rowbase"');
+      });
+    }
+
+    it("answers a publishable key's token that does not verify 401 invalid_token, which the page may read", async () => {
+      const { publishable } = await keys();
+      const headers = { origin: APP, 'x-api-key': publishable.key as string, authorization: 'Bearer not.a.token' };
+      const answer = await new Client(server.url).get('/v1/collections/notes/rows', { headers });
+      expect(answer.status).to.equal(401);
+      expect((answer.body as { code: string }).code).to.equal('invalid_token');
+      expect(answer.headers.get('access-control-allow-origin')).to.equal(APP);
+    });
+
+    it('without Origin carries no CORS header', async () => {
+      const answer = await new Client(server.url).get('/v1/collections/notes/rows');
+      expect(answer.status).to.equal(401);
       expect(answer.headers.get('access-control-allow-origin')).to.equal(null);
     });
   });
