@@ -145,7 +145,7 @@ export interface SearchSql {
   /** A row's terms, in order, as put takes them. */
   words(terms: readonly string[]): string;
   /**
-   * A table of `row_id` and `score`: the rows holding the search `query` (as query() writes it), each
+   * A table of `collection_id`, `row_id` and `score`: the rows holding the search `query` (as query() writes it), each
    * with its relevance to it, the higher the more relevant (docs/search.md, "Ranking"); its bindings.
    */
   scores(query: string): { sql: string; params: string[] };

@@ -42,12 +42,15 @@ export const searchSql: SearchSql = {
   // ts_rank (docs/search.md, "Ranking"): how often the row holds the search's terms, divided by 1 + the
   // logarithm of how many words the row holds (normalization 1).
   scores: (query) => ({
-    sql: '(select row_id, ts_rank(words, (?)::tsquery, 1)::float8 as score from search_rows where words @@ (?)::tsquery)',
+    sql: '(select collection_id, row_id, ts_rank(words, (?)::tsquery, 1)::float8 as score from search_rows where words @@ (?)::tsquery)',
     params: [query, query],
   }),
   removeAll: 'delete from search_rows where collection_id = ?',
-  // The terms of a collection are its own (searchTerms()): the GIN index finds that collection's rows only.
-  match: (row) => `${row}.id in (select row_id from search_rows where words @@ (?)::tsquery)`,
+  // The terms of a collection are its own (searchTerms()): the GIN index finds that collection's rows
+  // only. The row is named by its collection too, so that no plan, whatever the statistics say, looks a
+  // row's words up by its id alone: a scan of the whole index for each row (search_rows' key leads with
+  // the collection).
+  match: (row) => `(${row}.collection_id, ${row}.id) in (select collection_id, row_id from search_rows where words @@ (?)::tsquery)`,
   // A tsquery's text, each lexeme quoted, which the cast takes as it is: a term holds no quote or backslash.
   query: (words, prefix) => [...words.map((word) => `'${word}'`), ...(prefix === undefined ? [] : [`'${prefix}':*`])].join(' & '),
 };
