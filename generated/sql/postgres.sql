@@ -786,8 +786,8 @@ with counters as (
   chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> f.field as j from batch b offset 0) k
 ), worded as (
   insert into search_rows (collection_id, row_id, words)
-    select collection_id, id, array_to_tsvector(array(
-        select collection_id || '_' || w from unnest(string_to_array(coalesce(words, ''), ' ')) as w))
+    select collection_id, id, coalesce((select string_agg('''' || collection_id || '_' || w || ''':' || least(at, 16383), ' ')
+        from unnest(string_to_array(coalesce(words, ''), ' ')) with ordinality as u(w, at)), '')::tsvector
       from batch
 )
 select id, before_id + 1 as first_id, before_seq + 1 as first_seq, search, pg_notify($5, $6 || ' ' || id) from counters;
