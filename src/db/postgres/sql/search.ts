@@ -20,9 +20,9 @@ const MAX_POSITION = 16383;
 
 /**
  * A row's terms as a tsvector's text, each quoted with its positions (`'17_red':1,3 '17_shoes':2`), which
- * the cast takes as it is: a term holds no quote, backslash or space. Positions let ts_rank count how
- * often a row holds a term; array_to_tsvector() would make a tsvector without them, where every row
- * ranks alike.
+ * the cast takes as it is: a term holds no quote, backslash or space. Positions let bm25() count how
+ * often a row holds a term, and how many words it holds; array_to_tsvector() would make a tsvector
+ * without them.
  */
 function tsvectorText(terms: readonly string[]): string {
   const positions = new Map<string, number[]>();
