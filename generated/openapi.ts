@@ -776,9 +776,11 @@ export interface paths {
          *     is `400`); `select=_score` answers each row's score as its member `_score`, a number, the higher the
          *     more relevant, in place of a stored field of that name. For example
          *     `order_by=_score&select=title,_score&filter={"$search":"red sho"}` answers
-         *     `[{"id":4,"title":"Red shoes","_score":1.52},{"id":9,"title":"red shoe shop","_score":1.03}]`. The
-         *     score is each engine's own measure (BM25 on SQLite, `ts_rank` on PostgreSQL): the rows that match
-         *     are the same on both backends, their scores and so their order may differ. `select=_highlight`
+         *     `[{"id":9,"title":"red shoe shop","_score":3.28},{"id":4,"title":"Red shoes","_score":3.12}]`. The
+         *     score is BM25 on both backends, FTS5's on SQLite and one read off the row alone on PostgreSQL: the
+         *     rows that match are the same, their scores differ in value, and their order agrees where BM25's
+         *     holds whatever the other rows (a row holding each word at least as often as another, in no more
+         *     words for each time, first) and may differ elsewhere. `select=_highlight`
          *     answers where the search matched: for each field of the search index whose text holds a word it
          *     matches, the text cut into pieces alternately outside and inside those words (`{"title": ["",
          *     "Red", " shoes"]}`; docs/search.md, "Highlights"). `_score` in `order_by` or `select`, or

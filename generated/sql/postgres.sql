@@ -271,7 +271,7 @@ delete from idempotency_keys where (account_id, key) in
 -- orderedPage(by id, asc)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by id asc) end as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
-from (select * from (select id, data from rows where collection_id = (select id from collections where account_id = ? and name = ?)) r order by id asc limit +? offset ?) r;
+from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?)) r order by id asc limit +? offset ?) r;
 
 -- orderedPage(by a field, asc)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
@@ -281,7 +281,7 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
     id asc) end as json,
     (select last_seq from collections where account_id = ? and name = ?) as seq
   from (select * from (select id, data, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
-chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j0 from rows where collection_id = (select id from collections where account_id = ? and name = ?)) r order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
+chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j0 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?)) r order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
     when 'array' then 4 else 5 end asc,
     case jsonb_typeof(j0) when 'number' then (j0)::numeric when 'boolean' then case when (j0)::boolean then 1 else 0 end end asc,
     (case when jsonb_typeof(j0) = 'string' then j0 #>> '{}' end) collate "C" asc,
@@ -290,7 +290,7 @@ chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55
 -- orderedPage(by id, after a place, asc)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by id asc) end as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
-from (select * from (select id, data from rows where collection_id = (select id from collections where account_id = ? and name = ?)) r where id > ? order by id asc limit +? offset ?) r;
+from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?)) r where id > ? order by id asc limit +? offset ?) r;
 
 -- orderedPage(by two fields, after a place, asc then asc)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
@@ -305,7 +305,7 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
     (select last_seq from collections where account_id = ? and name = ?) as seq
   from (select * from (select id, data, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
 chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j0, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
-chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j1 from rows where collection_id = (select id from collections where account_id = ? and name = ?)) r where case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
+chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j1 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?)) r where case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
     when 'array' then 4 else 5 end > ? or (case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
     when 'array' then 4 else 5 end = ? and (case jsonb_typeof(j0) when 'number' then (j0)::numeric when 'boolean' then case when (j0)::boolean then 1 else 0 end end > ?::numeric or (case jsonb_typeof(j0) when 'number' then (j0)::numeric when 'boolean' then case when (j0)::boolean then 1 else 0 end end = ?::numeric and (case jsonb_typeof(j1) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
     when 'array' then 4 else 5 end > ? or (case jsonb_typeof(j1) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
@@ -327,7 +327,7 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
     id asc) end as json,
     (select last_seq from collections where id = ?) as seq
   from (select * from (select id, data, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
-chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j0 from rows where collection_id = ? and ((rows.id in (select row_id from sort_keys where collection_id = ? and slot = ? and <bounds>)) and (<filter>))) r order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
+chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j0 from rows where rows.collection_id = ? and ((rows.id in (select row_id from sort_keys where collection_id = ? and slot = ? and <bounds>)) and (<filter>))) r order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
     when 'array' then 4 else 5 end asc,
     case jsonb_typeof(j0) when 'number' then (j0)::numeric when 'boolean' then case when (j0)::boolean then 1 else 0 end end asc,
     (case when jsonb_typeof(j0) = 'string' then j0 #>> '{}' end) collate "C" asc,
@@ -415,7 +415,7 @@ cross join lateral (select id, data from rows where collection_id = $1 and id = 
 -- orderedPage(by id, desc)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by id desc) end as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
-from (select * from (select id, data from rows where collection_id = (select id from collections where account_id = ? and name = ?)) r order by id desc limit +? offset ?) r;
+from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?)) r order by id desc limit +? offset ?) r;
 
 -- orderedPage(by a field, desc)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
@@ -425,7 +425,7 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
     id desc) end as json,
     (select last_seq from collections where account_id = ? and name = ?) as seq
   from (select * from (select id, data, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
-chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j0 from rows where collection_id = (select id from collections where account_id = ? and name = ?)) r order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
+chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j0 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?)) r order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
     when 'array' then 4 else 0 end desc,
     case jsonb_typeof(j0) when 'number' then (j0)::numeric when 'boolean' then case when (j0)::boolean then 1 else 0 end end desc,
     (case when jsonb_typeof(j0) = 'string' then j0 #>> '{}' end) collate "C" desc,
@@ -434,7 +434,7 @@ chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55
 -- orderedPage(by id, after a place, desc)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by id desc) end as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
-from (select * from (select id, data from rows where collection_id = (select id from collections where account_id = ? and name = ?)) r where id < ? order by id desc limit +? offset ?) r;
+from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?)) r where id < ? order by id desc limit +? offset ?) r;
 
 -- orderedPage(by two fields, after a place, desc then asc)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
@@ -449,7 +449,7 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
     (select last_seq from collections where account_id = ? and name = ?) as seq
   from (select * from (select id, data, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
 chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j0, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
-chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j1 from rows where collection_id = (select id from collections where account_id = ? and name = ?)) r where case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
+chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j1 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?)) r where case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
     when 'array' then 4 else 0 end < ? or (case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
     when 'array' then 4 else 0 end = ? and (case jsonb_typeof(j0) when 'number' then (j0)::numeric when 'boolean' then case when (j0)::boolean then 1 else 0 end end < ?::numeric or (case jsonb_typeof(j0) when 'number' then (j0)::numeric when 'boolean' then case when (j0)::boolean then 1 else 0 end end = ?::numeric and (case jsonb_typeof(j1) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
     when 'array' then 4 else 5 end > ? or (case jsonb_typeof(j1) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
@@ -471,7 +471,7 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
     id desc) end as json,
     (select last_seq from collections where id = ?) as seq
   from (select * from (select id, data, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
-chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j0 from rows where collection_id = ? and ((rows.id in (select row_id from sort_keys where collection_id = ? and slot = ? and <bounds>)) and (<filter>))) r order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
+chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j0 from rows where rows.collection_id = ? and ((rows.id in (select row_id from sort_keys where collection_id = ? and slot = ? and <bounds>)) and (<filter>))) r order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
     when 'array' then 4 else 0 end desc,
     case jsonb_typeof(j0) when 'number' then (j0)::numeric when 'boolean' then case when (j0)::boolean then 1 else 0 end end desc,
     (case when jsonb_typeof(j0) = 'string' then j0 #>> '{}' end) collate "C" desc,
@@ -786,8 +786,8 @@ with counters as (
   chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> f.field as j from batch b offset 0) k
 ), worded as (
   insert into search_rows (collection_id, row_id, words)
-    select collection_id, id, array_to_tsvector(array(
-        select collection_id || '_' || w from unnest(string_to_array(coalesce(words, ''), ' ')) as w))
+    select collection_id, id, coalesce((select string_agg('''' || collection_id || '_' || w || ''':' || least(at, 16383), ' ')
+        from unnest(string_to_array(coalesce(words, ''), ' ')) with ordinality as u(w, at)), '')::tsvector
       from batch
 )
 select id, before_id + 1 as first_id, before_seq + 1 as first_seq, search, pg_notify($5, $6 || ' ' || id) from counters;
@@ -801,7 +801,7 @@ on conflict (collection_id, row_id) do update set words = excluded.words;
 delete from search_rows where collection_id = ?;
 
 -- searchSql.match (in a filter of the rows r)
-r.id in (select row_id from search_rows where words @@ (?)::tsquery);
+(r.collection_id, r.id) in (select collection_id, row_id from search_rows where words @@ (?)::tsquery);
 
 -- searchSql.query (its binding, of two words)
 '17_red' & '17_sho':*;

@@ -283,12 +283,12 @@ where c.account_id = ? and c.name = ? and r.id = ?;
 -- orderedPage(by id, asc)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
-from (select * from (select id, data from rows where collection_id = (select id from collections where account_id = ? and name = ?)) r order by id asc limit +? offset ?) r;
+from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?)) r order by id asc limit +? offset ?) r;
 
 -- orderedPage(by a field, asc)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
-from (select * from (select id, data, json_type(data, ?) as t0, json_extract(data, ?) as v0 from rows where collection_id = (select id from collections where account_id = ? and name = ?)) r order by case when t0 is null or t0 = 'null' then 5 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
+from (select * from (select id, data, json_type(data, ?) as t0, json_extract(data, ?) as v0 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?)) r order by case when t0 is null or t0 = 'null' then 5 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
   when t0 in ('true', 'false') then 3 else 4 end asc,
   case when t0 in ('object', 'array') then null else v0 end asc,
   id asc limit +? offset ?) r;
@@ -296,12 +296,12 @@ from (select * from (select id, data, json_type(data, ?) as t0, json_extract(dat
 -- orderedPage(by id, after a place, asc)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
-from (select * from (select id, data from rows where collection_id = (select id from collections where account_id = ? and name = ?)) r where id > ? order by id asc limit +? offset ?) r;
+from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?)) r where id > ? order by id asc limit +? offset ?) r;
 
 -- orderedPage(by two fields, after a place, asc then asc)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
-from (select * from (select id, data, json_type(data, ?) as t0, json_extract(data, ?) as v0, json_type(data, ?) as t1, json_extract(data, ?) as v1 from rows where collection_id = (select id from collections where account_id = ? and name = ?)) r where case when t0 is null or t0 = 'null' then 5 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
+from (select * from (select id, data, json_type(data, ?) as t0, json_extract(data, ?) as v0, json_type(data, ?) as t1, json_extract(data, ?) as v1 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?)) r where case when t0 is null or t0 = 'null' then 5 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
   when t0 in ('true', 'false') then 3 else 4 end > ? or (case when t0 is null or t0 = 'null' then 5 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
   when t0 in ('true', 'false') then 3 else 4 end = ? and (case when t0 in ('object', 'array') then null else v0 end > json_extract(?, '$') or (case when t0 in ('object', 'array') then null else v0 end = json_extract(?, '$') and (case when t1 is null or t1 = 'null' then 5 when t1 in ('integer', 'real') then 1 when t1 = 'text' then 2
   when t1 in ('true', 'false') then 3 else 4 end > ? or (case when t1 is null or t1 = 'null' then 5 when t1 in ('integer', 'real') then 1 when t1 = 'text' then 2
@@ -316,7 +316,7 @@ from (select * from (select id, data, json_type(data, ?) as t0, json_extract(dat
 -- orderedPage(filtered, through a sort index, asc)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where id = ?) as seq
-from (select * from (select id, data, json_type(data, ?) as t0, json_extract(data, ?) as v0 from rows where collection_id = ? and ((rows.id in (select row_id from sort_keys where collection_id = ? and slot = ? and <bounds>)) and (<filter>))) r order by case when t0 is null or t0 = 'null' then 5 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
+from (select * from (select id, data, json_type(data, ?) as t0, json_extract(data, ?) as v0 from rows where rows.collection_id = ? and ((rows.id in (select row_id from sort_keys where collection_id = ? and slot = ? and <bounds>)) and (<filter>))) r order by case when t0 is null or t0 = 'null' then 5 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
   when t0 in ('true', 'false') then 3 else 4 end asc,
   case when t0 in ('object', 'array') then null else v0 end asc,
   id asc limit +? offset ?) r;
@@ -394,12 +394,12 @@ cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 -- orderedPage(by id, desc)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
-from (select * from (select id, data from rows where collection_id = (select id from collections where account_id = ? and name = ?)) r order by id desc limit +? offset ?) r;
+from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?)) r order by id desc limit +? offset ?) r;
 
 -- orderedPage(by a field, desc)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
-from (select * from (select id, data, json_type(data, ?) as t0, json_extract(data, ?) as v0 from rows where collection_id = (select id from collections where account_id = ? and name = ?)) r order by case when t0 is null or t0 = 'null' then 0 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
+from (select * from (select id, data, json_type(data, ?) as t0, json_extract(data, ?) as v0 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?)) r order by case when t0 is null or t0 = 'null' then 0 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
   when t0 in ('true', 'false') then 3 else 4 end desc,
   case when t0 in ('object', 'array') then null else v0 end desc,
   id desc limit +? offset ?) r;
@@ -407,12 +407,12 @@ from (select * from (select id, data, json_type(data, ?) as t0, json_extract(dat
 -- orderedPage(by id, after a place, desc)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
-from (select * from (select id, data from rows where collection_id = (select id from collections where account_id = ? and name = ?)) r where id < ? order by id desc limit +? offset ?) r;
+from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?)) r where id < ? order by id desc limit +? offset ?) r;
 
 -- orderedPage(by two fields, after a place, desc then asc)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
-from (select * from (select id, data, json_type(data, ?) as t0, json_extract(data, ?) as v0, json_type(data, ?) as t1, json_extract(data, ?) as v1 from rows where collection_id = (select id from collections where account_id = ? and name = ?)) r where case when t0 is null or t0 = 'null' then 0 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
+from (select * from (select id, data, json_type(data, ?) as t0, json_extract(data, ?) as v0, json_type(data, ?) as t1, json_extract(data, ?) as v1 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?)) r where case when t0 is null or t0 = 'null' then 0 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
   when t0 in ('true', 'false') then 3 else 4 end < ? or (case when t0 is null or t0 = 'null' then 0 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
   when t0 in ('true', 'false') then 3 else 4 end = ? and (case when t0 in ('object', 'array') then null else v0 end < json_extract(?, '$') or (case when t0 in ('object', 'array') then null else v0 end = json_extract(?, '$') and (case when t1 is null or t1 = 'null' then 5 when t1 in ('integer', 'real') then 1 when t1 = 'text' then 2
   when t1 in ('true', 'false') then 3 else 4 end > ? or (case when t1 is null or t1 = 'null' then 5 when t1 in ('integer', 'real') then 1 when t1 = 'text' then 2
@@ -427,7 +427,7 @@ from (select * from (select id, data, json_type(data, ?) as t0, json_extract(dat
 -- orderedPage(filtered, through a sort index, desc)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where id = ?) as seq
-from (select * from (select id, data, json_type(data, ?) as t0, json_extract(data, ?) as v0 from rows where collection_id = ? and ((rows.id in (select row_id from sort_keys where collection_id = ? and slot = ? and <bounds>)) and (<filter>))) r order by case when t0 is null or t0 = 'null' then 0 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
+from (select * from (select id, data, json_type(data, ?) as t0, json_extract(data, ?) as v0 from rows where rows.collection_id = ? and ((rows.id in (select row_id from sort_keys where collection_id = ? and slot = ? and <bounds>)) and (<filter>))) r order by case when t0 is null or t0 = 'null' then 0 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
   when t0 in ('true', 'false') then 3 else 4 end desc,
   case when t0 in ('object', 'array') then null else v0 end desc,
   id desc limit +? offset ?) r;
@@ -511,7 +511,7 @@ cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 -- orderedPage(by a field no JSON path spells, asc)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
-from (select * from (select id, data, (select type from json_each(rows.data) where key = ?) as t0, (select value from json_each(rows.data) where key = ?) as v0 from rows where collection_id = (select id from collections where account_id = ? and name = ?)) r order by case when t0 is null or t0 = 'null' then 5 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
+from (select * from (select id, data, (select type from json_each(rows.data) where key = ?) as t0, (select value from json_each(rows.data) where key = ?) as v0 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?)) r order by case when t0 is null or t0 = 'null' then 5 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
   when t0 in ('true', 'false') then 3 else 4 end asc,
   case when t0 in ('object', 'array') then null else v0 end asc,
   id asc limit +? offset ?) r;
@@ -519,7 +519,7 @@ from (select * from (select id, data, (select type from json_each(rows.data) whe
 -- orderedPage(by a field no JSON path spells, desc)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
-from (select * from (select id, data, (select type from json_each(rows.data) where key = ?) as t0, (select value from json_each(rows.data) where key = ?) as v0 from rows where collection_id = (select id from collections where account_id = ? and name = ?)) r order by case when t0 is null or t0 = 'null' then 0 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
+from (select * from (select id, data, (select type from json_each(rows.data) where key = ?) as t0, (select value from json_each(rows.data) where key = ?) as v0 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?)) r order by case when t0 is null or t0 = 'null' then 0 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
   when t0 in ('true', 'false') then 3 else 4 end desc,
   case when t0 in ('object', 'array') then null else v0 end desc,
   id desc limit +? offset ?) r;

@@ -403,6 +403,42 @@ describeEachBackend('search', (backend) => {
       expect(Object.keys(byId[0])).to.deep.equal(['id', '_score']);
     });
 
+    /**
+     * Rows whose order BM25 sets whatever the statistics of other rows (docs/search.md, "Ranking"): each
+     * holds each word of its search at least as often as the next, in no more words for each time.
+     * Listed in the order they rank, inserted in the reverse.
+     */
+    const pinned: { search: string; rows: object[] }[] = [
+      {
+        search: 'red',
+        rows: [{ title: 'red red x' }, { title: 'red x' }, { title: 'red', body: Array.from({ length: 19 }, (_, n) => `w${n}`).join(' ') }],
+      },
+      { search: 'red', rows: [{ title: 'red red x y' }, { title: 'red x y z' }] },
+      { search: 'red shoes', rows: [{ title: 'red red shoes shoes' }, { title: 'red shoes' }, { title: 'red shoes a b c d' }] },
+      { search: 'red sho', rows: [{ title: 'red shoes shop x' }, { title: 'red shoe x y' }] },
+      { search: 'cafe', rows: [{ title: 'Café', body: 'CAFE x' }, { title: 'cafe x' }] },
+    ];
+
+    it('ranks as BM25 does where its order holds whatever the other rows: more times, in fewer words, first', async () => {
+      for (const { search: text, rows } of pinned) {
+        const expected = rows.map((_, n) => rows.length - n);
+        // Words written as the index is made, and as rows are inserted into a collection that has it.
+        const made = await ranked([...rows].reverse());
+        const inserted = await ranked([]);
+        for (const each of [...rows].reverse())
+          expect((await client.post(`/v1/collections/${inserted}/rows`, [each])).status).to.equal(201);
+        for (const name of [made, inserted]) {
+          const { body } = await list(name, `order_by=_score&select=_score&${filter({ $search: text })}`);
+          expect(
+            body.map((each) => each.id),
+            `${text}: ${JSON.stringify(body)}`,
+          ).to.deep.equal(expected);
+          expectRanked(body);
+          expect(new Set(body.map((each) => each._score)).size, 'no two tie').to.equal(body.length);
+        }
+      }
+    });
+
     it('ranks beside other conditions, with a prefix, counted, and through a query and a versioned list', async () => {
       const name = await ranked([
         { title: 'red shoes', n: 1 },

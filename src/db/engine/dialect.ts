@@ -145,10 +145,11 @@ export interface SearchSql {
   /** A row's terms, in order, as put takes them. */
   words(terms: readonly string[]): string;
   /**
-   * A table of `row_id` and `score`: the rows holding the search `query` (as query() writes it), each
-   * with its relevance to it, the higher the more relevant (docs/search.md, "Ranking"); its bindings.
+   * A table of `collection_id`, `row_id` and `score`: the rows holding every one of the terms `words`, and
+   * a term starting with `prefix` (as query() takes them), each with its relevance to them, the higher
+   * the more relevant (docs/search.md, "Ranking"); its bindings.
    */
-  scores(query: string): { sql: string; params: string[] };
+  scores(words: readonly string[], prefix?: string): { sql: string; params: string[] };
   /** Removes the words of every row of collection `?`. */
   removeAll: string;
   /** A condition on the row `row` (a table's alias): it holds the terms of the search `?`, as query() writes it. */

@@ -119,7 +119,7 @@ export const scoresWith =
   (searchSql: SearchSql) =>
   (search: SearchCondition): Sql => {
     const { words, prefix } = termsOf(search);
-    return searchSql.scores(searchSql.query(words, prefix));
+    return searchSql.scores(words, prefix);
   };
 
 /**

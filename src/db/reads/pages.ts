@@ -89,8 +89,8 @@ export interface PageSource {
    */
   orderedPage(collection: CollectionRef, page: Page, where?: Sql, scores?: Sql): Statement;
   /**
-   * The relevance of each row holding `search` (bound: bindSearch()), as a table of `row_id` and
-   * `score`, the higher the more relevant (docs/search.md, "Ranking").
+   * The relevance of each row holding `search` (bound: bindSearch()), as a table of `collection_id`,
+   * `row_id` and `score`, the higher the more relevant (docs/search.md, "Ranking").
    */
   scoresSql(search: SearchCondition): Sql;
   /** A filter as a condition on the columns of `rows` (the dialect's filter.ts). */
@@ -558,12 +558,18 @@ export function wholePage(
   const order = placed.map(({ column }) => `${column.sql} ${column.direction}`).join(',\n        ');
   const after = page.after && afterPlace(placed);
   const filtered = where ? sql` and (${where})` : raw('');
-  // A scored page's rows, and their count, are those of its scores: `where` tests them.
-  const from = scores ? sql`rows join ${bestScores(scores, page, where)} scored on scored.row_id = rows.id` : raw('rows');
-  const total = page.count ? sql`, (select count(*) from ${from} where collection_id = ${collection.id}${filtered}) as total` : raw('');
+  // A scored page's rows, and their count, are those of its scores: `where` tests them. Joined by the
+  // collection too, so that no plan looks a row's score up by its id alone (docs/search.md, "The cost of a
+  // ranked page").
+  const from = scores
+    ? sql`rows join ${bestScores(scores, page, where)} scored on scored.collection_id = rows.collection_id and scored.row_id = rows.id`
+    : raw('rows');
+  const total = page.count
+    ? sql`, (select count(*) from ${from} where rows.collection_id = ${collection.id}${filtered}) as total`
+    : raw('');
   const scored = scores ? raw(', scored.score') : raw('');
   const fence = raw(ordersRelated(page.order) ? ` ${pageJson.fence}` : '');
-  const rows = sql`select ${{ sql: columns, params: bindings }}${scored} from ${from} where collection_id = ${collection.id}${filtered}${fence}`;
+  const rows = sql`select ${{ sql: columns, params: bindings }}${scored} from ${from} where rows.collection_id = ${collection.id}${filtered}${fence}`;
   const scoresJson = scores ? raw(`, ${pageJson.scores(order)} as scores`) : raw('');
   return sql`select count(*) as n, ${raw(pageJson.rows(order))} as json${scoresJson},
         ${collection.lastSeq} as seq${total}
@@ -582,7 +588,7 @@ function bestScores(scores: Sql, page: Page, where: Sql | undefined): Sql {
   const [key] = page.order;
   if (where || page.count || page.order.length !== 1 || key.field !== SCORE) return scores;
   const best = (past: Sql) =>
-    sql`(select row_id, score from ${scores} s${past} order by score desc, row_id asc limit ${page.offset + page.limit})`;
+    sql`(select collection_id, row_id, score from ${scores} s${past} order by score desc, row_id asc limit ${page.offset + page.limit})`;
   if (!page.after) return best(raw(''));
   const at = page.after.values[0]?.scalar;
   return typeof at === 'number' ? best(sql` where score < ${at} or (score = ${at} and row_id > ${page.after.id})`) : scores;

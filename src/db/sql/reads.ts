@@ -25,7 +25,7 @@ export const versionedRowJsonWith = (rest: string) =>
   `'{"etag":"\\"' || collection_id || '.' || version || '\\"","row":' || ${rowJsonWith(rest)} || '}'`;
 
 /** The columns of `rows` a page reads: the row, and its collection and version when it answers them (versionedRowJsonWith). */
-export const pageColumns = (versions: boolean | undefined) => (versions ? 'id, data, collection_id, version' : 'id, data');
+export const pageColumns = (versions: boolean | undefined) => (versions ? 'id, data, rows.collection_id, version' : 'id, data');
 
 /**
  * An aggregate's count of the rows whose keys in the sort index in `slot` are within `bounds` (the

@@ -115,8 +115,10 @@ export const searchedInsertBatchSql = insertBatch({ ...plainBatch, searched: tru
 /**
  * insertBatchSql into a collection whose search index is over the fields $9 (its `search`, as JSON
  * text), run alone, with the rows' words: $8 each row's words joined by spaces, one row a line (a row
- * of no words an empty line), each written with the collection's id before it (searchTerms()). A
- * collection whose search index is now over other fields, or none, is written nothing, as no collection.
+ * of no words an empty line), each written with the collection's id before it (searchTerms()) and its
+ * place in the row, as the tsvector's text of sql/search.ts (tsvectorText()) has them: the text's cast
+ * merges a word's places, keeps 256 of them and the places past 16383 at 16383. A collection whose
+ * search index is now over other fields, or none, is written nothing, as no collection.
  */
 export const wordedInsertBatchSql = insertBatch({
   ...plainBatch,
@@ -125,8 +127,8 @@ export const wordedInsertBatchSql = insertBatch({
   rowColumns: ', t.words',
   after: `, worded as (
     insert into search_rows (collection_id, row_id, words)
-      select collection_id, id, array_to_tsvector(array(
-          select collection_id || '_' || w from unnest(string_to_array(coalesce(words, ''), ' ')) as w))
+      select collection_id, id, coalesce((select string_agg('''' || collection_id || '_' || w || ''':' || least(at, 16383), ' ')
+          from unnest(string_to_array(coalesce(words, ''), ' ')) with ordinality as u(w, at)), '')::tsvector
         from batch
   )`,
 });

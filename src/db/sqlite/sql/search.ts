@@ -30,19 +30,25 @@ export const searchTablesSql = [
 
 export const dropSearchTablesSql = ['drop table search_words', 'drop table search_rows'];
 
+/** FTS5's query of each term quoted, the prefix with `*`. */
+const query = (words: readonly string[], prefix?: string) =>
+  [...words.map((word) => `"${word}"`), ...(prefix === undefined ? [] : [`"${prefix}"*`])].join(' ');
+
 export const searchSql: SearchSql = {
   put: `insert into search_rows (collection_id, row_id, words) select ?, value ->> 0, value ->> 1 from json_each(?)
     where true on conflict (collection_id, row_id) do update set words = excluded.words`,
   words: (terms) => terms.join(' '),
-  // FTS5's BM25 (bm25(), its k1 1.2 and b 0.75), lower the more relevant: negated.
-  scores: (query) => ({
-    sql: `(select s.row_id, -bm25(search_words) as score from search_words join search_rows s on s.id = search_words.rowid
-      where search_words match ?)`,
-    params: [query],
+  // FTS5's BM25 (bm25(), its k1 1.2 and b 0.75), lower the more relevant: negated. Fenced (SQLite merges
+  // no subquery with an OFFSET into the query around it), so that the search runs once, whatever the
+  // statistics say, never once for each row a page reads.
+  scores: (words, prefix) => ({
+    sql: `(select s.collection_id, s.row_id, -bm25(search_words) as score from search_words join search_rows s on s.id = search_words.rowid
+      where search_words match ? limit -1 offset 0)`,
+    params: [query(words, prefix)],
   }),
   removeAll: 'delete from search_rows where collection_id = ?',
   // The terms of a collection are its own (searchTerms()): FTS5 finds that collection's rows only.
   match: (row) =>
     `${row}.id in (select s.row_id from search_rows s where s.id in (select rowid from search_words where search_words match ?))`,
-  query: (words, prefix) => [...words.map((word) => `"${word}"`), ...(prefix === undefined ? [] : [`"${prefix}"*`])].join(' '),
+  query,
 };
