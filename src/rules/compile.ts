@@ -19,10 +19,11 @@ export type Access = { kind: 'deny'; why: DenyReason } | { kind: 'all' } | { kin
 /** Why a rule denies a caller: it is `false`, it is `"authenticated"` and the caller anonymous, or a claim it names is missing (or of no use to its operator). */
 type DenyReason = { kind: 'false' } | { kind: 'anonymous' } | { kind: 'claim'; claim: string };
 
-/** A field's rules, compiled: an absent one follows the row's rule. */
-interface CompiledField {
+/** A field's rules, compiled: an absent one follows the row's rule. `default`: the path of the claim an insert fills it with. */
+export interface CompiledField {
   read?: CompiledRule;
   write?: CompiledRule;
+  default?: readonly string[];
 }
 
 /** One rule, compiled: its access for a caller's claims, and the rule as written (for the reasons of a check). */
@@ -50,6 +51,7 @@ export function compileRules(rules: Rules): CompiledRules {
     const field: CompiledField = {};
     if (own.read !== undefined) field.read = compileRule(own.read);
     if (own.write !== undefined) field.write = compileRule(own.write);
+    if (own.default !== undefined) field.default = own.default.$auth.split('.');
     fields.set(name, field);
   }
   return { operations, fields };
@@ -114,7 +116,7 @@ function operandOf(condition: FieldCondition, slots: Map<object, ClaimSlot>, cla
 }
 
 /** The claim at `path`, through plain objects only and their own members (never a prototype's); undefined when absent. */
-function claimOf(claims: Claims, path: readonly string[]): JsonValue | undefined {
+export function claimOf(claims: Claims, path: readonly string[]): JsonValue | undefined {
   let value: JsonValue | undefined = claims;
   for (const key of path) {
     if (value === null || typeof value !== 'object' || Array.isArray(value) || !Object.hasOwn(value, key)) return undefined;

@@ -130,6 +130,27 @@ describe('rules', () => {
       expect(refusedAt([])).to.deep.equal(['']);
     });
 
+    it('takes a field default that is a claim, and names the place of one that is none', () => {
+      const owner = { default: { $auth: 'sub' }, write: false };
+      expect(checkRules({ fields: { owner } }).fields).to.deep.equal({ owner });
+      expect(refusedAt({ fields: { owner: { default: 'sub' } } })).to.deep.equal(['/fields/owner/default']);
+      expect(refusedAt({ fields: { owner: { default: { $auth: 'sub', x: 1 } } } })).to.deep.equal(['/fields/owner/default']);
+      expect(refusedAt({ fields: { owner: { default: { $auth: '' } } } })).to.deep.equal(['/fields/owner/default/$auth']);
+      expect(refusedAt({ fields: { owner: { default: { $auth: 'a..b' } } } })).to.deep.equal(['/fields/owner/default/$auth']);
+      expect(refusedAt({ fields: { id: { default: { $auth: 'sub' } } } })).to.deep.equal(['/fields/id']);
+    });
+
+    it('checks a create with each default filled from the claims, its own claim sent as if filled', () => {
+      const rules = compile({ create: { owner: { $auth: 'sub' } }, fields: { owner: { default: { $auth: 'sub' }, write: false } } });
+      const create = (claims: Claims, row: object) => checkAccess(rules, { operation: 'create', claims, row: row as never });
+      expect(create({ sub: 'ada' }, {}).allowed).to.equal(true);
+      expect(create({ sub: 'ada' }, { owner: 'ada' }).allowed).to.equal(true);
+      expect(create({ sub: 'ada' }, { owner: 'bob' }).reason).to.equal(
+        'create: the row does not match {"owner":{"$auth":"sub"}} for these claims',
+      );
+      expect(create({}, {}).reason).to.equal('fields.owner.default: the token has no claim sub, so the field cannot be filled');
+    });
+
     it('bounds the fields and the size', () => {
       const fields = Object.fromEntries(Array.from({ length: MAX_RULE_FIELDS + 1 }, (_, i) => [`f${i}`, { read: true }]));
       expect(refusedAt({ fields })).to.deep.equal(['/fields']);
