@@ -2918,8 +2918,8 @@ export interface components {
          *     items; anywhere else (as a filter's member, in a field path, inside a value, beside operators) it
          *     is `400`. A claim is always compared as a value, never read as an operator: a claim holding
          *     `{"$ne": null}` matches only rows holding that very object. A rule naming a claim the caller's
-         *     token lacks (or an anonymous caller) matches nothing, and so does `$in` of a claim that is no
-         *     array. A rule's filter may not search, nor reach into related rows (`$match`, `$some`: `400`, its
+         *     token lacks matches nothing, and so does `$in` of a claim that is no
+         *     array; a rule naming any claim denies an anonymous caller (`403`), as `"authenticated"` does. A rule's filter may not search, nor reach into related rows (`$match`, `$some`: `400`, its
          *     detail saying why: a change to a related row is no change of this collection, and the feed holds
          *     each change to the rules as it comes).
          */

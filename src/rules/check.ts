@@ -71,7 +71,10 @@ export function decide(name: string, rule: CompiledRule, access: Access, rows: r
   if (access.kind === 'deny') {
     const why = access.why;
     if (why.kind === 'false') return { allowed: false, reason: `${name}: false denies every caller` };
-    if (why.kind === 'anonymous') return { allowed: false, reason: `${name}: denied to anonymous callers` };
+    if (why.kind === 'anonymous') {
+      const needs = why.claim === undefined ? '' : `: it names the claim ${why.claim}, and the caller has no token`;
+      return { allowed: false, reason: `${name}: denied to anonymous callers${needs}` };
+    }
     return { allowed: false, reason: `${name}: the claim ${why.claim} is missing or unfit for its operator, so the rule matches nothing` };
   }
   const written = JSON.stringify(rule.rule);

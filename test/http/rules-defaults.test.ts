@@ -2,7 +2,7 @@
 // `{"$auth": "sub"}`, takes the caller's claim in every row it inserts or upserts without it, alone, in
 // batches and in upserts, so that an owner field is the server's to set and `write: false` cannot be
 // forged; a secret key writes rows as sent; a default that is none is a 400 naming its place. And what a
-// caller whose token is wrong gets: 401, never an empty page.
+// caller whose token is missing (403) or wrong (401) gets: never an empty page.
 import { expect } from 'chai';
 import { describeEachBackend } from '../support/backends.ts';
 import type { Client } from '../support/client.ts';
@@ -213,6 +213,21 @@ describeEachBackend('fields the token fills', (backend) => {
   });
 
   describe('a token that is missing or wrong', () => {
+    it('answers a missing token 403 naming the rule and the claim it needs, never an empty page', async () => {
+      const name = await notes();
+      const anonymous = new EndUser(server.url, key);
+
+      const page = await anonymous.get<Problem>(`/v1/collections/${name}/rows`);
+      const insert = await anonymous.post<Problem>(`/v1/collections/${name}/rows`, [{ owner: 'ada', text: 'x' }]);
+
+      expect(page.status).to.equal(403);
+      expect(page.body.detail).to.equal(
+        `The rules of collection ${name} refuse this: read: denied to anonymous callers: it names the claim sub, and the caller has no token.`,
+      );
+      expect(insert.status).to.equal(403);
+      expect(insert.body.detail).to.include('create: denied to anonymous callers: it names the claim sub');
+    });
+
     it('answers a wrong token 401 invalid_token, saying why, never an empty page', async () => {
       const name = await notes();
       const wrong = [

@@ -59,8 +59,9 @@ describe('rules', () => {
     });
 
     it('denies when the token lacks the claim, or the caller is anonymous, even under $not', () => {
-      expect(readAccess(own, {})).to.deep.include({ kind: 'deny' });
-      expect(readAccess(own, null)).to.deep.include({ kind: 'deny' });
+      expect(readAccess(own, {})).to.deep.equal({ kind: 'deny', why: { kind: 'claim', claim: 'sub' } });
+      // Anonymous: refused as "authenticated" is (403), never an empty answer that hides the missing token.
+      expect(readAccess(own, null)).to.deep.equal({ kind: 'deny', why: { kind: 'anonymous', claim: 'sub' } });
       expect(readAccess({ read: { $not: { owner: { $auth: 'sub' } } } }, { other: 1 })).to.deep.include({ kind: 'deny' });
     });
 
