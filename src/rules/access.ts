@@ -9,7 +9,7 @@ import { compareCodePoints, matches, type Row } from '../query/evaluate.ts';
 import type { Filter } from '../query/filter.ts';
 import type { Json } from '../rows.ts';
 import { type Decision, decide, filledRow, isDefault } from './check.ts';
-import type { Access, Claims, CompiledField, CompiledRule, CompiledRules } from './compile.ts';
+import { type Access, type Claims, type CompiledField, type CompiledRule, type CompiledRules, claimOf } from './compile.ts';
 import { OPERATIONS, type Operation } from './rules.ts';
 
 /** A row's fields, without its id, as the data layer hands them to a guard. */
@@ -114,6 +114,11 @@ export class Grant {
   get unwritable(): string[] {
     const hidden = new Set(this.hideable);
     return [...this.writes].filter(([name, { access }]) => access.kind === 'deny' && !hidden.has(name)).map(([name]) => name);
+  }
+
+  /** The fields whose `default` this caller's token fills in a row it inserts: it holds their claims. */
+  get fillable(): string[] {
+    return [...this.fields].filter(([, field]) => field.default && claimOf(this.claims, field.default) !== undefined).map(([name]) => name);
   }
 
   /** Whether an answer may lose fields for this caller: when not, rows pass as they are. */

@@ -156,6 +156,23 @@ describeEachBackend('fields the token fills', (backend) => {
     expect((await all(name)).map((row) => row.org)).to.deep.equal(['mine']);
   });
 
+  it('fills a field the schema requires, which the caller’s contract then does not require in a row to insert', async () => {
+    const name = `typed${++collections}`;
+    const schema = { type: 'object', required: ['owner', 'text'], properties: { owner: { type: 'string' }, text: { type: 'string' } } };
+    expect((await admin.post('/v1/collections', { name, schema })).status).to.equal(201);
+    const rules = { read: mine, create: mine, fields: { owner: { default: { $auth: 'sub' } } } };
+    expect((await admin.put(`/v1/collections/${name}/rules`, rules)).status).to.equal(200);
+
+    const document = await ada.get<{ components: { schemas: Record<string, { required?: string[] }> } }>('/v1/openapi.json');
+    const made = await ada.post<Row[]>(`/v1/collections/${name}/rows`, [{ text: 'x' }]);
+
+    expect(document.status).to.equal(200);
+    const insert = Object.entries(document.body.components.schemas).find(([type]) => type.toLowerCase() === `${name}insert`);
+    expect(insert?.[1].required).to.deep.equal(['text']);
+    expect(made.status, made.text).to.equal(201);
+    expect(made.body[0]).to.deep.include({ owner: 'ada', text: 'x' });
+  });
+
   it('leaves a secret key’s rows as sent', async () => {
     const name = await notes();
 
