@@ -2019,8 +2019,26 @@ export interface components {
         };
         /** @description A message of the feed (`asyncapi.yaml`), one item of a changes stream, told apart by its `type`. */
         FeedMessage: components["schemas"]["ReadyMessage"] | components["schemas"]["InsertMessage"] | components["schemas"]["UpdateMessage"] | components["schemas"]["DeleteMessage"] | components["schemas"]["CollectionDeletedMessage"];
-        /** @description A field's own rules; one left out follows the row's rule of the operation. */
+        /**
+         * @description The claim of the caller's token a field is filled with (docs/access.md, "Fields the token fills"):
+         *     `{"$auth": "sub"}`, a claim's name or a dotted path into the claims. Every row a caller holding a
+         *     publishable key sends to be inserted or upserted (`insertRows`, `writeBatch`'s `insert` and
+         *     `upsert`) that leaves the field out gets the claim's value, before `create` and the field rules are
+         *     checked, so `create` holds for the row as it is stored; a row that sets the field to that very
+         *     value is taken as if the service had set it, whatever the field's `write` rule; any other value
+         *     must pass the `write` rule (`write: false`: `403` naming the field). A caller whose token lacks the
+         *     claim, or who has no token, may insert no row that leaves the field out: `403` naming
+         *     `fields.<name>.default`. A secret key's rows are written as they are sent.
+         */
+        FieldDefault: {
+            $auth: string;
+        };
+        /**
+         * @description A field's own rules; one left out follows the row's rule of the operation. `default` names a claim
+         *     of the caller's token that the field takes when a new row leaves it out (`FieldDefault`).
+         */
         FieldRules: {
+            default?: components["schemas"]["FieldDefault"];
             read?: components["schemas"]["Rule"];
             write?: components["schemas"]["Rule"];
         };
@@ -2919,8 +2937,8 @@ export interface components {
          *     items; anywhere else (as a filter's member, in a field path, inside a value, beside operators) it
          *     is `400`. A claim is always compared as a value, never read as an operator: a claim holding
          *     `{"$ne": null}` matches only rows holding that very object. A rule naming a claim the caller's
-         *     token lacks (or an anonymous caller) matches nothing, and so does `$in` of a claim that is no
-         *     array. A rule's filter may not search, nor reach into related rows (`$match`, `$some`: `400`, its
+         *     token lacks matches nothing, and so does `$in` of a claim that is no
+         *     array; a rule naming any claim denies an anonymous caller (`403`), as `"authenticated"` does. A rule's filter may not search, nor reach into related rows (`$match`, `$some`: `400`, its
          *     detail saying why: a change to a related row is no change of this collection, and the feed holds
          *     each change to the rules as it comes).
          */
@@ -4903,15 +4921,6 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /**
-                 * @example {
-                 *       "issuer": "https://auth.example.com/",
-                 *       "audiences": [
-                 *         "notes-app"
-                 *       ],
-                 *       "jwks_uri": "https://auth.example.com/.well-known/jwks.json"
-                 *     }
-                 */
                 "application/json": components["schemas"]["IssuerInput"];
             };
         };
@@ -7281,8 +7290,18 @@ export interface operations {
                  *           "$auth": "sub"
                  *         }
                  *       },
-                 *       "delete": false,
+                 *       "delete": {
+                 *         "owner": {
+                 *           "$auth": "sub"
+                 *         }
+                 *       },
                  *       "fields": {
+                 *         "owner": {
+                 *           "default": {
+                 *             "$auth": "sub"
+                 *           },
+                 *           "write": false
+                 *         },
                  *         "email": {
                  *           "read": {
                  *             "owner": {

@@ -2231,8 +2231,8 @@ return errors === 0;
 }
 
 export const putCollectionRules_body = validate21;
-const schema32 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","additionalProperties":false,"description":"What a caller holding a publishable key may do with the collection's rows (docs/access.md, \"Rules\").\n`read` and `delete` say which rows; `create` is what every new row must match; `update` must hold\nfor the row before and after the change. A member left out is `false`. `fields` gives a top-level\nfield rules of its own: a field not listed follows the row's rules; a field whose read rule a\ncaller fails is hidden from that caller, and one whose write rule it fails may not be set by it.\n`id` is no field of `fields`. At most 64 fields, and 16 KiB as JSON in all. Stored and checked now;\nenforced on requests from the next step on. A secret key is never subject to rules.\n","properties":{"read":{"description":"`false` (no caller), `true` (any caller holding the publishable key, with or without a token),\n`\"authenticated\"` (any caller with a verified end-user token), or a filter of the query language\n(`Filter`) whose values may name a claim of the caller's token: `{\"$auth\": \"sub\"}`, a claim's name or\na dotted path into the claims (`\"app_metadata.org\"`). `{\"$auth\": …}` stands for a whole value: a\nfield's value (`{\"owner\": {\"$auth\": \"sub\"}}`), the operand of `$eq`, `$ne` or `$contains`, the\noperand of `$in` or `$nin` (an array claim: `{\"org\": {\"$in\": {\"$auth\": \"orgs\"}}}`) or one of its\nitems; anywhere else (as a filter's member, in a field path, inside a value, beside operators) it\nis `400`. A claim is always compared as a value, never read as an operator: a claim holding\n`{\"$ne\": null}` matches only rows holding that very object. A rule naming a claim the caller's\ntoken lacks (or an anonymous caller) matches nothing, and so does `$in` of a claim that is no\narray. A rule's filter may not search, nor reach into related rows (`$match`, `$some`: `400`, its\ndetail saying why: a change to a related row is no change of this collection, and the feed holds\neach change to the rules as it comes).\n","anyOf":[{"type":"boolean","description":"`false`: no caller; `true`: any caller holding the publishable key."},{"type":"string","enum":["authenticated"],"description":"Any caller with a verified end-user token."},{"type":"object","additionalProperties":true,"description":"A filter of the query language (`Filter`) whose values may be claims: `{\"$auth\": \"<claim>\"}`."}]},"create":{"$ref":"#/properties/requestBody/properties/read"},"update":{"$ref":"#/properties/requestBody/properties/read"},"delete":{"$ref":"#/properties/requestBody/properties/read"},"fields":{"type":"object","maxProperties":64,"description":"By top-level field name (not `id`), the field's own rules.","additionalProperties":{"type":"object","additionalProperties":false,"description":"A field's own rules; one left out follows the row's rule of the operation.","properties":{"read":{"$ref":"#/properties/requestBody/properties/read"},"write":{"$ref":"#/properties/requestBody/properties/read"}}}}}}},"required":["requestBody"]};
-const schema33 = {"description":"`false` (no caller), `true` (any caller holding the publishable key, with or without a token),\n`\"authenticated\"` (any caller with a verified end-user token), or a filter of the query language\n(`Filter`) whose values may name a claim of the caller's token: `{\"$auth\": \"sub\"}`, a claim's name or\na dotted path into the claims (`\"app_metadata.org\"`). `{\"$auth\": …}` stands for a whole value: a\nfield's value (`{\"owner\": {\"$auth\": \"sub\"}}`), the operand of `$eq`, `$ne` or `$contains`, the\noperand of `$in` or `$nin` (an array claim: `{\"org\": {\"$in\": {\"$auth\": \"orgs\"}}}`) or one of its\nitems; anywhere else (as a filter's member, in a field path, inside a value, beside operators) it\nis `400`. A claim is always compared as a value, never read as an operator: a claim holding\n`{\"$ne\": null}` matches only rows holding that very object. A rule naming a claim the caller's\ntoken lacks (or an anonymous caller) matches nothing, and so does `$in` of a claim that is no\narray. A rule's filter may not search, nor reach into related rows (`$match`, `$some`: `400`, its\ndetail saying why: a change to a related row is no change of this collection, and the feed holds\neach change to the rules as it comes).\n","anyOf":[{"type":"boolean","description":"`false`: no caller; `true`: any caller holding the publishable key."},{"type":"string","enum":["authenticated"],"description":"Any caller with a verified end-user token."},{"type":"object","additionalProperties":true,"description":"A filter of the query language (`Filter`) whose values may be claims: `{\"$auth\": \"<claim>\"}`."}]};
+const schema32 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","additionalProperties":false,"description":"What a caller holding a publishable key may do with the collection's rows (docs/access.md, \"Rules\").\n`read` and `delete` say which rows; `create` is what every new row must match; `update` must hold\nfor the row before and after the change. A member left out is `false`. `fields` gives a top-level\nfield rules of its own: a field not listed follows the row's rules; a field whose read rule a\ncaller fails is hidden from that caller, and one whose write rule it fails may not be set by it.\n`id` is no field of `fields`. At most 64 fields, and 16 KiB as JSON in all. Stored and checked now;\nenforced on requests from the next step on. A secret key is never subject to rules.\n","properties":{"read":{"description":"`false` (no caller), `true` (any caller holding the publishable key, with or without a token),\n`\"authenticated\"` (any caller with a verified end-user token), or a filter of the query language\n(`Filter`) whose values may name a claim of the caller's token: `{\"$auth\": \"sub\"}`, a claim's name or\na dotted path into the claims (`\"app_metadata.org\"`). `{\"$auth\": …}` stands for a whole value: a\nfield's value (`{\"owner\": {\"$auth\": \"sub\"}}`), the operand of `$eq`, `$ne` or `$contains`, the\noperand of `$in` or `$nin` (an array claim: `{\"org\": {\"$in\": {\"$auth\": \"orgs\"}}}`) or one of its\nitems; anywhere else (as a filter's member, in a field path, inside a value, beside operators) it\nis `400`. A claim is always compared as a value, never read as an operator: a claim holding\n`{\"$ne\": null}` matches only rows holding that very object. A rule naming a claim the caller's\ntoken lacks matches nothing, and so does `$in` of a claim that is no\narray; a rule naming any claim denies an anonymous caller (`403`), as `\"authenticated\"` does. A rule's filter may not search, nor reach into related rows (`$match`, `$some`: `400`, its\ndetail saying why: a change to a related row is no change of this collection, and the feed holds\neach change to the rules as it comes).\n","anyOf":[{"type":"boolean","description":"`false`: no caller; `true`: any caller holding the publishable key."},{"type":"string","enum":["authenticated"],"description":"Any caller with a verified end-user token."},{"type":"object","additionalProperties":true,"description":"A filter of the query language (`Filter`) whose values may be claims: `{\"$auth\": \"<claim>\"}`."}]},"create":{"$ref":"#/properties/requestBody/properties/read"},"update":{"$ref":"#/properties/requestBody/properties/read"},"delete":{"$ref":"#/properties/requestBody/properties/read"},"fields":{"type":"object","maxProperties":64,"description":"By top-level field name (not `id`), the field's own rules.","additionalProperties":{"type":"object","additionalProperties":false,"description":"A field's own rules; one left out follows the row's rule of the operation. `default` names a claim\nof the caller's token that the field takes when a new row leaves it out (`FieldDefault`).\n","properties":{"read":{"$ref":"#/properties/requestBody/properties/read"},"write":{"$ref":"#/properties/requestBody/properties/read"},"default":{"type":"object","additionalProperties":false,"required":["$auth"],"description":"The claim of the caller's token a field is filled with (docs/access.md, \"Fields the token fills\"):\n`{\"$auth\": \"sub\"}`, a claim's name or a dotted path into the claims. Every row a caller holding a\npublishable key sends to be inserted or upserted (`insertRows`, `writeBatch`'s `insert` and\n`upsert`) that leaves the field out gets the claim's value, before `create` and the field rules are\nchecked, so `create` holds for the row as it is stored; a row that sets the field to that very\nvalue is taken as if the service had set it, whatever the field's `write` rule; any other value\nmust pass the `write` rule (`write: false`: `403` naming the field). A caller whose token lacks the\nclaim, or who has no token, may insert no row that leaves the field out: `403` naming\n`fields.<name>.default`. A secret key's rows are written as they are sent.\n","properties":{"$auth":{"type":"string","minLength":1,"maxLength":256}}}}}}}}},"required":["requestBody"]};
+const schema33 = {"description":"`false` (no caller), `true` (any caller holding the publishable key, with or without a token),\n`\"authenticated\"` (any caller with a verified end-user token), or a filter of the query language\n(`Filter`) whose values may name a claim of the caller's token: `{\"$auth\": \"sub\"}`, a claim's name or\na dotted path into the claims (`\"app_metadata.org\"`). `{\"$auth\": …}` stands for a whole value: a\nfield's value (`{\"owner\": {\"$auth\": \"sub\"}}`), the operand of `$eq`, `$ne` or `$contains`, the\noperand of `$in` or `$nin` (an array claim: `{\"org\": {\"$in\": {\"$auth\": \"orgs\"}}}`) or one of its\nitems; anywhere else (as a filter's member, in a field path, inside a value, beside operators) it\nis `400`. A claim is always compared as a value, never read as an operator: a claim holding\n`{\"$ne\": null}` matches only rows holding that very object. A rule naming a claim the caller's\ntoken lacks matches nothing, and so does `$in` of a claim that is no\narray; a rule naming any claim denies an anonymous caller (`403`), as `\"authenticated\"` does. A rule's filter may not search, nor reach into related rows (`$match`, `$some`: `400`, its\ndetail saying why: a change to a related row is no change of this collection, and the feed holds\neach change to the rules as it comes).\n","anyOf":[{"type":"boolean","description":"`false`: no caller; `true`: any caller holding the publishable key."},{"type":"string","enum":["authenticated"],"description":"Any caller with a verified end-user token."},{"type":"object","additionalProperties":true,"description":"A filter of the query language (`Filter`) whose values may be claims: `{\"$auth\": \"<claim>\"}`."}]};
 
 function validate21(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -2604,7 +2604,7 @@ for(const key1 in data5){
 let data6 = data5[key1];
 if(data6 && typeof data6 == "object" && !Array.isArray(data6)){
 for(const key2 in data6){
-if(!((key2 === "read") || (key2 === "write"))){
+if(!(((key2 === "read") || (key2 === "write")) || (key2 === "default"))){
 const err23 = {instancePath:instancePath+"/requestBody/fields/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/requestBody/properties/fields/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err23];
@@ -2777,9 +2777,11 @@ vErrors = null;
 }
 }
 }
-}
-else {
-const err34 = {instancePath:instancePath+"/requestBody/fields/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/requestBody/properties/fields/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data6.default !== undefined){
+let data9 = data6.default;
+if(data9 && typeof data9 == "object" && !Array.isArray(data9)){
+if(data9.$auth === undefined){
+const err34 = {instancePath:instancePath+"/requestBody/fields/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/default",schemaPath:"#/properties/requestBody/properties/fields/additionalProperties/properties/default/required",keyword:"required",params:{missingProperty: "$auth"},message:"must have required property '"+"$auth"+"'"};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -2788,10 +2790,9 @@ vErrors.push(err34);
 }
 errors++;
 }
-}
-}
-else {
-const err35 = {instancePath:instancePath+"/requestBody/fields",schemaPath:"#/properties/requestBody/properties/fields/type",keyword:"type",params:{type: "object"},message:"must be object"};
+for(const key3 in data9){
+if(!(key3 === "$auth")){
+const err35 = {instancePath:instancePath+"/requestBody/fields/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/default",schemaPath:"#/properties/requestBody/properties/fields/additionalProperties/properties/default/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -2801,9 +2802,11 @@ vErrors.push(err35);
 errors++;
 }
 }
-}
-else {
-const err36 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data9.$auth !== undefined){
+let data10 = data9.$auth;
+if(typeof data10 === "string"){
+if(func2(data10) > 256){
+const err36 = {instancePath:instancePath+"/requestBody/fields/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/default/$auth",schemaPath:"#/properties/requestBody/properties/fields/additionalProperties/properties/default/properties/%24auth/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -2812,15 +2815,84 @@ vErrors.push(err36);
 }
 errors++;
 }
-}
-}
-else {
-const err37 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(func2(data10) < 1){
+const err37 = {instancePath:instancePath+"/requestBody/fields/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/default/$auth",schemaPath:"#/properties/requestBody/properties/fields/additionalProperties/properties/default/properties/%24auth/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err37];
 }
 else {
 vErrors.push(err37);
+}
+errors++;
+}
+}
+else {
+const err38 = {instancePath:instancePath+"/requestBody/fields/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/default/$auth",schemaPath:"#/properties/requestBody/properties/fields/additionalProperties/properties/default/properties/%24auth/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err38];
+}
+else {
+vErrors.push(err38);
+}
+errors++;
+}
+}
+}
+else {
+const err39 = {instancePath:instancePath+"/requestBody/fields/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/default",schemaPath:"#/properties/requestBody/properties/fields/additionalProperties/properties/default/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err39];
+}
+else {
+vErrors.push(err39);
+}
+errors++;
+}
+}
+}
+else {
+const err40 = {instancePath:instancePath+"/requestBody/fields/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/requestBody/properties/fields/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err40];
+}
+else {
+vErrors.push(err40);
+}
+errors++;
+}
+}
+}
+else {
+const err41 = {instancePath:instancePath+"/requestBody/fields",schemaPath:"#/properties/requestBody/properties/fields/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err41];
+}
+else {
+vErrors.push(err41);
+}
+errors++;
+}
+}
+}
+else {
+const err42 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err42];
+}
+else {
+vErrors.push(err42);
+}
+errors++;
+}
+}
+}
+else {
+const err43 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err43];
+}
+else {
+vErrors.push(err43);
 }
 errors++;
 }

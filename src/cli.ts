@@ -5,9 +5,10 @@ import document from '../generated/openapi.json' with { type: 'json' };
 import { originError } from './api-keys/origins.ts';
 import { type Scope, scopes } from './api-keys/scopes.ts';
 import { backupCommand } from './cli/backup.ts';
-import { type Command, print, required, UsageError, withStore } from './cli/command.ts';
+import { type Command, durationMs, print, required, UsageError, withStore } from './cli/command.ts';
 import { exportCommand } from './cli/export.ts';
 import { importCommand } from './cli/import.ts';
+import { tokensMintCommand } from './cli/tokens.ts';
 import { ConfigError, configFromEnv } from './config.ts';
 import { instantOf } from './date-time.ts';
 import type { KeyInfo, NewKey } from './db/accounts/keys.ts';
@@ -91,7 +92,7 @@ const commands: Record<string, Command> = {
   'keys list': {
     usage: 'rowbase keys list [--account <name>] [--json]',
     summary:
-      'List keys by prefix, with their scope, collections (* for all), expiry, creation and last use (to the minute); the keys themselves are not stored.',
+      'List keys by prefix, with their scope, collections, expiry, creation and last use. Collections * is every collection; last use is to the minute; the keys themselves are not stored.',
     options: {
       account: { type: 'string', description: "only this account's keys" },
       json: { type: 'boolean', description: 'print a JSON array' },
@@ -148,6 +149,7 @@ const commands: Record<string, Command> = {
       print(`revoked ${revoked.prefix} of account ${revoked.account}`);
     },
   },
+  'tokens mint': tokensMintCommand,
   'plans list': {
     usage: 'rowbase plans list [--json]',
     summary: 'List the plans: quota per period and rate per second.',
@@ -196,7 +198,6 @@ const commands: Record<string, Command> = {
 
 const collectionName = new RegExp(document.components.schemas.CollectionName.pattern);
 const { KeyOrigins, EndUserRate } = document.components.schemas;
-const unitMs: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
 /** What `keys create` is asked to limit the key to, checked as the HTTP API checks a new key's (openapi.yaml, NewKey). */
 function keyLimits(values: Record<string, string | boolean | undefined>): NewKey {
@@ -223,13 +224,7 @@ function keyLimits(values: Record<string, string | boolean | undefined>): NewKey
   const expiresAt = values['expires-at'] as string | undefined;
   if (expiresIn !== undefined && expiresAt !== undefined) throw new UsageError('give --expires-in or --expires-at, not both');
   let expiry: number | undefined;
-  if (expiresIn !== undefined) {
-    const [, amount, unit] = /^(\d{1,9})([smhd])$/.exec(expiresIn) ?? [];
-    if (amount === undefined || Number(amount) === 0) {
-      throw new UsageError(`--expires-in must be a whole number above 0 and s, m, h or d (30d), not ${JSON.stringify(expiresIn)}`);
-    }
-    expiry = Date.now() + Number(amount) * unitMs[unit];
-  }
+  if (expiresIn !== undefined) expiry = Date.now() + durationMs(expiresIn, '--expires-in');
   if (expiresAt !== undefined) {
     expiry = instantOf(expiresAt);
     if (expiry === undefined) {
@@ -323,22 +318,42 @@ function parseArgsReason(message: string): string {
   return option ? `${option} needs a value; to give one starting with -, write ${option}=<value>` : first;
 }
 
+/** A summary's first sentence: the one line `rowbase --help` gives its command. */
+const firstSentence = (summary: string) => summary.split(/(?<=\.) /)[0];
+
+/** A command's usage, summary and options. */
+function commandHelp(command: string): string {
+  const { usage, summary, options } = commands[command];
+  const names = Object.entries(options).map(([name, o]) => `--${name}${o.type === 'string' ? ' <value>' : ''}`);
+  const width = Math.max(0, ...names.map((n) => n.length));
+  const lines = Object.values(options).map((o, i) => `  ${names[i].padEnd(width)}  ${o.description}`);
+  return [`Usage: ${usage}`, '', summary, ...(lines.length ? ['', 'Options:', ...lines] : [])].join('\n');
+}
+
+/** `rowbase --help`: every command, one line each; `rowbase <command> --help`, one; `rowbase keys --help`, each keys command. */
 function help(command?: string): string {
-  if (command) {
-    const { usage, summary, options } = commands[command];
-    const names = Object.entries(options).map(([name, o]) => `--${name}${o.type === 'string' ? ' <value>' : ''}`);
-    const width = Math.max(0, ...names.map((n) => n.length));
-    const lines = Object.values(options).map((o, i) => `  ${names[i].padEnd(width)}  ${o.description}`);
-    return [`Usage: ${usage}`, '', summary, ...(lines.length ? ['', 'Options:', ...lines] : []), '', environment].join('\n');
+  if (command !== undefined) {
+    const group = Object.keys(commands).filter((name) => name.startsWith(`${command} `));
+    return [...(group.length > 0 ? group : [command]).map(commandHelp), environment].join('\n\n');
   }
-  const list = Object.values(commands).map((c) => `  ${c.usage}\n      ${c.summary}`);
+  const width = Math.max(...Object.keys(commands).map((name) => name.length));
+  const list = Object.entries(commands).map(([name, c]) => `  ${name.padEnd(width)}  ${firstSentence(c.summary)}`);
   return [
     'rowbase: collections of JSON rows over HTTP, with a real-time feed.',
+    '',
+    'Usage: rowbase <command> [options]',
     '',
     'Commands:',
     ...list,
     '',
-    'rowbase <command> --help describes a command; rowbase --version prints the version.',
+    "Apps: an app sends its end user's token (a JWT) beside a publishable key (keys create --publishable), and each",
+    "collection's rules say what the user may do. The account's token issuers (PUT /v1/auth/issuers/{name}), a",
+    "collection's rules (PUT /v1/collections/{name}/rules) and relations (PUT /v1/collections/{name}/relations/{relation})",
+    'are set over HTTP with an admin key, not by a command (docs/access.md, docs/relations.md); tokens mint signs a',
+    "token with an issuer's secret for development.",
+    '',
+    'rowbase <command> --help describes a command and its options (rowbase keys --help: each keys command);',
+    'rowbase --version prints the version.',
     '',
     environment,
   ].join('\n');
@@ -351,7 +366,9 @@ export async function main(argv: string[]): Promise<number> {
   const name = [`${words[0]} ${words[1]}`, words[0]].find((n) => n in commands);
   if (!name) {
     if (argv.includes('--help') || argv.includes('-h')) {
-      print(help());
+      // `rowbase keys --help`: the group's commands; anything else, every command.
+      const group = words.length === 1 && Object.keys(commands).some((n) => n.startsWith(`${words[0]} `));
+      print(help(group ? words[0] : undefined));
       return 0;
     }
     if (argv.length === 1 && argv[0] === '--version') {
@@ -383,7 +400,7 @@ export async function main(argv: string[]): Promise<number> {
   }
   // parseArgs keeps the last of an option given twice: `--account a --account b` would act for b unasked.
   const given = parsed.tokens.flatMap((token) => (token.kind === 'option' ? [token.name] : []));
-  const twice = given.find((option, index) => given.indexOf(option) !== index);
+  const twice = given.find((option, index) => given.indexOf(option) !== index && !command.options[option]?.multiple);
   if (twice) throw new UsageError(`--${twice} is given twice`);
   if (parsed.positionals.length !== (command.positionals ?? 0)) {
     throw new UsageError(`usage: ${command.usage}`);

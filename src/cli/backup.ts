@@ -7,7 +7,7 @@ import { type Command, UsageError, withStore } from './command.ts';
 export const backupCommand: Command = {
   usage: 'rowbase backup [--force] <file>',
   summary:
-    'Copy the SQLite database to a file while the service runs: the copy is a working database that holds every write committed before the backup began. For PostgreSQL, use pg_dump (docs/operations.md, "Backup").',
+    'Copy the SQLite database to a file while the service runs. The copy is a working database that holds every write committed before the backup began. For PostgreSQL, use pg_dump (docs/operations.md, "Backup").',
   options: { force: { type: 'boolean', description: 'replace the file if it exists' } },
   positionals: 1,
   async run(values, [file]) {

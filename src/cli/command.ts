@@ -11,7 +11,8 @@ export type Values = Record<string, string | boolean | undefined>;
 export interface Command {
   usage: string;
   summary: string;
-  options: Record<string, { type: 'string' | 'boolean'; description: string }>;
+  /** Each option; `multiple`: it may be given more than once, each value kept (`--claim a=1 --claim b=2`). */
+  options: Record<string, { type: 'string' | 'boolean'; description: string; multiple?: boolean }>;
   positionals?: number;
   run(values: Values, positionals: string[]): Promise<void>;
 }
@@ -34,6 +35,17 @@ export async function withStore<T>(work: (store: Store) => Promise<T>): Promise<
 }
 
 export const print = (text: string) => process.stdout.write(`${text}\n`);
+
+const unitMs: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** `text`, the value of option `name`, as a length of time in ms: a whole number above 0 and s, m, h or d (30d). */
+export function durationMs(text: string, name: string): number {
+  const [, amount, unit] = /^(\d{1,9})([smhd])$/.exec(text) ?? [];
+  if (amount === undefined || Number(amount) === 0) {
+    throw new UsageError(`${name} must be a whole number above 0 and s, m, h or d (30d), not ${JSON.stringify(text)}`);
+  }
+  return Number(amount) * unitMs[unit];
+}
 
 export function required(values: Values, name: string): string {
   const value = values[name];

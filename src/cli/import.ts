@@ -27,7 +27,7 @@ const BATCH_CHARS = 8 * 1024 * 1024;
 export const importCommand: Command = {
   usage: 'rowbase import --account <name> --collection <name> [--resume] <file>',
   summary:
-    'Make a collection from a file that rowbase export wrote, with the same rows, ids and next id, in batches that are each written whole or not at all. With --resume, go on into the collection an import left unfinished, after its last id (docs/operations.md, "Export and import").',
+    'Make a collection from a file that rowbase export wrote. It gets the same rows, ids and next id, in batches that are each written whole or not at all. With --resume, go on into the collection an import left unfinished, after its last id (docs/operations.md, "Export and import").',
   options: {
     account: { type: 'string', description: 'the account to import into (it must exist)' },
     collection: { type: 'string', description: 'the collection to make; it must not exist, unless --resume' },

@@ -251,7 +251,7 @@ export function accountOpenApi(
     const renamed: Record<string, string> = {};
     if (typed) {
       anyTyped = true;
-      const fields = caller.publishable ? { hidden: view?.hidden, unwritable: view?.unwritable } : {};
+      const fields = caller.publishable ? { hidden: view?.hidden, unwritable: view?.unwritable, filled: view?.filled } : {};
       Object.assign(schemas, rowSchemas(name, schema, { id: { $ref: componentRef('RowId') }, ...fields }).schemas);
       for (const [generic, kind] of Object.entries({ ...typedSchemas, ...typedRequestBodies })) renamed[generic] = rowTypeName(name, kind);
       renamed.RowQuery = WHOLE_ROW_QUERY;

@@ -20,6 +20,11 @@ export interface CollectionView {
   hidden: readonly string[];
   /** Top-level fields the caller sees but may not set (`write` access `deny`): left out of what it writes. */
   unwritable: readonly string[];
+  /**
+   * Top-level fields the rules fill from the caller's token in a row it inserts (`default`, its claim at
+   * hand): not required in the row to insert. Present only when there is one.
+   */
+  filled?: readonly string[];
 }
 
 /** Whom a document is for: by default a secret key, which may use everything of its account's. */
@@ -47,7 +52,9 @@ export function collectionView(rules: CompiledRules, claims: Claims): Collection
   // The Grant requests are held to (src/rules/access.ts), so that the documents show what requests may do;
   // it refuses nothing here, so it needs no collection's name for a refusal's detail.
   const grant = new Grant(rules, claims, '');
-  return { operations: grant.granted, hidden: grant.hideable.sort(byCodePoint), unwritable: grant.unwritable.sort(byCodePoint) };
+  const view = { operations: grant.granted, hidden: grant.hideable.sort(byCodePoint), unwritable: grant.unwritable.sort(byCodePoint) };
+  const filled = grant.fillable.sort(byCodePoint);
+  return filled.length > 0 ? { ...view, filled } : view;
 }
 
 /** Whether openapi.yaml (parsed) marks the operation `operationId` `x-rowbase-publishable: true`. */

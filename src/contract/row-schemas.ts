@@ -64,6 +64,8 @@ export interface RowSchemaOptions {
   hidden?: readonly string[];
   /** Top-level fields left out of the row to insert and the patch: those the caller may not set. Default: none. */
   unwritable?: readonly string[];
+  /** Top-level fields not required in the row to insert: those the rules fill from the caller's token. Default: none. */
+  filled?: readonly string[];
 }
 
 /**
@@ -173,7 +175,8 @@ export function rowSchemas(collection: string, schema: JsonObject, options: RowS
   }
   if (kinds.has('insert')) {
     const { required: _required, ...rest } = written;
-    const writtenRequired = requiredOf(written);
+    // A field the service fills from the caller's token is the caller's to leave out (its top-level `required`).
+    const writtenRequired = requiredOf(written).filter((name) => !options.filled?.includes(name as string));
     schemas[insertName] = {
       // A row is an object: a schema that does not say so (`{}`, or of properties alone) still types one.
       ...(rest.type === undefined && { type: 'object' }),

@@ -32,10 +32,14 @@ export const batchHandlers: Handlers<'writeBatch'> = {
     const grants = await grantsIn(store, principal, claims, visible(principal, read));
     if (grants) {
       for (const [index, operation] of read.entries()) {
-        if (operation.op !== 'update' && operation.op !== 'upsert') continue;
-        const grant = grants.get(operation.collection) as Grant;
+        // A collection the key may not reach has no grant: its operation answers its 404.
+        const grant = grants.get(operation.collection);
+        if (!grant || operation.op === 'delete') continue;
         const at = { in: 'body' as const, name: `/operations/${index}/${operation.op === 'update' ? 'patch' : 'on_conflict'}` };
         try {
+          // The fields the rules fill from the caller's token, in every row it sends, before any check.
+          if (operation.op !== 'update') read[index] = { ...operation, rows: operation.rows.map((fields) => grant.filled(fields)) };
+          if (operation.op === 'insert') continue;
           grant.checkReadable(
             operation.op === 'update'
               ? patchUses(operation.patch, at, grant.hideable)

@@ -164,6 +164,8 @@ export const rowHandlers: Handlers<
       ]);
     }
     const grant = await grantIn(store, principal, claims, path.collection_name);
+    // The fields the rules fill from the caller's token, in every row it sends, before any check.
+    const rows = grant ? body.map((fields) => grant.filled(fields)) : body;
     if (query.on_conflict !== undefined) {
       const onConflict = query.on_conflict.split(',');
       // Which row an upsert patches tells the values of its fields: they must be the caller's to see.
@@ -171,12 +173,12 @@ export const rowHandlers: Handlers<
       // An upsert's answer holds the stored fields of the rows it patched: masked.
       const answer = (upserted: Upserted) => answerUpserted(grant ? { ...upserted, json: grant.maskRows(upserted.json) } : upserted);
       const options = { once: once && answerOnce(once, answer), guard: grant };
-      return answer(await store.upsertRows(principal.accountId, path.collection_name, body, onConflict, options));
+      return answer(await store.upsertRows(principal.accountId, path.collection_name, rows, onConflict, options));
     }
-    // New rows hold what the caller sent, and their ids: answered as they are.
-    if (grant) for (const fields of body) grant.creating(fields);
+    // New rows hold what the caller sent, the fields its token filled and their ids: answered as they are.
+    if (grant) for (const fields of rows) grant.creating(fields);
     // The insert's statement stores its answer, made in SQL as answerInserted() makes it.
-    return answerInserted(await store.insertRows(principal.accountId, path.collection_name, body, { once }));
+    return answerInserted(await store.insertRows(principal.accountId, path.collection_name, rows, { once }));
   },
 
   async getRow({ principal, path, query, headers, claims }, { store }) {

@@ -8,8 +8,8 @@ import { type Patch, topField } from '../patches/index.ts';
 import { compareCodePoints, matches, type Row } from '../query/evaluate.ts';
 import type { Filter } from '../query/filter.ts';
 import type { Json } from '../rows.ts';
-import { type Decision, decide } from './check.ts';
-import type { Access, Claims, CompiledRule, CompiledRules } from './compile.ts';
+import { type Decision, decide, filledRow, isDefault } from './check.ts';
+import { type Access, type Claims, type CompiledField, type CompiledRule, type CompiledRules, claimOf } from './compile.ts';
 import { OPERATIONS, type Operation } from './rules.ts';
 
 /** A row's fields, without its id, as the data layer hands them to a guard. */
@@ -35,12 +35,15 @@ export class Grant {
   /** The fields whose read rule may hide them from this caller: a rule that is not `all` for the claims. */
   private readonly hidden: [string, Granted][] = [];
   private readonly writes = new Map<string, Granted>();
+  /** The fields `fields` names, with their defaults. */
+  private readonly fields: ReadonlyMap<string, CompiledField>;
 
   constructor(
     rules: CompiledRules,
     readonly claims: Claims,
     readonly collection: string,
   ) {
+    this.fields = rules.fields;
     const granted = (rule: CompiledRule): Granted => ({ rule, access: rule.access(claims) });
     this.operations = Object.fromEntries(OPERATIONS.map((operation) => [operation, granted(rules.operations[operation])])) as Record<
       Operation,
@@ -113,6 +116,11 @@ export class Grant {
     return [...this.writes].filter(([name, { access }]) => access.kind === 'deny' && !hidden.has(name)).map(([name]) => name);
   }
 
+  /** The fields whose `default` this caller's token fills in a row it inserts: it holds their claims. */
+  get fillable(): string[] {
+    return [...this.fields].filter(([, field]) => field.default && claimOf(this.claims, field.default) !== undefined).map(([name]) => name);
+  }
+
   /** Whether an answer may lose fields for this caller: when not, rows pass as they are. */
   get hides(): boolean {
     return this.hidden.length > 0;
@@ -173,11 +181,26 @@ export class Grant {
     if (!this.reads({ ...fields, id })) throw rowNotFound(this.collection, id);
   }
 
-  /** A new row: it must match `create`, and each field it sets its field's write rule. */
+  /**
+   * `fields`, a row the caller sends to be inserted (or upserted), as the service writes it: each field
+   * with a `default` that the row leaves out set to the caller's claim (docs/access.md, "Fields the token
+   * fills"); 403 naming `fields.<name>.default` when the caller has no such claim.
+   */
+  filled<F extends Fields>(fields: F): F {
+    const filled = filledRow(this.fields, this.claims, fields);
+    if ('refusal' in filled) throw this.refused(filled.refusal);
+    return filled.row;
+  }
+
+  /**
+   * A new row: it must match `create`, and each field it sets its field's write rule, but a field that
+   * holds the claim its `default` names: the value the service would have set.
+   */
   creating(fields: Fields): void {
     const row = fields as Row;
     this.require(decide('create', this.operations.create.rule, this.operations.create.access, [row]));
-    this.requireFieldWrites(Object.keys(fields), [row]);
+    const written = Object.keys(fields).filter((name) => !isDefault(this.fields.get(name), this.claims, fields[name]));
+    this.requireFieldWrites(written, [row]);
   }
 
   /**

@@ -16,13 +16,17 @@ export type Claims = { readonly [claim: string]: JsonValue } | null;
 /** What a rule grants a caller: nothing, every row, or the rows that match `filter`. */
 export type Access = { kind: 'deny'; why: DenyReason } | { kind: 'all' } | { kind: 'filter'; filter: Filter };
 
-/** Why a rule denies a caller: it is `false`, it is `"authenticated"` and the caller anonymous, or a claim it names is missing (or of no use to its operator). */
-type DenyReason = { kind: 'false' } | { kind: 'anonymous' } | { kind: 'claim'; claim: string };
+/**
+ * Why a rule denies a caller: it is `false`; it is `"authenticated"`, or names `claim`, and the caller is
+ * anonymous; or a claim it names is missing from the token (or of no use to its operator).
+ */
+type DenyReason = { kind: 'false' } | { kind: 'anonymous'; claim?: string } | { kind: 'claim'; claim: string };
 
-/** A field's rules, compiled: an absent one follows the row's rule. */
-interface CompiledField {
+/** A field's rules, compiled: an absent one follows the row's rule. `default`: the path of the claim an insert fills it with. */
+export interface CompiledField {
   read?: CompiledRule;
   write?: CompiledRule;
+  default?: readonly string[];
 }
 
 /** One rule, compiled: its access for a caller's claims, and the rule as written (for the reasons of a check). */
@@ -50,6 +54,7 @@ export function compileRules(rules: Rules): CompiledRules {
     const field: CompiledField = {};
     if (own.read !== undefined) field.read = compileRule(own.read);
     if (own.write !== undefined) field.write = compileRule(own.write);
+    if (own.default !== undefined) field.default = own.default.$auth.split('.');
     fields.set(name, field);
   }
   return { operations, fields };
@@ -67,9 +72,13 @@ function compileRule(rule: Rule): CompiledRule {
   if (read.errors) throw new Error('compileRules was given rules checkRules refuses');
   const template = read.filter;
   if (slots.size === 0) return { rule, access: () => ({ kind: 'filter', filter: template }) };
+  // A rule naming a claim needs a token: without one it is refused as "authenticated" is, never an empty
+  // answer that would hide the token's absence (docs/access.md, "End-user tokens on requests").
+  const named = [...slots.values()][0].path.join('.');
   return {
     rule,
     access(claims) {
+      if (claims === null) return { kind: 'deny', why: { kind: 'anonymous', claim: named } };
       const missing: string[] = [];
       const filter = fill(template, slots, claims, missing);
       return missing.length > 0 ? { kind: 'deny', why: { kind: 'claim', claim: missing[0] } } : { kind: 'filter', filter };
@@ -114,7 +123,7 @@ function operandOf(condition: FieldCondition, slots: Map<object, ClaimSlot>, cla
 }
 
 /** The claim at `path`, through plain objects only and their own members (never a prototype's); undefined when absent. */
-function claimOf(claims: Claims, path: readonly string[]): JsonValue | undefined {
+export function claimOf(claims: Claims, path: readonly string[]): JsonValue | undefined {
   let value: JsonValue | undefined = claims;
   for (const key of path) {
     if (value === null || typeof value !== 'object' || Array.isArray(value) || !Object.hasOwn(value, key)) return undefined;

@@ -10,10 +10,20 @@ import { type FilterError, isObject, type JsonValue, pointerToken, readFilter, r
 
 export type Rule = boolean | 'authenticated' | { [key: string]: JsonValue };
 
-/** A field's own rules: one that is absent follows the row's rule of the operation. */
+/** A field's value from the caller's token: `{"$auth": "sub"}`, a claim's name or a dotted path into the claims. */
+interface ClaimDefault {
+  $auth: string;
+}
+
+/**
+ * A field's own rules: one that is absent follows the row's rule of the operation. `default`: the claim a
+ * caller's insert fills the field with when its row leaves the field out (docs/access.md, "Fields the
+ * token fills").
+ */
 interface FieldRules {
   read?: Rule;
   write?: Rule;
+  default?: ClaimDefault;
 }
 
 /** A collection's rules as stored: every operation's rule, `false` when the body left it out. */
@@ -119,17 +129,32 @@ function readFields(value: unknown, pointer: string, errors: FilterError[]): Rul
     const own: FieldRules = {};
     for (const [key, rule] of Object.entries(rules)) {
       const ruleAt = `${at}/${pointerToken(key)}`;
-      if (key !== 'read' && key !== 'write') {
-        errors.push({ pointer: ruleAt, message: "is not a member of a field's rules: read, write" });
-        continue;
-      }
-      checkRule(rule, ruleAt, errors);
-      own[key] = rule as Rule;
+      if (key === 'default') {
+        if (checkDefault(rule, ruleAt, errors)) own.default = { $auth: rule.$auth };
+      } else if (key === 'read' || key === 'write') {
+        checkRule(rule, ruleAt, errors);
+        own[key] = rule as Rule;
+      } else errors.push({ pointer: ruleAt, message: "is not a member of a field's rules: read, write, default" });
     }
     // A field named __proto__ is a field like any other: defined, never assigned through the prototype.
     Object.defineProperty(fields, name, { value: own, enumerable: true, writable: true, configurable: true });
   }
   return fields;
+}
+
+/** Whether `value` is a field's default, `{"$auth": "<claim>"}`; what is wrong with it, at `pointer`, added to `errors`. */
+function checkDefault(value: unknown, pointer: string, errors: FilterError[]): value is ClaimDefault {
+  if (!isAuth(value)) {
+    errors.push({
+      pointer,
+      message: 'must be {"$auth": "<claim>"}: a field\'s default is a claim of the caller\'s token, such as {"$auth": "sub"}',
+    });
+    return false;
+  }
+  const path = claimPath(value.$auth);
+  if (typeof path !== 'string') return true;
+  errors.push({ pointer: `${pointer}/$auth`, message: path });
+  return false;
 }
 
 /** Collects what is wrong with `value` as a rule at `pointer`. */

@@ -366,7 +366,7 @@ describe('rowbase keys', () => {
     const helps = [
       {
         args: ['--help'],
-        describes: ['rowbase serve', 'rowbase keys create --account <name>', 'rowbase keys list', 'rowbase keys revoke <key-or-prefix>'],
+        describes: ['  serve ', '  keys create ', '  keys list ', '  keys revoke '],
       },
       {
         args: ['keys', 'create', '--help'],

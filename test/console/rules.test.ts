@@ -254,12 +254,12 @@ describeEachBackend('the web console’s rules, preview and token issuers, in Ch
       expect([...checks].sort(byRow)).to.deep.equal(stored.map((row) => ({ operation: 'read', claims: { sub: 'ada' }, row })));
       await tab.page.screenshot({ path: `${screenshots}rules-preview-1280x800.png`, fullPage: true });
 
-      // Anonymous: a rule naming a claim matches nothing, so no row is read.
+      // Anonymous: a rule naming a claim is denied to a caller without a token, so no row is read.
       await previewAs(null);
       expect(await tab.page.$eval('#preview-claims', (area) => (area as HTMLTextAreaElement).disabled)).to.equal(true);
       expect(await text('.preview .previewed')).to.equal("None of the 4 rows of the table's page is read by an anonymous caller.");
       expect(await kept()).to.have.length(4);
-      expect((await kept())[0]).to.equal('Row 1: read: the claim sub is missing or unfit for its operator, so the rule matches nothing');
+      expect((await kept())[0]).to.equal('Row 1: read: denied to anonymous callers: it names the claim sub, and the caller has no token');
       expect(checks.slice(4).map((check) => check.claims)).to.deep.equal([null, null, null, null]);
     });
 

@@ -109,6 +109,24 @@ describe('the contract for a publishable key', () => {
       expect(collectionView(filtered, null)).to.deep.equal({ operations: ['read'], hidden: ['b'], unwritable: ['a'] });
       expect(collectionView(compileRules(checkRules({})), { sub: 'ada' }).operations).to.deep.equal([]);
     });
+
+    it('names the fields the token fills in a row to insert, for a caller holding their claims', () => {
+      const owned = compileRules(
+        checkRules({
+          read: true,
+          create: true,
+          fields: { owner: { default: { $auth: 'sub' }, write: false }, org: { default: { $auth: 'org' } } },
+        }),
+      );
+      expect(collectionView(owned, { sub: 'ada' })).to.deep.equal({
+        operations: ['read', 'create'],
+        hidden: [],
+        unwritable: ['owner'],
+        filled: ['owner'],
+      });
+      expect(collectionView(owned, { sub: 'ada', org: 'acme' }).filled).to.deep.equal(['org', 'owner']);
+      expect(collectionView(owned, null)).to.not.have.property('filled');
+    });
   });
 
   describe('rowSchemas of a caller', () => {
@@ -129,6 +147,14 @@ describe('the contract for a publishable key', () => {
         expect(Object.keys(schemas[name]!.properties as Json), name).to.deep.equal(['id', 'a']);
       }
       expect(schemas.ThingsInsert).to.deep.include({ required: ['a'], examples: [{ a: 'x' }], allOf: [{ required: [], properties: {} }] });
+    });
+
+    it('requires no field the token fills in the row to insert, and keeps it in the row', () => {
+      const schema = { type: 'object', required: ['owner', 'title'], properties: { owner: { type: 'string' }, title: { type: 'string' } } };
+      const { schemas } = rowSchemas('things', schema, { id: { type: 'integer' }, filled: ['owner'] });
+      expect(schemas.ThingsInsert).to.deep.include({ required: ['title'] });
+      expect(Object.keys(schemas.ThingsInsert!.properties as Json)).to.deep.equal(['id', 'owner', 'title']);
+      expect(schemas.ThingsRow).to.deep.include({ required: ['id', 'owner', 'title'] });
     });
   });
 

@@ -1,6 +1,7 @@
 // Rules on every path of the HTTP API (docs/access.md, "Rules on requests"): two end users whose rows
 // interleave each read, count, aggregate and write exactly their own, never a hidden field, whatever
-// operation they take; an anonymous caller and a claim that looks like an operator reach nothing.
+// operation they take; an anonymous caller is refused a rule naming a claim, and a claim that looks like an
+// operator reaches nothing.
 import { expect } from 'chai';
 import { describeEachBackend } from '../support/backends.ts';
 import type { Client } from '../support/client.ts';
@@ -134,10 +135,15 @@ describeEachBackend('rules on requests', (backend) => {
       }
     });
 
-    it('answers 403 where the rules grant no one, and nothing to an anonymous caller or a claim shaped like an operator', async () => {
+    it('answers 403 where the rules grant no one or name a claim an anonymous caller lacks, and nothing to a claim shaped like an operator', async () => {
       const name = await notes(4);
       const anonymous = new EndUser(server.url, key);
-      expect((await anonymous.get<Row[]>(`/v1/collections/${name}/rows`)).body).to.deep.equal([]);
+      // No token where the rule names a claim: refused, saying so, rather than an empty page that hides it.
+      const tokenless = await anonymous.get<Problem>(`/v1/collections/${name}/rows`);
+      expect(tokenless.status).to.equal(403);
+      expect(tokenless.body.detail).to.equal(
+        `The rules of collection ${name} refuse this: read: denied to anonymous callers: it names the claim sub, and the caller has no token.`,
+      );
       const sly = new EndUser(server.url, key, await tokenOf({ $ne: null }));
       expect((await sly.get<Row[]>(`/v1/collections/${name}/rows`)).body).to.deep.equal([]);
       expect((await sly.post<{ groups: { count: number }[] }>(`/v1/collections/${name}/aggregate`, {})).body.groups).to.deep.equal([

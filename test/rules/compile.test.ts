@@ -59,8 +59,9 @@ describe('rules', () => {
     });
 
     it('denies when the token lacks the claim, or the caller is anonymous, even under $not', () => {
-      expect(readAccess(own, {})).to.deep.include({ kind: 'deny' });
-      expect(readAccess(own, null)).to.deep.include({ kind: 'deny' });
+      expect(readAccess(own, {})).to.deep.equal({ kind: 'deny', why: { kind: 'claim', claim: 'sub' } });
+      // Anonymous: refused as "authenticated" is (403), never an empty answer that hides the missing token.
+      expect(readAccess(own, null)).to.deep.equal({ kind: 'deny', why: { kind: 'anonymous', claim: 'sub' } });
       expect(readAccess({ read: { $not: { owner: { $auth: 'sub' } } } }, { other: 1 })).to.deep.include({ kind: 'deny' });
     });
 
@@ -128,6 +129,27 @@ describe('rules', () => {
       expect(refusedAt({ fields: { id: { read: false } } })).to.deep.equal(['/fields/id']);
       expect(refusedAt({ fields: { 'a/b': 1 } })).to.deep.equal(['/fields/a~1b']);
       expect(refusedAt([])).to.deep.equal(['']);
+    });
+
+    it('takes a field default that is a claim, and names the place of one that is none', () => {
+      const owner = { default: { $auth: 'sub' }, write: false };
+      expect(checkRules({ fields: { owner } }).fields).to.deep.equal({ owner });
+      expect(refusedAt({ fields: { owner: { default: 'sub' } } })).to.deep.equal(['/fields/owner/default']);
+      expect(refusedAt({ fields: { owner: { default: { $auth: 'sub', x: 1 } } } })).to.deep.equal(['/fields/owner/default']);
+      expect(refusedAt({ fields: { owner: { default: { $auth: '' } } } })).to.deep.equal(['/fields/owner/default/$auth']);
+      expect(refusedAt({ fields: { owner: { default: { $auth: 'a..b' } } } })).to.deep.equal(['/fields/owner/default/$auth']);
+      expect(refusedAt({ fields: { id: { default: { $auth: 'sub' } } } })).to.deep.equal(['/fields/id']);
+    });
+
+    it('checks a create with each default filled from the claims, its own claim sent as if filled', () => {
+      const rules = compile({ create: { owner: { $auth: 'sub' } }, fields: { owner: { default: { $auth: 'sub' }, write: false } } });
+      const create = (claims: Claims, row: object) => checkAccess(rules, { operation: 'create', claims, row: row as never });
+      expect(create({ sub: 'ada' }, {}).allowed).to.equal(true);
+      expect(create({ sub: 'ada' }, { owner: 'ada' }).allowed).to.equal(true);
+      expect(create({ sub: 'ada' }, { owner: 'bob' }).reason).to.equal(
+        'create: the row does not match {"owner":{"$auth":"sub"}} for these claims',
+      );
+      expect(create({}, {}).reason).to.equal('fields.owner.default: the token has no claim sub, so the field cannot be filled');
     });
 
     it('bounds the fields and the size', () => {
