@@ -6,17 +6,23 @@ import { stringify } from 'yaml';
 import { configFromEnv } from '../config.ts';
 import type { Store } from '../db/engine/store.ts';
 import type { Change } from '../declarations/changes.ts';
+import type { ContractDiff } from '../declarations/contract.ts';
 import { parseDeclaration } from '../declarations/format.ts';
 import { applyPlan, makePlan, type Plan, type PlanOptions, pullDeclaration } from '../declarations/plan.ts';
 import { ApiError } from '../errors.ts';
+import { root } from '../root.ts';
 import { accountId } from './collection-file.ts';
 import { type Command, print, required, UsageError, type Values, withStore } from './command.ts';
 
 /** Where editors find the declaration's JSON Schema (schemas/declaration.schema.json). */
 const SCHEMA_URL = 'https://rowbase.dev/schemas/declaration.schema.json';
 
-/** `plan`'s exit status when something would change. */
+/** `plan`'s exit status when something would change, and with --fail-on-breaking when the contract would break. */
 const CHANGES_EXIT = 2;
+const BREAKING_EXIT = 3;
+
+/** Breaking changes of the contract a plan's text lists at most. */
+const LISTED_BREAKING = 20;
 
 const secrets = (env: string) => process.env[env];
 
@@ -27,6 +33,12 @@ function planOptions(): PlanOptions {
     maxWebhooks: config.maxWebhooksPerAccount,
     allowPrivate: config.webhooksAllowPrivate,
   };
+}
+
+/** The documents the account's are made of (openapi.yaml, asyncapi.yaml), for the plan's contract diff. */
+async function documents() {
+  const [openapi, asyncapi] = await Promise.all(['openapi.yaml', 'asyncapi.yaml'].map((name) => readFile(new URL(name, root), 'utf8')));
+  return { openapi, asyncapi };
 }
 
 /** The declaration in the file `file`, read as the API reads one; its problem in one line, each place named. */
@@ -74,26 +86,49 @@ function planText(changes: readonly Change[]): string {
   return lines.join('\n');
 }
 
+/** What a plan does to the account's documents, as lines of text: how many changes, and the breaking ones. */
+function contractText(contract: ContractDiff): string {
+  const lines = [contract.breaking ? 'The contract would break its clients:' : 'The contract:'];
+  for (const [kind, viewers] of Object.entries(contract.documents)) {
+    for (const [viewer, changes] of Object.entries(viewers)) {
+      const breaking = changes.filter((change) => change.type === 'breaking');
+      lines.push(
+        `  ${kind}, as a ${viewer} key sees it: ${changes.length} change${changes.length === 1 ? '' : 's'}, ${breaking.length} breaking`,
+      );
+      for (const change of breaking.slice(0, LISTED_BREAKING))
+        lines.push(`    ! ${change.action} ${change.path}${change.description ? `: ${change.description}` : ''}`);
+    }
+  }
+  return lines.join('\n');
+}
+
 const accountOption = { account: { type: 'string', description: 'the account the declaration is of' } } as const;
 
 export const planCommand: Command = {
-  usage: 'rowbase plan -f <rowbase.yaml> --account <name> [--json] [-o <plan.json>]',
+  usage: 'rowbase plan -f <rowbase.yaml> --account <name> [--json] [-o <plan.json>] [--fail-on-breaking]',
   summary:
-    'Say what applying the declaration would change in the account, in the order it would (docs/declarations.md). Exits 0 when nothing would change, 2 when something would, 1 on an error.',
+    "Say what applying the declaration would change in the account, in the order it would, and what that does to the account's OpenAPI and AsyncAPI documents (docs/declarations.md). Exits 0 when nothing would change, 2 when something would, 3 with --fail-on-breaking when a change to the documents is breaking, 1 on an error.",
   options: {
     file: { type: 'string', short: 'f', description: 'the declaration, YAML or JSON' },
     ...accountOption,
     json: { type: 'boolean', description: 'print the plan as JSON' },
     out: { type: 'string', short: 'o', description: 'also write the plan to this file, for rowbase apply' },
+    'fail-on-breaking': {
+      type: 'boolean',
+      description: "exit 3 when the plan changes the account's documents in a way that breaks their clients",
+    },
   },
   usageExit: 1,
   async run(values) {
     const file = required(values, 'file');
     const declaration = await readDeclaration(file).catch((error) => Promise.reject(explained(error)));
-    const plan: Plan = await onAccount(values, (store, id) => makePlan(store, id, declaration, secrets, planOptions()));
+    const options = { ...planOptions(), documents: await documents() };
+    const plan: Plan = await onAccount(values, (store, id) => makePlan(store, id, declaration, secrets, options));
     const account = values.account as string;
     if (typeof values.out === 'string') await writeFile(values.out, `${JSON.stringify({ ...plan, account }, null, 2)}\n`);
     print(values.json ? JSON.stringify(plan) : planText(plan.changes));
+    if (!values.json && plan.contract && plan.changes.length > 0) print(contractText(plan.contract));
+    if (values['fail-on-breaking'] && plan.contract?.breaking) return BREAKING_EXIT;
     return plan.changes.length > 0 ? CHANGES_EXIT : 0;
   },
 };

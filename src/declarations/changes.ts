@@ -4,6 +4,7 @@
 // declared before the rules and webhooks that may name it), and each change into the steps of its area's
 // operations (../db/declarations/apply.ts), with the values they take.
 import type { Step } from '../db/declarations/apply.ts';
+import type { RowImpact } from '../db/declarations/impacts.ts';
 import type { LiveAccount } from '../db/declarations/live.ts';
 import { pointerToken } from '../query/filter.ts';
 import type { Secrets } from './checks.ts';
@@ -22,6 +23,8 @@ export interface Change {
   after: unknown;
   /** Whether the change deletes stored data: a collection's rows, a webhook's delivery log. */
   destroys_data: boolean;
+  /** What it does to stored rows, when it would refuse some: a unique index's duplicates, or the rows a schema or relation refuses. */
+  rows?: Omit<RowImpact, 'object'>;
 }
 
 /**

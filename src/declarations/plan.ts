@@ -4,12 +4,15 @@
 // of the live account); applying it refuses (409) a live account that has drifted from that.
 import { createHash } from 'node:crypto';
 import type { Step } from '../db/declarations/apply.ts';
+import type { RowCheck } from '../db/declarations/impacts.ts';
 import type { LiveAccount } from '../db/declarations/live.ts';
 import type { Store } from '../db/engine/store.ts';
 import { conflict } from '../errors.ts';
 import { pointerToken } from '../query/filter.ts';
+import type { RowSchema } from '../schema/check.ts';
 import { type Change, planChanges } from './changes.ts';
 import { type CheckOptions, type Secrets, targetOf } from './checks.ts';
+import { type ContractDiff, contractDiff } from './contract.ts';
 import type { Declaration } from './format.ts';
 import { canonical, declarationOfLive, type Model, modelOfLive } from './model.ts';
 
@@ -23,6 +26,8 @@ export interface Plan {
   live: Record<string, string>;
   /** What applying it would change, in the order it would. */
   changes: Change[];
+  /** What it would change of the account's documents, when the documents were given (PlanOptions.documents). */
+  contract?: ContractDiff;
 }
 
 /** Bounds and options of a plan and its apply. */
@@ -31,6 +36,8 @@ export interface PlanOptions extends CheckOptions {
   maxCollections: number;
   /** The most webhooks an account holds (ROWBASE_MAX_WEBHOOKS_PER_ACCOUNT). */
   maxWebhooks: number;
+  /** The texts of openapi.yaml and asyncapi.yaml, to plan the change of the account's documents; none by default. */
+  documents?: { openapi: string; asyncapi: string };
 }
 
 /** The most token issuers an account holds (openapi.yaml, putIssuer). */
@@ -53,13 +60,33 @@ function drifted(planned: Record<string, string>, now: Record<string, string>): 
   return [...new Set([...Object.keys(planned), ...Object.keys(now)])].filter((place) => planned[place] !== now[place]).sort();
 }
 
+/** The reads of stored rows the changes need: of collections that are there, a unique index made, a schema set, a relation declared. */
+function rowChecks(changes: readonly Change[], current: Model): RowCheck[] {
+  const checks: RowCheck[] = [];
+  for (const { kind, object, after } of changes) {
+    const collection = /^\/collections\/([^/]+)/.exec(object)?.[1]?.replaceAll('~1', '/').replaceAll('~0', '~');
+    if (after === null || collection === undefined || !current.collections?.[collection]) continue;
+    if (kind === 'index' && (after as { unique: boolean }).unique)
+      checks.push({ object, collection, unique: (after as { fields: string[] }).fields });
+    if (kind === 'schema') checks.push({ object, collection, schema: after as RowSchema });
+    if (kind === 'relation') checks.push({ object, collection, relation: after as { field: string; collection: string } });
+  }
+  return checks;
+}
+
 /** The plan of `declaration` (read already: parseDeclaration) for the account, as it is now. */
 export async function makePlan(store: Store, accountId: number, declaration: Declaration, secrets: Secrets, options: PlanOptions) {
   const live = await store.readAccountModel(accountId);
   const current = modelOfLive(live);
   const target = await targetOf(declaration, current, secrets, options);
   const { changes } = planChanges(target, current, live, secrets);
+  const impacts = await store.declaredRowImpacts(accountId, rowChecks(changes, current));
+  for (const { object, ...rows } of impacts) {
+    const change = changes.find((each) => each.object === object);
+    if (change) change.rows = rows;
+  }
   const plan: Plan = { format: 'rowbase-plan', version: 1, declaration, live: digestsOf(current), changes };
+  if (options.documents) plan.contract = contractDiff(current, target, options.documents);
   return plan;
 }
 
@@ -88,7 +115,7 @@ export async function applyPlan(
     const moved = drifted(plan.live, digestsOf(current));
     if (moved.length > 0) throw conflict(`The account has changed since the plan was made: ${moved.join(', ')}. Make the plan again.`);
     const { changes, steps } = planChanges(target, current, live, secrets);
-    if (canonical(changes) !== canonical(plan.changes))
+    if (canonical(changes) !== canonical(plan.changes.map(({ rows, ...change }) => change)))
       throw conflict('The declaration would now change other than the plan says (a secret set to another value?): make the plan again.');
     return steps;
   };

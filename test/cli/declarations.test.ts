@@ -29,7 +29,7 @@ describeEachBackend('rowbase plan, apply and pull', (backend: BackendName) => {
     await server?.stop();
   });
 
-  it('plans (exit 2), applies the plan file, then plans no change (exit 0); a pulled declaration plans no change', async () => {
+  it('plans (exit 2), applies the plan file, then plans no change (exit 0); a pulled declaration plans no change; a breaking one exits 3', async () => {
     const plan = await rowbase('plan', '-f', file('rowbase.yaml'), '--account', 'acme', '-o', file('plan.json'));
     expect(plan.code, plan.stderr).to.equal(2);
     expect(plan.stdout).to.include('+ create collection /collections/people');
@@ -49,6 +49,12 @@ describeEachBackend('rowbase plan, apply and pull', (backend: BackendName) => {
     expect(pulled.code, pulled.stderr).to.equal(0);
     const fromPull = await rowbase('plan', '-f', file('pulled.yaml'), '--account', 'acme');
     expect(fromPull.code, fromPull.stderr + fromPull.stdout).to.equal(0);
+
+    // A field made required: a change (2), which breaks the contract's clients (3 with --fail-on-breaking).
+    await writeFile(file('breaking.yaml'), declared.replace('      type: object\n', '      type: object\n      required: [email]\n'));
+    const breaking = await rowbase('plan', '-f', file('breaking.yaml'), '--account', 'acme', '--fail-on-breaking');
+    expect(breaking.code, breaking.stderr).to.equal(3);
+    expect(breaking.stdout).to.include('The contract would break its clients');
   });
 
   it('refuses a stale plan file (exit 1, naming what drifted) and bad declarations (exit 1, naming the place)', async () => {

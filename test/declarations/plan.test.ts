@@ -1,6 +1,7 @@
 // A declaration planned, applied and pulled against a real store (src/declarations/plan.ts), on both
 // backends: what the API made pulls into a declaration that plans as no change; a declaration applied
 // twice plans as no change the second time; apply is all or none, and refuses a plan the account drifted from.
+import { readFile } from 'node:fs/promises';
 import { expect } from 'chai';
 import { parseDeclaration } from '../../src/declarations/format.ts';
 import { applyPlan, makePlan, type PlanOptions, pullDeclaration } from '../../src/declarations/plan.ts';
@@ -121,5 +122,124 @@ describeEachBackend('declarations: plan, apply and pull', (backend) => {
     const again = await makePlan(server.store, accountId, parseDeclaration('collections:\n  b: {}\n'), noSecrets, options);
     await applyPlan(server.store, accountId, again, noSecrets, { ...options, allowDestructive: true });
     expect((await client.get<{ name: string }[]>('/v1/collections')).body.map((c) => c.name)).to.deep.equal(['b']);
+  });
+
+  it("classifies what a plan does to the account's documents: breaking or not, for a secret key and a publishable key's caller", async () => {
+    const client = await server.client();
+    const accountId = await accountOf(client);
+    const documents = {
+      openapi: await readFile(new URL('../../openapi.yaml', import.meta.url), 'utf8'),
+      asyncapi: await readFile(new URL('../../asyncapi.yaml', import.meta.url), 'utf8'),
+    };
+    const withDocuments = { ...options, documents };
+    const people = (schema: string) => `collections:\n  people:\n    schema: ${schema}\n    rules: {read: true}\n`;
+    const optional = people('{type: object, properties: {email: {type: string}}}');
+    await applyPlan(
+      server.store,
+      accountId,
+      await makePlan(server.store, accountId, parseDeclaration(optional), noSecrets, options),
+      noSecrets,
+      options,
+    );
+    const unchanged = await makePlan(server.store, accountId, parseDeclaration(optional), noSecrets, withDocuments);
+    expect(unchanged.contract?.breaking).to.equal(false);
+    expect(unchanged.contract?.documents.openapi.secret).to.deep.equal([]);
+
+    // A field made required breaks what clients send and read, in both views and both documents.
+    const required = await makePlan(
+      server.store,
+      accountId,
+      parseDeclaration(people('{type: object, required: [email], properties: {email: {type: string}}}')),
+      noSecrets,
+      withDocuments,
+    );
+    expect(required.contract?.breaking).to.equal(true);
+    for (const viewer of ['secret', 'publishable'] as const) {
+      expect(
+        required.contract?.documents.openapi[viewer].some((change) => change.type === 'breaking'),
+        viewer,
+      ).to.equal(true);
+    }
+    expect(required.contract?.documents.asyncapi.secret.map((change) => [change.type, change.path])).to.deep.include([
+      'breaking',
+      '/$defs/PeopleRow/required/1',
+    ]);
+
+    // A collection added, and an optional field: nothing breaks.
+    const added = await makePlan(
+      server.store,
+      accountId,
+      parseDeclaration(`${people('{type: object, properties: {email: {type: string}, name: {type: string}}}')}  notes: {}\n`),
+      noSecrets,
+      withDocuments,
+    );
+    expect(added.contract?.breaking).to.equal(false);
+    expect(added.contract?.documents.openapi.secret.length).to.be.greaterThan(0);
+  });
+
+  it('says what each change does to stored rows: the duplicates of a unique index, the rows a schema or relation refuses', async () => {
+    const client = await server.client();
+    const accountId = await accountOf(client);
+    await client.post('/v1/collections', { name: 'people' });
+    await client.post('/v1/collections', { name: 'posts' });
+    await client.post('/v1/collections/people/rows', [{ email: 'a' }, { email: 'a' }, { email: 'b', age: 'old' }]);
+    await client.post('/v1/collections/posts/rows', [{ author_id: 1 }, { author_id: 9 }]);
+    const declaration = `collections:
+  people:
+    schema: {type: object, properties: {age: {type: integer}}}
+    indexes: [{fields: [email], unique: true}]
+  posts:
+    relations:
+      author: {field: author_id, collection: people}
+`;
+    const plan = await makePlan(server.store, accountId, parseDeclaration(declaration), noSecrets, options);
+    const rows = Object.fromEntries(plan.changes.map((change) => [change.object, change.rows]));
+    expect(rows['/collections/people/indexes/email']).to.deep.equal({ duplicates: [{ values: ['a'], ids: [1, 2] }] });
+    expect(rows['/collections/people/schema']).to.deep.include({ total: 1 });
+    expect(rows['/collections/people/schema']?.violations?.[0]).to.include({ id: 3, pointer: '/age' });
+    expect(rows['/collections/posts/relations/author']).to.deep.include({ total: 1 });
+    expect(rows['/collections/posts/relations/author']?.violations?.[0]).to.include({ id: 2, pointer: '/author_id' });
+  });
+
+  it('runs two applies at once one after the other: the second, planned against the account before the first, is refused naming what drifted', async () => {
+    const client = await server.client();
+    const accountId = await accountOf(client);
+    const first = parseDeclaration('collections:\n  a: {indexes: [{fields: [x]}]}\n  b: {}\n');
+    const second = parseDeclaration('collections:\n  a: {indexes: [{fields: [y]}]}\n  c: {}\n');
+    const plans = await Promise.all([first, second].map((declared) => makePlan(server.store, accountId, declared, noSecrets, options)));
+    const outcomes = await Promise.allSettled(plans.map((plan) => applyPlan(server.store, accountId, plan, noSecrets, options)));
+    expect(outcomes.map((outcome) => outcome.status).sort()).to.deep.equal(['fulfilled', 'rejected']);
+    const refused = outcomes.find((outcome) => outcome.status === 'rejected') as PromiseRejectedResult;
+    expect((refused.reason as ApiError).status).to.equal(409);
+    expect((refused.reason as ApiError).detail).to.include('/collections/a');
+    // The account is wholly the one applied, never a mix.
+    const applied = outcomes[0].status === 'fulfilled' ? first : second;
+    expect((await makePlan(server.store, accountId, applied, noSecrets, options)).changes).to.deep.equal([]);
+  });
+
+  it('lets writes of other clients go on during an apply, each seeing the account before it or after', async () => {
+    const client = await server.client();
+    const accountId = await accountOf(client);
+    await client.post('/v1/collections', { name: 'people' });
+    const declared = parseDeclaration(
+      'collections:\n  people:\n    schema: {type: object, required: [email], properties: {email: {type: string}}}\n    indexes: [{fields: [email], unique: true}]\n',
+    );
+    const plan = await makePlan(server.store, accountId, declared, noSecrets, options);
+    const writes = Array.from({ length: 20 }, (_, n) =>
+      client.post('/v1/collections/people/rows', [n % 2 === 0 ? { email: `p${n}` } : { name: `no email ${n}` }]),
+    );
+    const [applied, ...answers] = await Promise.allSettled([applyPlan(server.store, accountId, plan, noSecrets, options), ...writes]);
+    const statuses = answers.map((answer) => (answer.status === 'fulfilled' ? (answer.value as { status: number }).status : 0));
+    expect(
+      statuses.every((status) => status === 201 || status === 422),
+      String(statuses),
+    ).to.equal(true);
+    if (applied.status === 'fulfilled') {
+      // Each row stored holds to the schema, or was stored before it was set; none after it breaks it.
+      const rows = (await client.get<{ id: number; email?: string }[]>('/v1/collections/people/rows?limit=100')).body;
+      expect(rows.filter((row) => row.email === undefined)).to.deep.equal([]);
+    } else {
+      expect((applied.reason as ApiError).code).to.equal('schema_conflict');
+    }
   });
 });

@@ -166,7 +166,7 @@ async function dropUniqueIndexes(db: Dialect, names: readonly string[]): Promise
 }
 
 /** The sets of rows of the collection that share values of `fields` (none missing or null), by the first id of each. */
-async function duplicatesOf(db: Dialect, trx: WriteTx, collectionId: number, fields: readonly string[]) {
+export async function duplicatesOf(db: Dialect, trx: WriteTx, collectionId: number, fields: readonly string[]) {
   const keys = fields.map((field, index) => `${db.uniqueIndexSql.key(field)} as k${index}`).join(', ');
   const present = fields.map((_, index) => `k${index} is not null`).join(' and ');
   const groupBy = fields.map((_, index) => `k${index}`).join(', ');

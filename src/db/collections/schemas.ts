@@ -235,7 +235,7 @@ export async function putSchemaIn(db: Dialect, trx: WriteTx, after: AfterCommit,
 }
 
 /** The stored rows of the collection `collectionId` that break `schema`: how many, and the first MAX_LISTED, read inside `trx`. */
-async function schemaViolations(db: Dialect, trx: WriteTx, collectionId: number, schema: RowSchema) {
+export async function schemaViolations(db: Dialect, trx: WriteTx, collectionId: number, schema: RowSchema) {
   const validate = compileRowSchema(schema);
   const violations: SchemaViolation[] = [];
   let total = 0;

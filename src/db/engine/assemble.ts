@@ -35,6 +35,7 @@ import { createIndex, deleteIndex, listIndexes } from '../collections/indexes.ts
 import { deleteSchema, getSchema, putSchema } from '../collections/schemas.ts';
 import { searchFilter } from '../collections/search-indexes.ts';
 import { applyDeclaration } from '../declarations/apply.ts';
+import { declaredRowImpacts } from '../declarations/impacts.ts';
 import { readAccountModel } from '../declarations/live.ts';
 import { feedStart, latestSeq, readEvents } from '../events/events.ts';
 import { collectionsAfter, pruneEventBatch } from '../events/retention.ts';
@@ -262,6 +263,7 @@ const shared = {
   bindRelations,
   readAccountModel,
   applyDeclaration,
+  declaredRowImpacts,
   /** Answers when the database does. */
   ping: async ({ query }: Dialect) => {
     await query('select 1', []);

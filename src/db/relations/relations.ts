@@ -237,6 +237,17 @@ export function cascadesTo<K>(relations: readonly { onDelete: OnDelete; source: 
 
 /** 409 schema_conflict when stored rows of the relation's collection name rows that do not exist (both collections held). */
 async function refuseMissing(db: Dialect, trx: WriteTx, relation: StoredRelation): Promise<void> {
+  const { total, violations } = await missingRows(db, trx, relation);
+  if (total > 0)
+    throw new ApiError(
+      'schema_conflict',
+      `${total === 1 ? '1 row' : `${total} rows`} of collection ${relation.sourceName} ${total === 1 ? 'names' : 'name'} rows of ${relation.targetName} that do not exist: the relation was not declared.`,
+      { violations, total },
+    );
+}
+
+/** The stored rows of the relation's collection whose field names a row that does not exist: how many, and the first MAX_LISTED. */
+export async function missingRows(db: Dialect, trx: WriteTx, relation: StoredRelation) {
   const read = <T>(sql: string, params: (string | number | null)[]) => db.run<T>(trx, sql, params);
   const violations: SchemaViolation[] = [];
   let total = 0;
@@ -250,12 +261,7 @@ async function refuseMissing(db: Dialect, trx: WriteTx, relation: StoredRelation
     if (page.length < EXPORT_PAGE_ROWS) break;
     after = Number(page[page.length - 1].id);
   }
-  if (total > 0)
-    throw new ApiError(
-      'schema_conflict',
-      `${total === 1 ? '1 row' : `${total} rows`} of collection ${relation.sourceName} ${total === 1 ? 'names' : 'name'} rows of ${relation.targetName} that do not exist: the relation was not declared.`,
-      { violations, total },
-    );
+  return { total, violations };
 }
 
 /** The collection's relation `name` gone (the values of its field stay); 404 for no such relation declared of it. */
