@@ -15,6 +15,8 @@ import { digestOf, EVENT_KINDS, type HeldSecret, type Model, type ModelCollectio
 
 /** Indexes a collection may have at most, its search index counted (openapi.yaml, createIndex). */
 const MAX_INDEXES = 8;
+/** Relations a collection takes part in at most, both directions counted (openapi.yaml, putRelation). */
+const MAX_RELATIONS = 16;
 
 /** Where a declaration's secrets are read: the value of an environment variable, or undefined when it is not set. */
 export type Secrets = (env: string) => string | undefined;
@@ -135,6 +137,16 @@ function checkRelations(collections: Record<string, ModelCollection>, names: Rea
       holders.set(field, relation);
       declared.push({ onDelete: on_delete, source: name, target: collection, at: `${at}/on_delete` });
     }
+  }
+  // As putRelation refuses them: a collection in more than MAX_RELATIONS, both directions counted.
+  for (const name of Object.keys(collections)) {
+    const count =
+      declared.filter((relation) => relation.source === name).length + declared.filter((relation) => relation.target === name).length;
+    if (count > MAX_RELATIONS)
+      throw validationFailed(
+        `Collection ${name} takes part in ${count} relations, more than the ${MAX_RELATIONS} it may, both directions counted.`,
+        [place(`/collections/${pointerToken(name)}/relations`, `takes part in ${count} relations with those naming it`)],
+      );
   }
   // As putRelation refuses one: a cascade whose related rows' deletion comes back to its own collection.
   const cycle = declared.find((relation) => relation.onDelete === 'cascade' && cascadesTo(declared, relation.source, relation.target));

@@ -86,7 +86,11 @@ describeEachBackend('rowbase apply through SIGKILL', (backend: BackendName) => {
     });
     // Killed once its transaction holds what it writes: polled, as the database shows nothing else of it.
     let during = false;
-    while (!ended && !(during = await writing(backend, knex))) await new Promise((resolve) => setImmediate(resolve));
+    while (!ended) {
+      during = await writing(backend, knex);
+      if (during) break;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
     apply.kill('SIGKILL');
     await exited;
 
