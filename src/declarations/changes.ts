@@ -64,7 +64,9 @@ export function planChanges(target: Model, current: Model, live: LiveAccount, se
   // A change is listed in the phase of its last step: a replaced relation where it is declared anew.
   const listed = planned.map((each, order) => ({ each, order, phase: Math.max(...each.steps.map(phaseOf)) }));
   listed.sort((a, b) => a.phase - b.phase || a.order - b.order);
-  const steps = planned.flatMap((each) => each.steps).map((step, order) => ({ step, order }));
+  const steps = planned
+    .flatMap((each) => each.steps.map((step): Step => ({ ...step, object: each.change.object })))
+    .map((step, order) => ({ step, order }));
   steps.sort((a, b) => phaseOf(a.step) - phaseOf(b.step) || a.order - b.order);
   return { changes: listed.map(({ each }) => each.change), steps: steps.map(({ step }) => step) };
 }

@@ -242,4 +242,24 @@ describeEachBackend('declarations: plan, apply and pull', (backend) => {
       expect((applied.reason as ApiError).code).to.equal('schema_conflict');
     }
   });
+
+  it("names the declaration's place of a step the API's operation refuses at apply, and changes nothing", async () => {
+    const client = await server.client();
+    const accountId = await accountOf(client);
+    // posts' author is named back as people's `posts`, which people declares of its own.
+    const declared = parseDeclaration(`collections:
+  people:
+    relations: {posts: {field: post_id, collection: posts}}
+  posts:
+    relations: {author: {field: author_id, collection: people, reverse: posts}}
+`);
+    const plan = await makePlan(server.store, accountId, declared, noSecrets, options);
+    const error = (await applyPlan(server.store, accountId, plan, noSecrets, options).catch((caught: unknown) => caught)) as ApiError;
+    expect(error.status).to.equal(400);
+    expect(error.detail).to.match(/^\/collections\/(people|posts)\/relations\/(posts|author): /);
+    expect(
+      (error.options.errors ?? []).map((place) => ('name' in place ? place.name : '')).every((name) => name.startsWith('/collections/')),
+    ).to.equal(true);
+    expect((await client.get<unknown[]>('/v1/collections')).body).to.deep.equal([]);
+  });
 });

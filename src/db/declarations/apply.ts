@@ -5,7 +5,7 @@
 // any instances, run one after the other; every other client sees the account before or after, never
 // between. What each step leaves for after the commit (a database index dropped, a schema noted, the
 // webhooks' worker woken) runs once it has committed.
-
+import { ApiError } from '../../errors.ts';
 import type { Rules } from '../../rules/rules.ts';
 import { deleteIssuerIn, type IssuerSettings, putIssuerIn } from '../auth/issuers.ts';
 import { createCollectionIn } from '../collections/collections.ts';
@@ -21,8 +21,8 @@ import { lockAccountSql } from '../sql/collections.ts';
 import { createWebhookIn, deleteWebhookIn, updateWebhookIn, type WebhookSettings } from '../webhooks/settings.ts';
 import { type LiveAccount, readLive } from './live.ts';
 
-/** One step of a declaration's apply, as the operation of its area takes it. */
-export type Step =
+/** One step of a declaration's apply, as the operation of its area takes it, and the place in the declaration of what it makes. */
+export type Step = { object?: string } & (
   | { do: 'deleteWebhook'; id: number }
   | { do: 'deleteRelation'; collection: string; name: string }
   | { do: 'deleteIndex'; collection: string; name: string }
@@ -37,7 +37,8 @@ export type Step =
   | { do: 'putRules'; collection: string; rules: Rules }
   | { do: 'putIssuer'; name: string; settings: IssuerSettings }
   | { do: 'createWebhook'; settings: WebhookSettings; enabled: boolean; secret?: string }
-  | { do: 'updateWebhook'; id: number; settings: WebhookSettings; enabled: boolean; secret?: string };
+  | { do: 'updateWebhook'; id: number; settings: WebhookSettings; enabled: boolean; secret?: string }
+);
 
 /** Bounds the steps are held to: those the API holds one request to. */
 export interface ApplyLimits {
@@ -71,12 +72,27 @@ export async function applyDeclaration(
       // Read again once held: what another apply committed meanwhile is what this one is checked against.
       live = await readLive((sql, params) => db.run(trx, sql, params), db.codePointOrder, accountId);
       const steps = await decide(live);
-      for (const step of steps) await runStep(db, trx, after, accountId, step, limits);
+      for (const step of steps)
+        await runStep(db, trx, after, accountId, step, limits).catch((error) => Promise.reject(placed(error, step)));
       return steps;
     }),
   );
   await afterCommit(after);
   return steps;
+}
+
+/**
+ * The refusal of an area's operation as the refusal of the declaration: its detail led by the place of what
+ * the step makes, and the places it names (of a request's body or path) under that place.
+ */
+function placed(error: unknown, { object }: Step): unknown {
+  if (!(error instanceof ApiError) || object === undefined) return error;
+  const errors = error.options.errors?.map((held) =>
+    'name' in held && (held.in === 'body' || held.in === 'path')
+      ? { in: 'body' as const, name: held.in === 'body' ? `${object}${held.name}` : object, message: held.message }
+      : held,
+  );
+  return new ApiError(error.code, `${object}: ${error.detail}`, { ...error.options, ...(errors ? { errors } : {}) });
 }
 
 async function runStep(db: Dialect, trx: WriteTx, after: AfterCommit, accountId: number, step: Step, limits: ApplyLimits): Promise<void> {
