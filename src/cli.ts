@@ -6,6 +6,7 @@ import { originError } from './api-keys/origins.ts';
 import { type Scope, scopes } from './api-keys/scopes.ts';
 import { backupCommand } from './cli/backup.ts';
 import { type Command, durationMs, print, required, UsageError, withStore } from './cli/command.ts';
+import { applyCommand, planCommand, pullCommand } from './cli/declarations.ts';
 import { exportCommand } from './cli/export.ts';
 import { importCommand } from './cli/import.ts';
 import { tokensMintCommand } from './cli/tokens.ts';
@@ -194,6 +195,9 @@ const commands: Record<string, Command> = {
   export: exportCommand,
   import: importCommand,
   backup: backupCommand,
+  plan: planCommand,
+  apply: applyCommand,
+  pull: pullCommand,
 };
 
 const collectionName = new RegExp(document.components.schemas.CollectionName.pattern);
@@ -387,6 +391,7 @@ export async function main(argv: string[]): Promise<number> {
     throw new UsageError(`unknown command ${JSON.stringify(words.slice(0, 2).join(' '))}; see rowbase --help`);
   }
   const command = commands[name];
+  usageExit = command.usageExit ?? 2;
   const rest = argv.slice(argv.indexOf(name.split(' ').at(-1) as string) + 1);
   if (rest.includes('--help') || rest.includes('-h')) {
     print(help(name));
@@ -402,12 +407,16 @@ export async function main(argv: string[]): Promise<number> {
   const given = parsed.tokens.flatMap((token) => (token.kind === 'option' ? [token.name] : []));
   const twice = given.find((option, index) => given.indexOf(option) !== index && !command.options[option]?.multiple);
   if (twice) throw new UsageError(`--${twice} is given twice`);
-  if (parsed.positionals.length !== (command.positionals ?? 0)) {
+  const { min, max } =
+    typeof command.positionals === 'object' ? command.positionals : { min: command.positionals ?? 0, max: command.positionals ?? 0 };
+  if (parsed.positionals.length < min || parsed.positionals.length > max) {
     throw new UsageError(`usage: ${command.usage}`);
   }
-  await command.run(parsed.values as Record<string, string | boolean | undefined>, parsed.positionals);
-  return 0;
+  return (await command.run(parsed.values as Record<string, string | boolean | undefined>, parsed.positionals)) ?? 0;
 }
+
+/** The exit status of bad arguments to the command being run (Command.usageExit). */
+let usageExit = 2;
 
 try {
   const code = await main(process.argv.slice(2));
@@ -416,5 +425,5 @@ try {
   // Arguments that name nothing (an unknown plan, no such key) are bad arguments too.
   const badArguments = error instanceof UsageError || error instanceof ConfigError || error instanceof KeyError;
   process.stderr.write(`rowbase: ${(error as Error).message}\n`);
-  process.exitCode = badArguments ? 2 : 1;
+  process.exitCode = badArguments ? usageExit : 1;
 }

@@ -12,9 +12,14 @@ export interface Command {
   usage: string;
   summary: string;
   /** Each option; `multiple`: it may be given more than once, each value kept (`--claim a=1 --claim b=2`). */
-  options: Record<string, { type: 'string' | 'boolean'; description: string; multiple?: boolean }>;
-  positionals?: number;
-  run(values: Values, positionals: string[]): Promise<void>;
+  options: Record<string, { type: 'string' | 'boolean'; short?: string; description: string; multiple?: boolean }>;
+  /** How many arguments follow the options: exactly this many (default 0), or from `min` to `max`. */
+  positionals?: number | { min: number; max: number };
+  /** The exit status of bad arguments: default 2, which `rowbase plan` gives another meaning (changes to make). */
+  usageExit?: number;
+  /** Does the command's work; answers its exit status, 0 when it answers none. */
+  // biome-ignore lint/suspicious/noConfusingVoidType: most commands answer nothing (an async function's void).
+  run(values: Values, positionals: string[]): Promise<void | number>;
 }
 
 /**

@@ -1,4 +1,5 @@
 import { parse, stringify } from 'yaml';
+import declarationSchema from '../../schemas/declaration.schema.json' with { type: 'json' };
 import { consoleFiles } from '../console/files.ts';
 import { openApiTo32 } from '../contract/openapi-32.ts';
 import { DOCS_CONTENT_SECURITY_POLICY, type DocsFile, type DocsFiles, docsDocument, docsFiles } from '../docs/files.ts';
@@ -31,6 +32,11 @@ export const siteHandlers = {
 
   getAsyncApiDocument(_input, { documents }) {
     return { status: 200, body: documents.asyncapi, contentType: YAML };
+  },
+
+  /** schemas/declaration.schema.json, as the repository holds it. */
+  getDeclarationSchema() {
+    return { status: 200, body: JSON.stringify(declarationSchema, null, 2), contentType: 'application/schema+json' };
   },
 
   async getDocs() {

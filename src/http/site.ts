@@ -23,6 +23,8 @@ export const sitePages: readonly SitePage[] = [
   // `?version=3.2`: the document as OpenAPI 3.2 (contract/openapi-32.ts).
   { path: '/openapi.yaml', operationId: 'getOpenApiDocument', mediaTypes: ['application/yaml'], query: ['version'] },
   { path: '/asyncapi.yaml', operationId: 'getAsyncApiDocument', mediaTypes: ['application/yaml'] },
+  // The JSON Schema of rowbase.yaml (docs/declarations.md), for editors.
+  { path: '/schemas/declaration.schema.json', operationId: 'getDeclarationSchema', mediaTypes: ['application/schema+json'] },
   { path: '/docs', operationId: 'getDocs', mediaTypes: ['text/html'] },
   // swagger-ui.css, index.css, swagger-ui-bundle.js, docs.js and openapi.yaml (src/docs/files.ts).
   { path: '/docs/{asset}', operationId: 'getDocsAsset', mediaTypes: ['text/css', 'text/javascript', 'application/yaml'] },

@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import { expect } from 'chai';
 import { createDatabase, describeEachBackend } from '../support/backends.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
@@ -178,6 +179,16 @@ describeEachBackend('service routes', (backend) => {
       expect(response.headers.get('content-type')).to.match(/^application\/yaml/);
       expect(response.text).to.match(/^asyncapi: 3\.0\.0/);
       expect(response.text).to.include('address: /ws');
+    });
+  });
+
+  describe('GET /schemas/declaration.schema.json', () => {
+    it('serves the JSON Schema of a declaration (docs/declarations.md), as the repository holds it, without a key', async () => {
+      const response = await server.anonymous().get('/schemas/declaration.schema.json');
+      expect(response.status).to.equal(200);
+      expect(response.headers.get('content-type')).to.match(/^application\/schema\+json/);
+      const held = JSON.parse(await readFile(new URL('../../schemas/declaration.schema.json', import.meta.url), 'utf8'));
+      expect(JSON.parse(response.text)).to.deep.equal(held);
     });
   });
 });

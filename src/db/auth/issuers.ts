@@ -3,7 +3,7 @@
 // layer (src/tokens/verifier.ts), with the issuers read here.
 import { conflict } from '../../errors.ts';
 import type { Once } from '../../idempotency/answers.ts';
-import type { Dialect, SqlValue } from '../engine/dialect.ts';
+import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
 import { beginOnce, recordOnce } from '../rows/idempotency.ts';
 import { deleteIssuerSql, insertIssuerSql, issuerSql, listIssuersSql, replaceIssuerSql } from '../sql/auth.ts';
 import { lockAccountSql } from '../sql/collections.ts';
@@ -42,9 +42,9 @@ export interface PutIssuer {
   created: boolean;
 }
 
-type IssuerRow = Omit<Issuer, 'id' | 'audiences'> & { id: number | string; audiences: string };
+export type IssuerRow = Omit<Issuer, 'id' | 'audiences'> & { id: number | string; audiences: string };
 
-const issuerOf = (row: IssuerRow): Issuer => ({ ...row, id: Number(row.id), audiences: JSON.parse(row.audiences) as string[] });
+export const issuerOf = (row: IssuerRow): Issuer => ({ ...row, id: Number(row.id), audiences: JSON.parse(row.audiences) as string[] });
 
 const settingsValues = (settings: IssuerSettings): SqlValue[] => [
   settings.issuer,
@@ -69,26 +69,32 @@ export async function putIssuer(
 ): Promise<PutIssuer> {
   return db.knex.transaction(async (trx) => {
     if (once) await beginOnce(db, trx, accountId, once);
-    await db.run(trx, lockAccountSql, [accountId]);
-    const now = new Date().toISOString();
-    const [replaced] = await db.run<{ id: number | string; created_at: string }>(trx, replaceIssuerSql, [
-      ...settingsValues(settings),
-      now,
-      accountId,
-      name,
-    ]);
-    let put: PutIssuer;
-    if (replaced) {
-      put = { issuer: { id: Number(replaced.id), name, ...settings, created_at: replaced.created_at, updated_at: now }, created: false };
-    } else {
-      const params = [accountId, name, ...settingsValues(settings), now, now, accountId, max];
-      const [inserted] = await db.run<{ id: number | string }>(trx, insertIssuerSql, params);
-      if (!inserted) throw conflict(`The account holds ${max} token issuers, the most it may: delete one to make another.`);
-      put = { issuer: { id: Number(inserted.id), name, ...settings, created_at: now, updated_at: now }, created: true };
-    }
+    const put = await putIssuerIn(db, trx, accountId, name, settings, max);
     if (once) await recordOnce(db, trx, accountId, once, put);
     return put;
   });
+}
+
+/** putIssuer() inside the write `trx`, which then holds the account's row. */
+export async function putIssuerIn(db: Dialect, trx: WriteTx, accountId: number, name: string, settings: IssuerSettings, max: number) {
+  await db.run(trx, lockAccountSql, [accountId]);
+  const now = new Date().toISOString();
+  const [replaced] = await db.run<{ id: number | string; created_at: string }>(trx, replaceIssuerSql, [
+    ...settingsValues(settings),
+    now,
+    accountId,
+    name,
+  ]);
+  let put: PutIssuer;
+  if (replaced) {
+    put = { issuer: { id: Number(replaced.id), name, ...settings, created_at: replaced.created_at, updated_at: now }, created: false };
+  } else {
+    const params = [accountId, name, ...settingsValues(settings), now, now, accountId, max];
+    const [inserted] = await db.run<{ id: number | string }>(trx, insertIssuerSql, params);
+    if (!inserted) throw conflict(`The account holds ${max} token issuers, the most it may: delete one to make another.`);
+    put = { issuer: { id: Number(inserted.id), name, ...settings, created_at: now, updated_at: now }, created: true };
+  }
+  return put;
 }
 
 /** The account's issuers, by name in code point order. */
@@ -106,9 +112,14 @@ export async function getIssuer({ query }: Dialect, accountId: number, name: str
 export async function deleteIssuer(db: Dialect, accountId: number, name: string, once?: Once<boolean>): Promise<boolean> {
   return db.knex.transaction(async (trx) => {
     if (once) await beginOnce(db, trx, accountId, once);
-    const deleted = await db.run(trx, deleteIssuerSql, [accountId, name]);
+    const deleted = await deleteIssuerIn(db, trx, accountId, name);
     // An issuer not found is a 404, which stores no answer.
-    if (deleted.length > 0 && once) await recordOnce(db, trx, accountId, once, true);
-    return deleted.length > 0;
+    if (deleted && once) await recordOnce(db, trx, accountId, once, true);
+    return deleted;
   });
+}
+
+/** deleteIssuer() inside the write `trx`: false when the account has no such issuer. */
+export async function deleteIssuerIn(db: Dialect, trx: WriteTx, accountId: number, name: string): Promise<boolean> {
+  return (await db.run(trx, deleteIssuerSql, [accountId, name])).length > 0;
 }

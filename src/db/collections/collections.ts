@@ -52,23 +52,38 @@ export async function createCollection(
   once?: Once<Collection>,
   schema?: RowSchema,
 ): Promise<Collection> {
-  const collection: Collection = { name, created_at, row_count: 0, seq: 0 };
-  if (schema) collection.schema = schema;
+  let collection: Collection | undefined;
   try {
     await db.knex.transaction(async (trx) => {
       if (once) await beginOnce(db, trx, accountId, once);
-      await db.run(trx, lockAccountSql, [accountId]);
-      const [inserted] = await db.run<{ id: number | string }>(trx, createCollectionSql, [accountId, name, created_at, accountId, max]);
-      if (!inserted) throw conflict(`The account holds ${max} collections, the most it may: delete one to make another.`);
-      if (schema) {
-        const [stored] = await db.run<{ id: number | string }>(trx, insertSchemaSql, [inserted.id, JSON.stringify(schema), null]);
-        await db.run(trx, setSchemaIdSql, [stored.id, inserted.id]);
-      }
+      collection = await createCollectionIn(db, trx, accountId, name, max, created_at, schema);
       if (once) await recordOnce(db, trx, accountId, once, collection);
     });
   } catch (error) {
     if (db.isUniqueViolation(error)) throw conflict(`A collection named ${name} already exists.`);
     throw error;
+  }
+  return collection as Collection;
+}
+
+/** createCollection() inside the write `trx`, which then holds the account's row. */
+export async function createCollectionIn(
+  db: Dialect,
+  trx: WriteTx,
+  accountId: number,
+  name: string,
+  max: number,
+  created_at = new Date().toISOString(),
+  schema?: RowSchema,
+): Promise<Collection> {
+  const collection: Collection = { name, created_at, row_count: 0, seq: 0 };
+  if (schema) collection.schema = schema;
+  await db.run(trx, lockAccountSql, [accountId]);
+  const [inserted] = await db.run<{ id: number | string }>(trx, createCollectionSql, [accountId, name, created_at, accountId, max]);
+  if (!inserted) throw conflict(`The account holds ${max} collections, the most it may: delete one to make another.`);
+  if (schema) {
+    const [stored] = await db.run<{ id: number | string }>(trx, insertSchemaSql, [inserted.id, JSON.stringify(schema), null]);
+    await db.run(trx, setSchemaIdSql, [stored.id, inserted.id]);
   }
   return collection;
 }

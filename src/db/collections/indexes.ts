@@ -8,6 +8,7 @@
 // that IndexField's pattern takes reach it (plainField, checked again here).
 import { ApiError, collectionNotFound, conflict, notFound } from '../../errors.ts';
 import type { Once } from '../../idempotency/answers.ts';
+import { type AfterCommit, afterCommit } from '../engine/after-commit.ts';
 import type { Dialect, Read, SqlValue, WriteTx } from '../engine/dialect.ts';
 import { beginOnce, recordOnce } from '../rows/idempotency.ts';
 import type { Fields } from '../rows/rows.ts';
@@ -36,8 +37,8 @@ const plainField = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 
 const indexName = (fields: readonly string[], search: boolean) => `${search ? 'search:' : ''}${fields.join(',')}`;
 
-type IndexRow = { id: number | string; fields: string; is_unique: boolean | number; is_search: boolean | number };
-const toIndex = (row: IndexRow): Index => {
+export type IndexRow = { id: number | string; fields: string; is_unique: boolean | number; is_search: boolean | number };
+export const toIndex = (row: IndexRow): Index => {
   const fields = JSON.parse(row.fields) as string[];
   const search = Boolean(row.is_search);
   return { name: indexName(fields, search), fields, unique: Boolean(row.is_unique), ...(search ? { type: 'search' } : {}) };
@@ -79,40 +80,53 @@ export async function createIndex(
   once?: Once<Index>,
   search = false,
 ): Promise<Index> {
-  if (!fields.every((field) => plainField.test(field))) throw new Error('index fields are plain names (openapi.yaml, IndexField)');
-  if (search && unique) throw new Error('a search index is not unique (openapi.yaml, NewIndex)');
-  const index: Index = { name: indexName(fields, search), fields, unique, ...(search ? { type: 'search' } : {}) };
+  let index: Index | undefined;
   await db.knex.transaction(async (trx) => {
     if (once) await beginOnce(db, trx, accountId, once);
     if (db.uniqueIndexSql.lockRows) await db.run(trx, db.uniqueIndexSql.lockRows, []);
-    const { id } = await advance(db, trx, accountId, collection, 0);
-    const existing = (await db.run<IndexRow>(trx, indexesOfIdSql, [id])).map(toIndex);
-    if (existing.some((other) => other.name === index.name))
-      throw conflict(`Collection ${collection} has an index of ${index.name} already.`);
-    if (existing.length >= MAX_INDEXES)
-      throw conflict(`Collection ${collection} has ${MAX_INDEXES} indexes, the most it may: drop one first.`);
-    if (search && existing.some((other) => other.type === 'search'))
-      throw conflict(`Collection ${collection} has a search index already, the one it may have: drop it first.`);
-    const [stored] = await db.run<{ id: number | string }>(trx, insertIndexSql, [
-      id,
-      JSON.stringify(fields),
-      unique ? 1 : 0,
-      search ? 1 : 0,
-    ]);
-    if (search) await makeSearchIndex(db, trx, { collectionId: id, fields });
-    if (unique) {
-      const duplicates = await duplicatesOf(db, trx, id, fields);
-      if (duplicates.length > 0) {
-        throw new ApiError(
-          'unique_conflict',
-          `Rows of collection ${collection} share values of ${index.name}: no unique index was declared.`,
-          { duplicates },
-        );
-      }
-      for (const sql of db.uniqueIndexSql.create(uniqueIndexName(Number(stored.id)), id, fields)) await db.run(trx, sql, []);
-    }
+    index = await createIndexIn(db, trx, accountId, collection, fields, unique, search);
     if (once) await recordOnce(db, trx, accountId, once, index);
   });
+  return index as Index;
+}
+
+/**
+ * createIndex() inside the write `trx`, which holds the rows' table already where the dialect makes a
+ * unique index so (UniqueIndexSql.lockRows).
+ */
+export async function createIndexIn(
+  db: Dialect,
+  trx: WriteTx,
+  accountId: number,
+  collection: string,
+  fields: string[],
+  unique: boolean,
+  search: boolean,
+): Promise<Index> {
+  if (!fields.every((field) => plainField.test(field))) throw new Error('index fields are plain names (openapi.yaml, IndexField)');
+  if (search && unique) throw new Error('a search index is not unique (openapi.yaml, NewIndex)');
+  const index: Index = { name: indexName(fields, search), fields, unique, ...(search ? { type: 'search' } : {}) };
+  const { id } = await advance(db, trx, accountId, collection, 0);
+  const existing = (await db.run<IndexRow>(trx, indexesOfIdSql, [id])).map(toIndex);
+  if (existing.some((other) => other.name === index.name))
+    throw conflict(`Collection ${collection} has an index of ${index.name} already.`);
+  if (existing.length >= MAX_INDEXES)
+    throw conflict(`Collection ${collection} has ${MAX_INDEXES} indexes, the most it may: drop one first.`);
+  if (search && existing.some((other) => other.type === 'search'))
+    throw conflict(`Collection ${collection} has a search index already, the one it may have: drop it first.`);
+  const [stored] = await db.run<{ id: number | string }>(trx, insertIndexSql, [id, JSON.stringify(fields), unique ? 1 : 0, search ? 1 : 0]);
+  if (search) await makeSearchIndex(db, trx, { collectionId: id, fields });
+  if (unique) {
+    const duplicates = await duplicatesOf(db, trx, id, fields);
+    if (duplicates.length > 0) {
+      throw new ApiError(
+        'unique_conflict',
+        `Rows of collection ${collection} share values of ${index.name}: no unique index was declared.`,
+        { duplicates },
+      );
+    }
+    for (const sql of db.uniqueIndexSql.create(uniqueIndexName(Number(stored.id)), id, fields)) await db.run(trx, sql, []);
+  }
   return index;
 }
 
@@ -121,18 +135,24 @@ export async function createIndex(
  * the database's index after it commits (dropUniqueIndexes).
  */
 export async function deleteIndex(db: Dialect, accountId: number, collection: string, name: string, once?: Once<void>): Promise<void> {
-  let dropped: string[] = [];
+  let after: AfterCommit = [];
   await db.knex.transaction(async (trx) => {
+    after = [];
     if (once) await beginOnce(db, trx, accountId, once);
-    const { id } = await advance(db, trx, accountId, collection, 0);
-    const found = (await db.run<IndexRow>(trx, indexesOfIdSql, [id])).find((row) => toIndex(row).name === name);
-    if (!found) throw notFound(`Collection ${collection} has no index named ${name}.`);
-    if (toIndex(found).unique) dropped = [uniqueIndexName(Number(found.id))];
-    if (toIndex(found).type === 'search') await dropSearchIndex(db, trx, id);
-    await db.run(trx, deleteIndexSql, [found.id]);
+    await deleteIndexIn(db, trx, after, accountId, collection, name);
     if (once) await recordOnce(db, trx, accountId, once, undefined);
   });
-  await dropUniqueIndexes(db, dropped);
+  await afterCommit(after);
+}
+
+/** deleteIndex() inside the write `trx`; the database's index is dropped after the commit (`after`). */
+export async function deleteIndexIn(db: Dialect, trx: WriteTx, after: AfterCommit, accountId: number, collection: string, name: string) {
+  const { id } = await advance(db, trx, accountId, collection, 0);
+  const found = (await db.run<IndexRow>(trx, indexesOfIdSql, [id])).find((row) => toIndex(row).name === name);
+  if (!found) throw notFound(`Collection ${collection} has no index named ${name}.`);
+  if (toIndex(found).type === 'search') await dropSearchIndex(db, trx, id);
+  await db.run(trx, deleteIndexSql, [found.id]);
+  if (toIndex(found).unique) after.push(() => dropUniqueIndexes(db, [uniqueIndexName(Number(found.id))]));
 }
 
 /**
@@ -146,7 +166,7 @@ async function dropUniqueIndexes(db: Dialect, names: readonly string[]): Promise
 }
 
 /** The sets of rows of the collection that share values of `fields` (none missing or null), by the first id of each. */
-async function duplicatesOf(db: Dialect, trx: WriteTx, collectionId: number, fields: readonly string[]) {
+export async function duplicatesOf(db: Dialect, trx: WriteTx, collectionId: number, fields: readonly string[]) {
   const keys = fields.map((field, index) => `${db.uniqueIndexSql.key(field)} as k${index}`).join(', ');
   const present = fields.map((_, index) => `k${index} is not null`).join(' and ');
   const groupBy = fields.map((_, index) => `k${index}`).join(', ');

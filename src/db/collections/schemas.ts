@@ -12,6 +12,7 @@ import { ApiError, collectionNotFound, notFound, type RowError, type SchemaViola
 import type { Once } from '../../idempotency/answers.ts';
 import type { RowSchema } from '../../schema/check.ts';
 import { compileRowSchema, type RowValidator } from '../../schema/compile.ts';
+import { type AfterCommit, afterCommit } from '../engine/after-commit.ts';
 import type { Dialect, Read, SchemaCache, WriteTx } from '../engine/dialect.ts';
 import { checkNamed, type RelationLinks } from '../relations/links.ts';
 import { beginOnce, recordOnce } from '../rows/idempotency.ts';
@@ -213,46 +214,65 @@ export async function getSchema({ query }: Dialect, accountId: number, collectio
  * its rows are read; reads go on.
  */
 export async function putSchema(db: Dialect, accountId: number, collection: string, schema: RowSchema, once?: Once<RowSchema>) {
-  const validate = compileRowSchema(schema);
-  const text = JSON.stringify(schema);
-  const schemaId = await db.knex.transaction(async (trx) => {
+  let after: AfterCommit = [];
+  await db.knex.transaction(async (trx) => {
+    after = [];
     if (once) await beginOnce(db, trx, accountId, once);
-    const { id, schemaId: current } = await advance(db, trx, accountId, collection, 0);
-    const violations: SchemaViolation[] = [];
-    let total = 0;
-    for (let after = 0; ; ) {
-      const page = await db.run<{ id: number | string; data: string }>(trx, exportRowsSql, [id, after]);
-      for (const row of page) {
-        const issues = validate(JSON.parse(row.data) as Fields);
-        if (issues.length === 0) continue;
-        total++;
-        if (violations.length < MAX_LISTED) violations.push({ id: Number(row.id), pointer: issues[0].pointer, message: issues[0].message });
-      }
-      if (page.length < EXPORT_PAGE_ROWS) break;
-      after = Number(page[page.length - 1].id);
-    }
-    if (total > 0) throw schemaConflict(collection, total, violations);
-    const schemaId = await setSchemaRow(db, trx, id, text, (await schemaRow(db, trx, current))?.relations ?? null);
+    await putSchemaIn(db, trx, after, accountId, collection, schema);
     if (once) await recordOnce(db, trx, accountId, once, schema);
-    return schemaId;
   });
-  db.schemas.note(accountId, collection, schemaId);
+  await afterCommit(after);
   return schema;
+}
+
+/** putSchema() inside the write `trx`; the collection's new schema id is noted after the commit (`after`). */
+export async function putSchemaIn(db: Dialect, trx: WriteTx, after: AfterCommit, accountId: number, collection: string, schema: RowSchema) {
+  const { id, schemaId: current } = await advance(db, trx, accountId, collection, 0);
+  const { total, violations } = await schemaViolations(db, trx, id, schema);
+  if (total > 0) throw schemaConflict(collection, total, violations);
+  const schemaId = await setSchemaRow(db, trx, id, JSON.stringify(schema), (await schemaRow(db, trx, current))?.relations ?? null);
+  after.push(() => db.schemas.note(accountId, collection, schemaId));
+}
+
+/** The stored rows of the collection `collectionId` that break `schema`: how many, and the first MAX_LISTED, read inside `trx`. */
+export async function schemaViolations(db: Dialect, trx: WriteTx, collectionId: number, schema: RowSchema) {
+  const validate = compileRowSchema(schema);
+  const violations: SchemaViolation[] = [];
+  let total = 0;
+  for (let after = 0; ; ) {
+    const page = await db.run<{ id: number | string; data: string }>(trx, exportRowsSql, [collectionId, after]);
+    for (const row of page) {
+      const issues = validate(JSON.parse(row.data) as Fields);
+      if (issues.length === 0) continue;
+      total++;
+      if (violations.length < MAX_LISTED) violations.push({ id: Number(row.id), pointer: issues[0].pointer, message: issues[0].message });
+    }
+    if (page.length < EXPORT_PAGE_ROWS) break;
+    after = Number(page[page.length - 1].id);
+  }
+  return { total, violations };
 }
 
 /** The collection is schemaless again; 404 when it has no schema. */
 export async function deleteSchema(db: Dialect, accountId: number, collection: string, once?: Once<void>): Promise<void> {
-  const schemaId = await db.knex.transaction(async (trx) => {
+  let after: AfterCommit = [];
+  await db.knex.transaction(async (trx) => {
+    after = [];
     if (once) await beginOnce(db, trx, accountId, once);
-    const { id, schemaId: current } = await advance(db, trx, accountId, collection, 0);
-    const row = await schemaRow(db, trx, current);
-    if (!row || row.schema === '') throw noSchema(collection);
-    // Its relations stay: kept with no schema.
-    const schemaId = await setSchemaRow(db, trx, id, '', row.relations);
+    await deleteSchemaIn(db, trx, after, accountId, collection);
     if (once) await recordOnce(db, trx, accountId, once, undefined);
-    return schemaId;
   });
-  db.schemas.note(accountId, collection, schemaId);
+  await afterCommit(after);
+}
+
+/** deleteSchema() inside the write `trx`; the collection's new schema id is noted after the commit (`after`). */
+export async function deleteSchemaIn(db: Dialect, trx: WriteTx, after: AfterCommit, accountId: number, collection: string) {
+  const { id, schemaId: current } = await advance(db, trx, accountId, collection, 0);
+  const row = await schemaRow(db, trx, current);
+  if (!row || row.schema === '') throw noSchema(collection);
+  // Its relations stay: kept with no schema.
+  const schemaId = await setSchemaRow(db, trx, id, '', row.relations);
+  after.push(() => db.schemas.note(accountId, collection, schemaId));
 }
 
 /** The schema row `schemaId` (none for 0), read inside `trx`: its schema text ('' for none) and relations (null for none). */

@@ -34,6 +34,9 @@ import { deleteCollection } from '../collections/deletion.ts';
 import { createIndex, deleteIndex, listIndexes } from '../collections/indexes.ts';
 import { deleteSchema, getSchema, putSchema } from '../collections/schemas.ts';
 import { searchFilter } from '../collections/search-indexes.ts';
+import { applyDeclaration } from '../declarations/apply.ts';
+import { declaredRowImpacts } from '../declarations/impacts.ts';
+import { readAccountModel } from '../declarations/live.ts';
 import { feedStart, latestSeq, readEvents } from '../events/events.ts';
 import { collectionsAfter, pruneEventBatch } from '../events/retention.ts';
 import type { AggregateResult } from '../reads/aggregates.ts';
@@ -258,6 +261,9 @@ const shared = {
   putRelation,
   deleteRelation,
   bindRelations,
+  readAccountModel,
+  applyDeclaration,
+  declaredRowImpacts,
   /** Answers when the database does. */
   ping: async ({ query }: Dialect) => {
     await query('select 1', []);
@@ -385,6 +391,13 @@ export function assembleStore(db: Dialect, rows: RowOperations, backups: Backups
     async deleteCollection(...args) {
       await bound.deleteCollection(...args);
       rules.forget();
+    },
+    // A declaration changes collections, rules and issuers at once.
+    async applyDeclaration(...args) {
+      const steps = await bound.applyDeclaration(...args);
+      rules.forget();
+      issuers.forget();
+      return steps;
     },
     backup: backups.backup,
     changes: db.changes,

@@ -6,6 +6,7 @@ import { ApiError, collectionNotFound, notFound, type SchemaViolation, validatio
 import type { Once } from '../../idempotency/answers.ts';
 import { advance } from '../collections/collections.ts';
 import { schemaRow, setSchemaRow } from '../collections/schemas.ts';
+import { type AfterCommit, afterCommit } from '../engine/after-commit.ts';
 import { retryDeadlocks } from '../engine/deadlocks.ts';
 import type { Dialect, WriteTx } from '../engine/dialect.ts';
 import { beginOnce, recordOnce } from '../rows/idempotency.ts';
@@ -35,7 +36,7 @@ export interface RelationDeclaration {
   reverse?: string | null;
 }
 
-type RelationRow = {
+export type RelationRow = {
   name: string;
   field: string;
   on_delete: string;
@@ -46,7 +47,7 @@ type RelationRow = {
   target_name: string;
 };
 
-const storedOf = (row: RelationRow): StoredRelation => ({
+export const storedOf = (row: RelationRow): StoredRelation => ({
   name: row.name,
   source: Number(row.collection_id),
   sourceName: row.source_name,
@@ -99,56 +100,75 @@ export async function putRelation(
   declaration: RelationDeclaration,
   once?: Once<Relation>,
 ): Promise<Relation> {
-  const onDelete = declaration.on_delete ?? 'restrict';
-  const reverse = declaration.reverse ?? null;
-  const noted: [string, number][] = [];
+  let after: AfterCommit = [];
   // Tried again when PostgreSQL aborts it as a deadlock (../engine/deadlocks.ts): a batch holds the
   // collections it names in the order of their names, and two declarations in opposite directions each
   // the related collection first.
-  const relation = await retryDeadlocks(db, () => db.knex.transaction(declare));
-  for (const [name, schemaId] of noted) db.schemas.note(accountId, name, schemaId);
+  const relation = await retryDeadlocks(db, () =>
+    db.knex.transaction(async (trx) => {
+      after = [];
+      if (once) await beginOnce(db, trx, accountId, once);
+      const shown = await putRelationIn(db, trx, after, accountId, collection, name, declaration);
+      if (once) await recordOnce(db, trx, accountId, once, shown);
+      return shown;
+    }),
+  );
+  await afterCommit(after);
   return relation;
+}
 
-  async function declare(trx: WriteTx): Promise<Relation> {
-    noted.length = 0;
-    if (once) await beginOnce(db, trx, accountId, once);
-    // Both collections held, the related one first: the order a delete of its rows holds them in (it
-    // holds its own collection, then those its rows cascade into or set null in: ../rows/writes.ts,
-    // holdFollowers), so that a delete of a related row and the declaration never wait for each other.
-    const held = new Map<string, number>();
-    for (const held_ of new Set([declaration.collection, collection])) {
-      try {
-        held.set(held_, (await advance(db, trx, accountId, held_, 0)).id);
-      } catch (error) {
-        if (held_ !== collection && (error as ApiError).code === 'not_found')
-          throw validationFailed(`There is no collection named ${held_} to relate to.`, [bodyError('/collection', 'names no collection')]);
-        throw error;
-      }
+/** putRelation() inside the write `trx`; the schema ids of the collections it joins are noted after the commit (`after`). */
+export async function putRelationIn(
+  db: Dialect,
+  trx: WriteTx,
+  after: AfterCommit,
+  accountId: number,
+  collection: string,
+  name: string,
+  declaration: RelationDeclaration,
+): Promise<Relation> {
+  const onDelete = declaration.on_delete ?? 'restrict';
+  const reverse = declaration.reverse ?? null;
+  // Both collections held, the related one first: the order a delete of its rows holds them in (it
+  // holds its own collection, then those its rows cascade into or set null in: ../rows/writes.ts,
+  // holdFollowers), so that a delete of a related row and the declaration never wait for each other.
+  const held = new Map<string, number>();
+  for (const held_ of new Set([declaration.collection, collection])) {
+    try {
+      held.set(held_, (await advance(db, trx, accountId, held_, 0)).id);
+    } catch (error) {
+      if (held_ !== collection && (error as ApiError).code === 'not_found')
+        throw validationFailed(`There is no collection named ${held_} to relate to.`, [bodyError('/collection', 'names no collection')]);
+      throw error;
     }
-    const source = held.get(collection) as number;
-    const target = held.get(declaration.collection) as number;
-    const all = await accountRelations(db, trx, accountId);
-    const replaced = all.find((relation) => relation.source === source && relation.name === name);
-    const others = all.filter((relation) => relation !== replaced);
-    const declared: StoredRelation = {
-      name,
-      source,
-      sourceName: collection,
-      field: declaration.field,
-      target,
-      targetName: declaration.collection,
-      onDelete,
-      reverse,
-    };
-    refuseClashes(others, declared);
-    await refuseMissing(db, trx, declared);
-    if (replaced) await db.run(trx, deleteRelationSql, [source, name]);
-    await db.run(trx, insertRelationSql, [source, name, declared.field, target, onDelete, reverse, new Date().toISOString()]);
-    for (const id of new Set([source, target, replaced?.target ?? source])) noted.push(await refreshLinks(db, trx, id));
-    const [shown] = shownRelations({ out: [declared], in: [] });
-    if (once) await recordOnce(db, trx, accountId, once, shown);
-    return shown;
   }
+  const source = held.get(collection) as number;
+  const target = held.get(declaration.collection) as number;
+  const all = await accountRelations(db, trx, accountId);
+  const replaced = all.find((relation) => relation.source === source && relation.name === name);
+  const others = all.filter((relation) => relation !== replaced);
+  const declared: StoredRelation = {
+    name,
+    source,
+    sourceName: collection,
+    field: declaration.field,
+    target,
+    targetName: declaration.collection,
+    onDelete,
+    reverse,
+  };
+  refuseClashes(others, declared);
+  await refuseMissing(db, trx, declared);
+  if (replaced) await db.run(trx, deleteRelationSql, [source, name]);
+  await db.run(trx, insertRelationSql, [source, name, declared.field, target, onDelete, reverse, new Date().toISOString()]);
+  for (const id of new Set([source, target, replaced?.target ?? source])) noteLinks(db, after, accountId, await refreshLinks(db, trx, id));
+  const [shown] = shownRelations({ out: [declared], in: [] });
+  return shown;
+}
+
+/** Notes after the commit the schema id refreshLinks() gave a collection. */
+function noteLinks(db: Dialect, after: AfterCommit, accountId: number, [name, schemaId]: [string, number]): void {
+  after.push(() => db.schemas.note(accountId, name, schemaId));
 }
 
 /** The account's relations, as the write `trx` reads them: a batch holds its collections in their order (links.ts, holdingOrder). */
@@ -198,12 +218,15 @@ function refuseClashes(others: readonly StoredRelation[], declared: StoredRelati
     );
 }
 
-/** Whether deleting a row of `from` cascades, through `relations`, to a row of `to`. */
-function cascadesTo(relations: readonly StoredRelation[], from: number, to: number): boolean {
-  const seen = new Set<number>();
+/**
+ * Whether deleting a row of `from` cascades, through `relations`, to a row of `to`; collections known by
+ * their ids, or by their names (a declaration's, src/declarations/checks.ts).
+ */
+export function cascadesTo<K>(relations: readonly { onDelete: OnDelete; source: K; target: K }[], from: K, to: K): boolean {
+  const seen = new Set<K>();
   const next = [from];
   while (next.length > 0) {
-    const at = next.pop() as number;
+    const at = next.pop() as K;
     if (at === to) return true;
     if (seen.has(at)) continue;
     seen.add(at);
@@ -214,6 +237,17 @@ function cascadesTo(relations: readonly StoredRelation[], from: number, to: numb
 
 /** 409 schema_conflict when stored rows of the relation's collection name rows that do not exist (both collections held). */
 async function refuseMissing(db: Dialect, trx: WriteTx, relation: StoredRelation): Promise<void> {
+  const { total, violations } = await missingRows(db, trx, relation);
+  if (total > 0)
+    throw new ApiError(
+      'schema_conflict',
+      `${total === 1 ? '1 row' : `${total} rows`} of collection ${relation.sourceName} ${total === 1 ? 'names' : 'name'} rows of ${relation.targetName} that do not exist: the relation was not declared.`,
+      { violations, total },
+    );
+}
+
+/** The stored rows of the relation's collection whose field names a row that does not exist: how many, and the first MAX_LISTED. */
+export async function missingRows(db: Dialect, trx: WriteTx, relation: StoredRelation) {
   const read = <T>(sql: string, params: (string | number | null)[]) => db.run<T>(trx, sql, params);
   const violations: SchemaViolation[] = [];
   let total = 0;
@@ -227,33 +261,35 @@ async function refuseMissing(db: Dialect, trx: WriteTx, relation: StoredRelation
     if (page.length < EXPORT_PAGE_ROWS) break;
     after = Number(page[page.length - 1].id);
   }
-  if (total > 0)
-    throw new ApiError(
-      'schema_conflict',
-      `${total === 1 ? '1 row' : `${total} rows`} of collection ${relation.sourceName} ${total === 1 ? 'names' : 'name'} rows of ${relation.targetName} that do not exist: the relation was not declared.`,
-      { violations, total },
-    );
+  return { total, violations };
 }
 
 /** The collection's relation `name` gone (the values of its field stay); 404 for no such relation declared of it. */
 export async function deleteRelation(db: Dialect, accountId: number, collection: string, name: string, once?: Once<void>): Promise<void> {
-  // The collection it relates to, held first, as putRelation holds it; read before, so it may be
-  // another by then (the relation declared anew meanwhile), which is then held when its schema is.
-  const related = (await listRelations(db, accountId, collection)).find((relation) => relation.kind === 'to_one' && relation.name === name);
-  const noted: [string, number][] = [];
+  let after: AfterCommit = [];
   await retryDeadlocks(db, () =>
     db.knex.transaction(async (trx) => {
-      noted.length = 0;
+      after = [];
       if (once) await beginOnce(db, trx, accountId, once);
-      if (related && related.collection !== collection) await advance(db, trx, accountId, related.collection, 0).catch(ignoreGone);
-      const { id } = await advance(db, trx, accountId, collection, 0);
-      const [deleted] = await db.run<{ target_id: number | string }>(trx, deleteRelationSql, [id, name]);
-      if (!deleted) throw relationNotFound(collection, name);
-      for (const changed of new Set([id, Number(deleted.target_id)])) noted.push(await refreshLinks(db, trx, changed));
+      await deleteRelationIn(db, trx, after, accountId, collection, name);
       if (once) await recordOnce(db, trx, accountId, once, undefined);
     }),
   );
-  for (const [name, schemaId] of noted) db.schemas.note(accountId, name, schemaId);
+  await afterCommit(after);
+}
+
+/** deleteRelation() inside the write `trx`; the schema ids of the collections it joined are noted after the commit (`after`). */
+export async function deleteRelationIn(db: Dialect, trx: WriteTx, after: AfterCommit, accountId: number, collection: string, name: string) {
+  // The collection it relates to, held first, as putRelation holds it; read before, unheld, so it may be
+  // another by then (the relation declared anew meanwhile), which is then held when its schema is.
+  const related = (await accountRelations(db, trx, accountId)).find(
+    (relation) => relation.sourceName === collection && relation.name === name,
+  );
+  if (related && related.targetName !== collection) await advance(db, trx, accountId, related.targetName, 0).catch(ignoreGone);
+  const { id } = await advance(db, trx, accountId, collection, 0);
+  const [deleted] = await db.run<{ target_id: number | string }>(trx, deleteRelationSql, [id, name]);
+  if (!deleted) throw relationNotFound(collection, name);
+  for (const changed of new Set([id, Number(deleted.target_id)])) noteLinks(db, after, accountId, await refreshLinks(db, trx, changed));
 }
 
 /** A collection gone meanwhile: nothing to hold. */

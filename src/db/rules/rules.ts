@@ -4,7 +4,7 @@
 import { collectionNotFound, rulesNotFound } from '../../errors.ts';
 import type { Once } from '../../idempotency/answers.ts';
 import type { Rules } from '../../rules/rules.ts';
-import type { Dialect } from '../engine/dialect.ts';
+import type { Dialect, WriteTx } from '../engine/dialect.ts';
 import { beginOnce, recordOnce } from '../rows/idempotency.ts';
 import { collectionRulesSql, dropCollectionRulesSql, setCollectionRulesSql } from '../sql/rules.ts';
 
@@ -30,22 +30,32 @@ export async function getRules({ query }: Dialect, accountId: number, collection
 export async function putRules(db: Dialect, accountId: number, collection: string, rules: Rules, once?: Once<Rules>): Promise<Rules> {
   await db.knex.transaction(async (trx) => {
     if (once) await beginOnce(db, trx, accountId, once);
-    const [set] = await db.run(trx, setCollectionRulesSql, [JSON.stringify(rules), accountId, collection]);
-    if (!set) throw collectionNotFound(collection);
+    await putRulesIn(db, trx, accountId, collection, rules);
     if (once) await recordOnce(db, trx, accountId, once, rules);
   });
   return rules;
+}
+
+/** putRules() inside the write `trx`. */
+export async function putRulesIn(db: Dialect, trx: WriteTx, accountId: number, collection: string, rules: Rules): Promise<void> {
+  const [set] = await db.run(trx, setCollectionRulesSql, [JSON.stringify(rules), accountId, collection]);
+  if (!set) throw collectionNotFound(collection);
 }
 
 /** The collection has no rules any more; 404 when it had none, or there is no such collection. */
 export async function deleteRules(db: Dialect, accountId: number, collection: string, once?: Once<void>): Promise<void> {
   await db.knex.transaction(async (trx) => {
     if (once) await beginOnce(db, trx, accountId, once);
-    const [dropped] = await db.run(trx, dropCollectionRulesSql, [accountId, collection]);
-    if (!dropped) {
-      const [found] = await db.run(trx, collectionRulesSql, [accountId, collection]);
-      throw found ? rulesNotFound(collection) : collectionNotFound(collection);
-    }
+    await deleteRulesIn(db, trx, accountId, collection);
     if (once) await recordOnce(db, trx, accountId, once, undefined);
   });
+}
+
+/** deleteRules() inside the write `trx`. */
+export async function deleteRulesIn(db: Dialect, trx: WriteTx, accountId: number, collection: string): Promise<void> {
+  const [dropped] = await db.run(trx, dropCollectionRulesSql, [accountId, collection]);
+  if (!dropped) {
+    const [found] = await db.run(trx, collectionRulesSql, [accountId, collection]);
+    throw found ? rulesNotFound(collection) : collectionNotFound(collection);
+  }
 }

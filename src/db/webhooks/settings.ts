@@ -5,6 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { conflict } from '../../errors.ts';
 import type { Once } from '../../idempotency/answers.ts';
+import { type AfterCommit, afterCommit } from '../engine/after-commit.ts';
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
 import type { EventType } from '../events/events.ts';
 import { beginOnce, recordOnce } from '../rows/idempotency.ts';
@@ -60,7 +61,7 @@ export interface WebhookState {
 /** A secret of Standard Webhooks: `whsec_` and the base64 of 24 random bytes. */
 const newSecret = () => `whsec_${randomBytes(24).toString('base64')}`;
 
-type WebhookRow = {
+export type WebhookRow = {
   id: number | string;
   url: string;
   collections: string | null;
@@ -73,7 +74,7 @@ type WebhookRow = {
   updated_at: string;
 };
 
-const webhookOf = (row: WebhookRow): Webhook => ({
+export const webhookOf = (row: WebhookRow): Webhook => ({
   id: Number(row.id),
   url: row.url,
   collections: row.collections === null ? null : (JSON.parse(row.collections) as string[]),
@@ -107,30 +108,50 @@ export async function createWebhook(
   max: number,
   once?: Once<Webhook & { secret: string }>,
 ): Promise<Webhook & { secret: string }> {
+  let after: AfterCommit = [];
   const made = await db.knex.transaction(async (trx) => {
+    after = [];
     if (once) await beginOnce(db, trx, accountId, once);
-    await db.run(trx, lockAccountSql, [accountId]);
-    const now = new Date().toISOString();
-    const secret = newSecret();
-    const [inserted] = await db.run<{ id: number | string }>(trx, insertWebhookSql, [
-      accountId,
-      ...settingsValues(settings),
-      secret,
-      1,
-      now,
-      now,
-      accountId,
-      max,
-    ]);
-    if (!inserted) throw conflict(`The account holds ${max} webhooks, the most it may: delete one to make another.`);
-    const id = Number(inserted.id);
-    await startStreams(db, trx, accountId, id, settings.collections, now);
-    const webhook = { id, ...settings, enabled: true, disabled_reason: null, created_at: now, updated_at: now, secret };
+    const webhook = await createWebhookIn(db, trx, after, accountId, settings, max);
     if (once) await recordOnce(db, trx, accountId, once, webhook);
     return webhook;
   });
-  db.changes.emit('webhooks');
+  await afterCommit(after);
   return made;
+}
+
+/**
+ * createWebhook() inside the write `trx`, which then holds the account's row: enabled unless `enabled`
+ * is false, with `secret` (default a new one); the worker is woken after the commit (`after`).
+ */
+export async function createWebhookIn(
+  db: Dialect,
+  trx: WriteTx,
+  after: AfterCommit,
+  accountId: number,
+  settings: WebhookSettings,
+  max: number,
+  enabled = true,
+  secret = newSecret(),
+): Promise<Webhook & { secret: string }> {
+  await db.run(trx, lockAccountSql, [accountId]);
+  const now = new Date().toISOString();
+  const [inserted] = await db.run<{ id: number | string }>(trx, insertWebhookSql, [
+    accountId,
+    ...settingsValues(settings),
+    secret,
+    enabled ? 1 : 0,
+    now,
+    now,
+    accountId,
+    max,
+  ]);
+  if (!inserted) throw conflict(`The account holds ${max} webhooks, the most it may: delete one to make another.`);
+  const id = Number(inserted.id);
+  await startStreams(db, trx, accountId, id, settings.collections, now);
+  after.push(() => db.changes.emit('webhooks'));
+  const reason = enabled ? null : 'disabled by its account';
+  return { id, ...settings, enabled, disabled_reason: reason, created_at: now, updated_at: now, secret };
 }
 
 /** Gives the webhook a stream of each collection of the account it takes and has none of, from its latest seq; drops those it no longer takes. */
@@ -181,23 +202,40 @@ export async function updateWebhook(
   id: number,
   change: (current: Webhook) => WebhookSettings & { enabled: boolean },
 ): Promise<Webhook | undefined> {
-  let resumed = false;
+  let after: AfterCommit = [];
   const updated = await db.knex.transaction(async (trx) => {
-    const [row] = await db.run<WebhookRow>(trx, webhookSql, [accountId, id]);
-    if (!row) return undefined;
-    const current = webhookOf(row);
-    const next = change(current);
-    const now = new Date().toISOString();
-    const reason = next.enabled ? null : current.enabled ? 'disabled by its account' : current.disabled_reason;
-    await db.run(trx, updateWebhookSql, [...settingsValues(next), next.enabled ? 1 : 0, reason, now, accountId, id]);
-    await startStreams(db, trx, accountId, id, next.collections, now);
-    resumed = next.enabled && !current.enabled;
-    if (resumed) await db.run(trx, resumeWebhookStreamsSql, [now, id]);
-    const { url, collections, events, filter, description, enabled } = next;
-    return { ...current, url, collections, events, filter, description, enabled, disabled_reason: reason, updated_at: now };
+    after = [];
+    return updateWebhookIn(db, trx, after, accountId, id, change);
   });
-  if (resumed) db.changes.emit('webhooks');
+  await afterCommit(after);
   return updated;
+}
+
+/** updateWebhook() inside the write `trx`, its secret set to `secret` if given; a webhook resumed wakes the worker after the commit (`after`). */
+export async function updateWebhookIn(
+  db: Dialect,
+  trx: WriteTx,
+  after: AfterCommit,
+  accountId: number,
+  id: number,
+  change: (current: Webhook) => WebhookSettings & { enabled: boolean },
+  secret?: string,
+): Promise<Webhook | undefined> {
+  const [row] = await db.run<WebhookRow>(trx, webhookSql, [accountId, id]);
+  if (!row) return undefined;
+  const current = webhookOf(row);
+  const next = change(current);
+  const now = new Date().toISOString();
+  const reason = next.enabled ? null : current.enabled ? 'disabled by its account' : current.disabled_reason;
+  await db.run(trx, updateWebhookSql, [...settingsValues(next), next.enabled ? 1 : 0, reason, now, accountId, id]);
+  if (secret !== undefined) await db.run(trx, setWebhookSecretSql, [secret, now, accountId, id]);
+  await startStreams(db, trx, accountId, id, next.collections, now);
+  if (next.enabled && !current.enabled) {
+    await db.run(trx, resumeWebhookStreamsSql, [now, id]);
+    after.push(() => db.changes.emit('webhooks'));
+  }
+  const { url, collections, events, filter, description, enabled } = next;
+  return { ...current, url, collections, events, filter, description, enabled, disabled_reason: reason, updated_at: now };
 }
 
 /** A new secret for the webhook, answered once; undefined when the account has no such webhook. With an Idempotency-Key, its answer stored. */
@@ -215,13 +253,19 @@ export async function rotateWebhookSecret(db: Dialect, accountId: number, id: nu
 export async function deleteWebhook(db: Dialect, accountId: number, id: number, once?: Once<boolean>): Promise<boolean> {
   return db.knex.transaction(async (trx) => {
     if (once) await beginOnce(db, trx, accountId, once);
-    const deleted = await db.run(trx, deleteWebhookSql, [accountId, id]);
-    if (deleted.length === 0) return false;
-    await db.run(trx, deleteWebhookStreamsSql, [id]);
-    await db.run(trx, deleteWebhookDeliveriesSql, [id]);
+    if (!(await deleteWebhookIn(db, trx, accountId, id))) return false;
     if (once) await recordOnce(db, trx, accountId, once, true);
     return true;
   });
+}
+
+/** deleteWebhook() inside the write `trx`: false when the account has no such webhook. */
+export async function deleteWebhookIn(db: Dialect, trx: WriteTx, accountId: number, id: number): Promise<boolean> {
+  const deleted = await db.run(trx, deleteWebhookSql, [accountId, id]);
+  if (deleted.length === 0) return false;
+  await db.run(trx, deleteWebhookStreamsSql, [id]);
+  await db.run(trx, deleteWebhookDeliveriesSql, [id]);
+  return true;
 }
 
 /** Whether any webhook of any account is enabled. */

@@ -1,0 +1,139 @@
+// A declaration applied (docs/declarations.md): its steps run in one transaction, all or none, each by the
+// operation its area runs for one request of the API (createCollection, putSchema, createIndex, putRelation,
+// putRules, putIssuer, createWebhook, …: each area's `…In`, which works inside a transaction it is handed),
+// never a second copy of it. The account's row is held from the start, so two applies to one account, on
+// any instances, run one after the other; every other client sees the account before or after, never
+// between. What each step leaves for after the commit (a database index dropped, a schema noted, the
+// webhooks' worker woken) runs once it has committed.
+import { ApiError } from '../../errors.ts';
+import type { Rules } from '../../rules/rules.ts';
+import { deleteIssuerIn, type IssuerSettings, putIssuerIn } from '../auth/issuers.ts';
+import { createCollectionIn } from '../collections/collections.ts';
+import { deleteCollectionIn } from '../collections/deletion.ts';
+import { createIndexIn, deleteIndexIn } from '../collections/indexes.ts';
+import { deleteSchemaIn, putSchemaIn, type RowSchema } from '../collections/schemas.ts';
+import { type AfterCommit, afterCommit } from '../engine/after-commit.ts';
+import { retryDeadlocks } from '../engine/deadlocks.ts';
+import type { Dialect, WriteTx } from '../engine/dialect.ts';
+import { deleteRelationIn, putRelationIn, type RelationDeclaration } from '../relations/relations.ts';
+import { deleteRulesIn, putRulesIn } from '../rules/rules.ts';
+import { lockAccountSql } from '../sql/collections.ts';
+import { createWebhookIn, deleteWebhookIn, updateWebhookIn, type WebhookSettings } from '../webhooks/settings.ts';
+import { type LiveAccount, readLive } from './live.ts';
+
+/** One step of a declaration's apply, as the operation of its area takes it, and the place in the declaration of what it makes. */
+export type Step = { object?: string } & (
+  | { do: 'deleteWebhook'; id: number }
+  | { do: 'deleteRelation'; collection: string; name: string }
+  | { do: 'deleteIndex'; collection: string; name: string }
+  | { do: 'deleteRules'; collection: string }
+  | { do: 'deleteSchema'; collection: string }
+  | { do: 'deleteCollection'; collection: string }
+  | { do: 'deleteIssuer'; name: string }
+  | { do: 'createCollection'; collection: string; schema?: RowSchema }
+  | { do: 'putSchema'; collection: string; schema: RowSchema }
+  | { do: 'createIndex'; collection: string; fields: string[]; unique: boolean; search: boolean }
+  | { do: 'putRelation'; collection: string; name: string; declaration: RelationDeclaration }
+  | { do: 'putRules'; collection: string; rules: Rules }
+  | { do: 'putIssuer'; name: string; settings: IssuerSettings }
+  | { do: 'createWebhook'; settings: WebhookSettings; enabled: boolean; secret?: string }
+  | { do: 'updateWebhook'; id: number; settings: WebhookSettings; enabled: boolean; secret?: string }
+);
+
+/** Bounds the steps are held to: those the API holds one request to. */
+export interface ApplyLimits {
+  maxCollections: number;
+  maxIssuers: number;
+  maxWebhooks: number;
+}
+
+/**
+ * Runs in one transaction the steps `decide` makes of the account as it is once its row is held (read
+ * inside the transaction): `decide` refuses (throws) when that is not the account it planned against.
+ * Answers the steps run. Tried again from the start when PostgreSQL aborts it as a deadlock.
+ */
+export async function applyDeclaration(
+  db: Dialect,
+  accountId: number,
+  decide: (live: LiveAccount) => Step[] | Promise<Step[]>,
+  limits: ApplyLimits,
+): Promise<Step[]> {
+  let after: AfterCommit = [];
+  const steps = await retryDeadlocks(db, () =>
+    db.knex.transaction(async (trx) => {
+      after = [];
+      // A unique index is made holding the rows' table first, as createIndex makes one (UniqueIndexSql.lockRows).
+      let live = await readLive((sql, params) => db.run(trx, sql, params), db.codePointOrder, accountId);
+      const planned = await decide(live);
+      if (db.uniqueIndexSql.lockRows && planned.some((step) => step.do === 'createIndex' && step.unique)) {
+        await db.run(trx, db.uniqueIndexSql.lockRows, []);
+      }
+      await db.run(trx, lockAccountSql, [accountId]);
+      // Read again once held: what another apply committed meanwhile is what this one is checked against.
+      live = await readLive((sql, params) => db.run(trx, sql, params), db.codePointOrder, accountId);
+      const steps = await decide(live);
+      for (const step of steps)
+        await runStep(db, trx, after, accountId, step, limits).catch((error) => Promise.reject(placed(error, step)));
+      return steps;
+    }),
+  );
+  await afterCommit(after);
+  return steps;
+}
+
+/**
+ * The refusal of an area's operation as the refusal of the declaration: its detail led by the place of what
+ * the step makes, and the places it names (of a request's body or path) under that place.
+ */
+function placed(error: unknown, { object }: Step): unknown {
+  if (!(error instanceof ApiError) || object === undefined) return error;
+  const errors = error.options.errors?.map((held) =>
+    'name' in held && (held.in === 'body' || held.in === 'path')
+      ? { in: 'body' as const, name: held.in === 'body' ? `${object}${held.name}` : object, message: held.message }
+      : held,
+  );
+  return new ApiError(error.code, `${object}: ${error.detail}`, { ...error.options, ...(errors ? { errors } : {}) });
+}
+
+async function runStep(db: Dialect, trx: WriteTx, after: AfterCommit, accountId: number, step: Step, limits: ApplyLimits): Promise<void> {
+  switch (step.do) {
+    case 'deleteWebhook':
+      return void (await deleteWebhookIn(db, trx, accountId, step.id));
+    case 'deleteRelation':
+      return deleteRelationIn(db, trx, after, accountId, step.collection, step.name);
+    case 'deleteIndex':
+      return deleteIndexIn(db, trx, after, accountId, step.collection, step.name);
+    case 'deleteRules':
+      return deleteRulesIn(db, trx, accountId, step.collection);
+    case 'deleteSchema':
+      return deleteSchemaIn(db, trx, after, accountId, step.collection);
+    case 'deleteCollection':
+      return deleteCollectionIn(db, trx, after, accountId, step.collection);
+    case 'deleteIssuer':
+      return void (await deleteIssuerIn(db, trx, accountId, step.name));
+    case 'createCollection':
+      return void (await createCollectionIn(db, trx, accountId, step.collection, limits.maxCollections, undefined, step.schema));
+    case 'putSchema':
+      return putSchemaIn(db, trx, after, accountId, step.collection, step.schema);
+    case 'createIndex':
+      return void (await createIndexIn(db, trx, accountId, step.collection, step.fields, step.unique, step.search));
+    case 'putRelation':
+      return void (await putRelationIn(db, trx, after, accountId, step.collection, step.name, step.declaration));
+    case 'putRules':
+      return putRulesIn(db, trx, accountId, step.collection, step.rules);
+    case 'putIssuer':
+      return void (await putIssuerIn(db, trx, accountId, step.name, step.settings, limits.maxIssuers));
+    case 'createWebhook':
+      return void (await createWebhookIn(db, trx, after, accountId, step.settings, limits.maxWebhooks, step.enabled, step.secret));
+    case 'updateWebhook':
+      return void (await updateWebhookIn(
+        db,
+        trx,
+        after,
+        accountId,
+        step.id,
+        () => ({ ...step.settings, enabled: step.enabled }),
+        step.secret,
+      ));
+  }
+}
