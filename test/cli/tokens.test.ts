@@ -182,6 +182,9 @@ describe('rowbase --help', () => {
       'export',
       'import',
       'backup',
+      'plan',
+      'apply',
+      'pull',
     ];
     const listed = help.stdout.split('\n\n').find((block) => block.startsWith('Commands:\n')) ?? '';
     const lines = listed.split('\n').slice(1);
