@@ -1,3 +1,4 @@
+// A benchmark's server on a free loopback port, telling run.ts its URL, closed by a signal.
 import { once } from 'node:events';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';

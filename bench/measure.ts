@@ -1,3 +1,4 @@
+// What each benchmark's client prints when it is done, read by run.ts and report.ts.
 /** What a load worker (or the driver baseline) prints, as one JSON line, when it is done. */
 export interface Measured {
   /** Answers with a 2xx status in the measured window (for the driver: transactions), and the rows they carried. */

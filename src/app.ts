@@ -1,3 +1,4 @@
+// The Koa app that answers every HTTP request: its stages in order, each in the file of http/ named after it.
 import Koa from 'koa';
 import type { Deps } from './handlers/types.ts';
 import { authenticate } from './http/authentication.ts';

@@ -1,3 +1,4 @@
+// The service's settings, read from the environment, each with a default that works on a fresh machine.
 import { resolve } from 'node:path';
 
 /** Settings read from the environment; every one has a default that works on a fresh machine. */

@@ -1,3 +1,4 @@
+// The process's one JSON logger (pino), which never writes a key.
 import { type DestinationStream, pino } from 'pino';
 
 /** One JSON logger for the process, to stdout unless given a `destination`; keys never appear in it (see redact). */

@@ -1,3 +1,4 @@
+// The service: its store, feed, workers and HTTP server started together, and closed in order.
 import { once } from 'node:events';
 import { readFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';

@@ -1,3 +1,4 @@
+// One client of the feed (a socket or a changes stream): its filter, replay, buffer bound and liveness.
 import { EventEmitter } from 'node:events';
 import type { EventType, StoredEvent } from '../db/events/events.ts';
 import { ApiError } from '../errors.ts';

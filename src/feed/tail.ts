@@ -1,3 +1,4 @@
+// A collection's tail: reads its events after the last one forwarded and hands each to who follows it.
 import type { StoredEvent } from '../db/events/events.ts';
 import { ApiError } from '../errors.ts';
 import type { Logger } from '../log.ts';

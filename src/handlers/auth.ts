@@ -1,3 +1,4 @@
+// The handlers of the `auth` tag: the account's issuers of end users' tokens.
 import type { components } from '../../generated/openapi.ts';
 import type { Principal } from '../db/accounts/keys.ts';
 import type { IssuerSettings, PutIssuer, Issuer as StoredIssuer } from '../db/auth/issuers.ts';

@@ -1,3 +1,4 @@
+// The handler of the `batch` tag: a batch of writes in one transaction.
 import type { components } from '../../generated/openapi.ts';
 import type { Principal } from '../db/accounts/keys.ts';
 import type { BatchOperation, BatchResult } from '../db/rows/batch.ts';

@@ -1,3 +1,4 @@
+// The handlers of the `collections` tag: collections, their schemas and indexes.
 import type { Collection } from '../db/collections/collections.ts';
 import type { Index } from '../db/collections/indexes.ts';
 import type { RowSchema } from '../db/collections/schemas.ts';

@@ -1,3 +1,4 @@
+// Every handler of openapi.yaml, by operationId: one module per tag.
 import { authHandlers } from './auth.ts';
 import { batchHandlers } from './batch.ts';
 import { collectionHandlers } from './collections.ts';

@@ -1,3 +1,4 @@
+// The handlers of the `keys` tag: the account's API keys, listed, made and revoked.
 import type { components } from '../../generated/openapi.ts';
 import { originError } from '../api-keys/origins.ts';
 import { scopes } from '../api-keys/scopes.ts';

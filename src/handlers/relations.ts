@@ -1,3 +1,4 @@
+// The handlers of the `relations` tag: a collection's relations, declared, read and removed.
 import type { Relation } from '../db/relations/links.ts';
 import { answerOnce } from '../idempotency/answers.ts';
 import type { Handlers, Result } from './types.ts';

@@ -1,3 +1,4 @@
+// The handlers of the `rows` tag: rows read, inserted, upserted, patched, deleted, queried and aggregated.
 import type { Principal } from '../db/accounts/keys.ts';
 import type { Store } from '../db/engine/store.ts';
 import type { AggregateResult } from '../db/reads/aggregates.ts';

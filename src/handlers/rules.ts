@@ -1,3 +1,4 @@
+// The handlers of the `rules` tag: a collection's rules for end users, read, set, removed and checked.
 import { rulesNotFound, validationFailed } from '../errors.ts';
 import { answerOnce } from '../idempotency/answers.ts';
 import type { JsonValue } from '../query/filter.ts';

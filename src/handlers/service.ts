@@ -1,3 +1,4 @@
+// The handlers of the `service` and `contract` tags: health, readiness and the account's own documents.
 import type { ContractKind } from '../contract/served.ts';
 import type { Principal } from '../db/accounts/keys.ts';
 import { ApiError, unavailable } from '../errors.ts';

@@ -1,3 +1,4 @@
+// The pages served beside the API (documents, /docs, /console), each a handler of http/site.ts's list.
 import { parse, stringify } from 'yaml';
 import declarationSchema from '../../schemas/declaration.schema.json' with { type: 'json' };
 import { consoleFiles } from '../console/files.ts';

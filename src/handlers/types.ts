@@ -1,3 +1,4 @@
+// What a handler is: the validated input of its operation, the service's parts, and its answer.
 import type { IncomingHttpHeaders } from 'node:http';
 import type { operations } from '../../generated/openapi.ts';
 import type { Config } from '../config.ts';

@@ -1,3 +1,4 @@
+// The handler of the `usage` tag: the account's plan and its usage this period.
 import type { Handlers } from './types.ts';
 
 export const usageHandlers: Handlers<'getUsage'> = {

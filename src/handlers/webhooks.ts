@@ -1,3 +1,4 @@
+// The handlers of the `webhooks` tag: webhooks, their test sends and delivery logs.
 import type { components } from '../../generated/openapi.ts';
 import type { Principal } from '../db/accounts/keys.ts';
 import type { Store } from '../db/engine/store.ts';

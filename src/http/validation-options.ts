@@ -1,3 +1,4 @@
+// Ajv's options for request validation, shared by `npm run generate` and the tests.
 import type { Options } from 'ajv';
 
 /**

@@ -1,3 +1,4 @@
+// What a page selects of its rows (`select`), and the search's relevance beside them.
 import type { Json, Row } from '../rows.ts';
 import { rowHighlight } from '../search/highlight.ts';
 import type { SearchCondition } from './filter.ts';

@@ -1,3 +1,4 @@
+// asyncapi.yaml: valid, and every message the feed sends checked against it.
 import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';

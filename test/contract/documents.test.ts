@@ -1,3 +1,4 @@
+// The served documents and generated/: as committed, and as npm run generate makes them.
 import { execFile } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

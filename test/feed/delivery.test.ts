@@ -1,3 +1,4 @@
+// The feed's delivery: which message each subscriber gets, framed once, on raw sockets.
 import { once } from 'node:events';
 import { readFile } from 'node:fs/promises';
 import { connect } from 'node:net';

@@ -1,3 +1,4 @@
+// The feed's liveness: pings, dead peers terminated, and the sockets of a revoked key closed.
 import { once } from 'node:events';
 import type { Socket } from 'node:net';
 import { expect } from 'chai';

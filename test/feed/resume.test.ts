@@ -1,3 +1,4 @@
+// The feed's resume: a client back with `since` or Last-Event-ID gets every change it missed, in order.
 import { once } from 'node:events';
 import { expect } from 'chai';
 import { describeEachBackend } from '../support/backends.ts';

@@ -1,3 +1,4 @@
+// The feed's upgrade: every refusal of /ws a problem, logged, and the accepted ones subscribed.
 import { once } from 'node:events';
 import { type IncomingMessage, request } from 'node:http';
 import { Writable } from 'node:stream';

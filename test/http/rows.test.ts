@@ -1,3 +1,4 @@
+// The rows over HTTP: read, inserted, patched and deleted, on both backends.
 import { expect } from 'chai';
 import { describeEachBackend } from '../support/backends.ts';
 import type { Client } from '../support/client.ts';

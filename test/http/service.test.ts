@@ -1,3 +1,4 @@
+// Health, readiness and the served documents over HTTP.
 import { readFile } from 'node:fs/promises';
 import { expect } from 'chai';
 import { createDatabase, describeEachBackend } from '../support/backends.ts';

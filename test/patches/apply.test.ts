@@ -1,3 +1,4 @@
+// Patches applied to a row's fields: merges, JSON Merge Patch, JSON Patch, and their 409s.
 import { expect } from 'chai';
 import { ApiError, type FieldError } from '../../src/errors.ts';
 import { applyPatch, type Patch, patchedFields, readPatch } from '../../src/patches/index.ts';

@@ -1,3 +1,4 @@
+// Patch bodies read in each format, and the 400 of a malformed one.
 import { expect } from 'chai';
 import { ApiError, type FieldError } from '../../src/errors.ts';
 import { type PatchFormat, readPatch } from '../../src/patches/index.ts';

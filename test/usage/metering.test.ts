@@ -1,3 +1,4 @@
+// Metering: requests counted per account and period, shared between instances, and 429 past the plan.
 import { expect } from 'chai';
 import { describeEachBackend } from '../support/backends.ts';
 import type { Response } from '../support/client.ts';

@@ -1,3 +1,4 @@
+// The events table and the wake-ups after commit: each change's event written with it, announced once committed, read in order.
 import { expect } from 'chai';
 import { describeEachBackend } from '../../support/backends.ts';
 import type { Client } from '../../support/client.ts';
