@@ -1,16 +1,18 @@
 // The Koa app that answers every HTTP request: its stages in order, each in the file of http/ named after it.
 import Koa from 'koa';
 import type { Deps } from './handlers/types.ts';
+import { allowOrigin } from './http/allow-origin.ts';
 import { authenticate } from './http/authentication.ts';
 import { authorize } from './http/authorize.ts';
 import { jsonBody } from './http/body.ts';
-import { allowOrigin, preflight, readableRefusals } from './http/cors.ts';
 import { handle } from './http/handle.ts';
 import { idempotency } from './http/idempotency.ts';
 import { meterUsage } from './http/metering.ts';
 import { type Observer, observe } from './http/observe.ts';
 import type { Operations } from './http/operations.ts';
+import { preflight } from './http/preflight.ts';
 import { problems } from './http/problems.ts';
+import { readableRefusals } from './http/readable-refusals.ts';
 import { requestId } from './http/request-id.ts';
 import type { Responses } from './http/responses.ts';
 import { route } from './http/route.ts';
@@ -28,11 +30,11 @@ import type { Logger } from './log.ts';
  *   checkRequest  the request target and Host (400; target.ts)
  *   route         the operation of openapi.yaml at the method and path, matched once (route.ts, from the
  *                 operations bound at start: operations.ts)
- *   preflight     a browser's CORS preflight under /v1, answered 204 with no key and not counted (cors.ts)
- *   readableRefusals  a page may read a refusal of its key, token (401) or origin (403) (cors.ts)
+ *   preflight     a browser's CORS preflight under /v1, answered 204 with no key and not counted (preflight.ts)
+ *   readableRefusals  a page may read a refusal of its key, token (401) or origin (403) (readable-refusals.ts)
  *   authenticate  the key of a /v1 request, and beside a publishable key the end user's token (401;
  *                 authentication.ts); in the query too where the operation takes it there (the changes)
- *   allowOrigin   a publishable key's Origin: CORS headers on the answer, or 403 if not its own (cors.ts)
+ *   allowOrigin   a publishable key's Origin: CORS headers on the answer, or 403 if not its own (allow-origin.ts)
  *   meterUsage    counts the request toward its account's plan, and a publishable key's toward its end
  *                 user's rate (429 past either; metering.ts)
  *   authorize     the operation's security (401) and the scope it needs of the key (403; authorize.ts)
