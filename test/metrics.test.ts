@@ -2,6 +2,8 @@
 // when METRICS_PORT is set, read here by a text-format parser from a real server, on both backends.
 import { expect } from 'chai';
 import { configFromEnv } from '../src/config.ts';
+import type { SqliteStore } from '../src/db/sqlite/index.ts';
+import { SNAPSHOT_CONNECTIONS } from '../src/db/sqlite/readers.ts';
 import { describeEachBackend } from './support/backends.ts';
 import type { Client } from './support/client.ts';
 import { FeedClient, range, refusal } from './support/feed.ts';
@@ -142,25 +144,56 @@ describeEachBackend('metrics', (backend) => {
   });
 
   it('time the waits for a database connection, by queue', async () => {
-    await client.post('/v1/collections', { name: 'busy' });
-    await client.post(
-      '/v1/collections/busy/rows',
-      range(1, 50).map((n) => (n % 2 ? { n } : {})),
-    );
+    const waited = async (queue: string) =>
+      value(await scrape(server.metricsUrl as string), 'rowbase_db_pool_wait_seconds_count', { queue });
     const scraped = await scrape(server.metricsUrl as string);
     expect(scraped.types.get('rowbase_db_pool_wait_seconds')).to.equal('histogram');
     expect(labelValues(scraped, 'rowbase_db_pool_wait_seconds_count', 'queue').sort()).to.deep.equal(['knex', 'sqlite_snapshot']);
+
+    // A wait made to happen: every connection of Knex's pool held (SQLite's writer, PostgreSQL's pool),
+    // a query asked for, and the connections let go once the pool has heard it ask.
+    const knexBefore = await waited('knex');
+    const pool = server.store.knex.client.pool as unknown as KnexPool;
+    const held = await Promise.all(range(1, pool.max).map(() => pool.acquire().promise));
+    const asked = new Promise<void>((heard) => {
+      const listener = () => {
+        pool.removeListener('acquireRequest', listener);
+        heard();
+      };
+      pool.on('acquireRequest', listener);
+    });
+    const query = server.store.ping();
+    await asked;
+    for (const connection of held) pool.release(connection);
+    await query;
+    expect(await waited('knex')).to.be.above(knexBefore);
     if (backend !== 'sqlite') return;
-    // SQLite reads a descending page that reaches past a field's values into the rows that miss it in a
-    // snapshot, on four connections that take them one at a time each: twenty such pages asked for
-    // together wait for them.
-    const waited = () => value(scraped, 'rowbase_db_pool_wait_seconds_count', { queue: 'sqlite_snapshot' });
-    const before = waited();
-    await Promise.all(range(1, 20).map(() => client.get('/v1/collections/busy/rows?order_by=n&order=desc&limit=50')));
-    const after = await scrape(server.metricsUrl as string);
-    expect(value(after, 'rowbase_db_pool_wait_seconds_count', { queue: 'sqlite_snapshot' })).to.be.above(before);
+
+    // SQLite's connections of snapshots (a page with a filter through a relation, say), each taken by
+    // one at a time, all held: a further snapshot asked for waits (each takes a connection, or its place
+    // in the queue, as it is asked for).
+    const snapshotBefore = await waited('sqlite_snapshot');
+    const { readers } = server.store as SqliteStore;
+    let letGo!: () => void;
+    const holding = new Promise<void>((resolve) => {
+      letGo = resolve;
+    });
+    const holders = range(1, SNAPSHOT_CONNECTIONS).map(() => readers.snapshot(() => holding));
+    const waiting = readers.snapshot(async () => {});
+    letGo();
+    await Promise.all([...holders, waiting]);
+    expect(await waited('sqlite_snapshot')).to.be.above(snapshotBefore);
   });
 });
+
+/** Tarn's pool, as Knex holds it, as far as holding its connections goes. */
+interface KnexPool {
+  max: number;
+  acquire(): { promise: Promise<unknown> };
+  release(connection: unknown): void;
+  on(event: 'acquireRequest', listener: () => void): void;
+  removeListener(event: 'acquireRequest', listener: () => void): void;
+}
 
 /** Polls `done` until it holds, for up to five seconds. */
 async function waitFor(done: () => Promise<boolean>): Promise<void> {

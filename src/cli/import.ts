@@ -2,6 +2,7 @@
 // ids, a batch at a time, each batch written whole or not at all; --resume goes on after the last one.
 import { open, stat } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
+import { setTimeout as sleep } from 'node:timers/promises';
 import document from '../../generated/openapi.json' with { type: 'json' };
 import { instantOf } from '../date-time.ts';
 import type { RowSchema } from '../db/collections/schemas.ts';
@@ -19,10 +20,14 @@ import { Progress } from './progress.ts';
 
 /**
  * The rows of one batch of an import at most, and the characters of their texts: each batch is one
- * transaction, which holds SQLite's only writer while it runs, and is all an import holds at once.
+ * transaction, which holds SQLite's only writer while it runs.
  */
 const BATCH_ROWS = 1000;
 const BATCH_CHARS = 8 * 1024 * 1024;
+/** How long, in ms, an import writes batches back to back before it leaves the database free (importRows). */
+const TURN_MS = 100;
+/** The batches read ahead at most, waiting for the next turn: all an import holds at once. */
+const AHEAD_BATCHES = 8;
 
 export const importCommand: Command = {
   usage: 'rowbase import --account <name> --collection <name> [--resume] <file>',
@@ -148,92 +153,87 @@ function validIndexes(indexes: unknown): boolean {
   );
 }
 
+/** A batch read from the file, to be written in one transaction. */
+interface Batch {
+  rows: ImportedRow[];
+  /** The last row id the collection takes with it: its last row's, or the file's with the last batch. */
+  lastRowId: number;
+  /** The line after its last row. */
+  nextLine: number;
+}
+
+/** Where an import is in the file, shared by its reading and its writing. */
+interface Reading {
+  header?: Header;
+  /** Rows with ids up to this are in the collection already (--resume), and skipped; undefined until it is made. */
+  skipUpTo?: number;
+  skipped: number;
+  progress?: Progress;
+}
+
 /**
  * Imports the file's rows into the account's collection, a batch at a time. A malformed line stops it
  * before the batch it is in is written; the batches before stay, and --resume goes on after them.
+ *
+ * It writes in turns (docs/operations.md, "Export and import"): the batches read so far, back to back,
+ * for TURN_MS; then it reads the next ones, leaving the database free for at least 1.5 times the store's
+ * writerWakeMs after a wait as long as the turn. On SQLite, where the server's writes wait for the one
+ * write lock (looking at it again after sleeps that grow to 100 ms), a write that began waiting during a
+ * turn is done before the next one; the reading an import does anyway mostly fills the time.
  */
 async function importRows(store: Store, accountId: number, collection: string, file: string, resume: boolean): Promise<void> {
   const handle = await open(file);
   const lines = createInterface({ input: handle.createReadStream(), crlfDelay: Number.POSITIVE_INFINITY });
-  let progress: Progress | undefined;
-  let line = 0;
+  const reading: Reading = { skipped: 0 };
   /** The line of the first row of the batch not written yet. */
   let batchLine = 2;
+  const ahead: Batch[] = [];
+  let freeSince = performance.now();
+  /** How long the database is left free after the last turn. */
+  let freeMs = 0;
+  const write = async ({ rows, lastRowId, nextLine }: Batch) => {
+    if (reading.skipUpTo === undefined) {
+      await createCollection(store, accountId, collection, reading.header as Header);
+      reading.skipUpTo = 0;
+    }
+    await store.importRows(accountId, collection, rows, lastRowId).catch((error) => {
+      throw error instanceof ApiError && error.code === 'conflict'
+        ? new MalformedFileError(`${error.detail} Was the collection written to during the import?`)
+        : error;
+    });
+    reading.progress?.add(rows.length);
+    batchLine = nextLine;
+  };
+  /** Writes the batches read, for one turn, once the database was left free long enough since the last. */
+  const writeTurn = async () => {
+    const free = performance.now() - freeSince;
+    if (free < freeMs) await sleep(freeMs - free);
+    const started = performance.now();
+    while (ahead.length > 0 && performance.now() - started < TURN_MS) await write(ahead.shift() as Batch);
+    freeSince = performance.now();
+    freeMs = 1.5 * store.writerWakeMs(freeSince - started);
+  };
   try {
-    let header: Header | undefined;
-    /** Rows with ids up to this are in the collection already (--resume), and skipped. */
-    let skipUpTo: number | undefined;
-    let lastId = 0;
-    let rows = 0;
-    let skipped = 0;
-    let batch: ImportedRow[] = [];
-    let chars = 0;
-    const flush = async (lastRowId: number) => {
-      // Made with its first batch, at the time the export says it was made: an import that stops before
-      // leaves nothing behind.
-      if (skipUpTo === undefined) {
-        await store.createCollection(accountId, collection, undefined, header?.created_at, undefined, header?.schema);
-        for (const { fields, unique, type } of header?.indexes ?? []) {
-          // A search index, made over no row yet, holds the words of each row imported (importRows).
-          await store.createIndex(accountId, collection, fields, unique, undefined, type === 'search');
-          if (type !== 'search') for (const field of fields) await store.sortBy(accountId, collection, field);
-        }
-        if (header?.rules) await store.putRules(accountId, collection, header.rules);
-        skipUpTo = 0;
-      }
-      await store.importRows(accountId, collection, batch, lastRowId).catch((error) => {
-        throw error instanceof ApiError && error.code === 'conflict'
-          ? new MalformedFileError(`${error.detail} Was the collection written to during the import?`)
-          : error;
+    const batches = readBatches(store, accountId, collection, file, resume, lines, reading);
+    /** What stopped the reading: a malformed line, say. */
+    let stopped: unknown;
+    for (;;) {
+      const next = await batches.next().catch((error: unknown) => {
+        stopped = error;
+        return { done: true } as const;
       });
-      progress?.add(batch.length);
-      batch = [];
-      chars = 0;
-      batchLine = line + 1;
-    };
-    for await (const text of lines) {
-      line++;
-      if (header === undefined) {
-        header = parseHeader(text);
-        skipUpTo = await startImport(store, accountId, collection, resume);
-        // The rows the collection's schema would refuse stop the import before anything is written.
-        const schema = skipUpTo === undefined ? header.schema : (await store.getCollection(accountId, collection)).schema;
-        if (schema) await checkRows(file, compileRowSchema(schema as RowSchema), skipUpTo ?? 0);
-        progress = await Progress.start('imported', header.row_count);
-        continue;
-      }
-      const row = parseLine(text, line);
-      const { id, ...fields } = row;
-      if (!assignable(id as number)) throw new MalformedFileError(`line ${line}: "id" must be a whole number from 1`);
-      if ((id as number) <= lastId)
-        throw new MalformedFileError(`line ${line}: id ${id} follows id ${lastId}; rows come in increasing id order`);
-      if ((id as number) > header.last_row_id) {
-        throw new MalformedFileError(`line ${line}: id ${id} is past the last row id of line 1, ${header.last_row_id}`);
-      }
-      lastId = id as number;
-      rows++;
-      if (rows > header.row_count) throw new MalformedFileError(`line ${line} is one row more than the ${header.row_count} line 1 counts`);
-      if (skipUpTo !== undefined && lastId <= skipUpTo) {
-        skipped++;
-        progress?.add(1);
-        continue;
-      }
-      const fieldsText = JSON.stringify(fields);
-      if (overRowBound(fieldsText)) throw new MalformedFileError(`line ${line}: the row weighs more than ${MAX_ROW_BYTES} bytes`);
-      batch.push({ id: lastId, text: fieldsText });
-      chars += fieldsText.length;
-      if (batch.length >= BATCH_ROWS || chars >= BATCH_CHARS) await flush(lastId);
+      if (next.done) break;
+      ahead.push(next.value);
+      if (ahead.length >= AHEAD_BATCHES || performance.now() - freeSince >= freeMs) await writeTurn();
     }
-    if (header === undefined) throw new MalformedFileError('the file is empty, where its first line describes the collection');
-    if (rows !== header.row_count) {
-      throw new MalformedFileError(`the file ends after ${rows} rows, where line 1 counts ${header.row_count}: it is cut short`);
-    }
-    // The last batch moves the collection's last row id to the export's, past rows deleted before it.
-    await flush(header.last_row_id);
-    await declareRelations(store, accountId, collection, header.relations ?? []);
-    progress?.done(`into collection ${collection}${skipped > 0 ? `, ${skipped} of them there already (--resume)` : ''}`);
+    // The batches read before a malformed line are whole: written, as they would have been without reading ahead.
+    while (ahead.length > 0) await writeTurn();
+    if (stopped !== undefined) throw stopped;
+    await declareRelations(store, accountId, collection, reading.header?.relations ?? []);
+    const skipped = reading.skipped;
+    reading.progress?.done(`into collection ${collection}${skipped > 0 ? `, ${skipped} of them there already (--resume)` : ''}`);
   } catch (error) {
-    progress?.stop();
+    reading.progress?.stop();
     if (error instanceof MalformedFileError) {
       const kept =
         batchLine > 2 ? `the rows before line ${batchLine} are imported; mend the file and run again with --resume` : 'nothing is imported';
@@ -244,6 +244,85 @@ async function importRows(store: Store, accountId: number, collection: string, f
     lines.close();
     await handle.close();
   }
+}
+
+/**
+ * The file's batches, each checked whole as it is read (the first line first, and the rows against the
+ * collection's schema before any batch); the last moves the collection's last row id to the file's.
+ */
+async function* readBatches(
+  store: Store,
+  accountId: number,
+  collection: string,
+  file: string,
+  resume: boolean,
+  lines: AsyncIterable<string>,
+  reading: Reading,
+): AsyncGenerator<Batch> {
+  let header: Header | undefined;
+  let line = 0;
+  let lastId = 0;
+  let rows = 0;
+  let batch: ImportedRow[] = [];
+  let chars = 0;
+  for await (const text of lines) {
+    line++;
+    if (header === undefined) {
+      header = parseHeader(text);
+      reading.header = header;
+      reading.skipUpTo = await startImport(store, accountId, collection, resume);
+      // The rows the collection's schema would refuse stop the import before anything is written.
+      const schema = reading.skipUpTo === undefined ? header.schema : (await store.getCollection(accountId, collection)).schema;
+      if (schema) await checkRows(file, compileRowSchema(schema as RowSchema), reading.skipUpTo ?? 0);
+      reading.progress = await Progress.start('imported', header.row_count);
+      continue;
+    }
+    const row = parseLine(text, line);
+    const { id, ...fields } = row;
+    if (!assignable(id as number)) throw new MalformedFileError(`line ${line}: "id" must be a whole number from 1`);
+    if ((id as number) <= lastId)
+      throw new MalformedFileError(`line ${line}: id ${id} follows id ${lastId}; rows come in increasing id order`);
+    if ((id as number) > header.last_row_id) {
+      throw new MalformedFileError(`line ${line}: id ${id} is past the last row id of line 1, ${header.last_row_id}`);
+    }
+    lastId = id as number;
+    rows++;
+    if (rows > header.row_count) throw new MalformedFileError(`line ${line} is one row more than the ${header.row_count} line 1 counts`);
+    if (reading.skipUpTo !== undefined && lastId <= reading.skipUpTo) {
+      reading.skipped++;
+      reading.progress?.add(1);
+      continue;
+    }
+    const fieldsText = JSON.stringify(fields);
+    if (overRowBound(fieldsText)) throw new MalformedFileError(`line ${line}: the row weighs more than ${MAX_ROW_BYTES} bytes`);
+    batch.push({ id: lastId, text: fieldsText });
+    chars += fieldsText.length;
+    if (batch.length >= BATCH_ROWS || chars >= BATCH_CHARS) {
+      yield { rows: batch, lastRowId: lastId, nextLine: line + 1 };
+      batch = [];
+      chars = 0;
+    }
+  }
+  if (header === undefined) throw new MalformedFileError('the file is empty, where its first line describes the collection');
+  if (rows !== header.row_count) {
+    throw new MalformedFileError(`the file ends after ${rows} rows, where line 1 counts ${header.row_count}: it is cut short`);
+  }
+  // The last batch moves the collection's last row id to the export's, past rows deleted before it.
+  yield { rows: batch, lastRowId: header.last_row_id, nextLine: line + 1 };
+}
+
+/**
+ * Makes the imported collection as the file's first line describes it, with the time the export says
+ * it was made: made with the first batch, so that an import that stops before leaves nothing behind.
+ */
+async function createCollection(store: Store, accountId: number, collection: string, header: Header): Promise<void> {
+  await store.createCollection(accountId, collection, undefined, header.created_at, undefined, header.schema);
+  for (const { fields, unique, type } of header.indexes ?? []) {
+    // A search index, made over no row yet, holds the words of each row imported (importRows).
+    await store.createIndex(accountId, collection, fields, unique, undefined, type === 'search');
+    if (type !== 'search') for (const field of fields) await store.sortBy(accountId, collection, field);
+  }
+  if (header.rules) await store.putRules(accountId, collection, header.rules);
 }
 
 /**

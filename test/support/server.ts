@@ -30,13 +30,13 @@ export interface TestServerOptions extends ServerOptions {
   backend?: BackendName;
   /** Default: silent. */
   log?: Logger;
-  /** The database to serve, of `backend`, dropped by stop(); by default a new one (createDatabase()). */
+  /** The database to serve, of `backend`, dropped by stop(); by default a new one, migrated already (createDatabase()). */
   database?: TestDatabase;
 }
 
 export async function startTestServer(overrides: Partial<Config> = {}, options: TestServerOptions = {}): Promise<TestServer> {
   const backend = options.backend ?? 'sqlite';
-  const database = options.database ?? (await createDatabase(backend));
+  const database = options.database ?? (await createDatabase(backend, { migrated: true }));
   const config = { ...defaults, port: 0, databaseUrl: database.url, logLevel: 'silent', ...overrides };
   const running = await startServer(config, options.log ?? createLogger('silent'), options);
   await running.store.setPlan({ name: TEST_PLAN, quota: 1_000_000_000, period: 'month', rate: null });

@@ -295,6 +295,8 @@ export type Store = { [K in keyof typeof shared]: Bound<(typeof shared)[K]> } & 
     waits: Waits;
     /** The database's Knex, for the CLI's and the tests' own look at it; the service goes through the operations. */
     knex: Knex;
+    /** How long another process's writer that has waited `waitedMs` may take to see the database free (Dialect's). */
+    writerWakeMs(waitedMs: number): number;
     /** Writes the key uses noted, waits for the statements under way, then closes every connection; later calls answer 503. */
     close(): Promise<void>;
     /** Whether close() has not begun: the store still serves. */
@@ -403,6 +405,7 @@ export function assembleStore(db: Dialect, rows: RowOperations, backups: Backups
     changes: db.changes,
     waits: db.waits,
     knex: db.knex,
+    writerWakeMs: db.writerWakeMs,
     isOpen: () => !closing,
     close: async () => {
       closing = true;

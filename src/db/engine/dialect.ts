@@ -74,6 +74,12 @@ export interface Dialect {
    * (of any instance) holds it: then false, and the request is still running elsewhere (409).
    */
   holdOnce(trx: WriteTx, accountId: number, key: string): Promise<boolean>;
+  /**
+   * How long a writer of another process that has waited `waitedMs` for the database may take, at most,
+   * to see it free once it is: a writer that holds the database for long (an import) leaves it free at
+   * least this long after such a turn, or the other may never see it free.
+   */
+  writerWakeMs(waitedMs: number): number;
   /** What follows a text column in ORDER BY for code point order (openapi.yaml: names are listed so). */
   codePointOrder: string;
   /** Whether the driver's error is a unique constraint the statement broke, told by its code. */

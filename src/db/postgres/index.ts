@@ -67,6 +67,8 @@ export async function openPostgresStore(
     readOnce: async (accountId, key, now) => (await runAlone<OnceRow>(knex, onceAnswerSql, [accountId, key, now], false))[0],
     pruneOnceSql,
     claimStreamsSql,
+    // A transaction waiting for a lock is woken when it is released.
+    writerWakeMs: () => 0,
     // The database's collation may not be code point order (en-US puts `a` before `B`); "C" is.
     codePointOrder: ' collate "C"',
     isUniqueViolation,

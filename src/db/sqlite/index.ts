@@ -82,6 +82,7 @@ export async function openSqliteStore(
     readOnce: async (accountId, key, now) => (await readers.readMerged<OnceRow>(onceAnswersSql, [accountId, key, now]))[0],
     pruneOnceSql,
     claimStreamsSql,
+    writerWakeMs,
     // Text compares as UTF-8 bytes (the BINARY collation), which is code point order.
     codePointOrder: '',
     isUniqueViolation,
@@ -136,6 +137,22 @@ export async function openSqliteStore(
 
 /** A SQLite store, with what the tests look at: its read-only connections and its writer's queue. */
 export type SqliteStore = Store & { readers: SqliteReaders; writes: GroupedWrites };
+
+/**
+ * The sleeps, in ms, of a connection waiting for a lock (busy_timeout): SQLite's busy handler, built with
+ * usleep, looks at the lock after each, then every 100 ms (sqliteDefaultBusyCallback).
+ */
+const BUSY_SLEEPS_MS = [1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, 100];
+
+/** The sleep a writer of another process is in after waiting `waitedMs` for the write lock: it looks again after it. */
+function writerWakeMs(waitedMs: number): number {
+  let slept = 0;
+  for (const sleep of BUSY_SLEEPS_MS) {
+    slept += sleep;
+    if (slept > waitedMs) return sleep;
+  }
+  return BUSY_SLEEPS_MS[BUSY_SLEEPS_MS.length - 1];
+}
 
 function knexConfig(filename: string): Knex.Config {
   return {

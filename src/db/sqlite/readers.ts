@@ -61,7 +61,7 @@ const RESTART_WAIT_MS = 25;
  * One made every page with expanded rows wait for the one before, its reads and the main thread's work
  * between them end to end (docs/performance.md, "Related rows"); four are as many as the driver's threads.
  */
-const SNAPSHOT_CONNECTIONS = 4;
+export const SNAPSHOT_CONNECTIONS = 4;
 
 /**
  * Which read-only connection a read takes: `point` for the reads of one row, `scan` for pages of rows
