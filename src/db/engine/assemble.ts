@@ -1,15 +1,10 @@
 // The data layer as the rest of the service sees it (Store): plain functions over plain values, bound to
-// one database, with every driver error translated at this edge (errors.ts). The operations both
-// dialects share are bound here to the dialect's Dialect; the rows' own operations are each dialect's
-// (sqlite/rows.ts, postgres/rows.ts). Every request's key is looked up through the cache of their
+// one database, with every driver error translated at this edge (errors.ts). Each operation is written
+// once, in its area, and bound here to the dialect's Dialect. Every request's key is looked up through the cache of their
 // principals (../accounts/principals.ts, PrincipalCache).
 import type { Knex } from 'knex';
 import { hashKey } from '../../auth/keys.ts';
-import { ApiError, type FieldError } from '../../errors.ts';
-import type { Once, OnceRequest } from '../../idempotency/answers.ts';
-import type { Patch } from '../../patches/index.ts';
-import type { AggregateQuery } from '../../query/aggregate.ts';
-import type { Filter } from '../../query/filter.ts';
+import { ApiError } from '../../errors.ts';
 import { type CompiledRules, CompiledRulesCache, NO_ACCESS } from '../../rules/compile.ts';
 import {
   accountIdOf,
@@ -34,19 +29,20 @@ import { deleteCollection } from '../collections/deletion.ts';
 import { createIndex, deleteIndex, listIndexes } from '../collections/indexes.ts';
 import { deleteSchema, getSchema, putSchema } from '../collections/schemas.ts';
 import { searchFilter } from '../collections/search-indexes.ts';
+import { sortBy } from '../collections/sort-indexes.ts';
 import { feedStart, latestSeq, readEvents } from '../events/events.ts';
 import { collectionsAfter, pruneEventBatch } from '../events/retention.ts';
-import type { AggregateResult } from '../reads/aggregates.ts';
-import type { Expansion } from '../reads/expand.ts';
-import type { Page, RowsPage } from '../reads/pages.ts';
+import { aggregateRows, getRow, listRows } from '../reads/rows.ts';
 import { bindRelations } from '../relations/filters.ts';
 import { deleteRelation, getRelation, listRelations, putRelation } from '../relations/relations.ts';
-import type { BatchOperation, BatchOptions, BatchResult } from '../rows/batch.ts';
-import type { CollectionReader } from '../rows/exports.ts';
+import { writeBatch } from '../rows/batch.ts';
+import { exportCollection } from '../rows/exports.ts';
 import { findOnce, pruneOnceBatch } from '../rows/idempotency.ts';
-import { type ImportedRow, lastRowIdOf } from '../rows/imports.ts';
-import type { ChangedRows, Fields, InsertedRows, RowGuard, VersionedRow, WriteOptions } from '../rows/rows.ts';
-import type { Upserted } from '../rows/upserts.ts';
+import { lastRowIdOf } from '../rows/imports.ts';
+import { importRows, insertRows } from '../rows/inserts.ts';
+import { updateRow, updateRowsWhere } from '../rows/patches.ts';
+import { upsertRows } from '../rows/upserts.ts';
+import { deleteRow, deleteRowsWhere } from '../rows/writes.ts';
 import { deleteRules, getRules, putRules } from '../rules/rules.ts';
 import { listWebhookDeliveries, pruneWebhookDeliveries, retryWebhookDelivery } from '../webhooks/deliveries.ts';
 import {
@@ -79,100 +75,6 @@ import { type Waits, watchKnexPool } from './waits.ts';
 /** How often the key uses the principal cache noted are written, in ms. */
 const KEY_USES_INTERVAL_MS = 1000;
 
-/** The operations on rows, each dialect's own: the hot paths, in SQL of its own. */
-export interface RowOperations {
-  /**
-   * Stores every row or none, each with the next id of the collection, and one insert event each;
-   * answers the rows and their versions. Every write takes `options.once`, an Idempotency-Key whose
-   * answer it stores in its own transaction (idempotency.ts). An insert's answer is made by the
-   * statement that writes its rows, as openapi.yaml's insertRows has it (201, the rows, and the ETag of
-   * a batch of one), so the key alone is handed here; every other write is handed how to answer too.
-   */
-  insertRows(accountId: number, collection: string, items: Fields[], options?: { once?: OnceRequest }): Promise<InsertedRows>;
-  /**
-   * Upserts (upserts.ts): each row whose values of the unique index of `onConflict` a stored row holds
-   * patches it, every other is inserted, in order, all or none, one event each; answers the rows as
-   * stored, in the order sent.
-   */
-  upsertRows(
-    accountId: number,
-    collection: string,
-    items: Fields[],
-    onConflict: string[],
-    options?: { once?: Once<Upserted>; guard?: RowGuard },
-  ): Promise<Upserted>;
-  /**
-   * Runs a batch's operations in order in one transaction (batch.ts): answers each one's result, or
-   * throws the problem of the first that failed, naming it, with nothing written.
-   */
-  writeBatch(accountId: number, operations: readonly BatchOperation[], options?: BatchOptions): Promise<BatchResult[]>;
-  /**
-   * One page of rows (pages.ts); 404 when the collection does not exist. Its filter's conditions through
-   * relations are bound to the related rows they find, and with `expansions` the rows related to its rows
-   * are set into them, all read in one snapshot with the page (../reads/related.ts).
-   */
-  listRows(accountId: number, collection: string, page: Page, expansions?: readonly Expansion[]): Promise<RowsPage>;
-  /**
-   * The answer to an aggregate query (aggregates.ts), its filter's conditions through relations bound in
-   * its snapshot (../reads/related.ts); 404 when the collection does not exist, 400 (whose
-   * one error is `place`) when its rows fall into more than `maxGroupsRead` groups, 503 past the query timeout.
-   */
-  aggregateRows(
-    accountId: number,
-    collection: string,
-    query: AggregateQuery,
-    maxGroupsRead: number,
-    place: FieldError,
-  ): Promise<AggregateResult>;
-  /** The row and its version; 404 for a missing row or collection. */
-  getRow(accountId: number, collection: string, rowId: number): Promise<VersionedRow>;
-  /**
-   * Applies `patch` (../patches/: a top-level merge, a JSON Merge Patch or a JSON Patch) to the row read
-   * in the write's own transaction. One update event; answers the row and its new version. 412 when the
-   * row's version is none of `options.ifMatch`; 409 patch_conflict when the patch cannot apply to it.
-   */
-  updateRow(
-    accountId: number,
-    collection: string,
-    rowId: number,
-    patch: Patch,
-    options?: WriteOptions<VersionedRow>,
-  ): Promise<VersionedRow>;
-  /** Deletes the row, with one delete event carrying the row as it was. 412 when its version is none of `options.ifMatch`. */
-  deleteRow(accountId: number, collection: string, rowId: number, options?: WriteOptions<void>): Promise<void>;
-  /**
-   * Patches every row of the collection that `filter` matches as updateRow() does, all or none, each
-   * with one update event, in id order, with consecutive seqs; 400 (nothing written) when more than
-   * `max` match, 409 patch_conflict (nothing written) when the patch cannot apply to one of them.
-   * Answers the rows as they now are.
-   */
-  updateRowsWhere(
-    accountId: number,
-    collection: string,
-    filter: Filter,
-    patch: Patch,
-    max: number,
-    options?: WriteOptions<ChangedRows>,
-  ): Promise<ChangedRows>;
-  /** Deletes every row of the collection that `filter` matches, as updateRowsWhere() patches them; answers them as they were. */
-  deleteRowsWhere(
-    accountId: number,
-    collection: string,
-    filter: Filter,
-    max: number,
-    options?: WriteOptions<ChangedRows>,
-  ): Promise<ChangedRows>;
-  /** Makes a sort index of `field` in the collection (sort-indexes.ts), unless it has one or as many as it may. */
-  sortBy(accountId: number, collection: string, field: string): Promise<void>;
-  /** Hands the collection and then its rows, by id, to `reader`, all read in one snapshot (exports.ts); 404 when it does not exist. */
-  exportCollection(accountId: number, collection: string, reader: CollectionReader): Promise<void>;
-  /**
-   * Stores every row or none, each with the id it gives (above the collection's last), and one insert
-   * event each; moves the collection's last row id up to `lastRowId` if that is past them (imports.ts).
-   */
-  importRows(accountId: number, collection: string, rows: ImportedRow[], lastRowId: number): Promise<void>;
-}
-
 /** How a dialect copies its database while it serves (`rowbase backup`; docs/operations.md, "Backup"). */
 export interface Backups {
   /**
@@ -187,7 +89,7 @@ export interface Backups {
 type SharedFunction = (db: Dialect, ...args: any[]) => Promise<unknown>;
 type Bound<F> = F extends (db: Dialect, ...args: infer A) => infer R ? (...args: A) => R : never;
 
-/** The operations both dialects share, each taking the Dialect first. */
+/** The operations, each written once, taking the Dialect first. */
 const shared = {
   accountIdOf,
   createCollection,
@@ -258,14 +160,26 @@ const shared = {
   putRelation,
   deleteRelation,
   bindRelations,
+  insertRows,
+  upsertRows,
+  writeBatch,
+  getRow,
+  listRows,
+  aggregateRows,
+  updateRow,
+  deleteRow,
+  updateRowsWhere,
+  deleteRowsWhere,
+  sortBy,
+  exportCollection,
+  importRows,
   /** Answers when the database does. */
   ping: async ({ query }: Dialect) => {
     await query('select 1', []);
   },
 } satisfies Record<string, SharedFunction>;
 
-export type Store = { [K in keyof typeof shared]: Bound<(typeof shared)[K]> } & RowOperations &
-  Backups & {
+export type Store = { [K in keyof typeof shared]: Bound<(typeof shared)[K]> } & Backups & {
     /**
      * The principal of a live key, or undefined for an unknown, revoked or expired one; answers are
      * kept for up to half a second (PrincipalCache, below), and forgotten when this store revokes a key. Each
@@ -296,10 +210,9 @@ export type Store = { [K in keyof typeof shared]: Bound<(typeof shared)[K]> } & 
   };
 
 /**
- * The Store of a dialect: the shared operations bound to `db`, and the dialect's `rows`, each with its
- * errors translated by `codes`. Once `close` has begun, every error is the 503 of a closed database.
+ * The Store of a dialect: the operations bound to `db`, each with its errors translated by `codes`. Once `close` has begun, every error is the 503 of a closed database.
  */
-export function assembleStore(db: Dialect, rows: RowOperations, backups: Backups, codes: ErrorCodes, close: () => Promise<void>): Store {
+export function assembleStore(db: Dialect, backups: Backups, codes: ErrorCodes, close: () => Promise<void>): Store {
   let closed = false;
   let closing = false;
   const translated =
@@ -314,7 +227,6 @@ export function assembleStore(db: Dialect, rows: RowOperations, backups: Backups
       };
   const bound = Object.fromEntries([
     ...Object.entries(shared).map(([name, operation]) => [name, translated((...args) => (operation as SharedFunction)(db, ...args))]),
-    ...Object.entries(rows).map(([name, operation]) => [name, translated(operation)]),
   ]) as Omit<Store, 'findPrincipal' | 'findIssuers' | 'findRules' | 'changes' | 'waits' | 'knex' | 'close' | 'isOpen' | 'backup'>;
   const compiled = new CompiledRulesCache();
   // By `<account id> <collection>`: a collection's name holds no space.

@@ -1,11 +1,13 @@
-// What the operations both dialects share (collections.ts, events.ts, keys.ts, plans.ts, usage.ts,
-// retention.ts) need of the database they run on. Each dialect module (sqlite/, postgres/) makes one
+// What the operations (of every area of db/: rows, reads, collections, events, accounts, …) need of the
+// database they run on: its statements, and how it writes (port.ts). Each dialect module (sqlite/, postgres/) makes one
 // when it opens its database, and hands it to them: they never ask which dialect it is.
 import type { Knex } from 'knex';
 import type { Filter } from '../../query/filter.ts';
+import type { AggregateSource } from '../reads/aggregates.ts';
 import type { KeyBounds } from '../reads/filter-indexes.ts';
 import type { RelationLinks } from '../relations/links.ts';
 import type { Changes } from './changes.ts';
+import type { RowPort } from './port.ts';
 import type { Waits } from './waits.ts';
 
 export type SqlValue = string | number | null;
@@ -33,6 +35,12 @@ export interface WriteTx {
 export interface Dialect {
   /** The database's Knex: its pool and its transactions. */
   knex: Knex;
+  /** How rows are written and read, and how the errors of those writes and reads read (port.ts). */
+  rows: RowPort;
+  /** Pages of rows, and what they are read with (../reads/pages.ts, aggregates.ts). */
+  pages: AggregateSource;
+  /** How long a page that sorts or filters, or a batch, may run, in ms (connect.ts, StoreOptions). */
+  queryTimeoutMs: number;
   /** Wake-ups after each committed change of a collection (changes.ts). */
   changes: Changes;
   /** The collections' schemas as last seen, and their validators, each compiled once (schemas.ts, RowSchemas). */

@@ -18,7 +18,7 @@ import { isDeadlock, isUnavailable, isUniqueViolation } from './errors.ts';
 import { filterSql, keyBoundsSql } from './filter.ts';
 import { escapeString, unescapedJson } from './jsonb.ts';
 import { postgresSchema } from './migrations.ts';
-import { CHANNEL, listenForChanges, postgresRows } from './rows.ts';
+import { CHANNEL, listenForChanges, postgresRowPort } from './rows.ts';
 import { makeSortIndex } from './sort-indexes.ts';
 import { POSTGRES_KEY_CHARS, uniqueIndexSql } from './sql/collections.ts';
 import { notifySql } from './sql/engine.ts';
@@ -43,9 +43,11 @@ export async function openPostgresStore(
     throw new DatabaseOpenError(url, error);
   }
   const changes = new Changes();
-  const db: Dialect = {
+  // The statements first; the pages and the rows, which read and write with them, then.
+  const statements: Omit<Dialect, 'rows' | 'pages'> = {
     knex,
     changes,
+    queryTimeoutMs,
     schemas: new RowSchemas(existingIdsSql),
     uniqueIndexSql,
     searchSql,
@@ -81,7 +83,8 @@ export async function openPostgresStore(
       return held.held;
     },
   };
-  const rows = postgresRows(db, queryTimeoutMs, {
+  const db = statements as Dialect;
+  db.pages = {
     // Named statements, each parsed and planned once per connection, as the writes' are; a page that
     // sorts or filters in a read-only transaction of its own with a statement_timeout.
     read: (sql, params, kind) =>
@@ -103,7 +106,8 @@ export async function openPostgresStore(
     makeSortIndex: (accountId, name, field, max) => makeSortIndex(db, accountId, name, field, max),
     sortIndexes,
     knownIndexes: new KnownIndexes(),
-  });
+  };
+  db.rows = postgresRowPort(db);
   const stopListening = followOthers ? listenForChanges(url, changes, log) : async () => {};
   const close = async () => {
     try {
@@ -112,7 +116,7 @@ export async function openPostgresStore(
       await knex.destroy();
     }
   };
-  return assembleStore(db, rows, backups, { isUniqueViolation, isUnavailable }, close) satisfies Store;
+  return assembleStore(db, backups, { isUniqueViolation, isUnavailable }, close) satisfies Store;
 }
 
 /** PostgreSQL's own tools copy a database while it serves: pg_dump (docs/operations.md, "Backup"). */

@@ -4,7 +4,9 @@ import { ApiError, rowNotFound, validationFailed } from '../../errors.ts';
 import type { Once } from '../../idempotency/answers.ts';
 import { type Json, MAX_ROW_BYTES, type Row, rowJson } from '../../rows.ts';
 import { collectionId } from '../collections/collections.ts';
-import type { Dialect } from '../engine/dialect.ts';
+import type { Dialect, WriteTx } from '../engine/dialect.ts';
+import type { Sql } from '../reads/filter.ts';
+import { matchedRowsSql } from '../sql/rows.ts';
 
 export type Fields = Record<string, unknown>;
 
@@ -114,3 +116,35 @@ export async function noSuchRow(db: Dialect, accountId: number, collection: stri
   await collectionId(db, accountId, collection);
   throw rowNotFound(collection, rowId);
 }
+
+/** 400 for a change by filter that matches more rows than one request may change: nothing of it is written. */
+const tooManyRows = (max: number) =>
+  validationFailed(
+    `One change by filter changes at most ${max} rows, and this filter matches more: narrow it (by ranges of id, say) and send each part.`,
+    [{ in: 'query', name: 'filter', message: `matches more than ${max} rows` }],
+  );
+
+/** A row a change by filter matched: its id and its stored text as it was. */
+export interface MatchedRow {
+  id: number;
+  data: string;
+}
+
+/**
+ * The rows of the collection `collectionId` that `where` matches, in id order; 400 when there are more
+ * than `max`. Read inside the change's transaction, after the collection's row is held (advance()), so
+ * that no other write of the collection comes between this read and the change.
+ */
+export async function matchedRows(db: Dialect, trx: WriteTx, collectionId: number, where: Sql, max: number): Promise<MatchedRow[]> {
+  // Statements made for this request's filter: prepared for one run (Dialect.run's `once`).
+  const params = [collectionId, ...where.params, max + 1];
+  const rows = await db.run<{ id: number | string; data: string }>(trx, matchedRowsSql(where.sql), params, true);
+  if (rows.length > max) throw tooManyRows(max);
+  return rows.map((row) => ({ id: Number(row.id), data: row.data }));
+}
+
+/** Rows as a change by filter answers them (ChangedRows), from their events' rows or versioned rows, in id order. */
+export const changedRows = (rows: { json: string }[]): ChangedRows => ({
+  count: rows.length,
+  json: `[${rows.map((row) => row.json).join(',')}]`,
+});

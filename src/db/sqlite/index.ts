@@ -1,4 +1,4 @@
-// SQLite: the Store of a database file (`sqlite:<path>`). Knex's one connection is the writer (rows.ts,
+// SQLite: the Store of a database file (`sqlite:<path>`). Knex's one connection is the writer (writer.ts,
 // SqliteWriter): SQLite writes one transaction at a time, and every write goes through its queue
 // (../engine/grouping.ts, GroupedWrites); read-only connections serve the reads beside it (readers.ts). The
 // statements are in sql/.
@@ -20,7 +20,7 @@ import { isBusy, isDeadlock, isUnavailable, isUniqueViolation } from './errors.t
 import { filterSql, keyBoundsSql } from './filter.ts';
 import { sqliteSchema } from './migrations.ts';
 import { SqliteReaders } from './readers.ts';
-import { announceOnCommit, SqliteWriter, sqliteRows } from './rows.ts';
+import { announceOnCommit, sqliteRowPort } from './rows.ts';
 import { SortIndexMaker } from './sort-indexes.ts';
 import { uniqueIndexSql } from './sql/collections.ts';
 import { knexTablesSql } from './sql/engine.ts';
@@ -29,6 +29,7 @@ import { existingIdsSql, rowIdsSql } from './sql/relations.ts';
 import { onceAnswersSql, pruneOnceSql, sqliteProcedures } from './sql/rows.ts';
 import { searchSql } from './sql/search.ts';
 import { claimStreamsSql } from './sql/webhooks.ts';
+import { SqliteWriter } from './writer.ts';
 
 /**
  * What the writer's connection runs when it opens. WAL lets readers run beside the writer;
@@ -65,9 +66,11 @@ export async function openSqliteStore(
   // `immediate`: the write lock at once, waiting its turn (busy_timeout) behind another process.
   const writes = new GroupedWrites(knex, (trx, step) => writer.inTransaction(trx, step === 'begin' ? 'begin immediate' : step, []));
   const changes = new Changes();
-  const db: Dialect = {
+  // The statements first; the pages and the rows, which read and write with them, then.
+  const statements: Omit<Dialect, 'rows' | 'pages'> = {
     knex,
     changes,
+    queryTimeoutMs,
     schemas: new RowSchemas(existingIdsSql),
     uniqueIndexSql,
     searchSql,
@@ -93,35 +96,30 @@ export async function openSqliteStore(
     // then finds its answer stored (recordOnce()), and rolls its own change back.
     holdOnce: async () => true,
   };
+  const db = statements as Dialect;
   const indexes = new SortIndexMaker(db, writes);
-  const rows = sqliteRows({
-    db,
-    queryTimeoutMs,
-    writer,
-    reads: readers,
-    writes,
-    pages: {
-      // A page that sorts or filters is timed, on a connection of its own; one made for one request
-      // (a filter's) is prepared there too, and its statement dropped in turn.
-      read: (sql, params, kind = 'scan') =>
-        kind === 'sort' || kind === 'once' ? readers.timedRead(sql, params, queryTimeoutMs) : readers.read(sql, params, kind),
-      snapshot: (work) => readers.snapshot(work),
-      orderedPage,
-      aggregateSql,
-      jsonOf: (text) => JSON.parse(text),
-      keyHoldsWhole: () => true,
-      filterSql,
-      keyBoundsSql,
-      scoresSql: scoresWith(searchSql),
-      filteredSortedPage,
-      wholeStringKeys: true,
-      sortedPage,
-      sortedPageAfter,
-      makeSortIndex: (accountId, name, field, max) => indexes.make(accountId, name, field, max),
-      sortIndexes,
-      knownIndexes: new KnownIndexes(),
-    },
-  });
+  db.pages = {
+    // A page that sorts or filters is timed, on a connection of its own; one made for one request
+    // (a filter's) is prepared there too, and its statement dropped in turn.
+    read: (sql, params, kind = 'scan') =>
+      kind === 'sort' || kind === 'once' ? readers.timedRead(sql, params, queryTimeoutMs) : readers.read(sql, params, kind),
+    snapshot: (work) => readers.snapshot(work),
+    orderedPage,
+    aggregateSql,
+    jsonOf: (text) => JSON.parse(text),
+    keyHoldsWhole: () => true,
+    filterSql,
+    keyBoundsSql,
+    scoresSql: scoresWith(searchSql),
+    filteredSortedPage,
+    wholeStringKeys: true,
+    sortedPage,
+    sortedPageAfter,
+    makeSortIndex: (accountId, name, field, max) => indexes.make(accountId, name, field, max),
+    sortIndexes,
+    knownIndexes: new KnownIndexes(),
+  };
+  db.rows = sqliteRowPort({ db, writer, readMerged: (sql, params) => readers.readMerged(sql, params), writes });
   const close = async () => {
     try {
       await writer.close();
@@ -131,7 +129,7 @@ export async function openSqliteStore(
     }
   };
   const backups = { backup: (target: string, replace: boolean) => backupSqlite(filename, target, replace) };
-  return Object.assign(assembleStore(db, rows, backups, { isUniqueViolation, isUnavailable }, close), { readers, writes });
+  return Object.assign(assembleStore(db, backups, { isUniqueViolation, isUnavailable }, close), { readers, writes });
 }
 
 /** A SQLite store, with what the tests look at: its read-only connections and its writer's queue. */

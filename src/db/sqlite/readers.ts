@@ -11,7 +11,7 @@ import { Groups } from '../engine/grouping.ts';
 import { Waits } from '../engine/waits.ts';
 import type { SnapshotRead } from '../reads/pages.ts';
 import { MAX_PAGE_BYTES } from '../rows/rows.ts';
-import { StatementCache } from './rows.ts';
+import { StatementCache } from './writer.ts';
 
 /**
  * How many statements of one SQL text the point reads' connection prepares at most. node-sqlite3 runs
