@@ -9,7 +9,7 @@ import { defaults } from '../../config.ts';
 import { RowSchemas } from '../collections/schemas.ts';
 import { KnownIndexes } from '../collections/sort-indexes.ts';
 import { assembleStore, type Store } from '../engine/assemble.ts';
-import { Changes } from '../engine/changes.ts';
+import { announceOnCommit, Changes } from '../engine/changes.ts';
 import { DatabaseOpenError, defaultSortIndexes, knexLog, type StoreOptions } from '../engine/connect.ts';
 import type { Dialect, OnceRow } from '../engine/dialect.ts';
 import { GroupedWrites } from '../engine/grouping.ts';
@@ -20,7 +20,7 @@ import { isBusy, isDeadlock, isUnavailable, isUniqueViolation } from './errors.t
 import { filterSql, keyBoundsSql } from './filter.ts';
 import { sqliteSchema } from './migrations.ts';
 import { SqliteReaders } from './readers.ts';
-import { announceOnCommit, sqliteRowPort } from './rows.ts';
+import { sqliteRowPort } from './rows.ts';
 import { SortIndexMaker } from './sort-indexes.ts';
 import { uniqueIndexSql } from './sql/collections.ts';
 import { knexTablesSql } from './sql/engine.ts';

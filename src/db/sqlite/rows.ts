@@ -9,7 +9,7 @@ import type { Patch } from '../../patches/index.ts';
 import { rowJson } from '../../rows.ts';
 import { StaleSchema } from '../collections/schemas.ts';
 import { putWords, searchIndexOf } from '../collections/search-indexes.ts';
-import type { Changes } from '../engine/changes.ts';
+import { announceOnCommit } from '../engine/changes.ts';
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
 import type { GroupedWrites } from '../engine/grouping.ts';
 import type { RowPort, StoredRow } from '../engine/port.ts';
@@ -40,24 +40,7 @@ export interface SqliteRowParts {
   writes: GroupedWrites;
 }
 
-/**
- * Tells this process's listeners of the change to the collection once the write `trx` has committed
- * (and nothing if it rolls back): one process writes, so its listeners are all there is to wake.
- */
-export function announceOnCommit(changes: Changes, trx: WriteTx, collectionId: number): void {
-  trx.executionPromise.then(
-    () => changes.emit('change', collectionId),
-    () => {},
-  );
-}
-
 export function sqliteRowPort({ db, writer, readMerged, writes }: SqliteRowParts): RowPort {
-  /** Reads inside the write `trx`, on the writer's connection, which it holds. */
-  const readIn =
-    (trx: WriteTx) =>
-    <T>(sql: string, params: SqlValue[]) =>
-      writer.inTransaction<T>(trx, sql, params);
-
   /** An import's rows and their sort keys (../rows/imports.ts), in SQLite's SQL. */
   const importer: RowImporter = {
     async insertRows(trx, collectionId, rows, firstSeq) {
@@ -69,101 +52,6 @@ export function sqliteRowPort({ db, writer, readMerged, writes }: SqliteRowParts
     },
   };
 
-  /**
-   * Patches, each of one row and all of as many fields, in one statement, in the order they came, each
-   * row as patched checked against the schema `schemaId` already: each answers its row as it left it,
-   * or the 404 it met (the others are stored all the same), or StaleSchema when the collection's schema
-   * is another (or there is no such collection), and then nothing is written.
-   */
-  async function writePatches(trx: WriteTx, accountId: number, collection: string, schemaId: number, patches: FieldPatch[]) {
-    const patchesJson = JSON.stringify(patches.map(({ rowId, fields }) => [rowId, fields]));
-    const params = [accountId, collection, patchesJson, new Date().toISOString(), schemaId];
-    const sql = patchSql(patches[0].fields.length, patches.length);
-    const written = await writer.inTransaction<PatchWritten>(trx, sql, params);
-    const byIndex = new Map(written.map((row) => [Number(row.i), row]));
-    // The rows' words, when the collection has a search index: each row as its last patch left it.
-    const [first] = written;
-    const search = first && first.id !== null ? searchIndexOf(first.id, first.search) : undefined;
-    if (search) {
-      const rows = new Map(patches.map(({ rowId }, index) => [rowId, byIndex.get(index)?.data ?? null]));
-      const patched = [...rows].flatMap(([id, data]) => (data === null ? [] : [{ id, fields: JSON.parse(data) as Fields }]));
-      await putWords(db, trx, search, patched);
-    }
-    let changed: number | undefined;
-    const answers = patches.map(({ rowId }, index): VersionedRow | Error => {
-      const { id = null, data = null, version = null } = byIndex.get(index) ?? {};
-      if (id === null) return new StaleSchema();
-      if (data === null) return rowNotFound(collection, rowId);
-      changed = id;
-      return { json: rowJson(rowId, data), version: versionOf(id, version as number) };
-    });
-    if (changed !== undefined) announceOnCommit(db.changes, trx, changed);
-    return answers;
-  }
-
-  /**
-   * Inserts, in one statement (insertSql), with the answers of those sent with an Idempotency-Key, their
-   * rows checked against the schema `schemaId` already: answers each request's first id and seq, its
-   * rows following those of the requests before it. A key whose answer another request stored first
-   * aborts the statement, which wrote nothing (OnceTaken); the inserts merged with it then run again
-   * each alone (../engine/grouping.ts). StaleSchema when the collection's schema is another (or there is no
-   * such collection): nothing written.
-   */
-  async function writeInserts(
-    trx: WriteTx,
-    accountId: number,
-    collection: string,
-    schemaId: number,
-    inserts: Insert[],
-  ): Promise<FirstInserted[]> {
-    const all = inserts.length === 1 ? inserts[0].texts : inserts.flatMap(({ texts }) => texts);
-    // The rows they name, looked up on the writer, which no other write comes between this and the statement.
-    if (db.schemas.names(schemaId))
-      await db.schemas.named(
-        readIn(trx),
-        schemaId,
-        collection,
-        all.map((text) => JSON.parse(text) as Fields),
-      );
-    // As row_inserts takes them (sql/); the hashes and the times are hex digits and ISO 8601, with nothing to escape.
-    let onces = '';
-    let place = 0;
-    for (const { texts, once } of inserts) {
-      if (once) {
-        onces += `${onces ? ',' : ''}[${JSON.stringify(once.key)},"${once.hash}","${once.at}","${once.expiresAt}",${place},${texts.length}]`;
-      }
-      place += texts.length;
-    }
-    const params = [accountId, collection, all.length, JSON.stringify(all), new Date().toISOString(), `[${onces}]`, schemaId];
-    // A constraint it breaks (its trigger's check of the keys, sql/, row_inserts, or a unique index)
-    // is told apart once the statement has rolled back (insertRows).
-    const [written] = await writer.inTransaction<{ id: number | null; last_row_id: number; last_seq: number; search: string | null }>(
-      trx,
-      insertSql,
-      params,
-    );
-    if (written.id === null) throw new StaleSchema();
-    const firstId = written.last_row_id - all.length + 1;
-    const search = searchIndexOf(written.id, written.search);
-    if (search)
-      await putWords(
-        db,
-        trx,
-        search,
-        all.map((text, index) => ({ id: firstId + index, fields: JSON.parse(text) as Fields })),
-      );
-    announceOnCommit(db.changes, trx, written.id);
-    const firsts: FirstInserted[] = [];
-    let id = firstId;
-    let seq = written.last_seq - all.length + 1;
-    for (const { texts } of inserts) {
-      firsts.push({ collectionId: written.id, id, seq });
-      id += texts.length;
-      seq += texts.length;
-    }
-    return firsts;
-  }
-
   return {
     write: (work) => writes.run(work),
     // One writer: no two writes wait for each other in a circle.
@@ -171,10 +59,11 @@ export function sqliteRowPort({ db, writer, readMerged, writes }: SqliteRowParts
     // Merged with the inserts into the collection queued beside it, sent with an Idempotency-Key or not.
     insert: (accountId, collection, schemaId, texts, once) =>
       writes.merge(`insert/${accountId}/${collection}/${schemaId}`, texts.length, { texts, once }, (trx, inserts: Insert[]) =>
-        writeInserts(trx, accountId, collection, schemaId, inserts),
+        writeInserts(db, trx, accountId, collection, schemaId, inserts),
       ),
     insertIn: (trx, accountId, collection, schemaId, inserts) =>
       writeInserts(
+        db,
         trx,
         accountId,
         collection,
@@ -187,7 +76,7 @@ export function sqliteRowPort({ db, writer, readMerged, writes }: SqliteRowParts
       const [stored] = await writer.inTransaction<HeldRow>(trx, patchedRowSql, [accountId, collection, rowId]);
       if (!stored) {
         // No row: writePatches() answers the 404, of the row or its collection (a transaction that wrote nothing).
-        const [missing] = await writePatches(trx, accountId, collection, schemaId, [{ rowId, fields: [] }]);
+        const [missing] = await writePatches(db, trx, accountId, collection, schemaId, [{ rowId, fields: [] }]);
         throw missing instanceof Error ? missing : rowNotFound(collection, rowId);
       }
       const schema = Number(stored.schema_id);
@@ -197,7 +86,7 @@ export function sqliteRowPort({ db, writer, readMerged, writes }: SqliteRowParts
         data: stored.data,
         schemaId: schema,
         // The whole text, set at `$`.
-        write: async (text) => orThrow((await writePatches(trx, accountId, collection, schema, [{ rowId, fields: [['$', text]] }]))[0]),
+        write: async (text) => orThrow((await writePatches(db, trx, accountId, collection, schema, [{ rowId, fields: [['$', text]] }]))[0]),
       };
     },
     /**
@@ -213,13 +102,14 @@ export function sqliteRowPort({ db, writer, readMerged, writes }: SqliteRowParts
       // Merged with the patches that set as many fields: a statement sets a number of them (patchSql).
       const key = `patch/${accountId}/${collection}/${fields.length}`;
       return writes
-        .merge(key, 1, { rowId, fields }, (trx, patches: FieldPatch[]) => writePatches(trx, accountId, collection, 0, patches))
+        .merge(key, 1, { rowId, fields }, (trx, patches: FieldPatch[]) => writePatches(db, trx, accountId, collection, 0, patches))
         .then(orThrow);
     },
     patchByPath(trx, accountId, collection, rows, patch) {
       const fields = byPath(patch);
       if (!fields) return undefined;
       return writePatches(
+        db,
         trx,
         accountId,
         collection,
@@ -229,6 +119,7 @@ export function sqliteRowPort({ db, writer, readMerged, writes }: SqliteRowParts
     },
     writePatched: (trx, accountId, collection, _collectionId, schemaId, rows) =>
       writePatches(
+        db,
         trx,
         accountId,
         collection,
@@ -245,6 +136,102 @@ export function sqliteRowPort({ db, writer, readMerged, writes }: SqliteRowParts
     // Interrupted once it had run for the query timeout (readers.ts, timedRead).
     isQueryCanceled,
   };
+}
+
+/**
+ * Patches, each of one row and all of as many fields, in one statement, in the order they came, each
+ * row as patched checked against the schema `schemaId` already: each answers its row as it left it,
+ * or the 404 it met (the others are stored all the same), or StaleSchema when the collection's schema
+ * is another (or there is no such collection), and then nothing is written.
+ */
+async function writePatches(db: Dialect, trx: WriteTx, accountId: number, collection: string, schemaId: number, patches: FieldPatch[]) {
+  const patchesJson = JSON.stringify(patches.map(({ rowId, fields }) => [rowId, fields]));
+  const params = [accountId, collection, patchesJson, new Date().toISOString(), schemaId];
+  const sql = patchSql(patches[0].fields.length, patches.length);
+  const written = await db.run<PatchWritten>(trx, sql, params);
+  const byIndex = new Map(written.map((row) => [Number(row.i), row]));
+  // The rows' words, when the collection has a search index: each row as its last patch left it.
+  const [first] = written;
+  const search = first && first.id !== null ? searchIndexOf(first.id, first.search) : undefined;
+  if (search) {
+    const rows = new Map(patches.map(({ rowId }, index) => [rowId, byIndex.get(index)?.data ?? null]));
+    const patched = [...rows].flatMap(([id, data]) => (data === null ? [] : [{ id, fields: JSON.parse(data) as Fields }]));
+    await putWords(db, trx, search, patched);
+  }
+  let changed: number | undefined;
+  const answers = patches.map(({ rowId }, index): VersionedRow | Error => {
+    const { id = null, data = null, version = null } = byIndex.get(index) ?? {};
+    if (id === null) return new StaleSchema();
+    if (data === null) return rowNotFound(collection, rowId);
+    changed = id;
+    return { json: rowJson(rowId, data), version: versionOf(id, version as number) };
+  });
+  if (changed !== undefined) announceOnCommit(db.changes, trx, changed);
+  return answers;
+}
+
+/**
+ * Inserts, in one statement (insertSql), with the answers of those sent with an Idempotency-Key, their
+ * rows checked against the schema `schemaId` already: answers each request's first id and seq, its
+ * rows following those of the requests before it. A key whose answer another request stored first
+ * aborts the statement, which wrote nothing (OnceTaken); the inserts merged with it then run again
+ * each alone (../engine/grouping.ts). StaleSchema when the collection's schema is another (or there is no
+ * such collection): nothing written.
+ */
+async function writeInserts(
+  db: Dialect,
+  trx: WriteTx,
+  accountId: number,
+  collection: string,
+  schemaId: number,
+  inserts: Insert[],
+): Promise<FirstInserted[]> {
+  const all = inserts.length === 1 ? inserts[0].texts : inserts.flatMap(({ texts }) => texts);
+  // The rows they name, looked up on the writer, which no other write comes between this and the statement.
+  if (db.schemas.names(schemaId))
+    await db.schemas.named(
+      (sql, params) => db.run(trx, sql, params),
+      schemaId,
+      collection,
+      all.map((text) => JSON.parse(text) as Fields),
+    );
+  // As row_inserts takes them (sql/); the hashes and the times are hex digits and ISO 8601, with nothing to escape.
+  let onces = '';
+  let place = 0;
+  for (const { texts, once } of inserts) {
+    if (once) {
+      onces += `${onces ? ',' : ''}[${JSON.stringify(once.key)},"${once.hash}","${once.at}","${once.expiresAt}",${place},${texts.length}]`;
+    }
+    place += texts.length;
+  }
+  const params = [accountId, collection, all.length, JSON.stringify(all), new Date().toISOString(), `[${onces}]`, schemaId];
+  // A constraint it breaks (its trigger's check of the keys, sql/, row_inserts, or a unique index)
+  // is told apart once the statement has rolled back (insertRows).
+  const [written] = await db.run<{ id: number | null; last_row_id: number; last_seq: number; search: string | null }>(
+    trx,
+    insertSql,
+    params,
+  );
+  if (written.id === null) throw new StaleSchema();
+  const firstId = written.last_row_id - all.length + 1;
+  const search = searchIndexOf(written.id, written.search);
+  if (search)
+    await putWords(
+      db,
+      trx,
+      search,
+      all.map((text, index) => ({ id: firstId + index, fields: JSON.parse(text) as Fields })),
+    );
+  announceOnCommit(db.changes, trx, written.id);
+  const firsts: FirstInserted[] = [];
+  let id = firstId;
+  let seq = written.last_seq - all.length + 1;
+  for (const { texts } of inserts) {
+    firsts.push({ collectionId: written.id, id, seq });
+    id += texts.length;
+    seq += texts.length;
+  }
+  return firsts;
 }
 
 /** The answer of one patch, or the error it met, thrown. */
