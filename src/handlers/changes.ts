@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { hashKey } from '../auth/keys.ts';
-import type { Store } from '../db/engine/store.ts';
+import type { Store } from '../db/open-store.ts';
 import { ApiError, collectionNotFound, gone, validationFailed } from '../errors.ts';
 import { credentialsOf } from '../http/authentication.ts';
 import { etagOf, ifNoneMatch } from '../http/conditional.ts';

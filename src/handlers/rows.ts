@@ -1,5 +1,5 @@
 import type { Principal } from '../db/accounts/keys.ts';
-import type { Store } from '../db/engine/store.ts';
+import type { Store } from '../db/open-store.ts';
 import type { AggregateResult } from '../db/reads/aggregates.ts';
 import type { Expansion } from '../db/reads/expand.ts';
 import type { Page, RowsPage } from '../db/reads/pages.ts';

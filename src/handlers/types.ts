@@ -3,7 +3,7 @@ import type { operations } from '../../generated/openapi.ts';
 import type { Config } from '../config.ts';
 import type { AccountContracts } from '../contract/served.ts';
 import type { Principal } from '../db/accounts/keys.ts';
-import type { Store } from '../db/engine/store.ts';
+import type { Store } from '../db/open-store.ts';
 import type { BodyBudget } from '../http/body-budget.ts';
 import type { Result, StreamedBody } from '../http/responder.ts';
 import type { OnceRequest } from '../idempotency/answers.ts';

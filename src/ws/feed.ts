@@ -10,7 +10,7 @@ import { WebSocketServer } from 'ws';
 import type { Config } from '../config.ts';
 import type { Principal } from '../db/accounts/keys.ts';
 import type { AccountIssuers } from '../db/auth/issuers.ts';
-import type { Store } from '../db/engine/store.ts';
+import type { Store } from '../db/open-store.ts';
 import { ApiError, unavailable } from '../errors.ts';
 import { FEED_OPERATION, type Observer } from '../http/observe.ts';
 import { toApiError, writeProblem } from '../http/problems.ts';

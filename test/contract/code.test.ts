@@ -61,7 +61,7 @@ describe('the source', () => {
     expect(circles).to.deep.equal([]);
   });
 
-  it('chooses the data module of a dialect in one place, src/db/engine/store.ts, and keeps no service locator', () => {
+  it('chooses the data module of a dialect in one place, src/db/open-store.ts, and keeps no service locator', () => {
     const asking = files.filter((file) => /\bdialect\s*[!=]==|client\.dialect|userParams/.test(readFileSync(file, 'utf8')));
     expect(asking.map((file) => relative(root, file))).to.deep.equal([]);
   });

@@ -7,6 +7,7 @@ import type { AggregateSource } from '../reads/aggregates.ts';
 import type { KeyBounds } from '../reads/filter-indexes.ts';
 import type { RelationLinks } from '../relations/links.ts';
 import type { Changes } from './changes.ts';
+import type { ErrorCodes } from './errors.ts';
 import type { RowPort } from './port.ts';
 import type { Waits } from './waits.ts';
 
@@ -163,4 +164,24 @@ export interface SearchSql {
   match(row: string): string;
   /** The search of rows holding every one of the terms `words`, and a term starting with `prefix`, as match() takes it. */
   query(words: readonly string[], prefix?: string): string;
+}
+
+/** How a dialect copies its database while it serves (`rowbase backup`; docs/operations.md, "Backup"). */
+export interface Backups {
+  /**
+   * Copies the database to the file `target`, which must not exist unless `replace`; the copy holds
+   * every transaction committed before it began. BackupRefusedError for a target that exists, and
+   * on PostgreSQL, whose pg_dump does this.
+   */
+  backup(target: string, replace: boolean): Promise<void>;
+}
+
+/** A database as its dialect opens it (sqlite/, postgres/): what open-store.ts makes its Store of. */
+export interface OpenedDatabase {
+  db: Dialect;
+  backups: Backups;
+  /** How the driver's errors read (errors.ts, translateError). */
+  codes: ErrorCodes;
+  /** Closes every connection, after the statements under way. */
+  close(): Promise<void>;
 }

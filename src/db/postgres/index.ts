@@ -1,4 +1,4 @@
-// PostgreSQL: the Store of a database (`postgres://…`), which several instances of the service may
+// PostgreSQL: a database (`postgres://…`) opened, as ../open-store.ts makes its Store, which several instances of the service may
 // share. Every change is announced to all of them (rows.ts, listenForChanges). The statements are in sql/.
 import knexFactory from 'knex';
 import pg from 'pg';
@@ -6,10 +6,9 @@ import { defaults, postgresPoolMax } from '../../config.ts';
 import { BackupRefusedError } from '../../errors.ts';
 import { RowSchemas } from '../collections/schemas.ts';
 import { KnownIndexes } from '../collections/sort-indexes.ts';
-import { assembleStore, type Backups, type Store } from '../engine/assemble.ts';
 import { Changes } from '../engine/changes.ts';
 import { DatabaseOpenError, defaultSortIndexes, knexLog, type StoreOptions } from '../engine/connect.ts';
-import type { Dialect, OnceRow } from '../engine/dialect.ts';
+import type { Backups, Dialect, OnceRow, OpenedDatabase } from '../engine/dialect.ts';
 import { migrationSource } from '../engine/migrations.ts';
 import { Waits } from '../engine/waits.ts';
 import { scoresWith } from '../reads/filter.ts';
@@ -30,10 +29,10 @@ import { claimStreamsSql } from './sql/webhooks.ts';
 import { runAlone, runInTransaction, runSnapshot, runTimed } from './statements.ts';
 
 /** Opens the database that `url` names and brings its schema up to date. */
-export async function openPostgresStore(
+export async function openPostgres(
   url: string,
   { sortIndexes = defaultSortIndexes, log, followOthers = false, queryTimeoutMs = defaults.queryTimeoutMs }: StoreOptions = {},
-) {
+): Promise<OpenedDatabase> {
   // pg returns bigint columns as strings; the data layer converts the ones it reads.
   const knex = knexFactory({ client: 'pg', connection: url, pool: { min: 0, max: postgresPoolMax(url) }, log: knexLog(log) });
   try {
@@ -116,7 +115,7 @@ export async function openPostgresStore(
       await knex.destroy();
     }
   };
-  return assembleStore(db, backups, { isUniqueViolation, isUnavailable }, close) satisfies Store;
+  return { db, backups, codes: { isUniqueViolation, isUnavailable }, close };
 }
 
 /** PostgreSQL's own tools copy a database while it serves: pg_dump (docs/operations.md, "Backup"). */

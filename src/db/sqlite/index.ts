@@ -1,4 +1,4 @@
-// SQLite: the Store of a database file (`sqlite:<path>`). Knex's one connection is the writer (writer.ts,
+// SQLite: a database file (`sqlite:<path>`) opened, as ../open-store.ts makes its Store. Knex's one connection is the writer (writer.ts,
 // SqliteWriter): SQLite writes one transaction at a time, and every write goes through its queue
 // (../engine/grouping.ts, GroupedWrites); read-only connections serve the reads beside it (readers.ts). The
 // statements are in sql/.
@@ -8,10 +8,9 @@ import knexFactory, { type Knex } from 'knex';
 import { defaults } from '../../config.ts';
 import { RowSchemas } from '../collections/schemas.ts';
 import { KnownIndexes } from '../collections/sort-indexes.ts';
-import { assembleStore, type Store } from '../engine/assemble.ts';
 import { announceOnCommit, Changes } from '../engine/changes.ts';
 import { DatabaseOpenError, defaultSortIndexes, knexLog, type StoreOptions } from '../engine/connect.ts';
-import type { Dialect, OnceRow } from '../engine/dialect.ts';
+import type { Dialect, OnceRow, OpenedDatabase } from '../engine/dialect.ts';
 import { GroupedWrites } from '../engine/grouping.ts';
 import { migrationSource } from '../engine/migrations.ts';
 import { scoresWith } from '../reads/filter.ts';
@@ -43,10 +42,10 @@ export const writerSetup = `PRAGMA journal_mode = WAL; PRAGMA synchronous = NORM
   PRAGMA wal_autocheckpoint = 0; PRAGMA temp_store = MEMORY; PRAGMA journal_size_limit = 67108864; ${sqliteProcedures}`;
 
 /** Opens the database file that `url` names (relative to the working directory; its folder is made) and brings its schema up to date. */
-export async function openSqliteStore(
+export async function openSqlite(
   url: string,
   { sortIndexes = defaultSortIndexes, log, queryTimeoutMs = defaults.queryTimeoutMs }: StoreOptions = {},
-): Promise<Store> {
+): Promise<OpenedSqlite> {
   const filename = resolve(url.slice('sqlite:'.length));
   let knex: Knex;
   try {
@@ -129,11 +128,11 @@ export async function openSqliteStore(
     }
   };
   const backups = { backup: (target: string, replace: boolean) => backupSqlite(filename, target, replace) };
-  return Object.assign(assembleStore(db, backups, { isUniqueViolation, isUnavailable }, close), { readers, writes });
+  return { db, backups, codes: { isUniqueViolation, isUnavailable }, close, readers, writes };
 }
 
-/** A SQLite store, with what the tests look at: its read-only connections and its writer's queue. */
-export type SqliteStore = Store & { readers: SqliteReaders; writes: GroupedWrites };
+/** A SQLite database opened, with what the tests look at: its read-only connections and its writer's queue. */
+export type OpenedSqlite = OpenedDatabase & { readers: SqliteReaders; writes: GroupedWrites };
 
 function knexConfig(filename: string): Knex.Config {
   return {

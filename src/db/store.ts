@@ -1,11 +1,11 @@
 // The data layer as the rest of the service sees it (Store): plain functions over plain values, bound to
-// one database, with every driver error translated at this edge (errors.ts). Each operation is written
+// one database (opened by open-store.ts), with every driver error translated at this edge (errors.ts). Each operation is written
 // once, in its area, and bound here to the dialect's Dialect. Every request's key is looked up through the cache of their
 // principals (../accounts/principals.ts, PrincipalCache).
 import type { Knex } from 'knex';
-import { hashKey } from '../../auth/keys.ts';
-import { ApiError } from '../../errors.ts';
-import { type CompiledRules, CompiledRulesCache, NO_ACCESS } from '../../rules/compile.ts';
+import { hashKey } from '../auth/keys.ts';
+import { ApiError } from '../errors.ts';
+import { type CompiledRules, CompiledRulesCache, NO_ACCESS } from '../rules/compile.ts';
 import {
   accountIdOf,
   createAccountKey,
@@ -19,32 +19,37 @@ import {
   principalOf,
   revokeAccountKey,
   revokeKey,
-} from '../accounts/keys.ts';
-import { accountPlan, listPlans, setPlan } from '../accounts/plans.ts';
-import { PrincipalCache } from '../accounts/principals.ts';
-import { addEndUserCounts, addUsage, pruneEndUserCounts, readUsage } from '../accounts/usage.ts';
-import { type AccountIssuers, deleteIssuer, getIssuer, listIssuers, putIssuer } from '../auth/issuers.ts';
-import { createCollection, getCollection, listCollectionContracts, listCollections } from '../collections/collections.ts';
-import { deleteCollection } from '../collections/deletion.ts';
-import { createIndex, deleteIndex, listIndexes } from '../collections/indexes.ts';
-import { deleteSchema, getSchema, putSchema } from '../collections/schemas.ts';
-import { searchFilter } from '../collections/search-indexes.ts';
-import { sortBy } from '../collections/sort-indexes.ts';
-import { feedStart, latestSeq, readEvents } from '../events/events.ts';
-import { collectionsAfter, pruneEventBatch } from '../events/retention.ts';
-import { aggregateRows, getRow, listRows } from '../reads/rows.ts';
-import { bindRelations } from '../relations/filters.ts';
-import { deleteRelation, getRelation, listRelations, putRelation } from '../relations/relations.ts';
-import { writeBatch } from '../rows/batch.ts';
-import { exportCollection } from '../rows/exports.ts';
-import { findOnce, pruneOnceBatch } from '../rows/idempotency.ts';
-import { lastRowIdOf } from '../rows/imports.ts';
-import { importRows, insertRows } from '../rows/inserts.ts';
-import { updateRow, updateRowsWhere } from '../rows/patches.ts';
-import { upsertRows } from '../rows/upserts.ts';
-import { deleteRow, deleteRowsWhere } from '../rows/writes.ts';
-import { deleteRules, getRules, putRules } from '../rules/rules.ts';
-import { listWebhookDeliveries, pruneWebhookDeliveries, retryWebhookDelivery } from '../webhooks/deliveries.ts';
+} from './accounts/keys.ts';
+import { accountPlan, listPlans, setPlan } from './accounts/plans.ts';
+import { PrincipalCache } from './accounts/principals.ts';
+import { addEndUserCounts, addUsage, pruneEndUserCounts, readUsage } from './accounts/usage.ts';
+import { type AccountIssuers, deleteIssuer, getIssuer, listIssuers, putIssuer } from './auth/issuers.ts';
+import { createCollection, getCollection, listCollectionContracts, listCollections } from './collections/collections.ts';
+import { deleteCollection } from './collections/deletion.ts';
+import { createIndex, deleteIndex, listIndexes } from './collections/indexes.ts';
+import { deleteSchema, getSchema, putSchema } from './collections/schemas.ts';
+import { searchFilter } from './collections/search-indexes.ts';
+import { sortBy } from './collections/sort-indexes.ts';
+import type { Changes } from './engine/changes.ts';
+import type { Backups, Dialect } from './engine/dialect.ts';
+import { DatabaseClosedError, type ErrorCodes, translateError } from './engine/errors.ts';
+import { ReadCache } from './engine/read-cache.ts';
+import { type Waits, watchKnexPool } from './engine/waits.ts';
+import { feedStart, latestSeq, readEvents } from './events/events.ts';
+import { collectionsAfter, pruneEventBatch } from './events/retention.ts';
+import { aggregateRows, getRow, listRows } from './reads/rows.ts';
+import { bindRelations } from './relations/filters.ts';
+import { deleteRelation, getRelation, listRelations, putRelation } from './relations/relations.ts';
+import { writeBatch } from './rows/batch.ts';
+import { exportCollection } from './rows/exports.ts';
+import { findOnce, pruneOnceBatch } from './rows/idempotency.ts';
+import { lastRowIdOf } from './rows/imports.ts';
+import { importRows, insertRows } from './rows/inserts.ts';
+import { updateRow, updateRowsWhere } from './rows/patches.ts';
+import { upsertRows } from './rows/upserts.ts';
+import { deleteRow, deleteRowsWhere } from './rows/writes.ts';
+import { deleteRules, getRules, putRules } from './rules/rules.ts';
+import { listWebhookDeliveries, pruneWebhookDeliveries, retryWebhookDelivery } from './webhooks/deliveries.ts';
 import {
   anyWebhook,
   createWebhook,
@@ -54,7 +59,7 @@ import {
   rotateWebhookSecret,
   updateWebhook,
   webhookState,
-} from '../webhooks/settings.ts';
+} from './webhooks/settings.ts';
 import {
   ackStream,
   claimStreams,
@@ -65,25 +70,10 @@ import {
   startMissingStreams,
   streamTarget,
   webhookBacklog,
-} from '../webhooks/streams.ts';
-import type { Changes } from './changes.ts';
-import type { Dialect } from './dialect.ts';
-import { DatabaseClosedError, type ErrorCodes, translateError } from './errors.ts';
-import { ReadCache } from './read-cache.ts';
-import { type Waits, watchKnexPool } from './waits.ts';
+} from './webhooks/streams.ts';
 
 /** How often the key uses the principal cache noted are written, in ms. */
 const KEY_USES_INTERVAL_MS = 1000;
-
-/** How a dialect copies its database while it serves (`rowbase backup`; docs/operations.md, "Backup"). */
-export interface Backups {
-  /**
-   * Copies the database to the file `target`, which must not exist unless `replace`; the copy holds
-   * every transaction committed before it began. BackupRefusedError for a target that exists, and
-   * on PostgreSQL, whose pg_dump does this.
-   */
-  backup(target: string, replace: boolean): Promise<void>;
-}
 
 // biome-ignore lint/suspicious/noExplicitAny: any argument list; the bound types below stay exact.
 type SharedFunction = (db: Dialect, ...args: any[]) => Promise<unknown>;
