@@ -2,12 +2,11 @@
 // sqlite/ or postgres/, and makes its Store of it (store.ts), every area's operations bound to it. Nothing
 // else asks which dialect a database is.
 import type { StoreOptions } from './engine/connect.ts';
-import type { OpenedDatabase } from './engine/dialect.ts';
 import type { GroupedWrites } from './engine/grouping.ts';
 import { openPostgres } from './postgres/index.ts';
 import { openSqlite } from './sqlite/index.ts';
 import type { SqliteReaders } from './sqlite/readers.ts';
-import { assembleStore, type Store } from './store.ts';
+import { assembleStore, type OpenedDatabase, type Store } from './store.ts';
 
 export type { StoreOptions } from './engine/connect.ts';
 export type { Store } from './store.ts';

@@ -29,15 +29,15 @@ import { deleteCollection } from './collections/deletion.ts';
 import { createIndex, deleteIndex, listIndexes } from './collections/indexes.ts';
 import { deleteSchema, getSchema, putSchema } from './collections/schemas.ts';
 import { searchFilter } from './collections/search-indexes.ts';
-import { sortBy } from './collections/sort-indexes.ts';
 import type { Changes } from './engine/changes.ts';
-import type { Backups, Dialect } from './engine/dialect.ts';
+import type { Backups } from './engine/dialect.ts';
 import { DatabaseClosedError, type ErrorCodes, translateError } from './engine/errors.ts';
 import { ReadCache } from './engine/read-cache.ts';
 import { type Waits, watchKnexPool } from './engine/waits.ts';
 import { feedStart, latestSeq, readEvents } from './events/events.ts';
 import { collectionsAfter, pruneEventBatch } from './events/retention.ts';
-import { aggregateRows, getRow, listRows } from './reads/rows.ts';
+import type { PagedDialect } from './reads/aggregates.ts';
+import { aggregateRows, getRow, listRows, sortBy } from './reads/rows.ts';
 import { bindRelations } from './relations/filters.ts';
 import { deleteRelation, getRelation, listRelations, putRelation } from './relations/relations.ts';
 import { writeBatch } from './rows/batch.ts';
@@ -75,9 +75,19 @@ import {
 /** How often the key uses the principal cache noted are written, in ms. */
 const KEY_USES_INTERVAL_MS = 1000;
 
+/** A database as its dialect opens it (sqlite/, postgres/): what open-store.ts makes its Store of (assembleStore). */
+export interface OpenedDatabase {
+  db: PagedDialect;
+  backups: Backups;
+  /** How the driver's errors read (errors.ts, translateError). */
+  codes: ErrorCodes;
+  /** Closes every connection, after the statements under way. */
+  close(): Promise<void>;
+}
+
 // biome-ignore lint/suspicious/noExplicitAny: any argument list; the bound types below stay exact.
-type SharedFunction = (db: Dialect, ...args: any[]) => Promise<unknown>;
-type Bound<F> = F extends (db: Dialect, ...args: infer A) => infer R ? (...args: A) => R : never;
+type SharedFunction = (db: PagedDialect, ...args: any[]) => Promise<unknown>;
+type Bound<F> = F extends (db: never, ...args: infer A) => infer R ? (...args: A) => R : never;
 
 /** The operations, each written once, taking the Dialect first. */
 const shared = {
@@ -164,7 +174,7 @@ const shared = {
   exportCollection,
   importRows,
   /** Answers when the database does. */
-  ping: async ({ query }: Dialect) => {
+  ping: async ({ query }: PagedDialect) => {
     await query('select 1', []);
   },
 } satisfies Record<string, SharedFunction>;
@@ -202,7 +212,7 @@ export type Store = { [K in keyof typeof shared]: Bound<(typeof shared)[K]> } & 
 /**
  * The Store of a dialect: the operations bound to `db`, each with its errors translated by `codes`. Once `close` has begun, every error is the 503 of a closed database.
  */
-export function assembleStore(db: Dialect, backups: Backups, codes: ErrorCodes, close: () => Promise<void>): Store {
+export function assembleStore(db: PagedDialect, backups: Backups, codes: ErrorCodes, close: () => Promise<void>): Store {
   let closed = false;
   let closing = false;
   const translated =

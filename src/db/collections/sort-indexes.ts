@@ -1,6 +1,5 @@
 // Sort indexes: pages ordered by a field, read from an index instead of sorting the collection.
 // What a key holds, and when an index is made and kept: docs/development.md, "Sort indexes".
-import type { Dialect } from '../engine/dialect.ts';
 
 export interface SortIndexLimits {
   /** Rows a collection holds before ordering by a field indexes it. */
@@ -41,9 +40,4 @@ export class KnownIndexes {
     if (this.known.size >= MAX_KNOWN) this.known.delete(this.known.keys().next().value as string);
     this.known.set(key, { id, sorted });
   }
-}
-
-/** Makes a sort index of `field` in the collection, unless it has one or as many as it may. */
-export async function sortBy({ pages }: Dialect, accountId: number, collection: string, field: string): Promise<void> {
-  await pages.makeSortIndex(accountId, collection, field, pages.sortIndexes.max);
 }

@@ -1,7 +1,6 @@
 // Wake-ups after commit: the feed's, the webhooks' worker's.
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import type { WriteTx } from './dialect.ts';
 
 /**
  * Wake-ups for the real-time feed: "collection N has committed changes" (new events, or it is gone),
@@ -23,7 +22,7 @@ export class Changes extends EventEmitter<{ change: [collectionId: number]; all:
  * Tells this process's listeners of the change to the collection once the write `trx` has committed
  * (and nothing if it rolls back); other instances hear it through the database, where it tells them.
  */
-export function announceOnCommit(changes: Changes, trx: WriteTx, collectionId: number): void {
+export function announceOnCommit(changes: Changes, trx: { executionPromise: Promise<unknown> }, collectionId: number): void {
   trx.executionPromise.then(
     () => changes.emit('change', collectionId),
     () => {},

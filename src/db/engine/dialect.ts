@@ -3,12 +3,13 @@
 // when it opens its database, and hands it to them: they never ask which dialect it is.
 import type { Knex } from 'knex';
 import type { Filter } from '../../query/filter.ts';
-import type { AggregateSource } from '../reads/aggregates.ts';
 import type { KeyBounds } from '../reads/filter-indexes.ts';
 import type { RelationLinks } from '../relations/links.ts';
 import type { Changes } from './changes.ts';
-import type { ErrorCodes } from './errors.ts';
-import type { RowPort } from './port.ts';
+import type { RowPort, WriteTx } from './port.ts';
+
+export type { WriteTx } from './port.ts';
+
 import type { Waits } from './waits.ts';
 
 export type SqlValue = string | number | null;
@@ -21,25 +22,11 @@ export interface OnceRow {
   body: string | null;
 }
 
-/**
- * A write transaction, as the statements in it need it: the connection it holds and its outcome. A
- * Knex transaction is one; so is a group of SQLite's writer (grouping.ts, GroupedWrites), which holds Knex's
- * connection without Knex's transaction machinery.
- */
-export interface WriteTx {
-  /** `acquireConnection()` answers the connection the transaction holds. */
-  client: { acquireConnection(): Promise<unknown> };
-  /** Fulfilled once the transaction has committed, rejected once it has rolled back. */
-  executionPromise: Promise<unknown>;
-}
-
 export interface Dialect {
   /** The database's Knex: its pool and its transactions. */
   knex: Knex;
   /** How rows are written and read, and how the errors of those writes and reads read (port.ts). */
   rows: RowPort;
-  /** Pages of rows, and what they are read with (../reads/pages.ts, aggregates.ts). */
-  pages: AggregateSource;
   /** How long a page that sorts or filters, or a batch, may run, in ms (connect.ts, StoreOptions). */
   queryTimeoutMs: number;
   /** Wake-ups after each committed change of a collection (changes.ts). */
@@ -174,14 +161,4 @@ export interface Backups {
    * on PostgreSQL, whose pg_dump does this.
    */
   backup(target: string, replace: boolean): Promise<void>;
-}
-
-/** A database as its dialect opens it (sqlite/, postgres/): what open-store.ts makes its Store of. */
-export interface OpenedDatabase {
-  db: Dialect;
-  backups: Backups;
-  /** How the driver's errors read (errors.ts, translateError). */
-  codes: ErrorCodes;
-  /** Closes every connection, after the statements under way. */
-  close(): Promise<void>;
 }

@@ -6,9 +6,58 @@
 // collection go as one statement that commits on its own, and whose writes hold their collections' rows.
 import type { OnceRequest } from '../../idempotency/answers.ts';
 import type { Patch } from '../../patches/index.ts';
-import type { RowImporter } from '../rows/imports.ts';
-import type { Fields, FirstInserted, MatchedRow, VersionedRow } from '../rows/rows.ts';
-import type { WriteTx } from './dialect.ts';
+import type { Json, Row } from '../../rows.ts';
+
+/**
+ * A write transaction, as the statements in it need it: the connection it holds and its outcome. A
+ * Knex transaction is one; so is a group of SQLite's writer (grouping.ts, GroupedWrites), which holds Knex's
+ * connection without Knex's transaction machinery.
+ */
+export interface WriteTx {
+  /** `acquireConnection()` answers the connection the transaction holds. */
+  client: { acquireConnection(): Promise<unknown> };
+  /** Fulfilled once the transaction has committed, rejected once it has rolled back. */
+  executionPromise: Promise<unknown>;
+}
+
+/** A row's fields but `id`, as JSON.parse reads its stored text. */
+export type Fields = Record<string, unknown>;
+
+/** The first of a request's inserted rows: its collection, its id and the seq of its event; the others follow it. */
+export interface FirstInserted {
+  collectionId: number;
+  id: number;
+  seq: number;
+}
+
+/** A row's JSON text and its version (../rows/rows.ts, versionOf). */
+export interface VersionedRow {
+  json: Json<Row>;
+  version: string;
+}
+
+/** A row a change by filter matched: its id and its stored text as it was. */
+export interface MatchedRow {
+  id: number;
+  data: string;
+}
+
+/** A row to import: its id, and its text (its fields but id, as JSON.stringify writes them). */
+export interface ImportedRow {
+  id: number;
+  text: string;
+}
+
+/** What a dialect writes of an import in its own SQL, inside the import's transaction (../rows/imports.ts). */
+export interface RowImporter {
+  /**
+   * Stores `rows` in the collection with the ids they give, the first with the version `firstSeq` and
+   * each next one the next (the seqs of their insert events: ../rows/rows.ts, versionOf).
+   */
+  insertRows(trx: WriteTx, collectionId: number, rows: ImportedRow[], firstSeq: number): Promise<void>;
+  /** Keys the collection's rows with ids from `from` to `to` for the sort index of `field` in `slot`. */
+  keyRows(trx: WriteTx, collectionId: number, slot: number, field: string, from: number, to: number): Promise<void>;
+}
 
 /** A row as stored, as a read of it by id answers it. */
 export interface StoredRow {

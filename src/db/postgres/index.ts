@@ -8,11 +8,13 @@ import { RowSchemas } from '../collections/schemas.ts';
 import { KnownIndexes } from '../collections/sort-indexes.ts';
 import { Changes } from '../engine/changes.ts';
 import { DatabaseOpenError, defaultSortIndexes, knexLog, type StoreOptions } from '../engine/connect.ts';
-import type { Backups, Dialect, OnceRow, OpenedDatabase } from '../engine/dialect.ts';
+import type { Backups, Dialect, OnceRow } from '../engine/dialect.ts';
 import { migrationSource } from '../engine/migrations.ts';
 import { Waits } from '../engine/waits.ts';
+import type { PagedDialect } from '../reads/aggregates.ts';
 import { scoresWith } from '../reads/filter.ts';
 import { onceAnswerSql } from '../sql/rows.ts';
+import type { OpenedDatabase } from '../store.ts';
 import { isDeadlock, isUnavailable, isUniqueViolation } from './errors.ts';
 import { filterSql, keyBoundsSql } from './filter.ts';
 import { escapeString, unescapedJson } from './jsonb.ts';
@@ -43,7 +45,7 @@ export async function openPostgres(
   }
   const changes = new Changes();
   // The statements first; the pages and the rows, which read and write with them, then.
-  const statements: Omit<Dialect, 'rows' | 'pages'> = {
+  const statements: Omit<Dialect, 'rows'> = {
     knex,
     changes,
     queryTimeoutMs,
@@ -82,7 +84,7 @@ export async function openPostgres(
       return held.held;
     },
   };
-  const db = statements as Dialect;
+  const db = statements as PagedDialect;
   db.pages = {
     // Named statements, each parsed and planned once per connection, as the writes' are; a page that
     // sorts or filters in a read-only transaction of its own with a statement_timeout.

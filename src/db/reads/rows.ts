@@ -7,13 +7,13 @@ import { assignable, rowJson } from '../../rows.ts';
 import type { Dialect } from '../engine/dialect.ts';
 import { noSuchRow, pageTooLarge, type VersionedRow, versionOf } from '../rows/rows.ts';
 import { collectionSql } from '../sql/reads.ts';
-import type { AggregateResult } from './aggregates.ts';
+import type { AggregateResult, PagedDialect } from './aggregates.ts';
 import type { Expansion } from './expand.ts';
 import type { Page, RowsPage } from './pages.ts';
 import { readRelatedAggregates, readRelatedPage } from './related.ts';
 
 /** The row and its version; 404 for a missing row or collection. */
-export async function getRow(db: Dialect, accountId: number, collection: string, rowId: number): Promise<VersionedRow> {
+export async function getRow(db: PagedDialect, accountId: number, collection: string, rowId: number): Promise<VersionedRow> {
   if (!assignable(rowId)) return noSuchRow(db, accountId, collection, rowId);
   const row = await db.rows.readRow(accountId, collection, rowId);
   if (row) return { json: rowJson(rowId, row.data), version: versionOf(row.collection_id, row.version) };
@@ -27,7 +27,7 @@ export async function getRow(db: Dialect, accountId: number, collection: string,
  * are set into them, all read in one snapshot with the page (related.ts).
  */
 export async function listRows(
-  db: Dialect,
+  db: PagedDialect,
   accountId: number,
   collection: string,
   page: Page,
@@ -46,7 +46,7 @@ export async function listRows(
  * when its rows fall into more than `maxGroupsRead` groups, 503 past the query timeout.
  */
 export async function aggregateRows(
-  db: Dialect,
+  db: PagedDialect,
   accountId: number,
   collection: string,
   query: AggregateQuery,
@@ -65,4 +65,9 @@ function readRefusal(db: Dialect, error: unknown): unknown {
   if (db.rows.isPageTooLarge(error)) return pageTooLarge();
   if (db.rows.isQueryCanceled(error)) return queryTimeout(db.queryTimeoutMs);
   return error;
+}
+
+/** Makes a sort index of `field` in the collection (../collections/sort-indexes.ts), unless it has one or as many as it may. */
+export async function sortBy({ pages }: PagedDialect, accountId: number, collection: string, field: string): Promise<void> {
+  await pages.makeSortIndex(accountId, collection, field, pages.sortIndexes.max);
 }

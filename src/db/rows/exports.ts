@@ -5,7 +5,7 @@
 import { collectionNotFound } from '../../errors.ts';
 import type { Rules } from '../../rules/rules.ts';
 import type { RowSchema } from '../collections/schemas.ts';
-import type { Dialect } from '../engine/dialect.ts';
+import type { PagedDialect } from '../reads/aggregates.ts';
 import type { RelationDeclaration } from '../relations/relations.ts';
 import { EXPORT_PAGE_ROWS, exportedCollectionSql, exportedIndexesSql, exportedRelationsSql, exportRowsSql } from '../sql/rows.ts';
 
@@ -56,7 +56,7 @@ type CollectionRow = {
 };
 
 /** Hands the collection `name` and then its rows, by id, to `reader`, all read in one snapshot; 404 when there is no such collection. */
-export function exportCollection({ pages }: Dialect, accountId: number, name: string, reader: CollectionReader): Promise<void> {
+export function exportCollection({ pages }: PagedDialect, accountId: number, name: string, reader: CollectionReader): Promise<void> {
   return pages.snapshot(async (read) => {
     const [found] = await read<CollectionRow>(exportedCollectionSql, [accountId, name]);
     if (!found) throw collectionNotFound(name);

@@ -11,6 +11,7 @@ import { advance } from '../collections/collections.ts';
 import { keepingUnique, type WrittenRow } from '../collections/indexes.ts';
 import { bindSearch } from '../collections/search-indexes.ts';
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
+import type { PagedDialect } from '../reads/aggregates.ts';
 import type { Sql } from '../reads/filter.ts';
 import { beginOnce, recordOnce } from './idempotency.ts';
 import {
@@ -121,7 +122,7 @@ export async function patchRowIn(
  * Answers the rows as they now are.
  */
 export async function updateRowsWhere(
-  db: Dialect,
+  db: PagedDialect,
   accountId: number,
   collection: string,
   filter: Filter,

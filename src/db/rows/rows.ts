@@ -5,10 +5,11 @@ import type { Once } from '../../idempotency/answers.ts';
 import { type Json, MAX_ROW_BYTES, type Row, rowJson } from '../../rows.ts';
 import { collectionId } from '../collections/collections.ts';
 import type { Dialect, WriteTx } from '../engine/dialect.ts';
+import type { Fields, FirstInserted, MatchedRow } from '../engine/port.ts';
 import type { Sql } from '../reads/filter.ts';
 import { matchedRowsSql } from '../sql/rows.ts';
 
-export type Fields = Record<string, unknown>;
+export type { Fields, FirstInserted, MatchedRow, VersionedRow } from '../engine/port.ts';
 
 /** Rows of consecutive ids from `firstId` as rowJson() makes each, as one JSON array, appended one by one. */
 function rowsJson(firstId: number, texts: string[]): string {
@@ -24,13 +25,6 @@ function rowsJson(firstId: number, texts: string[]): string {
 export interface InsertedRows {
   json: Json<Row[]>;
   versions: string[];
-}
-
-/** The first of a request's inserted rows: its collection, its id and the seq of its event; the others follow it. */
-export interface FirstInserted {
-  collectionId: number;
-  id: number;
-  seq: number;
 }
 
 /** Rows inserted with consecutive ids and seqs from `first`, whose stored texts are `texts`. */
@@ -66,12 +60,6 @@ export const versionOf = (collectionId: number | string, seq: number | string) =
 export interface ChangedRows {
   count: number;
   json: Json<Row[]>;
-}
-
-/** A row's JSON text and its version (versionOf). */
-export interface VersionedRow {
-  json: Json<Row>;
-  version: string;
 }
 
 /**
@@ -123,12 +111,6 @@ const tooManyRows = (max: number) =>
     `One change by filter changes at most ${max} rows, and this filter matches more: narrow it (by ranges of id, say) and send each part.`,
     [{ in: 'query', name: 'filter', message: `matches more than ${max} rows` }],
   );
-
-/** A row a change by filter matched: its id and its stored text as it was. */
-export interface MatchedRow {
-  id: number;
-  data: string;
-}
 
 /**
  * The rows of the collection `collectionId` that `where` matches, in id order; 400 when there are more

@@ -8,6 +8,7 @@ import { advance } from '../collections/collections.ts';
 import { bindSearch } from '../collections/search-indexes.ts';
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
 import { appendEvents, type EventRow, eventRow } from '../events/events.ts';
+import type { PagedDialect } from '../reads/aggregates.ts';
 import type { Sql } from '../reads/filter.ts';
 import type { KeyBounds } from '../reads/filter-indexes.ts';
 import { byId, withinIndex } from '../reads/pages.ts';
@@ -214,7 +215,7 @@ export async function deleteRow(db: Dialect, accountId: number, collection: stri
 
 /** Deletes every row of the collection that `filter` matches, as updateRowsWhere() patches them (patches.ts); answers them as they were. */
 export async function deleteRowsWhere(
-  db: Dialect,
+  db: PagedDialect,
   accountId: number,
   collection: string,
   filter: Filter,

@@ -10,10 +10,12 @@ import { RowSchemas } from '../collections/schemas.ts';
 import { KnownIndexes } from '../collections/sort-indexes.ts';
 import { announceOnCommit, Changes } from '../engine/changes.ts';
 import { DatabaseOpenError, defaultSortIndexes, knexLog, type StoreOptions } from '../engine/connect.ts';
-import type { Dialect, OnceRow, OpenedDatabase } from '../engine/dialect.ts';
+import type { Dialect, OnceRow } from '../engine/dialect.ts';
 import { GroupedWrites } from '../engine/grouping.ts';
 import { migrationSource } from '../engine/migrations.ts';
+import type { PagedDialect } from '../reads/aggregates.ts';
 import { scoresWith } from '../reads/filter.ts';
+import type { OpenedDatabase } from '../store.ts';
 import { backupSqlite } from './backup.ts';
 import { isBusy, isDeadlock, isUnavailable, isUniqueViolation } from './errors.ts';
 import { filterSql, keyBoundsSql } from './filter.ts';
@@ -66,7 +68,7 @@ export async function openSqlite(
   const writes = new GroupedWrites(knex, (trx, step) => writer.inTransaction(trx, step === 'begin' ? 'begin immediate' : step, []));
   const changes = new Changes();
   // The statements first; the pages and the rows, which read and write with them, then.
-  const statements: Omit<Dialect, 'rows' | 'pages'> = {
+  const statements: Omit<Dialect, 'rows'> = {
     knex,
     changes,
     queryTimeoutMs,
@@ -95,7 +97,7 @@ export async function openSqlite(
     // then finds its answer stored (recordOnce()), and rolls its own change back.
     holdOnce: async () => true,
   };
-  const db = statements as Dialect;
+  const db = statements as PagedDialect;
   const indexes = new SortIndexMaker(db, writes);
   db.pages = {
     // A page that sorts or filters is timed, on a connection of its own; one made for one request
