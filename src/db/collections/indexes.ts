@@ -197,14 +197,14 @@ export async function keepingUnique<T>(
   db: Dialect,
   accountId: number,
   collection: string,
-  rows: () => readonly WrittenRow[] | Promise<readonly WrittenRow[]>,
+  rows: () => readonly WrittenRow[],
   write: () => Promise<T>,
 ): Promise<T> {
   try {
     return await write();
   } catch (error) {
     if (db.isUniqueViolation(error)) {
-      const violation = await uniqueViolation(db, accountId, collection, await rows());
+      const violation = await uniqueViolation(db, accountId, collection, rows());
       if (violation) throw violation;
     }
     throw error;
@@ -223,7 +223,7 @@ export interface WrittenRow {
  * was another). Each row's values are looked for among the rows written before it and among the stored
  * rows: the first found names the index's fields and the row holding them.
  */
-async function uniqueViolation(
+export async function uniqueViolation(
   db: Dialect,
   accountId: number,
   collection: string,

@@ -8,7 +8,7 @@ import { applyPatch, type Patch } from '../../patches/index.ts';
 import type { Filter } from '../../query/filter.ts';
 import { assignable, overRowBound } from '../../rows.ts';
 import { advance } from '../collections/collections.ts';
-import { keepingUnique, type WrittenRow } from '../collections/indexes.ts';
+import { keepingUnique, uniqueViolation, type WrittenRow } from '../collections/indexes.ts';
 import { bindSearch } from '../collections/search-indexes.ts';
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
 import type { PagedDialect } from '../reads/aggregates.ts';
@@ -51,36 +51,46 @@ export async function updateRow(
   options?: WriteOptions<VersionedRow>,
 ): Promise<VersionedRow> {
   if (!assignable(rowId)) return noSuchRow(db, accountId, collection, rowId);
-  // The row as patched, as a unique index would see it: read again when the patch was merged unread.
-  let attempted: WrittenRow[] | undefined;
-  const tried = async (): Promise<WrittenRow[]> => {
-    if (attempted) return attempted;
-    const stored = await db.rows.readRow(accountId, collection, rowId);
-    return stored ? [{ id: rowId, fields: applyPatch(patch, JSON.parse(stored.data), rowId) }] : [];
-  };
   const { guard, once } = options ?? {};
-  const seen = (row: Fields, before: Fields) => {
-    guard?.updating(rowId, before, row);
-    attempted = [{ id: rowId, fields: row }];
-  };
-  const plain = options?.ifMatch === undefined && once === undefined && guard === undefined;
+  // The row as patched, as a unique index would see it (indexes.ts, keepingUnique): read again when the
+  // patch was merged unread.
+  let attempted: WrittenRow[] | undefined;
   try {
-    return await keepingUnique(db, accountId, collection, tried, () =>
-      // With the collection's schema as last seen: a merge unread is for a collection without one.
-      db.schemas.retry(db.query, accountId, collection, async (schemaId) => {
-        const merged = schemaId === 0 && plain ? db.rows.mergePatch?.(accountId, collection, rowId, patch) : undefined;
-        if (merged) return merged;
-        return db.rows.write(async (trx) => {
+    // With the collection's schema as last seen: a merge unread is for a collection without one.
+    return await db.schemas.retry(db.query, accountId, collection, (schemaId) => {
+      const plain = schemaId === 0 && options?.ifMatch === undefined && once === undefined && guard === undefined;
+      const merged = plain ? db.rows.mergePatch?.(accountId, collection, rowId, patch) : undefined;
+      return (
+        merged ??
+        db.rows.write(async (trx) => {
           if (once) await beginOnce(db, trx, accountId, once);
-          const patched = await patchRowIn(db, trx, accountId, collection, rowId, patch, schemaId, options, 0, seen);
+          const patched = await patchRowIn(db, trx, accountId, collection, rowId, patch, schemaId, options, 0, (row, before) => {
+            guard?.updating(rowId, before, row);
+            attempted = [{ id: rowId, fields: row }];
+          });
           if (once) await recordOnce(db, trx, accountId, once, patched);
           return patched;
-        });
-      }),
-    );
+        })
+      );
+    });
   } catch (error) {
+    if (db.isUniqueViolation(error)) {
+      const violation = await uniqueViolation(
+        db,
+        accountId,
+        collection,
+        attempted ?? (await storedPatched(db, accountId, collection, rowId, patch)),
+      );
+      if (violation) throw violation;
+    }
     throw db.rows.isRowTooLarge(error) ? rowTooLarge() : error;
   }
+}
+
+/** The row as `patch` makes it of the row stored now (none when there is no such row). */
+async function storedPatched(db: Dialect, accountId: number, collection: string, rowId: number, patch: Patch): Promise<WrittenRow[]> {
+  const stored = await db.rows.readRow(accountId, collection, rowId);
+  return stored ? [{ id: rowId, fields: applyPatch(patch, JSON.parse(stored.data), rowId) }] : [];
 }
 
 /**
