@@ -109,8 +109,8 @@ export interface RowPort {
    * collection with the schema `schemaId` (a batch's, an upsert's): the first id and seq of each.
    */
   insertIn(trx: WriteTx, accountId: number, collection: string, schemaId: number, inserts: string[][]): Promise<FirstInserted[]>;
-  /** The row, read alone (on SQLite merged with the reads of rows beside it); undefined when it or its collection is missing. */
-  readRow(accountId: number, collection: string, rowId: number): Promise<StoredRow | undefined>;
+  /** The row, read alone (on SQLite merged with the reads of rows beside it); none when it or its collection is missing. */
+  readRow(accountId: number, collection: string, rowId: number): Promise<StoredRow[]>;
   /**
    * The row `rowId` read inside `trx` and held until it ends, to be patched: 404 for a missing row or
    * collection. `schemaId`: the schema the patch was sent with in mind (StaleSchema when a missing

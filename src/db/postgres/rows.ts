@@ -55,7 +55,7 @@ export function postgresRowPort(db: Dialect): RowPort {
     write: (work) => knex.transaction(work),
     writeSeveral: severalHeld,
     ...postgresInserts(db),
-    readRow: async (accountId, collection, rowId) => (await runAlone<StoredRow>(knex, getRowSql, [accountId, collection, rowId]))[0],
+    readRow: (accountId, collection, rowId) => runAlone<StoredRow>(knex, getRowSql, [accountId, collection, rowId]),
     /**
      * The collection's row held, then the row read locked (no other write of it comes between, so
      * concurrent increments all count); written with its event and NOTIFY, re-keyed, and its words set.

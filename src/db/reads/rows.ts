@@ -15,7 +15,7 @@ import { readRelatedAggregates, readRelatedPage } from './related.ts';
 /** The row and its version; 404 for a missing row or collection. */
 export async function getRow(db: PagedDialect, accountId: number, collection: string, rowId: number): Promise<VersionedRow> {
   if (!assignable(rowId)) return noSuchRow(db, accountId, collection, rowId);
-  const row = await db.rows.readRow(accountId, collection, rowId);
+  const [row] = await db.rows.readRow(accountId, collection, rowId);
   if (row) return { json: rowJson(rowId, row.data), version: versionOf(row.collection_id, row.version) };
   const [found] = await db.pages.read(collectionSql, [accountId, collection], 'point');
   throw found ? rowNotFound(collection, rowId) : collectionNotFound(collection);

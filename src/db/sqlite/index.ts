@@ -120,7 +120,7 @@ export async function openSqlite(
     sortIndexes,
     knownIndexes: new KnownIndexes(),
   };
-  db.rows = sqliteRowPort({ db, writer, readMerged: (sql, params) => readers.readMerged(sql, params), writes });
+  db.rows = sqliteRowPort({ db, writer, readMerged: readers.readMerged.bind(readers), writes });
   const close = async () => {
     try {
       await writer.close();

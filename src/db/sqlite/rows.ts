@@ -70,7 +70,8 @@ export function sqliteRowPort({ db, writer, readMerged, writes }: SqliteRowParts
         schemaId,
         inserts.map((texts) => ({ texts })),
       ),
-    readRow: async (accountId, collection, rowId) => (await readMerged<StoredRow>(rowsSql, [accountId, collection, rowId]))[0],
+    // No async step of its own: every get-row comes through here.
+    readRow: (accountId, collection, rowId) => readMerged<StoredRow>(rowsSql, [accountId, collection, rowId]),
     // Read on the writer, which no other write comes between the read and the patch.
     async readToPatch(trx, accountId, collection, rowId, schemaId) {
       const [stored] = await writer.inTransaction<HeldRow>(trx, patchedRowSql, [accountId, collection, rowId]);
