@@ -7,7 +7,7 @@ import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, type Metric, Registry } from 'prom-client';
-import type { Store } from './db/engine/store.ts';
+import type { Store } from './db/open-store.ts';
 import type { WebhookBacklog } from './db/webhooks/streams.ts';
 import type { Feed } from './feed/feed.ts';
 import type { Answer, Observer } from './http/observe.ts';

@@ -3,8 +3,8 @@
 // (webhooks/delivery-log.ts), in small batches, so that writes never wait long.
 import { EventEmitter } from 'node:events';
 import { setImmediate as yieldToWriters } from 'node:timers/promises';
-import type { Store } from './db/engine/store.ts';
 import type { RetentionPolicy } from './db/events/retention.ts';
+import type { Store } from './db/open-store.ts';
 import type { Logger } from './log.ts';
 import { pruneDeliveryLog } from './webhooks/delivery-log.ts';
 

@@ -6,7 +6,7 @@ import { type AddressInfo, isIPv6 } from 'node:net';
 import { createApp } from './app.ts';
 import type { Config } from './config.ts';
 import { AccountContracts } from './contract/served.ts';
-import { openStore, type Store } from './db/engine/store.ts';
+import { openStore, type Store } from './db/open-store.ts';
 import { expectationFailed, noTunnel } from './errors.ts';
 import { createFeed, type Feed, type FeedOptions } from './feed/feed.ts';
 import { BodyBudget } from './http/body-budget.ts';

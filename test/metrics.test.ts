@@ -2,7 +2,7 @@
 // when METRICS_PORT is set, read here by a text-format parser from a real server, on both backends.
 import { expect } from 'chai';
 import { configFromEnv } from '../src/config.ts';
-import type { SqliteStore } from '../src/db/sqlite/index.ts';
+import type { SqliteStore } from '../src/db/open-store.ts';
 import { SNAPSHOT_CONNECTIONS } from '../src/db/sqlite/readers.ts';
 import { describeEachBackend } from './support/backends.ts';
 import type { Client } from './support/client.ts';

@@ -2,7 +2,7 @@
 // NDJSON, its first line describing the collection, every other line one row with its id, in id order;
 // and the account and collection both commands name.
 import document from '../../generated/openapi.json' with { type: 'json' };
-import type { Store } from '../db/engine/store.ts';
+import type { Store } from '../db/open-store.ts';
 import type { ExportedCollection } from '../db/rows/exports.ts';
 import { required, UsageError, type Values } from './command.ts';
 

@@ -4,7 +4,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { stringify } from 'yaml';
 import { configFromEnv } from '../config.ts';
-import type { Store } from '../db/engine/store.ts';
+import type { Store } from '../db/open-store.ts';
 import type { Change } from '../declarations/changes.ts';
 import type { ContractDiff } from '../declarations/contract.ts';
 import { parseDeclaration } from '../declarations/format.ts';

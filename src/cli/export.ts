@@ -5,7 +5,7 @@ import { createWriteStream } from 'node:fs';
 import { rename, rm, stat } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import type { Writable } from 'node:stream';
-import type { Store } from '../db/engine/store.ts';
+import type { Store } from '../db/open-store.ts';
 import { ApiError } from '../errors.ts';
 import { rowJson } from '../rows.ts';
 import { accountAndCollection, accountId, FORMAT, type Header, VERSION } from './collection-file.ts';

@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import document from '../../generated/openapi.json' with { type: 'json' };
 import { instantOf } from '../date-time.ts';
 import type { RowSchema } from '../db/collections/schemas.ts';
-import type { Store } from '../db/engine/store.ts';
+import type { Store } from '../db/open-store.ts';
 import type { ExportedRelation } from '../db/rows/exports.ts';
 import type { ImportedRow } from '../db/rows/imports.ts';
 import { ApiError } from '../errors.ts';

@@ -52,8 +52,6 @@ export function RowsView({ api, collection, admin, collections, filter, open, op
   const [filterError, setFilterError] = useState('');
   const [error, setError] = useState('');
   const [live, setLive] = useState(false);
-  const [feedState, setFeedState] = useState<{ state: FeedState; reason?: string }>();
-  const [changes, setChanges] = useState<Change[]>([]);
   const [dialog, setDialog] = useState<'insert' | 'delete-collection' | Row>();
   // The collection's schema and indexes; none shown until read.
   const [typing, setTyping] = useState<Typing>();
@@ -93,24 +91,7 @@ export function RowsView({ api, collection, admin, collections, filter, open, op
     if (open !== undefined && typed) setDialog({ id: open });
   }, [open, opened, typed]);
 
-  // Live from the page's own snapshot (Rowbase-Seq): no change between the read and the feed is missed.
-  // Not before the first page is read: from seq 0 it would replay every retained change of the collection.
-  useEffect(() => {
-    if (!live || page.loads === 0) return;
-    const feed = new Feed(api, collection, page.seq, rowsFilter(query), {
-      change(change) {
-        setView(({ shown, total }) => {
-          const after = applyChange(shown, change);
-          return { shown: after, total: total + after.length - shown.length };
-        });
-        setChanges((listed) => [change, ...listed].slice(0, PANEL_SIZE));
-      },
-      state(state, reason) {
-        setFeedState({ state, reason });
-      },
-    });
-    return () => feed.stop();
-  }, [live, page.loads]);
+  const { feedState, changes } = useLiveChanges(api, collection, live, page, query, setView);
 
   const { shown, total } = view;
   // A collection with a search index has a search box.
@@ -175,75 +156,12 @@ export function RowsView({ api, collection, admin, collections, filter, open, op
         onChanged();
       }} />
       <${RulesPanel} api=${api} collection=${collection} query=${query} />
-      <form class="controls" onSubmit=${applyControls}>
-        <div class="field">
-          <label for="filter">Filter</label>
-          <input id="filter" name="filter" defaultValue=${query.filter ?? ''} placeholder='{"done": false, "score": {"$gte": 3}}'
-            aria-describedby="filter-error" aria-invalid=${filterError ? 'true' : 'false'} spellcheck=${false} />
-          <p id="filter-error" class="error" role="alert">${filterError}</p>
-        </div>
-        ${
-          searchable
-            ? html`
-              <div class="field">
-                <label for="search">Search</label>
-                <input id="search" name="search" type="search" defaultValue=${query.search ?? ''} placeholder="words; the most relevant first"
-                  title="Rows holding every word, the most relevant first: select _score to see each one's score" spellcheck=${false} />
-              </div>
-            `
-            : null
-        }
-        <div class="field">
-          <label for="select">Fields</label>
-          <input id="select" name="select" defaultValue=${query.select ?? ''} placeholder="all; or text,done" spellcheck=${false} />
-        </div>
-        <button type="submit">Apply</button>
-        <label class="toggle"><input type="checkbox" checked=${live} onChange=${(event: Event) => setLive((event.target as HTMLInputElement).checked)} /> Live</label>
-        <span class="feed-state" role="status">${live && feedState ? feedLabel(feedState) : ''}</span>
-      </form>
+      <${Controls} query=${query} filterError=${filterError} searchable=${searchable} live=${live} feedState=${feedState}
+        onApply=${applyControls} onLive=${setLive} />
       <${GroupPanel} api=${api} collection=${collection} filter=${rowsFilter(query)} />
       <${Status} error=${error} />
-      <div class="table-and-panel">
-        <div class="table-scroll">
-          <table>
-            <caption>Rows ${first}–${last} of ${total}${captionOf(query)}</caption>
-            <thead>
-              <tr>
-                ${columns.map(
-                  (field) => html`
-                    <th scope="col" key=${field} aria-sort=${sortState(query, field)}>
-                      <button type="button" class="sort" onClick=${() => sortBy(field)}>${field}${sortMark(query, field)}</button>
-                    </th>
-                  `,
-                )}
-                <th scope="col"><span class="visually-hidden">Actions</span></th>
-              </tr>
-            </thead>
-            <tbody>
-              ${shown.map(
-                ({ row, fresh, seq }) => html`
-                  <tr key=${`${row.id}:${seq ?? ''}`} class=${fresh ?? ''} data-id=${row.id}>
-                    ${columns.map((field) => html`<td key=${field} class=${field in row ? '' : 'missing'}>${cell(row[field], linked.get(field))}</td>`)}
-                    <td><button type="button" onClick=${() => setDialog(row)} aria-label=${`Open row ${row.id}`}>Open</button></td>
-                  </tr>
-                `,
-              )}
-            </tbody>
-          </table>
-        </div>
-        ${
-          live
-            ? html`
-              <aside aria-label="Live changes">
-                <h3>Live changes</h3>
-                <ol>
-                  ${changes.map((change) => html`<li key=${change.seq}><span class="seq">#${change.seq}</span> ${change.type} row ${change.row.id}</li>`)}
-                </ol>
-              </aside>
-            `
-            : null
-        }
-      </div>
+      <${RowsTable} query=${query} columns=${columns} shown=${shown} linked=${linked} caption=${`Rows ${first}–${last} of ${total}${captionOf(query)}`}
+        changes=${live ? changes : undefined} onSort=${sortBy} onOpen=${(row: Row) => setDialog(row)} />
       <nav class="pager" aria-label="Pages">
         <button type="button" disabled=${before.length === 0} onClick=${() => reload({ ...query, after: before.at(-1) }, before.slice(0, -1))}>Previous</button>
         <button type="button" disabled=${next === undefined || last >= total} onClick=${() => reload({ ...query, after: next }, [...before, query.after])}>Next</button>
@@ -258,6 +176,158 @@ export function RowsView({ api, collection, admin, collections, filter, open, op
         onDeleted,
       })}
     </section>
+  `;
+}
+
+/**
+ * While `live`, the feed's changes from the page's own snapshot (`page.seq`, its Rowbase-Seq): no change
+ * between the read and the feed is missed. Not before the first page is read: from seq 0 it would replay
+ * every retained change of the collection. Each change moves the rows of `setView` in place, and the
+ * last PANEL_SIZE are listed.
+ */
+function useLiveChanges(
+  api: Api,
+  collection: string,
+  live: boolean,
+  page: { seq: number; loads: number },
+  query: RowsQuery,
+  setView: (update: (view: { shown: ShownRow[]; total: number }) => { shown: ShownRow[]; total: number }) => void,
+) {
+  const [feedState, setFeedState] = useState<{ state: FeedState; reason?: string }>();
+  const [changes, setChanges] = useState<Change[]>([]);
+  useEffect(() => {
+    if (!live || page.loads === 0) return;
+    const feed = new Feed(api, collection, page.seq, rowsFilter(query), {
+      change(change) {
+        setView(({ shown, total }) => {
+          const after = applyChange(shown, change);
+          return { shown: after, total: total + after.length - shown.length };
+        });
+        setChanges((listed) => [change, ...listed].slice(0, PANEL_SIZE));
+      },
+      state(state, reason) {
+        setFeedState({ state, reason });
+      },
+    });
+    return () => feed.stop();
+  }, [live, page.loads]);
+
+  return { feedState, changes };
+}
+
+/** The controls above the table: its filter (and the filter's errors), search, fields, and whether it is live. */
+function Controls({
+  query,
+  filterError,
+  searchable,
+  live,
+  feedState,
+  onApply,
+  onLive,
+}: {
+  query: RowsQuery;
+  filterError: string;
+  /** Whether the collection has a search index: then a search box. */
+  searchable: boolean;
+  live: boolean;
+  feedState?: { state: FeedState; reason?: string };
+  onApply: (event: Event) => void;
+  onLive: (live: boolean) => void;
+}) {
+  return html`
+  <form class="controls" onSubmit=${onApply}>
+    <div class="field">
+      <label for="filter">Filter</label>
+      <input id="filter" name="filter" defaultValue=${query.filter ?? ''} placeholder='{"done": false, "score": {"$gte": 3}}'
+        aria-describedby="filter-error" aria-invalid=${filterError ? 'true' : 'false'} spellcheck=${false} />
+      <p id="filter-error" class="error" role="alert">${filterError}</p>
+    </div>
+    ${
+      searchable
+        ? html`
+          <div class="field">
+            <label for="search">Search</label>
+            <input id="search" name="search" type="search" defaultValue=${query.search ?? ''} placeholder="words; the most relevant first"
+              title="Rows holding every word, the most relevant first: select _score to see each one's score" spellcheck=${false} />
+          </div>
+        `
+        : null
+    }
+    <div class="field">
+      <label for="select">Fields</label>
+      <input id="select" name="select" defaultValue=${query.select ?? ''} placeholder="all; or text,done" spellcheck=${false} />
+    </div>
+    <button type="submit">Apply</button>
+    <label class="toggle"><input type="checkbox" checked=${live} onChange=${(event: Event) => onLive((event.target as HTMLInputElement).checked)} /> Live</label>
+    <span class="feed-state" role="status">${live && feedState ? feedLabel(feedState) : ''}</span>
+  </form>
+  `;
+}
+
+/** The page's rows, a column a field, sorted by a click on a column's head; beside them, live, the last changes. */
+function RowsTable({
+  query,
+  columns,
+  shown,
+  linked,
+  caption,
+  changes,
+  onSort,
+  onOpen,
+}: {
+  query: RowsQuery;
+  columns: string[];
+  shown: ShownRow[];
+  /** Each to-one relation by the field that holds its ids. */
+  linked: Map<string, Relation>;
+  caption: string;
+  /** The feed's last changes, while the table is live. */
+  changes?: Change[];
+  onSort: (field: string) => void;
+  onOpen: (row: Row) => void;
+}) {
+  return html`
+  <div class="table-and-panel">
+    <div class="table-scroll">
+      <table>
+        <caption>${caption}</caption>
+        <thead>
+          <tr>
+            ${columns.map(
+              (field) => html`
+                <th scope="col" key=${field} aria-sort=${sortState(query, field)}>
+                  <button type="button" class="sort" onClick=${() => onSort(field)}>${field}${sortMark(query, field)}</button>
+                </th>
+              `,
+            )}
+            <th scope="col"><span class="visually-hidden">Actions</span></th>
+          </tr>
+        </thead>
+        <tbody>
+          ${shown.map(
+            ({ row, fresh, seq }) => html`
+              <tr key=${`${row.id}:${seq ?? ''}`} class=${fresh ?? ''} data-id=${row.id}>
+                ${columns.map((field) => html`<td key=${field} class=${field in row ? '' : 'missing'}>${cell(row[field], linked.get(field))}</td>`)}
+                <td><button type="button" onClick=${() => onOpen(row)} aria-label=${`Open row ${row.id}`}>Open</button></td>
+              </tr>
+            `,
+          )}
+        </tbody>
+      </table>
+    </div>
+    ${
+      changes
+        ? html`
+          <aside aria-label="Live changes">
+            <h3>Live changes</h3>
+            <ol>
+              ${changes.map((change) => html`<li key=${change.seq}><span class="seq">#${change.seq}</span> ${change.type} row ${change.row.id}</li>`)}
+            </ol>
+          </aside>
+        `
+        : null
+    }
+  </div>
   `;
 }
 

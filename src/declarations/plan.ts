@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import type { Step } from '../db/declarations/apply.ts';
 import type { RowCheck } from '../db/declarations/impacts.ts';
 import type { LiveAccount } from '../db/declarations/live.ts';
-import type { Store } from '../db/engine/store.ts';
+import type { Store } from '../db/open-store.ts';
 import { conflict } from '../errors.ts';
 import { pointerToken } from '../query/filter.ts';
 import type { RowSchema } from '../schema/check.ts';

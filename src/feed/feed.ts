@@ -9,9 +9,8 @@ import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import type { Config } from '../config.ts';
 import type { Principal } from '../db/accounts/keys.ts';
-import type { AccountIssuers } from '../db/auth/issuers.ts';
-import type { Store } from '../db/engine/store.ts';
-import { ApiError, unavailable } from '../errors.ts';
+import type { Store } from '../db/open-store.ts';
+import { unavailable } from '../errors.ts';
 import { FEED_OPERATION, type Observer } from '../http/observe.ts';
 import { toApiError, writeProblem } from '../http/problems.ts';
 import { requestIdOf } from '../http/request-id.ts';
@@ -20,47 +19,20 @@ import type { Logger } from '../log.ts';
 import { Pruner } from '../pruner.ts';
 import type { Claims as RuleClaims } from '../rules/compile.ts';
 import type { TokenVerifier } from '../tokens/verifier.ts';
+import { CredentialChecks, type Credentials } from './credentials.ts';
 import type { Encoding } from './encodings.ts';
 import { closeCodes } from './messages.ts';
+import { AccountPlaces } from './places.ts';
 import { ResponseSink, type Sink, WebSocketSink } from './sinks.ts';
 import { type FeedCounts, Subscriber } from './subscriber.ts';
-import { Tail } from './tail.ts';
+import { PAGE, Tails } from './tails.ts';
 import { checkUpgrade, FEED_PATH, type FeedRequest } from './upgrade.ts';
 import { type ChangeWait, Waiter } from './waiter.ts';
 
 /** Clients send nothing; anything larger than this closes their socket with 1009. */
 const MAX_CLIENT_MESSAGE_BYTES = 1024;
-/** Events read from the database at a time, by a tail or a replay: at most 500, and about 1 MiB of rows. */
-const PAGE = { limit: 500, maxChars: 1024 * 1024 };
 /** Events one pruning statement deletes at most. */
 const PRUNE_BATCH = 500;
-/**
- * How often the keys and tokens of open sockets are checked: an expired key's or token's sockets close
- * (4401) within a second of its expiry, a revoked key's within a second of the revocation, wherever it
- * was made, for which they are looked up again, and a token's within a second of the change of its
- * account's issuers that refuses it, for which they are read again (asyncapi.yaml, close code 4401). One
- * query per pass for up to this many keys, and one for each account whose sockets hold tokens:
- */
-const KEY_CHECK_INTERVAL_MS = 500;
-const KEY_CHECK_BATCH = 500;
-
-/** What a socket was opened with, checked while it is open. */
-interface Credentials {
-  /** The hash of its key. */
-  hash: string;
-  /** When its key expires (ms since the epoch), or null. */
-  expiresAt: number | null;
-  accountId: number;
-  /** Beside a publishable key, the end user's token; absent for a secret key or an anonymous caller. */
-  token?: EndUserToken;
-}
-
-interface EndUserToken {
-  token: string;
-  /** When it is refused as expired (ms since the epoch). */
-  refusedFrom: number;
-}
-
 export interface FeedOptions {
   store: Store;
   config: Config;
@@ -119,7 +91,25 @@ export interface Feed {
   close(graceMs?: number): Promise<void>;
 }
 
-export function createFeed({ store, config, log, tokens, admit, observers = [] }: FeedOptions): Feed {
+/** Logs a subscription as it starts, its key's account, collection, events and encoding. */
+function logSubscribed(connectionLog: Logger, request: FeedRequest, subscriber: Subscriber): void {
+  const { principal, collection, kinds, since, filter, endUser } = request;
+  connectionLog.info(
+    {
+      account: principal.account,
+      collection,
+      events: kinds,
+      since,
+      filtered: filter !== undefined,
+      endUser: endUser === undefined ? undefined : endUser.token === undefined ? 'anonymous' : 'token',
+      encoding: subscriber.sink.encoding.name,
+    },
+    'feed subscribed',
+  );
+}
+
+/** The WebSocket server of the upgrades checked, on no port of its own (the HTTP server hands it each). */
+function socketServer(): WebSocketServer {
   const server = new WebSocketServer({
     noServer: true,
     clientTracking: false,
@@ -129,36 +119,43 @@ export function createFeed({ store, config, log, tokens, admit, observers = [] }
   });
   // The 101 carries the request's id too, as every other answer does.
   server.on('headers', (headers, request) => headers.push(`X-Request-Id: ${requestIdOf(request)}`));
+  return server;
+}
+
+/** Tells `observers` of the upgrade's answer, once given: its status, the bytes written, how long it took since now. */
+function answerObserved(observers: readonly Observer[], request: IncomingMessage, requestId: string, accountId: () => number | undefined) {
+  const startedAt = performance.now();
+  return (status: number, bytes: number) => {
+    const seconds = (performance.now() - startedAt) / 1000;
+    const answer = {
+      requestId,
+      method: request.method ?? 'GET',
+      operation: FEED_OPERATION,
+      route: FEED_PATH,
+      status,
+      seconds,
+      bytes,
+      accountId: accountId(),
+    };
+    for (const observer of observers) observer.answered(answer);
+  };
+}
+
+export function createFeed({ store, config, log, tokens, admit, observers = [] }: FeedOptions): Feed {
+  const server = socketServer();
   const counts: FeedCounts = { messagesSent: 0, slowConsumerCloses: 0 };
-  const tails = new Map<number, Tail>();
+  const tails = new Tails(store, log);
   /** Every open subscriber, with the hash of its key and when that expires (ms since the epoch, or null), and its end user's token. */
   const subscribers = new Map<Subscriber, Credentials>();
   const checking = new Set<Promise<void>>();
+  const places = new AccountPlaces(config.feedMaxSocketsPerAccount);
+  const checks = new CredentialChecks(subscribers, store, tokens, log);
   let closing = false;
 
-  // Heard only while some collection has a tail: a write that no one follows costs the feed nothing.
-  const wake = (collectionId: number) => tails.get(collectionId)?.wake();
-  const wakeAll = () => {
-    for (const tail of tails.values()) tail.wake();
-  };
-  store.changes.on('all', wakeAll);
   const heartbeat = setInterval(() => {
     for (const subscriber of subscribers.keys()) subscriber.heartbeat();
   }, config.feedPingIntervalMs);
   heartbeat.unref();
-  let keyPass: Promise<void> | undefined;
-  const keyCheck = setInterval(() => {
-    closeExpired();
-    keyPass ??= Promise.all([closeRevoked(), closeRefused()]).then(
-      () => {
-        keyPass = undefined;
-      },
-      () => {
-        keyPass = undefined;
-      },
-    );
-  }, KEY_CHECK_INTERVAL_MS);
-  keyCheck.unref();
   const pruner = new Pruner(
     store,
     { keepCount: config.eventsRetainCount, keepMs: config.eventsRetainMs, batchSize: PRUNE_BATCH },
@@ -166,61 +163,13 @@ export function createFeed({ store, config, log, tokens, admit, observers = [] }
     log,
   );
 
-  /**
-   * Feed sockets and changes streams open, or being opened, and long polls waiting, by account: each
-   * holds its place until its connection closes, or until the poll stops waiting.
-   */
-  const socketsByAccount = new Map<number, number>();
-  /**
-   * Takes one of the account's places, or answers undefined when it has none left. Answers what gives it
-   * back (once, however often called).
-   */
-  function freePlace(accountId: number): (() => void) | undefined {
-    const held = socketsByAccount.get(accountId) ?? 0;
-    if (held >= config.feedMaxSocketsPerAccount) return undefined;
-    socketsByAccount.set(accountId, held + 1);
-    let given = false;
-    return () => {
-      if (given) return;
-      given = true;
-      const left = (socketsByAccount.get(accountId) ?? 1) - 1;
-      if (left > 0) socketsByAccount.set(accountId, left);
-      else socketsByAccount.delete(accountId);
-    };
-  }
-  /**
-   * Takes one of the account's places, before the upgrade is counted (a refusal with 429 is not), or
-   * throws the 429 when it has none left. Answers what gives it back (once, however often called).
-   */
-  function takePlace(accountId: number): () => void {
-    const release = freePlace(accountId);
-    if (release) return release;
-    throw new ApiError(
-      'too_many_connections',
-      `The account holds ${socketsByAccount.get(accountId)} feed sockets, changes streams and waiting long polls on this server, as many as it may; close one first.`,
-    );
-  }
   /** The long polls waiting (waitForChange): told when the feed closes. */
   const waiters = new Set<Waiter>();
 
   async function upgrade(request: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
-    const startedAt = performance.now();
     const requestId = requestIdOf(request);
     let accountId: number | undefined;
-    const answered = (status: number, bytes: number) => {
-      const seconds = (performance.now() - startedAt) / 1000;
-      const answer = {
-        requestId,
-        method: request.method ?? 'GET',
-        operation: FEED_OPERATION,
-        route: FEED_PATH,
-        status,
-        seconds,
-        bytes,
-        accountId,
-      };
-      for (const observer of observers) observer.answered(answer);
-    };
+    const answered = answerObserved(observers, request, requestId, () => accountId);
     try {
       if (closing) throw unavailable('The server is shutting down.');
       const feedRequest = await checkUpgrade(request, {
@@ -228,7 +177,7 @@ export function createFeed({ store, config, log, tokens, admit, observers = [] }
         tokens,
         admit: async (principal, claims) => {
           accountId = principal.accountId;
-          socket.once('close', takePlace(principal.accountId));
+          socket.once('close', places.take(principal.accountId));
           await admit?.(principal, request, claims);
         },
       });
@@ -247,66 +196,6 @@ export function createFeed({ store, config, log, tokens, admit, observers = [] }
       else log.debug({ requestId, status: problem.status, code: problem.code }, 'feed upgrade refused');
       answered(problem.status, writeProblem(socket, problem, { requestId }));
     }
-  }
-
-  /** Closes the sockets whose key or token has expired: the expiry of each is known, and never changes. */
-  function closeExpired(): void {
-    const now = Date.now();
-    for (const [subscriber, { expiresAt, token }] of subscribers) {
-      if (expiresAt !== null && now >= expiresAt) subscriber.close(closeCodes.keyExpired);
-      else if (token && now >= token.refusedFrom) subscriber.close(closeCodes.tokenExpired);
-    }
-  }
-
-  /**
-   * Closes the sockets whose end user's token no longer verifies with its account's issuers, read again
-   * (not the half-second-old answer of Store.findIssuers, which would add its age to the second a change
-   * may take): one deleted, or changed so that it refuses the token. A token verified is remembered by
-   * the verifier while its issuer is unchanged, so that most passes verify nothing again. Issuers that
-   * cannot be read close nothing.
-   */
-  async function closeRefused(): Promise<void> {
-    const byAccount = new Map<number, [Subscriber, EndUserToken][]>();
-    for (const [subscriber, { accountId, token }] of subscribers) {
-      if (!token) continue;
-      const held = byAccount.get(accountId) ?? [];
-      held.push([subscriber, token]);
-      byAccount.set(accountId, held);
-    }
-    for (const [accountId, held] of byAccount) {
-      let issuers: AccountIssuers;
-      try {
-        issuers = { accountId, issuers: await store.listIssuers(accountId) };
-      } catch (error) {
-        log.warn({ err: error }, 'feed could not check the tokens of its sockets');
-        continue;
-      }
-      for (const [subscriber, { token, refusedFrom }] of held) {
-        try {
-          await tokens.verifyToken(token, issuers);
-        } catch (error) {
-          if (!(error instanceof ApiError && error.code === 'invalid_token')) {
-            log.warn({ err: error }, 'feed could not check the token of a socket');
-          } else subscriber.close(Date.now() >= refusedFrom ? closeCodes.tokenExpired : closeCodes.tokenRefused);
-        }
-      }
-    }
-  }
-
-  /** Closes the sockets whose key has been revoked. A database that does not answer closes nothing. */
-  async function closeRevoked(): Promise<void> {
-    const hashes = [...new Set([...subscribers.values()].map(({ hash }) => hash))];
-    const live = new Set<string>();
-    try {
-      for (let start = 0; start < hashes.length; start += KEY_CHECK_BATCH) {
-        for (const hash of await store.liveKeyHashes(hashes.slice(start, start + KEY_CHECK_BATCH))) live.add(hash);
-      }
-    } catch (error) {
-      log.warn({ err: error }, 'feed could not check the keys of its sockets');
-      return;
-    }
-    const revoked = new Set(hashes.filter((hash) => !live.has(hash)));
-    for (const [subscriber, { hash }] of subscribers) if (revoked.has(hash)) subscriber.close(closeCodes.keyRevoked);
   }
 
   /** `connectionLog`: the log of this connection, whose lines carry its request id. */
@@ -329,46 +218,8 @@ export function createFeed({ store, config, log, tokens, admit, observers = [] }
     const token = endUser?.token === undefined ? undefined : { token: endUser.token, refusedFrom: endUser.refusedFrom as number };
     subscribers.set(subscriber, { hash: request.keyHash, expiresAt: principal.expiresAt, accountId: principal.accountId, token });
     sink.onClose(() => subscribers.delete(subscriber));
-    tailOf(principal.accountId, collectionId, collection).join(subscriber);
+    tails.of(principal.accountId, collectionId, collection).join(subscriber);
     return subscriber;
-  }
-
-  function logSubscribed(connectionLog: Logger, request: FeedRequest, subscriber: Subscriber): void {
-    const { principal, collection, kinds, since, filter, endUser } = request;
-    connectionLog.info(
-      {
-        account: principal.account,
-        collection,
-        events: kinds,
-        since,
-        filtered: filter !== undefined,
-        endUser: endUser === undefined ? undefined : endUser.token === undefined ? 'anonymous' : 'token',
-        encoding: subscriber.sink.encoding.name,
-      },
-      'feed subscribed',
-    );
-  }
-
-  /** The tail that follows the account's collection for this instance, made when none does. */
-  function tailOf(accountId: number, collectionId: number, collection: string): Tail {
-    const existing = tails.get(collectionId);
-    if (existing) return existing;
-    const created: Tail = new Tail({
-      collectionId,
-      collection,
-      latestSeq: () => store.latestSeq(collectionId),
-      readEvents: (after) => store.readEvents(collectionId, { ...PAGE, after }),
-      rules: () => store.findRules(accountId, collection),
-      onEnd: () => {
-        if (tails.get(collectionId) !== created) return;
-        tails.delete(collectionId);
-        if (tails.size === 0) store.changes.off('change', wake);
-      },
-      log,
-    });
-    if (tails.size === 0) store.changes.on('change', wake);
-    tails.set(collectionId, created);
-    return created;
   }
 
   return {
@@ -387,7 +238,7 @@ export function createFeed({ store, config, log, tokens, admit, observers = [] }
     counts,
     openStream(request, encoding) {
       if (closing) throw unavailable('The server is shutting down.');
-      const release = takePlace(request.principal.accountId);
+      const release = places.take(request.principal.accountId);
       return {
         start(response) {
           response.once('close', release);
@@ -399,7 +250,7 @@ export function createFeed({ store, config, log, tokens, admit, observers = [] }
         drop: release,
       };
     },
-    placeForPoll: freePlace,
+    placeForPoll: (accountId) => places.free(accountId),
     get waitingPolls() {
       return waiters.size;
     },
@@ -409,29 +260,18 @@ export function createFeed({ store, config, log, tokens, admit, observers = [] }
       waiters.add(waiter);
       const stop = () => waiter.close();
       signal.addEventListener('abort', stop, { once: true });
-      tailOf(wait.accountId, wait.collectionId, wait.collection).join(waiter);
+      tails.of(wait.accountId, wait.collectionId, wait.collection).join(waiter);
       await waiter.woken;
       signal.removeEventListener('abort', stop);
       waiters.delete(waiter);
     },
-    async lag() {
-      let behind = 0;
-      for (const tail of [...tails.values()]) {
-        const { collectionId, forwarded } = tail.position;
-        if (forwarded === undefined) continue;
-        const latest = await store.latestSeq(collectionId);
-        if (latest !== undefined) behind += Math.max(0, latest - forwarded);
-      }
-      return behind;
-    },
+    lag: () => tails.lag(),
     pruner,
     async close(graceMs = 10_000) {
       closing = true;
       clearInterval(heartbeat);
-      clearInterval(keyCheck);
-      store.changes.off('change', wake);
-      store.changes.off('all', wakeAll);
-      await Promise.all([pruner.stop(), keyPass, ...checking]);
+      tails.stop();
+      await Promise.all([pruner.stop(), checks.stop(), ...checking]);
       const open = [...subscribers.keys()];
       for (const subscriber of open) subscriber.close(closeCodes.shuttingDown);
       for (const waiter of waiters) waiter.close();
@@ -440,7 +280,7 @@ export function createFeed({ store, config, log, tokens, admit, observers = [] }
       }, graceMs);
       await Promise.all(open.map((subscriber) => subscriber.closed));
       clearTimeout(timer);
-      await Promise.all([...[...tails.values()].map((tail) => tail.idle), ...open.map((subscriber) => subscriber.replaying)]);
+      await Promise.all([...tails.values().map((tail) => tail.idle), ...open.map((subscriber) => subscriber.replaying)]);
     },
   };
 }

@@ -14,8 +14,8 @@ import { validateFeedQuery } from '../../generated/feed-validators.js';
 import openapi from '../../generated/openapi.json' with { type: 'json' };
 import { hashKey } from '../api-keys/hash.ts';
 import type { Principal } from '../db/accounts/keys.ts';
-import type { Store } from '../db/engine/store.ts';
 import type { EventType } from '../db/events/events.ts';
+import type { Store } from '../db/open-store.ts';
 import {
   ApiError,
   collectionNotFound,

@@ -2,7 +2,7 @@
 // relations of each collection they go through, and bound to the rules the caller is held to in each.
 import type { components } from '../../generated/openapi.ts';
 import type { Principal } from '../db/accounts/keys.ts';
-import type { Store } from '../db/engine/store.ts';
+import type { Store } from '../db/open-store.ts';
 import type { Expansion } from '../db/reads/expand.ts';
 import { type FieldError, validationFailed } from '../errors.ts';
 import { parseFilter } from '../query/filter.ts';

@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { hashKey } from '../api-keys/hash.ts';
-import type { Store } from '../db/engine/store.ts';
+import type { Store } from '../db/open-store.ts';
 import { ApiError, collectionNotFound, gone, tokenBesideSecretKey, validationFailed } from '../errors.ts';
 import { Delivery } from '../feed/delivery.ts';
 import { type Encoding, jsonLines, serverSentEvents } from '../feed/encodings.ts';

@@ -1,6 +1,6 @@
 // The rules a request with a publishable key is held to (src/rules/access.ts; docs/access.md).
 import type { Principal } from '../db/accounts/keys.ts';
-import type { Store } from '../db/engine/store.ts';
+import type { Store } from '../db/open-store.ts';
 import { ApiError } from '../errors.ts';
 import { Grant } from '../rules/access.ts';
 import { type Claims, NO_ACCESS } from '../rules/compile.ts';

@@ -7,7 +7,7 @@
 // it), as a filter or an order on a hidden field is. The store then reads them.
 import type { components } from '../../generated/openapi.ts';
 import type { Principal } from '../db/accounts/keys.ts';
-import type { Store } from '../db/engine/store.ts';
+import type { Store } from '../db/open-store.ts';
 import { type FieldError, forbidden, validationFailed } from '../errors.ts';
 import { type Filter, holdsRelated, type RelatedCondition } from '../query/filter.ts';
 import type { SortKey } from '../query/order.ts';

@@ -1,6 +1,6 @@
 // The handlers of the `rows` tag: rows read, inserted, upserted, patched, deleted, queried and aggregated.
 import type { Principal } from '../db/accounts/keys.ts';
-import type { Store } from '../db/engine/store.ts';
+import type { Store } from '../db/open-store.ts';
 import type { AggregateResult } from '../db/reads/aggregates.ts';
 import type { Expansion } from '../db/reads/expand.ts';
 import type { Page, RowsPage } from '../db/reads/pages.ts';

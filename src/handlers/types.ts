@@ -4,7 +4,7 @@ import type { operations } from '../../generated/openapi.ts';
 import type { Config } from '../config.ts';
 import type { AccountContracts } from '../contract/served.ts';
 import type { Principal } from '../db/accounts/keys.ts';
-import type { Store } from '../db/engine/store.ts';
+import type { Store } from '../db/open-store.ts';
 import type { Encoding } from '../feed/encodings.ts';
 import type { FeedRequest } from '../feed/upgrade.ts';
 import type { ChangeWait } from '../feed/waiter.ts';

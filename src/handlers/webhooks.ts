@@ -1,8 +1,8 @@
 // The handlers of the `webhooks` tag: webhooks, their test sends and delivery logs.
 import type { components } from '../../generated/openapi.ts';
 import type { Principal } from '../db/accounts/keys.ts';
-import type { Store } from '../db/engine/store.ts';
 import type { EventType } from '../db/events/events.ts';
+import type { Store } from '../db/open-store.ts';
 import type { Webhook as StoredWebhook, WebhookSettings } from '../db/webhooks/settings.ts';
 import { conflict, forbidden, notFound, validationFailed } from '../errors.ts';
 import { answerOnce } from '../idempotency/answers.ts';

@@ -6,7 +6,7 @@
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Middleware } from 'koa';
 import type { Principal } from '../db/accounts/keys.ts';
-import type { Store } from '../db/engine/store.ts';
+import type { Store } from '../db/open-store.ts';
 import { invalidToken, unauthorized } from '../errors.ts';
 import type { Claims, TokenVerifier } from '../tokens/verifier.ts';
 import { headerLines } from './target.ts';

@@ -7,7 +7,7 @@
 import { hash as digest } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Middleware } from 'koa';
-import type { Store } from '../db/engine/store.ts';
+import type { Store } from '../db/open-store.ts';
 import { ApiError, validationFailed } from '../errors.ts';
 import { type FoundAnswer, type OnceRequest, OnceTaken, onceInProgress } from '../idempotency/answers.ts';
 import type { AuthState } from './authentication.ts';

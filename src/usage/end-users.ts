@@ -4,7 +4,7 @@
 // of the meter and takes in what the other instances added there, which drains its bucket too: an end user
 // spread over several instances gets about the key's rate in all, not that rate on each.
 import { createHash } from 'node:crypto';
-import type { Store } from '../db/engine/store.ts';
+import type { Store } from '../db/open-store.ts';
 import type { Logger } from '../log.ts';
 
 /** An end user of a publishable key with a rate per end user, as a request names them. */

@@ -4,7 +4,7 @@
 // loses at most a second of counts. Deciding and counting are one synchronous step, so on one instance
 // a quota of N admits exactly N requests, whatever the concurrency.
 import type { Plan } from '../db/accounts/plans.ts';
-import type { Store } from '../db/engine/store.ts';
+import type { Store } from '../db/open-store.ts';
 import { ApiError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { type EndUser, EndUserMeter } from './end-users.ts';

@@ -2,7 +2,7 @@
 // attempts past DELIVERY_LOG_MS go in batches, in each pass of the feed's pruner (src/pruner.ts), as the
 // events past their retention do.
 import { setImmediate as yieldToWriters } from 'node:timers/promises';
-import type { Store } from '../db/engine/store.ts';
+import type { Store } from '../db/open-store.ts';
 
 /** How long the delivery log keeps an attempt: 7 days (docs/webhooks.md). */
 const DELIVERY_LOG_MS = 7 * 24 * 60 * 60 * 1000;

@@ -6,8 +6,8 @@
 // leases of instances that died and what it was not told of.
 import { randomUUID } from 'node:crypto';
 import type { Config } from '../config.ts';
-import type { Store } from '../db/engine/store.ts';
 import type { StoredEvent } from '../db/events/events.ts';
+import type { Store } from '../db/open-store.ts';
 import type { ClaimedStream, StreamTarget } from '../db/webhooks/streams.ts';
 import { viewOf } from '../feed/delivery.ts';
 import { type ChangeMessage, changeMessage } from '../feed/messages.ts';

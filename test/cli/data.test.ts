@@ -9,7 +9,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { expect } from 'chai';
-import { openStore, type Store } from '../../src/db/engine/store.ts';
+import { openStore, type Store } from '../../src/db/open-store.ts';
 import { type BackendName, createDatabase, describeEachBackend, type TestDatabase } from '../support/backends.ts';
 import { Client } from '../support/client.ts';
 import { type Environment, type Finished, type ServeProcess, Workspace } from '../support/process.ts';

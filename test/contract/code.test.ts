@@ -1,13 +1,18 @@
 // The code itself, checked where CI runs it. The tests run TypeScript through tsx, which strips the types
 // without checking them: without these, a type error or a lint finding would pass CI. The same checks
 // as `npm run lint`, and Biome's warnings counted as errors.
-import { readdirSync, readFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { expect } from 'chai';
 import ts from 'typescript';
 import { runTool } from '../support/process.ts';
 
 const root = new URL('../../', import.meta.url).pathname;
+
+/** The longest a function of src/ may be (docs/development.md): past it, it is several ideas sharing a closure. */
+const MAX_FUNCTION_LINES = 150;
 
 describe('the code', function () {
   this.timeout(120_000);
@@ -23,6 +28,28 @@ describe('the code', function () {
 
   it('imports only along the arrows .dependency-cruiser.cjs allows (depcruise src)', async () => {
     expect(await runTool('depcruise', ['src', '--config', '.dependency-cruiser.cjs'])).to.match(/no dependency violations found/);
+  });
+
+  it('refuses an import from a dialect into an area, naming the rule (dialects-below-the-areas)', async () => {
+    // A copy of the rules over a tree of two files: a dialect's, importing an operation of the rows.
+    const tree = await mkdtemp(join(tmpdir(), 'rowbase-depcruise-'));
+    try {
+      for (const file of ['.dependency-cruiser.cjs', 'tsconfig.json']) copyFileSync(join(root, file), join(tree, file));
+      mkdirSync(join(tree, 'src/db/sqlite'), { recursive: true });
+      mkdirSync(join(tree, 'src/db/rows'), { recursive: true });
+      writeFileSync(join(tree, 'src/db/rows/writes.ts'), 'export const deleteRow = () => {};\n');
+      writeFileSync(
+        join(tree, 'src/db/sqlite/rows.ts'),
+        "import { deleteRow } from '../rows/writes.ts';\n\nexport const rows = deleteRow;\n",
+      );
+      const refused = await runTool('depcruise', ['src', '--config', '.dependency-cruiser.cjs'], tree).then(
+        () => '',
+        (error: Error) => error.message,
+      );
+      expect(refused).to.match(/error dialects-below-the-areas: src\/db\/sqlite\/rows\.ts → src\/db\/rows\/writes\.ts/);
+    } finally {
+      rmSync(tree, { recursive: true, force: true });
+    }
   });
 
   it('has no file, export or dependency that nothing uses, but those knip.jsonc names (knip)', async () => {
@@ -58,7 +85,24 @@ describe('the source', () => {
     expect(circles).to.deep.equal([]);
   });
 
-  it('chooses the data module of a dialect in one place, src/db/engine/store.ts, and keeps no service locator', () => {
+  it('has no function over 150 lines: a function is a page (the migrations, tables of steps, aside)', () => {
+    const long: string[] = [];
+    for (const file of files.filter((each) => !each.endsWith('/migrations.ts'))) {
+      const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
+      const visit = (node: ts.Node) => {
+        if (ts.isFunctionLike(node) && (node as ts.FunctionLikeDeclarationBase).body) {
+          const first = source.getLineAndCharacterOfPosition(node.getStart(source)).line;
+          const lines = source.getLineAndCharacterOfPosition(node.end).line - first + 1;
+          if (lines > MAX_FUNCTION_LINES) long.push(`${relative(root, file)}:${first + 1} ${lines} lines`);
+        }
+        ts.forEachChild(node, visit);
+      };
+      visit(source);
+    }
+    expect(long).to.deep.equal([]);
+  });
+
+  it('chooses the data module of a dialect in one place, src/db/open-store.ts, and keeps no service locator', () => {
     const asking = files.filter((file) => /\bdialect\s*[!=]==|client\.dialect|userParams/.test(readFileSync(file, 'utf8')));
     expect(asking.map((file) => relative(root, file))).to.deep.equal([]);
   });

@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import type { Socket } from 'node:net';
 import { expect } from 'chai';
 import WebSocket from 'ws';
-import { openStore } from '../../src/db/engine/store.ts';
+import { openStore } from '../../src/db/open-store.ts';
 import { describeEachBackend } from '../support/backends.ts';
 import { Client } from '../support/client.ts';
 import { FeedClient, feedUrl, range, refusal, seqs } from '../support/feed.ts';

@@ -5,7 +5,7 @@
 // that admitted it.
 import { expect } from 'chai';
 import WebSocket from 'ws';
-import { openStore } from '../../src/db/engine/store.ts';
+import { openStore } from '../../src/db/open-store.ts';
 import { describeEachBackend } from '../support/backends.ts';
 import type { Client } from '../support/client.ts';
 import { appKey, EndUser, tokenOf } from '../support/end-users.ts';

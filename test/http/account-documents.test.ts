@@ -8,7 +8,7 @@ import { SignJWT } from 'jose';
 import { parse } from 'yaml';
 import { accountAsyncApi, accountOpenApi } from '../../src/contract/account.ts';
 import { takesPublishable } from '../../src/contract/caller.ts';
-import { openStore, type Store } from '../../src/db/engine/store.ts';
+import { openStore, type Store } from '../../src/db/open-store.ts';
 import { checkRules } from '../../src/rules/rules.ts';
 import { describeEachBackend } from '../support/backends.ts';
 import { callerViews, notesRules, notesSchema, scratchRules, viewedCollections } from '../support/caller.ts';

@@ -1,7 +1,7 @@
 // Keys and revocation against a running server (contract.md, "Authentication and tenancy"): a revoked
 // key stops working within a second on every instance, though the server keeps lookups for a moment.
 import { expect } from 'chai';
-import { openStore } from '../../src/db/engine/store.ts';
+import { openStore } from '../../src/db/open-store.ts';
 import { describeEachBackend } from '../support/backends.ts';
 import { Client } from '../support/client.ts';
 import { checkResponse } from '../support/contract.ts';

@@ -2,7 +2,7 @@
 // another process would have) deletes and re-creates collections; this server must never answer from
 // what it read before (contract.md, "Storage and scale").
 import { expect } from 'chai';
-import { openStore, type Store } from '../../src/db/engine/store.ts';
+import { openStore, type Store } from '../../src/db/open-store.ts';
 import { describeEachBackend } from '../support/backends.ts';
 import type { Client } from '../support/client.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';

@@ -3,7 +3,7 @@
 // "Rows"), through every insert, patch and delete, from this instance or another.
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { openStore } from '../../src/db/engine/store.ts';
+import { openStore } from '../../src/db/open-store.ts';
 import { describeEachBackend } from '../support/backends.ts';
 import type { Client } from '../support/client.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';

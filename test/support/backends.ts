@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import pg from 'pg';
-import { openStore } from '../../src/db/engine/store.ts';
+import { openStore } from '../../src/db/open-store.ts';
 
 export type BackendName = 'sqlite' | 'postgres';
 

@@ -1,7 +1,7 @@
 // Usage counts survive restarts: all of them through SIGTERM, all but the last second's through SIGKILL
 // (contract.md, "Plans and usage"). Real `rowbase serve` processes over one SQLite file.
 import { expect } from 'chai';
-import { openStore } from '../../src/db/engine/store.ts';
+import { openStore } from '../../src/db/open-store.ts';
 import { Client } from '../support/client.ts';
 import { pollUntil, Workspace } from '../support/process.ts';
 

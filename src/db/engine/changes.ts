@@ -1,3 +1,4 @@
+// Wake-ups after commit: the feed's, the webhooks' worker's.
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 
@@ -15,4 +16,15 @@ import { EventEmitter } from 'node:events';
 export class Changes extends EventEmitter<{ change: [collectionId: number]; all: []; webhooks: [] }> {
   /** Tells this process's NOTIFYs from other instances': it hears its own changes in-process already. */
   readonly instance = randomUUID();
+}
+
+/**
+ * Tells this process's listeners of the change to the collection once the write `trx` has committed
+ * (and nothing if it rolls back); other instances hear it through the database, where it tells them.
+ */
+export function announceOnCommit(changes: Changes, trx: { executionPromise: Promise<unknown> }, collectionId: number): void {
+  trx.executionPromise.then(
+    () => changes.emit('change', collectionId),
+    () => {},
+  );
 }

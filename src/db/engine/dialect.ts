@@ -1,11 +1,15 @@
-// What the operations both dialects share (collections.ts, events.ts, keys.ts, plans.ts, usage.ts,
-// retention.ts) need of the database they run on. Each dialect module (sqlite/, postgres/) makes one
+// What the operations (of every area of db/: rows, reads, collections, events, accounts, …) need of the
+// database they run on: its statements, and how it writes (port.ts). Each dialect module (sqlite/, postgres/) makes one
 // when it opens its database, and hands it to them: they never ask which dialect it is.
 import type { Knex } from 'knex';
 import type { Filter } from '../../query/filter.ts';
 import type { KeyBounds } from '../reads/filter-indexes.ts';
 import type { RelationLinks } from '../relations/links.ts';
 import type { Changes } from './changes.ts';
+import type { RowPort, WriteTx } from './port.ts';
+
+export type { WriteTx } from './port.ts';
+
 import type { Waits } from './waits.ts';
 
 export type SqlValue = string | number | null;
@@ -18,21 +22,13 @@ export interface OnceRow {
   body: string | null;
 }
 
-/**
- * A write transaction, as the statements in it need it: the connection it holds and its outcome. A
- * Knex transaction is one; so is a group of SQLite's writer (grouping.ts, GroupedWrites), which holds Knex's
- * connection without Knex's transaction machinery.
- */
-export interface WriteTx {
-  /** `acquireConnection()` answers the connection the transaction holds. */
-  client: { acquireConnection(): Promise<unknown> };
-  /** Fulfilled once the transaction has committed, rejected once it has rolled back. */
-  executionPromise: Promise<unknown>;
-}
-
 export interface Dialect {
   /** The database's Knex: its pool and its transactions. */
   knex: Knex;
+  /** How rows are written and read, and how the errors of those writes and reads read (port.ts). */
+  rows: RowPort;
+  /** How long a page that sorts or filters, or a batch, may run, in ms (connect.ts, StoreOptions). */
+  queryTimeoutMs: number;
   /** Wake-ups after each committed change of a collection (changes.ts). */
   changes: Changes;
   /** The collections' schemas as last seen, and their validators, each compiled once (schemas.ts, RowSchemas). */
@@ -162,4 +158,14 @@ export interface SearchSql {
   match(row: string): string;
   /** The search of rows holding every one of the terms `words`, and a term starting with `prefix`, as match() takes it. */
   query(words: readonly string[], prefix?: string): string;
+}
+
+/** How a dialect copies its database while it serves (`rowbase backup`; docs/operations.md, "Backup"). */
+export interface Backups {
+  /**
+   * Copies the database to the file `target`, which must not exist unless `replace`; the copy holds
+   * every transaction committed before it began. BackupRefusedError for a target that exists, and
+   * on PostgreSQL, whose pg_dump does this.
+   */
+  backup(target: string, replace: boolean): Promise<void>;
 }

@@ -1,4 +1,4 @@
-// PostgreSQL: the Store of a database (`postgres://…`), which several instances of the service may
+// PostgreSQL: a database (`postgres://…`) opened, as ../open-store.ts makes its Store, which several instances of the service may
 // share. Every change is announced to all of them (rows.ts, listenForChanges). The statements are in sql/.
 import knexFactory from 'knex';
 import pg from 'pg';
@@ -6,22 +6,23 @@ import { defaults, postgresPoolMax } from '../../config.ts';
 import { BackupRefusedError } from '../../errors.ts';
 import { RowSchemas } from '../collections/schemas.ts';
 import { KnownIndexes } from '../collections/sort-indexes.ts';
-import { assembleStore, type Backups, type Store } from '../engine/assemble.ts';
 import { Changes } from '../engine/changes.ts';
 import { DatabaseOpenError, defaultSortIndexes, knexLog, type StoreOptions } from '../engine/connect.ts';
-import type { Dialect, OnceRow } from '../engine/dialect.ts';
+import type { Backups, Dialect, OnceRow } from '../engine/dialect.ts';
 import { migrationSource } from '../engine/migrations.ts';
 import { Waits } from '../engine/waits.ts';
+import type { PagedDialect } from '../reads/aggregates.ts';
 import { scoresWith } from '../reads/filter.ts';
 import { onceAnswerSql } from '../sql/rows.ts';
+import type { OpenedDatabase } from '../store.ts';
 import { isDeadlock, isUnavailable, isUniqueViolation } from './errors.ts';
 import { filterSql, keyBoundsSql } from './filter.ts';
 import { escapeString, unescapedJson } from './jsonb.ts';
 import { postgresSchema } from './migrations.ts';
-import { CHANNEL, listenForChanges, postgresRows } from './rows.ts';
+import { listenForChanges, postgresRowPort } from './rows.ts';
 import { makeSortIndex } from './sort-indexes.ts';
 import { POSTGRES_KEY_CHARS, uniqueIndexSql } from './sql/collections.ts';
-import { notifySql } from './sql/engine.ts';
+import { CHANNEL, notifySql } from './sql/engine.ts';
 import { aggregateSql, filteredSortedPage, orderedPage, sortedPage, sortedPageAfter } from './sql/reads.ts';
 import { existingIdsSql, rowIdsSql } from './sql/relations.ts';
 import { holdOnceSql, pruneOnceSql } from './sql/rows.ts';
@@ -30,10 +31,10 @@ import { claimStreamsSql } from './sql/webhooks.ts';
 import { runAlone, runInTransaction, runSnapshot, runTimed } from './statements.ts';
 
 /** Opens the database that `url` names and brings its schema up to date. */
-export async function openPostgresStore(
+export async function openPostgres(
   url: string,
   { sortIndexes = defaultSortIndexes, log, followOthers = false, queryTimeoutMs = defaults.queryTimeoutMs }: StoreOptions = {},
-) {
+): Promise<OpenedDatabase> {
   // pg returns bigint columns as strings; the data layer converts the ones it reads.
   const knex = knexFactory({ client: 'pg', connection: url, pool: { min: 0, max: postgresPoolMax(url) }, log: knexLog(log) });
   try {
@@ -43,9 +44,11 @@ export async function openPostgresStore(
     throw new DatabaseOpenError(url, error);
   }
   const changes = new Changes();
-  const db: Dialect = {
+  // The statements first; the pages and the rows, which read and write with them, then.
+  const statements: Omit<Dialect, 'rows'> = {
     knex,
     changes,
+    queryTimeoutMs,
     schemas: new RowSchemas(existingIdsSql),
     uniqueIndexSql,
     searchSql,
@@ -83,7 +86,8 @@ export async function openPostgresStore(
       return held.held;
     },
   };
-  const rows = postgresRows(db, queryTimeoutMs, {
+  const db = statements as PagedDialect;
+  db.pages = {
     // Named statements, each parsed and planned once per connection, as the writes' are; a page that
     // sorts or filters in a read-only transaction of its own with a statement_timeout.
     read: (sql, params, kind) =>
@@ -105,7 +109,8 @@ export async function openPostgresStore(
     makeSortIndex: (accountId, name, field, max) => makeSortIndex(db, accountId, name, field, max),
     sortIndexes,
     knownIndexes: new KnownIndexes(),
-  });
+  };
+  db.rows = postgresRowPort(db);
   const stopListening = followOthers ? listenForChanges(url, changes, log) : async () => {};
   const close = async () => {
     try {
@@ -114,7 +119,7 @@ export async function openPostgresStore(
       await knex.destroy();
     }
   };
-  return assembleStore(db, rows, backups, { isUniqueViolation, isUnavailable }, close) satisfies Store;
+  return { db, backups, codes: { isUniqueViolation, isUnavailable }, close };
 }
 
 /** PostgreSQL's own tools copy a database while it serves: pg_dump (docs/operations.md, "Backup"). */

@@ -1,9 +1,6 @@
-// PostgreSQL: the operations on rows (../engine/assemble.ts, RowOperations), and the changes they announce to
+// PostgreSQL: how rows are written and read (../engine/port.ts, RowPort), and the changes they announce to
 // every instance on the database. Each write is a transaction of its own, on a connection of the pool:
-// writers to different collections run at once. A batch insert is one statement that commits on its
-// own (sql/, insertBatchSql), batched with the other inserts into the collection that wait their turn
-// in this process (inserts, below); a batch that holds inserts sent with an Idempotency-Key is one
-// statement too, which also stores their answers (sql/, insertBatchWithAnswersSql). A patch of one
+// writers to different collections run at once. Inserts are grouped by collection (inserts.ts). A patch of one
 // row reads and holds the row, then writes it with its event and the NOTIFY in one statement (sql/,
 // advanceReadingRowSql, updateRowSql), and re-keys the fields it sets that have a sort index, all in
 // one transaction.
@@ -13,97 +10,29 @@
 // process hears its own changes in-process already (../changes.ts).
 
 import pg from 'pg';
-import { collectionNotFound, queryTimeout, rowNotFound } from '../../errors.ts';
-import { type OnceRequest, OnceTaken, onceInProgress } from '../../idempotency/answers.ts';
+import { collectionNotFound, rowNotFound } from '../../errors.ts';
 import type { Logger } from '../../log.ts';
-import { applyPatch, type Patch, patchedFields } from '../../patches/index.ts';
-import { assignable, overRowBound, rowJson } from '../../rows.ts';
-import { rowWords } from '../../search/words.ts';
-import { advance, collectionId } from '../collections/collections.ts';
-import { keepingUnique, type WrittenRow } from '../collections/indexes.ts';
-import { StaleSchema } from '../collections/schemas.ts';
-import { bindSearch, putWords, searchIndexOf } from '../collections/search-indexes.ts';
-import type { RowOperations } from '../engine/assemble.ts';
-import type { Changes } from '../engine/changes.ts';
+import { patchedFields } from '../../patches/index.ts';
+import { rowJson } from '../../rows.ts';
+import { advance } from '../collections/collections.ts';
+import { putWords, searchIndexOf } from '../collections/search-indexes.ts';
+import { announceOnCommit, type Changes } from '../engine/changes.ts';
 import { retryDeadlocks } from '../engine/deadlocks.ts';
-import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
-import { Groups } from '../engine/grouping.ts';
+import type { Dialect, WriteTx } from '../engine/dialect.ts';
+import type { RowPort, StoredRow } from '../engine/port.ts';
 import { appendEvents, eventRow } from '../events/events.ts';
-import type { AggregateSource } from '../reads/aggregates.ts';
-import type { Sql } from '../reads/filter.ts';
-import { readRelatedAggregates, readRelatedPage } from '../reads/related.ts';
-import { namedRows } from '../relations/links.ts';
-import { upsertWritesOf, writeBatch } from '../rows/batch.ts';
-import { exportCollection } from '../rows/exports.ts';
-import { beginOnce, recordOnce } from '../rows/idempotency.ts';
-import { importRowsIn, type RowImporter } from '../rows/imports.ts';
-import {
-  type ChangedRows,
-  type Fields,
-  type FirstInserted,
-  insertedRows,
-  noSuchRow,
-  preconditionFailed,
-  type RowGuard,
-  rowTooLarge,
-  versionMatches,
-  versionOf,
-} from '../rows/rows.ts';
-import { upsertRows } from '../rows/upserts.ts';
-import { changedRows, deleteRowIn, deleteRowsIn, matchedRows, type RowWrites } from '../rows/writes.ts';
-import { isOnceTaken, isQueryCanceled, isRelationMissing } from './errors.ts';
+import type { RowImporter } from '../rows/imports.ts';
+import { versionOf } from '../rows/rows.ts';
+import { isQueryCanceled } from './errors.ts';
+import { postgresInserts } from './inserts.ts';
 import { idList, keysSql } from './sql/collections.ts';
+import { CHANNEL } from './sql/engine.ts';
 import { getRowSql } from './sql/reads.ts';
-import {
-  advanceReadingRowSql,
-  importRowsSql,
-  insertBatchSql,
-  insertBatchWithAnswersSql,
-  namingInsertBatchSql,
-  searchedInsertBatchSql,
-  searchedInsertBatchWithAnswersSql,
-  updateRowSql,
-  updateRowsSql,
-  wordedInsertBatchSql,
-} from './sql/rows.ts';
+import { advanceReadingRowSql, importRowsSql, updateRowSql, updateRowsSql } from './sql/rows.ts';
 import { runAlone } from './statements.ts';
 
-/** The channel of the NOTIFYs; the payload is `<instance> <collection id>`. */
-export const CHANNEL = 'rowbase_changes';
-
-/** One request's rows, as an insert into its collection waits its turn, and its Idempotency-Key if it was sent with one. */
-interface Insert {
-  accountId: number;
-  collection: string;
-  texts: string[];
-  /** The schema its rows were checked with (../schemas.ts; 0 for none). */
-  schemaId: number;
-  once?: OnceRequest;
-}
-
-/** Collections postgresRows remembers having a search index, at most. */
-const MAX_SEARCHED = 10_000;
-
-/**
- * What insertBatchSql answers: the collection's id, the first row's id and seq, and the collection's
- * search index fields (none: no such collection).
- */
-type Written = { id: number; first_id: number | string; first_seq: number | string; search: string | null };
-/** What insertBatchWithAnswersSql answers: Written (a null id: nothing written), and its keys' fate. */
-type WrittenWithAnswers = Written & { held: boolean };
-
-/** The rows of one insert statement at most (a request's own rows are never split). */
-const MAX_INSERT_ROWS = 5000;
-
-/** `queryTimeoutMs`: how long a page that sorts or filters may run before it is cancelled (connect.ts, StoreOptions). */
-export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: AggregateSource): RowOperations {
+export function postgresRowPort(db: Dialect): RowPort {
   const { knex, changes } = db;
-  /** Reads inside the write `trx`. */
-  const readIn =
-    (trx: WriteTx) =>
-    <T>(sql: string, params: SqlValue[]) =>
-      db.run<T>(trx, sql, params);
-
   /** An import's rows and their sort keys (../imports.ts), in PostgreSQL's SQL. */
   const importer: RowImporter = {
     async insertRows(trx, collectionId, rows, firstSeq) {
@@ -117,450 +46,82 @@ export function postgresRows(db: Dialect, queryTimeoutMs: number, pages: Aggrega
   };
 
   /**
-   * By the keys of inserts (`<account>/<collection>/<schema>`), the fields of the search index of the
-   * collection they were last seen to go into (its `search`), the least recently seen forgotten first
-   * past MAX_SEARCHED. Never wrong in a way that shows: an insert whose collection's index is over other
-   * fields now, or none, writes nothing (wordedInsertBatchSql), and goes in a transaction.
-   */
-  const searched = new Map<string, string>();
-
-  /**
-   * An insert holds its collection's row from its statement's start to its commit, so the inserts of a
-   * collection run one after another whatever the pool. Sent as they come, the waiting ones would wait
-   * inside PostgreSQL, one backend each, and every turn would cost a statement, a commit and its WAL
-   * flush. Instead at most three statements of a collection are under way: one holding its row, and two
-   * queued behind it, so that one is ready the moment the one before commits even while this process is
-   * still sending the next (BENCHMARKS.md, insert-batch on PostgreSQL); inserts that come meanwhile go
-   * together in the statement after, each request's rows consecutive, in the order the requests came.
-   */
-  const inserts = new Groups<Insert, FirstInserted>({
-    maxRunning: 3,
-    maxWeight: MAX_INSERT_ROWS,
-    async run(key, batch) {
-      const { accountId, collection, schemaId } = batch[0];
-      const rows = batch.flatMap(({ texts }) => texts);
-      // JSON.stringify's output never holds a line feed (it escapes every control character), so the
-      // lines of one string are the rows: one parameter, where an array would be escaped item by item.
-      const params = [accountId, collection, rows.length, rows.join('\n'), CHANNEL, changes.instance];
-      const keyed = batch.some(({ once }) => once);
-      // Alone, a statement writes nothing into a collection with a search index (sql/, insertBatch) but
-      // with the words of the fields it was last seen to have; else the rows go in a transaction with
-      // their words, and the fields are remembered.
-      const fields = searched.get(key);
-      // Rows that may name rows of other collections go in one statement that holds those too
-      // (namingAlone), else in a transaction that holds them first (below).
-      const naming = db.schemas.names(schemaId);
-      let [written]: (Written | undefined)[] = naming
-        ? fields === undefined && !keyed
-          ? await namingAlone(rows, params, schemaId)
-          : []
-        : fields !== undefined
-          ? keyed
-            ? []
-            : await runAlone<Written>(knex, wordedInsertBatchSql, [...params, schemaId, wordLines(rows, fields), fields])
-          : keyed
-            ? await insertWithAnswers(batch, params, schemaId, (sql, values) => runAlone(knex, sql, values), insertBatchWithAnswersSql)
-            : await runAlone<Written>(knex, insertBatchSql, [...params, schemaId]);
-      if (!written) {
-        written = await knex.transaction(async (trx): Promise<Written | undefined> => {
-          const run = <T>(sql: string, values: SqlValue[]) => db.run<T>(trx, sql, values);
-          if (naming && !(await holdNamed(trx, accountId, collection, schemaId, rows))) return undefined;
-          const [stored] = keyed
-            ? await insertWithAnswers(batch, params, schemaId, run, searchedInsertBatchWithAnswersSql)
-            : await run<Written>(searchedInsertBatchSql, [...params, schemaId]);
-          if (stored) await putInsertedWords(trx, stored, rows, key);
-          return stored;
-        });
-      }
-      // No such collection, or its schema another: nothing written.
-      if (!written) throw new StaleSchema();
-      // Committed already: this process's listeners hear it now, the others through the NOTIFY.
-      changes.emit('change', Number(written.id));
-      return firstsOf(written, batch);
-    },
-  });
-
-  /**
-   * The rows `texts`, checked with the schema `schemaId`, whose relations name rows of other collections,
-   * inserted alone by one statement that holds the rows they name (namingInsertBatchSql), or by
-   * insertBatchSql when they name none: nothing when it found no collection of that schema without a
-   * search index, or not every row named (RELATION_MISSING), or when a value is not a row id. The
-   * transaction of holdNamed() then looks again, and says which.
-   */
-  async function namingAlone(texts: string[], params: SqlValue[], schemaId: number): Promise<Written[]> {
-    const links = await db.schemas.links(db.query, schemaId);
-    const named = namedRows(
-      links?.out ?? [],
-      texts.map((text) => JSON.parse(text) as Fields),
-    );
-    if (!named) return [];
-    if (named.ids.length === 0) return runAlone<Written>(knex, insertBatchSql, [...params, schemaId]);
-    try {
-      return await runAlone<Written>(knex, namingInsertBatchSql, [
-        ...params,
-        schemaId,
-        named.collections.join(','),
-        named.ids.join(','),
-        named.ids.length,
-      ]);
-    } catch (error) {
-      if (isRelationMissing(error)) return [];
-      throw error;
-    }
-  }
-
-  /**
-   * Holds the collection's row, then checks that the rows `texts` name rows that exist in its relations
-   * (as of `schemaId`), holding those (FOR KEY SHARE), in that order, as every write that names rows
-   * does (../rows/writes.ts, holdFollowers). False for no such collection: nothing to write.
-   */
-  async function holdNamed(trx: WriteTx, accountId: number, collection: string, schemaId: number, texts: string[]): Promise<boolean> {
-    try {
-      await advance(db, trx, accountId, collection, 0);
-    } catch (error) {
-      if ((error as { code?: string }).code === 'not_found') return false;
-      throw error;
-    }
-    const rows = texts.map((text) => JSON.parse(text) as Fields);
-    await db.schemas.named(readIn(trx), schemaId, collection, rows);
-    return true;
-  }
-
-  /**
-   * insertBatchWithAnswersSql, so that each key's answer is stored if and only if its rows are: 409
-   * for a key another instance holds; OnceTaken (nothing written) for one answered first, before the
-   * statement or while it ran, or before its collection was deleted. Either fails the batch, whose
-   * inserts then run each alone (../engine/grouping.ts).
-   */
-  async function insertWithAnswers(
-    batch: Insert[],
-    params: SqlValue[],
-    schemaId: number,
-    run: <T>(sql: string, params: SqlValue[]) => Promise<T[]>,
-    sql: string,
-  ): Promise<Written[]> {
-    const onces: unknown[] = [];
-    // For each row, the place in `onces` of its request's key (-1 for none).
-    const keyOfRow: number[] = [];
-    for (const { texts, once } of batch) {
-      if (once) onces.push([once.key, once.hash, once.at, once.expiresAt, keyOfRow.length, texts.length]);
-      for (let row = 0; row < texts.length; row++) keyOfRow.push(once ? onces.length - 1 : -1);
-    }
-    let written: WrittenWithAnswers;
-    try {
-      [written] = await run<WrittenWithAnswers>(sql, [...params, JSON.stringify(onces), keyOfRow.join(','), schemaId]);
-    } catch (error) {
-      if (isOnceTaken(error)) throw new OnceTaken();
-      throw error;
-    }
-    if (!written.held) throw onceInProgress();
-    if (written.id !== null) return [written];
-    // No such collection: a retry of an insert stored before its collection went is answered as it was.
-    for (const { accountId, once } of batch) if (once && (await db.readOnce(accountId, once.key, once.at))) throw new OnceTaken();
-    return [];
-  }
-
-  /**
-   * Writes the words of the rows `texts`, inserted by the statement that answered `written` inside
-   * `trx`, when their collection has a search index; remembers, by the inserts' `key`, whether it has.
-   */
-  async function putInsertedWords(trx: WriteTx, written: Written, texts: string[], key?: string) {
-    const search = searchIndexOf(Number(written.id), written.search);
-    if (key !== undefined) {
-      searched.delete(key);
-      if (written.search) searched.set(key, written.search);
-      if (searched.size > MAX_SEARCHED) searched.delete(searched.keys().next().value as string);
-    }
-    if (!search) return;
-    const first = Number(written.first_id);
-    await putWords(
-      db,
-      trx,
-      search,
-      texts.map((text, index) => ({ id: first + index, fields: JSON.parse(text) as Fields })),
-    );
-  }
-
-  /**
-   * A patch of the row `rowId` inside `trx`: the collection's row held, the row read locked (no other
-   * write of it comes between, so concurrent increments all count), checked against If-Match, patched
-   * (409 patch_conflict when the patch cannot apply to it), checked against the collection's schema
-   * (its errors naming the row `place`), then written with its event and NOTIFY, and re-keyed. `seen`
-   * is told the row as patched, and as it was, before it is written.
-   */
-  async function patchRowIn(
-    trx: WriteTx,
-    accountId: number,
-    collection: string,
-    rowId: number,
-    patch: Patch,
-    options?: { ifMatch?: readonly string[]; guard?: RowGuard },
-    seen?: (row: Fields, before: Fields) => void,
-    place = 0,
-  ) {
-    const [counters] = await db.run<{
-      id: number | string;
-      last_seq: number | string;
-      sorted: string;
-      current: string | null;
-      version: number | string | null;
-      schema_id: number | string;
-      search: string | null;
-    }>(trx, advanceReadingRowSql, [0, 1, 0, accountId, collection, rowId]);
-    if (!counters) throw collectionNotFound(collection);
-    if (!counters.current) throw rowNotFound(collection, rowId);
-    const id = Number(counters.id);
-    const before = JSON.parse(counters.current);
-    options?.guard?.reading(rowId, before);
-    if (!versionMatches(options, versionOf(id, counters.version as number | string))) throw preconditionFailed(collection, rowId);
-    const row = applyPatch(patch, before, rowId);
-    seen?.(row, before);
-    // The schema the row commits under: the collection's row is held.
-    await db.schemas.check(readIn(trx), Number(counters.schema_id), collection, [row], () => place);
-    const data = JSON.stringify(row);
-    if (overRowBound(data)) throw rowTooLarge();
-    const seq = Number(counters.last_seq);
-    const json = rowJson(rowId, data);
-    // The event's rows as eventRow() makes them; its time Node's, as appendEvents() takes it.
-    const event = [json, rowJson(rowId, counters.current), new Date().toISOString()];
-    // One after another: pg sends a client's queries one at a time whatever the caller does.
-    await db.run(trx, updateRowSql, [data, seq, id, rowId, ...event, CHANNEL, `${changes.instance} ${id}`]);
-    await rekeyPatchedRows(db, trx, id, JSON.parse(counters.sorted), patchedFields(patch), [rowId]);
-    const search = searchIndexOf(id, counters.search);
-    if (search) await putWords(db, trx, search, [{ id: rowId, fields: row }]);
-    return { patched: { json, version: versionOf(id, seq) }, changed: id };
-  }
-
-  /**
-   * The writes of a batch or an upsert inside `trx` (../batch.ts), each announced to this process's
-   * listeners once it commits (the others hear its NOTIFY).
-   */
-  const rowWritesIn = (trx: WriteTx, accountId: number): RowWrites => ({
-    patchWhere: (collection, where, patch, max) => patchRowsIn(trx, accountId, collection, where, patch, max),
-    async insert(collection, schemaId, inserts) {
-      const texts = inserts.flat();
-      const params = [accountId, collection, texts.length, texts.join('\n'), CHANNEL, changes.instance, schemaId];
-      const [written] = await db.run<Written>(trx, searchedInsertBatchSql, params);
-      await putInsertedWords(trx, written, texts);
-      // The transaction holds the collection's row, and its schema is `schemaId`.
-      announceOnCommit(trx, Number(written.id));
-      return firstsOf(
-        written,
-        inserts.map((texts) => ({ texts })),
-      );
-    },
-    async patch(collection, _schemaId, rowId, patch, options, place, seen) {
-      const { patched, changed } = await patchRowIn(trx, accountId, collection, rowId, patch, options, seen, place);
-      announceOnCommit(trx, changed);
-      return patched;
-    },
-  });
-
-  /**
-   * Patches the rows of the collection that `where` matches inside `trx`, each with its update event, in
-   * id order: the collection's row held first, so no write of the collection comes between the match and
-   * the change; each row checked as patched against the schema (409 patch_conflict, 422, nothing
-   * written). `attempted` is told the rows as patched, before they are written.
-   */
-  async function patchRowsIn(
-    trx: WriteTx,
-    accountId: number,
-    collection: string,
-    where: Sql,
-    patch: Patch,
-    max: number,
-    guard?: RowGuard,
-    attempted?: (rows: WrittenRow[]) => void,
-  ): Promise<ChangedRows> {
-    const { id, schemaId } = await advance(db, trx, accountId, collection, 0);
-    const matched = await matchedRows(db, trx, id, where, max);
-    if (matched.length === 0) return changedRows([]);
-    const rows = matched.map((row) => applyPatch(patch, JSON.parse(row.data), row.id));
-    for (const [index, row] of matched.entries()) guard?.updating(row.id, JSON.parse(row.data), rows[index]);
-    const written = matched.map((row, index) => ({ id: row.id, fields: rows[index] }));
-    attempted?.(written);
-    // Each row that fails is named by its id (openapi.yaml, RowError).
-    await db.schemas.check(readIn(trx), schemaId, collection, rows, (index) => matched[index].id);
-    const patched = matched.map((row, index) => ({ id: row.id, data: JSON.stringify(rows[index]), before: row.data }));
-    if (patched.some((row) => overRowBound(row.data))) throw rowTooLarge();
-    const { lastSeq, sorted, search } = await advance(db, trx, accountId, collection, patched.length);
-    const first = lastSeq - patched.length;
-    await db.run(trx, updateRowsSql, [first, JSON.stringify(patched.map((row) => [row.id, row.data])), id]);
-    const ids = patched.map((row) => row.id);
-    await rekeyPatchedRows(db, trx, id, sorted, patchedFields(patch), ids);
-    if (search) await putWords(db, trx, search, written);
-    const events = patched.map((row) => eventRow(row.id, row.data, row.before));
-    await appendEvents(db, trx, id, lastSeq, 'update', events);
-    return changedRows(events);
-  }
-
-  /**
    * A write transaction that may hold several collections (a batch, a delete that cascades or sets null, a
    * change by filter): tried again from the start when PostgreSQL aborts it as a deadlock (../engine/deadlocks.ts).
    */
   const severalHeld = <T>(work: (trx: WriteTx) => Promise<T>) => retryDeadlocks(db, () => knex.transaction(work));
 
-  /** Tells this process's listeners of the change to the collection once `trx` has committed. */
-  const announceOnCommit = (trx: WriteTx, collectionId: number) =>
-    trx.executionPromise.then(
-      () => changes.emit('change', collectionId),
-      () => {},
-    );
-
   return {
-    async insertRows(accountId, collection, items, options) {
-      // Node's work comes first: the write holds the collection's row from its first statement to its commit.
-      const texts = items.map((fields) => JSON.stringify(fields));
-      if (texts.some(overRowBound)) throw rowTooLarge();
-      // Checked against the collection's schema as last seen, which the statement makes sure is still its;
-      // the rows they name, by the statement that writes them (inserts).
-      const first = await db.schemas.retry(db.query, accountId, collection, async (schemaId) => {
-        await db.schemas.validate(db.query, schemaId, collection, items);
-        // Batched with the inserts into the collection that wait their turn, sent with an Idempotency-Key or not.
-        const insert: Insert = { accountId, collection, texts, schemaId, once: options?.once };
-        const rows = () => items.map((fields) => ({ fields }));
-        return keepingUnique(db, accountId, collection, rows, () =>
-          inserts.add(`${accountId}/${collection}/${schemaId}`, insert, texts.length),
-        );
-      });
-      return insertedRows(first, texts);
+    write: (work) => knex.transaction(work),
+    writeSeveral: severalHeld,
+    ...postgresInserts(db),
+    readRow: (accountId, collection, rowId) => runAlone<StoredRow>(knex, getRowSql, [accountId, collection, rowId]),
+    /**
+     * The collection's row held, then the row read locked (no other write of it comes between, so
+     * concurrent increments all count); written with its event and NOTIFY, re-keyed, and its words set.
+     */
+    async readToPatch(trx, accountId, collection, rowId) {
+      const [counters] = await db.run<{
+        id: number | string;
+        last_seq: number | string;
+        sorted: string;
+        current: string | null;
+        version: number | string | null;
+        schema_id: number | string;
+        search: string | null;
+      }>(trx, advanceReadingRowSql, [0, 1, 0, accountId, collection, rowId]);
+      if (!counters) throw collectionNotFound(collection);
+      const { current } = counters;
+      if (!current) throw rowNotFound(collection, rowId);
+      const id = Number(counters.id);
+      return {
+        collectionId: id,
+        version: counters.version as number | string,
+        data: current,
+        // The schema the row commits under: the collection's row is held.
+        schemaId: Number(counters.schema_id),
+        async write(text, row, patch) {
+          const seq = Number(counters.last_seq);
+          const json = rowJson(rowId, text);
+          // The event's rows as eventRow() makes them; its time Node's, as appendEvents() takes it.
+          const event = [json, rowJson(rowId, current), new Date().toISOString()];
+          // One after another: pg sends a client's queries one at a time whatever the caller does.
+          await db.run(trx, updateRowSql, [text, seq, id, rowId, ...event, CHANNEL, `${changes.instance} ${id}`]);
+          await rekeyPatchedRows(db, trx, id, JSON.parse(counters.sorted), patchedFields(patch), [rowId]);
+          const search = searchIndexOf(id, counters.search);
+          if (search) await putWords(db, trx, search, [{ id: rowId, fields: row }]);
+          announceOnCommit(changes, trx, id);
+          return { json, version: versionOf(id, seq) };
+        },
+      };
     },
-
-    async listRows(accountId, collection, page, expansions) {
-      try {
-        return await readRelatedPage(pages, accountId, collection, page, expansions);
-      } catch (error) {
-        // query_canceled: cancelled by its statement_timeout (statements.ts, runTimed).
-        if (isQueryCanceled(error)) throw queryTimeout(queryTimeoutMs);
-        throw error;
-      }
-    },
-
-    async aggregateRows(accountId, collection, query, maxGroupsRead, place) {
-      try {
-        return await readRelatedAggregates(pages, accountId, collection, query, maxGroupsRead, place);
-      } catch (error) {
-        // query_canceled: cancelled by its statement_timeout (statements.ts, runTimed).
-        if (isQueryCanceled(error)) throw queryTimeout(queryTimeoutMs);
-        throw error;
-      }
-    },
-
-    async getRow(accountId, collection, rowId) {
-      if (!assignable(rowId)) return noSuchRow(db, accountId, collection, rowId);
-      const [row] = await runAlone<{ data: string; collection_id: number; version: number | string }>(knex, getRowSql, [
-        accountId,
-        collection,
-        rowId,
-      ]);
-      if (row) return { json: rowJson(rowId, row.data), version: versionOf(row.collection_id, row.version) };
-      await collectionId(db, accountId, collection);
-      throw rowNotFound(collection, rowId);
-    },
-
-    async updateRow(accountId, collection, rowId, patch, options) {
-      if (!assignable(rowId)) return noSuchRow(db, accountId, collection, rowId);
-      // The row as patched, as a unique index would see it.
-      let attempted: WrittenRow[] = [];
-      const { patched, changed } = await keepingUnique(
+    /** The rows' events numbered after the collection's last seq, taken now; the rows set by one statement, and re-keyed. */
+    async writePatched(trx, accountId, collection, collectionId, _schemaId, rows, patch) {
+      const { lastSeq, sorted, search } = await advance(db, trx, accountId, collection, rows.length);
+      const first = lastSeq - rows.length;
+      await db.run(trx, updateRowsSql, [first, JSON.stringify(rows.map((row) => [row.id, row.text])), collectionId]);
+      await rekeyPatchedRows(
         db,
-        accountId,
-        collection,
-        () => attempted,
-        () =>
-          knex.transaction(async (trx) => {
-            if (options?.once) await beginOnce(db, trx, accountId, options.once);
-            const written = await patchRowIn(trx, accountId, collection, rowId, patch, options, (row, before) => {
-              options?.guard?.updating(rowId, before, row);
-              attempted = [{ id: rowId, fields: row }];
-            });
-            if (options?.once) await recordOnce(db, trx, accountId, options.once, written.patched);
-            return written;
-          }),
+        trx,
+        collectionId,
+        sorted,
+        patchedFields(patch),
+        rows.map((row) => row.id),
       );
-      // Committed: this process's listeners hear it now, the others through the NOTIFY.
-      changes.emit('change', changed);
-      return patched;
+      if (search) await putWords(db, trx, search, rows);
+      const events = rows.map((row) => eventRow(row.id, row.text, row.data));
+      await appendEvents(db, trx, collectionId, lastSeq, 'update', events);
+      return events;
     },
-
-    upsertRows: (accountId, collection, items, onConflict, options) =>
-      upsertRows(
-        db,
-        (work) => knex.transaction(work),
-        accountId,
-        collection,
-        items,
-        onConflict,
-        options,
-        (trx) => upsertWritesOf(rowWritesIn(trx, accountId), collection, options?.guard),
-      ),
-
-    writeBatch: (accountId, operations, options) =>
-      writeBatch(db, { inTransaction: severalHeld, writesIn: rowWritesIn, timeoutMs: queryTimeoutMs }, accountId, operations, options),
-
-    async deleteRow(accountId, collection, rowId, options) {
-      if (!assignable(rowId)) return noSuchRow(db, accountId, collection, rowId);
-      await severalHeld((trx) => deleteRowIn(db, trx, rowWritesIn(trx, accountId), accountId, collection, rowId, options));
-    },
-
-    async updateRowsWhere(accountId, collection, filter, patch, max, options) {
-      const where = pages.filterSql(await bindSearch(db.query, accountId, collection, filter));
-      // The rows as patched, as a unique index would see them.
-      let attempted: WrittenRow[] = [];
-      return keepingUnique(
-        db,
-        accountId,
-        collection,
-        () => attempted,
-        () =>
-          severalHeld(async (trx) => {
-            if (options?.once) await beginOnce(db, trx, accountId, options.once);
-            const changed = await patchRowsIn(trx, accountId, collection, where, patch, max, options?.guard, (rows) => {
-              attempted = rows;
-            });
-            if (options?.once) await recordOnce(db, trx, accountId, options.once, changed);
-            return changed;
-          }),
-      );
-    },
-
-    async deleteRowsWhere(accountId, collection, filter, max, options) {
-      const where = pages.filterSql(await bindSearch(db.query, accountId, collection, filter));
-      return severalHeld((trx) => deleteRowsIn(db, trx, rowWritesIn(trx, accountId), accountId, collection, where, max, options));
-    },
-
-    exportCollection: (accountId, collection, reader) => exportCollection(pages.snapshot, accountId, collection, reader),
-
-    async sortBy(accountId, collection, field) {
-      await pages.makeSortIndex(accountId, collection, field, pages.sortIndexes.max);
-    },
-
-    async importRows(accountId, collection, rows, lastRowId) {
-      const written = () => rows.map(({ id, text }) => ({ id, fields: JSON.parse(text) }));
-      await keepingUnique(db, accountId, collection, written, () =>
-        knex.transaction((trx) => importRowsIn(db, trx, importer, accountId, collection, rows, lastRowId)),
-      );
-    },
+    importer,
+    // A key answered first: insertWithAnswers() throws OnceTaken itself.
+    isKeyTaken: () => false,
+    // A row's weight is checked in Node, before its statement.
+    isRowTooLarge: () => false,
+    isPageTooLarge: () => false,
+    // query_canceled: cancelled by its statement_timeout (statements.ts, runTimed).
+    isQueryCanceled,
   };
-}
-
-/** The words of the rows `texts` in the search index's `fields` (their JSON text), as wordedInsertBatchSql takes them. */
-function wordLines(texts: readonly string[], fields: string): string {
-  const names = JSON.parse(fields) as string[];
-  return texts.map((text) => rowWords(JSON.parse(text) as Fields, names).join(' ')).join('\n');
-}
-
-/** Each insert's first id and seq: its rows follow those of the inserts before it in the batch. */
-function firstsOf(written: Written, batch: readonly { texts: string[] }[]): FirstInserted[] {
-  const collectionId = Number(written.id);
-  let id = Number(written.first_id);
-  let seq = Number(written.first_seq);
-  return batch.map(({ texts }) => {
-    const first = { collectionId, id, seq };
-    id += texts.length;
-    seq += texts.length;
-    return first;
-  });
 }
 
 /**

@@ -10,6 +10,7 @@ import type { AggregateAnswer, AggregateQuery, Decimal, Group } from '../../quer
 import { canonical, decimalOfText, exactSum, orderGroups } from '../../query/aggregate.ts';
 import type { JsonValue } from '../../query/filter.ts';
 import { bindSearch } from '../collections/search-indexes.ts';
+import type { Dialect } from '../engine/dialect.ts';
 import { keyCountSql } from '../sql/reads.ts';
 import type { Sql } from './filter.ts';
 import { indexedFields } from './filter-indexes.ts';
@@ -26,6 +27,9 @@ import {
 } from './pages.ts';
 
 /** What a dialect gives the aggregates besides what it gives pages. */
+/** A Dialect with the pages of rows it reads: what every operation of the Store is bound to (../store.ts). */
+export type PagedDialect = Dialect & { pages: AggregateSource };
+
 export interface AggregateSource extends PageSource {
   /**
    * The statement of `query`'s aggregates over the collection's rows that `where` keeps (all without

@@ -1,21 +1,21 @@
 // A batch (openapi.yaml, writeBatch): several writes of rows, over any of the account's collections, in
-// one transaction, in the order sent, each made by the same steps its own request takes (the dialect's
-// RowWrites, upserts.ts, writes.ts), so that a later operation sees the earlier ones' writes. The
+// one transaction, in the order sent, each made by the same steps its own request takes (writes.ts,
+// RowWrites; upserts.ts), so that a later operation sees the earlier ones' writes. The
 // first that fails rolls the whole batch back, and its problem names it (`operation`). Each write
 // announces its collection on commit, as alone, so the feed sends the batch's events once it committed.
 import { ApiError, collectionNotFound, queryTimeout, rowNotFound } from '../../errors.ts';
 import type { Once } from '../../idempotency/answers.ts';
 import type { Patch } from '../../patches/index.ts';
-import { assignable, overRowBound, rowJson } from '../../rows.ts';
+import { assignable, overRowBound } from '../../rows.ts';
 import { advance } from '../collections/collections.ts';
 import { uniqueViolationAt, type WrittenRow } from '../collections/indexes.ts';
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
 import { holdingOrder } from '../relations/links.ts';
 import { accountRelations } from '../relations/relations.ts';
 import { beginOnce, recordOnce } from './idempotency.ts';
-import { type Fields, type InsertedRows, insertedRows, type RowGuard, rowTooLarge, type VersionedRow, versionOf } from './rows.ts';
-import { type Upserted, type UpsertWrites, upsertRowsIn } from './upserts.ts';
-import { deleteRowIn, type RowWrites } from './writes.ts';
+import { type Fields, type InsertedRows, insertedRows, type RowGuard, rowTooLarge, type VersionedRow } from './rows.ts';
+import { type Upserted, upsertRowsIn, upsertWritesOf } from './upserts.ts';
+import { deleteRowIn, rowWritesIn } from './writes.ts';
 
 /** One write of a batch, as the handler reads it from the request. */
 export type BatchOperation =
@@ -40,21 +40,6 @@ export interface BatchOptions {
   guards?: (collection: string) => RowGuard;
 }
 
-/** What a dialect gives a batch to run with. */
-export interface BatchDialect {
-  /**
-   * Runs `work` in a write transaction: SQLite's writer, or a transaction of PostgreSQL's pool, run again
-   * from the start when PostgreSQL aborts it as a deadlock (../engine/deadlocks.ts).
-   */
-  inTransaction<T>(work: (trx: WriteTx) => Promise<T>): Promise<T>;
-  /** The dialect's writes inside `trx`. */
-  writesIn(trx: WriteTx, accountId: number): RowWrites;
-  /** The problem of a refusal of the database other than a unique index's, if the dialect knows it. */
-  refusal?(error: unknown): ApiError | undefined;
-  /** How long a batch may hold the database, in ms (ROWBASE_QUERY_TIMEOUT_MS). */
-  timeoutMs: number;
-}
-
 /**
  * Runs `operations` in order in one transaction and answers each one's result, or throws the problem
  * of the first that failed, naming it, with nothing written. The collections named are held first, in
@@ -62,7 +47,7 @@ export interface BatchDialect {
  * holdFollowers), else in the order of their names, so that two batches over the same collections, or
  * a batch and a delete, never wait on each other in a circle (on PostgreSQL, a deadlock). Where they
  * still may (a delete in the batch cascading into a collection it does not name, relations declared
- * meanwhile), the one PostgreSQL aborts is run again from the start (BatchDialect.inTransaction).
+ * meanwhile), the one PostgreSQL aborts is run again from the start (RowPort.writeSeveral).
  *
  * An insert's rows are checked (its schema, its bound) at its turn, and written with the inserts into
  * its collection that follow, as one statement, once another operation is about to write that
@@ -72,7 +57,6 @@ export interface BatchDialect {
  */
 export async function writeBatch(
   db: Dialect,
-  dialect: BatchDialect,
   accountId: number,
   operations: readonly BatchOperation[],
   options: BatchOptions = {},
@@ -91,13 +75,13 @@ export async function writeBatch(
     tried.set(collection, written);
   };
   try {
-    return await dialect.inTransaction(async (trx) => {
+    return await db.rows.writeSeveral(async (trx) => {
       tried.clear();
-      const deadline = Date.now() + dialect.timeoutMs;
+      const deadline = Date.now() + db.queryTimeoutMs;
       if (options.once) await beginOnce(db, trx, accountId, options.once);
       const named = [...new Set(operations.map((operation) => operation.collection))].filter(visible);
       const schemas = await holdCollections(db, trx, accountId, named);
-      const writes = dialect.writesIn(trx, accountId);
+      const writes = rowWritesIn(db, trx, accountId);
       const read = <T>(sql: string, params: SqlValue[]) => db.run<T>(trx, sql, params);
       /** The collection's schema id; 404 for one that is not there, or that the key may not see. */
       const schemaOf = (collection: string) => {
@@ -127,7 +111,7 @@ export async function writeBatch(
       };
       for (const [index, operation] of operations.entries()) {
         at = index;
-        if (Date.now() > deadline) throw queryTimeout(dialect.timeoutMs);
+        if (Date.now() > deadline) throw queryTimeout(db.queryTimeoutMs);
         const { collection } = operation;
         const schemaId = schemaOf(collection);
         // Rows that may name rows of other collections see the rows inserted before them.
@@ -187,7 +171,7 @@ export async function writeBatch(
         }
       }
       for (const collection of pending.keys()) await writePending(collection);
-      if (Date.now() > deadline) throw queryTimeout(dialect.timeoutMs);
+      if (Date.now() > deadline) throw queryTimeout(db.queryTimeoutMs);
       at = -1;
       if (options.once) await recordOnce(db, trx, accountId, options.once, results);
       return results;
@@ -200,7 +184,7 @@ export async function writeBatch(
       const violation = await uniqueViolationAt(db, accountId, collection, rows);
       if (violation) throw violation.problem.inOperation(ofRows[violation.place]);
     }
-    const problem = error instanceof ApiError ? error : dialect.refusal?.(error);
+    const problem = error instanceof ApiError ? error : db.rows.isRowTooLarge(error) ? rowTooLarge() : undefined;
     // A patch's errors name places in the patch (patch_conflict): here, in the operation's `patch`.
     throw problem?.inOperation(at, operations[at].op === 'update' ? `/operations/${at}/patch` : undefined) ?? error;
   }
@@ -222,18 +206,4 @@ async function holdCollections(db: Dialect, trx: WriteTx, accountId: number, col
     }
   }
   return schemas;
-}
-
-/** An upsert's writes of one collection, made with the dialect's RowWrites (upserts.ts). */
-export function upsertWritesOf(writes: RowWrites, collection: string, guard?: RowGuard): Omit<UpsertWrites, 'tried'> {
-  return {
-    async insert(schemaId, fields) {
-      guard?.creating(fields);
-      const text = JSON.stringify(fields);
-      const [first] = await writes.insert(collection, schemaId, [[text]]);
-      return { json: rowJson(first.id, text), version: versionOf(first.collectionId, first.seq) };
-    },
-    patch: (rowId, patch, place) =>
-      writes.patch(collection, 0, rowId, patch, undefined, place, guard && ((row, before) => guard.updating(rowId, before, row))),
-  };
 }

@@ -5,7 +5,7 @@
 import { collectionNotFound } from '../../errors.ts';
 import type { Rules } from '../../rules/rules.ts';
 import type { RowSchema } from '../collections/schemas.ts';
-import type { PageSource } from '../reads/pages.ts';
+import type { PagedDialect } from '../reads/aggregates.ts';
 import type { RelationDeclaration } from '../relations/relations.ts';
 import { EXPORT_PAGE_ROWS, exportedCollectionSql, exportedIndexesSql, exportedRelationsSql, exportRowsSql } from '../sql/rows.ts';
 
@@ -55,14 +55,9 @@ type CollectionRow = {
   rules: string | null;
 };
 
-/** Reads the account's collection `name` into `reader` in one snapshot of `snapshot`'s; 404 when there is no such collection. */
-export function exportCollection(
-  snapshot: PageSource['snapshot'],
-  accountId: number,
-  name: string,
-  reader: CollectionReader,
-): Promise<void> {
-  return snapshot(async (read) => {
+/** Hands the collection `name` and then its rows, by id, to `reader`, all read in one snapshot; 404 when there is no such collection. */
+export function exportCollection({ pages }: PagedDialect, accountId: number, name: string, reader: CollectionReader): Promise<void> {
+  return pages.snapshot(async (read) => {
     const [found] = await read<CollectionRow>(exportedCollectionSql, [accountId, name]);
     if (!found) throw collectionNotFound(name);
     const collectionId = Number(found.id);

@@ -10,26 +10,12 @@ import { assignable, overRowBound } from '../../rows.ts';
 import { collectionId } from '../collections/collections.ts';
 import { putWords, searchIndexOf } from '../collections/search-indexes.ts';
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
+import type { ImportedRow, RowImporter } from '../engine/port.ts';
 import { appendEvents, eventRow } from '../events/events.ts';
 import { importAdvanceSql, lastRowIdSql } from '../sql/rows.ts';
 import { type Fields, rowTooLarge } from './rows.ts';
 
-/** A row to import: its id, and its text (its fields but id, as JSON.stringify writes them). */
-export interface ImportedRow {
-  id: number;
-  text: string;
-}
-
-/** What a dialect writes of an import in its own SQL, inside the import's transaction. */
-export interface RowImporter {
-  /**
-   * Stores `rows` in the collection with the ids they give, the first with the version `firstSeq` and
-   * each next one the next (the seqs of their insert events: rows.ts, versionOf).
-   */
-  insertRows(trx: WriteTx, collectionId: number, rows: ImportedRow[], firstSeq: number): Promise<void>;
-  /** Keys the collection's rows with ids from `from` to `to` for the sort index of `field` in `slot`. */
-  keyRows(trx: WriteTx, collectionId: number, slot: number, field: string, from: number, to: number): Promise<void>;
-}
+export type { ImportedRow, RowImporter } from '../engine/port.ts';
 
 /**
  * Writes `rows` (ids increasing, each above the collection's last row id) into the account's

@@ -4,9 +4,12 @@ import { ApiError, rowNotFound, validationFailed } from '../../errors.ts';
 import type { Once } from '../../idempotency/answers.ts';
 import { type Json, MAX_ROW_BYTES, type Row, rowJson } from '../../rows.ts';
 import { collectionId } from '../collections/collections.ts';
-import type { Dialect } from '../engine/dialect.ts';
+import type { Dialect, WriteTx } from '../engine/dialect.ts';
+import type { Fields, FirstInserted, MatchedRow } from '../engine/port.ts';
+import type { Sql } from '../reads/filter.ts';
+import { matchedRowsSql } from '../sql/rows.ts';
 
-export type Fields = Record<string, unknown>;
+export type { Fields, FirstInserted, MatchedRow, VersionedRow } from '../engine/port.ts';
 
 /** Rows of consecutive ids from `firstId` as rowJson() makes each, as one JSON array, appended one by one. */
 function rowsJson(firstId: number, texts: string[]): string {
@@ -22,13 +25,6 @@ function rowsJson(firstId: number, texts: string[]): string {
 export interface InsertedRows {
   json: Json<Row[]>;
   versions: string[];
-}
-
-/** The first of a request's inserted rows: its collection, its id and the seq of its event; the others follow it. */
-export interface FirstInserted {
-  collectionId: number;
-  id: number;
-  seq: number;
 }
 
 /** Rows inserted with consecutive ids and seqs from `first`, whose stored texts are `texts`. */
@@ -64,12 +60,6 @@ export const versionOf = (collectionId: number | string, seq: number | string) =
 export interface ChangedRows {
   count: number;
   json: Json<Row[]>;
-}
-
-/** A row's JSON text and its version (versionOf). */
-export interface VersionedRow {
-  json: Json<Row>;
-  version: string;
 }
 
 /**
@@ -114,3 +104,29 @@ export async function noSuchRow(db: Dialect, accountId: number, collection: stri
   await collectionId(db, accountId, collection);
   throw rowNotFound(collection, rowId);
 }
+
+/** 400 for a change by filter that matches more rows than one request may change: nothing of it is written. */
+const tooManyRows = (max: number) =>
+  validationFailed(
+    `One change by filter changes at most ${max} rows, and this filter matches more: narrow it (by ranges of id, say) and send each part.`,
+    [{ in: 'query', name: 'filter', message: `matches more than ${max} rows` }],
+  );
+
+/**
+ * The rows of the collection `collectionId` that `where` matches, in id order; 400 when there are more
+ * than `max`. Read inside the change's transaction, after the collection's row is held (advance()), so
+ * that no other write of the collection comes between this read and the change.
+ */
+export async function matchedRows(db: Dialect, trx: WriteTx, collectionId: number, where: Sql, max: number): Promise<MatchedRow[]> {
+  // Statements made for this request's filter: prepared for one run (Dialect.run's `once`).
+  const params = [collectionId, ...where.params, max + 1];
+  const rows = await db.run<{ id: number | string; data: string }>(trx, matchedRowsSql(where.sql), params, true);
+  if (rows.length > max) throw tooManyRows(max);
+  return rows.map((row) => ({ id: Number(row.id), data: row.data }));
+}
+
+/** Rows as a change by filter answers them (ChangedRows), from their events' rows or versioned rows, in id order. */
+export const changedRows = (rows: { json: string }[]): ChangedRows => ({
+  count: rows.length,
+  json: `[${rows.map((row) => row.json).join(',')}]`,
+});

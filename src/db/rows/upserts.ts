@@ -2,16 +2,17 @@
 // a stored row holds patches that row (a top-level merge), every other is inserted, in the order sent,
 // all in one transaction that holds the collection's row from its start, so that no other write of the
 // collection comes between a row's look-up and its write. Each dialect writes a row with the statements
-// of its own inserts and patches (UpsertWrites), events and sort keys with them.
+// of its inserts and patches (UpsertWrites), events and sort keys with them.
 import { type FieldError, validationFailed } from '../../errors.ts';
 import type { Once } from '../../idempotency/answers.ts';
 import type { Patch } from '../../patches/index.ts';
-import { type Json, overRowBound, type Row } from '../../rows.ts';
+import { type Json, overRowBound, type Row, rowJson } from '../../rows.ts';
 import { advance } from '../collections/collections.ts';
 import { keepingUnique, rowsHolding, uniqueIndexesOf, type WrittenRow } from '../collections/indexes.ts';
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
 import { beginOnce, recordOnce } from './idempotency.ts';
-import { type Fields, type RowGuard, rowTooLarge, type VersionedRow } from './rows.ts';
+import { type Fields, type RowGuard, rowTooLarge, type VersionedRow, versionOf } from './rows.ts';
+import { type RowWrites, rowWritesIn } from './writes.ts';
 
 /** How a dialect writes one row of an upsert inside its transaction. */
 export interface UpsertWrites {
@@ -31,36 +32,56 @@ export interface Upserted {
 }
 
 /**
- * Upserts `items` into the account's collection in a transaction of `inTransaction`, each row written by
- * the dialect's `writesIn(trx)`, with its Idempotency-Key's answer (`options.once`); a unique index the
- * rows break is its 409 (indexes.ts, keepingUnique).
+ * Upserts `items` into the account's collection in one write transaction, with its Idempotency-Key's
+ * answer (`options.once`): each row whose values of the unique index of `onConflict` a stored row holds
+ * patches it, every other is inserted, in order, all or none, one event each; answers the rows as
+ * stored, in the order sent. A unique index the rows break is its 409 (indexes.ts, keepingUnique).
  */
 export async function upsertRows(
   db: Dialect,
-  inTransaction: <T>(work: (trx: WriteTx) => Promise<T>) => Promise<T>,
   accountId: number,
   collection: string,
   items: readonly Fields[],
   onConflict: readonly string[],
-  options: { once?: Once<Upserted>; guard?: RowGuard } | undefined,
-  writesIn: (trx: WriteTx) => Omit<UpsertWrites, 'tried'>,
+  options?: { once?: Once<Upserted>; guard?: RowGuard },
 ): Promise<Upserted> {
   if (items.some((fields) => overRowBound(JSON.stringify(fields)))) throw rowTooLarge();
   let tried: WrittenRow[] = [];
-  return keepingUnique(
-    db,
-    accountId,
-    collection,
-    () => tried,
-    () =>
-      inTransaction(async (trx) => {
-        if (options?.once) await beginOnce(db, trx, accountId, options.once);
-        const writes = { ...writesIn(trx), tried: (rows: WrittenRow[]) => (tried = rows) };
-        const upserted = await upsertRowsIn(db, trx, accountId, collection, items, onConflict, writes);
-        if (options?.once) await recordOnce(db, trx, accountId, options.once, upserted);
-        return upserted;
-      }),
-  );
+  try {
+    return await keepingUnique(
+      db,
+      accountId,
+      collection,
+      () => tried,
+      () =>
+        db.rows.write(async (trx) => {
+          if (options?.once) await beginOnce(db, trx, accountId, options.once);
+          const writes = {
+            ...upsertWritesOf(rowWritesIn(db, trx, accountId), collection, options?.guard),
+            tried: (rows: WrittenRow[]) => (tried = rows),
+          };
+          const upserted = await upsertRowsIn(db, trx, accountId, collection, items, onConflict, writes);
+          if (options?.once) await recordOnce(db, trx, accountId, options.once, upserted);
+          return upserted;
+        }),
+    );
+  } catch (error) {
+    throw db.rows.isRowTooLarge(error) ? rowTooLarge() : error;
+  }
+}
+
+/** An upsert's writes of one collection, made with the writes of rows inside its transaction (writes.ts, RowWrites). */
+export function upsertWritesOf(writes: RowWrites, collection: string, guard?: RowGuard): Omit<UpsertWrites, 'tried'> {
+  return {
+    async insert(schemaId, fields) {
+      guard?.creating(fields);
+      const text = JSON.stringify(fields);
+      const [first] = await writes.insert(collection, schemaId, [[text]]);
+      return { json: rowJson(first.id, text), version: versionOf(first.collectionId, first.seq) };
+    },
+    patch: (rowId, patch, place) =>
+      writes.patch(collection, 0, rowId, patch, undefined, place, guard && ((row, before) => guard.updating(rowId, before, row))),
+  };
 }
 
 /**

@@ -1,9 +1,14 @@
-// The steps of a row write that both dialects take alike, inside a write transaction of theirs.
-import { conflict, rowNotFound, validationFailed } from '../../errors.ts';
+// Deletes of rows (openapi.yaml, deleteRow and deleteRows), the relations naming them followed, and the
+// writes of rows inside a write transaction that a batch, an upsert and a delete's followers make.
+import { conflict, rowNotFound } from '../../errors.ts';
 import type { Patch } from '../../patches/index.ts';
+import type { Filter } from '../../query/filter.ts';
+import { assignable } from '../../rows.ts';
 import { advance } from '../collections/collections.ts';
+import { bindSearch } from '../collections/search-indexes.ts';
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
 import { appendEvents, type EventRow, eventRow } from '../events/events.ts';
+import type { PagedDialect } from '../reads/aggregates.ts';
 import type { Sql } from '../reads/filter.ts';
 import type { KeyBounds } from '../reads/filter-indexes.ts';
 import { byId, withinIndex } from '../reads/pages.ts';
@@ -11,10 +16,14 @@ import type { RelationLinks, StoredRelation } from '../relations/links.ts';
 import { sortedSql } from '../sql/relations.ts';
 import { deleteKeysWhereSql, deleteRowSql, deleteRowsWhereSql, deleteSortKeysSql, matchedRowsSql } from '../sql/rows.ts';
 import { beginOnce, recordOnce } from './idempotency.ts';
+import { patchRowIn, patchRowsIn, readIn } from './patches.ts';
 import {
   type ChangedRows,
+  changedRows,
   type Fields,
   type FirstInserted,
+  matchedRows,
+  noSuchRow,
   preconditionFailed,
   type RowGuard,
   type VersionedRow,
@@ -23,7 +32,7 @@ import {
   type WriteOptions,
 } from './rows.ts';
 
-/** How a dialect writes rows inside a write transaction it runs: a batch's writes, an upsert's, and a delete's followers'. */
+/** How rows are written inside a write transaction: a batch's writes, an upsert's, and a delete's followers' (rowWritesIn). */
 export interface RowWrites {
   /**
    * Inserts the rows of `inserts`, each an operation's rows' texts, checked against the collection's
@@ -118,11 +127,6 @@ async function followDeletes(db: Dialect, trx: WriteTx, writes: RowWrites, accou
   }
 }
 
-const readIn =
-  (db: Dialect, trx: WriteTx) =>
-  <T>(sql: string, params: SqlValue[]) =>
-    db.run<T>(trx, sql, params);
-
 /**
  * Deletes the row, its sort keys, and writes one delete event carrying the row as it was; 404 for a
  * missing row or collection, 412 (and nothing deleted: the transaction rolls back) for a row whose
@@ -152,38 +156,12 @@ export async function deleteRowIn(
   if (options?.once) await recordOnce(db, trx, accountId, options.once, undefined);
 }
 
-/** 400 for a change by filter that matches more rows than one request may change: nothing of it is written. */
-const tooManyRows = (max: number) =>
-  validationFailed(
-    `One change by filter changes at most ${max} rows, and this filter matches more: narrow it (by ranges of id, say) and send each part.`,
-    [{ in: 'query', name: 'filter', message: `matches more than ${max} rows` }],
-  );
-
-/** A row a change by filter matched: its id and its stored text as it was. */
-export interface MatchedRow {
-  id: number;
-  data: string;
-}
-
-/**
- * The rows of the collection `collectionId` that `where` matches, in id order; 400 when there are more
- * than `max`. Read inside the change's transaction, after the collection's row is held (advance()), so
- * that no other write of the collection comes between this read and the change.
- */
-export async function matchedRows(db: Dialect, trx: WriteTx, collectionId: number, where: Sql, max: number): Promise<MatchedRow[]> {
-  // Statements made for this request's filter: prepared for one run (Dialect.run's `once`).
-  const params = [collectionId, ...where.params, max + 1];
-  const rows = await db.run<{ id: number | string; data: string }>(trx, matchedRowsSql(where.sql), params, true);
-  if (rows.length > max) throw tooManyRows(max);
-  return rows.map((row) => ({ id: Number(row.id), data: row.data }));
-}
-
 /**
  * Deletes every row of the collection that `where` matches, all or none (at most `max`, else 400 with
  * nothing deleted), with one delete event each, in id order, with consecutive seqs, and follows the
  * relations naming them (followDeletes); answers them as their events carry them.
  */
-export async function deleteRowsIn(
+async function deleteRowsIn(
   db: Dialect,
   trx: WriteTx,
   writes: RowWrites,
@@ -221,8 +199,30 @@ export async function deleteRowsIn(
   return changed;
 }
 
-/** Rows as a change by filter answers them (ChangedRows), from their events' rows or versioned rows, in id order. */
-export const changedRows = (rows: { json: string }[]): ChangedRows => ({
-  count: rows.length,
-  json: `[${rows.map((row) => row.json).join(',')}]`,
+/** The writes of a batch, an upsert or a delete's followers inside `trx` (RowWrites). */
+export const rowWritesIn = (db: Dialect, trx: WriteTx, accountId: number): RowWrites => ({
+  patchWhere: (collection, where, patch, max) => patchRowsIn(db, trx, accountId, collection, where, patch, max),
+  insert: (collection, schemaId, inserts) => db.rows.insertIn(trx, accountId, collection, schemaId, inserts),
+  patch: (collection, schemaId, rowId, patch, options, place, seen) =>
+    patchRowIn(db, trx, accountId, collection, rowId, patch, schemaId, options, place, seen),
 });
+
+/** Deletes the row, with one delete event carrying the row as it was. 412 when its version is none of `options.ifMatch`. */
+export async function deleteRow(db: Dialect, accountId: number, collection: string, rowId: number, options?: WriteOptions<void>) {
+  if (!assignable(rowId)) return noSuchRow(db, accountId, collection, rowId);
+  await db.rows.writeSeveral((trx) => deleteRowIn(db, trx, rowWritesIn(db, trx, accountId), accountId, collection, rowId, options));
+}
+
+/** Deletes every row of the collection that `filter` matches, as updateRowsWhere() patches them (patches.ts); answers them as they were. */
+export async function deleteRowsWhere(
+  db: PagedDialect,
+  accountId: number,
+  collection: string,
+  filter: Filter,
+  max: number,
+  options?: WriteOptions<ChangedRows>,
+): Promise<ChangedRows> {
+  const read = <T>(sql: string, params: SqlValue[]) => db.pages.read<T>(sql, params, 'point');
+  const where = db.pages.filterSql(await bindSearch(read, accountId, collection, filter));
+  return db.rows.writeSeveral((trx) => deleteRowsIn(db, trx, rowWritesIn(db, trx, accountId), accountId, collection, where, max, options));
+}

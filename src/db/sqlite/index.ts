@@ -1,4 +1,4 @@
-// SQLite: the Store of a database file (`sqlite:<path>`). Knex's one connection is the writer (rows.ts,
+// SQLite: a database file (`sqlite:<path>`) opened, as ../open-store.ts makes its Store. Knex's one connection is the writer (writer.ts,
 // SqliteWriter): SQLite writes one transaction at a time, and every write goes through its queue
 // (../engine/grouping.ts, GroupedWrites); read-only connections serve the reads beside it (readers.ts). The
 // statements are in sql/.
@@ -8,19 +8,20 @@ import knexFactory, { type Knex } from 'knex';
 import { defaults } from '../../config.ts';
 import { RowSchemas } from '../collections/schemas.ts';
 import { KnownIndexes } from '../collections/sort-indexes.ts';
-import { assembleStore, type Store } from '../engine/assemble.ts';
-import { Changes } from '../engine/changes.ts';
+import { announceOnCommit, Changes } from '../engine/changes.ts';
 import { DatabaseOpenError, defaultSortIndexes, knexLog, type StoreOptions } from '../engine/connect.ts';
 import type { Dialect, OnceRow } from '../engine/dialect.ts';
 import { GroupedWrites } from '../engine/grouping.ts';
 import { migrationSource } from '../engine/migrations.ts';
+import type { PagedDialect } from '../reads/aggregates.ts';
 import { scoresWith } from '../reads/filter.ts';
+import type { OpenedDatabase } from '../store.ts';
 import { backupSqlite } from './backup.ts';
 import { isBusy, isDeadlock, isUnavailable, isUniqueViolation } from './errors.ts';
 import { filterSql, keyBoundsSql } from './filter.ts';
 import { sqliteSchema } from './migrations.ts';
 import { SqliteReaders } from './readers.ts';
-import { announceOnCommit, SqliteWriter, sqliteRows } from './rows.ts';
+import { sqliteRowPort } from './rows.ts';
 import { SortIndexMaker } from './sort-indexes.ts';
 import { uniqueIndexSql } from './sql/collections.ts';
 import { knexTablesSql } from './sql/engine.ts';
@@ -29,6 +30,7 @@ import { existingIdsSql, rowIdsSql } from './sql/relations.ts';
 import { onceAnswersSql, pruneOnceSql, sqliteProcedures } from './sql/rows.ts';
 import { searchSql } from './sql/search.ts';
 import { claimStreamsSql } from './sql/webhooks.ts';
+import { SqliteWriter } from './writer.ts';
 
 /**
  * What the writer's connection runs when it opens. WAL lets readers run beside the writer;
@@ -42,10 +44,10 @@ export const writerSetup = `PRAGMA journal_mode = WAL; PRAGMA synchronous = NORM
   PRAGMA wal_autocheckpoint = 0; PRAGMA temp_store = MEMORY; PRAGMA journal_size_limit = 67108864; ${sqliteProcedures}`;
 
 /** Opens the database file that `url` names (relative to the working directory; its folder is made) and brings its schema up to date. */
-export async function openSqliteStore(
+export async function openSqlite(
   url: string,
   { sortIndexes = defaultSortIndexes, log, queryTimeoutMs = defaults.queryTimeoutMs }: StoreOptions = {},
-): Promise<Store> {
+): Promise<OpenedSqlite> {
   const filename = resolve(url.slice('sqlite:'.length));
   let knex: Knex;
   try {
@@ -65,9 +67,11 @@ export async function openSqliteStore(
   // `immediate`: the write lock at once, waiting its turn (busy_timeout) behind another process.
   const writes = new GroupedWrites(knex, (trx, step) => writer.inTransaction(trx, step === 'begin' ? 'begin immediate' : step, []));
   const changes = new Changes();
-  const db: Dialect = {
+  // The statements first; the pages and the rows, which read and write with them, then.
+  const statements: Omit<Dialect, 'rows'> = {
     knex,
     changes,
+    queryTimeoutMs,
     schemas: new RowSchemas(existingIdsSql),
     uniqueIndexSql,
     searchSql,
@@ -94,35 +98,30 @@ export async function openSqliteStore(
     // then finds its answer stored (recordOnce()), and rolls its own change back.
     holdOnce: async () => true,
   };
+  const db = statements as PagedDialect;
   const indexes = new SortIndexMaker(db, writes);
-  const rows = sqliteRows({
-    db,
-    queryTimeoutMs,
-    writer,
-    reads: readers,
-    writes,
-    pages: {
-      // A page that sorts or filters is timed, on a connection of its own; one made for one request
-      // (a filter's) is prepared there too, and its statement dropped in turn.
-      read: (sql, params, kind = 'scan') =>
-        kind === 'sort' || kind === 'once' ? readers.timedRead(sql, params, queryTimeoutMs) : readers.read(sql, params, kind),
-      snapshot: (work) => readers.snapshot(work),
-      orderedPage,
-      aggregateSql,
-      jsonOf: (text) => JSON.parse(text),
-      keyHoldsWhole: () => true,
-      filterSql,
-      keyBoundsSql,
-      scoresSql: scoresWith(searchSql),
-      filteredSortedPage,
-      wholeStringKeys: true,
-      sortedPage,
-      sortedPageAfter,
-      makeSortIndex: (accountId, name, field, max) => indexes.make(accountId, name, field, max),
-      sortIndexes,
-      knownIndexes: new KnownIndexes(),
-    },
-  });
+  db.pages = {
+    // A page that sorts or filters is timed, on a connection of its own; one made for one request
+    // (a filter's) is prepared there too, and its statement dropped in turn.
+    read: (sql, params, kind = 'scan') =>
+      kind === 'sort' || kind === 'once' ? readers.timedRead(sql, params, queryTimeoutMs) : readers.read(sql, params, kind),
+    snapshot: (work) => readers.snapshot(work),
+    orderedPage,
+    aggregateSql,
+    jsonOf: (text) => JSON.parse(text),
+    keyHoldsWhole: () => true,
+    filterSql,
+    keyBoundsSql,
+    scoresSql: scoresWith(searchSql),
+    filteredSortedPage,
+    wholeStringKeys: true,
+    sortedPage,
+    sortedPageAfter,
+    makeSortIndex: (accountId, name, field, max) => indexes.make(accountId, name, field, max),
+    sortIndexes,
+    knownIndexes: new KnownIndexes(),
+  };
+  db.rows = sqliteRowPort({ db, writer, readMerged: readers.readMerged.bind(readers), writes });
   const close = async () => {
     try {
       await writer.close();
@@ -132,11 +131,11 @@ export async function openSqliteStore(
     }
   };
   const backups = { backup: (target: string, replace: boolean) => backupSqlite(filename, target, replace) };
-  return Object.assign(assembleStore(db, rows, backups, { isUniqueViolation, isUnavailable }, close), { readers, writes });
+  return { db, backups, codes: { isUniqueViolation, isUnavailable }, close, readers, writes };
 }
 
-/** A SQLite store, with what the tests look at: its read-only connections and its writer's queue. */
-export type SqliteStore = Store & { readers: SqliteReaders; writes: GroupedWrites };
+/** A SQLite database opened, with what the tests look at: its read-only connections and its writer's queue. */
+export type OpenedSqlite = OpenedDatabase & { readers: SqliteReaders; writes: GroupedWrites };
 
 /**
  * The sleeps, in ms, of a connection waiting for a lock (busy_timeout): SQLite's busy handler, built with

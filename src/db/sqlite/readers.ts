@@ -1,6 +1,6 @@
 // SQLite's read-only connections, and the checkpoints of the WAL. Knex's one connection is the writer
-// (rows.ts, SqliteWriter); read-only connections serve the hot reads, one for single rows and some for
-// pages, each statement prepared once per connection and reused (rows.ts, StatementCache). In WAL mode
+// (writer.ts, SqliteWriter); read-only connections serve the hot reads, one for single rows and some for
+// pages, each statement prepared once per connection and reused (writer.ts, StatementCache). In WAL mode
 // they run beside the writer, so a read never waits behind a write transaction, nor a write behind a
 // slow page; a read sees every transaction committed before it began, so a client reads its own
 // acknowledged writes. Errors leave as the driver's and are translated at the store's edge (../errors.ts).
@@ -11,7 +11,7 @@ import { Groups } from '../engine/grouping.ts';
 import { Waits } from '../engine/waits.ts';
 import type { SnapshotRead } from '../reads/pages.ts';
 import { MAX_PAGE_BYTES } from '../rows/rows.ts';
-import { StatementCache } from './rows.ts';
+import { StatementCache } from './writer.ts';
 
 /**
  * How many statements of one SQL text the point reads' connection prepares at most. node-sqlite3 runs

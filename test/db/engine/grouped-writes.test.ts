@@ -4,8 +4,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { openStore, type Store } from '../../../src/db/engine/store.ts';
-import type { SqliteStore } from '../../../src/db/sqlite/index.ts';
+import type { SqliteStore } from '../../../src/db/open-store.ts';
+import { openStore, type Store } from '../../../src/db/open-store.ts';
 import type { ApiError } from '../../../src/errors.ts';
 
 type Row = { id: number } & Record<string, unknown>;

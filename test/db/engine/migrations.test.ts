@@ -4,7 +4,7 @@ import { expect } from 'chai';
 import knexFactory from 'knex';
 import { hashKey } from '../../../src/api-keys/hash.ts';
 import { migrationSource } from '../../../src/db/engine/migrations.ts';
-import { openStore, type Store } from '../../../src/db/engine/store.ts';
+import { openStore, type Store } from '../../../src/db/open-store.ts';
 import { postgresSchema } from '../../../src/db/postgres/migrations.ts';
 import { keyColumns } from '../../../src/db/postgres/sql/collections.ts';
 import { replaceKey } from '../../../src/db/sql/collections.ts';

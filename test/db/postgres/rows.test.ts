@@ -1,7 +1,7 @@
 // PostgreSQL's inserts into one collection, batched (src/db/postgres/rows.ts): concurrent inserts each
 // keep consecutive ids, and their events follow in id order.
 import { expect } from 'chai';
-import { openStore, type Store } from '../../../src/db/engine/store.ts';
+import { openStore, type Store } from '../../../src/db/open-store.ts';
 import { createDatabase, postgresUnavailable, type TestDatabase } from '../../support/backends.ts';
 
 type Row = { id: number } & Record<string, unknown>;

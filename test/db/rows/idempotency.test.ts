@@ -4,10 +4,10 @@
 // insertBatchWithAnswersSql). Each
 // key's answer is stored with its rows, and a key answered already fails its own insert alone.
 import { expect } from 'chai';
-import { openStore, type Store } from '../../../src/db/engine/store.ts';
+import type { SqliteStore } from '../../../src/db/open-store.ts';
+import { openStore, type Store } from '../../../src/db/open-store.ts';
 import { insertBatchWithAnswersSql } from '../../../src/db/postgres/sql/rows.ts';
 import type { Fields, InsertedRows } from '../../../src/db/rows/rows.ts';
-import type { SqliteStore } from '../../../src/db/sqlite/index.ts';
 import { type FoundAnswer, OnceTaken } from '../../../src/idempotency/answers.ts';
 import { createDatabase, describeEachBackend, type TestDatabase } from '../../support/backends.ts';
 import { pollUntil } from '../../support/process.ts';

@@ -6,7 +6,7 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import { searchTerms } from '../../../src/db/collections/search-indexes.ts';
 import type { SearchSql } from '../../../src/db/engine/dialect.ts';
-import { openStore, type Store } from '../../../src/db/engine/store.ts';
+import { openStore, type Store } from '../../../src/db/open-store.ts';
 import { searchSql as postgresSearchSql } from '../../../src/db/postgres/sql/search.ts';
 import { searchSql as sqliteSearchSql } from '../../../src/db/sqlite/sql/search.ts';
 import { matchesSearch, rowWords, type Search, searchOf } from '../../../src/search/words.ts';

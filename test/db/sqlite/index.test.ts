@@ -4,7 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { openStore } from '../../../src/db/engine/store.ts';
+import { openStore } from '../../../src/db/open-store.ts';
 
 describe('SQLite instances starting at once on one file', () => {
   let dir: string;

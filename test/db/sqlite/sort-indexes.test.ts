@@ -2,7 +2,7 @@
 // between them (src/db/sqlite/sort-indexes.ts); PostgreSQL makes it in one transaction,
 // which holds only the collection's own writes (test/http/sort-index.test.ts covers both).
 import { expect } from 'chai';
-import type { SqliteStore } from '../../../src/db/sqlite/index.ts';
+import type { SqliteStore } from '../../../src/db/open-store.ts';
 import { SORT_INDEX_STEP_ROWS } from '../../../src/db/sqlite/sort-indexes.ts';
 import type { Client } from '../../support/client.ts';
 import { range } from '../../support/feed.ts';

@@ -2,3 +2,6 @@
 
 /** Announces a change to every instance on commit (rows.ts, listenForChanges): the channel, then `<instance> <collection id>`. */
 export const notifySql = 'select pg_notify(?, ?)';
+
+/** The channel of the NOTIFYs; the payload is `<instance> <collection id>`. */
+export const CHANNEL = 'rowbase_changes';

@@ -1,0 +1,30 @@
+// The data layer's one door: openStore() opens the database a URL names with the module of its dialect,
+// sqlite/ or postgres/, and makes its Store of it (store.ts), every area's operations bound to it. Nothing
+// else asks which dialect a database is.
+import type { StoreOptions } from './engine/connect.ts';
+import type { GroupedWrites } from './engine/grouping.ts';
+import { openPostgres } from './postgres/index.ts';
+import { openSqlite } from './sqlite/index.ts';
+import type { SqliteReaders } from './sqlite/readers.ts';
+import { assembleStore, type OpenedDatabase, type Store } from './store.ts';
+
+export type { StoreOptions } from './engine/connect.ts';
+export type { Store } from './store.ts';
+
+/** A SQLite store, with what the tests look at: its read-only connections and its writer's queue. */
+export type SqliteStore = Store & { readers: SqliteReaders; writes: GroupedWrites };
+
+/**
+ * Opens the database that `url` names and brings its schema up to date: `sqlite:<path>` (relative to
+ * the working directory; the folder is created) or `postgres://…`.
+ */
+export async function openStore(url: string, options: StoreOptions = {}): Promise<Store> {
+  if (url.startsWith('sqlite:')) {
+    const { readers, writes, ...opened } = await openSqlite(url, options);
+    return Object.assign(storeOf(opened), { readers, writes }) satisfies SqliteStore;
+  }
+  if (/^postgres(ql)?:\/\//.test(url)) return storeOf(await openPostgres(url, options));
+  throw new Error(`DATABASE_URL must start with sqlite: or postgres://, not ${JSON.stringify(url.split(':')[0])}`);
+}
+
+const storeOf = ({ db, backups, codes, close }: OpenedDatabase) => assembleStore(db, backups, codes, close);

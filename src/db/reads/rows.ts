@@ -1,0 +1,73 @@
+// A collection's rows read (openapi.yaml, getRow, listRows, queryRows, aggregateRows): a row by its id,
+// a page (pages.ts) and an aggregate (aggregates.ts), each with its filter's conditions through
+// relations bound, and its expansions read, in one snapshot (related.ts).
+import { collectionNotFound, type FieldError, queryTimeout, rowNotFound } from '../../errors.ts';
+import type { AggregateQuery } from '../../query/aggregate.ts';
+import { assignable, rowJson } from '../../rows.ts';
+import type { Dialect } from '../engine/dialect.ts';
+import { noSuchRow, pageTooLarge, type VersionedRow, versionOf } from '../rows/rows.ts';
+import { collectionSql } from '../sql/reads.ts';
+import type { AggregateResult, PagedDialect } from './aggregates.ts';
+import type { Expansion } from './expand.ts';
+import type { Page, RowsPage } from './pages.ts';
+import { readRelatedAggregates, readRelatedPage } from './related.ts';
+
+/** The row and its version; 404 for a missing row or collection. */
+export async function getRow(db: PagedDialect, accountId: number, collection: string, rowId: number): Promise<VersionedRow> {
+  if (!assignable(rowId)) return noSuchRow(db, accountId, collection, rowId);
+  const [row] = await db.rows.readRow(accountId, collection, rowId);
+  if (row) return { json: rowJson(rowId, row.data), version: versionOf(row.collection_id, row.version) };
+  const [found] = await db.pages.read(collectionSql, [accountId, collection], 'point');
+  throw found ? rowNotFound(collection, rowId) : collectionNotFound(collection);
+}
+
+/**
+ * One page of rows (pages.ts); 404 when the collection does not exist. Its filter's conditions through
+ * relations are bound to the related rows they find, and with `expansions` the rows related to its rows
+ * are set into them, all read in one snapshot with the page (related.ts).
+ */
+export async function listRows(
+  db: PagedDialect,
+  accountId: number,
+  collection: string,
+  page: Page,
+  expansions?: readonly Expansion[],
+): Promise<RowsPage> {
+  try {
+    return await readRelatedPage(db.pages, accountId, collection, page, expansions);
+  } catch (error) {
+    throw readRefusal(db, error);
+  }
+}
+
+/**
+ * The answer to an aggregate query (aggregates.ts), its filter's conditions through relations bound in
+ * its snapshot (related.ts); 404 when the collection does not exist, 400 (whose one error is `place`)
+ * when its rows fall into more than `maxGroupsRead` groups, 503 past the query timeout.
+ */
+export async function aggregateRows(
+  db: PagedDialect,
+  accountId: number,
+  collection: string,
+  query: AggregateQuery,
+  maxGroupsRead: number,
+  place: FieldError,
+): Promise<AggregateResult> {
+  try {
+    return await readRelatedAggregates(db.pages, accountId, collection, query, maxGroupsRead, place);
+  } catch (error) {
+    throw readRefusal(db, error);
+  }
+}
+
+/** A read's error as the product's: a page longer than a string its connection makes, a read stopped past the query timeout. */
+function readRefusal(db: Dialect, error: unknown): unknown {
+  if (db.rows.isPageTooLarge(error)) return pageTooLarge();
+  if (db.rows.isQueryCanceled(error)) return queryTimeout(db.queryTimeoutMs);
+  return error;
+}
+
+/** Makes a sort index of `field` in the collection (../collections/sort-indexes.ts), unless it has one or as many as it may. */
+export async function sortBy({ pages }: PagedDialect, accountId: number, collection: string, field: string): Promise<void> {
+  await pages.makeSortIndex(accountId, collection, field, pages.sortIndexes.max);
+}
