@@ -126,3 +126,16 @@ describe('the map of the code (docs/development.md)', () => {
     expect(missing).to.deep.equal([]);
   });
 });
+
+describe('every file of the code', () => {
+  const code = ['src', 'test', 'bench', 'scripts'].flatMap((folder) =>
+    readdirSync(join(root, folder), { recursive: true, encoding: 'utf8' })
+      .filter((file) => /\.(ts|js|cjs|mjs)$/.test(file))
+      .map((file) => join(folder, file)),
+  );
+
+  it('opens with one line that says what it is (a // comment)', () => {
+    const silent = code.filter((file) => !readFileSync(join(root, file), 'utf8').startsWith('//'));
+    expect(silent).to.deep.equal([]);
+  });
+});

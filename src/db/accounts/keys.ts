@@ -1,3 +1,4 @@
+// API keys in the database: made, listed, revoked, and found by their hash with the principal they stand for.
 import { randomBytes } from 'node:crypto';
 import { hashKey } from '../../api-keys/hash.ts';
 import type { Scope } from '../../api-keys/scopes.ts';

@@ -1,3 +1,4 @@
+// Plans in the database: their limits, and which account is on which.
 import type { Period } from '../../usage/periods.ts';
 import type { Dialect } from '../engine/dialect.ts';
 import { accountPlanSql, listPlansSql, setPlanSql } from '../sql/accounts.ts';

@@ -1,3 +1,4 @@
+// Each account's requests counted per period, added up across instances.
 import type { Dialect } from '../engine/dialect.ts';
 import { addEndUserCountsSql, addUsageSql, pruneEndUserCountsSql, readUsageSql } from '../sql/accounts.ts';
 

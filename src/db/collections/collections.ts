@@ -1,3 +1,4 @@
+// Collections in the database: made, listed, read, and their row counts and sequence numbers.
 import type { components } from '../../../generated/openapi.ts';
 import { collectionNotFound, conflict } from '../../errors.ts';
 import type { Once } from '../../idempotency/answers.ts';

@@ -1,3 +1,4 @@
+// The waits for a database connection, told by queue as each ends: what the metrics show of the pools.
 import { EventEmitter } from 'node:events';
 
 /**

@@ -1,3 +1,4 @@
+// The events table: each row change's event, read in order by the feed and the changes over HTTP.
 import { collectionNotFound } from '../../errors.ts';
 import { type Row, rowJson } from '../../rows.ts';
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
