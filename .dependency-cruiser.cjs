@@ -55,7 +55,7 @@ module.exports = {
         "The engine (db/engine/) is the ground: how we talk to a database, the port each dialect answers (dialect.ts, port.ts), grouping, errors. It knows no area's code (but the types the port names); what binds the areas into the Store sits above them (db/store.ts, db/open-store.ts).",
       from: { path: '^src/db/engine/' },
       to: {
-        path: '^src/db/(accounts|auth|collections|rows|rules|reads|relations|events|webhooks|sql)/|^src/db/(store|open-store)\\.ts$',
+        path: '^src/db/(accounts|auth|collections|rows|rules|reads|relations|search|events|webhooks|declarations|sql)/|^src/db/(store|open-store)\\.ts$',
         dependencyTypesNot: ['type-only'],
       },
     },
@@ -66,12 +66,12 @@ module.exports = {
         "A dialect (db/sqlite/, db/postgres/) holds its SQL, its connections, its errors and how it writes, and answers the engine's port (engine/dialect.ts, port.ts): it imports the engine and itself, and of the areas their types alone. An operation is its area's, written once above the port.",
       from: { path: '^src/db/(sqlite|postgres)/' },
       to: {
-        path: '^src/db/(accounts|auth|collections|rows|rules|reads|relations|events|webhooks)/|^src/db/(store|open-store)\\.ts$',
+        path: '^src/db/(accounts|auth|collections|rows|rules|reads|relations|search|events|webhooks|declarations)/|^src/db/(store|open-store)\\.ts$',
         // Not yet moved below the port: the SQL builders of pages and filters (reads/filter.ts,
         // reads/pages.ts), and the steps of a write a dialect's strategy takes inside its statements
         // (a collection's counters, events, words, names, schemas, sort indexes known, versions).
         pathNot:
-          '^src/db/reads/(filter|pages)\\.ts$|^src/db/collections/(collections|schemas|search-indexes|sort-indexes)\\.ts$|^src/db/(events/events|relations/links|rows/rows)\\.ts$',
+          '^src/db/reads/(filter|pages)\\.ts$|^src/db/collections/(collections|schemas|sort-indexes)\\.ts$|^src/db/search/indexes\\.ts$|^src/db/(events/events|relations/links|rows/rows)\\.ts$',
         dependencyTypesNot: ['type-only'],
       },
     },

@@ -28,15 +28,14 @@ import { createCollection, getCollection, listCollectionContracts, listCollectio
 import { deleteCollection } from './collections/deletion.ts';
 import { createIndex, deleteIndex, listIndexes } from './collections/indexes.ts';
 import { deleteSchema, getSchema, putSchema } from './collections/schemas.ts';
-import { searchFilter } from './collections/search-indexes.ts';
 import { applyDeclaration } from './declarations/apply.ts';
 import { declaredRowImpacts } from './declarations/impacts.ts';
 import { readAccountModel } from './declarations/live.ts';
-import type { Changes } from './engine/changes.ts';
 import type { Backups } from './engine/dialect.ts';
 import { DatabaseClosedError, type ErrorCodes, translateError } from './engine/errors.ts';
 import { ReadCache } from './engine/read-cache.ts';
 import { type Waits, watchKnexPool } from './engine/waits.ts';
+import type { WakeUps } from './engine/wake-ups.ts';
 import { feedStart, latestSeq, readEvents } from './events/events.ts';
 import { collectionsAfter, pruneEventBatch } from './events/retention.ts';
 import type { PagedDialect } from './reads/aggregates.ts';
@@ -52,6 +51,7 @@ import { updateRow, updateRowsWhere } from './rows/patches.ts';
 import { upsertRows } from './rows/upserts.ts';
 import { deleteRow, deleteRowsWhere } from './rows/writes.ts';
 import { deleteRules, getRules, putRules } from './rules/rules.ts';
+import { searchFilter } from './search/indexes.ts';
 import { listWebhookDeliveries, pruneWebhookDeliveries, retryWebhookDelivery } from './webhooks/deliveries.ts';
 import {
   anyWebhook,
@@ -204,7 +204,7 @@ export type Store = { [K in keyof typeof shared]: Bound<(typeof shared)[K]> } & 
      */
     findRules(accountId: number, collection: string): Promise<CompiledRules>;
     /** Wake-ups after each committed change of a collection, this instance's and, on PostgreSQL, every other's. */
-    changes: Changes;
+    changes: WakeUps;
     /** Each wait for a connection of the database, as it ends (waits.ts): what the metrics show of the pools. */
     waits: Waits;
     /** The database's Knex, for the CLI's and the tests' own look at it; the service goes through the operations. */

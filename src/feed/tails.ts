@@ -1,5 +1,5 @@
 // The tails this instance holds (tail.ts), one per collection some subscriber or long poll follows,
-// woken when the store announces a commit of theirs (db/engine/changes.ts).
+// woken when the store announces a commit of theirs (db/engine/wake-ups.ts).
 import type { Store } from '../db/open-store.ts';
 import type { Logger } from '../log.ts';
 import { Tail } from './tail.ts';

@@ -36,7 +36,7 @@ type Operator = FieldCondition['op'];
 /**
  * `$search` (docs/search.md): the rows whose words in the collection's search index hold the search.
  * Read from the filter, it knows neither the collection nor the index: `index` is set once the data
- * layer has looked them up (bindSearch, src/db/collections/search-indexes.ts), and a search is tested
+ * layer has looked them up (bindSearch, src/db/search/indexes.ts), and a search is tested
  * or written as SQL only then.
  */
 export interface SearchCondition {

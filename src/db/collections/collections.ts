@@ -8,6 +8,7 @@ import type { Dialect, WriteTx } from '../engine/dialect.ts';
 import { type RelationLinks, shownRelations } from '../relations/links.ts';
 import { beginOnce, recordOnce } from '../rows/idempotency.ts';
 import type { StoredRules } from '../rules/rules.ts';
+import { searchIndexOf } from '../search/indexes.ts';
 import {
   advanceSql,
   collectionIdSql,
@@ -19,7 +20,6 @@ import {
   lockAccountSql,
   setSchemaIdSql,
 } from '../sql/collections.ts';
-import { searchIndexOf } from './search-indexes.ts';
 
 export type Collection = components['schemas']['Collection'];
 

@@ -12,9 +12,9 @@ import { type AfterCommit, afterCommit } from '../engine/after-commit.ts';
 import type { Dialect, Read, SqlValue, WriteTx } from '../engine/dialect.ts';
 import { beginOnce, recordOnce } from '../rows/idempotency.ts';
 import type { Fields } from '../rows/rows.ts';
+import { dropSearchIndex, makeSearchIndex } from '../search/indexes.ts';
 import { uniqueIndexName } from '../sql/collections.ts';
 import { advance } from './collections.ts';
-import { dropSearchIndex, makeSearchIndex } from './search-indexes.ts';
 
 /** An index as openapi.yaml's Index describes it. */
 export interface Index {

@@ -5,8 +5,8 @@ import type { Knex } from 'knex';
 import type { Filter } from '../../query/filter.ts';
 import type { KeyBounds } from '../reads/filter-indexes.ts';
 import type { RelationLinks } from '../relations/links.ts';
-import type { Changes } from './changes.ts';
 import type { RowPort, WriteTx } from './port.ts';
+import type { WakeUps } from './wake-ups.ts';
 
 export type { WriteTx } from './port.ts';
 
@@ -30,7 +30,7 @@ export interface Dialect {
   /** How long a page that sorts or filters, or a batch, may run, in ms (connect.ts, StoreOptions). */
   queryTimeoutMs: number;
   /** Wake-ups after each committed change of a collection (changes.ts). */
-  changes: Changes;
+  changes: WakeUps;
   /** The collections' schemas as last seen, and their validators, each compiled once (schemas.ts, RowSchemas). */
   schemas: SchemaCache;
   /** How a unique index is made and read, in the dialect's SQL (indexes.ts). */
@@ -137,7 +137,7 @@ export interface UniqueIndexSql {
 }
 
 /**
- * What a dialect writes of search indexes in its own SQL (../collections/search-indexes.ts): a row's
+ * What a dialect writes of search indexes in its own SQL (../search/indexes.ts): a row's
  * words are its terms, joined by spaces, each a word of the row with its collection's id before it
  * (searchTerms()). A row's words are deleted with it (a foreign key of the words' table).
  */

@@ -6,11 +6,11 @@ import { defaults, postgresPoolMax } from '../../config.ts';
 import { BackupRefusedError } from '../../errors.ts';
 import { RowSchemas } from '../collections/schemas.ts';
 import { KnownIndexes } from '../collections/sort-indexes.ts';
-import { Changes } from '../engine/changes.ts';
 import { DatabaseOpenError, defaultSortIndexes, knexLog, type StoreOptions } from '../engine/connect.ts';
 import type { Backups, Dialect, OnceRow } from '../engine/dialect.ts';
 import { migrationSource } from '../engine/migrations.ts';
 import { Waits } from '../engine/waits.ts';
+import { WakeUps } from '../engine/wake-ups.ts';
 import type { PagedDialect } from '../reads/aggregates.ts';
 import { scoresWith } from '../reads/filter.ts';
 import { onceAnswerSql } from '../sql/rows.ts';
@@ -43,7 +43,7 @@ export async function openPostgres(
     await knex.destroy();
     throw new DatabaseOpenError(url, error);
   }
-  const changes = new Changes();
+  const changes = new WakeUps();
   // The statements first; the pages and the rows, which read and write with them, then.
   const statements: Omit<Dialect, 'rows'> = {
     knex,

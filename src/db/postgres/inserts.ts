@@ -7,13 +7,13 @@ import { type OnceRequest, OnceTaken, onceInProgress } from '../../idempotency/a
 import { rowWords } from '../../search/words.ts';
 import { advance } from '../collections/collections.ts';
 import { StaleSchema } from '../collections/schemas.ts';
-import { putWords, searchIndexOf } from '../collections/search-indexes.ts';
-import { announceOnCommit } from '../engine/changes.ts';
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
 import { Groups } from '../engine/grouping.ts';
 import type { RowPort } from '../engine/port.ts';
+import { announceOnCommit } from '../engine/wake-ups.ts';
 import { namedRows } from '../relations/links.ts';
 import type { Fields, FirstInserted } from '../rows/rows.ts';
+import { putWords, searchIndexOf } from '../search/indexes.ts';
 import { isOnceTaken, isRelationMissing } from './errors.ts';
 import { CHANNEL } from './sql/engine.ts';
 import {

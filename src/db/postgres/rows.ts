@@ -15,14 +15,14 @@ import type { Logger } from '../../log.ts';
 import { patchedFields } from '../../patches/index.ts';
 import { rowJson } from '../../rows.ts';
 import { advance } from '../collections/collections.ts';
-import { putWords, searchIndexOf } from '../collections/search-indexes.ts';
-import { announceOnCommit, type Changes } from '../engine/changes.ts';
 import { retryDeadlocks } from '../engine/deadlocks.ts';
 import type { Dialect, WriteTx } from '../engine/dialect.ts';
 import type { RowPort, StoredRow } from '../engine/port.ts';
+import { announceOnCommit, type WakeUps } from '../engine/wake-ups.ts';
 import { appendEvents, eventRow } from '../events/events.ts';
 import type { RowImporter } from '../rows/imports.ts';
 import { versionOf } from '../rows/rows.ts';
+import { putWords, searchIndexOf } from '../search/indexes.ts';
 import { isQueryCanceled } from './errors.ts';
 import { postgresInserts } from './inserts.ts';
 import { idList, keysSql } from './sql/collections.ts';
@@ -149,7 +149,7 @@ async function rekeyPatchedRows(
  * and comes back after losing it: then everything is announced as changed, so readers catch up from the
  * events table. Returns a function that stops listening.
  */
-export function listenForChanges(url: string, changes: Changes, log?: Logger): () => Promise<void> {
+export function listenForChanges(url: string, changes: WakeUps, log?: Logger): () => Promise<void> {
   let client: pg.Client | undefined;
   let stopped = false;
   let retry: NodeJS.Timeout | undefined;

@@ -9,8 +9,8 @@ import { collectionNotFound, type FieldError, validationFailed } from '../../err
 import type { AggregateAnswer, AggregateQuery, Decimal, Group } from '../../query/aggregate.ts';
 import { canonical, decimalOfText, exactSum, orderGroups } from '../../query/aggregate.ts';
 import type { JsonValue } from '../../query/filter.ts';
-import { bindSearch } from '../collections/search-indexes.ts';
 import type { Dialect } from '../engine/dialect.ts';
+import { bindSearch } from '../search/indexes.ts';
 import { keyCountSql } from '../sql/reads.ts';
 import type { Sql } from './filter.ts';
 import { indexedFields } from './filter-indexes.ts';

@@ -4,8 +4,8 @@
 // postgres/filter.ts) with the meaning src/query/evaluate.ts gives it. Every value of a filter, field
 // names included, is a binding: the text of the SQL is the code's own.
 import type { FieldCondition, FieldPath, Filter, JsonValue, SearchCondition } from '../../query/filter.ts';
-import { searchTerms } from '../collections/search-indexes.ts';
 import type { SearchSql, SqlValue } from '../engine/dialect.ts';
+import { searchTerms } from '../search/indexes.ts';
 
 /** SQL and its bindings, one for each `?` in it, in order. */
 export type Sql = { sql: string; params: SqlValue[] };
@@ -79,7 +79,7 @@ interface ValueSql<V> {
 export interface DialectFilter<V> extends ValueSql<V> {
   /** The field at `path` (never `id`) of the `data` of the row `row`. */
   field(row: string, path: FieldPath): V;
-  /** The row `row` holds the terms `words`, and one starting with `prefix` (../collections/search-indexes.ts, searchTerms). */
+  /** The row `row` holds the terms `words`, and one starting with `prefix` (../search/indexes.ts, searchTerms). */
   search(row: string, words: readonly string[], prefix?: string): Sql;
 }
 

@@ -9,10 +9,10 @@ import { type Direction, ordersRelated, SCORE, type SortKey } from '../../query/
 import type { Relevance } from '../../query/select.ts';
 import type { KeyValue } from '../../query/sort-keys.ts';
 import type { Json, Row } from '../../rows.ts';
-import { bindSearch } from '../collections/search-indexes.ts';
 import { type KeyRange, type KnownIndexes, ranks, type SortIndexLimits } from '../collections/sort-indexes.ts';
 import type { SqlValue } from '../engine/dialect.ts';
 import { pageTooLarge } from '../rows/rows.ts';
+import { bindSearch } from '../search/indexes.ts';
 import { keyOrder } from '../sql/collections.ts';
 import { collectionSql, keyCountUpToSql, pageColumns, presentCountSql } from '../sql/reads.ts';
 import { allOf, raw, type Sql, sql } from './filter.ts';

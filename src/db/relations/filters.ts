@@ -7,10 +7,10 @@
 import { collectionNotFound, validationFailed } from '../../errors.ts';
 import type { Filter, RelatedCondition } from '../../query/filter.ts';
 import { assignable } from '../../rows.ts';
-import { bindSearch } from '../collections/search-indexes.ts';
 import type { Dialect, Read } from '../engine/dialect.ts';
 import { indexedFields } from '../reads/filter-indexes.ts';
 import { byId, inIndex, type PageSource, withinIndex } from '../reads/pages.ts';
+import { bindSearch } from '../search/indexes.ts';
 import { collectionIdSql } from '../sql/collections.ts';
 import { relationsOfSql, sortedSql } from '../sql/relations.ts';
 import { matchedRowsSql } from '../sql/rows.ts';

@@ -8,10 +8,10 @@
 import { conflict } from '../../errors.ts';
 import { assignable, overRowBound } from '../../rows.ts';
 import { collectionId } from '../collections/collections.ts';
-import { putWords, searchIndexOf } from '../collections/search-indexes.ts';
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
 import type { ImportedRow, RowImporter } from '../engine/port.ts';
 import { appendEvents, eventRow } from '../events/events.ts';
+import { putWords, searchIndexOf } from '../search/indexes.ts';
 import { importAdvanceSql, lastRowIdSql } from '../sql/rows.ts';
 import { type Fields, rowTooLarge } from './rows.ts';
 

@@ -9,10 +9,10 @@ import type { Filter } from '../../query/filter.ts';
 import { assignable, overRowBound } from '../../rows.ts';
 import { advance } from '../collections/collections.ts';
 import { keepingUnique, uniqueViolation, type WrittenRow } from '../collections/indexes.ts';
-import { bindSearch } from '../collections/search-indexes.ts';
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
 import type { PagedDialect } from '../reads/aggregates.ts';
 import type { Sql } from '../reads/filter.ts';
+import { bindSearch } from '../search/indexes.ts';
 import { beginOnce, recordOnce } from './idempotency.ts';
 import {
   type ChangedRows,

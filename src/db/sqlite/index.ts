@@ -8,11 +8,11 @@ import knexFactory, { type Knex } from 'knex';
 import { defaults } from '../../config.ts';
 import { RowSchemas } from '../collections/schemas.ts';
 import { KnownIndexes } from '../collections/sort-indexes.ts';
-import { announceOnCommit, Changes } from '../engine/changes.ts';
 import { DatabaseOpenError, defaultSortIndexes, knexLog, type StoreOptions } from '../engine/connect.ts';
 import type { Dialect, OnceRow } from '../engine/dialect.ts';
 import { GroupedWrites } from '../engine/grouping.ts';
 import { migrationSource } from '../engine/migrations.ts';
+import { announceOnCommit, WakeUps } from '../engine/wake-ups.ts';
 import type { PagedDialect } from '../reads/aggregates.ts';
 import { scoresWith } from '../reads/filter.ts';
 import type { OpenedDatabase } from '../store.ts';
@@ -66,7 +66,7 @@ export async function openSqlite(
   const writer = new SqliteWriter();
   // `immediate`: the write lock at once, waiting its turn (busy_timeout) behind another process.
   const writes = new GroupedWrites(knex, (trx, step) => writer.inTransaction(trx, step === 'begin' ? 'begin immediate' : step, []));
-  const changes = new Changes();
+  const changes = new WakeUps();
   // The statements first; the pages and the rows, which read and write with them, then.
   const statements: Omit<Dialect, 'rows'> = {
     knex,

@@ -107,7 +107,7 @@ export const namingInsertBatchSql = insertBatch({
 export const RELATION_MISSING = 'RB422';
 
 /**
- * insertBatchSql into a collection that may have a search index (../../collections/search-indexes.ts),
+ * insertBatchSql into a collection that may have a search index (../../search/indexes.ts),
  * inside a transaction that then writes the rows' words: the statement answers the collection's `search`.
  */
 export const searchedInsertBatchSql = insertBatch({ ...plainBatch, searched: true });

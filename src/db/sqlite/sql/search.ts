@@ -7,7 +7,7 @@ import type { SearchSql } from '../../engine/dialect.ts';
 /**
  * The tables, made by the migration 0021_search_indexes. FTS5's `ascii` tokenizer splits at ASCII
  * characters that are not letters or digits only, here also not `_` (tokenchars), and takes every
- * other character as part of a token: the words written (searchTerms(), ../../collections/search-indexes.ts)
+ * other character as part of a token: the words written (searchTerms(), ../../search/indexes.ts)
  * read back as themselves.
  */
 export const searchTablesSql = [

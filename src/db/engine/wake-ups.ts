@@ -13,7 +13,7 @@ import { EventEmitter } from 'node:events';
  * again, or an attempt is to be retried): this instance's worker looks at once, other instances at their
  * next poll (webhooks/worker.ts).
  */
-export class Changes extends EventEmitter<{ change: [collectionId: number]; all: []; webhooks: [] }> {
+export class WakeUps extends EventEmitter<{ change: [collectionId: number]; all: []; webhooks: [] }> {
   /** Tells this process's NOTIFYs from other instances': it hears its own changes in-process already. */
   readonly instance = randomUUID();
 }
@@ -22,7 +22,7 @@ export class Changes extends EventEmitter<{ change: [collectionId: number]; all:
  * Tells this process's listeners of the change to the collection once the write `trx` has committed
  * (and nothing if it rolls back); other instances hear it through the database, where it tells them.
  */
-export function announceOnCommit(changes: Changes, trx: { executionPromise: Promise<unknown> }, collectionId: number): void {
+export function announceOnCommit(changes: WakeUps, trx: { executionPromise: Promise<unknown> }, collectionId: number): void {
   trx.executionPromise.then(
     () => changes.emit('change', collectionId),
     () => {},
