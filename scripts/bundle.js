@@ -15,7 +15,7 @@
 //   node scripts/bundle.js        (npm run build) makes the bundle now, whether or not it is stale
 import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { build, buildSync } from 'esbuild';
+import { build, buildSync, stop } from 'esbuild';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 /** Files a bundle depends on besides its inputs: how it is made. */
@@ -51,10 +51,13 @@ export function bundle({ force = false } = {}) {
   return outfile;
 }
 
-/** The console's script's path, made first if it is missing or stale; esbuild builds it off the event loop. */
+/** The console's script's path, made first if it is missing or stale; esbuild builds it off the event loop, then its service stops. */
 export async function bundleConsole() {
   const { outfile } = files(webConsole);
-  if (!isFresh(webConsole)) written(webConsole, await build(options(webConsole)));
+  if (!isFresh(webConsole)) {
+    // build() starts esbuild's service, a process of its own that would stay for the server's life.
+    written(webConsole, await build(options(webConsole)).finally(stop));
+  }
   return outfile;
 }
 
