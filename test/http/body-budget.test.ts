@@ -1,4 +1,4 @@
-// The bytes of request bodies worked on at once (src/http/body-budget.ts, BodyBudget; README "Configuration"): past
+// The bytes of request bodies worked on at once (src/http/body-budget.ts, BodyBudget; docs/operations.md, "Configuration"): past
 // the budget, requests wait with their bodies read but not parsed, in the order they came, and every
 // request gives its share back once answered, whatever it is answered.
 import { gzipSync } from 'node:zlib';
