@@ -1,6 +1,6 @@
 // Filters read through sort indexes (src/db/filter-indexes.ts; docs/api.md, "Filters and indexes"):
-// a filter whose top level holds an equality, a range or a prefix on an indexed field reads only that
-// range of the index, and must keep exactly the rows matches() (src/query/evaluate.ts) keeps, counted
+// a filter whose top level holds an equality, a range, a prefix or a list of values of one type (`$in`)
+// on an indexed field reads only that range of the index (those keys), and must keep exactly the rows matches() (src/query/evaluate.ts) keeps, counted
 // alike, in the page's order, on both backends. The field's values mix every JSON type, strings longer
 // than the 400 characters a PostgreSQL key holds (several sharing their first 400), and missing ones.
 import { expect } from 'chai';
@@ -36,10 +36,14 @@ const indexed = fc.oneof(
   fc.record({ $lte: scalar, $gt: scalar }, { requiredKeys: [] }),
   fc.record({ $prefix: text }),
   fc.record({ $prefix: text, $lt: text }),
+  fc.record({ $in: fc.array(fc.constantFrom(-1, 0, 0.25, 1, 3, 1e21), { minLength: 1, maxLength: 4 }) }),
+  fc.record({ $in: fc.array(text, { minLength: 1, maxLength: 4 }) }),
+  fc.record({ $in: fc.array(fc.boolean(), { minLength: 1, maxLength: 2 }) }),
 );
 const other = fc.oneof(
   fc.record({ $ne: scalar }),
   fc.record({ $exists: fc.boolean() }),
+  // Of several types, or none: no index range.
   fc.record({ $in: fc.array(scalar, { maxLength: 3 }) }),
 );
 const member = fc.tuple(fc.constantFrom('v', 'w', 'n', 'id'), fc.oneof({ weight: 3, arbitrary: indexed }, other));
@@ -166,6 +170,9 @@ describeEachBackend('filters through sort indexes', (backend) => {
     ['conditions of two types on one field', { v: { $gte: 0, $lt: 'b' } }],
     ['the id and an indexed field', { id: { $gt: 10, $lte: 60 }, v: { $lt: 1 } }],
     ['an indexed field and a condition the index cannot find', { w: { $prefix: 'a' }, n: { $ne: 3 } }],
+    ['a list of strings that share their first 400 characters, and others', { w: { $in: [`${head}b`, head, '😀', '\ud7ff', 'a\u0000'] } }],
+    ['a list of numbers, in a field of every type', { v: { $in: [2, -1, 1e21] } }],
+    ['a list of strings ordered by code point, not UTF-16', { v: { $in: ['\uffff', '😀'] } }],
   ] as const) {
     it(`keeps exactly the rows of ${name}`, async () => {
       const expected = stored.filter((row) => matches(parseFilter(sent), row)).map((row) => row.id);

@@ -8,6 +8,7 @@
 // number or an array. jsonb's `=` is JSON equality (numbers by value, members in any order); numbers
 // are jsonb's numeric, exact, and the rows' numbers and the filter's are both JSON.stringify's text of
 // a double, which orders as the doubles do. Strings order under the "C" collation, by code point.
+import { compareCodePoints } from '../../query/evaluate.ts';
 import type { Filter, JsonValue } from '../../query/filter.ts';
 import type { KeyBounds } from '../reads/filter-indexes.ts';
 import { type DialectFilter, filterWith, readsData } from '../sql/filter.ts';
@@ -83,7 +84,12 @@ const postgres: DialectFilter<Sql> = {
  */
 export function keyBoundsSql({ rank, conditions }: KeyBounds): Sql {
   const parts = [sql`rank = ${rank}`];
-  for (const { op, operand } of conditions) {
+  for (const condition of conditions) {
+    if (condition.op === '$in') {
+      parts.push(keysInSql(rank, condition.operand));
+      continue;
+    }
+    const { op, operand } = condition;
     if (typeof operand !== 'string') {
       parts.push(sql`num ${raw(op === '$eq' ? '=' : signs[op as keyof typeof signs])} ${JSON.stringify(Number(operand))}::numeric`);
       continue;
@@ -101,6 +107,24 @@ export function keyBoundsSql({ rank, conditions }: KeyBounds): Sql {
     }
   }
   return allOf(parts);
+}
+
+/**
+ * The keys of one of `values` (all of the type of `rank`), each looked up: one binding, a JSON array. The
+ * range from the least value to the greatest is said too, so that the index is read by it even where the
+ * planner, its statistics stale (a collection just filled), takes the range of the whole slot for one key.
+ */
+function keysInSql(rank: KeyBounds['rank'], values: (number | string | boolean)[]): Sql {
+  if (rank !== 2) {
+    const numbers = values.map(Number);
+    const [least, greatest] = [Math.min(...numbers), Math.max(...numbers)].map((n) => JSON.stringify(n));
+    return sql`num between ${least}::numeric and ${greatest}::numeric and num in (select value::numeric from jsonb_array_elements_text(${JSON.stringify(numbers)}::jsonb) as value)`;
+  }
+  const cut = raw(String(POSTGRES_KEY_CHARS));
+  const keys = values.map((value) => escapeString(value as string));
+  // The least and greatest by code point, as the keys are ordered (collation C); cut as the keys are.
+  const sorted = [...keys].sort(compareCodePoints);
+  return sql`num is null and str between left(${sorted[0]}::text, ${cut}) and left(${sorted[sorted.length - 1]}::text, ${cut}) and str in (select left(value, ${cut}) from jsonb_array_elements_text(${JSON.stringify(keys)}::jsonb) as value)`;
 }
 
 /**

@@ -2,7 +2,8 @@
 // indexes"). A sort index (sort-indexes.ts) keys each row by where its value of a field falls in the
 // order of pages: its JSON type's rank, then its number or its string. So the rows whose field equals a
 // number, a string or a boolean, lies in a range of them, or starts with a prefix, are one range of the
-// field's keys. A filter whose top level (its members, all ANDed) holds such a condition on a top-level
+// field's keys; those whose field is one of a list of such values (`$in`, all of one type), a few keys
+// looked up one by one (as a `$match` through a relation becomes: relations/filters.ts). A filter whose top level (its members, all ANDed) holds such a condition on a top-level
 // field that has an index reads only that range of the index, and tests the whole filter on those rows
 // alone, instead of on every row of the collection.
 //
@@ -12,14 +13,13 @@
 // it keeps on the whole collection.
 import type { FieldCondition, Filter } from '../../query/filter.ts';
 
-/** The operators of a condition an index range can find the rows of. */
+/** The operators of a condition on one value an index range can find the rows of. */
 type IndexedOperator = '$eq' | '$gt' | '$gte' | '$lt' | '$lte' | '$prefix';
 
-/** A condition on an indexed field's value: only values of the operand's JSON type meet it. */
-interface KeyCondition {
-  op: IndexedOperator;
-  operand: number | string | boolean;
-}
+type KeyValue = number | string | boolean;
+
+/** A condition on an indexed field's value: only values of the operand's JSON type meet it (`$in`: of its values', all of one type). */
+type KeyCondition = { op: IndexedOperator; operand: KeyValue } | { op: '$in'; operand: KeyValue[] };
 
 /**
  * A range of a sort index: the keys of one rank (1 numbers, 2 strings, 3 booleans) that meet every one
@@ -41,15 +41,23 @@ export interface IndexedField {
   whole: boolean;
 }
 
-const rankOf = (operand: number | string | boolean): 1 | 2 | 3 => (typeof operand === 'number' ? 1 : typeof operand === 'string' ? 2 : 3);
+const rankOf = (operand: KeyValue): 1 | 2 | 3 => (typeof operand === 'number' ? 1 : typeof operand === 'string' ? 2 : 3);
+
+const isKeyValue = (value: unknown): value is KeyValue =>
+  typeof value === 'number' || typeof value === 'string' || typeof value === 'boolean';
 
 /** A condition an index range can find the rows of, or undefined. */
 function keyCondition(condition: FieldCondition): KeyCondition | undefined {
   if (condition.path.length !== 1 || condition.path[0] === 'id') return undefined;
   const { op, operand } = condition;
   if (op === '$prefix') return { op, operand };
+  if (op === '$in') {
+    const [first] = operand;
+    const oneType = first !== undefined && operand.every((value) => isKeyValue(value) && typeof value === typeof first);
+    return oneType ? { op, operand: operand as KeyValue[] } : undefined;
+  }
   if (op !== '$eq' && op !== '$gt' && op !== '$gte' && op !== '$lt' && op !== '$lte') return undefined;
-  if (typeof operand !== 'number' && typeof operand !== 'string' && typeof operand !== 'boolean') return undefined;
+  if (!isKeyValue(operand)) return undefined;
   return { op, operand };
 }
 
@@ -67,7 +75,7 @@ export function indexedFields(filter: Filter): IndexedField[] {
     const condition = keyCondition(part);
     if (!condition) continue;
     const field = part.path[0];
-    const rank = condition.op === '$prefix' ? 2 : rankOf(condition.operand);
+    const rank = condition.op === '$prefix' ? 2 : rankOf(condition.op === '$in' ? condition.operand[0] : condition.operand);
     const bounds = found.get(field);
     if (!bounds) found.set(field, { rank, conditions: [condition] });
     else if (bounds.rank === rank) bounds.conditions.push(condition);

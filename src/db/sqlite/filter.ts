@@ -121,7 +121,13 @@ function equal(node: Node, operand: JsonValue): Sql {
 export function keyBoundsSql({ rank, conditions }: KeyBounds): Sql {
   const column = raw(rank === 2 ? 'num is null and str' : 'num');
   const parts = [sql`rank = ${rank}`];
-  for (const { op, operand } of conditions) {
+  for (const condition of conditions) {
+    // json_each reads each value as SQL's: a number, a text, a boolean's 1 or 0, as keys hold them.
+    if (condition.op === '$in') {
+      parts.push(sql`${column} in (select value from json_each(${JSON.stringify(condition.operand)}))`);
+      continue;
+    }
+    const { op, operand } = condition;
     const value = typeof operand === 'boolean' ? sql`${operand ? 1 : 0}` : decoded(operand);
     if (op === '$prefix') parts.push(sql`${column} >= ${value} and str < ${value} || cast(x'ff' as text)`);
     else parts.push(sql`${column} ${raw(op === '$eq' ? '=' : signs[op])} ${value}`);
