@@ -133,6 +133,8 @@ const tableRows = (settings: Settings): { workload: string; label: string }[] =>
   { workload: 'list-posts', label: `list-posts (a page of ${settings.pageSize} posts)` },
   { workload: 'list-posts-author', label: "list-posts expanding each post's author" },
   { workload: 'list-posts-comments', label: `list-posts expanding each post's ${settings.commentsPerPost} comments (limit 10)` },
+  { workload: 'list-posts-by-author', label: "one person's posts (filter author_id)" },
+  { workload: 'list-posts-match-author', label: "one person's posts through the relation ($match on a unique email)" },
   {
     workload: 'cascade-1000',
     label: `cascade-1000 (a row named by ${thousands(settings.cascadeNaming)} rows, deleted with them in one request; p50, p99: the delete)`,
@@ -148,6 +150,8 @@ const tableRows = (settings: Settings): { workload: string; label: string }[] =>
   { workload: 'list-posts-postgres', label: 'list-posts (postgres)' },
   { workload: 'list-posts-author-postgres', label: "list-posts (postgres) expanding each post's author" },
   { workload: 'list-posts-comments-postgres', label: "list-posts (postgres) expanding each post's comments" },
+  { workload: 'list-posts-by-author-postgres', label: "one person's posts (postgres, filter author_id)" },
+  { workload: 'list-posts-match-author-postgres', label: "one person's posts (postgres) through the relation ($match)" },
   { workload: 'cascade-1000-postgres', label: 'cascade-1000 (postgres)' },
   { workload: 'get-row-postgres', label: 'get-row (postgres)' },
   { workload: 'get-row-app-postgres', label: "get-row (postgres) by an app's user" },
@@ -264,6 +268,9 @@ const sideBySideTargets: Record<string, { neighbour: string; min: number }> = {
   'insert-1-related': { neighbour: 'insert-1', min: 0.8 },
   'list-posts-author-postgres': { neighbour: 'list-posts-postgres', min: 0.5 },
   'list-posts-comments-postgres': { neighbour: 'list-posts-postgres', min: 0.25 },
+  // Issue 63: through a relation by a uniquely indexed field, against the same page by the relation's field.
+  'list-posts-match-author': { neighbour: 'list-posts-by-author', min: 0.25 },
+  'list-posts-match-author-postgres': { neighbour: 'list-posts-by-author-postgres', min: 0.25 },
   'insert-1-related-postgres': { neighbour: 'insert-1-postgres', min: 0.8 },
 };
 /** insert-batch's ratio to (b), and insert-batch (postgres)'s to (c). */

@@ -162,6 +162,9 @@ const schedule: Step[] = [
   ...afterMemory('list-posts'),
   { workload: 'list-posts-author', ratioTo: 'baseline-memory' },
   { workload: 'list-posts-comments', ratioTo: 'baseline-memory' },
+  // Issue 63: one person's posts by author_id, then through the relation by the person's email (≥ 0.25 ×).
+  { workload: 'list-posts-by-author', ratioTo: 'baseline-memory' },
+  { workload: 'list-posts-match-author', ratioTo: 'baseline-memory' },
   { workload: 'cascade-1000' },
   // PostgreSQL (skipped when no server answers). Each read right after its bare pg server (d), both taken
   // to the same (a), so that its ratio to (d) is that of two neighbours; the batch right after a bare pg
@@ -194,6 +197,8 @@ const schedule: Step[] = [
     { workload: 'list-posts-postgres', ratioTo: 'baseline-memory' },
     { workload: 'list-posts-author-postgres', ratioTo: 'baseline-memory' },
     { workload: 'list-posts-comments-postgres', ratioTo: 'baseline-memory' },
+    { workload: 'list-posts-by-author-postgres', ratioTo: 'baseline-memory' },
+    { workload: 'list-posts-match-author-postgres', ratioTo: 'baseline-memory' },
     { workload: 'cascade-1000-postgres' },
   ]),
   // The feed (feed.ts): no baseline; its targets are absolute. Webhooks beside it (webhooks.ts): their

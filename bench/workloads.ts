@@ -2,7 +2,7 @@
 // requests from here; the orchestrator (run.ts) resolves the server to its url.
 import { randomUUID } from 'node:crypto';
 import type { Request } from 'autocannon';
-import { batchOf, benchRow, collections, corpusRow, FULL_PAGE_TAG, linkedRow, typedRow, VOCABULARY } from './seed.ts';
+import { batchOf, benchRow, collections, corpusRow, FULL_PAGE_TAG, linkedRow, personRow, typedRow, VOCABULARY } from './seed.ts';
 import type { Settings } from './settings.ts';
 
 /** The processes a workload can be aimed at (see run.ts). */
@@ -266,6 +266,24 @@ const postsPage = (expand?: string): Omit<HttpWorkload, 'server'> => ({
   requests: (job) => [{ method: 'GET', path: postsPath(job.settings, expand), headers: json(job) }],
 });
 
+/** Persons whose posts the filtered pages of posts ask for, in turn. */
+const FILTERED_PERSONS = 1000;
+
+/**
+ * GET the first page of one person's posts, each request another person's: named by the post's own field
+ * (`author_id`), or through the relation by the person's email, which a unique index of `people` holds
+ * (`{"author": {"$match": {"email": …}}}`; issue 63: ≥ 0.25 × the former, side by side).
+ */
+const postsOfPerson = (through: 'field' | 'relation'): Omit<HttpWorkload, 'server'> => ({
+  rowsPerRequest: (s) => Math.min(s.pageSize, Math.max(1, Math.round(s.posts / s.people))),
+  requests: (job) =>
+    Array.from({ length: Math.min(FILTERED_PERSONS, job.settings.people) }, (_, i) => {
+      const person = 1 + ((i * 7919) % job.settings.people);
+      const filter = through === 'field' ? { author_id: person } : { author: { $match: { email: personRow(person).email } } };
+      return { method: 'GET', path: `${postsPath(job.settings)}&filter=${encodeURIComponent(JSON.stringify(filter))}`, headers: json(job) };
+    }),
+});
+
 /** The order of search's page (issue 55: "its first 20 by relevance"). */
 export const SEARCH_ORDER_BY = '_score';
 /** Rows of search's page. */
@@ -417,6 +435,11 @@ export const httpWorkloads: Record<string, HttpWorkload> = {
   'list-posts-postgres': { server: 'rowbase-postgres', ...postsPage() },
   'list-posts-author-postgres': { server: 'rowbase-postgres', ...postsPage('author') },
   'list-posts-comments-postgres': { server: 'rowbase-postgres', ...postsPage('comments') },
+  /** Issue 63, on each backend: one person's posts, by the relation's field, and through the relation by the person's email. */
+  'list-posts-by-author': { server: 'rowbase', ...postsOfPerson('field') },
+  'list-posts-match-author': { server: 'rowbase', ...postsOfPerson('relation') },
+  'list-posts-by-author-postgres': { server: 'rowbase-postgres', ...postsOfPerson('field') },
+  'list-posts-match-author-postgres': { server: 'rowbase-postgres', ...postsOfPerson('relation') },
   'insert-batch': { server: 'rowbase', ...insertBatch },
   /** insert-batch against rowbase on PostgreSQL (its ratio is to baseline (c), a bare pg client). */
   'insert-batch-postgres': { server: 'rowbase-postgres', ...insertBatch },

@@ -274,6 +274,8 @@ describe('bench', () => {
       ['list-posts-postgres', 'list-posts-author-postgres', 0.5],
       ['list-posts-postgres', 'list-posts-comments-postgres', 0.25],
       ['insert-1-postgres', 'insert-1-related-postgres', 0.8],
+      ['list-posts-by-author', 'list-posts-match-author', 0.25],
+      ['list-posts-by-author-postgres', 'list-posts-match-author-postgres', 0.25],
     ] as const) {
       it(`judges ${workload} beside ${neighbour}, against ${min}`, () => {
         const met = rounds(neighbour, workload, [[10_000, 4_000, Math.round(4_000 * (min + 0.01))]]);
@@ -318,6 +320,8 @@ describe('bench', () => {
         'insert-1 (postgres) into a collection with one enforced relation',
         'list-posts (postgres)',
         'cascade-1000 (postgres)',
+        "one person's posts (filter author_id)",
+        "one person's posts through the relation ($match on a unique email)",
       ]) {
         expect(
           lines.some((line) => line.startsWith(`| ${label} `)),

@@ -17,6 +17,7 @@ import {
   corpusRow,
   ownedRow,
   personOf,
+  personRow,
   postRow,
   searchIndex,
   TITLE_WORDS,
@@ -243,6 +244,25 @@ describe('bench', () => {
         }
         expect(persons.size).to.be.above(500);
         expect(personOf(1, settings.people)).to.equal(personOf(1, settings.people));
+      });
+    }
+
+    for (const suffix of ['', '-postgres']) {
+      it(`list-posts-by-author${suffix} and list-posts-match-author${suffix} ask for the same persons' posts in turn, by field and through the relation`, async () => {
+        const filters = async (workload: string) =>
+          (await httpWorkloads[workload].requests({ ...job, workload })).map((request) => {
+            const url = new URL(String(request.path), 'http://bench');
+            expect(url.pathname).to.equal(`/v1/collections/${collections.posts}/rows`);
+            expect(url.searchParams.get('limit')).to.equal(String(settings.pageSize));
+            return JSON.parse(String(url.searchParams.get('filter')));
+          });
+        const byField = await filters(`list-posts-by-author${suffix}`);
+        const throughRelation = await filters(`list-posts-match-author${suffix}`);
+        expect(byField.length).to.equal(Math.min(1000, settings.people));
+        expect(new Set(byField.map((filter) => filter.author_id)).size).to.equal(byField.length);
+        expect(throughRelation).to.deep.equal(
+          byField.map(({ author_id }) => ({ author: { $match: { email: personRow(author_id).email } } })),
+        );
       });
     }
 
