@@ -2,9 +2,9 @@
 // (../../reads/pages.ts), and aggregates.
 import type { Aggregate } from '../../../query/aggregate.ts';
 import type { RelatedKey } from '../../../query/order.ts';
+import { MAX_PAGE_BYTES } from '../../../rows.ts';
 import type { AggregateSource } from '../../reads/aggregates.ts';
 import type { PageSource } from '../../reads/pages.ts';
-import { MAX_PAGE_BYTES } from '../../rows/rows.ts';
 import { keyOrder } from '../../sql/collections.ts';
 import { type CollectionRef, type FieldOrder, type PageJson, sortedPages, wholePage } from '../../sql/pages.ts';
 import { firstKeys, relatedRowSql, rowJsonWith, versionedRowJsonWith } from '../../sql/reads.ts';
@@ -122,22 +122,14 @@ export const { sortedPage, sortedPageAfter } = sortedPages(
  * sortedPage's) and tested by `filter` (SQL on `rows`), the first `limit` after `offset` that match, of
  * the first `scan` keys only when given.
  */
-export const filteredSortedPage: PageSource['filteredSortedPage'] = (
-  collectionId,
-  slot,
-  order,
-  bounds,
-  filter,
-  limit,
-  offset,
-  scan,
-) => sql`select count(*) as n, ${raw(pageJsonSql(keyOrder('k.', order)))} as json,
-      (select last_seq from collections where id = ${collectionId}) as seq,
+export const filteredSortedPage: PageSource['filteredSortedPage'] = (keys, filter, limit, offset) =>
+  sql`select count(*) as n, ${raw(pageJsonSql(keyOrder('k.', keys.order)))} as json,
+      (select last_seq from collections where id = ${keys.collectionId}) as seq,
       bool_and(k.str is null or length(k.str) < ${raw(String(POSTGRES_KEY_CHARS))}) as exact
-    from (select k.rank, k.num, k.str, k.row_id, rows.id, rows.data from ${firstKeys(collectionId, slot, order, bounds, scan)} k
-      cross join lateral (select id, data from rows where collection_id = ${collectionId} and id = k.row_id offset 0) rows
-      where k.collection_id = ${collectionId} and k.slot = ${slot} and ${bounds} and (${filter})
-      order by ${raw(keyOrder('k.', order))} limit +${limit} offset ${offset}) k`;
+    from (select k.rank, k.num, k.str, k.row_id, rows.id, rows.data from ${firstKeys(keys)} k
+      cross join lateral (select id, data from rows where collection_id = ${keys.collectionId} and id = k.row_id offset 0) rows
+      where k.collection_id = ${keys.collectionId} and k.slot = ${keys.slot} and ${keys.bounds} and (${filter})
+      order by ${raw(keyOrder('k.', keys.order))} limit +${limit} offset ${offset}) k`;
 
 // Aggregates (../aggregates.ts): one statement reads the groups of the rows a filter keeps, each row's
 // text read as jsonb once (filter.ts, document()), its strings escaped as escapeString() escapes them.

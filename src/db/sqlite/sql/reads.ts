@@ -167,20 +167,12 @@ export const { sortedPage, sortedPageAfter } = sortedPages(
  * first `limit` after `offset` that match. It reads no more of the range than it needs to fill the
  * page, nor more than its first `scan` keys.
  */
-export const filteredSortedPage: PageSource['filteredSortedPage'] = (
-  collectionId,
-  slot,
-  order,
-  bounds,
-  filter,
-  limit,
-  offset,
-  scan,
-) => sql`select count(*) as n, ${raw(pageJsonSql)} as json, (select last_seq from collections where id = ${collectionId}) as seq
-    from (select rows.id, rows.data from ${firstKeys(collectionId, slot, order, bounds, scan)} k
+export const filteredSortedPage: PageSource['filteredSortedPage'] = (keys, filter, limit, offset) =>
+  sql`select count(*) as n, ${raw(pageJsonSql)} as json, (select last_seq from collections where id = ${keys.collectionId}) as seq
+    from (select rows.id, rows.data from ${firstKeys(keys)} k
       cross join rows on rows.collection_id = k.collection_id and rows.id = k.row_id
-      where k.collection_id = ${collectionId} and k.slot = ${slot} and ${bounds} and (${filter})
-      order by ${raw(keyOrder('k.', order))} limit +${limit} offset ${offset}) r`;
+      where k.collection_id = ${keys.collectionId} and k.slot = ${keys.slot} and ${keys.bounds} and (${filter})
+      order by ${raw(keyOrder('k.', keys.order))} limit +${limit} offset ${offset}) r`;
 
 // Aggregates (../aggregates.ts): one statement reads the groups of the rows a filter keeps. Each field is
 // read with a JSON path `$."name"` (a binding), its characters as JSON.stringify escapes them and a quote
