@@ -38,7 +38,7 @@ export interface Dialect {
   schemas: SchemaCache;
   /** How a unique index is made and read, in the dialect's SQL (indexes.ts). */
   uniqueIndexSql: UniqueIndexSql;
-  /** How the words of a search index are written and searched, in the dialect's SQL (search-indexes.ts). */
+  /** How the words of a search index are written and searched, in the dialect's SQL (../search/indexes.ts). */
   searchSql: SearchSql;
   /** Waits for a connection: Knex's pool is watched by the store, the dialect tells of its own queues (waits.ts). */
   waits: Waits;
@@ -85,7 +85,7 @@ export interface Dialect {
   isUniqueViolation(error: unknown): boolean;
   /** Whether the driver's error aborted the transaction as one of several waiting for each other (nothing of it written). */
   isDeadlock(error: unknown): boolean;
-  /** A filter as the condition of a change by filter (../reads/filter.ts), in the dialect's SQL: a relation's rows are found so. */
+  /** A filter as the condition of a change by filter (../sql/filter.ts), in the dialect's SQL: a relation's rows are found so. */
   filterSql(filter: Filter): { sql: string; params: SqlValue[] };
   /** The keys of a sort index within `bounds`, as a condition on the columns of `sort_keys` (the dialect's filter.ts). */
   keyBoundsSql(bounds: KeyBounds): { sql: string; params: SqlValue[] };

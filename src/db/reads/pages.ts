@@ -353,7 +353,7 @@ async function sortedPage(source: PageSource, collectionId: number, slot: number
 
 /**
  * A page of the rows after a place in the order of the sort index in `slot`: one statement, which
- * seeks the index to the place (pages.ts, sortedPages) and so reads no key before it. Not exact when
+ * seeks the index to the place (../sql/pages.ts, sortedPages) and so reads no key before it. Not exact when
  * the index cannot find the place (then the page sorts whole).
  */
 async function pageAfter(

@@ -1,5 +1,5 @@
 // PostgreSQL's SQL of reads: a row by id, pages sorted whole or read through a sort index
-// (../../reads/pages.ts), and aggregates.
+// (../../reads/pages.ts, on ../../sql/pages.ts), and aggregates.
 import type { Aggregate } from '../../../query/aggregate.ts';
 import type { RelatedKey } from '../../../query/order.ts';
 import { MAX_PAGE_BYTES } from '../../../rows.ts';
@@ -33,7 +33,7 @@ export const getRowSql = `select data, collection_id, version from rows
  * field of the order is read as jsonb `j<i>` and ordered by its rank (the type's place, missing or null
  * last in both directions), its number (false 0, true 1) and its string, as a sort index keys it; ties
  * break by id. Strings compare under the "C" collation, which is code point order in UTF-8 (escaped:
- * escapeString()). A page after a place keeps the rows past it (pages.ts, afterPlace).
+ * escapeString()). A page after a place keeps the rows past it (../../sql/pages.ts, afterPlace).
  */
 export const orderedPage: PageSource['orderedPage'] = (collection, page, where, scores) =>
   wholePage(page.versions ? versionedPageJson : pageJson, byField, collection, page, where, scores);
@@ -92,7 +92,7 @@ function relatedField(related: RelatedKey, collection: CollectionRef) {
 
 /**
  * The rows of a range of the sort index in `slot`, or of the ranges after a place in it, as one row
- * `{ n, json, seq, exact }` (pages.ts, sortedPages): `exact` whether every string key of the page is
+ * `{ n, json, seq, exact }` (../../sql/pages.ts, sortedPages): `exact` whether every string key of the page is
  * shorter than POSTGRES_KEY_CHARS. Each key's row is read by its primary key (LATERAL, kept a subquery
  * by `offset 0`): as a join, the planner hashed the whole collection's rows for the page's few. A
  * place's string is escaped as the keys' are, and one as long as a key is cut at has no exact place in
