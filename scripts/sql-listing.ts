@@ -148,7 +148,10 @@ function pageListing(
         withinIndex(byId(1), 0, raw('<bounds>'), raw('<filter>')),
       ).sql,
     ],
-    [`filteredSortedPage(${order})`, source.filteredSortedPage(1, 0, order, raw('<bounds>'), raw('<filter>'), 50, 0).sql],
+    [
+      `filteredSortedPage(${order})`,
+      source.filteredSortedPage({ collectionId: 1, slot: 0, order, bounds: raw('<bounds>') }, raw('<filter>'), 50, 0).sql,
+    ],
     ...ranges.map((range): [string, string] => [`sortedPage(${order}, ${range})`, source.sortedPage(1, 0, order, range, 50, 0).sql]),
     ...places.map(([kind, place]): [string, string] => [
       `sortedPageAfter(${order}, after ${kind})`,

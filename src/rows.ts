@@ -1,5 +1,6 @@
 // What a row is outside any database (openapi.yaml, Row): its JSON text, which the service makes
-// without parsing, the ids it may have and the most it may weigh. The data layer, the CLI's import and
+// without parsing, the ids it may have, the most it (and a page of rows) may weigh, its version (ETag) and
+// how an event carries it. The data layer, the CLI's import and
 // export and the query rules share these.
 import type { components } from '../generated/openapi.ts';
 
@@ -35,3 +36,31 @@ export const assignable = (id: number) => Number.isSafeInteger(id) && id >= 1;
  * docs/relations.md): reserved, so that no stored field shares it. A write holding it is a 400.
  */
 export const EXPANDED = '_expand';
+
+/**
+ * The most a page's rows may weigh, as JSON text: 16 MiB, sixteen rows of the largest body by default.
+ * A page is one string, made in the database and answered whole: a thousand rows of 1 MiB would be a
+ * string longer than V8 can hold. A larger page is refused (db/rows/rows.ts, pageTooLarge()).
+ */
+export const MAX_PAGE_BYTES = 16 * 1024 * 1024;
+
+/**
+ * A row's version as its ETag's opaque text (openapi.yaml, ETag): its collection's id, which a
+ * collection made again under the same name does not share, and the seq of the change that made the
+ * row as it is, which no other change of the collection takes.
+ */
+export const versionOf = (collectionId: number | string, seq: number | string) => `${collectionId}.${seq}`;
+
+/** A row as an event carries it: its id, and the whole row (id included) as JSON text; an update's row before it too. */
+export interface EventRow {
+  id: number;
+  json: string;
+  previous?: string;
+}
+
+/** The event row of the row `id` whose stored text is `data`, and was `before` (an update's). */
+export const eventRow = (id: number, data: string, before?: string): EventRow => ({
+  id,
+  json: rowJson(id, data),
+  previous: before === undefined ? undefined : rowJson(id, before),
+});

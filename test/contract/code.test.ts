@@ -30,23 +30,26 @@ describe('the code', function () {
     expect(await runTool('depcruise', ['src', '--config', '.dependency-cruiser.cjs'])).to.match(/no dependency violations found/);
   });
 
-  it('refuses an import from a dialect into an area, naming the rule (dialects-below-the-areas)', async () => {
-    // A copy of the rules over a tree of two files: a dialect's, importing an operation of the rows.
+  it('refuses an import from a dialect, or from the SQL both share, into an area, naming the rule (dialects-below-the-areas, shared-sql-below-the-areas)', async () => {
+    // A copy of the rules over a tree of three files: a dialect's and the shared SQL's, each importing an operation of the rows.
     const tree = await mkdtemp(join(tmpdir(), 'rowbase-depcruise-'));
     try {
       for (const file of ['.dependency-cruiser.cjs', 'tsconfig.json']) copyFileSync(join(root, file), join(tree, file));
       mkdirSync(join(tree, 'src/db/sqlite'), { recursive: true });
       mkdirSync(join(tree, 'src/db/rows'), { recursive: true });
+      mkdirSync(join(tree, 'src/db/sql'), { recursive: true });
       writeFileSync(join(tree, 'src/db/rows/writes.ts'), 'export const deleteRow = () => {};\n');
       writeFileSync(
         join(tree, 'src/db/sqlite/rows.ts'),
         "import { deleteRow } from '../rows/writes.ts';\n\nexport const rows = deleteRow;\n",
       );
+      writeFileSync(join(tree, 'src/db/sql/rows.ts'), "import { deleteRow } from '../rows/writes.ts';\n\nexport const sql = deleteRow;\n");
       const refused = await runTool('depcruise', ['src', '--config', '.dependency-cruiser.cjs'], tree).then(
         () => '',
         (error: Error) => error.message,
       );
       expect(refused).to.match(/error dialects-below-the-areas: src\/db\/sqlite\/rows\.ts → src\/db\/rows\/writes\.ts/);
+      expect(refused).to.match(/error shared-sql-below-the-areas: src\/db\/sql\/rows\.ts → src\/db\/rows\/writes\.ts/);
     } finally {
       rmSync(tree, { recursive: true, force: true });
     }

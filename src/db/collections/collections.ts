@@ -8,7 +8,6 @@ import type { Dialect, WriteTx } from '../engine/dialect.ts';
 import { type RelationLinks, shownRelations } from '../relations/links.ts';
 import { beginOnce, recordOnce } from '../rows/idempotency.ts';
 import type { StoredRules } from '../rules/rules.ts';
-import { searchIndexOf } from '../search/indexes.ts';
 import {
   advanceSql,
   collectionIdSql,
@@ -20,6 +19,7 @@ import {
   lockAccountSql,
   setSchemaIdSql,
 } from '../sql/collections.ts';
+import { searchIndexOf } from '../sql/search.ts';
 
 export type Collection = components['schemas']['Collection'];
 

@@ -14,7 +14,8 @@ import type { RowSchema } from '../../schema/check.ts';
 import { compileRowSchema, type RowValidator } from '../../schema/compile.ts';
 import { type AfterCommit, afterCommit } from '../engine/after-commit.ts';
 import type { Dialect, Read, SchemaCache, WriteTx } from '../engine/dialect.ts';
-import { checkNamed, type RelationLinks } from '../relations/links.ts';
+import { StaleSchema } from '../engine/errors.ts';
+import { checkNamed, namedRows, type RelationLinks } from '../relations/links.ts';
 import { beginOnce, recordOnce } from '../rows/idempotency.ts';
 import type { Fields } from '../rows/rows.ts';
 import { dropOtherSchemasSql, insertSchemaSql, schemaIdSql, schemaTextSql, setSchemaIdSql } from '../sql/collections.ts';
@@ -31,12 +32,6 @@ const MAX_VALIDATORS = 1000;
 
 /** Collections whose schema id is remembered at most. */
 const MAX_HINTS = 10_000;
-
-/**
- * Thrown by a write whose statement found its collection's schema other than the one its rows were
- * checked with (or found no collection): the write stored nothing, and is tried again (RowSchemas.retry).
- */
-export class StaleSchema extends Error {}
 
 /** What a schema id stands for: the collection's schema compiled (none for a collection with relations and no schema), and its relations. */
 interface Compiled {
@@ -143,6 +138,12 @@ export class RowSchemas implements SchemaCache {
   }
 
   /** 422 row_invalid when any of `rows` names a row that does not exist in a relation of the schema `schemaId` (checkNamed). */
+  async namedRows(read: Read, schemaId: number, rows: readonly Fields[]): Promise<{ collections: number[]; ids: number[] } | undefined> {
+    // As links() reads them, in one step: an insert that names rows waits no longer than it did.
+    const links = schemaId === 0 ? undefined : (await this.compiled(read, schemaId)).links;
+    return namedRows(links?.out ?? [], rows);
+  }
+
   async named(read: Read, schemaId: number, collection: string, rows: readonly Fields[], rowOf = (index: number) => index): Promise<void> {
     const links = await this.links(read, schemaId);
     if (links && links.out.length > 0) await checkNamed(read, this.existingSql, links.out, collection, rows, rowOf);

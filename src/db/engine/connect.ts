@@ -1,9 +1,11 @@
-// What opening a database takes on either dialect: Knex's log, and one error that says which database
-// could not be opened and why.
+// What opening a database takes on either dialect: Knex's log, what every Dialect holds alike, and one
+// error that says which database could not be opened and why.
 import type { Knex } from 'knex';
 import { defaults, withoutPassword } from '../../config.ts';
 import type { Logger } from '../../log.ts';
 import type { SortIndexLimits } from '../collections/sort-indexes.ts';
+import type { Dialect, SchemaCache } from './dialect.ts';
+import { WakeUps } from './wake-ups.ts';
 
 /**
  * The database could not be opened or migrated: one line that names it (without its password) and
@@ -23,6 +25,16 @@ export function knexLog(log: Logger | undefined): Knex.Config['log'] {
   const warn = (message: unknown) => log?.warn({ knex: String(message) }, 'database driver warning');
   return { warn, error: warn, deprecate: warn, debug: () => {} };
 }
+
+/**
+ * What a Dialect holds whatever its database: its Knex, the wake-ups after its commits, how long a page
+ * that sorts or filters may run, and the collections' schemas (made by the areas: dialect.ts, AreaParts).
+ */
+export const dialectGround = (
+  knex: Knex,
+  queryTimeoutMs: number,
+  schemas: SchemaCache,
+): Pick<Dialect, 'knex' | 'changes' | 'queryTimeoutMs' | 'schemas'> => ({ knex, changes: new WakeUps(), queryTimeoutMs, schemas });
 
 /** How to open a store (store.ts, openStore). */
 export interface StoreOptions {

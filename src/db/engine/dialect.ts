@@ -3,9 +3,12 @@
 // when it opens its database, and hands it to them: they never ask which dialect it is.
 import type { Knex } from 'knex';
 import type { Filter } from '../../query/filter.ts';
+import type { EventRow } from '../../rows.ts';
+import type { KnownIndexes } from '../collections/sort-indexes.ts';
 import type { KeyBounds } from '../reads/filter-indexes.ts';
 import type { RelationLinks } from '../relations/links.ts';
-import type { RowPort, WriteTx } from './port.ts';
+import type { SearchIndex } from '../sql/search.ts';
+import type { Fields, RowPort, WriteTx } from './port.ts';
 import type { WakeUps } from './wake-ups.ts';
 
 export type { WriteTx } from './port.ts';
@@ -35,7 +38,7 @@ export interface Dialect {
   schemas: SchemaCache;
   /** How a unique index is made and read, in the dialect's SQL (indexes.ts). */
   uniqueIndexSql: UniqueIndexSql;
-  /** How the words of a search index are written and searched, in the dialect's SQL (search-indexes.ts). */
+  /** How the words of a search index are written and searched, in the dialect's SQL (../search/indexes.ts). */
   searchSql: SearchSql;
   /** Waits for a connection: Knex's pool is watched by the store, the dialect tells of its own queues (waits.ts). */
   waits: Waits;
@@ -82,12 +85,57 @@ export interface Dialect {
   isUniqueViolation(error: unknown): boolean;
   /** Whether the driver's error aborted the transaction as one of several waiting for each other (nothing of it written). */
   isDeadlock(error: unknown): boolean;
-  /** A filter as the condition of a change by filter (../reads/filter.ts), in the dialect's SQL: a relation's rows are found so. */
+  /** A filter as the condition of a change by filter (../sql/filter.ts), in the dialect's SQL: a relation's rows are found so. */
   filterSql(filter: Filter): { sql: string; params: SqlValue[] };
   /** The keys of a sort index within `bounds`, as a condition on the columns of `sort_keys` (the dialect's filter.ts). */
   keyBoundsSql(bounds: KeyBounds): { sql: string; params: SqlValue[] };
   /** The rows whose id is one of `ids`, as a condition on `rows`, with one binding (the dialect's sql/relations.ts). */
   rowIdsSql(ids: readonly number[]): { sql: string; params: SqlValue[] };
+}
+
+/**
+ * What the areas give a dialect as it opens (../open-store.ts): the parts of its reads and writes that are
+ * theirs, which its strategy takes inside its own statements, so that each is written once, in its area,
+ * and no dialect imports an area.
+ */
+export interface AreaParts {
+  /** The collections' schemas as last seen (../collections/schemas.ts, RowSchemas), reading which rows exist with `existingIdsSql`. */
+  schemas(existingIdsSql: string): SchemaCache;
+  /** The sort indexes this process has seen collections have (../collections/sort-indexes.ts). */
+  knownIndexes: KnownIndexes;
+  steps: WriteSteps;
+}
+
+/** A collection's row as a write holds it (../collections/collections.ts, advance()): its counters moved on, and what every write reads. */
+interface HeldCollection {
+  id: number;
+  lastRowId: number;
+  lastSeq: number;
+  /** The fields of its sort indexes, by slot. */
+  sorted: string[];
+  schemaId: number;
+  search: SearchIndex | undefined;
+}
+
+/** The steps of a write of rows that are an area's, taken by a dialect's strategy inside its own statements. */
+export interface WriteSteps {
+  /**
+   * Holds the collection's row inside `trx` and moves its counters on: `events` seqs, `rowIds` ids and
+   * `rowDelta` rows (../collections/collections.ts); 404 for no such collection.
+   */
+  advance(
+    db: Dialect,
+    trx: WriteTx,
+    accountId: number,
+    collection: string,
+    events: number,
+    rowIds?: number,
+    rowDelta?: number,
+  ): Promise<HeldCollection>;
+  /** Writes a change's events inside `trx`, numbered to end at `lastSeq` (../events/events.ts). */
+  appendEvents(db: Dialect, trx: WriteTx, collectionId: number, lastSeq: number, type: 'update', rows: EventRow[]): Promise<void>;
+  /** Sets the words of `rows` in the collection's search index, inside `trx` (../search/indexes.ts). */
+  putWords(db: Dialect, trx: WriteTx, index: SearchIndex, rows: readonly { id: number; fields: Fields }[]): Promise<void>;
 }
 
 /** Runs one statement and answers its rows: alone, or inside the write that needs it. */
@@ -105,6 +153,16 @@ export interface SchemaCache {
   links(read: Read, schemaId: number): Promise<RelationLinks | undefined>;
   /** Whether rows checked against `schemaId` may name rows of other collections (true while that is not known). */
   names(schemaId: number): boolean;
+  /**
+   * The rows that `rows`, checked against `schemaId`, name in its relations, each once, in order of
+   * collection and id (../relations/links.ts, namedRows): undefined when a field of a relation holds
+   * anything but null or a row id.
+   */
+  namedRows(
+    read: Read,
+    schemaId: number,
+    rows: readonly Record<string, unknown>[],
+  ): Promise<{ collections: number[]; ids: number[] } | undefined>;
   /** 422 row_invalid when any of `rows` names a row that does not exist in a relation of the schema `schemaId`. */
   named(read: Read, schemaId: number, collection: string, rows: readonly Record<string, unknown>[]): Promise<void>;
   /**

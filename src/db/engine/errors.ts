@@ -11,6 +11,12 @@ export class DatabaseClosedError extends Error {
   }
 }
 
+/**
+ * Thrown by a write whose statement found its collection's schema other than the one its rows were
+ * checked with (or found no collection): the write stored nothing, and is tried again (../collections/schemas.ts, RowSchemas.retry).
+ */
+export class StaleSchema extends Error {}
+
 /** Node's codes for a connection that could not be made or was lost. */
 const connectionCodes = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT']);
 

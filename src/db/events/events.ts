@@ -1,6 +1,6 @@
 // The events table: each row change's event, read in order by the feed and the changes over HTTP.
 import { collectionNotFound } from '../../errors.ts';
-import { type Row, rowJson } from '../../rows.ts';
+import type { EventRow, Row } from '../../rows.ts';
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
 import { eventSizesSql, eventsSql, feedStartSql, insertEventsSql, latestSeqSql } from '../sql/events.ts';
 
@@ -18,20 +18,6 @@ export interface StoredEvent {
   previous?: Row;
   at: string;
 }
-
-/** A row as an event carries it: its id, and the whole row (id included) as JSON text; an update's row before it too. */
-export interface EventRow {
-  id: number;
-  json: string;
-  previous?: string;
-}
-
-/** The event row of the row `id` whose stored text is `data`, and was `before` (an update's). */
-export const eventRow = (id: number, data: string, before?: string): EventRow => ({
-  id,
-  json: rowJson(id, data),
-  previous: before === undefined ? undefined : rowJson(id, before),
-});
 
 /**
  * Writes the events of one change inside its transaction. `lastSeq` is the collection's seq after the

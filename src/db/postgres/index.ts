@@ -4,13 +4,10 @@ import knexFactory from 'knex';
 import pg from 'pg';
 import { defaults, postgresPoolMax } from '../../config.ts';
 import { BackupRefusedError } from '../../errors.ts';
-import { RowSchemas } from '../collections/schemas.ts';
-import { KnownIndexes } from '../collections/sort-indexes.ts';
-import { DatabaseOpenError, defaultSortIndexes, knexLog, type StoreOptions } from '../engine/connect.ts';
-import type { Backups, Dialect, OnceRow } from '../engine/dialect.ts';
+import { DatabaseOpenError, defaultSortIndexes, dialectGround, knexLog, type StoreOptions } from '../engine/connect.ts';
+import type { AreaParts, Backups, Dialect, OnceRow } from '../engine/dialect.ts';
 import { migrationSource } from '../engine/migrations.ts';
 import { Waits } from '../engine/waits.ts';
-import { WakeUps } from '../engine/wake-ups.ts';
 import type { PagedDialect } from '../reads/aggregates.ts';
 import { scoresWith } from '../sql/filter.ts';
 import { onceAnswerSql } from '../sql/rows.ts';
@@ -33,7 +30,8 @@ import { runAlone, runInTransaction, runSnapshot, runTimed } from './statements.
 /** Opens the database that `url` names and brings its schema up to date. */
 export async function openPostgres(
   url: string,
-  { sortIndexes = defaultSortIndexes, log, followOthers = false, queryTimeoutMs = defaults.queryTimeoutMs }: StoreOptions = {},
+  { sortIndexes = defaultSortIndexes, log, followOthers = false, queryTimeoutMs = defaults.queryTimeoutMs }: StoreOptions,
+  areas: AreaParts,
 ): Promise<OpenedDatabase> {
   // pg returns bigint columns as strings; the data layer converts the ones it reads.
   const knex = knexFactory({ client: 'pg', connection: url, pool: { min: 0, max: postgresPoolMax(url) }, log: knexLog(log) });
@@ -43,17 +41,15 @@ export async function openPostgres(
     await knex.destroy();
     throw new DatabaseOpenError(url, error);
   }
-  const changes = new WakeUps();
+  const ground = dialectGround(knex, queryTimeoutMs, areas.schemas(existingIdsSql));
+  const { changes } = ground;
   // The statements first; the pages and the rows, which read and write with them, then.
   const statements: Omit<Dialect, 'rows'> = {
-    knex,
-    changes,
-    queryTimeoutMs,
-    schemas: new RowSchemas(existingIdsSql),
-    uniqueIndexSql,
-    searchSql,
+    ...ground,
     // Every connection comes from Knex's pool, which the store watches.
     waits: new Waits(),
+    uniqueIndexSql,
+    searchSql,
     run: runInTransaction,
     // A NOTIFY inside the transaction, which PostgreSQL delivers to every instance on commit, never on
     // rollback; this process hears its own in-process (listenForChanges() leaves them out).
@@ -106,11 +102,11 @@ export async function openPostgres(
     wholeStringKeys: false,
     sortedPage,
     sortedPageAfter,
-    makeSortIndex: (accountId, name, field, max) => makeSortIndex(db, accountId, name, field, max),
+    makeSortIndex: (accountId, name, field, max) => makeSortIndex(db, areas.steps, accountId, name, field, max),
     sortIndexes,
-    knownIndexes: new KnownIndexes(),
+    knownIndexes: areas.knownIndexes,
   };
-  db.rows = postgresRowPort(db);
+  db.rows = postgresRowPort(db, areas.steps);
   const stopListening = followOthers ? listenForChanges(url, changes, log) : async () => {};
   const close = async () => {
     try {

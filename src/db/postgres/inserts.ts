@@ -5,15 +5,12 @@
 // collections, or go into a collection with a search index, go in a transaction where they must.
 import { type OnceRequest, OnceTaken, onceInProgress } from '../../idempotency/answers.ts';
 import { rowWords } from '../../search/words.ts';
-import { advance } from '../collections/collections.ts';
-import { StaleSchema } from '../collections/schemas.ts';
-import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
+import type { Dialect, SqlValue, WriteSteps, WriteTx } from '../engine/dialect.ts';
+import { StaleSchema } from '../engine/errors.ts';
 import { Groups } from '../engine/grouping.ts';
-import type { RowPort } from '../engine/port.ts';
+import type { Fields, FirstInserted, RowPort } from '../engine/port.ts';
 import { announceOnCommit } from '../engine/wake-ups.ts';
-import { namedRows } from '../relations/links.ts';
-import type { Fields, FirstInserted } from '../rows/rows.ts';
-import { putWords, searchIndexOf } from '../search/indexes.ts';
+import { searchIndexOf } from '../sql/search.ts';
 import { isOnceTaken, isRelationMissing } from './errors.ts';
 import { CHANNEL } from './sql/engine.ts';
 import {
@@ -51,7 +48,7 @@ type WrittenWithAnswers = Written & { held: boolean };
 const MAX_INSERT_ROWS = 5000;
 
 /** Inserts into PostgreSQL (RowPort.insert, insertIn): a request's grouped with those into its collection that wait their turn. */
-export function postgresInserts(db: Dialect): Pick<RowPort, 'insert' | 'insertIn'> {
+export function postgresInserts(db: Dialect, steps: WriteSteps): Pick<RowPort, 'insert' | 'insertIn'> {
   const { knex, changes } = db;
   /**
    * By the keys of inserts (`<account>/<collection>/<schema>`), the fields of the search index of the
@@ -101,11 +98,11 @@ export function postgresInserts(db: Dialect): Pick<RowPort, 'insert' | 'insertIn
       if (!written) {
         written = await knex.transaction(async (trx): Promise<Written | undefined> => {
           const run = <T>(sql: string, values: SqlValue[]) => db.run<T>(trx, sql, values);
-          if (naming && !(await holdNamed(db, trx, accountId, collection, schemaId, rows))) return undefined;
+          if (naming && !(await holdNamed(db, steps, trx, accountId, collection, schemaId, rows))) return undefined;
           const [stored] = keyed
             ? await insertWithAnswers(db, batch, params, schemaId, run, searchedInsertBatchWithAnswersSql)
             : await run<Written>(searchedInsertBatchSql, [...params, schemaId]);
-          if (stored) await putInsertedWords(db, searched, trx, stored, rows, key);
+          if (stored) await putInsertedWords(db, steps, searched, trx, stored, rows, key);
           return stored;
         });
       }
@@ -125,7 +122,7 @@ export function postgresInserts(db: Dialect): Pick<RowPort, 'insert' | 'insertIn
       const texts = batch.flat();
       const params = [accountId, collection, texts.length, texts.join('\n'), CHANNEL, changes.instance, schemaId];
       const [written] = await db.run<Written>(trx, searchedInsertBatchSql, params);
-      await putInsertedWords(db, undefined, trx, written, texts);
+      await putInsertedWords(db, steps, undefined, trx, written, texts);
       // The transaction holds the collection's row, and its schema is `schemaId`.
       announceOnCommit(changes, trx, Number(written.id));
       return firstsOf(
@@ -144,9 +141,9 @@ export function postgresInserts(db: Dialect): Pick<RowPort, 'insert' | 'insertIn
  * transaction of holdNamed() then looks again, and says which.
  */
 async function namingAlone(db: Dialect, texts: string[], params: SqlValue[], schemaId: number): Promise<Written[]> {
-  const links = await db.schemas.links(db.query, schemaId);
-  const named = namedRows(
-    links?.out ?? [],
+  const named = await db.schemas.namedRows(
+    db.query,
+    schemaId,
     texts.map((text) => JSON.parse(text) as Fields),
   );
   if (!named) return [];
@@ -172,6 +169,7 @@ async function namingAlone(db: Dialect, texts: string[], params: SqlValue[], sch
  */
 async function holdNamed(
   db: Dialect,
+  steps: WriteSteps,
   trx: WriteTx,
   accountId: number,
   collection: string,
@@ -179,7 +177,7 @@ async function holdNamed(
   texts: string[],
 ): Promise<boolean> {
   try {
-    await advance(db, trx, accountId, collection, 0);
+    await steps.advance(db, trx, accountId, collection, 0);
   } catch (error) {
     if ((error as { code?: string }).code === 'not_found') return false;
     throw error;
@@ -230,6 +228,7 @@ async function insertWithAnswers(
  */
 async function putInsertedWords(
   db: Dialect,
+  steps: WriteSteps,
   searched: Map<string, string> | undefined,
   trx: WriteTx,
   written: Written,
@@ -244,7 +243,7 @@ async function putInsertedWords(
   }
   if (!search) return;
   const first = Number(written.first_id);
-  await putWords(
+  await steps.putWords(
     db,
     trx,
     search,

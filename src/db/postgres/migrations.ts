@@ -6,11 +6,11 @@ import { replaceKey } from '../sql/collections.ts';
 import { jsonbOf } from './jsonb.ts';
 import { keyColumns } from './sql/collections.ts';
 import { ONCE_TAKEN, RELATION_MISSING } from './sql/rows.ts';
-import { dropSearchTablesSql, searchTablesSql } from './sql/search.ts';
+import { searchTables } from './sql/search.ts';
 
 export const postgresSchema: DialectSchema = {
   codePointText: 'text collate "C"',
-  searchTables: { make: searchTablesSql, drop: dropSearchTablesSql },
+  searchTables,
   own: {
     '0004_postgres_sort_key_escape': {
       // PostgreSQL's sort keys were made with U+0000 read as U+0001 (in strings and in field names), so

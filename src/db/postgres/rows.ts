@@ -13,16 +13,13 @@ import pg from 'pg';
 import { collectionNotFound, rowNotFound } from '../../errors.ts';
 import type { Logger } from '../../log.ts';
 import { patchedFields } from '../../patches/index.ts';
-import { rowJson } from '../../rows.ts';
-import { advance } from '../collections/collections.ts';
+import { eventRow, rowJson, versionOf } from '../../rows.ts';
 import { retryDeadlocks } from '../engine/deadlocks.ts';
-import type { Dialect, WriteTx } from '../engine/dialect.ts';
+import type { Dialect, WriteSteps, WriteTx } from '../engine/dialect.ts';
 import type { RowPort, StoredRow } from '../engine/port.ts';
 import { announceOnCommit, type WakeUps } from '../engine/wake-ups.ts';
-import { appendEvents, eventRow } from '../events/events.ts';
 import type { RowImporter } from '../rows/imports.ts';
-import { versionOf } from '../rows/rows.ts';
-import { putWords, searchIndexOf } from '../search/indexes.ts';
+import { searchIndexOf } from '../sql/search.ts';
 import { isQueryCanceled } from './errors.ts';
 import { postgresInserts } from './inserts.ts';
 import { idList, keysSql } from './sql/collections.ts';
@@ -31,7 +28,7 @@ import { getRowSql } from './sql/reads.ts';
 import { advanceReadingRowSql, importRowsSql, updateRowSql, updateRowsSql } from './sql/rows.ts';
 import { runAlone } from './statements.ts';
 
-export function postgresRowPort(db: Dialect): RowPort {
+export function postgresRowPort(db: Dialect, steps: WriteSteps): RowPort {
   const { knex, changes } = db;
   /** An import's rows and their sort keys (../imports.ts), in PostgreSQL's SQL. */
   const importer: RowImporter = {
@@ -54,7 +51,7 @@ export function postgresRowPort(db: Dialect): RowPort {
   return {
     write: (work) => knex.transaction(work),
     writeSeveral: severalHeld,
-    ...postgresInserts(db),
+    ...postgresInserts(db, steps),
     readRow: (accountId, collection, rowId) => runAlone<StoredRow>(knex, getRowSql, [accountId, collection, rowId]),
     /**
      * The collection's row held, then the row read locked (no other write of it comes between, so
@@ -89,7 +86,7 @@ export function postgresRowPort(db: Dialect): RowPort {
           await db.run(trx, updateRowSql, [text, seq, id, rowId, ...event, CHANNEL, `${changes.instance} ${id}`]);
           await rekeyPatchedRows(db, trx, id, JSON.parse(counters.sorted), patchedFields(patch), [rowId]);
           const search = searchIndexOf(id, counters.search);
-          if (search) await putWords(db, trx, search, [{ id: rowId, fields: row }]);
+          if (search) await steps.putWords(db, trx, search, [{ id: rowId, fields: row }]);
           announceOnCommit(changes, trx, id);
           return { json, version: versionOf(id, seq) };
         },
@@ -97,7 +94,7 @@ export function postgresRowPort(db: Dialect): RowPort {
     },
     /** The rows' events numbered after the collection's last seq, taken now; the rows set by one statement, and re-keyed. */
     async writePatched(trx, accountId, collection, collectionId, _schemaId, rows, patch) {
-      const { lastSeq, sorted, search } = await advance(db, trx, accountId, collection, rows.length);
+      const { lastSeq, sorted, search } = await steps.advance(db, trx, accountId, collection, rows.length);
       const first = lastSeq - rows.length;
       await db.run(trx, updateRowsSql, [first, JSON.stringify(rows.map((row) => [row.id, row.text])), collectionId]);
       await rekeyPatchedRows(
@@ -108,9 +105,9 @@ export function postgresRowPort(db: Dialect): RowPort {
         patchedFields(patch),
         rows.map((row) => row.id),
       );
-      if (search) await putWords(db, trx, search, rows);
+      if (search) await steps.putWords(db, trx, search, rows);
       const events = rows.map((row) => eventRow(row.id, row.text, row.data));
-      await appendEvents(db, trx, collectionId, lastSeq, 'update', events);
+      await steps.appendEvents(db, trx, collectionId, lastSeq, 'update', events);
       return events;
     },
     importer,

@@ -1,7 +1,6 @@
 // PostgreSQL: making a sort index (../sort-indexes.ts). An insert keys its rows in its own statement
 // (sql/, insertBatchSql), a patch re-keys its rows after their update (rows.ts, rekeyPatchedRows).
-import { advance } from '../collections/collections.ts';
-import type { Dialect } from '../engine/dialect.ts';
+import type { Dialect, WriteSteps } from '../engine/dialect.ts';
 import { setSortedSql } from '../sql/collections.ts';
 import { keysSql } from './sql/collections.ts';
 
@@ -10,9 +9,16 @@ import { keysSql } from './sql/collections.ts';
  * row's key) now when the collection has none for it; -1 when it already has `max`. In one
  * transaction, which holds only this collection's writes.
  */
-export function makeSortIndex(db: Dialect, accountId: number, name: string, field: string, max: number): Promise<number> {
+export function makeSortIndex(
+  db: Dialect,
+  steps: WriteSteps,
+  accountId: number,
+  name: string,
+  field: string,
+  max: number,
+): Promise<number> {
   return db.knex.transaction(async (trx) => {
-    const { id, lastRowId, sorted } = await advance(db, trx, accountId, name, 0);
+    const { id, lastRowId, sorted } = await steps.advance(db, trx, accountId, name, 0);
     const slot = sorted.indexOf(field);
     if (slot >= 0 || sorted.length >= max) return slot;
     await db.run(trx, setSortedSql, [JSON.stringify([...sorted, field]), id]);

@@ -14,7 +14,7 @@ import type { SqlValue } from '../engine/dialect.ts';
 import { pageTooLarge } from '../rows/rows.ts';
 import { bindSearch } from '../search/indexes.ts';
 import { byId, byName, type CollectionRef, type KeyRange, type SortedPages, type Statement, withinIndex } from '../sql/pages.ts';
-import { collectionSql, keyCountUpToSql, presentCountSql } from '../sql/reads.ts';
+import { collectionSql, type KeysWithin, keyCountUpToSql, presentCountSql } from '../sql/reads.ts';
 import { raw, type Sql } from '../sql/template.ts';
 import { type IndexedField, indexedFields, type KeyBounds, oneValue } from './filter-indexes.ts';
 
@@ -68,21 +68,8 @@ export interface PageSource extends SortedPages {
   filterSql(filter: Filter): Sql;
   /** The keys of a sort index within `bounds`, as a condition on the columns of `sort_keys` (the dialect's filter.ts). */
   keyBoundsSql(bounds: KeyBounds): Sql;
-  /**
-   * A page of the rows `filter` keeps among those whose keys in the sort index in `slot` are within
-   * `bounds`, in the index's order, from `offset`, at most `limit`, of the first `scan` keys only when
-   * given; its one row is a PagePart.
-   */
-  filteredSortedPage(
-    collectionId: number,
-    slot: number,
-    order: Direction,
-    bounds: Sql,
-    filter: Sql,
-    limit: number,
-    offset: number,
-    scan?: number,
-  ): Statement;
+  /** A page of the rows `filter` keeps among those of `keys`, in their order, from `offset`, at most `limit`; its one row is a PagePart. */
+  filteredSortedPage(keys: KeysWithin, filter: Sql, limit: number, offset: number): Statement;
   /** Whether a sort index keys strings whole (SQLite), or cut (PostgreSQL: postgres/sql/collections.ts, POSTGRES_KEY_CHARS). */
   wholeStringKeys: boolean;
   /** The slot of `field`'s sort index in the collection, made now if it has none; -1 when it holds `max` already. */
@@ -183,7 +170,8 @@ async function pageInIndex(
     const exact = index.whole && (index.bounds.rank !== 2 || source.wholeStringKeys);
     const bounds = source.keyBoundsSql(index.bounds);
     const filterSql = exact ? raw('true') : source.filterSql(page.filter);
-    const statement = source.filteredSortedPage(id, index.slot, key.direction, bounds, filterSql, page.limit, page.offset);
+    const keys = { collectionId: id, slot: index.slot, order: key.direction, bounds };
+    const statement = source.filteredSortedPage(keys, filterSql, page.limit, page.offset);
     const [part] = await source.read<PagePart>(statement.sql, statement.params, exact ? 'scan' : 'once');
     const read = joinParts([part]);
     if (read.seq === null) return undefined;
@@ -222,7 +210,8 @@ async function walkedPage(
   const present = raw(key.direction === 'asc' ? 'true' : `rank < 5`);
   const filter = source.filterSql(page.filter);
   const scan = Math.max(large, page.offset + page.limit);
-  const statement = source.filteredSortedPage(id, slot, key.direction, present, filter, page.limit, page.offset, scan);
+  const keys = { collectionId: id, slot, order: key.direction, bounds: present, scan };
+  const statement = source.filteredSortedPage(keys, filter, page.limit, page.offset);
   // Bounded by the keys it reads, as an indexed page is: not a timed read.
   const [part] = await source.read<PagePart>(statement.sql, statement.params, 'scan');
   const read = joinParts([part]);
@@ -364,7 +353,7 @@ async function sortedPage(source: PageSource, collectionId: number, slot: number
 
 /**
  * A page of the rows after a place in the order of the sort index in `slot`: one statement, which
- * seeks the index to the place (pages.ts, sortedPages) and so reads no key before it. Not exact when
+ * seeks the index to the place (../sql/pages.ts, sortedPages) and so reads no key before it. Not exact when
  * the index cannot find the place (then the page sorts whole).
  */
 async function pageAfter(

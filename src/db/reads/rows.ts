@@ -5,9 +5,9 @@
 import { collectionNotFound, type FieldError, queryTimeout, rowNotFound } from '../../errors.ts';
 import type { AggregateQuery } from '../../query/aggregate.ts';
 import type { Page } from '../../query/page.ts';
-import { assignable, rowJson } from '../../rows.ts';
+import { assignable, rowJson, versionOf } from '../../rows.ts';
 import type { Dialect } from '../engine/dialect.ts';
-import { noSuchRow, pageTooLarge, type VersionedRow, versionOf } from '../rows/rows.ts';
+import { noSuchRow, pageTooLarge, type VersionedRow } from '../rows/rows.ts';
 import { collectionSql } from '../sql/reads.ts';
 import type { AggregateResult, PagedDialect } from './aggregates.ts';
 import type { Expansion } from './expand.ts';

@@ -6,13 +6,14 @@
 // row deleted before it), so that the next row inserted takes the id it would have taken where it came
 // from. Each dialect writes the rows and their sort keys in its own SQL (sqlite/rows.ts, postgres/rows.ts).
 import { conflict } from '../../errors.ts';
-import { assignable, overRowBound } from '../../rows.ts';
+import { assignable, eventRow, overRowBound } from '../../rows.ts';
 import { collectionId } from '../collections/collections.ts';
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
 import type { ImportedRow, RowImporter } from '../engine/port.ts';
-import { appendEvents, eventRow } from '../events/events.ts';
-import { putWords, searchIndexOf } from '../search/indexes.ts';
+import { appendEvents } from '../events/events.ts';
+import { putWords } from '../search/indexes.ts';
 import { importAdvanceSql, lastRowIdSql } from '../sql/rows.ts';
+import { searchIndexOf } from '../sql/search.ts';
 import { type Fields, rowTooLarge } from './rows.ts';
 
 export type { ImportedRow, RowImporter } from '../engine/port.ts';

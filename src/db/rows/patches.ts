@@ -6,7 +6,7 @@
 
 import { applyPatch, type Patch } from '../../patches/index.ts';
 import type { Filter } from '../../query/filter.ts';
-import { assignable, overRowBound } from '../../rows.ts';
+import { assignable, overRowBound, versionOf } from '../../rows.ts';
 import { advance } from '../collections/collections.ts';
 import { keepingUnique, uniqueViolation, type WrittenRow } from '../collections/indexes.ts';
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
@@ -26,7 +26,6 @@ import {
   rowTooLarge,
   type VersionedRow,
   versionMatches,
-  versionOf,
   type WriteOptions,
 } from './rows.ts';
 

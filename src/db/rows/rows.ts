@@ -2,7 +2,7 @@
 // as the JSON text JSON.stringify wrote, and answered as JSON text made from it, never parsed again.
 import { ApiError, rowNotFound, validationFailed } from '../../errors.ts';
 import type { Once } from '../../idempotency/answers.ts';
-import { type Json, MAX_ROW_BYTES, type Row, rowJson } from '../../rows.ts';
+import { type Json, MAX_PAGE_BYTES, MAX_ROW_BYTES, type Row, rowJson, versionOf } from '../../rows.ts';
 import { collectionId } from '../collections/collections.ts';
 import type { Dialect, WriteTx } from '../engine/dialect.ts';
 import type { Fields, FirstInserted, MatchedRow } from '../engine/port.ts';
@@ -32,13 +32,6 @@ export function insertedRows({ collectionId, id, seq }: FirstInserted, texts: st
   return { json: rowsJson(id, texts), versions: texts.map((_, index) => versionOf(collectionId, seq + index)) };
 }
 
-/**
- * The most a page's rows may weigh, as JSON text: 16 MiB, sixteen rows of the largest body by default.
- * A page is one string, made in the database and answered whole: a thousand rows of 1 MiB would be a
- * string longer than V8 can hold. A larger page is refused (pageTooLarge()).
- */
-export const MAX_PAGE_BYTES = 16 * 1024 * 1024;
-
 /** 413 for a write that would make a row weigh more than MAX_ROW_BYTES: nothing of it is stored. */
 export const rowTooLarge = () =>
   new ApiError('payload_too_large', `A row may weigh ${MAX_ROW_BYTES} bytes at most, as the JSON text of its fields.`);
@@ -48,13 +41,6 @@ export const pageTooLarge = () =>
   validationFailed('The rows of this page are too large to answer at once.', [
     { in: 'query', name: 'limit', message: `asks for rows that add up to more than ${MAX_PAGE_BYTES} bytes; ask for fewer` },
   ]);
-
-/**
- * A row's version as its ETag's opaque text (openapi.yaml, ETag): its collection's id, which a
- * collection made again under the same name does not share, and the seq of the change that made the
- * row as it is, which no other change of the collection takes.
- */
-export const versionOf = (collectionId: number | string, seq: number | string) => `${collectionId}.${seq}`;
 
 /** The rows a change by filter changed, in id order: how many, and their JSON texts as one array. */
 export interface ChangedRows {

@@ -6,12 +6,12 @@
 import { type FieldError, validationFailed } from '../../errors.ts';
 import type { Once } from '../../idempotency/answers.ts';
 import type { Patch } from '../../patches/index.ts';
-import { type Json, overRowBound, type Row, rowJson } from '../../rows.ts';
+import { type Json, overRowBound, type Row, rowJson, versionOf } from '../../rows.ts';
 import { advance } from '../collections/collections.ts';
 import { keepingUnique, rowsHolding, uniqueIndexesOf, type WrittenRow } from '../collections/indexes.ts';
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
 import { beginOnce, recordOnce } from './idempotency.ts';
-import { type Fields, type RowGuard, rowTooLarge, type VersionedRow, versionOf } from './rows.ts';
+import { type Fields, type RowGuard, rowTooLarge, type VersionedRow } from './rows.ts';
 import { type RowWrites, rowWritesIn } from './writes.ts';
 
 /** How a dialect writes one row of an upsert inside its transaction. */

@@ -3,10 +3,10 @@
 import { conflict, rowNotFound } from '../../errors.ts';
 import type { Patch } from '../../patches/index.ts';
 import type { Filter } from '../../query/filter.ts';
-import { assignable } from '../../rows.ts';
+import { assignable, type EventRow, eventRow, versionOf } from '../../rows.ts';
 import { advance } from '../collections/collections.ts';
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
-import { appendEvents, type EventRow, eventRow } from '../events/events.ts';
+import { appendEvents } from '../events/events.ts';
 import type { PagedDialect } from '../reads/aggregates.ts';
 import type { KeyBounds } from '../reads/filter-indexes.ts';
 import type { RelationLinks, StoredRelation } from '../relations/links.ts';
@@ -28,7 +28,6 @@ import {
   type RowGuard,
   type VersionedRow,
   versionMatches,
-  versionOf,
   type WriteOptions,
 } from './rows.ts';
 

@@ -6,20 +6,10 @@ import { collectionNotFound, validationFailed } from '../../errors.ts';
 import { type Filter, holdsSearch } from '../../query/filter.ts';
 import { rowWords } from '../../search/words.ts';
 import type { Dialect, Read, WriteTx } from '../engine/dialect.ts';
-import { searchTerms } from '../sql/search.ts';
+import { type SearchIndex, searchIndexOf, searchTerms } from '../sql/search.ts';
 
 /** A row's fields but id, as stored. */
 type Fields = Record<string, unknown>;
-
-/** A collection's search index as its writes keep it: the collection's id and the index's fields. */
-export interface SearchIndex {
-  collectionId: number;
-  fields: readonly string[];
-}
-
-/** The search index of the collection `collectionId` whose `search` column holds `search` (its fields' JSON text, or null: none). */
-export const searchIndexOf = (collectionId: number, search: string | null | undefined): SearchIndex | undefined =>
-  search ? { collectionId, fields: JSON.parse(search) as string[] } : undefined;
 
 /** Sets the collection's `search` column: its search index's fields, or null. */
 const setSearchSql = 'update collections set search = ? where id = ?';

@@ -39,8 +39,21 @@ export const keyCountSql = (collection: { id: Sql; lastSeq: Sql }, slot: number,
 export const keyCountUpToSql = (collectionId: number, slot: number, bounds: Sql, most: number): Sql =>
   sql`select count(*) as n from (select 1 from sort_keys where collection_id = ${collectionId} and slot = ${slot} and ${bounds} limit ${most}) k`;
 
-/** The keys a filtered page reads: all of `sort_keys`, or with `scan` the first `scan` keys of `slot` within `bounds`, in the page's order. */
-export const firstKeys = (collectionId: number, slot: number, order: Direction, bounds: Sql, scan: number | undefined): Sql =>
+/**
+ * The keys a filtered page reads (PageSource.filteredSortedPage): those of the sort index in `slot` of
+ * the collection `collectionId` within `bounds` (the dialect's keyBoundsSql), in `order`, of its first
+ * `scan` only when given.
+ */
+export interface KeysWithin {
+  collectionId: number;
+  slot: number;
+  order: Direction;
+  bounds: Sql;
+  scan?: number;
+}
+
+/** The table of keys a filtered page reads from: all of `sort_keys`, or with `scan` the first `scan` keys within the bounds, in order. */
+export const firstKeys = ({ collectionId, slot, order, bounds, scan }: KeysWithin): Sql =>
   scan === undefined
     ? raw('sort_keys')
     : sql`(select * from sort_keys where collection_id = ${collectionId} and slot = ${slot} and ${bounds}

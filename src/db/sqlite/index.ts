@@ -6,13 +6,11 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import { defaults } from '../../config.ts';
-import { RowSchemas } from '../collections/schemas.ts';
-import { KnownIndexes } from '../collections/sort-indexes.ts';
-import { DatabaseOpenError, defaultSortIndexes, knexLog, type StoreOptions } from '../engine/connect.ts';
-import type { Dialect, OnceRow } from '../engine/dialect.ts';
+import { DatabaseOpenError, defaultSortIndexes, dialectGround, knexLog, type StoreOptions } from '../engine/connect.ts';
+import type { AreaParts, Dialect, OnceRow } from '../engine/dialect.ts';
 import { GroupedWrites } from '../engine/grouping.ts';
 import { migrationSource } from '../engine/migrations.ts';
-import { announceOnCommit, WakeUps } from '../engine/wake-ups.ts';
+import { announceOnCommit } from '../engine/wake-ups.ts';
 import type { PagedDialect } from '../reads/aggregates.ts';
 import { scoresWith } from '../sql/filter.ts';
 import type { OpenedDatabase } from '../store.ts';
@@ -46,7 +44,8 @@ export const writerSetup = `PRAGMA journal_mode = WAL; PRAGMA synchronous = NORM
 /** Opens the database file that `url` names (relative to the working directory; its folder is made) and brings its schema up to date. */
 export async function openSqlite(
   url: string,
-  { sortIndexes = defaultSortIndexes, log, queryTimeoutMs = defaults.queryTimeoutMs }: StoreOptions = {},
+  { sortIndexes = defaultSortIndexes, log, queryTimeoutMs = defaults.queryTimeoutMs }: StoreOptions,
+  areas: AreaParts,
 ): Promise<OpenedSqlite> {
   const filename = resolve(url.slice('sqlite:'.length));
   let knex: Knex;
@@ -66,16 +65,14 @@ export async function openSqlite(
   const writer = new SqliteWriter();
   // `immediate`: the write lock at once, waiting its turn (busy_timeout) behind another process.
   const writes = new GroupedWrites(knex, (trx, step) => writer.inTransaction(trx, step === 'begin' ? 'begin immediate' : step, []));
-  const changes = new WakeUps();
+  const ground = dialectGround(knex, queryTimeoutMs, areas.schemas(existingIdsSql));
+  const { changes } = ground;
   // The statements first; the pages and the rows, which read and write with them, then.
   const statements: Omit<Dialect, 'rows'> = {
-    knex,
-    changes,
-    queryTimeoutMs,
-    schemas: new RowSchemas(existingIdsSql),
+    ...ground,
+    waits: readers.waits,
     uniqueIndexSql,
     searchSql,
-    waits: readers.waits,
     run: (trx, sql, params, once) => writer.inTransaction(trx, sql, params, once),
     async announce(trx, collectionId) {
       announceOnCommit(changes, trx, collectionId);
@@ -119,9 +116,9 @@ export async function openSqlite(
     sortedPageAfter,
     makeSortIndex: (accountId, name, field, max) => indexes.make(accountId, name, field, max),
     sortIndexes,
-    knownIndexes: new KnownIndexes(),
+    knownIndexes: areas.knownIndexes,
   };
-  db.rows = sqliteRowPort({ db, writer, readMerged: readers.readMerged.bind(readers), writes });
+  db.rows = sqliteRowPort({ db, writer, readMerged: readers.readMerged.bind(readers), writes, steps: areas.steps });
   const close = async () => {
     try {
       await writer.close();

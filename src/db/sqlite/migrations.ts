@@ -1,21 +1,20 @@
-// SQLite's own steps of the schema (../migrations.ts).
+// SQLite's own steps of the schema (../engine/migrations.ts).
+import type { Knex } from 'knex';
 import type { DialectSchema } from '../engine/migrations.ts';
-import { dropSearchTablesSql, searchTablesSql } from './sql/search.ts';
+import { searchTables } from './sql/search.ts';
+
+/**
+ * The answers of Idempotency-Keys are pruned oldest first, in the order they were stored (sql/,
+ * pruneOnceSql), so they need no index of their expiry: its entry was a tenth of a keyed insert's cost
+ * on SQLite's one writer (docs/performance.md).
+ */
+const answersPrunedOldestFirst: Knex.Migration = {
+  up: (knex) => knex.raw('drop index if exists idempotency_keys_expiry'),
+  down: (knex) => knex.raw('create index idempotency_keys_expiry on idempotency_keys (expires_at)'),
+};
 
 export const sqliteSchema: DialectSchema = {
   codePointText: 'text',
-  searchTables: { make: searchTablesSql, drop: dropSearchTablesSql },
-  own: {
-    '0013_sqlite_answers_pruned_oldest_first': {
-      // The answers of Idempotency-Keys are pruned oldest first, in the order they were stored (sql/,
-      // pruneOnceSql), so they need no index of their expiry: its entry was a tenth of a keyed insert's
-      // cost on SQLite's one writer (docs/performance.md).
-      async up(knex) {
-        await knex.raw('drop index if exists idempotency_keys_expiry');
-      },
-      async down(knex) {
-        await knex.raw('create index idempotency_keys_expiry on idempotency_keys (expires_at)');
-      },
-    },
-  },
+  searchTables,
+  own: { '0013_sqlite_answers_pruned_oldest_first': answersPrunedOldestFirst },
 };

@@ -6,15 +6,14 @@
 import { rowNotFound } from '../../errors.ts';
 import type { OnceRequest } from '../../idempotency/answers.ts';
 import type { Patch } from '../../patches/index.ts';
-import { rowJson } from '../../rows.ts';
-import { StaleSchema } from '../collections/schemas.ts';
-import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
+import { rowJson, versionOf } from '../../rows.ts';
+import type { Dialect, SqlValue, WriteSteps, WriteTx } from '../engine/dialect.ts';
+import { StaleSchema } from '../engine/errors.ts';
 import type { GroupedWrites } from '../engine/grouping.ts';
-import type { RowPort, StoredRow } from '../engine/port.ts';
+import type { Fields, FirstInserted, RowPort, StoredRow, VersionedRow } from '../engine/port.ts';
 import { announceOnCommit } from '../engine/wake-ups.ts';
 import type { RowImporter } from '../rows/imports.ts';
-import { type Fields, type FirstInserted, type VersionedRow, versionOf } from '../rows/rows.ts';
-import { putWords, searchIndexOf } from '../search/indexes.ts';
+import { searchIndexOf } from '../sql/search.ts';
 import { isConstraintViolation, isQueryCanceled, isTooBig } from './errors.ts';
 import { keysSql } from './sql/collections.ts';
 import { fieldName, pathSafe, rowsSql } from './sql/reads.ts';
@@ -38,9 +37,12 @@ export interface SqliteRowParts {
   /** The reads of rows by id, merged with those asked for beside them, on a read-only connection (readers.ts). */
   readMerged<T>(sql: string, params: SqlValue[]): Promise<T[]>;
   writes: GroupedWrites;
+  /** The steps of a write that are the areas' (../engine/dialect.ts, WriteSteps). */
+  steps: WriteSteps;
 }
 
-export function sqliteRowPort({ db, writer, readMerged, writes }: SqliteRowParts): RowPort {
+export function sqliteRowPort(parts: SqliteRowParts): RowPort {
+  const { writer, readMerged, writes } = parts;
   /** An import's rows and their sort keys (../rows/imports.ts), in SQLite's SQL. */
   const importer: RowImporter = {
     async insertRows(trx, collectionId, rows, firstSeq) {
@@ -59,11 +61,11 @@ export function sqliteRowPort({ db, writer, readMerged, writes }: SqliteRowParts
     // Merged with the inserts into the collection queued beside it, sent with an Idempotency-Key or not.
     insert: (accountId, collection, schemaId, texts, once) =>
       writes.merge(`insert/${accountId}/${collection}/${schemaId}`, texts.length, { texts, once }, (trx, inserts: Insert[]) =>
-        writeInserts(db, trx, accountId, collection, schemaId, inserts),
+        writeInserts(parts, trx, accountId, collection, schemaId, inserts),
       ),
     insertIn: (trx, accountId, collection, schemaId, inserts) =>
       writeInserts(
-        db,
+        parts,
         trx,
         accountId,
         collection,
@@ -77,7 +79,7 @@ export function sqliteRowPort({ db, writer, readMerged, writes }: SqliteRowParts
       const [stored] = await writer.inTransaction<HeldRow>(trx, patchedRowSql, [accountId, collection, rowId]);
       if (!stored) {
         // No row: writePatches() answers the 404, of the row or its collection (a transaction that wrote nothing).
-        const [missing] = await writePatches(db, trx, accountId, collection, schemaId, [{ rowId, fields: [] }]);
+        const [missing] = await writePatches(parts, trx, accountId, collection, schemaId, [{ rowId, fields: [] }]);
         throw missing instanceof Error ? missing : rowNotFound(collection, rowId);
       }
       const schema = Number(stored.schema_id);
@@ -87,7 +89,8 @@ export function sqliteRowPort({ db, writer, readMerged, writes }: SqliteRowParts
         data: stored.data,
         schemaId: schema,
         // The whole text, set at `$`.
-        write: async (text) => orThrow((await writePatches(db, trx, accountId, collection, schema, [{ rowId, fields: [['$', text]] }]))[0]),
+        write: async (text) =>
+          orThrow((await writePatches(parts, trx, accountId, collection, schema, [{ rowId, fields: [['$', text]] }]))[0]),
       };
     },
     /**
@@ -103,14 +106,14 @@ export function sqliteRowPort({ db, writer, readMerged, writes }: SqliteRowParts
       // Merged with the patches that set as many fields: a statement sets a number of them (patchSql).
       const key = `patch/${accountId}/${collection}/${fields.length}`;
       return writes
-        .merge(key, 1, { rowId, fields }, (trx, patches: FieldPatch[]) => writePatches(db, trx, accountId, collection, 0, patches))
+        .merge(key, 1, { rowId, fields }, (trx, patches: FieldPatch[]) => writePatches(parts, trx, accountId, collection, 0, patches))
         .then(orThrow);
     },
     patchByPath(trx, accountId, collection, rows, patch) {
       const fields = byPath(patch);
       if (!fields) return undefined;
       return writePatches(
-        db,
+        parts,
         trx,
         accountId,
         collection,
@@ -120,7 +123,7 @@ export function sqliteRowPort({ db, writer, readMerged, writes }: SqliteRowParts
     },
     writePatched: (trx, accountId, collection, _collectionId, schemaId, rows) =>
       writePatches(
-        db,
+        parts,
         trx,
         accountId,
         collection,
@@ -145,7 +148,14 @@ export function sqliteRowPort({ db, writer, readMerged, writes }: SqliteRowParts
  * or the 404 it met (the others are stored all the same), or StaleSchema when the collection's schema
  * is another (or there is no such collection), and then nothing is written.
  */
-async function writePatches(db: Dialect, trx: WriteTx, accountId: number, collection: string, schemaId: number, patches: FieldPatch[]) {
+async function writePatches(
+  { db, steps }: SqliteRowParts,
+  trx: WriteTx,
+  accountId: number,
+  collection: string,
+  schemaId: number,
+  patches: FieldPatch[],
+) {
   const patchesJson = JSON.stringify(patches.map(({ rowId, fields }) => [rowId, fields]));
   const params = [accountId, collection, patchesJson, new Date().toISOString(), schemaId];
   const sql = patchSql(patches[0].fields.length, patches.length);
@@ -157,7 +167,7 @@ async function writePatches(db: Dialect, trx: WriteTx, accountId: number, collec
   if (search) {
     const rows = new Map(patches.map(({ rowId }, index) => [rowId, byIndex.get(index)?.data ?? null]));
     const patched = [...rows].flatMap(([id, data]) => (data === null ? [] : [{ id, fields: JSON.parse(data) as Fields }]));
-    await putWords(db, trx, search, patched);
+    await steps.putWords(db, trx, search, patched);
   }
   let changed: number | undefined;
   const answers = patches.map(({ rowId }, index): VersionedRow | Error => {
@@ -180,7 +190,7 @@ async function writePatches(db: Dialect, trx: WriteTx, accountId: number, collec
  * such collection): nothing written.
  */
 async function writeInserts(
-  db: Dialect,
+  { db, steps }: SqliteRowParts,
   trx: WriteTx,
   accountId: number,
   collection: string,
@@ -217,7 +227,7 @@ async function writeInserts(
   const firstId = written.last_row_id - all.length + 1;
   const search = searchIndexOf(written.id, written.search);
   if (search)
-    await putWords(
+    await steps.putWords(
       db,
       trx,
       search,

@@ -1,10 +1,10 @@
 // PostgreSQL's SQL of reads: a row by id, pages sorted whole or read through a sort index
-// (../../reads/pages.ts), and aggregates.
+// (../../reads/pages.ts, on ../../sql/pages.ts), and aggregates.
 import type { Aggregate } from '../../../query/aggregate.ts';
 import type { RelatedKey } from '../../../query/order.ts';
+import { MAX_PAGE_BYTES } from '../../../rows.ts';
 import type { AggregateSource } from '../../reads/aggregates.ts';
 import type { PageSource } from '../../reads/pages.ts';
-import { MAX_PAGE_BYTES } from '../../rows/rows.ts';
 import { keyOrder } from '../../sql/collections.ts';
 import { type CollectionRef, type FieldOrder, type PageJson, sortedPages, wholePage } from '../../sql/pages.ts';
 import { firstKeys, relatedRowSql, rowJsonWith, versionedRowJsonWith } from '../../sql/reads.ts';
@@ -33,7 +33,7 @@ export const getRowSql = `select data, collection_id, version from rows
  * field of the order is read as jsonb `j<i>` and ordered by its rank (the type's place, missing or null
  * last in both directions), its number (false 0, true 1) and its string, as a sort index keys it; ties
  * break by id. Strings compare under the "C" collation, which is code point order in UTF-8 (escaped:
- * escapeString()). A page after a place keeps the rows past it (pages.ts, afterPlace).
+ * escapeString()). A page after a place keeps the rows past it (../../sql/pages.ts, afterPlace).
  */
 export const orderedPage: PageSource['orderedPage'] = (collection, page, where, scores) =>
   wholePage(page.versions ? versionedPageJson : pageJson, byField, collection, page, where, scores);
@@ -92,7 +92,7 @@ function relatedField(related: RelatedKey, collection: CollectionRef) {
 
 /**
  * The rows of a range of the sort index in `slot`, or of the ranges after a place in it, as one row
- * `{ n, json, seq, exact }` (pages.ts, sortedPages): `exact` whether every string key of the page is
+ * `{ n, json, seq, exact }` (../../sql/pages.ts, sortedPages): `exact` whether every string key of the page is
  * shorter than POSTGRES_KEY_CHARS. Each key's row is read by its primary key (LATERAL, kept a subquery
  * by `offset 0`): as a join, the planner hashed the whole collection's rows for the page's few. A
  * place's string is escaped as the keys' are, and one as long as a key is cut at has no exact place in
@@ -122,22 +122,14 @@ export const { sortedPage, sortedPageAfter } = sortedPages(
  * sortedPage's) and tested by `filter` (SQL on `rows`), the first `limit` after `offset` that match, of
  * the first `scan` keys only when given.
  */
-export const filteredSortedPage: PageSource['filteredSortedPage'] = (
-  collectionId,
-  slot,
-  order,
-  bounds,
-  filter,
-  limit,
-  offset,
-  scan,
-) => sql`select count(*) as n, ${raw(pageJsonSql(keyOrder('k.', order)))} as json,
-      (select last_seq from collections where id = ${collectionId}) as seq,
+export const filteredSortedPage: PageSource['filteredSortedPage'] = (keys, filter, limit, offset) =>
+  sql`select count(*) as n, ${raw(pageJsonSql(keyOrder('k.', keys.order)))} as json,
+      (select last_seq from collections where id = ${keys.collectionId}) as seq,
       bool_and(k.str is null or length(k.str) < ${raw(String(POSTGRES_KEY_CHARS))}) as exact
-    from (select k.rank, k.num, k.str, k.row_id, rows.id, rows.data from ${firstKeys(collectionId, slot, order, bounds, scan)} k
-      cross join lateral (select id, data from rows where collection_id = ${collectionId} and id = k.row_id offset 0) rows
-      where k.collection_id = ${collectionId} and k.slot = ${slot} and ${bounds} and (${filter})
-      order by ${raw(keyOrder('k.', order))} limit +${limit} offset ${offset}) k`;
+    from (select k.rank, k.num, k.str, k.row_id, rows.id, rows.data from ${firstKeys(keys)} k
+      cross join lateral (select id, data from rows where collection_id = ${keys.collectionId} and id = k.row_id offset 0) rows
+      where k.collection_id = ${keys.collectionId} and k.slot = ${keys.slot} and ${keys.bounds} and (${filter})
+      order by ${raw(keyOrder('k.', keys.order))} limit +${limit} offset ${offset}) k`;
 
 // Aggregates (../aggregates.ts): one statement reads the groups of the rows a filter keeps, each row's
 // text read as jsonb once (filter.ts, document()), its strings escaped as escapeString() escapes them.

@@ -3,16 +3,18 @@
 // which the cast neither splits nor folds, where to_tsvector would read them with the text search parser
 // and the database's locale), with a GIN index of them.
 import type { SearchSql } from '../../engine/dialect.ts';
+import type { DialectSchema } from '../../engine/migrations.ts';
 
-/** The table, made by the migration 0021_search_indexes. */
-export const searchTablesSql = [
-  // A row's words go with it.
-  `create table search_rows (collection_id integer not null, row_id bigint not null, words tsvector not null,
+/** The table, made by the migration 0021_search_indexes, and how it is dropped. */
+export const searchTables: DialectSchema['searchTables'] = {
+  make: [
+    // A row's words go with it.
+    `create table search_rows (collection_id integer not null, row_id bigint not null, words tsvector not null,
     primary key (collection_id, row_id), foreign key (collection_id, row_id) references rows (collection_id, id) on delete cascade)`,
-  'create index search_rows_words on search_rows using gin (words)',
-];
-
-export const dropSearchTablesSql = ['drop table search_rows'];
+    'create index search_rows_words on search_rows using gin (words)',
+  ],
+  drop: ['drop table search_rows'],
+};
 
 /** Positions PostgreSQL keeps of one lexeme at most, and the highest position it keeps (PostgreSQL's MAXNUMPOS and MAXENTRYPOS). */
 const MAX_POSITIONS = 256;

@@ -1,5 +1,5 @@
 // SQLite's SQL of reads: rows by id (merged), pages sorted whole or read through a sort index
-// (../../reads/pages.ts), and aggregates.
+// (../../reads/pages.ts, on ../../sql/pages.ts), and aggregates.
 import type { Aggregate } from '../../../query/aggregate.ts';
 import type { RelatedKey } from '../../../query/order.ts';
 import type { AggregateSource } from '../../reads/aggregates.ts';
@@ -73,7 +73,7 @@ export const rowsSql = `select j.key as i, r.data, c.id as collection_id, r.vers
  * null last in both directions), then its value (none for objects and arrays, which tie); ties break
  * by id. Its SQL depends only on the directions and how the fields are read, so a prepared statement
  * serves every field name. Strings compare as UTF-8 bytes (the BINARY collation), which is code
- * point order. A page after a place keeps the rows past it (pages.ts, afterPlace).
+ * point order. A page after a place keeps the rows past it (../../sql/pages.ts, afterPlace).
  */
 export const orderedPage: PageSource['orderedPage'] = (collection, page, where, scores) =>
   wholePage(page.versions ? versionedPageJson : pageJson, byField, collection, page, where, scores);
@@ -147,7 +147,7 @@ function scalarSql(scalar: number | string | boolean | null): Sql | undefined {
 
 /**
  * The rows of a range of the sort index in `slot`, or of the ranges after a place in it, as one row
- * `{ n, json, seq }` (pages.ts, sortedPages). CROSS JOIN keeps the keys the outer loop, so the rows
+ * `{ n, json, seq }` (../../sql/pages.ts, sortedPages). CROSS JOIN keeps the keys the outer loop, so the rows
  * come in their order. The same text each time for each shape: statements are kept by their text
  * (readers.ts). A key's number or string is bound as its JSON text, read by SQLite's own JSON
  * reader, as the keys' were.
@@ -167,20 +167,12 @@ export const { sortedPage, sortedPageAfter } = sortedPages(
  * first `limit` after `offset` that match. It reads no more of the range than it needs to fill the
  * page, nor more than its first `scan` keys.
  */
-export const filteredSortedPage: PageSource['filteredSortedPage'] = (
-  collectionId,
-  slot,
-  order,
-  bounds,
-  filter,
-  limit,
-  offset,
-  scan,
-) => sql`select count(*) as n, ${raw(pageJsonSql)} as json, (select last_seq from collections where id = ${collectionId}) as seq
-    from (select rows.id, rows.data from ${firstKeys(collectionId, slot, order, bounds, scan)} k
+export const filteredSortedPage: PageSource['filteredSortedPage'] = (keys, filter, limit, offset) =>
+  sql`select count(*) as n, ${raw(pageJsonSql)} as json, (select last_seq from collections where id = ${keys.collectionId}) as seq
+    from (select rows.id, rows.data from ${firstKeys(keys)} k
       cross join rows on rows.collection_id = k.collection_id and rows.id = k.row_id
-      where k.collection_id = ${collectionId} and k.slot = ${slot} and ${bounds} and (${filter})
-      order by ${raw(keyOrder('k.', order))} limit +${limit} offset ${offset}) r`;
+      where k.collection_id = ${keys.collectionId} and k.slot = ${keys.slot} and ${keys.bounds} and (${filter})
+      order by ${raw(keyOrder('k.', keys.order))} limit +${limit} offset ${offset}) r`;
 
 // Aggregates (../aggregates.ts): one statement reads the groups of the rows a filter keeps. Each field is
 // read with a JSON path `$."name"` (a binding), its characters as JSON.stringify escapes them and a quote

@@ -3,32 +3,34 @@
 // by search_rows' triggers (the FTS5 documentation's pattern), so that every change of a row's words is
 // one statement of ours.
 import type { SearchSql } from '../../engine/dialect.ts';
+import type { DialectSchema } from '../../engine/migrations.ts';
 
 /**
- * The tables, made by the migration 0021_search_indexes. FTS5's `ascii` tokenizer splits at ASCII
- * characters that are not letters or digits only, here also not `_` (tokenchars), and takes every
- * other character as part of a token: the words written (searchTerms(), ../../search/indexes.ts)
- * read back as themselves.
+ * The tables, made by the migration 0021_search_indexes, and how they are dropped. FTS5's `ascii`
+ * tokenizer splits at ASCII characters that are not letters or digits only, here also not `_`
+ * (tokenchars), and takes every other character as part of a token: the words written (searchTerms(),
+ * ../../sql/search.ts) read back as themselves.
  */
-export const searchTablesSql = [
-  // A row's words go with it (the writer's connection enforces foreign keys), its FTS5 entry with them (search_rows_deleted).
-  `create table search_rows (id integer primary key, collection_id integer not null, row_id integer not null, words text not null,
+export const searchTables: DialectSchema['searchTables'] = {
+  make: [
+    // A row's words go with it (the writer's connection enforces foreign keys), its FTS5 entry with them (search_rows_deleted).
+    `create table search_rows (id integer primary key, collection_id integer not null, row_id integer not null, words text not null,
     foreign key (collection_id, row_id) references rows (collection_id, id) on delete cascade)`,
-  'create unique index search_rows_row on search_rows (collection_id, row_id)',
-  `create virtual table search_words using fts5(words, content = 'search_rows', content_rowid = 'id', tokenize = "ascii tokenchars '_'")`,
-  `create trigger search_rows_inserted after insert on search_rows begin
+    'create unique index search_rows_row on search_rows (collection_id, row_id)',
+    `create virtual table search_words using fts5(words, content = 'search_rows', content_rowid = 'id', tokenize = "ascii tokenchars '_'")`,
+    `create trigger search_rows_inserted after insert on search_rows begin
     insert into search_words (rowid, words) values (new.id, new.words);
   end`,
-  `create trigger search_rows_deleted after delete on search_rows begin
+    `create trigger search_rows_deleted after delete on search_rows begin
     insert into search_words (search_words, rowid, words) values ('delete', old.id, old.words);
   end`,
-  `create trigger search_rows_updated after update of words on search_rows begin
+    `create trigger search_rows_updated after update of words on search_rows begin
     insert into search_words (search_words, rowid, words) values ('delete', old.id, old.words);
     insert into search_words (rowid, words) values (new.id, new.words);
   end`,
-];
-
-export const dropSearchTablesSql = ['drop table search_words', 'drop table search_rows'];
+  ],
+  drop: ['drop table search_words', 'drop table search_rows'],
+};
 
 /** FTS5's query of each term quoted, the prefix with `*`. */
 const query = (words: readonly string[], prefix?: string) =>
