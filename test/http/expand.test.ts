@@ -132,6 +132,25 @@ describeEachBackend('expand', (backend) => {
     expect(answer.body.rows).to.deep.equal(expected);
   });
 
+  it("answers each row's own to-many rows where others' crowd them out of the page's one read", async () => {
+    // Posts 1 to 5 hold a quarter of the comments: the first two comments of posts 1 to 12, read as one,
+    // are nearly all theirs, and the others' are read again, one post at a time.
+    for (const direction of ['asc', 'desc'] as const) {
+      const answer = await client.post<{ rows: Row[] }>('/v1/collections/posts/query', {
+        filter: { id: { $lte: 12 } },
+        expand: { comments: { limit: 1, order: [{ field: 'id', direction }] } },
+      });
+      expect(answer.status, JSON.stringify(answer.body)).to.equal(200);
+      const order = direction === 'asc' ? (a: Row, b: Row) => a.id - b.id : (a: Row, b: Row) => b.id - a.id;
+      const expected = posts.slice(0, 12).map((post) => {
+        const { rows, cut } = commentsOf(post, 1, () => true, order);
+        return { ...post, _expand: { comments: rows, ...(cut ? { $cut: ['comments'] } : {}) } };
+      });
+      expect(answer.body.rows, direction).to.deep.equal(expected);
+      expect(expected.filter((post) => (post._expand as { comments: Row[] }).comments.length > 0).length).to.be.above(6);
+    }
+  });
+
   it('refuses a relation that is none, one deeper than 3, and a to-one with a limit, naming each', async () => {
     const refused = async (url: string, body?: object) => {
       const answer = body ? await client.post<Problem>(url, body) : await client.get<Problem>(url);

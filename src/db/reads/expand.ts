@@ -70,9 +70,9 @@ export async function expandRows(source: PageSource, accountId: number, rows: Fi
       }
       related.push(...found.values());
     } else {
+      const byParent = await readToMany(source, accountId, expansion, rows);
       for (const row of rows) {
-        const filter = both({ kind: 'field', path: [expansion.field], op: '$eq', operand: row.id as number }, expansion.filter);
-        const read = await readRelated(source, accountId, expansion, filter, expansion.order, expansion.limit + 1);
+        const read = byParent.get(row.id as number) ?? [];
         const kept = read.slice(0, expansion.limit);
         const expanded = expandedOf(row);
         expanded[expansion.name] = kept;
@@ -83,6 +83,29 @@ export async function expandRows(source: PageSource, accountId: number, rows: Fi
     await expandRows(source, accountId, related, expansion.expand);
     if (expansion.select) for (const row of related) selectIn(row, expansion.select);
   }
+}
+
+/**
+ * By the id of each of `rows`, its related rows of a to-many, in the expansion's order, at most its limit
+ * and one more (which says it was cut). One read for the whole page: the rows naming any of them, at most
+ * that many for each; when that read comes back full, a row it found fewer than that many for may have
+ * more past the rows of others, and those rows alone are read again, one read each.
+ */
+async function readToMany(source: PageSource, accountId: number, expansion: Expansion, rows: Fields[]): Promise<Map<number, Fields[]>> {
+  const ids = [...new Set(rows.map((row) => row.id as number))];
+  const each = expansion.limit + 1;
+  const byParent = new Map<number, Fields[]>(ids.map((id) => [id, []]));
+  if (ids.length === 0) return byParent;
+  const naming = (parents: number[]) =>
+    both({ kind: 'field', path: [expansion.field], op: '$in', operand: parents }, expansion.filter);
+  const read = await readRelated(source, accountId, expansion, naming(ids), expansion.order, each * ids.length);
+  for (const row of read) byParent.get(row[expansion.field] as number)?.push(row);
+  if (read.length < each * ids.length) return byParent;
+  for (const id of ids) {
+    if ((byParent.get(id) as Fields[]).length >= each) continue;
+    byParent.set(id, await readRelated(source, accountId, expansion, naming([id]), expansion.order, each));
+  }
+  return byParent;
 }
 
 /** The related rows `filter` keeps, in `order`, at most `limit`, as the caller may see them. */
