@@ -96,8 +96,7 @@ async function readToMany(source: PageSource, accountId: number, expansion: Expa
   const each = expansion.limit + 1;
   const byParent = new Map<number, Fields[]>(ids.map((id) => [id, []]));
   if (ids.length === 0) return byParent;
-  const naming = (parents: number[]) =>
-    both({ kind: 'field', path: [expansion.field], op: '$in', operand: parents }, expansion.filter);
+  const naming = (parents: number[]) => both({ kind: 'field', path: [expansion.field], op: '$in', operand: parents }, expansion.filter);
   const read = await readRelated(source, accountId, expansion, naming(ids), expansion.order, each * ids.length);
   for (const row of read) byParent.get(row[expansion.field] as number)?.push(row);
   if (read.length < each * ids.length) return byParent;
