@@ -1,6 +1,8 @@
 // Writes generated/ from the hand-written contract: `npm run generate [-- --out DIR]`.
 //
-// - generated/openapi.json: openapi.yaml validated and dereferenced, the document the server routes by.
+// - generated/openapi.json: openapi.yaml validated and dereferenced, for tests and tools.
+// - generated/openapi-server.json: the part of it the server and the CLI read (serverDocument()), which
+//   the server keeps resident: the whole dereferenced document is 9.7 MB of JSON.
 // - generated/openapi.ts:   TypeScript types of every path, operation and schema (openapi-typescript).
 // - generated/validators.js: the request validators openapi-backend would compile at start-up, compiled
 //   here once into standalone Ajv code, keyed by operationId; and a body validator of each other media
@@ -41,6 +43,7 @@ export async function generate(outDir: string): Promise<string[]> {
 
   const files: Record<string, string> = {
     'openapi.json': `${JSON.stringify(dereferenced, null, 2)}\n`,
+    'openapi-server.json': `${JSON.stringify(serverDocument(dereferenced), null, 1)}\n`,
     'openapi.ts': HEADER + astToString(await openapiTS(source as never, { alphabetize: true })),
     ...requestValidatorModules(dereferenced),
     'validators.d.ts': `${HEADER}import type { ValidateFunction } from 'ajv';\n\n/** Request validators of every operation, in openapi-backend's order. */\nexport declare const requestValidators: Record<string, ValidateFunction[]>;\n\n/** By operationId, the body validator of each media type of its body but application/json. */\nexport declare const otherBodyValidators: Record<string, Record<string, ValidateFunction>>;\n`,
@@ -53,6 +56,57 @@ export async function generate(outDir: string): Promise<string[]> {
     await writeFile(join(outDir, name), text);
   }
   return Object.keys(files).sort();
+}
+
+/** What the server binds of an operation (src/http/operations.ts, validation.ts, body.ts, feed/upgrade.ts). */
+const boundMembers = [
+  'operationId',
+  'parameters',
+  'security',
+  'requestBody',
+  'x-rowbase-scope',
+  'x-rowbase-publishable',
+  'x-rowbase-query',
+];
+/** What the server and the CLI read of a parameter or of a schema of a plain value. */
+const unread = new Set(['description', 'example', 'examples']);
+
+/**
+ * The dereferenced document as the server and the CLI read it, and no more: each path's operations with
+ * what the server binds of them (the document's security requirements too; a body's media types, not its schema: the generated validators check
+ * it), the security schemes, and the component schemas of plain values (a string's pattern, a number's
+ * bounds, a list of them: the CLI checks its arguments with them). No descriptions, examples or responses.
+ */
+function serverDocument(document: OpenAPIV3.Document): object {
+  const read = (value: unknown): unknown =>
+    JSON.parse(JSON.stringify(value, (key, member) => (unread.has(key) && typeof member !== 'object' ? undefined : member)));
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const [path, item] of Object.entries(document.paths)) {
+    paths[path] = {};
+    for (const [method, operation] of Object.entries(item ?? {})) {
+      if (method === 'parameters') paths[path][method] = read(operation);
+      if (typeof operation !== 'object' || !('operationId' in operation)) continue;
+      const bound = Object.fromEntries(Object.entries(operation).filter(([name]) => boundMembers.includes(name)));
+      const body = operation.requestBody as OpenAPIV3.RequestBodyObject | undefined;
+      if (body) bound.requestBody = { content: Object.fromEntries(Object.keys(body.content).map((mediaType) => [mediaType, {}])) };
+      paths[path][method] = read(bound);
+    }
+  }
+  const plain = (schema: OpenAPIV3.SchemaObject): boolean =>
+    !schema.properties &&
+    !schema.oneOf &&
+    !schema.anyOf &&
+    !schema.allOf &&
+    !schema.additionalProperties &&
+    (schema.type !== 'array' || plain(schema.items as OpenAPIV3.SchemaObject));
+  const schemas = Object.entries(document.components?.schemas ?? {}).filter(([, schema]) => plain(schema as OpenAPIV3.SchemaObject));
+  return {
+    openapi: document.openapi,
+    info: { title: document.info.title, version: document.info.version },
+    security: document.security,
+    paths,
+    components: { securitySchemes: document.components?.securitySchemes, schemas: read(Object.fromEntries(schemas)) },
+  };
 }
 
 /**

@@ -1,7 +1,7 @@
 // The file `rowbase export` writes and `rowbase import` reads (docs/operations.md, "Export and import"):
 // NDJSON, its first line describing the collection, every other line one row with its id, in id order;
 // and the account and collection both commands name.
-import document from '../../generated/openapi.json' with { type: 'json' };
+import document from '../../generated/openapi-server.json' with { type: 'json' };
 import type { Store } from '../db/open-store.ts';
 import type { ExportedCollection } from '../db/rows/exports.ts';
 import { required, UsageError, type Values } from './command.ts';

@@ -3,7 +3,7 @@
 import { open, stat } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
-import document from '../../generated/openapi.json' with { type: 'json' };
+import document from '../../generated/openapi-server.json' with { type: 'json' };
 import { instantOf } from '../date-time.ts';
 import type { RowSchema } from '../db/collections/schemas.ts';
 import type { Store } from '../db/open-store.ts';

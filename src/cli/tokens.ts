@@ -3,7 +3,7 @@
 // The token carries what the server's verification asks of it (src/tokens/verifier.ts): the issuer's `iss`,
 // one of its audiences in `aud`, `sub`, `iat` and `exp`.
 import { SignJWT } from 'jose';
-import document from '../../generated/openapi.json' with { type: 'json' };
+import document from '../../generated/openapi-server.json' with { type: 'json' };
 import type { Issuer } from '../db/auth/issuers.ts';
 import { accountId } from './collection-file.ts';
 import { type Command, durationMs, print, required, UsageError, type Values, withStore } from './command.ts';
