@@ -1,6 +1,8 @@
 // Writes generated/ from the hand-written contract: `npm run generate [-- --out DIR]`.
 //
-// - generated/openapi.json: openapi.yaml validated and dereferenced, the document the server routes by.
+// - generated/openapi.json: openapi.yaml validated and dereferenced, for tests and tools.
+// - generated/openapi-server.json: the part of it the server reads (serverDocument()), which it keeps
+//   resident: the whole dereferenced document is 9.7 MB of JSON.
 // - generated/bounds.json: each named schema's own bounds (pattern, minimum, maximum, lengths, item
 //   counts) and no more, by which the command line checks its arguments without loading the document.
 // - generated/openapi.ts:   TypeScript types of every path, operation and schema (openapi-typescript).
@@ -43,6 +45,7 @@ export async function generate(outDir: string): Promise<string[]> {
 
   const files: Record<string, string> = {
     'openapi.json': `${JSON.stringify(dereferenced, null, 2)}\n`,
+    'openapi-server.json': `${JSON.stringify(serverDocument(dereferenced), null, 1)}\n`,
     'bounds.json': `${JSON.stringify(schemaBounds(source), null, 2)}\n`,
     'openapi.ts': HEADER + astToString(await openapiTS(source as never, { alphabetize: true })),
     ...requestValidatorModules(dereferenced),
@@ -70,6 +73,48 @@ function schemaBounds(document: OpenAPIV3.Document): Record<string, Record<strin
     if (Object.keys(own).length > 0) bounds[name] = own;
   }
   return bounds;
+}
+
+/** What the server binds of an operation (src/http/operations.ts, validation.ts, body.ts, feed/upgrade.ts). */
+const boundMembers = [
+  'operationId',
+  'parameters',
+  'security',
+  'requestBody',
+  'x-rowbase-scope',
+  'x-rowbase-publishable',
+  'x-rowbase-query',
+];
+/** What the server does not read of a parameter. */
+const unread = new Set(['description', 'example', 'examples']);
+
+/**
+ * The dereferenced document as the server reads it, and no more: each path's operations with what the
+ * server binds of them (a body's media types, not its schema: the generated validators check it), the
+ * document's security requirements and its security schemes. No descriptions, examples or responses.
+ */
+function serverDocument(document: OpenAPIV3.Document): object {
+  const read = (value: unknown): unknown =>
+    JSON.parse(JSON.stringify(value, (key, member) => (unread.has(key) && typeof member !== 'object' ? undefined : member)));
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const [path, item] of Object.entries(document.paths)) {
+    paths[path] = {};
+    for (const [method, operation] of Object.entries(item ?? {})) {
+      if (method === 'parameters') paths[path][method] = read(operation);
+      if (typeof operation !== 'object' || !('operationId' in operation)) continue;
+      const bound = Object.fromEntries(Object.entries(operation).filter(([name]) => boundMembers.includes(name)));
+      const body = operation.requestBody as OpenAPIV3.RequestBodyObject | undefined;
+      if (body) bound.requestBody = { content: Object.fromEntries(Object.keys(body.content).map((mediaType) => [mediaType, {}])) };
+      paths[path][method] = read(bound);
+    }
+  }
+  return {
+    openapi: document.openapi,
+    info: { title: document.info.title, version: document.info.version },
+    security: document.security,
+    paths,
+    components: { securitySchemes: document.components?.securitySchemes },
+  };
 }
 
 /**

@@ -10,6 +10,7 @@ import { instantOf } from './date-time.ts';
 import type { KeyInfo, NewKey } from './db/accounts/keys.ts';
 import { KeyError } from './errors.ts';
 import { createLogger } from './log.ts';
+import { reduceWhileIdle } from './memory.ts';
 import { root } from './root.ts';
 import { type Period, periods } from './usage/periods.ts';
 
@@ -38,6 +39,7 @@ const commands: Record<string, Command | (() => Promise<Command>)> = {
       // Only `serve` loads the server (Koa, the validators, the feed): the other commands start sooner.
       const { startServer } = await import('./server.ts');
       const running = await startServer(config, log);
+      reduceWhileIdle();
       log.info({ url: running.url }, 'rowbase is listening');
       const stop = async (signal: string) => {
         log.info({ signal }, 'draining requests and closing');

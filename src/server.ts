@@ -19,7 +19,7 @@ import { writeProblem } from './http/problems.ts';
 import { requestIdOf } from './http/request-id.ts';
 import { Responses } from './http/responses.ts';
 import { createLogger, type Logger } from './log.ts';
-import { Metrics } from './metrics.ts';
+import type { Metrics } from './metrics.ts';
 import { root } from './root.ts';
 import { TokenVerifier } from './tokens/verifier.ts';
 import { Meter } from './usage/meter.ts';
@@ -98,7 +98,9 @@ export async function startServer(
   });
   server.on('connect', (request, socket) => writeProblem(socket, noTunnel(), { requestId: requestIdOf(request) }));
   const webhooks = new WebhookWorker({ store, config, log });
-  const metrics = config.metricsPort === undefined ? undefined : new Metrics({ store, meter, feed, webhooks });
+  // Only with METRICS_PORT: the metrics and prom-client, loaded then (docs/performance.md, "Memory").
+  const metrics: Metrics | undefined =
+    config.metricsPort === undefined ? undefined : new (await import('./metrics.ts')).Metrics({ store, meter, feed, webhooks });
   if (metrics) observers.push(metrics);
   const responses = new Responses();
   server.on('request', createApp(deps, bindOperations(), log, responses, observers).callback());

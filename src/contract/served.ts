@@ -25,15 +25,23 @@ export interface ServedCollection {
 
 /** The account documents of one server: `documents` are the texts of openapi.yaml and asyncapi.yaml it serves. */
 export class AccountContracts {
-  private readonly bases: Record<ContractKind, object>;
+  private parsed?: { bases: Record<ContractKind, object>; feedTakesPublishable: boolean };
   private readonly documents = new DocumentCache();
   private readonly compiled = new CompiledRulesCache();
-  /** Whether the feed takes a publishable key (openapi.yaml marks `openFeed`): its AsyncAPI document then shows it. */
-  private readonly feedTakesPublishable: boolean;
 
-  constructor(documents: Record<ContractKind, string>) {
-    this.bases = { openapi: parse(documents.openapi), asyncapi: parse(documents.asyncapi) };
-    this.feedTakesPublishable = takesPublishable(this.bases.openapi, 'openFeed');
+  constructor(private readonly texts: Record<ContractKind, string>) {}
+
+  /**
+   * The base documents parsed, when first asked for (some 2 MB of objects an idle server need not hold),
+   * and whether the feed takes a publishable key (openapi.yaml marks `openFeed`): its AsyncAPI document
+   * then shows it.
+   */
+  private get bases() {
+    if (!this.parsed) {
+      const bases = { openapi: parse(this.texts.openapi), asyncapi: parse(this.texts.asyncapi) };
+      this.parsed = { bases, feedTakesPublishable: takesPublishable(bases.openapi, 'openFeed') };
+    }
+    return this.parsed;
   }
 
   /**
@@ -47,8 +55,9 @@ export class AccountContracts {
     publishable?: { claims: Claims },
     version: '3.1' | '3.2' = '3.1',
   ): { tag: string; json: () => string } {
-    const base = this.bases[kind];
-    const caller: DocumentCaller = publishable ? { publishable: true, feed: this.feedTakesPublishable } : {};
+    const { bases, feedTakesPublishable } = this.bases;
+    const base = bases[kind];
+    const caller: DocumentCaller = publishable ? { publishable: true, feed: feedTakesPublishable } : {};
     const contracts = publishable
       ? this.viewed(collections, publishable.claims)
       : collections.map(({ name, schema, relations }) => ({ name, schema, relations }));

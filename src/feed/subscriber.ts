@@ -247,7 +247,7 @@ export class Subscriber extends EventEmitter<{ end: [] }> {
   }
 
   /**
-   * Replays the events with `since` < seq ≤ `replayTo`, as this client would have got them live
+   * Replays the events with `since` < seq <= `replayTo`, as this client would have got them live
    * (frameOf()), a page at a time, at the pace the socket takes them: whenever half the buffer bound is
    * waiting, it waits for the socket to take the last message sent. So a client that reads, however much
    * it has to catch up on, is never closed as slow, and a replay holds at most a page in memory. Live

@@ -11,7 +11,7 @@ import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { ErrorObject } from 'ajv';
 import type { components } from '../../generated/asyncapi.ts';
 import { validateFeedQuery } from '../../generated/feed-validators.js';
-import openapi from '../../generated/openapi.json' with { type: 'json' };
+import openapi from '../../generated/openapi-server.json' with { type: 'json' };
 import { hashKey } from '../api-keys/hash.ts';
 import type { Principal } from '../db/accounts/keys.ts';
 import type { EventType } from '../db/events/events.ts';

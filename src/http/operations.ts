@@ -2,9 +2,10 @@
 // operationId (one of openapi.yaml's, or a page beside it, site.ts), its security and scope
 // (`x-rowbase-scope`), whether a publishable key may call it (`x-rowbase-publishable`), and its request
 // checks (validation.ts). The request path's stages (route.ts, authorize.ts, handle.ts) read it.
-import { type Document, OpenAPIRouter, type Operation } from 'openapi-backend';
+import type { Operation } from 'openapi-backend';
 import type { OpenAPIV3 } from 'openapi-types';
-import document from '../../generated/openapi.json' with { type: 'json' };
+import { parse } from 'qs';
+import document from '../../generated/openapi-server.json' with { type: 'json' };
 import { otherBodyValidators, requestValidators } from '../../generated/validators.js';
 import { type Scope, scopes, scopesGranting } from '../api-keys/scopes.ts';
 import { FEED_PATH } from '../feed/upgrade.ts';
@@ -52,9 +53,8 @@ export interface Operations {
 }
 
 export function bindOperations(): Operations {
-  const router = new OpenAPIRouter({ definition: document as unknown as Document });
   // openapi.yaml's operations but the feed's, then the pages served beside them (site.ts).
-  const table = new RouteTable([...router.getOperations().filter(routedHere), ...siteOperations()]);
+  const table = new RouteTable([...operationsOf(document as unknown as OpenAPIV3.Document).filter(routedHere), ...siteOperations()]);
   const bound = new Map<Operation, Bound>();
   for (const operation of table.operations) if (operation.method !== 'head') bound.set(operation, bind(operation));
   // HEAD is GET without the body (RFC 9110 §9.3.2): a `head` operation is its path's `get`, whose
@@ -66,9 +66,8 @@ export function bindOperations(): Operations {
     bound.set(operation, bound.get(get) as Bound);
   }
 
-  // parseRequestQuery drops the first `?` of the string it is given, meaning the one that starts a
-  // query: given the query string without it, it would drop one inside a value (`a?b` → `ab`).
-  const parseQuery = (querystring: string) => router.parseRequestQuery({ method: 'get', path: '/', headers: {}, query: `?${querystring}` });
+  // As openapi-backend's parseRequestQuery reads a query string: qs, with its defaults.
+  const parseQuery = (querystring: string) => parse(querystring) as Record<string, unknown>;
   const noQuery = { parsed: {} as Record<string, unknown>, flat: true };
   const parsedQueries = new QueryMemo((querystring) => {
     const parsed = parseQuery(querystring);
@@ -86,6 +85,24 @@ export function bindOperations(): Operations {
     },
     methodsAt: (path) => methodsAt(table, path),
   };
+}
+
+/**
+ * The document's operations as openapi-backend's router lists them (OpenAPIRouter.getOperations), in
+ * document order: each with its path and method, the path's parameters after its own, and the document's
+ * security unless it has its own. Not the router itself: openapi-backend and lodash loaded for these few
+ * lines would hold some 4 MB of an idle server's heap (docs/performance.md, "Memory").
+ */
+function operationsOf(document: OpenAPIV3.Document): Operation[] {
+  const methods = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'] as const;
+  return Object.entries(document.paths).flatMap(([path, item = {}]) =>
+    methods.flatMap((method) => {
+      const operation = item[method];
+      if (!operation) return [];
+      const parameters = [...(operation.parameters ?? []), ...(item.parameters ?? [])];
+      return [{ ...operation, path, method, parameters, security: operation.security ?? document.security ?? [] } as Operation];
+    }),
+  );
 }
 
 /**

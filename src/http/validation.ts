@@ -4,7 +4,7 @@
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import type { Operation } from 'openapi-backend';
 import type { OpenAPIV3 } from 'openapi-types';
-import document from '../../generated/openapi.json' with { type: 'json' };
+import document from '../../generated/openapi-server.json' with { type: 'json' };
 import { type FieldError, validationFailed } from '../errors.ts';
 
 /** Query strings kept at most, and the longest kept: a longer one is read apart every time. */

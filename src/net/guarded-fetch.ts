@@ -2,11 +2,11 @@
 // the address rule (src/webhooks/address.ts; docs/webhooks.md, "Addresses") when it is made: on a
 // loopback name or literal address before anything, on the addresses a name resolves to before
 // connecting, and on the address the socket did connect to, so that no DNS rebinding gets around it.
-// Webhooks post through the connector (src/webhooks/send.ts); GuardedFetcher reads a small document with
-// it (a JWKS, an OpenID discovery document), never following a redirect.
+// Webhooks post through a CheckedAgent (src/webhooks/send.ts); GuardedFetcher reads a small document with
+// one (a JWKS, an OpenID discovery document), never following a redirect.
 import { lookup as dnsLookup, type LookupAddress, type LookupAllOptions } from 'node:dns';
 import { isIP } from 'node:net';
-import { Agent, buildConnector, request } from 'undici';
+import type { Agent, buildConnector, Dispatcher } from 'undici';
 import { isLoopbackName, isPublicAddress } from '../webhooks/address.ts';
 
 /** A connection the address rule refused. */
@@ -41,10 +41,15 @@ const checkedLookup =
  * (ROWBASE_WEBHOOKS_ALLOW_PRIVATE). `timeoutMs`: to connect. `lookupAll`: how names are resolved
  * (dns.lookup by default).
  */
-export function checkedConnector(allowPrivate: boolean, timeoutMs: number, lookupAll: LookupAll = dnsLookup): buildConnector.connector {
+function checkedConnector(
+  build: typeof buildConnector,
+  allowPrivate: boolean,
+  timeoutMs: number,
+  lookupAll: LookupAll = dnsLookup,
+): buildConnector.connector {
   // BuildOptions wants a `port` it does not use (each connection's own is given): a cast, not a made-up port.
   const lookup = allowPrivate ? {} : { lookup: checkedLookup(lookupAll) };
-  const connect = buildConnector({ timeout: timeoutMs, ...lookup } as buildConnector.BuildOptions);
+  const connect = build({ timeout: timeoutMs, ...lookup } as buildConnector.BuildOptions);
   if (allowPrivate) return connect;
   return (options, callback) => {
     const host = options.hostname.replace(/^\[(.*)\]$/, '$1');
@@ -62,6 +67,45 @@ export function checkedConnector(allowPrivate: boolean, timeoutMs: number, looku
       callback(null, socket as NonNullable<typeof socket>);
     });
   };
+}
+
+export interface CheckedAgentOptions {
+  /** No address rule (ROWBASE_WEBHOOKS_ALLOW_PRIVATE). */
+  allowPrivate: boolean;
+  /** To connect, to the answer's headers, and between its body's chunks, in ms. */
+  timeoutMs: number;
+  /** Connections kept per origin. */
+  connections: number;
+  /** How names are resolved. Default dns.lookup. */
+  lookupAll?: LookupAll;
+}
+
+/**
+ * An undici Agent whose every connection checkedConnector() checks, made when first used, undici loaded
+ * with it: a server that sends nothing out holds neither (some 3 MB of heap; docs/performance.md, "Memory").
+ */
+export class CheckedAgent {
+  private made?: Promise<{ agent: Agent; request: typeof import('undici').request }>;
+
+  constructor(private readonly options: CheckedAgentOptions) {}
+
+  /** undici's request() through this agent. */
+  async request(url: string, options: Omit<Dispatcher.RequestOptions, 'origin' | 'path'>): Promise<Dispatcher.ResponseData> {
+    this.made ??= this.make();
+    const { agent, request } = await this.made;
+    return request(url, { ...options, dispatcher: agent });
+  }
+
+  async destroy(): Promise<void> {
+    if (this.made) await (await this.made).agent.destroy();
+  }
+
+  private async make() {
+    const { Agent, buildConnector, request } = await import('undici');
+    const { allowPrivate, timeoutMs, connections, lookupAll } = this.options;
+    const connect = checkedConnector(buildConnector, allowPrivate, timeoutMs, lookupAll);
+    return { agent: new Agent({ connect, headersTimeout: timeoutMs, bodyTimeout: timeoutMs, connections }), request };
+  }
 }
 
 /** A document read: its status was 2xx, its body is at most the bytes allowed. */
@@ -87,19 +131,15 @@ export interface GuardedFetcherOptions {
 
 /** Reads small documents by GET from the addresses accounts name, each connection checked by the address rule. */
 export class GuardedFetcher {
-  private readonly agent: Agent;
+  private readonly agent: CheckedAgent;
   private readonly timeoutMs: number;
   private readonly maxBytes: number;
 
   constructor(options: GuardedFetcherOptions = {}) {
     this.timeoutMs = options.timeoutMs ?? 5000;
     this.maxBytes = options.maxBytes ?? 64 * 1024;
-    this.agent = new Agent({
-      connect: checkedConnector(options.allowPrivate ?? false, this.timeoutMs, options.lookupAll),
-      headersTimeout: this.timeoutMs,
-      bodyTimeout: this.timeoutMs,
-      connections: 4,
-    });
+    const { allowPrivate = false, lookupAll } = options;
+    this.agent = new CheckedAgent({ allowPrivate, timeoutMs: this.timeoutMs, connections: 4, lookupAll });
   }
 
   /**
@@ -110,7 +150,7 @@ export class GuardedFetcher {
   async get(url: string): Promise<Fetched> {
     const signal = AbortSignal.timeout(this.timeoutMs);
     try {
-      const answer = await request(url, { method: 'GET', dispatcher: this.agent, signal, headers: { accept: 'application/json' } });
+      const answer = await this.agent.request(url, { method: 'GET', signal, headers: { accept: 'application/json' } });
       if (answer.statusCode < 200 || answer.statusCode > 299) {
         // Read no more of it than undici reads to free the connection (dump's limit), then drop it.
         await answer.body.dump().catch(() => undefined);

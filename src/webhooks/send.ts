@@ -4,8 +4,7 @@
 // most 64 KiB of an answer is read: a receiver that hangs, trickles or answers gigabytes is cut off at
 // the timeout, on its own connection, and holds up no other webhook.
 import { createHmac } from 'node:crypto';
-import { Agent, request } from 'undici';
-import { AddressRefusedError, checkedConnector, type LookupAll } from '../net/guarded-fetch.ts';
+import { AddressRefusedError, CheckedAgent, type LookupAll } from '../net/guarded-fetch.ts';
 
 /** The most of an answer read: the rest is not waited for. */
 const MAX_ANSWER_BYTES = 64 * 1024;
@@ -29,7 +28,7 @@ export interface SendResult {
 
 /** Posts deliveries to receivers, each connection checked by the address rule. */
 export class Sender {
-  private readonly agent: Agent;
+  private readonly agent: CheckedAgent;
 
   /**
    * `timeoutMs`: the whole attempt, connecting and reading the answer included (ROWBASE_WEBHOOK_TIMEOUT_MS).
@@ -41,12 +40,7 @@ export class Sender {
     allowPrivate: boolean,
     lookupAll?: LookupAll,
   ) {
-    this.agent = new Agent({
-      connect: checkedConnector(allowPrivate, timeoutMs, lookupAll),
-      headersTimeout: timeoutMs,
-      bodyTimeout: timeoutMs,
-      connections: 16,
-    });
+    this.agent = new CheckedAgent({ allowPrivate, timeoutMs, connections: 16, lookupAll });
   }
 
   /** Posts `body` to `url` as the delivery `id`, signed with `secret`. */
@@ -62,9 +56,8 @@ export class Sender {
     });
     let status: number | null = null;
     try {
-      const answer = await request(url, {
+      const answer = await this.agent.request(url, {
         method: 'POST',
-        dispatcher: this.agent,
         signal,
         headers: {
           'content-type': 'application/json',
