@@ -4,7 +4,9 @@ import type { Knex } from 'knex';
 import { defaults, withoutPassword } from '../../config.ts';
 import type { Logger } from '../../log.ts';
 import type { SortIndexLimits } from '../collections/sort-indexes.ts';
-import type { Dialect, SchemaCache } from './dialect.ts';
+import type { Backups, Dialect, SchemaCache } from './dialect.ts';
+import type { ErrorCodes } from './errors.ts';
+import type { PagedDialect } from './read-port.ts';
 import { WakeUps } from './wake-ups.ts';
 
 /**
@@ -35,6 +37,16 @@ export const dialectGround = (
   queryTimeoutMs: number,
   schemas: SchemaCache,
 ): Pick<Dialect, 'knex' | 'changes' | 'queryTimeoutMs' | 'schemas'> => ({ knex, changes: new WakeUps(), queryTimeoutMs, schemas });
+
+/** A database as its dialect opens it (sqlite/, postgres/): what ../open-store.ts makes its Store of (../store.ts, assembleStore). */
+export interface OpenedDatabase {
+  db: PagedDialect;
+  backups: Backups;
+  /** How the driver's errors read (errors.ts, translateError). */
+  codes: ErrorCodes;
+  /** Closes every connection, after the statements under way. */
+  close(): Promise<void>;
+}
 
 /** How to open a store (store.ts, openStore). */
 export interface StoreOptions {

@@ -8,8 +8,9 @@
 // number or an array. jsonb's `=` is JSON equality (numbers by value, members in any order); numbers
 // are jsonb's numeric, exact, and the rows' numbers and the filter's are both JSON.stringify's text of
 // a double, which orders as the doubles do. Strings order under the "C" collation, by code point.
+
 import type { Filter, JsonValue } from '../../query/filter.ts';
-import type { KeyBounds } from '../reads/filter-indexes.ts';
+import type { KeyBounds } from '../engine/dialect.ts';
 import { type DialectFilter, filterWith, readsData } from '../sql/filter.ts';
 import { allOf, raw, type Sql, sql } from '../sql/template.ts';
 import { document, escapeString } from './jsonb.ts';
