@@ -48,7 +48,7 @@ export interface OpenedDatabase {
   close(): Promise<void>;
 }
 
-/** How to open a store (store.ts, openStore). */
+/** How to open a store (../open-store.ts, openStore). */
 export interface StoreOptions {
   /** When a page ordered by a field makes a sort index for it (sort-indexes.ts). Default: defaultSortIndexes. */
   sortIndexes?: SortIndexLimits;
@@ -61,10 +61,21 @@ export interface StoreOptions {
   followOthers?: boolean;
   /**
    * How long a page that sorts or filters may hold the database, in ms, before it is stopped and
-   * answered 503 `query_timeout` (pages.ts, ReadKind). Default: config.ts, queryTimeoutMs.
+   * answered 503 `query_timeout` (read-port.ts, ReadKind). Default: config.ts, queryTimeoutMs.
    */
   queryTimeoutMs?: number;
 }
 
 /** The service's own defaults (config.ts, sortIndexMinRows and sortIndexMax). */
-export const defaultSortIndexes: SortIndexLimits = { minRows: defaults.sortIndexMinRows, max: defaults.sortIndexMax };
+const defaultSortIndexes: SortIndexLimits = { minRows: defaults.sortIndexMinRows, max: defaults.sortIndexMax };
+
+/** StoreOptions with the service's defaults where none was given: what a dialect opens with (withDefaults()). */
+export type OpenOptions = Required<Omit<StoreOptions, 'log'>> & Pick<StoreOptions, 'log'>;
+
+/** `options` with the service's defaults where they give none. */
+export const withDefaults = ({
+  sortIndexes = defaultSortIndexes,
+  log,
+  followOthers = false,
+  queryTimeoutMs = defaults.queryTimeoutMs,
+}: StoreOptions): OpenOptions => ({ sortIndexes, log, followOthers, queryTimeoutMs });

@@ -3,16 +3,9 @@
 
 import knexFactory from 'knex';
 import pg from 'pg';
-import { defaults, postgresPoolMax } from '../../config.ts';
+import { postgresPoolMax } from '../../config.ts';
 import { BackupRefusedError } from '../../errors.ts';
-import {
-  DatabaseOpenError,
-  defaultSortIndexes,
-  dialectGround,
-  knexLog,
-  type OpenedDatabase,
-  type StoreOptions,
-} from '../engine/connect.ts';
+import { DatabaseOpenError, dialectGround, knexLog, type OpenedDatabase, type OpenOptions } from '../engine/connect.ts';
 import type { AreaParts, Backups, Dialect, OnceRow } from '../engine/dialect.ts';
 import { migrationSource } from '../engine/migrations.ts';
 import type { PagedDialect } from '../engine/read-port.ts';
@@ -37,7 +30,7 @@ import { runAlone, runInTransaction, runSnapshot, runTimed } from './statements.
 /** Opens the database that `url` names and brings its schema up to date. */
 export async function openPostgres(
   url: string,
-  { sortIndexes = defaultSortIndexes, log, followOthers = false, queryTimeoutMs = defaults.queryTimeoutMs }: StoreOptions,
+  { sortIndexes, log, followOthers, queryTimeoutMs }: OpenOptions,
   areas: AreaParts,
 ): Promise<OpenedDatabase> {
   // pg returns bigint columns as strings; the data layer converts the ones it reads.
