@@ -52,7 +52,7 @@ module.exports = {
       name: 'engine-below-the-areas',
       severity: 'error',
       comment:
-        "The engine (db/engine/) is the ground: how we talk to a database, the port each dialect answers (dialect.ts, port.ts), grouping, errors. It knows no area's code (but the types the port names); what binds the areas into the Store sits above them (db/store.ts, db/open-store.ts).",
+        "The engine (db/engine/) is the ground: how we talk to a database, the ports each dialect answers (dialect.ts, port.ts, read-port.ts), grouping, errors. It knows no area's code (but the types the port names); what binds the areas into the Store sits above them (db/store.ts, db/open-store.ts).",
       from: { path: '^src/db/engine/' },
       to: {
         path: '^src/db/(accounts|auth|collections|rows|rules|reads|relations|search|events|webhooks|declarations|sql)/|^src/db/(store|open-store)\\.ts$',
@@ -63,11 +63,10 @@ module.exports = {
       name: 'dialects-below-the-areas',
       severity: 'error',
       comment:
-        "A dialect (db/sqlite/, db/postgres/) holds its SQL, its connections, its errors and how it writes, and answers the engine's port (engine/dialect.ts, port.ts): it imports the engine, the SQL both dialects share (db/sql/) and itself, and of the areas their types alone. An operation is its area's, written once above the port; the steps of a write its strategy takes inside its statements (a collection's counters, events, words) and the store's caches (schemas, sort indexes known) are given to it as it opens (engine/dialect.ts, AreaParts).",
+        "A dialect (db/sqlite/, db/postgres/) holds its SQL, its connections, its errors and how it writes, and answers the engine's ports (engine/dialect.ts, port.ts, read-port.ts): it imports the engine, the SQL both dialects share (db/sql/) and itself, nothing of an area, not even a type. An operation is its area's, written once above the ports; the steps of a write its strategy takes inside its statements (a collection's counters, events, words) and the store's caches (schemas, sort indexes known) are given to it as it opens (engine/dialect.ts, AreaParts).",
       from: { path: '^src/db/(sqlite|postgres)/' },
       to: {
         path: '^src/db/(accounts|auth|collections|rows|rules|reads|relations|search|events|webhooks|declarations)/|^src/db/(store|open-store)\\.ts$',
-        dependencyTypesNot: ['type-only'],
       },
     },
     {

@@ -4,13 +4,12 @@
 // SQL of any request; the code that runs it names the same constants.
 
 import type { SearchSql } from '../src/db/engine/dialect.ts';
+import type { AggregateSource, PageSource } from '../src/db/engine/read-port.ts';
 import * as postgresCollections from '../src/db/postgres/sql/collections.ts';
 import * as postgresEngine from '../src/db/postgres/sql/engine.ts';
 import * as postgresReads from '../src/db/postgres/sql/reads.ts';
 import * as postgresRows from '../src/db/postgres/sql/rows.ts';
 import { searchSql as postgresSearchSql } from '../src/db/postgres/sql/search.ts';
-import type { AggregateSource } from '../src/db/reads/aggregates.ts';
-import type { PageSource } from '../src/db/reads/pages.ts';
 import * as accounts from '../src/db/sql/accounts.ts';
 import * as collections from '../src/db/sql/collections.ts';
 import * as events from '../src/db/sql/events.ts';

@@ -5,7 +5,7 @@
 import { advance } from './collections/collections.ts';
 import { RowSchemas } from './collections/schemas.ts';
 import { KnownIndexes } from './collections/sort-indexes.ts';
-import type { StoreOptions } from './engine/connect.ts';
+import { type OpenedDatabase, type StoreOptions, withDefaults } from './engine/connect.ts';
 import type { AreaParts, WriteSteps } from './engine/dialect.ts';
 import type { GroupedWrites } from './engine/grouping.ts';
 import { appendEvents } from './events/events.ts';
@@ -13,7 +13,7 @@ import { openPostgres } from './postgres/index.ts';
 import { putWords } from './search/indexes.ts';
 import { openSqlite } from './sqlite/index.ts';
 import type { SqliteReaders } from './sqlite/readers.ts';
-import { assembleStore, type OpenedDatabase, type Store } from './store.ts';
+import { assembleStore, type Store } from './store.ts';
 
 export type { StoreOptions } from './engine/connect.ts';
 export type { Store } from './store.ts';
@@ -27,10 +27,10 @@ export type SqliteStore = Store & { readers: SqliteReaders; writes: GroupedWrite
  */
 export async function openStore(url: string, options: StoreOptions = {}): Promise<Store> {
   if (url.startsWith('sqlite:')) {
-    const { readers, writes, ...opened } = await openSqlite(url, options, areaParts());
+    const { readers, writes, ...opened } = await openSqlite(url, withDefaults(options), areaParts());
     return Object.assign(storeOf(opened), { readers, writes }) satisfies SqliteStore;
   }
-  if (/^postgres(ql)?:\/\//.test(url)) return storeOf(await openPostgres(url, options, areaParts()));
+  if (/^postgres(ql)?:\/\//.test(url)) return storeOf(await openPostgres(url, withDefaults(options), areaParts()));
   throw new Error(`DATABASE_URL must start with sqlite: or postgres://, not ${JSON.stringify(url.split(':')[0])}`);
 }
 

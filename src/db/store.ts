@@ -2,6 +2,7 @@
 // one database (opened by open-store.ts), with every driver error translated at this edge (errors.ts). Each operation is written
 // once, in its area, and bound here to the dialect's Dialect. Every request's key is looked up through the cache of their
 // principals (../accounts/principals.ts, PrincipalCache).
+
 import type { Knex } from 'knex';
 import { hashKey } from '../api-keys/hash.ts';
 import { ApiError } from '../errors.ts';
@@ -34,11 +35,11 @@ import { readAccountModel } from './declarations/live.ts';
 import type { Backups } from './engine/dialect.ts';
 import { DatabaseClosedError, type ErrorCodes, translateError } from './engine/errors.ts';
 import { ReadCache } from './engine/read-cache.ts';
+import type { PagedDialect } from './engine/read-port.ts';
 import { type Waits, watchKnexPool } from './engine/waits.ts';
 import type { WakeUps } from './engine/wake-ups.ts';
 import { feedStart, latestSeq, readEvents } from './events/events.ts';
 import { collectionsAfter, pruneEventBatch } from './events/retention.ts';
-import type { PagedDialect } from './reads/aggregates.ts';
 import { aggregateRows, getRow, listRows, sortBy } from './reads/rows.ts';
 import { bindRelations } from './relations/filters.ts';
 import { deleteRelation, getRelation, listRelations, putRelation } from './relations/relations.ts';
@@ -77,16 +78,6 @@ import {
 
 /** How often the key uses the principal cache noted are written, in ms. */
 const KEY_USES_INTERVAL_MS = 1000;
-
-/** A database as its dialect opens it (sqlite/, postgres/): what open-store.ts makes its Store of (assembleStore). */
-export interface OpenedDatabase {
-  db: PagedDialect;
-  backups: Backups;
-  /** How the driver's errors read (errors.ts, translateError). */
-  codes: ErrorCodes;
-  /** Closes every connection, after the statements under way. */
-  close(): Promise<void>;
-}
 
 // biome-ignore lint/suspicious/noExplicitAny: any argument list; the bound types below stay exact.
 type SharedFunction = (db: PagedDialect, ...args: any[]) => Promise<unknown>;

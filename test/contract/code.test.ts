@@ -31,7 +31,8 @@ describe('the code', function () {
   });
 
   it('refuses an import from a dialect, or from the SQL both share, into an area, naming the rule (dialects-below-the-areas, shared-sql-below-the-areas)', async () => {
-    // A copy of the rules over a tree of three files: a dialect's and the shared SQL's, each importing an operation of the rows.
+    // A copy of the rules over a tree of four files: two of a dialect's and one of the shared SQL's, each
+    // importing an operation of the rows (one of the dialect's its type alone).
     const tree = await mkdtemp(join(tmpdir(), 'rowbase-depcruise-'));
     try {
       for (const file of ['.dependency-cruiser.cjs', 'tsconfig.json']) copyFileSync(join(root, file), join(tree, file));
@@ -43,12 +44,17 @@ describe('the code', function () {
         join(tree, 'src/db/sqlite/rows.ts'),
         "import { deleteRow } from '../rows/writes.ts';\n\nexport const rows = deleteRow;\n",
       );
+      writeFileSync(
+        join(tree, 'src/db/sqlite/types.ts'),
+        "import type { deleteRow } from '../rows/writes.ts';\n\nexport type Rows = typeof deleteRow;\n",
+      );
       writeFileSync(join(tree, 'src/db/sql/rows.ts'), "import { deleteRow } from '../rows/writes.ts';\n\nexport const sql = deleteRow;\n");
       const refused = await runTool('depcruise', ['src', '--config', '.dependency-cruiser.cjs'], tree).then(
         () => '',
         (error: Error) => error.message,
       );
       expect(refused).to.match(/error dialects-below-the-areas: src\/db\/sqlite\/rows\.ts → src\/db\/rows\/writes\.ts/);
+      expect(refused).to.match(/error dialects-below-the-areas: src\/db\/sqlite\/types\.ts → src\/db\/rows\/writes\.ts/);
       expect(refused).to.match(/error shared-sql-below-the-areas: src\/db\/sql\/rows\.ts → src\/db\/rows\/writes\.ts/);
     } finally {
       rmSync(tree, { recursive: true, force: true });

@@ -4,7 +4,9 @@ import type { Knex } from 'knex';
 import { defaults, withoutPassword } from '../../config.ts';
 import type { Logger } from '../../log.ts';
 import type { SortIndexLimits } from '../collections/sort-indexes.ts';
-import type { Dialect, SchemaCache } from './dialect.ts';
+import type { Backups, Dialect, SchemaCache } from './dialect.ts';
+import type { ErrorCodes } from './errors.ts';
+import type { PagedDialect } from './read-port.ts';
 import { WakeUps } from './wake-ups.ts';
 
 /**
@@ -36,7 +38,17 @@ export const dialectGround = (
   schemas: SchemaCache,
 ): Pick<Dialect, 'knex' | 'changes' | 'queryTimeoutMs' | 'schemas'> => ({ knex, changes: new WakeUps(), queryTimeoutMs, schemas });
 
-/** How to open a store (store.ts, openStore). */
+/** A database as its dialect opens it (sqlite/, postgres/): what ../open-store.ts makes its Store of (../store.ts, assembleStore). */
+export interface OpenedDatabase {
+  db: PagedDialect;
+  backups: Backups;
+  /** How the driver's errors read (errors.ts, translateError). */
+  codes: ErrorCodes;
+  /** Closes every connection, after the statements under way. */
+  close(): Promise<void>;
+}
+
+/** How to open a store (../open-store.ts, openStore). */
 export interface StoreOptions {
   /** When a page ordered by a field makes a sort index for it (sort-indexes.ts). Default: defaultSortIndexes. */
   sortIndexes?: SortIndexLimits;
@@ -49,10 +61,21 @@ export interface StoreOptions {
   followOthers?: boolean;
   /**
    * How long a page that sorts or filters may hold the database, in ms, before it is stopped and
-   * answered 503 `query_timeout` (pages.ts, ReadKind). Default: config.ts, queryTimeoutMs.
+   * answered 503 `query_timeout` (read-port.ts, ReadKind). Default: config.ts, queryTimeoutMs.
    */
   queryTimeoutMs?: number;
 }
 
 /** The service's own defaults (config.ts, sortIndexMinRows and sortIndexMax). */
-export const defaultSortIndexes: SortIndexLimits = { minRows: defaults.sortIndexMinRows, max: defaults.sortIndexMax };
+const defaultSortIndexes: SortIndexLimits = { minRows: defaults.sortIndexMinRows, max: defaults.sortIndexMax };
+
+/** StoreOptions with the service's defaults where none was given: what a dialect opens with (withDefaults()). */
+export type OpenOptions = Required<Omit<StoreOptions, 'log'>> & Pick<StoreOptions, 'log'>;
+
+/** `options` with the service's defaults where they give none. */
+export const withDefaults = ({
+  sortIndexes = defaultSortIndexes,
+  log,
+  followOthers = false,
+  queryTimeoutMs = defaults.queryTimeoutMs,
+}: StoreOptions): OpenOptions => ({ sortIndexes, log, followOthers, queryTimeoutMs });

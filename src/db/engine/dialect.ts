@@ -5,7 +5,6 @@ import type { Knex } from 'knex';
 import type { Filter } from '../../query/filter.ts';
 import type { EventRow } from '../../rows.ts';
 import type { KnownIndexes } from '../collections/sort-indexes.ts';
-import type { KeyBounds } from '../reads/filter-indexes.ts';
 import type { RelationLinks } from '../relations/links.ts';
 import type { SearchIndex } from '../sql/search.ts';
 import type { Fields, RowPort, WriteTx } from './port.ts';
@@ -136,6 +135,24 @@ export interface WriteSteps {
   appendEvents(db: Dialect, trx: WriteTx, collectionId: number, lastSeq: number, type: 'update', rows: EventRow[]): Promise<void>;
   /** Sets the words of `rows` in the collection's search index, inside `trx` (../search/indexes.ts). */
   putWords(db: Dialect, trx: WriteTx, index: SearchIndex, rows: readonly { id: number; fields: Fields }[]): Promise<void>;
+}
+
+/** The operators of a condition an index range can find the rows of. */
+type IndexedOperator = '$eq' | '$gt' | '$gte' | '$lt' | '$lte' | '$prefix';
+
+/** A value a sort index keys. */
+export type KeyValue = number | string | boolean;
+
+/** A condition on an indexed field's value: only values of the operand's JSON type meet it (`$in`: of its values', all of one type). */
+export type KeyCondition = { op: IndexedOperator; operand: KeyValue } | { op: '$in'; operand: KeyValue[] };
+
+/**
+ * A range of a sort index (../reads/filter-indexes.ts): the keys of one rank (1 numbers, 2 strings, 3 booleans) that meet every one
+ * of `conditions`, each on the value (a boolean's value is its number, false 0, true 1).
+ */
+export interface KeyBounds {
+  rank: 1 | 2 | 3;
+  conditions: KeyCondition[];
 }
 
 /** Runs one statement and answers its rows: alone, or inside the write that needs it. */

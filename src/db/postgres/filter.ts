@@ -10,7 +10,7 @@
 // a double, which orders as the doubles do. Strings order under the "C" collation, by code point.
 import { compareCodePoints } from '../../query/evaluate.ts';
 import type { Filter, JsonValue } from '../../query/filter.ts';
-import type { KeyBounds } from '../reads/filter-indexes.ts';
+import type { KeyBounds } from '../engine/dialect.ts';
 import { type DialectFilter, filterWith, readsData } from '../sql/filter.ts';
 import { allOf, raw, type Sql, sql } from '../sql/template.ts';
 import { document, escapeString } from './jsonb.ts';

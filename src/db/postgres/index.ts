@@ -1,17 +1,17 @@
 // PostgreSQL: a database (`postgres://…`) opened, as ../open-store.ts makes its Store, which several instances of the service may
 // share. Every change is announced to all of them (rows.ts, listenForChanges). The statements are in sql/.
+
 import knexFactory from 'knex';
 import pg from 'pg';
-import { defaults, postgresPoolMax } from '../../config.ts';
+import { postgresPoolMax } from '../../config.ts';
 import { BackupRefusedError } from '../../errors.ts';
-import { DatabaseOpenError, defaultSortIndexes, dialectGround, knexLog, type StoreOptions } from '../engine/connect.ts';
+import { DatabaseOpenError, dialectGround, knexLog, type OpenedDatabase, type OpenOptions } from '../engine/connect.ts';
 import type { AreaParts, Backups, Dialect, OnceRow } from '../engine/dialect.ts';
 import { migrationSource } from '../engine/migrations.ts';
+import type { PagedDialect } from '../engine/read-port.ts';
 import { Waits } from '../engine/waits.ts';
-import type { PagedDialect } from '../reads/aggregates.ts';
 import { scoresWith } from '../sql/filter.ts';
 import { onceAnswerSql } from '../sql/rows.ts';
-import type { OpenedDatabase } from '../store.ts';
 import { isDeadlock, isUnavailable, isUniqueViolation } from './errors.ts';
 import { filterSql, keyBoundsSql } from './filter.ts';
 import { escapeString, unescapedJson } from './jsonb.ts';
@@ -30,7 +30,7 @@ import { runAlone, runInTransaction, runSnapshot, runTimed } from './statements.
 /** Opens the database that `url` names and brings its schema up to date. */
 export async function openPostgres(
   url: string,
-  { sortIndexes = defaultSortIndexes, log, followOthers = false, queryTimeoutMs = defaults.queryTimeoutMs }: StoreOptions,
+  { sortIndexes, log, followOthers, queryTimeoutMs }: OpenOptions,
   areas: AreaParts,
 ): Promise<OpenedDatabase> {
   // pg returns bigint columns as strings; the data layer converts the ones it reads.

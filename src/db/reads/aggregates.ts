@@ -5,33 +5,17 @@
 // statement runs as a filtered page does (pages.ts): timed, past ROWBASE_QUERY_TIMEOUT_MS stopped; on the
 // range of a sort index when the filter's top level bounds an indexed field; and a count under an
 // equality of an indexed field alone counts the index's keys, never reading a row.
+
 import { collectionNotFound, type FieldError, validationFailed } from '../../errors.ts';
 import type { AggregateAnswer, AggregateQuery, Decimal, Group } from '../../query/aggregate.ts';
 import { canonical, decimalOfText, exactSum, orderGroups } from '../../query/aggregate.ts';
-import type { JsonValue } from '../../query/filter.ts';
-import type { Dialect } from '../engine/dialect.ts';
+import type { AggregateSource } from '../engine/read-port.ts';
 import { bindSearch } from '../search/indexes.ts';
-import { byId, byName, type CollectionRef, type Statement, withinIndex } from '../sql/pages.ts';
+import { byId, byName, type CollectionRef, withinIndex } from '../sql/pages.ts';
 import { keyCountSql } from '../sql/reads.ts';
 import type { Sql } from '../sql/template.ts';
 import { indexedFields } from './filter-indexes.ts';
-import { type InIndex, inIndex, lookUpIndex, type PageSource } from './pages.ts';
-
-/** What a dialect gives the aggregates besides what it gives pages. */
-/** A Dialect with the pages of rows it reads: what every operation of the Store is bound to (../store.ts). */
-export type PagedDialect = Dialect & { pages: AggregateSource };
-
-export interface AggregateSource extends PageSource {
-  /**
-   * The statement of `query`'s aggregates over the collection's rows that `where` keeps (all without
-   * it), at most `maxGroups` groups of them. Its rows are AggregatePart, in any order.
-   */
-  aggregateSql(collection: CollectionRef, query: AggregateQuery, where: Sql | undefined, maxGroups: number): Statement;
-  /** A JSON text the statement answers, as its value (on PostgreSQL, its strings escaped as jsonb holds them, read back). */
-  jsonOf(text: string): JsonValue;
-  /** Whether a sort index's key of the string `text` holds it whole (always on SQLite; on PostgreSQL, a short one). */
-  keyHoldsWhole(text: string): boolean;
-}
+import { type InIndex, inIndex, lookUpIndex } from './pages.ts';
 
 /**
  * A row of an aggregate's statement; `k` names its group (the same text in every part of one group), `v`

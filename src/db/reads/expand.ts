@@ -3,11 +3,13 @@
 // to-one relation's row (or null), a to-many relation's rows (at most its limit; `$cut` names those cut
 // short). Each related row is read as a page of its own collection (readPage), so it is filtered,
 // ordered, found through its indexes and held to its collection's rules as any page is.
+
 import type { Filter } from '../../query/filter.ts';
 import type { SortKey } from '../../query/order.ts';
 import { EXPANDED, type Json, type Row } from '../../rows.ts';
+import type { PageSource } from '../engine/read-port.ts';
 import { bindRelations, relatedReadsOf } from '../relations/filters.ts';
-import { type PageSource, readPage } from './pages.ts';
+import { readPage } from './pages.ts';
 
 type Fields = Record<string, unknown>;
 

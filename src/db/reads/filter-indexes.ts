@@ -12,23 +12,7 @@
 // strings, taken inclusive; the whole filter, tested on each row of the range, keeps exactly the rows
 // it keeps on the whole collection.
 import type { FieldCondition, Filter } from '../../query/filter.ts';
-
-/** The operators of a condition on one value an index range can find the rows of. */
-type IndexedOperator = '$eq' | '$gt' | '$gte' | '$lt' | '$lte' | '$prefix';
-
-type KeyValue = number | string | boolean;
-
-/** A condition on an indexed field's value: only values of the operand's JSON type meet it (`$in`: of its values', all of one type). */
-type KeyCondition = { op: IndexedOperator; operand: KeyValue } | { op: '$in'; operand: KeyValue[] };
-
-/**
- * A range of a sort index: the keys of one rank (1 numbers, 2 strings, 3 booleans) that meet every one
- * of `conditions`, each on the value (a boolean's value is its number, false 0, true 1).
- */
-export interface KeyBounds {
-  rank: 1 | 2 | 3;
-  conditions: KeyCondition[];
-}
+import type { KeyBounds, KeyCondition, KeyValue } from '../engine/dialect.ts';
 
 /** Whether the range holds one value only (an equality): its keys then come in the order of their rows' ids. */
 export const oneValue = ({ conditions }: KeyBounds) => conditions.some(({ op }) => op === '$eq');

@@ -4,19 +4,19 @@
 
 import { collectionNotFound } from '../../errors.ts';
 import type { Position } from '../../query/cursor.ts';
-import { type Filter, rankedSearch, type SearchCondition, without } from '../../query/filter.ts';
+import { type Filter, rankedSearch, without } from '../../query/filter.ts';
 import { type Direction, ordersRelated, type SortKey } from '../../query/order.ts';
 import type { Page } from '../../query/page.ts';
 import type { Relevance } from '../../query/select.ts';
 import type { Json, Row } from '../../rows.ts';
-import type { KnownIndexes, SortIndexLimits } from '../collections/sort-indexes.ts';
-import type { SqlValue } from '../engine/dialect.ts';
+import type { KeyBounds } from '../engine/dialect.ts';
+import type { PageSource, SnapshotRead } from '../engine/read-port.ts';
 import { pageTooLarge } from '../rows/rows.ts';
 import { bindSearch } from '../search/indexes.ts';
-import { byId, byName, type CollectionRef, type KeyRange, type SortedPages, type Statement, withinIndex } from '../sql/pages.ts';
-import { collectionSql, type KeysWithin, keyCountUpToSql, presentCountSql } from '../sql/reads.ts';
-import { raw, type Sql } from '../sql/template.ts';
-import { type IndexedField, indexedFields, type KeyBounds, oneValue } from './filter-indexes.ts';
+import { byId, byName, type CollectionRef, type KeyRange, withinIndex } from '../sql/pages.ts';
+import { collectionSql, keyCountUpToSql, presentCountSql } from '../sql/reads.ts';
+import { raw } from '../sql/template.ts';
+import { type IndexedField, indexedFields, oneValue } from './filter-indexes.ts';
 
 /**
  * A page of rows as JSON text, and `seq`, the collection's latest event seq as of the snapshot the rows
@@ -34,49 +34,6 @@ export type RowsPage = {
    */
   related?: Record<string, unknown>;
 } & Relevance;
-
-/**
- * How a read is run: `point` for one row; `scan` for a page read through an index (by id, or a sort
- * index), which reads no more than its offset and limit (the default); `sort` for a page that sorts or
- * filters the collection, which may read all of it, and so is stopped past the query timeout
- * (config.ts, queryTimeoutMs); `once` for such a page whose SQL is made for one request (a filter's),
- * which is not worth preparing to keep.
- */
-type ReadKind = 'point' | 'scan' | 'sort' | 'once';
-
-/** Reads that all see one snapshot of the database. */
-export type SnapshotRead = <T>(sql: string, params: SqlValue[]) => Promise<T[]>;
-
-/** What a dialect gives the page reader. */
-export interface PageSource extends SortedPages {
-  /** Runs a read outside any transaction, as `kind` says (default `scan`). */
-  read<T>(sql: string, params: SqlValue[], kind?: ReadKind): Promise<T[]>;
-  /** Runs `work` with reads that all see one snapshot. */
-  snapshot<T>(work: (read: SnapshotRead) => Promise<T>): Promise<T>;
-  /**
-   * One page of the account's collection, sorted whole, of the rows `where` keeps (all without it), and
-   * their count with `page.count`; its one row is a PagePart. With `scores` (scoresSql()), of the rows
-   * it scores only, each with its `score`.
-   */
-  orderedPage(collection: CollectionRef, page: Page, where?: Sql, scores?: Sql): Statement;
-  /**
-   * The relevance of each row holding `search` (bound: bindSearch()), as a table of `collection_id`,
-   * `row_id` and `score`, the higher the more relevant (docs/search.md, "Ranking").
-   */
-  scoresSql(search: SearchCondition): Sql;
-  /** A filter as a condition on the columns of `rows` (the dialect's filter.ts). */
-  filterSql(filter: Filter): Sql;
-  /** The keys of a sort index within `bounds`, as a condition on the columns of `sort_keys` (the dialect's filter.ts). */
-  keyBoundsSql(bounds: KeyBounds): Sql;
-  /** A page of the rows `filter` keeps among those of `keys`, in their order, from `offset`, at most `limit`; its one row is a PagePart. */
-  filteredSortedPage(keys: KeysWithin, filter: Sql, limit: number, offset: number): Statement;
-  /** Whether a sort index keys strings whole (SQLite), or cut (PostgreSQL: postgres/sql/collections.ts, POSTGRES_KEY_CHARS). */
-  wholeStringKeys: boolean;
-  /** The slot of `field`'s sort index in the collection, made now if it has none; -1 when it holds `max` already. */
-  makeSortIndex(accountId: number, name: string, field: string, max: number): Promise<number>;
-  sortIndexes: SortIndexLimits;
-  knownIndexes: KnownIndexes;
-}
 
 /**
  * What a page's statement answers, in one row: how many rows, their JSON texts joined by commas (null

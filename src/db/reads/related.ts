@@ -11,10 +11,11 @@ import { ordersRelated, type SortKey } from '../../query/order.ts';
 import type { Page } from '../../query/page.ts';
 import { assignable } from '../../rows.ts';
 import { KnownIndexes } from '../collections/sort-indexes.ts';
+import type { AggregateSource, PageSource, SnapshotRead } from '../engine/read-port.ts';
 import { bindRelations, relatedReadsOf } from '../relations/filters.ts';
-import { type AggregateResult, type AggregateSource, readAggregates } from './aggregates.ts';
+import { type AggregateResult, readAggregates } from './aggregates.ts';
 import { type Expansion, expandRows } from './expand.ts';
-import { type PageSource, type RowsPage, readPage, type SnapshotRead } from './pages.ts';
+import { type RowsPage, readPage } from './pages.ts';
 
 type Fields = Record<string, unknown>;
 

@@ -4,12 +4,14 @@
 // that the filter left names only fields of the row and runs as any other (through the field's sort index,
 // which a relation's field has). A page and an aggregate read them in their own snapshot
 // (../reads/related.ts); a change by filter just before its transaction (the Store's bindRelations).
+
 import { collectionNotFound, validationFailed } from '../../errors.ts';
 import type { Filter, RelatedCondition } from '../../query/filter.ts';
 import { assignable } from '../../rows.ts';
 import type { Dialect, Read } from '../engine/dialect.ts';
+import type { PageSource } from '../engine/read-port.ts';
 import { indexedFields } from '../reads/filter-indexes.ts';
-import { inIndex, type PageSource } from '../reads/pages.ts';
+import { inIndex } from '../reads/pages.ts';
 import { bindSearch } from '../search/indexes.ts';
 import { collectionIdSql } from '../sql/collections.ts';
 import { byId, withinIndex } from '../sql/pages.ts';

@@ -2,10 +2,11 @@
 // description, then its rows by id in keyset pages, all in one snapshot, so that the rows are exactly
 // those the events up to the stated seq made, whatever is written meanwhile. The caller takes each
 // page before the next is read: one page is all that is held at once.
+
 import { collectionNotFound } from '../../errors.ts';
 import type { Rules } from '../../rules/rules.ts';
 import type { RowSchema } from '../collections/schemas.ts';
-import type { PagedDialect } from '../reads/aggregates.ts';
+import type { PagedDialect } from '../engine/read-port.ts';
 import type { RelationDeclaration } from '../relations/relations.ts';
 import { EXPORT_PAGE_ROWS, exportedCollectionSql, exportedIndexesSql, exportedRelationsSql, exportRowsSql } from '../sql/rows.ts';
 

@@ -16,7 +16,7 @@ import { importAdvanceSql, lastRowIdSql } from '../sql/rows.ts';
 import { searchIndexOf } from '../sql/search.ts';
 import { type Fields, rowTooLarge } from './rows.ts';
 
-export type { ImportedRow, RowImporter } from '../engine/port.ts';
+export type { ImportedRow } from '../engine/port.ts';
 
 /**
  * Writes `rows` (ids increasing, each above the collection's last row id) into the account's

@@ -10,7 +10,7 @@ import { assignable, overRowBound, versionOf } from '../../rows.ts';
 import { advance } from '../collections/collections.ts';
 import { keepingUnique, uniqueViolation, type WrittenRow } from '../collections/indexes.ts';
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
-import type { PagedDialect } from '../reads/aggregates.ts';
+import type { PagedDialect } from '../engine/read-port.ts';
 import { bindSearch } from '../search/indexes.ts';
 import type { Sql } from '../sql/template.ts';
 import { beginOnce, recordOnce } from './idempotency.ts';

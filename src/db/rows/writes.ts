@@ -1,14 +1,14 @@
 // Deletes of rows (openapi.yaml, deleteRow and deleteRows), the relations naming them followed, and the
 // writes of rows inside a write transaction that a batch, an upsert and a delete's followers make.
+
 import { conflict, rowNotFound } from '../../errors.ts';
 import type { Patch } from '../../patches/index.ts';
 import type { Filter } from '../../query/filter.ts';
 import { assignable, type EventRow, eventRow, versionOf } from '../../rows.ts';
 import { advance } from '../collections/collections.ts';
-import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
+import type { Dialect, KeyBounds, SqlValue, WriteTx } from '../engine/dialect.ts';
+import type { PagedDialect } from '../engine/read-port.ts';
 import { appendEvents } from '../events/events.ts';
-import type { PagedDialect } from '../reads/aggregates.ts';
-import type { KeyBounds } from '../reads/filter-indexes.ts';
 import type { RelationLinks, StoredRelation } from '../relations/links.ts';
 import { bindSearch } from '../search/indexes.ts';
 import { byId, withinIndex } from '../sql/pages.ts';

@@ -1,8 +1,9 @@
 // SQLite: a filter (src/query/filter.ts) as a condition on a row's `id` and `data`, meaning what
 // src/query/evaluate.ts says (../filter.ts writes $and, $or, $not, $ne, $in, $nin and the id).
 // How fields are read and how strings and numbers compare: docs/development.md, "Filters on SQLite".
+
 import type { Filter, JsonValue } from '../../query/filter.ts';
-import type { KeyBounds } from '../reads/filter-indexes.ts';
+import type { KeyBounds } from '../engine/dialect.ts';
 import { type DialectFilter, filterWith } from '../sql/filter.ts';
 import { allOf, raw, type Sql, sql } from '../sql/template.ts';
 import { searchSql } from './sql/search.ts';

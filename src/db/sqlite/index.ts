@@ -2,18 +2,17 @@
 // SqliteWriter): SQLite writes one transaction at a time, and every write goes through its queue
 // (../engine/grouping.ts, GroupedWrites); read-only connections serve the reads beside it (readers.ts). The
 // statements are in sql/.
+
 import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
-import { defaults } from '../../config.ts';
-import { DatabaseOpenError, defaultSortIndexes, dialectGround, knexLog, type StoreOptions } from '../engine/connect.ts';
+import { DatabaseOpenError, dialectGround, knexLog, type OpenedDatabase, type OpenOptions } from '../engine/connect.ts';
 import type { AreaParts, Dialect, OnceRow } from '../engine/dialect.ts';
 import { GroupedWrites } from '../engine/grouping.ts';
 import { migrationSource } from '../engine/migrations.ts';
+import type { PagedDialect } from '../engine/read-port.ts';
 import { announceOnCommit } from '../engine/wake-ups.ts';
-import type { PagedDialect } from '../reads/aggregates.ts';
 import { scoresWith } from '../sql/filter.ts';
-import type { OpenedDatabase } from '../store.ts';
 import { backupSqlite } from './backup.ts';
 import { isBusy, isDeadlock, isUnavailable, isUniqueViolation } from './errors.ts';
 import { filterSql, keyBoundsSql } from './filter.ts';
@@ -42,11 +41,7 @@ export const writerSetup = `PRAGMA journal_mode = WAL; PRAGMA synchronous = NORM
   PRAGMA wal_autocheckpoint = 0; PRAGMA temp_store = MEMORY; PRAGMA journal_size_limit = 67108864; ${sqliteProcedures}`;
 
 /** Opens the database file that `url` names (relative to the working directory; its folder is made) and brings its schema up to date. */
-export async function openSqlite(
-  url: string,
-  { sortIndexes = defaultSortIndexes, log, queryTimeoutMs = defaults.queryTimeoutMs }: StoreOptions,
-  areas: AreaParts,
-): Promise<OpenedSqlite> {
+export async function openSqlite(url: string, { sortIndexes, log, queryTimeoutMs }: OpenOptions, areas: AreaParts): Promise<OpenedSqlite> {
   const filename = resolve(url.slice('sqlite:'.length));
   let knex: Knex;
   try {

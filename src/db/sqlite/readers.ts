@@ -4,13 +4,14 @@
 // they run beside the writer, so a read never waits behind a write transaction, nor a write behind a
 // slow page; a read sees every transaction committed before it began, so a client reads its own
 // acknowledged writes. Errors leave as the driver's and are translated at the store's edge (../errors.ts).
+
 import sqlite3 from 'sqlite3';
 import { MAX_PAGE_BYTES } from '../../rows.ts';
 import type { SqlValue } from '../engine/dialect.ts';
 import { DatabaseClosedError } from '../engine/errors.ts';
 import { Groups } from '../engine/grouping.ts';
+import type { SnapshotRead } from '../engine/read-port.ts';
 import { Waits } from '../engine/waits.ts';
-import type { SnapshotRead } from '../reads/pages.ts';
 import { StatementCache } from './writer.ts';
 
 /**

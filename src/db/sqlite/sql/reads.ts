@@ -1,9 +1,9 @@
 // SQLite's SQL of reads: rows by id (merged), pages sorted whole or read through a sort index
 // (../../reads/pages.ts, on ../../sql/pages.ts), and aggregates.
+
 import type { Aggregate } from '../../../query/aggregate.ts';
 import type { RelatedKey } from '../../../query/order.ts';
-import type { AggregateSource } from '../../reads/aggregates.ts';
-import type { PageSource } from '../../reads/pages.ts';
+import type { AggregateSource, PageSource } from '../../engine/read-port.ts';
 import { keyOrder } from '../../sql/collections.ts';
 import { type CollectionRef, type FieldOrder, type PageJson, sortedPages, wholePage } from '../../sql/pages.ts';
 import { firstKeys, relatedRowSql, rowJsonWith, versionedRowJsonWith } from '../../sql/reads.ts';

@@ -1,0 +1,70 @@
+// What the reads of pages and aggregates (../reads/pages.ts, ../reads/aggregates.ts) need of a dialect:
+// how it runs a read (alone, timed, in a snapshot), the SQL it writes of a page, a filter, a search's
+// scores and an aggregate, on the builders both share (../sql/pages.ts), and the sort indexes it keeps.
+import type { AggregateQuery } from '../../query/aggregate.ts';
+import type { Filter, JsonValue, SearchCondition } from '../../query/filter.ts';
+import type { Page } from '../../query/page.ts';
+import type { KnownIndexes, SortIndexLimits } from '../collections/sort-indexes.ts';
+import type { CollectionRef, SortedPages, Statement } from '../sql/pages.ts';
+import type { KeysWithin } from '../sql/reads.ts';
+import type { Sql } from '../sql/template.ts';
+import type { Dialect, KeyBounds, SqlValue } from './dialect.ts';
+
+/**
+ * How a read is run: `point` for one row; `scan` for a page read through an index (by id, or a sort
+ * index), which reads no more than its offset and limit (the default); `sort` for a page that sorts or
+ * filters the collection, which may read all of it, and so is stopped past the query timeout
+ * (config.ts, queryTimeoutMs); `once` for such a page whose SQL is made for one request (a filter's),
+ * which is not worth preparing to keep.
+ */
+type ReadKind = 'point' | 'scan' | 'sort' | 'once';
+
+/** Reads that all see one snapshot of the database. */
+export type SnapshotRead = <T>(sql: string, params: SqlValue[]) => Promise<T[]>;
+
+/** What a dialect gives the page reader (../reads/pages.ts). */
+export interface PageSource extends SortedPages {
+  /** Runs a read outside any transaction, as `kind` says (default `scan`). */
+  read<T>(sql: string, params: SqlValue[], kind?: ReadKind): Promise<T[]>;
+  /** Runs `work` with reads that all see one snapshot. */
+  snapshot<T>(work: (read: SnapshotRead) => Promise<T>): Promise<T>;
+  /**
+   * One page of the account's collection, sorted whole, of the rows `where` keeps (all without it), and
+   * their count with `page.count`; its one row is a PagePart. With `scores` (scoresSql()), of the rows
+   * it scores only, each with its `score`.
+   */
+  orderedPage(collection: CollectionRef, page: Page, where?: Sql, scores?: Sql): Statement;
+  /**
+   * The relevance of each row holding `search` (bound: bindSearch()), as a table of `collection_id`,
+   * `row_id` and `score`, the higher the more relevant (docs/search.md, "Ranking").
+   */
+  scoresSql(search: SearchCondition): Sql;
+  /** A filter as a condition on the columns of `rows` (the dialect's filter.ts). */
+  filterSql(filter: Filter): Sql;
+  /** The keys of a sort index within `bounds`, as a condition on the columns of `sort_keys` (the dialect's filter.ts). */
+  keyBoundsSql(bounds: KeyBounds): Sql;
+  /** A page of the rows `filter` keeps among those of `keys`, in their order, from `offset`, at most `limit`; its one row is a PagePart. */
+  filteredSortedPage(keys: KeysWithin, filter: Sql, limit: number, offset: number): Statement;
+  /** Whether a sort index keys strings whole (SQLite), or cut (PostgreSQL: postgres/sql/collections.ts, POSTGRES_KEY_CHARS). */
+  wholeStringKeys: boolean;
+  /** The slot of `field`'s sort index in the collection, made now if it has none; -1 when it holds `max` already. */
+  makeSortIndex(accountId: number, name: string, field: string, max: number): Promise<number>;
+  sortIndexes: SortIndexLimits;
+  knownIndexes: KnownIndexes;
+}
+
+/** A Dialect with the pages of rows it reads: what every operation of the Store is bound to (../store.ts). */
+export type PagedDialect = Dialect & { pages: AggregateSource };
+
+/** What a dialect gives the aggregates besides what it gives pages (../reads/aggregates.ts). */
+export interface AggregateSource extends PageSource {
+  /**
+   * The statement of `query`'s aggregates over the collection's rows that `where` keeps (all without
+   * it), at most `maxGroups` groups of them. Its rows are AggregatePart, in any order.
+   */
+  aggregateSql(collection: CollectionRef, query: AggregateQuery, where: Sql | undefined, maxGroups: number): Statement;
+  /** A JSON text the statement answers, as its value (on PostgreSQL, its strings escaped as jsonb holds them, read back). */
+  jsonOf(text: string): JsonValue;
+  /** Whether a sort index's key of the string `text` holds it whole (always on SQLite; on PostgreSQL, a short one). */
+  keyHoldsWhole(text: string): boolean;
+}
