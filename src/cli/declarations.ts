@@ -8,7 +8,7 @@ import type { Store } from '../db/open-store.ts';
 import type { Change } from '../declarations/changes.ts';
 import type { ContractDiff } from '../declarations/contract.ts';
 import { parseDeclaration } from '../declarations/format.ts';
-import { applyPlan, makePlan, type Plan, type PlanOptions, pullDeclaration } from '../declarations/plan.ts';
+import { applyPlan, makePlan, type Plan, type PlanOptions, planOptionsOf, pullDeclaration, storedPlan } from '../declarations/plan.ts';
 import { ApiError } from '../errors.ts';
 import { root } from '../root.ts';
 import { accountId } from './collection-file.ts';
@@ -26,14 +26,7 @@ const LISTED_BREAKING = 20;
 
 const secrets = (env: string) => process.env[env];
 
-function planOptions(): PlanOptions {
-  const config = configFromEnv();
-  return {
-    maxCollections: config.maxCollectionsPerAccount,
-    maxWebhooks: config.maxWebhooksPerAccount,
-    allowPrivate: config.webhooksAllowPrivate,
-  };
-}
+const planOptions = (): PlanOptions => planOptionsOf(configFromEnv());
 
 /** The documents the account's are made of (openapi.yaml, asyncapi.yaml), for the plan's contract diff. */
 async function documents() {
@@ -178,9 +171,7 @@ async function readPlan(file: string): Promise<Plan & { account?: string }> {
   }
   if (plan?.format !== 'rowbase-plan' || plan.version !== 1)
     throw new UsageError(`${file} is no plan of rowbase plan -o (format rowbase-plan, version 1)`);
-  // Its declaration is read again, as a declaration's file is.
-  plan.declaration = parseDeclaration(JSON.stringify(plan.declaration));
-  return plan;
+  return storedPlan(plan);
 }
 
 export const pullCommand: Command = {

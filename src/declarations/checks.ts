@@ -196,6 +196,17 @@ async function issuerOf(name: string, declared: DeclaredIssuer, held: ModelIssue
   } satisfies ModelIssuer;
 }
 
+/** Standard Webhooks' secret: `whsec_` and the base64 of its bytes (24 or more; src/webhooks/send.ts signs with them). */
+const webhookSecret = /^whsec_(?:[A-Za-z0-9+/]{4}){8,}(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+/** 400 for a webhook's secret, when its variable is set, that is no secret of Standard Webhooks. */
+function checkWebhookSecret(value: string | undefined, env: string, at: string): void {
+  if (value === undefined || webhookSecret.test(value)) return;
+  throw validationFailed(`The secret in ${env} is no webhook secret: whsec_ and the base64 of 24 bytes or more.`, [
+    place(at, 'names no secret of the form whsec_ and base64'),
+  ]);
+}
+
 async function webhooksOf(
   declared: readonly DeclaredWebhook[],
   names: ReadonlySet<string>,
@@ -222,6 +233,7 @@ async function webhooksOf(
           place(`${at}/filter`, 'reaches into related rows or searches'),
         ]);
     }
+    if (webhook.secret) checkWebhookSecret(secrets(webhook.secret.env), webhook.secret.env, `${at}/secret/env`);
     webhooks[webhook.url] = {
       url: webhook.url,
       collections: webhook.collections ? [...webhook.collections].sort() : null,

@@ -3,17 +3,18 @@
 // through here. A plan says what would change and what it was made against (a digest of each object
 // of the live account); applying it refuses (409) a live account that has drifted from that.
 import { createHash } from 'node:crypto';
+import type { Config } from '../config.ts';
 import type { Step } from '../db/declarations/apply.ts';
 import type { RowCheck } from '../db/declarations/impacts.ts';
 import type { LiveAccount } from '../db/declarations/live.ts';
 import type { Store } from '../db/open-store.ts';
-import { conflict } from '../errors.ts';
+import { ApiError, conflict } from '../errors.ts';
 import { pointerToken } from '../query/filter.ts';
 import type { RowSchema } from '../schema/check.ts';
 import { type Change, planChanges } from './changes.ts';
 import { type CheckOptions, type Secrets, targetOf } from './checks.ts';
 import { type ContractDiff, contractDiff } from './contract.ts';
-import type { Declaration } from './format.ts';
+import { type Declaration, parseDeclaration, place } from './format.ts';
 import { canonical, declarationOfLive, type Model, modelOfLive } from './model.ts';
 
 /** What `rowbase plan -o` writes and `rowbase apply` reads (openapi.yaml, DeclarationPlan). */
@@ -38,6 +39,20 @@ export interface PlanOptions extends CheckOptions {
   maxWebhooks: number;
   /** The texts of openapi.yaml and asyncapi.yaml, to plan the change of the account's documents; none by default. */
   documents?: { openapi: string; asyncapi: string };
+}
+
+/** The bounds and options of a plan as the service's configuration sets them. */
+export function planOptionsOf(config: Pick<Config, 'maxCollectionsPerAccount' | 'maxWebhooksPerAccount' | 'webhooksAllowPrivate'>) {
+  return {
+    maxCollections: config.maxCollectionsPerAccount,
+    maxWebhooks: config.maxWebhooksPerAccount,
+    allowPrivate: config.webhooksAllowPrivate,
+  } satisfies PlanOptions;
+}
+
+/** A plan made earlier (its shape checked: openapi.yaml, DeclarationPlan), its declaration read again as a declaration's file is. */
+export function storedPlan<P extends Plan>(plan: P): P {
+  return { ...plan, declaration: parseDeclaration(JSON.stringify(plan.declaration)) };
 }
 
 /** The most token issuers an account holds (openapi.yaml, putIssuer). */
@@ -113,7 +128,10 @@ export async function applyPlan(
   const decide = (live: LiveAccount): Step[] => {
     const current = modelOfLive(live);
     const moved = drifted(plan.live, digestsOf(current));
-    if (moved.length > 0) throw conflict(`The account has changed since the plan was made: ${moved.join(', ')}. Make the plan again.`);
+    if (moved.length > 0)
+      throw new ApiError('conflict', `The account has changed since the plan was made: ${moved.join(', ')}. Make the plan again.`, {
+        errors: moved.map((object) => place(object, 'has changed since the plan was made')),
+      });
     const { changes, steps } = planChanges(target, current, live, secrets);
     if (canonical(changes) !== canonical(plan.changes.map(({ rows, ...change }) => change)))
       throw conflict('The declaration would now change other than the plan says (a secret set to another value?): make the plan again.');
