@@ -1807,6 +1807,11 @@ export interface components {
          */
         BatchUpsertOp: "upsert";
         /**
+         * @description What a change does to its object.
+         * @enum {string}
+         */
+        ChangeAction: "create" | "update" | "delete";
+        /**
          * @description What a change by filter answers besides how many rows it changed.
          * @default count
          * @enum {string}
@@ -1829,8 +1834,23 @@ export interface components {
             /** @description With `return=rows`, the changed rows as they now are, in id order. */
             rows?: components["schemas"]["Row"][];
         };
+        /**
+         * @description What kind of object a change is of.
+         * @enum {string}
+         */
+        ChangeKind: "collection" | "schema" | "index" | "search_index" | "relation" | "rules" | "issuer" | "webhook";
         /** @description A change, as the feed sends it (`asyncapi.yaml`, InsertMessage, UpdateMessage, DeleteMessage), told apart by its `type`. */
         ChangeMessage: components["schemas"]["InsertMessage"] | components["schemas"]["UpdateMessage"] | components["schemas"]["DeleteMessage"];
+        /**
+         * @description What it does to stored rows, when the operation making it would refuse some: the rows sharing a
+         *     unique index's values (`duplicates`), or the rows a schema or relation refuses (`total`, and the
+         *     first of them in `violations`).
+         */
+        ChangeRows: {
+            duplicates?: components["schemas"]["Duplicate"][];
+            total?: number;
+            violations?: components["schemas"]["SchemaViolation"][];
+        };
         /** @description The event's number in its collection; starts at 1, no gaps, in commit order. */
         ChangeSeq: number;
         /** @description A page of a collection's changes (`getChanges`). */
@@ -1912,14 +1932,16 @@ export interface components {
         ContractDiff: {
             /** @description Whether any change is breaking for a client generated from the documents. */
             breaking: boolean;
-            documents: {
-                asyncapi: components["schemas"]["ContractViews"];
-                openapi: components["schemas"]["ContractViews"];
-            };
+            documents: components["schemas"]["ContractDocuments"];
         };
         /** @description An OpenAPI 3.1 (or, asked for, 3.2) or AsyncAPI 3.0 document, as JSON. */
         ContractDocument: {
             [key: string]: unknown;
+        };
+        /** @description The changes of each of the account's documents. */
+        ContractDocuments: {
+            asyncapi: components["schemas"]["ContractViews"];
+            openapi: components["schemas"]["ContractViews"];
         };
         /** @description A document's changes as each kind of key sees it, 500 at most a view. */
         ContractViews: {
@@ -1978,9 +2000,7 @@ export interface components {
          *     text of its file, YAML or JSON, as a string (read as `rowbase plan` reads the file: a key given
          *     twice is refused), or the declaration itself as a JSON object. 1 MiB at most.
          */
-        Declaration: string | {
-            [key: string]: unknown;
-        };
+        Declaration: components["schemas"]["DeclarationText"] | components["schemas"]["DeclarationObject"];
         /** @description What an apply made. */
         DeclarationApplied: {
             /** @description The changes made, in the order they were; none when the account was as declared. */
@@ -1999,31 +2019,20 @@ export interface components {
         };
         /** @description One change of a plan. */
         DeclarationChange: {
-            /** @enum {string} */
-            action: "create" | "update" | "delete";
+            action: components["schemas"]["ChangeAction"];
             /** @description The object as it would be (null when it goes). */
             after: unknown;
             /** @description The object as it is (null for none); a secret as the variable that holds it, or `(held)`. */
             before: unknown;
             /** @description Whether it deletes stored data (a collection's rows, a webhook's delivery log). */
             destroys_data: boolean;
-            /** @enum {string} */
-            kind: "collection" | "schema" | "index" | "search_index" | "relation" | "rules" | "issuer" | "webhook";
+            kind: components["schemas"]["ChangeKind"];
             /**
              * @description Where the object is in a declaration, a JSON Pointer (an index by its fields, a webhook by its url).
              * @example /collections/posts/relations/author
              */
             object: string;
-            /**
-             * @description What it does to stored rows, when the operation making it would refuse some: the rows sharing a
-             *     unique index's values (`duplicates`), or the rows a schema or relation refuses (`total`, and the
-             *     first of them in `violations`).
-             */
-            rows?: {
-                duplicates?: components["schemas"]["Duplicate"][];
-                total?: number;
-                violations?: components["schemas"]["SchemaViolation"][];
-            };
+            rows?: components["schemas"]["ChangeRows"];
         };
         /**
          * @description The codes of a `DeclarationConflictProblem`.
@@ -2038,6 +2047,10 @@ export interface components {
         DeclarationConflictProblem: {
             code?: components["schemas"]["DeclarationConflictCode"];
         } & components["schemas"]["Problem"];
+        /** @description A declaration as a JSON object (`/schemas/declaration.schema.json`). */
+        DeclarationObject: {
+            [key: string]: unknown;
+        };
         /**
          * @description A plan: what the declaration would change, in the order apply makes the changes, and what the
          *     account was when it was planned. Secrets appear as the variables that hold them, never as values.
@@ -2047,18 +2060,10 @@ export interface components {
             account?: string;
             changes: components["schemas"]["DeclarationChange"][];
             contract?: components["schemas"]["ContractDiff"];
-            /** @description The declaration planned, as a JSON object. */
-            declaration: {
-                [key: string]: unknown;
-            };
-            /** @enum {string} */
-            format: "rowbase-plan";
-            /** @description A digest of each object of the account as it was planned against, by its place in a declaration. */
-            live: {
-                [key: string]: string;
-            };
-            /** @enum {integer} */
-            version: 1;
+            declaration: components["schemas"]["DeclarationObject"];
+            format: components["schemas"]["PlanFormat"];
+            live: components["schemas"]["PlanDigests"];
+            version: components["schemas"]["PlanVersion"];
         };
         /** @description A declaration to plan, and the values of the secrets it names. */
         DeclarationPlanRequest: {
@@ -2073,6 +2078,8 @@ export interface components {
         DeclarationSecrets: {
             [key: string]: string;
         };
+        /** @description A declaration's file, YAML or JSON, as text. */
+        DeclarationText: string;
         /**
          * @description What a deletion by filter deleted.
          * @example {
@@ -2806,11 +2813,25 @@ export interface components {
         PayloadTooLargeProblem: {
             code?: components["schemas"]["PayloadTooLargeCode"];
         } & components["schemas"]["Problem"];
+        /** @description A digest of each object of the account as it was planned against, by its place in a declaration. */
+        PlanDigests: {
+            [key: string]: string;
+        };
+        /**
+         * @description What a plan is, as `rowbase plan -o` writes one.
+         * @enum {string}
+         */
+        PlanFormat: "rowbase-plan";
         /**
          * @description The plan's quota period, calendar-aligned in UTC.
          * @enum {string}
          */
         PlanPeriod: "hour" | "day" | "month";
+        /**
+         * @description The version of a plan's format.
+         * @enum {integer}
+         */
+        PlanVersion: 1;
         /**
          * @description The codes of a `PreconditionFailedProblem`.
          * @enum {string}
