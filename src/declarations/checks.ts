@@ -11,7 +11,16 @@ import { checkRowSchema, type RowSchema } from '../schema/check.ts';
 import { urlProblem } from '../webhooks/address.ts';
 import type { Declaration, DeclaredCollection, DeclaredIssuer, DeclaredWebhook, OnDelete, SecretRef } from './format.ts';
 import { place } from './format.ts';
-import { digestOf, EVENT_KINDS, type HeldSecret, type Model, type ModelCollection, type ModelIssuer, type ModelWebhook } from './model.ts';
+import {
+  digestOf,
+  EVENT_KINDS,
+  type HeldSecret,
+  type Model,
+  type ModelCollection,
+  type ModelIssuer,
+  type ModelWebhook,
+  same,
+} from './model.ts';
 
 /** Indexes a collection may have at most, its search index counted (openapi.yaml, createIndex). */
 const MAX_INDEXES = 8;
@@ -37,7 +46,12 @@ export async function targetOf(declaration: Declaration, current: Model, secrets
   const collections =
     declaration.collections === undefined
       ? undefined
-      : Object.fromEntries(Object.entries(declaration.collections).map(([name, declared]) => [name, collectionOf(name, declared)]));
+      : Object.fromEntries(
+          Object.entries(declaration.collections).map(([name, declared]) => [
+            name,
+            collectionOf(name, declared, current.collections?.[name]),
+          ]),
+        );
   const names = new Set(Object.keys(collections ?? current.collections ?? {}));
   if (collections) checkRelations(collections, names);
   const issuers =
@@ -69,11 +83,18 @@ function within(error: unknown, under: string): never {
   throw validationFailed(error.detail, errors as FieldError[]);
 }
 
-function collectionOf(name: string, declared: DeclaredCollection): ModelCollection {
+/**
+ * The collection `name` as declared, each part checked as the API checks it; a schema or rules the same
+ * as the collection holds now (`held`) were checked when they were set, and are not again (compiling a
+ * schema is most of a plan's time over many collections).
+ */
+function collectionOf(name: string, declared: DeclaredCollection, held: ModelCollection | undefined): ModelCollection {
   const at = `/collections/${pointerToken(name)}`;
-  const schema = declared.schema === undefined ? null : checkRowSchema(declared.schema, `${at}/schema`);
-  let rules: ModelCollection['rules'] = null;
-  if (declared.rules !== undefined) {
+  const kept = (part: 'schema' | 'rules') => held?.[part] != null && same(declared[part], held[part]);
+  const schema =
+    declared.schema === undefined ? null : kept('schema') ? (held?.schema ?? null) : checkRowSchema(declared.schema, `${at}/schema`);
+  let rules: ModelCollection['rules'] = kept('rules') ? (held?.rules ?? null) : null;
+  if (declared.rules !== undefined && rules === null) {
     try {
       rules = checkRules(declared.rules);
     } catch (error) {
