@@ -1144,6 +1144,70 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/declaration/apply": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Make the account as a declaration says, all or nothing.
+         * @description Applies a plan that `planDeclaration` answered (or `rowbase plan -o` wrote), sent as `plan`; or
+         *     plans the `declaration` sent and applies it at once. Every change is made in one transaction, on
+         *     any backend, by the operation the API runs for it, and checked as that operation checks it;
+         *     every other client sees the account before or after, never between, and two applies to one
+         *     account, through any instances, run one after the other. Answers the changes made (none when the
+         *     account is as declared).
+         *
+         *     `409 conflict` when the account has changed since the plan was made (`errors` names each object
+         *     that drifted by its place in the declaration: make the plan again), when the plan would now
+         *     change other than it says (a secret sent with another value), or when it destroys data (a
+         *     collection's rows, a webhook's delivery log) and `allow_destructive` is not true.
+         *     `409 schema_conflict` or `unique_conflict` when stored rows refuse a change, as the operation
+         *     making it answers (`detail` led by its place). `400` and `413` as `planDeclaration` answers them;
+         *     `400` naming `/plan` when the body sends both `declaration` and `plan`, or neither.
+         */
+        post: operations["applyDeclaration"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/declaration/plan": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Say what applying a declaration would change in the account.
+         * @description The plan of the declaration for the key's account, as `rowbase plan --json` prints it: each change
+         *     in the order apply would make it (dependency order), what it does to stored rows (`rows`), what
+         *     the account was when planned (`live`), and what it does to the account's OpenAPI and AsyncAPI
+         *     documents (`contract`), each change classified breaking or not. Nothing is changed. The plan
+         *     answered may be sent to `applyDeclaration` as it is (`plan`).
+         *
+         *     `400`, naming each place wrong by a JSON Pointer under `/declaration`, for a declaration that is
+         *     no YAML or JSON, gives a key twice, holds aliases that expand past 1000 nodes, writes a secret
+         *     inline, holds a member its JSON Schema (`/schemas/declaration.schema.json`) does not know, or
+         *     declares what the API would refuse (docs/declarations.md, "Refusals"); or for a secret whose
+         *     variable `secrets` does not hold where nothing holds the secret yet. `413` for a body over
+         *     `ROWBASE_MAX_BODY_BYTES` (1 MiB by default), or a declaration over 1 MiB.
+         */
+        post: operations["planDeclaration"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/keys": {
         parameters: {
             query?: never;
@@ -1743,6 +1807,11 @@ export interface components {
          */
         BatchUpsertOp: "upsert";
         /**
+         * @description What a change does to its object.
+         * @enum {string}
+         */
+        ChangeAction: "create" | "update" | "delete";
+        /**
          * @description What a change by filter answers besides how many rows it changed.
          * @default count
          * @enum {string}
@@ -1765,8 +1834,23 @@ export interface components {
             /** @description With `return=rows`, the changed rows as they now are, in id order. */
             rows?: components["schemas"]["Row"][];
         };
+        /**
+         * @description What kind of object a change is of.
+         * @enum {string}
+         */
+        ChangeKind: "collection" | "schema" | "index" | "search_index" | "relation" | "rules" | "issuer" | "webhook";
         /** @description A change, as the feed sends it (`asyncapi.yaml`, InsertMessage, UpdateMessage, DeleteMessage), told apart by its `type`. */
         ChangeMessage: components["schemas"]["InsertMessage"] | components["schemas"]["UpdateMessage"] | components["schemas"]["DeleteMessage"];
+        /**
+         * @description What it does to stored rows, when the operation making it would refuse some: the rows sharing a
+         *     unique index's values (`duplicates`), or the rows a schema or relation refuses (`total`, and the
+         *     first of them in `violations`).
+         */
+        ChangeRows: {
+            duplicates?: components["schemas"]["Duplicate"][];
+            total?: number;
+            violations?: components["schemas"]["SchemaViolation"][];
+        };
         /** @description The event's number in its collection; starts at 1, no gaps, in commit order. */
         ChangeSeq: number;
         /** @description A page of a collection's changes (`getChanges`). */
@@ -1828,9 +1912,41 @@ export interface components {
         ConflictProblem: {
             code?: components["schemas"]["ConflictCode"];
         } & components["schemas"]["Problem"];
+        /** @description One change to a document. */
+        ContractChange: {
+            /** @example remove */
+            action: string;
+            description?: string;
+            /** @description Where in the document, a JSON Pointer. */
+            path: string;
+            /**
+             * @description breaking, non-breaking, annotation, deprecated, or unclassified.
+             * @example breaking
+             */
+            type: string;
+        };
+        /**
+         * @description What a plan does to the account's OpenAPI and AsyncAPI documents, as a secret key sees them and as
+         *     a publishable key's anonymous caller does, each change classified by api-smart-diff.
+         */
+        ContractDiff: {
+            /** @description Whether any change is breaking for a client generated from the documents. */
+            breaking: boolean;
+            documents: components["schemas"]["ContractDocuments"];
+        };
         /** @description An OpenAPI 3.1 (or, asked for, 3.2) or AsyncAPI 3.0 document, as JSON. */
         ContractDocument: {
             [key: string]: unknown;
+        };
+        /** @description The changes of each of the account's documents. */
+        ContractDocuments: {
+            asyncapi: components["schemas"]["ContractViews"];
+            openapi: components["schemas"]["ContractViews"];
+        };
+        /** @description A document's changes as each kind of key sees it, 500 at most a view. */
+        ContractViews: {
+            publishable: components["schemas"]["ContractChange"][];
+            secret: components["schemas"]["ContractChange"][];
         };
         /**
          * @description How `count` counts the rows that match (`exact`, the only one).
@@ -1879,6 +1995,91 @@ export interface components {
             updated_at: string;
             url: components["schemas"]["WebhookUrl"];
         };
+        /**
+         * @description A declaration (docs/declarations.md; its JSON Schema is `/schemas/declaration.schema.json`): the
+         *     text of its file, YAML or JSON, as a string (read as `rowbase plan` reads the file: a key given
+         *     twice is refused), or the declaration itself as a JSON object. 1 MiB at most.
+         */
+        Declaration: components["schemas"]["DeclarationText"] | components["schemas"]["DeclarationObject"];
+        /** @description What an apply made. */
+        DeclarationApplied: {
+            /** @description The changes made, in the order they were; none when the account was as declared. */
+            changes: components["schemas"]["DeclarationChange"][];
+        };
+        /**
+         * @description What to apply: a `plan` answered by `planDeclaration`, or a `declaration` planned and applied at
+         *     once (one of the two); the values of the secrets it names; and whether it may destroy data.
+         */
+        DeclarationApplyRequest: {
+            /** @description Apply a plan that deletes collections (their rows) or webhooks (their delivery logs); false when left out. */
+            allow_destructive?: boolean;
+            declaration?: components["schemas"]["Declaration"];
+            plan?: components["schemas"]["DeclarationPlan"];
+            secrets?: components["schemas"]["DeclarationSecrets"];
+        };
+        /** @description One change of a plan. */
+        DeclarationChange: {
+            action: components["schemas"]["ChangeAction"];
+            /** @description The object as it would be (null when it goes). */
+            after: unknown;
+            /** @description The object as it is (null for none); a secret as the variable that holds it, or `(held)`. */
+            before: unknown;
+            /** @description Whether it deletes stored data (a collection's rows, a webhook's delivery log). */
+            destroys_data: boolean;
+            kind: components["schemas"]["ChangeKind"];
+            /**
+             * @description Where the object is in a declaration, a JSON Pointer (an index by its fields, a webhook by its url).
+             * @example /collections/posts/relations/author
+             */
+            object: string;
+            rows?: components["schemas"]["ChangeRows"];
+        };
+        /**
+         * @description The codes of a `DeclarationConflictProblem`.
+         * @enum {string}
+         */
+        DeclarationConflictCode: "conflict" | "schema_conflict" | "unique_conflict";
+        /**
+         * @description A `409` of an apply: the account changed since the plan, the plan would now change otherwise, or it
+         *     destroys data unasked (`conflict`, with `errors` naming what drifted); or stored rows refuse a
+         *     change (`schema_conflict`, `unique_conflict`).
+         */
+        DeclarationConflictProblem: {
+            code?: components["schemas"]["DeclarationConflictCode"];
+        } & components["schemas"]["Problem"];
+        /** @description A declaration as a JSON object (`/schemas/declaration.schema.json`). */
+        DeclarationObject: {
+            [key: string]: unknown;
+        };
+        /**
+         * @description A plan: what the declaration would change, in the order apply makes the changes, and what the
+         *     account was when it was planned. Secrets appear as the variables that hold them, never as values.
+         */
+        DeclarationPlan: {
+            /** @description The account's name, as `rowbase plan -o` writes it; over HTTP the key's account is the one applied to. */
+            account?: string;
+            changes: components["schemas"]["DeclarationChange"][];
+            contract?: components["schemas"]["ContractDiff"];
+            declaration: components["schemas"]["DeclarationObject"];
+            format: components["schemas"]["PlanFormat"];
+            live: components["schemas"]["PlanDigests"];
+            version: components["schemas"]["PlanVersion"];
+        };
+        /** @description A declaration to plan, and the values of the secrets it names. */
+        DeclarationPlanRequest: {
+            declaration: components["schemas"]["Declaration"];
+            secrets?: components["schemas"]["DeclarationSecrets"];
+        };
+        /**
+         * @description The value of each environment variable the declaration names for a secret (`secret: {env: NAME}`),
+         *     by name. A variable not here is unset: the issuer or webhook keeps the secret it holds (a new
+         *     issuer needs one). A webhook's secret is Standard Webhooks' `whsec_` and base64.
+         */
+        DeclarationSecrets: {
+            [key: string]: string;
+        };
+        /** @description A declaration's file, YAML or JSON, as text. */
+        DeclarationText: string;
         /**
          * @description What a deletion by filter deleted.
          * @example {
@@ -2612,11 +2813,25 @@ export interface components {
         PayloadTooLargeProblem: {
             code?: components["schemas"]["PayloadTooLargeCode"];
         } & components["schemas"]["Problem"];
+        /** @description A digest of each object of the account as it was planned against, by its place in a declaration. */
+        PlanDigests: {
+            [key: string]: string;
+        };
+        /**
+         * @description What a plan is, as `rowbase plan -o` writes one.
+         * @enum {string}
+         */
+        PlanFormat: "rowbase-plan";
         /**
          * @description The plan's quota period, calendar-aligned in UTC.
          * @enum {string}
          */
         PlanPeriod: "hour" | "day" | "month";
+        /**
+         * @description The version of a plan's format.
+         * @enum {integer}
+         */
+        PlanVersion: 1;
         /**
          * @description The codes of a `PreconditionFailedProblem`.
          * @enum {string}
@@ -2639,6 +2854,8 @@ export interface components {
             /**
              * @description On `validation_failed`, one entry for each thing wrong with the request (`ValidationError`);
              *     on `row_invalid`, one for each place a row breaks its collection's schema (`RowError`).
+             *     On the `conflict` of an apply that the account has drifted from (`applyDeclaration`), one for
+             *     each object that has changed since the plan was made, named by its place in the declaration.
              */
             errors?: components["schemas"]["ProblemError"][];
             existing_id?: components["schemas"]["RowId"];
@@ -3419,6 +3636,41 @@ export interface components {
                  *     }
                  */
                 "application/problem+json": components["schemas"]["ConflictProblem"];
+            };
+        };
+        /**
+         * @description `conflict`: the account has changed since the plan was made (`errors` names each object that
+         *     drifted, by its place in the declaration), the plan would now change otherwise, or it destroys data
+         *     and `allow_destructive` is not true. `schema_conflict`, `unique_conflict`: stored rows refuse a
+         *     change, as the operation making it answers. Nothing was changed.
+         */
+        DeclarationConflict: {
+            headers: {
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "urn:rowbase:problem:conflict",
+                 *       "title": "Conflict",
+                 *       "status": 409,
+                 *       "detail": "The account has changed since the plan was made: /collections/people. Make the plan again.",
+                 *       "code": "conflict",
+                 *       "instance": "urn:rowbase:request:7f9c2ba4-e88f-4a2b-9d2c-3b0e6f1a5c11",
+                 *       "errors": [
+                 *         {
+                 *           "in": "body",
+                 *           "name": "/collections/people",
+                 *           "message": "has changed since the plan was made"
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["DeclarationConflictProblem"];
             };
         };
         /** @description `conflict`: the change of that delivery is delivered already. */
@@ -7896,6 +8148,91 @@ export interface operations {
         responses: {
             200: components["responses"]["HeadOkPage"];
             default: components["responses"]["HeadProblem"];
+        };
+    };
+    applyDeclaration: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "declaration": "version: 1\ncollections:\n  people: {}\n",
+                 *       "allow_destructive": false
+                 *     }
+                 */
+                "application/json": components["schemas"]["DeclarationApplyRequest"];
+            };
+        };
+        responses: {
+            /** @description The changes made, in the order they were. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeclarationApplied"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["DeclarationConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Error"];
+        };
+    };
+    planDeclaration: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "declaration": "version: 1\ncollections:\n  people:\n    indexes: [{fields: [email], unique: true}]\nwebhooks:\n  - url: https://hooks.example/rowbase\n    secret: {env: HOOK_SECRET}\n",
+                 *       "secrets": {
+                 *         "HOOK_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["DeclarationPlanRequest"];
+            };
+        };
+        responses: {
+            /** @description The plan. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeclarationPlan"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Error"];
         };
     };
     listKeys: {

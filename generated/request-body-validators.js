@@ -1000,10 +1000,1629 @@ validate10.errors = vErrors;
 return errors === 0;
 }
 
-export const checkCollectionRules_body = validate15;
-const schema26 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","additionalProperties":false,"required":["operation","claims","row"],"description":"One operation of one caller on one row, to check against the collection's rules.","properties":{"operation":{"type":"string","enum":["read","create","update","delete"]},"claims":{"type":"object","nullable":true,"additionalProperties":true,"description":"The claims of the caller's end-user token, as verified; null for an anonymous caller."},"row":{"type":"object","additionalProperties":true,"description":"The row (for `create`, the row to make; for `update`, the row before the change), with its `id` if the rules name it."},"change":{"type":"object","additionalProperties":true,"description":"For `update` only, and required there; the fields the update sets (a top-level merge)."}}}},"required":["requestBody"]};
+export const applyDeclaration_body = validate15;
+const schema26 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"What to apply: a `plan` answered by `planDeclaration`, or a `declaration` planned and applied at\nonce (one of the two); the values of the secrets it names; and whether it may destroy data.\n","additionalProperties":false,"properties":{"declaration":{"description":"A declaration (docs/declarations.md; its JSON Schema is `/schemas/declaration.schema.json`): the\ntext of its file, YAML or JSON, as a string (read as `rowbase plan` reads the file: a key given\ntwice is refused), or the declaration itself as a JSON object. 1 MiB at most.\n","oneOf":[{"type":"string","description":"A declaration's file, YAML or JSON, as text.","maxLength":1048576},{"type":"object","description":"A declaration as a JSON object (`/schemas/declaration.schema.json`).","additionalProperties":true}]},"plan":{"type":"object","description":"A plan: what the declaration would change, in the order apply makes the changes, and what the\naccount was when it was planned. Secrets appear as the variables that hold them, never as values.\n","required":["format","version","declaration","live","changes"],"additionalProperties":false,"properties":{"format":{"type":"string","description":"What a plan is, as `rowbase plan -o` writes one.","enum":["rowbase-plan"]},"version":{"type":"integer","description":"The version of a plan's format.","enum":[1]},"account":{"type":"string","description":"The account's name, as `rowbase plan -o` writes it; over HTTP the key's account is the one applied to."},"declaration":{"$ref":"#/properties/requestBody/properties/declaration/oneOf/1"},"live":{"type":"object","description":"A digest of each object of the account as it was planned against, by its place in a declaration.","additionalProperties":{"type":"string"}},"changes":{"type":"array","items":{"type":"object","description":"One change of a plan.","required":["action","kind","object","before","after","destroys_data"],"additionalProperties":false,"properties":{"action":{"type":"string","description":"What a change does to its object.","enum":["create","update","delete"]},"kind":{"type":"string","description":"What kind of object a change is of.","enum":["collection","schema","index","search_index","relation","rules","issuer","webhook"]},"object":{"type":"string","description":"Where the object is in a declaration, a JSON Pointer (an index by its fields, a webhook by its url).","example":"/collections/posts/relations/author"},"before":{"description":"The object as it is (null for none); a secret as the variable that holds it, or `(held)`."},"after":{"description":"The object as it would be (null when it goes)."},"destroys_data":{"type":"boolean","description":"Whether it deletes stored data (a collection's rows, a webhook's delivery log)."},"rows":{"type":"object","description":"What it does to stored rows, when the operation making it would refuse some: the rows sharing a\nunique index's values (`duplicates`), or the rows a schema or relation refuses (`total`, and the\nfirst of them in `violations`).\n","additionalProperties":false,"properties":{"duplicates":{"type":"array","items":{"type":"object","description":"Rows that hold the same values of an index's fields.","required":["values","ids"],"additionalProperties":false,"properties":{"values":{"type":"array","description":"The values, in the order of the index's fields.","items":{}},"ids":{"type":"array","description":"The rows that hold them, by id (at most 10 named).","maxItems":10,"items":{"type":"integer","format":"int64","minimum":1,"maximum":9007199254740991,"description":"Assigned by the service; unique and increasing within the collection, never reused.","example":1}}}}},"total":{"type":"integer","minimum":0},"violations":{"type":"array","items":{"type":"object","description":"A stored row that breaks the schema asked for, and where.","required":["id","pointer","message"],"additionalProperties":false,"properties":{"id":{"$ref":"#/properties/requestBody/properties/plan/properties/changes/items/properties/rows/properties/duplicates/items/properties/ids/items"},"pointer":{"type":"string","description":"A JSON Pointer (RFC 6901) into the row (empty for the row itself).","example":"/title"},"message":{"type":"string","example":"must be string"}}}}}}}}},"contract":{"type":"object","description":"What a plan does to the account's OpenAPI and AsyncAPI documents, as a secret key sees them and as\na publishable key's anonymous caller does, each change classified by api-smart-diff.\n","required":["breaking","documents"],"additionalProperties":false,"properties":{"breaking":{"type":"boolean","description":"Whether any change is breaking for a client generated from the documents."},"documents":{"type":"object","description":"The changes of each of the account's documents.","required":["openapi","asyncapi"],"additionalProperties":false,"properties":{"openapi":{"type":"object","description":"A document's changes as each kind of key sees it, 500 at most a view.","required":["secret","publishable"],"additionalProperties":false,"properties":{"secret":{"type":"array","maxItems":500,"items":{"type":"object","description":"One change to a document.","required":["type","action","path"],"additionalProperties":false,"properties":{"type":{"type":"string","description":"breaking, non-breaking, annotation, deprecated, or unclassified.","example":"breaking"},"action":{"type":"string","example":"remove"},"path":{"type":"string","description":"Where in the document, a JSON Pointer."},"description":{"type":"string"}}}},"publishable":{"type":"array","maxItems":500,"items":{"$ref":"#/properties/requestBody/properties/plan/properties/contract/properties/documents/properties/openapi/properties/secret/items"}}}},"asyncapi":{"$ref":"#/properties/requestBody/properties/plan/properties/contract/properties/documents/properties/openapi"}}}}}}},"secrets":{"type":"object","description":"The value of each environment variable the declaration names for a secret (`secret: {env: NAME}`),\nby name. A variable not here is unset: the issuer or webhook keeps the secret it holds (a new\nissuer needs one). A webhook's secret is Standard Webhooks' `whsec_` and base64.\n","maxProperties":100,"additionalProperties":{"type":"string","minLength":1,"maxLength":4096}},"allow_destructive":{"type":"boolean","description":"Apply a plan that deletes collections (their rows) or webhooks (their delivery logs); false when left out."}}}},"required":["requestBody"]};
+const schema27 = {"type":"object","description":"A declaration as a JSON object (`/schemas/declaration.schema.json`).","additionalProperties":true};
+const schema28 = {"type":"integer","format":"int64","minimum":1,"maximum":9007199254740991,"description":"Assigned by the service; unique and increasing within the collection, never reused.","example":1};
+const schema29 = {"type":"object","description":"One change to a document.","required":["type","action","path"],"additionalProperties":false,"properties":{"type":{"type":"string","description":"breaking, non-breaking, annotation, deprecated, or unclassified.","example":"breaking"},"action":{"type":"string","example":"remove"},"path":{"type":"string","description":"Where in the document, a JSON Pointer."},"description":{"type":"string"}}};
+const schema30 = {"type":"object","description":"A document's changes as each kind of key sees it, 500 at most a view.","required":["secret","publishable"],"additionalProperties":false,"properties":{"secret":{"type":"array","maxItems":500,"items":{"type":"object","description":"One change to a document.","required":["type","action","path"],"additionalProperties":false,"properties":{"type":{"type":"string","description":"breaking, non-breaking, annotation, deprecated, or unclassified.","example":"breaking"},"action":{"type":"string","example":"remove"},"path":{"type":"string","description":"Where in the document, a JSON Pointer."},"description":{"type":"string"}}}},"publishable":{"type":"array","maxItems":500,"items":{"$ref":"#/properties/requestBody/properties/plan/properties/contract/properties/documents/properties/openapi/properties/secret/items"}}}};
+
+function validate16(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.secret === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "secret"},message:"must have required property '"+"secret"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.publishable === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "publishable"},message:"must have required property '"+"publishable"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((key0 === "secret") || (key0 === "publishable"))){
+const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.secret !== undefined){
+let data0 = data.secret;
+if(Array.isArray(data0)){
+if(data0.length > 500){
+const err3 = {instancePath:instancePath+"/secret",schemaPath:"#/properties/secret/maxItems",keyword:"maxItems",params:{limit: 500},message:"must NOT have more than 500 items"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+const len0 = data0.length;
+for(let i0=0; i0<len0; i0++){
+let data1 = data0[i0];
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+if(data1.type === undefined){
+const err4 = {instancePath:instancePath+"/secret/" + i0,schemaPath:"#/properties/secret/items/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(data1.action === undefined){
+const err5 = {instancePath:instancePath+"/secret/" + i0,schemaPath:"#/properties/secret/items/required",keyword:"required",params:{missingProperty: "action"},message:"must have required property '"+"action"+"'"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+if(data1.path === undefined){
+const err6 = {instancePath:instancePath+"/secret/" + i0,schemaPath:"#/properties/secret/items/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+for(const key1 in data1){
+if(!((((key1 === "type") || (key1 === "action")) || (key1 === "path")) || (key1 === "description"))){
+const err7 = {instancePath:instancePath+"/secret/" + i0,schemaPath:"#/properties/secret/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data1.type !== undefined){
+if(typeof data1.type !== "string"){
+const err8 = {instancePath:instancePath+"/secret/" + i0+"/type",schemaPath:"#/properties/secret/items/properties/type/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+if(data1.action !== undefined){
+if(typeof data1.action !== "string"){
+const err9 = {instancePath:instancePath+"/secret/" + i0+"/action",schemaPath:"#/properties/secret/items/properties/action/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data1.path !== undefined){
+if(typeof data1.path !== "string"){
+const err10 = {instancePath:instancePath+"/secret/" + i0+"/path",schemaPath:"#/properties/secret/items/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+if(data1.description !== undefined){
+if(typeof data1.description !== "string"){
+const err11 = {instancePath:instancePath+"/secret/" + i0+"/description",schemaPath:"#/properties/secret/items/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+}
+else {
+const err12 = {instancePath:instancePath+"/secret/" + i0,schemaPath:"#/properties/secret/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+}
+else {
+const err13 = {instancePath:instancePath+"/secret",schemaPath:"#/properties/secret/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+if(data.publishable !== undefined){
+let data6 = data.publishable;
+if(Array.isArray(data6)){
+if(data6.length > 500){
+const err14 = {instancePath:instancePath+"/publishable",schemaPath:"#/properties/publishable/maxItems",keyword:"maxItems",params:{limit: 500},message:"must NOT have more than 500 items"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+const len1 = data6.length;
+for(let i1=0; i1<len1; i1++){
+let data7 = data6[i1];
+if(data7 && typeof data7 == "object" && !Array.isArray(data7)){
+if(data7.type === undefined){
+const err15 = {instancePath:instancePath+"/publishable/" + i1,schemaPath:"#/properties/requestBody/properties/plan/properties/contract/properties/documents/properties/openapi/properties/secret/items/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+if(data7.action === undefined){
+const err16 = {instancePath:instancePath+"/publishable/" + i1,schemaPath:"#/properties/requestBody/properties/plan/properties/contract/properties/documents/properties/openapi/properties/secret/items/required",keyword:"required",params:{missingProperty: "action"},message:"must have required property '"+"action"+"'"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+if(data7.path === undefined){
+const err17 = {instancePath:instancePath+"/publishable/" + i1,schemaPath:"#/properties/requestBody/properties/plan/properties/contract/properties/documents/properties/openapi/properties/secret/items/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+for(const key2 in data7){
+if(!((((key2 === "type") || (key2 === "action")) || (key2 === "path")) || (key2 === "description"))){
+const err18 = {instancePath:instancePath+"/publishable/" + i1,schemaPath:"#/properties/requestBody/properties/plan/properties/contract/properties/documents/properties/openapi/properties/secret/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+}
+if(data7.type !== undefined){
+if(typeof data7.type !== "string"){
+const err19 = {instancePath:instancePath+"/publishable/" + i1+"/type",schemaPath:"#/properties/requestBody/properties/plan/properties/contract/properties/documents/properties/openapi/properties/secret/items/properties/type/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+}
+if(data7.action !== undefined){
+if(typeof data7.action !== "string"){
+const err20 = {instancePath:instancePath+"/publishable/" + i1+"/action",schemaPath:"#/properties/requestBody/properties/plan/properties/contract/properties/documents/properties/openapi/properties/secret/items/properties/action/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+}
+if(data7.path !== undefined){
+if(typeof data7.path !== "string"){
+const err21 = {instancePath:instancePath+"/publishable/" + i1+"/path",schemaPath:"#/properties/requestBody/properties/plan/properties/contract/properties/documents/properties/openapi/properties/secret/items/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+}
+if(data7.description !== undefined){
+if(typeof data7.description !== "string"){
+const err22 = {instancePath:instancePath+"/publishable/" + i1+"/description",schemaPath:"#/properties/requestBody/properties/plan/properties/contract/properties/documents/properties/openapi/properties/secret/items/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+}
+}
+else {
+const err23 = {instancePath:instancePath+"/publishable/" + i1,schemaPath:"#/properties/requestBody/properties/plan/properties/contract/properties/documents/properties/openapi/properties/secret/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+}
+}
+else {
+const err24 = {instancePath:instancePath+"/publishable",schemaPath:"#/properties/publishable/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+}
+}
+else {
+const err25 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+validate16.errors = vErrors;
+return errors === 0;
+}
+
 
 function validate15(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.requestBody === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "requestBody"},message:"must have required property '"+"requestBody"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.requestBody !== undefined){
+let data0 = data.requestBody;
+if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
+for(const key0 in data0){
+if(!((((key0 === "declaration") || (key0 === "plan")) || (key0 === "secrets")) || (key0 === "allow_destructive"))){
+const err1 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+if(data0.declaration !== undefined){
+let data1 = data0.declaration;
+const _errs6 = errors;
+let valid2 = false;
+let passing0 = null;
+const _errs7 = errors;
+if(typeof data1 === "string"){
+if(func2(data1) > 1048576){
+const err2 = {instancePath:instancePath+"/requestBody/declaration",schemaPath:"#/properties/requestBody/properties/declaration/oneOf/0/maxLength",keyword:"maxLength",params:{limit: 1048576},message:"must NOT have more than 1048576 characters"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+else {
+const err3 = {instancePath:instancePath+"/requestBody/declaration",schemaPath:"#/properties/requestBody/properties/declaration/oneOf/0/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+var _valid0 = _errs7 === errors;
+if(_valid0){
+valid2 = true;
+passing0 = 0;
+}
+const _errs9 = errors;
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+}
+else {
+const err4 = {instancePath:instancePath+"/requestBody/declaration",schemaPath:"#/properties/requestBody/properties/declaration/oneOf/1/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+var _valid0 = _errs9 === errors;
+if(_valid0 && valid2){
+valid2 = false;
+passing0 = [passing0, 1];
+}
+else {
+if(_valid0){
+valid2 = true;
+passing0 = 1;
+}
+}
+if(!valid2){
+const err5 = {instancePath:instancePath+"/requestBody/declaration",schemaPath:"#/properties/requestBody/properties/declaration/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+else {
+errors = _errs6;
+if(vErrors !== null){
+if(_errs6){
+vErrors.length = _errs6;
+}
+else {
+vErrors = null;
+}
+}
+}
+}
+if(data0.plan !== undefined){
+let data2 = data0.plan;
+if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
+if(data2.format === undefined){
+const err6 = {instancePath:instancePath+"/requestBody/plan",schemaPath:"#/properties/requestBody/properties/plan/required",keyword:"required",params:{missingProperty: "format"},message:"must have required property '"+"format"+"'"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+if(data2.version === undefined){
+const err7 = {instancePath:instancePath+"/requestBody/plan",schemaPath:"#/properties/requestBody/properties/plan/required",keyword:"required",params:{missingProperty: "version"},message:"must have required property '"+"version"+"'"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+if(data2.declaration === undefined){
+const err8 = {instancePath:instancePath+"/requestBody/plan",schemaPath:"#/properties/requestBody/properties/plan/required",keyword:"required",params:{missingProperty: "declaration"},message:"must have required property '"+"declaration"+"'"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(data2.live === undefined){
+const err9 = {instancePath:instancePath+"/requestBody/plan",schemaPath:"#/properties/requestBody/properties/plan/required",keyword:"required",params:{missingProperty: "live"},message:"must have required property '"+"live"+"'"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+if(data2.changes === undefined){
+const err10 = {instancePath:instancePath+"/requestBody/plan",schemaPath:"#/properties/requestBody/properties/plan/required",keyword:"required",params:{missingProperty: "changes"},message:"must have required property '"+"changes"+"'"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+for(const key1 in data2){
+if(!(((((((key1 === "format") || (key1 === "version")) || (key1 === "account")) || (key1 === "declaration")) || (key1 === "live")) || (key1 === "changes")) || (key1 === "contract"))){
+const err11 = {instancePath:instancePath+"/requestBody/plan",schemaPath:"#/properties/requestBody/properties/plan/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+if(data2.format !== undefined){
+let data3 = data2.format;
+if(typeof data3 !== "string"){
+const err12 = {instancePath:instancePath+"/requestBody/plan/format",schemaPath:"#/properties/requestBody/properties/plan/properties/format/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+if(!(data3 === "rowbase-plan")){
+const err13 = {instancePath:instancePath+"/requestBody/plan/format",schemaPath:"#/properties/requestBody/properties/plan/properties/format/enum",keyword:"enum",params:{allowedValues: schema26.properties.requestBody.properties.plan.properties.format.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+if(data2.version !== undefined){
+let data4 = data2.version;
+if(!((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4)))){
+const err14 = {instancePath:instancePath+"/requestBody/plan/version",schemaPath:"#/properties/requestBody/properties/plan/properties/version/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+if(!(data4 === 1)){
+const err15 = {instancePath:instancePath+"/requestBody/plan/version",schemaPath:"#/properties/requestBody/properties/plan/properties/version/enum",keyword:"enum",params:{allowedValues: schema26.properties.requestBody.properties.plan.properties.version.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+}
+if(data2.account !== undefined){
+if(typeof data2.account !== "string"){
+const err16 = {instancePath:instancePath+"/requestBody/plan/account",schemaPath:"#/properties/requestBody/properties/plan/properties/account/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+}
+if(data2.declaration !== undefined){
+let data6 = data2.declaration;
+if(data6 && typeof data6 == "object" && !Array.isArray(data6)){
+}
+else {
+const err17 = {instancePath:instancePath+"/requestBody/plan/declaration",schemaPath:"#/properties/requestBody/properties/declaration/oneOf/1/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+}
+if(data2.live !== undefined){
+let data7 = data2.live;
+if(data7 && typeof data7 == "object" && !Array.isArray(data7)){
+for(const key2 in data7){
+if(typeof data7[key2] !== "string"){
+const err18 = {instancePath:instancePath+"/requestBody/plan/live/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/requestBody/properties/plan/properties/live/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+}
+}
+else {
+const err19 = {instancePath:instancePath+"/requestBody/plan/live",schemaPath:"#/properties/requestBody/properties/plan/properties/live/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+}
+if(data2.changes !== undefined){
+let data9 = data2.changes;
+if(Array.isArray(data9)){
+const len0 = data9.length;
+for(let i0=0; i0<len0; i0++){
+let data10 = data9[i0];
+if(data10 && typeof data10 == "object" && !Array.isArray(data10)){
+if(data10.action === undefined){
+const err20 = {instancePath:instancePath+"/requestBody/plan/changes/" + i0,schemaPath:"#/properties/requestBody/properties/plan/properties/changes/items/required",keyword:"required",params:{missingProperty: "action"},message:"must have required property '"+"action"+"'"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+if(data10.kind === undefined){
+const err21 = {instancePath:instancePath+"/requestBody/plan/changes/" + i0,schemaPath:"#/properties/requestBody/properties/plan/properties/changes/items/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+if(data10.object === undefined){
+const err22 = {instancePath:instancePath+"/requestBody/plan/changes/" + i0,schemaPath:"#/properties/requestBody/properties/plan/properties/changes/items/required",keyword:"required",params:{missingProperty: "object"},message:"must have required property '"+"object"+"'"};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+if(data10.before === undefined){
+const err23 = {instancePath:instancePath+"/requestBody/plan/changes/" + i0,schemaPath:"#/properties/requestBody/properties/plan/properties/changes/items/required",keyword:"required",params:{missingProperty: "before"},message:"must have required property '"+"before"+"'"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+if(data10.after === undefined){
+const err24 = {instancePath:instancePath+"/requestBody/plan/changes/" + i0,schemaPath:"#/properties/requestBody/properties/plan/properties/changes/items/required",keyword:"required",params:{missingProperty: "after"},message:"must have required property '"+"after"+"'"};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+if(data10.destroys_data === undefined){
+const err25 = {instancePath:instancePath+"/requestBody/plan/changes/" + i0,schemaPath:"#/properties/requestBody/properties/plan/properties/changes/items/required",keyword:"required",params:{missingProperty: "destroys_data"},message:"must have required property '"+"destroys_data"+"'"};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+for(const key3 in data10){
+if(!(((((((key3 === "action") || (key3 === "kind")) || (key3 === "object")) || (key3 === "before")) || (key3 === "after")) || (key3 === "destroys_data")) || (key3 === "rows"))){
+const err26 = {instancePath:instancePath+"/requestBody/plan/changes/" + i0,schemaPath:"#/properties/requestBody/properties/plan/properties/changes/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+}
+if(data10.action !== undefined){
+let data11 = data10.action;
+if(typeof data11 !== "string"){
+const err27 = {instancePath:instancePath+"/requestBody/plan/changes/" + i0+"/action",schemaPath:"#/properties/requestBody/properties/plan/properties/changes/items/properties/action/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+if(!(((data11 === "create") || (data11 === "update")) || (data11 === "delete"))){
+const err28 = {instancePath:instancePath+"/requestBody/plan/changes/" + i0+"/action",schemaPath:"#/properties/requestBody/properties/plan/properties/changes/items/properties/action/enum",keyword:"enum",params:{allowedValues: schema26.properties.requestBody.properties.plan.properties.changes.items.properties.action.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+}
+if(data10.kind !== undefined){
+let data12 = data10.kind;
+if(typeof data12 !== "string"){
+const err29 = {instancePath:instancePath+"/requestBody/plan/changes/" + i0+"/kind",schemaPath:"#/properties/requestBody/properties/plan/properties/changes/items/properties/kind/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
+}
+errors++;
+}
+if(!((((((((data12 === "collection") || (data12 === "schema")) || (data12 === "index")) || (data12 === "search_index")) || (data12 === "relation")) || (data12 === "rules")) || (data12 === "issuer")) || (data12 === "webhook"))){
+const err30 = {instancePath:instancePath+"/requestBody/plan/changes/" + i0+"/kind",schemaPath:"#/properties/requestBody/properties/plan/properties/changes/items/properties/kind/enum",keyword:"enum",params:{allowedValues: schema26.properties.requestBody.properties.plan.properties.changes.items.properties.kind.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
+}
+errors++;
+}
+}
+if(data10.object !== undefined){
+if(typeof data10.object !== "string"){
+const err31 = {instancePath:instancePath+"/requestBody/plan/changes/" + i0+"/object",schemaPath:"#/properties/requestBody/properties/plan/properties/changes/items/properties/object/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err31];
+}
+else {
+vErrors.push(err31);
+}
+errors++;
+}
+}
+if(data10.destroys_data !== undefined){
+if(typeof data10.destroys_data !== "boolean"){
+const err32 = {instancePath:instancePath+"/requestBody/plan/changes/" + i0+"/destroys_data",schemaPath:"#/properties/requestBody/properties/plan/properties/changes/items/properties/destroys_data/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err32];
+}
+else {
+vErrors.push(err32);
+}
+errors++;
+}
+}
+if(data10.rows !== undefined){
+let data15 = data10.rows;
+if(data15 && typeof data15 == "object" && !Array.isArray(data15)){
+for(const key4 in data15){
+if(!(((key4 === "duplicates") || (key4 === "total")) || (key4 === "violations"))){
+const err33 = {instancePath:instancePath+"/requestBody/plan/changes/" + i0+"/rows",schemaPath:"#/properties/requestBody/properties/plan/properties/changes/items/properties/rows/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err33];
+}
+else {
+vErrors.push(err33);
+}
+errors++;
+}
+}
+if(data15.duplicates !== undefined){
+let data16 = data15.duplicates;
+if(Array.isArray(data16)){
+const len1 = data16.length;
+for(let i1=0; i1<len1; i1++){
+let data17 = data16[i1];
+if(data17 && typeof data17 == "object" && !Array.isArray(data17)){
+if(data17.values === undefined){
+const err34 = {instancePath:instancePath+"/requestBody/plan/changes/" + i0+"/rows/duplicates/" + i1,schemaPath:"#/properties/requestBody/properties/plan/properties/changes/items/properties/rows/properties/duplicates/items/required",keyword:"required",params:{missingProperty: "values"},message:"must have required property '"+"values"+"'"};
+if(vErrors === null){
+vErrors = [err34];
+}
+else {
+vErrors.push(err34);
+}
+errors++;
+}
+if(data17.ids === undefined){
+const err35 = {instancePath:instancePath+"/requestBody/plan/changes/" + i0+"/rows/duplicates/" + i1,schemaPath:"#/properties/requestBody/properties/plan/properties/changes/items/properties/rows/properties/duplicates/items/required",keyword:"required",params:{missingProperty: "ids"},message:"must have required property '"+"ids"+"'"};
+if(vErrors === null){
+vErrors = [err35];
+}
+else {
+vErrors.push(err35);
+}
+errors++;
+}
+for(const key5 in data17){
+if(!((key5 === "values") || (key5 === "ids"))){
+const err36 = {instancePath:instancePath+"/requestBody/plan/changes/" + i0+"/rows/duplicates/" + i1,schemaPath:"#/properties/requestBody/properties/plan/properties/changes/items/properties/rows/properties/duplicates/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err36];
+}
+else {
+vErrors.push(err36);
+}
+errors++;
+}
+}
+if(data17.values !== undefined){
+if(!(Array.isArray(data17.values))){
+const err37 = {instancePath:instancePath+"/requestBody/plan/changes/" + i0+"/rows/duplicates/" + i1+"/values",schemaPath:"#/properties/requestBody/properties/plan/properties/changes/items/properties/rows/properties/duplicates/items/properties/values/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err37];
+}
+else {
+vErrors.push(err37);
+}
+errors++;
+}
+}
+if(data17.ids !== undefined){
+let data19 = data17.ids;
+if(Array.isArray(data19)){
+if(data19.length > 10){
+const err38 = {instancePath:instancePath+"/requestBody/plan/changes/" + i0+"/rows/duplicates/" + i1+"/ids",schemaPath:"#/properties/requestBody/properties/plan/properties/changes/items/properties/rows/properties/duplicates/items/properties/ids/maxItems",keyword:"maxItems",params:{limit: 10},message:"must NOT have more than 10 items"};
+if(vErrors === null){
+vErrors = [err38];
+}
+else {
+vErrors.push(err38);
+}
+errors++;
+}
+const len2 = data19.length;
+for(let i2=0; i2<len2; i2++){
+let data20 = data19[i2];
+if(!((typeof data20 == "number") && (!(data20 % 1) && !isNaN(data20)))){
+const err39 = {instancePath:instancePath+"/requestBody/plan/changes/" + i0+"/rows/duplicates/" + i1+"/ids/" + i2,schemaPath:"#/properties/requestBody/properties/plan/properties/changes/items/properties/rows/properties/duplicates/items/properties/ids/items/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err39];
+}
+else {
+vErrors.push(err39);
+}
+errors++;
+}
+if(typeof data20 == "number"){
+if(data20 > 9007199254740991 || isNaN(data20)){
+const err40 = {instancePath:instancePath+"/requestBody/plan/changes/" + i0+"/rows/duplicates/" + i1+"/ids/" + i2,schemaPath:"#/properties/requestBody/properties/plan/properties/changes/items/properties/rows/properties/duplicates/items/properties/ids/items/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9007199254740991},message:"must be <= 9007199254740991"};
+if(vErrors === null){
+vErrors = [err40];
+}
+else {
+vErrors.push(err40);
+}
+errors++;
+}
+if(data20 < 1 || isNaN(data20)){
+const err41 = {instancePath:instancePath+"/requestBody/plan/changes/" + i0+"/rows/duplicates/" + i1+"/ids/" + i2,schemaPath:"#/properties/requestBody/properties/plan/properties/changes/items/properties/rows/properties/duplicates/items/properties/ids/items/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err41];
+}
+else {
+vErrors.push(err41);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err42 = {instancePath:instancePath+"/requestBody/plan/changes/" + i0+"/rows/duplicates/" + i1+"/ids",schemaPath:"#/properties/requestBody/properties/plan/properties/changes/items/properties/rows/properties/duplicates/items/properties/ids/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err42];
+}
+else {
+vErrors.push(err42);
+}
+errors++;
+}
+}
+}
+else {
+const err43 = {instancePath:instancePath+"/requestBody/plan/changes/" + i0+"/rows/duplicates/" + i1,schemaPath:"#/properties/requestBody/properties/plan/properties/changes/items/properties/rows/properties/duplicates/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err43];
+}
+else {
+vErrors.push(err43);
+}
+errors++;
+}
+}
+}
+else {
+const err44 = {instancePath:instancePath+"/requestBody/plan/changes/" + i0+"/rows/duplicates",schemaPath:"#/properties/requestBody/properties/plan/properties/changes/items/properties/rows/properties/duplicates/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err44];
+}
+else {
+vErrors.push(err44);
+}
+errors++;
+}
+}
+if(data15.total !== undefined){
+let data21 = data15.total;
+if(!((typeof data21 == "number") && (!(data21 % 1) && !isNaN(data21)))){
+const err45 = {instancePath:instancePath+"/requestBody/plan/changes/" + i0+"/rows/total",schemaPath:"#/properties/requestBody/properties/plan/properties/changes/items/properties/rows/properties/total/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err45];
+}
+else {
+vErrors.push(err45);
+}
+errors++;
+}
+if(typeof data21 == "number"){
+if(data21 < 0 || isNaN(data21)){
+const err46 = {instancePath:instancePath+"/requestBody/plan/changes/" + i0+"/rows/total",schemaPath:"#/properties/requestBody/properties/plan/properties/changes/items/properties/rows/properties/total/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err46];
+}
+else {
+vErrors.push(err46);
+}
+errors++;
+}
+}
+}
+if(data15.violations !== undefined){
+let data22 = data15.violations;
+if(Array.isArray(data22)){
+const len3 = data22.length;
+for(let i3=0; i3<len3; i3++){
+let data23 = data22[i3];
+if(data23 && typeof data23 == "object" && !Array.isArray(data23)){
+if(data23.id === undefined){
+const err47 = {instancePath:instancePath+"/requestBody/plan/changes/" + i0+"/rows/violations/" + i3,schemaPath:"#/properties/requestBody/properties/plan/properties/changes/items/properties/rows/properties/violations/items/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err47];
+}
+else {
+vErrors.push(err47);
+}
+errors++;
+}
+if(data23.pointer === undefined){
+const err48 = {instancePath:instancePath+"/requestBody/plan/changes/" + i0+"/rows/violations/" + i3,schemaPath:"#/properties/requestBody/properties/plan/properties/changes/items/properties/rows/properties/violations/items/required",keyword:"required",params:{missingProperty: "pointer"},message:"must have required property '"+"pointer"+"'"};
+if(vErrors === null){
+vErrors = [err48];
+}
+else {
+vErrors.push(err48);
+}
+errors++;
+}
+if(data23.message === undefined){
+const err49 = {instancePath:instancePath+"/requestBody/plan/changes/" + i0+"/rows/violations/" + i3,schemaPath:"#/properties/requestBody/properties/plan/properties/changes/items/properties/rows/properties/violations/items/required",keyword:"required",params:{missingProperty: "message"},message:"must have required property '"+"message"+"'"};
+if(vErrors === null){
+vErrors = [err49];
+}
+else {
+vErrors.push(err49);
+}
+errors++;
+}
+for(const key6 in data23){
+if(!(((key6 === "id") || (key6 === "pointer")) || (key6 === "message"))){
+const err50 = {instancePath:instancePath+"/requestBody/plan/changes/" + i0+"/rows/violations/" + i3,schemaPath:"#/properties/requestBody/properties/plan/properties/changes/items/properties/rows/properties/violations/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key6},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err50];
+}
+else {
+vErrors.push(err50);
+}
+errors++;
+}
+}
+if(data23.id !== undefined){
+let data24 = data23.id;
+if(!((typeof data24 == "number") && (!(data24 % 1) && !isNaN(data24)))){
+const err51 = {instancePath:instancePath+"/requestBody/plan/changes/" + i0+"/rows/violations/" + i3+"/id",schemaPath:"#/properties/requestBody/properties/plan/properties/changes/items/properties/rows/properties/duplicates/items/properties/ids/items/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err51];
+}
+else {
+vErrors.push(err51);
+}
+errors++;
+}
+if(typeof data24 == "number"){
+if(data24 > 9007199254740991 || isNaN(data24)){
+const err52 = {instancePath:instancePath+"/requestBody/plan/changes/" + i0+"/rows/violations/" + i3+"/id",schemaPath:"#/properties/requestBody/properties/plan/properties/changes/items/properties/rows/properties/duplicates/items/properties/ids/items/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9007199254740991},message:"must be <= 9007199254740991"};
+if(vErrors === null){
+vErrors = [err52];
+}
+else {
+vErrors.push(err52);
+}
+errors++;
+}
+if(data24 < 1 || isNaN(data24)){
+const err53 = {instancePath:instancePath+"/requestBody/plan/changes/" + i0+"/rows/violations/" + i3+"/id",schemaPath:"#/properties/requestBody/properties/plan/properties/changes/items/properties/rows/properties/duplicates/items/properties/ids/items/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err53];
+}
+else {
+vErrors.push(err53);
+}
+errors++;
+}
+}
+}
+if(data23.pointer !== undefined){
+if(typeof data23.pointer !== "string"){
+const err54 = {instancePath:instancePath+"/requestBody/plan/changes/" + i0+"/rows/violations/" + i3+"/pointer",schemaPath:"#/properties/requestBody/properties/plan/properties/changes/items/properties/rows/properties/violations/items/properties/pointer/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err54];
+}
+else {
+vErrors.push(err54);
+}
+errors++;
+}
+}
+if(data23.message !== undefined){
+if(typeof data23.message !== "string"){
+const err55 = {instancePath:instancePath+"/requestBody/plan/changes/" + i0+"/rows/violations/" + i3+"/message",schemaPath:"#/properties/requestBody/properties/plan/properties/changes/items/properties/rows/properties/violations/items/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err55];
+}
+else {
+vErrors.push(err55);
+}
+errors++;
+}
+}
+}
+else {
+const err56 = {instancePath:instancePath+"/requestBody/plan/changes/" + i0+"/rows/violations/" + i3,schemaPath:"#/properties/requestBody/properties/plan/properties/changes/items/properties/rows/properties/violations/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err56];
+}
+else {
+vErrors.push(err56);
+}
+errors++;
+}
+}
+}
+else {
+const err57 = {instancePath:instancePath+"/requestBody/plan/changes/" + i0+"/rows/violations",schemaPath:"#/properties/requestBody/properties/plan/properties/changes/items/properties/rows/properties/violations/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err57];
+}
+else {
+vErrors.push(err57);
+}
+errors++;
+}
+}
+}
+else {
+const err58 = {instancePath:instancePath+"/requestBody/plan/changes/" + i0+"/rows",schemaPath:"#/properties/requestBody/properties/plan/properties/changes/items/properties/rows/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err58];
+}
+else {
+vErrors.push(err58);
+}
+errors++;
+}
+}
+}
+else {
+const err59 = {instancePath:instancePath+"/requestBody/plan/changes/" + i0,schemaPath:"#/properties/requestBody/properties/plan/properties/changes/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err59];
+}
+else {
+vErrors.push(err59);
+}
+errors++;
+}
+}
+}
+else {
+const err60 = {instancePath:instancePath+"/requestBody/plan/changes",schemaPath:"#/properties/requestBody/properties/plan/properties/changes/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err60];
+}
+else {
+vErrors.push(err60);
+}
+errors++;
+}
+}
+if(data2.contract !== undefined){
+let data27 = data2.contract;
+if(data27 && typeof data27 == "object" && !Array.isArray(data27)){
+if(data27.breaking === undefined){
+const err61 = {instancePath:instancePath+"/requestBody/plan/contract",schemaPath:"#/properties/requestBody/properties/plan/properties/contract/required",keyword:"required",params:{missingProperty: "breaking"},message:"must have required property '"+"breaking"+"'"};
+if(vErrors === null){
+vErrors = [err61];
+}
+else {
+vErrors.push(err61);
+}
+errors++;
+}
+if(data27.documents === undefined){
+const err62 = {instancePath:instancePath+"/requestBody/plan/contract",schemaPath:"#/properties/requestBody/properties/plan/properties/contract/required",keyword:"required",params:{missingProperty: "documents"},message:"must have required property '"+"documents"+"'"};
+if(vErrors === null){
+vErrors = [err62];
+}
+else {
+vErrors.push(err62);
+}
+errors++;
+}
+for(const key7 in data27){
+if(!((key7 === "breaking") || (key7 === "documents"))){
+const err63 = {instancePath:instancePath+"/requestBody/plan/contract",schemaPath:"#/properties/requestBody/properties/plan/properties/contract/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key7},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err63];
+}
+else {
+vErrors.push(err63);
+}
+errors++;
+}
+}
+if(data27.breaking !== undefined){
+if(typeof data27.breaking !== "boolean"){
+const err64 = {instancePath:instancePath+"/requestBody/plan/contract/breaking",schemaPath:"#/properties/requestBody/properties/plan/properties/contract/properties/breaking/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err64];
+}
+else {
+vErrors.push(err64);
+}
+errors++;
+}
+}
+if(data27.documents !== undefined){
+let data29 = data27.documents;
+if(data29 && typeof data29 == "object" && !Array.isArray(data29)){
+if(data29.openapi === undefined){
+const err65 = {instancePath:instancePath+"/requestBody/plan/contract/documents",schemaPath:"#/properties/requestBody/properties/plan/properties/contract/properties/documents/required",keyword:"required",params:{missingProperty: "openapi"},message:"must have required property '"+"openapi"+"'"};
+if(vErrors === null){
+vErrors = [err65];
+}
+else {
+vErrors.push(err65);
+}
+errors++;
+}
+if(data29.asyncapi === undefined){
+const err66 = {instancePath:instancePath+"/requestBody/plan/contract/documents",schemaPath:"#/properties/requestBody/properties/plan/properties/contract/properties/documents/required",keyword:"required",params:{missingProperty: "asyncapi"},message:"must have required property '"+"asyncapi"+"'"};
+if(vErrors === null){
+vErrors = [err66];
+}
+else {
+vErrors.push(err66);
+}
+errors++;
+}
+for(const key8 in data29){
+if(!((key8 === "openapi") || (key8 === "asyncapi"))){
+const err67 = {instancePath:instancePath+"/requestBody/plan/contract/documents",schemaPath:"#/properties/requestBody/properties/plan/properties/contract/properties/documents/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key8},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err67];
+}
+else {
+vErrors.push(err67);
+}
+errors++;
+}
+}
+if(data29.openapi !== undefined){
+let data30 = data29.openapi;
+if(data30 && typeof data30 == "object" && !Array.isArray(data30)){
+if(data30.secret === undefined){
+const err68 = {instancePath:instancePath+"/requestBody/plan/contract/documents/openapi",schemaPath:"#/properties/requestBody/properties/plan/properties/contract/properties/documents/properties/openapi/required",keyword:"required",params:{missingProperty: "secret"},message:"must have required property '"+"secret"+"'"};
+if(vErrors === null){
+vErrors = [err68];
+}
+else {
+vErrors.push(err68);
+}
+errors++;
+}
+if(data30.publishable === undefined){
+const err69 = {instancePath:instancePath+"/requestBody/plan/contract/documents/openapi",schemaPath:"#/properties/requestBody/properties/plan/properties/contract/properties/documents/properties/openapi/required",keyword:"required",params:{missingProperty: "publishable"},message:"must have required property '"+"publishable"+"'"};
+if(vErrors === null){
+vErrors = [err69];
+}
+else {
+vErrors.push(err69);
+}
+errors++;
+}
+for(const key9 in data30){
+if(!((key9 === "secret") || (key9 === "publishable"))){
+const err70 = {instancePath:instancePath+"/requestBody/plan/contract/documents/openapi",schemaPath:"#/properties/requestBody/properties/plan/properties/contract/properties/documents/properties/openapi/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key9},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err70];
+}
+else {
+vErrors.push(err70);
+}
+errors++;
+}
+}
+if(data30.secret !== undefined){
+let data31 = data30.secret;
+if(Array.isArray(data31)){
+if(data31.length > 500){
+const err71 = {instancePath:instancePath+"/requestBody/plan/contract/documents/openapi/secret",schemaPath:"#/properties/requestBody/properties/plan/properties/contract/properties/documents/properties/openapi/properties/secret/maxItems",keyword:"maxItems",params:{limit: 500},message:"must NOT have more than 500 items"};
+if(vErrors === null){
+vErrors = [err71];
+}
+else {
+vErrors.push(err71);
+}
+errors++;
+}
+const len4 = data31.length;
+for(let i4=0; i4<len4; i4++){
+let data32 = data31[i4];
+if(data32 && typeof data32 == "object" && !Array.isArray(data32)){
+if(data32.type === undefined){
+const err72 = {instancePath:instancePath+"/requestBody/plan/contract/documents/openapi/secret/" + i4,schemaPath:"#/properties/requestBody/properties/plan/properties/contract/properties/documents/properties/openapi/properties/secret/items/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
+if(vErrors === null){
+vErrors = [err72];
+}
+else {
+vErrors.push(err72);
+}
+errors++;
+}
+if(data32.action === undefined){
+const err73 = {instancePath:instancePath+"/requestBody/plan/contract/documents/openapi/secret/" + i4,schemaPath:"#/properties/requestBody/properties/plan/properties/contract/properties/documents/properties/openapi/properties/secret/items/required",keyword:"required",params:{missingProperty: "action"},message:"must have required property '"+"action"+"'"};
+if(vErrors === null){
+vErrors = [err73];
+}
+else {
+vErrors.push(err73);
+}
+errors++;
+}
+if(data32.path === undefined){
+const err74 = {instancePath:instancePath+"/requestBody/plan/contract/documents/openapi/secret/" + i4,schemaPath:"#/properties/requestBody/properties/plan/properties/contract/properties/documents/properties/openapi/properties/secret/items/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
+if(vErrors === null){
+vErrors = [err74];
+}
+else {
+vErrors.push(err74);
+}
+errors++;
+}
+for(const key10 in data32){
+if(!((((key10 === "type") || (key10 === "action")) || (key10 === "path")) || (key10 === "description"))){
+const err75 = {instancePath:instancePath+"/requestBody/plan/contract/documents/openapi/secret/" + i4,schemaPath:"#/properties/requestBody/properties/plan/properties/contract/properties/documents/properties/openapi/properties/secret/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key10},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err75];
+}
+else {
+vErrors.push(err75);
+}
+errors++;
+}
+}
+if(data32.type !== undefined){
+if(typeof data32.type !== "string"){
+const err76 = {instancePath:instancePath+"/requestBody/plan/contract/documents/openapi/secret/" + i4+"/type",schemaPath:"#/properties/requestBody/properties/plan/properties/contract/properties/documents/properties/openapi/properties/secret/items/properties/type/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err76];
+}
+else {
+vErrors.push(err76);
+}
+errors++;
+}
+}
+if(data32.action !== undefined){
+if(typeof data32.action !== "string"){
+const err77 = {instancePath:instancePath+"/requestBody/plan/contract/documents/openapi/secret/" + i4+"/action",schemaPath:"#/properties/requestBody/properties/plan/properties/contract/properties/documents/properties/openapi/properties/secret/items/properties/action/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err77];
+}
+else {
+vErrors.push(err77);
+}
+errors++;
+}
+}
+if(data32.path !== undefined){
+if(typeof data32.path !== "string"){
+const err78 = {instancePath:instancePath+"/requestBody/plan/contract/documents/openapi/secret/" + i4+"/path",schemaPath:"#/properties/requestBody/properties/plan/properties/contract/properties/documents/properties/openapi/properties/secret/items/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err78];
+}
+else {
+vErrors.push(err78);
+}
+errors++;
+}
+}
+if(data32.description !== undefined){
+if(typeof data32.description !== "string"){
+const err79 = {instancePath:instancePath+"/requestBody/plan/contract/documents/openapi/secret/" + i4+"/description",schemaPath:"#/properties/requestBody/properties/plan/properties/contract/properties/documents/properties/openapi/properties/secret/items/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err79];
+}
+else {
+vErrors.push(err79);
+}
+errors++;
+}
+}
+}
+else {
+const err80 = {instancePath:instancePath+"/requestBody/plan/contract/documents/openapi/secret/" + i4,schemaPath:"#/properties/requestBody/properties/plan/properties/contract/properties/documents/properties/openapi/properties/secret/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err80];
+}
+else {
+vErrors.push(err80);
+}
+errors++;
+}
+}
+}
+else {
+const err81 = {instancePath:instancePath+"/requestBody/plan/contract/documents/openapi/secret",schemaPath:"#/properties/requestBody/properties/plan/properties/contract/properties/documents/properties/openapi/properties/secret/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err81];
+}
+else {
+vErrors.push(err81);
+}
+errors++;
+}
+}
+if(data30.publishable !== undefined){
+let data37 = data30.publishable;
+if(Array.isArray(data37)){
+if(data37.length > 500){
+const err82 = {instancePath:instancePath+"/requestBody/plan/contract/documents/openapi/publishable",schemaPath:"#/properties/requestBody/properties/plan/properties/contract/properties/documents/properties/openapi/properties/publishable/maxItems",keyword:"maxItems",params:{limit: 500},message:"must NOT have more than 500 items"};
+if(vErrors === null){
+vErrors = [err82];
+}
+else {
+vErrors.push(err82);
+}
+errors++;
+}
+const len5 = data37.length;
+for(let i5=0; i5<len5; i5++){
+let data38 = data37[i5];
+if(data38 && typeof data38 == "object" && !Array.isArray(data38)){
+if(data38.type === undefined){
+const err83 = {instancePath:instancePath+"/requestBody/plan/contract/documents/openapi/publishable/" + i5,schemaPath:"#/properties/requestBody/properties/plan/properties/contract/properties/documents/properties/openapi/properties/secret/items/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
+if(vErrors === null){
+vErrors = [err83];
+}
+else {
+vErrors.push(err83);
+}
+errors++;
+}
+if(data38.action === undefined){
+const err84 = {instancePath:instancePath+"/requestBody/plan/contract/documents/openapi/publishable/" + i5,schemaPath:"#/properties/requestBody/properties/plan/properties/contract/properties/documents/properties/openapi/properties/secret/items/required",keyword:"required",params:{missingProperty: "action"},message:"must have required property '"+"action"+"'"};
+if(vErrors === null){
+vErrors = [err84];
+}
+else {
+vErrors.push(err84);
+}
+errors++;
+}
+if(data38.path === undefined){
+const err85 = {instancePath:instancePath+"/requestBody/plan/contract/documents/openapi/publishable/" + i5,schemaPath:"#/properties/requestBody/properties/plan/properties/contract/properties/documents/properties/openapi/properties/secret/items/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
+if(vErrors === null){
+vErrors = [err85];
+}
+else {
+vErrors.push(err85);
+}
+errors++;
+}
+for(const key11 in data38){
+if(!((((key11 === "type") || (key11 === "action")) || (key11 === "path")) || (key11 === "description"))){
+const err86 = {instancePath:instancePath+"/requestBody/plan/contract/documents/openapi/publishable/" + i5,schemaPath:"#/properties/requestBody/properties/plan/properties/contract/properties/documents/properties/openapi/properties/secret/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key11},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err86];
+}
+else {
+vErrors.push(err86);
+}
+errors++;
+}
+}
+if(data38.type !== undefined){
+if(typeof data38.type !== "string"){
+const err87 = {instancePath:instancePath+"/requestBody/plan/contract/documents/openapi/publishable/" + i5+"/type",schemaPath:"#/properties/requestBody/properties/plan/properties/contract/properties/documents/properties/openapi/properties/secret/items/properties/type/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err87];
+}
+else {
+vErrors.push(err87);
+}
+errors++;
+}
+}
+if(data38.action !== undefined){
+if(typeof data38.action !== "string"){
+const err88 = {instancePath:instancePath+"/requestBody/plan/contract/documents/openapi/publishable/" + i5+"/action",schemaPath:"#/properties/requestBody/properties/plan/properties/contract/properties/documents/properties/openapi/properties/secret/items/properties/action/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err88];
+}
+else {
+vErrors.push(err88);
+}
+errors++;
+}
+}
+if(data38.path !== undefined){
+if(typeof data38.path !== "string"){
+const err89 = {instancePath:instancePath+"/requestBody/plan/contract/documents/openapi/publishable/" + i5+"/path",schemaPath:"#/properties/requestBody/properties/plan/properties/contract/properties/documents/properties/openapi/properties/secret/items/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err89];
+}
+else {
+vErrors.push(err89);
+}
+errors++;
+}
+}
+if(data38.description !== undefined){
+if(typeof data38.description !== "string"){
+const err90 = {instancePath:instancePath+"/requestBody/plan/contract/documents/openapi/publishable/" + i5+"/description",schemaPath:"#/properties/requestBody/properties/plan/properties/contract/properties/documents/properties/openapi/properties/secret/items/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err90];
+}
+else {
+vErrors.push(err90);
+}
+errors++;
+}
+}
+}
+else {
+const err91 = {instancePath:instancePath+"/requestBody/plan/contract/documents/openapi/publishable/" + i5,schemaPath:"#/properties/requestBody/properties/plan/properties/contract/properties/documents/properties/openapi/properties/secret/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err91];
+}
+else {
+vErrors.push(err91);
+}
+errors++;
+}
+}
+}
+else {
+const err92 = {instancePath:instancePath+"/requestBody/plan/contract/documents/openapi/publishable",schemaPath:"#/properties/requestBody/properties/plan/properties/contract/properties/documents/properties/openapi/properties/publishable/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err92];
+}
+else {
+vErrors.push(err92);
+}
+errors++;
+}
+}
+}
+else {
+const err93 = {instancePath:instancePath+"/requestBody/plan/contract/documents/openapi",schemaPath:"#/properties/requestBody/properties/plan/properties/contract/properties/documents/properties/openapi/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err93];
+}
+else {
+vErrors.push(err93);
+}
+errors++;
+}
+}
+if(data29.asyncapi !== undefined){
+if(!(validate16(data29.asyncapi, {instancePath:instancePath+"/requestBody/plan/contract/documents/asyncapi",parentData:data29,parentDataProperty:"asyncapi",rootData}))){
+vErrors = vErrors === null ? validate16.errors : vErrors.concat(validate16.errors);
+errors = vErrors.length;
+}
+}
+}
+else {
+const err94 = {instancePath:instancePath+"/requestBody/plan/contract/documents",schemaPath:"#/properties/requestBody/properties/plan/properties/contract/properties/documents/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err94];
+}
+else {
+vErrors.push(err94);
+}
+errors++;
+}
+}
+}
+else {
+const err95 = {instancePath:instancePath+"/requestBody/plan/contract",schemaPath:"#/properties/requestBody/properties/plan/properties/contract/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err95];
+}
+else {
+vErrors.push(err95);
+}
+errors++;
+}
+}
+}
+else {
+const err96 = {instancePath:instancePath+"/requestBody/plan",schemaPath:"#/properties/requestBody/properties/plan/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err96];
+}
+else {
+vErrors.push(err96);
+}
+errors++;
+}
+}
+if(data0.secrets !== undefined){
+let data44 = data0.secrets;
+if(data44 && typeof data44 == "object" && !Array.isArray(data44)){
+if(Object.keys(data44).length > 100){
+const err97 = {instancePath:instancePath+"/requestBody/secrets",schemaPath:"#/properties/requestBody/properties/secrets/maxProperties",keyword:"maxProperties",params:{limit: 100},message:"must NOT have more than 100 properties"};
+if(vErrors === null){
+vErrors = [err97];
+}
+else {
+vErrors.push(err97);
+}
+errors++;
+}
+for(const key12 in data44){
+let data45 = data44[key12];
+if(typeof data45 === "string"){
+if(func2(data45) > 4096){
+const err98 = {instancePath:instancePath+"/requestBody/secrets/" + key12.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/requestBody/properties/secrets/additionalProperties/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
+if(vErrors === null){
+vErrors = [err98];
+}
+else {
+vErrors.push(err98);
+}
+errors++;
+}
+if(func2(data45) < 1){
+const err99 = {instancePath:instancePath+"/requestBody/secrets/" + key12.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/requestBody/properties/secrets/additionalProperties/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err99];
+}
+else {
+vErrors.push(err99);
+}
+errors++;
+}
+}
+else {
+const err100 = {instancePath:instancePath+"/requestBody/secrets/" + key12.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/requestBody/properties/secrets/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err100];
+}
+else {
+vErrors.push(err100);
+}
+errors++;
+}
+}
+}
+else {
+const err101 = {instancePath:instancePath+"/requestBody/secrets",schemaPath:"#/properties/requestBody/properties/secrets/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err101];
+}
+else {
+vErrors.push(err101);
+}
+errors++;
+}
+}
+if(data0.allow_destructive !== undefined){
+if(typeof data0.allow_destructive !== "boolean"){
+const err102 = {instancePath:instancePath+"/requestBody/allow_destructive",schemaPath:"#/properties/requestBody/properties/allow_destructive/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err102];
+}
+else {
+vErrors.push(err102);
+}
+errors++;
+}
+}
+}
+else {
+const err103 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err103];
+}
+else {
+vErrors.push(err103);
+}
+errors++;
+}
+}
+}
+else {
+const err104 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err104];
+}
+else {
+vErrors.push(err104);
+}
+errors++;
+}
+validate15.errors = vErrors;
+return errors === 0;
+}
+
+export const checkCollectionRules_body = validate18;
+const schema32 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","additionalProperties":false,"required":["operation","claims","row"],"description":"One operation of one caller on one row, to check against the collection's rules.","properties":{"operation":{"type":"string","enum":["read","create","update","delete"]},"claims":{"type":"object","nullable":true,"additionalProperties":true,"description":"The claims of the caller's end-user token, as verified; null for an anonymous caller."},"row":{"type":"object","additionalProperties":true,"description":"The row (for `create`, the row to make; for `update`, the row before the change), with its `id` if the rules name it."},"change":{"type":"object","additionalProperties":true,"description":"For `update` only, and required there; the fields the update sets (a top-level merge)."}}}},"required":["requestBody"]};
+
+function validate18(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -1075,7 +2694,7 @@ vErrors.push(err5);
 errors++;
 }
 if(!((((data1 === "read") || (data1 === "create")) || (data1 === "update")) || (data1 === "delete"))){
-const err6 = {instancePath:instancePath+"/requestBody/operation",schemaPath:"#/properties/requestBody/properties/operation/enum",keyword:"enum",params:{allowedValues: schema26.properties.requestBody.properties.operation.enum},message:"must be equal to one of the allowed values"};
+const err6 = {instancePath:instancePath+"/requestBody/operation",schemaPath:"#/properties/requestBody/properties/operation/enum",keyword:"enum",params:{allowedValues: schema32.properties.requestBody.properties.operation.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -1151,15 +2770,15 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate15.errors = vErrors;
+validate18.errors = vErrors;
 return errors === 0;
 }
 
-export const createCollection_body = validate16;
-const schema27 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","required":["name"],"additionalProperties":false,"properties":{"name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"schema":{"type":"object","description":"A JSON Schema (draft 2020-12) of a row's fields, which every write of the collection's rows must\nmatch (`422 row_invalid` otherwise). `id` is the service's and never checked: a schema need not\nlist it (even with `additionalProperties: false`), and one that declares it must declare it as\nan integer. The keywords: `type` (a type or an array of them, `null` included), `properties`,\n`required`, `additionalProperties`, `enum`, `const`, `minimum`, `maximum`, `exclusiveMinimum`,\n`exclusiveMaximum`, `multipleOf`, `minLength`, `maxLength`, `pattern` (RE2 syntax, matched in\nlinear time), `format` (`date-time`, `date`, `email`, `uri`, `uuid`), `items`, `prefixItems`,\n`minItems`, `maxItems`, `uniqueItems`, local `$ref` and `$defs`, and the annotations `title`,\n`description`, `default`, `examples`. Any other keyword, a `$ref` outside the schema (never\nfetched), a schema over 64 KiB or nested deeper than 32 levels is `400`, naming what and where.\nSee docs/schemas.md.\n","additionalProperties":true,"example":{"type":"object","required":["title"],"properties":{"title":{"type":"string"},"done":{"type":"boolean"}}}}}}},"required":["requestBody"]};
+export const createCollection_body = validate19;
+const schema33 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","required":["name"],"additionalProperties":false,"properties":{"name":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"schema":{"type":"object","description":"A JSON Schema (draft 2020-12) of a row's fields, which every write of the collection's rows must\nmatch (`422 row_invalid` otherwise). `id` is the service's and never checked: a schema need not\nlist it (even with `additionalProperties: false`), and one that declares it must declare it as\nan integer. The keywords: `type` (a type or an array of them, `null` included), `properties`,\n`required`, `additionalProperties`, `enum`, `const`, `minimum`, `maximum`, `exclusiveMinimum`,\n`exclusiveMaximum`, `multipleOf`, `minLength`, `maxLength`, `pattern` (RE2 syntax, matched in\nlinear time), `format` (`date-time`, `date`, `email`, `uri`, `uuid`), `items`, `prefixItems`,\n`minItems`, `maxItems`, `uniqueItems`, local `$ref` and `$defs`, and the annotations `title`,\n`description`, `default`, `examples`. Any other keyword, a `$ref` outside the schema (never\nfetched), a schema over 64 KiB or nested deeper than 32 levels is `400`, naming what and where.\nSee docs/schemas.md.\n","additionalProperties":true,"example":{"type":"object","required":["title"],"properties":{"title":{"type":"string"},"done":{"type":"boolean"}}}}}}},"required":["requestBody"]};
 const pattern2 = new RegExp("^[A-Za-z][A-Za-z0-9_-]{0,62}$", "u");
 
-function validate16(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate19(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -1261,15 +2880,15 @@ vErrors.push(err7);
 }
 errors++;
 }
-validate16.errors = vErrors;
+validate19.errors = vErrors;
 return errors === 0;
 }
 
-export const createIndex_body = validate17;
-const schema28 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","required":["fields"],"additionalProperties":false,"properties":{"fields":{"type":"array","minItems":1,"maxItems":4,"uniqueItems":true,"items":{"type":"string","description":"A top-level field an index is over, a plain name.","pattern":"^[A-Za-z_][A-Za-z0-9_]{0,62}$","example":"email"}},"unique":{"type":"boolean","description":"Whether no two rows may hold the same values of the fields; absent, `false`. Not of a search index."},"type":{"type":"string","enum":["search"],"description":"`search`: a search index, which `$search` finds rows by the words of (docs/search.md); a collection has one\nat most. Absent: an index of the fields' values.\n"}}}},"required":["requestBody"]};
+export const createIndex_body = validate20;
+const schema34 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","required":["fields"],"additionalProperties":false,"properties":{"fields":{"type":"array","minItems":1,"maxItems":4,"uniqueItems":true,"items":{"type":"string","description":"A top-level field an index is over, a plain name.","pattern":"^[A-Za-z_][A-Za-z0-9_]{0,62}$","example":"email"}},"unique":{"type":"boolean","description":"Whether no two rows may hold the same values of the fields; absent, `false`. Not of a search index."},"type":{"type":"string","enum":["search"],"description":"`search`: a search index, which `$search` finds rows by the words of (docs/search.md); a collection has one\nat most. Absent: an index of the fields' values.\n"}}}},"required":["requestBody"]};
 const pattern3 = new RegExp("^[A-Za-z_][A-Za-z0-9_]{0,62}$", "u");
 
-function validate17(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate20(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -1418,7 +3037,7 @@ vErrors.push(err10);
 errors++;
 }
 if(!(data4 === "search")){
-const err11 = {instancePath:instancePath+"/requestBody/type",schemaPath:"#/properties/requestBody/properties/type/enum",keyword:"enum",params:{allowedValues: schema28.properties.requestBody.properties.type.enum},message:"must be equal to one of the allowed values"};
+const err11 = {instancePath:instancePath+"/requestBody/type",schemaPath:"#/properties/requestBody/properties/type/enum",keyword:"enum",params:{allowedValues: schema34.properties.requestBody.properties.type.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -1451,16 +3070,16 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate17.errors = vErrors;
+validate20.errors = vErrors;
 return errors === 0;
 }
 
-export const createKey_body = validate18;
-const schema29 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"A key to make: its `kind` (default `secret`), its `scope`, and, left out, the collections and expiry\nof the key making it. No wider than that key, or `403`. A secret key needs its `scope`, and takes\nneither `origins` nor `end_user_rate` (`400` naming them). A publishable key needs its `origins`;\nits scope is `write` (left out, or `write`; another is `400`), and it may set an `end_user_rate`.\n","additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":100,"pattern":"^[^\\x00-\\x1f\\x7f-\\x9f]*$","description":"A label to know the key by, up to 100 characters, no control character (Unicode category Cc).","example":"dashboard"},"kind":{"type":"string","enum":["secret","publishable"],"description":"`secret` (every key made before kinds existed, and the default): a key for a server, which must\nnever reach a browser or an app. `publishable`: a key safe to ship inside an app, `rb_pub_…`, used\nfrom the web origins it lists; its scope is always `write`, and what it may reach will come from the\ncollections' rules. Until the step that brings rules, every operation answers a publishable key\n`403 forbidden` (docs/access.md).\n","example":"publishable"},"scope":{"type":"string","enum":["read","write","admin"],"description":"What a key may do, each scope granting what the ones before it grant: `read`, every `GET` and\n`HEAD` under `/v1` and the feed; `write`, also inserting, patching and deleting rows; `admin`, also\ncreating and deleting collections and managing the account's keys. Each operation names the scope\nit needs in `x-rowbase-scope`.\n","example":"read"},"origins":{"type":"array","nullable":true,"minItems":1,"maxItems":50,"uniqueItems":true,"items":{"type":"string","minLength":1,"maxLength":2048,"description":"A web origin, serialized as browsers send it in `Origin` (RFC 6454 §6.2): `http` or `https`, `://`,\nthe host in lowercase (an international name in punycode), and `:port` only when it is not the\nscheme's default; no path (not even a trailing `/`), query, fragment or userinfo. `null` and `*`\nare refused.\n","example":"https://app.example"},"description":"The web origins a publishable key may be used from, 1 to 50; `null` for a secret key. A request\nthat sends an `Origin` not listed here with the key answers `403 origin_not_allowed`.\n","example":["https://app.example"]},"end_user_rate":{"type":"integer","nullable":true,"minimum":1,"maximum":10000,"description":"A publishable key's requests per second per end user, or `null` for no limit of its own (the\naccount's plan still applies); always `null` for a secret key. An end user is the issuer and `sub`\nof a verified token, or else the client's address (an IPv6 address by its `/64`). Every request with\nthe key counts toward its end user's rate, whatever its answer, as toward the plan; past it, `429\nrate_limited` with the plan's `RateLimit-*` headers and `Retry-After`, the `detail` naming the key's\n`end_user_rate`. A token bucket, as the plan's rate: up to this many at once, refilled at this many a\nsecond; shared by the instances of one database within about a second (docs/access.md, \"A rate per\nend user\").\n","example":20},"collections":{"type":"array","nullable":true,"minItems":1,"maxItems":100,"uniqueItems":true,"items":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"description":"The collections the key is limited to, by name (they need not exist yet), or `null` for every\ncollection of the account. To a key limited to some, every other collection answers `404`, is never\nlisted, and its feed is refused `404`.\n","example":["notes"]},"expires_at":{"type":"string","nullable":true,"format":"date-time","pattern":"^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,9})?([Zz]|[+-][0-9]{2}:[0-9]{2})$","description":"When the key stops working, an RFC 3339 date-time in the future and before the year 10000 in\nUTC (any offset; answered in UTC), no later than the expiry of the key making it; `null` for never.\n"}}}},"required":["requestBody"]};
+export const createKey_body = validate21;
+const schema35 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"A key to make: its `kind` (default `secret`), its `scope`, and, left out, the collections and expiry\nof the key making it. No wider than that key, or `403`. A secret key needs its `scope`, and takes\nneither `origins` nor `end_user_rate` (`400` naming them). A publishable key needs its `origins`;\nits scope is `write` (left out, or `write`; another is `400`), and it may set an `end_user_rate`.\n","additionalProperties":false,"properties":{"name":{"type":"string","minLength":1,"maxLength":100,"pattern":"^[^\\x00-\\x1f\\x7f-\\x9f]*$","description":"A label to know the key by, up to 100 characters, no control character (Unicode category Cc).","example":"dashboard"},"kind":{"type":"string","enum":["secret","publishable"],"description":"`secret` (every key made before kinds existed, and the default): a key for a server, which must\nnever reach a browser or an app. `publishable`: a key safe to ship inside an app, `rb_pub_…`, used\nfrom the web origins it lists; its scope is always `write`, and what it may reach will come from the\ncollections' rules. Until the step that brings rules, every operation answers a publishable key\n`403 forbidden` (docs/access.md).\n","example":"publishable"},"scope":{"type":"string","enum":["read","write","admin"],"description":"What a key may do, each scope granting what the ones before it grant: `read`, every `GET` and\n`HEAD` under `/v1` and the feed; `write`, also inserting, patching and deleting rows; `admin`, also\ncreating and deleting collections and managing the account's keys. Each operation names the scope\nit needs in `x-rowbase-scope`.\n","example":"read"},"origins":{"type":"array","nullable":true,"minItems":1,"maxItems":50,"uniqueItems":true,"items":{"type":"string","minLength":1,"maxLength":2048,"description":"A web origin, serialized as browsers send it in `Origin` (RFC 6454 §6.2): `http` or `https`, `://`,\nthe host in lowercase (an international name in punycode), and `:port` only when it is not the\nscheme's default; no path (not even a trailing `/`), query, fragment or userinfo. `null` and `*`\nare refused.\n","example":"https://app.example"},"description":"The web origins a publishable key may be used from, 1 to 50; `null` for a secret key. A request\nthat sends an `Origin` not listed here with the key answers `403 origin_not_allowed`.\n","example":["https://app.example"]},"end_user_rate":{"type":"integer","nullable":true,"minimum":1,"maximum":10000,"description":"A publishable key's requests per second per end user, or `null` for no limit of its own (the\naccount's plan still applies); always `null` for a secret key. An end user is the issuer and `sub`\nof a verified token, or else the client's address (an IPv6 address by its `/64`). Every request with\nthe key counts toward its end user's rate, whatever its answer, as toward the plan; past it, `429\nrate_limited` with the plan's `RateLimit-*` headers and `Retry-After`, the `detail` naming the key's\n`end_user_rate`. A token bucket, as the plan's rate: up to this many at once, refilled at this many a\nsecond; shared by the instances of one database within about a second (docs/access.md, \"A rate per\nend user\").\n","example":20},"collections":{"type":"array","nullable":true,"minItems":1,"maxItems":100,"uniqueItems":true,"items":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"description":"The collections the key is limited to, by name (they need not exist yet), or `null` for every\ncollection of the account. To a key limited to some, every other collection answers `404`, is never\nlisted, and its feed is refused `404`.\n","example":["notes"]},"expires_at":{"type":"string","nullable":true,"format":"date-time","pattern":"^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,9})?([Zz]|[+-][0-9]{2}:[0-9]{2})$","description":"When the key stops working, an RFC 3339 date-time in the future and before the year 10000 in\nUTC (any offset; answered in UTC), no later than the expiry of the key making it; `null` for never.\n"}}}},"required":["requestBody"]};
 const pattern4 = new RegExp("^[^\\x00-\\x1f\\x7f-\\x9f]*$", "u");
 const pattern6 = new RegExp("^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,9})?([Zz]|[+-][0-9]{2}:[0-9]{2})$", "u");
 
-function validate18(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate21(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -1547,7 +3166,7 @@ vErrors.push(err6);
 errors++;
 }
 if(!((data2 === "secret") || (data2 === "publishable"))){
-const err7 = {instancePath:instancePath+"/requestBody/kind",schemaPath:"#/properties/requestBody/properties/kind/enum",keyword:"enum",params:{allowedValues: schema29.properties.requestBody.properties.kind.enum},message:"must be equal to one of the allowed values"};
+const err7 = {instancePath:instancePath+"/requestBody/kind",schemaPath:"#/properties/requestBody/properties/kind/enum",keyword:"enum",params:{allowedValues: schema35.properties.requestBody.properties.kind.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -1570,7 +3189,7 @@ vErrors.push(err8);
 errors++;
 }
 if(!(((data3 === "read") || (data3 === "write")) || (data3 === "admin"))){
-const err9 = {instancePath:instancePath+"/requestBody/scope",schemaPath:"#/properties/requestBody/properties/scope/enum",keyword:"enum",params:{allowedValues: schema29.properties.requestBody.properties.scope.enum},message:"must be equal to one of the allowed values"};
+const err9 = {instancePath:instancePath+"/requestBody/scope",schemaPath:"#/properties/requestBody/properties/scope/enum",keyword:"enum",params:{allowedValues: schema35.properties.requestBody.properties.scope.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -1843,14 +3462,14 @@ vErrors.push(err29);
 }
 errors++;
 }
-validate18.errors = vErrors;
+validate21.errors = vErrors;
 return errors === 0;
 }
 
-export const createWebhook_body = validate19;
-const schema30 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","required":["url"],"additionalProperties":false,"properties":{"url":{"type":"string","minLength":1,"maxLength":2048,"description":"Where the changes are POSTed: an `http` or `https` URL without credentials, whose host is no\nprivate address nor loopback name (RFC 6761: `localhost` and the names under it) unless the\nserver allows them (`createWebhook`). Redirects are not followed.\n"},"collections":{"type":"array","nullable":true,"maxItems":1000,"uniqueItems":true,"items":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"description":"The collections whose changes are delivered, by name, or `null` for every collection of the account."},"events":{"type":"array","minItems":1,"uniqueItems":true,"items":{"type":"string","enum":["insert","update","delete"]},"description":"The kinds of change delivered."},"filter":{"type":"object","nullable":true,"additionalProperties":true,"description":"The rows whose changes are delivered: a `Filter` (docs/api.md, \"Filters\"), applied as the feed\napplies one (asyncapi.yaml: an update of a row that leaves the filter is sent with\n`\"matches\": false`), or `null` for every row. One that is no filter is `400`, and so is one that\nsearches or reaches into related rows (`$match`, `$some`: a change to a related row is no change of\nthe webhook's collections, so no event would say when a row comes to match or stops matching).\n"},"description":{"type":"string","nullable":true,"maxLength":500,"description":"What the webhook is for, for its owner."}}}},"required":["requestBody"]};
+export const createWebhook_body = validate22;
+const schema36 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","required":["url"],"additionalProperties":false,"properties":{"url":{"type":"string","minLength":1,"maxLength":2048,"description":"Where the changes are POSTed: an `http` or `https` URL without credentials, whose host is no\nprivate address nor loopback name (RFC 6761: `localhost` and the names under it) unless the\nserver allows them (`createWebhook`). Redirects are not followed.\n"},"collections":{"type":"array","nullable":true,"maxItems":1000,"uniqueItems":true,"items":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"description":"The collections whose changes are delivered, by name, or `null` for every collection of the account."},"events":{"type":"array","minItems":1,"uniqueItems":true,"items":{"type":"string","enum":["insert","update","delete"]},"description":"The kinds of change delivered."},"filter":{"type":"object","nullable":true,"additionalProperties":true,"description":"The rows whose changes are delivered: a `Filter` (docs/api.md, \"Filters\"), applied as the feed\napplies one (asyncapi.yaml: an update of a row that leaves the filter is sent with\n`\"matches\": false`), or `null` for every row. One that is no filter is `400`, and so is one that\nsearches or reaches into related rows (`$match`, `$some`: a change to a related row is no change of\nthe webhook's collections, so no event would say when a row comes to match or stops matching).\n"},"description":{"type":"string","nullable":true,"maxLength":500,"description":"What the webhook is for, for its owner."}}}},"required":["requestBody"]};
 
-function validate19(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate22(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -2026,7 +3645,7 @@ vErrors.push(err12);
 errors++;
 }
 if(!(((data5 === "insert") || (data5 === "update")) || (data5 === "delete"))){
-const err13 = {instancePath:instancePath+"/requestBody/events/" + i2,schemaPath:"#/properties/requestBody/properties/events/items/enum",keyword:"enum",params:{allowedValues: schema30.properties.requestBody.properties.events.items.enum},message:"must be equal to one of the allowed values"};
+const err13 = {instancePath:instancePath+"/requestBody/events/" + i2,schemaPath:"#/properties/requestBody/properties/events/items/enum",keyword:"enum",params:{allowedValues: schema36.properties.requestBody.properties.events.items.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -2133,14 +3752,14 @@ vErrors.push(err20);
 }
 errors++;
 }
-validate19.errors = vErrors;
+validate22.errors = vErrors;
 return errors === 0;
 }
 
-export const insertRows_body = validate20;
-const schema31 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"array","minItems":1,"items":{"type":"object","description":"A row to insert. Any top-level field name and any JSON value is the client's, except `id` and\n`_expand`; `__proto__` and `constructor` are field names like any other.\n","properties":{"id":{"description":"Not accepted; the service assigns ids.","not":{}},"_expand":{"description":"Not accepted (`400`): reserved for the rows an answer expands into a row (`expand`, docs/relations.md).","not":{}}},"additionalProperties":true,"example":{"text":"hello"}}}},"required":["requestBody"]};
+export const insertRows_body = validate23;
+const schema37 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"array","minItems":1,"items":{"type":"object","description":"A row to insert. Any top-level field name and any JSON value is the client's, except `id` and\n`_expand`; `__proto__` and `constructor` are field names like any other.\n","properties":{"id":{"description":"Not accepted; the service assigns ids.","not":{}},"_expand":{"description":"Not accepted (`400`): reserved for the rows an answer expands into a row (`expand`, docs/relations.md).","not":{}}},"additionalProperties":true,"example":{"text":"hello"}}}},"required":["requestBody"]};
 
-function validate20(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate23(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -2226,15 +3845,223 @@ vErrors.push(err6);
 }
 errors++;
 }
-validate20.errors = vErrors;
+validate23.errors = vErrors;
 return errors === 0;
 }
 
-export const putCollectionRules_body = validate21;
-const schema32 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","additionalProperties":false,"description":"What a caller holding a publishable key may do with the collection's rows (docs/access.md, \"Rules\").\n`read` and `delete` say which rows; `create` is what every new row must match; `update` must hold\nfor the row before and after the change. A member left out is `false`. `fields` gives a top-level\nfield rules of its own: a field not listed follows the row's rules; a field whose read rule a\ncaller fails is hidden from that caller, and one whose write rule it fails may not be set by it.\n`id` is no field of `fields`. At most 64 fields, and 16 KiB as JSON in all. Stored and checked now;\nenforced on requests from the next step on. A secret key is never subject to rules.\n","properties":{"read":{"description":"`false` (no caller), `true` (any caller holding the publishable key, with or without a token),\n`\"authenticated\"` (any caller with a verified end-user token), or a filter of the query language\n(`Filter`) whose values may name a claim of the caller's token: `{\"$auth\": \"sub\"}`, a claim's name or\na dotted path into the claims (`\"app_metadata.org\"`). `{\"$auth\": …}` stands for a whole value: a\nfield's value (`{\"owner\": {\"$auth\": \"sub\"}}`), the operand of `$eq`, `$ne` or `$contains`, the\noperand of `$in` or `$nin` (an array claim: `{\"org\": {\"$in\": {\"$auth\": \"orgs\"}}}`) or one of its\nitems; anywhere else (as a filter's member, in a field path, inside a value, beside operators) it\nis `400`. A claim is always compared as a value, never read as an operator: a claim holding\n`{\"$ne\": null}` matches only rows holding that very object. A rule naming a claim the caller's\ntoken lacks matches nothing, and so does `$in` of a claim that is no\narray; a rule naming any claim denies an anonymous caller (`403`), as `\"authenticated\"` does. A rule's filter may not search, nor reach into related rows (`$match`, `$some`: `400`, its\ndetail saying why: a change to a related row is no change of this collection, and the feed holds\neach change to the rules as it comes).\n","anyOf":[{"type":"boolean","description":"`false`: no caller; `true`: any caller holding the publishable key."},{"type":"string","enum":["authenticated"],"description":"Any caller with a verified end-user token."},{"type":"object","additionalProperties":true,"description":"A filter of the query language (`Filter`) whose values may be claims: `{\"$auth\": \"<claim>\"}`."}]},"create":{"$ref":"#/properties/requestBody/properties/read"},"update":{"$ref":"#/properties/requestBody/properties/read"},"delete":{"$ref":"#/properties/requestBody/properties/read"},"fields":{"type":"object","maxProperties":64,"description":"By top-level field name (not `id`), the field's own rules.","additionalProperties":{"type":"object","additionalProperties":false,"description":"A field's own rules; one left out follows the row's rule of the operation. `default` names a claim\nof the caller's token that the field takes when a new row leaves it out (`FieldDefault`).\n","properties":{"read":{"$ref":"#/properties/requestBody/properties/read"},"write":{"$ref":"#/properties/requestBody/properties/read"},"default":{"type":"object","additionalProperties":false,"required":["$auth"],"description":"The claim of the caller's token a field is filled with (docs/access.md, \"Fields the token fills\"):\n`{\"$auth\": \"sub\"}`, a claim's name or a dotted path into the claims. Every row a caller holding a\npublishable key sends to be inserted or upserted (`insertRows`, `writeBatch`'s `insert` and\n`upsert`) that leaves the field out gets the claim's value, before `create` and the field rules are\nchecked, so `create` holds for the row as it is stored; a row that sets the field to that very\nvalue is taken as if the service had set it, whatever the field's `write` rule; any other value\nmust pass the `write` rule (`write: false`: `403` naming the field). A caller whose token lacks the\nclaim, or who has no token, may insert no row that leaves the field out: `403` naming\n`fields.<name>.default`. A secret key's rows are written as they are sent.\n","properties":{"$auth":{"type":"string","minLength":1,"maxLength":256}}}}}}}}},"required":["requestBody"]};
-const schema33 = {"description":"`false` (no caller), `true` (any caller holding the publishable key, with or without a token),\n`\"authenticated\"` (any caller with a verified end-user token), or a filter of the query language\n(`Filter`) whose values may name a claim of the caller's token: `{\"$auth\": \"sub\"}`, a claim's name or\na dotted path into the claims (`\"app_metadata.org\"`). `{\"$auth\": …}` stands for a whole value: a\nfield's value (`{\"owner\": {\"$auth\": \"sub\"}}`), the operand of `$eq`, `$ne` or `$contains`, the\noperand of `$in` or `$nin` (an array claim: `{\"org\": {\"$in\": {\"$auth\": \"orgs\"}}}`) or one of its\nitems; anywhere else (as a filter's member, in a field path, inside a value, beside operators) it\nis `400`. A claim is always compared as a value, never read as an operator: a claim holding\n`{\"$ne\": null}` matches only rows holding that very object. A rule naming a claim the caller's\ntoken lacks matches nothing, and so does `$in` of a claim that is no\narray; a rule naming any claim denies an anonymous caller (`403`), as `\"authenticated\"` does. A rule's filter may not search, nor reach into related rows (`$match`, `$some`: `400`, its\ndetail saying why: a change to a related row is no change of this collection, and the feed holds\neach change to the rules as it comes).\n","anyOf":[{"type":"boolean","description":"`false`: no caller; `true`: any caller holding the publishable key."},{"type":"string","enum":["authenticated"],"description":"Any caller with a verified end-user token."},{"type":"object","additionalProperties":true,"description":"A filter of the query language (`Filter`) whose values may be claims: `{\"$auth\": \"<claim>\"}`."}]};
+export const planDeclaration_body = validate24;
+const schema38 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"A declaration to plan, and the values of the secrets it names.","required":["declaration"],"additionalProperties":false,"properties":{"declaration":{"description":"A declaration (docs/declarations.md; its JSON Schema is `/schemas/declaration.schema.json`): the\ntext of its file, YAML or JSON, as a string (read as `rowbase plan` reads the file: a key given\ntwice is refused), or the declaration itself as a JSON object. 1 MiB at most.\n","oneOf":[{"type":"string","description":"A declaration's file, YAML or JSON, as text.","maxLength":1048576},{"type":"object","description":"A declaration as a JSON object (`/schemas/declaration.schema.json`).","additionalProperties":true}]},"secrets":{"type":"object","description":"The value of each environment variable the declaration names for a secret (`secret: {env: NAME}`),\nby name. A variable not here is unset: the issuer or webhook keeps the secret it holds (a new\nissuer needs one). A webhook's secret is Standard Webhooks' `whsec_` and base64.\n","maxProperties":100,"additionalProperties":{"type":"string","minLength":1,"maxLength":4096}}}}},"required":["requestBody"]};
 
-function validate21(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate24(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.requestBody === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "requestBody"},message:"must have required property '"+"requestBody"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.requestBody !== undefined){
+let data0 = data.requestBody;
+if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
+if(data0.declaration === undefined){
+const err1 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/required",keyword:"required",params:{missingProperty: "declaration"},message:"must have required property '"+"declaration"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data0){
+if(!((key0 === "declaration") || (key0 === "secrets"))){
+const err2 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data0.declaration !== undefined){
+let data1 = data0.declaration;
+const _errs6 = errors;
+let valid2 = false;
+let passing0 = null;
+const _errs7 = errors;
+if(typeof data1 === "string"){
+if(func2(data1) > 1048576){
+const err3 = {instancePath:instancePath+"/requestBody/declaration",schemaPath:"#/properties/requestBody/properties/declaration/oneOf/0/maxLength",keyword:"maxLength",params:{limit: 1048576},message:"must NOT have more than 1048576 characters"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+else {
+const err4 = {instancePath:instancePath+"/requestBody/declaration",schemaPath:"#/properties/requestBody/properties/declaration/oneOf/0/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+var _valid0 = _errs7 === errors;
+if(_valid0){
+valid2 = true;
+passing0 = 0;
+}
+const _errs9 = errors;
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+}
+else {
+const err5 = {instancePath:instancePath+"/requestBody/declaration",schemaPath:"#/properties/requestBody/properties/declaration/oneOf/1/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+var _valid0 = _errs9 === errors;
+if(_valid0 && valid2){
+valid2 = false;
+passing0 = [passing0, 1];
+}
+else {
+if(_valid0){
+valid2 = true;
+passing0 = 1;
+}
+}
+if(!valid2){
+const err6 = {instancePath:instancePath+"/requestBody/declaration",schemaPath:"#/properties/requestBody/properties/declaration/oneOf",keyword:"oneOf",params:{passingSchemas: passing0},message:"must match exactly one schema in oneOf"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+else {
+errors = _errs6;
+if(vErrors !== null){
+if(_errs6){
+vErrors.length = _errs6;
+}
+else {
+vErrors = null;
+}
+}
+}
+}
+if(data0.secrets !== undefined){
+let data2 = data0.secrets;
+if(data2 && typeof data2 == "object" && !Array.isArray(data2)){
+if(Object.keys(data2).length > 100){
+const err7 = {instancePath:instancePath+"/requestBody/secrets",schemaPath:"#/properties/requestBody/properties/secrets/maxProperties",keyword:"maxProperties",params:{limit: 100},message:"must NOT have more than 100 properties"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+for(const key1 in data2){
+let data3 = data2[key1];
+if(typeof data3 === "string"){
+if(func2(data3) > 4096){
+const err8 = {instancePath:instancePath+"/requestBody/secrets/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/requestBody/properties/secrets/additionalProperties/maxLength",keyword:"maxLength",params:{limit: 4096},message:"must NOT have more than 4096 characters"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if(func2(data3) < 1){
+const err9 = {instancePath:instancePath+"/requestBody/secrets/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/requestBody/properties/secrets/additionalProperties/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+else {
+const err10 = {instancePath:instancePath+"/requestBody/secrets/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/requestBody/properties/secrets/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+else {
+const err11 = {instancePath:instancePath+"/requestBody/secrets",schemaPath:"#/properties/requestBody/properties/secrets/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+}
+else {
+const err12 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+}
+else {
+const err13 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+validate24.errors = vErrors;
+return errors === 0;
+}
+
+export const putCollectionRules_body = validate25;
+const schema39 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","additionalProperties":false,"description":"What a caller holding a publishable key may do with the collection's rows (docs/access.md, \"Rules\").\n`read` and `delete` say which rows; `create` is what every new row must match; `update` must hold\nfor the row before and after the change. A member left out is `false`. `fields` gives a top-level\nfield rules of its own: a field not listed follows the row's rules; a field whose read rule a\ncaller fails is hidden from that caller, and one whose write rule it fails may not be set by it.\n`id` is no field of `fields`. At most 64 fields, and 16 KiB as JSON in all. Stored and checked now;\nenforced on requests from the next step on. A secret key is never subject to rules.\n","properties":{"read":{"description":"`false` (no caller), `true` (any caller holding the publishable key, with or without a token),\n`\"authenticated\"` (any caller with a verified end-user token), or a filter of the query language\n(`Filter`) whose values may name a claim of the caller's token: `{\"$auth\": \"sub\"}`, a claim's name or\na dotted path into the claims (`\"app_metadata.org\"`). `{\"$auth\": …}` stands for a whole value: a\nfield's value (`{\"owner\": {\"$auth\": \"sub\"}}`), the operand of `$eq`, `$ne` or `$contains`, the\noperand of `$in` or `$nin` (an array claim: `{\"org\": {\"$in\": {\"$auth\": \"orgs\"}}}`) or one of its\nitems; anywhere else (as a filter's member, in a field path, inside a value, beside operators) it\nis `400`. A claim is always compared as a value, never read as an operator: a claim holding\n`{\"$ne\": null}` matches only rows holding that very object. A rule naming a claim the caller's\ntoken lacks matches nothing, and so does `$in` of a claim that is no\narray; a rule naming any claim denies an anonymous caller (`403`), as `\"authenticated\"` does. A rule's filter may not search, nor reach into related rows (`$match`, `$some`: `400`, its\ndetail saying why: a change to a related row is no change of this collection, and the feed holds\neach change to the rules as it comes).\n","anyOf":[{"type":"boolean","description":"`false`: no caller; `true`: any caller holding the publishable key."},{"type":"string","enum":["authenticated"],"description":"Any caller with a verified end-user token."},{"type":"object","additionalProperties":true,"description":"A filter of the query language (`Filter`) whose values may be claims: `{\"$auth\": \"<claim>\"}`."}]},"create":{"$ref":"#/properties/requestBody/properties/read"},"update":{"$ref":"#/properties/requestBody/properties/read"},"delete":{"$ref":"#/properties/requestBody/properties/read"},"fields":{"type":"object","maxProperties":64,"description":"By top-level field name (not `id`), the field's own rules.","additionalProperties":{"type":"object","additionalProperties":false,"description":"A field's own rules; one left out follows the row's rule of the operation. `default` names a claim\nof the caller's token that the field takes when a new row leaves it out (`FieldDefault`).\n","properties":{"read":{"$ref":"#/properties/requestBody/properties/read"},"write":{"$ref":"#/properties/requestBody/properties/read"},"default":{"type":"object","additionalProperties":false,"required":["$auth"],"description":"The claim of the caller's token a field is filled with (docs/access.md, \"Fields the token fills\"):\n`{\"$auth\": \"sub\"}`, a claim's name or a dotted path into the claims. Every row a caller holding a\npublishable key sends to be inserted or upserted (`insertRows`, `writeBatch`'s `insert` and\n`upsert`) that leaves the field out gets the claim's value, before `create` and the field rules are\nchecked, so `create` holds for the row as it is stored; a row that sets the field to that very\nvalue is taken as if the service had set it, whatever the field's `write` rule; any other value\nmust pass the `write` rule (`write: false`: `403` naming the field). A caller whose token lacks the\nclaim, or who has no token, may insert no row that leaves the field out: `403` naming\n`fields.<name>.default`. A secret key's rows are written as they are sent.\n","properties":{"$auth":{"type":"string","minLength":1,"maxLength":256}}}}}}}}},"required":["requestBody"]};
+const schema40 = {"description":"`false` (no caller), `true` (any caller holding the publishable key, with or without a token),\n`\"authenticated\"` (any caller with a verified end-user token), or a filter of the query language\n(`Filter`) whose values may name a claim of the caller's token: `{\"$auth\": \"sub\"}`, a claim's name or\na dotted path into the claims (`\"app_metadata.org\"`). `{\"$auth\": …}` stands for a whole value: a\nfield's value (`{\"owner\": {\"$auth\": \"sub\"}}`), the operand of `$eq`, `$ne` or `$contains`, the\noperand of `$in` or `$nin` (an array claim: `{\"org\": {\"$in\": {\"$auth\": \"orgs\"}}}`) or one of its\nitems; anywhere else (as a filter's member, in a field path, inside a value, beside operators) it\nis `400`. A claim is always compared as a value, never read as an operator: a claim holding\n`{\"$ne\": null}` matches only rows holding that very object. A rule naming a claim the caller's\ntoken lacks matches nothing, and so does `$in` of a claim that is no\narray; a rule naming any claim denies an anonymous caller (`403`), as `\"authenticated\"` does. A rule's filter may not search, nor reach into related rows (`$match`, `$some`: `400`, its\ndetail saying why: a change to a related row is no change of this collection, and the feed holds\neach change to the rules as it comes).\n","anyOf":[{"type":"boolean","description":"`false`: no caller; `true`: any caller holding the publishable key."},{"type":"string","enum":["authenticated"],"description":"Any caller with a verified end-user token."},{"type":"object","additionalProperties":true,"description":"A filter of the query language (`Filter`) whose values may be claims: `{\"$auth\": \"<claim>\"}`."}]};
+
+function validate25(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -2293,7 +4120,7 @@ vErrors.push(err3);
 errors++;
 }
 if(!(data1 === "authenticated")){
-const err4 = {instancePath:instancePath+"/requestBody/read",schemaPath:"#/properties/requestBody/properties/read/anyOf/1/enum",keyword:"enum",params:{allowedValues: schema32.properties.requestBody.properties.read.anyOf[1].enum},message:"must be equal to one of the allowed values"};
+const err4 = {instancePath:instancePath+"/requestBody/read",schemaPath:"#/properties/requestBody/properties/read/anyOf/1/enum",keyword:"enum",params:{allowedValues: schema39.properties.requestBody.properties.read.anyOf[1].enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -2374,7 +4201,7 @@ vErrors.push(err8);
 errors++;
 }
 if(!(data2 === "authenticated")){
-const err9 = {instancePath:instancePath+"/requestBody/create",schemaPath:"#/properties/requestBody/properties/read/anyOf/1/enum",keyword:"enum",params:{allowedValues: schema33.anyOf[1].enum},message:"must be equal to one of the allowed values"};
+const err9 = {instancePath:instancePath+"/requestBody/create",schemaPath:"#/properties/requestBody/properties/read/anyOf/1/enum",keyword:"enum",params:{allowedValues: schema40.anyOf[1].enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -2455,7 +4282,7 @@ vErrors.push(err13);
 errors++;
 }
 if(!(data3 === "authenticated")){
-const err14 = {instancePath:instancePath+"/requestBody/update",schemaPath:"#/properties/requestBody/properties/read/anyOf/1/enum",keyword:"enum",params:{allowedValues: schema33.anyOf[1].enum},message:"must be equal to one of the allowed values"};
+const err14 = {instancePath:instancePath+"/requestBody/update",schemaPath:"#/properties/requestBody/properties/read/anyOf/1/enum",keyword:"enum",params:{allowedValues: schema40.anyOf[1].enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -2536,7 +4363,7 @@ vErrors.push(err18);
 errors++;
 }
 if(!(data4 === "authenticated")){
-const err19 = {instancePath:instancePath+"/requestBody/delete",schemaPath:"#/properties/requestBody/properties/read/anyOf/1/enum",keyword:"enum",params:{allowedValues: schema33.anyOf[1].enum},message:"must be equal to one of the allowed values"};
+const err19 = {instancePath:instancePath+"/requestBody/delete",schemaPath:"#/properties/requestBody/properties/read/anyOf/1/enum",keyword:"enum",params:{allowedValues: schema40.anyOf[1].enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -2645,7 +4472,7 @@ vErrors.push(err25);
 errors++;
 }
 if(!(data7 === "authenticated")){
-const err26 = {instancePath:instancePath+"/requestBody/fields/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/read",schemaPath:"#/properties/requestBody/properties/read/anyOf/1/enum",keyword:"enum",params:{allowedValues: schema33.anyOf[1].enum},message:"must be equal to one of the allowed values"};
+const err26 = {instancePath:instancePath+"/requestBody/fields/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/read",schemaPath:"#/properties/requestBody/properties/read/anyOf/1/enum",keyword:"enum",params:{allowedValues: schema40.anyOf[1].enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -2726,7 +4553,7 @@ vErrors.push(err30);
 errors++;
 }
 if(!(data8 === "authenticated")){
-const err31 = {instancePath:instancePath+"/requestBody/fields/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/write",schemaPath:"#/properties/requestBody/properties/read/anyOf/1/enum",keyword:"enum",params:{allowedValues: schema33.anyOf[1].enum},message:"must be equal to one of the allowed values"};
+const err31 = {instancePath:instancePath+"/requestBody/fields/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/write",schemaPath:"#/properties/requestBody/properties/read/anyOf/1/enum",keyword:"enum",params:{allowedValues: schema40.anyOf[1].enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -2896,14 +4723,14 @@ vErrors.push(err43);
 }
 errors++;
 }
-validate21.errors = vErrors;
+validate25.errors = vErrors;
 return errors === 0;
 }
 
-export const putCollectionSchema_body = validate22;
-const schema38 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"A JSON Schema (draft 2020-12) of a row's fields, which every write of the collection's rows must\nmatch (`422 row_invalid` otherwise). `id` is the service's and never checked: a schema need not\nlist it (even with `additionalProperties: false`), and one that declares it must declare it as\nan integer. The keywords: `type` (a type or an array of them, `null` included), `properties`,\n`required`, `additionalProperties`, `enum`, `const`, `minimum`, `maximum`, `exclusiveMinimum`,\n`exclusiveMaximum`, `multipleOf`, `minLength`, `maxLength`, `pattern` (RE2 syntax, matched in\nlinear time), `format` (`date-time`, `date`, `email`, `uri`, `uuid`), `items`, `prefixItems`,\n`minItems`, `maxItems`, `uniqueItems`, local `$ref` and `$defs`, and the annotations `title`,\n`description`, `default`, `examples`. Any other keyword, a `$ref` outside the schema (never\nfetched), a schema over 64 KiB or nested deeper than 32 levels is `400`, naming what and where.\nSee docs/schemas.md.\n","additionalProperties":true,"example":{"type":"object","required":["title"],"properties":{"title":{"type":"string"},"done":{"type":"boolean"}}}}},"required":["requestBody"]};
+export const putCollectionSchema_body = validate26;
+const schema45 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"A JSON Schema (draft 2020-12) of a row's fields, which every write of the collection's rows must\nmatch (`422 row_invalid` otherwise). `id` is the service's and never checked: a schema need not\nlist it (even with `additionalProperties: false`), and one that declares it must declare it as\nan integer. The keywords: `type` (a type or an array of them, `null` included), `properties`,\n`required`, `additionalProperties`, `enum`, `const`, `minimum`, `maximum`, `exclusiveMinimum`,\n`exclusiveMaximum`, `multipleOf`, `minLength`, `maxLength`, `pattern` (RE2 syntax, matched in\nlinear time), `format` (`date-time`, `date`, `email`, `uri`, `uuid`), `items`, `prefixItems`,\n`minItems`, `maxItems`, `uniqueItems`, local `$ref` and `$defs`, and the annotations `title`,\n`description`, `default`, `examples`. Any other keyword, a `$ref` outside the schema (never\nfetched), a schema over 64 KiB or nested deeper than 32 levels is `400`, naming what and where.\nSee docs/schemas.md.\n","additionalProperties":true,"example":{"type":"object","required":["title"],"properties":{"title":{"type":"string"},"done":{"type":"boolean"}}}}},"required":["requestBody"]};
 
-function validate22(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate26(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -2943,15 +4770,15 @@ vErrors.push(err2);
 }
 errors++;
 }
-validate22.errors = vErrors;
+validate26.errors = vErrors;
 return errors === 0;
 }
 
-export const putIssuer_body = validate23;
-const schema39 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","required":["issuer","audiences"],"additionalProperties":false,"description":"An issuer's settings, with exactly one of `jwks_uri`, `discovery_url` and `secret`.","properties":{"issuer":{"type":"string","minLength":1,"maxLength":2048,"description":"The `iss` of its tokens, compared exactly."},"audiences":{"type":"array","minItems":1,"maxItems":10,"uniqueItems":true,"items":{"type":"string","minLength":1,"maxLength":2048},"description":"A token's `aud` must name one of these."},"jwks_uri":{"type":"string","minLength":1,"maxLength":2048,"description":"An `http` or `https` URL without credentials, whose host is no private address nor loopback name\nunless the server allows them (`putIssuer`). Read with no redirect followed, at most 64 KiB, within\n5 seconds.\n"},"discovery_url":{"$ref":"#/properties/requestBody/properties/jwks_uri"},"secret":{"type":"string","minLength":32,"maxLength":1024,"description":"The key of its HS256 tokens (the key is the string's UTF-8 bytes): at least 32 characters.\nNever answered back.\n"}}}},"required":["requestBody"]};
-const schema40 = {"type":"string","minLength":1,"maxLength":2048,"description":"An `http` or `https` URL without credentials, whose host is no private address nor loopback name\nunless the server allows them (`putIssuer`). Read with no redirect followed, at most 64 KiB, within\n5 seconds.\n"};
+export const putIssuer_body = validate27;
+const schema46 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","required":["issuer","audiences"],"additionalProperties":false,"description":"An issuer's settings, with exactly one of `jwks_uri`, `discovery_url` and `secret`.","properties":{"issuer":{"type":"string","minLength":1,"maxLength":2048,"description":"The `iss` of its tokens, compared exactly."},"audiences":{"type":"array","minItems":1,"maxItems":10,"uniqueItems":true,"items":{"type":"string","minLength":1,"maxLength":2048},"description":"A token's `aud` must name one of these."},"jwks_uri":{"type":"string","minLength":1,"maxLength":2048,"description":"An `http` or `https` URL without credentials, whose host is no private address nor loopback name\nunless the server allows them (`putIssuer`). Read with no redirect followed, at most 64 KiB, within\n5 seconds.\n"},"discovery_url":{"$ref":"#/properties/requestBody/properties/jwks_uri"},"secret":{"type":"string","minLength":32,"maxLength":1024,"description":"The key of its HS256 tokens (the key is the string's UTF-8 bytes): at least 32 characters.\nNever answered back.\n"}}}},"required":["requestBody"]};
+const schema47 = {"type":"string","minLength":1,"maxLength":2048,"description":"An `http` or `https` URL without credentials, whose host is no private address nor loopback name\nunless the server allows them (`putIssuer`). Read with no redirect followed, at most 64 KiB, within\n5 seconds.\n"};
 
-function validate23(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate27(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -3258,15 +5085,15 @@ vErrors.push(err24);
 }
 errors++;
 }
-validate23.errors = vErrors;
+validate27.errors = vErrors;
 return errors === 0;
 }
 
-export const putRelation_body = validate24;
-const schema41 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"A to-one relation as it is declared (`putRelation`).","required":["field","collection"],"additionalProperties":false,"properties":{"field":{"type":"string","description":"A relation's name, or a field holding one's ids: a plain name, letters, digits and `_`, not\nstarting with a digit, 63 characters at most; never `id`.\n","pattern":"^(?!id$)[A-Za-z_][A-Za-z0-9_]{0,62}$","example":"author"},"collection":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"on_delete":{"type":"string","enum":["restrict","cascade","set_null"],"description":"What deleting a row does to the rows whose field names it: `restrict` refuses the delete (`409`,\nnothing deleted); `cascade` deletes them too, in the same transaction, each with its `delete` event\n(and what deleting them does in turn); `set_null` sets their field to null, each with its `update`\nevent.\n"},"reverse":{"type":"string","nullable":true,"pattern":"^(?!id$)[A-Za-z_][A-Za-z0-9_]{0,62}$","description":"The name (a `RelationName`) of the to-many relation of `collection` back to these rows; none when null or absent."}}}},"required":["requestBody"]};
+export const putRelation_body = validate28;
+const schema48 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"A to-one relation as it is declared (`putRelation`).","required":["field","collection"],"additionalProperties":false,"properties":{"field":{"type":"string","description":"A relation's name, or a field holding one's ids: a plain name, letters, digits and `_`, not\nstarting with a digit, 63 characters at most; never `id`.\n","pattern":"^(?!id$)[A-Za-z_][A-Za-z0-9_]{0,62}$","example":"author"},"collection":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"on_delete":{"type":"string","enum":["restrict","cascade","set_null"],"description":"What deleting a row does to the rows whose field names it: `restrict` refuses the delete (`409`,\nnothing deleted); `cascade` deletes them too, in the same transaction, each with its `delete` event\n(and what deleting them does in turn); `set_null` sets their field to null, each with its `update`\nevent.\n"},"reverse":{"type":"string","nullable":true,"pattern":"^(?!id$)[A-Za-z_][A-Za-z0-9_]{0,62}$","description":"The name (a `RelationName`) of the to-many relation of `collection` back to these rows; none when null or absent."}}}},"required":["requestBody"]};
 const pattern8 = new RegExp("^(?!id$)[A-Za-z_][A-Za-z0-9_]{0,62}$", "u");
 
-function validate24(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate28(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -3378,7 +5205,7 @@ vErrors.push(err8);
 errors++;
 }
 if(!(((data3 === "restrict") || (data3 === "cascade")) || (data3 === "set_null"))){
-const err9 = {instancePath:instancePath+"/requestBody/on_delete",schemaPath:"#/properties/requestBody/properties/on_delete/enum",keyword:"enum",params:{allowedValues: schema41.properties.requestBody.properties.on_delete.enum},message:"must be equal to one of the allowed values"};
+const err9 = {instancePath:instancePath+"/requestBody/on_delete",schemaPath:"#/properties/requestBody/properties/on_delete/enum",keyword:"enum",params:{allowedValues: schema48.properties.requestBody.properties.on_delete.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -3436,20 +5263,20 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate24.errors = vErrors;
+validate28.errors = vErrors;
 return errors === 0;
 }
 
-export const queryRows_body = validate25;
-const schema42 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"A query of a collection's rows (`queryRows`); every member may be left out.","additionalProperties":false,"properties":{"filter":{"type":"object","description":"A filter of the filter language (docs/api.md, \"Filters\"): each member names a field path (a\ntop-level field, or a dotted path into nested objects, `.` and `\\` in a key escaped with `\\`;\n`id` is the row's id) with its `FilterCondition`, or is `$and` or `$or` (non-empty arrays of\nfilters), `$not` (a filter) or `$search` (words); the members must all hold. At most 4 KiB as JSON, 8 levels deep,\n32 conditions; anything else is `400 validation_failed` pointing into it (`/filter/…`).\nThrough a relation (docs/relations.md): `{\"author\": {\"$match\": {…}}}` holds for a row whose to-one\nrelation `author` names a row that matches, `{\"comments\": {\"$some\": {…}}}` for one whose to-many\nrelation `comments` has a row that matches (10,000 related rows found at most, else `400`); in lists,\ncounts, queries, aggregates and changes by filter, never in the feed, a webhook or a rule (`400`, its\ndetail saying why: a change to a related row is no change of this collection, so no event would say\nwhen a row comes to match or stops matching). With a\npublishable key the inner filter is held to the related collection's rules: a related row the caller\nmay not read never matches, and a field they hide is `403` naming it, as in a filter of that collection.\n","properties":{"$search":{"type":"string","description":"The rows whose words in the fields of the collection's search index (createIndex, `\"type\": \"search\"`)\nhold every word of this text, the last also as the beginning of a word unless the text ends outside a\nword (docs/search.md): case and diacritics do not matter, each Chinese or Japanese character is a word.\nCombines with every other condition, inside `$and`, `$or` and `$not` too. No word is ignored: there are\nno stopwords, and a word of one letter is a word. A collection without a search index (`400` naming the\nindex to declare), a text of no word, of more than 256 characters or of more than 32 words: `400`. At\nthe filter's top level, it ranks the rows: `_score` in an order and a selection.\n","example":"red sho"},"$and":{"type":"array","minItems":1,"items":{"type":"object","description":"A `Filter` inside `$and`, `$or` or `$not`, with the same members.","additionalProperties":true},"description":"Filters that must all hold."},"$or":{"type":"array","minItems":1,"items":{"$ref":"#/properties/requestBody/properties/filter/properties/$and/items"},"description":"Filters of which one at least must hold."},"$not":{"$ref":"#/properties/requestBody/properties/filter/properties/$and/items"}},"additionalProperties":{"description":"A JSON value the field must equal (JSON equality: `1` equals `1.0`, objects whatever the order\nof their members), or a `FilterOperators` object: an object whose members all start with `$`.\n","anyOf":[{"type":"string","description":"A string, compared by code point."},{"type":"number","description":"A number, compared by value."},{"type":"boolean","description":"A boolean, `false` before `true`."},{"type":"object","nullable":true,"enum":[null],"description":"`null`: a stored `null`, not a missing field."},{"type":"array","items":{},"description":"An array, equal item by item."},{"type":"object","description":"Conditions on one field, all of which must hold. Comparisons hold only for a value of the\noperand's JSON type; a missing field is not `null`, and `$ne` and `$nin` hold for it. An object\nwithout `$` members is a value to equal.\n","properties":{"$eq":{"description":"JSON equality."},"$ne":{"description":"Not JSON-equal (a missing field too)."},"$gt":{"description":"A number, string or boolean to compare with values of its own JSON type.","anyOf":[{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/0"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/1"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/2"}]},"$gte":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$lt":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$lte":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$in":{"type":"array","items":{},"description":"Equal to one of these."},"$nin":{"type":"array","items":{},"description":"Equal to none of these (a missing field too)."},"$exists":{"type":"boolean","description":"Whether the field is there (`null` is there)."},"$prefix":{"type":"string","description":"A string that starts with this one."},"$contains":{"description":"An array with an item equal to this value."}},"additionalProperties":true}]},"example":{"status":"open","score":{"$gte":10},"$or":[{"owner.name":"ada"},{"tags":{"$contains":"urgent"}}]}},"select":{"type":"array","description":"The top-level fields to answer of each row (`id` is always answered); a row without one is answered without it.\n`_score` and `_highlight`: each row's relevance to the `$search` at the filter's top level, and where it matched (SelectParameter).\n","minItems":1,"maxItems":256,"items":{"type":"string","minLength":1,"maxLength":256},"example":["title","score"]},"order":{"type":"array","description":"The fields that order the rows, each once, first to last; by `id` ascending when empty or absent.\n`[{\"field\": \"_score\"}]` orders by relevance to the `$search` at the filter's top level (OrderBy).\n","maxItems":8,"items":{"type":"object","description":"One field of an order, and its direction.","required":["field"],"additionalProperties":false,"properties":{"field":{"type":"string","minLength":1,"maxLength":256,"description":"A top-level field; `id` is the row's own id, `_score` the relevance to a search, `author.name` a\nfield of the row a to-one relation `author` names (OrderBy).\n","example":"author.name"},"direction":{"type":"string","description":"The direction of a page's order.","enum":["asc","desc"],"default":"asc"}}}},"limit":{"type":"integer","minimum":0,"maximum":1000,"description":"The most rows to answer; 100 when absent."},"after":{"type":"string","minLength":1,"description":"The cursor of the page to follow (`next` of a page of the same query)."},"count":{"description":"How `count` counts the rows that match (`exact`, the only one).","type":"string","enum":["exact"]},"expand":{"type":"object","description":"Relations of the collection to expand into each row answered, by name (docs/relations.md), 3 deep\nat most (`ExpandOptions`, `ExpandNested`, `ExpandLast`: a fourth is a `400` naming it): each\nrelated row, or list of rows, sits in the row's member `_expand` (`Expanded`). A name that is no\nrelation of its collection is a `400` naming it.\n","maxProperties":16,"additionalProperties":{"type":"object","description":"How one relation is expanded. `filter`, `order` and `limit` only for a to-many relation: the related\nrows kept, their order (by id when absent) and how many of each row at most (10 when absent, 100 at\nmost; a list cut short is named in `$cut` of `_expand`). `select`: the fields answered of each related\nrow (`id` and its own `_expand` always). `expand`: the relations of the related rows to expand in\nturn.\n","additionalProperties":false,"properties":{"filter":{"$ref":"#/properties/requestBody/properties/filter"},"order":{"type":"array","maxItems":8,"items":{"$ref":"#/properties/requestBody/properties/order/items"}},"limit":{"type":"integer","minimum":1,"maximum":100},"select":{"type":"array","minItems":1,"maxItems":256,"items":{"type":"string","minLength":1,"maxLength":256}},"expand":{"type":"object","description":"The relations of the related rows to expand, the second level.","maxProperties":16,"additionalProperties":{"type":"object","description":"An expansion of the second level, as `ExpandOptions`.","additionalProperties":false,"properties":{"filter":{"$ref":"#/properties/requestBody/properties/filter"},"order":{"type":"array","maxItems":8,"items":{"$ref":"#/properties/requestBody/properties/order/items"}},"limit":{"type":"integer","minimum":1,"maximum":100},"select":{"type":"array","minItems":1,"maxItems":256,"items":{"type":"string","minLength":1,"maxLength":256}},"expand":{"type":"object","description":"The relations of the related rows to expand, the third and last level.","maxProperties":16,"additionalProperties":{"type":"object","description":"An expansion of the third and last level, as `ExpandOptions` without `expand`.","additionalProperties":false,"properties":{"filter":{"$ref":"#/properties/requestBody/properties/filter"},"order":{"type":"array","maxItems":8,"items":{"$ref":"#/properties/requestBody/properties/order/items"}},"limit":{"type":"integer","minimum":1,"maximum":100},"select":{"type":"array","minItems":1,"maxItems":256,"items":{"type":"string","minLength":1,"maxLength":256}}}}}}}}}},"example":{"author":{},"comments":{"order":[{"field":"id","direction":"desc"}],"limit":5,"select":["text"],"expand":{"author":{}}}}}},"example":{"filter":{"$search":"red sho","status":"open"},"order":[{"field":"_score"}],"select":["title","_score","_highlight"],"limit":20}}},"required":["requestBody"]};
-const schema43 = {"type":"string","description":"A string, compared by code point."};
-const schema44 = {"type":"number","description":"A number, compared by value."};
-const schema45 = {"type":"boolean","description":"A boolean, `false` before `true`."};
-const schema50 = {"type":"object","description":"A `Filter` inside `$and`, `$or` or `$not`, with the same members.","additionalProperties":true};
-const schema58 = {"type":"object","description":"One field of an order, and its direction.","required":["field"],"additionalProperties":false,"properties":{"field":{"type":"string","minLength":1,"maxLength":256,"description":"A top-level field; `id` is the row's own id, `_score` the relevance to a search, `author.name` a\nfield of the row a to-one relation `author` names (OrderBy).\n","example":"author.name"},"direction":{"type":"string","description":"The direction of a page's order.","enum":["asc","desc"],"default":"asc"}}};
-const schema46 = {"description":"A number, string or boolean to compare with values of its own JSON type.","anyOf":[{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/0"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/1"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/2"}]};
+export const queryRows_body = validate29;
+const schema49 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"A query of a collection's rows (`queryRows`); every member may be left out.","additionalProperties":false,"properties":{"filter":{"type":"object","description":"A filter of the filter language (docs/api.md, \"Filters\"): each member names a field path (a\ntop-level field, or a dotted path into nested objects, `.` and `\\` in a key escaped with `\\`;\n`id` is the row's id) with its `FilterCondition`, or is `$and` or `$or` (non-empty arrays of\nfilters), `$not` (a filter) or `$search` (words); the members must all hold. At most 4 KiB as JSON, 8 levels deep,\n32 conditions; anything else is `400 validation_failed` pointing into it (`/filter/…`).\nThrough a relation (docs/relations.md): `{\"author\": {\"$match\": {…}}}` holds for a row whose to-one\nrelation `author` names a row that matches, `{\"comments\": {\"$some\": {…}}}` for one whose to-many\nrelation `comments` has a row that matches (10,000 related rows found at most, else `400`); in lists,\ncounts, queries, aggregates and changes by filter, never in the feed, a webhook or a rule (`400`, its\ndetail saying why: a change to a related row is no change of this collection, so no event would say\nwhen a row comes to match or stops matching). With a\npublishable key the inner filter is held to the related collection's rules: a related row the caller\nmay not read never matches, and a field they hide is `403` naming it, as in a filter of that collection.\n","properties":{"$search":{"type":"string","description":"The rows whose words in the fields of the collection's search index (createIndex, `\"type\": \"search\"`)\nhold every word of this text, the last also as the beginning of a word unless the text ends outside a\nword (docs/search.md): case and diacritics do not matter, each Chinese or Japanese character is a word.\nCombines with every other condition, inside `$and`, `$or` and `$not` too. No word is ignored: there are\nno stopwords, and a word of one letter is a word. A collection without a search index (`400` naming the\nindex to declare), a text of no word, of more than 256 characters or of more than 32 words: `400`. At\nthe filter's top level, it ranks the rows: `_score` in an order and a selection.\n","example":"red sho"},"$and":{"type":"array","minItems":1,"items":{"type":"object","description":"A `Filter` inside `$and`, `$or` or `$not`, with the same members.","additionalProperties":true},"description":"Filters that must all hold."},"$or":{"type":"array","minItems":1,"items":{"$ref":"#/properties/requestBody/properties/filter/properties/$and/items"},"description":"Filters of which one at least must hold."},"$not":{"$ref":"#/properties/requestBody/properties/filter/properties/$and/items"}},"additionalProperties":{"description":"A JSON value the field must equal (JSON equality: `1` equals `1.0`, objects whatever the order\nof their members), or a `FilterOperators` object: an object whose members all start with `$`.\n","anyOf":[{"type":"string","description":"A string, compared by code point."},{"type":"number","description":"A number, compared by value."},{"type":"boolean","description":"A boolean, `false` before `true`."},{"type":"object","nullable":true,"enum":[null],"description":"`null`: a stored `null`, not a missing field."},{"type":"array","items":{},"description":"An array, equal item by item."},{"type":"object","description":"Conditions on one field, all of which must hold. Comparisons hold only for a value of the\noperand's JSON type; a missing field is not `null`, and `$ne` and `$nin` hold for it. An object\nwithout `$` members is a value to equal.\n","properties":{"$eq":{"description":"JSON equality."},"$ne":{"description":"Not JSON-equal (a missing field too)."},"$gt":{"description":"A number, string or boolean to compare with values of its own JSON type.","anyOf":[{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/0"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/1"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/2"}]},"$gte":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$lt":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$lte":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$in":{"type":"array","items":{},"description":"Equal to one of these."},"$nin":{"type":"array","items":{},"description":"Equal to none of these (a missing field too)."},"$exists":{"type":"boolean","description":"Whether the field is there (`null` is there)."},"$prefix":{"type":"string","description":"A string that starts with this one."},"$contains":{"description":"An array with an item equal to this value."}},"additionalProperties":true}]},"example":{"status":"open","score":{"$gte":10},"$or":[{"owner.name":"ada"},{"tags":{"$contains":"urgent"}}]}},"select":{"type":"array","description":"The top-level fields to answer of each row (`id` is always answered); a row without one is answered without it.\n`_score` and `_highlight`: each row's relevance to the `$search` at the filter's top level, and where it matched (SelectParameter).\n","minItems":1,"maxItems":256,"items":{"type":"string","minLength":1,"maxLength":256},"example":["title","score"]},"order":{"type":"array","description":"The fields that order the rows, each once, first to last; by `id` ascending when empty or absent.\n`[{\"field\": \"_score\"}]` orders by relevance to the `$search` at the filter's top level (OrderBy).\n","maxItems":8,"items":{"type":"object","description":"One field of an order, and its direction.","required":["field"],"additionalProperties":false,"properties":{"field":{"type":"string","minLength":1,"maxLength":256,"description":"A top-level field; `id` is the row's own id, `_score` the relevance to a search, `author.name` a\nfield of the row a to-one relation `author` names (OrderBy).\n","example":"author.name"},"direction":{"type":"string","description":"The direction of a page's order.","enum":["asc","desc"],"default":"asc"}}}},"limit":{"type":"integer","minimum":0,"maximum":1000,"description":"The most rows to answer; 100 when absent."},"after":{"type":"string","minLength":1,"description":"The cursor of the page to follow (`next` of a page of the same query)."},"count":{"description":"How `count` counts the rows that match (`exact`, the only one).","type":"string","enum":["exact"]},"expand":{"type":"object","description":"Relations of the collection to expand into each row answered, by name (docs/relations.md), 3 deep\nat most (`ExpandOptions`, `ExpandNested`, `ExpandLast`: a fourth is a `400` naming it): each\nrelated row, or list of rows, sits in the row's member `_expand` (`Expanded`). A name that is no\nrelation of its collection is a `400` naming it.\n","maxProperties":16,"additionalProperties":{"type":"object","description":"How one relation is expanded. `filter`, `order` and `limit` only for a to-many relation: the related\nrows kept, their order (by id when absent) and how many of each row at most (10 when absent, 100 at\nmost; a list cut short is named in `$cut` of `_expand`). `select`: the fields answered of each related\nrow (`id` and its own `_expand` always). `expand`: the relations of the related rows to expand in\nturn.\n","additionalProperties":false,"properties":{"filter":{"$ref":"#/properties/requestBody/properties/filter"},"order":{"type":"array","maxItems":8,"items":{"$ref":"#/properties/requestBody/properties/order/items"}},"limit":{"type":"integer","minimum":1,"maximum":100},"select":{"type":"array","minItems":1,"maxItems":256,"items":{"type":"string","minLength":1,"maxLength":256}},"expand":{"type":"object","description":"The relations of the related rows to expand, the second level.","maxProperties":16,"additionalProperties":{"type":"object","description":"An expansion of the second level, as `ExpandOptions`.","additionalProperties":false,"properties":{"filter":{"$ref":"#/properties/requestBody/properties/filter"},"order":{"type":"array","maxItems":8,"items":{"$ref":"#/properties/requestBody/properties/order/items"}},"limit":{"type":"integer","minimum":1,"maximum":100},"select":{"type":"array","minItems":1,"maxItems":256,"items":{"type":"string","minLength":1,"maxLength":256}},"expand":{"type":"object","description":"The relations of the related rows to expand, the third and last level.","maxProperties":16,"additionalProperties":{"type":"object","description":"An expansion of the third and last level, as `ExpandOptions` without `expand`.","additionalProperties":false,"properties":{"filter":{"$ref":"#/properties/requestBody/properties/filter"},"order":{"type":"array","maxItems":8,"items":{"$ref":"#/properties/requestBody/properties/order/items"}},"limit":{"type":"integer","minimum":1,"maximum":100},"select":{"type":"array","minItems":1,"maxItems":256,"items":{"type":"string","minLength":1,"maxLength":256}}}}}}}}}},"example":{"author":{},"comments":{"order":[{"field":"id","direction":"desc"}],"limit":5,"select":["text"],"expand":{"author":{}}}}}},"example":{"filter":{"$search":"red sho","status":"open"},"order":[{"field":"_score"}],"select":["title","_score","_highlight"],"limit":20}}},"required":["requestBody"]};
+const schema50 = {"type":"string","description":"A string, compared by code point."};
+const schema51 = {"type":"number","description":"A number, compared by value."};
+const schema52 = {"type":"boolean","description":"A boolean, `false` before `true`."};
+const schema57 = {"type":"object","description":"A `Filter` inside `$and`, `$or` or `$not`, with the same members.","additionalProperties":true};
+const schema65 = {"type":"object","description":"One field of an order, and its direction.","required":["field"],"additionalProperties":false,"properties":{"field":{"type":"string","minLength":1,"maxLength":256,"description":"A top-level field; `id` is the row's own id, `_score` the relevance to a search, `author.name` a\nfield of the row a to-one relation `author` names (OrderBy).\n","example":"author.name"},"direction":{"type":"string","description":"The direction of a page's order.","enum":["asc","desc"],"default":"asc"}}};
+const schema53 = {"description":"A number, string or boolean to compare with values of its own JSON type.","anyOf":[{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/0"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/1"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/2"}]};
 
-function validate26(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate30(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 const _errs0 = errors;
@@ -3518,13 +5345,13 @@ vErrors = null;
 }
 }
 }
-validate26.errors = vErrors;
+validate30.errors = vErrors;
 return errors === 0;
 }
 
-const schema52 = {"type":"object","description":"A filter of the filter language (docs/api.md, \"Filters\"): each member names a field path (a\ntop-level field, or a dotted path into nested objects, `.` and `\\` in a key escaped with `\\`;\n`id` is the row's id) with its `FilterCondition`, or is `$and` or `$or` (non-empty arrays of\nfilters), `$not` (a filter) or `$search` (words); the members must all hold. At most 4 KiB as JSON, 8 levels deep,\n32 conditions; anything else is `400 validation_failed` pointing into it (`/filter/…`).\nThrough a relation (docs/relations.md): `{\"author\": {\"$match\": {…}}}` holds for a row whose to-one\nrelation `author` names a row that matches, `{\"comments\": {\"$some\": {…}}}` for one whose to-many\nrelation `comments` has a row that matches (10,000 related rows found at most, else `400`); in lists,\ncounts, queries, aggregates and changes by filter, never in the feed, a webhook or a rule (`400`, its\ndetail saying why: a change to a related row is no change of this collection, so no event would say\nwhen a row comes to match or stops matching). With a\npublishable key the inner filter is held to the related collection's rules: a related row the caller\nmay not read never matches, and a field they hide is `403` naming it, as in a filter of that collection.\n","properties":{"$search":{"type":"string","description":"The rows whose words in the fields of the collection's search index (createIndex, `\"type\": \"search\"`)\nhold every word of this text, the last also as the beginning of a word unless the text ends outside a\nword (docs/search.md): case and diacritics do not matter, each Chinese or Japanese character is a word.\nCombines with every other condition, inside `$and`, `$or` and `$not` too. No word is ignored: there are\nno stopwords, and a word of one letter is a word. A collection without a search index (`400` naming the\nindex to declare), a text of no word, of more than 256 characters or of more than 32 words: `400`. At\nthe filter's top level, it ranks the rows: `_score` in an order and a selection.\n","example":"red sho"},"$and":{"type":"array","minItems":1,"items":{"type":"object","description":"A `Filter` inside `$and`, `$or` or `$not`, with the same members.","additionalProperties":true},"description":"Filters that must all hold."},"$or":{"type":"array","minItems":1,"items":{"$ref":"#/properties/requestBody/properties/filter/properties/$and/items"},"description":"Filters of which one at least must hold."},"$not":{"$ref":"#/properties/requestBody/properties/filter/properties/$and/items"}},"additionalProperties":{"description":"A JSON value the field must equal (JSON equality: `1` equals `1.0`, objects whatever the order\nof their members), or a `FilterOperators` object: an object whose members all start with `$`.\n","anyOf":[{"type":"string","description":"A string, compared by code point."},{"type":"number","description":"A number, compared by value."},{"type":"boolean","description":"A boolean, `false` before `true`."},{"type":"object","nullable":true,"enum":[null],"description":"`null`: a stored `null`, not a missing field."},{"type":"array","items":{},"description":"An array, equal item by item."},{"type":"object","description":"Conditions on one field, all of which must hold. Comparisons hold only for a value of the\noperand's JSON type; a missing field is not `null`, and `$ne` and `$nin` hold for it. An object\nwithout `$` members is a value to equal.\n","properties":{"$eq":{"description":"JSON equality."},"$ne":{"description":"Not JSON-equal (a missing field too)."},"$gt":{"description":"A number, string or boolean to compare with values of its own JSON type.","anyOf":[{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/0"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/1"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/2"}]},"$gte":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$lt":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$lte":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$in":{"type":"array","items":{},"description":"Equal to one of these."},"$nin":{"type":"array","items":{},"description":"Equal to none of these (a missing field too)."},"$exists":{"type":"boolean","description":"Whether the field is there (`null` is there)."},"$prefix":{"type":"string","description":"A string that starts with this one."},"$contains":{"description":"An array with an item equal to this value."}},"additionalProperties":true}]},"example":{"status":"open","score":{"$gte":10},"$or":[{"owner.name":"ada"},{"tags":{"$contains":"urgent"}}]}};
+const schema59 = {"type":"object","description":"A filter of the filter language (docs/api.md, \"Filters\"): each member names a field path (a\ntop-level field, or a dotted path into nested objects, `.` and `\\` in a key escaped with `\\`;\n`id` is the row's id) with its `FilterCondition`, or is `$and` or `$or` (non-empty arrays of\nfilters), `$not` (a filter) or `$search` (words); the members must all hold. At most 4 KiB as JSON, 8 levels deep,\n32 conditions; anything else is `400 validation_failed` pointing into it (`/filter/…`).\nThrough a relation (docs/relations.md): `{\"author\": {\"$match\": {…}}}` holds for a row whose to-one\nrelation `author` names a row that matches, `{\"comments\": {\"$some\": {…}}}` for one whose to-many\nrelation `comments` has a row that matches (10,000 related rows found at most, else `400`); in lists,\ncounts, queries, aggregates and changes by filter, never in the feed, a webhook or a rule (`400`, its\ndetail saying why: a change to a related row is no change of this collection, so no event would say\nwhen a row comes to match or stops matching). With a\npublishable key the inner filter is held to the related collection's rules: a related row the caller\nmay not read never matches, and a field they hide is `403` naming it, as in a filter of that collection.\n","properties":{"$search":{"type":"string","description":"The rows whose words in the fields of the collection's search index (createIndex, `\"type\": \"search\"`)\nhold every word of this text, the last also as the beginning of a word unless the text ends outside a\nword (docs/search.md): case and diacritics do not matter, each Chinese or Japanese character is a word.\nCombines with every other condition, inside `$and`, `$or` and `$not` too. No word is ignored: there are\nno stopwords, and a word of one letter is a word. A collection without a search index (`400` naming the\nindex to declare), a text of no word, of more than 256 characters or of more than 32 words: `400`. At\nthe filter's top level, it ranks the rows: `_score` in an order and a selection.\n","example":"red sho"},"$and":{"type":"array","minItems":1,"items":{"type":"object","description":"A `Filter` inside `$and`, `$or` or `$not`, with the same members.","additionalProperties":true},"description":"Filters that must all hold."},"$or":{"type":"array","minItems":1,"items":{"$ref":"#/properties/requestBody/properties/filter/properties/$and/items"},"description":"Filters of which one at least must hold."},"$not":{"$ref":"#/properties/requestBody/properties/filter/properties/$and/items"}},"additionalProperties":{"description":"A JSON value the field must equal (JSON equality: `1` equals `1.0`, objects whatever the order\nof their members), or a `FilterOperators` object: an object whose members all start with `$`.\n","anyOf":[{"type":"string","description":"A string, compared by code point."},{"type":"number","description":"A number, compared by value."},{"type":"boolean","description":"A boolean, `false` before `true`."},{"type":"object","nullable":true,"enum":[null],"description":"`null`: a stored `null`, not a missing field."},{"type":"array","items":{},"description":"An array, equal item by item."},{"type":"object","description":"Conditions on one field, all of which must hold. Comparisons hold only for a value of the\noperand's JSON type; a missing field is not `null`, and `$ne` and `$nin` hold for it. An object\nwithout `$` members is a value to equal.\n","properties":{"$eq":{"description":"JSON equality."},"$ne":{"description":"Not JSON-equal (a missing field too)."},"$gt":{"description":"A number, string or boolean to compare with values of its own JSON type.","anyOf":[{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/0"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/1"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/2"}]},"$gte":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$lt":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$lte":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$in":{"type":"array","items":{},"description":"Equal to one of these."},"$nin":{"type":"array","items":{},"description":"Equal to none of these (a missing field too)."},"$exists":{"type":"boolean","description":"Whether the field is there (`null` is there)."},"$prefix":{"type":"string","description":"A string that starts with this one."},"$contains":{"description":"An array with an item equal to this value."}},"additionalProperties":true}]},"example":{"status":"open","score":{"$gte":10},"$or":[{"owner.name":"ada"},{"tags":{"$contains":"urgent"}}]}};
 
-function validate30(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -3587,7 +5414,7 @@ vErrors.push(err3);
 errors++;
 }
 if(!(data0 === null)){
-const err4 = {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/additionalProperties/anyOf/3/enum",keyword:"enum",params:{allowedValues: schema52.additionalProperties.anyOf[3].enum},message:"must be equal to one of the allowed values"};
+const err4 = {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/additionalProperties/anyOf/3/enum",keyword:"enum",params:{allowedValues: schema59.additionalProperties.anyOf[3].enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -3685,20 +5512,20 @@ vErrors = null;
 }
 }
 if(data0.$gte !== undefined){
-if(!(validate26(data0.$gte, {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/$gte",parentData:data0,parentDataProperty:"$gte",rootData}))){
-vErrors = vErrors === null ? validate26.errors : vErrors.concat(validate26.errors);
+if(!(validate30(data0.$gte, {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/$gte",parentData:data0,parentDataProperty:"$gte",rootData}))){
+vErrors = vErrors === null ? validate30.errors : vErrors.concat(validate30.errors);
 errors = vErrors.length;
 }
 }
 if(data0.$lt !== undefined){
-if(!(validate26(data0.$lt, {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/$lt",parentData:data0,parentDataProperty:"$lt",rootData}))){
-vErrors = vErrors === null ? validate26.errors : vErrors.concat(validate26.errors);
+if(!(validate30(data0.$lt, {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/$lt",parentData:data0,parentDataProperty:"$lt",rootData}))){
+vErrors = vErrors === null ? validate30.errors : vErrors.concat(validate30.errors);
 errors = vErrors.length;
 }
 }
 if(data0.$lte !== undefined){
-if(!(validate26(data0.$lte, {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/$lte",parentData:data0,parentDataProperty:"$lte",rootData}))){
-vErrors = vErrors === null ? validate26.errors : vErrors.concat(validate26.errors);
+if(!(validate30(data0.$lte, {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/$lte",parentData:data0,parentDataProperty:"$lte",rootData}))){
+vErrors = vErrors === null ? validate30.errors : vErrors.concat(validate30.errors);
 errors = vErrors.length;
 }
 }
@@ -3911,12 +5738,12 @@ vErrors.push(err24);
 }
 errors++;
 }
-validate30.errors = vErrors;
+validate34.errors = vErrors;
 return errors === 0;
 }
 
 
-function validate25(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate29(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -4007,7 +5834,7 @@ vErrors.push(err5);
 errors++;
 }
 if(!(data2 === null)){
-const err6 = {instancePath:instancePath+"/requestBody/filter/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/requestBody/properties/filter/additionalProperties/anyOf/3/enum",keyword:"enum",params:{allowedValues: schema42.properties.requestBody.properties.filter.additionalProperties.anyOf[3].enum},message:"must be equal to one of the allowed values"};
+const err6 = {instancePath:instancePath+"/requestBody/filter/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/requestBody/properties/filter/additionalProperties/anyOf/3/enum",keyword:"enum",params:{allowedValues: schema49.properties.requestBody.properties.filter.additionalProperties.anyOf[3].enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -4105,20 +5932,20 @@ vErrors = null;
 }
 }
 if(data2.$gte !== undefined){
-if(!(validate26(data2.$gte, {instancePath:instancePath+"/requestBody/filter/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/$gte",parentData:data2,parentDataProperty:"$gte",rootData}))){
-vErrors = vErrors === null ? validate26.errors : vErrors.concat(validate26.errors);
+if(!(validate30(data2.$gte, {instancePath:instancePath+"/requestBody/filter/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/$gte",parentData:data2,parentDataProperty:"$gte",rootData}))){
+vErrors = vErrors === null ? validate30.errors : vErrors.concat(validate30.errors);
 errors = vErrors.length;
 }
 }
 if(data2.$lt !== undefined){
-if(!(validate26(data2.$lt, {instancePath:instancePath+"/requestBody/filter/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/$lt",parentData:data2,parentDataProperty:"$lt",rootData}))){
-vErrors = vErrors === null ? validate26.errors : vErrors.concat(validate26.errors);
+if(!(validate30(data2.$lt, {instancePath:instancePath+"/requestBody/filter/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/$lt",parentData:data2,parentDataProperty:"$lt",rootData}))){
+vErrors = vErrors === null ? validate30.errors : vErrors.concat(validate30.errors);
 errors = vErrors.length;
 }
 }
 if(data2.$lte !== undefined){
-if(!(validate26(data2.$lte, {instancePath:instancePath+"/requestBody/filter/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/$lte",parentData:data2,parentDataProperty:"$lte",rootData}))){
-vErrors = vErrors === null ? validate26.errors : vErrors.concat(validate26.errors);
+if(!(validate30(data2.$lte, {instancePath:instancePath+"/requestBody/filter/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/$lte",parentData:data2,parentDataProperty:"$lte",rootData}))){
+vErrors = vErrors === null ? validate30.errors : vErrors.concat(validate30.errors);
 errors = vErrors.length;
 }
 }
@@ -4492,7 +6319,7 @@ vErrors.push(err39);
 errors++;
 }
 if(!((data22 === "asc") || (data22 === "desc"))){
-const err40 = {instancePath:instancePath+"/requestBody/order/" + i3+"/direction",schemaPath:"#/properties/requestBody/properties/order/items/properties/direction/enum",keyword:"enum",params:{allowedValues: schema42.properties.requestBody.properties.order.items.properties.direction.enum},message:"must be equal to one of the allowed values"};
+const err40 = {instancePath:instancePath+"/requestBody/order/" + i3+"/direction",schemaPath:"#/properties/requestBody/properties/order/items/properties/direction/enum",keyword:"enum",params:{allowedValues: schema49.properties.requestBody.properties.order.items.properties.direction.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -4598,7 +6425,7 @@ vErrors.push(err48);
 errors++;
 }
 if(!(data25 === "exact")){
-const err49 = {instancePath:instancePath+"/requestBody/count",schemaPath:"#/properties/requestBody/properties/count/enum",keyword:"enum",params:{allowedValues: schema42.properties.requestBody.properties.count.enum},message:"must be equal to one of the allowed values"};
+const err49 = {instancePath:instancePath+"/requestBody/count",schemaPath:"#/properties/requestBody/properties/count/enum",keyword:"enum",params:{allowedValues: schema49.properties.requestBody.properties.count.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err49];
 }
@@ -4637,8 +6464,8 @@ errors++;
 }
 }
 if(data27.filter !== undefined){
-if(!(validate30(data27.filter, {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/filter",parentData:data27,parentDataProperty:"filter",rootData}))){
-vErrors = vErrors === null ? validate30.errors : vErrors.concat(validate30.errors);
+if(!(validate34(data27.filter, {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/filter",parentData:data27,parentDataProperty:"filter",rootData}))){
+vErrors = vErrors === null ? validate34.errors : vErrors.concat(validate34.errors);
 errors = vErrors.length;
 }
 }
@@ -4731,7 +6558,7 @@ vErrors.push(err58);
 errors++;
 }
 if(!((data32 === "asc") || (data32 === "desc"))){
-const err59 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/order/" + i4+"/direction",schemaPath:"#/properties/requestBody/properties/order/items/properties/direction/enum",keyword:"enum",params:{allowedValues: schema58.properties.direction.enum},message:"must be equal to one of the allowed values"};
+const err59 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/order/" + i4+"/direction",schemaPath:"#/properties/requestBody/properties/order/items/properties/direction/enum",keyword:"enum",params:{allowedValues: schema65.properties.direction.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err59];
 }
@@ -4899,8 +6726,8 @@ errors++;
 }
 }
 if(data37.filter !== undefined){
-if(!(validate30(data37.filter, {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/filter",parentData:data37,parentDataProperty:"filter",rootData}))){
-vErrors = vErrors === null ? validate30.errors : vErrors.concat(validate30.errors);
+if(!(validate34(data37.filter, {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/filter",parentData:data37,parentDataProperty:"filter",rootData}))){
+vErrors = vErrors === null ? validate34.errors : vErrors.concat(validate34.errors);
 errors = vErrors.length;
 }
 }
@@ -4993,7 +6820,7 @@ vErrors.push(err79);
 errors++;
 }
 if(!((data42 === "asc") || (data42 === "desc"))){
-const err80 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/order/" + i6+"/direction",schemaPath:"#/properties/requestBody/properties/order/items/properties/direction/enum",keyword:"enum",params:{allowedValues: schema58.properties.direction.enum},message:"must be equal to one of the allowed values"};
+const err80 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/order/" + i6+"/direction",schemaPath:"#/properties/requestBody/properties/order/items/properties/direction/enum",keyword:"enum",params:{allowedValues: schema65.properties.direction.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err80];
 }
@@ -5161,8 +6988,8 @@ errors++;
 }
 }
 if(data47.filter !== undefined){
-if(!(validate30(data47.filter, {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/filter",parentData:data47,parentDataProperty:"filter",rootData}))){
-vErrors = vErrors === null ? validate30.errors : vErrors.concat(validate30.errors);
+if(!(validate34(data47.filter, {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/filter",parentData:data47,parentDataProperty:"filter",rootData}))){
+vErrors = vErrors === null ? validate34.errors : vErrors.concat(validate34.errors);
 errors = vErrors.length;
 }
 }
@@ -5255,7 +7082,7 @@ vErrors.push(err100);
 errors++;
 }
 if(!((data52 === "asc") || (data52 === "desc"))){
-const err101 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/order/" + i8+"/direction",schemaPath:"#/properties/requestBody/properties/order/items/properties/direction/enum",keyword:"enum",params:{allowedValues: schema58.properties.direction.enum},message:"must be equal to one of the allowed values"};
+const err101 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/order/" + i8+"/direction",schemaPath:"#/properties/requestBody/properties/order/items/properties/direction/enum",keyword:"enum",params:{allowedValues: schema65.properties.direction.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err101];
 }
@@ -5489,998 +7316,12 @@ vErrors.push(err120);
 }
 errors++;
 }
-validate25.errors = vErrors;
+validate29.errors = vErrors;
 return errors === 0;
 }
 
-export const updateRow_body = validate37;
-const schema61 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"The fields to change; at least one. `id` cannot be changed, and `_expand` is reserved.","minProperties":1,"properties":{"id":{"description":"Not accepted; ids never change.","not":{}},"_expand":{"description":"Not accepted (`400`): reserved for the rows an answer expands into a row (`expand`, docs/relations.md).","not":{}}},"additionalProperties":true,"example":{"text":"hello again"}}},"required":["requestBody"]};
-
-function validate37(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
-let vErrors = null;
-let errors = 0;
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.requestBody === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "requestBody"},message:"must have required property '"+"requestBody"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.requestBody !== undefined){
-let data0 = data.requestBody;
-if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
-if(Object.keys(data0).length < 1){
-const err1 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data0.id !== undefined){
-const err2 = {instancePath:instancePath+"/requestBody/id",schemaPath:"#/properties/requestBody/properties/id/not",keyword:"not",params:{},message:"must NOT be valid"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data0._expand !== undefined){
-const err3 = {instancePath:instancePath+"/requestBody/_expand",schemaPath:"#/properties/requestBody/properties/_expand/not",keyword:"not",params:{},message:"must NOT be valid"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-}
-else {
-const err4 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-}
-else {
-const err5 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-validate37.errors = vErrors;
-return errors === 0;
-}
-
-export const updateRow_body_json_patch_json = validate38;
-const schema62 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"array","description":"A JSON Patch (RFC 6902): operations applied in order to the row (`{\"id\": …, …fields}`), all or\nnone. `path` and `from` are JSON Pointers (RFC 6901): `/tags/0`, `/a~1b` for the field `a/b`.\n","items":{"description":"One operation of a JSON Patch, told apart by its `op`, which each kind names in an enum of one value.","oneOf":[{"type":"object","description":"RFC 6902 §4.1: adds a member (replacing one of the same name), or inserts an array element (`-`: at the end).","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["add"]},"path":{"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"},"value":{"description":"Any JSON value."}},"example":{"op":"add","path":"/tags/-","value":"popular"}},{"type":"object","description":"RFC 6902 §4.2: removes the member or element, which must exist.","required":["op","path"],"properties":{"op":{"type":"string","enum":["remove"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"remove","path":"/draft"}},{"type":"object","description":"RFC 6902 §4.3: replaces the value, which must exist.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["replace"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"replace","path":"/status","value":"closed"}},{"type":"object","description":"RFC 6902 §4.4: removes the value at `from` and adds it at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["move"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"move","path":"/archived/title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.5: adds a copy of the value at `from` at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["copy"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"copy","path":"/previous_title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.6: the value at `path` must equal `value` (as JSON: `1` equals `1.0`, members in any order), else `409 patch_conflict` and nothing is written.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["test"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"test","path":"/status","value":"open"}},{"type":"object","description":"Ours: adds `value` to the number at `path`, inside the write's transaction, so that concurrent\nincrements of one field all count. A missing member counts as `0` when the object that would\nhold it exists; a value that is no number, or a sum past ±1.8e308, is `409 patch_conflict`.\nIntegers stay exact up to 2^53.\n","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["increment"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"type":"number","description":"Any finite number, negative too."}},"example":{"op":"increment","path":"/likes","value":1}}],"discriminator":{"propertyName":"op"}},"example":[{"op":"test","path":"/status","value":"open"},{"op":"increment","path":"/likes","value":1}]}},"required":["requestBody"]};
-const schema63 = {"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"};
-const pattern11 = new RegExp("^(/([^~/]|~[01])*)*$", "u");
-
-function validate38(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
-let vErrors = null;
-let errors = 0;
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.requestBody === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "requestBody"},message:"must have required property '"+"requestBody"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.requestBody !== undefined){
-let data0 = data.requestBody;
-if(Array.isArray(data0)){
-const len0 = data0.length;
-for(let i0=0; i0<len0; i0++){
-let data1 = data0[i0];
-if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
-const tag0 = data1.op;
-if(typeof tag0 == "string"){
-if(tag0 === "add"){
-if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
-if(data1.op === undefined){
-const err1 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/0/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data1.path === undefined){
-const err2 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/0/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data1.value === undefined){
-const err3 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/0/required",keyword:"required",params:{missingProperty: "value"},message:"must have required property '"+"value"+"'"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-if(data1.op !== undefined){
-let data2 = data1.op;
-if(typeof data2 !== "string"){
-const err4 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-if(!(data2 === "add")){
-const err5 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/op/enum",keyword:"enum",params:{allowedValues: schema62.properties.requestBody.items.oneOf[0].properties.op.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-}
-if(data1.path !== undefined){
-let data3 = data1.path;
-if(typeof data3 === "string"){
-if(!pattern11.test(data3)){
-const err6 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
-}
-errors++;
-}
-}
-else {
-const err7 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err7];
-}
-else {
-vErrors.push(err7);
-}
-errors++;
-}
-}
-}
-else {
-const err8 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/0/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err8];
-}
-else {
-vErrors.push(err8);
-}
-errors++;
-}
-}
-else if(tag0 === "remove"){
-if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
-if(data1.op === undefined){
-const err9 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/1/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
-if(vErrors === null){
-vErrors = [err9];
-}
-else {
-vErrors.push(err9);
-}
-errors++;
-}
-if(data1.path === undefined){
-const err10 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/1/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
-if(vErrors === null){
-vErrors = [err10];
-}
-else {
-vErrors.push(err10);
-}
-errors++;
-}
-if(data1.op !== undefined){
-let data4 = data1.op;
-if(typeof data4 !== "string"){
-const err11 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/1/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err11];
-}
-else {
-vErrors.push(err11);
-}
-errors++;
-}
-if(!(data4 === "remove")){
-const err12 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/1/properties/op/enum",keyword:"enum",params:{allowedValues: schema62.properties.requestBody.items.oneOf[1].properties.op.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err12];
-}
-else {
-vErrors.push(err12);
-}
-errors++;
-}
-}
-if(data1.path !== undefined){
-let data5 = data1.path;
-if(typeof data5 === "string"){
-if(!pattern11.test(data5)){
-const err13 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
-if(vErrors === null){
-vErrors = [err13];
-}
-else {
-vErrors.push(err13);
-}
-errors++;
-}
-}
-else {
-const err14 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err14];
-}
-else {
-vErrors.push(err14);
-}
-errors++;
-}
-}
-}
-else {
-const err15 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/1/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err15];
-}
-else {
-vErrors.push(err15);
-}
-errors++;
-}
-}
-else if(tag0 === "replace"){
-if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
-if(data1.op === undefined){
-const err16 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/2/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
-if(vErrors === null){
-vErrors = [err16];
-}
-else {
-vErrors.push(err16);
-}
-errors++;
-}
-if(data1.path === undefined){
-const err17 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/2/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
-if(vErrors === null){
-vErrors = [err17];
-}
-else {
-vErrors.push(err17);
-}
-errors++;
-}
-if(data1.value === undefined){
-const err18 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/2/required",keyword:"required",params:{missingProperty: "value"},message:"must have required property '"+"value"+"'"};
-if(vErrors === null){
-vErrors = [err18];
-}
-else {
-vErrors.push(err18);
-}
-errors++;
-}
-if(data1.op !== undefined){
-let data6 = data1.op;
-if(typeof data6 !== "string"){
-const err19 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/2/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err19];
-}
-else {
-vErrors.push(err19);
-}
-errors++;
-}
-if(!(data6 === "replace")){
-const err20 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/2/properties/op/enum",keyword:"enum",params:{allowedValues: schema62.properties.requestBody.items.oneOf[2].properties.op.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err20];
-}
-else {
-vErrors.push(err20);
-}
-errors++;
-}
-}
-if(data1.path !== undefined){
-let data7 = data1.path;
-if(typeof data7 === "string"){
-if(!pattern11.test(data7)){
-const err21 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
-if(vErrors === null){
-vErrors = [err21];
-}
-else {
-vErrors.push(err21);
-}
-errors++;
-}
-}
-else {
-const err22 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err22];
-}
-else {
-vErrors.push(err22);
-}
-errors++;
-}
-}
-}
-else {
-const err23 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/2/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err23];
-}
-else {
-vErrors.push(err23);
-}
-errors++;
-}
-}
-else if(tag0 === "move"){
-if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
-if(data1.op === undefined){
-const err24 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/3/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
-if(vErrors === null){
-vErrors = [err24];
-}
-else {
-vErrors.push(err24);
-}
-errors++;
-}
-if(data1.path === undefined){
-const err25 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/3/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
-if(vErrors === null){
-vErrors = [err25];
-}
-else {
-vErrors.push(err25);
-}
-errors++;
-}
-if(data1.from === undefined){
-const err26 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/3/required",keyword:"required",params:{missingProperty: "from"},message:"must have required property '"+"from"+"'"};
-if(vErrors === null){
-vErrors = [err26];
-}
-else {
-vErrors.push(err26);
-}
-errors++;
-}
-if(data1.op !== undefined){
-let data8 = data1.op;
-if(typeof data8 !== "string"){
-const err27 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/3/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err27];
-}
-else {
-vErrors.push(err27);
-}
-errors++;
-}
-if(!(data8 === "move")){
-const err28 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/3/properties/op/enum",keyword:"enum",params:{allowedValues: schema62.properties.requestBody.items.oneOf[3].properties.op.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err28];
-}
-else {
-vErrors.push(err28);
-}
-errors++;
-}
-}
-if(data1.path !== undefined){
-let data9 = data1.path;
-if(typeof data9 === "string"){
-if(!pattern11.test(data9)){
-const err29 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
-if(vErrors === null){
-vErrors = [err29];
-}
-else {
-vErrors.push(err29);
-}
-errors++;
-}
-}
-else {
-const err30 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err30];
-}
-else {
-vErrors.push(err30);
-}
-errors++;
-}
-}
-if(data1.from !== undefined){
-let data10 = data1.from;
-if(typeof data10 === "string"){
-if(!pattern11.test(data10)){
-const err31 = {instancePath:instancePath+"/requestBody/" + i0+"/from",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
-if(vErrors === null){
-vErrors = [err31];
-}
-else {
-vErrors.push(err31);
-}
-errors++;
-}
-}
-else {
-const err32 = {instancePath:instancePath+"/requestBody/" + i0+"/from",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err32];
-}
-else {
-vErrors.push(err32);
-}
-errors++;
-}
-}
-}
-else {
-const err33 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/3/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err33];
-}
-else {
-vErrors.push(err33);
-}
-errors++;
-}
-}
-else if(tag0 === "copy"){
-if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
-if(data1.op === undefined){
-const err34 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/4/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
-if(vErrors === null){
-vErrors = [err34];
-}
-else {
-vErrors.push(err34);
-}
-errors++;
-}
-if(data1.path === undefined){
-const err35 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/4/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
-if(vErrors === null){
-vErrors = [err35];
-}
-else {
-vErrors.push(err35);
-}
-errors++;
-}
-if(data1.from === undefined){
-const err36 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/4/required",keyword:"required",params:{missingProperty: "from"},message:"must have required property '"+"from"+"'"};
-if(vErrors === null){
-vErrors = [err36];
-}
-else {
-vErrors.push(err36);
-}
-errors++;
-}
-if(data1.op !== undefined){
-let data11 = data1.op;
-if(typeof data11 !== "string"){
-const err37 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/4/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err37];
-}
-else {
-vErrors.push(err37);
-}
-errors++;
-}
-if(!(data11 === "copy")){
-const err38 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/4/properties/op/enum",keyword:"enum",params:{allowedValues: schema62.properties.requestBody.items.oneOf[4].properties.op.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err38];
-}
-else {
-vErrors.push(err38);
-}
-errors++;
-}
-}
-if(data1.path !== undefined){
-let data12 = data1.path;
-if(typeof data12 === "string"){
-if(!pattern11.test(data12)){
-const err39 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
-if(vErrors === null){
-vErrors = [err39];
-}
-else {
-vErrors.push(err39);
-}
-errors++;
-}
-}
-else {
-const err40 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err40];
-}
-else {
-vErrors.push(err40);
-}
-errors++;
-}
-}
-if(data1.from !== undefined){
-let data13 = data1.from;
-if(typeof data13 === "string"){
-if(!pattern11.test(data13)){
-const err41 = {instancePath:instancePath+"/requestBody/" + i0+"/from",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
-if(vErrors === null){
-vErrors = [err41];
-}
-else {
-vErrors.push(err41);
-}
-errors++;
-}
-}
-else {
-const err42 = {instancePath:instancePath+"/requestBody/" + i0+"/from",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err42];
-}
-else {
-vErrors.push(err42);
-}
-errors++;
-}
-}
-}
-else {
-const err43 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/4/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err43];
-}
-else {
-vErrors.push(err43);
-}
-errors++;
-}
-}
-else if(tag0 === "test"){
-if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
-if(data1.op === undefined){
-const err44 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/5/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
-if(vErrors === null){
-vErrors = [err44];
-}
-else {
-vErrors.push(err44);
-}
-errors++;
-}
-if(data1.path === undefined){
-const err45 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/5/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
-if(vErrors === null){
-vErrors = [err45];
-}
-else {
-vErrors.push(err45);
-}
-errors++;
-}
-if(data1.value === undefined){
-const err46 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/5/required",keyword:"required",params:{missingProperty: "value"},message:"must have required property '"+"value"+"'"};
-if(vErrors === null){
-vErrors = [err46];
-}
-else {
-vErrors.push(err46);
-}
-errors++;
-}
-if(data1.op !== undefined){
-let data14 = data1.op;
-if(typeof data14 !== "string"){
-const err47 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/5/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err47];
-}
-else {
-vErrors.push(err47);
-}
-errors++;
-}
-if(!(data14 === "test")){
-const err48 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/5/properties/op/enum",keyword:"enum",params:{allowedValues: schema62.properties.requestBody.items.oneOf[5].properties.op.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err48];
-}
-else {
-vErrors.push(err48);
-}
-errors++;
-}
-}
-if(data1.path !== undefined){
-let data15 = data1.path;
-if(typeof data15 === "string"){
-if(!pattern11.test(data15)){
-const err49 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
-if(vErrors === null){
-vErrors = [err49];
-}
-else {
-vErrors.push(err49);
-}
-errors++;
-}
-}
-else {
-const err50 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err50];
-}
-else {
-vErrors.push(err50);
-}
-errors++;
-}
-}
-}
-else {
-const err51 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/5/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err51];
-}
-else {
-vErrors.push(err51);
-}
-errors++;
-}
-}
-else if(tag0 === "increment"){
-if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
-if(data1.op === undefined){
-const err52 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/6/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
-if(vErrors === null){
-vErrors = [err52];
-}
-else {
-vErrors.push(err52);
-}
-errors++;
-}
-if(data1.path === undefined){
-const err53 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/6/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
-if(vErrors === null){
-vErrors = [err53];
-}
-else {
-vErrors.push(err53);
-}
-errors++;
-}
-if(data1.value === undefined){
-const err54 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/6/required",keyword:"required",params:{missingProperty: "value"},message:"must have required property '"+"value"+"'"};
-if(vErrors === null){
-vErrors = [err54];
-}
-else {
-vErrors.push(err54);
-}
-errors++;
-}
-if(data1.op !== undefined){
-let data16 = data1.op;
-if(typeof data16 !== "string"){
-const err55 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/6/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err55];
-}
-else {
-vErrors.push(err55);
-}
-errors++;
-}
-if(!(data16 === "increment")){
-const err56 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/6/properties/op/enum",keyword:"enum",params:{allowedValues: schema62.properties.requestBody.items.oneOf[6].properties.op.enum},message:"must be equal to one of the allowed values"};
-if(vErrors === null){
-vErrors = [err56];
-}
-else {
-vErrors.push(err56);
-}
-errors++;
-}
-}
-if(data1.path !== undefined){
-let data17 = data1.path;
-if(typeof data17 === "string"){
-if(!pattern11.test(data17)){
-const err57 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
-if(vErrors === null){
-vErrors = [err57];
-}
-else {
-vErrors.push(err57);
-}
-errors++;
-}
-}
-else {
-const err58 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err58];
-}
-else {
-vErrors.push(err58);
-}
-errors++;
-}
-}
-if(data1.value !== undefined){
-if(!(typeof data1.value == "number")){
-const err59 = {instancePath:instancePath+"/requestBody/" + i0+"/value",schemaPath:"#/properties/requestBody/items/oneOf/6/properties/value/type",keyword:"type",params:{type: "number"},message:"must be number"};
-if(vErrors === null){
-vErrors = [err59];
-}
-else {
-vErrors.push(err59);
-}
-errors++;
-}
-}
-}
-else {
-const err60 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/6/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err60];
-}
-else {
-vErrors.push(err60);
-}
-errors++;
-}
-}
-else {
-const err61 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/discriminator",keyword:"discriminator",params:{error: "mapping", tag: "op", tagValue: tag0},message:"value of tag \"op\" must be in oneOf"};
-if(vErrors === null){
-vErrors = [err61];
-}
-else {
-vErrors.push(err61);
-}
-errors++;
-}
-}
-else {
-const err62 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/discriminator",keyword:"discriminator",params:{error: "tag", tag: "op", tagValue: tag0},message:"tag \"op\" must be string"};
-if(vErrors === null){
-vErrors = [err62];
-}
-else {
-vErrors.push(err62);
-}
-errors++;
-}
-}
-}
-}
-else {
-const err63 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "array"},message:"must be array"};
-if(vErrors === null){
-vErrors = [err63];
-}
-else {
-vErrors.push(err63);
-}
-errors++;
-}
-}
-}
-else {
-const err64 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err64];
-}
-else {
-vErrors.push(err64);
-}
-errors++;
-}
-validate38.errors = vErrors;
-return errors === 0;
-}
-
-export const updateRow_body_merge_patch_json = validate39;
-const schema71 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"A JSON Merge Patch (RFC 7396) of a row: each member merges into the field of its name (objects\nmember by member, at any depth), `null` removes the field, any other value replaces it. `id`\ncannot be changed.\n","properties":{"id":{"description":"Not accepted; ids never change.","not":{}}},"additionalProperties":true,"example":{"text":"hello again","draft":null}}},"required":["requestBody"]};
-
-function validate39(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
-let vErrors = null;
-let errors = 0;
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.requestBody === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "requestBody"},message:"must have required property '"+"requestBody"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.requestBody !== undefined){
-let data0 = data.requestBody;
-if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
-if(data0.id !== undefined){
-const err1 = {instancePath:instancePath+"/requestBody/id",schemaPath:"#/properties/requestBody/properties/id/not",keyword:"not",params:{},message:"must NOT be valid"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-}
-else {
-const err2 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-}
-else {
-const err3 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-validate39.errors = vErrors;
-return errors === 0;
-}
-
-export const updateRows_body = validate40;
-const schema72 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"The fields to change; at least one. `id` cannot be changed, and `_expand` is reserved.","minProperties":1,"properties":{"id":{"description":"Not accepted; ids never change.","not":{}},"_expand":{"description":"Not accepted (`400`): reserved for the rows an answer expands into a row (`expand`, docs/relations.md).","not":{}}},"additionalProperties":true,"example":{"text":"hello again"}}},"required":["requestBody"]};
-
-function validate40(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
-let vErrors = null;
-let errors = 0;
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.requestBody === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "requestBody"},message:"must have required property '"+"requestBody"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.requestBody !== undefined){
-let data0 = data.requestBody;
-if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
-if(Object.keys(data0).length < 1){
-const err1 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-if(data0.id !== undefined){
-const err2 = {instancePath:instancePath+"/requestBody/id",schemaPath:"#/properties/requestBody/properties/id/not",keyword:"not",params:{},message:"must NOT be valid"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-if(data0._expand !== undefined){
-const err3 = {instancePath:instancePath+"/requestBody/_expand",schemaPath:"#/properties/requestBody/properties/_expand/not",keyword:"not",params:{},message:"must NOT be valid"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
-}
-else {
-const err4 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err4];
-}
-else {
-vErrors.push(err4);
-}
-errors++;
-}
-}
-}
-else {
-const err5 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err5];
-}
-else {
-vErrors.push(err5);
-}
-errors++;
-}
-validate40.errors = vErrors;
-return errors === 0;
-}
-
-export const updateRows_body_json_patch_json = validate41;
-const schema73 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"array","description":"A JSON Patch (RFC 6902): operations applied in order to the row (`{\"id\": …, …fields}`), all or\nnone. `path` and `from` are JSON Pointers (RFC 6901): `/tags/0`, `/a~1b` for the field `a/b`.\n","items":{"description":"One operation of a JSON Patch, told apart by its `op`, which each kind names in an enum of one value.","oneOf":[{"type":"object","description":"RFC 6902 §4.1: adds a member (replacing one of the same name), or inserts an array element (`-`: at the end).","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["add"]},"path":{"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"},"value":{"description":"Any JSON value."}},"example":{"op":"add","path":"/tags/-","value":"popular"}},{"type":"object","description":"RFC 6902 §4.2: removes the member or element, which must exist.","required":["op","path"],"properties":{"op":{"type":"string","enum":["remove"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"remove","path":"/draft"}},{"type":"object","description":"RFC 6902 §4.3: replaces the value, which must exist.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["replace"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"replace","path":"/status","value":"closed"}},{"type":"object","description":"RFC 6902 §4.4: removes the value at `from` and adds it at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["move"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"move","path":"/archived/title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.5: adds a copy of the value at `from` at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["copy"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"copy","path":"/previous_title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.6: the value at `path` must equal `value` (as JSON: `1` equals `1.0`, members in any order), else `409 patch_conflict` and nothing is written.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["test"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"test","path":"/status","value":"open"}},{"type":"object","description":"Ours: adds `value` to the number at `path`, inside the write's transaction, so that concurrent\nincrements of one field all count. A missing member counts as `0` when the object that would\nhold it exists; a value that is no number, or a sum past ±1.8e308, is `409 patch_conflict`.\nIntegers stay exact up to 2^53.\n","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["increment"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"type":"number","description":"Any finite number, negative too."}},"example":{"op":"increment","path":"/likes","value":1}}],"discriminator":{"propertyName":"op"}},"example":[{"op":"test","path":"/status","value":"open"},{"op":"increment","path":"/likes","value":1}]}},"required":["requestBody"]};
-const schema74 = {"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"};
+export const updateRow_body = validate41;
+const schema68 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"The fields to change; at least one. `id` cannot be changed, and `_expand` is reserved.","minProperties":1,"properties":{"id":{"description":"Not accepted; ids never change.","not":{}},"_expand":{"description":"Not accepted (`400`): reserved for the rows an answer expands into a row (`expand`, docs/relations.md).","not":{}}},"additionalProperties":true,"example":{"text":"hello again"}}},"required":["requestBody"]};
 
 function validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -6498,6 +7339,85 @@ errors++;
 }
 if(data.requestBody !== undefined){
 let data0 = data.requestBody;
+if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
+if(Object.keys(data0).length < 1){
+const err1 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data0.id !== undefined){
+const err2 = {instancePath:instancePath+"/requestBody/id",schemaPath:"#/properties/requestBody/properties/id/not",keyword:"not",params:{},message:"must NOT be valid"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data0._expand !== undefined){
+const err3 = {instancePath:instancePath+"/requestBody/_expand",schemaPath:"#/properties/requestBody/properties/_expand/not",keyword:"not",params:{},message:"must NOT be valid"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+else {
+const err4 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+}
+else {
+const err5 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+validate41.errors = vErrors;
+return errors === 0;
+}
+
+export const updateRow_body_json_patch_json = validate42;
+const schema69 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"array","description":"A JSON Patch (RFC 6902): operations applied in order to the row (`{\"id\": …, …fields}`), all or\nnone. `path` and `from` are JSON Pointers (RFC 6901): `/tags/0`, `/a~1b` for the field `a/b`.\n","items":{"description":"One operation of a JSON Patch, told apart by its `op`, which each kind names in an enum of one value.","oneOf":[{"type":"object","description":"RFC 6902 §4.1: adds a member (replacing one of the same name), or inserts an array element (`-`: at the end).","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["add"]},"path":{"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"},"value":{"description":"Any JSON value."}},"example":{"op":"add","path":"/tags/-","value":"popular"}},{"type":"object","description":"RFC 6902 §4.2: removes the member or element, which must exist.","required":["op","path"],"properties":{"op":{"type":"string","enum":["remove"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"remove","path":"/draft"}},{"type":"object","description":"RFC 6902 §4.3: replaces the value, which must exist.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["replace"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"replace","path":"/status","value":"closed"}},{"type":"object","description":"RFC 6902 §4.4: removes the value at `from` and adds it at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["move"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"move","path":"/archived/title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.5: adds a copy of the value at `from` at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["copy"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"copy","path":"/previous_title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.6: the value at `path` must equal `value` (as JSON: `1` equals `1.0`, members in any order), else `409 patch_conflict` and nothing is written.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["test"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"test","path":"/status","value":"open"}},{"type":"object","description":"Ours: adds `value` to the number at `path`, inside the write's transaction, so that concurrent\nincrements of one field all count. A missing member counts as `0` when the object that would\nhold it exists; a value that is no number, or a sum past ±1.8e308, is `409 patch_conflict`.\nIntegers stay exact up to 2^53.\n","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["increment"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"type":"number","description":"Any finite number, negative too."}},"example":{"op":"increment","path":"/likes","value":1}}],"discriminator":{"propertyName":"op"}},"example":[{"op":"test","path":"/status","value":"open"},{"op":"increment","path":"/likes","value":1}]}},"required":["requestBody"]};
+const schema70 = {"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"};
+const pattern11 = new RegExp("^(/([^~/]|~[01])*)*$", "u");
+
+function validate42(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.requestBody === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "requestBody"},message:"must have required property '"+"requestBody"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.requestBody !== undefined){
+let data0 = data.requestBody;
 if(Array.isArray(data0)){
 const len0 = data0.length;
 for(let i0=0; i0<len0; i0++){
@@ -6550,7 +7470,7 @@ vErrors.push(err4);
 errors++;
 }
 if(!(data2 === "add")){
-const err5 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/op/enum",keyword:"enum",params:{allowedValues: schema73.properties.requestBody.items.oneOf[0].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err5 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/op/enum",keyword:"enum",params:{allowedValues: schema69.properties.requestBody.items.oneOf[0].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -6632,7 +7552,7 @@ vErrors.push(err11);
 errors++;
 }
 if(!(data4 === "remove")){
-const err12 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/1/properties/op/enum",keyword:"enum",params:{allowedValues: schema73.properties.requestBody.items.oneOf[1].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err12 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/1/properties/op/enum",keyword:"enum",params:{allowedValues: schema69.properties.requestBody.items.oneOf[1].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -6724,7 +7644,7 @@ vErrors.push(err19);
 errors++;
 }
 if(!(data6 === "replace")){
-const err20 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/2/properties/op/enum",keyword:"enum",params:{allowedValues: schema73.properties.requestBody.items.oneOf[2].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err20 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/2/properties/op/enum",keyword:"enum",params:{allowedValues: schema69.properties.requestBody.items.oneOf[2].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -6816,7 +7736,7 @@ vErrors.push(err27);
 errors++;
 }
 if(!(data8 === "move")){
-const err28 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/3/properties/op/enum",keyword:"enum",params:{allowedValues: schema73.properties.requestBody.items.oneOf[3].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err28 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/3/properties/op/enum",keyword:"enum",params:{allowedValues: schema69.properties.requestBody.items.oneOf[3].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -6933,7 +7853,7 @@ vErrors.push(err37);
 errors++;
 }
 if(!(data11 === "copy")){
-const err38 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/4/properties/op/enum",keyword:"enum",params:{allowedValues: schema73.properties.requestBody.items.oneOf[4].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err38 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/4/properties/op/enum",keyword:"enum",params:{allowedValues: schema69.properties.requestBody.items.oneOf[4].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -7050,7 +7970,7 @@ vErrors.push(err47);
 errors++;
 }
 if(!(data14 === "test")){
-const err48 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/5/properties/op/enum",keyword:"enum",params:{allowedValues: schema73.properties.requestBody.items.oneOf[5].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err48 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/5/properties/op/enum",keyword:"enum",params:{allowedValues: schema69.properties.requestBody.items.oneOf[5].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -7142,7 +8062,7 @@ vErrors.push(err55);
 errors++;
 }
 if(!(data16 === "increment")){
-const err56 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/6/properties/op/enum",keyword:"enum",params:{allowedValues: schema73.properties.requestBody.items.oneOf[6].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err56 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/6/properties/op/enum",keyword:"enum",params:{allowedValues: schema69.properties.requestBody.items.oneOf[6].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err56];
 }
@@ -7247,14 +8167,14 @@ vErrors.push(err64);
 }
 errors++;
 }
-validate41.errors = vErrors;
+validate42.errors = vErrors;
 return errors === 0;
 }
 
-export const updateRows_body_merge_patch_json = validate42;
-const schema82 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"A JSON Merge Patch (RFC 7396) of a row: each member merges into the field of its name (objects\nmember by member, at any depth), `null` removes the field, any other value replaces it. `id`\ncannot be changed.\n","properties":{"id":{"description":"Not accepted; ids never change.","not":{}}},"additionalProperties":true,"example":{"text":"hello again","draft":null}}},"required":["requestBody"]};
+export const updateRow_body_merge_patch_json = validate43;
+const schema78 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"A JSON Merge Patch (RFC 7396) of a row: each member merges into the field of its name (objects\nmember by member, at any depth), `null` removes the field, any other value replaces it. `id`\ncannot be changed.\n","properties":{"id":{"description":"Not accepted; ids never change.","not":{}}},"additionalProperties":true,"example":{"text":"hello again","draft":null}}},"required":["requestBody"]};
 
-function validate42(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -7304,14 +8224,921 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate42.errors = vErrors;
+validate43.errors = vErrors;
 return errors === 0;
 }
 
-export const updateWebhook_body = validate43;
-const schema83 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","additionalProperties":false,"properties":{"url":{"type":"string","minLength":1,"maxLength":2048,"description":"Where the changes are POSTed: an `http` or `https` URL without credentials, whose host is no\nprivate address nor loopback name (RFC 6761: `localhost` and the names under it) unless the\nserver allows them (`createWebhook`). Redirects are not followed.\n"},"collections":{"type":"array","nullable":true,"maxItems":1000,"uniqueItems":true,"items":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"description":"The collections whose changes are delivered, by name, or `null` for every collection of the account."},"events":{"type":"array","minItems":1,"uniqueItems":true,"items":{"type":"string","enum":["insert","update","delete"]},"description":"The kinds of change delivered."},"filter":{"type":"object","nullable":true,"additionalProperties":true,"description":"The rows whose changes are delivered: a `Filter` (docs/api.md, \"Filters\"), applied as the feed\napplies one (asyncapi.yaml: an update of a row that leaves the filter is sent with\n`\"matches\": false`), or `null` for every row. One that is no filter is `400`, and so is one that\nsearches or reaches into related rows (`$match`, `$some`: a change to a related row is no change of\nthe webhook's collections, so no event would say when a row comes to match or stops matching).\n"},"description":{"type":"string","nullable":true,"maxLength":500,"description":"What the webhook is for, for its owner."},"enabled":{"type":"boolean"}}}},"required":["requestBody"]};
+export const updateRows_body = validate44;
+const schema79 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"The fields to change; at least one. `id` cannot be changed, and `_expand` is reserved.","minProperties":1,"properties":{"id":{"description":"Not accepted; ids never change.","not":{}},"_expand":{"description":"Not accepted (`400`): reserved for the rows an answer expands into a row (`expand`, docs/relations.md).","not":{}}},"additionalProperties":true,"example":{"text":"hello again"}}},"required":["requestBody"]};
 
-function validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate44(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.requestBody === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "requestBody"},message:"must have required property '"+"requestBody"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.requestBody !== undefined){
+let data0 = data.requestBody;
+if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
+if(Object.keys(data0).length < 1){
+const err1 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data0.id !== undefined){
+const err2 = {instancePath:instancePath+"/requestBody/id",schemaPath:"#/properties/requestBody/properties/id/not",keyword:"not",params:{},message:"must NOT be valid"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data0._expand !== undefined){
+const err3 = {instancePath:instancePath+"/requestBody/_expand",schemaPath:"#/properties/requestBody/properties/_expand/not",keyword:"not",params:{},message:"must NOT be valid"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+else {
+const err4 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+}
+else {
+const err5 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+validate44.errors = vErrors;
+return errors === 0;
+}
+
+export const updateRows_body_json_patch_json = validate45;
+const schema80 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"array","description":"A JSON Patch (RFC 6902): operations applied in order to the row (`{\"id\": …, …fields}`), all or\nnone. `path` and `from` are JSON Pointers (RFC 6901): `/tags/0`, `/a~1b` for the field `a/b`.\n","items":{"description":"One operation of a JSON Patch, told apart by its `op`, which each kind names in an enum of one value.","oneOf":[{"type":"object","description":"RFC 6902 §4.1: adds a member (replacing one of the same name), or inserts an array element (`-`: at the end).","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["add"]},"path":{"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"},"value":{"description":"Any JSON value."}},"example":{"op":"add","path":"/tags/-","value":"popular"}},{"type":"object","description":"RFC 6902 §4.2: removes the member or element, which must exist.","required":["op","path"],"properties":{"op":{"type":"string","enum":["remove"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"remove","path":"/draft"}},{"type":"object","description":"RFC 6902 §4.3: replaces the value, which must exist.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["replace"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"replace","path":"/status","value":"closed"}},{"type":"object","description":"RFC 6902 §4.4: removes the value at `from` and adds it at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["move"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"move","path":"/archived/title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.5: adds a copy of the value at `from` at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["copy"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"copy","path":"/previous_title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.6: the value at `path` must equal `value` (as JSON: `1` equals `1.0`, members in any order), else `409 patch_conflict` and nothing is written.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["test"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"test","path":"/status","value":"open"}},{"type":"object","description":"Ours: adds `value` to the number at `path`, inside the write's transaction, so that concurrent\nincrements of one field all count. A missing member counts as `0` when the object that would\nhold it exists; a value that is no number, or a sum past ±1.8e308, is `409 patch_conflict`.\nIntegers stay exact up to 2^53.\n","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["increment"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"type":"number","description":"Any finite number, negative too."}},"example":{"op":"increment","path":"/likes","value":1}}],"discriminator":{"propertyName":"op"}},"example":[{"op":"test","path":"/status","value":"open"},{"op":"increment","path":"/likes","value":1}]}},"required":["requestBody"]};
+const schema81 = {"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"};
+
+function validate45(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.requestBody === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "requestBody"},message:"must have required property '"+"requestBody"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.requestBody !== undefined){
+let data0 = data.requestBody;
+if(Array.isArray(data0)){
+const len0 = data0.length;
+for(let i0=0; i0<len0; i0++){
+let data1 = data0[i0];
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+const tag0 = data1.op;
+if(typeof tag0 == "string"){
+if(tag0 === "add"){
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+if(data1.op === undefined){
+const err1 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/0/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data1.path === undefined){
+const err2 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/0/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data1.value === undefined){
+const err3 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/0/required",keyword:"required",params:{missingProperty: "value"},message:"must have required property '"+"value"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if(data1.op !== undefined){
+let data2 = data1.op;
+if(typeof data2 !== "string"){
+const err4 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(!(data2 === "add")){
+const err5 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/op/enum",keyword:"enum",params:{allowedValues: schema80.properties.requestBody.items.oneOf[0].properties.op.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data1.path !== undefined){
+let data3 = data1.path;
+if(typeof data3 === "string"){
+if(!pattern11.test(data3)){
+const err6 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+else {
+const err7 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+}
+else {
+const err8 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/0/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+else if(tag0 === "remove"){
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+if(data1.op === undefined){
+const err9 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/1/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+if(data1.path === undefined){
+const err10 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/1/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+if(data1.op !== undefined){
+let data4 = data1.op;
+if(typeof data4 !== "string"){
+const err11 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/1/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+if(!(data4 === "remove")){
+const err12 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/1/properties/op/enum",keyword:"enum",params:{allowedValues: schema80.properties.requestBody.items.oneOf[1].properties.op.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+if(data1.path !== undefined){
+let data5 = data1.path;
+if(typeof data5 === "string"){
+if(!pattern11.test(data5)){
+const err13 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+else {
+const err14 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+}
+else {
+const err15 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/1/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+}
+else if(tag0 === "replace"){
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+if(data1.op === undefined){
+const err16 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/2/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+if(data1.path === undefined){
+const err17 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/2/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+if(data1.value === undefined){
+const err18 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/2/required",keyword:"required",params:{missingProperty: "value"},message:"must have required property '"+"value"+"'"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+if(data1.op !== undefined){
+let data6 = data1.op;
+if(typeof data6 !== "string"){
+const err19 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/2/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+if(!(data6 === "replace")){
+const err20 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/2/properties/op/enum",keyword:"enum",params:{allowedValues: schema80.properties.requestBody.items.oneOf[2].properties.op.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+}
+if(data1.path !== undefined){
+let data7 = data1.path;
+if(typeof data7 === "string"){
+if(!pattern11.test(data7)){
+const err21 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+}
+else {
+const err22 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+}
+}
+else {
+const err23 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/2/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+}
+else if(tag0 === "move"){
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+if(data1.op === undefined){
+const err24 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/3/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+if(data1.path === undefined){
+const err25 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/3/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+if(data1.from === undefined){
+const err26 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/3/required",keyword:"required",params:{missingProperty: "from"},message:"must have required property '"+"from"+"'"};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+if(data1.op !== undefined){
+let data8 = data1.op;
+if(typeof data8 !== "string"){
+const err27 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/3/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+if(!(data8 === "move")){
+const err28 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/3/properties/op/enum",keyword:"enum",params:{allowedValues: schema80.properties.requestBody.items.oneOf[3].properties.op.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+}
+if(data1.path !== undefined){
+let data9 = data1.path;
+if(typeof data9 === "string"){
+if(!pattern11.test(data9)){
+const err29 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
+}
+errors++;
+}
+}
+else {
+const err30 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
+}
+errors++;
+}
+}
+if(data1.from !== undefined){
+let data10 = data1.from;
+if(typeof data10 === "string"){
+if(!pattern11.test(data10)){
+const err31 = {instancePath:instancePath+"/requestBody/" + i0+"/from",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
+if(vErrors === null){
+vErrors = [err31];
+}
+else {
+vErrors.push(err31);
+}
+errors++;
+}
+}
+else {
+const err32 = {instancePath:instancePath+"/requestBody/" + i0+"/from",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err32];
+}
+else {
+vErrors.push(err32);
+}
+errors++;
+}
+}
+}
+else {
+const err33 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/3/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err33];
+}
+else {
+vErrors.push(err33);
+}
+errors++;
+}
+}
+else if(tag0 === "copy"){
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+if(data1.op === undefined){
+const err34 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/4/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
+if(vErrors === null){
+vErrors = [err34];
+}
+else {
+vErrors.push(err34);
+}
+errors++;
+}
+if(data1.path === undefined){
+const err35 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/4/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
+if(vErrors === null){
+vErrors = [err35];
+}
+else {
+vErrors.push(err35);
+}
+errors++;
+}
+if(data1.from === undefined){
+const err36 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/4/required",keyword:"required",params:{missingProperty: "from"},message:"must have required property '"+"from"+"'"};
+if(vErrors === null){
+vErrors = [err36];
+}
+else {
+vErrors.push(err36);
+}
+errors++;
+}
+if(data1.op !== undefined){
+let data11 = data1.op;
+if(typeof data11 !== "string"){
+const err37 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/4/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err37];
+}
+else {
+vErrors.push(err37);
+}
+errors++;
+}
+if(!(data11 === "copy")){
+const err38 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/4/properties/op/enum",keyword:"enum",params:{allowedValues: schema80.properties.requestBody.items.oneOf[4].properties.op.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err38];
+}
+else {
+vErrors.push(err38);
+}
+errors++;
+}
+}
+if(data1.path !== undefined){
+let data12 = data1.path;
+if(typeof data12 === "string"){
+if(!pattern11.test(data12)){
+const err39 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
+if(vErrors === null){
+vErrors = [err39];
+}
+else {
+vErrors.push(err39);
+}
+errors++;
+}
+}
+else {
+const err40 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err40];
+}
+else {
+vErrors.push(err40);
+}
+errors++;
+}
+}
+if(data1.from !== undefined){
+let data13 = data1.from;
+if(typeof data13 === "string"){
+if(!pattern11.test(data13)){
+const err41 = {instancePath:instancePath+"/requestBody/" + i0+"/from",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
+if(vErrors === null){
+vErrors = [err41];
+}
+else {
+vErrors.push(err41);
+}
+errors++;
+}
+}
+else {
+const err42 = {instancePath:instancePath+"/requestBody/" + i0+"/from",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err42];
+}
+else {
+vErrors.push(err42);
+}
+errors++;
+}
+}
+}
+else {
+const err43 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/4/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err43];
+}
+else {
+vErrors.push(err43);
+}
+errors++;
+}
+}
+else if(tag0 === "test"){
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+if(data1.op === undefined){
+const err44 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/5/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
+if(vErrors === null){
+vErrors = [err44];
+}
+else {
+vErrors.push(err44);
+}
+errors++;
+}
+if(data1.path === undefined){
+const err45 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/5/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
+if(vErrors === null){
+vErrors = [err45];
+}
+else {
+vErrors.push(err45);
+}
+errors++;
+}
+if(data1.value === undefined){
+const err46 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/5/required",keyword:"required",params:{missingProperty: "value"},message:"must have required property '"+"value"+"'"};
+if(vErrors === null){
+vErrors = [err46];
+}
+else {
+vErrors.push(err46);
+}
+errors++;
+}
+if(data1.op !== undefined){
+let data14 = data1.op;
+if(typeof data14 !== "string"){
+const err47 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/5/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err47];
+}
+else {
+vErrors.push(err47);
+}
+errors++;
+}
+if(!(data14 === "test")){
+const err48 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/5/properties/op/enum",keyword:"enum",params:{allowedValues: schema80.properties.requestBody.items.oneOf[5].properties.op.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err48];
+}
+else {
+vErrors.push(err48);
+}
+errors++;
+}
+}
+if(data1.path !== undefined){
+let data15 = data1.path;
+if(typeof data15 === "string"){
+if(!pattern11.test(data15)){
+const err49 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
+if(vErrors === null){
+vErrors = [err49];
+}
+else {
+vErrors.push(err49);
+}
+errors++;
+}
+}
+else {
+const err50 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err50];
+}
+else {
+vErrors.push(err50);
+}
+errors++;
+}
+}
+}
+else {
+const err51 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/5/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err51];
+}
+else {
+vErrors.push(err51);
+}
+errors++;
+}
+}
+else if(tag0 === "increment"){
+if(data1 && typeof data1 == "object" && !Array.isArray(data1)){
+if(data1.op === undefined){
+const err52 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/6/required",keyword:"required",params:{missingProperty: "op"},message:"must have required property '"+"op"+"'"};
+if(vErrors === null){
+vErrors = [err52];
+}
+else {
+vErrors.push(err52);
+}
+errors++;
+}
+if(data1.path === undefined){
+const err53 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/6/required",keyword:"required",params:{missingProperty: "path"},message:"must have required property '"+"path"+"'"};
+if(vErrors === null){
+vErrors = [err53];
+}
+else {
+vErrors.push(err53);
+}
+errors++;
+}
+if(data1.value === undefined){
+const err54 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/6/required",keyword:"required",params:{missingProperty: "value"},message:"must have required property '"+"value"+"'"};
+if(vErrors === null){
+vErrors = [err54];
+}
+else {
+vErrors.push(err54);
+}
+errors++;
+}
+if(data1.op !== undefined){
+let data16 = data1.op;
+if(typeof data16 !== "string"){
+const err55 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/6/properties/op/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err55];
+}
+else {
+vErrors.push(err55);
+}
+errors++;
+}
+if(!(data16 === "increment")){
+const err56 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/6/properties/op/enum",keyword:"enum",params:{allowedValues: schema80.properties.requestBody.items.oneOf[6].properties.op.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err56];
+}
+else {
+vErrors.push(err56);
+}
+errors++;
+}
+}
+if(data1.path !== undefined){
+let data17 = data1.path;
+if(typeof data17 === "string"){
+if(!pattern11.test(data17)){
+const err57 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
+if(vErrors === null){
+vErrors = [err57];
+}
+else {
+vErrors.push(err57);
+}
+errors++;
+}
+}
+else {
+const err58 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err58];
+}
+else {
+vErrors.push(err58);
+}
+errors++;
+}
+}
+if(data1.value !== undefined){
+if(!(typeof data1.value == "number")){
+const err59 = {instancePath:instancePath+"/requestBody/" + i0+"/value",schemaPath:"#/properties/requestBody/items/oneOf/6/properties/value/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err59];
+}
+else {
+vErrors.push(err59);
+}
+errors++;
+}
+}
+}
+else {
+const err60 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/oneOf/6/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err60];
+}
+else {
+vErrors.push(err60);
+}
+errors++;
+}
+}
+else {
+const err61 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/discriminator",keyword:"discriminator",params:{error: "mapping", tag: "op", tagValue: tag0},message:"value of tag \"op\" must be in oneOf"};
+if(vErrors === null){
+vErrors = [err61];
+}
+else {
+vErrors.push(err61);
+}
+errors++;
+}
+}
+else {
+const err62 = {instancePath:instancePath+"/requestBody/" + i0,schemaPath:"#/properties/requestBody/items/discriminator",keyword:"discriminator",params:{error: "tag", tag: "op", tagValue: tag0},message:"tag \"op\" must be string"};
+if(vErrors === null){
+vErrors = [err62];
+}
+else {
+vErrors.push(err62);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err63 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err63];
+}
+else {
+vErrors.push(err63);
+}
+errors++;
+}
+}
+}
+else {
+const err64 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err64];
+}
+else {
+vErrors.push(err64);
+}
+errors++;
+}
+validate45.errors = vErrors;
+return errors === 0;
+}
+
+export const updateRows_body_merge_patch_json = validate46;
+const schema89 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"A JSON Merge Patch (RFC 7396) of a row: each member merges into the field of its name (objects\nmember by member, at any depth), `null` removes the field, any other value replaces it. `id`\ncannot be changed.\n","properties":{"id":{"description":"Not accepted; ids never change.","not":{}}},"additionalProperties":true,"example":{"text":"hello again","draft":null}}},"required":["requestBody"]};
+
+function validate46(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.requestBody === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "requestBody"},message:"must have required property '"+"requestBody"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.requestBody !== undefined){
+let data0 = data.requestBody;
+if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
+if(data0.id !== undefined){
+const err1 = {instancePath:instancePath+"/requestBody/id",schemaPath:"#/properties/requestBody/properties/id/not",keyword:"not",params:{},message:"must NOT be valid"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+else {
+const err2 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+}
+else {
+const err3 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+validate46.errors = vErrors;
+return errors === 0;
+}
+
+export const updateWebhook_body = validate47;
+const schema90 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","additionalProperties":false,"properties":{"url":{"type":"string","minLength":1,"maxLength":2048,"description":"Where the changes are POSTed: an `http` or `https` URL without credentials, whose host is no\nprivate address nor loopback name (RFC 6761: `localhost` and the names under it) unless the\nserver allows them (`createWebhook`). Redirects are not followed.\n"},"collections":{"type":"array","nullable":true,"maxItems":1000,"uniqueItems":true,"items":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"description":"The collections whose changes are delivered, by name, or `null` for every collection of the account."},"events":{"type":"array","minItems":1,"uniqueItems":true,"items":{"type":"string","enum":["insert","update","delete"]},"description":"The kinds of change delivered."},"filter":{"type":"object","nullable":true,"additionalProperties":true,"description":"The rows whose changes are delivered: a `Filter` (docs/api.md, \"Filters\"), applied as the feed\napplies one (asyncapi.yaml: an update of a row that leaves the filter is sent with\n`\"matches\": false`), or `null` for every row. One that is no filter is `400`, and so is one that\nsearches or reaches into related rows (`$match`, `$some`: a change to a related row is no change of\nthe webhook's collections, so no event would say when a row comes to match or stops matching).\n"},"description":{"type":"string","nullable":true,"maxLength":500,"description":"What the webhook is for, for its owner."},"enabled":{"type":"boolean"}}}},"required":["requestBody"]};
+
+function validate47(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -7477,7 +9304,7 @@ vErrors.push(err11);
 errors++;
 }
 if(!(((data5 === "insert") || (data5 === "update")) || (data5 === "delete"))){
-const err12 = {instancePath:instancePath+"/requestBody/events/" + i2,schemaPath:"#/properties/requestBody/properties/events/items/enum",keyword:"enum",params:{allowedValues: schema83.properties.requestBody.properties.events.items.enum},message:"must be equal to one of the allowed values"};
+const err12 = {instancePath:instancePath+"/requestBody/events/" + i2,schemaPath:"#/properties/requestBody/properties/events/items/enum",keyword:"enum",params:{allowedValues: schema90.properties.requestBody.properties.events.items.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -7596,18 +9423,18 @@ vErrors.push(err20);
 }
 errors++;
 }
-validate43.errors = vErrors;
+validate47.errors = vErrors;
 return errors === 0;
 }
 
-export const writeBatch_body = validate44;
-const schema84 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"Writes to make together, in order (`writeBatch`).","required":["operations"],"additionalProperties":false,"properties":{"operations":{"type":"array","minItems":1,"description":"1 to 100 operations (`ROWBASE_MAX_BATCH_OPERATIONS`), done in this order.","items":{"description":"One write of a batch, told apart by `op`.","oneOf":[{"type":"object","description":"Inserts rows, as `insertRows` does; its result is `201` with the rows and their `etags`.","required":["op","collection","rows"],"additionalProperties":false,"properties":{"op":{"type":"string","description":"The `op` of an insert.","enum":["insert"]},"collection":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"rows":{"type":"array","minItems":1,"items":{"type":"object","description":"A row to insert. Any top-level field name and any JSON value is the client's, except `id` and\n`_expand`; `__proto__` and `constructor` are field names like any other.\n","properties":{"id":{"description":"Not accepted; the service assigns ids.","not":{}},"_expand":{"description":"Not accepted (`400`): reserved for the rows an answer expands into a row (`expand`, docs/relations.md).","not":{}}},"additionalProperties":true,"example":{"text":"hello"}}}}},{"type":"object","description":"Patches a row, as `updateRow` does; its result is `200` with the row and its `etag`. `patch` is\nread as `patch_format` says: `merge` (the default) is the top-level merge of `application/json`,\n`merge-patch` RFC 7396, `json-patch` RFC 6902 with `increment` (see `updateRow`).\n","required":["op","collection","id","patch"],"additionalProperties":false,"properties":{"op":{"type":"string","description":"The `op` of an update.","enum":["update"]},"collection":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection"},"id":{"type":"integer","format":"int64","minimum":1,"maximum":9007199254740991,"description":"Assigned by the service; unique and increasing within the collection, never reused.","example":1},"patch":{"description":"A batch update's patch, as `patch_format` reads it: the fields to change (`merge`, as `RowPatch`), a\nJSON Merge Patch (`merge-patch`, `MergePatch`), or a JSON Patch (`json-patch`, `JsonPatch`).\n","anyOf":[{"type":"object","description":"A JSON Merge Patch (RFC 7396) of a row: each member merges into the field of its name (objects\nmember by member, at any depth), `null` removes the field, any other value replaces it. `id`\ncannot be changed.\n","properties":{"id":{"description":"Not accepted; ids never change.","not":{}}},"additionalProperties":true,"example":{"text":"hello again","draft":null}},{"type":"array","description":"A JSON Patch (RFC 6902): operations applied in order to the row (`{\"id\": …, …fields}`), all or\nnone. `path` and `from` are JSON Pointers (RFC 6901): `/tags/0`, `/a~1b` for the field `a/b`.\n","items":{"description":"One operation of a JSON Patch, told apart by its `op`, which each kind names in an enum of one value.","oneOf":[{"type":"object","description":"RFC 6902 §4.1: adds a member (replacing one of the same name), or inserts an array element (`-`: at the end).","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["add"]},"path":{"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"},"value":{"description":"Any JSON value."}},"example":{"op":"add","path":"/tags/-","value":"popular"}},{"type":"object","description":"RFC 6902 §4.2: removes the member or element, which must exist.","required":["op","path"],"properties":{"op":{"type":"string","enum":["remove"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"}},"example":{"op":"remove","path":"/draft"}},{"type":"object","description":"RFC 6902 §4.3: replaces the value, which must exist.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["replace"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"replace","path":"/status","value":"closed"}},{"type":"object","description":"RFC 6902 §4.4: removes the value at `from` and adds it at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["move"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"}},"example":{"op":"move","path":"/archived/title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.5: adds a copy of the value at `from` at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["copy"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"}},"example":{"op":"copy","path":"/previous_title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.6: the value at `path` must equal `value` (as JSON: `1` equals `1.0`, members in any order), else `409 patch_conflict` and nothing is written.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["test"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"test","path":"/status","value":"open"}},{"type":"object","description":"Ours: adds `value` to the number at `path`, inside the write's transaction, so that concurrent\nincrements of one field all count. A missing member counts as `0` when the object that would\nhold it exists; a value that is no number, or a sum past ±1.8e308, is `409 patch_conflict`.\nIntegers stay exact up to 2^53.\n","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["increment"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"value":{"type":"number","description":"Any finite number, negative too."}},"example":{"op":"increment","path":"/likes","value":1}}],"discriminator":{"propertyName":"op"}},"example":[{"op":"test","path":"/status","value":"open"},{"op":"increment","path":"/likes","value":1}]}]},"patch_format":{"type":"string","description":"How a patch is read: `merge`, the top-level merge of `application/json`; `merge-patch`, RFC 7396\n(`application/merge-patch+json`); `json-patch`, RFC 6902 (`application/json-patch+json`).\n","enum":["merge","merge-patch","json-patch"],"default":"merge"},"if_match":{"type":"string","maxLength":8192,"description":"As the `If-Match` header of `updateRow`, `*` or `ETag`s, comma-separated; `412` when none matches."}}},{"type":"object","description":"Deletes a row, as `deleteRow` does; its result is `204`, with no body.","required":["op","collection","id"],"additionalProperties":false,"properties":{"op":{"type":"string","description":"The `op` of a delete.","enum":["delete"]},"collection":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection"},"id":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/id"},"if_match":{"type":"string","maxLength":8192,"description":"As the `If-Match` header of `deleteRow`; `412` when none matches."}}},{"type":"object","description":"Upserts rows by a unique index, as `insertRows` with `on_conflict` does; its result is `200` with the rows and their `etags`.","required":["op","collection","on_conflict","rows"],"additionalProperties":false,"properties":{"op":{"type":"string","description":"The `op` of an upsert.","enum":["upsert"]},"collection":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection"},"on_conflict":{"type":"array","description":"The fields of a unique index of the collection.","minItems":1,"maxItems":4,"items":{"type":"string","description":"A top-level field an index is over, a plain name.","pattern":"^[A-Za-z_][A-Za-z0-9_]{0,62}$","example":"email"}},"rows":{"type":"array","minItems":1,"items":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/0/properties/rows/items"}}}}],"discriminator":{"propertyName":"op"}}}}}},"required":["requestBody"]};
-const schema85 = {"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"};
-const schema86 = {"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"};
-const schema95 = {"type":"integer","format":"int64","minimum":1,"maximum":9007199254740991,"description":"Assigned by the service; unique and increasing within the collection, never reused.","example":1};
-const schema97 = {"type":"object","description":"A row to insert. Any top-level field name and any JSON value is the client's, except `id` and\n`_expand`; `__proto__` and `constructor` are field names like any other.\n","properties":{"id":{"description":"Not accepted; the service assigns ids.","not":{}},"_expand":{"description":"Not accepted (`400`): reserved for the rows an answer expands into a row (`expand`, docs/relations.md).","not":{}}},"additionalProperties":true,"example":{"text":"hello"}};
+export const writeBatch_body = validate48;
+const schema91 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"Writes to make together, in order (`writeBatch`).","required":["operations"],"additionalProperties":false,"properties":{"operations":{"type":"array","minItems":1,"description":"1 to 100 operations (`ROWBASE_MAX_BATCH_OPERATIONS`), done in this order.","items":{"description":"One write of a batch, told apart by `op`.","oneOf":[{"type":"object","description":"Inserts rows, as `insertRows` does; its result is `201` with the rows and their `etags`.","required":["op","collection","rows"],"additionalProperties":false,"properties":{"op":{"type":"string","description":"The `op` of an insert.","enum":["insert"]},"collection":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"rows":{"type":"array","minItems":1,"items":{"type":"object","description":"A row to insert. Any top-level field name and any JSON value is the client's, except `id` and\n`_expand`; `__proto__` and `constructor` are field names like any other.\n","properties":{"id":{"description":"Not accepted; the service assigns ids.","not":{}},"_expand":{"description":"Not accepted (`400`): reserved for the rows an answer expands into a row (`expand`, docs/relations.md).","not":{}}},"additionalProperties":true,"example":{"text":"hello"}}}}},{"type":"object","description":"Patches a row, as `updateRow` does; its result is `200` with the row and its `etag`. `patch` is\nread as `patch_format` says: `merge` (the default) is the top-level merge of `application/json`,\n`merge-patch` RFC 7396, `json-patch` RFC 6902 with `increment` (see `updateRow`).\n","required":["op","collection","id","patch"],"additionalProperties":false,"properties":{"op":{"type":"string","description":"The `op` of an update.","enum":["update"]},"collection":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection"},"id":{"type":"integer","format":"int64","minimum":1,"maximum":9007199254740991,"description":"Assigned by the service; unique and increasing within the collection, never reused.","example":1},"patch":{"description":"A batch update's patch, as `patch_format` reads it: the fields to change (`merge`, as `RowPatch`), a\nJSON Merge Patch (`merge-patch`, `MergePatch`), or a JSON Patch (`json-patch`, `JsonPatch`).\n","anyOf":[{"type":"object","description":"A JSON Merge Patch (RFC 7396) of a row: each member merges into the field of its name (objects\nmember by member, at any depth), `null` removes the field, any other value replaces it. `id`\ncannot be changed.\n","properties":{"id":{"description":"Not accepted; ids never change.","not":{}}},"additionalProperties":true,"example":{"text":"hello again","draft":null}},{"type":"array","description":"A JSON Patch (RFC 6902): operations applied in order to the row (`{\"id\": …, …fields}`), all or\nnone. `path` and `from` are JSON Pointers (RFC 6901): `/tags/0`, `/a~1b` for the field `a/b`.\n","items":{"description":"One operation of a JSON Patch, told apart by its `op`, which each kind names in an enum of one value.","oneOf":[{"type":"object","description":"RFC 6902 §4.1: adds a member (replacing one of the same name), or inserts an array element (`-`: at the end).","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["add"]},"path":{"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"},"value":{"description":"Any JSON value."}},"example":{"op":"add","path":"/tags/-","value":"popular"}},{"type":"object","description":"RFC 6902 §4.2: removes the member or element, which must exist.","required":["op","path"],"properties":{"op":{"type":"string","enum":["remove"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"}},"example":{"op":"remove","path":"/draft"}},{"type":"object","description":"RFC 6902 §4.3: replaces the value, which must exist.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["replace"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"replace","path":"/status","value":"closed"}},{"type":"object","description":"RFC 6902 §4.4: removes the value at `from` and adds it at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["move"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"}},"example":{"op":"move","path":"/archived/title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.5: adds a copy of the value at `from` at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["copy"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"}},"example":{"op":"copy","path":"/previous_title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.6: the value at `path` must equal `value` (as JSON: `1` equals `1.0`, members in any order), else `409 patch_conflict` and nothing is written.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["test"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"test","path":"/status","value":"open"}},{"type":"object","description":"Ours: adds `value` to the number at `path`, inside the write's transaction, so that concurrent\nincrements of one field all count. A missing member counts as `0` when the object that would\nhold it exists; a value that is no number, or a sum past ±1.8e308, is `409 patch_conflict`.\nIntegers stay exact up to 2^53.\n","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["increment"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"value":{"type":"number","description":"Any finite number, negative too."}},"example":{"op":"increment","path":"/likes","value":1}}],"discriminator":{"propertyName":"op"}},"example":[{"op":"test","path":"/status","value":"open"},{"op":"increment","path":"/likes","value":1}]}]},"patch_format":{"type":"string","description":"How a patch is read: `merge`, the top-level merge of `application/json`; `merge-patch`, RFC 7396\n(`application/merge-patch+json`); `json-patch`, RFC 6902 (`application/json-patch+json`).\n","enum":["merge","merge-patch","json-patch"],"default":"merge"},"if_match":{"type":"string","maxLength":8192,"description":"As the `If-Match` header of `updateRow`, `*` or `ETag`s, comma-separated; `412` when none matches."}}},{"type":"object","description":"Deletes a row, as `deleteRow` does; its result is `204`, with no body.","required":["op","collection","id"],"additionalProperties":false,"properties":{"op":{"type":"string","description":"The `op` of a delete.","enum":["delete"]},"collection":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection"},"id":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/id"},"if_match":{"type":"string","maxLength":8192,"description":"As the `If-Match` header of `deleteRow`; `412` when none matches."}}},{"type":"object","description":"Upserts rows by a unique index, as `insertRows` with `on_conflict` does; its result is `200` with the rows and their `etags`.","required":["op","collection","on_conflict","rows"],"additionalProperties":false,"properties":{"op":{"type":"string","description":"The `op` of an upsert.","enum":["upsert"]},"collection":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection"},"on_conflict":{"type":"array","description":"The fields of a unique index of the collection.","minItems":1,"maxItems":4,"items":{"type":"string","description":"A top-level field an index is over, a plain name.","pattern":"^[A-Za-z_][A-Za-z0-9_]{0,62}$","example":"email"}},"rows":{"type":"array","minItems":1,"items":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/0/properties/rows/items"}}}}],"discriminator":{"propertyName":"op"}}}}}},"required":["requestBody"]};
+const schema92 = {"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"};
+const schema93 = {"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"};
+const schema102 = {"type":"integer","format":"int64","minimum":1,"maximum":9007199254740991,"description":"Assigned by the service; unique and increasing within the collection, never reused.","example":1};
+const schema104 = {"type":"object","description":"A row to insert. Any top-level field name and any JSON value is the client's, except `id` and\n`_expand`; `__proto__` and `constructor` are field names like any other.\n","properties":{"id":{"description":"Not accepted; the service assigns ids.","not":{}},"_expand":{"description":"Not accepted (`400`): reserved for the rows an answer expands into a row (`expand`, docs/relations.md).","not":{}}},"additionalProperties":true,"example":{"text":"hello"}};
 
-function validate44(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate48(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -7722,7 +9549,7 @@ vErrors.push(err8);
 errors++;
 }
 if(!(data3 === "insert")){
-const err9 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/op/enum",keyword:"enum",params:{allowedValues: schema84.properties.requestBody.properties.operations.items.oneOf[0].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err9 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/op/enum",keyword:"enum",params:{allowedValues: schema91.properties.requestBody.properties.operations.items.oneOf[0].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -7900,7 +9727,7 @@ vErrors.push(err23);
 errors++;
 }
 if(!(data9 === "update")){
-const err24 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/op/enum",keyword:"enum",params:{allowedValues: schema84.properties.requestBody.properties.operations.items.oneOf[1].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err24 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/op/enum",keyword:"enum",params:{allowedValues: schema91.properties.requestBody.properties.operations.items.oneOf[1].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -8053,7 +9880,7 @@ vErrors.push(err35);
 errors++;
 }
 if(!(data15 === "add")){
-const err36 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/op/enum",keyword:"enum",params:{allowedValues: schema84.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[0].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err36 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/op/enum",keyword:"enum",params:{allowedValues: schema91.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[0].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -8135,7 +9962,7 @@ vErrors.push(err42);
 errors++;
 }
 if(!(data17 === "remove")){
-const err43 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/1/properties/op/enum",keyword:"enum",params:{allowedValues: schema84.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[1].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err43 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/1/properties/op/enum",keyword:"enum",params:{allowedValues: schema91.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[1].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -8227,7 +10054,7 @@ vErrors.push(err50);
 errors++;
 }
 if(!(data19 === "replace")){
-const err51 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/2/properties/op/enum",keyword:"enum",params:{allowedValues: schema84.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[2].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err51 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/2/properties/op/enum",keyword:"enum",params:{allowedValues: schema91.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[2].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err51];
 }
@@ -8319,7 +10146,7 @@ vErrors.push(err58);
 errors++;
 }
 if(!(data21 === "move")){
-const err59 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/3/properties/op/enum",keyword:"enum",params:{allowedValues: schema84.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[3].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err59 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/3/properties/op/enum",keyword:"enum",params:{allowedValues: schema91.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[3].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err59];
 }
@@ -8436,7 +10263,7 @@ vErrors.push(err68);
 errors++;
 }
 if(!(data24 === "copy")){
-const err69 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/4/properties/op/enum",keyword:"enum",params:{allowedValues: schema84.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[4].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err69 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/4/properties/op/enum",keyword:"enum",params:{allowedValues: schema91.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[4].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err69];
 }
@@ -8553,7 +10380,7 @@ vErrors.push(err78);
 errors++;
 }
 if(!(data27 === "test")){
-const err79 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/5/properties/op/enum",keyword:"enum",params:{allowedValues: schema84.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[5].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err79 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/5/properties/op/enum",keyword:"enum",params:{allowedValues: schema91.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[5].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err79];
 }
@@ -8645,7 +10472,7 @@ vErrors.push(err86);
 errors++;
 }
 if(!(data29 === "increment")){
-const err87 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/6/properties/op/enum",keyword:"enum",params:{allowedValues: schema84.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[6].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err87 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/6/properties/op/enum",keyword:"enum",params:{allowedValues: schema91.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[6].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err87];
 }
@@ -8775,7 +10602,7 @@ vErrors.push(err96);
 errors++;
 }
 if(!(((data32 === "merge") || (data32 === "merge-patch")) || (data32 === "json-patch"))){
-const err97 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch_format",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch_format/enum",keyword:"enum",params:{allowedValues: schema84.properties.requestBody.properties.operations.items.oneOf[1].properties.patch_format.enum},message:"must be equal to one of the allowed values"};
+const err97 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch_format",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch_format/enum",keyword:"enum",params:{allowedValues: schema91.properties.requestBody.properties.operations.items.oneOf[1].properties.patch_format.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err97];
 }
@@ -8878,7 +10705,7 @@ vErrors.push(err105);
 errors++;
 }
 if(!(data34 === "delete")){
-const err106 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/2/properties/op/enum",keyword:"enum",params:{allowedValues: schema84.properties.requestBody.properties.operations.items.oneOf[2].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err106 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/2/properties/op/enum",keyword:"enum",params:{allowedValues: schema91.properties.requestBody.properties.operations.items.oneOf[2].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err106];
 }
@@ -9052,7 +10879,7 @@ vErrors.push(err120);
 errors++;
 }
 if(!(data38 === "upsert")){
-const err121 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/properties/op/enum",keyword:"enum",params:{allowedValues: schema84.properties.requestBody.properties.operations.items.oneOf[3].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err121 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/properties/op/enum",keyword:"enum",params:{allowedValues: schema91.properties.requestBody.properties.operations.items.oneOf[3].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err121];
 }
@@ -9279,6 +11106,6 @@ vErrors.push(err139);
 }
 errors++;
 }
-validate44.errors = vErrors;
+validate48.errors = vErrors;
 return errors === 0;
 }

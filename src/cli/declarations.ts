@@ -1,5 +1,6 @@
 // `rowbase plan`, `rowbase apply` and `rowbase pull`: an account's declaration (docs/declarations.md) planned,
-// applied and read back, against the database of DATABASE_URL. `plan` exits 0 when nothing would change,
+// applied and read back, against the database of DATABASE_URL, or plan and apply through a running server
+// (--url, declaration-server.ts). `plan` exits 0 when nothing would change,
 // 2 when something would, 1 on an error; its --json is the plan as POST /v1/declaration/plan answers it.
 import { readFile, writeFile } from 'node:fs/promises';
 import { stringify } from 'yaml';
@@ -7,12 +8,13 @@ import { configFromEnv } from '../config.ts';
 import type { Store } from '../db/open-store.ts';
 import type { Change } from '../declarations/changes.ts';
 import type { ContractDiff } from '../declarations/contract.ts';
-import { parseDeclaration } from '../declarations/format.ts';
-import { applyPlan, makePlan, type Plan, type PlanOptions, pullDeclaration } from '../declarations/plan.ts';
+import { type Declaration, parseDeclaration } from '../declarations/format.ts';
+import { applyPlan, makePlan, type Plan, type PlanOptions, planOptionsOf, pullDeclaration, storedPlan } from '../declarations/plan.ts';
 import { ApiError } from '../errors.ts';
 import { root } from '../root.ts';
 import { accountId } from './collection-file.ts';
 import { type Command, print, required, UsageError, type Values, withStore } from './command.ts';
+import { applyThrough, planThrough, serverOf, serverOptions } from './declaration-server.ts';
 
 /** Where editors find the declaration's JSON Schema (schemas/declaration.schema.json). */
 const SCHEMA_URL = 'https://rowbase.dev/schemas/declaration.schema.json';
@@ -26,14 +28,7 @@ const LISTED_BREAKING = 20;
 
 const secrets = (env: string) => process.env[env];
 
-function planOptions(): PlanOptions {
-  const config = configFromEnv();
-  return {
-    maxCollections: config.maxCollectionsPerAccount,
-    maxWebhooks: config.maxWebhooksPerAccount,
-    allowPrivate: config.webhooksAllowPrivate,
-  };
-}
+const planOptions = (): PlanOptions => planOptionsOf(configFromEnv());
 
 /** The documents the account's are made of (openapi.yaml, asyncapi.yaml), for the plan's contract diff. */
 async function documents() {
@@ -41,12 +36,16 @@ async function documents() {
   return { openapi, asyncapi };
 }
 
-/** The declaration in the file `file`, read as the API reads one; its problem in one line, each place named. */
-async function readDeclaration(file: string) {
+/** The declaration in the file `file`, its text and what it declares, read as the API reads one; its problem in one line, each place named. */
+async function readDeclaration(file: string): Promise<{ text: string; declaration: Declaration }> {
   const text = await readFile(file, 'utf8').catch((error: NodeJS.ErrnoException) => {
     throw new UsageError(`cannot read ${file}: ${error.code ?? error.message}`);
   });
-  return parseDeclaration(text);
+  try {
+    return { text, declaration: parseDeclaration(text) };
+  } catch (error) {
+    throw explained(error);
+  }
 }
 
 /** An ApiError as the one line a command prints: its detail, then each place it names. */
@@ -105,12 +104,14 @@ function contractText(contract: ContractDiff): string {
 const accountOption = { account: { type: 'string', description: 'the account the declaration is of' } } as const;
 
 export const planCommand: Command = {
-  usage: 'rowbase plan -f <rowbase.yaml> --account <name> [--json] [-o <plan.json>] [--fail-on-breaking]',
+  usage:
+    'rowbase plan -f <rowbase.yaml> (--account <name> | --url <server> --key <admin key>) [--json] [-o <plan.json>] [--fail-on-breaking]',
   summary:
     "Say what applying the declaration would change in the account, in the order it would, and what that does to the account's OpenAPI and AsyncAPI documents (docs/declarations.md). Exits 0 when nothing would change, 2 when something would, 3 with --fail-on-breaking when a change to the documents is breaking, 1 on an error.",
   options: {
     file: { type: 'string', short: 'f', description: 'the declaration, YAML or JSON' },
     ...accountOption,
+    ...serverOptions,
     json: { type: 'boolean', description: 'print the plan as JSON' },
     out: { type: 'string', short: 'o', description: 'also write the plan to this file, for rowbase apply' },
     'fail-on-breaking': {
@@ -120,11 +121,15 @@ export const planCommand: Command = {
   },
   usageExit: 1,
   async run(values) {
-    const file = required(values, 'file');
-    const declaration = await readDeclaration(file).catch((error) => Promise.reject(explained(error)));
-    const options = { ...planOptions(), documents: await documents() };
-    const plan: Plan = await onAccount(values, (store, id) => makePlan(store, id, declaration, secrets, options));
-    const account = values.account as string;
+    const { text, declaration } = await readDeclaration(required(values, 'file'));
+    const server = serverOf(values);
+    const plan: Plan = server
+      ? await planThrough(server, text, declaration)
+      : await onAccount(values, async (store, id) =>
+          makePlan(store, id, declaration, secrets, { ...planOptions(), documents: await documents() }),
+        );
+    // A plan made through a server is of the key's account, which it applies to there.
+    const account = server ? undefined : (values.account as string);
     if (typeof values.out === 'string') await writeFile(values.out, `${JSON.stringify({ ...plan, account }, null, 2)}\n`);
     print(values.json ? JSON.stringify(plan) : planText(plan.changes));
     if (!values.json && plan.contract && plan.changes.length > 0) print(contractText(plan.contract));
@@ -134,12 +139,13 @@ export const planCommand: Command = {
 };
 
 export const applyCommand: Command = {
-  usage: 'rowbase apply (<plan.json> | -f <rowbase.yaml>) --account <name> [--allow-destructive]',
+  usage: 'rowbase apply (<plan.json> | -f <rowbase.yaml>) (--account <name> | --url <server> --key <admin key>) [--allow-destructive]',
   summary:
     'Make the account as declared, all or nothing, in one transaction: a plan written by rowbase plan -o (refused when the account has changed since), or a declaration planned and applied at once.',
   options: {
     file: { type: 'string', short: 'f', description: 'the declaration, YAML or JSON, planned and applied at once' },
     ...accountOption,
+    ...serverOptions,
     'allow-destructive': {
       type: 'boolean',
       description: 'apply a plan that deletes collections (their rows) or webhooks (their delivery logs)',
@@ -150,14 +156,21 @@ export const applyCommand: Command = {
   async run(values, [planFile]) {
     if ((planFile === undefined) === (values.file === undefined)) throw new UsageError(`usage: ${this.usage}`);
     const stored = planFile === undefined ? undefined : await readPlan(planFile);
-    const declaration =
-      values.file === undefined ? undefined : await readDeclaration(values.file as string).catch((e) => Promise.reject(explained(e)));
-    const account = (values.account as string | undefined) ?? stored?.account;
-    const applied = await onAccount({ ...values, account }, async (store, id) => {
-      const options = { ...planOptions(), allowDestructive: values['allow-destructive'] === true };
-      const plan = stored ?? (await makePlan(store, id, declaration as NonNullable<typeof declaration>, secrets, options));
-      return applyPlan(store, id, plan, secrets, options);
-    });
+    const file = values.file === undefined ? undefined : await readDeclaration(values.file as string);
+    const allowDestructive = values['allow-destructive'] === true;
+    const server = serverOf(values);
+    const applied = server
+      ? await applyThrough(
+          server,
+          stored ? { plan: stored } : { text: file?.text as string },
+          (stored?.declaration ?? file?.declaration) as Declaration,
+          allowDestructive,
+        )
+      : await onAccount({ ...values, account: (values.account as string | undefined) ?? stored?.account }, async (store, id) => {
+          const options = { ...planOptions(), allowDestructive };
+          const plan = stored ?? (await makePlan(store, id, file?.declaration as Declaration, secrets, options));
+          return applyPlan(store, id, plan, secrets, options);
+        });
     print(
       applied.length === 0
         ? 'No changes: the account is as declared.'
@@ -178,9 +191,7 @@ async function readPlan(file: string): Promise<Plan & { account?: string }> {
   }
   if (plan?.format !== 'rowbase-plan' || plan.version !== 1)
     throw new UsageError(`${file} is no plan of rowbase plan -o (format rowbase-plan, version 1)`);
-  // Its declaration is read again, as a declaration's file is.
-  plan.declaration = parseDeclaration(JSON.stringify(plan.declaration));
-  return plan;
+  return storedPlan(plan);
 }
 
 export const pullCommand: Command = {

@@ -11,7 +11,16 @@ import { checkRowSchema, type RowSchema } from '../schema/check.ts';
 import { urlProblem } from '../webhooks/address.ts';
 import type { Declaration, DeclaredCollection, DeclaredIssuer, DeclaredWebhook, OnDelete, SecretRef } from './format.ts';
 import { place } from './format.ts';
-import { digestOf, EVENT_KINDS, type HeldSecret, type Model, type ModelCollection, type ModelIssuer, type ModelWebhook } from './model.ts';
+import {
+  digestOf,
+  EVENT_KINDS,
+  type HeldSecret,
+  type Model,
+  type ModelCollection,
+  type ModelIssuer,
+  type ModelWebhook,
+  same,
+} from './model.ts';
 
 /** Indexes a collection may have at most, its search index counted (openapi.yaml, createIndex). */
 const MAX_INDEXES = 8;
@@ -37,7 +46,12 @@ export async function targetOf(declaration: Declaration, current: Model, secrets
   const collections =
     declaration.collections === undefined
       ? undefined
-      : Object.fromEntries(Object.entries(declaration.collections).map(([name, declared]) => [name, collectionOf(name, declared)]));
+      : Object.fromEntries(
+          Object.entries(declaration.collections).map(([name, declared]) => [
+            name,
+            collectionOf(name, declared, current.collections?.[name]),
+          ]),
+        );
   const names = new Set(Object.keys(collections ?? current.collections ?? {}));
   if (collections) checkRelations(collections, names);
   const issuers =
@@ -69,11 +83,18 @@ function within(error: unknown, under: string): never {
   throw validationFailed(error.detail, errors as FieldError[]);
 }
 
-function collectionOf(name: string, declared: DeclaredCollection): ModelCollection {
+/**
+ * The collection `name` as declared, each part checked as the API checks it; a schema or rules the same
+ * as the collection holds now (`held`) were checked when they were set, and are not again (compiling a
+ * schema is most of a plan's time over many collections).
+ */
+function collectionOf(name: string, declared: DeclaredCollection, held: ModelCollection | undefined): ModelCollection {
   const at = `/collections/${pointerToken(name)}`;
-  const schema = declared.schema === undefined ? null : checkRowSchema(declared.schema, `${at}/schema`);
-  let rules: ModelCollection['rules'] = null;
-  if (declared.rules !== undefined) {
+  const kept = (part: 'schema' | 'rules') => held?.[part] != null && same(declared[part], held[part]);
+  const schema =
+    declared.schema === undefined ? null : kept('schema') ? (held?.schema ?? null) : checkRowSchema(declared.schema, `${at}/schema`);
+  let rules: ModelCollection['rules'] = kept('rules') ? (held?.rules ?? null) : null;
+  if (declared.rules !== undefined && rules === null) {
     try {
       rules = checkRules(declared.rules);
     } catch (error) {
@@ -196,6 +217,17 @@ async function issuerOf(name: string, declared: DeclaredIssuer, held: ModelIssue
   } satisfies ModelIssuer;
 }
 
+/** Standard Webhooks' secret: `whsec_` and the base64 of its bytes (24 or more; src/webhooks/send.ts signs with them). */
+const webhookSecret = /^whsec_(?:[A-Za-z0-9+/]{4}){8,}(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+/** 400 for a webhook's secret, when its variable is set, that is no secret of Standard Webhooks. */
+function checkWebhookSecret(value: string | undefined, env: string, at: string): void {
+  if (value === undefined || webhookSecret.test(value)) return;
+  throw validationFailed(`The secret in ${env} is no webhook secret: whsec_ and the base64 of 24 bytes or more.`, [
+    place(at, 'names no secret of the form whsec_ and base64'),
+  ]);
+}
+
 async function webhooksOf(
   declared: readonly DeclaredWebhook[],
   names: ReadonlySet<string>,
@@ -222,6 +254,7 @@ async function webhooksOf(
           place(`${at}/filter`, 'reaches into related rows or searches'),
         ]);
     }
+    if (webhook.secret) checkWebhookSecret(secrets(webhook.secret.env), webhook.secret.env, `${at}/secret/env`);
     webhooks[webhook.url] = {
       url: webhook.url,
       collections: webhook.collections ? [...webhook.collections].sort() : null,

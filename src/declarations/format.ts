@@ -7,6 +7,7 @@ import { isAlias, isMap, isPair, isScalar, isSeq, type Node, parseDocument } fro
 import schema from '../../schemas/declaration.schema.json' with { type: 'json' };
 import { ApiError, type FieldError, validationFailed } from '../errors.ts';
 import { isObject, pointerToken } from '../query/filter.ts';
+import { nestingProblem } from './nesting.ts';
 
 /** A declaration's file is this many bytes at most. */
 const MAX_DECLARATION_BYTES = 1024 * 1024;
@@ -71,7 +72,7 @@ export const place = (pointer: string, message: string): FieldError => ({ in: 'b
 /**
  * The declaration `text` holds, as YAML 1.2 (of which JSON is part), its shape checked against the
  * declaration's JSON Schema: 413 past MAX_DECLARATION_BYTES; 400 for text that is no YAML, a key given
- * twice in one mapping, aliases that expand past MAX_ALIAS_COUNT, a secret written in it, or a member
+ * twice in one mapping, nesting past nesting.ts's bounds, aliases that expand past MAX_ALIAS_COUNT, a secret written in it, or a member
  * the schema does not know, each named by its place.
  */
 export function parseDeclaration(text: string): Declaration {
@@ -81,6 +82,13 @@ export function parseDeclaration(text: string): Declaration {
       'payload_too_large',
       `The declaration is ${bytes} bytes, more than the ${MAX_DECLARATION_BYTES} (1 MiB) it may have.`,
     );
+  const nesting = nestingProblem(text);
+  if (nesting) {
+    const [line, column] = lineAndColumn(text, nesting.offset);
+    throw validationFailed(`The declaration nests too deep: what is at line ${line}, column ${column} ${nesting.problem}.`, [
+      place('', nesting.problem),
+    ]);
+  }
   const document = parseDocument(text, { uniqueKeys: true, prettyErrors: false, keepSourceTokens: false });
   const [error] = [...document.errors, ...document.warnings];
   if (error) {

@@ -29,7 +29,9 @@ describeEachBackend('rowbase plan, apply and pull', (backend: BackendName) => {
     await server?.stop();
   });
 
-  it('plans (exit 2), applies the plan file, then plans no change (exit 0); a pulled declaration plans no change; a breaking one exits 3', async () => {
+  it('plans (exit 2), applies the plan file, then plans no change (exit 0); a pulled declaration plans no change; a breaking one exits 3', async function () {
+    // Seven processes of the CLI, each a few seconds on a loaded host.
+    this.timeout(300_000);
     const plan = await rowbase('plan', '-f', file('rowbase.yaml'), '--account', 'acme', '-o', file('plan.json'));
     expect(plan.code, plan.stderr).to.equal(2);
     expect(plan.stdout).to.include('+ create collection /collections/people');
@@ -57,7 +59,8 @@ describeEachBackend('rowbase plan, apply and pull', (backend: BackendName) => {
     expect(breaking.stdout).to.include('The contract would break its clients');
   });
 
-  it('refuses a stale plan file (exit 1, naming what drifted) and bad declarations (exit 1, naming the place)', async () => {
+  it('refuses a stale plan file (exit 1, naming what drifted) and bad declarations (exit 1, naming the place)', async function () {
+    this.timeout(300_000);
     const planned = await rowbase('plan', '-f', file('rowbase.yaml'), '--account', 'acme', '-o', file('stale.json'));
     expect(planned.code, planned.stderr).to.equal(0);
     expect((await client.post('/v1/collections/people/indexes', { fields: ['age'] })).status).to.equal(201);

@@ -1,7 +1,7 @@
 // What a key may reach (openapi.yaml, `x-rowbase-scope` and Key): every operation under /v1, and the
 // feed, for a key of each scope, in and out of the collections it is limited to, and for a key of each
 // scope limited to none. Out of its collections, a key may still list keys, but not make or revoke a
-// key of a collection it does not reach; token issuers are managed by admin keys of every collection alone. Each key runs the whole table, in order (reads, then writes, then the
+// key of a collection it does not reach; token issuers and the declaration are managed by admin keys of every collection alone. Each key runs the whole table, in order (reads, then writes, then the
 // collection's deletion), and the statuses it met are compared whole with the table's.
 import { expect } from 'chai';
 import type { OpenAPIV3 } from 'openapi-types';
@@ -59,6 +59,9 @@ const WEBHOOK_URL = 'http://127.0.0.1:9/hook';
 
 /** A token issuer of a shared secret, which no limited key may manage: its tokens reach the whole account. */
 const ISSUER = { issuer: 'https://auth.example/', audiences: ['app'], secret: 's'.repeat(32) };
+
+/** A declaration (docs/declarations.md), which no limited key may plan or apply: it reaches the whole account. */
+const DECLARATION = { declaration: 'version: 1\n' };
 const none = each(403);
 
 /** Runs `method` on a webhook of `c` (`suffix` after its path) that an admin key of every collection made, and deletes it. */
@@ -138,6 +141,9 @@ const operations: Operation[] = [
   { name: 'HEAD /v1/auth/issuers', operationId: 'listIssuers', run: http('HEAD', () => '/v1/auth/issuers'), in: none, out: none, all: scoped(403, 403, 200) },
   { name: 'GET /v1/auth/issuers/{c}', operationId: 'getIssuer', run: http('GET', ({ c }) => `/v1/auth/issuers/${c}`), in: none, out: none, all: scoped(403, 403, 200) },
   { name: 'DELETE /v1/auth/issuers/{c}', operationId: 'deleteIssuer', run: http('DELETE', ({ c }) => `/v1/auth/issuers/${c}`), in: none, out: none, all: scoped(403, 403, 204) },
+  // A declaration of no section: it leaves the account as it is.
+  { name: 'POST /v1/declaration/plan', operationId: 'planDeclaration', run: http('POST', () => '/v1/declaration/plan', () => DECLARATION), in: none, out: none, all: scoped(403, 403, 200) },
+  { name: 'POST /v1/declaration/apply', operationId: 'applyDeclaration', run: http('POST', () => '/v1/declaration/apply', () => DECLARATION), in: none, out: none, all: scoped(403, 403, 200) },
 ];
 
 describeEachBackend('what a key may reach', (backend) => {

@@ -272,6 +272,9 @@ describeEachBackend('a typed client generated from openapi.yaml', (backend) => {
       getIssuer: [() => api.GET('/v1/auth/issuers/{issuer_name}', issuer), 200],
       headIssuer: [() => api.HEAD('/v1/auth/issuers/{issuer_name}', issuer), 200],
       deleteIssuer: [() => api.DELETE('/v1/auth/issuers/{issuer_name}', issuer), 204],
+      // A declaration of no section: it leaves the account as it is.
+      planDeclaration: [() => api.POST('/v1/declaration/plan', { body: { declaration: 'version: 1\n' } }), 200],
+      applyDeclaration: [() => api.POST('/v1/declaration/apply', { body: { declaration: { version: 1 } } }), 200],
     };
     for (const [operationId, [call, status]] of Object.entries(calls)) {
       const { response } = await call();

@@ -56,6 +56,9 @@ export async function inOrder<Calls extends Record<string, () => Promise<unknown
 /** The token issuer each caller makes (named after its collection): of a shared secret, so nothing is fetched for it. */
 export const issuerInput = { issuer: 'https://auth.example.com/', audiences: ['sdk'], secret: 'a shared secret, 32 bytes or more' };
 
+/** A declaration of no section (docs/declarations.md): planned and applied, it leaves the account as it is. */
+export const declarationInput = { declaration: 'version: 1\n' };
+
 /** The URL of the webhook each caller makes: a port of this machine (the discard port), never another host. */
 export const webhookUrl = 'http://127.0.0.1:9/hook';
 

@@ -1,5 +1,15 @@
 // @hey-api/openapi-ts's SDK of openapi.yaml (its fetch client), called as an SDK user would.
-import { inOrder, issuerInput, type Outcome, type Patched, patching, query as rowQuery, rows, webhookUrl } from './calls.ts';
+import {
+  declarationInput,
+  inOrder,
+  issuerInput,
+  type Outcome,
+  type Patched,
+  patching,
+  query as rowQuery,
+  rows,
+  webhookUrl,
+} from './calls.ts';
 import { client } from './out/hey-api/client.gen.ts';
 import * as sdk from './out/hey-api/sdk.gen.ts';
 import type { ListRowsData } from './out/hey-api/types.gen.ts';
@@ -73,6 +83,8 @@ export async function callEveryOperation(baseUrl: string, key: string, collectio
     getIssuer: () => sdk.getIssuer({ path: { issuer_name: collection } }),
     headIssuer: () => sdk.headIssuer({ path: { issuer_name: collection } }),
     deleteIssuer: () => sdk.deleteIssuer({ path: { issuer_name: collection } }),
+    planDeclaration: () => sdk.planDeclaration({ body: declarationInput }),
+    applyDeclaration: () => sdk.applyDeclaration({ body: declarationInput }),
     openFeed: () => sdk.openFeed({ query: { collection } }),
     headFeed: () => sdk.headFeed({ query: { collection } }),
     putCollectionSchema: () => sdk.putCollectionSchema({ path, body: { type: 'object' } }),

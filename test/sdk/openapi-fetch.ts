@@ -1,6 +1,16 @@
 // openapi-typescript's types of openapi.yaml with openapi-fetch, called as an SDK user would.
 import createClient from 'openapi-fetch';
-import { inOrder, issuerInput, type Outcome, type Patched, patching, query as rowQuery, rows, webhookUrl } from './calls.ts';
+import {
+  declarationInput,
+  inOrder,
+  issuerInput,
+  type Outcome,
+  type Patched,
+  patching,
+  query as rowQuery,
+  rows,
+  webhookUrl,
+} from './calls.ts';
 import type { operations, paths } from './out/openapi-typescript/schema.ts';
 
 export async function callEveryOperation(baseUrl: string, key: string, collection: string): Promise<Outcome> {
@@ -89,6 +99,8 @@ export async function callEveryOperation(baseUrl: string, key: string, collectio
     getIssuer: () => api.GET('/v1/auth/issuers/{issuer_name}', issuer),
     headIssuer: () => api.HEAD('/v1/auth/issuers/{issuer_name}', issuer),
     deleteIssuer: () => api.DELETE('/v1/auth/issuers/{issuer_name}', issuer),
+    planDeclaration: () => api.POST('/v1/declaration/plan', { body: declarationInput }),
+    applyDeclaration: () => api.POST('/v1/declaration/apply', { body: declarationInput }),
     openFeed: () => api.GET('/ws', { params: { query: { collection } } }),
     headFeed: () => api.HEAD('/ws', { params: { query: { collection } } }),
     putCollectionSchema: () => api.PUT('/v1/collections/{collection_name}/schema', { params: { path }, body: { type: 'object' } }),

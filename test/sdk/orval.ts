@@ -1,6 +1,16 @@
 // orval's fetch client of openapi.yaml, called as an SDK user would. Its base URL is read when each
 // request is made, from ROWBASE_URL (orval's `baseUrl.runtime`, set in the test's orval.config.mjs).
-import { inOrder, issuerInput, type Outcome, type Patched, patching, query as rowQuery, rows, webhookUrl } from './calls.ts';
+import {
+  declarationInput,
+  inOrder,
+  issuerInput,
+  type Outcome,
+  type Patched,
+  patching,
+  query as rowQuery,
+  rows,
+  webhookUrl,
+} from './calls.ts';
 import * as api from './out/orval/api.ts';
 
 /** Every operation of the client: its functions but the URL builders (`getGetHealthUrl`, …). */
@@ -78,6 +88,8 @@ export async function callEveryOperation(baseUrl: string, key: string, collectio
     getIssuer: () => api.getIssuer(collection, options),
     headIssuer: () => api.headIssuer(collection, options),
     deleteIssuer: () => api.deleteIssuer(collection, options),
+    planDeclaration: () => api.planDeclaration(declarationInput, options),
+    applyDeclaration: () => api.applyDeclaration(declarationInput, options),
     openFeed: () => api.openFeed({ collection }, options),
     headFeed: () => api.headFeed({ collection }, options),
     putCollectionSchema: () => api.putCollectionSchema(collection, { type: 'object' }, options),

@@ -1,6 +1,7 @@
 // A webhook receiver for tests: a real HTTP server on 127.0.0.1 that keeps every request it is sent,
 // checks it against asyncapi.yaml's `webhook` channel, and answers as the test says. Tests wait for
 // requests to arrive, never for a fixed time.
+import { createHmac } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -66,4 +67,10 @@ export class Receiver {
     this.server.closeAllConnections();
     await new Promise((resolve) => this.server.close(resolve));
   }
+}
+
+/** The signature Standard Webhooks gives `received` when signed with `secret` (`whsec_` and base64): what its `webhook-signature` must be. */
+export function signatureOf(secret: string, { headers, body }: Received): string {
+  const key = Buffer.from(secret.slice('whsec_'.length), 'base64');
+  return `v1,${createHmac('sha256', key).update(`${headers['webhook-id']}.${headers['webhook-timestamp']}.${body}`).digest('base64')}`;
 }
