@@ -45,7 +45,7 @@ select count(*) as n from sort_keys where collection_id = ? and slot = ? and ran
 select name, created_at, row_count, last_seq from collections where account_id = ? order by name collate "C";
 
 -- getCollectionSql
-select name, created_at, row_count, last_seq, nullif(s.schema, '') as schema, s.relations from collections c left join collection_schemas s on s.id = c.schema_id
+select name, created_at, row_count, last_seq, nullif(s.schema, '') as schema, s.relations, c.ttl_field from collections c left join collection_schemas s on s.id = c.schema_id
 where c.account_id = ? and c.name = ?;
 
 -- collectionIdSql
@@ -165,7 +165,7 @@ select seq, length(row) + coalesce(length(previous), 0) as size from events
 where collection_id = ? and seq > ? and seq <= ? order by seq limit ?;
 
 -- eventsSql
-select seq, type, row, previous, at from events where collection_id = ? and seq > ? and seq <= ? order by seq limit ?;
+select seq, type, row, previous, at, reason from events where collection_id = ? and seq > ? and seq <= ? order by seq limit ?;
 
 -- onceAnswerSql
 select request_hash, status, headers, body from idempotency_keys where account_id = ? and key = ? and expires_at > ?;

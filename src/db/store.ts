@@ -38,6 +38,8 @@ import { type Waits, watchKnexPool } from './engine/waits.ts';
 import type { WakeUps } from './engine/wake-ups.ts';
 import { feedStart, latestSeq, readEvents } from './events/events.ts';
 import { collectionsAfter, pruneEventBatch } from './events/retention.ts';
+import { expiringCollections, sweepExpiredBatch } from './expiry/sweep.ts';
+import { deleteTtl, getTtl, putTtl } from './expiry/ttl.ts';
 import type { PagedDialect } from './reads/aggregates.ts';
 import { aggregateRows, getRow, listRows, sortBy } from './reads/rows.ts';
 import { bindRelations } from './relations/filters.ts';
@@ -158,6 +160,11 @@ const shared = {
   getRules,
   putRules,
   deleteRules,
+  getTtl,
+  putTtl,
+  deleteTtl,
+  expiringCollections,
+  sweepExpiredBatch,
   listRelations,
   getRelation,
   putRelation,

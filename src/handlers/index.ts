@@ -2,6 +2,7 @@
 import { authHandlers } from './auth.ts';
 import { batchHandlers } from './batch.ts';
 import { collectionHandlers } from './collections.ts';
+import { expiryHandlers } from './expiry.ts';
 import { feedHandlers } from './feed.ts';
 import { keyHandlers } from './keys.ts';
 import { relationHandlers } from './relations.ts';
@@ -25,4 +26,5 @@ export const handlers: Handlers<OperationId> = {
   ...ruleHandlers,
   ...feedHandlers,
   ...relationHandlers,
+  ...expiryHandlers,
 };

@@ -6,7 +6,7 @@ import type { Filter } from '../../query/filter.ts';
 import { assignable } from '../../rows.ts';
 import { advance } from '../collections/collections.ts';
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
-import { appendEvents, type EventRow, eventRow } from '../events/events.ts';
+import { appendEvents, type EventReason, type EventRow, eventRow } from '../events/events.ts';
 import type { PagedDialect } from '../reads/aggregates.ts';
 import type { Sql } from '../reads/filter.ts';
 import type { KeyBounds } from '../reads/filter-indexes.ts';
@@ -159,9 +159,11 @@ export async function deleteRowIn(
 /**
  * Deletes every row of the collection that `where` matches, all or none (at most `max`, else 400 with
  * nothing deleted), with one delete event each, in id order, with consecutive seqs, and follows the
- * relations naming them (followDeletes); answers them as their events carry them.
+ * relations naming them (followDeletes); answers them as their events carry them. `reason`: why, when
+ * no request asked (the sweeper's expiries, ../expiry/sweep.ts), on their events alone, not on those
+ * of the rows their relations cascade to.
  */
-async function deleteRowsIn(
+export async function deleteRowsIn(
   db: Dialect,
   trx: WriteTx,
   writes: RowWrites,
@@ -170,6 +172,7 @@ async function deleteRowsIn(
   where: Sql,
   max: number,
   options?: WriteOptions<ChangedRows>,
+  reason?: EventReason,
 ): Promise<ChangedRows> {
   if (options?.once) await beginOnce(db, trx, accountId, options.once);
   // The collection's row first, held until commit: no write of the collection comes between the match and the delete.
@@ -183,7 +186,7 @@ async function deleteRowsIn(
     if (sorted.length > 0) await db.run(trx, deleteKeysWhereSql(where.sql), [id, id, ...where.params], true);
     await db.run(trx, deleteRowsWhereSql(where.sql), [id, ...where.params], true);
     rows = matched.map((row) => eventRow(row.id, row.data));
-    await appendEvents(db, trx, id, lastSeq, 'delete', rows);
+    await appendEvents(db, trx, id, lastSeq, 'delete', rows, reason);
     if (links)
       await followDeletes(
         db,
