@@ -10,6 +10,7 @@ import { assignable, overRowBound } from '../../rows.ts';
 import { advance } from '../collections/collections.ts';
 import { keepingUnique, uniqueViolation, type WrittenRow } from '../collections/indexes.ts';
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
+import { liveWhere } from '../expiry/live.ts';
 import type { PagedDialect } from '../reads/aggregates.ts';
 import type { Sql } from '../reads/filter.ts';
 import { bindSearch } from '../search/indexes.ts';
@@ -141,7 +142,7 @@ export async function updateRowsWhere(
   options?: WriteOptions<ChangedRows>,
 ): Promise<ChangedRows> {
   const read = <T>(sql: string, params: SqlValue[]) => db.pages.read<T>(sql, params, 'point');
-  const where = db.pages.filterSql(await bindSearch(read, accountId, collection, filter));
+  const where = liveWhere(db.pages.filterSql(await bindSearch(read, accountId, collection, filter)));
   // The rows as patched, as a unique index would see them.
   let seen: MatchedRow[] = [];
   const attempted = () => seen.map((row) => ({ id: row.id, fields: applyPatch(patch, JSON.parse(row.data), row.id) }));

@@ -1,12 +1,15 @@
 // Deletes of rows (openapi.yaml, deleteRow and deleteRows), the relations naming them followed, and the
 // writes of rows inside a write transaction that a batch, an upsert and a delete's followers make.
+
 import { conflict, rowNotFound } from '../../errors.ts';
+import { expiryNow } from '../../expiry/ttl.ts';
 import type { Patch } from '../../patches/index.ts';
 import type { Filter } from '../../query/filter.ts';
 import { assignable } from '../../rows.ts';
 import { advance } from '../collections/collections.ts';
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
 import { appendEvents, type EventReason, type EventRow, eventRow } from '../events/events.ts';
+import { liveWhere } from '../expiry/live.ts';
 import type { PagedDialect } from '../reads/aggregates.ts';
 import type { Sql } from '../reads/filter.ts';
 import type { KeyBounds } from '../reads/filter-indexes.ts';
@@ -145,7 +148,7 @@ export async function deleteRowIn(
   const { id, lastSeq, sorted, schemaId } = await advance(db, trx, accountId, collection, 1, 0, -1);
   const links = await db.schemas.links(readIn(db, trx), schemaId);
   if (links) await holdFollowers(db, trx, accountId, links, new Set([id]));
-  const [deleted] = await db.run<{ data: string; version: number | string }>(trx, deleteRowSql, [id, rowId]);
+  const [deleted] = await db.run<{ data: string; version: number | string }>(trx, deleteRowSql, [id, rowId, expiryNow()]);
   if (!deleted) throw rowNotFound(collection, rowId);
   // The row's 404 for a caller that may not see it, before If-Match's 412.
   options?.guard?.deleting(rowId, JSON.parse(deleted.data));
@@ -226,6 +229,6 @@ export async function deleteRowsWhere(
   options?: WriteOptions<ChangedRows>,
 ): Promise<ChangedRows> {
   const read = <T>(sql: string, params: SqlValue[]) => db.pages.read<T>(sql, params, 'point');
-  const where = db.pages.filterSql(await bindSearch(read, accountId, collection, filter));
+  const where = liveWhere(db.pages.filterSql(await bindSearch(read, accountId, collection, filter)));
   return db.rows.writeSeveral((trx) => deleteRowsIn(db, trx, rowWritesIn(db, trx, accountId), accountId, collection, where, max, options));
 }

@@ -18,6 +18,13 @@ export const restrictingRelationSql = `select r.name, s.name as source_name from
   where r.target_id = ? and r.on_delete = 'restrict' limit 1`;
 
 /**
+ * A request's filter `where` (SQL on the rows' table, unaliased) of the rows that live: no expiry, or one
+ * past `?` (now, in ms since the epoch, its binding after the filter's): a change or delete by filter
+ * reaches no expired row.
+ */
+export const liveWhereSql = (where: string) => `(${where}) and (expires_at is null or expires_at > ?)`;
+
+/**
  * The collections with a time to live after the id `?` that hold a row expired at `?` (ms since the
  * epoch), found through the expiry index, in id order, at most `?`: the sweeper's round.
  */

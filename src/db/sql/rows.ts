@@ -1,7 +1,11 @@
 // The SQL of rows both dialects run: deletes, changes by filter, Idempotency-Key answers, export and import.
 // Values a client sends are always bindings, never part of the text.
-/** Deletes a row of the collection by id and answers its text, as it was, for the event, and its version, for If-Match. */
-export const deleteRowSql = 'delete from rows where collection_id = ? and id = ? returning data, version';
+/**
+ * Deletes a row of the collection by id, unless it expired by `?` (ms since the epoch: then it is gone
+ * already, docs/expiry.md), and answers its text, as it was, for the event, and its version, for If-Match.
+ */
+export const deleteRowSql =
+  'delete from rows where collection_id = ? and id = ? and (expires_at is null or expires_at > ?) returning data, version';
 
 /**
  * Changes by filter (../rows/writes.ts): the rows of the collection `?` that the filter `where` (SQL on

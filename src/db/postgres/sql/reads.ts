@@ -11,6 +11,7 @@ import { firstKeys, relatedRowSql, rowJsonWith, versionedRowJsonWith } from '../
 import { filterSql } from '../filter.ts';
 import { document, escapeString, field } from '../jsonb.ts';
 import { POSTGRES_KEY_CHARS } from './collections.ts';
+import { liveRow } from './expiry.ts';
 
 /** A row's JSON text (rowJsonWith). */
 export const rowJsonSql = rowJsonWith('substr(data, 2)');
@@ -25,7 +26,7 @@ const versionedPageJsonSql = (order: string) =>
 
 /** The row by collection and id, the collection found by account and name in the same statement. */
 export const getRowSql = `select data, collection_id, version from rows
-  where collection_id = (select id from collections where account_id = ? and name = ?) and id = ?`;
+  where collection_id = (select id from collections where account_id = ? and name = ?) and id = ? and ${liveRow('rows')}`;
 
 /**
  * One page of the account's collection, sorted whole, as one row `{ n, json, seq }` (pages.ts). Each

@@ -8,6 +8,7 @@ import { type CollectionRef, type FieldOrder, type PageJson, type PageSource, so
 import { keyOrder } from '../../sql/collections.ts';
 import { firstKeys, relatedRowSql, rowJsonWith, versionedRowJsonWith } from '../../sql/reads.ts';
 import { filterSql } from '../filter.ts';
+import { liveRow } from './expiry.ts';
 
 /**
  * A row's JSON text (rowJsonWith), the row's own text cut after its first byte. SQLite's substr() of a
@@ -63,7 +64,7 @@ function field(name: string) {
  */
 export const rowsSql = `select j.key as i, r.data, c.id as collection_id, r.version from json_each(?) j
   cross join collections c on c.account_id = j.value ->> 0 and c.name = j.value ->> 1
-  cross join rows r on r.collection_id = c.id and r.id = j.value ->> 2`;
+  cross join rows r on r.collection_id = c.id and r.id = j.value ->> 2 and ${liveRow('r')}`;
 
 /**
  * One page of the account's collection, sorted whole, as one row `{ n, json, seq }` (pages.ts): `seq`
