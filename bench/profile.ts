@@ -88,24 +88,29 @@ function locate(functionName: string, url: string, lineNumber: number): { area: 
   const inPackage = /.*node_modules\/((?:@[^/]+\/)?[^/]+)\/(.*)$/.exec(path);
   if (inPackage) return { area: inPackage[1], file: `${inPackage[1]}/${inPackage[2]}` };
   let file = path.startsWith(repoRoot) ? path.slice(repoRoot.length) : path;
-  if (file === bundleFile) file = sourceOfBundleLine(lineNumber);
+  if (bundleFile.test(file)) file = sourceOfBundleLine(file, lineNumber);
   return { area: file, file };
 }
 
-const bundleFile = 'dist/rowbase.mjs';
-let bundleSources: { line: number; file: string }[] | undefined;
+/** bin/rowbase's bundle: its entry, dist/rowbase.mjs, and the chunks it loads (dist/rowbase-<hash>.mjs). */
+const bundleFile = /^dist\/rowbase(-[A-Z0-9]+)?\.mjs$/;
+const bundleSources = new Map<string, { line: number; file: string }[]>();
 
 /**
  * The source file of a line of the bundle: esbuild, not minifying, starts the code of each with a
  * comment line naming it (`// src/db/rows/rows.ts`). The bundle read is the one on disk now, the one the
  * profiled server ran unless a source changed since.
  */
-function sourceOfBundleLine(lineNumber: number): string {
-  bundleSources ??= readFileSync(join(repoRoot, bundleFile), 'utf8')
-    .split('\n')
-    .flatMap((text, line) => (/^\/\/ (src|generated)\/\S+$/.test(text) ? [{ line, file: text.slice(3) }] : []));
-  let found = bundleFile;
-  for (const { line, file } of bundleSources) {
+function sourceOfBundleLine(bundle: string, lineNumber: number): string {
+  let sources = bundleSources.get(bundle);
+  if (!sources) {
+    sources = readFileSync(join(repoRoot, bundle), 'utf8')
+      .split('\n')
+      .flatMap((text, line) => (/^\/\/ (src|generated)\/\S+$/.test(text) ? [{ line, file: text.slice(3) }] : []));
+    bundleSources.set(bundle, sources);
+  }
+  let found = bundle;
+  for (const { line, file } of sources) {
     if (line > lineNumber) break;
     found = file;
   }

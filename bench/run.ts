@@ -319,7 +319,7 @@ try {
 async function main(): Promise<void> {
   say(`${settings.mode} run: ${os.availableParallelism()} cores, Node ${process.version}, work folder ${work}`);
   // Once, before any server starts: bin/rowbase would otherwise make it in each of the first at once.
-  bundle();
+  await bundle();
   const openFiles = openFilesLimit();
   say(`open files: ulimit -n ${openFiles.soft} (hard ${openFiles.hard})`);
   const key = await createKey(`sqlite:${files.rowbase}`);

@@ -1,7 +1,9 @@
-// The service as one JavaScript file, dist/rowbase.mjs, bundled by esbuild from src/cli.ts with every
-// package left to node_modules; bin/rowbase runs it. Made again whenever a file it was made from (its
-// metafile lists them, in dist/rowbase.inputs.json), this script or tsconfig.json is newer than it:
-// a change to src/ needs no command of its own. It takes about a quarter of a second.
+// The service bundled by esbuild from src/cli.ts, with every package left to node_modules: dist/rowbase.mjs,
+// which bin/rowbase runs, and beside it the chunks it loads when first asked (dist/rowbase-*.mjs, named by
+// their content): each module reached by a dynamic import() is split off, with the packages it imports,
+// so that `rowbase --help` loads no server and `serve` no command's work. Made again whenever a file it
+// was made from (its metafile lists them, in dist/rowbase.inputs.json), this script or tsconfig.json is
+// newer than it: a change to src/ needs no command of its own. It takes about a quarter of a second.
 //
 // The web console's script, dist/console.js, is made the same way from src/console/main.ts, for the
 // browser and with its packages (Preact, htm) inside: by the server, the first time it serves
@@ -13,9 +15,12 @@
 // its names kept, as tsx has them.
 //
 //   node scripts/bundle.js        (npm run build) makes the bundle now, whether or not it is stale
-import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { basename } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build, buildSync, stop } from 'esbuild';
+
+/** esbuild's API, loaded when a bundle is stale: a fresh one is only looked at, by its files' times. */
+const esbuild = () => import('esbuild');
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 /** Files a bundle depends on besides its inputs: how it is made. */
@@ -24,9 +29,12 @@ const recipe = ['scripts/bundle.js', 'tsconfig.json'];
 const server = {
   name: 'rowbase',
   options: {
-    entryPoints: ['src/cli.ts'],
+    entryPoints: { rowbase: 'src/cli.ts' },
     platform: 'node',
     format: 'esm',
+    splitting: true,
+    outExtension: { '.js': '.mjs' },
+    chunkNames: 'rowbase-[hash]',
     target: `node${process.versions.node}`,
     packages: 'external',
     keepNames: true,
@@ -45,9 +53,9 @@ const webConsole = {
 };
 
 /** The bundle's path, made first if it is missing or stale (or `force`). */
-export function bundle({ force = false } = {}) {
+export async function bundle({ force = false } = {}) {
   const { outfile } = files(server);
-  if (force || !isFresh(server)) written(server, buildSync(options(server)));
+  if (force || !isFresh(server)) writtenWithChunks((await esbuild()).buildSync(options(server)), { prune: force });
   return outfile;
 }
 
@@ -56,6 +64,7 @@ export async function bundleConsole() {
   const { outfile } = files(webConsole);
   if (!isFresh(webConsole)) {
     // build() starts esbuild's service, a process of its own that would stay for the server's life.
+    const { build, stop } = await esbuild();
     written(webConsole, await build(options(webConsole)).finally(stop));
   }
   return outfile;
@@ -72,14 +81,37 @@ const aside = `.${process.pid}.tmp`;
 
 function options(target) {
   mkdirSync(`${root}dist`, { recursive: true });
+  const split = target.options.splitting;
   return {
     ...target.options,
     absWorkingDir: root,
-    outfile: files(target).outfile + aside,
+    ...(split ? { outdir: `${root}dist`, write: false } : { outfile: files(target).outfile + aside }),
     bundle: true,
     metafile: true,
     logLevel: 'error',
   };
+}
+
+/**
+ * The server's bundle written: each chunk unless it is there already (its name is its content's hash, so
+ * a process still running an older entry finds the chunks it asks for later), then the entry aside and
+ * renamed, last. `prune`: the chunks no longer named are removed (`npm run build`).
+ */
+function writtenWithChunks({ outputFiles, metafile }, { prune }) {
+  const { outfile } = files(server);
+  const chunks = outputFiles.filter((file) => file.path !== outfile);
+  for (const chunk of chunks) {
+    if (existsSync(chunk.path)) continue;
+    writeFileSync(chunk.path + aside, chunk.contents);
+    renameSync(chunk.path + aside, chunk.path);
+  }
+  writeFileSync(outfile + aside, outputFiles.find((file) => file.path === outfile).contents);
+  written(server, { metafile });
+  if (!prune) return;
+  const current = new Set(chunks.map((chunk) => basename(chunk.path)));
+  for (const name of readdirSync(`${root}dist`)) {
+    if (/^rowbase-[A-Z0-9]+\.mjs$/.test(name) && !current.has(name)) rmSync(`${root}dist/${name}`);
+  }
 }
 
 function written(target, { metafile }) {
@@ -101,4 +133,4 @@ function isFresh(target) {
   }
 }
 
-if (process.argv[1] === fileURLToPath(import.meta.url)) bundle({ force: true });
+if (process.argv[1] === fileURLToPath(import.meta.url)) await bundle({ force: true });

@@ -1,6 +1,8 @@
 // Writes generated/ from the hand-written contract: `npm run generate [-- --out DIR]`.
 //
 // - generated/openapi.json: openapi.yaml validated and dereferenced, the document the server routes by.
+// - generated/bounds.json: each named schema's own bounds (pattern, minimum, maximum, lengths, item
+//   counts) and no more, by which the command line checks its arguments without loading the document.
 // - generated/openapi.ts:   TypeScript types of every path, operation and schema (openapi-typescript).
 // - generated/validators.js: the request validators openapi-backend would compile at start-up, compiled
 //   here once into standalone Ajv code, keyed by operationId; and a body validator of each other media
@@ -41,6 +43,7 @@ export async function generate(outDir: string): Promise<string[]> {
 
   const files: Record<string, string> = {
     'openapi.json': `${JSON.stringify(dereferenced, null, 2)}\n`,
+    'bounds.json': `${JSON.stringify(schemaBounds(source), null, 2)}\n`,
     'openapi.ts': HEADER + astToString(await openapiTS(source as never, { alphabetize: true })),
     ...requestValidatorModules(dereferenced),
     'validators.d.ts': `${HEADER}import type { ValidateFunction } from 'ajv';\n\n/** Request validators of every operation, in openapi-backend's order. */\nexport declare const requestValidators: Record<string, ValidateFunction[]>;\n\n/** By operationId, the body validator of each media type of its body but application/json. */\nexport declare const otherBodyValidators: Record<string, Record<string, ValidateFunction>>;\n`,
@@ -53,6 +56,20 @@ export async function generate(outDir: string): Promise<string[]> {
     await writeFile(join(outDir, name), text);
   }
   return Object.keys(files).sort();
+}
+
+const BOUNDS = ['pattern', 'minimum', 'maximum', 'minLength', 'maxLength', 'minItems', 'maxItems'] as const;
+
+/** By name, each schema of `components.schemas` that has bounds of its own, with those alone. */
+function schemaBounds(document: OpenAPIV3.Document): Record<string, Record<string, string | number>> {
+  const bounds: Record<string, Record<string, string | number>> = {};
+  for (const [name, schema] of Object.entries(document.components?.schemas ?? {}).sort(([a], [b]) => a.localeCompare(b))) {
+    const own = Object.fromEntries(
+      BOUNDS.filter((key) => key in schema).map((key) => [key, (schema as Record<string, string | number>)[key]]),
+    );
+    if (Object.keys(own).length > 0) bounds[name] = own;
+  }
+  return bounds;
 }
 
 /**

@@ -3,7 +3,6 @@
 // shape (a page's direction, a patch's number of fields) once for each shape. A reader finds here the
 // SQL of any request; the code that runs it names the same constants.
 
-import type { KeyRange } from '../src/db/collections/sort-indexes.ts';
 import type { SearchSql } from '../src/db/engine/dialect.ts';
 import * as postgresCollections from '../src/db/postgres/sql/collections.ts';
 import * as postgresEngine from '../src/db/postgres/sql/engine.ts';
@@ -11,14 +10,15 @@ import * as postgresReads from '../src/db/postgres/sql/reads.ts';
 import * as postgresRows from '../src/db/postgres/sql/rows.ts';
 import { searchSql as postgresSearchSql } from '../src/db/postgres/sql/search.ts';
 import type { AggregateSource } from '../src/db/reads/aggregates.ts';
-import { raw } from '../src/db/reads/filter.ts';
-import { byId, byName, type Page, type PageSource, withinIndex } from '../src/db/reads/pages.ts';
+import type { PageSource } from '../src/db/reads/pages.ts';
 import * as accounts from '../src/db/sql/accounts.ts';
 import * as collections from '../src/db/sql/collections.ts';
 import * as events from '../src/db/sql/events.ts';
+import { byId, byName, type KeyRange, withinIndex } from '../src/db/sql/pages.ts';
 import * as reads from '../src/db/sql/reads.ts';
 import * as rows from '../src/db/sql/rows.ts';
 import * as rules from '../src/db/sql/rules.ts';
+import { raw } from '../src/db/sql/template.ts';
 import * as sqliteCollections from '../src/db/sqlite/sql/collections.ts';
 import * as sqliteEngine from '../src/db/sqlite/sql/engine.ts';
 import * as sqliteReads from '../src/db/sqlite/sql/reads.ts';
@@ -27,6 +27,7 @@ import { searchSql as sqliteSearchSql } from '../src/db/sqlite/sql/search.ts';
 import type { AggregateQuery } from '../src/query/aggregate.ts';
 import type { Position } from '../src/query/cursor.ts';
 import type { Direction } from '../src/query/order.ts';
+import type { Page } from '../src/query/page.ts';
 
 type Listing = [name: string, sql: string][];
 

@@ -1,15 +1,10 @@
 // `rowbase <command>`: the service and its administration. Bad arguments exit 2 with one line on stderr;
 // failures of the work itself exit 1.
 import { parseArgs } from 'node:util';
-import document from '../generated/openapi.json' with { type: 'json' };
+import bounds from '../generated/bounds.json' with { type: 'json' };
 import { originError } from './api-keys/origins.ts';
 import { type Scope, scopes } from './api-keys/scopes.ts';
-import { backupCommand } from './cli/backup.ts';
 import { type Command, durationMs, print, required, UsageError, withStore } from './cli/command.ts';
-import { applyCommand, planCommand, pullCommand } from './cli/declarations.ts';
-import { exportCommand } from './cli/export.ts';
-import { importCommand } from './cli/import.ts';
-import { tokensMintCommand } from './cli/tokens.ts';
 import { ConfigError, configFromEnv } from './config.ts';
 import { instantOf } from './date-time.ts';
 import type { KeyInfo, NewKey } from './db/accounts/keys.ts';
@@ -27,7 +22,12 @@ const environment = `Environment:
   METRICS_PORT  serve Prometheus metrics at GET /metrics on this port, at METRICS_HOST (default HOST); default none
   ROWBASE_*     bounds on requests, feed and event retention, sort indexes: see "Configuration" in README.md`;
 
-const commands: Record<string, Command> = {
+/**
+ * Every command by name, in the order `rowbase --help` lists them: a command written here, or the loading
+ * of the module that holds it. Only the command named is loaded (`rowbase --help`: all), so that a command
+ * starts without the others' packages (the declarations' diff, the import's validators, JWT signing).
+ */
+const commands: Record<string, Command | (() => Promise<Command>)> = {
   serve: {
     usage: 'rowbase serve',
     summary: 'Run the service until SIGTERM or SIGINT.',
@@ -150,7 +150,7 @@ const commands: Record<string, Command> = {
       print(`revoked ${revoked.prefix} of account ${revoked.account}`);
     },
   },
-  'tokens mint': tokensMintCommand,
+  'tokens mint': async () => (await import('./cli/tokens.ts')).tokensMintCommand,
   'plans list': {
     usage: 'rowbase plans list [--json]',
     summary: 'List the plans: quota per period and rate per second.',
@@ -192,16 +192,22 @@ const commands: Record<string, Command> = {
       );
     },
   },
-  export: exportCommand,
-  import: importCommand,
-  backup: backupCommand,
-  plan: planCommand,
-  apply: applyCommand,
-  pull: pullCommand,
+  export: async () => (await import('./cli/export.ts')).exportCommand,
+  import: async () => (await import('./cli/import.ts')).importCommand,
+  backup: async () => (await import('./cli/backup.ts')).backupCommand,
+  plan: async () => (await import('./cli/declarations.ts')).planCommand,
+  apply: async () => (await import('./cli/declarations.ts')).applyCommand,
+  pull: async () => (await import('./cli/declarations.ts')).pullCommand,
 };
 
-const collectionName = new RegExp(document.components.schemas.CollectionName.pattern);
-const { KeyOrigins, EndUserRate } = document.components.schemas;
+/** The command of this name, its module loaded first if it has one of its own. */
+async function commandNamed(name: string): Promise<Command> {
+  const command = commands[name];
+  return typeof command === 'function' ? command() : command;
+}
+
+const collectionName = new RegExp(bounds.CollectionName.pattern);
+const { KeyOrigins, EndUserRate } = bounds;
 
 /** What `keys create` is asked to limit the key to, checked as the HTTP API checks a new key's (openapi.yaml, NewKey). */
 function keyLimits(values: Record<string, string | boolean | undefined>): NewKey {
@@ -326,8 +332,8 @@ function parseArgsReason(message: string): string {
 const firstSentence = (summary: string) => summary.split(/(?<=\.) /)[0];
 
 /** A command's usage, summary and options. */
-function commandHelp(command: string): string {
-  const { usage, summary, options } = commands[command];
+async function commandHelp(command: string): Promise<string> {
+  const { usage, summary, options } = await commandNamed(command);
   const names = Object.entries(options).map(([name, o]) => `--${name}${o.type === 'string' ? ' <value>' : ''}`);
   const width = Math.max(0, ...names.map((n) => n.length));
   const lines = Object.values(options).map((o, i) => `  ${names[i].padEnd(width)}  ${o.description}`);
@@ -335,13 +341,14 @@ function commandHelp(command: string): string {
 }
 
 /** `rowbase --help`: every command, one line each; `rowbase <command> --help`, one; `rowbase keys --help`, each keys command. */
-function help(command?: string): string {
+async function help(command?: string): Promise<string> {
   if (command !== undefined) {
     const group = Object.keys(commands).filter((name) => name.startsWith(`${command} `));
-    return [...(group.length > 0 ? group : [command]).map(commandHelp), environment].join('\n\n');
+    return [...(await Promise.all((group.length > 0 ? group : [command]).map(commandHelp))), environment].join('\n\n');
   }
   const width = Math.max(...Object.keys(commands).map((name) => name.length));
-  const list = Object.entries(commands).map(([name, c]) => `  ${name.padEnd(width)}  ${firstSentence(c.summary)}`);
+  const summaries = await Promise.all(Object.keys(commands).map(async (name) => (await commandNamed(name)).summary));
+  const list = Object.keys(commands).map((name, i) => `  ${name.padEnd(width)}  ${firstSentence(summaries[i])}`);
   return [
     'rowbase: collections of JSON rows over HTTP, with a real-time feed.',
     '',
@@ -372,7 +379,7 @@ export async function main(argv: string[]): Promise<number> {
     if (argv.includes('--help') || argv.includes('-h')) {
       // `rowbase keys --help`: the group's commands; anything else, every command.
       const group = words.length === 1 && Object.keys(commands).some((n) => n.startsWith(`${words[0]} `));
-      print(help(group ? words[0] : undefined));
+      print(await help(group ? words[0] : undefined));
       return 0;
     }
     if (argv.length === 1 && argv[0] === '--version') {
@@ -390,11 +397,11 @@ export async function main(argv: string[]): Promise<number> {
     }
     throw new UsageError(`unknown command ${JSON.stringify(words.slice(0, 2).join(' '))}; see rowbase --help`);
   }
-  const command = commands[name];
+  const command = await commandNamed(name);
   usageExit = command.usageExit ?? 2;
   const rest = argv.slice(argv.indexOf(name.split(' ').at(-1) as string) + 1);
   if (rest.includes('--help') || rest.includes('-h')) {
-    print(help(name));
+    print(await help(name));
     return 0;
   }
   let parsed: ReturnType<typeof parseArgs<{ options: Command['options']; tokens: true; allowPositionals: true }>>;

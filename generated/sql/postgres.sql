@@ -21,7 +21,7 @@ insert into events (collection_id, seq, type, row_id, row, previous, at) values 
 select id, row_count, sorted from collections where account_id = ? and name = ?;
 
 -- deleteRowSql
-delete from rows where collection_id = ? and id = ? returning data, version;
+delete from rows where collection_id = ? and id = ? and (expires_at is null or expires_at > ?) returning data, version;
 
 -- deleteSortKeysSql
 delete from sort_keys where collection_id = ? and row_id = ?;
@@ -235,7 +235,7 @@ select count(*) as n, (select last_seq from collections where id = ?) as seq fro
 
 -- getRowSql
 select data, collection_id, version from rows
-where collection_id = (select id from collections where account_id = ? and name = ?) and id = ?;
+where collection_id = (select id from collections where account_id = ? and name = ?) and id = ? and (rows.expires_at is null or rows.expires_at > (select (extract(epoch from statement_timestamp()) * 1000)::bigint));
 
 -- advanceReadingRowSql
 with counters as (update collections
@@ -243,7 +243,7 @@ with counters as (update collections
   where account_id = ? and name = ?
   returning id, last_row_id, last_seq, sorted, schema_id, search)
 select c.*, r.data as current, r.version
-  from counters c left join lateral (select data, version from rows where collection_id = c.id and id = ? for update) r on true;
+  from counters c left join lateral (select data, version from rows where collection_id = c.id and id = ? and (rows.expires_at is null or rows.expires_at > (select (extract(epoch from statement_timestamp()) * 1000)::bigint)) for update) r on true;
 
 -- updateRowSql
 with updated as (

@@ -21,7 +21,7 @@ insert into events (collection_id, seq, type, row_id, row, previous, at) values 
 select id, row_count, sorted from collections where account_id = ? and name = ?;
 
 -- deleteRowSql
-delete from rows where collection_id = ? and id = ? returning data, version;
+delete from rows where collection_id = ? and id = ? and (expires_at is null or expires_at > ?) returning data, version;
 
 -- deleteSortKeysSql
 delete from sort_keys where collection_id = ? and row_id = ?;
@@ -274,11 +274,11 @@ select count(*) as n, (select last_seq from collections where id = ?) as seq fro
 -- rowsSql
 select j.key as i, r.data, c.id as collection_id, r.version from json_each(?) j
 cross join collections c on c.account_id = j.value ->> 0 and c.name = j.value ->> 1
-cross join rows r on r.collection_id = c.id and r.id = j.value ->> 2;
+cross join rows r on r.collection_id = c.id and r.id = j.value ->> 2 and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000);
 
 -- patchedRowSql
 select r.data, c.id as collection_id, r.version, c.schema_id from rows r join collections c on c.id = r.collection_id
-where c.account_id = ? and c.name = ? and r.id = ?;
+where c.account_id = ? and c.name = ? and r.id = ? and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000);
 
 -- orderedPage(by id, asc)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
@@ -541,14 +541,14 @@ returning account_id;
 
 -- patchSql(0 fields, a patch alone)
 insert into row_patches_0
-  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
+  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows r where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]' and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_0.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_0.rid) as version,
   (select search from collections where id = row_patches_0.collection_id) as search;
 
 -- patchSql(0 fields, a group)
 insert into row_patches_0
-  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
+  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0 and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_0.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_0.rid) as version,
@@ -556,14 +556,14 @@ returning collection_id as id, i, (select r.data from rows r where r.rowid = row
 
 -- patchSql(1 fields, a patch alone)
 insert into row_patches_1
-  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
+  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows r where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]' and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_1.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_1.rid) as version,
   (select search from collections where id = row_patches_1.collection_id) as search;
 
 -- patchSql(1 fields, a group)
 insert into row_patches_1
-  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
+  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0 and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_1.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_1.rid) as version,
@@ -571,14 +571,14 @@ returning collection_id as id, i, (select r.data from rows r where r.rowid = row
 
 -- patchSql(2 fields, a patch alone)
 insert into row_patches_2
-  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
+  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows r where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]' and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_2.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_2.rid) as version,
   (select search from collections where id = row_patches_2.collection_id) as search;
 
 -- patchSql(2 fields, a group)
 insert into row_patches_2
-  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
+  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0 and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_2.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_2.rid) as version,
@@ -586,14 +586,14 @@ returning collection_id as id, i, (select r.data from rows r where r.rowid = row
 
 -- patchSql(3 fields, a patch alone)
 insert into row_patches_3
-  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
+  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows r where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]' and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_3.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_3.rid) as version,
   (select search from collections where id = row_patches_3.collection_id) as search;
 
 -- patchSql(3 fields, a group)
 insert into row_patches_3
-  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
+  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0 and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_3.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_3.rid) as version,
@@ -601,14 +601,14 @@ returning collection_id as id, i, (select r.data from rows r where r.rowid = row
 
 -- patchSql(4 fields, a patch alone)
 insert into row_patches_4
-  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
+  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows r where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]' and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_4.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_4.rid) as version,
   (select search from collections where id = row_patches_4.collection_id) as search;
 
 -- patchSql(4 fields, a group)
 insert into row_patches_4
-  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
+  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0 and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_4.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_4.rid) as version,
@@ -616,14 +616,14 @@ returning collection_id as id, i, (select r.data from rows r where r.rowid = row
 
 -- patchSql(5 fields, a patch alone)
 insert into row_patches_5
-  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
+  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows r where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]' and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_5.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_5.rid) as version,
   (select search from collections where id = row_patches_5.collection_id) as search;
 
 -- patchSql(5 fields, a group)
 insert into row_patches_5
-  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
+  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0 and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_5.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_5.rid) as version,
@@ -631,14 +631,14 @@ returning collection_id as id, i, (select r.data from rows r where r.rowid = row
 
 -- patchSql(6 fields, a patch alone)
 insert into row_patches_6
-  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
+  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows r where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]' and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_6.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_6.rid) as version,
   (select search from collections where id = row_patches_6.collection_id) as search;
 
 -- patchSql(6 fields, a group)
 insert into row_patches_6
-  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
+  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0 and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_6.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_6.rid) as version,
@@ -646,14 +646,14 @@ returning collection_id as id, i, (select r.data from rows r where r.rowid = row
 
 -- patchSql(7 fields, a patch alone)
 insert into row_patches_7
-  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
+  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows r where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]' and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_7.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_7.rid) as version,
   (select search from collections where id = row_patches_7.collection_id) as search;
 
 -- patchSql(7 fields, a group)
 insert into row_patches_7
-  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
+  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0 and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_7.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_7.rid) as version,
@@ -661,14 +661,14 @@ returning collection_id as id, i, (select r.data from rows r where r.rowid = row
 
 -- patchSql(8 fields, a patch alone)
 insert into row_patches_8
-  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
+  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows r where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]' and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_8.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_8.rid) as version,
   (select search from collections where id = row_patches_8.collection_id) as search;
 
 -- patchSql(8 fields, a group)
 insert into row_patches_8
-  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
+  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0 and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_8.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_8.rid) as version,
@@ -676,14 +676,14 @@ returning collection_id as id, i, (select r.data from rows r where r.rowid = row
 
 -- patchSql(9 fields, a patch alone)
 insert into row_patches_9
-  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
+  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows r where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]' and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_9.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_9.rid) as version,
   (select search from collections where id = row_patches_9.collection_id) as search;
 
 -- patchSql(9 fields, a group)
 insert into row_patches_9
-  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
+  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0 and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_9.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_9.rid) as version,
@@ -691,14 +691,14 @@ returning collection_id as id, i, (select r.data from rows r where r.rowid = row
 
 -- patchSql(10 fields, a patch alone)
 insert into row_patches_10
-  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
+  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows r where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]' and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_10.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_10.rid) as version,
   (select search from collections where id = row_patches_10.collection_id) as search;
 
 -- patchSql(10 fields, a group)
 insert into row_patches_10
-  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
+  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0 and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_10.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_10.rid) as version,
@@ -706,14 +706,14 @@ returning collection_id as id, i, (select r.data from rows r where r.rowid = row
 
 -- patchSql(11 fields, a patch alone)
 insert into row_patches_11
-  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
+  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows r where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]' and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_11.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_11.rid) as version,
   (select search from collections where id = row_patches_11.collection_id) as search;
 
 -- patchSql(11 fields, a group)
 insert into row_patches_11
-  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
+  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0 and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_11.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_11.rid) as version,
@@ -721,14 +721,14 @@ returning collection_id as id, i, (select r.data from rows r where r.rowid = row
 
 -- patchSql(12 fields, a patch alone)
 insert into row_patches_12
-  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
+  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows r where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]' and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_12.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_12.rid) as version,
   (select search from collections where id = row_patches_12.collection_id) as search;
 
 -- patchSql(12 fields, a group)
 insert into row_patches_12
-  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
+  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0 and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_12.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_12.rid) as version,
@@ -736,14 +736,14 @@ returning collection_id as id, i, (select r.data from rows r where r.rowid = row
 
 -- patchSql(13 fields, a patch alone)
 insert into row_patches_13
-  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
+  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows r where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]' and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_13.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_13.rid) as version,
   (select search from collections where id = row_patches_13.collection_id) as search;
 
 -- patchSql(13 fields, a group)
 insert into row_patches_13
-  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
+  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0 and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_13.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_13.rid) as version,
@@ -751,14 +751,14 @@ returning collection_id as id, i, (select r.data from rows r where r.rowid = row
 
 -- patchSql(14 fields, a patch alone)
 insert into row_patches_14
-  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
+  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows r where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]' and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_14.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_14.rid) as version,
   (select search from collections where id = row_patches_14.collection_id) as search;
 
 -- patchSql(14 fields, a group)
 insert into row_patches_14
-  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
+  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0 and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_14.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_14.rid) as version,
@@ -766,14 +766,14 @@ returning collection_id as id, i, (select r.data from rows r where r.rowid = row
 
 -- patchSql(15 fields, a patch alone)
 insert into row_patches_15
-  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
+  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows r where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]' and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_15.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_15.rid) as version,
   (select search from collections where id = row_patches_15.collection_id) as search;
 
 -- patchSql(15 fields, a group)
 insert into row_patches_15
-  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
+  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0 and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_15.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_15.rid) as version,
@@ -781,14 +781,14 @@ returning collection_id as id, i, (select r.data from rows r where r.rowid = row
 
 -- patchSql(16 fields, a patch alone)
 insert into row_patches_16
-  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
+  values ((select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5), 0, (select rowid from rows r where collection_id = (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) and id = ?3 ->> '$[0][0]' and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), ?3 ->> '$[0][1]', ?4)
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_16.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_16.rid) as version,
   (select search from collections where id = row_patches_16.collection_id) as search;
 
 -- patchSql(16 fields, a group)
 insert into row_patches_16
-  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
+  select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0 and (r.expires_at is null or r.expires_at > unixepoch('subsec') * 1000)), p.value ->> 1, ?4
     from (select (select id from collections where account_id = ?1 and name = ?2 and schema_id = ?5) as id) c, json_each(?3) p
 returning collection_id as id, i, (select r.data from rows r where r.rowid = row_patches_16.rid) as data,
   (select r.version from rows r where r.rowid = row_patches_16.rid) as version,

@@ -1,7 +1,7 @@
 // The file `rowbase export` writes and `rowbase import` reads (docs/operations.md, "Export and import"):
 // NDJSON, its first line describing the collection, every other line one row with its id, in id order;
 // and the account and collection both commands name.
-import document from '../../generated/openapi.json' with { type: 'json' };
+import bounds from '../../generated/bounds.json' with { type: 'json' };
 import type { Store } from '../db/open-store.ts';
 import type { ExportedCollection } from '../db/rows/exports.ts';
 import { required, UsageError, type Values } from './command.ts';
@@ -17,7 +17,7 @@ export interface Header extends ExportedCollection {
   exported_at: string;
 }
 
-export const collectionName = new RegExp(document.components.schemas.CollectionName.pattern);
+export const collectionName = new RegExp(bounds.CollectionName.pattern);
 
 /** The account and collection a command names: --account and --collection, checked as the HTTP API checks a name. */
 export function accountAndCollection(values: Values): { account: string; collection: string } {

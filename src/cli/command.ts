@@ -1,7 +1,7 @@
 // What every `rowbase` command is made of (src/cli.ts lists them): its usage and options, the one error
 // that means bad arguments (exit 2), and the database of DATABASE_URL.
 import { configFromEnv, withoutPassword } from '../config.ts';
-import { openStore, type Store } from '../db/open-store.ts';
+import type { Store } from '../db/open-store.ts';
 
 /** Bad arguments, or arguments that name nothing: exit 2, with the message as the one line on stderr. */
 export class UsageError extends Error {}
@@ -29,6 +29,8 @@ export interface Command {
  */
 export async function withStore<T>(work: (store: Store) => Promise<T>): Promise<T> {
   const { databaseUrl } = configFromEnv();
+  // The data layer, its drivers and Knex are loaded by the commands that open a database, not by --help.
+  const { openStore } = await import('../db/open-store.ts');
   const store = await openStore(databaseUrl);
   try {
     const done = await work(store);

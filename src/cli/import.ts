@@ -3,7 +3,7 @@
 import { open, stat } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
-import document from '../../generated/openapi.json' with { type: 'json' };
+import bounds from '../../generated/bounds.json' with { type: 'json' };
 import { instantOf } from '../date-time.ts';
 import type { RowSchema } from '../db/collections/schemas.ts';
 import type { Store } from '../db/open-store.ts';
@@ -112,8 +112,8 @@ function checked<T>(what: string, check: () => T, at = ''): T {
   }
 }
 
-const indexField = new RegExp(document.components.schemas.IndexField.pattern);
-const relationName = new RegExp(document.components.schemas.RelationName.pattern);
+const indexField = new RegExp(bounds.IndexField.pattern);
+const relationName = new RegExp(bounds.RelationName.pattern);
 
 /** Whether `relations` is a list of relations as openapi.yaml's RelationDeclaration describes them, each with its name. */
 function validRelations(relations: unknown): boolean {

@@ -3,12 +3,12 @@
 // The token carries what the server's verification asks of it (src/tokens/verifier.ts): the issuer's `iss`,
 // one of its audiences in `aud`, `sub`, `iat` and `exp`.
 import { SignJWT } from 'jose';
-import document from '../../generated/openapi.json' with { type: 'json' };
+import bounds from '../../generated/bounds.json' with { type: 'json' };
 import type { Issuer } from '../db/auth/issuers.ts';
 import { accountId } from './collection-file.ts';
 import { type Command, durationMs, print, required, UsageError, type Values, withStore } from './command.ts';
 
-const issuerName = new RegExp(document.components.schemas.IssuerName.pattern);
+const issuerName = new RegExp(bounds.IssuerName.pattern);
 
 /** The claims a token's issuer and --expires-in set, which --claim may not. */
 const SET_CLAIMS = ['iss', 'aud', 'exp', 'iat', 'nbf', 'sub'];

@@ -3,7 +3,7 @@ import type { Principal } from '../db/accounts/keys.ts';
 import type { Store } from '../db/open-store.ts';
 import type { AggregateResult } from '../db/reads/aggregates.ts';
 import type { Expansion } from '../db/reads/expand.ts';
-import type { Page, RowsPage } from '../db/reads/pages.ts';
+import type { RowsPage } from '../db/reads/pages.ts';
 import type { ChangedRows, InsertedRows, VersionedRow } from '../db/rows/rows.ts';
 import type { Upserted } from '../db/rows/upserts.ts';
 import { rowNotFound, validationFailed } from '../errors.ts';
@@ -14,6 +14,7 @@ import { type AggregateQuery, aggregateParameters, parseAggregateQuery } from '.
 import { type CursorScope, lastRow, makeCursor, readCursor } from '../query/cursor.ts';
 import { FILTER_PARAMETER, type Filter, filterJson, holdsRelated, parseFilter, parseFilterText } from '../query/filter.ts';
 import { HIGHLIGHT, orderFromBody, orderFromParameters, ordersRelated, readsRelevance, SCORE, type SortKey } from '../query/order.ts';
+import type { Page } from '../query/page.ts';
 import { selectFields } from '../query/select.ts';
 import { EXPANDED, type Row } from '../rows.ts';
 import { type FieldUse, filterFields, type Grant, patchUses } from '../rules/access.ts';

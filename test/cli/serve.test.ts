@@ -2,7 +2,7 @@
 // shutdown on SIGTERM, and durability through SIGKILL (contract: "Names and start-up", "Storage").
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
-import { stat, utimes, writeFile } from 'node:fs/promises';
+import { readFile, stat, utimes, writeFile } from 'node:fs/promises';
 import { Agent, request as httpRequest, type IncomingMessage } from 'node:http';
 import { connect } from 'node:net';
 import { join } from 'node:path';
@@ -65,6 +65,46 @@ describe('rowbase serve', () => {
 
       expect(finished.code).to.equal(0);
       expect((await stat(bundle)).mtimeMs).to.be.greaterThan(Date.now() - 60_000);
+    });
+
+    it("loads the server's packages, and each command's, only when that command runs", async () => {
+      await workspace.run(['--version']);
+      const dist = fileURLToPath(new URL('../../dist/', import.meta.url));
+      // The files a module of the bundle imports statically, and the packages it imports.
+      const imports = async (file: string) => {
+        const text = await readFile(join(dist, file), 'utf8');
+        const named = [...text.matchAll(/^(?:import [^;]*? from|} from) "([^"]+)";$/gm)].map((found) => found[1]);
+        return {
+          chunks: named.filter((name) => name.startsWith('./')).map((name) => name.slice(2)),
+          packages: named.filter((name) => !name.startsWith('.')),
+        };
+      };
+      const loaded = new Set<string>();
+      const packages = new Set<string>();
+      const waiting = ['rowbase.mjs'];
+      for (let file = waiting.pop(); file !== undefined; file = waiting.pop()) {
+        if (loaded.has(file)) continue;
+        loaded.add(file);
+        const found = await imports(file);
+        waiting.push(...found.chunks);
+        for (const name of found.packages) packages.add(name);
+      }
+
+      expect(loaded.size).to.be.above(1);
+      for (const heavy of [
+        'knex',
+        'koa',
+        'openapi-backend',
+        'api-smart-diff',
+        'sqlite3',
+        'pg',
+        'ajv/dist/2020.js',
+        'jose',
+        'esbuild',
+        'yaml',
+      ]) {
+        expect([...packages], heavy).not.to.include(heavy);
+      }
     });
 
     it('logs a URL that reaches it when HOST is an IPv6 address', async () => {

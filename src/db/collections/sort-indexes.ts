@@ -8,15 +8,6 @@ export interface SortIndexLimits {
   max: number;
 }
 
-/**
- * Which keys of a sort index a page reads: `all` of them (ascending, where missing and null come last
- * in the index too), or for a descending page first the `present` values, then the `missing` ones.
- */
-export type KeyRange = 'all' | 'present' | 'missing';
-
-/** The condition on `rank` of each range. */
-export const ranks: Record<KeyRange, string> = { all: '', present: 'and rank < 5', missing: 'and rank = 5' };
-
 /** Collections remembered at most; the least recently remembered is forgotten first. */
 const MAX_KNOWN = 10_000;
 

@@ -9,8 +9,9 @@
 // are jsonb's numeric, exact, and the rows' numbers and the filter's are both JSON.stringify's text of
 // a double, which orders as the doubles do. Strings order under the "C" collation, by code point.
 import type { Filter, JsonValue } from '../../query/filter.ts';
-import { allOf, type DialectFilter, filterWith, raw, readsData, type Sql, sql } from '../reads/filter.ts';
 import type { KeyBounds } from '../reads/filter-indexes.ts';
+import { type DialectFilter, filterWith, readsData } from '../sql/filter.ts';
+import { allOf, raw, type Sql, sql } from '../sql/template.ts';
 import { document, escapeString } from './jsonb.ts';
 import { POSTGRES_KEY_CHARS } from './sql/collections.ts';
 import { searchSql } from './sql/search.ts';

@@ -12,7 +12,7 @@ import { migrationSource } from '../engine/migrations.ts';
 import { Waits } from '../engine/waits.ts';
 import { WakeUps } from '../engine/wake-ups.ts';
 import type { PagedDialect } from '../reads/aggregates.ts';
-import { scoresWith } from '../reads/filter.ts';
+import { scoresWith } from '../sql/filter.ts';
 import { onceAnswerSql } from '../sql/rows.ts';
 import type { OpenedDatabase } from '../store.ts';
 import { isDeadlock, isUnavailable, isUniqueViolation } from './errors.ts';

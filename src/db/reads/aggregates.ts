@@ -11,20 +11,11 @@ import { canonical, decimalOfText, exactSum, orderGroups } from '../../query/agg
 import type { JsonValue } from '../../query/filter.ts';
 import type { Dialect } from '../engine/dialect.ts';
 import { bindSearch } from '../search/indexes.ts';
+import { byId, byName, type CollectionRef, type Statement, withinIndex } from '../sql/pages.ts';
 import { keyCountSql } from '../sql/reads.ts';
-import type { Sql } from './filter.ts';
+import type { Sql } from '../sql/template.ts';
 import { indexedFields } from './filter-indexes.ts';
-import {
-  byId,
-  byName,
-  type CollectionRef,
-  type InIndex,
-  inIndex,
-  lookUpIndex,
-  type PageSource,
-  type Statement,
-  withinIndex,
-} from './pages.ts';
+import { type InIndex, inIndex, lookUpIndex, type PageSource } from './pages.ts';
 
 /** What a dialect gives the aggregates besides what it gives pages. */
 /** A Dialect with the pages of rows it reads: what every operation of the Store is bound to (../store.ts). */

@@ -5,44 +5,18 @@
 import { collectionNotFound } from '../../errors.ts';
 import type { Position } from '../../query/cursor.ts';
 import { type Filter, rankedSearch, type SearchCondition, without } from '../../query/filter.ts';
-import { type Direction, ordersRelated, SCORE, type SortKey } from '../../query/order.ts';
+import { type Direction, ordersRelated, type SortKey } from '../../query/order.ts';
+import type { Page } from '../../query/page.ts';
 import type { Relevance } from '../../query/select.ts';
-import type { KeyValue } from '../../query/sort-keys.ts';
 import type { Json, Row } from '../../rows.ts';
-import { type KeyRange, type KnownIndexes, ranks, type SortIndexLimits } from '../collections/sort-indexes.ts';
+import type { KnownIndexes, SortIndexLimits } from '../collections/sort-indexes.ts';
 import type { SqlValue } from '../engine/dialect.ts';
 import { pageTooLarge } from '../rows/rows.ts';
 import { bindSearch } from '../search/indexes.ts';
-import { keyOrder } from '../sql/collections.ts';
-import { collectionSql, keyCountUpToSql, pageColumns, presentCountSql } from '../sql/reads.ts';
-import { allOf, raw, type Sql, sql } from './filter.ts';
+import { byId, byName, type CollectionRef, type KeyRange, type SortedPages, type Statement, withinIndex } from '../sql/pages.ts';
+import { collectionSql, keyCountUpToSql, presentCountSql } from '../sql/reads.ts';
+import { raw, type Sql } from '../sql/template.ts';
 import { type IndexedField, indexedFields, type KeyBounds, oneValue } from './filter-indexes.ts';
-
-export interface Page {
-  limit: number;
-  offset: number;
-  /**
-   * The keys that order the rows, at least one, each field once; ties break by id in the last key's
-   * direction (unless `id` is a key).
-   */
-  order: readonly SortKey[];
-  /** Only the rows that match (src/query/filter.ts); all of them when absent. */
-  filter?: Filter;
-  /** Also count the rows that match, in the page's snapshot (RowsPage.total). */
-  count?: boolean;
-  /** Answer each row with its ETag (openapi.yaml, VersionedRow), sorted whole as a filtered page is. */
-  versions?: boolean;
-  /** Only the rows after this place in the order. */
-  after?: Position;
-  /**
-   * Read each row's relevance to the search at the filter's top level (rankedSearch()), which the page
-   * then holds: ordered by it when the order is `_score`, and answered in RowsPage.scores.
-   */
-  scored?: boolean;
-}
-
-/** The direction ties between equal keys break by id in: the last key's. */
-const tieDirection = (order: readonly SortKey[]) => order[order.length - 1].direction;
 
 /**
  * A page of rows as JSON text, and `seq`, the collection's latest event seq as of the snapshot the rows
@@ -61,9 +35,6 @@ export type RowsPage = {
   related?: Record<string, unknown>;
 } & Relevance;
 
-/** A statement and its bindings. */
-export type Statement = { sql: string; params: SqlValue[] };
-
 /**
  * How a read is run: `point` for one row; `scan` for a page read through an index (by id, or a sort
  * index), which reads no more than its offset and limit (the default); `sort` for a page that sorts or
@@ -77,7 +48,7 @@ type ReadKind = 'point' | 'scan' | 'sort' | 'once';
 export type SnapshotRead = <T>(sql: string, params: SqlValue[]) => Promise<T[]>;
 
 /** What a dialect gives the page reader. */
-export interface PageSource {
+export interface PageSource extends SortedPages {
   /** Runs a read outside any transaction, as `kind` says (default `scan`). */
   read<T>(sql: string, params: SqlValue[], kind?: ReadKind): Promise<T[]>;
   /** Runs `work` with reads that all see one snapshot. */
@@ -114,14 +85,6 @@ export interface PageSource {
   ): Statement;
   /** Whether a sort index keys strings whole (SQLite), or cut (PostgreSQL: postgres/sql/collections.ts, POSTGRES_KEY_CHARS). */
   wholeStringKeys: boolean;
-  /** The rows of `range` in the sort index in `slot`, from `offset`, at most `limit`; its one row is a PagePart. */
-  sortedPage(collectionId: number, slot: number, order: Direction, range: KeyRange, limit: number, offset: number): Statement;
-  /**
-   * The rows after `place` in the order of the sort index in `slot`, at most `limit`, missing ones
-   * included; its one row is a PagePart. Undefined when the index cannot find the place exactly (on
-   * PostgreSQL, a string as long as a key is cut at): then the page sorts whole.
-   */
-  sortedPageAfter(collectionId: number, slot: number, order: Direction, place: Position, limit: number): Statement | undefined;
   /** The slot of `field`'s sort index in the collection, made now if it has none; -1 when it holds `max` already. */
   makeSortIndex(accountId: number, name: string, field: string, max: number): Promise<number>;
   sortIndexes: SortIndexLimits;
@@ -266,13 +229,6 @@ async function walkedPage(
   if (read.seq === null || !read.exact || read.n < page.limit) return undefined;
   return { json: read.json, n: read.n, seq: read.seq };
 }
-
-/**
- * A filter's condition `filter` on the rows whose keys in the sort index in `slot` of the collection are
- * within `bounds` (the dialect's keyBoundsSql): the index finds them, the filter tests them.
- */
-export const withinIndex = (collection: CollectionRef, slot: number, bounds: Sql, filter: Sql): Sql =>
-  allOf([sql`rows.id in (select row_id from sort_keys where collection_id = ${collection.id} and slot = ${slot} and ${bounds})`, filter]);
 
 /** The rows a filter keeps can be found in the index of `field`, in `slot`, within `bounds` (`whole`: IndexedField's). */
 export type InIndex = { field: string; slot: number; bounds: KeyBounds; whole: boolean };
@@ -478,270 +434,5 @@ function joinParts(parts: PagePart[]): Joined {
   return { json: `[${texts.join(',')}]`, n, seq, exact: parts[0].exact !== false };
 }
 
-/** A collection as a page finds it: SQL of its id, and of its latest event seq (null when there is no such collection). */
-export interface CollectionRef {
-  id: Sql;
-  lastSeq: Sql;
-}
-
-/** The account's collection by name, as a page finds it. */
-export const byName = (accountId: number, name: string): CollectionRef => ({
-  id: sql`(select id from collections where account_id = ${accountId} and name = ${name})`,
-  lastSeq: sql`(select last_seq from collections where account_id = ${accountId} and name = ${name})`,
-});
-
-/** A collection by its id, as a page read through a sort index finds it (its seq null once it is gone). */
-export const byId = (id: number): CollectionRef => ({ id: sql`${id}`, lastSeq: sql`(select last_seq from collections where id = ${id})` });
-
-/** One column of a page's order beside the place's value of it (afterPlace()). */
-interface PlacedColumn {
-  column: OrderColumn;
-  at?: Sql;
-}
-
-/**
- * How a dialect orders a page sorted whole by a key other than the id: the `columns` that read its field
- * (after a comma, named by `index`, its place in the order), their `bindings`, and its columns of the
- * order, each beside the value at the page's place (`at`, the place's key of the field, when the page
- * comes after one). A key through a relation (SortKey.related) reads the field of the related row of the
- * page's `collection`'s account, found by its id (relatedRow()).
- */
-export type FieldOrder = (
-  key: SortKey,
-  index: number,
-  at: KeyValue | null | undefined,
-  collection: CollectionRef,
-) => { columns: string; bindings: SqlValue[]; order: PlacedColumn[] };
-
-/**
- * A page sorted whole, as both dialects make it, in one row `{ n, json, seq }`: the rows of the
- * collection with their `id`, `data` and what `byField` reads of each field of the order are kept by
- * `where` (the filter's) and by the place the page comes after (afterPlace()), ordered by those fields
- * and then by id, cut to the page and joined by `pageJson`; `seq` is read by the same statement, null
- * when there is no such collection. Its text depends only on the directions, how the fields are read
- * and how the collection is found, so a prepared statement serves every field name. Its LIMIT is `+?`,
- * as pageRange (../sql/reads.ts) says why. With `scores`, the rows are those it scores, each with its
- * `score` (an order's `_score`), and `{ scores }` their scores, joined by `pageJson` too.
- */
-export function wholePage(
-  pageJson: PageJson,
-  byField: FieldOrder,
-  collection: CollectionRef,
-  page: Page,
-  where?: Sql,
-  scores?: Sql,
-): Statement {
-  let columns = pageColumns(page.versions);
-  const bindings: SqlValue[] = [];
-  const placed: PlacedColumn[] = [];
-  const afterId = page.after && sql`${page.after.id}`;
-  page.order.forEach(({ field, direction }, index) => {
-    if (field === 'id') {
-      placed.push({ column: { sql: 'id', direction }, at: afterId });
-      return;
-    }
-    if (field === SCORE) {
-      // The most relevant first, ties by id ascending (docs/search.md, "Ranking").
-      const at = page.after?.values[index]?.scalar;
-      placed.push({ column: { sql: 'score', direction: 'desc' }, at: typeof at === 'number' ? sql`${at}` : undefined });
-      placed.push({ column: { sql: 'id', direction: 'asc' }, at: afterId });
-      return;
-    }
-    const read = byField(page.order[index], index, page.after?.values[index], collection);
-    columns += read.columns;
-    bindings.push(...read.bindings);
-    placed.push(...read.order);
-  });
-  // Ties break by id.
-  if (!page.order.some((key) => key.field === 'id' || key.field === SCORE))
-    placed.push({ column: { sql: 'id', direction: tieDirection(page.order) }, at: afterId });
-  const order = placed.map(({ column }) => `${column.sql} ${column.direction}`).join(',\n        ');
-  const after = page.after && afterPlace(placed);
-  const filtered = where ? sql` and (${where})` : raw('');
-  // A scored page's rows, and their count, are those of its scores: `where` tests them. Joined by the
-  // collection too, so that no plan looks a row's score up by its id alone (docs/search.md, "The cost of a
-  // ranked page").
-  const from = scores
-    ? sql`rows join ${bestScores(scores, page, where)} scored on scored.collection_id = rows.collection_id and scored.row_id = rows.id`
-    : raw('rows');
-  const total = page.count
-    ? sql`, (select count(*) from ${from} where rows.collection_id = ${collection.id}${filtered}) as total`
-    : raw('');
-  const scored = scores ? raw(', scored.score') : raw('');
-  const fence = raw(ordersRelated(page.order) ? ` ${pageJson.fence}` : '');
-  const rows = sql`select ${{ sql: columns, params: bindings }}${scored} from ${from} where rows.collection_id = ${collection.id}${filtered}${fence}`;
-  const scoresJson = scores ? raw(`, ${pageJson.scores(order)} as scores`) : raw('');
-  return sql`select count(*) as n, ${raw(pageJson.rows(order))} as json${scoresJson},
-        ${collection.lastSeq} as seq${total}
-      from (select * from (${rows}) r${after ? sql` where ${after}` : raw('')} order by ${raw(order)} limit +${page.limit} offset ${page.offset}) r`;
-}
-
 /** Whether a filter holds for every row: an `$and` of nothing (what without() leaves of a search alone). */
 const holdsForEveryRow = (filter: Filter): boolean => filter.kind === 'and' && filter.filters.every(holdsForEveryRow);
-
-/**
- * A search's `scores`, cut to the page's when nothing else tests its rows and the page is in their order
- * without a count: the best `offset + limit` past the page's place, found before any row is read, so
- * that a search matching many rows sorts their scores, not the rows.
- */
-function bestScores(scores: Sql, page: Page, where: Sql | undefined): Sql {
-  const [key] = page.order;
-  if (where || page.count || page.order.length !== 1 || key.field !== SCORE) return scores;
-  const best = (past: Sql) =>
-    sql`(select collection_id, row_id, score from ${scores} s${past} order by score desc, row_id asc limit ${page.offset + page.limit})`;
-  if (!page.after) return best(raw(''));
-  const at = page.after.values[0]?.scalar;
-  return typeof at === 'number' ? best(sql` where score < ${at} or (score = ${at} and row_id > ${page.after.id})`) : scores;
-}
-
-/**
- * How a dialect joins a page's rows sorted whole, each in `order` (SQL of the page's order): `rows`,
- * their JSON texts, as PagePart's `json`; `scores`, a scored page's rows' `score` as PagePart's `scores`.
- * `fence` ends the subquery of the rows of a page ordered through a relation, so that the database runs
- * it as it is: merged into the query that sorts it, each use of a related row's field in the order would
- * look the related row up again.
- */
-export interface PageJson {
-  rows(order: string): string;
-  scores(order: string): string;
-  fence: string;
-}
-
-/** One column of a page's order, as SQL on the columns `rows` selects, and its direction. */
-interface OrderColumn {
-  sql: string;
-  direction: Direction;
-}
-
-/**
- * The rows strictly after a place in the order of `columns` (the last of them the id), each column
- * beside the place's value of it (`at`, SQL with its bindings; undefined where every row that ties on
- * the columns before holds null, as an object's or a missing field's value does): later in the first
- * column, or equal in it and later in the rest. Nested, so that it grows with the columns, not their
- * square.
- */
-function afterPlace(columns: readonly PlacedColumn[]): Sql {
-  let condition: Sql | undefined;
-  for (let index = columns.length - 1; index >= 0; index--) {
-    const { column, at } = columns[index];
-    if (!at) continue;
-    const later = sql`${raw(column.sql)} ${raw(column.direction === 'asc' ? '>' : '<')} ${at}`;
-    condition = condition ? sql`${later} or (${raw(column.sql)} = ${at} and (${condition}))` : later;
-  }
-  return condition ?? raw('true');
-}
-
-/**
- * How a dialect writes the statements of sortedPages: `param(n)`, the placeholder of a statement's n-th
- * binding, numbered so that a binding used in several places is bound once; `sql(placeholder)`, a sort
- * key's number or string where a statement compares it with the keys; and `value`, its binding, or
- * undefined when no key can be compared with it exactly.
- */
-export interface KeyBinding {
-  param(n: number): string;
-  sql(placeholder: string): string;
-  value(scalar: number | string): SqlValue | undefined;
-}
-
-/**
- * The numbers of the bindings of sortedPages' statements: a page of a range binds the collection's id,
- * the slot, the limit and the offset; a page after a place binds the collection's id, the slot, the
- * limit, the place's rank, its row's id and, when the rank has one (a number, string or boolean), its
- * value, last, so that a statement without it binds no more than it names.
- */
-const binding = { collectionId: 1, slot: 2, limit: 3, offset: 4, rank: 4, id: 5, value: 6 } as const;
-
-/** The placeholder of the binding `name` (binding) in a statement of sortedPages. */
-const placeholder = (bind: KeyBinding, name: keyof typeof binding) => bind.param(binding[name]);
-
-/** Which of a sort key's columns place a page after a row (sortedPages): none (ranks 4 and 5), `num` or `str`. */
-type PlaceColumn = 'none' | 'num' | 'str';
-
-/**
- * A dialect's PageSource.sortedPage and sortedPageAfter from its statement `text`, given the SQL of the
- * keys a page reads (`rank, num, str, row_id` in the page's order), of that order, and the placeholder
- * of the collection's id: each text made once for each shape, since statements are kept by their text.
- * Their bindings are numbered as `binding` says; each LIMIT is `+` its binding, as pageRange (../sql/reads.ts)
- * says why.
- *
- * A page after a place is the keys of the index past it, as ranges of the index one after another,
- * each read from its start: the place's key with a later id; the same rank with a later value (for
- * numbers, strings and booleans); the later ranks (descending: the lower ranks, then the missing ones).
- * So a page deep into a walk reads no more of the index than the first. `part` numbers the ranges, for
- * PostgreSQL's string_agg to order by.
- */
-export function sortedPages(
-  text: (keys: string, order: string, collectionId: string) => string,
-  bind: KeyBinding,
-): Pick<PageSource, 'sortedPage' | 'sortedPageAfter'> {
-  const collectionId = placeholder(bind, 'collectionId');
-  const inIndex = `collection_id = ${collectionId} and slot = ${placeholder(bind, 'slot')}`;
-  const limit = `limit +${placeholder(bind, 'limit')}`;
-  const rangeText = (dir: Direction, range: KeyRange) =>
-    text(
-      `select rank, num, str, row_id from sort_keys where ${inIndex} ${ranks[range]}
-      order by ${keyOrder('', dir)} ${limit} offset ${placeholder(bind, 'offset')}`,
-      keyOrder('k.', dir),
-      collectionId,
-    );
-  const texts = {
-    asc: { all: rangeText('asc', 'all'), present: rangeText('asc', 'present'), missing: rangeText('asc', 'missing') },
-    desc: { all: rangeText('desc', 'all'), present: rangeText('desc', 'present'), missing: rangeText('desc', 'missing') },
-  };
-  const afterText = (order: Direction, column: PlaceColumn, laterRanks: boolean) => {
-    const parts = rangesAfter(order, column, laterRanks, bind).map(
-      (range, index) => `select * from (select ${index} as part, rank, num, str, row_id from sort_keys
-        where ${inIndex} and ${range} order by ${keyOrder('', order)} ${limit}) k${index}`,
-    );
-    return text(`${parts.join('\n      union all ')}\n      ${limit}`, `k.part, ${keyOrder('k.', order)}`, collectionId);
-  };
-  const afterTexts = new Map<string, string>();
-  return {
-    sortedPage: (id, slot, order, range, limit, offset) => ({ sql: texts[order][range], params: [id, slot, limit, offset] }),
-    sortedPageAfter(id, slot, order, place, limit) {
-      const { rank, scalar } = place.values[0] ?? { rank: 5, scalar: null };
-      const params: SqlValue[] = [id, slot, limit, rank, place.id];
-      if (scalar !== null) {
-        const value = bind.value(typeof scalar === 'boolean' ? Number(scalar) : scalar);
-        if (value === undefined) return undefined;
-        params.push(value);
-      }
-      const column: PlaceColumn = scalar === null ? 'none' : rank === 2 ? 'str' : 'num';
-      const shape = `${order} ${column} ${rank < 5}`;
-      let sql = afterTexts.get(shape);
-      if (!sql) {
-        sql = afterText(order, column, rank < 5);
-        afterTexts.set(shape, sql);
-      }
-      return { sql, params };
-    },
-  };
-}
-
-/**
- * The ranges of a sort index after a place (sortedPages), each a condition on its keys, with the
- * place's rank, row id and value bound as sortedPageAfter binds them.
- */
-function rangesAfter(order: Direction, column: PlaceColumn, laterRanks: boolean, bind: KeyBinding): string[] {
-  const later = order === 'asc' ? '>' : '<';
-  const [rank, id] = [placeholder(bind, 'rank'), placeholder(bind, 'id')];
-  const ranges: string[] = [];
-  if (column === 'none') {
-    ranges.push(`rank = ${rank} and num is null and str is null and row_id ${later} ${id}`);
-  } else {
-    const value = bind.sql(placeholder(bind, 'value'));
-    // A number's or boolean's key has no string, a string's no number: `num is null` puts a string's
-    // range right after the rank's in the index, and a condition on `str` after the range of `num`
-    // would have SQLite sort each run of equal numbers again.
-    const [sameKey, laterKey] =
-      column === 'str'
-        ? [`num is null and str = ${value}`, `num is null and str ${later} ${value}`]
-        : [`num = ${value} and str is null`, `num ${later} ${value}`];
-    ranges.push(`rank = ${rank} and ${sameKey} and row_id ${later} ${id}`, `rank = ${rank} and ${laterKey}`);
-  }
-  if (laterRanks) {
-    if (order === 'asc') ranges.push(`rank > ${rank}`);
-    else ranges.push(`rank < ${rank}`, 'rank = 5');
-  }
-  return ranges;
-}

@@ -2,17 +2,19 @@
 // whose filter goes through relations (`$match`, `$some`: the related rows it finds, then the page), that
 // is ordered by a related row's field (its last row's related values, for its cursor) or that expands
 // its rows (the related rows set into them), and an aggregate whose filter goes through relations. A read that reaches no related row is read as it is, outside any snapshot.
+
 import type { FieldError } from '../../errors.ts';
 import type { AggregateQuery } from '../../query/aggregate.ts';
 import { lastRow } from '../../query/cursor.ts';
 import { type Filter, holdsRelated } from '../../query/filter.ts';
 import { ordersRelated, type SortKey } from '../../query/order.ts';
+import type { Page } from '../../query/page.ts';
 import { assignable } from '../../rows.ts';
 import { KnownIndexes } from '../collections/sort-indexes.ts';
 import { bindRelations, relatedReadsOf } from '../relations/filters.ts';
 import { type AggregateResult, type AggregateSource, readAggregates } from './aggregates.ts';
 import { type Expansion, expandRows } from './expand.ts';
-import { type Page, type PageSource, type RowsPage, readPage, type SnapshotRead } from './pages.ts';
+import { type PageSource, type RowsPage, readPage, type SnapshotRead } from './pages.ts';
 
 type Fields = Record<string, unknown>;
 

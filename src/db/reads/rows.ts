@@ -1,15 +1,17 @@
 // A collection's rows read (openapi.yaml, getRow, listRows, queryRows, aggregateRows): a row by its id,
 // a page (pages.ts) and an aggregate (aggregates.ts), each with its filter's conditions through
 // relations bound, and its expansions read, in one snapshot (related.ts).
+
 import { collectionNotFound, type FieldError, queryTimeout, rowNotFound } from '../../errors.ts';
 import type { AggregateQuery } from '../../query/aggregate.ts';
+import type { Page } from '../../query/page.ts';
 import { assignable, rowJson } from '../../rows.ts';
 import type { Dialect } from '../engine/dialect.ts';
 import { noSuchRow, pageTooLarge, type VersionedRow, versionOf } from '../rows/rows.ts';
 import { collectionSql } from '../sql/reads.ts';
 import type { AggregateResult, PagedDialect } from './aggregates.ts';
 import type { Expansion } from './expand.ts';
-import type { Page, RowsPage } from './pages.ts';
+import type { RowsPage } from './pages.ts';
 import { readRelatedAggregates, readRelatedPage } from './related.ts';
 
 /** The row and its version; 404 for a missing row or collection. */

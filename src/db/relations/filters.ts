@@ -9,9 +9,10 @@ import type { Filter, RelatedCondition } from '../../query/filter.ts';
 import { assignable } from '../../rows.ts';
 import type { Dialect, Read } from '../engine/dialect.ts';
 import { indexedFields } from '../reads/filter-indexes.ts';
-import { byId, inIndex, type PageSource, withinIndex } from '../reads/pages.ts';
+import { inIndex, type PageSource } from '../reads/pages.ts';
 import { bindSearch } from '../search/indexes.ts';
 import { collectionIdSql } from '../sql/collections.ts';
+import { byId, withinIndex } from '../sql/pages.ts';
 import { relationsOfSql, sortedSql } from '../sql/relations.ts';
 import { matchedRowsSql } from '../sql/rows.ts';
 

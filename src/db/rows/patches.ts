@@ -12,8 +12,8 @@ import { keepingUnique, uniqueViolation, type WrittenRow } from '../collections/
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
 import { liveWhere } from '../expiry/live.ts';
 import type { PagedDialect } from '../reads/aggregates.ts';
-import type { Sql } from '../reads/filter.ts';
 import { bindSearch } from '../search/indexes.ts';
+import type { Sql } from '../sql/template.ts';
 import { beginOnce, recordOnce } from './idempotency.ts';
 import {
   type ChangedRows,

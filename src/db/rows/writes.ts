@@ -11,13 +11,13 @@ import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
 import { appendEvents, type EventReason, type EventRow, eventRow } from '../events/events.ts';
 import { liveWhere } from '../expiry/live.ts';
 import type { PagedDialect } from '../reads/aggregates.ts';
-import type { Sql } from '../reads/filter.ts';
 import type { KeyBounds } from '../reads/filter-indexes.ts';
-import { byId, withinIndex } from '../reads/pages.ts';
 import type { RelationLinks, StoredRelation } from '../relations/links.ts';
 import { bindSearch } from '../search/indexes.ts';
+import { byId, withinIndex } from '../sql/pages.ts';
 import { sortedSql } from '../sql/relations.ts';
 import { deleteKeysWhereSql, deleteRowSql, deleteRowsWhereSql, deleteSortKeysSql, matchedRowsSql } from '../sql/rows.ts';
+import type { Sql } from '../sql/template.ts';
 import { beginOnce, recordOnce } from './idempotency.ts';
 import { patchRowIn, patchRowsIn, readIn } from './patches.ts';
 import {

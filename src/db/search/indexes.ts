@@ -6,6 +6,7 @@ import { collectionNotFound, validationFailed } from '../../errors.ts';
 import { type Filter, holdsSearch } from '../../query/filter.ts';
 import { rowWords } from '../../search/words.ts';
 import type { Dialect, Read, WriteTx } from '../engine/dialect.ts';
+import { searchTerms } from '../sql/search.ts';
 
 /** A row's fields but id, as stored. */
 type Fields = Record<string, unknown>;
@@ -25,13 +26,6 @@ const setSearchSql = 'update collections set search = ? where id = ?';
 
 /** Rows a search index's making reads at a time. */
 const MAKING_ROWS = 1000;
-
-/**
- * A collection's terms of `words`: each word with the collection's id and `_` before it, so that the
- * engines' indexes, which hold every collection's words, find the terms of one collection only, as a
- * collection's index would. A word holds no `_` and no space, so a term reads back as itself.
- */
-export const searchTerms = (collectionId: number, words: readonly string[]) => words.map((word) => `${collectionId}_${word}`);
 
 /** Sets the words of `rows` (their ids and fields) in the collection's search index, inside the write `trx`. */
 export async function putWords(db: Dialect, trx: WriteTx, index: SearchIndex, rows: readonly { id: number; fields: Fields }[]) {

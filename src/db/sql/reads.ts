@@ -1,8 +1,8 @@
 // The SQL of reads both dialects share: the pieces of a page (its range, a row's JSON text, the order of
 // sort keys) and the statements a page or an aggregate runs as they are.
 import type { Direction } from '../../query/order.ts';
-import { raw, type Sql, sql } from '../reads/filter.ts';
 import { keyOrder } from './collections.ts';
+import { raw, type Sql, sql } from './template.ts';
 
 /** The account's collection by name, as a page ordered through a sort index needs it. */
 export const collectionSql = 'select id, row_count, sorted from collections where account_id = ? and name = ?';

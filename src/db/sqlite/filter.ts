@@ -2,8 +2,9 @@
 // src/query/evaluate.ts says (../filter.ts writes $and, $or, $not, $ne, $in, $nin and the id).
 // How fields are read and how strings and numbers compare: docs/development.md, "Filters on SQLite".
 import type { Filter, JsonValue } from '../../query/filter.ts';
-import { allOf, type DialectFilter, filterWith, raw, type Sql, sql } from '../reads/filter.ts';
 import type { KeyBounds } from '../reads/filter-indexes.ts';
+import { type DialectFilter, filterWith } from '../sql/filter.ts';
+import { allOf, raw, type Sql, sql } from '../sql/template.ts';
 import { searchSql } from './sql/search.ts';
 
 /**

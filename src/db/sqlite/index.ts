@@ -14,7 +14,7 @@ import { GroupedWrites } from '../engine/grouping.ts';
 import { migrationSource } from '../engine/migrations.ts';
 import { announceOnCommit, WakeUps } from '../engine/wake-ups.ts';
 import type { PagedDialect } from '../reads/aggregates.ts';
-import { scoresWith } from '../reads/filter.ts';
+import { scoresWith } from '../sql/filter.ts';
 import type { OpenedDatabase } from '../store.ts';
 import { backupSqlite } from './backup.ts';
 import { isBusy, isDeadlock, isUnavailable, isUniqueViolation } from './errors.ts';

@@ -3,11 +3,12 @@
 import type { Aggregate } from '../../../query/aggregate.ts';
 import type { RelatedKey } from '../../../query/order.ts';
 import type { AggregateSource } from '../../reads/aggregates.ts';
-import { raw, type Sql, sql } from '../../reads/filter.ts';
-import { type CollectionRef, type FieldOrder, type PageJson, type PageSource, sortedPages, wholePage } from '../../reads/pages.ts';
+import type { PageSource } from '../../reads/pages.ts';
 import { MAX_PAGE_BYTES } from '../../rows/rows.ts';
 import { keyOrder } from '../../sql/collections.ts';
+import { type CollectionRef, type FieldOrder, type PageJson, sortedPages, wholePage } from '../../sql/pages.ts';
 import { firstKeys, relatedRowSql, rowJsonWith, versionedRowJsonWith } from '../../sql/reads.ts';
+import { raw, type Sql, sql } from '../../sql/template.ts';
 import { filterSql } from '../filter.ts';
 import { document, escapeString, field } from '../jsonb.ts';
 import { POSTGRES_KEY_CHARS } from './collections.ts';

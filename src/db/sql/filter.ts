@@ -4,51 +4,9 @@
 // postgres/filter.ts) with the meaning src/query/evaluate.ts gives it. Every value of a filter, field
 // names included, is a binding: the text of the SQL is the code's own.
 import type { FieldCondition, FieldPath, Filter, JsonValue, SearchCondition } from '../../query/filter.ts';
-import type { SearchSql, SqlValue } from '../engine/dialect.ts';
-import { searchTerms } from '../search/indexes.ts';
-
-/** SQL and its bindings, one for each `?` in it, in order. */
-export type Sql = { sql: string; params: SqlValue[] };
-
-/** SQL from a template: an Sql placed in it brings its text and bindings, any other value is a binding. */
-export function sql(strings: TemplateStringsArray, ...values: (Sql | SqlValue)[]): Sql {
-  let text = strings[0];
-  const params: SqlValue[] = [];
-  for (let index = 0; index < values.length; index++) {
-    const value = values[index];
-    if (value !== null && typeof value === 'object') {
-      text += value.sql;
-      for (const param of value.params) params.push(param);
-    } else {
-      text += '?';
-      params.push(value);
-    }
-    text += strings[index + 1];
-  }
-  return { sql: text, params };
-}
-
-/** SQL text the code makes (a table's alias, an operator's sign), never a client's. */
-export const raw = (text: string): Sql => ({ sql: text, params: [] });
-
-const TRUE = raw('true');
-const FALSE = raw('false');
-
-/**
- * Every one of `parts`, `true` when there are none. Nested in halves, so that a long list nests no
- * deeper than its logarithm: SQLite refuses an expression nested past a thousand levels.
- */
-export const allOf = (parts: Sql[]) => joined(parts, 'and', TRUE);
-
-/** Any one of `parts`, `false` when there are none; nested as allOf() nests. */
-const anyOf = (parts: Sql[]) => joined(parts, 'or', FALSE);
-
-function joined(parts: Sql[], op: 'and' | 'or', none: Sql): Sql {
-  if (parts.length === 0) return none;
-  if (parts.length === 1) return parts[0];
-  const half = parts.length >> 1;
-  return sql`(${joined(parts.slice(0, half), op, none)}) ${raw(op)} (${joined(parts.slice(half), op, none)})`;
-}
+import type { SearchSql } from '../engine/dialect.ts';
+import { searchTerms } from './search.ts';
+import { allOf, anyOf, FALSE, raw, type Sql, sql, TRUE } from './template.ts';
 
 /**
  * The rows for which `part` does not hold. A condition on a missing field is NULL in SQL, where the
@@ -79,7 +37,7 @@ interface ValueSql<V> {
 export interface DialectFilter<V> extends ValueSql<V> {
   /** The field at `path` (never `id`) of the `data` of the row `row`. */
   field(row: string, path: FieldPath): V;
-  /** The row `row` holds the terms `words`, and one starting with `prefix` (../search/indexes.ts, searchTerms). */
+  /** The row `row` holds the terms `words`, and one starting with `prefix` (search.ts, searchTerms). */
   search(row: string, words: readonly string[], prefix?: string): Sql;
 }
 
