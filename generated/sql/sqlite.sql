@@ -215,7 +215,7 @@ with keyed as (select id, data, json_array(case json_type(data, ?)
     else data -> fullkey end), ',' order by fullkey) from json_tree(data, ?))
   when 'array' then (select group_concat(json_array(fullkey, type, case when type in ('object', 'array') then null
     else data -> fullkey end), ',' order by fullkey) from json_tree(data, ?))
-  else data -> ? end) as k from rows where collection_id = (select id from collections where account_id = ? and name = ?) and (<filter>))
+  else data -> ? end) as k from rows where collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > unixepoch('subsec') * 1000) and (<filter>))
 select * from (select 0 as part, null as x, hex(k) as k,
   json_array(min((data -> ?) || ''), min((data -> ?) || ''), count(*), null, count(distinct case json_type(data, ?)
   when 'null' then null
@@ -262,7 +262,7 @@ from (select k, max(case json_type(data, ?)
 union all select 3 as part, null as x, null as k, json_array((select last_seq from collections where account_id = ? and name = ?)) as v;
 
 -- aggregateSql(one group, a count)
-with keyed as (select id, data, '[]' as k from rows where collection_id = (select id from collections where account_id = ? and name = ?))
+with keyed as (select id, data, '[]' as k from rows where collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > unixepoch('subsec') * 1000))
 select * from (select 0 as part, null as x, hex('[]') as k,
   json_array(count(*), null) as v
 from (select id, data, k from keyed limit -1) limit +?)
@@ -283,12 +283,12 @@ where c.account_id = ? and c.name = ? and r.id = ? and (r.expires_at is null or 
 -- orderedPage(by id, asc)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
-from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?)) r order by id asc limit +? offset ?) r;
+from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > unixepoch('subsec') * 1000)) r order by id asc limit +? offset ?) r;
 
 -- orderedPage(by a field, asc)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
-from (select * from (select id, data, json_type(data, ?) as t0, json_extract(data, ?) as v0 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?)) r order by case when t0 is null or t0 = 'null' then 5 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
+from (select * from (select id, data, json_type(data, ?) as t0, json_extract(data, ?) as v0 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > unixepoch('subsec') * 1000)) r order by case when t0 is null or t0 = 'null' then 5 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
   when t0 in ('true', 'false') then 3 else 4 end asc,
   case when t0 in ('object', 'array') then null else v0 end asc,
   id asc limit +? offset ?) r;
@@ -296,12 +296,12 @@ from (select * from (select id, data, json_type(data, ?) as t0, json_extract(dat
 -- orderedPage(by id, after a place, asc)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
-from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?)) r where id > ? order by id asc limit +? offset ?) r;
+from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > unixepoch('subsec') * 1000)) r where id > ? order by id asc limit +? offset ?) r;
 
 -- orderedPage(by two fields, after a place, asc then asc)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
-from (select * from (select id, data, json_type(data, ?) as t0, json_extract(data, ?) as v0, json_type(data, ?) as t1, json_extract(data, ?) as v1 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?)) r where case when t0 is null or t0 = 'null' then 5 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
+from (select * from (select id, data, json_type(data, ?) as t0, json_extract(data, ?) as v0, json_type(data, ?) as t1, json_extract(data, ?) as v1 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > unixepoch('subsec') * 1000)) r where case when t0 is null or t0 = 'null' then 5 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
   when t0 in ('true', 'false') then 3 else 4 end > ? or (case when t0 is null or t0 = 'null' then 5 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
   when t0 in ('true', 'false') then 3 else 4 end = ? and (case when t0 in ('object', 'array') then null else v0 end > json_extract(?, '$') or (case when t0 in ('object', 'array') then null else v0 end = json_extract(?, '$') and (case when t1 is null or t1 = 'null' then 5 when t1 in ('integer', 'real') then 1 when t1 = 'text' then 2
   when t1 in ('true', 'false') then 3 else 4 end > ? or (case when t1 is null or t1 = 'null' then 5 when t1 in ('integer', 'real') then 1 when t1 = 'text' then 2
@@ -316,7 +316,7 @@ from (select * from (select id, data, json_type(data, ?) as t0, json_extract(dat
 -- orderedPage(filtered, through a sort index, asc)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where id = ?) as seq
-from (select * from (select id, data, json_type(data, ?) as t0, json_extract(data, ?) as v0 from rows where rows.collection_id = ? and ((rows.id in (select row_id from sort_keys where collection_id = ? and slot = ? and <bounds>)) and (<filter>))) r order by case when t0 is null or t0 = 'null' then 5 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
+from (select * from (select id, data, json_type(data, ?) as t0, json_extract(data, ?) as v0 from rows where rows.collection_id = ? and (rows.expires_at is null or rows.expires_at > unixepoch('subsec') * 1000) and ((rows.id in (select row_id from sort_keys where collection_id = ? and slot = ? and <bounds>)) and (<filter>))) r order by case when t0 is null or t0 = 'null' then 5 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
   when t0 in ('true', 'false') then 3 else 4 end asc,
   case when t0 in ('object', 'array') then null else v0 end asc,
   id asc limit +? offset ?) r;
@@ -325,27 +325,30 @@ from (select * from (select id, data, json_type(data, ?) as t0, json_extract(dat
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json, (select last_seq from collections where id = ?) as seq
 from (select rows.id, rows.data from sort_keys k
   cross join rows on rows.collection_id = k.collection_id and rows.id = k.row_id
-  where k.collection_id = ? and k.slot = ? and <bounds> and (<filter>)
+  where k.collection_id = ? and k.slot = ? and <bounds> and (rows.expires_at is null or rows.expires_at > unixepoch('subsec') * 1000) and (<filter>)
   order by k.rank asc, k.num asc, k.str asc, k.row_id asc limit +? offset ?) r;
 
 -- sortedPage(asc, all)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where id = ?1) as seq
-from (select rank, num, str, row_id from sort_keys where collection_id = ?1 and slot = ?2 
+from (select rank, num, str, row_id from sort_keys where collection_id = ?1 and slot = ?2  and ((select ttl_field from collections where id = ?1) is null
+    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= unixepoch('subsec') * 1000))
   order by rank asc, num asc, str asc, row_id asc limit +?3 offset ?4) k
 cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
 -- sortedPage(asc, present)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where id = ?1) as seq
-from (select rank, num, str, row_id from sort_keys where collection_id = ?1 and slot = ?2 and rank < 5
+from (select rank, num, str, row_id from sort_keys where collection_id = ?1 and slot = ?2 and rank < 5 and ((select ttl_field from collections where id = ?1) is null
+    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= unixepoch('subsec') * 1000))
   order by rank asc, num asc, str asc, row_id asc limit +?3 offset ?4) k
 cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
 -- sortedPage(asc, missing)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where id = ?1) as seq
-from (select rank, num, str, row_id from sort_keys where collection_id = ?1 and slot = ?2 and rank = 5
+from (select rank, num, str, row_id from sort_keys where collection_id = ?1 and slot = ?2 and rank = 5 and ((select ttl_field from collections where id = ?1) is null
+    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= unixepoch('subsec') * 1000))
   order by rank asc, num asc, str asc, row_id asc limit +?3 offset ?4) k
 cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
@@ -353,11 +356,14 @@ cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where id = ?1) as seq
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank = ?4 and num = json_extract(?6, '$') and str is null and row_id > ?5 order by rank asc, num asc, str asc, row_id asc limit +?3) k0
+    where collection_id = ?1 and slot = ?2 and rank = ?4 and num = json_extract(?6, '$') and str is null and row_id > ?5 and ((select ttl_field from collections where id = ?1) is null
+    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= unixepoch('subsec') * 1000)) order by rank asc, num asc, str asc, row_id asc limit +?3) k0
   union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank = ?4 and num > json_extract(?6, '$') order by rank asc, num asc, str asc, row_id asc limit +?3) k1
+    where collection_id = ?1 and slot = ?2 and rank = ?4 and num > json_extract(?6, '$') and ((select ttl_field from collections where id = ?1) is null
+    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= unixepoch('subsec') * 1000)) order by rank asc, num asc, str asc, row_id asc limit +?3) k1
   union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank > ?4 order by rank asc, num asc, str asc, row_id asc limit +?3) k2
+    where collection_id = ?1 and slot = ?2 and rank > ?4 and ((select ttl_field from collections where id = ?1) is null
+    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= unixepoch('subsec') * 1000)) order by rank asc, num asc, str asc, row_id asc limit +?3) k2
   limit +?3) k
 cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
@@ -365,11 +371,14 @@ cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where id = ?1) as seq
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank = ?4 and num is null and str = json_extract(?6, '$') and row_id > ?5 order by rank asc, num asc, str asc, row_id asc limit +?3) k0
+    where collection_id = ?1 and slot = ?2 and rank = ?4 and num is null and str = json_extract(?6, '$') and row_id > ?5 and ((select ttl_field from collections where id = ?1) is null
+    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= unixepoch('subsec') * 1000)) order by rank asc, num asc, str asc, row_id asc limit +?3) k0
   union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank = ?4 and num is null and str > json_extract(?6, '$') order by rank asc, num asc, str asc, row_id asc limit +?3) k1
+    where collection_id = ?1 and slot = ?2 and rank = ?4 and num is null and str > json_extract(?6, '$') and ((select ttl_field from collections where id = ?1) is null
+    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= unixepoch('subsec') * 1000)) order by rank asc, num asc, str asc, row_id asc limit +?3) k1
   union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank > ?4 order by rank asc, num asc, str asc, row_id asc limit +?3) k2
+    where collection_id = ?1 and slot = ?2 and rank > ?4 and ((select ttl_field from collections where id = ?1) is null
+    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= unixepoch('subsec') * 1000)) order by rank asc, num asc, str asc, row_id asc limit +?3) k2
   limit +?3) k
 cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
@@ -377,9 +386,11 @@ cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where id = ?1) as seq
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank = ?4 and num is null and str is null and row_id > ?5 order by rank asc, num asc, str asc, row_id asc limit +?3) k0
+    where collection_id = ?1 and slot = ?2 and rank = ?4 and num is null and str is null and row_id > ?5 and ((select ttl_field from collections where id = ?1) is null
+    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= unixepoch('subsec') * 1000)) order by rank asc, num asc, str asc, row_id asc limit +?3) k0
   union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank > ?4 order by rank asc, num asc, str asc, row_id asc limit +?3) k1
+    where collection_id = ?1 and slot = ?2 and rank > ?4 and ((select ttl_field from collections where id = ?1) is null
+    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= unixepoch('subsec') * 1000)) order by rank asc, num asc, str asc, row_id asc limit +?3) k1
   limit +?3) k
 cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
@@ -387,19 +398,20 @@ cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where id = ?1) as seq
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank = ?4 and num is null and str is null and row_id > ?5 order by rank asc, num asc, str asc, row_id asc limit +?3) k0
+    where collection_id = ?1 and slot = ?2 and rank = ?4 and num is null and str is null and row_id > ?5 and ((select ttl_field from collections where id = ?1) is null
+    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= unixepoch('subsec') * 1000)) order by rank asc, num asc, str asc, row_id asc limit +?3) k0
   limit +?3) k
 cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
 -- orderedPage(by id, desc)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
-from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?)) r order by id desc limit +? offset ?) r;
+from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > unixepoch('subsec') * 1000)) r order by id desc limit +? offset ?) r;
 
 -- orderedPage(by a field, desc)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
-from (select * from (select id, data, json_type(data, ?) as t0, json_extract(data, ?) as v0 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?)) r order by case when t0 is null or t0 = 'null' then 0 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
+from (select * from (select id, data, json_type(data, ?) as t0, json_extract(data, ?) as v0 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > unixepoch('subsec') * 1000)) r order by case when t0 is null or t0 = 'null' then 0 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
   when t0 in ('true', 'false') then 3 else 4 end desc,
   case when t0 in ('object', 'array') then null else v0 end desc,
   id desc limit +? offset ?) r;
@@ -407,12 +419,12 @@ from (select * from (select id, data, json_type(data, ?) as t0, json_extract(dat
 -- orderedPage(by id, after a place, desc)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
-from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?)) r where id < ? order by id desc limit +? offset ?) r;
+from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > unixepoch('subsec') * 1000)) r where id < ? order by id desc limit +? offset ?) r;
 
 -- orderedPage(by two fields, after a place, desc then asc)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
-from (select * from (select id, data, json_type(data, ?) as t0, json_extract(data, ?) as v0, json_type(data, ?) as t1, json_extract(data, ?) as v1 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?)) r where case when t0 is null or t0 = 'null' then 0 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
+from (select * from (select id, data, json_type(data, ?) as t0, json_extract(data, ?) as v0, json_type(data, ?) as t1, json_extract(data, ?) as v1 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > unixepoch('subsec') * 1000)) r where case when t0 is null or t0 = 'null' then 0 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
   when t0 in ('true', 'false') then 3 else 4 end < ? or (case when t0 is null or t0 = 'null' then 0 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
   when t0 in ('true', 'false') then 3 else 4 end = ? and (case when t0 in ('object', 'array') then null else v0 end < json_extract(?, '$') or (case when t0 in ('object', 'array') then null else v0 end = json_extract(?, '$') and (case when t1 is null or t1 = 'null' then 5 when t1 in ('integer', 'real') then 1 when t1 = 'text' then 2
   when t1 in ('true', 'false') then 3 else 4 end > ? or (case when t1 is null or t1 = 'null' then 5 when t1 in ('integer', 'real') then 1 when t1 = 'text' then 2
@@ -427,7 +439,7 @@ from (select * from (select id, data, json_type(data, ?) as t0, json_extract(dat
 -- orderedPage(filtered, through a sort index, desc)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where id = ?) as seq
-from (select * from (select id, data, json_type(data, ?) as t0, json_extract(data, ?) as v0 from rows where rows.collection_id = ? and ((rows.id in (select row_id from sort_keys where collection_id = ? and slot = ? and <bounds>)) and (<filter>))) r order by case when t0 is null or t0 = 'null' then 0 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
+from (select * from (select id, data, json_type(data, ?) as t0, json_extract(data, ?) as v0 from rows where rows.collection_id = ? and (rows.expires_at is null or rows.expires_at > unixepoch('subsec') * 1000) and ((rows.id in (select row_id from sort_keys where collection_id = ? and slot = ? and <bounds>)) and (<filter>))) r order by case when t0 is null or t0 = 'null' then 0 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
   when t0 in ('true', 'false') then 3 else 4 end desc,
   case when t0 in ('object', 'array') then null else v0 end desc,
   id desc limit +? offset ?) r;
@@ -436,27 +448,30 @@ from (select * from (select id, data, json_type(data, ?) as t0, json_extract(dat
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json, (select last_seq from collections where id = ?) as seq
 from (select rows.id, rows.data from sort_keys k
   cross join rows on rows.collection_id = k.collection_id and rows.id = k.row_id
-  where k.collection_id = ? and k.slot = ? and <bounds> and (<filter>)
+  where k.collection_id = ? and k.slot = ? and <bounds> and (rows.expires_at is null or rows.expires_at > unixepoch('subsec') * 1000) and (<filter>)
   order by k.rank desc, k.num desc, k.str desc, k.row_id desc limit +? offset ?) r;
 
 -- sortedPage(desc, all)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where id = ?1) as seq
-from (select rank, num, str, row_id from sort_keys where collection_id = ?1 and slot = ?2 
+from (select rank, num, str, row_id from sort_keys where collection_id = ?1 and slot = ?2  and ((select ttl_field from collections where id = ?1) is null
+    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= unixepoch('subsec') * 1000))
   order by rank desc, num desc, str desc, row_id desc limit +?3 offset ?4) k
 cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
 -- sortedPage(desc, present)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where id = ?1) as seq
-from (select rank, num, str, row_id from sort_keys where collection_id = ?1 and slot = ?2 and rank < 5
+from (select rank, num, str, row_id from sort_keys where collection_id = ?1 and slot = ?2 and rank < 5 and ((select ttl_field from collections where id = ?1) is null
+    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= unixepoch('subsec') * 1000))
   order by rank desc, num desc, str desc, row_id desc limit +?3 offset ?4) k
 cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
 -- sortedPage(desc, missing)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where id = ?1) as seq
-from (select rank, num, str, row_id from sort_keys where collection_id = ?1 and slot = ?2 and rank = 5
+from (select rank, num, str, row_id from sort_keys where collection_id = ?1 and slot = ?2 and rank = 5 and ((select ttl_field from collections where id = ?1) is null
+    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= unixepoch('subsec') * 1000))
   order by rank desc, num desc, str desc, row_id desc limit +?3 offset ?4) k
 cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
@@ -464,13 +479,17 @@ cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where id = ?1) as seq
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank = ?4 and num = json_extract(?6, '$') and str is null and row_id < ?5 order by rank desc, num desc, str desc, row_id desc limit +?3) k0
+    where collection_id = ?1 and slot = ?2 and rank = ?4 and num = json_extract(?6, '$') and str is null and row_id < ?5 and ((select ttl_field from collections where id = ?1) is null
+    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= unixepoch('subsec') * 1000)) order by rank desc, num desc, str desc, row_id desc limit +?3) k0
   union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank = ?4 and num < json_extract(?6, '$') order by rank desc, num desc, str desc, row_id desc limit +?3) k1
+    where collection_id = ?1 and slot = ?2 and rank = ?4 and num < json_extract(?6, '$') and ((select ttl_field from collections where id = ?1) is null
+    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= unixepoch('subsec') * 1000)) order by rank desc, num desc, str desc, row_id desc limit +?3) k1
   union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank < ?4 order by rank desc, num desc, str desc, row_id desc limit +?3) k2
+    where collection_id = ?1 and slot = ?2 and rank < ?4 and ((select ttl_field from collections where id = ?1) is null
+    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= unixepoch('subsec') * 1000)) order by rank desc, num desc, str desc, row_id desc limit +?3) k2
   union all select * from (select 3 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank = 5 order by rank desc, num desc, str desc, row_id desc limit +?3) k3
+    where collection_id = ?1 and slot = ?2 and rank = 5 and ((select ttl_field from collections where id = ?1) is null
+    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= unixepoch('subsec') * 1000)) order by rank desc, num desc, str desc, row_id desc limit +?3) k3
   limit +?3) k
 cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
@@ -478,13 +497,17 @@ cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where id = ?1) as seq
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank = ?4 and num is null and str = json_extract(?6, '$') and row_id < ?5 order by rank desc, num desc, str desc, row_id desc limit +?3) k0
+    where collection_id = ?1 and slot = ?2 and rank = ?4 and num is null and str = json_extract(?6, '$') and row_id < ?5 and ((select ttl_field from collections where id = ?1) is null
+    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= unixepoch('subsec') * 1000)) order by rank desc, num desc, str desc, row_id desc limit +?3) k0
   union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank = ?4 and num is null and str < json_extract(?6, '$') order by rank desc, num desc, str desc, row_id desc limit +?3) k1
+    where collection_id = ?1 and slot = ?2 and rank = ?4 and num is null and str < json_extract(?6, '$') and ((select ttl_field from collections where id = ?1) is null
+    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= unixepoch('subsec') * 1000)) order by rank desc, num desc, str desc, row_id desc limit +?3) k1
   union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank < ?4 order by rank desc, num desc, str desc, row_id desc limit +?3) k2
+    where collection_id = ?1 and slot = ?2 and rank < ?4 and ((select ttl_field from collections where id = ?1) is null
+    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= unixepoch('subsec') * 1000)) order by rank desc, num desc, str desc, row_id desc limit +?3) k2
   union all select * from (select 3 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank = 5 order by rank desc, num desc, str desc, row_id desc limit +?3) k3
+    where collection_id = ?1 and slot = ?2 and rank = 5 and ((select ttl_field from collections where id = ?1) is null
+    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= unixepoch('subsec') * 1000)) order by rank desc, num desc, str desc, row_id desc limit +?3) k3
   limit +?3) k
 cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
@@ -492,11 +515,14 @@ cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where id = ?1) as seq
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank = ?4 and num is null and str is null and row_id < ?5 order by rank desc, num desc, str desc, row_id desc limit +?3) k0
+    where collection_id = ?1 and slot = ?2 and rank = ?4 and num is null and str is null and row_id < ?5 and ((select ttl_field from collections where id = ?1) is null
+    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= unixepoch('subsec') * 1000)) order by rank desc, num desc, str desc, row_id desc limit +?3) k0
   union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank < ?4 order by rank desc, num desc, str desc, row_id desc limit +?3) k1
+    where collection_id = ?1 and slot = ?2 and rank < ?4 and ((select ttl_field from collections where id = ?1) is null
+    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= unixepoch('subsec') * 1000)) order by rank desc, num desc, str desc, row_id desc limit +?3) k1
   union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank = 5 order by rank desc, num desc, str desc, row_id desc limit +?3) k2
+    where collection_id = ?1 and slot = ?2 and rank = 5 and ((select ttl_field from collections where id = ?1) is null
+    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= unixepoch('subsec') * 1000)) order by rank desc, num desc, str desc, row_id desc limit +?3) k2
   limit +?3) k
 cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
@@ -504,14 +530,15 @@ cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where id = ?1) as seq
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = ?1 and slot = ?2 and rank = ?4 and num is null and str is null and row_id < ?5 order by rank desc, num desc, str desc, row_id desc limit +?3) k0
+    where collection_id = ?1 and slot = ?2 and rank = ?4 and num is null and str is null and row_id < ?5 and ((select ttl_field from collections where id = ?1) is null
+    or not exists (select 1 from rows x where x.collection_id = ?1 and x.id = row_id and x.expires_at <= unixepoch('subsec') * 1000)) order by rank desc, num desc, str desc, row_id desc limit +?3) k0
   limit +?3) k
 cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
 -- orderedPage(by a field no JSON path spells, asc)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
-from (select * from (select id, data, (select type from json_each(rows.data) where key = ?) as t0, (select value from json_each(rows.data) where key = ?) as v0 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?)) r order by case when t0 is null or t0 = 'null' then 5 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
+from (select * from (select id, data, (select type from json_each(rows.data) where key = ?) as t0, (select value from json_each(rows.data) where key = ?) as v0 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > unixepoch('subsec') * 1000)) r order by case when t0 is null or t0 = 'null' then 5 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
   when t0 in ('true', 'false') then 3 else 4 end asc,
   case when t0 in ('object', 'array') then null else v0 end asc,
   id asc limit +? offset ?) r;
@@ -519,7 +546,7 @@ from (select * from (select id, data, (select type from json_each(rows.data) whe
 -- orderedPage(by a field no JSON path spells, desc)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
-from (select * from (select id, data, (select type from json_each(rows.data) where key = ?) as t0, (select value from json_each(rows.data) where key = ?) as v0 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?)) r order by case when t0 is null or t0 = 'null' then 0 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
+from (select * from (select id, data, (select type from json_each(rows.data) where key = ?) as t0, (select value from json_each(rows.data) where key = ?) as v0 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > unixepoch('subsec') * 1000)) r order by case when t0 is null or t0 = 'null' then 0 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
   when t0 in ('true', 'false') then 3 else 4 end desc,
   case when t0 in ('object', 'array') then null else v0 end desc,
   id desc limit +? offset ?) r;

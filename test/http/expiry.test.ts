@@ -4,13 +4,16 @@
 import { expect } from 'chai';
 import { describeEachBackend } from '../support/backends.ts';
 import type { ChangesPage } from '../support/changes.ts';
-import type { Client } from '../support/client.ts';
+import type { Client, Response } from '../support/client.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
 type Problem = { code: string; errors?: { in: string; name: string; message: string }[] };
 type Row = { id: number; [field: string]: unknown };
 
 const past = '2001-01-01T00:00:00Z';
+
+/** The next of a page's `Link`, or undefined when it has none. */
+const nextLink = (response: Response) => /^<(\/v1\/[^>]+)>; rel="next"$/.exec(response.headers.get('link') ?? '')?.[1];
 /** The row a change carries. */
 const rowOf = (change: ChangesPage['changes'][number]) => ('row' in change ? change.row : {}) as Row;
 /** Why a change happened: a delete's reason. */
@@ -40,7 +43,8 @@ describeEachBackend('rows that expire', (backend) => {
 
   before(async () => {
     // A sweep only when a test asks for one (runOnce).
-    server = await startTestServer({ expirySweepIntervalMs: 3_600_000 }, { backend });
+    // A sweep only when a test asks for one (runOnce); a page ordered by a field reads its sort index at once.
+    server = await startTestServer({ expirySweepIntervalMs: 3_600_000, sortIndexMinRows: 0 }, { backend });
     client = await server.client();
   });
   after(() => server.stop());
@@ -143,6 +147,108 @@ describeEachBackend('rows that expire', (backend) => {
       ]);
       // The sweeper still deletes it, once, with its event.
       expect(await server.feed.sweeper.runOnce()).to.equal(1);
+    });
+  });
+
+  describe('rows expiring mid-page and mid-cursor', () => {
+    /**
+     * The collection's rows n = 1 to 12, each even one expiring `inMs` from now: answers when they
+     * expire, once the first of them reads 404 (a wait on the row, never a fixed delay).
+     */
+    async function expiringSoon(inMs: number): Promise<{ name: string; gone: () => Promise<void> }> {
+      const name = await collection();
+      const at = new Date(Date.now() + inMs).toISOString();
+      const rows = Array.from({ length: 12 }, (_, index) => ({ n: index + 1, ...(index % 2 === 1 ? { expires_at: at } : {}) }));
+      expect((await client.post(`/v1/collections/${name}/rows`, rows)).status).to.equal(201);
+      const gone = async () => {
+        for (let tries = 0; (await client.get(`/v1/collections/${name}/rows/2`)).status !== 404; tries++)
+          if (tries > 5000) throw new Error('row 2 never expired');
+      };
+      return { name, gone };
+    }
+
+    /** Every row of a walk from `first` by its Links, and its pages' sizes. */
+    async function walk(first: string): Promise<number[]> {
+      const seen: number[] = [];
+      for (let next: string | undefined = first; next; ) {
+        const page: Response<Row[]> = await client.get<Row[]>(next);
+        expect(page.status, page.text).to.equal(200);
+        seen.push(...page.body.map((row) => row.n as number));
+        next = nextLink(page);
+      }
+      return seen;
+    }
+
+    for (const [what, order] of [
+      ['by id', ''],
+      ['by a field, through its sort index', '&order_by=n'],
+      ['by a field, descending', '&order_by=n&order=desc'],
+      ['by two fields, sorted whole', '&order_by=n,id'],
+    ] as const)
+      it(`walks by cursor ${what}: the rows that expired after the first page are absent from the rest, and the walk goes on to the end`, async () => {
+        const { name, gone } = await expiringSoon(1500);
+        const first = await client.get<Row[]>(`/v1/collections/${name}/rows?limit=3${order}`);
+        expect(first.body).to.have.length(3);
+        await gone();
+        const rest = await walk(nextLink(first) as string);
+        const odd = [1, 3, 5, 7, 9, 11];
+        const expected = order.includes('desc') ? odd.reverse() : odd;
+        const shown = first.body.map((row) => row.n as number);
+        expect(rest).to.deep.equal(
+          expected.filter((n) => !shown.includes(n) && (order.includes('desc') ? n < Math.min(...shown) : n > Math.max(...shown))),
+        );
+        // A page read whole now holds the rows that live, full pages to the end.
+        expect(await walk(`/v1/collections/${name}/rows?limit=4${order}`)).to.deep.equal(expected);
+      });
+
+    it('counts, queries and aggregates the rows that live, and filters pass expired rows by', async () => {
+      const { name, gone } = await expiringSoon(1000);
+      await gone();
+      const counted = await client.get<Row[]>(`/v1/collections/${name}/rows?count=exact&limit=2`);
+      expect(counted.headers.get('rowbase-total-count')).to.equal('6');
+      const filtered = await client.get<Row[]>(`/v1/collections/${name}/rows?filter=${encodeURIComponent('{"n":{"$lte":4}}')}&order_by=n`);
+      expect(filtered.status, filtered.text).to.equal(200);
+      expect(filtered.body.map((row) => row.n)).to.deep.equal([1, 3]);
+      const queried = await client.post<{ rows: Row[]; total?: number }>(`/v1/collections/${name}/query`, {
+        filter: { n: { $gte: 2 } },
+        count: 'exact',
+      });
+      expect(queried.status, queried.text).to.equal(200);
+      expect(queried.body.rows.map((row) => row.n)).to.deep.equal([3, 5, 7, 9, 11]);
+      expect(queried.body.total).to.equal(5);
+      const aggregated = await client.post<{ groups: { values: Record<string, number> }[] }>(`/v1/collections/${name}/aggregate`, {
+        aggregates: { rows: { count: {} }, total: { sum: 'n' } },
+      });
+      expect(aggregated.status, aggregated.text).to.equal(200);
+      expect(aggregated.text).to.include('36');
+      expect(aggregated.text).to.not.include('78');
+    });
+  });
+
+  describe('through relations', () => {
+    it('expands no expired row, and $match and $some find none', async () => {
+      const people = await collection();
+      const posts = await collection(false);
+      const put = await client.put(`/v1/collections/${posts}/relations/author`, {
+        field: 'author_id',
+        collection: people,
+        on_delete: 'cascade',
+        reverse: 'posts',
+      });
+      expect(put.status, put.text).to.equal(200);
+      await client.post(`/v1/collections/${people}/rows`, [
+        { name: 'ada', expires_at: past },
+        { name: 'bob', expires_at: future },
+      ]);
+      await client.post(`/v1/collections/${posts}/rows`, [{ author_id: 1 }, { author_id: 2 }]);
+      const expanded = await client.get<Row[]>(`/v1/collections/${posts}/rows?expand=author`);
+      expect(expanded.status, expanded.text).to.equal(200);
+      expect(expanded.body.map((row) => (row._expand as { author: Row | null }).author?.name ?? null)).to.deep.equal([null, 'bob']);
+      const matched = await client.get<Row[]>(`/v1/collections/${posts}/rows?filter=${encodeURIComponent('{"author":{"$match":{}}}')}`);
+      expect(matched.status, matched.text).to.equal(200);
+      expect(matched.body.map((row) => row.id)).to.deep.equal([2]);
+      const reverse = await client.get<Row[]>(`/v1/collections/${people}/rows?expand=posts`);
+      expect(reverse.body.map((row) => row.name)).to.deep.equal(['bob']);
     });
   });
 

@@ -8,6 +8,7 @@ import { collectionNotFound, validationFailed } from '../../errors.ts';
 import type { Filter, RelatedCondition } from '../../query/filter.ts';
 import { assignable } from '../../rows.ts';
 import type { Dialect, Read } from '../engine/dialect.ts';
+import { liveWhere } from '../expiry/live.ts';
 import { indexedFields } from '../reads/filter-indexes.ts';
 import { inIndex, type PageSource } from '../reads/pages.ts';
 import { bindSearch } from '../search/indexes.ts';
@@ -116,6 +117,7 @@ async function related(
   const index = other && inIndex(JSON.parse(other.sorted) as string[], indexedFields(inner));
   let where = db.filterSql(inner);
   if (index) where = withinIndex(byId(Number(otherId)), index.slot, db.keyBoundsSql(index.bounds), where);
+  where = liveWhere(where);
   const rows = await db.query<{ id: number | string; data: string }>(matchedRowsSql(where.sql), [
     Number(otherId),
     ...where.params,

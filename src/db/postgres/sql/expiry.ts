@@ -33,9 +33,8 @@ export const expiryTriggersSql = [
 
 export const dropExpiryTriggersSql = ['drop trigger if exists rows_expiry on rows', 'drop function if exists rowbase_row_expiry()'];
 
-/**
- * Whether the row `r` (a table's alias) lives: it has no expiry, or one past now, in ms since the epoch.
- * The statement's time, read once a statement (a subquery of no rows is an InitPlan), not once a row.
- */
-export const liveRow = (r: string) =>
-  `(${r}.expires_at is null or ${r}.expires_at > (select (extract(epoch from statement_timestamp()) * 1000)::bigint))`;
+/** Now, in ms since the epoch: the statement's time, read once a statement (a subquery of no table is an InitPlan), not once a row. */
+export const nowMs = '(select (extract(epoch from statement_timestamp()) * 1000)::bigint)';
+
+/** Whether the row `r` (a table's alias) lives: it has no expiry, or one past now. */
+export const liveRow = (r: string) => `(${r}.expires_at is null or ${r}.expires_at > ${nowMs})`;

@@ -27,8 +27,8 @@ export const expiryTriggersSql = [
 
 export const dropExpiryTriggersSql = ['drop trigger if exists rows_expiry_insert', 'drop trigger if exists rows_expiry_update'];
 
-/**
- * Whether the row `r` (a table's alias) lives: it has no expiry, or one past now, in ms since the epoch.
- * SQLite reads 'now' once a statement (its date functions are constant within one), not once a row.
- */
-export const liveRow = (r: string) => `(${r}.expires_at is null or ${r}.expires_at > unixepoch('subsec') * 1000)`;
+/** Now, in ms since the epoch: SQLite reads 'now' once a statement (its date functions are constant within one), not once a row. */
+export const nowMs = "unixepoch('subsec') * 1000";
+
+/** Whether the row `r` (a table's alias) lives: it has no expiry, or one past now. */
+export const liveRow = (r: string) => `(${r}.expires_at is null or ${r}.expires_at > ${nowMs})`;

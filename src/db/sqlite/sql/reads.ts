@@ -9,7 +9,7 @@ import { type CollectionRef, type FieldOrder, type PageJson, sortedPages, wholeP
 import { firstKeys, relatedRowSql, rowJsonWith, versionedRowJsonWith } from '../../sql/reads.ts';
 import { raw, type Sql, sql } from '../../sql/template.ts';
 import { filterSql } from '../filter.ts';
-import { liveRow } from './expiry.ts';
+import { liveRow, nowMs } from './expiry.ts';
 
 /**
  * A row's JSON text (rowJsonWith), the row's own text cut after its first byte. SQLite's substr() of a
@@ -89,6 +89,7 @@ const pageJson: PageJson = {
   scores: () => `group_concat(cast(score as text), ',')`,
   // SQLite merges no subquery with an OFFSET into the query around it.
   fence: 'limit -1 offset 0',
+  live: liveRow('rows'),
 };
 const versionedPageJson: PageJson = { ...pageJson, rows: () => versionedPageJsonSql };
 
@@ -158,7 +159,7 @@ export const { sortedPage, sortedPageAfter } = sortedPages(
       (select last_seq from collections where id = ${collectionId}) as seq
     from (${keys}) k
     cross join rows r on r.collection_id = ${collectionId} and r.id = k.row_id`,
-  { param: (n) => `?${n}`, sql: (value) => `json_extract(${value}, '$')`, value: (scalar) => JSON.stringify(scalar) },
+  { param: (n) => `?${n}`, sql: (value) => `json_extract(${value}, '$')`, value: (scalar) => JSON.stringify(scalar), now: nowMs },
 );
 
 /**
@@ -180,7 +181,7 @@ export const filteredSortedPage: PageSource['filteredSortedPage'] = (
 ) => sql`select count(*) as n, ${raw(pageJsonSql)} as json, (select last_seq from collections where id = ${collectionId}) as seq
     from (select rows.id, rows.data from ${firstKeys(collectionId, slot, order, bounds, scan)} k
       cross join rows on rows.collection_id = k.collection_id and rows.id = k.row_id
-      where k.collection_id = ${collectionId} and k.slot = ${slot} and ${bounds} and (${filter})
+      where k.collection_id = ${collectionId} and k.slot = ${slot} and ${bounds} and ${raw(liveRow('rows'))} and (${filter})
       order by ${raw(keyOrder('k.', order))} limit +${limit} offset ${offset}) r`;
 
 // Aggregates (../aggregates.ts): one statement reads the groups of the rows a filter keeps. Each field is
@@ -300,7 +301,7 @@ export const aggregateSql: AggregateSource['aggregateSql'] = (collection, query,
   });
   parts.push(sql`select 3 as part, null as x, null as k, json_array(${collection.lastSeq}) as v`);
   const filtered = where ? sql` and (${where})` : raw('');
-  return sql`with keyed as (select id, data, ${key} as k from rows where collection_id = ${collection.id}${filtered})
+  return sql`with keyed as (select id, data, ${key} as k from rows where collection_id = ${collection.id} and ${raw(liveRow('rows'))}${filtered})
     ${joinSql(parts, '\n    union all ')}`;
 };
 
