@@ -225,6 +225,28 @@ describeEachBackend('rows that expire', (backend) => {
     });
   });
 
+  describe('unique indexes', () => {
+    it('takes an insert whose values an expired row holds: that row is swept first, with its event; a live row still conflicts', async () => {
+      const name = await collection();
+      const index = await client.post(`/v1/collections/${name}/indexes`, { fields: ['code'], unique: true });
+      expect(index.status, index.text).to.equal(201);
+      const rows = `/v1/collections/${name}/rows`;
+      await client.post(rows, [
+        { code: 'a', expires_at: past },
+        { code: 'b', expires_at: future },
+      ]);
+      const inserted = await client.post<Row[]>(rows, [{ code: 'a' }]);
+      expect(inserted.status, inserted.text).to.equal(201);
+      expect((await client.post<Problem>(rows, [{ code: 'b' }])).body.code).to.equal('unique_violation');
+      expect((await changes(name)).map((change) => [change.type, rowOf(change).id, reasonOf(change)])).to.deep.equal([
+        ['insert', 1, undefined],
+        ['insert', 2, undefined],
+        ['delete', 1, 'expired'],
+        ['insert', 3, undefined],
+      ]);
+    });
+  });
+
   describe('through relations', () => {
     it('expands no expired row, and $match and $some find none', async () => {
       const people = await collection();
