@@ -2,7 +2,7 @@
 // read and removed; the sweeper deleting each expired row once, with a delete event marked expired on the
 // change log and the feed, and its relations' on_delete followed; expired rows gone from reads at once.
 import { expect } from 'chai';
-import { describeEachBackend } from '../support/backends.ts';
+import { createDatabase, describeEachBackend } from '../support/backends.ts';
 import type { ChangesPage } from '../support/changes.ts';
 import type { Client, Response } from '../support/client.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
@@ -355,5 +355,34 @@ describeEachBackend('rows that expire', (backend) => {
       expect(new Set(deletes.map((change) => rowOf(change).id)).size).to.equal(300);
       expect(deletes).to.have.length(300);
     });
+  });
+});
+
+describeEachBackend('rows that expire, across a restart', (backend) => {
+  it('sweeps after a restart what expired before it, each row once, with its event', async () => {
+    const database = await createDatabase(backend, { migrated: true });
+    const overrides = { expirySweepIntervalMs: 3_600_000 };
+    let server = await startTestServer(overrides, { backend, database });
+    try {
+      const client = await server.client('restarted');
+      await client.post('/v1/collections', { name: 'sessions' });
+      await client.put('/v1/collections/sessions/ttl', { field: 'expires_at' });
+      await client.post('/v1/collections/sessions/rows', [{ expires_at: past }, { expires_at: future }, { expires_at: past }]);
+      await server.close();
+      server = await startTestServer(overrides, { backend, database });
+      const again = await server.client('restarted');
+      expect((await again.get('/v1/collections/sessions/rows/1')).status).to.equal(404);
+      expect(await server.feed.sweeper.runOnce()).to.equal(2);
+      expect(await server.feed.sweeper.runOnce()).to.equal(0);
+      const page = (await again.get<ChangesPage>('/v1/collections/sessions/changes?since=0')).body;
+      expect(page.changes.filter((change) => change.type === 'delete').map((change) => [rowOf(change).id, reasonOf(change)])).to.deep.equal(
+        [
+          [1, 'expired'],
+          [3, 'expired'],
+        ],
+      );
+    } finally {
+      await server.stop();
+    }
   });
 });
