@@ -2,7 +2,7 @@
 // read and removed; the sweeper deleting each expired row once, with a delete event marked expired on the
 // change log and the feed, and its relations' on_delete followed; expired rows gone from reads at once.
 import { expect } from 'chai';
-import { createDatabase, describeEachBackend } from '../support/backends.ts';
+import { createDatabase, describeEachBackend, skipWithoutPostgres } from '../support/backends.ts';
 import type { ChangesPage } from '../support/changes.ts';
 import type { Client, Response } from '../support/client.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
@@ -383,6 +383,40 @@ describeEachBackend('rows that expire, across a restart', (backend) => {
       );
     } finally {
       await server.stop();
+    }
+  });
+});
+
+describe('rows that expire, two instances on one PostgreSQL database', () => {
+  before(async function () {
+    await skipWithoutPostgres(this);
+  });
+
+  it('deletes each expired row once, with one event, while both sweep at once', async () => {
+    const database = await createDatabase('postgres', { migrated: true });
+    const overrides = { expirySweepIntervalMs: 3_600_000 };
+    const one = await startTestServer(overrides, { backend: 'postgres', database });
+    const two = await startTestServer(overrides, { backend: 'postgres', database: { ...database, drop: async () => {} } });
+    try {
+      const client = await one.client('shared');
+      await client.post('/v1/collections', { name: 'carts' });
+      await client.put('/v1/collections/carts/ttl', { field: 'expires_at' });
+      const rows = Array.from({ length: 900 }, (_, n) => ({ n, expires_at: n % 3 === 0 ? future : past }));
+      expect((await client.post('/v1/collections/carts/rows', rows)).status).to.equal(201);
+      const [a, b] = await Promise.all([one.feed.sweeper.runOnce(), two.feed.sweeper.runOnce()]);
+      expect(a + b).to.equal(600);
+      const deletes: number[] = [];
+      for (let since = 0; ; ) {
+        const page = (await client.get<ChangesPage>(`/v1/collections/carts/changes?since=${since}&limit=1000`)).body;
+        deletes.push(...page.changes.filter((change) => change.type === 'delete').map((change) => rowOf(change).id));
+        if (page.caught_up) break;
+        since = page.next_since;
+      }
+      expect(deletes).to.have.length(600);
+      expect(new Set(deletes).size).to.equal(600);
+    } finally {
+      await two.stop();
+      await one.stop();
     }
   });
 });
