@@ -20,7 +20,7 @@ module.exports = {
       comment: 'The data layer is called, never calls out: nothing in db/ imports the HTTP app, the handlers, the feed, the workers or the CLI.',
       from: { path: '^src/db/' },
       to: {
-        path: '^src/(app|server|cli|pruner)\\.ts$|^src/(http|handlers|feed|webhooks|cli|console|docs|usage)/',
+        path: '^src/(app|server|cli|pruner|sweeper)\\.ts$|^src/(http|handlers|feed|webhooks|cli|console|docs|usage)/',
         // The calendar periods of plans are a rule both sides share (rules-import-no-db), not the meter.
         pathNot: '^src/usage/periods\\.ts$',
       },
@@ -29,8 +29,8 @@ module.exports = {
       name: 'rules-import-no-db',
       severity: 'error',
       comment:
-        'The rules that hold no SQL (the query rules, the words of a search, key hashing and scopes, idempotency answers, schemas, patches, the rules of collections, the errors, rows as JSON text, date-times, plan periods) are imported by both the data layer and the HTTP side, so they import nothing of db/: a rule that did would tie the HTTP side to the data layer through it, and could not be read or tested without a database.',
-      from: { path: '^src/(query|api-keys|idempotency|schema|patches|rules|search)/|^src/(errors|rows|date-time)\\.ts$|^src/usage/periods\\.ts$' },
+        'The rules that hold no SQL (the query rules, the words of a search, key hashing and scopes, idempotency answers, schemas, patches, the rules of collections, a time to live, the errors, rows as JSON text, date-times, plan periods) are imported by both the data layer and the HTTP side, so they import nothing of db/: a rule that did would tie the HTTP side to the data layer through it, and could not be read or tested without a database.',
+      from: { path: '^src/(query|api-keys|idempotency|schema|patches|rules|search|expiry)/|^src/(errors|rows|date-time)\\.ts$|^src/usage/periods\\.ts$' },
       to: { path: '^src/db/' },
     },
     {
@@ -55,7 +55,7 @@ module.exports = {
         "The engine (db/engine/) is the ground: how we talk to a database, the ports each dialect answers (dialect.ts, port.ts, read-port.ts), grouping, errors. It knows no area's code (but the types the port names); what binds the areas into the Store sits above them (db/store.ts, db/open-store.ts).",
       from: { path: '^src/db/engine/' },
       to: {
-        path: '^src/db/(accounts|auth|collections|rows|rules|reads|relations|search|events|webhooks|declarations|sql)/|^src/db/(store|open-store)\\.ts$',
+        path: '^src/db/(accounts|auth|collections|rows|rules|reads|relations|search|events|webhooks|declarations|expiry|sql)/|^src/db/(store|open-store)\\.ts$',
         dependencyTypesNot: ['type-only'],
       },
     },
@@ -66,7 +66,7 @@ module.exports = {
         "A dialect (db/sqlite/, db/postgres/) holds its SQL, its connections, its errors and how it writes, and answers the engine's ports (engine/dialect.ts, port.ts, read-port.ts): it imports the engine, the SQL both dialects share (db/sql/) and itself, nothing of an area, not even a type. An operation is its area's, written once above the ports; the steps of a write its strategy takes inside its statements (a collection's counters, events, words) and the store's caches (schemas, sort indexes known) are given to it as it opens (engine/dialect.ts, AreaParts).",
       from: { path: '^src/db/(sqlite|postgres)/' },
       to: {
-        path: '^src/db/(accounts|auth|collections|rows|rules|reads|relations|search|events|webhooks|declarations)/|^src/db/(store|open-store)\\.ts$',
+        path: '^src/db/(accounts|auth|collections|rows|rules|reads|relations|search|events|webhooks|declarations|expiry)/|^src/db/(store|open-store)\\.ts$',
       },
     },
     {
@@ -76,7 +76,7 @@ module.exports = {
         "The SQL both dialects share (db/sql/): the statements they run as they are, and the builders they write alike (template.ts, filter.ts, pages.ts), each dialect giving what differs. The areas and the dialects import it; it imports the engine and itself, and of the areas their types alone.",
       from: { path: '^src/db/sql/' },
       to: {
-        path: '^src/db/(accounts|auth|collections|rows|rules|reads|relations|search|events|webhooks|declarations|sqlite|postgres)/|^src/db/(store|open-store)\\.ts$',
+        path: '^src/db/(accounts|auth|collections|rows|rules|reads|relations|search|events|webhooks|declarations|expiry|sqlite|postgres)/|^src/db/(store|open-store)\\.ts$',
         dependencyTypesNot: ['type-only'],
       },
     },

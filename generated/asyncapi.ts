@@ -24,6 +24,12 @@ export interface components {
         DeleteMessage: {
             at: components["schemas"]["At"];
             collection: components["schemas"]["CollectionName"];
+            /**
+             * @description Present only when the row expired: its collection's time to live (openapi.yaml, the `expiry` tag)
+             *     said it was gone, and the sweeper deleted it. Absent on every other delete.
+             * @enum {string}
+             */
+            reason?: "expired";
             row: components["schemas"]["Row"];
             seq: components["schemas"]["Seq"];
             /** @constant */

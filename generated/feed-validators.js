@@ -1007,7 +1007,7 @@ return errors === 0;
 }
 
 export const DeleteMessage = validate14;
-const schema28 = {"type":"object","description":"A row was deleted.","required":["type","collection","seq","at","row"],"additionalProperties":false,"properties":{"type":{"type":"string","const":"delete"},"collection":{"$ref":"CollectionName"},"seq":{"$ref":"Seq"},"at":{"$ref":"At"},"row":{"$ref":"Row"}}};
+const schema28 = {"type":"object","description":"A row was deleted.","required":["type","collection","seq","at","row"],"additionalProperties":false,"properties":{"type":{"type":"string","const":"delete"},"collection":{"$ref":"CollectionName"},"seq":{"$ref":"Seq"},"at":{"$ref":"At"},"row":{"$ref":"Row"},"reason":{"type":"string","enum":["expired"],"description":"Present only when the row expired: its collection's time to live (openapi.yaml, the `expiry` tag)\nsaid it was gone, and the sweeper deleted it. Absent on every other delete.\n"}}};
 
 function validate14(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -1064,7 +1064,7 @@ vErrors.push(err4);
 errors++;
 }
 for(const key0 in data){
-if(!(((((key0 === "type") || (key0 === "collection")) || (key0 === "seq")) || (key0 === "at")) || (key0 === "row"))){
+if(!((((((key0 === "type") || (key0 === "collection")) || (key0 === "seq")) || (key0 === "at")) || (key0 === "row")) || (key0 === "reason"))){
 const err5 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err5];
@@ -1243,14 +1243,37 @@ vErrors.push(err19);
 errors++;
 }
 }
-}
-else {
-const err20 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.reason !== undefined){
+let data6 = data.reason;
+if(typeof data6 !== "string"){
+const err20 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err20];
 }
 else {
 vErrors.push(err20);
+}
+errors++;
+}
+if(!(data6 === "expired")){
+const err21 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/enum",keyword:"enum",params:{allowedValues: schema28.properties.reason.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+}
+}
+else {
+const err22 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
 }
 errors++;
 }

@@ -698,8 +698,9 @@ export interface paths {
          *     that is not a plain name (letters, digits and `_`, not starting with a digit, 63 at most; not
          *     `id`), a name or `reverse` either collection uses for another relation, a field another relation
          *     of the collection holds, more than 16 relations of either collection (both directions counted),
-         *     and a `cascade` that would come back to the collection it starts from (to itself, or through
-         *     others). `409 schema_conflict` when stored rows of the collection hold, in `field`, anything but
+         *     a `cascade` that would come back to the collection it starts from (to itself, or through
+         *     others), and `restrict` (the default) to a collection whose rows expire (the `expiry` tag: an
+         *     expiry is a delete no one can refuse). `409 schema_conflict` when stored rows of the collection hold, in `field`, anything but
          *     null or the id of a row of `collection` that exists: its `violations` list them (100 at most),
          *     `total` counts them, and nothing changes. Holds both collections while it reads their rows: their
          *     writes wait, their reads go on.
@@ -1103,6 +1104,54 @@ export interface paths {
          *     toward the plan, as GET is.
          */
         head: operations["headCollectionSchema"];
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/collections/{collection_name}/ttl": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
+                 * @example notes
+                 */
+                collection_name: components["parameters"]["CollectionNamePath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Read a collection's time to live.
+         * @description The field whose date-time says when each row expires (docs/expiry.md). `404` when the collection has none (or does not exist).
+         */
+        get: operations["getCollectionTtl"];
+        /**
+         * Set the field that says when each row of a collection expires.
+         * @description From now on each row of the collection expires at the RFC 3339 date-time its top-level `field`
+         *     holds (`Ttl`; docs/expiry.md): from that instant it is gone from every read, and a sweeper deletes
+         *     it within a minute, with a `delete` event marked `"reason": "expired"`. A row whose field is
+         *     missing, `null`, or not a date-time never expires. Rows stored already expire by the field too.
+         *
+         *     `400` when the collection's schema types the field as anything but a `date-time` string, or
+         *     forbids other properties and does not name it. `409` when a relation with `on_delete: restrict`
+         *     names the collection's rows: an expiry is a delete no one can refuse (docs/expiry.md).
+         */
+        put: operations["putCollectionTtl"];
+        post?: never;
+        /**
+         * Remove a collection's time to live.
+         * @description No row of the collection expires any more; those past their time are seen again until deleted by hand. `404` when it has none.
+         */
+        delete: operations["deleteCollectionTtl"];
+        options?: never;
+        /**
+         * `GET /v1/collections/{collection_name}/ttl` without the body.
+         * @description The status and headers `GET /v1/collections/{collection_name}/ttl` answers, without the body (RFC
+         *     9110 §9.3.2): counted toward the plan, as GET is.
+         */
+        head: operations["headCollectionTtl"];
         patch?: never;
         trace?: never;
     };
@@ -1887,6 +1936,7 @@ export interface components {
              *     delivers every later change.
              */
             seq: number;
+            ttl?: components["schemas"]["Ttl"];
         };
         /** @description The collection was deleted; the stream ends. */
         CollectionDeletedMessage: {
@@ -2094,10 +2144,17 @@ export interface components {
         DeleteMessage: {
             at: components["schemas"]["ChangeAt"];
             collection: components["schemas"]["CollectionName"];
+            reason?: components["schemas"]["DeleteReason"];
             row: components["schemas"]["Row"];
             seq: components["schemas"]["ChangeSeq"];
             type: components["schemas"]["DeleteType"];
         };
+        /**
+         * @description Present only on a row's deletion by its collection's time to live (`expired`: docs/expiry.md), made
+         *     by the sweeper, not by a request. Absent on every other delete.
+         * @enum {string}
+         */
+        DeleteReason: "expired";
         /**
          * @description The type of a DeleteMessage.
          * @enum {string}
@@ -3267,6 +3324,19 @@ export interface components {
         TooManyUpgradesProblem: {
             code?: components["schemas"]["TooManyUpgradesCode"];
         } & components["schemas"]["Problem"];
+        /**
+         * @description A collection's time to live (docs/expiry.md): `field`, a top-level field of its rows, holds when each
+         *     row expires, an RFC 3339 date-time (any offset; far in the past or future both fine). A row whose
+         *     field is missing, `null`, or not such a date-time never expires. On `getCollection`, the collection's
+         *     (absent when it has none).
+         */
+        Ttl: {
+            /**
+             * @description A plain top-level name, letters, digits and `_`, not starting with a digit, 63 characters at most; never `id`.
+             * @example expires_at
+             */
+            field: string;
+        };
         /**
          * @description The codes of a `UnauthorizedProblem`.
          * @enum {string}
@@ -7911,6 +7981,195 @@ export interface operations {
         };
     };
     headCollectionSchema: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
+                 * @example notes
+                 */
+                collection_name: components["parameters"]["CollectionNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOkMetered"];
+            default: components["responses"]["HeadProblem"];
+        };
+    };
+    getCollectionTtl: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
+                 * @example notes
+                 */
+                collection_name: components["parameters"]["CollectionNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The collection's time to live. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Ttl"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Error"];
+        };
+    };
+    putCollectionTtl: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this request safe (draft-ietf-httpapi-idempotency-key-header): a key of the
+                 *     client's choosing, unique to the request, such as a UUID, 1 to 255 printable ASCII characters,
+                 *     sent bare or as a Structured Field String (`"…"`, RFC 8941). The first request with a key is
+                 *     processed, and its answer (status, headers, body) stored for the account, in the same
+                 *     transaction as its change, for 24 hours (`ROWBASE_IDEMPOTENCY_KEY_SECONDS`). A retry with the same
+                 *     key and the same request (method, path, query and body) gets that answer again, with
+                 *     `Idempotent-Replayed: true`, and writes nothing, sends no event. The same key with another
+                 *     request is `422 idempotency_key_reused`; a retry while the first request is still running (on any
+                 *     instance) `409 idempotency_key_in_use`. A request that fails (any `4xx` or `5xx`) writes nothing
+                 *     and stores no answer: its retry runs again. Keys are the account's: another account's same key
+                 *     is another key. An API key limited to some collections (`Key.collections`) has requests of its
+                 *     own: the answer another API key of the account stored under the same Idempotency-Key is for
+                 *     another request (`422`), so that a limited key is never shown a change it may not see. An empty key, a longer one, one of other characters, or two `Idempotency-Key`
+                 *     headers are `400 validation_failed`, its error naming the header. A replay counts toward the plan
+                 *     as any request.
+                 * @example 8e03978e-40d5-43e8-bc93-6894a57f9324
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
+                 * @example notes
+                 */
+                collection_name: components["parameters"]["CollectionNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "field": "expires_at"
+                 *     }
+                 */
+                "application/json": components["schemas"]["Ttl"];
+            };
+        };
+        responses: {
+            /** @description The time to live, now the collection's. */
+            200: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Ttl"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Error"];
+        };
+    };
+    deleteCollectionTtl: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Makes a retry of this request safe (draft-ietf-httpapi-idempotency-key-header): a key of the
+                 *     client's choosing, unique to the request, such as a UUID, 1 to 255 printable ASCII characters,
+                 *     sent bare or as a Structured Field String (`"…"`, RFC 8941). The first request with a key is
+                 *     processed, and its answer (status, headers, body) stored for the account, in the same
+                 *     transaction as its change, for 24 hours (`ROWBASE_IDEMPOTENCY_KEY_SECONDS`). A retry with the same
+                 *     key and the same request (method, path, query and body) gets that answer again, with
+                 *     `Idempotent-Replayed: true`, and writes nothing, sends no event. The same key with another
+                 *     request is `422 idempotency_key_reused`; a retry while the first request is still running (on any
+                 *     instance) `409 idempotency_key_in_use`. A request that fails (any `4xx` or `5xx`) writes nothing
+                 *     and stores no answer: its retry runs again. Keys are the account's: another account's same key
+                 *     is another key. An API key limited to some collections (`Key.collections`) has requests of its
+                 *     own: the answer another API key of the account stored under the same Idempotency-Key is for
+                 *     another request (`422`), so that a limited key is never shown a change it may not see. An empty key, a longer one, one of other characters, or two `Idempotency-Key`
+                 *     headers are `400 validation_failed`, its error naming the header. A replay counts toward the plan
+                 *     as any request.
+                 * @example 8e03978e-40d5-43e8-bc93-6894a57f9324
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /**
+                 * @description The collection's name, case-sensitive. The path segment is percent-decoded before it is read
+                 *     (`%41bc` names `Abc`); an encoded slash (`%2F`) or space is part of it, so no name: `400`, as
+                 *     broken percent-encoding is.
+                 * @example notes
+                 */
+                collection_name: components["parameters"]["CollectionNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The time to live is gone. */
+            204: {
+                headers: {
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Error"];
+        };
+    };
+    headCollectionTtl: {
         parameters: {
             query?: never;
             header?: never;

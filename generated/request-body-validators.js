@@ -4774,11 +4774,106 @@ validate26.errors = vErrors;
 return errors === 0;
 }
 
-export const putIssuer_body = validate27;
-const schema46 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","required":["issuer","audiences"],"additionalProperties":false,"description":"An issuer's settings, with exactly one of `jwks_uri`, `discovery_url` and `secret`.","properties":{"issuer":{"type":"string","minLength":1,"maxLength":2048,"description":"The `iss` of its tokens, compared exactly."},"audiences":{"type":"array","minItems":1,"maxItems":10,"uniqueItems":true,"items":{"type":"string","minLength":1,"maxLength":2048},"description":"A token's `aud` must name one of these."},"jwks_uri":{"type":"string","minLength":1,"maxLength":2048,"description":"An `http` or `https` URL without credentials, whose host is no private address nor loopback name\nunless the server allows them (`putIssuer`). Read with no redirect followed, at most 64 KiB, within\n5 seconds.\n"},"discovery_url":{"$ref":"#/properties/requestBody/properties/jwks_uri"},"secret":{"type":"string","minLength":32,"maxLength":1024,"description":"The key of its HS256 tokens (the key is the string's UTF-8 bytes): at least 32 characters.\nNever answered back.\n"}}}},"required":["requestBody"]};
-const schema47 = {"type":"string","minLength":1,"maxLength":2048,"description":"An `http` or `https` URL without credentials, whose host is no private address nor loopback name\nunless the server allows them (`putIssuer`). Read with no redirect followed, at most 64 KiB, within\n5 seconds.\n"};
+export const putCollectionTtl_body = validate27;
+const schema46 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"A collection's time to live (docs/expiry.md): `field`, a top-level field of its rows, holds when each\nrow expires, an RFC 3339 date-time (any offset; far in the past or future both fine). A row whose\nfield is missing, `null`, or not such a date-time never expires. On `getCollection`, the collection's\n(absent when it has none).\n","required":["field"],"additionalProperties":false,"properties":{"field":{"type":"string","description":"A plain top-level name, letters, digits and `_`, not starting with a digit, 63 characters at most; never `id`.","pattern":"^(?!id$)[A-Za-z_][A-Za-z0-9_]{0,62}$","example":"expires_at"}}}},"required":["requestBody"]};
+const pattern8 = new RegExp("^(?!id$)[A-Za-z_][A-Za-z0-9_]{0,62}$", "u");
 
 function validate27(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.requestBody === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "requestBody"},message:"must have required property '"+"requestBody"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.requestBody !== undefined){
+let data0 = data.requestBody;
+if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
+if(data0.field === undefined){
+const err1 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/required",keyword:"required",params:{missingProperty: "field"},message:"must have required property '"+"field"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data0){
+if(!(key0 === "field")){
+const err2 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data0.field !== undefined){
+let data1 = data0.field;
+if(typeof data1 === "string"){
+if(!pattern8.test(data1)){
+const err3 = {instancePath:instancePath+"/requestBody/field",schemaPath:"#/properties/requestBody/properties/field/pattern",keyword:"pattern",params:{pattern: "^(?!id$)[A-Za-z_][A-Za-z0-9_]{0,62}$"},message:"must match pattern \""+"^(?!id$)[A-Za-z_][A-Za-z0-9_]{0,62}$"+"\""};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+else {
+const err4 = {instancePath:instancePath+"/requestBody/field",schemaPath:"#/properties/requestBody/properties/field/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+}
+else {
+const err5 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+}
+else {
+const err6 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+validate27.errors = vErrors;
+return errors === 0;
+}
+
+export const putIssuer_body = validate28;
+const schema47 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","required":["issuer","audiences"],"additionalProperties":false,"description":"An issuer's settings, with exactly one of `jwks_uri`, `discovery_url` and `secret`.","properties":{"issuer":{"type":"string","minLength":1,"maxLength":2048,"description":"The `iss` of its tokens, compared exactly."},"audiences":{"type":"array","minItems":1,"maxItems":10,"uniqueItems":true,"items":{"type":"string","minLength":1,"maxLength":2048},"description":"A token's `aud` must name one of these."},"jwks_uri":{"type":"string","minLength":1,"maxLength":2048,"description":"An `http` or `https` URL without credentials, whose host is no private address nor loopback name\nunless the server allows them (`putIssuer`). Read with no redirect followed, at most 64 KiB, within\n5 seconds.\n"},"discovery_url":{"$ref":"#/properties/requestBody/properties/jwks_uri"},"secret":{"type":"string","minLength":32,"maxLength":1024,"description":"The key of its HS256 tokens (the key is the string's UTF-8 bytes): at least 32 characters.\nNever answered back.\n"}}}},"required":["requestBody"]};
+const schema48 = {"type":"string","minLength":1,"maxLength":2048,"description":"An `http` or `https` URL without credentials, whose host is no private address nor loopback name\nunless the server allows them (`putIssuer`). Read with no redirect followed, at most 64 KiB, within\n5 seconds.\n"};
+
+function validate28(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -5085,15 +5180,14 @@ vErrors.push(err24);
 }
 errors++;
 }
-validate27.errors = vErrors;
+validate28.errors = vErrors;
 return errors === 0;
 }
 
-export const putRelation_body = validate28;
-const schema48 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"A to-one relation as it is declared (`putRelation`).","required":["field","collection"],"additionalProperties":false,"properties":{"field":{"type":"string","description":"A relation's name, or a field holding one's ids: a plain name, letters, digits and `_`, not\nstarting with a digit, 63 characters at most; never `id`.\n","pattern":"^(?!id$)[A-Za-z_][A-Za-z0-9_]{0,62}$","example":"author"},"collection":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"on_delete":{"type":"string","enum":["restrict","cascade","set_null"],"description":"What deleting a row does to the rows whose field names it: `restrict` refuses the delete (`409`,\nnothing deleted); `cascade` deletes them too, in the same transaction, each with its `delete` event\n(and what deleting them does in turn); `set_null` sets their field to null, each with its `update`\nevent.\n"},"reverse":{"type":"string","nullable":true,"pattern":"^(?!id$)[A-Za-z_][A-Za-z0-9_]{0,62}$","description":"The name (a `RelationName`) of the to-many relation of `collection` back to these rows; none when null or absent."}}}},"required":["requestBody"]};
-const pattern8 = new RegExp("^(?!id$)[A-Za-z_][A-Za-z0-9_]{0,62}$", "u");
+export const putRelation_body = validate29;
+const schema49 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"A to-one relation as it is declared (`putRelation`).","required":["field","collection"],"additionalProperties":false,"properties":{"field":{"type":"string","description":"A relation's name, or a field holding one's ids: a plain name, letters, digits and `_`, not\nstarting with a digit, 63 characters at most; never `id`.\n","pattern":"^(?!id$)[A-Za-z_][A-Za-z0-9_]{0,62}$","example":"author"},"collection":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"on_delete":{"type":"string","enum":["restrict","cascade","set_null"],"description":"What deleting a row does to the rows whose field names it: `restrict` refuses the delete (`409`,\nnothing deleted); `cascade` deletes them too, in the same transaction, each with its `delete` event\n(and what deleting them does in turn); `set_null` sets their field to null, each with its `update`\nevent.\n"},"reverse":{"type":"string","nullable":true,"pattern":"^(?!id$)[A-Za-z_][A-Za-z0-9_]{0,62}$","description":"The name (a `RelationName`) of the to-many relation of `collection` back to these rows; none when null or absent."}}}},"required":["requestBody"]};
 
-function validate28(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate29(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -5205,7 +5299,7 @@ vErrors.push(err8);
 errors++;
 }
 if(!(((data3 === "restrict") || (data3 === "cascade")) || (data3 === "set_null"))){
-const err9 = {instancePath:instancePath+"/requestBody/on_delete",schemaPath:"#/properties/requestBody/properties/on_delete/enum",keyword:"enum",params:{allowedValues: schema48.properties.requestBody.properties.on_delete.enum},message:"must be equal to one of the allowed values"};
+const err9 = {instancePath:instancePath+"/requestBody/on_delete",schemaPath:"#/properties/requestBody/properties/on_delete/enum",keyword:"enum",params:{allowedValues: schema49.properties.requestBody.properties.on_delete.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -5263,20 +5357,20 @@ vErrors.push(err13);
 }
 errors++;
 }
-validate28.errors = vErrors;
+validate29.errors = vErrors;
 return errors === 0;
 }
 
-export const queryRows_body = validate29;
-const schema49 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"A query of a collection's rows (`queryRows`); every member may be left out.","additionalProperties":false,"properties":{"filter":{"type":"object","description":"A filter of the filter language (docs/api.md, \"Filters\"): each member names a field path (a\ntop-level field, or a dotted path into nested objects, `.` and `\\` in a key escaped with `\\`;\n`id` is the row's id) with its `FilterCondition`, or is `$and` or `$or` (non-empty arrays of\nfilters), `$not` (a filter) or `$search` (words); the members must all hold. At most 4 KiB as JSON, 8 levels deep,\n32 conditions; anything else is `400 validation_failed` pointing into it (`/filter/…`).\nThrough a relation (docs/relations.md): `{\"author\": {\"$match\": {…}}}` holds for a row whose to-one\nrelation `author` names a row that matches, `{\"comments\": {\"$some\": {…}}}` for one whose to-many\nrelation `comments` has a row that matches (10,000 related rows found at most, else `400`); in lists,\ncounts, queries, aggregates and changes by filter, never in the feed, a webhook or a rule (`400`, its\ndetail saying why: a change to a related row is no change of this collection, so no event would say\nwhen a row comes to match or stops matching). With a\npublishable key the inner filter is held to the related collection's rules: a related row the caller\nmay not read never matches, and a field they hide is `403` naming it, as in a filter of that collection.\n","properties":{"$search":{"type":"string","description":"The rows whose words in the fields of the collection's search index (createIndex, `\"type\": \"search\"`)\nhold every word of this text, the last also as the beginning of a word unless the text ends outside a\nword (docs/search.md): case and diacritics do not matter, each Chinese or Japanese character is a word.\nCombines with every other condition, inside `$and`, `$or` and `$not` too. No word is ignored: there are\nno stopwords, and a word of one letter is a word. A collection without a search index (`400` naming the\nindex to declare), a text of no word, of more than 256 characters or of more than 32 words: `400`. At\nthe filter's top level, it ranks the rows: `_score` in an order and a selection.\n","example":"red sho"},"$and":{"type":"array","minItems":1,"items":{"type":"object","description":"A `Filter` inside `$and`, `$or` or `$not`, with the same members.","additionalProperties":true},"description":"Filters that must all hold."},"$or":{"type":"array","minItems":1,"items":{"$ref":"#/properties/requestBody/properties/filter/properties/$and/items"},"description":"Filters of which one at least must hold."},"$not":{"$ref":"#/properties/requestBody/properties/filter/properties/$and/items"}},"additionalProperties":{"description":"A JSON value the field must equal (JSON equality: `1` equals `1.0`, objects whatever the order\nof their members), or a `FilterOperators` object: an object whose members all start with `$`.\n","anyOf":[{"type":"string","description":"A string, compared by code point."},{"type":"number","description":"A number, compared by value."},{"type":"boolean","description":"A boolean, `false` before `true`."},{"type":"object","nullable":true,"enum":[null],"description":"`null`: a stored `null`, not a missing field."},{"type":"array","items":{},"description":"An array, equal item by item."},{"type":"object","description":"Conditions on one field, all of which must hold. Comparisons hold only for a value of the\noperand's JSON type; a missing field is not `null`, and `$ne` and `$nin` hold for it. An object\nwithout `$` members is a value to equal.\n","properties":{"$eq":{"description":"JSON equality."},"$ne":{"description":"Not JSON-equal (a missing field too)."},"$gt":{"description":"A number, string or boolean to compare with values of its own JSON type.","anyOf":[{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/0"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/1"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/2"}]},"$gte":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$lt":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$lte":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$in":{"type":"array","items":{},"description":"Equal to one of these."},"$nin":{"type":"array","items":{},"description":"Equal to none of these (a missing field too)."},"$exists":{"type":"boolean","description":"Whether the field is there (`null` is there)."},"$prefix":{"type":"string","description":"A string that starts with this one."},"$contains":{"description":"An array with an item equal to this value."}},"additionalProperties":true}]},"example":{"status":"open","score":{"$gte":10},"$or":[{"owner.name":"ada"},{"tags":{"$contains":"urgent"}}]}},"select":{"type":"array","description":"The top-level fields to answer of each row (`id` is always answered); a row without one is answered without it.\n`_score` and `_highlight`: each row's relevance to the `$search` at the filter's top level, and where it matched (SelectParameter).\n","minItems":1,"maxItems":256,"items":{"type":"string","minLength":1,"maxLength":256},"example":["title","score"]},"order":{"type":"array","description":"The fields that order the rows, each once, first to last; by `id` ascending when empty or absent.\n`[{\"field\": \"_score\"}]` orders by relevance to the `$search` at the filter's top level (OrderBy).\n","maxItems":8,"items":{"type":"object","description":"One field of an order, and its direction.","required":["field"],"additionalProperties":false,"properties":{"field":{"type":"string","minLength":1,"maxLength":256,"description":"A top-level field; `id` is the row's own id, `_score` the relevance to a search, `author.name` a\nfield of the row a to-one relation `author` names (OrderBy).\n","example":"author.name"},"direction":{"type":"string","description":"The direction of a page's order.","enum":["asc","desc"],"default":"asc"}}}},"limit":{"type":"integer","minimum":0,"maximum":1000,"description":"The most rows to answer; 100 when absent."},"after":{"type":"string","minLength":1,"description":"The cursor of the page to follow (`next` of a page of the same query)."},"count":{"description":"How `count` counts the rows that match (`exact`, the only one).","type":"string","enum":["exact"]},"expand":{"type":"object","description":"Relations of the collection to expand into each row answered, by name (docs/relations.md), 3 deep\nat most (`ExpandOptions`, `ExpandNested`, `ExpandLast`: a fourth is a `400` naming it): each\nrelated row, or list of rows, sits in the row's member `_expand` (`Expanded`). A name that is no\nrelation of its collection is a `400` naming it.\n","maxProperties":16,"additionalProperties":{"type":"object","description":"How one relation is expanded. `filter`, `order` and `limit` only for a to-many relation: the related\nrows kept, their order (by id when absent) and how many of each row at most (10 when absent, 100 at\nmost; a list cut short is named in `$cut` of `_expand`). `select`: the fields answered of each related\nrow (`id` and its own `_expand` always). `expand`: the relations of the related rows to expand in\nturn.\n","additionalProperties":false,"properties":{"filter":{"$ref":"#/properties/requestBody/properties/filter"},"order":{"type":"array","maxItems":8,"items":{"$ref":"#/properties/requestBody/properties/order/items"}},"limit":{"type":"integer","minimum":1,"maximum":100},"select":{"type":"array","minItems":1,"maxItems":256,"items":{"type":"string","minLength":1,"maxLength":256}},"expand":{"type":"object","description":"The relations of the related rows to expand, the second level.","maxProperties":16,"additionalProperties":{"type":"object","description":"An expansion of the second level, as `ExpandOptions`.","additionalProperties":false,"properties":{"filter":{"$ref":"#/properties/requestBody/properties/filter"},"order":{"type":"array","maxItems":8,"items":{"$ref":"#/properties/requestBody/properties/order/items"}},"limit":{"type":"integer","minimum":1,"maximum":100},"select":{"type":"array","minItems":1,"maxItems":256,"items":{"type":"string","minLength":1,"maxLength":256}},"expand":{"type":"object","description":"The relations of the related rows to expand, the third and last level.","maxProperties":16,"additionalProperties":{"type":"object","description":"An expansion of the third and last level, as `ExpandOptions` without `expand`.","additionalProperties":false,"properties":{"filter":{"$ref":"#/properties/requestBody/properties/filter"},"order":{"type":"array","maxItems":8,"items":{"$ref":"#/properties/requestBody/properties/order/items"}},"limit":{"type":"integer","minimum":1,"maximum":100},"select":{"type":"array","minItems":1,"maxItems":256,"items":{"type":"string","minLength":1,"maxLength":256}}}}}}}}}},"example":{"author":{},"comments":{"order":[{"field":"id","direction":"desc"}],"limit":5,"select":["text"],"expand":{"author":{}}}}}},"example":{"filter":{"$search":"red sho","status":"open"},"order":[{"field":"_score"}],"select":["title","_score","_highlight"],"limit":20}}},"required":["requestBody"]};
-const schema50 = {"type":"string","description":"A string, compared by code point."};
-const schema51 = {"type":"number","description":"A number, compared by value."};
-const schema52 = {"type":"boolean","description":"A boolean, `false` before `true`."};
-const schema57 = {"type":"object","description":"A `Filter` inside `$and`, `$or` or `$not`, with the same members.","additionalProperties":true};
-const schema65 = {"type":"object","description":"One field of an order, and its direction.","required":["field"],"additionalProperties":false,"properties":{"field":{"type":"string","minLength":1,"maxLength":256,"description":"A top-level field; `id` is the row's own id, `_score` the relevance to a search, `author.name` a\nfield of the row a to-one relation `author` names (OrderBy).\n","example":"author.name"},"direction":{"type":"string","description":"The direction of a page's order.","enum":["asc","desc"],"default":"asc"}}};
-const schema53 = {"description":"A number, string or boolean to compare with values of its own JSON type.","anyOf":[{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/0"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/1"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/2"}]};
+export const queryRows_body = validate30;
+const schema50 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"A query of a collection's rows (`queryRows`); every member may be left out.","additionalProperties":false,"properties":{"filter":{"type":"object","description":"A filter of the filter language (docs/api.md, \"Filters\"): each member names a field path (a\ntop-level field, or a dotted path into nested objects, `.` and `\\` in a key escaped with `\\`;\n`id` is the row's id) with its `FilterCondition`, or is `$and` or `$or` (non-empty arrays of\nfilters), `$not` (a filter) or `$search` (words); the members must all hold. At most 4 KiB as JSON, 8 levels deep,\n32 conditions; anything else is `400 validation_failed` pointing into it (`/filter/…`).\nThrough a relation (docs/relations.md): `{\"author\": {\"$match\": {…}}}` holds for a row whose to-one\nrelation `author` names a row that matches, `{\"comments\": {\"$some\": {…}}}` for one whose to-many\nrelation `comments` has a row that matches (10,000 related rows found at most, else `400`); in lists,\ncounts, queries, aggregates and changes by filter, never in the feed, a webhook or a rule (`400`, its\ndetail saying why: a change to a related row is no change of this collection, so no event would say\nwhen a row comes to match or stops matching). With a\npublishable key the inner filter is held to the related collection's rules: a related row the caller\nmay not read never matches, and a field they hide is `403` naming it, as in a filter of that collection.\n","properties":{"$search":{"type":"string","description":"The rows whose words in the fields of the collection's search index (createIndex, `\"type\": \"search\"`)\nhold every word of this text, the last also as the beginning of a word unless the text ends outside a\nword (docs/search.md): case and diacritics do not matter, each Chinese or Japanese character is a word.\nCombines with every other condition, inside `$and`, `$or` and `$not` too. No word is ignored: there are\nno stopwords, and a word of one letter is a word. A collection without a search index (`400` naming the\nindex to declare), a text of no word, of more than 256 characters or of more than 32 words: `400`. At\nthe filter's top level, it ranks the rows: `_score` in an order and a selection.\n","example":"red sho"},"$and":{"type":"array","minItems":1,"items":{"type":"object","description":"A `Filter` inside `$and`, `$or` or `$not`, with the same members.","additionalProperties":true},"description":"Filters that must all hold."},"$or":{"type":"array","minItems":1,"items":{"$ref":"#/properties/requestBody/properties/filter/properties/$and/items"},"description":"Filters of which one at least must hold."},"$not":{"$ref":"#/properties/requestBody/properties/filter/properties/$and/items"}},"additionalProperties":{"description":"A JSON value the field must equal (JSON equality: `1` equals `1.0`, objects whatever the order\nof their members), or a `FilterOperators` object: an object whose members all start with `$`.\n","anyOf":[{"type":"string","description":"A string, compared by code point."},{"type":"number","description":"A number, compared by value."},{"type":"boolean","description":"A boolean, `false` before `true`."},{"type":"object","nullable":true,"enum":[null],"description":"`null`: a stored `null`, not a missing field."},{"type":"array","items":{},"description":"An array, equal item by item."},{"type":"object","description":"Conditions on one field, all of which must hold. Comparisons hold only for a value of the\noperand's JSON type; a missing field is not `null`, and `$ne` and `$nin` hold for it. An object\nwithout `$` members is a value to equal.\n","properties":{"$eq":{"description":"JSON equality."},"$ne":{"description":"Not JSON-equal (a missing field too)."},"$gt":{"description":"A number, string or boolean to compare with values of its own JSON type.","anyOf":[{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/0"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/1"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/2"}]},"$gte":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$lt":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$lte":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$in":{"type":"array","items":{},"description":"Equal to one of these."},"$nin":{"type":"array","items":{},"description":"Equal to none of these (a missing field too)."},"$exists":{"type":"boolean","description":"Whether the field is there (`null` is there)."},"$prefix":{"type":"string","description":"A string that starts with this one."},"$contains":{"description":"An array with an item equal to this value."}},"additionalProperties":true}]},"example":{"status":"open","score":{"$gte":10},"$or":[{"owner.name":"ada"},{"tags":{"$contains":"urgent"}}]}},"select":{"type":"array","description":"The top-level fields to answer of each row (`id` is always answered); a row without one is answered without it.\n`_score` and `_highlight`: each row's relevance to the `$search` at the filter's top level, and where it matched (SelectParameter).\n","minItems":1,"maxItems":256,"items":{"type":"string","minLength":1,"maxLength":256},"example":["title","score"]},"order":{"type":"array","description":"The fields that order the rows, each once, first to last; by `id` ascending when empty or absent.\n`[{\"field\": \"_score\"}]` orders by relevance to the `$search` at the filter's top level (OrderBy).\n","maxItems":8,"items":{"type":"object","description":"One field of an order, and its direction.","required":["field"],"additionalProperties":false,"properties":{"field":{"type":"string","minLength":1,"maxLength":256,"description":"A top-level field; `id` is the row's own id, `_score` the relevance to a search, `author.name` a\nfield of the row a to-one relation `author` names (OrderBy).\n","example":"author.name"},"direction":{"type":"string","description":"The direction of a page's order.","enum":["asc","desc"],"default":"asc"}}}},"limit":{"type":"integer","minimum":0,"maximum":1000,"description":"The most rows to answer; 100 when absent."},"after":{"type":"string","minLength":1,"description":"The cursor of the page to follow (`next` of a page of the same query)."},"count":{"description":"How `count` counts the rows that match (`exact`, the only one).","type":"string","enum":["exact"]},"expand":{"type":"object","description":"Relations of the collection to expand into each row answered, by name (docs/relations.md), 3 deep\nat most (`ExpandOptions`, `ExpandNested`, `ExpandLast`: a fourth is a `400` naming it): each\nrelated row, or list of rows, sits in the row's member `_expand` (`Expanded`). A name that is no\nrelation of its collection is a `400` naming it.\n","maxProperties":16,"additionalProperties":{"type":"object","description":"How one relation is expanded. `filter`, `order` and `limit` only for a to-many relation: the related\nrows kept, their order (by id when absent) and how many of each row at most (10 when absent, 100 at\nmost; a list cut short is named in `$cut` of `_expand`). `select`: the fields answered of each related\nrow (`id` and its own `_expand` always). `expand`: the relations of the related rows to expand in\nturn.\n","additionalProperties":false,"properties":{"filter":{"$ref":"#/properties/requestBody/properties/filter"},"order":{"type":"array","maxItems":8,"items":{"$ref":"#/properties/requestBody/properties/order/items"}},"limit":{"type":"integer","minimum":1,"maximum":100},"select":{"type":"array","minItems":1,"maxItems":256,"items":{"type":"string","minLength":1,"maxLength":256}},"expand":{"type":"object","description":"The relations of the related rows to expand, the second level.","maxProperties":16,"additionalProperties":{"type":"object","description":"An expansion of the second level, as `ExpandOptions`.","additionalProperties":false,"properties":{"filter":{"$ref":"#/properties/requestBody/properties/filter"},"order":{"type":"array","maxItems":8,"items":{"$ref":"#/properties/requestBody/properties/order/items"}},"limit":{"type":"integer","minimum":1,"maximum":100},"select":{"type":"array","minItems":1,"maxItems":256,"items":{"type":"string","minLength":1,"maxLength":256}},"expand":{"type":"object","description":"The relations of the related rows to expand, the third and last level.","maxProperties":16,"additionalProperties":{"type":"object","description":"An expansion of the third and last level, as `ExpandOptions` without `expand`.","additionalProperties":false,"properties":{"filter":{"$ref":"#/properties/requestBody/properties/filter"},"order":{"type":"array","maxItems":8,"items":{"$ref":"#/properties/requestBody/properties/order/items"}},"limit":{"type":"integer","minimum":1,"maximum":100},"select":{"type":"array","minItems":1,"maxItems":256,"items":{"type":"string","minLength":1,"maxLength":256}}}}}}}}}},"example":{"author":{},"comments":{"order":[{"field":"id","direction":"desc"}],"limit":5,"select":["text"],"expand":{"author":{}}}}}},"example":{"filter":{"$search":"red sho","status":"open"},"order":[{"field":"_score"}],"select":["title","_score","_highlight"],"limit":20}}},"required":["requestBody"]};
+const schema51 = {"type":"string","description":"A string, compared by code point."};
+const schema52 = {"type":"number","description":"A number, compared by value."};
+const schema53 = {"type":"boolean","description":"A boolean, `false` before `true`."};
+const schema58 = {"type":"object","description":"A `Filter` inside `$and`, `$or` or `$not`, with the same members.","additionalProperties":true};
+const schema66 = {"type":"object","description":"One field of an order, and its direction.","required":["field"],"additionalProperties":false,"properties":{"field":{"type":"string","minLength":1,"maxLength":256,"description":"A top-level field; `id` is the row's own id, `_score` the relevance to a search, `author.name` a\nfield of the row a to-one relation `author` names (OrderBy).\n","example":"author.name"},"direction":{"type":"string","description":"The direction of a page's order.","enum":["asc","desc"],"default":"asc"}}};
+const schema54 = {"description":"A number, string or boolean to compare with values of its own JSON type.","anyOf":[{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/0"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/1"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/2"}]};
 
-function validate30(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate31(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 const _errs0 = errors;
@@ -5345,13 +5439,13 @@ vErrors = null;
 }
 }
 }
-validate30.errors = vErrors;
+validate31.errors = vErrors;
 return errors === 0;
 }
 
-const schema59 = {"type":"object","description":"A filter of the filter language (docs/api.md, \"Filters\"): each member names a field path (a\ntop-level field, or a dotted path into nested objects, `.` and `\\` in a key escaped with `\\`;\n`id` is the row's id) with its `FilterCondition`, or is `$and` or `$or` (non-empty arrays of\nfilters), `$not` (a filter) or `$search` (words); the members must all hold. At most 4 KiB as JSON, 8 levels deep,\n32 conditions; anything else is `400 validation_failed` pointing into it (`/filter/…`).\nThrough a relation (docs/relations.md): `{\"author\": {\"$match\": {…}}}` holds for a row whose to-one\nrelation `author` names a row that matches, `{\"comments\": {\"$some\": {…}}}` for one whose to-many\nrelation `comments` has a row that matches (10,000 related rows found at most, else `400`); in lists,\ncounts, queries, aggregates and changes by filter, never in the feed, a webhook or a rule (`400`, its\ndetail saying why: a change to a related row is no change of this collection, so no event would say\nwhen a row comes to match or stops matching). With a\npublishable key the inner filter is held to the related collection's rules: a related row the caller\nmay not read never matches, and a field they hide is `403` naming it, as in a filter of that collection.\n","properties":{"$search":{"type":"string","description":"The rows whose words in the fields of the collection's search index (createIndex, `\"type\": \"search\"`)\nhold every word of this text, the last also as the beginning of a word unless the text ends outside a\nword (docs/search.md): case and diacritics do not matter, each Chinese or Japanese character is a word.\nCombines with every other condition, inside `$and`, `$or` and `$not` too. No word is ignored: there are\nno stopwords, and a word of one letter is a word. A collection without a search index (`400` naming the\nindex to declare), a text of no word, of more than 256 characters or of more than 32 words: `400`. At\nthe filter's top level, it ranks the rows: `_score` in an order and a selection.\n","example":"red sho"},"$and":{"type":"array","minItems":1,"items":{"type":"object","description":"A `Filter` inside `$and`, `$or` or `$not`, with the same members.","additionalProperties":true},"description":"Filters that must all hold."},"$or":{"type":"array","minItems":1,"items":{"$ref":"#/properties/requestBody/properties/filter/properties/$and/items"},"description":"Filters of which one at least must hold."},"$not":{"$ref":"#/properties/requestBody/properties/filter/properties/$and/items"}},"additionalProperties":{"description":"A JSON value the field must equal (JSON equality: `1` equals `1.0`, objects whatever the order\nof their members), or a `FilterOperators` object: an object whose members all start with `$`.\n","anyOf":[{"type":"string","description":"A string, compared by code point."},{"type":"number","description":"A number, compared by value."},{"type":"boolean","description":"A boolean, `false` before `true`."},{"type":"object","nullable":true,"enum":[null],"description":"`null`: a stored `null`, not a missing field."},{"type":"array","items":{},"description":"An array, equal item by item."},{"type":"object","description":"Conditions on one field, all of which must hold. Comparisons hold only for a value of the\noperand's JSON type; a missing field is not `null`, and `$ne` and `$nin` hold for it. An object\nwithout `$` members is a value to equal.\n","properties":{"$eq":{"description":"JSON equality."},"$ne":{"description":"Not JSON-equal (a missing field too)."},"$gt":{"description":"A number, string or boolean to compare with values of its own JSON type.","anyOf":[{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/0"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/1"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/2"}]},"$gte":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$lt":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$lte":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$in":{"type":"array","items":{},"description":"Equal to one of these."},"$nin":{"type":"array","items":{},"description":"Equal to none of these (a missing field too)."},"$exists":{"type":"boolean","description":"Whether the field is there (`null` is there)."},"$prefix":{"type":"string","description":"A string that starts with this one."},"$contains":{"description":"An array with an item equal to this value."}},"additionalProperties":true}]},"example":{"status":"open","score":{"$gte":10},"$or":[{"owner.name":"ada"},{"tags":{"$contains":"urgent"}}]}};
+const schema60 = {"type":"object","description":"A filter of the filter language (docs/api.md, \"Filters\"): each member names a field path (a\ntop-level field, or a dotted path into nested objects, `.` and `\\` in a key escaped with `\\`;\n`id` is the row's id) with its `FilterCondition`, or is `$and` or `$or` (non-empty arrays of\nfilters), `$not` (a filter) or `$search` (words); the members must all hold. At most 4 KiB as JSON, 8 levels deep,\n32 conditions; anything else is `400 validation_failed` pointing into it (`/filter/…`).\nThrough a relation (docs/relations.md): `{\"author\": {\"$match\": {…}}}` holds for a row whose to-one\nrelation `author` names a row that matches, `{\"comments\": {\"$some\": {…}}}` for one whose to-many\nrelation `comments` has a row that matches (10,000 related rows found at most, else `400`); in lists,\ncounts, queries, aggregates and changes by filter, never in the feed, a webhook or a rule (`400`, its\ndetail saying why: a change to a related row is no change of this collection, so no event would say\nwhen a row comes to match or stops matching). With a\npublishable key the inner filter is held to the related collection's rules: a related row the caller\nmay not read never matches, and a field they hide is `403` naming it, as in a filter of that collection.\n","properties":{"$search":{"type":"string","description":"The rows whose words in the fields of the collection's search index (createIndex, `\"type\": \"search\"`)\nhold every word of this text, the last also as the beginning of a word unless the text ends outside a\nword (docs/search.md): case and diacritics do not matter, each Chinese or Japanese character is a word.\nCombines with every other condition, inside `$and`, `$or` and `$not` too. No word is ignored: there are\nno stopwords, and a word of one letter is a word. A collection without a search index (`400` naming the\nindex to declare), a text of no word, of more than 256 characters or of more than 32 words: `400`. At\nthe filter's top level, it ranks the rows: `_score` in an order and a selection.\n","example":"red sho"},"$and":{"type":"array","minItems":1,"items":{"type":"object","description":"A `Filter` inside `$and`, `$or` or `$not`, with the same members.","additionalProperties":true},"description":"Filters that must all hold."},"$or":{"type":"array","minItems":1,"items":{"$ref":"#/properties/requestBody/properties/filter/properties/$and/items"},"description":"Filters of which one at least must hold."},"$not":{"$ref":"#/properties/requestBody/properties/filter/properties/$and/items"}},"additionalProperties":{"description":"A JSON value the field must equal (JSON equality: `1` equals `1.0`, objects whatever the order\nof their members), or a `FilterOperators` object: an object whose members all start with `$`.\n","anyOf":[{"type":"string","description":"A string, compared by code point."},{"type":"number","description":"A number, compared by value."},{"type":"boolean","description":"A boolean, `false` before `true`."},{"type":"object","nullable":true,"enum":[null],"description":"`null`: a stored `null`, not a missing field."},{"type":"array","items":{},"description":"An array, equal item by item."},{"type":"object","description":"Conditions on one field, all of which must hold. Comparisons hold only for a value of the\noperand's JSON type; a missing field is not `null`, and `$ne` and `$nin` hold for it. An object\nwithout `$` members is a value to equal.\n","properties":{"$eq":{"description":"JSON equality."},"$ne":{"description":"Not JSON-equal (a missing field too)."},"$gt":{"description":"A number, string or boolean to compare with values of its own JSON type.","anyOf":[{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/0"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/1"},{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/2"}]},"$gte":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$lt":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$lte":{"$ref":"#/properties/requestBody/properties/filter/additionalProperties/anyOf/5/properties/$gt"},"$in":{"type":"array","items":{},"description":"Equal to one of these."},"$nin":{"type":"array","items":{},"description":"Equal to none of these (a missing field too)."},"$exists":{"type":"boolean","description":"Whether the field is there (`null` is there)."},"$prefix":{"type":"string","description":"A string that starts with this one."},"$contains":{"description":"An array with an item equal to this value."}},"additionalProperties":true}]},"example":{"status":"open","score":{"$gte":10},"$or":[{"owner.name":"ada"},{"tags":{"$contains":"urgent"}}]}};
 
-function validate34(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate35(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -5414,7 +5508,7 @@ vErrors.push(err3);
 errors++;
 }
 if(!(data0 === null)){
-const err4 = {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/additionalProperties/anyOf/3/enum",keyword:"enum",params:{allowedValues: schema59.additionalProperties.anyOf[3].enum},message:"must be equal to one of the allowed values"};
+const err4 = {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/additionalProperties/anyOf/3/enum",keyword:"enum",params:{allowedValues: schema60.additionalProperties.anyOf[3].enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -5512,20 +5606,20 @@ vErrors = null;
 }
 }
 if(data0.$gte !== undefined){
-if(!(validate30(data0.$gte, {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/$gte",parentData:data0,parentDataProperty:"$gte",rootData}))){
-vErrors = vErrors === null ? validate30.errors : vErrors.concat(validate30.errors);
+if(!(validate31(data0.$gte, {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/$gte",parentData:data0,parentDataProperty:"$gte",rootData}))){
+vErrors = vErrors === null ? validate31.errors : vErrors.concat(validate31.errors);
 errors = vErrors.length;
 }
 }
 if(data0.$lt !== undefined){
-if(!(validate30(data0.$lt, {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/$lt",parentData:data0,parentDataProperty:"$lt",rootData}))){
-vErrors = vErrors === null ? validate30.errors : vErrors.concat(validate30.errors);
+if(!(validate31(data0.$lt, {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/$lt",parentData:data0,parentDataProperty:"$lt",rootData}))){
+vErrors = vErrors === null ? validate31.errors : vErrors.concat(validate31.errors);
 errors = vErrors.length;
 }
 }
 if(data0.$lte !== undefined){
-if(!(validate30(data0.$lte, {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/$lte",parentData:data0,parentDataProperty:"$lte",rootData}))){
-vErrors = vErrors === null ? validate30.errors : vErrors.concat(validate30.errors);
+if(!(validate31(data0.$lte, {instancePath:instancePath+"/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/$lte",parentData:data0,parentDataProperty:"$lte",rootData}))){
+vErrors = vErrors === null ? validate31.errors : vErrors.concat(validate31.errors);
 errors = vErrors.length;
 }
 }
@@ -5738,12 +5832,12 @@ vErrors.push(err24);
 }
 errors++;
 }
-validate34.errors = vErrors;
+validate35.errors = vErrors;
 return errors === 0;
 }
 
 
-function validate29(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate30(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -5834,7 +5928,7 @@ vErrors.push(err5);
 errors++;
 }
 if(!(data2 === null)){
-const err6 = {instancePath:instancePath+"/requestBody/filter/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/requestBody/properties/filter/additionalProperties/anyOf/3/enum",keyword:"enum",params:{allowedValues: schema49.properties.requestBody.properties.filter.additionalProperties.anyOf[3].enum},message:"must be equal to one of the allowed values"};
+const err6 = {instancePath:instancePath+"/requestBody/filter/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/requestBody/properties/filter/additionalProperties/anyOf/3/enum",keyword:"enum",params:{allowedValues: schema50.properties.requestBody.properties.filter.additionalProperties.anyOf[3].enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err6];
 }
@@ -5932,20 +6026,20 @@ vErrors = null;
 }
 }
 if(data2.$gte !== undefined){
-if(!(validate30(data2.$gte, {instancePath:instancePath+"/requestBody/filter/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/$gte",parentData:data2,parentDataProperty:"$gte",rootData}))){
-vErrors = vErrors === null ? validate30.errors : vErrors.concat(validate30.errors);
+if(!(validate31(data2.$gte, {instancePath:instancePath+"/requestBody/filter/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/$gte",parentData:data2,parentDataProperty:"$gte",rootData}))){
+vErrors = vErrors === null ? validate31.errors : vErrors.concat(validate31.errors);
 errors = vErrors.length;
 }
 }
 if(data2.$lt !== undefined){
-if(!(validate30(data2.$lt, {instancePath:instancePath+"/requestBody/filter/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/$lt",parentData:data2,parentDataProperty:"$lt",rootData}))){
-vErrors = vErrors === null ? validate30.errors : vErrors.concat(validate30.errors);
+if(!(validate31(data2.$lt, {instancePath:instancePath+"/requestBody/filter/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/$lt",parentData:data2,parentDataProperty:"$lt",rootData}))){
+vErrors = vErrors === null ? validate31.errors : vErrors.concat(validate31.errors);
 errors = vErrors.length;
 }
 }
 if(data2.$lte !== undefined){
-if(!(validate30(data2.$lte, {instancePath:instancePath+"/requestBody/filter/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/$lte",parentData:data2,parentDataProperty:"$lte",rootData}))){
-vErrors = vErrors === null ? validate30.errors : vErrors.concat(validate30.errors);
+if(!(validate31(data2.$lte, {instancePath:instancePath+"/requestBody/filter/" + key1.replace(/~/g, "~0").replace(/\//g, "~1")+"/$lte",parentData:data2,parentDataProperty:"$lte",rootData}))){
+vErrors = vErrors === null ? validate31.errors : vErrors.concat(validate31.errors);
 errors = vErrors.length;
 }
 }
@@ -6319,7 +6413,7 @@ vErrors.push(err39);
 errors++;
 }
 if(!((data22 === "asc") || (data22 === "desc"))){
-const err40 = {instancePath:instancePath+"/requestBody/order/" + i3+"/direction",schemaPath:"#/properties/requestBody/properties/order/items/properties/direction/enum",keyword:"enum",params:{allowedValues: schema49.properties.requestBody.properties.order.items.properties.direction.enum},message:"must be equal to one of the allowed values"};
+const err40 = {instancePath:instancePath+"/requestBody/order/" + i3+"/direction",schemaPath:"#/properties/requestBody/properties/order/items/properties/direction/enum",keyword:"enum",params:{allowedValues: schema50.properties.requestBody.properties.order.items.properties.direction.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -6425,7 +6519,7 @@ vErrors.push(err48);
 errors++;
 }
 if(!(data25 === "exact")){
-const err49 = {instancePath:instancePath+"/requestBody/count",schemaPath:"#/properties/requestBody/properties/count/enum",keyword:"enum",params:{allowedValues: schema49.properties.requestBody.properties.count.enum},message:"must be equal to one of the allowed values"};
+const err49 = {instancePath:instancePath+"/requestBody/count",schemaPath:"#/properties/requestBody/properties/count/enum",keyword:"enum",params:{allowedValues: schema50.properties.requestBody.properties.count.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err49];
 }
@@ -6464,8 +6558,8 @@ errors++;
 }
 }
 if(data27.filter !== undefined){
-if(!(validate34(data27.filter, {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/filter",parentData:data27,parentDataProperty:"filter",rootData}))){
-vErrors = vErrors === null ? validate34.errors : vErrors.concat(validate34.errors);
+if(!(validate35(data27.filter, {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/filter",parentData:data27,parentDataProperty:"filter",rootData}))){
+vErrors = vErrors === null ? validate35.errors : vErrors.concat(validate35.errors);
 errors = vErrors.length;
 }
 }
@@ -6558,7 +6652,7 @@ vErrors.push(err58);
 errors++;
 }
 if(!((data32 === "asc") || (data32 === "desc"))){
-const err59 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/order/" + i4+"/direction",schemaPath:"#/properties/requestBody/properties/order/items/properties/direction/enum",keyword:"enum",params:{allowedValues: schema65.properties.direction.enum},message:"must be equal to one of the allowed values"};
+const err59 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/order/" + i4+"/direction",schemaPath:"#/properties/requestBody/properties/order/items/properties/direction/enum",keyword:"enum",params:{allowedValues: schema66.properties.direction.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err59];
 }
@@ -6726,8 +6820,8 @@ errors++;
 }
 }
 if(data37.filter !== undefined){
-if(!(validate34(data37.filter, {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/filter",parentData:data37,parentDataProperty:"filter",rootData}))){
-vErrors = vErrors === null ? validate34.errors : vErrors.concat(validate34.errors);
+if(!(validate35(data37.filter, {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/filter",parentData:data37,parentDataProperty:"filter",rootData}))){
+vErrors = vErrors === null ? validate35.errors : vErrors.concat(validate35.errors);
 errors = vErrors.length;
 }
 }
@@ -6820,7 +6914,7 @@ vErrors.push(err79);
 errors++;
 }
 if(!((data42 === "asc") || (data42 === "desc"))){
-const err80 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/order/" + i6+"/direction",schemaPath:"#/properties/requestBody/properties/order/items/properties/direction/enum",keyword:"enum",params:{allowedValues: schema65.properties.direction.enum},message:"must be equal to one of the allowed values"};
+const err80 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/order/" + i6+"/direction",schemaPath:"#/properties/requestBody/properties/order/items/properties/direction/enum",keyword:"enum",params:{allowedValues: schema66.properties.direction.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err80];
 }
@@ -6988,8 +7082,8 @@ errors++;
 }
 }
 if(data47.filter !== undefined){
-if(!(validate34(data47.filter, {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/filter",parentData:data47,parentDataProperty:"filter",rootData}))){
-vErrors = vErrors === null ? validate34.errors : vErrors.concat(validate34.errors);
+if(!(validate35(data47.filter, {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/filter",parentData:data47,parentDataProperty:"filter",rootData}))){
+vErrors = vErrors === null ? validate35.errors : vErrors.concat(validate35.errors);
 errors = vErrors.length;
 }
 }
@@ -7082,7 +7176,7 @@ vErrors.push(err100);
 errors++;
 }
 if(!((data52 === "asc") || (data52 === "desc"))){
-const err101 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/order/" + i8+"/direction",schemaPath:"#/properties/requestBody/properties/order/items/properties/direction/enum",keyword:"enum",params:{allowedValues: schema65.properties.direction.enum},message:"must be equal to one of the allowed values"};
+const err101 = {instancePath:instancePath+"/requestBody/expand/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/expand/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/order/" + i8+"/direction",schemaPath:"#/properties/requestBody/properties/order/items/properties/direction/enum",keyword:"enum",params:{allowedValues: schema66.properties.direction.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err101];
 }
@@ -7316,14 +7410,14 @@ vErrors.push(err120);
 }
 errors++;
 }
-validate29.errors = vErrors;
+validate30.errors = vErrors;
 return errors === 0;
 }
 
-export const updateRow_body = validate41;
-const schema68 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"The fields to change; at least one. `id` cannot be changed, and `_expand` is reserved.","minProperties":1,"properties":{"id":{"description":"Not accepted; ids never change.","not":{}},"_expand":{"description":"Not accepted (`400`): reserved for the rows an answer expands into a row (`expand`, docs/relations.md).","not":{}}},"additionalProperties":true,"example":{"text":"hello again"}}},"required":["requestBody"]};
+export const updateRow_body = validate42;
+const schema69 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"The fields to change; at least one. `id` cannot be changed, and `_expand` is reserved.","minProperties":1,"properties":{"id":{"description":"Not accepted; ids never change.","not":{}},"_expand":{"description":"Not accepted (`400`): reserved for the rows an answer expands into a row (`expand`, docs/relations.md).","not":{}}},"additionalProperties":true,"example":{"text":"hello again"}}},"required":["requestBody"]};
 
-function validate41(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate42(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -7393,16 +7487,16 @@ vErrors.push(err5);
 }
 errors++;
 }
-validate41.errors = vErrors;
+validate42.errors = vErrors;
 return errors === 0;
 }
 
-export const updateRow_body_json_patch_json = validate42;
-const schema69 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"array","description":"A JSON Patch (RFC 6902): operations applied in order to the row (`{\"id\": …, …fields}`), all or\nnone. `path` and `from` are JSON Pointers (RFC 6901): `/tags/0`, `/a~1b` for the field `a/b`.\n","items":{"description":"One operation of a JSON Patch, told apart by its `op`, which each kind names in an enum of one value.","oneOf":[{"type":"object","description":"RFC 6902 §4.1: adds a member (replacing one of the same name), or inserts an array element (`-`: at the end).","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["add"]},"path":{"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"},"value":{"description":"Any JSON value."}},"example":{"op":"add","path":"/tags/-","value":"popular"}},{"type":"object","description":"RFC 6902 §4.2: removes the member or element, which must exist.","required":["op","path"],"properties":{"op":{"type":"string","enum":["remove"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"remove","path":"/draft"}},{"type":"object","description":"RFC 6902 §4.3: replaces the value, which must exist.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["replace"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"replace","path":"/status","value":"closed"}},{"type":"object","description":"RFC 6902 §4.4: removes the value at `from` and adds it at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["move"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"move","path":"/archived/title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.5: adds a copy of the value at `from` at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["copy"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"copy","path":"/previous_title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.6: the value at `path` must equal `value` (as JSON: `1` equals `1.0`, members in any order), else `409 patch_conflict` and nothing is written.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["test"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"test","path":"/status","value":"open"}},{"type":"object","description":"Ours: adds `value` to the number at `path`, inside the write's transaction, so that concurrent\nincrements of one field all count. A missing member counts as `0` when the object that would\nhold it exists; a value that is no number, or a sum past ±1.8e308, is `409 patch_conflict`.\nIntegers stay exact up to 2^53.\n","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["increment"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"type":"number","description":"Any finite number, negative too."}},"example":{"op":"increment","path":"/likes","value":1}}],"discriminator":{"propertyName":"op"}},"example":[{"op":"test","path":"/status","value":"open"},{"op":"increment","path":"/likes","value":1}]}},"required":["requestBody"]};
-const schema70 = {"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"};
-const pattern11 = new RegExp("^(/([^~/]|~[01])*)*$", "u");
+export const updateRow_body_json_patch_json = validate43;
+const schema70 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"array","description":"A JSON Patch (RFC 6902): operations applied in order to the row (`{\"id\": …, …fields}`), all or\nnone. `path` and `from` are JSON Pointers (RFC 6901): `/tags/0`, `/a~1b` for the field `a/b`.\n","items":{"description":"One operation of a JSON Patch, told apart by its `op`, which each kind names in an enum of one value.","oneOf":[{"type":"object","description":"RFC 6902 §4.1: adds a member (replacing one of the same name), or inserts an array element (`-`: at the end).","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["add"]},"path":{"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"},"value":{"description":"Any JSON value."}},"example":{"op":"add","path":"/tags/-","value":"popular"}},{"type":"object","description":"RFC 6902 §4.2: removes the member or element, which must exist.","required":["op","path"],"properties":{"op":{"type":"string","enum":["remove"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"remove","path":"/draft"}},{"type":"object","description":"RFC 6902 §4.3: replaces the value, which must exist.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["replace"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"replace","path":"/status","value":"closed"}},{"type":"object","description":"RFC 6902 §4.4: removes the value at `from` and adds it at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["move"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"move","path":"/archived/title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.5: adds a copy of the value at `from` at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["copy"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"copy","path":"/previous_title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.6: the value at `path` must equal `value` (as JSON: `1` equals `1.0`, members in any order), else `409 patch_conflict` and nothing is written.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["test"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"test","path":"/status","value":"open"}},{"type":"object","description":"Ours: adds `value` to the number at `path`, inside the write's transaction, so that concurrent\nincrements of one field all count. A missing member counts as `0` when the object that would\nhold it exists; a value that is no number, or a sum past ±1.8e308, is `409 patch_conflict`.\nIntegers stay exact up to 2^53.\n","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["increment"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"type":"number","description":"Any finite number, negative too."}},"example":{"op":"increment","path":"/likes","value":1}}],"discriminator":{"propertyName":"op"}},"example":[{"op":"test","path":"/status","value":"open"},{"op":"increment","path":"/likes","value":1}]}},"required":["requestBody"]};
+const schema71 = {"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"};
+const pattern12 = new RegExp("^(/([^~/]|~[01])*)*$", "u");
 
-function validate42(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -7470,7 +7564,7 @@ vErrors.push(err4);
 errors++;
 }
 if(!(data2 === "add")){
-const err5 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/op/enum",keyword:"enum",params:{allowedValues: schema69.properties.requestBody.items.oneOf[0].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err5 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/op/enum",keyword:"enum",params:{allowedValues: schema70.properties.requestBody.items.oneOf[0].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -7483,7 +7577,7 @@ errors++;
 if(data1.path !== undefined){
 let data3 = data1.path;
 if(typeof data3 === "string"){
-if(!pattern11.test(data3)){
+if(!pattern12.test(data3)){
 const err6 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err6];
@@ -7552,7 +7646,7 @@ vErrors.push(err11);
 errors++;
 }
 if(!(data4 === "remove")){
-const err12 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/1/properties/op/enum",keyword:"enum",params:{allowedValues: schema69.properties.requestBody.items.oneOf[1].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err12 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/1/properties/op/enum",keyword:"enum",params:{allowedValues: schema70.properties.requestBody.items.oneOf[1].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -7565,7 +7659,7 @@ errors++;
 if(data1.path !== undefined){
 let data5 = data1.path;
 if(typeof data5 === "string"){
-if(!pattern11.test(data5)){
+if(!pattern12.test(data5)){
 const err13 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err13];
@@ -7644,7 +7738,7 @@ vErrors.push(err19);
 errors++;
 }
 if(!(data6 === "replace")){
-const err20 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/2/properties/op/enum",keyword:"enum",params:{allowedValues: schema69.properties.requestBody.items.oneOf[2].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err20 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/2/properties/op/enum",keyword:"enum",params:{allowedValues: schema70.properties.requestBody.items.oneOf[2].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -7657,7 +7751,7 @@ errors++;
 if(data1.path !== undefined){
 let data7 = data1.path;
 if(typeof data7 === "string"){
-if(!pattern11.test(data7)){
+if(!pattern12.test(data7)){
 const err21 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err21];
@@ -7736,7 +7830,7 @@ vErrors.push(err27);
 errors++;
 }
 if(!(data8 === "move")){
-const err28 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/3/properties/op/enum",keyword:"enum",params:{allowedValues: schema69.properties.requestBody.items.oneOf[3].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err28 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/3/properties/op/enum",keyword:"enum",params:{allowedValues: schema70.properties.requestBody.items.oneOf[3].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -7749,7 +7843,7 @@ errors++;
 if(data1.path !== undefined){
 let data9 = data1.path;
 if(typeof data9 === "string"){
-if(!pattern11.test(data9)){
+if(!pattern12.test(data9)){
 const err29 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err29];
@@ -7774,7 +7868,7 @@ errors++;
 if(data1.from !== undefined){
 let data10 = data1.from;
 if(typeof data10 === "string"){
-if(!pattern11.test(data10)){
+if(!pattern12.test(data10)){
 const err31 = {instancePath:instancePath+"/requestBody/" + i0+"/from",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err31];
@@ -7853,7 +7947,7 @@ vErrors.push(err37);
 errors++;
 }
 if(!(data11 === "copy")){
-const err38 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/4/properties/op/enum",keyword:"enum",params:{allowedValues: schema69.properties.requestBody.items.oneOf[4].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err38 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/4/properties/op/enum",keyword:"enum",params:{allowedValues: schema70.properties.requestBody.items.oneOf[4].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -7866,7 +7960,7 @@ errors++;
 if(data1.path !== undefined){
 let data12 = data1.path;
 if(typeof data12 === "string"){
-if(!pattern11.test(data12)){
+if(!pattern12.test(data12)){
 const err39 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err39];
@@ -7891,7 +7985,7 @@ errors++;
 if(data1.from !== undefined){
 let data13 = data1.from;
 if(typeof data13 === "string"){
-if(!pattern11.test(data13)){
+if(!pattern12.test(data13)){
 const err41 = {instancePath:instancePath+"/requestBody/" + i0+"/from",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err41];
@@ -7970,7 +8064,7 @@ vErrors.push(err47);
 errors++;
 }
 if(!(data14 === "test")){
-const err48 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/5/properties/op/enum",keyword:"enum",params:{allowedValues: schema69.properties.requestBody.items.oneOf[5].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err48 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/5/properties/op/enum",keyword:"enum",params:{allowedValues: schema70.properties.requestBody.items.oneOf[5].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -7983,7 +8077,7 @@ errors++;
 if(data1.path !== undefined){
 let data15 = data1.path;
 if(typeof data15 === "string"){
-if(!pattern11.test(data15)){
+if(!pattern12.test(data15)){
 const err49 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err49];
@@ -8062,7 +8156,7 @@ vErrors.push(err55);
 errors++;
 }
 if(!(data16 === "increment")){
-const err56 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/6/properties/op/enum",keyword:"enum",params:{allowedValues: schema69.properties.requestBody.items.oneOf[6].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err56 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/6/properties/op/enum",keyword:"enum",params:{allowedValues: schema70.properties.requestBody.items.oneOf[6].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err56];
 }
@@ -8075,7 +8169,7 @@ errors++;
 if(data1.path !== undefined){
 let data17 = data1.path;
 if(typeof data17 === "string"){
-if(!pattern11.test(data17)){
+if(!pattern12.test(data17)){
 const err57 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err57];
@@ -8167,69 +8261,12 @@ vErrors.push(err64);
 }
 errors++;
 }
-validate42.errors = vErrors;
-return errors === 0;
-}
-
-export const updateRow_body_merge_patch_json = validate43;
-const schema78 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"A JSON Merge Patch (RFC 7396) of a row: each member merges into the field of its name (objects\nmember by member, at any depth), `null` removes the field, any other value replaces it. `id`\ncannot be changed.\n","properties":{"id":{"description":"Not accepted; ids never change.","not":{}}},"additionalProperties":true,"example":{"text":"hello again","draft":null}}},"required":["requestBody"]};
-
-function validate43(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
-let vErrors = null;
-let errors = 0;
-if(data && typeof data == "object" && !Array.isArray(data)){
-if(data.requestBody === undefined){
-const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "requestBody"},message:"must have required property '"+"requestBody"+"'"};
-if(vErrors === null){
-vErrors = [err0];
-}
-else {
-vErrors.push(err0);
-}
-errors++;
-}
-if(data.requestBody !== undefined){
-let data0 = data.requestBody;
-if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
-if(data0.id !== undefined){
-const err1 = {instancePath:instancePath+"/requestBody/id",schemaPath:"#/properties/requestBody/properties/id/not",keyword:"not",params:{},message:"must NOT be valid"};
-if(vErrors === null){
-vErrors = [err1];
-}
-else {
-vErrors.push(err1);
-}
-errors++;
-}
-}
-else {
-const err2 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err2];
-}
-else {
-vErrors.push(err2);
-}
-errors++;
-}
-}
-}
-else {
-const err3 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err3];
-}
-else {
-vErrors.push(err3);
-}
-errors++;
-}
 validate43.errors = vErrors;
 return errors === 0;
 }
 
-export const updateRows_body = validate44;
-const schema79 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"The fields to change; at least one. `id` cannot be changed, and `_expand` is reserved.","minProperties":1,"properties":{"id":{"description":"Not accepted; ids never change.","not":{}},"_expand":{"description":"Not accepted (`400`): reserved for the rows an answer expands into a row (`expand`, docs/relations.md).","not":{}}},"additionalProperties":true,"example":{"text":"hello again"}}},"required":["requestBody"]};
+export const updateRow_body_merge_patch_json = validate44;
+const schema79 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"A JSON Merge Patch (RFC 7396) of a row: each member merges into the field of its name (objects\nmember by member, at any depth), `null` removes the field, any other value replaces it. `id`\ncannot be changed.\n","properties":{"id":{"description":"Not accepted; ids never change.","not":{}}},"additionalProperties":true,"example":{"text":"hello again","draft":null}}},"required":["requestBody"]};
 
 function validate44(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -8248,6 +8285,63 @@ errors++;
 if(data.requestBody !== undefined){
 let data0 = data.requestBody;
 if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
+if(data0.id !== undefined){
+const err1 = {instancePath:instancePath+"/requestBody/id",schemaPath:"#/properties/requestBody/properties/id/not",keyword:"not",params:{},message:"must NOT be valid"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+}
+else {
+const err2 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+}
+else {
+const err3 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+validate44.errors = vErrors;
+return errors === 0;
+}
+
+export const updateRows_body = validate45;
+const schema80 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"The fields to change; at least one. `id` cannot be changed, and `_expand` is reserved.","minProperties":1,"properties":{"id":{"description":"Not accepted; ids never change.","not":{}},"_expand":{"description":"Not accepted (`400`): reserved for the rows an answer expands into a row (`expand`, docs/relations.md).","not":{}}},"additionalProperties":true,"example":{"text":"hello again"}}},"required":["requestBody"]};
+
+function validate45(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.requestBody === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "requestBody"},message:"must have required property '"+"requestBody"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.requestBody !== undefined){
+let data0 = data.requestBody;
+if(data0 && typeof data0 == "object" && !Array.isArray(data0)){
 if(Object.keys(data0).length < 1){
 const err1 = {instancePath:instancePath+"/requestBody",schemaPath:"#/properties/requestBody/minProperties",keyword:"minProperties",params:{limit: 1},message:"must NOT have fewer than 1 properties"};
 if(vErrors === null){
@@ -8301,15 +8395,15 @@ vErrors.push(err5);
 }
 errors++;
 }
-validate44.errors = vErrors;
+validate45.errors = vErrors;
 return errors === 0;
 }
 
-export const updateRows_body_json_patch_json = validate45;
-const schema80 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"array","description":"A JSON Patch (RFC 6902): operations applied in order to the row (`{\"id\": …, …fields}`), all or\nnone. `path` and `from` are JSON Pointers (RFC 6901): `/tags/0`, `/a~1b` for the field `a/b`.\n","items":{"description":"One operation of a JSON Patch, told apart by its `op`, which each kind names in an enum of one value.","oneOf":[{"type":"object","description":"RFC 6902 §4.1: adds a member (replacing one of the same name), or inserts an array element (`-`: at the end).","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["add"]},"path":{"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"},"value":{"description":"Any JSON value."}},"example":{"op":"add","path":"/tags/-","value":"popular"}},{"type":"object","description":"RFC 6902 §4.2: removes the member or element, which must exist.","required":["op","path"],"properties":{"op":{"type":"string","enum":["remove"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"remove","path":"/draft"}},{"type":"object","description":"RFC 6902 §4.3: replaces the value, which must exist.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["replace"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"replace","path":"/status","value":"closed"}},{"type":"object","description":"RFC 6902 §4.4: removes the value at `from` and adds it at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["move"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"move","path":"/archived/title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.5: adds a copy of the value at `from` at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["copy"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"copy","path":"/previous_title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.6: the value at `path` must equal `value` (as JSON: `1` equals `1.0`, members in any order), else `409 patch_conflict` and nothing is written.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["test"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"test","path":"/status","value":"open"}},{"type":"object","description":"Ours: adds `value` to the number at `path`, inside the write's transaction, so that concurrent\nincrements of one field all count. A missing member counts as `0` when the object that would\nhold it exists; a value that is no number, or a sum past ±1.8e308, is `409 patch_conflict`.\nIntegers stay exact up to 2^53.\n","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["increment"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"type":"number","description":"Any finite number, negative too."}},"example":{"op":"increment","path":"/likes","value":1}}],"discriminator":{"propertyName":"op"}},"example":[{"op":"test","path":"/status","value":"open"},{"op":"increment","path":"/likes","value":1}]}},"required":["requestBody"]};
-const schema81 = {"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"};
+export const updateRows_body_json_patch_json = validate46;
+const schema81 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"array","description":"A JSON Patch (RFC 6902): operations applied in order to the row (`{\"id\": …, …fields}`), all or\nnone. `path` and `from` are JSON Pointers (RFC 6901): `/tags/0`, `/a~1b` for the field `a/b`.\n","items":{"description":"One operation of a JSON Patch, told apart by its `op`, which each kind names in an enum of one value.","oneOf":[{"type":"object","description":"RFC 6902 §4.1: adds a member (replacing one of the same name), or inserts an array element (`-`: at the end).","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["add"]},"path":{"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"},"value":{"description":"Any JSON value."}},"example":{"op":"add","path":"/tags/-","value":"popular"}},{"type":"object","description":"RFC 6902 §4.2: removes the member or element, which must exist.","required":["op","path"],"properties":{"op":{"type":"string","enum":["remove"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"remove","path":"/draft"}},{"type":"object","description":"RFC 6902 §4.3: replaces the value, which must exist.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["replace"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"replace","path":"/status","value":"closed"}},{"type":"object","description":"RFC 6902 §4.4: removes the value at `from` and adds it at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["move"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"move","path":"/archived/title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.5: adds a copy of the value at `from` at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["copy"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"}},"example":{"op":"copy","path":"/previous_title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.6: the value at `path` must equal `value` (as JSON: `1` equals `1.0`, members in any order), else `409 patch_conflict` and nothing is written.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["test"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"test","path":"/status","value":"open"}},{"type":"object","description":"Ours: adds `value` to the number at `path`, inside the write's transaction, so that concurrent\nincrements of one field all count. A missing member counts as `0` when the object that would\nhold it exists; a value that is no number, or a sum past ±1.8e308, is `409 patch_conflict`.\nIntegers stay exact up to 2^53.\n","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["increment"]},"path":{"$ref":"#/properties/requestBody/items/oneOf/0/properties/path"},"value":{"type":"number","description":"Any finite number, negative too."}},"example":{"op":"increment","path":"/likes","value":1}}],"discriminator":{"propertyName":"op"}},"example":[{"op":"test","path":"/status","value":"open"},{"op":"increment","path":"/likes","value":1}]}},"required":["requestBody"]};
+const schema82 = {"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"};
 
-function validate45(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate46(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -8377,7 +8471,7 @@ vErrors.push(err4);
 errors++;
 }
 if(!(data2 === "add")){
-const err5 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/op/enum",keyword:"enum",params:{allowedValues: schema80.properties.requestBody.items.oneOf[0].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err5 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/op/enum",keyword:"enum",params:{allowedValues: schema81.properties.requestBody.items.oneOf[0].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -8390,7 +8484,7 @@ errors++;
 if(data1.path !== undefined){
 let data3 = data1.path;
 if(typeof data3 === "string"){
-if(!pattern11.test(data3)){
+if(!pattern12.test(data3)){
 const err6 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err6];
@@ -8459,7 +8553,7 @@ vErrors.push(err11);
 errors++;
 }
 if(!(data4 === "remove")){
-const err12 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/1/properties/op/enum",keyword:"enum",params:{allowedValues: schema80.properties.requestBody.items.oneOf[1].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err12 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/1/properties/op/enum",keyword:"enum",params:{allowedValues: schema81.properties.requestBody.items.oneOf[1].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -8472,7 +8566,7 @@ errors++;
 if(data1.path !== undefined){
 let data5 = data1.path;
 if(typeof data5 === "string"){
-if(!pattern11.test(data5)){
+if(!pattern12.test(data5)){
 const err13 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err13];
@@ -8551,7 +8645,7 @@ vErrors.push(err19);
 errors++;
 }
 if(!(data6 === "replace")){
-const err20 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/2/properties/op/enum",keyword:"enum",params:{allowedValues: schema80.properties.requestBody.items.oneOf[2].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err20 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/2/properties/op/enum",keyword:"enum",params:{allowedValues: schema81.properties.requestBody.items.oneOf[2].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -8564,7 +8658,7 @@ errors++;
 if(data1.path !== undefined){
 let data7 = data1.path;
 if(typeof data7 === "string"){
-if(!pattern11.test(data7)){
+if(!pattern12.test(data7)){
 const err21 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err21];
@@ -8643,7 +8737,7 @@ vErrors.push(err27);
 errors++;
 }
 if(!(data8 === "move")){
-const err28 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/3/properties/op/enum",keyword:"enum",params:{allowedValues: schema80.properties.requestBody.items.oneOf[3].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err28 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/3/properties/op/enum",keyword:"enum",params:{allowedValues: schema81.properties.requestBody.items.oneOf[3].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -8656,7 +8750,7 @@ errors++;
 if(data1.path !== undefined){
 let data9 = data1.path;
 if(typeof data9 === "string"){
-if(!pattern11.test(data9)){
+if(!pattern12.test(data9)){
 const err29 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err29];
@@ -8681,7 +8775,7 @@ errors++;
 if(data1.from !== undefined){
 let data10 = data1.from;
 if(typeof data10 === "string"){
-if(!pattern11.test(data10)){
+if(!pattern12.test(data10)){
 const err31 = {instancePath:instancePath+"/requestBody/" + i0+"/from",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err31];
@@ -8760,7 +8854,7 @@ vErrors.push(err37);
 errors++;
 }
 if(!(data11 === "copy")){
-const err38 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/4/properties/op/enum",keyword:"enum",params:{allowedValues: schema80.properties.requestBody.items.oneOf[4].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err38 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/4/properties/op/enum",keyword:"enum",params:{allowedValues: schema81.properties.requestBody.items.oneOf[4].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -8773,7 +8867,7 @@ errors++;
 if(data1.path !== undefined){
 let data12 = data1.path;
 if(typeof data12 === "string"){
-if(!pattern11.test(data12)){
+if(!pattern12.test(data12)){
 const err39 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err39];
@@ -8798,7 +8892,7 @@ errors++;
 if(data1.from !== undefined){
 let data13 = data1.from;
 if(typeof data13 === "string"){
-if(!pattern11.test(data13)){
+if(!pattern12.test(data13)){
 const err41 = {instancePath:instancePath+"/requestBody/" + i0+"/from",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err41];
@@ -8877,7 +8971,7 @@ vErrors.push(err47);
 errors++;
 }
 if(!(data14 === "test")){
-const err48 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/5/properties/op/enum",keyword:"enum",params:{allowedValues: schema80.properties.requestBody.items.oneOf[5].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err48 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/5/properties/op/enum",keyword:"enum",params:{allowedValues: schema81.properties.requestBody.items.oneOf[5].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -8890,7 +8984,7 @@ errors++;
 if(data1.path !== undefined){
 let data15 = data1.path;
 if(typeof data15 === "string"){
-if(!pattern11.test(data15)){
+if(!pattern12.test(data15)){
 const err49 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err49];
@@ -8969,7 +9063,7 @@ vErrors.push(err55);
 errors++;
 }
 if(!(data16 === "increment")){
-const err56 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/6/properties/op/enum",keyword:"enum",params:{allowedValues: schema80.properties.requestBody.items.oneOf[6].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err56 = {instancePath:instancePath+"/requestBody/" + i0+"/op",schemaPath:"#/properties/requestBody/items/oneOf/6/properties/op/enum",keyword:"enum",params:{allowedValues: schema81.properties.requestBody.items.oneOf[6].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err56];
 }
@@ -8982,7 +9076,7 @@ errors++;
 if(data1.path !== undefined){
 let data17 = data1.path;
 if(typeof data17 === "string"){
-if(!pattern11.test(data17)){
+if(!pattern12.test(data17)){
 const err57 = {instancePath:instancePath+"/requestBody/" + i0+"/path",schemaPath:"#/properties/requestBody/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err57];
@@ -9074,14 +9168,14 @@ vErrors.push(err64);
 }
 errors++;
 }
-validate45.errors = vErrors;
+validate46.errors = vErrors;
 return errors === 0;
 }
 
-export const updateRows_body_merge_patch_json = validate46;
-const schema89 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"A JSON Merge Patch (RFC 7396) of a row: each member merges into the field of its name (objects\nmember by member, at any depth), `null` removes the field, any other value replaces it. `id`\ncannot be changed.\n","properties":{"id":{"description":"Not accepted; ids never change.","not":{}}},"additionalProperties":true,"example":{"text":"hello again","draft":null}}},"required":["requestBody"]};
+export const updateRows_body_merge_patch_json = validate47;
+const schema90 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"A JSON Merge Patch (RFC 7396) of a row: each member merges into the field of its name (objects\nmember by member, at any depth), `null` removes the field, any other value replaces it. `id`\ncannot be changed.\n","properties":{"id":{"description":"Not accepted; ids never change.","not":{}}},"additionalProperties":true,"example":{"text":"hello again","draft":null}}},"required":["requestBody"]};
 
-function validate46(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate47(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -9131,14 +9225,14 @@ vErrors.push(err3);
 }
 errors++;
 }
-validate46.errors = vErrors;
+validate47.errors = vErrors;
 return errors === 0;
 }
 
-export const updateWebhook_body = validate47;
-const schema90 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","additionalProperties":false,"properties":{"url":{"type":"string","minLength":1,"maxLength":2048,"description":"Where the changes are POSTed: an `http` or `https` URL without credentials, whose host is no\nprivate address nor loopback name (RFC 6761: `localhost` and the names under it) unless the\nserver allows them (`createWebhook`). Redirects are not followed.\n"},"collections":{"type":"array","nullable":true,"maxItems":1000,"uniqueItems":true,"items":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"description":"The collections whose changes are delivered, by name, or `null` for every collection of the account."},"events":{"type":"array","minItems":1,"uniqueItems":true,"items":{"type":"string","enum":["insert","update","delete"]},"description":"The kinds of change delivered."},"filter":{"type":"object","nullable":true,"additionalProperties":true,"description":"The rows whose changes are delivered: a `Filter` (docs/api.md, \"Filters\"), applied as the feed\napplies one (asyncapi.yaml: an update of a row that leaves the filter is sent with\n`\"matches\": false`), or `null` for every row. One that is no filter is `400`, and so is one that\nsearches or reaches into related rows (`$match`, `$some`: a change to a related row is no change of\nthe webhook's collections, so no event would say when a row comes to match or stops matching).\n"},"description":{"type":"string","nullable":true,"maxLength":500,"description":"What the webhook is for, for its owner."},"enabled":{"type":"boolean"}}}},"required":["requestBody"]};
+export const updateWebhook_body = validate48;
+const schema91 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","additionalProperties":false,"properties":{"url":{"type":"string","minLength":1,"maxLength":2048,"description":"Where the changes are POSTed: an `http` or `https` URL without credentials, whose host is no\nprivate address nor loopback name (RFC 6761: `localhost` and the names under it) unless the\nserver allows them (`createWebhook`). Redirects are not followed.\n"},"collections":{"type":"array","nullable":true,"maxItems":1000,"uniqueItems":true,"items":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"description":"The collections whose changes are delivered, by name, or `null` for every collection of the account."},"events":{"type":"array","minItems":1,"uniqueItems":true,"items":{"type":"string","enum":["insert","update","delete"]},"description":"The kinds of change delivered."},"filter":{"type":"object","nullable":true,"additionalProperties":true,"description":"The rows whose changes are delivered: a `Filter` (docs/api.md, \"Filters\"), applied as the feed\napplies one (asyncapi.yaml: an update of a row that leaves the filter is sent with\n`\"matches\": false`), or `null` for every row. One that is no filter is `400`, and so is one that\nsearches or reaches into related rows (`$match`, `$some`: a change to a related row is no change of\nthe webhook's collections, so no event would say when a row comes to match or stops matching).\n"},"description":{"type":"string","nullable":true,"maxLength":500,"description":"What the webhook is for, for its owner."},"enabled":{"type":"boolean"}}}},"required":["requestBody"]};
 
-function validate47(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate48(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -9304,7 +9398,7 @@ vErrors.push(err11);
 errors++;
 }
 if(!(((data5 === "insert") || (data5 === "update")) || (data5 === "delete"))){
-const err12 = {instancePath:instancePath+"/requestBody/events/" + i2,schemaPath:"#/properties/requestBody/properties/events/items/enum",keyword:"enum",params:{allowedValues: schema90.properties.requestBody.properties.events.items.enum},message:"must be equal to one of the allowed values"};
+const err12 = {instancePath:instancePath+"/requestBody/events/" + i2,schemaPath:"#/properties/requestBody/properties/events/items/enum",keyword:"enum",params:{allowedValues: schema91.properties.requestBody.properties.events.items.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -9423,18 +9517,18 @@ vErrors.push(err20);
 }
 errors++;
 }
-validate47.errors = vErrors;
+validate48.errors = vErrors;
 return errors === 0;
 }
 
-export const writeBatch_body = validate48;
-const schema91 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"Writes to make together, in order (`writeBatch`).","required":["operations"],"additionalProperties":false,"properties":{"operations":{"type":"array","minItems":1,"description":"1 to 100 operations (`ROWBASE_MAX_BATCH_OPERATIONS`), done in this order.","items":{"description":"One write of a batch, told apart by `op`.","oneOf":[{"type":"object","description":"Inserts rows, as `insertRows` does; its result is `201` with the rows and their `etags`.","required":["op","collection","rows"],"additionalProperties":false,"properties":{"op":{"type":"string","description":"The `op` of an insert.","enum":["insert"]},"collection":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"rows":{"type":"array","minItems":1,"items":{"type":"object","description":"A row to insert. Any top-level field name and any JSON value is the client's, except `id` and\n`_expand`; `__proto__` and `constructor` are field names like any other.\n","properties":{"id":{"description":"Not accepted; the service assigns ids.","not":{}},"_expand":{"description":"Not accepted (`400`): reserved for the rows an answer expands into a row (`expand`, docs/relations.md).","not":{}}},"additionalProperties":true,"example":{"text":"hello"}}}}},{"type":"object","description":"Patches a row, as `updateRow` does; its result is `200` with the row and its `etag`. `patch` is\nread as `patch_format` says: `merge` (the default) is the top-level merge of `application/json`,\n`merge-patch` RFC 7396, `json-patch` RFC 6902 with `increment` (see `updateRow`).\n","required":["op","collection","id","patch"],"additionalProperties":false,"properties":{"op":{"type":"string","description":"The `op` of an update.","enum":["update"]},"collection":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection"},"id":{"type":"integer","format":"int64","minimum":1,"maximum":9007199254740991,"description":"Assigned by the service; unique and increasing within the collection, never reused.","example":1},"patch":{"description":"A batch update's patch, as `patch_format` reads it: the fields to change (`merge`, as `RowPatch`), a\nJSON Merge Patch (`merge-patch`, `MergePatch`), or a JSON Patch (`json-patch`, `JsonPatch`).\n","anyOf":[{"type":"object","description":"A JSON Merge Patch (RFC 7396) of a row: each member merges into the field of its name (objects\nmember by member, at any depth), `null` removes the field, any other value replaces it. `id`\ncannot be changed.\n","properties":{"id":{"description":"Not accepted; ids never change.","not":{}}},"additionalProperties":true,"example":{"text":"hello again","draft":null}},{"type":"array","description":"A JSON Patch (RFC 6902): operations applied in order to the row (`{\"id\": …, …fields}`), all or\nnone. `path` and `from` are JSON Pointers (RFC 6901): `/tags/0`, `/a~1b` for the field `a/b`.\n","items":{"description":"One operation of a JSON Patch, told apart by its `op`, which each kind names in an enum of one value.","oneOf":[{"type":"object","description":"RFC 6902 §4.1: adds a member (replacing one of the same name), or inserts an array element (`-`: at the end).","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["add"]},"path":{"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"},"value":{"description":"Any JSON value."}},"example":{"op":"add","path":"/tags/-","value":"popular"}},{"type":"object","description":"RFC 6902 §4.2: removes the member or element, which must exist.","required":["op","path"],"properties":{"op":{"type":"string","enum":["remove"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"}},"example":{"op":"remove","path":"/draft"}},{"type":"object","description":"RFC 6902 §4.3: replaces the value, which must exist.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["replace"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"replace","path":"/status","value":"closed"}},{"type":"object","description":"RFC 6902 §4.4: removes the value at `from` and adds it at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["move"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"}},"example":{"op":"move","path":"/archived/title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.5: adds a copy of the value at `from` at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["copy"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"}},"example":{"op":"copy","path":"/previous_title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.6: the value at `path` must equal `value` (as JSON: `1` equals `1.0`, members in any order), else `409 patch_conflict` and nothing is written.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["test"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"test","path":"/status","value":"open"}},{"type":"object","description":"Ours: adds `value` to the number at `path`, inside the write's transaction, so that concurrent\nincrements of one field all count. A missing member counts as `0` when the object that would\nhold it exists; a value that is no number, or a sum past ±1.8e308, is `409 patch_conflict`.\nIntegers stay exact up to 2^53.\n","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["increment"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"value":{"type":"number","description":"Any finite number, negative too."}},"example":{"op":"increment","path":"/likes","value":1}}],"discriminator":{"propertyName":"op"}},"example":[{"op":"test","path":"/status","value":"open"},{"op":"increment","path":"/likes","value":1}]}]},"patch_format":{"type":"string","description":"How a patch is read: `merge`, the top-level merge of `application/json`; `merge-patch`, RFC 7396\n(`application/merge-patch+json`); `json-patch`, RFC 6902 (`application/json-patch+json`).\n","enum":["merge","merge-patch","json-patch"],"default":"merge"},"if_match":{"type":"string","maxLength":8192,"description":"As the `If-Match` header of `updateRow`, `*` or `ETag`s, comma-separated; `412` when none matches."}}},{"type":"object","description":"Deletes a row, as `deleteRow` does; its result is `204`, with no body.","required":["op","collection","id"],"additionalProperties":false,"properties":{"op":{"type":"string","description":"The `op` of a delete.","enum":["delete"]},"collection":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection"},"id":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/id"},"if_match":{"type":"string","maxLength":8192,"description":"As the `If-Match` header of `deleteRow`; `412` when none matches."}}},{"type":"object","description":"Upserts rows by a unique index, as `insertRows` with `on_conflict` does; its result is `200` with the rows and their `etags`.","required":["op","collection","on_conflict","rows"],"additionalProperties":false,"properties":{"op":{"type":"string","description":"The `op` of an upsert.","enum":["upsert"]},"collection":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection"},"on_conflict":{"type":"array","description":"The fields of a unique index of the collection.","minItems":1,"maxItems":4,"items":{"type":"string","description":"A top-level field an index is over, a plain name.","pattern":"^[A-Za-z_][A-Za-z0-9_]{0,62}$","example":"email"}},"rows":{"type":"array","minItems":1,"items":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/0/properties/rows/items"}}}}],"discriminator":{"propertyName":"op"}}}}}},"required":["requestBody"]};
-const schema92 = {"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"};
-const schema93 = {"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"};
-const schema102 = {"type":"integer","format":"int64","minimum":1,"maximum":9007199254740991,"description":"Assigned by the service; unique and increasing within the collection, never reused.","example":1};
-const schema104 = {"type":"object","description":"A row to insert. Any top-level field name and any JSON value is the client's, except `id` and\n`_expand`; `__proto__` and `constructor` are field names like any other.\n","properties":{"id":{"description":"Not accepted; the service assigns ids.","not":{}},"_expand":{"description":"Not accepted (`400`): reserved for the rows an answer expands into a row (`expand`, docs/relations.md).","not":{}}},"additionalProperties":true,"example":{"text":"hello"}};
+export const writeBatch_body = validate49;
+const schema92 = {"title":"Request","type":"object","additionalProperties":true,"properties":{"requestBody":{"type":"object","description":"Writes to make together, in order (`writeBatch`).","required":["operations"],"additionalProperties":false,"properties":{"operations":{"type":"array","minItems":1,"description":"1 to 100 operations (`ROWBASE_MAX_BATCH_OPERATIONS`), done in this order.","items":{"description":"One write of a batch, told apart by `op`.","oneOf":[{"type":"object","description":"Inserts rows, as `insertRows` does; its result is `201` with the rows and their `etags`.","required":["op","collection","rows"],"additionalProperties":false,"properties":{"op":{"type":"string","description":"The `op` of an insert.","enum":["insert"]},"collection":{"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"},"rows":{"type":"array","minItems":1,"items":{"type":"object","description":"A row to insert. Any top-level field name and any JSON value is the client's, except `id` and\n`_expand`; `__proto__` and `constructor` are field names like any other.\n","properties":{"id":{"description":"Not accepted; the service assigns ids.","not":{}},"_expand":{"description":"Not accepted (`400`): reserved for the rows an answer expands into a row (`expand`, docs/relations.md).","not":{}}},"additionalProperties":true,"example":{"text":"hello"}}}}},{"type":"object","description":"Patches a row, as `updateRow` does; its result is `200` with the row and its `etag`. `patch` is\nread as `patch_format` says: `merge` (the default) is the top-level merge of `application/json`,\n`merge-patch` RFC 7396, `json-patch` RFC 6902 with `increment` (see `updateRow`).\n","required":["op","collection","id","patch"],"additionalProperties":false,"properties":{"op":{"type":"string","description":"The `op` of an update.","enum":["update"]},"collection":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection"},"id":{"type":"integer","format":"int64","minimum":1,"maximum":9007199254740991,"description":"Assigned by the service; unique and increasing within the collection, never reused.","example":1},"patch":{"description":"A batch update's patch, as `patch_format` reads it: the fields to change (`merge`, as `RowPatch`), a\nJSON Merge Patch (`merge-patch`, `MergePatch`), or a JSON Patch (`json-patch`, `JsonPatch`).\n","anyOf":[{"type":"object","description":"A JSON Merge Patch (RFC 7396) of a row: each member merges into the field of its name (objects\nmember by member, at any depth), `null` removes the field, any other value replaces it. `id`\ncannot be changed.\n","properties":{"id":{"description":"Not accepted; ids never change.","not":{}}},"additionalProperties":true,"example":{"text":"hello again","draft":null}},{"type":"array","description":"A JSON Patch (RFC 6902): operations applied in order to the row (`{\"id\": …, …fields}`), all or\nnone. `path` and `from` are JSON Pointers (RFC 6901): `/tags/0`, `/a~1b` for the field `a/b`.\n","items":{"description":"One operation of a JSON Patch, told apart by its `op`, which each kind names in an enum of one value.","oneOf":[{"type":"object","description":"RFC 6902 §4.1: adds a member (replacing one of the same name), or inserts an array element (`-`: at the end).","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["add"]},"path":{"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"},"value":{"description":"Any JSON value."}},"example":{"op":"add","path":"/tags/-","value":"popular"}},{"type":"object","description":"RFC 6902 §4.2: removes the member or element, which must exist.","required":["op","path"],"properties":{"op":{"type":"string","enum":["remove"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"}},"example":{"op":"remove","path":"/draft"}},{"type":"object","description":"RFC 6902 §4.3: replaces the value, which must exist.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["replace"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"replace","path":"/status","value":"closed"}},{"type":"object","description":"RFC 6902 §4.4: removes the value at `from` and adds it at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["move"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"}},"example":{"op":"move","path":"/archived/title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.5: adds a copy of the value at `from` at `path`.","required":["op","path","from"],"properties":{"op":{"type":"string","enum":["copy"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"from":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"}},"example":{"op":"copy","path":"/previous_title","from":"/title"}},{"type":"object","description":"RFC 6902 §4.6: the value at `path` must equal `value` (as JSON: `1` equals `1.0`, members in any order), else `409 patch_conflict` and nothing is written.","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["test"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"value":{"description":"Any JSON value."}},"example":{"op":"test","path":"/status","value":"open"}},{"type":"object","description":"Ours: adds `value` to the number at `path`, inside the write's transaction, so that concurrent\nincrements of one field all count. A missing member counts as `0` when the object that would\nhold it exists; a value that is no number, or a sum past ±1.8e308, is `409 patch_conflict`.\nIntegers stay exact up to 2^53.\n","required":["op","path","value"],"properties":{"op":{"type":"string","enum":["increment"]},"path":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path"},"value":{"type":"number","description":"Any finite number, negative too."}},"example":{"op":"increment","path":"/likes","value":1}}],"discriminator":{"propertyName":"op"}},"example":[{"op":"test","path":"/status","value":"open"},{"op":"increment","path":"/likes","value":1}]}]},"patch_format":{"type":"string","description":"How a patch is read: `merge`, the top-level merge of `application/json`; `merge-patch`, RFC 7396\n(`application/merge-patch+json`); `json-patch`, RFC 6902 (`application/json-patch+json`).\n","enum":["merge","merge-patch","json-patch"],"default":"merge"},"if_match":{"type":"string","maxLength":8192,"description":"As the `If-Match` header of `updateRow`, `*` or `ETag`s, comma-separated; `412` when none matches."}}},{"type":"object","description":"Deletes a row, as `deleteRow` does; its result is `204`, with no body.","required":["op","collection","id"],"additionalProperties":false,"properties":{"op":{"type":"string","description":"The `op` of a delete.","enum":["delete"]},"collection":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection"},"id":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/1/properties/id"},"if_match":{"type":"string","maxLength":8192,"description":"As the `If-Match` header of `deleteRow`; `412` when none matches."}}},{"type":"object","description":"Upserts rows by a unique index, as `insertRows` with `on_conflict` does; its result is `200` with the rows and their `etags`.","required":["op","collection","on_conflict","rows"],"additionalProperties":false,"properties":{"op":{"type":"string","description":"The `op` of an upsert.","enum":["upsert"]},"collection":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/0/properties/collection"},"on_conflict":{"type":"array","description":"The fields of a unique index of the collection.","minItems":1,"maxItems":4,"items":{"type":"string","description":"A top-level field an index is over, a plain name.","pattern":"^[A-Za-z_][A-Za-z0-9_]{0,62}$","example":"email"}},"rows":{"type":"array","minItems":1,"items":{"$ref":"#/properties/requestBody/properties/operations/items/oneOf/0/properties/rows/items"}}}}],"discriminator":{"propertyName":"op"}}}}}},"required":["requestBody"]};
+const schema93 = {"type":"string","pattern":"^[A-Za-z][A-Za-z0-9_-]{0,62}$","description":"A letter, then up to 62 letters, digits, `_` or `-`. Unique within the account.","example":"notes"};
+const schema94 = {"type":"string","description":"A JSON Pointer (RFC 6901) into the row; empty for the whole row.","pattern":"^(/([^~/]|~[01])*)*$","example":"/tags/0"};
+const schema103 = {"type":"integer","format":"int64","minimum":1,"maximum":9007199254740991,"description":"Assigned by the service; unique and increasing within the collection, never reused.","example":1};
+const schema105 = {"type":"object","description":"A row to insert. Any top-level field name and any JSON value is the client's, except `id` and\n`_expand`; `__proto__` and `constructor` are field names like any other.\n","properties":{"id":{"description":"Not accepted; the service assigns ids.","not":{}},"_expand":{"description":"Not accepted (`400`): reserved for the rows an answer expands into a row (`expand`, docs/relations.md).","not":{}}},"additionalProperties":true,"example":{"text":"hello"}};
 
-function validate48(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate49(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -9549,7 +9643,7 @@ vErrors.push(err8);
 errors++;
 }
 if(!(data3 === "insert")){
-const err9 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/op/enum",keyword:"enum",params:{allowedValues: schema91.properties.requestBody.properties.operations.items.oneOf[0].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err9 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/0/properties/op/enum",keyword:"enum",params:{allowedValues: schema92.properties.requestBody.properties.operations.items.oneOf[0].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -9727,7 +9821,7 @@ vErrors.push(err23);
 errors++;
 }
 if(!(data9 === "update")){
-const err24 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/op/enum",keyword:"enum",params:{allowedValues: schema91.properties.requestBody.properties.operations.items.oneOf[1].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err24 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/op/enum",keyword:"enum",params:{allowedValues: schema92.properties.requestBody.properties.operations.items.oneOf[1].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -9880,7 +9974,7 @@ vErrors.push(err35);
 errors++;
 }
 if(!(data15 === "add")){
-const err36 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/op/enum",keyword:"enum",params:{allowedValues: schema91.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[0].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err36 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/op/enum",keyword:"enum",params:{allowedValues: schema92.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[0].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -9893,7 +9987,7 @@ errors++;
 if(data14.path !== undefined){
 let data16 = data14.path;
 if(typeof data16 === "string"){
-if(!pattern11.test(data16)){
+if(!pattern12.test(data16)){
 const err37 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/path",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err37];
@@ -9962,7 +10056,7 @@ vErrors.push(err42);
 errors++;
 }
 if(!(data17 === "remove")){
-const err43 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/1/properties/op/enum",keyword:"enum",params:{allowedValues: schema91.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[1].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err43 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/1/properties/op/enum",keyword:"enum",params:{allowedValues: schema92.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[1].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -9975,7 +10069,7 @@ errors++;
 if(data14.path !== undefined){
 let data18 = data14.path;
 if(typeof data18 === "string"){
-if(!pattern11.test(data18)){
+if(!pattern12.test(data18)){
 const err44 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/path",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err44];
@@ -10054,7 +10148,7 @@ vErrors.push(err50);
 errors++;
 }
 if(!(data19 === "replace")){
-const err51 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/2/properties/op/enum",keyword:"enum",params:{allowedValues: schema91.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[2].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err51 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/2/properties/op/enum",keyword:"enum",params:{allowedValues: schema92.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[2].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err51];
 }
@@ -10067,7 +10161,7 @@ errors++;
 if(data14.path !== undefined){
 let data20 = data14.path;
 if(typeof data20 === "string"){
-if(!pattern11.test(data20)){
+if(!pattern12.test(data20)){
 const err52 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/path",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err52];
@@ -10146,7 +10240,7 @@ vErrors.push(err58);
 errors++;
 }
 if(!(data21 === "move")){
-const err59 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/3/properties/op/enum",keyword:"enum",params:{allowedValues: schema91.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[3].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err59 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/3/properties/op/enum",keyword:"enum",params:{allowedValues: schema92.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[3].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err59];
 }
@@ -10159,7 +10253,7 @@ errors++;
 if(data14.path !== undefined){
 let data22 = data14.path;
 if(typeof data22 === "string"){
-if(!pattern11.test(data22)){
+if(!pattern12.test(data22)){
 const err60 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/path",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err60];
@@ -10184,7 +10278,7 @@ errors++;
 if(data14.from !== undefined){
 let data23 = data14.from;
 if(typeof data23 === "string"){
-if(!pattern11.test(data23)){
+if(!pattern12.test(data23)){
 const err62 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/from",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err62];
@@ -10263,7 +10357,7 @@ vErrors.push(err68);
 errors++;
 }
 if(!(data24 === "copy")){
-const err69 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/4/properties/op/enum",keyword:"enum",params:{allowedValues: schema91.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[4].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err69 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/4/properties/op/enum",keyword:"enum",params:{allowedValues: schema92.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[4].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err69];
 }
@@ -10276,7 +10370,7 @@ errors++;
 if(data14.path !== undefined){
 let data25 = data14.path;
 if(typeof data25 === "string"){
-if(!pattern11.test(data25)){
+if(!pattern12.test(data25)){
 const err70 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/path",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err70];
@@ -10301,7 +10395,7 @@ errors++;
 if(data14.from !== undefined){
 let data26 = data14.from;
 if(typeof data26 === "string"){
-if(!pattern11.test(data26)){
+if(!pattern12.test(data26)){
 const err72 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/from",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err72];
@@ -10380,7 +10474,7 @@ vErrors.push(err78);
 errors++;
 }
 if(!(data27 === "test")){
-const err79 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/5/properties/op/enum",keyword:"enum",params:{allowedValues: schema91.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[5].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err79 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/5/properties/op/enum",keyword:"enum",params:{allowedValues: schema92.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[5].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err79];
 }
@@ -10393,7 +10487,7 @@ errors++;
 if(data14.path !== undefined){
 let data28 = data14.path;
 if(typeof data28 === "string"){
-if(!pattern11.test(data28)){
+if(!pattern12.test(data28)){
 const err80 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/path",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err80];
@@ -10472,7 +10566,7 @@ vErrors.push(err86);
 errors++;
 }
 if(!(data29 === "increment")){
-const err87 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/6/properties/op/enum",keyword:"enum",params:{allowedValues: schema91.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[6].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err87 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/6/properties/op/enum",keyword:"enum",params:{allowedValues: schema92.properties.requestBody.properties.operations.items.oneOf[1].properties.patch.anyOf[1].items.oneOf[6].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err87];
 }
@@ -10485,7 +10579,7 @@ errors++;
 if(data14.path !== undefined){
 let data30 = data14.path;
 if(typeof data30 === "string"){
-if(!pattern11.test(data30)){
+if(!pattern12.test(data30)){
 const err88 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch/" + i2+"/path",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch/anyOf/1/items/oneOf/0/properties/path/pattern",keyword:"pattern",params:{pattern: "^(/([^~/]|~[01])*)*$"},message:"must match pattern \""+"^(/([^~/]|~[01])*)*$"+"\""};
 if(vErrors === null){
 vErrors = [err88];
@@ -10602,7 +10696,7 @@ vErrors.push(err96);
 errors++;
 }
 if(!(((data32 === "merge") || (data32 === "merge-patch")) || (data32 === "json-patch"))){
-const err97 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch_format",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch_format/enum",keyword:"enum",params:{allowedValues: schema91.properties.requestBody.properties.operations.items.oneOf[1].properties.patch_format.enum},message:"must be equal to one of the allowed values"};
+const err97 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/patch_format",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/1/properties/patch_format/enum",keyword:"enum",params:{allowedValues: schema92.properties.requestBody.properties.operations.items.oneOf[1].properties.patch_format.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err97];
 }
@@ -10705,7 +10799,7 @@ vErrors.push(err105);
 errors++;
 }
 if(!(data34 === "delete")){
-const err106 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/2/properties/op/enum",keyword:"enum",params:{allowedValues: schema91.properties.requestBody.properties.operations.items.oneOf[2].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err106 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/2/properties/op/enum",keyword:"enum",params:{allowedValues: schema92.properties.requestBody.properties.operations.items.oneOf[2].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err106];
 }
@@ -10879,7 +10973,7 @@ vErrors.push(err120);
 errors++;
 }
 if(!(data38 === "upsert")){
-const err121 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/properties/op/enum",keyword:"enum",params:{allowedValues: schema91.properties.requestBody.properties.operations.items.oneOf[3].properties.op.enum},message:"must be equal to one of the allowed values"};
+const err121 = {instancePath:instancePath+"/requestBody/operations/" + i0+"/op",schemaPath:"#/properties/requestBody/properties/operations/items/oneOf/3/properties/op/enum",keyword:"enum",params:{allowedValues: schema92.properties.requestBody.properties.operations.items.oneOf[3].properties.op.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err121];
 }
@@ -11106,6 +11200,6 @@ vErrors.push(err139);
 }
 errors++;
 }
-validate48.errors = vErrors;
+validate49.errors = vErrors;
 return errors === 0;
 }

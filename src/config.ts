@@ -69,6 +69,11 @@ export interface Config {
   eventsRetainMs: number;
   /** How often old events are pruned. `ROWBASE_EVENTS_PRUNE_SECONDS` × 1000, default one minute. */
   eventsPruneIntervalMs: number;
+  /**
+   * How often expired rows are swept (docs/expiry.md): each is gone from reads at its expiry, and
+   * deleted, with its event, by the next sweep. `ROWBASE_EXPIRY_SWEEP_MS`, default 10 s, 10 ms to one hour.
+   */
+  expirySweepIntervalMs: number;
   /** How often the feed pings each client; one that missed the last pong is dropped. `ROWBASE_FEED_PING_SECONDS` × 1000, default 30 s. */
   feedPingIntervalMs: number;
   /** Bytes a feed client may fall behind by before it is closed with 4008. `ROWBASE_FEED_MAX_BUFFER_BYTES`, default 4 MiB. */
@@ -150,6 +155,7 @@ export const defaults: Config = {
   eventsRetainCount: 10_000,
   eventsRetainMs: 24 * 60 * 60 * 1000,
   eventsPruneIntervalMs: 60 * 1000,
+  expirySweepIntervalMs: 10 * 1000,
   feedPingIntervalMs: 30 * 1000,
   feedMaxBufferBytes: 4 * 1024 * 1024,
   feedMaxSocketsPerAccount: 1000,
@@ -188,6 +194,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
     eventsRetainCount: integer(env, 'ROWBASE_EVENTS_RETAIN_COUNT', defaults.eventsRetainCount, 1, 2 ** 31),
     eventsRetainMs: seconds(env, 'ROWBASE_EVENTS_RETAIN_SECONDS', defaults.eventsRetainMs, 1, 10 * 365 * DAY),
     eventsPruneIntervalMs: seconds(env, 'ROWBASE_EVENTS_PRUNE_SECONDS', defaults.eventsPruneIntervalMs, 1, DAY),
+    expirySweepIntervalMs: integer(env, 'ROWBASE_EXPIRY_SWEEP_MS', defaults.expirySweepIntervalMs, 10, 3_600_000),
     feedPingIntervalMs: seconds(env, 'ROWBASE_FEED_PING_SECONDS', defaults.feedPingIntervalMs, 1, DAY),
     feedMaxBufferBytes: integer(env, 'ROWBASE_FEED_MAX_BUFFER_BYTES', defaults.feedMaxBufferBytes, 1024, 2 ** 31),
     feedMaxSocketsPerAccount: integer(env, 'ROWBASE_FEED_MAX_SOCKETS_PER_ACCOUNT', defaults.feedMaxSocketsPerAccount, 1, 2 ** 31),

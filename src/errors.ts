@@ -147,6 +147,8 @@ export const rowNotFound = (collection: string, id: number) => notFound(`There i
 export const rulesNotFound = (collection: string) =>
   notFound(`Collection ${collection} has no rules: a publishable key may do nothing with it.`);
 
+export const ttlNotFound = (collection: string) => notFound(`Collection ${collection} has no time to live: its rows never expire.`);
+
 /** A key the CLI cannot make or revoke as asked (`rowbase keys`); the message says why, in one line. */
 export class KeyError extends Error {}
 

@@ -1,11 +1,11 @@
 // The pruner: the timer that keeps the database to its retention, deleting every collection's
 // events past it, the answers of Idempotency-Keys past theirs, and the webhooks' delivery log past its
 // (webhooks/delivery-log.ts), in small batches, so that writes never wait long.
-import { EventEmitter } from 'node:events';
 import { setImmediate as yieldToWriters } from 'node:timers/promises';
 import type { RetentionPolicy } from './db/events/retention.ts';
 import type { Store } from './db/open-store.ts';
 import type { Logger } from './log.ts';
+import { Passes } from './periodic.ts';
 import { pruneDeliveryLog } from './webhooks/delivery-log.ts';
 
 const COLLECTIONS_PER_PAGE = 100;
@@ -14,43 +14,24 @@ const COLLECTIONS_PER_PAGE = 100;
  * Prunes every collection's events past retention (db/events/retention.ts), the answers of Idempotency-Keys
  * past theirs (db/rows/idempotency.ts), and the webhooks' delivery log past its (webhooks/delivery-log.ts), every
  * `intervalMs`, one small batch at a time, so
- * writes never wait long. Each pass emits `pass` with how many events went. Several
+ * writes never wait long. Each pass emits `pass` with how many events went (Passes). Several
  * processes on one database may each run one: deleting what another already deleted is harmless.
+ * stop() ends a pass under way after its batch under way: a pass can have millions of events to delete
+ * (a collection that took a burst of batch inserts), and a server shutting down does not wait for them;
+ * the next pass, of whichever process, finds them.
  */
-export class Pruner extends EventEmitter<{ pass: [deleted: number] }> {
-  private pass: Promise<number> | undefined;
-  private readonly timer: NodeJS.Timeout;
-  private stopped = false;
-
+export class Pruner extends Passes {
   constructor(
     private readonly store: Store,
     private readonly policy: RetentionPolicy,
     intervalMs: number,
     private readonly log: Logger,
   ) {
-    super();
-    this.timer = setInterval(() => this.runOnce().catch((error) => log.error({ err: error }, 'pruning events failed')), intervalMs);
-    this.timer.unref();
-  }
-
-  /** Runs a pass that starts after this call (joining one that has not started yet); resolves with how many events went. */
-  async runOnce(): Promise<number> {
-    await this.pass?.catch(() => {});
-    this.pass ??= this.prune().finally(() => {
-      this.pass = undefined;
-    });
-    return this.pass;
-  }
-
-  /**
-   * Stops the timer and ends a pass under way after its batch under way, which it waits for: a pass
-   * can have millions of events to delete (a collection that took a burst of batch inserts), and a
-   * server shutting down does not wait for them; the next pass, of whichever process, finds them.
-   */
-  async stop(): Promise<void> {
-    this.stopped = true;
-    clearInterval(this.timer);
-    await this.pass?.catch(() => {});
+    super(
+      () => this.prune(),
+      intervalMs,
+      (error) => log.error({ err: error }, 'pruning events failed'),
+    );
   }
 
   private async prune(): Promise<number> {
@@ -74,7 +55,6 @@ export class Pruner extends EventEmitter<{ pass: [deleted: number] }> {
     if (answers > 0) this.log.debug({ answers }, 'pruned idempotency keys');
     const attempts = await pruneDeliveryLog(this.store, this.policy.batchSize, () => this.stopped);
     if (attempts > 0) this.log.debug({ attempts }, 'pruned webhook delivery log');
-    this.emit('pass', deleted);
     return deleted;
   }
 

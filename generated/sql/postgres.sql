@@ -21,7 +21,7 @@ insert into events (collection_id, seq, type, row_id, row, previous, at) values 
 select id, row_count, sorted from collections where account_id = ? and name = ?;
 
 -- deleteRowSql
-delete from rows where collection_id = ? and id = ? returning data, version;
+delete from rows where collection_id = ? and id = ? and (expires_at is null or expires_at > ?) returning data, version;
 
 -- deleteSortKeysSql
 delete from sort_keys where collection_id = ? and row_id = ?;
@@ -45,7 +45,7 @@ select count(*) as n from sort_keys where collection_id = ? and slot = ? and ran
 select name, created_at, row_count, last_seq from collections where account_id = ? order by name collate "C";
 
 -- getCollectionSql
-select name, created_at, row_count, last_seq, nullif(s.schema, '') as schema, s.relations from collections c left join collection_schemas s on s.id = c.schema_id
+select name, created_at, row_count, last_seq, nullif(s.schema, '') as schema, s.relations, c.ttl_field from collections c left join collection_schemas s on s.id = c.schema_id
 where c.account_id = ? and c.name = ?;
 
 -- collectionIdSql
@@ -165,7 +165,7 @@ select seq, length(row) + coalesce(length(previous), 0) as size from events
 where collection_id = ? and seq > ? and seq <= ? order by seq limit ?;
 
 -- eventsSql
-select seq, type, row, previous, at from events where collection_id = ? and seq > ? and seq <= ? order by seq limit ?;
+select seq, type, row, previous, at, reason from events where collection_id = ? and seq > ? and seq <= ? order by seq limit ?;
 
 -- onceAnswerSql
 select request_hash, status, headers, body from idempotency_keys where account_id = ? and key = ? and expires_at > ?;
@@ -207,7 +207,7 @@ with keyed as (select rows.id, doc.j, case when jsonb_typeof((j -> ?::text)) = '
   from rows, lateral (select case when strpos(rows.data, '\') = 0 and strpos(rows.data, chr(55295)) = 0 then rows.data::jsonb
 else regexp_replace(replace(replace(replace(replace(rows.data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
 chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb end as j offset 0) doc
-  where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (<filter>))
+  where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > (select (extract(epoch from statement_timestamp()) * 1000)::bigint)) and (<filter>))
 select * from (select 0 as part, null::integer as x, json_build_array(k0::text, k1::text)::text as k,
     json_build_array(k0::text, k1::text, count(*), null, count(distinct case when jsonb_typeof((j -> ?::text)) = 'null' then null else (j -> ?::text) end), json_build_array(count(*) filter (where jsonb_typeof((j -> ?::text)) = 'number'),
     (sum(case when jsonb_typeof((j -> ?::text)) = 'number' then ((j -> ?::text))::numeric end))::text), json_build_array(count(*) filter (where jsonb_typeof((j -> ?::text)) = 'number'),
@@ -223,7 +223,7 @@ with keyed as (select rows.id, doc.j
   from rows, lateral (select case when strpos(rows.data, '\') = 0 and strpos(rows.data, chr(55295)) = 0 then rows.data::jsonb
 else regexp_replace(replace(replace(replace(replace(rows.data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
 chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb end as j offset 0) doc
-  where rows.collection_id = (select id from collections where account_id = ? and name = ?))
+  where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > (select (extract(epoch from statement_timestamp()) * 1000)::bigint)))
 select * from (select 0 as part, null::integer as x, '[]' as k,
     json_build_array(count(*), null)::text as v
   from keyed limit ?) groups
@@ -235,7 +235,7 @@ select count(*) as n, (select last_seq from collections where id = ?) as seq fro
 
 -- getRowSql
 select data, collection_id, version from rows
-where collection_id = (select id from collections where account_id = ? and name = ?) and id = ?;
+where collection_id = (select id from collections where account_id = ? and name = ?) and id = ? and (rows.expires_at is null or rows.expires_at > (select (extract(epoch from statement_timestamp()) * 1000)::bigint));
 
 -- advanceReadingRowSql
 with counters as (update collections
@@ -243,7 +243,7 @@ with counters as (update collections
   where account_id = ? and name = ?
   returning id, last_row_id, last_seq, sorted, schema_id, search)
 select c.*, r.data as current, r.version
-  from counters c left join lateral (select data, version from rows where collection_id = c.id and id = ? for update) r on true;
+  from counters c left join lateral (select data, version from rows where collection_id = c.id and id = ? and (rows.expires_at is null or rows.expires_at > (select (extract(epoch from statement_timestamp()) * 1000)::bigint)) for update) r on true;
 
 -- updateRowSql
 with updated as (
@@ -271,7 +271,7 @@ delete from idempotency_keys where (account_id, key) in
 -- orderedPage(by id, asc)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by id asc) end as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
-from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?)) r order by id asc limit +? offset ?) r;
+from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > (select (extract(epoch from statement_timestamp()) * 1000)::bigint))) r order by id asc limit +? offset ?) r;
 
 -- orderedPage(by a field, asc)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
@@ -281,7 +281,7 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
     id asc) end as json,
     (select last_seq from collections where account_id = ? and name = ?) as seq
   from (select * from (select id, data, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
-chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j0 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?)) r order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
+chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j0 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > (select (extract(epoch from statement_timestamp()) * 1000)::bigint))) r order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
     when 'array' then 4 else 5 end asc,
     case jsonb_typeof(j0) when 'number' then (j0)::numeric when 'boolean' then case when (j0)::boolean then 1 else 0 end end asc,
     (case when jsonb_typeof(j0) = 'string' then j0 #>> '{}' end) collate "C" asc,
@@ -290,7 +290,7 @@ chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55
 -- orderedPage(by id, after a place, asc)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by id asc) end as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
-from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?)) r where id > ? order by id asc limit +? offset ?) r;
+from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > (select (extract(epoch from statement_timestamp()) * 1000)::bigint))) r where id > ? order by id asc limit +? offset ?) r;
 
 -- orderedPage(by two fields, after a place, asc then asc)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
@@ -305,7 +305,7 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
     (select last_seq from collections where account_id = ? and name = ?) as seq
   from (select * from (select id, data, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
 chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j0, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
-chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j1 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?)) r where case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
+chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j1 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > (select (extract(epoch from statement_timestamp()) * 1000)::bigint))) r where case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
     when 'array' then 4 else 5 end > ? or (case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
     when 'array' then 4 else 5 end = ? and (case jsonb_typeof(j0) when 'number' then (j0)::numeric when 'boolean' then case when (j0)::boolean then 1 else 0 end end > ?::numeric or (case jsonb_typeof(j0) when 'number' then (j0)::numeric when 'boolean' then case when (j0)::boolean then 1 else 0 end end = ?::numeric and (case jsonb_typeof(j1) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
     when 'array' then 4 else 5 end > ? or (case jsonb_typeof(j1) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
@@ -327,7 +327,7 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
     id asc) end as json,
     (select last_seq from collections where id = ?) as seq
   from (select * from (select id, data, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
-chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j0 from rows where rows.collection_id = ? and ((rows.id in (select row_id from sort_keys where collection_id = ? and slot = ? and <bounds>)) and (<filter>))) r order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
+chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j0 from rows where rows.collection_id = ? and (rows.expires_at is null or rows.expires_at > (select (extract(epoch from statement_timestamp()) * 1000)::bigint)) and ((rows.id in (select row_id from sort_keys where collection_id = ? and slot = ? and <bounds>)) and (<filter>))) r order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
     when 'array' then 4 else 5 end asc,
     case jsonb_typeof(j0) when 'number' then (j0)::numeric when 'boolean' then case when (j0)::boolean then 1 else 0 end end asc,
     (case when jsonb_typeof(j0) = 'string' then j0 #>> '{}' end) collate "C" asc,
@@ -338,15 +338,16 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
   (select last_seq from collections where id = ?) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select k.rank, k.num, k.str, k.row_id, rows.id, rows.data from sort_keys k
-  cross join lateral (select id, data from rows where collection_id = ? and id = k.row_id offset 0) rows
-  where k.collection_id = ? and k.slot = ? and <bounds> and (<filter>)
+  cross join lateral (select id, data, expires_at from rows where collection_id = ? and id = k.row_id offset 0) rows
+  where k.collection_id = ? and k.slot = ? and <bounds> and (rows.expires_at is null or rows.expires_at > (select (extract(epoch from statement_timestamp()) * 1000)::bigint)) and (<filter>)
   order by k.rank asc, k.num asc, k.str asc, k.row_id asc limit +? offset ?) k;
 
 -- sortedPage(asc, all)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
-from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2 
+from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2  and ((select ttl_field from collections where id = $1) is null
+    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= (select (extract(epoch from statement_timestamp()) * 1000)::bigint)))
   order by rank asc, num asc, str asc, row_id asc limit +$3 offset $4) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
@@ -354,7 +355,8 @@ cross join lateral (select id, data from rows where collection_id = $1 and id = 
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
-from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2 and rank < 5
+from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2 and rank < 5 and ((select ttl_field from collections where id = $1) is null
+    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= (select (extract(epoch from statement_timestamp()) * 1000)::bigint)))
   order by rank asc, num asc, str asc, row_id asc limit +$3 offset $4) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
@@ -362,7 +364,8 @@ cross join lateral (select id, data from rows where collection_id = $1 and id = 
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.rank asc, k.num asc, k.str asc, k.row_id asc) end as json,
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
-from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2 and rank = 5
+from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2 and rank = 5 and ((select ttl_field from collections where id = $1) is null
+    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= (select (extract(epoch from statement_timestamp()) * 1000)::bigint)))
   order by rank asc, num asc, str asc, row_id asc limit +$3 offset $4) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
@@ -371,11 +374,14 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = $1 and slot = $2 and rank = $4 and num = $6 and str is null and row_id > $5 order by rank asc, num asc, str asc, row_id asc limit +$3) k0
+    where collection_id = $1 and slot = $2 and rank = $4 and num = $6 and str is null and row_id > $5 and ((select ttl_field from collections where id = $1) is null
+    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= (select (extract(epoch from statement_timestamp()) * 1000)::bigint))) order by rank asc, num asc, str asc, row_id asc limit +$3) k0
   union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
-    where collection_id = $1 and slot = $2 and rank = $4 and num > $6 order by rank asc, num asc, str asc, row_id asc limit +$3) k1
+    where collection_id = $1 and slot = $2 and rank = $4 and num > $6 and ((select ttl_field from collections where id = $1) is null
+    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= (select (extract(epoch from statement_timestamp()) * 1000)::bigint))) order by rank asc, num asc, str asc, row_id asc limit +$3) k1
   union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
-    where collection_id = $1 and slot = $2 and rank > $4 order by rank asc, num asc, str asc, row_id asc limit +$3) k2
+    where collection_id = $1 and slot = $2 and rank > $4 and ((select ttl_field from collections where id = $1) is null
+    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= (select (extract(epoch from statement_timestamp()) * 1000)::bigint))) order by rank asc, num asc, str asc, row_id asc limit +$3) k2
   limit +$3) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
@@ -384,11 +390,14 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = $1 and slot = $2 and rank = $4 and num is null and str = $6 and row_id > $5 order by rank asc, num asc, str asc, row_id asc limit +$3) k0
+    where collection_id = $1 and slot = $2 and rank = $4 and num is null and str = $6 and row_id > $5 and ((select ttl_field from collections where id = $1) is null
+    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= (select (extract(epoch from statement_timestamp()) * 1000)::bigint))) order by rank asc, num asc, str asc, row_id asc limit +$3) k0
   union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
-    where collection_id = $1 and slot = $2 and rank = $4 and num is null and str > $6 order by rank asc, num asc, str asc, row_id asc limit +$3) k1
+    where collection_id = $1 and slot = $2 and rank = $4 and num is null and str > $6 and ((select ttl_field from collections where id = $1) is null
+    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= (select (extract(epoch from statement_timestamp()) * 1000)::bigint))) order by rank asc, num asc, str asc, row_id asc limit +$3) k1
   union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
-    where collection_id = $1 and slot = $2 and rank > $4 order by rank asc, num asc, str asc, row_id asc limit +$3) k2
+    where collection_id = $1 and slot = $2 and rank > $4 and ((select ttl_field from collections where id = $1) is null
+    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= (select (extract(epoch from statement_timestamp()) * 1000)::bigint))) order by rank asc, num asc, str asc, row_id asc limit +$3) k2
   limit +$3) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
@@ -397,9 +406,11 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = $1 and slot = $2 and rank = $4 and num is null and str is null and row_id > $5 order by rank asc, num asc, str asc, row_id asc limit +$3) k0
+    where collection_id = $1 and slot = $2 and rank = $4 and num is null and str is null and row_id > $5 and ((select ttl_field from collections where id = $1) is null
+    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= (select (extract(epoch from statement_timestamp()) * 1000)::bigint))) order by rank asc, num asc, str asc, row_id asc limit +$3) k0
   union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
-    where collection_id = $1 and slot = $2 and rank > $4 order by rank asc, num asc, str asc, row_id asc limit +$3) k1
+    where collection_id = $1 and slot = $2 and rank > $4 and ((select ttl_field from collections where id = $1) is null
+    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= (select (extract(epoch from statement_timestamp()) * 1000)::bigint))) order by rank asc, num asc, str asc, row_id asc limit +$3) k1
   limit +$3) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
@@ -408,14 +419,15 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = $1 and slot = $2 and rank = $4 and num is null and str is null and row_id > $5 order by rank asc, num asc, str asc, row_id asc limit +$3) k0
+    where collection_id = $1 and slot = $2 and rank = $4 and num is null and str is null and row_id > $5 and ((select ttl_field from collections where id = $1) is null
+    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= (select (extract(epoch from statement_timestamp()) * 1000)::bigint))) order by rank asc, num asc, str asc, row_id asc limit +$3) k0
   limit +$3) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
 -- orderedPage(by id, desc)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by id desc) end as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
-from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?)) r order by id desc limit +? offset ?) r;
+from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > (select (extract(epoch from statement_timestamp()) * 1000)::bigint))) r order by id desc limit +? offset ?) r;
 
 -- orderedPage(by a field, desc)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
@@ -425,7 +437,7 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
     id desc) end as json,
     (select last_seq from collections where account_id = ? and name = ?) as seq
   from (select * from (select id, data, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
-chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j0 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?)) r order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
+chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j0 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > (select (extract(epoch from statement_timestamp()) * 1000)::bigint))) r order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
     when 'array' then 4 else 0 end desc,
     case jsonb_typeof(j0) when 'number' then (j0)::numeric when 'boolean' then case when (j0)::boolean then 1 else 0 end end desc,
     (case when jsonb_typeof(j0) = 'string' then j0 #>> '{}' end) collate "C" desc,
@@ -434,7 +446,7 @@ chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55
 -- orderedPage(by id, after a place, desc)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by id desc) end as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq
-from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?)) r where id < ? order by id desc limit +? offset ?) r;
+from (select * from (select id, data from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > (select (extract(epoch from statement_timestamp()) * 1000)::bigint))) r where id < ? order by id desc limit +? offset ?) r;
 
 -- orderedPage(by two fields, after a place, desc then asc)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
@@ -449,7 +461,7 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
     (select last_seq from collections where account_id = ? and name = ?) as seq
   from (select * from (select id, data, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
 chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j0, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
-chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j1 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?)) r where case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
+chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j1 from rows where rows.collection_id = (select id from collections where account_id = ? and name = ?) and (rows.expires_at is null or rows.expires_at > (select (extract(epoch from statement_timestamp()) * 1000)::bigint))) r where case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
     when 'array' then 4 else 0 end < ? or (case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
     when 'array' then 4 else 0 end = ? and (case jsonb_typeof(j0) when 'number' then (j0)::numeric when 'boolean' then case when (j0)::boolean then 1 else 0 end end < ?::numeric or (case jsonb_typeof(j0) when 'number' then (j0)::numeric when 'boolean' then case when (j0)::boolean then 1 else 0 end end = ?::numeric and (case jsonb_typeof(j1) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
     when 'array' then 4 else 5 end > ? or (case jsonb_typeof(j1) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
@@ -471,7 +483,7 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
     id desc) end as json,
     (select last_seq from collections where id = ?) as seq
   from (select * from (select id, data, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
-chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j0 from rows where rows.collection_id = ? and ((rows.id in (select row_id from sort_keys where collection_id = ? and slot = ? and <bounds>)) and (<filter>))) r order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
+chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j0 from rows where rows.collection_id = ? and (rows.expires_at is null or rows.expires_at > (select (extract(epoch from statement_timestamp()) * 1000)::bigint)) and ((rows.id in (select row_id from sort_keys where collection_id = ? and slot = ? and <bounds>)) and (<filter>))) r order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
     when 'array' then 4 else 0 end desc,
     case jsonb_typeof(j0) when 'number' then (j0)::numeric when 'boolean' then case when (j0)::boolean then 1 else 0 end end desc,
     (case when jsonb_typeof(j0) = 'string' then j0 #>> '{}' end) collate "C" desc,
@@ -482,15 +494,16 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
   (select last_seq from collections where id = ?) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select k.rank, k.num, k.str, k.row_id, rows.id, rows.data from sort_keys k
-  cross join lateral (select id, data from rows where collection_id = ? and id = k.row_id offset 0) rows
-  where k.collection_id = ? and k.slot = ? and <bounds> and (<filter>)
+  cross join lateral (select id, data, expires_at from rows where collection_id = ? and id = k.row_id offset 0) rows
+  where k.collection_id = ? and k.slot = ? and <bounds> and (rows.expires_at is null or rows.expires_at > (select (extract(epoch from statement_timestamp()) * 1000)::bigint)) and (<filter>)
   order by k.rank desc, k.num desc, k.str desc, k.row_id desc limit +? offset ?) k;
 
 -- sortedPage(desc, all)
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
-from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2 
+from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2  and ((select ttl_field from collections where id = $1) is null
+    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= (select (extract(epoch from statement_timestamp()) * 1000)::bigint)))
   order by rank desc, num desc, str desc, row_id desc limit +$3 offset $4) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
@@ -498,7 +511,8 @@ cross join lateral (select id, data from rows where collection_id = $1 and id = 
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
-from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2 and rank < 5
+from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2 and rank < 5 and ((select ttl_field from collections where id = $1) is null
+    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= (select (extract(epoch from statement_timestamp()) * 1000)::bigint)))
   order by rank desc, num desc, str desc, row_id desc limit +$3 offset $4) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
@@ -506,7 +520,8 @@ cross join lateral (select id, data from rows where collection_id = $1 and id = 
 select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by k.rank desc, k.num desc, k.str desc, k.row_id desc) end as json,
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
-from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2 and rank = 5
+from (select rank, num, str, row_id from sort_keys where collection_id = $1 and slot = $2 and rank = 5 and ((select ttl_field from collections where id = $1) is null
+    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= (select (extract(epoch from statement_timestamp()) * 1000)::bigint)))
   order by rank desc, num desc, str desc, row_id desc limit +$3 offset $4) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
@@ -515,13 +530,17 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = $1 and slot = $2 and rank = $4 and num = $6 and str is null and row_id < $5 order by rank desc, num desc, str desc, row_id desc limit +$3) k0
+    where collection_id = $1 and slot = $2 and rank = $4 and num = $6 and str is null and row_id < $5 and ((select ttl_field from collections where id = $1) is null
+    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= (select (extract(epoch from statement_timestamp()) * 1000)::bigint))) order by rank desc, num desc, str desc, row_id desc limit +$3) k0
   union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
-    where collection_id = $1 and slot = $2 and rank = $4 and num < $6 order by rank desc, num desc, str desc, row_id desc limit +$3) k1
+    where collection_id = $1 and slot = $2 and rank = $4 and num < $6 and ((select ttl_field from collections where id = $1) is null
+    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= (select (extract(epoch from statement_timestamp()) * 1000)::bigint))) order by rank desc, num desc, str desc, row_id desc limit +$3) k1
   union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
-    where collection_id = $1 and slot = $2 and rank < $4 order by rank desc, num desc, str desc, row_id desc limit +$3) k2
+    where collection_id = $1 and slot = $2 and rank < $4 and ((select ttl_field from collections where id = $1) is null
+    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= (select (extract(epoch from statement_timestamp()) * 1000)::bigint))) order by rank desc, num desc, str desc, row_id desc limit +$3) k2
   union all select * from (select 3 as part, rank, num, str, row_id from sort_keys
-    where collection_id = $1 and slot = $2 and rank = 5 order by rank desc, num desc, str desc, row_id desc limit +$3) k3
+    where collection_id = $1 and slot = $2 and rank = 5 and ((select ttl_field from collections where id = $1) is null
+    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= (select (extract(epoch from statement_timestamp()) * 1000)::bigint))) order by rank desc, num desc, str desc, row_id desc limit +$3) k3
   limit +$3) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
@@ -530,13 +549,17 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = $1 and slot = $2 and rank = $4 and num is null and str = $6 and row_id < $5 order by rank desc, num desc, str desc, row_id desc limit +$3) k0
+    where collection_id = $1 and slot = $2 and rank = $4 and num is null and str = $6 and row_id < $5 and ((select ttl_field from collections where id = $1) is null
+    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= (select (extract(epoch from statement_timestamp()) * 1000)::bigint))) order by rank desc, num desc, str desc, row_id desc limit +$3) k0
   union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
-    where collection_id = $1 and slot = $2 and rank = $4 and num is null and str < $6 order by rank desc, num desc, str desc, row_id desc limit +$3) k1
+    where collection_id = $1 and slot = $2 and rank = $4 and num is null and str < $6 and ((select ttl_field from collections where id = $1) is null
+    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= (select (extract(epoch from statement_timestamp()) * 1000)::bigint))) order by rank desc, num desc, str desc, row_id desc limit +$3) k1
   union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
-    where collection_id = $1 and slot = $2 and rank < $4 order by rank desc, num desc, str desc, row_id desc limit +$3) k2
+    where collection_id = $1 and slot = $2 and rank < $4 and ((select ttl_field from collections where id = $1) is null
+    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= (select (extract(epoch from statement_timestamp()) * 1000)::bigint))) order by rank desc, num desc, str desc, row_id desc limit +$3) k2
   union all select * from (select 3 as part, rank, num, str, row_id from sort_keys
-    where collection_id = $1 and slot = $2 and rank = 5 order by rank desc, num desc, str desc, row_id desc limit +$3) k3
+    where collection_id = $1 and slot = $2 and rank = 5 and ((select ttl_field from collections where id = $1) is null
+    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= (select (extract(epoch from statement_timestamp()) * 1000)::bigint))) order by rank desc, num desc, str desc, row_id desc limit +$3) k3
   limit +$3) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
@@ -545,11 +568,14 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = $1 and slot = $2 and rank = $4 and num is null and str is null and row_id < $5 order by rank desc, num desc, str desc, row_id desc limit +$3) k0
+    where collection_id = $1 and slot = $2 and rank = $4 and num is null and str is null and row_id < $5 and ((select ttl_field from collections where id = $1) is null
+    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= (select (extract(epoch from statement_timestamp()) * 1000)::bigint))) order by rank desc, num desc, str desc, row_id desc limit +$3) k0
   union all select * from (select 1 as part, rank, num, str, row_id from sort_keys
-    where collection_id = $1 and slot = $2 and rank < $4 order by rank desc, num desc, str desc, row_id desc limit +$3) k1
+    where collection_id = $1 and slot = $2 and rank < $4 and ((select ttl_field from collections where id = $1) is null
+    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= (select (extract(epoch from statement_timestamp()) * 1000)::bigint))) order by rank desc, num desc, str desc, row_id desc limit +$3) k1
   union all select * from (select 2 as part, rank, num, str, row_id from sort_keys
-    where collection_id = $1 and slot = $2 and rank = 5 order by rank desc, num desc, str desc, row_id desc limit +$3) k2
+    where collection_id = $1 and slot = $2 and rank = 5 and ((select ttl_field from collections where id = $1) is null
+    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= (select (extract(epoch from statement_timestamp()) * 1000)::bigint))) order by rank desc, num desc, str desc, row_id desc limit +$3) k2
   limit +$3) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
@@ -558,7 +584,8 @@ select count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_
   (select last_seq from collections where id = $1) as seq,
   bool_and(k.str is null or length(k.str) < 400) as exact
 from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
-    where collection_id = $1 and slot = $2 and rank = $4 and num is null and str is null and row_id < $5 order by rank desc, num desc, str desc, row_id desc limit +$3) k0
+    where collection_id = $1 and slot = $2 and rank = $4 and num is null and str is null and row_id < $5 and ((select ttl_field from collections where id = $1) is null
+    or not exists (select 1 from rows x where x.collection_id = $1 and x.id = row_id and x.expires_at <= (select (extract(epoch from statement_timestamp()) * 1000)::bigint))) order by rank desc, num desc, str desc, row_id desc limit +$3) k0
   limit +$3) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 

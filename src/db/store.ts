@@ -40,6 +40,8 @@ import { type Waits, watchKnexPool } from './engine/waits.ts';
 import type { WakeUps } from './engine/wake-ups.ts';
 import { feedStart, latestSeq, readEvents } from './events/events.ts';
 import { collectionsAfter, pruneEventBatch } from './events/retention.ts';
+import { expiringCollections, sweepExpiredBatch } from './expiry/sweep.ts';
+import { deleteTtl, getTtl, putTtl } from './expiry/ttl.ts';
 import { aggregateRows, getRow, listRows, sortBy } from './reads/rows.ts';
 import { bindRelations } from './relations/filters.ts';
 import { deleteRelation, getRelation, listRelations, putRelation } from './relations/relations.ts';
@@ -149,6 +151,11 @@ const shared = {
   getRules,
   putRules,
   deleteRules,
+  getTtl,
+  putTtl,
+  deleteTtl,
+  expiringCollections,
+  sweepExpiredBatch,
   listRelations,
   getRelation,
   putRelation,

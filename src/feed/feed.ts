@@ -18,6 +18,7 @@ import type { StreamedBody } from '../http/responder.ts';
 import type { Logger } from '../log.ts';
 import { Pruner } from '../pruner.ts';
 import type { Claims as RuleClaims } from '../rules/compile.ts';
+import { Sweeper } from '../sweeper.ts';
 import type { TokenVerifier } from '../tokens/verifier.ts';
 import { CredentialChecks, type Credentials } from './credentials.ts';
 import type { Encoding } from './encodings.ts';
@@ -67,6 +68,8 @@ export interface Feed {
   lag(): Promise<number>;
   /** Prunes events past retention (also done every `eventsPruneIntervalMs`). */
   readonly pruner: Pruner;
+  /** The sweeper of expired rows (docs/expiry.md). */
+  readonly sweeper: Sweeper;
   /**
    * A changes stream over HTTP (handlers/feed.ts) of `request`, checked as an upgrade is (upgrade.ts,
    * subscriptionOf): it takes one of the account's places now (429 too_many_connections), and is then a
@@ -162,6 +165,7 @@ export function createFeed({ store, config, log, tokens, admit, observers = [] }
     config.eventsPruneIntervalMs,
     log,
   );
+  const sweeper = new Sweeper(store, config.expirySweepIntervalMs, log);
 
   /** The long polls waiting (waitForChange): told when the feed closes. */
   const waiters = new Set<Waiter>();
@@ -267,11 +271,12 @@ export function createFeed({ store, config, log, tokens, admit, observers = [] }
     },
     lag: () => tails.lag(),
     pruner,
+    sweeper,
     async close(graceMs = 10_000) {
       closing = true;
       clearInterval(heartbeat);
       tails.stop();
-      await Promise.all([pruner.stop(), checks.stop(), ...checking]);
+      await Promise.all([pruner.stop(), sweeper.stop(), checks.stop(), ...checking]);
       const open = [...subscribers.keys()];
       for (const subscriber of open) subscriber.close(closeCodes.shuttingDown);
       for (const waiter of waiters) waiter.close();

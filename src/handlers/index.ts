@@ -3,6 +3,7 @@ import { authHandlers } from './auth.ts';
 import { batchHandlers } from './batch.ts';
 import { collectionHandlers } from './collections.ts';
 import { declarationHandlers } from './declaration.ts';
+import { expiryHandlers } from './expiry.ts';
 import { feedHandlers } from './feed.ts';
 import { keyHandlers } from './keys.ts';
 import { relationHandlers } from './relations.ts';
@@ -27,4 +28,5 @@ export const handlers: Handlers<OperationId> = {
   ...feedHandlers,
   ...relationHandlers,
   ...declarationHandlers,
+  ...expiryHandlers,
 };

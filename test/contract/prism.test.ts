@@ -194,6 +194,10 @@ const valid: Scenario[] = [
     status: 200,
   },
   { name: 'deleteCollectionRules', method: 'DELETE', path: '/v1/collections/proxied/rules', status: 204 },
+  { name: 'putCollectionTtl', method: 'PUT', path: '/v1/collections/proxied/ttl', body: { field: 'expires_at' }, status: 200 },
+  { name: 'getCollectionTtl', method: 'GET', path: '/v1/collections/proxied/ttl', status: 200 },
+  { name: 'headCollectionTtl', method: 'HEAD', path: '/v1/collections/proxied/ttl', status: 200 },
+  { name: 'deleteCollectionTtl', method: 'DELETE', path: '/v1/collections/proxied/ttl', status: 204 },
   {
     name: 'putRelation',
     method: 'PUT',

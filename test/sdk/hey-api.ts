@@ -96,6 +96,10 @@ export async function callEveryOperation(baseUrl: string, key: string, collectio
     headCollectionRules: () => sdk.headCollectionRules({ path }),
     checkCollectionRules: () => sdk.checkCollectionRules({ path, body: { operation: 'read', claims: null, row: {} } }),
     deleteCollectionRules: () => sdk.deleteCollectionRules({ path }),
+    putCollectionTtl: () => sdk.putCollectionTtl({ path, body: { field: 'expires_at' } }),
+    getCollectionTtl: () => sdk.getCollectionTtl({ path }),
+    headCollectionTtl: () => sdk.headCollectionTtl({ path }),
+    deleteCollectionTtl: () => sdk.deleteCollectionTtl({ path }),
     putRelation: () =>
       sdk.putRelation({
         path: { ...path, relation_name: 'parent' },

@@ -114,6 +114,10 @@ export async function callEveryOperation(baseUrl: string, key: string, collectio
     checkCollectionRules: () =>
       api.POST('/v1/collections/{collection_name}/rules/check', { params: { path }, body: { operation: 'read', claims: null, row: {} } }),
     deleteCollectionRules: () => api.DELETE('/v1/collections/{collection_name}/rules', { params: { path } }),
+    putCollectionTtl: () => api.PUT('/v1/collections/{collection_name}/ttl', { params: { path }, body: { field: 'expires_at' } }),
+    getCollectionTtl: () => api.GET('/v1/collections/{collection_name}/ttl', { params: { path } }),
+    headCollectionTtl: () => api.HEAD('/v1/collections/{collection_name}/ttl', { params: { path } }),
+    deleteCollectionTtl: () => api.DELETE('/v1/collections/{collection_name}/ttl', { params: { path } }),
     putRelation: () =>
       api.PUT('/v1/collections/{collection_name}/relations/{relation_name}', {
         params: { path: { ...path, relation_name: 'parent' } },

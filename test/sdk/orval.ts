@@ -101,6 +101,10 @@ export async function callEveryOperation(baseUrl: string, key: string, collectio
     headCollectionRules: () => api.headCollectionRules(collection, options),
     checkCollectionRules: () => api.checkCollectionRules(collection, { operation: 'read', claims: null, row: {} }, options),
     deleteCollectionRules: () => api.deleteCollectionRules(collection, options),
+    putCollectionTtl: () => api.putCollectionTtl(collection, { field: 'expires_at' }, options),
+    getCollectionTtl: () => api.getCollectionTtl(collection, options),
+    headCollectionTtl: () => api.headCollectionTtl(collection, options),
+    deleteCollectionTtl: () => api.deleteCollectionTtl(collection, options),
     putRelation: () =>
       api.putRelation(collection, 'parent', { field: 'parent_id', collection, on_delete: 'set_null', reverse: 'children' }, options),
     listRelations: () => api.listRelations(collection, options),

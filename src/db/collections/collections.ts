@@ -124,10 +124,14 @@ export interface CollectionContractData {
 
 /** The collection, with its schema (null for none) and its relations, both directions. */
 export async function getCollection({ query }: Dialect, accountId: number, name: string): Promise<Collection> {
-  const [row] = await query<CollectionRow & { schema: string | null; relations: string | null }>(getCollectionSql, [accountId, name]);
+  const [row] = await query<CollectionRow & { schema: string | null; relations: string | null; ttl_field: string | null }>(
+    getCollectionSql,
+    [accountId, name],
+  );
   if (!row) throw collectionNotFound(name);
   const relations = shownRelations(row.relations === null ? null : (JSON.parse(row.relations) as RelationLinks));
-  return { ...toCollection(row), schema: row.schema === null ? null : JSON.parse(row.schema), relations };
+  const collection = { ...toCollection(row), schema: row.schema === null ? null : JSON.parse(row.schema), relations };
+  return row.ttl_field === null ? collection : { ...collection, ttl: { field: row.ttl_field } };
 }
 
 /** The internal id of the account's collection `name`; 404 when the account has none of that name. */

@@ -10,6 +10,7 @@ type OwnStep =
   | '0007_postgres_page_knows_cut_keys'
   | '0012_postgres_once_taken'
   | '0023_postgres_relation_missing'
+  | '0025_row_expiry_triggers'
   | '0013_sqlite_answers_pruned_oldest_first';
 
 /** What a dialect changes of the migrations. */
@@ -431,6 +432,33 @@ const migrations = (schema: DialectSchema): Record<string, Knex.Migration> => ({
     },
   },
   '0023_postgres_relation_missing': schema.own['0023_postgres_relation_missing'] ?? unchanged,
+  '0024_row_expiry': {
+    async up(knex) {
+      // Rows that expire (openapi.yaml, the `expiry` tag; docs/expiry.md): a collection's time to live
+      // names its rows' field (`ttl_field`, null for none); each row's expiry, in ms since the epoch, is
+      // `expires_at` (null: never), set from that field by each dialect's trigger (0025) on every write,
+      // and indexed where it is not null, for the reads' counts and the sweeper; the sweeper's delete
+      // events say why (`reason`: 'expired', null for a request's).
+      await knex.schema.alterTable('collections', (t) => {
+        t.string('ttl_field', 63);
+      });
+      await knex.schema.alterTable('rows', (t) => {
+        t.bigInteger('expires_at');
+      });
+      await knex.schema.alterTable('events', (t) => {
+        t.string('reason', 16);
+      });
+      await knex.raw('create index rows_expiry on rows (collection_id, expires_at) where expires_at is not null');
+    },
+    // Plain statements, as 0008_key_limits's.
+    async down(knex) {
+      await knex.raw('drop index if exists rows_expiry');
+      await knex.raw('alter table events drop column reason');
+      await knex.raw('alter table rows drop column expires_at');
+      await knex.raw('alter table collections drop column ttl_field');
+    },
+  },
+  '0025_row_expiry_triggers': schema.own['0025_row_expiry_triggers'] ?? unchanged,
 });
 
 /** A migration that changes nothing on a dialect. */

@@ -2,9 +2,12 @@
 import { collectionNotFound } from '../../errors.ts';
 import type { EventRow, Row } from '../../rows.ts';
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
-import { eventSizesSql, eventsSql, feedStartSql, insertEventsSql, latestSeqSql } from '../sql/events.ts';
+import { eventSizesSql, eventsSql, feedStartSql, insertEventsSql, insertEventsWithReasonSql, latestSeqSql } from '../sql/events.ts';
 
 export type EventType = 'insert' | 'update' | 'delete';
+
+/** Why a row was deleted, when no request deleted it: its collection's time to live said it expired (../expiry/sweep.ts). */
+export type EventReason = 'expired';
 
 export interface StoredEvent {
   collectionId: number;
@@ -17,6 +20,8 @@ export interface StoredEvent {
    */
   previous?: Row;
   at: string;
+  /** A delete's reason (asyncapi.yaml, DeleteMessage): undefined for a request's. */
+  reason?: EventReason;
 }
 
 /**
@@ -30,18 +35,23 @@ export async function appendEvents(
   lastSeq: number,
   type: EventType,
   rows: EventRow[],
+  reason?: EventReason,
 ): Promise<void> {
   const at = new Date().toISOString();
   const first = lastSeq - rows.length + 1;
-  const values = rows.map((row, index) => [collectionId, first + index, type, row.id, row.json, row.previous ?? null, at]);
+  const values = rows.map((row, index) => {
+    const event = [collectionId, first + index, type, row.id, row.json, row.previous ?? null, at];
+    return reason ? [...event, reason] : event;
+  });
+  const statement = reason ? insertEventsWithReasonSql : insertEventsSql;
   for (let start = 0; start < values.length; start += EVENTS_PER_STATEMENT) {
     const chunk = values.slice(start, start + EVENTS_PER_STATEMENT);
-    await db.run(trx, insertEventsSql(chunk.length), chunk.flat() as SqlValue[]);
+    await db.run(trx, statement(chunk.length), chunk.flat() as SqlValue[]);
   }
   await db.announce(trx, collectionId);
 }
 
-/** SQLite's default limit on bound variables per statement is 32766: seven an event, well under it. */
+/** SQLite's default limit on bound variables per statement is 32766: seven or eight an event, well under it. */
 const EVENTS_PER_STATEMENT = 1000;
 
 /** Where a feed of the account's collection `name` can start. */
@@ -103,12 +113,14 @@ export async function readEvents({ query }: Dialect, collectionId: number, page:
       upTo = Number(seq);
     }
   }
-  const rows = await query<{ seq: number | string; type: EventType; row: string; previous: string | null; at: string }>(eventsSql, [
-    collectionId,
-    page.after,
-    upTo,
-    page.limit,
-  ]);
+  const rows = await query<{
+    seq: number | string;
+    type: EventType;
+    row: string;
+    previous: string | null;
+    at: string;
+    reason: EventReason | null;
+  }>(eventsSql, [collectionId, page.after, upTo, page.limit]);
   return rows.map((event) => ({
     collectionId,
     seq: Number(event.seq),
@@ -116,5 +128,6 @@ export async function readEvents({ query }: Dialect, collectionId: number, page:
     row: JSON.parse(event.row),
     previous: event.previous === null ? undefined : JSON.parse(event.previous),
     at: event.at,
+    reason: event.reason ?? undefined,
   }));
 }

@@ -5,6 +5,7 @@ import type { DialectSchema } from '../engine/migrations.ts';
 import { replaceKey } from '../sql/collections.ts';
 import { jsonbOf } from './jsonb.ts';
 import { keyColumns } from './sql/collections.ts';
+import { dropExpiryTriggersSql, expiryTriggersSql } from './sql/expiry.ts';
 import { ONCE_TAKEN, RELATION_MISSING } from './sql/rows.ts';
 import { searchTables } from './sql/search.ts';
 
@@ -90,6 +91,15 @@ export const postgresSchema: DialectSchema = {
       },
       async down(knex) {
         await knex.raw('drop function if exists rowbase_relation_missing()');
+      },
+    },
+    '0025_row_expiry_triggers': {
+      // Each row's expiry set from its collection's field before every write of it (sql/expiry.ts).
+      async up(knex) {
+        for (const sql of expiryTriggersSql) await knex.raw(sql);
+      },
+      async down(knex) {
+        for (const sql of dropExpiryTriggersSql) await knex.raw(sql);
       },
     },
   },

@@ -10,6 +10,7 @@ import type { Filter, RelatedCondition } from '../../query/filter.ts';
 import { assignable } from '../../rows.ts';
 import type { Dialect, Read } from '../engine/dialect.ts';
 import type { PageSource } from '../engine/read-port.ts';
+import { liveWhere } from '../expiry/live.ts';
 import { indexedFields } from '../reads/filter-indexes.ts';
 import { inIndex } from '../reads/pages.ts';
 import { bindSearch } from '../search/indexes.ts';
@@ -118,6 +119,7 @@ async function related(
   const index = other && inIndex(JSON.parse(other.sorted) as string[], indexedFields(inner));
   let where = db.filterSql(inner);
   if (index) where = withinIndex(byId(Number(otherId)), index.slot, db.keyBoundsSql(index.bounds), where);
+  where = liveWhere(where);
   const rows = await db.query<{ id: number | string; data: string }>(matchedRowsSql(where.sql), [
     Number(otherId),
     ...where.params,

@@ -9,6 +9,7 @@ import { schemaRow, setSchemaRow } from '../collections/schemas.ts';
 import { type AfterCommit, afterCommit } from '../engine/after-commit.ts';
 import { retryDeadlocks } from '../engine/deadlocks.ts';
 import type { Dialect, WriteTx } from '../engine/dialect.ts';
+import { refuseRestrictOnExpiring } from '../expiry/ttl.ts';
 import { beginOnce, recordOnce } from '../rows/idempotency.ts';
 import type { Fields } from '../rows/rows.ts';
 import { collectionIdSql } from '../sql/collections.ts';
@@ -158,6 +159,7 @@ export async function putRelationIn(
     reverse,
   };
   refuseClashes(others, declared);
+  if (onDelete === 'restrict') await refuseRestrictOnExpiring(db, trx, target, declared.targetName);
   await refuseMissing(db, trx, declared);
   if (replaced) await db.run(trx, deleteRelationSql, [source, name]);
   await db.run(trx, insertRelationSql, [source, name, declared.field, target, onDelete, reverse, new Date().toISOString()]);

@@ -4,11 +4,12 @@
 // page before the next is read: one page is all that is held at once.
 
 import { collectionNotFound } from '../../errors.ts';
+import { expiryNow } from '../../expiry/ttl.ts';
 import type { Rules } from '../../rules/rules.ts';
 import type { RowSchema } from '../collections/schemas.ts';
 import type { PagedDialect } from '../engine/read-port.ts';
 import type { RelationDeclaration } from '../relations/relations.ts';
-import { EXPORT_PAGE_ROWS, exportedCollectionSql, exportedIndexesSql, exportedRelationsSql, exportRowsSql } from '../sql/rows.ts';
+import { EXPORT_PAGE_ROWS, exportedCollectionSql, exportedIndexesSql, exportedRelationsSql, exportLiveRowsSql } from '../sql/rows.ts';
 
 /** A collection as an export describes it, as of the snapshot it was read in. */
 export interface ExportedCollection {
@@ -91,8 +92,10 @@ export function exportCollection({ pages }: PagedDialect, accountId: number, nam
         reverse,
       }));
     await reader.collection(described);
+    // The rows that live at the export's start (docs/expiry.md).
+    const now = expiryNow();
     for (let after = 0; ; ) {
-      const page = await read<{ id: number | string; data: string }>(exportRowsSql, [collectionId, after]);
+      const page = await read<{ id: number | string; data: string }>(exportLiveRowsSql, [collectionId, after, now]);
       if (page.length === 0) return;
       const rows = page.map((row) => ({ id: Number(row.id), data: row.data }));
       await reader.rows(rows);

@@ -2,12 +2,14 @@
 // its bound and its collection's schema in Node, then written by the dialect (../engine/port.ts, RowPort:
 // SQLite's writer merges the inserts into one collection queued side by side into one statement,
 // PostgreSQL sends them as one statement that commits on its own), with one insert event each.
+import { ApiError } from '../../errors.ts';
 import { type OnceRequest, OnceTaken } from '../../idempotency/answers.ts';
 import { overRowBound } from '../../rows.ts';
 import { keepingUnique } from '../collections/indexes.ts';
 import type { Dialect } from '../engine/dialect.ts';
+import { sweepCollection } from '../expiry/sweep.ts';
 import { type ImportedRow, importRowsIn } from './imports.ts';
-import { type Fields, type InsertedRows, insertedRows, rowTooLarge } from './rows.ts';
+import { type Fields, type FirstInserted, type InsertedRows, insertedRows, rowTooLarge } from './rows.ts';
 
 /**
  * Stores every row or none, each with the next id of the collection, and one insert event each;
@@ -29,15 +31,25 @@ export async function insertRows(
   const once = options?.once;
   // Checked against the collection's schema as last seen, which the statement makes sure is still its;
   // the rows they name, by the write (RowPort.insert).
-  const first = await db.schemas.retry(db.query, accountId, collection, async (schemaId) => {
-    await db.schemas.validate(db.query, schemaId, collection, items);
-    try {
-      return await keepingUnique(db, accountId, collection, rows, () => db.rows.insert(accountId, collection, schemaId, texts, once));
-    } catch (error) {
-      if (once && db.rows.isKeyTaken(error)) throw new OnceTaken();
+  const insert = () =>
+    db.schemas.retry(db.query, accountId, collection, async (schemaId) => {
+      await db.schemas.validate(db.query, schemaId, collection, items);
+      try {
+        return await keepingUnique(db, accountId, collection, rows, () => db.rows.insert(accountId, collection, schemaId, texts, once));
+      } catch (error) {
+        if (once && db.rows.isKeyTaken(error)) throw new OnceTaken();
+        throw error;
+      }
+    });
+  let first: FirstInserted;
+  try {
+    first = await insert();
+  } catch (error) {
+    // The row that holds the values may have expired (docs/expiry.md): swept now, with its event, and the insert tried again once.
+    if (!(error instanceof ApiError && error.code === 'unique_violation') || !(await sweepCollection(db, accountId, collection)))
       throw error;
-    }
-  });
+    first = await insert();
+  }
   return insertedRows(first, texts);
 }
 

@@ -11,6 +11,7 @@ import { advance } from '../collections/collections.ts';
 import { keepingUnique, uniqueViolation, type WrittenRow } from '../collections/indexes.ts';
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
 import type { PagedDialect } from '../engine/read-port.ts';
+import { liveWhere } from '../expiry/live.ts';
 import { bindSearch } from '../search/indexes.ts';
 import type { Sql } from '../sql/template.ts';
 import { beginOnce, recordOnce } from './idempotency.ts';
@@ -140,7 +141,7 @@ export async function updateRowsWhere(
   options?: WriteOptions<ChangedRows>,
 ): Promise<ChangedRows> {
   const read = <T>(sql: string, params: SqlValue[]) => db.pages.read<T>(sql, params, 'point');
-  const where = db.pages.filterSql(await bindSearch(read, accountId, collection, filter));
+  const where = liveWhere(db.pages.filterSql(await bindSearch(read, accountId, collection, filter)));
   // The rows as patched, as a unique index would see them.
   let seen: MatchedRow[] = [];
   const attempted = () => seen.map((row) => ({ id: row.id, fields: applyPatch(patch, JSON.parse(row.data), row.id) }));

@@ -2,13 +2,15 @@
 // writes of rows inside a write transaction that a batch, an upsert and a delete's followers make.
 
 import { conflict, rowNotFound } from '../../errors.ts';
+import { expiryNow } from '../../expiry/ttl.ts';
 import type { Patch } from '../../patches/index.ts';
 import type { Filter } from '../../query/filter.ts';
 import { assignable, type EventRow, eventRow, versionOf } from '../../rows.ts';
 import { advance } from '../collections/collections.ts';
 import type { Dialect, KeyBounds, SqlValue, WriteTx } from '../engine/dialect.ts';
 import type { PagedDialect } from '../engine/read-port.ts';
-import { appendEvents } from '../events/events.ts';
+import { appendEvents, type EventReason } from '../events/events.ts';
+import { liveWhere } from '../expiry/live.ts';
 import type { RelationLinks, StoredRelation } from '../relations/links.ts';
 import { bindSearch } from '../search/indexes.ts';
 import { byId, withinIndex } from '../sql/pages.ts';
@@ -144,7 +146,7 @@ export async function deleteRowIn(
   const { id, lastSeq, sorted, schemaId } = await advance(db, trx, accountId, collection, 1, 0, -1);
   const links = await db.schemas.links(readIn(db, trx), schemaId);
   if (links) await holdFollowers(db, trx, accountId, links, new Set([id]));
-  const [deleted] = await db.run<{ data: string; version: number | string }>(trx, deleteRowSql, [id, rowId]);
+  const [deleted] = await db.run<{ data: string; version: number | string }>(trx, deleteRowSql, [id, rowId, expiryNow()]);
   if (!deleted) throw rowNotFound(collection, rowId);
   // The row's 404 for a caller that may not see it, before If-Match's 412.
   options?.guard?.deleting(rowId, JSON.parse(deleted.data));
@@ -158,9 +160,11 @@ export async function deleteRowIn(
 /**
  * Deletes every row of the collection that `where` matches, all or none (at most `max`, else 400 with
  * nothing deleted), with one delete event each, in id order, with consecutive seqs, and follows the
- * relations naming them (followDeletes); answers them as their events carry them.
+ * relations naming them (followDeletes); answers them as their events carry them. `reason`: why, when
+ * no request asked (the sweeper's expiries, ../expiry/sweep.ts), on their events alone, not on those
+ * of the rows their relations cascade to.
  */
-async function deleteRowsIn(
+export async function deleteRowsIn(
   db: Dialect,
   trx: WriteTx,
   writes: RowWrites,
@@ -169,6 +173,7 @@ async function deleteRowsIn(
   where: Sql,
   max: number,
   options?: WriteOptions<ChangedRows>,
+  reason?: EventReason,
 ): Promise<ChangedRows> {
   if (options?.once) await beginOnce(db, trx, accountId, options.once);
   // The collection's row first, held until commit: no write of the collection comes between the match and the delete.
@@ -182,7 +187,7 @@ async function deleteRowsIn(
     if (sorted.length > 0) await db.run(trx, deleteKeysWhereSql(where.sql), [id, id, ...where.params], true);
     await db.run(trx, deleteRowsWhereSql(where.sql), [id, ...where.params], true);
     rows = matched.map((row) => eventRow(row.id, row.data));
-    await appendEvents(db, trx, id, lastSeq, 'delete', rows);
+    await appendEvents(db, trx, id, lastSeq, 'delete', rows, reason);
     if (links)
       await followDeletes(
         db,
@@ -222,6 +227,6 @@ export async function deleteRowsWhere(
   options?: WriteOptions<ChangedRows>,
 ): Promise<ChangedRows> {
   const read = <T>(sql: string, params: SqlValue[]) => db.pages.read<T>(sql, params, 'point');
-  const where = db.pages.filterSql(await bindSearch(read, accountId, collection, filter));
+  const where = liveWhere(db.pages.filterSql(await bindSearch(read, accountId, collection, filter)));
   return db.rows.writeSeveral((trx) => deleteRowsIn(db, trx, rowWritesIn(db, trx, accountId), accountId, collection, where, max, options));
 }

@@ -43,7 +43,7 @@ export const listCollectionContractsSql = (
   collate: string,
 ) => `select c.id, c.name, nullif(s.schema, '') as schema, s.relations, c.rules, c.rules_version from collections c
   left join collection_schemas s on s.id = c.schema_id where c.account_id = ? order by c.name${collate}`;
-export const getCollectionSql = `select ${collectionColumns}, nullif(s.schema, '') as schema, s.relations from collections c left join collection_schemas s on s.id = c.schema_id
+export const getCollectionSql = `select ${collectionColumns}, nullif(s.schema, '') as schema, s.relations, c.ttl_field from collections c left join collection_schemas s on s.id = c.schema_id
   where c.account_id = ? and c.name = ?`;
 export const collectionIdSql = 'select id from collections where account_id = ? and name = ?';
 /** A collection's deletion, after advance() holds its row: its rows, events, sort keys, indexes and words, webhook streams, then itself. */

@@ -3,6 +3,10 @@
 export const insertEventsSql = (n: number) =>
   `insert into events (collection_id, seq, type, row_id, row, previous, at) values ${Array.from({ length: n }, () => '(?, ?, ?, ?, ?, ?, ?)').join(', ')}`;
 
+/** insertEventsSql() with each event's reason (`'expired'`: ../expiry/sweep.ts), eight values each. */
+export const insertEventsWithReasonSql = (n: number) =>
+  `insert into events (collection_id, seq, type, row_id, row, previous, at, reason) values ${Array.from({ length: n }, () => '(?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}`;
+
 /** Where a feed can start, in one statement, so in one snapshot: the collection, its latest seq, its oldest retained event. */
 export const feedStartSql = `select id, last_seq, (select min(seq) from events where collection_id = collections.id) as oldest
   from collections where account_id = ? and name = ?`;
@@ -11,7 +15,7 @@ export const latestSeqSql = 'select last_seq from collections where id = ?';
 export const eventSizesSql = `select seq, length(row) + coalesce(length(previous), 0) as size from events
   where collection_id = ? and seq > ? and seq <= ? order by seq limit ?`;
 export const eventsSql =
-  'select seq, type, row, previous, at from events where collection_id = ? and seq > ? and seq <= ? order by seq limit ?';
+  'select seq, type, row, previous, at, reason from events where collection_id = ? and seq > ? and seq <= ? order by seq limit ?';
 
 export const collectionsAfterSql = 'select id, last_seq from collections where id > ? order by id limit ?';
 export const oldestEventsSql = 'select seq, at from events where collection_id = ? order by seq limit ?';

@@ -131,12 +131,13 @@ export function wholePage(
   const from = scores
     ? sql`rows join ${bestScores(scores, page, where)} scored on scored.collection_id = rows.collection_id and scored.row_id = rows.id`
     : raw('rows');
+  const live = raw(` and ${pageJson.live}`);
   const total = page.count
-    ? sql`, (select count(*) from ${from} where rows.collection_id = ${collection.id}${filtered}) as total`
+    ? sql`, (select count(*) from ${from} where rows.collection_id = ${collection.id}${live}${filtered}) as total`
     : raw('');
   const scored = scores ? raw(', scored.score') : raw('');
   const fence = raw(ordersRelated(page.order) ? ` ${pageJson.fence}` : '');
-  const rows = sql`select ${{ sql: columns, params: bindings }}${scored} from ${from} where rows.collection_id = ${collection.id}${filtered}${fence}`;
+  const rows = sql`select ${{ sql: columns, params: bindings }}${scored} from ${from} where rows.collection_id = ${collection.id}${live}${filtered}${fence}`;
   const scoresJson = scores ? raw(`, ${pageJson.scores(order)} as scores`) : raw('');
   return sql`select count(*) as n, ${raw(pageJson.rows(order))} as json${scoresJson},
         ${collection.lastSeq} as seq${total}
@@ -169,6 +170,8 @@ export interface PageJson {
   rows(order: string): string;
   scores(order: string): string;
   fence: string;
+  /** The condition on `rows` that keeps the rows that have not expired (docs/expiry.md). */
+  live: string;
 }
 
 /** One column of a page's order, as SQL on the columns `rows` selects, and its direction. */
@@ -205,7 +208,18 @@ export interface KeyBinding {
   param(n: number): string;
   sql(placeholder: string): string;
   value(scalar: number | string): SqlValue | undefined;
+  /** Now, in ms since the epoch, read once a statement: the keys of rows expired by then are passed by (docs/expiry.md). */
+  now: string;
 }
+
+/**
+ * The keys (of `sort_keys`) of the collection `collectionId` whose rows have not expired by `now`: of a
+ * collection without a time to live, every key (its row read once a statement); else each key's row
+ * looked up by its key, so that a page is full of rows that live, and its cursor goes on past them.
+ */
+const liveKeys = (collectionId: string, now: string) =>
+  `((select ttl_field from collections where id = ${collectionId}) is null
+        or not exists (select 1 from rows x where x.collection_id = ${collectionId} and x.id = row_id and x.expires_at <= ${now}))`;
 
 /**
  * The numbers of the bindings of sortedPages' statements: a page of a range binds the collection's id,
@@ -237,10 +251,11 @@ type PlaceColumn = 'none' | 'num' | 'str';
 export function sortedPages(text: (keys: string, order: string, collectionId: string) => string, bind: KeyBinding): SortedPages {
   const collectionId = placeholder(bind, 'collectionId');
   const inIndex = `collection_id = ${collectionId} and slot = ${placeholder(bind, 'slot')}`;
+  const live = liveKeys(collectionId, bind.now);
   const limit = `limit +${placeholder(bind, 'limit')}`;
   const rangeText = (dir: Direction, range: KeyRange) =>
     text(
-      `select rank, num, str, row_id from sort_keys where ${inIndex} ${ranks[range]}
+      `select rank, num, str, row_id from sort_keys where ${inIndex} ${ranks[range]} and ${live}
       order by ${keyOrder('', dir)} ${limit} offset ${placeholder(bind, 'offset')}`,
       keyOrder('k.', dir),
       collectionId,
@@ -252,7 +267,7 @@ export function sortedPages(text: (keys: string, order: string, collectionId: st
   const afterText = (order: Direction, column: PlaceColumn, laterRanks: boolean) => {
     const parts = rangesAfter(order, column, laterRanks, bind).map(
       (range, index) => `select * from (select ${index} as part, rank, num, str, row_id from sort_keys
-        where ${inIndex} and ${range} order by ${keyOrder('', order)} ${limit}) k${index}`,
+        where ${inIndex} and ${range} and ${live} order by ${keyOrder('', order)} ${limit}) k${index}`,
     );
     return text(`${parts.join('\n      union all ')}\n      ${limit}`, `k.part, ${keyOrder('k.', order)}`, collectionId);
   };

@@ -1,7 +1,11 @@
 // The SQL of rows both dialects run: deletes, changes by filter, Idempotency-Key answers, export and import.
 // Values a client sends are always bindings, never part of the text.
-/** Deletes a row of the collection by id and answers its text, as it was, for the event, and its version, for If-Match. */
-export const deleteRowSql = 'delete from rows where collection_id = ? and id = ? returning data, version';
+/**
+ * Deletes a row of the collection by id, unless it expired by `?` (ms since the epoch: then it is gone
+ * already, docs/expiry.md), and answers its text, as it was, for the event, and its version, for If-Match.
+ */
+export const deleteRowSql =
+  'delete from rows where collection_id = ? and id = ? and (expires_at is null or expires_at > ?) returning data, version';
 
 /**
  * Changes by filter (../rows/writes.ts): the rows of the collection `?` that the filter `where` (SQL on
@@ -48,6 +52,9 @@ export const exportedRelationsSql = `select r.name, r.field, t.name as collectio
   from collection_relations r join collections t on t.id = r.target_id where r.collection_id = ? order by r.id`;
 /** The page of an export after row id `?`, by id: keyset pages, each found through the primary key. */
 export const exportRowsSql = `select id, data from rows where collection_id = ? and id > ? order by id limit ${EXPORT_PAGE_ROWS}`;
+/** exportRowsSql() of the rows that have not expired by `?` (ms since the epoch: docs/expiry.md), as an export writes them. */
+export const exportLiveRowsSql = `select id, data from rows where collection_id = ? and id > ? and (expires_at is null or expires_at > ?)
+  order by id limit ${EXPORT_PAGE_ROWS}`;
 /**
  * An import's first statement (imports.ts), advance() for rows that bring their own ids: moves the
  * collection's seq by `?` events and its row count by `?` rows, and its last row id up to `?` (never

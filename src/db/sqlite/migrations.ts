@@ -1,6 +1,7 @@
 // SQLite's own steps of the schema (../engine/migrations.ts).
 import type { Knex } from 'knex';
 import type { DialectSchema } from '../engine/migrations.ts';
+import { dropExpiryTriggersSql, expiryTriggersSql } from './sql/expiry.ts';
 import { searchTables } from './sql/search.ts';
 
 /**
@@ -16,5 +17,16 @@ const answersPrunedOldestFirst: Knex.Migration = {
 export const sqliteSchema: DialectSchema = {
   codePointText: 'text',
   searchTables,
-  own: { '0013_sqlite_answers_pruned_oldest_first': answersPrunedOldestFirst },
+  own: {
+    '0013_sqlite_answers_pruned_oldest_first': answersPrunedOldestFirst,
+    '0025_row_expiry_triggers': {
+      // Each row's expiry set from its collection's field on every write of it (sql/expiry.ts).
+      async up(knex) {
+        for (const sql of expiryTriggersSql) await knex.raw(sql);
+      },
+      async down(knex) {
+        for (const sql of dropExpiryTriggersSql) await knex.raw(sql);
+      },
+    },
+  },
 };

@@ -12,6 +12,7 @@ import { raw, type Sql, sql } from '../../sql/template.ts';
 import { filterSql } from '../filter.ts';
 import { document, escapeString, field } from '../jsonb.ts';
 import { POSTGRES_KEY_CHARS } from './collections.ts';
+import { liveRow, nowMs } from './expiry.ts';
 
 /** A row's JSON text (rowJsonWith). */
 export const rowJsonSql = rowJsonWith('substr(data, 2)');
@@ -26,7 +27,7 @@ const versionedPageJsonSql = (order: string) =>
 
 /** The row by collection and id, the collection found by account and name in the same statement. */
 export const getRowSql = `select data, collection_id, version from rows
-  where collection_id = (select id from collections where account_id = ? and name = ?) and id = ?`;
+  where collection_id = (select id from collections where account_id = ? and name = ?) and id = ? and ${liveRow('rows')}`;
 
 /**
  * One page of the account's collection, sorted whole, as one row `{ n, json, seq }` (pages.ts). Each
@@ -44,6 +45,7 @@ const pageJson: PageJson = {
   scores: (order) => `string_agg(score::text, ',' order by ${order})`,
   // PostgreSQL pulls no subquery with an OFFSET up into the query around it.
   fence: 'offset 0',
+  live: liveRow('rows'),
 };
 const versionedPageJson: PageJson = { ...pageJson, rows: versionedPageJsonSql };
 
@@ -107,6 +109,7 @@ export const { sortedPage, sortedPageAfter } = sortedPages(
   {
     param: (n) => `$${n}`,
     sql: (value) => value,
+    now: nowMs,
     value(scalar) {
       if (typeof scalar === 'number') return JSON.stringify(scalar);
       const key = escapeString(scalar);
@@ -127,8 +130,8 @@ export const filteredSortedPage: PageSource['filteredSortedPage'] = (keys, filte
       (select last_seq from collections where id = ${keys.collectionId}) as seq,
       bool_and(k.str is null or length(k.str) < ${raw(String(POSTGRES_KEY_CHARS))}) as exact
     from (select k.rank, k.num, k.str, k.row_id, rows.id, rows.data from ${firstKeys(keys)} k
-      cross join lateral (select id, data from rows where collection_id = ${keys.collectionId} and id = k.row_id offset 0) rows
-      where k.collection_id = ${keys.collectionId} and k.slot = ${keys.slot} and ${keys.bounds} and (${filter})
+      cross join lateral (select id, data, expires_at from rows where collection_id = ${keys.collectionId} and id = k.row_id offset 0) rows
+      where k.collection_id = ${keys.collectionId} and k.slot = ${keys.slot} and ${keys.bounds} and ${raw(liveRow('rows'))} and (${filter})
       order by ${raw(keyOrder('k.', keys.order))} limit +${limit} offset ${offset}) k`;
 
 // Aggregates (../aggregates.ts): one statement reads the groups of the rows a filter keeps, each row's
@@ -194,7 +197,7 @@ export const aggregateSql: AggregateSource['aggregateSql'] = (collection, query,
   const grouped = keyNames.length === 0 ? raw('') : sql` group by ${joinSql(keyNames)}`;
   return sql`with keyed as (select rows.id, doc.j${keys.length === 0 ? raw('') : sql`, ${joinSql(keys)}`}
       from rows, lateral (select ${document('rows')} as j offset 0) doc
-      where rows.collection_id = ${collection.id}${filtered})
+      where rows.collection_id = ${collection.id} and ${raw(liveRow('rows'))}${filtered})
     select * from (select 0 as part, null::integer as x, ${identity} as k,
         json_build_array(${joinSql([...texts, raw('count(*)'), ...pieces])})::text as v
       from keyed${grouped} limit ${maxGroups}) groups

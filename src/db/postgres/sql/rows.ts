@@ -3,6 +3,7 @@
 // parsed and planned once per connection (../statements.ts); each reads `?` as its next binding.
 import { jsonbOf } from '../jsonb.ts';
 import { keyColumns } from './collections.ts';
+import { liveRow } from './expiry.ts';
 import { rowJsonSql } from './reads.ts';
 
 /**
@@ -16,7 +17,7 @@ export const advanceReadingRowSql = `with counters as (update collections
     where account_id = ? and name = ?
     returning id, last_row_id, last_seq, sorted, schema_id, search)
   select c.*, r.data as current, r.version
-    from counters c left join lateral (select data, version from rows where collection_id = c.id and id = ? for update) r on true`;
+    from counters c left join lateral (select data, version from rows where collection_id = c.id and id = ? and ${liveRow('rows')} for update) r on true`;
 
 /** pruneOnceSql of the Dialect: up to `?` (the second) answers that expired by `?`, found through the index of their expiry. */
 export const pruneOnceSql = `delete from idempotency_keys where (account_id, key) in

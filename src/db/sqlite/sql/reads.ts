@@ -9,6 +9,7 @@ import { type CollectionRef, type FieldOrder, type PageJson, sortedPages, wholeP
 import { firstKeys, relatedRowSql, rowJsonWith, versionedRowJsonWith } from '../../sql/reads.ts';
 import { raw, type Sql, sql } from '../../sql/template.ts';
 import { filterSql } from '../filter.ts';
+import { liveRow, nowMs } from './expiry.ts';
 
 /**
  * A row's JSON text (rowJsonWith), the row's own text cut after its first byte. SQLite's substr() of a
@@ -64,7 +65,7 @@ function field(name: string) {
  */
 export const rowsSql = `select j.key as i, r.data, c.id as collection_id, r.version from json_each(?) j
   cross join collections c on c.account_id = j.value ->> 0 and c.name = j.value ->> 1
-  cross join rows r on r.collection_id = c.id and r.id = j.value ->> 2`;
+  cross join rows r on r.collection_id = c.id and r.id = j.value ->> 2 and ${liveRow('r')}`;
 
 /**
  * One page of the account's collection, sorted whole, as one row `{ n, json, seq }` (pages.ts): `seq`
@@ -88,6 +89,7 @@ const pageJson: PageJson = {
   scores: () => `group_concat(cast(score as text), ',')`,
   // SQLite merges no subquery with an OFFSET into the query around it.
   fence: 'limit -1 offset 0',
+  live: liveRow('rows'),
 };
 const versionedPageJson: PageJson = { ...pageJson, rows: () => versionedPageJsonSql };
 
@@ -157,7 +159,7 @@ export const { sortedPage, sortedPageAfter } = sortedPages(
       (select last_seq from collections where id = ${collectionId}) as seq
     from (${keys}) k
     cross join rows r on r.collection_id = ${collectionId} and r.id = k.row_id`,
-  { param: (n) => `?${n}`, sql: (value) => `json_extract(${value}, '$')`, value: (scalar) => JSON.stringify(scalar) },
+  { param: (n) => `?${n}`, sql: (value) => `json_extract(${value}, '$')`, value: (scalar) => JSON.stringify(scalar), now: nowMs },
 );
 
 /**
@@ -171,7 +173,7 @@ export const filteredSortedPage: PageSource['filteredSortedPage'] = (keys, filte
   sql`select count(*) as n, ${raw(pageJsonSql)} as json, (select last_seq from collections where id = ${keys.collectionId}) as seq
     from (select rows.id, rows.data from ${firstKeys(keys)} k
       cross join rows on rows.collection_id = k.collection_id and rows.id = k.row_id
-      where k.collection_id = ${keys.collectionId} and k.slot = ${keys.slot} and ${keys.bounds} and (${filter})
+      where k.collection_id = ${keys.collectionId} and k.slot = ${keys.slot} and ${keys.bounds} and ${raw(liveRow('rows'))} and (${filter})
       order by ${raw(keyOrder('k.', keys.order))} limit +${limit} offset ${offset}) r`;
 
 // Aggregates (../aggregates.ts): one statement reads the groups of the rows a filter keeps. Each field is
@@ -291,7 +293,7 @@ export const aggregateSql: AggregateSource['aggregateSql'] = (collection, query,
   });
   parts.push(sql`select 3 as part, null as x, null as k, json_array(${collection.lastSeq}) as v`);
   const filtered = where ? sql` and (${where})` : raw('');
-  return sql`with keyed as (select id, data, ${key} as k from rows where collection_id = ${collection.id}${filtered})
+  return sql`with keyed as (select id, data, ${key} as k from rows where collection_id = ${collection.id} and ${raw(liveRow('rows'))}${filtered})
     ${joinSql(parts, '\n    union all ')}`;
 };
 

@@ -7,6 +7,7 @@ import { MAX_ROW_BYTES } from '../../../rows.ts';
 import { replaceKey } from '../../sql/collections.ts';
 import { rowJsonWith } from '../../sql/reads.ts';
 import { fieldJoin, keyColumns } from './collections.ts';
+import { liveRow } from './expiry.ts';
 import { rowJsonSql } from './reads.ts';
 
 /**
@@ -17,7 +18,7 @@ const collectionId = (schema: string) => `(select id from collections where acco
 
 /** A row to patch, on the writer's connection, found with its collection by name: its text and version. */
 export const patchedRowSql = `select r.data, c.id as collection_id, r.version, c.schema_id from rows r join collections c on c.id = r.collection_id
-  where c.account_id = ? and c.name = ? and r.id = ?`;
+  where c.account_id = ? and c.name = ? and r.id = ? and ${liveRow('r')}`;
 
 /** The collection of the INSERT's row, in a trigger: `c`. */
 const collection = 'c.id = new.collection_id';
@@ -191,7 +192,7 @@ const returning = (n: number) =>
 const patchSqls = Array.from(
   { length: MAX_FIELDS_BY_PATH + 1 },
   (_, n) => `insert into row_patches_${n}
-    select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0), p.value ->> 1, ?4
+    select c.id, p.key, (select rowid from rows r where r.collection_id = c.id and r.id = p.value ->> 0 and ${liveRow('r')}), p.value ->> 1, ?4
       from (select ${collectionId('?5')} as id) c, json_each(?3) p
   ${returning(n)}`,
 );
@@ -199,7 +200,7 @@ const patchSqls = Array.from(
 const onePatchSqls = Array.from(
   { length: MAX_FIELDS_BY_PATH + 1 },
   (_, n) => `insert into row_patches_${n}
-    values (${collectionId('?5')}, 0, (select rowid from rows where collection_id = ${collectionId('?5')} and id = ?3 ->> '$[0][0]'), ?3 ->> '$[0][1]', ?4)
+    values (${collectionId('?5')}, 0, (select rowid from rows r where collection_id = ${collectionId('?5')} and id = ?3 ->> '$[0][0]' and ${liveRow('r')}), ?3 ->> '$[0][1]', ?4)
   ${returning(n)}`,
 );
 

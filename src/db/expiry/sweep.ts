@@ -1,0 +1,58 @@
+// The sweeper's deletes (docs/expiry.md): the rows past their expiry, a small batch of one collection
+// at a time, each batch a delete by filter (../rows/writes.ts, deleteRowsIn) in a write of its own: one
+// delete event a row, marked `"reason": "expired"`, and its relations' on_delete followed, as any delete.
+
+import { expiryNow } from '../../expiry/ttl.ts';
+import type { Dialect } from '../engine/dialect.ts';
+import { deleteRowsIn, rowWritesIn } from '../rows/writes.ts';
+import { collectionTtlSql, expiredRowsWhere, expiringCollectionsSql } from '../sql/expiry.ts';
+
+/** A collection whose rows have expired: its id, its account's and its name. */
+export interface ExpiringCollection {
+  id: number;
+  accountId: number;
+  name: string;
+}
+
+/** The collections with a time to live after the id `after` that hold a row expired at `now` (ms since the epoch), at most `limit`, in id order. */
+export async function expiringCollections(db: Dialect, after: number, now: number, limit: number): Promise<ExpiringCollection[]> {
+  const rows = await db.query<{ id: number | string; account_id: number | string; name: string }>(expiringCollectionsSql, [
+    after,
+    now,
+    limit,
+  ]);
+  return rows.map((row) => ({ id: Number(row.id), accountId: Number(row.account_id), name: row.name }));
+}
+
+/**
+ * Deletes the first `batchSize` rows of the collection to have expired at `now` (ms since the epoch),
+ * found through the expiry index, in a write of their own (on SQLite, a turn of the writer's queue):
+ * answers how many went. Found again inside the write, which holds the collection, so that a row
+ * deleted meanwhile (by a request, or another instance's sweep) is deleted, and its event written, once.
+ */
+export async function sweepExpiredBatch(db: Dialect, collection: ExpiringCollection, now: number, batchSize: number): Promise<number> {
+  const where = { sql: expiredRowsWhere, params: [collection.id, now, batchSize] };
+  const { accountId, name } = collection;
+  const deleted = await db.rows.writeSeveral((trx) =>
+    deleteRowsIn(db, trx, rowWritesIn(db, trx, accountId), accountId, name, where, batchSize, undefined, 'expired'),
+  );
+  return deleted.count;
+}
+
+/** The rows a sweep of one collection deletes at once (sweepCollection). */
+const BATCH_ROWS = 200;
+
+/**
+ * Deletes now every expired row of the account's collection, as the sweeper would (a batch at a time,
+ * each with its event): answers whether any went. An insert refused by a unique index calls it, then
+ * tries again (../rows/inserts.ts): the row that held the values had expired, so was gone already.
+ */
+export async function sweepCollection(db: Dialect, accountId: number, name: string): Promise<boolean> {
+  const [found] = await db.query<{ id: number | string; ttl_field: string | null }>(collectionTtlSql, [accountId, name]);
+  if (!found || found.ttl_field === null) return false;
+  const collection = { id: Number(found.id), accountId, name };
+  const now = expiryNow();
+  let deleted = 0;
+  for (let batch = BATCH_ROWS; batch === BATCH_ROWS; deleted += batch) batch = await sweepExpiredBatch(db, collection, now, BATCH_ROWS);
+  return deleted > 0;
+}

@@ -1,0 +1,42 @@
+// The SQL of rows that expire both dialects run (openapi.yaml, the `expiry` tag; docs/expiry.md): a
+// collection's time to live is the name of its rows' field (`ttl_field`, null for none); each row's
+// expiry, in ms since the epoch, is `rows.expires_at`, which each dialect's trigger fills from that field
+// on every write (sqlite/sql/expiry.ts, postgres/sql/expiry.ts), indexed where it is not null.
+
+/** The collection's id and time to live's field (null for none), by account and name. */
+export const collectionTtlSql = 'select id, ttl_field from collections where account_id = ? and name = ?';
+/** The collection `?`'s time to live's field (null for none), by id. */
+export const ttlOfCollectionSql = 'select ttl_field from collections where id = ?';
+/** Sets the collection `?`'s time to live's field to `?` (null: none). */
+export const setTtlSql = 'update collections set ttl_field = ? where id = ?';
+/** Writes the collection `?`'s rows again as they are, so that the trigger sets each one's expiry by the field now named. */
+export const refreshExpiriesSql = 'update rows set data = data where collection_id = ?';
+/** The collection `?`'s rows expire no more (its time to live removed): through the index, only those that had an expiry. */
+export const clearExpiriesSql = 'update rows set expires_at = null where collection_id = ? and expires_at is not null';
+/** Whether a relation that restricts deletes names the rows of the collection `?`. */
+export const restrictingRelationSql = `select r.name, s.name as source_name from collection_relations r join collections s on s.id = r.collection_id
+  where r.target_id = ? and r.on_delete = 'restrict' limit 1`;
+
+/**
+ * A request's filter `where` (SQL on the rows' table, unaliased) of the rows that live: no expiry, or one
+ * past `?` (now, in ms since the epoch, its binding after the filter's): a change or delete by filter
+ * reaches no expired row.
+ */
+export const liveWhereSql = (where: string) => `(${where}) and (expires_at is null or expires_at > ?)`;
+
+/**
+ * The collections with a time to live after the id `?` that hold a row expired at `?` (ms since the
+ * epoch), found through the expiry index, in id order, at most `?`: the sweeper's round.
+ */
+export const expiringCollectionsSql = `select c.id, c.account_id, c.name from collections c
+  where c.id > ? and c.ttl_field is not null
+    and exists (select 1 from rows r where r.collection_id = c.id and r.expires_at <= ?)
+  order by c.id limit ?`;
+
+/**
+ * A sweep's rows, as a filter of a delete by filter (../rows/writes.ts) on the collection `?`: those
+ * expired at `?` (ms since the epoch), the first `?` to expire, found through the expiry index. Read
+ * again by the delete in its transaction, which holds the collection: a row patched to expire later
+ * meanwhile, or deleted by another instance's sweep, is not among them.
+ */
+export const expiredRowsWhere = 'id in (select id from rows where collection_id = ? and expires_at <= ? order by expires_at limit ?)';

@@ -1,0 +1,422 @@
+// Rows that expire (openapi.yaml, the `expiry` tag; docs/expiry.md): a collection's time to live set,
+// read and removed; the sweeper deleting each expired row once, with a delete event marked expired on the
+// change log and the feed, and its relations' on_delete followed; expired rows gone from reads at once.
+import { expect } from 'chai';
+import { createDatabase, describeEachBackend, skipWithoutPostgres } from '../support/backends.ts';
+import type { ChangesPage } from '../support/changes.ts';
+import type { Client, Response } from '../support/client.ts';
+import { startTestServer, type TestServer } from '../support/server.ts';
+
+type Problem = { code: string; errors?: { in: string; name: string; message: string }[] };
+type Row = { id: number; [field: string]: unknown };
+
+const past = '2001-01-01T00:00:00Z';
+
+/** The next of a page's `Link`, or undefined when it has none. */
+const nextLink = (response: Response) => /^<(\/v1\/[^>]+)>; rel="next"$/.exec(response.headers.get('link') ?? '')?.[1];
+/** The row a change carries. */
+const rowOf = (change: ChangesPage['changes'][number]) => ('row' in change ? change.row : {}) as Row;
+/** Why a change happened: a delete's reason. */
+const reasonOf = (change: ChangesPage['changes'][number]) => ('reason' in change ? change.reason : undefined);
+const future = '2999-01-01T00:00:00.5+02:00';
+
+describeEachBackend('rows that expire', (backend) => {
+  let server: TestServer;
+  let client: Client;
+  let collections = 0;
+  async function collection(ttl = true): Promise<string> {
+    const name = `e${++collections}`;
+    expect((await client.post('/v1/collections', { name })).status).to.equal(201);
+    if (ttl) expect((await client.put(`/v1/collections/${name}/ttl`, { field: 'expires_at' })).status).to.equal(200);
+    return name;
+  }
+  /** The collection's whole change log, page after page. */
+  async function changes(name: string): Promise<ChangesPage['changes']> {
+    const all: ChangesPage['changes'] = [];
+    for (let since = 0; ; ) {
+      const page = (await client.get<ChangesPage>(`/v1/collections/${name}/changes?since=${since}&limit=1000`)).body;
+      all.push(...page.changes);
+      if (page.caught_up) return all;
+      since = page.next_since;
+    }
+  }
+
+  before(async () => {
+    // A sweep only when a test asks for one (runOnce).
+    // A sweep only when a test asks for one (runOnce); a page ordered by a field reads its sort index at once.
+    server = await startTestServer({ expirySweepIntervalMs: 3_600_000, sortIndexMinRows: 0 }, { backend });
+    client = await server.client();
+  });
+  after(() => server.stop());
+
+  describe('PUT, GET and DELETE …/ttl', () => {
+    it('sets the field, answers it (on the collection too), and removes it', async () => {
+      const name = await collection(false);
+      expect((await client.get<Problem>(`/v1/collections/${name}/ttl`)).status).to.equal(404);
+      const put = await client.put(`/v1/collections/${name}/ttl`, { field: 'expires_at' });
+      expect(put.status).to.equal(200);
+      expect(put.body).to.deep.equal({ field: 'expires_at' });
+      expect((await client.get(`/v1/collections/${name}/ttl`)).body).to.deep.equal({ field: 'expires_at' });
+      expect((await client.get<{ ttl: unknown }>(`/v1/collections/${name}`)).body.ttl).to.deep.equal({ field: 'expires_at' });
+      expect((await client.delete(`/v1/collections/${name}/ttl`)).status).to.equal(204);
+      expect((await client.get(`/v1/collections/${name}/ttl`)).status).to.equal(404);
+      expect((await client.delete(`/v1/collections/${name}/ttl`)).status).to.equal(404);
+      expect((await client.get<{ ttl?: unknown }>(`/v1/collections/${name}`)).body.ttl).to.equal(undefined);
+      expect((await client.put('/v1/collections/none/ttl', { field: 'expires_at' })).status).to.equal(404);
+    });
+
+    const refusals: [string, object, object][] = [
+      ['a field that is no plain name', {}, { field: 'a.b' }],
+      ['the id', {}, { field: 'id' }],
+      ['a field the schema types as a number', { type: 'object', properties: { expires_at: { type: 'number' } } }, { field: 'expires_at' }],
+      [
+        'a string the schema does not say is a date-time',
+        { type: 'object', properties: { expires_at: { type: 'string' } } },
+        { field: 'expires_at' },
+      ],
+      [
+        'a field a schema that forbids others does not name',
+        { type: 'object', additionalProperties: false, properties: { a: {} } },
+        { field: 'expires_at' },
+      ],
+    ];
+    for (const [what, schema, body] of refusals)
+      it(`refuses ${what} with a 400`, async () => {
+        const name = await collection(false);
+        if (Object.keys(schema).length > 0) expect((await client.put(`/v1/collections/${name}/schema`, schema)).status).to.equal(200);
+        const put = await client.put<Problem>(`/v1/collections/${name}/ttl`, body);
+        expect(put.status, put.text).to.equal(400);
+        expect(put.body.code).to.equal('validation_failed');
+      });
+
+    it('takes a field the schema types as a date-time string (or null)', async () => {
+      const name = await collection(false);
+      const schema = {
+        type: 'object',
+        additionalProperties: false,
+        properties: { expires_at: { type: ['string', 'null'], format: 'date-time' } },
+      };
+      expect((await client.put(`/v1/collections/${name}/schema`, schema)).status).to.equal(200);
+      expect((await client.put(`/v1/collections/${name}/ttl`, { field: 'expires_at' })).status).to.equal(200);
+    });
+
+    it('refuses a relation that restricts deletes of rows that expire, both ways', async () => {
+      const parents = await collection();
+      const children = await collection(false);
+      const restrict = await client.put<Problem>(`/v1/collections/${children}/relations/parent`, {
+        field: 'parent_id',
+        collection: parents,
+      });
+      expect(restrict.status, restrict.text).to.equal(400);
+      expect(restrict.body.errors?.[0].name).to.equal('/on_delete');
+      const others = await collection(false);
+      expect((await client.put(`/v1/collections/${children}/relations/other`, { field: 'other_id', collection: others })).status).to.equal(
+        200,
+      );
+      const ttl = await client.put<Problem>(`/v1/collections/${others}/ttl`, { field: 'expires_at' });
+      expect(ttl.status, ttl.text).to.equal(409);
+    });
+  });
+
+  describe('gone at once, before a sweep', () => {
+    it('answers 404 to a read, a patch of any format and a delete of an expired row; a change or delete by filter passes it by', async () => {
+      const name = await collection();
+      const rows = `/v1/collections/${name}/rows`;
+      await client.post(rows, [
+        { n: 1, expires_at: past },
+        { n: 2, expires_at: future },
+      ]);
+      expect((await client.get(`${rows}/1`)).status).to.equal(404);
+      expect((await client.get(`${rows}/2`)).status).to.equal(200);
+      expect((await client.patch(`${rows}/1`, { n: 10 })).status).to.equal(404);
+      const jsonPatch = [{ op: 'replace', path: '/n', value: 10 }];
+      const patched = await client.request('PATCH', `${rows}/1`, {
+        raw: JSON.stringify(jsonPatch),
+        headers: { 'content-type': 'application/json-patch+json' },
+      });
+      expect(patched.status).to.equal(404);
+      expect((await client.delete(`${rows}/1`)).status).to.equal(404);
+      const byFilter = await client.patch<Row[]>(`${rows}?filter=${encodeURIComponent('{"n":{"$gte":1}}')}`, { seen: true });
+      expect(byFilter.status).to.equal(200);
+      const deleted = await client.delete<Row[]>(`${rows}?filter=${encodeURIComponent('{"n":1}')}`);
+      expect(deleted.status).to.equal(200);
+      expect((await changes(name)).map((change) => [change.type, rowOf(change).id])).to.deep.equal([
+        ['insert', 1],
+        ['insert', 2],
+        ['update', 2],
+      ]);
+      // The sweeper still deletes it, once, with its event.
+      expect(await server.feed.sweeper.runOnce()).to.equal(1);
+    });
+  });
+
+  describe('rows expiring mid-page and mid-cursor', () => {
+    /**
+     * The collection's rows n = 1 to 12, each even one expiring `inMs` from now: answers when they
+     * expire, once the first of them reads 404 (a wait on the row, never a fixed delay).
+     */
+    async function expiringSoon(inMs: number): Promise<{ name: string; gone: () => Promise<void> }> {
+      const name = await collection();
+      const at = new Date(Date.now() + inMs).toISOString();
+      const rows = Array.from({ length: 12 }, (_, index) => ({ n: index + 1, ...(index % 2 === 1 ? { expires_at: at } : {}) }));
+      expect((await client.post(`/v1/collections/${name}/rows`, rows)).status).to.equal(201);
+      const gone = async () => {
+        for (let tries = 0; (await client.get(`/v1/collections/${name}/rows/2`)).status !== 404; tries++)
+          if (tries > 5000) throw new Error('row 2 never expired');
+      };
+      return { name, gone };
+    }
+
+    /** Every row of a walk from `first` by its Links, and its pages' sizes. */
+    async function walk(first: string): Promise<number[]> {
+      const seen: number[] = [];
+      for (let next: string | undefined = first; next; ) {
+        const page: Response<Row[]> = await client.get<Row[]>(next);
+        expect(page.status, page.text).to.equal(200);
+        seen.push(...page.body.map((row) => row.n as number));
+        next = nextLink(page);
+      }
+      return seen;
+    }
+
+    for (const [what, order] of [
+      ['by id', ''],
+      ['by a field, through its sort index', '&order_by=n'],
+      ['by a field, descending', '&order_by=n&order=desc'],
+      ['by two fields, sorted whole', '&order_by=n,id'],
+    ] as const)
+      it(`walks by cursor ${what}: the rows that expired after the first page are absent from the rest, and the walk goes on to the end`, async () => {
+        const { name, gone } = await expiringSoon(1500);
+        const first = await client.get<Row[]>(`/v1/collections/${name}/rows?limit=3${order}`);
+        expect(first.body).to.have.length(3);
+        await gone();
+        const rest = await walk(nextLink(first) as string);
+        const odd = [1, 3, 5, 7, 9, 11];
+        const expected = order.includes('desc') ? odd.reverse() : odd;
+        const shown = first.body.map((row) => row.n as number);
+        expect(rest).to.deep.equal(
+          expected.filter((n) => !shown.includes(n) && (order.includes('desc') ? n < Math.min(...shown) : n > Math.max(...shown))),
+        );
+        // A page read whole now holds the rows that live, full pages to the end.
+        expect(await walk(`/v1/collections/${name}/rows?limit=4${order}`)).to.deep.equal(expected);
+      });
+
+    it('counts, queries and aggregates the rows that live, and filters pass expired rows by', async () => {
+      const { name, gone } = await expiringSoon(1000);
+      await gone();
+      const counted = await client.get<Row[]>(`/v1/collections/${name}/rows?count=exact&limit=2`);
+      expect(counted.headers.get('rowbase-total-count')).to.equal('6');
+      const filtered = await client.get<Row[]>(`/v1/collections/${name}/rows?filter=${encodeURIComponent('{"n":{"$lte":4}}')}&order_by=n`);
+      expect(filtered.status, filtered.text).to.equal(200);
+      expect(filtered.body.map((row) => row.n)).to.deep.equal([1, 3]);
+      const queried = await client.post<{ rows: Row[]; total?: number }>(`/v1/collections/${name}/query`, {
+        filter: { n: { $gte: 2 } },
+        count: 'exact',
+      });
+      expect(queried.status, queried.text).to.equal(200);
+      expect(queried.body.rows.map((row) => row.n)).to.deep.equal([3, 5, 7, 9, 11]);
+      expect(queried.body.total).to.equal(5);
+      const aggregated = await client.post<{ groups: { values: Record<string, number> }[] }>(`/v1/collections/${name}/aggregate`, {
+        aggregates: { rows: { count: {} }, total: { sum: 'n' } },
+      });
+      expect(aggregated.status, aggregated.text).to.equal(200);
+      expect(aggregated.text).to.include('36');
+      expect(aggregated.text).to.not.include('78');
+    });
+  });
+
+  describe('unique indexes', () => {
+    it('takes an insert whose values an expired row holds: that row is swept first, with its event; a live row still conflicts', async () => {
+      const name = await collection();
+      const index = await client.post(`/v1/collections/${name}/indexes`, { fields: ['code'], unique: true });
+      expect(index.status, index.text).to.equal(201);
+      const rows = `/v1/collections/${name}/rows`;
+      await client.post(rows, [
+        { code: 'a', expires_at: past },
+        { code: 'b', expires_at: future },
+      ]);
+      const inserted = await client.post<Row[]>(rows, [{ code: 'a' }]);
+      expect(inserted.status, inserted.text).to.equal(201);
+      expect((await client.post<Problem>(rows, [{ code: 'b' }])).body.code).to.equal('unique_violation');
+      expect((await changes(name)).map((change) => [change.type, rowOf(change).id, reasonOf(change)])).to.deep.equal([
+        ['insert', 1, undefined],
+        ['insert', 2, undefined],
+        ['delete', 1, 'expired'],
+        ['insert', 3, undefined],
+      ]);
+    });
+  });
+
+  describe('through relations', () => {
+    it('expands no expired row, and $match and $some find none', async () => {
+      const people = await collection();
+      const posts = await collection(false);
+      const put = await client.put(`/v1/collections/${posts}/relations/author`, {
+        field: 'author_id',
+        collection: people,
+        on_delete: 'cascade',
+        reverse: 'posts',
+      });
+      expect(put.status, put.text).to.equal(200);
+      await client.post(`/v1/collections/${people}/rows`, [
+        { name: 'ada', expires_at: past },
+        { name: 'bob', expires_at: future },
+      ]);
+      await client.post(`/v1/collections/${posts}/rows`, [{ author_id: 1 }, { author_id: 2 }]);
+      const expanded = await client.get<Row[]>(`/v1/collections/${posts}/rows?expand=author`);
+      expect(expanded.status, expanded.text).to.equal(200);
+      expect(expanded.body.map((row) => (row._expand as { author: Row | null }).author?.name ?? null)).to.deep.equal([null, 'bob']);
+      const matched = await client.get<Row[]>(`/v1/collections/${posts}/rows?filter=${encodeURIComponent('{"author":{"$match":{}}}')}`);
+      expect(matched.status, matched.text).to.equal(200);
+      expect(matched.body.map((row) => row.id)).to.deep.equal([2]);
+      const reverse = await client.get<Row[]>(`/v1/collections/${people}/rows?expand=posts`);
+      expect(reverse.body.map((row) => row.name)).to.deep.equal(['bob']);
+    });
+  });
+
+  describe('the sweeper', () => {
+    it('deletes each expired row once, with a delete event marked expired; other rows stay', async () => {
+      const name = await collection();
+      const rows = [
+        { n: 1, expires_at: past },
+        { n: 2, expires_at: future },
+        { n: 3, expires_at: null },
+        { n: 4 },
+        { n: 5, expires_at: 'soon' },
+        { n: 6, expires_at: 12 },
+        { n: 7, expires_at: '2001-02-30T00:00:00Z' },
+        { n: 8, expires_at: '2001-01-01t00:00:00.123456z' },
+        { n: 9, expires_at: '2001-01-01T03:00:00+01:00' },
+      ];
+      expect((await client.post(`/v1/collections/${name}/rows`, rows)).status).to.equal(201);
+      await server.feed.sweeper.runOnce();
+      await server.feed.sweeper.runOnce();
+      const left = (await client.get<Row[]>(`/v1/collections/${name}/rows`)).body.map((row) => row.n);
+      expect(left).to.deep.equal([2, 3, 4, 5, 6, 7]);
+      const deletes = (await changes(name)).filter((change) => change.type === 'delete');
+      expect(deletes.map((change) => [rowOf(change).n, reasonOf(change)])).to.deep.equal([
+        [1, 'expired'],
+        [8, 'expired'],
+        [9, 'expired'],
+      ]);
+    });
+
+    it('expires rows stored before the time to live was set, and rows patched into the past', async () => {
+      const name = await collection(false);
+      const rows = `/v1/collections/${name}/rows`;
+      await client.post(rows, [{ expires_at: past }, { expires_at: future }, { expires_at: '2001-02-01T00:00:00Z' }]);
+      // Row 3 expired when it was stored, with no time to live: it lives until one is set.
+      expect((await client.patch(`${rows}/3`, { expires_at: future })).status).to.equal(200);
+      expect((await client.put(`/v1/collections/${name}/ttl`, { field: 'expires_at' })).status).to.equal(200);
+      expect((await client.patch(`${rows}/2`, { expires_at: past })).status).to.equal(200);
+      await server.feed.sweeper.runOnce();
+      expect((await client.get<Row[]>(rows)).body.map((row) => row.id)).to.deep.equal([3]);
+    });
+
+    it("applies a relation's cascade and set_null to an expired row, as to any delete", async () => {
+      const carts = await collection();
+      const items = await collection(false);
+      const notes = await collection(false);
+      expect(
+        (await client.put(`/v1/collections/${items}/relations/cart`, { field: 'cart_id', collection: carts, on_delete: 'cascade' })).status,
+      ).to.equal(200);
+      expect(
+        (await client.put(`/v1/collections/${notes}/relations/cart`, { field: 'cart_id', collection: carts, on_delete: 'set_null' }))
+          .status,
+      ).to.equal(200);
+      await client.post(`/v1/collections/${carts}/rows`, [{ expires_at: past }, { expires_at: future }]);
+      await client.post(`/v1/collections/${items}/rows`, [{ cart_id: 1 }, { cart_id: 2 }, { cart_id: 1 }]);
+      await client.post(`/v1/collections/${notes}/rows`, [{ cart_id: 1 }]);
+      await server.feed.sweeper.runOnce();
+      expect((await client.get<Row[]>(`/v1/collections/${items}/rows`)).body.map((row) => row.id)).to.deep.equal([2]);
+      expect((await client.get<Row[]>(`/v1/collections/${notes}/rows`)).body).to.deep.equal([{ id: 1, cart_id: null }]);
+      const cascaded = (await changes(items)).filter((change) => change.type === 'delete');
+      expect(cascaded.map((change) => [rowOf(change).id, reasonOf(change)])).to.deep.equal([
+        [1, undefined],
+        [3, undefined],
+      ]);
+    });
+
+    it('sweeps what a removed time to live left no more', async () => {
+      const name = await collection();
+      await client.post(`/v1/collections/${name}/rows`, [{ expires_at: past }]);
+      expect((await client.delete(`/v1/collections/${name}/ttl`)).status).to.equal(204);
+      await server.feed.sweeper.runOnce();
+      expect((await client.get<Row[]>(`/v1/collections/${name}/rows`)).body).to.have.length(1);
+    });
+
+    it('deletes many rows in batches, each once', async () => {
+      const name = await collection();
+      const many = Array.from({ length: 450 }, (_, n) => ({ n, expires_at: n % 3 === 0 ? future : past }));
+      expect((await client.post(`/v1/collections/${name}/rows`, many)).status).to.equal(201);
+      expect(await server.feed.sweeper.runOnce()).to.be.at.least(300);
+      expect((await client.get<Row[]>(`/v1/collections/${name}/rows?limit=1000`)).body).to.have.length(150);
+      const deletes = (await changes(name)).filter((change) => change.type === 'delete');
+      expect(new Set(deletes.map((change) => rowOf(change).id)).size).to.equal(300);
+      expect(deletes).to.have.length(300);
+    });
+  });
+});
+
+describeEachBackend('rows that expire, across a restart', (backend) => {
+  it('sweeps after a restart what expired before it, each row once, with its event', async () => {
+    const database = await createDatabase(backend, { migrated: true });
+    const overrides = { expirySweepIntervalMs: 3_600_000 };
+    let server = await startTestServer(overrides, { backend, database });
+    try {
+      const client = await server.client('restarted');
+      await client.post('/v1/collections', { name: 'sessions' });
+      await client.put('/v1/collections/sessions/ttl', { field: 'expires_at' });
+      await client.post('/v1/collections/sessions/rows', [{ expires_at: past }, { expires_at: future }, { expires_at: past }]);
+      await server.close();
+      server = await startTestServer(overrides, { backend, database });
+      const again = await server.client('restarted');
+      expect((await again.get('/v1/collections/sessions/rows/1')).status).to.equal(404);
+      expect(await server.feed.sweeper.runOnce()).to.equal(2);
+      expect(await server.feed.sweeper.runOnce()).to.equal(0);
+      const page = (await again.get<ChangesPage>('/v1/collections/sessions/changes?since=0')).body;
+      expect(page.changes.filter((change) => change.type === 'delete').map((change) => [rowOf(change).id, reasonOf(change)])).to.deep.equal(
+        [
+          [1, 'expired'],
+          [3, 'expired'],
+        ],
+      );
+    } finally {
+      await server.stop();
+    }
+  });
+});
+
+describe('rows that expire, two instances on one PostgreSQL database', () => {
+  before(async function () {
+    await skipWithoutPostgres(this);
+  });
+
+  it('deletes each expired row once, with one event, while both sweep at once', async () => {
+    const database = await createDatabase('postgres', { migrated: true });
+    const overrides = { expirySweepIntervalMs: 3_600_000 };
+    const one = await startTestServer(overrides, { backend: 'postgres', database });
+    const two = await startTestServer(overrides, { backend: 'postgres', database: { ...database, drop: async () => {} } });
+    try {
+      const client = await one.client('shared');
+      await client.post('/v1/collections', { name: 'carts' });
+      await client.put('/v1/collections/carts/ttl', { field: 'expires_at' });
+      const rows = Array.from({ length: 900 }, (_, n) => ({ n, expires_at: n % 3 === 0 ? future : past }));
+      expect((await client.post('/v1/collections/carts/rows', rows)).status).to.equal(201);
+      const [a, b] = await Promise.all([one.feed.sweeper.runOnce(), two.feed.sweeper.runOnce()]);
+      expect(a + b).to.equal(600);
+      const deletes: number[] = [];
+      for (let since = 0; ; ) {
+        const page = (await client.get<ChangesPage>(`/v1/collections/carts/changes?since=${since}&limit=1000`)).body;
+        deletes.push(...page.changes.filter((change) => change.type === 'delete').map((change) => rowOf(change).id));
+        if (page.caught_up) break;
+        since = page.next_since;
+      }
+      expect(deletes).to.have.length(600);
+      expect(new Set(deletes).size).to.equal(600);
+    } finally {
+      await two.stop();
+      await one.stop();
+    }
+  });
+});
