@@ -55,7 +55,7 @@ module.exports = {
         "The engine (db/engine/) is the ground: how we talk to a database, the ports each dialect answers (dialect.ts, port.ts, read-port.ts), grouping, errors. It knows no area's code (but the types the port names); what binds the areas into the Store sits above them (db/store.ts, db/open-store.ts).",
       from: { path: '^src/db/engine/' },
       to: {
-        path: '^src/db/(accounts|auth|collections|rows|rules|reads|relations|search|events|webhooks|declarations|expiry|sql)/|^src/db/(store|open-store)\\.ts$',
+        path: '^src/db/(accounts|auth|collections|rows|rules|reads|relations|search|events|webhooks|declarations|expiry|sqlite|postgres)/|^src/db/(store|open-store)\\.ts$',
         dependencyTypesNot: ['type-only'],
       },
     },
@@ -63,22 +63,17 @@ module.exports = {
       name: 'dialects-below-the-areas',
       severity: 'error',
       comment:
-        "A dialect (db/sqlite/, db/postgres/) holds its SQL, its connections, its errors and how it writes, and answers the engine's ports (engine/dialect.ts, port.ts, read-port.ts): it imports the engine, the SQL both dialects share (db/sql/) and itself, nothing of an area, not even a type. An operation is its area's, written once above the ports; the steps of a write its strategy takes inside its statements (a collection's counters, events, words) and the store's caches (schemas, sort indexes known) are given to it as it opens (engine/dialect.ts, AreaParts).",
+        "A dialect (db/sqlite/, db/postgres/) holds its SQL, its connections, its errors and how it writes, and answers the engine's ports (engine/dialect.ts, port.ts, read-port.ts): of db/ it imports the engine (the SQL both dialects share, engine/sql/, included) and itself, nothing else, not even a type. An operation is its area's, written once above the ports; the steps of a write its strategy takes inside its statements (a collection's counters, events, words) and the store's caches (schemas, sort indexes known) are given to it as it opens (engine/dialect.ts, AreaParts).",
       from: { path: '^src/db/(sqlite|postgres)/' },
-      to: {
-        path: '^src/db/(accounts|auth|collections|rows|rules|reads|relations|search|events|webhooks|declarations|expiry)/|^src/db/(store|open-store)\\.ts$',
-      },
+      to: { path: '^src/db/', pathNot: '^src/db/(engine|$1)/' },
     },
     {
       name: 'shared-sql-below-the-areas',
       severity: 'error',
       comment:
-        "The SQL both dialects share (db/sql/): the statements they run as they are, and the builders they write alike (template.ts, filter.ts, pages.ts), each dialect giving what differs. The areas and the dialects import it; it imports the engine and itself, and of the areas their types alone.",
-      from: { path: '^src/db/sql/' },
-      to: {
-        path: '^src/db/(accounts|auth|collections|rows|rules|reads|relations|search|events|webhooks|declarations|expiry|sqlite|postgres)/|^src/db/(store|open-store)\\.ts$',
-        dependencyTypesNot: ['type-only'],
-      },
+        "The SQL both dialects share (db/engine/sql/): the statements they run as they are, and the builders they write alike (template.ts, filter.ts, pages.ts), each dialect giving what differs. The areas and the dialects import it; it imports the rest of the engine and itself, nothing of an area, not even a type.",
+      from: { path: '^src/db/engine/sql/' },
+      to: { path: '^src/db/', pathNot: '^src/db/engine/' },
     },
     {
       name: 'drivers-only-in-dialects',

@@ -10,7 +10,7 @@ export type Json<T> = string & { readonly json?: T };
 
 /**
  * A row's JSON text from its stored text (the fields but id, as JSON.stringify wrote them), the same
- * as JSON.stringify of the row, without parsing it. rowJsonWith() in db/sql/reads.ts makes the same in SQL.
+ * as JSON.stringify of the row, without parsing it. rowJsonWith() in db/engine/sql/reads.ts makes the same in SQL.
  */
 export const rowJson = (id: number | string, data: string) => (data === '{}' ? `{"id":${id}}` : `{"id":${id},${data.slice(1)}`);
 

@@ -38,7 +38,7 @@ describe('the code', function () {
       for (const file of ['.dependency-cruiser.cjs', 'tsconfig.json']) copyFileSync(join(root, file), join(tree, file));
       mkdirSync(join(tree, 'src/db/sqlite'), { recursive: true });
       mkdirSync(join(tree, 'src/db/rows'), { recursive: true });
-      mkdirSync(join(tree, 'src/db/sql'), { recursive: true });
+      mkdirSync(join(tree, 'src/db/engine/sql'), { recursive: true });
       writeFileSync(join(tree, 'src/db/rows/writes.ts'), 'export const deleteRow = () => {};\n');
       writeFileSync(
         join(tree, 'src/db/sqlite/rows.ts'),
@@ -48,14 +48,17 @@ describe('the code', function () {
         join(tree, 'src/db/sqlite/types.ts'),
         "import type { deleteRow } from '../rows/writes.ts';\n\nexport type Rows = typeof deleteRow;\n",
       );
-      writeFileSync(join(tree, 'src/db/sql/rows.ts'), "import { deleteRow } from '../rows/writes.ts';\n\nexport const sql = deleteRow;\n");
+      writeFileSync(
+        join(tree, 'src/db/engine/sql/rows.ts'),
+        "import { deleteRow } from '../../rows/writes.ts';\n\nexport const sql = deleteRow;\n",
+      );
       const refused = await runTool('depcruise', ['src', '--config', '.dependency-cruiser.cjs'], tree).then(
         () => '',
         (error: Error) => error.message,
       );
       expect(refused).to.match(/error dialects-below-the-areas: src\/db\/sqlite\/rows\.ts → src\/db\/rows\/writes\.ts/);
       expect(refused).to.match(/error dialects-below-the-areas: src\/db\/sqlite\/types\.ts → src\/db\/rows\/writes\.ts/);
-      expect(refused).to.match(/error shared-sql-below-the-areas: src\/db\/sql\/rows\.ts → src\/db\/rows\/writes\.ts/);
+      expect(refused).to.match(/error shared-sql-below-the-areas: src\/db\/engine\/sql\/rows\.ts → src\/db\/rows\/writes\.ts/);
     } finally {
       rmSync(tree, { recursive: true, force: true });
     }

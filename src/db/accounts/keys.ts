@@ -5,7 +5,6 @@ import type { Scope } from '../../api-keys/scopes.ts';
 import { conflict, KeyError } from '../../errors.ts';
 import type { Once } from '../../idempotency/answers.ts';
 import type { Dialect, WriteTx } from '../engine/dialect.ts';
-import { beginOnce, recordOnce } from '../rows/idempotency.ts';
 import {
   accountByIdSql,
   accountByNameSql,
@@ -21,8 +20,9 @@ import {
   revokeAccountKeySql,
   revokeKeysSql,
   setAccountPlanSql,
-} from '../sql/accounts.ts';
-import { lockAccountSql } from '../sql/collections.ts';
+} from '../engine/sql/accounts.ts';
+import { lockAccountSql } from '../engine/sql/collections.ts';
+import { beginOnce, recordOnce } from '../rows/idempotency.ts';
 
 /** What a key may reach of its account, besides its account (openapi.yaml, Key). */
 export interface KeyLimits {

@@ -1,7 +1,7 @@
 // Plans in the database: their limits, and which account is on which.
 import type { Period } from '../../usage/periods.ts';
 import type { Dialect } from '../engine/dialect.ts';
-import { accountPlanSql, listPlansSql, setPlanSql } from '../sql/accounts.ts';
+import { accountPlanSql, listPlansSql, setPlanSql } from '../engine/sql/accounts.ts';
 
 export interface Plan {
   name: string;

@@ -1,6 +1,6 @@
 // Each account's requests counted per period, added up across instances.
 import type { Dialect } from '../engine/dialect.ts';
-import { addEndUserCountsSql, addUsageSql, pruneEndUserCountsSql, readUsageSql } from '../sql/accounts.ts';
+import { addEndUserCountsSql, addUsageSql, pruneEndUserCountsSql, readUsageSql } from '../engine/sql/accounts.ts';
 
 /** The requests counted for an account in the period starting at `periodStart`, by every instance. */
 export async function readUsage({ query }: Dialect, accountId: number, periodStart: string): Promise<number> {

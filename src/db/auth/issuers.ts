@@ -4,9 +4,9 @@
 import { conflict } from '../../errors.ts';
 import type { Once } from '../../idempotency/answers.ts';
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
+import { deleteIssuerSql, insertIssuerSql, issuerSql, listIssuersSql, replaceIssuerSql } from '../engine/sql/auth.ts';
+import { lockAccountSql } from '../engine/sql/collections.ts';
 import { beginOnce, recordOnce } from '../rows/idempotency.ts';
-import { deleteIssuerSql, insertIssuerSql, issuerSql, listIssuersSql, replaceIssuerSql } from '../sql/auth.ts';
-import { lockAccountSql } from '../sql/collections.ts';
 
 /** What an issuer's owner sets of it (openapi.yaml, IssuerInput): exactly one of the three key sources is set. */
 export interface IssuerSettings {

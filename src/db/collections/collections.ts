@@ -5,9 +5,6 @@ import type { Once } from '../../idempotency/answers.ts';
 import type { Rules } from '../../rules/rules.ts';
 import type { RowSchema } from '../../schema/check.ts';
 import type { Dialect, WriteTx } from '../engine/dialect.ts';
-import { type RelationLinks, shownRelations } from '../relations/links.ts';
-import { beginOnce, recordOnce } from '../rows/idempotency.ts';
-import type { StoredRules } from '../rules/rules.ts';
 import {
   advanceSql,
   collectionIdSql,
@@ -18,8 +15,11 @@ import {
   listCollectionsSql,
   lockAccountSql,
   setSchemaIdSql,
-} from '../sql/collections.ts';
-import { searchIndexOf } from '../sql/search.ts';
+} from '../engine/sql/collections.ts';
+import { searchIndexOf } from '../engine/sql/search.ts';
+import { type RelationLinks, shownRelations } from '../relations/links.ts';
+import { beginOnce, recordOnce } from '../rows/idempotency.ts';
+import type { StoredRules } from '../rules/rules.ts';
 
 export type Collection = components['schemas']['Collection'];
 

@@ -2,9 +2,9 @@
 import type { Once } from '../../idempotency/answers.ts';
 import { type AfterCommit, afterCommit } from '../engine/after-commit.ts';
 import type { Dialect, WriteTx } from '../engine/dialect.ts';
+import { deleteCollectionSqls, uniqueIndexIdsSql, uniqueIndexName } from '../engine/sql/collections.ts';
 import { dropRelationsOf } from '../relations/relations.ts';
 import { beginOnce, recordOnce } from '../rows/idempotency.ts';
-import { deleteCollectionSqls, uniqueIndexIdsSql, uniqueIndexName } from '../sql/collections.ts';
 import { advance } from './collections.ts';
 
 /** Deletes the collection with its rows, events and relations (the fields of other collections' rows keep their ids); its feed subscribers are woken to hear it. */

@@ -10,10 +10,10 @@ import { ApiError, collectionNotFound, conflict, notFound } from '../../errors.t
 import type { Once } from '../../idempotency/answers.ts';
 import { type AfterCommit, afterCommit } from '../engine/after-commit.ts';
 import type { Dialect, Read, SqlValue, WriteTx } from '../engine/dialect.ts';
+import { uniqueIndexName } from '../engine/sql/collections.ts';
 import { beginOnce, recordOnce } from '../rows/idempotency.ts';
 import type { Fields } from '../rows/rows.ts';
 import { dropSearchIndex, makeSearchIndex } from '../search/indexes.ts';
-import { uniqueIndexName } from '../sql/collections.ts';
 import { advance } from './collections.ts';
 
 /** An index as openapi.yaml's Index describes it. */

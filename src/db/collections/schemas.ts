@@ -15,11 +15,11 @@ import { compileRowSchema, type RowValidator } from '../../schema/compile.ts';
 import { type AfterCommit, afterCommit } from '../engine/after-commit.ts';
 import type { Dialect, Read, SchemaCache, WriteTx } from '../engine/dialect.ts';
 import { StaleSchema } from '../engine/errors.ts';
+import { dropOtherSchemasSql, insertSchemaSql, schemaIdSql, schemaTextSql, setSchemaIdSql } from '../engine/sql/collections.ts';
+import { EXPORT_PAGE_ROWS, exportRowsSql } from '../engine/sql/rows.ts';
 import { checkNamed, namedRows, type RelationLinks } from '../relations/links.ts';
 import { beginOnce, recordOnce } from '../rows/idempotency.ts';
 import type { Fields } from '../rows/rows.ts';
-import { dropOtherSchemasSql, insertSchemaSql, schemaIdSql, schemaTextSql, setSchemaIdSql } from '../sql/collections.ts';
-import { EXPORT_PAGE_ROWS, exportRowsSql } from '../sql/rows.ts';
 import { advance } from './collections.ts';
 
 export type { RowSchema } from '../../schema/check.ts';

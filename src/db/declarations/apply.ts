@@ -15,9 +15,9 @@ import { deleteSchemaIn, putSchemaIn, type RowSchema } from '../collections/sche
 import { type AfterCommit, afterCommit } from '../engine/after-commit.ts';
 import { retryDeadlocks } from '../engine/deadlocks.ts';
 import type { Dialect, WriteTx } from '../engine/dialect.ts';
+import { lockAccountSql } from '../engine/sql/collections.ts';
 import { deleteRelationIn, putRelationIn, type RelationDeclaration } from '../relations/relations.ts';
 import { deleteRulesIn, putRulesIn } from '../rules/rules.ts';
-import { lockAccountSql } from '../sql/collections.ts';
 import { createWebhookIn, deleteWebhookIn, updateWebhookIn, type WebhookSettings } from '../webhooks/settings.ts';
 import { type LiveAccount, readLive } from './live.ts';
 

@@ -7,8 +7,8 @@ import type { SchemaViolation } from '../../errors.ts';
 import { duplicatesOf } from '../collections/indexes.ts';
 import { type RowSchema, schemaViolations } from '../collections/schemas.ts';
 import type { Dialect, WriteTx } from '../engine/dialect.ts';
+import { collectionIdSql } from '../engine/sql/collections.ts';
 import { missingRows } from '../relations/relations.ts';
-import { collectionIdSql } from '../sql/collections.ts';
 
 type Duplicate = components['schemas']['Duplicate'];
 

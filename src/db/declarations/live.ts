@@ -5,13 +5,13 @@ import type { Rules } from '../../rules/rules.ts';
 import { type Issuer, type IssuerRow, issuerOf } from '../auth/issuers.ts';
 import { type Index, type IndexRow, toIndex } from '../collections/indexes.ts';
 import type { Dialect, Read } from '../engine/dialect.ts';
+import { listIssuersSql } from '../engine/sql/auth.ts';
+import { listCollectionContractsSql } from '../engine/sql/collections.ts';
+import { accountIndexesSql, webhookSecretsSql } from '../engine/sql/declarations.ts';
+import { accountRelationsSql } from '../engine/sql/relations.ts';
+import { listWebhooksSql } from '../engine/sql/webhooks.ts';
 import type { OnDelete } from '../relations/links.ts';
 import { type RelationRow, storedOf } from '../relations/relations.ts';
-import { listIssuersSql } from '../sql/auth.ts';
-import { listCollectionContractsSql } from '../sql/collections.ts';
-import { accountIndexesSql, webhookSecretsSql } from '../sql/declarations.ts';
-import { accountRelationsSql } from '../sql/relations.ts';
-import { listWebhooksSql } from '../sql/webhooks.ts';
 import { type Webhook, type WebhookRow, webhookOf } from '../webhooks/settings.ts';
 
 /** A relation declared of a collection, as a declaration writes it. */

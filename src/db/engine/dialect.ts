@@ -6,8 +6,8 @@ import type { Filter } from '../../query/filter.ts';
 import type { EventRow } from '../../rows.ts';
 import type { KnownIndexes } from '../collections/sort-indexes.ts';
 import type { RelationLinks } from '../relations/links.ts';
-import type { SearchIndex } from '../sql/search.ts';
 import type { Fields, RowPort, WriteTx } from './port.ts';
+import type { SearchIndex } from './sql/search.ts';
 import type { WakeUps } from './wake-ups.ts';
 
 export type { WriteTx } from './port.ts';

@@ -5,10 +5,10 @@ import type { AggregateQuery } from '../../query/aggregate.ts';
 import type { Filter, JsonValue, SearchCondition } from '../../query/filter.ts';
 import type { Page } from '../../query/page.ts';
 import type { KnownIndexes, SortIndexLimits } from '../collections/sort-indexes.ts';
-import type { CollectionRef, SortedPages, Statement } from '../sql/pages.ts';
-import type { KeysWithin } from '../sql/reads.ts';
-import type { Sql } from '../sql/template.ts';
 import type { Dialect, KeyBounds, SqlValue } from './dialect.ts';
+import type { CollectionRef, SortedPages, Statement } from './sql/pages.ts';
+import type { KeysWithin } from './sql/reads.ts';
+import type { Sql } from './sql/template.ts';
 
 /**
  * How a read is run: `point` for one row; `scan` for a page read through an index (by id, or a sort

@@ -2,7 +2,7 @@
 import { collectionNotFound } from '../../errors.ts';
 import type { EventRow, Row } from '../../rows.ts';
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
-import { eventSizesSql, eventsSql, feedStartSql, insertEventsSql, insertEventsWithReasonSql, latestSeqSql } from '../sql/events.ts';
+import { eventSizesSql, eventsSql, feedStartSql, insertEventsSql, insertEventsWithReasonSql, latestSeqSql } from '../engine/sql/events.ts';
 
 export type EventType = 'insert' | 'update' | 'delete';
 

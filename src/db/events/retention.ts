@@ -3,8 +3,8 @@
 // so writers wait for at most one batch; and it only ever removes a collection's oldest events, so what
 // is retained always runs without a gap up to the latest seq.
 import type { Dialect } from '../engine/dialect.ts';
-import { collectionsAfterSql, oldestEventsSql, pruneEventsSql } from '../sql/events.ts';
-import { webhookFloorSql } from '../sql/webhooks.ts';
+import { collectionsAfterSql, oldestEventsSql, pruneEventsSql } from '../engine/sql/events.ts';
+import { webhookFloorSql } from '../engine/sql/webhooks.ts';
 
 export interface RetentionPolicy {
   /** Events kept per collection, newest first. */

@@ -4,8 +4,8 @@
 
 import { expiryNow } from '../../expiry/ttl.ts';
 import type { Dialect } from '../engine/dialect.ts';
+import { collectionTtlSql, expiredRowsWhere, expiringCollectionsSql } from '../engine/sql/expiry.ts';
 import { deleteRowsIn, rowWritesIn } from '../rows/writes.ts';
-import { collectionTtlSql, expiredRowsWhere, expiringCollectionsSql } from '../sql/expiry.ts';
 
 /** A collection whose rows have expired: its id, its account's and its name. */
 export interface ExpiringCollection {

@@ -6,8 +6,7 @@ import { checkTtlField, type Ttl } from '../../expiry/ttl.ts';
 import type { Once } from '../../idempotency/answers.ts';
 import { advance } from '../collections/collections.ts';
 import type { Dialect, WriteTx } from '../engine/dialect.ts';
-import { beginOnce, recordOnce } from '../rows/idempotency.ts';
-import { schemaTextSql } from '../sql/collections.ts';
+import { schemaTextSql } from '../engine/sql/collections.ts';
 import {
   clearExpiriesSql,
   collectionTtlSql,
@@ -15,7 +14,8 @@ import {
   restrictingRelationSql,
   setTtlSql,
   ttlOfCollectionSql,
-} from '../sql/expiry.ts';
+} from '../engine/sql/expiry.ts';
+import { beginOnce, recordOnce } from '../rows/idempotency.ts';
 
 /** The collection's time to live, null when it has none; 404 when there is no such collection. */
 export async function getTtl({ query }: Dialect, accountId: number, collection: string): Promise<Ttl | null> {

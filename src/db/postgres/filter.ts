@@ -11,8 +11,8 @@
 import { compareCodePoints } from '../../query/evaluate.ts';
 import type { Filter, JsonValue } from '../../query/filter.ts';
 import type { KeyBounds } from '../engine/dialect.ts';
-import { type DialectFilter, filterWith, readsData } from '../sql/filter.ts';
-import { allOf, raw, type Sql, sql } from '../sql/template.ts';
+import { type DialectFilter, filterWith, readsData } from '../engine/sql/filter.ts';
+import { allOf, raw, type Sql, sql } from '../engine/sql/template.ts';
 import { document, escapeString } from './jsonb.ts';
 import { POSTGRES_KEY_CHARS } from './sql/collections.ts';
 import { searchSql } from './sql/search.ts';

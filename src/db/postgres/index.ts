@@ -9,9 +9,9 @@ import { DatabaseOpenError, dialectGround, knexLog, type OpenedDatabase, type Op
 import type { AreaParts, Backups, Dialect, OnceRow } from '../engine/dialect.ts';
 import { migrationSource } from '../engine/migrations.ts';
 import type { PagedDialect } from '../engine/read-port.ts';
+import { scoresWith } from '../engine/sql/filter.ts';
+import { onceAnswerSql } from '../engine/sql/rows.ts';
 import { Waits } from '../engine/waits.ts';
-import { scoresWith } from '../sql/filter.ts';
-import { onceAnswerSql } from '../sql/rows.ts';
 import { isDeadlock, isUnavailable, isUniqueViolation } from './errors.ts';
 import { filterSql, keyBoundsSql } from './filter.ts';
 import { escapeString, unescapedJson } from './jsonb.ts';

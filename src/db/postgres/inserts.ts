@@ -9,8 +9,8 @@ import type { Dialect, SqlValue, WriteSteps, WriteTx } from '../engine/dialect.t
 import { StaleSchema } from '../engine/errors.ts';
 import { Groups } from '../engine/grouping.ts';
 import type { Fields, FirstInserted, RowPort } from '../engine/port.ts';
+import { searchIndexOf } from '../engine/sql/search.ts';
 import { announceOnCommit } from '../engine/wake-ups.ts';
-import { searchIndexOf } from '../sql/search.ts';
 import { isOnceTaken, isRelationMissing } from './errors.ts';
 import { CHANNEL } from './sql/engine.ts';
 import {

@@ -1,7 +1,7 @@
 // How PostgreSQL reads a row's JSON text as jsonb: its strings escaped so that they hold what jsonb
 // cannot and order by code point, and read back (escapeString, jsonbOf, unescapedJson).
 import type { JsonValue } from '../../query/filter.ts';
-import { raw } from '../sql/template.ts';
+import { raw } from '../engine/sql/template.ts';
 
 /**
  * PostgreSQL's text, and so its jsonb, cannot hold U+0000, which a JSON string may; nor can its jsonb

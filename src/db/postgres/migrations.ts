@@ -2,7 +2,7 @@
 // the "C" collation, which compares by code point.
 import type { Knex } from 'knex';
 import type { DialectSchema } from '../engine/migrations.ts';
-import { replaceKey } from '../sql/collections.ts';
+import { replaceKey } from '../engine/sql/collections.ts';
 import { jsonbOf } from './jsonb.ts';
 import { keyColumns } from './sql/collections.ts';
 import { dropExpiryTriggersSql, expiryTriggersSql } from './sql/expiry.ts';

@@ -1,7 +1,7 @@
 // PostgreSQL: making a sort index (../sort-indexes.ts). An insert keys its rows in its own statement
 // (sql/, insertBatchSql), a patch re-keys its rows after their update (rows.ts, rekeyPatchedRows).
 import type { Dialect, WriteSteps } from '../engine/dialect.ts';
-import { setSortedSql } from '../sql/collections.ts';
+import { setSortedSql } from '../engine/sql/collections.ts';
 import { keysSql } from './sql/collections.ts';
 
 /**

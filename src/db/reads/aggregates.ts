@@ -10,10 +10,10 @@ import { collectionNotFound, type FieldError, validationFailed } from '../../err
 import type { AggregateAnswer, AggregateQuery, Decimal, Group } from '../../query/aggregate.ts';
 import { canonical, decimalOfText, exactSum, orderGroups } from '../../query/aggregate.ts';
 import type { AggregateSource } from '../engine/read-port.ts';
+import { byId, byName, type CollectionRef, withinIndex } from '../engine/sql/pages.ts';
+import { keyCountSql } from '../engine/sql/reads.ts';
+import type { Sql } from '../engine/sql/template.ts';
 import { bindSearch } from '../search/indexes.ts';
-import { byId, byName, type CollectionRef, withinIndex } from '../sql/pages.ts';
-import { keyCountSql } from '../sql/reads.ts';
-import type { Sql } from '../sql/template.ts';
 import { indexedFields } from './filter-indexes.ts';
 import { type InIndex, inIndex, lookUpIndex } from './pages.ts';
 

@@ -11,11 +11,11 @@ import type { Relevance } from '../../query/select.ts';
 import type { Json, Row } from '../../rows.ts';
 import type { KeyBounds } from '../engine/dialect.ts';
 import type { PageSource, SnapshotRead } from '../engine/read-port.ts';
+import { byId, byName, type CollectionRef, type KeyRange, withinIndex } from '../engine/sql/pages.ts';
+import { collectionSql, keyCountUpToSql, presentCountSql } from '../engine/sql/reads.ts';
+import { raw } from '../engine/sql/template.ts';
 import { pageTooLarge } from '../rows/rows.ts';
 import { bindSearch } from '../search/indexes.ts';
-import { byId, byName, type CollectionRef, type KeyRange, withinIndex } from '../sql/pages.ts';
-import { collectionSql, keyCountUpToSql, presentCountSql } from '../sql/reads.ts';
-import { raw } from '../sql/template.ts';
 import { type IndexedField, indexedFields, oneValue } from './filter-indexes.ts';
 
 /**

@@ -10,14 +10,14 @@ import type { Filter, RelatedCondition } from '../../query/filter.ts';
 import { assignable } from '../../rows.ts';
 import type { Dialect, Read } from '../engine/dialect.ts';
 import type { PageSource } from '../engine/read-port.ts';
+import { collectionIdSql } from '../engine/sql/collections.ts';
+import { byId, withinIndex } from '../engine/sql/pages.ts';
+import { relationsOfSql, sortedSql } from '../engine/sql/relations.ts';
+import { matchedRowsSql } from '../engine/sql/rows.ts';
 import { liveWhere } from '../expiry/live.ts';
 import { indexedFields } from '../reads/filter-indexes.ts';
 import { inIndex } from '../reads/pages.ts';
 import { bindSearch } from '../search/indexes.ts';
-import { collectionIdSql } from '../sql/collections.ts';
-import { byId, withinIndex } from '../sql/pages.ts';
-import { relationsOfSql, sortedSql } from '../sql/relations.ts';
-import { matchedRowsSql } from '../sql/rows.ts';
 
 /** The related rows one condition may find at most: past it, a 400 asks for a narrower filter. */
 const MAX_RELATED_ROWS = 10_000;

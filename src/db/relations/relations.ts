@@ -9,10 +9,7 @@ import { schemaRow, setSchemaRow } from '../collections/schemas.ts';
 import { type AfterCommit, afterCommit } from '../engine/after-commit.ts';
 import { retryDeadlocks } from '../engine/deadlocks.ts';
 import type { Dialect, WriteTx } from '../engine/dialect.ts';
-import { refuseRestrictOnExpiring } from '../expiry/ttl.ts';
-import { beginOnce, recordOnce } from '../rows/idempotency.ts';
-import type { Fields } from '../rows/rows.ts';
-import { collectionIdSql } from '../sql/collections.ts';
+import { collectionIdSql } from '../engine/sql/collections.ts';
 import {
   accountRelationsSql,
   collectionByIdSql,
@@ -20,8 +17,11 @@ import {
   dropRelationsSql,
   insertRelationSql,
   relationsOfSql,
-} from '../sql/relations.ts';
-import { EXPORT_PAGE_ROWS, exportRowsSql } from '../sql/rows.ts';
+} from '../engine/sql/relations.ts';
+import { EXPORT_PAGE_ROWS, exportRowsSql } from '../engine/sql/rows.ts';
+import { refuseRestrictOnExpiring } from '../expiry/ttl.ts';
+import { beginOnce, recordOnce } from '../rows/idempotency.ts';
+import type { Fields } from '../rows/rows.ts';
 import { missingNamed, type OnDelete, type Relation, type RelationLinks, type StoredRelation, shownRelations } from './links.ts';
 
 /** Relations a collection takes part in at most, both directions counted (a relation to itself twice). */

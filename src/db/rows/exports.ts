@@ -8,8 +8,14 @@ import { expiryNow } from '../../expiry/ttl.ts';
 import type { Rules } from '../../rules/rules.ts';
 import type { RowSchema } from '../collections/schemas.ts';
 import type { PagedDialect } from '../engine/read-port.ts';
+import {
+  EXPORT_PAGE_ROWS,
+  exportedCollectionSql,
+  exportedIndexesSql,
+  exportedRelationsSql,
+  exportLiveRowsSql,
+} from '../engine/sql/rows.ts';
 import type { RelationDeclaration } from '../relations/relations.ts';
-import { EXPORT_PAGE_ROWS, exportedCollectionSql, exportedIndexesSql, exportedRelationsSql, exportLiveRowsSql } from '../sql/rows.ts';
 
 /** A collection as an export describes it, as of the snapshot it was read in. */
 export interface ExportedCollection {

@@ -4,7 +4,7 @@
 // retry makes it). A crash before the commit leaves neither the change nor the answer.
 import { type FoundAnswer, type Once, OnceTaken, onceInProgress, storedAnswer } from '../../idempotency/answers.ts';
 import type { Dialect, WriteTx } from '../engine/dialect.ts';
-import { recordOnceSql } from '../sql/rows.ts';
+import { recordOnceSql } from '../engine/sql/rows.ts';
 
 /**
  * At the start of the transaction of a write sent with a key: holds its key (Dialect.holdOnce), or 409

@@ -10,10 +10,10 @@ import { assignable, eventRow, overRowBound } from '../../rows.ts';
 import { collectionId } from '../collections/collections.ts';
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
 import type { ImportedRow, RowImporter } from '../engine/port.ts';
+import { importAdvanceSql, lastRowIdSql } from '../engine/sql/rows.ts';
+import { searchIndexOf } from '../engine/sql/search.ts';
 import { appendEvents } from '../events/events.ts';
 import { putWords } from '../search/indexes.ts';
-import { importAdvanceSql, lastRowIdSql } from '../sql/rows.ts';
-import { searchIndexOf } from '../sql/search.ts';
 import { type Fields, rowTooLarge } from './rows.ts';
 
 export type { ImportedRow } from '../engine/port.ts';

@@ -11,9 +11,9 @@ import { advance } from '../collections/collections.ts';
 import { keepingUnique, uniqueViolation, type WrittenRow } from '../collections/indexes.ts';
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
 import type { PagedDialect } from '../engine/read-port.ts';
+import type { Sql } from '../engine/sql/template.ts';
 import { liveWhere } from '../expiry/live.ts';
 import { bindSearch } from '../search/indexes.ts';
-import type { Sql } from '../sql/template.ts';
 import { beginOnce, recordOnce } from './idempotency.ts';
 import {
   type ChangedRows,

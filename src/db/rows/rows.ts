@@ -6,8 +6,8 @@ import { type Json, MAX_PAGE_BYTES, MAX_ROW_BYTES, type Row, rowJson, versionOf 
 import { collectionId } from '../collections/collections.ts';
 import type { Dialect, WriteTx } from '../engine/dialect.ts';
 import type { Fields, FirstInserted, MatchedRow } from '../engine/port.ts';
-import { matchedRowsSql } from '../sql/rows.ts';
-import type { Sql } from '../sql/template.ts';
+import { matchedRowsSql } from '../engine/sql/rows.ts';
+import type { Sql } from '../engine/sql/template.ts';
 
 export type { Fields, FirstInserted, MatchedRow, VersionedRow } from '../engine/port.ts';
 

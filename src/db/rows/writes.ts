@@ -9,14 +9,14 @@ import { assignable, type EventRow, eventRow, versionOf } from '../../rows.ts';
 import { advance } from '../collections/collections.ts';
 import type { Dialect, KeyBounds, SqlValue, WriteTx } from '../engine/dialect.ts';
 import type { PagedDialect } from '../engine/read-port.ts';
+import { byId, withinIndex } from '../engine/sql/pages.ts';
+import { sortedSql } from '../engine/sql/relations.ts';
+import { deleteKeysWhereSql, deleteRowSql, deleteRowsWhereSql, deleteSortKeysSql, matchedRowsSql } from '../engine/sql/rows.ts';
+import type { Sql } from '../engine/sql/template.ts';
 import { appendEvents, type EventReason } from '../events/events.ts';
 import { liveWhere } from '../expiry/live.ts';
 import type { RelationLinks, StoredRelation } from '../relations/links.ts';
 import { bindSearch } from '../search/indexes.ts';
-import { byId, withinIndex } from '../sql/pages.ts';
-import { sortedSql } from '../sql/relations.ts';
-import { deleteKeysWhereSql, deleteRowSql, deleteRowsWhereSql, deleteSortKeysSql, matchedRowsSql } from '../sql/rows.ts';
-import type { Sql } from '../sql/template.ts';
 import { beginOnce, recordOnce } from './idempotency.ts';
 import { patchRowIn, patchRowsIn, readIn } from './patches.ts';
 import {

@@ -5,8 +5,8 @@ import { collectionNotFound, rulesNotFound } from '../../errors.ts';
 import type { Once } from '../../idempotency/answers.ts';
 import type { Rules } from '../../rules/rules.ts';
 import type { Dialect, WriteTx } from '../engine/dialect.ts';
+import { collectionRulesSql, dropCollectionRulesSql, setCollectionRulesSql } from '../engine/sql/rules.ts';
 import { beginOnce, recordOnce } from '../rows/idempotency.ts';
-import { collectionRulesSql, dropCollectionRulesSql, setCollectionRulesSql } from '../sql/rules.ts';
 
 /** A collection's rules as stored, with the collection's id and the rules' version, which compiled rules are kept by. */
 export interface StoredRules {

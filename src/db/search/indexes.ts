@@ -6,7 +6,7 @@ import { collectionNotFound, validationFailed } from '../../errors.ts';
 import { type Filter, holdsSearch } from '../../query/filter.ts';
 import { rowWords } from '../../search/words.ts';
 import type { Dialect, Read, WriteTx } from '../engine/dialect.ts';
-import { type SearchIndex, searchIndexOf, searchTerms } from '../sql/search.ts';
+import { type SearchIndex, searchIndexOf, searchTerms } from '../engine/sql/search.ts';
 
 /** A row's fields but id, as stored. */
 type Fields = Record<string, unknown>;

@@ -4,8 +4,8 @@
 
 import type { Filter, JsonValue } from '../../query/filter.ts';
 import type { KeyBounds } from '../engine/dialect.ts';
-import { type DialectFilter, filterWith } from '../sql/filter.ts';
-import { allOf, raw, type Sql, sql } from '../sql/template.ts';
+import { type DialectFilter, filterWith } from '../engine/sql/filter.ts';
+import { allOf, raw, type Sql, sql } from '../engine/sql/template.ts';
 import { searchSql } from './sql/search.ts';
 
 /**

@@ -11,8 +11,8 @@ import type { Dialect, SqlValue, WriteSteps, WriteTx } from '../engine/dialect.t
 import { StaleSchema } from '../engine/errors.ts';
 import type { GroupedWrites } from '../engine/grouping.ts';
 import type { Fields, FirstInserted, RowImporter, RowPort, StoredRow, VersionedRow } from '../engine/port.ts';
+import { searchIndexOf } from '../engine/sql/search.ts';
 import { announceOnCommit } from '../engine/wake-ups.ts';
-import { searchIndexOf } from '../sql/search.ts';
 import { isConstraintViolation, isQueryCanceled, isTooBig } from './errors.ts';
 import { keysSql } from './sql/collections.ts';
 import { fieldName, pathSafe, rowsSql } from './sql/reads.ts';

@@ -6,7 +6,7 @@
 import { collectionNotFound } from '../../errors.ts';
 import type { Dialect } from '../engine/dialect.ts';
 import type { GroupedWrites } from '../engine/grouping.ts';
-import { setSortedSql } from '../sql/collections.ts';
+import { setSortedSql } from '../engine/sql/collections.ts';
 import {
   countersSql,
   dropKeysFromSlotSql,

@@ -1,7 +1,7 @@
 // Webhooks' delivery log (openapi.yaml, WebhookDelivery; docs/webhooks.md): every attempt, listed, retried,
 // and pruned after DELIVERY_LOG_MS (webhooks/delivery-log.ts).
 import type { Dialect, SqlValue } from '../engine/dialect.ts';
-import { pruneWebhookDeliveriesSql, retryWebhookStreamSql, webhookDeliveriesSql, webhookDeliverySql } from '../sql/webhooks.ts';
+import { pruneWebhookDeliveriesSql, retryWebhookStreamSql, webhookDeliveriesSql, webhookDeliverySql } from '../engine/sql/webhooks.ts';
 
 /** One attempt of a delivery (openapi.yaml, WebhookDelivery). */
 export interface WebhookDelivery {

@@ -7,9 +7,7 @@ import { conflict } from '../../errors.ts';
 import type { Once } from '../../idempotency/answers.ts';
 import { type AfterCommit, afterCommit } from '../engine/after-commit.ts';
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
-import type { EventType } from '../events/events.ts';
-import { beginOnce, recordOnce } from '../rows/idempotency.ts';
-import { lockAccountSql } from '../sql/collections.ts';
+import { lockAccountSql } from '../engine/sql/collections.ts';
 import {
   accountCollectionSeqsSql,
   anyWebhookSql,
@@ -27,7 +25,9 @@ import {
   webhookSql,
   webhookStateSql,
   webhookStreamIdsSql,
-} from '../sql/webhooks.ts';
+} from '../engine/sql/webhooks.ts';
+import type { EventType } from '../events/events.ts';
+import { beginOnce, recordOnce } from '../rows/idempotency.ts';
 import { type DeliveryRow, deliveryOf, type WebhookDelivery } from './deliveries.ts';
 
 /** What a webhook's owner sets of it (openapi.yaml, NewWebhook). */

@@ -4,7 +4,6 @@
 
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
 import { Groups } from '../engine/grouping.ts';
-import type { EventType } from '../events/events.ts';
 import {
   ackWebhookStreamSql,
   collectionStreamsMissingSql,
@@ -17,7 +16,8 @@ import {
   streamDeliverySql,
   streamsMissingSql,
   webhookBacklogSql,
-} from '../sql/webhooks.ts';
+} from '../engine/sql/webhooks.ts';
+import type { EventType } from '../events/events.ts';
 import { type Attempt, attemptValues } from './deliveries.ts';
 
 // The worker's side (src/webhooks/worker.ts).

@@ -5,9 +5,9 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import type { SearchSql } from '../../../src/db/engine/dialect.ts';
+import { searchTerms } from '../../../src/db/engine/sql/search.ts';
 import { openStore, type Store } from '../../../src/db/open-store.ts';
 import { searchSql as postgresSearchSql } from '../../../src/db/postgres/sql/search.ts';
-import { searchTerms } from '../../../src/db/sql/search.ts';
 import { searchSql as sqliteSearchSql } from '../../../src/db/sqlite/sql/search.ts';
 import { matchesSearch, rowWords, type Search, searchOf } from '../../../src/search/words.ts';
 import { createDatabase, describeEachBackend, type TestDatabase } from '../../support/backends.ts';

@@ -1,6 +1,6 @@
 // PostgreSQL's SQL of collections: a sort index's keys, and unique indexes.
 import type { UniqueIndexSql } from '../../engine/dialect.ts';
-import { replaceKey } from '../../sql/collections.ts';
+import { replaceKey } from '../../engine/sql/collections.ts';
 import { field, jsonbOf } from '../jsonb.ts';
 
 /**

@@ -4,10 +4,10 @@
 import type { Aggregate } from '../../../query/aggregate.ts';
 import type { RelatedKey } from '../../../query/order.ts';
 import type { AggregateSource, PageSource } from '../../engine/read-port.ts';
-import { keyOrder } from '../../sql/collections.ts';
-import { type CollectionRef, type FieldOrder, type PageJson, sortedPages, wholePage } from '../../sql/pages.ts';
-import { firstKeys, relatedRowSql, rowJsonWith, versionedRowJsonWith } from '../../sql/reads.ts';
-import { raw, type Sql, sql } from '../../sql/template.ts';
+import { keyOrder } from '../../engine/sql/collections.ts';
+import { type CollectionRef, type FieldOrder, type PageJson, sortedPages, wholePage } from '../../engine/sql/pages.ts';
+import { firstKeys, relatedRowSql, rowJsonWith, versionedRowJsonWith } from '../../engine/sql/reads.ts';
+import { raw, type Sql, sql } from '../../engine/sql/template.ts';
 import { filterSql } from '../filter.ts';
 import { liveRow, nowMs } from './expiry.ts';
 

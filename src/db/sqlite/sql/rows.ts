@@ -4,8 +4,8 @@
 // docs/development.md, "SQLite's writes, one statement each".
 
 import { MAX_ROW_BYTES } from '../../../rows.ts';
-import { replaceKey } from '../../sql/collections.ts';
-import { rowJsonWith } from '../../sql/reads.ts';
+import { replaceKey } from '../../engine/sql/collections.ts';
+import { rowJsonWith } from '../../engine/sql/reads.ts';
 import { fieldJoin, keyColumns } from './collections.ts';
 import { liveRow } from './expiry.ts';
 import { rowJsonSql } from './reads.ts';

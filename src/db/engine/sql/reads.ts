@@ -1,6 +1,6 @@
 // The SQL of reads both dialects share: the pieces of a page (its range, a row's JSON text, the order of
 // sort keys) and the statements a page or an aggregate runs as they are.
-import type { Direction } from '../../query/order.ts';
+import type { Direction } from '../../../query/order.ts';
 import { keyOrder } from './collections.ts';
 import { raw, type Sql, sql } from './template.ts';
 

@@ -3,8 +3,8 @@
 // paths no row has. Each dialect writes each operator on the JSON fields of `data` (sqlite/filter.ts,
 // postgres/filter.ts) with the meaning src/query/evaluate.ts gives it. Every value of a filter, field
 // names included, is a binding: the text of the SQL is the code's own.
-import type { FieldCondition, FieldPath, Filter, JsonValue, SearchCondition } from '../../query/filter.ts';
-import type { SearchSql } from '../engine/dialect.ts';
+import type { FieldCondition, FieldPath, Filter, JsonValue, SearchCondition } from '../../../query/filter.ts';
+import type { SearchSql } from '../dialect.ts';
 import { searchTerms } from './search.ts';
 import { allOf, anyOf, FALSE, raw, type Sql, sql, TRUE } from './template.ts';
 

@@ -2,11 +2,11 @@
 // page sorted whole (wholePage), the statements that read a sort index's keys (sortedPages), and how a
 // page finds its collection. Each dialect gives what differs: how it joins a page's JSON (PageJson), reads
 // a field for an order (FieldOrder) and binds a sort key (KeyBinding): sqlite/sql/reads.ts, postgres/sql/reads.ts.
-import type { Position } from '../../query/cursor.ts';
-import { type Direction, ordersRelated, SCORE, type SortKey } from '../../query/order.ts';
-import type { Page } from '../../query/page.ts';
-import type { KeyValue } from '../../query/sort-keys.ts';
-import type { SqlValue } from '../engine/dialect.ts';
+import type { Position } from '../../../query/cursor.ts';
+import { type Direction, ordersRelated, SCORE, type SortKey } from '../../../query/order.ts';
+import type { Page } from '../../../query/page.ts';
+import type { KeyValue } from '../../../query/sort-keys.ts';
+import type { SqlValue } from '../dialect.ts';
 import { keyOrder } from './collections.ts';
 import { pageColumns } from './reads.ts';
 import { allOf, raw, type Sql, sql } from './template.ts';

@@ -1,7 +1,7 @@
 // SQL as values: text with its bindings (`Sql`), written by a template (`sql`), and the conditions every
 // builder joins (`allOf`, `anyOf`). Every value placed in a template is a binding, never text; `raw` is
 // for the text the code makes. The ground of the builders both dialects share (filter.ts, pages.ts).
-import type { SqlValue } from '../engine/dialect.ts';
+import type { SqlValue } from '../dialect.ts';
 
 /** SQL and its bindings, one for each `?` in it, in order. */
 export type Sql = { sql: string; params: SqlValue[] };
