@@ -4,6 +4,10 @@
 // Before that line, the files that took longest, each with its time from its first suite's start to its
 // last's end (hooks, servers and browsers included): where a run's time goes, in every CI log.
 //
+// With ROWBASE_TEST_TIMINGS=<file>, every file's time (s) and the test process's own CPU time in it (s)
+// are written there as JSON, slowest first: what a file spends waiting (on children, databases, timers)
+// is the difference.
+//
 // Then a guard: mocha (without --exit) ends once nothing is left open, so a server, socket or timer a
 // failed test left behind would keep it waiting for ever, and CI with it. When the process is still
 // alive LINGER_MS after the run, the guard names what holds it open and exits with the run's status. It
@@ -23,15 +27,19 @@ class CountingSpec extends Mocha.reporters.Spec {
     super(runner, options);
     /** By file: ms spent in its top-level suites. */
     const spent = new Map();
+    /** By file: µs of this process's CPU in its top-level suites. */
+    const busy = new Map();
     const started = new Map();
     runner.on(EVENT_SUITE_BEGIN, (suite) => {
-      if (suite.file && suite.parent?.root) started.set(suite, performance.now());
+      if (suite.file && suite.parent?.root) started.set(suite, { at: performance.now(), cpu: process.cpuUsage() });
     });
     runner.on(EVENT_SUITE_END, (suite) => {
       const since = started.get(suite);
       if (since === undefined) return;
       started.delete(suite);
-      spent.set(suite.file, (spent.get(suite.file) ?? 0) + performance.now() - since);
+      const cpu = process.cpuUsage(since.cpu);
+      spent.set(suite.file, (spent.get(suite.file) ?? 0) + performance.now() - since.at);
+      busy.set(suite.file, (busy.get(suite.file) ?? 0) + cpu.user + cpu.system);
     });
     runner.once(EVENT_RUN_END, () => {
       if (spent.size > 1) {
@@ -40,12 +48,22 @@ class CountingSpec extends Mocha.reporters.Spec {
         process.stdout.write(`\nThe slowest files of the ${spent.size} (s):\n`);
         for (const [file, ms] of slowest) process.stdout.write(`${(ms / 1000).toFixed(1).padStart(7)}  ${file.replace(root, '')}\n`);
       }
+      if (process.env.ROWBASE_TEST_TIMINGS) writeTimings(process.env.ROWBASE_TEST_TIMINGS, spent, busy);
       const { passes, failures, pending } = this.stats;
       process.stdout.write(`\n${passes} passed, ${failures} failed, ${pending} skipped\n`);
       // Unref'd: it fires only if something else keeps the process alive.
       setTimeout(() => exitLingering(failures), LINGER_MS).unref();
     });
   }
+}
+
+/** Each file's time and CPU time (s), slowest first, as JSON in `path`. */
+function writeTimings(path, spent, busy) {
+  const root = `${process.cwd()}/`;
+  const files = [...spent]
+    .sort((a, b) => b[1] - a[1])
+    .map(([file, ms]) => ({ file: file.replace(root, ''), seconds: +(ms / 1000).toFixed(2), cpu: +(busy.get(file) / 1e6).toFixed(2) }));
+  require('node:fs').writeFileSync(path, `${JSON.stringify(files, null, 1)}\n`);
 }
 
 /** Names what still holds the process open (its guard's own timer, unref'd, is not among them), and exits. */
