@@ -2,6 +2,7 @@
 import { authHandlers } from './auth.ts';
 import { batchHandlers } from './batch.ts';
 import { collectionHandlers } from './collections.ts';
+import { contractHandlers } from './contract.ts';
 import { declarationHandlers } from './declaration.ts';
 import { expiryHandlers } from './expiry.ts';
 import { feedHandlers } from './feed.ts';
@@ -22,6 +23,7 @@ export const handlers: Handlers<OperationId> = {
   ...usageHandlers,
   ...keyHandlers,
   ...serviceHandlers,
+  ...contractHandlers,
   ...webhookHandlers,
   ...authHandlers,
   ...ruleHandlers,

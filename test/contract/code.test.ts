@@ -1,12 +1,13 @@
 // The code itself, checked where CI runs it. The tests run TypeScript through tsx, which strips the types
 // without checking them: without these, a type error or a lint finding would pass CI. The same checks
 // as `npm run lint`, and Biome's warnings counted as errors.
-import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { expect } from 'chai';
 import ts from 'typescript';
+import { parse } from 'yaml';
 import { runTool } from '../support/process.ts';
 
 const root = new URL('../../', import.meta.url).pathname;
@@ -136,6 +137,38 @@ describe('the map of the code (docs/development.md)', () => {
       return !tracked.some((candidate) => candidate.endsWith(`/${path.replace(/\/$/, '')}`));
     });
     expect(missing).to.deep.equal([]);
+  });
+
+  it('gives each tag of openapi.yaml one path: its handler module holding its operations and none other, its data, SQL and docs', async () => {
+    const text = readFileSync(join(root, 'docs/development.md'), 'utf8');
+    const table = text.split("### Each tag's path")[1].split('\n### ')[0];
+    const rows = new Map(
+      [...table.matchAll(/^\| `([\w-]+)` \|(.*)\|$/gm)].map(([, tag, cells]) => [tag, cells.split(' | ').map((cell) => cell.trim())]),
+    );
+    const document = parse(readFileSync(join(root, 'openapi.yaml'), 'utf8')) as {
+      tags: { name: string }[];
+      paths: Record<string, Record<string, { operationId?: string; tags?: string[] }>>;
+    };
+    const operations = new Map<string, string[]>();
+    for (const item of Object.values(document.paths)) {
+      // A HEAD is answered by its GET's handler (src/http/operations.ts); openFeed, by the feed (src/feed/upgrade.ts).
+      for (const [method, operation] of Object.entries(item)) {
+        if (method !== 'head' && operation?.operationId && operation.operationId !== 'openFeed')
+          operations.set(operation.tags?.[0] ?? '', [...(operations.get(operation.tags?.[0] ?? '') ?? []), operation.operationId]);
+      }
+    }
+    expect([...rows.keys()]).to.have.members(document.tags.map(({ name }) => name));
+    for (const [tag, [handlers, data, sql]] of rows) {
+      expect(handlers, tag).to.equal(`\`handlers/${tag}.ts\``);
+      // The module's one export is its tag's handlers, by operationId: those of the tag, and no other.
+      const module = (await import(join(root, 'src', 'handlers', `${tag}.ts`))) as Record<string, Record<string, unknown>>;
+      const exported = Object.values(module).filter((value) => typeof value === 'object');
+      expect(exported, tag).to.have.length(1);
+      expect(Object.keys(exported[0]), tag).to.have.members(operations.get(tag) ?? []);
+      for (const [, path] of `${data} ${sql}`.matchAll(/`([\w./-]+(?:\/|\.ts))`/g)) {
+        expect(existsSync(join(root, 'src', path)), `${tag}: src/${path}`).to.equal(true);
+      }
+    }
   });
 });
 
