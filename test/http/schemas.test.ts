@@ -305,17 +305,19 @@ describeEachBackend('schemas', (backend) => {
       expect(outcomes.set + outcomes.refused).to.equal(12);
     });
 
-    it('answers every request within a second while writes that break it race the schema (20 rounds)', async () => {
+    it('answers every request within 3 s while writes that break it race the schema (20 rounds)', async () => {
       // Issue 51's rounds: 48 rows; the schema set at once with 48 writes that break it, in turn an
       // insert of two rows, a patch of a row and a patch by filter. The watchdog probes /health and
       // /health/ready meanwhile; before the fix, a patch that compiled the schema in its transaction
-      // waited for an insert's compile, which waited for the writer that patch held.
+      // waited for an insert's compile, which waited for the writer that patch held: the service stalled
+      // for a minute in round 1. The bound is well under that and over what a loaded host takes (a
+      // request took 1,040 ms at load 12–15, with other suites running beside this one).
       const name = await collectionWith();
       const schema = { type: 'object', properties: { v: { type: 'integer' }, bad: { type: 'boolean' }, grp: { type: 'integer' } } };
       const timed = async <T>(request: Promise<T & { status: number }>, what: string) => {
         const started = performance.now();
         const response = await request;
-        expect(performance.now() - started, what).to.be.below(1000);
+        expect(performance.now() - started, what).to.be.below(3000);
         return response;
       };
       const outcomes = { set: 0, refused: 0 };
