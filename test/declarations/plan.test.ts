@@ -190,7 +190,10 @@ describeEachBackend('declarations: plan, apply and pull', (backend) => {
     expect((await client.get<{ name: string }[]>('/v1/collections')).body.map((c) => c.name)).to.deep.equal(['b']);
   });
 
-  it("classifies what a plan does to the account's documents: breaking or not, for a secret key and a publishable key's caller", async () => {
+  it("classifies what a plan does to the account's documents: breaking or not, for a secret key and a publishable key's caller", async function () {
+    // Each plan's comparison runs in a worker of its own, which loads the documents and, under tsx, the
+    // modules again: 5–10 s a plan at load 15–20.
+    this.timeout(180_000);
     const client = await server.client();
     const accountId = await accountOf(client);
     const documents = {
