@@ -16,6 +16,29 @@ export interface Measured {
   feed?: FeedMeasured;
   /** The webhook workloads (webhook-latency, webhook-throughput): what their receivers saw. */
   webhooks?: WebhooksMeasured;
+  /** declaration-100 (declarations.ts): each stage's time, and the other account's reads during each. */
+  declarations?: DeclarationsMeasured;
+}
+
+/** The reads of another account under way during a stage of declaration-100: how many, their p99 and the longest (ms). */
+export interface ReadsDuring {
+  reads: number;
+  p99Ms: number;
+  maxMs: number;
+}
+
+export interface DeclarationsMeasured {
+  /** Collections declared, and the changes their plan onto the empty account lists. */
+  collections: number;
+  changes: number;
+  /** POST /v1/declaration/plan (with the contract's diff), the apply of the declaration, the plan again (no change): ms each. */
+  planMs: number;
+  applyMs: number;
+  replanMs: number;
+  /** The other account's reads alone (the warm-up), during the plan, during the apply. */
+  before: ReadsDuring;
+  plan: ReadsDuring;
+  apply: ReadsDuring;
 }
 
 export interface WebhooksMeasured {

@@ -2,10 +2,19 @@
 // file, and the generated part of BENCHMARKS.md (between its two markers; the rest is written by hand).
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { fanoutCount, fanoutWorkloads, idleWorkloads } from './feed.ts';
-import { type FeedMeasured, histogramPercentile, type Measured, mergeHistograms, milliseconds, type WebhooksMeasured } from './measure.ts';
+import {
+  type DeclarationsMeasured,
+  type FeedMeasured,
+  histogramPercentile,
+  type Measured,
+  mergeHistograms,
+  milliseconds,
+  type ReadsDuring,
+  type WebhooksMeasured,
+} from './measure.ts';
 import type { ProfileSummary } from './profile.ts';
 import type { Settings } from './settings.ts';
-import { cascadeWorkloads, needsPostgres, SEARCH_CONNECTIONS, SEARCH_ORDER_BY, SEARCH_PAGE } from './workloads.ts';
+import { cascadeWorkloads, declarationWorkloads, needsPostgres, SEARCH_CONNECTIONS, SEARCH_ORDER_BY, SEARCH_PAGE } from './workloads.ts';
 
 /** One measurement: a workload in one round, with the peak resident memory of the process under load. */
 export interface Measurement {
@@ -50,6 +59,8 @@ export interface Summary {
   failures: number;
   /** The feed workloads: their rounds added up (RSS: the highest). */
   feed?: Omit<FeedMeasured, 'latencyHistogram'>;
+  /** declaration-100: the median of its rounds, each figure's own. */
+  declarations?: DeclarationsMeasured;
   /**
    * The webhook workloads: their rounds' counts added up; webhook-latency's feed socket's p50 and p99 over
    * every round, as its own; the deliveries a second of each round (webhook-throughput's rate is their median).
@@ -291,6 +302,11 @@ const fanoutP99LimitMs: Record<string, number> = {
 };
 /** Issue 54's, on each backend: a row named by 1,000 others deleted with them (cascade) in under a second, at p99. */
 const cascadeP99LimitMs = 1000;
+/**
+ * Issue 64's, on each backend: a declaration of 100 collections planned under 1 s and applied onto an empty
+ * account under 5 s, another account's reads during each under 100 ms at p99.
+ */
+const declarationLimitsMs = { plan: 1000, apply: 5000, otherP99: 100 };
 /** Issue 56's: one client catches up the log by pages at 50,000 changes a second or more. */
 const catchUpChangesPerSecond = 50_000;
 /**
@@ -338,8 +354,32 @@ export function summarise(measurements: Measurement[]): Summary[] {
       failures: sum(mine.map((m) => m.measured.failures)),
       ...feedSummary(mine),
       ...webhooksSummary(mine),
+      ...declarationsSummary(mine),
     };
   });
+}
+
+/** declaration-100's rounds as one: the median of each figure over the rounds. */
+function declarationsSummary(mine: Measurement[]): Partial<Summary> {
+  const rounds = mine.map((m) => m.measured.declarations).filter((d): d is DeclarationsMeasured => d !== undefined);
+  if (rounds.length === 0) return {};
+  const reads = (of: (d: DeclarationsMeasured) => ReadsDuring): ReadsDuring => ({
+    reads: median(rounds.map((d) => of(d).reads)),
+    p99Ms: median(rounds.map((d) => of(d).p99Ms)),
+    maxMs: median(rounds.map((d) => of(d).maxMs)),
+  });
+  return {
+    declarations: {
+      collections: rounds[0].collections,
+      changes: rounds[0].changes,
+      planMs: median(rounds.map((d) => d.planMs)),
+      applyMs: median(rounds.map((d) => d.applyMs)),
+      replanMs: median(rounds.map((d) => d.replanMs)),
+      before: reads((d) => d.before),
+      plan: reads((d) => d.plan),
+      apply: reads((d) => d.apply),
+    },
+  };
 }
 
 function cpuSummary(mine: Measurement[]): Measurement['cpu'] {
@@ -582,6 +622,7 @@ export function judgeTargets(
     ...searchTargets(summaries),
     ...changesTargets(summaries, settings),
     ...cascadeTargets(summaries),
+    ...declarationTargets(summaries),
   );
   const idle = of('idle-sockets');
   if (idle?.feed && settings.idleSubscribers >= idleTargetSockets) {
@@ -658,6 +699,33 @@ export function searchTargets(summaries: Summary[]): Results['targets'] {
 }
 
 /** Issue 54's cascade-1000 on each backend: the delete's p99 (the median of the rounds'), no child left behind. */
+/**
+ * Issue 64's, on each backend: the plan of 100 collections (with the contract's diff, as the API plans) and
+ * its apply onto an empty account, each under its limit, and another account's reads during each under
+ * 100 ms at p99 (their p99 alone beside, and the longest, said).
+ */
+export function declarationTargets(summaries: Summary[]): Results['targets'] {
+  return summaries.flatMap(({ workload, declarations: d, failures }) => {
+    if (declarationWorkloads[workload] === undefined || !d) return [];
+    const reads = (during: ReadsDuring) => `p99 ${milliseconds(during.p99Ms)} ms, longest ${milliseconds(during.maxMs)} ms`;
+    const wrong = failures ? `, ${failures} failed` : '';
+    return [
+      {
+        name: `${workload} plan`,
+        target: `< ${thousands(declarationLimitsMs.plan)} ms, another account's reads p99 < ${declarationLimitsMs.otherP99} ms`,
+        value: `${thousands(Math.round(d.planMs))} ms (${d.changes} changes; again, no change: ${thousands(Math.round(d.replanMs))} ms); reads ${reads(d.plan)} (alone: ${reads(d.before)})${wrong}`,
+        met: d.planMs < declarationLimitsMs.plan && d.plan.p99Ms < declarationLimitsMs.otherP99 && failures === 0,
+      },
+      {
+        name: `${workload} apply`,
+        target: `< ${thousands(declarationLimitsMs.apply)} ms onto an empty account, another account's reads p99 < ${declarationLimitsMs.otherP99} ms`,
+        value: `${thousands(Math.round(d.applyMs))} ms; reads ${reads(d.apply)}${wrong}`,
+        met: d.applyMs < declarationLimitsMs.apply && d.apply.p99Ms < declarationLimitsMs.otherP99 && failures === 0,
+      },
+    ];
+  });
+}
+
 export function cascadeTargets(summaries: Summary[]): Results['targets'] {
   return summaries.flatMap(({ workload, p50Ms, p99Ms, failures }) => {
     if (cascadeWorkloads[workload] === undefined) return [];

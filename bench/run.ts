@@ -41,9 +41,10 @@ import pg from 'pg';
 import { bundle } from '../scripts/bundle.js';
 import type { CascadeJob } from './cascade.ts';
 import type { CatchUpJob } from './catch-up.ts';
+import type { DeclarationsJob } from './declarations.ts';
 import { endUserToken, fanoutRules, setUpApp } from './end-user.ts';
 import { fanoutCollection, fanoutCount, fanoutWorkloads, idleCollections, idleWorkloads, measureFanout, measureIdle } from './feed.ts';
-import { createKey } from './key.ts';
+import { accountKey, createKey } from './key.ts';
 import { type Measured, milliseconds, parseMeasured } from './measure.ts';
 import {
   isInterrupted,
@@ -67,6 +68,7 @@ import {
   cascadeTargets,
   changesTargets,
   cpuCell,
+  declarationTargets,
   driverBaselines,
   driverName,
   judgeTargets,
@@ -95,7 +97,7 @@ import {
 } from './seed.ts';
 import { settingsFromArgs } from './settings.ts';
 import { measureWebhooks, webhookCollections, webhooksLine, webhookWorkloads } from './webhooks.ts';
-import { cascadeWorkloads, httpWorkloads, type LoadJob, type ServerName, usesRelations } from './workloads.ts';
+import { cascadeWorkloads, declarationWorkloads, httpWorkloads, type LoadJob, type ServerName, usesRelations } from './workloads.ts';
 
 /**
  * Each round, in this order. A workload with `ratioTo` is measured right after that baseline, and its
@@ -166,6 +168,9 @@ const schedule: Step[] = [
   { workload: 'list-posts-by-author', ratioTo: 'baseline-memory' },
   { workload: 'list-posts-match-author', ratioTo: 'baseline-memory' },
   { workload: 'cascade-1000' },
+  // Issue 64: a declaration of 100 collections planned and applied onto a new account, another account's
+  // reads beside it (declarations.ts). Last of rowbase's on SQLite: it leaves 100 collections behind.
+  { workload: 'declaration-100' },
   // PostgreSQL (skipped when no server answers). Each read right after its bare pg server (d), both taken
   // to the same (a), so that its ratio to (d) is that of two neighbours; the batch right after a bare pg
   // client (c).
@@ -200,6 +205,7 @@ const schedule: Step[] = [
     { workload: 'list-posts-by-author-postgres', ratioTo: 'baseline-memory' },
     { workload: 'list-posts-match-author-postgres', ratioTo: 'baseline-memory' },
     { workload: 'cascade-1000-postgres' },
+    { workload: 'declaration-100-postgres' },
   ]),
   // The feed (feed.ts): no baseline; its targets are absolute. Webhooks beside it (webhooks.ts): their
   // latency is of the same writes as a feed socket's, measured with it.
@@ -452,6 +458,7 @@ async function main(): Promise<void> {
       ...searchTargets(summaries),
       ...changesTargets(summaries, settings),
       ...cascadeTargets(summaries),
+      ...declarationTargets(summaries),
     ])
       say(`${t.met ? 'met   ' : 'MISSED'}  ${t.name} ${t.target}: ${t.value}`);
     say(`peak RSS of rowbase: ${Math.round((serverPeakRssKb.rowbase ?? 0) / 1024)} MB`);
@@ -477,6 +484,7 @@ async function main(): Promise<void> {
     const profilable = (name: string) =>
       name === 'changes-catch-up' ||
       cascadeWorkloads[name] !== undefined ||
+      declarationWorkloads[name] !== undefined ||
       fanoutWorkloads.includes(name) ||
       webhookWorkloads.includes(name) ||
       ['rowbase', 'rowbase-postgres', 'rowbase-corpus', 'rowbase-postgres-corpus'].includes(httpWorkloads[name]?.server);
@@ -602,6 +610,24 @@ function cascadeJob(server: Started, key: string, durationSeconds = settings.dur
     warmupSeconds: settings.warmupSeconds,
     durationSeconds,
     timeoutSeconds: settings.timeoutSeconds,
+  };
+}
+
+/**
+ * What declaration-100's client (declarations.ts) is handed: the server, a key of a new account of its
+ * database (`databaseUrl`), which the declaration is applied onto, and the bench account's key, whose
+ * rows it reads beside.
+ */
+async function declarationsJob(server: Started, databaseUrl: string, otherKey: string): Promise<DeclarationsJob> {
+  return {
+    url: server.url,
+    key: await accountKey(databaseUrl, `declarations-${Date.now()}`),
+    otherKey,
+    otherCollection: collections.rows,
+    otherRows: settings.rows,
+    warmupSeconds: settings.warmupSeconds,
+    // A stage is seconds on a loaded host: the reads' timeout is the settings', the stages' a few minutes.
+    timeoutSeconds: Math.max(settings.timeoutSeconds, 300),
   };
 }
 
@@ -810,6 +836,14 @@ async function measure(
     if (name === 'rowbase') readIntoPageCache(files.rowbase);
     child = spawnNode('bench/cascade.ts', [JSON.stringify(cascadeJob(server, name === 'rowbase' ? key : postgres.key!))]);
     watched = server.pid;
+  } else if (declarationWorkloads[workload]) {
+    const name = declarationWorkloads[workload];
+    const server = servers[name]!;
+    const job = await (name === 'rowbase'
+      ? declarationsJob(server, `sqlite:${files.rowbase}`, key)
+      : declarationsJob(server, postgres.url!, postgres.key!));
+    child = spawnNode('bench/declarations.ts', [JSON.stringify(job)]);
+    watched = server.pid;
   } else {
     const name = httpWorkloads[workload].server;
     const server = servers[name];
@@ -891,7 +925,9 @@ function report({ workload, round, measured, peakRssKb, cpu }: Omit<Measurement,
 async function profile(workload: string, key: string): Promise<ProfileSummary> {
   const dir = join(files.profiles, workload);
   const flags = ['--cpu-prof', `--cpu-prof-dir=${dir}`];
-  const onPostgres = (httpWorkloads[workload]?.server ?? cascadeWorkloads[workload])?.startsWith('rowbase-postgres') ?? false;
+  const onPostgres =
+    (httpWorkloads[workload]?.server ?? cascadeWorkloads[workload] ?? declarationWorkloads[workload])?.startsWith('rowbase-postgres') ??
+    false;
   const hookedPostgres = webhookWorkloads.includes(workload) && workload.endsWith('-postgres');
   let server: Started;
   if (workload === 'changes-catch-up') server = (await serveChanges(key, flags))!;
@@ -907,6 +943,11 @@ async function profile(workload: string, key: string): Promise<ProfileSummary> {
     else if (cascadeWorkloads[workload]) {
       const job = cascadeJob(server, onPostgres ? postgres.key! : key, settings.profileSeconds);
       measured = parseMeasured(await runToEnd('bench/cascade.ts', [JSON.stringify(job)]));
+    } else if (declarationWorkloads[workload]) {
+      const job = await (onPostgres
+        ? declarationsJob(server, postgres.url!, postgres.key!)
+        : declarationsJob(server, `sqlite:${profiledFile(workload)}`, key));
+      measured = parseMeasured(await runToEnd('bench/declarations.ts', [JSON.stringify(job)]));
     } else if (fanoutWorkloads.includes(workload))
       measured = (await measureFanout(server, key, settings, workload, settings.profileSeconds, app.key)).measured;
     else if (webhookWorkloads.includes(workload)) {

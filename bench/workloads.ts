@@ -469,6 +469,12 @@ export const cascadeWorkloads: Record<string, ServerName> = {
   'cascade-1000-postgres': 'rowbase-postgres',
 };
 
+/** declaration-100 (declarations.ts), planned and applied onto a new account of the server, on each backend. */
+export const declarationWorkloads: Record<string, ServerName> = {
+  'declaration-100': 'rowbase',
+  'declaration-100-postgres': 'rowbase-postgres',
+};
+
 /** Whether the workload reads or writes the related rows (seed.ts, seedRelations): its server is seeded with them. */
 export const usesRelations = (workload: string) =>
   workload in cascadeWorkloads || workload.startsWith('list-posts') || workload.startsWith('insert-1-related');
@@ -477,6 +483,7 @@ export const usesRelations = (workload: string) =>
 export const needsPostgres = (workload: string) =>
   workload === 'baseline-postgres' ||
   cascadeWorkloads[workload] === 'rowbase-postgres' ||
+  declarationWorkloads[workload] === 'rowbase-postgres' ||
   workload === 'webhook-latency-postgres' ||
   workload === 'webhook-throughput-postgres' ||
   ['rowbase-postgres', 'rowbase-postgres-million', 'rowbase-postgres-corpus', 'postgres-read'].includes(httpWorkloads[workload]?.server);

@@ -1193,6 +1193,36 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/declaration": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The account as a declaration.
+         * @description The account's collections, token issuers and webhooks as a declaration, as `rowbase pull` writes it
+         *     (docs/declarations.md, "`rowbase pull`"): `declaration` as a JSON object (what `rowbase pull --json`
+         *     writes), and `yaml`, the same as the text of a `rowbase.yaml`. Planned against the account, it
+         *     changes nothing. No secret is in it: an issuer's is named by the environment variable
+         *     `ROWBASE_ISSUER_<NAME>_SECRET`, a webhook's left out. `403` for a key limited to collections: a
+         *     declaration is the whole account's.
+         */
+        get: operations["getDeclaration"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        /**
+         * `GET /v1/declaration` without the body.
+         * @description The status and headers `GET /v1/declaration` answers, without the body (RFC 9110 §9.3.2):
+         *     counted toward the plan, as GET is.
+         */
+        head: operations["headDeclaration"];
+        patch?: never;
+        trace?: never;
+    };
     "/v1/declaration/apply": {
         parameters: {
             query?: never;
@@ -1887,7 +1917,7 @@ export interface components {
          * @description What kind of object a change is of.
          * @enum {string}
          */
-        ChangeKind: "collection" | "schema" | "index" | "search_index" | "relation" | "rules" | "issuer" | "webhook";
+        ChangeKind: "collection" | "schema" | "index" | "search_index" | "relation" | "rules" | "ttl" | "issuer" | "webhook";
         /** @description A change, as the feed sends it (`asyncapi.yaml`, InsertMessage, UpdateMessage, DeleteMessage), told apart by its `type`. */
         ChangeMessage: components["schemas"]["InsertMessage"] | components["schemas"]["UpdateMessage"] | components["schemas"]["DeleteMessage"];
         /**
@@ -2983,6 +3013,20 @@ export interface components {
         ProblemCode: "validation_failed" | "unauthorized" | "forbidden" | "not_found" | "method_not_allowed" | "conflict" | "idempotency_key_in_use" | "request_timeout" | "gone" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "not_acceptable" | "idempotency_key_reused" | "expectation_failed" | "headers_too_large" | "quota_exceeded" | "rate_limited" | "too_many_connections" | "internal" | "unavailable" | "query_timeout" | "row_invalid" | "schema_conflict" | "unique_violation" | "unique_conflict" | "patch_conflict" | "invalid_token" | "origin_not_allowed";
         /** @description A place where the request is wrong (`ValidationError`), or where a row breaks its collection's schema (`RowError`). */
         ProblemError: components["schemas"]["ValidationError"] | components["schemas"]["RowError"];
+        /** @description The account as a declaration, as `rowbase pull` writes it, as JSON and as YAML. */
+        PulledDeclaration: {
+            declaration: components["schemas"]["DeclarationObject"];
+            /**
+             * @description The declaration as the text of a `rowbase.yaml`, its first line naming its JSON Schema for editors.
+             * @example # yaml-language-server: $schema=https://rowbase.dev/schemas/declaration.schema.json
+             *     version: 1
+             *     collections:
+             *       notes: {}
+             *     issuers: {}
+             *     webhooks: []
+             */
+            yaml: string;
+        };
         /**
          * @description The codes of a `QueryTimeoutProblem`.
          * @enum {string}
@@ -8406,6 +8450,48 @@ export interface operations {
         requestBody?: never;
         responses: {
             200: components["responses"]["HeadOkPage"];
+            default: components["responses"]["HeadProblem"];
+        };
+    };
+    getDeclaration: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The account as a declaration. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PulledDeclaration"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["TooManyRequests"];
+            default: components["responses"]["Error"];
+        };
+    };
+    headDeclaration: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOkMetered"];
             default: components["responses"]["HeadProblem"];
         };
     };

@@ -3,21 +3,17 @@
 // (--url, declaration-server.ts). `plan` exits 0 when nothing would change,
 // 2 when something would, 1 on an error; its --json is the plan as POST /v1/declaration/plan answers it.
 import { readFile, writeFile } from 'node:fs/promises';
-import { stringify } from 'yaml';
 import { configFromEnv } from '../config.ts';
 import type { Store } from '../db/open-store.ts';
 import type { Change } from '../declarations/changes.ts';
 import type { ContractDiff } from '../declarations/contract.ts';
-import { type Declaration, parseDeclaration } from '../declarations/format.ts';
+import { type Declaration, declarationYaml, parseDeclaration, SCHEMA_URL } from '../declarations/format.ts';
 import { applyPlan, makePlan, type Plan, type PlanOptions, planOptionsOf, pullDeclaration, storedPlan } from '../declarations/plan.ts';
 import { ApiError } from '../errors.ts';
 import { root } from '../root.ts';
 import { accountId } from './collection-file.ts';
 import { type Command, print, required, UsageError, type Values, withStore } from './command.ts';
 import { applyThrough, planThrough, serverOf, serverOptions } from './declaration-server.ts';
-
-/** Where editors find the declaration's JSON Schema (schemas/declaration.schema.json). */
-const SCHEMA_URL = 'https://rowbase.dev/schemas/declaration.schema.json';
 
 /** `plan`'s exit status when something would change, and with --fail-on-breaking when the contract would break. */
 const CHANGES_EXIT = 2;
@@ -206,9 +202,7 @@ export const pullCommand: Command = {
   usageExit: 1,
   async run(values) {
     const declaration = await onAccount(values, (store, id) => pullDeclaration(store, id));
-    const text = values.json
-      ? `${JSON.stringify({ $schema: SCHEMA_URL, ...declaration }, null, 2)}\n`
-      : `# yaml-language-server: $schema=${SCHEMA_URL}\n${stringify(declaration, { aliasDuplicateObjects: false, lineWidth: 0 })}`;
+    const text = values.json ? `${JSON.stringify({ $schema: SCHEMA_URL, ...declaration }, null, 2)}\n` : declarationYaml(declaration);
     if (typeof values.out === 'string') await writeFile(values.out, text);
     else process.stdout.write(text);
   },

@@ -37,6 +37,8 @@ export type NewKey = components['schemas']['NewKey'];
 export type KeyKind = components['schemas']['KeyKind'];
 /** A key as it was made: with the key itself, which the service shows this once. */
 export type CreatedKey = components['schemas']['CreatedKey'];
+/** The account as a declaration: as JSON, and as the YAML `rowbase pull` writes (docs/declarations.md). */
+export type PulledDeclaration = components['schemas']['PulledDeclaration'];
 
 /** A 4xx or 5xx answer, with its problem (openapi.yaml, Problem). */
 export class ApiError extends Error {
@@ -250,6 +252,11 @@ export class Api {
   /** Whether the rules let a caller with `claims` (`null`: anonymous) read `row`, why, and the fields hidden from it. */
   checkRead(collection: string, claims: Claims, row: Row): Promise<components['schemas']['RulesCheckResult']> {
     return this.call('POST', `${rulesPath(collection)}/check`, { body: { operation: 'read', claims, row } });
+  }
+
+  /** The account as a declaration; an admin key of every collection's only (403 forbidden for another). */
+  declaration(): Promise<PulledDeclaration> {
+    return this.call('GET', '/v1/declaration');
   }
 
   /** The account's token issuers, by name; an admin key of every collection's only (403 forbidden for another). */

@@ -1,6 +1,6 @@
 // The web console (GET /console): sign in with a key, the account's collections, a collection's rows
 // (rows.ts), relations (relations.ts) and rules (rules.ts), the account's webhooks (webhooks.ts), token
-// issuers (issuers.ts) and keys (keys.ts), and the plan's usage. Where it is, is the address's fragment
+// issuers (issuers.ts), keys (keys.ts) and declaration (declaration.ts), and the plan's usage. Where it is, is the address's fragment
 // (route.ts): links between related rows are links. Rendered by Preact with htm's
 // tagged templates (no build step of its own beyond the bundle: src/console/files.ts); every request is
 // one of openapi.yaml's (api.ts).
@@ -8,6 +8,7 @@ import { html } from 'htm/preact';
 import { render } from 'preact';
 import { useCallback, useEffect, useState } from 'preact/hooks';
 import { Api, type Collection, describe, type Usage } from './api.ts';
+import { DeclarationView } from './declaration.ts';
 import { IssuersView } from './issuers.ts';
 import { KeysView } from './keys.ts';
 import { Status } from './parts.ts';
@@ -20,6 +21,7 @@ const ACCOUNT_PAGES: Record<AccountPage, { title: string; View: (props: { api: A
   webhooks: { title: 'Webhooks', View: WebhooksView },
   issuers: { title: 'Token issuers', View: IssuersView },
   keys: { title: 'API keys', View: KeysView },
+  declaration: { title: 'Declaration', View: DeclarationView },
 };
 
 /** Where the key is kept: this tab's session only, gone when the tab closes or the person signs out. */

@@ -6,9 +6,10 @@
 //   #/collections/comments?filter={"post_id":7} its rows under a filter (the filter language, docs/api.md)
 //   #/collections/people/rows/7                its rows, with row 7 open
 //   #/webhooks, #/issuers, #/keys              the account's webhooks, its token issuers, its keys
+//   #/declaration                              the account as a declaration (rowbase.yaml)
 
-/** The account's pages, each at `#/<name>`: its webhooks, its token issuers, its keys. */
-const ACCOUNT_PAGES = ['webhooks', 'issuers', 'keys'] as const;
+/** The account's pages, each at `#/<name>`: its webhooks, its token issuers, its keys, its declaration. */
+const ACCOUNT_PAGES = ['webhooks', 'issuers', 'keys', 'declaration'] as const;
 export type AccountPage = (typeof ACCOUNT_PAGES)[number];
 
 /** What the main part of the console shows: a collection's rows (under a filter, a row open), one of the account's pages, or none yet. */

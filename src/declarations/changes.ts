@@ -10,7 +10,7 @@ import { pointerToken } from '../query/filter.ts';
 import type { Secrets } from './checks.ts';
 import { type HeldSecret, type Model, type ModelCollection, type ModelIssuer, type ModelWebhook, same } from './model.ts';
 
-type ChangeKind = 'collection' | 'schema' | 'index' | 'search_index' | 'relation' | 'rules' | 'issuer' | 'webhook';
+type ChangeKind = 'collection' | 'schema' | 'index' | 'search_index' | 'relation' | 'rules' | 'ttl' | 'issuer' | 'webhook';
 
 /** One change of a plan (openapi.yaml, DeclarationChange). */
 export interface Change {
@@ -30,9 +30,12 @@ export interface Change {
 /**
  * The phases of an apply, in order: each change's steps go into the phases of what they do, so that
  * what is removed (a relation replaced, an index remade) is gone before what is made needs its place.
+ * A time to live is removed before relations are declared (a relation may restrict deletes of rows that
+ * no longer expire), and set after (once a relation that restricted them is replaced), its schema set.
  */
 const PHASES = [
   'deleteWebhook',
+  'deleteTtl',
   'deleteRelation',
   'deleteIndex',
   'deleteRules',
@@ -43,6 +46,7 @@ const PHASES = [
   'putSchema',
   'createIndex',
   'putRelation',
+  'putTtl',
   'putRules',
   'putIssuer',
   'createWebhook',
@@ -99,11 +103,11 @@ function planCollections(planned: Planned[], target: Record<string, ModelCollect
         steps: [wanted.schema ? { do: 'putSchema', collection: name, schema: wanted.schema } : { do: 'deleteSchema', collection: name }],
       });
     }
-    planParts(planned, name, wanted, now ?? { schema: null, indexes: {}, search: null, relations: {}, rules: null });
+    planParts(planned, name, wanted, now ?? { schema: null, indexes: {}, search: null, relations: {}, rules: null, ttl: null });
   }
 }
 
-/** The changes of a collection's indexes, search index, relations and rules. */
+/** The changes of a collection's indexes, search index, relations, rules and time to live. */
 function planParts(planned: Planned[], name: string, wanted: ModelCollection, now: ModelCollection): void {
   const at = `/collections/${pointerToken(name)}`;
   planMembers(planned, 'index', `${at}/indexes`, now.indexes, wanted.indexes, (index, before, after) => [
@@ -124,6 +128,12 @@ function planParts(planned: Planned[], name: string, wanted: ModelCollection, no
     planned.push({
       change: change('rules', `${at}/rules`, now.rules, wanted.rules),
       steps: [wanted.rules ? { do: 'putRules', collection: name, rules: wanted.rules } : { do: 'deleteRules', collection: name }],
+    });
+  }
+  if (!same(now.ttl, wanted.ttl)) {
+    planned.push({
+      change: change('ttl', `${at}/ttl`, now.ttl, wanted.ttl),
+      steps: [wanted.ttl ? { do: 'putTtl', collection: name, ttl: wanted.ttl } : { do: 'deleteTtl', collection: name }],
     });
   }
 }

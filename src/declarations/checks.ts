@@ -2,9 +2,10 @@
 // a filter, a URL), then as a whole against the live account (what it names exists, its relations hold),
 // and made the model a plan compares (model.ts). Every refusal is a 400 whose errors name each place wrong
 // by a JSON Pointer into the declaration.
-
+import { setImmediate as yieldToRequests } from 'node:timers/promises';
 import { cascadesTo } from '../db/relations/relations.ts';
 import { ApiError, type FieldError, validationFailed } from '../errors.ts';
+import { checkTtlField } from '../expiry/ttl.ts';
 import { holdsRelated, holdsSearch, parseFilter, pointerToken } from '../query/filter.ts';
 import { checkRules } from '../rules/rules.ts';
 import { checkRowSchema, type RowSchema } from '../schema/check.ts';
@@ -27,6 +28,9 @@ const MAX_INDEXES = 8;
 /** Relations a collection takes part in at most, both directions counted (openapi.yaml, putRelation). */
 const MAX_RELATIONS = 16;
 
+/** How long the checks of a declaration's collections run before letting other requests' work go first (targetOf). */
+const CHECKS_AT_ONCE_MS = 20;
+
 /** Where a declaration's secrets are read: the value of an environment variable, or undefined when it is not set. */
 export type Secrets = (env: string) => string | undefined;
 
@@ -39,19 +43,24 @@ export interface CheckOptions {
  * The model `declaration` asks for, over the live account `current` (sections it leaves out are taken
  * from there): 400 naming each place for a part the API would refuse, a relation or webhook naming a
  * collection neither declared nor existing, two relations of one field, cascades that come back to where
- * they start, an index over a field the schema makes an object or array, a secret whose variable is unset
- * where nothing holds it yet.
+ * they start, an index over a field the schema makes an object or array, a time to live over a field the
+ * schema cannot hold a date-time in or over rows a relation restricts deletes of, a secret whose variable
+ * is unset where nothing holds it yet.
  */
 export async function targetOf(declaration: Declaration, current: Model, secrets: Secrets, options: CheckOptions = {}): Promise<Model> {
-  const collections =
-    declaration.collections === undefined
-      ? undefined
-      : Object.fromEntries(
-          Object.entries(declaration.collections).map(([name, declared]) => [
-            name,
-            collectionOf(name, declared, current.collections?.[name]),
-          ]),
-        );
+  let collections: Record<string, ModelCollection> | undefined;
+  if (declaration.collections !== undefined) {
+    collections = {};
+    let since = performance.now();
+    for (const [name, declared] of Object.entries(declaration.collections)) {
+      collections[name] = collectionOf(name, declared, current.collections?.[name]);
+      // A new schema is compiled to be checked, milliseconds each: the requests of others go between.
+      if (performance.now() - since > CHECKS_AT_ONCE_MS) {
+        await yieldToRequests();
+        since = performance.now();
+      }
+    }
+  }
   const names = new Set(Object.keys(collections ?? current.collections ?? {}));
   if (collections) checkRelations(collections, names);
   const issuers =
@@ -122,7 +131,16 @@ function collectionOf(name: string, declared: DeclaredCollection, held: ModelCol
   for (const [relation, { field, collection, on_delete, reverse }] of Object.entries(declared.relations ?? {})) {
     relations[relation] = { field, collection, on_delete: on_delete ?? 'restrict', reverse: reverse ?? null };
   }
-  return { schema, indexes, search: declared.search ? { fields: declared.search.fields } : null, relations, rules };
+  const ttl = declared.ttl ? { field: declared.ttl.field } : null;
+  // As putCollectionTtl refuses it: a field the declared schema cannot hold a date-time in.
+  if (ttl) {
+    try {
+      checkTtlField(ttl.field, schema ?? undefined);
+    } catch (error) {
+      within(error, `${at}/ttl`);
+    }
+  }
+  return { schema, indexes, search: declared.search ? { fields: declared.search.fields } : null, relations, rules, ttl };
 }
 
 /** 400 for an index over a field that `schema` types as an object or array only (a search index's words may be in an array). */
@@ -139,7 +157,10 @@ function refuseNonScalar(schema: RowSchema | null, fields: readonly string[], at
   }
 }
 
-/** 400 for a relation to a collection that will not be there, two relations of one field, or a circle of cascades. */
+/**
+ * 400 for a relation to a collection that will not be there, two relations of one field, a relation
+ * restricting deletes of rows that expire, or a circle of cascades.
+ */
 function checkRelations(collections: Record<string, ModelCollection>, names: ReadonlySet<string>): void {
   const declared: { onDelete: OnDelete; source: string; target: string; at: string }[] = [];
   for (const [name, { relations }] of Object.entries(collections)) {
@@ -169,6 +190,13 @@ function checkRelations(collections: Record<string, ModelCollection>, names: Rea
         [place(`/collections/${pointerToken(name)}/relations`, `takes part in ${count} relations with those naming it`)],
       );
   }
+  // As putRelation and putCollectionTtl refuse them: a relation that restricts deletes of rows that expire.
+  const restricting = declared.find((relation) => relation.onDelete === 'restrict' && collections[relation.target]?.ttl);
+  if (restricting)
+    throw validationFailed(
+      `Collection ${restricting.target}'s rows expire (its ttl): an expiry is a delete no one can refuse, so no relation may restrict it.`,
+      [place(restricting.at, 'must be cascade or set_null: the related rows expire')],
+    );
   // As putRelation refuses one: a cascade whose related rows' deletion comes back to its own collection.
   const cycle = declared.find((relation) => relation.onDelete === 'cascade' && cascadesTo(declared, relation.source, relation.target));
   if (cycle)

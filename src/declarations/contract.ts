@@ -3,6 +3,8 @@
 // key's anonymous caller does, before and after, compared by api-smart-diff, which classifies each change
 // as breaking or not for the clients generated from them. Only the collections whose part of the documents
 // changes are in the documents compared (with those their relations name): the rest is the same on both sides.
+// The comparison runs in a worker thread of its own (contractDiffAside), off the thread that answers requests.
+import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { apiCompare } from 'api-smart-diff';
 import { AccountContracts, type ContractKind, type ServedCollection } from '../contract/served.ts';
 import { canonical, type Model, type ModelCollection } from './model.ts';
@@ -130,13 +132,10 @@ function touched(
  * faster than the documents (a hundred collections made at once ran out of 4 GB). A change found in several
  * groups' documents (a path of every collection's) is listed once.
  */
-export function contractDiff(current: Model, target: Model, documents: Record<ContractKind, string>): ContractDiff {
+function contractDiff(current: Model, target: Model, documents: Record<ContractKind, string>): ContractDiff {
   const before = current.collections ?? {};
   const after = target.collections ?? before;
-  const diff: ContractDiff = {
-    breaking: false,
-    documents: { openapi: { secret: [], publishable: [] }, asyncapi: { secret: [], publishable: [] } },
-  };
+  const diff = noChange();
   const changed = [...touched(before, after, undefined)];
   const served = contractsOf(documents);
   const seen = new Set<string>();
@@ -163,4 +162,56 @@ export function contractDiff(current: Model, target: Model, documents: Record<Co
     }
   }
   return diff;
+}
+
+const noChange = (): ContractDiff => ({
+  breaking: false,
+  documents: { openapi: { secret: [], publishable: [] }, asyncapi: { secret: [], publishable: [] } },
+});
+
+/** What a worker of contractDiffAside() is handed, as its workerData. */
+interface DiffJob {
+  contractDiff: true;
+  current: Model;
+  target: Model;
+  documents: Record<ContractKind, string>;
+}
+
+/**
+ * contractDiff() in a worker thread, started for it and ended with it: the comparison takes seconds of
+ * CPU for many collections (api-smart-diff), during which the thread that answers requests would answer
+ * nothing, every account's requests waiting; and its memory, hundreds of MB, is the worker's, given back
+ * when it ends. The worker runs this module (the bundle's chunk that holds it), which, in a worker handed
+ * a DiffJob, compares and posts the diff. A plan that changes no collection's part of the documents
+ * compares nothing, and starts no worker.
+ */
+export async function contractDiffAside(current: Model, target: Model, documents: Record<ContractKind, string>): Promise<ContractDiff> {
+  const before = current.collections ?? {};
+  if (touched(before, target.collections ?? before, undefined).size === 0) return noChange();
+  const job: DiffJob = { contractDiff: true, current, target, documents };
+  const worker = workerOfThisModule(job);
+  try {
+    return await new Promise<ContractDiff>((resolve, reject) => {
+      worker.once('message', resolve);
+      worker.once('error', reject);
+      worker.once('exit', (code) => reject(new Error(`the contract's diff ended (exit code ${code}) before it answered`)));
+    });
+  } finally {
+    await worker.terminate();
+  }
+}
+
+/**
+ * A worker running this module. Run from TypeScript (tsx: the tests, bench/declarations.ts), the worker
+ * registers tsx's loader before it imports it, as Node 20's workers do not run the parent's `--import`.
+ */
+function workerOfThisModule(job: DiffJob): Worker {
+  if (!import.meta.url.endsWith('.ts')) return new Worker(new URL(import.meta.url), { workerData: job });
+  const source = `import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(import.meta.url)}); })`;
+  return new Worker(source, { eval: true, workerData: job });
+}
+
+if (!isMainThread && (workerData as DiffJob | undefined)?.contractDiff === true) {
+  const { current, target, documents } = workerData as DiffJob;
+  parentPort?.postMessage(contractDiff(current, target, documents));
 }

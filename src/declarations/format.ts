@@ -3,7 +3,7 @@
 // Pointer into it. What it means is checked next (checks.ts); its JSON Schema is
 // schemas/declaration.schema.json, which editors complete and check the file with.
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
-import { isAlias, isMap, isPair, isScalar, isSeq, type Node, parseDocument } from 'yaml';
+import { isAlias, isMap, isPair, isScalar, isSeq, type Node, parseDocument, stringify } from 'yaml';
 import schema from '../../schemas/declaration.schema.json' with { type: 'json' };
 import { ApiError, type FieldError, validationFailed } from '../errors.ts';
 import { isObject, pointerToken } from '../query/filter.ts';
@@ -38,6 +38,8 @@ export interface DeclaredCollection {
   search?: { fields: string[] };
   relations?: Record<string, DeclaredRelation>;
   rules?: Record<string, unknown>;
+  /** Its time to live (docs/expiry.md): the field that says when each row expires. */
+  ttl?: { field: string };
 }
 
 export interface DeclaredIssuer {
@@ -68,6 +70,14 @@ export interface Declaration {
 }
 
 export const place = (pointer: string, message: string): FieldError => ({ in: 'body', name: pointer, message });
+
+/** Where editors find the declaration's JSON Schema (schemas/declaration.schema.json). */
+export const SCHEMA_URL = 'https://rowbase.dev/schemas/declaration.schema.json';
+
+/** `declaration` as the text of a rowbase.yaml (`rowbase pull`), its first line naming its JSON Schema for editors. */
+export function declarationYaml(declaration: Declaration): string {
+  return `# yaml-language-server: $schema=${SCHEMA_URL}\n${stringify(declaration, { aliasDuplicateObjects: false, lineWidth: 0 })}`;
+}
 
 /**
  * The declaration `text` holds, as YAML 1.2 (of which JSON is part), its shape checked against the

@@ -31,6 +31,8 @@ export interface ModelCollection {
   search: { fields: string[] } | null;
   relations: Record<string, ModelRelation>;
   rules: Rules | null;
+  /** Its time to live: the field that says when each row expires; null for none. */
+  ttl: { field: string } | null;
 }
 
 export interface ModelIssuer {
@@ -86,7 +88,14 @@ export function modelOfLive(live: LiveAccount): Model {
     const relations: ModelCollection['relations'] = {};
     for (const { name, ...relation } of collection.relations) relations[name] = relation;
     // A stored schema was checked when it was set.
-    collections[collection.name] = { schema: collection.schema as RowSchema | null, indexes, search, relations, rules: collection.rules };
+    collections[collection.name] = {
+      schema: collection.schema as RowSchema | null,
+      indexes,
+      search,
+      relations,
+      rules: collection.rules,
+      ttl: collection.ttl,
+    };
   }
   const issuers: Record<string, ModelIssuer> = {};
   for (const { name, issuer, audiences, jwks_uri, discovery_url, secret } of live.issuers) {
@@ -140,6 +149,7 @@ export function declarationOfLive(live: LiveAccount): Declaration {
       );
     }
     if (collection.rules) declared.rules = collection.rules as unknown as Record<string, unknown>;
+    if (collection.ttl) declared.ttl = collection.ttl;
     collections[name] = declared;
   }
   const issuers = Object.fromEntries(

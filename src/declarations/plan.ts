@@ -4,7 +4,7 @@
 // of the live account); applying it refuses (409) a live account that has drifted from that.
 import { createHash } from 'node:crypto';
 import type { Config } from '../config.ts';
-import type { Step } from '../db/declarations/apply.ts';
+import { type Step, sortedFieldsOf } from '../db/declarations/apply.ts';
 import type { RowCheck } from '../db/declarations/impacts.ts';
 import type { LiveAccount } from '../db/declarations/live.ts';
 import type { Store } from '../db/open-store.ts';
@@ -13,7 +13,7 @@ import { pointerToken } from '../query/filter.ts';
 import type { RowSchema } from '../schema/check.ts';
 import { type Change, planChanges } from './changes.ts';
 import { type CheckOptions, type Secrets, targetOf } from './checks.ts';
-import { type ContractDiff, contractDiff } from './contract.ts';
+import { type ContractDiff, contractDiffAside } from './contract.ts';
 import { type Declaration, parseDeclaration, place } from './format.ts';
 import { canonical, declarationOfLive, type Model, modelOfLive } from './model.ts';
 
@@ -101,7 +101,7 @@ export async function makePlan(store: Store, accountId: number, declaration: Dec
     if (change) change.rows = rows;
   }
   const plan: Plan = { format: 'rowbase-plan', version: 1, declaration, live: digestsOf(current), changes };
-  if (options.documents) plan.contract = contractDiff(current, target, options.documents);
+  if (options.documents) plan.contract = await contractDiffAside(current, target, options.documents);
   return plan;
 }
 
@@ -151,22 +151,14 @@ const SORT_INDEXES_AT_ONCE = 4;
 
 /**
  * Makes the sort indexes of the fields the new indexes and relations of `steps` are over, as the API's
- * own operations make them (pages ordered or filtered by an index's fields, and rows found through a
- * relation's field, read them): each collection's one after another, SORT_INDEXES_AT_ONCE collections at
- * once. One at a time, a hundred collections' took most of their apply on PostgreSQL, each a transaction
- * of a few round trips that waited for the one before.
+ * own operations make them (sortedFieldsOf), in the collections the apply did not make (those it made
+ * have theirs listed in its transaction: they hold no row to key): each collection's one after another,
+ * SORT_INDEXES_AT_ONCE collections at once. One at a time, a hundred collections' took most of their
+ * apply on PostgreSQL, each a transaction of a few round trips that waited for the one before.
  */
 async function makeSortIndexes(store: Store, accountId: number, steps: readonly Step[]): Promise<void> {
-  const fields = new Map<string, Set<string>>();
-  const add = (collection: string, field: string) => {
-    const held = fields.get(collection) ?? new Set<string>();
-    fields.set(collection, held.add(field));
-  };
-  for (const step of steps) {
-    if (step.do === 'createIndex' && !step.search) for (const field of step.fields) add(step.collection, field);
-    if (step.do === 'putRelation') add(step.collection, step.declaration.field);
-  }
-  const waiting = [...fields];
+  const made = new Set(steps.flatMap((step) => (step.do === 'createCollection' ? [step.collection] : [])));
+  const waiting = [...sortedFieldsOf(steps)].filter(([collection]) => !made.has(collection));
   const worker = async () => {
     for (let next = waiting.shift(); next !== undefined; next = waiting.shift()) {
       for (const field of next[1]) await store.sortBy(accountId, next[0], field);

@@ -1,17 +1,23 @@
-// The handlers of the `declaration` tag: an account's declaration planned and applied over HTTP
-// (docs/declarations.md), by the same plan and apply as `rowbase plan` and `rowbase apply`. The secrets a
+// The handlers of the `declaration` tag: an account's declaration read, planned and applied over HTTP
+// (docs/declarations.md), by the same pull, plan and apply as `rowbase pull`, `plan` and `apply`. The secrets a
 // declaration names come from the request's `secrets`, never from the server's environment.
 import type { components } from '../../generated/openapi.ts';
 import type { Principal } from '../db/accounts/keys.ts';
 import type { Secrets } from '../declarations/checks.ts';
-import { type Declaration, parseDeclaration } from '../declarations/format.ts';
-import { applyPlan, makePlan, type Plan, planOptionsOf, storedPlan } from '../declarations/plan.ts';
+import { type Declaration, declarationYaml, parseDeclaration, SCHEMA_URL } from '../declarations/format.ts';
+import { applyPlan, makePlan, type Plan, planOptionsOf, pullDeclaration, storedPlan } from '../declarations/plan.ts';
 import { ApiError, forbidden, validationFailed } from '../errors.ts';
 import type { Handlers } from './types.ts';
 
 type DeclarationBody = components['schemas']['Declaration'];
 
-export const declarationHandlers: Handlers<'planDeclaration' | 'applyDeclaration'> = {
+export const declarationHandlers: Handlers<'getDeclaration' | 'planDeclaration' | 'applyDeclaration'> = {
+  async getDeclaration({ principal }, { store }) {
+    wholeAccount(principal);
+    const declaration = await pullDeclaration(store, principal.accountId);
+    return { status: 200, body: { declaration: { $schema: SCHEMA_URL, ...declaration }, yaml: declarationYaml(declaration) } };
+  },
+
   async planDeclaration({ principal, body }, { store, config, documents }) {
     wholeAccount(principal);
     const declaration = await under('/declaration', () => declarationOf(body.declaration));

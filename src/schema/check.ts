@@ -1,6 +1,7 @@
 // Whether a collection can have a schema: a JSON Schema 2020-12 of its rows' fields, small, of the
 // keywords rowbase supports (keywords.ts), referring only to itself (refs.ts), that leaves `id` to the
 // service, and that compiles. What each refusal means for a user is in docs/schemas.md.
+import { createHash } from 'node:crypto';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { type FieldError, validationFailed } from '../errors.ts';
 import { compileRowSchema, type RowSchema } from './compile.ts';
@@ -18,6 +19,15 @@ export const maxSchemaDepth = 32;
 
 /** The most problems a refusal lists; its detail says how many there were. */
 const maxProblems = 100;
+
+/**
+ * The schemas accepted lately, each by a digest of its JSON text, at most MAX_ACCEPTED (the first
+ * accepted forgotten first). A schema is checked again, the same, within moments: by a declaration's
+ * plan, then by its apply (which plans again in its transaction); compiling one (a new Ajv each, step 5)
+ * was most of a plan of new collections. Its text decides the answer, so a text accepted once is again.
+ */
+const accepted = new Set<string>();
+const MAX_ACCEPTED = 1000;
 
 /** Validates schemas against JSON Schema 2020-12's meta-schema, compiled once: validating keeps nothing. */
 const metaSchema = new Ajv2020({ allErrors: true, logger: false });
@@ -41,10 +51,13 @@ export function checkRowSchema(schema: unknown, where: string): RowSchema {
   const deep = tooDeep(schema, 1, '');
   if (deep !== undefined)
     throw refusal(where, [{ at: deep, message: `is nested deeper than the ${maxSchemaDepth} levels a schema may have` }]);
-  const bytes = Buffer.byteLength(JSON.stringify(schema));
+  const text = JSON.stringify(schema);
+  const bytes = Buffer.byteLength(text);
   if (bytes > maxSchemaBytes) {
     throw refusal(where, [{ at: '', message: `is ${bytes} bytes as JSON, more than the ${maxSchemaBytes} (64 KiB) a schema may have` }]);
   }
+  const digest = createHash('sha256').update(text).digest('base64');
+  if (accepted.has(digest)) return schema as RowSchema;
   const parts = walkSchema(schema);
   const problems = [...parts.problems, ...refProblems(parts), ...rootProblems(schema)];
   if (problems.length > 0) throw refusal(where, problems);
@@ -54,6 +67,8 @@ export function checkRowSchema(schema: unknown, where: string): RowSchema {
   } catch (error) {
     throw refusal(where, [{ at: '', message: `cannot be compiled: ${String((error as Error).message).slice(0, 200)}` }]);
   }
+  if (accepted.size >= MAX_ACCEPTED) accepted.delete(accepted.values().next().value as string);
+  accepted.add(digest);
   return schema as RowSchema;
 }
 

@@ -96,6 +96,8 @@ const expectedStatuses = {
   getIssuer: 200,
   headIssuer: 200,
   deleteIssuer: 204,
+  getDeclaration: 200,
+  headDeclaration: 200,
   planDeclaration: 200,
   applyDeclaration: 200,
   openFeed: 400,

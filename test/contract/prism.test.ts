@@ -175,6 +175,8 @@ const valid: Scenario[] = [
   { name: 'getIssuer', method: 'GET', path: '/v1/auth/issuers/app', status: 200 },
   { name: 'headIssuer', method: 'HEAD', path: '/v1/auth/issuers/app', status: 200 },
   { name: 'deleteIssuer', method: 'DELETE', path: '/v1/auth/issuers/app', status: 204 },
+  { name: 'getDeclaration', method: 'GET', path: '/v1/declaration', status: 200 },
+  { name: 'headDeclaration', method: 'HEAD', path: '/v1/declaration', status: 200 },
   { name: 'planDeclaration', method: 'POST', path: '/v1/declaration/plan', body: { declaration: 'version: 1\n' }, status: 200 },
   { name: 'applyDeclaration', method: 'POST', path: '/v1/declaration/apply', body: { declaration: 'version: 1\n' }, status: 200 },
   {

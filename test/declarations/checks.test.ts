@@ -8,7 +8,7 @@ import type { ApiError } from '../../src/errors.ts';
 
 const options: CheckOptions = { allowPrivate: true };
 const live: Model = {
-  collections: { existing: { schema: null, indexes: {}, search: null, relations: {}, rules: null } },
+  collections: { existing: { schema: null, indexes: {}, search: null, relations: {}, rules: null, ttl: null } },
   issuers: {},
   webhooks: {},
 };
@@ -82,6 +82,38 @@ const scenarios: { name: string; text: string; status: number; place: string; me
     text: 'collections:\n  a:\n    rules: {read: maybe}\n',
     status: 400,
     place: '/collections/a/rules/read',
+  },
+  {
+    name: 'a time to live over a field the schema types as no date-time',
+    text: 'collections:\n  a:\n    schema: {type: object, properties: {ends: {type: integer}}}\n    ttl: {field: ends}\n',
+    status: 400,
+    place: '/collections/a/ttl/field',
+    message: /date-time/,
+  },
+  {
+    name: 'a time to live over a field a schema forbidding others leaves out',
+    text: 'collections:\n  a:\n    schema: {type: object, additionalProperties: false, properties: {x: {type: string}}}\n    ttl: {field: ends}\n',
+    status: 400,
+    place: '/collections/a/ttl/field',
+  },
+  {
+    name: 'a relation restricting deletes of rows that expire',
+    text: 'collections:\n  a:\n    ttl: {field: ends}\n  b:\n    relations: {a: {field: a_id, collection: a}}\n',
+    status: 400,
+    place: '/collections/b/relations/a/on_delete',
+    message: /cascade or set_null/,
+  },
+  {
+    name: 'a time to live with an unknown member',
+    text: 'collections:\n  a:\n    ttl: {field: ends, after: 1h}\n',
+    status: 400,
+    place: '/collections/a/ttl/after',
+  },
+  {
+    name: 'a time to live over id',
+    text: 'collections:\n  a:\n    ttl: {field: id}\n',
+    status: 400,
+    place: '/collections/a/ttl/field',
   },
   {
     name: 'a webhook naming a collection neither declared nor there',

@@ -84,6 +84,72 @@ describeEachBackend('declarations: plan, apply and pull', (backend) => {
     );
   });
 
+  it("declares a collection's time to live: planned with its before and after, applied in the transaction, pulled as no change", async () => {
+    const client = await server.client();
+    const accountId = await accountOf(client);
+    const schema = {
+      type: 'object',
+      properties: { expires_at: { type: 'string', format: 'date-time' }, ends_at: { type: ['string', 'null'], format: 'date-time' } },
+    };
+    expect((await client.post('/v1/collections', { name: 'sessions', schema })).status).to.equal(201);
+    expect((await client.put('/v1/collections/sessions/ttl', { field: 'expires_at' })).status).to.equal(200);
+    const pulled = await pullDeclaration(server.store, accountId);
+    expect(pulled.collections?.sessions.ttl).to.deep.equal({ field: 'expires_at' });
+    expect((await makePlan(server.store, accountId, parseDeclaration(JSON.stringify(pulled)), noSecrets, options)).changes).to.deep.equal(
+      [],
+    );
+
+    // A row whose other field is past: it expires once the time to live names that field.
+    const past = '2020-01-01T00:00:00Z';
+    const future = '2999-01-01T00:00:00Z';
+    expect((await client.post('/v1/collections/sessions/rows', [{ expires_at: future, ends_at: past }])).status).to.equal(201);
+    const sessions = (ttl: string) =>
+      `collections:\n  sessions:\n    schema: ${JSON.stringify(schema)}\n${ttl}  holders:\n    relations:\n      session: {field: session_id, collection: sessions, on_delete: cascade}\n`;
+    const moved = parseDeclaration(sessions('    ttl: {field: ends_at}\n'));
+    const plan = await makePlan(server.store, accountId, moved, noSecrets, options);
+    expect(plan.changes.find((change) => change.kind === 'ttl')).to.deep.equal({
+      action: 'update',
+      kind: 'ttl',
+      object: '/collections/sessions/ttl',
+      before: { field: 'expires_at' },
+      after: { field: 'ends_at' },
+      destroys_data: false,
+    });
+    await applyPlan(server.store, accountId, plan, noSecrets, options);
+    expect((await client.get('/v1/collections/sessions/ttl')).body).to.deep.equal({ field: 'ends_at' });
+    expect((await client.get('/v1/collections/sessions/rows/1')).status).to.equal(404);
+    // Applied twice, the second plan is empty; pulled, it plans as no change.
+    expect((await makePlan(server.store, accountId, moved, noSecrets, options)).changes).to.deep.equal([]);
+    const again = parseDeclaration(JSON.stringify(await pullDeclaration(server.store, accountId)));
+    expect((await makePlan(server.store, accountId, again, noSecrets, options)).changes).to.deep.equal([]);
+
+    // Left out, it is removed.
+    const removed = await makePlan(server.store, accountId, parseDeclaration(sessions('')), noSecrets, options);
+    expect(removed.changes.map((change) => [change.action, change.kind, change.object, change.after])).to.deep.equal([
+      ['delete', 'ttl', '/collections/sessions/ttl', null],
+    ]);
+    await applyPlan(server.store, accountId, removed, noSecrets, options);
+    expect((await client.get('/v1/collections/sessions/ttl')).status).to.equal(404);
+  });
+
+  it('removes a time to live before declaring a relation that restricts its rows, and sets one after the relation restricting it goes', async () => {
+    const client = await server.client();
+    const accountId = await accountOf(client);
+    const apply = async (text: string) => {
+      const plan = await makePlan(server.store, accountId, parseDeclaration(text), noSecrets, options);
+      await applyPlan(server.store, accountId, plan, noSecrets, options);
+      expect((await makePlan(server.store, accountId, parseDeclaration(text), noSecrets, options)).changes).to.deep.equal([]);
+    };
+    const holders = (onDelete: string) =>
+      `  holders:\n    relations:\n      session: {field: session_id, collection: sessions, on_delete: ${onDelete}}\n`;
+    await apply(`collections:\n  sessions: {}\n${holders('restrict')}`);
+    await apply(`collections:\n  sessions: {ttl: {field: ends_at}}\n${holders('set_null')}`);
+    expect((await client.get('/v1/collections/sessions/ttl')).body).to.deep.equal({ field: 'ends_at' });
+    await apply(`collections:\n  sessions: {}\n${holders('restrict')}`);
+    expect((await client.get('/v1/collections/sessions/ttl')).status).to.equal(404);
+    expect((await client.get('/v1/collections/holders/relations/session')).body).to.include({ on_delete: 'restrict' });
+  });
+
   it('applies all or nothing: a unique index over duplicates leaves the account as it was', async () => {
     const client = await server.client();
     const accountId = await accountOf(client);
@@ -124,7 +190,10 @@ describeEachBackend('declarations: plan, apply and pull', (backend) => {
     expect((await client.get<{ name: string }[]>('/v1/collections')).body.map((c) => c.name)).to.deep.equal(['b']);
   });
 
-  it("classifies what a plan does to the account's documents: breaking or not, for a secret key and a publishable key's caller", async () => {
+  it("classifies what a plan does to the account's documents: breaking or not, for a secret key and a publishable key's caller", async function () {
+    // Each plan's comparison runs in a worker of its own, which loads the documents and, under tsx, the
+    // modules again: 5–10 s a plan at load 15–20.
+    this.timeout(180_000);
     const client = await server.client();
     const accountId = await accountOf(client);
     const documents = {

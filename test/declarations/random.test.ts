@@ -15,7 +15,7 @@ const secrets = (env: string) => `${env}-${'s'.repeat(32)}`;
 const FIELDS = ['a', 'b', 'c', 'd'];
 const NAMES = ['alpha', 'beta', 'gamma', 'delta'];
 
-/** A declaration of up to four collections, each part drawn at random, relations between them without cascades. */
+/** A declaration of up to four collections, each part drawn at random (a time to live included), relations between them without cascades. */
 const declarations = fc
   .record({
     names: fc.uniqueArray(fc.constantFrom(...NAMES), { minLength: 1, maxLength: 4 }),
@@ -30,6 +30,7 @@ const declarations = fc
       },
     ),
     search: fc.array(fc.boolean(), { minLength: 4, maxLength: 4 }),
+    ttl: fc.array(fc.boolean(), { minLength: 4, maxLength: 4 }),
     rules: fc.array(
       fc.option(fc.constantFrom({ read: true }, { read: 'authenticated', create: true }, { read: { a: { $auth: 'sub' } } })),
       {
@@ -44,16 +45,21 @@ const declarations = fc
     issuers: fc.uniqueArray(fc.constantFrom('app', 'partner'), { maxLength: 2 }),
     webhooks: fc.uniqueArray(fc.nat(3), { maxLength: 2 }),
   })
-  .map(({ names, typed, indexes, search, rules, links, issuers, webhooks }): Declaration => {
+  .map(({ names, typed, indexes, search, ttl, rules, links, issuers, webhooks }): Declaration => {
     const collections: Record<string, DeclaredCollection> = {};
     for (const [at, name] of names.entries()) {
       const collection: DeclaredCollection = {};
-      if (typed[at]) collection.schema = { type: 'object', properties: { a: { type: 'string' }, b: { type: 'integer' } } };
+      if (typed[at])
+        collection.schema = {
+          type: 'object',
+          properties: { a: { type: 'string' }, b: { type: 'integer' }, ends: { type: ['string', 'null'], format: 'date-time' } },
+        };
       const seen = new Set<string>();
       const declared = indexes[at].filter(({ fields }) => !seen.has(fields.join()) && seen.add(fields.join()));
       if (declared.length > 0) collection.indexes = declared.map(({ fields, unique }) => (unique ? { fields, unique } : { fields }));
       if (search[at]) collection.search = { fields: ['c'] };
       if (rules[at]) collection.rules = rules[at] as Record<string, unknown>;
+      if (ttl[at]) collection.ttl = { field: 'ends' };
       collections[name] = collection;
     }
     for (const { from, to, onDelete, reverse } of links) {
@@ -64,7 +70,8 @@ const declarations = fc
       relations[relation] = {
         field: `${target}_id`,
         collection: target,
-        on_delete: onDelete as 'restrict' | 'set_null',
+        // No relation may restrict deletes of rows that expire.
+        on_delete: collections[target].ttl ? 'set_null' : (onDelete as 'restrict' | 'set_null'),
         ...(reverse ? { reverse: `from_${source}` } : {}),
       };
     }

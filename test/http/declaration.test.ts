@@ -1,5 +1,5 @@
-// POST /v1/declaration/plan and /apply (openapi.yaml, the `declaration` tag) on a real server, on both
-// backends: a plan sent back and applied, drift, destruction asked for, refusals naming their places, the
+// GET /v1/declaration, POST /v1/declaration/plan and /apply (openapi.yaml, the `declaration` tag) on a real
+// server, on both backends: the account read as a declaration, a plan sent back and applied, drift, destruction asked for, refusals naming their places, the
 // keys that may not, a webhook signing with the secret the request sent, and a second instance on the
 // same database serving what the first applied.
 import { expect } from 'chai';
@@ -48,6 +48,26 @@ describeEachBackend('the declaration over HTTP', (backend) => {
     expect(reapplied.body).to.deep.equal({ changes: [] });
   });
 
+  it('answers the account as a declaration, as JSON and as the YAML rowbase pull writes, which plans as no change', async () => {
+    const client = await server.client();
+    const made = await client.post('/v1/declaration/apply', { declaration: declared, secrets: { APP_JWT_SECRET } });
+    expect(made.status, made.text).to.equal(200);
+    expect((await client.put('/v1/collections/posts/ttl', { field: 'expires_at' })).status).to.equal(200);
+    const pulled = await client.get<{ declaration: Record<string, unknown>; yaml: string }>('/v1/declaration');
+    expect(pulled.status, pulled.text).to.equal(200);
+    expect(pulled.body.declaration).to.include({ $schema: 'https://rowbase.dev/schemas/declaration.schema.json', version: 1 });
+    expect(pulled.body.declaration).to.have.nested.property('collections.posts.ttl.field', 'expires_at');
+    expect(pulled.body.yaml).to.match(/^# yaml-language-server: \$schema=https:\/\/rowbase\.dev\/schemas\/declaration\.schema\.json\n/);
+    // Neither holds a secret; each plans as no change.
+    expect(pulled.text).not.to.include(APP_JWT_SECRET);
+    for (const declaration of [pulled.body.yaml, pulled.body.declaration]) {
+      const plan = await client.post<Plan>('/v1/declaration/plan', { declaration });
+      expect(plan.status, plan.text).to.equal(200);
+      expect(plan.body.changes).to.deep.equal([]);
+    }
+    expect((await client.request('HEAD', '/v1/declaration')).status).to.equal(200);
+  });
+
   it('refuses a plan the account has drifted from (409, naming what drifted), and destruction unless allowed', async () => {
     const client = await server.client();
     await client.post('/v1/declaration/apply', { declaration: 'collections: {people: {}, posts: {}}\n' });
@@ -88,7 +108,11 @@ describeEachBackend('the declaration over HTTP', (backend) => {
         expect(refused.status, `${path} ${refused.text}`).to.equal(403);
         expect(refused.body).to.include({ code: 'forbidden' });
       }
+      const read = await client.get('/v1/declaration');
+      expect(read.status, read.text).to.equal(403);
+      expect(read.body).to.include({ code: 'forbidden' });
     }
+    expect((await server.anonymous().get('/v1/declaration')).status).to.equal(401);
     expect((await server.anonymous().post('/v1/declaration/plan', { declaration: 'version: 1\n' })).status).to.equal(401);
   });
 

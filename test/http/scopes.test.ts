@@ -145,6 +145,8 @@ const operations: Operation[] = [
   { name: 'GET /v1/auth/issuers/{c}', operationId: 'getIssuer', run: http('GET', ({ c }) => `/v1/auth/issuers/${c}`), in: none, out: none, all: scoped(403, 403, 200) },
   { name: 'DELETE /v1/auth/issuers/{c}', operationId: 'deleteIssuer', run: http('DELETE', ({ c }) => `/v1/auth/issuers/${c}`), in: none, out: none, all: scoped(403, 403, 204) },
   // A declaration of no section: it leaves the account as it is.
+  { name: 'GET /v1/declaration', operationId: 'getDeclaration', run: http('GET', () => '/v1/declaration'), in: none, out: none, all: scoped(403, 403, 200) },
+  { name: 'HEAD /v1/declaration', operationId: 'getDeclaration', run: http('HEAD', () => '/v1/declaration'), in: none, out: none, all: scoped(403, 403, 200) },
   { name: 'POST /v1/declaration/plan', operationId: 'planDeclaration', run: http('POST', () => '/v1/declaration/plan', () => DECLARATION), in: none, out: none, all: scoped(403, 403, 200) },
   { name: 'POST /v1/declaration/apply', operationId: 'applyDeclaration', run: http('POST', () => '/v1/declaration/apply', () => DECLARATION), in: none, out: none, all: scoped(403, 403, 200) },
 ];

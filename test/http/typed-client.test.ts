@@ -277,6 +277,8 @@ describeEachBackend('a typed client generated from openapi.yaml', (backend) => {
       headIssuer: [() => api.HEAD('/v1/auth/issuers/{issuer_name}', issuer), 200],
       deleteIssuer: [() => api.DELETE('/v1/auth/issuers/{issuer_name}', issuer), 204],
       // A declaration of no section: it leaves the account as it is.
+      getDeclaration: [() => api.GET('/v1/declaration'), 200],
+      headDeclaration: [() => api.HEAD('/v1/declaration'), 200],
       planDeclaration: [() => api.POST('/v1/declaration/plan', { body: { declaration: 'version: 1\n' } }), 200],
       applyDeclaration: [() => api.POST('/v1/declaration/apply', { body: { declaration: { version: 1 } } }), 200],
     };

@@ -83,6 +83,8 @@ export async function callEveryOperation(baseUrl: string, key: string, collectio
     getIssuer: () => sdk.getIssuer({ path: { issuer_name: collection } }),
     headIssuer: () => sdk.headIssuer({ path: { issuer_name: collection } }),
     deleteIssuer: () => sdk.deleteIssuer({ path: { issuer_name: collection } }),
+    getDeclaration: () => sdk.getDeclaration(),
+    headDeclaration: () => sdk.headDeclaration(),
     planDeclaration: () => sdk.planDeclaration({ body: declarationInput }),
     applyDeclaration: () => sdk.applyDeclaration({ body: declarationInput }),
     openFeed: () => sdk.openFeed({ query: { collection } }),

@@ -99,6 +99,8 @@ export async function callEveryOperation(baseUrl: string, key: string, collectio
     getIssuer: () => api.GET('/v1/auth/issuers/{issuer_name}', issuer),
     headIssuer: () => api.HEAD('/v1/auth/issuers/{issuer_name}', issuer),
     deleteIssuer: () => api.DELETE('/v1/auth/issuers/{issuer_name}', issuer),
+    getDeclaration: () => api.GET('/v1/declaration'),
+    headDeclaration: () => api.HEAD('/v1/declaration'),
     planDeclaration: () => api.POST('/v1/declaration/plan', { body: declarationInput }),
     applyDeclaration: () => api.POST('/v1/declaration/apply', { body: declarationInput }),
     openFeed: () => api.GET('/ws', { params: { query: { collection } } }),

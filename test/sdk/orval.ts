@@ -88,6 +88,8 @@ export async function callEveryOperation(baseUrl: string, key: string, collectio
     getIssuer: () => api.getIssuer(collection, options),
     headIssuer: () => api.headIssuer(collection, options),
     deleteIssuer: () => api.deleteIssuer(collection, options),
+    getDeclaration: () => api.getDeclaration(options),
+    headDeclaration: () => api.headDeclaration(options),
     planDeclaration: () => api.planDeclaration(declarationInput, options),
     applyDeclaration: () => api.applyDeclaration(declarationInput, options),
     openFeed: () => api.openFeed({ collection }, options),

@@ -1,11 +1,12 @@
 // A declaration applied (docs/declarations.md): its steps run in one transaction, all or none, each by the
 // operation its area runs for one request of the API (createCollection, putSchema, createIndex, putRelation,
-// putRules, putIssuer, createWebhook, …: each area's `…In`, which works inside a transaction it is handed),
+// putRules, putCollectionTtl, putIssuer, createWebhook, …: each area's `…In`, which works inside a transaction it is handed),
 // never a second copy of it. The account's row is held from the start, so two applies to one account, on
 // any instances, run one after the other; every other client sees the account before or after, never
 // between. What each step leaves for after the commit (a database index dropped, a schema noted, the
 // webhooks' worker woken) runs once it has committed.
 import { ApiError } from '../../errors.ts';
+import type { Ttl } from '../../expiry/ttl.ts';
 import type { Rules } from '../../rules/rules.ts';
 import { deleteIssuerIn, type IssuerSettings, putIssuerIn } from '../auth/issuers.ts';
 import { createCollectionIn } from '../collections/collections.ts';
@@ -14,8 +15,11 @@ import { createIndexIn, deleteIndexIn } from '../collections/indexes.ts';
 import { deleteSchemaIn, putSchemaIn, type RowSchema } from '../collections/schemas.ts';
 import { type AfterCommit, afterCommit } from '../engine/after-commit.ts';
 import { retryDeadlocks } from '../engine/deadlocks.ts';
-import type { Dialect, WriteTx } from '../engine/dialect.ts';
+import type { WriteTx } from '../engine/dialect.ts';
+import type { PagedDialect } from '../engine/read-port.ts';
 import { lockAccountSql } from '../engine/sql/collections.ts';
+import { setSortedOfNameSql } from '../engine/sql/declarations.ts';
+import { deleteTtlIn, putTtlIn } from '../expiry/ttl.ts';
 import { deleteRelationIn, putRelationIn, type RelationDeclaration } from '../relations/relations.ts';
 import { deleteRulesIn, putRulesIn } from '../rules/rules.ts';
 import { createWebhookIn, deleteWebhookIn, updateWebhookIn, type WebhookSettings } from '../webhooks/settings.ts';
@@ -27,6 +31,7 @@ export type Step = { object?: string } & (
   | { do: 'deleteRelation'; collection: string; name: string }
   | { do: 'deleteIndex'; collection: string; name: string }
   | { do: 'deleteRules'; collection: string }
+  | { do: 'deleteTtl'; collection: string }
   | { do: 'deleteSchema'; collection: string }
   | { do: 'deleteCollection'; collection: string }
   | { do: 'deleteIssuer'; name: string }
@@ -35,6 +40,7 @@ export type Step = { object?: string } & (
   | { do: 'createIndex'; collection: string; fields: string[]; unique: boolean; search: boolean }
   | { do: 'putRelation'; collection: string; name: string; declaration: RelationDeclaration }
   | { do: 'putRules'; collection: string; rules: Rules }
+  | { do: 'putTtl'; collection: string; ttl: Ttl }
   | { do: 'putIssuer'; name: string; settings: IssuerSettings }
   | { do: 'createWebhook'; settings: WebhookSettings; enabled: boolean; secret?: string }
   | { do: 'updateWebhook'; id: number; settings: WebhookSettings; enabled: boolean; secret?: string }
@@ -53,7 +59,7 @@ export interface ApplyLimits {
  * Answers the steps run. Tried again from the start when PostgreSQL aborts it as a deadlock.
  */
 export async function applyDeclaration(
-  db: Dialect,
+  db: PagedDialect,
   accountId: number,
   decide: (live: LiveAccount) => Step[] | Promise<Step[]>,
   limits: ApplyLimits,
@@ -74,11 +80,42 @@ export async function applyDeclaration(
       const steps = await decide(live);
       for (const step of steps)
         await runStep(db, trx, after, accountId, step, limits).catch((error) => Promise.reject(placed(error, step)));
+      await sortNewCollections(db, trx, accountId, steps);
       return steps;
     }),
   );
   await afterCommit(after);
   return steps;
+}
+
+/**
+ * The fields of the sort indexes the steps' new indexes and relations need, by collection, in the order
+ * the steps name them: those the API's own createIndex and putRelation make (pages ordered or filtered
+ * by an index's fields, and rows found through a relation's field, read them).
+ */
+export function sortedFieldsOf(steps: readonly Step[]): Map<string, Set<string>> {
+  const fields = new Map<string, Set<string>>();
+  const add = (collection: string, field: string) => fields.set(collection, (fields.get(collection) ?? new Set<string>()).add(field));
+  for (const step of steps) {
+    if (step.do === 'createIndex' && !step.search) for (const field of step.fields) add(step.collection, field);
+    if (step.do === 'putRelation') add(step.collection, step.declaration.field);
+  }
+  return fields;
+}
+
+/**
+ * Lists at once, in the apply's transaction, the sort indexes of each collection the apply makes: it
+ * holds no row yet, so there is nothing to key, and the list is all a sort index of it is. (Made after
+ * the commit one at a time, each a transaction of its own, as the indexes of collections that hold rows
+ * still are, they were most of an apply of a hundred new collections on PostgreSQL.)
+ */
+async function sortNewCollections(db: PagedDialect, trx: WriteTx, accountId: number, steps: readonly Step[]): Promise<void> {
+  const made = new Set(steps.flatMap((step) => (step.do === 'createCollection' ? [step.collection] : [])));
+  for (const [collection, fields] of sortedFieldsOf(steps)) {
+    if (!made.has(collection)) continue;
+    const sorted = [...fields].slice(0, db.pages.sortIndexes.max);
+    await db.run(trx, setSortedOfNameSql, [JSON.stringify(sorted), accountId, collection]);
+  }
 }
 
 /**
@@ -95,7 +132,14 @@ function placed(error: unknown, { object }: Step): unknown {
   return new ApiError(error.code, `${object}: ${error.detail}`, { ...error.options, ...(errors ? { errors } : {}) });
 }
 
-async function runStep(db: Dialect, trx: WriteTx, after: AfterCommit, accountId: number, step: Step, limits: ApplyLimits): Promise<void> {
+async function runStep(
+  db: PagedDialect,
+  trx: WriteTx,
+  after: AfterCommit,
+  accountId: number,
+  step: Step,
+  limits: ApplyLimits,
+): Promise<void> {
   switch (step.do) {
     case 'deleteWebhook':
       return void (await deleteWebhookIn(db, trx, accountId, step.id));
@@ -105,6 +149,8 @@ async function runStep(db: Dialect, trx: WriteTx, after: AfterCommit, accountId:
       return deleteIndexIn(db, trx, after, accountId, step.collection, step.name);
     case 'deleteRules':
       return deleteRulesIn(db, trx, accountId, step.collection);
+    case 'deleteTtl':
+      return deleteTtlIn(db, trx, accountId, step.collection);
     case 'deleteSchema':
       return deleteSchemaIn(db, trx, after, accountId, step.collection);
     case 'deleteCollection':
@@ -121,6 +167,8 @@ async function runStep(db: Dialect, trx: WriteTx, after: AfterCommit, accountId:
       return void (await putRelationIn(db, trx, after, accountId, step.collection, step.name, step.declaration));
     case 'putRules':
       return putRulesIn(db, trx, accountId, step.collection, step.rules);
+    case 'putTtl':
+      return putTtlIn(db, trx, accountId, step.collection, step.ttl);
     case 'putIssuer':
       return void (await putIssuerIn(db, trx, accountId, step.name, step.settings, limits.maxIssuers));
     case 'createWebhook':

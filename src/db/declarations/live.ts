@@ -31,6 +31,8 @@ interface LiveCollection {
   /** The relations declared of it (to-one), in the order they were declared. */
   relations: LiveRelation[];
   rules: Rules | null;
+  /** Its time to live (docs/expiry.md), null for none. */
+  ttl: { field: string } | null;
 }
 
 /** The account's model, secrets included: what a plan compares a declaration with; never shown as it is. */
@@ -45,7 +47,7 @@ export interface LiveAccount {
 
 /** The account's model, read with `read` (alone, or inside a write) in the dialect's code point order. */
 export async function readLive(read: Read, codePointOrder: string, accountId: number): Promise<LiveAccount> {
-  const collections = await read<{ name: string; schema: string | null; rules: string | null }>(
+  const collections = await read<{ name: string; schema: string | null; rules: string | null; ttl_field: string | null }>(
     listCollectionContractsSql(codePointOrder),
     [accountId],
   );
@@ -57,7 +59,7 @@ export async function readLive(read: Read, codePointOrder: string, accountId: nu
   );
   const webhooks = (await read<WebhookRow>(listWebhooksSql, [accountId])).map(webhookOf);
   return {
-    collections: collections.map(({ name, schema, rules }) => ({
+    collections: collections.map(({ name, schema, rules, ttl_field }) => ({
       name,
       schema: schema === null ? null : (JSON.parse(schema) as Record<string, unknown>),
       indexes: indexes.filter((index) => index.collection === name).map(toIndex),
@@ -71,6 +73,7 @@ export async function readLive(read: Read, codePointOrder: string, accountId: nu
           reverse,
         })),
       rules: rules === null ? null : (JSON.parse(rules) as Rules),
+      ttl: ttl_field === null ? null : { field: ttl_field },
     })),
     issuers,
     webhooks: webhooks.map((webhook) => ({ ...webhook, secret: secrets.get(webhook.id) as string })),

@@ -39,8 +39,8 @@ export async function putTtl(db: Dialect, accountId: number, collection: string,
   return ttl;
 }
 
-/** putTtl() inside the write `trx`. */
-async function putTtlIn(db: Dialect, trx: WriteTx, accountId: number, collection: string, ttl: Ttl): Promise<void> {
+/** putTtl() inside the write `trx` (a declaration's apply runs it in its own). */
+export async function putTtlIn(db: Dialect, trx: WriteTx, accountId: number, collection: string, ttl: Ttl): Promise<void> {
   const { id, schemaId } = await advance(db, trx, accountId, collection, 0);
   const [schema] = schemaId === 0 ? [] : await db.run<{ schema: string }>(trx, schemaTextSql, [schemaId]);
   checkTtlField(ttl.field, schema && schema.schema !== '' ? JSON.parse(schema.schema) : undefined);
@@ -62,8 +62,8 @@ export async function deleteTtl(db: Dialect, accountId: number, collection: stri
   });
 }
 
-/** deleteTtl() inside the write `trx`. */
-async function deleteTtlIn(db: Dialect, trx: WriteTx, accountId: number, collection: string): Promise<void> {
+/** deleteTtl() inside the write `trx` (a declaration's apply runs it in its own). */
+export async function deleteTtlIn(db: Dialect, trx: WriteTx, accountId: number, collection: string): Promise<void> {
   const { id } = await advance(db, trx, accountId, collection, 0);
   const [row] = await db.run<{ ttl_field: string | null }>(trx, collectionTtlSql, [accountId, collection]);
   if (!row || row.ttl_field === null) throw ttlNotFound(collection);

@@ -36,12 +36,12 @@ const collectionColumns = 'name, created_at, row_count, last_seq';
 export const listCollectionsSql = (collate: string) =>
   `select ${collectionColumns} from collections where account_id = ? order by name${collate}`;
 /**
- * The collections, each with its schema's text (null for none), its relations' (null for none), its id, and its rules' text (null for none) and their version. A
+ * The collections, each with its schema's text (null for none), its relations' (null for none), its id, its rules' text (null for none) and their version, and its time to live's field (null for none). A
  * schema row of a collection with relations and no schema holds the text '' (../relations/relations.ts).
  */
 export const listCollectionContractsSql = (
   collate: string,
-) => `select c.id, c.name, nullif(s.schema, '') as schema, s.relations, c.rules, c.rules_version from collections c
+) => `select c.id, c.name, nullif(s.schema, '') as schema, s.relations, c.rules, c.rules_version, c.ttl_field from collections c
   left join collection_schemas s on s.id = c.schema_id where c.account_id = ? order by c.name${collate}`;
 export const getCollectionSql = `select ${collectionColumns}, nullif(s.schema, '') as schema, s.relations, c.ttl_field from collections c left join collection_schemas s on s.id = c.schema_id
   where c.account_id = ? and c.name = ?`;

@@ -5,3 +5,8 @@ export const accountIndexesSql = `select c.name as collection, i.id, i.fields, i
   join collections c on c.id = i.collection_id where c.account_id = ? order by i.id`;
 /** The secrets of the account's webhooks (`?`), by id: compared, never shown. */
 export const webhookSecretsSql = 'select id, secret from webhooks where account_id = ?';
+/**
+ * Lists the sort indexes (`?`, the JSON array of their fields) of the account's (`?`) collection `?`,
+ * which a declaration's apply makes, in the transaction that makes it: it holds no row to key yet.
+ */
+export const setSortedOfNameSql = 'update collections set sorted = ? where account_id = ? and name = ?';
