@@ -63,6 +63,13 @@ export interface Dialect {
    * when a lease has expired by, how many, the instance, the lease's end; answers each stream claimed.
    */
   claimStreamsSql: string;
+  /**
+   * Acknowledges a group of the webhooks' streams in one statement run on its own (webhooks.ts,
+   * ackStream): bound to a JSON array of `[webhook id, collection id, owner, seq, lease until, attempt]`,
+   * `attempt` the delivery log's columns after webhook_id, or null; answers `i` (each one's place, from 0)
+   * and `held` (whether its owner held its stream) for each (SQLite) or each held (PostgreSQL).
+   */
+  ackStreamsSql: string;
   /** Runs one statement on its own (`sql` with `?` placeholders), and answers its rows. */
   query<T>(sql: string, params: SqlValue[]): Promise<T[]>;
   /** Announces from inside `trx` that the collection changed: listeners hear it after the commit, never after a rollback. */

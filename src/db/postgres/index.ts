@@ -24,7 +24,7 @@ import { aggregateSql, filteredSortedPage, orderedPage, sortedPage, sortedPageAf
 import { existingIdsSql, rowIdsSql } from './sql/relations.ts';
 import { holdOnceSql, pruneOnceSql } from './sql/rows.ts';
 import { searchSql } from './sql/search.ts';
-import { claimStreamsSql } from './sql/webhooks.ts';
+import { ackStreamsSql, claimStreamsSql } from './sql/webhooks.ts';
 import { runAlone, runInTransaction, runSnapshot, runTimed } from './statements.ts';
 
 /** Opens the database that `url` names and brings its schema up to date. */
@@ -66,6 +66,7 @@ export async function openPostgres(
     readOnce: async (accountId, key, now) => (await runAlone<OnceRow>(knex, onceAnswerSql, [accountId, key, now], false))[0],
     pruneOnceSql,
     claimStreamsSql,
+    ackStreamsSql,
     // A transaction waiting for a lock is woken when it is released.
     writerWakeMs: () => 0,
     // The database's collation may not be code point order (en-US puts `a` before `B`); "C" is.

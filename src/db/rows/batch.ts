@@ -10,6 +10,7 @@ import { assignable, overRowBound } from '../../rows.ts';
 import { advance } from '../collections/collections.ts';
 import { uniqueViolationAt, type WrittenRow } from '../collections/indexes.ts';
 import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
+import { Groups } from '../engine/grouping.ts';
 import { holdingOrder } from '../relations/links.ts';
 import { accountRelations } from '../relations/relations.ts';
 import { beginOnce, recordOnce } from './idempotency.ts';
@@ -42,6 +43,61 @@ export interface BatchOptions {
 
 /**
  * Runs `operations` in order in one transaction and answers each one's result, or throws the problem
+ * of the first that failed, naming it, with nothing written (writeBatchAlone). A batch of inserts alone,
+ * by a key that reaches every collection, with no Idempotency-Key and no rules, is written together
+ * with the other such batches of the account that wait beside it (batchGroups).
+ */
+export function writeBatch(
+  db: Dialect,
+  accountId: number,
+  operations: readonly BatchOperation[],
+  options: BatchOptions = {},
+): Promise<BatchResult[]> {
+  const joinable = !options.once && !options.collections && !options.guards && operations.every(({ op }) => op === 'insert');
+  if (!joinable) return writeBatchAlone(db, accountId, operations, options);
+  return batchGroups(db).add(String(accountId), operations, operations.length);
+}
+
+/** The operations of the batches written together at most (a batch's own are never split). */
+const MAX_JOINED_OPERATIONS = 1000;
+
+/**
+ * The batches of inserts of each database, by account, written in groups: those that come while a
+ * group is written wait, and go together in the next, as one batch of their operations one after the
+ * other (writeBatchAlone), so that a collection's rows of every batch of the group are one statement,
+ * and the group one transaction: its commit, and on PostgreSQL its holding of the collections' rows
+ * from the first statement to the commit, shared where each batch took its own. Each batch's rows
+ * follow those of the batches before it, as if each had been written alone in that order. A group that
+ * fails writes nothing, and runs each batch again alone (../engine/grouping.ts), which fails or
+ * succeeds as it would have without the others, naming its own operation.
+ */
+const joined = new WeakMap<Dialect, Groups<readonly BatchOperation[], BatchResult[]>>();
+
+function batchGroups(db: Dialect): Groups<readonly BatchOperation[], BatchResult[]> {
+  let groups = joined.get(db);
+  if (!groups) {
+    groups = new Groups({
+      maxRunning: 2,
+      maxWeight: MAX_JOINED_OPERATIONS,
+      async run(key, batches) {
+        const accountId = Number(key);
+        if (batches.length === 1) return [await writeBatchAlone(db, accountId, batches[0])];
+        const results = await writeBatchAlone(db, accountId, batches.flat());
+        let from = 0;
+        return batches.map((operations) => {
+          const own = results.slice(from, from + operations.length);
+          from += operations.length;
+          return own;
+        });
+      },
+    });
+    joined.set(db, groups);
+  }
+  return groups;
+}
+
+/**
+ * Runs `operations` in order in one transaction and answers each one's result, or throws the problem
  * of the first that failed, naming it, with nothing written. The collections named are held first, in
  * the order a delete holds them (each before those its rows cascade into or set null in: writes.ts,
  * holdFollowers), else in the order of their names, so that two batches over the same collections, or
@@ -55,7 +111,7 @@ export interface BatchOptions {
  * seen, and a batch of single-row inserts costs a statement per collection, not one per row. A unique
  * index those rows break fails the insert that sent the first of them.
  */
-export async function writeBatch(
+async function writeBatchAlone(
   db: Dialect,
   accountId: number,
   operations: readonly BatchOperation[],

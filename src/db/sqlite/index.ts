@@ -26,7 +26,7 @@ import { aggregateSql, filteredSortedPage, orderedPage, sortedPage, sortedPageAf
 import { existingIdsSql, rowIdsSql } from './sql/relations.ts';
 import { onceAnswersSql, pruneOnceSql, sqliteProcedures } from './sql/rows.ts';
 import { searchSql } from './sql/search.ts';
-import { claimStreamsSql } from './sql/webhooks.ts';
+import { ackStreamsSql, claimStreamsSql, streamAcksProcedure } from './sql/webhooks.ts';
 import { SqliteWriter } from './writer.ts';
 
 /**
@@ -35,10 +35,10 @@ import { SqliteWriter } from './writer.ts';
  * (kill -9), though not through a power cut. The writer leaves checkpoints to a connection of their own
  * (readers.ts), cuts the WAL file back to 64 MB when it starts it over, keeps its temporary tables
  * (the rows of a statement's RETURNING) in memory, and has the views through which a group of row
- * writes is one statement (sql/).
+ * writes, or of the webhooks' acknowledgements, is one statement (sql/).
  */
 export const writerSetup = `PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON;
-  PRAGMA wal_autocheckpoint = 0; PRAGMA temp_store = MEMORY; PRAGMA journal_size_limit = 67108864; ${sqliteProcedures}`;
+  PRAGMA wal_autocheckpoint = 0; PRAGMA temp_store = MEMORY; PRAGMA journal_size_limit = 67108864; ${sqliteProcedures}${streamAcksProcedure}`;
 
 /** Opens the database file that `url` names (relative to the working directory; its folder is made) and brings its schema up to date. */
 export async function openSqlite(url: string, { sortIndexes, log, queryTimeoutMs }: OpenOptions, areas: AreaParts): Promise<OpenedSqlite> {
@@ -78,6 +78,7 @@ export async function openSqlite(url: string, { sortIndexes, log, queryTimeoutMs
     readOnce: async (accountId, key, now) => (await readers.readMerged<OnceRow>(onceAnswersSql, [accountId, key, now]))[0],
     pruneOnceSql,
     claimStreamsSql,
+    ackStreamsSql,
     writerWakeMs,
     // Text compares as UTF-8 bytes (the BINARY collation), which is code point order.
     codePointOrder: '',

@@ -2,10 +2,9 @@
 // the event after the stream's acknowledged seq, sent until acknowledged. The worker (src/webhooks/)
 // claims streams with a lease, acknowledges, fails or releases them here.
 
-import type { Dialect, SqlValue, WriteTx } from '../engine/dialect.ts';
+import type { Dialect, SqlValue } from '../engine/dialect.ts';
 import { Groups } from '../engine/grouping.ts';
 import {
-  ackWebhookStreamSql,
   collectionStreamsMissingSql,
   disableWebhookSql,
   failWebhookStreamSql,
@@ -91,7 +90,7 @@ interface Ack {
 /**
  * The stream acknowledged up to `seq` (an attempt `delivered`, logged with it; or none, for changes the
  * webhook does not take), its lease renewed until `leaseUntil`; false when `owner` no longer holds it.
- * Answered once committed, in one transaction with the acknowledgements of other streams that waited
+ * Answered once committed, in one statement with the acknowledgements of other streams that waited
  * beside it (ackGroups).
  */
 export function ackStream(
@@ -105,35 +104,41 @@ export function ackStream(
   return ackGroups(db).add('acks', { stream, owner, seq, leaseUntil, attempt });
 }
 
-const ackReturning = `${ackWebhookStreamSql} returning webhook_id`;
-
 /**
  * The acknowledgements of each database's streams, committed in groups: those that come while a group
- * commits wait, and go together in the next, one transaction, each checked against its own lease. A
- * transaction of its own for each delivery spent most of its time beginning and committing (on SQLite,
- * whose one writer commits one transaction at a time; on PostgreSQL, each commit waits for its WAL flush).
- * Two groups under way at once: on PostgreSQL one runs its statements while the other waits for its
- * flush; on SQLite the second waits for the writer. A group that fails runs each acknowledgement again
- * alone (../engine/grouping.ts).
+ * commits wait, and go together in the next, one statement that commits on its own (the dialect's
+ * ackStreamsSql), each checked against its own lease. A transaction of its own for each delivery spent
+ * most of its time beginning and committing (on SQLite, whose one writer commits one transaction at a
+ * time; on PostgreSQL, each commit waits for its WAL flush), and a group as a transaction of two
+ * statements an acknowledgement spent a round trip (on SQLite, a hand-off to the driver's thread) on
+ * each. Two groups under way at once: on PostgreSQL one runs while the other waits for its flush; on
+ * SQLite the second waits for the writer. A group that fails runs each acknowledgement again alone
+ * (../engine/grouping.ts).
  */
 const acks = new WeakMap<Dialect, Groups<Ack, boolean>>();
 
 function ackGroups(db: Dialect): Groups<Ack, boolean> {
   let groups = acks.get(db);
   if (!groups) {
-    groups = new Groups({ run: (_key, group) => db.knex.transaction((trx) => ackIn(db, trx, group)), maxRunning: 2 });
+    groups = new Groups({ run: (_key, group) => ackAll(db, group), maxRunning: 2 });
     acks.set(db, groups);
   }
   return groups;
 }
 
-/** Each acknowledgement of `group` in `trx`, in order: whether its owner still held its stream. */
-async function ackIn(db: Dialect, trx: WriteTx, group: Ack[]): Promise<boolean[]> {
-  const held: boolean[] = [];
-  for (const { stream, owner, seq, leaseUntil, attempt } of group) {
-    const holds = (await db.run(trx, ackReturning, [seq, leaseUntil, stream.webhookId, stream.collectionId, owner])).length > 0;
-    if (holds && attempt) await db.run(trx, insertWebhookDeliverySql, attemptValues(stream.webhookId, attempt));
-    held.push(holds);
+/** Each acknowledgement of `group`, in one statement: whether its owner still held its stream. */
+async function ackAll(db: Dialect, group: Ack[]): Promise<boolean[]> {
+  const values = group.map(({ stream, owner, seq, leaseUntil, attempt }) => [
+    stream.webhookId,
+    stream.collectionId,
+    owner,
+    seq,
+    leaseUntil,
+    attempt ? attemptValues(stream.webhookId, attempt).slice(1) : null,
+  ]);
+  const held = group.map(() => false);
+  for (const row of await db.query<{ i: number | string; held: boolean | number }>(db.ackStreamsSql, [JSON.stringify(values)])) {
+    if (row.held) held[Number(row.i)] = true;
   }
   return held;
 }

@@ -1,5 +1,5 @@
 // The webhooks' streams in the data layer (src/db/webhooks/streams.ts): acknowledgements that wait together are
-// committed in one transaction, each against its own lease.
+// committed in one statement, each against its own lease.
 import { expect } from 'chai';
 import type { Attempt } from '../../../src/db/webhooks/deliveries.ts';
 import { describeEachBackend } from '../../support/backends.ts';

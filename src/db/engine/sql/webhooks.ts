@@ -28,9 +28,6 @@ export const resumeWebhookStreamsSql = 'update webhook_streams set attempt = 0, 
 /** What a stream claimed needs to deliver: its webhook's settings and its collection's name, by the stream's key. */
 export const streamDeliverySql = `select w.url, w.secret, w.events, w.filter, w.enabled, c.name as collection from webhook_streams s
   join webhooks w on w.id = s.webhook_id join collections c on c.id = s.collection_id where s.webhook_id = ? and s.collection_id = ?`;
-/** Acknowledged up to `?` (or moved past changes the webhook does not take), the lease renewed: held by `?` only. */
-export const ackWebhookStreamSql = `update webhook_streams set acked_seq = ?, attempt = 0, failing_since = null, lease_until = ?
-  where webhook_id = ? and collection_id = ? and lease_owner = ?`;
 /** An attempt failed: the next is due at `?`; the lease is let go. */
 export const failWebhookStreamSql = `update webhook_streams set attempt = ?, next_at = ?, failing_since = coalesce(failing_since, ?),
   lease_owner = null, lease_until = null where webhook_id = ? and collection_id = ? and lease_owner = ?`;

@@ -1,0 +1,81 @@
+// Batches of inserts alone (src/db/rows/batch.ts, writeBatch) that wait beside each other are written
+// together, one transaction and one statement a collection: each batch answered its own rows, after
+// those of the batches before it in the group, and a group that fails runs each batch again alone, so
+// that only the failing one fails, naming its own operation.
+import { expect } from 'chai';
+import { openStore, type Store } from '../../../src/db/open-store.ts';
+import type { BatchOperation, BatchResult } from '../../../src/db/rows/batch.ts';
+import { ApiError } from '../../../src/errors.ts';
+import { createDatabase, describeEachBackend, type TestDatabase } from '../../support/backends.ts';
+import { range } from '../../support/feed.ts';
+
+type Row = { id: number; n: number };
+
+describeEachBackend('batches of inserts written together', (backend) => {
+  let database: TestDatabase;
+  let store: Store;
+  let accountId: number;
+  before(async () => {
+    database = await createDatabase(backend);
+    store = await openStore(database.url);
+    await store.createKey('writer');
+    accountId = (await store.knex('accounts').where({ name: 'writer' }).first('id')).id;
+    for (const name of ['a', 'b']) await store.createCollection(accountId, name);
+  });
+  after(async () => {
+    await store?.close().catch(() => {});
+    await database?.drop();
+  });
+
+  const rowsOf = (result: BatchResult) => JSON.parse((result as { rows: { json: string } }).rows.json) as Row[];
+
+  const operations = (n: number, into = 'b'): BatchOperation[] => [
+    { op: 'insert', collection: 'a', rows: [{ n }] },
+    { op: 'insert', collection: into, rows: [{ n }, { n }] },
+  ];
+  /** The batches of `ns`, called at once, in one turn: the first two are under way while the others wait, and go together. */
+  const sendAtOnce = (ns: number[], failing?: number) =>
+    Promise.allSettled(ns.map((n) => store.writeBatch(accountId, operations(n, n === failing ? 'absent' : 'b'))));
+  const stored = async (name: string) =>
+    (await store.knex('rows').join('collections', 'collections.id', 'rows.collection_id').where({ name })).length;
+
+  /**
+   * Each batch's rows as answered, skipping `failing`'s: its own, those in b consecutive, and the ids of
+   * all of them those after `before`, one in a and two in b a batch, each once. (Groups under way at once
+   * commit in either order, as requests sent at once do.)
+   */
+  function expectRows(settled: PromiseSettledResult<BatchResult[]>[], ns: number[], before: number, failing?: number) {
+    const ids: { a: number[]; b: number[] } = { a: [], b: [] };
+    for (const [index, outcome] of settled.entries()) {
+      if (ns[index] === failing) continue;
+      expect(outcome.status).to.equal('fulfilled');
+      const [inA, inB] = (outcome as PromiseFulfilledResult<BatchResult[]>).value.map(rowsOf);
+      expect([...inA, ...inB].map(({ n }) => n)).to.deep.equal([ns[index], ns[index], ns[index]]);
+      expect(inB[1].id).to.equal(inB[0].id + 1);
+      ids.a.push(inA[0].id);
+      ids.b.push(...inB.map(({ id }) => id));
+    }
+    const written = ns.length - (failing === undefined ? 0 : 1);
+    expect(ids.a.sort((x, y) => x - y)).to.deep.equal(range(before + 1, before + written));
+    expect(ids.b.sort((x, y) => x - y)).to.deep.equal(range(2 * before + 1, 2 * (before + written)));
+  }
+
+  it('answers each batch sent at once its own rows, each written once', async () => {
+    const ns = range(1, 12);
+    expectRows(await sendAtOnce(ns), ns, 0);
+    expect([await stored('a'), await stored('b')]).to.deep.equal([12, 24]);
+  });
+
+  it('fails only the batch that fails, naming its operation, the others written in order', async () => {
+    const ns = range(13, 24);
+    const failing = 19;
+    const settled = await sendAtOnce(ns, failing);
+    const refused = settled[ns.indexOf(failing)];
+    expect(refused.status).to.equal('rejected');
+    const problem = (refused as PromiseRejectedResult).reason as ApiError;
+    expect(problem).to.be.instanceOf(ApiError);
+    expect([problem.code, problem.options.operation]).to.deep.equal(['not_found', 1]);
+    expectRows(settled, ns, 12, failing);
+    expect([await stored('a'), await stored('b')]).to.deep.equal([23, 46]);
+  });
+});
