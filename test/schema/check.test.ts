@@ -3,6 +3,7 @@
 import { expect } from 'chai';
 import { ApiError, type FieldError } from '../../src/errors.ts';
 import { checkRowSchema, compileRowSchema, maxSchemaBytes, maxSchemaDepth } from '../../src/schema/index.ts';
+import { cpuTimed } from '../support/cpu.ts';
 
 /** The errors of the 400 that refuses `schema` at `where` in the body. */
 function refusal(schema: unknown, where = ''): { detail: string; errors: FieldError[] } {
@@ -330,18 +331,17 @@ describe('row schemas', () => {
         ]);
       });
 
-      it('refuses 64 KiB of patterns within a second, compiling none past the budget', () => {
+      it('refuses 64 KiB of patterns within a second of CPU, compiling none past the budget', () => {
         const properties = Object.fromEntries(Array.from({ length: 2000 }, (_, i) => [`p${i}`, { pattern: `a{${1000 - (i % 900)}}` }]));
-        const started = performance.now();
-        expect(placesOf({ properties })).to.deep.equal(['/properties/p5/pattern', '/properties/p100/pattern']);
-        expect(performance.now() - started).to.be.below(1000);
+        const { result, ms } = cpuTimed(() => placesOf({ properties }));
+        expect(result).to.deep.equal(['/properties/p5/pattern', '/properties/p100/pattern']);
+        expect(ms).to.be.below(1000);
       });
 
-      it('checks and compiles the most patterns it accepts within a second', () => {
+      it('checks and compiles the most patterns it accepts within a second of CPU', () => {
         const properties = Object.fromEntries(Array.from({ length: 100 }, (_, i) => [`p${i}`, { pattern: `^[\\p{L}${i}]{46}$` }]));
-        const started = performance.now();
-        compileRowSchema(checkRowSchema({ properties }, ''));
-        expect(performance.now() - started).to.be.below(1000);
+        const { ms } = cpuTimed(() => compileRowSchema(checkRowSchema({ properties }, '')));
+        expect(ms).to.be.below(1000);
       });
 
       it('accepts a catastrophically backtracking one, which RE2 runs in linear time', () => {

@@ -7,6 +7,7 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import { canonicalJson } from '../../src/schema/ajv.ts';
 import { checkRowSchema, compileRowSchema, maxRowIssues, type RowIssue, type RowValidator } from '../../src/schema/index.ts';
+import { cpuTimed } from '../support/cpu.ts';
 
 /** The validator of `schema`, checked as the service checks it first. */
 const validator = (schema: Record<string, unknown>): RowValidator => compileRowSchema(checkRowSchema(schema, ''));
@@ -377,32 +378,32 @@ describe('row schemas', () => {
     });
 
     describe('in time linear in the row', () => {
-      it('tests ^(a+)+$ on 50,000 a’s and a ! within a second', () => {
+      it('tests ^(a+)+$ on 50,000 a’s and a ! within a second of CPU', () => {
         const validate = validator({ properties: { f: { pattern: '^(a+)+$' } } });
-        const started = performance.now();
-        const issues = validate({ f: `${'a'.repeat(50_000)}!` });
-        expect(performance.now() - started).to.be.below(1000);
+        const { result: issues, ms } = cpuTimed(() => validate({ f: `${'a'.repeat(50_000)}!` }));
+        expect(ms).to.be.below(1000);
         expect(issues).to.deep.equal([{ pointer: '/f', keyword: 'pattern', message: 'must match the pattern ^(a+)+$' }]);
       });
 
-      it('finds no two equal items among 100,000 objects within a second', () => {
+      it('finds no two equal items among 100,000 objects within a second of CPU', () => {
         const validate = validator({ properties: { f: { uniqueItems: true } } });
         const items = Array.from({ length: 100_000 }, (_, i) => ({ n: i }));
-        const started = performance.now();
-        expect(validate({ f: items })).to.deep.equal([]);
-        expect(performance.now() - started).to.be.below(1000);
+        const { result, ms } = cpuTimed(() => validate({ f: items }));
+        expect(result).to.deep.equal([]);
+        expect(ms).to.be.below(1000);
       });
 
-      it('checks each format of long hostile strings within a second', () => {
+      it('checks each format of long hostile strings within a second of CPU each', () => {
         const validate = validator({
           properties: Object.fromEntries(['date-time', 'date', 'email', 'uri', 'uuid'].map((format) => [format, { format }])),
         });
         for (const body of ['a', 'a.', 'a-', '0', ':', '/', '%', '@', '1:', 'a@']) {
           for (const prefix of ['', 'a:', 'a://', 'x@a.', 'http://a@', '2024-05-01T']) {
             const value = `${prefix}${body.repeat(100_000 / body.length)}!`;
-            const started = performance.now();
-            validate(Object.fromEntries(['date-time', 'date', 'email', 'uri', 'uuid'].map((format) => [format, value])));
-            expect(performance.now() - started, JSON.stringify(prefix + body)).to.be.below(1000);
+            const { ms } = cpuTimed(() =>
+              validate(Object.fromEntries(['date-time', 'date', 'email', 'uri', 'uuid'].map((format) => [format, value]))),
+            );
+            expect(ms, JSON.stringify(prefix + body)).to.be.below(1000);
           }
         }
       });
