@@ -100,6 +100,27 @@ describeEachBackend('rows that expire', (backend) => {
       expect((await client.put(`/v1/collections/${name}/ttl`, { field: 'expires_at' })).status).to.equal(200);
     });
 
+    it('refuses a later schema that could not hold the date-time, naming its keyword, until the time to live is removed', async () => {
+      const name = await collection();
+      const number = { type: 'object', properties: { expires_at: { type: 'number' } } };
+      const closed = { type: 'object', additionalProperties: false, properties: { a: {} } };
+      for (const [schema, pointer] of [
+        [number, '/properties/expires_at'],
+        [{ type: 'object', properties: { expires_at: { type: 'string' } } }, '/properties/expires_at'],
+        [closed, '/additionalProperties'],
+      ] as const) {
+        const put = await client.put<Problem>(`/v1/collections/${name}/schema`, schema);
+        expect(put.status, put.text).to.equal(400);
+        expect(put.body.code).to.equal('validation_failed');
+        expect(put.body.errors?.map((error) => error.name)).to.deep.equal([pointer]);
+      }
+      expect((await client.get(`/v1/collections/${name}/schema`)).status).to.equal(404);
+      const dateTime = { type: 'object', additionalProperties: false, properties: { expires_at: { type: 'string', format: 'date-time' } } };
+      expect((await client.put(`/v1/collections/${name}/schema`, dateTime)).status).to.equal(200);
+      expect((await client.delete(`/v1/collections/${name}/ttl`)).status).to.equal(204);
+      expect((await client.put(`/v1/collections/${name}/schema`, number)).status).to.equal(200);
+    });
+
     it('refuses a relation that restricts deletes of rows that expire, both ways', async () => {
       const parents = await collection();
       const children = await collection(false);
