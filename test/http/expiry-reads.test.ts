@@ -4,8 +4,8 @@
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { describeEachBackend } from '../support/backends.ts';
-import type { ChangesPage } from '../support/changes.ts';
-import type { Client, Response } from '../support/client.ts';
+import type { Client } from '../support/client.ts';
+import { changeLog as changesOf, madeCollection, nextLink, walkedN } from '../support/expiry.ts';
 import { FeedClient, type FeedMessage } from '../support/feed.ts';
 import { Workspace } from '../support/process.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
@@ -18,8 +18,6 @@ type Changed = { count: number; rows?: Row[] };
 const past = '2001-01-01T00:00:00Z';
 const future = '2999-01-01T00:00:00Z';
 const filter = (value: object) => `filter=${encodeURIComponent(JSON.stringify(value))}`;
-/** The next of a page's `Link`, or undefined when it has none. */
-const nextLink = (response: Response) => /^<(\/v1\/[^>]+)>; rel="next"$/.exec(response.headers.get('link') ?? '')?.[1];
 /** A change as [type, row id, reason]: what the feed and the change log are compared by. */
 const changeOf = (change: FeedMessage) => [
   change.type,
@@ -31,12 +29,7 @@ describeEachBackend('rows that expire, on every read path', (backend) => {
   let server: TestServer;
   let client: Client;
   let collections = 0;
-  async function collection(ttl = true): Promise<string> {
-    const name = `r${++collections}`;
-    expect((await client.post('/v1/collections', { name })).status).to.equal(201);
-    if (ttl) expect((await client.put(`/v1/collections/${name}/ttl`, { field: 'expires_at' })).status).to.equal(200);
-    return name;
-  }
+  const collection = (ttl = true) => madeCollection(client, `r${++collections}`, ttl);
   /**
    * Inserts the collection's rows n = 1 to 12, `fields(n)` beside n, each even one expiring `inMs` from
    * now: answers once the first of them (row 2) reads 404, a wait on the row, never a fixed delay.
@@ -54,28 +47,8 @@ describeEachBackend('rows that expire, on every read path', (backend) => {
         if (tries > 5000) throw new Error('row 2 never expired');
     };
   }
-  /** Every row's n of a walk from `first` by its Links. */
-  async function walk(first: string): Promise<number[]> {
-    const seen: number[] = [];
-    for (let next: string | undefined = first; next; ) {
-      const page: Response<Row[]> = await client.get<Row[]>(next);
-      expect(page.status, page.text).to.equal(200);
-      seen.push(...page.body.map((row) => row.n as number));
-      next = nextLink(page);
-    }
-    return seen;
-  }
-  /** The collection's change log, a page of `limit` at a time. */
-  async function changeLog(name: string, limit: number): Promise<FeedMessage[]> {
-    const all: FeedMessage[] = [];
-    for (let since = 0; ; ) {
-      const page = await client.get<ChangesPage>(`/v1/collections/${name}/changes?since=${since}&limit=${limit}`);
-      expect(page.status, page.text).to.equal(200);
-      all.push(...page.body.changes);
-      if (page.body.caught_up) return all;
-      since = page.body.next_since;
-    }
-  }
+  const walk = (first: string) => walkedN(client, first);
+  const changeLog = (name: string, limit: number) => changesOf(client, name, limit);
 
   before(async () => {
     // A sweep only when a test asks for one (runOnce); a page ordered by a field reads its sort index at once.
