@@ -42,6 +42,7 @@ import { bundle } from '../scripts/bundle.js';
 import type { CascadeJob } from './cascade.ts';
 import type { CatchUpJob } from './catch-up.ts';
 import { endUserToken, fanoutRules, setUpApp } from './end-user.ts';
+import type { ExpiryJob } from './expiry.ts';
 import { fanoutCollection, fanoutCount, fanoutWorkloads, idleCollections, idleWorkloads, measureFanout, measureIdle } from './feed.ts';
 import { createKey } from './key.ts';
 import { type Measured, milliseconds, parseMeasured } from './measure.ts';
@@ -69,6 +70,7 @@ import {
   cpuCell,
   driverBaselines,
   driverName,
+  expiryTargets,
   judgeTargets,
   type Measurement,
   meteringCost,
@@ -95,7 +97,7 @@ import {
 } from './seed.ts';
 import { settingsFromArgs } from './settings.ts';
 import { measureWebhooks, webhookCollections, webhooksLine, webhookWorkloads } from './webhooks.ts';
-import { cascadeWorkloads, httpWorkloads, type LoadJob, type ServerName, usesRelations } from './workloads.ts';
+import { cascadeWorkloads, expiryWorkloads, httpWorkloads, type LoadJob, type ServerName, usesRelations } from './workloads.ts';
 
 /**
  * Each round, in this order. A workload with `ratioTo` is measured right after that baseline, and its
@@ -166,6 +168,8 @@ const schedule: Step[] = [
   { workload: 'list-posts-by-author', ratioTo: 'baseline-memory' },
   { workload: 'list-posts-match-author', ratioTo: 'baseline-memory' },
   { workload: 'cascade-1000' },
+  // Issue 65: reads beside rows expiring over a minute, and the sweeper's rate; once, its seeding is long.
+  { workload: 'expiry', lastRoundOnly: true },
   // PostgreSQL (skipped when no server answers). Each read right after its bare pg server (d), both taken
   // to the same (a), so that its ratio to (d) is that of two neighbours; the batch right after a bare pg
   // client (c).
@@ -200,6 +204,7 @@ const schedule: Step[] = [
     { workload: 'list-posts-by-author-postgres', ratioTo: 'baseline-memory' },
     { workload: 'list-posts-match-author-postgres', ratioTo: 'baseline-memory' },
     { workload: 'cascade-1000-postgres' },
+    { workload: 'expiry-postgres', lastRoundOnly: true },
   ]),
   // The feed (feed.ts): no baseline; its targets are absolute. Webhooks beside it (webhooks.ts): their
   // latency is of the same writes as a feed socket's, measured with it.
@@ -452,6 +457,7 @@ async function main(): Promise<void> {
       ...searchTargets(summaries),
       ...changesTargets(summaries, settings),
       ...cascadeTargets(summaries),
+      ...expiryTargets(summaries),
     ])
       say(`${t.met ? 'met   ' : 'MISSED'}  ${t.name} ${t.target}: ${t.value}`);
     say(`peak RSS of rowbase: ${Math.round((serverPeakRssKb.rowbase ?? 0) / 1024)} MB`);
@@ -601,6 +607,27 @@ function cascadeJob(server: Started, key: string, durationSeconds = settings.dur
     naming: settings.cascadeNaming,
     warmupSeconds: settings.warmupSeconds,
     durationSeconds,
+    timeoutSeconds: settings.timeoutSeconds,
+  };
+}
+
+/** What the expiry workloads' client (expiry.ts) is handed: its collections named after the workload, as it runs once. */
+function expiryJob(server: Started, key: string, workload: string): ExpiryJob {
+  const name = workload.replaceAll('-', '_');
+  return {
+    url: server.url,
+    key,
+    plain: `${name}_plain`,
+    expiring: `${name}_expiring`,
+    burst: `${name}_burst`,
+    rows: settings.expiryRows,
+    expiringEvery: 10,
+    spreadSeconds: settings.expirySpreadSeconds,
+    windowSeconds: settings.durationSeconds,
+    connections: settings.expiryConnections,
+    batchSize: settings.batchSize,
+    pageSize: settings.pageSize,
+    burstRows: settings.expiryBurstRows,
     timeoutSeconds: settings.timeoutSeconds,
   };
 }
@@ -809,6 +836,11 @@ async function measure(
     const server = servers[name]!;
     if (name === 'rowbase') readIntoPageCache(files.rowbase);
     child = spawnNode('bench/cascade.ts', [JSON.stringify(cascadeJob(server, name === 'rowbase' ? key : postgres.key!))]);
+    watched = server.pid;
+  } else if (expiryWorkloads[workload]) {
+    const name = expiryWorkloads[workload];
+    const server = servers[name]!;
+    child = spawnNode('bench/expiry.ts', [JSON.stringify(expiryJob(server, name === 'rowbase' ? key : postgres.key!, workload))]);
     watched = server.pid;
   } else {
     const name = httpWorkloads[workload].server;
