@@ -18,6 +18,8 @@ export interface Measured {
   webhooks?: WebhooksMeasured;
   /** declaration-100 (declarations.ts): each stage's time, and the other account's reads during each. */
   declarations?: DeclarationsMeasured;
+  /** The expiry workloads (expiry.ts): reads beside rows that expire, and the sweeper's rate. */
+  expiry?: ExpiryMeasured;
 }
 
 /** The reads of another account under way during a stage of declaration-100: how many, their p99 and the longest (ms). */
@@ -39,6 +41,26 @@ export interface DeclarationsMeasured {
   before: ReadsDuring;
   plan: ReadsDuring;
   apply: ReadsDuring;
+}
+
+/** What the expiry workloads measured (issue 65: expiry.ts). */
+export interface ExpiryMeasured {
+  /** Rows of each of the two collections, those of them that expired over the minute, and how many had before the reads began. */
+  rows: number;
+  expiringRows: number;
+  expiredBeforeMeasuring: number;
+  /** get-row's and list's rate of the collection with a time to live ÷ that of its twin without, over the minute; and of each turn. */
+  getRowRatio: number;
+  listRatio: number;
+  getRowRatios: number[];
+  listRatios: number[];
+  /** Whether the sweeper had deleted every expired row two minutes after the last expired. */
+  sweptInTime: boolean;
+  /** The burst: rows expired at once, deleted a second, and get-row's p99 before and while they were swept. */
+  burstRows: number;
+  deletionsPerSecond: number;
+  getRowP99QuietMs: number;
+  getRowP99SweepingMs: number;
 }
 
 export interface WebhooksMeasured {

@@ -4,6 +4,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { fanoutCount, fanoutWorkloads, idleWorkloads } from './feed.ts';
 import {
   type DeclarationsMeasured,
+  type ExpiryMeasured,
   type FeedMeasured,
   histogramPercentile,
   type Measured,
@@ -14,7 +15,15 @@ import {
 } from './measure.ts';
 import type { ProfileSummary } from './profile.ts';
 import type { Settings } from './settings.ts';
-import { cascadeWorkloads, declarationWorkloads, needsPostgres, SEARCH_CONNECTIONS, SEARCH_ORDER_BY, SEARCH_PAGE } from './workloads.ts';
+import {
+  cascadeWorkloads,
+  declarationWorkloads,
+  expiryWorkloads,
+  needsPostgres,
+  SEARCH_CONNECTIONS,
+  SEARCH_ORDER_BY,
+  SEARCH_PAGE,
+} from './workloads.ts';
 
 /** One measurement: a workload in one round, with the peak resident memory of the process under load. */
 export interface Measurement {
@@ -70,6 +79,8 @@ export interface Summary {
     feedP99Ms?: number;
     rounds: number[];
   };
+  /** The expiry workloads: what their last round measured (they run once). */
+  expiry?: ExpiryMeasured;
 }
 
 export interface Results {
@@ -150,6 +161,10 @@ const tableRows = (settings: Settings): { workload: string; label: string }[] =>
     workload: 'cascade-1000',
     label: `cascade-1000 (a row named by ${thousands(settings.cascadeNaming)} rows, deleted with them in one request; p50, p99: the delete)`,
   },
+  {
+    workload: 'expiry',
+    label: `expiry (${thousands(settings.expiryBurstRows)} expired rows swept; rows/s: deletions; p50, p99: get-row while swept)`,
+  },
   { workload: 'insert-1-postgres', label: 'insert-1 (postgres)' },
   { workload: 'insert-1-idempotent-postgres', label: 'insert-1 (postgres), each with an Idempotency-Key' },
   { workload: 'insert-1-typed-postgres', label: 'insert-1 (postgres) into a collection with a schema of 10 fields and a unique index' },
@@ -164,6 +179,7 @@ const tableRows = (settings: Settings): { workload: string; label: string }[] =>
   { workload: 'list-posts-by-author-postgres', label: "one person's posts (postgres, filter author_id)" },
   { workload: 'list-posts-match-author-postgres', label: "one person's posts (postgres) through the relation ($match)" },
   { workload: 'cascade-1000-postgres', label: 'cascade-1000 (postgres)' },
+  { workload: 'expiry-postgres', label: 'expiry (postgres)' },
   { workload: 'get-row-postgres', label: 'get-row (postgres)' },
   { workload: 'get-row-app-postgres', label: "get-row (postgres) by an app's user" },
   { workload: 'list-postgres', label: 'list (postgres, 50 by score desc)' },
@@ -307,6 +323,15 @@ const cascadeP99LimitMs = 1000;
  * account under 5 s, another account's reads during each under 100 ms at p99.
  */
 const declarationLimitsMs = { plan: 1000, apply: 5000, otherP99: 100 };
+/**
+ * Issue 65's, on each backend: get-row and list of a collection whose tenth expires over a minute at
+ * least 0.9 × the same reads of its twin without a time to live, side by side; the sweeper deleting
+ * 10,000 expired rows a second on SQLite, 5,000 on PostgreSQL, with get-row's p99 while it sweeps under
+ * twice its p99 before.
+ */
+const expiryReadRatio = 0.9;
+const expiryDeletionsPerSecond: Record<string, number> = { expiry: 10_000, 'expiry-postgres': 5_000 };
+const expiryP99Factor = 2;
 /** Issue 56's: one client catches up the log by pages at 50,000 changes a second or more. */
 const catchUpChangesPerSecond = 50_000;
 /**
@@ -355,6 +380,7 @@ export function summarise(measurements: Measurement[]): Summary[] {
       ...feedSummary(mine),
       ...webhooksSummary(mine),
       ...declarationsSummary(mine),
+      ...(mine.at(-1)?.measured.expiry ? { expiry: mine.at(-1)?.measured.expiry } : {}),
     };
   });
 }
@@ -623,6 +649,7 @@ export function judgeTargets(
     ...changesTargets(summaries, settings),
     ...cascadeTargets(summaries),
     ...declarationTargets(summaries),
+    ...expiryTargets(summaries),
   );
   const idle = of('idle-sockets');
   if (idle?.feed && settings.idleSubscribers >= idleTargetSockets) {
@@ -738,6 +765,32 @@ export function cascadeTargets(summaries: Summary[]): Results['targets'] {
   });
 }
 
+/** Issue 65's expiry workloads on each backend: the reads beside their twin's, and the sweeper (expiry.ts). */
+export function expiryTargets(summaries: Summary[]): Results['targets'] {
+  return summaries.flatMap(({ workload, expiry, failures }) => {
+    if (expiryWorkloads[workload] === undefined || !expiry) return [];
+    const { getRowRatio, listRatio, deletionsPerSecond, getRowP99QuietMs, getRowP99SweepingMs } = expiry;
+    const turns = (ratios: number[]) => ratios.map((ratio) => ratio.toFixed(2)).join(', ');
+    return [
+      {
+        name: `${workload} reads`,
+        target: `get-row and list ≥ ${expiryReadRatio} × the same collection without a time to live, side by side`,
+        value:
+          `get-row ${getRowRatio.toFixed(2)} × (turns ${turns(expiry.getRowRatios)}), list ${listRatio.toFixed(2)} × (turns ${turns(expiry.listRatios)}); ` +
+          `${thousands(expiry.expiringRows)} of ${thousands(expiry.rows)} rows expiring over the minute, ${thousands(expiry.expiredBeforeMeasuring)} before the reads began` +
+          `${expiry.sweptInTime ? '' : ', not all swept two minutes after'}${failures ? `, ${failures} reads failed` : ''}`,
+        met: getRowRatio >= expiryReadRatio && listRatio >= expiryReadRatio && expiry.sweptInTime && failures === 0,
+      },
+      {
+        name: `${workload} sweeper`,
+        target: `≥ ${thousands(expiryDeletionsPerSecond[workload])} deletions/s, get-row's p99 while it sweeps < ${expiryP99Factor} × before`,
+        value: `${thousands(deletionsPerSecond)} deletions/s over ${thousands(expiry.burstRows)} rows; get-row p99 ${milliseconds(getRowP99SweepingMs)} ms while swept, ${milliseconds(getRowP99QuietMs)} ms before`,
+        met: deletionsPerSecond >= expiryDeletionsPerSecond[workload] && getRowP99SweepingMs < expiryP99Factor * getRowP99QuietMs,
+      },
+    ];
+  });
+}
+
 /**
  * Issue 56's on the changes over plain HTTP, beside fanout-sse's and fanout-long-poll's (judgeTargets):
  * the catch-up's rate, every change of every walk read; idle-streams' server under idle-sockets' memory
@@ -782,6 +835,7 @@ export function table(results: Results): string {
     const target = results.targets.find(
       (t) =>
         (t.name === workload && t.target !== 'no failed requests') ||
+        (expiryWorkloads[workload] !== undefined && t.name === `${workload} sweeper`) ||
         (workload === 'get-row-metering-off' && t.name.startsWith('metering')) ||
         (workload === 'get-row-metrics-on' && t.name.startsWith('metrics')),
     );
@@ -793,6 +847,7 @@ export function table(results: Results): string {
       idleWorkloads[workload] !== undefined ||
       workload === 'changes-catch-up' ||
       cascadeWorkloads[workload] !== undefined ||
+      expiryWorkloads[workload] !== undefined ||
       searchP99LimitMs[workload] !== undefined ||
       s.sideBySide !== undefined;
     const idle = idleWorkloads[workload] !== undefined;

@@ -43,6 +43,7 @@ import type { CascadeJob } from './cascade.ts';
 import type { CatchUpJob } from './catch-up.ts';
 import type { DeclarationsJob } from './declarations.ts';
 import { endUserToken, fanoutRules, setUpApp } from './end-user.ts';
+import type { ExpiryJob } from './expiry.ts';
 import { fanoutCollection, fanoutCount, fanoutWorkloads, idleCollections, idleWorkloads, measureFanout, measureIdle } from './feed.ts';
 import { accountKey, createKey } from './key.ts';
 import { type Measured, milliseconds, parseMeasured } from './measure.ts';
@@ -71,6 +72,7 @@ import {
   declarationTargets,
   driverBaselines,
   driverName,
+  expiryTargets,
   judgeTargets,
   type Measurement,
   meteringCost,
@@ -97,7 +99,15 @@ import {
 } from './seed.ts';
 import { settingsFromArgs } from './settings.ts';
 import { measureWebhooks, webhookCollections, webhooksLine, webhookWorkloads } from './webhooks.ts';
-import { cascadeWorkloads, declarationWorkloads, httpWorkloads, type LoadJob, type ServerName, usesRelations } from './workloads.ts';
+import {
+  cascadeWorkloads,
+  declarationWorkloads,
+  expiryWorkloads,
+  httpWorkloads,
+  type LoadJob,
+  type ServerName,
+  usesRelations,
+} from './workloads.ts';
 
 /**
  * Each round, in this order. A workload with `ratioTo` is measured right after that baseline, and its
@@ -171,6 +181,8 @@ const schedule: Step[] = [
   // Issue 64: a declaration of 100 collections planned and applied onto a new account, another account's
   // reads beside it (declarations.ts). Last of rowbase's on SQLite: it leaves 100 collections behind.
   { workload: 'declaration-100' },
+  // Issue 65: reads beside rows expiring over a minute, and the sweeper's rate; once, its seeding is long.
+  { workload: 'expiry', lastRoundOnly: true },
   // PostgreSQL (skipped when no server answers). Each read right after its bare pg server (d), both taken
   // to the same (a), so that its ratio to (d) is that of two neighbours; the batch right after a bare pg
   // client (c).
@@ -206,6 +218,7 @@ const schedule: Step[] = [
     { workload: 'list-posts-match-author-postgres', ratioTo: 'baseline-memory' },
     { workload: 'cascade-1000-postgres' },
     { workload: 'declaration-100-postgres' },
+    { workload: 'expiry-postgres', lastRoundOnly: true },
   ]),
   // The feed (feed.ts): no baseline; its targets are absolute. Webhooks beside it (webhooks.ts): their
   // latency is of the same writes as a feed socket's, measured with it.
@@ -459,6 +472,7 @@ async function main(): Promise<void> {
       ...changesTargets(summaries, settings),
       ...cascadeTargets(summaries),
       ...declarationTargets(summaries),
+      ...expiryTargets(summaries),
     ])
       say(`${t.met ? 'met   ' : 'MISSED'}  ${t.name} ${t.target}: ${t.value}`);
     say(`peak RSS of rowbase: ${Math.round((serverPeakRssKb.rowbase ?? 0) / 1024)} MB`);
@@ -628,6 +642,27 @@ async function declarationsJob(server: Started, databaseUrl: string, otherKey: s
     warmupSeconds: settings.warmupSeconds,
     // A stage is seconds on a loaded host: the reads' timeout is the settings', the stages' a few minutes.
     timeoutSeconds: Math.max(settings.timeoutSeconds, 300),
+  };
+}
+
+/** What the expiry workloads' client (expiry.ts) is handed: its collections named after the workload, as it runs once. */
+function expiryJob(server: Started, key: string, workload: string): ExpiryJob {
+  const name = workload.replaceAll('-', '_');
+  return {
+    url: server.url,
+    key,
+    plain: `${name}_plain`,
+    expiring: `${name}_expiring`,
+    burst: `${name}_burst`,
+    rows: settings.expiryRows,
+    expiringEvery: 10,
+    spreadSeconds: settings.expirySpreadSeconds,
+    windowSeconds: settings.durationSeconds,
+    connections: settings.expiryConnections,
+    batchSize: settings.batchSize,
+    pageSize: settings.pageSize,
+    burstRows: settings.expiryBurstRows,
+    timeoutSeconds: settings.timeoutSeconds,
   };
 }
 
@@ -843,6 +878,11 @@ async function measure(
       ? declarationsJob(server, `sqlite:${files.rowbase}`, key)
       : declarationsJob(server, postgres.url!, postgres.key!));
     child = spawnNode('bench/declarations.ts', [JSON.stringify(job)]);
+    watched = server.pid;
+  } else if (expiryWorkloads[workload]) {
+    const name = expiryWorkloads[workload];
+    const server = servers[name]!;
+    child = spawnNode('bench/expiry.ts', [JSON.stringify(expiryJob(server, name === 'rowbase' ? key : postgres.key!, workload))]);
     watched = server.pid;
   } else {
     const name = httpWorkloads[workload].server;

@@ -101,6 +101,15 @@ export interface Settings {
   commentsPerPost: number;
   cascadeNaming: number;
   /**
+   * Issue 65's expiry workloads (expiry.ts): the rows of each of their two collections (every tenth of
+   * one expiring, spread over `expirySpreadSeconds`), the rows of the burst the sweeper's rate is
+   * measured over, and the requests in flight of their reads.
+   */
+  expiryRows: number;
+  expirySpreadSeconds: number;
+  expiryBurstRows: number;
+  expiryConnections: number;
+  /**
    * The PostgreSQL server of the PostgreSQL workloads (get-row, list and insert-batch on PostgreSQL): the
    * run creates a database of its own there and drops it at the end. None answering: they are reported
    * as not measured. Another server:
@@ -151,6 +160,10 @@ const full: Settings = {
   posts: 10_000,
   commentsPerPost: 10,
   cascadeNaming: 1000,
+  expiryRows: 1_000_000,
+  expirySpreadSeconds: 60,
+  expiryBurstRows: 100_000,
+  expiryConnections: 16,
   postgresUrl: process.env.ROWBASE_BENCH_POSTGRES_URL || 'postgres://postgres@127.0.0.1:5432/postgres',
 };
 

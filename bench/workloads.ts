@@ -475,6 +475,16 @@ export const declarationWorkloads: Record<string, ServerName> = {
   'declaration-100-postgres': 'rowbase-postgres',
 };
 
+/**
+ * Issue 65's expiry workloads (expiry.ts), not an HTTP load: two collections of `expiryRows` rows, one
+ * whose tenth expires over a minute, read side by side; then the sweeper's rate over a burst of expired
+ * rows, and get-row's p99 while it sweeps; on the rowbase of each backend.
+ */
+export const expiryWorkloads: Record<string, ServerName> = {
+  expiry: 'rowbase',
+  'expiry-postgres': 'rowbase-postgres',
+};
+
 /** Whether the workload reads or writes the related rows (seed.ts, seedRelations): its server is seeded with them. */
 export const usesRelations = (workload: string) =>
   workload in cascadeWorkloads || workload.startsWith('list-posts') || workload.startsWith('insert-1-related');
@@ -484,6 +494,7 @@ export const needsPostgres = (workload: string) =>
   workload === 'baseline-postgres' ||
   cascadeWorkloads[workload] === 'rowbase-postgres' ||
   declarationWorkloads[workload] === 'rowbase-postgres' ||
+  expiryWorkloads[workload] === 'rowbase-postgres' ||
   workload === 'webhook-latency-postgres' ||
   workload === 'webhook-throughput-postgres' ||
   ['rowbase-postgres', 'rowbase-postgres-million', 'rowbase-postgres-corpus', 'postgres-read'].includes(httpWorkloads[workload]?.server);

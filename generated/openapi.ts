@@ -1083,7 +1083,12 @@ export interface paths {
          * Set a collection's schema.
          * @description Sets the JSON Schema (draft 2020-12) that every row of the collection must match from now on,
          *     replacing the one it had. The keywords it may use, and what is refused, are in `RowSchema`
-         *     and docs/schemas.md: any other keyword is `400`, naming it.
+         *     and docs/schemas.md: any other keyword is `400`, naming it. While the collection has a time to
+         *     live (`putCollectionTtl`, docs/expiry.md), a schema that could not hold the date-time of its
+         *     field is a `400` naming the keyword that refuses it: `/properties/<field>` typed as anything but
+         *     `{"type": "string", "format": "date-time"}` (`null` beside it allowed), or
+         *     `/additionalProperties` `false` without naming the field. Remove the
+         *     time to live first to type the field otherwise.
          *
          *     Every stored row is checked against the new schema first, in one snapshot: if any fails, the
          *     answer is `409 schema_conflict`, listing up to 100 of them (`violations`) and how many there
@@ -1957,13 +1962,17 @@ export interface components {
             name: components["schemas"]["CollectionName"];
             /** @description Its relations, both directions, as `listRelations` answers them (on `getCollection`). */
             relations?: components["schemas"]["Relation"][];
-            /** @description How many rows it holds. */
+            /**
+             * @description How many rows it holds that live: a row past its expiry (docs/expiry.md) is not counted from
+             *     that instant, before the sweeper deletes it, as `count=exact` does not count it.
+             */
             row_count: number;
             schema?: components["schemas"]["RowSchemaOrNone"];
             /**
              * @description The collection's latest event `seq` on the real-time feed (0 before any change), read with
-             *     `row_count`: the count is that of the events up to it. A feed subscribed with `since=<seq>`
-             *     delivers every later change.
+             *     `row_count`: the count is that of the events up to it, less the rows that expired and whose
+             *     `delete` events (`"reason": "expired"`) the sweeper has still to write. A feed subscribed
+             *     with `since=<seq>` delivers every later change.
              */
             seq: number;
             ttl?: components["schemas"]["Ttl"];

@@ -10,6 +10,7 @@ import { useEffect, useMemo, useState } from 'preact/hooks';
 import { SCORE } from '../query/order.ts';
 import { type Api, ApiError, describe, type Relation, type Row, type RowsQuery, rowsFilter } from './api.ts';
 import { type DialogContext, InsertRows, RowEditor } from './editor.ts';
+import { RowExpiry, TtlLine } from './expiry.ts';
 import { type Change, Feed, type FeedState } from './feed.ts';
 import { GroupPanel } from './groups.ts';
 import { applyChange, type ShownRow } from './live.ts';
@@ -96,7 +97,7 @@ export function RowsView({ api, collection, admin, collections, filter, open, op
   const { shown, total } = view;
   // A collection with a search index has a search box.
   const searchable = typing?.indexes.some((index) => index.type === 'search') ?? false;
-  const columns = useMemo(() => columnsOf(shown, query.select), [shown, query.select]);
+  const columns = useMemo(() => columnsOf(shown, query.select, typing?.ttl ?? undefined), [shown, query.select, typing]);
 
   const applyControls = (event: Event) => {
     event.preventDefault();
@@ -155,12 +156,13 @@ export function RowsView({ api, collection, admin, collections, filter, open, op
         retype();
         onChanged();
       }} />
+      ${typing?.ttl ? html`<${TtlLine} field=${typing.ttl} />` : null}
       <${RulesPanel} api=${api} collection=${collection} query=${query} />
       <${Controls} query=${query} filterError=${filterError} searchable=${searchable} live=${live} feedState=${feedState}
         onApply=${applyControls} onLive=${setLive} />
       <${GroupPanel} api=${api} collection=${collection} filter=${rowsFilter(query)} />
       <${Status} error=${error} />
-      <${RowsTable} query=${query} columns=${columns} shown=${shown} linked=${linked} caption=${`Rows ${first}–${last} of ${total}${captionOf(query)}`}
+      <${RowsTable} query=${query} columns=${columns} shown=${shown} linked=${linked} ttl=${typing?.ttl ?? undefined} caption=${`Rows ${first}–${last} of ${total}${captionOf(query)}`}
         changes=${live ? changes : undefined} onSort=${sortBy} onOpen=${(row: Row) => setDialog(row)} />
       <nav class="pager" aria-label="Pages">
         <button type="button" disabled=${before.length === 0} onClick=${() => reload({ ...query, after: before.at(-1) }, before.slice(0, -1))}>Previous</button>
@@ -270,6 +272,7 @@ function RowsTable({
   columns,
   shown,
   linked,
+  ttl,
   caption,
   changes,
   onSort,
@@ -280,6 +283,8 @@ function RowsTable({
   shown: ShownRow[];
   /** Each to-one relation by the field that holds its ids. */
   linked: Map<string, Relation>;
+  /** The field of the collection's time to live, whose cells say when each row expires; undefined for none. */
+  ttl?: string;
   caption: string;
   /** The feed's last changes, while the table is live. */
   changes?: Change[];
@@ -307,7 +312,12 @@ function RowsTable({
           ${shown.map(
             ({ row, fresh, seq }) => html`
               <tr key=${`${row.id}:${seq ?? ''}`} class=${fresh ?? ''} data-id=${row.id}>
-                ${columns.map((field) => html`<td key=${field} class=${field in row ? '' : 'missing'}>${cell(row[field], linked.get(field))}</td>`)}
+                ${columns.map(
+                  (field) =>
+                    html`<td key=${field} class=${field in row ? '' : 'missing'}>${cell(row[field], linked.get(field))}${
+                      field === ttl ? html` <${RowExpiry} value=${row[field]} />` : null
+                    }</td>`,
+                )}
                 <td><button type="button" onClick=${() => onOpen(row)} aria-label=${`Open row ${row.id}`}>Open</button></td>
               </tr>
             `,
@@ -360,11 +370,16 @@ function DeleteCollection({ api, collection, close, onDeleted }: DialogContext) 
   `;
 }
 
-/** The table's columns: `id`, then the selected fields, or every field the rows have, in the order first met. */
-function columnsOf(shown: ShownRow[], select: string | undefined): string[] {
+/**
+ * The table's columns: `id`, then the selected fields, or every field the rows have, in the order first
+ * met, and the field of the collection's time to live (`ttl`) even when no row has it: its cells say
+ * when each row expires, or that it never does.
+ */
+function columnsOf(shown: ShownRow[], select: string | undefined, ttl: string | undefined): string[] {
   if (select) return ['id', ...select.split(',').filter((field) => field !== 'id')];
   const fields = new Set(['id']);
   for (const { row } of shown) for (const field of Object.keys(row)) fields.add(field);
+  if (ttl && shown.length > 0) fields.add(ttl);
   return [...fields];
 }
 

@@ -7,16 +7,20 @@ import { useState } from 'preact/hooks';
 import type { Api, Index, Relation, RowSchema } from './api.ts';
 import { JsonEditor, Problems, useChange } from './parts.ts';
 
-/** What types a collection: its schema (`null` for none), its declared indexes and its relations (relations.ts). */
+/**
+ * What types a collection: its schema (`null` for none), its declared indexes, its relations
+ * (relations.ts) and the field of its time to live (`null` for none: expiry.ts).
+ */
 export interface Typing {
   schema: RowSchema | null;
   indexes: Index[];
   relations: Relation[];
+  ttl: string | null;
 }
 
 export async function readTyping(api: Api, collection: string): Promise<Typing> {
-  const [{ schema, relations }, indexes] = await Promise.all([api.collection(collection), api.indexes(collection)]);
-  return { schema: schema ?? null, indexes, relations: relations ?? [] };
+  const [{ schema, relations, ttl }, indexes] = await Promise.all([api.collection(collection), api.indexes(collection)]);
+  return { schema: schema ?? null, indexes, relations: relations ?? [], ttl: ttl?.field ?? null };
 }
 
 interface Props {

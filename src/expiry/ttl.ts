@@ -7,22 +7,25 @@ export interface Ttl {
   field: string;
 }
 
-const fieldError = (message: string) => [{ in: 'body' as const, name: '/field', message }];
-
 /**
  * 400 when the collection's schema (`schema`, undefined for none) cannot hold an RFC 3339 date-time in
  * the top-level `field`: it types the field as anything but a `date-time` string (`null` beside it
- * allowed), or forbids other properties and does not name it.
+ * allowed), or forbids other properties and does not name it. `refused` says what the 400 refuses: the
+ * time to live (`ttl`, default: its errors name `/field`), or a schema set while the collection has one
+ * (`schema`: they name the schema's keyword that leaves the field no date-time).
  */
-export function checkTtlField(field: string, schema: Record<string, unknown> | undefined): void {
+export function checkTtlField(field: string, schema: Record<string, unknown> | undefined, refused: 'ttl' | 'schema' = 'ttl'): void {
   if (!schema) return;
   const properties = (schema.properties ?? {}) as Record<string, unknown>;
   const property = Object.hasOwn(properties, field) ? properties[field] : undefined;
   if (property === undefined) {
-    if (schema.additionalProperties === false || schema.unevaluatedProperties === false)
-      throw validationFailed(
+    const forbidding = ['additionalProperties', 'unevaluatedProperties'].find((keyword) => schema[keyword] === false);
+    if (forbidding)
+      throw refusal(
+        refused,
         `The collection's schema allows no field ${field}: its rows could never expire.`,
-        fieldError('is not among the properties of a schema that forbids others'),
+        { name: '/field', message: 'is not among the properties of a schema that forbids others' },
+        { name: `/${forbidding}`, message: `forbids ${field}, the field of the collection's time to live: name it among the properties` },
       );
     return;
   }
@@ -30,11 +33,26 @@ export function checkTtlField(field: string, schema: Record<string, unknown> | u
   const types = Array.isArray(typed.type) ? typed.type : [typed.type];
   const dateTime = typed.format === 'date-time' && types.includes('string') && types.every((type) => type === 'string' || type === 'null');
   if (!dateTime)
-    throw validationFailed(
+    throw refusal(
+      refused,
       `The collection's schema types field ${field} as something other than a date-time string.`,
-      fieldError('must be typed {"type": "string", "format": "date-time"} by the schema'),
+      { name: '/field', message: 'must be typed {"type": "string", "format": "date-time"} by the schema' },
+      {
+        name: `/properties/${field}`,
+        message: `is the field of the collection's time to live: must be {"type": "string", "format": "date-time"} (null beside it allowed), or remove the time to live first`,
+      },
     );
 }
+
+/** The 400 of checkTtlField, its one error the one of what is refused. */
+function refusal(refused: 'ttl' | 'schema', detail: string, ofTtl: Pointed, ofSchema: Pointed) {
+  const { name, message } = refused === 'ttl' ? ofTtl : ofSchema;
+  const said = refused === 'ttl' ? detail : `${detail} It is the field of the collection's time to live (docs/expiry.md).`;
+  return validationFailed(said, [{ in: 'body', name, message }]);
+}
+
+/** An error's place in the request's body, and what is wrong there. */
+type Pointed = { name: string; message: string };
 
 /**
  * Now, in ms since the epoch, as expiries are read: never earlier than a time this process read before,

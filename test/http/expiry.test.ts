@@ -4,7 +4,8 @@
 import { expect } from 'chai';
 import { createDatabase, describeEachBackend, skipWithoutPostgres } from '../support/backends.ts';
 import type { ChangesPage } from '../support/changes.ts';
-import type { Client, Response } from '../support/client.ts';
+import type { Client } from '../support/client.ts';
+import { changeLog, madeCollection, nextLink, walkedN } from '../support/expiry.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
 type Problem = { code: string; errors?: { in: string; name: string; message: string }[] };
@@ -12,8 +13,6 @@ type Row = { id: number; [field: string]: unknown };
 
 const past = '2001-01-01T00:00:00Z';
 
-/** The next of a page's `Link`, or undefined when it has none. */
-const nextLink = (response: Response) => /^<(\/v1\/[^>]+)>; rel="next"$/.exec(response.headers.get('link') ?? '')?.[1];
 /** The row a change carries. */
 const rowOf = (change: ChangesPage['changes'][number]) => ('row' in change ? change.row : {}) as Row;
 /** Why a change happened: a delete's reason. */
@@ -24,22 +23,8 @@ describeEachBackend('rows that expire', (backend) => {
   let server: TestServer;
   let client: Client;
   let collections = 0;
-  async function collection(ttl = true): Promise<string> {
-    const name = `e${++collections}`;
-    expect((await client.post('/v1/collections', { name })).status).to.equal(201);
-    if (ttl) expect((await client.put(`/v1/collections/${name}/ttl`, { field: 'expires_at' })).status).to.equal(200);
-    return name;
-  }
-  /** The collection's whole change log, page after page. */
-  async function changes(name: string): Promise<ChangesPage['changes']> {
-    const all: ChangesPage['changes'] = [];
-    for (let since = 0; ; ) {
-      const page = (await client.get<ChangesPage>(`/v1/collections/${name}/changes?since=${since}&limit=1000`)).body;
-      all.push(...page.changes);
-      if (page.caught_up) return all;
-      since = page.next_since;
-    }
-  }
+  const collection = (ttl = true) => madeCollection(client, `e${++collections}`, ttl);
+  const changes = (name: string) => changeLog(client, name);
 
   before(async () => {
     // A sweep only when a test asks for one (runOnce).
@@ -98,6 +83,27 @@ describeEachBackend('rows that expire', (backend) => {
       };
       expect((await client.put(`/v1/collections/${name}/schema`, schema)).status).to.equal(200);
       expect((await client.put(`/v1/collections/${name}/ttl`, { field: 'expires_at' })).status).to.equal(200);
+    });
+
+    it('refuses a later schema that could not hold the date-time, naming its keyword, until the time to live is removed', async () => {
+      const name = await collection();
+      const number = { type: 'object', properties: { expires_at: { type: 'number' } } };
+      const closed = { type: 'object', additionalProperties: false, properties: { a: {} } };
+      for (const [schema, pointer] of [
+        [number, '/properties/expires_at'],
+        [{ type: 'object', properties: { expires_at: { type: 'string' } } }, '/properties/expires_at'],
+        [closed, '/additionalProperties'],
+      ] as const) {
+        const put = await client.put<Problem>(`/v1/collections/${name}/schema`, schema);
+        expect(put.status, put.text).to.equal(400);
+        expect(put.body.code).to.equal('validation_failed');
+        expect(put.body.errors?.map((error) => error.name)).to.deep.equal([pointer]);
+      }
+      expect((await client.get(`/v1/collections/${name}/schema`)).status).to.equal(404);
+      const dateTime = { type: 'object', additionalProperties: false, properties: { expires_at: { type: 'string', format: 'date-time' } } };
+      expect((await client.put(`/v1/collections/${name}/schema`, dateTime)).status).to.equal(200);
+      expect((await client.delete(`/v1/collections/${name}/ttl`)).status).to.equal(204);
+      expect((await client.put(`/v1/collections/${name}/schema`, number)).status).to.equal(200);
     });
 
     it('refuses a relation that restricts deletes of rows that expire, both ways', async () => {
@@ -167,17 +173,8 @@ describeEachBackend('rows that expire', (backend) => {
       return { name, gone };
     }
 
-    /** Every row of a walk from `first` by its Links, and its pages' sizes. */
-    async function walk(first: string): Promise<number[]> {
-      const seen: number[] = [];
-      for (let next: string | undefined = first; next; ) {
-        const page: Response<Row[]> = await client.get<Row[]>(next);
-        expect(page.status, page.text).to.equal(200);
-        seen.push(...page.body.map((row) => row.n as number));
-        next = nextLink(page);
-      }
-      return seen;
-    }
+    /** Every row's n of a walk from `first` by its Links. */
+    const walk = (first: string) => walkedN(client, first);
 
     for (const [what, order] of [
       ['by id', ''],

@@ -1,6 +1,7 @@
 // Collections in the database: made, listed, read, and their row counts and sequence numbers.
 import type { components } from '../../../generated/openapi.ts';
 import { collectionNotFound, conflict } from '../../errors.ts';
+import { expiryNow } from '../../expiry/ttl.ts';
 import type { Once } from '../../idempotency/answers.ts';
 import type { Rules } from '../../rules/rules.ts';
 import type { RowSchema } from '../../schema/check.ts';
@@ -23,7 +24,8 @@ import type { StoredRules } from '../rules/rules.ts';
 
 export type Collection = components['schemas']['Collection'];
 
-// `seq` is last_seq, read with row_count from the same row: the count is that of the events up to it.
+// `seq` is last_seq, read with row_count from the same row: the count is that of the events up to it,
+// less the rows expired by now whose delete events the sweeper has still to write (docs/expiry.md).
 type CollectionRow = { name: string; created_at: string; row_count: number | string; last_seq: number | string };
 const toCollection = (row: CollectionRow): Collection => ({
   name: row.name,
@@ -34,7 +36,7 @@ const toCollection = (row: CollectionRow): Collection => ({
 
 /** The account's collections, by name in code point order (openapi.yaml, listCollections). */
 export async function listCollections({ query, codePointOrder }: Dialect, accountId: number): Promise<Collection[]> {
-  return (await query<CollectionRow>(listCollectionsSql(codePointOrder), [accountId])).map(toCollection);
+  return (await query<CollectionRow>(listCollectionsSql(codePointOrder), [expiryNow(), accountId])).map(toCollection);
 }
 
 /**
@@ -126,7 +128,7 @@ export interface CollectionContractData {
 export async function getCollection({ query }: Dialect, accountId: number, name: string): Promise<Collection> {
   const [row] = await query<CollectionRow & { schema: string | null; relations: string | null; ttl_field: string | null }>(
     getCollectionSql,
-    [accountId, name],
+    [expiryNow(), accountId, name],
   );
   if (!row) throw collectionNotFound(name);
   const relations = shownRelations(row.relations === null ? null : (JSON.parse(row.relations) as RelationLinks));

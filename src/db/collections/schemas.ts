@@ -9,6 +9,7 @@
 // its transaction (a patch) reads the schema id there too. Setting a schema holds the collection's row
 // while it checks every stored row, so no write of the collection commits in between.
 import { ApiError, collectionNotFound, notFound, type RowError, type SchemaViolation } from '../../errors.ts';
+import { checkTtlField } from '../../expiry/ttl.ts';
 import type { Once } from '../../idempotency/answers.ts';
 import type { RowSchema } from '../../schema/check.ts';
 import { compileRowSchema, type RowValidator } from '../../schema/compile.ts';
@@ -16,6 +17,7 @@ import { type AfterCommit, afterCommit } from '../engine/after-commit.ts';
 import type { Dialect, Read, SchemaCache, WriteTx } from '../engine/dialect.ts';
 import { StaleSchema } from '../engine/errors.ts';
 import { dropOtherSchemasSql, insertSchemaSql, schemaIdSql, schemaTextSql, setSchemaIdSql } from '../engine/sql/collections.ts';
+import { ttlOfCollectionSql } from '../engine/sql/expiry.ts';
 import { EXPORT_PAGE_ROWS, exportRowsSql } from '../engine/sql/rows.ts';
 import { checkNamed, namedRows, type RelationLinks } from '../relations/links.ts';
 import { beginOnce, recordOnce } from '../rows/idempotency.ts';
@@ -229,6 +231,9 @@ export async function putSchema(db: Dialect, accountId: number, collection: stri
 /** putSchema() inside the write `trx`; the collection's new schema id is noted after the commit (`after`). */
 export async function putSchemaIn(db: Dialect, trx: WriteTx, after: AfterCommit, accountId: number, collection: string, schema: RowSchema) {
   const { id, schemaId: current } = await advance(db, trx, accountId, collection, 0);
+  // A schema that could not hold the date-time of the collection's time to live (docs/expiry.md) is a 400.
+  const [ttl] = await db.run<{ ttl_field: string | null }>(trx, ttlOfCollectionSql, [id]);
+  if (ttl?.ttl_field) checkTtlField(ttl.ttl_field, schema as Record<string, unknown>, 'schema');
   const { total, violations } = await schemaViolations(db, trx, id, schema);
   if (total > 0) throw schemaConflict(collection, total, violations);
   const schemaId = await setSchemaRow(db, trx, id, JSON.stringify(schema), (await schemaRow(db, trx, current))?.relations ?? null);

@@ -66,7 +66,9 @@ type CollectionRow = {
 /** Hands the collection `name` and then its rows, by id, to `reader`, all read in one snapshot; 404 when there is no such collection. */
 export function exportCollection({ pages }: PagedDialect, accountId: number, name: string, reader: CollectionReader): Promise<void> {
   return pages.snapshot(async (read) => {
-    const [found] = await read<CollectionRow>(exportedCollectionSql, [accountId, name]);
+    // The rows that live at the export's start (docs/expiry.md), counted and written.
+    const now = expiryNow();
+    const [found] = await read<CollectionRow>(exportedCollectionSql, [now, accountId, name]);
     if (!found) throw collectionNotFound(name);
     const collectionId = Number(found.id);
     const described: ExportedCollection = {
@@ -98,8 +100,6 @@ export function exportCollection({ pages }: PagedDialect, accountId: number, nam
         reverse,
       }));
     await reader.collection(described);
-    // The rows that live at the export's start (docs/expiry.md).
-    const now = expiryNow();
     for (let after = 0; ; ) {
       const page = await read<{ id: number | string; data: string }>(exportLiveRowsSql, [collectionId, after, now]);
       if (page.length === 0) return;

@@ -1,6 +1,8 @@
 // The SQL of collections both dialects run: making, listing and deleting them, their counters, their
 // schemas and unique indexes, and the sort keys of their sort indexes. A dialect's own SQL is in
 // sqlite/sql/ and postgres/sql/; `npm run generate` writes every statement of each, whole, to generated/sql/.
+import { liveRowCountSql } from './expiry.ts';
+
 /**
  * The first statement of every write transaction (collections.ts, advance()): moves the collection's
  * counters by `?` new row ids, `?` events and `?` rows, found by account and name, and answers its id,
@@ -32,9 +34,11 @@ export const replaceKey =
 /** The order of sort keys (`k` their table's alias and a dot, or empty), and of rows with equal keys by id. */
 export const keyOrder = (k: string, dir: 'asc' | 'desc') => `${k}rank ${dir}, ${k}num ${dir}, ${k}str ${dir}, ${k}row_id ${dir}`;
 
-const collectionColumns = 'name, created_at, row_count, last_seq';
+/** A collection's columns as listCollections and getCollection answer them: its row count of the rows that live by `?` (liveRowCountSql) first. */
+const collectionColumns = `c.name, c.created_at, ${liveRowCountSql('c')} as row_count, c.last_seq`;
+/** The account `?`'s collections, with their rows that live at `?` (ms since the epoch) counted, by name. */
 export const listCollectionsSql = (collate: string) =>
-  `select ${collectionColumns} from collections where account_id = ? order by name${collate}`;
+  `select ${collectionColumns} from collections c where c.account_id = ? order by c.name${collate}`;
 /**
  * The collections, each with its schema's text (null for none), its relations' (null for none), its id, its rules' text (null for none) and their version, and its time to live's field (null for none). A
  * schema row of a collection with relations and no schema holds the text '' (../relations/relations.ts).

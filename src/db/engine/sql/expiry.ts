@@ -25,6 +25,15 @@ export const restrictingRelationSql = `select r.name, s.name as source_name from
 export const liveWhereSql = (where: string) => `(${where}) and (expires_at is null or expires_at > ?)`;
 
 /**
+ * The row count of the collection `c` (its alias) less its rows expired by `?` (now, ms since the epoch)
+ * and not swept yet: the rows that live (docs/expiry.md). The expired ones are counted through the expiry
+ * index, a range of the rows the sweeper has still to delete; a collection without a time to live is its
+ * count alone.
+ */
+export const liveRowCountSql = (c: string) =>
+  `${c}.row_count - case when ${c}.ttl_field is null then 0 else (select count(*) from rows x where x.collection_id = ${c}.id and x.expires_at <= ?) end`;
+
+/**
  * The collections with a time to live after the id `?` that hold a row expired at `?` (ms since the
  * epoch), found through the expiry index, in id order, at most `?`: the sweeper's round.
  */

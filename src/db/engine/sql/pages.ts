@@ -129,7 +129,7 @@ export function wholePage(
   // collection too, so that no plan looks a row's score up by its id alone (docs/search.md, "The cost of a
   // ranked page").
   const from = scores
-    ? sql`rows join ${bestScores(scores, page, where)} scored on scored.collection_id = rows.collection_id and scored.row_id = rows.id`
+    ? sql`rows join ${bestScores(scores, page, where, liveScores(collection, pageJson.now))} scored on scored.collection_id = rows.collection_id and scored.row_id = rows.id`
     : raw('rows');
   const live = raw(` and ${pageJson.live}`);
   const total = page.count
@@ -146,18 +146,28 @@ export function wholePage(
 
 /**
  * A search's `scores`, cut to the page's when nothing else tests its rows and the page is in their order
- * without a count: the best `offset + limit` past the page's place, found before any row is read, so
- * that a search matching many rows sorts their scores, not the rows.
+ * without a count: the best `offset + limit` past the page's place of the rows that live (`live`, a
+ * condition on the scores `s`: liveScores()), found before any row is read, so that a search matching many
+ * rows sorts their scores, not the rows.
  */
-function bestScores(scores: Sql, page: Page, where: Sql | undefined): Sql {
+function bestScores(scores: Sql, page: Page, where: Sql | undefined, live: Sql): Sql {
   const [key] = page.order;
   if (where || page.count || page.order.length !== 1 || key.field !== SCORE) return scores;
   const best = (past: Sql) =>
-    sql`(select collection_id, row_id, score from ${scores} s${past} order by score desc, row_id asc limit ${page.offset + page.limit})`;
+    sql`(select collection_id, row_id, score from ${scores} s where ${live}${past} order by score desc, row_id asc limit ${page.offset + page.limit})`;
   if (!page.after) return best(raw(''));
   const at = page.after.values[0]?.scalar;
-  return typeof at === 'number' ? best(sql` where score < ${at} or (score = ${at} and row_id > ${page.after.id})`) : scores;
+  return typeof at === 'number' ? best(sql` and (score < ${at} or (score = ${at} and row_id > ${page.after.id}))`) : scores;
 }
+
+/**
+ * Whether a search's score `s` is of a row that lives by `now` (docs/expiry.md), so that a page cut to its
+ * best scores is full of rows that live: of a collection without a time to live, every one (its row read
+ * once a statement); else each one's row looked up by its key, as liveKeys() does a sort key's.
+ */
+const liveScores = (collection: CollectionRef, now: string): Sql =>
+  sql`((select ttl_field from collections where id = ${collection.id}) is null
+        or not exists (select 1 from rows x where x.collection_id = s.collection_id and x.id = s.row_id and x.expires_at <= ${raw(now)}))`;
 
 /**
  * How a dialect joins a page's rows sorted whole, each in `order` (SQL of the page's order): `rows`,
@@ -172,6 +182,8 @@ export interface PageJson {
   fence: string;
   /** The condition on `rows` that keeps the rows that have not expired (docs/expiry.md). */
   live: string;
+  /** Now, in ms since the epoch, read once a statement: what `live` compares with. */
+  now: string;
 }
 
 /** One column of a page's order, as SQL on the columns `rows` selects, and its direction. */

@@ -63,10 +63,11 @@ export const firstKeys = ({ collectionId, slot, order, bounds, scan }: KeysWithi
  * The related row a key of an order through a relation reads (../reads/pages.ts, FieldOrder), as a scalar
  * subquery of `what` (SQL on the alias `rel`): the row of the related collection, found by name in the
  * account of the page's collection (`collectionId`, SQL of its id), whose id is `id` (SQL on the page's
- * `rows`: the relation's field as an id, or null), and that `filter` keeps (SQL on `rel`: a caller's read
- * rule). Each row's related row is one lookup of the primary key; the collections are looked up once a
- * statement.
+ * `rows`: the relation's field as an id, or null), that has not expired (`live`, the dialect's test of
+ * `rel`: docs/expiry.md) and that `filter` keeps (SQL on `rel`: a caller's read rule). A post whose author
+ * expired sorts as one that names no author. Each row's related row is one lookup of the primary key; the
+ * collections are looked up once a statement.
  */
-export const relatedRowSql = (what: Sql, collection: string, collectionId: Sql, id: Sql, filter: Sql | undefined): Sql =>
+export const relatedRowSql = (what: Sql, collection: string, collectionId: Sql, id: Sql, live: string, filter: Sql | undefined): Sql =>
   sql`(select ${what} from rows rel where rel.collection_id = (select id from collections where name = ${collection}
-        and account_id = (select account_id from collections where id = ${collectionId})) and rel.id = ${id}${filter ? sql` and (${filter})` : raw('')})`;
+        and account_id = (select account_id from collections where id = ${collectionId})) and rel.id = ${id} and ${raw(live)}${filter ? sql` and (${filter})` : raw('')})`;

@@ -1,5 +1,7 @@
 // The SQL of rows both dialects run: deletes, changes by filter, Idempotency-Key answers, export and import.
 // Values a client sends are always bindings, never part of the text.
+import { liveRowCountSql } from './expiry.ts';
+
 /**
  * Deletes a row of the collection by id, unless it expired by `?` (ms since the epoch: then it is gone
  * already, docs/expiry.md), and answers its text, as it was, for the event, and its version, for If-Match.
@@ -42,8 +44,11 @@ export const recordOnceSql = `insert into idempotency_keys (account_id, key, req
 
 /** The rows of one page of an export at most: a bound on what the command holds at once. */
 export const EXPORT_PAGE_ROWS = 1000;
-/** The collection as an export describes it, read in the export's snapshot. */
-export const exportedCollectionSql = `select c.id, c.name, c.created_at, c.row_count, c.last_row_id, c.last_seq, nullif(s.schema, '') as schema, c.rules
+/**
+ * The collection as an export describes it, read in the export's snapshot, by account and name after `?`,
+ * now (ms since the epoch): its row count that of the rows that live then, the rows it writes.
+ */
+export const exportedCollectionSql = `select c.id, c.name, c.created_at, ${liveRowCountSql('c')} as row_count, c.last_row_id, c.last_seq, nullif(s.schema, '') as schema, c.rules
   from collections c left join collection_schemas s on s.id = c.schema_id where c.account_id = ? and c.name = ?`;
 /** The collection's declared indexes, in the order they were made. */
 export const exportedIndexesSql = 'select fields, is_unique, is_search from collection_indexes where collection_id = ? order by id';

@@ -46,6 +46,7 @@ const pageJson: PageJson = {
   // PostgreSQL pulls no subquery with an OFFSET up into the query around it.
   fence: 'offset 0',
   live: liveRow('rows'),
+  now: nowMs,
 };
 const versionedPageJson: PageJson = { ...pageJson, rows: versionedPageJsonSql };
 
@@ -88,7 +89,14 @@ function relatedField(related: RelatedKey, collection: CollectionRef) {
   const id = sql`(select case when jsonb_typeof(v) = 'number' then case when (v)::numeric between 1 and ${raw(MAX_ID)} then (v)::numeric::bigint end end
         from (select ${document('rows')} -> ${escapeString(related.field)}::text as v offset 0) relation_id)`;
   const what = related.name === 'id' ? raw('to_jsonb(rel.id)') : sql`${document('rel')} -> ${escapeString(related.name)}::text`;
-  const text = relatedRowSql(what, related.collection, collection.id, id, related.filter && filterSql(related.filter, 'rel'));
+  const text = relatedRowSql(
+    what,
+    related.collection,
+    collection.id,
+    id,
+    liveRow('rel'),
+    related.filter && filterSql(related.filter, 'rel'),
+  );
   return { value: text.sql, bindings: text.params };
 }
 

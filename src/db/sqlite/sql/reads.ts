@@ -90,6 +90,7 @@ const pageJson: PageJson = {
   // SQLite merges no subquery with an OFFSET into the query around it.
   fence: 'limit -1 offset 0',
   live: liveRow('rows'),
+  now: nowMs,
 };
 const versionedPageJson: PageJson = { ...pageJson, rows: () => versionedPageJsonSql };
 
@@ -131,7 +132,7 @@ function relatedField(related: RelatedKey, index: number, collection: Collection
   const id = sql`case when json_type(rows.data, ${idPath}) = 'integer' then json_extract(rows.data, ${idPath}) end`;
   const what = related.name === 'id' ? raw('cast(rel.id as text)') : sql`rel.data -> ${aggregatePath(related.name)}`;
   const filter = related.filter && filterSql(related.filter, 'rel');
-  const text = relatedRowSql(what, related.collection, collection.id, id, filter);
+  const text = relatedRowSql(what, related.collection, collection.id, id, liveRow('rel'), filter);
   const x = `x${index}`;
   return { columns: `, ${text.sql} as ${x}`, bindings: text.params, t: `json_type(${x})`, v: `json_extract(${x}, '$')` };
 }

@@ -1,0 +1,42 @@
+// What the tests of rows that expire share (docs/expiry.md): collections made with or without a time to
+// live, a walk of a page's Links, and a collection's change log read page after page.
+import { expect } from 'chai';
+import type { ChangesPage } from './changes.ts';
+import type { Client, Response } from './client.ts';
+import type { FeedMessage } from './feed.ts';
+
+type Row = { id: number; [field: string]: unknown };
+
+/** The next of a page's `Link`, or undefined when it has none. */
+export const nextLink = (response: Response) => /^<(\/v1\/[^>]+)>; rel="next"$/.exec(response.headers.get('link') ?? '')?.[1];
+
+/** Makes the collection `name`, with a time to live on `expires_at` unless `ttl` is false; answers its name. */
+export async function madeCollection(client: Client, name: string, ttl = true): Promise<string> {
+  expect((await client.post('/v1/collections', { name })).status).to.equal(201);
+  if (ttl) expect((await client.put(`/v1/collections/${name}/ttl`, { field: 'expires_at' })).status).to.equal(200);
+  return name;
+}
+
+/** Every row's `n` of a walk from the page `first` by its Links, each page a 200. */
+export async function walkedN(client: Client, first: string): Promise<number[]> {
+  const seen: number[] = [];
+  for (let next: string | undefined = first; next; ) {
+    const page: Response<Row[]> = await client.get<Row[]>(next);
+    expect(page.status, page.text).to.equal(200);
+    seen.push(...page.body.map((row) => row.n as number));
+    next = nextLink(page);
+  }
+  return seen;
+}
+
+/** The collection's whole change log, read a page of `limit` (default 1,000) at a time. */
+export async function changeLog(client: Client, name: string, limit = 1000): Promise<FeedMessage[]> {
+  const all: FeedMessage[] = [];
+  for (let since = 0; ; ) {
+    const page = await client.get<ChangesPage>(`/v1/collections/${name}/changes?since=${since}&limit=${limit}`);
+    expect(page.status, page.text).to.equal(200);
+    all.push(...page.body.changes);
+    if (page.body.caught_up) return all;
+    since = page.body.next_since;
+  }
+}
