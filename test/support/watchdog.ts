@@ -1,13 +1,17 @@
 // A watchdog for the suites that drive concurrent writes: while each test of the suite runs, it asks
 // the server under test for `/health` (liveness, no query) and `/health/ready` (readiness: a query
 // through SQLite's writer queue or PostgreSQL's pool) in turn, and fails the test when any answer is
-// slower than a second or is not 200. A write that holds the database across a wait of its own stops
+// slower than 2.5 s or is not 200. A write that holds the database across a wait of its own stops
 // every request of the service, health checks included (issue 51): a suite with the watchdog finds it
 // even where its own requests would only have been slow.
 import { checkResponse } from './contract.ts';
 
-/** Slowest answer the watchdog lets pass, in ms. */
-const MAX_MS = 1000;
+/**
+ * Slowest answer the watchdog lets pass, in ms: far under the stalls it is for (issue 51's lasted a
+ * minute), and over what a loaded host takes to answer (1,494 ms once, with CI's two suites and other
+ * work beside this one).
+ */
+const MAX_MS = 2500;
 /** How long a probe waits before it counts as unanswered, in ms. */
 const GIVE_UP_MS = 5000;
 /** The pause between two probes, in ms. */
