@@ -184,8 +184,12 @@ export async function deleteRowsIn(
     const links = await db.schemas.links(readIn(db, trx), schemaId);
     if (links) await holdFollowers(db, trx, accountId, links, new Set([id]));
     const { lastSeq, sorted } = await advance(db, trx, accountId, collection, matched.length, 0, -matched.length);
-    if (sorted.length > 0) await db.run(trx, deleteKeysWhereSql(where.sql), [id, id, ...where.params], true);
-    await db.run(trx, deleteRowsWhereSql(where.sql), [id, ...where.params], true);
+    // Deleted by the ids matched, through the primary keys, not by the filter again: the collection is
+    // held, so they are the rows it matches, and a filter read twice in one statement is a plan the
+    // database may get wrong (a sweep of a just-filled collection on PostgreSQL ran for minutes).
+    const byId = db.rowIdsSql(matched.map((row) => row.id));
+    if (sorted.length > 0) await db.run(trx, deleteKeysWhereSql(byId.sql), [id, id, ...byId.params], true);
+    await db.run(trx, deleteRowsWhereSql(byId.sql), [id, ...byId.params], true);
     rows = matched.map((row) => eventRow(row.id, row.data));
     await appendEvents(db, trx, id, lastSeq, 'delete', rows, reason);
     if (links)
