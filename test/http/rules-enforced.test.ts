@@ -329,6 +329,41 @@ describeEachBackend('rules on requests', (backend) => {
       expect((await ada.get<Problem>(`/v1/collections/${name}/rows`)).status).to.equal(403);
     });
 
+    it('takes changed rules at once on the grant a token’s requests share, for reads, writes and hidden fields', async () => {
+      // The grant of a token is kept while the rules stay (src/handlers/grants.ts): each change below
+      // follows requests that made it and used it, and the very next request must see the new rules.
+      const name = await notes(4);
+      const [first, second] = await all(name);
+      const path = `/v1/collections/${name}/rows`;
+      const anonymous = new EndUser(server.url, key);
+      const adas = owned(await all(name), 'ada').map((row) => row.id);
+      for (let round = 0; round < 3; round++) {
+        expect((await ada.get<Row[]>(path)).body.map((row) => row.id)).to.deep.equal(adas);
+        expect((await ada.get(`${path}/${first.id}`)).status).to.equal(200);
+        expect((await ada.get(`${path}/${second.id}`)).status).to.equal(404);
+        expect((await anonymous.get(path)).status).to.equal(403);
+      }
+      // Reads narrowed: nothing the old grant granted is read, written or deleted.
+      await admin.put(`/v1/collections/${name}/rules`, { ...RULES, read: { owner: 'nobody' } });
+      expect((await ada.get<Row[]>(path)).body).to.deep.equal([]);
+      expect((await ada.get(`${path}/${first.id}`)).status).to.equal(404);
+      expect((await ada.patch(`${path}/${first.id}`, { n: 50 })).status).to.equal(404);
+      expect((await ada.delete(`${path}/${first.id}`)).status).to.equal(404);
+      const counted = await ada.post<{ groups: { count: number }[] }>(`/v1/collections/${name}/aggregate`, {});
+      expect(counted.body.groups).to.deep.equal([{ count: 0 }]);
+      // A field hidden no more, then another hidden: the masks of the new rules at once.
+      await admin.put(`/v1/collections/${name}/rules`, { ...RULES, fields: { kind: { read: false } } });
+      const shown = await ada.get<Row>(`${path}/${first.id}`);
+      expect(shown.body).to.deep.equal({ id: first.id, owner: 'ada', n: first.n, internal: first.internal });
+      expect((await ada.get<Row[]>(path)).body.every((row) => typeof row.internal === 'string' && !('kind' in row))).to.equal(true);
+      expect((await ada.patch(`${path}/${first.id}`, { internal: 'set' })).status).to.equal(200);
+      // Writes closed, and an anonymous caller let in: the grants of both changed.
+      await admin.put(`/v1/collections/${name}/rules`, { ...RULES, read: true, update: false });
+      expect((await ada.patch(`${path}/${first.id}`, { n: 51 })).status).to.equal(403);
+      expect((await anonymous.get<Row[]>(path)).body).to.have.length(4);
+      expect((await all(name)).find((row) => row.id === first.id)).to.deep.include({ n: first.n, internal: 'set' });
+    });
+
     describe('on another instance of the database', () => {
       let other: TestServer;
       before(async () => {
@@ -354,6 +389,24 @@ describeEachBackend('rules on requests', (backend) => {
         expect(await within(() => there.get(path), 404)).to.equal(404);
         await admin.put(`/v1/collections/${name}/rules`, RULES);
         expect(await within(() => there.get(path), 200)).to.equal(200);
+      });
+
+      it('takes changed rules within a second on the grants it keeps there, pages and rows alike', async () => {
+        const name = await notes(4);
+        const there = new EndUser(other.url, key, ada.token);
+        const path = `/v1/collections/${name}/rows`;
+        const rows = await all(name);
+        const [adas, bobs] = ['ada', 'bob'].map((owner) => owned(rows, owner).map((row) => row.id));
+        const ids = async () => (await there.get<Row[]>(`${path}?order_by=n`)).body.map((row) => row.id);
+        for (let round = 0; round < 3; round++) expect(await ids()).to.deep.equal(adas);
+        // Ada's token now reads bob's rows, and none of its own.
+        await admin.put(`/v1/collections/${name}/rules`, { ...RULES, read: { owner: 'bob' } });
+        const deadline = Date.now() + 1000;
+        let seen = await ids();
+        while (JSON.stringify(seen) !== JSON.stringify(bobs) && Date.now() < deadline) seen = await ids();
+        expect(seen).to.deep.equal(bobs);
+        expect((await there.get(`${path}/${adas[0]}`)).status).to.equal(404);
+        expect((await there.patch(`${path}/${adas[0]}`, { n: 1 })).status).to.equal(404);
       });
 
       it('refuses the tokens of a deleted issuer within a second', async () => {

@@ -8,8 +8,10 @@ export interface SortIndexLimits {
   max: number;
 }
 
-/** Collections remembered at most; the least recently remembered is forgotten first. */
+/** Collections (and ranges) remembered at most; the least recently remembered is forgotten first. */
 const MAX_KNOWN = 10_000;
+/** How long a range's size is trusted, in ms: half a second, as a collection's rules are (engine/read-cache.ts). */
+const RANGE_TTL_MS = 500;
 
 /**
  * The sort indexes this process has seen collections have: each collection's id and indexed fields, by
@@ -20,6 +22,8 @@ const MAX_KNOWN = 10_000;
  */
 export class KnownIndexes {
   private readonly known = new Map<string, { id: number; sorted: string[] }>();
+  /** Whether a range of an index held many keys, by the range (largeRange()), and when it was counted. */
+  private readonly ranges = new Map<string, { large: boolean; at: number }>();
 
   get(accountId: number, name: string) {
     return this.known.get(`${accountId}/${name}`);
@@ -30,5 +34,23 @@ export class KnownIndexes {
     this.known.delete(key);
     if (this.known.size >= MAX_KNOWN) this.known.delete(this.known.keys().next().value as string);
     this.known.set(key, { id, sorted });
+  }
+
+  /**
+   * Whether the range `range` (a collection's id, an index's slot and the bounds' SQL: ../reads/pages.ts,
+   * walkedPage) held many keys when counted less than RANGE_TTL_MS ago; undefined when it was not. Only a
+   * page's plan depends on it: a walk that finds too few rows falls back to the range, and a range that
+   * grew is read whole until it is counted again.
+   */
+  largeRange(range: string, now = Date.now()): boolean | undefined {
+    const counted = this.ranges.get(range);
+    return counted && now - counted.at < RANGE_TTL_MS ? counted.large : undefined;
+  }
+
+  /** Notes what the range `range` held when counted at `now`. */
+  countedRange(range: string, large: boolean, now = Date.now()): void {
+    this.ranges.delete(range);
+    if (this.ranges.size >= MAX_KNOWN) this.ranges.delete(this.ranges.keys().next().value as string);
+    this.ranges.set(range, { large, at: now });
   }
 }

@@ -160,9 +160,7 @@ async function walkedPage(
   const plain = page.order.length === 1 && !page.after && !page.count && !page.versions;
   if (slot < 0 || !plain || !page.filter) return undefined;
   const large = source.sortIndexes.minRows;
-  const range = keyCountUpToSql(id, index.slot, source.keyBoundsSql(index.bounds), large);
-  const [{ n }] = await source.read<{ n: number | string }>(range.sql, range.params, 'point');
-  if (Number(n) < large) return undefined;
+  if (!(await isLarge(source, id, index, large))) return undefined;
   // Descending, the rows missing the field come after the others (KeyRange).
   const present = raw(key.direction === 'asc' ? 'true' : `rank < 5`);
   const filter = source.filterSql(page.filter);
@@ -174,6 +172,22 @@ async function walkedPage(
   const read = joinParts([part]);
   if (read.seq === null || !read.exact || read.n < page.limit) return undefined;
   return { json: read.json, n: read.n, seq: read.seq };
+}
+
+/**
+ * Whether the range of `index` in the collection holds `large` keys or more: counted up to that many,
+ * once a moment (KnownIndexes.largeRange) for each range, not once a page. A user's rows under a rule
+ * (`owner = sub`) are one range for every page the user asks for.
+ */
+async function isLarge(source: PageSource, collectionId: number, index: InIndex, large: number): Promise<boolean> {
+  const bounds = source.keyBoundsSql(index.bounds);
+  const range = `${collectionId} ${index.slot} ${large} ${bounds.sql} ${JSON.stringify(bounds.params)}`;
+  const known = source.knownIndexes.largeRange(range);
+  if (known !== undefined) return known;
+  const count = keyCountUpToSql(collectionId, index.slot, bounds, large);
+  const [{ n }] = await source.read<{ n: number | string }>(count.sql, count.params, 'point');
+  source.knownIndexes.countedRange(range, Number(n) >= large);
+  return Number(n) >= large;
 }
 
 /** The rows a filter keeps can be found in the index of `field`, in `slot`, within `bounds` (`whole`: IndexedField's). */
