@@ -3384,12 +3384,13 @@ export interface components {
          *     (absent when it has none).
          */
         Ttl: {
-            /**
-             * @description A plain top-level name, letters, digits and `_`, not starting with a digit, 63 characters at most; never `id`.
-             * @example expires_at
-             */
-            field: string;
+            field: components["schemas"]["TtlField"];
         };
+        /**
+         * @description The field of a collection's time to live (`Ttl`), a plain top-level name, letters, digits and `_`, not starting with a digit, 63 characters at most; never `id`.
+         * @example expires_at
+         */
+        TtlField: string;
         /**
          * @description The codes of a `UnauthorizedProblem`.
          * @enum {string}

@@ -188,7 +188,7 @@ select seq, at from events where collection_id = ? order by seq limit ?;
 delete from events where collection_id = ? and seq <= ?;
 
 -- exportedCollectionSql
-select c.id, c.name, c.created_at, c.row_count - case when c.ttl_field is null then 0 else (select count(*) from rows x where x.collection_id = c.id and x.expires_at <= ?) end as row_count, c.last_row_id, c.last_seq, nullif(s.schema, '') as schema, c.rules
+select c.id, c.name, c.created_at, c.row_count - case when c.ttl_field is null then 0 else (select count(*) from rows x where x.collection_id = c.id and x.expires_at <= ?) end as row_count, c.last_row_id, c.last_seq, nullif(s.schema, '') as schema, c.rules, c.ttl_field
 from collections c left join collection_schemas s on s.id = c.schema_id where c.account_id = ? and c.name = ?;
 
 -- exportRowsSql

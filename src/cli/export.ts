@@ -46,7 +46,7 @@ async function exists(path: string): Promise<boolean> {
 export const exportCommand: Command = {
   usage: 'rowbase export --account <name> --collection <name> [--out <file> [--force]]',
   summary:
-    'Write a collection as NDJSON, as of one moment, while the service runs. A first line describes it (its seq, last row id and row count, and its schema, indexes and rules if it has them), then each row with its id. To stdout without --out. The format: docs/operations.md, "Export and import".',
+    'Write a collection as NDJSON, as of one moment, while the service runs. A first line describes it (its seq, last row id and row count, and its schema, indexes, rules and time to live if it has them), then each row with its id. To stdout without --out. The format: docs/operations.md, "Export and import".',
   options: {
     account: { type: 'string', description: 'the account the collection belongs to' },
     collection: { type: 'string', description: 'the collection to export' },

@@ -10,6 +10,7 @@ import type { Store } from '../db/open-store.ts';
 import type { ExportedRelation } from '../db/rows/exports.ts';
 import type { ImportedRow } from '../db/rows/imports.ts';
 import { ApiError } from '../errors.ts';
+import { checkTtlField, type Ttl } from '../expiry/ttl.ts';
 import { assignable, MAX_ROW_BYTES, overRowBound } from '../rows.ts';
 import { checkRules } from '../rules/rules.ts';
 import { checkRowSchema } from '../schema/check.ts';
@@ -95,7 +96,20 @@ function parseHeader(text: string): Header {
       'line 1: "relations" must be a list of {"name", "field": plain names, "collection": a collection name, "on_delete": "restrict", "cascade" or "set_null", "reverse": a plain name or null}',
     );
   }
+  if (header.ttl !== undefined && !validTtl(header.ttl)) {
+    throw new MalformedFileError('line 1: "ttl" must be {"field": a plain top-level name, not id}');
+  }
+  // As a PUT of it is refused when the schema cannot hold a date-time in the field.
+  if (header.ttl !== undefined)
+    checked('"ttl" is no time to live', () => checkTtlField((header.ttl as Ttl).field, header.schema as RowSchema | undefined), '/ttl');
   return header as unknown as Header;
+}
+
+/** Whether `ttl` is a time to live as openapi.yaml's Ttl says: one plain top-level field, never `id`. */
+function validTtl(ttl: unknown): boolean {
+  if (ttl === null || typeof ttl !== 'object' || Array.isArray(ttl)) return false;
+  const { field, ...others } = ttl as Record<string, unknown>;
+  return Object.keys(others).length === 0 && typeof field === 'string' && ttlField.test(field);
 }
 
 /**
@@ -114,6 +128,7 @@ function checked<T>(what: string, check: () => T, at = ''): T {
 
 const indexField = new RegExp(bounds.IndexField.pattern);
 const relationName = new RegExp(bounds.RelationName.pattern);
+const ttlField = new RegExp(bounds.TtlField.pattern);
 
 /** Whether `relations` is a list of relations as openapi.yaml's RelationDeclaration describes them, each with its name. */
 function validRelations(relations: unknown): boolean {
@@ -323,6 +338,8 @@ async function createCollection(store: Store, accountId: number, collection: str
     if (type !== 'search') for (const field of fields) await store.sortBy(accountId, collection, field);
   }
   if (header.rules) await store.putRules(accountId, collection, header.rules);
+  // Before the rows, whose expiry each write of them then sets: a row expired already is gone at once.
+  if (header.ttl) await store.putTtl(accountId, collection, header.ttl);
 }
 
 /**

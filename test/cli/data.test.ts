@@ -390,6 +390,60 @@ describeEachBackend('rowbase export and import', (backend: BackendName) => {
     expect((await elsewhere.get<{ row_count: number }>(`/v1/collections/${source}`)).body.row_count).to.equal(3);
   });
 
+  it("carries the collection's time to live: the export names it, the import sets it before the rows, so that a row expired in the file is gone at once", async () => {
+    const source = newName('expiring');
+    expect((await client.post('/v1/collections', { name: source })).status).to.equal(201);
+    const later = new Date(Date.now() + 3_600_000).toISOString();
+    const rows = [{ ends: later }, { ends: later }, { note: 'never expires' }];
+    expect((await client.post(`/v1/collections/${source}/rows`, rows)).status).to.equal(201);
+    expect((await client.put(`/v1/collections/${source}/ttl`, { field: 'ends' })).status).to.equal(200);
+    const exported = file(`${source}.ndjson`);
+    expect((await rowbase('export', '--account', 'acme', '--collection', source, '--out', exported)).code).to.equal(0);
+    const [first, ...lines] = (await readFile(exported, 'utf8')).trimEnd().split('\n');
+    expect(JSON.parse(first).ttl).to.deep.equal({ field: 'ends' });
+    // Row 2 has expired by the time the file is imported.
+    const edited = file(`${source}-edited.ndjson`);
+    const past = new Date(Date.now() - 60_000).toISOString();
+    await writeFile(
+      edited,
+      [first, ...lines.map((line) => line.replace(`{"id":2,"ends":"${later}"}`, `{"id":2,"ends":"${past}"}`)), ''].join('\n'),
+    );
+    const target = newName('expiring-copy');
+
+    const imported = await rowbase('import', '--account', 'acme', '--collection', target, edited);
+
+    expect(imported.code, imported.stderr).to.equal(0);
+    expect((await client.get(`/v1/collections/${target}/ttl`)).body).to.deep.equal({ field: 'ends' });
+    expect((await client.get<{ row_count: number }>(`/v1/collections/${target}`)).body.row_count).to.equal(2);
+    expect((await client.get(`/v1/collections/${target}/rows/2`)).status).to.equal(404);
+    expect((await client.get(`/v1/collections/${target}/rows/1`)).status).to.equal(200);
+  });
+
+  it('refuses a time to live in line 1 that a PUT of it would refuse, naming it, before it writes anything', async () => {
+    const source = newName('expiring');
+    await collectionOf(source, 2);
+    const exported = file(`${source}.ndjson`);
+    expect((await rowbase('export', '--account', 'acme', '--collection', source, '--out', exported)).code).to.equal(0);
+    const [first, ...rows] = (await readFile(exported, 'utf8')).split('\n');
+    const typed = { type: 'object', properties: { ends: { type: 'integer' } } };
+    for (const [header, said] of [
+      [{ ttl: { field: 'id' } }, /"ttl" must be \{"field": a plain top-level name, not id\}/],
+      [{ ttl: 'ends' }, /"ttl" must be/],
+      [{ ttl: { field: 'ends' }, schema: typed }, /"ttl" is no time to live rowbase takes: .*\/ttl\/field/],
+    ] as const) {
+      const bad = file(`${newName('bad-ttl')}.ndjson`);
+      await writeFile(bad, [JSON.stringify({ ...JSON.parse(first), ...header }), ...rows].join('\n'));
+      const target = newName('refused');
+
+      const refused = await rowbase('import', '--account', 'acme', '--collection', target, bad);
+
+      expect(refused.code, refused.stderr).to.equal(1);
+      expect(refused.stderr).to.match(said);
+      expect(refused.stderr.trimEnd().split('\n')).to.have.length(1);
+      expect((await client.get(`/v1/collections/${target}`)).status).to.equal(404);
+    }
+  });
+
   it('refuses rules in line 1 that a PUT of them would refuse, naming the place, before it writes anything', async () => {
     const source = newName('ruled');
     await collectionOf(source, 2);

@@ -4,7 +4,7 @@
 // page before the next is read: one page is all that is held at once.
 
 import { collectionNotFound } from '../../errors.ts';
-import { expiryNow } from '../../expiry/ttl.ts';
+import { expiryNow, type Ttl } from '../../expiry/ttl.ts';
 import type { Rules } from '../../rules/rules.ts';
 import type { RowSchema } from '../collections/schemas.ts';
 import type { PagedDialect } from '../engine/read-port.ts';
@@ -34,6 +34,8 @@ export interface ExportedCollection {
   rules?: Rules;
   /** The relations declared of it (openapi.yaml, RelationDeclaration, each with its name), when it has some. */
   relations?: ExportedRelation[];
+  /** Its time to live (openapi.yaml, Ttl), when it has one. */
+  ttl?: Ttl;
 }
 
 /** A relation declared of an exported collection, as putRelation takes it, with its name. */
@@ -61,6 +63,7 @@ type CollectionRow = {
   last_seq: number | string;
   schema: string | null;
   rules: string | null;
+  ttl_field: string | null;
 };
 
 /** Hands the collection `name` and then its rows, by id, to `reader`, all read in one snapshot; 404 when there is no such collection. */
@@ -90,6 +93,7 @@ export function exportCollection({ pages }: PagedDialect, accountId: number, nam
       }));
     }
     if (found.rules !== null) described.rules = JSON.parse(found.rules) as Rules;
+    if (found.ttl_field !== null) described.ttl = { field: found.ttl_field };
     const relations = await read<ExportedRelation>(exportedRelationsSql, [collectionId]);
     if (relations.length > 0)
       described.relations = relations.map(({ name, field, collection, on_delete, reverse }) => ({

@@ -48,7 +48,7 @@ export const EXPORT_PAGE_ROWS = 1000;
  * The collection as an export describes it, read in the export's snapshot, by account and name after `?`,
  * now (ms since the epoch): its row count that of the rows that live then, the rows it writes.
  */
-export const exportedCollectionSql = `select c.id, c.name, c.created_at, ${liveRowCountSql('c')} as row_count, c.last_row_id, c.last_seq, nullif(s.schema, '') as schema, c.rules
+export const exportedCollectionSql = `select c.id, c.name, c.created_at, ${liveRowCountSql('c')} as row_count, c.last_row_id, c.last_seq, nullif(s.schema, '') as schema, c.rules, c.ttl_field
   from collections c left join collection_schemas s on s.id = c.schema_id where c.account_id = ? and c.name = ?`;
 /** The collection's declared indexes, in the order they were made. */
 export const exportedIndexesSql = 'select fields, is_unique, is_search from collection_indexes where collection_id = ? order by id';
