@@ -250,10 +250,11 @@ export function createFeed({ store, config, log, tokens, admit, observers = [] }
       const release = places.take(request.principal.accountId);
       return {
         start(response) {
-          response.once('close', release);
+          const sink = new ResponseSink(response, encoding, config.feedPingIntervalMs);
+          sink.onClose(release);
           const connectionLog = log.child({ requestId: requestIdOf(response.req) });
-          const subscriber = subscribe(new ResponseSink(response, encoding, config.feedPingIntervalMs), request, connectionLog);
-          response.once('close', () => connectionLog.info({ collection: request.collection }, 'changes stream closed'));
+          const subscriber = subscribe(sink, request, connectionLog);
+          sink.onClose(() => connectionLog.info({ collection: request.collection }, 'changes stream closed'));
           logSubscribed(connectionLog, request, subscriber);
         },
         drop: release,
