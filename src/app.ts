@@ -1,5 +1,6 @@
 // The Koa app that answers every HTTP request: its stages in order, each in the file of http/ named after it.
-import Koa from 'koa';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import Koa, { type Context, type Middleware } from 'koa';
 import type { Deps } from './handlers/types.ts';
 import { allowOrigin } from './http/allow-origin.ts';
 import { authenticate } from './http/authentication.ts';
@@ -69,4 +70,34 @@ export function createApp(deps: Deps, operations: Operations, log: Logger, respo
   app.use(idempotency(deps.store, deps.config.idempotencyKeyMs));
   app.use(handle(operations, deps));
   return app;
+}
+
+/**
+ * The HTTP server's request listener for `app`: Koa's own (app.callback()) but for its on-finished
+ * listener, which held every request's context, what its stages made of it, until its response
+ * finished: a changes stream's, or a waiting long poll's, for as long as it lasts (docs/performance.md,
+ * "Changes over plain HTTP"). That listener had nothing else to do: every answer is written by the one
+ * responder, which leaves Koa's responder out (ctx.respond = false), and every error is answered by
+ * problems(); it only told the app of a connection's error, which no one hears (app.silent).
+ */
+export function requestListener(app: Koa): (request: IncomingMessage, response: ServerResponse) => void {
+  // What ctx.onerror tells of an error no stage answered (Koa's own, app.callback()).
+  if (!app.listenerCount('error')) app.on('error', app.onerror);
+  const stages = app.middleware;
+  return (request, response) => {
+    const ctx = app.createContext(request, response);
+    response.statusCode = 404;
+    run(stages, ctx, 0).catch((error) => ctx.onerror(error));
+  };
+}
+
+/** Runs the stages from `index` on, each handed the next as `next` (as koa-compose does). */
+function run(stages: readonly Middleware[], ctx: Context, index: number): Promise<void> {
+  const stage = stages[index];
+  if (stage === undefined) return Promise.resolve();
+  try {
+    return Promise.resolve(stage(ctx, () => run(stages, ctx, index + 1)));
+  } catch (error) {
+    return Promise.reject(error);
+  }
 }

@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { readFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import { type AddressInfo, isIPv6 } from 'node:net';
-import { createApp } from './app.ts';
+import { createApp, requestListener } from './app.ts';
 import type { Config } from './config.ts';
 import { AccountContracts } from './contract/served.ts';
 import { openStore, type Store } from './db/open-store.ts';
@@ -103,7 +103,7 @@ export async function startServer(
     config.metricsPort === undefined ? undefined : new (await import('./metrics.ts')).Metrics({ store, meter, feed, webhooks });
   if (metrics) observers.push(metrics);
   const responses = new Responses();
-  server.on('request', createApp(deps, bindOperations(), log, responses, observers).callback());
+  server.on('request', requestListener(createApp(deps, bindOperations(), log, responses, observers)));
   // Node hands the 'upgrade' listener every request with an Upgrade header: only WebSocket goes to the feed.
   server.on('upgrade', (request, socket, head) => {
     if (wantsWebSocket(request)) feed.handleUpgrade(request, socket, head);

@@ -14,21 +14,23 @@ import { unavailable } from '../errors.ts';
 import { FEED_OPERATION, type Observer } from '../http/observe.ts';
 import { toApiError, writeProblem } from '../http/problems.ts';
 import { requestIdOf } from '../http/request-id.ts';
-import type { StreamedBody } from '../http/responder.ts';
+import type { LaterAnswer, StreamedBody } from '../http/responder.ts';
 import type { Logger } from '../log.ts';
 import { Pruner } from '../pruner.ts';
 import type { Claims as RuleClaims } from '../rules/compile.ts';
 import { Sweeper } from '../sweeper.ts';
 import type { TokenVerifier } from '../tokens/verifier.ts';
 import { CredentialChecks, type Credentials } from './credentials.ts';
+import type { Delivery } from './delivery.ts';
 import type { Encoding } from './encodings.ts';
 import { closeCodes } from './messages.ts';
 import { AccountPlaces } from './places.ts';
+import { LongPolls } from './polls.ts';
 import { ResponseSink, type Sink, WebSocketSink } from './sinks.ts';
 import { type FeedCounts, Subscriber } from './subscriber.ts';
 import { PAGE, Tails } from './tails.ts';
 import { checkUpgrade, FEED_PATH, type FeedRequest } from './upgrade.ts';
-import { type ChangeWait, Waiter } from './waiter.ts';
+import type { PollWait } from './waiter.ts';
 
 /** Clients send nothing; anything larger than this closes their socket with 1009. */
 const MAX_CLIENT_MESSAGE_BYTES = 1024;
@@ -83,12 +85,16 @@ export interface Feed {
    */
   placeForPoll(accountId: number): (() => void) | undefined;
   /**
-   * Settles once a change after seq `after` that `kinds` and `view` let through is committed (or once
-   * the collection is deleted, the feed closes, or `signal` aborts): what a long poll waits for
-   * (handlers/feed.ts), woken as the feed's sockets are, with no read of its own while nothing changes.
+   * A long poll that waits (handlers/feed.ts), the feed's from now on, its request's stages over: once
+   * its response is given (LaterAnswer.start), it follows its collection's tail as a Waiter until a
+   * change after the seq it waits after that it shows is committed (with no read of its own while
+   * nothing changes), its deadline passes or the feed closes, then answers (PollWait.answer). A client
+   * that goes away stops it at once, and its place is given back.
    */
-  waitForChange(wait: ChangeWait, signal: AbortSignal): Promise<void>;
-  /** Long polls waiting on this instance (waitForChange). */
+  waitForPage(poll: PollWait): LaterAnswer;
+  /** The deliveries after `after` that this instance's tail of the collection still holds, or undefined (Tail.changesAfter). */
+  changesAfter(collectionId: number, after: number, limit: number, atLeast: number): readonly Delivery[] | undefined;
+  /** Long polls waiting on this instance (waitForPage). */
   readonly waitingPolls: number;
   /** Refuses new upgrades, closes every socket with 1001 (terminating those still open after `graceMs`, default 10 s), and stops. */
   close(graceMs?: number): Promise<void>;
@@ -167,8 +173,7 @@ export function createFeed({ store, config, log, tokens, admit, observers = [] }
   );
   const sweeper = new Sweeper(store, config.expirySweepIntervalMs, log);
 
-  /** The long polls waiting (waitForChange): told when the feed closes. */
-  const waiters = new Set<Waiter>();
+  const polls = new LongPolls(tails, log);
 
   async function upgrade(request: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     const requestId = requestIdOf(request);
@@ -245,10 +250,11 @@ export function createFeed({ store, config, log, tokens, admit, observers = [] }
       const release = places.take(request.principal.accountId);
       return {
         start(response) {
-          response.once('close', release);
+          const sink = new ResponseSink(response, encoding, config.feedPingIntervalMs);
+          sink.onClose(release);
           const connectionLog = log.child({ requestId: requestIdOf(response.req) });
-          const subscriber = subscribe(new ResponseSink(response, encoding, config.feedPingIntervalMs), request, connectionLog);
-          response.once('close', () => connectionLog.info({ collection: request.collection }, 'changes stream closed'));
+          const subscriber = subscribe(sink, request, connectionLog);
+          sink.onClose(() => connectionLog.info({ collection: request.collection }, 'changes stream closed'));
           logSubscribed(connectionLog, request, subscriber);
         },
         drop: release,
@@ -256,19 +262,10 @@ export function createFeed({ store, config, log, tokens, admit, observers = [] }
     },
     placeForPoll: (accountId) => places.free(accountId),
     get waitingPolls() {
-      return waiters.size;
+      return polls.waiting;
     },
-    async waitForChange(wait, signal) {
-      if (closing || signal.aborted) return;
-      const waiter = new Waiter(wait);
-      waiters.add(waiter);
-      const stop = () => waiter.close();
-      signal.addEventListener('abort', stop, { once: true });
-      tails.of(wait.accountId, wait.collectionId, wait.collection).join(waiter);
-      await waiter.woken;
-      signal.removeEventListener('abort', stop);
-      waiters.delete(waiter);
-    },
+    waitForPage: (poll) => polls.later(poll),
+    changesAfter: (collectionId, after, limit, atLeast) => tails.following(collectionId)?.changesAfter(after, limit, atLeast),
     lag: () => tails.lag(),
     pruner,
     sweeper,
@@ -279,13 +276,13 @@ export function createFeed({ store, config, log, tokens, admit, observers = [] }
       await Promise.all([pruner.stop(), sweeper.stop(), checks.stop(), ...checking]);
       const open = [...subscribers.keys()];
       for (const subscriber of open) subscriber.close(closeCodes.shuttingDown);
-      for (const waiter of waiters) waiter.close();
+      const answered = polls.close();
       const timer = setTimeout(() => {
         for (const subscriber of open) subscriber.sink.terminate();
       }, graceMs);
       await Promise.all(open.map((subscriber) => subscriber.closed));
       clearTimeout(timer);
-      await Promise.all([...tails.values().map((tail) => tail.idle), ...open.map((subscriber) => subscriber.replaying)]);
+      await Promise.all([...tails.values().map((tail) => tail.idle), ...open.map((subscriber) => subscriber.replaying), answered]);
     },
   };
 }

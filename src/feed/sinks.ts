@@ -103,13 +103,18 @@ const SSE_RETRY_MS = 1000;
  */
 export class ResponseSink implements Sink {
   readonly closed: Promise<unknown>;
+  /** What runs once the response has closed (onClose): all from one listener of its, each of which costs an idle stream a few hundred bytes. */
+  private readonly closing: (() => void)[] = [];
 
   constructor(
     private readonly response: ServerResponse,
     readonly encoding: Encoding,
     keepAliveMs: number,
   ) {
-    this.closed = once(response, 'close').catch(() => {});
+    this.closed = new Promise<void>((resolve) => this.closing.push(resolve));
+    response.once('close', () => {
+      for (const listener of this.closing) listener();
+    });
     response.socket?.setKeepAlive(true, keepAliveMs);
     if (encoding.name === 'sse') response.write(`retry: ${SSE_RETRY_MS}\n\n`);
   }
@@ -150,6 +155,6 @@ export class ResponseSink implements Sink {
   }
 
   onClose(listener: () => void): void {
-    this.response.once('close', listener);
+    this.closing.push(listener);
   }
 }

@@ -8,6 +8,13 @@ import { closeCodes } from './messages.ts';
 import type { Subscriber } from './subscriber.ts';
 import type { Waiter } from './waiter.ts';
 
+/**
+ * How long a tail no one follows is kept, reading what is committed, before it ends: a long poll, which
+ * leaves it once woken, asks again within a round trip, and finds it live, with the changes it holds
+ * (changesAfter), where a new tail would read before anything.
+ */
+const LINGER_MS = 2000;
+
 /** Who follows a tail: a feed socket or changes stream (Subscriber), or a long poll (Waiter). */
 type Follower = Pick<Subscriber | Waiter, 'deliver' | 'start' | 'collectionDeleted' | 'close' | 'useRules' | 'heldToRules' | 'once'>;
 
@@ -38,8 +45,16 @@ export interface TailOptions {
 export class Tail {
   /** The last seq forwarded; undefined until the first read. */
   private cursor: number | undefined;
+  /** The collection's latest seq as the last read found it. */
+  private latest = 0;
+  /** The deliveries of the last RECENT_PAGES pages forwarded, ending at `cursor`: what long polls are answered from (changesAfter). */
+  private recent: Delivery[] = [];
+  /** How many of `recent` the page before the last holds. */
+  private recentBefore = 0;
   private readonly subscribers = new Set<Follower>();
   private readonly joining = new Set<Follower>();
+  /** While no one follows it: the timer that ends it (LINGER_MS). */
+  private lingering: NodeJS.Timeout | undefined;
   private reading = false;
   private again = false;
   private ended = false;
@@ -53,11 +68,43 @@ export class Tail {
     return { collectionId: this.options.collectionId, forwarded: this.cursor };
   }
 
+  /**
+   * The deliveries after `after`, when this tail has forwarded every change up to the latest seq it read
+   * and to `atLeast` (the latest a caller read itself), still holds them (the last two pages forwarded),
+   * and they are `limit` at most: a long poll's page without a read (handlers/feed.ts). None when `after`
+   * is the seq forwarded last. Undefined when it cannot tell: the caller reads the events table.
+   */
+  changesAfter(after: number, limit: number, atLeast: number): readonly Delivery[] | undefined {
+    const { cursor, recent } = this;
+    if (cursor === undefined || this.ended || cursor < this.latest || cursor < atLeast) return undefined;
+    if (after >= cursor) return [];
+    const from = recent.length - (cursor - after);
+    if (from < 0 || cursor - after > limit) return undefined;
+    return recent.slice(from);
+  }
+
   /** Makes `subscriber` live as soon as the tail has caught up with what is committed now. */
   join(subscriber: Follower): void {
+    this.stay();
     this.joining.add(subscriber);
     subscriber.once('end', () => this.leave(subscriber));
     this.wake();
+  }
+
+  /**
+   * Makes `follower` live now, at the seq forwarded last, without a read, when no read is under way: a
+   * long poll (waiter.ts), which needs no `ready` and ignores what it waits past. A commit since the last
+   * read wakes this tail after it (db/engine/wake-ups.ts), whose read then reaches the follower too.
+   */
+  follow(follower: Follower): void {
+    if (this.cursor === undefined || this.reading || this.ended) {
+      this.join(follower);
+      return;
+    }
+    this.stay();
+    this.subscribers.add(follower);
+    follower.once('end', () => this.leave(follower));
+    follower.start(this.cursor);
   }
 
   /** Something was committed: read it (after the read under way, if any). */
@@ -66,10 +113,24 @@ export class Tail {
     if (!this.reading) this.idle = this.run();
   }
 
+  /** With no one left to follow it, it lingers a moment (LINGER_MS) for a long poll that asks again, then ends. */
   private leave(subscriber: Follower): void {
     this.subscribers.delete(subscriber);
     this.joining.delete(subscriber);
-    if (this.subscribers.size === 0 && this.joining.size === 0) this.end(() => {});
+    if (this.subscribers.size > 0 || this.joining.size > 0 || this.ended || this.lingering) return;
+    this.lingering = setTimeout(() => this.end(() => {}), LINGER_MS);
+    this.lingering.unref();
+  }
+
+  /** Followed again, or ending: it no longer lingers. */
+  private stay(): void {
+    clearTimeout(this.lingering);
+    this.lingering = undefined;
+  }
+
+  /** Stops lingering, for good: the feed closes. */
+  stop(): void {
+    this.stay();
   }
 
   private async run(): Promise<void> {
@@ -94,6 +155,7 @@ export class Tail {
       this.end((subscriber) => subscriber.collectionDeleted());
       return;
     }
+    this.latest = latest;
     this.cursor ??= latest; // the first read: nobody has been told a seq yet
     while (this.cursor < latest && !this.ended) {
       const events = await this.options.readEvents(this.cursor);
@@ -108,6 +170,8 @@ export class Tail {
         this.options.log.warn({ collection: this.options.collection, after: this.cursor }, 'feed events pruned before delivery');
         for (const subscriber of this.subscribers) subscriber.close(closeCodes.gone);
         this.cursor = latest;
+        this.recent = [];
+        this.recentBefore = 0;
         break;
       }
       const deliveries: Delivery[] = [];
@@ -116,14 +180,27 @@ export class Tail {
         deliveries.push(new Delivery(this.options.collection, event));
       }
       await this.giveRules();
-      for (const subscriber of this.subscribers) subscriber.deliver(deliveries);
+      // Kept and counted forwarded before they are handed out: a long poll they wake reads its page from them.
+      this.keep(deliveries);
       this.cursor += deliveries.length;
+      for (const subscriber of this.subscribers) subscriber.deliver(deliveries);
     }
     for (const subscriber of this.joining) {
       this.subscribers.add(subscriber);
       subscriber.start(this.cursor);
     }
     this.joining.clear();
+  }
+
+  /**
+   * Keeps the deliveries of the last two pages forwarded, ending with `deliveries`: at most two pages'
+   * rows (tails.ts, PAGE), and as many as woken long polls and those that ask again a change or two
+   * behind need. Older ones, and a page's after a gap, are read from the events table.
+   */
+  private keep(deliveries: Delivery[]): void {
+    const last = this.recent.length - this.recentBefore;
+    this.recent = [...this.recent.slice(this.recentBefore), ...deliveries];
+    this.recentBefore = last;
   }
 
   /**
@@ -151,6 +228,7 @@ export class Tail {
   private end(farewell: (subscriber: Follower) => void): void {
     if (this.ended) return;
     this.ended = true;
+    this.stay();
     const everyone = [...this.subscribers, ...this.joining];
     this.subscribers.clear();
     this.joining.clear();

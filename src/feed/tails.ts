@@ -30,6 +30,11 @@ export class Tails {
     return [...this.tails.values()];
   }
 
+  /** The tail that follows the collection for this instance, if one does. */
+  following(collectionId: number): Tail | undefined {
+    return this.tails.get(collectionId);
+  }
+
   /** The tail that follows the account's collection for this instance, made when none does. */
   of(accountId: number, collectionId: number, collection: string): Tail {
     const existing = this.tails.get(collectionId);
@@ -65,8 +70,9 @@ export class Tails {
     return behind;
   }
 
-  /** Stops hearing the store's announcements. */
+  /** Stops hearing the store's announcements, and the tails no one follows from lingering. */
   stop(): void {
+    for (const tail of this.tails.values()) tail.stop();
     this.store.changes.off('change', this.wake);
     this.store.changes.off('all', this.wakeAll);
   }

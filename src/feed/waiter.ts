@@ -3,6 +3,7 @@
 // while nothing changes.
 import { EventEmitter } from 'node:events';
 import type { EventType } from '../db/events/events.ts';
+import type { Result } from '../http/responder.ts';
 import type { Delivery } from './delivery.ts';
 import type { FeedView } from './view.ts';
 
@@ -16,6 +17,23 @@ export interface ChangeWait {
   view: FeedView;
 }
 
+/**
+ * A long poll that waits, handed to the feed by its request (Feed.waitForPage, handlers/feed.ts): what
+ * it waits for first, until when, and how it answers.
+ */
+export interface PollWait {
+  readonly change: ChangeWait;
+  /** When it answers whatever it found (ms since the epoch). */
+  readonly deadline: number;
+  /** Gives its account's place back (once, however often called). */
+  release(): void;
+  /**
+   * Its answer once woken after `after`: a result, or, while it still has nothing to show and is not
+   * `final` (its time has passed, or the feed closes), the seq to wait after again.
+   */
+  answer(after: number, final: boolean): Promise<Result | number>;
+}
+
 /** One long poll, a follower of its collection's tail (tail.ts) until it is woken. */
 export class Waiter extends EventEmitter<{ end: [] }> {
   /** Its view is the one its request was checked with: it waits a minute at most. */
@@ -25,13 +43,20 @@ export class Waiter extends EventEmitter<{ end: [] }> {
   private readonly kinds: ReadonlySet<EventType>;
   private wake: () => void = () => {};
   private ended = false;
+  /** Wakes it at its deadline. */
+  private readonly timer: NodeJS.Timeout;
 
-  constructor(private readonly wait: ChangeWait) {
+  /** `deadline`: when it wakes anyway (ms since the epoch). */
+  constructor(
+    readonly wait: ChangeWait,
+    deadline: number,
+  ) {
     super();
     this.kinds = new Set(wait.kinds);
     this.woken = new Promise((resolve) => {
       this.wake = resolve;
     });
+    this.timer = setTimeout(() => this.close(), Math.max(0, deadline - Date.now()));
   }
 
   /** The tail is live at `seq`: something was committed after `after` already when it is past it. */
@@ -53,6 +78,7 @@ export class Waiter extends EventEmitter<{ end: [] }> {
   close(): void {
     if (this.ended) return;
     this.ended = true;
+    clearTimeout(this.timer);
     this.wake();
     this.emit('end');
   }

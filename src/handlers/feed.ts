@@ -1,16 +1,20 @@
 // A collection's changes over plain HTTP (openapi.yaml, getChanges; docs/feed.md, "Changes over plain
 // HTTP"): the feed's messages, from the same events table and checked as a subscription is
 // (feed/upgrade.ts, subscriptionOf), as a page, a long poll, or a stream of server-sent events or JSON
-// lines, which the feed serves as one of its subscribers (feed/feed.ts, openStream).
+// lines, which the feed serves as one of its subscribers (feed/feed.ts, openStream). A long poll that
+// waits is handed to the feed too (Feed.waitForPage), and its request's stages end: what it holds while
+// it waits is what its answer needs.
 import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { hashKey } from '../api-keys/hash.ts';
+import type { EventType } from '../db/events/events.ts';
 import type { Store } from '../db/open-store.ts';
 import { ApiError, collectionNotFound, gone, tokenBesideSecretKey, validationFailed } from '../errors.ts';
 import { Delivery } from '../feed/delivery.ts';
 import { type Encoding, jsonLines, serverSentEvents } from '../feed/encodings.ts';
 import { type Subscription, subscriptionOf } from '../feed/upgrade.ts';
-import type { EndUser } from '../feed/view.ts';
+import type { EndUser, FeedView } from '../feed/view.ts';
+import type { ChangeWait, PollWait } from '../feed/waiter.ts';
 import { etagOf, ifNoneMatch } from '../http/conditional.ts';
 import type { Claims as RuleClaims } from '../rules/compile.ts';
 import { refusedFrom } from '../tokens/verifier.ts';
@@ -50,7 +54,15 @@ export const feedHandlers: Handlers<'getChanges'> = {
         stream: feed.openStream({ ...subscription, keyHash: hashKey(credentials.key) }, encoding as Encoding),
       };
     }
-    return answerPage(input, await longPoll(store, feed, subscription, query.limit, query.wait, input.disconnected));
+    const { limit, wait } = query;
+    const page = await pageAfter(store, feed, subscription, subscription.since, limit);
+    if (wait === 0 || !isEmpty(page)) return answerPage(headers, page);
+    // A long poll that waits holds one of the account's places, as a stream does: with none left, it answers at once.
+    const release = feed.placeForPoll(principal.accountId);
+    if (!release) return answerPage(headers, { ...page, waitSkipped: true });
+    const condition = headers['if-none-match'] === undefined ? {} : { 'if-none-match': headers['if-none-match'] };
+    const poll = new WaitingPoll(store, feed, subscription, limit, condition, page.nextSince, Date.now() + wait * 1000, release);
+    return { status: 200, later: feed.waitForPage(poll) };
   },
 };
 
@@ -63,42 +75,61 @@ interface PageRead {
   waitSkipped?: true;
 }
 
+/** A page a long poll waits past: caught up, and not one message. */
+const isEmpty = (page: PageRead) => page.caughtUp && page.texts.length === 0;
+
 /**
- * The page after `subscription.since`; with `waitSeconds`, a page that would be caught up and empty
- * waits for a change it shows, woken as the feed's sockets are (Feed.waitForChange), then is read again.
- * While it waits, it holds one of the account's places, as a stream does: with none left, it answers at
- * once (`waitSkipped`). It stops waiting, and gives the place back, as soon as its client goes away
- * (`disconnected`): its answer then goes nowhere, and is not read.
+ * A long poll that waits, as the feed holds it once its request's stages are over (Feed.waitForPage):
+ * what its page needs (the subscription, `limit`, its If-None-Match) and nothing more of the request.
+ * Woken as the feed's sockets are, by a change it shows, it answers the page after the seq it waited
+ * after, or waits again when that page shows nothing after all; it gives the account's place back
+ * before it answers, or as soon as its client goes away, whose answer is then not read.
  */
-async function longPoll(
-  store: Store,
-  feed: Deps['feed'],
-  subscription: Subscription,
-  limit: number,
-  waitSeconds: number,
-  disconnected: () => AbortSignal,
-): Promise<PageRead> {
-  const deadline = Date.now() + waitSeconds * 1000;
-  let page = await readPage(store, subscription, subscription.since, limit);
-  const waits = () => page.caughtUp && page.texts.length === 0 && Date.now() < deadline;
-  if (!waits()) return page;
-  const { principal, collectionId, collection, kinds, view } = subscription;
-  const release = feed.placeForPoll(principal.accountId);
-  if (!release) return { ...page, waitSkipped: true };
-  try {
-    const gone = disconnected();
-    while (waits() && !gone.aborted) {
-      await feed.waitForChange(
-        { accountId: principal.accountId, collectionId, collection, after: page.nextSince, kinds, view },
-        AbortSignal.any([AbortSignal.timeout(Math.max(0, deadline - Date.now())), gone]),
-      );
-      if (gone.aborted) break;
-      page = await readPage(store, subscription, page.nextSince, limit);
-    }
-  } finally {
-    release();
+class WaitingPoll implements PollWait {
+  readonly change: ChangeWait;
+
+  constructor(
+    private readonly store: Store,
+    private readonly feed: Deps['feed'],
+    private readonly subscription: Subscription,
+    private readonly limit: number,
+    private readonly condition: IncomingHttpHeaders,
+    after: number,
+    readonly deadline: number,
+    readonly release: () => void,
+  ) {
+    const { principal, collectionId, collection, kinds, view } = subscription;
+    this.change = { accountId: principal.accountId, collectionId, collection, after, kinds, view };
   }
-  return page;
+
+  async answer(after: number, final: boolean): Promise<Result | number> {
+    const page = await pageAfter(this.store, this.feed, this.subscription, after, this.limit);
+    if (!final && isEmpty(page)) return page.nextSince;
+    return answerPage(this.condition, page);
+  }
+}
+
+/**
+ * The page after `since`: from the deliveries the feed's tail of the collection forwarded last when it
+ * holds them all (Feed.changesAfter: it has forwarded at least the latest seq this request read), without
+ * a read; else read from the events table (readPage). Either is the page as the latest seq read stood.
+ */
+async function pageAfter(store: Store, feed: Deps['feed'], subscription: Subscription, since: number, limit: number): Promise<PageRead> {
+  const { collectionId, kinds, view, lastSeq } = subscription;
+  const recent = feed.changesAfter(collectionId, since, limit, lastSeq);
+  if (!recent) return readPage(store, subscription, since, limit);
+  return { texts: textsOf(recent, kinds, view), nextSince: recent.at(-1)?.event.seq ?? since, caughtUp: true };
+}
+
+/** The messages of `deliveries` as the subscription's subscriber would get them: of its kinds, in its view. */
+function textsOf(deliveries: readonly Delivery[], kinds: readonly EventType[], view: FeedView): string[] {
+  const texts: string[] = [];
+  for (const delivery of deliveries) {
+    if (!kinds.includes(delivery.type)) continue;
+    const text = delivery.textFor(view);
+    if (text !== undefined) texts.push(text);
+  }
+  return texts;
 }
 
 /**
@@ -118,18 +149,17 @@ async function readPage(store: Store, subscription: Subscription, since: number,
       `Events after seq ${since} of ${collection} are no longer retained. Read the rows again, then read changes after their Rowbase-Seq.`,
     );
   }
-  const texts: string[] = [];
-  for (const event of events) {
-    if (!kinds.includes(event.type)) continue;
-    const text = new Delivery(collection, event).textFor(view);
-    if (text !== undefined) texts.push(text);
-  }
+  const texts = textsOf(
+    events.map((event) => new Delivery(collection, event)),
+    kinds,
+    view,
+  );
   const nextSince = (events.at(-1) as (typeof events)[number]).seq;
   return { texts, nextSince, caughtUp: nextSince >= latest };
 }
 
 /** A page, cached when it is not the last (its ETag, and 304 to an If-None-Match naming it). */
-function answerPage({ headers }: Input<'getChanges'>, { texts, nextSince, caughtUp, waitSkipped }: PageRead): Result {
+function answerPage(headers: IncomingHttpHeaders, { texts, nextSince, caughtUp, waitSkipped }: PageRead): Result {
   // The messages are JSON text already: placed in the answer as they are.
   const body = `{"changes":[${texts.join(',')}],"next_since":${nextSince},"caught_up":${caughtUp}}`;
   if (caughtUp) {

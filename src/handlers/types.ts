@@ -5,12 +5,13 @@ import type { Config } from '../config.ts';
 import type { AccountContracts } from '../contract/served.ts';
 import type { Principal } from '../db/accounts/keys.ts';
 import type { Store } from '../db/open-store.ts';
+import type { Delivery } from '../feed/delivery.ts';
 import type { Encoding } from '../feed/encodings.ts';
 import type { FeedRequest } from '../feed/upgrade.ts';
-import type { ChangeWait } from '../feed/waiter.ts';
+import type { PollWait } from '../feed/waiter.ts';
 import type { Credentials } from '../http/authentication.ts';
 import type { BodyBudget } from '../http/body-budget.ts';
-import type { Result, StreamedBody } from '../http/responder.ts';
+import type { LaterAnswer, Result, StreamedBody } from '../http/responder.ts';
 import type { OnceRequest } from '../idempotency/answers.ts';
 import type { Claims, TokenVerifier } from '../tokens/verifier.ts';
 import type { Admission, Meter } from '../usage/meter.ts';
@@ -52,11 +53,6 @@ export interface Input<K extends OperationId> {
   claims?: Claims | null;
   /** What the key's request authenticated with: the key, and the end user's token (http/authentication.ts); absent where no key is needed. */
   credentials: Credentials;
-  /**
-   * A signal aborted once the client goes away (its connection closes) before the answer is written:
-   * what a handler that waits (a long poll) stops at. Made when first asked for.
-   */
-  disconnected: () => AbortSignal;
 }
 
 export interface Deps {
@@ -75,11 +71,12 @@ export interface Deps {
   feed: ChangesFeed;
 }
 
-/** What the changes over HTTP use of the real-time feed (feed/feed.ts, Feed: openStream, placeForPoll, waitForChange). */
+/** What the changes over HTTP use of the real-time feed (feed/feed.ts, Feed: openStream, placeForPoll, waitForPage, changesAfter). */
 interface ChangesFeed {
   openStream(request: FeedRequest, encoding: Encoding): StreamedBody;
   placeForPoll(accountId: number): (() => void) | undefined;
-  waitForChange(wait: ChangeWait, signal: AbortSignal): Promise<void>;
+  waitForPage(poll: PollWait): LaterAnswer;
+  changesAfter(collectionId: number, after: number, limit: number, atLeast: number): readonly Delivery[] | undefined;
 }
 
 export type Handler<K extends OperationId> = (input: Input<K>, deps: Deps) => Promise<Result> | Result;

@@ -2,7 +2,6 @@
 // no WebSocket upgrade), else its input validated (validation.ts), the key's collections (404), its
 // handler by operationId, and the one responder (responder.ts), in the order of openapi-backend's
 // handleRequest.
-import type { ServerResponse } from 'node:http';
 import type { Middleware } from 'koa';
 import { collectionNotFound } from '../errors.ts';
 import { FEED_PATH, notAnUpgrade } from '../feed/upgrade.ts';
@@ -49,22 +48,7 @@ export function handle(operations: Operations, deps: Deps): Middleware<RouteStat
       admission,
       claims,
       credentials,
-      disconnected: () => disconnectedOf(ctx.res),
     };
     respond(ctx, await handler(input as never, deps));
   };
-}
-
-/**
- * A signal aborted once the connection of `response` closes before its answer is written: the client
- * went away (Node emits `close` on the response then, and after an answer is written too).
- */
-function disconnectedOf(response: ServerResponse): AbortSignal {
-  const controller = new AbortController();
-  if (response.destroyed || response.socket?.destroyed !== false) controller.abort();
-  else
-    response.once('close', () => {
-      if (!response.writableFinished) controller.abort();
-    });
-  return controller.signal;
 }

@@ -2,6 +2,7 @@
 // the feed's upgrades (feed/feed.ts) alike: the metrics (metrics.ts) and the access log (LOG_REQUESTS=on,
 // docs/operations.md). Neither reads the request's path or query as sent, its headers or its body: an
 // answer is named by its operation and route template, never by a collection, a row or a key.
+import type { ServerResponse } from 'node:http';
 import type { Middleware } from 'koa';
 import { FEED_PATH } from '../feed/upgrade.ts';
 import type { Logger } from '../log.ts';
@@ -58,8 +59,31 @@ export function observe(observers: readonly Observer[]): Middleware<RequestIdSta
       bytes: ctx.state.sentBytes ?? 0,
       accountId: ctx.state.principal?.accountId,
     };
-    for (const observer of observers) observer.answered(answer);
+    const { answering } = ctx.state;
+    if (answering === undefined) tell(observers, answer);
+    else tellLater(observers, answer, answering, ctx.res, startedAt);
   };
+}
+
+function tell(observers: readonly Observer[], answer: Answer): void {
+  for (const observer of observers) observer.answered(answer);
+}
+
+/**
+ * Tells `observers` of an answer given later (a long poll that waits) once it is written, with its
+ * status, bytes and time then: out of the stage, so that nothing of the request's context is held meanwhile.
+ */
+function tellLater(
+  observers: readonly Observer[],
+  answer: Answer,
+  answering: Promise<number>,
+  response: ServerResponse,
+  startedAt: number,
+): void {
+  answering.then((bytes) => {
+    const seconds = (performance.now() - startedAt) / 1000;
+    tell(observers, { ...answer, status: response.statusCode, bytes, seconds });
+  });
 }
 
 /**

@@ -12,7 +12,7 @@ import type { Logger } from '../log.ts';
 import type { Admission } from '../usage/meter.ts';
 import type { AdmissionState } from './metering.ts';
 import { newRequestId, problemInstance, type RequestIdState, requestIdOf } from './request-id.ts';
-import { type AnsweredState, writeResult, writeResultToSocket } from './responder.ts';
+import { type AnsweredState, type Result, writeResult, writeResultToSocket } from './responder.ts';
 import { contextPath } from './target.ts';
 
 /**
@@ -49,8 +49,7 @@ export function writeProblem(
   { head = false, admission, requestId }: { head?: boolean; admission?: Admission; requestId?: string } = {},
 ): number {
   const id = to instanceof ServerResponse ? requestIdOf(to.req) : (requestId ?? newRequestId());
-  const body = JSON.stringify(problem.toProblem(problemInstance(id)));
-  const result = { status: problem.status, headers: problem.options.headers, body, contentType };
+  const result = problemResult(problem, id);
   if (!(to instanceof ServerResponse)) return writeResultToSocket(to, result, id);
   if (to.headersSent) {
     to.destroy();
@@ -60,6 +59,12 @@ export function writeProblem(
 }
 
 const contentType = 'application/problem+json';
+
+/** `problem` as the result the responder writes, answered to the request `id` (an answer given later writes it so: feed/feed.ts, waitForPage). */
+export function problemResult(problem: ApiError, id: string): Result {
+  const body = JSON.stringify(problem.toProblem(problemInstance(id)));
+  return { status: problem.status, headers: problem.options.headers, body, contentType };
+}
 
 /**
  * Any error as the problem it is answered with. Ours are ApiErrors; the body reader's (raw-body's, and

@@ -18,6 +18,17 @@ export interface Result {
   contentType?: string;
   /** A body written as it comes, after the head (a changes stream), instead of `body`. */
   stream?: StreamedBody;
+  /** An answer known only later (a long poll that waits): the request's stages end now, and it is written once known. */
+  later?: LaterAnswer;
+}
+
+/**
+ * An answer known only later (feed/feed.ts, waitForPage): what is needed to work it out is handed over,
+ * and the request's stages end, so that what they made of the request is not kept while it waits.
+ */
+export interface LaterAnswer {
+  /** Works the answer out and writes it with `write` once known; never when the client has gone (`response` closed). */
+  start(response: ServerResponse, write: (result: Result) => void): void;
 }
 
 /** A body written as it comes: a changes stream (feed/feed.ts, openStream). */
@@ -35,6 +46,8 @@ const JSON_TYPE = 'application/json; charset=utf-8';
 export interface AnsweredState {
   /** The bytes of the body sent: 0 for none, and for HEAD. */
   sentBytes?: number;
+  /** An answer given later (Result.later): settles with the bytes of its body once written, or with 0 once its client has gone. */
+  answering?: Promise<number>;
 }
 
 /**
@@ -43,7 +56,23 @@ export interface AnsweredState {
  */
 export function respond(ctx: Context & { state: AdmissionState & AnsweredState }, result: Result): void {
   ctx.respond = false;
-  ctx.state.sentBytes = writeResult(ctx.res, result, ctx.method === 'HEAD', ctx.state.admission);
+  const head = ctx.method === 'HEAD';
+  const { admission } = ctx.state;
+  if (result.later) {
+    // Noted with the status it stands for (observe.ts) should its client go before it is written.
+    ctx.res.statusCode = result.status;
+    ctx.state.answering = answerLater(ctx.res, result.later, head, admission);
+    return;
+  }
+  ctx.state.sentBytes = writeResult(ctx.res, result, head, admission);
+}
+
+/** Starts an answer given later (Result.later), written as respond() writes any: settles as AnsweredState.answering says. */
+function answerLater(response: ServerResponse, later: LaterAnswer, head: boolean, admission: Admission | undefined): Promise<number> {
+  return new Promise((resolve) => {
+    response.once('close', () => resolve(0));
+    later.start(response, (result) => resolve(writeResult(response, result, head, admission)));
+  });
 }
 
 /**

@@ -5,6 +5,7 @@ import { expect } from 'chai';
 import { configFromEnv } from '../../src/config.ts';
 import { createLogger } from '../../src/log.ts';
 import { type BackendName, describeEachBackend } from '../support/backends.ts';
+import { eventually } from '../support/changes.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
 /** A server of `backend` with `logRequests`, logging at info to a list of lines. */
@@ -99,6 +100,32 @@ describeEachBackend('the access log', (backend) => {
     }
     const unknown = logged.requests().find((entry) => entry.operation === 'none' && entry.status === 404);
     expect(unknown, 'an unknown route is logged without its path').to.include({ route: null });
+  });
+
+  it('notes a long poll that waited once it is answered: its status, bytes and the time it waited', async () => {
+    const client = await server.client();
+    await client.post('/v1/collections', { name: 'polled' });
+    const startedAt = Date.now();
+    const poll = client.get('/v1/collections/polled/changes?wait=30', { headers: { 'x-request-id': 'access-poll' } });
+    await eventually(() => server.feed.waitingPolls > 0, 'the poll to wait');
+    const waitingAt = Date.now();
+    expect(
+      logged.requests().filter((entry) => entry.requestId === 'access-poll'),
+      'not while it waits',
+    ).to.deep.equal([]);
+    const writtenAt = Date.now();
+    expect((await client.post('/v1/collections/polled/rows', [{ n: 1 }])).status).to.equal(201);
+    const answer = await poll;
+    const waited = Date.now() - startedAt;
+    expect(answer.status).to.equal(200);
+    await eventually(() => logged.requests().some((entry) => entry.requestId === 'access-poll'), 'its line');
+    const [line] = logged.requests().filter((entry) => entry.requestId === 'access-poll');
+    expect(line).to.include({ operation: 'getChanges', status: 200, bytes: Number(answer.headers.get('content-length')) });
+    expect(line.bytes).to.be.above(0);
+    // From its first stage to its answer, written after the row's commit.
+    expect(line.durationMs)
+      .to.be.at.least(writtenAt - waitingAt)
+      .and.at.most(waited);
   });
 
   it('is silent without LOG_REQUESTS', async () => {

@@ -295,6 +295,66 @@ describeEachBackend('changes over plain HTTP: pages and long polls', (backend) =
       const page = await client.get<Page>(changesOf('notes', { wait: 60, limit: 3 }));
       expect(seqs(page.body.changes)).to.deep.equal([1, 2, 3]);
     });
+
+    it('loses no change and repeats none when its clients ask again as changes come, by one and by pages', async function () {
+      this.timeout(120_000);
+      await client.post('/v1/collections', { name: 'busy' });
+      const rows = '/v1/collections/busy/rows';
+      // 60 changes: 40 inserts one at a time, 5 of 3 rows, then 5 updates, written while the polls ask.
+      const total = 60;
+      const pollers = [
+        { limit: 1, events: 'insert,update,delete' },
+        { limit: 1000, events: 'insert' },
+        { limit: 1000, events: 'insert,update,delete' },
+        { limit: 2, events: 'insert,update,delete' },
+      ].map(async (query) => {
+        const messages: FeedMessage[] = [];
+        for (let since = 0; since < total; ) {
+          const page = await client.get<Page>(changesOf('busy', { ...query, since, wait: 10 }));
+          expect(page.status, page.text).to.equal(200);
+          messages.push(...page.body.changes);
+          expect(page.body.next_since).to.be.at.least(since);
+          since = page.body.next_since;
+        }
+        return messages;
+      });
+      await eventually(() => server.feed.waitingPolls > 0, 'a poll to wait');
+      for (const n of range(1, 40)) expect((await client.post(rows, [{ n }])).status).to.equal(201);
+      for (const n of range(1, 5)) expect((await client.post(rows, [{ n }, { n }, { n }])).status).to.equal(201);
+      for (const id of range(1, 5)) expect((await client.patch(`${rows}/${id}`, { patched: true })).status).to.equal(200);
+      const [byOne, inserts, byPages, byTwo] = await Promise.all(pollers);
+      const all = await pageAll(client, 'busy');
+      expect(seqs(all), 'no gap, no duplicate').to.deep.equal(range(1, total));
+      expect(byOne, 'one at a time').to.deep.equal(all);
+      expect(byPages, 'by pages').to.deep.equal(all);
+      expect(byTwo, 'two at a time').to.deep.equal(all);
+      expect(inserts, 'its kinds alone').to.deep.equal(all.filter((message) => message.type === 'insert'));
+    });
+
+    it('answers 404 once its collection is deleted while it waits', async () => {
+      await client.post('/v1/collections', { name: 'doomed' });
+      const before = server.feed.waitingPolls;
+      const poll = client.get<{ code: string }>(changesOf('doomed', { wait: 30 }));
+      await eventually(() => server.feed.waitingPolls > before, 'the poll to wait');
+      expect((await client.delete('/v1/collections/doomed')).status).to.equal(204);
+      const answer = await poll;
+      expect(answer.status).to.equal(404);
+      expect(answer.body.code).to.equal('not_found');
+    });
+
+    it('answers its page, caught up, when the server shuts down while it waits', async () => {
+      const closing = await startTestServer({}, { backend });
+      const owner = await closing.client();
+      await owner.post('/v1/collections', { name: 'notes' });
+      const poll = owner.get<Page>(changesOf('notes', { wait: 60 }));
+      await eventually(() => closing.feed.waitingPolls === 1, 'the poll to wait');
+      const stoppedAt = Date.now();
+      await closing.stop();
+      const page = await poll;
+      expect(page.status).to.equal(200);
+      expect(page.body).to.deep.equal({ changes: [], next_since: 0, caught_up: true });
+      expect(Date.now() - stoppedAt, 'long before its 60 s').to.be.below(10_000);
+    });
   });
 
   describe('pruned history', () => {
