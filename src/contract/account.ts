@@ -23,6 +23,8 @@ export interface CollectionContract {
   view?: CollectionView;
   /** Its relations, both directions (docs/relations.md), which its `<Prefix>Expand` types. Default: none. */
   relations?: readonly ContractRelation[];
+  /** The field of its time to live (docs/expiry.md), whose meaning its row types say. Default: none. */
+  ttl?: string | null;
 }
 
 /** A relation of a collection, as its `<Prefix>Expand` needs it: its name, its kind, and the collection of its rows. */
@@ -246,13 +248,14 @@ export function accountOpenApi(
   const tags = [...((document.tags as unknown[]) ?? [])];
   let anyTyped = false;
 
-  for (const { name, schema, view, relations } of inOrder(collections)) {
+  for (const { name, schema, view, relations, ttl } of inOrder(collections)) {
     const typed = schema !== null;
     const renamed: Record<string, string> = {};
     if (typed) {
       anyTyped = true;
       const fields = caller.publishable ? { hidden: view?.hidden, unwritable: view?.unwritable, filled: view?.filled } : {};
       Object.assign(schemas, rowSchemas(name, schema, { id: { $ref: componentRef('RowId') }, ...fields }).schemas);
+      describeTtl(schemas, name, ttl, ['row', 'insert', 'patch']);
       for (const [generic, kind] of Object.entries({ ...typedSchemas, ...typedRequestBodies })) renamed[generic] = rowTypeName(name, kind);
       renamed.RowQuery = WHOLE_ROW_QUERY;
       if (version === '3.2') {
@@ -403,14 +406,17 @@ export function accountAsyncApi(base: object, collections: readonly CollectionCo
   const operations: JsonObject = { ...(document.operations as JsonObject) };
   const idSchema = ((baseSchemas.Row as JsonObject).properties as JsonObject).id as JsonObject;
 
-  for (const { name, schema, view } of inOrder(collections)) {
+  for (const { name, schema, view, ttl } of inOrder(collections)) {
     if (caller.publishable && !view?.operations.includes('read')) continue;
     const hidden = caller.publishable ? view?.hidden : undefined;
     const prefix = collectionPrefix(name);
     const row = rowTypeName(name, 'row');
     // A collection without a schema has rows as asyncapi.yaml's `Row`, and no row type of its own.
     const renamed: Record<string, string> = schema === null ? {} : { Row: row, PreviousRow: row };
-    if (schema !== null) Object.assign(schemas, rowSchemas(name, schema, { id: idSchema, kinds: ['row'], hidden }).schemas);
+    if (schema !== null) {
+      Object.assign(schemas, rowSchemas(name, schema, { id: idSchema, kinds: ['row'], hidden }).schemas);
+      describeTtl(schemas, name, ttl, ['row']);
+    }
     const operationMessages: unknown[] = [];
     for (const { message, schema: payload, kind, key } of feedMessages) {
       const generic = baseSchemas[payload] as JsonObject;
@@ -483,14 +489,41 @@ export function documentTag(base: object, collections: readonly CollectionContra
     .update(baseHash)
     .update(
       JSON.stringify(
-        inOrder(collections).map(({ name, schema, view, relations = [] }) =>
-          caller.publishable ? [name, schema, relations, view ?? null] : [name, schema, relations],
+        inOrder(collections).map(({ name, schema, view, relations = [], ttl = null }) =>
+          caller.publishable ? [name, schema, relations, ttl, view ?? null] : [name, schema, relations, ttl],
         ),
       ),
     );
   if (caller.publishable) hash.update(JSON.stringify({ publishable: true, feed: caller.feed ?? false }));
   return `"${hash.digest('base64url').slice(0, 27)}"`;
 }
+
+/**
+ * Says, on the field of the collection's time to live in each of its row types of `kinds`, what the field
+ * means (docs/expiry.md): its own description kept after. A type that does not list the field among its
+ * properties (the schema leaves it to `additionalProperties`, or it is hidden from a publishable key's
+ * caller) is left as it is.
+ */
+function describeTtl(
+  schemas: JsonObject,
+  collection: string,
+  field: string | null | undefined,
+  kinds: readonly ('row' | 'insert' | 'patch')[],
+) {
+  if (!field) return;
+  for (const kind of kinds) {
+    const type = schemas[rowTypeName(collection, kind)];
+    if (!isObject(type) || !isObject(type.properties)) continue;
+    const property = type.properties[field];
+    if (!isObject(property)) continue;
+    const own = typeof property.description === 'string' ? ` ${property.description}` : '';
+    type.properties[field] = { ...property, description: `${TTL_MEANING}${own}` };
+  }
+}
+
+/** What the field of a collection's time to live means, on its row types (docs/expiry.md). */
+const TTL_MEANING =
+  "When the row expires: the collection's time to live (docs/expiry.md). An RFC 3339 date-time; from that instant the row is gone from every read, and deleted within a minute with a delete event marked expired. A row whose field is missing, null or not a date-time never expires.";
 
 /** An example of `RowQuery` as one of `WholeRowQuery`: without its `select`. */
 function withoutSelect(example: unknown): unknown {

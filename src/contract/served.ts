@@ -21,6 +21,7 @@ export interface ServedCollection {
   schema: Record<string, unknown> | null;
   relations: CollectionContract['relations'];
   rules: StoredRules | null;
+  ttl: string | null;
 }
 
 /** The account documents of one server: `documents` are the texts of openapi.yaml and asyncapi.yaml it serves. */
@@ -60,7 +61,7 @@ export class AccountContracts {
     const caller: DocumentCaller = publishable ? { publishable: true, feed: feedTakesPublishable } : {};
     const contracts = publishable
       ? this.viewed(collections, publishable.claims)
-      : collections.map(({ name, schema, relations }) => ({ name, schema, relations }));
+      : collections.map(({ name, schema, relations, ttl }) => ({ name, schema, relations, ttl }));
     const tag = documentTag(base, contracts, caller);
     if (kind === 'openapi' && version === '3.2') {
       // The same document as OpenAPI 3.2 (openapi-32.ts), under a tag of its own.
@@ -73,10 +74,10 @@ export class AccountContracts {
   /** The collections whose rules grant a caller with `claims` anything, each with what they grant. */
   private viewed(collections: readonly ServedCollection[], claims: Claims): CollectionContract[] {
     const viewed: CollectionContract[] = [];
-    for (const { name, schema, relations, rules } of collections) {
+    for (const { name, schema, relations, rules, ttl } of collections) {
       if (rules === null) continue;
       const view = collectionView(this.compiled.get(rules.collectionId, rules.version, rules.rules), claims);
-      if (view.operations.length > 0) viewed.push({ name, schema, view, relations });
+      if (view.operations.length > 0) viewed.push({ name, schema, view, relations, ttl });
     }
     return viewed;
   }

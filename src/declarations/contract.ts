@@ -63,7 +63,13 @@ function servedOf(model: Record<string, ModelCollection>, names: ReadonlySet<str
       }
     }
     const rules = collection.rules === null ? null : { collectionId: ids * (index + 1), version: 1, rules: collection.rules };
-    served.push({ name, schema: collection.schema as Record<string, unknown> | null, relations, rules });
+    served.push({
+      name,
+      schema: collection.schema as Record<string, unknown> | null,
+      relations,
+      rules,
+      ttl: collection.ttl?.field ?? null,
+    });
   }
   return served;
 }

@@ -118,7 +118,10 @@ async function pageAfter(store: Store, feed: Deps['feed'], subscription: Subscri
   const { collectionId, kinds, view, lastSeq } = subscription;
   const recent = feed.changesAfter(collectionId, since, limit, lastSeq);
   if (!recent) return readPage(store, subscription, since, limit);
-  return { texts: textsOf(recent, kinds, view), nextSince: recent.at(-1)?.event.seq ?? since, caughtUp: true };
+  const texts = textsOf(recent, kinds, view);
+  // The tail holds up to two pages it forwarded: more than a page's characters is read as a page, bounded.
+  if (texts.reduce((chars, text) => chars + text.length, 0) > PAGE_CHARS) return readPage(store, subscription, since, limit);
+  return { texts, nextSince: recent.at(-1)?.event.seq ?? since, caughtUp: true };
 }
 
 /** The messages of `deliveries` as the subscription's subscriber would get them: of its kinds, in its view. */

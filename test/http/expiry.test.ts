@@ -85,6 +85,44 @@ describeEachBackend('rows that expire', (backend) => {
       expect((await client.put(`/v1/collections/${name}/ttl`, { field: 'expires_at' })).status).to.equal(200);
     });
 
+    it("says the field's meaning in the account's documents, on the typed collection's row types, and no more once it is removed", async () => {
+      const name = await collection(false);
+      const schema = {
+        type: 'object',
+        properties: { expires_at: { type: 'string', format: 'date-time', description: 'The end.' }, n: {} },
+      };
+      expect((await client.put(`/v1/collections/${name}/schema`, schema)).status).to.equal(200);
+      const prefix = `${name[0].toUpperCase()}${name.slice(1)}`;
+      const described = async () => {
+        const openapi = await client.get<{
+          components: { schemas: Record<string, { properties: Record<string, { description?: string }> }> };
+        }>('/v1/openapi.json');
+        const asyncapi = await client.get<{
+          components: { schemas: Record<string, { properties: Record<string, { description?: string }> }> };
+        }>('/v1/asyncapi.json');
+        const { schemas } = openapi.body.components;
+        return {
+          openapi: ['Row', 'Insert', 'Patch'].map((kind) => schemas[`${prefix}${kind}`]?.properties.expires_at?.description),
+          asyncapi: asyncapi.body.components.schemas[`${prefix}Row`]?.properties.expires_at?.description,
+          other: schemas[`${prefix}Row`]?.properties.n?.description,
+          tag: openapi.headers.get('etag'),
+        };
+      };
+      const before = await described();
+      expect(before.openapi).to.deep.equal(['The end.', 'The end.', 'The end.']);
+
+      expect((await client.put(`/v1/collections/${name}/ttl`, { field: 'expires_at' })).status).to.equal(200);
+
+      const after = await described();
+      expect(after.tag).to.not.equal(before.tag);
+      for (const said of [...after.openapi, after.asyncapi]) {
+        expect(said).to.match(/^When the row expires: the collection's time to live \(docs\/expiry\.md\)\..* never expires\. The end\.$/);
+      }
+      expect(after.other).to.equal(undefined);
+      expect((await client.delete(`/v1/collections/${name}/ttl`)).status).to.equal(204);
+      expect((await described()).openapi).to.deep.equal(['The end.', 'The end.', 'The end.']);
+    });
+
     it('refuses a later schema that could not hold the date-time, naming its keyword, until the time to live is removed', async () => {
       const name = await collection();
       const number = { type: 'object', properties: { expires_at: { type: 'number' } } };

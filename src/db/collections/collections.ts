@@ -104,14 +104,16 @@ export async function listCollectionContracts({ query, codePointOrder }: Dialect
     relations: string | null;
     rules: string | null;
     rules_version: number | string;
+    ttl_field: string | null;
   }>(listCollectionContractsSql(codePointOrder), [accountId]);
-  return rows.map(({ id, name, schema, relations, rules, rules_version }) => ({
+  return rows.map(({ id, name, schema, relations, rules, rules_version, ttl_field }) => ({
     name,
     schema: schema === null ? null : (JSON.parse(schema) as Record<string, unknown>),
     relations: shownRelations(relations === null ? null : (JSON.parse(relations) as RelationLinks)).map(
       ({ name: relation, kind, collection }) => ({ name: relation, kind, collection }),
     ),
     rules: rules === null ? null : { collectionId: Number(id), version: Number(rules_version), rules: JSON.parse(rules) as Rules },
+    ttl: ttl_field,
   }));
 }
 
@@ -122,6 +124,8 @@ export interface CollectionContractData {
   /** Its relations, both directions: each one's name, kind and the collection of its rows. */
   relations: { name: string; kind: 'to_one' | 'to_many'; collection: string }[];
   rules: StoredRules | null;
+  /** The field of its time to live (docs/expiry.md), null for none. */
+  ttl: string | null;
 }
 
 /** The collection, with its schema (null for none) and its relations, both directions. */
