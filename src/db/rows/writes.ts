@@ -186,7 +186,7 @@ export async function deleteRowsIn(
     const { lastSeq, sorted } = await advance(db, trx, accountId, collection, matched.length, 0, -matched.length);
     // Deleted by the ids matched, through the primary keys, not by the filter again: the collection is
     // held, so they are the rows it matches, and a filter read twice in one statement is a plan the
-    // database may get wrong (a sweep of a just-filled collection on PostgreSQL ran for minutes).
+    // database may get wrong (docs/expiry.md, "Deleted within seconds").
     const byId = db.rowIdsSql(matched.map((row) => row.id));
     if (sorted.length > 0) await db.run(trx, deleteKeysWhereSql(byId.sql), [id, id, ...byId.params], true);
     await db.run(trx, deleteRowsWhereSql(byId.sql), [id, ...byId.params], true);
