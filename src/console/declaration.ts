@@ -4,7 +4,7 @@
 // secret. Only an admin key of every collection may read it (x-rowbase-scope): another key's 403 is said
 // in words, in place of the file.
 import { html } from 'htm/preact';
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useMemo, useState } from 'preact/hooks';
 import { type Api, ApiError, describe, type PulledDeclaration } from './api.ts';
 import { Refused, Status } from './parts.ts';
 
@@ -21,14 +21,18 @@ export function DeclarationView({ api }: { api: Api }) {
       else setError(describe(failure));
     });
   }, [api]);
-  // The file as a blob's URL, for the download link; released when the text changes or the view goes.
-  const [href, setHref] = useState<string>();
-  useEffect(() => {
-    if (pulled === undefined) return;
-    const url = URL.createObjectURL(new Blob([pulled.yaml], { type: 'application/yaml' }));
-    setHref(url);
-    return () => URL.revokeObjectURL(url);
-  }, [pulled]);
+  // The file as a blob's URL, for the download link, made in the render that shows the file (the link
+  // and the file appear together); released when the text changes or the view goes.
+  const href = useMemo(
+    () => (pulled === undefined ? undefined : URL.createObjectURL(new Blob([pulled.yaml], { type: 'application/yaml' }))),
+    [pulled],
+  );
+  useEffect(
+    () => () => {
+      if (href !== undefined) URL.revokeObjectURL(href);
+    },
+    [href],
+  );
 
   if (refused) {
     return html`

@@ -311,6 +311,8 @@ describe('the web console’s relations, in Chromium', function () {
     await page.waitForSelector('tbody tr[data-id="1"] a[aria-label$="row 7"]');
     await page.click('button[aria-label="Open row 1"]');
     await page.waitForSelector(`${picker} option[value="8"]`);
+    // The related rows, read after the form, move the buttons down when they come: wait for them first.
+    await page.waitForSelector('dialog[open] .related dl');
     expect(await chosen()).to.equal('7');
     await page.select(picker, '');
     await page.click('dialog[open] button[type=submit]');
