@@ -91,14 +91,28 @@ export async function startServer(
 /** Runs `node <script> <args>` to its end; answers its stdout, or rejects with its stderr when it fails. */
 export const runToEnd = (script: string, args: string[], env: NodeJS.ProcessEnv = {}) => outputOf(spawnNode(script, args, env));
 
-/** Waits for a spawned child to end; answers its stdout, or rejects with its stderr when it fails. */
-export async function outputOf(child: ChildProcess): Promise<string> {
+/**
+ * Waits for a spawned child to end; answers its stdout, or rejects with its stderr when it fails. Given
+ * `limitMs`, a child still running then is killed and the wait rejects, naming the limit: a workload that
+ * hangs fails the run rather than holding it.
+ */
+export async function outputOf(child: ChildProcess, limitMs?: number): Promise<string> {
   const stderr = tail(child);
   let stdout = '';
   child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
     stdout += chunk;
   });
+  let overran = false;
+  const timer =
+    limitMs === undefined
+      ? undefined
+      : setTimeout(() => {
+          overran = true;
+          child.kill('SIGKILL');
+        }, limitMs);
   const [code, signal] = await once(child, 'close'); // after its output is all read, unlike 'exit'
+  clearTimeout(timer);
+  if (overran) throw new Error(`${commandOf(child)} was still running after ${limitMs! / 1000} s, and was killed: ${stderr()}`);
   if (code !== 0) throw new Error(`${commandOf(child)} exited ${code ?? signal}: ${stderr()}`);
   return stdout;
 }
@@ -200,7 +214,8 @@ export function sampleRss(pid: number, intervalMs: number): { done(): number } {
     if (now > peak) peak = now; // NaN once the process is gone
   };
   sample();
-  const timer = setInterval(sample, intervalMs);
+  // Unreferenced: a workload that fails leaves its samplers running, and they must not hold the run open.
+  const timer = setInterval(sample, intervalMs).unref();
   return {
     done() {
       clearInterval(timer);
@@ -242,7 +257,8 @@ export function sampleCpu(pid: number, intervalMs: number): { done(windowUs: [nu
   const samples: (CpuUs & { atUs: number })[] = [];
   const sample = () => samples.push({ atUs: Number(process.hrtime.bigint() / 1000n), ...cpuUs(pid) });
   sample();
-  const timer = setInterval(sample, intervalMs);
+  // Unreferenced: a workload that fails leaves its samplers running, and they must not hold the run open.
+  const timer = setInterval(sample, intervalMs).unref();
   return {
     done([from, to]) {
       clearInterval(timer);

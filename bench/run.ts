@@ -896,7 +896,7 @@ async function measure(
   }
   const rss = sampleRss(watched, settings.rssSampleMs);
   const cpu = sampleCpu(watched, settings.rssSampleMs);
-  const measured: Measured = parseMeasured(await outputOf(child));
+  const measured: Measured = parseMeasured(await outputOf(child, settings.workloadLimitSeconds * 1000));
   const peakRssKb = rss.done();
   const used = cpu.done(measured.windowUs);
   const perRequest = (us: number) => us / measured.requests;

@@ -51,6 +51,8 @@ export interface Settings {
   profileSeconds: number;
   /** Grace for any child process to stop after SIGTERM before it is killed. */
   stopGraceMs: number;
+  /** The longest a workload's client may run: one still running then is killed, and the run fails. */
+  workloadLimitSeconds: number;
   /**
    * fanout: WebSocket subscribers of one collection, spread over `fanoutProcesses` client processes,
    * and the writer's steady rate of one-row inserts a second (for `durationSeconds` after `warmupSeconds`).
@@ -142,6 +144,7 @@ const full: Settings = {
   profileWorkloads: ['get-row', 'list'],
   profileSeconds: 8,
   stopGraceMs: 5000,
+  workloadLimitSeconds: 900,
   fanoutSubscribers: 1000,
   fanoutProcesses: 4,
   fanoutRate: 20,
