@@ -165,7 +165,7 @@ const relatedListing = (source: Pick<PageSource, 'relatedRows'>): Listing => {
   const many = { ...read, order: [{ field: 'n', direction: 'desc' as const }], each: 11, joined: 10 };
   return [
     ['relatedRows(to-one, by id)', source.relatedRows({ ...read, by: 'id' }).sql],
-    ['relatedRows(to-many, through a sort index, by a field desc)', source.relatedRows({ ...many, by: { slot: 0 } }).sql],
+    ['relatedRows(to-many, through a sort index, by a field desc)', source.relatedRows({ ...many, by: { index: 'post_id' } }).sql],
     ['relatedRows(to-many, by the field of each row, by a field desc)', source.relatedRows({ ...many, by: { field: 'post_id' } }).sql],
   ];
 };

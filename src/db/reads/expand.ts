@@ -136,28 +136,31 @@ async function readRelated(source: PageSource, accountId: number, expansion: Exp
 
 /**
  * By each of `keys`, the related rows of a relation in one statement (PageSource.relatedRows): a to-one's
- * row by its id; a to-many's rows naming it, through the relation field's sort index (or, when the
- * collection has none, by the field of each row), in the expansion's order, its limit and one more.
+ * row by its id; a to-many's rows naming it, through the relation field's sort index, in the expansion's
+ * order, its limit and one more (when the collection has no such index, a second statement reads them by
+ * the field of each row).
  */
 async function readLevel(source: PageSource, accountId: number, expansion: Expansion, keys: number[]): Promise<Map<number, Related>> {
   const found = new Map<number, Related>();
   if (keys.length === 0) return found;
   const toMany = expansion.kind === 'to_many';
-  // A to-many's collection as the snapshot has it (404 when it is gone), and its sort index of the field.
-  const index = toMany ? await lookUpIndex(source, accountId, expansion.collection, [expansion.field]) : undefined;
-  const slot = index ? index.sorted.indexOf(expansion.field) : -1;
   const read: RelatedRead = {
-    collection: index ? byId(index.id) : byName(accountId, expansion.collection),
+    collection: byName(accountId, expansion.collection),
     keys,
-    by: !toMany ? 'id' : slot >= 0 ? { slot } : { field: expansion.field },
+    by: toMany ? { index: expansion.field } : 'id',
     where: expansion.filter && source.filterSql(expansion.filter),
     order: toMany ? expansion.order : BY_ID,
     each: toMany ? expansion.limit + 1 : 1,
     joined: toMany ? expansion.limit : 1,
   };
-  const { sql, params } = source.relatedRows(read);
+  let parts = await readParts(source, read);
+  if (parts.some((part) => part.k === null)) {
+    // No sort index of the field (the collection has as many as it may), or no collection (404).
+    const { id } = await lookUpIndex(source, accountId, expansion.collection, [expansion.field]);
+    parts = await readParts(source, { ...read, collection: byId(id), by: { field: expansion.field } });
+  }
   let chars = 0;
-  for (const part of await source.read<RelatedPart>(sql, params)) {
+  for (const part of parts) {
     // No text for rows that are there: PostgreSQL found them longer than a page may be.
     if (part.json === null && Number(part.n) > 0) throw pageTooLarge();
     const json = part.json ?? '';
@@ -166,6 +169,11 @@ async function readLevel(source: PageSource, accountId: number, expansion: Expan
     found.set(Number(part.k), { n: Number(part.n), json });
   }
   return found;
+}
+
+function readParts(source: PageSource, read: RelatedRead): Promise<RelatedPart[]> {
+  const { sql, params } = source.relatedRows(read);
+  return source.read<RelatedPart>(sql, params);
 }
 
 const BY_ID: SortKey[] = [{ field: 'id', direction: 'asc' }];

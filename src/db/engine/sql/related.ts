@@ -15,10 +15,12 @@ export interface RelatedRead {
   /** The keys: the ids of the related rows (to-one), or the ids of the page's rows, which the related rows' field holds (to-many). */
   keys: readonly number[];
   /**
-   * How a key finds its rows: by their `id` (to-one); to-many, by the relation field's sort index in
-   * `slot`, or without one by the `field` of each row of the collection.
+   * How a key finds its rows: by their `id` (to-one); to-many, through the sort index of the relation's
+   * field (`index`), its slot looked up by the same statement, which answers a row of a null key when
+   * the collection has no such index (or is gone); or without one, by the `field` of each row of the
+   * collection.
    */
-  by: 'id' | { slot: number } | { field: string };
+  by: 'id' | { index: string } | { field: string };
   /** A condition on `rows` the related rows hold (the caller's filter, the read rule). */
   where?: Sql;
   order: readonly SortKey[];
@@ -30,9 +32,10 @@ export interface RelatedRead {
 /**
  * One row of a relatedRows statement: a key, how many rows it has (at most `each`), and the JSON texts
  * of its first `joined` of them in their order, joined by commas (on PostgreSQL null, beside a count above
- * 0, when they weigh more than a page may). Keys without rows have no row.
+ * 0, when they weigh more than a page may). Keys without rows have no row; a null key says the sort index
+ * read through is none (RelatedRead.by).
  */
-export type RelatedPart = { k: number | string; n: number | string; json: string | null };
+export type RelatedPart = { k: number | string | null; n: number | string | null; json: string | null };
 
 /** What differs between the dialects in a relatedRows statement. */
 export interface RelatedJson {
@@ -40,6 +43,8 @@ export interface RelatedJson {
   keys(list: string, type: 'id' | 'num'): Sql;
   /** A row's `field` as a number (null when it holds none), as a sort key's number compares with a key. */
   fieldKey(field: string): Sql;
+  /** The slot of the collection's sort index of `field` (bound), null when it has none: a scalar subquery on the collection's `id`. */
+  slotOf(id: Sql, field: string): Sql;
   /** The keys of `sort_keys k` joined with their rows, as `rows`. */
   keyedRows: string;
   /** The JSON texts of rows whose number in their key's order is `rn`, the first `joined` of them, joined in that order. */
@@ -67,11 +72,14 @@ export function relatedPage(json: RelatedJson, byField: FieldOrder, read: Relate
   // Ties break by id, in the last key's direction.
   if (!order.some((key) => key.field === 'id')) placed.push(`id ${order.at(-1)?.direction ?? 'asc'}`);
   const list = JSON.stringify(keys);
-  let [key, from, keyed] = [raw('rows.id'), raw('rows'), sql`rows.id in ${json.keys(list, 'id')}`];
-  if (by !== 'id' && 'slot' in by) {
+  let [key, from, keyed, noIndex] = [raw('rows.id'), raw('rows'), sql`rows.id in ${json.keys(list, 'id')}`, raw('')];
+  if (by !== 'id' && 'index' in by) {
+    const slot = json.slotOf(collection.id, by.index);
     key = raw('k.num');
     from = raw(json.keyedRows);
-    keyed = sql`k.collection_id = ${collection.id} and k.slot = ${by.slot} and k.rank = 1 and k.num in ${json.keys(list, 'num')}`;
+    keyed = sql`k.collection_id = ${collection.id} and k.slot = ${slot} and k.rank = 1 and k.num in ${json.keys(list, 'num')}`;
+    noIndex = sql`
+    union all select null, null, null where ${slot} is null`;
   } else if (by !== 'id') {
     key = json.fieldKey(by.field);
     keyed = sql`${key} in ${json.keys(list, 'num')}`;
@@ -82,5 +90,5 @@ export function relatedPage(json: RelatedJson, byField: FieldOrder, read: Relate
       from (select ${key} as k, ${{ sql: columns, params: bindings }} from ${from}
         where rows.collection_id = ${collection.id} and ${keyed} and ${raw(json.live)}${filtered}) r) r
     where rn <= ${each}
-    group by k`;
+    group by k${noIndex}`;
 }

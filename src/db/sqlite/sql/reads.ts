@@ -133,6 +133,7 @@ const relatedJson: RelatedJson = {
     const { type, value, key } = field(name);
     return { sql: `(case when ${type} = 'integer' then ${value} end)`, params: [key, key] };
   },
+  slotOf: (id, field) => sql`(select j.key from collections c, json_each(c.sorted) j where c.id = ${id} and j.value = ${field})`,
   keyedRows: 'sort_keys k cross join rows on rows.collection_id = k.collection_id and rows.id = k.row_id',
   rows: (joined) => `group_concat(case when rn <= ${joined} then ${rowJsonSql} end, ',' order by rn)`,
   live: liveRow('rows'),
