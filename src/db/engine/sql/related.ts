@@ -4,7 +4,7 @@
 // joined as JSON text, one row of the answer for each key. Each dialect gives how it binds the keys, joins
 // a key's rows and reads their fields for an order (RelatedJson, FieldOrder): sqlite/sql/reads.ts,
 // postgres/sql/reads.ts.
-import type { SortKey } from '../../../query/order.ts';
+import { ordersRelated, type SortKey } from '../../../query/order.ts';
 import type { SqlValue } from '../dialect.ts';
 import type { CollectionRef, FieldOrder, Statement } from './pages.ts';
 import { raw, type Sql, sql } from './template.ts';
@@ -51,6 +51,8 @@ export interface RelatedJson {
   rows(joined: number): string;
   /** The condition on `rows` that keeps the rows that have not expired (docs/expiry.md). */
   live: string;
+  /** Ends the subquery of the rows ordered through a relation, so that each related row is looked up once (PageJson's). */
+  fence: string;
 }
 
 /** The statement of a relation's rows for a whole page: its rows are RelatedPart. */
@@ -85,10 +87,11 @@ export function relatedPage(json: RelatedJson, byField: FieldOrder, read: Relate
     keyed = sql`${key} in ${json.keys(list, 'num')}`;
   }
   const filtered = where ? sql` and (${where})` : raw('');
+  const fence = raw(ordersRelated(order) ? ` ${json.fence}` : '');
   return sql`select k, count(*) as n, ${raw(json.rows(joined))} as json
     from (select r.*, row_number() over (partition by k order by ${raw(placed.join(', '))}) as rn
       from (select ${key} as k, ${{ sql: columns, params: bindings }} from ${from}
-        where rows.collection_id = ${collection.id} and ${keyed} and ${raw(json.live)}${filtered}) r) r
+        where rows.collection_id = ${collection.id} and ${keyed} and ${raw(json.live)}${filtered}${fence}) r) r
     where rn <= ${each}
     group by k${noIndex}`;
 }

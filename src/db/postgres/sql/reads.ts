@@ -100,6 +100,7 @@ const relatedJson: RelatedJson = {
   rows: (joined) =>
     `case when sum(octet_length(data)) <= ${MAX_PAGE_BYTES} then string_agg(${rowJsonSql}, ',' order by rn) filter (where rn <= ${joined}) end`,
   live: liveRow('rows'),
+  fence: pageJson.fence,
 };
 
 /** Ids are assigned from 1 and never reach 2^53 (rows.ts, assignable()). */

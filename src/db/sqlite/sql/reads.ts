@@ -137,6 +137,7 @@ const relatedJson: RelatedJson = {
   keyedRows: 'sort_keys k cross join rows on rows.collection_id = k.collection_id and rows.id = k.row_id',
   rows: (joined) => `group_concat(case when rn <= ${joined} then ${rowJsonSql} end, ',' order by rn)`,
   live: liveRow('rows'),
+  fence: pageJson.fence,
 };
 
 /** A field of the row, as the columns `t<index>` and `v<index>`. */
