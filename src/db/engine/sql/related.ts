@@ -47,7 +47,7 @@ export interface RelatedJson {
   slotOf(id: Sql, field: string): Sql;
   /** The keys of `sort_keys k` joined with their rows, as `rows`. */
   keyedRows: string;
-  /** The JSON texts of rows whose number in their key's order is `rn`, the first `joined` of them, joined in that order. */
+  /** The JSON texts of a key's rows, numbered `rn` in their order and coming in it, the first `joined` of them, joined in that order. */
   rows(joined: number): string;
   /** The condition on `rows` that keeps the rows that have not expired (docs/expiry.md). */
   live: string;
@@ -88,10 +88,11 @@ export function relatedPage(json: RelatedJson, byField: FieldOrder, read: Relate
   }
   const filtered = where ? sql` and (${where})` : raw('');
   const fence = raw(ordersRelated(order) ? ` ${json.fence}` : '');
+  // Numbered, cut, then sorted by key and number, so that each key's rows come to its group in their order.
   return sql`select k, count(*) as n, ${raw(json.rows(joined))} as json
-    from (select r.*, row_number() over (partition by k order by ${raw(placed.join(', '))}) as rn
+    from (select * from (select r.*, row_number() over (partition by k order by ${raw(placed.join(', '))}) as rn
       from (select ${key} as k, ${{ sql: columns, params: bindings }} from ${from}
         where rows.collection_id = ${collection.id} and ${keyed} and ${raw(json.live)}${filtered}${fence}) r) r
-    where rn <= ${each}
+      where rn <= ${each} order by k, rn) r
     group by k${noIndex}`;
 }

@@ -135,7 +135,9 @@ const relatedJson: RelatedJson = {
   },
   slotOf: (id, field) => sql`(select j.key from collections c, json_each(c.sorted) j where c.id = ${id} and j.value = ${field})`,
   keyedRows: 'sort_keys k cross join rows on rows.collection_id = k.collection_id and rows.id = k.row_id',
-  rows: (joined) => `group_concat(case when rn <= ${joined} then ${rowJsonSql} end, ',' order by rn)`,
+  // Joined as they come (pageJsonSql): the subquery hands each key's rows over in their order; an ORDER BY of
+  // group_concat would sort them again.
+  rows: (joined) => `group_concat(case when rn <= ${joined} then ${rowJsonSql} end, ',')`,
   live: liveRow('rows'),
   fence: pageJson.fence,
 };
