@@ -159,6 +159,17 @@ function pageListing(
   ];
 }
 
+/** The rows related to a page's, for a relation of the whole page: a to-one's by id, a to-many's through a sort index or by its field, ordered by a field. */
+const relatedListing = (source: Pick<PageSource, 'relatedRows'>): Listing => {
+  const read = { collection: byId(1), keys: [1, 2], where: raw('<filter>'), order: [], each: 1, joined: 1 };
+  const many = { ...read, order: [{ field: 'n', direction: 'desc' as const }], each: 11, joined: 10 };
+  return [
+    ['relatedRows(to-one, by id)', source.relatedRows({ ...read, by: 'id' }).sql],
+    ['relatedRows(to-many, through a sort index, by a field desc)', source.relatedRows({ ...many, by: { index: 'post_id' } }).sql],
+    ['relatedRows(to-many, by the field of each row, by a field desc)', source.relatedRows({ ...many, by: { field: 'post_id' } }).sql],
+  ];
+};
+
 /** An aggregate of every kind, grouped by two fields, filtered; and the count that reads a sort index's keys alone. */
 const aggregate: AggregateQuery = {
   groupBy: ['status', 'owner'],
@@ -192,6 +203,7 @@ function sqliteListing(): Listing {
     ['rowsSql', sqlite.rowsSql],
     ['patchedRowSql', sqlite.patchedRowSql],
     ...directions.flatMap((order) => pageListing(sqlite, order)),
+    ...relatedListing(sqlite),
     // SQLite reads a field by a JSON path; a name no path spells is read another way.
     ...directions.map((order): [string, string] => [
       `orderedPage(by a field no JSON path spells, ${order})`,
@@ -236,6 +248,7 @@ function postgresListing(): Listing {
     ['holdOnceSql', postgres.holdOnceSql],
     ['pruneOnceSql', postgres.pruneOnceSql],
     ...directions.flatMap((order) => pageListing(postgres, order)),
+    ...relatedListing(postgres),
     ['insertBatchSql', postgres.insertBatchSql],
     ['insertBatchWithAnswersSql', postgres.insertBatchWithAnswersSql],
     ['namingInsertBatchSql', postgres.namingInsertBatchSql],

@@ -589,6 +589,41 @@ from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
   limit +$3) k
 cross join lateral (select id, data from rows where collection_id = $1 and id = k.row_id offset 0) r;
 
+-- relatedRows(to-one, by id)
+select k, count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by rn) filter (where rn <= 1) end as json
+from (select * from (select r.*, row_number() over (partition by k order by id asc) as rn
+  from (select rows.id as k, rows.id, rows.data from rows
+    where rows.collection_id = ? and rows.id in (select jsonb_array_elements_text(?::jsonb)::bigint) and (rows.expires_at is null or rows.expires_at > (select (extract(epoch from statement_timestamp()) * 1000)::bigint)) and (<filter>)) r) r
+  where rn <= ? order by k, rn) r
+group by k;
+
+-- relatedRows(to-many, through a sort index, by a field desc)
+select k, count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by rn) filter (where rn <= 10) end as json
+from (select * from (select r.*, row_number() over (partition by k order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
+    when 'array' then 4 else 0 end desc, case jsonb_typeof(j0) when 'number' then (j0)::numeric when 'boolean' then case when (j0)::boolean then 1 else 0 end end desc, (case when jsonb_typeof(j0) = 'string' then j0 #>> '{}' end) collate "C" desc, id desc) as rn
+  from (select k.num as k, rows.id, rows.data, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
+chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j0 from sort_keys k cross join lateral (select * from rows where collection_id = k.collection_id and id = k.row_id offset 0) rows
+    where rows.collection_id = ? and k.collection_id = ? and k.slot = (select (e.i - 1)::int from collections c cross join jsonb_array_elements_text(c.sorted::jsonb) with ordinality e(f, i)
+    where c.id = ? and e.f = ?) and k.rank = 1 and k.num in (select jsonb_array_elements_text(?::jsonb)::numeric) and (rows.expires_at is null or rows.expires_at > (select (extract(epoch from statement_timestamp()) * 1000)::bigint)) and (<filter>)) r) r
+  where rn <= ? order by k, rn) r
+group by k
+union all select null, null, null where (select (e.i - 1)::int from collections c cross join jsonb_array_elements_text(c.sorted::jsonb) with ordinality e(f, i)
+    where c.id = ? and e.f = ?) is null;
+
+-- relatedRows(to-many, by the field of each row, by a field desc)
+select k, count(*) as n, case when sum(octet_length(data)) <= 16777216 then string_agg('{"id":' || id || case data when '{}' then '}' else ',' || substr(data, 2) end, ',' order by rn) filter (where rn <= 10) end as json
+from (select * from (select r.*, row_number() over (partition by k order by case jsonb_typeof(j0) when 'number' then 1 when 'string' then 2 when 'boolean' then 3 when 'object' then 4
+    when 'array' then 4 else 0 end desc, case jsonb_typeof(j0) when 'number' then (j0)::numeric when 'boolean' then case when (j0)::boolean then 1 else 0 end end desc, (case when jsonb_typeof(j0) = 'string' then j0 #>> '{}' end) collate "C" desc, id desc) as rn
+  from (select (case when jsonb_typeof(regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
+chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ?) = 'number' then (regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
+chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ?)::numeric end) as k, rows.id, rows.data, regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
+chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ? as j0 from rows
+    where rows.collection_id = ? and (case when jsonb_typeof(regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
+chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ?) = 'number' then (regexp_replace(replace(replace(replace(replace(data, '\\', '\u005c'), '\u0001', '\u0001\u0002'), '\u0000', '\u0001\u0001'),
+chr(55295), chr(55295) || '\u0002'), '\\u[dD]([89a-fA-F][0-9a-fA-F]{2})', chr(55295) || '\\u0\1', 'g')::jsonb -> ?)::numeric end) in (select jsonb_array_elements_text(?::jsonb)::numeric) and (rows.expires_at is null or rows.expires_at > (select (extract(epoch from statement_timestamp()) * 1000)::bigint)) and (<filter>)) r) r
+  where rn <= ? order by k, rn) r
+group by k;
+
 -- insertBatchSql
 with counters as (
   update collections set last_row_id = last_row_id + $3, last_seq = last_seq + $3, row_count = row_count + $3

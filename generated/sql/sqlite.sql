@@ -535,6 +535,33 @@ from (select * from (select 0 as part, rank, num, str, row_id from sort_keys
   limit +?3) k
 cross join rows r on r.collection_id = ?1 and r.id = k.row_id;
 
+-- relatedRows(to-one, by id)
+select k, count(*) as n, group_concat(case when rn <= 1 then '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end end, ',') as json
+from (select * from (select r.*, row_number() over (partition by k order by id asc) as rn
+  from (select rows.id as k, rows.id, rows.data from rows
+    where rows.collection_id = ? and rows.id in (select value from json_each(?)) and (rows.expires_at is null or rows.expires_at > unixepoch('subsec') * 1000) and (<filter>)) r) r
+  where rn <= ? order by k, rn) r
+group by k;
+
+-- relatedRows(to-many, through a sort index, by a field desc)
+select k, count(*) as n, group_concat(case when rn <= 10 then '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end end, ',') as json
+from (select * from (select r.*, row_number() over (partition by k order by case when t0 is null or t0 = 'null' then 0 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
+    when t0 in ('true', 'false') then 3 else 4 end desc, case when t0 in ('object', 'array') then null else v0 end desc, id desc) as rn
+  from (select k.num as k, rows.id, rows.data, json_type(data, ?) as t0, json_extract(data, ?) as v0 from sort_keys k cross join rows on rows.collection_id = k.collection_id and rows.id = k.row_id
+    where rows.collection_id = ? and k.collection_id = ? and k.slot = (select j.key from collections c, json_each(c.sorted) j where c.id = ? and j.value = ?) and k.rank = 1 and k.num in (select value from json_each(?)) and (rows.expires_at is null or rows.expires_at > unixepoch('subsec') * 1000) and (<filter>)) r) r
+  where rn <= ? order by k, rn) r
+group by k
+union all select null, null, null where (select j.key from collections c, json_each(c.sorted) j where c.id = ? and j.value = ?) is null;
+
+-- relatedRows(to-many, by the field of each row, by a field desc)
+select k, count(*) as n, group_concat(case when rn <= 10 then '{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end end, ',') as json
+from (select * from (select r.*, row_number() over (partition by k order by case when t0 is null or t0 = 'null' then 0 when t0 in ('integer', 'real') then 1 when t0 = 'text' then 2
+    when t0 in ('true', 'false') then 3 else 4 end desc, case when t0 in ('object', 'array') then null else v0 end desc, id desc) as rn
+  from (select (case when json_type(data, ?) = 'integer' then json_extract(data, ?) end) as k, rows.id, rows.data, json_type(data, ?) as t0, json_extract(data, ?) as v0 from rows
+    where rows.collection_id = ? and (case when json_type(data, ?) = 'integer' then json_extract(data, ?) end) in (select value from json_each(?)) and (rows.expires_at is null or rows.expires_at > unixepoch('subsec') * 1000) and (<filter>)) r) r
+  where rn <= ? order by k, rn) r
+group by k;
+
 -- orderedPage(by a field no JSON path spells, asc)
 select count(*) as n, group_concat('{"id":' || id || case data when '{}' then '}' else ',' || substr(cast(data as blob), 2) end, ',') as json,
   (select last_seq from collections where account_id = ? and name = ?) as seq

@@ -44,6 +44,7 @@ import { expiringCollections, sweepExpiredBatch } from './expiry/sweep.ts';
 import { deleteTtl, getTtl, putTtl } from './expiry/ttl.ts';
 import { aggregateRows, getRow, listRows, sortBy } from './reads/rows.ts';
 import { bindRelations } from './relations/filters.ts';
+import type { Relation } from './relations/links.ts';
 import { deleteRelation, getRelation, listRelations, putRelation } from './relations/relations.ts';
 import { writeBatch } from './rows/batch.ts';
 import { exportCollection } from './rows/exports.ts';
@@ -201,6 +202,12 @@ export type Store = { [K in keyof typeof shared]: Bound<(typeof shared)[K]> } & 
      * Kept for up to half a second (ReadCache), and forgotten when this store changes rules or collections.
      */
     findRules(accountId: number, collection: string): Promise<CompiledRules>;
+    /**
+     * The collection's relations (listRelations), as reads through them resolve them (an expansion, a
+     * filter or an order through a relation); 404 for no such collection. Kept for up to half a second
+     * (ReadCache), and forgotten when this store changes relations or collections.
+     */
+    findRelations(accountId: number, collection: string): Promise<Relation[]>;
     /** Wake-ups after each committed change of a collection, this instance's and, on PostgreSQL, every other's. */
     changes: WakeUps;
     /** Each wait for a connection of the database, as it ends (waits.ts): what the metrics show of the pools. */
@@ -233,7 +240,10 @@ export function assembleStore(db: PagedDialect, backups: Backups, codes: ErrorCo
       };
   const bound = Object.fromEntries([
     ...Object.entries(shared).map(([name, operation]) => [name, translated((...args) => (operation as SharedFunction)(db, ...args))]),
-  ]) as Omit<Store, 'findPrincipal' | 'findIssuers' | 'findRules' | 'changes' | 'waits' | 'knex' | 'close' | 'isOpen' | 'backup'>;
+  ]) as Omit<
+    Store,
+    'findPrincipal' | 'findIssuers' | 'findRules' | 'findRelations' | 'changes' | 'waits' | 'knex' | 'close' | 'isOpen' | 'backup'
+  >;
   const compiled = new CompiledRulesCache();
   // By `<account id> <collection>`: a collection's name holds no space.
   const rules = new ReadCache(async (key: string) => {
@@ -241,6 +251,16 @@ export function assembleStore(db: PagedDialect, backups: Backups, codes: ErrorCo
     const stored = await bound.getRules(Number(key.slice(0, space)), key.slice(space + 1));
     return stored ? compiled.get(stored.collectionId, stored.version, stored.rules) : NO_ACCESS;
   });
+  // By `<account id> <collection>`, as the rules.
+  const relations = new ReadCache(async (key: string) => {
+    const space = key.indexOf(' ');
+    return bound.listRelations(Number(key.slice(0, space)), key.slice(space + 1));
+  });
+  /** Forgets the rules and relations kept: after a change of either, or of the collections, in this process. */
+  const forgetShapes = () => {
+    rules.forget();
+    relations.forget();
+  };
   const principals = new PrincipalCache((key) => bound.principalOf(hashKey(key)));
   const issuers = new ReadCache(
     async (accountId: number): Promise<AccountIssuers> => ({ accountId, issuers: await bound.listIssuers(accountId) }),
@@ -285,29 +305,40 @@ export function assembleStore(db: PagedDialect, backups: Backups, codes: ErrorCo
       return deleted;
     },
     findRules: (accountId, collection) => rules.find(`${accountId} ${collection}`),
+    findRelations: (accountId, collection) => relations.find(`${accountId} ${collection}`),
+    // In this process, a relation declared or removed takes effect at once.
+    async putRelation(...args) {
+      const put = await bound.putRelation(...args);
+      relations.forget();
+      return put;
+    },
+    async deleteRelation(...args) {
+      await bound.deleteRelation(...args);
+      relations.forget();
+    },
     // In this process, changed rules, and a collection made or deleted, take effect at once.
     async putRules(accountId, collection, set, once) {
       const put = await bound.putRules(accountId, collection, set, once);
-      rules.forget();
+      forgetShapes();
       return put;
     },
     async deleteRules(accountId, collection, once) {
       await bound.deleteRules(accountId, collection, once);
-      rules.forget();
+      forgetShapes();
     },
     async createCollection(...args) {
       const created = await bound.createCollection(...args);
-      rules.forget();
+      forgetShapes();
       return created;
     },
     async deleteCollection(...args) {
       await bound.deleteCollection(...args);
-      rules.forget();
+      forgetShapes();
     },
     // A declaration changes collections, rules and issuers at once.
     async applyDeclaration(...args) {
       const steps = await bound.applyDeclaration(...args);
-      rules.forget();
+      forgetShapes();
       issuers.forget();
       return steps;
     },

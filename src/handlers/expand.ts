@@ -62,7 +62,7 @@ export async function expansionsOf(
     throw validationFailed(`Relations expand ${MAX_DEPTH} deep at most.`, [
       { ...at(names[0]), message: `${at(names[0]).message} expands deeper than ${MAX_DEPTH} relations`.trim() },
     ]);
-  const relations = await store.listRelations(principal.accountId, collection);
+  const relations = await store.findRelations(principal.accountId, collection);
   const expansions: Expansion[] = [];
   for (const name of names) {
     const options = query[name];

@@ -92,7 +92,7 @@ class Resolver {
   private async relationOf(collection: string, condition: RelatedCondition): Promise<Relation> {
     let relations = this.relations.get(collection);
     if (!relations) {
-      relations = this.store.listRelations(this.principal.accountId, collection);
+      relations = this.store.findRelations(this.principal.accountId, collection);
       this.relations.set(collection, relations);
     }
     const kind = condition.op === '$match' ? 'to_one' : 'to_many';
@@ -123,7 +123,7 @@ export async function relatedOrder(
   at: (index: number) => FilterPlace,
 ): Promise<SortKey[]> {
   if (!order.some(({ field }) => field.includes('.'))) return order;
-  const relations = (await store.listRelations(principal.accountId, collection)).filter((relation) => relation.kind === 'to_one');
+  const relations = (await store.findRelations(principal.accountId, collection)).filter((relation) => relation.kind === 'to_one');
   const keys: SortKey[] = [];
   for (const [index, key] of order.entries()) {
     const dot = key.field.indexOf('.');

@@ -151,6 +151,47 @@ describeEachBackend('expand', (backend) => {
     }
   });
 
+  it("reads a to-many's rows by the field of each row where the collection may have no sort index of it", async () => {
+    const bare = await startTestServer({ sortIndexMinRows: 0, sortIndexMax: 0 }, { backend });
+    try {
+      const other = await bare.client();
+      for (const [name, rows] of [
+        ['posts', posts],
+        ['comments', comments],
+      ] as const) {
+        expect((await other.post('/v1/collections', { name })).status).to.equal(201);
+        expect(
+          (
+            await other.post(
+              `/v1/collections/${name}/rows`,
+              rows.map(({ id, ...fields }) => fields),
+            )
+          ).status,
+        ).to.equal(201);
+      }
+      const related = await other.put('/v1/collections/comments/relations/post', {
+        field: 'post_id',
+        collection: 'posts',
+        reverse: 'comments',
+      });
+      expect(related.status).to.equal(200);
+      const answer = await other.post<{ rows: Row[] }>('/v1/collections/posts/query', {
+        limit: 12,
+        expand: { comments: { limit: 2, order: [{ field: 'score', direction: 'desc' }] } },
+      });
+      expect(answer.status, JSON.stringify(answer.body)).to.equal(200);
+      const byScore = (a: Row, b: Row) => (b.score as number) - (a.score as number) || b.id - a.id;
+      expect(answer.body.rows).to.deep.equal(
+        posts.slice(0, 12).map((post) => {
+          const { rows, cut } = commentsOf(post, 2, () => true, byScore);
+          return { ...post, _expand: { comments: rows, ...(cut ? { $cut: ['comments'] } : {}) } };
+        }),
+      );
+    } finally {
+      await bare.stop();
+    }
+  });
+
   it('refuses a relation that is none, one deeper than 3, and a to-one with a limit, naming each', async () => {
     const refused = async (url: string, body?: object) => {
       const answer = body ? await client.post<Problem>(url, body) : await client.get<Problem>(url);

@@ -8,6 +8,7 @@ import type { KnownIndexes, SortIndexLimits } from '../collections/sort-indexes.
 import type { Dialect, KeyBounds, SqlValue } from './dialect.ts';
 import type { CollectionRef, SortedPages, Statement } from './sql/pages.ts';
 import type { KeysWithin } from './sql/reads.ts';
+import type { RelatedRead } from './sql/related.ts';
 import type { Sql } from './sql/template.ts';
 
 /**
@@ -45,6 +46,8 @@ export interface PageSource extends SortedPages {
   keyBoundsSql(bounds: KeyBounds): Sql;
   /** A page of the rows `filter` keeps among those of `keys`, in their order, from `offset`, at most `limit`; its one row is a PagePart. */
   filteredSortedPage(keys: KeysWithin, filter: Sql, limit: number, offset: number): Statement;
+  /** The rows related to a page's, for one relation of the whole page (../reads/expand.ts); its rows are RelatedPart. */
+  relatedRows(read: RelatedRead): Statement;
   /** Whether a sort index keys strings whole (SQLite), or cut (PostgreSQL: postgres/sql/collections.ts, POSTGRES_KEY_CHARS). */
   wholeStringKeys: boolean;
   /** The slot of `field`'s sort index in the collection, made now if it has none; -1 when it holds `max` already. */

@@ -20,7 +20,7 @@ import { listenForChanges, postgresRowPort } from './rows.ts';
 import { makeSortIndex } from './sort-indexes.ts';
 import { POSTGRES_KEY_CHARS, uniqueIndexSql } from './sql/collections.ts';
 import { CHANNEL, notifySql } from './sql/engine.ts';
-import { aggregateSql, filteredSortedPage, orderedPage, sortedPage, sortedPageAfter } from './sql/reads.ts';
+import { aggregateSql, filteredSortedPage, orderedPage, relatedRows, sortedPage, sortedPageAfter } from './sql/reads.ts';
 import { existingIdsSql, rowIdsSql } from './sql/relations.ts';
 import { holdOnceSql, pruneOnceSql } from './sql/rows.ts';
 import { searchSql } from './sql/search.ts';
@@ -100,6 +100,7 @@ export async function openPostgres(
     keyBoundsSql,
     scoresSql: scoresWith(searchSql),
     filteredSortedPage,
+    relatedRows,
     wholeStringKeys: false,
     sortedPage,
     sortedPageAfter,

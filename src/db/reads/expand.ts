@@ -1,15 +1,22 @@
 // Expanded rows (openapi.yaml, `expand`; docs/relations.md): the rows related to those of a page, read in
 // the page's own snapshot (related.ts), each set in the top-level member EXPANDED of the row it is related to: a
 // to-one relation's row (or null), a to-many relation's rows (at most its limit; `$cut` names those cut
-// short). Each related row is read as a page of its own collection (readPage), so it is filtered,
-// ordered, found through its indexes and held to its collection's rules as any page is.
+// short). Each relation of a level is one statement for the whole page (../engine/sql/related.ts): a
+// to-one's rows by their ids, a to-many's through the relation field's sort index, at most its limit and
+// one more of each row, in their order; filtered and held to their collection's rules as a page's rows
+// are. Their JSON texts are set into the page's as they come, parsed only to read their own expansions,
+// pick their selected fields or drop a stored field named EXPANDED.
 
 import type { Filter } from '../../query/filter.ts';
 import type { SortKey } from '../../query/order.ts';
-import { EXPANDED, type Json, type Row } from '../../rows.ts';
+import { EXPANDED, type Json, MAX_PAGE_BYTES, type Row } from '../../rows.ts';
 import type { PageSource } from '../engine/read-port.ts';
+import { byId, byName } from '../engine/sql/pages.ts';
+import type { RelatedPart, RelatedRead } from '../engine/sql/related.ts';
 import { bindRelations, relatedReadsOf } from '../relations/filters.ts';
-import { readPage } from './pages.ts';
+import { pageTooLarge } from '../rows/rows.ts';
+import { bindSearch } from '../search/indexes.ts';
+import { lookUpIndex } from './pages.ts';
 
 type Fields = Record<string, unknown>;
 
@@ -37,90 +44,139 @@ export interface Expansion {
 /** The member of EXPANDED that lists the to-many relations whose rows were cut at their limit. */
 const CUT = '$cut';
 
-const expandedOf = (row: Fields) => row[EXPANDED] as Fields;
-
 const isId = (value: unknown): value is number => typeof value === 'number' && Number.isSafeInteger(value) && value >= 1;
-const both = (a: Filter, b: Filter | undefined): Filter => (b ? { kind: 'and', filters: [a, b] } : a);
+
+/** A key's related rows as read: how many (at most the limit and one more), and the JSON texts of the first `limit`, joined by commas. */
+type Related = { n: number; json: string };
 
 /**
- * Sets each of `expansions` into `rows`, then theirs into the related rows, and so on: each read from
- * `source`, in the snapshot the rows were read in (related.ts, readRelatedPage).
+ * The page `json` (an array of rows; with `versions`, of `{ etag, row }`) with `expansions` set into its
+ * rows, then theirs into the related rows, and so on: each read from `source`, in the snapshot the page
+ * was read in (related.ts, readRelatedPage).
  */
-export async function expandRows(source: PageSource, accountId: number, rows: Fields[], expansions: readonly Expansion[]): Promise<void> {
-  // The member made afresh (or, for rows expanding nothing, taken out): a field of that name stored
-  // before it was reserved is never answered as an expansion.
-  for (const row of rows) {
-    if (expansions.length > 0) row[EXPANDED] = {};
-    else delete row[EXPANDED];
-  }
-  for (const asked of expansions) {
-    // A to-many's filter through relations of its own, bound once for every row it is read for.
-    const filter = await bindRelations(relatedReadsOf(source), accountId, asked.collection, asked.filter);
-    const expansion = { ...asked, filter };
-    const related: Fields[] = [];
-    if (expansion.kind === 'to_one') {
-      const ids = [...new Set(rows.map((row) => row[expansion.field]).filter(isId))];
-      const found = new Map<number, Fields>();
-      if (ids.length > 0) {
-        const filter = both({ kind: 'field', path: ['id'], op: '$in', operand: ids }, expansion.filter);
-        const order: SortKey[] = [{ field: 'id', direction: 'asc' }];
-        for (const row of await readRelated(source, accountId, expansion, filter, order, ids.length)) found.set(row.id as number, row);
-      }
-      for (const row of rows) {
-        const value = row[expansion.field];
-        expandedOf(row)[expansion.name] = (isId(value) && found.get(value)) || null;
-      }
-      related.push(...found.values());
-    } else {
-      const byParent = await readToMany(source, accountId, expansion, rows);
-      for (const row of rows) {
-        const read = byParent.get(row.id as number) ?? [];
-        const kept = read.slice(0, expansion.limit);
-        const expanded = expandedOf(row);
-        expanded[expansion.name] = kept;
-        if (read.length > expansion.limit) expanded[CUT] = [...((expanded[CUT] as string[] | undefined) ?? []), expansion.name];
-        related.push(...kept);
-      }
-    }
-    await expandRows(source, accountId, related, expansion.expand);
-    if (expansion.select) for (const row of related) selectIn(row, expansion.select);
-  }
-}
-
-/**
- * By the id of each of `rows`, its related rows of a to-many, in the expansion's order, at most its limit
- * and one more (which says it was cut). One read for the whole page: the rows naming any of them, at most
- * that many for each; when that read comes back full, a row it found fewer than that many for may have
- * more past the rows of others, and those rows alone are read again, one read each.
- */
-async function readToMany(source: PageSource, accountId: number, expansion: Expansion, rows: Fields[]): Promise<Map<number, Fields[]>> {
-  const ids = [...new Set(rows.map((row) => row.id as number))];
-  const each = expansion.limit + 1;
-  const byParent = new Map<number, Fields[]>(ids.map((id) => [id, []]));
-  if (ids.length === 0) return byParent;
-  const naming = (parents: number[]) => both({ kind: 'field', path: [expansion.field], op: '$in', operand: parents }, expansion.filter);
-  const read = await readRelated(source, accountId, expansion, naming(ids), expansion.order, each * ids.length);
-  for (const row of read) byParent.get(row[expansion.field] as number)?.push(row);
-  if (read.length < each * ids.length) return byParent;
-  for (const id of ids) {
-    if ((byParent.get(id) as Fields[]).length >= each) continue;
-    byParent.set(id, await readRelated(source, accountId, expansion, naming([id]), expansion.order, each));
-  }
-  return byParent;
-}
-
-/** The related rows `filter` keeps, in `order`, at most `limit`, as the caller may see them. */
-async function readRelated(
+export async function expandPage(
   source: PageSource,
   accountId: number,
-  expansion: Expansion,
-  filter: Filter,
-  order: readonly SortKey[],
-  limit: number,
-): Promise<Fields[]> {
-  const { json } = await readPage(source, accountId, expansion.collection, { limit, offset: 0, order, filter });
-  return JSON.parse(expansion.mask ? expansion.mask(json) : json) as Fields[];
+  json: Json<unknown[]>,
+  versions: boolean,
+  expansions: readonly Expansion[],
+): Promise<string> {
+  const items = JSON.parse(json) as Fields[];
+  const rows = versions ? items.map((item) => item.row as Fields) : items;
+  const expanded = await expandedTexts(source, accountId, rows, expansions);
+  const texts = rows.map((row, index) => rowText(row, expanded[index]));
+  return `[${versions ? items.map((item, index) => `{"etag":${JSON.stringify(item.etag)},"row":${texts[index]}}`).join(',') : texts.join(',')}]`;
 }
+
+/** `row` as JSON text with `expanded` as its member EXPANDED (none without): a stored field of that name is never answered as an expansion. */
+function rowText(row: Fields, expanded: string | undefined): string {
+  delete row[EXPANDED];
+  const text = JSON.stringify(row);
+  if (expanded === undefined) return text;
+  return `${text.slice(0, -1)}${text === '{}' ? '' : ','}"${EXPANDED}":${expanded}}`;
+}
+
+/** The member EXPANDED of each of `rows` as JSON text, in their order: each of `expansions` read for all of them at once. */
+async function expandedTexts(source: PageSource, accountId: number, rows: Fields[], expansions: readonly Expansion[]): Promise<string[]> {
+  const members: string[][] = rows.map(() => []);
+  const cuts: string[][] = rows.map(() => []);
+  for (const asked of expansions) {
+    // A filter through relations of its own, bound once for every row it is read for.
+    const filter = await bindRelations(relatedReadsOf(source), accountId, asked.collection, asked.filter);
+    const expansion = {
+      ...asked,
+      filter: await bindSearch((sql, params) => source.read(sql, params, 'point'), accountId, asked.collection, filter),
+    };
+    const name = JSON.stringify(expansion.name);
+    if (expansion.kind === 'to_one') {
+      const found = await readRelated(source, accountId, expansion, [...new Set(rows.map((row) => row[expansion.field]).filter(isId))]);
+      rows.forEach((row, index) => {
+        const value = row[expansion.field];
+        members[index].push(`${name}:${(isId(value) && found.get(value)?.json) || 'null'}`);
+      });
+      continue;
+    }
+    const found = await readRelated(source, accountId, expansion, [...new Set(rows.map((row) => row.id as number))]);
+    rows.forEach((row, index) => {
+      const read = found.get(row.id as number);
+      members[index].push(`${name}:[${read?.json ?? ''}]`);
+      if (read && read.n > expansion.limit) cuts[index].push(expansion.name);
+    });
+  }
+  return rows.map((_, index) => {
+    const cut = cuts[index].length > 0 ? [`"${CUT}":${JSON.stringify(cuts[index])}`] : [];
+    return `{${[...members[index], ...cut].join(',')}}`;
+  });
+}
+
+/**
+ * By each of `keys`, its related rows (readLevel), as the caller may see them: masked, their own
+ * expansions set into them, only their selected fields.
+ */
+async function readRelated(source: PageSource, accountId: number, expansion: Expansion, keys: number[]): Promise<Map<number, Related>> {
+  const found = await readLevel(source, accountId, expansion, keys);
+  const { mask, select } = expansion;
+  for (const related of found.values()) if (mask) related.json = mask(`[${related.json}]`).slice(1, -1);
+  const groups = [...found.values()];
+  if (expansion.expand.length === 0 && !select && !groups.some(({ json }) => json.includes(`"${EXPANDED}"`))) return found;
+  const rows = groups.map(({ json }) => JSON.parse(`[${json}]`) as Fields[]);
+  const all = rows.flat();
+  const expanded = expansion.expand.length === 0 ? [] : await expandedTexts(source, accountId, all, expansion.expand);
+  let at = 0;
+  groups.forEach((related, index) => {
+    related.json = rows[index]
+      .map((row) => {
+        if (select) selectIn(row, select);
+        return rowText(row, expanded[at++]);
+      })
+      .join(',');
+  });
+  return found;
+}
+
+/**
+ * By each of `keys`, the related rows of a relation in one statement (PageSource.relatedRows): a to-one's
+ * row by its id; a to-many's rows naming it, through the relation field's sort index, in the expansion's
+ * order, its limit and one more (when the collection has no such index, a second statement reads them by
+ * the field of each row).
+ */
+async function readLevel(source: PageSource, accountId: number, expansion: Expansion, keys: number[]): Promise<Map<number, Related>> {
+  const found = new Map<number, Related>();
+  if (keys.length === 0) return found;
+  const toMany = expansion.kind === 'to_many';
+  const read: RelatedRead = {
+    collection: byName(accountId, expansion.collection),
+    keys,
+    by: toMany ? { index: expansion.field } : 'id',
+    where: expansion.filter && source.filterSql(expansion.filter),
+    order: toMany ? expansion.order : BY_ID,
+    each: toMany ? expansion.limit + 1 : 1,
+    joined: toMany ? expansion.limit : 1,
+  };
+  let parts = await readParts(source, read);
+  if (parts.some((part) => part.k === null)) {
+    // No sort index of the field (the collection has as many as it may), or no collection (404).
+    const { id } = await lookUpIndex(source, accountId, expansion.collection, [expansion.field]);
+    parts = await readParts(source, { ...read, collection: byId(id), by: { field: expansion.field } });
+  }
+  let chars = 0;
+  for (const part of parts) {
+    // No text for rows that are there: PostgreSQL found them longer than a page may be.
+    if (part.json === null && Number(part.n) > 0) throw pageTooLarge();
+    const json = part.json ?? '';
+    chars += json.length;
+    if (chars > MAX_PAGE_BYTES) throw pageTooLarge();
+    found.set(Number(part.k), { n: Number(part.n), json });
+  }
+  return found;
+}
+
+function readParts(source: PageSource, read: RelatedRead): Promise<RelatedPart[]> {
+  const { sql, params } = source.relatedRows(read);
+  return source.read<RelatedPart>(sql, params);
+}
+
+const BY_ID: SortKey[] = [{ field: 'id', direction: 'asc' }];
 
 /** Keeps of `row` its id, the fields `select` names, and its expansions. */
 function selectIn(row: Fields, select: readonly string[]): void {

@@ -14,7 +14,7 @@ import { KnownIndexes } from '../collections/sort-indexes.ts';
 import type { AggregateSource, PageSource, SnapshotRead } from '../engine/read-port.ts';
 import { bindRelations, relatedReadsOf } from '../relations/filters.ts';
 import { type AggregateResult, readAggregates } from './aggregates.ts';
-import { type Expansion, expandRows } from './expand.ts';
+import { type Expansion, expandPage } from './expand.ts';
 import { type RowsPage, readPage } from './pages.ts';
 
 type Fields = Record<string, unknown>;
@@ -41,9 +41,7 @@ export function readRelatedPage(
     const answer = await readPage(reads, accountId, collection, { ...page, filter });
     if (ordered && answer.n > 0 && !page.versions) answer.related = await relatedValues(reads, accountId, page, lastRow(answer.json));
     if (!expanding) return answer;
-    const rows = JSON.parse(answer.json) as Fields[];
-    await expandRows(reads, accountId, page.versions ? rows.map((item) => item.row as Fields) : rows, expansions);
-    return { ...answer, json: JSON.stringify(rows) };
+    return { ...answer, json: await expandPage(reads, accountId, answer.json, page.versions === true, expansions) };
   });
 }
 

@@ -22,7 +22,7 @@ import { sqliteRowPort } from './rows.ts';
 import { SortIndexMaker } from './sort-indexes.ts';
 import { uniqueIndexSql } from './sql/collections.ts';
 import { knexTablesSql } from './sql/engine.ts';
-import { aggregateSql, filteredSortedPage, orderedPage, sortedPage, sortedPageAfter } from './sql/reads.ts';
+import { aggregateSql, filteredSortedPage, orderedPage, relatedRows, sortedPage, sortedPageAfter } from './sql/reads.ts';
 import { existingIdsSql, rowIdsSql } from './sql/relations.ts';
 import { onceAnswersSql, pruneOnceSql, sqliteProcedures } from './sql/rows.ts';
 import { searchSql } from './sql/search.ts';
@@ -107,6 +107,7 @@ export async function openSqlite(url: string, { sortIndexes, log, queryTimeoutMs
     keyBoundsSql,
     scoresSql: scoresWith(searchSql),
     filteredSortedPage,
+    relatedRows,
     wholeStringKeys: true,
     sortedPage,
     sortedPageAfter,

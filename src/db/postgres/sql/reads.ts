@@ -8,6 +8,7 @@ import type { AggregateSource, PageSource } from '../../engine/read-port.ts';
 import { keyOrder } from '../../engine/sql/collections.ts';
 import { type CollectionRef, type FieldOrder, type PageJson, sortedPages, wholePage } from '../../engine/sql/pages.ts';
 import { firstKeys, relatedRowSql, rowJsonWith, versionedRowJsonWith } from '../../engine/sql/reads.ts';
+import { type RelatedJson, relatedPage } from '../../engine/sql/related.ts';
 import { raw, type Sql, sql } from '../../engine/sql/template.ts';
 import { filterSql } from '../filter.ts';
 import { document, escapeString, field } from '../jsonb.ts';
@@ -76,6 +77,30 @@ const byField: FieldOrder = (key, index, at, collection) => {
       { column: { sql: string, direction }, at: typeof scalar === 'string' ? sql`${escapeString(scalar)}::text` : undefined },
     ],
   };
+};
+
+/**
+ * The rows related to a page's, for a relation of the whole page (../../engine/sql/related.ts): the keys
+ * read from their JSON array, each key of a to-many's its rows read by their primary key (LATERAL, kept a
+ * subquery by `offset 0`, as sortedPages' are), each key's rows joined in their order, only when they
+ * add up to at most MAX_PAGE_BYTES.
+ */
+export const relatedRows: PageSource['relatedRows'] = (read) => relatedPage(relatedJson, byField, read);
+
+const relatedJson: RelatedJson = {
+  keys: (list, type) => sql`(select jsonb_array_elements_text(${list}::jsonb)::${raw(type === 'id' ? 'bigint' : 'numeric')})`,
+  fieldKey(name) {
+    const { value, bindings } = field(name);
+    return { sql: `(case when jsonb_typeof(${value}) = 'number' then (${value})::numeric end)`, params: [...bindings, ...bindings] };
+  },
+  slotOf: (id, field) =>
+    sql`(select (e.i - 1)::int from collections c cross join jsonb_array_elements_text(c.sorted::jsonb) with ordinality e(f, i)
+        where c.id = ${id} and e.f = ${field})`,
+  keyedRows: 'sort_keys k cross join lateral (select * from rows where collection_id = k.collection_id and id = k.row_id offset 0) rows',
+  rows: (joined) =>
+    `case when sum(octet_length(data)) <= ${MAX_PAGE_BYTES} then string_agg(${rowJsonSql}, ',' order by rn) filter (where rn <= ${joined}) end`,
+  live: liveRow('rows'),
+  fence: pageJson.fence,
 };
 
 /** Ids are assigned from 1 and never reach 2^53 (rows.ts, assignable()). */

@@ -7,6 +7,7 @@ import type { AggregateSource, PageSource } from '../../engine/read-port.ts';
 import { keyOrder } from '../../engine/sql/collections.ts';
 import { type CollectionRef, type FieldOrder, type PageJson, sortedPages, wholePage } from '../../engine/sql/pages.ts';
 import { firstKeys, relatedRowSql, rowJsonWith, versionedRowJsonWith } from '../../engine/sql/reads.ts';
+import { type RelatedJson, relatedPage } from '../../engine/sql/related.ts';
 import { raw, type Sql, sql } from '../../engine/sql/template.ts';
 import { filterSql } from '../filter.ts';
 import { liveRow, nowMs } from './expiry.ts';
@@ -117,6 +118,28 @@ const byField: FieldOrder = (key, index, at, collection) => {
       },
     ],
   };
+};
+
+/**
+ * The rows related to a page's, for a relation of the whole page (../../engine/sql/related.ts): the keys
+ * read from their JSON array by json_each, a to-many's keys the outer loop (CROSS JOIN), each key's rows
+ * joined in their order.
+ */
+export const relatedRows: PageSource['relatedRows'] = (read) => relatedPage(relatedJson, byField, read);
+
+const relatedJson: RelatedJson = {
+  keys: (list) => sql`(select value from json_each(${list}))`,
+  fieldKey(name) {
+    const { type, value, key } = field(name);
+    return { sql: `(case when ${type} = 'integer' then ${value} end)`, params: [key, key] };
+  },
+  slotOf: (id, field) => sql`(select j.key from collections c, json_each(c.sorted) j where c.id = ${id} and j.value = ${field})`,
+  keyedRows: 'sort_keys k cross join rows on rows.collection_id = k.collection_id and rows.id = k.row_id',
+  // Joined as they come (pageJsonSql): the subquery hands each key's rows over in their order; an ORDER BY of
+  // group_concat would sort them again.
+  rows: (joined) => `group_concat(case when rn <= ${joined} then ${rowJsonSql} end, ',')`,
+  live: liveRow('rows'),
+  fence: pageJson.fence,
 };
 
 /** A field of the row, as the columns `t<index>` and `v<index>`. */
