@@ -9,6 +9,7 @@ import type { RowCheck } from '../db/declarations/impacts.ts';
 import type { LiveAccount } from '../db/declarations/live.ts';
 import type { Store } from '../db/open-store.ts';
 import { ApiError, conflict } from '../errors.ts';
+import { expiryNow } from '../expiry/ttl.ts';
 import { pointerToken } from '../query/filter.ts';
 import type { RowSchema } from '../schema/check.ts';
 import { type Change, planChanges } from './changes.ts';
@@ -75,7 +76,7 @@ function drifted(planned: Record<string, string>, now: Record<string, string>): 
   return [...new Set([...Object.keys(planned), ...Object.keys(now)])].filter((place) => planned[place] !== now[place]).sort();
 }
 
-/** The reads of stored rows the changes need: of collections that are there, a unique index made, a schema set, a relation declared. */
+/** The reads of stored rows the changes need: of collections that are there, a unique index made, a schema set, a relation declared, a time to live set. */
 function rowChecks(changes: readonly Change[], current: Model): RowCheck[] {
   const checks: RowCheck[] = [];
   for (const { kind, object, after } of changes) {
@@ -85,6 +86,7 @@ function rowChecks(changes: readonly Change[], current: Model): RowCheck[] {
       checks.push({ object, collection, unique: (after as { fields: string[] }).fields });
     if (kind === 'schema') checks.push({ object, collection, schema: after as RowSchema });
     if (kind === 'relation') checks.push({ object, collection, relation: after as { field: string; collection: string } });
+    if (kind === 'ttl') checks.push({ object, collection, ttl: (after as { field: string }).field });
   }
   return checks;
 }
@@ -98,10 +100,13 @@ export async function makePlan(store: Store, accountId: number, declaration: Dec
     const current = modelOfLive(live);
     const target = await targetOf(declaration, current, secrets, options);
     const { changes } = planChanges(target, current, live, secrets);
-    const impacts = await store.declaredRowImpacts(accountId, rowChecks(changes, current));
+    const impacts = await store.declaredRowImpacts(accountId, rowChecks(changes, current), expiryNow());
     for (const { object, ...rows } of impacts) {
       const change = changes.find((each) => each.object === object);
-      if (change) change.rows = rows;
+      if (!change) continue;
+      change.rows = rows;
+      // A time to live over rows already past their time deletes them: data the apply destroys.
+      if (change.kind === 'ttl') change.destroys_data = true;
     }
     const plan: Plan = { format: 'rowbase-plan', version: 1, declaration, live: digestsOf(current), changes };
     if (aside) plan.contract = await aside.diff(current, target);
@@ -139,7 +144,7 @@ export async function applyPlan(
         errors: moved.map((object) => place(object, 'has changed since the plan was made')),
       });
     const { changes, steps } = planChanges(target, current, live, secrets);
-    if (canonical(changes) !== canonical(plan.changes.map(({ rows, ...change }) => change)))
+    if (canonical(changes) !== canonical(plan.changes.map(ofTheModel)))
       throw conflict('The declaration would now change other than the plan says (a secret set to another value?): make the plan again.');
     return steps;
   };
@@ -151,6 +156,9 @@ export async function applyPlan(
   await makeSortIndexes(store, accountId, steps);
   return plan.changes;
 }
+
+/** A change of a plan without what its stored rows made of it (its `rows`, and a time to live's `destroys_data`): as planChanges() makes it. */
+const ofTheModel = ({ rows, ...change }: Change): Change => (change.kind === 'ttl' ? { ...change, destroys_data: false } : change);
 
 /** Sort indexes made at once, of different collections (each its own transaction, which holds only its collection's writes). */
 const SORT_INDEXES_AT_ONCE = 4;
