@@ -4,9 +4,10 @@
 // as breaking or not for the clients generated from them. Only the collections whose part of the documents
 // changes are in the documents compared (with those their relations name): the rest is the same on both sides.
 // The comparison runs in a worker thread of its own (contractDiffAside), off the thread that answers requests.
-import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
+import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { apiCompare } from 'api-smart-diff';
 import { AccountContracts, type ContractKind, type ServedCollection } from '../contract/served.ts';
+import { firstMessage, workerOf } from './aside.ts';
 import { canonical, type Model, type ModelCollection } from './model.ts';
 
 /** One change to a document (openapi.yaml, ContractChange). */
@@ -160,7 +161,11 @@ function withoutSameComponents(kind: ContractKind, was: object, will: object): v
   const names = new Map<string, Set<string>>();
   for (const [key, { values }] of parts) {
     const [before, after] = values;
-    if (before === undefined || after === undefined || (JSON.stringify(before) !== JSON.stringify(after) && canonical(before) !== canonical(after)))
+    if (
+      before === undefined ||
+      after === undefined ||
+      (JSON.stringify(before) !== JSON.stringify(after) && canonical(before) !== canonical(after))
+    )
       changed.add(key);
     names.set(key, refsOf(kind, values, new Set()));
   }
@@ -289,18 +294,14 @@ export interface ContractDiffAside {
  * nothing, every account's requests waiting; and its memory, hundreds of MB, is the worker's, given back
  * when it ends. Started before the plan knows what it compares, so that the worker loads its modules and
  * parses the documents (most of a second) while the plan checks the declaration; a plan that changes no
- * collection's part of the documents then ends it unasked. The worker runs this module (the bundle's chunk
- * that holds it), which, in a worker handed DiffWorkerData, parses the documents, then compares the first
- * DiffJob posted to it and posts the diff.
+ * collection's part of the documents then ends it unasked. The worker runs this module (aside.ts), which,
+ * in a worker handed DiffWorkerData, parses the documents, then compares the first DiffJob posted to it
+ * and posts the diff.
  */
 export function contractDiffAside(documents: Record<ContractKind, string>): ContractDiffAside {
-  const worker = workerOfThisModule({ contractDiff: true, documents });
+  const worker = workerOf(import.meta.url, { contractDiff: true, documents } satisfies DiffWorkerData);
   // Its failure is the diff's, once asked for; until then, nothing waits on it.
-  const answer = new Promise<ContractDiff>((resolve, reject) => {
-    worker.once('message', resolve);
-    worker.once('error', reject);
-    worker.once('exit', (code) => reject(new Error(`the contract's diff ended (exit code ${code}) before it answered`)));
-  });
+  const answer = firstMessage<ContractDiff>(worker, "the contract's diff");
   answer.catch(() => {});
   return {
     async diff(current, target) {
@@ -313,16 +314,6 @@ export function contractDiffAside(documents: Record<ContractKind, string>): Cont
       await worker.terminate();
     },
   };
-}
-
-/**
- * A worker running this module. Run from TypeScript (tsx: the tests, bench/declarations.ts), the worker
- * registers tsx's loader before it imports it, as Node 20's workers do not run the parent's `--import`.
- */
-function workerOfThisModule(data: DiffWorkerData): Worker {
-  if (!import.meta.url.endsWith('.ts')) return new Worker(new URL(import.meta.url), { workerData: data });
-  const source = `import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(import.meta.url)}); })`;
-  return new Worker(source, { eval: true, workerData: data });
 }
 
 if (!isMainThread && (workerData as DiffWorkerData | undefined)?.contractDiff === true) {

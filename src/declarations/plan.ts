@@ -15,7 +15,7 @@ import type { RowSchema } from '../schema/check.ts';
 import { type Change, planChanges } from './changes.ts';
 import { type CheckOptions, type Secrets, targetOf } from './checks.ts';
 import { type ContractDiff, contractDiffAside } from './contract.ts';
-import { type Declaration, parseDeclaration, place } from './format.ts';
+import { type Declaration, place, readDeclaration } from './format.ts';
 import { canonical, declarationOfLive, type Model, modelOfLive } from './model.ts';
 
 /** What `rowbase plan -o` writes and `rowbase apply` reads (openapi.yaml, DeclarationPlan). */
@@ -52,8 +52,8 @@ export function planOptionsOf(config: Pick<Config, 'maxCollectionsPerAccount' | 
 }
 
 /** A plan made earlier (its shape checked: openapi.yaml, DeclarationPlan), its declaration read again as a declaration's file is. */
-export function storedPlan<P extends Plan>(plan: P): P {
-  return { ...plan, declaration: parseDeclaration(JSON.stringify(plan.declaration)) };
+export async function storedPlan<P extends Plan>(plan: P): Promise<P> {
+  return { ...plan, declaration: await readDeclaration(JSON.stringify(plan.declaration)) };
 }
 
 /** The most token issuers an account holds (openapi.yaml, putIssuer). */
