@@ -1,17 +1,18 @@
-// A worker thread running a module of the declarations (the bundle's chunk that holds it), for work that
-// would hold the thread that answers requests for a second or more: the contract's diff (contract.ts),
-// the reading of a large declaration (format.ts). Each module, in a worker handed its own workerData,
-// does its work and posts what it found.
+// A worker thread for work of the declarations that would hold the thread that answers requests for a
+// second or more: the contract's diff (contract.ts), the reading of a large declaration (format.ts). It
+// runs worker.ts, which loads the module of the work; that module, in a worker handed its own
+// workerData, does the work and posts what it found.
 import { Worker } from 'node:worker_threads';
 
 /**
- * A worker running the module at `url` (its `import.meta.url`), handed `data`. Run from TypeScript (tsx:
- * the tests, bench/declarations.ts), the worker registers tsx's loader before it imports it, as Node 20's
- * workers do not run the parent's `--import`.
+ * A worker running worker.ts (the bundle's `declarations-worker.mjs`, beside the chunk that holds this
+ * module), handed `data`. Run from TypeScript (tsx: the tests, bench/declarations.ts), the worker
+ * registers tsx's loader before it imports it, as Node 20's workers do not run the parent's `--import`.
  */
-export function workerOf(url: string, data: unknown): Worker {
-  if (!url.endsWith('.ts')) return new Worker(new URL(url), { workerData: data });
-  const source = `import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(url)}); })`;
+export function workerOf(data: unknown): Worker {
+  if (!import.meta.url.endsWith('.ts')) return new Worker(new URL('./declarations-worker.mjs', import.meta.url), { workerData: data });
+  const entry = new URL('./worker.ts', import.meta.url).href;
+  const source = `import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(entry)}); })`;
   return new Worker(source, { eval: true, workerData: data });
 }
 

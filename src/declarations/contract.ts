@@ -268,7 +268,7 @@ const noChange = (): ContractDiff => ({
   documents: { openapi: { secret: [], publishable: [] }, asyncapi: { secret: [], publishable: [] } },
 });
 
-/** What a worker of contractDiffAside() is handed, as its workerData: the documents, which it parses at once. */
+/** What a worker of contractDiffAside() is handed, as its workerData: the texts of the documents. */
 interface DiffWorkerData {
   contractDiff: true;
   documents: Record<ContractKind, string>;
@@ -280,46 +280,29 @@ interface DiffJob {
   target: Model;
 }
 
-/** The contract's diff of a plan, compared aside (contractDiffAside). */
-export interface ContractDiffAside {
-  /** What making `current` the collections `target` does to the documents (contractDiff). */
-  diff(current: Model, target: Model): Promise<ContractDiff>;
-  /** Ends the worker, whether or not it was asked for the diff. */
-  end(): Promise<void>;
-}
-
 /**
- * contractDiff() in a worker thread, started for a plan and ended with it: the comparison takes seconds of
+ * contractDiff() in a worker thread, started for it and ended with it: the comparison takes seconds of
  * CPU for many collections (api-smart-diff), during which the thread that answers requests would answer
  * nothing, every account's requests waiting; and its memory, hundreds of MB, is the worker's, given back
- * when it ends. Started before the plan knows what it compares, so that the worker loads its modules and
- * parses the documents (most of a second) while the plan checks the declaration; a plan that changes no
- * collection's part of the documents then ends it unasked. The worker runs this module (aside.ts), which,
- * in a worker handed DiffWorkerData, parses the documents, then compares the first DiffJob posted to it
- * and posts the diff.
+ * when it ends. The worker (aside.ts) runs this module, which, in a worker handed DiffWorkerData, parses
+ * the documents, compares the DiffJob posted to it and posts the diff. A plan that changes no
+ * collection's part of the documents compares nothing, and starts no worker.
  */
-export function contractDiffAside(documents: Record<ContractKind, string>): ContractDiffAside {
-  const worker = workerOf(import.meta.url, { contractDiff: true, documents } satisfies DiffWorkerData);
-  // Its failure is the diff's, once asked for; until then, nothing waits on it.
-  const answer = firstMessage<ContractDiff>(worker, "the contract's diff");
-  answer.catch(() => {});
-  return {
-    async diff(current, target) {
-      const before = current.collections ?? {};
-      if (touched(before, target.collections ?? before, undefined).size === 0) return noChange();
-      worker.postMessage({ current, target } satisfies DiffJob);
-      return await answer;
-    },
-    async end() {
-      await worker.terminate();
-    },
-  };
+export async function contractDiffAside(current: Model, target: Model, documents: Record<ContractKind, string>): Promise<ContractDiff> {
+  const before = current.collections ?? {};
+  if (touched(before, target.collections ?? before, undefined).size === 0) return noChange();
+  const worker = workerOf({ contractDiff: true, documents } satisfies DiffWorkerData);
+  try {
+    const answer = firstMessage<ContractDiff>(worker, "the contract's diff");
+    worker.postMessage({ current, target } satisfies DiffJob);
+    return await answer;
+  } finally {
+    await worker.terminate();
+  }
 }
 
 if (!isMainThread && (workerData as DiffWorkerData | undefined)?.contractDiff === true) {
   const { documents } = workerData as DiffWorkerData;
-  // The documents parsed (their tags need them) while the plan is made.
-  for (const kind of ['openapi', 'asyncapi'] as const) contractsOf(documents).document(kind, []);
   parentPort?.once('message', ({ current, target }: DiffJob) => {
     parentPort?.postMessage(contractDiff(current, target, documents));
   });

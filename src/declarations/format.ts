@@ -147,11 +147,11 @@ type ReadAnswer = { declaration: Declaration } | { refused: Pick<ApiError, 'code
 /**
  * parseDeclaration() of `text` off the thread that answers requests when it is long: the yaml package
  * reads 160 KB (a hundred collections) in half a second to a second and more, every account's requests
- * waiting meanwhile. In a worker started for it, running this module (aside.ts); its refusal is the same.
+ * waiting meanwhile. In a worker started for it (aside.ts), which runs this module; its refusal is the same.
  */
 export async function readDeclaration(text: string): Promise<Declaration> {
   if (text.length < READ_ASIDE_BYTES) return parseDeclaration(text);
-  const worker = workerOf(import.meta.url, { readDeclaration: true, text } satisfies ReadJob);
+  const worker = workerOf({ readDeclaration: true, text } satisfies ReadJob);
   try {
     const answer = await firstMessage<ReadAnswer>(worker, 'the reading of the declaration');
     if ('declaration' in answer) return answer.declaration;

@@ -93,27 +93,21 @@ function rowChecks(changes: readonly Change[], current: Model): RowCheck[] {
 
 /** The plan of `declaration` (read already: parseDeclaration) for the account, as it is now. */
 export async function makePlan(store: Store, accountId: number, declaration: Declaration, secrets: Secrets, options: PlanOptions) {
-  // The contract's worker started first: it readies itself while the declaration is checked.
-  const aside = options.documents ? contractDiffAside(options.documents) : undefined;
-  try {
-    const live = await store.readAccountModel(accountId);
-    const current = modelOfLive(live);
-    const target = await targetOf(declaration, current, secrets, options);
-    const { changes } = planChanges(target, current, live, secrets);
-    const impacts = await store.declaredRowImpacts(accountId, rowChecks(changes, current), expiryNow());
-    for (const { object, ...rows } of impacts) {
-      const change = changes.find((each) => each.object === object);
-      if (!change) continue;
-      change.rows = rows;
-      // A time to live over rows already past their time deletes them: data the apply destroys.
-      if (change.kind === 'ttl') change.destroys_data = true;
-    }
-    const plan: Plan = { format: 'rowbase-plan', version: 1, declaration, live: digestsOf(current), changes };
-    if (aside) plan.contract = await aside.diff(current, target);
-    return plan;
-  } finally {
-    await aside?.end();
+  const live = await store.readAccountModel(accountId);
+  const current = modelOfLive(live);
+  const target = await targetOf(declaration, current, secrets, options);
+  const { changes } = planChanges(target, current, live, secrets);
+  const impacts = await store.declaredRowImpacts(accountId, rowChecks(changes, current), expiryNow());
+  for (const { object, ...rows } of impacts) {
+    const change = changes.find((each) => each.object === object);
+    if (!change) continue;
+    change.rows = rows;
+    // A time to live over rows already past their time deletes them: data the apply destroys.
+    if (change.kind === 'ttl') change.destroys_data = true;
   }
+  const plan: Plan = { format: 'rowbase-plan', version: 1, declaration, live: digestsOf(current), changes };
+  if (options.documents) plan.contract = await contractDiffAside(current, target, options.documents);
+  return plan;
 }
 
 /**
