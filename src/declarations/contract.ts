@@ -3,11 +3,10 @@
 // key's anonymous caller does, before and after, compared by api-smart-diff, which classifies each change
 // as breaking or not for the clients generated from them. Only the collections whose part of the documents
 // changes are in the documents compared (with those their relations name): the rest is the same on both sides.
-// The comparison runs in a worker thread of its own (contractDiffAside), off the thread that answers requests.
-import { isMainThread, parentPort, workerData } from 'node:worker_threads';
+// The comparison runs in the declarations' worker thread (contractDiffAside, aside.ts), off the thread that answers requests.
 import { apiCompare } from 'api-smart-diff';
 import { AccountContracts, type ContractKind, type ServedCollection } from '../contract/served.ts';
-import { firstMessage, workerOf } from './aside.ts';
+import { aside } from './aside.ts';
 import { canonical, type Model, type ModelCollection } from './model.ts';
 
 /** One change to a document (openapi.yaml, ContractChange). */
@@ -268,42 +267,27 @@ const noChange = (): ContractDiff => ({
   documents: { openapi: { secret: [], publishable: [] }, asyncapi: { secret: [], publishable: [] } },
 });
 
-/** What a worker of contractDiffAside() is handed, as its workerData: the texts of the documents. */
-interface DiffWorkerData {
-  contractDiff: true;
-  documents: Record<ContractKind, string>;
-}
-
-/** What it is then posted: the two models to compare. */
+/** What the worker is handed: the texts of the documents, and the models to compare. */
 interface DiffJob {
+  documents: Record<ContractKind, string>;
   current: Model;
   target: Model;
 }
 
 /**
- * contractDiff() in a worker thread, started for it and ended with it: the comparison takes seconds of
- * CPU for many collections (api-smart-diff), during which the thread that answers requests would answer
- * nothing, every account's requests waiting; and its memory, hundreds of MB, is the worker's, given back
- * when it ends. The worker (aside.ts) runs this module, which, in a worker handed DiffWorkerData, parses
- * the documents, compares the DiffJob posted to it and posts the diff. A plan that changes no
- * collection's part of the documents compares nothing, and starts no worker.
+ * contractDiff() in the declarations' worker (aside.ts), which runs diffAnswer(): the comparison takes
+ * seconds of CPU for many collections (api-smart-diff), during which the thread that answers requests
+ * would answer nothing, every account's requests waiting; its memory, hundreds of MB, is the worker's,
+ * given back when it ends. A plan that changes no collection's part of the documents compares nothing.
  */
 export async function contractDiffAside(current: Model, target: Model, documents: Record<ContractKind, string>): Promise<ContractDiff> {
   const before = current.collections ?? {};
   if (touched(before, target.collections ?? before, undefined).size === 0) return noChange();
-  const worker = workerOf({ contractDiff: true, documents } satisfies DiffWorkerData);
-  try {
-    const answer = firstMessage<ContractDiff>(worker, "the contract's diff");
-    worker.postMessage({ current, target } satisfies DiffJob);
-    return await answer;
-  } finally {
-    await worker.terminate();
-  }
+  return aside<ContractDiff>({ contractDiff: { documents, current, target } satisfies DiffJob });
 }
 
-if (!isMainThread && (workerData as DiffWorkerData | undefined)?.contractDiff === true) {
-  const { documents } = workerData as DiffWorkerData;
-  parentPort?.once('message', ({ current, target }: DiffJob) => {
-    parentPort?.postMessage(contractDiff(current, target, documents));
-  });
+/** contractDiff() of a DiffJob, as the worker answers it. */
+export function diffAnswer(job: unknown): ContractDiff {
+  const { current, target, documents } = job as DiffJob;
+  return contractDiff(current, target, documents);
 }

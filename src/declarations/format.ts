@@ -2,13 +2,12 @@
 // within bounds, every refusal a 400 (a 413 for its size) whose errors name each place wrong by a JSON
 // Pointer into it. What it means is checked next (checks.ts); its JSON Schema is
 // schemas/declaration.schema.json, which editors complete and check the file with.
-import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import { isAlias, isMap, isPair, isScalar, isSeq, type Node, parseDocument, stringify } from 'yaml';
 import schema from '../../schemas/declaration.schema.json' with { type: 'json' };
 import { ApiError, type FieldError, validationFailed } from '../errors.ts';
 import { isObject, pointerToken } from '../query/filter.ts';
-import { firstMessage, workerOf } from './aside.ts';
+import { aside } from './aside.ts';
 import { nestingProblem } from './nesting.ts';
 
 /** A declaration's file is this many bytes at most. */
@@ -135,30 +134,29 @@ export function parseDeclaration(text: string): Declaration {
 /** A declaration this many bytes long or longer is read in a worker (readDeclaration); a shorter one takes milliseconds. */
 const READ_ASIDE_BYTES = 16 * 1024;
 
-/** What a worker of readDeclaration() is handed, as its workerData. */
-interface ReadJob {
-  readDeclaration: true;
-  text: string;
-}
-
-/** What it posts: the declaration, its refusal, or what else failed. */
+/** What the worker answers: the declaration, its refusal, or what else failed. */
 type ReadAnswer = { declaration: Declaration } | { refused: Pick<ApiError, 'code' | 'detail' | 'options'> } | { failed: string };
 
 /**
  * parseDeclaration() of `text` off the thread that answers requests when it is long: the yaml package
  * reads 160 KB (a hundred collections) in half a second to a second and more, every account's requests
- * waiting meanwhile. In a worker started for it (aside.ts), which runs this module; its refusal is the same.
+ * waiting meanwhile. In the declarations' worker (aside.ts), which runs readAnswer(); its refusal is the same.
  */
 export async function readDeclaration(text: string): Promise<Declaration> {
   if (text.length < READ_ASIDE_BYTES) return parseDeclaration(text);
-  const worker = workerOf({ readDeclaration: true, text } satisfies ReadJob);
+  const answer = await aside<ReadAnswer>({ readDeclaration: text });
+  if ('declaration' in answer) return answer.declaration;
+  if ('refused' in answer) throw new ApiError(answer.refused.code, answer.refused.detail, answer.refused.options);
+  throw new Error(`the reading of the declaration failed: ${answer.failed}`);
+}
+
+/** parseDeclaration() of `text` as the worker answers it (readDeclaration). */
+export function readAnswer(text: string): ReadAnswer {
   try {
-    const answer = await firstMessage<ReadAnswer>(worker, 'the reading of the declaration');
-    if ('declaration' in answer) return answer.declaration;
-    if ('refused' in answer) throw new ApiError(answer.refused.code, answer.refused.detail, answer.refused.options);
-    throw new Error(`the reading of the declaration failed: ${answer.failed}`);
-  } finally {
-    await worker.terminate();
+    return { declaration: parseDeclaration(text) };
+  } catch (error) {
+    if (error instanceof ApiError) return { refused: { code: error.code, detail: error.detail, options: error.options } };
+    return { failed: String((error as Error)?.stack ?? error) };
   }
 }
 
@@ -225,17 +223,4 @@ function lineAndColumn(text: string, offset: number): [number, number] {
   const before = text.slice(0, offset);
   const line = before.split('\n').length;
   return [line, offset - before.lastIndexOf('\n')];
-}
-
-// Last, once every binding of the module is initialised.
-if (!isMainThread && (workerData as ReadJob | undefined)?.readDeclaration === true) {
-  const read = (): ReadAnswer => {
-    try {
-      return { declaration: parseDeclaration((workerData as ReadJob).text) };
-    } catch (error) {
-      if (error instanceof ApiError) return { refused: { code: error.code, detail: error.detail, options: error.options } };
-      return { failed: String((error as Error)?.stack ?? error) };
-    }
-  };
-  parentPort?.postMessage(read());
 }
